@@ -1,0 +1,263 @@
+package space
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Kind says how NCCL reads a variable's value.
+type Kind int
+
+const (
+	KindString Kind = iota // free text (interface names, plugin names, file paths)
+	KindBool               // 0 or 1
+	KindInt                // decimal integer within [Min, Max]
+	KindBytes              // byte count; "4M" in space.toml is written out as 4194304
+	KindEnum               // one of Values
+	KindLevel              // a topology level (LOC, PIX, ...) or its integer
+	KindList               // NCCL_ALGO / NCCL_PROTO syntax: "a,b", "^a", "allreduce:a;allgather:b"
+)
+
+// Var is one NCCL environment variable as the catalogue knows it.
+type Var struct {
+	Name   string
+	Kind   Kind
+	Values []string // legal tokens for KindEnum, KindLevel and KindList
+	Min    int64    // for KindInt and KindBytes
+	Max    int64    // for KindInt and KindBytes; 0 means no upper bound
+	// Gone is set for variables NCCL no longer reads; old tuning guides still quote them.
+	Gone string
+	// Instead names the variable that replaced a deprecated one (still read by NCCL).
+	Instead string
+}
+
+var (
+	algoNames  = []string{"Ring", "Tree", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT"}
+	protoNames = []string{"LL", "LL128", "Simple"}
+	levelNames = []string{"LOC", "PIX", "PXB", "PHB", "SYS"}
+	p2pLevels  = []string{"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"}
+	// collNames are the per-collective prefixes NCCL_ALGO/NCCL_PROTO accept since NCCL 2.24.
+	collNames = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "sendrecv", "send", "recv", "alltoall"}
+)
+
+// catalogue lists the NCCL variables nccltune knows (NCCL 2.28 documentation, env.rst).
+var catalogue = indexVars([]Var{
+	{Name: "NCCL_ALGO", Kind: KindList, Values: algoNames},
+	{Name: "NCCL_PROTO", Kind: KindList, Values: protoNames},
+	{Name: "NCCL_MIN_CTAS", Kind: KindInt, Min: 1, Max: 64},
+	{Name: "NCCL_MAX_CTAS", Kind: KindInt, Min: 1, Max: 64},
+	{Name: "NCCL_MIN_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MIN_CTAS"},
+	{Name: "NCCL_MAX_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MAX_CTAS"},
+	{Name: "NCCL_NCHANNELS_PER_NET_PEER", Kind: KindInt, Min: 1, Max: 64},
+	{Name: "NCCL_MIN_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
+	{Name: "NCCL_MAX_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
+	{Name: "NCCL_BUFFSIZE", Kind: KindBytes, Min: 1 << 12, Max: 1 << 30},
+	{Name: "NCCL_NTHREADS", Kind: KindEnum, Values: []string{"64", "128", "256", "512"}},
+	{Name: "NCCL_CUMEM_ENABLE", Kind: KindBool},
+	{Name: "NCCL_NVLS_ENABLE", Kind: KindBool},
+	{Name: "NCCL_COLLNET_ENABLE", Kind: KindBool},
+	{Name: "NCCL_P2P_DISABLE", Kind: KindBool},
+	{Name: "NCCL_SHM_DISABLE", Kind: KindBool},
+	{Name: "NCCL_P2P_LEVEL", Kind: KindLevel, Values: p2pLevels},
+	{Name: "NCCL_P2P_NET_CHUNKSIZE", Kind: KindBytes, Min: 1 << 10, Max: 1 << 30},
+	{Name: "NCCL_P2P_NVL_CHUNKSIZE", Kind: KindBytes, Min: 1 << 10, Max: 1 << 30},
+	{Name: "NCCL_P2P_PCI_CHUNKSIZE", Kind: KindBytes, Min: 1 << 10, Max: 1 << 30},
+	{Name: "NCCL_PXN_DISABLE", Kind: KindBool},
+	{Name: "NCCL_NET", Kind: KindString},
+	{Name: "NCCL_NET_PLUGIN", Kind: KindString},
+	{Name: "NCCL_NET_GDR_LEVEL", Kind: KindLevel, Values: levelNames},
+	{Name: "NCCL_IB_GDR_LEVEL", Kind: KindLevel, Values: levelNames, Instead: "NCCL_NET_GDR_LEVEL"},
+	{Name: "NCCL_NET_GDR_READ", Kind: KindBool},
+	{Name: "NCCL_NET_GDR_C2C", Kind: KindBool},
+	{Name: "NCCL_NET_SHARED_BUFFERS", Kind: KindBool},
+	{Name: "NCCL_IB_DISABLE", Kind: KindBool},
+	{Name: "NCCL_IB_HCA", Kind: KindString},
+	{Name: "NCCL_IB_GID_INDEX", Kind: KindInt, Min: -1, Max: 255},
+	{Name: "NCCL_IB_ROCE_VERSION_NUM", Kind: KindEnum, Values: []string{"1", "2"}},
+	{Name: "NCCL_IB_ADDR_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}},
+	{Name: "NCCL_IB_QPS_PER_CONNECTION", Kind: KindInt, Min: 1, Max: 128},
+	{Name: "NCCL_IB_SPLIT_DATA_ON_QPS", Kind: KindBool},
+	{Name: "NCCL_IB_TIMEOUT", Kind: KindInt, Min: 1, Max: 31},
+	{Name: "NCCL_IB_RETRY_CNT", Kind: KindInt, Min: 0, Max: 7},
+	{Name: "NCCL_IB_SL", Kind: KindInt, Min: 0, Max: 15},
+	{Name: "NCCL_IB_TC", Kind: KindInt, Min: 0, Max: 255},
+	{Name: "NCCL_IB_PCI_RELAXED_ORDERING", Kind: KindEnum, Values: []string{"0", "1", "2"}},
+	{Name: "NCCL_IB_ADAPTIVE_ROUTING", Kind: KindBool},
+	{Name: "NCCL_IB_ECE_ENABLE", Kind: KindBool},
+	{Name: "NCCL_IB_MERGE_NICS", Kind: KindBool},
+	{Name: "NCCL_CROSS_NIC", Kind: KindEnum, Values: []string{"0", "1", "2"}},
+	{Name: "NCCL_SOCKET_IFNAME", Kind: KindString},
+	{Name: "NCCL_SOCKET_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}},
+	{Name: "NCCL_SOCKET_NTHREADS", Kind: KindInt, Min: 1, Max: 16},
+	{Name: "NCCL_NSOCKS_PERTHREAD", Kind: KindInt, Min: 1, Max: 64},
+	{Name: "NCCL_LAUNCH_MODE", Kind: KindEnum, Values: []string{"PARALLEL", "GROUP"}},
+	{Name: "NCCL_IGNORE_CPU_AFFINITY", Kind: KindBool},
+	{Name: "NCCL_GRAPH_MIXING_SUPPORT", Kind: KindBool},
+	{Name: "NCCL_CHECK_POINTERS", Kind: KindBool},
+	{Name: "NCCL_COMM_BLOCKING", Kind: KindBool},
+	{Name: "NCCL_TOPO_FILE", Kind: KindString},
+	{Name: "NCCL_TOPO_DUMP_FILE", Kind: KindString},
+	{Name: "NCCL_TUNER_PLUGIN", Kind: KindString},
+	{Name: "NCCL_TUNER_CONFIG_FILE", Kind: KindString},
+	{Name: "NCCL_DEBUG", Kind: KindEnum, Values: []string{"VERSION", "WARN", "INFO", "TRACE", "ABORT"}},
+	{Name: "NCCL_DEBUG_SUBSYS", Kind: KindString},
+	{Name: "NCCL_DEBUG_FILE", Kind: KindString},
+	{Name: "NCCL_LL_THRESHOLD", Gone: "removed in NCCL 2.5; NCCL_PROTO selects protocols per size now"},
+	{Name: "NCCL_TREE_THRESHOLD", Gone: "removed in NCCL 2.5; NCCL_ALGO selects algorithms per size now"},
+})
+
+func indexVars(vs []Var) map[string]Var {
+	m := make(map[string]Var, len(vs))
+	for _, v := range vs {
+		m[v.Name] = v
+	}
+	return m
+}
+
+// Lookup returns the catalogue's entry for name, or an error that suggests the
+// nearest known name for a misspelt one and explains variables NCCL no longer reads.
+func Lookup(name string) (Var, error) {
+	v, ok := catalogue[name]
+	if !ok {
+		if s := suggest(name); s != "" {
+			return Var{}, fmt.Errorf("unknown NCCL variable %s; did you mean %s?", name, s)
+		}
+		return Var{}, fmt.Errorf("unknown NCCL variable %s", name)
+	}
+	if v.Gone != "" {
+		return Var{}, fmt.Errorf("%s is no longer read by NCCL (%s)", name, v.Gone)
+	}
+	return v, nil
+}
+
+// KnownVars lists the catalogue's names in order.
+func KnownVars() []string {
+	names := make([]string, 0, len(catalogue))
+	for n := range catalogue {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func suggest(name string) string {
+	best, bestDist := "", len(name)/3+2
+	for n := range catalogue {
+		if d := editDistance(strings.ToUpper(name), n); d < bestDist || d == bestDist && n < best {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Normalize checks value against the variable's legal values and returns the
+// exact text NCCL should receive (a byte size such as "4M" becomes "4194304").
+func (v Var) Normalize(value string) (string, error) {
+	if strings.ContainsAny(value, "\x00\n\r") {
+		return "", fmt.Errorf("%s: value %q holds a control character", v.Name, value)
+	}
+	switch v.Kind {
+	case KindBool:
+		if value != "0" && value != "1" {
+			return "", fmt.Errorf("%s: %q is not 0 or 1", v.Name, value)
+		}
+	case KindInt:
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("%s: %q is not an integer", v.Name, value)
+		}
+		if err := v.checkRange(n); err != nil {
+			return "", err
+		}
+	case KindBytes:
+		n, err := ParseSize(value)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", v.Name, err)
+		}
+		if err := v.checkRange(n); err != nil {
+			return "", err
+		}
+		return strconv.FormatInt(n, 10), nil
+	case KindEnum:
+		if canon, ok := matchToken(value, v.Values); ok {
+			return canon, nil
+		}
+		return "", fmt.Errorf("%s: %q is not one of %s", v.Name, value, strings.Join(v.Values, ", "))
+	case KindLevel:
+		if n, err := strconv.Atoi(value); err == nil && n >= 0 {
+			return value, nil
+		}
+		if canon, ok := matchToken(value, v.Values); ok {
+			return canon, nil
+		}
+		return "", fmt.Errorf("%s: %q is not one of %s or an integer level", v.Name, value, strings.Join(v.Values, ", "))
+	case KindList:
+		if err := checkList(value, v.Values); err != nil {
+			return "", fmt.Errorf("%s: %w", v.Name, err)
+		}
+	}
+	return value, nil
+}
+
+func (v Var) checkRange(n int64) error {
+	if n < v.Min || v.Max != 0 && n > v.Max {
+		return fmt.Errorf("%s: %d is outside [%d, %d]", v.Name, n, v.Min, v.Max)
+	}
+	return nil
+}
+
+// matchToken finds s among tokens, ignoring case as NCCL does, and returns the catalogue's spelling.
+func matchToken(s string, tokens []string) (string, bool) {
+	for _, t := range tokens {
+		if strings.EqualFold(s, t) {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// checkList validates NCCL_ALGO/NCCL_PROTO syntax: an optional "coll:" prefix per
+// ";"-separated part, an optional leading "^" (exclude), then comma-separated tokens.
+func checkList(value string, tokens []string) error {
+	if strings.TrimSpace(value) == "" {
+		return fmt.Errorf("empty value")
+	}
+	for _, part := range strings.Split(value, ";") {
+		if coll, rest, ok := strings.Cut(part, ":"); ok {
+			if _, known := matchToken(strings.TrimSpace(coll), collNames); !known {
+				return fmt.Errorf("unknown collective %q (legal: %s)", coll, strings.Join(collNames, ", "))
+			}
+			part = rest
+		}
+		part = strings.TrimPrefix(strings.TrimSpace(part), "^")
+		for _, tok := range strings.Split(part, ",") {
+			if _, ok := matchToken(strings.TrimSpace(tok), tokens); !ok {
+				return fmt.Errorf("%q is not one of %s", tok, strings.Join(tokens, ", "))
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,351 @@
+package space
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Collectives are the nccl-tests benchmarks a campaign can tune.
+var Collectives = []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}
+
+// Samplers are the search strategies a campaign can name.
+var Samplers = []string{"tpe", "random"}
+
+type rawFile struct {
+	Campaign struct {
+		Name       string
+		Collective string
+		Trials     int
+		Objective  string
+		Sampler    string
+		Seed       int64
+		Sizes      struct {
+			Min, Max any
+			Factor   int
+		}
+	}
+	Range []struct {
+		Name     string
+		Min, Max any
+	}
+	Benchmark struct {
+		Binary  string
+		GPUs    *int `toml:"gpus"`
+		Iters   *int
+		Warmup  *int
+		Check   *bool
+		Timeout string
+		Args    []string
+	}
+	Launcher  struct{ Kind string }
+	Simulator map[string]any
+	Fixed     map[string]any
+	Param     []struct {
+		Name     string
+		Values   []any
+		Min, Max any
+		Log      bool
+		When     map[string]any
+	}
+}
+
+// Load reads and validates a space file.
+func Load(path string) (*Space, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse validates a space file's content. Every problem is reported at once,
+// each as "file:line: message".
+func Parse(filename string, data []byte) (*Space, error) {
+	var raw rawFile
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s:%d:%d: %s", filename, pe.Position.Line, pe.Position.Col, pe.Message)
+		}
+		return nil, fmt.Errorf("%s: %w", filename, err)
+	}
+	b := &builder{file: filename, loc: locate(data)}
+	for _, key := range md.Undecoded() {
+		b.errorf(b.loc.key(key), "unknown key %q", key.String())
+	}
+	s := b.build(&raw)
+	if err := errors.Join(b.errs...); err != nil {
+		return nil, err
+	}
+	s.Source = data
+	return s, nil
+}
+
+type builder struct {
+	file string
+	loc  locator
+	errs []error
+}
+
+func (b *builder) errorf(line int, format string, args ...any) {
+	b.errs = append(b.errs, fmt.Errorf("%s:%d: %s", b.file, line, fmt.Sprintf(format, args...)))
+}
+
+func (b *builder) build(raw *rawFile) *Space {
+	s := &Space{Fixed: map[string]string{}, Simulator: map[string]string{}}
+	b.campaign(raw, s)
+	b.ranges(raw, s)
+	b.benchmark(raw, s)
+	s.Launcher.Kind = orDefault(raw.Launcher.Kind, "local")
+	if s.Launcher.Kind != "local" {
+		b.errorf(b.loc.field("launcher", 0, "kind"), "launcher %q is not supported (supported: local)", s.Launcher.Kind)
+	}
+	for k, v := range raw.Simulator {
+		s.Simulator[k] = fmt.Sprint(v)
+	}
+	if s.Benchmark.Binary == "" && len(s.Simulator) == 0 {
+		b.errorf(b.loc.section("benchmark"), "benchmark.binary is required (the nccl-tests binary), unless a [simulator] table is given")
+	}
+	for _, name := range sortedKeys(raw.Fixed) {
+		line := b.loc.field("fixed", 0, name)
+		if v, err := b.value(name, raw.Fixed[name]); err != nil {
+			b.errorf(line, "fixed %v", err)
+		} else {
+			s.Fixed[name] = v
+		}
+	}
+	b.params(raw, s)
+	return s
+}
+
+func (b *builder) campaign(raw *rawFile, s *Space) {
+	c := raw.Campaign
+	line := func(key string) int { return b.loc.field("campaign", 0, key) }
+	s.Campaign = Campaign{
+		Name:       orDefault(c.Name, "campaign"),
+		Collective: orDefault(c.Collective, "all_reduce"),
+		Trials:     c.Trials,
+		Objective:  orDefault(c.Objective, "busbw"),
+		Sampler:    orDefault(c.Sampler, "tpe"),
+		Seed:       c.Seed,
+	}
+	if !slices.Contains(Collectives, s.Campaign.Collective) {
+		b.errorf(line("collective"), "unknown collective %q (legal: %s)", c.Collective, strings.Join(Collectives, ", "))
+	}
+	if s.Campaign.Trials == 0 {
+		s.Campaign.Trials = 50
+	} else if s.Campaign.Trials < 2 {
+		b.errorf(line("trials"), "trials must be at least 2 (trial 0 measures NCCL's defaults)")
+	}
+	if s.Campaign.Objective != "busbw" {
+		b.errorf(line("objective"), "unknown objective %q (legal: busbw)", c.Objective)
+	}
+	if !slices.Contains(Samplers, s.Campaign.Sampler) {
+		b.errorf(line("sampler"), "unknown sampler %q (legal: %s)", c.Sampler, strings.Join(Samplers, ", "))
+	}
+	s.Sizes = Sizes{Min: 8, Max: 128 << 20, Factor: 2}
+	sz := c.Sizes
+	if sz.Min != nil {
+		s.Sizes.Min = b.size(line("sizes"), "sizes.min", sz.Min)
+	}
+	if sz.Max != nil {
+		s.Sizes.Max = b.size(line("sizes"), "sizes.max", sz.Max)
+	}
+	if sz.Factor != 0 {
+		s.Sizes.Factor = sz.Factor
+	}
+	if s.Sizes.Factor < 2 || s.Sizes.Min < 1 || s.Sizes.Max < s.Sizes.Min {
+		b.errorf(line("sizes"), "sizes must have 1 <= min <= max and factor >= 2")
+	}
+}
+
+func (b *builder) ranges(raw *rawFile, s *Space) {
+	if len(raw.Range) == 0 {
+		s.Ranges = []Range{{Name: "all", Min: s.Sizes.Min, Max: s.Sizes.Max + 1}}
+		return
+	}
+	sweep := s.Sizes.List()
+	for i, r := range raw.Range {
+		line := b.loc.field("range", i, "name")
+		nerr := len(b.errs)
+		rg := Range{Name: r.Name,
+			Min: b.size(b.loc.field("range", i, "min"), "range.min", r.Min),
+			Max: b.size(b.loc.field("range", i, "max"), "range.max", r.Max)}
+		switch {
+		case len(b.errs) > nerr: // a bound did not parse; its error says so
+		case !regexp.MustCompile(`^[A-Za-z0-9_-]+$`).MatchString(r.Name):
+			b.errorf(line, "range name %q must be letters, digits, '-' or '_' (it names the env file)", r.Name)
+		case rg.Max <= rg.Min:
+			b.errorf(line, "range %s: max must exceed min", r.Name)
+		case slices.ContainsFunc(s.Ranges, func(o Range) bool { return o.Name == r.Name }):
+			b.errorf(line, "range %s is defined twice", r.Name)
+		case slices.ContainsFunc(s.Ranges, func(o Range) bool { return rg.Min < o.Max && o.Min < rg.Max }):
+			b.errorf(line, "range %s overlaps another range", r.Name)
+		case !slices.ContainsFunc(sweep, rg.Contains):
+			b.errorf(line, "range %s holds no size of the sweep %s..%s", r.Name, FormatSize(s.Sizes.Min), FormatSize(s.Sizes.Max))
+		}
+		s.Ranges = append(s.Ranges, rg)
+	}
+}
+
+func (b *builder) benchmark(raw *rawFile, s *Space) {
+	r := raw.Benchmark
+	line := func(key string) int { return b.loc.field("benchmark", 0, key) }
+	s.Benchmark = Benchmark{Binary: r.Binary, GPUs: 1, Iters: 20, Warmup: 5, Check: true, Timeout: 10 * time.Minute, Args: r.Args}
+	for _, f := range []struct {
+		key string
+		src *int
+		dst *int
+		min int
+	}{{"gpus", r.GPUs, &s.Benchmark.GPUs, 1}, {"iters", r.Iters, &s.Benchmark.Iters, 1}, {"warmup", r.Warmup, &s.Benchmark.Warmup, 0}} {
+		if f.src == nil {
+			continue
+		}
+		if *f.src < f.min {
+			b.errorf(line(f.key), "benchmark.%s must be at least %d", f.key, f.min)
+		}
+		*f.dst = *f.src
+	}
+	if r.Check != nil {
+		s.Benchmark.Check = *r.Check
+	}
+	if r.Timeout != "" {
+		d, err := time.ParseDuration(r.Timeout)
+		if err != nil || d <= 0 {
+			b.errorf(line("timeout"), "benchmark.timeout %q is not a positive duration such as \"90s\" or \"10m\"", r.Timeout)
+		}
+		s.Benchmark.Timeout = d
+	}
+}
+
+func (b *builder) params(raw *rawFile, s *Space) {
+	seen := map[string]bool{}
+	for i, rp := range raw.Param {
+		line := b.loc.field("param", i, "name")
+		p := Param{Name: rp.Name, Log: rp.Log}
+		if _, err := Lookup(p.Name); err != nil {
+			b.errorf(line, "param: %v", err)
+			continue
+		}
+		if seen[p.Name] {
+			b.errorf(line, "param %s is searched twice", p.Name)
+		}
+		if _, ok := s.Fixed[p.Name]; ok {
+			b.errorf(line, "param %s is also in [fixed]; a variable is either pinned or searched", p.Name)
+		}
+		switch {
+		case len(rp.Values) > 0 && (rp.Min != nil || rp.Max != nil):
+			b.errorf(line, "param %s: give either values or min/max, not both", p.Name)
+		case len(rp.Values) > 0:
+			for _, rv := range rp.Values {
+				if str, ok := rv.(string); ok && str == Unset {
+					p.Values = append(p.Values, Unset)
+				} else if v, err := b.value(p.Name, rv); err != nil {
+					b.errorf(b.loc.field("param", i, "values"), "param %v", err)
+				} else if slices.Contains(p.Values, v) {
+					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice", p.Name, v)
+				} else {
+					p.Values = append(p.Values, v)
+				}
+			}
+		case rp.Min != nil && rp.Max != nil:
+			p.Min, p.Max = b.bound(line, p.Name, rp.Min), b.bound(line, p.Name, rp.Max)
+			if p.Max <= p.Min || p.Log && p.Min < 1 {
+				b.errorf(line, "param %s: needs min < max (and min >= 1 with log = true)", p.Name)
+			}
+		default:
+			b.errorf(line, "param %s: needs values = [...] or both min and max", p.Name)
+		}
+		for _, v := range sortedKeys(rp.When) {
+			c := Condition{Var: v}
+			for _, x := range asList(rp.When[v]) {
+				c.In = append(c.In, fmt.Sprint(x))
+			}
+			_, fixed := s.Fixed[v]
+			if !seen[v] && !fixed {
+				b.errorf(b.loc.field("param", i, "when"), "param %s: condition on %s, which is neither an earlier param nor fixed", p.Name, v)
+			}
+			p.When = append(p.When, c)
+		}
+		seen[p.Name] = true
+		s.Params = append(s.Params, p)
+	}
+	if len(s.Params) == 0 {
+		b.errorf(b.loc.section("param"), "no [[param]] to search")
+	}
+}
+
+// value checks one variable's value, written in TOML as a string, integer or boolean.
+func (b *builder) value(name string, raw any) (string, error) {
+	v, err := Lookup(name)
+	if err != nil {
+		return "", err
+	}
+	text := fmt.Sprint(raw)
+	if t, ok := raw.(bool); ok {
+		text = map[bool]string{false: "0", true: "1"}[t]
+	}
+	return v.Normalize(text)
+}
+
+// bound reads an integer bound; byte-sized variables accept "64K" too.
+func (b *builder) bound(line int, name string, raw any) int64 {
+	v, err := Lookup(name)
+	if err != nil {
+		return 0
+	}
+	text, err := v.Normalize(fmt.Sprint(raw))
+	if err != nil {
+		b.errorf(line, "param %v", err)
+		return 0
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		b.errorf(line, "param %s: %q is not an integer bound", name, text)
+	}
+	return n
+}
+
+func (b *builder) size(line int, what string, raw any) int64 {
+	if raw == nil {
+		b.errorf(line, "%s is required", what)
+		return 0
+	}
+	n, err := ParseSize(fmt.Sprint(raw))
+	if err != nil {
+		b.errorf(line, "%s: %v", what, err)
+	}
+	return n
+}
+
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

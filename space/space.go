@@ -1,0 +1,167 @@
+// Package space models a tuning campaign's search space: the NCCL variables to
+// search, the ones pinned, the message sizes to sweep and the ranges to tune
+// separately. Load reads and validates it from space.toml.
+package space
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Unset, as a categorical value, leaves the variable out of the environment so
+// that NCCL applies its own default (which may differ per message size).
+const Unset = "default"
+
+// Space is a validated space.toml.
+type Space struct {
+	Campaign  Campaign
+	Sizes     Sizes
+	Ranges    []Range
+	Benchmark Benchmark
+	Launcher  Launcher
+	// Simulator, when set, replaces the benchmark binary with nccltune's simulated
+	// cluster; its keys are the simulator's flags (see `nccltune sim --help`).
+	Simulator map[string]string
+	Fixed     map[string]string // pinned variables, never searched
+	Params    []Param
+	Source    []byte // the file as read, kept with the campaign
+}
+
+// Campaign holds what the campaign is and how long it runs.
+type Campaign struct {
+	Name       string
+	Collective string // nccl-tests name without "_perf": all_reduce, all_gather, ...
+	Trials     int    // budget, including trial 0 (NCCL's defaults)
+	Objective  string // busbw
+	Sampler    string // tpe or random
+	Seed       int64
+}
+
+// Sizes is the message-size sweep of each trial (nccl-tests -b, -e, -f).
+type Sizes struct {
+	Min, Max int64
+	Factor   int
+}
+
+// List returns every size the sweep visits.
+func (s Sizes) List() []int64 {
+	var out []int64
+	for n := s.Min; n <= s.Max; n *= int64(s.Factor) {
+		out = append(out, n)
+		if n == 0 || n > math.MaxInt64/int64(s.Factor) {
+			break
+		}
+	}
+	return out
+}
+
+// Range is a band of message sizes tuned on its own: Min inclusive, Max exclusive.
+type Range struct {
+	Name     string
+	Min, Max int64
+}
+
+// Contains reports whether size falls into the range.
+func (r Range) Contains(size int64) bool { return size >= r.Min && size < r.Max }
+
+func (r Range) String() string {
+	return fmt.Sprintf("%s [%s, %s)", r.Name, FormatSize(r.Min), FormatSize(r.Max))
+}
+
+// Benchmark says which nccl-tests binary to run and with what flags.
+type Benchmark struct {
+	Binary  string        // path or name in PATH; empty with a simulator
+	GPUs    int           // -g: GPUs per process
+	Iters   int           // -n
+	Warmup  int           // -w
+	Check   bool          // -c 1: verify results (#wrong)
+	Timeout time.Duration // per trial; the whole process group is killed after it
+	Args    []string      // extra arguments
+}
+
+// Launcher says how a trial's processes are started.
+type Launcher struct {
+	Kind string // local
+}
+
+// Param is one searched variable.
+type Param struct {
+	Name     string
+	Values   []string // categorical choices; may include Unset
+	Min, Max int64    // integer range, when Values is empty
+	Log      bool     // sample the integer range on a log scale
+	When     []Condition
+}
+
+// Categorical reports whether the parameter chooses among Values.
+func (p Param) Categorical() bool { return len(p.Values) > 0 }
+
+// Condition makes a parameter active only when another variable (an earlier
+// parameter or a fixed variable) holds one of the listed values.
+type Condition struct {
+	Var string
+	In  []string
+}
+
+// Assignment maps each active parameter's name to its chosen value.
+type Assignment map[string]string
+
+// Active reports whether every condition of p holds under the fixed variables
+// and the parameters already chosen in a.
+func (s *Space) Active(p Param, a Assignment) bool {
+	for _, c := range p.When {
+		v, ok := a[c.Var]
+		if !ok {
+			v, ok = s.Fixed[c.Var]
+		}
+		if !ok || !slices.Contains(c.In, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Env returns the NCCL_* environment of a trial: the fixed variables and every
+// assigned value except Unset, as sorted NAME=value pairs.
+func (s *Space) Env(a Assignment) []string {
+	vars := maps.Clone(s.Fixed)
+	for name, v := range a {
+		if v != Unset {
+			vars[name] = v
+		}
+	}
+	env := make([]string, 0, len(vars))
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, name+"="+vars[name])
+	}
+	return env
+}
+
+// Hash identifies the space's content, so a resumed campaign can tell that its file changed.
+func (s *Space) Hash() string {
+	sum := sha256.Sum256(s.Source)
+	return hex.EncodeToString(sum[:8])
+}
+
+// RangeOf returns the index of the range holding size, or -1.
+func (s *Space) RangeOf(size int64) int {
+	return slices.IndexFunc(s.Ranges, func(r Range) bool { return r.Contains(size) })
+}
+
+// Describe is a one-line summary of a parameter's domain, for help and reports.
+func (p Param) Describe() string {
+	if p.Categorical() {
+		return "{" + strings.Join(p.Values, ", ") + "}"
+	}
+	scale := ""
+	if p.Log {
+		scale = " log"
+	}
+	return fmt.Sprintf("[%d, %d]%s", p.Min, p.Max, scale)
+}

@@ -1,0 +1,166 @@
+package space
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"8", 8, false}, {"64K", 65536, false}, {"1M", 1 << 20, false}, {"8G", 8 << 30, false},
+		{"4MiB", 4 << 20, false}, {"2kb", 2048, false}, {" 1 T ", 1 << 40, false},
+		{"", 0, true}, {"-1", 0, true}, {"1.5M", 0, true}, {"12X", 0, true}, {"99999999999T", 0, true},
+	} {
+		got, err := ParseSize(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d (error %v)", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+	for _, n := range []int64{1, 8, 1000, 1024, 65536, 3 << 20, 8 << 30} {
+		back, err := ParseSize(FormatSize(n))
+		if err != nil || back != n {
+			t.Errorf("FormatSize(%d) = %q does not read back", n, FormatSize(n))
+		}
+	}
+}
+
+func TestLoadValid(t *testing.T) {
+	s, err := Load("testdata/valid.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Campaign.Trials != 20 || s.Campaign.Seed != 7 || s.Campaign.Sampler != "tpe" {
+		t.Errorf("campaign = %+v", s.Campaign)
+	}
+	if got := s.Sizes.List(); len(got) != 14 || got[0] != 8 || got[13] != 512<<20 {
+		t.Errorf("sizes = %v", got)
+	}
+	if s.Benchmark.GPUs != 8 || s.Benchmark.Timeout != 90*time.Second || !s.Benchmark.Check {
+		t.Errorf("benchmark = %+v", s.Benchmark)
+	}
+	if s.Fixed["NCCL_NVLS_ENABLE"] != "0" {
+		t.Errorf("fixed = %v", s.Fixed)
+	}
+	buf := s.Params[1]
+	if buf.Min != 1<<20 || buf.Max != 16<<20 || !buf.Log {
+		t.Errorf("NCCL_BUFFSIZE = %+v", buf)
+	}
+	if got := s.RangeOf(65536); got != 1 {
+		t.Errorf("RangeOf(64K) = %d, want 1 (max is exclusive)", got)
+	}
+	nthreads := s.Params[3]
+	if !slices.Equal(nthreads.Values, []string{"256", "512"}) {
+		t.Errorf("NCCL_NTHREADS values = %v", nthreads.Values)
+	}
+	if !s.Active(nthreads, Assignment{"NCCL_ALGO": "default"}) || s.Active(nthreads, Assignment{"NCCL_ALGO": "Tree"}) {
+		t.Error("condition on NCCL_ALGO not applied")
+	}
+	if !s.Active(s.Params[2], nil) {
+		t.Error("condition on fixed NCCL_NET=IB should hold")
+	}
+	env := s.Env(Assignment{"NCCL_ALGO": "default", "NCCL_BUFFSIZE": "2097152"})
+	want := []string{"NCCL_BUFFSIZE=2097152", "NCCL_NET=IB", "NCCL_NVLS_ENABLE=0"}
+	if !slices.Equal(env, want) {
+		t.Errorf("Env = %v, want %v", env, want)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	valid, err := os.ReadFile("testdata/valid.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		old, new  string
+		wantInErr []string
+	}{
+		{"syntax", `trials = 20`, `trials = = 20`, []string{"bad.toml:4:"}},
+		{"misspelt variable", `name = "NCCL_IB_QPS_PER_CONNECTION"`, `name = "NCCL_IB_GID_INDX"`,
+			[]string{"bad.toml:38:", "did you mean NCCL_IB_GID_INDEX?"}},
+		{"illegal value", `values = ["default", "Ring", "Tree"]`, `values = ["LL9"]`,
+			[]string{"bad.toml:29:", `"LL9" is not one of Ring, Tree`}},
+		{"illegal proto", `name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]`, `name = "NCCL_PROTO"
+values = ["LL9"]`, []string{`NCCL_PROTO: "LL9" is not one of LL, LL128, Simple`}},
+		{"removed variable", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_LL_THRESHOLD = 0",
+			[]string{"bad.toml:26:", "NCCL_LL_THRESHOLD is no longer read by NCCL (removed in NCCL 2.5"}},
+		{"unknown key", `seed = 7`, `sed = 7`, []string{"bad.toml:5:", `unknown key "campaign.sed"`}},
+		{"bad size", `max = "64K"`, `max = "64Q"`, []string{"bad.toml:11:", `invalid size "64Q"`}},
+		{"overlap", `min = "64K"`, `min = "32K"`, []string{"overlaps another range"}},
+		{"condition order", `when = { NCCL_ALGO = ["Ring", "default"] }`, `when = { NCCL_PROTO = "LL" }`,
+			[]string{"condition on NCCL_PROTO, which is neither an earlier param nor fixed"}},
+		{"timeout", `timeout = "90s"`, `timeout = "soon"`, []string{"bad.toml:21:", "not a positive duration"}},
+		{"out of range", `max = 8
+when`, `max = 999
+when`, []string{"NCCL_IB_QPS_PER_CONNECTION: 999 is outside [1, 128]"}},
+		{"several at once", `collective = "all_reduce"`, `collective = "allreduce"
+sampler = "annealing"`, []string{`unknown collective "allreduce"`, `unknown sampler "annealing"`}},
+		{"launcher", `[fixed]`, "[launcher]\nkind = \"pbs\"\n[fixed]", []string{`launcher "pbs" is not supported`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(string(valid), tc.old) {
+				t.Fatalf("fixture lacks %q", tc.old)
+			}
+			bad := strings.Replace(string(valid), tc.old, tc.new, 1)
+			path := filepath.Join(t.TempDir(), "bad.toml")
+			if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if err == nil {
+				t.Fatal("loaded without error")
+			}
+			for _, want := range tc.wantInErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q\ndoes not contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, want string
+		bad               bool
+	}{
+		{"NCCL_ALGO", "ring,tree", "ring,tree", false},
+		{"NCCL_ALGO", "^NVLS", "^NVLS", false},
+		{"NCCL_ALGO", "allreduce:tree,ring;allgather:ring", "allreduce:tree,ring;allgather:ring", false},
+		{"NCCL_ALGO", "allreduse:tree", "", true},
+		{"NCCL_PROTO", "LL,LL9", "", true},
+		{"NCCL_NET_GDR_LEVEL", "phb", "PHB", false},
+		{"NCCL_NET_GDR_LEVEL", "5", "5", false},
+		{"NCCL_NET_GDR_LEVEL", "FAR", "", true},
+		{"NCCL_BUFFSIZE", "8M", "8388608", false},
+		{"NCCL_BUFFSIZE", "1", "", true},
+		{"NCCL_IB_GID_INDEX", "-1", "-1", false},
+		{"NCCL_CUMEM_ENABLE", "2", "", true},
+		{"NCCL_SOCKET_IFNAME", "eth0\n", "", true},
+		{"NCCL_NTHREADS", "300", "", true},
+	} {
+		v, err := Lookup(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.Normalize(tc.value)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("%s=%q: got %q, %v; want %q (error %v)", tc.name, tc.value, got, err, tc.want, tc.bad)
+		}
+	}
+	if _, err := Lookup("NCCL_MIN_NCHANELS"); err == nil || !strings.Contains(err.Error(), "NCCL_MIN_NCHANNELS") {
+		t.Errorf("no suggestion for a misspelt name: %v", err)
+	}
+	if _, err := Lookup("NCCL_WHATEVER_COMPLETELY_ELSE"); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("far-off name should have no suggestion: %v", err)
+	}
+}
