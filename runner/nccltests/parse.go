@@ -1,0 +1,170 @@
+// Package nccltests reads the text that the nccl-tests benchmarks (all_reduce_perf
+// and its siblings) print: the result table, the average bus bandwidth and the
+// failure lines. It never fails on unexpected text; it reports what it found.
+package nccltests
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Measure is one half of a result row: out-of-place or in-place.
+type Measure struct {
+	TimeUs float64 // microseconds per operation
+	AlgBW  float64 // GB/s
+	BusBW  float64 // GB/s
+	Wrong  int64   // wrong elements; -1 when not checked ("N/A" with -c 0)
+}
+
+// Row is one message size of the sweep.
+type Row struct {
+	Size       int64 // bytes
+	Count      int64 // elements
+	Type       string
+	Redop      string
+	Root       int // -1 where the collective has none, or the column is absent (older versions)
+	OutOfPlace Measure
+	InPlace    Measure
+}
+
+// Wrong is the number of wrong elements in the row, counting both halves.
+func (r Row) Wrong() int64 { return max(r.OutOfPlace.Wrong, 0) + max(r.InPlace.Wrong, 0) }
+
+// Report is what one benchmark run printed.
+type Report struct {
+	Version     string // "2.19.6", when the header says
+	Rows        []Row
+	AvgBusBW    float64 // "# Avg bus bandwidth", NaN when absent
+	OutOfBounds int64   // "# Out of bounds values", -1 when absent
+	// Failures are the benchmark's own error lines ("Test NCCL failure ...",
+	// "NCCL WARN ...", "Test CUDA failure ..."), in order of appearance.
+	Failures []string
+}
+
+// ErrNoResults means the output held no result row at all.
+var ErrNoResults = errors.New("no result rows in the benchmark output")
+
+var (
+	versionRE  = regexp.MustCompile(`nccl-tests version (\S+)`)
+	avgRE      = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
+	oobRE      = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)`)
+	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error`)
+	maxFailure = 50
+	// Launchers may tag each line with its rank: Open MPI's --tag-output
+	// ("[1,0]<stdout>:") and srun --label ("0: ").
+	tagRE = regexp.MustCompile(`^(\[\d+,\d+\]<std(out|err)>:|\d+: )`)
+)
+
+// Parse reads a benchmark's output. Lines that are not part of the table (MPI
+// banners, NCCL INFO lines, warnings) are skipped. It returns ErrNoResults,
+// together with whatever failures it saw, when no row could be read.
+func Parse(r io.Reader) (*Report, error) {
+	rep := &Report{AvgBusBW: math.NaN(), OutOfBounds: -1}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(tagRE.ReplaceAllString(sc.Text(), ""))
+		if m := versionRE.FindStringSubmatch(line); m != nil && rep.Version == "" {
+			rep.Version = m[1]
+		}
+		if failureRE.MatchString(line) {
+			if len(rep.Failures) < maxFailure {
+				rep.Failures = append(rep.Failures, line)
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			if m := avgRE.FindStringSubmatch(line); m != nil {
+				if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+					rep.AvgBusBW = v
+				}
+			} else if m := oobRE.FindStringSubmatch(line); m != nil {
+				rep.OutOfBounds, _ = strconv.ParseInt(m[1], 10, 64)
+			}
+			continue
+		}
+		if row, ok := parseRow(strings.Fields(line)); ok {
+			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return rep, err
+	}
+	if len(rep.Rows) == 0 {
+		return rep, ErrNoResults
+	}
+	return rep, nil
+}
+
+// parseRow reads "size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong".
+// Versions before the root column print 12 fields; later ones 13.
+func parseRow(f []string) (Row, bool) {
+	var row Row
+	var rest []string
+	switch len(f) {
+	case 13:
+		root, err := strconv.Atoi(f[4])
+		if err != nil {
+			return row, false
+		}
+		row.Root, rest = root, f[5:]
+	case 12:
+		row.Root, rest = -1, f[4:]
+	default:
+		return row, false
+	}
+	var err1, err2 error
+	row.Size, err1 = strconv.ParseInt(f[0], 10, 64)
+	row.Count, err2 = strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil || row.Size < 0 || row.Count < 0 || !isWord(f[2]) || !isWord(f[3]) {
+		return row, false
+	}
+	row.Type, row.Redop = f[2], f[3]
+	var ok1, ok2 bool
+	row.OutOfPlace, ok1 = parseMeasure(rest[0:4])
+	row.InPlace, ok2 = parseMeasure(rest[4:8])
+	return row, ok1 && ok2
+}
+
+func parseMeasure(f []string) (Measure, bool) {
+	var m Measure
+	vals := make([]float64, 3)
+	for i := range vals {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return m, false
+		}
+		vals[i] = v
+	}
+	m.TimeUs, m.AlgBW, m.BusBW = vals[0], vals[1], vals[2]
+	switch w := f[3]; {
+	case w == "N/A":
+		m.Wrong = -1
+	default:
+		// Older versions print a maximum error as a float ("0e+00"); any error is wrong.
+		v, err := strconv.ParseFloat(w, 64)
+		if err != nil || v < 0 || math.IsNaN(v) {
+			return m, false
+		}
+		m.Wrong = int64(math.Ceil(min(v, math.MaxInt32)))
+	}
+	return m, true
+}
+
+// isWord accepts a type or redop name: a letter, then letters, digits or '_'.
+func isWord(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,96 @@
+package nccltests
+
+import (
+	"errors"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParseGolden(t *testing.T) {
+	f, err := os.Open("testdata/v2.18.3-2x8-ompi-warnings.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Version != "2.18.3" || len(rep.Rows) != 24 || rep.AvgBusBW != 17.8413 || rep.OutOfBounds != 0 || len(rep.Failures) != 0 {
+		t.Fatalf("report = version %q, %d rows, avg %v, oob %d, failures %q", rep.Version, len(rep.Rows), rep.AvgBusBW, rep.OutOfBounds, rep.Failures)
+	}
+	last := rep.Rows[23]
+	want := Row{Size: 8589934592, Count: 2147483648, Type: "float", Redop: "sum", Root: -1,
+		OutOfPlace: Measure{459108, 18.71, 35.08, 0}, InPlace: Measure{459602, 18.69, 35.04, 0}}
+	if last != want {
+		t.Errorf("last row = %+v\nwant %+v", last, want)
+	}
+}
+
+const header = `# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803
+# Collective test starting: all_gather_perf
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+`
+
+func TestParseCases(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		in       string
+		rows     int
+		wrong    int64
+		failures int
+		noRows   bool
+	}{
+		{"interleaved INFO and tags", header +
+			"[1,0]<stdout>:node1:12:12 [0] NCCL INFO Using network IB\n" +
+			"[1,0]<stdout>:        1024           32     float    none      -1    20.50    0.05    0.04       0    19.93    0.05    0.05       0\n" +
+			"0:         2048           64     float    none      -1    21.10    0.10    0.08       0    20.01    0.10    0.09       0\n", 2, 0, 0, false},
+		{"older 12 columns, float error", "#  size count type redop time algbw busbw error time algbw busbw error\n" +
+			"     8      2   float     sum    10.37    0.00    0.00  0e+00    10.16    0.00    0.00  0e+00\n" +
+			"    16      4   float     sum    10.33    0.00    0.00  2e+00    10.11    0.00    0.00  0e+00\n", 2, 2, 0, false},
+		{"unchecked N/A", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  N/A  19.9  0.05  0.09  N/A\n", 1, 0, 0, false},
+		{"wrong results", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  3  19.9  0.05  0.09  0\n", 1, 3, 0, false},
+		{"NCCL failure", header + "node1: Test NCCL failure common.cu:1005 'internal error - please report this issue to the NCCL developers / '\n" +
+			" .. node1 pid 1234: Test failure common.cu:891\n", 0, 0, 2, true},
+		{"truncated mid-row", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n  2048  512  float  sum  -1  21.5  0.0", 1, 0, 0, false},
+		{"garbage", "\x00\x01 segmentation fault\n%%%% 12 13 14\n1 2 3 4 5 6 7 8 9 10 11 12 13\n", 0, 0, 0, true},
+		{"empty", "", 0, 0, 0, true},
+		{"negative numbers are not rows", header + "  1024  256  float  sum  -1  -20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Parse(strings.NewReader(tc.in))
+			if tc.noRows != errors.Is(err, ErrNoResults) {
+				t.Fatalf("err = %v, want no-rows %v", err, tc.noRows)
+			}
+			var wrong int64
+			for _, r := range rep.Rows {
+				wrong += r.Wrong()
+			}
+			if len(rep.Rows) != tc.rows || wrong != tc.wrong || len(rep.Failures) != tc.failures {
+				t.Errorf("got %d rows, %d wrong, failures %q; want %d, %d, %d", len(rep.Rows), wrong, rep.Failures, tc.rows, tc.wrong, tc.failures)
+			}
+			if !math.IsNaN(rep.AvgBusBW) {
+				t.Errorf("AvgBusBW = %v without an average line", rep.AvgBusBW)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	golden, _ := os.ReadFile("testdata/v2.18.3-2x8-ompi-warnings.txt")
+	f.Add(string(golden))
+	f.Add(header + "  1024  256  float  sum  -1  20.5  0.05  0.09  N/A  19.9  0.05  0.09  1e+300\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		rep, err := Parse(strings.NewReader(in))
+		if err == nil && len(rep.Rows) == 0 {
+			t.Fatal("no error without rows")
+		}
+		for _, r := range rep.Rows {
+			if r.Size < 0 || r.Wrong() < 0 || r.OutOfPlace.TimeUs < 0 {
+				t.Fatalf("impossible row %+v", r)
+			}
+		}
+	})
+}

@@ -1,0 +1,236 @@
+// Package runner runs one trial: it starts the benchmark through a launcher with
+// the trial's environment, enforces the timeout on the whole process group,
+// parses the output and classifies any failure.
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
+)
+
+// FailureKind says how a trial failed; the store and reports count by it.
+type FailureKind string
+
+const (
+	FailLaunch      FailureKind = "launch"      // the command could not be started
+	FailTimeout     FailureKind = "timeout"     // it ran past the trial timeout (hang)
+	FailInterrupted FailureKind = "interrupted" // the campaign was stopped while it ran
+	FailNCCL        FailureKind = "nccl"        // NCCL or CUDA reported an error
+	FailWrong       FailureKind = "wrong"       // results were checked and found wrong
+	FailSignal      FailureKind = "signal"      // killed by a signal it did not get from us
+	FailExit        FailureKind = "exit"        // non-zero exit with no better explanation
+	FailUnparsable  FailureKind = "unparsable"  // no result table in the output
+)
+
+// Failure is why a trial produced no usable result.
+type Failure struct {
+	Kind   FailureKind
+	Reason string
+}
+
+func (f *Failure) Error() string { return string(f.Kind) + ": " + f.Reason }
+
+// Job is one benchmark launch.
+type Job struct {
+	Command []string      // the benchmark's argv, before the launcher wraps it
+	Env     []string      // the trial's NCCL_* variables, NAME=value
+	Timeout time.Duration // 0 means none
+}
+
+// Result is what one launch produced.
+type Result struct {
+	Command  []string // the argv that was executed, launcher included
+	Output   []byte   // stdout and stderr, interleaved as written (head and tail kept when huge)
+	ExitCode int      // -1 when the process did not exit normally
+	Started  time.Time
+	Duration time.Duration
+	Report   *nccltests.Report // nil when the output was not parsed
+	Failure  *Failure          // nil on success
+}
+
+// Launcher turns a benchmark command into the command that starts it on every
+// rank, passing the trial's variables to all of them.
+type Launcher interface {
+	Wrap(cmd, env []string) ([]string, error)
+}
+
+// Local starts the benchmark directly on this node; its variables reach it
+// through the process environment.
+type Local struct{}
+
+// Wrap returns cmd unchanged.
+func (Local) Wrap(cmd, _ []string) ([]string, error) { return cmd, nil }
+
+// Runner runs jobs through one launcher.
+type Runner struct {
+	Launcher Launcher
+	// BaseEnv is the environment every job starts from; the job's variables are
+	// appended. Use BaseEnv() to inherit this process's environment minus NCCL_*.
+	BaseEnv []string
+	// Grace is how long the process group has between SIGTERM and SIGKILL.
+	Grace time.Duration
+}
+
+// BaseEnv returns this process's environment without NCCL_* variables, so that
+// a user's shell settings cannot leak into a trial and skew the comparison.
+func BaseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NCCL_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// maxOutput bounds the output kept per trial; NCCL INFO logs of large jobs are long.
+const maxOutput = 8 << 20
+
+// Run launches the job and waits for it. It never returns an error: every
+// problem is a Failure in the result, so that a campaign records it and goes on.
+func (r *Runner) Run(ctx context.Context, job Job) Result {
+	res := Result{Started: time.Now(), ExitCode: -1}
+	argv, err := r.Launcher.Wrap(job.Command, job.Env)
+	if err != nil {
+		res.Failure = &Failure{FailLaunch, err.Error()}
+		return res
+	}
+	res.Command = argv
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if job.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, job.Timeout)
+	}
+	defer cancel()
+
+	out := &capture{limit: maxOutput}
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	cmd.Env = append(append([]string{}, r.BaseEnv...), job.Env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	grace := r.Grace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	// On timeout or interrupt the whole group gets SIGTERM (so mpirun can take down
+	// its remote daemons), then SIGKILL after the grace period.
+	cmd.Cancel = func() error {
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		return nil
+	}
+	// A grandchild that keeps the output pipe open must not block us past the grace.
+	cmd.WaitDelay = grace + time.Second
+	if err := cmd.Start(); err != nil {
+		res.Failure = &Failure{FailLaunch, err.Error()}
+		return res
+	}
+	waitErr := cmd.Wait()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // nothing of the trial outlives it
+	res.Duration = time.Since(res.Started)
+	res.Output = out.Bytes()
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	res.Report, err = nccltests.Parse(bytes.NewReader(res.Output))
+	res.Failure = classify(ctx, runCtx, cmd.ProcessState, waitErr, res.Report, err)
+	if res.Failure != nil && res.Failure.Kind == FailTimeout {
+		res.Failure.Reason = fmt.Sprintf("no exit within %s; process group killed", job.Timeout)
+	}
+	return res
+}
+
+// nccl-tests' exit codes (src/common.h).
+var exitMeaning = map[int]struct {
+	kind   FailureKind
+	reason string
+}{
+	2: {FailNCCL, "CUDA error"},
+	3: {FailNCCL, "NCCL error"},
+	4: {FailTimeout, "nccl-tests' own timeout (-T)"},
+	7: {FailWrong, "wrong data or bus bandwidth under NCCL_TESTS_MIN_BW"},
+}
+
+func classify(parent, run context.Context, ps *os.ProcessState, waitErr error, rep *nccltests.Report, parseErr error) *Failure {
+	switch {
+	case parent.Err() != nil:
+		return &Failure{FailInterrupted, "campaign stopped while the trial ran"}
+	case errors.Is(run.Err(), context.DeadlineExceeded):
+		return &Failure{FailTimeout, ""}
+	case len(rep.Failures) > 0:
+		return &Failure{FailNCCL, rep.Failures[0]}
+	}
+	if ps != nil && !ps.Exited() {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return &Failure{FailSignal, "killed by " + ws.Signal().String()}
+		}
+	}
+	if ps != nil && ps.ExitCode() != 0 {
+		if m, ok := exitMeaning[ps.ExitCode()]; ok {
+			return &Failure{m.kind, fmt.Sprintf("exit status %d (%s)", ps.ExitCode(), m.reason)}
+		}
+		return &Failure{FailExit, fmt.Sprintf("exit status %d", ps.ExitCode())}
+	}
+	if waitErr != nil {
+		return &Failure{FailExit, waitErr.Error()}
+	}
+	if parseErr != nil {
+		return &Failure{FailUnparsable, parseErr.Error()}
+	}
+	for _, row := range rep.Rows {
+		if w := row.Wrong(); w > 0 {
+			return &Failure{FailWrong, fmt.Sprintf("%d wrong elements at %d bytes", w, row.Size)}
+		}
+	}
+	if rep.OutOfBounds > 0 {
+		return &Failure{FailWrong, fmt.Sprintf("%d out-of-bounds values", rep.OutOfBounds)}
+	}
+	return nil
+}
+
+// capture keeps the first and the last part of a long output.
+type capture struct {
+	limit int
+	head  bytes.Buffer
+	tail  []byte
+	lost  int64
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := c.limit/4 - c.head.Len(); room > 0 {
+		k := min(room, len(p))
+		c.head.Write(p[:k])
+		p = p[k:]
+	}
+	c.tail = append(c.tail, p...)
+	if len(c.tail) > c.limit*3/2 { // compact rarely, so that writes stay amortised O(1)
+		c.trim()
+	}
+	return n, nil
+}
+
+func (c *capture) trim() {
+	if over := len(c.tail) - c.limit*3/4; over > 0 {
+		c.lost += int64(over)
+		c.tail = append(c.tail[:0], c.tail[over:]...)
+	}
+}
+
+func (c *capture) Bytes() []byte {
+	c.trim()
+	out := append([]byte{}, c.head.Bytes()...)
+	if c.lost > 0 {
+		out = fmt.Appendf(out, "\n[nccltune: %d bytes of output dropped here]\n", c.lost)
+	}
+	return append(out, c.tail...)
+}

@@ -1,0 +1,331 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// Usage explains the simulator's command line.
+const Usage = `nccltune sim [scenario flags] COLLECTIVE_perf [nccl-tests flags]
+
+Runs a simulated cluster that behaves like nccl-tests on real hardware: it reads
+NCCL_* variables from the environment and prints nccl-tests' result table.
+Its numbers are a model, not a measurement.
+
+nccl-tests flags understood: -b -e -f -i -g -t -n -w -c -d -o -r -T (others are errors).
+Under mpirun or srun each process is one rank; only rank 0 prints the table.`
+
+// Main runs the simulator with the given arguments (without the program name)
+// and environment, and returns the process exit code, as nccl-tests would.
+func Main(args, environ []string, stdout, stderr io.Writer) int {
+	sc := DefaultScenario()
+	fs := flag.NewFlagSet("nccltune sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, Usage+"\n\nScenario flags:"); fs.PrintDefaults() }
+	fs.IntVar(&sc.Nodes, "nodes", sc.Nodes, "nodes in the cluster")
+	fs.IntVar(&sc.GPUsPerNode, "gpus_per_node", sc.GPUsPerNode, "GPUs per node")
+	fs.StringVar(&sc.Fabric, "fabric", sc.Fabric, "interconnect between nodes: nvlink (one node), ib, roce, tcp")
+	fs.IntVar(&sc.NICsPerNode, "nics_per_node", sc.NICsPerNode, "network ports per node")
+	fs.Float64Var(&sc.NICGbps, "nic_gbps", sc.NICGbps, "speed of each port, Gbit/s")
+	fs.BoolVar(&sc.GDR, "gdr", sc.GDR, "GPUDirect RDMA is possible (nvidia_peermem loaded)")
+	fs.StringVar(&sc.GPUNIC, "gpu_nic", sc.GPUNIC, "PCI distance between GPU and NIC: PIX, PXB, PHB, SYS")
+	fs.IntVar(&sc.RoCEGID, "roce_gid", sc.RoCEGID, "GID index holding RoCE v2 (roce)")
+	fs.IntVar(&sc.GIDs, "gids", sc.GIDs, "entries in the GID table (roce)")
+	fs.Float64Var(&sc.Noise, "noise", sc.Noise, "relative standard deviation of measurements")
+	fs.Int64Var(&sc.Seed, "seed", sc.Seed, "noise seed")
+	if err := fs.Parse(args); err != nil {
+		return 1
+	}
+	if err := sc.validate(); err != nil {
+		fmt.Fprintln(stderr, "nccltune sim:", err)
+		return 1
+	}
+	rest := fs.Args()
+	if len(rest) == 0 || !strings.HasSuffix(rest[0], "_perf") || !knownCollective(rest[0]) {
+		fmt.Fprintln(stderr, "nccltune sim: name a benchmark such as all_reduce_perf\n\n"+Usage)
+		return 1
+	}
+	coll := strings.TrimSuffix(rest[0], "_perf")
+	opts, err := parseTestFlags(rest[1:])
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", rest[0], err)
+		return 1
+	}
+	env := ncclEnv(environ)
+	r := &run{sc: sc, coll: coll, opts: opts, env: env, out: stdout, host: "simnode0",
+		rank:  envOr(environ, 0, "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
+		procs: envOr(environ, 1, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
+		nonce: lookup(environ, "NCCLTUNE_SIM_RUN")}
+	return r.main()
+}
+
+func knownCollective(bin string) bool {
+	_, ok := collectives[strings.TrimSuffix(bin, "_perf")]
+	return ok
+}
+
+type testOpts struct {
+	minBytes, maxBytes, stepBytes int64
+	factor                        int64
+	gpus, threads, iters, warmup  int
+	check                         bool
+	dtype, op                     string
+	root                          int
+}
+
+func parseTestFlags(args []string) (testOpts, error) {
+	o := testOpts{minBytes: 32 << 20, maxBytes: 32 << 20, stepBytes: 1 << 20, gpus: 1, threads: 1,
+		iters: 20, warmup: 5, check: true, dtype: "float", op: "sum"}
+	fs := flag.NewFlagSet("nccl-tests", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sizes := map[string]*int64{"b": &o.minBytes, "e": &o.maxBytes, "i": &o.stepBytes}
+	for name, dst := range sizes {
+		fs.Func(name, "size", func(v string) (err error) { *dst, err = space.ParseSize(v); return err })
+	}
+	fs.Int64Var(&o.factor, "f", 0, "")
+	fs.IntVar(&o.gpus, "g", o.gpus, "")
+	fs.IntVar(&o.threads, "t", o.threads, "")
+	fs.IntVar(&o.iters, "n", o.iters, "")
+	fs.IntVar(&o.warmup, "w", o.warmup, "")
+	fs.Func("c", "", func(v string) error { o.check = v != "0"; return nil })
+	fs.StringVar(&o.dtype, "d", o.dtype, "")
+	fs.StringVar(&o.op, "o", o.op, "")
+	fs.IntVar(&o.root, "r", 0, "")
+	fs.Int("T", 0, "")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.minBytes < 1 || o.maxBytes < o.minBytes || o.gpus < 1 || o.threads < 1 || o.iters < 1 || o.factor == 1 {
+		return o, fmt.Errorf("invalid sizes, step or counts")
+	}
+	if _, ok := typeSizes[o.dtype]; !ok {
+		return o, fmt.Errorf("invalid type %q", o.dtype)
+	}
+	return o, nil
+}
+
+var typeSizes = map[string]int64{"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
+	"half": 2, "float": 4, "double": 8, "bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
+
+// modelledVars are the variables the simulated NCCL reads; others are ignored,
+// as NCCL ignores a misspelt name.
+var modelledVars = []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_MIN_NCHANNELS",
+	"NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "NCCL_CUMEM_ENABLE", "NCCL_P2P_DISABLE",
+	"NCCL_NET_GDR_LEVEL", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_GID_INDEX", "NCCL_IB_DISABLE", "NCCL_NET",
+	"NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "NCCL_NVLS_ENABLE", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS"}
+
+func ncclEnv(environ []string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && slices.Contains(modelledVars, k) {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+func lookup(environ []string, name string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+func envOr(environ []string, def int, names ...string) int {
+	for _, n := range names {
+		if v, err := strconv.Atoi(lookup(environ, n)); err == nil {
+			return v
+		}
+	}
+	return def
+}
+
+type run struct {
+	sc          Scenario
+	coll        string
+	opts        testOpts
+	env         map[string]string
+	out         io.Writer
+	host        string
+	rank, procs int
+	nonce       string
+}
+
+func (r *run) main() int {
+	ranks := r.procs * r.opts.threads * r.opts.gpus
+	if ranks > r.sc.ranks() {
+		r.fail("CUDA", "invalid device ordinal", fmt.Sprintf("the launch needs %d GPUs; the simulated cluster has %d", ranks, r.sc.ranks()))
+		return 2
+	}
+	// The launch uses as many whole nodes as its ranks need.
+	r.sc.Nodes = (ranks + r.sc.GPUsPerNode - 1) / r.sc.GPUsPerNode
+	r.sc.GPUsPerNode = min(ranks, r.sc.GPUsPerNode)
+	if r.sc.Nodes == 1 && r.sc.Fabric != "nvlink" {
+		r.sc.Fabric = "nvlink"
+	}
+	cfg, err := r.sc.parseConfig(r.env, r.coll)
+	if r.rank == 0 {
+		r.header(ranks)
+	}
+	r.info(cfg)
+	if err != nil {
+		kind := "invalid usage (run with NCCL_DEBUG=WARN for details)"
+		if strings.HasPrefix(err.Error(), "NET/") {
+			kind = "unhandled system error (run with NCCL_DEBUG=INFO for details)"
+		}
+		r.fail("NCCL", kind, err.Error())
+		return 3
+	}
+	if r.rank != 0 {
+		return 0
+	}
+	if r.env["NCCL_NVLS_ENABLE"] != "0" && r.sc.ranks() > 1 {
+		// The simulated GPUs do not support NVLink SHARP; NCCL would print this and go on.
+		r.debug("WARN", "NVLS is not supported on this simulated platform")
+	}
+	var rows []string
+	var sum float64
+	dt := typeSizes[r.opts.dtype]
+	redop, root := collectives[r.coll].redop, -1
+	if r.coll == "broadcast" || r.coll == "reduce" {
+		root = r.opts.root
+	}
+	if redop == "sum" {
+		redop = r.opts.op
+	}
+	for size := r.opts.minBytes; size <= r.opts.maxBytes; size = r.next(size) {
+		algo, proto, ok := r.sc.choose(r.coll, float64(size), cfg)
+		if !ok {
+			r.fail("NCCL", "invalid usage (run with NCCL_DEBUG=WARN for details)",
+				fmt.Sprintf("no algorithm/protocol available for %s with NCCL_ALGO=%q NCCL_PROTO=%q", r.coll, r.env["NCCL_ALGO"], r.env["NCCL_PROTO"]))
+			return 3
+		}
+		cols := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", size, size/dt, r.opts.dtype, redop, root)
+		for inPlace := range 2 {
+			t := r.sc.predict(r.coll, float64(size), algo, proto, cfg, r.sc.truth()) * r.noise(size, inPlace)
+			algBW := float64(size) / t / 1e3
+			busBW := algBW * collectives[r.coll].busFactor(float64(ranks))
+			sum += busBW
+			wrong := "0"
+			if !r.opts.check {
+				wrong = "N/A"
+			} else if proto == protoLL128 && cfg.ll128Corrupts && size >= 64<<10 {
+				wrong = strconv.FormatInt(size/dt/997+1, 10)
+			}
+			cols += fmt.Sprintf("  %7s  %6.2f  %6.2f  %6s", formatTime(t), algBW, busBW, wrong)
+		}
+		rows = append(rows, cols)
+	}
+	for _, row := range rows {
+		fmt.Fprintln(r.out, row)
+	}
+	fmt.Fprintln(r.out, "# Out of bounds values : 0 OK")
+	fmt.Fprintf(r.out, "# Avg bus bandwidth    : %g \n#\n", math.Round(sum/float64(2*len(rows))*1e4)/1e4)
+	fmt.Fprintf(r.out, "# Collective test concluded: %s_perf\n#\n", r.coll)
+	return 0
+}
+
+func (r *run) next(size int64) int64 {
+	if r.opts.factor > 1 {
+		return size * r.opts.factor
+	}
+	return size + r.opts.stepBytes
+}
+
+// noise is a multiplicative, log-normal measurement error, reproducible for the
+// same scenario seed, environment, size and run nonce.
+func (r *run) noise(size int64, inPlace int) float64 {
+	if r.sc.Noise == 0 {
+		return 1
+	}
+	h := fnv.New64a()
+	for _, k := range slices.Sorted(maps.Keys(r.env)) {
+		fmt.Fprintf(h, "%s=%s;", k, r.env[k])
+	}
+	fmt.Fprintf(h, "%d/%d/%s", size, inPlace, r.nonce)
+	rng := rand.New(rand.NewPCG(uint64(r.sc.Seed), h.Sum64()))
+	return math.Exp(rng.NormFloat64() * r.sc.Noise)
+}
+
+// formatTime prints a time the way nccl-tests does: two decimals while it fits in 7 characters.
+func formatTime(us float64) string {
+	switch {
+	case us < 1e4:
+		return strconv.FormatFloat(us, 'f', 2, 64)
+	case us < 1e5:
+		return strconv.FormatFloat(us, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(us, 'f', 0, 64)
+	}
+}
+
+func (r *run) header(ranks int) {
+	o := r.opts
+	fmt.Fprintf(r.out, "# nccltune-sim: a simulated cluster, not a measurement: %d node(s) x %d GPU(s), fabric %s\n", r.sc.Nodes, r.sc.GPUsPerNode, r.sc.Fabric)
+	fmt.Fprintf(r.out, "# Collective test starting: %s_perf\n", r.coll)
+	fmt.Fprintf(r.out, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n#\n# Using devices\n",
+		o.threads, o.gpus, o.minBytes, o.maxBytes, o.factor, o.warmup, o.iters, map[bool]int{false: 0, true: 1}[o.check])
+	for i := range ranks {
+		fmt.Fprintf(r.out, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [0x%02x] Simulated GPU\n", i, 1000+i, fmt.Sprintf("simnode%d", i/r.sc.GPUsPerNode), i%r.sc.GPUsPerNode, i)
+	}
+	fmt.Fprint(r.out, "#\n#                                                              out-of-place                       in-place          \n")
+	fmt.Fprint(r.out, "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong \n")
+	fmt.Fprint(r.out, "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         \n")
+}
+
+// info prints what NCCL prints at init with NCCL_DEBUG=INFO: each variable it
+// read, and the transport it chose.
+func (r *run) info(c config) {
+	for _, k := range slices.Sorted(maps.Keys(r.env)) {
+		r.debug("INFO", fmt.Sprintf("%s set by environment to %s", k, r.env[k]))
+	}
+	switch {
+	case r.sc.Nodes == 1:
+		r.debug("INFO", "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM")
+	case c.ibFallbackToSocket || r.sc.Fabric == "tcp":
+		r.debug("INFO", "NET/Socket : Using [0]eth0:10.0.0.1<0>")
+		r.debug("INFO", "Using network Socket")
+	default:
+		gdr := ""
+		if c.gdr {
+			gdr = " [GDR]"
+		}
+		link := map[string]string{"ib": "IB", "roce": "RoCE"}[r.sc.Fabric]
+		r.debug("INFO", fmt.Sprintf("NET/IB : Using [0]mlx5_0:1/%s%s ; OOB eth0:10.0.0.1<0>", link, gdr))
+		r.debug("INFO", "Using network IB")
+	}
+}
+
+func (r *run) debug(level, msg string) {
+	want := strings.ToUpper(r.env["NCCL_DEBUG"])
+	if want == "INFO" || want == "TRACE" || level == "WARN" && want == "WARN" {
+		fmt.Fprintf(r.out, "%s:%d:%d [%d] NCCL %s %s\n", r.host, 1000+r.rank, 1000+r.rank, r.rank, level, msg)
+	}
+}
+
+// fail prints an error the way nccl-tests does, on every rank.
+func (r *run) fail(lib, errText, detail string) {
+	r.debug("WARN", detail)
+	fmt.Fprintf(r.out, "%s: Test %s failure sim.go:1 '%s / %s'\n", r.host, lib, errText, detail)
+}
+
+// Exit runs Main on this process's arguments and environment and exits.
+func Exit(args []string) {
+	os.Exit(Main(args, os.Environ(), os.Stdout, os.Stderr))
+}
