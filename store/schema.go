@@ -1,0 +1,84 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] takes the schema from version i to i+1 (PRAGMA user_version).
+// Append only: a released migration never changes.
+var migrations = []string{
+	`CREATE TABLE campaigns (
+		id         INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL UNIQUE,
+		space_hash TEXT NOT NULL,
+		space      BLOB NOT NULL,
+		created_at TEXT NOT NULL
+	);
+	CREATE TABLE trials (
+		id             INTEGER PRIMARY KEY,
+		campaign_id    INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+		number         INTEGER NOT NULL,
+		state          TEXT NOT NULL,
+		params         TEXT NOT NULL,
+		env            TEXT NOT NULL,
+		command        TEXT,
+		started_at     TEXT NOT NULL,
+		finished_at    TEXT,
+		exit_code      INTEGER,
+		failure_kind   TEXT,
+		failure_reason TEXT,
+		output         BLOB,
+		scores         TEXT
+	);
+	CREATE INDEX trials_by_campaign ON trials(campaign_id, number);
+	CREATE TABLE results (
+		trial_id    INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+		seq         INTEGER NOT NULL,
+		size        INTEGER NOT NULL,
+		count       INTEGER NOT NULL,
+		type        TEXT NOT NULL,
+		redop       TEXT NOT NULL,
+		root        INTEGER NOT NULL,
+		oop_time_us REAL NOT NULL,
+		oop_algbw   REAL NOT NULL,
+		oop_busbw   REAL NOT NULL,
+		oop_wrong   INTEGER NOT NULL,
+		ip_time_us  REAL NOT NULL,
+		ip_algbw    REAL NOT NULL,
+		ip_busbw    REAL NOT NULL,
+		ip_wrong    INTEGER NOT NULL,
+		PRIMARY KEY (trial_id, seq)
+	);`,
+}
+
+// SchemaVersion is the schema version this build writes.
+var SchemaVersion = len(migrations)
+
+func migrate(db *sql.DB) error {
+	var version int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("schema version %d is newer than this nccltune understands (%d); upgrade nccltune", version, SchemaVersion)
+	}
+	for v := version; v < SchemaVersion; v++ {
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(migrations[v]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+		}
+		if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

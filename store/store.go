@@ -1,0 +1,292 @@
+// Package store keeps campaigns, trials and their per-size results in one
+// SQLite file (WAL mode), so that a campaign can be inspected while it runs and
+// resumed after it stops.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+)
+
+// State is where a trial is in its life.
+type State string
+
+const (
+	Running     State = "running"
+	Complete    State = "complete"
+	Failed      State = "failed"
+	Interrupted State = "interrupted" // stopped by the user or by a crash; re-run on resume
+)
+
+// Campaign is one tuning campaign: a space file and the trials run on it.
+type Campaign struct {
+	ID        int64
+	Name      string
+	SpaceHash string
+	Space     []byte // the space.toml as it was read
+	Created   time.Time
+}
+
+// Trial is one launch of the benchmark with one configuration.
+type Trial struct {
+	ID            int64
+	CampaignID    int64
+	Number        int               // 0 is NCCL's defaults
+	State         State
+	Params        map[string]string // the searched variables' values
+	Env           []string          // every NCCL_* variable the trial set
+	Command       []string          // what was executed, launcher included
+	Started       time.Time
+	Finished      time.Time
+	ExitCode      int
+	FailureKind   string
+	FailureReason string
+	Output        []byte             // loaded only by Trial, not by Trials
+	Scores        map[string]float64 // objective per size range, as told to the sampler
+	Rows          []nccltests.Row
+}
+
+// Store is an open trial store.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens or creates the store at path, migrating its schema to the current
+// version and checking its integrity.
+func Open(path string) (*Store, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("store %s is a directory", path)
+	}
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1) // one connection: SQLite serialises writers anyway
+	s := &Store{db: db, path: path}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) init() error {
+	var check string
+	if err := s.db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil {
+		return fmt.Errorf("not a readable SQLite database: %w", err)
+	}
+	if check != "ok" {
+		return fmt.Errorf("integrity check failed: %s", check)
+	}
+	return migrate(s.db)
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the file the store lives in.
+func (s *Store) Path() string { return s.path }
+
+// ErrNotFound is returned when a campaign or trial does not exist.
+var ErrNotFound = errors.New("not found")
+
+// CreateCampaign records a new campaign and returns it with its ID.
+func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
+	c.Created = time.Now().UTC()
+	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, created_at) VALUES (?, ?, ?, ?)`,
+		c.Name, c.SpaceHash, c.Space, c.Created.Format(time.RFC3339Nano))
+	if err != nil {
+		return c, fmt.Errorf("create campaign %s: %w", c.Name, err)
+	}
+	c.ID, err = res.LastInsertId()
+	return c, err
+}
+
+// Campaign returns the campaign with the given name.
+func (s *Store) Campaign(name string) (Campaign, error) {
+	cs, err := s.campaigns(`WHERE name = ?`, name)
+	if err != nil {
+		return Campaign{}, err
+	}
+	if len(cs) == 0 {
+		return Campaign{}, fmt.Errorf("campaign %q: %w", name, ErrNotFound)
+	}
+	return cs[0], nil
+}
+
+// Campaigns lists every campaign, oldest first.
+func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
+
+func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
+	rows, err := s.db.Query(`SELECT id, name, space_hash, space, created_at FROM campaigns `+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Campaign
+	for rows.Next() {
+		var c Campaign
+		var created string
+		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &created); err != nil {
+			return nil, err
+		}
+		c.Created, _ = time.Parse(time.RFC3339Nano, created)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// StartTrial records a trial as running before its benchmark is launched, so
+// that a crash leaves a trace that resume can find. It sets t.ID.
+func (s *Store) StartTrial(t *Trial) error {
+	t.State, t.Started = Running, time.Now().UTC()
+	params, env := mustJSON(t.Params), mustJSON(t.Env)
+	res, err := s.db.Exec(`INSERT INTO trials(campaign_id, number, state, params, env, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.CampaignID, t.Number, t.State, params, env, t.Started.Format(time.RFC3339Nano))
+	if err != nil {
+		return fmt.Errorf("start trial %d: %w", t.Number, err)
+	}
+	t.ID, err = res.LastInsertId()
+	return err
+}
+
+// FinishTrial records a trial's outcome and its result rows in one transaction.
+func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
+	if t.Finished.IsZero() {
+		t.Finished = time.Now().UTC()
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("finish trial %d: %w", t.Number, err)
+	}
+	defer tx.Rollback()
+	_, err = tx.Exec(`UPDATE trials SET state = ?, env = ?, command = ?, finished_at = ?, exit_code = ?,
+		failure_kind = ?, failure_reason = ?, output = ?, scores = ? WHERE id = ?`,
+		t.State, mustJSON(t.Env), mustJSON(t.Command), t.Finished.Format(time.RFC3339Nano), t.ExitCode,
+		t.FailureKind, t.FailureReason, t.Output, mustJSON(t.Scores), t.ID)
+	if err != nil {
+		return fmt.Errorf("finish trial %d: %w", t.Number, err)
+	}
+	for i, r := range t.Rows {
+		_, err = tx.Exec(`INSERT INTO results(trial_id, seq, size, count, type, redop, root,
+			oop_time_us, oop_algbw, oop_busbw, oop_wrong, ip_time_us, ip_algbw, ip_busbw, ip_wrong)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, i, r.Size, r.Count, r.Type, r.Redop, r.Root,
+			r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW, r.OutOfPlace.BusBW, r.OutOfPlace.Wrong,
+			r.InPlace.TimeUs, r.InPlace.AlgBW, r.InPlace.BusBW, r.InPlace.Wrong)
+		if err != nil {
+			return fmt.Errorf("finish trial %d: result row %d: %w", t.Number, i, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("finish trial %d: %w", t.Number, err)
+	}
+	return nil
+}
+
+const trialColumns = `id, campaign_id, number, state, params, env, command, started_at, finished_at,
+	exit_code, failure_kind, failure_reason, scores`
+
+// Trials returns a campaign's trials in order, with their result rows but
+// without their output.
+func (s *Store) Trials(campaignID int64) ([]Trial, error) {
+	rows, err := s.db.Query(`SELECT `+trialColumns+` FROM trials WHERE campaign_id = ? ORDER BY number, id`, campaignID)
+	if err != nil {
+		return nil, err
+	}
+	var out []Trial
+	byID := map[int64]int{}
+	for rows.Next() {
+		t, err := scanTrial(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		byID[t.ID] = len(out)
+		out = append(out, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	res, err := s.db.Query(`SELECT r.trial_id, r.size, r.count, r.type, r.redop, r.root,
+		r.oop_time_us, r.oop_algbw, r.oop_busbw, r.oop_wrong, r.ip_time_us, r.ip_algbw, r.ip_busbw, r.ip_wrong
+		FROM results r JOIN trials t ON t.id = r.trial_id WHERE t.campaign_id = ? ORDER BY r.trial_id, r.seq`, campaignID)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	for res.Next() {
+		var id int64
+		var r nccltests.Row
+		if err := res.Scan(&id, &r.Size, &r.Count, &r.Type, &r.Redop, &r.Root,
+			&r.OutOfPlace.TimeUs, &r.OutOfPlace.AlgBW, &r.OutOfPlace.BusBW, &r.OutOfPlace.Wrong,
+			&r.InPlace.TimeUs, &r.InPlace.AlgBW, &r.InPlace.BusBW, &r.InPlace.Wrong); err != nil {
+			return nil, err
+		}
+		t := &out[byID[id]]
+		t.Rows = append(t.Rows, r)
+	}
+	return out, res.Err()
+}
+
+// Output returns the captured output of one trial.
+func (s *Store) Output(trialID int64) ([]byte, error) {
+	var out []byte
+	err := s.db.QueryRow(`SELECT output FROM trials WHERE id = ?`, trialID).Scan(&out)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("trial id %d: %w", trialID, ErrNotFound)
+	}
+	return out, err
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanTrial(sc scanner) (Trial, error) {
+	var t Trial
+	var params, env string
+	var command, finished, kind, reason, scores sql.NullString
+	var started string
+	var exit sql.NullInt64
+	if err := sc.Scan(&t.ID, &t.CampaignID, &t.Number, &t.State, &params, &env, &command, &started, &finished,
+		&exit, &kind, &reason, &scores); err != nil {
+		return t, err
+	}
+	t.Started, _ = time.Parse(time.RFC3339Nano, started)
+	t.Finished, _ = time.Parse(time.RFC3339Nano, finished.String)
+	t.ExitCode, t.FailureKind, t.FailureReason = int(exit.Int64), kind.String, reason.String
+	for _, f := range []struct {
+		src string
+		dst any
+	}{{params, &t.Params}, {env, &t.Env}, {command.String, &t.Command}, {scores.String, &t.Scores}} {
+		if f.src == "" || f.src == "null" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
+			return t, fmt.Errorf("trial %d: corrupt JSON column: %w", t.Number, err)
+		}
+	}
+	return t, nil
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only maps, slices and strings are stored
+	}
+	return string(b)
+}

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
+)
+
+func openTemp(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "trials.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func TestRoundTrip(t *testing.T) {
+	s, path := openTemp(t)
+	c, err := s.CreateCampaign(Campaign{Name: "c1", SpaceHash: "abc", Space: []byte("[campaign]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateCampaign(Campaign{Name: "c1", SpaceHash: "x"}); err == nil {
+		t.Error("a second campaign with the same name was accepted")
+	}
+	tr := &Trial{CampaignID: c.ID, Number: 1, Params: map[string]string{"NCCL_ALGO": "Ring"}, Env: []string{"NCCL_ALGO=Ring"}}
+	if err := s.StartTrial(tr); err != nil {
+		t.Fatal(err)
+	}
+	running, err := s.Trials(c.ID)
+	if err != nil || len(running) != 1 || running[0].State != Running {
+		t.Fatalf("after start: %+v, %v", running, err)
+	}
+	tr.State, tr.ExitCode, tr.Command = Complete, 0, []string{"all_reduce_perf", "-b", "8"}
+	tr.Output = []byte("the output\x00with a NUL")
+	tr.Scores = map[string]float64{"small": 1.5, "large": 300.25}
+	tr.Rows = []nccltests.Row{
+		{Size: 8, Count: 2, Type: "float", Redop: "sum", Root: -1, OutOfPlace: nccltests.Measure{TimeUs: 10.5, AlgBW: 0, BusBW: 0, Wrong: 0}, InPlace: nccltests.Measure{TimeUs: 10, Wrong: -1}},
+		{Size: 1 << 30, Count: 1 << 28, Type: "float", Redop: "sum", Root: -1, OutOfPlace: nccltests.Measure{TimeUs: 4000, AlgBW: 250, BusBW: 400, Wrong: 0}},
+	}
+	if err := s.FinishTrial(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	got, err := s2.Trials(c.ID)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Trials: %v, %v", got, err)
+	}
+	g := got[0]
+	if g.State != Complete || !reflect.DeepEqual(g.Params, tr.Params) || !reflect.DeepEqual(g.Env, tr.Env) ||
+		!reflect.DeepEqual(g.Command, tr.Command) || !reflect.DeepEqual(g.Scores, tr.Scores) || !reflect.DeepEqual(g.Rows, tr.Rows) {
+		t.Errorf("read back %+v\nwant %+v", g, *tr)
+	}
+	out, err := s2.Output(g.ID)
+	if err != nil || string(out) != string(tr.Output) {
+		t.Errorf("Output = %q, %v", out, err)
+	}
+	if _, err := s2.Campaign("nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing campaign: %v", err)
+	}
+}
+
+func TestOpenRejects(t *testing.T) {
+	dir := t.TempDir()
+	notDB := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notDB, []byte(strings.Repeat("this is not a database\n", 200)), 0o644)
+	if _, err := Open(notDB); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+		t.Errorf("a text file opened as a store: %v", err)
+	}
+	if _, err := Open(dir); err == nil {
+		t.Error("a directory opened as a store")
+	}
+
+	s, path := openTemp(t)
+	if _, err := s.db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "newer than this nccltune") {
+		t.Errorf("a newer schema was accepted: %v", err)
+	}
+}
