@@ -25,3 +25,7 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
+
+// goptuna's TPE draws from math/rand's global source; nccltune seeds it per
+// proposal so that a resumed campaign proposes what an uninterrupted one would.
+godebug randseednop=0

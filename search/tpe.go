@@ -1,0 +1,154 @@
+package search
+
+import (
+	"fmt"
+	"math"
+	mathrand "math/rand"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/c-bata/goptuna"
+	"github.com/c-bata/goptuna/tpe"
+	"github.com/nccltune/nccltune/space"
+)
+
+// tpeSampler keeps one goptuna study per size range. Trial n is proposed by
+// the study of range n mod R, and every finished trial is told to all studies
+// with that range's score: one launch measures every range, so every range's
+// model learns from it.
+type tpeSampler struct {
+	sp       *space.Space
+	seed     int64
+	studies  []*goptuna.Study
+	observed map[string]int // told trials that set each parameter
+}
+
+// startupTrials is how many observations of a parameter are drawn at random
+// before TPE models it. goptuna's own start-up draw is not seeded for
+// categorical parameters (and never draws an integer's upper bound), so it is ours.
+const startupTrials = 10
+
+var globalRandMu sync.Mutex
+
+func newTPE(sp *space.Space, seed int64) (*tpeSampler, error) {
+	t := &tpeSampler{sp: sp, seed: seed, observed: map[string]int{}}
+	for _, r := range sp.Ranges {
+		st, err := goptuna.CreateStudy(r.Name,
+			goptuna.StudyOptionDirection(goptuna.StudyDirectionMaximize),
+			goptuna.StudyOptionLogger(nil))
+		if err != nil {
+			return nil, fmt.Errorf("tpe: %w", err)
+		}
+		t.studies = append(t.studies, st)
+	}
+	return t, nil
+}
+
+func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
+	st := t.studies[n%len(t.studies)]
+	// A fresh sampler seeded for this trial: TPE's only state is its random source.
+	seed := trialSeed(t.seed, n, "tpe")
+	sampler := tpe.NewSampler(tpe.SamplerOptionSeed(int64(seed>>1)), tpe.SamplerOptionNumberOfStartupTrials(0))
+	rng := rand.New(rand.NewPCG(uint64(t.seed), seed))
+	// goptuna's TPE also draws from math/rand's global source (its Parzen mixture
+	// and categorical draws); seed that too, or no proposal could be repeated.
+	// go.mod's "godebug randseednop=0" keeps rand.Seed working on Go >= 1.24.
+	globalRandMu.Lock()
+	defer globalRandMu.Unlock()
+	mathrand.Seed(int64(seed >> 2)) //nolint:staticcheck // see above
+	a := space.Assignment{}
+	for _, p := range t.sp.Params {
+		if !t.sp.Active(p, a) {
+			continue
+		}
+		if t.observed[p.Name] < startupTrials {
+			a[p.Name] = uniform(rng, p)
+			continue
+		}
+		dist := distribution(p)
+		ir, err := sampler.Sample(st, goptuna.FrozenTrial{}, p.Name, dist)
+		if err != nil {
+			return nil, fmt.Errorf("tpe: sample %s: %w", p.Name, err)
+		}
+		a[p.Name] = decode(p, ir)
+	}
+	return a, nil
+}
+
+// failedScore is what a failed trial tells TPE: worse than any that ran, so
+// that configurations NCCL rejects are not proposed again and again.
+const failedScore = 0
+
+func (t *tpeSampler) Tell(a space.Assignment, scores []float64) error {
+	internal, dists, params := map[string]float64{}, map[string]any{}, map[string]any{}
+	for _, p := range t.sp.Params {
+		v, ok := a[p.Name]
+		if !ok {
+			continue
+		}
+		ir, err := encode(p, v)
+		if err != nil {
+			return fmt.Errorf("tpe: %w", err)
+		}
+		internal[p.Name], dists[p.Name] = ir, distribution(p)
+		t.observed[p.Name]++
+		params[p.Name], _ = goptuna.ToExternalRepresentation(dists[p.Name], ir)
+	}
+	now := time.Now()
+	for i, st := range t.studies {
+		score := float64(failedScore)
+		if scores != nil {
+			score = scores[i]
+		}
+		if math.IsNaN(score) || math.IsInf(score, 0) {
+			score = failedScore
+		}
+		_, err := st.Storage.CloneTrial(st.ID, goptuna.FrozenTrial{
+			State: goptuna.TrialStateComplete, Value: score, DatetimeStart: now, DatetimeComplete: now,
+			InternalParams: internal, Params: params, Distributions: dists,
+		})
+		if err != nil {
+			return fmt.Errorf("tpe: tell: %w", err)
+		}
+	}
+	return nil
+}
+
+func distribution(p space.Param) any {
+	switch {
+	case p.Categorical():
+		return goptuna.CategoricalDistribution{Choices: p.Values}
+	case p.Log:
+		return goptuna.LogUniformDistribution{Low: float64(p.Min), High: float64(p.Max)}
+	default:
+		return goptuna.IntUniformDistribution{Low: int(p.Min), High: int(p.Max)}
+	}
+}
+
+// decode turns goptuna's internal representation into the variable's value.
+func decode(p space.Param, ir float64) string {
+	if p.Categorical() {
+		return p.Values[min(max(int(ir), 0), len(p.Values)-1)]
+	}
+	v := int64(math.Round(ir))
+	return strconv.FormatInt(min(max(v, p.Min), p.Max), 10)
+}
+
+// encode is decode's inverse, for telling a stored trial.
+func encode(p space.Param, v string) (float64, error) {
+	if p.Categorical() {
+		i := slices.Index(p.Values, v)
+		if i < 0 {
+			return 0, fmt.Errorf("%s=%s is not among the space's values", p.Name, v)
+		}
+		return float64(i), nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < p.Min || n > p.Max {
+		return 0, fmt.Errorf("%s=%s is outside the space's range [%d, %d]", p.Name, v, p.Min, p.Max)
+	}
+	return float64(n), nil
+}
