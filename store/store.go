@@ -40,7 +40,7 @@ type Campaign struct {
 type Trial struct {
 	ID            int64
 	CampaignID    int64
-	Number        int               // 0 is NCCL's defaults
+	Number        int // 0 is NCCL's defaults
 	State         State
 	Params        map[string]string // the searched variables' values
 	Env           []string          // every NCCL_* variable the trial set

@@ -29,21 +29,7 @@ Under mpirun or srun each process is one rank; only rank 0 prints the table.`
 // Main runs the simulator with the given arguments (without the program name)
 // and environment, and returns the process exit code, as nccl-tests would.
 func Main(args, environ []string, stdout, stderr io.Writer) int {
-	sc := DefaultScenario()
-	fs := flag.NewFlagSet("nccltune sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, Usage+"\n\nScenario flags:"); fs.PrintDefaults() }
-	fs.IntVar(&sc.Nodes, "nodes", sc.Nodes, "nodes in the cluster")
-	fs.IntVar(&sc.GPUsPerNode, "gpus_per_node", sc.GPUsPerNode, "GPUs per node")
-	fs.StringVar(&sc.Fabric, "fabric", sc.Fabric, "interconnect between nodes: nvlink (one node), ib, roce, tcp")
-	fs.IntVar(&sc.NICsPerNode, "nics_per_node", sc.NICsPerNode, "network ports per node")
-	fs.Float64Var(&sc.NICGbps, "nic_gbps", sc.NICGbps, "speed of each port, Gbit/s")
-	fs.BoolVar(&sc.GDR, "gdr", sc.GDR, "GPUDirect RDMA is possible (nvidia_peermem loaded)")
-	fs.StringVar(&sc.GPUNIC, "gpu_nic", sc.GPUNIC, "PCI distance between GPU and NIC: PIX, PXB, PHB, SYS")
-	fs.IntVar(&sc.RoCEGID, "roce_gid", sc.RoCEGID, "GID index holding RoCE v2 (roce)")
-	fs.IntVar(&sc.GIDs, "gids", sc.GIDs, "entries in the GID table (roce)")
-	fs.Float64Var(&sc.Noise, "noise", sc.Noise, "relative standard deviation of measurements")
-	fs.Int64Var(&sc.Seed, "seed", sc.Seed, "noise seed")
+	sc, fs := scenarioFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
@@ -63,11 +49,46 @@ func Main(args, environ []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	env := ncclEnv(environ)
-	r := &run{sc: sc, coll: coll, opts: opts, env: env, out: stdout, host: "simnode0",
+	r := &run{sc: *sc, coll: coll, opts: opts, env: env, out: stdout, host: "simnode0",
 		rank:  envOr(environ, 0, "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
 		procs: envOr(environ, 1, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
 		nonce: lookup(environ, "NCCLTUNE_SIM_RUN")}
 	return r.main()
+}
+
+// CheckScenario validates scenario flags (as the tuner will pass them) without running anything.
+func CheckScenario(args []string) error {
+	var msg strings.Builder
+	sc, fs := scenarioFlags(&msg)
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("simulator: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("simulator: unexpected argument %q", fs.Arg(0))
+	}
+	if err := sc.validate(); err != nil {
+		return fmt.Errorf("simulator: %w", err)
+	}
+	return nil
+}
+
+func scenarioFlags(stderr io.Writer) (*Scenario, *flag.FlagSet) {
+	sc := DefaultScenario()
+	fs := flag.NewFlagSet("nccltune sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, Usage+"\n\nScenario flags:"); fs.PrintDefaults() }
+	fs.IntVar(&sc.Nodes, "nodes", sc.Nodes, "nodes in the cluster")
+	fs.IntVar(&sc.GPUsPerNode, "gpus_per_node", sc.GPUsPerNode, "GPUs per node")
+	fs.StringVar(&sc.Fabric, "fabric", sc.Fabric, "interconnect between nodes: nvlink (one node), ib, roce, tcp")
+	fs.IntVar(&sc.NICsPerNode, "nics_per_node", sc.NICsPerNode, "network ports per node")
+	fs.Float64Var(&sc.NICGbps, "nic_gbps", sc.NICGbps, "speed of each port, Gbit/s")
+	fs.BoolVar(&sc.GDR, "gdr", sc.GDR, "GPUDirect RDMA is possible (nvidia_peermem loaded)")
+	fs.StringVar(&sc.GPUNIC, "gpu_nic", sc.GPUNIC, "PCI distance between GPU and NIC: PIX, PXB, PHB, SYS")
+	fs.IntVar(&sc.RoCEGID, "roce_gid", sc.RoCEGID, "GID index holding RoCE v2 (roce)")
+	fs.IntVar(&sc.GIDs, "gids", sc.GIDs, "entries in the GID table (roce)")
+	fs.Float64Var(&sc.Noise, "noise", sc.Noise, "relative standard deviation of measurements")
+	fs.Int64Var(&sc.Seed, "seed", sc.Seed, "noise seed")
+	return &sc, fs
 }
 
 func knownCollective(bin string) bool {

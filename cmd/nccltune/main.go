@@ -1,0 +1,76 @@
+// Command nccltune tunes NCCL's environment variables for a cluster by running
+// nccl-tests (or a simulated cluster) under a Bayesian search, and exports the
+// best settings per message-size range as files to source.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes scripts can rely on.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // the command failed; the message says why
+	exitUsage       = 2   // bad flags or arguments
+	exitInterrupted = 130 // stopped by SIGINT/SIGTERM; finished trials are stored
+)
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	// The first SIGINT/SIGTERM cancels the campaign cleanly; the second, once
+	// the handler is released, ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); stop() }()
+
+	app := newApp()
+	err := app.RunContext(ctx, args)
+	var usage usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "nccltune: interrupted; finished trials are stored, `nccltune run` again resumes")
+		return exitInterrupted
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, "nccltune:", err)
+		return exitUsage
+	default:
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			return ec.ExitCode()
+		}
+		fmt.Fprintln(os.Stderr, "nccltune:", err)
+		return exitFailure
+	}
+}
+
+type usageError struct{ error }
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "nccltune",
+		Usage: "tune NCCL's environment for your cluster, one message-size range at a time",
+		Description: "Runs nccl-tests with configurations proposed by a Bayesian (TPE) search, keeps every\n" +
+			"trial in a SQLite store, and exports the best NCCL_* settings per size range.\n\n" +
+			"Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted (resume with `run`).",
+		HideVersion:     true,
+		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
+		ExitErrHandler:  func(*cli.Context, error) {},
+		Commands:        []*cli.Command{runCommand(), statusCommand(), exportCommand(), simCommand()},
+		CommandNotFound: func(c *cli.Context, name string) { fmt.Fprintf(os.Stderr, "nccltune: no command %q; see nccltune --help\n", name) },
+	}
+}
+
+var storeFlag = &cli.StringFlag{Name: "store", Value: "nccltune.db", Usage: "SQLite trial store `FILE`"}
+var campaignFlag = &cli.StringFlag{Name: "campaign", Usage: "campaign `NAME` in the store (default: the most recent)"}

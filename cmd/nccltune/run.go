@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+	"github.com/nccltune/nccltune/tuner"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "run (or resume) a tuning campaign",
+		Description: "Loads the space file, then runs trials until the budget is spent. Trial 0 measures\n" +
+			"NCCL's defaults. If the store already holds the campaign, it resumes: finished\n" +
+			"trials are kept and told to the sampler, an interrupted trial is run again.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "space", Usage: "search space `FILE` (TOML)", Required: true},
+			storeFlag,
+			&cli.IntFlag{Name: "trials", Usage: "trial budget, including trial 0 (overrides the space file)"},
+			&cli.Int64Flag{Name: "seed", Usage: "search seed (overrides the space file)"},
+			&cli.StringFlag{Name: "sampler", Usage: "tpe or random (overrides the space file)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
+		},
+		Action: func(c *cli.Context) error {
+			sp, err := space.Load(c.String("space"))
+			if err != nil {
+				return err
+			}
+			if c.IsSet("trials") {
+				if c.Int("trials") < 2 {
+					return usageError{fmt.Errorf("--trials must be at least 2")}
+				}
+				sp.Campaign.Trials = c.Int("trials")
+			}
+			if c.IsSet("seed") {
+				sp.Campaign.Seed = c.Int64("seed")
+			}
+			if c.IsSet("sampler") {
+				sp.Campaign.Sampler = c.String("sampler")
+			}
+			st, err := store.Open(c.String("store"))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			camp := &tuner.Campaign{Space: sp, Store: st}
+			if !c.Bool("quiet") {
+				camp.Progress = progress(os.Stderr, sp)
+			}
+			runErr := camp.Run(c.Context)
+			if err := printStatus(os.Stdout, st, sp.Campaign.Name); err != nil && runErr == nil {
+				return err
+			}
+			return runErr
+		},
+	}
+}
+
+// progress shows a bar on a terminal and one line per trial elsewhere (CI logs, files).
+func progress(w *os.File, sp *space.Space) func(tuner.Progress) {
+	var bar *progressbar.ProgressBar
+	if isatty.IsTerminal(w.Fd()) {
+		bar = progressbar.NewOptions(sp.Campaign.Trials, progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription("trials"), progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+	}
+	return func(p tuner.Progress) {
+		line := trialLine(sp, p)
+		if bar == nil {
+			fmt.Fprintln(w, line)
+			return
+		}
+		bar.Describe(line)
+		_ = bar.Set(p.Done)
+	}
+}
+
+func trialLine(sp *space.Space, p tuner.Progress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "trial %d/%d: ", p.Trial.Number, p.Budget)
+	if p.Trial.State != store.Complete {
+		fmt.Fprintf(&b, "%s (%s)", p.Trial.FailureKind, firstLine(p.Trial.FailureReason))
+		return b.String()
+	}
+	for i, r := range sp.Ranges {
+		fmt.Fprintf(&b, "%s %s (best %s) ", r.Name, bw(p.Trial.Scores[r.Name]), bw(p.Best[i]))
+	}
+	return strings.TrimSpace(b.String()) + " GB/s"
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 100 {
+		s = s[:100] + "..."
+	}
+	return s
+}

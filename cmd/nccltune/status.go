@@ -1,0 +1,240 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nccltune/nccltune/runner/sim"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+	"github.com/nccltune/nccltune/tuner"
+)
+
+// loaded is a campaign read back from a store, with its space re-parsed from
+// the copy kept in the store (the file on disk may have changed since).
+type loaded struct {
+	camp    store.Campaign
+	space   *space.Space
+	trials  []store.Trial
+	results []tuner.RangeResult
+}
+
+func load(st *store.Store, name string) (*loaded, error) {
+	var camp store.Campaign
+	var err error
+	if name != "" {
+		camp, err = st.Campaign(name)
+	} else {
+		var all []store.Campaign
+		if all, err = st.Campaigns(); err == nil && len(all) == 0 {
+			return nil, fmt.Errorf("store %s holds no campaign; start one with `nccltune run --space FILE`", st.Path())
+		} else if err == nil {
+			camp = all[len(all)-1]
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	sp, err := space.Parse(camp.Name+" (as stored)", camp.Space)
+	if err != nil {
+		return nil, err
+	}
+	trials, err := st.Trials(camp.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &loaded{camp: camp, space: sp, trials: trials, results: tuner.Results(sp, trials)}, nil
+}
+
+// openExisting opens a store that must already exist (status and export never create one).
+func openExisting(path string) (*store.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	return store.Open(path)
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "show a campaign's trials and the best configuration per size range",
+		Flags: []cli.Flag{storeFlag, campaignFlag, &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}},
+		Action: func(c *cli.Context) error {
+			st, err := openExisting(c.String("store"))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if c.Bool("json") {
+				l, err := load(st, c.String("campaign"))
+				if err != nil {
+					return err
+				}
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(statusJSON(l))
+			}
+			return printStatus(os.Stdout, st, c.String("campaign"))
+		},
+	}
+}
+
+func printStatus(w io.Writer, st *store.Store, name string) error {
+	l, err := load(st, name)
+	if err != nil {
+		return err
+	}
+	sum := tuner.Summarize(l.trials)
+	fmt.Fprintf(w, "campaign %q: %d of %d trials finished (%d complete, %d failed",
+		l.camp.Name, sum.ByState[store.Complete]+sum.ByState[store.Failed], l.space.Campaign.Trials,
+		sum.ByState[store.Complete], sum.ByState[store.Failed])
+	for _, k := range sum.FailureKinds() {
+		fmt.Fprintf(w, "; %s %d", k, sum.Failures[k])
+	}
+	fmt.Fprintln(w, ")")
+	if len(l.space.Simulator) > 0 {
+		fmt.Fprintln(w, "measured on the simulated cluster (nccltune sim), not on hardware")
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "range\tsizes\tdefault GB/s\tbest GB/s\tgain\ttrial\tchosen settings\t")
+	for _, r := range l.results {
+		trial, settings := "-", "-"
+		if ch := r.Chosen(); ch != nil {
+			trial, settings = fmt.Sprint(ch.Number), chosenSettings(l.space, ch)
+		}
+		fmt.Fprintf(tw, "%s\t%s-%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, space.FormatSize(r.Range.Min),
+			space.FormatSize(r.Range.Max), bw(r.DefaultScore), bw(r.BestScore), gain(r), trial, settings)
+	}
+	return tw.Flush()
+}
+
+// chosenSettings lists the searched variables a trial set, or says it is NCCL's defaults.
+func chosenSettings(sp *space.Space, t *store.Trial) string {
+	var parts []string
+	for _, p := range sp.Params {
+		if v, ok := t.Params[p.Name]; ok && v != space.Unset {
+			parts = append(parts, strings.TrimPrefix(p.Name, "NCCL_")+"="+v)
+		}
+	}
+	if len(parts) == 0 {
+		return "NCCL defaults"
+	}
+	return strings.Join(parts, " ")
+}
+
+// bw prints a bandwidth in GB/s with three significant digits, so that the
+// small-message range (hundredths of a GB/s) stays readable beside the large.
+func bw(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+func gain(r tuner.RangeResult) string {
+	switch {
+	case math.IsNaN(r.Gain()):
+		return "-"
+	case !r.Tuned():
+		return "none"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*r.Gain())
+}
+
+type rangeJSON struct {
+	Name         string            `json:"name"`
+	MinBytes     int64             `json:"min_bytes"`
+	MaxBytes     int64             `json:"max_bytes"`
+	DefaultBusBW *float64          `json:"default_busbw_gbs"`
+	BestBusBW    *float64          `json:"best_busbw_gbs"`
+	Gain         *float64          `json:"gain"`
+	Tuned        bool              `json:"tuned"`
+	ChosenTrial  *int              `json:"chosen_trial"`
+	Env          map[string]string `json:"env"`
+}
+
+func statusJSON(l *loaded) any {
+	sum := tuner.Summarize(l.trials)
+	ranges := []rangeJSON{}
+	for _, r := range l.results {
+		rj := rangeJSON{Name: r.Range.Name, MinBytes: r.Range.Min, MaxBytes: r.Range.Max,
+			DefaultBusBW: finite(r.DefaultScore), BestBusBW: finite(r.BestScore), Gain: finite(r.Gain()), Tuned: r.Tuned()}
+		if ch := r.Chosen(); ch != nil {
+			n := ch.Number
+			rj.ChosenTrial, rj.Env = &n, map[string]string{}
+			for _, kv := range ch.Env {
+				k, v, _ := strings.Cut(kv, "=")
+				rj.Env[k] = v
+			}
+		}
+		ranges = append(ranges, rj)
+	}
+	return map[string]any{
+		"campaign":  l.camp.Name,
+		"simulated": len(l.space.Simulator) > 0,
+		"budget":    l.space.Campaign.Trials,
+		"trials":    map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures},
+		"ranges":    ranges,
+	}
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "export",
+		Usage: "write the chosen settings of each size range as nccl-RANGE.env files",
+		Description: "Each file holds `export NCCL_X='value'` lines, safe to source, and a header naming\n" +
+			"the range, the campaign and the measured gain. A range whose best trial did not beat\n" +
+			"NCCL's defaults gets only the pinned variables, and its header says so.",
+		Flags: []cli.Flag{storeFlag, campaignFlag, &cli.StringFlag{Name: "out", Value: ".", Usage: "output `DIR`"}},
+		Action: func(c *cli.Context) error {
+			st, err := openExisting(c.String("store"))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			l, err := load(st, c.String("campaign"))
+			if err != nil {
+				return err
+			}
+			paths, err := tuner.ExportEnv(l.space, l.camp, l.results, c.String("out"), time.Now())
+			for _, p := range paths {
+				fmt.Println(p)
+			}
+			return err
+		},
+	}
+}
+
+func simCommand() *cli.Command {
+	return &cli.Command{
+		Name:            "sim",
+		Usage:           "run the simulated cluster as an nccl-tests benchmark (for tests and demos)",
+		UsageText:       sim.Usage,
+		SkipFlagParsing: true,
+		Action: func(c *cli.Context) error {
+			if code := sim.Main(c.Args().Slice(), os.Environ(), os.Stdout, os.Stderr); code != 0 {
+				return cli.Exit("", code)
+			}
+			return nil
+		},
+	}
+}

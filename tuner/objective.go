@@ -1,0 +1,57 @@
+package tuner
+
+import (
+	"math"
+	"slices"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
+	"github.com/nccltune/nccltune/space"
+)
+
+// Scores returns one objective value per size range: the geometric mean over
+// the range's sizes of the bus bandwidth (GB/s). Bandwidth is recomputed from
+// the printed time, which keeps precision where nccl-tests prints 0.00 GB/s.
+// A range without rows scores NaN.
+func Scores(sp *space.Space, rows []nccltests.Row) []float64 {
+	factor := busFactor(rows)
+	logSum := make([]float64, len(sp.Ranges))
+	count := make([]int, len(sp.Ranges))
+	for _, r := range rows {
+		i := sp.RangeOf(r.Size)
+		t := (r.OutOfPlace.TimeUs + r.InPlace.TimeUs) / 2
+		if i < 0 || t <= 0 || r.Size <= 0 {
+			continue
+		}
+		logSum[i] += math.Log(float64(r.Size) / t / 1e3 * factor)
+		count[i]++
+	}
+	out := make([]float64, len(sp.Ranges))
+	for i := range out {
+		out[i] = math.NaN()
+		if count[i] > 0 {
+			out[i] = math.Exp(logSum[i] / float64(count[i]))
+		}
+	}
+	return out
+}
+
+// busFactor is the ratio of bus to algorithm bandwidth that nccl-tests applied
+// (2(n-1)/n for all_reduce over n ranks), read off the rows whose figures are
+// large enough to be precise. With one rank it is 0; algorithm bandwidth is
+// used then, so that configurations can still be compared.
+func busFactor(rows []nccltests.Row) float64 {
+	var ratios []float64
+	for _, r := range rows {
+		if m := r.OutOfPlace; m.AlgBW >= 1 {
+			ratios = append(ratios, m.BusBW/m.AlgBW)
+		}
+	}
+	if len(ratios) == 0 {
+		return 1
+	}
+	slices.Sort(ratios)
+	if f := ratios[len(ratios)/2]; f > 0.01 {
+		return f
+	}
+	return 1
+}

@@ -1,0 +1,114 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// MinGain is the smallest measured gain over NCCL's defaults that counts as
+// tuned. A single sweep's run-to-run noise is about 1-2%; below this the
+// defaults are kept.
+const MinGain = 0.01
+
+// RangeResult is the outcome of a campaign for one size range.
+type RangeResult struct {
+	Range        space.Range
+	Default      *store.Trial // trial 0, when it completed
+	Best         *store.Trial // the highest-scoring completed trial
+	DefaultScore float64      // NaN without a default measurement
+	BestScore    float64
+	Completed    int // trials that measured this range
+}
+
+// Gain is the best score's relative improvement over the default (NaN if unknown).
+func (r RangeResult) Gain() float64 { return r.BestScore/r.DefaultScore - 1 }
+
+// Tuned reports whether the best configuration beats NCCL's defaults by at least MinGain.
+func (r RangeResult) Tuned() bool {
+	return r.Best != nil && r.Best.Number != 0 && (math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain)
+}
+
+// Chosen is the trial whose configuration the range should use.
+func (r RangeResult) Chosen() *store.Trial {
+	if r.Tuned() || r.Default == nil {
+		return r.Best
+	}
+	return r.Default
+}
+
+// Results picks the best trial per range from a campaign's trials.
+func Results(sp *space.Space, trials []store.Trial) []RangeResult {
+	out := make([]RangeResult, len(sp.Ranges))
+	for i, rg := range sp.Ranges {
+		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN()}
+		for j := range trials {
+			t := &trials[j]
+			s, ok := t.Scores[rg.Name]
+			if t.State != store.Complete || !ok || math.IsNaN(s) {
+				continue
+			}
+			res.Completed++
+			if t.Number == 0 {
+				res.Default, res.DefaultScore = t, s
+			}
+			if res.Best == nil || s > res.BestScore {
+				res.Best, res.BestScore = t, s
+			}
+		}
+		out[i] = res
+	}
+	return out
+}
+
+// Summary counts a campaign's trials.
+type Summary struct {
+	Total    int
+	ByState  map[store.State]int
+	Failures map[string]int // by failure kind
+}
+
+// Summarize counts trials by state and by failure kind.
+func Summarize(trials []store.Trial) Summary {
+	s := Summary{ByState: map[store.State]int{}, Failures: map[string]int{}}
+	for _, t := range trials {
+		s.Total++
+		s.ByState[t.State]++
+		if t.State == store.Failed {
+			s.Failures[t.FailureKind]++
+		}
+	}
+	return s
+}
+
+// FailureKinds lists the failure kinds seen, most frequent first.
+func (s Summary) FailureKinds() []string {
+	kinds := make([]string, 0, len(s.Failures))
+	for k := range s.Failures {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if s.Failures[kinds[i]] != s.Failures[kinds[j]] {
+			return s.Failures[kinds[i]] > s.Failures[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	return kinds
+}
+
+// Describe explains a range's outcome in one line.
+func (r RangeResult) Describe() string {
+	switch {
+	case r.Best == nil:
+		return "no trial measured this range"
+	case math.IsNaN(r.DefaultScore):
+		return fmt.Sprintf("best %.3g GB/s (trial %d); NCCL's defaults were not measured", r.BestScore, r.Best.Number)
+	case r.Tuned():
+		return fmt.Sprintf("tuned %.3g GB/s vs default %.3g GB/s (%+.1f%%), trial %d", r.BestScore, r.DefaultScore, 100*r.Gain(), r.Best.Number)
+	default:
+		return fmt.Sprintf("NCCL's defaults are best: %.3g GB/s (no trial gained %.0f%% or more)", r.DefaultScore, 100*MinGain)
+	}
+}

@@ -1,0 +1,291 @@
+// Package tuner runs a tuning campaign: it asks the sampler for a
+// configuration, runs the benchmark with it, records the trial in the store
+// and tells the sampler the result; then it picks, per size range, the best
+// configuration measured and exports it.
+package tuner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/sim"
+	"github.com/nccltune/nccltune/search"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// Sampler proposes configurations and learns from their scores.
+type Sampler interface {
+	Ask(n int) (space.Assignment, error)
+	Tell(a space.Assignment, scores []float64) error
+}
+
+// Runner runs one benchmark launch.
+type Runner interface {
+	Run(ctx context.Context, job runner.Job) runner.Result
+}
+
+// Store remembers campaigns and trials.
+type Store interface {
+	CreateCampaign(c store.Campaign) (store.Campaign, error)
+	Campaign(name string) (store.Campaign, error)
+	StartTrial(t *store.Trial) error
+	FinishTrial(ctx context.Context, t *store.Trial) error
+	Trials(campaignID int64) ([]store.Trial, error)
+}
+
+// Campaign configures one run of the tuning loop.
+type Campaign struct {
+	Space  *space.Space
+	Store  Store
+	Runner Runner // nil: the local launcher with this process's environment minus NCCL_*
+	// SimCommand starts the simulated cluster when the space has a [simulator]
+	// table; nil means this executable's "sim" command.
+	SimCommand []string
+	// Progress, if set, is called after every finished trial.
+	Progress func(Progress)
+}
+
+// Progress reports one finished trial.
+type Progress struct {
+	Trial  store.Trial
+	Done   int // finished trials, including this one
+	Budget int
+	Best   []float64 // best score so far per range
+}
+
+// debugEnv makes NCCL log the variables it read and the transport it chose, so
+// that each trial's log can confirm its configuration took effect.
+var debugEnv = []string{"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,ENV,NET"}
+
+// Run runs the campaign until its trial budget is spent, resuming it if the
+// store already holds it. It returns ctx's error if stopped early; every
+// trial finished until then is stored.
+func (c *Campaign) Run(ctx context.Context) error {
+	sp := c.Space
+	cmd, err := c.benchmarkCommand()
+	if err != nil {
+		return err
+	}
+	camp, err := c.campaign()
+	if err != nil {
+		return err
+	}
+	sampler, err := search.New(sp.Campaign.Sampler, sp, sp.Campaign.Seed)
+	if err != nil {
+		return err
+	}
+	trials, err := c.Store.Trials(camp.ID)
+	if err != nil {
+		return err
+	}
+	done, best := 0, make([]float64, len(sp.Ranges))
+	for _, t := range trials {
+		if t.State != store.Complete && t.State != store.Failed {
+			continue // interrupted or never finished: run again with the same number
+		}
+		if err := sampler.Tell(space.Assignment(t.Params), scoreList(sp, t)); err != nil {
+			return fmt.Errorf("resume: trial %d: %w", t.Number, err)
+		}
+		updateBest(best, scoreList(sp, t))
+		done = max(done, t.Number+1)
+	}
+	run := c.Runner
+	if run == nil {
+		run = &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}
+	}
+	for n := done; n < sp.Campaign.Trials; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		a := defaults(sp)
+		if n > 0 {
+			if a, err = sampler.Ask(n); err != nil {
+				return fmt.Errorf("trial %d: %w", n, err)
+			}
+		}
+		t := &store.Trial{CampaignID: camp.ID, Number: n, Params: a, Env: sp.Env(a)}
+		if err := c.Store.StartTrial(t); err != nil {
+			return err
+		}
+		job := runner.Job{Command: cmd, Env: append(slices.Clone(t.Env), c.jobEnv(n)...), Timeout: sp.Benchmark.Timeout}
+		c.record(t, run.Run(ctx, job))
+		// Record even when stopped, so the interrupted trial is visible and re-run later.
+		if err := c.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
+			return err
+		}
+		if t.State == store.Interrupted {
+			return ctx.Err()
+		}
+		scores := scoreList(sp, *t)
+		if err := sampler.Tell(a, scores); err != nil {
+			return fmt.Errorf("trial %d: %w", n, err)
+		}
+		updateBest(best, scores)
+		if c.Progress != nil {
+			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: sp.Campaign.Trials, Best: slices.Clone(best)})
+		}
+	}
+	return nil
+}
+
+// defaults is trial 0: nothing searched is set, so NCCL applies its own
+// choices. Categorical parameters that offer "default" are told so.
+func defaults(sp *space.Space) space.Assignment {
+	a := space.Assignment{}
+	for _, p := range sp.Params {
+		if slices.Contains(p.Values, space.Unset) && sp.Active(p, a) {
+			a[p.Name] = space.Unset
+		}
+	}
+	return a
+}
+
+func (c *Campaign) jobEnv(n int) []string {
+	env := slices.Clone(debugEnv)
+	if len(c.Space.Simulator) > 0 {
+		env = append(env, "NCCLTUNE_SIM_RUN="+strconv.Itoa(n))
+	}
+	for i := len(env) - 1; i >= 0; i-- {
+		if name, _, _ := strings.Cut(env[i], "="); c.Space.Fixed[name] != "" {
+			env = slices.Delete(env, i, i+1) // the user pinned it
+		}
+	}
+	return env
+}
+
+// record fills the trial from the launch's result.
+func (c *Campaign) record(t *store.Trial, res runner.Result) {
+	t.Command, t.Output, t.ExitCode, t.Finished = res.Command, res.Output, res.ExitCode, res.Started.Add(res.Duration)
+	if res.Report != nil {
+		t.Rows = res.Report.Rows
+	}
+	failure := res.Failure
+	if failure == nil {
+		failure = c.checkSweep(t)
+	}
+	switch {
+	case failure == nil:
+		t.State = store.Complete
+		t.Scores = map[string]float64{}
+		for i, s := range Scores(c.Space, t.Rows) {
+			t.Scores[c.Space.Ranges[i].Name] = s
+		}
+	case failure.Kind == runner.FailInterrupted:
+		t.State, t.FailureKind, t.FailureReason = store.Interrupted, string(failure.Kind), failure.Reason
+	default:
+		t.State, t.FailureKind, t.FailureReason = store.Failed, string(failure.Kind), failure.Reason
+	}
+}
+
+// checkSweep fails a trial whose output lacks sizes of the sweep: a truncated
+// table must not be compared with complete ones.
+func (c *Campaign) checkSweep(t *store.Trial) *runner.Failure {
+	have := map[int64]bool{}
+	for _, r := range t.Rows {
+		have[r.Size] = true
+	}
+	for _, size := range c.Space.Sizes.List() {
+		if !have[size] {
+			return &runner.Failure{Kind: runner.FailUnparsable, Reason: fmt.Sprintf("output has no row for %s bytes", space.FormatSize(size))}
+		}
+	}
+	return nil
+}
+
+// scoreList orders a trial's scores by range; nil for a failed trial.
+func scoreList(sp *space.Space, t store.Trial) []float64 {
+	if t.State != store.Complete {
+		return nil
+	}
+	out := make([]float64, len(sp.Ranges))
+	for i, r := range sp.Ranges {
+		s, ok := t.Scores[r.Name]
+		if !ok {
+			s = math.NaN()
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func updateBest(best, scores []float64) {
+	for i, s := range scores {
+		if s > best[i] {
+			best[i] = s
+		}
+	}
+}
+
+// campaign finds the space's campaign in the store, or creates it.
+func (c *Campaign) campaign() (store.Campaign, error) {
+	sp := c.Space
+	camp, err := c.Store.Campaign(sp.Campaign.Name)
+	if errors.Is(err, store.ErrNotFound) {
+		return c.Store.CreateCampaign(store.Campaign{Name: sp.Campaign.Name, SpaceHash: sp.Hash(), Space: sp.Source})
+	}
+	if err != nil {
+		return camp, err
+	}
+	if camp.SpaceHash != sp.Hash() {
+		return camp, fmt.Errorf("campaign %q in the store was run with a different space file; give the campaign a new name to start afresh", sp.Campaign.Name)
+	}
+	return camp, nil
+}
+
+// benchmarkCommand builds the nccl-tests command line, checking before any
+// trial runs that the benchmark (or the simulator's scenario) is usable.
+func (c *Campaign) benchmarkCommand() ([]string, error) {
+	sp, b := c.Space, c.Space.Benchmark
+	check := "1"
+	if !b.Check {
+		check = "0"
+	}
+	bench := sp.Campaign.Collective + "_perf"
+	args := append([]string{
+		"-b", strconv.FormatInt(sp.Sizes.Min, 10), "-e", strconv.FormatInt(sp.Sizes.Max, 10),
+		"-f", strconv.Itoa(sp.Sizes.Factor), "-g", strconv.Itoa(b.GPUs),
+		"-n", strconv.Itoa(b.Iters), "-w", strconv.Itoa(b.Warmup), "-c", check,
+	}, b.Args...)
+	if len(sp.Simulator) == 0 {
+		path, err := exec.LookPath(b.Binary)
+		if err != nil {
+			return nil, fmt.Errorf("benchmark %s: %w", b.Binary, err)
+		}
+		return append([]string{path}, args...), nil
+	}
+	simCmd := c.SimCommand
+	if simCmd == nil {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("simulator: cannot find this executable: %w", err)
+		}
+		simCmd = []string{self, "sim"}
+	}
+	var flags []string
+	for _, k := range sortedKeys(sp.Simulator) {
+		flags = append(flags, "-"+k+"="+sp.Simulator[k])
+	}
+	if err := sim.CheckScenario(flags); err != nil {
+		return nil, err
+	}
+	cmd := append(slices.Clone(simCmd), flags...)
+	return append(append(cmd, bench), args...), nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
