@@ -132,6 +132,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	cmd.WaitDelay = grace + time.Second
 	if err := cmd.Start(); err != nil {
 		res.Failure = &Failure{FailLaunch, err.Error()}
+		if ctx.Err() != nil {
+			res.Failure = &Failure{FailInterrupted, "campaign stopped before the trial started"}
+		}
 		return res
 	}
 	waitErr := cmd.Wait()

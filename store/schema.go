@@ -13,6 +13,9 @@ var migrations = []string{
 		name       TEXT NOT NULL UNIQUE,
 		space_hash TEXT NOT NULL,
 		space      BLOB NOT NULL,
+		budget     INTEGER NOT NULL,
+		sampler    TEXT NOT NULL,
+		seed       INTEGER NOT NULL,
 		created_at TEXT NOT NULL
 	);
 	CREATE TABLE trials (

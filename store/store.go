@@ -33,7 +33,12 @@ type Campaign struct {
 	Name      string
 	SpaceHash string
 	Space     []byte // the space.toml as it was read
-	Created   time.Time
+	// The search settings in force, which `run` flags may override: a resume
+	// continues with them unless told otherwise.
+	Budget  int
+	Sampler string
+	Seed    int64
+	Created time.Time
 }
 
 // Trial is one launch of the benchmark with one configuration.
@@ -107,13 +112,22 @@ var ErrNotFound = errors.New("not found")
 // CreateCampaign records a new campaign and returns it with its ID.
 func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 	c.Created = time.Now().UTC()
-	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, created_at) VALUES (?, ?, ?, ?)`,
-		c.Name, c.SpaceHash, c.Space, c.Created.Format(time.RFC3339Nano))
+	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano))
 	if err != nil {
 		return c, fmt.Errorf("create campaign %s: %w", c.Name, err)
 	}
 	c.ID, err = res.LastInsertId()
 	return c, err
+}
+
+// UpdateSettings records a campaign's budget, sampler and seed.
+func (s *Store) UpdateSettings(c Campaign) error {
+	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ? WHERE id = ?`, c.Budget, c.Sampler, c.Seed, c.ID)
+	if err != nil {
+		return fmt.Errorf("campaign %s: %w", c.Name, err)
+	}
+	return nil
 }
 
 // Campaign returns the campaign with the given name.
@@ -132,7 +146,7 @@ func (s *Store) Campaign(name string) (Campaign, error) {
 func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
 func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
-	rows, err := s.db.Query(`SELECT id, name, space_hash, space, created_at FROM campaigns `+where+` ORDER BY id`, args...)
+	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +155,7 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 	for rows.Next() {
 		var c Campaign
 		var created string
-		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &created); err != nil {
+		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created); err != nil {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)

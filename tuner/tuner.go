@@ -36,6 +36,7 @@ type Runner interface {
 // Store remembers campaigns and trials.
 type Store interface {
 	CreateCampaign(c store.Campaign) (store.Campaign, error)
+	UpdateSettings(c store.Campaign) error
 	Campaign(name string) (store.Campaign, error)
 	StartTrial(t *store.Trial) error
 	FinishTrial(ctx context.Context, t *store.Trial) error
@@ -52,6 +53,11 @@ type Campaign struct {
 	SimCommand []string
 	// Progress, if set, is called after every finished trial.
 	Progress func(Progress)
+	// Overrides of the space file's search settings (zero: not overridden). A
+	// resumed campaign keeps the settings it ran with unless overridden.
+	Trials  int
+	Seed    *int64
+	Sampler string
 }
 
 // Progress reports one finished trial.
@@ -79,7 +85,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sampler, err := search.New(sp.Campaign.Sampler, sp, sp.Campaign.Seed)
+	sampler, err := search.New(camp.Sampler, sp, camp.Seed)
 	if err != nil {
 		return err
 	}
@@ -102,7 +108,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 	if run == nil {
 		run = &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}
 	}
-	for n := done; n < sp.Campaign.Trials; n++ {
+	for n := done; n < camp.Budget; n++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -131,7 +137,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 		}
 		updateBest(best, scores)
 		if c.Progress != nil {
-			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: sp.Campaign.Trials, Best: slices.Clone(best)})
+			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: camp.Budget, Best: slices.Clone(best)})
 		}
 	}
 	return nil
@@ -225,20 +231,37 @@ func updateBest(best, scores []float64) {
 	}
 }
 
-// campaign finds the space's campaign in the store, or creates it.
+// campaign finds the space's campaign in the store, or creates it, and
+// records the search settings in force.
 func (c *Campaign) campaign() (store.Campaign, error) {
 	sp := c.Space
 	camp, err := c.Store.Campaign(sp.Campaign.Name)
-	if errors.Is(err, store.ErrNotFound) {
-		return c.Store.CreateCampaign(store.Campaign{Name: sp.Campaign.Name, SpaceHash: sp.Hash(), Space: sp.Source})
-	}
-	if err != nil {
+	fresh := errors.Is(err, store.ErrNotFound)
+	switch {
+	case fresh:
+		camp = store.Campaign{Name: sp.Campaign.Name, SpaceHash: sp.Hash(), Space: sp.Source,
+			Budget: sp.Campaign.Trials, Sampler: sp.Campaign.Sampler, Seed: sp.Campaign.Seed}
+	case err != nil:
 		return camp, err
-	}
-	if camp.SpaceHash != sp.Hash() {
+	case camp.SpaceHash != sp.Hash():
 		return camp, fmt.Errorf("campaign %q in the store was run with a different space file; give the campaign a new name to start afresh", sp.Campaign.Name)
 	}
-	return camp, nil
+	if c.Trials != 0 {
+		camp.Budget = c.Trials
+	}
+	if c.Seed != nil {
+		camp.Seed = *c.Seed
+	}
+	if c.Sampler != "" {
+		camp.Sampler = c.Sampler
+	}
+	if camp.Budget < 2 {
+		return camp, fmt.Errorf("the trial budget must be at least 2 (trial 0 measures NCCL's defaults)")
+	}
+	if fresh {
+		return c.Store.CreateCampaign(camp)
+	}
+	return camp, c.Store.UpdateSettings(camp)
 }
 
 // benchmarkCommand builds the nccl-tests command line, checking before any

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -42,7 +43,7 @@ func run(args []string) int {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(os.Stderr, "nccltune: interrupted; finished trials are stored, `nccltune run` again resumes")
 		return exitInterrupted
-	case errors.As(err, &usage):
+	case errors.As(err, &usage) || strings.HasPrefix(err.Error(), "Required flag"):
 		fmt.Fprintln(os.Stderr, "nccltune:", err)
 		return exitUsage
 	default:
@@ -58,17 +59,27 @@ func run(args []string) int {
 type usageError struct{ error }
 
 func newApp() *cli.App {
+	onUsageError := func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+	commands := []*cli.Command{runCommand(), statusCommand(), exportCommand(), simCommand()}
+	for _, c := range commands {
+		c.OnUsageError = onUsageError
+	}
 	return &cli.App{
 		Name:  "nccltune",
 		Usage: "tune NCCL's environment for your cluster, one message-size range at a time",
 		Description: "Runs nccl-tests with configurations proposed by a Bayesian (TPE) search, keeps every\n" +
 			"trial in a SQLite store, and exports the best NCCL_* settings per size range.\n\n" +
 			"Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted (resume with `run`).",
-		HideVersion:     true,
-		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
-		ExitErrHandler:  func(*cli.Context, error) {},
-		Commands:        []*cli.Command{runCommand(), statusCommand(), exportCommand(), simCommand()},
-		CommandNotFound: func(c *cli.Context, name string) { fmt.Fprintf(os.Stderr, "nccltune: no command %q; see nccltune --help\n", name) },
+		HideVersion:    true,
+		OnUsageError:   onUsageError,
+		ExitErrHandler: func(*cli.Context, error) {},
+		Commands:       commands,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageError{fmt.Errorf("no command %q; see nccltune --help", c.Args().First())}
+			}
+			return cli.ShowAppHelp(c)
+		},
 	}
 }
 

@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
+	"github.com/nccltune/nccltune/examples"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 	"github.com/nccltune/nccltune/tuner"
@@ -22,36 +24,35 @@ func runCommand() *cli.Command {
 			"NCCL's defaults. If the store already holds the campaign, it resumes: finished\n" +
 			"trials are kept and told to the sampler, an interrupted trial is run again.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "space", Usage: "search space `FILE` (TOML)", Required: true},
+			&cli.StringFlag{Name: "space", Usage: "search space `FILE` (TOML); without it, the built-in example " + examples.Default + " (a simulated cluster)"},
 			storeFlag,
-			&cli.IntFlag{Name: "trials", Usage: "trial budget, including trial 0 (overrides the space file)"},
-			&cli.Int64Flag{Name: "seed", Usage: "search seed (overrides the space file)"},
-			&cli.StringFlag{Name: "sampler", Usage: "tpe or random (overrides the space file)"},
+			&cli.IntFlag{Name: "trials", Usage: "trial budget, including trial 0 (overrides the space file and the stored campaign)"},
+			&cli.Int64Flag{Name: "seed", Usage: "search seed (overrides the space file and the stored campaign)"},
+			&cli.StringFlag{Name: "sampler", Usage: "tpe or random (overrides the space file and the stored campaign)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
 		},
 		Action: func(c *cli.Context) error {
-			sp, err := space.Load(c.String("space"))
+			sp, err := loadSpace(c.String("space"))
 			if err != nil {
 				return err
 			}
-			if c.IsSet("trials") {
-				if c.Int("trials") < 2 {
-					return usageError{fmt.Errorf("--trials must be at least 2")}
-				}
-				sp.Campaign.Trials = c.Int("trials")
+			camp := &tuner.Campaign{Space: sp, Trials: c.Int("trials"), Sampler: c.String("sampler")}
+			if c.IsSet("trials") && camp.Trials < 2 {
+				return usageError{fmt.Errorf("--trials must be at least 2")}
 			}
 			if c.IsSet("seed") {
-				sp.Campaign.Seed = c.Int64("seed")
+				seed := c.Int64("seed")
+				camp.Seed = &seed
 			}
-			if c.IsSet("sampler") {
-				sp.Campaign.Sampler = c.String("sampler")
+			if camp.Sampler != "" && !slices.Contains(space.Samplers, camp.Sampler) {
+				return usageError{fmt.Errorf("--sampler must be one of %s", strings.Join(space.Samplers, ", "))}
 			}
 			st, err := store.Open(c.String("store"))
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			camp := &tuner.Campaign{Space: sp, Store: st}
+			camp.Store = st
 			if !c.Bool("quiet") {
 				camp.Progress = progress(os.Stderr, sp)
 			}
@@ -62,6 +63,18 @@ func runCommand() *cli.Command {
 			return runErr
 		},
 	}
+}
+
+func loadSpace(path string) (*space.Space, error) {
+	if path != "" {
+		return space.Load(path)
+	}
+	data, err := examples.Files.ReadFile(examples.Default)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "nccltune: no --space given; running the built-in example %s on the simulated cluster\n", examples.Default)
+	return space.Parse("examples/"+examples.Default, data)
 }
 
 // progress shows a bar on a terminal and one line per trial elsewhere (CI logs, files).

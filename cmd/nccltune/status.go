@@ -95,7 +95,7 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 	}
 	sum := tuner.Summarize(l.trials)
 	fmt.Fprintf(w, "campaign %q: %d of %d trials finished (%d complete, %d failed",
-		l.camp.Name, sum.ByState[store.Complete]+sum.ByState[store.Failed], l.space.Campaign.Trials,
+		l.camp.Name, sum.ByState[store.Complete]+sum.ByState[store.Failed], l.camp.Budget,
 		sum.ByState[store.Complete], sum.ByState[store.Failed])
 	for _, k := range sum.FailureKinds() {
 		fmt.Fprintf(w, "; %s %d", k, sum.Failures[k])
@@ -184,7 +184,7 @@ func statusJSON(l *loaded) any {
 	return map[string]any{
 		"campaign":  l.camp.Name,
 		"simulated": len(l.space.Simulator) > 0,
-		"budget":    l.space.Campaign.Trials,
+		"budget":    l.camp.Budget,
 		"trials":    map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures},
 		"ranges":    ranges,
 	}

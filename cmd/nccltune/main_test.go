@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as nccltune itself, so that `run` can start `nccltune
+// sim` (os.Executable) and tests can run the CLI as a separate process.
+func TestMain(m *testing.M) {
+	if os.Getenv("NCCLTUNE_TEST_BE_MAIN") == "1" {
+		os.Exit(run(append([]string{"nccltune"}, os.Args[1:]...)))
+	}
+	os.Setenv("NCCLTUNE_TEST_BE_MAIN", "1")
+	os.Exit(m.Run())
+}
+
+// nccltune runs the CLI in a child process and returns its exit code and output.
+func nccltune(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+func TestRunStatusExport(t *testing.T) {
+	dir := t.TempDir()
+	// No --space: the built-in example on the simulated cluster.
+	code, out, errOut := nccltune(t, dir, "run", "--trials", "12")
+	if code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "trial 11/12") || !strings.Contains(out, "12 of 12 trials finished") || !strings.Contains(out, "large") {
+		t.Errorf("run output:\n%s\nprogress:\n%s", out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nccltune.db")); err != nil {
+		t.Errorf("default store not created: %v", err)
+	}
+
+	code, out, _ = nccltune(t, dir, "status", "--json")
+	var st struct {
+		Campaign  string
+		Simulated bool
+		Trials    struct{ Total int }
+		Ranges    []struct {
+			Name      string
+			BestBusBW *float64 `json:"best_busbw_gbs"`
+			Env       map[string]string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+		t.Fatalf("status --json: exit %d, %v\n%s", code, err, out)
+	}
+	if st.Campaign != "sim-2node-ib" || !st.Simulated || st.Trials.Total != 12 || len(st.Ranges) != 3 || st.Ranges[0].BestBusBW == nil {
+		t.Errorf("status --json = %+v", st)
+	}
+
+	code, out, errOut = nccltune(t, dir, "export", "--out", "env")
+	if code != 0 || strings.Count(out, ".env") != 3 {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, r := range st.Ranges {
+		data, err := os.ReadFile(filepath.Join(dir, "env", "nccl-"+r.Name+".env"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range r.Env {
+			if !strings.Contains(string(data), "export "+k+"='"+v+"'\n") {
+				t.Errorf("nccl-%s.env lacks %s=%s:\n%s", r.Name, k, v, data)
+			}
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[campaign]\ntrials = 10\n[[param]]\nname = \"NCCL_IB_GID_INDX\"\nmin = 0\nmax = 3\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"bogus"}, 2, `no command "bogus"`},
+		{[]string{"run", "--trials", "1"}, 2, "--trials must be at least 2"},
+		{[]string{"run", "--space", bad, "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"run", "--space", bad}, 1, "bad.toml:4: param: unknown NCCL variable NCCL_IB_GID_INDX; did you mean NCCL_IB_GID_INDEX?"},
+		{[]string{"status", "--store", "missing.db"}, 1, "missing.db"},
+		{[]string{"export", "--store", bad}, 1, "not a readable SQLite database"},
+		{[]string{"sim", "-fabric=warp", "all_reduce_perf"}, 1, "fabric"},
+	} {
+		code, _, errOut := nccltune(t, dir, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("nccltune %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nccltune.db")); err == nil {
+		t.Error("a failed run left a store behind")
+	}
+}
+
+// TestInterruptAndResume stops a campaign with SIGINT while a benchmark runs,
+// then resumes it to completion.
+func TestInterruptAndResume(t *testing.T) {
+	dir := t.TempDir()
+	bench := filepath.Join(dir, "slow_perf.sh")
+	os.WriteFile(bench, []byte(`#!/bin/sh
+sleep 0.3
+for s in 1024 2048 4096; do
+  echo "  $s  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
+done
+`), 0o755)
+	spaceFile := filepath.Join(dir, "space.toml")
+	os.WriteFile(spaceFile, []byte(`[campaign]
+name = "slow"
+trials = 6
+sizes = { min = "1K", max = "4K", factor = 2 }
+[benchmark]
+binary = "`+bench+`"
+[[param]]
+name = "NCCL_ALGO"
+values = ["Ring", "Tree"]
+`), 0o644)
+	cmd := exec.Command(os.Args[0], "run", "--space", spaceFile)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1 * time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("interrupted run: %v\n%s", err, stderr.String())
+	}
+	_, out, _ := nccltune(t, dir, "status", "--json")
+	if !strings.Contains(out, `"interrupted": 1`) {
+		t.Errorf("no interrupted trial recorded:\n%s", out)
+	}
+	code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile)
+	if code != 0 || !strings.Contains(out, "6 of 6 trials finished (6 complete, 0 failed)") {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

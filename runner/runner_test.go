@@ -1,0 +1,136 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const goodTable = `#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+        1024           256     float     sum      -1    20.50    0.05    0.09       0    19.93    0.05    0.09       0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0.09
+`
+
+// script writes an executable shell script and returns its path.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bench.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRunClassifies(t *testing.T) {
+	dir := t.TempDir()
+	table := filepath.Join(dir, "table.txt")
+	os.WriteFile(table, []byte(goodTable), 0o644)
+	wrongTable := filepath.Join(dir, "wrong.txt")
+	os.WriteFile(wrongTable, []byte(strings.Replace(goodTable, "0.09       0    19.93", "0.09       5    19.93", 1)), 0o644)
+	for _, tc := range []struct {
+		name   string
+		body   string
+		kind   FailureKind
+		reason string
+	}{
+		{"success", "cat " + table, "", ""},
+		{"garbage", "echo 'Segmentation fault (core dumped)'; echo '%%%'", FailUnparsable, "no result rows"},
+		{"nccl failure", "cat " + table + "; echo \"node1: Test NCCL failure common.cu:1005 'unhandled system error / NET/IB'\"; exit 3", FailNCCL, "unhandled system error"},
+		{"exit 3 silently", "exit 3", FailNCCL, "exit status 3 (NCCL error)"},
+		{"exit 7", "cat " + table + "; exit 7", FailWrong, "exit status 7"},
+		{"other exit", "cat " + table + "; exit 9", FailExit, "exit status 9"},
+		{"wrong results", "cat " + wrongTable, FailWrong, "5 wrong elements at 1024 bytes"},
+		{"signal", "cat " + table + "; kill -SEGV $$", FailSignal, "segmentation fault"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Runner{Launcher: Local{}}
+			res := r.Run(context.Background(), Job{Command: []string{script(t, tc.body)}, Timeout: 10 * time.Second})
+			if tc.kind == "" {
+				if res.Failure != nil || len(res.Report.Rows) != 1 || res.ExitCode != 0 {
+					t.Fatalf("failure %v, report %+v", res.Failure, res.Report)
+				}
+				return
+			}
+			if res.Failure == nil || res.Failure.Kind != tc.kind || !strings.Contains(res.Failure.Reason, tc.reason) {
+				t.Fatalf("failure = %v; want %s containing %q\noutput: %s", res.Failure, tc.kind, tc.reason, res.Output)
+			}
+		})
+	}
+}
+
+func TestRunMissingBinary(t *testing.T) {
+	r := &Runner{Launcher: Local{}}
+	res := r.Run(context.Background(), Job{Command: []string{"/nonexistent/all_reduce_perf"}})
+	if res.Failure == nil || res.Failure.Kind != FailLaunch {
+		t.Fatalf("failure = %v", res.Failure)
+	}
+}
+
+// TestTimeoutKillsProcessGroup runs a benchmark that hangs and leaves a
+// grandchild that also hangs (as mpirun leaves its ranks); after the timeout
+// both must be gone.
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	body := "trap '' TERM\nsleep 300 &\necho $! > " + pidFile + "\necho started\nwait\n"
+	r := &Runner{Launcher: Local{}, Grace: 200 * time.Millisecond}
+	start := time.Now()
+	res := r.Run(context.Background(), Job{Command: []string{script(t, body)}, Timeout: 500 * time.Millisecond})
+	if res.Failure == nil || res.Failure.Kind != FailTimeout {
+		t.Fatalf("failure = %v, output %q", res.Failure, res.Output)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("Run returned after %s", elapsed)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	deadline := time.Now().Add(3 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d survived the timeout", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestInterruptIsNotAFailureOfTheConfig(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	r := &Runner{Launcher: Local{}, Grace: 100 * time.Millisecond}
+	res := r.Run(ctx, Job{Command: []string{script(t, "sleep 30")}, Timeout: time.Minute})
+	if res.Failure == nil || res.Failure.Kind != FailInterrupted {
+		t.Fatalf("failure = %v", res.Failure)
+	}
+}
+
+func TestEnvironmentReachesTheBenchmark(t *testing.T) {
+	t.Setenv("NCCL_ALGO", "Tree") // a user's shell setting must not leak into trials
+	r := &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{
+		Command: []string{script(t, `echo "algo=[$NCCL_ALGO] proto=[$NCCL_PROTO] path=[${PATH:+set}]"`)},
+		Env:     []string{"NCCL_PROTO=Simple"},
+	})
+	if got := string(res.Output); !strings.Contains(got, "algo=[] proto=[Simple] path=[set]") {
+		t.Fatalf("benchmark saw %q", got)
+	}
+}
+
+func TestCaptureKeepsHeadAndTail(t *testing.T) {
+	c := &capture{limit: 1000}
+	for i := range 10000 {
+		c.Write([]byte(strconv.Itoa(i % 10)))
+	}
+	c.Write([]byte("THE END"))
+	out := string(c.Bytes())
+	if !strings.HasPrefix(out, "0123456789") || !strings.HasSuffix(out, "THE END") || len(out) > 1100 || !strings.Contains(out, "bytes of output dropped") {
+		t.Fatalf("captured %d bytes: %q...%q", len(out), out[:20], out[len(out)-20:])
+	}
+}

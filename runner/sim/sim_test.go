@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
+)
+
+// simulate runs the simulator in-process and parses what it printed.
+func simulate(t *testing.T, scenario []string, env []string, args ...string) (*nccltests.Report, int, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	argv := append(append(append([]string{}, scenario...), "all_reduce_perf"), args...)
+	code := Main(argv, env, &out, &errOut)
+	rep, _ := nccltests.Parse(bytes.NewReader(out.Bytes()))
+	return rep, code, out.String() + errOut.String()
+}
+
+// busbw returns the out-of-place bus bandwidth at size.
+func busbw(t *testing.T, rep *nccltests.Report, size int64) float64 {
+	t.Helper()
+	for _, r := range rep.Rows {
+		if r.Size == size {
+			return r.OutOfPlace.BusBW
+		}
+	}
+	t.Fatalf("no row for %d", size)
+	return 0
+}
+
+var twoNodeIB = []string{"-nodes=2", "-fabric=ib", "-noise=0"}
+
+func TestTableIsNCCLTests(t *testing.T) {
+	rep, code, out := simulate(t, twoNodeIB, nil, "-b", "8", "-e", "1G", "-f", "2", "-g", "16")
+	if code != 0 || len(rep.Rows) != 28 || len(rep.Failures) != 0 || rep.OutOfBounds != 0 {
+		t.Fatalf("exit %d, %d rows, failures %q\n%s", code, len(rep.Rows), rep.Failures, out)
+	}
+	last := rep.Rows[27].OutOfPlace
+	if ratio := last.BusBW / last.AlgBW; ratio < 1.86 || ratio > 1.89 { // 2*15/16
+		t.Errorf("busbw/algbw = %.3f, want 1.875", ratio)
+	}
+	if !strings.Contains(out, "not a measurement") {
+		t.Error("output does not say it is simulated")
+	}
+}
+
+func TestTheDefaultIsNotAlwaysBest(t *testing.T) {
+	def, _, _ := simulate(t, twoNodeIB, nil, "-b", "16M", "-e", "16M", "-g", "16")
+	ring, _, _ := simulate(t, twoNodeIB, []string{"NCCL_ALGO=Ring"}, "-b", "16M", "-e", "16M", "-g", "16")
+	if d, r := busbw(t, def, 16<<20), busbw(t, ring, 16<<20); r < d*1.05 {
+		t.Errorf("16M on 2-node IB: Ring %.1f should beat NCCL's default %.1f", r, d)
+	}
+	// Small messages want a low-latency protocol; forcing Simple hurts.
+	defSmall, _, _ := simulate(t, twoNodeIB, nil, "-b", "4K", "-e", "4K", "-g", "16")
+	simple, _, _ := simulate(t, twoNodeIB, []string{"NCCL_PROTO=Simple"}, "-b", "4K", "-e", "4K", "-g", "16")
+	if s, d := simple.Rows[0].OutOfPlace.TimeUs, defSmall.Rows[0].OutOfPlace.TimeUs; s < d*1.3 {
+		t.Errorf("4K: Simple %.1fus should be much slower than the default %.1fus", s, d)
+	}
+}
+
+func TestFabricTraps(t *testing.T) {
+	large := []string{"-b", "1G", "-e", "1G", "-g", "16"}
+	phb := append([]string{"-gpu_nic=PHB"}, twoNodeIB...)
+	noGDR, _, _ := simulate(t, phb, nil, large...)
+	gdr, _, out := simulate(t, phb, []string{"NCCL_NET_GDR_LEVEL=PHB", "NCCL_DEBUG=INFO"}, large...)
+	if busbw(t, gdr, 1<<30) < 1.5*busbw(t, noGDR, 1<<30) {
+		t.Errorf("enabling GDR at PHB distance gained too little: %.1f vs %.1f", busbw(t, gdr, 1<<30), busbw(t, noGDR, 1<<30))
+	}
+	if !strings.Contains(out, "[GDR]") || !strings.Contains(out, "NCCL_NET_GDR_LEVEL set by environment to PHB") {
+		t.Errorf("INFO log lacks GDR or the variable:\n%s", out)
+	}
+
+	roce := []string{"-nodes=2", "-fabric=roce", "-roce_gid=3", "-noise=0"}
+	wrongGID, _, _ := simulate(t, roce, []string{"NCCL_IB_GID_INDEX=0"}, large...)
+	rightGID, _, _ := simulate(t, roce, []string{"NCCL_IB_GID_INDEX=3"}, large...)
+	if busbw(t, rightGID, 1<<30) < 2*busbw(t, wrongGID, 1<<30) {
+		t.Errorf("RoCE v2 GID %.1f vs wrong GID %.1f", busbw(t, rightGID, 1<<30), busbw(t, wrongGID, 1<<30))
+	}
+
+	tcp := []string{"-nodes=2", "-fabric=tcp", "-noise=0"}
+	rep, code, _ := simulate(t, tcp, []string{"NCCL_PROTO=LL128"}, "-b", "1M", "-e", "1M", "-g", "16")
+	if code != 0 || rep.Rows[0].Wrong() == 0 {
+		t.Errorf("LL128 forced over sockets must corrupt data: exit %d, wrong %d", code, rep.Rows[0].Wrong())
+	}
+	unchecked, _, _ := simulate(t, tcp, []string{"NCCL_PROTO=LL128"}, "-b", "1M", "-e", "1M", "-g", "16", "-c", "0")
+	if unchecked.Rows[0].OutOfPlace.Wrong != -1 {
+		t.Error("-c 0 must print N/A")
+	}
+}
+
+func TestNCCLErrors(t *testing.T) {
+	for _, tc := range []struct {
+		scenario []string
+		env      []string
+		args     []string
+		code     int
+		want     string
+	}{
+		{twoNodeIB, []string{"NCCL_PROTO=LL9"}, []string{"-g", "16"}, 3, "Test NCCL failure"},
+		{twoNodeIB, []string{"NCCL_ALGO=NVLS"}, []string{"-g", "16"}, 3, "no algorithm/protocol available"},
+		{[]string{"-nodes=2", "-fabric=roce"}, []string{"NCCL_IB_GID_INDEX=7"}, []string{"-g", "16"}, 3, "unhandled system error"},
+		{[]string{"-nodes=2", "-fabric=tcp"}, []string{"NCCL_SOCKET_NTHREADS=16", "NCCL_NSOCKS_PERTHREAD=8"}, []string{"-g", "16"}, 3, "exceeds the maximum of 64"},
+		{nil, nil, []string{"-g", "9"}, 2, "Test CUDA failure"},
+		{nil, nil, []string{"-x", "1"}, 1, ""},
+		{[]string{"-fabric=warp"}, nil, nil, 1, ""},
+	} {
+		rep, code, out := simulate(t, tc.scenario, tc.env, tc.args...)
+		if code != tc.code || tc.want != "" && (len(rep.Failures) == 0 || !strings.Contains(rep.Failures[0], tc.want)) {
+			t.Errorf("%v %v %v: exit %d, failures %q; want exit %d and %q\n%s", tc.scenario, tc.env, tc.args, code, rep.Failures, tc.code, tc.want, out)
+		}
+	}
+}
+
+func TestNoiseIsReproducible(t *testing.T) {
+	noisy := []string{"-nodes=2", "-fabric=ib", "-noise=0.05", "-seed=9"}
+	a, _, outA := simulate(t, noisy, []string{"NCCLTUNE_SIM_RUN=1"}, "-b", "1M", "-e", "1M", "-g", "16")
+	_, _, outB := simulate(t, noisy, []string{"NCCLTUNE_SIM_RUN=1"}, "-b", "1M", "-e", "1M", "-g", "16")
+	c, _, _ := simulate(t, noisy, []string{"NCCLTUNE_SIM_RUN=2"}, "-b", "1M", "-e", "1M", "-g", "16")
+	if outA != outB {
+		t.Error("same seed and run gave different output")
+	}
+	if a.Rows[0].OutOfPlace.TimeUs == c.Rows[0].OutOfPlace.TimeUs {
+		t.Error("another run of the same configuration measured exactly the same time")
+	}
+}
+
+func TestOnlyRankZeroPrintsTheTable(t *testing.T) {
+	rep, code, _ := simulate(t, twoNodeIB, []string{"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=16"}, "-g", "1")
+	if code != 0 || len(rep.Rows) != 0 {
+		t.Errorf("rank 3 printed %d rows (exit %d)", len(rep.Rows), code)
+	}
+	rep, code, _ = simulate(t, twoNodeIB, []string{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=16"}, "-g", "1")
+	if code != 0 || len(rep.Rows) != 1 {
+		t.Errorf("rank 0 printed %d rows (exit %d)", len(rep.Rows), code)
+	}
+}

@@ -1,0 +1,260 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/sim"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// The test binary doubles as the simulator: the tuner starts it as a real
+// process, through the same launcher and parser as real nccl-tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("NCCLTUNE_TEST_BE_SIM") == "1" {
+		sim.Exit(os.Args[1:])
+	}
+	os.Setenv("NCCLTUNE_TEST_BE_SIM", "1")
+	os.Exit(m.Run())
+}
+
+func loadExample(t *testing.T, trials int) *space.Space {
+	t.Helper()
+	sp, err := space.Load("../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Campaign.Trials = trials
+	return sp
+}
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "trials.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func campaignTrials(t *testing.T, st *store.Store, name string) []store.Trial {
+	t.Helper()
+	c, err := st.Campaign(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := st.Trials(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trials
+}
+
+func newCampaign(sp *space.Space, st *store.Store) *Campaign {
+	return &Campaign{Space: sp, Store: st, SimCommand: []string{os.Args[0]}}
+}
+
+func TestCampaignOnSimulator(t *testing.T) {
+	sp := loadExample(t, 24)
+	st := openStore(t)
+	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	if len(trials) != 24 {
+		t.Fatalf("%d trials stored, want 24", len(trials))
+	}
+	sweep := len(sp.Sizes.List())
+	for _, tr := range trials {
+		if tr.State != store.Complete || len(tr.Rows) != sweep || len(tr.Scores) != len(sp.Ranges) || len(tr.Command) == 0 {
+			t.Fatalf("trial %d: state %s (%s), %d rows, scores %v", tr.Number, tr.State, tr.FailureReason, len(tr.Rows), tr.Scores)
+		}
+	}
+	if want := []string{"NCCL_NVLS_ENABLE=0"}; !slices.Equal(trials[0].Env, want) {
+		t.Errorf("trial 0 (defaults) ran with %v, want only the fixed %v", trials[0].Env, want)
+	}
+	results := Results(sp, trials)
+	tuned := 0
+	for _, r := range results {
+		if r.Default == nil || r.BestScore < r.DefaultScore {
+			t.Errorf("range %s: best %v below default %v", r.Range.Name, r.BestScore, r.DefaultScore)
+		}
+		if r.Tuned() {
+			tuned++
+		}
+	}
+	// The large range hides GPUDirect RDMA left off by NCCL_NET_GDR_LEVEL's default.
+	if large := results[2]; !large.Tuned() || large.Gain() < 0.3 || !strings.Contains(strings.Join(large.Best.Env, " "), "NCCL_NET_GDR_LEVEL=") {
+		t.Errorf("large range: gain %.2f with %v; the GDR trap was not found", large.Gain(), large.Best.Env)
+	}
+
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	dir := t.TempDir()
+	paths, err := ExportEnv(sp, camp, results, dir, time.Now())
+	if err != nil || len(paths) != 3 {
+		t.Fatalf("export: %v, %v", paths, err)
+	}
+	for i, r := range results {
+		out, err := exec.Command("bash", "-c", "set -eu; source \"$1\"; env | grep ^NCCL_ | sort", "bash", paths[i]).Output()
+		if err != nil {
+			t.Fatalf("sourcing %s: %v", paths[i], err)
+		}
+		got := strings.Fields(string(out))
+		want := slices.Sorted(slices.Values(r.Chosen().Env))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s sets %v, want %v", paths[i], got, want)
+		}
+	}
+}
+
+// TestResumeMatchesUninterrupted stops a campaign, leaves a trial marked
+// running as a crash would, resumes, and compares with an uninterrupted run.
+func TestResumeMatchesUninterrupted(t *testing.T) {
+	const budget = 16
+	whole := openStore(t)
+	if err := newCampaign(loadExample(t, budget), whole).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	st := openStore(t)
+	sp := loadExample(t, budget)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := newCampaign(sp, st)
+	c.Progress = func(p Progress) {
+		if p.Done == 6 {
+			cancel()
+		}
+	}
+	if err := c.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	crashed := &store.Trial{CampaignID: camp.ID, Number: 6, Params: map[string]string{"NCCL_ALGO": "Tree"}, Env: []string{}}
+	if err := st.StartTrial(crashed); err != nil {
+		t.Fatal(err)
+	}
+	if err := newCampaign(loadExample(t, budget), st).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	want := finished(campaignTrials(t, whole, sp.Campaign.Name))
+	got := finished(campaignTrials(t, st, sp.Campaign.Name))
+	if len(got) != budget {
+		t.Fatalf("%d finished trials after resume, want %d", len(got), budget)
+	}
+	for n := range budget {
+		if !reflect.DeepEqual(got[n].Params, want[n].Params) || !reflect.DeepEqual(got[n].Scores, want[n].Scores) {
+			t.Errorf("trial %d: resumed %v %v, uninterrupted %v %v", n, got[n].Params, got[n].Scores, want[n].Params, want[n].Scores)
+		}
+	}
+}
+
+// finished maps trial numbers to their one finished trial, failing on duplicates.
+func finished(trials []store.Trial) map[int]store.Trial {
+	out := map[int]store.Trial{}
+	for _, tr := range trials {
+		if tr.State == store.Complete || tr.State == store.Failed {
+			if _, dup := out[tr.Number]; dup {
+				panic("trial number finished twice")
+			}
+			out[tr.Number] = tr
+		}
+	}
+	return out
+}
+
+const roceSpace = `
+[campaign]
+name = "roce-gid"
+trials = 16
+seed = 3
+sizes = { min = "1M", max = "64M", factor = 4 }
+[benchmark]
+gpus = 16
+[simulator]
+nodes = 2
+fabric = "roce"
+roce_gid = 3
+gids = 4
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[param]]
+name = "NCCL_IB_GID_INDEX"
+min = 0
+max = 7
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL128", "Simple"]
+`
+
+func TestFailedTrialsAreRecordedAndNeverChosen(t *testing.T) {
+	sp, err := space.Parse("roce.toml", []byte(roceSpace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, "roce-gid")
+	if len(trials) != 16 {
+		t.Fatalf("%d trials, want 16: failures must not stop the campaign", len(trials))
+	}
+	failed := 0
+	for _, tr := range trials {
+		if tr.State == store.Failed {
+			failed++
+			if tr.FailureKind != string(runner.FailNCCL) || !strings.Contains(tr.FailureReason, "GID index") || tr.Params["NCCL_IB_GID_INDEX"] <= "3" { // single digits 0-7
+				t.Errorf("trial %d failed as %s: %s (params %v)", tr.Number, tr.FailureKind, tr.FailureReason, tr.Params)
+			}
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no trial hit an invalid GID index; the test proves nothing")
+	}
+	r := Results(sp, trials)[0]
+	if r.Chosen().State != store.Complete || r.Chosen().Params["NCCL_IB_GID_INDEX"] != "3" {
+		t.Errorf("chose trial %d %v; want the RoCE v2 GID 3", r.Chosen().Number, r.Chosen().Params)
+	}
+}
+
+func TestRefusesBeforeRunning(t *testing.T) {
+	sp := loadExample(t, 4)
+	st := openStore(t)
+	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := space.Parse("changed.toml", append(slices.Clone(sp.Source), []byte("\n# a changed comment\n")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newCampaign(changed, st).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "different space file") {
+		t.Errorf("a changed space was resumed: %v", err)
+	}
+
+	// The same space on real hardware, with a benchmark binary that is not installed.
+	realSpace := strings.Replace(string(sp.Source), `name = "sim-2node-ib"`, `name = "real"`, 1)
+	realSpace = strings.Replace(realSpace, "[benchmark]", "[benchmark]\nbinary = \"no_such_perf\"", 1)
+	realSpace = realSpace[:strings.Index(realSpace, "[simulator]")] + realSpace[strings.Index(realSpace, "[fixed]"):]
+	rs, err := space.Parse("real.toml", []byte(realSpace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newCampaign(rs, st).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "no_such_perf") {
+		t.Errorf("a missing benchmark binary was not reported: %v", err)
+	}
+	if _, err := st.Campaign("real"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a campaign that could not start was stored: %v", err)
+	}
+}
