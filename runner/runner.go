@@ -120,12 +120,13 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
-	// On timeout or interrupt the whole group gets SIGTERM (so mpirun can take down
-	// its remote daemons), then SIGKILL after the grace period.
+	// On timeout or interrupt the whole process tree gets SIGTERM (so mpirun can
+	// take down its remote daemons), then SIGKILL after the grace period.
 	cmd.Cancel = func() error {
-		pgid := cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		pid := cmd.Process.Pid
+		tree := descendants(pid)
+		signalTree(pid, tree, syscall.SIGTERM)
+		time.AfterFunc(grace, func() { signalTree(pid, append(tree, descendants(pid)...), syscall.SIGKILL) })
 		return nil
 	}
 	// A grandchild that keeps the output pipe open must not block us past the grace.

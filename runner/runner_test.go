@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -133,4 +134,20 @@ func TestCaptureKeepsHeadAndTail(t *testing.T) {
 	if !strings.HasPrefix(out, "0123456789") || !strings.HasSuffix(out, "THE END") || len(out) > 1100 || !strings.Contains(out, "bytes of output dropped") {
 		t.Fatalf("captured %d bytes: %q...%q", len(out), out[:20], out[len(out)-20:])
 	}
+}
+
+func TestDescendants(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	deadline := time.Now().Add(3 * time.Second)
+	for len(descendants(cmd.Process.Pid)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("descendants = %v, want two sleeps", descendants(cmd.Process.Pid))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	signalTree(cmd.Process.Pid, descendants(cmd.Process.Pid), syscall.SIGKILL)
 }

@@ -314,7 +314,7 @@ func (r *run) header(ranks int) {
 // read, and the transport it chose.
 func (r *run) info(c config) {
 	for _, k := range slices.Sorted(maps.Keys(r.env)) {
-		r.debug("INFO", fmt.Sprintf("%s set by environment to %s", k, r.env[k]))
+		r.debug("INFO", fmt.Sprintf("%s set by environment to %s.", k, r.env[k]))
 	}
 	switch {
 	case r.sc.Nodes == 1:

@@ -1,0 +1,192 @@
+package runner
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Checker is implemented by launchers that can find problems before any trial
+// runs: a missing binary or hostfile, a rank count that does not fit.
+type Checker interface {
+	Check() error
+}
+
+// MPIRun starts the benchmark's ranks with mpirun. Every trial variable is
+// passed to every rank on every node: Open MPI's -x NAME (the value is taken
+// from mpirun's environment, so no value is ever re-parsed by a shell or
+// split at a comma), MPICH's and Intel MPI's -genv NAME VALUE.
+type MPIRun struct {
+	Flavor   string // "openmpi" (default) or "mpich" (also Intel MPI)
+	Command  string // the mpirun binary; default "mpirun"
+	NP       int    // ranks; 0 leaves it to mpirun (hostfile or allocation)
+	Hostfile string
+	MapBy    string
+	BindTo   string
+	Args     []string // extra launcher arguments, before the benchmark
+}
+
+func (m MPIRun) command() string {
+	if m.Command == "" {
+		return "mpirun"
+	}
+	return m.Command
+}
+
+// Wrap builds the mpirun command line.
+func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
+	argv := []string{m.command()}
+	if m.NP > 0 {
+		argv = append(argv, "-np", strconv.Itoa(m.NP))
+	}
+	openmpi := m.Flavor != "mpich"
+	if m.Hostfile != "" {
+		flag := "--hostfile"
+		if !openmpi {
+			flag = "-f"
+		}
+		argv = append(argv, flag, m.Hostfile)
+	}
+	if m.MapBy != "" {
+		argv = append(argv, "--map-by", m.MapBy)
+	}
+	if m.BindTo != "" {
+		flag := "--bind-to"
+		if !openmpi {
+			flag = "-bind-to"
+		}
+		argv = append(argv, flag, m.BindTo)
+	}
+	for _, kv := range env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("mpirun: malformed variable %q", kv)
+		}
+		if openmpi {
+			argv = append(argv, "-x", name)
+		} else {
+			argv = append(argv, "-genv", name, value)
+		}
+	}
+	argv = append(argv, m.Args...)
+	return append(argv, cmd...), nil
+}
+
+// Check finds the mpirun binary and checks the hostfile against NP.
+func (m MPIRun) Check() error {
+	var errs []error
+	if _, err := exec.LookPath(m.command()); err != nil {
+		errs = append(errs, fmt.Errorf("launcher mpirun: %w", err))
+	}
+	if m.Flavor != "" && m.Flavor != "openmpi" && m.Flavor != "mpich" {
+		errs = append(errs, fmt.Errorf("launcher mpirun: flavor %q is not openmpi or mpich", m.Flavor))
+	}
+	if m.Hostfile != "" {
+		slots, err := HostfileSlots(m.Hostfile)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("launcher mpirun: %w", err))
+		case slots > 0 && m.NP > 0 && m.NP != slots && !slices.Contains(m.Args, "--oversubscribe"):
+			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %d slots of hostfile %s", m.NP, slots, m.Hostfile))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// HostfileSlots reads an Open MPI ("host slots=N") or MPICH ("host:N")
+// hostfile and returns its total slot count, or 0 if some host gives none
+// (mpirun then decides).
+func HostfileSlots(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("hostfile: %w", err)
+	}
+	defer f.Close()
+	total, hosts, unknown := 0, 0, false
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(text)
+		if len(fields) == 0 {
+			continue
+		}
+		hosts++
+		n := -1
+		if host, count, ok := strings.Cut(fields[0], ":"); ok && host != "" {
+			n, err = strconv.Atoi(count)
+			if err != nil {
+				return 0, fmt.Errorf("hostfile %s:%d: bad slot count %q", path, line, count)
+			}
+		}
+		for _, f := range fields[1:] {
+			if v, ok := strings.CutPrefix(f, "slots="); ok {
+				if n, err = strconv.Atoi(v); err != nil {
+					return 0, fmt.Errorf("hostfile %s:%d: bad slot count %q", path, line, v)
+				}
+			}
+		}
+		if n < 0 {
+			unknown = true
+		} else if n == 0 {
+			return 0, fmt.Errorf("hostfile %s:%d: zero slots", path, line)
+		}
+		total += max(n, 0)
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("hostfile %s: %w", path, err)
+	}
+	if hosts == 0 {
+		return 0, fmt.Errorf("hostfile %s lists no host", path)
+	}
+	if unknown {
+		return 0, nil
+	}
+	return total, nil
+}
+
+// Srun starts the ranks with Slurm's srun inside an existing allocation. The
+// trial's variables are in srun's environment and --export=ALL hands them to
+// every task: an --export=NAME=value list would split values at commas.
+type Srun struct {
+	Command      string // default "srun"
+	Nodes        int    // -N
+	TasksPerNode int    // --ntasks-per-node
+	Args         []string
+}
+
+func (s Srun) command() string {
+	if s.Command == "" {
+		return "srun"
+	}
+	return s.Command
+}
+
+// Wrap builds the srun command line.
+func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
+	argv := []string{s.command(), "--export=ALL"}
+	if s.Nodes > 0 {
+		argv = append(argv, "-N", strconv.Itoa(s.Nodes))
+	}
+	if s.TasksPerNode > 0 {
+		argv = append(argv, "--ntasks-per-node", strconv.Itoa(s.TasksPerNode))
+	}
+	argv = append(argv, s.Args...)
+	return append(argv, cmd...), nil
+}
+
+// Check finds srun and an allocation to run in.
+func (s Srun) Check() error {
+	var errs []error
+	if _, err := exec.LookPath(s.command()); err != nil {
+		errs = append(errs, fmt.Errorf("launcher srun: %w", err))
+	}
+	if os.Getenv("SLURM_JOB_ID") == "" {
+		errs = append(errs, errors.New("launcher srun: not inside a Slurm allocation (run nccltune under salloc or sbatch)"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,138 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/runner/sim"
+)
+
+// The test binary doubles as the simulator, so mpirun can start it as real ranks.
+func TestMain(m *testing.M) {
+	if os.Getenv("NCCLTUNE_TEST_BE_SIM") == "1" {
+		sim.Exit(os.Args[1:])
+	}
+	os.Exit(m.Run())
+}
+
+// needMPI skips without mpirun, except in CI, which must have it (.ci/run installs Open MPI).
+func needMPI(t *testing.T) []string {
+	t.Helper()
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("mpirun is missing in CI: .ci/run should install openmpi-bin")
+		}
+		t.Skip("mpirun not installed")
+	}
+	env := append(BaseEnv(), "NCCLTUNE_TEST_BE_SIM=1")
+	if os.Geteuid() == 0 {
+		env = append(env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	}
+	return env
+}
+
+func TestMPIRunReachesEveryRank(t *testing.T) {
+	env := needMPI(t)
+	r := &Runner{Launcher: MPIRun{NP: 4, Args: []string{"--oversubscribe"}}, BaseEnv: env}
+	algo := "allreduce:tree,ring;allgather:ring" // commas and a semicolon must survive the launcher
+	res := r.Run(context.Background(), Job{
+		Command: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8", "all_reduce_perf", "-b", "1K", "-e", "4K", "-f", "2", "-g", "1"},
+		Env:     []string{"NCCL_ALGO=" + algo, "NCCL_DEBUG=INFO", "NCCL_NVLS_ENABLE=0"},
+		Timeout: time.Minute,
+	})
+	if res.Failure != nil {
+		t.Fatalf("%v\n%s", res.Failure, res.Output)
+	}
+	if len(res.Report.Rows) != 3 {
+		t.Errorf("%d rows, want 3 (rank 0 prints the table once)", len(res.Report.Rows))
+	}
+	for rank := range 4 {
+		want := fmt.Sprintf("[%d] NCCL INFO NCCL_ALGO set by environment to %s.", rank, algo)
+		if !strings.Contains(string(res.Output), want) {
+			t.Errorf("rank %d did not confirm NCCL_ALGO; output:\n%s", rank, res.Output)
+		}
+	}
+	if !slices.Contains(res.Command, "-x") || res.Command[0] != "mpirun" {
+		t.Errorf("command = %v", res.Command)
+	}
+}
+
+func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
+	env := needMPI(t)
+	marker := fmt.Sprintf("nccltune-hang-%d", time.Now().UnixNano())
+	body := "trap '' TERM\nsleep 300 # " + marker + "\n"
+	r := &Runner{Launcher: MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, BaseEnv: env, Grace: 500 * time.Millisecond}
+	res := r.Run(context.Background(), Job{Command: []string{"sh", "-c", body, marker}, Timeout: 2 * time.Second})
+	if res.Failure == nil || res.Failure.Kind != FailTimeout {
+		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _ := exec.Command("pgrep", "-f", marker).Output()
+		if len(strings.TrimSpace(string(out))) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ranks survived the timeout: pids %s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestLauncherCommandLines(t *testing.T) {
+	bench := []string{"all_reduce_perf", "-g", "1"}
+	env := []string{"NCCL_ALGO=Ring,Tree", "NCCL_PROTO=Simple"}
+	for _, tc := range []struct {
+		l    Launcher
+		want string
+	}{
+		{Local{}, "all_reduce_perf -g 1"},
+		{MPIRun{NP: 16, Hostfile: "hosts", MapBy: "ppr:8:node", BindTo: "none", Args: []string{"--mca", "btl", "^openib"}},
+			"mpirun -np 16 --hostfile hosts --map-by ppr:8:node --bind-to none -x NCCL_ALGO -x NCCL_PROTO --mca btl ^openib all_reduce_perf -g 1"},
+		{MPIRun{Flavor: "mpich", NP: 2, Hostfile: "hosts", Command: "mpiexec.hydra"},
+			"mpiexec.hydra -np 2 -f hosts -genv NCCL_ALGO Ring,Tree -genv NCCL_PROTO Simple all_reduce_perf -g 1"},
+		{Srun{Nodes: 2, TasksPerNode: 8, Args: []string{"--mpi=pmix"}},
+			"srun --export=ALL -N 2 --ntasks-per-node 8 --mpi=pmix all_reduce_perf -g 1"},
+	} {
+		argv, err := tc.l.Wrap(bench, env)
+		if err != nil || strings.Join(argv, " ") != tc.want {
+			t.Errorf("%T: %q, %v\nwant %q", tc.l, strings.Join(argv, " "), err, tc.want)
+		}
+	}
+}
+
+func TestLauncherChecks(t *testing.T) {
+	dir := t.TempDir()
+	hosts := filepath.Join(dir, "hosts")
+	os.WriteFile(hosts, []byte("# two nodes\nnode1 slots=8\nnode2 slots=8 max_slots=8\n"), 0o644)
+	mpichHosts := filepath.Join(dir, "mpich-hosts")
+	os.WriteFile(mpichHosts, []byte("node1:8\nnode2:4\n"), 0o644)
+	if n, err := HostfileSlots(mpichHosts); n != 12 || err != nil {
+		t.Errorf("MPICH hostfile: %d slots, %v", n, err)
+	}
+	sh, _ := exec.LookPath("sh") // an executable that surely exists, standing in for mpirun
+	for _, tc := range []struct {
+		c    Checker
+		want string
+	}{
+		{MPIRun{Command: sh, NP: 16, Hostfile: hosts}, ""},
+		{MPIRun{Command: sh, NP: 12, Hostfile: hosts}, "np = 12 does not match the 16 slots"},
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--oversubscribe"}}, ""},
+		{MPIRun{Command: sh, NP: 2, Hostfile: filepath.Join(dir, "nope")}, "no such file"},
+		{MPIRun{Command: "no-such-mpirun", NP: 2}, "no-such-mpirun"},
+		{MPIRun{Command: sh, Flavor: "lam"}, "flavor"},
+		{Srun{Command: sh}, "not inside a Slurm allocation"},
+	} {
+		err := tc.c.Check()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v; want %q", tc.c, err, tc.want)
+		}
+	}
+}
