@@ -45,7 +45,16 @@ type rawFile struct {
 		Timeout string
 		Args    []string
 	}
-	Launcher  struct{ Kind string }
+	Launcher struct {
+		Kind, Command, Flavor string
+		NP                    int `toml:"np"`
+		Hostfile              string
+		MapBy                 string `toml:"map_by"`
+		BindTo                string `toml:"bind_to"`
+		Nodes                 int
+		TasksPerNode          int `toml:"ntasks_per_node"`
+		Args                  []string
+	}
 	Simulator map[string]any
 	Fixed     map[string]any
 	Param     []struct {
@@ -105,10 +114,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	b.campaign(raw, s)
 	b.ranges(raw, s)
 	b.benchmark(raw, s)
-	s.Launcher.Kind = orDefault(raw.Launcher.Kind, "local")
-	if s.Launcher.Kind != "local" {
-		b.errorf(b.loc.field("launcher", 0, "kind"), "launcher %q is not supported (supported: local)", s.Launcher.Kind)
-	}
+	b.launcher(raw, s)
 	for k, v := range raw.Simulator {
 		s.Simulator[k] = fmt.Sprint(v)
 	}
@@ -224,6 +230,38 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 			b.errorf(line("timeout"), "benchmark.timeout %q is not a positive duration such as \"90s\" or \"10m\"", r.Timeout)
 		}
 		s.Benchmark.Timeout = d
+	}
+}
+
+func (b *builder) launcher(raw *rawFile, s *Space) {
+	r := raw.Launcher
+	s.Launcher = Launcher{Kind: orDefault(r.Kind, "local"), Command: r.Command, Flavor: r.Flavor, NP: r.NP,
+		Hostfile: r.Hostfile, MapBy: r.MapBy, BindTo: r.BindTo, Nodes: r.Nodes, TasksPerNode: r.TasksPerNode, Args: r.Args}
+	line := func(key string) int { return b.loc.field("launcher", 0, key) }
+	l := s.Launcher
+	// Each launcher takes only its own settings, so a typo'd kind cannot silently drop them.
+	for _, f := range []struct {
+		key   string
+		set   bool
+		kinds []string
+	}{
+		{"flavor", l.Flavor != "", []string{"mpirun"}}, {"np", l.NP != 0, []string{"mpirun"}},
+		{"hostfile", l.Hostfile != "", []string{"mpirun"}}, {"map_by", l.MapBy != "", []string{"mpirun"}},
+		{"bind_to", l.BindTo != "", []string{"mpirun"}}, {"nodes", l.Nodes != 0, []string{"srun"}},
+		{"ntasks_per_node", l.TasksPerNode != 0, []string{"srun"}},
+		{"command", l.Command != "", []string{"mpirun", "srun"}}, {"args", len(l.Args) > 0, []string{"mpirun", "srun"}},
+	} {
+		if f.set && !slices.Contains(f.kinds, l.Kind) {
+			b.errorf(line(f.key), "launcher.%s does not apply to launcher %q", f.key, l.Kind)
+		}
+	}
+	switch {
+	case !slices.Contains(Launchers, l.Kind):
+		b.errorf(line("kind"), "launcher %q is not supported (supported: %s)", l.Kind, strings.Join(Launchers, ", "))
+	case l.Flavor != "" && l.Flavor != "openmpi" && l.Flavor != "mpich":
+		b.errorf(line("flavor"), "launcher.flavor %q is not openmpi or mpich", l.Flavor)
+	case l.NP < 0 || l.Nodes < 0 || l.TasksPerNode < 0:
+		b.errorf(b.loc.section("launcher"), "launcher counts must be positive")
 	}
 }
 

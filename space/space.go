@@ -85,9 +85,21 @@ type Benchmark struct {
 	Args    []string      // extra arguments
 }
 
+// Launchers are the ways a trial's processes can be started.
+var Launchers = []string{"local", "mpirun", "srun"}
+
 // Launcher says how a trial's processes are started.
 type Launcher struct {
-	Kind string // local
+	Kind         string // local, mpirun or srun
+	Command      string // the launcher's binary, if not the kind's name in PATH
+	Flavor       string // mpirun: openmpi (default) or mpich (also Intel MPI)
+	NP           int    // mpirun -np
+	Hostfile     string // mpirun --hostfile
+	MapBy        string // mpirun --map-by
+	BindTo       string // mpirun --bind-to
+	Nodes        int    // srun -N
+	TasksPerNode int    // srun --ntasks-per-node
+	Args         []string
 }
 
 // Param is one searched variable.

@@ -105,6 +105,9 @@ when`, []string{"NCCL_IB_QPS_PER_CONNECTION: 999 is outside [1, 128]"}},
 		{"several at once", `collective = "all_reduce"`, `collective = "allreduce"
 sampler = "annealing"`, []string{`unknown collective "allreduce"`, `unknown sampler "annealing"`}},
 		{"launcher", `[fixed]`, "[launcher]\nkind = \"pbs\"\n[fixed]", []string{`launcher "pbs" is not supported`}},
+		{"launcher setting of another kind", `[fixed]`, "[launcher]\nkind = \"local\"\nnp = 16\n[fixed]",
+			[]string{`bad.toml:25: launcher.np does not apply to launcher "local"`}},
+		{"mpi flavor", `[fixed]`, "[launcher]\nkind = \"mpirun\"\nflavor = \"lam\"\n[fixed]", []string{`flavor "lam" is not openmpi or mpich`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(string(valid), tc.old) {

@@ -53,6 +53,8 @@ var migrations = []string{
 		ip_wrong    INTEGER NOT NULL,
 		PRIMARY KEY (trial_id, seq)
 	);`,
+	// What NCCL logged: the variables it read and the transport it chose.
+	`ALTER TABLE trials ADD COLUMN nccl_log TEXT;`,
 }
 
 // SchemaVersion is the schema version this build writes.

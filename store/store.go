@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 )
@@ -58,6 +59,7 @@ type Trial struct {
 	Output        []byte             // loaded only by Trial, not by Trials
 	Scores        map[string]float64 // objective per size range, as told to the sampler
 	Rows          []nccltests.Row
+	NCCLLog       nccllog.Log // what NCCL reported reading and using
 }
 
 // Store is an open trial store.
@@ -189,9 +191,9 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 	}
 	defer tx.Rollback()
 	_, err = tx.Exec(`UPDATE trials SET state = ?, env = ?, command = ?, finished_at = ?, exit_code = ?,
-		failure_kind = ?, failure_reason = ?, output = ?, scores = ? WHERE id = ?`,
+		failure_kind = ?, failure_reason = ?, output = ?, scores = ?, nccl_log = ? WHERE id = ?`,
 		t.State, mustJSON(t.Env), mustJSON(t.Command), t.Finished.Format(time.RFC3339Nano), t.ExitCode,
-		t.FailureKind, t.FailureReason, t.Output, mustJSON(t.Scores), t.ID)
+		t.FailureKind, t.FailureReason, t.Output, mustJSON(t.Scores), mustJSON(t.NCCLLog), t.ID)
 	if err != nil {
 		return fmt.Errorf("finish trial %d: %w", t.Number, err)
 	}
@@ -213,7 +215,7 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 }
 
 const trialColumns = `id, campaign_id, number, state, params, env, command, started_at, finished_at,
-	exit_code, failure_kind, failure_reason, scores`
+	exit_code, failure_kind, failure_reason, scores, nccl_log`
 
 // Trials returns a campaign's trials in order, with their result rows but
 // without their output.
@@ -273,11 +275,11 @@ type scanner interface{ Scan(...any) error }
 func scanTrial(sc scanner) (Trial, error) {
 	var t Trial
 	var params, env string
-	var command, finished, kind, reason, scores sql.NullString
+	var command, finished, kind, reason, scores, log sql.NullString
 	var started string
 	var exit sql.NullInt64
 	if err := sc.Scan(&t.ID, &t.CampaignID, &t.Number, &t.State, &params, &env, &command, &started, &finished,
-		&exit, &kind, &reason, &scores); err != nil {
+		&exit, &kind, &reason, &scores, &log); err != nil {
 		return t, err
 	}
 	t.Started, _ = time.Parse(time.RFC3339Nano, started)
@@ -286,7 +288,7 @@ func scanTrial(sc scanner) (Trial, error) {
 	for _, f := range []struct {
 		src string
 		dst any
-	}{{params, &t.Params}, {env, &t.Env}, {command.String, &t.Command}, {scores.String, &t.Scores}} {
+	}{{params, &t.Params}, {env, &t.Env}, {command.String, &t.Command}, {scores.String, &t.Scores}, {log.String, &t.NCCLLog}} {
 		if f.src == "" || f.src == "null" {
 			continue
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
 )
 
@@ -42,6 +44,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	tr.State, tr.ExitCode, tr.Command = Complete, 0, []string{"all_reduce_perf", "-b", "8"}
 	tr.Output = []byte("the output\x00with a NUL")
+	tr.NCCLLog = nccllog.Log{Version: "2.28.3", Debug: true, Read: map[string]string{"NCCL_ALGO": "Ring"}, Network: "IB", GDR: true}
 	tr.Scores = map[string]float64{"small": 1.5, "large": 300.25}
 	tr.Rows = []nccltests.Row{
 		{Size: 8, Count: 2, Type: "float", Redop: "sum", Root: -1, OutOfPlace: nccltests.Measure{TimeUs: 10.5, AlgBW: 0, BusBW: 0, Wrong: 0}, InPlace: nccltests.Measure{TimeUs: 10, Wrong: -1}},
@@ -63,7 +66,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 	g := got[0]
 	if g.State != Complete || !reflect.DeepEqual(g.Params, tr.Params) || !reflect.DeepEqual(g.Env, tr.Env) ||
-		!reflect.DeepEqual(g.Command, tr.Command) || !reflect.DeepEqual(g.Scores, tr.Scores) || !reflect.DeepEqual(g.Rows, tr.Rows) {
+		!reflect.DeepEqual(g.Command, tr.Command) || !reflect.DeepEqual(g.Scores, tr.Scores) || !reflect.DeepEqual(g.Rows, tr.Rows) ||
+		!reflect.DeepEqual(g.NCCLLog, tr.NCCLLog) {
 		t.Errorf("read back %+v\nwant %+v", g, *tr)
 	}
 	out, err := s2.Output(g.ID)
@@ -93,5 +97,34 @@ func TestOpenRejects(t *testing.T) {
 	s.Close()
 	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "newer than this nccltune") {
 		t.Errorf("a newer schema was accepted: %v", err)
+	}
+}
+
+// TestMigratesOlderStore opens a store written at schema version 1 and
+// finds its trial intact after the upgrade.
+func TestMigratesOlderStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{migrations[0], "PRAGMA user_version = 1",
+		`INSERT INTO campaigns VALUES (1, 'old', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z')`,
+		`INSERT INTO trials (id, campaign_id, number, state, params, env, started_at) VALUES (1, 1, 0, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var version int
+	s.db.QueryRow("PRAGMA user_version").Scan(&version)
+	trials, err := s.Trials(1)
+	if version != SchemaVersion || err != nil || len(trials) != 1 || trials[0].State != Complete {
+		t.Errorf("after migration: version %d, trials %+v, %v", version, trials, err)
 	}
 }

@@ -75,7 +75,12 @@ func ExportLine(name, value string) (string, error) {
 	if strings.ContainsAny(value, "\x00\n\r") {
 		return "", fmt.Errorf("refusing to export %s: value holds a control character", name)
 	}
-	return "export " + name + "='" + strings.ReplaceAll(value, "'", `'\''`) + "'", nil
+	return "export " + name + "=" + ShellQuote(value), nil
+}
+
+// ShellQuote single-quotes s for a POSIX shell: nothing inside is expanded.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // writeFileAtomic writes through a temporary file, so a reader never sees half a file.

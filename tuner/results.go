@@ -69,16 +69,24 @@ type Summary struct {
 	Total    int
 	ByState  map[store.State]int
 	Failures map[string]int // by failure kind
+	// Unconfirmed counts, per variable, the completed trials that set it but
+	// whose NCCL log does not show NCCL reading it with that value.
+	Unconfirmed map[string]int
 }
 
 // Summarize counts trials by state and by failure kind.
 func Summarize(trials []store.Trial) Summary {
-	s := Summary{ByState: map[store.State]int{}, Failures: map[string]int{}}
+	s := Summary{ByState: map[store.State]int{}, Failures: map[string]int{}, Unconfirmed: map[string]int{}}
 	for _, t := range trials {
 		s.Total++
 		s.ByState[t.State]++
-		if t.State == store.Failed {
+		switch t.State {
+		case store.Failed:
 			s.Failures[t.FailureKind]++
+		case store.Complete:
+			for _, name := range t.NCCLLog.Unread(t.Env) {
+				s.Unconfirmed[name]++
+			}
 		}
 	}
 	return s

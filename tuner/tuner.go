@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
@@ -81,6 +82,16 @@ func (c *Campaign) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	run := c.Runner
+	if run == nil {
+		launcher := Launcher(sp.Launcher)
+		if ch, ok := launcher.(runner.Checker); ok {
+			if err := ch.Check(); err != nil {
+				return err
+			}
+		}
+		run = &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
+	}
 	camp, err := c.campaign()
 	if err != nil {
 		return err
@@ -103,10 +114,6 @@ func (c *Campaign) Run(ctx context.Context) error {
 		}
 		updateBest(best, scoreList(sp, t))
 		done = max(done, t.Number+1)
-	}
-	run := c.Runner
-	if run == nil {
-		run = &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}
 	}
 	for n := done; n < camp.Budget; n++ {
 		if err := ctx.Err(); err != nil {
@@ -143,6 +150,17 @@ func (c *Campaign) Run(ctx context.Context) error {
 	return nil
 }
 
+// Launcher builds the runner's launcher from the space's [launcher] table.
+func Launcher(l space.Launcher) runner.Launcher {
+	switch l.Kind {
+	case "mpirun":
+		return runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: l.NP, Hostfile: l.Hostfile, MapBy: l.MapBy, BindTo: l.BindTo, Args: l.Args}
+	case "srun":
+		return runner.Srun{Command: l.Command, Nodes: l.Nodes, TasksPerNode: l.TasksPerNode, Args: l.Args}
+	}
+	return runner.Local{}
+}
+
 // defaults is trial 0: nothing searched is set, so NCCL applies its own
 // choices. Categorical parameters that offer "default" are told so.
 func defaults(sp *space.Space) space.Assignment {
@@ -174,6 +192,7 @@ func (c *Campaign) record(t *store.Trial, res runner.Result) {
 	if res.Report != nil {
 		t.Rows = res.Report.Rows
 	}
+	t.NCCLLog = nccllog.Parse(res.Output)
 	failure := res.Failure
 	if failure == nil {
 		failure = c.checkSweep(t)

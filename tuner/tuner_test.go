@@ -258,3 +258,62 @@ func TestRefusesBeforeRunning(t *testing.T) {
 		t.Errorf("a campaign that could not start was stored: %v", err)
 	}
 }
+
+// TestCampaignThroughMPIRun runs every trial as four simulator ranks under
+// Open MPI's mpirun, and checks from each trial's NCCL log that the settings
+// reached NCCL, and that a variable NCCL does not read is reported.
+func TestCampaignThroughMPIRun(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("mpirun is missing in CI: .ci/run should install openmpi-bin")
+		}
+		t.Skip("mpirun not installed")
+	}
+	if os.Geteuid() == 0 {
+		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+	}
+	sp, err := space.Parse("mpi.toml", []byte(`
+[campaign]
+name = "mpi"
+trials = 5
+sizes = { min = "1K", max = "1M", factor = 4 }
+[launcher]
+kind = "mpirun"
+np = 4
+args = ["--oversubscribe"]
+[benchmark]
+gpus = 1
+[simulator]
+nodes = 1
+[fixed]
+NCCL_NVLS_ENABLE = 0
+NCCL_IB_TIMEOUT = 20
+[[param]]
+name = "NCCL_PROTO"
+values = ["LL", "LL128", "Simple"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+min = 1
+max = 32
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, "mpi")
+	for _, tr := range trials {
+		if tr.State != store.Complete || tr.Command[0] != "mpirun" {
+			t.Fatalf("trial %d: %s %s: %v", tr.Number, tr.State, tr.FailureReason, tr.Command)
+		}
+		if got := tr.NCCLLog.Unread(tr.Env); !slices.Equal(got, []string{"NCCL_IB_TIMEOUT"}) {
+			t.Errorf("trial %d: unconfirmed %v, want only NCCL_IB_TIMEOUT (the simulator does not read it)", tr.Number, got)
+		}
+	}
+	if s := Summarize(trials); s.Unconfirmed["NCCL_IB_TIMEOUT"] != 5 {
+		t.Errorf("summary unconfirmed = %v", s.Unconfirmed)
+	}
+}

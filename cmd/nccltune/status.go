@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -104,6 +106,10 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 	if len(l.space.Simulator) > 0 {
 		fmt.Fprintln(w, "measured on the simulated cluster (nccltune sim), not on hardware")
 	}
+	for _, name := range slices.Sorted(maps.Keys(sum.Unconfirmed)) {
+		fmt.Fprintf(w, "warning: NCCL's log does not show it read %s in %d of %d completed trials (misspelt, or unknown to this NCCL version?)\n",
+			name, sum.Unconfirmed[name], sum.ByState[store.Complete])
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "range\tsizes\tdefault GB/s\tbest GB/s\tgain\ttrial\tchosen settings\t")
 	for _, r := range l.results {
@@ -185,7 +191,7 @@ func statusJSON(l *loaded) any {
 		"campaign":  l.camp.Name,
 		"simulated": len(l.space.Simulator) > 0,
 		"budget":    l.camp.Budget,
-		"trials":    map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures},
+		"trials":    map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed},
 		"ranges":    ranges,
 	}
 }

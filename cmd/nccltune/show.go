@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nccltune/nccltune/store"
+	"github.com/nccltune/nccltune/tuner"
+)
+
+func showCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "show one trial: its settings, command line, NCCL's confirmation and results",
+		ArgsUsage: "TRIAL",
+		Flags: []cli.Flag{storeFlag, campaignFlag,
+			&cli.BoolFlag{Name: "output", Usage: "also print the benchmark's captured output"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}},
+		Action: func(c *cli.Context) error {
+			n, err := strconv.Atoi(c.Args().First())
+			if c.NArg() != 1 || err != nil || n < 0 {
+				return usageError{fmt.Errorf("show needs one trial number, after the flags: nccltune show [--store FILE] TRIAL")}
+			}
+			st, err := openExisting(c.String("store"))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			l, err := load(st, c.String("campaign"))
+			if err != nil {
+				return err
+			}
+			t, err := latestAttempt(l.trials, n)
+			if err != nil {
+				return err
+			}
+			if c.Bool("output") {
+				if t.Output, err = st.Output(t.ID); err != nil {
+					return err
+				}
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(t)
+			}
+			printTrial(os.Stdout, l, t)
+			return nil
+		},
+	}
+}
+
+// latestAttempt returns trial n; an interrupted attempt is superseded by its re-run.
+func latestAttempt(trials []store.Trial, n int) (store.Trial, error) {
+	for i := len(trials) - 1; i >= 0; i-- {
+		if trials[i].Number == n {
+			return trials[i], nil
+		}
+	}
+	return store.Trial{}, fmt.Errorf("no trial %d in this campaign", n)
+}
+
+func printTrial(w io.Writer, l *loaded, t store.Trial) {
+	fmt.Fprintf(w, "trial %d of campaign %q: %s", t.Number, l.camp.Name, t.State)
+	if t.FailureKind != "" {
+		fmt.Fprintf(w, " (%s: %s)", t.FailureKind, t.FailureReason)
+	}
+	if !t.Finished.IsZero() {
+		fmt.Fprintf(w, ", ran %s, exit code %d", t.Finished.Sub(t.Started).Round(1e6), t.ExitCode)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "settings: %s\n", chosenSettings(l.space, &t))
+	fmt.Fprintf(w, "environment: %s\n", strings.Join(t.Env, " "))
+	fmt.Fprintf(w, "command: %s\n", shellJoin(t.Command))
+	log := t.NCCLLog
+	switch {
+	case !log.Debug:
+		fmt.Fprintln(w, "NCCL log: no INFO lines, so nothing could be confirmed")
+	default:
+		unread := log.Unread(t.Env)
+		confirmed := len(t.Env) - len(unread)
+		fmt.Fprintf(w, "NCCL log: version %s, network %s, GPUDirect RDMA %s; %d of %d variables confirmed read",
+			orDash(log.Version), orDash(log.Network), map[bool]string{true: "used", false: "not seen"}[log.GDR], confirmed, len(t.Env))
+		if len(unread) > 0 {
+			fmt.Fprintf(w, "; NOT confirmed: %s", strings.Join(unread, ", "))
+		}
+		fmt.Fprintln(w)
+		for _, n := range log.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+	}
+	if len(t.Scores) > 0 {
+		fmt.Fprint(w, "busbw per range (GB/s):")
+		for _, r := range l.space.Ranges {
+			fmt.Fprintf(w, " %s %s", r.Name, bw(t.Scores[r.Name]))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(t.Rows) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "size\ttime us\talgbw\tbusbw\t#wrong\tin-place us\tbusbw\t#wrong\t")
+		for _, r := range t.Rows {
+			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%d\t%.2f\t%.2f\t%d\t\n", r.Size, r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW,
+				r.OutOfPlace.BusBW, r.OutOfPlace.Wrong, r.InPlace.TimeUs, r.InPlace.BusBW, r.InPlace.Wrong)
+		}
+		tw.Flush()
+	}
+	if len(t.Output) > 0 {
+		fmt.Fprintf(w, "--- output ---\n%s", t.Output)
+	}
+}
+
+var plainArg = regexp.MustCompile(`^[A-Za-z0-9_./:=,+@%^-]+$`)
+
+// shellJoin renders argv as a command a user can paste into a shell.
+func shellJoin(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		if plainArg.MatchString(a) {
+			quoted[i] = a
+		} else {
+			quoted[i] = tuner.ShellQuote(a)
+		}
+	}
+	return strings.Join(quoted, " ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

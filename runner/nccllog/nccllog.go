@@ -1,0 +1,87 @@
+// Package nccllog reads what NCCL itself logs with NCCL_DEBUG=INFO: the
+// variables it read from the environment and the transport it chose. It lets
+// the tuner confirm that a trial's settings reached NCCL, instead of trusting
+// a variable that NCCL never read (misspelt, or unknown to its version).
+package nccllog
+
+import (
+	"bufio"
+	"bytes"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Log is what one run's NCCL output says.
+type Log struct {
+	Version string            `json:"version,omitempty"` // "2.28.3+cuda13.0"
+	Debug   bool              `json:"debug"`             // INFO lines were present, so absence means something
+	Read    map[string]string `json:"read,omitempty"`    // NCCL_X -> value, from "set by environment to"
+	Network string            `json:"network,omitempty"` // "IB", "Socket", or a plugin's name
+	GDR     bool              `json:"gdr"`               // GPUDirect RDMA in use on some connection
+	Notes   []string          `json:"notes,omitempty"`   // transport warnings: no IB device, fallback to sockets
+}
+
+var (
+	infoRE    = regexp.MustCompile(`NCCL INFO (.*)$`)
+	setRE     = regexp.MustCompile(`^(NCCL_[A-Z0-9_]+) set by environment to (.*)$`)
+	versionRE = regexp.MustCompile(`NCCL version (\S+)`)
+	networkRE = regexp.MustCompile(`^Using network (\S+)`)
+	gdrRE     = regexp.MustCompile(`\[GDR\]|GDRDMA|GPU Direct RDMA Enabled`)
+	noteRE    = regexp.MustCompile(`No device found|No capable device found|NET/IB : No|falling back|NET/Socket : Using`)
+)
+
+const maxNotes = 20
+
+// Parse reads NCCL's log lines out of a benchmark's output.
+func Parse(output []byte) Log {
+	l := Log{Read: map[string]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(output))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := versionRE.FindStringSubmatch(line); m != nil && l.Version == "" {
+			l.Version = m[1]
+		}
+		m := infoRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		l.Debug = true
+		msg := strings.TrimSpace(m[1])
+		if s := setRE.FindStringSubmatch(msg); s != nil {
+			l.Read[s[1]] = strings.TrimSuffix(s[2], ".")
+			continue
+		}
+		if n := networkRE.FindStringSubmatch(msg); n != nil {
+			l.Network = n[1]
+		}
+		if gdrRE.MatchString(msg) {
+			l.GDR = true
+		}
+		if noteRE.MatchString(msg) && len(l.Notes) < maxNotes && !slices.Contains(l.Notes, msg) {
+			l.Notes = append(l.Notes, msg)
+		}
+	}
+	return l
+}
+
+// Unread returns the NCCL_* variables of env (NAME=value) that NCCL did not
+// report reading, or reported with another value. It is empty when the log has
+// no INFO lines, since nothing can be confirmed then.
+func (l Log) Unread(env []string) []string {
+	if !l.Debug {
+		return nil
+	}
+	var out []string
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "NCCL_") {
+			continue
+		}
+		if got, ok := l.Read[name]; !ok || !strings.EqualFold(got, value) {
+			out = append(out, name)
+		}
+	}
+	return out
+}

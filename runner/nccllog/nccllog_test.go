@@ -1,0 +1,37 @@
+package nccllog
+
+import (
+	"slices"
+	"testing"
+)
+
+const sample = `node1:123:123 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+node1:123:123 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.
+node1:123:123 [0] NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.
+NCCL version 2.28.3+cuda13.0
+node1:123:140 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>
+node1:123:123 [0] NCCL INFO Using network IB
+node1:123:145 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA
+[1,3]<stdout>:node2:77:77 [3] NCCL INFO NCCL_ALGO set by environment to Ring.
+`
+
+func TestParse(t *testing.T) {
+	l := Parse([]byte(sample))
+	if l.Version != "2.28.3+cuda13.0" || l.Network != "IB" || !l.GDR || !l.Debug {
+		t.Errorf("log = %+v", l)
+	}
+	if l.Read["NCCL_NVLS_ENABLE"] != "0" || l.Read["NCCL_IB_GID_INDEX"] != "3" || l.Read["NCCL_ALGO"] != "Ring" {
+		t.Errorf("read = %v", l.Read)
+	}
+	unread := l.Unread([]string{"NCCL_NVLS_ENABLE=0", "NCCL_IB_GID_INDX=3", "NCCL_ALGO=ring", "NCCL_IB_GID_INDEX=4", "PATH=/bin"})
+	if want := []string{"NCCL_IB_GID_INDX", "NCCL_IB_GID_INDEX"}; !slices.Equal(unread, want) {
+		t.Errorf("unread = %v, want %v", unread, want)
+	}
+	socket := Parse([]byte("h:1:1 [0] NCCL INFO NET/IB : No device found.\nh:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\nh:1:1 [0] NCCL INFO Using network Socket\n"))
+	if socket.Network != "Socket" || socket.GDR || len(socket.Notes) != 2 {
+		t.Errorf("socket log = %+v", socket)
+	}
+	if quiet := Parse([]byte("no nccl logs here\n")); quiet.Debug || quiet.Unread([]string{"NCCL_ALGO=Ring"}) != nil {
+		t.Errorf("without INFO lines nothing can be confirmed: %+v", quiet)
+	}
+}
