@@ -153,15 +153,18 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	return res
 }
 
-// nccl-tests' exit codes (src/common.h).
+// nccl-tests' exit codes (testResult_t in src/common.h).
 var exitMeaning = map[int]struct {
 	kind   FailureKind
 	reason string
 }{
+	1: {FailExit, "nccl-tests internal error"},
 	2: {FailNCCL, "CUDA error"},
 	3: {FailNCCL, "NCCL error"},
 	4: {FailTimeout, "nccl-tests' own timeout (-T)"},
-	7: {FailWrong, "wrong data or bus bandwidth under NCCL_TESTS_MIN_BW"},
+	5: {FailLaunch, "not supported by this build or launch"},
+	6: {FailLaunch, "invalid usage"},
+	7: {FailWrong, "wrong data, or bus bandwidth under NCCL_TESTS_MIN_BW"},
 }
 
 func classify(parent, run context.Context, ps *os.ProcessState, waitErr error, rep *nccltests.Report, parseErr error) *Failure {
@@ -170,26 +173,34 @@ func classify(parent, run context.Context, ps *os.ProcessState, waitErr error, r
 		return &Failure{FailInterrupted, "campaign stopped while the trial ran"}
 	case errors.Is(run.Err(), context.DeadlineExceeded):
 		return &Failure{FailTimeout, ""}
-	case len(rep.Failures) > 0:
-		return &Failure{FailNCCL, rep.Failures[0]}
+	}
+	// The benchmark's own error line, if any, is the most specific reason.
+	detail := ""
+	if len(rep.Failures) > 0 {
+		detail = ": " + rep.Failures[0]
 	}
 	if ps != nil && !ps.Exited() {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return &Failure{FailSignal, "killed by " + ws.Signal().String()}
+			return &Failure{FailSignal, "killed by " + ws.Signal().String() + detail}
 		}
 	}
 	if ps != nil && ps.ExitCode() != 0 {
-		if m, ok := exitMeaning[ps.ExitCode()]; ok {
-			return &Failure{m.kind, fmt.Sprintf("exit status %d (%s)", ps.ExitCode(), m.reason)}
+		m, ok := exitMeaning[ps.ExitCode()]
+		if !ok {
+			m.kind, m.reason = FailExit, "unknown cause"
 		}
-		return &Failure{FailExit, fmt.Sprintf("exit status %d", ps.ExitCode())}
+		return &Failure{m.kind, fmt.Sprintf("exit status %d (%s)%s", ps.ExitCode(), m.reason, detail)}
 	}
 	if waitErr != nil {
-		return &Failure{FailExit, waitErr.Error()}
+		return &Failure{FailExit, waitErr.Error() + detail}
 	}
 	if parseErr != nil {
+		if detail != "" {
+			return &Failure{FailNCCL, strings.TrimPrefix(detail, ": ")}
+		}
 		return &Failure{FailUnparsable, parseErr.Error()}
 	}
+	// A clean exit with a full table: NCCL WARN lines alone (often harmless) do not fail it.
 	for _, row := range rep.Rows {
 		if w := row.Wrong(); w > 0 {
 			return &Failure{FailWrong, fmt.Sprintf("%d wrong elements at %d bytes", w, row.Size)}

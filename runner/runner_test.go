@@ -42,7 +42,9 @@ func TestRunClassifies(t *testing.T) {
 	}{
 		{"success", "cat " + table, "", ""},
 		{"garbage", "echo 'Segmentation fault (core dumped)'; echo '%%%'", FailUnparsable, "no result rows"},
-		{"nccl failure", "cat " + table + "; echo \"node1: Test NCCL failure common.cu:1005 'unhandled system error / NET/IB'\"; exit 3", FailNCCL, "unhandled system error"},
+		{"nccl failure", "cat " + table + "; echo \"node1: Test NCCL failure common.cu:1005 'unhandled system error / NET/IB'\"; exit 3", FailNCCL, "exit status 3 (NCCL error): node1: Test NCCL failure common.cu:1005 'unhandled system error"},
+		{"harmless NCCL WARN", "echo 'node1:1:1 [0] NCCL WARN Could not find real path of /sys/class/net/ib0'; cat " + table, "", ""},
+		{"too many GPUs", "echo 'Invalid number of GPUs: 2 requested but only 1 were found.'; echo ' .. vm pid 1657: Test failure common.cu:1454'; exit 5", FailLaunch, "exit status 5 (not supported by this build or launch): Invalid number of GPUs"},
 		{"exit 3 silently", "exit 3", FailNCCL, "exit status 3 (NCCL error)"},
 		{"exit 7", "cat " + table + "; exit 7", FailWrong, "exit status 7"},
 		{"other exit", "cat " + table + "; exit 9", FailExit, "exit status 9"},

@@ -176,7 +176,8 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 
 func (b *builder) ranges(raw *rawFile, s *Space) {
 	if len(raw.Range) == 0 {
-		s.Ranges = []Range{{Name: "all", Min: s.Sizes.Min, Max: s.Sizes.Max + 1}}
+		// One range over the whole sweep; its exclusive bound is the sweep's next step.
+		s.Ranges = []Range{{Name: "all", Min: s.Sizes.Min, Max: s.Sizes.Max * int64(s.Sizes.Factor)}}
 		return
 	}
 	sweep := s.Sizes.List()

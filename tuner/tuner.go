@@ -17,6 +17,7 @@ import (
 
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
@@ -211,16 +212,18 @@ func (c *Campaign) record(t *store.Trial, res runner.Result) {
 	}
 }
 
-// checkSweep fails a trial whose output lacks sizes of the sweep: a truncated
-// table must not be compared with complete ones.
+// checkSweep fails a trial whose table is shorter than the sweep or misses a
+// range: a truncated table must not be compared with complete ones. Rows are
+// counted rather than matched by size, because some collectives (all_gather,
+// alltoall) round each size to a multiple of ranks x element size.
 func (c *Campaign) checkSweep(t *store.Trial) *runner.Failure {
-	have := map[int64]bool{}
-	for _, r := range t.Rows {
-		have[r.Size] = true
+	sp := c.Space
+	if want := len(sp.Sizes.List()); len(t.Rows) < want {
+		return &runner.Failure{Kind: runner.FailUnparsable, Reason: fmt.Sprintf("output has %d of the sweep's %d rows", len(t.Rows), want)}
 	}
-	for _, size := range c.Space.Sizes.List() {
-		if !have[size] {
-			return &runner.Failure{Kind: runner.FailUnparsable, Reason: fmt.Sprintf("output has no row for %s bytes", space.FormatSize(size))}
+	for _, r := range sp.Ranges {
+		if !slices.ContainsFunc(t.Rows, func(row nccltests.Row) bool { return r.Contains(row.Size) }) {
+			return &runner.Failure{Kind: runner.FailUnparsable, Reason: "output has no row in range " + r.String()}
 		}
 	}
 	return nil

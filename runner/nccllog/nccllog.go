@@ -28,7 +28,7 @@ var (
 	versionRE = regexp.MustCompile(`NCCL version (\S+)`)
 	networkRE = regexp.MustCompile(`^Using network (\S+)`)
 	gdrRE     = regexp.MustCompile(`\[GDR\]|GDRDMA|GPU Direct RDMA Enabled`)
-	noteRE    = regexp.MustCompile(`No device found|No capable device found|NET/IB : No|falling back|NET/Socket : Using`)
+	noteRE    = regexp.MustCompile(`No device found|No capable device found|Failed to initialize NET plugin|falling back|NET/Socket : Using`)
 )
 
 const maxNotes = 20

@@ -53,7 +53,7 @@ var (
 	versionRE  = regexp.MustCompile(`nccl-tests version (\S+)`)
 	avgRE      = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
 	oobRE      = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)`)
-	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error`)
+	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:") and srun --label ("0: ").

@@ -94,3 +94,49 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseH200 reads the outputs captured on a real H200 (see the folder's README).
+func TestParseH200(t *testing.T) {
+	dir := "testdata/h200-nccl2.28.3-tests2.19.6/"
+	for _, tc := range []struct {
+		file      string
+		rows      int
+		redop     string
+		unchecked bool
+		failure   string
+	}{
+		{"all_reduce_perf.txt", 11, "sum", false, ""},
+		{"all_gather_perf.txt", 11, "none", false, ""},
+		{"reduce_scatter_perf.txt", 11, "sum", false, ""},
+		{"broadcast_perf.txt", 11, "none", false, ""},
+		{"reduce_perf.txt", 11, "sum", false, ""},
+		{"alltoall_perf.txt", 11, "none", false, ""},
+		{"sendrecv_perf.txt", 11, "sum", false, ""},
+		{"mpirun_tagged.txt", 6, "sum", false, ""},
+		{"nocheck.txt", 6, "sum", true, ""},
+		{"ll9.txt", 6, "sum", false, ""},
+		{"two_gpus_on_one.txt", 0, "", false, "Invalid number of GPUs: 2 requested but only 1 were found."},
+		{"dup_gpu.txt", 0, "", false, "Invalid number of GPUs"},
+	} {
+		data, err := os.ReadFile(dir + tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Parse(strings.NewReader(string(data)))
+		if tc.rows == 0 {
+			if !errors.Is(err, ErrNoResults) || len(rep.Failures) == 0 || rep.Failures[0] != tc.failure && !strings.HasPrefix(rep.Failures[0], tc.failure) {
+				t.Errorf("%s: err %v, failures %q", tc.file, err, rep.Failures)
+			}
+			continue
+		}
+		if err != nil || len(rep.Rows) != tc.rows || rep.Version != "2.19.6" || len(rep.Failures) != 0 {
+			t.Errorf("%s: %v, %d rows, version %q, failures %q", tc.file, err, len(rep.Rows), rep.Version, rep.Failures)
+			continue
+		}
+		// all_gather and alltoall round sizes to a multiple of ranks x type size: 8 becomes 0.
+		// The second row is 32 (-f 4) or 64 (-f 8).
+		if r := rep.Rows[1]; r.Size != 32 && r.Size != 64 || r.Redop != tc.redop || (r.OutOfPlace.Wrong == -1) != tc.unchecked || r.OutOfPlace.TimeUs <= 0 {
+			t.Errorf("%s: first row %+v", tc.file, r)
+		}
+	}
+}
