@@ -18,7 +18,11 @@ type Measure struct {
 	TimeUs float64 // microseconds per operation
 	AlgBW  float64 // GB/s
 	BusBW  float64 // GB/s
-	Wrong  int64   // wrong elements; -1 when not checked ("N/A" with -c 0)
+	// Wrong counts wrong elements; -1 when not checked ("N/A" with -c 0).
+	// Versions before 2.11 print the largest error instead (an "error" column
+	// such as 2e-07); it counts as one wrong result when it exceeds nccl-tests'
+	// own tolerance for the data type.
+	Wrong int64
 }
 
 // Row is one message size of the sweep.
@@ -58,6 +62,8 @@ var (
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:") and srun --label ("0: ").
 	tagRE = regexp.MustCompile(`^(\[\d+,\d+\]<std(out|err)>:|\d+: )`)
+	// rankRE matches the header's device lines, one per rank.
+	rankRE = regexp.MustCompile(`^#\s+Rank\s+\d+ `)
 )
 
 // Parse reads a benchmark's output. Lines that are not part of the table (MPI
@@ -65,6 +71,8 @@ var (
 // together with whatever failures it saw, when no row could be read.
 func Parse(r io.Reader) (*Report, error) {
 	rep := &Report{AvgBusBW: math.NaN(), OutOfBounds: -1}
+	var maxErrs [][2]float64 // per row, for the old "error" column; NaN where a count was printed
+	ranks := 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
@@ -79,6 +87,9 @@ func Parse(r io.Reader) (*Report, error) {
 			continue
 		}
 		if strings.HasPrefix(line, "#") {
+			if rankRE.MatchString(line) {
+				ranks++
+			}
 			if m := avgRE.FindStringSubmatch(line); m != nil {
 				if v, err := strconv.ParseFloat(m[1], 64); err == nil {
 					rep.AvgBusBW = v
@@ -88,9 +99,13 @@ func Parse(r io.Reader) (*Report, error) {
 			}
 			continue
 		}
-		if row, ok := parseRow(strings.Fields(line)); ok {
+		if row, errs, ok := parseRow(strings.Fields(line)); ok {
 			rep.Rows = append(rep.Rows, row)
+			maxErrs = append(maxErrs, errs)
 		}
+	}
+	for i := range rep.Rows {
+		judgeErrors(&rep.Rows[i], maxErrs[i], ranks)
 	}
 	if err := sc.Err(); err != nil {
 		return rep, err
@@ -101,59 +116,97 @@ func Parse(r io.Reader) (*Report, error) {
 	return rep, nil
 }
 
-// parseRow reads "size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong".
-// Versions before the root column print 12 fields; later ones 13.
-func parseRow(f []string) (Row, bool) {
+// parseRow reads "size count type redop [root] time algbw busbw #wrong time
+// algbw busbw #wrong". Versions before the root column print 12 fields; so do
+// old rootful collectives without a redop ("size count type root ...").
+func parseRow(f []string) (Row, [2]float64, bool) {
 	var row Row
+	var errs [2]float64
 	var rest []string
 	switch len(f) {
 	case 13:
 		root, err := strconv.Atoi(f[4])
-		if err != nil {
-			return row, false
+		if err != nil || !isWord(f[3]) {
+			return row, errs, false
 		}
-		row.Root, rest = root, f[5:]
+		row.Redop, row.Root, rest = f[3], root, f[5:]
 	case 12:
-		row.Root, rest = -1, f[4:]
+		if root, err := strconv.Atoi(f[3]); err == nil {
+			row.Redop, row.Root = "none", root
+		} else if isWord(f[3]) {
+			row.Redop, row.Root = f[3], -1
+		} else {
+			return row, errs, false
+		}
+		rest = f[4:]
 	default:
-		return row, false
+		return row, errs, false
 	}
 	var err1, err2 error
 	row.Size, err1 = strconv.ParseInt(f[0], 10, 64)
 	row.Count, err2 = strconv.ParseInt(f[1], 10, 64)
-	if err1 != nil || err2 != nil || row.Size < 0 || row.Count < 0 || !isWord(f[2]) || !isWord(f[3]) {
-		return row, false
+	if err1 != nil || err2 != nil || row.Size < 0 || row.Count < 0 || !isWord(f[2]) {
+		return row, errs, false
 	}
-	row.Type, row.Redop = f[2], f[3]
+	row.Type = f[2]
 	var ok1, ok2 bool
-	row.OutOfPlace, ok1 = parseMeasure(rest[0:4])
-	row.InPlace, ok2 = parseMeasure(rest[4:8])
-	return row, ok1 && ok2
+	row.OutOfPlace, errs[0], ok1 = parseMeasure(rest[0:4])
+	row.InPlace, errs[1], ok2 = parseMeasure(rest[4:8])
+	return row, errs, ok1 && ok2
 }
 
-func parseMeasure(f []string) (Measure, bool) {
+// parseMeasure reads time, algbw, busbw and the check column. It returns the
+// check column as a maximum error when it is one (old versions), else NaN.
+func parseMeasure(f []string) (Measure, float64, bool) {
 	var m Measure
 	vals := make([]float64, 3)
 	for i := range vals {
 		v, err := strconv.ParseFloat(f[i], 64)
 		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-			return m, false
+			return m, 0, false
 		}
 		vals[i] = v
 	}
 	m.TimeUs, m.AlgBW, m.BusBW = vals[0], vals[1], vals[2]
-	switch w := f[3]; {
-	case w == "N/A":
+	w := f[3]
+	if w == "N/A" {
 		m.Wrong = -1
-	default:
-		// Older versions print a maximum error as a float ("0e+00"); any error is wrong.
-		v, err := strconv.ParseFloat(w, 64)
-		if err != nil || v < 0 || math.IsNaN(v) {
-			return m, false
-		}
-		m.Wrong = int64(math.Ceil(min(v, math.MaxInt32)))
+		return m, math.NaN(), true
 	}
-	return m, true
+	if n, err := strconv.ParseInt(w, 10, 64); err == nil && n >= 0 {
+		m.Wrong = n
+		return m, math.NaN(), true
+	}
+	v, err := strconv.ParseFloat(w, 64)
+	if err != nil || v < 0 || math.IsNaN(v) {
+		return m, 0, false
+	}
+	return m, v, true
+}
+
+// tolerance is the largest error nccl-tests before 2.11 accepted per rank
+// (DeltaMaxValue in its common.cu).
+func tolerance(dataType string) float64 {
+	switch dataType {
+	case "half", "float16", "bfloat16":
+		return 1e-2
+	case "float", "float32":
+		return 1e-5
+	case "double", "float64":
+		return 1e-12
+	}
+	return 0 // integers must be exact
+}
+
+// judgeErrors turns an old-style maximum error into a wrong count, with
+// nccl-tests' own rule: wrong when above the type's tolerance x (ranks - 1).
+func judgeErrors(row *Row, errs [2]float64, ranks int) {
+	limit := tolerance(row.Type) * float64(max(ranks-1, 1))
+	for i, m := range []*Measure{&row.OutOfPlace, &row.InPlace} {
+		if !math.IsNaN(errs[i]) {
+			m.Wrong = map[bool]int64{false: 0, true: 1}[errs[i] > limit]
+		}
+	}
 }
 
 // isWord accepts a type or redop name: a letter, then letters, digits or '_'.

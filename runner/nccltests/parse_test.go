@@ -49,7 +49,7 @@ func TestParseCases(t *testing.T) {
 			"0:         2048           64     float    none      -1    21.10    0.10    0.08       0    20.01    0.10    0.09       0\n", 2, 0, 0, false},
 		{"older 12 columns, float error", "#  size count type redop time algbw busbw error time algbw busbw error\n" +
 			"     8      2   float     sum    10.37    0.00    0.00  0e+00    10.16    0.00    0.00  0e+00\n" +
-			"    16      4   float     sum    10.33    0.00    0.00  2e+00    10.11    0.00    0.00  0e+00\n", 2, 2, 0, false},
+			"    16      4   float     sum    10.33    0.00    0.00  2e+00    10.11    0.00    0.00  0e+00\n", 2, 1, 0, false},
 		{"unchecked N/A", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  N/A  19.9  0.05  0.09  N/A\n", 1, 0, 0, false},
 		{"wrong results", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  3  19.9  0.05  0.09  0\n", 1, 3, 0, false},
 		{"NCCL failure", header + "node1: Test NCCL failure common.cu:1005 'internal error - please report this issue to the NCCL developers / '\n" +
@@ -137,6 +137,43 @@ func TestParseH200(t *testing.T) {
 		// The second row is 32 (-f 4) or 64 (-f 8).
 		if r := rep.Rows[1]; r.Size != 32 && r.Size != 64 || r.Redop != tc.redop || (r.OutOfPlace.Wrong == -1) != tc.unchecked || r.OutOfPlace.TimeUs <= 0 {
 			t.Errorf("%s: first row %+v", tc.file, r)
+		}
+	}
+}
+
+// TestParseOldVersions reads outputs of nccl-tests before 2.11 (an "error"
+// column holding the largest error, no root column, and rootful collectives
+// without a redop column), published in a user's report.
+func TestParseOldVersions(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		redop string
+		root  int
+	}{
+		{"testdata/v2.x-old-error-column-12xV100.txt", "sum", -1},
+		{"testdata/v2.x-old-broadcast-no-redop.txt", "none", 0},
+	} {
+		data, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Parse(strings.NewReader(string(data)))
+		if err != nil || len(rep.Rows) != 31 {
+			t.Fatalf("%s: %v, %d rows", tc.file, err, len(rep.Rows))
+		}
+		for _, r := range rep.Rows {
+			// Errors of 2e-07 on float are rounding, well within nccl-tests' tolerance.
+			if r.Wrong() != 0 || r.Redop != tc.redop || r.Root != tc.root {
+				t.Fatalf("%s: row %+v", tc.file, r)
+			}
+		}
+		// The same table with one error above tolerance is wrong.
+		bad := string(data)
+		bad = strings.Replace(bad, "127453   67.40  123.56  2e-07", "127453   67.40  123.56  3e-03", 1)
+		bad = strings.Replace(bad, "70321  122.15  122.15  0e+00", "70321  122.15  122.15  3e-03", 1)
+		rep, _ = Parse(strings.NewReader(bad))
+		if last := rep.Rows[30]; last.Wrong() != 1 {
+			t.Errorf("%s: an error of 3e-03 on float was not judged wrong: %+v", tc.file, last)
 		}
 	}
 }
