@@ -257,6 +257,20 @@ func TestRefusesBeforeRunning(t *testing.T) {
 	if _, err := st.Campaign("real"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a campaign that could not start was stored: %v", err)
 	}
+
+	// A launcher that cannot work is refused before anything is stored.
+	mpi := strings.Replace(string(sp.Source), `name = "sim-2node-ib"`, `name = "mpi"`, 1)
+	mpi = strings.Replace(mpi, "[benchmark]", "[launcher]\nkind = \"mpirun\"\nnp = 16\nhostfile = \"/nonexistent/hosts\"\ncommand = \"sh\"\n\n[benchmark]", 1)
+	ms, err := space.Parse("mpi.toml", []byte(mpi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newCampaign(ms, st).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "/nonexistent/hosts") {
+		t.Errorf("a missing hostfile was not reported: %v", err)
+	}
+	if _, err := st.Campaign("mpi"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a campaign whose launcher failed its check was stored: %v", err)
+	}
 }
 
 // TestCampaignThroughMPIRun runs every trial as four simulator ranks under
