@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -115,7 +116,12 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Env = append(append([]string{}, r.BaseEnv...), job.Env...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: if nccltune itself is killed (even with -9), the benchmark gets
+	// SIGTERM instead of running on unwatched. It is tied to the creating OS
+	// thread, so the goroutine stays on that thread until the benchmark is reaped.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	grace := r.Grace
 	if grace <= 0 {
 		grace = 5 * time.Second

@@ -155,10 +155,60 @@ func (s *Space) Env(a Assignment) []string {
 	return env
 }
 
-// Hash identifies the space's content, so a resumed campaign can tell that its file changed.
+// Identity lists, one per line, everything that decides what a trial
+// measures: the collective, the sweep and ranges, the benchmark and launch,
+// the simulated cluster, the pinned and the searched variables. Comments,
+// the campaign's name, its budget, seed, sampler and timeout are not part of it.
+func (s *Space) Identity() []string {
+	b := s.Benchmark
+	lines := []string{
+		"collective " + s.Campaign.Collective + ", objective " + s.Campaign.Objective,
+		fmt.Sprintf("sizes %s..%s x%d", FormatSize(s.Sizes.Min), FormatSize(s.Sizes.Max), s.Sizes.Factor),
+		fmt.Sprintf("benchmark %s -g %d -n %d -w %d check=%v args=%q", b.Binary, b.GPUs, b.Iters, b.Warmup, b.Check, b.Args),
+		fmt.Sprintf("launcher %+v", s.Launcher),
+	}
+	for _, r := range s.Ranges {
+		lines = append(lines, "range "+r.String())
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Simulator)) {
+		lines = append(lines, "simulator "+k+" = "+s.Simulator[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Fixed)) {
+		lines = append(lines, "fixed "+k+" = "+s.Fixed[k])
+	}
+	for _, p := range s.Params {
+		line := "param " + p.Name + " " + p.Describe()
+		for _, c := range p.When {
+			line += fmt.Sprintf(" when %s in %v", c.Var, c.In)
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// Hash identifies the space's Identity, so that a resumed campaign can tell
+// that what its trials measure has changed.
 func (s *Space) Hash() string {
-	sum := sha256.Sum256(s.Source)
+	sum := sha256.Sum256([]byte(strings.Join(s.Identity(), "\n")))
 	return hex.EncodeToString(sum[:8])
+}
+
+// Diff lists how b's identity differs from a's: "- line" for what b lost,
+// "+ line" for what it gained.
+func Diff(a, b *Space) []string {
+	ai, bi := a.Identity(), b.Identity()
+	var out []string
+	for _, l := range ai {
+		if !slices.Contains(bi, l) {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range bi {
+		if !slices.Contains(ai, l) {
+			out = append(out, "+ "+l)
+		}
+	}
+	return out
 }
 
 // RangeOf returns the index of the range holding size, or -1.

@@ -66,6 +66,7 @@ type Trial struct {
 type Store struct {
 	db   *sql.DB
 	path string
+	lock *os.File // held by the writer (LockWriter)
 }
 
 // Open opens or creates the store at path, migrating its schema to the current
@@ -102,8 +103,13 @@ func (s *Store) init() error {
 	return migrate(s.db)
 }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the store and releases the writer lock.
+func (s *Store) Close() error {
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return s.db.Close()
+}
 
 // Path is the file the store lives in.
 func (s *Store) Path() string { return s.path }

@@ -128,3 +128,64 @@ func TestMigratesOlderStore(t *testing.T) {
 		t.Errorf("after migration: version %d, trials %+v, %v", version, trials, err)
 	}
 }
+
+func TestOneWriter(t *testing.T) {
+	s1, path := openTemp(t)
+	if err := s1.LockWriter(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if err := s2.LockWriter(); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid") {
+		t.Errorf("second writer: %v", err)
+	}
+	if _, err := s2.Campaigns(); err != nil {
+		t.Errorf("a reader was blocked: %v", err)
+	}
+	if _, err := s2.MarkInterrupted(1); err == nil {
+		t.Error("MarkInterrupted without the lock")
+	}
+	s1.Close()
+	if err := s2.LockWriter(); err != nil {
+		t.Errorf("lock not released by Close: %v", err)
+	}
+}
+
+func TestDamagedStores(t *testing.T) {
+	s, path := openTemp(t)
+	c, _ := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Budget: 5, Sampler: "tpe"})
+	for n := range 200 { // enough pages that damage lands inside the data
+		tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}, Env: []string{}}
+		s.StartTrial(tr)
+		tr.State, tr.Output = Complete, []byte(strings.Repeat("output ", 300))
+		s.FinishTrial(context.Background(), tr)
+	}
+	s.Close()
+	data, _ := os.ReadFile(path)
+	dir := t.TempDir()
+	truncated := filepath.Join(dir, "truncated.db")
+	os.WriteFile(truncated, data[:len(data)/3], 0o644)
+	corrupt := filepath.Join(dir, "corrupt.db")
+	damaged := append([]byte{}, data...)
+	for i := len(damaged) / 2; i < len(damaged)/2+8192; i++ {
+		damaged[i] = 0xA5
+	}
+	os.WriteFile(corrupt, damaged, 0o644)
+	for _, p := range []string{truncated, corrupt} {
+		st, err := Open(p)
+		if err == nil {
+			_, err = st.Trials(c.ID)
+			st.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), filepath.Base(p)) && !strings.Contains(err.Error(), "malformed") {
+			t.Errorf("%s opened and read without a clear error: %v", filepath.Base(p), err)
+		}
+	}
+	// /proc refuses new files even to root, like a read-only mount.
+	if _, err := Open("/proc/self/new.db"); err == nil {
+		t.Error("created a store in a read-only directory")
+	}
+}

@@ -37,6 +37,8 @@ type Runner interface {
 
 // Store remembers campaigns and trials.
 type Store interface {
+	LockWriter() error
+	MarkInterrupted(campaignID int64) (int, error)
 	CreateCampaign(c store.Campaign) (store.Campaign, error)
 	UpdateSettings(c store.Campaign) error
 	Campaign(name string) (store.Campaign, error)
@@ -60,6 +62,11 @@ type Campaign struct {
 	Trials  int
 	Seed    *int64
 	Sampler string
+	// AllowSpaceChange runs a changed space as a new campaign instead of refusing it.
+	AllowSpaceChange bool
+	// KeepSettings resumes with the stored campaign's budget, seed and sampler
+	// (`nccltune resume`) instead of the space file's (`nccltune run`).
+	KeepSettings bool
 }
 
 // Progress reports one finished trial.
@@ -93,8 +100,14 @@ func (c *Campaign) Run(ctx context.Context) error {
 		}
 		run = &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
 	}
+	if err := c.Store.LockWriter(); err != nil {
+		return err
+	}
 	camp, err := c.campaign()
 	if err != nil {
+		return err
+	}
+	if _, err := c.Store.MarkInterrupted(camp.ID); err != nil {
 		return err
 	}
 	sampler, err := search.New(camp.Sampler, sp, camp.Seed)
@@ -254,19 +267,38 @@ func updateBest(best, scores []float64) {
 }
 
 // campaign finds the space's campaign in the store, or creates it, and
-// records the search settings in force.
+// records the search settings in force. A stored campaign whose space differs
+// is refused with the difference, unless AllowSpaceChange: then the space
+// runs as a new campaign, NAME-2 (or -3, ...), beside the old one.
 func (c *Campaign) campaign() (store.Campaign, error) {
 	sp := c.Space
-	camp, err := c.Store.Campaign(sp.Campaign.Name)
-	fresh := errors.Is(err, store.ErrNotFound)
-	switch {
-	case fresh:
-		camp = store.Campaign{Name: sp.Campaign.Name, SpaceHash: sp.Hash(), Space: sp.Source,
-			Budget: sp.Campaign.Trials, Sampler: sp.Campaign.Sampler, Seed: sp.Campaign.Seed}
-	case err != nil:
-		return camp, err
-	case camp.SpaceHash != sp.Hash():
-		return camp, fmt.Errorf("campaign %q in the store was run with a different space file; give the campaign a new name to start afresh", sp.Campaign.Name)
+	var camp store.Campaign
+	fresh := false
+	for i := 1; ; i++ {
+		name := sp.Campaign.Name
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", sp.Campaign.Name, i)
+		}
+		var err error
+		camp, err = c.Store.Campaign(name)
+		if errors.Is(err, store.ErrNotFound) {
+			fresh = true
+			camp = store.Campaign{Name: name, SpaceHash: sp.Hash(), Space: sp.Source,
+				Budget: sp.Campaign.Trials, Sampler: sp.Campaign.Sampler, Seed: sp.Campaign.Seed}
+			break
+		}
+		if err != nil {
+			return camp, err
+		}
+		if camp.SpaceHash == sp.Hash() {
+			if !c.KeepSettings {
+				camp.Budget, camp.Sampler, camp.Seed = sp.Campaign.Trials, sp.Campaign.Sampler, sp.Campaign.Seed
+			}
+			break
+		}
+		if !c.AllowSpaceChange {
+			return camp, spaceChanged(camp, sp)
+		}
 	}
 	if c.Trials != 0 {
 		camp.Budget = c.Trials
@@ -284,6 +316,18 @@ func (c *Campaign) campaign() (store.Campaign, error) {
 		return c.Store.CreateCampaign(camp)
 	}
 	return camp, c.Store.UpdateSettings(camp)
+}
+
+// ErrSpaceChanged means the space differs from the one a stored campaign ran with.
+var ErrSpaceChanged = errors.New("the space differs from the one the stored campaign ran with")
+
+func spaceChanged(camp store.Campaign, sp *space.Space) error {
+	old, err := space.Parse(camp.Name+" (as stored)", camp.Space)
+	if err != nil {
+		return fmt.Errorf("campaign %q: %w, and the stored copy no longer loads: %v", camp.Name, ErrSpaceChanged, err)
+	}
+	return fmt.Errorf("campaign %q: %w:\n  %s\nrun with --allow-space-change to continue as a new campaign in the same store, or rename the campaign",
+		camp.Name, ErrSpaceChanged, strings.Join(space.Diff(old, sp), "\n  "))
 }
 
 // benchmarkCommand builds the nccl-tests command line, checking before any

@@ -235,12 +235,38 @@ func TestRefusesBeforeRunning(t *testing.T) {
 	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := space.Parse("changed.toml", append(slices.Clone(sp.Source), []byte("\n# a changed comment\n")...))
+	// A new comment and a larger budget change nothing that is measured: it resumes.
+	edited := strings.Replace(string(sp.Source), "trials = 60", "trials = 6 # more", 1) + "\n# a comment\n"
+	same, err := space.Parse("same.toml", []byte(edited))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := newCampaign(changed, st).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "different space file") {
-		t.Errorf("a changed space was resumed: %v", err)
+	if err := newCampaign(same, st).Run(context.Background()); err != nil {
+		t.Errorf("a comment-only change was refused: %v", err)
+	}
+	// A widened range is a different space: refused with the difference...
+	widened := strings.Replace(string(sp.Source), "max = 32", "max = 64", 1)
+	changed, err := space.Parse("changed.toml", []byte(widened))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed.Campaign.Trials = 4
+	err = newCampaign(changed, st).Run(context.Background())
+	if !errors.Is(err, ErrSpaceChanged) || !strings.Contains(err.Error(), "- param NCCL_MIN_CTAS [1, 32] log") ||
+		!strings.Contains(err.Error(), "+ param NCCL_MIN_CTAS [1, 64] log") {
+		t.Errorf("a changed space was not refused with its diff: %v", err)
+	}
+	// ...unless allowed: then it runs as a new campaign beside the old one.
+	c := newCampaign(changed, st)
+	c.AllowSpaceChange = true
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := campaignTrials(t, st, "sim-2node-ib-2"); len(got) != 4 {
+		t.Errorf("new campaign has %d trials", len(got))
+	}
+	if got := campaignTrials(t, st, "sim-2node-ib"); len(got) != 6 {
+		t.Errorf("old campaign has %d trials, want its 6", len(got))
 	}
 
 	// The same space on real hardware, with a benchmark binary that is not installed.

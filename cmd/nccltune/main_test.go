@@ -120,24 +120,7 @@ func TestExitCodes(t *testing.T) {
 // then resumes it to completion.
 func TestInterruptAndResume(t *testing.T) {
 	dir := t.TempDir()
-	bench := filepath.Join(dir, "slow_perf.sh")
-	os.WriteFile(bench, []byte(`#!/bin/sh
-sleep 0.3
-for s in 1024 2048 4096; do
-  echo "  $s  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
-done
-`), 0o755)
-	spaceFile := filepath.Join(dir, "space.toml")
-	os.WriteFile(spaceFile, []byte(`[campaign]
-name = "slow"
-trials = 6
-sizes = { min = "1K", max = "4K", factor = 2 }
-[benchmark]
-binary = "`+bench+`"
-[[param]]
-name = "NCCL_ALGO"
-values = ["Ring", "Tree"]
-`), 0o644)
+	spaceFile := slowSpace(t, dir, 6)
 	cmd := exec.Command(os.Args[0], "run", "--space", spaceFile)
 	cmd.Dir = dir
 	var stderr bytes.Buffer

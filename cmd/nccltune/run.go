@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -16,53 +17,101 @@ import (
 	"github.com/nccltune/nccltune/tuner"
 )
 
+// searchFlags override a campaign's search settings, for run and resume alike.
+var searchFlags = []cli.Flag{
+	storeFlag,
+	&cli.IntFlag{Name: "trials", Usage: "trial budget, including trial 0"},
+	&cli.Int64Flag{Name: "seed", Usage: "search seed"},
+	&cli.StringFlag{Name: "sampler", Usage: "tpe or random"},
+	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
+}
+
 func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "run",
 		Usage: "run (or resume) a tuning campaign",
 		Description: "Loads the space file, then runs trials until the budget is spent. Trial 0 measures\n" +
 			"NCCL's defaults. If the store already holds the campaign, it resumes: finished\n" +
-			"trials are kept and told to the sampler, an interrupted trial is run again.",
-		Flags: []cli.Flag{
+			"trials are kept and told to the sampler, an interrupted trial is run again. The space\n" +
+			"file's trials, seed and sampler apply; the flags override them.",
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "space", Usage: "search space `FILE` (TOML); without it, the built-in example " + examples.Default + " (a simulated cluster)"},
-			storeFlag,
-			&cli.IntFlag{Name: "trials", Usage: "trial budget, including trial 0 (overrides the space file and the stored campaign)"},
-			&cli.Int64Flag{Name: "seed", Usage: "search seed (overrides the space file and the stored campaign)"},
-			&cli.StringFlag{Name: "sampler", Usage: "tpe or random (overrides the space file and the stored campaign)"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
-		},
+			&cli.BoolFlag{Name: "allow-space-change", Usage: "if the stored campaign ran with a different space, continue as a new campaign NAME-2 in the same store"},
+		}, searchFlags...),
 		Action: func(c *cli.Context) error {
 			sp, err := loadSpace(c.String("space"))
 			if err != nil {
 				return err
 			}
-			camp := &tuner.Campaign{Space: sp, Trials: c.Int("trials"), Sampler: c.String("sampler")}
-			if c.IsSet("trials") && camp.Trials < 2 {
-				return usageError{fmt.Errorf("--trials must be at least 2")}
-			}
-			if c.IsSet("seed") {
-				seed := c.Int64("seed")
-				camp.Seed = &seed
-			}
-			if camp.Sampler != "" && !slices.Contains(space.Samplers, camp.Sampler) {
-				return usageError{fmt.Errorf("--sampler must be one of %s", strings.Join(space.Samplers, ", "))}
-			}
-			st, err := store.Open(c.String("store"))
+			return runCampaign(c, sp, &tuner.Campaign{AllowSpaceChange: c.Bool("allow-space-change")})
+		},
+	}
+}
+
+func resumeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "resume",
+		Usage: "resume a campaign from its store alone",
+		Description: "Continues the campaign with the space, budget, seed and sampler stored with it\n" +
+			"(the flags override the last three). Finished trials are kept, an interrupted one runs again.",
+		Flags: append([]cli.Flag{campaignFlag}, searchFlags...),
+		Action: func(c *cli.Context) error {
+			st, err := openExisting(c.String("store"))
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			camp.Store = st
-			if !c.Bool("quiet") {
-				camp.Progress = progress(os.Stderr, sp)
-			}
-			runErr := camp.Run(c.Context)
-			if err := printStatus(os.Stdout, st, sp.Campaign.Name); err != nil && runErr == nil {
+			l, err := load(st, c.String("campaign"))
+			st.Close()
+			if err != nil {
 				return err
 			}
-			return runErr
+			return runCampaign(c, l.space, &tuner.Campaign{KeepSettings: true})
 		},
 	}
+}
+
+// runCampaign runs camp on sp with the flags' overrides, then prints the status table.
+func runCampaign(c *cli.Context, sp *space.Space, camp *tuner.Campaign) error {
+	camp.Space, camp.Trials, camp.Sampler = sp, c.Int("trials"), c.String("sampler")
+	if c.IsSet("trials") && camp.Trials < 2 {
+		return usageError{fmt.Errorf("--trials must be at least 2")}
+	}
+	if c.IsSet("seed") {
+		seed := c.Int64("seed")
+		camp.Seed = &seed
+	}
+	if camp.Sampler != "" && !slices.Contains(space.Samplers, camp.Sampler) {
+		return usageError{fmt.Errorf("--sampler must be one of %s", strings.Join(space.Samplers, ", "))}
+	}
+	st, err := store.Open(c.String("store"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	camp.Store = st
+	if !c.Bool("quiet") {
+		camp.Progress = progress(os.Stderr, sp)
+	}
+	runErr := camp.Run(c.Context)
+	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
+		return runErr
+	}
+	if err := printStatus(os.Stdout, st, campaignName(st, sp)); err != nil && runErr == nil {
+		return err
+	}
+	return runErr
+}
+
+// campaignName is the campaign the space ran as: its own name, or the newest
+// NAME-N that --allow-space-change created.
+func campaignName(st *store.Store, sp *space.Space) string {
+	all, _ := st.Campaigns()
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].SpaceHash == sp.Hash() && strings.HasPrefix(all[i].Name, sp.Campaign.Name) {
+			return all[i].Name
+		}
+	}
+	return sp.Campaign.Name
 }
 
 func loadSpace(path string) (*space.Space, error) {

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/store"
+)
+
+// finishedTrials reads a store's campaign and maps trial numbers to their one
+// finished trial, failing the test on a duplicate.
+func finishedTrials(t *testing.T, path, campaign string) map[int]store.Trial {
+	t.Helper()
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := st.Campaign(campaign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := st.Trials(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]store.Trial{}
+	for _, tr := range trials {
+		if tr.State == store.Complete || tr.State == store.Failed {
+			if _, dup := out[tr.Number]; dup {
+				t.Fatalf("trial %d finished twice", tr.Number)
+			}
+			out[tr.Number] = tr
+		}
+	}
+	return out
+}
+
+// TestKillNineAndResume kills nccltune with SIGKILL at random moments of a
+// campaign, resumes each time, and checks that the result is exactly that of
+// an uninterrupted run with the same seed.
+func TestKillNineAndResume(t *testing.T) {
+	const trials = 30
+	whole := t.TempDir()
+	if code, out, errOut := nccltune(t, whole, "run", "-q", "--trials", "30"); code != 0 {
+		t.Fatalf("uninterrupted run: %d\n%s%s", code, out, errOut)
+	}
+	want := finishedTrials(t, filepath.Join(whole, "nccltune.db"), "sim-2node-ib")
+
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	kills := 0
+	for attempt := 0; ; attempt++ {
+		if attempt > 200 {
+			t.Fatal("the campaign never finished")
+		}
+		cmd := exec.Command(os.Args[0], "run", "-q", "--trials", "30")
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run failed: %v\n%s", err, stderr.String())
+			}
+		case <-time.After(time.Duration(20+rng.IntN(300)) * time.Millisecond):
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			kills++
+			continue
+		}
+		break
+	}
+	if kills < 3 {
+		t.Errorf("only %d kills landed; the test proves little", kills)
+	}
+	got := finishedTrials(t, filepath.Join(dir, "nccltune.db"), "sim-2node-ib")
+	if len(got) != trials || len(want) != trials {
+		t.Fatalf("%d finished trials after %d kills (uninterrupted: %d), want %d", len(got), kills, len(want), trials)
+	}
+	for n := range trials {
+		g, w := got[n], want[n]
+		if !reflect.DeepEqual(g.Params, w.Params) || !reflect.DeepEqual(g.Scores, w.Scores) || !reflect.DeepEqual(g.Rows, w.Rows) {
+			t.Errorf("trial %d differs from the uninterrupted run:\n%v %v\n%v %v", n, g.Params, g.Scores, w.Params, w.Scores)
+		}
+	}
+}
+
+// slowSpace writes a campaign whose benchmark is a shell script that sleeps,
+// so that a test can act while a trial runs.
+func slowSpace(t *testing.T, dir string, trials int) string {
+	t.Helper()
+	bench := filepath.Join(dir, "slow_perf.sh")
+	os.WriteFile(bench, []byte(`#!/bin/sh
+sleep 0.4
+for s in 1024 2048 4096; do
+  echo "  $s  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
+done
+`), 0o755)
+	spaceFile := filepath.Join(dir, "space.toml")
+	os.WriteFile(spaceFile, []byte(`[campaign]
+name = "slow"
+trials = `+strconv.Itoa(trials)+`
+sizes = { min = "1K", max = "4K", factor = 2 }
+[benchmark]
+binary = "`+bench+`"
+[[param]]
+name = "NCCL_ALGO"
+values = ["Ring", "Tree"]
+`), 0o644)
+	return spaceFile
+}
+
+func TestOneWriterAndKilledBenchmark(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := slowSpace(t, dir, 6)
+	first := exec.Command(os.Args[0], "run", "-q", "--space", spaceFile)
+	first.Dir = dir
+	var out bytes.Buffer
+	first.Stdout, first.Stderr = &out, &out
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond)
+
+	code, _, errOut := nccltune(t, dir, "run", "--space", spaceFile)
+	if code != 1 || !strings.Contains(errOut, "in use by another nccltune run") {
+		t.Errorf("second writer: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := nccltune(t, dir, "status"); code != 0 {
+		t.Errorf("status beside a running campaign: exit %d, %s", code, errOut)
+	}
+	// Kill the benchmark of the running trial: that trial fails, the campaign goes on.
+	pkill := exec.Command("pkill", "-KILL", "-f", "slow_perf.sh")
+	pkill.Run()
+	if err := first.Wait(); err != nil {
+		t.Fatalf("campaign: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "6 of 6 trials finished (5 complete, 1 failed; signal 1)") {
+		t.Errorf("a killed benchmark should fail one trial as signal:\n%s", out.String())
+	}
+}
+
+// TestFullDisk runs the campaign with a file-size limit that the store outgrows:
+// nccltune must stop with a clear error, keep every trial committed before, and
+// resume once there is room.
+func TestFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	script := "trap '' XFSZ; ulimit -f 160; exec \"$0\" run -q --trials 40"
+	cmd := exec.Command("bash", "-c", script, os.Args[0])
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the campaign fit in 160 KiB; the test proves nothing\n%s", out)
+	}
+	if !strings.Contains(string(out), "nccltune:") || !(strings.Contains(string(out), "full") || strings.Contains(string(out), "too large") || strings.Contains(string(out), "I/O")) {
+		t.Errorf("unclear error:\n%s", out)
+	}
+	before := finishedTrials(t, filepath.Join(dir, "nccltune.db"), "sim-2node-ib")
+	if len(before) == 0 {
+		t.Fatal("no trial survived")
+	}
+	if code, o, e := nccltune(t, dir, "resume", "-q", "--trials", "40"); code != 0 {
+		t.Fatalf("resume: %d\n%s%s", code, o, e)
+	}
+	after := finishedTrials(t, filepath.Join(dir, "nccltune.db"), "sim-2node-ib")
+	if len(after) != 40 {
+		t.Errorf("%d trials after resume, want 40", len(after))
+	}
+	if _, out, _ := nccltune(t, dir, "status", "--json"); strings.Contains(out, `"running"`) || !strings.Contains(out, `"interrupted": 1`) {
+		t.Errorf("the trial cut off by the full disk should now read interrupted:\n%s", out)
+	}
+	for n, tr := range before {
+		if !reflect.DeepEqual(after[n].Params, tr.Params) || !reflect.DeepEqual(after[n].Scores, tr.Scores) {
+			t.Errorf("trial %d changed across the resume", n)
+		}
+	}
+}
