@@ -167,3 +167,38 @@ func TestNormalize(t *testing.T) {
 		t.Errorf("far-off name should have no suggestion: %v", err)
 	}
 }
+
+// FuzzParse: no input may crash the loader, and what it accepts is consistent.
+func FuzzParse(f *testing.F) {
+	valid, _ := os.ReadFile("testdata/valid.toml")
+	f.Add(string(valid))
+	f.Add("[campaign]\ntrials = 3\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\"]\nwhen = { NCCL_ALGO = [1, 2] }\n")
+	f.Add("[[range]]\nname = \"x\"\nmin = \"8\"\nmax = \"8T\"\n[simulator]\nnodes = 2\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		sp, err := Parse("fuzz.toml", []byte(in))
+		if err != nil {
+			return
+		}
+		if len(sp.Params) == 0 || len(sp.Ranges) == 0 || sp.Sizes.Factor < 2 || sp.Campaign.Trials < 2 {
+			t.Fatalf("accepted an unusable space: %+v", sp)
+		}
+		for _, p := range sp.Params {
+			for _, v := range p.Values {
+				if v == Unset {
+					continue
+				}
+				if _, err := mustLookup(p.Name).Normalize(v); err != nil {
+					t.Fatalf("accepted %s=%q: %v", p.Name, v, err)
+				}
+			}
+		}
+	})
+}
+
+func mustLookup(name string) Var {
+	v, err := Lookup(name)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -180,7 +180,7 @@ func (s *Store) StartTrial(t *Trial) error {
 	res, err := s.db.Exec(`INSERT INTO trials(campaign_id, number, state, params, env, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		t.CampaignID, t.Number, t.State, params, env, t.Started.Format(time.RFC3339Nano))
 	if err != nil {
-		return fmt.Errorf("start trial %d: %w", t.Number, err)
+		return fmt.Errorf("store %s: start trial %d: %w", s.path, t.Number, err)
 	}
 	t.ID, err = res.LastInsertId()
 	return err
@@ -193,7 +193,7 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("finish trial %d: %w", t.Number, err)
+		return fmt.Errorf("store %s: finish trial %d: %w", s.path, t.Number, err)
 	}
 	defer tx.Rollback()
 	_, err = tx.Exec(`UPDATE trials SET state = ?, env = ?, command = ?, finished_at = ?, exit_code = ?,
@@ -201,7 +201,7 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 		t.State, mustJSON(t.Env), mustJSON(t.Command), t.Finished.Format(time.RFC3339Nano), t.ExitCode,
 		t.FailureKind, t.FailureReason, t.Output, mustJSON(t.Scores), mustJSON(t.NCCLLog), t.ID)
 	if err != nil {
-		return fmt.Errorf("finish trial %d: %w", t.Number, err)
+		return fmt.Errorf("store %s: finish trial %d: %w", s.path, t.Number, err)
 	}
 	for i, r := range t.Rows {
 		_, err = tx.Exec(`INSERT INTO results(trial_id, seq, size, count, type, redop, root,
@@ -211,11 +211,11 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 			r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW, r.OutOfPlace.BusBW, r.OutOfPlace.Wrong,
 			r.InPlace.TimeUs, r.InPlace.AlgBW, r.InPlace.BusBW, r.InPlace.Wrong)
 		if err != nil {
-			return fmt.Errorf("finish trial %d: result row %d: %w", t.Number, i, err)
+			return fmt.Errorf("store %s: finish trial %d: result row %d: %w", s.path, t.Number, i, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("finish trial %d: %w", t.Number, err)
+		return fmt.Errorf("store %s: finish trial %d: %w", s.path, t.Number, err)
 	}
 	return nil
 }
