@@ -55,6 +55,34 @@ var migrations = []string{
 	);`,
 	// What NCCL logged: the variables it read and the transport it chose.
 	`ALTER TABLE trials ADD COLUMN nccl_log TEXT;`,
+	// Validation: the chosen configuration of each range re-measured against
+	// the defaults, interleaved, and the verdict drawn from those runs.
+	`CREATE TABLE validation_runs (
+		campaign_id INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+		batch       INTEGER NOT NULL,
+		round       INTEGER NOT NULL,
+		arm         TEXT NOT NULL,
+		env         TEXT NOT NULL,
+		state       TEXT NOT NULL,
+		failure     TEXT,
+		scores      TEXT,
+		unconfirmed TEXT
+	);
+	CREATE TABLE validations (
+		campaign_id  INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+		batch        INTEGER NOT NULL,
+		range_name   TEXT NOT NULL,
+		candidate    INTEGER NOT NULL,
+		rounds       INTEGER NOT NULL,
+		default_mean REAL,
+		tuned_mean   REAL,
+		gain         REAL,
+		ci_low       REAL,
+		ci_high      REAL,
+		verdict      TEXT NOT NULL,
+		reason       TEXT NOT NULL,
+		created_at   TEXT NOT NULL
+	);`,
 }
 
 // SchemaVersion is the schema version this build writes.

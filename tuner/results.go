@@ -22,14 +22,24 @@ type RangeResult struct {
 	DefaultScore float64      // NaN without a default measurement
 	BestScore    float64
 	Completed    int // trials that measured this range
+	// Validation is the latest verdict on Best, if Best was validated (a
+	// verdict on an earlier best is stale and left out).
+	Validation *store.Validation
 }
 
 // Gain is the best score's relative improvement over the default (NaN if unknown).
 func (r RangeResult) Gain() float64 { return r.BestScore/r.DefaultScore - 1 }
 
-// Tuned reports whether the best configuration beats NCCL's defaults by at least MinGain.
+// Tuned reports whether the range should use its best configuration: its
+// validation said so, or, unvalidated, it beat NCCL's defaults by MinGain.
 func (r RangeResult) Tuned() bool {
-	return r.Best != nil && r.Best.Number != 0 && (math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain)
+	if r.Best == nil || r.Best.Number == 0 {
+		return false
+	}
+	if r.Validation != nil {
+		return r.Validation.Verdict == "tuned"
+	}
+	return math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain
 }
 
 // Chosen is the trial whose configuration the range should use.
@@ -40,8 +50,9 @@ func (r RangeResult) Chosen() *store.Trial {
 	return r.Default
 }
 
-// Results picks the best trial per range from a campaign's trials.
-func Results(sp *space.Space, trials []store.Trial) []RangeResult {
+// Results picks the best trial per range from a campaign's trials, with its
+// validation where one (from vals, by range name) concerns that trial.
+func Results(sp *space.Space, trials []store.Trial, vals map[string]store.Validation) []RangeResult {
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
 		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN()}
@@ -58,6 +69,9 @@ func Results(sp *space.Space, trials []store.Trial) []RangeResult {
 			if res.Best == nil || s > res.BestScore {
 				res.Best, res.BestScore = t, s
 			}
+		}
+		if v, ok := vals[rg.Name]; ok && res.Best != nil && (v.Candidate == res.Best.Number || v.Candidate == 0 && res.Best.Number == 0) {
+			res.Validation = &v
 		}
 		out[i] = res
 	}
@@ -110,12 +124,16 @@ func (s Summary) FailureKinds() []string {
 // Describe explains a range's outcome in one line.
 func (r RangeResult) Describe() string {
 	switch {
+	case r.Validation != nil && r.Tuned():
+		return fmt.Sprintf("validated: trial %d, %s", r.Best.Number, r.Validation.Reason)
+	case r.Validation != nil:
+		return "validated: NCCL's defaults kept; " + r.Validation.Reason
 	case r.Best == nil:
 		return "no trial measured this range"
 	case math.IsNaN(r.DefaultScore):
 		return fmt.Sprintf("best %.3g GB/s (trial %d); NCCL's defaults were not measured", r.BestScore, r.Best.Number)
 	case r.Tuned():
-		return fmt.Sprintf("tuned %.3g GB/s vs default %.3g GB/s (%+.1f%%), trial %d", r.BestScore, r.DefaultScore, 100*r.Gain(), r.Best.Number)
+		return fmt.Sprintf("not validated: tuned %.3g GB/s vs default %.3g GB/s (%+.1f%%) in one run, trial %d", r.BestScore, r.DefaultScore, 100*r.Gain(), r.Best.Number)
 	default:
 		return fmt.Sprintf("NCCL's defaults are best: %.3g GB/s (no trial gained %.0f%% or more)", r.DefaultScore, 100*MinGain)
 	}

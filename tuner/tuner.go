@@ -38,6 +38,7 @@ type Runner interface {
 // Store remembers campaigns and trials.
 type Store interface {
 	LockWriter() error
+	SaveValidation(campaignID int64, runs []store.ValidationRun, vs []store.Validation) error
 	MarkInterrupted(campaignID int64) (int, error)
 	CreateCampaign(c store.Campaign) (store.Campaign, error)
 	UpdateSettings(c store.Campaign) error
@@ -64,6 +65,11 @@ type Campaign struct {
 	Sampler string
 	// AllowSpaceChange runs a changed space as a new campaign instead of refusing it.
 	AllowSpaceChange bool
+	// ValidateRounds, when at least 2, validates the result (see Validate)
+	// once the budget is spent.
+	ValidateRounds int
+	// OnValidationRun, if set, is called after each validation launch.
+	OnValidationRun func(run store.ValidationRun, done, total int)
 	// KeepSettings resumes with the stored campaign's budget, seed and sampler
 	// (`nccltune resume`) instead of the space file's (`nccltune run`).
 	KeepSettings bool
@@ -86,30 +92,11 @@ var debugEnv = []string{"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,ENV,NET"}
 // trial finished until then is stored.
 func (c *Campaign) Run(ctx context.Context) error {
 	sp := c.Space
-	cmd, err := c.benchmarkCommand()
+	ses, err := c.open()
 	if err != nil {
 		return err
 	}
-	run := c.Runner
-	if run == nil {
-		launcher := Launcher(sp.Launcher)
-		if ch, ok := launcher.(runner.Checker); ok {
-			if err := ch.Check(); err != nil {
-				return err
-			}
-		}
-		run = &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
-	}
-	if err := c.Store.LockWriter(); err != nil {
-		return err
-	}
-	camp, err := c.campaign()
-	if err != nil {
-		return err
-	}
-	if _, err := c.Store.MarkInterrupted(camp.ID); err != nil {
-		return err
-	}
+	cmd, run, camp := ses.cmd, ses.run, ses.camp
 	sampler, err := search.New(camp.Sampler, sp, camp.Seed)
 	if err != nil {
 		return err
@@ -143,7 +130,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if err := c.Store.StartTrial(t); err != nil {
 			return err
 		}
-		job := runner.Job{Command: cmd, Env: append(slices.Clone(t.Env), c.jobEnv(n)...), Timeout: sp.Benchmark.Timeout}
+		job := runner.Job{Command: cmd, Env: append(slices.Clone(t.Env), c.jobEnv(strconv.Itoa(n))...), Timeout: sp.Benchmark.Timeout}
 		c.record(t, run.Run(ctx, job))
 		// Record even when stopped, so the interrupted trial is visible and re-run later.
 		if err := c.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
@@ -161,7 +148,50 @@ func (c *Campaign) Run(ctx context.Context) error {
 			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: camp.Budget, Best: slices.Clone(best)})
 		}
 	}
+	if c.ValidateRounds >= 2 {
+		if _, err := c.Validate(ctx, c.ValidateRounds); err != nil && !errors.Is(err, ErrNothingToValidate) {
+			return fmt.Errorf("validation: %w", err)
+		}
+	}
 	return nil
+}
+
+// session is what a run or a validation works with.
+type session struct {
+	cmd  []string // the benchmark command, before the launcher
+	run  Runner
+	camp store.Campaign
+}
+
+// open checks that the benchmark and launcher can work, takes the store's
+// writer lock, and finds or creates the campaign. Nothing is stored before the
+// checks pass.
+func (c *Campaign) open() (*session, error) {
+	cmd, err := c.benchmarkCommand()
+	if err != nil {
+		return nil, err
+	}
+	run := c.Runner
+	if run == nil {
+		launcher := Launcher(c.Space.Launcher)
+		if ch, ok := launcher.(runner.Checker); ok {
+			if err := ch.Check(); err != nil {
+				return nil, err
+			}
+		}
+		run = &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
+	}
+	if err := c.Store.LockWriter(); err != nil {
+		return nil, err
+	}
+	camp, err := c.campaign()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Store.MarkInterrupted(camp.ID); err != nil {
+		return nil, err
+	}
+	return &session{cmd: cmd, run: run, camp: camp}, nil
 }
 
 // Launcher builds the runner's launcher from the space's [launcher] table.
@@ -187,10 +217,12 @@ func defaults(sp *space.Space) space.Assignment {
 	return a
 }
 
-func (c *Campaign) jobEnv(n int) []string {
+// jobEnv is what a launch adds to a configuration's variables: NCCL's debug
+// log, and for the simulator a run label that seeds its noise.
+func (c *Campaign) jobEnv(label string) []string {
 	env := slices.Clone(debugEnv)
 	if len(c.Space.Simulator) > 0 {
-		env = append(env, "NCCLTUNE_SIM_RUN="+strconv.Itoa(n))
+		env = append(env, "NCCLTUNE_SIM_RUN="+label)
 	}
 	for i := len(env) - 1; i >= 0; i-- {
 		if name, _, _ := strings.Cut(env[i], "="); c.Space.Fixed[name] != "" {

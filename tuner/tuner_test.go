@@ -84,7 +84,7 @@ func TestCampaignOnSimulator(t *testing.T) {
 	if want := []string{"NCCL_NVLS_ENABLE=0"}; !slices.Equal(trials[0].Env, want) {
 		t.Errorf("trial 0 (defaults) ran with %v, want only the fixed %v", trials[0].Env, want)
 	}
-	results := Results(sp, trials)
+	results := Results(sp, trials, nil)
 	tuned := 0
 	for _, r := range results {
 		if r.Default == nil || r.BestScore < r.DefaultScore {
@@ -223,7 +223,7 @@ func TestFailedTrialsAreRecordedAndNeverChosen(t *testing.T) {
 	if failed == 0 {
 		t.Fatal("no trial hit an invalid GID index; the test proves nothing")
 	}
-	r := Results(sp, trials)[0]
+	r := Results(sp, trials, nil)[0]
 	if r.Chosen().State != store.Complete || r.Chosen().Params["NCCL_IB_GID_INDEX"] != "3" {
 		t.Errorf("chose trial %d %v; want the RoCE v2 GID 3", r.Chosen().Number, r.Chosen().Params)
 	}

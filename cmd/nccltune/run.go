@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,12 @@ import (
 	"github.com/nccltune/nccltune/store"
 	"github.com/nccltune/nccltune/tuner"
 )
+
+// validateFlags control the validation that follows a campaign.
+var validateFlags = []cli.Flag{
+	&cli.BoolFlag{Name: "no-validate", Usage: "skip validating the result once the budget is spent"},
+	&cli.IntFlag{Name: "validate-rounds", Value: tuner.DefaultRounds, Usage: "interleaved rounds of validation (at least 2)"},
+}
 
 // searchFlags override a campaign's search settings, for run and resume alike.
 var searchFlags = []cli.Flag{
@@ -37,7 +44,7 @@ func runCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "space", Usage: "search space `FILE` (TOML); without it, the built-in example " + examples.Default + " (a simulated cluster)"},
 			&cli.BoolFlag{Name: "allow-space-change", Usage: "if the stored campaign ran with a different space, continue as a new campaign NAME-2 in the same store"},
-		}, searchFlags...),
+		}, append(searchFlags, validateFlags...)...),
 		Action: func(c *cli.Context) error {
 			sp, err := loadSpace(c.String("space"))
 			if err != nil {
@@ -54,7 +61,7 @@ func resumeCommand() *cli.Command {
 		Usage: "resume a campaign from its store alone",
 		Description: "Continues the campaign with the space, budget, seed and sampler stored with it\n" +
 			"(the flags override the last three). Finished trials are kept, an interrupted one runs again.",
-		Flags: append([]cli.Flag{campaignFlag}, searchFlags...),
+		Flags: append(append([]cli.Flag{campaignFlag}, searchFlags...), validateFlags...),
 		Action: func(c *cli.Context) error {
 			st, err := openExisting(c.String("store"))
 			if err != nil {
@@ -89,8 +96,14 @@ func runCampaign(c *cli.Context, sp *space.Space, camp *tuner.Campaign) error {
 	}
 	defer st.Close()
 	camp.Store = st
+	if !c.Bool("no-validate") {
+		if camp.ValidateRounds = c.Int("validate-rounds"); camp.ValidateRounds < 2 {
+			return usageError{fmt.Errorf("--validate-rounds must be at least 2")}
+		}
+	}
 	if !c.Bool("quiet") {
 		camp.Progress = progress(os.Stderr, sp)
+		camp.OnValidationRun = validationProgress(os.Stderr)
 	}
 	runErr := camp.Run(c.Context)
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
@@ -142,6 +155,16 @@ func progress(w *os.File, sp *space.Space) func(tuner.Progress) {
 		}
 		bar.Describe(line)
 		_ = bar.Set(p.Done)
+	}
+}
+
+func validationProgress(w io.Writer) func(store.ValidationRun, int, int) {
+	return func(r store.ValidationRun, done, total int) {
+		status := "ok"
+		if r.State != store.Complete {
+			status = r.Failure
+		}
+		fmt.Fprintf(w, "validation %d/%d: round %d, %s: %s\n", done, total, r.Round, r.Arm, status)
 	}
 }
 

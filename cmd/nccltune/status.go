@@ -54,7 +54,11 @@ func load(st *store.Store, name string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{camp: camp, space: sp, trials: trials, results: tuner.Results(sp, trials)}, nil
+	vals, err := st.Validations(camp.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &loaded{camp: camp, space: sp, trials: trials, results: tuner.Results(sp, trials, vals)}, nil
 }
 
 // openExisting opens a store that must already exist (status and export never create one).
@@ -111,16 +115,40 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 			name, sum.Unconfirmed[name], sum.ByState[store.Complete])
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "range\tsizes\tdefault GB/s\tbest GB/s\tgain\ttrial\tchosen settings\t")
+	fmt.Fprintln(tw, "range\tsizes\tdefault GB/s\tbest GB/s\tgain\tvalidated gain (95% CI)\ttrial\tchosen settings\t")
 	for _, r := range l.results {
 		trial, settings := "-", "-"
 		if ch := r.Chosen(); ch != nil {
 			trial, settings = fmt.Sprint(ch.Number), chosenSettings(l.space, ch)
 		}
-		fmt.Fprintf(tw, "%s\t%s-%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, space.FormatSize(r.Range.Min),
-			space.FormatSize(r.Range.Max), bw(r.DefaultScore), bw(r.BestScore), gain(r), trial, settings)
+		fmt.Fprintf(tw, "%s\t%s-%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, space.FormatSize(r.Range.Min),
+			space.FormatSize(r.Range.Max), bw(r.DefaultScore), bw(r.BestScore), gain(r), validated(r), trial, settings)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range l.results {
+		if v := r.Validation; v != nil && v.Verdict != "tuned" {
+			fmt.Fprintf(w, "%s: NCCL's defaults kept: %s\n", r.Range.Name, v.Reason)
+		}
+	}
+	return nil
+}
+
+// validated summarises a range's validation in a table cell.
+func validated(r tuner.RangeResult) string {
+	v := r.Validation
+	switch {
+	case v == nil:
+		return "not validated"
+	case math.IsNaN(v.Gain):
+		return "defaults kept"
+	}
+	cell := fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*v.Gain, 100*v.CILow, 100*v.CIHigh)
+	if v.Verdict != "tuned" {
+		cell += " defaults kept"
+	}
+	return cell
 }
 
 // chosenSettings lists the searched variables a trial set, or says it is NCCL's defaults.
@@ -167,8 +195,18 @@ type rangeJSON struct {
 	BestBusBW    *float64          `json:"best_busbw_gbs"`
 	Gain         *float64          `json:"gain"`
 	Tuned        bool              `json:"tuned"`
+	Validation   *validationJSON   `json:"validation"`
 	ChosenTrial  *int              `json:"chosen_trial"`
 	Env          map[string]string `json:"env"`
+}
+
+type validationJSON struct {
+	Verdict string   `json:"verdict"`
+	Reason  string   `json:"reason"`
+	Rounds  int      `json:"rounds"`
+	Gain    *float64 `json:"gain"`
+	CILow   *float64 `json:"ci_low"`
+	CIHigh  *float64 `json:"ci_high"`
 }
 
 func statusJSON(l *loaded) any {
@@ -177,6 +215,10 @@ func statusJSON(l *loaded) any {
 	for _, r := range l.results {
 		rj := rangeJSON{Name: r.Range.Name, MinBytes: r.Range.Min, MaxBytes: r.Range.Max,
 			DefaultBusBW: finite(r.DefaultScore), BestBusBW: finite(r.BestScore), Gain: finite(r.Gain()), Tuned: r.Tuned()}
+		if v := r.Validation; v != nil {
+			rj.Validation = &validationJSON{Verdict: v.Verdict, Reason: v.Reason, Rounds: v.Rounds,
+				Gain: finite(v.Gain), CILow: finite(v.CILow), CIHigh: finite(v.CIHigh)}
+		}
 		if ch := r.Chosen(); ch != nil {
 			n := ch.Number
 			rj.ChosenTrial, rj.Env = &n, map[string]string{}

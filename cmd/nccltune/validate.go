@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nccltune/nccltune/tuner"
+)
+
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "validate",
+		Usage: "re-measure each range's chosen settings against NCCL's defaults, with a confidence interval",
+		Description: "Runs the chosen configuration of every range and NCCL's defaults interleaved (A B, B A, ...)\n" +
+			"for --rounds rounds. A range keeps its tuned settings only if every run was correct, NCCL's\n" +
+			"log confirmed each variable, and the 95% confidence interval of the gain lies above zero.\n" +
+			"`run` does this by itself once the budget is spent, unless --no-validate.",
+		Flags: []cli.Flag{storeFlag, campaignFlag,
+			&cli.IntFlag{Name: "rounds", Value: tuner.DefaultRounds, Usage: "interleaved rounds (at least 2)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"}},
+		Action: func(c *cli.Context) error {
+			if c.Int("rounds") < 2 {
+				return usageError{fmt.Errorf("--rounds must be at least 2")}
+			}
+			st, err := openExisting(c.String("store"))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			l, err := load(st, c.String("campaign"))
+			if err != nil {
+				return err
+			}
+			camp := &tuner.Campaign{Space: l.space, Store: st, KeepSettings: true}
+			if !c.Bool("quiet") {
+				camp.OnValidationRun = validationProgress(os.Stderr)
+			}
+			if _, err := camp.Validate(c.Context, c.Int("rounds")); err != nil {
+				return err
+			}
+			return printStatus(os.Stdout, st, l.camp.Name)
+		},
+	}
+}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ValidationRun is one launch made while validating: one arm (NCCL's defaults,
+// or a trial's configuration) in one round.
+type ValidationRun struct {
+	Round       int
+	Arm         string // "default" or "trial N"
+	Env         []string
+	State       State // Complete or Failed
+	Failure     string
+	Scores      map[string]float64 // per range
+	Unconfirmed []string           // variables NCCL's log did not show it read
+}
+
+// Validation is the verdict on one range's chosen configuration.
+type Validation struct {
+	Batch       int64 // all ranges validated together share a batch
+	Range       string
+	Candidate   int // the trial whose configuration was validated
+	Rounds      int
+	DefaultMean float64 // mean busbw over the rounds; NaN if none succeeded
+	TunedMean   float64
+	Gain        float64 // relative, from paired rounds; NaN if not measurable
+	CILow       float64 // 95% confidence interval of the gain
+	CIHigh      float64
+	Verdict     string // "tuned" or "default"
+	Reason      string
+	Created     time.Time
+}
+
+// SaveValidation stores a batch's runs and verdicts in one transaction.
+func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Validation) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, r := range runs {
+		if _, err := tx.Exec(`INSERT INTO validation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, campaignID, vs[0].Batch,
+			r.Round, r.Arm, mustJSON(r.Env), r.State, r.Failure, mustJSON(r.Scores), mustJSON(r.Unconfirmed)); err != nil {
+			return fmt.Errorf("store %s: validation run: %w", s.path, err)
+		}
+	}
+	for _, v := range vs {
+		if _, err := tx.Exec(`INSERT INTO validations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, campaignID, v.Batch,
+			v.Range, v.Candidate, v.Rounds, nullable(v.DefaultMean), nullable(v.TunedMean), nullable(v.Gain),
+			nullable(v.CILow), nullable(v.CIHigh), v.Verdict, v.Reason, v.Created.UTC().Format(time.RFC3339Nano)); err != nil {
+			return fmt.Errorf("store %s: validation: %w", s.path, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// Validations returns the latest verdict per range of a campaign.
+func (s *Store) Validations(campaignID int64) (map[string]Validation, error) {
+	rows, err := s.db.Query(`SELECT batch, range_name, candidate, rounds, default_mean, tuned_mean, gain, ci_low, ci_high,
+		verdict, reason, created_at FROM validations WHERE campaign_id = ? ORDER BY batch`, campaignID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]Validation{}
+	for rows.Next() {
+		var v Validation
+		var dm, tm, g, lo, hi sql.NullFloat64
+		var created string
+		if err := rows.Scan(&v.Batch, &v.Range, &v.Candidate, &v.Rounds, &dm, &tm, &g, &lo, &hi, &v.Verdict, &v.Reason, &created); err != nil {
+			return nil, err
+		}
+		v.DefaultMean, v.TunedMean, v.Gain, v.CILow, v.CIHigh = orNaN(dm), orNaN(tm), orNaN(g), orNaN(lo), orNaN(hi)
+		v.Created, _ = time.Parse(time.RFC3339Nano, created)
+		out[v.Range] = v
+	}
+	return out, rows.Err()
+}
+
+// ValidationRuns returns the runs of one batch, in order.
+func (s *Store) ValidationRuns(campaignID, batch int64) ([]ValidationRun, error) {
+	rows, err := s.db.Query(`SELECT round, arm, env, state, failure, scores, unconfirmed FROM validation_runs
+		WHERE campaign_id = ? AND batch = ? ORDER BY rowid`, campaignID, batch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ValidationRun
+	for rows.Next() {
+		var r ValidationRun
+		var env, scores, unconfirmed string
+		var failure sql.NullString
+		if err := rows.Scan(&r.Round, &r.Arm, &env, &r.State, &failure, &scores, &unconfirmed); err != nil {
+			return nil, err
+		}
+		r.Failure = failure.String
+		for _, f := range []struct {
+			src string
+			dst any
+		}{{env, &r.Env}, {scores, &r.Scores}, {unconfirmed, &r.Unconfirmed}} {
+			if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
+				return nil, fmt.Errorf("validation run: corrupt JSON column: %w", err)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func nullable(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
+}
+
+func orNaN(v sql.NullFloat64) float64 {
+	if !v.Valid {
+		return math.NaN()
+	}
+	return v.Float64
+}
