@@ -101,7 +101,7 @@ func TestCampaignOnSimulator(t *testing.T) {
 
 	camp, _ := st.Campaign(sp.Campaign.Name)
 	dir := t.TempDir()
-	paths, err := ExportEnv(sp, camp, results, dir, time.Now())
+	paths, err := Export{Space: sp, Campaign: camp, Results: results, Now: time.Now()}.Write("env", dir)
 	if err != nil || len(paths) != 3 {
 		t.Fatalf("export: %v, %v", paths, err)
 	}

@@ -248,12 +248,21 @@ func finite(v float64) *float64 {
 func exportCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "export",
-		Usage: "write the chosen settings of each size range as nccl-RANGE.env files",
-		Description: "Each file holds `export NCCL_X='value'` lines, safe to source, and a header naming\n" +
-			"the range, the campaign and the measured gain. A range whose best trial did not beat\n" +
-			"NCCL's defaults gets only the pinned variables, and its header says so.",
-		Flags: []cli.Flag{storeFlag, campaignFlag, &cli.StringFlag{Name: "out", Value: ".", Usage: "output `DIR`"}},
+		Usage: "write the chosen settings of each size range, in a format launch scripts take",
+		Description: "Formats: env (default; nccl-RANGE.env of `export NCCL_X='value'` lines, safe to source),\n" +
+			"dotenv (NAME=value for docker --env-file / Kubernetes), json (every range in one file),\n" +
+			"slurm (an srun --export= string), torchrun (a wrapper script), tuner-csv (the rules file of\n" +
+			"NCCL's example tuner plugin, which applies per-size choices inside one job). Each file's\n" +
+			"header names the range, the campaign, what it was measured on, and the gain. A range whose\n" +
+			"best did not beat NCCL's defaults (validated, or by 1% unvalidated) gets only the pinned\n" +
+			"variables, and says so.",
+		Flags: []cli.Flag{storeFlag, campaignFlag,
+			&cli.StringFlag{Name: "out", Value: ".", Usage: "output `DIR`"},
+			&cli.StringFlag{Name: "format", Value: tuner.Formats[0], Usage: strings.Join(tuner.Formats, ", ")}},
 		Action: func(c *cli.Context) error {
+			if !slices.Contains(tuner.Formats, c.String("format")) {
+				return usageError{fmt.Errorf("--format must be one of %s", strings.Join(tuner.Formats, ", "))}
+			}
 			st, err := openExisting(c.String("store"))
 			if err != nil {
 				return err
@@ -263,13 +272,32 @@ func exportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			paths, err := tuner.ExportEnv(l.space, l.camp, l.results, c.String("out"), time.Now())
+			fp, err := fingerprint(st, l)
+			if err != nil {
+				return err
+			}
+			ex := tuner.Export{Space: l.space, Campaign: l.camp, Results: l.results, Fingerprint: fp, Now: time.Now()}
+			paths, err := ex.Write(c.String("format"), c.String("out"))
 			for _, p := range paths {
 				fmt.Println(p)
 			}
 			return err
 		},
 	}
+}
+
+// fingerprint reads what the campaign ran on from its first completed trial's output.
+func fingerprint(st *store.Store, l *loaded) (tuner.Fingerprint, error) {
+	for _, t := range l.trials {
+		if t.State == store.Complete {
+			out, err := st.Output(t.ID)
+			if err != nil {
+				return tuner.Fingerprint{}, err
+			}
+			return tuner.FingerprintOf(out), nil
+		}
+	}
+	return tuner.Fingerprint{}, nil
 }
 
 func simCommand() *cli.Command {

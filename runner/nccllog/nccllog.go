@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -20,6 +21,8 @@ type Log struct {
 	Network string            `json:"network,omitempty"` // "IB", "Socket", or a plugin's name
 	GDR     bool              `json:"gdr"`               // GPUDirect RDMA in use on some connection
 	Notes   []string          `json:"notes,omitempty"`   // transport warnings: no IB device, fallback to sockets
+	// Channels is the most channels NCCL reported building ("Channel 00/24"), 0 if unseen.
+	Channels int `json:"channels,omitempty"`
 }
 
 var (
@@ -28,6 +31,7 @@ var (
 	versionRE = regexp.MustCompile(`NCCL version (\S+)`)
 	networkRE = regexp.MustCompile(`^Using network (\S+)`)
 	gdrRE     = regexp.MustCompile(`\[GDR\]|GDRDMA|GPU Direct RDMA Enabled`)
+	channelRE = regexp.MustCompile(`^Channel \d+/(\d+) `)
 	noteRE    = regexp.MustCompile(`No device found|No capable device found|Failed to initialize NET plugin|falling back|NET/Socket : Using`)
 )
 
@@ -52,6 +56,10 @@ func Parse(output []byte) Log {
 		if s := setRE.FindStringSubmatch(msg); s != nil {
 			l.Read[s[1]] = strings.TrimSuffix(s[2], ".")
 			continue
+		}
+		if c := channelRE.FindStringSubmatch(msg); c != nil {
+			n, _ := strconv.Atoi(c[1])
+			l.Channels = max(l.Channels, n)
 		}
 		if n := networkRE.FindStringSubmatch(msg); n != nil {
 			l.Network = n[1]

@@ -45,9 +45,18 @@ type Report struct {
 	Rows        []Row
 	AvgBusBW    float64 // "# Avg bus bandwidth", NaN when absent
 	OutOfBounds int64   // "# Out of bounds values", -1 when absent
+	// Devices are the header's "Rank N ... on HOST device D [BUS] GPU NAME" lines.
+	Devices []Device
 	// Failures are the benchmark's own error lines ("Test NCCL failure ...",
 	// "NCCL WARN ...", "Test CUDA failure ..."), in order of appearance.
 	Failures []string
+}
+
+// Device is one rank's GPU, from the header.
+type Device struct {
+	Rank int
+	Host string
+	GPU  string
 }
 
 // ErrNoResults means the output held no result row at all.
@@ -63,7 +72,7 @@ var (
 	// ("[1,0]<stdout>:") and srun --label ("0: ").
 	tagRE = regexp.MustCompile(`^(\[\d+,\d+\]<std(out|err)>:|\d+: )`)
 	// rankRE matches the header's device lines, one per rank.
-	rankRE = regexp.MustCompile(`^#\s+Rank\s+\d+ `)
+	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
 )
 
 // Parse reads a benchmark's output. Lines that are not part of the table (MPI
@@ -87,8 +96,10 @@ func Parse(r io.Reader) (*Report, error) {
 			continue
 		}
 		if strings.HasPrefix(line, "#") {
-			if rankRE.MatchString(line) {
+			if m := rankRE.FindStringSubmatch(line); m != nil {
 				ranks++
+				n, _ := strconv.Atoi(m[1])
+				rep.Devices = append(rep.Devices, Device{Rank: n, Host: m[2], GPU: strings.TrimSpace(m[3])})
 			}
 			if m := avgRE.FindStringSubmatch(line); m != nil {
 				if v, err := strconv.ParseFloat(m[1], 64); err == nil {

@@ -21,6 +21,9 @@ func TestParseGolden(t *testing.T) {
 	if rep.Version != "2.18.3" || len(rep.Rows) != 24 || rep.AvgBusBW != 17.8413 || rep.OutOfBounds != 0 || len(rep.Failures) != 0 {
 		t.Fatalf("report = version %q, %d rows, avg %v, oob %d, failures %q", rep.Version, len(rep.Rows), rep.AvgBusBW, rep.OutOfBounds, rep.Failures)
 	}
+	if len(rep.Devices) != 16 || rep.Devices[15] != (Device{Rank: 15, Host: "R6KD-CX8aaS-GPU-15", GPU: "NVIDIA Graphics Device"}) {
+		t.Errorf("devices = %+v", rep.Devices)
+	}
 	last := rep.Rows[23]
 	want := Row{Size: 8589934592, Count: 2147483648, Type: "float", Redop: "sum", Root: -1,
 		OutOfPlace: Measure{459108, 18.71, 35.08, 0}, InPlace: Measure{459602, 18.69, 35.04, 0}}

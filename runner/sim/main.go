@@ -316,9 +316,14 @@ func (r *run) info(c config) {
 	for _, k := range slices.Sorted(maps.Keys(r.env)) {
 		r.debug("INFO", fmt.Sprintf("%s set by environment to %s.", k, r.env[k]))
 	}
+	r.debug("INFO", fmt.Sprintf("comm 0x1 rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL 0",
+		r.rank, r.sc.ranks(), r.sc.Nodes, r.sc.GPUsPerNode, r.rank%r.sc.GPUsPerNode))
+	for ch := range r.sc.channels(c) {
+		r.debug("INFO", fmt.Sprintf("Channel %02d/%02d : 0 1", ch, r.sc.channels(c)))
+	}
 	switch {
 	case r.sc.Nodes == 1:
-		r.debug("INFO", "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM")
+		r.debug("INFO", "Connected all rings, use ring PXN 0 GDR 0")
 	case c.ibFallbackToSocket || r.sc.Fabric == "tcp":
 		r.debug("INFO", "NET/Socket : Using [0]eth0:10.0.0.1<0>")
 		r.debug("INFO", "Using network Socket")
