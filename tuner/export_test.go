@@ -65,3 +65,30 @@ func TestExportLineRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestReadEnvFileReadsWhatExportWrites closes the loop: every value ExportLine
+// writes, ReadEnvFile reads back unchanged.
+func TestReadEnvFileReadsWhatExportWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.env")
+	var b strings.Builder
+	b.WriteString("# a comment\n\n")
+	for _, kv := range [][2]string{{"NCCL_SOCKET_IFNAME", "=eth0,it's"}, {"NCCL_ALGO", "allreduce:tree,ring;allgather:ring"}, {"NCCL_BUFFSIZE", "8388608"}} {
+		line, _ := ExportLine(kv[0], kv[1])
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("NCCL_PROTO=Simple\n")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	env, err := ReadEnvFile(path)
+	want := []string{"NCCL_SOCKET_IFNAME==eth0,it's", "NCCL_ALGO=allreduce:tree,ring;allgather:ring", "NCCL_BUFFSIZE=8388608", "NCCL_PROTO=Simple"}
+	if err != nil || strings.Join(env, "|") != strings.Join(want, "|") {
+		t.Errorf("ReadEnvFile = %q, %v", env, err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.env")
+	os.WriteFile(bad, []byte("export NCCL_PROTO='LL9'\nexport NCCL_IB_GID_INDX=3\nNCCL_ALGO=$(reboot)\nexport 'broken\n"), 0o644)
+	_, err = ReadEnvFile(bad)
+	for _, want := range []string{"bad.env:1:", "LL9", "bad.env:2:", "did you mean NCCL_IB_GID_INDEX", "bad.env:3:", "bad.env:4:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}

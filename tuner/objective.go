@@ -13,16 +13,14 @@ import (
 // the printed time, which keeps precision where nccl-tests prints 0.00 GB/s.
 // A range without rows scores NaN.
 func Scores(sp *space.Space, rows []nccltests.Row) []float64 {
-	factor := busFactor(rows)
 	logSum := make([]float64, len(sp.Ranges))
 	count := make([]int, len(sp.Ranges))
-	for _, r := range rows {
-		i := sp.RangeOf(r.Size)
-		t := (r.OutOfPlace.TimeUs + r.InPlace.TimeUs) / 2
-		if i < 0 || t <= 0 || r.Size <= 0 {
+	for j, bw := range BusBW(rows) {
+		i := sp.RangeOf(rows[j].Size)
+		if i < 0 || bw <= 0 {
 			continue
 		}
-		logSum[i] += math.Log(float64(r.Size) / t / 1e3 * factor)
+		logSum[i] += math.Log(bw)
 		count[i]++
 	}
 	out := make([]float64, len(sp.Ranges))
@@ -30,6 +28,19 @@ func Scores(sp *space.Space, rows []nccltests.Row) []float64 {
 		out[i] = math.NaN()
 		if count[i] > 0 {
 			out[i] = math.Exp(logSum[i] / float64(count[i]))
+		}
+	}
+	return out
+}
+
+// BusBW returns each row's bus bandwidth in GB/s, from the mean of its
+// out-of-place and in-place times (0 where the row has no usable time).
+func BusBW(rows []nccltests.Row) []float64 {
+	factor := busFactor(rows)
+	out := make([]float64, len(rows))
+	for i, r := range rows {
+		if t := (r.OutOfPlace.TimeUs + r.InPlace.TimeUs) / 2; t > 0 && r.Size > 0 {
+			out[i] = float64(r.Size) / t / 1e3 * factor
 		}
 	}
 	return out

@@ -139,6 +139,10 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if t.State == store.Interrupted {
 			return ctx.Err()
 		}
+		if err := failingThroughout(trials, *t); err != nil {
+			return err
+		}
+		trials = append(trials, *t)
 		scores := scoreList(sp, *t)
 		if err := sampler.Tell(a, scores); err != nil {
 			return fmt.Errorf("trial %d: %w", n, err)
@@ -147,6 +151,9 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if c.Progress != nil {
 			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: camp.Budget, Best: slices.Clone(best)})
 		}
+	}
+	if !slices.ContainsFunc(trials, func(t store.Trial) bool { return t.State == store.Complete }) {
+		return fmt.Errorf("%w: all %d of them; see `nccltune status` and `nccltune show 0`", ErrAllFailed, len(trials))
 	}
 	if c.ValidateRounds >= 2 {
 		if _, err := c.Validate(ctx, c.ValidateRounds); err != nil && !errors.Is(err, ErrNothingToValidate) {
@@ -167,6 +174,27 @@ type session struct {
 // writer lock, and finds or creates the campaign. Nothing is stored before the
 // checks pass.
 func (c *Campaign) open() (*session, error) {
+	ses, err := c.launchable()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Store.LockWriter(); err != nil {
+		return nil, err
+	}
+	camp, err := c.campaign()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Store.MarkInterrupted(camp.ID); err != nil {
+		return nil, err
+	}
+	ses.camp = camp
+	return ses, nil
+}
+
+// launchable checks that the benchmark and launcher can work and returns a
+// session without a campaign: enough to launch, nothing stored.
+func (c *Campaign) launchable() (*session, error) {
 	cmd, err := c.benchmarkCommand()
 	if err != nil {
 		return nil, err
@@ -181,17 +209,7 @@ func (c *Campaign) open() (*session, error) {
 		}
 		run = &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
 	}
-	if err := c.Store.LockWriter(); err != nil {
-		return nil, err
-	}
-	camp, err := c.campaign()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.Store.MarkInterrupted(camp.ID); err != nil {
-		return nil, err
-	}
-	return &session{cmd: cmd, run: run, camp: camp}, nil
+	return &session{cmd: cmd, run: run}, nil
 }
 
 // Launcher builds the runner's launcher from the space's [launcher] table.
@@ -203,6 +221,36 @@ func Launcher(l space.Launcher) runner.Launcher {
 		return runner.Srun{Command: l.Command, Nodes: l.Nodes, TasksPerNode: l.TasksPerNode, Args: l.Args}
 	}
 	return runner.Local{}
+}
+
+// ErrAllFailing stops a campaign whose first trials, NCCL's defaults among
+// them, all failed the same way: the benchmark or the machine is broken, and
+// the rest of the budget would be burnt for nothing.
+var ErrAllFailing = errors.New("stopping early: every trial so far failed the same way")
+
+// ErrAllFailed means a campaign ended without a single completed trial.
+var ErrAllFailed = errors.New("every trial failed")
+
+// earlyStopAfter is how many failed trials, all of one kind, stop a campaign.
+const earlyStopAfter = 5
+
+func failingThroughout(trials []store.Trial, last store.Trial) error {
+	var finished []store.Trial
+	for _, t := range append(slices.Clone(trials), last) {
+		if t.State == store.Complete || t.State == store.Failed {
+			finished = append(finished, t)
+		}
+	}
+	if len(finished) < earlyStopAfter {
+		return nil
+	}
+	for _, t := range finished {
+		if t.State != store.Failed || t.FailureKind != last.FailureKind {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w (%d trials, each %s; the last: %s); see `nccltune show %d`", ErrAllFailing, len(finished),
+		last.FailureKind, last.FailureReason, last.Number)
 }
 
 // defaults is trial 0: nothing searched is set, so NCCL applies its own

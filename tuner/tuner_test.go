@@ -357,3 +357,21 @@ max = 32
 		t.Errorf("summary unconfirmed = %v", s.Unconfirmed)
 	}
 }
+
+func TestStopsEarlyWhenEverythingFails(t *testing.T) {
+	src := strings.Replace(roceSpace, "trials = 16", "trials = 20", 1)
+	src = strings.Replace(src, "[benchmark]\n", "[benchmark]\nbinary = \"/bin/false\"\n", 1)
+	src = src[:strings.Index(src, "[simulator]")] + src[strings.Index(src, "[fixed]"):]
+	sp, err := space.Parse("broken.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	err = newCampaign(sp, st).Run(context.Background())
+	if !errors.Is(err, ErrAllFailing) || !strings.Contains(err.Error(), "exit status 1") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := campaignTrials(t, st, "roce-gid"); len(got) != earlyStopAfter {
+		t.Errorf("%d trials ran; the campaign should stop after %d identical failures", len(got), earlyStopAfter)
+	}
+}

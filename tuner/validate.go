@@ -68,6 +68,28 @@ func (c *Campaign) Validate(ctx context.Context, rounds int) ([]store.Validation
 		armOf[i] = k
 	}
 
+	runs, err := c.measure(ctx, ses, arms, rounds)
+	if err != nil {
+		return nil, err
+	}
+
+	batch := time.Now().UnixNano()
+	verdicts := make([]store.Validation, len(results))
+	for i, r := range results {
+		v := judge(r, arms, armOf[i], runs, rounds)
+		v.Batch, v.Created, v.Rounds, v.Range = batch, time.Now(), rounds, r.Range.Name
+		verdicts[i] = v
+	}
+	if err := c.Store.SaveValidation(ses.camp.ID, runs, verdicts); err != nil {
+		return nil, err
+	}
+	return verdicts, nil
+}
+
+// measure runs every arm once per round, alternating the order (A B, B A, ...)
+// so that drift and warm-up hit all arms alike.
+func (c *Campaign) measure(ctx context.Context, ses *session, arms []arm, rounds int) ([]store.ValidationRun, error) {
+	sp := c.Space
 	var runs []store.ValidationRun
 	for round := range rounds {
 		order := make([]int, len(arms))
@@ -89,7 +111,7 @@ func (c *Campaign) Validate(ctx context.Context, rounds int) ([]store.Validation
 			if t.State == store.Interrupted {
 				return nil, ctx.Err()
 			}
-			// Only the searched variables are the candidate's to confirm; a pinned one is in every arm.
+			// Only the searched variables are the arm's to confirm; a pinned one is in every arm.
 			unconfirmed := slices.DeleteFunc(t.NCCLLog.Unread(a.env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
 			run := store.ValidationRun{Round: round, Arm: a.name, Env: a.env, State: t.State, Scores: t.Scores,
 				Failure: strings.TrimPrefix(t.FailureKind+": "+t.FailureReason, ": "), Unconfirmed: unconfirmed}
@@ -99,18 +121,7 @@ func (c *Campaign) Validate(ctx context.Context, rounds int) ([]store.Validation
 			}
 		}
 	}
-
-	batch := time.Now().UnixNano()
-	verdicts := make([]store.Validation, len(results))
-	for i, r := range results {
-		v := judge(r, arms, armOf[i], runs, rounds)
-		v.Batch, v.Created, v.Rounds, v.Range = batch, time.Now(), rounds, r.Range.Name
-		verdicts[i] = v
-	}
-	if err := c.Store.SaveValidation(ses.camp.ID, runs, verdicts); err != nil {
-		return nil, err
-	}
-	return verdicts, nil
+	return runs, nil
 }
 
 // judge draws one range's verdict from the validation runs.

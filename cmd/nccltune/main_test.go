@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"image/png"
 	"io"
 	"os"
 	"os/exec"
@@ -141,5 +142,51 @@ func TestInterruptAndResume(t *testing.T) {
 	code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile)
 	if code != 0 || !strings.Contains(out, "6 of 6 trials finished (6 complete, 0 failed)") {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestReportValidateCompare(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "16", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "validate", "-q", "--rounds", "3")
+	if code != 0 || !strings.Contains(out, "validated gain") || strings.Contains(out, "not validated") {
+		t.Fatalf("validate: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = nccltune(t, dir, "report", "--out", "plots")
+	if code != 0 || !strings.Contains(out, "what matters most") {
+		t.Fatalf("report: %d\n%s%s", code, out, errOut)
+	}
+	for _, name := range []string{"busbw.png", "convergence.png"} {
+		f, err := os.Open(filepath.Join(dir, "plots", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width < 600 || cfg.Height < 300 {
+			t.Errorf("%s: %+v, %v", name, cfg, err)
+		}
+	}
+	code, out, _ = nccltune(t, dir, "report", "--out", "plots", "--json")
+	var rep struct {
+		Importance map[string][]struct{ Param string }
+		Plots      map[string]string
+	}
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || len(rep.Importance["large"]) == 0 || rep.Plots["busbw"] == "" {
+		t.Errorf("report --json: %d, %v\n%s", code, err, out)
+	}
+
+	os.WriteFile(filepath.Join(dir, "a.env"), []byte("# NCCL's defaults\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.env"), []byte("export NCCL_NET_GDR_LEVEL='PHB'\n"), 0o644)
+	code, out, errOut = nccltune(t, dir, "compare", "--rounds", "3", "a.env", "b.env")
+	if code != 0 || !strings.Contains(out, "B faster") {
+		t.Errorf("compare: %d\n%s%s", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, "bad.env"), []byte("export NCCL_PROTO='LL9'\n"), 0o644)
+	code, _, errOut = nccltune(t, dir, "compare", "a.env", "bad.env")
+	if code != 1 || !strings.Contains(errOut, "bad.env:1:") {
+		t.Errorf("compare with a bad file: %d %s", code, errOut)
 	}
 }

@@ -150,7 +150,7 @@ func TestOneWriterAndKilledBenchmark(t *testing.T) {
 	if err := first.Wait(); err != nil {
 		t.Fatalf("campaign: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "6 of 6 trials finished (5 complete, 1 failed; signal 1)") {
+	if !strings.Contains(out.String(), "6 of 6 trials finished (5 complete, 1 failed: 1 signal)") {
 		t.Errorf("a killed benchmark should fail one trial as signal:\n%s", out.String())
 	}
 }

@@ -103,8 +103,12 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 	fmt.Fprintf(w, "campaign %q: %d of %d trials finished (%d complete, %d failed",
 		l.camp.Name, sum.ByState[store.Complete]+sum.ByState[store.Failed], l.camp.Budget,
 		sum.ByState[store.Complete], sum.ByState[store.Failed])
-	for _, k := range sum.FailureKinds() {
-		fmt.Fprintf(w, "; %s %d", k, sum.Failures[k])
+	for i, k := range sum.FailureKinds() {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(w, "%s%d %s", sep, sum.Failures[k], k)
 	}
 	fmt.Fprintln(w, ")")
 	if len(l.space.Simulator) > 0 {
@@ -209,7 +213,7 @@ type validationJSON struct {
 	CIHigh  *float64 `json:"ci_high"`
 }
 
-func statusJSON(l *loaded) any {
+func statusJSON(l *loaded) map[string]any {
 	sum := tuner.Summarize(l.trials)
 	ranges := []rangeJSON{}
 	for _, r := range l.results {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/tuner"
+)
+
+func compareCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "compare",
+		Usage:     "run two env files against each other and say which is faster per size range",
+		ArgsUsage: "A.env B.env",
+		Description: "Measures both settings interleaved (A B, B A, ...) for --rounds rounds with the benchmark,\n" +
+			"launcher and size ranges of --space (or of the stored campaign), and prints per range the\n" +
+			"gain of B over A with a 95% confidence interval. The files are read like nccltune's env and\n" +
+			"dotenv exports; the space's pinned variables apply beneath them. Nothing is stored.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "space", Usage: "space `FILE` giving the benchmark, launcher and ranges"},
+			storeFlag, campaignFlag,
+			&cli.IntFlag{Name: "rounds", Value: tuner.DefaultRounds, Usage: "interleaved rounds (at least 2)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return usageError{fmt.Errorf("compare needs two env files, after the flags: nccltune compare [flags] A.env B.env")}
+			}
+			if c.Int("rounds") < 2 {
+				return usageError{fmt.Errorf("--rounds must be at least 2")}
+			}
+			a, errA := tuner.ReadEnvFile(c.Args().Get(0))
+			b, errB := tuner.ReadEnvFile(c.Args().Get(1))
+			if errA != nil || errB != nil {
+				return fmt.Errorf("%w%w", orNil(errA), orNil(errB))
+			}
+			sp, err := compareSpace(c)
+			if err != nil {
+				return err
+			}
+			camp := &tuner.Campaign{Space: sp}
+			res, err := camp.Compare(c.Context, a, b, c.Int("rounds"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				type row struct {
+					Range               string
+					MeanA, MeanB        *float64
+					Gain, CILow, CIHigh *float64
+					Verdict             string
+				}
+				var rows []row
+				for _, r := range res {
+					rows = append(rows, row{r.Range.Name, finite(r.MeanA), finite(r.MeanB), finite(r.Gain), finite(r.CILow), finite(r.CIHigh), r.Verdict})
+				}
+				return enc.Encode(rows)
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "range\tsizes\tA GB/s\tB GB/s\tB vs A (95% CI)\tverdict\t")
+			for _, r := range res {
+				ci := "-"
+				if finite(r.Gain) != nil {
+					ci = fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*r.Gain, 100*r.CILow, 100*r.CIHigh)
+				}
+				fmt.Fprintf(tw, "%s\t%s-%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, space.FormatSize(r.Range.Min), space.FormatSize(r.Range.Max),
+					bw(r.MeanA), bw(r.MeanB), ci, r.Verdict)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// compareSpace is --space, or the stored campaign's space.
+func compareSpace(c *cli.Context) (*space.Space, error) {
+	if c.String("space") != "" {
+		return space.Load(c.String("space"))
+	}
+	st, err := openExisting(c.String("store"))
+	if err != nil {
+		return nil, fmt.Errorf("give --space, or a store holding a campaign: %w", err)
+	}
+	defer st.Close()
+	l, err := load(st, c.String("campaign"))
+	if err != nil {
+		return nil, err
+	}
+	return l.space, nil
+}
+
+func orNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w\n", err)
+}

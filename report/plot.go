@@ -1,0 +1,182 @@
+// Package report draws a campaign's results as PNG plots: bus bandwidth over
+// message size, and how the search converged.
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+	"github.com/nccltune/nccltune/tuner"
+)
+
+var palette = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+}
+
+const width, height = 9 * vg.Inch, 5.5 * vg.Inch
+
+// BusBW plots bus bandwidth against message size (both log scales): NCCL's
+// defaults, the chosen configuration of each range over that range, and the
+// best any completed trial reached at each size.
+func BusBW(sp *space.Space, results []tuner.RangeResult, trials []store.Trial, path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s bus bandwidth: NCCL defaults vs tuned", sp.Campaign.Collective)
+	if len(sp.Simulator) > 0 {
+		p.Title.Text += " (simulated cluster)"
+	}
+	p.X.Label.Text, p.Y.Label.Text = "message size (bytes)", "bus bandwidth (GB/s)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, plot.LogTicks{}
+	p.Legend.Top, p.Legend.Left = true, true
+
+	envelope := map[int64]float64{}
+	for _, t := range trials {
+		if t.State != store.Complete {
+			continue
+		}
+		for i, bw := range tuner.BusBW(t.Rows) {
+			envelope[t.Rows[i].Size] = math.Max(envelope[t.Rows[i].Size], bw)
+		}
+	}
+	var env plotter.XYs
+	for _, size := range sp.Sizes.List() {
+		if bw := envelope[size]; bw > 0 {
+			env = append(env, plotter.XY{X: float64(size), Y: bw})
+		}
+	}
+	if err := addLine(p, "best of any trial, per size", env, color.Gray{Y: 0xa0}, true); err != nil {
+		return err
+	}
+	var def *store.Trial
+	for i := range trials {
+		if trials[i].Number == 0 && trials[i].State == store.Complete {
+			def = &trials[i]
+		}
+	}
+	if def != nil {
+		if err := addLine(p, "NCCL defaults (trial 0)", rowsXY(def, nil), palette[0], false); err != nil {
+			return err
+		}
+	}
+	for i, r := range results {
+		ch := r.Chosen()
+		if ch == nil || ch.Number == 0 {
+			continue
+		}
+		label := fmt.Sprintf("%s: trial %d", r.Range.Name, ch.Number)
+		if err := addLine(p, label, rowsXY(ch, &r.Range), palette[1+i%(len(palette)-1)], false); err != nil {
+			return err
+		}
+	}
+	return p.Save(width, height, path)
+}
+
+// Convergence plots, per range, the best score found so far relative to NCCL's
+// defaults, against the trial number.
+func Convergence(sp *space.Space, trials []store.Trial, path string) error {
+	p := plot.New()
+	p.Title.Text = "search convergence: best so far / NCCL defaults"
+	p.X.Label.Text, p.Y.Label.Text = "trial", "best busbw relative to defaults"
+	p.X.Tick.Marker = intTicks{}
+	p.Legend.Top, p.Legend.Left = true, false
+	for i, r := range sp.Ranges {
+		base := math.NaN()
+		for _, t := range trials {
+			if t.Number == 0 && t.State == store.Complete {
+				base = t.Scores[r.Name]
+			}
+		}
+		if math.IsNaN(base) || base <= 0 {
+			continue
+		}
+		var xy plotter.XYs
+		best := 0.0
+		for _, t := range trials {
+			if s, ok := t.Scores[r.Name]; ok && t.State == store.Complete {
+				best = math.Max(best, s)
+			}
+			if t.State == store.Complete || t.State == store.Failed {
+				xy = append(xy, plotter.XY{X: float64(t.Number), Y: best / base})
+			}
+		}
+		if err := addLine(p, r.Name, xy, palette[i%len(palette)], false); err != nil {
+			return err
+		}
+	}
+	return p.Save(width, height, path)
+}
+
+func rowsXY(t *store.Trial, within *space.Range) plotter.XYs {
+	var xy plotter.XYs
+	for i, bw := range tuner.BusBW(t.Rows) {
+		size := t.Rows[i].Size
+		if bw > 0 && (within == nil || within.Contains(size)) {
+			xy = append(xy, plotter.XY{X: float64(size), Y: bw})
+		}
+	}
+	return xy
+}
+
+func addLine(p *plot.Plot, label string, xy plotter.XYs, c color.Color, dashed bool) error {
+	if len(xy) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width = c, vg.Points(1.6)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	pts, err := plotter.NewScatter(xy)
+	if err != nil {
+		return err
+	}
+	pts.Color, pts.Radius, pts.Shape = c, vg.Points(1.8), draw.CircleGlyph{}
+	p.Add(l, pts)
+	p.Legend.Add(label, l)
+	return nil
+}
+
+// sizeTicks labels a log axis of bytes with powers of two in K/M/G.
+type sizeTicks struct{}
+
+func (sizeTicks) Ticks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := 0; e < 63; e++ {
+		v := math.Ldexp(1, e)
+		if v < min || v > max {
+			continue
+		}
+		label := ""
+		if e%4 == 0 || max/min < 1<<12 {
+			label = space.FormatSize(int64(v))
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+	}
+	return ticks
+}
+
+// intTicks labels an axis of counts without decimals.
+type intTicks struct{}
+
+func (intTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = fmt.Sprintf("%.0f", ticks[i].Value)
+		}
+	}
+	return ticks
+}

@@ -1,0 +1,46 @@
+package report
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+	"github.com/nccltune/nccltune/tuner"
+)
+
+func TestPlots(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, slow float64) store.Trial {
+		tr := store.Trial{Number: n, State: store.Complete, Env: []string{"NCCL_ALGO=Ring"}}
+		for _, size := range sp.Sizes.List() {
+			m := nccltests.Measure{TimeUs: slow * (5 + float64(size)/2e4), AlgBW: 1, BusBW: 2}
+			tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
+		}
+		tr.Scores = map[string]float64{"all": tuner.Scores(sp, tr.Rows)[0]}
+		return tr
+	}
+	trials := []store.Trial{trial(0, 1.5), trial(1, 1), {Number: 2, State: store.Failed}, trial(3, 1.2)}
+	dir := t.TempDir()
+	for name, draw := range map[string]func(string) error{
+		"busbw.png":       func(p string) error { return BusBW(sp, tuner.Results(sp, trials, nil), trials, p) },
+		"convergence.png": func(p string) error { return Convergence(sp, trials, p) },
+		"no-defaults.png": func(p string) error { return BusBW(sp, tuner.Results(sp, trials[1:], nil), trials[1:], p) },
+	} {
+		path := filepath.Join(dir, name)
+		if err := draw(path); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		f, _ := os.Open(path)
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("%s is not a PNG: %v", name, err)
+		}
+		f.Close()
+	}
+}

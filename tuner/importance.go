@@ -1,0 +1,144 @@
+package tuner
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// Importance is how much of a range's score variation one parameter explains.
+type Importance struct {
+	Param string
+	Share float64 // between-group share of the variance of log(score): 0 (none) to 1 (all)
+}
+
+// Importances ranks the parameters per range by the share of the variance of
+// log(score) over completed trials that each explains, stepwise: the parameter
+// whose groups explain most is taken first and its group means removed, then
+// the next is measured on what is left. The search samples good values of
+// several parameters together, so a one-pass analysis would credit a
+// bystander with the effect of the parameter it travels with. Each step's
+// share is epsilon-squared (what k groups would explain by chance is taken
+// off, so many-valued parameters are not favoured on few trials). Integer
+// parameters are grouped into quartiles; a parameter inactive in a trial forms
+// a group of its own. The result is indexed like sp.Ranges.
+func Importances(sp *space.Space, trials []store.Trial) [][]Importance {
+	out := make([][]Importance, len(sp.Ranges))
+	for i, r := range sp.Ranges {
+		var scores []float64
+		var done []store.Trial
+		for _, t := range trials {
+			if s, ok := t.Scores[r.Name]; ok && t.State == store.Complete && s > 0 {
+				scores = append(scores, math.Log(s))
+				done = append(done, t)
+			}
+		}
+		if len(scores) < 3 {
+			continue
+		}
+		groups := make([][]string, len(sp.Params))
+		for j, p := range sp.Params {
+			groups[j] = groupsOf(p, done)
+		}
+		total := sumSquares(scores)
+		residual := slices.Clone(scores)
+		left := make([]int, len(sp.Params))
+		for j := range left {
+			left[j] = j
+		}
+		for len(left) > 0 {
+			best, bestShare := 0, -1.0
+			for k, j := range left {
+				if share := explained(residual, groups[j], total); share > bestShare {
+					best, bestShare = k, share
+				}
+			}
+			j := left[best]
+			out[i] = append(out[i], Importance{Param: sp.Params[j].Name, Share: bestShare})
+			removeGroupMeans(residual, groups[j])
+			left = slices.Delete(left, best, best+1)
+		}
+		sort.SliceStable(out[i], func(a, b int) bool { return out[i][a].Share > out[i][b].Share })
+	}
+	return out
+}
+
+func sumSquares(y []float64) float64 {
+	mean := stat.Mean(y, nil)
+	var ss float64
+	for _, v := range y {
+		ss += (v - mean) * (v - mean)
+	}
+	return ss
+}
+
+func removeGroupMeans(y []float64, groups []string) {
+	sums, counts := map[string]float64{}, map[string]float64{}
+	for i, v := range y {
+		sums[groups[i]] += v
+		counts[groups[i]]++
+	}
+	for i := range y {
+		y[i] -= sums[groups[i]] / counts[groups[i]]
+	}
+}
+
+// groupsOf labels each trial with its group for parameter p.
+func groupsOf(p space.Param, trials []store.Trial) []string {
+	labels := make([]string, len(trials))
+	var values []float64
+	for _, t := range trials {
+		if v, err := strconv.ParseFloat(t.Params[p.Name], 64); err == nil && !p.Categorical() {
+			values = append(values, v)
+		}
+	}
+	slices.Sort(values)
+	for i, t := range trials {
+		v, ok := t.Params[p.Name]
+		switch {
+		case !ok:
+			labels[i] = "(inactive)"
+		case p.Categorical():
+			labels[i] = v
+		default:
+			x, _ := strconv.ParseFloat(v, 64)
+			q := 0
+			for q < 3 && x > stat.Quantile(float64(q+1)/4, stat.Empirical, values, nil) {
+				q++
+			}
+			labels[i] = "q" + strconv.Itoa(q)
+		}
+	}
+	return labels
+}
+
+// explained is epsilon-squared of y grouped by groups, as a share of total:
+// (SS_between - (k-1) MS_within) / total, at least 0.
+func explained(y []float64, groups []string, total float64) float64 {
+	mean := stat.Mean(y, nil)
+	sums, counts := map[string]float64{}, map[string]float64{}
+	for i, v := range y {
+		sums[groups[i]] += v
+		counts[groups[i]]++
+	}
+	if total == 0 {
+		return 0
+	}
+	var between float64
+	for g, s := range sums {
+		m := s / counts[g]
+		between += counts[g] * (m - mean) * (m - mean)
+	}
+	k, n := float64(len(sums)), float64(len(y))
+	if n <= k {
+		return 0
+	}
+	within := (sumSquares(y) - between) / (n - k)
+	return max(0, (between-(k-1)*within)/total)
+}
