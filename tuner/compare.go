@@ -127,7 +127,7 @@ func ReadEnvFile(path string) ([]string, error) {
 	return env, errors.Join(errs...)
 }
 
-// unquote reads a value as a POSIX shell would: single quotes (with '\''
+// unquote reads a value as a POSIX shell would: single quotes (with '\”
 // joins), or bare.
 func unquote(raw string) (string, error) {
 	if !strings.HasPrefix(raw, "'") {
