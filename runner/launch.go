@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,4 +190,53 @@ func (s Srun) Check() error {
 		errs = append(errs, errors.New("launcher srun: not inside a Slurm allocation (run nccltune under salloc or sbatch)"))
 	}
 	return errors.Join(errs...)
+}
+
+// Torchrun starts the ranks with PyTorch's torchrun on this node (or, with
+// RdzvEndpoint, as one node of a multi-node rendezvous; run one per node, for
+// example through srun). The variables reach every rank through its environment.
+type Torchrun struct {
+	Command      string // default "torchrun"
+	NProcPerNode int    // --nproc-per-node
+	NNodes       int    // --nnodes
+	RdzvEndpoint string // --rdzv-endpoint host:port (c10d); empty for a single node
+	Args         []string
+}
+
+func (t Torchrun) command() string {
+	if t.Command == "" {
+		return "torchrun"
+	}
+	return t.Command
+}
+
+// Wrap builds the torchrun command line. torchrun runs a Python script itself,
+// so a leading python interpreter in cmd is dropped.
+func (t Torchrun) Wrap(cmd, _ []string) ([]string, error) {
+	argv := []string{t.command()}
+	if t.NProcPerNode > 0 {
+		// Underscored options: torchrun of PyTorch 1.x knows no other spelling, 2.x both.
+		argv = append(argv, "--nproc_per_node", strconv.Itoa(t.NProcPerNode))
+	}
+	if t.NNodes > 0 {
+		argv = append(argv, "--nnodes", strconv.Itoa(t.NNodes))
+	}
+	if t.RdzvEndpoint != "" {
+		argv = append(argv, "--rdzv_backend", "c10d", "--rdzv_endpoint", t.RdzvEndpoint)
+	} else {
+		argv = append(argv, "--standalone")
+	}
+	argv = append(argv, t.Args...)
+	if len(cmd) > 1 && strings.HasPrefix(filepath.Base(cmd[0]), "python") && strings.HasSuffix(cmd[1], ".py") {
+		cmd = cmd[1:]
+	}
+	return append(argv, cmd...), nil
+}
+
+// Check finds torchrun.
+func (t Torchrun) Check() error {
+	if _, err := exec.LookPath(t.command()); err != nil {
+		return fmt.Errorf("launcher torchrun: %w", err)
+	}
+	return nil
 }

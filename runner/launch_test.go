@@ -89,6 +89,11 @@ func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 func TestLauncherCommandLines(t *testing.T) {
 	bench := []string{"all_reduce_perf", "-g", "1"}
 	env := []string{"NCCL_ALGO=Ring,Tree", "NCCL_PROTO=Simple"}
+	py := []string{"/usr/bin/python3", "/tmp/step.py", "--steps", "5"}
+	if argv, _ := (Torchrun{NProcPerNode: 8, NNodes: 2, RdzvEndpoint: "node1:29400"}).Wrap(py, env); strings.Join(argv, " ") !=
+		"torchrun --nproc_per_node 8 --nnodes 2 --rdzv_backend c10d --rdzv_endpoint node1:29400 /tmp/step.py --steps 5" {
+		t.Errorf("torchrun must run the script itself: %q", argv)
+	}
 	for _, tc := range []struct {
 		l    Launcher
 		want string
@@ -100,6 +105,7 @@ func TestLauncherCommandLines(t *testing.T) {
 			"mpiexec.hydra -np 2 -f hosts -genv NCCL_ALGO Ring,Tree -genv NCCL_PROTO Simple all_reduce_perf -g 1"},
 		{Srun{Nodes: 2, TasksPerNode: 8, Args: []string{"--mpi=pmix"}},
 			"srun --export=ALL -N 2 --ntasks-per-node 8 --mpi=pmix all_reduce_perf -g 1"},
+		{Torchrun{NProcPerNode: 8}, "torchrun --nproc_per_node 8 --standalone all_reduce_perf -g 1"},
 	} {
 		argv, err := tc.l.Wrap(bench, env)
 		if err != nil || strings.Join(argv, " ") != tc.want {

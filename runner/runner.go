@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nccltune/nccltune/runner/ddp"
 	"github.com/nccltune/nccltune/runner/nccltests"
 )
 
@@ -30,6 +31,15 @@ const (
 	FailSignal      FailureKind = "signal"      // killed by a signal it did not get from us
 	FailExit        FailureKind = "exit"        // non-zero exit with no better explanation
 	FailUnparsable  FailureKind = "unparsable"  // no result table in the output
+	FailOOM         FailureKind = "oom"         // out of GPU memory (DDP step)
+)
+
+// Format is what the benchmark prints, and so how its output is read.
+type Format int
+
+const (
+	NCCLTests Format = iota // nccl-tests' result table
+	DDPStep                 // the DDP step script's NCCLTUNE_DDP lines
 )
 
 // Failure is why a trial produced no usable result.
@@ -45,6 +55,7 @@ type Job struct {
 	Command []string      // the benchmark's argv, before the launcher wraps it
 	Env     []string      // the trial's NCCL_* variables, NAME=value
 	Timeout time.Duration // 0 means none
+	Format  Format
 }
 
 // Result is what one launch produced.
@@ -55,6 +66,7 @@ type Result struct {
 	Started  time.Time
 	Duration time.Duration
 	Report   *nccltests.Report // nil when the output was not parsed
+	DDP      *ddp.Result       // rank 0's step time, for the DDPStep format
 	Failure  *Failure          // nil on success
 }
 
@@ -151,8 +163,12 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}
-	res.Report, err = nccltests.Parse(bytes.NewReader(res.Output))
-	res.Failure = classify(ctx, runCtx, cmd.ProcessState, waitErr, res.Report, err)
+	if job.Format == DDPStep {
+		res.Failure = classifyDDP(ctx, runCtx, cmd.ProcessState, waitErr, &res)
+	} else {
+		res.Report, err = nccltests.Parse(bytes.NewReader(res.Output))
+		res.Failure = classify(ctx, runCtx, cmd.ProcessState, waitErr, res.Report, err)
+	}
 	if res.Failure != nil && res.Failure.Kind == FailTimeout {
 		res.Failure.Reason = fmt.Sprintf("no exit within %s; process group killed", job.Timeout)
 	}
@@ -173,12 +189,55 @@ var exitMeaning = map[int]struct {
 	7: {FailWrong, "wrong data, or bus bandwidth under NCCL_TESTS_MIN_BW"},
 }
 
-func classify(parent, run context.Context, ps *os.ProcessState, waitErr error, rep *nccltests.Report, parseErr error) *Failure {
+// stopped classifies a run that we stopped ourselves: interrupt or timeout.
+func stopped(parent, run context.Context) *Failure {
 	switch {
 	case parent.Err() != nil:
 		return &Failure{FailInterrupted, "campaign stopped while the trial ran"}
 	case errors.Is(run.Err(), context.DeadlineExceeded):
 		return &Failure{FailTimeout, ""}
+	}
+	return nil
+}
+
+// ddpKinds maps the DDP script's own error kinds to failure kinds.
+var ddpKinds = map[string]FailureKind{"no_torch": FailLaunch, "no_cuda": FailLaunch, "oom": FailOOM, "nccl": FailNCCL}
+
+func classifyDDP(parent, run context.Context, ps *os.ProcessState, waitErr error, res *Result) *Failure {
+	if f := stopped(parent, run); f != nil {
+		return f
+	}
+	r, err := ddp.Parse(res.Output)
+	var scriptErr ddp.Error
+	switch {
+	case errors.As(err, &scriptErr):
+		kind, ok := ddpKinds[scriptErr.Kind]
+		if !ok {
+			kind = FailExit
+		}
+		return &Failure{kind, scriptErr.Message}
+	case ps != nil && !ps.Exited():
+		return &Failure{FailSignal, "killed by " + ps.String()}
+	case ps != nil && ps.ExitCode() != 0:
+		return &Failure{FailExit, fmt.Sprintf("exit status %d: %s", ps.ExitCode(), lastLine(res.Output))}
+	case waitErr != nil:
+		return &Failure{FailExit, waitErr.Error()}
+	case err != nil:
+		return &Failure{FailUnparsable, err.Error()}
+	}
+	res.DDP = &r
+	return nil
+}
+
+// lastLine is the last non-blank line of output: a Python traceback's message.
+func lastLine(output []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(output)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func classify(parent, run context.Context, ps *os.ProcessState, waitErr error, rep *nccltests.Report, parseErr error) *Failure {
+	if f := stopped(parent, run); f != nil {
+		return f
 	}
 	// The benchmark's own error line, if any, is the most specific reason.
 	detail := ""

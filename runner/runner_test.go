@@ -153,3 +153,27 @@ func TestDescendants(t *testing.T) {
 	}
 	signalTree(cmd.Process.Pid, descendants(cmd.Process.Pid), syscall.SIGKILL)
 }
+
+func TestRunClassifiesDDP(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		kind       FailureKind
+		reason     string
+	}{
+		{"result", `echo 'NCCLTUNE_DDP {"rank": 0, "world": 1, "steps": 3, "step_ms_mean": 12.5}'`, "", ""},
+		{"oom", `echo 'NCCLTUNE_DDP_ERROR {"kind": "oom", "message": "out of GPU memory with 7000000000 parameters"}'; exit 2`, FailOOM, "out of GPU memory"},
+		{"no torch", `echo 'NCCLTUNE_DDP_ERROR {"kind": "no_torch", "message": "PyTorch is not installed"}'; exit 2`, FailLaunch, "PyTorch is not installed"},
+		{"nccl", `echo 'NCCLTUNE_DDP_ERROR {"kind": "nccl", "message": "NCCL error: unhandled system error"}'; exit 2`, FailNCCL, "unhandled system error"},
+		{"traceback", "echo 'Traceback (most recent call last):'; echo 'ValueError: bad'; exit 1", FailExit, "exit status 1: ValueError: bad"},
+		{"silent", "exit 0", FailUnparsable, "no NCCLTUNE_DDP result"},
+	} {
+		r := &Runner{Launcher: Local{}}
+		res := r.Run(context.Background(), Job{Command: []string{script(t, tc.body)}, Format: DDPStep, Timeout: 10 * time.Second})
+		switch {
+		case tc.kind == "" && (res.Failure != nil || res.DDP == nil || res.DDP.StepMsMean != 12.5):
+			t.Errorf("%s: %v %+v", tc.name, res.Failure, res.DDP)
+		case tc.kind != "" && (res.Failure == nil || res.Failure.Kind != tc.kind || !strings.Contains(res.Failure.Reason, tc.reason)):
+			t.Errorf("%s: failure %v; want %s containing %q", tc.name, res.Failure, tc.kind, tc.reason)
+		}
+	}
+}

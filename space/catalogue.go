@@ -31,7 +31,13 @@ type Var struct {
 	Gone string
 	// Instead names the variable that replaced a deprecated one (still read by NCCL).
 	Instead string
+	// Flag, for a DDP knob, is the DDP step script's option that takes it:
+	// it is passed as an argument, not through the environment.
+	Flag string
 }
+
+// IsArg reports whether the variable is a DDP knob passed to the script.
+func (v Var) IsArg() bool { return v.Flag != "" }
 
 var (
 	algoNames  = []string{"Ring", "Tree", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT"}
@@ -108,6 +114,14 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_TREE_THRESHOLD", Gone: "removed in NCCL 2.5; NCCL_ALGO selects algorithms per size now"},
 })
 
+// ddpKnobs are DistributedDataParallel's own communication settings,
+// searchable beside NCCL's with benchmark kind "ddp".
+var ddpKnobs = indexVars([]Var{
+	{Name: "bucket_cap_mb", Kind: KindInt, Min: 1, Max: 4096, Flag: "--bucket-cap-mb"},
+	{Name: "gradient_as_bucket_view", Kind: KindBool, Flag: "--gradient-as-bucket-view"},
+	{Name: "static_graph", Kind: KindBool, Flag: "--static-graph"},
+})
+
 func indexVars(vs []Var) map[string]Var {
 	m := make(map[string]Var, len(vs))
 	for _, v := range vs {
@@ -119,6 +133,9 @@ func indexVars(vs []Var) map[string]Var {
 // Lookup returns the catalogue's entry for name, or an error that suggests the
 // nearest known name for a misspelt one and explains variables NCCL no longer reads.
 func Lookup(name string) (Var, error) {
+	if v, ok := ddpKnobs[name]; ok {
+		return v, nil
+	}
 	v, ok := catalogue[name]
 	if !ok {
 		if s := suggest(name); s != "" {

@@ -3,6 +3,7 @@ package space
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -37,13 +38,20 @@ type rawFile struct {
 		Min, Max any
 	}
 	Benchmark struct {
-		Binary  string
-		GPUs    *int `toml:"gpus"`
-		Iters   *int
-		Warmup  *int
-		Check   *bool
-		Timeout string
-		Args    []string
+		Kind      string
+		Python    string
+		Params    string `toml:"model_params"`
+		Layers    int
+		Batch     int
+		Device    string
+		ScriptDir string `toml:"script_dir"`
+		Binary    string
+		GPUs      *int `toml:"gpus"`
+		Iters     *int
+		Warmup    *int
+		Check     *bool
+		Timeout   string
+		Args      []string
 	}
 	Launcher struct {
 		Kind, Command, Flavor string
@@ -52,7 +60,9 @@ type rawFile struct {
 		MapBy                 string `toml:"map_by"`
 		BindTo                string `toml:"bind_to"`
 		Nodes                 int
-		TasksPerNode          int `toml:"ntasks_per_node"`
+		TasksPerNode          int    `toml:"ntasks_per_node"`
+		NProcPerNode          int    `toml:"nproc_per_node"`
+		RdzvEndpoint          string `toml:"rdzv_endpoint"`
 		Args                  []string
 	}
 	Simulator map[string]any
@@ -118,7 +128,10 @@ func (b *builder) build(raw *rawFile) *Space {
 	for k, v := range raw.Simulator {
 		s.Simulator[k] = fmt.Sprint(v)
 	}
-	if s.Benchmark.Binary == "" && len(s.Simulator) == 0 {
+	if s.Benchmark.Kind == DDP && len(s.Simulator) > 0 {
+		b.errorf(b.loc.section("simulator"), "the simulator speaks nccl-tests; it cannot run the DDP step")
+	}
+	if s.Benchmark.Kind == NCCLTests && s.Benchmark.Binary == "" && len(s.Simulator) == 0 {
 		b.errorf(b.loc.section("benchmark"), "benchmark.binary is required (the nccl-tests binary), unless a [simulator] table is given")
 	}
 	for _, name := range sortedKeys(raw.Fixed) {
@@ -175,6 +188,14 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 }
 
 func (b *builder) ranges(raw *rawFile, s *Space) {
+	if strings.EqualFold(raw.Benchmark.Kind, DDP) {
+		// One objective: the step time, whatever the message sizes inside it.
+		if len(raw.Range) > 0 {
+			b.errorf(b.loc.section("range"), "size ranges do not apply to benchmark kind ddp (its objective is the step time)")
+		}
+		s.Ranges = []Range{{Name: "step", Min: 0, Max: math.MaxInt64}}
+		return
+	}
 	if len(raw.Range) == 0 {
 		// One range over the whole sweep; its exclusive bound is the sweep's next step.
 		s.Ranges = []Range{{Name: "all", Min: s.Sizes.Min, Max: s.Sizes.Max * int64(s.Sizes.Factor)}}
@@ -207,7 +228,26 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 func (b *builder) benchmark(raw *rawFile, s *Space) {
 	r := raw.Benchmark
 	line := func(key string) int { return b.loc.field("benchmark", 0, key) }
-	s.Benchmark = Benchmark{Binary: r.Binary, GPUs: 1, Iters: 20, Warmup: 5, Check: true, Timeout: 10 * time.Minute, Args: r.Args}
+	s.Benchmark = Benchmark{Kind: orDefault(r.Kind, NCCLTests), Binary: r.Binary, GPUs: 1, Iters: 20, Warmup: 5, Check: true,
+		Timeout: 10 * time.Minute, Args: r.Args, Python: orDefault(r.Python, "python3"), Params: orDefault(r.Params, "100M"),
+		Layers: r.Layers, Batch: r.Batch, Device: orDefault(r.Device, "cuda"), ScriptDir: r.ScriptDir}
+	if s.Benchmark.Layers == 0 {
+		s.Benchmark.Layers = 8
+	}
+	if s.Benchmark.Batch == 0 {
+		s.Benchmark.Batch = 32
+	}
+	switch {
+	case s.Benchmark.Kind != NCCLTests && s.Benchmark.Kind != DDP:
+		b.errorf(line("kind"), "benchmark.kind %q is not %s or %s", r.Kind, NCCLTests, DDP)
+	case s.Benchmark.Device != "cuda" && s.Benchmark.Device != "cpu":
+		b.errorf(line("device"), "benchmark.device %q is not cuda or cpu", r.Device)
+	case s.Benchmark.Layers < 1 || s.Benchmark.Batch < 1:
+		b.errorf(line("layers"), "benchmark.layers and benchmark.batch must be positive")
+	}
+	if _, err := ParseSize(s.Benchmark.Params); err != nil {
+		b.errorf(line("model_params"), "benchmark.model_params: %v", err)
+	}
 	for _, f := range []struct {
 		key string
 		src *int
@@ -237,7 +277,8 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 func (b *builder) launcher(raw *rawFile, s *Space) {
 	r := raw.Launcher
 	s.Launcher = Launcher{Kind: orDefault(r.Kind, "local"), Command: r.Command, Flavor: r.Flavor, NP: r.NP,
-		Hostfile: r.Hostfile, MapBy: r.MapBy, BindTo: r.BindTo, Nodes: r.Nodes, TasksPerNode: r.TasksPerNode, Args: r.Args}
+		Hostfile: r.Hostfile, MapBy: r.MapBy, BindTo: r.BindTo, Nodes: r.Nodes, TasksPerNode: r.TasksPerNode,
+		NProcPerNode: r.NProcPerNode, RdzvEndpoint: r.RdzvEndpoint, Args: r.Args}
 	line := func(key string) int { return b.loc.field("launcher", 0, key) }
 	l := s.Launcher
 	// Each launcher takes only its own settings, so a typo'd kind cannot silently drop them.
@@ -248,9 +289,11 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 	}{
 		{"flavor", l.Flavor != "", []string{"mpirun"}}, {"np", l.NP != 0, []string{"mpirun"}},
 		{"hostfile", l.Hostfile != "", []string{"mpirun"}}, {"map_by", l.MapBy != "", []string{"mpirun"}},
-		{"bind_to", l.BindTo != "", []string{"mpirun"}}, {"nodes", l.Nodes != 0, []string{"srun"}},
+		{"bind_to", l.BindTo != "", []string{"mpirun"}}, {"nodes", l.Nodes != 0, []string{"srun", "torchrun"}},
 		{"ntasks_per_node", l.TasksPerNode != 0, []string{"srun"}},
-		{"command", l.Command != "", []string{"mpirun", "srun"}}, {"args", len(l.Args) > 0, []string{"mpirun", "srun"}},
+		{"nproc_per_node", l.NProcPerNode != 0, []string{"torchrun"}}, {"rdzv_endpoint", l.RdzvEndpoint != "", []string{"torchrun"}},
+		{"command", l.Command != "", []string{"mpirun", "srun", "torchrun"}},
+		{"args", len(l.Args) > 0, []string{"mpirun", "srun", "torchrun"}},
 	} {
 		if f.set && !slices.Contains(f.kinds, l.Kind) {
 			b.errorf(line(f.key), "launcher.%s does not apply to launcher %q", f.key, l.Kind)
@@ -261,7 +304,9 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 		b.errorf(line("kind"), "launcher %q is not supported (supported: %s)", l.Kind, strings.Join(Launchers, ", "))
 	case l.Flavor != "" && l.Flavor != "openmpi" && l.Flavor != "mpich":
 		b.errorf(line("flavor"), "launcher.flavor %q is not openmpi or mpich", l.Flavor)
-	case l.NP < 0 || l.Nodes < 0 || l.TasksPerNode < 0:
+	case l.Kind == "torchrun" && s.Benchmark.Kind != DDP:
+		b.errorf(line("kind"), "launcher torchrun runs Python: it needs benchmark.kind = \"ddp\"")
+	case l.NP < 0 || l.Nodes < 0 || l.TasksPerNode < 0 || l.NProcPerNode < 0:
 		b.errorf(b.loc.section("launcher"), "launcher counts must be positive")
 	}
 }
@@ -271,9 +316,13 @@ func (b *builder) params(raw *rawFile, s *Space) {
 	for i, rp := range raw.Param {
 		line := b.loc.field("param", i, "name")
 		p := Param{Name: rp.Name, Log: rp.Log}
-		if _, err := Lookup(p.Name); err != nil {
+		v, err := Lookup(p.Name)
+		if err != nil {
 			b.errorf(line, "param: %v", err)
 			continue
+		}
+		if v.IsArg() && s.Benchmark.Kind != DDP {
+			b.errorf(line, "param %s is a DDP setting: it needs benchmark.kind = \"ddp\"", p.Name)
 		}
 		if seen[p.Name] {
 			b.errorf(line, "param %s is searched twice", p.Name)

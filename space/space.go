@@ -74,19 +74,33 @@ func (r Range) String() string {
 	return fmt.Sprintf("%s [%s, %s)", r.Name, FormatSize(r.Min), FormatSize(r.Max))
 }
 
-// Benchmark says which nccl-tests binary to run and with what flags.
+// Benchmark kinds.
+const (
+	NCCLTests = "nccl-tests" // a *_perf binary: busbw per size range
+	DDP       = "ddp"        // the PyTorch DDP step script: steps per second
+)
+
+// Benchmark says what each trial runs and with what flags.
 type Benchmark struct {
-	Binary  string        // path or name in PATH; empty with a simulator
+	Kind    string        // NCCLTests or DDP
+	Binary  string        // nccl-tests: path or name in PATH; empty with a simulator
 	GPUs    int           // -g: GPUs per process
 	Iters   int           // -n
 	Warmup  int           // -w
 	Check   bool          // -c 1: verify results (#wrong)
 	Timeout time.Duration // per trial; the whole process group is killed after it
 	Args    []string      // extra arguments
+	// DDP step settings.
+	Python    string // interpreter; torchrun uses its own
+	Params    string // model size, e.g. "100M"
+	Layers    int
+	Batch     int
+	Device    string // cuda (NCCL) or cpu (gloo)
+	ScriptDir string // where the script is written; shared by all nodes for multi-node runs
 }
 
 // Launchers are the ways a trial's processes can be started.
-var Launchers = []string{"local", "mpirun", "srun"}
+var Launchers = []string{"local", "mpirun", "srun", "torchrun"}
 
 // Launcher says how a trial's processes are started.
 type Launcher struct {
@@ -97,8 +111,10 @@ type Launcher struct {
 	Hostfile     string // mpirun --hostfile
 	MapBy        string // mpirun --map-by
 	BindTo       string // mpirun --bind-to
-	Nodes        int    // srun -N
+	Nodes        int    // srun -N, torchrun --nnodes
 	TasksPerNode int    // srun --ntasks-per-node
+	NProcPerNode int    // torchrun --nproc-per-node
+	RdzvEndpoint string // torchrun --rdzv-endpoint
 	Args         []string
 }
 
@@ -140,11 +156,11 @@ func (s *Space) Active(p Param, a Assignment) bool {
 }
 
 // Env returns the NCCL_* environment of a trial: the fixed variables and every
-// assigned value except Unset, as sorted NAME=value pairs.
+// assigned value except Unset and DDP knobs, as sorted NAME=value pairs.
 func (s *Space) Env(a Assignment) []string {
 	vars := maps.Clone(s.Fixed)
 	for name, v := range a {
-		if v != Unset {
+		if _, knob := ddpKnobs[name]; v != Unset && !knob {
 			vars[name] = v
 		}
 	}
@@ -164,8 +180,11 @@ func (s *Space) Identity() []string {
 	lines := []string{
 		"collective " + s.Campaign.Collective + ", objective " + s.Campaign.Objective,
 		fmt.Sprintf("sizes %s..%s x%d", FormatSize(s.Sizes.Min), FormatSize(s.Sizes.Max), s.Sizes.Factor),
-		fmt.Sprintf("benchmark %s -g %d -n %d -w %d check=%v args=%q", b.Binary, b.GPUs, b.Iters, b.Warmup, b.Check, b.Args),
+		fmt.Sprintf("benchmark %s %s -g %d -n %d -w %d check=%v args=%q", b.Kind, b.Binary, b.GPUs, b.Iters, b.Warmup, b.Check, b.Args),
 		fmt.Sprintf("launcher %+v", s.Launcher),
+	}
+	if b.Kind == DDP {
+		lines = append(lines, fmt.Sprintf("ddp %s params=%s layers=%d batch=%d device=%s", b.Python, b.Params, b.Layers, b.Batch, b.Device))
 	}
 	for _, r := range s.Ranges {
 		lines = append(lines, "range "+r.String())
@@ -184,6 +203,25 @@ func (s *Space) Identity() []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// Args returns the DDP step script's options for the assigned DDP knobs.
+func (s *Space) Args(a Assignment) []string {
+	var args []string
+	for _, name := range slices.Sorted(maps.Keys(a)) {
+		if k, knob := ddpKnobs[name]; knob && a[name] != Unset {
+			args = append(args, k.Flag+"="+a[name])
+		}
+	}
+	return args
+}
+
+// Unit names what the scores measure.
+func (s *Space) Unit() string {
+	if s.Benchmark.Kind == DDP {
+		return "steps/s"
+	}
+	return "GB/s"
 }
 
 // Hash identifies the space's Identity, so that a resumed campaign can tell

@@ -111,10 +111,24 @@ func comment(lines []string, prefix string) string {
 	return b.String()
 }
 
+// ddpLine names the DDP knobs a trial chose, which no environment carries.
+func (e Export) ddpLine(t *store.Trial) []string {
+	var knobs []string
+	for _, p := range e.Space.Params {
+		if v, err := space.Lookup(p.Name); err == nil && v.IsArg() && t.Params[p.Name] != "" && t.Params[p.Name] != space.Unset {
+			knobs = append(knobs, p.Name+"="+t.Params[p.Name])
+		}
+	}
+	if len(knobs) == 0 {
+		return nil
+	}
+	return []string{"DistributedDataParallel settings (pass them to DDP in your code): " + strings.Join(knobs, ", ")}
+}
+
 // rangeFile renders one range's file in a per-range format.
 func (e Export) rangeFile(format string, r RangeResult, chosen *store.Trial) (text, name string, err error) {
 	base := "nccl-" + r.Range.Name
-	head := comment(e.header(r), "# ")
+	head := comment(append(e.header(r), e.ddpLine(chosen)...), "# ")
 	var b strings.Builder
 	switch format {
 	case "env":
@@ -191,6 +205,7 @@ type rangeOut struct {
 	CIHigh    *float64          `json:"ci_high,omitempty"`
 	Trial     *int              `json:"trial"`
 	Env       map[string]string `json:"env"`
+	DDP       []string          `json:"ddp,omitempty"`
 }
 
 func (e Export) json() (string, error) {
@@ -204,7 +219,7 @@ func (e Export) json() (string, error) {
 		}
 		if ch := r.Chosen(); ch != nil {
 			n := ch.Number
-			ro.Trial, ro.Env = &n, map[string]string{}
+			ro.Trial, ro.Env, ro.DDP = &n, map[string]string{}, e.Space.Args(space.Assignment(ch.Params))
 			for _, kv := range ch.Env {
 				k, v, _ := strings.Cut(kv, "=")
 				ro.Env[k] = v

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nccltune/nccltune/runner/ddp"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
 )
@@ -36,6 +37,9 @@ func FingerprintOf(output []byte) Fingerprint {
 			f.GPU = d.GPU
 		}
 	}
+	if r, err := ddp.Parse(output); err == nil && f.Ranks == 0 {
+		f.Ranks = r.World // the DDP step names no hosts
+	}
 	f.Nodes = len(hosts)
 	if f.Nodes > 0 {
 		f.GPUsPerNode = f.Ranks / f.Nodes
@@ -48,8 +52,11 @@ func (f Fingerprint) String() string {
 	if f.NCCL != "" {
 		parts = append(parts, "NCCL "+f.NCCL)
 	}
-	if f.Ranks > 0 {
+	switch {
+	case f.Nodes > 0:
 		parts = append(parts, fmt.Sprintf("%d node(s) x %d %s", f.Nodes, f.GPUsPerNode, orUnknown(f.GPU)))
+	case f.Ranks > 0:
+		parts = append(parts, fmt.Sprintf("%d ranks", f.Ranks))
 	}
 	if f.Network != "" {
 		gdr := "off"

@@ -22,6 +22,7 @@ type RangeResult struct {
 	DefaultScore float64      // NaN without a default measurement
 	BestScore    float64
 	Completed    int // trials that measured this range
+	Unit         string // of the scores: GB/s (bus bandwidth) or steps/s (DDP step)
 	// Validation is the latest verdict on Best, if Best was validated (a
 	// verdict on an earlier best is stale and left out).
 	Validation *store.Validation
@@ -55,7 +56,7 @@ func (r RangeResult) Chosen() *store.Trial {
 func Results(sp *space.Space, trials []store.Trial, vals map[string]store.Validation) []RangeResult {
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
-		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN()}
+		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Unit: sp.Unit()}
 		for j := range trials {
 			t := &trials[j]
 			s, ok := t.Scores[rg.Name]
@@ -131,10 +132,10 @@ func (r RangeResult) Describe() string {
 	case r.Best == nil:
 		return "no trial measured this range"
 	case math.IsNaN(r.DefaultScore):
-		return fmt.Sprintf("best %.3g GB/s (trial %d); NCCL's defaults were not measured", r.BestScore, r.Best.Number)
+		return fmt.Sprintf("best %.3g %s (trial %d); NCCL's defaults were not measured", r.BestScore, r.Unit, r.Best.Number)
 	case r.Tuned():
-		return fmt.Sprintf("not validated: tuned %.3g GB/s vs default %.3g GB/s (%+.1f%%) in one run, trial %d", r.BestScore, r.DefaultScore, 100*r.Gain(), r.Best.Number)
+		return fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) in one run, trial %d", r.BestScore, r.Unit, r.DefaultScore, r.Unit, 100*r.Gain(), r.Best.Number)
 	default:
-		return fmt.Sprintf("NCCL's defaults are best: %.3g GB/s (no trial gained %.0f%% or more)", r.DefaultScore, 100*MinGain)
+		return fmt.Sprintf("NCCL's defaults are best: %.3g %s (no trial gained %.0f%% or more)", r.DefaultScore, r.Unit, 100*MinGain)
 	}
 }

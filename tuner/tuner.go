@@ -11,11 +11,13 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/ddp"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/runner/sim"
@@ -130,7 +132,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if err := c.Store.StartTrial(t); err != nil {
 			return err
 		}
-		job := runner.Job{Command: cmd, Env: append(slices.Clone(t.Env), c.jobEnv(strconv.Itoa(n))...), Timeout: sp.Benchmark.Timeout}
+		job := c.job(cmd, a, t.Env, strconv.Itoa(n))
 		c.record(t, run.Run(ctx, job))
 		// Record even when stopped, so the interrupted trial is visible and re-run later.
 		if err := c.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
@@ -219,6 +221,8 @@ func Launcher(l space.Launcher) runner.Launcher {
 		return runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: l.NP, Hostfile: l.Hostfile, MapBy: l.MapBy, BindTo: l.BindTo, Args: l.Args}
 	case "srun":
 		return runner.Srun{Command: l.Command, Nodes: l.Nodes, TasksPerNode: l.TasksPerNode, Args: l.Args}
+	case "torchrun":
+		return runner.Torchrun{Command: l.Command, NProcPerNode: l.NProcPerNode, NNodes: l.Nodes, RdzvEndpoint: l.RdzvEndpoint, Args: l.Args}
 	}
 	return runner.Local{}
 }
@@ -265,6 +269,17 @@ func defaults(sp *space.Space) space.Assignment {
 	return a
 }
 
+// job is one launch of the benchmark with an assignment: its environment, and
+// for the DDP step its knobs as script options.
+func (c *Campaign) job(cmd []string, a space.Assignment, env []string, label string) runner.Job {
+	format := runner.NCCLTests
+	if c.Space.Benchmark.Kind == space.DDP {
+		format = runner.DDPStep
+	}
+	return runner.Job{Command: append(slices.Clone(cmd), c.Space.Args(a)...), Env: append(slices.Clone(env), c.jobEnv(label)...),
+		Timeout: c.Space.Benchmark.Timeout, Format: format}
+}
+
 // jobEnv is what a launch adds to a configuration's variables: NCCL's debug
 // log, and for the simulator a run label that seeds its noise.
 func (c *Campaign) jobEnv(label string) []string {
@@ -288,10 +303,13 @@ func (c *Campaign) record(t *store.Trial, res runner.Result) {
 	}
 	t.NCCLLog = nccllog.Parse(res.Output)
 	failure := res.Failure
-	if failure == nil {
+	if failure == nil && res.DDP == nil {
 		failure = c.checkSweep(t)
 	}
 	switch {
+	case failure == nil && res.DDP != nil:
+		// The DDP step's one objective: steps per second (higher is better, like busbw).
+		t.State, t.Scores = store.Complete, map[string]float64{c.Space.Ranges[0].Name: 1e3 / res.DDP.StepMsMean}
 	case failure == nil:
 		t.State = store.Complete
 		t.Scores = map[string]float64{}
@@ -418,6 +436,9 @@ func (c *Campaign) benchmarkCommand() ([]string, error) {
 	if !b.Check {
 		check = "0"
 	}
+	if b.Kind == space.DDP {
+		return c.ddpCommand()
+	}
 	bench := sp.Campaign.Collective + "_perf"
 	args := append([]string{
 		"-b", strconv.FormatInt(sp.Sizes.Min, 10), "-e", strconv.FormatInt(sp.Sizes.Max, 10),
@@ -448,6 +469,26 @@ func (c *Campaign) benchmarkCommand() ([]string, error) {
 	}
 	cmd := append(slices.Clone(simCmd), flags...)
 	return append(append(cmd, bench), args...), nil
+}
+
+// ddpCommand writes the DDP step script and returns the command that runs it.
+func (c *Campaign) ddpCommand() ([]string, error) {
+	b := c.Space.Benchmark
+	python, err := exec.LookPath(b.Python)
+	if err != nil {
+		return nil, fmt.Errorf("benchmark python %s: %w", b.Python, err)
+	}
+	dir := b.ScriptDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("nccltune-%d", os.Getuid()))
+	}
+	script, err := ddp.WriteScript(dir)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{python, script, "--params", b.Params, "--layers", strconv.Itoa(b.Layers),
+		"--batch", strconv.Itoa(b.Batch), "--steps", strconv.Itoa(b.Iters), "--warmup", strconv.Itoa(b.Warmup),
+		"--device", b.Device}, b.Args...), nil
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -12,7 +12,6 @@ import (
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -25,9 +24,10 @@ var ErrNothingToValidate = errors.New("no completed trial to validate")
 
 // arm is one configuration measured during validation.
 type arm struct {
-	name  string // "default" or "trial N"
-	trial int    // -1 for NCCL's defaults
-	env   []string
+	name       string // "default" or "trial N"
+	trial      int    // -1 for NCCL's defaults
+	assignment space.Assignment
+	env        []string
 }
 
 // Validate re-measures each range's chosen configuration against NCCL's
@@ -59,11 +59,14 @@ func (c *Campaign) Validate(ctx context.Context, rounds int) ([]store.Validation
 		if r.Best == nil || r.Best.Number == 0 {
 			continue
 		}
-		key := strings.Join(r.Best.Env, " ")
-		k := slices.IndexFunc(arms, func(a arm) bool { return strings.Join(a.env, " ") == key })
+		key := strings.Join(append(slices.Clone(r.Best.Env), sp.Args(r.Best.Params)...), " ")
+		k := slices.IndexFunc(arms, func(a arm) bool {
+			return strings.Join(append(slices.Clone(a.env), sp.Args(a.assignment)...), " ") == key
+		})
 		if k < 0 {
 			k = len(arms)
-			arms = append(arms, arm{name: fmt.Sprintf("trial %d", r.Best.Number), trial: r.Best.Number, env: r.Best.Env})
+			arms = append(arms, arm{name: fmt.Sprintf("trial %d", r.Best.Number), trial: r.Best.Number,
+				assignment: space.Assignment(r.Best.Params), env: r.Best.Env})
 		}
 		armOf[i] = k
 	}
@@ -104,8 +107,7 @@ func (c *Campaign) measure(ctx context.Context, ses *session, arms []arm, rounds
 				return nil, err
 			}
 			a := arms[k]
-			job := runner.Job{Command: ses.cmd, Env: append(slices.Clone(a.env), c.jobEnv(fmt.Sprintf("validate-%d-%d", round, k))...),
-				Timeout: sp.Benchmark.Timeout}
+			job := c.job(ses.cmd, a.assignment, a.env, fmt.Sprintf("validate-%d-%d", round, k))
 			t := &store.Trial{Env: a.env}
 			c.record(t, ses.run.Run(ctx, job))
 			if t.State == store.Interrupted {

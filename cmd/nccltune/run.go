@@ -178,7 +178,7 @@ func trialLine(sp *space.Space, p tuner.Progress) string {
 	for i, r := range sp.Ranges {
 		fmt.Fprintf(&b, "%s %s (best %s) ", r.Name, bw(p.Trial.Scores[r.Name]), bw(p.Best[i]))
 	}
-	return strings.TrimSpace(b.String()) + " GB/s"
+	return strings.TrimSpace(b.String()) + " " + sp.Unit()
 }
 
 func firstLine(s string) string {

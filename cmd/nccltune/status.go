@@ -119,14 +119,13 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 			name, sum.Unconfirmed[name], sum.ByState[store.Complete])
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "range\tsizes\tdefault GB/s\tbest GB/s\tgain\tvalidated gain (95% CI)\ttrial\tchosen settings\t")
+	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", l.space.Unit(), l.space.Unit())
 	for _, r := range l.results {
 		trial, settings := "-", "-"
 		if ch := r.Chosen(); ch != nil {
 			trial, settings = fmt.Sprint(ch.Number), chosenSettings(l.space, ch)
 		}
-		fmt.Fprintf(tw, "%s\t%s-%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, space.FormatSize(r.Range.Min),
-			space.FormatSize(r.Range.Max), bw(r.DefaultScore), bw(r.BestScore), gain(r), validated(r), trial, settings)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(l.space, r.Range), bw(r.DefaultScore), bw(r.BestScore), gain(r), validated(r), trial, settings)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -153,6 +152,14 @@ func validated(r tuner.RangeResult) string {
 		cell += " defaults kept"
 	}
 	return cell
+}
+
+// sizes shows a range's message sizes; the DDP step has none of its own.
+func sizes(sp *space.Space, r space.Range) string {
+	if sp.Benchmark.Kind == space.DDP {
+		return "training step"
+	}
+	return space.FormatSize(r.Min) + "-" + space.FormatSize(r.Max)
 }
 
 // chosenSettings lists the searched variables a trial set, or says it is NCCL's defaults.

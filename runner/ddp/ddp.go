@@ -1,0 +1,103 @@
+// Package ddp is the PyTorch DistributedDataParallel step benchmark: a Python
+// script shipped inside nccltune, and the parser of the result line each rank
+// prints. Many users care about their training step rather than a
+// micro-benchmark; this tunes NCCL (and DDP's own knobs) on a real DDP step.
+package ddp
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Script is the benchmark's source.
+//
+//go:embed ddp_step.py
+var Script []byte
+
+// Result is one rank's measurement.
+type Result struct {
+	Rank           int     `json:"rank"`
+	World          int     `json:"world"`
+	Backend        string  `json:"backend"`
+	Device         string  `json:"device"`
+	Torch          string  `json:"torch"`
+	NCCL           string  `json:"nccl"`
+	Params         int64   `json:"params"`
+	AllReduceBytes int64   `json:"allreduce_bytes"`
+	Steps          int     `json:"steps"`
+	StepMsMean     float64 `json:"step_ms_mean"`
+	StepMsP50      float64 `json:"step_ms_p50"`
+	StepMsP95      float64 `json:"step_ms_p95"`
+}
+
+// Error is a failure the script reported about itself.
+type Error struct {
+	Kind    string `json:"kind"` // no_torch, no_cuda, oom, nccl, error
+	Message string `json:"message"`
+}
+
+func (e Error) Error() string { return e.Kind + ": " + e.Message }
+
+// ErrNoResult means no rank printed a result line.
+var ErrNoResult = errors.New("no NCCLTUNE_DDP result line in the output")
+
+const (
+	resultTag = "NCCLTUNE_DDP "
+	errorTag  = "NCCLTUNE_DDP_ERROR "
+)
+
+// Parse reads the ranks' lines and returns rank 0's result, whose step time
+// is the objective. A reported error is returned as an Error.
+func Parse(output []byte) (Result, error) {
+	var best *Result
+	var firstErr error
+	sc := bufio.NewScanner(bytes.NewReader(output))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		// Launchers may prefix lines ("[1,0]<stdout>:", "0: ").
+		if i := strings.Index(line, errorTag); i >= 0 && firstErr == nil {
+			var e Error
+			if err := json.Unmarshal([]byte(line[i+len(errorTag):]), &e); err == nil {
+				firstErr = e
+			}
+			continue
+		}
+		if i := strings.Index(line, resultTag); i >= 0 {
+			var r Result
+			if err := json.Unmarshal([]byte(line[i+len(resultTag):]), &r); err != nil || r.Steps < 1 || !(r.StepMsMean > 0) {
+				continue
+			}
+			if best == nil || r.Rank == 0 {
+				best = &r
+			}
+		}
+	}
+	switch {
+	case firstErr != nil:
+		return Result{}, firstErr
+	case best == nil:
+		return Result{}, ErrNoResult
+	}
+	return *best, nil
+}
+
+// WriteScript writes the script into dir (created if needed) and returns its
+// path. For a multi-node launch dir must be on a filesystem every node sees.
+func WriteScript(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("ddp script: %w", err)
+	}
+	path := filepath.Join(dir, "nccltune_ddp_step.py")
+	if err := os.WriteFile(path, Script, 0o644); err != nil {
+		return "", fmt.Errorf("ddp script: %w", err)
+	}
+	return path, nil
+}

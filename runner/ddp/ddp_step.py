@@ -1,0 +1,144 @@
+"""nccltune's DDP step benchmark (written out by nccltune for each campaign).
+
+Builds a stack of linear layers with about --params parameters, wraps it in
+torch.nn.parallel.DistributedDataParallel, and times --steps training steps
+after --warmup. Each rank prints one line:
+
+    NCCLTUNE_DDP {"rank": 0, "world": 8, "step_ms_mean": ..., ...}
+
+Ranks come from torchrun (RANK, WORLD_SIZE, LOCAL_RANK) or from mpirun
+(OMPI_COMM_WORLD_*, PMI_*). Errors are printed as NCCLTUNE_DDP_ERROR lines with
+a kind nccltune classifies (no_torch, no_cuda, oom, nccl, error).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def fail(kind, message, code=2):
+    print("NCCLTUNE_DDP_ERROR " + json.dumps({"kind": kind, "message": message}), flush=True)
+    sys.exit(code)
+
+
+def parse_size(text):
+    units = {"K": 1e3, "M": 1e6, "G": 1e9}
+    text = text.strip().upper()
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def env_first(*names, default=None):
+    for name in names:
+        if os.environ.get(name):
+            return os.environ[name]
+    return default
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--params", default="100M", help="model parameters, e.g. 100M")
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    p.add_argument("--gradient-as-bucket-view", type=int, choices=[0, 1], default=0)
+    p.add_argument("--static-graph", type=int, choices=[0, 1], default=0)
+    args = p.parse_args()
+
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as e:
+        fail("no_torch", "PyTorch is not installed for %s: %s" % (sys.executable, e))
+
+    rank = int(env_first("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", default="0"))
+    world = int(env_first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", default="1"))
+    local = int(env_first("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", default="0"))
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29500")
+    os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world)
+
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            fail("no_cuda", "CUDA is not available to PyTorch %s" % torch.__version__)
+        torch.cuda.set_device(local % torch.cuda.device_count())
+        device, backend = torch.device("cuda"), "nccl"
+    else:
+        device, backend = torch.device("cpu"), "gloo"
+
+    try:
+        dist.init_process_group(backend=backend, rank=rank, world_size=world)
+    except Exception as e:  # noqa: BLE001 - reported, then nccltune classifies it
+        fail("nccl" if "NCCL" in str(e) else "error", "init_process_group: %s" % e)
+
+    hidden = max(8, int((parse_size(args.params) / args.layers) ** 0.5))
+    torch.manual_seed(1234)
+    layers = []
+    for _ in range(args.layers):
+        layers += [torch.nn.Linear(hidden, hidden), torch.nn.GELU()]
+    model = torch.nn.Sequential(*layers).to(device)
+    n_params = sum(p.numel() for p in model.parameters())
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model,
+        device_ids=[device.index] if device.type == "cuda" else None,
+        bucket_cap_mb=args.bucket_cap_mb,
+        gradient_as_bucket_view=bool(args.gradient_as_bucket_view),
+        static_graph=bool(args.static_graph),
+    )
+    opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
+    x = torch.randn(args.batch, hidden, device=device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        ddp(x).float().pow(2).mean().backward()
+        opt.step()
+
+    times = []
+    try:
+        for i in range(args.warmup + args.steps):
+            if device.type == "cuda":
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                step()
+                end.record()
+                torch.cuda.synchronize()
+                ms = start.elapsed_time(end)
+            else:
+                t0 = time.perf_counter()
+                step()
+                ms = (time.perf_counter() - t0) * 1e3
+            if i >= args.warmup:
+                times.append(ms)
+    except torch.cuda.OutOfMemoryError as e:
+        fail("oom", "out of GPU memory with %d parameters: %s" % (n_params, str(e).splitlines()[0]))
+    except RuntimeError as e:
+        text = str(e)
+        kind = "oom" if "out of memory" in text else "nccl" if "NCCL" in text else "error"
+        fail(kind, text.splitlines()[0] if text else repr(e))
+
+    times.sort()
+    result = {
+        "rank": rank, "world": world, "backend": backend, "device": device.type,
+        "torch": torch.__version__, "params": n_params,
+        # DDP all-reduces every gradient once per step: 4 bytes per fp32 parameter.
+        "allreduce_bytes": 4 * n_params,
+        "steps": len(times),
+        "step_ms_mean": statistics.fmean(times),
+        "step_ms_p50": times[len(times) // 2],
+        "step_ms_p95": times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))],
+    }
+    if backend == "nccl":
+        result["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
+    print("NCCLTUNE_DDP " + json.dumps(result), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

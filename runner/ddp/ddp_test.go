@@ -1,0 +1,42 @@
+package ddp
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	out := []byte(`W1202 torch/distributed warning: something
+[1,1]<stdout>:NCCLTUNE_DDP {"rank": 1, "world": 2, "backend": "nccl", "device": "cuda", "torch": "2.11.0", "params": 100, "allreduce_bytes": 400, "steps": 5, "step_ms_mean": 9.5, "step_ms_p50": 9.4, "step_ms_p95": 9.9}
+[1,0]<stdout>:NCCLTUNE_DDP {"rank": 0, "world": 2, "backend": "nccl", "device": "cuda", "torch": "2.11.0", "nccl": "2.28.9", "params": 100, "allreduce_bytes": 400, "steps": 5, "step_ms_mean": 10.5, "step_ms_p50": 10.4, "step_ms_p95": 10.9}
+NCCLTUNE_DDP {"rank": 0, "steps": 0, "step_ms_mean": 0}
+NCCLTUNE_DDP {not json
+`)
+	r, err := Parse(out)
+	if err != nil || r.Rank != 0 || r.World != 2 || r.StepMsMean != 10.5 || r.NCCL != "2.28.9" {
+		t.Errorf("Parse = %+v, %v; want rank 0's result", r, err)
+	}
+	_, err = Parse([]byte("Traceback (most recent call last):\nRuntimeError: boom\n"))
+	if !errors.Is(err, ErrNoResult) {
+		t.Errorf("no result: %v", err)
+	}
+	_, err = Parse([]byte(`NCCLTUNE_DDP_ERROR {"kind": "oom", "message": "out of GPU memory with 9 parameters"}` + "\n"))
+	var e Error
+	if !errors.As(err, &e) || e.Kind != "oom" {
+		t.Errorf("error line: %v", err)
+	}
+}
+
+func TestWriteScript(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shared")
+	path, err := WriteScript(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if string(data) != string(Script) || len(Script) < 1000 {
+		t.Errorf("script not written whole")
+	}
+}
