@@ -21,7 +21,7 @@ type RangeResult struct {
 	Best         *store.Trial // the highest-scoring completed trial
 	DefaultScore float64      // NaN without a default measurement
 	BestScore    float64
-	Completed    int // trials that measured this range
+	Completed    int    // trials that measured this range
 	Unit         string // of the scores: GB/s (bus bandwidth) or steps/s (DDP step)
 	// Validation is the latest verdict on Best, if Best was validated (a
 	// verdict on an earlier best is stale and left out).
