@@ -99,6 +99,21 @@ func (m MPIRun) Check() error {
 	return errors.Join(errs...)
 }
 
+// HostfileHosts counts the hosts a hostfile lists.
+func HostfileHosts(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("hostfile: %w", err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if text, _, _ := strings.Cut(line, "#"); strings.TrimSpace(text) != "" {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // HostfileSlots reads an Open MPI ("host slots=N") or MPICH ("host:N")
 // hostfile and returns its total slot count, or 0 if some host gives none
 // (mpirun then decides).

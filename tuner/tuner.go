@@ -471,6 +471,21 @@ func (c *Campaign) benchmarkCommand() ([]string, error) {
 	return append(append(cmd, bench), args...), nil
 }
 
+// ProbeCommand is a short all-reduce with the space's benchmark (nccl-tests or
+// the simulator): a few sizes, few iterations, for a pre-flight check. It is
+// nil for the DDP step, which has no such probe.
+func (c *Campaign) ProbeCommand() ([]string, error) {
+	if c.Space.Benchmark.Kind == space.DDP {
+		return nil, nil
+	}
+	probe := *c
+	sp := *c.Space
+	sp.Sizes = space.Sizes{Min: 8, Max: 1 << 20, Factor: 8}
+	sp.Benchmark.Iters, sp.Benchmark.Warmup = 2, 1
+	probe.Space = &sp
+	return probe.benchmarkCommand()
+}
+
 // ddpCommand writes the DDP step script and returns the command that runs it.
 func (c *Campaign) ddpCommand() ([]string, error) {
 	b := c.Space.Benchmark

@@ -190,3 +190,50 @@ func TestReportValidateCompare(t *testing.T) {
 		t.Errorf("compare with a bad file: %d %s", code, errOut)
 	}
 }
+
+func TestDoctor(t *testing.T) {
+	dir := t.TempDir()
+	example, _ := filepath.Abs("../../examples/sim-2node-ib.toml")
+	code, out, errOut := nccltune(t, dir, "doctor", "--space", example, "--json", "--python", "")
+	var rep struct {
+		Nodes []struct {
+			Host    string
+			Results []struct{ Check, Status, Detail string }
+		}
+		Cluster []struct{ Layer, Check, Status, Detail string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Nodes) != 1 || len(rep.Cluster) != 2 {
+		t.Fatalf("doctor --json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if nccl := rep.Cluster[0]; nccl.Layer != "nccl" || nccl.Status != "ok" || !strings.Contains(nccl.Detail, "network IB") {
+		t.Errorf("NCCL check on the simulated IB cluster: %+v", nccl)
+	}
+	for _, r := range rep.Nodes[0].Results {
+		if r.Status == "fail" && code != 1 {
+			t.Errorf("a failed check (%s) must exit 1, got %d", r.Check, code)
+		}
+	}
+	code, out, _ = nccltune(t, dir, "doctor", "--python", "")
+	if !strings.Contains(out, "GPUs (nvidia-smi)") || !strings.Contains(out, "SKIP") {
+		t.Errorf("doctor without a space: exit %d\n%s", code, out)
+	}
+
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		return
+	}
+	// One process per node through mpirun: here, one node.
+	hosts := filepath.Join(dir, "hosts")
+	os.WriteFile(hosts, []byte("localhost slots=1\n"), 0o644)
+	src, _ := os.ReadFile(example)
+	mpi := strings.Replace(string(src), "[benchmark]", "[launcher]\nkind = \"mpirun\"\nnp = 1\nhostfile = \""+hosts+"\"\nargs = [\"--oversubscribe\"]\n\n[benchmark]", 1)
+	mpi = strings.Replace(mpi, "gpus = 16 ", "gpus = 1 ", 1)
+	if os.Geteuid() == 0 {
+		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+	}
+	os.WriteFile(filepath.Join(dir, "mpi.toml"), []byte(mpi), 0o644)
+	code, out, errOut = nccltune(t, dir, "doctor", "--space", "mpi.toml", "--json", "--python", "")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Nodes) != 1 || rep.Cluster[0].Status != "ok" {
+		t.Errorf("doctor through mpirun: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nccltune/nccltune/doctor"
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/tuner"
+)
+
+// nodeReport is what `doctor --node` prints on each node.
+type nodeReport struct {
+	Host    string          `json:"host"`
+	Time    int64           `json:"unix_nano"`
+	Results []doctor.Result `json:"results"`
+}
+
+const nodeTag = "NCCLTUNE_DOCTOR "
+
+func doctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "doctor",
+		Usage: "layered pre-flight check: hardware and fabric, then NCCL, then the framework",
+		Description: "Checks GPUs (nvidia-smi), InfiniBand/RoCE ports (ibstat), the RoCE v2 GID index to use,\n" +
+			"the mlx5 and nvidia_peermem modules, Open MPI's CUDA support and MASTER_ADDR on every node\n" +
+			"(through the space's mpirun or srun launcher, one process per node), clock skew between\n" +
+			"nodes, then a tiny all-reduce with NCCL_DEBUG=INFO compared with what the fabric says NCCL\n" +
+			"should use, then a torch.distributed all_reduce. Each check prints ok, warn, fail or skip\n" +
+			"(a missing tool), with the fix. Exits 1 if any check fails.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "space", Usage: "space `FILE` whose launcher and benchmark to check"},
+			&cli.StringFlag{Name: "python", Value: "python3", Usage: "interpreter for the framework check (\"\" to skip)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
+			&cli.BoolFlag{Name: "node", Hidden: true, Usage: "check this node only and print one line (used by the fan-out)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("node") {
+				rep := nodeReport{Host: hostname(), Time: time.Now().UnixNano(),
+					Results: doctor.Run(c.Context, doctor.Options{Python: c.String("python")})}
+				data, err := json.Marshal(rep)
+				if err != nil {
+					return err
+				}
+				fmt.Println(nodeTag + string(data))
+				return nil
+			}
+			nodes, cluster, err := diagnose(c.Context, c.String("space"), c.String("python"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(map[string]any{"nodes": nodes, "cluster": cluster}); err != nil {
+					return err
+				}
+			} else {
+				printDoctor(os.Stdout, nodes, cluster)
+			}
+			for _, n := range nodes {
+				for _, r := range append(n.Results, cluster...) {
+					if r.Status == doctor.Fail {
+						return cli.Exit("", exitFailure)
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// diagnose runs the node checks on every node and the NCCL check across them.
+func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []doctor.Result, error) {
+	if spaceFile == "" {
+		return []nodeReport{{Host: hostname(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil, nil
+	}
+	sp, err := space.Load(spaceFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	camp := &tuner.Campaign{Space: sp}
+	probe, err := camp.ProbeCommand()
+	if err != nil {
+		return nil, nil, err
+	}
+	launcher := tuner.Launcher(sp.Launcher)
+	nodes, err := fanOut(ctx, sp.Launcher, python)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The NCCL layer runs once, across all nodes, through the campaign's launcher,
+	// and is judged against what every node's fabric checks found.
+	var all []doctor.Result
+	for i, n := range nodes {
+		// The nodes' own NCCL rows only said "no benchmark here"; it runs below.
+		nodes[i].Results = slices.DeleteFunc(n.Results, func(r doctor.Result) bool { return r.Layer == "nccl" })
+		all = append(all, nodes[i].Results...)
+	}
+	nccl := doctor.NCCL(ctx, doctor.Options{NCCLTest: probe, Launcher: launcher, Env: sp.Env(space.Assignment{})}, doctor.FabricOf(all))
+	return nodes, []doctor.Result{nccl, clockSkew(nodes)}, nil
+}
+
+// fanOut runs `nccltune doctor --node` once per node through mpirun or srun;
+// with another launcher only this node is checked.
+func fanOut(ctx context.Context, l space.Launcher, python string) ([]nodeReport, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var launcher runner.Launcher
+	switch l.Kind {
+	case "mpirun":
+		n := 1
+		if l.Hostfile != "" {
+			if n, err = runner.HostfileHosts(l.Hostfile); err != nil {
+				return nil, err
+			}
+		}
+		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: n, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: l.Args}
+	case "srun":
+		launcher = runner.Srun{Command: l.Command, Nodes: l.Nodes, TasksPerNode: 1, Args: l.Args}
+	default:
+		return []nodeReport{{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil
+	}
+	rn := &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
+	res := rn.Run(ctx, runner.Job{Command: []string{self, "doctor", "--node", "--python", python}, Timeout: 5 * time.Minute})
+	var nodes []nodeReport
+	for _, line := range strings.Split(string(res.Output), "\n") {
+		if i := strings.Index(line, nodeTag); i >= 0 {
+			var n nodeReport
+			if json.Unmarshal([]byte(line[i+len(nodeTag):]), &n) == nil {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("the per-node checks printed nothing through %s: %s", l.Kind, strings.TrimSpace(lastLines(res.Output, 5)))
+	}
+	return nodes, nil
+}
+
+// clockSkew compares the nodes' clocks as they reported (launch spread included).
+func clockSkew(nodes []nodeReport) doctor.Result {
+	r := doctor.Result{Layer: "hardware", Check: "clock skew between nodes"}
+	if len(nodes) < 2 {
+		r.Status, r.Detail = doctor.Skip, "one node"
+		return r
+	}
+	lo, hi := nodes[0].Time, nodes[0].Time
+	for _, n := range nodes {
+		lo, hi = min(lo, n.Time), max(hi, n.Time)
+	}
+	skew := time.Duration(hi - lo)
+	r.Status, r.Detail = doctor.OK, fmt.Sprintf("%s across %d nodes (an upper bound: it includes launch delays)", skew.Round(time.Millisecond), len(nodes))
+	if skew > 2*time.Second {
+		r.Status, r.Fix = doctor.Warn, "synchronise clocks (chrony/NTP): timeouts and logs across nodes need them"
+	}
+	return r
+}
+
+func printDoctor(w io.Writer, nodes []nodeReport, cluster []doctor.Result) {
+	print := func(title string, results []doctor.Result) {
+		fmt.Fprintln(w, title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, r := range results {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", strings.ToUpper(string(r.Status)), r.Layer, r.Check, r.Detail)
+			if r.Fix != "" && r.Status != doctor.OK && r.Status != doctor.Skip {
+				fmt.Fprintf(tw, "  \t\t\tfix: %s\n", r.Fix)
+			} else if r.Fix != "" {
+				fmt.Fprintf(tw, "  \t\t\tnote: %s\n", r.Fix)
+			}
+		}
+		tw.Flush()
+	}
+	for _, n := range nodes {
+		print("node "+n.Host, n.Results)
+	}
+	if len(cluster) > 0 {
+		print("across nodes", cluster)
+	}
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "localhost"
+	}
+	return h
+}
+
+func lastLines(out []byte, n int) string {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

@@ -1,0 +1,376 @@
+// Package doctor is the layered pre-flight check people otherwise walk by
+// hand before a campaign, or when a tuned job is slow: hardware and fabric,
+// then NCCL, then the framework. Each check reads a tool's output with a small
+// parser (tested on recorded outputs); a missing tool is a skip, not a crash.
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/runner/nccltests"
+)
+
+// Status is a check's verdict.
+type Status string
+
+const (
+	OK   Status = "ok"
+	Warn Status = "warn"
+	Fail Status = "fail"
+	Skip Status = "skip"
+)
+
+// Result is one check's verdict, with what to do about it.
+type Result struct {
+	Layer  string `json:"layer"` // hardware, nccl, framework
+	Check  string `json:"check"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// Options says where to look and what to run.
+type Options struct {
+	Root string // prefix for /proc and /sys (tests point it at testdata); "" is the real machine
+	// Exec runs a tool and returns its output; nil runs it for real. An
+	// exec.ErrNotFound error means the tool is missing (the check is skipped).
+	Exec func(ctx context.Context, name string, args ...string) ([]byte, error)
+	// NCCLTest is the tiny all-reduce to run (an nccl-tests command), through Launcher.
+	NCCLTest []string
+	Launcher runner.Launcher
+	Env      []string // variables for the all-reduce (the space's pinned ones)
+	Python   string   // for the framework check; "" skips it
+	Timeout  time.Duration
+}
+
+// Run runs every check of this node, layer by layer.
+func Run(ctx context.Context, o Options) []Result {
+	if o.Exec == nil {
+		o.Exec = run
+	}
+	f := &facts{}
+	var out []Result
+	for _, check := range []func(context.Context, Options, *facts) Result{
+		checkGPUs, checkPorts, checkGID, checkDrivers, checkPeermem, checkOMPI, checkMaster,
+	} {
+		out = append(out, check(ctx, o, f))
+	}
+	out = append(out, NCCL(ctx, o, FabricOf(out)), checkFramework(ctx, o, f))
+	return out
+}
+
+// Fabric is what the hardware checks found, which NCCL's choices are judged against.
+type Fabric struct {
+	RDMA    bool // an InfiniBand or RoCE port is active
+	Peermem bool // GPUDirect RDMA is possible
+}
+
+// Names of the checks FabricOf reads.
+const (
+	portsCheck   = "InfiniBand/RoCE ports (ibstat)"
+	peermemCheck = "GPUDirect RDMA (nvidia_peermem)"
+)
+
+// FabricOf reads the fabric from hardware results, of one node or of all:
+// RDMA if any node has an active port, GPUDirect if every node that said has it.
+func FabricOf(results []Result) Fabric {
+	var f Fabric
+	peermem, denied := false, false
+	for _, r := range results {
+		switch {
+		case r.Check == portsCheck && r.Status == OK:
+			f.RDMA = true
+		case r.Check == peermemCheck && r.Status == OK:
+			peermem = true
+		case r.Check == peermemCheck && r.Status == Warn:
+			denied = true
+		}
+	}
+	f.Peermem = peermem && !denied
+	return f
+}
+
+// facts carries what earlier checks learnt to later ones ("IB is up, so NCCL should use it").
+type facts struct {
+	gpus        int
+	activePorts []Port
+	peermem     bool
+	roce        bool
+}
+
+func run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, name, args...).CombinedOutput()
+}
+
+func missing(err error) bool { return errors.Is(err, exec.ErrNotFound) }
+
+func checkGPUs(ctx context.Context, o Options, f *facts) Result {
+	r := Result{Layer: "hardware", Check: "GPUs (nvidia-smi)"}
+	out, err := o.Exec(ctx, "nvidia-smi", "--query-gpu=index,name,pci.bus_id,memory.total,driver_version", "--format=csv")
+	switch {
+	case missing(err):
+		r.Status, r.Detail = Skip, "nvidia-smi not found"
+		return r
+	case err != nil:
+		r.Status, r.Detail, r.Fix = Fail, summary(out, err), "check the NVIDIA driver (nvidia-smi must work)"
+		return r
+	}
+	gpus := ParseNvidiaSMI(string(out))
+	if len(gpus) == 0 {
+		r.Status, r.Detail, r.Fix = Fail, "nvidia-smi lists no GPU", "check CUDA_VISIBLE_DEVICES and the driver"
+		return r
+	}
+	r.Status = OK
+	r.Detail = fmt.Sprintf("%d x %s, driver %s", len(gpus), strings.TrimSpace(gpus[0].Name), strings.TrimSpace(gpus[0].Driver))
+	return r
+}
+
+func checkPorts(ctx context.Context, o Options, f *facts) Result {
+	r := Result{Layer: "hardware", Check: portsCheck}
+	out, err := o.Exec(ctx, "ibstat")
+	if missing(err) {
+		r.Status, r.Detail = Skip, "ibstat not found (infiniband-diags); no RDMA fabric checked"
+		return r
+	}
+	ports := ParseIbstat(string(out))
+	var up, down []string
+	for _, p := range ports {
+		name := fmt.Sprintf("%s/%d %s", p.CA, p.Num, p.LinkLayer)
+		if p.Active() {
+			f.activePorts = append(f.activePorts, p)
+			f.roce = f.roce || p.LinkLayer == "Ethernet"
+			up = append(up, name+" "+p.Rate+"Gb/s")
+		} else {
+			down = append(down, name+" "+p.State)
+		}
+	}
+	switch {
+	case len(ports) == 0:
+		r.Status, r.Detail, r.Fix = Warn, "no HCA found", "without RDMA NCCL uses TCP sockets between nodes; fine on one node"
+	case len(up) == 0:
+		r.Status, r.Detail, r.Fix = Fail, "no port is Active: "+strings.Join(down, "; "), "bring the links up (cables, subnet manager for IB, switch config for RoCE)"
+	default:
+		r.Status, r.Detail = OK, "active: "+strings.Join(up, "; ")
+		if len(down) > 0 {
+			r.Detail += "; down: " + strings.Join(down, "; ")
+		}
+	}
+	return r
+}
+
+func checkGID(_ context.Context, o Options, f *facts) Result {
+	r := Result{Layer: "hardware", Check: "RoCE GID index"}
+	if !f.roce {
+		r.Status, r.Detail = Skip, "no active RoCE (Ethernet link layer) port"
+		return r
+	}
+	gids := ReadGIDs(o.Root)
+	idx, ok := SuggestGIDIndex(gids)
+	if !ok {
+		r.Status, r.Detail, r.Fix = Fail, fmt.Sprintf("%d GID entries, none RoCE v2", len(gids)), "configure RoCE v2 on the NIC (cma_roce_mode) and give the interface an IP address"
+		return r
+	}
+	r.Status, r.Detail = OK, fmt.Sprintf("RoCE v2 at GID index %d", idx)
+	r.Fix = fmt.Sprintf("NCCL_IB_GID_INDEX=%d (a wrong index degrades RoCE to IPoIB-like speed)", idx)
+	return r
+}
+
+func (o Options) modules() (map[string]bool, error) {
+	data, err := os.ReadFile(o.Root + "/proc/modules")
+	return Modules(string(data)), err
+}
+
+func checkDrivers(_ context.Context, o Options, f *facts) Result {
+	r := Result{Layer: "hardware", Check: "mlx5 driver"}
+	if len(f.activePorts) == 0 {
+		r.Status, r.Detail = Skip, "no active RDMA port"
+		return r
+	}
+	mods, err := o.modules()
+	switch {
+	case err != nil:
+		r.Status, r.Detail = Skip, "cannot read /proc/modules"
+	case mods["mlx5_core"] && mods["mlx5_ib"]:
+		r.Status, r.Detail = OK, "mlx5_core and mlx5_ib loaded"
+	default:
+		r.Status, r.Detail, r.Fix = Warn, "mlx5_ib not loaded", "modprobe mlx5_ib (or install the vendor OFED)"
+	}
+	return r
+}
+
+func checkPeermem(_ context.Context, o Options, f *facts) Result {
+	r := Result{Layer: "hardware", Check: peermemCheck}
+	mods, err := o.modules()
+	switch {
+	case err != nil:
+		r.Status, r.Detail = Skip, "cannot read /proc/modules"
+	case mods["nvidia_peermem"] || mods["nv_peer_mem"]:
+		r.Status, r.Detail = OK, "nvidia_peermem loaded: NICs can read and write GPU memory directly"
+	case len(f.activePorts) == 0:
+		r.Status, r.Detail = Skip, "no active RDMA port; GPUDirect RDMA is moot"
+	default:
+		r.Status, r.Detail, r.Fix = Warn, "nvidia_peermem not loaded: inter-node traffic is staged through host memory",
+			"modprobe nvidia_peermem (or use dma-buf with a recent driver and NCCL)"
+	}
+	return r
+}
+
+func checkOMPI(ctx context.Context, o Options, _ *facts) Result {
+	r := Result{Layer: "hardware", Check: "Open MPI CUDA support (ompi_info)"}
+	out, err := o.Exec(ctx, "ompi_info", "--parsable", "--all")
+	if missing(err) {
+		r.Status, r.Detail = Skip, "ompi_info not found"
+		return r
+	}
+	cuda, known := OMPICUDA(string(out))
+	switch {
+	case !known:
+		r.Status, r.Detail = Skip, "ompi_info does not say"
+	case cuda:
+		r.Status, r.Detail = OK, "built with CUDA support"
+	default:
+		r.Status, r.Detail = Warn, "built without CUDA support"
+		r.Fix = "harmless for NCCL (it moves GPU data itself), but MPI calls on GPU buffers will fail"
+	}
+	return r
+}
+
+func checkMaster(ctx context.Context, _ Options, _ *facts) Result {
+	r := Result{Layer: "hardware", Check: "MASTER_ADDR reachable"}
+	host := os.Getenv("MASTER_ADDR")
+	if host == "" {
+		r.Status, r.Detail = Skip, "MASTER_ADDR not set"
+		return r
+	}
+	port := os.Getenv("MASTER_PORT")
+	if port == "" {
+		port = "29500"
+	}
+	conn, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", net.JoinHostPort(host, port))
+	var opErr *net.OpError
+	switch {
+	case err == nil:
+		conn.Close()
+		r.Status, r.Detail = OK, "something listens on "+host+":"+port
+	case errors.As(err, &opErr) && strings.Contains(err.Error(), "refused"):
+		r.Status, r.Detail = OK, host+" answers; port "+port+" is closed (expected before a job starts)"
+	default:
+		r.Status, r.Detail, r.Fix = Fail, err.Error(), "check the address, routes and firewalls between nodes"
+	}
+	return r
+}
+
+// NCCL runs the tiny all-reduce (o.NCCLTest, through o.Launcher) and judges
+// the transport NCCL chose against the fabric.
+func NCCL(ctx context.Context, o Options, f Fabric) Result {
+	r := Result{Layer: "nccl", Check: "tiny all-reduce (NCCL_DEBUG=INFO)"}
+	if len(o.NCCLTest) == 0 {
+		r.Status, r.Detail = Skip, "no nccl-tests binary configured (give --space with benchmark.binary)"
+		return r
+	}
+	if _, err := exec.LookPath(o.NCCLTest[0]); err != nil {
+		r.Status, r.Detail = Skip, err.Error()
+		return r
+	}
+	launcher := o.Launcher
+	if launcher == nil {
+		launcher = runner.Local{}
+	}
+	env := append(append([]string{}, o.Env...), "NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH")
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	rn := &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
+	res := rn.Run(ctx, runner.Job{Command: o.NCCLTest, Env: env, Timeout: timeout})
+	if res.Failure != nil {
+		r.Status, r.Detail, r.Fix = Fail, res.Failure.Error(), "run it by hand with NCCL_DEBUG=INFO: "+strings.Join(res.Command, " ")
+		return r
+	}
+	return judgeNCCL(r, nccllog.Parse(res.Output), res.Report, f)
+}
+
+// judgeNCCL compares what NCCL chose with what the fabric checks say it should.
+func judgeNCCL(r Result, log nccllog.Log, rep *nccltests.Report, f Fabric) Result {
+	net := log.Network
+	if net == "" {
+		net = "none (one node, or not logged)"
+	}
+	r.Detail = fmt.Sprintf("NCCL %s, %d ranks, network %s, GPUDirect RDMA %v, %d channels", orDash(log.Version), len(rep.Devices), net, log.GDR, log.Channels)
+	r.Status = OK
+	switch {
+	case f.RDMA && log.Network == "Socket":
+		r.Status = Fail
+		r.Fix = "RDMA ports are active but NCCL used sockets: check NCCL_IB_HCA, NCCL_IB_DISABLE, NCCL_NET and that libibverbs is installed"
+	case f.RDMA && log.Network != "" && !log.GDR && f.Peermem:
+		r.Status = Warn
+		r.Fix = "NCCL uses the NICs without GPUDirect RDMA although nvidia_peermem is loaded: the GPU-NIC PCI distance may exceed NCCL_NET_GDR_LEVEL (try PHB)"
+	}
+	for _, n := range log.Notes {
+		if strings.Contains(n, "No capable device") || strings.Contains(n, "ib0") && log.Network == "Socket" {
+			if r.Status == OK {
+				r.Status = Warn
+			}
+			r.Detail += "; " + n
+		}
+	}
+	return r
+}
+
+func checkFramework(ctx context.Context, o Options, _ *facts) Result {
+	r := Result{Layer: "framework", Check: "torch.distributed all_reduce"}
+	if o.Python == "" {
+		r.Status, r.Detail = Skip, "no python configured"
+		return r
+	}
+	script := `import torch, torch.distributed as dist, os
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29531")
+cuda = torch.cuda.is_available()
+dist.init_process_group("nccl" if cuda else "gloo", rank=0, world_size=1)
+t = torch.ones(1024, device="cuda" if cuda else "cpu")
+dist.all_reduce(t)
+print("FRAMEWORK_OK torch", torch.__version__, "nccl" if cuda else "gloo", float(t[0]))
+dist.destroy_process_group()`
+	out, err := o.Exec(ctx, o.Python, "-c", script)
+	switch {
+	case missing(err):
+		r.Status, r.Detail = Skip, o.Python+" not found"
+	case bytes.Contains(out, []byte("No module named 'torch'")):
+		r.Status, r.Detail = Skip, "PyTorch is not installed for "+o.Python
+	case err != nil || !bytes.Contains(out, []byte("FRAMEWORK_OK")):
+		r.Status, r.Detail, r.Fix = Fail, summary(out, err), "run the DDP step by hand to see the full error"
+	default:
+		i := bytes.Index(out, []byte("FRAMEWORK_OK "))
+		r.Status, r.Detail = OK, strings.TrimSpace(summary(out[i+len("FRAMEWORK_OK "):], nil))
+	}
+	return r
+}
+
+// summary is the last line of a tool's output (where errors end up), or the error.
+func summary(out []byte, err error) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" && err != nil {
+		return err.Error()
+	}
+	return last
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

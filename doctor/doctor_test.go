@@ -1,0 +1,121 @@
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/runner/sim"
+)
+
+// The test binary doubles as the simulator for the NCCL check.
+func TestMain(m *testing.M) {
+	if os.Getenv("NCCLTUNE_TEST_BE_SIM") == "1" {
+		sim.Exit(os.Args[1:])
+	}
+	os.Setenv("NCCLTUNE_TEST_BE_SIM", "1")
+	os.Exit(m.Run())
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// fakeExec answers with recorded outputs; tools it has none for are missing.
+func fakeExec(outputs map[string]string) func(context.Context, string, ...string) ([]byte, error) {
+	return func(_ context.Context, name string, _ ...string) ([]byte, error) {
+		out, ok := outputs[name]
+		if !ok {
+			return nil, &exec.Error{Name: name, Err: exec.ErrNotFound}
+		}
+		return []byte(out), nil
+	}
+}
+
+func TestParsers(t *testing.T) {
+	gpus := ParseNvidiaSMI(read(t, "testdata/h200-nvidia-smi-query.csv"))
+	if len(gpus) != 1 || gpus[0].Name != "NVIDIA H200" || gpus[0].Driver != "580.159.04" {
+		t.Errorf("gpus = %+v", gpus)
+	}
+	ports := ParseIbstat(read(t, "testdata/ibstat-roce.txt"))
+	if len(ports) != 2 || !ports[0].Active() || ports[0].Rate != "400" || ports[0].LinkLayer != "Ethernet" || ports[1].Active() {
+		t.Errorf("ports = %+v", ports)
+	}
+	gids := ReadGIDs("testdata/roce")
+	if len(gids) != 4 { // index 4 is all zeros: unused
+		t.Errorf("gids = %+v", gids)
+	}
+	if idx, ok := SuggestGIDIndex(gids); !ok || idx != 3 {
+		t.Errorf("suggested GID index %d, want 3 (RoCE v2 with an IPv4 address)", idx)
+	}
+	if cuda, known := OMPICUDA(read(t, "testdata/h200-ompi_info-cuda.txt")); !known || cuda {
+		t.Errorf("Open MPI on the H200 machine was built without CUDA: %v %v", cuda, known)
+	}
+	if mods := Modules(read(t, "testdata/roce/proc/modules")); !mods["nvidia_peermem"] || !mods["mlx5_ib"] {
+		t.Errorf("modules = %v", mods)
+	}
+}
+
+func byCheck(results []Result) map[string]Result {
+	m := map[string]Result{}
+	for _, r := range results {
+		m[strings.SplitN(r.Check, " ", 2)[0]] = r
+	}
+	return m
+}
+
+func TestRunOnRecordedMachine(t *testing.T) {
+	t.Setenv("MASTER_ADDR", "")
+	// A RoCE node whose NCCL falls back to sockets: the simulated cluster over TCP.
+	res := byCheck(Run(context.Background(), Options{
+		Root: "testdata/roce",
+		Exec: fakeExec(map[string]string{
+			"nvidia-smi": read(t, "testdata/h200-nvidia-smi-query.csv"),
+			"ibstat":     read(t, "testdata/ibstat-roce.txt"),
+			"ompi_info":  read(t, "testdata/h200-ompi_info-cuda.txt"),
+		}),
+		NCCLTest: []string{os.Args[0], "-nodes=2", "-fabric=tcp", "all_reduce_perf", "-b", "8", "-e", "1M", "-f", "8", "-g", "16"},
+	}))
+	for check, want := range map[string]Status{
+		"GPUs": OK, "InfiniBand/RoCE": OK, "RoCE": OK, "mlx5": OK, "GPUDirect": OK, "Open": Warn,
+		"MASTER_ADDR": Skip, "tiny": Fail, "torch.distributed": Skip,
+	} {
+		if got := res[check]; got.Status != want {
+			t.Errorf("%s: %s (%s); want %s", check, got.Status, got.Detail, want)
+		}
+	}
+	if !strings.Contains(res["RoCE"].Fix, "NCCL_IB_GID_INDEX=3") {
+		t.Errorf("GID check: %+v", res["RoCE"])
+	}
+	if !strings.Contains(res["tiny"].Fix, "NCCL used sockets") {
+		t.Errorf("NCCL check: %+v", res["tiny"])
+	}
+	if _, err := json.Marshal(res); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMissingToolsSkip(t *testing.T) {
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	t.Setenv("MASTER_PORT", "1") // nothing listens: refused, so the host answers
+	res := Run(context.Background(), Options{Root: t.TempDir(), Exec: fakeExec(nil), Python: "no-such-python"})
+	for _, r := range res {
+		if r.Check == "MASTER_ADDR reachable" {
+			if r.Status != OK {
+				t.Errorf("MASTER_ADDR: %+v", r)
+			}
+			continue
+		}
+		if r.Status != Skip {
+			t.Errorf("%s: %s (%s); a missing tool must skip", r.Check, r.Status, r.Detail)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package doctor
+
+import (
+	"bufio"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// GPU is one line of nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,driver_version --format=csv.
+type GPU struct {
+	Index          int
+	Name, BusID    string
+	Memory, Driver string
+}
+
+// ParseNvidiaSMI reads nvidia-smi's CSV query output (with or without its header).
+func ParseNvidiaSMI(out string) []GPU {
+	r := csv.NewReader(strings.NewReader(out))
+	r.TrimLeadingSpace, r.FieldsPerRecord = true, -1
+	recs, _ := r.ReadAll()
+	var gpus []GPU
+	for _, rec := range recs {
+		if len(rec) < 5 {
+			continue
+		}
+		i, err := strconv.Atoi(strings.TrimSpace(rec[0]))
+		if err != nil {
+			continue // the header
+		}
+		gpus = append(gpus, GPU{Index: i, Name: rec[1], BusID: rec[2], Memory: rec[3], Driver: rec[4]})
+	}
+	return gpus
+}
+
+// Port is one port of one HCA, from ibstat.
+type Port struct {
+	CA, State, Rate, LinkLayer string
+	Num                        int
+}
+
+// Active reports whether the port is up.
+func (p Port) Active() bool { return p.State == "Active" }
+
+// ParseIbstat reads ibstat's output: "CA 'mlx5_0'" blocks with "Port N:" sections.
+func ParseIbstat(out string) []Port {
+	var ports []Port
+	ca := ""
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimSpace(strings.TrimLeft(sc.Text(), "│ \t"))
+		switch {
+		case strings.HasPrefix(line, "CA '"):
+			ca = strings.Trim(strings.TrimPrefix(line, "CA "), "'")
+		case strings.HasPrefix(line, "Port ") && strings.HasSuffix(line, ":"):
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "Port "), ":"))
+			ports = append(ports, Port{CA: ca, Num: n})
+		case len(ports) > 0:
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			p := &ports[len(ports)-1]
+			switch strings.TrimSpace(k) {
+			case "State":
+				p.State = strings.TrimSpace(v)
+			case "Rate":
+				p.Rate = strings.TrimSpace(v)
+			case "Link layer":
+				p.LinkLayer = strings.TrimSpace(v)
+			}
+		}
+	}
+	return ports
+}
+
+// GID is one entry of a RoCE port's GID table, from sysfs.
+type GID struct {
+	CA    string
+	Port  int
+	Index int
+	GID   string
+	Type  string // "RoCE v2", "IB/RoCE v1"
+}
+
+// IPv4 reports whether the GID maps an IPv4 address (::ffff:a.b.c.d).
+func (g GID) IPv4() bool { return strings.HasPrefix(g.GID, "0000:0000:0000:0000:0000:ffff:") }
+
+// ReadGIDs reads the GID tables under root/sys/class/infiniband (root "" is the real one).
+func ReadGIDs(root string) []GID {
+	var out []GID
+	ports, _ := filepath.Glob(filepath.Join(root, "sys/class/infiniband/*/ports/*"))
+	for _, pdir := range ports {
+		ca := filepath.Base(filepath.Dir(filepath.Dir(pdir)))
+		port, _ := strconv.Atoi(filepath.Base(pdir))
+		types, _ := filepath.Glob(filepath.Join(pdir, "gid_attrs/types/*"))
+		for _, tpath := range types {
+			idx, err := strconv.Atoi(filepath.Base(tpath))
+			if err != nil {
+				continue
+			}
+			typ, err1 := os.ReadFile(tpath)
+			gid, err2 := os.ReadFile(filepath.Join(pdir, "gids", filepath.Base(tpath)))
+			g := strings.TrimSpace(string(gid))
+			if err1 != nil || err2 != nil || g == "" || strings.Trim(g, "0:") == "" {
+				continue // unreadable or unused entry
+			}
+			out = append(out, GID{CA: ca, Port: port, Index: idx, GID: g, Type: strings.TrimSpace(string(typ))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.CA != b.CA {
+			return a.CA < b.CA
+		}
+		if a.Port != b.Port {
+			return a.Port < b.Port
+		}
+		return a.Index < b.Index
+	})
+	return out
+}
+
+// SuggestGIDIndex picks the index NCCL_IB_GID_INDEX should name: the first
+// RoCE v2 entry mapping an IPv4 address, else the first RoCE v2 entry.
+func SuggestGIDIndex(gids []GID) (int, bool) {
+	best := -1
+	for _, g := range gids {
+		if g.Type != "RoCE v2" {
+			continue
+		}
+		if g.IPv4() {
+			return g.Index, true
+		}
+		if best < 0 {
+			best = g.Index
+		}
+	}
+	return best, best >= 0
+}
+
+// Modules reads /proc/modules (or lsmod's output) into the set of loaded module names.
+func Modules(out string) map[string]bool {
+	mods := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] != "Module" {
+			mods[f[0]] = true
+		}
+	}
+	return mods
+}
+
+// OMPICUDA reads `ompi_info --parsable --all` and says whether Open MPI was
+// built with CUDA support; known is false when the output does not say.
+func OMPICUDA(out string) (cuda, known bool) {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "mca:mpi:base:param:mpi_built_with_cuda_support:value:") {
+			return strings.HasSuffix(strings.TrimSpace(line), ":true"), true
+		}
+	}
+	return false, false
+}
