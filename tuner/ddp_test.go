@@ -104,7 +104,8 @@ func TestDDPCampaign(t *testing.T) {
 			trials := campaignTrials(t, st, "ddp")
 			for _, tr := range trials {
 				if tr.State != store.Complete || !(tr.Scores["step"] > 0) || tr.Command[0] != name {
-					t.Fatalf("trial %d: %s %s: %v %v", tr.Number, tr.State, tr.FailureReason, tr.Scores, tr.Command)
+					out, _ := st.Output(tr.ID)
+					t.Fatalf("trial %d: %s %s: %v %v\n%s", tr.Number, tr.State, tr.FailureReason, tr.Scores, tr.Command, out)
 				}
 				out, _ := st.Output(tr.ID)
 				if !strings.Contains(string(out), `"world": 2`) || !strings.Contains(string(out), `"backend": "gloo"`) {

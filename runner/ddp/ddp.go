@@ -61,18 +61,17 @@ func Parse(output []byte) (Result, error) {
 	sc := bufio.NewScanner(bytes.NewReader(output))
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		// Launchers may prefix lines ("[1,0]<stdout>:", "0: ").
-		if i := strings.Index(line, errorTag); i >= 0 && firstErr == nil {
+		// Launchers may prefix lines ("[1,0]<stdout>:", "0: "), and ranks writing
+		// at once can run two results into one line: read every tagged object.
+		for _, obj := range tagged(sc.Text(), errorTag) {
 			var e Error
-			if err := json.Unmarshal([]byte(line[i+len(errorTag):]), &e); err == nil {
+			if firstErr == nil && json.Unmarshal(obj, &e) == nil && e.Kind != "" {
 				firstErr = e
 			}
-			continue
 		}
-		if i := strings.Index(line, resultTag); i >= 0 {
+		for _, obj := range tagged(sc.Text(), resultTag) {
 			var r Result
-			if err := json.Unmarshal([]byte(line[i+len(resultTag):]), &r); err != nil || r.Steps < 1 || !(r.StepMsMean > 0) {
+			if json.Unmarshal(obj, &r) != nil || r.Steps < 1 || !(r.StepMsMean > 0) {
 				continue
 			}
 			if best == nil || r.Rank == 0 {
@@ -87,6 +86,22 @@ func Parse(output []byte) (Result, error) {
 		return Result{}, ErrNoResult
 	}
 	return *best, nil
+}
+
+// tagged returns the JSON object after each occurrence of tag in line.
+func tagged(line, tag string) []json.RawMessage {
+	var out []json.RawMessage
+	for {
+		i := strings.Index(line, tag)
+		if i < 0 {
+			return out
+		}
+		line = line[i+len(tag):]
+		var obj json.RawMessage
+		if json.NewDecoder(strings.NewReader(line)).Decode(&obj) == nil {
+			out = append(out, obj)
+		}
+	}
 }
 
 // WriteScript writes the script into dir (created if needed) and returns its

@@ -18,8 +18,14 @@ import sys
 import time
 
 
+def emit(tag, obj):
+    # One write per line, so that ranks sharing a pipe do not split each other's lines.
+    sys.stdout.write(tag + " " + json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
 def fail(kind, message, code=2):
-    print("NCCLTUNE_DDP_ERROR " + json.dumps({"kind": kind, "message": message}), flush=True)
+    emit("NCCLTUNE_DDP_ERROR", {"kind": kind, "message": message})
     sys.exit(code)
 
 
@@ -135,7 +141,7 @@ def main():
     }
     if backend == "nccl":
         result["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
-    print("NCCLTUNE_DDP " + json.dumps(result), flush=True)
+    emit("NCCLTUNE_DDP", result)
     dist.barrier()
     dist.destroy_process_group()
 

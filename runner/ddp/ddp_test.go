@@ -9,8 +9,7 @@ import (
 
 func TestParse(t *testing.T) {
 	out := []byte(`W1202 torch/distributed warning: something
-[1,1]<stdout>:NCCLTUNE_DDP {"rank": 1, "world": 2, "backend": "nccl", "device": "cuda", "torch": "2.11.0", "params": 100, "allreduce_bytes": 400, "steps": 5, "step_ms_mean": 9.5, "step_ms_p50": 9.4, "step_ms_p95": 9.9}
-[1,0]<stdout>:NCCLTUNE_DDP {"rank": 0, "world": 2, "backend": "nccl", "device": "cuda", "torch": "2.11.0", "nccl": "2.28.9", "params": 100, "allreduce_bytes": 400, "steps": 5, "step_ms_mean": 10.5, "step_ms_p50": 10.4, "step_ms_p95": 10.9}
+[1,1]<stdout>:NCCLTUNE_DDP {"rank": 1, "world": 2, "backend": "nccl", "device": "cuda", "torch": "2.11.0", "params": 100, "allreduce_bytes": 400, "steps": 5, "step_ms_mean": 9.5, "step_ms_p50": 9.4, "step_ms_p95": 9.9}NCCLTUNE_DDP {"rank": 0, "world": 2, "backend": "nccl", "device": "cuda", "torch": "2.11.0", "nccl": "2.28.9", "params": 100, "allreduce_bytes": 400, "steps": 5, "step_ms_mean": 10.5, "step_ms_p50": 10.4, "step_ms_p95": 10.9}
 NCCLTUNE_DDP {"rank": 0, "steps": 0, "step_ms_mean": 0}
 NCCLTUNE_DDP {not json
 `)
