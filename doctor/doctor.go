@@ -341,7 +341,7 @@ cuda = torch.cuda.is_available()
 dist.init_process_group("nccl" if cuda else "gloo", rank=0, world_size=1)
 t = torch.ones(1024, device="cuda" if cuda else "cpu")
 dist.all_reduce(t)
-print("FRAMEWORK_OK torch", torch.__version__, "nccl" if cuda else "gloo", float(t[0]))
+print("FRAMEWORK_OK torch", torch.__version__, "backend", "nccl %s" % ".".join(map(str, torch.cuda.nccl.version())) if cuda else "gloo", "sum", float(t[0]))
 dist.destroy_process_group()`
 	out, err := o.Exec(ctx, o.Python, "-c", script)
 	switch {

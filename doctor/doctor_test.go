@@ -119,3 +119,23 @@ func TestMissingToolsSkip(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedOnH200 checks the modules read there and what doctor printed there.
+func TestRecordedOnH200(t *testing.T) {
+	if mods := Modules(read(t, "testdata/h200-proc-modules.txt")); !mods["nvidia"] || mods["nvidia_peermem"] {
+		t.Errorf("modules = %v", mods)
+	}
+	var rep struct {
+		Nodes []struct {
+			Results []Result
+		}
+		Cluster []Result
+	}
+	if err := json.Unmarshal([]byte(read(t, "testdata/h200-doctor-mpirun.json")), &rep); err != nil || len(rep.Nodes) != 1 {
+		t.Fatalf("recorded doctor --json: %v", err)
+	}
+	got := byCheck(rep.Nodes[0].Results)
+	if got["GPUs"].Status != OK || got["Open"].Status != Warn || rep.Cluster[0].Status != OK {
+		t.Errorf("recorded verdicts changed meaning: %+v %+v", got, rep.Cluster)
+	}
+}

@@ -86,9 +86,14 @@ func (e Export) writeOne(dir, name string, render func() (string, error)) ([]str
 
 // header is the comment every file starts with: what, from where, measured on what, when.
 func (e Export) header(r RangeResult) []string {
+	what := fmt.Sprintf("nccltune: NCCL settings for %s messages of %s bytes up to (not including) %s (range %q)",
+		e.Space.Campaign.Collective, space.FormatSize(r.Range.Min), space.FormatSize(r.Range.Max), r.Range.Name)
+	if e.Space.Benchmark.Kind == space.DDP {
+		what = fmt.Sprintf("nccltune: NCCL settings for a DistributedDataParallel training step (%s parameters, %d layers)",
+			e.Space.Benchmark.Params, e.Space.Benchmark.Layers)
+	}
 	h := []string{
-		fmt.Sprintf("nccltune: NCCL settings for %s messages of %s bytes up to (not including) %s (range %q)",
-			e.Space.Campaign.Collective, space.FormatSize(r.Range.Min), space.FormatSize(r.Range.Max), r.Range.Name),
+		what,
 		fmt.Sprintf("campaign %q (space %s), %d trials measured this range", e.Campaign.Name, e.Campaign.SpaceHash, r.Completed),
 		r.Describe(),
 	}

@@ -25,6 +25,8 @@ def emit(tag, obj):
 
 
 def fail(kind, message, code=2):
+    # CUDA's OOM text runs on for a paragraph: its first two sentences say it all.
+    message = ". ".join(message.split(". ")[:2])
     emit("NCCLTUNE_DDP_ERROR", {"kind": kind, "message": message})
     sys.exit(code)
 
@@ -85,28 +87,30 @@ def main():
 
     hidden = max(8, int((parse_size(args.params) / args.layers) ** 0.5))
     torch.manual_seed(1234)
-    layers = []
-    for _ in range(args.layers):
-        layers += [torch.nn.Linear(hidden, hidden), torch.nn.GELU()]
-    model = torch.nn.Sequential(*layers).to(device)
-    n_params = sum(p.numel() for p in model.parameters())
-    ddp = torch.nn.parallel.DistributedDataParallel(
-        model,
-        device_ids=[device.index] if device.type == "cuda" else None,
-        bucket_cap_mb=args.bucket_cap_mb,
-        gradient_as_bucket_view=bool(args.gradient_as_bucket_view),
-        static_graph=bool(args.static_graph),
-    )
-    opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
-    x = torch.randn(args.batch, hidden, device=device)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        ddp(x).float().pow(2).mean().backward()
-        opt.step()
-
-    times = []
+    times, n_params = [], 0
     try:
+        # Built on the device directly: a model too large for the GPU fails at
+        # once, instead of first filling host memory.
+        layers = []
+        for _ in range(args.layers):
+            layers += [torch.nn.Linear(hidden, hidden, device=device), torch.nn.GELU()]
+        model = torch.nn.Sequential(*layers)
+        n_params = sum(p.numel() for p in model.parameters())
+        ddp = torch.nn.parallel.DistributedDataParallel(
+            model,
+            device_ids=[device.index] if device.type == "cuda" else None,
+            bucket_cap_mb=args.bucket_cap_mb,
+            gradient_as_bucket_view=bool(args.gradient_as_bucket_view),
+            static_graph=bool(args.static_graph),
+        )
+        opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
+        x = torch.randn(args.batch, hidden, device=device)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            ddp(x).float().pow(2).mean().backward()
+            opt.step()
+
         for i in range(args.warmup + args.steps):
             if device.type == "cuda":
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -122,7 +126,7 @@ def main():
             if i >= args.warmup:
                 times.append(ms)
     except torch.cuda.OutOfMemoryError as e:
-        fail("oom", "out of GPU memory with %d parameters: %s" % (n_params, str(e).splitlines()[0]))
+        fail("oom", "out of GPU memory for a model of about %s parameters: %s" % (args.params, str(e).splitlines()[0]))
     except RuntimeError as e:
         text = str(e)
         kind = "oom" if "out of memory" in text else "nccl" if "NCCL" in text else "error"

@@ -39,3 +39,29 @@ func TestWriteScript(t *testing.T) {
 		t.Errorf("script not written whole")
 	}
 }
+
+// TestParseH200 reads what the script printed on a real H200 (see testdata/README.md).
+func TestParseH200(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		backend string
+		errKind string
+	}{
+		{"h200-world1-nccl.txt", "nccl", ""},
+		{"h200-torchrun-world1.txt", "nccl", ""},
+		{"h200-oom.txt", "", "oom"},
+	} {
+		data, err := os.ReadFile("testdata/" + tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Parse(data)
+		var e Error
+		switch {
+		case tc.errKind != "" && (!errors.As(err, &e) || e.Kind != tc.errKind):
+			t.Errorf("%s: %v", tc.file, err)
+		case tc.errKind == "" && (err != nil || r.Backend != tc.backend || r.World != 1 || r.StepMsMean <= 0 || r.NCCL == ""):
+			t.Errorf("%s: %+v, %v", tc.file, r, err)
+		}
+	}
+}
