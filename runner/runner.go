@@ -32,6 +32,7 @@ const (
 	FailExit        FailureKind = "exit"        // non-zero exit with no better explanation
 	FailUnparsable  FailureKind = "unparsable"  // no result table in the output
 	FailOOM         FailureKind = "oom"         // out of GPU memory (DDP step)
+	FailInvalid     FailureKind = "invalid"     // rejected before launch: NCCL would refuse the combination
 )
 
 // Format is what the benchmark prints, and so how its output is read.

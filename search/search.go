@@ -25,15 +25,17 @@ type Sampler interface {
 	Tell(a space.Assignment, scores []float64) error
 }
 
-// New returns the named sampler ("tpe" or "random") for sp.
+// New returns the named sampler ("tpe", "random" or "grid") for sp.
 func New(name string, sp *space.Space, seed int64) (Sampler, error) {
 	switch name {
 	case "tpe":
 		return newTPE(sp, seed)
 	case "random":
 		return &randomSampler{sp: sp, seed: seed}, nil
+	case "grid":
+		return newGrid(sp, seed), nil
 	}
-	return nil, fmt.Errorf("unknown sampler %q (known: tpe, random)", name)
+	return nil, fmt.Errorf("unknown sampler %q (known: tpe, random, grid)", name)
 }
 
 // trialSeed derives a per-trial seed, so that proposals do not depend on how

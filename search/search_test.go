@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -114,7 +115,7 @@ func TestTPEBeatsRandom(t *testing.T) {
 }
 
 func TestAskIsReproducible(t *testing.T) {
-	for _, name := range []string{"tpe", "random"} {
+	for _, name := range []string{"tpe", "random", "grid"} {
 		sp := loadSpace(t)
 		a1, a2 := mustNew(t, name, sp), mustNew(t, name, sp)
 		// Same history told to both, one of them asked extra times in between:
@@ -154,5 +155,27 @@ func TestTellRejectsValuesOutsideTheSpace(t *testing.T) {
 	}
 	if _, err := New("annealing", loadSpace(t), 1); err == nil {
 		t.Error("unknown sampler accepted")
+	}
+}
+
+func TestEnumerate(t *testing.T) {
+	sp := loadSpace(t)
+	all := Enumerate(sp, 0)
+	// ALGO 3 x PROTO 4 x MIN_CTAS 32, and QPS 8 more where ALGO is Ring.
+	if want := 2*4*32 + 1*4*32*8; len(all) != want {
+		t.Errorf("%d assignments, want %d", len(all), want)
+	}
+	grid := Enumerate(sp, 4)
+	if want := 2*4*4 + 4*4*4; len(grid) != want {
+		t.Errorf("grid of %d, want %d", len(grid), want)
+	}
+	seen := map[string]bool{}
+	g := newGrid(sp, 3)
+	for n := range len(grid) {
+		a, _ := g.Ask(n)
+		seen[fmt.Sprint(a)] = true
+	}
+	if len(seen) != len(grid) {
+		t.Errorf("the grid visited %d of %d points in one pass", len(seen), len(grid))
 	}
 }

@@ -18,7 +18,7 @@ import (
 var Collectives = []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}
 
 // Samplers are the search strategies a campaign can name.
-var Samplers = []string{"tpe", "random"}
+var Samplers = []string{"tpe", "random", "grid"}
 
 type rawFile struct {
 	Campaign struct {

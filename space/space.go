@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -203,6 +204,31 @@ func (s *Space) Identity() []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// Check applies the rules NCCL enforces across variables, so that a
+// configuration it would reject is not launched at all.
+func (s *Space) Check(a Assignment) error {
+	vars := map[string]int64{}
+	for _, kv := range s.Env(a) {
+		name, value, _ := strings.Cut(kv, "=")
+		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
+			vars[name] = n
+		}
+	}
+	t, okT := vars["NCCL_SOCKET_NTHREADS"]
+	n, okN := vars["NCCL_NSOCKS_PERTHREAD"]
+	if okT && okN && t*n > 64 {
+		return fmt.Errorf("NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = %d exceeds NCCL's limit of 64", t*n)
+	}
+	for _, pair := range [][2]string{{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}, {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}} {
+		lo, okLo := vars[pair[0]]
+		hi, okHi := vars[pair[1]]
+		if okLo && okHi && lo > hi {
+			return fmt.Errorf("%s = %d exceeds %s = %d", pair[0], lo, pair[1], hi)
+		}
+	}
+	return nil
 }
 
 // Args returns the DDP step script's options for the assigned DDP knobs.

@@ -202,3 +202,23 @@ func mustLookup(name string) Var {
 	}
 	return v
 }
+
+func TestCheck(t *testing.T) {
+	sp, err := Parse("c.toml", []byte("[benchmark]\nbinary = \"x\"\n[fixed]\nNCCL_MAX_CTAS = 8\n[[param]]\nname = \"NCCL_SOCKET_NTHREADS\"\nmin = 1\nmax = 16\n[[param]]\nname = \"NCCL_NSOCKS_PERTHREAD\"\nmin = 1\nmax = 16\n[[param]]\nname = \"NCCL_MIN_CTAS\"\nmin = 1\nmax = 32\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a   Assignment
+		bad bool
+	}{
+		{Assignment{"NCCL_SOCKET_NTHREADS": "8", "NCCL_NSOCKS_PERTHREAD": "8"}, false},
+		{Assignment{"NCCL_SOCKET_NTHREADS": "8", "NCCL_NSOCKS_PERTHREAD": "9"}, true},
+		{Assignment{"NCCL_MIN_CTAS": "8"}, false},
+		{Assignment{"NCCL_MIN_CTAS": "9"}, true},
+	} {
+		if err := sp.Check(tc.a); (err != nil) != tc.bad {
+			t.Errorf("Check(%v) = %v", tc.a, err)
+		}
+	}
+}

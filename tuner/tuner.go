@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/ddp"
@@ -132,8 +133,12 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if err := c.Store.StartTrial(t); err != nil {
 			return err
 		}
-		job := c.job(cmd, a, t.Env, strconv.Itoa(n))
-		c.record(t, run.Run(ctx, job))
+		if err := sp.Check(a); err != nil {
+			// Not launched: NCCL would refuse it. It costs nothing and teaches the sampler.
+			t.State, t.FailureKind, t.FailureReason, t.Finished = store.Failed, string(runner.FailInvalid), err.Error(), time.Now()
+		} else {
+			c.record(t, run.Run(ctx, c.job(cmd, a, t.Env, strconv.Itoa(n))))
+		}
 		// Record even when stopped, so the interrupted trial is visible and re-run later.
 		if err := c.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
 			return err

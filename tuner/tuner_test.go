@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func loadExample(t *testing.T, trials int) *space.Space {
+func loadExample(t testing.TB, trials int) *space.Space {
 	t.Helper()
 	sp, err := space.Load("../examples/sim-2node-ib.toml")
 	if err != nil {

@@ -75,6 +75,9 @@ func CheckScenario(args []string) error {
 func scenarioFlags(stderr io.Writer) (*Scenario, *flag.FlagSet) {
 	sc := DefaultScenario()
 	fs := flag.NewFlagSet("nccltune sim", flag.ContinueOnError)
+	if stderr == nil {
+		stderr = io.Discard
+	}
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, Usage+"\n\nScenario flags:"); fs.PrintDefaults() }
 	fs.IntVar(&sc.Nodes, "nodes", sc.Nodes, "nodes in the cluster")

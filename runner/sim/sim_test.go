@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -134,5 +135,34 @@ func TestOnlyRankZeroPrintsTheTable(t *testing.T) {
 	rep, code, _ = simulate(t, twoNodeIB, []string{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=16"}, "-g", "1")
 	if code != 0 || len(rep.Rows) != 1 {
 		t.Errorf("rank 0 printed %d rows (exit %d)", len(rep.Rows), code)
+	}
+}
+
+// TestEvaluateMatchesTheTable: the ground truth is what the process prints, without noise.
+func TestEvaluateMatchesTheTable(t *testing.T) {
+	sc, err := ParseScenario(twoNodeIB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"NCCL_ALGO": "Ring", "NCCL_MIN_CTAS": "24"}
+	rep, _, _ := simulate(t, twoNodeIB, []string{"NCCL_ALGO=Ring", "NCCL_MIN_CTAS=24"}, "-b", "1M", "-e", "1G", "-f", "32", "-g", "16")
+	var sizes []int64
+	for _, r := range rep.Rows {
+		sizes = append(sizes, r.Size)
+	}
+	bw, err := Evaluate(sc, "all_reduce", env, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rep.Rows {
+		if math.Abs(bw[i]-r.OutOfPlace.BusBW) > 0.01*bw[i]+0.01 {
+			t.Errorf("size %d: Evaluate %.2f, table %.2f", r.Size, bw[i], r.OutOfPlace.BusBW)
+		}
+	}
+	if _, err := Evaluate(sc, "all_reduce", map[string]string{"NCCL_PROTO": "LL9"}, sizes); err == nil {
+		t.Error("an invalid setting evaluated")
+	}
+	if s := Seconds(sc, "all_reduce", env, sizes, 5, 20); s < 5 || s > 60 {
+		t.Errorf("a 4-size sweep takes %.1fs?", s)
 	}
 }

@@ -1,0 +1,52 @@
+package bench
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestSearchQuality runs a small version of `nccltune bench search`. Runs are
+// seeded, so the assertions are deterministic; they would fail if TPE stopped
+// learning from its trials or the regret bookkeeping broke.
+func TestSearchQuality(t *testing.T) {
+	scen := []Scenario{Scenarios[1], Scenarios[2]} // 2 and 8 nodes over IB
+	res, truths, err := Measure(scen, Options{Samplers: []string{"tpe", "random"}, Seeds: 5, Trials: 60, Noise: 0.02}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scen {
+		tr := truths[s.Name]
+		if tr.Points < 1000 || tr.Optimum[2] <= 0 {
+			t.Errorf("%s: truth %+v", s.Name, tr)
+		}
+	}
+	for _, r := range res {
+		for i := range r.Ranges {
+			for n := 2; n <= 60; n++ {
+				if r.MedianRegret(i, n) > r.MedianRegret(i, n-1)+0.05 {
+					t.Errorf("%s/%s: regret of range %s jumped at trial %d", r.Scenario, r.Sampler, r.Ranges[i], n)
+				}
+			}
+		}
+		if r.MedianSeconds(50) <= r.MedianSeconds(10) {
+			t.Errorf("%s/%s: benchmark time does not add up", r.Scenario, r.Sampler)
+		}
+	}
+	for i := 0; i < len(res); i += 2 {
+		tpe, random := res[i], res[i+1]
+		if tpe.WorstMedianRegret(50) > 0.03 || tpe.WorstMedianRegret(50) > random.WorstMedianRegret(50) {
+			t.Errorf("%s: TPE regret at 50 trials %.3f, random %.3f", tpe.Scenario, tpe.WorstMedianRegret(50), random.WorstMedianRegret(50))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "quality.png")
+	if err := Plot(res, 60, path); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Error(err)
+	}
+}

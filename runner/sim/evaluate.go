@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrWrongResults is what Evaluate returns where the run would print #wrong > 0.
+var ErrWrongResults = errors.New("results would be wrong (LL128 forced where it is not safe)")
+
+// Evaluate returns the bus bandwidth (GB/s) the scenario's true model gives
+// each size for the collective under env, without noise: the ground truth for
+// search-quality benchmarks. An error is what NCCL (or the check) would report.
+func Evaluate(sc Scenario, coll string, env map[string]string, sizes []int64) ([]float64, error) {
+	if err := sc.validate(); err != nil {
+		return nil, err
+	}
+	if _, ok := collectives[coll]; !ok {
+		return nil, fmt.Errorf("unknown collective %q", coll)
+	}
+	cfg, err := sc.parseConfig(env, coll)
+	if err != nil {
+		return nil, err
+	}
+	n := float64(sc.ranks())
+	out := make([]float64, len(sizes))
+	for i, size := range sizes {
+		algo, proto, ok := sc.choose(coll, float64(size), cfg)
+		if !ok {
+			return nil, fmt.Errorf("no algorithm/protocol available")
+		}
+		if proto == protoLL128 && cfg.ll128Corrupts && size >= 64<<10 {
+			return nil, ErrWrongResults
+		}
+		t := sc.predict(coll, float64(size), algo, proto, cfg, sc.truth())
+		out[i] = float64(size) / t / 1e3 * math.Max(collectives[coll].busFactor(n), 0)
+	}
+	return out, nil
+}
+
+// Seconds is how long a real sweep of these sizes would take to run: each size
+// warmup+iters times, out of place and in place, plus a few seconds to start.
+func Seconds(sc Scenario, coll string, env map[string]string, sizes []int64, warmup, iters int) float64 {
+	cfg, err := sc.parseConfig(env, coll)
+	if err != nil {
+		return 5 // a failed launch still costs its start-up
+	}
+	total := 5.0 // launch and communicator init
+	for _, size := range sizes {
+		algo, proto, ok := sc.choose(coll, float64(size), cfg)
+		if !ok {
+			return total
+		}
+		total += 2 * float64(warmup+iters) * sc.predict(coll, float64(size), algo, proto, cfg, sc.truth()) / 1e6
+	}
+	return total
+}
+
+// ParseScenario reads scenario flags, as the tuner passes them, into a Scenario.
+func ParseScenario(args []string) (Scenario, error) {
+	sc, fs := scenarioFlags(nil)
+	if err := fs.Parse(args); err != nil {
+		return Scenario{}, err
+	}
+	return *sc, sc.validate()
+}

@@ -1,0 +1,94 @@
+package search
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// gridPoints is how many values of an integer range the grid visits.
+const gridPoints = 4
+
+// gridSampler visits the grid of every categorical value and gridPoints
+// values of each integer range, in an order shuffled by the seed, so that a
+// budget smaller than the grid still spreads over the whole space.
+type gridSampler struct {
+	points []space.Assignment
+	order  []int
+}
+
+func newGrid(sp *space.Space, seed int64) *gridSampler {
+	g := &gridSampler{points: Enumerate(sp, gridPoints)}
+	g.order = rand.New(rand.NewPCG(uint64(seed), 0x9e3779b9)).Perm(len(g.points))
+	return g
+}
+
+func (g *gridSampler) Ask(n int) (space.Assignment, error) {
+	return g.points[g.order[n%len(g.order)]], nil
+}
+
+func (g *gridSampler) Tell(space.Assignment, []float64) error { return nil }
+
+// Enumerate lists every assignment of sp, honouring conditions, with up to
+// intPoints values of each integer range (log- or evenly spaced, ends
+// included); intPoints <= 0 takes every integer.
+func Enumerate(sp *space.Space, intPoints int) []space.Assignment {
+	var out []space.Assignment
+	var walk func(i int, a space.Assignment)
+	walk = func(i int, a space.Assignment) {
+		if i == len(sp.Params) {
+			out = append(out, clone(a))
+			return
+		}
+		p := sp.Params[i]
+		if !sp.Active(p, a) {
+			walk(i+1, a)
+			return
+		}
+		for _, v := range values(p, intPoints) {
+			a[p.Name] = v
+			walk(i+1, a)
+		}
+		delete(a, p.Name)
+	}
+	walk(0, space.Assignment{})
+	return out
+}
+
+func values(p space.Param, points int) []string {
+	if p.Categorical() {
+		return p.Values
+	}
+	var out []string
+	add := func(v int64) {
+		s := strconv.FormatInt(v, 10)
+		if len(out) == 0 || out[len(out)-1] != s {
+			out = append(out, s)
+		}
+	}
+	if points <= 0 || p.Max-p.Min+1 <= int64(points) {
+		for v := p.Min; v <= p.Max; v++ {
+			add(v)
+		}
+		return out
+	}
+	for i := range points {
+		f := float64(i) / float64(points-1)
+		if p.Log {
+			add(int64(math.Round(math.Exp(math.Log(float64(p.Min)) + f*(math.Log(float64(p.Max))-math.Log(float64(p.Min)))))))
+		} else {
+			add(p.Min + int64(math.Round(f*float64(p.Max-p.Min))))
+		}
+	}
+	return out
+}
+
+func clone(a space.Assignment) space.Assignment {
+	b := make(space.Assignment, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
