@@ -24,7 +24,21 @@ type tpeSampler struct {
 	seed     int64
 	studies  []*goptuna.Study
 	observed map[string]int // told trials that set each parameter
+	told     []told         // the history, for local moves around the best
 }
+
+type told struct {
+	a      space.Assignment
+	scores []float64 // nil for a failed trial
+}
+
+// localEvery makes every localEvery-th proposal after the start-up a local
+// move: the range's best configuration so far with one parameter changed.
+// TPE models each parameter on its own, so it is slow to find optima that
+// need two or three settings changed together (the right RoCE GID index and
+// a non-default algorithm and more QPs); a move from the best supplies the
+// combination, and TPE still steers the other proposals.
+const localEvery = 2
 
 // startupTrials is how many observations of a parameter are drawn at random
 // before TPE models it. goptuna's own start-up draw is not seeded for
@@ -48,7 +62,14 @@ func newTPE(sp *space.Space, seed int64) (*tpeSampler, error) {
 }
 
 func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
-	st := t.studies[n%len(t.studies)]
+	r := n % len(t.studies)
+	st := t.studies[r]
+	if len(t.told) >= startupTrials && n%localEvery == 0 {
+		rng := rand.New(rand.NewPCG(uint64(t.seed), trialSeed(t.seed, n, "local")))
+		if a, ok := t.localMove(r, rng); ok {
+			return a, nil
+		}
+	}
 	// A fresh sampler seeded for this trial: TPE's only state is its random source.
 	seed := trialSeed(t.seed, n, "tpe")
 	sampler := tpe.NewSampler(tpe.SamplerOptionSeed(int64(seed>>1)), tpe.SamplerOptionNumberOfStartupTrials(0))
@@ -82,7 +103,84 @@ func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
 // that configurations NCCL rejects are not proposed again and again.
 const failedScore = 0
 
+// localMove changes one parameter of range r's best configuration to another
+// value, skipping configurations already tried.
+func (t *tpeSampler) localMove(r int, rng *rand.Rand) (space.Assignment, bool) {
+	best := -1
+	for i, h := range t.told {
+		if h.scores != nil && (best < 0 || h.scores[r] > t.told[best].scores[r]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, false
+	}
+	for range 20 {
+		a := clone(t.told[best].a)
+		p := t.sp.Params[rng.IntN(len(t.sp.Params))]
+		if !t.sp.Active(p, a) {
+			continue
+		}
+		v := neighbour(p, a[p.Name], rng)
+		if v == a[p.Name] {
+			continue
+		}
+		a[p.Name] = v
+		// Conditions may switch parameters on or off: keep what stays active, draw the rest.
+		b := space.Assignment{}
+		for _, q := range t.sp.Params {
+			if !t.sp.Active(q, b) {
+				continue
+			}
+			if val, ok := a[q.Name]; ok {
+				b[q.Name] = val
+			} else {
+				b[q.Name] = uniform(rng, q)
+			}
+		}
+		if !t.tried(b) {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// neighbour is another value of p near v: any other choice of a categorical,
+// half or double on a log scale, a step or a few on a linear one.
+func neighbour(p space.Param, v string, rng *rand.Rand) string {
+	if p.Categorical() {
+		return p.Values[rng.IntN(len(p.Values))]
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	var m int64
+	switch {
+	case p.Log && rng.IntN(2) == 0:
+		m = n * 2
+	case p.Log:
+		m = n / 2
+	default:
+		m = n + int64(rng.IntN(5)-2)
+	}
+	return strconv.FormatInt(min(max(m, p.Min), p.Max), 10)
+}
+
+func (t *tpeSampler) tried(a space.Assignment) bool {
+	for _, h := range t.told {
+		if len(h.a) == len(a) {
+			same := true
+			for k, v := range a {
+				same = same && h.a[k] == v
+			}
+			if same {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (t *tpeSampler) Tell(a space.Assignment, scores []float64) error {
+	t.told = append(t.told, told{a: clone(a), scores: slices.Clone(scores)})
 	internal, dists, params := map[string]float64{}, map[string]any{}, map[string]any{}
 	for _, p := range t.sp.Params {
 		v, ok := a[p.Name]
