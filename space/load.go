@@ -28,6 +28,7 @@ type rawFile struct {
 		Objective  string
 		Sampler    string
 		Seed       int64
+		Patience   int
 		Sizes      struct {
 			Min, Max any
 			Factor   int
@@ -156,6 +157,10 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 		Objective:  orDefault(c.Objective, "busbw"),
 		Sampler:    orDefault(c.Sampler, "tpe"),
 		Seed:       c.Seed,
+		Patience:   c.Patience,
+	}
+	if c.Patience != 0 && c.Patience < 5 {
+		b.errorf(line("patience"), "patience must be 0 (off) or at least 5 trials")
 	}
 	if !slices.Contains(Collectives, s.Campaign.Collective) {
 		b.errorf(line("collective"), "unknown collective %q (legal: %s)", c.Collective, strings.Join(Collectives, ", "))

@@ -40,8 +40,11 @@ type Campaign struct {
 	Collective string // nccl-tests name without "_perf": all_reduce, all_gather, ...
 	Trials     int    // budget, including trial 0 (NCCL's defaults)
 	Objective  string // busbw
-	Sampler    string // tpe or random
+	Sampler    string // tpe, random or grid
 	Seed       int64
+	// Patience stops the campaign once no range has improved by MinGain for
+	// this many trials (0: run the whole budget).
+	Patience int
 }
 
 // Sizes is the message-size sweep of each trial (nccl-tests -b, -e, -f).

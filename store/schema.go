@@ -83,6 +83,8 @@ var migrations = []string{
 		reason       TEXT NOT NULL,
 		created_at   TEXT NOT NULL
 	);`,
+	// Why a campaign stopped before its budget, if it did.
+	`ALTER TABLE campaigns ADD COLUMN stopped TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -40,6 +40,8 @@ type Campaign struct {
 	Sampler string
 	Seed    int64
 	Created time.Time
+	// Stopped says why the campaign ended before its budget ("" if it did not).
+	Stopped string
 }
 
 // Trial is one launch of the benchmark with one configuration.
@@ -129,9 +131,9 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 	return c, err
 }
 
-// UpdateSettings records a campaign's budget, sampler and seed.
+// UpdateSettings records a campaign's budget, sampler, seed and stop reason.
 func (s *Store) UpdateSettings(c Campaign) error {
-	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ? WHERE id = ?`, c.Budget, c.Sampler, c.Seed, c.ID)
+	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ? WHERE id = ?`, c.Budget, c.Sampler, c.Seed, c.Stopped, c.ID)
 	if err != nil {
 		return fmt.Errorf("campaign %s: %w", c.Name, err)
 	}
@@ -154,7 +156,7 @@ func (s *Store) Campaign(name string) (Campaign, error) {
 func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
 func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
-	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at FROM campaigns `+where+` ORDER BY id`, args...)
+	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +165,7 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 	for rows.Next() {
 		var c Campaign
 		var created string
-		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created); err != nil {
+		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped); err != nil {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)

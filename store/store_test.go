@@ -109,7 +109,7 @@ func TestMigratesOlderStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{migrations[0], "PRAGMA user_version = 1",
-		`INSERT INTO campaigns VALUES (1, 'old', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z')`,
+		`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at) VALUES (1, 'old', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z')`,
 		`INSERT INTO trials (id, campaign_id, number, state, params, env, started_at) VALUES (1, 1, 0, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)

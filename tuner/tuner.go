@@ -109,6 +109,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 		return err
 	}
 	done, best := 0, make([]float64, len(sp.Ranges))
+	lastGain := 0 // the trial that last raised some range's best by MinGain
 	for _, t := range trials {
 		if t.State != store.Complete && t.State != store.Failed {
 			continue // interrupted or never finished: run again with the same number
@@ -116,8 +117,20 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if err := sampler.Tell(space.Assignment(t.Params), scoreList(sp, t)); err != nil {
 			return fmt.Errorf("resume: trial %d: %w", t.Number, err)
 		}
-		updateBest(best, scoreList(sp, t))
+		if updateBest(best, scoreList(sp, t)) {
+			lastGain = t.Number
+		}
 		done = max(done, t.Number+1)
+	}
+	if camp.Stopped != "" {
+		if c.Trials == 0 && sp.Campaign.Patience > 0 {
+			done = camp.Budget // it converged: run no more unless told a new budget
+		} else {
+			camp.Stopped = ""
+			if err := c.Store.UpdateSettings(camp); err != nil {
+				return err
+			}
+		}
 	}
 	for n := done; n < camp.Budget; n++ {
 		if err := ctx.Err(); err != nil {
@@ -154,9 +167,18 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if err := sampler.Tell(a, scores); err != nil {
 			return fmt.Errorf("trial %d: %w", n, err)
 		}
-		updateBest(best, scores)
+		if updateBest(best, scores) {
+			lastGain = n
+		}
 		if c.Progress != nil {
 			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: camp.Budget, Best: slices.Clone(best)})
+		}
+		if p := sp.Campaign.Patience; p > 0 && n-lastGain >= p && n+1 < camp.Budget {
+			camp.Stopped = fmt.Sprintf("stopped after trial %d: no range improved by %.0f%% in the last %d trials (patience)", n, 100*MinGain, p)
+			if err := c.Store.UpdateSettings(camp); err != nil {
+				return err
+			}
+			break
 		}
 	}
 	if !slices.ContainsFunc(trials, func(t store.Trial) bool { return t.State == store.Complete }) {
@@ -361,12 +383,17 @@ func scoreList(sp *space.Space, t store.Trial) []float64 {
 	return out
 }
 
-func updateBest(best, scores []float64) {
+// updateBest raises each range's best score and reports whether any rose by
+// MinGain or more.
+func updateBest(best, scores []float64) bool {
+	gained := false
 	for i, s := range scores {
 		if s > best[i] {
+			gained = gained || s >= best[i]*(1+MinGain)
 			best[i] = s
 		}
 	}
+	return gained
 }
 
 // campaign finds the space's campaign in the store, or creates it, and

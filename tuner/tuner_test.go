@@ -375,3 +375,28 @@ func TestStopsEarlyWhenEverythingFails(t *testing.T) {
 		t.Errorf("%d trials ran; the campaign should stop after %d identical failures", len(got), earlyStopAfter)
 	}
 }
+
+func TestPatienceStopsAConvergedCampaign(t *testing.T) {
+	sp := loadExample(t, 200)
+	sp.Campaign.Patience = 15
+	st := openStore(t)
+	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	n := len(campaignTrials(t, st, sp.Campaign.Name))
+	if n >= 200 || n < 16 || !strings.Contains(camp.Stopped, "no range improved by 1% in the last 15 trials") {
+		t.Errorf("%d trials, stopped %q", n, camp.Stopped)
+	}
+	// Resuming with a larger budget runs on, and clears the reason.
+	c := newCampaign(sp, st)
+	c.Trials = n + 3
+	sp.Campaign.Patience = 0
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ = st.Campaign(sp.Campaign.Name)
+	if got := len(campaignTrials(t, st, sp.Campaign.Name)); got != n+3 || camp.Stopped != "" {
+		t.Errorf("after resume: %d trials, stopped %q", got, camp.Stopped)
+	}
+}

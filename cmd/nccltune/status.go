@@ -111,6 +111,9 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 		fmt.Fprintf(w, "%s%d %s", sep, sum.Failures[k], k)
 	}
 	fmt.Fprintln(w, ")")
+	if l.camp.Stopped != "" {
+		fmt.Fprintln(w, l.camp.Stopped)
+	}
 	if len(l.space.Simulator) > 0 {
 		fmt.Fprintln(w, "measured on the simulated cluster (nccltune sim), not on hardware")
 	}
@@ -244,6 +247,7 @@ func statusJSON(l *loaded) map[string]any {
 		"campaign":  l.camp.Name,
 		"simulated": len(l.space.Simulator) > 0,
 		"budget":    l.camp.Budget,
+		"stopped":   l.camp.Stopped,
 		"trials":    map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed},
 		"ranges":    ranges,
 	}
