@@ -123,10 +123,19 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", l.space.Unit(), l.space.Unit())
-	for _, r := range l.results {
+	prev := ""
+	for i, r := range l.results {
 		trial, settings := "-", "-"
 		if ch := r.Chosen(); ch != nil {
 			trial, settings = fmt.Sprint(ch.Number), chosenSettings(l.space, ch)
+			// Adjacent ranges that chose the same settings are one range in effect.
+			if key := strings.Join(append(slices.Clone(ch.Env), l.space.Args(space.Assignment(ch.Params))...), " "); i > 0 && key == prev {
+				settings = "same as " + l.results[i-1].Range.Name
+			} else {
+				prev = key
+			}
+		} else {
+			prev = ""
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(l.space, r.Range), bw(r.DefaultScore), bw(r.BestScore), gain(r), validated(r), trial, settings)
 	}
