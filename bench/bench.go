@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/search"
@@ -170,12 +169,7 @@ func (p *prepared) score(a space.Assignment, rng *rand.Rand) ([]float64, bool) {
 	if p.sp.Check(a) != nil {
 		return nil, false
 	}
-	env := map[string]string{}
-	for _, kv := range p.sp.Env(a) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	bw, err := sim.Evaluate(p.sc, "all_reduce", env, p.sizes)
+	bw, err := sim.Evaluate(p.sc, "all_reduce", space.EnvMap(p.sp.Env(a)), p.sizes)
 	if err != nil {
 		return nil, false
 	}
@@ -201,12 +195,7 @@ func (p *prepared) score(a space.Assignment, rng *rand.Rand) ([]float64, bool) {
 }
 
 func (p *prepared) seconds(a space.Assignment) float64 {
-	env := map[string]string{}
-	for _, kv := range p.sp.Env(a) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	return sim.Seconds(p.sc, "all_reduce", env, p.sizes, 5, 20)
+	return sim.Seconds(p.sc, "all_reduce", space.EnvMap(p.sp.Env(a)), p.sizes, 5, 20)
 }
 
 // campaign runs one sampler as the tuner would (trial 0 = NCCL's defaults,

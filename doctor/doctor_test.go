@@ -8,17 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nccltune/nccltune/runner/sim"
+	"github.com/nccltune/nccltune/internal/simtest"
 )
 
 // The test binary doubles as the simulator for the NCCL check.
-func TestMain(m *testing.M) {
-	if os.Getenv("NCCLTUNE_TEST_BE_SIM") == "1" {
-		sim.Exit(os.Args[1:])
-	}
-	os.Setenv("NCCLTUNE_TEST_BE_SIM", "1")
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { simtest.Main(m) }
 
 func read(t *testing.T, path string) string {
 	t.Helper()

@@ -32,11 +32,14 @@ type MPIRun struct {
 	Args     []string // extra launcher arguments, before the benchmark
 }
 
-func (m MPIRun) command() string {
-	if m.Command == "" {
-		return "mpirun"
+func (m MPIRun) command() string { return or(m.Command, "mpirun") }
+
+// or is s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
 	}
-	return m.Command
+	return s
 }
 
 // Wrap builds the mpirun command line.
@@ -175,12 +178,7 @@ type Srun struct {
 	Args         []string
 }
 
-func (s Srun) command() string {
-	if s.Command == "" {
-		return "srun"
-	}
-	return s.Command
-}
+func (s Srun) command() string { return or(s.Command, "srun") }
 
 // Wrap builds the srun command line.
 func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
@@ -218,12 +216,7 @@ type Torchrun struct {
 	Args         []string
 }
 
-func (t Torchrun) command() string {
-	if t.Command == "" {
-		return "torchrun"
-	}
-	return t.Command
-}
+func (t Torchrun) command() string { return or(t.Command, "torchrun") }
 
 // Wrap builds the torchrun command line. torchrun runs a Python script itself,
 // so a leading python interpreter in cmd is dropped.

@@ -11,16 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nccltune/nccltune/runner/sim"
+	"github.com/nccltune/nccltune/internal/simtest"
 )
 
 // The test binary doubles as the simulator, so mpirun can start it as real ranks.
-func TestMain(m *testing.M) {
-	if os.Getenv("NCCLTUNE_TEST_BE_SIM") == "1" {
-		sim.Exit(os.Args[1:])
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { simtest.Main(m) }
 
 // needMPI skips without mpirun, except in CI, which must have it (.ci/run installs Open MPI).
 func needMPI(t *testing.T) []string {
@@ -31,7 +26,7 @@ func needMPI(t *testing.T) []string {
 		}
 		t.Skip("mpirun not installed")
 	}
-	env := append(BaseEnv(), "NCCLTUNE_TEST_BE_SIM=1")
+	env := append(BaseEnv(), simtest.Env+"=1")
 	if os.Geteuid() == 0 {
 		env = append(env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 	}

@@ -213,8 +213,7 @@ func (s *Space) Identity() []string {
 // configuration it would reject is not launched at all.
 func (s *Space) Check(a Assignment) error {
 	vars := map[string]int64{}
-	for _, kv := range s.Env(a) {
-		name, value, _ := strings.Cut(kv, "=")
+	for name, value := range EnvMap(s.Env(a)) {
 		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
 			vars[name] = n
 		}
@@ -251,6 +250,16 @@ func (s *Space) Unit() string {
 		return "steps/s"
 	}
 	return "GB/s"
+}
+
+// EnvMap turns NAME=value pairs into a map.
+func EnvMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }
 
 // Hash identifies the space's Identity, so that a resumed campaign can tell

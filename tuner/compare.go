@@ -36,7 +36,7 @@ func (c *Campaign) Compare(ctx context.Context, a, b []string, rounds int) ([]Co
 	if err != nil {
 		return nil, err
 	}
-	arms := []arm{{name: "A", env: c.Space.Env(envAssignment(a))}, {name: "B", env: c.Space.Env(envAssignment(b))}}
+	arms := []arm{{name: "A", env: c.Space.Env(space.Assignment(space.EnvMap(a)))}, {name: "B", env: c.Space.Env(space.Assignment(space.EnvMap(b)))}}
 	runs, err := c.measure(ctx, ses, arms, rounds)
 	if err != nil {
 		return nil, err
@@ -71,17 +71,6 @@ func (c *Campaign) Compare(ctx context.Context, a, b []string, rounds int) ([]Co
 		out = append(out, cmp)
 	}
 	return out, nil
-}
-
-// envAssignment turns NAME=value pairs into an assignment; the space's pinned
-// variables still apply beneath them.
-func envAssignment(env []string) space.Assignment {
-	a := space.Assignment{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		a[k] = v
-	}
-	return a
 }
 
 // ReadEnvFile reads NCCL_* settings from a file in the env format (`export

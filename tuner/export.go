@@ -224,11 +224,7 @@ func (e Export) json() (string, error) {
 		}
 		if ch := r.Chosen(); ch != nil {
 			n := ch.Number
-			ro.Trial, ro.Env, ro.DDP = &n, map[string]string{}, e.Space.Args(space.Assignment(ch.Params))
-			for _, kv := range ch.Env {
-				k, v, _ := strings.Cut(kv, "=")
-				ro.Env[k] = v
-			}
+			ro.Trial, ro.Env, ro.DDP = &n, space.EnvMap(ch.Env), e.Space.Args(space.Assignment(ch.Params))
 		}
 		out.Ranges = append(out.Ranges, ro)
 	}
@@ -277,11 +273,7 @@ func (e Export) tunerCSV() (string, error) {
 			errs = append(errs, fmt.Errorf("range %s: no completed trial measured it", r.Range.Name))
 			continue
 		}
-		env := map[string]string{}
-		for _, kv := range ch.Env {
-			k, v, _ := strings.Cut(kv, "=")
-			env[k] = v
-		}
+		env := space.EnvMap(ch.Env)
 		algo, proto := env["NCCL_ALGO"], env["NCCL_PROTO"]
 		if !singleToken.MatchString(algo) || !singleToken.MatchString(proto) {
 			errs = append(errs, fmt.Errorf("range %s: its settings leave NCCL_ALGO/NCCL_PROTO to NCCL (%q/%q); the plugin needs one of each per rule, and would run unmatched sizes on one channel: search NCCL_ALGO and NCCL_PROTO without \"default\", or export env files", r.Range.Name, algo, proto))

@@ -12,21 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/runner"
-	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
 // The test binary doubles as the simulator: the tuner starts it as a real
 // process, through the same launcher and parser as real nccl-tests.
-func TestMain(m *testing.M) {
-	if os.Getenv("NCCLTUNE_TEST_BE_SIM") == "1" {
-		sim.Exit(os.Args[1:])
-	}
-	os.Setenv("NCCLTUNE_TEST_BE_SIM", "1")
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { simtest.Main(m) }
 
 func loadExample(t testing.TB, trials int) *space.Space {
 	t.Helper()

@@ -29,15 +29,11 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "`DIR` for the plots"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}},
 		Action: func(c *cli.Context) error {
-			st, err := openExisting(c.String("store"))
+			st, l, err := openCampaign(c)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			l, err := load(st, c.String("campaign"))
-			if err != nil {
-				return err
-			}
 			if !slices.ContainsFunc(l.trials, func(t store.Trial) bool { return t.State == store.Complete }) {
 				_ = printStatus(os.Stderr, st, l.camp.Name)
 				return errors.New("no completed trial: nothing to plot, and no tuned result to report")

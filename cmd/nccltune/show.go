@@ -29,15 +29,11 @@ func showCommand() *cli.Command {
 			if c.NArg() != 1 || err != nil || n < 0 {
 				return usageError{fmt.Errorf("show needs one trial number, after the flags: nccltune show [--store FILE] TRIAL")}
 			}
-			st, err := openExisting(c.String("store"))
+			st, l, err := openCampaign(c)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			l, err := load(st, c.String("campaign"))
-			if err != nil {
-				return err
-			}
 			t, err := latestAttempt(l.trials, n)
 			if err != nil {
 				return err

@@ -61,6 +61,21 @@ func load(st *store.Store, name string) (*loaded, error) {
 	return &loaded{camp: camp, space: sp, trials: trials, results: tuner.Results(sp, trials, vals)}, nil
 }
 
+// openCampaign opens the --store (which must exist) and loads its --campaign;
+// the caller closes the store.
+func openCampaign(c *cli.Context) (*store.Store, *loaded, error) {
+	st, err := openExisting(c.String("store"))
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := load(st, c.String("campaign"))
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, l, nil
+}
+
 // openExisting opens a store that must already exist (status and export never create one).
 func openExisting(path string) (*store.Store, error) {
 	if _, err := os.Stat(path); err != nil {
@@ -244,11 +259,7 @@ func statusJSON(l *loaded) map[string]any {
 		}
 		if ch := r.Chosen(); ch != nil {
 			n := ch.Number
-			rj.ChosenTrial, rj.Env = &n, map[string]string{}
-			for _, kv := range ch.Env {
-				k, v, _ := strings.Cut(kv, "=")
-				rj.Env[k] = v
-			}
+			rj.ChosenTrial, rj.Env = &n, space.EnvMap(ch.Env)
 		}
 		ranges = append(ranges, rj)
 	}
@@ -287,15 +298,11 @@ func exportCommand() *cli.Command {
 			if !slices.Contains(tuner.Formats, c.String("format")) {
 				return usageError{fmt.Errorf("--format must be one of %s", strings.Join(tuner.Formats, ", "))}
 			}
-			st, err := openExisting(c.String("store"))
+			st, l, err := openCampaign(c)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			l, err := load(st, c.String("campaign"))
-			if err != nil {
-				return err
-			}
 			fp, err := fingerprint(st, l)
 			if err != nil {
 				return err

@@ -24,15 +24,11 @@ func validateCommand() *cli.Command {
 			if c.Int("rounds") < 2 {
 				return usageError{fmt.Errorf("--rounds must be at least 2")}
 			}
-			st, err := openExisting(c.String("store"))
+			st, l, err := openCampaign(c)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			l, err := load(st, c.String("campaign"))
-			if err != nil {
-				return err
-			}
 			camp := &tuner.Campaign{Space: l.space, Store: st, KeepSettings: true}
 			if !c.Bool("quiet") {
 				camp.OnValidationRun = validationProgress(os.Stderr)
