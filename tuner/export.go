@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -189,57 +188,26 @@ func (e Export) rangeFile(format string, r RangeResult, chosen *store.Trial) (te
 }
 
 type exportJSON struct {
-	Campaign    string      `json:"campaign"`
-	SpaceHash   string      `json:"space_hash"`
-	Collective  string      `json:"collective"`
-	Simulated   bool        `json:"simulated"`
-	Fingerprint Fingerprint `json:"fingerprint"`
-	Written     string      `json:"written"`
-	Ranges      []rangeOut  `json:"ranges"`
-}
-
-type rangeOut struct {
-	Name      string            `json:"name"`
-	MinBytes  int64             `json:"min_bytes"`
-	MaxBytes  int64             `json:"max_bytes_exclusive"`
-	Tuned     bool              `json:"tuned"`
-	Validated bool              `json:"validated"`
-	Summary   string            `json:"summary"`
-	Gain      *float64          `json:"gain"`
-	CILow     *float64          `json:"ci_low,omitempty"`
-	CIHigh    *float64          `json:"ci_high,omitempty"`
-	Trial     *int              `json:"trial"`
-	Env       map[string]string `json:"env"`
-	DDP       []string          `json:"ddp,omitempty"`
+	Campaign    string        `json:"campaign"`
+	SpaceHash   string        `json:"space_hash"`
+	Collective  string        `json:"collective"`
+	Simulated   bool          `json:"simulated"`
+	Fingerprint Fingerprint   `json:"fingerprint"`
+	Written     string        `json:"written"`
+	Ranges      []RangeReport `json:"ranges"`
 }
 
 func (e Export) json() (string, error) {
 	out := exportJSON{Campaign: e.Campaign.Name, SpaceHash: e.Campaign.SpaceHash, Collective: e.Space.Campaign.Collective,
 		Simulated: len(e.Space.Simulator) > 0, Fingerprint: e.Fingerprint, Written: e.Now.UTC().Format(time.RFC3339)}
 	for _, r := range e.Results {
-		ro := rangeOut{Name: r.Range.Name, MinBytes: r.Range.Min, MaxBytes: r.Range.Max, Tuned: r.Tuned(),
-			Validated: r.Validation != nil, Summary: r.Describe(), Gain: finitePtr(r.Gain())}
-		if v := r.Validation; v != nil {
-			ro.Gain, ro.CILow, ro.CIHigh = finitePtr(v.Gain), finitePtr(v.CILow), finitePtr(v.CIHigh)
-		}
-		if ch := r.Chosen(); ch != nil {
-			n := ch.Number
-			ro.Trial, ro.Env, ro.DDP = &n, space.EnvMap(ch.Env), e.Space.Args(space.Assignment(ch.Params))
-		}
-		out.Ranges = append(out.Ranges, ro)
+		out.Ranges = append(out.Ranges, r.Report(e.Space))
 	}
-	if !slices.ContainsFunc(out.Ranges, func(r rangeOut) bool { return r.Trial != nil }) {
+	if !slices.ContainsFunc(out.Ranges, func(r RangeReport) bool { return r.Trial != nil }) {
 		return "", errors.New("no completed trial measured any range; nothing to export")
 	}
 	data, err := json.MarshalIndent(out, "", "  ")
 	return string(data) + "\n", err
-}
-
-func finitePtr(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
 }
 
 // tunerColl maps nccl-tests' collectives to the names in NCCL's example tuner plugin's CSV.

@@ -139,3 +139,54 @@ func (r RangeResult) Describe() string {
 		return fmt.Sprintf("NCCL's defaults are best: %.3g %s (no trial gained %.0f%% or more)", r.DefaultScore, r.Unit, 100*MinGain)
 	}
 }
+
+// RangeReport is a range's outcome for JSON output (status, report, export).
+type RangeReport struct {
+	Name         string            `json:"name"`
+	MinBytes     int64             `json:"min_bytes"`
+	MaxBytes     int64             `json:"max_bytes_exclusive"`
+	Unit         string            `json:"unit"`
+	DefaultScore *float64          `json:"default"`
+	BestScore    *float64          `json:"best"`
+	SearchGain   *float64          `json:"search_gain"`
+	Tuned        bool              `json:"tuned"`
+	Summary      string            `json:"summary"`
+	Validation   *ValidationReport `json:"validation"`
+	Trial        *int              `json:"chosen_trial"`
+	Env          map[string]string `json:"env"`
+	DDP          []string          `json:"ddp,omitempty"`
+}
+
+// ValidationReport is a range's validation verdict for JSON output.
+type ValidationReport struct {
+	Verdict string   `json:"verdict"`
+	Reason  string   `json:"reason"`
+	Rounds  int      `json:"rounds"`
+	Gain    *float64 `json:"gain"`
+	CILow   *float64 `json:"ci_low"`
+	CIHigh  *float64 `json:"ci_high"`
+}
+
+// Report renders the range's outcome; sp supplies the DDP knobs' options.
+func (r RangeResult) Report(sp *space.Space) RangeReport {
+	out := RangeReport{Name: r.Range.Name, MinBytes: r.Range.Min, MaxBytes: r.Range.Max, Unit: r.Unit,
+		DefaultScore: Finite(r.DefaultScore), BestScore: Finite(r.BestScore), SearchGain: Finite(r.Gain()),
+		Tuned: r.Tuned(), Summary: r.Describe()}
+	if v := r.Validation; v != nil {
+		out.Validation = &ValidationReport{Verdict: v.Verdict, Reason: v.Reason, Rounds: v.Rounds,
+			Gain: Finite(v.Gain), CILow: Finite(v.CILow), CIHigh: Finite(v.CIHigh)}
+	}
+	if ch := r.Chosen(); ch != nil {
+		n := ch.Number
+		out.Trial, out.Env, out.DDP = &n, space.EnvMap(ch.Env), sp.Args(space.Assignment(ch.Params))
+	}
+	return out
+}
+
+// Finite is v, or nil (JSON null) for NaN and infinities.
+func Finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}

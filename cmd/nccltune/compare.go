@@ -59,7 +59,7 @@ func compareCommand() *cli.Command {
 				}
 				var rows []row
 				for _, r := range res {
-					rows = append(rows, row{r.Range.Name, finite(r.MeanA), finite(r.MeanB), finite(r.Gain), finite(r.CILow), finite(r.CIHigh), r.Verdict})
+					rows = append(rows, row{r.Range.Name, tuner.Finite(r.MeanA), tuner.Finite(r.MeanB), tuner.Finite(r.Gain), tuner.Finite(r.CILow), tuner.Finite(r.CIHigh), r.Verdict})
 				}
 				return enc.Encode(rows)
 			}
@@ -67,7 +67,7 @@ func compareCommand() *cli.Command {
 			fmt.Fprintln(tw, "range\tsizes\tA GB/s\tB GB/s\tB vs A (95% CI)\tverdict\t")
 			for _, r := range res {
 				ci := "-"
-				if finite(r.Gain) != nil {
+				if tuner.Finite(r.Gain) != nil {
 					ci = fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*r.Gain, 100*r.CILow, 100*r.CIHigh)
 				}
 				fmt.Fprintf(tw, "%s\t%s-%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, space.FormatSize(r.Range.Min), space.FormatSize(r.Range.Max),

@@ -62,7 +62,7 @@ func TestRunStatusExport(t *testing.T) {
 		Trials    struct{ Total int }
 		Ranges    []struct {
 			Name      string
-			BestBusBW *float64 `json:"best_busbw_gbs"`
+			BestBusBW *float64 `json:"best"`
 			Env       map[string]string
 		}
 	}

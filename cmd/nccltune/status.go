@@ -225,43 +225,11 @@ func gain(r tuner.RangeResult) string {
 	return fmt.Sprintf("%+.1f%%", 100*r.Gain())
 }
 
-type rangeJSON struct {
-	Name         string            `json:"name"`
-	MinBytes     int64             `json:"min_bytes"`
-	MaxBytes     int64             `json:"max_bytes"`
-	DefaultBusBW *float64          `json:"default_busbw_gbs"`
-	BestBusBW    *float64          `json:"best_busbw_gbs"`
-	Gain         *float64          `json:"gain"`
-	Tuned        bool              `json:"tuned"`
-	Validation   *validationJSON   `json:"validation"`
-	ChosenTrial  *int              `json:"chosen_trial"`
-	Env          map[string]string `json:"env"`
-}
-
-type validationJSON struct {
-	Verdict string   `json:"verdict"`
-	Reason  string   `json:"reason"`
-	Rounds  int      `json:"rounds"`
-	Gain    *float64 `json:"gain"`
-	CILow   *float64 `json:"ci_low"`
-	CIHigh  *float64 `json:"ci_high"`
-}
-
 func statusJSON(l *loaded) map[string]any {
 	sum := tuner.Summarize(l.trials)
-	ranges := []rangeJSON{}
+	ranges := []tuner.RangeReport{}
 	for _, r := range l.results {
-		rj := rangeJSON{Name: r.Range.Name, MinBytes: r.Range.Min, MaxBytes: r.Range.Max,
-			DefaultBusBW: finite(r.DefaultScore), BestBusBW: finite(r.BestScore), Gain: finite(r.Gain()), Tuned: r.Tuned()}
-		if v := r.Validation; v != nil {
-			rj.Validation = &validationJSON{Verdict: v.Verdict, Reason: v.Reason, Rounds: v.Rounds,
-				Gain: finite(v.Gain), CILow: finite(v.CILow), CIHigh: finite(v.CIHigh)}
-		}
-		if ch := r.Chosen(); ch != nil {
-			n := ch.Number
-			rj.ChosenTrial, rj.Env = &n, space.EnvMap(ch.Env)
-		}
-		ranges = append(ranges, rj)
+		ranges = append(ranges, r.Report(l.space))
 	}
 	return map[string]any{
 		"campaign":  l.camp.Name,
@@ -271,13 +239,6 @@ func statusJSON(l *loaded) map[string]any {
 		"trials":    map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed},
 		"ranges":    ranges,
 	}
-}
-
-func finite(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
 }
 
 func exportCommand() *cli.Command {
