@@ -16,6 +16,7 @@ import (
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/tuner"
 )
 
 // Scenario is a simulated cluster and the space tuned on it.
@@ -106,7 +107,7 @@ type Options struct {
 	Seeds    int
 	Trials   int
 	Noise    float64 // relative standard deviation of each measurement
-	Within   float64 // "near the optimum": 0.03
+	Prune    bool    // run each trial's quick pass first, as a campaign with prune = true does
 }
 
 // Run is one sampler's campaign on one scenario with one seed.
@@ -131,6 +132,7 @@ type Truth struct {
 
 type prepared struct {
 	noise float64
+	prune bool
 	sc    sim.Scenario
 	sp    *space.Space
 	sizes []int64
@@ -166,6 +168,10 @@ func prepare(s Scenario) (*prepared, error) {
 // score is the objective per range, like the tuner's (geometric mean busbw),
 // with measurement noise drawn from rng (nil: none).
 func (p *prepared) score(a space.Assignment, rng *rand.Rand) ([]float64, bool) {
+	return p.scoreNoise(a, rng, p.noise)
+}
+
+func (p *prepared) scoreNoise(a space.Assignment, rng *rand.Rand, noise float64) ([]float64, bool) {
 	if p.sp.Check(a) != nil {
 		return nil, false
 	}
@@ -182,7 +188,7 @@ func (p *prepared) score(a space.Assignment, rng *rand.Rand) ([]float64, bool) {
 		}
 		v := bw[i]
 		if rng != nil {
-			v *= math.Exp(rng.NormFloat64() * p.noise)
+			v *= math.Exp(rng.NormFloat64() * noise)
 		}
 		logs[r] += math.Log(v)
 		counts[r]++
@@ -194,8 +200,24 @@ func (p *prepared) score(a space.Assignment, rng *rand.Rand) ([]float64, bool) {
 	return out, true
 }
 
-func (p *prepared) seconds(a space.Assignment) float64 {
-	return sim.Seconds(p.sc, "all_reduce", space.EnvMap(p.sp.Env(a)), p.sizes, 5, 20)
+func (p *prepared) seconds(a space.Assignment, warmup, iters int) float64 {
+	return sim.Seconds(p.sc, "all_reduce", space.EnvMap(p.sp.Env(a)), p.sizes, warmup, iters)
+}
+
+// quickPass is the pruning decision of a campaign with prune = true: a sweep
+// with 2 iterations (noisier by sqrt(20/2)), pruned if more than
+// tuner.PruneMargin below the best measured in every range.
+func (p *prepared) quickPass(a space.Assignment, rng *rand.Rand, measured []float64) (scores []float64, pruned bool) {
+	quick, ok := p.scoreNoise(a, rng, p.noise*math.Sqrt(10))
+	if !ok {
+		return nil, false
+	}
+	for r, v := range quick {
+		if v >= measured[r]*(1-tuner.PruneMargin) {
+			return quick, false
+		}
+	}
+	return quick, true
 }
 
 // campaign runs one sampler as the tuner would (trial 0 = NCCL's defaults,
@@ -223,9 +245,22 @@ func (p *prepared) campaign(sampler string, seed int64, trials int) (Run, error)
 				return run, err
 			}
 		}
+		if p.prune && n > 0 {
+			spent += p.seconds(a, 1, 2)
+			if quick, pruned := p.quickPass(a, rng, measured); pruned {
+				if err := s.Tell(a, quick); err != nil {
+					return run, err
+				}
+				run.Seconds[n] = spent
+				for r := range R {
+					run.Regret[r] = append(run.Regret[r], 1-trueOfChoice[r]/p.truth.Optimum[r])
+				}
+				continue
+			}
+		}
 		noisy, ok := p.score(a, rng)
 		if ok {
-			spent += p.seconds(a)
+			spent += p.seconds(a, 5, 20)
 			truth, _ := p.score(a, nil)
 			for r := range noisy {
 				if noisy[r] > measured[r] {
@@ -257,7 +292,7 @@ func Measure(scenarios []Scenario, o Options, progress func(string)) ([]Result, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
-		p.noise = o.Noise
+		p.noise, p.prune = o.Noise, o.Prune
 		truths[s.Name] = p.truth
 		for _, name := range o.Samplers {
 			res := Result{Scenario: s.Name, Sampler: name}

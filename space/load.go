@@ -29,6 +29,7 @@ type rawFile struct {
 		Sampler    string
 		Seed       int64
 		Patience   int
+		Prune      bool
 		Sizes      struct {
 			Min, Max any
 			Factor   int
@@ -158,6 +159,7 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 		Sampler:    orDefault(c.Sampler, "tpe"),
 		Seed:       c.Seed,
 		Patience:   c.Patience,
+		Prune:      c.Prune,
 	}
 	if c.Patience != 0 && c.Patience < 5 {
 		b.errorf(line("patience"), "patience must be 0 (off) or at least 5 trials")

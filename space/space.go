@@ -45,6 +45,9 @@ type Campaign struct {
 	// Patience stops the campaign once no range has improved by MinGain for
 	// this many trials (0: run the whole budget).
 	Patience int
+	// Prune runs each trial's sweep with few iterations first, and skips the
+	// full run when that is far below the best in every range.
+	Prune bool
 }
 
 // Sizes is the message-size sweep of each trial (nccl-tests -b, -e, -f).

@@ -26,7 +26,11 @@ const (
 	Complete    State = "complete"
 	Failed      State = "failed"
 	Interrupted State = "interrupted" // stopped by the user or by a crash; re-run on resume
+	Pruned      State = "pruned"      // a quick pass showed it could not compete; not run in full
 )
+
+// Finished reports whether a trial is done with (run again on resume otherwise).
+func (s State) Finished() bool { return s == Complete || s == Failed || s == Pruned }
 
 // Campaign is one tuning campaign: a space file and the trials run on it.
 type Campaign struct {

@@ -111,13 +111,13 @@ func (c *Campaign) Run(ctx context.Context) error {
 	done, best := 0, make([]float64, len(sp.Ranges))
 	lastGain := 0 // the trial that last raised some range's best by MinGain
 	for _, t := range trials {
-		if t.State != store.Complete && t.State != store.Failed {
+		if !t.State.Finished() {
 			continue // interrupted or never finished: run again with the same number
 		}
 		if err := sampler.Tell(space.Assignment(t.Params), scoreList(sp, t)); err != nil {
 			return fmt.Errorf("resume: trial %d: %w", t.Number, err)
 		}
-		if updateBest(best, scoreList(sp, t)) {
+		if t.State == store.Complete && updateBest(best, scoreList(sp, t)) {
 			lastGain = t.Number
 		}
 		done = max(done, t.Number+1)
@@ -149,7 +149,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if err := sp.Check(a); err != nil {
 			// Not launched: NCCL would refuse it. It costs nothing and teaches the sampler.
 			t.State, t.FailureKind, t.FailureReason, t.Finished = store.Failed, string(runner.FailInvalid), err.Error(), time.Now()
-		} else {
+		} else if !c.prune(ctx, run, ses.quick, a, t, best) {
 			c.record(t, run.Run(ctx, c.job(cmd, a, t.Env, strconv.Itoa(n))))
 		}
 		// Record even when stopped, so the interrupted trial is visible and re-run later.
@@ -167,7 +167,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if err := sampler.Tell(a, scores); err != nil {
 			return fmt.Errorf("trial %d: %w", n, err)
 		}
-		if updateBest(best, scores) {
+		if t.State == store.Complete && updateBest(best, scores) {
 			lastGain = n
 		}
 		if c.Progress != nil {
@@ -194,10 +194,38 @@ func (c *Campaign) Run(ctx context.Context) error {
 
 // session is what a run or a validation works with.
 type session struct {
-	cmd  []string // the benchmark command, before the launcher
-	run  Runner
-	camp store.Campaign
+	cmd   []string // the benchmark command, before the launcher
+	quick []string // the same sweep with few iterations, for pruning; nil if not pruning
+	run   Runner
+	camp  store.Campaign
 }
+
+// PruneMargin: a trial whose quick pass is more than this much below the best
+// in every range is pruned. A quick pass is noisier than a full run; a
+// configuration 30% behind everywhere is not going to win.
+const PruneMargin = 0.3
+
+// prune runs the quick pass when the campaign prunes; it reports whether that
+// settled the trial (failed, or pruned), so that the full run is not needed.
+func (c *Campaign) prune(ctx context.Context, run Runner, quick []string, a space.Assignment, t *store.Trial, best []float64) bool {
+	if quick == nil || t.Number == 0 || !slices.ContainsFunc(best, func(b float64) bool { return b > 0 }) {
+		return false
+	}
+	c.record(t, run.Run(ctx, c.job(quick, a, t.Env, strconv.Itoa(t.Number)+"-quick")))
+	if t.State != store.Complete {
+		return true // a failure (or an interrupt) is as telling in a quick pass
+	}
+	for i, r := range c.Space.Ranges {
+		if t.Scores[r.Name] >= best[i]*(1-PruneMargin) {
+			return false // it may compete somewhere: run it in full
+		}
+	}
+	t.State, t.FailureReason = store.Pruned, fmt.Sprintf("quick pass (%d iterations) more than %.0f%% below the best in every range", quickIters, 100*PruneMargin)
+	return true
+}
+
+// quickIters is how many timed iterations the quick pass runs (one warm-up).
+const quickIters = 2
 
 // open checks that the benchmark and launcher can work, takes the store's
 // writer lock, and finds or creates the campaign. Nothing is stored before the
@@ -218,6 +246,11 @@ func (c *Campaign) open() (*session, error) {
 		return nil, err
 	}
 	ses.camp = camp
+	if c.Space.Campaign.Prune {
+		if ses.quick, err = c.shortCommand(func(*space.Space) {}); err != nil {
+			return nil, err
+		}
+	}
 	return ses, nil
 }
 
@@ -268,7 +301,7 @@ const earlyStopAfter = 5
 func failingThroughout(trials []store.Trial, last store.Trial) error {
 	var finished []store.Trial
 	for _, t := range append(slices.Clone(trials), last) {
-		if t.State == store.Complete || t.State == store.Failed {
+		if t.State.Finished() {
 			finished = append(finished, t)
 		}
 	}
@@ -324,6 +357,7 @@ func (c *Campaign) jobEnv(label string) []string {
 
 // record fills the trial from the launch's result.
 func (c *Campaign) record(t *store.Trial, res runner.Result) {
+	t.Scores, t.Rows, t.FailureKind, t.FailureReason = nil, nil, "", ""
 	t.Command, t.Output, t.ExitCode, t.Finished = res.Command, res.Output, res.ExitCode, res.Started.Add(res.Duration)
 	if res.Report != nil {
 		t.Rows = res.Report.Rows
@@ -369,7 +403,7 @@ func (c *Campaign) checkSweep(t *store.Trial) *runner.Failure {
 
 // scoreList orders a trial's scores by range; nil for a failed trial.
 func scoreList(sp *space.Space, t store.Trial) []float64 {
-	if t.State != store.Complete {
+	if t.State != store.Complete && t.State != store.Pruned {
 		return nil
 	}
 	out := make([]float64, len(sp.Ranges))
@@ -507,15 +541,21 @@ func (c *Campaign) benchmarkCommand() ([]string, error) {
 // the simulator): a few sizes, few iterations, for a pre-flight check. It is
 // nil for the DDP step, which has no such probe.
 func (c *Campaign) ProbeCommand() ([]string, error) {
+	return c.shortCommand(func(sp *space.Space) { sp.Sizes = space.Sizes{Min: 8, Max: 1 << 20, Factor: 8} })
+}
+
+// shortCommand is the nccl-tests command with few iterations, and whatever
+// else change makes to a copy of the space; nil for the DDP step.
+func (c *Campaign) shortCommand(change func(*space.Space)) ([]string, error) {
 	if c.Space.Benchmark.Kind == space.DDP {
 		return nil, nil
 	}
-	probe := *c
+	short := *c
 	sp := *c.Space
-	sp.Sizes = space.Sizes{Min: 8, Max: 1 << 20, Factor: 8}
-	sp.Benchmark.Iters, sp.Benchmark.Warmup = 2, 1
-	probe.Space = &sp
-	return probe.benchmarkCommand()
+	sp.Benchmark.Iters, sp.Benchmark.Warmup = quickIters, 1
+	change(&sp)
+	short.Space = &sp
+	return short.benchmarkCommand()
 }
 
 // ddpCommand writes the DDP step script and returns the command that runs it.

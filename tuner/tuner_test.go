@@ -394,3 +394,37 @@ func TestPatienceStopsAConvergedCampaign(t *testing.T) {
 		t.Errorf("after resume: %d trials, stopped %q", got, camp.Stopped)
 	}
 }
+
+func TestPruning(t *testing.T) {
+	whole, pruned := loadExample(t, 30), loadExample(t, 30)
+	pruned.Campaign.Prune = true
+	stWhole, stPruned := openStore(t), openStore(t)
+	for _, run := range []struct {
+		sp *space.Space
+		st *store.Store
+	}{{whole, stWhole}, {pruned, stPruned}} {
+		if err := newCampaign(run.sp, run.st).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var nPruned int
+	for _, tr := range campaignTrials(t, stPruned, pruned.Campaign.Name) {
+		if tr.State == store.Pruned {
+			nPruned++
+			if !strings.Contains(tr.FailureReason, "quick pass") || len(tr.Scores) != 3 || !strings.Contains(strings.Join(tr.Command, " "), "-n 2 -w 1") {
+				t.Errorf("pruned trial %d: %s %v %v", tr.Number, tr.FailureReason, tr.Scores, tr.Command)
+			}
+		}
+	}
+	if nPruned < 3 {
+		t.Errorf("%d of 30 trials pruned; many configurations in this space are far behind", nPruned)
+	}
+	// Pruning must not cost the result: every range within 3% of the unpruned campaign's.
+	rw := Results(whole, campaignTrials(t, stWhole, whole.Campaign.Name), nil)
+	rp := Results(pruned, campaignTrials(t, stPruned, pruned.Campaign.Name), nil)
+	for i := range rw {
+		if rp[i].BestScore < rw[i].BestScore*0.97 {
+			t.Errorf("range %s: pruned campaign best %.3g, unpruned %.3g", rw[i].Range.Name, rp[i].BestScore, rw[i].BestScore)
+		}
+	}
+}

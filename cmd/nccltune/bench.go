@@ -32,6 +32,7 @@ func benchCommand() *cli.Command {
 				&cli.IntFlag{Name: "seeds", Value: 10},
 				&cli.IntFlag{Name: "trials", Value: 100},
 				&cli.Float64Flag{Name: "noise", Value: 0.02, Usage: "relative standard deviation of each measurement"},
+				&cli.BoolFlag{Name: "prune", Usage: "campaigns prune as with prune = true (a 2-iteration pass first)"},
 				&cli.StringFlag{Name: "out", Value: ".", Usage: "`DIR` for search-quality.png"},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
 			},
@@ -40,7 +41,7 @@ func benchCommand() *cli.Command {
 					return usageError{fmt.Errorf("--trials must be at least 10 and --seeds at least 1")}
 				}
 				o := bench.Options{Samplers: strings.Split(c.String("samplers"), ","), Seeds: c.Int("seeds"),
-					Trials: c.Int("trials"), Noise: c.Float64("noise")}
+					Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune")}
 				res, _, err := bench.Measure(bench.Scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
 				if err != nil {
 					return err

@@ -115,9 +115,12 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 		return err
 	}
 	sum := tuner.Summarize(l.trials)
-	fmt.Fprintf(w, "campaign %q: %d of %d trials finished (%d complete, %d failed",
-		l.camp.Name, sum.ByState[store.Complete]+sum.ByState[store.Failed], l.camp.Budget,
-		sum.ByState[store.Complete], sum.ByState[store.Failed])
+	fmt.Fprintf(w, "campaign %q: %d of %d trials finished (%d complete, ", l.camp.Name,
+		sum.ByState[store.Complete]+sum.ByState[store.Failed]+sum.ByState[store.Pruned], l.camp.Budget, sum.ByState[store.Complete])
+	if n := sum.ByState[store.Pruned]; n > 0 {
+		fmt.Fprintf(w, "%d pruned, ", n)
+	}
+	fmt.Fprintf(w, "%d failed", sum.ByState[store.Failed])
 	for i, k := range sum.FailureKinds() {
 		sep := ", "
 		if i == 0 {
