@@ -142,18 +142,18 @@ func loadSpace(path string) (*space.Space, error) {
 // progress shows a bar on a terminal and one line per trial elsewhere (CI logs, files).
 func progress(w *os.File, sp *space.Space) func(tuner.Progress) {
 	var bar *progressbar.ProgressBar
-	if isatty.IsTerminal(w.Fd()) {
-		bar = progressbar.NewOptions(sp.Campaign.Trials, progressbar.OptionSetWriter(w),
-			progressbar.OptionSetDescription("trials"), progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
-	}
+	tty := isatty.IsTerminal(w.Fd())
 	return func(p tuner.Progress) {
-		line := trialLine(sp, p)
-		if bar == nil {
-			fmt.Fprintln(w, line)
+		if !tty {
+			fmt.Fprintln(w, trialLine(sp, p))
 			return
 		}
-		bar.Describe(line)
+		if bar == nil { // the budget is known once the campaign is open
+			bar = progressbar.NewOptions(p.Budget, progressbar.OptionSetWriter(w),
+				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
+				progressbar.OptionClearOnFinish())
+		}
+		bar.Describe(bestLine(sp, p))
 		_ = bar.Set(p.Done)
 	}
 }
@@ -166,6 +166,16 @@ func validationProgress(w io.Writer) func(store.ValidationRun, int, int) {
 		}
 		fmt.Fprintf(w, "validation %d/%d: round %d, %s: %s\n", done, total, r.Round, r.Arm, status)
 	}
+}
+
+// bestLine is the bar's short description: each range's best so far.
+func bestLine(sp *space.Space, p tuner.Progress) string {
+	var b strings.Builder
+	b.WriteString("best")
+	for i, r := range sp.Ranges {
+		fmt.Fprintf(&b, " %s %s", r.Name, bw(p.Best[i]))
+	}
+	return b.String() + " " + sp.Unit()
 }
 
 func trialLine(sp *space.Space, p tuner.Progress) string {
