@@ -102,9 +102,7 @@ func FabricOf(results []Result) Fabric {
 
 // facts carries what earlier checks learnt to later ones ("IB is up, so NCCL should use it").
 type facts struct {
-	gpus        int
 	activePorts []Port
-	peermem     bool
 	roce        bool
 }
 

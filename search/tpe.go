@@ -79,7 +79,8 @@ func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
 	// go.mod's "godebug randseednop=0" keeps rand.Seed working on Go >= 1.24.
 	globalRandMu.Lock()
 	defer globalRandMu.Unlock()
-	mathrand.Seed(int64(seed >> 2)) //nolint:staticcheck // see above
+	//lint:ignore SA1019 goptuna's TPE draws from the global source, so it must be seeded (see above)
+	mathrand.Seed(int64(seed >> 2))
 	a := space.Assignment{}
 	for _, p := range t.sp.Params {
 		if !t.sp.Active(p, a) {

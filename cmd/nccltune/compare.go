@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -36,8 +37,8 @@ func compareCommand() *cli.Command {
 			}
 			a, errA := tuner.ReadEnvFile(c.Args().Get(0))
 			b, errB := tuner.ReadEnvFile(c.Args().Get(1))
-			if errA != nil || errB != nil {
-				return fmt.Errorf("%w%w", orNil(errA), orNil(errB))
+			if err := errors.Join(errA, errB); err != nil {
+				return err
 			}
 			sp, err := compareSpace(c)
 			if err != nil {
@@ -93,11 +94,4 @@ func compareSpace(c *cli.Context) (*space.Space, error) {
 		return nil, err
 	}
 	return l.space, nil
-}
-
-func orNil(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%w\n", err)
 }

@@ -76,7 +76,6 @@ const (
 )
 
 var (
-	algoNames  = [nAlgos]string{"Ring", "Tree"}
 	protoNames = [nProtos]string{"LL", "LL128", "Simple"}
 	// NCCL's base latencies (us) per algorithm and protocol, and per-hop latencies
 	// over NVLink and over the network.
