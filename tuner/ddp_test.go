@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -91,10 +90,7 @@ func TestDDPCampaign(t *testing.T) {
 	for name, launcher := range launchers {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv("MASTER_PORT", freePort(t))
-			sp, err := space.Parse("ddp.toml", []byte(fmt.Sprintf(ddpSpace, launcher, py)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			sp := mustParse(t, "ddp.toml", fmt.Sprintf(ddpSpace, launcher, py))
 			st := openStore(t)
 			c := newCampaign(sp, st)
 			c.ValidateRounds = 2
@@ -147,12 +143,9 @@ func torchrunWorks(t *testing.T) bool {
 func TestDDPWithoutTorchStopsEarly(t *testing.T) {
 	noTorch := filepath.Join(t.TempDir(), "python-without-torch")
 	os.WriteFile(noTorch, []byte("#!/bin/sh\nexec python3 -S -c 'import runpy, sys; sys.argv = sys.argv[1:]; sys.modules[\"torch\"] = None; runpy.run_path(sys.argv[0], run_name=\"__main__\")' \"$@\"\n"), 0o755)
-	sp, err := space.Parse("ddp.toml", []byte(strings.Replace(fmt.Sprintf(ddpSpace, `kind = "local"`, noTorch), "trials = 4", "trials = 12", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := mustParse(t, "ddp.toml", strings.Replace(fmt.Sprintf(ddpSpace, `kind = "local"`, noTorch), "trials = 4", "trials = 12", 1))
 	st := openStore(t)
-	err = newCampaign(sp, st).Run(context.Background())
+	err := newCampaign(sp, st).Run(context.Background())
 	if !errors.Is(err, ErrAllFailing) || !strings.Contains(err.Error(), "PyTorch is not installed") {
 		t.Fatalf("err = %v", err)
 	}

@@ -1,7 +1,6 @@
 package tuner
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -53,14 +51,7 @@ values = ["PHB", "SYS"]
 
 func runPinned(t *testing.T) Export {
 	t.Helper()
-	sp, err := space.Parse("pinned.toml", []byte(pinnedSpace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := openStore(t)
-	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := runSpace(t, pinnedSpace)
 	camp, _ := st.Campaign("pinned")
 	trials, _ := st.Trials(camp.ID)
 	out, _ := st.Output(trials[0].ID)

@@ -32,7 +32,7 @@ func loadExample(t testing.TB, trials int) *space.Space {
 	return sp
 }
 
-func openStore(t *testing.T) *store.Store {
+func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "trials.db"))
 	if err != nil {
@@ -42,7 +42,7 @@ func openStore(t *testing.T) *store.Store {
 	return st
 }
 
-func campaignTrials(t *testing.T, st *store.Store, name string) []store.Trial {
+func campaignTrials(t testing.TB, st *store.Store, name string) []store.Trial {
 	t.Helper()
 	c, err := st.Campaign(name)
 	if err != nil {
@@ -53,6 +53,27 @@ func campaignTrials(t *testing.T, st *store.Store, name string) []store.Trial {
 		t.Fatal(err)
 	}
 	return trials
+}
+
+// mustParse parses a space written in a test, failing the test on an error.
+func mustParse(t testing.TB, name, src string) *space.Space {
+	t.Helper()
+	sp, err := space.Parse(name, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// runSpace runs a campaign of the space written in a test to its end.
+func runSpace(t testing.TB, src string) (*space.Space, *store.Store) {
+	t.Helper()
+	sp := mustParse(t, "test.toml", src)
+	st := openStore(t)
+	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return sp, st
 }
 
 func newCampaign(sp *space.Space, st *store.Store) *Campaign {
@@ -193,14 +214,7 @@ values = ["default", "LL128", "Simple"]
 `
 
 func TestFailedTrialsAreRecordedAndNeverChosen(t *testing.T) {
-	sp, err := space.Parse("roce.toml", []byte(roceSpace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := openStore(t)
-	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := runSpace(t, roceSpace)
 	trials := campaignTrials(t, st, "roce-gid")
 	if len(trials) != 16 {
 		t.Fatalf("%d trials, want 16: failures must not stop the campaign", len(trials))
@@ -231,21 +245,15 @@ func TestRefusesBeforeRunning(t *testing.T) {
 	}
 	// A new comment and a larger budget change nothing that is measured: it resumes.
 	edited := strings.Replace(string(sp.Source), "trials = 60", "trials = 6 # more", 1) + "\n# a comment\n"
-	same, err := space.Parse("same.toml", []byte(edited))
-	if err != nil {
-		t.Fatal(err)
-	}
+	same := mustParse(t, "same.toml", edited)
 	if err := newCampaign(same, st).Run(context.Background()); err != nil {
 		t.Errorf("a comment-only change was refused: %v", err)
 	}
 	// A widened range is a different space: refused with the difference...
 	widened := strings.Replace(string(sp.Source), "max = 32", "max = 64", 1)
-	changed, err := space.Parse("changed.toml", []byte(widened))
-	if err != nil {
-		t.Fatal(err)
-	}
+	changed := mustParse(t, "changed.toml", widened)
 	changed.Campaign.Trials = 4
-	err = newCampaign(changed, st).Run(context.Background())
+	err := newCampaign(changed, st).Run(context.Background())
 	if !errors.Is(err, ErrSpaceChanged) || !strings.Contains(err.Error(), "- param NCCL_MIN_CTAS [1, 32] log") ||
 		!strings.Contains(err.Error(), "+ param NCCL_MIN_CTAS [1, 64] log") {
 		t.Errorf("a changed space was not refused with its diff: %v", err)
@@ -267,10 +275,7 @@ func TestRefusesBeforeRunning(t *testing.T) {
 	realSpace := strings.Replace(string(sp.Source), `name = "sim-2node-ib"`, `name = "real"`, 1)
 	realSpace = strings.Replace(realSpace, "[benchmark]", "[benchmark]\nbinary = \"no_such_perf\"", 1)
 	realSpace = realSpace[:strings.Index(realSpace, "[simulator]")] + realSpace[strings.Index(realSpace, "[fixed]"):]
-	rs, err := space.Parse("real.toml", []byte(realSpace))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := mustParse(t, "real.toml", realSpace)
 	if err := newCampaign(rs, st).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "no_such_perf") {
 		t.Errorf("a missing benchmark binary was not reported: %v", err)
 	}
@@ -281,10 +286,7 @@ func TestRefusesBeforeRunning(t *testing.T) {
 	// A launcher that cannot work is refused before anything is stored.
 	mpi := strings.Replace(string(sp.Source), `name = "sim-2node-ib"`, `name = "mpi"`, 1)
 	mpi = strings.Replace(mpi, "[benchmark]", "[launcher]\nkind = \"mpirun\"\nnp = 16\nhostfile = \"/nonexistent/hosts\"\ncommand = \"sh\"\n\n[benchmark]", 1)
-	ms, err := space.Parse("mpi.toml", []byte(mpi))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := mustParse(t, "mpi.toml", mpi)
 	if err := newCampaign(ms, st).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "/nonexistent/hosts") {
 		t.Errorf("a missing hostfile was not reported: %v", err)
 	}
@@ -307,7 +309,7 @@ func TestCampaignThroughMPIRun(t *testing.T) {
 		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
 		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 	}
-	sp, err := space.Parse("mpi.toml", []byte(`
+	sp := mustParse(t, "mpi.toml", `
 [campaign]
 name = "mpi"
 trials = 5
@@ -330,10 +332,7 @@ values = ["LL", "LL128", "Simple"]
 name = "NCCL_MIN_CTAS"
 min = 1
 max = 32
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	st := openStore(t)
 	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -356,12 +355,9 @@ func TestStopsEarlyWhenEverythingFails(t *testing.T) {
 	src := strings.Replace(roceSpace, "trials = 16", "trials = 20", 1)
 	src = strings.Replace(src, "[benchmark]\n", "[benchmark]\nbinary = \"/bin/false\"\n", 1)
 	src = src[:strings.Index(src, "[simulator]")] + src[strings.Index(src, "[fixed]"):]
-	sp, err := space.Parse("broken.toml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := mustParse(t, "broken.toml", src)
 	st := openStore(t)
-	err = newCampaign(sp, st).Run(context.Background())
+	err := newCampaign(sp, st).Run(context.Background())
 	if !errors.Is(err, ErrAllFailing) || !strings.Contains(err.Error(), "exit status 1") {
 		t.Fatalf("err = %v", err)
 	}
