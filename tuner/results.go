@@ -51,8 +51,46 @@ func (r RangeResult) Chosen() *store.Trial {
 	return r.Default
 }
 
-// Results picks the best trial per range from a campaign's trials, with its
-// validation where one (from vals, by range name) concerns that trial.
+// Parsimony is how close to the best score a trial with fewer settings must
+// come to be chosen instead: within one measurement's noise, the simpler
+// configuration is as good, and every setting exported is one more to trust.
+const Parsimony = 0.01
+
+// simplest returns, among the completed trials scoring within Parsimony of
+// best for the range, the one that sets the fewest variables (the higher
+// score between equals).
+func simplest(rangeName string, trials []store.Trial, best *store.Trial, bestScore float64) (*store.Trial, float64) {
+	if best == nil {
+		return nil, bestScore
+	}
+	chosen, score := best, bestScore
+	for j := range trials {
+		t := &trials[j]
+		s, ok := t.Scores[rangeName]
+		if t.State != store.Complete || !ok || s < bestScore*(1-Parsimony) {
+			continue
+		}
+		if n, m := settings(t), settings(chosen); n < m || n == m && s > score {
+			chosen, score = t, s
+		}
+	}
+	return chosen, score
+}
+
+// settings counts the searched variables a trial sets (NCCL's default is not one).
+func settings(t *store.Trial) int {
+	n := 0
+	for _, v := range t.Params {
+		if v != space.Unset {
+			n++
+		}
+	}
+	return n
+}
+
+// Results picks the best trial per range from a campaign's trials (the
+// simplest within Parsimony of the highest score), with its validation where
+// one (from vals, by range name) concerns that trial.
 func Results(sp *space.Space, trials []store.Trial, vals map[string]store.Validation) []RangeResult {
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
@@ -71,6 +109,7 @@ func Results(sp *space.Space, trials []store.Trial, vals map[string]store.Valida
 				res.Best, res.BestScore = t, s
 			}
 		}
+		res.Best, res.BestScore = simplest(rg.Name, trials, res.Best, res.BestScore)
 		if v, ok := vals[rg.Name]; ok && res.Best != nil && (v.Candidate == res.Best.Number || v.Candidate == 0 && res.Best.Number == 0) {
 			res.Validation = &v
 		}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -66,6 +67,10 @@ type Campaign struct {
 	Trials  int
 	Seed    *int64
 	Sampler string
+	// Simplify, once the budget is spent, tries each range's choice without
+	// each of its settings in turn (see simplify), so that only settings that
+	// matter are exported.
+	Simplify bool
 	// AllowSpaceChange runs a changed space as a new campaign instead of refusing it.
 	AllowSpaceChange bool
 	// ValidateRounds, when at least 2, validates the result (see Validate)
@@ -84,6 +89,8 @@ type Progress struct {
 	Done   int // finished trials, including this one
 	Budget int
 	Best   []float64 // best score so far per range
+	// Simplifying marks the trials after the budget that try choices with fewer settings.
+	Simplifying bool
 }
 
 // debugEnv makes NCCL log the variables it read and the transport it chose, so
@@ -99,7 +106,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd, run, camp := ses.cmd, ses.run, ses.camp
+	camp := ses.camp
 	sampler, err := search.New(camp.Sampler, sp, camp.Seed)
 	if err != nil {
 		return err
@@ -108,12 +115,11 @@ func (c *Campaign) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Interrupted trials are history only: each runs again under its number.
+	trials = slices.DeleteFunc(trials, func(t store.Trial) bool { return !t.State.Finished() })
 	done, best := 0, make([]float64, len(sp.Ranges))
 	lastGain := 0 // the trial that last raised some range's best by MinGain
 	for _, t := range trials {
-		if !t.State.Finished() {
-			continue // interrupted or never finished: run again with the same number
-		}
 		if err := sampler.Tell(space.Assignment(t.Params), scoreList(sp, t)); err != nil {
 			return fmt.Errorf("resume: trial %d: %w", t.Number, err)
 		}
@@ -142,32 +148,11 @@ func (c *Campaign) Run(ctx context.Context) error {
 				return fmt.Errorf("trial %d: %w", n, err)
 			}
 		}
-		t := &store.Trial{CampaignID: camp.ID, Number: n, Params: a, Env: sp.Env(a)}
-		if err := c.Store.StartTrial(t); err != nil {
+		t, err := c.trial(ctx, ses, sampler, &trials, best, n, a)
+		if err != nil {
 			return err
 		}
-		if err := sp.Check(a); err != nil {
-			// Not launched: NCCL would refuse it. It costs nothing and teaches the sampler.
-			t.State, t.FailureKind, t.FailureReason, t.Finished = store.Failed, string(runner.FailInvalid), err.Error(), time.Now()
-		} else if !c.prune(ctx, run, ses.quick, a, t, best) {
-			c.record(t, run.Run(ctx, c.job(cmd, a, t.Env, strconv.Itoa(n))))
-		}
-		// Record even when stopped, so the interrupted trial is visible and re-run later.
-		if err := c.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
-			return err
-		}
-		if t.State == store.Interrupted {
-			return ctx.Err()
-		}
-		if err := failingThroughout(trials, *t); err != nil {
-			return err
-		}
-		trials = append(trials, *t)
-		scores := scoreList(sp, *t)
-		if err := sampler.Tell(a, scores); err != nil {
-			return fmt.Errorf("trial %d: %w", n, err)
-		}
-		if t.State == store.Complete && updateBest(best, scores) {
+		if t.State == store.Complete && updateBest(best, scoreList(sp, *t)) {
 			lastGain = n
 		}
 		if c.Progress != nil {
@@ -184,9 +169,109 @@ func (c *Campaign) Run(ctx context.Context) error {
 	if !slices.ContainsFunc(trials, func(t store.Trial) bool { return t.State == store.Complete }) {
 		return fmt.Errorf("%w: all %d of them; see `nccltune status` and `nccltune show 0`", ErrAllFailed, len(trials))
 	}
+	if c.Simplify {
+		if err := c.simplify(ctx, ses, sampler, &trials, best); err != nil {
+			return err
+		}
+	}
 	if c.ValidateRounds >= 2 {
 		if _, err := c.Validate(ctx, c.ValidateRounds); err != nil && !errors.Is(err, ErrNothingToValidate) {
 			return fmt.Errorf("validation: %w", err)
+		}
+	}
+	return nil
+}
+
+// trial runs trial n with assignment a: it is stored as running, checked,
+// perhaps pruned, launched, stored with its outcome, and told to the sampler.
+// trials gets it appended.
+func (c *Campaign) trial(ctx context.Context, ses *session, sampler Sampler, trials *[]store.Trial, best []float64, n int, a space.Assignment) (*store.Trial, error) {
+	sp := c.Space
+	t := &store.Trial{CampaignID: ses.camp.ID, Number: n, Params: a, Env: sp.Env(a)}
+	if err := c.Store.StartTrial(t); err != nil {
+		return nil, err
+	}
+	if err := sp.Check(a); err != nil {
+		// Not launched: NCCL would refuse it. It costs nothing and teaches the sampler.
+		t.State, t.FailureKind, t.FailureReason, t.Finished = store.Failed, string(runner.FailInvalid), err.Error(), time.Now()
+	} else if !c.prune(ctx, ses.run, ses.quick, a, t, best) {
+		c.record(t, ses.run.Run(ctx, c.job(ses.cmd, a, t.Env, strconv.Itoa(n))))
+	}
+	// Record even when stopped, so the interrupted trial is visible and re-run later.
+	if err := c.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
+		return nil, err
+	}
+	if t.State == store.Interrupted {
+		return nil, ctx.Err()
+	}
+	if err := failingThroughout(*trials, *t); err != nil {
+		return nil, err
+	}
+	*trials = append(*trials, *t)
+	if err := sampler.Tell(a, scoreList(sp, *t)); err != nil {
+		return nil, fmt.Errorf("trial %d: %w", n, err)
+	}
+	return t, nil
+}
+
+// simplify tries, for each range's chosen configuration, leaving out each of
+// its settings in turn, as extra trials after the budget. A setting whose
+// removal keeps the range within Parsimony of the chosen score is left out
+// for good; Results then prefers the simpler trial. Variants already in the
+// store are not run again, so a resumed campaign simplifies where it stopped.
+func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, trials *[]store.Trial, best []float64) error {
+	sp := c.Space
+	n := 0
+	for _, t := range *trials {
+		n = max(n, t.Number+1)
+	}
+	n = max(n, ses.camp.Budget)
+	byKey := map[string]*store.Trial{}
+	key := func(a space.Assignment) string { return strings.Join(append(sp.Env(a), sp.Args(a)...), " ") }
+	for i := range *trials {
+		byKey[key((*trials)[i].Params)] = &(*trials)[i]
+	}
+	// Start from the choices of the search alone, so that a resumed campaign,
+	// which already holds some variants, retraces the same path.
+	var searched []store.Trial
+	for _, t := range *trials {
+		if t.Number < ses.camp.Budget {
+			searched = append(searched, t)
+		}
+	}
+	for _, r := range Results(sp, searched, nil) {
+		if r.Best == nil || r.Best.Number == 0 {
+			continue
+		}
+		cur, target := space.Assignment(maps.Clone(r.Best.Params)), r.BestScore*(1-Parsimony)
+		for _, p := range sp.Params {
+			if v, ok := cur[p.Name]; !ok || v == space.Unset {
+				continue
+			}
+			variant := maps.Clone(cur)
+			if slices.Contains(p.Values, space.Unset) {
+				variant[p.Name] = space.Unset
+			} else {
+				delete(variant, p.Name)
+			}
+			t, tried := byKey[key(variant)]
+			if !tried {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				var err error
+				if t, err = c.trial(ctx, ses, sampler, trials, best, n, variant); err != nil {
+					return err
+				}
+				byKey[key(variant)] = t
+				if c.Progress != nil {
+					c.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(best), Simplifying: true})
+				}
+				n++
+			}
+			if t.State == store.Complete && t.Scores[r.Range.Name] >= target {
+				cur = variant
+			}
 		}
 	}
 	return nil

@@ -89,10 +89,11 @@ func TestKillNineAndResume(t *testing.T) {
 		t.Errorf("only %d kills landed; the test proves little", kills)
 	}
 	got := finishedTrials(t, filepath.Join(dir, "nccltune.db"), "sim-2node-ib")
-	if len(got) != trials || len(want) != trials {
-		t.Fatalf("%d finished trials after %d kills (uninterrupted: %d), want %d", len(got), kills, len(want), trials)
+	// The budget, then the trials that simplify each range's choice.
+	if len(got) != len(want) || len(want) < trials {
+		t.Fatalf("%d finished trials after %d kills (uninterrupted: %d), want %d or more", len(got), kills, len(want), trials)
 	}
-	for n := range trials {
+	for n := range want {
 		g, w := got[n], want[n]
 		if !reflect.DeepEqual(g.Params, w.Params) || !reflect.DeepEqual(g.Scores, w.Scores) || !reflect.DeepEqual(g.Rows, w.Rows) {
 			t.Errorf("trial %d differs from the uninterrupted run:\n%v %v\n%v %v", n, g.Params, g.Scores, w.Params, w.Scores)
@@ -178,8 +179,10 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("resume: %d\n%s%s", code, o, e)
 	}
 	after := finishedTrials(t, filepath.Join(dir, "nccltune.db"), "sim-2node-ib")
-	if len(after) != 40 {
-		t.Errorf("%d trials after resume, want 40", len(after))
+	for n := range 40 {
+		if _, ok := after[n]; !ok {
+			t.Errorf("trial %d missing after resume", n)
+		}
 	}
 	if _, out, _ := nccltune(t, dir, "status", "--json"); strings.Contains(out, `"running"`) || !strings.Contains(out, `"interrupted": 1`) {
 		t.Errorf("the trial cut off by the full disk should now read interrupted:\n%s", out)

@@ -20,6 +20,7 @@ import (
 
 // validateFlags control the validation that follows a campaign.
 var validateFlags = []cli.Flag{
+	&cli.BoolFlag{Name: "no-simplify", Usage: "skip trying each range's choice without each of its settings once the budget is spent"},
 	&cli.BoolFlag{Name: "no-validate", Usage: "skip validating the result once the budget is spent"},
 	&cli.IntFlag{Name: "validate-rounds", Value: tuner.DefaultRounds, Usage: "interleaved rounds of validation (at least 2)"},
 }
@@ -96,6 +97,7 @@ func runCampaign(c *cli.Context, sp *space.Space, camp *tuner.Campaign) error {
 	}
 	defer st.Close()
 	camp.Store = st
+	camp.Simplify = !c.Bool("no-simplify")
 	if !c.Bool("no-validate") {
 		if camp.ValidateRounds = c.Int("validate-rounds"); camp.ValidateRounds < 2 {
 			return usageError{fmt.Errorf("--validate-rounds must be at least 2")}
@@ -144,7 +146,7 @@ func progress(w *os.File, sp *space.Space) func(tuner.Progress) {
 	var bar *progressbar.ProgressBar
 	tty := isatty.IsTerminal(w.Fd())
 	return func(p tuner.Progress) {
-		if !tty {
+		if !tty || p.Simplifying {
 			fmt.Fprintln(w, trialLine(sp, p))
 			return
 		}
@@ -180,7 +182,11 @@ func bestLine(sp *space.Space, p tuner.Progress) string {
 
 func trialLine(sp *space.Space, p tuner.Progress) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "trial %d/%d: ", p.Trial.Number, p.Budget)
+	if p.Simplifying {
+		fmt.Fprintf(&b, "simplifying, trial %d (%s): ", p.Trial.Number, chosenSettings(sp, &p.Trial))
+	} else {
+		fmt.Fprintf(&b, "trial %d/%d: ", p.Trial.Number, p.Budget)
+	}
 	if p.Trial.State != store.Complete {
 		fmt.Fprintf(&b, "%s (%s)", p.Trial.FailureKind, firstLine(p.Trial.FailureReason))
 		return b.String()

@@ -114,7 +114,15 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 	if err != nil {
 		return err
 	}
-	sum := tuner.Summarize(l.trials)
+	var searched, simplifying []store.Trial
+	for _, t := range l.trials {
+		if t.Number < l.camp.Budget {
+			searched = append(searched, t)
+		} else if t.State.Finished() {
+			simplifying = append(simplifying, t)
+		}
+	}
+	sum := tuner.Summarize(searched)
 	fmt.Fprintf(w, "campaign %q: %d of %d trials finished (%d complete, ", l.camp.Name,
 		sum.ByState[store.Complete]+sum.ByState[store.Failed]+sum.ByState[store.Pruned], l.camp.Budget, sum.ByState[store.Complete])
 	if n := sum.ByState[store.Pruned]; n > 0 {
@@ -129,6 +137,9 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 		fmt.Fprintf(w, "%s%d %s", sep, sum.Failures[k], k)
 	}
 	fmt.Fprintln(w, ")")
+	if len(simplifying) > 0 {
+		fmt.Fprintf(w, "then %d trials tried each range's choice without each of its settings\n", len(simplifying))
+	}
 	if l.camp.Stopped != "" {
 		fmt.Fprintln(w, l.camp.Stopped)
 	}
