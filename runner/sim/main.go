@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -31,6 +32,9 @@ Under mpirun or srun each process is one rank; only rank 0 prints the table.`
 func Main(args, environ []string, stdout, stderr io.Writer) int {
 	sc, fs := scenarioFlags(stderr)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 1
 	}
 	if err := sc.validate(); err != nil {
