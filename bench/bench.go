@@ -234,12 +234,7 @@ func (p *prepared) campaign(sampler string, seed int64, trials int) (Run, error)
 	measured, trueOfChoice := make([]float64, R), make([]float64, R)
 	spent := 0.0
 	for n := range trials {
-		a := space.Assignment{}
-		for _, prm := range p.sp.Params {
-			if slices.Contains(prm.Values, space.Unset) && p.sp.Active(prm, a) {
-				a[prm.Name] = space.Unset
-			}
-		}
+		a := tuner.Defaults(p.sp)
 		if n > 0 {
 			if a, err = s.Ask(n); err != nil {
 				return run, err

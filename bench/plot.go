@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"image/color"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -20,7 +21,7 @@ func Plot(results []Result, trials int, path string) error {
 		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}}
 	var samplers []string
 	for _, r := range results {
-		if !contains(samplers, r.Sampler) {
+		if !slices.Contains(samplers, r.Sampler) {
 			samplers = append(samplers, r.Sampler)
 		}
 	}
@@ -61,13 +62,4 @@ func (percentTicks) Ticks(min, max float64) []plot.Tick {
 		}
 	}
 	return ticks
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

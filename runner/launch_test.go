@@ -17,20 +17,11 @@ import (
 // The test binary doubles as the simulator, so mpirun can start it as real ranks.
 func TestMain(m *testing.M) { simtest.Main(m) }
 
-// needMPI skips without mpirun, except in CI, which must have it (.ci/run installs Open MPI).
+// needMPI requires mpirun and returns the environment for its ranks, which act as the simulator.
 func needMPI(t *testing.T) []string {
 	t.Helper()
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("mpirun is missing in CI: .ci/run should install openmpi-bin")
-		}
-		t.Skip("mpirun not installed")
-	}
-	env := append(BaseEnv(), simtest.Env+"=1")
-	if os.Geteuid() == 0 {
-		env = append(env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
-	}
-	return env
+	simtest.RequireMPI(t)
+	return BaseEnv()
 }
 
 func TestMPIRunReachesEveryRank(t *testing.T) {

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -39,7 +40,7 @@ func Enumerate(sp *space.Space, intPoints int) []space.Assignment {
 	var walk func(i int, a space.Assignment)
 	walk = func(i int, a space.Assignment) {
 		if i == len(sp.Params) {
-			out = append(out, clone(a))
+			out = append(out, maps.Clone(a))
 			return
 		}
 		p := sp.Params[i]
@@ -83,12 +84,4 @@ func values(p space.Param, points int) []string {
 		}
 	}
 	return out
-}
-
-func clone(a space.Assignment) space.Assignment {
-	b := make(space.Assignment, len(a))
-	for k, v := range a {
-		b[k] = v
-	}
-	return b
 }

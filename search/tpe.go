@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	mathrand "math/rand"
 	"math/rand/v2"
@@ -117,7 +118,7 @@ func (t *tpeSampler) localMove(r int, rng *rand.Rand) (space.Assignment, bool) {
 		return nil, false
 	}
 	for range 20 {
-		a := clone(t.told[best].a)
+		a := maps.Clone(t.told[best].a)
 		p := t.sp.Params[rng.IntN(len(t.sp.Params))]
 		if !t.sp.Active(p, a) {
 			continue
@@ -181,7 +182,7 @@ func (t *tpeSampler) tried(a space.Assignment) bool {
 }
 
 func (t *tpeSampler) Tell(a space.Assignment, scores []float64) error {
-	t.told = append(t.told, told{a: clone(a), scores: slices.Clone(scores)})
+	t.told = append(t.told, told{a: maps.Clone(a), scores: slices.Clone(scores)})
 	internal, dists, params := map[string]float64{}, map[string]any{}, map[string]any{}
 	for _, p := range t.sp.Params {
 		v, ok := a[p.Name]

@@ -3,6 +3,7 @@ package space
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -136,7 +137,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	if s.Benchmark.Kind == NCCLTests && s.Benchmark.Binary == "" && len(s.Simulator) == 0 {
 		b.errorf(b.loc.section("benchmark"), "benchmark.binary is required (the nccl-tests binary), unless a [simulator] table is given")
 	}
-	for _, name := range sortedKeys(raw.Fixed) {
+	for _, name := range slices.Sorted(maps.Keys(raw.Fixed)) {
 		line := b.loc.field("fixed", 0, name)
 		if v, err := b.value(name, raw.Fixed[name]); err != nil {
 			b.errorf(line, "fixed %v", err)
@@ -360,7 +361,7 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		default:
 			b.errorf(line, "param %s: needs values = [...] or both min and max", p.Name)
 		}
-		for _, v := range sortedKeys(rp.When) {
+		for _, v := range slices.Sorted(maps.Keys(rp.When)) {
 			c := Condition{Var: v}
 			for _, x := range asList(rp.When[v]) {
 				c.In = append(c.In, fmt.Sprint(x))
@@ -434,13 +435,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

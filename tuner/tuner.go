@@ -142,7 +142,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		a := defaults(sp)
+		a := Defaults(sp)
 		if n > 0 {
 			if a, err = sampler.Ask(n); err != nil {
 				return fmt.Errorf("trial %d: %w", n, err)
@@ -383,13 +383,10 @@ var ErrAllFailed = errors.New("every trial failed")
 // earlyStopAfter is how many failed trials, all of one kind, stop a campaign.
 const earlyStopAfter = 5
 
-func failingThroughout(trials []store.Trial, last store.Trial) error {
-	var finished []store.Trial
-	for _, t := range append(slices.Clone(trials), last) {
-		if t.State.Finished() {
-			finished = append(finished, t)
-		}
-	}
+// failingThroughout reports whether the finished trials and last, which just
+// finished, all failed the same way (ErrAllFailing), once there are enough of them.
+func failingThroughout(finished []store.Trial, last store.Trial) error {
+	finished = append(slices.Clone(finished), last)
 	if len(finished) < earlyStopAfter {
 		return nil
 	}
@@ -402,9 +399,9 @@ func failingThroughout(trials []store.Trial, last store.Trial) error {
 		last.FailureKind, last.FailureReason, last.Number)
 }
 
-// defaults is trial 0: nothing searched is set, so NCCL applies its own
+// Defaults is trial 0: nothing searched is set, so NCCL applies its own
 // choices. Categorical parameters that offer "default" are told so.
-func defaults(sp *space.Space) space.Assignment {
+func Defaults(sp *space.Space) space.Assignment {
 	a := space.Assignment{}
 	for _, p := range sp.Params {
 		if slices.Contains(p.Values, space.Unset) && sp.Active(p, a) {
@@ -612,7 +609,7 @@ func (c *Campaign) benchmarkCommand() ([]string, error) {
 		simCmd = []string{self, "sim"}
 	}
 	var flags []string
-	for _, k := range sortedKeys(sp.Simulator) {
+	for _, k := range slices.Sorted(maps.Keys(sp.Simulator)) {
 		flags = append(flags, "-"+k+"="+sp.Simulator[k])
 	}
 	if err := sim.CheckScenario(flags); err != nil {
@@ -661,13 +658,4 @@ func (c *Campaign) ddpCommand() ([]string, error) {
 	return append([]string{python, script, "--params", b.Params, "--layers", strconv.Itoa(b.Layers),
 		"--batch", strconv.Itoa(b.Batch), "--steps", strconv.Itoa(b.Iters), "--warmup", strconv.Itoa(b.Warmup),
 		"--device", b.Device}, b.Args...), nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -299,16 +299,7 @@ func TestRefusesBeforeRunning(t *testing.T) {
 // Open MPI's mpirun, and checks from each trial's NCCL log that the settings
 // reached NCCL, and that a variable NCCL does not read is reported.
 func TestCampaignThroughMPIRun(t *testing.T) {
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("mpirun is missing in CI: .ci/run should install openmpi-bin")
-		}
-		t.Skip("mpirun not installed")
-	}
-	if os.Geteuid() == 0 {
-		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
-		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-	}
+	simtest.RequireMPI(t)
 	sp := mustParse(t, "mpi.toml", `
 [campaign]
 name = "mpi"

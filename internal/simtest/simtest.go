@@ -1,10 +1,12 @@
-// Package simtest lets a package's test binary stand in for nccltune's
-// simulated cluster, so that tests start it as a real process, through the
-// same launchers and parsers as real nccl-tests.
+// Package simtest holds test helpers: it lets a package's test binary stand
+// in for nccltune's simulated cluster, so that tests start it as a real
+// process, through the same launchers and parsers as real nccl-tests; and it
+// says when a test needs Open MPI.
 package simtest
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/nccltune/nccltune/runner/sim"
@@ -21,4 +23,20 @@ func Main(m *testing.M) {
 	}
 	os.Setenv(Env, "1")
 	os.Exit(m.Run())
+}
+
+// RequireMPI skips the test without mpirun, except in CI, which must have it
+// (.ci/run installs Open MPI); as root it allows mpirun to run as root.
+func RequireMPI(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("mpirun is missing in CI: .ci/run should install openmpi-bin")
+		}
+		t.Skip("mpirun not installed")
+	}
+	if os.Geteuid() == 0 {
+		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+	}
 }
