@@ -1,21 +1,32 @@
 // Package bench measures search quality and campaign cost on the simulated
 // cluster: for each scenario it finds the true optimum of every size range by
-// enumerating the space without noise, then runs each sampler over many seeds
-// with noisy measurements, and reports the regret of the configuration a
-// campaign would choose, the trials needed to come within 3% of the optimum,
-// and the benchmark time spent.
+// enumerating the space without noise, then runs real campaigns (tuner's loop,
+// store, parser and sampler, with the simulator in process) for each sampler
+// over many seeds, and reports the regret of the configuration each campaign
+// would export, the trials needed to come within 3% of the optimum, and the
+// benchmark time spent.
 package bench
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
 	"github.com/nccltune/nccltune/tuner"
 )
 
@@ -80,9 +91,12 @@ log = true
 `},
 }
 
-const header = `
+// layout is what every scenario's space shares; the blanks are the
+// campaign's settings, the ranks of the benchmark and the [simulator] table.
+const layout = `
 [campaign]
 sizes = { min = "8", max = "1G", factor = 4 }
+%s
 [[range]]
 name = "small"
 min = "8"
@@ -97,6 +111,8 @@ min = "16M"
 max = "2G"
 [benchmark]
 binary = "all_reduce_perf"
+gpus = %d
+%s
 [fixed]
 NCCL_NVLS_ENABLE = 0
 `
@@ -106,8 +122,9 @@ type Options struct {
 	Samplers []string
 	Seeds    int
 	Trials   int
-	Noise    float64 // relative standard deviation of each measurement
-	Prune    bool    // run each trial's quick pass first, as a campaign with prune = true does
+	Noise    float64 // relative standard deviation of a measurement at 20 iterations
+	Prune    bool    // campaigns run with prune = true
+	Dir      string  // where the campaigns' stores go (a temporary folder is best)
 }
 
 // Run is one sampler's campaign on one scenario with one seed.
@@ -131,8 +148,7 @@ type Truth struct {
 }
 
 type prepared struct {
-	noise float64
-	prune bool
+	Scenario
 	sc    sim.Scenario
 	sp    *space.Space
 	sizes []int64
@@ -140,19 +156,22 @@ type prepared struct {
 }
 
 func prepare(s Scenario) (*prepared, error) {
-	sp, err := space.Parse(s.Name+".toml", []byte(header+s.Space))
-	if err != nil {
-		return nil, err
-	}
 	sc, err := sim.ParseScenario(append(slices.Clone(s.Flags), "-noise=0"))
 	if err != nil {
 		return nil, err
 	}
-	p := &prepared{sc: sc, sp: sp, sizes: sp.Sizes.List()}
+	sp, err := space.Parse(s.Name+".toml", []byte(fmt.Sprintf(layout, "", sc.Nodes*sc.GPUsPerNode, "")+s.Space))
+	if err != nil {
+		return nil, err
+	}
+	p := &prepared{Scenario: s, sc: sc, sp: sp, sizes: sp.Sizes.List()}
 	p.truth = Truth{Optimum: make([]float64, len(sp.Ranges)), Best: make([]space.Assignment, len(sp.Ranges))}
 	for _, a := range search.Enumerate(sp, 0) {
 		p.truth.Points++
-		scores, ok := p.score(a, nil)
+		if sp.Check(a) != nil {
+			continue
+		}
+		scores, ok := p.trueScores(sp.Env(a))
 		if !ok {
 			continue
 		}
@@ -165,120 +184,83 @@ func prepare(s Scenario) (*prepared, error) {
 	return p, nil
 }
 
-// score is the objective per range, like the tuner's (geometric mean busbw),
-// with measurement noise drawn from rng (nil: none).
-func (p *prepared) score(a space.Assignment, rng *rand.Rand) ([]float64, bool) {
-	return p.scoreNoise(a, rng, p.noise)
-}
-
-func (p *prepared) scoreNoise(a space.Assignment, rng *rand.Rand, noise float64) ([]float64, bool) {
-	if p.sp.Check(a) != nil {
-		return nil, false
-	}
-	bw, err := sim.Evaluate(p.sc, "all_reduce", space.EnvMap(p.sp.Env(a)), p.sizes)
+// trueScores is the objective per range without noise, like the tuner's
+// (geometric mean of the bus bandwidth over the range's sizes).
+func (p *prepared) trueScores(env []string) ([]float64, bool) {
+	bw, err := sim.Evaluate(p.sc, "all_reduce", space.EnvMap(env), p.sizes)
 	if err != nil {
 		return nil, false
 	}
-	logs := make([]float64, len(p.sp.Ranges))
-	counts := make([]int, len(p.sp.Ranges))
-	for i, size := range p.sizes {
-		r := p.sp.RangeOf(size)
-		if r < 0 || bw[i] <= 0 {
-			continue
-		}
-		v := bw[i]
-		if rng != nil {
-			v *= math.Exp(rng.NormFloat64() * noise)
-		}
-		logs[r] += math.Log(v)
-		counts[r]++
-	}
-	out := make([]float64, len(logs))
-	for r := range logs {
-		out[r] = math.Exp(logs[r] / float64(counts[r]))
-	}
-	return out, true
+	return tuner.RangeScores(p.sp, p.sizes, bw), true
 }
 
-func (p *prepared) seconds(a space.Assignment, warmup, iters int) float64 {
-	return sim.Seconds(p.sc, "all_reduce", space.EnvMap(p.sp.Env(a)), p.sizes, warmup, iters)
+// clock runs the simulator in process instead of launching it: the same
+// table, parser and failure classification as a launched run, and it adds up
+// how long the runs would take on the modelled hardware. Job.Command[1:] are
+// the simulator's arguments (the campaign's SimCommand is just a name).
+type clock struct {
+	seconds float64
 }
 
-// quickPass is the pruning decision of a campaign with prune = true: a sweep
-// with 2 iterations (noisier by sqrt(20/2)), pruned if more than
-// tuner.PruneMargin below the best measured in every range.
-func (p *prepared) quickPass(a space.Assignment, rng *rand.Rand, measured []float64) (scores []float64, pruned bool) {
-	quick, ok := p.scoreNoise(a, rng, p.noise*math.Sqrt(10))
-	if !ok {
-		return nil, false
-	}
-	for r, v := range quick {
-		if v >= measured[r]*(1-tuner.PruneMargin) {
-			return quick, false
-		}
-	}
-	return quick, true
+func (c *clock) Run(_ context.Context, job runner.Job) runner.Result {
+	res := runner.Result{Command: job.Command, Started: time.Now()}
+	var out bytes.Buffer
+	code, seconds := sim.Simulate(job.Command[1:], job.Env, &out, &out)
+	c.seconds += seconds
+	rep, err := nccltests.Parse(bytes.NewReader(out.Bytes()))
+	res.ExitCode, res.Output, res.Duration, res.Report = code, out.Bytes(), time.Duration(seconds*float64(time.Second)), rep
+	res.Failure = runner.Judge(code, rep, err)
+	return res
 }
 
-// campaign runs one sampler as the tuner would (trial 0 = NCCL's defaults,
-// ask, measure with noise, tell) and scores each range's choice, the
-// best-measured configuration so far, by its true value.
-func (p *prepared) campaign(sampler string, seed int64, trials int) (Run, error) {
-	s, err := search.New(sampler, p.sp, seed)
+// campaign runs one real campaign (trial 0 = NCCL's defaults, then the
+// sampler, as `nccltune run` does) and scores, after every trial, each range's
+// choice, the configuration that would be exported then, by its true value.
+func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) {
+	var simulator strings.Builder
+	for _, f := range append(slices.Clone(p.Flags), fmt.Sprintf("-noise=%g", o.Noise), fmt.Sprintf("-seed=%d", seed)) {
+		k, v, _ := strings.Cut(strings.TrimPrefix(f, "-"), "=")
+		fmt.Fprintf(&simulator, "%s = %q\n", k, v)
+	}
+	name := fmt.Sprintf("%s-%s-%d", p.Name, sampler, seed)
+	settings := fmt.Sprintf("name = %q\ntrials = %d\nsampler = %q\nseed = %d\nprune = %t", name, o.Trials, sampler, seed, o.Prune)
+	src := fmt.Sprintf(layout, settings, p.sc.Nodes*p.sc.GPUsPerNode, "[simulator]\n"+simulator.String()) + p.Space
+	sp, err := space.Parse(name+".toml", []byte(src))
 	if err != nil {
 		return Run{}, err
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), 77))
-	R := len(p.sp.Ranges)
-	run := Run{Regret: make([][]float64, R), Seconds: make([]float64, trials)}
-	measured, trueOfChoice := make([]float64, R), make([]float64, R)
-	spent := 0.0
-	for n := range trials {
-		a := tuner.Defaults(p.sp)
-		if n > 0 {
-			if a, err = s.Ask(n); err != nil {
-				return run, err
-			}
-		}
-		if p.prune && n > 0 {
-			spent += p.seconds(a, 1, 2)
-			if quick, pruned := p.quickPass(a, rng, measured); pruned {
-				if err := s.Tell(a, quick); err != nil {
-					return run, err
-				}
-				run.Seconds[n] = spent
-				for r := range R {
-					run.Regret[r] = append(run.Regret[r], 1-trueOfChoice[r]/p.truth.Optimum[r])
-				}
-				continue
-			}
-		}
-		noisy, ok := p.score(a, rng)
-		if ok {
-			spent += p.seconds(a, 5, 20)
-			truth, _ := p.score(a, nil)
-			for r := range noisy {
-				if noisy[r] > measured[r] {
-					measured[r], trueOfChoice[r] = noisy[r], truth[r]
-				}
-			}
-			err = s.Tell(a, noisy)
-		} else {
-			spent += 5 // a launch that fails at init, or a rejection: start-up cost at most
-			err = s.Tell(a, nil)
-		}
-		if err != nil {
-			return run, err
-		}
-		run.Seconds[n] = spent
-		for r := range R {
-			run.Regret[r] = append(run.Regret[r], 1-trueOfChoice[r]/p.truth.Optimum[r])
-		}
+	st, err := store.Open(filepath.Join(o.Dir, name+".db"))
+	if err != nil {
+		return Run{}, err
 	}
-	return run, nil
+	defer st.Close()
+	R := len(sp.Ranges)
+	run := Run{Regret: make([][]float64, R)}
+	truths := map[string][]float64{}
+	var trials []store.Trial
+	clk := &clock{}
+	c := tuner.Campaign{Space: sp, Store: st, Runner: clk, SimCommand: []string{"sim"}, Progress: func(pr tuner.Progress) {
+		trials = append(trials, pr.Trial)
+		run.Seconds = append(run.Seconds, clk.seconds)
+		for r, res := range tuner.Results(sp, trials, nil) {
+			regret := 1.0
+			if ch := res.Chosen(); ch != nil {
+				key := strings.Join(ch.Env, " ")
+				if _, ok := truths[key]; !ok {
+					truths[key], _ = p.trueScores(ch.Env)
+				}
+				if v := truths[key]; v != nil {
+					regret = 1 - v[r]/p.truth.Optimum[r]
+				}
+			}
+			run.Regret[r] = append(run.Regret[r], regret)
+		}
+	}}
+	return run, c.Run(context.Background())
 }
 
-// Measure runs every sampler on every scenario over the seeds.
+// Measure runs every sampler on every scenario over the seeds, campaigns in
+// parallel.
 func Measure(scenarios []Scenario, o Options, progress func(string)) ([]Result, map[string]Truth, error) {
 	var out []Result
 	truths := map[string]Truth{}
@@ -287,19 +269,26 @@ func Measure(scenarios []Scenario, o Options, progress func(string)) ([]Result, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
-		p.noise, p.prune = o.Noise, o.Prune
 		truths[s.Name] = p.truth
 		for _, name := range o.Samplers {
-			res := Result{Scenario: s.Name, Sampler: name}
+			res := Result{Scenario: s.Name, Sampler: name, Runs: make([]Run, o.Seeds)}
 			for _, r := range p.sp.Ranges {
 				res.Ranges = append(res.Ranges, r.Name)
 			}
-			for seed := range int64(o.Seeds) {
-				run, err := p.campaign(name, seed+1, o.Trials)
-				if err != nil {
-					return nil, nil, fmt.Errorf("%s/%s: %w", s.Name, name, err)
-				}
-				res.Runs = append(res.Runs, run)
+			errs := make([]error, o.Seeds)
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+			for i := range o.Seeds {
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					res.Runs[i], errs[i] = p.campaign(o, name, int64(i+1))
+				}()
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return nil, nil, fmt.Errorf("%s/%s: %w", s.Name, name, err)
 			}
 			if progress != nil {
 				progress(fmt.Sprintf("%s: %s done", s.Name, name))

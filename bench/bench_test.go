@@ -12,7 +12,7 @@ import (
 // learning from its trials or the regret bookkeeping broke.
 func TestSearchQuality(t *testing.T) {
 	scen := []Scenario{Scenarios[1], Scenarios[2]} // 2 and 8 nodes over IB
-	res, truths, err := Measure(scen, Options{Samplers: []string{"tpe", "random"}, Seeds: 5, Trials: 60, Noise: 0.02}, nil)
+	res, truths, err := Measure(scen, Options{Samplers: []string{"tpe", "random"}, Seeds: 5, Trials: 60, Noise: 0.02, Dir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -240,25 +240,40 @@ func classify(parent, run context.Context, ps *os.ProcessState, waitErr error, r
 	if f := stopped(parent, run); f != nil {
 		return f
 	}
-	// The benchmark's own error line, if any, is the most specific reason.
-	detail := ""
-	if len(rep.Failures) > 0 {
-		detail = ": " + rep.Failures[0]
-	}
 	if ps != nil && !ps.Exited() {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return &Failure{FailSignal, "killed by " + ws.Signal().String() + detail}
+			return &Failure{FailSignal, "killed by " + ws.Signal().String() + failureDetail(rep)}
 		}
 	}
-	if ps != nil && ps.ExitCode() != 0 {
-		m, ok := exitMeaning[ps.ExitCode()]
+	code := 0
+	if ps != nil {
+		code = ps.ExitCode()
+	}
+	if code == 0 && waitErr != nil {
+		return &Failure{FailExit, waitErr.Error() + failureDetail(rep)}
+	}
+	return Judge(code, rep, parseErr)
+}
+
+// failureDetail is the benchmark's own first error line, if any, the most
+// specific reason there is, as a suffix for a failure's reason.
+func failureDetail(rep *nccltests.Report) string {
+	if rep == nil || len(rep.Failures) == 0 {
+		return ""
+	}
+	return ": " + rep.Failures[0]
+}
+
+// Judge classifies an nccl-tests run that exited with exitCode, from its
+// parsed output (and the parser's error): nil if it measured correctly.
+func Judge(exitCode int, rep *nccltests.Report, parseErr error) *Failure {
+	detail := failureDetail(rep)
+	if exitCode != 0 {
+		m, ok := exitMeaning[exitCode]
 		if !ok {
 			m.kind, m.reason = FailExit, "unknown cause"
 		}
-		return &Failure{m.kind, fmt.Sprintf("exit status %d (%s)%s", ps.ExitCode(), m.reason, detail)}
-	}
-	if waitErr != nil {
-		return &Failure{FailExit, waitErr.Error() + detail}
+		return &Failure{m.kind, fmt.Sprintf("exit status %d (%s)%s", exitCode, m.reason, detail)}
 	}
 	if parseErr != nil {
 		if detail != "" {

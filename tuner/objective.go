@@ -13,10 +13,19 @@ import (
 // the printed time, which keeps precision where nccl-tests prints 0.00 GB/s.
 // A range without rows scores NaN.
 func Scores(sp *space.Space, rows []nccltests.Row) []float64 {
+	sizes := make([]int64, len(rows))
+	for i, r := range rows {
+		sizes[i] = r.Size
+	}
+	return RangeScores(sp, sizes, BusBW(rows))
+}
+
+// RangeScores is Scores from each size's bus bandwidth.
+func RangeScores(sp *space.Space, sizes []int64, busBW []float64) []float64 {
 	logSum := make([]float64, len(sp.Ranges))
 	count := make([]int, len(sp.Ranges))
-	for j, bw := range BusBW(rows) {
-		i := sp.RangeOf(rows[j].Size)
+	for j, bw := range busBW {
+		i := sp.RangeOf(sizes[j])
 		if i < 0 || bw <= 0 {
 			continue
 		}

@@ -40,8 +40,13 @@ func benchCommand() *cli.Command {
 				if c.Int("trials") < 10 || c.Int("seeds") < 1 {
 					return usageError{fmt.Errorf("--trials must be at least 10 and --seeds at least 1")}
 				}
+				dir, err := os.MkdirTemp("", "nccltune-bench-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
 				o := bench.Options{Samplers: strings.Split(c.String("samplers"), ","), Seeds: c.Int("seeds"),
-					Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune")}
+					Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune"), Dir: dir}
 				res, _, err := bench.Measure(bench.Scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
 				if err != nil {
 					return err

@@ -39,24 +39,6 @@ func Evaluate(sc Scenario, coll string, env map[string]string, sizes []int64) ([
 	return out, nil
 }
 
-// Seconds is how long a real sweep of these sizes would take to run: each size
-// warmup+iters times, out of place and in place, plus a few seconds to start.
-func Seconds(sc Scenario, coll string, env map[string]string, sizes []int64, warmup, iters int) float64 {
-	cfg, err := sc.parseConfig(env, coll)
-	if err != nil {
-		return 5 // a failed launch still costs its start-up
-	}
-	total := 5.0 // launch and communicator init
-	for _, size := range sizes {
-		algo, proto, ok := sc.choose(coll, float64(size), cfg)
-		if !ok {
-			return total
-		}
-		total += 2 * float64(warmup+iters) * sc.predict(coll, float64(size), algo, proto, cfg, sc.truth()) / 1e6
-	}
-	return total
-}
-
 // ParseScenario reads scenario flags, as the tuner passes them, into a Scenario.
 func ParseScenario(args []string) (Scenario, error) {
 	sc, fs := scenarioFlags(nil)

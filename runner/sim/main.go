@@ -30,34 +30,48 @@ Under mpirun or srun each process is one rank; only rank 0 prints the table.`
 // Main runs the simulator with the given arguments (without the program name)
 // and environment, and returns the process exit code, as nccl-tests would.
 func Main(args, environ []string, stdout, stderr io.Writer) int {
+	code, _ := Simulate(args, environ, stdout, stderr)
+	return code
+}
+
+// startSeconds is what a launch costs before the first size runs: processes,
+// CUDA contexts, NCCL's bootstrap and topology search.
+const startSeconds = 5
+
+// Simulate is Main that also returns how long the run would take on the
+// modelled hardware, for benchmarks of the search that run the simulator in
+// process, thousands of trials, without a process start per trial.
+func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, seconds float64) {
 	sc, fs := scenarioFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return 0, 0
 		}
-		return 1
+		return 1, 0
 	}
 	if err := sc.validate(); err != nil {
 		fmt.Fprintln(stderr, "nccltune sim:", err)
-		return 1
+		return 1, 0
 	}
 	rest := fs.Args()
 	if len(rest) == 0 || !strings.HasSuffix(rest[0], "_perf") || !knownCollective(rest[0]) {
 		fmt.Fprintln(stderr, "nccltune sim: name a benchmark such as all_reduce_perf\n\n"+Usage)
-		return 1
+		return 1, 0
 	}
 	coll := strings.TrimSuffix(rest[0], "_perf")
 	opts, err := parseTestFlags(rest[1:])
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", rest[0], err)
-		return 1
+		return 1, 0
 	}
 	env := ncclEnv(environ)
 	r := &run{sc: *sc, coll: coll, opts: opts, env: env, out: stdout, host: "simnode0",
-		rank:  envOr(environ, 0, "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
-		procs: envOr(environ, 1, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
-		nonce: lookup(environ, "NCCLTUNE_SIM_RUN")}
-	return r.main()
+		rank:    envOr(environ, 0, "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
+		procs:   envOr(environ, 1, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
+		nonce:   lookup(environ, "NCCLTUNE_SIM_RUN"),
+		seconds: startSeconds}
+	code = r.main()
+	return code, r.seconds
 }
 
 // CheckScenario validates scenario flags (as the tuner will pass them) without running anything.
@@ -193,6 +207,7 @@ type run struct {
 	host        string
 	rank, procs int
 	nonce       string
+	seconds     float64 // the run's duration on the modelled hardware
 }
 
 func (r *run) main() int {
@@ -245,8 +260,10 @@ func (r *run) main() int {
 			return 3
 		}
 		cols := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", size, size/dt, r.opts.dtype, redop, root)
+		truth := r.sc.predict(r.coll, float64(size), algo, proto, cfg, r.sc.truth())
+		r.seconds += 2 * float64(r.opts.warmup+r.opts.iters) * truth / 1e6
 		for inPlace := range 2 {
-			t := r.sc.predict(r.coll, float64(size), algo, proto, cfg, r.sc.truth()) * r.noise(size, inPlace)
+			t := truth * r.noise(size, inPlace)
 			algBW := float64(size) / t / 1e3
 			busBW := algBW * collectives[r.coll].busFactor(float64(ranks))
 			sum += busBW
@@ -282,13 +299,23 @@ func (r *run) noise(size int64, inPlace int) float64 {
 	if r.sc.Noise == 0 {
 		return 1
 	}
+	sigma := r.sc.MeasurementNoise(r.opts.iters)
 	h := fnv.New64a()
 	for _, k := range slices.Sorted(maps.Keys(r.env)) {
 		fmt.Fprintf(h, "%s=%s;", k, r.env[k])
 	}
 	fmt.Fprintf(h, "%d/%d/%s", size, inPlace, r.nonce)
 	rng := rand.New(rand.NewPCG(uint64(r.sc.Seed), h.Sum64()))
-	return math.Exp(rng.NormFloat64() * r.sc.Noise)
+	return math.Exp(rng.NormFloat64() * sigma)
+}
+
+// MeasurementNoise is the relative standard deviation of one measurement
+// averaged over iters timed iterations. Scenario.Noise is the figure at
+// nccl-tests' default of 20; three quarters of its variance is jitter between
+// iterations, which more iterations average out, and a quarter varies from run
+// to run (clocks, placement, other jobs on the fabric) whatever the count.
+func (s Scenario) MeasurementNoise(iters int) float64 {
+	return s.Noise * math.Sqrt(0.25+0.75*20/float64(max(iters, 1)))
 }
 
 // formatTime prints a time the way nccl-tests does: two decimals while it fits in 7 characters.

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"bytes"
+	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -162,7 +164,39 @@ func TestEvaluateMatchesTheTable(t *testing.T) {
 	if _, err := Evaluate(sc, "all_reduce", map[string]string{"NCCL_PROTO": "LL9"}, sizes); err == nil {
 		t.Error("an invalid setting evaluated")
 	}
-	if s := Seconds(sc, "all_reduce", env, sizes, 5, 20); s < 5 || s > 60 {
-		t.Errorf("a 4-size sweep takes %.1fs?", s)
+}
+
+// TestSimulateModelsTime: a run costs its start-up plus every iteration of
+// every size; a communicator that fails costs the start-up alone.
+func TestSimulateModelsTime(t *testing.T) {
+	run := func(env []string, iters string) (int, float64) {
+		args := append(slices.Clone(twoNodeIB), "all_reduce_perf", "-b", "1M", "-e", "1G", "-f", "32", "-g", "16", "-n", iters)
+		return Simulate(args, env, io.Discard, io.Discard)
+	}
+	code20, s20 := run(nil, "20")
+	code200, s200 := run(nil, "200")
+	if code20 != 0 || code200 != 0 || s20 <= startSeconds || s20 > 60 {
+		t.Fatalf("exit %d, %d; a 4-size sweep takes %.2fs", code20, code200, s20)
+	}
+	if got, want := s200-startSeconds, (s20-startSeconds)*205/25; math.Abs(got-want) > 1e-9*want {
+		t.Errorf("200 iterations: %.3fs of sweep, want %.3fs", got, want)
+	}
+	if code, s := run([]string{"NCCL_PROTO=LL9"}, "20"); code != 3 || s != startSeconds {
+		t.Errorf("invalid NCCL_PROTO: exit %d after %.1fs", code, s)
+	}
+}
+
+// TestNoiseAveragesOutDownToAFloor: more iterations make a measurement less
+// noisy, but never below the run-to-run part.
+func TestNoiseAveragesOutDownToAFloor(t *testing.T) {
+	sc := Scenario{Noise: 0.04}
+	if got := sc.MeasurementNoise(20); math.Abs(got-0.04) > 1e-12 {
+		t.Errorf("at 20 iterations: %g, want the scenario's 0.04", got)
+	}
+	if a, b := sc.MeasurementNoise(80), sc.MeasurementNoise(20); a >= b || a <= 0.02 {
+		t.Errorf("80 iterations: %g (20: %g)", a, b)
+	}
+	if got := sc.MeasurementNoise(1 << 30); math.Abs(got-0.02) > 1e-6 {
+		t.Errorf("floor %g, want half the noise", got)
 	}
 }
