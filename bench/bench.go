@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -117,9 +118,21 @@ gpus = %d
 NCCL_NVLS_ENABLE = 0
 `
 
+// Strategies are what the benchmark can compare: nccltune's default campaign
+// (TPE after the warm start), TPE without the warm start, and the textbook
+// baselines, random and grid search from NCCL's defaults alone; random-warm
+// isolates what the warm start gives random search.
+var Strategies = map[string]struct {
+	Sampler   string
+	WarmStart bool
+}{
+	"tpe": {"tpe", true}, "tpe-cold": {"tpe", false}, "random": {"random", false},
+	"grid": {"grid", false}, "random-warm": {"random", true},
+}
+
 // Options says what to run.
 type Options struct {
-	Samplers []string
+	Samplers []string // names of Strategies
 	Seeds    int
 	Trials   int
 	Noise    float64 // relative standard deviation of a measurement at 20 iterations
@@ -222,8 +235,13 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 		k, v, _ := strings.Cut(strings.TrimPrefix(f, "-"), "=")
 		fmt.Fprintf(&simulator, "%s = %q\n", k, v)
 	}
+	strategy, ok := Strategies[sampler]
+	if !ok {
+		return Run{}, fmt.Errorf("unknown strategy %q (known: %s)", sampler, strings.Join(slices.Sorted(maps.Keys(Strategies)), ", "))
+	}
 	name := fmt.Sprintf("%s-%s-%d", p.Name, sampler, seed)
-	settings := fmt.Sprintf("name = %q\ntrials = %d\nsampler = %q\nseed = %d\nprune = %t", name, o.Trials, sampler, seed, o.Prune)
+	settings := fmt.Sprintf("name = %q\ntrials = %d\nsampler = %q\nseed = %d\nprune = %t\nwarm_start = %t",
+		name, o.Trials, strategy.Sampler, seed, o.Prune, strategy.WarmStart)
 	src := fmt.Sprintf(layout, settings, p.sc.Nodes*p.sc.GPUsPerNode, "[simulator]\n"+simulator.String()) + p.Space
 	sp, err := space.Parse(name+".toml", []byte(src))
 	if err != nil {

@@ -31,6 +31,7 @@ type rawFile struct {
 		Seed       int64
 		Patience   int
 		Prune      bool
+		WarmStart  *bool `toml:"warm_start"`
 		Sizes      struct {
 			Min, Max any
 			Factor   int
@@ -41,20 +42,21 @@ type rawFile struct {
 		Min, Max any
 	}
 	Benchmark struct {
-		Kind      string
-		Python    string
-		Params    string `toml:"model_params"`
-		Layers    int
-		Batch     int
-		Device    string
-		ScriptDir string `toml:"script_dir"`
-		Binary    string
-		GPUs      *int `toml:"gpus"`
-		Iters     *int
-		Warmup    *int
-		Check     *bool
-		Timeout   string
-		Args      []string
+		Kind        string
+		Python      string
+		Params      string `toml:"model_params"`
+		Layers      int
+		Batch       int
+		Device      string
+		ScriptDir   string `toml:"script_dir"`
+		Binary      string
+		GPUs        *int `toml:"gpus"`
+		Iters       *int
+		Warmup      *int
+		NoiseTarget *float64 `toml:"noise_target"`
+		Check       *bool
+		Timeout     string
+		Args        []string
 	}
 	Launcher struct {
 		Kind, Command, Flavor string
@@ -161,6 +163,7 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 		Seed:       c.Seed,
 		Patience:   c.Patience,
 		Prune:      c.Prune,
+		WarmStart:  c.WarmStart == nil || *c.WarmStart,
 	}
 	if c.Patience != 0 && c.Patience < 5 {
 		b.errorf(line("patience"), "patience must be 0 (off) or at least 5 trials")
@@ -272,6 +275,13 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 	}
 	if r.Check != nil {
 		s.Benchmark.Check = *r.Check
+	}
+	s.Benchmark.NoiseTarget = DefaultNoiseTarget
+	if r.NoiseTarget != nil {
+		if *r.NoiseTarget < 0 || *r.NoiseTarget >= 0.5 {
+			b.errorf(line("noise_target"), "benchmark.noise_target must be within [0, 0.5): 0 keeps benchmark.iters, 0.005 aims at ±0.5%%")
+		}
+		s.Benchmark.NoiseTarget = *r.NoiseTarget
 	}
 	if r.Timeout != "" {
 		d, err := time.ParseDuration(r.Timeout)

@@ -48,6 +48,9 @@ type Campaign struct {
 	// Prune runs each trial's sweep with few iterations first, and skips the
 	// full run when that is far below the best in every range.
 	Prune bool
+	// WarmStart runs the known-good configurations (see WarmStart) right
+	// after NCCL's defaults, before the sampler's own proposals.
+	WarmStart bool
 }
 
 // Sizes is the message-size sweep of each trial (nccl-tests -b, -e, -f).
@@ -87,16 +90,24 @@ const (
 	DDP       = "ddp"        // the PyTorch DDP step script: steps per second
 )
 
+// DefaultNoiseTarget is benchmark.noise_target unless the space says otherwise:
+// half of MinGain's 1%, so that a 1% gain stands two standard deviations clear.
+const DefaultNoiseTarget = 0.005
+
 // Benchmark says what each trial runs and with what flags.
 type Benchmark struct {
-	Kind    string        // NCCLTests or DDP
-	Binary  string        // nccl-tests: path or name in PATH; empty with a simulator
-	GPUs    int           // -g: GPUs per process
-	Iters   int           // -n
-	Warmup  int           // -w
-	Check   bool          // -c 1: verify results (#wrong)
-	Timeout time.Duration // per trial; the whole process group is killed after it
-	Args    []string      // extra arguments
+	Kind   string // NCCLTests or DDP
+	Binary string // nccl-tests: path or name in PATH; empty with a simulator
+	GPUs   int    // -g: GPUs per process
+	Iters  int    // -n: the first trials'; see NoiseTarget
+	Warmup int    // -w
+	// NoiseTarget is the standard deviation of a range's score (relative)
+	// that the iteration count is adapted to, from two runs of NCCL's
+	// defaults; 0 keeps Iters throughout. nccl-tests only.
+	NoiseTarget float64
+	Check       bool          // -c 1: verify results (#wrong)
+	Timeout     time.Duration // per trial; the whole process group is killed after it
+	Args        []string      // extra arguments
 	// DDP step settings.
 	Python    string // interpreter; torchrun uses its own
 	Params    string // model size, e.g. "100M"
@@ -187,7 +198,7 @@ func (s *Space) Identity() []string {
 	lines := []string{
 		"collective " + s.Campaign.Collective + ", objective " + s.Campaign.Objective,
 		fmt.Sprintf("sizes %s..%s x%d", FormatSize(s.Sizes.Min), FormatSize(s.Sizes.Max), s.Sizes.Factor),
-		fmt.Sprintf("benchmark %s %s -g %d -n %d -w %d check=%v args=%q", b.Kind, b.Binary, b.GPUs, b.Iters, b.Warmup, b.Check, b.Args),
+		fmt.Sprintf("benchmark %s %s -g %d -n %d -w %d check=%v args=%q noise_target=%g", b.Kind, b.Binary, b.GPUs, b.Iters, b.Warmup, b.Check, b.Args, b.NoiseTarget),
 		fmt.Sprintf("launcher %+v", s.Launcher),
 	}
 	if b.Kind == DDP {

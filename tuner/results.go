@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -14,13 +15,16 @@ import (
 // defaults are kept.
 const MinGain = 0.01
 
-// RangeResult is the outcome of a campaign for one size range.
+// RangeResult is the outcome of a campaign for one size range. Scores are
+// per configuration: a configuration measured more than once (NCCL's defaults,
+// a re-measured leader) scores the geometric mean of its runs.
 type RangeResult struct {
 	Range        space.Range
 	Default      *store.Trial // trial 0, when it completed
-	Best         *store.Trial // the highest-scoring completed trial
+	Best         *store.Trial // the first trial of the highest-scoring configuration
 	DefaultScore float64      // NaN without a default measurement
 	BestScore    float64
+	BestRuns     int    // how many trials measured Best's configuration
 	Completed    int    // trials that measured this range
 	Unit         string // of the scores: GB/s (bus bandwidth) or steps/s (DDP step)
 	// Validation is the latest verdict on Best, if Best was validated (a
@@ -51,30 +55,63 @@ func (r RangeResult) Chosen() *store.Trial {
 	return r.Default
 }
 
-// Parsimony is how close to the best score a trial with fewer settings must
-// come to be chosen instead: within one measurement's noise, the simpler
-// configuration is as good, and every setting exported is one more to trust.
+// Parsimony is how close to the best score a configuration with fewer
+// settings must come to be chosen instead: within one measurement's noise,
+// the simpler configuration is as good, and every setting exported is one
+// more to trust.
 const Parsimony = 0.01
 
-// simplest returns, among the completed trials scoring within Parsimony of
-// best for the range, the one that sets the fewest variables (the higher
-// score between equals).
-func simplest(rangeName string, trials []store.Trial, best *store.Trial, bestScore float64) (*store.Trial, float64) {
-	if best == nil {
-		return nil, bestScore
-	}
-	chosen, score := best, bestScore
+// configKey identifies a configuration: its environment and DDP options.
+func configKey(sp *space.Space, a space.Assignment) string {
+	return strings.Join(append(sp.Env(a), sp.Args(a)...), " ")
+}
+
+// config is one configuration's measurements of a range.
+type config struct {
+	first  *store.Trial
+	logSum float64
+	runs   int
+}
+
+func (c *config) score() float64 { return math.Exp(c.logSum / float64(c.runs)) }
+
+// measure groups the completed trials that measured the range by configuration,
+// in the order of their first trial.
+func measure(sp *space.Space, rangeName string, trials []store.Trial) []*config {
+	var out []*config
+	byKey := map[string]*config{}
 	for j := range trials {
 		t := &trials[j]
 		s, ok := t.Scores[rangeName]
-		if t.State != store.Complete || !ok || s < bestScore*(1-Parsimony) {
+		if t.State != store.Complete || !ok || math.IsNaN(s) || s <= 0 {
 			continue
 		}
-		if n, m := settings(t), settings(chosen); n < m || n == m && s > score {
-			chosen, score = t, s
+		k := configKey(sp, space.Assignment(t.Params))
+		c := byKey[k]
+		if c == nil {
+			c = &config{first: t}
+			byKey[k] = c
+			out = append(out, c)
+		}
+		c.logSum += math.Log(s)
+		c.runs++
+	}
+	return out
+}
+
+// simplest returns, among the configurations scoring within Parsimony of
+// best, the one that sets the fewest variables (the higher score between equals).
+func simplest(configs []*config, best *config) *config {
+	chosen := best
+	for _, c := range configs {
+		if c.score() < best.score()*(1-Parsimony) {
+			continue
+		}
+		if n, m := settings(c.first), settings(chosen.first); n < m || n == m && c.score() > chosen.score() {
+			chosen = c
 		}
 	}
-	return chosen, score
+	return chosen
 }
 
 // settings counts the searched variables a trial sets (NCCL's default is not one).
@@ -88,28 +125,28 @@ func settings(t *store.Trial) int {
 	return n
 }
 
-// Results picks the best trial per range from a campaign's trials (the
-// simplest within Parsimony of the highest score), with its validation where
-// one (from vals, by range name) concerns that trial.
+// Results picks the best configuration per range from a campaign's trials
+// (the simplest within Parsimony of the highest score), with its validation
+// where one (from vals, by range name) concerns it.
 func Results(sp *space.Space, trials []store.Trial, vals map[string]store.Validation) []RangeResult {
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
 		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Unit: sp.Unit()}
-		for j := range trials {
-			t := &trials[j]
-			s, ok := t.Scores[rg.Name]
-			if t.State != store.Complete || !ok || math.IsNaN(s) {
-				continue
+		configs := measure(sp, rg.Name, trials)
+		var best *config
+		for _, c := range configs {
+			res.Completed += c.runs
+			if c.first.Number == 0 {
+				res.Default, res.DefaultScore = c.first, c.score()
 			}
-			res.Completed++
-			if t.Number == 0 {
-				res.Default, res.DefaultScore = t, s
-			}
-			if res.Best == nil || s > res.BestScore {
-				res.Best, res.BestScore = t, s
+			if best == nil || c.score() > best.score() {
+				best = c
 			}
 		}
-		res.Best, res.BestScore = simplest(rg.Name, trials, res.Best, res.BestScore)
+		if best != nil {
+			best = simplest(configs, best)
+			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
+		}
 		if v, ok := vals[rg.Name]; ok && res.Best != nil && (v.Candidate == res.Best.Number || v.Candidate == 0 && res.Best.Number == 0) {
 			res.Validation = &v
 		}
@@ -173,7 +210,11 @@ func (r RangeResult) Describe() string {
 	case math.IsNaN(r.DefaultScore):
 		return fmt.Sprintf("best %.3g %s (trial %d); NCCL's defaults were not measured", r.BestScore, r.Unit, r.Best.Number)
 	case r.Tuned():
-		return fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) in one run, trial %d", r.BestScore, r.Unit, r.DefaultScore, r.Unit, 100*r.Gain(), r.Best.Number)
+		runs := "in one run"
+		if r.BestRuns > 1 {
+			runs = fmt.Sprintf("over %d runs", r.BestRuns)
+		}
+		return fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) %s, trial %d", r.BestScore, r.Unit, r.DefaultScore, r.Unit, 100*r.Gain(), runs, r.Best.Number)
 	default:
 		return fmt.Sprintf("NCCL's defaults are best: %.3g %s (no trial gained %.0f%% or more)", r.DefaultScore, r.Unit, 100*MinGain)
 	}

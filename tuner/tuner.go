@@ -91,6 +91,9 @@ type Progress struct {
 	Best   []float64 // best score so far per range
 	// Simplifying marks the trials after the budget that try choices with fewer settings.
 	Simplifying bool
+	// Note, if not empty, tells of a change in how the following trials run
+	// (the iteration count adapted to the measured noise).
+	Note string
 }
 
 // debugEnv makes NCCL log the variables it read and the transport it chose, so
@@ -138,15 +141,16 @@ func (c *Campaign) Run(ctx context.Context) error {
 			}
 		}
 	}
+	if _, err := c.adapt(ses, trials); err != nil {
+		return err
+	}
 	for n := done; n < camp.Budget; n++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		a := Defaults(sp)
-		if n > 0 {
-			if a, err = sampler.Ask(n); err != nil {
-				return fmt.Errorf("trial %d: %w", n, err)
-			}
+		a, err := c.next(n, sampler, trials)
+		if err != nil {
+			return fmt.Errorf("trial %d: %w", n, err)
 		}
 		t, err := c.trial(ctx, ses, sampler, &trials, best, n, a)
 		if err != nil {
@@ -155,8 +159,12 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if t.State == store.Complete && updateBest(best, scoreList(sp, *t)) {
 			lastGain = n
 		}
+		note, err := c.adapt(ses, trials)
+		if err != nil {
+			return err
+		}
 		if c.Progress != nil {
-			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: camp.Budget, Best: slices.Clone(best)})
+			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: camp.Budget, Best: slices.Clone(best), Note: note})
 		}
 		if p := sp.Campaign.Patience; p > 0 && n-lastGain >= p && n+1 < camp.Budget {
 			camp.Stopped = fmt.Sprintf("stopped after trial %d: no range improved by %.0f%% in the last %d trials (patience)", n, 100*MinGain, p)
@@ -227,9 +235,8 @@ func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, 
 	}
 	n = max(n, ses.camp.Budget)
 	byKey := map[string]*store.Trial{}
-	key := func(a space.Assignment) string { return strings.Join(append(sp.Env(a), sp.Args(a)...), " ") }
 	for i := range *trials {
-		byKey[key((*trials)[i].Params)] = &(*trials)[i]
+		byKey[configKey(sp, (*trials)[i].Params)] = &(*trials)[i]
 	}
 	// Start from the choices of the search alone, so that a resumed campaign,
 	// which already holds some variants, retraces the same path.
@@ -254,7 +261,7 @@ func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, 
 			} else {
 				delete(variant, p.Name)
 			}
-			t, tried := byKey[key(variant)]
+			t, tried := byKey[configKey(sp, variant)]
 			if !tried {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -263,7 +270,7 @@ func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, 
 				if t, err = c.trial(ctx, ses, sampler, trials, best, n, variant); err != nil {
 					return err
 				}
-				byKey[key(variant)] = t
+				byKey[configKey(sp, variant)] = t
 				if c.Progress != nil {
 					c.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(best), Simplifying: true})
 				}
@@ -280,9 +287,25 @@ func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, 
 // session is what a run or a validation works with.
 type session struct {
 	cmd   []string // the benchmark command, before the launcher
+	iters int      // its iteration count, once adapted (see Iterations)
 	quick []string // the same sweep with few iterations, for pruning; nil if not pruning
 	run   Runner
 	camp  store.Campaign
+}
+
+// adapt sets the session's sweep to the iteration count Iterations gives for
+// the trials, and says why when that changed it.
+func (c *Campaign) adapt(ses *session, trials []store.Trial) (string, error) {
+	iters, why := Iterations(c.Space, trials)
+	if why == "" || iters == ses.iters {
+		return "", nil
+	}
+	cmd, err := c.commandWith(func(sp *space.Space) { sp.Benchmark.Iters = iters })
+	if err != nil {
+		return "", err
+	}
+	ses.cmd, ses.iters = cmd, iters
+	return why, nil
 }
 
 // PruneMargin: a trial whose quick pass is more than this much below the best
@@ -632,12 +655,19 @@ func (c *Campaign) shortCommand(change func(*space.Space)) ([]string, error) {
 	if c.Space.Benchmark.Kind == space.DDP {
 		return nil, nil
 	}
-	short := *c
+	return c.commandWith(func(sp *space.Space) {
+		sp.Benchmark.Iters, sp.Benchmark.Warmup = quickIters, 1
+		change(sp)
+	})
+}
+
+// commandWith is the benchmark command for a copy of the space that change altered.
+func (c *Campaign) commandWith(change func(*space.Space)) ([]string, error) {
+	altered := *c
 	sp := *c.Space
-	sp.Benchmark.Iters, sp.Benchmark.Warmup = quickIters, 1
 	change(&sp)
-	short.Space = &sp
-	return short.benchmarkCommand()
+	altered.Space = &sp
+	return altered.benchmarkCommand()
 }
 
 // ddpCommand writes the DDP step script and returns the command that runs it.

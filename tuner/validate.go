@@ -53,16 +53,17 @@ func (c *Campaign) Validate(ctx context.Context, rounds int) ([]store.Validation
 	if !slices.ContainsFunc(results, func(r RangeResult) bool { return r.Best != nil }) {
 		return nil, ErrNothingToValidate
 	}
+	if _, err := c.adapt(ses, trials); err != nil {
+		return nil, err
+	}
 	arms := []arm{{name: "default", trial: -1, env: sp.Env(space.Assignment{})}}
 	armOf := make([]int, len(results)) // range -> arm index; 0 where the default is the choice
 	for i, r := range results {
 		if r.Best == nil || r.Best.Number == 0 {
 			continue
 		}
-		key := strings.Join(append(slices.Clone(r.Best.Env), sp.Args(r.Best.Params)...), " ")
-		k := slices.IndexFunc(arms, func(a arm) bool {
-			return strings.Join(append(slices.Clone(a.env), sp.Args(a.assignment)...), " ") == key
-		})
+		key := configKey(sp, r.Best.Params)
+		k := slices.IndexFunc(arms, func(a arm) bool { return configKey(sp, a.assignment) == key })
 		if k < 0 {
 			k = len(arms)
 			arms = append(arms, arm{name: fmt.Sprintf("trial %d", r.Best.Number), trial: r.Best.Number,

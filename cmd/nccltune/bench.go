@@ -28,7 +28,7 @@ func benchCommand() *cli.Command {
 				"the worst range after 10/20/50/100 trials, the trials until every range is within 3%,\n" +
 				"and the benchmark time 50 trials would take on the hardware the scenario models.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "samplers", Value: "tpe,random,grid", Usage: "comma-separated"},
+				&cli.StringFlag{Name: "samplers", Value: "tpe,tpe-cold,random,grid", Usage: "comma-separated: tpe (nccltune's default: TPE after the warm start), tpe-cold (TPE alone), random, grid (textbook baselines from NCCL's defaults alone), random-warm"},
 				&cli.IntFlag{Name: "seeds", Value: 10},
 				&cli.IntFlag{Name: "trials", Value: 100},
 				&cli.Float64Flag{Name: "noise", Value: 0.02, Usage: "relative standard deviation of each measurement"},

@@ -146,6 +146,12 @@ func progress(w *os.File, sp *space.Space) func(tuner.Progress) {
 	var bar *progressbar.ProgressBar
 	tty := isatty.IsTerminal(w.Fd())
 	return func(p tuner.Progress) {
+		if p.Note != "" {
+			if bar != nil {
+				_ = bar.Clear()
+			}
+			fmt.Fprintln(w, p.Note)
+		}
 		if !tty || p.Simplifying {
 			fmt.Fprintln(w, trialLine(sp, p))
 			return
