@@ -6,46 +6,71 @@ import (
 	"strconv"
 )
 
-// fabricRemedies are the usual cures for NCCL's silent slow paths, each a
-// value practitioners set first (NCCL's env.rst and NIC vendors' guides).
-var fabricRemedies = map[string]string{
-	// GPUDirect RDMA also where the NIC sits behind the CPU's root complex,
-	// which NCCL's default level (PXB) leaves to host-memory staging.
-	"NCCL_NET_GDR_LEVEL": "SYS",
-	// The RoCE v2 over IPv4 entry of an NVIDIA NIC's usual GID table (show_gids).
-	"NCCL_IB_GID_INDEX": "3",
-	// Several queue pairs per connection, so that ECMP spreads a connection
-	// over the fabric's paths instead of hashing it onto one.
-	"NCCL_IB_QPS_PER_CONNECTION": "4",
-	// env.rst: "for generic 100G networks, this value can be manually set to 4" (both).
-	"NCCL_SOCKET_NTHREADS":  "4",
-	"NCCL_NSOCKS_PERTHREAD": "4",
+// Fabric is what NCCL reported about the network when it ran with its
+// defaults (the tuner reads it from NCCL's log), so that only the remedies
+// that apply are tried.
+type Fabric struct {
+	Known   bool   // false: nothing was reported, so every remedy is tried
+	Network string // "" (a single node), "IB", "Socket" or a plugin's name
+	RoCE    bool   // the IB verbs ports have an Ethernet link layer
+	GDR     bool   // GPUDirect RDMA was in use
 }
 
-// regimes are what experts try per message-size regime, on top of the fabric remedies.
-var regimes = []map[string]string{
+// remedies are the usual cures for NCCL's silent slow paths, each the value
+// practitioners set first (NCCL's env.rst, NIC vendors' guides), and when it applies.
+var remedies = []struct {
+	vars    map[string]string
+	applies func(Fabric) bool
+}{{
+	// GPUDirect RDMA also where the NIC sits behind the CPU's root complex,
+	// which NCCL's default level (PXB) leaves to host-memory staging.
+	map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"},
+	func(f Fabric) bool { return f.Network == "IB" && !f.GDR },
+}, {
+	// The RoCE v2 over IPv4 entry of an NVIDIA NIC's usual GID table
+	// (show_gids), and several queue pairs per connection so that ECMP spreads
+	// a connection over the fabric's paths instead of hashing it onto one.
+	map[string]string{"NCCL_IB_GID_INDEX": "3", "NCCL_IB_QPS_PER_CONNECTION": "4"},
+	func(f Fabric) bool { return f.RoCE },
+}, {
+	// env.rst: "for generic 100G networks, this value can be manually set to 4" (both).
+	map[string]string{"NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "4"},
+	func(f Fabric) bool { return f.Network == "Socket" },
+}}
+
+// ideas are what experts try on top of the remedies, one idea each, those
+// that only add bandwidth first, overrides of NCCL's per-size choices after.
+var ideas = []map[string]string{
 	{}, // the remedies alone: NCCL still chooses algorithm and protocol per size
+	// More channels: more SMs moving data in parallel, for bandwidth-bound sizes.
+	{"NCCL_MIN_CTAS": "32"},
+	// Large messages: the bandwidth-optimal ring with bigger pipeline buffers
+	// and every channel.
+	{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "16M", "NCCL_MIN_CTAS": "32"},
 	// The ring at every size, the most common override: NCCL's model often
-	// overrates the tree across nodes. NCCL still chooses the protocol.
+	// overrates the tree across nodes.
 	{"NCCL_ALGO": "Ring"},
-	// Large messages: the bandwidth-optimal ring, the Simple protocol, bigger
-	// pipeline buffers and every channel the hardware has.
-	{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_BUFFSIZE": "16M", "NCCL_MIN_CTAS": "32"},
 	// Small messages: the latency-optimal tree and the LL protocol.
 	{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"},
 }
 
 // WarmStart returns the known-good configurations to try right after NCCL's
-// defaults, as in Optuna's enqueue_trial: the fabric remedies alone, and with
-// each regime's settings, restricted to what the space searches (a value the
-// space does not offer is left to NCCL). Configurations that come out the same
-// or equal to the defaults, that the space's constraints reject, or that would
-// leave a categorical parameter without "default" unset are dropped.
-func (s *Space) WarmStart() []Assignment {
+// defaults, as with Optuna's enqueue_trial: the remedies that apply to the
+// fabric, alone and with each idea, restricted to what the space searches (a
+// value the space does not offer is left to NCCL). Configurations that come
+// out the same or equal to the defaults, that the space's constraints reject,
+// or that would leave a categorical parameter without "default" unset are dropped.
+func (s *Space) WarmStart(f Fabric) []Assignment {
+	base := map[string]string{}
+	for _, r := range remedies {
+		if !f.Known || r.applies(f) {
+			maps.Copy(base, r.vars)
+		}
+	}
 	var out []Assignment
-	for _, regime := range regimes {
-		want := maps.Clone(fabricRemedies)
-		maps.Copy(want, regime)
+	for _, idea := range ideas {
+		want := maps.Clone(base)
+		maps.Copy(want, idea)
 		a, complete := Assignment{}, true
 		for _, p := range s.Params {
 			if !s.Active(p, a) {

@@ -21,7 +21,7 @@ func (c *Campaign) next(n int, sampler Sampler, trials []store.Trial) (space.Ass
 		return Defaults(sp), nil
 	}
 	if sp.Campaign.WarmStart {
-		for _, a := range sp.WarmStart() {
+		for _, a := range sp.WarmStart(fabric(trials)) {
 			key := configKey(sp, a)
 			if !slices.ContainsFunc(trials, func(t store.Trial) bool { return configKey(sp, t.Params) == key }) {
 				return a, nil
@@ -29,6 +29,16 @@ func (c *Campaign) next(n int, sampler Sampler, trials []store.Trial) (space.Ass
 		}
 	}
 	return sampler.Ask(n)
+}
+
+// fabric is what NCCL reported about the network in trial 0, its defaults.
+func fabric(trials []store.Trial) space.Fabric {
+	for _, t := range trials {
+		if l := t.NCCLLog; t.Number == 0 && t.State == store.Complete && l.Debug {
+			return space.Fabric{Known: true, Network: l.Network, RoCE: l.RoCE, GDR: l.GDR}
+		}
+	}
+	return space.Fabric{}
 }
 
 // Iteration counts are adapted within these multiples of benchmark.iters:

@@ -20,6 +20,7 @@ type Log struct {
 	Read    map[string]string `json:"read,omitempty"`    // NCCL_X -> value, from "set by environment to"
 	Network string            `json:"network,omitempty"` // "IB", "Socket", or a plugin's name
 	GDR     bool              `json:"gdr"`               // GPUDirect RDMA in use on some connection
+	RoCE    bool              `json:"roce,omitempty"`    // the IB verbs ports are RoCE (Ethernet link layer)
 	Notes   []string          `json:"notes,omitempty"`   // transport warnings: no IB device, fallback to sockets
 	// Channels is the most channels NCCL reported building ("Channel 00/24"), 0 if unseen.
 	Channels int `json:"channels,omitempty"`
@@ -31,6 +32,7 @@ var (
 	versionRE = regexp.MustCompile(`NCCL version (\S+)`)
 	networkRE = regexp.MustCompile(`^Using network (\S+)`)
 	gdrRE     = regexp.MustCompile(`\[GDR\]|GDRDMA|GPU Direct RDMA Enabled`)
+	roceRE    = regexp.MustCompile(`^NET/IB ?: Using .*/RoCE`)
 	channelRE = regexp.MustCompile(`^Channel \d+/(\d+) `)
 	noteRE    = regexp.MustCompile(`No device found|No capable device found|Failed to initialize NET plugin|falling back|NET/Socket : Using`)
 )
@@ -66,6 +68,9 @@ func Parse(output []byte) Log {
 		}
 		if gdrRE.MatchString(msg) {
 			l.GDR = true
+		}
+		if roceRE.MatchString(msg) {
+			l.RoCE = true
 		}
 		if noteRE.MatchString(msg) && len(l.Notes) < maxNotes && !slices.Contains(l.Notes, msg) {
 			l.Notes = append(l.Notes, msg)

@@ -18,7 +18,7 @@ node1:123:123 [0] NCCL INFO Channel 00/24 :    0   1   2   3   4   5   6   7
 
 func TestParse(t *testing.T) {
 	l := Parse([]byte(sample))
-	if l.Version != "2.28.3+cuda13.0" || l.Network != "IB" || !l.GDR || !l.Debug || l.Channels != 24 {
+	if l.Version != "2.28.3+cuda13.0" || l.Network != "IB" || !l.RoCE || !l.GDR || !l.Debug || l.Channels != 24 {
 		t.Errorf("log = %+v", l)
 	}
 	if l.Read["NCCL_NVLS_ENABLE"] != "0" || l.Read["NCCL_IB_GID_INDEX"] != "3" || l.Read["NCCL_ALGO"] != "Ring" {
@@ -29,8 +29,11 @@ func TestParse(t *testing.T) {
 		t.Errorf("unread = %v, want %v", unread, want)
 	}
 	socket := Parse([]byte("h:1:1 [0] NCCL INFO NET/IB : No device found.\nh:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\nh:1:1 [0] NCCL INFO Using network Socket\n"))
-	if socket.Network != "Socket" || socket.GDR || len(socket.Notes) != 2 {
+	if socket.Network != "Socket" || socket.GDR || socket.RoCE || len(socket.Notes) != 2 {
 		t.Errorf("socket log = %+v", socket)
+	}
+	if ib := Parse([]byte("h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ib0:10.0.0.1<0>\n")); ib.RoCE {
+		t.Errorf("InfiniBand ports read as RoCE: %+v", ib)
 	}
 	if quiet := Parse([]byte("no nccl logs here\n")); quiet.Debug || quiet.Unread([]string{"NCCL_ALGO=Ring"}) != nil {
 		t.Errorf("without INFO lines nothing can be confirmed: %+v", quiet)
