@@ -79,7 +79,7 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 			sq[r] = append(sq[r], d*d/2)
 		}
 	}
-	worst, worstRange := 0.0, ""
+	worst, worstRange := -1.0, ""
 	for r, v := range sq {
 		if len(v) == 0 {
 			continue

@@ -1,0 +1,120 @@
+package tuner
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// sweep is a run of rows with the given bus bandwidths (GB/s) at 8 B, 1 KiB, 1 MiB, 64 MiB.
+func sweep(number int, bw ...float64) store.Trial {
+	t := store.Trial{Number: number, State: store.Complete}
+	for i, size := range []int64{8, 1 << 10, 1 << 20, 64 << 20} {
+		us := float64(size) / bw[i] / 1e3
+		t.Rows = append(t.Rows, nccltests.Row{Size: size, OutOfPlace: nccltests.Measure{TimeUs: us}, InPlace: nccltests.Measure{TimeUs: us}})
+	}
+	return t
+}
+
+func TestIterations(t *testing.T) {
+	sp := mustParse(t, "iters.toml", `
+[campaign]
+sizes = { min = "8", max = "64M", factor = 1024 }
+[[range]]
+name = "small"
+min = "8"
+max = "1M"
+[[range]]
+name = "large"
+min = "1M"
+max = "1G"
+[benchmark]
+binary = "all_reduce_perf"
+iters = 20
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+`)
+	base := sweep(0, 1, 10, 100, 200)
+	e := math.Exp
+	for _, tc := range []struct {
+		name   string
+		second store.Trial
+		target float64
+		want   int
+	}{
+		// The large range's two sizes differ by 2% between runs: one size's
+		// noise is 2%/sqrt(2), the range's 1%, twice the 0.5% target: 4x.
+		{"noisy", sweep(1, 1, 10, 100*e(0.02), 200*e(-0.02)), 0.005, 80},
+		{"very noisy: at most 8x", sweep(1, 1, 10, 100*e(0.2), 200), 0.005, 160},
+		{"quiet: at least half", sweep(1, 1, 10, 100, 200), 0.005, 10},
+		{"target off", sweep(1, 1, 10, 100*e(0.2), 200), 0, 20},
+		{"second run failed", store.Trial{Number: 1, State: store.Failed}, 0.005, 20},
+	} {
+		sp.Benchmark.NoiseTarget = tc.target
+		got, why := Iterations(sp, []store.Trial{base, tc.second})
+		if got != tc.want || (got != 20) != (why != "") {
+			t.Errorf("%s: %d iterations (%q), want %d", tc.name, got, why, tc.want)
+		}
+	}
+}
+
+// TestResultsAverageRepeatedRuns: a configuration measured twice scores the
+// geometric mean of its runs, so one lucky run does not make it the best.
+func TestResultsAverageRepeatedRuns(t *testing.T) {
+	sp := mustParse(t, "avg.toml", "[benchmark]\nbinary = \"x\"\n[[range]]\nname = \"all\"\nmin = \"8\"\nmax = \"1G\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\", \"Tree\"]\n")
+	run := func(n int, algo string, score float64) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO": algo}, Scores: map[string]float64{"all": score}}
+	}
+	trials := []store.Trial{run(0, "default", 90), run(1, "default", 110), run(2, "Ring", 130), run(3, "Ring", 90), run(4, "Tree", 110)}
+	r := Results(sp, trials, nil)[0]
+	if r.Best.Number != 4 || r.BestRuns != 1 || math.Abs(r.BestScore-110) > 1e-9 {
+		t.Errorf("best: trial %d over %d runs, %.1f; want Tree (trial 4), whose one run beats Ring's mean of 108.2", r.Best.Number, r.BestRuns, r.BestScore)
+	}
+	if want := math.Sqrt(90 * 110); math.Abs(r.DefaultScore-want) > 1e-9 || r.Completed != 5 {
+		t.Errorf("default %.2f, want %.2f; %d runs", r.DefaultScore, want, r.Completed)
+	}
+}
+
+// TestCampaignOpening: NCCL's defaults run twice, the iteration count follows
+// from their difference, and the warm start's remedy for what NCCL's log shows
+// (GPUDirect RDMA off: the NICs sit behind the CPU) runs next.
+func TestCampaignOpening(t *testing.T) {
+	sp := loadExample(t, 5)
+	st := openStore(t)
+	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	for _, tr := range trials[:2] {
+		if want := []string{"NCCL_NVLS_ENABLE=0"}; !slices.Equal(tr.Env, want) || !strings.Contains(strings.Join(tr.Command, " "), " -n 20 ") {
+			t.Errorf("trial %d ran %v with %v, want NCCL's defaults at 20 iterations", tr.Number, tr.Command, tr.Env)
+		}
+	}
+	if trials[0].NCCLLog.GDR || trials[0].NCCLLog.Network != "IB" {
+		t.Fatalf("the simulator's log: %+v", trials[0].NCCLLog)
+	}
+	iters, why := Iterations(sp, trials)
+	if iters == 20 || why == "" {
+		t.Fatalf("2%% noise left the iteration count at %d", iters)
+	}
+	want := sp.WarmStart(space.Fabric{Known: true, Network: "IB"})
+	for i, tr := range trials[2:] {
+		if !strings.Contains(strings.Join(tr.Command, " "), " -n "+strconv.Itoa(iters)+" ") {
+			t.Errorf("trial %d ran %v, not the adapted %d iterations", tr.Number, tr.Command, iters)
+		}
+		if configKey(sp, tr.Params) != configKey(sp, want[i]) {
+			t.Errorf("trial %d ran %v, want the warm start's %v", tr.Number, tr.Env, sp.Env(want[i]))
+		}
+	}
+	if got := want[0]["NCCL_NET_GDR_LEVEL"]; got != "SYS" {
+		t.Errorf("first warm-start configuration %v, want the GDR remedy", want[0])
+	}
+}
