@@ -179,3 +179,32 @@ func TestEnumerate(t *testing.T) {
 		t.Errorf("the grid visited %d of %d points in one pass", len(seen), len(grid))
 	}
 }
+
+// TestFocusSkipsSettledRanges: TPE proposes for each focused range in turn,
+// and for every range when none is focused.
+func TestFocusSkipsSettledRanges(t *testing.T) {
+	sp, err := space.Parse("t.toml", []byte(testSpace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newTPE(sp, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		focus []bool
+		want  []int // ranges of trials 0..3
+	}{
+		{nil, []int{0, 1, 0, 1}},
+		{[]bool{false, true}, []int{1, 1, 1, 1}},
+		{[]bool{true, false}, []int{0, 0, 0, 0}},
+		{[]bool{false, false}, []int{0, 1, 0, 1}},
+	} {
+		s.Focus(tc.focus)
+		for n, want := range tc.want {
+			if got := s.rangeFor(n); got != want {
+				t.Errorf("focus %v: trial %d proposes for range %d, want %d", tc.focus, n, got, want)
+			}
+		}
+	}
+}

@@ -26,6 +26,26 @@ type tpeSampler struct {
 	studies  []*goptuna.Study
 	observed map[string]int // told trials that set each parameter
 	told     []told         // the history, for local moves around the best
+	focus    []bool         // ranges to propose for; nil: all
+}
+
+// Focus restricts the proposals to the ranges marked true, in turn; with none
+// marked (or never called) every range takes its turn. The tuner leaves out
+// the ranges that have settled.
+func (t *tpeSampler) Focus(ranges []bool) { t.focus = slices.Clone(ranges) }
+
+// rangeFor is the range trial n proposes for: the focused ones in turn.
+func (t *tpeSampler) rangeFor(n int) int {
+	var focused []int
+	for r, on := range t.focus {
+		if on {
+			focused = append(focused, r)
+		}
+	}
+	if len(focused) == 0 {
+		return n % len(t.studies)
+	}
+	return focused[n%len(focused)]
 }
 
 type told struct {
@@ -63,7 +83,7 @@ func newTPE(sp *space.Space, seed int64) (*tpeSampler, error) {
 }
 
 func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
-	r := n % len(t.studies)
+	r := t.rangeFor(n)
 	st := t.studies[r]
 	if len(t.told) >= startupTrials && n%localEvery == 0 {
 		rng := rand.New(rand.NewPCG(uint64(t.seed), trialSeed(t.seed, n, "local")))

@@ -44,7 +44,7 @@ func BenchmarkTrialOverhead(b *testing.B) {
 		if err := st.StartTrial(t); err != nil {
 			b.Fatal(err)
 		}
-		c.record(t, parsed(output))
+		c.record(t, parsed(output), fullSweep(sp))
 		if err := st.FinishTrial(context.Background(), t); err != nil {
 			b.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -28,7 +29,87 @@ func (c *Campaign) next(n int, sampler Sampler, trials []store.Trial) (space.Ass
 			}
 		}
 	}
+	if f, ok := sampler.(focuser); ok {
+		f.Focus(searched(Settled(sp, trials)))
+	}
 	return sampler.Ask(n)
+}
+
+// focuser is a sampler that can leave settled ranges out of its proposals.
+type focuser interface {
+	Focus(ranges []bool)
+}
+
+// Settled returns, per range, the trial after which the range settled: with
+// campaign.patience P, P trials in a row that did not raise its best score by
+// MinGain. A settled range is not searched any more, and its sizes leave the
+// sweep where they lie at its ends. -1 marks a range still searched; without
+// patience every range is.
+func Settled(sp *space.Space, trials []store.Trial) []int {
+	out := slices.Repeat([]int{-1}, len(sp.Ranges))
+	p := sp.Campaign.Patience
+	if p == 0 {
+		return out
+	}
+	best, lastGain := make([]float64, len(sp.Ranges)), make([]int, len(sp.Ranges))
+	for _, t := range trials {
+		for r, rg := range sp.Ranges {
+			if out[r] >= 0 {
+				continue
+			}
+			if s, ok := t.Scores[rg.Name]; ok && t.State == store.Complete && s > best[r] {
+				if s >= best[r]*(1+MinGain) {
+					lastGain[r] = t.Number
+				}
+				best[r] = s
+			}
+			if t.Number-lastGain[r] >= p {
+				out[r] = t.Number
+			}
+		}
+	}
+	return out
+}
+
+// searched marks the ranges that have not settled.
+func searched(settled []int) []bool {
+	out := make([]bool, len(settled))
+	for r, at := range settled {
+		out[r] = at < 0
+	}
+	return out
+}
+
+// searchSweep is the sweep of the ranges still searched: from the smallest
+// size of the first to the largest of the last (ranges between them are
+// measured too). Once no range is left it is the full sweep again, for what follows.
+func searchSweep(sp *space.Space, trials []store.Trial) sweep {
+	ranges := searched(Settled(sp, trials))
+	sizes := sp.Sizes.List()
+	lo := slices.IndexFunc(sizes, func(n int64) bool { r := sp.RangeOf(n); return r >= 0 && ranges[r] })
+	if lo < 0 {
+		return fullSweep(sp)
+	}
+	hi := len(sizes) - 1
+	for hi > lo && !(sp.RangeOf(sizes[hi]) >= 0 && ranges[sp.RangeOf(sizes[hi])]) {
+		hi--
+	}
+	sw := sweep{sizes: space.Sizes{Min: sizes[lo], Max: sizes[hi], Factor: sp.Sizes.Factor}, ranges: make([]bool, len(ranges))}
+	for r, rg := range sp.Ranges {
+		sw.ranges[r] = slices.ContainsFunc(sizes[lo:hi+1], rg.Contains)
+	}
+	return sw
+}
+
+// describeSettled says when each range settled.
+func describeSettled(sp *space.Space, settled []int) string {
+	var parts []string
+	for r, at := range settled {
+		if at >= 0 {
+			parts = append(parts, fmt.Sprintf("%s after trial %d", sp.Ranges[r].Name, at))
+		}
+	}
+	return fmt.Sprintf("%s; none gained %.0f%% in its last %d trials", strings.Join(parts, ", "), 100*MinGain, sp.Campaign.Patience)
 }
 
 // fabric is what NCCL reported about the network in trial 0, its defaults.

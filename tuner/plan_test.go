@@ -13,8 +13,8 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
-// sweep is a run of rows with the given bus bandwidths (GB/s) at 8 B, 1 KiB, 1 MiB, 64 MiB.
-func sweep(number int, bw ...float64) store.Trial {
+// sweepRun is a trial with rows with the given bus bandwidths (GB/s) at 8 B, 1 KiB, 1 MiB, 64 MiB.
+func sweepRun(number int, bw ...float64) store.Trial {
 	t := store.Trial{Number: number, State: store.Complete}
 	for i, size := range []int64{8, 1 << 10, 1 << 20, 64 << 20} {
 		us := float64(size) / bw[i] / 1e3
@@ -42,7 +42,7 @@ iters = 20
 name = "NCCL_ALGO"
 values = ["default", "Ring"]
 `)
-	base := sweep(0, 1, 10, 100, 200)
+	base := sweepRun(0, 1, 10, 100, 200)
 	e := math.Exp
 	for _, tc := range []struct {
 		name   string
@@ -52,10 +52,10 @@ values = ["default", "Ring"]
 	}{
 		// The large range's two sizes differ by 2% between runs: one size's
 		// noise is 2%/sqrt(2), the range's 1%, twice the 0.5% target: 4x.
-		{"noisy", sweep(1, 1, 10, 100*e(0.02), 200*e(-0.02)), 0.005, 80},
-		{"very noisy: at most 8x", sweep(1, 1, 10, 100*e(0.2), 200), 0.005, 160},
-		{"quiet: at least half", sweep(1, 1, 10, 100, 200), 0.005, 10},
-		{"target off", sweep(1, 1, 10, 100*e(0.2), 200), 0, 20},
+		{"noisy", sweepRun(1, 1, 10, 100*e(0.02), 200*e(-0.02)), 0.005, 80},
+		{"very noisy: at most 8x", sweepRun(1, 1, 10, 100*e(0.2), 200), 0.005, 160},
+		{"quiet: at least half", sweepRun(1, 1, 10, 100, 200), 0.005, 10},
+		{"target off", sweepRun(1, 1, 10, 100*e(0.2), 200), 0, 20},
 		{"second run failed", store.Trial{Number: 1, State: store.Failed}, 0.005, 20},
 	} {
 		sp.Benchmark.NoiseTarget = tc.target

@@ -121,13 +121,12 @@ func (c *Campaign) Run(ctx context.Context) error {
 	// Interrupted trials are history only: each runs again under its number.
 	trials = slices.DeleteFunc(trials, func(t store.Trial) bool { return !t.State.Finished() })
 	done, best := 0, make([]float64, len(sp.Ranges))
-	lastGain := 0 // the trial that last raised some range's best by MinGain
 	for _, t := range trials {
 		if err := sampler.Tell(space.Assignment(t.Params), scoreList(sp, t)); err != nil {
 			return fmt.Errorf("resume: trial %d: %w", t.Number, err)
 		}
-		if t.State == store.Complete && updateBest(best, scoreList(sp, t)) {
-			lastGain = t.Number
+		if t.State == store.Complete {
+			raiseBest(best, scoreList(sp, t))
 		}
 		done = max(done, t.Number+1)
 	}
@@ -141,7 +140,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 			}
 		}
 	}
-	if _, err := c.adapt(ses, trials); err != nil {
+	if _, err := c.prepare(ses, trials, searchSweep(sp, trials)); err != nil {
 		return err
 	}
 	for n := done; n < camp.Budget; n++ {
@@ -156,18 +155,18 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if t.State == store.Complete && updateBest(best, scoreList(sp, *t)) {
-			lastGain = n
+		if t.State == store.Complete {
+			raiseBest(best, scoreList(sp, *t))
 		}
-		note, err := c.adapt(ses, trials)
+		note, err := c.prepare(ses, trials, searchSweep(sp, trials))
 		if err != nil {
 			return err
 		}
 		if c.Progress != nil {
 			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: camp.Budget, Best: slices.Clone(best), Note: note})
 		}
-		if p := sp.Campaign.Patience; p > 0 && n-lastGain >= p && n+1 < camp.Budget {
-			camp.Stopped = fmt.Sprintf("stopped after trial %d: no range improved by %.0f%% in the last %d trials (patience)", n, 100*MinGain, p)
+		if settled := Settled(sp, trials); !slices.Contains(settled, -1) && n+1 < camp.Budget {
+			camp.Stopped = fmt.Sprintf("stopped after trial %d: every range settled (patience): %s", n, describeSettled(sp, settled))
 			if err := c.Store.UpdateSettings(camp); err != nil {
 				return err
 			}
@@ -178,6 +177,9 @@ func (c *Campaign) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: all %d of them; see `nccltune status` and `nccltune show 0`", ErrAllFailed, len(trials))
 	}
 	if c.Simplify {
+		if _, err := c.prepare(ses, trials, fullSweep(sp)); err != nil {
+			return err
+		}
 		if err := c.simplify(ctx, ses, sampler, &trials, best); err != nil {
 			return err
 		}
@@ -203,7 +205,7 @@ func (c *Campaign) trial(ctx context.Context, ses *session, sampler Sampler, tri
 		// Not launched: NCCL would refuse it. It costs nothing and teaches the sampler.
 		t.State, t.FailureKind, t.FailureReason, t.Finished = store.Failed, string(runner.FailInvalid), err.Error(), time.Now()
 	} else if !c.prune(ctx, ses.run, ses.quick, a, t, best) {
-		c.record(t, ses.run.Run(ctx, c.job(ses.cmd, a, t.Env, strconv.Itoa(n))))
+		c.record(t, ses.run.Run(ctx, c.job(ses.cmd, a, t.Env, strconv.Itoa(n))), ses.sweep)
 	}
 	// Record even when stopped, so the interrupted trial is visible and re-run later.
 	if err := c.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
@@ -288,23 +290,28 @@ func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, 
 type session struct {
 	cmd   []string // the benchmark command, before the launcher
 	iters int      // its iteration count, once adapted (see Iterations)
-	quick []string // the same sweep with few iterations, for pruning; nil if not pruning
+	sweep sweep    // what it measures
+	quick []string // the full sweep with few iterations, for pruning; nil if not pruning
 	run   Runner
 	camp  store.Campaign
 }
 
-// adapt sets the session's sweep to the iteration count Iterations gives for
-// the trials, and says why when that changed it.
-func (c *Campaign) adapt(ses *session, trials []store.Trial) (string, error) {
+// prepare sets the session's command for the next launches: the iteration
+// count Iterations gives for the trials, over the sweep sw. It says why when
+// the iteration count changed.
+func (c *Campaign) prepare(ses *session, trials []store.Trial, sw sweep) (string, error) {
 	iters, why := Iterations(c.Space, trials)
-	if why == "" || iters == ses.iters {
+	if iters == ses.iters && sw.sizes == ses.sweep.sizes && slices.Equal(sw.ranges, ses.sweep.ranges) {
 		return "", nil
 	}
-	cmd, err := c.commandWith(func(sp *space.Space) { sp.Benchmark.Iters = iters })
+	cmd, err := c.commandWith(func(sp *space.Space) { sp.Benchmark.Iters, sp.Sizes = iters, sw.sizes })
 	if err != nil {
 		return "", err
 	}
-	ses.cmd, ses.iters = cmd, iters
+	if iters == ses.iters {
+		why = ""
+	}
+	ses.cmd, ses.iters, ses.sweep = cmd, iters, sw
 	return why, nil
 }
 
@@ -319,7 +326,7 @@ func (c *Campaign) prune(ctx context.Context, run Runner, quick []string, a spac
 	if quick == nil || t.Number == 0 || !slices.ContainsFunc(best, func(b float64) bool { return b > 0 }) {
 		return false
 	}
-	c.record(t, run.Run(ctx, c.job(quick, a, t.Env, strconv.Itoa(t.Number)+"-quick")))
+	c.record(t, run.Run(ctx, c.job(quick, a, t.Env, strconv.Itoa(t.Number)+"-quick")), fullSweep(c.Space))
 	if t.State != store.Complete {
 		return true // a failure (or an interrupt) is as telling in a quick pass
 	}
@@ -379,7 +386,7 @@ func (c *Campaign) launchable() (*session, error) {
 		}
 		run = &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
 	}
-	return &session{cmd: cmd, run: run}, nil
+	return &session{cmd: cmd, iters: c.Space.Benchmark.Iters, sweep: fullSweep(c.Space), run: run}, nil
 }
 
 // Launcher builds the runner's launcher from the space's [launcher] table.
@@ -460,8 +467,19 @@ func (c *Campaign) jobEnv(label string) []string {
 	return env
 }
 
-// record fills the trial from the launch's result.
-func (c *Campaign) record(t *store.Trial, res runner.Result) {
+// sweep is the message sizes a launch measures and the ranges it covers.
+type sweep struct {
+	sizes  space.Sizes
+	ranges []bool // per range: measured
+}
+
+// fullSweep is the space's whole sweep, every range measured.
+func fullSweep(sp *space.Space) sweep {
+	return sweep{sizes: sp.Sizes, ranges: slices.Repeat([]bool{true}, len(sp.Ranges))}
+}
+
+// record fills the trial from the launch's result, a run of sweep sw.
+func (c *Campaign) record(t *store.Trial, res runner.Result, sw sweep) {
 	t.Scores, t.Rows, t.FailureKind, t.FailureReason = nil, nil, "", ""
 	t.Command, t.Output, t.ExitCode, t.Finished = res.Command, res.Output, res.ExitCode, res.Started.Add(res.Duration)
 	if res.Report != nil {
@@ -470,7 +488,7 @@ func (c *Campaign) record(t *store.Trial, res runner.Result) {
 	t.NCCLLog = nccllog.Parse(res.Output)
 	failure := res.Failure
 	if failure == nil && res.DDP == nil {
-		failure = c.checkSweep(t)
+		failure = c.checkSweep(t, sw)
 	}
 	switch {
 	case failure == nil && res.DDP != nil:
@@ -480,7 +498,9 @@ func (c *Campaign) record(t *store.Trial, res runner.Result) {
 		t.State = store.Complete
 		t.Scores = map[string]float64{}
 		for i, s := range Scores(c.Space, t.Rows) {
-			t.Scores[c.Space.Ranges[i].Name] = s
+			if sw.ranges[i] {
+				t.Scores[c.Space.Ranges[i].Name] = s
+			}
 		}
 	case failure.Kind == runner.FailInterrupted:
 		t.State, t.FailureKind, t.FailureReason = store.Interrupted, string(failure.Kind), failure.Reason
@@ -493,13 +513,12 @@ func (c *Campaign) record(t *store.Trial, res runner.Result) {
 // range: a truncated table must not be compared with complete ones. Rows are
 // counted rather than matched by size, because some collectives (all_gather,
 // alltoall) round each size to a multiple of ranks x element size.
-func (c *Campaign) checkSweep(t *store.Trial) *runner.Failure {
-	sp := c.Space
-	if want := len(sp.Sizes.List()); len(t.Rows) < want {
+func (c *Campaign) checkSweep(t *store.Trial, sw sweep) *runner.Failure {
+	if want := len(sw.sizes.List()); len(t.Rows) < want {
 		return &runner.Failure{Kind: runner.FailUnparsable, Reason: fmt.Sprintf("output has %d of the sweep's %d rows", len(t.Rows), want)}
 	}
-	for _, r := range sp.Ranges {
-		if !slices.ContainsFunc(t.Rows, func(row nccltests.Row) bool { return r.Contains(row.Size) }) {
+	for i, r := range c.Space.Ranges {
+		if sw.ranges[i] && !slices.ContainsFunc(t.Rows, func(row nccltests.Row) bool { return r.Contains(row.Size) }) {
 			return &runner.Failure{Kind: runner.FailUnparsable, Reason: "output has no row in range " + r.String()}
 		}
 	}
@@ -522,17 +541,13 @@ func scoreList(sp *space.Space, t store.Trial) []float64 {
 	return out
 }
 
-// updateBest raises each range's best score and reports whether any rose by
-// MinGain or more.
-func updateBest(best, scores []float64) bool {
-	gained := false
+// raiseBest raises each range's best score to scores' where higher.
+func raiseBest(best, scores []float64) {
 	for i, s := range scores {
 		if s > best[i] {
-			gained = gained || s >= best[i]*(1+MinGain)
 			best[i] = s
 		}
 	}
-	return gained
 }
 
 // campaign finds the space's campaign in the store, or creates it, and

@@ -3,6 +3,7 @@ package tuner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -366,8 +367,29 @@ func TestPatienceStopsAConvergedCampaign(t *testing.T) {
 	}
 	camp, _ := st.Campaign(sp.Campaign.Name)
 	n := len(campaignTrials(t, st, sp.Campaign.Name))
-	if n >= 200 || n < 16 || !strings.Contains(camp.Stopped, "no range improved by 1% in the last 15 trials") {
+	if n >= 200 || n < 16 || !strings.Contains(camp.Stopped, "every range settled") || !strings.Contains(camp.Stopped, "none gained 1% in its last 15 trials") {
 		t.Errorf("%d trials, stopped %q", n, camp.Stopped)
+	}
+	// Each trial measured the ranges not settled before it, and only their sizes.
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	narrowed := 0
+	for i, tr := range trials {
+		sw := searchSweep(sp, trials[:i])
+		cmd := strings.Join(tr.Command, " ")
+		if !strings.Contains(cmd, fmt.Sprintf(" -b %d -e %d ", sw.sizes.Min, sw.sizes.Max)) || len(tr.Rows) != len(sw.sizes.List()) {
+			t.Fatalf("trial %d ran %s (%d rows), want the sweep %+v", tr.Number, cmd, len(tr.Rows), sw.sizes)
+		}
+		for r, rg := range sp.Ranges {
+			if _, ok := tr.Scores[rg.Name]; ok != sw.ranges[r] {
+				t.Errorf("trial %d: range %s scored %v, measured %v", tr.Number, rg.Name, ok, sw.ranges[r])
+			}
+		}
+		if sw.sizes != sp.Sizes {
+			narrowed++
+		}
+	}
+	if narrowed == 0 {
+		t.Error("no range settled before the others, so no sweep was narrowed; the test needs another patience")
 	}
 	// Resuming with a larger budget runs on, and clears the reason.
 	c := newCampaign(sp, st)

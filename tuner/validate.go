@@ -53,7 +53,7 @@ func (c *Campaign) Validate(ctx context.Context, rounds int) ([]store.Validation
 	if !slices.ContainsFunc(results, func(r RangeResult) bool { return r.Best != nil }) {
 		return nil, ErrNothingToValidate
 	}
-	if _, err := c.adapt(ses, trials); err != nil {
+	if _, err := c.prepare(ses, trials, fullSweep(sp)); err != nil {
 		return nil, err
 	}
 	arms := []arm{{name: "default", trial: -1, env: sp.Env(space.Assignment{})}}
@@ -110,7 +110,7 @@ func (c *Campaign) measure(ctx context.Context, ses *session, arms []arm, rounds
 			a := arms[k]
 			job := c.job(ses.cmd, a.assignment, a.env, fmt.Sprintf("validate-%d-%d", round, k))
 			t := &store.Trial{Env: a.env}
-			c.record(t, ses.run.Run(ctx, job))
+			c.record(t, ses.run.Run(ctx, job), ses.sweep)
 			if t.State == store.Interrupted {
 				return nil, ctx.Err()
 			}
