@@ -137,7 +137,11 @@ type Options struct {
 	Trials   int
 	Noise    float64 // relative standard deviation of a measurement at 20 iterations
 	Prune    bool    // campaigns run with prune = true
-	Dir      string  // where the campaigns' stores go (a temporary folder is best)
+	Patience int     // campaigns run with this patience (0: the whole budget)
+	// NoiseTarget is benchmark.noise_target: what the iteration count is
+	// adapted to (0: nccl-tests' default of 20 throughout).
+	NoiseTarget float64
+	Dir         string // where the campaigns' stores go (a temporary folder is best)
 }
 
 // Run is one sampler's campaign on one scenario with one seed.
@@ -240,9 +244,10 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 		return Run{}, fmt.Errorf("unknown strategy %q (known: %s)", sampler, strings.Join(slices.Sorted(maps.Keys(Strategies)), ", "))
 	}
 	name := fmt.Sprintf("%s-%s-%d", p.Name, sampler, seed)
-	settings := fmt.Sprintf("name = %q\ntrials = %d\nsampler = %q\nseed = %d\nprune = %t\nwarm_start = %t",
-		name, o.Trials, strategy.Sampler, seed, o.Prune, strategy.WarmStart)
-	src := fmt.Sprintf(layout, settings, p.sc.Nodes*p.sc.GPUsPerNode, "[simulator]\n"+simulator.String()) + p.Space
+	settings := fmt.Sprintf("name = %q\ntrials = %d\nsampler = %q\nseed = %d\nprune = %t\nwarm_start = %t\npatience = %d",
+		name, o.Trials, strategy.Sampler, seed, o.Prune, strategy.WarmStart, o.Patience)
+	src := fmt.Sprintf(layout, settings, p.sc.Nodes*p.sc.GPUsPerNode,
+		fmt.Sprintf("noise_target = %g\n[simulator]\n%s", o.NoiseTarget, simulator.String())) + p.Space
 	sp, err := space.Parse(name+".toml", []byte(src))
 	if err != nil {
 		return Run{}, err

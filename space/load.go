@@ -279,7 +279,7 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 	s.Benchmark.NoiseTarget = DefaultNoiseTarget
 	if r.NoiseTarget != nil {
 		if *r.NoiseTarget < 0 || *r.NoiseTarget >= 0.5 {
-			b.errorf(line("noise_target"), "benchmark.noise_target must be within [0, 0.5): 0 keeps benchmark.iters, 0.005 aims at ±0.5%%")
+			b.errorf(line("noise_target"), "benchmark.noise_target must be within [0, 0.5): 0 keeps benchmark.iters, 0.01 aims at ±1%%")
 		}
 		s.Benchmark.NoiseTarget = *r.NoiseTarget
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/bench"
+	"github.com/nccltune/nccltune/space"
 )
 
 func benchCommand() *cli.Command {
@@ -33,6 +34,8 @@ func benchCommand() *cli.Command {
 				&cli.IntFlag{Name: "trials", Value: 100},
 				&cli.Float64Flag{Name: "noise", Value: 0.02, Usage: "relative standard deviation of each measurement"},
 				&cli.BoolFlag{Name: "prune", Usage: "campaigns prune as with prune = true (a 2-iteration pass first)"},
+				&cli.Float64Flag{Name: "noise-target", Value: space.DefaultNoiseTarget, Usage: "benchmark.noise_target of the campaigns (0: 20 iterations throughout)"},
+				&cli.IntFlag{Name: "patience", Usage: "campaigns stop searching a range after `N` trials without a 1% gain, and stop when every range has (0: never)"},
 				&cli.StringFlag{Name: "out", Value: ".", Usage: "`DIR` for search-quality.png"},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
 			},
@@ -46,7 +49,7 @@ func benchCommand() *cli.Command {
 				}
 				defer os.RemoveAll(dir)
 				o := bench.Options{Samplers: strings.Split(c.String("samplers"), ","), Seeds: c.Int("seeds"),
-					Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune"), Dir: dir}
+					Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune"), Patience: c.Int("patience"), NoiseTarget: c.Float64("noise-target"), Dir: dir}
 				res, _, err := bench.Measure(bench.Scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
 				if err != nil {
 					return err

@@ -142,6 +142,16 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 	}
 	if l.camp.Stopped != "" {
 		fmt.Fprintln(w, l.camp.Stopped)
+	} else {
+		for r, at := range tuner.Settled(l.space, l.trials) {
+			if at >= 0 {
+				fmt.Fprintf(w, "range %s settled after trial %d: no gain of %.0f%% in %d trials; it is no longer searched\n",
+					l.space.Ranges[r].Name, at, 100*tuner.MinGain, l.space.Campaign.Patience)
+			}
+		}
+	}
+	if _, why := tuner.Iterations(l.space, l.trials); why != "" {
+		fmt.Fprintln(w, "iterations:", why)
 	}
 	if len(l.space.Simulator) > 0 {
 		fmt.Fprintln(w, "measured on the simulated cluster (nccltune sim), not on hardware")
@@ -245,13 +255,22 @@ func statusJSON(l *loaded) map[string]any {
 	for _, r := range l.results {
 		ranges = append(ranges, r.Report(l.space))
 	}
+	settled := map[string]int{}
+	for r, at := range tuner.Settled(l.space, l.trials) {
+		if at >= 0 {
+			settled[l.space.Ranges[r].Name] = at
+		}
+	}
+	iters, why := tuner.Iterations(l.space, l.trials)
 	return map[string]any{
-		"campaign":  l.camp.Name,
-		"simulated": len(l.space.Simulator) > 0,
-		"budget":    l.camp.Budget,
-		"stopped":   l.camp.Stopped,
-		"trials":    map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed},
-		"ranges":    ranges,
+		"campaign":   l.camp.Name,
+		"simulated":  len(l.space.Simulator) > 0,
+		"budget":     l.camp.Budget,
+		"stopped":    l.camp.Stopped,
+		"settled":    settled,
+		"iterations": map[string]any{"count": iters, "reason": why},
+		"trials":     map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed},
+		"ranges":     ranges,
 	}
 }
 
