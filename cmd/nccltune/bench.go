@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -45,6 +47,12 @@ func benchCommand() *cli.Command {
 				if c.Int("trials") < 10 || c.Int("seeds") < 1 {
 					return usageError{fmt.Errorf("--trials must be at least 10 and --seeds at least 1")}
 				}
+				for _, name := range strings.Split(c.String("samplers"), ",") {
+					if _, ok := bench.Strategies[name]; !ok {
+						return usageError{fmt.Errorf("--samplers: unknown strategy %q (known: %s)", name,
+							strings.Join(slices.Sorted(maps.Keys(bench.Strategies)), ", "))}
+					}
+				}
 				dir, err := os.MkdirTemp("", "nccltune-bench-")
 				if err != nil {
 					return err
@@ -67,13 +75,20 @@ func benchCommand() *cli.Command {
 				if c.Bool("json") {
 					var rows []map[string]any
 					for _, r := range res {
-						regret := map[string]float64{}
+						regret, byRange := map[string]float64{}, map[string]map[string]float64{}
 						for _, n := range at {
-							if n <= o.Trials {
-								regret[fmt.Sprint(n)] = r.WorstMedianRegret(n)
+							if n > o.Trials {
+								continue
+							}
+							regret[fmt.Sprint(n)] = r.WorstMedianRegret(n)
+							for i, name := range r.Ranges {
+								if byRange[name] == nil {
+									byRange[name] = map[string]float64{}
+								}
+								byRange[name][fmt.Sprint(n)] = r.MedianRegret(i, n)
 							}
 						}
-						rows = append(rows, map[string]any{"scenario": r.Scenario, "sampler": r.Sampler, "worst_range_regret": regret,
+						rows = append(rows, map[string]any{"scenario": r.Scenario, "sampler": r.Sampler, "worst_range_regret": regret, "regret_by_range": byRange,
 							"trials_to_3pct": r.TrialsToWithin(0.03), "seconds_at_50": r.MedianSeconds(min(50, o.Trials)),
 							"seconds_total": r.MedianSeconds(o.Trials)})
 					}

@@ -237,3 +237,43 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("doctor through mpirun: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
 }
+
+// TestBenchSearch runs a small search-quality benchmark through the CLI.
+func TestBenchSearch(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := nccltune(t, dir, "bench", "search", "--seeds", "1", "--trials", "10", "--samplers", "tpe,random", "--json", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var res struct {
+		Results []struct {
+			Scenario, Sampler string
+			RegretByRange     map[string]map[string]float64 `json:"regret_by_range"`
+			TrialsTo3         float64                       `json:"trials_to_3pct"`
+			Seconds           float64                       `json:"seconds_total"`
+		}
+		Plot string
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(res.Results) != 14 {
+		t.Fatalf("%d results, want 7 scenarios x 2 strategies", len(res.Results))
+	}
+	for _, r := range res.Results {
+		if len(r.RegretByRange) != 3 || r.Seconds <= 10*5 || r.TrialsTo3 < 1 {
+			t.Errorf("%s/%s: %+v", r.Scenario, r.Sampler, r)
+		}
+	}
+	f, err := os.Open(res.Plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("plot: %v", err)
+	}
+	if code, _, errOut := nccltune(t, dir, "bench", "search", "--samplers", "tpe,bayes"); code != 2 || !strings.Contains(errOut, "tpe-cold") {
+		t.Errorf("unknown strategy: exit %d, %s", code, errOut)
+	}
+}
