@@ -72,6 +72,7 @@ type rawFile struct {
 	}
 	Simulator map[string]any
 	Fixed     map[string]any
+	TryFirst  []map[string]any `toml:"try_first"`
 	Param     []struct {
 		Name     string
 		Values   []any
@@ -148,7 +149,69 @@ func (b *builder) build(raw *rawFile) *Space {
 		}
 	}
 	b.params(raw, s)
+	b.tryFirst(raw, s)
 	return s
+}
+
+// tryFirst reads the user's known-good configurations: each sets searched
+// parameters to values the space offers, and leaves the others to NCCL.
+func (b *builder) tryFirst(raw *rawFile, s *Space) {
+	for i, t := range raw.TryFirst {
+		a, ok := Assignment{}, true
+		for _, name := range slices.Sorted(maps.Keys(t)) {
+			line := b.loc.field("try_first", i, name)
+			k := slices.IndexFunc(s.Params, func(p Param) bool { return p.Name == name })
+			if k < 0 {
+				b.errorf(line, "try_first: %s is not searched; add a [[param]] for it, or pin it in [fixed]", name)
+				ok = false
+				continue
+			}
+			v, err := b.value(name, t[name])
+			if str, isStr := t[name].(string); isStr && str == Unset {
+				v, err = Unset, nil
+			}
+			p := s.Params[k]
+			switch {
+			case err != nil:
+				b.errorf(line, "try_first %v", err)
+				ok = false
+			case !p.offers(v):
+				b.errorf(line, "try_first: %s = %s is not among the values the space searches", name, v)
+				ok = false
+			default:
+				a[name] = v
+			}
+		}
+		if !ok {
+			continue
+		}
+		// Fill in NCCL's default where the space offers it; drop what a condition switches off.
+		full := Assignment{}
+		line := b.loc.field("try_first", i, "")
+		for _, p := range s.Params {
+			switch v, set := a[p.Name]; {
+			case !s.Active(p, full):
+				if set {
+					b.errorf(line, "try_first: %s is inactive there (its condition does not hold)", p.Name)
+					ok = false
+				}
+			case set:
+				full[p.Name] = v
+			case slices.Contains(p.Values, Unset):
+				full[p.Name] = Unset
+			case p.Categorical():
+				b.errorf(line, "try_first: %s has no \"default\" in this space, so it needs a value", p.Name)
+				ok = false
+			}
+		}
+		if err := s.Check(full); err != nil {
+			b.errorf(line, "try_first: %v", err)
+			ok = false
+		}
+		if ok {
+			s.TryFirst = append(s.TryFirst, full)
+		}
+	}
 }
 
 func (b *builder) campaign(raw *rawFile, s *Space) {

@@ -31,7 +31,10 @@ type Space struct {
 	Simulator map[string]string
 	Fixed     map[string]string // pinned variables, never searched
 	Params    []Param
-	Source    []byte // the file as read, kept with the campaign
+	// TryFirst are the user's own known-good configurations ([[try_first]]),
+	// run right after NCCL's defaults, before the built-in warm start.
+	TryFirst []Assignment
+	Source   []byte // the file as read, kept with the campaign
 }
 
 // Campaign holds what the campaign is and how long it runs.

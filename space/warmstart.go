@@ -93,6 +93,15 @@ func (s *Space) WarmStart(f Fabric) []Assignment {
 	return out
 }
 
+// offers reports whether p can take the normalized value v.
+func (p Param) offers(v string) bool {
+	if p.Categorical() {
+		return slices.Contains(p.Values, v)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && n >= p.Min && n <= p.Max
+}
+
 // offered returns value as p's space writes it, if p can take it.
 func (s *Space) offered(p Param, value string) (string, bool) {
 	if value == "" {
@@ -105,9 +114,5 @@ func (s *Space) offered(p Param, value string) (string, bool) {
 	if value, err = v.Normalize(value); err != nil {
 		return "", false
 	}
-	if p.Categorical() {
-		return value, slices.Contains(p.Values, value)
-	}
-	n, err := strconv.ParseInt(value, 10, 64)
-	return value, err == nil && n >= p.Min && n <= p.Max
+	return value, p.offers(value)
 }

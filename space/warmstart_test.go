@@ -1,6 +1,8 @@
 package space
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -105,5 +107,49 @@ func TestWarmStartRespectsTheSpace(t *testing.T) {
 		if a["NCCL_SOCKET_NTHREADS"] == "4" {
 			t.Errorf("%v: 4 threads x 32 sockets exceeds NCCL's 64", a)
 		}
+	}
+}
+
+// TestTryFirst: the user's known-good configurations are read with NCCL's
+// defaults filled in, and each mistake is reported at its line.
+func TestTryFirst(t *testing.T) {
+	sp, err := Parse("warm.toml", []byte(warmSpace+`
+[[try_first]]
+NCCL_ALGO = "Ring"
+NCCL_BUFFSIZE = "16M"
+NCCL_IB_QPS_PER_CONNECTION = 2
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": Unset, "NCCL_BUFFSIZE": "16777216", "NCCL_NET_GDR_LEVEL": Unset, "NCCL_IB_QPS_PER_CONNECTION": "2"}
+	if len(sp.TryFirst) != 1 || !maps.Equal(sp.TryFirst[0], want) {
+		t.Errorf("try_first = %v, want %v", sp.TryFirst, want)
+	}
+	lines := strings.Count(warmSpace, "\n") + 1
+	for _, tc := range []struct {
+		name, table, want string
+	}{
+		{"not searched", "NCCL_CROSS_NIC = 1", fmt.Sprintf("warm.toml:%d: try_first: NCCL_CROSS_NIC is not searched", lines+2)},
+		{"misspelt", "NCCL_ALGOS = \"Ring\"", "try_first: NCCL_ALGOS is not searched"},
+		{"not offered", "NCCL_BUFFSIZE = \"2M\"", fmt.Sprintf("warm.toml:%d: try_first: NCCL_BUFFSIZE = 2097152 is not among the values", lines+2)},
+		{"illegal", "NCCL_PROTO = \"LL9\"", `try_first NCCL_PROTO: "LL9" is not one of`},
+		{"out of range", "NCCL_IB_QPS_PER_CONNECTION = 9", "NCCL_IB_QPS_PER_CONNECTION = 9 is not among the values"},
+	} {
+		_, err := Parse("warm.toml", []byte(warmSpace+"\n[[try_first]]\n"+tc.table+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	// A parameter without "default" needs a value; a constraint still holds.
+	src := strings.Replace(warmSpace, `values = ["default", "LL", "Simple"]`, `values = ["LL", "Simple"]`, 1) +
+		"[[try_first]]\nNCCL_ALGO = \"Tree\"\n"
+	if _, err := Parse("warm.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), `NCCL_PROTO has no "default" in this space`) {
+		t.Errorf("missing value: %v", err)
+	}
+	src = strings.Replace(warmSpace, "NCCL_NVLS_ENABLE = 0", "NCCL_NVLS_ENABLE = 0\nNCCL_NSOCKS_PERTHREAD = 32", 1) +
+		"[[try_first]]\nNCCL_SOCKET_NTHREADS = 4\n"
+	if _, err := Parse("warm.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Errorf("constraint: %v", err)
 	}
 }

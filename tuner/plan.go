@@ -14,19 +14,21 @@ import (
 
 // next returns the configuration trial n runs: NCCL's defaults for trials 0
 // and 1 (two runs of one configuration measure the run-to-run noise, see
-// Iterations), then the warm start's known-good configurations not yet tried,
-// then the sampler's proposals.
+// Iterations), then the space's [[try_first]] configurations and the warm
+// start's known-good ones not yet tried, then the sampler's proposals.
 func (c *Campaign) next(n int, sampler Sampler, trials []store.Trial) (space.Assignment, error) {
 	sp := c.Space
 	if n < 2 {
 		return Defaults(sp), nil
 	}
+	queued := sp.TryFirst
 	if sp.Campaign.WarmStart {
-		for _, a := range sp.WarmStart(fabric(trials)) {
-			key := configKey(sp, a)
-			if !slices.ContainsFunc(trials, func(t store.Trial) bool { return configKey(sp, t.Params) == key }) {
-				return a, nil
-			}
+		queued = append(slices.Clone(queued), sp.WarmStart(fabric(trials))...)
+	}
+	for _, a := range queued {
+		key := configKey(sp, a)
+		if !slices.ContainsFunc(trials, func(t store.Trial) bool { return configKey(sp, t.Params) == key }) {
+			return a, nil
 		}
 	}
 	if f, ok := sampler.(focuser); ok {

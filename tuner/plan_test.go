@@ -2,7 +2,9 @@ package tuner
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,5 +118,31 @@ func TestCampaignOpening(t *testing.T) {
 	}
 	if got := want[0]["NCCL_NET_GDR_LEVEL"]; got != "SYS" {
 		t.Errorf("first warm-start configuration %v, want the GDR remedy", want[0])
+	}
+}
+
+// TestTryFirstRunsBeforeTheWarmStart: the user's known-good configurations
+// come right after NCCL's defaults, then the built-in warm start, unless it is off.
+func TestTryFirstRunsBeforeTheWarmStart(t *testing.T) {
+	src, err := os.ReadFile("../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, warm := range []bool{true, false} {
+		text := strings.Replace(string(src), "trials = 60", fmt.Sprintf("trials = 4\nwarm_start = %t", warm), 1) +
+			"\n[[try_first]]\nNCCL_ALGO = \"Tree\"\nNCCL_MIN_CTAS = 4\n"
+		sp := mustParse(t, "try.toml", text)
+		st := openStore(t)
+		if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		trials := campaignTrials(t, st, sp.Campaign.Name)
+		if got := strings.Join(trials[2].Env, " "); got != "NCCL_ALGO=Tree NCCL_MIN_CTAS=4 NCCL_NVLS_ENABLE=0" {
+			t.Errorf("warm_start = %t: trial 2 ran %s, want the [[try_first]] table", warm, got)
+		}
+		first := sp.WarmStart(space.Fabric{Known: true, Network: "IB"})[0]
+		if (configKey(sp, trials[3].Params) == configKey(sp, first)) != warm {
+			t.Errorf("warm_start = %t: trial 3 ran %v", warm, trials[3].Env)
+		}
 	}
 }
