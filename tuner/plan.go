@@ -115,9 +115,14 @@ func describeSettled(sp *space.Space, settled []int) string {
 }
 
 // fabric is what NCCL reported about the network in trial 0, its defaults.
+// On a single node NCCL still sets up a network (sockets, often), but no
+// collective crosses it, so no network remedy applies.
 func fabric(trials []store.Trial) space.Fabric {
 	for _, t := range trials {
 		if l := t.NCCLLog; t.Number == 0 && t.State == store.Complete && l.Debug {
+			if l.Nodes == 1 {
+				return space.Fabric{Known: true}
+			}
 			return space.Fabric{Known: true, Network: l.Network, RoCE: l.RoCE, GDR: l.GDR}
 		}
 	}

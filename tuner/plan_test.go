@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -144,5 +146,76 @@ func TestTryFirstRunsBeforeTheWarmStart(t *testing.T) {
 		if (configKey(sp, trials[3].Params) == configKey(sp, first)) != warm {
 			t.Errorf("warm_start = %t: trial 3 ran %v", warm, trials[3].Env)
 		}
+	}
+}
+
+// TestFabricFromTheLog: the remedies follow what NCCL logged for trial 0; a
+// single H200 (recorded) set up sockets, but one node crosses no network.
+func TestFabricFromTheLog(t *testing.T) {
+	h200, err := os.ReadFile("../runner/nccltests/testdata/h200-nccl2.28.3-tests2.19.6/all_reduce_perf.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twoNodes := "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n" +
+		"h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\nh:1:1 [0] NCCL INFO Using network IB\n"
+	for _, tc := range []struct {
+		name  string
+		trial store.Trial
+		want  space.Fabric
+	}{
+		{"one H200", store.Trial{State: store.Complete, NCCLLog: nccllog.Parse(h200)}, space.Fabric{Known: true}},
+		{"two RoCE nodes", store.Trial{State: store.Complete, NCCLLog: nccllog.Parse([]byte(twoNodes))}, space.Fabric{Known: true, Network: "IB", RoCE: true}},
+		{"no log", store.Trial{State: store.Complete, NCCLLog: nccllog.Parse([]byte("#  8  2  float\n"))}, space.Fabric{}},
+		{"failed", store.Trial{State: store.Failed, NCCLLog: nccllog.Parse([]byte(twoNodes))}, space.Fabric{}},
+	} {
+		if got := fabric([]store.Trial{tc.trial}); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestIterationsOnRecordedH200Runs: two runs of NCCL's defaults on one H200
+// (nccl-tests 2.19.6, NCCL 2.28.3, 20 iterations), recorded. Small messages
+// there vary by several percent between runs, so the count goes to its cap.
+func TestIterationsOnRecordedH200Runs(t *testing.T) {
+	sp := mustParse(t, "h200.toml", `
+[campaign]
+sizes = { min = "8", max = "512M", factor = 4 }
+[[range]]
+name = "small"
+min = "8"
+max = "64K"
+[[range]]
+name = "medium"
+min = "64K"
+max = "16M"
+[[range]]
+name = "large"
+min = "16M"
+max = "2G"
+[benchmark]
+binary = "all_reduce_perf"
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+`)
+	var trials []store.Trial
+	for n := range 2 {
+		out, err := os.ReadFile(fmt.Sprintf("testdata/h200-defaults-run%d.txt", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := nccltests.Parse(bytes.NewReader(out))
+		if err != nil || len(rep.Rows) != 14 {
+			t.Fatalf("run %d: %v, %d rows", n, err, len(rep.Rows))
+		}
+		trials = append(trials, store.Trial{Number: n, State: store.Complete, Rows: rep.Rows, NCCLLog: nccllog.Parse(out)})
+	}
+	iters, why := Iterations(sp, trials)
+	if iters != 160 || !strings.Contains(why, "range small") {
+		t.Errorf("%d iterations: %s", iters, why)
+	}
+	if f := fabric(trials); f != (space.Fabric{Known: true}) {
+		t.Errorf("one H200: fabric %+v", f)
 	}
 }

@@ -24,6 +24,9 @@ type Log struct {
 	Notes   []string          `json:"notes,omitempty"`   // transport warnings: no IB device, fallback to sockets
 	// Channels is the most channels NCCL reported building ("Channel 00/24"), 0 if unseen.
 	Channels int `json:"channels,omitempty"`
+	// Nodes is the communicator's node count ("nNodes 2"), 0 if unseen. With
+	// one node NCCL still sets up a network, but no collective crosses it.
+	Nodes int `json:"nodes,omitempty"`
 }
 
 var (
@@ -34,6 +37,7 @@ var (
 	gdrRE     = regexp.MustCompile(`\[GDR\]|GDRDMA|GPU Direct RDMA Enabled`)
 	roceRE    = regexp.MustCompile(`^NET/IB ?: Using .*/RoCE`)
 	channelRE = regexp.MustCompile(`^Channel \d+/(\d+) `)
+	nodesRE   = regexp.MustCompile(`\bnNodes (\d+)\b`)
 	noteRE    = regexp.MustCompile(`No device found|No capable device found|Failed to initialize NET plugin|falling back|NET/Socket : Using`)
 )
 
@@ -62,6 +66,10 @@ func Parse(output []byte) Log {
 		if c := channelRE.FindStringSubmatch(msg); c != nil {
 			n, _ := strconv.Atoi(c[1])
 			l.Channels = max(l.Channels, n)
+		}
+		if m := nodesRE.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			l.Nodes = max(l.Nodes, n)
 		}
 		if n := networkRE.FindStringSubmatch(msg); n != nil {
 			l.Network = n[1]

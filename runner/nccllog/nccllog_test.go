@@ -11,6 +11,7 @@ node1:123:123 [0] NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.
 NCCL version 2.28.3+cuda13.0
 node1:123:140 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>
 node1:123:123 [0] NCCL INFO Using network IB
+node1:123:123 [0] NCCL INFO comm 0x55996cf6fcb0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0
 node1:123:145 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA
 node1:123:123 [0] NCCL INFO Channel 00/24 :    0   1   2   3   4   5   6   7
 [1,3]<stdout>:node2:77:77 [3] NCCL INFO NCCL_ALGO set by environment to Ring.
@@ -18,7 +19,7 @@ node1:123:123 [0] NCCL INFO Channel 00/24 :    0   1   2   3   4   5   6   7
 
 func TestParse(t *testing.T) {
 	l := Parse([]byte(sample))
-	if l.Version != "2.28.3+cuda13.0" || l.Network != "IB" || !l.RoCE || !l.GDR || !l.Debug || l.Channels != 24 {
+	if l.Version != "2.28.3+cuda13.0" || l.Network != "IB" || !l.RoCE || !l.GDR || !l.Debug || l.Channels != 24 || l.Nodes != 2 {
 		t.Errorf("log = %+v", l)
 	}
 	if l.Read["NCCL_NVLS_ENABLE"] != "0" || l.Read["NCCL_IB_GID_INDEX"] != "3" || l.Read["NCCL_ALGO"] != "Ring" {
