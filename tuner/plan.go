@@ -182,7 +182,18 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	}
 	factor := math.Pow(worst/b.NoiseTarget, 2)
 	iters = int(math.Round(float64(b.Iters) * min(max(factor, minItersFactor), maxItersFactor)))
-	iters = max(iters, 1)
-	return iters, fmt.Sprintf("%d iterations (from %d): NCCL's defaults measured twice put range %s's score at ±%.2f%%, noise_target is ±%.2f%%",
+	why = fmt.Sprintf("%d iterations (from %d): NCCL's defaults measured twice put range %s's score at ±%.2f%%, noise_target is ±%.2f%%",
 		iters, b.Iters, worstRange, 100*worst, 100*b.NoiseTarget)
+	// A sweep must stay well inside the trial timeout: a third of it, by the
+	// defaults' own per-iteration times (a slower configuration has the rest).
+	perIter := 0.0
+	for _, row := range runs[0].Rows {
+		perIter += (row.OutOfPlace.TimeUs + row.InPlace.TimeUs) / 1e6
+	}
+	if limit := int(b.Timeout.Seconds()/3/perIter) - b.Warmup; b.Timeout > 0 && perIter > 0 && iters > limit {
+		iters = max(limit, 1)
+		why = fmt.Sprintf("%d iterations (from %d; noise_target would want more, but a sweep must stay within a third of the %s timeout): NCCL's defaults measured twice put range %s's score at ±%.2f%%",
+			iters, b.Iters, b.Timeout, worstRange, 100*worst)
+	}
+	return max(iters, 1), why
 }

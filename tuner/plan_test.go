@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
@@ -49,20 +50,24 @@ values = ["default", "Ring"]
 	base := sweepRun(0, 1, 10, 100, 200)
 	e := math.Exp
 	for _, tc := range []struct {
-		name   string
-		second store.Trial
-		target float64
-		want   int
+		name    string
+		second  store.Trial
+		target  float64
+		want    int
+		timeout time.Duration
 	}{
 		// The large range's two sizes differ by 2% between runs: one size's
 		// noise is 2%/sqrt(2), the range's 1%, twice the 0.5% target: 4x.
-		{"noisy", sweepRun(1, 1, 10, 100*e(0.02), 200*e(-0.02)), 0.005, 80},
-		{"very noisy: at most 8x", sweepRun(1, 1, 10, 100*e(0.2), 200), 0.005, 160},
-		{"quiet: at least half", sweepRun(1, 1, 10, 100, 200), 0.005, 10},
-		{"target off", sweepRun(1, 1, 10, 100*e(0.2), 200), 0, 20},
-		{"second run failed", store.Trial{Number: 1, State: store.Failed}, 0.005, 20},
+		{"noisy", sweepRun(1, 1, 10, 100*e(0.02), 200*e(-0.02)), 0.005, 80, 0},
+		{"very noisy: at most 8x", sweepRun(1, 1, 10, 100*e(0.2), 200), 0.005, 160, 0},
+		{"quiet: at least half", sweepRun(1, 1, 10, 100, 200), 0.005, 10, 0},
+		{"target off", sweepRun(1, 1, 10, 100*e(0.2), 200), 0, 20, 0},
+		{"second run failed", store.Trial{Number: 1, State: store.Failed}, 0.005, 20, 0},
+		// One iteration of the sweep takes 0.69 ms (out of place and in place);
+		// a 30 ms timeout allows 10 ms of sweep: 14 iterations, 5 of them warm-up.
+		{"timeout", sweepRun(1, 1, 10, 100*e(0.2), 200), 0.005, 9, 30 * time.Millisecond},
 	} {
-		sp.Benchmark.NoiseTarget = tc.target
+		sp.Benchmark.NoiseTarget, sp.Benchmark.Timeout = tc.target, tc.timeout
 		got, why := Iterations(sp, []store.Trial{base, tc.second})
 		if got != tc.want || (got != 20) != (why != "") {
 			t.Errorf("%s: %d iterations (%q), want %d", tc.name, got, why, tc.want)
