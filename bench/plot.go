@@ -18,7 +18,9 @@ func Plot(results []Result, trials int, path string) error {
 	p.X.Label.Text, p.Y.Label.Text = "trials", "regret of the chosen configuration, worst range"
 	p.Y.Tick.Marker = percentTicks{}
 	colors := []color.Color{color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}}
+		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+		color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}} // one per strategy
+
 	var samplers []string
 	for _, r := range results {
 		if !slices.Contains(samplers, r.Sampler) {
