@@ -135,43 +135,54 @@ func TestCampaignOnSimulator(t *testing.T) {
 }
 
 // TestResumeMatchesUninterrupted stops a campaign, leaves a trial marked
-// running as a crash would, resumes, and compares with an uninterrupted run.
+// running as a crash would, resumes, and compares with an uninterrupted run;
+// with patience, after some range has settled and the sweep narrowed.
 func TestResumeMatchesUninterrupted(t *testing.T) {
-	const budget = 16
-	whole := openStore(t)
-	if err := newCampaign(loadExample(t, budget), whole).Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-
-	st := openStore(t)
-	sp := loadExample(t, budget)
-	ctx, cancel := context.WithCancel(context.Background())
-	c := newCampaign(sp, st)
-	c.Progress = func(p Progress) {
-		if p.Done == 6 {
-			cancel()
+	for _, tc := range []struct{ budget, patience, stopAt int }{{16, 0, 6}, {60, 8, 12}} {
+		load := func() *space.Space {
+			sp := loadExample(t, tc.budget)
+			sp.Campaign.Patience = tc.patience
+			return sp
 		}
-	}
-	if err := c.Run(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("stopped run returned %v", err)
-	}
-	camp, _ := st.Campaign(sp.Campaign.Name)
-	crashed := &store.Trial{CampaignID: camp.ID, Number: 6, Params: map[string]string{"NCCL_ALGO": "Tree"}, Env: []string{}}
-	if err := st.StartTrial(crashed); err != nil {
-		t.Fatal(err)
-	}
-	if err := newCampaign(loadExample(t, budget), st).Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+		whole := openStore(t)
+		if err := newCampaign(load(), whole).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 
-	want := finished(campaignTrials(t, whole, sp.Campaign.Name))
-	got := finished(campaignTrials(t, st, sp.Campaign.Name))
-	if len(got) != budget {
-		t.Fatalf("%d finished trials after resume, want %d", len(got), budget)
-	}
-	for n := range budget {
-		if !reflect.DeepEqual(got[n].Params, want[n].Params) || !reflect.DeepEqual(got[n].Scores, want[n].Scores) {
-			t.Errorf("trial %d: resumed %v %v, uninterrupted %v %v", n, got[n].Params, got[n].Scores, want[n].Params, want[n].Scores)
+		st := openStore(t)
+		sp := load()
+		ctx, cancel := context.WithCancel(context.Background())
+		c := newCampaign(sp, st)
+		c.Progress = func(p Progress) {
+			if p.Done == tc.stopAt {
+				cancel()
+			}
+		}
+		if err := c.Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("stopped run returned %v", err)
+		}
+		camp, _ := st.Campaign(sp.Campaign.Name)
+		crashed := &store.Trial{CampaignID: camp.ID, Number: tc.stopAt, Params: map[string]string{"NCCL_ALGO": "Tree"}, Env: []string{}}
+		if err := st.StartTrial(crashed); err != nil {
+			t.Fatal(err)
+		}
+		if err := newCampaign(load(), st).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+
+		want := finished(campaignTrials(t, whole, sp.Campaign.Name))
+		got := finished(campaignTrials(t, st, sp.Campaign.Name))
+		if len(got) != len(want) || len(got) <= tc.stopAt {
+			t.Fatalf("patience %d: %d finished trials after resume, %d uninterrupted", tc.patience, len(got), len(want))
+		}
+		if tc.patience > 0 && searchSweep(sp, campaignTrials(t, st, sp.Campaign.Name)[:tc.stopAt]).sizes == sp.Sizes {
+			t.Errorf("patience %d: no range had settled by trial %d; the case tests nothing new", tc.patience, tc.stopAt)
+		}
+		for n := range len(want) {
+			if !reflect.DeepEqual(got[n].Params, want[n].Params) || !reflect.DeepEqual(got[n].Scores, want[n].Scores) ||
+				!reflect.DeepEqual(got[n].Command, want[n].Command) {
+				t.Errorf("patience %d, trial %d: resumed %v %v, uninterrupted %v %v", tc.patience, n, got[n].Params, got[n].Scores, want[n].Params, want[n].Scores)
+			}
 		}
 	}
 }
