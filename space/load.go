@@ -236,8 +236,8 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 	}
 	if s.Campaign.Trials == 0 {
 		s.Campaign.Trials = 50
-	} else if s.Campaign.Trials < 2 {
-		b.errorf(line("trials"), "trials must be at least 2 (trial 0 measures NCCL's defaults)")
+	} else if s.Campaign.Trials < 3 {
+		b.errorf(line("trials"), "trials must be at least 3 (trials 0 and 1 measure NCCL's defaults)")
 	}
 	if s.Campaign.Objective != "busbw" {
 		b.errorf(line("objective"), "unknown objective %q (legal: busbw)", c.Objective)

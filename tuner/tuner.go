@@ -593,8 +593,8 @@ func (c *Campaign) campaign() (store.Campaign, error) {
 	if c.Sampler != "" {
 		camp.Sampler = c.Sampler
 	}
-	if camp.Budget < 2 {
-		return camp, fmt.Errorf("the trial budget must be at least 2 (trial 0 measures NCCL's defaults)")
+	if camp.Budget < 3 {
+		return camp, fmt.Errorf("the trial budget must be at least 3 (trials 0 and 1 measure NCCL's defaults)")
 	}
 	if fresh {
 		return c.Store.CreateCampaign(camp)
