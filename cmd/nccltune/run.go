@@ -81,8 +81,8 @@ func resumeCommand() *cli.Command {
 // runCampaign runs camp on sp with the flags' overrides, then prints the status table.
 func runCampaign(c *cli.Context, sp *space.Space, camp *tuner.Campaign) error {
 	camp.Space, camp.Trials, camp.Sampler = sp, c.Int("trials"), c.String("sampler")
-	if c.IsSet("trials") && camp.Trials < 2 {
-		return usageError{fmt.Errorf("--trials must be at least 2")}
+	if c.IsSet("trials") && camp.Trials < 3 {
+		return usageError{fmt.Errorf("--trials must be at least 3 (trials 0 and 1 measure NCCL's defaults)")}
 	}
 	if c.IsSet("seed") {
 		seed := c.Int64("seed")
