@@ -60,7 +60,11 @@ func TestRunStatusExport(t *testing.T) {
 		Campaign  string
 		Simulated bool
 		Trials    struct{ Total int }
-		Ranges    []struct {
+		Iters     struct {
+			Count  int
+			Reason string
+		} `json:"iterations"`
+		Ranges []struct {
 			Name      string
 			BestBusBW *float64 `json:"best"`
 			Env       map[string]string
@@ -71,6 +75,10 @@ func TestRunStatusExport(t *testing.T) {
 	}
 	if st.Campaign != "sim-2node-ib" || !st.Simulated || st.Trials.Total < 12 || len(st.Ranges) != 3 || st.Ranges[0].BestBusBW == nil {
 		t.Errorf("status --json = %+v", st)
+	}
+	// The two runs of NCCL's defaults set the iteration count, and say why.
+	if st.Iters.Count < 1 || !strings.Contains(st.Iters.Reason, "NCCL's defaults measured twice") || !strings.Contains(errOut, st.Iters.Reason) {
+		t.Errorf("iterations %+v; progress:\n%s", st.Iters, errOut)
 	}
 
 	code, out, errOut = nccltune(t, dir, "export", "--out", "env")
