@@ -285,3 +285,27 @@ func TestBenchSearch(t *testing.T) {
 		t.Errorf("unknown strategy: exit %d, %s", code, errOut)
 	}
 }
+
+// TestSettledRanges: with patience, ranges settle and leave the sweep; the
+// progress shows them unmeasured, and status says why the campaign stopped.
+func TestSettledRanges(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	space := filepath.Join(dir, "space.toml")
+	if err := os.WriteFile(space, []byte(strings.Replace(string(src), "trials = 60", "trials = 60\npatience = 6", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := nccltune(t, dir, "run", "--space", space, "--no-simplify", "--no-validate")
+	if code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, " - (best ") {
+		t.Errorf("no progress line shows a range left out of the sweep:\n%s", errOut)
+	}
+	if !strings.Contains(out, "every range settled (patience): small after trial") {
+		t.Errorf("status does not say why the campaign stopped:\n%s", out)
+	}
+}

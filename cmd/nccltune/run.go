@@ -198,7 +198,7 @@ func trialLine(sp *space.Space, p tuner.Progress) string {
 		return b.String()
 	}
 	for i, r := range sp.Ranges {
-		fmt.Fprintf(&b, "%s %s (best %s) ", r.Name, bw(p.Trial.Scores[r.Name]), bw(p.Best[i]))
+		fmt.Fprintf(&b, "%s %s (best %s) ", r.Name, bw(score(p.Trial, r.Name)), bw(p.Best[i]))
 	}
 	return strings.TrimSpace(b.String()) + " " + sp.Unit()
 }

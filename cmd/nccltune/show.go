@@ -96,7 +96,7 @@ func printTrial(w io.Writer, l *loaded, t store.Trial) {
 	if len(t.Scores) > 0 {
 		fmt.Fprint(w, "busbw per range (GB/s):")
 		for _, r := range l.space.Ranges {
-			fmt.Fprintf(w, " %s %s", r.Name, bw(t.Scores[r.Name]))
+			fmt.Fprintf(w, " %s %s", r.Name, bw(score(t, r.Name)))
 		}
 		fmt.Fprintln(w)
 	}

@@ -229,6 +229,15 @@ func chosenSettings(sp *space.Space, t *store.Trial) string {
 
 // bw prints a bandwidth in GB/s with three significant digits, so that the
 // small-message range (hundredths of a GB/s) stays readable beside the large.
+// score is a trial's score for a range; NaN where the trial did not measure
+// it (its sweep left out a settled range).
+func score(t store.Trial, rangeName string) float64 {
+	if v, ok := t.Scores[rangeName]; ok {
+		return v
+	}
+	return math.NaN()
+}
+
 func bw(v float64) string {
 	switch {
 	case math.IsNaN(v):
