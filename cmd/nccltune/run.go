@@ -28,9 +28,9 @@ var validateFlags = []cli.Flag{
 // searchFlags override a campaign's search settings, for run and resume alike.
 var searchFlags = []cli.Flag{
 	storeFlag,
-	&cli.IntFlag{Name: "trials", Usage: "trial budget, including trial 0"},
+	&cli.IntFlag{Name: "trials", Usage: "trial budget, including trials 0 and 1 (NCCL's defaults)"},
 	&cli.Int64Flag{Name: "seed", Usage: "search seed"},
-	&cli.StringFlag{Name: "sampler", Usage: "tpe or random"},
+	&cli.StringFlag{Name: "sampler", Usage: "tpe, random or grid"},
 	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
 }
 
@@ -38,10 +38,13 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "run",
 		Usage: "run (or resume) a tuning campaign",
-		Description: "Loads the space file, then runs trials until the budget is spent. Trial 0 measures\n" +
-			"NCCL's defaults. If the store already holds the campaign, it resumes: finished\n" +
-			"trials are kept and told to the sampler, an interrupted trial is run again. The space\n" +
-			"file's trials, seed and sampler apply; the flags override them.",
+		Description: "Loads the space file, then runs trials until the budget is spent (or, with\n" +
+			"patience, until every size range has settled). Trials 0 and 1 measure NCCL's defaults;\n" +
+			"their difference sets the iteration count. The space's [[try_first]] configurations\n" +
+			"and the warm start's known-good ones (chosen by what NCCL logged about the fabric)\n" +
+			"follow, then the sampler's proposals. If the store already holds the campaign, it\n" +
+			"resumes: finished trials are kept and told to the sampler, an interrupted trial is run\n" +
+			"again. The space file's trials, seed and sampler apply; the flags override them.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "space", Usage: "search space `FILE` (TOML); without it, the built-in example " + examples.Default + " (a simulated cluster)"},
 			&cli.BoolFlag{Name: "allow-space-change", Usage: "if the stored campaign ran with a different space, continue as a new campaign NAME-2 in the same store"},
