@@ -65,7 +65,21 @@ min = 1
 max = 8
 `
 
-// Scenarios are the clusters of the search-quality benchmark.
+const tcp = common + `
+[[param]]
+name = "NCCL_SOCKET_NTHREADS"
+min = 1
+max = 16
+log = true
+[[param]]
+name = "NCCL_NSOCKS_PERTHREAD"
+min = 1
+max = 16
+log = true
+`
+
+// Scenarios are the clusters of the search-quality benchmark: TCP both as
+// 8 x 400G (cloud nodes that carry GPU traffic over TCP) and as commodity 2 x 100G Ethernet.
 var Scenarios = []Scenario{
 	{"1node-8gpu-nvlink", []string{"-nodes=1", "-gpus_per_node=8", "-fabric=nvlink"}, common},
 	{"2node-ib-gdr", []string{"-nodes=2", "-fabric=ib"}, ib},
@@ -78,18 +92,8 @@ name = "NCCL_IB_GID_INDEX"
 min = 0
 max = 3
 `},
-	{"2node-tcp", []string{"-nodes=2", "-fabric=tcp"}, common + `
-[[param]]
-name = "NCCL_SOCKET_NTHREADS"
-min = 1
-max = 16
-log = true
-[[param]]
-name = "NCCL_NSOCKS_PERTHREAD"
-min = 1
-max = 16
-log = true
-`},
+	{"2node-tcp", []string{"-nodes=2", "-fabric=tcp"}, tcp},
+	{"2node-tcp-2x100g", []string{"-nodes=2", "-fabric=tcp", "-nics_per_node=2", "-nic_gbps=100"}, tcp},
 }
 
 // layout is what every scenario's space shares; the blanks are the

@@ -16,12 +16,19 @@ type Fabric struct {
 	GDR     bool   // GPUDirect RDMA was in use
 }
 
-// remedies are the usual cures for NCCL's silent slow paths, each the value
-// practitioners set first (NCCL's env.rst, NIC vendors' guides), and when it applies.
-var remedies = []struct {
+// tip is a set of values practitioners try (NCCL's env.rst, NIC vendors'
+// guides), and the fabrics it is for.
+type tip struct {
 	vars    map[string]string
 	applies func(Fabric) bool
-}{{
+}
+
+func always(Fabric) bool      { return true }
+func onSockets(f Fabric) bool { return f.Network == "Socket" }
+
+// remedies are the usual cures for NCCL's silent slow paths: where one
+// applies, every configuration of the warm start carries it.
+var remedies = []tip{{
 	// GPUDirect RDMA also where the NIC sits behind the CPU's root complex,
 	// which NCCL's default level (PXB) leaves to host-memory staging.
 	map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"},
@@ -32,31 +39,43 @@ var remedies = []struct {
 	// a connection over the fabric's paths instead of hashing it onto one.
 	map[string]string{"NCCL_IB_GID_INDEX": "3", "NCCL_IB_QPS_PER_CONNECTION": "4"},
 	func(f Fabric) bool { return f.RoCE },
-}, {
-	// env.rst: "for generic 100G networks, this value can be manually set to 4" (both).
-	map[string]string{"NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "4"},
-	func(f Fabric) bool { return f.Network == "Socket" },
 }}
+
+// sockets spreads the socket transport over more threads and connections:
+// env.rst, "for generic 100G networks, this value can be manually set to 4"
+// (both). It buys bandwidth at some latency, so it is an idea, not a remedy.
+var sockets = map[string]string{"NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "4"}
+
+// bandwidth is for large messages: the bandwidth-optimal ring with bigger
+// pipeline buffers and every channel.
+var bandwidth = map[string]string{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "16M", "NCCL_MIN_CTAS": "32"}
 
 // ideas are what experts try on top of the remedies, one idea each, those
 // that only add bandwidth first, overrides of NCCL's per-size choices after.
-var ideas = []map[string]string{
-	{}, // the remedies alone: NCCL still chooses algorithm and protocol per size
+var ideas = []tip{
+	{map[string]string{}, always}, // the remedies alone: NCCL still chooses algorithm and protocol per size
 	// More channels: more SMs moving data in parallel, for bandwidth-bound sizes.
-	{"NCCL_MIN_CTAS": "32"},
-	// Large messages: the bandwidth-optimal ring with bigger pipeline buffers
-	// and every channel.
-	{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "16M", "NCCL_MIN_CTAS": "32"},
+	{map[string]string{"NCCL_MIN_CTAS": "32"}, always},
+	{bandwidth, always},
 	// The ring at every size, the most common override: NCCL's model often
 	// overrates the tree across nodes.
-	{"NCCL_ALGO": "Ring"},
+	{map[string]string{"NCCL_ALGO": "Ring"}, always},
 	// Small messages: the latency-optimal tree and the LL protocol.
-	{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"},
+	{map[string]string{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"}, always},
+	{sockets, onSockets},
+	{union(sockets, bandwidth), onSockets},
+}
+
+// union is a's values and b's, b's where both have one.
+func union(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
 }
 
 // WarmStart returns the known-good configurations to try right after NCCL's
 // defaults, as with Optuna's enqueue_trial: the remedies that apply to the
-// fabric, alone and with each idea, restricted to what the space searches (a
+// fabric, alone and with each idea for it, restricted to what the space searches (a
 // value the space does not offer is left to NCCL). Configurations that come
 // out the same or equal to the defaults, that the space's constraints reject,
 // or that would leave a categorical parameter without "default" unset are dropped.
@@ -69,8 +88,10 @@ func (s *Space) WarmStart(f Fabric) []Assignment {
 	}
 	var out []Assignment
 	for _, idea := range ideas {
-		want := maps.Clone(base)
-		maps.Copy(want, idea)
+		if f.Known && !idea.applies(f) {
+			continue
+		}
+		want := union(base, idea.vars)
 		a, complete := Assignment{}, true
 		for _, p := range s.Params {
 			if !s.Active(p, a) {

@@ -33,6 +33,7 @@ func benchCommand() *cli.Command {
 				"scenario models. Strategies: tpe is nccltune's default campaign (the warm start, then TPE);\n" +
 				"tpe-cold is TPE alone; random and grid are the textbook baselines, from NCCL's defaults alone.",
 			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "scenarios", Usage: "comma-separated scenario names (default: all)"},
 				&cli.StringFlag{Name: "samplers", Value: "tpe,tpe-cold,random,grid", Usage: "comma-separated: tpe (nccltune's default: TPE after the warm start), tpe-cold (TPE alone), random, grid (textbook baselines from NCCL's defaults alone), random-warm"},
 				&cli.IntFlag{Name: "seeds", Value: 10},
 				&cli.IntFlag{Name: "trials", Value: 100},
@@ -60,7 +61,18 @@ func benchCommand() *cli.Command {
 				defer os.RemoveAll(dir)
 				o := bench.Options{Samplers: strings.Split(c.String("samplers"), ","), Seeds: c.Int("seeds"),
 					Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune"), Patience: c.Int("patience"), NoiseTarget: c.Float64("noise-target"), Dir: dir}
-				res, _, err := bench.Measure(bench.Scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
+				scenarios := bench.Scenarios
+				if c.IsSet("scenarios") {
+					scenarios = nil
+					for _, name := range strings.Split(c.String("scenarios"), ",") {
+						k := slices.IndexFunc(bench.Scenarios, func(s bench.Scenario) bool { return s.Name == name })
+						if k < 0 {
+							return usageError{fmt.Errorf("--scenarios: unknown scenario %q", name)}
+						}
+						scenarios = append(scenarios, bench.Scenarios[k])
+					}
+				}
+				res, _, err := bench.Measure(scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
 				if err != nil {
 					return err
 				}
