@@ -67,7 +67,11 @@ func benchCommand() *cli.Command {
 					for _, name := range strings.Split(c.String("scenarios"), ",") {
 						k := slices.IndexFunc(bench.Scenarios, func(s bench.Scenario) bool { return s.Name == name })
 						if k < 0 {
-							return usageError{fmt.Errorf("--scenarios: unknown scenario %q", name)}
+							var known []string
+							for _, s := range bench.Scenarios {
+								known = append(known, s.Name)
+							}
+							return usageError{fmt.Errorf("--scenarios: unknown scenario %q (known: %s)", name, strings.Join(known, ", "))}
 						}
 						scenarios = append(scenarios, bench.Scenarios[k])
 					}

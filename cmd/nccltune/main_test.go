@@ -249,7 +249,8 @@ func TestDoctor(t *testing.T) {
 // TestBenchSearch runs a small search-quality benchmark through the CLI.
 func TestBenchSearch(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errOut := nccltune(t, dir, "bench", "search", "--seeds", "1", "--trials", "10", "--samplers", "tpe,random", "--json", "--out", dir)
+	code, out, errOut := nccltune(t, dir, "bench", "search", "--scenarios", "2node-ib-gdr,2node-tcp", "--seeds", "1", "--trials", "10",
+		"--samplers", "tpe,random", "--json", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -265,8 +266,8 @@ func TestBenchSearch(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(res.Results) != 14 {
-		t.Fatalf("%d results, want 7 scenarios x 2 strategies", len(res.Results))
+	if len(res.Results) != 4 || res.Results[2].Scenario != "2node-tcp" {
+		t.Fatalf("%d results, want 2 scenarios x 2 strategies", len(res.Results))
 	}
 	for _, r := range res.Results {
 		if len(r.RegretByRange) != 3 || r.Seconds <= 10*5 || r.TrialsTo3 < 1 {
@@ -283,6 +284,9 @@ func TestBenchSearch(t *testing.T) {
 	}
 	if code, _, errOut := nccltune(t, dir, "bench", "search", "--samplers", "tpe,bayes"); code != 2 || !strings.Contains(errOut, "tpe-cold") {
 		t.Errorf("unknown strategy: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := nccltune(t, dir, "bench", "search", "--scenarios", "infiniband"); code != 2 || !strings.Contains(errOut, `unknown scenario "infiniband"`) {
+		t.Errorf("unknown scenario: exit %d, %s", code, errOut)
 	}
 }
 
