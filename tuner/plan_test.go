@@ -224,3 +224,41 @@ values = ["default", "Ring"]
 		t.Errorf("one H200: fabric %+v", f)
 	}
 }
+
+// TestSimplifyAgainstAFreshRun: simplification first runs each range's choice
+// again and holds the variants against that run, never dropping below the
+// search's choice in settings kept.
+func TestSimplifyAgainstAFreshRun(t *testing.T) {
+	sp := loadExample(t, 16)
+	st := openStore(t)
+	c := newCampaign(sp, st)
+	c.Simplify = true
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	searched := trials[:16]
+	after := map[string]bool{}
+	for _, tr := range trials[16:] {
+		after[configKey(sp, tr.Params)] = true
+	}
+	first := true
+	for i, r := range Results(sp, searched, nil) {
+		if r.Best == nil || r.Best.Number == 0 {
+			continue
+		}
+		if !after[configKey(sp, r.Best.Params)] {
+			t.Errorf("range %s: its choice (trial %d) was not run again", r.Range.Name, r.Best.Number)
+		}
+		if first && configKey(sp, trials[16].Params) != configKey(sp, r.Best.Params) {
+			t.Errorf("the first trial after the budget ran %v, not range %s's choice %v", trials[16].Env, r.Range.Name, r.Best.Env)
+		}
+		first = false
+		if final := Results(sp, trials, nil)[i]; settings(final.Best) > settings(r.Best) {
+			t.Errorf("range %s: simplified to %v from %v", r.Range.Name, final.Best.Env, r.Best.Env)
+		}
+	}
+	if first {
+		t.Fatal("no range was tuned; the test checks nothing")
+	}
+}

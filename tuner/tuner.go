@@ -226,19 +226,37 @@ func (c *Campaign) trial(ctx context.Context, ses *session, sampler Sampler, tri
 
 // simplify tries, for each range's chosen configuration, leaving out each of
 // its settings in turn, as extra trials after the budget. A setting whose
-// removal keeps the range within Parsimony of the chosen score is left out
-// for good; Results then prefers the simpler trial. Variants already in the
-// store are not run again, so a resumed campaign simplifies where it stopped.
+// removal keeps the range within Parsimony of the choice is left out for
+// good; Results then prefers the simpler trial. The choice's search score is
+// the best of many noisy runs, so biased upwards (the winner's curse): the
+// variants are held against a fresh run of it instead. Configurations already
+// run are not run again, so a resumed campaign simplifies where it stopped.
 func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, trials *[]store.Trial, best []float64) error {
 	sp := c.Space
-	n := 0
+	n := ses.camp.Budget
+	measured := map[string]store.Trial{} // every finished trial, by configuration
+	fresh := map[string]store.Trial{}    // those run after the budget: not picked as a maximum
 	for _, t := range *trials {
+		measured[configKey(sp, t.Params)] = t
+		if t.Number >= ses.camp.Budget {
+			fresh[configKey(sp, t.Params)] = t
+		}
 		n = max(n, t.Number+1)
 	}
-	n = max(n, ses.camp.Budget)
-	byKey := map[string]*store.Trial{}
-	for i := range *trials {
-		byKey[configKey(sp, (*trials)[i].Params)] = &(*trials)[i]
+	run := func(a space.Assignment) (store.Trial, error) {
+		if err := ctx.Err(); err != nil {
+			return store.Trial{}, err
+		}
+		t, err := c.trial(ctx, ses, sampler, trials, best, n, a)
+		if err != nil {
+			return store.Trial{}, err
+		}
+		measured[configKey(sp, a)], fresh[configKey(sp, a)] = *t, *t
+		if c.Progress != nil {
+			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(best), Simplifying: true})
+		}
+		n++
+		return *t, nil
 	}
 	// Start from the choices of the search alone, so that a resumed campaign,
 	// which already holds some variants, retraces the same path.
@@ -252,7 +270,18 @@ func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, 
 		if r.Best == nil || r.Best.Number == 0 {
 			continue
 		}
-		cur, target := space.Assignment(maps.Clone(r.Best.Params)), r.BestScore*(1-Parsimony)
+		cur := space.Assignment(maps.Clone(r.Best.Params))
+		ref, ok := fresh[configKey(sp, cur)]
+		if !ok {
+			var err error
+			if ref, err = run(cur); err != nil {
+				return err
+			}
+		}
+		if ref.State != store.Complete {
+			continue // the choice failed when run again; validation will say so
+		}
+		target := ref.Scores[r.Range.Name] * (1 - Parsimony)
 		for _, p := range sp.Params {
 			if v, ok := cur[p.Name]; !ok || v == space.Unset {
 				continue
@@ -263,20 +292,12 @@ func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, 
 			} else {
 				delete(variant, p.Name)
 			}
-			t, tried := byKey[configKey(sp, variant)]
+			t, tried := measured[configKey(sp, variant)]
 			if !tried {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
 				var err error
-				if t, err = c.trial(ctx, ses, sampler, trials, best, n, variant); err != nil {
+				if t, err = run(variant); err != nil {
 					return err
 				}
-				byKey[configKey(sp, variant)] = t
-				if c.Progress != nil {
-					c.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(best), Simplifying: true})
-				}
-				n++
 			}
 			if t.State == store.Complete && t.Scores[r.Range.Name] >= target {
 				cur = variant
