@@ -183,27 +183,7 @@ func TestFabricFromTheLog(t *testing.T) {
 // (nccl-tests 2.19.6, NCCL 2.28.3, 20 iterations), recorded. Small messages
 // there vary by several percent between runs, so the count goes to its cap.
 func TestIterationsOnRecordedH200Runs(t *testing.T) {
-	sp := mustParse(t, "h200.toml", `
-[campaign]
-sizes = { min = "8", max = "512M", factor = 4 }
-[[range]]
-name = "small"
-min = "8"
-max = "64K"
-[[range]]
-name = "medium"
-min = "64K"
-max = "16M"
-[[range]]
-name = "large"
-min = "16M"
-max = "2G"
-[benchmark]
-binary = "all_reduce_perf"
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring"]
-`)
+	sp := loadExample(t, 60) // its ranges; the iteration count depends on nothing else of the sweep
 	var trials []store.Trial
 	for n := range 2 {
 		out, err := os.ReadFile(fmt.Sprintf("testdata/h200-defaults-run%d.txt", n))
