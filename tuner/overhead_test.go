@@ -43,7 +43,8 @@ func BenchmarkTrialOverhead(b *testing.B) {
 	sampler, _ := search.New("tpe", sp, 1)
 	var trials []store.Trial
 	trial := func(n int) {
-		a, err := c.next(n, sampler, trials)
+		settled := Settled(sp, trials)
+		a, err := c.next(n, sampler, trials, settled)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func BenchmarkTrialOverhead(b *testing.B) {
 		if err := sampler.Tell(a, []float64{1 + float64(n%7), 100 + float64(n%13), 200 + float64(n%11)}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := c.prepare(ses, trials, searchSweep(sp, trials)); err != nil {
+		if _, err := c.prepare(ses, trials, searchSweep(sp, Settled(sp, trials))); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -15,8 +16,9 @@ import (
 // next returns the configuration trial n runs: NCCL's defaults for trials 0
 // and 1 (two runs of one configuration measure the run-to-run noise, see
 // Iterations), then the space's [[try_first]] configurations and the warm
-// start's known-good ones not yet tried, then the sampler's proposals.
-func (c *Campaign) next(n int, sampler Sampler, trials []store.Trial) (space.Assignment, error) {
+// start's known-good ones not yet tried, then the sampler's proposals for the
+// ranges not settled.
+func (c *Campaign) next(n int, sampler search.Sampler, trials []store.Trial, settled []int) (space.Assignment, error) {
 	sp := c.Space
 	if n < 2 {
 		return Defaults(sp), nil
@@ -25,14 +27,17 @@ func (c *Campaign) next(n int, sampler Sampler, trials []store.Trial) (space.Ass
 	if sp.Campaign.WarmStart {
 		queued = append(slices.Clone(queued), sp.WarmStart(fabric(trials))...)
 	}
+	tried := map[string]bool{}
+	for _, t := range trials {
+		tried[configKey(sp, t.Params)] = true
+	}
 	for _, a := range queued {
-		key := configKey(sp, a)
-		if !slices.ContainsFunc(trials, func(t store.Trial) bool { return configKey(sp, t.Params) == key }) {
+		if !tried[configKey(sp, a)] {
 			return a, nil
 		}
 	}
 	if f, ok := sampler.(focuser); ok {
-		f.Focus(searched(Settled(sp, trials)))
+		f.Focus(searched(settled))
 	}
 	return sampler.Ask(n)
 }
@@ -82,11 +87,12 @@ func searched(settled []int) []bool {
 	return out
 }
 
-// searchSweep is the sweep of the ranges still searched: from the smallest
-// size of the first to the largest of the last (ranges between them are
-// measured too). Once no range is left it is the full sweep again, for what follows.
-func searchSweep(sp *space.Space, trials []store.Trial) sweep {
-	ranges := searched(Settled(sp, trials))
+// searchSweep is the sweep of the ranges still searched (not settled): from
+// the smallest size of the first to the largest of the last (ranges between
+// them are measured too). Once no range is left it is the full sweep again,
+// for what follows.
+func searchSweep(sp *space.Space, settled []int) sweep {
+	ranges := searched(settled)
 	sizes := sp.Sizes.List()
 	lo := slices.IndexFunc(sizes, func(n int64) bool { r := sp.RangeOf(n); return r >= 0 && ranges[r] })
 	if lo < 0 {

@@ -75,9 +75,9 @@ type config struct {
 
 func (c *config) score() float64 { return math.Exp(c.logSum / float64(c.runs)) }
 
-// measure groups the completed trials that measured the range by configuration,
-// in the order of their first trial.
-func measure(sp *space.Space, rangeName string, trials []store.Trial) []*config {
+// configsOf groups the completed trials that measured the range by
+// configuration (keys[j] is trials[j]'s configKey), in the order of their first trial.
+func configsOf(rangeName string, trials []store.Trial, keys []string) []*config {
 	var out []*config
 	byKey := map[string]*config{}
 	for j := range trials {
@@ -86,11 +86,10 @@ func measure(sp *space.Space, rangeName string, trials []store.Trial) []*config 
 		if t.State != store.Complete || !ok || math.IsNaN(s) || s <= 0 {
 			continue
 		}
-		k := configKey(sp, space.Assignment(t.Params))
-		c := byKey[k]
+		c := byKey[keys[j]]
 		if c == nil {
 			c = &config{first: t}
-			byKey[k] = c
+			byKey[keys[j]] = c
 			out = append(out, c)
 		}
 		c.logSum += math.Log(s)
@@ -129,10 +128,14 @@ func settings(t *store.Trial) int {
 // (the simplest within Parsimony of the highest score), with its validation
 // where one (from vals, by range name) concerns it.
 func Results(sp *space.Space, trials []store.Trial, vals map[string]store.Validation) []RangeResult {
+	keys := make([]string, len(trials))
+	for j, t := range trials {
+		keys[j] = configKey(sp, t.Params)
+	}
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
 		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Unit: sp.Unit()}
-		configs := measure(sp, rg.Name, trials)
+		configs := configsOf(rg.Name, trials, keys)
 		var best *config
 		for _, c := range configs {
 			res.Completed += c.runs

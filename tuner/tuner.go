@@ -28,12 +28,6 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
-// Sampler proposes configurations and learns from their scores.
-type Sampler interface {
-	Ask(n int) (space.Assignment, error)
-	Tell(a space.Assignment, scores []float64) error
-}
-
 // Runner runs one benchmark launch.
 type Runner interface {
 	Run(ctx context.Context, job runner.Job) runner.Result
@@ -140,14 +134,15 @@ func (c *Campaign) Run(ctx context.Context) error {
 			}
 		}
 	}
-	if _, err := c.prepare(ses, trials, searchSweep(sp, trials)); err != nil {
+	settled := Settled(sp, trials)
+	if _, err := c.prepare(ses, trials, searchSweep(sp, settled)); err != nil {
 		return err
 	}
 	for n := done; n < camp.Budget; n++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		a, err := c.next(n, sampler, trials)
+		a, err := c.next(n, sampler, trials, settled)
 		if err != nil {
 			return fmt.Errorf("trial %d: %w", n, err)
 		}
@@ -158,14 +153,15 @@ func (c *Campaign) Run(ctx context.Context) error {
 		if t.State == store.Complete {
 			raiseBest(best, scoreList(sp, *t))
 		}
-		note, err := c.prepare(ses, trials, searchSweep(sp, trials))
+		settled = Settled(sp, trials)
+		note, err := c.prepare(ses, trials, searchSweep(sp, settled))
 		if err != nil {
 			return err
 		}
 		if c.Progress != nil {
 			c.Progress(Progress{Trial: *t, Done: n + 1, Budget: camp.Budget, Best: slices.Clone(best), Note: note})
 		}
-		if settled := Settled(sp, trials); !slices.Contains(settled, -1) && n+1 < camp.Budget {
+		if !slices.Contains(settled, -1) && n+1 < camp.Budget {
 			camp.Stopped = fmt.Sprintf("stopped after trial %d: every range settled (patience): %s", n, describeSettled(sp, settled))
 			if err := c.Store.UpdateSettings(camp); err != nil {
 				return err
@@ -195,7 +191,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 // trial runs trial n with assignment a: it is stored as running, checked,
 // perhaps pruned, launched, stored with its outcome, and told to the sampler.
 // trials gets it appended.
-func (c *Campaign) trial(ctx context.Context, ses *session, sampler Sampler, trials *[]store.Trial, best []float64, n int, a space.Assignment) (*store.Trial, error) {
+func (c *Campaign) trial(ctx context.Context, ses *session, sampler search.Sampler, trials *[]store.Trial, best []float64, n int, a space.Assignment) (*store.Trial, error) {
 	sp := c.Space
 	t := &store.Trial{CampaignID: ses.camp.ID, Number: n, Params: a, Env: sp.Env(a)}
 	if err := c.Store.StartTrial(t); err != nil {
@@ -231,7 +227,7 @@ func (c *Campaign) trial(ctx context.Context, ses *session, sampler Sampler, tri
 // the best of many noisy runs, so biased upwards (the winner's curse): the
 // variants are held against a fresh run of it instead. Configurations already
 // run are not run again, so a resumed campaign simplifies where it stopped.
-func (c *Campaign) simplify(ctx context.Context, ses *session, sampler Sampler, trials *[]store.Trial, best []float64) error {
+func (c *Campaign) simplify(ctx context.Context, ses *session, sampler search.Sampler, trials *[]store.Trial, best []float64) error {
 	sp := c.Space
 	n := ses.camp.Budget
 	measured := map[string]store.Trial{} // every finished trial, by configuration

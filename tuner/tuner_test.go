@@ -175,7 +175,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		if len(got) != len(want) || len(got) <= tc.stopAt {
 			t.Fatalf("patience %d: %d finished trials after resume, %d uninterrupted", tc.patience, len(got), len(want))
 		}
-		if tc.patience > 0 && searchSweep(sp, campaignTrials(t, st, sp.Campaign.Name)[:tc.stopAt]).sizes == sp.Sizes {
+		if tc.patience > 0 && searchSweep(sp, Settled(sp, campaignTrials(t, st, sp.Campaign.Name)[:tc.stopAt])).sizes == sp.Sizes {
 			t.Errorf("patience %d: no range had settled by trial %d; the case tests nothing new", tc.patience, tc.stopAt)
 		}
 		for n := range len(want) {
@@ -385,7 +385,7 @@ func TestPatienceStopsAConvergedCampaign(t *testing.T) {
 	trials := campaignTrials(t, st, sp.Campaign.Name)
 	narrowed := 0
 	for i, tr := range trials {
-		sw := searchSweep(sp, trials[:i])
+		sw := searchSweep(sp, Settled(sp, trials[:i]))
 		cmd := strings.Join(tr.Command, " ")
 		if !strings.Contains(cmd, fmt.Sprintf(" -b %d -e %d ", sw.sizes.Min, sw.sizes.Max)) || len(tr.Rows) != len(sw.sizes.List()) {
 			t.Fatalf("trial %d ran %s (%d rows), want the sweep %+v", tr.Number, cmd, len(tr.Rows), sw.sizes)

@@ -24,9 +24,10 @@ func benchCommand() *cli.Command {
 			Name:  "search",
 			Usage: "search quality and campaign cost of each sampler on simulated clusters",
 			Description: "For each scenario (one NVLink node; 2, 8 and 32 nodes over InfiniBand; GDR left off;\n" +
-				"RoCE with a GID-index trap; TCP) the space is enumerated without noise to find each size\n" +
-				"range's true optimum. Each sampler then runs --seeds campaigns of --trials trials with\n" +
-				"--noise on every measurement, choosing per range the best-measured configuration. The\n" +
+				"RoCE with a GID-index trap; TCP over 8x400G and over 2x100G) the space is enumerated\n" +
+				"without noise to find each size range's true optimum. Each strategy then runs --seeds real\n" +
+				"campaigns of --trials trials (the simulator in process) with --noise on every measurement,\n" +
+				"each range choosing what `export` would. The\n" +
 				"table gives the median regret of that choice (its true shortfall from the optimum) on\n" +
 				"the worst range after 10/20/50/100 trials, the trials until every range is within 3%,\n" +
 				"and the benchmark time 50 trials (and the whole campaign) would take on the hardware the\n" +
