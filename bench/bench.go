@@ -234,8 +234,8 @@ func (c *clock) Run(_ context.Context, job runner.Job) runner.Result {
 	return res
 }
 
-// campaign runs one real campaign (trial 0 = NCCL's defaults, then the
-// sampler, as `nccltune run` does) and scores, after every trial, each range's
+// campaign runs one real campaign, as `nccltune run` does without its
+// simplification and validation, and scores, after every trial, each range's
 // choice, the configuration that would be exported then, by its true value.
 func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) {
 	var simulator strings.Builder

@@ -185,24 +185,15 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 		if !ok {
 			continue
 		}
-		// Fill in NCCL's default where the space offers it; drop what a condition switches off.
-		full := Assignment{}
+		full, unset, inactive := s.Complete(a)
 		line := b.loc.field("try_first", i, "")
-		for _, p := range s.Params {
-			switch v, set := a[p.Name]; {
-			case !s.Active(p, full):
-				if set {
-					b.errorf(line, "try_first: %s is inactive there (its condition does not hold)", p.Name)
-					ok = false
-				}
-			case set:
-				full[p.Name] = v
-			case slices.Contains(p.Values, Unset):
-				full[p.Name] = Unset
-			case p.Categorical():
-				b.errorf(line, "try_first: %s has no \"default\" in this space, so it needs a value", p.Name)
-				ok = false
-			}
+		for _, name := range inactive {
+			b.errorf(line, "try_first: %s is inactive there (its condition does not hold)", name)
+			ok = false
+		}
+		for _, name := range unset {
+			b.errorf(line, "try_first: %s has no \"default\" in this space, so it needs a value", name)
+			ok = false
 		}
 		if err := s.Check(full); err != nil {
 			b.errorf(line, "try_first: %v", err)

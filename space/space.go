@@ -178,6 +178,31 @@ func (s *Space) Active(p Param, a Assignment) bool {
 	return true
 }
 
+// Complete makes an assignment of values (each already a value its
+// parameter offers): NCCL's default ("default") where a parameter offers it and
+// values has none, nothing where a condition switches a parameter off. It
+// also returns the categorical parameters left without a value (they offer
+// no "default") and the parameters of values that ended up inactive.
+func (s *Space) Complete(values map[string]string) (a Assignment, unset, inactive []string) {
+	a = Assignment{}
+	for _, p := range s.Params {
+		v, given := values[p.Name]
+		switch {
+		case !s.Active(p, a):
+			if given {
+				inactive = append(inactive, p.Name)
+			}
+		case given:
+			a[p.Name] = v
+		case slices.Contains(p.Values, Unset):
+			a[p.Name] = Unset
+		case p.Categorical():
+			unset = append(unset, p.Name)
+		}
+	}
+	return a, unset, inactive
+}
+
 // Env returns the NCCL_* environment of a trial: the fixed variables and every
 // assigned value except Unset and DDP knobs, as sorted NAME=value pairs.
 func (s *Space) Env(a Assignment) []string {

@@ -92,20 +92,15 @@ func (s *Space) WarmStart(f Fabric) []Assignment {
 			continue
 		}
 		want := union(base, idea.vars)
-		a, complete := Assignment{}, true
+		values := map[string]string{}
 		for _, p := range s.Params {
-			if !s.Active(p, a) {
-				continue
-			}
 			if v, ok := s.offered(p, want[p.Name]); ok {
-				a[p.Name] = v
-			} else if slices.Contains(p.Values, Unset) {
-				a[p.Name] = Unset
-			} else if p.Categorical() {
-				complete = false // the space wants a value here that no expert gave
+				values[p.Name] = v
 			}
 		}
-		if !complete || len(s.Env(a)) == len(s.Env(nil)) || s.Check(a) != nil ||
+		// A parameter that no expert gave a value and that has no "default" makes it incomplete.
+		a, unset, _ := s.Complete(values)
+		if len(unset) > 0 || len(s.Env(a)) == len(s.Env(nil)) || s.Check(a) != nil ||
 			slices.ContainsFunc(out, func(b Assignment) bool { return maps.Equal(a, b) }) {
 			continue
 		}

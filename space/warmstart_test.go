@@ -147,6 +147,14 @@ NCCL_IB_QPS_PER_CONNECTION = 2
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
+	// A setting whose condition does not hold there is an error.
+	cond := warmSpace + "[[param]]\nname = \"NCCL_NTHREADS\"\nvalues = [\"default\", \"256\"]\nwhen = { NCCL_PROTO = [\"Simple\"] }\n"
+	if _, err := Parse("warm.toml", []byte(cond+"[[try_first]]\nNCCL_NTHREADS = 256\n")); err == nil || !strings.Contains(err.Error(), "NCCL_NTHREADS is inactive there") {
+		t.Errorf("inactive: %v", err)
+	}
+	if sp, err := Parse("warm.toml", []byte(cond+"[[try_first]]\nNCCL_PROTO = \"Simple\"\nNCCL_NTHREADS = 256\n")); err != nil || sp.TryFirst[0]["NCCL_NTHREADS"] != "256" {
+		t.Errorf("active: %v", err)
+	}
 	// A parameter without "default" needs a value; a constraint still holds.
 	src := strings.Replace(warmSpace, `values = ["default", "LL", "Simple"]`, `values = ["LL", "Simple"]`, 1) +
 		"[[try_first]]\nNCCL_ALGO = \"Tree\"\n"

@@ -449,12 +449,7 @@ func failingThroughout(finished []store.Trial, last store.Trial) error {
 // Defaults is trial 0: nothing searched is set, so NCCL applies its own
 // choices. Categorical parameters that offer "default" are told so.
 func Defaults(sp *space.Space) space.Assignment {
-	a := space.Assignment{}
-	for _, p := range sp.Params {
-		if slices.Contains(p.Values, space.Unset) && sp.Active(p, a) {
-			a[p.Name] = space.Unset
-		}
-	}
+	a, _, _ := sp.Complete(nil)
 	return a
 }
 
