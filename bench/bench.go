@@ -134,6 +134,33 @@ var Strategies = map[string]struct {
 	"grid": {"grid", false}, "random-warm": {"random", true},
 }
 
+// CheckStrategies reports the first name that is not one of Strategies.
+func CheckStrategies(names []string) error {
+	for _, name := range names {
+		if _, ok := Strategies[name]; !ok {
+			return fmt.Errorf("unknown strategy %q (known: %s)", name, strings.Join(slices.Sorted(maps.Keys(Strategies)), ", "))
+		}
+	}
+	return nil
+}
+
+// ScenariosNamed returns the named scenarios, in the order given.
+func ScenariosNamed(names []string) ([]Scenario, error) {
+	var out []Scenario
+	for _, name := range names {
+		k := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
+		if k < 0 {
+			var known []string
+			for _, s := range Scenarios {
+				known = append(known, s.Name)
+			}
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(known, ", "))
+		}
+		out = append(out, Scenarios[k])
+	}
+	return out, nil
+}
+
 // Options says what to run.
 type Options struct {
 	Samplers []string // names of Strategies
@@ -243,10 +270,7 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 		k, v, _ := strings.Cut(strings.TrimPrefix(f, "-"), "=")
 		fmt.Fprintf(&simulator, "%s = %q\n", k, v)
 	}
-	strategy, ok := Strategies[sampler]
-	if !ok {
-		return Run{}, fmt.Errorf("unknown strategy %q (known: %s)", sampler, strings.Join(slices.Sorted(maps.Keys(Strategies)), ", "))
-	}
+	strategy := Strategies[sampler]
 	name := fmt.Sprintf("%s-%s-%d", p.Name, sampler, seed)
 	settings := fmt.Sprintf("name = %q\ntrials = %d\nsampler = %q\nseed = %d\nprune = %t\nwarm_start = %t\npatience = %d",
 		name, o.Trials, strategy.Sampler, seed, o.Prune, strategy.WarmStart, o.Patience)
@@ -289,6 +313,9 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 // Measure runs every sampler on every scenario over the seeds, campaigns in
 // parallel.
 func Measure(scenarios []Scenario, o Options, progress func(string)) ([]Result, map[string]Truth, error) {
+	if err := CheckStrategies(o.Samplers); err != nil {
+		return nil, nil, err
+	}
 	var out []Result
 	truths := map[string]Truth{}
 	for _, s := range scenarios {

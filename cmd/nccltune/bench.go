@@ -3,10 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -49,10 +47,15 @@ func benchCommand() *cli.Command {
 				if c.Int("trials") < 10 || c.Int("seeds") < 1 {
 					return usageError{fmt.Errorf("--trials must be at least 10 and --seeds at least 1")}
 				}
-				for _, name := range strings.Split(c.String("samplers"), ",") {
-					if _, ok := bench.Strategies[name]; !ok {
-						return usageError{fmt.Errorf("--samplers: unknown strategy %q (known: %s)", name,
-							strings.Join(slices.Sorted(maps.Keys(bench.Strategies)), ", "))}
+				samplers := strings.Split(c.String("samplers"), ",")
+				if err := bench.CheckStrategies(samplers); err != nil {
+					return usageError{fmt.Errorf("--samplers: %w", err)}
+				}
+				scenarios := bench.Scenarios
+				if c.IsSet("scenarios") {
+					var err error
+					if scenarios, err = bench.ScenariosNamed(strings.Split(c.String("scenarios"), ",")); err != nil {
+						return usageError{fmt.Errorf("--scenarios: %w", err)}
 					}
 				}
 				dir, err := os.MkdirTemp("", "nccltune-bench-")
@@ -60,23 +63,8 @@ func benchCommand() *cli.Command {
 					return err
 				}
 				defer os.RemoveAll(dir)
-				o := bench.Options{Samplers: strings.Split(c.String("samplers"), ","), Seeds: c.Int("seeds"),
+				o := bench.Options{Samplers: samplers, Seeds: c.Int("seeds"),
 					Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune"), Patience: c.Int("patience"), NoiseTarget: c.Float64("noise-target"), Dir: dir}
-				scenarios := bench.Scenarios
-				if c.IsSet("scenarios") {
-					scenarios = nil
-					for _, name := range strings.Split(c.String("scenarios"), ",") {
-						k := slices.IndexFunc(bench.Scenarios, func(s bench.Scenario) bool { return s.Name == name })
-						if k < 0 {
-							var known []string
-							for _, s := range bench.Scenarios {
-								known = append(known, s.Name)
-							}
-							return usageError{fmt.Errorf("--scenarios: unknown scenario %q (known: %s)", name, strings.Join(known, ", "))}
-						}
-						scenarios = append(scenarios, bench.Scenarios[k])
-					}
-				}
 				res, _, err := bench.Measure(scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
 				if err != nil {
 					return err
