@@ -17,7 +17,6 @@ import (
 
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
-	"github.com/nccltune/nccltune/runner/nccltests"
 )
 
 // Status is a check's verdict.
@@ -45,8 +44,9 @@ type Options struct {
 	// Exec runs a tool and returns its output; nil runs it for real. An
 	// exec.ErrNotFound error means the tool is missing (the check is skipped).
 	Exec func(ctx context.Context, name string, args ...string) ([]byte, error)
-	// NCCLTest is the tiny all-reduce to run (an nccl-tests command), through Launcher.
-	NCCLTest []string
+	// Probe is the tiny all-reduce to run (nccl-tests, or the simulated
+	// cluster), through Launcher; nil skips the check.
+	Probe    *runner.Job
 	Launcher runner.Launcher
 	Env      []string // variables for the all-reduce (the space's pinned ones)
 	Python   string   // for the framework check; "" skips it
@@ -65,26 +65,26 @@ func Run(ctx context.Context, o Options) []Result {
 	} {
 		out = append(out, check(ctx, o, f))
 	}
-	out = append(out, NCCL(ctx, o, FabricOf(out)), checkFramework(ctx, o, f))
+	out = append(out, NCCL(ctx, o, HardwareOf(out)), checkFramework(ctx, o, f))
 	return out
 }
 
-// Fabric is what the hardware checks found, which NCCL's choices are judged against.
-type Fabric struct {
+// Hardware is what the hardware checks found, which NCCL's choices are judged against.
+type Hardware struct {
 	RDMA    bool // an InfiniBand or RoCE port is active
 	Peermem bool // GPUDirect RDMA is possible
 }
 
-// Names of the checks FabricOf reads.
+// Names of the checks HardwareOf reads.
 const (
 	portsCheck   = "InfiniBand/RoCE ports (ibstat)"
 	peermemCheck = "GPUDirect RDMA (nvidia_peermem)"
 )
 
-// FabricOf reads the fabric from hardware results, of one node or of all:
+// HardwareOf reads the fabric from hardware results, of one node or of all:
 // RDMA if any node has an active port, GPUDirect if every node that said has it.
-func FabricOf(results []Result) Fabric {
-	var f Fabric
+func HardwareOf(results []Result) Hardware {
+	var f Hardware
 	peermem, denied := false, false
 	for _, r := range results {
 		switch {
@@ -272,41 +272,37 @@ func checkMaster(ctx context.Context, _ Options, _ *facts) Result {
 
 // NCCL runs the tiny all-reduce (o.NCCLTest, through o.Launcher) and judges
 // the transport NCCL chose against the fabric.
-func NCCL(ctx context.Context, o Options, f Fabric) Result {
+func NCCL(ctx context.Context, o Options, f Hardware) Result {
 	r := Result{Layer: "nccl", Check: "tiny all-reduce (NCCL_DEBUG=INFO)"}
-	if len(o.NCCLTest) == 0 {
+	if o.Probe == nil {
 		r.Status, r.Detail = Skip, "no nccl-tests binary configured (give --space with benchmark.binary)"
-		return r
-	}
-	if _, err := exec.LookPath(o.NCCLTest[0]); err != nil {
-		r.Status, r.Detail = Skip, err.Error()
 		return r
 	}
 	launcher := o.Launcher
 	if launcher == nil {
 		launcher = runner.Local{}
 	}
-	env := append(append([]string{}, o.Env...), "NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH")
-	timeout := o.Timeout
-	if timeout == 0 {
-		timeout = 2 * time.Minute
+	job := *o.Probe
+	job.Env = append(append([]string{}, o.Env...), "NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH")
+	if job.Timeout == 0 {
+		job.Timeout = 2 * time.Minute
 	}
 	rn := &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
-	res := rn.Run(ctx, runner.Job{Command: o.NCCLTest, Env: env, Timeout: timeout})
+	res := rn.Run(ctx, job)
 	if res.Failure != nil {
 		r.Status, r.Detail, r.Fix = Fail, res.Failure.Error(), "run it by hand with NCCL_DEBUG=INFO: "+strings.Join(res.Command, " ")
 		return r
 	}
-	return judgeNCCL(r, nccllog.Parse(res.Output), res.Report, f)
+	return judgeNCCL(r, res.Log, res.Measurement.Ranks, f)
 }
 
 // judgeNCCL compares what NCCL chose with what the fabric checks say it should.
-func judgeNCCL(r Result, log nccllog.Log, rep *nccltests.Report, f Fabric) Result {
+func judgeNCCL(r Result, log nccllog.Log, ranks int, f Hardware) Result {
 	net := log.Network
 	if net == "" {
 		net = "none (one node, or not logged)"
 	}
-	r.Detail = fmt.Sprintf("NCCL %s, %d ranks, network %s, GPUDirect RDMA %v, %d channels", orDash(log.Version), len(rep.Devices), net, log.GDR, log.Channels)
+	r.Detail = fmt.Sprintf("NCCL %s, %d ranks, network %s, GPUDirect RDMA %v, %d channels", orDash(log.Version), ranks, net, log.GDR, log.Channels)
 	r.Status = OK
 	switch {
 	case f.RDMA && log.Network == "Socket":

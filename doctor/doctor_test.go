@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/nccltune/nccltune/internal/simtest"
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/space"
 )
 
 // The test binary doubles as the simulator for the NCCL check.
@@ -76,7 +78,8 @@ func TestRunOnRecordedMachine(t *testing.T) {
 			"ibstat":     read(t, "testdata/ibstat-roce.txt"),
 			"ompi_info":  read(t, "testdata/h200-ompi_info-cuda.txt"),
 		}),
-		NCCLTest: []string{os.Args[0], "-nodes=2", "-fabric=tcp", "all_reduce_perf", "-b", "8", "-e", "1M", "-f", "8", "-g", "16"},
+		Probe: &runner.Job{Benchmark: runner.NCCLTests{Program: []string{os.Args[0], "-nodes=2", "-fabric=tcp"}, Binary: "all_reduce_perf",
+			Collective: "all_reduce", GPUs: 16, Check: true}, Plan: runner.Plan{Sizes: space.Sizes{Min: 8, Max: 1 << 20, Factor: 8}, Iters: 2, Warmup: 1}},
 	}))
 	for check, want := range map[string]Status{
 		"GPUs": OK, "InfiniBand/RoCE": OK, "RoCE": OK, "mlx5": OK, "GPUDirect": OK, "Open": Warn,

@@ -12,9 +12,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
-	"github.com/nccltune/nccltune/tuner"
 )
 
 var palette = []color.Color{
@@ -28,7 +28,7 @@ const width, height = 9 * vg.Inch, 5.5 * vg.Inch
 // BusBW plots bus bandwidth against message size (both log scales): NCCL's
 // defaults, the chosen configuration of each range over that range, and the
 // best any completed trial reached at each size.
-func BusBW(sp *space.Space, results []tuner.RangeResult, trials []store.Trial, path string) error {
+func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial, path string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s bus bandwidth: NCCL defaults vs tuned", sp.Campaign.Collective)
 	if len(sp.Simulator) > 0 {
@@ -44,7 +44,7 @@ func BusBW(sp *space.Space, results []tuner.RangeResult, trials []store.Trial, p
 		if t.State != store.Complete {
 			continue
 		}
-		for i, bw := range tuner.BusBW(t.Rows) {
+		for i, bw := range results.BusBW(t.Rows) {
 			envelope[t.Rows[i].Size] = math.Max(envelope[t.Rows[i].Size], bw)
 		}
 	}
@@ -68,7 +68,7 @@ func BusBW(sp *space.Space, results []tuner.RangeResult, trials []store.Trial, p
 			return err
 		}
 	}
-	for i, r := range results {
+	for i, r := range choices {
 		ch := r.Chosen()
 		if ch == nil || ch.Number == 0 {
 			continue
@@ -118,7 +118,7 @@ func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 
 func rowsXY(t *store.Trial, within *space.Range) plotter.XYs {
 	var xy plotter.XYs
-	for i, bw := range tuner.BusBW(t.Rows) {
+	for i, bw := range results.BusBW(t.Rows) {
 		size := t.Rows[i].Size
 		if bw > 0 && (within == nil || within.Contains(size)) {
 			xy = append(xy, plotter.XY{X: float64(size), Y: bw})

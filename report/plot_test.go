@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
-	"github.com/nccltune/nccltune/tuner"
 )
 
 func TestPlots(t *testing.T) {
@@ -23,15 +23,15 @@ func TestPlots(t *testing.T) {
 			m := nccltests.Measure{TimeUs: slow * (5 + float64(size)/2e4), AlgBW: 1, BusBW: 2}
 			tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
 		}
-		tr.Scores = map[string]float64{"all": tuner.Scores(sp, tr.Rows)[0]}
+		tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows)[0]}
 		return tr
 	}
 	trials := []store.Trial{trial(0, 1.5), trial(1, 1), {Number: 2, State: store.Failed}, trial(3, 1.2)}
 	dir := t.TempDir()
 	for name, draw := range map[string]func(string) error{
-		"busbw.png":       func(p string) error { return BusBW(sp, tuner.Results(sp, trials, nil), trials, p) },
+		"busbw.png":       func(p string) error { return BusBW(sp, results.Of(sp, trials, nil), trials, p) },
 		"convergence.png": func(p string) error { return Convergence(sp, trials, p) },
-		"no-defaults.png": func(p string) error { return BusBW(sp, tuner.Results(sp, trials[1:], nil), trials[1:], p) },
+		"no-defaults.png": func(p string) error { return BusBW(sp, results.Of(sp, trials[1:], nil), trials[1:], p) },
 	} {
 		path := filepath.Join(dir, name)
 		if err := draw(path); err != nil {

@@ -10,7 +10,22 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nccltune/nccltune/space"
 )
+
+// Launcher turns a benchmark command into the command that starts it on every
+// rank, passing the trial's variables to all of them.
+type Launcher interface {
+	Wrap(cmd, env []string) ([]string, error)
+}
+
+// Local starts the benchmark directly on this node; its variables reach it
+// through the process environment.
+type Local struct{}
+
+// Wrap returns cmd unchanged.
+func (Local) Wrap(cmd, _ []string) ([]string, error) { return cmd, nil }
 
 // Checker is implemented by launchers that can find problems before any trial
 // runs: a missing binary or hostfile, a rank count that does not fit.
@@ -247,4 +262,17 @@ func (t Torchrun) Check() error {
 		return fmt.Errorf("launcher torchrun: %w", err)
 	}
 	return nil
+}
+
+// NewLauncher builds the launcher of a space's [launcher] table.
+func NewLauncher(l space.Launcher) Launcher {
+	switch l.Kind {
+	case "mpirun":
+		return MPIRun{Flavor: l.Flavor, Command: l.Command, NP: l.NP, Hostfile: l.Hostfile, MapBy: l.MapBy, BindTo: l.BindTo, Args: l.Args}
+	case "srun":
+		return Srun{Command: l.Command, Nodes: l.Nodes, TasksPerNode: l.TasksPerNode, Args: l.Args}
+	case "torchrun":
+		return Torchrun{Command: l.Command, NProcPerNode: l.NProcPerNode, NNodes: l.Nodes, RdzvEndpoint: l.RdzvEndpoint, Args: l.Args}
+	}
+	return Local{}
 }

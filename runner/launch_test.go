@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/internal/simtest"
+	"github.com/nccltune/nccltune/space"
 )
 
 // The test binary doubles as the simulator, so mpirun can start it as real ranks.
@@ -29,15 +30,16 @@ func TestMPIRunReachesEveryRank(t *testing.T) {
 	r := &Runner{Launcher: MPIRun{NP: 4, Args: []string{"--oversubscribe"}}, BaseEnv: env}
 	algo := "allreduce:tree,ring;allgather:ring" // commas and a semicolon must survive the launcher
 	res := r.Run(context.Background(), Job{
-		Command: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8", "all_reduce_perf", "-b", "1K", "-e", "4K", "-f", "2", "-g", "1"},
-		Env:     []string{"NCCL_ALGO=" + algo, "NCCL_DEBUG=INFO", "NCCL_NVLS_ENABLE=0"},
-		Timeout: time.Minute,
+		Benchmark: NCCLTests{Program: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8"}, Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true},
+		Plan:      Plan{Sizes: space.Sizes{Min: 1024, Max: 4096, Factor: 2}, Iters: 20, Warmup: 5},
+		Env:       []string{"NCCL_ALGO=" + algo, "NCCL_DEBUG=INFO", "NCCL_NVLS_ENABLE=0"},
+		Timeout:   time.Minute,
 	})
 	if res.Failure != nil {
 		t.Fatalf("%v\n%s", res.Failure, res.Output)
 	}
-	if len(res.Report.Rows) != 3 {
-		t.Errorf("%d rows, want 3 (rank 0 prints the table once)", len(res.Report.Rows))
+	if len(res.Measurement.Rows) != 3 || res.Measurement.Ranks != 4 {
+		t.Errorf("%d rows of %d ranks, want 3 of 4 (rank 0 prints the table once)", len(res.Measurement.Rows), res.Measurement.Ranks)
 	}
 	for rank := range 4 {
 		want := fmt.Sprintf("[%d] NCCL INFO NCCL_ALGO set by environment to %s.", rank, algo)
@@ -55,7 +57,7 @@ func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 	marker := fmt.Sprintf("nccltune-hang-%d", time.Now().UnixNano())
 	body := "trap '' TERM\nsleep 300 # " + marker + "\n"
 	r := &Runner{Launcher: MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, BaseEnv: env, Grace: 500 * time.Millisecond}
-	res := r.Run(context.Background(), Job{Command: []string{"sh", "-c", body, marker}, Timeout: 2 * time.Second})
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", body, marker}}, Timeout: 2 * time.Second})
 	if res.Failure == nil || res.Failure.Kind != FailTimeout {
 		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
 	}

@@ -4,18 +4,23 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
+// proc is one process as /proc shows it.
+type proc struct {
+	pid   int
+	state byte // R, S, D, Z, ...
+}
+
 // descendants lists every process below pid, read from /proc. mpirun puts each
-// rank in a process group of its own, so signalling the launcher's group alone
-// can leave ranks behind.
-func descendants(pid int) []int {
+// rank in a process group of its own, so signalling a group alone can leave
+// ranks behind.
+func descendants(pid int) []proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	children := map[int][]int{}
+	children := map[int][]proc{}
 	for _, e := range entries {
 		child, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -28,31 +33,33 @@ func descendants(pid int) []int {
 		// The command name is in parentheses and may hold spaces; the fields after it are plain.
 		s := string(stat)
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) < 2 {
+		if len(fields) < 2 || len(fields[0]) != 1 {
 			continue
 		}
 		if ppid, err := strconv.Atoi(fields[1]); err == nil {
-			children[ppid] = append(children[ppid], child)
+			children[ppid] = append(children[ppid], proc{pid: child, state: fields[0][0]})
 		}
 	}
-	var out []int
+	var out []proc
 	queue := []int{pid}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
 		for _, c := range children[p] {
 			out = append(out, c)
-			queue = append(queue, c)
+			queue = append(queue, c.pid)
 		}
 	}
 	return out
 }
 
-// signalTree sends sig to pid's process group and to each of the given
-// processes (a snapshot of its descendants, taken while they could be found).
-func signalTree(pid int, procs []int, sig syscall.Signal) {
-	_ = syscall.Kill(-pid, sig)
+// living leaves out zombies: they are dead, only not yet reaped by their parent.
+func living(procs []proc) []proc {
+	var out []proc
 	for _, p := range procs {
-		_ = syscall.Kill(p, sig)
+		if p.state != 'Z' {
+			out = append(out, p)
+		}
 	}
+	return out
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nccltune/nccltune/space"
 )
 
 const goodTable = `#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
@@ -17,6 +19,12 @@ const goodTable = `#       size         count      type   redop    root     time
 # Out of bounds values : 0 OK
 # Avg bus bandwidth    : 0.09
 `
+
+// tableJob runs program as an nccl-tests binary measuring goodTable's one size.
+func tableJob(program string) Job {
+	return Job{Benchmark: NCCLTests{Binary: program, Collective: "all_reduce", GPUs: 1, Check: true},
+		Plan: Plan{Sizes: space.Sizes{Min: 1024, Max: 1024, Factor: 2}, Iters: 20, Warmup: 5}, Timeout: 10 * time.Second}
+}
 
 // script writes an executable shell script and returns its path.
 func script(t *testing.T, body string) string {
@@ -53,10 +61,10 @@ func TestRunClassifies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Runner{Launcher: Local{}}
-			res := r.Run(context.Background(), Job{Command: []string{script(t, tc.body)}, Timeout: 10 * time.Second})
+			res := r.Run(context.Background(), tableJob(script(t, tc.body)))
 			if tc.kind == "" {
-				if res.Failure != nil || len(res.Report.Rows) != 1 || res.ExitCode != 0 {
-					t.Fatalf("failure %v, report %+v", res.Failure, res.Report)
+				if res.Failure != nil || len(res.Measurement.Rows) != 1 || res.Exit.Code != 0 {
+					t.Fatalf("failure %v, measurement %+v", res.Failure, res.Measurement)
 				}
 				return
 			}
@@ -69,7 +77,7 @@ func TestRunClassifies(t *testing.T) {
 
 func TestRunMissingBinary(t *testing.T) {
 	r := &Runner{Launcher: Local{}}
-	res := r.Run(context.Background(), Job{Command: []string{"/nonexistent/all_reduce_perf"}})
+	res := r.Run(context.Background(), tableJob("/nonexistent/all_reduce_perf"))
 	if res.Failure == nil || res.Failure.Kind != FailLaunch {
 		t.Fatalf("failure = %v", res.Failure)
 	}
@@ -83,7 +91,9 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	body := "trap '' TERM\nsleep 300 &\necho $! > " + pidFile + "\necho started\nwait\n"
 	r := &Runner{Launcher: Local{}, Grace: 200 * time.Millisecond}
 	start := time.Now()
-	res := r.Run(context.Background(), Job{Command: []string{script(t, body)}, Timeout: 500 * time.Millisecond})
+	job := tableJob(script(t, body))
+	job.Timeout = 500 * time.Millisecond
+	res := r.Run(context.Background(), job)
 	if res.Failure == nil || res.Failure.Kind != FailTimeout {
 		t.Fatalf("failure = %v, output %q", res.Failure, res.Output)
 	}
@@ -108,7 +118,7 @@ func TestInterruptIsNotAFailureOfTheConfig(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	r := &Runner{Launcher: Local{}, Grace: 100 * time.Millisecond}
-	res := r.Run(ctx, Job{Command: []string{script(t, "sleep 30")}, Timeout: time.Minute})
+	res := r.Run(ctx, tableJob(script(t, "sleep 30")))
 	if res.Failure == nil || res.Failure.Kind != FailInterrupted {
 		t.Fatalf("failure = %v", res.Failure)
 	}
@@ -117,11 +127,10 @@ func TestInterruptIsNotAFailureOfTheConfig(t *testing.T) {
 func TestEnvironmentReachesTheBenchmark(t *testing.T) {
 	t.Setenv("NCCL_ALGO", "Tree") // a user's shell setting must not leak into trials
 	r := &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
-	res := r.Run(context.Background(), Job{
-		Command: []string{script(t, `echo "algo=[$NCCL_ALGO] proto=[$NCCL_PROTO] path=[${PATH:+set}]"`)},
-		Env:     []string{"NCCL_PROTO=Simple"},
-	})
-	if got := string(res.Output); !strings.Contains(got, "algo=[] proto=[Simple] path=[set]") {
+	job := tableJob(script(t, `echo "algo=[$NCCL_ALGO] proto=[$NCCL_PROTO] path=[${PATH:+set}] supervised=[$`+superviseEnv+`]"`))
+	job.Env = []string{"NCCL_PROTO=Simple"}
+	res := r.Run(context.Background(), job)
+	if got := string(res.Output); !strings.Contains(got, "algo=[] proto=[Simple] path=[set] supervised=[]") {
 		t.Fatalf("benchmark saw %q", got)
 	}
 }
@@ -151,7 +160,9 @@ func TestDescendants(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	signalTree(cmd.Process.Pid, descendants(cmd.Process.Pid), syscall.SIGKILL)
+	for _, p := range descendants(cmd.Process.Pid) {
+		syscall.Kill(p.pid, syscall.SIGKILL)
+	}
 }
 
 func TestRunClassifiesDDP(t *testing.T) {
@@ -168,10 +179,10 @@ func TestRunClassifiesDDP(t *testing.T) {
 		{"silent", "exit 0", FailUnparsable, "no NCCLTUNE_DDP result"},
 	} {
 		r := &Runner{Launcher: Local{}}
-		res := r.Run(context.Background(), Job{Command: []string{script(t, tc.body)}, Format: DDPStep, Timeout: 10 * time.Second})
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{script(t, tc.body)}}, Plan: Plan{Iters: 3}, Timeout: 10 * time.Second})
 		switch {
-		case tc.kind == "" && (res.Failure != nil || res.DDP == nil || res.DDP.StepMsMean != 12.5):
-			t.Errorf("%s: %v %+v", tc.name, res.Failure, res.DDP)
+		case tc.kind == "" && (res.Failure != nil || res.Measurement == nil || res.Measurement.Value != 1e3/12.5):
+			t.Errorf("%s: %v %+v", tc.name, res.Failure, res.Measurement)
 		case tc.kind != "" && (res.Failure == nil || res.Failure.Kind != tc.kind || !strings.Contains(res.Failure.Reason, tc.reason)):
 			t.Errorf("%s: failure %v; want %s containing %q", tc.name, res.Failure, tc.kind, tc.reason)
 		}

@@ -2,7 +2,6 @@ package space
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -147,16 +146,6 @@ func Lookup(name string) (Var, error) {
 		return Var{}, fmt.Errorf("%s is no longer read by NCCL (%s)", name, v.Gone)
 	}
 	return v, nil
-}
-
-// KnownVars lists the catalogue's names in order.
-func KnownVars() []string {
-	names := make([]string, 0, len(catalogue))
-	for n := range catalogue {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func suggest(name string) string {

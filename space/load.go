@@ -227,8 +227,8 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 	}
 	if s.Campaign.Trials == 0 {
 		s.Campaign.Trials = 50
-	} else if s.Campaign.Trials < 3 {
-		b.errorf(line("trials"), "trials must be at least 3 (trials 0 and 1 measure NCCL's defaults)")
+	} else if err := CheckTrials(s.Campaign.Trials); err != nil {
+		b.errorf(line("trials"), "campaign.trials: %v", err)
 	}
 	if s.Campaign.Objective != "busbw" {
 		b.errorf(line("objective"), "unknown objective %q (legal: busbw)", c.Objective)

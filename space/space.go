@@ -56,6 +56,18 @@ type Campaign struct {
 	WarmStart bool
 }
 
+// MinTrials is the smallest trial budget: trials 0 and 1 measure NCCL's
+// defaults (twice, for the run-to-run noise), so a third is the first to compare.
+const MinTrials = 3
+
+// CheckTrials checks a trial budget.
+func CheckTrials(n int) error {
+	if n < MinTrials {
+		return fmt.Errorf("the trial budget must be at least %d (trials 0 and 1 measure NCCL's defaults), not %d", MinTrials, n)
+	}
+	return nil
+}
+
 // Sizes is the message-size sweep of each trial (nccl-tests -b, -e, -f).
 type Sizes struct {
 	Min, Max int64
@@ -275,6 +287,12 @@ func (s *Space) Check(a Assignment) error {
 		}
 	}
 	return nil
+}
+
+// Key identifies a configuration: what its launches get, the environment and
+// the options.
+func (s *Space) Key(a Assignment) string {
+	return strings.Join(append(s.Env(a), s.Args(a)...), " ")
 }
 
 // Args returns the DDP step script's options for the assigned DDP knobs.

@@ -85,6 +85,8 @@ var migrations = []string{
 	);`,
 	// Why a campaign stopped before its budget, if it did.
 	`ALTER TABLE campaigns ADD COLUMN stopped TEXT NOT NULL DEFAULT '';`,
+	// What a trial ran on (NCCL version, GPUs, nodes, network), read once from its output.
+	`ALTER TABLE trials ADD COLUMN fingerprint TEXT;`,
 }
 
 // SchemaVersion is the schema version this build writes.

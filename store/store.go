@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
@@ -65,7 +66,8 @@ type Trial struct {
 	Output        []byte             // loaded only by Trial, not by Trials
 	Scores        map[string]float64 // objective per size range, as told to the sampler
 	Rows          []nccltests.Row
-	NCCLLog       nccllog.Log // what NCCL reported reading and using
+	NCCLLog       nccllog.Log        // what NCCL reported reading and using
+	Fingerprint   runner.Fingerprint // what it ran on
 }
 
 // Store is an open trial store.
@@ -182,9 +184,12 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 // that a crash leaves a trace that resume can find. It sets t.ID.
 func (s *Store) StartTrial(t *Trial) error {
 	t.State, t.Started = Running, time.Now().UTC()
-	params, env := mustJSON(t.Params), mustJSON(t.Env)
+	cols, err := encode(t.Params, t.Env)
+	if err != nil {
+		return fmt.Errorf("store %s: start trial %d: %w", s.path, t.Number, err)
+	}
 	res, err := s.db.Exec(`INSERT INTO trials(campaign_id, number, state, params, env, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		t.CampaignID, t.Number, t.State, params, env, t.Started.Format(time.RFC3339Nano))
+		t.CampaignID, t.Number, t.State, cols[0], cols[1], t.Started.Format(time.RFC3339Nano))
 	if err != nil {
 		return fmt.Errorf("store %s: start trial %d: %w", s.path, t.Number, err)
 	}
@@ -197,15 +202,20 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 	if t.Finished.IsZero() {
 		t.Finished = time.Now().UTC()
 	}
+	// JSON has no NaN or infinity: a trial carrying one is refused, not stored half.
+	cols, err := encode(t.Env, t.Command, t.Scores, t.NCCLLog, t.Fingerprint)
+	if err != nil {
+		return fmt.Errorf("store %s: finish trial %d: %w", s.path, t.Number, err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store %s: finish trial %d: %w", s.path, t.Number, err)
 	}
 	defer tx.Rollback()
 	_, err = tx.Exec(`UPDATE trials SET state = ?, env = ?, command = ?, finished_at = ?, exit_code = ?,
-		failure_kind = ?, failure_reason = ?, output = ?, scores = ?, nccl_log = ? WHERE id = ?`,
-		t.State, mustJSON(t.Env), mustJSON(t.Command), t.Finished.Format(time.RFC3339Nano), t.ExitCode,
-		t.FailureKind, t.FailureReason, t.Output, mustJSON(t.Scores), mustJSON(t.NCCLLog), t.ID)
+		failure_kind = ?, failure_reason = ?, output = ?, scores = ?, nccl_log = ?, fingerprint = ? WHERE id = ?`,
+		t.State, cols[0], cols[1], t.Finished.Format(time.RFC3339Nano), t.ExitCode,
+		t.FailureKind, t.FailureReason, t.Output, cols[2], cols[3], cols[4], t.ID)
 	if err != nil {
 		return fmt.Errorf("store %s: finish trial %d: %w", s.path, t.Number, err)
 	}
@@ -227,7 +237,7 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 }
 
 const trialColumns = `id, campaign_id, number, state, params, env, command, started_at, finished_at,
-	exit_code, failure_kind, failure_reason, scores, nccl_log`
+	exit_code, failure_kind, failure_reason, scores, nccl_log, fingerprint`
 
 // Trials returns a campaign's trials in order, with their result rows but
 // without their output.
@@ -287,11 +297,11 @@ type scanner interface{ Scan(...any) error }
 func scanTrial(sc scanner) (Trial, error) {
 	var t Trial
 	var params, env string
-	var command, finished, kind, reason, scores, log sql.NullString
+	var command, finished, kind, reason, scores, log, fp sql.NullString
 	var started string
 	var exit sql.NullInt64
 	if err := sc.Scan(&t.ID, &t.CampaignID, &t.Number, &t.State, &params, &env, &command, &started, &finished,
-		&exit, &kind, &reason, &scores, &log); err != nil {
+		&exit, &kind, &reason, &scores, &log, &fp); err != nil {
 		return t, err
 	}
 	t.Started, _ = time.Parse(time.RFC3339Nano, started)
@@ -300,7 +310,8 @@ func scanTrial(sc scanner) (Trial, error) {
 	for _, f := range []struct {
 		src string
 		dst any
-	}{{params, &t.Params}, {env, &t.Env}, {command.String, &t.Command}, {scores.String, &t.Scores}, {log.String, &t.NCCLLog}} {
+	}{{params, &t.Params}, {env, &t.Env}, {command.String, &t.Command}, {scores.String, &t.Scores}, {log.String, &t.NCCLLog},
+		{fp.String, &t.Fingerprint}} {
 		if f.src == "" || f.src == "null" {
 			continue
 		}
@@ -311,10 +322,15 @@ func scanTrial(sc scanner) (Trial, error) {
 	return t, nil
 }
 
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only maps, slices and strings are stored
+// encode renders each value as a JSON column.
+func encode(values ...any) ([]string, error) {
+	out := make([]string, len(values))
+	for i, v := range values {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = string(b)
 	}
-	return string(b)
+	return out, nil
 }

@@ -44,8 +44,12 @@ func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Vali
 	}
 	defer tx.Rollback()
 	for _, r := range runs {
+		cols, err := encode(r.Env, r.Scores, r.Unconfirmed)
+		if err != nil {
+			return fmt.Errorf("store %s: validation run: %w", s.path, err)
+		}
 		if _, err := tx.Exec(`INSERT INTO validation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, campaignID, vs[0].Batch,
-			r.Round, r.Arm, mustJSON(r.Env), r.State, r.Failure, mustJSON(r.Scores), mustJSON(r.Unconfirmed)); err != nil {
+			r.Round, r.Arm, cols[0], r.State, r.Failure, cols[1], cols[2]); err != nil {
 			return fmt.Errorf("store %s: validation run: %w", s.path, err)
 		}
 	}

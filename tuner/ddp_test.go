@@ -92,9 +92,7 @@ func TestDDPCampaign(t *testing.T) {
 			t.Setenv("MASTER_PORT", freePort(t))
 			sp := mustParse(t, "ddp.toml", fmt.Sprintf(ddpSpace, launcher, py))
 			st := openStore(t)
-			c := newCampaign(sp, st)
-			c.ValidateRounds = 2
-			if err := c.Run(context.Background()); err != nil {
+			if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
 				t.Fatal(err)
 			}
 			trials := campaignTrials(t, st, "ddp")
@@ -145,7 +143,7 @@ func TestDDPWithoutTorchStopsEarly(t *testing.T) {
 	os.WriteFile(noTorch, []byte("#!/bin/sh\nexec python3 -S -c 'import runpy, sys; sys.argv = sys.argv[1:]; sys.modules[\"torch\"] = None; runpy.run_path(sys.argv[0], run_name=\"__main__\")' \"$@\"\n"), 0o755)
 	sp := mustParse(t, "ddp.toml", strings.Replace(fmt.Sprintf(ddpSpace, `kind = "local"`, noTorch), "trials = 4", "trials = 12", 1))
 	st := openStore(t)
-	err := newCampaign(sp, st).Run(context.Background())
+	err := newTuner(t, sp, st).Run(context.Background(), Options{})
 	if !errors.Is(err, ErrAllFailing) || !strings.Contains(err.Error(), "PyTorch is not installed") {
 		t.Fatalf("err = %v", err)
 	}

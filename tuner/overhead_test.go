@@ -1,15 +1,15 @@
 package tuner
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/nccltune/nccltune/runner"
-	"github.com/nccltune/nccltune/runner/nccltests"
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/search"
+	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -35,16 +35,14 @@ func BenchmarkTrialOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := &Campaign{Space: sp, Store: st}
-	ses, err := c.launchable()
-	if err != nil {
-		b.Fatal(err)
-	}
 	sampler, _ := search.New("tpe", sp, 1)
-	var trials []store.Trial
+	s := &session{Tuner: &Tuner{Space: sp, Store: st}, camp: camp, sampler: sampler, best: make([]float64, len(sp.Ranges))}
+	// The recorded output is a 16-rank sweep of 1K..8G.
+	bench := runner.NCCLTests{Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true}
+	recorded := runner.Plan{Sizes: space.Sizes{Min: 1 << 10, Max: 8 << 30, Factor: 2}, Iters: 20}
 	trial := func(n int) {
-		settled := Settled(sp, trials)
-		a, err := c.next(n, sampler, trials, settled)
+		s.settled = Settled(sp, s.trials)
+		a, err := s.next(n)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,18 +50,21 @@ func BenchmarkTrialOverhead(b *testing.B) {
 		if err := st.StartTrial(t); err != nil {
 			b.Fatal(err)
 		}
-		c.record(t, parsed(output), fullSweep(sp))
+		res := runner.Result{Output: output, Started: time.Now(), Command: []string{"all_reduce_perf"}, Log: nccllog.Parse(output)}
+		res.Measurement, res.Failure = bench.Read(recorded, runner.Output{Text: output, Log: res.Log})
+		s.record(t, res, fullSweep(sp).ranges)
+		if t.State != store.Complete {
+			b.Fatalf("trial %d: %s", n, t.FailureReason)
+		}
 		if err := st.FinishTrial(context.Background(), t); err != nil {
 			b.Fatal(err)
 		}
-		trials = append(trials, *t)
-		// The recorded output sweeps 1K..8G; score it as if it fitted the space.
+		s.trials = append(s.trials, *t)
+		// Scored as if it fitted the space, varied so that TPE has something to model.
 		if err := sampler.Tell(a, []float64{1 + float64(n%7), 100 + float64(n%13), 200 + float64(n%11)}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := c.prepare(ses, trials, searchSweep(sp, Settled(sp, trials))); err != nil {
-			b.Fatal(err)
-		}
+		s.prepare(searchSweep(sp, Settled(sp, s.trials)))
 	}
 	for n := range 500 {
 		trial(n)
@@ -73,11 +74,4 @@ func BenchmarkTrialOverhead(b *testing.B) {
 		trial(500 + i)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(10*time.Second)*100, "%of10s-trial")
-}
-
-// parsed is what the runner returns for a benchmark that printed output.
-func parsed(output []byte) runner.Result {
-	res := runner.Result{Output: output, Started: time.Now(), Command: []string{"all_reduce_perf"}}
-	res.Report, _ = nccltests.Parse(bytes.NewReader(output))
-	return res
 }

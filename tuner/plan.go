@@ -8,7 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"github.com/nccltune/nccltune/search"
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -18,28 +18,28 @@ import (
 // Iterations), then the space's [[try_first]] configurations and the warm
 // start's known-good ones not yet tried, then the sampler's proposals for the
 // ranges not settled.
-func (c *Campaign) next(n int, sampler search.Sampler, trials []store.Trial, settled []int) (space.Assignment, error) {
-	sp := c.Space
+func (s *session) next(n int) (space.Assignment, error) {
+	sp := s.Space
 	if n < 2 {
 		return Defaults(sp), nil
 	}
 	queued := sp.TryFirst
 	if sp.Campaign.WarmStart {
-		queued = append(slices.Clone(queued), sp.WarmStart(fabric(trials))...)
+		queued = append(slices.Clone(queued), sp.WarmStart(fabric(s.trials))...)
 	}
 	tried := map[string]bool{}
-	for _, t := range trials {
-		tried[configKey(sp, t.Params)] = true
+	for _, t := range s.trials {
+		tried[sp.Key(t.Params)] = true
 	}
 	for _, a := range queued {
-		if !tried[configKey(sp, a)] {
+		if !tried[sp.Key(a)] {
 			return a, nil
 		}
 	}
-	if f, ok := sampler.(focuser); ok {
-		f.Focus(searched(settled))
+	if f, ok := s.sampler.(focuser); ok {
+		f.Focus(searched(s.settled))
 	}
-	return sampler.Ask(n)
+	return s.sampler.Ask(n)
 }
 
 // focuser is a sampler that can leave settled ranges out of its proposals.
@@ -65,7 +65,7 @@ func Settled(sp *space.Space, trials []store.Trial) []int {
 				continue
 			}
 			if s, ok := t.Scores[rg.Name]; ok && t.State == store.Complete && s > best[r] {
-				if s >= best[r]*(1+MinGain) {
+				if s >= best[r]*(1+results.MinGain) {
 					lastGain[r] = t.Number
 				}
 				best[r] = s
@@ -117,7 +117,7 @@ func describeSettled(sp *space.Space, settled []int) string {
 			parts = append(parts, fmt.Sprintf("%s after trial %d", sp.Ranges[r].Name, at))
 		}
 	}
-	return fmt.Sprintf("%s; none gained %.0f%% in its last %d trials", strings.Join(parts, ", "), 100*MinGain, sp.Campaign.Patience)
+	return fmt.Sprintf("%s; none gained %.0f%% in its last %d trials", strings.Join(parts, ", "), 100*results.MinGain, sp.Campaign.Patience)
 }
 
 // fabric is what NCCL reported about the network in trial 0, its defaults.
@@ -149,10 +149,10 @@ const (
 // since timing jitter averages out over iterations, the count is scaled so
 // that the noisiest range's comes to benchmark.noise_target. It is
 // benchmark.iters, with an empty reason, until both runs completed, with a
-// noise target of 0, and for the DDP step.
+// noise target of 0, and for benchmarks that do not sweep message sizes.
 func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	b := sp.Benchmark
-	if b.NoiseTarget == 0 || b.Kind == space.DDP {
+	if b.NoiseTarget == 0 {
 		return b.Iters, ""
 	}
 	var runs [2]*store.Trial
@@ -161,12 +161,12 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 			runs[t.Number] = t
 		}
 	}
-	if runs[0] == nil || runs[1] == nil || len(runs[0].Rows) != len(runs[1].Rows) {
+	if runs[0] == nil || runs[1] == nil || len(runs[0].Rows) == 0 || len(runs[0].Rows) != len(runs[1].Rows) {
 		return b.Iters, ""
 	}
 	// Each size's log ratio between the runs has twice one measurement's variance.
 	sq := make([][]float64, len(sp.Ranges))
-	bw0, bw1 := BusBW(runs[0].Rows), BusBW(runs[1].Rows)
+	bw0, bw1 := results.BusBW(runs[0].Rows), results.BusBW(runs[1].Rows)
 	for i, row := range runs[0].Rows {
 		if r := sp.RangeOf(row.Size); r >= 0 && bw0[i] > 0 && bw1[i] > 0 {
 			d := math.Log(bw0[i] / bw1[i])

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
@@ -83,7 +84,7 @@ func TestResultsAverageRepeatedRuns(t *testing.T) {
 		return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO": algo}, Scores: map[string]float64{"all": score}}
 	}
 	trials := []store.Trial{run(0, "default", 90), run(1, "default", 110), run(2, "Ring", 130), run(3, "Ring", 90), run(4, "Tree", 110)}
-	r := Results(sp, trials, nil)[0]
+	r := results.Of(sp, trials, nil)[0]
 	if r.Best.Number != 4 || r.BestRuns != 1 || math.Abs(r.BestScore-110) > 1e-9 {
 		t.Errorf("best: trial %d over %d runs, %.1f; want Tree (trial 4), whose one run beats Ring's mean of 108.2", r.Best.Number, r.BestRuns, r.BestScore)
 	}
@@ -98,7 +99,7 @@ func TestResultsAverageRepeatedRuns(t *testing.T) {
 func TestCampaignOpening(t *testing.T) {
 	sp := loadExample(t, 5)
 	st := openStore(t)
-	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	trials := campaignTrials(t, st, sp.Campaign.Name)
@@ -119,7 +120,7 @@ func TestCampaignOpening(t *testing.T) {
 		if !strings.Contains(strings.Join(tr.Command, " "), " -n "+strconv.Itoa(iters)+" ") {
 			t.Errorf("trial %d ran %v, not the adapted %d iterations", tr.Number, tr.Command, iters)
 		}
-		if configKey(sp, tr.Params) != configKey(sp, want[i]) {
+		if sp.Key(tr.Params) != sp.Key(want[i]) {
 			t.Errorf("trial %d ran %v, want the warm start's %v", tr.Number, tr.Env, sp.Env(want[i]))
 		}
 	}
@@ -140,7 +141,7 @@ func TestTryFirstRunsBeforeTheWarmStart(t *testing.T) {
 			"\n[[try_first]]\nNCCL_ALGO = \"Tree\"\nNCCL_MIN_CTAS = 4\n"
 		sp := mustParse(t, "try.toml", text)
 		st := openStore(t)
-		if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+		if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 			t.Fatal(err)
 		}
 		trials := campaignTrials(t, st, sp.Campaign.Name)
@@ -148,7 +149,7 @@ func TestTryFirstRunsBeforeTheWarmStart(t *testing.T) {
 			t.Errorf("warm_start = %t: trial 2 ran %s, want the [[try_first]] table", warm, got)
 		}
 		first := sp.WarmStart(space.Fabric{Known: true, Network: "IB"})[0]
-		if (configKey(sp, trials[3].Params) == configKey(sp, first)) != warm {
+		if (sp.Key(trials[3].Params) == sp.Key(first)) != warm {
 			t.Errorf("warm_start = %t: trial 3 ran %v", warm, trials[3].Env)
 		}
 	}
@@ -211,30 +212,28 @@ func TestIterationsOnRecordedH200Runs(t *testing.T) {
 func TestSimplifyAgainstAFreshRun(t *testing.T) {
 	sp := loadExample(t, 16)
 	st := openStore(t)
-	c := newCampaign(sp, st)
-	c.Simplify = true
-	if err := c.Run(context.Background()); err != nil {
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{Simplify: true}); err != nil {
 		t.Fatal(err)
 	}
 	trials := campaignTrials(t, st, sp.Campaign.Name)
 	searched := trials[:16]
 	after := map[string]bool{}
 	for _, tr := range trials[16:] {
-		after[configKey(sp, tr.Params)] = true
+		after[sp.Key(tr.Params)] = true
 	}
 	first := true
-	for i, r := range Results(sp, searched, nil) {
+	for i, r := range results.Of(sp, searched, nil) {
 		if r.Best == nil || r.Best.Number == 0 {
 			continue
 		}
-		if !after[configKey(sp, r.Best.Params)] {
+		if !after[sp.Key(r.Best.Params)] {
 			t.Errorf("range %s: its choice (trial %d) was not run again", r.Range.Name, r.Best.Number)
 		}
-		if first && configKey(sp, trials[16].Params) != configKey(sp, r.Best.Params) {
+		if first && sp.Key(trials[16].Params) != sp.Key(r.Best.Params) {
 			t.Errorf("the first trial after the budget ran %v, not range %s's choice %v", trials[16].Env, r.Range.Name, r.Best.Env)
 		}
 		first = false
-		if final := Results(sp, trials, nil)[i]; settings(final.Best) > settings(r.Best) {
+		if final := results.Of(sp, trials, nil)[i]; results.Settings(final.Best) > results.Settings(r.Best) {
 			t.Errorf("range %s: simplified to %v from %v", r.Range.Name, final.Best.Env, r.Best.Env)
 		}
 	}

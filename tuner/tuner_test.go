@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/export"
 	"github.com/nccltune/nccltune/internal/simtest"
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -71,20 +73,26 @@ func runSpace(t testing.TB, src string) (*space.Space, *store.Store) {
 	t.Helper()
 	sp := mustParse(t, "test.toml", src)
 	st := openStore(t)
-	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return sp, st
 }
 
-func newCampaign(sp *space.Space, st *store.Store) *Campaign {
-	return &Campaign{Space: sp, Store: st, SimCommand: []string{os.Args[0]}}
+// newTuner tunes sp on st with the test binary as the simulated cluster.
+func newTuner(t testing.TB, sp *space.Space, st *store.Store) *Tuner {
+	t.Helper()
+	b, err := runner.NewBenchmark(sp, []string{os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Tuner{Space: sp, Store: st, Benchmark: b}
 }
 
 func TestCampaignOnSimulator(t *testing.T) {
 	sp := loadExample(t, 24)
 	st := openStore(t)
-	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	trials := campaignTrials(t, st, sp.Campaign.Name)
@@ -100,9 +108,9 @@ func TestCampaignOnSimulator(t *testing.T) {
 	if want := []string{"NCCL_NVLS_ENABLE=0"}; !slices.Equal(trials[0].Env, want) {
 		t.Errorf("trial 0 (defaults) ran with %v, want only the fixed %v", trials[0].Env, want)
 	}
-	results := Results(sp, trials, nil)
+	choices := results.Of(sp, trials, nil)
 	tuned := 0
-	for _, r := range results {
+	for _, r := range choices {
 		if r.Default == nil || r.BestScore < r.DefaultScore {
 			t.Errorf("range %s: best %v below default %v", r.Range.Name, r.BestScore, r.DefaultScore)
 		}
@@ -111,17 +119,17 @@ func TestCampaignOnSimulator(t *testing.T) {
 		}
 	}
 	// The large range hides GPUDirect RDMA left off by NCCL_NET_GDR_LEVEL's default.
-	if large := results[2]; !large.Tuned() || large.Gain() < 0.3 || !strings.Contains(strings.Join(large.Best.Env, " "), "NCCL_NET_GDR_LEVEL=") {
+	if large := choices[2]; !large.Tuned() || large.Gain() < 0.3 || !strings.Contains(strings.Join(large.Best.Env, " "), "NCCL_NET_GDR_LEVEL=") {
 		t.Errorf("large range: gain %.2f with %v; the GDR trap was not found", large.Gain(), large.Best.Env)
 	}
 
 	camp, _ := st.Campaign(sp.Campaign.Name)
 	dir := t.TempDir()
-	paths, err := Export{Space: sp, Campaign: camp, Results: results, Now: time.Now()}.Write("env", dir)
+	paths, err := export.Export{Space: sp, Campaign: camp, Results: choices, Now: time.Now()}.Write("env", dir)
 	if err != nil || len(paths) != 3 {
 		t.Fatalf("export: %v, %v", paths, err)
 	}
-	for i, r := range results {
+	for i, r := range choices {
 		out, err := exec.Command("bash", "-c", "set -eu; source \"$1\"; env | grep ^NCCL_ | sort", "bash", paths[i]).Output()
 		if err != nil {
 			t.Fatalf("sourcing %s: %v", paths[i], err)
@@ -145,20 +153,20 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 			return sp
 		}
 		whole := openStore(t)
-		if err := newCampaign(load(), whole).Run(context.Background()); err != nil {
+		if err := newTuner(t, load(), whole).Run(context.Background(), Options{}); err != nil {
 			t.Fatal(err)
 		}
 
 		st := openStore(t)
 		sp := load()
 		ctx, cancel := context.WithCancel(context.Background())
-		c := newCampaign(sp, st)
+		c := newTuner(t, sp, st)
 		c.Progress = func(p Progress) {
 			if p.Done == tc.stopAt {
 				cancel()
 			}
 		}
-		if err := c.Run(ctx); !errors.Is(err, context.Canceled) {
+		if err := c.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("stopped run returned %v", err)
 		}
 		camp, _ := st.Campaign(sp.Campaign.Name)
@@ -166,7 +174,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		if err := st.StartTrial(crashed); err != nil {
 			t.Fatal(err)
 		}
-		if err := newCampaign(load(), st).Run(context.Background()); err != nil {
+		if err := newTuner(t, load(), st).Run(context.Background(), Options{}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -243,7 +251,7 @@ func TestFailedTrialsAreRecordedAndNeverChosen(t *testing.T) {
 	if failed == 0 {
 		t.Fatal("no trial hit an invalid GID index; the test proves nothing")
 	}
-	r := Results(sp, trials, nil)[0]
+	r := results.Of(sp, trials, nil)[0]
 	if r.Chosen().State != store.Complete || r.Chosen().Params["NCCL_IB_GID_INDEX"] != "3" {
 		t.Errorf("chose trial %d %v; want the RoCE v2 GID 3", r.Chosen().Number, r.Chosen().Params)
 	}
@@ -252,28 +260,26 @@ func TestFailedTrialsAreRecordedAndNeverChosen(t *testing.T) {
 func TestRefusesBeforeRunning(t *testing.T) {
 	sp := loadExample(t, 4)
 	st := openStore(t)
-	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	// A new comment and a larger budget change nothing that is measured: it resumes.
 	edited := strings.Replace(string(sp.Source), "trials = 60", "trials = 6 # more", 1) + "\n# a comment\n"
 	same := mustParse(t, "same.toml", edited)
-	if err := newCampaign(same, st).Run(context.Background()); err != nil {
+	if err := newTuner(t, same, st).Run(context.Background(), Options{}); err != nil {
 		t.Errorf("a comment-only change was refused: %v", err)
 	}
 	// A widened range is a different space: refused with the difference...
 	widened := strings.Replace(string(sp.Source), "max = 32", "max = 64", 1)
 	changed := mustParse(t, "changed.toml", widened)
 	changed.Campaign.Trials = 4
-	err := newCampaign(changed, st).Run(context.Background())
+	err := newTuner(t, changed, st).Run(context.Background(), Options{})
 	if !errors.Is(err, ErrSpaceChanged) || !strings.Contains(err.Error(), "- param NCCL_MIN_CTAS [1, 32] log") ||
 		!strings.Contains(err.Error(), "+ param NCCL_MIN_CTAS [1, 64] log") {
 		t.Errorf("a changed space was not refused with its diff: %v", err)
 	}
 	// ...unless allowed: then it runs as a new campaign beside the old one.
-	c := newCampaign(changed, st)
-	c.AllowSpaceChange = true
-	if err := c.Run(context.Background()); err != nil {
+	if err := newTuner(t, changed, st).Run(context.Background(), Options{AllowSpaceChange: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := campaignTrials(t, st, "sim-2node-ib-2"); len(got) != 4 {
@@ -288,7 +294,7 @@ func TestRefusesBeforeRunning(t *testing.T) {
 	realSpace = strings.Replace(realSpace, "[benchmark]", "[benchmark]\nbinary = \"no_such_perf\"", 1)
 	realSpace = realSpace[:strings.Index(realSpace, "[simulator]")] + realSpace[strings.Index(realSpace, "[fixed]"):]
 	rs := mustParse(t, "real.toml", realSpace)
-	if err := newCampaign(rs, st).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "no_such_perf") {
+	if err := (&Tuner{Space: rs, Store: st}).Run(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "no_such_perf") {
 		t.Errorf("a missing benchmark binary was not reported: %v", err)
 	}
 	if _, err := st.Campaign("real"); !errors.Is(err, store.ErrNotFound) {
@@ -299,7 +305,7 @@ func TestRefusesBeforeRunning(t *testing.T) {
 	mpi := strings.Replace(string(sp.Source), `name = "sim-2node-ib"`, `name = "mpi"`, 1)
 	mpi = strings.Replace(mpi, "[benchmark]", "[launcher]\nkind = \"mpirun\"\nnp = 16\nhostfile = \"/nonexistent/hosts\"\ncommand = \"sh\"\n\n[benchmark]", 1)
 	ms := mustParse(t, "mpi.toml", mpi)
-	if err := newCampaign(ms, st).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "/nonexistent/hosts") {
+	if err := newTuner(t, ms, st).Run(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "/nonexistent/hosts") {
 		t.Errorf("a missing hostfile was not reported: %v", err)
 	}
 	if _, err := st.Campaign("mpi"); !errors.Is(err, store.ErrNotFound) {
@@ -337,7 +343,7 @@ min = 1
 max = 32
 `)
 	st := openStore(t)
-	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	trials := campaignTrials(t, st, "mpi")
@@ -349,7 +355,7 @@ max = 32
 			t.Errorf("trial %d: unconfirmed %v, want only NCCL_IB_TIMEOUT (the simulator does not read it)", tr.Number, got)
 		}
 	}
-	if s := Summarize(trials); s.Unconfirmed["NCCL_IB_TIMEOUT"] != 5 {
+	if s := results.Summarize(trials); s.Unconfirmed["NCCL_IB_TIMEOUT"] != 5 {
 		t.Errorf("summary unconfirmed = %v", s.Unconfirmed)
 	}
 }
@@ -360,7 +366,7 @@ func TestStopsEarlyWhenEverythingFails(t *testing.T) {
 	src = src[:strings.Index(src, "[simulator]")] + src[strings.Index(src, "[fixed]"):]
 	sp := mustParse(t, "broken.toml", src)
 	st := openStore(t)
-	err := newCampaign(sp, st).Run(context.Background())
+	err := newTuner(t, sp, st).Run(context.Background(), Options{})
 	if !errors.Is(err, ErrAllFailing) || !strings.Contains(err.Error(), "exit status 1") {
 		t.Fatalf("err = %v", err)
 	}
@@ -373,7 +379,7 @@ func TestPatienceStopsAConvergedCampaign(t *testing.T) {
 	sp := loadExample(t, 200)
 	sp.Campaign.Patience = 15
 	st := openStore(t)
-	if err := newCampaign(sp, st).Run(context.Background()); err != nil {
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	camp, _ := st.Campaign(sp.Campaign.Name)
@@ -403,10 +409,8 @@ func TestPatienceStopsAConvergedCampaign(t *testing.T) {
 		t.Error("no range settled before the others, so no sweep was narrowed; the test needs another patience")
 	}
 	// Resuming with a larger budget runs on, and clears the reason.
-	c := newCampaign(sp, st)
-	c.Trials = n + 3
 	sp.Campaign.Patience = 0
-	if err := c.Run(context.Background()); err != nil {
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{Trials: n + 3}); err != nil {
 		t.Fatal(err)
 	}
 	camp, _ = st.Campaign(sp.Campaign.Name)
@@ -423,7 +427,7 @@ func TestPruning(t *testing.T) {
 		sp *space.Space
 		st *store.Store
 	}{{whole, stWhole}, {pruned, stPruned}} {
-		if err := newCampaign(run.sp, run.st).Run(context.Background()); err != nil {
+		if err := newTuner(t, run.sp, run.st).Run(context.Background(), Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -440,8 +444,8 @@ func TestPruning(t *testing.T) {
 		t.Errorf("%d of 30 trials pruned; many configurations in this space are far behind", nPruned)
 	}
 	// Pruning must not cost the result: every range within 3% of the unpruned campaign's.
-	rw := Results(whole, campaignTrials(t, stWhole, whole.Campaign.Name), nil)
-	rp := Results(pruned, campaignTrials(t, stPruned, pruned.Campaign.Name), nil)
+	rw := results.Of(whole, campaignTrials(t, stWhole, whole.Campaign.Name), nil)
+	rp := results.Of(pruned, campaignTrials(t, stPruned, pruned.Campaign.Name), nil)
 	for i := range rw {
 		if rp[i].BestScore < rw[i].BestScore*0.97 {
 			t.Errorf("range %s: pruned campaign best %.3g, unpruned %.3g", rw[i].Range.Name, rp[i].BestScore, rw[i].BestScore)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nccltune/nccltune/bench"
+	"github.com/nccltune/nccltune/quality"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -48,13 +48,13 @@ func benchCommand() *cli.Command {
 					return usageError{fmt.Errorf("--trials must be at least 10 and --seeds at least 1")}
 				}
 				samplers := strings.Split(c.String("samplers"), ",")
-				if err := bench.CheckStrategies(samplers); err != nil {
+				if err := quality.CheckStrategies(samplers); err != nil {
 					return usageError{fmt.Errorf("--samplers: %w", err)}
 				}
-				scenarios := bench.Scenarios
+				scenarios := quality.Scenarios
 				if c.IsSet("scenarios") {
 					var err error
-					if scenarios, err = bench.ScenariosNamed(strings.Split(c.String("scenarios"), ",")); err != nil {
+					if scenarios, err = quality.ScenariosNamed(strings.Split(c.String("scenarios"), ",")); err != nil {
 						return usageError{fmt.Errorf("--scenarios: %w", err)}
 					}
 				}
@@ -63,9 +63,9 @@ func benchCommand() *cli.Command {
 					return err
 				}
 				defer os.RemoveAll(dir)
-				o := bench.Options{Samplers: samplers, Seeds: c.Int("seeds"),
+				o := quality.Options{Samplers: samplers, Seeds: c.Int("seeds"),
 					Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune"), Patience: c.Int("patience"), NoiseTarget: c.Float64("noise-target"), Dir: dir}
-				res, _, err := bench.Measure(scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
+				res, _, err := quality.Measure(scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
 				if err != nil {
 					return err
 				}
@@ -73,7 +73,7 @@ func benchCommand() *cli.Command {
 					return err
 				}
 				png := filepath.Join(c.String("out"), "search-quality.png")
-				if err := bench.Plot(res, o.Trials, png); err != nil {
+				if err := quality.Plot(res, o.Trials, png); err != nil {
 					return err
 				}
 				at := []int{10, 20, 50, 100}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/tuner"
 )
@@ -35,8 +37,8 @@ func compareCommand() *cli.Command {
 			if c.Int("rounds") < 2 {
 				return usageError{fmt.Errorf("--rounds must be at least 2")}
 			}
-			a, errA := tuner.ReadEnvFile(c.Args().Get(0))
-			b, errB := tuner.ReadEnvFile(c.Args().Get(1))
+			a, errA := export.ReadEnvFile(c.Args().Get(0))
+			b, errB := export.ReadEnvFile(c.Args().Get(1))
 			if err := errors.Join(errA, errB); err != nil {
 				return err
 			}
@@ -44,8 +46,7 @@ func compareCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			camp := &tuner.Campaign{Space: sp}
-			res, err := camp.Compare(c.Context, a, b, c.Int("rounds"))
+			res, err := (&tuner.Tuner{Space: sp}).Compare(c.Context, a, b, c.Int("rounds"))
 			if err != nil {
 				return err
 			}
@@ -60,7 +61,7 @@ func compareCommand() *cli.Command {
 				}
 				var rows []row
 				for _, r := range res {
-					rows = append(rows, row{r.Range.Name, tuner.Finite(r.MeanA), tuner.Finite(r.MeanB), tuner.Finite(r.Gain), tuner.Finite(r.CILow), tuner.Finite(r.CIHigh), r.Verdict})
+					rows = append(rows, row{r.Range.Name, results.Finite(r.MeanA), results.Finite(r.MeanB), results.Finite(r.Gain), results.Finite(r.CILow), results.Finite(r.CIHigh), r.Verdict})
 				}
 				return enc.Encode(rows)
 			}
@@ -68,7 +69,7 @@ func compareCommand() *cli.Command {
 			fmt.Fprintln(tw, "range\tsizes\tA GB/s\tB GB/s\tB vs A (95% CI)\tverdict\t")
 			for _, r := range res {
 				ci := "-"
-				if tuner.Finite(r.Gain) != nil {
+				if results.Finite(r.Gain) != nil {
 					ci = fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*r.Gain, 100*r.CILow, 100*r.CIHigh)
 				}
 				fmt.Fprintf(tw, "%s\t%s-%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, space.FormatSize(r.Range.Min), space.FormatSize(r.Range.Max),

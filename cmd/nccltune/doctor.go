@@ -17,7 +17,6 @@ import (
 	"github.com/nccltune/nccltune/doctor"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
-	"github.com/nccltune/nccltune/tuner"
 )
 
 // nodeReport is what `doctor --node` prints on each node.
@@ -90,12 +89,16 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 	if err != nil {
 		return nil, nil, err
 	}
-	camp := &tuner.Campaign{Space: sp}
-	probe, err := camp.ProbeCommand()
+	bench, err := runner.NewBenchmark(sp, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	launcher := tuner.Launcher(sp.Launcher)
+	// The probe is a short all-reduce; a benchmark that is not nccl-tests has none.
+	var probe *runner.Job
+	if nt, ok := bench.(runner.NCCLTests); ok {
+		probe = &runner.Job{Benchmark: nt, Plan: runner.Plan{Sizes: space.Sizes{Min: 8, Max: 1 << 20, Factor: 8}, Iters: 2, Warmup: 1}}
+	}
+	launcher := runner.NewLauncher(sp.Launcher)
 	nodes, err := fanOut(ctx, sp.Launcher, python)
 	if err != nil {
 		return nil, nil, err
@@ -108,7 +111,7 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 		nodes[i].Results = slices.DeleteFunc(n.Results, func(r doctor.Result) bool { return r.Layer == "nccl" })
 		all = append(all, nodes[i].Results...)
 	}
-	nccl := doctor.NCCL(ctx, doctor.Options{NCCLTest: probe, Launcher: launcher, Env: sp.Env(space.Assignment{})}, doctor.FabricOf(all))
+	nccl := doctor.NCCL(ctx, doctor.Options{Probe: probe, Launcher: launcher, Env: sp.Env(space.Assignment{})}, doctor.HardwareOf(all))
 	return nodes, []doctor.Result{nccl, clockSkew(nodes)}, nil
 }
 
@@ -135,7 +138,7 @@ func fanOut(ctx context.Context, l space.Launcher, python string) ([]nodeReport,
 		return []nodeReport{{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil
 	}
 	rn := &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
-	res := rn.Run(ctx, runner.Job{Command: []string{self, "doctor", "--node", "--python", python}, Timeout: 5 * time.Minute})
+	res := rn.Run(ctx, runner.Job{Benchmark: command{self, "doctor", "--node", "--python", python}, Timeout: 5 * time.Minute})
 	var nodes []nodeReport
 	for _, line := range strings.Split(string(res.Output), "\n") {
 		if i := strings.Index(line, nodeTag); i >= 0 {
@@ -149,6 +152,15 @@ func fanOut(ctx context.Context, l space.Launcher, python string) ([]nodeReport,
 		return nil, fmt.Errorf("the per-node checks printed nothing through %s: %s", l.Kind, strings.TrimSpace(lastLines(res.Output, 5)))
 	}
 	return nodes, nil
+}
+
+// command runs as written, and its output is all that is wanted of it.
+type command []string
+
+func (c command) Command(runner.Plan) []string { return c }
+
+func (command) Read(runner.Plan, runner.Output) (*runner.Measurement, *runner.Failure) {
+	return &runner.Measurement{}, nil
 }
 
 // clockSkew compares the nodes' clocks as they reported (launch spread included).

@@ -108,7 +108,7 @@ func TestExitCodes(t *testing.T) {
 		want string
 	}{
 		{[]string{"bogus"}, 2, `no command "bogus"`},
-		{[]string{"run", "--trials", "2"}, 2, "--trials must be at least 3"},
+		{[]string{"run", "--trials", "2"}, 2, "--trials: the trial budget must be at least 3"},
 		{[]string{"run", "--space", bad, "--bogus"}, 2, "flag provided but not defined"},
 		{[]string{"run", "--space", bad}, 1, "bad.toml:4: param: unknown NCCL variable NCCL_IB_GID_INDX; did you mean NCCL_IB_GID_INDEX?"},
 		{[]string{"status", "--store", "missing.db"}, 1, "missing.db"},

@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/report"
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/store"
-	"github.com/nccltune/nccltune/tuner"
 )
 
 func reportCommand() *cli.Command {
@@ -51,10 +51,10 @@ func reportCommand() *cli.Command {
 			if err := report.Convergence(l.space, l.trials, plots["convergence"]); err != nil {
 				return fmt.Errorf("convergence plot: %w", err)
 			}
-			imp := tuner.Importances(l.space, l.trials)
+			imp := results.Importances(l.space, l.trials)
 			if c.Bool("json") {
 				out := statusJSON(l)
-				byRange := map[string][]tuner.Importance{}
+				byRange := map[string][]results.Importance{}
 				for i, r := range l.space.Ranges {
 					byRange[r.Name] = imp[i]
 				}
@@ -73,7 +73,7 @@ func reportCommand() *cli.Command {
 	}
 }
 
-func printImportance(w io.Writer, l *loaded, imp [][]tuner.Importance) {
+func printImportance(w io.Writer, l *loaded, imp [][]results.Importance) {
 	fmt.Fprintln(w, "what matters most (share of the variance of log busbw explained, epsilon-squared):")
 	for i, r := range l.space.Ranges {
 		var parts []string

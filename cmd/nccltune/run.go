@@ -54,7 +54,7 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return runCampaign(c, sp, &tuner.Campaign{AllowSpaceChange: c.Bool("allow-space-change")})
+			return runCampaign(c, sp, tuner.Options{AllowSpaceChange: c.Bool("allow-space-change")})
 		},
 	}
 }
@@ -76,41 +76,44 @@ func resumeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return runCampaign(c, l.space, &tuner.Campaign{KeepSettings: true})
+			return runCampaign(c, l.space, tuner.Options{KeepSettings: true})
 		},
 	}
 }
 
-// runCampaign runs camp on sp with the flags' overrides, then prints the status table.
-func runCampaign(c *cli.Context, sp *space.Space, camp *tuner.Campaign) error {
-	camp.Space, camp.Trials, camp.Sampler = sp, c.Int("trials"), c.String("sampler")
-	if c.IsSet("trials") && camp.Trials < 3 {
-		return usageError{fmt.Errorf("--trials must be at least 3 (trials 0 and 1 measure NCCL's defaults)")}
+// runCampaign runs the campaign of sp with the flags' overrides of o, then
+// prints the status table.
+func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
+	o.Trials, o.Sampler = c.Int("trials"), c.String("sampler")
+	if c.IsSet("trials") {
+		if err := space.CheckTrials(o.Trials); err != nil {
+			return usageError{fmt.Errorf("--trials: %w", err)}
+		}
 	}
 	if c.IsSet("seed") {
 		seed := c.Int64("seed")
-		camp.Seed = &seed
+		o.Seed = &seed
 	}
-	if camp.Sampler != "" && !slices.Contains(space.Samplers, camp.Sampler) {
+	if o.Sampler != "" && !slices.Contains(space.Samplers, o.Sampler) {
 		return usageError{fmt.Errorf("--sampler must be one of %s", strings.Join(space.Samplers, ", "))}
+	}
+	o.Simplify = !c.Bool("no-simplify")
+	if !c.Bool("no-validate") {
+		if o.ValidateRounds = c.Int("validate-rounds"); o.ValidateRounds < 2 {
+			return usageError{fmt.Errorf("--validate-rounds must be at least 2")}
+		}
 	}
 	st, err := store.Open(c.String("store"))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	camp.Store = st
-	camp.Simplify = !c.Bool("no-simplify")
-	if !c.Bool("no-validate") {
-		if camp.ValidateRounds = c.Int("validate-rounds"); camp.ValidateRounds < 2 {
-			return usageError{fmt.Errorf("--validate-rounds must be at least 2")}
-		}
-	}
+	tu := &tuner.Tuner{Space: sp, Store: st}
 	if !c.Bool("quiet") {
-		camp.Progress = progress(os.Stderr, sp)
-		camp.OnValidationRun = validationProgress(os.Stderr)
+		tu.Progress = progress(os.Stderr, sp)
+		tu.OnValidationRun = validationProgress(os.Stderr)
 	}
-	runErr := camp.Run(c.Context)
+	runErr := tu.Run(c.Context, o)
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
 		return runErr
 	}

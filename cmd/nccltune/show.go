@@ -12,8 +12,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nccltune/nccltune/export"
 	"github.com/nccltune/nccltune/store"
-	"github.com/nccltune/nccltune/tuner"
 )
 
 func showCommand() *cli.Command {
@@ -123,7 +123,7 @@ func shellJoin(argv []string) string {
 		if plainArg.MatchString(a) {
 			quoted[i] = a
 		} else {
-			quoted[i] = tuner.ShellQuote(a)
+			quoted[i] = export.ShellQuote(a)
 		}
 	}
 	return strings.Join(quoted, " ")

@@ -15,6 +15,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -27,7 +30,7 @@ type loaded struct {
 	camp    store.Campaign
 	space   *space.Space
 	trials  []store.Trial
-	results []tuner.RangeResult
+	results []results.RangeResult
 }
 
 func load(st *store.Store, name string) (*loaded, error) {
@@ -58,7 +61,7 @@ func load(st *store.Store, name string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{camp: camp, space: sp, trials: trials, results: tuner.Results(sp, trials, vals)}, nil
+	return &loaded{camp: camp, space: sp, trials: trials, results: results.Of(sp, trials, vals)}, nil
 }
 
 // openCampaign opens the --store (which must exist) and loads its --campaign;
@@ -122,7 +125,7 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 			simplifying = append(simplifying, t)
 		}
 	}
-	sum := tuner.Summarize(searched)
+	sum := results.Summarize(searched)
 	fmt.Fprintf(w, "campaign %q: %d of %d trials finished (%d complete, ", l.camp.Name,
 		sum.ByState[store.Complete]+sum.ByState[store.Failed]+sum.ByState[store.Pruned], l.camp.Budget, sum.ByState[store.Complete])
 	if n := sum.ByState[store.Pruned]; n > 0 {
@@ -146,7 +149,7 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 		for r, at := range tuner.Settled(l.space, l.trials) {
 			if at >= 0 {
 				fmt.Fprintf(w, "range %s settled after trial %d: no gain of %.0f%% in %d trials; it is no longer searched\n",
-					l.space.Ranges[r].Name, at, 100*tuner.MinGain, l.space.Campaign.Patience)
+					l.space.Ranges[r].Name, at, 100*results.MinGain, l.space.Campaign.Patience)
 			}
 		}
 	}
@@ -190,7 +193,7 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 }
 
 // validated summarises a range's validation in a table cell.
-func validated(r tuner.RangeResult) string {
+func validated(r results.RangeResult) string {
 	v := r.Validation
 	switch {
 	case v == nil:
@@ -248,7 +251,7 @@ func bw(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-func gain(r tuner.RangeResult) string {
+func gain(r results.RangeResult) string {
 	switch {
 	case math.IsNaN(r.Gain()):
 		return "-"
@@ -259,8 +262,8 @@ func gain(r tuner.RangeResult) string {
 }
 
 func statusJSON(l *loaded) map[string]any {
-	sum := tuner.Summarize(l.trials)
-	ranges := []tuner.RangeReport{}
+	sum := results.Summarize(l.trials)
+	ranges := []results.RangeReport{}
 	for _, r := range l.results {
 		ranges = append(ranges, r.Report(l.space))
 	}
@@ -296,21 +299,17 @@ func exportCommand() *cli.Command {
 			"variables, and says so.",
 		Flags: []cli.Flag{storeFlag, campaignFlag,
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "output `DIR`"},
-			&cli.StringFlag{Name: "format", Value: tuner.Formats[0], Usage: strings.Join(tuner.Formats, ", ")}},
+			&cli.StringFlag{Name: "format", Value: export.Formats[0], Usage: strings.Join(export.Formats, ", ")}},
 		Action: func(c *cli.Context) error {
-			if !slices.Contains(tuner.Formats, c.String("format")) {
-				return usageError{fmt.Errorf("--format must be one of %s", strings.Join(tuner.Formats, ", "))}
+			if !slices.Contains(export.Formats, c.String("format")) {
+				return usageError{fmt.Errorf("--format must be one of %s", strings.Join(export.Formats, ", "))}
 			}
 			st, l, err := openCampaign(c)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			fp, err := fingerprint(st, l)
-			if err != nil {
-				return err
-			}
-			ex := tuner.Export{Space: l.space, Campaign: l.camp, Results: l.results, Fingerprint: fp, Now: time.Now()}
+			ex := export.Export{Space: l.space, Campaign: l.camp, Results: l.results, Fingerprint: fingerprint(l.trials), Now: time.Now()}
 			paths, err := ex.Write(c.String("format"), c.String("out"))
 			for _, p := range paths {
 				fmt.Println(p)
@@ -320,18 +319,14 @@ func exportCommand() *cli.Command {
 	}
 }
 
-// fingerprint reads what the campaign ran on from its first completed trial's output.
-func fingerprint(st *store.Store, l *loaded) (tuner.Fingerprint, error) {
-	for _, t := range l.trials {
+// fingerprint is what the campaign ran on, as its first completed trial recorded it.
+func fingerprint(trials []store.Trial) runner.Fingerprint {
+	for _, t := range trials {
 		if t.State == store.Complete {
-			out, err := st.Output(t.ID)
-			if err != nil {
-				return tuner.Fingerprint{}, err
-			}
-			return tuner.FingerprintOf(out), nil
+			return t.Fingerprint
 		}
 	}
-	return tuner.Fingerprint{}, nil
+	return runner.Fingerprint{}
 }
 
 func simCommand() *cli.Command {

@@ -29,11 +29,11 @@ func validateCommand() *cli.Command {
 				return err
 			}
 			defer st.Close()
-			camp := &tuner.Campaign{Space: l.space, Store: st, KeepSettings: true}
+			tu := &tuner.Tuner{Space: l.space, Store: st}
 			if !c.Bool("quiet") {
-				camp.OnValidationRun = validationProgress(os.Stderr)
+				tu.OnValidationRun = validationProgress(os.Stderr)
 			}
-			if _, err := camp.Validate(c.Context, c.Int("rounds")); err != nil {
+			if _, err := tu.Validate(c.Context, c.Int("rounds")); err != nil {
 				return err
 			}
 			return printStatus(os.Stdout, st, l.camp.Name)

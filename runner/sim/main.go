@@ -43,6 +43,7 @@ const startSeconds = 5
 // process, thousands of trials, without a process start per trial.
 func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, seconds float64) {
 	sc, fs := scenarioFlags(stderr)
+	label := fs.String("run", "", "label of this launch; seeds the noise, so that each launch is a new draw")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0, 0
@@ -68,7 +69,7 @@ func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, secon
 	r := &run{sc: *sc, coll: coll, opts: opts, env: env, out: stdout, host: "simnode0",
 		rank:    envOr(environ, 0, "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
 		procs:   envOr(environ, 1, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
-		nonce:   lookup(environ, "NCCLTUNE_SIM_RUN"),
+		nonce:   *label,
 		seconds: startSeconds}
 	code = r.main()
 	return code, r.seconds
@@ -78,6 +79,7 @@ func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, secon
 func CheckScenario(args []string) error {
 	var msg strings.Builder
 	sc, fs := scenarioFlags(&msg)
+	fs.String("run", "", "")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("simulator: %w", err)
 	}

@@ -118,9 +118,9 @@ func TestNCCLErrors(t *testing.T) {
 
 func TestNoiseIsReproducible(t *testing.T) {
 	noisy := []string{"-nodes=2", "-fabric=ib", "-noise=0.05", "-seed=9"}
-	a, _, outA := simulate(t, noisy, []string{"NCCLTUNE_SIM_RUN=1"}, "-b", "1M", "-e", "1M", "-g", "16")
-	_, _, outB := simulate(t, noisy, []string{"NCCLTUNE_SIM_RUN=1"}, "-b", "1M", "-e", "1M", "-g", "16")
-	c, _, _ := simulate(t, noisy, []string{"NCCLTUNE_SIM_RUN=2"}, "-b", "1M", "-e", "1M", "-g", "16")
+	a, _, outA := simulate(t, append(noisy, "-run=1"), nil, "-b", "1M", "-e", "1M", "-g", "16")
+	_, _, outB := simulate(t, append(noisy, "-run=1"), nil, "-b", "1M", "-e", "1M", "-g", "16")
+	c, _, _ := simulate(t, append(noisy, "-run=2"), nil, "-b", "1M", "-e", "1M", "-g", "16")
 	if outA != outB {
 		t.Error("same seed and run gave different output")
 	}

@@ -1,12 +1,43 @@
-package tuner
+// Package results is what a campaign's measurements mean: each trial's
+// score per size range, the choice per range (the best configuration, the
+// simplest among equals), the verdict of a validation, and which parameters
+// matter.
+package results
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
 )
+
+// Score scores a measurement per size range, by range name: for a sweep, each
+// range it measured (measured[i], indexed like sp.Ranges) scores its
+// geometric mean bus bandwidth; a single objective is the one range's score.
+// Every score is finite and positive; a measured range without one is an error.
+func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]float64, error) {
+	scores := map[string]float64{}
+	if len(m.Rows) == 0 {
+		if !(m.Value > 0) || math.IsInf(m.Value, 0) {
+			return nil, fmt.Errorf("objective %v is not a positive number", m.Value)
+		}
+		scores[sp.Ranges[0].Name] = m.Value
+		return scores, nil
+	}
+	for i, s := range Scores(sp, m.Rows) {
+		if !measured[i] {
+			continue
+		}
+		if !(s > 0) || math.IsInf(s, 0) {
+			return nil, fmt.Errorf("no usable row in range %s", sp.Ranges[i])
+		}
+		scores[sp.Ranges[i].Name] = s
+	}
+	return scores, nil
+}
 
 // Scores returns one objective value per size range: the geometric mean over
 // the range's sizes of the bus bandwidth (GB/s). Bandwidth is recomputed from

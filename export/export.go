@@ -1,4 +1,6 @@
-package tuner
+// Package export writes a campaign's choices in the formats that launch
+// scripts and NCCL take, and reads env files back.
+package export
 
 import (
 	"encoding/json"
@@ -12,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -23,8 +27,8 @@ var Formats = []string{"env", "dotenv", "json", "slurm", "torchrun", "tuner-csv"
 type Export struct {
 	Space       *space.Space
 	Campaign    store.Campaign
-	Results     []RangeResult
-	Fingerprint Fingerprint
+	Results     []results.RangeResult
+	Fingerprint runner.Fingerprint
 	Now         time.Time
 }
 
@@ -84,7 +88,7 @@ func (e Export) writeOne(dir, name string, render func() (string, error)) ([]str
 }
 
 // header is the comment every file starts with: what, from where, measured on what, when.
-func (e Export) header(r RangeResult) []string {
+func (e Export) header(r results.RangeResult) []string {
 	what := fmt.Sprintf("nccltune: NCCL settings for %s messages of %s bytes up to (not including) %s (range %q)",
 		e.Space.Campaign.Collective, space.FormatSize(r.Range.Min), space.FormatSize(r.Range.Max), r.Range.Name)
 	if e.Space.Benchmark.Kind == space.DDP {
@@ -130,7 +134,7 @@ func (e Export) ddpLine(t *store.Trial) []string {
 }
 
 // rangeFile renders one range's file in a per-range format.
-func (e Export) rangeFile(format string, r RangeResult, chosen *store.Trial) (text, name string, err error) {
+func (e Export) rangeFile(format string, r results.RangeResult, chosen *store.Trial) (text, name string, err error) {
 	base := "nccl-" + r.Range.Name
 	head := comment(append(e.header(r), e.ddpLine(chosen)...), "# ")
 	var b strings.Builder
@@ -188,13 +192,13 @@ func (e Export) rangeFile(format string, r RangeResult, chosen *store.Trial) (te
 }
 
 type exportJSON struct {
-	Campaign    string        `json:"campaign"`
-	SpaceHash   string        `json:"space_hash"`
-	Collective  string        `json:"collective"`
-	Simulated   bool          `json:"simulated"`
-	Fingerprint Fingerprint   `json:"fingerprint"`
-	Written     string        `json:"written"`
-	Ranges      []RangeReport `json:"ranges"`
+	Campaign    string                `json:"campaign"`
+	SpaceHash   string                `json:"space_hash"`
+	Collective  string                `json:"collective"`
+	Simulated   bool                  `json:"simulated"`
+	Fingerprint runner.Fingerprint    `json:"fingerprint"`
+	Written     string                `json:"written"`
+	Ranges      []results.RangeReport `json:"ranges"`
 }
 
 func (e Export) json() (string, error) {
@@ -203,7 +207,7 @@ func (e Export) json() (string, error) {
 	for _, r := range e.Results {
 		out.Ranges = append(out.Ranges, r.Report(e.Space))
 	}
-	if !slices.ContainsFunc(out.Ranges, func(r RangeReport) bool { return r.Trial != nil }) {
+	if !slices.ContainsFunc(out.Ranges, func(r results.RangeReport) bool { return r.Trial != nil }) {
 		return "", errors.New("no completed trial measured any range; nothing to export")
 	}
 	data, err := json.MarshalIndent(out, "", "  ")

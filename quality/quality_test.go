@@ -1,4 +1,4 @@
-package bench
+package quality
 
 import (
 	"image/png"

@@ -1,11 +1,11 @@
-// Package bench measures search quality and campaign cost on the simulated
+// Package quality measures search quality and campaign cost on the simulated
 // cluster: for each scenario it finds the true optimum of every size range by
 // enumerating the space without noise, then runs real campaigns (tuner's loop,
 // store, parser and sampler, with the simulator in process) for each sampler
 // over many seeds, and reports the regret of the configuration each campaign
 // would export, the trials needed to come within 3% of the optimum, and the
 // benchmark time spent.
-package bench
+package quality
 
 import (
 	"bytes"
@@ -22,8 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
-	"github.com/nccltune/nccltune/runner/nccltests"
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
@@ -239,7 +240,7 @@ func (p *prepared) trueScores(env []string) ([]float64, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return tuner.RangeScores(p.sp, p.sizes, bw), true
+	return results.RangeScores(p.sp, p.sizes, bw), true
 }
 
 // clock runs the simulator in process instead of launching it: the same
@@ -251,13 +252,14 @@ type clock struct {
 }
 
 func (c *clock) Run(_ context.Context, job runner.Job) runner.Result {
-	res := runner.Result{Command: job.Command, Started: time.Now()}
+	cmd := job.Benchmark.Command(job.Plan)
+	res := runner.Result{Command: cmd, Started: time.Now()}
 	var out bytes.Buffer
-	code, seconds := sim.Simulate(job.Command[1:], job.Env, &out, &out)
+	code, seconds := sim.Simulate(cmd[1:], job.Env, &out, &out)
 	c.seconds += seconds
-	rep, err := nccltests.Parse(bytes.NewReader(out.Bytes()))
-	res.ExitCode, res.Output, res.Duration, res.Report = code, out.Bytes(), time.Duration(seconds*float64(time.Second)), rep
-	res.Failure = runner.Judge(code, rep, err)
+	res.Output, res.Exit, res.Duration = out.Bytes(), runner.Exit{Code: code}, time.Duration(seconds*float64(time.Second))
+	res.Log = nccllog.Parse(res.Output)
+	res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, runner.Output{Text: res.Output, Exit: res.Exit, Log: res.Log})
 	return res
 }
 
@@ -290,10 +292,14 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 	truths := map[string][]float64{}
 	var trials []store.Trial
 	clk := &clock{}
-	c := tuner.Campaign{Space: sp, Store: st, Runner: clk, SimCommand: []string{"sim"}, Progress: func(pr tuner.Progress) {
+	bench, err := runner.NewBenchmark(sp, []string{"sim"})
+	if err != nil {
+		return Run{}, err
+	}
+	c := tuner.Tuner{Space: sp, Store: st, Benchmark: bench, Runner: clk, Progress: func(pr tuner.Progress) {
 		trials = append(trials, pr.Trial)
 		run.Seconds = append(run.Seconds, clk.seconds)
-		for r, res := range tuner.Results(sp, trials, nil) {
+		for r, res := range results.Of(sp, trials, nil) {
 			regret := 1.0
 			if ch := res.Chosen(); ch != nil {
 				key := strings.Join(ch.Env, " ")
@@ -307,7 +313,7 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 			run.Regret[r] = append(run.Regret[r], regret)
 		}
 	}}
-	return run, c.Run(context.Background())
+	return run, c.Run(context.Background(), tuner.Options{})
 }
 
 // Measure runs every sampler on every scenario over the seeds, campaigns in

@@ -1,4 +1,4 @@
-package tuner
+package export
 
 import (
 	"bytes"

@@ -1,10 +1,9 @@
-package tuner
+package results
 
 import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -61,11 +60,6 @@ func (r RangeResult) Chosen() *store.Trial {
 // more to trust.
 const Parsimony = 0.01
 
-// configKey identifies a configuration: its environment and DDP options.
-func configKey(sp *space.Space, a space.Assignment) string {
-	return strings.Join(append(sp.Env(a), sp.Args(a)...), " ")
-}
-
 // config is one configuration's measurements of a range.
 type config struct {
 	first  *store.Trial
@@ -76,7 +70,7 @@ type config struct {
 func (c *config) score() float64 { return math.Exp(c.logSum / float64(c.runs)) }
 
 // configsOf groups the completed trials that measured the range by
-// configuration (keys[j] is trials[j]'s configKey), in the order of their first trial.
+// configuration (keys[j] is trials[j]'s key), in the order of their first trial.
 func configsOf(rangeName string, trials []store.Trial, keys []string) []*config {
 	var out []*config
 	byKey := map[string]*config{}
@@ -106,15 +100,15 @@ func simplest(configs []*config, best *config) *config {
 		if c.score() < best.score()*(1-Parsimony) {
 			continue
 		}
-		if n, m := settings(c.first), settings(chosen.first); n < m || n == m && c.score() > chosen.score() {
+		if n, m := Settings(c.first), Settings(chosen.first); n < m || n == m && c.score() > chosen.score() {
 			chosen = c
 		}
 	}
 	return chosen
 }
 
-// settings counts the searched variables a trial sets (NCCL's default is not one).
-func settings(t *store.Trial) int {
+// Settings counts the searched variables a trial sets (NCCL's default is not one).
+func Settings(t *store.Trial) int {
 	n := 0
 	for _, v := range t.Params {
 		if v != space.Unset {
@@ -124,13 +118,13 @@ func settings(t *store.Trial) int {
 	return n
 }
 
-// Results picks the best configuration per range from a campaign's trials
+// Of picks the best configuration per range from a campaign's trials
 // (the simplest within Parsimony of the highest score), with its validation
 // where one (from vals, by range name) concerns it.
-func Results(sp *space.Space, trials []store.Trial, vals map[string]store.Validation) []RangeResult {
+func Of(sp *space.Space, trials []store.Trial, vals map[string]store.Validation) []RangeResult {
 	keys := make([]string, len(trials))
 	for j, t := range trials {
-		keys[j] = configKey(sp, t.Params)
+		keys[j] = sp.Key(t.Params)
 	}
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {

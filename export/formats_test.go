@@ -1,4 +1,4 @@
-package tuner
+package export
 
 import (
 	"encoding/json"
@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -49,25 +53,31 @@ name = "NCCL_NET_GDR_LEVEL"
 values = ["PHB", "SYS"]
 `
 
-func runPinned(t *testing.T) Export {
+// pinned is an export of pinnedSpace's three ranges, each tuned to its own
+// configuration, as measured on two simulated nodes of eight GPUs.
+func pinned(t *testing.T) Export {
 	t.Helper()
-	sp, st := runSpace(t, pinnedSpace)
-	camp, _ := st.Campaign("pinned")
-	trials, _ := st.Trials(camp.ID)
-	out, _ := st.Output(trials[0].ID)
-	// Renderers are tested on every range tuned: without NCCL's defaults
-	// (trials 0 and 1), each range's best searched trial is its choice.
-	results := Results(sp, trials[2:], nil)
-	for _, r := range results {
-		if !r.Tuned() {
-			t.Fatalf("range %s not tuned", r.Range.Name)
-		}
+	sp, err := space.Parse("pinned.toml", []byte(pinnedSpace))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return Export{Space: sp, Campaign: camp, Results: results, Fingerprint: FingerprintOf(out), Now: time.Now()}
+	trial := func(n int, scores map[string]float64, a space.Assignment) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: scores,
+			NCCLLog: nccllog.Log{Debug: true, Channels: 16, Nodes: 2, Network: "IB"}}
+	}
+	trials := []store.Trial{
+		trial(0, map[string]float64{"small": 1, "mid": 1, "large": 1}, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": "PHB"}),
+		trial(2, map[string]float64{"small": 2, "mid": 1, "large": 1}, space.Assignment{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL", "NCCL_NET_GDR_LEVEL": "SYS"}),
+		trial(3, map[string]float64{"small": 1, "mid": 2, "large": 2}, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL128", "NCCL_NET_GDR_LEVEL": "SYS"}),
+	}
+	camp := store.Campaign{Name: "pinned", SpaceHash: sp.Hash()}
+	fp := runner.Fingerprint{NCCL: "2.28.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16, Network: "IB", GDR: true}
+	// Without trial 0 among them, each range's best trial is its choice.
+	return Export{Space: sp, Campaign: camp, Results: results.Of(sp, trials[1:], nil), Fingerprint: fp, Now: time.Now()}
 }
 
 func TestExportFormats(t *testing.T) {
-	ex := runPinned(t)
+	ex := pinned(t)
 	if f := ex.Fingerprint; f.Nodes != 2 || f.GPUsPerNode != 8 || f.Ranks != 16 || f.Network != "IB" {
 		t.Errorf("fingerprint = %+v", f)
 	}
@@ -134,8 +144,11 @@ func TestExportFormats(t *testing.T) {
 }
 
 func TestExportRefusesWhatItCannotClaim(t *testing.T) {
-	sp := loadExample(t, 2)
-	ex := Export{Space: sp, Results: Results(sp, nil, nil), Now: time.Now()}
+	sp, err := space.Load("../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := Export{Space: sp, Results: results.Of(sp, nil, nil), Now: time.Now()}
 	for _, f := range Formats {
 		if paths, err := ex.Write(f, t.TempDir()); err == nil || len(paths) != 0 {
 			t.Errorf("%s: wrote %v from no trials (%v)", f, paths, err)
@@ -143,7 +156,7 @@ func TestExportRefusesWhatItCannotClaim(t *testing.T) {
 	}
 	// Only failed trials: still nothing to claim.
 	failed := []store.Trial{{Number: 0, State: store.Failed}, {Number: 1, State: store.Failed}}
-	ex.Results = Results(sp, failed, nil)
+	ex.Results = results.Of(sp, failed, nil)
 	if paths, err := ex.Write("env", t.TempDir()); err == nil || len(paths) != 0 {
 		t.Errorf("wrote %v from failed trials", paths)
 	}

@@ -1,0 +1,85 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/nccltune/nccltune/store"
+)
+
+// Judge draws one range's verdict from a validation: the runs of its chosen
+// configuration (nil where NCCL's defaults are the choice) and of NCCL's
+// defaults, rounds each. The range keeps its tuned settings only if every
+// run of them was correct, NCCL's log confirmed every variable, and the 95%
+// confidence interval of the paired gain lies above zero.
+func Judge(r RangeResult, tuned, defaults []store.ValidationRun, rounds int) store.Validation {
+	v := store.Validation{Candidate: 0, Verdict: "default", DefaultMean: math.NaN(), TunedMean: math.NaN(),
+		Gain: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN()}
+	switch {
+	case r.Best == nil:
+		v.Reason = "no completed trial measured this range"
+		return v
+	case tuned == nil:
+		v.Reason = "NCCL's defaults measured best during the search"
+		return v
+	}
+	v.Candidate = r.Best.Number
+	for _, run := range tuned {
+		switch {
+		case run.State != store.Complete:
+			v.Reason = fmt.Sprintf("the tuned configuration failed in round %d (%s)", run.Round, run.Failure)
+			return v
+		case len(run.Unconfirmed) > 0:
+			v.Reason = "NCCL's log did not confirm reading " + strings.Join(run.Unconfirmed, ", ")
+			return v
+		}
+	}
+	for _, run := range defaults {
+		if run.State != store.Complete {
+			v.Reason = fmt.Sprintf("NCCL's defaults failed in round %d (%s); nothing to compare with", run.Round, run.Failure)
+			return v
+		}
+	}
+	a, b := rangeScores(defaults, r.Range.Name), rangeScores(tuned, r.Range.Name)
+	if len(a) != rounds || len(b) != rounds {
+		v.Reason = "incomplete validation"
+		return v
+	}
+	v.DefaultMean, v.TunedMean = stat.Mean(a, nil), stat.Mean(b, nil)
+	v.Gain, v.CILow, v.CIHigh = PairedGain(a, b)
+	ci := fmt.Sprintf("%+.1f%% (95%% CI %+.1f%% to %+.1f%%) over %d rounds", 100*v.Gain, 100*v.CILow, 100*v.CIHigh, rounds)
+	if v.CILow > 0 {
+		v.Verdict, v.Reason = "tuned", "gain "+ci
+	} else {
+		v.Reason = "gain not significant: " + ci
+	}
+	return v
+}
+
+// rangeScores are the runs' scores of one range.
+func rangeScores(runs []store.ValidationRun, rangeName string) []float64 {
+	var out []float64
+	for _, run := range runs {
+		if s, ok := run.Scores[rangeName]; ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// PairedGain returns the relative gain of b over a and its 95% confidence
+// interval, from the log-ratios of paired rounds (Student's t).
+func PairedGain(a, b []float64) (gain, low, high float64) {
+	d := make([]float64, len(a))
+	for i := range a {
+		d[i] = math.Log(b[i] / a[i])
+	}
+	mean, sd := stat.MeanStdDev(d, nil)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(d) - 1)}.Quantile(0.975)
+	half := t * sd / math.Sqrt(float64(len(d)))
+	return math.Exp(mean) - 1, math.Exp(mean-half) - 1, math.Exp(mean+half) - 1
+}

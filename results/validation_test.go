@@ -1,0 +1,58 @@
+package results
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+func TestJudge(t *testing.T) {
+	rg := space.Range{Name: "r"}
+	best := &store.Trial{Number: 7}
+	ok := func(round int, name string, score float64) store.ValidationRun {
+		return store.ValidationRun{Round: round, Arm: name, State: store.Complete, Scores: map[string]float64{"r": score}}
+	}
+	pairs := func(def, tuned []float64) []store.ValidationRun {
+		var runs []store.ValidationRun
+		for i := range def {
+			runs = append(runs, ok(i, "default", def[i]), ok(i, "trial 7", tuned[i]))
+		}
+		return runs
+	}
+	clear := pairs([]float64{100, 101, 99, 100}, []float64{130, 131, 128, 129})
+	noisy := pairs([]float64{100, 110, 95, 105}, []float64{104, 101, 99, 107})
+	failed := append(pairs([]float64{100, 100}, []float64{120, 120}), store.ValidationRun{Round: 2, Arm: "trial 7", State: store.Failed, Failure: "wrong: 3 wrong elements"})
+	unconfirmed := pairs([]float64{100, 100}, []float64{120, 121})
+	unconfirmed[1].Unconfirmed = []string{"NCCL_PROTO"}
+	for _, tc := range []struct {
+		name    string
+		runs    []store.ValidationRun
+		rounds  int
+		verdict string
+		reason  string
+	}{
+		{"clear gain", clear, 4, "tuned", "gain +29.5%"},
+		{"noise", noisy, 4, "default", "not significant"},
+		{"failed run", failed, 3, "default", "failed in round 2 (wrong: 3 wrong elements)"},
+		{"unconfirmed", unconfirmed, 2, "default", "did not confirm reading NCCL_PROTO"},
+	} {
+		var def, tuned []store.ValidationRun
+		for _, run := range tc.runs {
+			if run.Arm == "default" {
+				def = append(def, run)
+			} else {
+				tuned = append(tuned, run)
+			}
+		}
+		v := Judge(RangeResult{Range: rg, Best: best}, tuned, def, tc.rounds)
+		if v.Verdict != tc.verdict || !strings.Contains(v.Reason, tc.reason) {
+			t.Errorf("%s: %s (%s); want %s containing %q", tc.name, v.Verdict, v.Reason, tc.verdict, tc.reason)
+		}
+	}
+	if v := Judge(RangeResult{Range: rg, Best: &store.Trial{Number: 0}}, nil, clear, 4); v.Verdict != "default" || !math.IsNaN(v.Gain) {
+		t.Errorf("best is the default: %+v", v)
+	}
+}

@@ -1,0 +1,60 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/nccltune/nccltune/runner/ddp"
+)
+
+// DDPStep runs nccltune's DistributedDataParallel step script; its objective
+// is rank 0's steps per second.
+type DDPStep struct {
+	Program []string // the interpreter, the script and its model options
+}
+
+// Command adds the plan's step counts and the configuration's DDP knobs.
+func (b DDPStep) Command(p Plan) []string {
+	argv := append(append([]string{}, b.Program...), "--steps", strconv.Itoa(p.Iters), "--warmup", strconv.Itoa(p.Warmup))
+	return append(argv, p.Args...)
+}
+
+// ddpKinds maps the DDP script's own error kinds to failure kinds.
+var ddpKinds = map[string]FailureKind{"no_torch": FailLaunch, "no_cuda": FailLaunch, "oom": FailOOM, "nccl": FailNCCL}
+
+// A step time outside these bounds (milliseconds) is no training step.
+const minStepMs, maxStepMs = 1e-3, 1e8
+
+// Read takes rank 0's result line, or the script's own error.
+func (b DDPStep) Read(_ Plan, out Output) (*Measurement, *Failure) {
+	r, err := ddp.Parse(out.Text)
+	var scriptErr ddp.Error
+	if errors.As(err, &scriptErr) {
+		kind, ok := ddpKinds[scriptErr.Kind]
+		if !ok {
+			kind = FailExit
+		}
+		return nil, &Failure{kind, scriptErr.Message}
+	}
+	if f := exitFailure(out.Exit, lastLine(out.Text), func(int) *Failure { return nil }); f != nil {
+		return nil, f
+	}
+	switch {
+	case err != nil:
+		return nil, &Failure{FailUnparsable, err.Error()}
+	case math.IsNaN(r.StepMsMean) || r.StepMsMean < minStepMs || r.StepMsMean > maxStepMs:
+		return nil, &Failure{FailImplausible, fmt.Sprintf("a step time of %g ms", r.StepMsMean)}
+	case r.World < 1:
+		return nil, &Failure{FailImplausible, fmt.Sprintf("a world of %d ranks", r.World)}
+	}
+	return &Measurement{Value: 1e3 / r.StepMsMean, Ranks: r.World}, nil
+}
+
+// lastLine is the last non-blank line of output: a Python traceback's message.
+func lastLine(output []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(output)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

@@ -1,0 +1,244 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/runner/nccltests"
+	"github.com/nccltune/nccltune/space"
+)
+
+// NCCLTests runs one of nccl-tests' *_perf binaries, or a program that takes
+// their flags and prints their table: nccltune's simulated cluster.
+type NCCLTests struct {
+	// Program is what comes before the binary: nothing for nccl-tests itself,
+	// the simulator's command and scenario flags for the simulated cluster.
+	Program []string
+	// LabelFlag, if set, passes the plan's label to Program (the simulator's -run).
+	LabelFlag  string
+	Binary     string // the *_perf binary (a path, or the simulator's benchmark name)
+	Collective string // nccl-tests' name: all_reduce, all_gather, ...
+	GPUs       int    // -g
+	Check      bool   // -c 1: results verified
+	Args       []string
+}
+
+// Command is the sweep's command line: -b -e -f -g -n -w -c, then the extra arguments.
+func (b NCCLTests) Command(p Plan) []string {
+	argv := append([]string{}, b.Program...)
+	if b.LabelFlag != "" && p.Label != "" {
+		argv = append(argv, b.LabelFlag+"="+p.Label)
+	}
+	check := map[bool]string{false: "0", true: "1"}[b.Check]
+	argv = append(argv, b.Binary,
+		"-b", strconv.FormatInt(p.Sizes.Min, 10), "-e", strconv.FormatInt(p.Sizes.Max, 10),
+		"-f", strconv.Itoa(p.Sizes.Factor), "-g", strconv.Itoa(b.GPUs),
+		"-n", strconv.Itoa(p.Iters), "-w", strconv.Itoa(p.Warmup), "-c", check)
+	return append(argv, b.Args...)
+}
+
+// Read parses the table and judges it: the exit status by nccl-tests' own
+// codes, then every row against the sweep asked for, the correctness check
+// and what any hardware could measure.
+func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
+	rep, parseErr := nccltests.Parse(bytes.NewReader(out.Text))
+	if f := judge(out.Exit, rep, parseErr); f != nil {
+		return nil, f
+	}
+	ranks := len(rep.Devices)
+	if f := b.matchSweep(p.Sizes, rep.Rows, ranks); f != nil {
+		return nil, f
+	}
+	for _, row := range rep.Rows {
+		if b.Check && (row.OutOfPlace.Wrong < 0 || row.InPlace.Wrong < 0) {
+			return nil, &Failure{FailWrong, fmt.Sprintf("#wrong is N/A at %d bytes: the results were not checked, though benchmark.check is on", row.Size)}
+		}
+		if f := plausible(b.Collective, row, ranks, out.Log); f != nil {
+			return nil, f
+		}
+	}
+	m := &Measurement{Rows: rep.Rows, Ranks: ranks, Hosts: hosts(rep.Devices)}
+	if ranks > 0 {
+		m.GPU = rep.Devices[0].GPU
+	}
+	return m, nil
+}
+
+// nccl-tests' exit codes (testResult_t in src/common.h).
+var exitMeaning = map[int]struct {
+	kind   FailureKind
+	reason string
+}{
+	1: {FailExit, "nccl-tests internal error"},
+	2: {FailNCCL, "CUDA error"},
+	3: {FailNCCL, "NCCL error"},
+	4: {FailTimeout, "nccl-tests' own timeout (-T)"},
+	5: {FailLaunch, "not supported by this build or launch"},
+	6: {FailLaunch, "invalid usage"},
+	7: {FailWrong, "wrong data, or bus bandwidth under NCCL_TESTS_MIN_BW"},
+}
+
+// judge classifies an nccl-tests run from its exit and its parsed output
+// (and the parser's error): nil if it measured, and found its results correct.
+func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
+	detail := ""
+	if len(rep.Failures) > 0 {
+		detail = rep.Failures[0]
+	}
+	f := exitFailure(e, detail, func(code int) *Failure {
+		m, ok := exitMeaning[code]
+		if !ok {
+			return nil
+		}
+		return &Failure{m.kind, fmt.Sprintf("exit status %d (%s)", code, m.reason)}
+	})
+	switch {
+	case f != nil:
+		return f
+	case parseErr != nil && detail != "":
+		return &Failure{FailNCCL, detail}
+	case parseErr != nil:
+		return &Failure{FailUnparsable, parseErr.Error()}
+	}
+	// A clean exit with a full table: NCCL WARN lines alone (often harmless) do not fail it.
+	for _, row := range rep.Rows {
+		if w := row.Wrong(); w > 0 {
+			return &Failure{FailWrong, fmt.Sprintf("%d wrong elements at %d bytes", w, row.Size)}
+		}
+	}
+	if rep.OutOfBounds > 0 {
+		return &Failure{FailWrong, fmt.Sprintf("%d out-of-bounds values", rep.OutOfBounds)}
+	}
+	return nil
+}
+
+// elementSizes are the bytes per element of nccl-tests' data types (-d).
+var elementSizes = map[string]int64{"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
+	"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
+
+// printedSize is the size nccl-tests prints for a requested size: the element
+// count it derives from it (its GetCollByteCount functions), times the
+// element size. It is false where the data type or the rank count it needs is unknown.
+func printedSize(coll string, size, elt int64, ranks int) (int64, bool) {
+	count := size / elt
+	switch coll {
+	case "all_gather", "reduce_scatter", "alltoall":
+		if ranks <= 0 {
+			return 0, false
+		}
+		// Each rank's share, rounded down to 16 bytes.
+		base := (count / int64(ranks)) &^ (16/elt - 1)
+		return base * int64(ranks) * elt, true
+	}
+	return count * elt, true
+}
+
+// matchSweep checks the table size by size against the sweep asked for: a
+// truncated table, a second table, a repeated or a foreign row fail the trial.
+func (b NCCLTests) matchSweep(sweep space.Sizes, rows []nccltests.Row, ranks int) *Failure {
+	want := sweep.List()
+	if len(rows) != len(want) {
+		return &Failure{FailUnparsable, fmt.Sprintf("output has %d rows, the sweep %s..%s x%d has %d sizes",
+			len(rows), space.FormatSize(sweep.Min), space.FormatSize(sweep.Max), sweep.Factor, len(want))}
+	}
+	for i, row := range rows {
+		elt, known := elementSizes[row.Type]
+		exact, ok := printedSize(b.Collective, want[i], elt, ranks)
+		switch {
+		case known && ok && row.Size != exact:
+			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d; the sweep's size %d prints as %d", i+1, row.Size, want[i], exact)}
+		case row.Size > want[i] || i > 0 && row.Size < rows[i-1].Size:
+			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d, not the sweep's size %d", i+1, row.Size, want[i])}
+		}
+	}
+	return nil
+}
+
+// Ceilings on a measured bus bandwidth (GB/s), an order of magnitude above
+// the fastest hardware of each kind (NVLink 5 moves 900 GB/s each way per
+// GPU; eight 800 Gbit/s NICs, 800 GB/s per node): numbers above them are
+// garbled or made up, not fast. The floor on a time is below any GPU
+// kernel launch.
+const (
+	maxBusBW        = 10000
+	maxBusBWSockets = 1000 // several nodes over NCCL's socket transport
+	minTimeUs       = 0.5
+)
+
+// plausible checks a row's numbers against each other and against what
+// hardware can do. With one rank nothing is communicated (in place, nothing
+// even moves), so only the table's own arithmetic is checked.
+func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log) *Failure {
+	limit := float64(maxBusBW)
+	if log.Network == "Socket" && log.Nodes > 1 {
+		limit = maxBusBWSockets
+	}
+	factor, known := busFactor(coll, ranks)
+	widest := factor
+	if !known {
+		widest = 2 // the largest bus factor of any collective
+	}
+	for _, m := range []struct {
+		name string
+		nccltests.Measure
+	}{{"out-of-place", row.OutOfPlace}, {"in-place", row.InPlace}} {
+		bad := func(format string, args ...any) *Failure {
+			return &Failure{FailImplausible, fmt.Sprintf("%s at %d bytes: ", m.name, row.Size) + fmt.Sprintf(format, args...)}
+		}
+		// algbw is size/time, both rounded when printed: figures under 1 GB/s are too coarse to compare.
+		if m.TimeUs > 0 && m.AlgBW >= 1 {
+			want := float64(row.Size) / m.TimeUs / 1e3
+			if math.Abs(m.AlgBW-want) > (0.02+timePrecision(m.TimeUs)/m.TimeUs)*want {
+				return bad("algbw %.4g GB/s, but %d bytes in %.4g us is %.4g GB/s", m.AlgBW, row.Size, m.TimeUs, want)
+			}
+		}
+		switch {
+		case m.AlgBW < 1:
+		case known && math.Abs(m.BusBW-factor*m.AlgBW) > 0.03*m.AlgBW:
+			return bad("busbw %.4g GB/s is not %s's bus factor %.3g times algbw %.4g GB/s for %d ranks", m.BusBW, coll, factor, m.AlgBW, ranks)
+		case m.BusBW > 2*m.AlgBW*1.03:
+			return bad("busbw %.4g GB/s is more than twice algbw %.4g GB/s, which no collective's bus factor allows", m.BusBW, m.AlgBW)
+		}
+		if ranks == 1 || row.Size == 0 {
+			continue
+		}
+		if m.TimeUs < minTimeUs {
+			return bad("%.3g us is faster than any GPU launches a kernel", m.TimeUs)
+		}
+		if bus := float64(row.Size) / m.TimeUs / 1e3 * widest; bus > limit {
+			return bad("%.4g GB/s of bus bandwidth is beyond any hardware (ceiling %.0f GB/s)", bus, limit)
+		}
+	}
+	return nil
+}
+
+// timePrecision is the rounding of a time as nccl-tests prints it: two
+// decimals while it fits its column, then one, then none.
+func timePrecision(us float64) float64 {
+	switch {
+	case us < 1e4:
+		return 0.005
+	case us < 1e5:
+		return 0.05
+	}
+	return 0.5
+}
+
+// busFactor is nccl-tests' ratio of bus to algorithm bandwidth for coll over
+// ranks ranks (its *GetBw functions); false where the rank count is unknown.
+func busFactor(coll string, ranks int) (float64, bool) {
+	if ranks <= 0 {
+		return 0, false
+	}
+	n := float64(ranks)
+	switch coll {
+	case "all_reduce":
+		return 2 * (n - 1) / n, true
+	case "all_gather", "reduce_scatter", "alltoall":
+		return (n - 1) / n, true
+	}
+	return 1, true
+}

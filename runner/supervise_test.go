@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/internal/simtest"
+)
+
+// strays is a benchmark body that leaves processes behind in every way a
+// wrapper script can: a daemon in a session of its own (setsid) that ignores
+// SIGTERM, and an orphan whose parent has exited. Their pids go into dir.
+func strays(dir string) string {
+	return fmt.Sprintf(`setsid sh -c 'trap "" TERM; echo $$ > %[1]s/daemon.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &
+sh -c 'sleep 300 & echo $! > %[1]s/orphan.pid' </dev/null >/dev/null 2>&1
+while [ ! -s %[1]s/daemon.pid ]; do sleep 0.01; done
+echo ready
+`, dir)
+}
+
+// requireGone waits until every pid written into dir has exited.
+func requireGone(t *testing.T, dir string, within time.Duration) {
+	t.Helper()
+	for _, name := range []string{"daemon.pid", "orphan.pid"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		deadline := time.Now().Add(within)
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("%s %d outlived the trial", name, pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports whether pid runs; a zombie is dead, whether or not its new
+// parent (init, in a container perhaps a process that never reaps) has reaped it.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	return !strings.HasPrefix(strings.TrimSpace(s[strings.LastIndexByte(s, ')')+1:]), "Z")
+}
+
+func TestNothingOutlivesTheTrial(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tail    string // after the strays are out
+		timeout time.Duration
+		kind    FailureKind
+	}{
+		{"clean exit", "cat /dev/null", time.Minute, FailUnparsable},
+		{"timeout", "trap '' TERM; sleep 300", time.Second, FailTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := &Runner{Launcher: Local{}, Grace: 300 * time.Millisecond}
+			job := tableJob(script(t, strays(dir)+tc.tail))
+			job.Timeout = tc.timeout
+			res := r.Run(context.Background(), job)
+			if res.Failure == nil || res.Failure.Kind != tc.kind {
+				t.Fatalf("failure %v, want %s\n%s", res.Failure, tc.kind, res.Output)
+			}
+			// The supervisor reports only once the tree is gone.
+			requireGone(t, dir, 100*time.Millisecond)
+		})
+	}
+}
+
+// TestKilledNCCLTuneLeavesNothing runs a trial in a child process that
+// stands in for nccltune, kills it with SIGKILL mid-trial, and checks that
+// the trial's processes die with it.
+func TestKilledNCCLTuneLeavesNothing(t *testing.T) {
+	if dir := os.Getenv("RUNNER_TEST_STRAYS"); dir != "" {
+		r := &Runner{Launcher: Local{}, Grace: 300 * time.Millisecond}
+		job := tableJob(script(t, strays(dir)+"trap '' TERM; sleep 300"))
+		job.Timeout = time.Hour
+		r.Run(context.Background(), job)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledNCCLTuneLeavesNothing$")
+	cmd.Env = append(os.Environ(), "RUNNER_TEST_STRAYS="+dir, simtest.Env+"=0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		daemon, _ := os.ReadFile(filepath.Join(dir, "daemon.pid"))
+		orphan, _ := os.ReadFile(filepath.Join(dir, "orphan.pid"))
+		if len(daemon) > 0 && len(orphan) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the trial never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	requireGone(t, dir, 5*time.Second)
+}
