@@ -128,7 +128,7 @@ func Of(sp *space.Space, trials []store.Trial, vals map[string]store.Validation)
 	}
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
-		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Unit: sp.Unit()}
+		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Unit: sp.Benchmark.Unit()}
 		configs := configsOf(rg.Name, trials, keys)
 		var best *config
 		for _, c := range configs {

@@ -152,6 +152,8 @@ func NewBenchmark(sp *space.Space, simCommand []string) (Benchmark, error) {
 	switch {
 	case b.Kind == space.DDP:
 		return newDDPStep(b)
+	case b.Kind == space.Command:
+		return newUserCommand(b)
 	case len(sp.Simulator) > 0:
 		var flags []string
 		for _, k := range slices.Sorted(maps.Keys(sp.Simulator)) {

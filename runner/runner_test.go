@@ -188,3 +188,41 @@ func TestRunClassifiesDDP(t *testing.T) {
 		}
 	}
 }
+
+func TestRunReadsTheUserMetric(t *testing.T) {
+	megatron := "for ms in 900 100 101 99 130; do echo \" iteration | elapsed time per iteration (ms): $ms | loss 2.0\"; done"
+	for _, tc := range []struct {
+		name   string
+		metric space.Metric
+		body   string
+		value  float64
+		kind   FailureKind
+		reason string
+	}{
+		{"median after warm-up", space.Metric{Regex: `per iteration \(ms\): ([0-9.]+)`, Goal: "min", Skip: 1}, megatron, 1 / 100.5, "", ""},
+		{"rate", space.Metric{Regex: `per iteration \(ms\): ([0-9.]+)`, Goal: "max"}, megatron, 101, "", ""},
+		{"json line", space.Metric{JSON: "tokens_per_s", Goal: "max"}, `echo '[0,0]<stdout>: {"step": 1, "tokens_per_s": 5e4}'; echo '{"tokens_per_s": "6e4"}'`, 5.5e4, "", ""},
+		{"all warm-up", space.Metric{Regex: `per iteration \(ms\): ([0-9.]+)`, Goal: "min", Skip: 5}, megatron, 0, FailUnparsable, "the first 5 are warm-up"},
+		{"no metric", space.Metric{JSON: "ms", Goal: "min"}, "echo done", 0, FailUnparsable, "0 values"},
+		{"zero", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=0", 0, FailImplausible, `"0", not a positive number`},
+		{"infinite", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=1e400", 0, FailImplausible, "not a positive number"},
+		{"nan", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=NaN", 0, FailImplausible, "not a positive number"},
+		{"oom", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 'torch.OutOfMemoryError: CUDA out of memory.'; exit 1", 0, FailOOM, "CUDA out of memory"},
+		{"nccl", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=5; echo 'torch.distributed.DistBackendError: NCCL error in: x.cpp:1, remote process exited'; exit 1", 0, FailNCCL, "exit status 1"},
+		{"harmless words on success", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 'NCCL INFO no NCCL error here'; echo t=5", 0.2, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := newUserCommand(space.Benchmark{Kind: space.Command, Command: []string{script(t, tc.body)}, Metric: tc.metric})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := (&Runner{Launcher: Local{}}).Run(context.Background(), Job{Benchmark: b, Timeout: 10 * time.Second})
+			switch {
+			case tc.kind == "" && (res.Failure != nil || res.Measurement.Value != tc.value):
+				t.Errorf("failure %v, measurement %+v; want %v", res.Failure, res.Measurement, tc.value)
+			case tc.kind != "" && (res.Failure == nil || res.Failure.Kind != tc.kind || !strings.Contains(res.Failure.Reason, tc.reason)):
+				t.Errorf("failure %v; want %s containing %q", res.Failure, tc.kind, tc.reason)
+			}
+		})
+	}
+}

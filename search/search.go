@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -35,7 +36,7 @@ func New(name string, sp *space.Space, seed int64) (Sampler, error) {
 	case "grid":
 		return newGrid(sp, seed), nil
 	}
-	return nil, fmt.Errorf("unknown sampler %q (known: tpe, random, grid)", name)
+	return nil, fmt.Errorf("unknown sampler %q (known: %s)", name, strings.Join(space.Samplers, ", "))
 }
 
 // trialSeed derives a per-trial seed, so that proposals do not depend on how

@@ -49,6 +49,11 @@ type rawFile struct {
 		Batch       int
 		Device      string
 		ScriptDir   string `toml:"script_dir"`
+		Command     []string
+		Metric      struct {
+			Regex, JSON, Goal, Unit string
+			Skip                    int
+		}
 		Binary      string
 		GPUs        *int `toml:"gpus"`
 		Iters       *int
@@ -134,8 +139,11 @@ func (b *builder) build(raw *rawFile) *Space {
 	for k, v := range raw.Simulator {
 		s.Simulator[k] = fmt.Sprint(v)
 	}
-	if s.Benchmark.Kind == DDP && len(s.Simulator) > 0 {
-		b.errorf(b.loc.section("simulator"), "the simulator speaks nccl-tests; it cannot run the DDP step")
+	if s.Campaign.Prune && s.Benchmark.Kind == Command {
+		b.errorf(b.loc.field("campaign", 0, "prune"), "campaign.prune needs a benchmark with an iteration count to shorten; the user's command runs as written")
+	}
+	if s.Benchmark.Kind != NCCLTests && len(s.Simulator) > 0 {
+		b.errorf(b.loc.section("simulator"), "the simulator speaks nccl-tests; it cannot run benchmark kind %q", s.Benchmark.Kind)
 	}
 	if s.Benchmark.Kind == NCCLTests && s.Benchmark.Binary == "" && len(s.Simulator) == 0 {
 		b.errorf(b.loc.section("benchmark"), "benchmark.binary is required (the nccl-tests binary), unless a [simulator] table is given")
@@ -253,10 +261,10 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 }
 
 func (b *builder) ranges(raw *rawFile, s *Space) {
-	if strings.EqualFold(raw.Benchmark.Kind, DDP) {
-		// One objective: the step time, whatever the message sizes inside it.
+	if kind := raw.Benchmark.Kind; kind == DDP || kind == Command {
+		// One objective: the step time or the metric, whatever the message sizes inside it.
 		if len(raw.Range) > 0 {
-			b.errorf(b.loc.section("range"), "size ranges do not apply to benchmark kind ddp (its objective is the step time)")
+			b.errorf(b.loc.section("range"), "size ranges do not apply to benchmark kind %s (it measures one objective, not message sizes)", kind)
 		}
 		s.Ranges = []Range{{Name: "step", Min: 0, Max: math.MaxInt64}}
 		return
@@ -295,30 +303,47 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 	line := func(key string) int { return b.loc.field("benchmark", 0, key) }
 	s.Benchmark = Benchmark{Kind: orDefault(r.Kind, NCCLTests), Binary: r.Binary, GPUs: 1, Iters: 20, Warmup: 5, Check: true,
 		Timeout: 10 * time.Minute, Args: r.Args, Python: orDefault(r.Python, "python3"), Params: orDefault(r.Params, "100M"),
-		Layers: r.Layers, Batch: r.Batch, Device: orDefault(r.Device, "cuda"), ScriptDir: r.ScriptDir}
-	if s.Benchmark.Layers == 0 {
-		s.Benchmark.Layers = 8
+		Layers: r.Layers, Batch: r.Batch, Device: orDefault(r.Device, "cuda"), ScriptDir: r.ScriptDir, Command: r.Command,
+		Metric: Metric{Regex: r.Metric.Regex, JSON: r.Metric.JSON, Goal: r.Metric.Goal, Skip: r.Metric.Skip, Unit: r.Metric.Unit}}
+	bm := &s.Benchmark
+	if !slices.Contains(BenchmarkKinds, bm.Kind) {
+		b.errorf(line("kind"), "benchmark.kind %q is not one of %s", r.Kind, strings.Join(BenchmarkKinds, ", "))
+		return
 	}
-	if s.Benchmark.Batch == 0 {
-		s.Benchmark.Batch = 32
+	// Each benchmark takes only its own settings, so that none is silently ignored.
+	metric := r.Metric.Regex != "" || r.Metric.JSON != "" || r.Metric.Goal != "" || r.Metric.Skip != 0 || r.Metric.Unit != ""
+	for _, f := range []struct {
+		key   string
+		set   bool
+		kinds []string
+	}{
+		{"binary", r.Binary != "", []string{NCCLTests}}, {"gpus", r.GPUs != nil, []string{NCCLTests}},
+		{"check", r.Check != nil, []string{NCCLTests}}, {"noise_target", r.NoiseTarget != nil, []string{NCCLTests}},
+		{"iters", r.Iters != nil, []string{NCCLTests, DDP}}, {"warmup", r.Warmup != nil, []string{NCCLTests, DDP}},
+		{"args", len(r.Args) > 0, []string{NCCLTests, DDP}},
+		{"python", r.Python != "", []string{DDP}}, {"model_params", r.Params != "", []string{DDP}},
+		{"layers", r.Layers != 0, []string{DDP}}, {"batch", r.Batch != 0, []string{DDP}},
+		{"device", r.Device != "", []string{DDP}}, {"script_dir", r.ScriptDir != "", []string{DDP}},
+		{"command", len(r.Command) > 0, []string{Command}}, {"metric", metric, []string{Command}},
+	} {
+		if f.set && !slices.Contains(f.kinds, bm.Kind) {
+			b.errorf(line(f.key), "benchmark.%s does not apply to benchmark kind %q", f.key, bm.Kind)
+		}
 	}
-	switch {
-	case s.Benchmark.Kind != NCCLTests && s.Benchmark.Kind != DDP:
-		b.errorf(line("kind"), "benchmark.kind %q is not %s or %s", r.Kind, NCCLTests, DDP)
-	case s.Benchmark.Device != "cuda" && s.Benchmark.Device != "cpu":
-		b.errorf(line("device"), "benchmark.device %q is not cuda or cpu", r.Device)
-	case s.Benchmark.Layers < 1 || s.Benchmark.Batch < 1:
-		b.errorf(line("layers"), "benchmark.layers and benchmark.batch must be positive")
-	}
-	if _, err := ParseSize(s.Benchmark.Params); err != nil {
-		b.errorf(line("model_params"), "benchmark.model_params: %v", err)
+	switch bm.Kind {
+	case NCCLTests:
+		b.ncclTestsArgs(line("args"), bm.Args)
+	case DDP:
+		b.ddp(line, r.Layers, r.Batch, bm)
+	case Command:
+		b.command(line, bm)
 	}
 	for _, f := range []struct {
 		key string
 		src *int
 		dst *int
 		min int
-	}{{"gpus", r.GPUs, &s.Benchmark.GPUs, 1}, {"iters", r.Iters, &s.Benchmark.Iters, 1}, {"warmup", r.Warmup, &s.Benchmark.Warmup, 0}} {
+	}{{"gpus", r.GPUs, &bm.GPUs, 1}, {"iters", r.Iters, &bm.Iters, 1}, {"warmup", r.Warmup, &bm.Warmup, 0}} {
 		if f.src == nil {
 			continue
 		}
@@ -328,21 +353,83 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 		*f.dst = *f.src
 	}
 	if r.Check != nil {
-		s.Benchmark.Check = *r.Check
+		bm.Check = *r.Check
 	}
-	s.Benchmark.NoiseTarget = DefaultNoiseTarget
+	bm.NoiseTarget = DefaultNoiseTarget
 	if r.NoiseTarget != nil {
-		if *r.NoiseTarget < 0 || *r.NoiseTarget >= 0.5 {
+		if !(*r.NoiseTarget >= 0 && *r.NoiseTarget < 0.5) {
 			b.errorf(line("noise_target"), "benchmark.noise_target must be within [0, 0.5): 0 keeps benchmark.iters, 0.01 aims at ±1%%")
 		}
-		s.Benchmark.NoiseTarget = *r.NoiseTarget
+		bm.NoiseTarget = *r.NoiseTarget
 	}
 	if r.Timeout != "" {
 		d, err := time.ParseDuration(r.Timeout)
 		if err != nil || d <= 0 {
 			b.errorf(line("timeout"), "benchmark.timeout %q is not a positive duration such as \"90s\" or \"10m\"", r.Timeout)
 		}
-		s.Benchmark.Timeout = d
+		bm.Timeout = d
+	}
+}
+
+// sweepFlags are the nccl-tests options nccltune sets itself (the sweep, the
+// iterations, the check) or that would print more than the one table it
+// reads (-N repeats the sweep; "all" runs every type, operation or root).
+var sweepFlags = []string{"-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-i", "--stepbytes",
+	"-g", "--ngpus", "-n", "--iters", "-w", "--warmup_iters", "-c", "--check", "-N", "--run_cycles"}
+
+func (b *builder) ncclTestsArgs(line int, args []string) {
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(a, "=")
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		switch {
+		case slices.Contains(sweepFlags, name):
+			b.errorf(line, "benchmark.args: %s is set by nccltune (the sweep, iterations and check come from the space)", name)
+		case slices.Contains([]string{"-d", "--datatype", "-o", "--op", "-r", "--root"}, name) && value == "all":
+			b.errorf(line, "benchmark.args: %s all prints a table per value; nccltune reads one", name)
+		}
+	}
+}
+
+func (b *builder) ddp(line func(string) int, layers, batch int, bm *Benchmark) {
+	if bm.Layers = layers; layers == 0 {
+		bm.Layers = 8
+	}
+	if bm.Batch = batch; batch == 0 {
+		bm.Batch = 32
+	}
+	switch {
+	case bm.Device != "cuda" && bm.Device != "cpu":
+		b.errorf(line("device"), "benchmark.device %q is not cuda or cpu", bm.Device)
+	case bm.Layers < 1 || bm.Batch < 1:
+		b.errorf(line("layers"), "benchmark.layers and benchmark.batch must be positive")
+	}
+	if _, err := ParseSize(bm.Params); err != nil {
+		b.errorf(line("model_params"), "benchmark.model_params: %v", err)
+	}
+}
+
+func (b *builder) command(line func(string) int, bm *Benchmark) {
+	m := bm.Metric
+	if len(bm.Command) == 0 || bm.Command[0] == "" {
+		b.errorf(line("kind"), "benchmark kind command needs command = [\"program\", \"arg\", ...]")
+	}
+	switch {
+	case (m.Regex == "") == (m.JSON == ""):
+		b.errorf(line("metric"), "benchmark.metric needs regex = '...' (one group: the value) or json = \"key\", one of them")
+	case m.Regex != "":
+		if re, err := regexp.Compile(m.Regex); err != nil {
+			b.errorf(line("metric"), "benchmark.metric.regex: %v", err)
+		} else if re.NumSubexp() != 1 {
+			b.errorf(line("metric"), "benchmark.metric.regex must have exactly one group, the value: it has %d", re.NumSubexp())
+		}
+	}
+	if m.Goal != "min" && m.Goal != "max" {
+		b.errorf(line("metric"), "benchmark.metric.goal must be \"min\" (a time) or \"max\" (a rate), not %q", m.Goal)
+	}
+	if m.Skip < 0 {
+		b.errorf(line("metric"), "benchmark.metric.skip must not be negative")
 	}
 }
 
@@ -376,8 +463,8 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 		b.errorf(line("kind"), "launcher %q is not supported (supported: %s)", l.Kind, strings.Join(Launchers, ", "))
 	case l.Flavor != "" && l.Flavor != "openmpi" && l.Flavor != "mpich":
 		b.errorf(line("flavor"), "launcher.flavor %q is not openmpi or mpich", l.Flavor)
-	case l.Kind == "torchrun" && s.Benchmark.Kind != DDP:
-		b.errorf(line("kind"), "launcher torchrun runs Python: it needs benchmark.kind = \"ddp\"")
+	case l.Kind == "torchrun" && s.Benchmark.Kind == NCCLTests:
+		b.errorf(line("kind"), "launcher torchrun runs Python: it needs benchmark.kind = \"ddp\" or \"command\"")
 	case l.NP < 0 || l.Nodes < 0 || l.TasksPerNode < 0 || l.NProcPerNode < 0:
 		b.errorf(b.loc.section("launcher"), "launcher counts must be positive")
 	}

@@ -103,7 +103,11 @@ func (r Range) String() string {
 const (
 	NCCLTests = "nccl-tests" // a *_perf binary: busbw per size range
 	DDP       = "ddp"        // the PyTorch DDP step script: steps per second
+	Command   = "command"    // the user's own program: the metric it prints
 )
+
+// BenchmarkKinds are the benchmarks a space can name.
+var BenchmarkKinds = []string{NCCLTests, DDP, Command}
 
 // DefaultNoiseTarget is benchmark.noise_target unless the space says
 // otherwise: a range's score known to ±1%, the smallest gain the tuner counts
@@ -113,7 +117,7 @@ const DefaultNoiseTarget = 0.01
 
 // Benchmark says what each trial runs and with what flags.
 type Benchmark struct {
-	Kind   string // NCCLTests or DDP
+	Kind   string // one of BenchmarkKinds
 	Binary string // nccl-tests: path or name in PATH; empty with a simulator
 	GPUs   int    // -g: GPUs per process
 	Iters  int    // -n: the first trials'; see NoiseTarget
@@ -132,6 +136,45 @@ type Benchmark struct {
 	Batch     int
 	Device    string // cuda (NCCL) or cpu (gloo)
 	ScriptDir string // where the script is written; shared by all nodes for multi-node runs
+	// The user's command and what it prints.
+	Command []string
+	Metric  Metric
+}
+
+// Sweeps reports whether the benchmark measures message sizes, so that size
+// ranges, the sweep and its iteration count apply. The others have one
+// objective: the step time, the user's metric.
+func (b Benchmark) Sweeps() bool { return b.Kind == NCCLTests }
+
+// Unit names what the benchmark's scores measure (higher is better).
+func (b Benchmark) Unit() string {
+	switch b.Kind {
+	case DDP:
+		return "steps/s"
+	case Command:
+		if b.Metric.Goal == "min" {
+			return "1/" + orDefault(b.Metric.Unit, "(metric)")
+		}
+		return orDefault(b.Metric.Unit, "(metric)")
+	}
+	return "GB/s"
+}
+
+// Metric is how the user's command reports its objective: the first group
+// of Regex, or the value of the key JSON in a line that is a JSON object;
+// the median of the values after the first Skip (warm-up) is the objective.
+type Metric struct {
+	Regex, JSON string
+	Goal        string // "min" (a time: its inverse is scored) or "max" (a rate)
+	Skip        int
+	Unit        string // for reports
+}
+
+func (m Metric) String() string {
+	if m.Regex != "" {
+		return "regex " + strconv.Quote(m.Regex)
+	}
+	return "JSON key " + strconv.Quote(m.JSON)
 }
 
 // Launchers are the ways a trial's processes can be started.
@@ -243,8 +286,11 @@ func (s *Space) Identity() []string {
 		fmt.Sprintf("benchmark %s %s -g %d -n %d -w %d check=%v args=%q noise_target=%g", b.Kind, b.Binary, b.GPUs, b.Iters, b.Warmup, b.Check, b.Args, b.NoiseTarget),
 		fmt.Sprintf("launcher %+v", s.Launcher),
 	}
-	if b.Kind == DDP {
+	switch b.Kind {
+	case DDP:
 		lines = append(lines, fmt.Sprintf("ddp %s params=%s layers=%d batch=%d device=%s", b.Python, b.Params, b.Layers, b.Batch, b.Device))
+	case Command:
+		lines = append(lines, fmt.Sprintf("command %q metric %+v", b.Command, b.Metric))
 	}
 	for _, r := range s.Ranges {
 		lines = append(lines, "range "+r.String())
@@ -304,14 +350,6 @@ func (s *Space) Args(a Assignment) []string {
 		}
 	}
 	return args
-}
-
-// Unit names what the scores measure.
-func (s *Space) Unit() string {
-	if s.Benchmark.Kind == DDP {
-		return "steps/s"
-	}
-	return "GB/s"
 }
 
 // EnvMap turns NAME=value pairs into a map.

@@ -189,7 +189,7 @@ func bestLine(sp *space.Space, p tuner.Progress) string {
 	for i, r := range sp.Ranges {
 		fmt.Fprintf(&b, " %s %s", r.Name, bw(p.Best[i]))
 	}
-	return b.String() + " " + sp.Unit()
+	return b.String() + " " + sp.Benchmark.Unit()
 }
 
 func trialLine(sp *space.Space, p tuner.Progress) string {
@@ -206,7 +206,7 @@ func trialLine(sp *space.Space, p tuner.Progress) string {
 	for i, r := range sp.Ranges {
 		fmt.Fprintf(&b, "%s %s (best %s) ", r.Name, bw(score(p.Trial, r.Name)), bw(p.Best[i]))
 	}
-	return strings.TrimSpace(b.String()) + " " + sp.Unit()
+	return strings.TrimSpace(b.String()) + " " + sp.Benchmark.Unit()
 }
 
 func firstLine(s string) string {

@@ -164,7 +164,7 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 			name, sum.Unconfirmed[name], sum.ByState[store.Complete])
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", l.space.Unit(), l.space.Unit())
+	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", l.space.Benchmark.Unit(), l.space.Benchmark.Unit())
 	prev := ""
 	for i, r := range l.results {
 		trial, settings := "-", "-"
@@ -208,10 +208,10 @@ func validated(r results.RangeResult) string {
 	return cell
 }
 
-// sizes shows a range's message sizes; the DDP step has none of its own.
+// sizes shows a range's message sizes; a benchmark that does not sweep them has one objective.
 func sizes(sp *space.Space, r space.Range) string {
-	if sp.Benchmark.Kind == space.DDP {
-		return "training step"
+	if !sp.Benchmark.Sweeps() {
+		return "whole run"
 	}
 	return space.FormatSize(r.Min) + "-" + space.FormatSize(r.Max)
 }

@@ -1,0 +1,146 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// UserCommand runs the user's own program (a training script of Megatron-LM,
+// DeepSpeed, JAX or their own) as written, and reads the objective from what
+// it prints: the median of the values its metric matches, after the warm-up
+// ones. A goal of "min" (a step time) is scored as its inverse, so that
+// higher is better as for every benchmark.
+type UserCommand struct {
+	Argv   []string
+	Metric space.Metric
+	regex  *regexp.Regexp
+}
+
+func newUserCommand(b space.Benchmark) (Benchmark, error) {
+	c := UserCommand{Argv: b.Command, Metric: b.Metric}
+	if b.Metric.Regex != "" {
+		var err error
+		if c.regex, err = regexp.Compile(b.Metric.Regex); err != nil {
+			return nil, fmt.Errorf("benchmark.metric.regex: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Command is the user's command line, whatever the plan.
+func (c UserCommand) Command(Plan) []string { return c.Argv }
+
+// Signs of failure in a training program's output, most specific first:
+// NCCL's and CUDA's own words, and PyTorch's.
+var commandFailures = []struct {
+	kind FailureKind
+	re   *regexp.Regexp
+}{
+	{FailOOM, regexp.MustCompile(`CUDA out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|RESOURCE_EXHAUSTED`)},
+	{FailNCCL, regexp.MustCompile(`NCCL error|ncclInternalError|ncclSystemError|ncclInvalidUsage|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|DistBackendError`)},
+}
+
+// Read finds the metric's values in the output. A program that failed is
+// classified by the signs in its output (a training log mentions NCCL and
+// memory harmlessly, so a clean exit is not searched for them).
+func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
+	if f := exitFailure(out.Exit, lastLine(out.Text), func(int) *Failure { return nil }); f != nil {
+		for _, sign := range commandFailures {
+			if line := firstMatch(out.Text, sign.re); line != "" {
+				return nil, &Failure{sign.kind, f.Reason + "; " + line}
+			}
+		}
+		return nil, f
+	}
+	values, err := c.values(out.Text)
+	switch {
+	case err != nil:
+		return nil, &Failure{FailImplausible, err.Error()}
+	case len(values) <= c.Metric.Skip:
+		return nil, &Failure{FailUnparsable, fmt.Sprintf("the output has %d values of the metric (%s), and the first %d are warm-up", len(values), c.Metric, c.Metric.Skip)}
+	}
+	v := median(values[c.Metric.Skip:])
+	if c.Metric.Goal == "min" {
+		v = 1 / v
+	}
+	return &Measurement{Value: v}, nil
+}
+
+// values are the metric's values in output order; a value that is no
+// positive finite number fails the trial, as no time or rate is.
+func (c UserCommand) values(text []byte) ([]float64, error) {
+	var out []float64
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		raw, ok := c.match(sc.Text())
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(raw, 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) || v > 1e300 || v < 1e-300 {
+			return nil, fmt.Errorf("the metric (%s) read %q, not a positive number", c.Metric, raw)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// match returns the metric's text on a line: the regex's first group, or
+// the JSON key's value on a line that is a JSON object (after any prefix a
+// launcher adds).
+func (c UserCommand) match(line string) (string, bool) {
+	if c.regex != nil {
+		m := c.regex.FindStringSubmatch(line)
+		if m == nil {
+			return "", false
+		}
+		return m[1], true
+	}
+	i := strings.IndexByte(line, '{')
+	if i < 0 {
+		return "", false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(line[i:]), &obj) != nil {
+		return "", false
+	}
+	v, ok := obj[c.Metric.JSON]
+	var text string
+	if json.Unmarshal(v, &text) == nil {
+		return text, ok // a number written as a string
+	}
+	return string(v), ok
+}
+
+// median is the middle value, or the mean of the two in the middle.
+func median(values []float64) float64 {
+	v := slices.Sorted(slices.Values(values))
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
+}
+
+// firstMatch is the first line of text that re matches, trimmed; "" if none.
+func firstMatch(text []byte, re *regexp.Regexp) string {
+	loc := re.FindIndex(text)
+	if loc == nil {
+		return ""
+	}
+	start := bytes.LastIndexByte(text[:loc[0]], '\n') + 1
+	end := bytes.IndexByte(text[loc[0]:], '\n')
+	if end < 0 {
+		end = len(text) - loc[0]
+	}
+	return strings.TrimSpace(string(text[start : loc[0]+end]))
+}
