@@ -42,15 +42,15 @@ type rawFile struct {
 		Min, Max any
 	}
 	Benchmark struct {
-		Kind        string
-		Python      string
-		Params      string `toml:"model_params"`
-		Layers      int
-		Batch       int
-		Device      string
-		ScriptDir   string `toml:"script_dir"`
-		Command     []string
-		Metric      struct {
+		Kind      string
+		Python    string
+		Params    string `toml:"model_params"`
+		Layers    int
+		Batch     int
+		Device    string
+		ScriptDir string `toml:"script_dir"`
+		Command   []string
+		Metric    struct {
 			Regex, JSON, Goal, Unit string
 			Skip                    int
 		}
