@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -45,9 +46,11 @@ func finishedTrials(t *testing.T, path, campaign string) map[int]store.Trial {
 	return out
 }
 
-// TestKillNineAndResume kills nccltune with SIGKILL at random moments of a
-// campaign, resumes each time, and checks that the result is exactly that of
-// an uninterrupted run with the same seed.
+// TestKillNineAndResume kills nccltune with SIGKILL again and again, each
+// time once the store shows a chosen point of progress (a trial committed, or
+// a trial started and running), resumes, and checks that the result is
+// exactly that of an uninterrupted run with the same seed. The kills follow
+// the store, not the clock, so they land however loaded the machine is.
 func TestKillNineAndResume(t *testing.T) {
 	const trials = 30
 	whole := t.TempDir()
@@ -57,12 +60,16 @@ func TestKillNineAndResume(t *testing.T) {
 	want := finishedTrials(t, filepath.Join(whole, "nccltune.db"), "sim-2node-ib")
 
 	dir := t.TempDir()
+	db := filepath.Join(dir, "nccltune.db")
 	rng := rand.New(rand.NewPCG(1, 2))
 	kills := 0
 	for attempt := 0; ; attempt++ {
-		if attempt > 200 {
+		if attempt > 100 {
 			t.Fatal("the campaign never finished")
 		}
+		finished, _ := storeProgress(db)
+		// Kill once trial `at` is committed, or (every other time) once it is running.
+		at, running := finished+rng.IntN(3), attempt%2 == 1
 		cmd := exec.Command(os.Args[0], "run", "-q", "--no-validate", "--trials", "30")
 		cmd.Dir = dir
 		var stderr bytes.Buffer
@@ -72,23 +79,23 @@ func TestKillNineAndResume(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
+		if exited := waitFor(done, func() bool {
+			f, r := storeProgress(db)
+			return f > at || running && r >= at
+		}); exited != nil {
+			if err := *exited; err != nil {
 				t.Fatalf("run failed: %v\n%s", err, stderr.String())
 			}
-		case <-time.After(time.Duration(20+rng.IntN(300)) * time.Millisecond):
-			cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			kills++
-			continue
+			break // the campaign finished before the point was reached
 		}
-		break
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		kills++
 	}
-	if kills < 3 {
+	if kills < 10 {
 		t.Errorf("only %d kills landed; the test proves little", kills)
 	}
-	got := finishedTrials(t, filepath.Join(dir, "nccltune.db"), "sim-2node-ib")
+	got := finishedTrials(t, db, "sim-2node-ib")
 	// The budget, then the trials that simplify each range's choice.
 	if len(got) != len(want) || len(want) < trials {
 		t.Fatalf("%d finished trials after %d kills (uninterrupted: %d), want %d or more", len(got), kills, len(want), trials)
@@ -99,6 +106,32 @@ func TestKillNineAndResume(t *testing.T) {
 			t.Errorf("trial %d differs from the uninterrupted run:\n%v %v\n%v %v", n, g.Params, g.Scores, w.Params, w.Scores)
 		}
 	}
+}
+
+// storeProgress reads, without taking part in the campaign, how many trials the
+// store holds finished, and the number of the trial running (-1 if none).
+func storeProgress(path string) (finished, running int) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(1000)")
+	if err != nil {
+		return 0, -1
+	}
+	defer db.Close()
+	running = -1
+	_ = db.QueryRow(`SELECT count(DISTINCT number) FROM trials WHERE state IN ('complete', 'failed', 'pruned')`).Scan(&finished)
+	_ = db.QueryRow(`SELECT coalesce(max(number), -1) FROM trials WHERE state = 'running'`).Scan(&running)
+	return finished, running
+}
+
+// waitFor polls cond until it holds (nil) or the process exits first (its error).
+func waitFor(done chan error, cond func() bool) *error {
+	for !cond() {
+		select {
+		case err := <-done:
+			return &err
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // slowSpace writes a campaign whose benchmark is a shell script that sleeps,
