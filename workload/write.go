@@ -34,14 +34,18 @@ func (w *Workload) WriteTOML(out io.Writer) error {
 	fmt.Fprintf(bw, "# written by nccltune profile%s (%s): %d collectives, %d sizes, %d calls\n",
 		from, version, len(w.Summary()), len(w.Entries), calls)
 	for _, c := range w.Source.Comms {
-		fmt.Fprintf(bw, "# communicators of %d ranks: the calls of %s, one of %d processes\n", c.Ranks, printable(c.Process), c.Processes)
+		fmt.Fprintf(bw, "# communicators of %d ranks: %s, counted %s", c.Ranks, plural(c.Processes, "process", "processes"), printable(c.Process))
+		if c.Fewest < c.Calls {
+			fmt.Fprintf(bw, " (%d calls; the fewest of any process %d)", c.Calls, c.Fewest)
+		}
+		fmt.Fprintln(bw)
 	}
 	if len(w.Source.Unmeasured) > 0 {
-		var names []string
+		var calls []string
 		for _, name := range slices.Sorted(maps.Keys(w.Source.Unmeasured)) {
-			names = append(names, fmt.Sprintf("%s (%d calls)", printable(name), w.Source.Unmeasured[name]))
+			calls = append(calls, fmt.Sprintf("%s %d", printable(name), w.Source.Unmeasured[name]))
 		}
-		fmt.Fprintf(bw, "# left out, no benchmark of nccltune's measures them: %s\n", strings.Join(names, ", "))
+		fmt.Fprintf(bw, "# left out, as no nccltune benchmark measures them: calls of %s\n", strings.Join(calls, ", "))
 	}
 	for _, e := range w.Entries {
 		fmt.Fprintf(bw, "\n[[workload]]\ncollective = %q\nsize = %q\ncount = %d\n", e.Collective, space.FormatSize(e.Bytes), e.Count)
@@ -50,6 +54,13 @@ func (w *Workload) WriteTOML(out io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // printable returns s, quoted if it has characters a TOML comment cannot
@@ -99,16 +110,17 @@ func (w *Workload) Summary() []Share {
 
 // WriteSummary writes Summary as a table, with a total.
 func (w *Workload) WriteSummary(out io.Writer) error {
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "collective\tcalls\tbytes moved\tshare\t")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	const row = "%s\t%10s\t%12s\t%6s\n"
+	fmt.Fprintf(tw, row, "collective", "calls", "bytes moved", "share")
 	var calls int64
 	var bytes float64
 	for _, s := range w.Summary() {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t\n", s.Collective, s.Calls, humanBytes(s.Bytes), 100*s.Fraction)
+		fmt.Fprintf(tw, row, s.Collective, strconv.FormatInt(s.Calls, 10), humanBytes(s.Bytes), fmt.Sprintf("%.1f%%", 100*s.Fraction))
 		calls += s.Calls
 		bytes += s.Bytes
 	}
-	fmt.Fprintf(tw, "total\t%d\t%s\t\t\n", calls, humanBytes(bytes))
+	fmt.Fprintf(tw, "%s\t%10d\t%12s\n", "total", calls, humanBytes(bytes))
 	return tw.Flush()
 }
 
