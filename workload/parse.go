@@ -150,6 +150,7 @@ func parseUint(b []byte, base uint64) (uint64, bool) {
 		return 0, false
 	}
 	var n uint64
+	cutoff := math.MaxUint64 / base
 	for _, c := range b {
 		var d uint64
 		switch {
@@ -160,7 +161,7 @@ func parseUint(b []byte, base uint64) (uint64, bool) {
 		default:
 			return 0, false
 		}
-		if n > (math.MaxUint64-d)/base {
+		if n > cutoff || n*base > math.MaxUint64-d {
 			return 0, false
 		}
 		n = n*base + d

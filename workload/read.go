@@ -188,7 +188,9 @@ func newParser() *parser {
 // line reads one line of the log.
 func (p *parser) line(b []byte) error {
 	p.src.Lines++
-	b = bytes.TrimRight(b, "\r\n")
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
 	proc, dev, msg, isInfo, okProc := splitInfo(b)
 	if !isInfo {
 		// Up to 2.22, NCCL prints its version on stdout, alone.
