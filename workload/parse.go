@@ -5,9 +5,9 @@ import (
 	"math"
 )
 
-// The line formats, unchanged from NCCL 2.4 to 2.30 but for what a message
-// may say (src/debug.cc; a launcher or NCCL_DEBUG_TIMESTAMP_LEVELS may put
-// more in front):
+// The line formats, the same in every NCCL from 2.4.2 to 2.30.7 (src/debug.cc,
+// src/misc/utils.cu before 2.5; a launcher, and since 2.26
+// NCCL_DEBUG_TIMESTAMP_LEVELS, may put more in front):
 //
 //	host:pid:tid [dev] NCCL INFO message
 //	NCCL version 2.18.3+cuda12.2    (up to 2.22: printed alone, on stdout)
@@ -17,7 +17,7 @@ var (
 )
 
 // call is one COLL line's message as ncclEnqueueCheck logs every call
-// (src/enqueue.cc):
+// (src/enqueue.cc; the same format string from 2.4.2 to 2.30.7):
 //
 //	AllReduce: opCount 2a sendbuff 0x7f.. recvbuff 0x7f.. count 262144 datatype 7 op 0 root 0 comm 0x55.. [nranks=16] stream 0x..
 type call struct {

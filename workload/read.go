@@ -22,7 +22,7 @@ type Entry struct {
 	Collective string // nccl-tests name: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv
 	Bytes      int64  // the nccl-tests size (see ops)
 	Count      int64  // calls by one rank
-	Ranks      int    // the communicator's rank count, 0 if the log does not say
+	Ranks      int    // the communicator's rank count ([nranks=] of the COLL line); 0 if unknown
 }
 
 // Workload is what one job communicates.
@@ -40,7 +40,7 @@ type Source struct {
 	Malformed int64  // COLL lines that could not be read
 	// FirstMalformed is the first of them, "line N: text".
 	FirstMalformed string
-	Skipped        int64 // other lines
+	Skipped        int64 // lines neither COLL nor version lines
 	Processes      int   // processes that logged calls
 	// Comms says, per communicator size, whose calls were counted.
 	Comms []Comms
@@ -87,7 +87,9 @@ const (
 // at each size (data, tensor, expert and sequence parallelism) any process
 // gives the same counts, so a log of all ranks gives what rank 0's log
 // alone gives; where they differ (pipeline stages), it is the busiest, and
-// Source.Comms shows the spread.
+// Source.Comms shows the spread. (A process that drives several GPUs from
+// one thread without switching device, as nccl-tests -g does, logs them
+// all as one [dev]: their calls count as one rank's.)
 func Read(r io.Reader) (*Workload, error) {
 	br, gzipped, err := open(r)
 	if err != nil {
@@ -222,7 +224,7 @@ func (p *parser) line(b []byte) error {
 	if err != nil {
 		return err
 	}
-	return p.call(id, c)
+	return p.count(id, c)
 }
 
 func (p *parser) setVersion(v string) error {
@@ -261,8 +263,8 @@ func (p *parser) grow() error {
 	return nil
 }
 
-// call counts one call of process id.
-func (p *parser) call(id int32, c call) error {
+// count counts one call of process id.
+func (p *parser) count(id int32, c call) error {
 	o, measured := ops[string(c.op)]
 	if !measured {
 		name, ok := p.unmeasured[string(c.op)]
