@@ -92,10 +92,11 @@ func (f *fields) next(key string) []byte {
 func (f *fields) skip(key string) { f.next(key) }
 
 // splitInfo splits an INFO line into its message and the process that
-// logged it, "host:pid [dev]" (tid left out: one process logs from several
-// threads). The process is what the host:pid:tid word in front of "[dev]"
-// says, with whatever a launcher glued to it ("[1,0]<stdout>:",
-// "[default0]:").
+// logged it: the host and pid of the host:pid:tid word in front of "[dev]"
+// (the tid left out: a process logs from several threads). The host is
+// what a hostname can hold (NCCL cuts it at the first dot), so that
+// whatever a launcher or a timestamp glues to the word ("[1,0]<stdout>:",
+// "[default0]:") is not part of it.
 func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	i := bytes.Index(line, infoMark)
 	if i < 0 {
@@ -109,7 +110,6 @@ func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	}
 	dev = head[open+1 : len(head)-1]
 	word := head[:open-1]
-	word = word[bytes.LastIndexByte(word, ' ')+1:]
 	tid := bytes.LastIndexByte(word, ':')
 	if tid < 0 || !isDigits(dev) || !isDigits(word[tid+1:]) {
 		return nil, nil, msg, true, false
@@ -119,7 +119,14 @@ func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	if pid < 0 || !isDigits(proc[pid+1:]) {
 		return nil, nil, msg, true, false
 	}
-	return proc, dev, msg, true, true
+	host := pid
+	for host > 0 && isHostChar(proc[host-1]) {
+		host--
+	}
+	if host == pid {
+		return nil, nil, msg, true, false
+	}
+	return proc[host:], dev, msg, true, true
 }
 
 // parseVersion reads "NCCL version 2.28.3+cuda13.0" (the whole of msg) and
@@ -137,6 +144,8 @@ func parseVersion(msg []byte) (string, bool) {
 func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
+
+func isHostChar(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
 
 func isDigits(b []byte) bool {
 	_, ok := parseUint(b, 10)
