@@ -32,13 +32,9 @@ type run struct {
 // sendrecv counts a Send or Recv line of process id.
 func (p *parser) sendrecv(id int32, c call, bytes int64) error {
 	k := runKey{id, c.comm}
-	r := p.runs[k]
-	if r == nil {
-		if err := p.grow(); err != nil {
-			return err
-		}
-		r = new(run)
-		p.runs[k] = r
+	r, err := lookup(p, p.runs, k)
+	if err != nil {
+		return err
 	}
 	send := string(c.op) == "Send"
 	if !r.extends(c, send) {

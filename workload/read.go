@@ -63,15 +63,15 @@ type Comms struct {
 // ErrNoCalls says that the log has no COLL line at all.
 var ErrNoCalls = errors.New("no NCCL COLL lines: run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL")
 
-const (
-	// maxLine bounds the line buffer. NCCL's lines are under 1 KiB (its
-	// log buffer, src/debug.cc); longer ones are someone else's, skipped.
-	maxLine = 64 << 10
-	// maxState bounds what Read keeps, whatever the input: processes,
-	// send/recv runs and (process, communicator size, collective, size)
-	// tallies. A job's log holds a few per process.
-	maxState = 1 << 21
-)
+// maxLine bounds the line buffer. NCCL's lines are under 1 KiB (its log
+// buffer, src/debug.cc); longer ones are someone else's, skipped.
+const maxLine = 64 << 10
+
+// maxState bounds what Read keeps, whatever the input: processes, send/recv
+// runs and (process, communicator size, collective, size) tallies, about
+// 100 bytes each. A job's log holds a few dozen per process. (A variable,
+// for the test of the bound.)
+var maxState = 1 << 21
 
 // Read reads an NCCL log, gzipped or not, line by line: every rank's
 // output interleaved, or one rank's alone.
@@ -255,6 +255,19 @@ func (p *parser) process(proc, dev []byte) (int32, error) {
 	return id, nil
 }
 
+// lookup returns m[k], made if missing and there is room for it.
+func lookup[K comparable, V any](p *parser, m map[K]*V, k K) (*V, error) {
+	if v := m[k]; v != nil {
+		return v, nil
+	}
+	if err := p.grow(); err != nil {
+		return nil, err
+	}
+	v := new(V)
+	m[k] = v
+	return v, nil
+}
+
 // grow checks that there is room for one more thing to keep.
 func (p *parser) grow() error {
 	if len(p.procs)+len(p.tallies)+len(p.runs) >= maxState {
@@ -300,13 +313,9 @@ func (p *parser) count(id int32, c call) error {
 
 // add counts calls (and sendrecv Recvs) under t.
 func (p *parser) add(t tally, calls, recvs int64) error {
-	c := p.tallies[t]
-	if c == nil {
-		if err := p.grow(); err != nil {
-			return err
-		}
-		c = new(counts)
-		p.tallies[t] = c
+	c, err := lookup(p, p.tallies, t)
+	if err != nil {
+		return err
 	}
 	c.calls += calls
 	c.recvs += recvs

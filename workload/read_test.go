@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -281,6 +282,21 @@ func TestReadProcessChoice(t *testing.T) {
 	}
 	if e := []Entry{{"all_reduce", 4 << 10, 3, 2}, {"all_reduce", 4 << 10, 1, 4}}; !slices.Equal(w.Entries, e) {
 		t.Errorf("entries = %v, want %v", w.Entries, e)
+	}
+}
+
+// TestReadBounded checks that a log of ever new sizes is refused before it
+// fills memory.
+func TestReadBounded(t *testing.T) {
+	defer func(n int) { maxState = n }(maxState)
+	maxState = 100
+	var log strings.Builder
+	for i := range 200 {
+		log.WriteString(rank0 + strings.Replace(allRed, "count 1024", "count "+strconv.Itoa(i), 1) + "\n")
+	}
+	_, err := Read(strings.NewReader(log.String()))
+	if err == nil || !strings.Contains(err.Error(), "line 100: over 100 distinct processes, communicators and message sizes") {
+		t.Errorf("err = %v", err)
 	}
 }
 
