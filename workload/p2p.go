@@ -1,9 +1,10 @@
 package workload
 
 // NCCL logs no group boundaries: ncclGroupStart and ncclGroupEnd are
-// logged only by TRACE builds, and the opCount of COLL lines is bumped by
-// a host callback when a group's work reaches the proxy thread
-// (ncclProxyStart, src/proxy.cc), so equal opCounts do not mark a group.
+// logged only by TRACE builds, and the opCount of COLL lines is bumped
+// (ncclProxyStart, src/proxy.cc) from a host-stream callback once a group's
+// kernels are launched, and only for work with proxy operations, so equal
+// opCounts do not mark a group.
 // Each line is therefore one call, with one exception. An alltoall made of
 // grouped sends and receives (NCCL before 2.28 has no other; PyTorch's
 // all_to_all_single and nccl-tests' own alltoall_perf, AlltoAllRunColl in
@@ -43,15 +44,15 @@ func (p *parser) sendrecv(id int32, c call, bytes int64) error {
 		}
 		*r = run{count: c.count, dtype: c.dtype, nranks: c.nranks, bytes: bytes}
 	}
-	switch {
-	case send && r.sends == 0:
-		r.firstSend = c.root
-	case !send && r.recvs == 0:
-		r.firstRecv = c.root
-	}
 	if send {
+		if r.sends == 0 {
+			r.firstSend = c.root
+		}
 		r.sends++
 	} else {
+		if r.recvs == 0 {
+			r.firstRecv = c.root
+		}
 		r.recvs++
 	}
 	if r.sends < r.nranks || r.recvs < r.nranks {
