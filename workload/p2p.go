@@ -1,10 +1,10 @@
 package workload
 
 // NCCL logs no group boundaries: ncclGroupStart and ncclGroupEnd are
-// logged only by TRACE builds, and the opCount of COLL lines is bumped
-// (ncclProxyStart, src/proxy.cc) from a host-stream callback once a group's
-// kernels are launched, and only for work with proxy operations, so equal
-// opCounts do not mark a group.
+// logged only by TRACE builds, and the opCount of COLL lines, bumped by
+// ncclProxyStart (src/proxy.cc) after a launch and, since 2.27, only for
+// work that uses the proxy thread, is the same for every call of a group
+// but may be the same for ungrouped calls too.
 // Each line is therefore one call, with one exception. An alltoall made of
 // grouped sends and receives (NCCL before 2.28 has no other; PyTorch's
 // all_to_all_single and nccl-tests' own alltoall_perf, AlltoAllRunColl in
