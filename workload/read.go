@@ -1,0 +1,392 @@
+// Package workload reads what a training job communicates from its NCCL
+// log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL): how often one rank calls
+// each collective at each message size, in the sizes of the nccl-tests
+// benchmark that measures that collective.
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Entry is one collective at one size, as a campaign measures it.
+type Entry struct {
+	Collective string // nccl-tests name: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv
+	Bytes      int64  // the nccl-tests size (see ops)
+	Count      int64  // calls by one rank
+	Ranks      int    // the communicator's rank count ([nranks=] of the COLL line); 0 if unknown
+}
+
+// Workload is what one job communicates.
+type Workload struct {
+	Entries     []Entry // sorted by collective, size, ranks
+	NCCLVersion string  // "2.28.3"; empty if no version line was logged
+	Source      Source
+}
+
+// Source says what the log held and whose calls were counted.
+type Source struct {
+	File      string // the log's name, for WriteTOML's header; Read leaves it empty
+	Lines     int64  // lines read
+	Calls     int64  // COLL lines read, every process's
+	Malformed int64  // COLL lines that could not be read
+	// FirstMalformed is the first of them, "line N: text".
+	FirstMalformed string
+	Skipped        int64 // lines neither COLL nor version lines
+	Processes      int   // processes that logged calls
+	// Comms says, per communicator size, whose calls were counted.
+	Comms []Comms
+	// Unmeasured counts the calls (of the processes counted) that no
+	// benchmark of nccltune's measures, by NCCL's name: Gather, Scatter, ...
+	Unmeasured map[string]int64
+}
+
+// Comms describes the communicators of one size.
+type Comms struct {
+	Ranks     int
+	Process   string // "host:pid [dev]": the process whose calls were counted
+	Processes int    // processes that took part in communicators of this size
+	Calls     int64  // the calls counted
+	// Fewest is the fewest calls any of those processes made: below Calls,
+	// the processes differ (pipeline stages do), or the log ends early.
+	Fewest int64
+}
+
+// ErrNoCalls says that the log has no COLL line at all.
+var ErrNoCalls = errors.New("no NCCL COLL lines: run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL")
+
+// maxLine bounds the line buffer. NCCL's lines are under 1 KiB (its log
+// buffer, src/debug.cc); longer ones are someone else's, skipped.
+const maxLine = 64 << 10
+
+// maxState bounds what Read keeps, whatever the input: processes, send/recv
+// runs and (process, communicator size, collective, size) tallies, about
+// 100 bytes each. A job's log holds a few dozen per process. (A variable,
+// for the test of the bound.)
+var maxState = 1 << 21
+
+// Read reads an NCCL log, gzipped or not, line by line: every rank's
+// output interleaved, or one rank's alone.
+//
+// Every process logs each call it makes, once per communicator it makes it
+// on, so the calls of all ranks are the calls of one rank many times
+// over. Read counts the calls of one process (host, pid and device) per
+// communicator size: a rank takes part in several communicators (its
+// tensor-parallel group, its data-parallel group, the world), each of a
+// size, and its calls on all the communicators of a size are its workload
+// at that size. Per size it counts the process that logged the most calls
+// at that size (ties: the first by name). In a job whose ranks do the same
+// at each size (data, tensor, expert and sequence parallelism) any process
+// gives the same counts, so a log of all ranks gives what rank 0's log
+// alone gives; where they differ (pipeline stages), it is the busiest, and
+// Source.Comms shows the spread. (A process that drives several GPUs from
+// one thread without switching device, as nccl-tests -g does, logs them
+// all as one [dev]: their calls count as one rank's.)
+func Read(r io.Reader) (*Workload, error) {
+	br, gzipped, err := open(r)
+	if err != nil {
+		return nil, err
+	}
+	p := newParser()
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			p.src.Lines++
+			p.src.Skipped++
+			err = skipLine(br)
+		} else if len(line) > 0 {
+			if perr := p.line(line); perr != nil {
+				return nil, perr
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if gzipped && errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("line %d: the gzip stream ends early (truncated file?): %w", p.src.Lines, err)
+			}
+			return nil, fmt.Errorf("reading the log after line %d: %w", p.src.Lines, err)
+		}
+	}
+	return p.workload()
+}
+
+// open returns a reader of the log, gunzipped if it starts with gzip's magic.
+func open(r io.Reader) (br *bufio.Reader, gzipped bool, err error) {
+	br = bufio.NewReaderSize(r, maxLine)
+	magic, err := br.Peek(2)
+	if err != nil && err != io.EOF {
+		return nil, false, fmt.Errorf("reading the log: %w", err)
+	}
+	if !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		return br, false, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, true, fmt.Errorf("reading the log's gzip header: %w", err)
+	}
+	return bufio.NewReaderSize(zr, maxLine), true, nil
+}
+
+// skipLine reads past the rest of an over-long line.
+func skipLine(br *bufio.Reader) error {
+	for {
+		_, err := br.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+// tally is what the counts are kept by.
+type tally struct {
+	proc       int32
+	nranks     int32
+	collective string // nccl-tests name, or NCCL's for an unmeasured call
+	measured   bool
+	bytes      int64
+}
+
+// counts are a tally's calls. A sendrecv's Recv lines are counted apart:
+// see sendrecv.
+type counts struct{ calls, recvs int64 }
+
+// n is the number of calls: a sendrecv, as nccl-tests' sendrecv_perf runs
+// it, is one Send and one Recv by each rank, so a process that only sends
+// or only receives (the ends of a pipeline) still makes one per message.
+func (c counts) n() int64 { return max(c.calls, c.recvs) }
+
+// parser holds what Read has seen so far.
+type parser struct {
+	src         Source
+	version     string
+	versionLine int64
+	procs       map[string]int32
+	procNames   []string
+	tallies     map[tally]*counts
+	runs        map[runKey]*run
+	unmeasured  map[string]string // interned NCCL names
+	key         []byte
+}
+
+func newParser() *parser {
+	return &parser{
+		procs:      map[string]int32{},
+		tallies:    map[tally]*counts{},
+		runs:       map[runKey]*run{},
+		unmeasured: map[string]string{},
+	}
+}
+
+// line reads one line of the log.
+func (p *parser) line(b []byte) error {
+	p.src.Lines++
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	proc, dev, msg, isInfo, okProc := splitInfo(b)
+	if !isInfo {
+		// Up to 2.22, NCCL prints its version on stdout, alone.
+		if i := bytes.Index(b, versionMark); i >= 0 {
+			if v, ok := parseVersion(b[i:]); ok {
+				return p.setVersion(v)
+			}
+		}
+		p.src.Skipped++
+		return nil
+	}
+	if v, ok := parseVersion(msg); ok {
+		return p.setVersion(v)
+	}
+	c, isCall, ok := parseCall(msg)
+	switch {
+	case !isCall:
+		p.src.Skipped++
+		return nil
+	case !ok || !okProc:
+		p.src.Malformed++
+		if p.src.FirstMalformed == "" {
+			p.src.FirstMalformed = fmt.Sprintf("line %d: %.200s", p.src.Lines, b)
+		}
+		return nil
+	}
+	p.src.Calls++
+	id, err := p.process(proc, dev)
+	if err != nil {
+		return err
+	}
+	return p.count(id, c)
+}
+
+func (p *parser) setVersion(v string) error {
+	switch p.version {
+	case "":
+		p.version, p.versionLine = v, p.src.Lines
+	case v:
+	default:
+		return fmt.Errorf("mixed NCCL versions: %s (line %d) and %s (line %d); profile one job, with one NCCL, at a time",
+			p.version, p.versionLine, v, p.src.Lines)
+	}
+	return nil
+}
+
+// process returns the index of the process "proc [dev]".
+func (p *parser) process(proc, dev []byte) (int32, error) {
+	p.key = append(append(append(append(p.key[:0], proc...), " ["...), dev...), ']')
+	if id, ok := p.procs[string(p.key)]; ok {
+		return id, nil
+	}
+	if err := p.grow(); err != nil {
+		return 0, err
+	}
+	id := int32(len(p.procNames))
+	name := string(p.key)
+	p.procs[name] = id
+	p.procNames = append(p.procNames, name)
+	return id, nil
+}
+
+// lookup returns m[k], made if missing and there is room for it.
+func lookup[K comparable, V any](p *parser, m map[K]*V, k K) (*V, error) {
+	if v := m[k]; v != nil {
+		return v, nil
+	}
+	if err := p.grow(); err != nil {
+		return nil, err
+	}
+	v := new(V)
+	m[k] = v
+	return v, nil
+}
+
+// grow checks that there is room for one more thing to keep.
+func (p *parser) grow() error {
+	if len(p.procs)+len(p.tallies)+len(p.runs) >= maxState {
+		return fmt.Errorf("line %d: over %d distinct processes, communicators and message sizes: is this one job's NCCL log?", p.src.Lines, maxState)
+	}
+	return nil
+}
+
+// count counts one call of process id.
+func (p *parser) count(id int32, c call) error {
+	o, measured := ops[string(c.op)]
+	if !measured {
+		name, ok := p.unmeasured[string(c.op)]
+		if !ok {
+			if err := p.grow(); err != nil {
+				return err
+			}
+			name = string(c.op)
+			p.unmeasured[name] = name
+		}
+		if err := p.endRun(id, c.comm); err != nil {
+			return err
+		}
+		return p.add(tally{proc: id, nranks: int32(c.nranks), collective: name}, 1, 0)
+	}
+	if c.dtype >= uint64(len(typeSizes)) {
+		return fmt.Errorf("line %d: %s of unknown NCCL datatype %d (nccltune knows 0 to %d, NCCL 2.30's): a newer NCCL?",
+			p.src.Lines, c.op, c.dtype, len(typeSizes)-1)
+	}
+	size := typeSizes[c.dtype]
+	if o.perRank {
+		size *= int64(c.nranks)
+	}
+	bytes := int64(c.count) * size // parseCall bounds count
+	if o.p2p {
+		return p.sendrecv(id, c, bytes)
+	}
+	if err := p.endRun(id, c.comm); err != nil {
+		return err
+	}
+	return p.add(tally{proc: id, nranks: int32(c.nranks), collective: o.collective, measured: true, bytes: bytes}, 1, 0)
+}
+
+// add counts calls (and sendrecv Recvs) under t.
+func (p *parser) add(t tally, calls, recvs int64) error {
+	c, err := lookup(p, p.tallies, t)
+	if err != nil {
+		return err
+	}
+	c.calls += calls
+	c.recvs += recvs
+	return nil
+}
+
+// workload chooses, per communicator size, the process to count, and
+// returns its calls.
+func (p *parser) workload() (*Workload, error) {
+	for k, r := range p.runs {
+		if err := p.flush(k, r); err != nil {
+			return nil, err
+		}
+	}
+	if p.src.Calls == 0 {
+		if p.src.Malformed > 0 {
+			return nil, fmt.Errorf("none of the %d NCCL COLL lines could be read, e.g. %s", p.src.Malformed, p.src.FirstMalformed)
+		}
+		return nil, ErrNoCalls
+	}
+	w := &Workload{NCCLVersion: p.version, Source: p.src}
+	w.Source.Processes = len(p.procNames)
+	w.Source.Comms = p.comms()
+	w.Source.Unmeasured = map[string]int64{}
+	counted := map[int32]int32{} // communicator size → the process counted
+	for _, c := range w.Source.Comms {
+		counted[int32(c.Ranks)] = p.procs[c.Process]
+	}
+	for t, c := range p.tallies {
+		switch {
+		case counted[t.nranks] != t.proc:
+		case !t.measured:
+			w.Source.Unmeasured[t.collective] += c.n()
+		default:
+			w.Entries = append(w.Entries, Entry{Collective: t.collective, Bytes: t.bytes, Count: c.n(), Ranks: int(t.nranks)})
+		}
+	}
+	if len(w.Entries) == 0 {
+		return nil, fmt.Errorf("no call that nccltune can measure, only %s", strings.Join(slices.Sorted(maps.Keys(w.Source.Unmeasured)), ", "))
+	}
+	slices.SortFunc(w.Entries, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Collective, b.Collective), cmp.Compare(a.Bytes, b.Bytes), cmp.Compare(a.Ranks, b.Ranks))
+	})
+	return w, nil
+}
+
+// comms totals each process's calls per communicator size and picks the
+// process to count for each: the most calls, ties to the first by name so
+// that the choice does not depend on how the ranks' lines interleave.
+func (p *parser) comms() []Comms {
+	type key struct{ nranks, proc int32 }
+	calls := map[key]int64{}
+	for t, c := range p.tallies {
+		calls[key{t.nranks, t.proc}] += c.n()
+	}
+	bySize := map[int32]*Comms{}
+	for k, n := range calls {
+		c := bySize[k.nranks]
+		name := p.procNames[k.proc]
+		if c == nil {
+			c = &Comms{Ranks: int(k.nranks), Process: name, Calls: n, Fewest: n}
+			bySize[k.nranks] = c
+		} else if n > c.Calls || n == c.Calls && name < c.Process {
+			c.Process, c.Calls = name, n
+		}
+		c.Processes++
+		c.Fewest = min(c.Fewest, n)
+	}
+	out := make([]Comms, 0, len(bySize))
+	for _, size := range slices.Sorted(maps.Keys(bySize)) {
+		out = append(out, *bySize[size])
+	}
+	return out
+}

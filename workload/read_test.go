@@ -1,0 +1,359 @@
+package workload
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The logs in testdata are as NCCL prints them (see parse.go for where the
+// formats come from):
+//
+//	nccl-2.18.3-rank0.log  rank 0's NCCL_DEBUG_FILE: the version as an INFO line, alltoall as grouped Send/Recv
+//	nccl-2.18.3-all.log    the same job's four ranks through srun -l: the version printed alone, by comm rank 0s only
+//	nccl-2.28.3-all.log    eight ranks through torchrun --tee, with NCCL_DEBUG_TIMESTAMP_LEVELS=INFO: native AlltoAll, fp8, pipeline Send/Recv
+//	nccl-2.30.7-rank0.log  one rank of sixteen: SymCheck and RMA lines under COLL, PutSignal, WaitSignal, Gather
+
+// job218 is what one rank of the 2.18.3 job does: tensor parallel 2 and data
+// parallel 2 (both communicators of 2 ranks), alltoall and loss over all 4.
+var job218 = []Entry{
+	{"all_gather", 48 << 20, 2, 2},
+	{"all_reduce", 4, 2, 4},
+	{"all_reduce", 8 << 20, 10, 2},
+	{"alltoall", 8 << 20, 4, 4},
+	{"broadcast", 256 << 10, 3, 4},
+	{"reduce_scatter", 96 << 20, 2, 2},
+}
+
+// job228 is one rank of the 2.28.3 job: pipeline parallel 2, data parallel 4, alltoall over all 8.
+var job228 = []Entry{
+	{"all_gather", 4 << 20, 2, 4},
+	{"all_reduce", 4, 2, 8},
+	{"all_reduce", 5 << 20, 2, 4},
+	{"all_reduce", 25 << 20, 4, 4},
+	{"alltoall", 4 << 20, 4, 8},
+	{"sendrecv", 4 << 20, 8, 2},
+}
+
+func TestReadVersions(t *testing.T) {
+	for _, tc := range []struct {
+		file       string
+		version    string
+		processes  int
+		entries    []Entry
+		unmeasured map[string]int64
+	}{
+		{"nccl-2.18.3-rank0.log", "2.18.3", 1, job218, nil},
+		{"nccl-2.18.3-all.log", "2.18.3", 4, job218, nil},
+		{"nccl-2.28.3-all.log", "2.28.3", 8, job228, nil},
+		{"nccl-2.30.7-rank0.log", "2.30.7", 1, []Entry{
+			{"all_reduce", 16 << 20, 6, 8},
+			{"all_reduce", 128 << 20, 2, 2},
+			{"alltoall", 4 << 20, 2, 16},
+			{"reduce_scatter", 16 << 20, 2, 8},
+		}, map[string]int64{"Gather": 1, "PutSignal": 2, "WaitSignal": 2}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			w := readFile(t, tc.file)
+			if !slices.Equal(w.Entries, tc.entries) {
+				t.Errorf("entries:\n got %v\nwant %v", w.Entries, tc.entries)
+			}
+			if w.NCCLVersion != tc.version || w.Source.Processes != tc.processes || w.Source.Malformed != 0 {
+				t.Errorf("version %q, %d processes, %d malformed; want %q, %d, 0", w.NCCLVersion, w.Source.Processes, w.Source.Malformed, tc.version, tc.processes)
+			}
+			if len(w.Source.Unmeasured) != len(tc.unmeasured) {
+				t.Errorf("unmeasured = %v, want %v", w.Source.Unmeasured, tc.unmeasured)
+			}
+			for name, n := range tc.unmeasured {
+				if w.Source.Unmeasured[name] != n {
+					t.Errorf("unmeasured = %v, want %v", w.Source.Unmeasured, tc.unmeasured)
+				}
+			}
+			s := w.Source
+			if s.Lines != s.Calls+s.Malformed+s.Skipped+versionLines(t, tc.file) {
+				t.Errorf("lines %d != %d calls + %d malformed + %d skipped + version lines", s.Lines, s.Calls, s.Malformed, s.Skipped)
+			}
+		})
+	}
+}
+
+// TestReadOneRankOrAll checks that every rank's log, however its lines
+// interleave, gives what one rank's log gives.
+func TestReadOneRankOrAll(t *testing.T) {
+	all := testdata(t, "nccl-2.28.3-all.log")
+	lines := strings.SplitAfter(string(all), "\n")
+	byProcess := slices.Clone(lines)
+	slices.SortStableFunc(byProcess, func(a, b string) int { return strings.Compare(processOf(a), processOf(b)) })
+	var rank5 []string
+	for _, l := range lines {
+		if strings.Contains(l, " gpu-b:31055:") {
+			rank5 = append(rank5, l)
+		}
+	}
+	for name, log := range map[string]string{
+		"interleaved":            string(all),
+		"one rank after another": strings.Join(byProcess, ""),
+		"rank 5 alone":           strings.Join(rank5, ""),
+	} {
+		w, err := Read(strings.NewReader(log))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !slices.Equal(w.Entries, job228) {
+			t.Errorf("%s:\n got %v\nwant %v", name, w.Entries, job228)
+		}
+	}
+	w := readFile(t, "nccl-2.28.3-all.log")
+	want := []Comms{
+		{Ranks: 2, Process: "gpu-a:31000 [0]", Processes: 8, Calls: 8, Fewest: 8},
+		{Ranks: 4, Process: "gpu-a:31000 [0]", Processes: 8, Calls: 8, Fewest: 8},
+		{Ranks: 8, Process: "gpu-a:31000 [0]", Processes: 8, Calls: 6, Fewest: 6},
+	}
+	if !slices.Equal(w.Source.Comms, want) {
+		t.Errorf("comms:\n got %+v\nwant %+v", w.Source.Comms, want)
+	}
+}
+
+// processOf returns the host:pid:tid word of a testdata line.
+func processOf(line string) string {
+	head, _, _ := strings.Cut(line, " [")
+	return head[strings.LastIndexByte(head, ' ')+1:]
+}
+
+func TestReadGzip(t *testing.T) {
+	plain := testdata(t, "nccl-2.28.3-all.log")
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(plain)
+	zw.Close()
+	w, err := Read(bytes.NewReader(z.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.Entries, job228) {
+		t.Errorf("gzipped:\n got %v\nwant %v", w.Entries, job228)
+	}
+	_, err = Read(bytes.NewReader(z.Bytes()[:z.Len()/2]))
+	if err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("half a gzip stream: err = %v, want it to say truncated", err)
+	}
+}
+
+const (
+	rank0   = "h:1:1 [0] NCCL INFO "
+	allRed  = "AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 root 0 comm 0x55a0 [nranks=4] stream 0x55b0"
+	version = rank0 + "NCCL version 2.28.3+cuda13.0\n"
+)
+
+func TestReadErrors(t *testing.T) {
+	var truncated bytes.Buffer
+	zw := gzip.NewWriter(&truncated)
+	zw.Write([]byte(version + rank0 + allRed + "\n"))
+	zw.Close()
+	for _, tc := range []struct {
+		name, log string
+		want      string // in the error
+	}{
+		{"empty", "", ErrNoCalls.Error()},
+		{"no NCCL", "epoch 1 loss 3.2\nepoch 2 loss 2.9\n", ErrNoCalls.Error()},
+		{"INFO without COLL", rank0 + "Bootstrap : Using eth0:10.0.0.1<0>\n" + version, ErrNoCalls.Error()},
+		{"mixed versions", version + rank0 + allRed + "\nh:2:2 [1] NCCL INFO NCCL version 2.27.7+cuda12.9\n", "mixed NCCL versions: 2.28.3 (line 1) and 2.27.7 (line 3)"},
+		{"bare and INFO versions differ", "NCCL version 2.18.3+cuda12.2\n" + version, "mixed NCCL versions: 2.18.3 (line 1) and 2.28.3 (line 2)"},
+		{"unknown datatype", rank0 + strings.Replace(allRed, "datatype 7", "datatype 12", 1) + "\n", "line 1: AllReduce of unknown NCCL datatype 12"},
+		{"only malformed", rank0 + allRed[:60] + "\n", "none of the 1 NCCL COLL lines could be read, e.g. line 1: h:1:1"},
+		{"only unmeasured", rank0 + strings.Replace(allRed, "AllReduce", "Gather", 1) + "\n", "no call that nccltune can measure, only Gather"},
+		{"truncated gzip", string(truncated.Bytes()[:truncated.Len()-10]), "truncated"},
+		{"gzip magic, no gzip", "\x1f\x8bnot gzip at all", "gzip header"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(tc.log))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q in it", err, tc.want)
+			}
+		})
+	}
+	if _, err := Read(strings.NewReader("")); !errors.Is(err, ErrNoCalls) {
+		t.Errorf("empty log: err = %v, want ErrNoCalls", err)
+	}
+}
+
+// TestReadNoise mixes malformed COLL lines, garbage and huge lines into a
+// log: the calls are still counted, the malformed lines reported.
+func TestReadNoise(t *testing.T) {
+	good := rank0 + allRed + "\n"
+	huge := strings.Repeat("x", 3*maxLine)
+	log := version + good +
+		rank0 + allRed[:70] + "\n" + // cut short
+		rank0 + strings.Replace(allRed, "count 1024", "count 1k", 1) + "\n" +
+		"[0] NCCL INFO " + allRed + "\n" + // no host:pid:tid
+		rank0 + strings.Replace(allRed, "[nranks=4]", "[nranks=0]", 1) + "\n" +
+		rank0 + strings.Replace(allRed, "count 1024", "count 99999999999999999999", 1) + "\n" +
+		"\x00\xff\xfe binary \x1f\x8b junk\r\n" +
+		huge + "\n" +
+		rank0 + allRed + huge + "\n" + // longer than any NCCL line
+		rank0 + "SymCheck: coll AllReduce size 4096 rank 0\n" +
+		rank0 + "AllReduce : skipping sendbuff/recvbuff pointer check\n" +
+		strings.TrimSuffix(good, "\n") + "\r\n" + strings.TrimSuffix(good, "\n") // CRLF, and no final newline
+	w, err := Read(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Entry{{"all_reduce", 4 << 10, 3, 4}}; !slices.Equal(w.Entries, want) {
+		t.Errorf("entries = %v, want %v", w.Entries, want)
+	}
+	s := w.Source
+	if s.Lines != 14 || s.Calls != 3 || s.Malformed != 5 || s.Skipped != 5 {
+		t.Errorf("lines %d, calls %d, malformed %d, skipped %d; want 14, 3, 5, 5", s.Lines, s.Calls, s.Malformed, s.Skipped)
+	}
+	if !strings.HasPrefix(s.FirstMalformed, "line 3: h:1:1 [0] NCCL INFO AllReduce: opCount 0") {
+		t.Errorf("first malformed = %q", s.FirstMalformed)
+	}
+}
+
+// TestReadSendRecv checks how Send and Recv lines are counted: an alltoall
+// made of them, and sendrecv otherwise.
+func TestReadSendRecv(t *testing.T) {
+	p2p := func(op string, peer, count string, comm string) string {
+		return rank0 + op + ": opCount 3 sendbuff (nil) recvbuff 0x7f00 count " + count + " datatype 9 op 0 root " + peer + " comm " + comm + " [nranks=4] stream 0x55b0\n"
+	}
+	alltoall := func(first int, comm string) string {
+		var s string
+		for i := range 4 {
+			peer := string(rune('0' + (first+i)%4))
+			s += p2p("Send", peer, "256", comm) + p2p("Recv", peer, "256", comm)
+		}
+		return s
+	}
+	other := rank0 + strings.Replace(allRed, "comm 0x55a0", "comm 0x66a0", 1) + "\n"
+	interrupted := strings.SplitAfter(alltoall(1, "0x55a0"), "\n")
+	interrupted = slices.Insert(interrupted, 3, other)
+	for _, tc := range []struct {
+		name, log string
+		want      []Entry
+	}{
+		{"alltoall from peer 0", alltoall(0, "0x55a0"), []Entry{{"alltoall", 2 << 10, 1, 4}}},
+		{"alltoall from peer 2, twice", alltoall(2, "0x55a0") + alltoall(2, "0x55a0"), []Entry{{"alltoall", 2 << 10, 2, 4}}},
+		{"alltoall with another communicator's call inside", strings.Join(interrupted, ""),
+			[]Entry{{"all_reduce", 4 << 10, 1, 4}, {"alltoall", 2 << 10, 1, 4}}},
+		{"sends of a pipeline stage", p2p("Send", "1", "256", "0x55a0") + p2p("Send", "1", "256", "0x55a0") + p2p("Send", "1", "256", "0x55a0"),
+			[]Entry{{"sendrecv", 512, 3, 4}}},
+		{"sends and receives of a middle stage", p2p("Recv", "0", "256", "0x55a0") + p2p("Send", "2", "256", "0x55a0") + p2p("Recv", "0", "256", "0x55a0") + p2p("Send", "2", "256", "0x55a0"),
+			[]Entry{{"sendrecv", 512, 2, 4}}},
+		{"a peer left out", strings.Replace(alltoall(0, "0x55a0"), "root 3", "root 2", 2) + rank0 + allRed + "\n",
+			[]Entry{{"all_reduce", 4 << 10, 1, 4}, {"sendrecv", 512, 4, 4}}},
+		{"uneven counts", p2p("Send", "0", "256", "0x55a0") + p2p("Recv", "0", "256", "0x55a0") + p2p("Send", "1", "512", "0x55a0") + p2p("Recv", "1", "512", "0x55a0"),
+			[]Entry{{"sendrecv", 512, 1, 4}, {"sendrecv", 1 << 10, 1, 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := Read(strings.NewReader(tc.log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(w.Entries, tc.want) {
+				t.Errorf("entries:\n got %v\nwant %v", w.Entries, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadProcessChoice checks whose calls count where processes differ.
+func TestReadProcessChoice(t *testing.T) {
+	call := func(proc string, ranks string) string {
+		return proc + " [0] NCCL INFO " + strings.Replace(allRed, "[nranks=4]", "[nranks="+ranks+"]", 1) + "\n"
+	}
+	log := call("b:2:2", "2") + call("b:2:2", "2") + call("a:1:1", "2") + call("b:2:2", "2") + // b is busier
+		call("b:2:9", "4") + call("a:1:1", "4") // a tie, and tids do not matter
+	w, err := Read(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Comms{
+		{Ranks: 2, Process: "b:2 [0]", Processes: 2, Calls: 3, Fewest: 1},
+		{Ranks: 4, Process: "a:1 [0]", Processes: 2, Calls: 1, Fewest: 1},
+	}
+	if !slices.Equal(w.Source.Comms, want) {
+		t.Errorf("comms:\n got %+v\nwant %+v", w.Source.Comms, want)
+	}
+	if e := []Entry{{"all_reduce", 4 << 10, 3, 2}, {"all_reduce", 4 << 10, 1, 4}}; !slices.Equal(w.Entries, e) {
+		t.Errorf("entries = %v, want %v", w.Entries, e)
+	}
+}
+
+// TestReadBounded checks that a log of ever new sizes is refused before it
+// fills memory.
+func TestReadBounded(t *testing.T) {
+	defer func(n int) { maxState = n }(maxState)
+	maxState = 100
+	var log strings.Builder
+	for i := range 200 {
+		log.WriteString(rank0 + strings.Replace(allRed, "count 1024", "count "+strconv.Itoa(i), 1) + "\n")
+	}
+	_, err := Read(strings.NewReader(log.String()))
+	if err == nil || !strings.Contains(err.Error(), "line 100: over 100 distinct processes, communicators and message sizes") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	for _, name := range []string{"nccl-2.18.3-rank0.log", "nccl-2.30.7-rank0.log"} {
+		f.Add(testdata(f, name))
+	}
+	f.Add([]byte(version + rank0 + allRed + "\n" + rank0 + "Send: opCount 0 sendbuff (nil) recvbuff 0x1 count 4 datatype 0 op 0 root 0 comm 0x1 [nranks=1] stream 0x1\n"))
+	f.Fuzz(func(t *testing.T, log []byte) {
+		w, err := Read(bytes.NewReader(log))
+		if err != nil {
+			return
+		}
+		s := w.Source
+		if len(w.Entries) == 0 || s.Calls == 0 || s.Lines < s.Calls+s.Malformed+s.Skipped {
+			t.Fatalf("no error but entries %v, source %+v", w.Entries, s)
+		}
+		for i, e := range w.Entries {
+			if e.Count <= 0 || e.Bytes < 0 || e.Ranks <= 0 {
+				t.Fatalf("entry %+v", e)
+			}
+			if i > 0 && !entryLess(w.Entries[i-1], e) {
+				t.Fatalf("entries out of order or repeated: %v", w.Entries)
+			}
+		}
+	})
+}
+
+func entryLess(a, b Entry) bool {
+	if a.Collective != b.Collective {
+		return a.Collective < b.Collective
+	}
+	if a.Bytes != b.Bytes {
+		return a.Bytes < b.Bytes
+	}
+	return a.Ranks < b.Ranks
+}
+
+func testdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func readFile(t testing.TB, name string) *Workload {
+	t.Helper()
+	w, err := Read(bytes.NewReader(testdata(t, name)))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return w
+}
+
+// versionLines counts the lines of a testdata log that say NCCL's version.
+func versionLines(t *testing.T, name string) int64 {
+	return int64(bytes.Count(testdata(t, name), []byte("NCCL version ")))
+}

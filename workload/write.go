@@ -1,0 +1,139 @@
+package workload
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// WriteTOML writes the workload as the [[workload]] tables of a space
+// file, under comments that say where it came from.
+func (w *Workload) WriteTOML(out io.Writer) error {
+	bw := bufio.NewWriter(out)
+	from := ""
+	if w.Source.File != "" {
+		from = " from " + printable(w.Source.File)
+	}
+	version := "NCCL version not logged"
+	if w.NCCLVersion != "" {
+		version = "NCCL " + w.NCCLVersion
+	}
+	var calls int64
+	for _, e := range w.Entries {
+		calls += e.Count
+	}
+	fmt.Fprintf(bw, "# written by nccltune profile%s (%s): %d collectives, %d sizes, %d calls\n",
+		from, version, len(w.Summary()), len(w.Entries), calls)
+	for _, c := range w.Source.Comms {
+		fmt.Fprintf(bw, "# communicators of %d ranks: %s, counted %s", c.Ranks, plural(c.Processes, "process", "processes"), printable(c.Process))
+		if c.Fewest < c.Calls {
+			fmt.Fprintf(bw, " (%d calls; the fewest of any process %d)", c.Calls, c.Fewest)
+		}
+		fmt.Fprintln(bw)
+	}
+	if len(w.Source.Unmeasured) > 0 {
+		var calls []string
+		for _, name := range slices.Sorted(maps.Keys(w.Source.Unmeasured)) {
+			calls = append(calls, fmt.Sprintf("%s %d", printable(name), w.Source.Unmeasured[name]))
+		}
+		fmt.Fprintf(bw, "# left out, as no nccltune benchmark measures them: calls of %s\n", strings.Join(calls, ", "))
+	}
+	for _, e := range w.Entries {
+		fmt.Fprintf(bw, "\n[[workload]]\ncollective = %q\nsize = %q\ncount = %d\n", e.Collective, space.FormatSize(e.Bytes), e.Count)
+		if e.Ranks > 0 {
+			fmt.Fprintf(bw, "ranks = %d\n", e.Ranks)
+		}
+	}
+	return bw.Flush()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// printable returns s, quoted if it has characters a TOML comment cannot
+// hold (the names come from the log).
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// Share is one collective's part of a workload.
+type Share struct {
+	Collective string
+	Calls      int64
+	Bytes      float64 // the sum of size × count, in nccl-tests sizes
+	Fraction   float64 // of the workload's bytes
+}
+
+// Summary returns each collective's share of the workload, largest first.
+func (w *Workload) Summary() []Share {
+	byName := map[string]*Share{}
+	var total float64
+	for _, e := range w.Entries {
+		s := byName[e.Collective]
+		if s == nil {
+			s = &Share{Collective: e.Collective}
+			byName[e.Collective] = s
+		}
+		b := float64(e.Bytes) * float64(e.Count)
+		s.Calls += e.Count
+		s.Bytes += b
+		total += b
+	}
+	out := make([]Share, 0, len(byName))
+	for _, s := range byName {
+		if total > 0 {
+			s.Fraction = s.Bytes / total
+		}
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b Share) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Collective, b.Collective))
+	})
+	return out
+}
+
+// WriteSummary writes Summary as a table, with a total.
+func (w *Workload) WriteSummary(out io.Writer) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	const row = "%s\t%10s\t%12s\t%6s\n"
+	fmt.Fprintf(tw, row, "collective", "calls", "bytes moved", "share")
+	var calls int64
+	var bytes float64
+	for _, s := range w.Summary() {
+		fmt.Fprintf(tw, row, s.Collective, strconv.FormatInt(s.Calls, 10), humanBytes(s.Bytes), fmt.Sprintf("%.1f%%", 100*s.Fraction))
+		calls += s.Calls
+		bytes += s.Bytes
+	}
+	fmt.Fprintf(tw, "%s\t%10d\t%12s\n", "total", calls, humanBytes(bytes))
+	return tw.Flush()
+}
+
+// humanBytes writes n bytes in binary units: "75.0 GiB".
+func humanBytes(n float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := 0
+	for n >= 1024 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f B", n)
+	}
+	return fmt.Sprintf("%.1f %s", n, units[i])
+}

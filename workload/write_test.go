@@ -1,0 +1,122 @@
+package workload
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+func TestWriteTOML(t *testing.T) {
+	w := readFile(t, "nccl-2.30.7-rank0.log")
+	w.Source.File = "job.log"
+	var out strings.Builder
+	if err := w.WriteTOML(&out); err != nil {
+		t.Fatal(err)
+	}
+	want := `# written by nccltune profile from job.log (NCCL 2.30.7): 3 collectives, 4 sizes, 12 calls
+# communicators of 2 ranks: 1 process, counted node001:4242 [0]
+# communicators of 8 ranks: 1 process, counted node001:4242 [0]
+# communicators of 16 ranks: 1 process, counted node001:4242 [0]
+# left out, as no nccltune benchmark measures them: calls of Gather 1, PutSignal 2, WaitSignal 2
+
+[[workload]]
+collective = "all_reduce"
+size = "16M"
+count = 6
+ranks = 8
+
+[[workload]]
+collective = "all_reduce"
+size = "128M"
+count = 2
+ranks = 2
+
+[[workload]]
+collective = "alltoall"
+size = "4M"
+count = 2
+ranks = 16
+
+[[workload]]
+collective = "reduce_scatter"
+size = "16M"
+count = 2
+ranks = 8
+`
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestWriteTOMLReadsBack checks that what WriteTOML writes is TOML that
+// gives back the entries, with odd names and sizes of no round unit.
+func TestWriteTOMLReadsBack(t *testing.T) {
+	w := readFile(t, "nccl-2.28.3-all.log")
+	w.Source.File = "job\n[[workload]].log"
+	w.Source.Comms[0].Process = "host\r:1 [0]"
+	w.Source.Comms[0].Fewest = 1
+	w.Source.Unmeasured = map[string]int64{"Gather": 3}
+	w.Entries = append(w.Entries, Entry{"broadcast", 1000, 7, 0}, Entry{"reduce", 3 << 20, 1, 4})
+	var out strings.Builder
+	if err := w.WriteTOML(&out); err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Workload []struct {
+			Collective, Size string
+			Count            int64
+			Ranks            int
+		}
+	}
+	if _, err := toml.Decode(out.String(), &file); err != nil {
+		t.Fatalf("%v in\n%s", err, out.String())
+	}
+	if len(file.Workload) != len(w.Entries) {
+		t.Fatalf("%d [[workload]] tables, want %d:\n%s", len(file.Workload), len(w.Entries), out.String())
+	}
+	for i, got := range file.Workload {
+		size, err := space.ParseSize(got.Size)
+		e := w.Entries[i]
+		if err != nil || got.Collective != e.Collective || size != e.Bytes || got.Count != e.Count || got.Ranks != e.Ranks {
+			t.Errorf("table %d = %+v (%v), want %+v", i, got, err, e)
+		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	w := readFile(t, "nccl-2.28.3-all.log")
+	got := w.Summary()
+	total := float64(166<<20 + 8)
+	want := []Share{
+		{"all_reduce", 8, 110<<20 + 2*4, (110<<20 + 8) / total},
+		{"sendrecv", 8, 32 << 20, 32 << 20 / total},
+		{"alltoall", 4, 16 << 20, 16 << 20 / total},
+		{"all_gather", 2, 8 << 20, 8 << 20 / total},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("summary = %v, want %v", got, want)
+	}
+	for i := range want {
+		g, x := got[i], want[i]
+		if g.Collective != x.Collective || g.Calls != x.Calls || g.Bytes != x.Bytes || g.Fraction < x.Fraction-1e-9 || g.Fraction > x.Fraction+1e-9 {
+			t.Errorf("share %d = %+v, want %+v", i, g, x)
+		}
+	}
+	var out strings.Builder
+	if err := w.WriteSummary(&out); err != nil {
+		t.Fatal(err)
+	}
+	table := `collective       calls   bytes moved   share
+all_reduce           8     110.0 MiB   66.3%
+sendrecv             8      32.0 MiB   19.3%
+alltoall             4      16.0 MiB    9.6%
+all_gather           2       8.0 MiB    4.8%
+total               22     166.0 MiB
+`
+	if out.String() != table {
+		t.Errorf("table:\n%s\nwant\n%s", out.String(), table)
+	}
+}
