@@ -4,45 +4,87 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrLocked means another process is running a campaign on the same store.
 var ErrLocked = errors.New("store is in use by another nccltune run")
 
+// ErrReplaced means the store's file was deleted or replaced under a running campaign.
+var ErrReplaced = errors.New("the store's file was deleted or replaced while the campaign ran")
+
 // LockWriter makes this process the store's only writer until Close. A second
-// `nccltune run` on the same store is refused; readers (status, export, show)
-// take no lock and are never blocked. The lock is an flock on FILE.lock, so
-// it dies with its process, even under kill -9.
+// `nccltune run` on the same store is refused, whatever path names the file
+// (a symbolic or hard link, another spelling of the path): the lock is an
+// flock on the database file itself, so it is the file's, and it dies with its
+// process, even under kill -9. (SQLite's own locks are POSIX locks, which
+// flocks do not touch.) Readers (status, export, show) take no lock and are
+// never blocked.
 func (s *Store) LockWriter() error {
 	if s.lock != nil {
 		return nil
 	}
-	f, err := os.OpenFile(s.path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("store %s: lock: %w", s.path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(s.path + ".lock")
-		f.Close()
+		// Kept open until Close all the same: closing it would drop SQLite's locks.
+		s.lock = f
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return fmt.Errorf("%w (%s, pid %s)", ErrLocked, s.path, strings.TrimSpace(string(holder)))
+			return fmt.Errorf("%w (%s%s)", ErrLocked, s.path, s.holder())
 		}
 		return fmt.Errorf("store %s: lock: %w", s.path, err)
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	if s.identity, err = f.Stat(); err != nil {
+		f.Close()
+		return fmt.Errorf("store %s: lock: %w", s.path, err)
+	}
 	s.lock = f
+	host, _ := os.Hostname()
+	if _, err := s.db.Exec(`INSERT OR REPLACE INTO writer(id, pid, host, since) VALUES (1, ?, ?, ?)`,
+		os.Getpid(), host, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// holder says which process holds the writer lock, as it recorded itself.
+func (s *Store) holder() string {
+	var pid int
+	var host, since string
+	if s.db.QueryRow(`SELECT pid, host, since FROM writer WHERE id = 1`).Scan(&pid, &host, &since) != nil {
+		return ""
+	}
+	return fmt.Sprintf(", pid %d on %s since %s", pid, host, since)
+}
+
+// writable checks, before the writer writes, that it holds the lock and that
+// the file at the store's path is still the one it locked: a store deleted or
+// replaced mid-campaign would take every later trial with it, unnoticed.
+func (s *Store) writable() error {
+	if s.lock == nil {
+		return errors.New("writing needs the writer lock (LockWriter)")
+	}
+	fi, err := os.Stat(s.path)
+	if err != nil || !os.SameFile(fi, s.identity) {
+		return fmt.Errorf("store %s: %w", s.path, ErrReplaced)
+	}
+	if st, ok := s.identity.Sys().(*syscall.Stat_t); ok {
+		var now syscall.Stat_t
+		if syscall.Fstat(int(s.lock.Fd()), &now) == nil && now.Nlink == 0 && st.Nlink > 0 {
+			return fmt.Errorf("store %s: %w", s.path, ErrReplaced)
+		}
+	}
 	return nil
 }
 
 // MarkInterrupted turns trials left running by a process that died into
 // interrupted ones. Only the writer may call it: a running trial is then stale.
 func (s *Store) MarkInterrupted(campaignID int64) (int, error) {
-	if s.lock == nil {
-		return 0, errors.New("MarkInterrupted needs the writer lock")
+	if err := s.writable(); err != nil {
+		return 0, err
 	}
 	res, err := s.db.Exec(`UPDATE trials SET state = ?, failure_kind = 'interrupted',
 		failure_reason = 'nccltune stopped while the trial ran' WHERE campaign_id = ? AND state = ?`,

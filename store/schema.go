@@ -87,6 +87,8 @@ var migrations = []string{
 	`ALTER TABLE campaigns ADD COLUMN stopped TEXT NOT NULL DEFAULT '';`,
 	// What a trial ran on (NCCL version, GPUs, nodes, network), read once from its output.
 	`ALTER TABLE trials ADD COLUMN fingerprint TEXT;`,
+	// Who holds the writer lock (an flock on the database file), for the message that refuses a second writer.
+	`CREATE TABLE writer (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, since TEXT NOT NULL);`,
 }
 
 // SchemaVersion is the schema version this build writes.

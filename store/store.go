@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nccltune/nccltune/runner"
@@ -74,7 +76,10 @@ type Trial struct {
 type Store struct {
 	db   *sql.DB
 	path string
-	lock *os.File // held by the writer (LockWriter)
+	// The writer's flock on the database file (LockWriter), and the file it
+	// locked, which must stay the file at path.
+	lock     *os.File
+	identity os.FileInfo
 }
 
 // Open opens or creates the store at path, migrating its schema to the current
@@ -83,11 +88,11 @@ func Open(path string) (*Store, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("store %s is a directory", path)
 	}
-	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
-		q.Add("_pragma", p)
+	dsn, err := uri(path)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -98,6 +103,23 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// uri is the SQLite URI of the file at path, with nccltune's settings. The
+// path is taken verbatim: '?', '#' and '%', which a URI reads as its query,
+// fragment and escapes, are escaped, so that no name sends the database to
+// another file.
+func uri(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(abs)
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	return "file:" + escaped + "?" + q.Encode(), nil
 }
 
 func (s *Store) init() error {
@@ -113,10 +135,13 @@ func (s *Store) init() error {
 
 // Close closes the store and releases the writer lock.
 func (s *Store) Close() error {
+	err := s.db.Close()
+	// After SQLite's own descriptors: closing any descriptor of the file
+	// drops the POSIX locks this process holds on it.
 	if s.lock != nil {
 		s.lock.Close()
 	}
-	return s.db.Close()
+	return err
 }
 
 // Path is the file the store lives in.
@@ -127,6 +152,9 @@ var ErrNotFound = errors.New("not found")
 
 // CreateCampaign records a new campaign and returns it with its ID.
 func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
+	if err := s.writable(); err != nil {
+		return c, err
+	}
 	c.Created = time.Now().UTC()
 	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano))
@@ -139,6 +167,9 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 
 // UpdateSettings records a campaign's budget, sampler, seed and stop reason.
 func (s *Store) UpdateSettings(c Campaign) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ? WHERE id = ?`, c.Budget, c.Sampler, c.Seed, c.Stopped, c.ID)
 	if err != nil {
 		return fmt.Errorf("campaign %s: %w", c.Name, err)
@@ -183,6 +214,9 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 // StartTrial records a trial as running before its benchmark is launched, so
 // that a crash leaves a trace that resume can find. It sets t.ID.
 func (s *Store) StartTrial(t *Trial) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	t.State, t.Started = Running, time.Now().UTC()
 	cols, err := encode(t.Params, t.Env)
 	if err != nil {
@@ -199,6 +233,9 @@ func (s *Store) StartTrial(t *Trial) error {
 
 // FinishTrial records a trial's outcome and its result rows in one transaction.
 func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if t.Finished.IsZero() {
 		t.Finished = time.Now().UTC()
 	}

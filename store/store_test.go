@@ -25,8 +25,18 @@ func openTemp(t *testing.T) (*Store, string) {
 	return s, path
 }
 
-func TestRoundTrip(t *testing.T) {
+// openWriter is openTemp with the writer lock taken.
+func openWriter(t *testing.T) (*Store, string) {
+	t.Helper()
 	s, path := openTemp(t)
+	if err := s.LockWriter(); err != nil {
+		t.Fatal(err)
+	}
+	return s, path
+}
+
+func TestRoundTrip(t *testing.T) {
+	s, path := openWriter(t)
 	c, err := s.CreateCampaign(Campaign{Name: "c1", SpaceHash: "abc", Space: []byte("[campaign]\n")})
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +165,7 @@ func TestOneWriter(t *testing.T) {
 }
 
 func TestDamagedStores(t *testing.T) {
-	s, path := openTemp(t)
+	s, path := openWriter(t)
 	c, _ := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Budget: 5, Sampler: "tpe"})
 	for n := range 200 { // enough pages that damage lands inside the data
 		tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}, Env: []string{}}

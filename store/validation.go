@@ -38,6 +38,9 @@ type Validation struct {
 
 // SaveValidation stores a batch's runs and verdicts in one transaction.
 func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Validation) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	tx, err := s.db.Begin()
 	if err != nil {
 		return err

@@ -31,6 +31,9 @@ func BenchmarkTrialOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
+	if err := st.LockWriter(); err != nil {
+		b.Fatal(err)
+	}
 	camp, err := st.CreateCampaign(store.Campaign{Name: "bench", SpaceHash: sp.Hash(), Space: sp.Source, Budget: 1 << 20, Sampler: "tpe"})
 	if err != nil {
 		b.Fatal(err)
