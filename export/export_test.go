@@ -79,7 +79,7 @@ func TestReadEnvFileReadsWhatExportWrites(t *testing.T) {
 	b.WriteString("NCCL_PROTO=Simple\n")
 	os.WriteFile(path, []byte(b.String()), 0o644)
 	env, err := ReadEnvFile(path)
-	want := []string{"NCCL_SOCKET_IFNAME==eth0,it's", "NCCL_ALGO=allreduce:tree,ring;allgather:ring", "NCCL_BUFFSIZE=8388608", "NCCL_PROTO=Simple"}
+	want := []string{"NCCL_SOCKET_IFNAME==eth0,it's", "NCCL_ALGO=allreduce:Tree,Ring;allgather:Ring", "NCCL_BUFFSIZE=8388608", "NCCL_PROTO=Simple"}
 	if err != nil || strings.Join(env, "|") != strings.Join(want, "|") {
 		t.Errorf("ReadEnvFile = %q, %v", env, err)
 	}

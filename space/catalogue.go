@@ -221,9 +221,11 @@ func (v Var) Normalize(value string) (string, error) {
 		}
 		return "", fmt.Errorf("%s: %q is not one of %s or an integer level", v.Name, value, strings.Join(v.Values, ", "))
 	case KindList:
-		if err := checkList(value, v.Values); err != nil {
+		canon, err := canonicalList(value, v.Values)
+		if err != nil {
 			return "", fmt.Errorf("%s: %w", v.Name, err)
 		}
+		return canon, nil
 	}
 	return value, nil
 }
@@ -245,25 +247,37 @@ func matchToken(s string, tokens []string) (string, bool) {
 	return "", false
 }
 
-// checkList validates NCCL_ALGO/NCCL_PROTO syntax: an optional "coll:" prefix per
-// ";"-separated part, an optional leading "^" (exclude), then comma-separated tokens.
-func checkList(value string, tokens []string) error {
+// canonicalList validates NCCL_ALGO/NCCL_PROTO syntax (an optional "coll:"
+// prefix per ";"-separated part, an optional leading "^" (exclude), then
+// comma-separated tokens) and writes it with the catalogue's spelling of each
+// name, as NCCL reads them whatever their case, so that equal settings compare equal.
+func canonicalList(value string, tokens []string) (string, error) {
 	if strings.TrimSpace(value) == "" {
-		return fmt.Errorf("empty value")
+		return "", fmt.Errorf("empty value")
 	}
+	var parts []string
 	for _, part := range strings.Split(value, ";") {
+		prefix := ""
 		if coll, rest, ok := strings.Cut(part, ":"); ok {
-			if _, known := matchToken(strings.TrimSpace(coll), collNames); !known {
-				return fmt.Errorf("unknown collective %q (legal: %s)", coll, strings.Join(collNames, ", "))
+			canon, known := matchToken(strings.TrimSpace(coll), collNames)
+			if !known {
+				return "", fmt.Errorf("unknown collective %q (legal: %s)", coll, strings.Join(collNames, ", "))
 			}
-			part = rest
+			prefix, part = canon+":", rest
 		}
-		part = strings.TrimPrefix(strings.TrimSpace(part), "^")
+		part = strings.TrimSpace(part)
+		if rest, ok := strings.CutPrefix(part, "^"); ok {
+			prefix, part = prefix+"^", rest
+		}
+		var names []string
 		for _, tok := range strings.Split(part, ",") {
-			if _, ok := matchToken(strings.TrimSpace(tok), tokens); !ok {
-				return fmt.Errorf("%q is not one of %s", tok, strings.Join(tokens, ", "))
+			canon, ok := matchToken(strings.TrimSpace(tok), tokens)
+			if !ok {
+				return "", fmt.Errorf("%q is not one of %s", tok, strings.Join(tokens, ", "))
 			}
+			names = append(names, canon)
 		}
+		parts = append(parts, prefix+strings.Join(names, ","))
 	}
-	return nil
+	return strings.Join(parts, ";"), nil
 }

@@ -108,9 +108,13 @@ func Parse(filename string, data []byte) (*Space, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", filename, err)
 	}
-	b := &builder{file: filename, loc: locate(data)}
+	b := &builder{file: filename, loc: locate(data), never: map[string]bool{}}
 	for _, key := range md.Undecoded() {
 		b.errorf(b.loc.key(key), "unknown key %q", key.String())
+	}
+	var all map[string]any
+	if _, err := toml.Decode(string(data), &all); err == nil {
+		b.finite(nil, all)
 	}
 	s := b.build(&raw)
 	if err := errors.Join(b.errs...); err != nil {
@@ -121,13 +125,37 @@ func Parse(filename string, data []byte) (*Space, error) {
 }
 
 type builder struct {
-	file string
-	loc  locator
-	errs []error
+	file  string
+	loc   locator
+	errs  []error
+	never map[string]bool // params whose conditions can never hold
 }
 
 func (b *builder) errorf(line int, format string, args ...any) {
 	b.errs = append(b.errs, fmt.Errorf("%s:%d: %s", b.file, line, fmt.Sprintf(format, args...)))
+}
+
+// finite reports every NaN and infinity in the file: TOML has them (nan,
+// inf), and no setting of a space means either.
+func (b *builder) finite(key toml.Key, v any) {
+	switch v := v.(type) {
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			b.errorf(b.loc.key(key), "%s = %v: not a finite number", key, v)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			b.finite(append(slices.Clone(key), k), v[k])
+		}
+	case []map[string]any:
+		for _, m := range v {
+			b.finite(key, m)
+		}
+	case []any:
+		for _, x := range v {
+			b.finite(key, x)
+		}
+	}
 }
 
 func (b *builder) build(raw *rawFile) *Space {
@@ -150,7 +178,11 @@ func (b *builder) build(raw *rawFile) *Space {
 	}
 	for _, name := range slices.Sorted(maps.Keys(raw.Fixed)) {
 		line := b.loc.field("fixed", 0, name)
-		if v, err := b.value(name, raw.Fixed[name]); err != nil {
+		v, err := b.value(name, raw.Fixed[name])
+		if err == nil {
+			err = pinnable(name, v, s.Benchmark.Kind)
+		}
+		if err != nil {
 			b.errorf(line, "fixed %v", err)
 		} else {
 			s.Fixed[name] = v
@@ -270,8 +302,8 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 		return
 	}
 	if len(raw.Range) == 0 {
-		// One range over the whole sweep; its exclusive bound is the sweep's next step.
-		s.Ranges = []Range{{Name: "all", Min: s.Sizes.Min, Max: s.Sizes.Max * int64(s.Sizes.Factor)}}
+		// One range over the whole sweep, to just past its largest size.
+		s.Ranges = []Range{{Name: "all", Min: s.Sizes.Min, Max: s.Sizes.Max + 1}}
 		return
 	}
 	sweep := s.Sizes.List()
@@ -483,6 +515,9 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		if v.IsArg() && s.Benchmark.Kind != DDP {
 			b.errorf(line, "param %s is a DDP setting: it needs benchmark.kind = \"ddp\"", p.Name)
 		}
+		if logVars[p.Name] {
+			b.errorf(line, "param %s: nccltune sets NCCL's log itself (it reads it to confirm each setting); it cannot be searched", p.Name)
+		}
 		if seen[p.Name] {
 			b.errorf(line, "param %s is searched twice", p.Name)
 		}
@@ -513,13 +548,10 @@ func (b *builder) params(raw *rawFile, s *Space) {
 			b.errorf(line, "param %s: needs values = [...] or both min and max", p.Name)
 		}
 		for _, v := range slices.Sorted(maps.Keys(rp.When)) {
-			c := Condition{Var: v}
-			for _, x := range asList(rp.When[v]) {
-				c.In = append(c.In, fmt.Sprint(x))
-			}
-			_, fixed := s.Fixed[v]
-			if !seen[v] && !fixed {
-				b.errorf(b.loc.field("param", i, "when"), "param %s: condition on %s, which is neither an earlier param nor fixed", p.Name, v)
+			c, err := b.condition(s, v, rp.When[v])
+			if err != nil {
+				b.errorf(b.loc.field("param", i, "when"), "param %s: %v", p.Name, err)
+				b.never[p.Name] = true // and so is every param conditioned on it
 			}
 			p.When = append(p.When, c)
 		}
@@ -529,6 +561,71 @@ func (b *builder) params(raw *rawFile, s *Space) {
 	if len(s.Params) == 0 {
 		b.errorf(b.loc.section("param"), "no [[param]] to search")
 	}
+}
+
+// logVars are the variables of NCCL's log, which nccltune reads.
+var logVars = map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}
+
+// pinnable checks what a [fixed] variable may be: a DDP knob only for the DDP
+// step (it is the script's option, no variable), and NCCL's log only such that
+// nccltune still reads in it what NCCL set and chose.
+func pinnable(name, value, kind string) error {
+	if v, _ := Lookup(name); v.IsArg() && kind != DDP {
+		return fmt.Errorf("%s is a DDP setting: it needs benchmark.kind = \"ddp\"", name)
+	}
+	switch name {
+	case "NCCL_DEBUG":
+		if value != "INFO" && value != "TRACE" {
+			return fmt.Errorf("NCCL_DEBUG = %s would hide the INFO lines that confirm each setting; nccltune sets INFO itself", value)
+		}
+	case "NCCL_DEBUG_FILE":
+		return fmt.Errorf("NCCL_DEBUG_FILE would send NCCL's log where nccltune cannot read it")
+	case "NCCL_DEBUG_SUBSYS":
+		subsys := strings.Split(strings.ToUpper(value), ",")
+		if !slices.Contains(subsys, "ALL") && !(slices.Contains(subsys, "INIT") && slices.Contains(subsys, "ENV")) {
+			return fmt.Errorf("NCCL_DEBUG_SUBSYS = %s must include INIT and ENV (or ALL): they confirm each setting", value)
+		}
+	}
+	return nil
+}
+
+// condition reads one `when` entry of a param: the variable (an earlier
+// param or a fixed variable) must be able to hold one of the values, each
+// written as that variable takes it; a condition that can never hold would
+// silently leave the param out of every trial.
+func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
+	c := Condition{Var: v}
+	k := slices.IndexFunc(s.Params, func(p Param) bool { return p.Name == v })
+	fixed, isFixed := s.Fixed[v]
+	if k < 0 && !isFixed {
+		return c, fmt.Errorf("condition on %s, which is neither an earlier param nor fixed", v)
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		list = []any{raw}
+	}
+	if len(list) == 0 {
+		return c, fmt.Errorf("condition on %s lists no value, so it can never hold", v)
+	}
+	for _, x := range list {
+		value, err := b.value(v, x)
+		if str, isStr := x.(string); isStr && str == Unset {
+			value, err = Unset, nil
+		}
+		if err != nil {
+			return c, fmt.Errorf("condition on %v", err)
+		}
+		c.In = append(c.In, value)
+	}
+	switch {
+	case isFixed && !slices.Contains(c.In, fixed):
+		return c, fmt.Errorf("condition on %s = %s can never hold: it is fixed to %s", v, strings.Join(c.In, " or "), fixed)
+	case k >= 0 && !slices.ContainsFunc(c.In, s.Params[k].offers):
+		return c, fmt.Errorf("condition on %s = %s can never hold: %s takes %s", v, strings.Join(c.In, " or "), v, s.Params[k].Describe())
+	case k >= 0 && b.never[v]:
+		return c, fmt.Errorf("condition on %s can never hold: %s itself is never active", v, v)
+	}
+	return c, nil
 }
 
 // value checks one variable's value, written in TOML as a string, integer or boolean.
@@ -572,13 +669,6 @@ func (b *builder) size(line int, what string, raw any) int64 {
 		b.errorf(line, "%s: %v", what, err)
 	}
 	return n
-}
-
-func asList(v any) []any {
-	if l, ok := v.([]any); ok {
-		return l
-	}
-	return []any{v}
 }
 
 func orDefault(s, def string) string {

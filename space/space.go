@@ -76,6 +76,9 @@ type Sizes struct {
 
 // List returns every size the sweep visits.
 func (s Sizes) List() []int64 {
+	if s.Min < 1 || s.Factor < 2 {
+		return nil // not a sweep: a factor of 1 (or less) would never reach max
+	}
 	var out []int64
 	for n := s.Min; n <= s.Max; n *= int64(s.Factor) {
 		out = append(out, n)
@@ -259,14 +262,9 @@ func (s *Space) Complete(values map[string]string) (a Assignment, unset, inactiv
 }
 
 // Env returns the NCCL_* environment of a trial: the fixed variables and every
-// assigned value except Unset and DDP knobs, as sorted NAME=value pairs.
+// assigned value except Unset, DDP knobs left out, as sorted NAME=value pairs.
 func (s *Space) Env(a Assignment) []string {
-	vars := maps.Clone(s.Fixed)
-	for name, v := range a {
-		if _, knob := ddpKnobs[name]; v != Unset && !knob {
-			vars[name] = v
-		}
-	}
+	vars := s.settings(a, false)
 	env := make([]string, 0, len(vars))
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		env = append(env, name+"="+vars[name])
@@ -341,15 +339,28 @@ func (s *Space) Key(a Assignment) string {
 	return strings.Join(append(s.Env(a), s.Args(a)...), " ")
 }
 
-// Args returns the DDP step script's options for the assigned DDP knobs.
+// Args returns the DDP step script's options for the DDP knobs, fixed or assigned.
 func (s *Space) Args(a Assignment) []string {
+	vars := s.settings(a, true)
 	var args []string
-	for _, name := range slices.Sorted(maps.Keys(a)) {
-		if k, knob := ddpKnobs[name]; knob && a[name] != Unset {
-			args = append(args, k.Flag+"="+a[name])
-		}
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		args = append(args, ddpKnobs[name].Flag+"="+vars[name])
 	}
 	return args
+}
+
+// settings are the fixed and assigned values a trial sets: the DDP knobs
+// among them, or the variables.
+func (s *Space) settings(a Assignment, knobs bool) map[string]string {
+	out := map[string]string{}
+	for _, m := range []map[string]string{s.Fixed, a} {
+		for name, v := range m {
+			if _, knob := ddpKnobs[name]; knob == knobs && v != Unset {
+				out[name] = v
+			}
+		}
+	}
+	return out
 }
 
 // EnvMap turns NAME=value pairs into a map.

@@ -136,9 +136,9 @@ func TestNormalize(t *testing.T) {
 		name, value, want string
 		bad               bool
 	}{
-		{"NCCL_ALGO", "ring,tree", "ring,tree", false},
+		{"NCCL_ALGO", "ring,tree", "Ring,Tree", false},
 		{"NCCL_ALGO", "^NVLS", "^NVLS", false},
-		{"NCCL_ALGO", "allreduce:tree,ring;allgather:ring", "allreduce:tree,ring;allgather:ring", false},
+		{"NCCL_ALGO", "AllReduce:tree, ring;allgather:^ring", "allreduce:Tree,Ring;allgather:^Ring", false},
 		{"NCCL_ALGO", "allreduse:tree", "", true},
 		{"NCCL_PROTO", "LL,LL9", "", true},
 		{"NCCL_NET_GDR_LEVEL", "phb", "PHB", false},

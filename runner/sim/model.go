@@ -48,13 +48,13 @@ func (s Scenario) validate() error {
 		return fmt.Errorf("fabric %q is not one of nvlink, ib, roce, tcp", s.Fabric)
 	case s.Fabric == "nvlink" && s.Nodes > 1:
 		return fmt.Errorf("fabric nvlink is a single node; use ib, roce or tcp between nodes")
-	case s.NICsPerNode < 1 || s.NICGbps <= 0:
+	case s.NICsPerNode < 1 || !(s.NICGbps > 0) || math.IsInf(s.NICGbps, 0):
 		return fmt.Errorf("nics_per_node and nic_gbps must be positive")
 	case pciRank(s.GPUNIC) < 0:
 		return fmt.Errorf("gpu_nic %q is not one of PIX, PXB, PHB, SYS", s.GPUNIC)
 	case s.GIDs < 1 || s.RoCEGID < 0 || s.RoCEGID >= s.GIDs:
 		return fmt.Errorf("roce_gid must index the GID table (0..gids-1)")
-	case s.Noise < 0 || s.Noise > 0.5:
+	case !(s.Noise >= 0 && s.Noise <= 0.5):
 		return fmt.Errorf("noise must be within [0, 0.5]")
 	}
 	return nil

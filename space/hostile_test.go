@@ -1,0 +1,114 @@
+package space
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostileBase is a valid space that the cases below break one way each.
+const hostileBase = `[campaign]
+trials = 10
+sizes = { min = "8", max = "1M", factor = 4 }
+[benchmark]
+binary = "all_reduce_perf"
+[fixed]
+NCCL_NET = "IB"
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+min = 1
+max = 16
+[[param]]
+name = "NCCL_NTHREADS"
+values = ["256", "512"]
+when = { NCCL_ALGO = "Ring" }
+`
+
+// TestHostileSpaces: every input that used to hang the loader or pass
+// silently is refused with file:line, all its problems at once.
+func TestHostileSpaces(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new string
+		want           []string
+	}{
+		{"factor 1 (looped until memory ran out)", `factor = 4`, `factor = 1`, []string{"h.toml:3:", "factor >= 2"}},
+		{"negative factor", `factor = 4`, `factor = -4`, []string{"h.toml:3:", "factor >= 2"}},
+		{"nan noise target", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nnoise_target = nan", []string{"h.toml:6:", "not a finite number"}},
+		{"inf noise target", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nnoise_target = -inf", []string{"h.toml:6:", "not a finite number"}},
+		{"nan in the simulator", "binary = \"all_reduce_perf\"\n", "[simulator]\nnodes = 2\nnoise = nan\n", []string{"h.toml:7:", "simulator.noise = NaN: not a finite number"}},
+		{"inf in the simulator", "binary = \"all_reduce_perf\"\n", "[simulator]\nnic_gbps = inf\n", []string{"h.toml:6:", "not a finite number"}},
+		{"condition on a value not offered", `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_ALGO = "PAT" }`,
+			[]string{"h.toml:18:", "NCCL_ALGO = PAT can never hold: NCCL_ALGO takes {default, Ring, Tree}"}},
+		{"condition on a value NCCL does not know", `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_ALGO = "Rng" }`,
+			[]string{"h.toml:18:", `"Rng" is not one of Ring`}},
+		{"condition with an empty list", `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_ALGO = [] }`, []string{"h.toml:18:", "lists no value, so it can never hold"}},
+		{"condition on an integer given a word", `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_MIN_CTAS = "many" }`, []string{"h.toml:18:", `"many" is not an integer`}},
+		{"condition outside an integer's range", `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_MIN_CTAS = [32, 64] }`, []string{"h.toml:18:", "can never hold: NCCL_MIN_CTAS takes [1, 16]"}},
+		{"condition against a fixed value", `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_NET = "Socket" }`, []string{"h.toml:18:", "can never hold: it is fixed to IB"}},
+		{"condition on a param that is never active", "", "[[param]]\nname = \"NCCL_BUFFSIZE\"\nvalues = [\"1M\"]\nwhen = { NCCL_NTHREADS = \"512\", NCCL_NET = \"Socket\" }\n[[param]]\nname = \"NCCL_CUMEM_ENABLE\"\nvalues = [\"0\"]\nwhen = { NCCL_BUFFSIZE = \"1M\" }\n",
+			[]string{"h.toml:22:", "NCCL_NET = Socket can never hold", "h.toml:26:", "NCCL_BUFFSIZE itself is never active"}},
+		{"DDP knob pinned for nccl-tests", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nbucket_cap_mb = 25", []string{"h.toml:8:", "bucket_cap_mb is a DDP setting"}},
+		{"NCCL's log searched", "", "[[param]]\nname = \"NCCL_DEBUG\"\nvalues = [\"WARN\", \"INFO\"]\n", []string{"h.toml:20:", "nccltune sets NCCL's log itself"}},
+		{"NCCL's log pinned quiet", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG = \"WARN\"", []string{"h.toml:8:", "would hide the INFO lines"}},
+		{"NCCL's log sent elsewhere", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_FILE = \"/tmp/nccl.%h.log\"", []string{"h.toml:8:", "NCCL_DEBUG_FILE would send NCCL's log"}},
+		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
+		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N is set by nccltune", "-d all prints a table per value"}},
+		{"all at once", "trials = 10\nsizes = { min = \"8\", max = \"1M\", factor = 4 }", "objective = \"latency\"\nsizes = { min = \"8\", max = \"1M\", factor = 1 }",
+			[]string{"h.toml:2:", "h.toml:3:", "factor >= 2", "unknown objective"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := hostileBase
+			if tc.old == "" {
+				src += tc.new
+			} else {
+				if !strings.Contains(src, tc.old) {
+					t.Fatalf("base lacks %q", tc.old)
+				}
+				src = strings.Replace(src, tc.old, tc.new, 1)
+			}
+			_, err := parseWithin(t, src)
+			if err == nil {
+				t.Fatalf("accepted:\n%s", src)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nlacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestConditionsReadValuesAsNCCLDoes: a condition written in another case
+// or as a number holds for the value it names.
+func TestConditionsReadValuesAsNCCLDoes(t *testing.T) {
+	src := strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_ALGO = "ring", NCCL_MIN_CTAS = [4, "8"] }`, 1)
+	sp, err := parseWithin(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sp.Params[2]; !sp.Active(p, Assignment{"NCCL_ALGO": "Ring", "NCCL_MIN_CTAS": "8"}) || sp.Active(p, Assignment{"NCCL_ALGO": "Ring", "NCCL_MIN_CTAS": "5"}) {
+		t.Errorf("conditions %+v", p.When)
+	}
+}
+
+// parseWithin parses src, failing the test if the loader does not return promptly.
+func parseWithin(t *testing.T, src string) (*Space, error) {
+	t.Helper()
+	type result struct {
+		sp  *Space
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { sp, err := Parse("h.toml", []byte(src)); done <- result{sp, err} }()
+	select {
+	case r := <-done:
+		return r.sp, r.err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the loader hangs on:\n%s", src)
+		return nil, nil
+	}
+}
