@@ -215,7 +215,11 @@ func prepare(s Scenario) (*prepared, error) {
 	}
 	p := &prepared{Scenario: s, sc: sc, sp: sp, sizes: sp.Sizes.List()}
 	p.truth = Truth{Optimum: make([]float64, len(sp.Ranges)), Best: make([]space.Assignment, len(sp.Ranges))}
-	for _, a := range search.Enumerate(sp, 0) {
+	all, ok := search.Enumerate(sp, 0, 1<<22)
+	if !ok {
+		return nil, fmt.Errorf("scenario %s: too many configurations to find the optimum by enumeration", s.Name)
+	}
+	for _, a := range all {
 		p.truth.Points++
 		if sp.Check(a) != nil {
 			continue

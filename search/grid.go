@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -12,6 +13,10 @@ import (
 // gridPoints is how many values of an integer range the grid visits.
 const gridPoints = 4
 
+// maxGrid bounds the grid: beyond it, a budget visits a vanishing share of
+// it, and listing it would cost more memory than the campaign.
+const maxGrid = 1 << 16
+
 // gridSampler visits the grid of every categorical value and gridPoints
 // values of each integer range, in an order shuffled by the seed, so that a
 // budget smaller than the grid still spreads over the whole space.
@@ -20,10 +25,14 @@ type gridSampler struct {
 	order  []int
 }
 
-func newGrid(sp *space.Space, seed int64) *gridSampler {
-	g := &gridSampler{points: Enumerate(sp, gridPoints)}
+func newGrid(sp *space.Space, seed int64) (*gridSampler, error) {
+	points, ok := Enumerate(sp, gridPoints, maxGrid)
+	if !ok {
+		return nil, fmt.Errorf("sampler grid: the grid has more than %d points; use tpe or random, or search fewer parameters", maxGrid)
+	}
+	g := &gridSampler{points: points}
 	g.order = rand.New(rand.NewPCG(uint64(seed), 0x9e3779b9)).Perm(len(g.points))
-	return g
+	return g, nil
 }
 
 func (g *gridSampler) Ask(n int) (space.Assignment, error) {
@@ -34,11 +43,15 @@ func (g *gridSampler) Tell(space.Assignment, []float64) error { return nil }
 
 // Enumerate lists every assignment of sp, honouring conditions, with up to
 // intPoints values of each integer range (log- or evenly spaced, ends
-// included); intPoints <= 0 takes every integer.
-func Enumerate(sp *space.Space, intPoints int) []space.Assignment {
+// included); intPoints <= 0 takes every integer. It stops, false, once there
+// are more than limit.
+func Enumerate(sp *space.Space, intPoints, limit int) ([]space.Assignment, bool) {
 	var out []space.Assignment
 	var walk func(i int, a space.Assignment)
 	walk = func(i int, a space.Assignment) {
+		if len(out) > limit {
+			return
+		}
 		if i == len(sp.Params) {
 			out = append(out, maps.Clone(a))
 			return
@@ -55,7 +68,7 @@ func Enumerate(sp *space.Space, intPoints int) []space.Assignment {
 		delete(a, p.Name)
 	}
 	walk(0, space.Assignment{})
-	return out
+	return out, len(out) <= limit
 }
 
 func values(p space.Param, points int) []string {

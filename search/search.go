@@ -34,7 +34,7 @@ func New(name string, sp *space.Space, seed int64) (Sampler, error) {
 	case "random":
 		return &randomSampler{sp: sp, seed: seed}, nil
 	case "grid":
-		return newGrid(sp, seed), nil
+		return newGrid(sp, seed)
 	}
 	return nil, fmt.Errorf("unknown sampler %q (known: %s)", name, strings.Join(space.Samplers, ", "))
 }

@@ -5,7 +5,9 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -160,23 +162,56 @@ func TestTellRejectsValuesOutsideTheSpace(t *testing.T) {
 
 func TestEnumerate(t *testing.T) {
 	sp := loadSpace(t)
-	all := Enumerate(sp, 0)
+	all, _ := Enumerate(sp, 0, 1<<20)
 	// ALGO 3 x PROTO 4 x MIN_CTAS 32, and QPS 8 more where ALGO is Ring.
 	if want := 2*4*32 + 1*4*32*8; len(all) != want {
 		t.Errorf("%d assignments, want %d", len(all), want)
 	}
-	grid := Enumerate(sp, 4)
+	grid, _ := Enumerate(sp, 4, 1<<20)
 	if want := 2*4*4 + 4*4*4; len(grid) != want {
 		t.Errorf("grid of %d, want %d", len(grid), want)
 	}
 	seen := map[string]bool{}
-	g := newGrid(sp, 3)
+	g, err := newGrid(sp, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for n := range len(grid) {
 		a, _ := g.Ask(n)
 		seen[fmt.Sprint(a)] = true
 	}
 	if len(seen) != len(grid) {
 		t.Errorf("the grid visited %d of %d points in one pass", len(seen), len(grid))
+	}
+}
+
+// TestHugeGridIsRefused: twenty parameters of four values each are 4^20
+// points; the grid is refused at once rather than listed until memory runs out.
+func TestHugeGridIsRefused(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("[benchmark]\nbinary = \"x\"\n")
+	four := "min = 1\nmax = 7" // an integer range: four grid points
+	for _, p := range [][2]string{
+		{"NCCL_MIN_CTAS", four}, {"NCCL_MAX_CTAS", four}, {"NCCL_NCHANNELS_PER_NET_PEER", four}, {"NCCL_MIN_P2P_NCHANNELS", four},
+		{"NCCL_MAX_P2P_NCHANNELS", four}, {"NCCL_IB_QPS_PER_CONNECTION", four}, {"NCCL_IB_TIMEOUT", four}, {"NCCL_IB_RETRY_CNT", four},
+		{"NCCL_IB_SL", four}, {"NCCL_IB_TC", four}, {"NCCL_SOCKET_NTHREADS", four}, {"NCCL_NSOCKS_PERTHREAD", four}, {"NCCL_IB_GID_INDEX", four},
+		{"NCCL_BUFFSIZE", `values = ["1M", "2M", "4M", "8M"]`}, {"NCCL_P2P_NET_CHUNKSIZE", `values = ["64K", "128K", "256K", "512K"]`},
+		{"NCCL_P2P_NVL_CHUNKSIZE", `values = ["64K", "128K", "256K", "512K"]`}, {"NCCL_P2P_PCI_CHUNKSIZE", `values = ["64K", "128K", "256K", "512K"]`},
+		{"NCCL_ALGO", `values = ["default", "Ring", "Tree", "PAT"]`}, {"NCCL_PROTO", `values = ["default", "LL", "LL128", "Simple"]`},
+		{"NCCL_NTHREADS", `values = ["64", "128", "256", "512"]`},
+	} {
+		fmt.Fprintf(&src, "[[param]]\nname = %q\n%s\n", p[0], p[1])
+	}
+	sp, err := space.Parse("huge.toml", []byte(src.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := New("grid", sp, 1); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("a grid of 4^20 points: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusing took %s", d)
 	}
 }
 
