@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tuner_abi.h"
+#include "../src/tuner_abi.h"
 
 #define MAX_QUERIES 256
 #define MAX_COSTS 64
