@@ -66,14 +66,16 @@ var defaultComm = comm{version: 5, nodes: 2, ranks: 16}
 // untouched is how describe shows a call that left NCCL's choice alone.
 const untouched = "table untouched, channels untouched"
 
+// pair is a harness and the library it loads.
+type pair struct{ harness, lib string }
+
 // testBuild is what `make test-build` made, once per test process.
 var testBuild struct {
-	once      sync.Once
-	dir       string
-	harness   string
-	lib       string // built with sanitizers where the compiler has them
-	sanitized bool
-	err       error
+	once sync.Once
+	dir  string
+	asan pair // with the address and undefined behaviour sanitizers
+	tsan pair // with the thread sanitizer
+	err  error
 }
 
 func TestMain(m *testing.M) {
@@ -102,9 +104,9 @@ func compiler(t testing.TB) string {
 	return cc
 }
 
-// built returns the harness and the library it tests, building them on the
-// first call.
-func built(t testing.TB) (harness, lib string) {
+// built returns the harness and library pairs, building them on the first
+// call.
+func built(t testing.TB) (asan, tsan pair) {
 	cc := compiler(t)
 	b := &testBuild
 	b.once.Do(func() {
@@ -116,22 +118,31 @@ func built(t testing.TB) (harness, lib string) {
 		if b.dir, b.err = os.MkdirTemp("", "nccltune-plugin-test"); b.err != nil {
 			return
 		}
-		out, err := exec.Command("make", "-s", "O="+b.dir, "CC="+cc, "test-build").CombinedOutput()
+		out, err := exec.Command("make", "-s", "-j4", "O="+b.dir, "CC="+cc, "test-build").CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("make test-build: %v\n%s", err, out)
 			return
 		}
-		b.harness = filepath.Join(b.dir, "testbin", "harness")
-		b.lib = filepath.Join(b.dir, "testbin", LibraryName)
-		b.sanitized, b.err = importsSymbol(b.harness, "__asan_init")
+		bin := filepath.Join(b.dir, "testbin")
+		b.asan = pair{filepath.Join(bin, "harness"), filepath.Join(bin, LibraryName)}
+		b.tsan = pair{filepath.Join(bin, "tsan", "harness"), filepath.Join(bin, "tsan", LibraryName)}
 	})
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
-	if !b.sanitized {
-		t.Logf("%s has no sanitizers: memory errors may go unseen", cc)
+	return b.asan, b.tsan
+}
+
+// checkSanitized logs where p was built without the sanitizer whose
+// runtime defines symbol, as the Makefile does where CC lacks it.
+func checkSanitized(t testing.TB, p pair, symbol string) {
+	ok, err := importsSymbol(p.harness, symbol)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return b.harness, b.lib
+	if !ok {
+		t.Logf("%s was built without the sanitizer of %s: errors it would catch may go unseen", p.harness, symbol)
+	}
 }
 
 func importsSymbol(path, name string) (bool, error) {
@@ -196,8 +207,7 @@ func withRules(path string) []string { return []string{RulesEnv + "=" + path} }
 // runHarness runs the harness on lib with env added to the test's own
 // environment, less NCCLTUNE_RULES, for the communicator c and the queries.
 // A crash, a hang, a sanitizer report or anything on stderr fails the test.
-func runHarness(t testing.TB, lib string, env []string, c comm, queries ...query) output {
-	harness, _ := built(t)
+func runHarness(t testing.TB, p pair, env []string, c comm, queries ...query) output {
 	var stdin strings.Builder
 	for _, q := range queries {
 		table := q.table
@@ -216,13 +226,13 @@ func runHarness(t testing.TB, lib string, env []string, c comm, queries ...query
 		}
 		stdin.WriteString("\n")
 	}
-	args := []string{lib, strconv.Itoa(c.version), strconv.Itoa(c.nodes), strconv.Itoa(c.ranks)}
+	args := []string{p.lib, strconv.Itoa(c.version), strconv.Itoa(c.nodes), strconv.Itoa(c.ranks)}
 	if c.threads > 0 {
 		args = append(args, strconv.Itoa(c.threads))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, harness, args...)
+	cmd := exec.CommandContext(ctx, p.harness, args...)
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, RulesEnv+"=") })
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin = strings.NewReader(stdin.String())
@@ -309,7 +319,8 @@ func rules(lines ...string) string {
 }
 
 func TestRules(t *testing.T) {
-	_, lib := built(t)
+	asan, _ := built(t)
+	checkSanitized(t, asan, "__asan_init")
 	noLL := costs{ // no LL anywhere; tree is cheaper than ring with LL128
 		{ignore, 6, 30},
 		{ignore, 7, 15},
@@ -472,7 +483,7 @@ func TestRules(t *testing.T) {
 			if c == (comm{}) {
 				c = defaultComm
 			}
-			out := runHarness(t, lib, withRules(writeRules(t, tc.rules)), c, tc.queries...)
+			out := runHarness(t, asan, withRules(writeRules(t, tc.rules)), c, tc.queries...)
 			if w := out.warnings(); len(w) > 0 {
 				t.Errorf("warnings: %q", w)
 			}
@@ -484,7 +495,7 @@ func TestRules(t *testing.T) {
 }
 
 func TestLog(t *testing.T) {
-	_, lib := built(t)
+	asan, _ := built(t)
 	path := writeRules(t, "# tuned by nccltune\nnccltune-rules 1\n"+
 		"allreduce 0 65535 2 16 tree ll 0\n"+
 		"allreduce 65536 - 2 16 ring simple 16\n"+
@@ -494,7 +505,7 @@ func TestLog(t *testing.T) {
 		"reduce 0 - * * collnet_chain simple 0\n")
 	q := []query{{"allreduce", 100, nil}, {"allreduce", 100, nil}, {"allreduce", 1 << 20, nil}, {"allgather", 1, nil},
 		{"allgather", 1, nil}, {"broadcast", 1, nil}, {"reduce", 1, nil}, {"reduce", 1, nil}, {"sendrecv", 1, nil}}
-	out := runHarness(t, lib, withRules(path), defaultComm, q...)
+	out := runHarness(t, asan, withRules(path), defaultComm, q...)
 	const init, tuning = 0x41, 0x40 // NCCL_INIT|NCCL_TUNING, NCCL_TUNING
 	want := []logLine{
 		{"INFO", init, "nccltune: loaded " + path + ": 6 rules, 5 for this communicator (2 nodes, 16 ranks)"},
@@ -515,13 +526,13 @@ func TestLog(t *testing.T) {
 }
 
 func TestVersions(t *testing.T) {
-	_, lib := built(t)
+	asan, _ := built(t)
 	path := writeRules(t, rules("allreduce 0 - 2 16 ring simple 16", "allgather 0 - 2 16 * ll 0"))
 	want := []string{"ring/simple=0, channels 16", "tree/ll=0, channels untouched", untouched}
 	for _, v := range []int{4, 5, 6} {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			t.Parallel()
-			out := runHarness(t, lib, withRules(path), comm{version: v, nodes: 2, ranks: 16},
+			out := runHarness(t, asan, withRules(path), comm{version: v, nodes: 2, ranks: 16},
 				query{"allreduce", 1 << 20, nil}, query{"allgather", 1, nil}, query{"broadcast", 1, nil})
 			if !slices.Equal(out.results, want) {
 				t.Errorf("results %q, want %q", out.results, want)
@@ -537,24 +548,29 @@ func TestVersions(t *testing.T) {
 }
 
 // Threads that share a communicator's context see the same results, and
-// each rule's first application is logged once, not once per thread.
+// each rule's first application is logged once, not once per thread. Under
+// the thread sanitizer, a data race fails the test even where this run's
+// timing hid it.
 func TestConcurrentCalls(t *testing.T) {
-	_, lib := built(t)
+	asan, tsan := built(t)
+	checkSanitized(t, tsan, "__tsan_init")
 	path := writeRules(t, rules("allreduce 0 - * * ring simple 16", "allgather 0 - * * nvls ll 0"))
 	var q []query
 	for range 50 {
 		q = append(q, query{"allreduce", 1, nil}, query{"allgather", 1, nil})
 	}
-	out := runHarness(t, lib, withRules(path), comm{version: 5, nodes: 2, ranks: 16, threads: 8}, q...)
-	for _, re := range []string{`^nccltune: rule 1 \(.*\) -> ring/simple`, `^nccltune: rule 2 \(.*\): nvls/ll is not available`} {
-		if m := out.messages(re); len(m) != 1 {
-			t.Errorf("%d messages match %s, want 1: %q", len(m), re, m)
+	for _, p := range []pair{asan, tsan} {
+		out := runHarness(t, p, withRules(path), comm{version: 5, nodes: 2, ranks: 16, threads: 8}, q...)
+		for _, re := range []string{`^nccltune: rule 1 \(.*\) -> ring/simple`, `^nccltune: rule 2 \(.*\): nvls/ll is not available`} {
+			if m := out.messages(re); len(m) != 1 {
+				t.Errorf("%s: %d messages match %s, want 1: %q", p.harness, len(m), re, m)
+			}
 		}
 	}
 }
 
 func TestMalformed(t *testing.T) {
-	_, lib := built(t)
+	asan, _ := built(t)
 	cases := []struct {
 		name, content string
 		line          int
@@ -606,20 +622,20 @@ func TestMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path := writeRules(t, tc.content)
-			checkRefused(t, lib, path, fmt.Sprintf("nccltune: %s:%d: %s", path, tc.line, tc.reason))
+			checkRefused(t, asan, path, fmt.Sprintf("nccltune: %s:%d: %s", path, tc.line, tc.reason))
 		})
 	}
 }
 
 // checkRefused checks that the plugin warns with want (a prefix of the
 // message) and then applies no rule at all.
-func checkRefused(t *testing.T, lib, path, want string) {
+func checkRefused(t *testing.T, p pair, path, want string) {
 	t.Helper()
 	var q []query
 	for coll := range collectives {
 		q = append(q, query{coll, 1, nil}, query{coll, 1 << 40, nil})
 	}
-	out := runHarness(t, lib, withRules(path), defaultComm, q...)
+	out := runHarness(t, p, withRules(path), defaultComm, q...)
 	if w := out.warnings(); len(w) != 1 || !strings.HasPrefix(w[0], want) {
 		t.Errorf("warnings %q, want one that starts %q", w, want)
 	} else if !strings.HasSuffix(w[0], "; ignoring the file, NCCL makes every choice") && !strings.HasSuffix(w[0], "; NCCL makes every choice") {
@@ -636,7 +652,7 @@ func checkRefused(t *testing.T, lib, path, want string) {
 }
 
 func TestUnreadable(t *testing.T) {
-	_, lib := built(t)
+	asan, _ := built(t)
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -656,21 +672,21 @@ func TestUnreadable(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			checkRefused(t, lib, tc.path, fmt.Sprintf("nccltune: cannot read rules file %s: %s", tc.path, tc.reason))
+			checkRefused(t, asan, tc.path, fmt.Sprintf("nccltune: cannot read rules file %s: %s", tc.path, tc.reason))
 		})
 	}
 	// Just under the limit is fine, however long its lines.
 	path := writeRules(t, rules("#"+strings.Repeat("x", 1<<20-100), "allreduce 0 - * * ring simple 2"))
-	if out := runHarness(t, lib, withRules(path), defaultComm, query{"allreduce", 1, nil}); out.results[0] != "ring/simple=0, channels 2" || len(out.warnings()) > 0 {
+	if out := runHarness(t, asan, withRules(path), defaultComm, query{"allreduce", 1, nil}); out.results[0] != "ring/simple=0, channels 2" || len(out.warnings()) > 0 {
 		t.Errorf("a file of long lines: %q, warnings %q", out.results, out.warnings())
 	}
 }
 
 func TestRulesUnset(t *testing.T) {
-	_, lib := built(t)
+	asan, _ := built(t)
 	want := []logLine{{"INFO", 0x41, "nccltune: NCCLTUNE_RULES is not set: NCCL makes every choice"}}
 	for _, env := range [][]string{nil, withRules("")} {
-		out := runHarness(t, lib, env, defaultComm, query{"allreduce", 100, nil})
+		out := runHarness(t, asan, env, defaultComm, query{"allreduce", 100, nil})
 		if !slices.Equal(out.logs, want) || out.results[0] != untouched {
 			t.Errorf("with %q: log %+v, results %q; want log %+v and %q", env, out.logs, out.results, want, untouched)
 		}
@@ -690,7 +706,8 @@ func TestBuild(t *testing.T) {
 	if got, want := exported(t, lib), []string{"ncclTunerPlugin_v4", "ncclTunerPlugin_v5", "ncclTunerPlugin_v6"}; !slices.Equal(got, want) {
 		t.Errorf("%s exports %q, want %q", lib, got, want)
 	}
-	out := runHarness(t, lib, withRules(writeRules(t, rules("allreduce 0 - 2 16 tree simple 3"))), defaultComm, query{"allreduce", 1, nil})
+	asan, _ := built(t)
+	out := runHarness(t, pair{asan.harness, lib}, withRules(writeRules(t, rules("allreduce 0 - 2 16 tree simple 3"))), defaultComm, query{"allreduce", 1, nil})
 	if want := "tree/simple=0, channels 3"; out.results[0] != want {
 		t.Errorf("the built library: %s, want %s", out.results[0], want)
 	}
@@ -743,13 +760,12 @@ var keptRE = regexp.MustCompile(`^nccltune: rule \d+ \(line \d+\): (.*)$`)
 // FuzzRules loads fuzzed rules files: the plugin must neither crash, hang
 // nor upset the sanitizers; it either refuses the file with one warning or
 // loads it, and then the rules it reports, written out as a file, load as
-// the same rules.
+// the same rules. Its seeds are in testdata/fuzz/FuzzRules.
 func FuzzRules(f *testing.F) {
-	f.Add([]byte(rules("allreduce 0 65535 2 16 tree ll 0", "allreduce 65536 - 2 16 ring simple 16", "allgather 0 - * * ring * 0")))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, lib := built(t)
+		asan, _ := built(t)
 		kept := func(content []byte) ([]string, bool) {
-			out := runHarness(t, lib, withRules(writeRules(t, string(content))), defaultComm)
+			out := runHarness(t, asan, withRules(writeRules(t, string(content))), defaultComm)
 			warnings, loaded := out.warnings(), out.messages("^nccltune: loaded ")
 			if len(warnings)+len(loaded) != 1 {
 				t.Fatalf("want one warning or one loaded line:\n%s", strings.Join(out.lines, "\n"))
