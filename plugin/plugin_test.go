@@ -54,6 +54,13 @@ type query struct {
 	table costs // nil: ncclTable
 }
 
+func (q query) costs() costs {
+	if q.table == nil {
+		return ncclTable
+	}
+	return q.table
+}
+
 // comm is the communicator the harness initializes the plugin for.
 type comm struct {
 	version      int // the tuner interface: 4, 5 or 6
@@ -184,8 +191,9 @@ func (o output) warnings() []string {
 // messages returns the log messages that match re.
 func (o output) messages(re string) []string {
 	var m []string
+	r := regexp.MustCompile(re)
 	for _, l := range o.logs {
-		if regexp.MustCompile(re).MatchString(l.msg) {
+		if r.MatchString(l.msg) {
 			m = append(m, l.msg)
 		}
 	}
@@ -210,10 +218,7 @@ func withRules(path string) []string { return []string{RulesEnv + "=" + path} }
 func runHarness(t testing.TB, p pair, env []string, c comm, queries ...query) output {
 	var stdin strings.Builder
 	for _, q := range queries {
-		table := q.table
-		if table == nil {
-			table = ncclTable
-		}
+		table := q.costs()
 		coll, ok := collectives[q.coll]
 		if !ok {
 			t.Fatalf("no collective %q", q.coll)
@@ -266,7 +271,7 @@ func parseOutput(t testing.TB, stdout string, queries []query) output {
 				t.Errorf("log message without the nccltune: prefix: %q", m[3])
 			}
 			o.logs = append(o.logs, logLine{level: m[1], flags: flags, msg: m[3]})
-		} else if m := queryRE.FindStringSubmatch(line); m != nil {
+		} else if m := queryRE.FindStringSubmatch(line); m != nil && len(o.results) < len(queries) {
 			if m[1] != "0" {
 				t.Errorf("getCollInfo returned %s", m[1])
 			}
@@ -285,10 +290,7 @@ func parseOutput(t testing.TB, stdout string, queries []query) output {
 
 // describe renders what a getCollInfo call did: "ring/simple=0, channels 16".
 func describe(t testing.TB, channels, changed string, q query) string {
-	table := q.table
-	if table == nil {
-		table = ncclTable
-	}
+	table := q.costs()
 	var parts []string
 	if changed == "-" {
 		parts = append(parts, "table untouched")

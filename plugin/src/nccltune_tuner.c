@@ -42,7 +42,7 @@
   } while (0)
 #define INFO(log, ...) LOG(log, NCCL_LOG_INFO, NCCL_INIT | NCCL_TUNING, __VA_ARGS__)
 #define TUNING(log, ...) LOG(log, NCCL_LOG_INFO, NCCL_TUNING, __VA_ARGS__)
-#define WARN(log, ...) LOG(log, NCCL_LOG_WARN, NCCL_ALL, __VA_ARGS__)
+#define WARN(log, ...) LOG(log, NCCL_LOG_WARN, (unsigned long)NCCL_ALL, __VA_ARGS__)
 
 static const char* const collNames[] = {
   [ncclFuncBroadcast] = "broadcast",

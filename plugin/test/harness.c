@@ -30,6 +30,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,24 +105,34 @@ static void readQueries(void) {
   }
 }
 
+/* Appends to out, a string in LINE bytes. */
+__attribute__((format(printf, 2, 3))) static void add(char out[LINE], const char* fmt, ...) {
+  size_t len = strlen(out);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out + len, LINE - len, fmt, ap);
+  va_end(ap);
+}
+
 /* Runs query q and describes what the plugin did in out. */
 static void run(const struct query* q, char out[LINE]) {
   float table[MAX_COSTS];
   int nChannels = UNTOUCHED;
-  int n = q->numAlgo * q->numProto;
+  bool changed = false;
   memcpy(table, q->cost, sizeof(table));
   ncclResult_t rc = api.getCollInfo(api.context, (ncclFunc_t)q->func, (size_t)q->bytes, 1, (float**)table,
                                     q->numAlgo, q->numProto, 0, &nChannels);
-  int len = snprintf(out, LINE, "query rc=%d channels=", (int)rc);
-  len += nChannels == UNTOUCHED ? snprintf(out + len, LINE - len, "-") : snprintf(out + len, LINE - len, "%d", nChannels);
-  len += snprintf(out + len, LINE - len, " changed=");
-  const char* sep = "";
-  for (int i = 0; i < n; i++) {
+  out[0] = '\0';
+  add(out, "query rc=%d channels=", (int)rc);
+  if (nChannels == UNTOUCHED) add(out, "-");
+  else add(out, "%d", nChannels);
+  add(out, " changed=");
+  for (int i = 0; i < q->numAlgo * q->numProto; i++) {
     if (memcmp(&table[i], &q->cost[i], sizeof(float)) == 0) continue;
-    len += snprintf(out + len, LINE - len, "%s%d/%d:%g", sep, i / q->numProto, i % q->numProto, table[i]);
-    sep = ",";
+    add(out, "%s%d/%d:%g", changed ? "," : "", i / q->numProto, i % q->numProto, (double)table[i]);
+    changed = true;
   }
-  if (!*sep) snprintf(out + len, LINE - len, "-");
+  if (!changed) add(out, "-");
 }
 
 static void* runAll(void* arg) {
