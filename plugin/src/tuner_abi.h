@@ -78,10 +78,14 @@ typedef struct {
   ncclResult_t (*destroy)(void* context);
 } ncclTuner_v4_t;
 
+/* v5 and v6 init: v4's, plus the communicator's id, NVLink domains and NCCL's tuning constants. */
+typedef ncclResult_t (*ncclTunerInit_v5_t)(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                                           ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t* nvlDomainInfo,
+                                           ncclTunerConstants_v5_t* constants);
+
 typedef struct {
   const char* name;
-  ncclResult_t (*init)(void** context, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
-                       ncclNvlDomainInfo_v5_t* nvlDomainInfo, ncclTunerConstants_v5_t* constants);
+  ncclTunerInit_v5_t init;
   ncclTunerGetCollInfo_t getCollInfo;
   ncclResult_t (*finalize)(void* context);
 } ncclTuner_v5_t;
@@ -89,8 +93,7 @@ typedef struct {
 /* v6 is v5 with an optional chunk size hook (NULL: NCCL's own). */
 typedef struct {
   const char* name;
-  ncclResult_t (*init)(void** context, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
-                       ncclNvlDomainInfo_v5_t* nvlDomainInfo, ncclTunerConstants_v5_t* constants);
+  ncclTunerInit_v5_t init;
   ncclTunerGetCollInfo_t getCollInfo;
   ncclResult_t (*finalize)(void* context);
   ncclResult_t (*getChunkSize)(void* context, ncclFunc_t collType, size_t nBytes, int algo, int proto, int nChannels,
