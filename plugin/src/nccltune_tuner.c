@@ -110,10 +110,9 @@ __attribute__((format(printf, 2, 3))) static bool fail(struct parser* p, const c
   return false;
 }
 
-/* Parses a decimal integer of at most max; no sign, no spaces. */
+/* Parses a field (never empty) as a decimal integer of at most max; no sign. */
 static bool parseUint(struct parser* p, const char* field, const char* s, uint64_t max, uint64_t* out) {
   uint64_t v = 0;
-  if (*s == '\0') return fail(p, "%s is empty", field);
   for (const char* c = s; *c; c++) {
     if (*c < '0' || *c > '9') return fail(p, "%s \"%.40s\" is not a non-negative decimal integer", field, s);
     unsigned d = (unsigned)(*c - '0');
