@@ -1,0 +1,68 @@
+// Package plugin holds nccltune's NCCL tuner plugin: the C sources of
+// libnccl-tuner-nccltune.so, which steers NCCL's algorithm, protocol and
+// channel choices by the rules in the file named by $NCCLTUNE_RULES, and
+// Build, which compiles them with a C compiler alone (no NCCL or CUDA).
+package plugin
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	// RulesEnv names the environment variable the plugin reads its rules
+	// file from.
+	RulesEnv = "NCCLTUNE_RULES"
+	// LibraryName is the file Build produces; NCCL_TUNER_PLUGIN takes its
+	// path, or "nccltune" where the library's directory is on the loader's
+	// search path.
+	LibraryName = "libnccl-tuner-nccltune.so"
+)
+
+// The C sources live in src/: the go command refuses .c files in a package
+// that does not use cgo.
+//
+//go:embed Makefile src
+var sources embed.FS
+
+// Build writes the plugin's sources into dir, creating it, and builds the
+// library there with make and the C compiler cc ("" for cc). It returns the
+// library's path.
+func Build(dir, cc string) (string, error) {
+	if strings.TrimSpace(cc) == "" {
+		cc = "cc"
+	}
+	// The first word: CC may name a wrapper or carry flags ("ccache gcc").
+	for _, tool := range []string{"make", strings.Fields(cc)[0]} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("plugin: building the plugin needs %s: %w", tool, err)
+		}
+	}
+	err := fs.WalkDir(sources, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dir, name), 0o755)
+		}
+		data, err := sources.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	})
+	if err != nil {
+		return "", fmt.Errorf("plugin: writing the sources: %w", err)
+	}
+	// -B: a library already in dir may be as new as the sources just written.
+	out, err := exec.Command("make", "-B", "-C", dir, "CC="+cc).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("plugin: building %s in %s with %s: %w\n%s", LibraryName, dir, cc, err, out)
+	}
+	return filepath.Join(dir, LibraryName), nil
+}

@@ -1,0 +1,792 @@
+package plugin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// NCCL's indices, restated from its headers (nccl_common.h, plugin/nccl_tuner.h)
+// to check the plugin's tables against.
+var (
+	collectives = map[string]int{
+		"broadcast": 0, "reduce": 1, "allgather": 2, "reducescatter": 3, "allreduce": 4,
+		"sendrecv": 5, "send": 6, "recv": 7, "alltoall": 8,
+	}
+	algorithms = []string{"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"}
+	protocols  = []string{"ll", "ll128", "simple"}
+)
+
+const ignore = -1 // NCCL_ALGO_PROTO_IGNORE
+
+// costs is a cost table as NCCL fills it: [algorithm][protocol], in NCCL's
+// index order.
+type costs [][]float32
+
+// ncclTable is the table queries get unless they bring their own: NCCL's own
+// pick would be ring/ll128.
+var ncclTable = costs{
+	{10, 12, 30},             // tree
+	{20, 8, 15},              // ring
+	{ignore, ignore, ignore}, // collnet_direct
+	{ignore, ignore, ignore}, // collnet_chain
+	{ignore, ignore, 25},     // nvls
+	{ignore, ignore, ignore}, // nvls_tree
+	{ignore, ignore, ignore}, // pat
+}
+
+type query struct {
+	coll  string
+	bytes uint64
+	table costs // nil: ncclTable
+}
+
+func (q query) costs() costs {
+	if q.table == nil {
+		return ncclTable
+	}
+	return q.table
+}
+
+// comm is the communicator the harness initializes the plugin for.
+type comm struct {
+	version      int // the tuner interface: 4, 5 or 6
+	nodes, ranks int
+	threads      int // how many threads share the context (0: one)
+}
+
+var defaultComm = comm{version: 5, nodes: 2, ranks: 16}
+
+// untouched is how describe shows a call that left NCCL's choice alone.
+const untouched = "table untouched, channels untouched"
+
+// pair is a harness and the library it loads.
+type pair struct{ harness, lib string }
+
+// testBuild is what `make test-build` made, once per test process.
+var testBuild struct {
+	once sync.Once
+	dir  string
+	asan pair // with the address and undefined behaviour sanitizers
+	tsan pair // with the thread sanitizer
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testBuild.dir != "" {
+		os.RemoveAll(testBuild.dir)
+	}
+	os.Exit(code)
+}
+
+// compiler returns $CC or cc; without it or make the test skips, except in
+// CI, where it fails.
+func compiler(t testing.TB) string {
+	cc := os.Getenv("CC")
+	if strings.TrimSpace(cc) == "" {
+		cc = "cc"
+	}
+	for _, tool := range []string{strings.Fields(cc)[0], "make"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("the plugin's tests need %s in CI: %v", tool, err)
+			}
+			t.Skipf("no %s: %v", tool, err)
+		}
+	}
+	return cc
+}
+
+// built returns the harness and library pairs, building them on the first
+// call.
+func built(t testing.TB) (asan, tsan pair) {
+	cc := compiler(t)
+	b := &testBuild
+	b.once.Do(func() {
+		// Read here so that go test's cache sees when the harness changes
+		// (the library's sources are embedded, which it sees already).
+		if _, b.err = os.ReadFile("test/harness.c"); b.err != nil {
+			return
+		}
+		if b.dir, b.err = os.MkdirTemp("", "nccltune-plugin-test"); b.err != nil {
+			return
+		}
+		out, err := exec.Command("make", "-s", "-j4", "O="+b.dir, "CC="+cc, "test-build").CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("make test-build: %v\n%s", err, out)
+			return
+		}
+		bin := filepath.Join(b.dir, "testbin")
+		b.asan = pair{filepath.Join(bin, "harness"), filepath.Join(bin, LibraryName)}
+		b.tsan = pair{filepath.Join(bin, "tsan", "harness"), filepath.Join(bin, "tsan", LibraryName)}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.asan, b.tsan
+}
+
+// checkSanitized logs where p was built without the sanitizer whose
+// runtime defines symbol, as the Makefile does where CC lacks it.
+func checkSanitized(t testing.TB, p pair, symbol string) {
+	ok, err := importsSymbol(p.harness, symbol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Logf("%s was built without the sanitizer of %s: errors it would catch may go unseen", p.harness, symbol)
+	}
+}
+
+func importsSymbol(path, name string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	syms, err := f.ImportedSymbols()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(syms, func(s elf.ImportedSymbol) bool { return s.Name == name }), nil
+}
+
+type logLine struct {
+	level string // INFO or WARN
+	flags uint64
+	msg   string
+}
+
+type output struct {
+	logs    []logLine
+	results []string // describe of each query, in order
+	lines   []string // every line, as the harness printed it
+}
+
+// warnings returns the WARN messages.
+func (o output) warnings() []string {
+	var w []string
+	for _, l := range o.logs {
+		if l.level == "WARN" {
+			w = append(w, l.msg)
+		}
+	}
+	return w
+}
+
+// messages returns the log messages that match re.
+func (o output) messages(re string) []string {
+	var m []string
+	r := regexp.MustCompile(re)
+	for _, l := range o.logs {
+		if r.MatchString(l.msg) {
+			m = append(m, l.msg)
+		}
+	}
+	return m
+}
+
+// writeRules writes a rules file and returns its path.
+func writeRules(t testing.TB, content string) string {
+	path := filepath.Join(t.TempDir(), "rules")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// withRules is the environment that names path as the rules file.
+func withRules(path string) []string { return []string{RulesEnv + "=" + path} }
+
+// runHarness runs the harness on lib with env added to the test's own
+// environment, less NCCLTUNE_RULES, for the communicator c and the queries.
+// A crash, a hang, a sanitizer report or anything on stderr fails the test.
+func runHarness(t testing.TB, p pair, env []string, c comm, queries ...query) output {
+	var stdin strings.Builder
+	for _, q := range queries {
+		table := q.costs()
+		coll, ok := collectives[q.coll]
+		if !ok {
+			t.Fatalf("no collective %q", q.coll)
+		}
+		fmt.Fprintf(&stdin, "%d %d %d %d", coll, q.bytes, len(table), len(table[0]))
+		for _, row := range table {
+			for _, v := range row {
+				fmt.Fprintf(&stdin, " %g", v)
+			}
+		}
+		stdin.WriteString("\n")
+	}
+	args := []string{p.lib, strconv.Itoa(c.version), strconv.Itoa(c.nodes), strconv.Itoa(c.ranks)}
+	if c.threads > 0 {
+		args = append(args, strconv.Itoa(c.threads))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.harness, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, RulesEnv+"=") })
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(stdin.String())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("harness %v hung with %q\n%s", args, env, stdout.String())
+	}
+	if err != nil || stderr.Len() > 0 {
+		t.Fatalf("harness %v with %q: %v\nstdout:\n%s\nstderr:\n%s", args, env, err, stdout.String(), stderr.String())
+	}
+	return parseOutput(t, stdout.String(), queries)
+}
+
+var (
+	logRE   = regexp.MustCompile(`^log (INFO|WARN) (0x[0-9a-f]+) (.*)$`)
+	queryRE = regexp.MustCompile(`^query rc=(-?\d+) channels=(-|-?\d+) changed=(.*)$`)
+)
+
+func parseOutput(t testing.TB, stdout string, queries []query) output {
+	var o output
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		o.lines = append(o.lines, line)
+		if m := logRE.FindStringSubmatch(line); m != nil {
+			flags, _ := strconv.ParseUint(m[2], 0, 64)
+			if !strings.HasPrefix(m[3], "nccltune: ") {
+				t.Errorf("log message without the nccltune: prefix: %q", m[3])
+			}
+			o.logs = append(o.logs, logLine{level: m[1], flags: flags, msg: m[3]})
+		} else if m := queryRE.FindStringSubmatch(line); m != nil && len(o.results) < len(queries) {
+			if m[1] != "0" {
+				t.Errorf("getCollInfo returned %s", m[1])
+			}
+			o.results = append(o.results, describe(t, m[2], m[3], queries[len(o.results)]))
+		} else if line == "finalize rc=0" || strings.HasPrefix(line, "plugin ") || strings.HasPrefix(line, "chunksize ") {
+			continue
+		} else {
+			t.Errorf("unexpected harness line %q", line)
+		}
+	}
+	if len(o.results) != len(queries) {
+		t.Fatalf("%d results for %d queries:\n%s", len(o.results), len(queries), stdout)
+	}
+	return o
+}
+
+// describe renders what a getCollInfo call did: "ring/simple=0, channels 16".
+func describe(t testing.TB, channels, changed string, q query) string {
+	table := q.costs()
+	var parts []string
+	if changed == "-" {
+		parts = append(parts, "table untouched")
+	} else {
+		for _, c := range strings.Split(changed, ",") {
+			var a, p int
+			var v float32
+			if _, err := fmt.Sscanf(c, "%d/%d:%g", &a, &p, &v); err != nil {
+				t.Fatalf("bad change %q: %v", c, err)
+			}
+			if table[a][p] < 0 {
+				t.Errorf("revived %s/%s (%g) to %g", algorithms[a], protocols[p], table[a][p], v)
+			}
+			parts = append(parts, fmt.Sprintf("%s/%s=%g", algorithms[a], protocols[p], v))
+		}
+	}
+	if channels == "-" {
+		parts = append(parts, "channels untouched")
+	} else {
+		parts = append(parts, "channels "+channels)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rules returns a rules file of the given rule lines.
+func rules(lines ...string) string {
+	return "nccltune-rules 1\n" + strings.Join(lines, "\n") + "\n"
+}
+
+func TestRules(t *testing.T) {
+	asan, _ := built(t)
+	checkSanitized(t, asan, "__asan_init")
+	noLL := costs{ // no LL anywhere; tree is cheaper than ring with LL128
+		{ignore, 6, 30},
+		{ignore, 7, 15},
+		{ignore, ignore, ignore},
+		{ignore, ignore, ignore},
+		{ignore, ignore, ignore},
+		{ignore, ignore, ignore},
+		{ignore, ignore, ignore},
+	}
+	nothing := costs{{ignore, ignore, ignore}, {ignore, ignore, ignore}, {ignore, ignore, ignore},
+		{ignore, ignore, ignore}, {ignore, ignore, ignore}, {ignore, ignore, ignore}, {ignore, ignore, ignore}}
+	oddNegatives := costs{{-2, 5, 6}, {-0.5, 9, 4}, {ignore, ignore, ignore},
+		{ignore, ignore, ignore}, {ignore, ignore, ignore}, {ignore, ignore, ignore}, {ignore, ignore, ignore}}
+	sixAlgos := costs{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}, {13, 14, 15}, {16, 17, 18}}
+
+	cases := []struct {
+		name    string
+		rules   string
+		comm    comm // zero: defaultComm
+		queries []query
+		want    []string
+	}{
+		{
+			name:    "algorithm and protocol",
+			rules:   rules("allreduce 0 - 2 16 tree ll 0"),
+			queries: []query{{"allreduce", 100, nil}},
+			want:    []string{"tree/ll=0, channels untouched"},
+		},
+		{
+			name:    "algorithm and protocol and channels",
+			rules:   rules("allreduce 0 - 2 16 ring simple 16"),
+			queries: []query{{"allreduce", 1 << 30, nil}},
+			want:    []string{"ring/simple=0, channels 16"},
+		},
+		{
+			name:    "algorithm only: NCCL's cheapest protocol for it",
+			rules:   rules("allreduce 0 - * * tree * 0", "allgather 0 - * * ring * 4"),
+			queries: []query{{"allreduce", 1, nil}, {"allgather", 1, nil}, {"allreduce", 1, noLL}},
+			want:    []string{"tree/ll=0, channels untouched", "ring/ll128=0, channels 4", "tree/ll128=0, channels untouched"},
+		},
+		{
+			name:    "protocol only: NCCL's cheapest algorithm for it",
+			rules:   rules("allreduce 0 - * * * simple 0", "allgather 0 - * * * ll128 2"),
+			queries: []query{{"allreduce", 1, nil}, {"allgather", 1, nil}, {"allgather", 1, noLL}},
+			want:    []string{"ring/simple=0, channels untouched", "ring/ll128=0, channels 2", "tree/ll128=0, channels 2"},
+		},
+		{
+			name:    "neither: only the channels",
+			rules:   rules("allreduce 0 - * * * * 8", "broadcast 0 - * * * * 0"),
+			queries: []query{{"allreduce", 1, nil}, {"broadcast", 1, nil}},
+			want:    []string{"table untouched, channels 8", untouched},
+		},
+		{
+			name:    "sizes are inclusive at both ends",
+			rules:   rules("allreduce 0 65535 * * tree ll 0", "allreduce 65536 - * * ring simple 16"),
+			queries: []query{{"allreduce", 0, nil}, {"allreduce", 65535, nil}, {"allreduce", 65536, nil}, {"allreduce", 1 << 62, nil}},
+			want:    []string{"tree/ll=0, channels untouched", "tree/ll=0, channels untouched", "ring/simple=0, channels 16", "ring/simple=0, channels 16"},
+		},
+		{
+			name:    "the largest size",
+			rules:   rules("allreduce 18446744073709551615 18446744073709551615 * * tree simple 0"),
+			queries: []query{{"allreduce", 1<<64 - 1, nil}, {"allreduce", 1<<64 - 2, nil}},
+			want:    []string{"tree/simple=0, channels untouched", untouched},
+		},
+		{
+			name:    "the first matching rule wins",
+			rules:   rules("allreduce 0 1000 * * tree ll 1", "allreduce 0 - * * ring simple 2", "allreduce 500 - * * tree simple 3"),
+			queries: []query{{"allreduce", 600, nil}, {"allreduce", 2000, nil}},
+			want:    []string{"tree/ll=0, channels 1", "ring/simple=0, channels 2"},
+		},
+		{
+			name:    "an unavailable first match leaves NCCL's choice, later rules unread",
+			rules:   rules("allreduce 0 - * * collnet_direct simple 4", "allreduce 0 - * * ring simple 16"),
+			queries: []query{{"allreduce", 1, nil}},
+			want:    []string{untouched},
+		},
+		{
+			name: "unavailable pairs are never revived",
+			rules: rules("allreduce 0 - * * nvls ll 4", "allgather 0 - * * nvls_tree * 4", "reducescatter 0 - * * * ll 4",
+				"broadcast 0 - * * tree ll 4", "reduce 0 - * * tree * 4", "sendrecv 0 - * * * simple 4"),
+			queries: []query{{"allreduce", 1, nil}, {"allgather", 1, nil}, {"reducescatter", 1, noLL},
+				{"broadcast", 1, nothing}, {"reduce", 1, nothing}, {"sendrecv", 1, nothing}},
+			want: []string{untouched, untouched, untouched, untouched, untouched, untouched},
+		},
+		{
+			name:    "negative costs other than IGNORE count as unavailable",
+			rules:   rules("allreduce 0 - * * tree ll 0", "allgather 0 - * * * ll 0", "broadcast 0 - * * ring * 0"),
+			queries: []query{{"allreduce", 1, oddNegatives}, {"allgather", 1, oddNegatives}, {"broadcast", 1, oddNegatives}},
+			want:    []string{untouched, untouched, "ring/simple=0, channels untouched"},
+		},
+		{
+			name:    "pairs outside a smaller table are unavailable",
+			rules:   rules("allreduce 0 - * * pat simple 4", "allgather 0 - * * * simple 0"),
+			queries: []query{{"allreduce", 1, sixAlgos}, {"allgather", 1, sixAlgos}},
+			want:    []string{untouched, "tree/simple=0, channels untouched"},
+		},
+		{
+			name:    "no rule for the collective or size: NCCL's choice, byte for byte",
+			rules:   rules("allreduce 1024 2047 * * tree ll 8"),
+			queries: []query{{"allgather", 1500, nil}, {"allreduce", 1023, nil}, {"allreduce", 2048, nil}, {"allreduce", 1024, nothing}},
+			want:    []string{untouched, untouched, untouched, untouched},
+		},
+		{
+			name:    "every collective name",
+			rules:   rules("broadcast 0 - * * tree ll 1", "reduce 0 - * * tree ll 2", "allgather 0 - * * tree ll 3", "reducescatter 0 - * * tree ll 4", "allreduce 0 - * * tree ll 5", "sendrecv 0 - * * tree ll 6", "send 0 - * * tree ll 7", "recv 0 - * * tree ll 8", "alltoall 0 - * * tree ll 9"),
+			queries: []query{{"broadcast", 1, nil}, {"reduce", 1, nil}, {"allgather", 1, nil}, {"reducescatter", 1, nil}, {"allreduce", 1, nil}, {"sendrecv", 1, nil}, {"send", 1, nil}, {"recv", 1, nil}, {"alltoall", 1, nil}},
+			want: []string{"tree/ll=0, channels 1", "tree/ll=0, channels 2", "tree/ll=0, channels 3", "tree/ll=0, channels 4", "tree/ll=0, channels 5",
+				"tree/ll=0, channels 6", "tree/ll=0, channels 7", "tree/ll=0, channels 8", "tree/ll=0, channels 9"},
+		},
+		{
+			name:    "every algorithm and protocol name",
+			rules:   rules("allreduce 0 0 * * tree ll 0", "allreduce 1 1 * * ring ll128 0", "allreduce 2 2 * * collnet_direct simple 0", "allreduce 3 3 * * collnet_chain ll 0", "allreduce 4 4 * * nvls ll128 0", "allreduce 5 5 * * nvls_tree simple 0", "allreduce 6 6 * * pat ll 0", "allreduce 7 7 * * pat simple 64"),
+			queries: []query{{"allreduce", 0, sixAlgos}, {"allreduce", 1, sixAlgos}, {"allreduce", 2, sixAlgos}, {"allreduce", 3, sixAlgos}, {"allreduce", 4, sixAlgos}, {"allreduce", 5, sixAlgos}, {"allreduce", 6, append(slices.Clone(sixAlgos), []float32{1, 2, 3})}, {"allreduce", 7, append(slices.Clone(sixAlgos), []float32{1, 2, 3})}},
+			want: []string{"tree/ll=0, channels untouched", "ring/ll128=0, channels untouched", "collnet_direct/simple=0, channels untouched", "collnet_chain/ll=0, channels untouched",
+				"nvls/ll128=0, channels untouched", "nvls_tree/simple=0, channels untouched", "pat/ll=0, channels untouched", "pat/simple=0, channels 64"},
+		},
+		{
+			name:    "rules for other node and rank counts are not kept",
+			rules:   rules("allreduce 0 - 1 16 tree ll 1", "allreduce 0 - 2 8 tree ll 2", "allreduce 0 - * 8 tree ll 3", "allreduce 0 - 1 * tree ll 4", "allreduce 0 - 2 * ring ll 5"),
+			queries: []query{{"allreduce", 1, nil}},
+			want:    []string{"ring/ll=0, channels 5"},
+		},
+		{
+			name:    "a rule for this communicator's counts",
+			rules:   rules("allreduce 0 - 2 16 tree ll 1", "allreduce 0 - * * ring ll 2"),
+			comm:    comm{version: 5, nodes: 1, ranks: 8},
+			queries: []query{{"allreduce", 1, nil}},
+			want:    []string{"ring/ll=0, channels 2"},
+		},
+		{
+			name:    "ranks and nodes both checked",
+			rules:   rules("allreduce 0 - 4 32 tree ll 1", "allreduce 0 - * 32 ring ll 2", "allreduce 0 - 4 * ring simple 3"),
+			comm:    comm{version: 5, nodes: 4, ranks: 33},
+			queries: []query{{"allreduce", 1, nil}},
+			want:    []string{"ring/simple=0, channels 3"},
+		},
+		{
+			name:    "comments, blank lines, tabs and CRLF",
+			rules:   "\r\n# rules\r\n  nccltune-rules\t1   # version\r\n\r\n\tallreduce\t0 -\t* *  ring simple 4 # tuned\r\n",
+			queries: []query{{"allreduce", 1, nil}},
+			want:    []string{"ring/simple=0, channels 4"},
+		},
+		{
+			name:    "no line end at the end of the file",
+			rules:   "nccltune-rules 1\nallreduce 0 - * * ring simple 4",
+			queries: []query{{"allreduce", 1, nil}},
+			want:    []string{"ring/simple=0, channels 4"},
+		},
+		{
+			name:    "a file with no rules",
+			rules:   "nccltune-rules 1\n",
+			queries: []query{{"allreduce", 1, nil}},
+			want:    []string{untouched},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := tc.comm
+			if c == (comm{}) {
+				c = defaultComm
+			}
+			out := runHarness(t, asan, withRules(writeRules(t, tc.rules)), c, tc.queries...)
+			if w := out.warnings(); len(w) > 0 {
+				t.Errorf("warnings: %q", w)
+			}
+			if !slices.Equal(out.results, tc.want) {
+				t.Errorf("results:\n got %q\nwant %q\nlog:\n%s", out.results, tc.want, strings.Join(out.lines, "\n"))
+			}
+		})
+	}
+}
+
+func TestLog(t *testing.T) {
+	asan, _ := built(t)
+	path := writeRules(t, "# tuned by nccltune\nnccltune-rules 1\n"+
+		"allreduce 0 65535 2 16 tree ll 0\n"+
+		"allreduce 65536 - 2 16 ring simple 16\n"+
+		"allreduce 0 - 1 8 ring simple 16\n"+
+		"allgather 0 - * * ring * 0\n"+
+		"broadcast 0 - * * * * 2\n"+
+		"reduce 0 - * * collnet_chain simple 0\n")
+	q := []query{{"allreduce", 100, nil}, {"allreduce", 100, nil}, {"allreduce", 1 << 20, nil}, {"allgather", 1, nil},
+		{"allgather", 1, nil}, {"broadcast", 1, nil}, {"reduce", 1, nil}, {"reduce", 1, nil}, {"sendrecv", 1, nil}}
+	out := runHarness(t, asan, withRules(path), defaultComm, q...)
+	const init, tuning = 0x41, 0x40 // NCCL_INIT|NCCL_TUNING, NCCL_TUNING
+	want := []logLine{
+		{"INFO", init, "nccltune: loaded " + path + ": 6 rules, 5 for this communicator (2 nodes, 16 ranks)"},
+		{"INFO", init, "nccltune: rule 1 (line 3): allreduce 0 65535 2 16 tree ll 0"},
+		{"INFO", init, "nccltune: rule 2 (line 4): allreduce 65536 - 2 16 ring simple 16"},
+		{"INFO", init, "nccltune: rule 4 (line 6): allgather 0 - * * ring * 0"},
+		{"INFO", init, "nccltune: rule 5 (line 7): broadcast 0 - * * * * 2"},
+		{"INFO", init, "nccltune: rule 6 (line 8): reduce 0 - * * collnet_chain simple 0"},
+		{"INFO", tuning, "nccltune: rule 1 (allreduce 0-65535) -> tree/ll"},
+		{"INFO", tuning, "nccltune: rule 2 (allreduce 65536-inf) -> ring/simple channels 16"},
+		{"INFO", tuning, "nccltune: rule 4 (allgather 0-inf) -> ring/ll128"},
+		{"INFO", tuning, "nccltune: rule 5 (broadcast 0-inf) -> NCCL's algorithm and protocol channels 2"},
+		{"INFO", tuning, "nccltune: rule 6 (reduce 0-inf): collnet_chain/simple is not available, NCCL's choice stands (logged once)"},
+	}
+	if !slices.Equal(out.logs, want) {
+		t.Errorf("log:\n got %+v\nwant %+v", out.logs, want)
+	}
+}
+
+func TestVersions(t *testing.T) {
+	asan, _ := built(t)
+	path := writeRules(t, rules("allreduce 0 - 2 16 ring simple 16", "allgather 0 - 2 16 * ll 0"))
+	want := []string{"ring/simple=0, channels 16", "tree/ll=0, channels untouched", untouched}
+	for _, v := range []int{4, 5, 6} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			t.Parallel()
+			out := runHarness(t, asan, withRules(path), comm{version: v, nodes: 2, ranks: 16},
+				query{"allreduce", 1 << 20, nil}, query{"allgather", 1, nil}, query{"broadcast", 1, nil})
+			if !slices.Equal(out.results, want) {
+				t.Errorf("results %q, want %q", out.results, want)
+			}
+			if !slices.Contains(out.lines, "plugin nccltune") {
+				t.Errorf("no \"plugin nccltune\" line in %q", out.lines)
+			}
+			if v == 6 && !slices.Contains(out.lines, "chunksize none") {
+				t.Errorf("v6 should leave getChunkSize NULL: %q", out.lines)
+			}
+		})
+	}
+}
+
+// Threads that share a communicator's context see the same results, and
+// each rule's first application is logged once, not once per thread. Under
+// the thread sanitizer, a data race fails the test even where this run's
+// timing hid it.
+func TestConcurrentCalls(t *testing.T) {
+	asan, tsan := built(t)
+	checkSanitized(t, tsan, "__tsan_init")
+	path := writeRules(t, rules("allreduce 0 - * * ring simple 16", "allgather 0 - * * nvls ll 0"))
+	var q []query
+	for range 50 {
+		q = append(q, query{"allreduce", 1, nil}, query{"allgather", 1, nil})
+	}
+	for _, p := range []pair{asan, tsan} {
+		out := runHarness(t, p, withRules(path), comm{version: 5, nodes: 2, ranks: 16, threads: 8}, q...)
+		for _, re := range []string{`^nccltune: rule 1 \(.*\) -> ring/simple`, `^nccltune: rule 2 \(.*\): nvls/ll is not available`} {
+			if m := out.messages(re); len(m) != 1 {
+				t.Errorf("%s: %d messages match %s, want 1: %q", p.harness, len(m), re, m)
+			}
+		}
+	}
+}
+
+func TestMalformed(t *testing.T) {
+	asan, _ := built(t)
+	cases := []struct {
+		name, content string
+		line          int
+		reason        string
+	}{
+		{"empty", "", 1, `end of file before the "nccltune-rules 1" line`},
+		{"comments only", "# a\n\n# b\n", 4, `end of file before the "nccltune-rules 1" line`},
+		{"no header", "allreduce 0 - * * ring simple 0\n", 1, `the first line must be "nccltune-rules 1"`},
+		{"header after a rule", "# x\nallreduce 0 - * * ring simple 0\nnccltune-rules 1\n", 2, `the first line must be "nccltune-rules 1"`},
+		{"another version", "nccltune-rules 2\n", 1, `rules version "2" is not supported (this plugin reads version 1)`},
+		{"header with more", "nccltune-rules 1 2\n", 1, `the first line must be "nccltune-rules 1"`},
+		{"header in capitals", "NCCLTUNE-RULES 1\n", 1, `the first line must be`},
+		{"header twice", "nccltune-rules 1\nnccltune-rules 1\n", 2, `2 fields, want 8`},
+		{"missing fields", rules("allreduce 0 - * * ring simple"), 2, "7 fields, want 8: collective min_bytes max_bytes nodes ranks algorithm protocol channels"},
+		{"extra fields", rules("allreduce 0 - * * ring simple 0 0"), 2, "more than 8 fields, want 8"},
+		{"many extra fields", rules("allreduce 0 - * * ring simple 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"), 2, "more than 8 fields, want 8"},
+		{"unknown collective", rules("allreduc 0 - * * ring simple 0"), 2, `unknown collective "allreduc" (want one of: broadcast reduce allgather reducescatter allreduce sendrecv send recv alltoall)`},
+		{"collective in capitals", rules("AllReduce 0 - * * ring simple 0"), 2, `collective "AllReduce" must be lower case: allreduce`},
+		{"collective *", rules("* 0 - * * ring simple 0"), 2, `unknown collective "*"`},
+		{"unknown algorithm", rules("allreduce 0 - * * rings simple 0"), 2, `unknown algorithm "rings" (want one of: tree ring collnet_direct collnet_chain nvls nvls_tree pat *)`},
+		{"algorithm in capitals", rules("allreduce 0 - * * NVLS_TREE simple 0"), 2, `algorithm "NVLS_TREE" must be lower case: nvls_tree`},
+		{"unknown protocol", rules("allreduce 0 - * * ring ll256 0"), 2, `unknown protocol "ll256" (want one of: ll ll128 simple *)`},
+		{"protocol in capitals", rules("allreduce 0 - * * ring LL128 0"), 2, `protocol "LL128" must be lower case: ll128`},
+		{"negative size", rules("allreduce -1 - * * ring simple 0"), 2, `min_bytes "-1" is not a non-negative decimal integer`},
+		{"signed size", rules("allreduce +1 - * * ring simple 0"), 2, `min_bytes "+1" is not a non-negative decimal integer`},
+		{"hex size", rules("allreduce 0x10 - * * ring simple 0"), 2, `min_bytes "0x10" is not`},
+		{"size with a unit", rules("allreduce 0 64K * * ring simple 0"), 2, `max_bytes "64K" is not`},
+		{"- for min", rules("allreduce - - * * ring simple 0"), 2, `min_bytes "-" is not`},
+		{"* for max", rules("allreduce 0 * * * ring simple 0"), 2, `max_bytes "*" is not`},
+		{"size overflow", rules("allreduce 0 18446744073709551616 * * ring simple 0"), 2, "max_bytes 18446744073709551616 is too large (at most 18446744073709551615)"},
+		{"huge size", rules("allreduce 99999999999999999999999999999999999999999999999999 - * * ring simple 0"), 2, "min_bytes " + strings.Repeat("9", 40) + " is too large"},
+		{"min above max", rules("allreduce 100 99 * * ring simple 0"), 2, "min_bytes 100 is above max_bytes 99"},
+		{"zero nodes", rules("allreduce 0 - 0 * ring simple 0"), 2, "nodes must be positive or *, got 0"},
+		{"zero ranks", rules("allreduce 0 - * 0 ring simple 0"), 2, "ranks must be positive or *, got 0"},
+		{"negative ranks", rules("allreduce 0 - * -8 ring simple 0"), 2, `ranks "-8" is not a non-negative decimal integer`},
+		{"nodes overflow", rules("allreduce 0 - 18446744073709551616 * ring simple 0"), 2, "nodes 18446744073709551616 is too large"},
+		{"channels above 64", rules("allreduce 0 - * * ring simple 65"), 2, "channels 65 is too large (at most 64)"},
+		{"channels far above 64", rules("allreduce 0 - * * ring simple 4294967297"), 2, "channels 4294967297 is too large (at most 64)"},
+		{"negative channels", rules("allreduce 0 - * * ring simple -1"), 2, `channels "-1" is not a non-negative decimal integer`},
+		{"channels *", rules("allreduce 0 - * * ring simple *"), 2, `channels "*" is not`},
+		{"a bad line after good ones", rules("allreduce 0 - * * ring simple 0", "allgather 0 - * * ring simple 0", "", "# x", "reduce 0 - * * ring simple x"), 6, `channels "x" is not`},
+		{"NUL byte", rules("allreduce 0 - * * ring simple 0", "allgather 0 - * * ring\x00simple 0"), 3, "NUL byte"},
+		{"NUL byte in a comment", "nccltune-rules 1\n# \x00\n", 2, "NUL byte"},
+		{"CR inside a line", rules("allreduce 0 - * * ring\rsimple 0"), 2, "7 fields, want 8"},
+		{"a long token", rules("allreduce 0 - * * " + strings.Repeat("r", 100000) + " simple 0"), 2, `unknown algorithm "` + strings.Repeat("r", 40) + `" (want`},
+		{"non-ASCII", rules("allreduce 0 - * * ríng simple 0"), 2, `unknown algorithm "ríng"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeRules(t, tc.content)
+			checkRefused(t, asan, path, fmt.Sprintf("nccltune: %s:%d: %s", path, tc.line, tc.reason))
+		})
+	}
+}
+
+// checkRefused checks that the plugin warns with want (a prefix of the
+// message) and then applies no rule at all.
+func checkRefused(t *testing.T, p pair, path, want string) {
+	t.Helper()
+	var q []query
+	for coll := range collectives {
+		q = append(q, query{coll, 1, nil}, query{coll, 1 << 40, nil})
+	}
+	out := runHarness(t, p, withRules(path), defaultComm, q...)
+	if w := out.warnings(); len(w) != 1 || !strings.HasPrefix(w[0], want) {
+		t.Errorf("warnings %q, want one that starts %q", w, want)
+	} else if !strings.HasSuffix(w[0], "; ignoring the file, NCCL makes every choice") && !strings.HasSuffix(w[0], "; NCCL makes every choice") {
+		t.Errorf("warning %q does not say that NCCL chooses", w[0])
+	}
+	if m := out.messages("^nccltune: (loaded|rule)"); len(m) > 0 {
+		t.Errorf("a refused file logged %q", m)
+	}
+	for i, r := range out.results {
+		if r != untouched {
+			t.Errorf("query %v: %s, want %s", q[i], r, untouched)
+		}
+	}
+}
+
+func TestUnreadable(t *testing.T) {
+	asan, _ := built(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	large := filepath.Join(dir, "large")
+	if err := os.WriteFile(large, []byte(rules(strings.Repeat("# padding\n", 1<<17))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, path, reason string }{
+		{"missing", filepath.Join(dir, "missing"), "No such file or directory"},
+		{"directory", dir, "not a regular file"},
+		{"FIFO", fifo, "not a regular file"},
+		{"device", os.DevNull, "not a regular file"},
+		{"larger than 1 MiB", large, "larger than 1048576 bytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			checkRefused(t, asan, tc.path, fmt.Sprintf("nccltune: cannot read rules file %s: %s", tc.path, tc.reason))
+		})
+	}
+	// Just under the limit is fine, however long its lines.
+	path := writeRules(t, rules("#"+strings.Repeat("x", 1<<20-100), "allreduce 0 - * * ring simple 2"))
+	if out := runHarness(t, asan, withRules(path), defaultComm, query{"allreduce", 1, nil}); out.results[0] != "ring/simple=0, channels 2" || len(out.warnings()) > 0 {
+		t.Errorf("a file of long lines: %q, warnings %q", out.results, out.warnings())
+	}
+}
+
+func TestRulesUnset(t *testing.T) {
+	asan, _ := built(t)
+	want := []logLine{{"INFO", 0x41, "nccltune: NCCLTUNE_RULES is not set: NCCL makes every choice"}}
+	for _, env := range [][]string{nil, withRules("")} {
+		out := runHarness(t, asan, env, defaultComm, query{"allreduce", 100, nil})
+		if !slices.Equal(out.logs, want) || out.results[0] != untouched {
+			t.Errorf("with %q: log %+v, results %q; want log %+v and %q", env, out.logs, out.results, want, untouched)
+		}
+	}
+}
+
+func TestBuild(t *testing.T) {
+	cc := compiler(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	lib, err := Build(dir, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lib != filepath.Join(dir, LibraryName) {
+		t.Errorf("Build returned %s, want %s", lib, filepath.Join(dir, LibraryName))
+	}
+	if got, want := exported(t, lib), []string{"ncclTunerPlugin_v4", "ncclTunerPlugin_v5", "ncclTunerPlugin_v6"}; !slices.Equal(got, want) {
+		t.Errorf("%s exports %q, want %q", lib, got, want)
+	}
+	asan, _ := built(t)
+	out := runHarness(t, pair{asan.harness, lib}, withRules(writeRules(t, rules("allreduce 0 - 2 16 tree simple 3"))), defaultComm, query{"allreduce", 1, nil})
+	if want := "tree/simple=0, channels 3"; out.results[0] != want {
+		t.Errorf("the built library: %s, want %s", out.results[0], want)
+	}
+	// A second build in the same place rebuilds rather than keeping a stale library.
+	if _, err := Build(dir, cc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuildFails(t *testing.T) {
+	compiler(t)
+	broken := filepath.Join(t.TempDir(), "broken-cc")
+	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho 'broken-cc: cannot compile' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ cc, want string }{
+		{broken, "broken-cc: cannot compile"},
+		{"no-such-compiler-nccltune", `building the plugin needs no-such-compiler-nccltune: exec: "no-such-compiler-nccltune": executable file not found`},
+	} {
+		_, err := Build(t.TempDir(), tc.cc)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Build with %s: %v, want an error with %q", tc.cc, err, tc.want)
+		}
+	}
+}
+
+// exported returns the sorted names of the symbols lib defines for others.
+func exported(t *testing.T, lib string) []string {
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range syms {
+		if s.Section != elf.SHN_UNDEF && elf.ST_BIND(s.Info) == elf.STB_GLOBAL {
+			names = append(names, s.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+var keptRE = regexp.MustCompile(`^nccltune: rule \d+ \(line \d+\): (.*)$`)
+
+// FuzzRules loads fuzzed rules files: the plugin must neither crash, hang
+// nor upset the sanitizers; it either refuses the file with one warning or
+// loads it, and then the rules it reports, written out as a file, load as
+// the same rules. Its seeds are in testdata/fuzz/FuzzRules.
+func FuzzRules(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		asan, _ := built(t)
+		kept := func(content []byte) ([]string, bool) {
+			out := runHarness(t, asan, withRules(writeRules(t, string(content))), defaultComm)
+			warnings, loaded := out.warnings(), out.messages("^nccltune: loaded ")
+			if len(warnings)+len(loaded) != 1 {
+				t.Fatalf("want one warning or one loaded line:\n%s", strings.Join(out.lines, "\n"))
+			}
+			var found []string
+			for _, l := range out.logs {
+				if m := keptRE.FindStringSubmatch(l.msg); m != nil {
+					found = append(found, m[1])
+				}
+			}
+			return found, len(loaded) == 1
+		}
+		first, ok := kept(data)
+		if !ok {
+			return
+		}
+		again, ok := kept([]byte(rules(first...)))
+		if !ok || !slices.Equal(first, again) {
+			t.Fatalf("rules %q, written out and loaded again: %q (loaded: %v)", first, again, ok)
+		}
+	})
+}

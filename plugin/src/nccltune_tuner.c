@@ -1,0 +1,489 @@
+/*
+ * nccltune's NCCL tuner plugin: applies the rules `nccltune export --format
+ * plugin` writes, read from the file named by $NCCLTUNE_RULES.
+ *
+ * Each communicator reads the file at init and keeps the rules that match its
+ * node and rank counts. For each collective NCCL asks about, the first kept
+ * rule that matches the collective and its size steers NCCL's choice by
+ * lowering one entry of NCCL's cost table; where no rule matches, NCCL's
+ * choice stands. A file the plugin cannot read or parse is reported and
+ * ignored: the job runs with NCCL's own tuning rather than failing.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tuner_abi.h"
+
+#define RULES_ENV "NCCLTUNE_RULES"
+#define RULES_HEADER "nccltune-rules"
+#define RULES_VERSION "1"
+#define MAX_FILE_BYTES (1 << 20) /* far above any real rules file */
+#define MAX_CHANNELS 64          /* NCCL's MAXCHANNELS */
+#define RULE_FIELDS 8 /* collective min_bytes max_bytes nodes ranks algorithm protocol channels */
+#define ANY -1 /* algorithm or protocol left to NCCL */
+#define TITLE_LEN 96
+
+/* Every message starts with "nccltune: "; the formats are literals. Init's
+ * lines carry NCCL_INIT too, so that NCCL's default subsystems show them. */
+#define LOG(log, level, flags, ...) \
+  do { \
+    if (log) (log)(level, flags, __FILE__, __LINE__, "nccltune: " __VA_ARGS__); \
+  } while (0)
+#define INFO(log, ...) LOG(log, NCCL_LOG_INFO, NCCL_INIT | NCCL_TUNING, __VA_ARGS__)
+#define TUNING(log, ...) LOG(log, NCCL_LOG_INFO, NCCL_TUNING, __VA_ARGS__)
+#define WARN(log, ...) LOG(log, NCCL_LOG_WARN, (unsigned long)NCCL_ALL, __VA_ARGS__)
+
+static const char* const collNames[] = {
+  [ncclFuncBroadcast] = "broadcast",
+  [ncclFuncReduce] = "reduce",
+  [ncclFuncAllGather] = "allgather",
+  [ncclFuncReduceScatter] = "reducescatter",
+  [ncclFuncAllReduce] = "allreduce",
+  [ncclFuncSendRecv] = "sendrecv",
+  [ncclFuncSend] = "send",
+  [ncclFuncRecv] = "recv",
+  [ncclFuncAlltoAll] = "alltoall",
+};
+
+static const char* const algoNames[NCCL_NUM_ALGORITHMS] = {
+  [NCCL_ALGO_TREE] = "tree",
+  [NCCL_ALGO_RING] = "ring",
+  [NCCL_ALGO_COLLNET_DIRECT] = "collnet_direct",
+  [NCCL_ALGO_COLLNET_CHAIN] = "collnet_chain",
+  [NCCL_ALGO_NVLS] = "nvls",
+  [NCCL_ALGO_NVLS_TREE] = "nvls_tree",
+  [NCCL_ALGO_PAT] = "pat",
+};
+
+static const char* const protoNames[NCCL_NUM_PROTOCOLS] = {
+  [NCCL_PROTO_LL] = "ll",
+  [NCCL_PROTO_LL128] = "ll128",
+  [NCCL_PROTO_SIMPLE] = "simple",
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What a rule has logged, so that getCollInfo logs each thing once. */
+enum { LOGGED_APPLIED = 1, LOGGED_UNAVAILABLE = 2 };
+
+struct rule {
+  int coll;
+  uint64_t minBytes, maxBytes; /* inclusive; maxBytes UINT64_MAX: no bound */
+  uint64_t nodes, ranks;       /* 0: any */
+  int algo, proto;             /* ANY: NCCL's choice */
+  int channels;                /* 0: NCCL's count */
+  int number, line;            /* 1-based place among the file's rules, and its line */
+  atomic_uint logged;
+};
+
+struct context {
+  ncclDebugLogger_t log;
+  size_t nRules;
+  struct rule rules[];
+};
+
+/* Parsing. */
+
+struct parser {
+  const char* path;
+  int line;
+  char err[200];
+};
+
+/* Records why parsing failed; returns false for the caller to return. */
+__attribute__((format(printf, 2, 3))) static bool fail(struct parser* p, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p->err, sizeof(p->err), fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+/* Parses a field (never empty) as a decimal integer of at most max; no sign. */
+static bool parseUint(struct parser* p, const char* field, const char* s, uint64_t max, uint64_t* out) {
+  uint64_t v = 0;
+  for (const char* c = s; *c; c++) {
+    if (*c < '0' || *c > '9') return fail(p, "%s \"%.40s\" is not a non-negative decimal integer", field, s);
+    unsigned d = (unsigned)(*c - '0');
+    if (d > max || v > (max - d) / 10) return fail(p, "%s %.40s is too large (at most %llu)", field, s, (unsigned long long)max);
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+/* Parses a node or rank count: a positive integer, or "*" (stored as 0). */
+static bool parseCount(struct parser* p, const char* field, const char* s, uint64_t* out) {
+  if (strcmp(s, "*") == 0) {
+    *out = 0;
+    return true;
+  }
+  if (!parseUint(p, field, s, UINT64_MAX, out)) return false;
+  if (*out == 0) return fail(p, "%s must be positive or *, got 0", field);
+  return true;
+}
+
+/* Looks s up in names; with orAny, "*" (stored as ANY) leaves the choice to NCCL. */
+static bool lookup(struct parser* p, const char* field, const char* const* names, int n, bool orAny, const char* s,
+                   int* out) {
+  char known[128] = "";
+  if (orAny && strcmp(s, "*") == 0) {
+    *out = ANY;
+    return true;
+  }
+  for (int i = 0; i < n; i++) {
+    if (strcmp(names[i], s) == 0) {
+      *out = i;
+      return true;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (strcasecmp(names[i], s) == 0) return fail(p, "%s \"%.40s\" must be lower case: %s", field, s, names[i]);
+    if (*known) strcat(known, " ");
+    strcat(known, names[i]);
+  }
+  return fail(p, "unknown %s \"%.40s\" (want one of: %s%s)", field, s, known, orAny ? " *" : "");
+}
+
+/*
+ * Splits a line of len bytes in place into its fields, dropping a comment and
+ * the CR of a CRLF. Returns how many, up to RULE_FIELDS + 1 (enough to see a
+ * line with too many), or -1 for a line with a NUL byte.
+ */
+static int split(struct parser* p, char* s, size_t len, char** f) {
+  int n = 0;
+  if (memchr(s, '\0', len)) {
+    fail(p, "NUL byte");
+    return -1;
+  }
+  s[len] = '\0';
+  if (len > 0 && s[len - 1] == '\r') s[len - 1] = '\0';
+  s[strcspn(s, "#")] = '\0';
+  for (;;) {
+    s += strspn(s, " \t");
+    if (*s == '\0' || n > RULE_FIELDS) return n;
+    f[n++] = s;
+    s += strcspn(s, " \t");
+    if (*s) *s++ = '\0';
+  }
+}
+
+static bool parseHeader(struct parser* p, char** f, int n) {
+  if (n != 2 || strcmp(f[0], RULES_HEADER) != 0) {
+    return fail(p, "the first line must be \"" RULES_HEADER " " RULES_VERSION "\"");
+  }
+  if (strcmp(f[1], RULES_VERSION) != 0) {
+    return fail(p, "rules version \"%.40s\" is not supported (this plugin reads version " RULES_VERSION ")", f[1]);
+  }
+  return true;
+}
+
+static bool parseRule(struct parser* p, char** f, int n, struct rule* r) {
+  uint64_t channels;
+  if (n != RULE_FIELDS) {
+    return fail(p, "%s%d fields, want %d: collective min_bytes max_bytes nodes ranks algorithm protocol channels",
+                n > RULE_FIELDS ? "more than " : "", n > RULE_FIELDS ? RULE_FIELDS : n, RULE_FIELDS);
+  }
+  if (!lookup(p, "collective", collNames, (int)COUNT(collNames), false, f[0], &r->coll)) return false;
+  if (!parseUint(p, "min_bytes", f[1], UINT64_MAX, &r->minBytes)) return false;
+  if (strcmp(f[2], "-") == 0) {
+    r->maxBytes = UINT64_MAX;
+  } else if (!parseUint(p, "max_bytes", f[2], UINT64_MAX, &r->maxBytes)) {
+    return false;
+  }
+  if (r->minBytes > r->maxBytes) {
+    return fail(p, "min_bytes %llu is above max_bytes %llu", (unsigned long long)r->minBytes,
+                (unsigned long long)r->maxBytes);
+  }
+  if (!parseCount(p, "nodes", f[3], &r->nodes) || !parseCount(p, "ranks", f[4], &r->ranks)) return false;
+  if (!lookup(p, "algorithm", algoNames, NCCL_NUM_ALGORITHMS, true, f[5], &r->algo)) return false;
+  if (!lookup(p, "protocol", protoNames, NCCL_NUM_PROTOCOLS, true, f[6], &r->proto)) return false;
+  if (!parseUint(p, "channels", f[7], MAX_CHANNELS, &channels)) return false;
+  r->channels = (int)channels;
+  return true;
+}
+
+/* Appends r to the context *c, growing it; false when out of memory. */
+static bool append(struct context** c, size_t* cap, const struct rule* r) {
+  size_t n = *c ? (*c)->nRules : 0;
+  if (n == *cap) {
+    size_t grown = n ? 2 * n : 8;
+    struct context* g = realloc(*c, sizeof(**c) + grown * sizeof(g->rules[0]));
+    if (!g) return false;
+    g->nRules = n;
+    *c = g;
+    *cap = grown;
+  }
+  (*c)->rules[(*c)->nRules++] = *r;
+  return true;
+}
+
+/*
+ * Parses text, len bytes and a NUL, in place. On success *out holds the rules
+ * for a communicator of nNodes and nRanks (NULL: none) and *total counts all
+ * the file's rules; on failure, p says where and why.
+ */
+static bool parseRules(struct parser* p, char* text, size_t len, size_t nNodes, size_t nRanks, struct context** out,
+                       int* total) {
+  struct context* c = NULL;
+  size_t cap = 0;
+  bool header = false;
+  char* end = text + len;
+  *total = 0;
+  for (char *s = text, *next; s < end; s = next, p->line++) {
+    char* nl = memchr(s, '\n', (size_t)(end - s));
+    char* f[RULE_FIELDS + 1];
+    next = nl ? nl + 1 : end;
+    int n = split(p, s, (size_t)((nl ? nl : end) - s), f);
+    if (n < 0) goto fail;
+    if (n == 0) continue;
+    if (!header) {
+      if (!parseHeader(p, f, n)) goto fail;
+      header = true;
+      continue;
+    }
+    struct rule r = {.number = ++*total, .line = p->line};
+    if (!parseRule(p, f, n, &r)) goto fail;
+    if ((r.nodes && r.nodes != nNodes) || (r.ranks && r.ranks != nRanks)) continue;
+    if (!append(&c, &cap, &r)) {
+      fail(p, "out of memory");
+      goto fail;
+    }
+  }
+  if (!header) {
+    fail(p, "end of file before the \"" RULES_HEADER " " RULES_VERSION "\" line");
+    goto fail;
+  }
+  *out = c;
+  return true;
+fail:
+  free(c);
+  return false;
+}
+
+/* Reads a regular file of at most MAX_FILE_BYTES, NUL-terminated. */
+static char* readFile(struct parser* p, size_t* len) {
+  struct stat st;
+  char* buf = NULL;
+  /* O_NONBLOCK: opening a FIFO must not hang the job; it is refused below. */
+  int fd = open(p->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) != 0) goto fail_errno;
+  if (!S_ISREG(st.st_mode)) {
+    fail(p, "not a regular file");
+    goto fail;
+  }
+  buf = malloc(MAX_FILE_BYTES + 1);
+  if (!buf) {
+    fail(p, "out of memory");
+    goto fail;
+  }
+  /* Up to one byte more than allowed, to see a file that is too large. */
+  for (*len = 0; *len <= MAX_FILE_BYTES;) {
+    ssize_t n = read(fd, buf + *len, MAX_FILE_BYTES + 1 - *len);
+    if (n == 0) break;
+    if (n < 0 && errno != EINTR) goto fail_errno;
+    if (n > 0) *len += (size_t)n;
+  }
+  if (*len > MAX_FILE_BYTES) {
+    fail(p, "larger than %d bytes", MAX_FILE_BYTES);
+    goto fail;
+  }
+  buf[*len] = '\0';
+  close(fd);
+  return buf;
+fail_errno:
+  if (strerror_r(errno, p->err, sizeof(p->err)) != 0) fail(p, "error %d", errno);
+fail:
+  free(buf);
+  if (fd >= 0) close(fd);
+  return NULL;
+}
+
+/* Formatting rules for the log. */
+
+static const char* number(uint64_t v, char buf[24]) {
+  snprintf(buf, 24, "%llu", (unsigned long long)v);
+  return buf;
+}
+
+static const char* maxText(uint64_t v, const char* unbounded, char buf[24]) {
+  return v == UINT64_MAX ? unbounded : number(v, buf);
+}
+
+static const char* countText(uint64_t v, char buf[24]) { return v == 0 ? "*" : number(v, buf); }
+
+static const char* nameOrAny(const char* const* names, int i) { return i == ANY ? "*" : names[i]; }
+
+/* "allreduce 65536-inf", how a rule names itself in getCollInfo's log. */
+static void ruleTitle(const struct rule* r, char buf[TITLE_LEN]) {
+  char max[24];
+  snprintf(buf, TITLE_LEN, "rule %d (%s %llu-%s)", r->number, collNames[r->coll], (unsigned long long)r->minBytes,
+           maxText(r->maxBytes, "inf", max));
+}
+
+/* Logs the rule as it would be written in a rules file. */
+static void logRule(ncclDebugLogger_t log, const struct rule* r) {
+  char max[24], nodes[24], ranks[24];
+  INFO(log, "rule %d (line %d): %s %llu %s %s %s %s %s %d", r->number, r->line, collNames[r->coll],
+       (unsigned long long)r->minBytes, maxText(r->maxBytes, "-", max),
+       countText(r->nodes, nodes), countText(r->ranks, ranks), nameOrAny(algoNames, r->algo),
+       nameOrAny(protoNames, r->proto), r->channels);
+}
+
+/* Loads the rules for a communicator; NULL where there are none to apply. */
+static struct context* load(size_t nRanks, size_t nNodes, ncclDebugLogger_t log) {
+  struct parser p = {.path = getenv(RULES_ENV), .line = 1};
+  struct context* c = NULL;
+  size_t len;
+  int total;
+  if (!p.path || !*p.path) {
+    INFO(log, RULES_ENV " is not set: NCCL makes every choice");
+    return NULL;
+  }
+  char* text = readFile(&p, &len);
+  if (!text) {
+    WARN(log, "cannot read rules file %s: %s; NCCL makes every choice", p.path, p.err);
+    return NULL;
+  }
+  bool ok = parseRules(&p, text, len, nNodes, nRanks, &c, &total);
+  free(text);
+  if (!ok) {
+    WARN(log, "%s:%d: %s; ignoring the file, NCCL makes every choice", p.path, p.line, p.err);
+    return NULL;
+  }
+  INFO(log, "loaded %s: %d rules, %zu for this communicator (%zu nodes, %zu ranks)", p.path, total,
+       c ? c->nRules : 0, nNodes, nRanks);
+  if (!c) return NULL;
+  c->log = log;
+  for (size_t i = 0; i < c->nRules; i++) {
+    atomic_init(&c->rules[i].logged, 0);
+    logRule(log, &c->rules[i]);
+  }
+  return c;
+}
+
+/* Applying rules. */
+
+static bool firstTime(struct rule* r, unsigned what) {
+  return !(atomic_load_explicit(&r->logged, memory_order_relaxed) & what) &&
+         !(atomic_fetch_or_explicit(&r->logged, what, memory_order_relaxed) & what);
+}
+
+/*
+ * Steers NCCL to the rule's algorithm and protocol by setting their cost to
+ * 0.0. Where the rule leaves one of the two to NCCL, the pair NCCL rated
+ * cheapest among the available ones with the other wins. Entries NCCL marked
+ * unavailable (negative: NCCL_ALGO_PROTO_IGNORE) are never touched: NCCL
+ * cannot run them. A rule whose pair is unavailable for this call leaves
+ * NCCL's choice alone, its channel count too, since that was tuned for its
+ * pair.
+ */
+static void apply(struct context* c, struct rule* r, float* table, int numAlgo, int numProto, int* nChannels) {
+  char title[TITLE_LEN];
+  int best = -1;
+  if (r->algo != ANY || r->proto != ANY) {
+    int a0 = r->algo == ANY ? 0 : r->algo, a1 = r->algo == ANY ? numAlgo : r->algo + 1;
+    int p0 = r->proto == ANY ? 0 : r->proto, p1 = r->proto == ANY ? numProto : r->proto + 1;
+    for (int a = a0; a < a1 && a < numAlgo; a++) {
+      for (int p = p0; p < p1 && p < numProto; p++) {
+        int i = a * numProto + p;
+        if (table[i] >= 0.0f && (best < 0 || table[i] < table[best])) best = i;
+      }
+    }
+    if (best < 0) {
+      if (firstTime(r, LOGGED_UNAVAILABLE)) {
+        ruleTitle(r, title);
+        TUNING(c->log, "%s: %s/%s is not available, NCCL's choice stands (logged once)", title,
+               nameOrAny(algoNames, r->algo), nameOrAny(protoNames, r->proto));
+      }
+      return;
+    }
+    table[best] = 0.0f;
+  }
+  if (r->channels > 0) *nChannels = r->channels;
+  if (firstTime(r, LOGGED_APPLIED)) {
+    char channels[24] = "";
+    if (r->channels > 0) snprintf(channels, sizeof(channels), " channels %d", r->channels);
+    ruleTitle(r, title);
+    if (best >= 0) {
+      TUNING(c->log, "%s -> %s/%s%s", title, algoNames[best / numProto], protoNames[best % numProto], channels);
+    } else {
+      TUNING(c->log, "%s -> NCCL's algorithm and protocol%s", title, channels);
+    }
+  }
+}
+
+/* The interface, one implementation for every version. */
+
+static ncclResult_t getCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                                float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels) {
+  struct context* c = context;
+  (void)numPipeOps;
+  (void)regBuff;
+  if (!c) return ncclSuccess;
+  for (size_t i = 0; i < c->nRules; i++) {
+    struct rule* r = &c->rules[i];
+    if (r->coll == (int)collType && nBytes >= r->minBytes && nBytes <= r->maxBytes) {
+      /* Not an array of pointers: NCCL's float[numAlgo][numProto], cast. */
+      apply(c, r, (float*)collCostTable, numAlgo, numProto, nChannels);
+      break;
+    }
+  }
+  return ncclSuccess;
+}
+
+static ncclResult_t finalize(void* context) {
+  free(context);
+  return ncclSuccess;
+}
+
+static ncclResult_t initV4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
+  *context = load(nRanks, nNodes, logFunction);
+  return ncclSuccess;
+}
+
+static ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                           ncclNvlDomainInfo_v5_t* nvlDomainInfo, ncclTunerConstants_v5_t* constants) {
+  (void)commId;
+  (void)nvlDomainInfo;
+  (void)constants;
+  return initV4(nRanks, nNodes, logFunction, context);
+}
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* NCCL 2.30 and later. */
+EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {
+  .name = "nccltune",
+  .init = initV5,
+  .getCollInfo = getCollInfo,
+  .finalize = finalize,
+  .getChunkSize = NULL,
+};
+
+/* NCCL 2.28 and 2.29. */
+EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {
+  .name = "nccltune",
+  .init = initV5,
+  .getCollInfo = getCollInfo,
+  .finalize = finalize,
+};
+
+/* NCCL 2.24 to 2.27. */
+EXPORT const ncclTuner_v4_t ncclTunerPlugin_v4 = {
+  .name = "nccltune",
+  .init = initV4,
+  .getCollInfo = getCollInfo,
+  .destroy = finalize,
+};
