@@ -17,7 +17,9 @@ import (
 // Score scores a measurement per size range, by range name: for a sweep, each
 // range it measured (measured[i], indexed like sp.Ranges) scores its
 // geometric mean bus bandwidth; a single objective is the one range's score.
-// Every score is finite and positive; a measured range without one is an error.
+// Every score is finite and positive; a measured range without one is an
+// error. (A range whose sizes all round to nothing, as all_gather's smallest
+// do over many ranks, measured nothing and gets no score.)
 func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]float64, error) {
 	scores := map[string]float64{}
 	if len(m.Rows) == 0 {
@@ -28,7 +30,8 @@ func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]
 		return scores, nil
 	}
 	for i, s := range Scores(sp, m.Rows) {
-		if !measured[i] {
+		moved := slices.ContainsFunc(m.Rows, func(row nccltests.Row) bool { return row.Size > 0 && sp.Ranges[i].Contains(row.Size) })
+		if !measured[i] || !moved {
 			continue
 		}
 		if !(s > 0) || math.IsInf(s, 0) {

@@ -115,27 +115,6 @@ func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
 	return nil
 }
 
-// elementSizes are the bytes per element of nccl-tests' data types (-d).
-var elementSizes = map[string]int64{"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
-	"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
-
-// printedSize is the size nccl-tests prints for a requested size: the element
-// count it derives from it (its GetCollByteCount functions), times the
-// element size. It is false where the data type or the rank count it needs is unknown.
-func printedSize(coll string, size, elt int64, ranks int) (int64, bool) {
-	count := size / elt
-	switch coll {
-	case "all_gather", "reduce_scatter", "alltoall":
-		if ranks <= 0 {
-			return 0, false
-		}
-		// Each rank's share, rounded down to 16 bytes.
-		base := (count / int64(ranks)) &^ (16/elt - 1)
-		return base * int64(ranks) * elt, true
-	}
-	return count * elt, true
-}
-
 // matchSweep checks the table size by size against the sweep asked for: a
 // truncated table, a second table, a repeated or a foreign row fail the trial.
 func (b NCCLTests) matchSweep(sweep space.Sizes, rows []nccltests.Row, ranks int) *Failure {
@@ -145,10 +124,9 @@ func (b NCCLTests) matchSweep(sweep space.Sizes, rows []nccltests.Row, ranks int
 			len(rows), space.FormatSize(sweep.Min), space.FormatSize(sweep.Max), sweep.Factor, len(want))}
 	}
 	for i, row := range rows {
-		elt, known := elementSizes[row.Type]
-		exact, ok := printedSize(b.Collective, want[i], elt, ranks)
+		exact, ok := nccltests.PrintedSize(b.Collective, want[i], row.Type, ranks)
 		switch {
-		case known && ok && row.Size != exact:
+		case ok && row.Size != exact:
 			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d; the sweep's size %d prints as %d", i+1, row.Size, want[i], exact)}
 		case row.Size > want[i] || i > 0 && row.Size < rows[i-1].Size:
 			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d, not the sweep's size %d", i+1, row.Size, want[i])}

@@ -27,6 +27,21 @@ type Log struct {
 	// Nodes is the communicator's node count ("nNodes 2"), 0 if unseen. With
 	// one node NCCL still sets up a network, but no collective crosses it.
 	Nodes int `json:"nodes,omitempty"`
+	// Ranks is the communicator's rank count ("nRanks 16"), 0 if unseen.
+	Ranks int `json:"ranks,omitempty"`
+	// Decisions are the algorithm, protocol and channels NCCL chose for each
+	// operation and size, with NCCL_DEBUG_SUBSYS=TUNING (rank 0 logs them).
+	Decisions []Decision `json:"decisions,omitempty"`
+}
+
+// Decision is NCCL's choice for one operation of one size: "AllReduce:
+// 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}".
+type Decision struct {
+	Op       string `json:"op"`    // NCCL's name: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce
+	Bytes    int64  `json:"bytes"` // as NCCL logs them: the count times the type's size (per rank for AllGather and ReduceScatter)
+	Algo     string `json:"algo"`  // NCCL's name: Ring, Tree, CollNetDirect, ...
+	Proto    string `json:"proto"` // LL, LL128, Simple
+	Channels int    `json:"channels"`
 }
 
 var (
@@ -38,10 +53,16 @@ var (
 	roceRE    = regexp.MustCompile(`^NET/IB ?: Using .*/RoCE`)
 	channelRE = regexp.MustCompile(`^Channel \d+/(\d+) `)
 	nodesRE   = regexp.MustCompile(`\bnNodes (\d+)\b`)
+	ranksRE   = regexp.MustCompile(`\bnRanks (\d+)\b`)
+	tuningRE  = regexp.MustCompile(`^(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}`)
 	noteRE    = regexp.MustCompile(`No device found|No capable device found|Failed to initialize NET plugin|falling back|NET/Socket : Using`)
 )
 
 const maxNotes = 20
+
+// maxDecisions bounds the decisions kept: a sweep has a few dozen sizes, and
+// a training job repeats the same few.
+const maxDecisions = 4096
 
 // Parse reads NCCL's log lines out of a benchmark's output.
 func Parse(output []byte) Log {
@@ -71,6 +92,14 @@ func Parse(output []byte) Log {
 			n, _ := strconv.Atoi(m[1])
 			l.Nodes = max(l.Nodes, n)
 		}
+		if m := ranksRE.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			l.Ranks = max(l.Ranks, n)
+		}
+		if m := tuningRE.FindStringSubmatch(msg); m != nil {
+			l.decide(m)
+			continue
+		}
 		if n := networkRE.FindStringSubmatch(msg); n != nil {
 			l.Network = n[1]
 		}
@@ -85,6 +114,20 @@ func Parse(output []byte) Log {
 		}
 	}
 	return l
+}
+
+// decide records a TUNING line's decision, once per operation and size.
+func (l *Log) decide(m []string) {
+	bytes, err := strconv.ParseInt(m[2], 10, 64)
+	lo, err1 := strconv.Atoi(m[5])
+	hi, err2 := strconv.Atoi(m[6])
+	if err != nil || err1 != nil || err2 != nil || hi < lo || len(l.Decisions) >= maxDecisions {
+		return
+	}
+	d := Decision{Op: m[1], Bytes: bytes, Algo: m[3], Proto: m[4], Channels: hi - lo + 1}
+	if !slices.ContainsFunc(l.Decisions, func(e Decision) bool { return e.Op == d.Op && e.Bytes == d.Bytes }) {
+		l.Decisions = append(l.Decisions, d)
+	}
 }
 
 // Unread returns the NCCL_* variables of env (NAME=value) that NCCL did not

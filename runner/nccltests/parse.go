@@ -232,3 +232,29 @@ func isWord(s string) bool {
 	}
 	return true
 }
+
+// ElementSizes are the bytes per element of nccl-tests' data types (-d).
+var ElementSizes = map[string]int64{"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
+	"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
+
+// PrintedSize is the size nccl-tests prints for a requested size (-b, -e,
+// the steps between): the element count it derives from it (its
+// GetCollByteCount functions), times the element size. It is false where the
+// data type or the rank count it needs is unknown.
+func PrintedSize(coll string, size int64, dataType string, ranks int) (int64, bool) {
+	elt, ok := ElementSizes[dataType]
+	if !ok {
+		return 0, false
+	}
+	count := size / elt
+	switch coll {
+	case "all_gather", "reduce_scatter", "alltoall":
+		if ranks <= 0 {
+			return 0, false
+		}
+		// Each rank's share, rounded down to 16 bytes.
+		base := (count / int64(ranks)) &^ (16/elt - 1)
+		return base * int64(ranks) * elt, true
+	}
+	return count * elt, true
+}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -156,14 +157,11 @@ func parseTestFlags(args []string) (testOpts, error) {
 	if o.minBytes < 1 || o.maxBytes < o.minBytes || o.gpus < 1 || o.threads < 1 || o.iters < 1 || o.factor == 1 {
 		return o, fmt.Errorf("invalid sizes, step or counts")
 	}
-	if _, ok := typeSizes[o.dtype]; !ok {
+	if _, ok := nccltests.ElementSizes[o.dtype]; !ok {
 		return o, fmt.Errorf("invalid type %q", o.dtype)
 	}
 	return o, nil
 }
-
-var typeSizes = map[string]int64{"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
-	"half": 2, "float": 4, "double": 8, "bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
 
 // modelledVars are the variables the simulated NCCL reads; others are ignored,
 // as NCCL ignores a misspelt name.
@@ -246,7 +244,7 @@ func (r *run) main() int {
 	}
 	var rows []string
 	var sum float64
-	dt := typeSizes[r.opts.dtype]
+	dt := nccltests.ElementSizes[r.opts.dtype]
 	redop, root := collectives[r.coll].redop, -1
 	if r.coll == "broadcast" || r.coll == "reduce" {
 		root = r.opts.root
@@ -254,14 +252,17 @@ func (r *run) main() int {
 	if redop == "sum" {
 		redop = r.opts.op
 	}
-	for size := r.opts.minBytes; size <= r.opts.maxBytes; size = r.next(size) {
+	for requested := r.opts.minBytes; requested <= r.opts.maxBytes; requested = r.next(requested) {
+		// The size nccl-tests really moves: its per-rank shares are rounded down to 16 bytes.
+		size, _ := nccltests.PrintedSize(r.coll, requested, r.opts.dtype, ranks)
 		algo, proto, ok := r.sc.choose(r.coll, float64(size), cfg)
 		if !ok {
 			r.fail("NCCL", "invalid usage (run with NCCL_DEBUG=WARN for details)",
 				fmt.Sprintf("no algorithm/protocol available for %s with NCCL_ALGO=%q NCCL_PROTO=%q", r.coll, r.env["NCCL_ALGO"], r.env["NCCL_PROTO"]))
 			return 3
 		}
-		cols := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", size, size/dt, r.opts.dtype, redop, root)
+		r.decision(size, algo, proto, cfg, ranks)
+		cols := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", size, r.count(size, dt, ranks), r.opts.dtype, redop, root)
 		truth := r.sc.predict(r.coll, float64(size), algo, proto, cfg, r.sc.truth())
 		r.seconds += 2 * float64(r.opts.warmup+r.opts.iters) * truth / 1e6
 		for inPlace := range 2 {
@@ -286,6 +287,39 @@ func (r *run) main() int {
 	fmt.Fprintf(r.out, "# Avg bus bandwidth    : %g \n#\n", math.Round(sum/float64(2*len(rows))*1e4)/1e4)
 	fmt.Fprintf(r.out, "# Collective test concluded: %s_perf\n#\n", r.coll)
 	return 0
+}
+
+// count is nccl-tests' count column: the elements of one rank's share
+// where the collective splits the buffer among ranks.
+func (r *run) count(size, dt int64, ranks int) int64 {
+	if perRank[r.coll] {
+		return size / dt / int64(ranks)
+	}
+	return size / dt
+}
+
+// perRank are the collectives whose count is each rank's share of the
+// buffer, for nccl-tests' count column and NCCL's TUNING log alike.
+var perRank = map[string]bool{"all_gather": true, "reduce_scatter": true, "alltoall": true}
+
+// opNames are NCCL's names of the collectives, as its log writes them.
+var opNames = map[string]string{"all_reduce": "AllReduce", "all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
+	"broadcast": "Broadcast", "reduce": "Reduce", "alltoall": "AlltoAll"}
+
+// decision logs NCCL's choice for a size, as NCCL does at rank 0 with
+// NCCL_DEBUG_SUBSYS=TUNING: bytes per rank where the count is a rank's share.
+func (r *run) decision(size int64, algo, proto int, c config, ranks int) {
+	op, ok := opNames[r.coll]
+	subsys := strings.Split(strings.ToUpper(r.env["NCCL_DEBUG_SUBSYS"]), ",")
+	if !ok || r.rank != 0 || !slices.Contains(subsys, "TUNING") && !slices.Contains(subsys, "ALL") {
+		return
+	}
+	bytes := size
+	if perRank[r.coll] {
+		bytes = size / int64(ranks)
+	}
+	r.debug("INFO", fmt.Sprintf("%s: %d Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}", op, bytes,
+		[]string{"Ring", "Tree"}[algo], protoNames[proto], r.sc.channels(c)-1))
 }
 
 func (r *run) next(size int64) int64 {
