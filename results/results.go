@@ -119,9 +119,9 @@ func Settings(t *store.Trial) int {
 }
 
 // Of picks the best configuration per range from a campaign's trials
-// (the simplest within Parsimony of the highest score), with its validation
-// where one (from vals, by range name) concerns it.
-func Of(sp *space.Space, trials []store.Trial, vals map[string]store.Validation) []RangeResult {
+// (the simplest within Parsimony of the highest score), with the latest of
+// the validations (oldest first) that concerns it.
+func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeResult {
 	keys := make([]string, len(trials))
 	for j, t := range trials {
 		keys[j] = sp.Key(t.Params)
@@ -144,8 +144,10 @@ func Of(sp *space.Space, trials []store.Trial, vals map[string]store.Validation)
 			best = simplest(configs, best)
 			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
 		}
-		if v, ok := vals[rg.Name]; ok && res.Best != nil && (v.Candidate == res.Best.Number || v.Candidate == 0 && res.Best.Number == 0) {
-			res.Validation = &v
+		for _, v := range vals {
+			if res.Best != nil && v.Range == rg.Name && v.Candidate == res.Best.Number {
+				res.Validation = &v
+			}
 		}
 		out[i] = res
 	}

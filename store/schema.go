@@ -89,6 +89,13 @@ var migrations = []string{
 	`ALTER TABLE trials ADD COLUMN fingerprint TEXT;`,
 	// Who holds the writer lock (an flock on the database file), for the message that refuses a second writer.
 	`CREATE TABLE writer (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, since TEXT NOT NULL);`,
+	// What NCCL decided per operation and size (algorithm, protocol, channels) under a configuration, from its TUNING log.
+	`CREATE TABLE decisions (
+		campaign_id INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+		config      TEXT NOT NULL,
+		decisions   TEXT NOT NULL,
+		PRIMARY KEY (campaign_id, config)
+	);`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/nccltune/nccltune/runner/nccllog"
 )
 
 // ValidationRun is one launch made while validating: one arm (NCCL's defaults,
@@ -66,15 +68,15 @@ func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Vali
 	return tx.Commit()
 }
 
-// Validations returns the latest verdict per range of a campaign.
-func (s *Store) Validations(campaignID int64) (map[string]Validation, error) {
+// Validations returns a campaign's verdicts, oldest first.
+func (s *Store) Validations(campaignID int64) ([]Validation, error) {
 	rows, err := s.db.Query(`SELECT batch, range_name, candidate, rounds, default_mean, tuned_mean, gain, ci_low, ci_high,
 		verdict, reason, created_at FROM validations WHERE campaign_id = ? ORDER BY batch`, campaignID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]Validation{}
+	var out []Validation
 	for rows.Next() {
 		var v Validation
 		var dm, tm, g, lo, hi sql.NullFloat64
@@ -84,7 +86,7 @@ func (s *Store) Validations(campaignID int64) (map[string]Validation, error) {
 		}
 		v.DefaultMean, v.TunedMean, v.Gain, v.CILow, v.CIHigh = orNaN(dm), orNaN(tm), orNaN(g), orNaN(lo), orNaN(hi)
 		v.Created, _ = time.Parse(time.RFC3339Nano, created)
-		out[v.Range] = v
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
@@ -131,4 +133,42 @@ func orNaN(v sql.NullFloat64) float64 {
 		return math.NaN()
 	}
 	return v.Float64
+}
+
+// SaveDecisions records what NCCL decided per operation and size under one
+// configuration (by its key, see space.Space.Key), replacing what was.
+func (s *Store) SaveDecisions(campaignID int64, config string, ds []nccllog.Decision) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	cols, err := encode(ds)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.Exec(`INSERT OR REPLACE INTO decisions(campaign_id, config, decisions) VALUES (?, ?, ?)`, campaignID, config, cols[0]); err != nil {
+		return fmt.Errorf("store %s: decisions: %w", s.path, err)
+	}
+	return nil
+}
+
+// Decisions returns, per configuration key, what NCCL decided under it.
+func (s *Store) Decisions(campaignID int64) (map[string][]nccllog.Decision, error) {
+	rows, err := s.db.Query(`SELECT config, decisions FROM decisions WHERE campaign_id = ?`, campaignID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]nccllog.Decision{}
+	for rows.Next() {
+		var config, text string
+		var ds []nccllog.Decision
+		if err := rows.Scan(&config, &text); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(text), &ds); err != nil {
+			return nil, fmt.Errorf("decisions: corrupt JSON column: %w", err)
+		}
+		out[config] = ds
+	}
+	return out, rows.Err()
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -33,6 +34,7 @@ type Runner interface {
 type Store interface {
 	LockWriter() error
 	SaveValidation(campaignID int64, runs []store.ValidationRun, vs []store.Validation) error
+	SaveDecisions(campaignID int64, config string, ds []nccllog.Decision) error
 	MarkInterrupted(campaignID int64) (int, error)
 	CreateCampaign(c store.Campaign) (store.Campaign, error)
 	UpdateSettings(c store.Campaign) error
@@ -445,13 +447,14 @@ func Defaults(sp *space.Space) space.Assignment {
 }
 
 // launch runs the benchmark once under plan p with an assignment's
-// environment (env) and options, and NCCL's debug log unless the user pinned
-// its variables.
+// environment (env) and options, and NCCL's debug log unless env or the
+// user has set its variables.
 func (s *session) launch(ctx context.Context, p runner.Plan, a space.Assignment, env []string, label string) runner.Result {
 	p.Args, p.Label = s.Space.Args(a), label
+	set := space.EnvMap(env)
 	env = slices.Clone(env)
 	for _, kv := range debugEnv {
-		if name, _, _ := strings.Cut(kv, "="); s.Space.Fixed[name] == "" {
+		if name, _, _ := strings.Cut(kv, "="); s.Space.Fixed[name] == "" && set[name] == "" {
 			env = append(env, kv)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -41,8 +42,10 @@ func (t *Tuner) Validate(ctx context.Context, rounds int) ([]store.Validation, e
 	return s.validate(ctx, rounds)
 }
 
-// validate measures each range's choice and NCCL's defaults interleaved,
-// round by round (A B, B A, A B, ...), so that drift hits both alike.
+// validate measures, against NCCL's defaults and interleaved round by round
+// (A B, B A, A B, ...) so that drift hits both alike, every configuration a
+// range's choice or the job's (see results.JobOf) needs, and records what
+// NCCL decided per size under each (see probe).
 func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation, error) {
 	if rounds < 2 {
 		return nil, fmt.Errorf("validation needs at least 2 rounds for a confidence interval, got %d", rounds)
@@ -53,50 +56,86 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 		return nil, ErrNothingToValidate
 	}
 	s.prepare(fullSweep(sp))
+	// A candidate is a range's configuration to judge; arm 0, NCCL's defaults, is every candidate's reference.
+	type candidate struct {
+		result results.RangeResult
+		arm    int
+	}
 	arms := []arm{{name: "default", trial: -1, env: sp.Env(space.Assignment{})}}
-	armOf := make([]int, len(choices)) // range -> arm index; 0 where the default is the choice
-	for i, r := range choices {
-		if r.Best == nil || r.Best.Number == 0 {
-			continue
+	var candidates []candidate
+	for _, rs := range [][]results.RangeResult{choices, results.JobOf(sp, s.trials, nil).Ranges} {
+		for _, r := range rs {
+			if r.Best == nil || slices.ContainsFunc(candidates, func(c candidate) bool {
+				return c.result.Range == r.Range && c.result.Best.Number == r.Best.Number
+			}) {
+				continue
+			}
+			k := 0
+			if r.Best.Number != 0 {
+				key := sp.Key(r.Best.Params)
+				if k = slices.IndexFunc(arms, func(a arm) bool { return sp.Key(a.assignment) == key }); k < 0 {
+					k = len(arms)
+					arms = append(arms, arm{name: fmt.Sprintf("trial %d", r.Best.Number), trial: r.Best.Number,
+						assignment: space.Assignment(r.Best.Params), env: r.Best.Env})
+				}
+			}
+			candidates = append(candidates, candidate{r, k})
 		}
-		key := sp.Key(r.Best.Params)
-		k := slices.IndexFunc(arms, func(a arm) bool { return sp.Key(a.assignment) == key })
-		if k < 0 {
-			k = len(arms)
-			arms = append(arms, arm{name: fmt.Sprintf("trial %d", r.Best.Number), trial: r.Best.Number,
-				assignment: space.Assignment(r.Best.Params), env: r.Best.Env})
-		}
-		armOf[i] = k
 	}
 
 	runs, err := s.measure(ctx, arms, rounds)
 	if err != nil {
 		return nil, err
 	}
-
 	batch := time.Now().UnixNano()
-	verdicts := make([]store.Validation, len(choices))
-	for i, r := range choices {
+	var verdicts []store.Validation
+	for _, c := range candidates {
 		var def, tuned []store.ValidationRun
 		for _, run := range runs {
 			switch run.Arm {
 			case arms[0].name:
 				def = append(def, run)
-			case arms[armOf[i]].name:
+			case arms[c.arm].name:
 				tuned = append(tuned, run)
 			}
 		}
-		if armOf[i] == 0 {
+		if c.arm == 0 {
 			tuned = nil
 		}
-		v := results.Judge(r, tuned, def, rounds)
-		v.Batch, v.Created, v.Rounds, v.Range = batch, time.Now(), rounds, r.Range.Name
-		verdicts[i] = v
+		v := results.Judge(c.result, tuned, def, rounds)
+		v.Batch, v.Created, v.Rounds, v.Range = batch, time.Now(), rounds, c.result.Range.Name
+		verdicts = append(verdicts, v)
 	}
 	if err := s.Store.SaveValidation(s.camp.ID, runs, verdicts); err != nil {
 		return nil, err
 	}
+	for _, a := range arms {
+		if err := s.probe(ctx, a); err != nil {
+			return nil, err
+		}
+	}
 	return verdicts, nil
+}
+
+// probe launches a configuration once, briefly, with NCCL's TUNING log, and
+// records the algorithm, protocol and channels NCCL chose per size: what a
+// tuner plugin must reproduce where the configuration left them to NCCL. A
+// probe that fails records nothing; the exports that need it say so.
+func (s *session) probe(ctx context.Context, a arm) error {
+	sp := s.Space
+	env := slices.Clone(a.env)
+	if _, pinned := sp.Fixed["NCCL_DEBUG_SUBSYS"]; !pinned {
+		env = append(env, "NCCL_DEBUG_SUBSYS=INIT,ENV,NET,TUNING")
+	}
+	quick := runner.Plan{Sizes: sp.Sizes, Iters: 1, Warmup: 0}
+	res := s.launch(ctx, quick, a.assignment, env, "probe-"+strings.ReplaceAll(a.name, " ", "-"))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if res.Failure != nil || len(res.Log.Decisions) == 0 {
+		return nil
+	}
+	return s.Store.SaveDecisions(s.camp.ID, sp.Key(a.assignment), res.Log.Decisions)
 }
 
 // measure runs every arm once per round, alternating the order (A B, B A, ...)
