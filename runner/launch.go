@@ -186,6 +186,12 @@ func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
 	if s.Nodes > 0 {
 		argv = append(argv, "-N", strconv.Itoa(s.Nodes))
 	}
+	// Inside an allocation srun takes its task count from SLURM_NTASKS, the
+	// allocation's; when that is not Nodes x TasksPerNode, srun warns and
+	// ignores --ntasks-per-node, so a trial would run on every allocated task.
+	if s.Nodes > 0 && s.TasksPerNode > 0 {
+		argv = append(argv, "-n", strconv.Itoa(s.Nodes*s.TasksPerNode))
+	}
 	if s.TasksPerNode > 0 {
 		argv = append(argv, "--ntasks-per-node", strconv.Itoa(s.TasksPerNode))
 	}
