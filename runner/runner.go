@@ -146,6 +146,10 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		tree := descendants(pid)
 		signalTree(pid, tree, syscall.SIGTERM)
 		time.AfterFunc(grace, func() { signalTree(pid, append(tree, descendants(pid)...), syscall.SIGKILL) })
+		if s, ok := r.Launcher.(Stopper); ok {
+			// Best effort: srun, for one, usually ends its step on SIGTERM by itself.
+			_ = s.Stop(pid)
+		}
 		return nil
 	}
 	// A grandchild that keeps the output pipe open must not block us past the grace.
