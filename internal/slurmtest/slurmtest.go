@@ -37,11 +37,11 @@ const (
 	stopGrace    = 10 * time.Second
 )
 
-// Require skips the test without Slurm's daemons and srun, except in CI,
+// Require skips the test without Slurm's daemons and commands, except in CI,
 // which must have them.
 func Require(t testing.TB) {
 	t.Helper()
-	for _, bin := range []string{"slurmctld", "slurmd", "srun", "salloc", "sinfo", "scancel"} {
+	for _, bin := range []string{"slurmctld", "slurmd", "srun", "salloc", "sinfo", "squeue", "scontrol", "scancel"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			if os.Getenv("CI") != "" {
 				t.Fatalf("%s is missing in CI: .ci/run should install slurm-wlm", bin)
@@ -59,8 +59,15 @@ func Start(t testing.TB) *Cluster {
 	Require(t)
 	var err error
 	for range 3 {
+		// Not t.TempDir, whose name holds the test's: slurmstepd's sockets are
+		// in the spool folder, and a socket's path may not exceed 107 bytes.
+		var dir string
+		if dir, err = os.MkdirTemp("", "slurm"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) }) // after the cluster's stop, registered below
 		var c *Cluster
-		if c, err = start(t.TempDir()); err == nil {
+		if c, err = start(dir); err == nil {
 			t.Cleanup(func() {
 				if err := c.stop(); err != nil {
 					t.Error(err)
@@ -245,8 +252,8 @@ func (c *Cluster) stop() error {
 }
 
 // Processes lists the live processes whose environment holds the entry kv
-// (NAME=value). A step's variables reach all its processes, whatever they
-// exec, so that they can be found by one of them.
+// (NAME=value). A step's variables reach every process of it, whatever they
+// exec, so that one variable marks them all.
 func Processes(kv string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")

@@ -11,6 +11,8 @@ import (
 // TestCluster starts a cluster, runs a step in an allocation, and checks that
 // nothing of the cluster is left once the test that started it has ended.
 func TestCluster(t *testing.T) {
+	Require(t)
+	outer := os.Getenv("SLURM_JOB_ID") // set when the tests run inside a Slurm job
 	var conf string
 	t.Run("run", func(t *testing.T) {
 		start := time.Now()
@@ -35,7 +37,7 @@ func TestCluster(t *testing.T) {
 	if left := Processes("SLURM_CONF=" + conf); len(left) > 0 {
 		t.Errorf("processes %v outlived the cluster", left)
 	}
-	if v, ok := os.LookupEnv("SLURM_JOB_ID"); ok {
+	if v := os.Getenv("SLURM_JOB_ID"); v != outer {
 		t.Errorf("SLURM_JOB_ID=%s outlived the allocation", v)
 	}
 }
