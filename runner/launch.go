@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -26,6 +28,14 @@ type Local struct{}
 
 // Wrap returns cmd unchanged.
 func (Local) Wrap(cmd, _ []string) ([]string, error) { return cmd, nil }
+
+// Stopper is implemented by launchers whose ranks do not descend from the
+// launcher process, so that signals to the trial's processes may not reach
+// them. Run calls Stop with the launcher's pid on timeout or interrupt, after
+// the trial's supervisor sent SIGTERM; an error means some ranks may be left running.
+type Stopper interface {
+	Stop(pid int) error
+}
 
 // Checker is implemented by launchers that can find problems before any trial
 // runs: a missing binary or hostfile, a rank count that does not fit.
@@ -201,6 +211,12 @@ func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
 	if s.Nodes > 0 {
 		argv = append(argv, "-N", strconv.Itoa(s.Nodes))
 	}
+	// Inside an allocation srun takes its task count from SLURM_NTASKS, the
+	// allocation's; when that is not Nodes x TasksPerNode, srun warns and
+	// ignores --ntasks-per-node, so a trial would run on every allocated task.
+	if s.Nodes > 0 && s.TasksPerNode > 0 {
+		argv = append(argv, "-n", strconv.Itoa(s.Nodes*s.TasksPerNode))
+	}
 	if s.TasksPerNode > 0 {
 		argv = append(argv, "--ntasks-per-node", strconv.Itoa(s.TasksPerNode))
 	}
@@ -218,6 +234,59 @@ func (s Srun) Check() error {
 		errs = append(errs, errors.New("launcher srun: not inside a Slurm allocation (run nccltune under salloc or sbatch)"))
 	}
 	return errors.Join(errs...)
+}
+
+// Stop cancels, through slurmctld, the step that srun process pid runs in
+// this allocation. srun kills its step itself on SIGTERM, and a child of srun
+// cancels it if srun dies; but a srun that cannot act on SIGTERM within the
+// grace period gets SIGKILL together with that child, its whole process
+// group, and its ranks would run on under slurmstepd.
+func (s Srun) Stop(pid int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "scontrol", "-o", "show", "step", os.Getenv("SLURM_JOB_ID")).Output()
+	if err != nil {
+		return fmt.Errorf("srun: listing steps: %w", err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("srun: %w", err)
+	}
+	step := stepOf(string(out), host, pid)
+	if step == "" {
+		return nil // srun's step has ended, or was never created
+	}
+	if out, err := exec.CommandContext(ctx, "scancel", step).CombinedOutput(); err != nil {
+		return fmt.Errorf("srun: scancel %s: %w: %s", step, err, out)
+	}
+	return nil
+}
+
+// stopTimeout bounds Stop's Slurm commands, which wait for slurmctld; Run
+// waits for Stop before it returns.
+const stopTimeout = 5 * time.Second
+
+// stepOf finds, in the lines of `scontrol -o show step`, the running step
+// that srun process pid on host started ("SrunHost:Pid=node1:4242"; host
+// names compared short).
+func stepOf(steps, host string, pid int) string {
+	short := func(h string) string { h, _, _ = strings.Cut(h, "."); return h }
+	for _, line := range strings.Split(steps, "\n") {
+		var id, srunHost, srunPid string
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "StepId="); ok {
+				id = v
+			} else if v, ok := strings.CutPrefix(f, "SrunHost:Pid="); ok {
+				srunHost, srunPid, _ = strings.Cut(v, ":")
+			}
+		}
+		// A pending step has no number yet (StepId=7.TDB), nor ranks to cancel.
+		_, num, _ := strings.Cut(id, ".")
+		if _, err := strconv.Atoi(num); err == nil && srunPid == strconv.Itoa(pid) && short(srunHost) == short(host) {
+			return id
+		}
+	}
+	return ""
 }
 
 // Torchrun starts the ranks with PyTorch's torchrun on this node (or, with

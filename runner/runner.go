@@ -5,6 +5,7 @@
 package runner
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -114,12 +116,12 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
-	status, statusW, err := os.Pipe()
+	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		res.Failure = &Failure{FailLaunch, err.Error()}
 		return res
 	}
-	defer status.Close()
+	status := readReport(statusR)
 
 	out := &capture{limit: maxOutput}
 	cmd := exec.CommandContext(runCtx, "/proc/self/exe", argv...)
@@ -135,8 +137,17 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	// On timeout or interrupt the supervisor ends the tree: SIGTERM (so that
-	// mpirun can take down its remote daemons), SIGKILL after the grace.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	// mpirun can take down its remote daemons), SIGKILL after the grace. A
+	// launcher whose ranks are not in the tree (srun's) stops them itself.
+	cmd.Cancel = func() error {
+		err := cmd.Process.Signal(syscall.SIGTERM)
+		if s, ok := r.Launcher.(Stopper); ok {
+			if pid := status.pid(); pid > 0 {
+				_ = s.Stop(pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
+			}
+		}
+		return err
+	}
 	cmd.WaitDelay = grace + 5*time.Second
 	err = cmd.Start()
 	statusW.Close()
@@ -148,7 +159,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	res.Duration = time.Since(res.Started)
 	res.Output = out.Bytes()
 	res.Log = nccllog.Parse(res.Output)
-	exit, launchErr := readStatus(status, cmd.ProcessState, waitErr)
+	exit, launchErr := status.result(cmd.ProcessState, waitErr)
 	res.Exit = exit
 	switch {
 	case ctx.Err() != nil:
@@ -163,12 +174,45 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	return res
 }
 
-// readStatus reads how the benchmark ended from the supervisor's report
-// ("exit N", "signal N", or "launch ERROR" when it could not be started).
-func readStatus(status *os.File, ps *os.ProcessState, waitErr error) (Exit, string) {
-	var report bytes.Buffer
-	_, _ = report.ReadFrom(status)
-	word, arg, _ := strings.Cut(report.String(), " ")
+// report is the supervisor's account of the benchmark, read as it comes:
+// "pid N" once it started it, then how it ended ("exit N", "signal N"), or
+// "launch ERROR" when it could not be started.
+type report struct {
+	done      chan string
+	mu        sync.Mutex
+	benchmark int // its pid
+}
+
+func readReport(r *os.File) *report {
+	rep := &report{done: make(chan string, 1)}
+	go func() {
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		last := ""
+		for sc.Scan() {
+			if n, ok := strings.CutPrefix(sc.Text(), "pid "); ok {
+				rep.mu.Lock()
+				rep.benchmark, _ = strconv.Atoi(n)
+				rep.mu.Unlock()
+				continue
+			}
+			last = sc.Text()
+		}
+		rep.done <- last
+	}()
+	return rep
+}
+
+// pid is the benchmark's process id, 0 until the supervisor has started it.
+func (r *report) pid() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.benchmark
+}
+
+// result waits for the supervisor's last word: how the benchmark ended, or why it could not start.
+func (r *report) result(ps *os.ProcessState, waitErr error) (Exit, string) {
+	word, arg, _ := strings.Cut(<-r.done, " ")
 	n, err := strconv.Atoi(arg)
 	switch {
 	case word == "launch":

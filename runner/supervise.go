@@ -29,8 +29,8 @@ func init() {
 	}
 }
 
-// supervise runs argv as the benchmark and reports how it ended on file
-// descriptor 3 ("exit N", "signal N" or "launch ERROR").
+// supervise runs argv as the benchmark and reports on file descriptor 3 its
+// pid ("pid N") and how it ended ("exit N", "signal N" or "launch ERROR").
 //
 // It is the child subreaper of the trial's processes (PR_SET_CHILD_SUBREAPER):
 // a process whose parent exits, a daemon started with setsid among them, is
@@ -42,7 +42,7 @@ func init() {
 func supervise(setting string, argv []string) int {
 	status := os.NewFile(3, "status")
 	report := func(format string, args ...any) int {
-		fmt.Fprintf(status, format, args...)
+		fmt.Fprintf(status, format+"\n", args...)
 		status.Close()
 		return 0
 	}
@@ -77,6 +77,7 @@ func supervise(setting string, argv []string) int {
 	if err != nil {
 		return report("launch %v", err)
 	}
+	fmt.Fprintf(status, "pid %d\n", bench.Pid)
 	t := tree{self: os.Getpid(), main: bench.Pid}
 	t.watch(sigs, grace)
 	switch {

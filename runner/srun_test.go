@@ -1,0 +1,290 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/internal/slurmtest"
+	"github.com/nccltune/nccltune/space"
+)
+
+// TestSrun runs real srun steps on a one-node Slurm cluster of its own, inside
+// an allocation of 16 tasks, as nccltune runs under salloc; each trial asks
+// for 4 of them.
+func TestSrun(t *testing.T) {
+	c := slurmtest.Start(t)
+	job := c.Alloc(t, 16)
+	srun := Srun{Nodes: 1, TasksPerNode: 4}
+	if err := srun.Check(); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("variables", func(t *testing.T) { testSrunVariables(t, srun) })
+	t.Run("simulator", func(t *testing.T) { testSrunSimulator(t, srun) })
+	t.Run("failures", func(t *testing.T) { testSrunFailures(t, srun) })
+	t.Run("hang", func(t *testing.T) { testSrunHang(t, c, job, srun) })
+}
+
+// testSrunVariables checks that every rank gets exactly the trial's NCCL_*
+// variables, byte for byte, and none of the caller's own.
+func testSrunVariables(t *testing.T, srun Srun) {
+	t.Setenv("NCCL_PROTO", "LL128") // the caller's own settings must not reach a rank
+	t.Setenv("NCCL_ALGO", "Tree")
+	trial := map[string]string{
+		"NCCL_ALGO":          "allreduce:tree,ring;allgather:ring",
+		"NCCL_SOCKET_IFNAME": "=eth0,^docker0 ; lo",
+		"NCCL_DEBUG_FILE":    `/tmp/a b/"q" 's' $(touch pwned) ` + "`id` $HOME \\n %h.%p",
+		"NCCL_DEBUG_SUBSYS":  "INIT\nGRAPH\tENV",
+		"NCCL_IB_HCA":        "",
+	}
+	var env []string
+	for name, value := range trial {
+		env = append(env, name+"="+value)
+	}
+	dir := t.TempDir()
+	r := &Runner{Launcher: srun, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `env -0 > "$0/$SLURM_PROCID"`, dir}}, Env: env, Timeout: time.Minute})
+	if res.Exit.Code != 0 {
+		t.Fatalf("exit status %d\n%s", res.Exit.Code, res.Output)
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 4 {
+		t.Errorf("%d ranks ran, want 4\n%s", len(files), res.Output)
+	}
+	for rank := range 4 {
+		data, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(rank)))
+		if err != nil {
+			t.Errorf("rank %d: %v", rank, err)
+			continue
+		}
+		got := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+			if name, value, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "NCCL_") {
+				got[name] = value
+			}
+		}
+		if !maps.Equal(got, trial) {
+			t.Errorf("rank %d got NCCL variables\n%q\nwant\n%q", rank, got, trial)
+		}
+	}
+}
+
+// testSrunSimulator runs the simulated nccl-tests as the ranks: rank 0's
+// table is parsed out of srun's merged output and every rank reports the
+// trial's variable.
+func testSrunSimulator(t *testing.T, srun Srun) {
+	algo := "allreduce:tree,ring;allgather:ring"
+	r := &Runner{Launcher: srun, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{
+		Benchmark: NCCLTests{Program: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8"}, Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true},
+		Plan:      Plan{Sizes: space.Sizes{Min: 1024, Max: 4096, Factor: 2}, Iters: 20, Warmup: 5},
+		Env:       []string{"NCCL_ALGO=" + algo, "NCCL_DEBUG=INFO", "NCCL_NVLS_ENABLE=0"},
+		Timeout:   time.Minute,
+	})
+	if res.Failure != nil {
+		t.Fatalf("%v\n%s", res.Failure, res.Output)
+	}
+	if len(res.Measurement.Rows) != 3 || res.Measurement.Ranks != 4 {
+		t.Errorf("%d rows and %d ranks, want 3 and 4", len(res.Measurement.Rows), res.Measurement.Ranks)
+	}
+	for rank := range 4 {
+		want := fmt.Sprintf("[%d] NCCL INFO NCCL_ALGO set by environment to %s.", rank, algo)
+		if !strings.Contains(string(res.Output), want) {
+			t.Errorf("rank %d did not confirm NCCL_ALGO; output:\n%s", rank, res.Output)
+		}
+	}
+}
+
+// testSrunFailures checks that srun hands on the ranks' exit status, so that
+// a failed step is classified as nccl-tests' own exit would be.
+func testSrunFailures(t *testing.T, srun Srun) {
+	table := filepath.Join(t.TempDir(), "table.txt")
+	if err := os.WriteFile(table, []byte(goodTable), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// rankScript runs body on the given rank; rank 0 prints a good table first.
+	rankScript := func(rank int, body string) []string {
+		return []string{"sh", "-c", fmt.Sprintf(`[ "$SLURM_PROCID" = 0 ] && cat %s; [ "$SLURM_PROCID" = %d ] && { %s; }; exit 0`, table, rank, body)}
+	}
+	for _, tc := range []struct {
+		name   string
+		cmd    []string
+		env    []string
+		kind   FailureKind
+		reason string
+	}{
+		{"NCCL error on every rank", []string{os.Args[0], "all_reduce_perf"}, []string{"NCCL_ALGO=NoSuchAlgo"},
+			FailNCCL, "exit status 3 (NCCL error): simnode0: Test NCCL failure"},
+		{"NCCL error on one rank", rankScript(2, `echo "node1: Test NCCL failure common.cu:1005 'unhandled system error'"; exit 3`), nil,
+			FailNCCL, "exit status 3 (NCCL error): node1: Test NCCL failure common.cu:1005"},
+		{"wrong data on one rank", rankScript(3, "exit 7"), nil, FailWrong, "exit status 7"},
+		{"other exit on one rank", rankScript(1, "exit 9"), nil, FailExit, "exit status 9"},
+		{"no table", []string{"true"}, nil, FailUnparsable, "no result rows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Runner{Launcher: srun, BaseEnv: BaseEnv()}
+			// The last word of the command takes nccl-tests' flags (sh -c ignores them).
+			job := tableJob(tc.cmd[len(tc.cmd)-1])
+			job.Benchmark = NCCLTests{Program: tc.cmd[:len(tc.cmd)-1], Binary: tc.cmd[len(tc.cmd)-1], Collective: "all_reduce", GPUs: 1, Check: true}
+			job.Env, job.Timeout = tc.env, time.Minute
+			res := r.Run(context.Background(), job)
+			if res.Failure == nil || res.Failure.Kind != tc.kind || !strings.Contains(res.Failure.Reason, tc.reason) {
+				t.Fatalf("failure = %v; want %s containing %q\noutput: %s", res.Failure, tc.kind, tc.reason, res.Output)
+			}
+		})
+	}
+}
+
+// testSrunHang runs steps whose ranks hang, half of them ignoring SIGTERM,
+// and stops them by the timeout or, once the ranks run, by an interrupt: Run
+// must return promptly and no task of the step may be left, neither as a
+// process nor in Slurm. A srun that cannot act on SIGTERM within the grace
+// (stopped here, as one starved of CPU or stuck would be) is killed with its
+// child, the process that would cancel the step: the Runner must cancel it.
+func testSrunHang(t *testing.T, c *slurmtest.Cluster, job string, srun Srun) {
+	// The timeout leaves a loaded machine time to start the ranks; an interrupt
+	// while srun launches them can leave a step that Slurm never clears.
+	const timeout, grace = 3 * time.Second, time.Second
+	for _, tc := range []struct {
+		name             string
+		interrupt, stuck bool
+		want             FailureKind
+	}{
+		{"timeout", false, false, FailTimeout},
+		{"interrupt", true, false, FailInterrupted},
+		{"stuck srun", true, true, FailInterrupted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// Every process of the step inherits the marker, whatever it execs.
+			marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+			body := `[ $((SLURM_PROCID % 2)) = 1 ] && trap '' TERM; echo started; exec sleep 300`
+			r := &Runner{Launcher: srun, BaseEnv: BaseEnv(), Grace: grace}
+			hang := Job{Benchmark: DDPStep{Program: []string{"sh", "-c", body}}, Env: []string{marker}, Timeout: timeout}
+			if tc.interrupt {
+				hang.Timeout = time.Minute
+			}
+			stop := time.Now().Add(timeout)
+			done := make(chan Result, 1)
+			go func() { done <- r.Run(ctx, hang) }()
+			if tc.interrupt {
+				srun := waitRanks(t, marker)
+				if tc.stuck {
+					if err := syscall.Kill(srun, syscall.SIGSTOP); err != nil {
+						t.Fatal(err)
+					}
+				}
+				stop = time.Now()
+				cancel()
+			}
+			res := <-done
+			if res.Failure == nil || res.Failure.Kind != tc.want {
+				t.Fatalf("failure = %v, want %s\n%s", res.Failure, tc.want, res.Output)
+			}
+			if late := time.Since(stop); late > grace+3*time.Second {
+				t.Errorf("Run returned %s after it was to stop", late)
+			}
+			if n := strings.Count(string(res.Output), "started"); !tc.stuck && n != 4 {
+				t.Errorf("%d ranks started, want 4\n%s", n, res.Output)
+			}
+			waitGone(t, c, job, marker)
+		})
+	}
+}
+
+// waitRanks waits until the 4 ranks of the step run and returns the pid of
+// the srun that started them, this process's child.
+func waitRanks(t *testing.T, marker string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		srun, ranks := 0, 0
+		for _, pid := range slurmtest.Processes(marker) {
+			switch comm, ppid := procStat(pid); {
+			case comm == "sleep":
+				ranks++
+			case comm == "srun":
+				// srun itself, not the child it forks to cancel the step should it die.
+				if parent, _ := procStat(ppid); parent != "srun" {
+					srun = pid
+				}
+			}
+		}
+		if srun != 0 && ranks == 4 {
+			return srun
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the step did not start: srun %d, %d ranks", srun, ranks)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// procStat is a process's command name and parent, from /proc.
+func procStat(pid int) (comm string, ppid int) {
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(stat)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0
+	}
+	if fields := strings.Fields(s[end+1:]); len(fields) > 1 {
+		ppid, _ = strconv.Atoi(fields[1])
+	}
+	return s[open+1 : end], ppid
+}
+
+// waitGone waits until no process has marker in its environment and the job
+// runs no step; it kills what is left when it gives up.
+func waitGone(t *testing.T, c *slurmtest.Cluster, job, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs := slurmtest.Processes(marker)
+		steps := strings.TrimSpace(c.Output(t, "squeue", "--steps", "-h", "-o", "%i", "-j", job))
+		if len(procs) == 0 && steps == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range procs {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("the step outlived Run by 10s: processes %v, steps %q", procs, steps)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestStepOf(t *testing.T) {
+	steps := "StepId=7.0 UserId=0 State=RUNNING Nodes=1 Tasks=4 Name=sh SrunHost:Pid=node1:4242\n" +
+		"StepId=7.1 UserId=0 State=RUNNING Nodes=2 Tasks=16 Name=all_reduce_perf SrunHost:Pid=node1:4343\n" +
+		"StepId=7.TDB UserId=0 State=PENDING Nodes=1 Tasks=4 Name=(null) SrunHost:Pid=node1:4444\n" +
+		"StepId=7.2 UserId=0 State=RUNNING Nodes=1 Tasks=1 Name=sh SrunHost:Pid=node2:4545\n"
+	for _, tc := range []struct {
+		host string
+		pid  int
+		want string
+	}{
+		{"node1", 4343, "7.1"},
+		{"node1.cluster.example", 4242, "7.0"},
+		{"node1", 4444, ""}, // pending: no ranks yet
+		{"node1", 4545, ""}, // another node's srun
+		{"node2", 4545, "7.2"},
+		{"node1", 43, ""},
+	} {
+		if got := stepOf(steps, tc.host, tc.pid); got != tc.want {
+			t.Errorf("stepOf(%s, %d) = %q, want %q", tc.host, tc.pid, got, tc.want)
+		}
+	}
+}
