@@ -15,7 +15,7 @@ import (
 // holds, sourcing the exported line sets exactly that value and runs nothing.
 func TestExportLineRoundTrips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	const alphabet = "abcXYZ019 _-=,;:^$`\"'\\|&*?![](){}<>#~%\t"
+	const alphabet = "abcXYZ019 _-=,;:^$`\"'\\|&*?![](){}<>#~%"
 	values := []string{"", "'", "''", `'\''`, "$(touch PWNED)", "`touch PWNED`", "a b", "*", "allreduce:tree,ring;allgather:ring", "é€"}
 	for range 300 {
 		var b strings.Builder
@@ -89,6 +89,30 @@ func TestReadEnvFileReadsWhatExportWrites(t *testing.T) {
 	for _, want := range []string{"bad.env:1:", "LL9", "bad.env:2:", "did you mean NCCL_IB_GID_INDEX", "bad.env:3:", "bad.env:4:"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
+
+// TestDotenvIsLiteralForEveryReader: docker --env-file takes a value as
+// written and a shell sourcing the file (set -a; .) would expand it; a value
+// those two read differently is refused, not written.
+func TestDotenvIsLiteralForEveryReader(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{
+		{"eth0", true}, {"=eth0,eth1", true}, {"mlx5_0:1,mlx5_1:1", true}, {"^docker0", true},
+		{"$(touch PWNED)", false}, {"a b", false}, {"it's", false}, {"`id`", false}, {"a;b", false}, {"~/x", false}, {"#x", false},
+	} {
+		paths, err := fixedExport(t, tc.value).Write("dotenv", t.TempDir())
+		if tc.ok != (err == nil) {
+			t.Errorf("%q: wrote %v, %v", tc.value, paths, err)
+		}
+		if err == nil {
+			out, err := exec.Command("sh", "-c", `set -a; . "$1"; set +a; printf %s "$NCCL_SOCKET_IFNAME"`, "sh", paths[0]).Output()
+			if err != nil || string(out) != tc.value {
+				t.Errorf("%q: a shell read %q (%v)", tc.value, out, err)
+			}
 		}
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/plugin"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -53,8 +55,10 @@ name = "NCCL_NET_GDR_LEVEL"
 values = ["PHB", "SYS"]
 `
 
-// pinned is an export of pinnedSpace's three ranges, each tuned to its own
-// configuration, as measured on two simulated nodes of eight GPUs.
+// pinned is an export of pinnedSpace's three ranges: trial 2 is best on small
+// messages, trial 3 on the others, both with GPUDirect RDMA at every distance,
+// as measured on two simulated nodes of eight GPUs; validation recorded what
+// NCCL decided per size under each.
 func pinned(t *testing.T) Export {
 	t.Helper()
 	sp, err := space.Parse("pinned.toml", []byte(pinnedSpace))
@@ -70,23 +74,31 @@ func pinned(t *testing.T) Export {
 		trial(2, map[string]float64{"small": 2, "mid": 1, "large": 1}, space.Assignment{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL", "NCCL_NET_GDR_LEVEL": "SYS"}),
 		trial(3, map[string]float64{"small": 1, "mid": 2, "large": 2}, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL128", "NCCL_NET_GDR_LEVEL": "SYS"}),
 	}
+	decide := func(algo, proto string, channels int) (ds []nccllog.Decision) {
+		for _, size := range sp.Sizes.List() {
+			ds = append(ds, nccllog.Decision{Op: "AllReduce", Bytes: size, Algo: algo, Proto: proto, Channels: channels})
+		}
+		return ds
+	}
+	decisions := map[string][]nccllog.Decision{
+		sp.Key(trials[1].Params): decide("TREE", "LL", 8),
+		sp.Key(trials[2].Params): decide("RING", "LL128", 16),
+	}
 	camp := store.Campaign{Name: "pinned", SpaceHash: sp.Hash()}
 	fp := runner.Fingerprint{NCCL: "2.28.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16, Network: "IB", GDR: true}
 	// Without trial 0 among them, each range's best trial is its choice.
-	return Export{Space: sp, Campaign: camp, Results: results.Of(sp, trials[1:], nil), Fingerprint: fp, Now: time.Now()}
+	return Export{Space: sp, Campaign: camp, Results: results.Of(sp, trials[1:], nil), Job: results.JobOf(sp, trials, nil),
+		Decisions: decisions, Fingerprint: fp, Plugin: "/opt/nccltune/" + plugin.LibraryName, Now: time.Now()}
 }
 
 func TestExportFormats(t *testing.T) {
 	ex := pinned(t)
-	if f := ex.Fingerprint; f.Nodes != 2 || f.GPUsPerNode != 8 || f.Ranks != 16 || f.Network != "IB" {
-		t.Errorf("fingerprint = %+v", f)
-	}
 	dir := t.TempDir()
 	for _, format := range Formats {
 		paths, err := ex.Write(format, dir)
 		if format == "slurm" {
 			// NCCL_SOCKET_IFNAME=...,eth1 cannot pass through srun --export.
-			if err == nil || !strings.Contains(err.Error(), "holds a comma") {
+			if err == nil || !strings.Contains(err.Error(), "which srun --export splits") {
 				t.Errorf("slurm: %v", err)
 			}
 			continue
@@ -120,27 +132,46 @@ func TestExportFormats(t *testing.T) {
 		t.Errorf("torchrun wrapper not executable: %v", err)
 	}
 
+	// NVIDIA's example plugin: every rule explicit, from NCCL's decisions, every size covered.
 	conf, _ := os.ReadFile(filepath.Join(dir, "nccl_tuner.conf"))
-	var rules [][]string
-	for _, line := range strings.Split(string(conf), "\n") {
-		if line != "" && !strings.HasPrefix(line, "#") {
-			rules = append(rules, strings.Split(line, ","))
+	if got, want := rulesOf(string(conf), ","), [][]string{
+		{"allreduce", "0", "65535", "tree", "ll", "8", "2", "16", "-1", "-1"},
+		{"allreduce", "65536", "9223372036854775807", "ring", "ll128", "16", "2", "16", "-1", "-1"},
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("tuner-csv rules %q\nwant %q\n%s", got, want, conf)
+	}
+	// nccltune's own: the algorithm and protocol each range's choice set, NCCL's own channels.
+	own, _ := os.ReadFile(filepath.Join(dir, "nccltune.rules"))
+	if got, want := rulesOf(string(own), " "), [][]string{{"nccltune-rules", "1"},
+		{"allreduce", "8", "65535", "2", "16", "tree", "ll", "0"},
+		{"allreduce", "65536", "1073741823", "2", "16", "ring", "ll128", "0"},
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("plugin rules %q\nwant %q\n%s", got, want, own)
+	}
+	// The one environment of the job: what the rules cannot set, and the plugin itself.
+	for name, want := range map[string]string{"nccl-plugin.env": "NCCL_TUNER_PLUGIN='/opt/nccltune/libnccl-tuner-nccltune.so'", "nccl-tuner.env": "NCCL_TUNER_CONFIG_FILE="} {
+		env, _ := os.ReadFile(filepath.Join(dir, name))
+		if !strings.Contains(string(env), "export NCCL_NET_GDR_LEVEL='SYS'\n") || !strings.Contains(string(env), want) || strings.Contains(string(env), "NCCL_ALGO") {
+			t.Errorf("%s:\n%s", name, env)
 		}
 	}
-	if len(rules) == 0 || len(rules) > 3 {
-		t.Fatalf("tuner rules:\n%s", conf)
-	}
-	for i, r := range rules {
-		if len(r) != 10 || r[0] != "allreduce" || r[5] == "-1" || r[5] == "0" || r[6] != "2" || r[7] != "16" {
-			t.Errorf("rule %v", r)
+}
+
+// rulesOf is the rules of a plugin's file, each split into its fields.
+func rulesOf(text, sep string) [][]string {
+	var out [][]string
+	for _, line := range strings.Split(text, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if line = strings.TrimSpace(line); line == "" {
+			continue
 		}
-		if i > 0 && r[1] == rules[i-1][1] {
-			t.Errorf("rules overlap: %v", rules)
+		if sep == " " {
+			out = append(out, strings.Fields(line))
+		} else {
+			out = append(out, strings.Split(line, sep))
 		}
 	}
-	if rules[0][1] != "8" || rules[len(rules)-1][2] != "1073741823" {
-		t.Errorf("rules must cover 8..1G-1 (inclusive bounds): %v", rules)
-	}
+	return out
 }
 
 func TestExportRefusesWhatItCannotClaim(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Kind says how NCCL reads a variable's value.
@@ -182,7 +183,7 @@ func editDistance(a, b string) int {
 // Normalize checks value against the variable's legal values and returns the
 // exact text NCCL should receive (a byte size such as "4M" becomes "4194304").
 func (v Var) Normalize(value string) (string, error) {
-	if strings.ContainsAny(value, "\x00\n\r") {
+	if strings.ContainsFunc(value, unicode.IsControl) || strings.ContainsAny(value, "\u2028\u2029") {
 		return "", fmt.Errorf("%s: value %q holds a control character", v.Name, value)
 	}
 	switch v.Kind {

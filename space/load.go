@@ -215,7 +215,7 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 			case err != nil:
 				b.errorf(line, "try_first %v", err)
 				ok = false
-			case !p.offers(v):
+			case !p.Offers(v):
 				b.errorf(line, "try_first: %s = %s is not among the values the space searches", name, v)
 				ok = false
 			default:
@@ -620,7 +620,7 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 	switch {
 	case isFixed && !slices.Contains(c.In, fixed):
 		return c, fmt.Errorf("condition on %s = %s can never hold: it is fixed to %s", v, strings.Join(c.In, " or "), fixed)
-	case k >= 0 && !slices.ContainsFunc(c.In, s.Params[k].offers):
+	case k >= 0 && !slices.ContainsFunc(c.In, s.Params[k].Offers):
 		return c, fmt.Errorf("condition on %s = %s can never hold: %s takes %s", v, strings.Join(c.In, " or "), v, s.Params[k].Describe())
 	case k >= 0 && b.never[v]:
 		return c, fmt.Errorf("condition on %s can never hold: %s itself is never active", v, v)

@@ -109,8 +109,8 @@ func (s *Space) WarmStart(f Fabric) []Assignment {
 	return out
 }
 
-// offers reports whether p can take the normalized value v.
-func (p Param) offers(v string) bool {
+// Offers reports whether p can take the normalized value v.
+func (p Param) Offers(v string) bool {
 	if p.Categorical() {
 		return slices.Contains(p.Values, v)
 	}
@@ -130,5 +130,5 @@ func (s *Space) offered(p Param, value string) (string, bool) {
 	if value, err = v.Normalize(value); err != nil {
 		return "", false
 	}
-	return value, p.offers(value)
+	return value, p.Offers(value)
 }

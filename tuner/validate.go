@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -63,7 +64,8 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	}
 	arms := []arm{{name: "default", trial: -1, env: sp.Env(space.Assignment{})}}
 	var candidates []candidate
-	for _, rs := range [][]results.RangeResult{choices, results.JobOf(sp, s.trials, nil).Ranges} {
+	job := results.JobOf(sp, s.trials, nil)
+	for _, rs := range [][]results.RangeResult{choices, job.Ranges} {
 		for _, r := range rs {
 			if r.Best == nil || slices.ContainsFunc(candidates, func(c candidate) bool {
 				return c.result.Range == r.Range && c.result.Best.Number == r.Best.Number
@@ -109,12 +111,33 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	if err := s.Store.SaveValidation(s.camp.ID, runs, verdicts); err != nil {
 		return nil, err
 	}
-	for _, a := range arms {
+	// Where the job leaves a range to NCCL, a plugin that must name every
+	// choice needs NCCL's own under the job's environment.
+	probes := slices.Clone(arms)
+	if alone := jobAlone(sp, job); !slices.ContainsFunc(probes, func(a arm) bool { return sp.Key(a.assignment) == sp.Key(alone) }) {
+		probes = append(probes, arm{name: "job environment", trial: -1, assignment: alone, env: sp.Env(alone)})
+	}
+	for _, a := range probes {
 		if err := s.probe(ctx, a); err != nil {
 			return nil, err
 		}
 	}
 	return verdicts, nil
+}
+
+// jobAlone is the job's environment without a per-size setting: what its
+// trials set, less what a plugin sets per size.
+func jobAlone(sp *space.Space, job results.Job) space.Assignment {
+	for _, r := range job.Ranges {
+		if r.Best != nil {
+			a := maps.Clone(space.Assignment(r.Best.Params))
+			for _, name := range results.PerSize {
+				delete(a, name)
+			}
+			return a
+		}
+	}
+	return space.Assignment{}
 }
 
 // probe launches a configuration once, briefly, with NCCL's TUNING log, and

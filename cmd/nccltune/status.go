@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/plugin"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/sim"
@@ -30,6 +32,7 @@ type loaded struct {
 	camp    store.Campaign
 	space   *space.Space
 	trials  []store.Trial
+	vals    []store.Validation
 	results []results.RangeResult
 }
 
@@ -61,7 +64,7 @@ func load(st *store.Store, name string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{camp: camp, space: sp, trials: trials, results: results.Of(sp, trials, vals)}, nil
+	return &loaded{camp: camp, space: sp, trials: trials, vals: vals, results: results.Of(sp, trials, vals)}, nil
 }
 
 // openCampaign opens the --store (which must exist) and loads its --campaign;
@@ -290,16 +293,19 @@ func exportCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "export",
 		Usage: "write the chosen settings of each size range, in a format launch scripts take",
-		Description: "Formats: env (default; nccl-RANGE.env of `export NCCL_X='value'` lines, safe to source),\n" +
-			"dotenv (NAME=value for docker --env-file / Kubernetes), json (every range in one file),\n" +
-			"slurm (an srun --export= string), torchrun (a wrapper script), tuner-csv (the rules file of\n" +
-			"NCCL's example tuner plugin, which applies per-size choices inside one job). Each file's\n" +
-			"header names the range, the campaign, what it was measured on, and the gain. A range whose\n" +
-			"best did not beat NCCL's defaults (validated, or by 1% unvalidated) gets only the pinned\n" +
-			"variables, and says so.",
+		Description: "Per size range: env (default; nccl-RANGE.env of `export NCCL_X='value'` lines, safe to\n" +
+			"source), dotenv (NAME=value for docker --env-file and Kubernetes; a value those and a shell\n" +
+			"would read differently is refused), slurm (an srun --export= string), torchrun (a wrapper).\n" +
+			"All ranges in one file: json. For one job that sends every size, with a tuner plugin that\n" +
+			"chooses the algorithm and protocol per size: plugin (nccltune's own plugin: nccltune.rules and\n" +
+			"nccl-plugin.env, the job's one environment) and tuner-csv (NCCL's example plugin:\n" +
+			"nccl_tuner.conf and nccl-tuner.env). Each file's header names the range, the campaign, what it\n" +
+			"was measured on, and the gain. A range whose best did not beat NCCL's defaults (validated,\n" +
+			"or by 1% unvalidated) gets only the pinned variables, and says so.",
 		Flags: []cli.Flag{storeFlag, campaignFlag,
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "output `DIR`"},
-			&cli.StringFlag{Name: "format", Value: export.Formats[0], Usage: strings.Join(export.Formats, ", ")}},
+			&cli.StringFlag{Name: "format", Value: export.Formats[0], Usage: strings.Join(export.Formats, ", ")},
+			&cli.StringFlag{Name: "plugin", Usage: "`PATH` of nccltune's tuner plugin for the plugin format (default: DIR/" + plugin.LibraryName + ", see `nccltune plugin build`)"}},
 		Action: func(c *cli.Context) error {
 			if !slices.Contains(export.Formats, c.String("format")) {
 				return usageError{fmt.Errorf("--format must be one of %s", strings.Join(export.Formats, ", "))}
@@ -309,10 +315,20 @@ func exportCommand() *cli.Command {
 				return err
 			}
 			defer st.Close()
-			ex := export.Export{Space: l.space, Campaign: l.camp, Results: l.results, Fingerprint: fingerprint(l.trials), Now: time.Now()}
+			decisions, err := st.Decisions(l.camp.ID)
+			if err != nil {
+				return err
+			}
+			ex := export.Export{Space: l.space, Campaign: l.camp, Results: l.results, Job: results.JobOf(l.space, l.trials, l.vals),
+				Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: c.String("plugin"), Now: time.Now()}
 			paths, err := ex.Write(c.String("format"), c.String("out"))
 			for _, p := range paths {
 				fmt.Println(p)
+			}
+			if c.String("format") == "plugin" && c.String("plugin") == "" {
+				if _, statErr := os.Stat(filepath.Join(c.String("out"), plugin.LibraryName)); statErr != nil {
+					fmt.Fprintf(os.Stderr, "nccltune: build the plugin beside the rules: nccltune plugin build --out %s\n", c.String("out"))
+				}
 			}
 			return err
 		},

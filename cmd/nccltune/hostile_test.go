@@ -1,0 +1,206 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/export"
+	_ "modernc.org/sqlite"
+)
+
+// shells are the POSIX shells a user's launch script may run in.
+func shells() [][]string {
+	out := [][]string{{"bash", "-c"}, {"bash", "--posix", "-c"}}
+	for _, sh := range [][]string{{"dash", "-c"}, {"busybox", "sh", "-c"}} {
+		if _, err := exec.LookPath(sh[0]); err == nil {
+			out = append(out, sh)
+		}
+	}
+	return out
+}
+
+// TestTamperedStoreExportsNothingThatRuns alters a finished campaign's store
+// as an attacker with write access to it would, and checks that no exported
+// file runs anything when its consumer reads it, and that settings the space
+// never searched are refused rather than exported.
+func TestTamperedStoreExportsNothingThatRuns(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "8", "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	db := filepath.Join(dir, "nccltune.db")
+	tamper(t, db,
+		`UPDATE campaigns SET name = 'c' || char(10) || 'touch PWNED1 #', space_hash = 'h' || char(13) || char(10) || '$(touch PWNED2)'`,
+		`UPDATE validations SET reason = 'x' || char(10) || 'touch PWNED3' || char(8232) || 'touch PWNED4'`,
+		`UPDATE trials SET fingerprint = json_set(fingerprint, '$.gpu', 'H100' || char(10) || 'touch PWNED5' || char(27) || '[2J')`)
+	out := filepath.Join(dir, "out")
+	if code, _, errOut := nccltune(t, dir, "export", "--format", "plugin", "--out", out, "--plugin", "/opt/x.so"); code != 0 {
+		t.Fatalf("plugin export: %d %s", code, errOut)
+	}
+	for _, f := range export.Formats {
+		if code, _, errOut := nccltune(t, dir, "export", "--format", f, "--out", out); code != 0 && f != "slurm" {
+			t.Fatalf("export %s: %d %s", f, code, errOut)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(files) < 10 {
+		t.Fatalf("exported only %v", files)
+	}
+	// A fake torchrun shows what the wrapper hands on.
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	os.WriteFile(filepath.Join(bin, "torchrun"), []byte("#!/bin/sh\nenv | grep ^NCCL_ | sort\n"), 0o755)
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if strings.ContainsAny(strings.ReplaceAll(string(data), "\n", ""), "\r\x1b\u2028") || strings.Contains(string(data), "\ntouch") {
+			t.Errorf("%s holds a control character or a command line:\n%s", f, data)
+		}
+		var script string
+		switch {
+		case strings.HasSuffix(f, ".env") || strings.HasSuffix(f, ".slurm"):
+			script = ". " + f
+		case strings.HasSuffix(f, ".dotenv"):
+			script = "set -a; . " + f + "; set +a"
+		case strings.HasSuffix(f, ".torchrun.sh"):
+			script = f + " --nproc-per-node 1 train.py"
+		default:
+			continue
+		}
+		for _, sh := range shells() {
+			cmd := exec.Command(sh[0], append(sh[1:], script)...)
+			cmd.Dir, cmd.Env = dir, append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%v %s: %v\n%s", sh, script, err, out)
+			}
+		}
+	}
+	if pwned, _ := filepath.Glob(filepath.Join(dir, "PWNED*")); len(pwned) > 0 {
+		t.Errorf("reading the exports ran commands: %v", pwned)
+	}
+
+	// Settings the space does not search, or an environment that is not what
+	// the settings give, are the store's word alone: refused.
+	for _, stmt := range []string{
+		`UPDATE trials SET params = json_set(params, '$.NCCL_NET_PLUGIN', '/tmp/evil.so')`,
+		`UPDATE trials SET env = json_insert(env, '$[#]', 'NCCL_DEBUG_FILE=/tmp/nccl.log')`,
+		`UPDATE trials SET params = json_set(params, '$.NCCL_ALGO', 'Ring;touch PWNED')`,
+	} {
+		altered := t.TempDir()
+		copyFile(t, db, filepath.Join(altered, "nccltune.db"))
+		tamper(t, filepath.Join(altered, "nccltune.db"), stmt)
+		for _, f := range []string{"env", "plugin", "json"} {
+			code, stdout, errOut := nccltune(t, altered, "export", "--format", f, "--out", "x")
+			if code != 1 || !strings.Contains(errOut, "the store was altered") || strings.Contains(stdout, "nccl-large") {
+				t.Errorf("%s after %s: exit %d\n%s%s", f, stmt, code, stdout, errOut)
+			}
+		}
+	}
+}
+
+func tamper(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNothingOutlivesNCCLTune stops a campaign whose benchmark ignores
+// SIGTERM and leaves a daemon (setsid) behind, by two Ctrl-Cs and by kill -9:
+// every process of the trial ends with nccltune.
+func TestNothingOutlivesNCCLTune(t *testing.T) {
+	for _, stop := range []struct {
+		name string
+		sigs []syscall.Signal
+	}{{"second ctrl-c", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}}, {"kill -9", []syscall.Signal{syscall.SIGKILL}}} {
+		t.Run(stop.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bench := filepath.Join(dir, "stubborn_perf.sh")
+			os.WriteFile(bench, []byte(fmt.Sprintf(`#!/bin/sh
+trap '' TERM INT
+setsid sh -c 'trap "" TERM; echo $$ > %[1]s/daemon.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &
+echo $$ > %[1]s/bench.pid
+exec sleep 300
+`, dir)), 0o755)
+			spaceFile := filepath.Join(dir, "space.toml")
+			os.WriteFile(spaceFile, []byte("[benchmark]\nbinary = \""+bench+"\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"), 0o644)
+			cmd := exec.Command(os.Args[0], "run", "-q", "--space", spaceFile)
+			cmd.Dir = dir
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pids := waitPids(t, dir, "bench.pid", "daemon.pid")
+			for _, sig := range stop.sigs {
+				cmd.Process.Signal(sig)
+				time.Sleep(100 * time.Millisecond)
+			}
+			cmd.Wait()
+			deadline := time.Now().Add(10 * time.Second) // the runner's grace is 5 s
+			for _, pid := range pids {
+				for alive(pid) {
+					if time.Now().After(deadline) {
+						syscall.Kill(pid, syscall.SIGKILL)
+						t.Fatalf("process %d of the trial outlived nccltune", pid)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+// waitPids waits for the benchmark to write the pid files, and reads them.
+func waitPids(t *testing.T, dir string, names ...string) []int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var pids []int
+	for _, name := range names {
+		for {
+			data, _ := os.ReadFile(filepath.Join(dir, name))
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				pids = append(pids, pid)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never appeared", name)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return pids
+}
+
+// alive reports whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	return !strings.HasPrefix(strings.TrimSpace(s[strings.LastIndexByte(s, ')')+1:]), "Z")
+}

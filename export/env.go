@@ -1,0 +1,159 @@
+package export
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/space"
+)
+
+// perRange writes a file per range, of the variables its choice sets.
+func (e Export) perRange(format string) ([]file, error) {
+	var files []file
+	var errs []error
+	for _, r := range e.Results {
+		chosen := r.Chosen()
+		if chosen == nil {
+			errs = append(errs, fmt.Errorf("range %s: no completed trial measured it; no file written", r.Range.Name))
+			continue
+		}
+		a, err := e.settings(chosen)
+		var f file
+		if err == nil {
+			f, err = e.rangeFile(format, r, a)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
+			continue
+		}
+		files = append(files, f)
+	}
+	return files, errors.Join(errs...)
+}
+
+// rangeFile renders one range's file: variables and, as a comment, the DDP
+// knobs, which no environment carries.
+func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignment) (file, error) {
+	sp := e.Space
+	base := "nccl-" + r.Range.Name
+	head := e.header("nccltune: NCCL settings for "+e.measures(r.Range), fmt.Sprintf("%d trials measured it", r.Completed), r.Describe())
+	if args := sp.Args(a); len(args) > 0 {
+		head = append(head, "DistributedDataParallel settings (pass them to DDP in your code): "+strings.Join(args, " "))
+	}
+	env := sp.Env(a)
+	var b strings.Builder
+	switch format {
+	case "env":
+		b.WriteString(comment(append(head, "use: . ./"+base+".env"), "# "))
+		for _, kv := range env {
+			name, value, _ := strings.Cut(kv, "=")
+			line, err := ExportLine(name, value)
+			if err != nil {
+				return file{}, err
+			}
+			b.WriteString(line + "\n")
+		}
+		return file{base + ".env", b.String(), 0o644}, nil
+	case "dotenv":
+		b.WriteString(comment(append(head, "use: docker run --env-file "+base+".dotenv ..., or set -a; . ./"+base+".dotenv; set +a"), "# "))
+		for _, kv := range env {
+			name, value, _ := strings.Cut(kv, "=")
+			if !literal.MatchString(value) {
+				return file{}, fmt.Errorf("%s=%s cannot be written bare for docker --env-file, which takes values literally, and left inert for a shell that sources the file; use the env format", name, value)
+			}
+			b.WriteString(kv + "\n")
+		}
+		return file{base + ".dotenv", b.String(), 0o644}, nil
+	case "slurm":
+		list := []string{"ALL"}
+		for _, kv := range env {
+			name, value, _ := strings.Cut(kv, "=")
+			if strings.ContainsAny(value, srunSpecial) {
+				return file{}, fmt.Errorf("%s=%s holds one of %q, which srun --export splits or unquotes; use the env format and srun --export=ALL", name, value, srunSpecial)
+			}
+			list = append(list, kv)
+		}
+		b.WriteString(comment(append(head, "use: . ./"+base+".slurm; srun \"$NCCLTUNE_SRUN_EXPORT\" ..."), "# "))
+		b.WriteString("NCCLTUNE_SRUN_EXPORT=" + ShellQuote("--export="+strings.Join(list, ",")) + "\n")
+		return file{base + ".slurm", b.String(), 0o644}, nil
+	default: // torchrun
+		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+base+".torchrun.sh --nproc-per-node 8 train.py ..."), "# ") + "exec env")
+		for _, kv := range env {
+			name, value, _ := strings.Cut(kv, "=")
+			if _, err := ExportLine(name, value); err != nil {
+				return file{}, err
+			}
+			b.WriteString(" " + name + "=" + ShellQuote(value))
+		}
+		b.WriteString(" torchrun \"$@\"\n")
+		return file{base + ".torchrun.sh", b.String(), 0o755}, nil
+	}
+}
+
+// literal is a value that means the same bare to every reader of a dotenv
+// file: docker's --env-file and Kubernetes take it as written, a shell
+// that sources it (set -a; .) expands and splits none of it.
+var literal = regexp.MustCompile(`^[A-Za-z0-9_./:,=+@%^-]*$`)
+
+// srunSpecial are the characters srun's --export=NAME=value list treats
+// as syntax: it splits at commas, and quotes swallow what follows them.
+const srunSpecial = `,'"`
+
+type exportJSON struct {
+	Campaign    string                `json:"campaign"`
+	SpaceHash   string                `json:"space_hash"`
+	Collective  string                `json:"collective"`
+	Simulated   bool                  `json:"simulated"`
+	Fingerprint any                   `json:"fingerprint"`
+	Written     string                `json:"written"`
+	Ranges      []results.RangeReport `json:"ranges"`
+}
+
+func (e Export) json() ([]file, error) {
+	out := exportJSON{Campaign: e.Campaign.Name, SpaceHash: e.Campaign.SpaceHash, Collective: e.Space.Campaign.Collective,
+		Simulated: len(e.Space.Simulator) > 0, Fingerprint: e.Fingerprint, Written: e.Now.UTC().Format(time.RFC3339)}
+	var errs []error
+	for _, r := range e.Results {
+		if ch := r.Chosen(); ch != nil {
+			if _, err := e.settings(ch); err != nil {
+				errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
+				continue
+			}
+		}
+		out.Ranges = append(out.Ranges, r.Report(e.Space))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(out.Ranges, func(r results.RangeReport) bool { return r.Trial != nil }) {
+		return nil, errors.New("no completed trial measured any range; nothing to export")
+	}
+	data, err := json.MarshalIndent(out, "", "  ")
+	return []file{{"nccl-tuned.json", string(data) + "\n", 0o644}}, err
+}
+
+// envName is a variable an export may set: NCCL's, and nccltune's plugin's own.
+var envName = regexp.MustCompile(`^NCCL(TUNE)?_[A-Z0-9_]+$`)
+
+// ExportLine renders one variable as a POSIX shell export, single-quoted so
+// that no value is ever expanded or executed when the file is sourced.
+func ExportLine(name, value string) (string, error) {
+	if !envName.MatchString(name) {
+		return "", fmt.Errorf("refusing to export variable name %q", clean(name))
+	}
+	if clean(value) != value {
+		return "", fmt.Errorf("refusing to export %s: value holds a control character", name)
+	}
+	return "export " + name + "=" + ShellQuote(value), nil
+}
+
+// ShellQuote single-quotes s for a POSIX shell: nothing inside is expanded.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

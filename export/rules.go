@@ -1,0 +1,354 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nccltune/nccltune/plugin"
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/space"
+)
+
+// rule is one rule of a tuner plugin: a collective over the sizes [min, max]
+// (inclusive; max -1: no bound), set to an algorithm and protocol ("": NCCL's
+// own) and a channel count (0: NCCL's own).
+type rule struct {
+	coll        string // the plugins' name: allreduce, allgather, ...
+	min, max    int64
+	algo, proto string // the plugins' tokens: ring, nvls_tree, ll128, ...
+	channels    int
+	from        string // the range it serves, for a comment
+}
+
+// Plugin tokens of NCCL's algorithm and protocol names, however NCCL_ALGO or
+// NCCL's log spells them (CollnetDirect, CollNetDirect, ...).
+var (
+	algoTokens  = map[string]string{"tree": "tree", "ring": "ring", "collnetdirect": "collnet_direct", "collnetchain": "collnet_chain", "nvls": "nvls", "nvlstree": "nvls_tree", "pat": "pat"}
+	protoTokens = map[string]string{"ll": "ll", "ll128": "ll128", "simple": "simple"}
+	// The plugins' collectives, from nccl-tests' and NCCL's names.
+	collTokens = map[string]string{"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter", "broadcast": "broadcast",
+		"reduce": "reduce", "alltoall": "alltoall", "sendrecv": "sendrecv", "allreduce": "allreduce", "allgather": "allgather", "reducescatter": "reducescatter"}
+	// NVIDIA's example plugin knows only these collectives.
+	exampleColls = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}
+)
+
+// token is the plugin's name for value, or false for a name it does not know.
+func token(tokens map[string]string, value string) (string, bool) {
+	t, ok := tokens[strings.ToLower(value)]
+	return t, ok
+}
+
+// setFor is what NCCL_ALGO or NCCL_PROTO (value, "" or "default" when
+// unset) sets for collective coll: one name (a token), nothing ("", true),
+// or a choice among several that NCCL makes per size (false).
+func setFor(tokens map[string]string, value, coll string) (string, bool) {
+	if value == "" || value == space.Unset {
+		return "", true
+	}
+	part := ""
+	for _, p := range strings.Split(value, ";") {
+		if c, rest, ok := strings.Cut(p, ":"); !ok {
+			part = p
+		} else if collTokens[strings.ToLower(c)] == coll {
+			part = rest
+			break
+		}
+	}
+	if part == "" {
+		return "", true // set for other collectives only
+	}
+	return token(tokens, part)
+}
+
+// jobRules are the rules that reproduce the job's choice in every range: the
+// algorithm and protocol its configuration set, or, where it left them to NCCL
+// or to a choice NCCL makes per size, what NCCL decided per size under it
+// (recorded by validation). explicit is for NVIDIA's example plugin, which
+// needs an algorithm, a protocol and a channel count in every rule, and every
+// size covered (elsewhere it runs one channel): then every rule comes from
+// NCCL's decisions, also in the ranges where NCCL's own choice stands.
+func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
+	sp := e.Space
+	coll := collTokens[sp.Campaign.Collective]
+	env := sp.Env(space.Assignment{})
+	if !slices.ContainsFunc(e.Job.Ranges, func(r results.RangeResult) bool { return r.Best != nil }) {
+		return nil, nil, errors.New("no completed trial measured any range; nothing to export")
+	}
+	var rules []rule
+	var errs []error
+	for _, r := range e.Job.Ranges {
+		if r.Best == nil {
+			errs = append(errs, fmt.Errorf("range %s: no completed trial measured it", r.Range.Name))
+			continue
+		}
+		a, err := e.settings(r.Best)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
+			continue
+		}
+		env = results.JobEnv(sp, a)
+		if !r.Tuned() {
+			// NCCL's own choice stands here: under the job's environment, what the best trial there left to NCCL.
+			for _, name := range results.PerSize {
+				delete(a, name)
+			}
+			if !explicit {
+				continue
+			}
+		}
+		algo, okA := setFor(algoTokens, a["NCCL_ALGO"], coll)
+		proto, okP := setFor(protoTokens, a["NCCL_PROTO"], coll)
+		if okA && okP && !explicit && sp.Benchmark.Sweeps() {
+			if algo != "" || proto != "" {
+				rules = append(rules, rule{coll, r.Range.Min, r.Range.Max - 1, algo, proto, 0, r.Range.Name})
+			}
+			continue
+		}
+		decided, err := e.decided(r.Range, a)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
+			continue
+		}
+		if !explicit {
+			for i := range decided {
+				decided[i].channels = 0 // NCCL's own count, as measured
+			}
+		}
+		rules = append(rules, decided...)
+	}
+	return merged(rules), env, errors.Join(errs...)
+}
+
+// merged joins each rule to the one before where they follow on and choose alike.
+func merged(rules []rule) []rule {
+	var out []rule
+	for _, r := range rules {
+		if n := len(out); n > 0 && sameChoice(out[n-1], r) && out[n-1].max+1 == r.min {
+			out[n-1].max = r.max
+			if !strings.Contains(out[n-1].from, r.from) {
+				out[n-1].from += ", " + r.from
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// decided are the rules of NCCL's decisions under assignment a for the sizes
+// of range rg: a rule per run of sizes decided alike, from one decided size
+// to the next.
+func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
+	ds, ok := e.Decisions[e.Space.Key(a)]
+	if !ok {
+		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, which validation records: run `nccltune validate`")
+	}
+	type point struct {
+		size int64
+		rule rule
+	}
+	byColl := map[string][]point{}
+	for _, d := range ds {
+		coll, okC := collTokens[strings.ToLower(d.Op)]
+		algo, okA := token(algoTokens, d.Algo)
+		proto, okP := token(protoTokens, d.Proto)
+		size := d.Bytes
+		if perRank(d) {
+			size *= int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
+		}
+		if !okC || !okA || !okP || !rg.Contains(size) && e.Space.Benchmark.Sweeps() {
+			continue
+		}
+		byColl[coll] = append(byColl[coll], point{size, rule{coll: coll, algo: algo, proto: proto, channels: d.Channels, from: rg.Name}})
+	}
+	var out []rule
+	for _, coll := range slices.Sorted(maps.Keys(byColl)) {
+		pts := byColl[coll]
+		slices.SortFunc(pts, func(x, y point) int { return int(x.size - y.size) })
+		for i, p := range pts {
+			r := p.rule
+			r.min, r.max = p.size, rg.Max-1
+			if i == 0 {
+				r.min = rg.Min
+			}
+			if n := len(out); n > 0 && sameChoice(out[n-1], r) {
+				continue // one rule for the run
+			}
+			if n := len(out); n > 0 && out[n-1].coll == coll {
+				out[n-1].max = r.min - 1
+			}
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("NCCL's recorded decisions under its configuration hold none of its sizes")
+	}
+	if !e.Space.Benchmark.Sweeps() {
+		for i := range out {
+			if i+1 == len(out) || out[i+1].coll != out[i].coll {
+				out[i].max = -1 // a whole job: every larger size too
+			}
+		}
+	}
+	return out, nil
+}
+
+// perRank reports whether NCCL's log gives a rank's share of the operation's bytes.
+func perRank(d nccllog.Decision) bool {
+	switch strings.ToLower(d.Op) {
+	case "allgather", "reducescatter", "alltoall":
+		return true
+	}
+	return false
+}
+
+func sameChoice(a, b rule) bool {
+	return a.coll == b.coll && a.algo == b.algo && a.proto == b.proto && a.channels == b.channels
+}
+
+// where, in the plugins' rules, is the node and rank count the campaign ran
+// on, or any (-1) where it is not known.
+func (e Export) where() (nodes, ranks int) {
+	nodes, ranks = -1, -1
+	if f := e.Fingerprint; f.Nodes > 0 {
+		nodes = f.Nodes
+	}
+	if f := e.Fingerprint; f.Ranks > 0 {
+		ranks = f.Ranks
+	}
+	return nodes, ranks
+}
+
+// verdicts says, per range, what the plugin does there.
+func (e Export) verdicts() []string {
+	var out []string
+	for _, r := range e.Job.Ranges {
+		out = append(out, fmt.Sprintf("range %s: %s", r.Range.Name, r.Describe()))
+	}
+	return out
+}
+
+// plugin writes nccltune's own plugin's rules and the job's environment,
+// which loads the plugin with them.
+func (e Export) plugin(dir string) ([]file, error) {
+	rules, env, err := e.jobRules(false)
+	if err != nil {
+		return nil, fmt.Errorf("plugin: %w", err)
+	}
+	nodes, ranks := e.where()
+	orAny := func(n int) string {
+		if n < 0 {
+			return "*"
+		}
+		return strconv.Itoa(n)
+	}
+	var b strings.Builder
+	b.WriteString(comment(append(e.header("nccltune: rules for nccltune's own tuner plugin (NCCL 2.24 and later: tuner ABI v4, v5, v6)"), e.verdicts()...), "# "))
+	b.WriteString(comment([]string{"sizes and collectives no rule covers keep NCCL's own choice", "collective min_bytes max_bytes nodes ranks algorithm protocol channels"}, "# "))
+	b.WriteString("nccltune-rules 1\n")
+	for _, r := range rules {
+		max := strconv.FormatInt(r.max, 10)
+		if r.max < 0 {
+			max = "-"
+		}
+		fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # range %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
+			orStar(r.algo), orStar(r.proto), r.channels, r.from)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	lib := e.Plugin
+	if lib == "" {
+		lib = filepath.Join(abs, plugin.LibraryName)
+	}
+	envFile, err := e.jobEnvFile("nccl-plugin.env", "nccltune's tuner plugin and its rules", env,
+		[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{plugin.RulesEnv, filepath.Join(abs, "nccltune.rules")})
+	if err != nil {
+		return nil, err
+	}
+	return []file{{"nccltune.rules", b.String(), 0o644}, envFile}, nil
+}
+
+func orStar(s string) string {
+	if s == "" {
+		return "*"
+	}
+	return s
+}
+
+// tunerCSV writes the configuration of NCCL's example tuner plugin
+// (NCCL_TUNER_CONFIG_FILE) and the job's environment. The example needs an
+// algorithm, a protocol and a channel count in every rule and uses one
+// channel wherever no rule matches: so every rule comes from NCCL's own
+// decisions, and the rules cover every size, from 0 up.
+func (e Export) tunerCSV(dir string) ([]file, error) {
+	coll := collTokens[e.Space.Campaign.Collective]
+	if !slices.Contains(exampleColls, coll) && e.Space.Benchmark.Sweeps() {
+		return nil, fmt.Errorf("tuner-csv: NCCL's example tuner plugin does not handle %s", e.Space.Campaign.Collective)
+	}
+	rules, env, err := e.jobRules(true)
+	if err != nil {
+		return nil, fmt.Errorf("tuner-csv: %w", err)
+	}
+	nodes, ranks := e.where()
+	var b strings.Builder
+	b.WriteString(comment(append(e.header("nccltune: rules for NCCL's example tuner plugin (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE)",
+		"works with the example plugin of NCCL 2.30.3 and later: those of 2.27.5 to 2.29.x crash on the first matching rule (NVIDIA/nccl#1974); nccltune's own plugin (--format plugin) works with NCCL 2.24 and later",
+		"the example runs ONE channel wherever no rule matches: these rules cover every size of the collectives below, and other collectives run on one channel"),
+		e.verdicts()...), "# "))
+	b.WriteString(comment([]string{"colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"}, "# "))
+	for i, r := range rules {
+		if !slices.Contains(exampleColls, r.coll) {
+			continue
+		}
+		// The first and the last rule of a collective reach out to every size.
+		if i == 0 || rules[i-1].coll != r.coll {
+			r.min = 0
+		}
+		if i+1 == len(rules) || rules[i+1].coll != r.coll {
+			r.max = math.MaxInt64
+		}
+		fmt.Fprintf(&b, "# range %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.from, r.coll, r.min, r.max, r.algo, r.proto, r.channels, nodes, ranks)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	envFile, err := e.jobEnvFile("nccl-tuner.env", "NCCL's example tuner plugin and its rules (set NCCL_TUNER_PLUGIN to the example's library, of NCCL 2.30.3 or later)", env,
+		[2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
+	if err != nil {
+		return nil, err
+	}
+	return []file{{"nccl_tuner.conf", b.String(), 0o644}, envFile}, nil
+}
+
+// jobEnvFile is the env file of a job that runs with a tuner plugin: the
+// job's environment, and the plugin's variables.
+func (e Export) jobEnvFile(name, what string, env []string, plugin ...[2]string) (file, error) {
+	var b strings.Builder
+	b.WriteString(comment(append(e.header("nccltune: the environment of one job, with "+what), "use: . ./"+name), "# "))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		line, err := ExportLine(k, v)
+		if err != nil {
+			return file{}, err
+		}
+		b.WriteString(line + "\n")
+	}
+	for _, kv := range plugin {
+		line, err := ExportLine(kv[0], kv[1])
+		if err != nil {
+			return file{}, err
+		}
+		b.WriteString(line + "\n")
+	}
+	return file{name, b.String(), 0o644}, nil
+}

@@ -1,0 +1,84 @@
+package export
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/internal/slurmtest"
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// TestSlurmExportThroughRealSrun sources slurm exports of awkward values in
+// a shell and hands them to a real srun step: every rank must get exactly the
+// value, and a value srun would mangle must be refused instead.
+func TestSlurmExportThroughRealSrun(t *testing.T) {
+	c := slurmtest.Start(t)
+	c.Alloc(t, 2)
+	for _, tc := range []struct {
+		value   string
+		refused bool
+	}{
+		{"eth0", false},
+		{"=eth0", false},
+		{"^docker0 lo", false},
+		{"$(touch PWNED) `touch PWNED` $HOME", false},
+		{`back\slash;and|pipes&`, false},
+		{"%h.%p", false},
+		{"a,b", true},
+		{"it's", true},
+		{`say "hi"`, true},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			dir := t.TempDir()
+			ex := fixedExport(t, tc.value)
+			paths, err := ex.Write("slurm", dir)
+			if tc.refused {
+				if err == nil || !strings.Contains(err.Error(), "srun --export") {
+					t.Errorf("wrote %v, %v", paths, err)
+				}
+				return
+			}
+			if err != nil || len(paths) != 1 {
+				t.Fatalf("%v %v", paths, err)
+			}
+			script := ". " + ShellQuote(paths[0]) + ` && srun -n 2 --overcommit "$NCCLTUNE_SRUN_EXPORT" sh -c 'printf "%s\0" "$NCCL_SOCKET_IFNAME"'`
+			cmd := exec.Command("sh", "-c", script)
+			cmd.Dir = dir
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			done := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+			out, err := cmd.Output()
+			done.Stop()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr.Bytes())
+			}
+			if got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"); len(got) != 2 || got[0] != tc.value || got[1] != tc.value {
+				t.Errorf("the ranks got %q, want %q twice", got, tc.value)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+				t.Error("a command ran")
+			}
+		})
+	}
+}
+
+// fixedExport is the export of a one-range campaign whose chosen trial sets
+// only what the space pins: NCCL_SOCKET_IFNAME = value.
+func fixedExport(t *testing.T, value string) Export {
+	t.Helper()
+	sp, err := space.Parse("f.toml", []byte("[benchmark]\nbinary = \"x\"\n[fixed]\nNCCL_SOCKET_IFNAME = "+
+		`'''`+value+`'''`+"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := space.Assignment{"NCCL_ALGO": space.Unset}
+	trials := []store.Trial{{Number: 0, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all": 1}}}
+	return Export{Space: sp, Results: results.Of(sp, trials, nil), Now: time.Now()}
+}
