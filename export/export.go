@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -152,20 +153,9 @@ func comment(lines []string, prefix string) string {
 	return b.String()
 }
 
-// clean escapes every character that is not graphic (control characters,
-// line and paragraph separators): text from the store cannot end a comment
-// and start a command, nor move a terminal's cursor.
-func clean(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsGraphic(r) {
-			b.WriteRune(r)
-		} else {
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
-}
+// clean escapes every character that is not graphic: text from the store
+// cannot end a comment and start a command.
+func clean(s string) string { return text.Graphic(s, "") }
 
 // writeFileAtomic writes through a temporary file, so a reader never sees half a file.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {

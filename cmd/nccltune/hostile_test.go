@@ -40,7 +40,13 @@ func TestTamperedStoreExportsNothingThatRuns(t *testing.T) {
 	tamper(t, db,
 		`UPDATE campaigns SET name = 'c' || char(10) || 'touch PWNED1 #', space_hash = 'h' || char(13) || char(10) || '$(touch PWNED2)'`,
 		`UPDATE validations SET reason = 'x' || char(10) || 'touch PWNED3' || char(8232) || 'touch PWNED4'`,
-		`UPDATE trials SET fingerprint = json_set(fingerprint, '$.gpu', 'H100' || char(10) || 'touch PWNED5' || char(27) || '[2J')`)
+		`UPDATE trials SET fingerprint = json_set(fingerprint, '$.gpu', 'H100' || char(10) || 'touch PWNED5' || char(27) || '[2J')`,
+		`UPDATE trials SET output = output || char(27) || ']52;c;cm0gLXJmIH4=' || char(7) || char(13), failure_reason = char(27) || '[2J'`)
+	for _, args := range [][]string{{"status"}, {"show", "--output", "0"}, {"report", "--out", "plots"}} {
+		if _, stdout, errOut := nccltune(t, dir, args...); strings.ContainsAny(stdout+errOut, "\r\x1b\u2028") {
+			t.Errorf("%v prints the store's control characters:\n%q", args, stdout)
+		}
+	}
 	out := filepath.Join(dir, "out")
 	if code, _, errOut := nccltune(t, dir, "export", "--format", "plugin", "--out", out, "--plugin", "/opt/x.so"); code != 0 {
 		t.Fatalf("plugin export: %d %s", code, errOut)

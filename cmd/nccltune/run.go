@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/examples"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 	"github.com/nccltune/nccltune/tuner"
@@ -211,6 +212,7 @@ func trialLine(sp *space.Space, p tuner.Progress) string {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
+	s = text.Graphic(s, "")
 	if len(s) > 100 {
 		s = s[:100] + "..."
 	}

@@ -64,7 +64,8 @@ func latestAttempt(trials []store.Trial, n int) (store.Trial, error) {
 	return store.Trial{}, fmt.Errorf("no trial %d in this campaign", n)
 }
 
-func printTrial(w io.Writer, l *loaded, t store.Trial) {
+func printTrial(out io.Writer, l *loaded, t store.Trial) {
+	w := terminal{out}
 	fmt.Fprintf(w, "trial %d of campaign %q: %s", t.Number, l.camp.Name, t.State)
 	if t.FailureKind != "" {
 		fmt.Fprintf(w, " (%s: %s)", t.FailureKind, t.FailureReason)

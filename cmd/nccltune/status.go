@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/plugin"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
@@ -115,7 +116,8 @@ func statusCommand() *cli.Command {
 	}
 }
 
-func printStatus(w io.Writer, st *store.Store, name string) error {
+func printStatus(out io.Writer, st *store.Store, name string) error {
+	w := terminal{out}
 	l, err := load(st, name)
 	if err != nil {
 		return err
@@ -193,6 +195,18 @@ func printStatus(w io.Writer, st *store.Store, name string) error {
 		}
 	}
 	return nil
+}
+
+// terminal writes text that came from the store (names, reasons, a
+// benchmark's output) with every control character but newline and tab
+// escaped, so that an altered store cannot drive the terminal.
+type terminal struct{ w io.Writer }
+
+func (t terminal) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, text.Graphic(string(p), "\n\t")); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // validated summarises a range's validation in a table cell.
