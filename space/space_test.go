@@ -174,13 +174,24 @@ func FuzzParse(f *testing.F) {
 	f.Add(string(valid))
 	f.Add("[campaign]\ntrials = 3\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\"]\nwhen = { NCCL_ALGO = [1, 2] }\n")
 	f.Add("[[range]]\nname = \"x\"\nmin = \"8\"\nmax = \"8T\"\n[simulator]\nnodes = 2\n")
+	f.Add(hostileBase)
+	f.Add(strings.Replace(hostileBase, "factor = 4", "factor = 1", 1))
+	f.Add(strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_ALGO = [] }`, 1))
 	f.Fuzz(func(t *testing.T, in string) {
 		sp, err := Parse("fuzz.toml", []byte(in))
 		if err != nil {
 			return
 		}
-		if len(sp.Params) == 0 || len(sp.Ranges) == 0 || sp.Sizes.Factor < 2 || sp.Campaign.Trials < 2 {
+		if len(sp.Params) == 0 || len(sp.Ranges) == 0 || len(sp.Sizes.List()) == 0 || sp.Campaign.Trials < MinTrials ||
+			!(sp.Benchmark.NoiseTarget >= 0 && sp.Benchmark.NoiseTarget < 0.5) {
 			t.Fatalf("accepted an unusable space: %+v", sp)
+		}
+		for _, p := range sp.Params {
+			for _, c := range p.When {
+				if len(c.In) == 0 {
+					t.Fatalf("accepted a condition that never holds: %+v", c)
+				}
+			}
 		}
 		for _, p := range sp.Params {
 			for _, v := range p.Values {

@@ -7,6 +7,8 @@ package simtest
 import (
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/runner/sim"
@@ -17,8 +19,10 @@ const Env = "NCCLTUNE_TEST_BE_SIM"
 
 // Main is a TestMain: in a child started by the tests it runs the simulator
 // on its arguments; otherwise it runs the tests, whose children inherit Env.
+// A child given test flags is the test binary again (a fuzzing worker, a
+// test that re-runs itself), not the simulator.
 func Main(m *testing.M) {
-	if os.Getenv(Env) == "1" {
+	if os.Getenv(Env) == "1" && !slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.") }) {
 		sim.Exit(os.Args[1:])
 	}
 	os.Setenv(Env, "1")

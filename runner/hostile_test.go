@@ -1,0 +1,82 @@
+package runner
+
+import (
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/space"
+)
+
+// hostileTables are outputs a broken or hostile benchmark prints after a
+// clean exit; none may be taken for a measurement.
+var hostileTables = []struct {
+	name, out string
+	kind      FailureKind
+}{
+	{"two tables", goodTable + goodTable, FailUnparsable},
+	{"a row twice", goodTable + "        1024           256     float     sum      -1    20.50    0.05    0.09       0    19.93    0.05    0.09       0\n", FailUnparsable},
+	{"a foreign size", strings.Replace(goodTable, "        1024           256", "        2048           512", 1), FailUnparsable},
+	{"unchecked though check is on", strings.ReplaceAll(goodTable, "0.09       0", "0.09     N/A"), FailWrong},
+	{"absurd bandwidth", "        1024           256     float     sum      -1     0.00001    999999999.0    999999999.0       0    0.00001    999999999.0    999999999.0       0\n", FailImplausible},
+	{"busbw unrelated to algbw", "        1024           256     float     sum      -1    1.00    1.02    90.00       0    1.00    1.02    90.00       0\n", FailImplausible},
+	{"algbw unrelated to the time", "        1048576        262144     float     sum      -1    10.00    500.00    500.00       0    10.00    500.00    500.00       0\n", FailImplausible},
+}
+
+func TestHostileBenchmarkOutput(t *testing.T) {
+	for _, tc := range hostileTables {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := Plan{Sizes: space.Sizes{Min: 1024, Max: 1024, Factor: 2}}
+			if tc.name == "algbw unrelated to the time" {
+				plan.Sizes = space.Sizes{Min: 1 << 20, Max: 1 << 20, Factor: 2}
+			}
+			b := NCCLTests{Collective: "all_reduce", Check: true}
+			m, f := b.Read(plan, Output{Text: []byte(tc.out), Log: nccllog.Log{Nodes: 2, Network: "IB"}})
+			if f == nil || f.Kind != tc.kind {
+				t.Errorf("measurement %+v, failure %v; want %s", m, f, tc.kind)
+			}
+		})
+	}
+}
+
+// FuzzRead: whatever a benchmark prints, its reader returns a failure or a
+// measurement of finite, non-negative numbers; never a panic.
+func FuzzRead(f *testing.F) {
+	for _, tc := range hostileTables {
+		f.Add(tc.out)
+	}
+	golden, _ := os.ReadFile("nccltests/testdata/v2.18.3-2x8-ompi-warnings.txt")
+	f.Add(string(golden))
+	f.Add(goodTable)
+	f.Add(`NCCLTUNE_DDP {"rank": 0, "world": 1, "steps": 3, "step_ms_mean": 1e-320}`)
+	f.Add(`iteration time: 1e400 ms` + "\n" + `{"ms": -0}`)
+	sweep := Plan{Sizes: space.Sizes{Min: 1024, Max: 8 << 30, Factor: 2}, Iters: 20}
+	user, _ := newUserCommand(space.Benchmark{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: `time: (\S+) ms`, Goal: "min"}})
+	json, _ := newUserCommand(space.Benchmark{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{JSON: "ms", Goal: "max"}})
+	readers := []Benchmark{NCCLTests{Collective: "all_reduce", Check: true}, NCCLTests{Collective: "all_gather"}, DDPStep{}, user, json}
+	f.Fuzz(func(t *testing.T, out string) {
+		for _, b := range readers {
+			for _, plan := range []Plan{sweep, {Sizes: space.Sizes{Min: 1024, Max: 1024, Factor: 2}}} {
+				m, fail := b.Read(plan, Output{Text: []byte(out), Log: nccllog.Parse([]byte(out))})
+				if (m == nil) == (fail == nil) {
+					t.Fatalf("%T: measurement %v and failure %v", b, m, fail)
+				}
+				if m == nil {
+					continue
+				}
+				if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || m.Value < 0 {
+					t.Fatalf("%T: value %v", b, m.Value)
+				}
+				for _, r := range m.Rows {
+					for _, x := range []float64{r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW, r.OutOfPlace.BusBW, r.InPlace.TimeUs, r.InPlace.AlgBW, r.InPlace.BusBW} {
+						if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+							t.Fatalf("%T: row %+v", b, r)
+						}
+					}
+				}
+			}
+		}
+	})
+}
