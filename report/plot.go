@@ -89,13 +89,10 @@ func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 	p.X.Label.Text, p.Y.Label.Text = "trial", "best busbw relative to defaults"
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
+	choices := results.Of(sp, trials, nil)
 	for i, r := range sp.Ranges {
-		base := math.NaN()
-		for _, t := range trials {
-			if t.Number == 0 && t.State == store.Complete {
-				base = t.Scores[r.Name]
-			}
-		}
+		// NCCL's defaults over all their runs (trials 0 and 1 at least), as the gain is computed.
+		base := choices[i].DefaultScore
 		if math.IsNaN(base) || base <= 0 {
 			continue
 		}

@@ -60,6 +60,7 @@ type rawFile struct {
 		Warmup      *int
 		NoiseTarget *float64 `toml:"noise_target"`
 		Check       *bool
+		WarmLaunch  *bool `toml:"warm_launch"`
 		Timeout     string
 		Args        []string
 	}
@@ -387,6 +388,7 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 	if r.Check != nil {
 		bm.Check = *r.Check
 	}
+	bm.WarmLaunch = r.WarmLaunch == nil || *r.WarmLaunch
 	bm.NoiseTarget = DefaultNoiseTarget
 	if r.NoiseTarget != nil {
 		if !(*r.NoiseTarget >= 0 && *r.NoiseTarget < 0.5) {

@@ -131,6 +131,11 @@ type Benchmark struct {
 	NoiseTarget float64
 	Check       bool          // -c 1: verify results (#wrong)
 	Timeout     time.Duration // per trial; the whole process group is killed after it
+	// WarmLaunch runs NCCL's defaults once, unrecorded, before the first
+	// launch of each session: the first launch on a cold GPU measures slow
+	// (21% on small messages on an H200), which would skew the baseline and
+	// the noise the iteration count is adapted to.
+	WarmLaunch bool
 	Args        []string      // extra arguments
 	// DDP step settings.
 	Python    string // interpreter; torchrun uses its own

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
@@ -239,5 +240,43 @@ func TestSimplifyAgainstAFreshRun(t *testing.T) {
 	}
 	if first {
 		t.Fatal("no range was tuned; the test checks nothing")
+	}
+}
+
+// labels records the plan labels of the launches it passes on.
+type labels struct {
+	Runner
+	seen []string
+}
+
+func (l *labels) Run(ctx context.Context, job runner.Job) runner.Result {
+	l.seen = append(l.seen, job.Plan.Label)
+	return l.Runner.Run(ctx, job)
+}
+
+// TestWarmLaunchIsNotRecorded: each session launches NCCL's defaults once
+// before anything it records, since a cold GPU's first launch runs slow; the
+// launch is no trial, and warm_launch = false leaves it out.
+func TestWarmLaunchIsNotRecorded(t *testing.T) {
+	for _, warm := range []bool{true, false} {
+		sp := loadExample(t, 3)
+		sp.Benchmark.WarmLaunch = warm
+		st := openStore(t)
+		tu := newTuner(t, sp, st)
+		rec := &labels{Runner: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}}
+		tu.Runner = rec
+		if err := tu.Run(context.Background(), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"0", "1", "2"}
+		if warm {
+			want = append([]string{"warm-up"}, want...)
+		}
+		if !slices.Equal(rec.seen, want) {
+			t.Errorf("warm_launch %v: launches %q, want %q", warm, rec.seen, want)
+		}
+		if n := len(campaignTrials(t, st, sp.Campaign.Name)); n != 3 {
+			t.Errorf("%d trials recorded", n)
+		}
 	}
 }

@@ -109,6 +109,7 @@ type session struct {
 	settled  []int         // per range, see Settled
 	plan     runner.Plan   // of the next launches
 	measured []bool        // per range: the plan's sweep measures it
+	warm     bool          // the session's warm-up launch has run
 }
 
 // Run runs the campaign until its trial budget is spent, resuming it if the
@@ -450,6 +451,11 @@ func Defaults(sp *space.Space) space.Assignment {
 // environment (env) and options, and NCCL's debug log unless env or the
 // user has set its variables.
 func (s *session) launch(ctx context.Context, p runner.Plan, a space.Assignment, env []string, label string) runner.Result {
+	if !s.warm && s.Space.Benchmark.WarmLaunch {
+		s.warm = true
+		defaults := Defaults(s.Space)
+		s.launch(ctx, p, defaults, s.Space.Env(defaults), "warm-up") // not recorded: a cold GPU's first launch runs slow
+	}
 	p.Args, p.Label = s.Space.Args(a), label
 	set := space.EnvMap(env)
 	env = slices.Clone(env)
