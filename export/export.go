@@ -25,7 +25,7 @@ import (
 )
 
 // Formats are the export formats, the first being the default.
-var Formats = []string{"env", "dotenv", "json", "slurm", "torchrun", "plugin", "tuner-csv"}
+var Formats = []string{"env", "dotenv", "json", "slurm", "torchrun", "plugin", "tuner-csv", "job"}
 
 // Export is a campaign's result, ready to be written in some format.
 type Export struct {
@@ -65,6 +65,8 @@ func (e Export) Write(format, dir string) ([]string, error) {
 		files, err = e.plugin(dir)
 	case "tuner-csv":
 		files, err = e.tunerCSV(dir)
+	case "job":
+		files, err = e.job()
 	default:
 		return nil, fmt.Errorf("unknown format %q (known: %s)", format, strings.Join(Formats, ", "))
 	}
@@ -96,28 +98,36 @@ func (e Export) Write(format, dir string) ([]string, error) {
 // one it pins, so that nothing the store alone says reaches a file. A trial
 // whose record says otherwise was altered, and is refused.
 func (e Export) settings(t *store.Trial) (space.Assignment, error) {
+	a := space.Assignment(t.Params)
+	if err := e.check(a); err != nil {
+		return nil, fmt.Errorf("trial %d %w: the store was altered", t.Number, err)
+	}
+	if env := e.Space.Env(a); !slices.Equal(env, t.Env) {
+		return nil, fmt.Errorf("trial %d's stored environment is not what its settings give: the store was altered", t.Number)
+	}
+	return a, nil
+}
+
+// check checks that an assignment sets only parameters the space searches,
+// each to a value it offers, and that each variable it gives can be written.
+func (e Export) check(a space.Assignment) error {
 	sp := e.Space
-	a := space.Assignment{}
-	for name, v := range t.Params {
+	for name, v := range a {
 		k := slices.IndexFunc(sp.Params, func(p space.Param) bool { return p.Name == name })
 		if k < 0 {
-			return nil, fmt.Errorf("trial %d sets %s, which the space does not search: the store was altered", t.Number, clean(name))
+			return fmt.Errorf("sets %s, which the space does not search", clean(name))
 		}
 		if v != space.Unset && !sp.Params[k].Offers(v) {
-			return nil, fmt.Errorf("trial %d sets %s=%s, which the space does not offer: the store was altered", t.Number, name, clean(v))
+			return fmt.Errorf("sets %s=%s, which the space does not offer", name, clean(v))
 		}
-		a[name] = v
-	}
-	if env := sp.Env(a); !slices.Equal(env, t.Env) {
-		return nil, fmt.Errorf("trial %d's stored environment is not what its settings give: the store was altered", t.Number)
 	}
 	for _, kv := range sp.Env(a) {
 		name, value, _ := strings.Cut(kv, "=")
 		if _, err := ExportLine(name, value); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // header is the comment every file starts with: what, from where, measured on what, when.

@@ -96,6 +96,12 @@ func TestExportFormats(t *testing.T) {
 	dir := t.TempDir()
 	for _, format := range Formats {
 		paths, err := ex.Write(format, dir)
+		if format == "job" {
+			if err == nil || !strings.Contains(err.Error(), "no [[workload]]") {
+				t.Errorf("job without a workload: %v %v", paths, err)
+			}
+			continue
+		}
 		if format == "slurm" {
 			// NCCL_SOCKET_IFNAME=...,eth1 cannot pass through srun --export.
 			if err == nil || !strings.Contains(err.Error(), "which srun --export splits") {

@@ -76,9 +76,8 @@ func setFor(tokens map[string]string, value, coll string) (string, bool) {
 // NCCL's decisions, also in the ranges where NCCL's own choice stands.
 func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 	sp := e.Space
-	coll := collTokens[sp.Campaign.Collective]
 	env := sp.Env(space.Assignment{})
-	if !slices.ContainsFunc(e.Job.Ranges, func(r results.RangeResult) bool { return r.Best != nil }) {
+	if !measured(e.Job.Ranges) {
 		return nil, nil, errors.New("no completed trial measured any range; nothing to export")
 	}
 	var rules []rule
@@ -96,18 +95,16 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 		env = results.JobEnv(sp, a)
 		if !r.Tuned() {
 			// NCCL's own choice stands here: under the job's environment, what the best trial there left to NCCL.
-			for _, name := range results.PerSize {
-				delete(a, name)
-			}
-			if !explicit {
+			if a = results.WithoutPerSize(sp, a); !explicit {
 				continue
 			}
 		}
-		algo, okA := setFor(algoTokens, a["NCCL_ALGO"], coll)
-		proto, okP := setFor(protoTokens, a["NCCL_PROTO"], coll)
+		coll, vars := collTokens[r.Range.Collective], space.EnvMap(sp.Env(a))
+		algo, okA := setFor(algoTokens, vars["NCCL_ALGO"], coll)
+		proto, okP := setFor(protoTokens, vars["NCCL_PROTO"], coll)
 		if okA && okP && !explicit && sp.Benchmark.Sweeps() {
 			if algo != "" || proto != "" {
-				rules = append(rules, rule{coll, r.Range.Min, r.Range.Max - 1, algo, proto, 0, r.Range.Name})
+				rules = append(rules, rule{coll, r.Range.Min, upTo(r.Range), algo, proto, 0, r.Range.Name})
 			}
 			continue
 		}
@@ -124,6 +121,11 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 		rules = append(rules, decided...)
 	}
 	return merged(rules), env, errors.Join(errs...)
+}
+
+// measured reports whether a completed trial measured any of the ranges.
+func measured(rs []results.RangeResult) bool {
+	return slices.ContainsFunc(rs, func(r results.RangeResult) bool { return r.Best != nil })
 }
 
 // merged joins each rule to the one before where they follow on and choose alike.
@@ -163,7 +165,7 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 		if perRank(d) {
 			size *= int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
 		}
-		if !okC || !okA || !okP || !rg.Contains(size) && e.Space.Benchmark.Sweeps() {
+		if !okC || !okA || !okP || e.Space.Benchmark.Sweeps() && (!rg.Contains(size) || coll != collTokens[rg.Collective]) {
 			continue
 		}
 		byColl[coll] = append(byColl[coll], point{size, rule{coll: coll, algo: algo, proto: proto, channels: d.Channels, from: rg.Name}})
@@ -174,7 +176,7 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 		slices.SortFunc(pts, func(x, y point) int { return int(x.size - y.size) })
 		for i, p := range pts {
 			r := p.rule
-			r.min, r.max = p.size, rg.Max-1
+			r.min, r.max = p.size, upTo(rg)
 			if i == 0 {
 				r.min = rg.Min
 			}
@@ -198,6 +200,14 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 		}
 	}
 	return out, nil
+}
+
+// upTo is a range's largest size, -1 where it has no bound (a workload's collective).
+func upTo(rg space.Range) int64 {
+	if rg.Max == math.MaxInt64 {
+		return -1
+	}
+	return rg.Max - 1
 }
 
 // perRank reports whether NCCL's log gives a rank's share of the operation's bytes.
@@ -290,9 +300,10 @@ func orStar(s string) string {
 // channel wherever no rule matches: so every rule comes from NCCL's own
 // decisions, and the rules cover every size, from 0 up.
 func (e Export) tunerCSV(dir string) ([]file, error) {
-	coll := collTokens[e.Space.Campaign.Collective]
-	if !slices.Contains(exampleColls, coll) && e.Space.Benchmark.Sweeps() {
-		return nil, fmt.Errorf("tuner-csv: NCCL's example tuner plugin does not handle %s", e.Space.Campaign.Collective)
+	for _, coll := range e.Space.Collectives() {
+		if !slices.Contains(exampleColls, collTokens[coll]) && e.Space.Benchmark.Sweeps() {
+			return nil, fmt.Errorf("tuner-csv: NCCL's example tuner plugin does not handle %s", coll)
+		}
 	}
 	rules, env, err := e.jobRules(true)
 	if err != nil {

@@ -5,7 +5,10 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -25,12 +28,14 @@ var palette = []color.Color{
 
 const width, height = 9 * vg.Inch, 5.5 * vg.Inch
 
-// BusBW plots bus bandwidth against message size (both log scales): NCCL's
-// defaults, the chosen configuration of each range over that range, and the
-// best any completed trial reached at each size.
+// BusBW plots bus bandwidth against message size (both log scales), per
+// collective the trials measured: NCCL's defaults, the chosen configuration
+// of each range over that range, and, for one collective, the best any
+// completed trial reached at each size.
 func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial, path string) error {
+	colls := sp.Collectives()
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s bus bandwidth: NCCL defaults vs tuned", sp.Campaign.Collective)
+	p.Title.Text = fmt.Sprintf("%s bus bandwidth: NCCL defaults vs tuned", strings.Join(colls, ", "))
 	if len(sp.Simulator) > 0 {
 		p.Title.Text += " (simulated cluster)"
 	}
@@ -39,46 +44,60 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, plot.LogTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 
-	envelope := map[int64]float64{}
-	for _, t := range trials {
-		if t.State != store.Complete {
-			continue
-		}
-		for i, bw := range results.BusBW(t.Rows) {
-			envelope[t.Rows[i].Size] = math.Max(envelope[t.Rows[i].Size], bw)
-		}
-	}
-	var env plotter.XYs
-	for _, size := range sp.Sizes.List() {
-		if bw := envelope[size]; bw > 0 {
-			env = append(env, plotter.XY{X: float64(size), Y: bw})
-		}
-	}
-	if err := addLine(p, "best of any trial, per size", env, color.Gray{Y: 0xa0}, true); err != nil {
-		return err
-	}
 	var def *store.Trial
 	for i := range trials {
 		if trials[i].Number == 0 && trials[i].State == store.Complete {
 			def = &trials[i]
 		}
 	}
-	if def != nil {
-		if err := addLine(p, "NCCL defaults (trial 0)", rowsXY(def, nil), palette[0], false); err != nil {
+	line := 0
+	for _, coll := range colls {
+		prefix := ""
+		if len(colls) > 1 {
+			prefix = coll + ": "
+		} else if err := addLine(p, "best of any trial, per size", envelope(sp, coll, trials), color.Gray{Y: 0xa0}, true); err != nil {
 			return err
 		}
-	}
-	for i, r := range choices {
-		ch := r.Chosen()
-		if ch == nil || ch.Number == 0 {
-			continue
+		if def != nil {
+			if err := addLine(p, prefix+"NCCL defaults (trial 0)", rowsXY(sp, def, coll, nil), palette[line%len(palette)], false); err != nil {
+				return err
+			}
+			line++
 		}
-		label := fmt.Sprintf("%s: trial %d", r.Range.Name, ch.Number)
-		if err := addLine(p, label, rowsXY(ch, &r.Range), palette[1+i%(len(palette)-1)], false); err != nil {
-			return err
+		for _, r := range choices {
+			ch := r.Chosen()
+			if r.Range.Collective != coll || ch == nil || ch.Number == 0 {
+				continue
+			}
+			label := fmt.Sprintf("%s%s: trial %d", prefix, r.Range.Name, ch.Number)
+			if err := addLine(p, label, rowsXY(sp, ch, coll, &r.Range), palette[line%len(palette)], false); err != nil {
+				return err
+			}
+			line++
 		}
 	}
 	return p.Save(width, height, path)
+}
+
+// envelope is the best bus bandwidth any completed trial reached at each size of a collective.
+func envelope(sp *space.Space, coll string, trials []store.Trial) plotter.XYs {
+	best := map[int64]float64{}
+	for _, t := range trials {
+		if t.State != store.Complete {
+			continue
+		}
+		rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective)
+		for i, bw := range results.BusBW(rows) {
+			best[rows[i].Size] = math.Max(best[rows[i].Size], bw)
+		}
+	}
+	var xy plotter.XYs
+	for _, size := range slices.Sorted(maps.Keys(best)) {
+		if bw := best[size]; bw > 0 {
+			xy = append(xy, plotter.XY{X: float64(size), Y: bw})
+		}
+	}
+	return xy
 }
 
 // Convergence plots, per range, the best score found so far relative to NCCL's
@@ -113,10 +132,11 @@ func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 	return p.Save(width, height, path)
 }
 
-func rowsXY(t *store.Trial, within *space.Range) plotter.XYs {
+func rowsXY(sp *space.Space, t *store.Trial, coll string, within *space.Range) plotter.XYs {
+	rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective)
 	var xy plotter.XYs
-	for i, bw := range results.BusBW(t.Rows) {
-		size := t.Rows[i].Size
+	for i, bw := range results.BusBW(rows) {
+		size := rows[i].Size
 		if bw > 0 && (within == nil || within.Contains(size)) {
 			xy = append(xy, plotter.XY{X: float64(size), Y: bw})
 		}

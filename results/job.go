@@ -1,6 +1,7 @@
 package results
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -23,6 +24,9 @@ var PerSize = []string{"NCCL_ALGO", "NCCL_PROTO"}
 type Job struct {
 	Env    []string      // NAME=value, for the whole job
 	Ranges []RangeResult // indexed like sp.Ranges: the best under Env, held against NCCL's defaults
+	// Validation is the latest verdict on a workload's whole job (see
+	// JudgeJob) that concerns its Assignment, if any.
+	Validation *store.Validation
 }
 
 // JobOf chooses the job's environment and per-range configurations from the
@@ -40,26 +44,109 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 	}
 	var best Job
 	bestGain, bestSettings := math.Inf(-1), 0
+	// Within Parsimony (per range where the ranges are weighed alike), the fewer job-wide settings the better.
+	tolerance := math.Log1p(Parsimony)
+	if len(sp.Workload) == 0 {
+		tolerance *= float64(len(sp.Ranges))
+	}
 	for _, k := range keys {
 		rs := Of(sp, groups[k], vals)
-		gain := 0.0
 		for i := range rs {
 			rs[i].Default, rs[i].DefaultScore = defaults[i].Default, defaults[i].DefaultScore
-			gain += math.Log(rs[i].BestScore / rs[i].DefaultScore)
 		}
+		gain := jobGain(sp, rs)
 		if math.IsNaN(gain) {
 			continue // a range none of its trials measured, or no defaults to compare with
 		}
 		env := JobEnv(sp, groups[k][0].Params)
-		// Within Parsimony per range, the fewer job-wide settings the better.
-		if tie := math.Abs(gain-bestGain) <= float64(len(rs))*math.Log1p(Parsimony); gain > bestGain && !tie || tie && len(env) < bestSettings {
+		if tie := math.Abs(gain-bestGain) <= tolerance; gain > bestGain && !tie || tie && len(env) < bestSettings {
 			best, bestGain, bestSettings = Job{Env: env, Ranges: rs}, gain, len(env)
 		}
 	}
 	if best.Ranges == nil {
 		best.Ranges = defaults
 	}
+	key := sp.Key(best.Assignment(sp))
+	for _, v := range vals {
+		if v.Range == JobRange && v.Config == key {
+			best.Validation = &v
+		}
+	}
 	return best
+}
+
+// jobGain is the log of how much faster the job runs with each range's best
+// than with NCCL's defaults: with a workload, of its predicted communication
+// time (each range's score is the inverse of its collective's time); else
+// with every range weighed alike.
+func jobGain(sp *space.Space, rs []RangeResult) float64 {
+	if len(sp.Workload) > 0 {
+		def, best := 0.0, 0.0
+		for _, r := range rs {
+			def, best = def+1/r.DefaultScore, best+1/r.BestScore
+		}
+		return math.Log(def / best)
+	}
+	gain := 0.0
+	for _, r := range rs {
+		gain += math.Log(r.BestScore / r.DefaultScore)
+	}
+	return gain
+}
+
+// Assignment is the job's one configuration: its environment, and the
+// per-size variables from the choice of the range they serve (a
+// collective's part, NCCL_ALGO[allreduce], or the one range's); where NCCL's
+// own choice stands, none. Per-size variables that serve several ranges of
+// sizes are left to a tuner plugin's rules.
+func (j Job) Assignment(sp *space.Space) space.Assignment {
+	a := space.Assignment{}
+	for _, r := range j.Ranges {
+		if r.Best == nil {
+			continue
+		}
+		for _, p := range sp.Params {
+			v, ok := r.Best.Params[p.Name]
+			perSize := slices.Contains(PerSize, p.Variable())
+			switch {
+			case !ok:
+			case !perSize:
+				a[p.Name] = v // the same in every range: the job's environment
+			case p.Collective == strings.ReplaceAll(r.Range.Collective, "_", "") || p.Collective == "" && len(j.Ranges) == 1:
+				a[p.Name] = space.Unset
+				if r.Tuned() {
+					a[p.Name] = v
+				}
+			}
+		}
+	}
+	return a
+}
+
+// Times are each range's predicted communication time, in seconds, with
+// NCCL's defaults and with the job's choice, for a workload (whose ranges
+// score the inverse of their times); NaN where unmeasured.
+func (j Job) Times() (defaults, tuned []float64) {
+	for _, r := range j.Ranges {
+		best := r.BestScore
+		if !r.Tuned() {
+			best = r.DefaultScore
+		}
+		defaults, tuned = append(defaults, 1/r.DefaultScore), append(tuned, 1/best)
+	}
+	return defaults, tuned
+}
+
+// WithoutPerSize is a less its per-size variables (each collective's part
+// of them too): what leaves the algorithm and protocol to NCCL.
+func WithoutPerSize(sp *space.Space, a space.Assignment) space.Assignment {
+	out := maps.Clone(a)
+	for _, p := range sp.Params {
+		if slices.Contains(PerSize, p.Variable()) {
+			delete(out, p.Name)
+		}
+	}
+	return out
 }
 
 // JobEnv is the environment an assignment gives less the per-size variables.

@@ -128,7 +128,7 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 	}
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
-		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Unit: sp.Benchmark.Unit()}
+		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Unit: sp.Unit(rg)}
 		configs := configsOf(rg.Name, trials, keys)
 		var best *config
 		for _, c := range configs {
@@ -145,7 +145,7 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
 		}
 		for _, v := range vals {
-			if res.Best != nil && v.Range == rg.Name && v.Candidate == res.Best.Number {
+			if res.Best != nil && v.Range == rg.Name && (v.Config == sp.Key(res.Best.Params) || v.Config == "" && v.Candidate == res.Best.Number) {
 				res.Validation = &v
 			}
 		}

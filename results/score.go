@@ -5,9 +5,11 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccltests"
@@ -30,7 +32,9 @@ func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]
 		return scores, nil
 	}
 	for i, s := range Scores(sp, m.Rows) {
-		moved := slices.ContainsFunc(m.Rows, func(row nccltests.Row) bool { return row.Size > 0 && sp.Ranges[i].Contains(row.Size) })
+		moved := slices.ContainsFunc(RowsOf(m.Rows, sp.Ranges[i].Collective, sp.Campaign.Collective), func(row nccltests.Row) bool {
+			return row.Size > 0 && sp.Ranges[i].Contains(row.Size)
+		})
 		if !measured[i] || !moved {
 			continue
 		}
@@ -42,48 +46,116 @@ func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]
 	return scores, nil
 }
 
-// Scores returns one objective value per size range: the geometric mean over
-// the range's sizes of the bus bandwidth (GB/s). Bandwidth is recomputed from
+// Scores returns one objective per range, indexed like sp.Ranges, NaN where
+// the rows measure none: a range of sizes scores the geometric mean over its
+// collective's sizes in it of the bus bandwidth (GB/s); a workload's range,
+// the inverse of its calls' predicted time (1/s). Bandwidth is recomputed from
 // the printed time, which keeps precision where nccl-tests prints 0.00 GB/s.
-// A range without rows scores NaN.
 func Scores(sp *space.Space, rows []nccltests.Row) []float64 {
-	sizes := make([]int64, len(rows))
-	for i, r := range rows {
-		sizes[i] = r.Size
-	}
-	return RangeScores(sp, sizes, BusBW(rows))
-}
-
-// RangeScores is Scores from each size's bus bandwidth.
-func RangeScores(sp *space.Space, sizes []int64, busBW []float64) []float64 {
-	logSum := make([]float64, len(sp.Ranges))
-	count := make([]int, len(sp.Ranges))
-	for j, bw := range busBW {
-		i := sp.RangeOf(sizes[j])
-		if i < 0 || bw <= 0 {
+	out := make([]float64, len(sp.Ranges))
+	for i, r := range sp.Ranges {
+		mine := RowsOf(rows, r.Collective, sp.Campaign.Collective)
+		if len(r.Calls) > 0 {
+			out[i] = 1 / CallTime(mine, r.Calls)
 			continue
 		}
-		logSum[i] += math.Log(bw)
-		count[i]++
+		sizes := make([]int64, len(mine))
+		for j, row := range mine {
+			sizes[j] = row.Size
+		}
+		out[i] = rangeScore(r, sizes, BusBW(mine))
 	}
-	out := make([]float64, len(sp.Ranges))
-	for i := range out {
-		out[i] = math.NaN()
-		if count[i] > 0 {
-			out[i] = math.Exp(logSum[i] / float64(count[i]))
+	return out
+}
+
+// RowsOf are the rows of collective coll; an untagged row (a store written
+// before rows named theirs) is the campaign's one collective's.
+func RowsOf(rows []nccltests.Row, coll, campaign string) []nccltests.Row {
+	var out []nccltests.Row
+	for _, r := range rows {
+		if r.Collective == coll || r.Collective == "" && coll == campaign {
+			out = append(out, r)
 		}
 	}
 	return out
 }
 
+// RangeScores is, per range of a space of one collective, the geometric
+// mean of the bus bandwidth of its sizes.
+func RangeScores(sp *space.Space, sizes []int64, busBW []float64) []float64 {
+	out := make([]float64, len(sp.Ranges))
+	for i, r := range sp.Ranges {
+		out[i] = rangeScore(r, sizes, busBW)
+	}
+	return out
+}
+
+func rangeScore(r space.Range, sizes []int64, busBW []float64) float64 {
+	logSum, count := 0.0, 0
+	for j, bw := range busBW {
+		if r.Contains(sizes[j]) && bw > 0 {
+			logSum += math.Log(bw)
+			count++
+		}
+	}
+	if count == 0 {
+		return math.NaN()
+	}
+	return math.Exp(logSum / float64(count))
+}
+
+// CallTime is the predicted time, in seconds, of a workload's calls of one
+// collective from its rows: each call's size interpolated on log size and
+// log time between the sizes measured, the time of one operation the mean of
+// out-of-place and in-place; beyond the largest size, time grows with size.
+// It is NaN without a usable row.
+func CallTime(rows []nccltests.Row, calls []space.Call) float64 {
+	type point struct{ size, us float64 }
+	var pts []point
+	for _, r := range rows {
+		if t := (r.OutOfPlace.TimeUs + r.InPlace.TimeUs) / 2; r.Size > 0 && t > 0 {
+			pts = append(pts, point{float64(r.Size), t})
+		}
+	}
+	if len(pts) == 0 {
+		return math.NaN()
+	}
+	slices.SortFunc(pts, func(a, b point) int { return cmp.Compare(a.size, b.size) })
+	total := 0.0
+	for _, c := range calls {
+		s := float64(c.Bytes)
+		k := sort.Search(len(pts), func(i int) bool { return pts[i].size >= s })
+		var us float64
+		switch {
+		case k == 0:
+			us = pts[0].us // below the smallest size: latency bound
+		case k == len(pts):
+			last := pts[len(pts)-1]
+			us = last.us * s / last.size
+		default:
+			a, b := pts[k-1], pts[k]
+			f := math.Log(s/a.size) / math.Log(b.size/a.size)
+			us = math.Exp(math.Log(a.us) + f*math.Log(b.us/a.us))
+		}
+		total += c.Count * us / 1e6
+	}
+	return total
+}
+
 // BusBW returns each row's bus bandwidth in GB/s, from the mean of its
-// out-of-place and in-place times (0 where the row has no usable time).
+// out-of-place and in-place times (0 where the row has no usable time), with
+// each collective's bus factor.
 func BusBW(rows []nccltests.Row) []float64 {
-	factor := busFactor(rows)
+	factors := map[string]float64{}
 	out := make([]float64, len(rows))
 	for i, r := range rows {
+		f, ok := factors[r.Collective]
+		if !ok {
+			f = busFactor(RowsOf(rows, r.Collective, r.Collective))
+			factors[r.Collective] = f
+		}
 		if t := (r.OutOfPlace.TimeUs + r.InPlace.TimeUs) / 2; t > 0 && r.Size > 0 {
-			out[i] = float64(r.Size) / t / 1e3 * factor
+			out[i] = float64(r.Size) / t / 1e3 * f
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // run of them was correct, NCCL's log confirmed every variable, and the 95%
 // confidence interval of the paired gain lies above zero.
 func Judge(r RangeResult, tuned, defaults []store.ValidationRun, rounds int) store.Validation {
-	v := store.Validation{Candidate: 0, Verdict: "default", DefaultMean: math.NaN(), TunedMean: math.NaN(),
+	v := store.Validation{Range: r.Range.Name, Verdict: "default", DefaultMean: math.NaN(), TunedMean: math.NaN(),
 		Gain: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN()}
 	switch {
 	case r.Best == nil:
@@ -28,6 +29,36 @@ func Judge(r RangeResult, tuned, defaults []store.ValidationRun, rounds int) sto
 		return v
 	}
 	v.Candidate = r.Best.Number
+	return verdict(v, tuned, defaults, rounds, func(run store.ValidationRun) (float64, bool) {
+		s, ok := run.Scores[r.Range.Name]
+		return s, ok
+	})
+}
+
+// JobRange names the verdict on a workload's whole job.
+const JobRange = "job"
+
+// JudgeJob draws the verdict on the job's one configuration (Job.Assignment)
+// of a workload: the rounds' predicted communication times of the whole job,
+// the sum over the workload's collectives, each a range.
+func JudgeJob(sp *space.Space, tuned, defaults []store.ValidationRun, rounds int) store.Validation {
+	v := store.Validation{Range: JobRange, Candidate: -1, Verdict: "default", DefaultMean: math.NaN(), TunedMean: math.NaN(),
+		Gain: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN()}
+	return verdict(v, tuned, defaults, rounds, func(run store.ValidationRun) (float64, bool) {
+		seconds := 0.0
+		for _, r := range sp.Ranges {
+			s, ok := run.Scores[r.Name]
+			if !ok {
+				return 0, false
+			}
+			seconds += 1 / s
+		}
+		return 1 / seconds, true
+	})
+}
+
+// verdict completes v from the paired runs, each scored by score.
+func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds int, score func(store.ValidationRun) (float64, bool)) store.Validation {
 	for _, run := range tuned {
 		switch {
 		case run.State != store.Complete:
@@ -44,7 +75,17 @@ func Judge(r RangeResult, tuned, defaults []store.ValidationRun, rounds int) sto
 			return v
 		}
 	}
-	a, b := rangeScores(defaults, r.Range.Name), rangeScores(tuned, r.Range.Name)
+	var a, b []float64
+	for _, runs := range []struct {
+		runs []store.ValidationRun
+		dst  *[]float64
+	}{{defaults, &a}, {tuned, &b}} {
+		for _, run := range runs.runs {
+			if s, ok := score(run); ok {
+				*runs.dst = append(*runs.dst, s)
+			}
+		}
+	}
 	if len(a) != rounds || len(b) != rounds {
 		v.Reason = "incomplete validation"
 		return v
@@ -58,17 +99,6 @@ func Judge(r RangeResult, tuned, defaults []store.ValidationRun, rounds int) sto
 		v.Reason = "gain not significant: " + ci
 	}
 	return v
-}
-
-// rangeScores are the runs' scores of one range.
-func rangeScores(runs []store.ValidationRun, rangeName string) []float64 {
-	var out []float64
-	for _, run := range runs {
-		if s, ok := run.Scores[rangeName]; ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // PairedGain returns the relative gain of b over a and its 95% confidence

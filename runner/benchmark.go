@@ -18,6 +18,12 @@ import (
 	"github.com/nccltune/nccltune/space"
 )
 
+// Collectives is implemented by a benchmark of one collective that can
+// measure another, as a workload of several collectives needs.
+type Collectives interface {
+	For(coll string) (Benchmark, error)
+}
+
 // A Benchmark is what a trial runs: it builds the command of one launch and
 // judges what the launch printed, as nccl-tests' per-collective function
 // table does for its collectives. nccl-tests (and the simulated cluster,

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
@@ -24,6 +27,23 @@ type NCCLTests struct {
 	GPUs       int    // -g
 	Check      bool   // -c 1: results verified
 	Args       []string
+}
+
+// For is the benchmark of another collective: nccl-tests' binary of it,
+// beside this one (or on the PATH, as this one is), with the same settings.
+func (b NCCLTests) For(coll string) (Benchmark, error) {
+	base := filepath.Base(b.Binary)
+	if !strings.HasSuffix(base, "_perf") {
+		return nil, fmt.Errorf("benchmark %s is not one of nccl-tests' *_perf binaries, beside which %s_perf would be", b.Binary, coll)
+	}
+	c := b
+	c.Collective, c.Binary = coll, strings.TrimSuffix(b.Binary, base)+coll+"_perf"
+	if b.Program == nil { // nccl-tests itself, not the simulator
+		if _, err := exec.LookPath(c.Binary); err != nil {
+			return nil, fmt.Errorf("benchmark of %s: %w", coll, err)
+		}
+	}
+	return c, nil
 }
 
 // Command is the sweep's command line: -b -e -f -g -n -w -c, then the extra arguments.
@@ -59,6 +79,9 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 		if f := plausible(b.Collective, row, ranks, out.Log); f != nil {
 			return nil, f
 		}
+	}
+	for i := range rep.Rows {
+		rep.Rows[i].Collective = b.Collective
 	}
 	m := &Measurement{Rows: rep.Rows, Ranks: ranks, Hosts: hosts(rep.Devices)}
 	if ranks > 0 {

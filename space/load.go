@@ -76,6 +76,13 @@ type rawFile struct {
 		RdzvEndpoint          string `toml:"rdzv_endpoint"`
 		Args                  []string
 	}
+	Workload []struct {
+		Collective string
+		Size       any
+		Count      *int64
+		Weight     *float64
+		Ranks      int
+	}
 	Simulator map[string]any
 	Fixed     map[string]any
 	TryFirst  []map[string]any `toml:"try_first"`
@@ -201,8 +208,14 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 		a, ok := Assignment{}, true
 		for _, name := range slices.Sorted(maps.Keys(t)) {
 			line := b.loc.field("try_first", i, name)
-			k := slices.IndexFunc(s.Params, func(p Param) bool { return p.Name == name })
-			if k < 0 {
+			// A variable searched per collective takes the value for each.
+			var params []Param
+			for _, p := range s.Params {
+				if p.Variable() == name {
+					params = append(params, p)
+				}
+			}
+			if len(params) == 0 {
 				b.errorf(line, "try_first: %s is not searched; add a [[param]] for it, or pin it in [fixed]", name)
 				ok = false
 				continue
@@ -211,16 +224,17 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 			if str, isStr := t[name].(string); isStr && str == Unset {
 				v, err = Unset, nil
 			}
-			p := s.Params[k]
 			switch {
 			case err != nil:
 				b.errorf(line, "try_first %v", err)
 				ok = false
-			case !p.Offers(v):
+			case !params[0].Offers(v):
 				b.errorf(line, "try_first: %s = %s is not among the values the space searches", name, v)
 				ok = false
 			default:
-				a[name] = v
+				for _, p := range params {
+					a[p.Name] = v
+				}
 			}
 		}
 		if !ok {
@@ -294,24 +308,28 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 }
 
 func (b *builder) ranges(raw *rawFile, s *Space) {
+	if len(raw.Workload) > 0 {
+		b.workload(raw, s)
+		return
+	}
 	if kind := raw.Benchmark.Kind; kind == DDP || kind == Command {
 		// One objective: the step time or the metric, whatever the message sizes inside it.
 		if len(raw.Range) > 0 {
 			b.errorf(b.loc.section("range"), "size ranges do not apply to benchmark kind %s (it measures one objective, not message sizes)", kind)
 		}
-		s.Ranges = []Range{{Name: "step", Min: 0, Max: math.MaxInt64}}
+		s.Ranges = []Range{{Name: "step", Collective: s.Campaign.Collective, Min: 0, Max: math.MaxInt64}}
 		return
 	}
 	if len(raw.Range) == 0 {
 		// One range over the whole sweep, to just past its largest size.
-		s.Ranges = []Range{{Name: "all", Min: s.Sizes.Min, Max: s.Sizes.Max + 1}}
+		s.Ranges = []Range{{Name: "all", Collective: s.Campaign.Collective, Min: s.Sizes.Min, Max: s.Sizes.Max + 1}}
 		return
 	}
 	sweep := s.Sizes.List()
 	for i, r := range raw.Range {
 		line := b.loc.field("range", i, "name")
 		nerr := len(b.errs)
-		rg := Range{Name: r.Name,
+		rg := Range{Name: r.Name, Collective: s.Campaign.Collective,
 			Min: b.size(b.loc.field("range", i, "min"), "range.min", r.Min),
 			Max: b.size(b.loc.field("range", i, "max"), "range.max", r.Max)}
 		switch {
@@ -328,6 +346,66 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 			b.errorf(line, "range %s holds no size of the sweep %s..%s", r.Name, FormatSize(s.Sizes.Min), FormatSize(s.Sizes.Max))
 		}
 		s.Ranges = append(s.Ranges, rg)
+	}
+}
+
+// workload reads the job's calls ([[workload]]): each collective they name
+// is a range, scored by the predicted time of its calls, so the campaign
+// and the [[range]] and sweep settings of one collective do not apply.
+func (b *builder) workload(raw *rawFile, s *Space) {
+	line := func(i int, key string) int { return b.loc.field("workload", i, key) }
+	c := raw.Campaign
+	switch {
+	case c.Collective != "":
+		b.errorf(b.loc.field("campaign", 0, "collective"), "campaign.collective does not apply with [[workload]]: each trial measures every collective of the workload")
+	case c.Sizes.Min != nil || c.Sizes.Max != nil || c.Sizes.Factor != 0:
+		b.errorf(b.loc.field("campaign", 0, "sizes"), "campaign.sizes does not apply with [[workload]]: each collective is swept over its calls' sizes")
+	case len(raw.Range) > 0:
+		b.errorf(b.loc.section("range"), "[[range]] does not apply with [[workload]]: each collective of the workload is a range")
+	case raw.Benchmark.Kind != "" && raw.Benchmark.Kind != NCCLTests:
+		b.errorf(b.loc.field("benchmark", 0, "kind"), "[[workload]] needs benchmark.kind nccl-tests: it measures each collective with its *_perf binary")
+	}
+	ranks := 0
+	for i, w := range raw.Workload {
+		call := Call{Collective: w.Collective, Ranks: w.Ranks}
+		bytes := b.size(line(i, "size"), "workload.size", w.Size)
+		call.Bytes = bytes
+		switch {
+		case !slices.Contains(Collectives, w.Collective):
+			b.errorf(line(i, "collective"), "workload.collective %q is not one of %s", w.Collective, strings.Join(Collectives, ", "))
+			continue
+		case bytes < 1:
+			b.errorf(line(i, "size"), "workload.size must be at least 1 byte")
+			continue
+		case (w.Count == nil) == (w.Weight == nil):
+			b.errorf(line(i, "collective"), "a [[workload]] entry needs count (its calls) or weight (relative), one of them")
+			continue
+		case w.Count != nil && *w.Count < 1, w.Weight != nil && !(*w.Weight > 0 && !math.IsInf(*w.Weight, 0)):
+			b.errorf(line(i, "collective"), "workload count and weight must be positive")
+			continue
+		case w.Ranks < 0 || w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
+			b.errorf(line(i, "ranks"), "workload.ranks %d: every entry must be of one communicator size (%d here); profile one size per campaign", w.Ranks, ranks)
+			continue
+		}
+		if w.Ranks > 0 {
+			ranks = w.Ranks
+		}
+		if w.Count != nil {
+			call.Count = float64(*w.Count)
+		} else {
+			call.Count = *w.Weight
+		}
+		s.Workload = append(s.Workload, call)
+		k := slices.IndexFunc(s.Ranges, func(r Range) bool { return r.Collective == call.Collective })
+		if k < 0 {
+			s.Ranges = append(s.Ranges, Range{Name: call.Collective, Collective: call.Collective, Max: math.MaxInt64})
+			k = len(s.Ranges) - 1
+		}
+		s.Ranges[k].Calls = append(s.Ranges[k].Calls, call)
+	}
+	slices.SortFunc(s.Ranges, func(a, b Range) int { return strings.Compare(a.Name, b.Name) })
+	if len(s.Ranges) > 0 {
+		s.Campaign.Collective = s.Ranges[0].Collective
 	}
 }
 
@@ -563,7 +641,41 @@ func (b *builder) params(raw *rawFile, s *Space) {
 	if len(s.Params) == 0 {
 		b.errorf(b.loc.section("param"), "no [[param]] to search")
 	}
+	b.perCollective(s)
 }
+
+// perCollective makes NCCL_ALGO and NCCL_PROTO one param per collective
+// where the workload has several: a job's collectives want different ones,
+// and some (Tree for all-gather) fail one another. NCCL >= 2.24 takes them
+// in one value, "allgather:Ring;allreduce:Tree".
+func (b *builder) perCollective(s *Space) {
+	colls := s.Collectives()
+	if len(s.Workload) == 0 || len(colls) < 2 {
+		return
+	}
+	var params []Param
+	for i, p := range s.Params {
+		for _, c := range p.When {
+			if slices.Contains(PerCollective, c.Var) {
+				b.errorf(b.loc.field("param", i, "when"), "param %s: a condition on %s, which a workload of several collectives sets per collective", p.Name, c.Var)
+			}
+		}
+		if !slices.Contains(PerCollective, p.Name) {
+			params = append(params, p)
+			continue
+		}
+		for _, coll := range colls {
+			q := p
+			q.Var, q.Collective = p.Name, strings.ReplaceAll(coll, "_", "")
+			q.Name = p.Name + "[" + q.Collective + "]"
+			params = append(params, q)
+		}
+	}
+	s.Params = params
+}
+
+// PerCollective are the variables NCCL takes a value of per collective.
+var PerCollective = []string{"NCCL_ALGO", "NCCL_PROTO"}
 
 // logVars are the variables of NCCL's log, which nccltune reads.
 var logVars = map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}

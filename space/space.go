@@ -34,6 +34,11 @@ type Space struct {
 	// TryFirst are the user's own known-good configurations ([[try_first]]),
 	// run right after NCCL's defaults, before the built-in warm start.
 	TryFirst []Assignment
+	// Workload is the job's mix of collectives and sizes ([[workload]]): with
+	// one, each trial measures every collective it names, and each
+	// collective is a range, scored by its share of the job's predicted
+	// communication time.
+	Workload []Call
 	Source   []byte // the file as read, kept with the campaign
 }
 
@@ -89,10 +94,24 @@ func (s Sizes) List() []int64 {
 	return out
 }
 
-// Range is a band of message sizes tuned on its own: Min inclusive, Max exclusive.
+// Range is a band of message sizes of one collective tuned on its own: Min
+// inclusive, Max exclusive. A range of a workload is its collective's calls,
+// of every size.
 type Range struct {
-	Name     string
-	Min, Max int64
+	Name       string
+	Collective string // nccl-tests' name: all_reduce, all_gather, ...
+	Min, Max   int64
+	Calls      []Call // the workload's calls of Collective; none for a range of sizes
+}
+
+// Call is one entry of a job's workload: Count calls (or a relative weight)
+// of a collective of Bytes, nccl-tests' size, on a communicator of Ranks ranks
+// (0 where the log did not say).
+type Call struct {
+	Collective string
+	Bytes      int64
+	Count      float64
+	Ranks      int
 }
 
 // Contains reports whether size falls into the range.
@@ -168,6 +187,15 @@ func (b Benchmark) Unit() string {
 	return "GB/s"
 }
 
+// Unit names what a range's scores measure: the benchmark's, or for a
+// workload's range the inverse of its calls' predicted time.
+func (s *Space) Unit(r Range) string {
+	if len(r.Calls) > 0 {
+		return "1/s"
+	}
+	return s.Benchmark.Unit()
+}
+
 // Metric is how the user's command reports its objective: the first group
 // of Regex, or the value of the key JSON in a line that is a JSON object;
 // the median of the values after the first Skip (warm-up) is the objective.
@@ -204,13 +232,26 @@ type Launcher struct {
 	Args         []string
 }
 
-// Param is one searched variable.
+// Param is one searched variable, or in a space whose workload holds
+// several collectives, one collective's part of NCCL_ALGO or NCCL_PROTO
+// (named "NCCL_ALGO[allreduce]": NCCL >= 2.24 takes a value per collective).
 type Param struct {
 	Name     string
 	Values   []string // categorical choices; may include Unset
 	Min, Max int64    // integer range, when Values is empty
 	Log      bool     // sample the integer range on a log scale
 	When     []Condition
+	// Var and Collective, for one collective's part: the variable and
+	// NCCL's name of the collective; Var is "" otherwise (the variable is Name).
+	Var, Collective string
+}
+
+// Variable is the environment variable, or DDP knob, the parameter sets.
+func (p Param) Variable() string {
+	if p.Var != "" {
+		return p.Var
+	}
+	return p.Name
 }
 
 // Categorical reports whether the parameter chooses among Values.
@@ -298,6 +339,9 @@ func (s *Space) Identity() []string {
 	for _, r := range s.Ranges {
 		lines = append(lines, "range "+r.String())
 	}
+	for _, c := range s.Workload {
+		lines = append(lines, fmt.Sprintf("workload %s %s x%g ranks %d", c.Collective, FormatSize(c.Bytes), c.Count, c.Ranks))
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.Simulator)) {
 		lines = append(lines, "simulator "+k+" = "+s.Simulator[k])
 	}
@@ -355,17 +399,68 @@ func (s *Space) Args(a Assignment) []string {
 }
 
 // settings are the fixed and assigned values a trial sets: the DDP knobs
-// among them, or the variables.
+// among them, or the variables; a variable set per collective gets NCCL's
+// per-collective syntax ("allgather:Ring;allreduce:Tree").
 func (s *Space) settings(a Assignment, knobs bool) map[string]string {
 	out := map[string]string{}
-	for _, m := range []map[string]string{s.Fixed, a} {
-		for name, v := range m {
-			if _, knob := ddpKnobs[name]; knob == knobs && v != Unset {
-				out[name] = v
-			}
+	for name, v := range s.Fixed {
+		if _, knob := ddpKnobs[name]; knob == knobs {
+			out[name] = v
+		}
+	}
+	parts := map[string][]string{}
+	for name, v := range a {
+		if _, knob := ddpKnobs[name]; v == Unset || knob != knobs {
+			continue
+		}
+		// A collective's part of a variable; anything else names its variable.
+		if k := slices.IndexFunc(s.Params, func(p Param) bool { return p.Name == name }); k >= 0 && s.Params[k].Collective != "" {
+			p := s.Params[k]
+			parts[p.Var] = append(parts[p.Var], p.Collective+":"+v)
+		} else {
+			out[name] = v
+		}
+	}
+	for name, ps := range parts {
+		slices.Sort(ps)
+		out[name] = strings.Join(ps, ";")
+	}
+	return out
+}
+
+// Collectives are the collectives each trial measures: the workload's, or the campaign's one.
+func (s *Space) Collectives() []string {
+	var out []string
+	for _, r := range s.Ranges {
+		if !slices.Contains(out, r.Collective) {
+			out = append(out, r.Collective)
 		}
 	}
 	return out
+}
+
+// Sweep is the message sizes a trial measures of collective coll: the
+// campaign's sweep, or, with a workload, powers of two from below its
+// smallest call of coll to above its largest, between which a call's time is
+// interpolated.
+func (s *Space) Sweep(coll string) Sizes {
+	if len(s.Workload) == 0 {
+		return s.Sizes
+	}
+	lo, hi := int64(math.MaxInt64), int64(1)
+	for _, c := range s.Workload {
+		if c.Collective == coll {
+			lo, hi = min(lo, c.Bytes), max(hi, c.Bytes)
+		}
+	}
+	sw := Sizes{Min: 1, Max: 1, Factor: 2}
+	for sw.Min*2 <= lo {
+		sw.Min *= 2
+	}
+	for sw.Max < hi {
+		sw.Max *= 2
+	}
+	return sw
 }
 
 // EnvMap turns NAME=value pairs into a map.
@@ -403,9 +498,13 @@ func Diff(a, b *Space) []string {
 	return out
 }
 
-// RangeOf returns the index of the range holding size, or -1.
-func (s *Space) RangeOf(size int64) int {
-	return slices.IndexFunc(s.Ranges, func(r Range) bool { return r.Contains(size) })
+// RangeOf returns the index of the range holding size of collective coll
+// ("": the campaign's), or -1.
+func (s *Space) RangeOf(coll string, size int64) int {
+	if coll == "" {
+		coll = s.Campaign.Collective
+	}
+	return slices.IndexFunc(s.Ranges, func(r Range) bool { return r.Collective == coll && r.Contains(size) })
 }
 
 // Describe is a one-line summary of a parameter's domain, for help and reports.

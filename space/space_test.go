@@ -53,7 +53,7 @@ func TestLoadValid(t *testing.T) {
 	if buf.Min != 1<<20 || buf.Max != 16<<20 || !buf.Log {
 		t.Errorf("NCCL_BUFFSIZE = %+v", buf)
 	}
-	if got := s.RangeOf(65536); got != 1 {
+	if got := s.RangeOf("", 65536); got != 1 {
 		t.Errorf("RangeOf(64K) = %d, want 1 (max is exclusive)", got)
 	}
 	nthreads := s.Params[3]

@@ -94,7 +94,7 @@ func (s *Space) WarmStart(f Fabric) []Assignment {
 		want := union(base, idea.vars)
 		values := map[string]string{}
 		for _, p := range s.Params {
-			if v, ok := s.offered(p, want[p.Name]); ok {
+			if v, ok := s.offered(p, want[p.Variable()]); ok {
 				values[p.Name] = v
 			}
 		}
@@ -123,7 +123,7 @@ func (s *Space) offered(p Param, value string) (string, bool) {
 	if value == "" {
 		return "", false
 	}
-	v, err := Lookup(p.Name)
+	v, err := Lookup(p.Variable())
 	if err != nil {
 		return "", false
 	}

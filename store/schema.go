@@ -96,6 +96,10 @@ var migrations = []string{
 		decisions   TEXT NOT NULL,
 		PRIMARY KEY (campaign_id, config)
 	);`,
+	// Which collective a result row is of: a workload's trial measures several.
+	`ALTER TABLE results ADD COLUMN collective TEXT NOT NULL DEFAULT '';`,
+	// The configuration a verdict is on, by its key: the job's of a workload is composed, no trial's.
+	`ALTER TABLE validations ADD COLUMN config TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -257,10 +257,10 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 		return fmt.Errorf("store %s: finish trial %d: %w", s.path, t.Number, err)
 	}
 	for i, r := range t.Rows {
-		_, err = tx.Exec(`INSERT INTO results(trial_id, seq, size, count, type, redop, root,
+		_, err = tx.Exec(`INSERT INTO results(trial_id, seq, collective, size, count, type, redop, root,
 			oop_time_us, oop_algbw, oop_busbw, oop_wrong, ip_time_us, ip_algbw, ip_busbw, ip_wrong)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, i, r.Size, r.Count, r.Type, r.Redop, r.Root,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, i, r.Collective, r.Size, r.Count, r.Type, r.Redop, r.Root,
 			r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW, r.OutOfPlace.BusBW, r.OutOfPlace.Wrong,
 			r.InPlace.TimeUs, r.InPlace.AlgBW, r.InPlace.BusBW, r.InPlace.Wrong)
 		if err != nil {
@@ -298,7 +298,7 @@ func (s *Store) Trials(campaignID int64) ([]Trial, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	res, err := s.db.Query(`SELECT r.trial_id, r.size, r.count, r.type, r.redop, r.root,
+	res, err := s.db.Query(`SELECT r.trial_id, r.collective, r.size, r.count, r.type, r.redop, r.root,
 		r.oop_time_us, r.oop_algbw, r.oop_busbw, r.oop_wrong, r.ip_time_us, r.ip_algbw, r.ip_busbw, r.ip_wrong
 		FROM results r JOIN trials t ON t.id = r.trial_id WHERE t.campaign_id = ? ORDER BY r.trial_id, r.seq`, campaignID)
 	if err != nil {
@@ -308,7 +308,7 @@ func (s *Store) Trials(campaignID int64) ([]Trial, error) {
 	for res.Next() {
 		var id int64
 		var r nccltests.Row
-		if err := res.Scan(&id, &r.Size, &r.Count, &r.Type, &r.Redop, &r.Root,
+		if err := res.Scan(&id, &r.Collective, &r.Size, &r.Count, &r.Type, &r.Redop, &r.Root,
 			&r.OutOfPlace.TimeUs, &r.OutOfPlace.AlgBW, &r.OutOfPlace.BusBW, &r.OutOfPlace.Wrong,
 			&r.InPlace.TimeUs, &r.InPlace.AlgBW, &r.InPlace.BusBW, &r.InPlace.Wrong); err != nil {
 			return nil, err

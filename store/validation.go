@@ -26,7 +26,8 @@ type ValidationRun struct {
 type Validation struct {
 	Batch       int64 // all ranges validated together share a batch
 	Range       string
-	Candidate   int // the trial whose configuration was validated
+	Candidate   int    // the trial whose configuration was validated (-1: none, a composed one)
+	Config      string // the configuration validated, by its key (see space.Space.Key)
 	Rounds      int
 	DefaultMean float64 // mean busbw over the rounds; NaN if none succeeded
 	TunedMean   float64
@@ -59,9 +60,10 @@ func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Vali
 		}
 	}
 	for _, v := range vs {
-		if _, err := tx.Exec(`INSERT INTO validations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, campaignID, v.Batch,
+		if _, err := tx.Exec(`INSERT INTO validations(campaign_id, batch, range_name, candidate, rounds, default_mean, tuned_mean,
+			gain, ci_low, ci_high, verdict, reason, created_at, config) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, campaignID, v.Batch,
 			v.Range, v.Candidate, v.Rounds, nullable(v.DefaultMean), nullable(v.TunedMean), nullable(v.Gain),
-			nullable(v.CILow), nullable(v.CIHigh), v.Verdict, v.Reason, v.Created.UTC().Format(time.RFC3339Nano)); err != nil {
+			nullable(v.CILow), nullable(v.CIHigh), v.Verdict, v.Reason, v.Created.UTC().Format(time.RFC3339Nano), v.Config); err != nil {
 			return fmt.Errorf("store %s: validation: %w", s.path, err)
 		}
 	}
@@ -70,7 +72,7 @@ func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Vali
 
 // Validations returns a campaign's verdicts, oldest first.
 func (s *Store) Validations(campaignID int64) ([]Validation, error) {
-	rows, err := s.db.Query(`SELECT batch, range_name, candidate, rounds, default_mean, tuned_mean, gain, ci_low, ci_high,
+	rows, err := s.db.Query(`SELECT batch, range_name, candidate, config, rounds, default_mean, tuned_mean, gain, ci_low, ci_high,
 		verdict, reason, created_at FROM validations WHERE campaign_id = ? ORDER BY batch`, campaignID)
 	if err != nil {
 		return nil, err
@@ -81,7 +83,7 @@ func (s *Store) Validations(campaignID int64) ([]Validation, error) {
 		var v Validation
 		var dm, tm, g, lo, hi sql.NullFloat64
 		var created string
-		if err := rows.Scan(&v.Batch, &v.Range, &v.Candidate, &v.Rounds, &dm, &tm, &g, &lo, &hi, &v.Verdict, &v.Reason, &created); err != nil {
+		if err := rows.Scan(&v.Batch, &v.Range, &v.Candidate, &v.Config, &v.Rounds, &dm, &tm, &g, &lo, &hi, &v.Verdict, &v.Reason, &created); err != nil {
 			return nil, err
 		}
 		v.DefaultMean, v.TunedMean, v.Gain, v.CILow, v.CIHigh = orNaN(dm), orNaN(tm), orNaN(g), orNaN(lo), orNaN(hi)

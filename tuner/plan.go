@@ -93,13 +93,19 @@ func searched(settled []int) []bool {
 // for what follows.
 func searchSweep(sp *space.Space, settled []int) sweep {
 	ranges := searched(settled)
+	if !slices.Contains(ranges, true) {
+		return fullSweep(sp)
+	}
+	if len(sp.Workload) > 0 {
+		return sweep{sizes: sp.Sizes, ranges: ranges} // a settled collective is not launched
+	}
 	sizes := sp.Sizes.List()
-	lo := slices.IndexFunc(sizes, func(n int64) bool { r := sp.RangeOf(n); return r >= 0 && ranges[r] })
+	lo := slices.IndexFunc(sizes, func(n int64) bool { r := sp.RangeOf("", n); return r >= 0 && ranges[r] })
 	if lo < 0 {
 		return fullSweep(sp)
 	}
 	hi := len(sizes) - 1
-	for hi > lo && !(sp.RangeOf(sizes[hi]) >= 0 && ranges[sp.RangeOf(sizes[hi])]) {
+	for hi > lo && !(sp.RangeOf("", sizes[hi]) >= 0 && ranges[sp.RangeOf("", sizes[hi])]) {
 		hi--
 	}
 	sw := sweep{sizes: space.Sizes{Min: sizes[lo], Max: sizes[hi], Factor: sp.Sizes.Factor}, ranges: make([]bool, len(ranges))}
@@ -168,7 +174,7 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	sq := make([][]float64, len(sp.Ranges))
 	bw0, bw1 := results.BusBW(runs[0].Rows), results.BusBW(runs[1].Rows)
 	for i, row := range runs[0].Rows {
-		if r := sp.RangeOf(row.Size); r >= 0 && bw0[i] > 0 && bw1[i] > 0 {
+		if r := sp.RangeOf(row.Collective, row.Size); r >= 0 && bw0[i] > 0 && bw1[i] > 0 {
 			d := math.Log(bw0[i] / bw1[i])
 			sq[r] = append(sq[r], d*d/2)
 		}

@@ -101,7 +101,7 @@ var debugEnv = []string{"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,ENV,NET"}
 type session struct {
 	*Tuner
 	camp     store.Campaign
-	bench    runner.Benchmark
+	benches  []runner.Benchmark // per collective the trials measure (sp.Collectives())
 	run      Runner
 	sampler  search.Sampler
 	trials   []store.Trial // finished ones, in order
@@ -372,7 +372,7 @@ func (s *session) prune(ctx context.Context, a space.Assignment, t *store.Trial)
 // writer lock, and finds or creates the campaign. Nothing is stored before the
 // checks pass.
 func (t *Tuner) open(o Options) (*session, error) {
-	bench, run, err := t.launchable()
+	benches, run, err := t.launchable()
 	if err != nil {
 		return nil, err
 	}
@@ -386,20 +386,35 @@ func (t *Tuner) open(o Options) (*session, error) {
 	if _, err := t.Store.MarkInterrupted(camp.ID); err != nil {
 		return nil, err
 	}
-	s := &session{Tuner: t, camp: camp, bench: bench, run: run}
+	s := &session{Tuner: t, camp: camp, benches: benches, run: run}
 	s.prepare(fullSweep(t.Space))
 	return s, nil
 }
 
-// launchable checks that the benchmark and launcher can work: enough to
-// launch, nothing stored.
-func (t *Tuner) launchable() (runner.Benchmark, Runner, error) {
+// launchable checks that the benchmark of every collective the trials
+// measure and the launcher can work: enough to launch, nothing stored.
+func (t *Tuner) launchable() ([]runner.Benchmark, Runner, error) {
 	bench := t.Benchmark
 	if bench == nil {
 		var err error
 		if bench, err = runner.NewBenchmark(t.Space, nil); err != nil {
 			return nil, nil, err
 		}
+	}
+	var benches []runner.Benchmark
+	for _, coll := range t.Space.Collectives() {
+		b := bench
+		if coll != t.Space.Campaign.Collective {
+			other, ok := bench.(runner.Collectives)
+			if !ok {
+				return nil, nil, fmt.Errorf("the benchmark measures %s only; the workload names %s too", t.Space.Campaign.Collective, coll)
+			}
+			var err error
+			if b, err = other.For(coll); err != nil {
+				return nil, nil, err
+			}
+		}
+		benches = append(benches, b)
 	}
 	run := t.Runner
 	if run == nil {
@@ -411,7 +426,7 @@ func (t *Tuner) launchable() (runner.Benchmark, Runner, error) {
 		}
 		run = &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
 	}
-	return bench, run, nil
+	return benches, run, nil
 }
 
 // ErrAllFailing stops a campaign whose first trials, NCCL's defaults among
@@ -464,7 +479,51 @@ func (s *session) launch(ctx context.Context, p runner.Plan, a space.Assignment,
 			env = append(env, kv)
 		}
 	}
-	return s.run.Run(ctx, runner.Job{Benchmark: s.bench, Plan: p, Env: env, Timeout: s.Space.Benchmark.Timeout})
+	// One launch per collective the trial measures, each over its sweep.
+	var parts []runner.Result
+	for i, b := range s.benches {
+		plan := p
+		if len(s.Space.Workload) > 0 {
+			if !s.measured[i] {
+				continue // a settled collective of the workload
+			}
+			plan.Sizes = s.Space.Sweep(s.Space.Ranges[i].Collective)
+		}
+		res := s.run.Run(ctx, runner.Job{Benchmark: b, Plan: plan, Env: env, Timeout: s.Space.Benchmark.Timeout})
+		if res.Failure != nil && len(s.benches) > 1 {
+			res.Failure = &runner.Failure{Kind: res.Failure.Kind, Reason: s.Space.Ranges[i].Collective + ": " + res.Failure.Reason}
+		}
+		if parts = append(parts, res); res.Failure != nil {
+			break
+		}
+	}
+	return merged(parts)
+}
+
+// merged is the launches of one trial as one result: their commands run one
+// after the other, their outputs in turn, the first failure the trial's.
+func merged(parts []runner.Result) runner.Result {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	res := runner.Result{Started: parts[0].Started, Measurement: &runner.Measurement{}}
+	for i, p := range parts {
+		if i > 0 {
+			res.Command = append(res.Command, "&&")
+		}
+		res.Command = append(res.Command, p.Command...)
+		res.Output = append(res.Output, p.Output...)
+		res.Exit, res.Duration, res.Log = p.Exit, res.Duration+p.Duration, res.Log.Merge(p.Log)
+		if p.Failure != nil {
+			res.Failure, res.Measurement = p.Failure, nil
+			return res
+		}
+		m := res.Measurement
+		if m.Rows = append(m.Rows, p.Measurement.Rows...); i == 0 {
+			m.Ranks, m.Hosts, m.GPU = p.Measurement.Ranks, p.Measurement.Hosts, p.Measurement.GPU
+		}
+	}
+	return res
 }
 
 // sweep is the message sizes a launch measures and the ranges it covers.

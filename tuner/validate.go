@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -68,21 +67,21 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	for _, rs := range [][]results.RangeResult{choices, job.Ranges} {
 		for _, r := range rs {
 			if r.Best == nil || slices.ContainsFunc(candidates, func(c candidate) bool {
-				return c.result.Range == r.Range && c.result.Best.Number == r.Best.Number
+				return c.result.Range.Name == r.Range.Name && c.result.Best.Number == r.Best.Number
 			}) {
 				continue
 			}
 			k := 0
 			if r.Best.Number != 0 {
-				key := sp.Key(r.Best.Params)
-				if k = slices.IndexFunc(arms, func(a arm) bool { return sp.Key(a.assignment) == key }); k < 0 {
-					k = len(arms)
-					arms = append(arms, arm{name: fmt.Sprintf("trial %d", r.Best.Number), trial: r.Best.Number,
-						assignment: space.Assignment(r.Best.Params), env: r.Best.Env})
-				}
+				k = armOf(sp, &arms, fmt.Sprintf("trial %d", r.Best.Number), r.Best.Number, space.Assignment(r.Best.Params))
 			}
 			candidates = append(candidates, candidate{r, k})
 		}
+	}
+	// A workload's job runs one configuration, composed of each collective's choice: it is judged as a whole.
+	jobArm := -1
+	if len(sp.Workload) > 0 {
+		jobArm = armOf(sp, &arms, "job", -1, job.Assignment(sp))
 	}
 
 	runs, err := s.measure(ctx, arms, rounds)
@@ -92,21 +91,21 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	batch := time.Now().UnixNano()
 	var verdicts []store.Validation
 	for _, c := range candidates {
-		var def, tuned []store.ValidationRun
-		for _, run := range runs {
-			switch run.Arm {
-			case arms[0].name:
-				def = append(def, run)
-			case arms[c.arm].name:
-				tuned = append(tuned, run)
-			}
-		}
+		tuned := runsOf(runs, arms[c.arm].name)
 		if c.arm == 0 {
 			tuned = nil
 		}
-		v := results.Judge(c.result, tuned, def, rounds)
-		v.Batch, v.Created, v.Rounds, v.Range = batch, time.Now(), rounds, c.result.Range.Name
+		v := results.Judge(c.result, tuned, runsOf(runs, arms[0].name), rounds)
+		v.Config = sp.Key(arms[c.arm].assignment)
 		verdicts = append(verdicts, v)
+	}
+	if jobArm >= 0 {
+		v := results.JudgeJob(sp, runsOf(runs, arms[jobArm].name), runsOf(runs, arms[0].name), rounds)
+		v.Config = sp.Key(arms[jobArm].assignment)
+		verdicts = append(verdicts, v)
+	}
+	for i := range verdicts {
+		verdicts[i].Batch, verdicts[i].Created, verdicts[i].Rounds = batch, time.Now(), rounds
 	}
 	if err := s.Store.SaveValidation(s.camp.ID, runs, verdicts); err != nil {
 		return nil, err
@@ -125,16 +124,34 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	return verdicts, nil
 }
 
+// armOf is the index of the arm that measures assignment a, added as a new
+// arm (name, from trial) if none does yet.
+func armOf(sp *space.Space, arms *[]arm, name string, trial int, a space.Assignment) int {
+	key := sp.Key(a)
+	if k := slices.IndexFunc(*arms, func(x arm) bool { return sp.Key(x.assignment) == key }); k >= 0 {
+		return k
+	}
+	*arms = append(*arms, arm{name: name, trial: trial, assignment: a, env: sp.Env(a)})
+	return len(*arms) - 1
+}
+
+// runsOf are the runs of one arm.
+func runsOf(runs []store.ValidationRun, arm string) []store.ValidationRun {
+	var out []store.ValidationRun
+	for _, r := range runs {
+		if r.Arm == arm {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // jobAlone is the job's environment without a per-size setting: what its
 // trials set, less what a plugin sets per size.
 func jobAlone(sp *space.Space, job results.Job) space.Assignment {
 	for _, r := range job.Ranges {
 		if r.Best != nil {
-			a := maps.Clone(space.Assignment(r.Best.Params))
-			for _, name := range results.PerSize {
-				delete(a, name)
-			}
-			return a
+			return results.WithoutPerSize(sp, space.Assignment(r.Best.Params))
 		}
 	}
 	return space.Assignment{}

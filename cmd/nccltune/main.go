@@ -60,7 +60,7 @@ type usageError struct{ error }
 
 func newApp() *cli.App {
 	onUsageError := func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
-	commands := []*cli.Command{runCommand(), resumeCommand(), validateCommand(), statusCommand(), showCommand(), reportCommand(), exportCommand(), compareCommand(), doctorCommand(), benchCommand(), pluginCommand(), simCommand()}
+	commands := []*cli.Command{runCommand(), resumeCommand(), validateCommand(), statusCommand(), showCommand(), reportCommand(), exportCommand(), compareCommand(), doctorCommand(), benchCommand(), profileCommand(), pluginCommand(), simCommand()}
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
 	}

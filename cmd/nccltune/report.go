@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -66,11 +67,33 @@ func reportCommand() *cli.Command {
 			if err := printStatus(os.Stdout, st, l.camp.Name); err != nil {
 				return err
 			}
+			if len(l.space.Workload) > 0 {
+				printShares(os.Stdout, l)
+			}
 			printImportance(os.Stdout, l, imp)
 			fmt.Printf("plots: %s, %s\n", plots["busbw"], plots["convergence"])
 			return nil
 		},
 	}
+}
+
+// printShares shows each collective's share of the job's predicted
+// communication time, with NCCL's defaults and with the job's configuration.
+func printShares(w io.Writer, l *loaded) {
+	job := results.JobOf(l.space, l.trials, l.vals)
+	def, tuned := job.Times()
+	var totalDef, totalTuned float64
+	for i := range def {
+		totalDef, totalTuned = totalDef+def[i], totalTuned+tuned[i]
+	}
+	fmt.Fprintln(w, "the job's communication time, predicted from the workload's calls:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "collective\tNCCL defaults s\tshare\ttuned s\tshare\t")
+	for i, r := range job.Ranges {
+		fmt.Fprintf(tw, "%s\t%.4g\t%.0f%%\t%.4g\t%.0f%%\t\n", r.Range.Name, def[i], 100*def[i]/totalDef, tuned[i], 100*tuned[i]/totalTuned)
+	}
+	fmt.Fprintf(tw, "job\t%.4g\t\t%.4g\t%.2fx as fast\t\n", totalDef, totalTuned, totalDef/totalTuned)
+	tw.Flush()
 }
 
 func printImportance(w io.Writer, l *loaded, imp [][]results.Importance) {

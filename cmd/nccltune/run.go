@@ -190,7 +190,7 @@ func bestLine(sp *space.Space, p tuner.Progress) string {
 	for i, r := range sp.Ranges {
 		fmt.Fprintf(&b, " %s %s", r.Name, bw(p.Best[i]))
 	}
-	return b.String() + " " + sp.Benchmark.Unit()
+	return b.String() + " " + sp.Unit(sp.Ranges[0])
 }
 
 func trialLine(sp *space.Space, p tuner.Progress) string {
@@ -207,7 +207,7 @@ func trialLine(sp *space.Space, p tuner.Progress) string {
 	for i, r := range sp.Ranges {
 		fmt.Fprintf(&b, "%s %s (best %s) ", r.Name, bw(score(p.Trial, r.Name)), bw(p.Best[i]))
 	}
-	return strings.TrimSpace(b.String()) + " " + sp.Benchmark.Unit()
+	return strings.TrimSpace(b.String()) + " " + sp.Unit(sp.Ranges[0])
 }
 
 func firstLine(s string) string {

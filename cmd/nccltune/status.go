@@ -169,7 +169,7 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 			name, sum.Unconfirmed[name], sum.ByState[store.Complete])
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", l.space.Benchmark.Unit(), l.space.Benchmark.Unit())
+	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", l.space.Unit(l.space.Ranges[0]), l.space.Unit(l.space.Ranges[0]))
 	prev := ""
 	for i, r := range l.results {
 		trial, settings := "-", "-"
@@ -227,7 +227,17 @@ func validated(r results.RangeResult) string {
 
 // sizes shows a range's message sizes; a benchmark that does not sweep them has one objective.
 func sizes(sp *space.Space, r space.Range) string {
-	if !sp.Benchmark.Sweeps() {
+	switch {
+	case len(r.Calls) > 0:
+		lo, hi := r.Calls[0].Bytes, r.Calls[0].Bytes
+		for _, c := range r.Calls {
+			lo, hi = min(lo, c.Bytes), max(hi, c.Bytes)
+		}
+		if lo == hi {
+			return fmt.Sprintf("calls of %s", space.FormatSize(lo))
+		}
+		return fmt.Sprintf("calls of %s-%s", space.FormatSize(lo), space.FormatSize(hi))
+	case !sp.Benchmark.Sweeps():
 		return "whole run"
 	}
 	return space.FormatSize(r.Min) + "-" + space.FormatSize(r.Max)

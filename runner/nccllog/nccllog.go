@@ -7,6 +7,8 @@ package nccllog
 import (
 	"bufio"
 	"bytes"
+	"cmp"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -114,6 +116,23 @@ func Parse(output []byte) Log {
 		}
 	}
 	return l
+}
+
+// Merge is what two logs of one trial's launches say together.
+func (l Log) Merge(o Log) Log {
+	out := l
+	out.Read = maps.Clone(l.Read)
+	if out.Read == nil {
+		out.Read = map[string]string{}
+	}
+	maps.Copy(out.Read, o.Read)
+	out.Version = cmp.Or(l.Version, o.Version)
+	out.Network = cmp.Or(l.Network, o.Network)
+	out.Debug, out.GDR, out.RoCE = l.Debug || o.Debug, l.GDR || o.GDR, l.RoCE || o.RoCE
+	out.Channels, out.Nodes, out.Ranks = max(l.Channels, o.Channels), max(l.Nodes, o.Nodes), max(l.Ranks, o.Ranks)
+	out.Notes = append(slices.Clone(l.Notes), o.Notes...)
+	out.Decisions = append(slices.Clone(l.Decisions), o.Decisions...)
+	return out
 }
 
 // decide records a TUNING line's decision, once per operation and size.

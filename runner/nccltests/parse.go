@@ -27,7 +27,8 @@ type Measure struct {
 
 // Row is one message size of the sweep.
 type Row struct {
-	Size       int64 // bytes
+	Collective string // nccl-tests' name, set by whoever knows which benchmark printed it
+	Size       int64  // bytes
 	Count      int64 // elements
 	Type       string
 	Redop      string

@@ -1,0 +1,79 @@
+package tuner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// TestWorkloadCampaign tunes the example job's mix of collectives on the
+// simulated cluster: each trial measures every collective, each collective is
+// a range scored by its calls' predicted time, NCCL_ALGO is chosen per
+// collective, and the job's one configuration is validated as a whole and
+// exported, beside a plugin's rules for every collective.
+func TestWorkloadCampaign(t *testing.T) {
+	sp, err := space.Load("../examples/sim-2node-ib-workload.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Campaign.Trials = 16
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	for _, tr := range trials {
+		if tr.State != store.Complete {
+			continue
+		}
+		var colls []string
+		for _, r := range tr.Rows {
+			if !slices.Contains(colls, r.Collective) {
+				colls = append(colls, r.Collective)
+			}
+		}
+		if !slices.Equal(colls, sp.Collectives()) || len(tr.Scores) != 3 {
+			t.Fatalf("trial %d measured %v, scores %v", tr.Number, colls, tr.Scores)
+		}
+		if !strings.Contains(strings.Join(tr.Command, " "), "all_gather_perf") || !slices.Contains(tr.Command, "&&") {
+			t.Errorf("trial %d ran %v", tr.Number, tr.Command)
+		}
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	vals, _ := st.Validations(camp.ID)
+	decisions, _ := st.Decisions(camp.ID)
+	job := results.JobOf(sp, trials, vals)
+	if job.Validation == nil || job.Validation.Range != results.JobRange {
+		t.Fatalf("the job's configuration was not validated as a whole: %+v", vals)
+	}
+	def, tuned := job.Times()
+	if tuned[0]+tuned[1]+tuned[2] >= def[0]+def[1]+def[2] {
+		t.Errorf("the job's predicted time %v is not below the defaults' %v", tuned, def)
+	}
+	ex := export.Export{Space: sp, Campaign: camp, Results: results.Of(sp, trials, vals), Job: job, Decisions: decisions, Now: time.Now()}
+	dir := t.TempDir()
+	for _, format := range []string{"job", "plugin", "tuner-csv"} {
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+	}
+	envFile, _ := os.ReadFile(filepath.Join(dir, "nccl-job.env"))
+	if !strings.Contains(string(envFile), "the job: ") {
+		t.Errorf("nccl-job.env:\n%s", envFile)
+	}
+	rules, _ := os.ReadFile(filepath.Join(dir, "nccl_tuner.conf"))
+	for _, coll := range []string{"allreduce,", "allgather,", "reducescatter,"} {
+		if !strings.Contains(string(rules), "\n"+coll) {
+			t.Errorf("tuner-csv has no rule for %s:\n%s", coll, rules)
+		}
+	}
+}
