@@ -130,3 +130,18 @@ func TestLauncherChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatedCollectivesReadAsNCCLTests runs the simulated cluster for
+// every collective and reads its table as nccl-tests': the sizes nccl-tests
+// prints (a rank's share rounded to 16 bytes), its bus factors, every number
+// plausible.
+func TestSimulatedCollectivesReadAsNCCLTests(t *testing.T) {
+	for _, coll := range space.Collectives {
+		b := NCCLTests{Program: []string{os.Args[0], "-nodes=2", "-fabric=ib"}, Binary: coll + "_perf", Collective: coll, GPUs: 16, Check: true}
+		res := (&Runner{Launcher: Local{}, BaseEnv: BaseEnv()}).Run(context.Background(), Job{Benchmark: b,
+			Plan: Plan{Sizes: space.Sizes{Min: 8, Max: 1 << 30, Factor: 4}, Iters: 20, Warmup: 5}, Env: []string{"NCCL_DEBUG=INFO"}, Timeout: time.Minute})
+		if res.Failure != nil || len(res.Measurement.Rows) != 14 || res.Measurement.Ranks != 16 {
+			t.Errorf("%s: %v, %d rows\n%s", coll, res.Failure, len(res.Measurement.Rows), res.Output)
+		}
+	}
+}
