@@ -36,7 +36,7 @@ func Plot(results []Result, trials int, path string) error {
 					v = append(v, r.WorstMedianRegret(n))
 				}
 			}
-			xy = append(xy, plotter.XY{X: float64(n), Y: median(v)})
+			xy = append(xy, plotter.XY{X: float64(n), Y: Median(v)})
 		}
 		l, err := plotter.NewLine(xy)
 		if err != nil {

@@ -369,7 +369,7 @@ func (r Result) MedianRegret(rangeIdx, n int) float64 {
 	for _, run := range r.Runs {
 		v = append(v, run.Regret[rangeIdx][min(n, len(run.Regret[rangeIdx]))-1])
 	}
-	return median(v)
+	return Median(v)
 }
 
 // WorstMedianRegret is the largest per-range median regret after n trials.
@@ -399,7 +399,7 @@ func (r Result) TrialsToWithin(tol float64) float64 {
 		}
 		v = append(v, float64(n))
 	}
-	return median(v)
+	return Median(v)
 }
 
 // MedianSeconds is the median benchmark time spent by n trials.
@@ -408,10 +408,11 @@ func (r Result) MedianSeconds(n int) float64 {
 	for _, run := range r.Runs {
 		v = append(v, run.Seconds[min(n, len(run.Seconds))-1])
 	}
-	return median(v)
+	return Median(v)
 }
 
-func median(v []float64) float64 {
+// Median is the middle of v (the mean of the two middle values of an even count).
+func Median(v []float64) float64 {
 	sort.Float64s(v)
 	if len(v) == 0 {
 		return math.NaN()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -18,7 +19,7 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "measure nccltune itself",
-		Subcommands: []*cli.Command{{
+		Subcommands: []*cli.Command{benchJobCommand(), {
 			Name:  "search",
 			Usage: "search quality and campaign cost of each sampler on simulated clusters",
 			Description: "For each scenario (one NVLink node; 2, 8 and 32 nodes over InfiniBand; GDR left off;\n" +
@@ -125,5 +126,60 @@ func benchCommand() *cli.Command {
 				return nil
 			},
 		}},
+	}
+}
+
+func benchJobCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "job",
+		Usage: "how close nccl-job.env comes to the best single configuration for a workload",
+		Description: "Tunes the example workload (examples/sim-2node-ib-workload.toml: DDP's gradient all-reduces,\n" +
+			"FSDP's all-gathers and reduce-scatters, tiny all-reduces) on simulated clusters, validates, and\n" +
+			"scores the configuration `export --format job` would write by the simulator's noise-free\n" +
+			"truth: the job's predicted communication time against NCCL's defaults and against the best\n" +
+			"single configuration of the space, found by exhaustive search.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "scenarios", Value: strings.Join(quality.JobScenarios, ","), Usage: "comma-separated scenario names"},
+			&cli.IntFlag{Name: "seeds", Value: 5},
+			&cli.IntFlag{Name: "trials", Value: 60},
+			&cli.IntFlag{Name: "rounds", Value: 5, Usage: "validation rounds"},
+			&cli.Float64Flag{Name: "noise", Value: 0.02, Usage: "relative standard deviation of each measurement"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Int("trials") < space.MinTrials || c.Int("seeds") < 1 || c.Int("rounds") < 2 {
+				return usageError{fmt.Errorf("--trials must be at least %d, --seeds at least 1, --rounds at least 2", space.MinTrials)}
+			}
+			dir, err := os.MkdirTemp("", "nccltune-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			scenarios := strings.Split(c.String("scenarios"), ",")
+			o := quality.Options{Seeds: c.Int("seeds"), Trials: c.Int("trials"), Noise: c.Float64("noise"), NoiseTarget: space.DefaultNoiseTarget, Dir: dir}
+			runs, err := quality.MeasureJob(scenarios, o, c.Int("rounds"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(runs)
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "scenario\tdefaults s\tbest s\tjob file s (median)\tregret median\tregret worst\tgain over defaults\t")
+			for _, name := range scenarios {
+				rs := runs[name]
+				var exported, regret []float64
+				for _, r := range rs {
+					exported, regret = append(exported, r.Exported), append(regret, r.Regret())
+				}
+				slices.Sort(regret)
+				med := quality.Median(exported)
+				fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%.4g\t%.1f%%\t%.1f%%\t%+.1f%%\t\n", name, rs[0].Default, rs[0].Best, med,
+					100*quality.Median(regret), 100*regret[len(regret)-1], 100*(rs[0].Default/med-1))
+			}
+			return tw.Flush()
+		},
 	}
 }

@@ -13,6 +13,21 @@ var ErrWrongResults = errors.New("results would be wrong (LL128 forced where it 
 // each size for the collective under env, without noise: the ground truth for
 // search-quality benchmarks. An error is what NCCL (or the check) would report.
 func Evaluate(sc Scenario, coll string, env map[string]string, sizes []int64) ([]float64, error) {
+	times, err := Times(sc, coll, env, sizes)
+	if err != nil {
+		return nil, err
+	}
+	n := float64(sc.ranks())
+	out := make([]float64, len(sizes))
+	for i, t := range times {
+		out[i] = float64(sizes[i]) / t / 1e3 * math.Max(collectives[coll].busFactor(n), 0)
+	}
+	return out, nil
+}
+
+// Times returns the time (microseconds) of one operation of each size that
+// the scenario's true model gives the collective under env, without noise.
+func Times(sc Scenario, coll string, env map[string]string, sizes []int64) ([]float64, error) {
 	if err := sc.validate(); err != nil {
 		return nil, err
 	}
@@ -23,7 +38,6 @@ func Evaluate(sc Scenario, coll string, env map[string]string, sizes []int64) ([
 	if err != nil {
 		return nil, err
 	}
-	n := float64(sc.ranks())
 	out := make([]float64, len(sizes))
 	for i, size := range sizes {
 		algo, proto, ok := sc.choose(coll, float64(size), cfg)
@@ -33,8 +47,7 @@ func Evaluate(sc Scenario, coll string, env map[string]string, sizes []int64) ([
 		if proto == protoLL128 && cfg.ll128Corrupts && size >= 64<<10 {
 			return nil, ErrWrongResults
 		}
-		t := sc.predict(coll, float64(size), algo, proto, cfg, sc.truth())
-		out[i] = float64(size) / t / 1e3 * math.Max(collectives[coll].busFactor(n), 0)
+		out[i] = sc.predict(coll, float64(size), algo, proto, cfg, sc.truth())
 	}
 	return out, nil
 }
