@@ -155,7 +155,7 @@ type Benchmark struct {
 	// (21% on small messages on an H200), which would skew the baseline and
 	// the noise the iteration count is adapted to.
 	WarmLaunch bool
-	Args        []string      // extra arguments
+	Args       []string // extra arguments
 	// DDP step settings.
 	Python    string // interpreter; torchrun uses its own
 	Params    string // model size, e.g. "100M"

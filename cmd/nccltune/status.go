@@ -323,7 +323,9 @@ func exportCommand() *cli.Command {
 			"All ranges in one file: json. For one job that sends every size, with a tuner plugin that\n" +
 			"chooses the algorithm and protocol per size: plugin (nccltune's own plugin: nccltune.rules and\n" +
 			"nccl-plugin.env, the job's one environment) and tuner-csv (NCCL's example plugin:\n" +
-			"nccl_tuner.conf and nccl-tuner.env). Each file's header names the range, the campaign, what it\n" +
+			"nccl_tuner.conf and nccl-tuner.env). For a campaign with a [[workload]]: job (nccl-job.env,\n" +
+			"the one configuration that minimises the job's predicted communication time, per-collective\n" +
+			"algorithm and protocol included). Each file's header names the range, the campaign, what it\n" +
 			"was measured on, and the gain. A range whose best did not beat NCCL's defaults (validated,\n" +
 			"or by 1% unvalidated) gets only the pinned variables, and says so.",
 		Flags: []cli.Flag{storeFlag, campaignFlag,

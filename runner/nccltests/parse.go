@@ -29,7 +29,7 @@ type Measure struct {
 type Row struct {
 	Collective string // nccl-tests' name, set by whoever knows which benchmark printed it
 	Size       int64  // bytes
-	Count      int64 // elements
+	Count      int64  // elements
 	Type       string
 	Redop      string
 	Root       int // -1 where the collective has none, or the column is absent (older versions)
