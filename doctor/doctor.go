@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,7 @@ type Hardware struct {
 const (
 	portsCheck   = "InfiniBand/RoCE ports (ibstat)"
 	peermemCheck = "GPUDirect RDMA (nvidia_peermem)"
+	masterCheck  = "MASTER_ADDR reachable"
 )
 
 // HardwareOf reads the fabric from hardware results, of one node or of all:
@@ -246,7 +248,7 @@ func checkOMPI(ctx context.Context, o Options, _ *facts) Result {
 }
 
 func checkMaster(ctx context.Context, _ Options, _ *facts) Result {
-	r := Result{Layer: "hardware", Check: "MASTER_ADDR reachable"}
+	r := Result{Layer: "hardware", Check: masterCheck}
 	host := os.Getenv("MASTER_ADDR")
 	if host == "" {
 		r.Status, r.Detail = Skip, "MASTER_ADDR not set"
@@ -367,4 +369,51 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// GroupsAlike compares launcher.groups' groups of nodes, given each group's
+// nodes' results: trials that ran on different groups are compared with one
+// another, so the groups must be of one kind. Each node is known by its
+// hardware checks' verdicts (GPUs, ports, drivers, ...).
+func GroupsAlike(groups [][][]Result) Result {
+	r := Result{Layer: "hardware", Check: "groups of nodes alike (launcher.groups)"}
+	if len(groups) == 0 || len(groups[0]) == 0 {
+		r.Status, r.Detail = Skip, "the groups name no nodes (each is a simulated cluster of its own)"
+		return r
+	}
+	kinds := make([][]string, len(groups))
+	for g, nodes := range groups {
+		for _, results := range nodes {
+			kinds[g] = append(kinds[g], nodeKind(results))
+		}
+		slices.Sort(kinds[g])
+	}
+	var differ []string
+	for g := 1; g < len(groups); g++ {
+		if !slices.Equal(kinds[g], kinds[0]) {
+			differ = append(differ, fmt.Sprintf("group %d (%s) differs from group 0 (%s)", g, strings.Join(kinds[g], "; "), strings.Join(kinds[0], "; ")))
+		}
+	}
+	if len(differ) > 0 {
+		r.Status, r.Detail = Warn, strings.Join(differ, "; ")
+		r.Fix = "give launcher.groups nodes of one kind (srun --constraint, or a hostfile of like hosts): a trial's score depends on its group's hardware"
+		return r
+	}
+	r.Status, r.Detail = OK, fmt.Sprintf("%d groups of %d node(s), each: %s", len(groups), len(kinds[0]), strings.Join(slices.Compact(slices.Clone(kinds[0])), "; "))
+	return r
+}
+
+// nodeKind is one node's hardware as its checks saw it; the MASTER_ADDR
+// check is about the network's names, not the node.
+func nodeKind(results []Result) string {
+	var parts []string
+	for _, r := range results {
+		if r.Layer == "hardware" && r.Check != masterCheck && r.Status != Skip {
+			parts = append(parts, fmt.Sprintf("%s: %s %s", r.Check, r.Status, r.Detail))
+		}
+	}
+	if len(parts) == 0 {
+		return "no hardware checked"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +54,8 @@ type MPIRun struct {
 	MapBy    string
 	BindTo   string
 	Args     []string // extra launcher arguments, before the benchmark
+	// Hosts, instead of Hostfile, lists the hosts (one group's of launcher.groups).
+	Hosts []Host
 }
 
 func (m MPIRun) command() string { return or(m.Command, "mpirun") }
@@ -80,6 +81,17 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 			flag = "-f"
 		}
 		argv = append(argv, flag, m.Hostfile)
+	}
+	if len(m.Hosts) > 0 {
+		flag := "--host"
+		if !openmpi {
+			flag = "-hosts"
+		}
+		var list []string
+		for _, h := range m.Hosts {
+			list = append(list, h.String())
+		}
+		argv = append(argv, flag, strings.Join(list, ","))
 	}
 	if m.MapBy != "" {
 		argv = append(argv, "--map-by", m.MapBy)
@@ -127,72 +139,6 @@ func (m MPIRun) Check() error {
 	return errors.Join(errs...)
 }
 
-// HostfileHosts counts the hosts a hostfile lists.
-func HostfileHosts(path string) (int, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, fmt.Errorf("hostfile: %w", err)
-	}
-	n := 0
-	for _, line := range strings.Split(string(data), "\n") {
-		if text, _, _ := strings.Cut(line, "#"); strings.TrimSpace(text) != "" {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// HostfileSlots reads an Open MPI ("host slots=N") or MPICH ("host:N")
-// hostfile and returns its total slot count, or 0 if some host gives none
-// (mpirun then decides).
-func HostfileSlots(path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("hostfile: %w", err)
-	}
-	defer f.Close()
-	total, hosts, unknown := 0, 0, false
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		text, _, _ := strings.Cut(sc.Text(), "#")
-		fields := strings.Fields(text)
-		if len(fields) == 0 {
-			continue
-		}
-		hosts++
-		n := -1
-		if host, count, ok := strings.Cut(fields[0], ":"); ok && host != "" {
-			n, err = strconv.Atoi(count)
-			if err != nil {
-				return 0, fmt.Errorf("hostfile %s:%d: bad slot count %q", path, line, count)
-			}
-		}
-		for _, f := range fields[1:] {
-			if v, ok := strings.CutPrefix(f, "slots="); ok {
-				if n, err = strconv.Atoi(v); err != nil {
-					return 0, fmt.Errorf("hostfile %s:%d: bad slot count %q", path, line, v)
-				}
-			}
-		}
-		if n < 0 {
-			unknown = true
-		} else if n == 0 {
-			return 0, fmt.Errorf("hostfile %s:%d: zero slots", path, line)
-		}
-		total += max(n, 0)
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("hostfile %s: %w", path, err)
-	}
-	if hosts == 0 {
-		return 0, fmt.Errorf("hostfile %s lists no host", path)
-	}
-	if unknown {
-		return 0, nil
-	}
-	return total, nil
-}
-
 // Srun starts the ranks with Slurm's srun inside an existing allocation. The
 // trial's variables are in srun's environment and --export=ALL hands them to
 // every task: an --export=NAME=value list would split values at commas.
@@ -201,6 +147,8 @@ type Srun struct {
 	Nodes        int    // -N
 	TasksPerNode int    // --ntasks-per-node
 	Args         []string
+	// NodeList names the nodes (one group's of launcher.groups); empty: srun picks.
+	NodeList []string
 }
 
 func (s Srun) command() string { return or(s.Command, "srun") }
@@ -219,6 +167,9 @@ func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
 	}
 	if s.TasksPerNode > 0 {
 		argv = append(argv, "--ntasks-per-node", strconv.Itoa(s.TasksPerNode))
+	}
+	if len(s.NodeList) > 0 {
+		argv = append(argv, "--nodelist="+strings.Join(s.NodeList, ","))
 	}
 	argv = append(argv, s.Args...)
 	return append(argv, cmd...), nil

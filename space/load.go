@@ -75,6 +75,7 @@ type rawFile struct {
 		NProcPerNode          int    `toml:"nproc_per_node"`
 		RdzvEndpoint          string `toml:"rdzv_endpoint"`
 		Args                  []string
+		Groups                *int
 	}
 	Workload []struct {
 		Collective string
@@ -171,9 +172,12 @@ func (b *builder) build(raw *rawFile) *Space {
 	b.campaign(raw, s)
 	b.ranges(raw, s)
 	b.benchmark(raw, s)
-	b.launcher(raw, s)
 	for k, v := range raw.Simulator {
 		s.Simulator[k] = fmt.Sprint(v)
+	}
+	b.launcher(raw, s)
+	if err := s.CheckTrials(s.Campaign.Trials); err != nil {
+		b.errorf(b.loc.field("campaign", 0, "trials"), "campaign.trials: %v", err)
 	}
 	if s.Campaign.Prune && s.Benchmark.Kind == Command {
 		b.errorf(b.loc.field("campaign", 0, "prune"), "campaign.prune needs a benchmark with an iteration count to shorten; the user's command runs as written")
@@ -282,8 +286,6 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 	}
 	if s.Campaign.Trials == 0 {
 		s.Campaign.Trials = 50
-	} else if err := CheckTrials(s.Campaign.Trials); err != nil {
-		b.errorf(line("trials"), "campaign.trials: %v", err)
 	}
 	if s.Campaign.Objective != "busbw" {
 		b.errorf(line("objective"), "unknown objective %q (legal: busbw)", c.Objective)
@@ -549,8 +551,12 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 	r := raw.Launcher
 	s.Launcher = Launcher{Kind: orDefault(r.Kind, "local"), Command: r.Command, Flavor: r.Flavor, NP: r.NP,
 		Hostfile: r.Hostfile, MapBy: r.MapBy, BindTo: r.BindTo, Nodes: r.Nodes, TasksPerNode: r.TasksPerNode,
-		NProcPerNode: r.NProcPerNode, RdzvEndpoint: r.RdzvEndpoint, Args: r.Args}
+		NProcPerNode: r.NProcPerNode, RdzvEndpoint: r.RdzvEndpoint, Args: r.Args, Groups: 1}
 	line := func(key string) int { return b.loc.field("launcher", 0, key) }
+	if r.Groups != nil {
+		s.Launcher.Groups = *r.Groups
+		b.groups(line("groups"), s)
+	}
 	l := s.Launcher
 	// Each launcher takes only its own settings, so a typo'd kind cannot silently drop them.
 	for _, f := range []struct {
@@ -579,6 +585,24 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 		b.errorf(line("kind"), "launcher torchrun runs Python: it needs benchmark.kind = \"ddp\" or \"command\"")
 	case l.NP < 0 || l.Nodes < 0 || l.TasksPerNode < 0 || l.NProcPerNode < 0:
 		b.errorf(b.loc.section("launcher"), "launcher counts must be positive")
+	}
+}
+
+// groups checks launcher.groups: each group needs nodes of its own, split
+// from srun's allocation or mpirun's hostfile; a simulated cluster is one of
+// its own for every group.
+func (b *builder) groups(line int, s *Space) {
+	l := s.Launcher
+	switch {
+	case l.Groups < 1 || l.Groups > MaxGroups:
+		b.errorf(line, "launcher.groups must be 1 to %d, not %d", MaxGroups, l.Groups)
+	case l.Groups == 1:
+	case l.Kind == "srun" && l.Nodes == 0:
+		b.errorf(line, "launcher.groups = %d needs launcher.nodes, each group's node count: the allocation's nodes are split into groups of it", l.Groups)
+	case l.Kind == "mpirun" && l.Hostfile == "":
+		b.errorf(line, "launcher.groups = %d needs launcher.hostfile: its hosts are split into the groups", l.Groups)
+	case (l.Kind == "local" || l.Kind == "torchrun") && len(s.Simulator) == 0:
+		b.errorf(line, "launcher.groups = %d: launcher %s runs on this node only, which has no nodes to split; use srun or mpirun with a hostfile", l.Groups, l.Kind)
 	}
 }
 

@@ -65,10 +65,15 @@ type Campaign struct {
 // defaults (twice, for the run-to-run noise), so a third is the first to compare.
 const MinTrials = 3
 
-// CheckTrials checks a trial budget.
-func CheckTrials(n int) error {
-	if n < MinTrials {
-		return fmt.Errorf("the trial budget must be at least %d (trials 0 and 1 measure NCCL's defaults), not %d", MinTrials, n)
+// DefaultsTrials is how many trials measure NCCL's defaults, trials 0 to
+// DefaultsTrials-1: twice, for the run-to-run noise, and once on every group
+// of nodes, so that every group's baseline is known and a slow group shows.
+func (s *Space) DefaultsTrials() int { return max(MinTrials-1, s.Launcher.Groups) }
+
+// CheckTrials checks a trial budget: at least one trial after the defaults'.
+func (s *Space) CheckTrials(n int) error {
+	if min := s.DefaultsTrials() + 1; n < min {
+		return fmt.Errorf("the trial budget must be at least %d (trials 0 to %d measure NCCL's defaults%s), not %d", min, min-2, map[bool]string{true: ", one on each group"}[s.Launcher.Groups > 1], n)
 	}
 	return nil
 }
@@ -230,7 +235,14 @@ type Launcher struct {
 	NProcPerNode int    // torchrun --nproc-per-node
 	RdzvEndpoint string // torchrun --rdzv-endpoint
 	Args         []string
+	// Groups splits the allocation (srun's nodes, mpirun's hostfile) into
+	// this many disjoint groups of one shape, each running a trial at a time.
+	Groups int
 }
+
+// MaxGroups bounds launcher.groups: beyond it, the trials proposed before
+// the others' results are known would make the search a random one.
+const MaxGroups = 64
 
 // Param is one searched variable, or in a space whose workload holds
 // several collectives, one collective's part of NCCL_ALGO or NCCL_PROTO

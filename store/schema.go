@@ -100,6 +100,9 @@ var migrations = []string{
 	`ALTER TABLE results ADD COLUMN collective TEXT NOT NULL DEFAULT '';`,
 	// The configuration a verdict is on, by its key: the job's of a workload is composed, no trial's.
 	`ALTER TABLE validations ADD COLUMN config TEXT NOT NULL DEFAULT '';`,
+	// Which group of nodes (launcher.groups) ran a trial, and its nodes where known.
+	`ALTER TABLE trials ADD COLUMN node_group INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE trials ADD COLUMN nodes TEXT;`,
 }
 
 // SchemaVersion is the schema version this build writes.

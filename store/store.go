@@ -70,6 +70,8 @@ type Trial struct {
 	Rows          []nccltests.Row
 	NCCLLog       nccllog.Log        // what NCCL reported reading and using
 	Fingerprint   runner.Fingerprint // what it ran on
+	Group         int                // the group of nodes it ran on (launcher.groups), from 0
+	Nodes         []string           // the group's nodes, where the launcher names them
 }
 
 // Store is an open trial store.
@@ -218,12 +220,12 @@ func (s *Store) StartTrial(t *Trial) error {
 		return err
 	}
 	t.State, t.Started = Running, time.Now().UTC()
-	cols, err := encode(t.Params, t.Env)
+	cols, err := encode(t.Params, t.Env, t.Nodes)
 	if err != nil {
 		return fmt.Errorf("store %s: start trial %d: %w", s.path, t.Number, err)
 	}
-	res, err := s.db.Exec(`INSERT INTO trials(campaign_id, number, state, params, env, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		t.CampaignID, t.Number, t.State, cols[0], cols[1], t.Started.Format(time.RFC3339Nano))
+	res, err := s.db.Exec(`INSERT INTO trials(campaign_id, number, state, params, env, started_at, node_group, nodes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.CampaignID, t.Number, t.State, cols[0], cols[1], t.Started.Format(time.RFC3339Nano), t.Group, cols[2])
 	if err != nil {
 		return fmt.Errorf("store %s: start trial %d: %w", s.path, t.Number, err)
 	}
@@ -274,7 +276,7 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 }
 
 const trialColumns = `id, campaign_id, number, state, params, env, command, started_at, finished_at,
-	exit_code, failure_kind, failure_reason, scores, nccl_log, fingerprint`
+	exit_code, failure_kind, failure_reason, scores, nccl_log, fingerprint, node_group, nodes`
 
 // Trials returns a campaign's trials in order, with their result rows but
 // without their output.
@@ -334,11 +336,11 @@ type scanner interface{ Scan(...any) error }
 func scanTrial(sc scanner) (Trial, error) {
 	var t Trial
 	var params, env string
-	var command, finished, kind, reason, scores, log, fp sql.NullString
+	var command, finished, kind, reason, scores, log, fp, nodes sql.NullString
 	var started string
 	var exit sql.NullInt64
 	if err := sc.Scan(&t.ID, &t.CampaignID, &t.Number, &t.State, &params, &env, &command, &started, &finished,
-		&exit, &kind, &reason, &scores, &log, &fp); err != nil {
+		&exit, &kind, &reason, &scores, &log, &fp, &t.Group, &nodes); err != nil {
 		return t, err
 	}
 	t.Started, _ = time.Parse(time.RFC3339Nano, started)
@@ -348,7 +350,7 @@ func scanTrial(sc scanner) (Trial, error) {
 		src string
 		dst any
 	}{{params, &t.Params}, {env, &t.Env}, {command.String, &t.Command}, {scores.String, &t.Scores}, {log.String, &t.NCCLLog},
-		{fp.String, &t.Fingerprint}} {
+		{fp.String, &t.Fingerprint}, {nodes.String, &t.Nodes}} {
 		if f.src == "" || f.src == "null" {
 			continue
 		}

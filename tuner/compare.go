@@ -29,11 +29,11 @@ func (t *Tuner) Compare(ctx context.Context, a, b []string, rounds int) ([]Compa
 	if rounds < 2 {
 		return nil, fmt.Errorf("comparison needs at least 2 rounds, got %d", rounds)
 	}
-	benches, run, err := t.launchable()
+	benches, groups, err := t.launchable()
 	if err != nil {
 		return nil, err
 	}
-	s := &session{Tuner: t, benches: benches, run: run}
+	s := &session{Tuner: t, benches: benches, groups: groups}
 	s.prepare(fullSweep(t.Space))
 	arms := []arm{{name: "A", env: t.Space.Env(space.Assignment(space.EnvMap(a)))}, {name: "B", env: t.Space.Env(space.Assignment(space.EnvMap(b)))}}
 	runs, err := s.measure(ctx, arms, rounds)

@@ -9,37 +9,78 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
-// next returns the configuration trial n runs: NCCL's defaults for trials 0
-// and 1 (two runs of one configuration measure the run-to-run noise, see
-// Iterations), then the space's [[try_first]] configurations and the warm
-// start's known-good ones not yet tried, then the sampler's proposals for the
-// ranges not settled.
+// next returns the configuration trial n runs: NCCL's defaults for the
+// first trials (two runs of one configuration measure the run-to-run noise,
+// see Iterations; and each group of nodes measures them once), then the
+// space's [[try_first]] configurations and the warm start's known-good ones
+// not yet tried, then the sampler's proposals for the ranges not settled.
 func (s *session) next(n int) (space.Assignment, error) {
 	sp := s.Space
-	if n < 2 {
+	if n < sp.DefaultsTrials() {
 		return Defaults(sp), nil
 	}
 	queued := sp.TryFirst
 	if sp.Campaign.WarmStart {
 		queued = append(slices.Clone(queued), sp.WarmStart(fabric(s.trials))...)
 	}
+	var pending []space.Assignment // launched before n, not yet told
+	for m := s.told; m < n; m++ {
+		if t, ok := s.untold[m]; ok {
+			pending = append(pending, t.Params)
+		}
+	}
 	tried := map[string]bool{}
 	for _, t := range s.trials {
 		tried[sp.Key(t.Params)] = true
+	}
+	for _, a := range pending {
+		tried[sp.Key(a)] = true
 	}
 	for _, a := range queued {
 		if !tried[sp.Key(a)] {
 			return a, nil
 		}
 	}
-	if f, ok := s.sampler.(focuser); ok {
+	sampler, err := s.liar(pending)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := sampler.(focuser); ok {
 		f.Focus(searched(s.settled))
 	}
-	return s.sampler.Ask(n)
+	return sampler.Ask(n)
+}
+
+// liar returns the sampler to propose from while the pending configurations
+// run: the session's own if none is pending, else a fresh one told the same
+// trials and each pending configuration as failed (a constant liar, the
+// worst score), so that it proposes none of them again and looks elsewhere
+// for the time being.
+func (s *session) liar(pending []space.Assignment) (search.Sampler, error) {
+	if len(pending) == 0 {
+		return s.sampler, nil
+	}
+	sp := s.Space
+	sm, err := search.New(s.camp.Sampler, sp, s.camp.Seed)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range s.trials {
+		if err := sm.Tell(space.Assignment(t.Params), scoreList(sp, t)); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range pending {
+		if err := sm.Tell(a, nil); err != nil {
+			return nil, err
+		}
+	}
+	return sm, nil
 }
 
 // focuser is a sampler that can leave settled ranges out of its proposals.

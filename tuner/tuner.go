@@ -100,16 +100,29 @@ var debugEnv = []string{"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,ENV,NET"}
 // the campaign has learnt so far.
 type session struct {
 	*Tuner
-	camp     store.Campaign
-	benches  []runner.Benchmark // per collective the trials measure (sp.Collectives())
-	run      Runner
-	sampler  search.Sampler
-	trials   []store.Trial // finished ones, in order
-	best     []float64     // per range, of the completed trials
-	settled  []int         // per range, see Settled
-	plan     runner.Plan   // of the next launches
-	measured []bool        // per range: the plan's sweep measures it
-	warm     bool          // the session's warm-up launch has run
+	camp    store.Campaign
+	benches []runner.Benchmark // per collective the trials measure (sp.Collectives())
+	groups  []*group           // launcher.groups; validation and simplification run on the first
+	sampler search.Sampler
+	// trials are the finished trials told to the sampler, numbers 0 to
+	// told-1 in order: what the next proposal is made from (see need).
+	trials   []store.Trial
+	told     int
+	untold   map[int]store.Trial // launched, numbered told or later: finished, or still running
+	best     []float64           // per range, of the told trials
+	settled  []int               // per range, see Settled
+	plan     runner.Plan         // of the next launches
+	measured []bool              // per range: the plan's sweep measures it
+	note     string              // how the next launches changed, for the next Progress
+	stopped  bool                // every range settled: no more trials are proposed
+}
+
+// group is one of launcher.groups as a session runs trials on it, one at a time.
+type group struct {
+	index int
+	nodes []string
+	run   Runner
+	warm  bool // its warm-up launch has run
 }
 
 // Run runs the campaign until its trial budget is spent, resuming it if the
@@ -120,35 +133,15 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	done, err := s.resume(o)
+	todo, err := s.resume(o)
 	if err != nil {
 		return err
 	}
-	s.prepare(searchSweep(t.Space, s.settled))
-	for n := done; n < s.camp.Budget; n++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		a, err := s.next(n)
-		if err != nil {
-			return fmt.Errorf("trial %d: %w", n, err)
-		}
-		tr, err := s.trial(ctx, n, a)
-		if err != nil {
-			return err
-		}
-		s.settled = Settled(t.Space, s.trials)
-		note := s.prepare(searchSweep(t.Space, s.settled))
-		if t.Progress != nil {
-			t.Progress(Progress{Trial: *tr, Done: n + 1, Budget: s.camp.Budget, Best: slices.Clone(s.best), Note: note})
-		}
-		if !slices.Contains(s.settled, -1) && n+1 < s.camp.Budget {
-			s.camp.Stopped = fmt.Sprintf("stopped after trial %d: every range settled (patience): %s", n, describeSettled(t.Space, s.settled))
-			if err := t.Store.UpdateSettings(s.camp); err != nil {
-				return err
-			}
-			break
-		}
+	if err := s.search(ctx, todo); err != nil {
+		return err
+	}
+	if err := s.tell(math.MaxInt); err != nil {
+		return err
 	}
 	if !slices.ContainsFunc(s.trials, func(t store.Trial) bool { return t.State == store.Complete }) {
 		return fmt.Errorf("%w: all %d of them; see `nccltune status` and `nccltune show 0`", ErrAllFailed, len(s.trials))
@@ -167,40 +160,242 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 	return nil
 }
 
-// resume replays the stored trials into a fresh sampler and returns the
-// number of the next trial to run.
-func (s *session) resume(o Options) (int, error) {
+// resume finds the stored trials and returns the numbers of those still to
+// run: every one below the budget not finished (an interrupted trial runs
+// again under its number). The finished ones are told to a fresh sampler as
+// the trials to come need them (see need).
+func (s *session) resume(o Options) ([]int, error) {
 	sp := s.Space
 	var err error
 	if s.sampler, err = search.New(s.camp.Sampler, sp, s.camp.Seed); err != nil {
-		return 0, err
+		return nil, err
 	}
 	trials, err := s.Store.Trials(s.camp.ID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	// Interrupted trials are history only: each runs again under its number.
-	s.trials = slices.DeleteFunc(trials, func(t store.Trial) bool { return !t.State.Finished() })
-	s.best = make([]float64, len(sp.Ranges))
-	done := 0
-	for _, t := range s.trials {
-		if err := s.learn(t); err != nil {
-			return 0, fmt.Errorf("resume: trial %d: %w", t.Number, err)
+	s.untold, s.best = map[int]store.Trial{}, make([]float64, len(sp.Ranges))
+	for _, t := range trials {
+		if t.State.Finished() {
+			s.untold[t.Number] = t
 		}
-		done = max(done, t.Number+1)
+	}
+	var todo []int
+	for n := range s.camp.Budget {
+		if _, ok := s.untold[n]; !ok {
+			todo = append(todo, n)
+		}
 	}
 	if s.camp.Stopped != "" {
 		if o.Trials == 0 && sp.Campaign.Patience > 0 {
-			done = s.camp.Budget // it converged: run no more unless told a new budget
+			todo = nil // it converged: run no more unless told a new budget
 		} else {
 			s.camp.Stopped = ""
 			if err := s.Store.UpdateSettings(s.camp); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 	}
-	s.settled = Settled(sp, s.trials)
-	return done, nil
+	return todo, nil
+}
+
+// need is how many trials, numbers 0 to need(n)-1, trial n is proposed
+// from. The trials launched after them are pending when it is proposed,
+// even one that has finished since: so a proposal never depends on which
+// group finished first, and a resumed campaign proposes what an
+// uninterrupted one would. With one group it is every trial before n. The
+// defaults' trials are proposed from nothing, and every later trial waits
+// for all of them: their log says which remedies the warm start tries, and
+// their noise what the iteration count is.
+func (s *session) need(n int) int {
+	d := s.Space.DefaultsTrials()
+	if n < d {
+		return 0
+	}
+	return max(n-len(s.groups)+1, d)
+}
+
+// search runs the trials numbered todo, in order, one on each group at a
+// time, until they are done, every range has settled, or something stops
+// the campaign (an interrupt, a store error, every trial failing alike);
+// then the trials still running are stopped and recorded as interrupted,
+// to run again on resume.
+func (s *session) search(parent context.Context, todo []int) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	type back struct {
+		trial *store.Trial
+		group *group
+	}
+	finished := make(chan back)
+	idle := slices.Clone(s.groups)
+	var failure error
+	fail := func(err error) {
+		if failure == nil {
+			failure = err
+			cancel()
+		}
+	}
+	end := func(t *store.Trial) {
+		if err := s.end(ctx, t); err != nil {
+			fail(err)
+		} else if s.Progress != nil {
+			s.Progress(Progress{Trial: *t, Done: s.finished(), Budget: s.camp.Budget, Best: slices.Clone(s.best), Note: s.note})
+			s.note = ""
+		}
+	}
+	for running := 0; ; {
+		for failure == nil && ctx.Err() == nil && !s.stopped && len(todo) > 0 && len(idle) > 0 && s.ready(todo[0]) {
+			g := idle[0]
+			t, err := s.begin(todo[0], g)
+			if err != nil {
+				fail(err)
+			}
+			if t == nil {
+				break // failed, or every range has settled
+			}
+			todo = todo[1:]
+			if t.State.Finished() { // not launched: an invalid configuration
+				end(t)
+				continue
+			}
+			idle = idle[1:]
+			running++
+			w := s.work()
+			go func() {
+				s.execute(ctx, g, t, w)
+				finished <- back{t, g}
+			}()
+		}
+		if running == 0 {
+			break
+		}
+		b := <-finished
+		running--
+		idle = append(idle, b.group)
+		end(b.trial)
+	}
+	if failure != nil {
+		return failure
+	}
+	return parent.Err()
+}
+
+// ready reports whether trial n can be proposed: every trial it is
+// proposed from has finished.
+func (s *session) ready(n int) bool {
+	for m := s.told; m < s.need(n); m++ {
+		if t, ok := s.untold[m]; ok && !t.State.Finished() {
+			return false
+		}
+	}
+	return true
+}
+
+// begin proposes trial n from the trials before need(n) and starts it on
+// group g (see start). It returns nil, and records that the campaign
+// stopped, once every range has settled.
+func (s *session) begin(n int, g *group) (*store.Trial, error) {
+	if err := s.tell(s.need(n)); err != nil {
+		return nil, err
+	}
+	s.settled = Settled(s.Space, s.trials)
+	if note := s.prepare(searchSweep(s.Space, s.settled)); note != "" {
+		s.note = note
+	}
+	if !slices.Contains(s.settled, -1) {
+		s.stopped = true
+		s.camp.Stopped = fmt.Sprintf("stopped after trial %d: every range settled (patience): %s",
+			s.trials[len(s.trials)-1].Number, describeSettled(s.Space, s.settled))
+		return nil, s.Store.UpdateSettings(s.camp)
+	}
+	a, err := s.next(n)
+	if err != nil {
+		return nil, fmt.Errorf("trial %d: %w", n, err)
+	}
+	return s.start(n, a, g)
+}
+
+// start stores trial n with assignment a as running on group g, and fails
+// it at once, not launched, if the space's checks refuse it.
+func (s *session) start(n int, a space.Assignment, g *group) (*store.Trial, error) {
+	sp := s.Space
+	t := &store.Trial{CampaignID: s.camp.ID, Number: n, Params: a, Env: sp.Env(a), Group: g.index, Nodes: g.nodes}
+	if err := s.Store.StartTrial(t); err != nil {
+		return nil, err
+	}
+	s.untold[n] = *t
+	if err := sp.Check(a); err != nil {
+		// NCCL would refuse it. It costs nothing and teaches the sampler.
+		t.State, t.FailureKind, t.FailureReason, t.Finished = store.Failed, string(runner.FailInvalid), err.Error(), time.Now()
+	}
+	return t, nil
+}
+
+// work is what a launch needs of the session, taken when its trial starts:
+// the trials that finish meanwhile change the session, not the trial.
+type work struct {
+	plan     runner.Plan
+	measured []bool
+	best     []float64
+}
+
+func (s *session) work() work {
+	return work{plan: s.plan, measured: slices.Clone(s.measured), best: slices.Clone(s.best)}
+}
+
+// execute runs trial t on group g: its quick pass if the campaign prunes,
+// then, unless that settled it, its full run.
+func (s *session) execute(ctx context.Context, g *group, t *store.Trial, w work) {
+	if !s.prune(ctx, g, t, w.best) {
+		s.record(t, s.launch(ctx, g, w.plan, t.Params, t.Env, strconv.Itoa(t.Number)), w.measured)
+	}
+}
+
+// end stores a finished trial, or an interrupted one, which runs again later.
+func (s *session) end(ctx context.Context, t *store.Trial) error {
+	if err := s.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
+		return err
+	}
+	s.untold[t.Number] = *t
+	if t.State == store.Interrupted {
+		return ctx.Err()
+	}
+	var others []store.Trial
+	for _, u := range s.untold {
+		if u.State.Finished() && u.Number != t.Number {
+			others = append(others, u)
+		}
+	}
+	return failingThroughout(append(others, s.trials...), *t)
+}
+
+// finished counts the finished trials.
+func (s *session) finished() int {
+	n := len(s.trials)
+	for _, t := range s.untold {
+		if t.State.Finished() {
+			n++
+		}
+	}
+	return n
+}
+
+// tell tells the sampler, in order, every trial numbered below n that is
+// not yet told (all of them finished), and raises the best scores.
+func (s *session) tell(n int) error {
+	for ; s.told < n && len(s.untold) > 0; s.told++ {
+		t, ok := s.untold[s.told]
+		if !ok {
+			continue // no trial was stored under this number
+		}
+		delete(s.untold, s.told)
+		s.trials = append(s.trials, t)
+		if err := s.learn(t); err != nil {
+			return fmt.Errorf("trial %d: %w", t.Number, err)
+		}
+	}
+	return nil
 }
 
 // learn tells the sampler a finished trial and raises the ranges' best scores.
@@ -214,35 +409,21 @@ func (s *session) learn(t store.Trial) error {
 	return s.sampler.Tell(space.Assignment(t.Params), scores)
 }
 
-// trial runs trial n with assignment a: it is stored as running, checked,
-// perhaps pruned, launched, stored with its outcome, and learnt from.
+// trial runs trial n with assignment a on the first group, and tells it:
+// after the search, trials run one at a time.
 func (s *session) trial(ctx context.Context, n int, a space.Assignment) (*store.Trial, error) {
-	sp := s.Space
-	t := &store.Trial{CampaignID: s.camp.ID, Number: n, Params: a, Env: sp.Env(a)}
-	if err := s.Store.StartTrial(t); err != nil {
+	g := s.groups[0]
+	t, err := s.start(n, a, g)
+	if err != nil {
 		return nil, err
 	}
-	if err := sp.Check(a); err != nil {
-		// Not launched: NCCL would refuse it. It costs nothing and teaches the sampler.
-		t.State, t.FailureKind, t.FailureReason, t.Finished = store.Failed, string(runner.FailInvalid), err.Error(), time.Now()
-	} else if !s.prune(ctx, a, t) {
-		s.record(t, s.launch(ctx, s.plan, a, t.Env, strconv.Itoa(n)), s.measured)
+	if !t.State.Finished() {
+		s.execute(ctx, g, t, s.work())
 	}
-	// Record even when stopped, so the interrupted trial is visible and re-run later.
-	if err := s.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
+	if err := s.end(ctx, t); err != nil {
 		return nil, err
 	}
-	if t.State == store.Interrupted {
-		return nil, ctx.Err()
-	}
-	if err := failingThroughout(s.trials, *t); err != nil {
-		return nil, err
-	}
-	s.trials = append(s.trials, *t)
-	if err := s.learn(*t); err != nil {
-		return nil, fmt.Errorf("trial %d: %w", n, err)
-	}
-	return t, nil
+	return t, s.tell(n + 1)
 }
 
 // simplify tries, for each range's chosen configuration, leaving out each of
@@ -346,21 +527,22 @@ const PruneMargin = 0.3
 // quickIters is how many timed iterations the quick pass runs (one warm-up).
 const quickIters = 2
 
-// prune runs the quick pass when the campaign prunes; it reports whether that
-// settled the trial (failed, or pruned), so that the full run is not needed.
-func (s *session) prune(ctx context.Context, a space.Assignment, t *store.Trial) bool {
+// prune runs the quick pass of trial t on group g when the campaign prunes;
+// it reports whether that settled the trial (failed, or pruned, against the
+// best scores best), so that the full run is not needed.
+func (s *session) prune(ctx context.Context, g *group, t *store.Trial, best []float64) bool {
 	sp := s.Space
-	if !sp.Campaign.Prune || t.Number == 0 || !slices.ContainsFunc(s.best, func(b float64) bool { return b > 0 }) {
+	if !sp.Campaign.Prune || t.Number == 0 || !slices.ContainsFunc(best, func(b float64) bool { return b > 0 }) {
 		return false
 	}
 	full := fullSweep(sp)
 	quick := runner.Plan{Sizes: full.sizes, Iters: quickIters, Warmup: 1}
-	s.record(t, s.launch(ctx, quick, a, t.Env, strconv.Itoa(t.Number)+"-quick"), full.ranges)
+	s.record(t, s.launch(ctx, g, quick, t.Params, t.Env, strconv.Itoa(t.Number)+"-quick"), full.ranges)
 	if t.State != store.Complete {
 		return true // a failure (or an interrupt) is as telling in a quick pass
 	}
 	for i, r := range sp.Ranges {
-		if t.Scores[r.Name] >= s.best[i]*(1-PruneMargin) {
+		if t.Scores[r.Name] >= best[i]*(1-PruneMargin) {
 			return false // it may compete somewhere: run it in full
 		}
 	}
@@ -372,7 +554,7 @@ func (s *session) prune(ctx context.Context, a space.Assignment, t *store.Trial)
 // writer lock, and finds or creates the campaign. Nothing is stored before the
 // checks pass.
 func (t *Tuner) open(o Options) (*session, error) {
-	benches, run, err := t.launchable()
+	benches, groups, err := t.launchable()
 	if err != nil {
 		return nil, err
 	}
@@ -386,14 +568,15 @@ func (t *Tuner) open(o Options) (*session, error) {
 	if _, err := t.Store.MarkInterrupted(camp.ID); err != nil {
 		return nil, err
 	}
-	s := &session{Tuner: t, camp: camp, benches: benches, run: run}
+	s := &session{Tuner: t, camp: camp, benches: benches, groups: groups}
 	s.prepare(fullSweep(t.Space))
 	return s, nil
 }
 
 // launchable checks that the benchmark of every collective the trials
-// measure and the launcher can work: enough to launch, nothing stored.
-func (t *Tuner) launchable() ([]runner.Benchmark, Runner, error) {
+// measure and the launcher can work, and splits the nodes into
+// launcher.groups: enough to launch, nothing stored.
+func (t *Tuner) launchable() ([]runner.Benchmark, []*group, error) {
 	bench := t.Benchmark
 	if bench == nil {
 		var err error
@@ -416,17 +599,27 @@ func (t *Tuner) launchable() ([]runner.Benchmark, Runner, error) {
 		}
 		benches = append(benches, b)
 	}
-	run := t.Runner
-	if run == nil {
-		launcher := runner.NewLauncher(t.Space.Launcher)
-		if ch, ok := launcher.(runner.Checker); ok {
+	if t.Runner != nil {
+		groups := make([]*group, max(t.Space.Launcher.Groups, 1))
+		for i := range groups {
+			groups[i] = &group{index: i, run: t.Runner}
+		}
+		return benches, groups, nil
+	}
+	split, err := runner.Groups(t.Space.Launcher)
+	if err != nil {
+		return nil, nil, err
+	}
+	var groups []*group
+	for i, g := range split {
+		if ch, ok := g.Launcher.(runner.Checker); ok {
 			if err := ch.Check(); err != nil {
 				return nil, nil, err
 			}
 		}
-		run = &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
+		groups = append(groups, &group{index: i, nodes: g.Nodes, run: &runner.Runner{Launcher: g.Launcher, BaseEnv: runner.BaseEnv()}})
 	}
-	return benches, run, nil
+	return benches, groups, nil
 }
 
 // ErrAllFailing stops a campaign whose first trials, NCCL's defaults among
@@ -462,14 +655,14 @@ func Defaults(sp *space.Space) space.Assignment {
 	return a
 }
 
-// launch runs the benchmark once under plan p with an assignment's
+// launch runs the benchmark once on group g under plan p with an assignment's
 // environment (env) and options, and NCCL's debug log unless env or the
 // user has set its variables.
-func (s *session) launch(ctx context.Context, p runner.Plan, a space.Assignment, env []string, label string) runner.Result {
-	if !s.warm && s.Space.Benchmark.WarmLaunch {
-		s.warm = true
+func (s *session) launch(ctx context.Context, g *group, p runner.Plan, a space.Assignment, env []string, label string) runner.Result {
+	if !g.warm && s.Space.Benchmark.WarmLaunch {
+		g.warm = true
 		defaults := Defaults(s.Space)
-		s.launch(ctx, p, defaults, s.Space.Env(defaults), "warm-up") // not recorded: a cold GPU's first launch runs slow
+		s.launch(ctx, g, p, defaults, s.Space.Env(defaults), "warm-up") // not recorded: a cold GPU's first launch runs slow
 	}
 	p.Args, p.Label = s.Space.Args(a), label
 	set := space.EnvMap(env)
@@ -489,7 +682,7 @@ func (s *session) launch(ctx context.Context, p runner.Plan, a space.Assignment,
 			}
 			plan.Sizes = s.Space.Sweep(s.Space.Ranges[i].Collective)
 		}
-		res := s.run.Run(ctx, runner.Job{Benchmark: b, Plan: plan, Env: env, Timeout: s.Space.Benchmark.Timeout})
+		res := g.run.Run(ctx, runner.Job{Benchmark: b, Plan: plan, Env: env, Timeout: s.Space.Benchmark.Timeout})
 		if res.Failure != nil && len(s.benches) > 1 {
 			res.Failure = &runner.Failure{Kind: res.Failure.Kind, Reason: s.Space.Ranges[i].Collective + ": " + res.Failure.Reason}
 		}
@@ -621,7 +814,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 	if o.Sampler != "" {
 		camp.Sampler = o.Sampler
 	}
-	if err := space.CheckTrials(camp.Budget); err != nil {
+	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}
 	if fresh {

@@ -112,7 +112,35 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 		all = append(all, nodes[i].Results...)
 	}
 	nccl := doctor.NCCL(ctx, doctor.Options{Probe: probe, Launcher: launcher, Env: sp.Env(space.Assignment{})}, doctor.HardwareOf(all))
-	return nodes, []doctor.Result{nccl, clockSkew(nodes)}, nil
+	cluster := []doctor.Result{nccl, clockSkew(nodes)}
+	if sp.Launcher.Groups > 1 {
+		cluster = append(cluster, groupsAlike(sp.Launcher, nodes))
+	}
+	return nodes, cluster, nil
+}
+
+// groupsAlike checks that launcher.groups splits the nodes into groups of
+// one kind, from the nodes' own reports.
+func groupsAlike(l space.Launcher, nodes []nodeReport) doctor.Result {
+	groups, err := runner.Groups(l)
+	if err != nil {
+		return doctor.Result{Layer: "hardware", Check: "groups of nodes alike (launcher.groups)", Status: doctor.Fail, Detail: err.Error(),
+			Fix: "make the allocation (or hostfile) hold launcher.groups x the nodes of one group"}
+	}
+	short := func(h string) string { h, _, _ = strings.Cut(h, "."); return h }
+	byHost := map[string][]doctor.Result{}
+	for _, n := range nodes {
+		byHost[short(n.Host)] = n.Results
+	}
+	var results [][][]doctor.Result
+	for _, g := range groups {
+		var nodes [][]doctor.Result
+		for _, name := range g.Nodes {
+			nodes = append(nodes, byHost[short(name)])
+		}
+		results = append(results, nodes)
+	}
+	return doctor.GroupsAlike(results)
 }
 
 // fanOut runs `nccltune doctor --node` once per node through mpirun or srun;
@@ -127,13 +155,15 @@ func fanOut(ctx context.Context, l space.Launcher, python string) ([]nodeReport,
 	case "mpirun":
 		n := 1
 		if l.Hostfile != "" {
-			if n, err = runner.HostfileHosts(l.Hostfile); err != nil {
+			hosts, err := runner.HostfileHosts(l.Hostfile)
+			if err != nil {
 				return nil, err
 			}
+			n = len(hosts)
 		}
 		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: n, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: l.Args}
 	case "srun":
-		launcher = runner.Srun{Command: l.Command, Nodes: l.Nodes, TasksPerNode: 1, Args: l.Args}
+		launcher = runner.Srun{Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: l.Args}
 	default:
 		return []nodeReport{{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil
 	}

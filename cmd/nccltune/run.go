@@ -87,7 +87,7 @@ func resumeCommand() *cli.Command {
 func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	o.Trials, o.Sampler = c.Int("trials"), c.String("sampler")
 	if c.IsSet("trials") {
-		if err := space.CheckTrials(o.Trials); err != nil {
+		if err := sp.CheckTrials(o.Trials); err != nil {
 			return usageError{fmt.Errorf("--trials: %w", err)}
 		}
 	}

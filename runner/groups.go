@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// Group is one of launcher.groups: a launcher bound to nodes of its own, so
+// that trials on different groups run at the same time without sharing a GPU
+// or a link.
+type Group struct {
+	Launcher Launcher
+	Nodes    []string // the group's nodes, where the launcher names them
+}
+
+// Groups splits the launcher's nodes into l.Groups disjoint groups of one
+// shape: srun's allocation into groups of l.Nodes nodes, mpirun's hostfile
+// into groups of as many hosts. A simulated cluster is one of its own for
+// every group, so a local launcher is the same for each. Nodes beyond the
+// groups' are left idle.
+func Groups(l space.Launcher) ([]Group, error) {
+	n := max(l.Groups, 1)
+	if n == 1 {
+		return []Group{{Launcher: NewLauncher(l)}}, nil
+	}
+	var hosts []Host
+	switch l.Kind {
+	case "srun":
+		names, err := AllocationNodes()
+		if err != nil {
+			return nil, err
+		}
+		if need := n * l.Nodes; len(names) < need {
+			return nil, fmt.Errorf("launcher.groups: %d groups of %d nodes need %d nodes; the allocation has %d (%s)", n, l.Nodes, need, len(names), strings.Join(names, ","))
+		}
+		for _, name := range names[:n*l.Nodes] {
+			hosts = append(hosts, Host{Name: name})
+		}
+	case "mpirun":
+		all, err := HostfileHosts(l.Hostfile)
+		if err != nil {
+			return nil, err
+		}
+		if len(all)%n != 0 {
+			return nil, fmt.Errorf("launcher.groups: hostfile %s lists %d hosts, which do not split into %d groups of one shape", l.Hostfile, len(all), n)
+		}
+		for _, h := range all {
+			if h.Slots == 0 {
+				return nil, fmt.Errorf("launcher.groups: hostfile %s gives host %s no slot count (host slots=N, or host:N): a group's host list must carry it", l.Hostfile, h.Name)
+			}
+		}
+		hosts = all
+	default:
+		groups := make([]Group, n)
+		for i := range groups {
+			groups[i].Launcher = NewLauncher(l)
+		}
+		return groups, nil
+	}
+	size := len(hosts) / n
+	groups := make([]Group, n)
+	for i := range groups {
+		part := hosts[i*size : (i+1)*size]
+		var names []string
+		for _, h := range part {
+			names = append(names, h.Name)
+		}
+		groups[i].Nodes = names
+		switch launcher := NewLauncher(l).(type) {
+		case Srun:
+			launcher.NodeList = names
+			groups[i].Launcher = launcher
+		case MPIRun:
+			launcher.Hostfile, launcher.Hosts = "", part
+			groups[i].Launcher = launcher
+		}
+	}
+	return groups, nil
+}
+
+// AllocationNodes lists the nodes of the Slurm allocation this process runs
+// in, as `scontrol show hostnames` expands SLURM_JOB_NODELIST.
+func AllocationNodes() ([]string, error) {
+	list := os.Getenv("SLURM_JOB_NODELIST")
+	if list == "" {
+		return nil, errors.New("launcher srun: not inside a Slurm allocation (SLURM_JOB_NODELIST is not set; run nccltune under salloc or sbatch)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "scontrol", "show", "hostnames", list).Output()
+	if err != nil {
+		return nil, fmt.Errorf("launcher srun: scontrol show hostnames %s: %w", list, err)
+	}
+	names := strings.Fields(string(out))
+	if len(names) == 0 {
+		return nil, fmt.Errorf("launcher srun: scontrol show hostnames %s named no node", list)
+	}
+	return names, nil
+}
+
+// Host is one line of a hostfile: the host and its slots (0: not given).
+type Host struct {
+	Name  string
+	Slots int
+}
+
+// String is the host as mpirun's --host list takes it: "name:slots".
+func (h Host) String() string {
+	if h.Slots == 0 {
+		return h.Name
+	}
+	return h.Name + ":" + strconv.Itoa(h.Slots)
+}
+
+// HostfileHosts reads an Open MPI ("host slots=N") or MPICH ("host:N")
+// hostfile.
+func HostfileHosts(path string) ([]Host, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("hostfile: %w", err)
+	}
+	defer f.Close()
+	var hosts []Host
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(text)
+		if len(fields) == 0 {
+			continue
+		}
+		h := Host{Name: fields[0]}
+		slots := ""
+		if name, count, ok := strings.Cut(fields[0], ":"); ok && name != "" {
+			h.Name, slots = name, count
+		}
+		for _, f := range fields[1:] {
+			if v, ok := strings.CutPrefix(f, "slots="); ok {
+				slots = v
+			}
+		}
+		if slots != "" {
+			if h.Slots, err = strconv.Atoi(slots); err != nil || h.Slots < 0 {
+				return nil, fmt.Errorf("hostfile %s:%d: bad slot count %q", path, line, slots)
+			}
+			if h.Slots == 0 {
+				return nil, fmt.Errorf("hostfile %s:%d: zero slots", path, line)
+			}
+		}
+		hosts = append(hosts, h)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("hostfile %s: %w", path, err)
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("hostfile %s lists no host", path)
+	}
+	return hosts, nil
+}
+
+// HostfileSlots returns a hostfile's total slot count, or 0 if some host
+// gives none (mpirun then decides).
+func HostfileSlots(path string) (int, error) {
+	hosts, err := HostfileHosts(path)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, h := range hosts {
+		if h.Slots == 0 {
+			return 0, nil
+		}
+		total += h.Slots
+	}
+	return total, nil
+}

@@ -1,0 +1,141 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/store"
+)
+
+// jitter launches through the local launcher after a delay drawn from its
+// seed and the launch's label, so that trials on different groups finish in
+// an order of its own; it counts how many launches ran at once.
+type jitter struct {
+	seed uint64
+	mu   sync.Mutex
+	now  int
+	most int
+}
+
+func (j *jitter) Run(ctx context.Context, job runner.Job) runner.Result {
+	j.mu.Lock()
+	j.now++
+	j.most = max(j.most, j.now)
+	j.mu.Unlock()
+	defer func() { j.mu.Lock(); j.now--; j.mu.Unlock() }()
+	h := fnv.New64a()
+	h.Write([]byte(job.Plan.Label))
+	time.Sleep(time.Duration((h.Sum64()^j.seed)%40) * time.Millisecond)
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestGroupsRunConcurrently runs a campaign on 4 groups twice, with trials
+// finishing in different orders: 4 trials run at a time, NCCL's defaults
+// once on every group first, and every trial is proposed alike both times,
+// for proposals depend on the trials' numbers, not on which finished first.
+func TestGroupsRunConcurrently(t *testing.T) {
+	var runs [][]store.Trial
+	for _, seed := range []uint64{1, 0xdeadbeef} {
+		sp := loadExample(t, 28)
+		sp.Launcher.Groups = 4
+		st := openStore(t)
+		tu := newTuner(t, sp, st)
+		j := &jitter{seed: seed}
+		tu.Runner = j
+		if err := tu.Run(context.Background(), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if j.most != 4 {
+			t.Errorf("seed %d: at most %d launches ran at once, want 4", seed, j.most)
+		}
+		trials := campaignTrials(t, st, sp.Campaign.Name)
+		if len(trials) != 28 {
+			t.Fatalf("%d trials stored, want 28", len(trials))
+		}
+		groups := map[int]bool{}
+		for _, tr := range trials[:4] {
+			if len(tr.Params) != len(Defaults(sp)) || !reflect.DeepEqual(tr.Params, map[string]string(Defaults(sp))) {
+				t.Errorf("trial %d ran %v, want NCCL's defaults", tr.Number, tr.Params)
+			}
+			groups[tr.Group] = true
+		}
+		if len(groups) != 4 {
+			t.Errorf("the defaults' trials ran on groups %v, want one on each", groups)
+		}
+		runs = append(runs, trials)
+	}
+	order := func(trials []store.Trial) (out []int) {
+		for _, tr := range trials {
+			out = append(out, tr.Group)
+		}
+		return out
+	}
+	if reflect.DeepEqual(order(runs[0]), order(runs[1])) {
+		t.Errorf("both runs put every trial on the same group: the jitter changed nothing, so the test shows nothing")
+	}
+	for n := range runs[0] {
+		a, b := runs[0][n], runs[1][n]
+		if !reflect.DeepEqual(a.Params, b.Params) || !reflect.DeepEqual(a.Scores, b.Scores) {
+			t.Errorf("trial %d: %v %v in one run, %v %v in the other", n, a.Params, a.Scores, b.Params, b.Scores)
+		}
+	}
+}
+
+// TestGroupsResumeMatchesUninterrupted stops a campaign on 3 groups while
+// trials run on all of them, and resumes it: the interrupted trials run
+// again under their numbers, and every trial is what it is in an
+// uninterrupted campaign.
+func TestGroupsResumeMatchesUninterrupted(t *testing.T) {
+	const budget, stopAt = 20, 9
+	whole := openStore(t)
+	sp := loadExample(t, budget)
+	sp.Launcher.Groups = 3
+	tu := newTuner(t, sp, whole)
+	tu.Runner = &jitter{seed: 7}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 8}
+	tu.Progress = func(p Progress) {
+		if p.Done == stopAt {
+			cancel()
+		}
+	}
+	if err := tu.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	interrupted := 0
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.State == store.Interrupted {
+			interrupted++
+		}
+	}
+	if interrupted == 0 {
+		t.Fatal("no trial was running when the campaign stopped; the test shows nothing")
+	}
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 9}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := finished(campaignTrials(t, whole, sp.Campaign.Name))
+	got := finished(campaignTrials(t, st, sp.Campaign.Name))
+	if len(got) != len(want) {
+		t.Fatalf("%d finished trials after resume, %d uninterrupted", len(got), len(want))
+	}
+	for n := range len(want) {
+		if !reflect.DeepEqual(got[n].Params, want[n].Params) || !reflect.DeepEqual(got[n].Scores, want[n].Scores) {
+			t.Errorf("trial %d: resumed %v %v, uninterrupted %v %v", n, got[n].Params, got[n].Scores, want[n].Params, want[n].Scores)
+		}
+	}
+}
