@@ -19,7 +19,7 @@ import (
 // a shell and hands them to a real srun step: every rank must get exactly the
 // value, and a value srun would mangle must be refused instead.
 func TestSlurmExportThroughRealSrun(t *testing.T) {
-	c := slurmtest.Start(t)
+	c := slurmtest.Start(t, 1)
 	c.Alloc(t, 2)
 	for _, tc := range []struct {
 		value   string

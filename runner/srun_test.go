@@ -20,7 +20,7 @@ import (
 // an allocation of 16 tasks, as nccltune runs under salloc; each trial asks
 // for 4 of them.
 func TestSrun(t *testing.T) {
-	c := slurmtest.Start(t)
+	c := slurmtest.Start(t, 1)
 	job := c.Alloc(t, 16)
 	srun := Srun{Nodes: 1, TasksPerNode: 4}
 	if err := srun.Check(); err != nil {

@@ -107,6 +107,12 @@ sampler = "annealing"`, []string{`unknown collective "allreduce"`, `unknown samp
 		{"launcher", `[fixed]`, "[launcher]\nkind = \"pbs\"\n[fixed]", []string{`launcher "pbs" is not supported`}},
 		{"launcher setting of another kind", `[fixed]`, "[launcher]\nkind = \"local\"\nnp = 16\n[fixed]",
 			[]string{`bad.toml:25: launcher.np does not apply to launcher "local"`}},
+		{"no groups", `[fixed]`, "[launcher]\nkind = \"srun\"\nnodes = 2\ngroups = 0\n[fixed]", []string{"bad.toml:26: launcher.groups must be 1 to 64, not 0"}},
+		{"groups without nodes", `[fixed]`, "[launcher]\nkind = \"srun\"\ngroups = 2\n[fixed]", []string{"launcher.groups = 2 needs launcher.nodes"}},
+		{"groups without a hostfile", `[fixed]`, "[launcher]\nkind = \"mpirun\"\ngroups = 2\n[fixed]", []string{"launcher.groups = 2 needs launcher.hostfile"}},
+		{"groups on one node", `[fixed]`, "[launcher]\ngroups = 2\n[fixed]", []string{"launcher local runs on this node only"}},
+		{"groups beyond the budget", `[fixed]`, "[launcher]\nkind = \"srun\"\nnodes = 1\ngroups = 30\n[fixed]",
+			[]string{"bad.toml:4: campaign.trials: the trial budget must be at least 31 (trials 0 to 29 measure NCCL's defaults, one on each group), not 20"}},
 		{"mpi flavor", `[fixed]`, "[launcher]\nkind = \"mpirun\"\nflavor = \"lam\"\n[fixed]", []string{`flavor "lam" is not openmpi or mpich`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,7 +44,8 @@ func TestRoundTrip(t *testing.T) {
 	if _, err := s.CreateCampaign(Campaign{Name: "c1", SpaceHash: "x"}); err == nil {
 		t.Error("a second campaign with the same name was accepted")
 	}
-	tr := &Trial{CampaignID: c.ID, Number: 1, Params: map[string]string{"NCCL_ALGO": "Ring"}, Env: []string{"NCCL_ALGO=Ring"}}
+	tr := &Trial{CampaignID: c.ID, Number: 1, Params: map[string]string{"NCCL_ALGO": "Ring"}, Env: []string{"NCCL_ALGO=Ring"},
+		Group: 2, Nodes: []string{"gpu-017", "gpu-018"}}
 	if err := s.StartTrial(tr); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestRoundTrip(t *testing.T) {
 	g := got[0]
 	if g.State != Complete || !reflect.DeepEqual(g.Params, tr.Params) || !reflect.DeepEqual(g.Env, tr.Env) ||
 		!reflect.DeepEqual(g.Command, tr.Command) || !reflect.DeepEqual(g.Scores, tr.Scores) || !reflect.DeepEqual(g.Rows, tr.Rows) ||
-		!reflect.DeepEqual(g.NCCLLog, tr.NCCLLog) {
+		!reflect.DeepEqual(g.NCCLLog, tr.NCCLLog) || g.Group != 2 || !reflect.DeepEqual(g.Nodes, tr.Nodes) {
 		t.Errorf("read back %+v\nwant %+v", g, *tr)
 	}
 	out, err := s2.Output(g.ID)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"hash/fnv"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/slurmtest"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/store"
 )
@@ -137,5 +139,57 @@ func TestGroupsResumeMatchesUninterrupted(t *testing.T) {
 		if !reflect.DeepEqual(got[n].Params, want[n].Params) || !reflect.DeepEqual(got[n].Scores, want[n].Scores) {
 			t.Errorf("trial %d: resumed %v %v, uninterrupted %v %v", n, got[n].Params, got[n].Scores, want[n].Params, want[n].Scores)
 		}
+	}
+}
+
+// TestGroupsOnSlurm runs a campaign on a real Slurm cluster of 4 nodes in
+// 4 groups, the simulator as each step's ranks: every trial runs on its
+// group's node, and trials overlap in time.
+func TestGroupsOnSlurm(t *testing.T) {
+	c := slurmtest.Start(t, 4)
+	c.Alloc(t, 8)
+	sp := mustParse(t, "slurm.toml", `
+[campaign]
+name = "slurm-groups"
+trials = 12
+sizes = { min = "1K", max = "1M", factor = 4 }
+[launcher]
+kind = "srun"
+nodes = 1
+ntasks_per_node = 2
+groups = 4
+[benchmark]
+gpus = 1
+timeout = "1m"
+[simulator]
+nodes = 1
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL", "LL128", "Simple"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+min = 1
+max = 32
+`)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, "slurm-groups")
+	overlaps := 0
+	for i, tr := range trials {
+		if tr.State != store.Complete || len(tr.Nodes) != 1 || !slices.Contains(tr.Command, "--nodelist="+tr.Nodes[0]) || tr.Nodes[0] != c.Nodes[tr.Group] {
+			t.Errorf("trial %d: %s %s on group %d, nodes %v: %q", tr.Number, tr.State, tr.FailureReason, tr.Group, tr.Nodes, tr.Command)
+		}
+		for _, other := range trials[i+1:] {
+			if other.Started.Before(tr.Finished) && tr.Started.Before(other.Finished) {
+				overlaps++
+			}
+		}
+	}
+	if overlaps == 0 {
+		t.Error("no two trials ran at once")
 	}
 }

@@ -1,6 +1,8 @@
-// Package slurmtest runs a real one-node Slurm cluster for a test: its own
-// slurmctld and slurmd, without munge, on free ports and in a temporary
-// folder, so that test binaries that run in parallel never share one.
+// Package slurmtest runs a real Slurm cluster on this machine for a test: its
+// own slurmctld and one slurmd per node, without munge, on free ports and in
+// a temporary folder, so that test binaries that run in parallel never share
+// one. Several nodes are several slurmd on this host, each a node of its
+// own name (n1, n2, ...) to Slurm: steps on different nodes run apart.
 package slurmtest
 
 import (
@@ -24,8 +26,9 @@ import (
 
 // Cluster is a running one-node cluster.
 type Cluster struct {
-	Dir     string // state, spool and the daemons' logs
-	Conf    string // its slurm.conf, in Dir
+	Dir     string   // state, spool and the daemons' logs
+	Conf    string   // its slurm.conf, in Dir
+	Nodes   []string // the nodes' names
 	env     []string
 	daemons []*daemon
 }
@@ -51,10 +54,10 @@ func Require(t testing.TB) {
 	}
 }
 
-// Start starts a cluster and stops it when the test ends. A daemon that dies
-// during start-up (a port taken between choosing and binding it) makes it
-// start over on new ports.
-func Start(t testing.TB) *Cluster {
+// Start starts a cluster of nodes nodes and stops it when the test ends. A
+// daemon that dies during start-up (a port taken between choosing and
+// binding it) makes it start over on new ports.
+func Start(t testing.TB, nodes int) *Cluster {
 	t.Helper()
 	Require(t)
 	var err error
@@ -67,7 +70,7 @@ func Start(t testing.TB) *Cluster {
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) }) // after the cluster's stop, registered below
 		var c *Cluster
-		if c, err = start(dir); err == nil {
+		if c, err = start(dir, nodes); err == nil {
 			t.Cleanup(func() {
 				if err := c.stop(); err != nil {
 					t.Error(err)
@@ -80,15 +83,27 @@ func Start(t testing.TB) *Cluster {
 	return nil
 }
 
-func start(dir string) (*Cluster, error) {
-	conf, err := writeConfig(dir)
+func start(dir string, nodes int) (*Cluster, error) {
+	c := &Cluster{Dir: dir}
+	for i := range nodes {
+		c.Nodes = append(c.Nodes, fmt.Sprintf("n%d", i+1))
+	}
+	conf, err := writeConfig(dir, c.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: dir, Conf: conf, env: append(withoutSlurm(os.Environ()), "SLURM_CONF="+conf)}
+	c.Conf, c.env = conf, append(withoutSlurm(os.Environ()), "SLURM_CONF="+conf)
 	// -D keeps each daemon in the foreground, our child; -c: no state to recover.
-	for _, argv := range [][]string{{"slurmctld", "-D", "-c", "-f", conf}, {"slurmd", "-D", "-f", conf}} {
-		d, err := startDaemon(dir, c.env, argv)
+	argvs := [][]string{{"slurmctld", "-D", "-c", "-f", conf}}
+	for _, node := range c.Nodes {
+		argvs = append(argvs, []string{"slurmd", "-D", "-N", node, "-f", conf})
+	}
+	for i, argv := range argvs {
+		name := argv[0]
+		if i > 0 {
+			name += "-" + c.Nodes[i-1]
+		}
+		d, err := startDaemon(dir, name, c.env, argv)
 		if err != nil {
 			return nil, errors.Join(err, c.stop())
 		}
@@ -100,9 +115,10 @@ func start(dir string) (*Cluster, error) {
 	return c, nil
 }
 
-// writeConfig writes slurm.conf for a cluster whose every file is under dir.
-func writeConfig(dir string) (string, error) {
-	ports, err := freePorts(2)
+// writeConfig writes slurm.conf for a cluster of the named nodes whose
+// every file is under dir.
+func writeConfig(dir string, nodes []string) (string, error) {
+	ports, err := freePorts(1 + len(nodes))
 	if err != nil {
 		return "", err
 	}
@@ -110,20 +126,25 @@ func writeConfig(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	host, _, _ = strings.Cut(host, ".") // slurmd knows itself by its short name
-	for _, sub := range []string{"state", "spool"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+	host, _, _ = strings.Cut(host, ".") // slurmd knows its host by its short name
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o755); err != nil {
+		return "", err
+	}
+	var nodeLines strings.Builder
+	for i, node := range nodes {
+		if err := os.Mkdir(filepath.Join(dir, "spool-"+node), 0o755); err != nil {
 			return "", err
 		}
+		fmt.Fprintf(&nodeLines, "NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%d CPUs=%d State=UNKNOWN\n", node, host, ports[1+i], runtime.NumCPU())
 	}
 	conf := filepath.Join(dir, "slurm.conf")
 	// auth/none and cred/none: no munge daemon to run. linuxproc and task/none
 	// need no cgroups, which containers often lack. CR_CPU with OverSubscribe
-	// and salloc --overcommit let 16 tasks run on 2 cores.
+	// and salloc --overcommit let 16 tasks run on 2 cores. %n is a node's
+	// name: each slurmd has its own spool, pid file and port.
 	text := fmt.Sprintf(`ClusterName=nccltune%[1]d
-SlurmctldHost=%[3]s(127.0.0.1)
+SlurmctldHost=%[2]s(127.0.0.1)
 SlurmctldPort=%[1]d
-SlurmdPort=%[2]d
 AuthType=auth/none
 CredType=cred/none
 SlurmUser=root
@@ -135,13 +156,12 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
 MailProg=/bin/true
-StateSaveLocation=%[4]s/state
-SlurmdSpoolDir=%[4]s/spool
-SlurmctldPidFile=%[4]s/slurmctld.pid
-SlurmdPidFile=%[4]s/slurmd.pid
-NodeName=%[3]s NodeAddr=127.0.0.1 CPUs=%[5]d State=UNKNOWN
-PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
-`, ports[0], ports[1], host, dir, runtime.NumCPU())
+StateSaveLocation=%[3]s/state
+SlurmdSpoolDir=%[3]s/spool-%%n
+SlurmctldPidFile=%[3]s/slurmctld.pid
+SlurmdPidFile=%[3]s/slurmd-%%n.pid
+%[4]sPartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+`, ports[0], host, dir, nodeLines.String())
 	return conf, os.WriteFile(conf, []byte(text), 0o644)
 }
 
@@ -182,8 +202,8 @@ type daemon struct {
 	err  error         // why it exited, once done is closed
 }
 
-func startDaemon(dir string, env, argv []string) (*daemon, error) {
-	d := &daemon{name: argv[0], log: filepath.Join(dir, argv[0]+".log"), done: make(chan struct{})}
+func startDaemon(dir, name string, env, argv []string) (*daemon, error) {
+	d := &daemon{name: name, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
 	log, err := os.Create(d.log)
 	if err != nil {
 		return nil, err
@@ -270,12 +290,13 @@ func Processes(kv string) []int {
 	return pids
 }
 
-// waitIdle polls until the node has registered and is idle.
+// waitIdle polls until every node has registered and is idle.
 func (c *Cluster) waitIdle() error {
 	deadline := time.Now().Add(startTimeout)
+	want := strings.Repeat("idle\n", len(c.Nodes))
 	for {
-		state, err := c.Command("sinfo", "-h", "-o", "%T").Output()
-		if err == nil && strings.TrimSpace(string(state)) == "idle" {
+		state, err := c.Command("sinfo", "-h", "-N", "-o", "%T").Output()
+		if err == nil && string(state) == want {
 			return nil
 		}
 		for _, d := range c.daemons {
@@ -321,8 +342,8 @@ func (c *Cluster) Output(t testing.TB, name string, args ...string) string {
 	return string(out)
 }
 
-// Alloc makes an allocation of tasks tasks (overcommitted on the node's few
-// CPUs) and puts this test process inside it: it sets the SLURM_* variables
+// Alloc makes an allocation of tasks tasks on every node of the cluster
+// (overcommitted on the machine's few CPUs) and puts this test process inside it: it sets the SLURM_* variables
 // that salloc gives its shell, as when nccltune runs under salloc, and
 // returns the job ID. The allocation is released when the test ends.
 //
@@ -332,7 +353,7 @@ func (c *Cluster) Output(t testing.TB, name string, args ...string) string {
 // (SLURM_NTASKS, SLURM_OVERCOMMIT, ...) that srun takes as its defaults.
 func (c *Cluster) Alloc(t testing.TB, tasks int) string {
 	t.Helper()
-	cmd := c.Command("salloc", "-N1", "-n", strconv.Itoa(tasks), "--overcommit", "-J", t.Name(),
+	cmd := c.Command("salloc", "-N", strconv.Itoa(len(c.Nodes)), "-n", strconv.Itoa(tasks), "--overcommit", "-J", t.Name(),
 		"sh", "-c", `env -0 && printf '\0' && exec cat >/dev/null`)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -16,7 +16,7 @@ func TestCluster(t *testing.T) {
 	var conf string
 	t.Run("run", func(t *testing.T) {
 		start := time.Now()
-		c := Start(t)
+		c := Start(t, 1)
 		t.Logf("cluster up in %s", time.Since(start).Round(time.Millisecond))
 		conf = c.Conf
 		job := c.Alloc(t, 16)

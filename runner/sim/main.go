@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
@@ -73,6 +74,7 @@ func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, secon
 		nonce:   *label,
 		seconds: startSeconds}
 	code = r.main()
+	time.Sleep(time.Duration(r.seconds * sc.Pace * float64(time.Second)))
 	return code, r.seconds
 }
 
@@ -112,6 +114,7 @@ func scenarioFlags(stderr io.Writer) (*Scenario, *flag.FlagSet) {
 	fs.IntVar(&sc.GIDs, "gids", sc.GIDs, "entries in the GID table (roce)")
 	fs.Float64Var(&sc.Noise, "noise", sc.Noise, "relative standard deviation of measurements")
 	fs.Int64Var(&sc.Seed, "seed", sc.Seed, "noise seed")
+	fs.Float64Var(&sc.Pace, "pace", sc.Pace, "seconds to sleep per second the run takes on the modelled hardware (0: answer at once)")
 	return &sc, fs
 }
 

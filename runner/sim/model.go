@@ -32,6 +32,10 @@ type Scenario struct {
 	GIDs        int     // size of the GID table (roce)
 	Noise       float64 // relative standard deviation of a measurement at 20 iterations (see MeasurementNoise)
 	Seed        int64
+	// Pace is not the model's: each run sleeps Pace seconds per second it
+	// would take on the modelled hardware, so that launches take time as a
+	// real benchmark's do (0: it answers at once).
+	Pace float64
 }
 
 // DefaultScenario is a single DGX-like node.
@@ -56,6 +60,8 @@ func (s Scenario) validate() error {
 		return fmt.Errorf("roce_gid must index the GID table (0..gids-1)")
 	case !(s.Noise >= 0 && s.Noise <= 0.5):
 		return fmt.Errorf("noise must be within [0, 0.5]")
+	case !(s.Pace >= 0 && s.Pace <= 1):
+		return fmt.Errorf("pace must be within [0, 1] (1: as long as on the modelled hardware)")
 	}
 	return nil
 }

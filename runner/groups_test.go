@@ -1,0 +1,121 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/internal/slurmtest"
+	"github.com/nccltune/nccltune/space"
+)
+
+func TestGroupsOfAHostfile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	four := write("four", "# four nodes\nnode1 slots=8\nnode2 slots=8 max_slots=8\nnode3:8\nnode4 slots=8\n")
+	for _, flavor := range []string{"openmpi", "mpich"} {
+		groups, err := Groups(space.Launcher{Kind: "mpirun", Flavor: flavor, NP: 16, Hostfile: four, Groups: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flag := map[string]string{"openmpi": "--host", "mpich": "-hosts"}[flavor]
+		for i, want := range []string{"node1:8,node2:8", "node3:8,node4:8"} {
+			argv, err := groups[i].Launcher.Wrap([]string{"all_reduce_perf"}, nil)
+			line := strings.Join(argv, " ")
+			if err != nil || !strings.Contains(line, flag+" "+want) || strings.Contains(line, four) || !strings.Contains(line, "-np 16") {
+				t.Errorf("%s group %d: %q, %v; want %s %s instead of the hostfile", flavor, i, line, err, flag, want)
+			}
+			if nodes := strings.Join(groups[i].Nodes, ","); nodes != strings.ReplaceAll(strings.ReplaceAll(want, ":8", ""), " ", "") {
+				t.Errorf("group %d nodes %s", i, nodes)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		hostfile string
+		groups   int
+		want     string
+	}{
+		{four, 3, "4 hosts, which do not split into 3 groups"},
+		{write("noslots", "node1\nnode2 slots=4\n"), 2, "gives host node1 no slot count"},
+		{write("zero", "node1 slots=0\nnode2\n"), 2, "zero slots"},
+		{write("empty", "# nothing\n"), 2, "lists no host"},
+	} {
+		if _, err := Groups(space.Launcher{Kind: "mpirun", Hostfile: tc.hostfile, Groups: tc.groups}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s in %d groups: %v; want %q", tc.hostfile, tc.groups, err, tc.want)
+		}
+	}
+}
+
+// TestMPIRunGroupHosts runs real ranks under Open MPI's mpirun with a
+// group's --host list instead of a hostfile.
+func TestMPIRunGroupHosts(t *testing.T) {
+	env := needMPI(t)
+	r := &Runner{Launcher: MPIRun{NP: 3, Hosts: []Host{{Name: "localhost", Slots: 3}}}, BaseEnv: env}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE"}}, Timeout: time.Minute})
+	if res.Exit.Code != 0 || strings.Count(string(res.Output), "of 3") != 3 {
+		t.Fatalf("exit %d, %v\n%s", res.Exit.Code, res.Failure, res.Output)
+	}
+}
+
+// TestSrunGroups splits a real allocation of 4 nodes into 2 groups of 2 and
+// runs a step on each at once: each step's ranks run on its group's nodes
+// alone, and both steps run at the same time.
+func TestSrunGroups(t *testing.T) {
+	c := slurmtest.Start(t, 4)
+	c.Alloc(t, 8)
+	l := space.Launcher{Kind: "srun", Nodes: 2, TasksPerNode: 2, Groups: 2}
+	groups, err := Groups(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 2 || !slices.Equal(groups[0].Nodes, c.Nodes[:2]) || !slices.Equal(groups[1].Nodes, c.Nodes[2:]) {
+		t.Fatalf("groups %+v of nodes %v", groups, c.Nodes)
+	}
+	dir := t.TempDir()
+	// Each rank says where it ran, then waits for every rank of both steps to
+	// have started: it can only end if the steps run at once.
+	script := fmt.Sprintf(`echo "$SLURMD_NODENAME" > %[1]s/$1.$SLURM_PROCID; i=0
+		while [ "$(ls %[1]s | wc -l)" -lt 8 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
+		[ $i -lt 200 ]`, dir)
+	var wg sync.WaitGroup
+	results := make([]Result, len(groups))
+	for i, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &Runner{Launcher: g.Launcher, BaseEnv: BaseEnv()}
+			results[i] = r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", script, "sh", fmt.Sprint(i)}}, Timeout: time.Minute})
+		}()
+	}
+	wg.Wait()
+	for i, res := range results {
+		if res.Exit.Code != 0 {
+			t.Errorf("group %d: exit %d (the steps did not run at once?)\n%s", i, res.Exit.Code, res.Output)
+		}
+		if !slices.Contains(res.Command, "--nodelist="+strings.Join(groups[i].Nodes, ",")) {
+			t.Errorf("group %d: command %q", i, res.Command)
+		}
+		for rank := range 4 {
+			data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.%d", i, rank)))
+			if node := strings.TrimSpace(string(data)); err != nil || !slices.Contains(groups[i].Nodes, node) {
+				t.Errorf("group %d rank %d ran on %q (%v), not on %v", i, rank, node, err, groups[i].Nodes)
+			}
+		}
+	}
+	l.Groups = 3
+	if _, err := Groups(l); err == nil || !strings.Contains(err.Error(), "3 groups of 2 nodes need 6 nodes; the allocation has 4") {
+		t.Errorf("3 groups of 2 in 4 nodes: %v", err)
+	}
+}
