@@ -76,6 +76,9 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "settings: %s\n", chosenSettings(l.space, &t))
 	fmt.Fprintf(w, "environment: %s\n", strings.Join(t.Env, " "))
+	if l.space.Launcher.Groups > 1 {
+		fmt.Fprintf(w, "group: %d%s\n", t.Group, nodeList(t.Nodes))
+	}
 	fmt.Fprintf(w, "command: %s\n", shellJoin(t.Command))
 	log := t.NCCLLog
 	switch {

@@ -194,7 +194,20 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 			fmt.Fprintf(w, "%s: NCCL's defaults kept: %s\n", r.Range.Name, v.Reason)
 		}
 	}
+	for _, g := range results.GroupSpreads(l.space, l.trials) {
+		fmt.Fprintf(w, "warning: group %d%s measured %s %.0f%% below group %d in range %s: a slow node or link? "+
+			"Trials on different groups are compared as if alike; `nccltune doctor --space FILE` compares the groups' hardware\n",
+			g.Group, nodeList(g.Nodes), g.Config, 100*g.Below, g.Best, g.Range)
+	}
 	return nil
+}
+
+// nodeList names a group's nodes, where its trials recorded them.
+func nodeList(nodes []string) string {
+	if len(nodes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(nodes, ",") + ")"
 }
 
 // terminal writes text that came from the store (names, reasons, a
@@ -302,14 +315,15 @@ func statusJSON(l *loaded) map[string]any {
 	}
 	iters, why := tuner.Iterations(l.space, l.trials)
 	return map[string]any{
-		"campaign":   l.camp.Name,
-		"simulated":  len(l.space.Simulator) > 0,
-		"budget":     l.camp.Budget,
-		"stopped":    l.camp.Stopped,
-		"settled":    settled,
-		"iterations": map[string]any{"count": iters, "reason": why},
-		"trials":     map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed},
-		"ranges":     ranges,
+		"campaign":      l.camp.Name,
+		"simulated":     len(l.space.Simulator) > 0,
+		"budget":        l.camp.Budget,
+		"stopped":       l.camp.Stopped,
+		"settled":       settled,
+		"iterations":    map[string]any{"count": iters, "reason": why},
+		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed},
+		"ranges":        ranges,
+		"group_spreads": results.GroupSpreads(l.space, l.trials),
 	}
 }
 

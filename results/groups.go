@@ -1,0 +1,95 @@
+package results
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// GroupTolerance is how far below another group's a group's score of one
+// configuration may be before the groups count as unlike: a range's score,
+// averaged over its sizes, is known to about 1%, so 5% is no noise.
+const GroupTolerance = 0.05
+
+// GroupSpread is a group of nodes (launcher.groups) that measured a
+// configuration, in one range, lower than another group did.
+type GroupSpread struct {
+	Group  int      `json:"group"`
+	Nodes  []string `json:"nodes"`
+	Range  string   `json:"range"`
+	Config string   `json:"config"` // "NCCL's defaults", or the first trial of the configuration
+	Below  float64  `json:"below"`  // how far below the best group's score, a fraction
+	Best   int      `json:"best_group"`
+}
+
+// GroupSpreads finds, among the configurations measured on several groups
+// (NCCL's defaults are, on every one), each group's largest shortfall
+// beyond GroupTolerance: a slow node or link makes every trial on its group
+// look worse, and trials on different groups are compared as if alike.
+func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
+	type key struct {
+		config string
+		group  int
+	}
+	logs := map[key][]map[string]float64{}
+	first := map[string]int{}
+	nodes := map[int][]string{}
+	for _, t := range trials {
+		if t.State != store.Complete {
+			continue
+		}
+		k := key{sp.Key(t.Params), t.Group}
+		logs[k] = append(logs[k], t.Scores)
+		if n, ok := first[k.config]; !ok || t.Number < n {
+			first[k.config] = t.Number
+		}
+		nodes[t.Group] = t.Nodes
+	}
+	worst := map[int]GroupSpread{}
+	for config, number := range first {
+		for _, r := range sp.Ranges {
+			means := map[int]float64{}
+			for k, runs := range logs {
+				if k.config != config {
+					continue
+				}
+				sum, n := 0.0, 0
+				for _, scores := range runs {
+					if v := scores[r.Name]; v > 0 {
+						sum, n = sum+math.Log(v), n+1
+					}
+				}
+				if n > 0 {
+					means[k.group] = math.Exp(sum / float64(n))
+				}
+			}
+			if len(means) < 2 {
+				continue
+			}
+			best := -1
+			for g, m := range means {
+				if best < 0 || m > means[best] || m == means[best] && g < best {
+					best = g
+				}
+			}
+			for g, m := range means {
+				below := 1 - m/means[best]
+				if below > GroupTolerance && below > worst[g].Below {
+					name := "trial " + strconv.Itoa(number)
+					if number == 0 {
+						name = "NCCL's defaults"
+					}
+					worst[g] = GroupSpread{Group: g, Nodes: nodes[g], Range: r.Name, Config: name, Below: below, Best: best}
+				}
+			}
+		}
+	}
+	out := slices.Collect(maps.Values(worst))
+	slices.SortFunc(out, func(a, b GroupSpread) int { return cmp.Compare(a.Group, b.Group) })
+	return out
+}

@@ -1,0 +1,40 @@
+package results
+
+import (
+	"testing"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+func TestGroupSpreads(t *testing.T) {
+	sp := &space.Space{Ranges: []space.Range{{Name: "small", Min: 1, Max: 1 << 16}, {Name: "large", Min: 1 << 16, Max: 1 << 30}},
+		Params: []space.Param{{Name: "NCCL_PROTO", Values: []string{"default", "LL", "Simple"}}}}
+	run := func(n, group int, proto string, small, large float64) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Group: group, Nodes: []string{"node" + string(rune('a'+group))},
+			Params: map[string]string{"NCCL_PROTO": proto}, Scores: map[string]float64{"small": small, "large": large}}
+	}
+	trials := []store.Trial{
+		// NCCL's defaults on four groups: group 2 is 12% short on large messages, group 3 2% (noise).
+		run(0, 0, "default", 10, 100), run(1, 1, "default", 10.1, 101), run(2, 2, "default", 10, 88.9), run(3, 3, "default", 9.9, 99),
+		// A configuration on two groups: group 1 is 6% short on small messages.
+		run(4, 0, "LL", 20, 50), run(5, 1, "LL", 18.8, 50),
+		// Measured on one group only: nothing to compare.
+		run(6, 3, "Simple", 1, 1),
+		// A failed run is no measurement.
+		{Number: 7, State: store.Failed, Group: 0, Params: map[string]string{"NCCL_PROTO": "LL"}},
+	}
+	got := GroupSpreads(sp, trials)
+	if len(got) != 2 {
+		t.Fatalf("%d spreads, want 2: %+v", len(got), got)
+	}
+	if g := got[0]; g.Group != 1 || g.Range != "small" || g.Config != "trial 4" || g.Best != 0 || g.Below < 0.059 || g.Below > 0.061 {
+		t.Errorf("group 1: %+v", g)
+	}
+	if g := got[1]; g.Group != 2 || g.Range != "large" || g.Config != "NCCL's defaults" || g.Best != 1 || g.Nodes[0] != "nodec" || g.Below < 0.11 {
+		t.Errorf("group 2: %+v", g)
+	}
+	if len(GroupSpreads(sp, trials[:1])) != 0 {
+		t.Error("one group's trials cannot spread")
+	}
+}
