@@ -11,7 +11,6 @@ import (
 
 	"github.com/nccltune/nccltune/examples"
 	"github.com/nccltune/nccltune/results"
-	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
@@ -91,11 +90,7 @@ func jobCampaign(sp *space.Space, sc sim.Scenario, o Options, rounds int, db str
 		return JobRun{}, err
 	}
 	defer st.Close()
-	bench, err := runner.NewBenchmark(sp, []string{"sim"})
-	if err != nil {
-		return JobRun{}, err
-	}
-	tu := tuner.Tuner{Space: sp, Store: st, Benchmark: bench, Runner: &clock{}}
+	tu := tuner.Tuner{Space: sp, Store: st, Simulator: []string{"sim"}, Runner: &clock{}}
 	if err := tu.Run(context.Background(), tuner.Options{Simplify: true, ValidateRounds: rounds}); err != nil {
 		return JobRun{}, err
 	}

@@ -296,11 +296,7 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 	truths := map[string][]float64{}
 	var trials []store.Trial
 	clk := &clock{}
-	bench, err := runner.NewBenchmark(sp, []string{"sim"})
-	if err != nil {
-		return Run{}, err
-	}
-	c := tuner.Tuner{Space: sp, Store: st, Benchmark: bench, Runner: clk, Progress: func(pr tuner.Progress) {
+	c := tuner.Tuner{Space: sp, Store: st, Simulator: []string{"sim"}, Runner: clk, Progress: func(pr tuner.Progress) {
 		trials = append(trials, pr.Trial)
 		run.Seconds = append(run.Seconds, clk.seconds)
 		for r, res := range results.Of(sp, trials, nil) {

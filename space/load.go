@@ -32,6 +32,7 @@ type rawFile struct {
 		Patience   int
 		Prune      bool
 		WarmStart  *bool `toml:"warm_start"`
+		Scales     []int
 		Sizes      struct {
 			Min, Max any
 			Factor   int
@@ -176,6 +177,7 @@ func (b *builder) build(raw *rawFile) *Space {
 		s.Simulator[k] = fmt.Sprint(v)
 	}
 	b.launcher(raw, s)
+	b.scales(s)
 	if err := s.CheckTrials(s.Campaign.Trials); err != nil {
 		b.errorf(b.loc.field("campaign", 0, "trials"), "campaign.trials: %v", err)
 	}
@@ -277,6 +279,7 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 		Patience:   c.Patience,
 		Prune:      c.Prune,
 		WarmStart:  c.WarmStart == nil || *c.WarmStart,
+		Scales:     c.Scales,
 	}
 	if c.Patience != 0 && c.Patience < 5 {
 		b.errorf(line("patience"), "patience must be 0 (off) or at least 5 trials")
@@ -603,6 +606,36 @@ func (b *builder) groups(line int, s *Space) {
 		b.errorf(line, "launcher.groups = %d needs launcher.hostfile: its hosts are split into the groups", l.Groups)
 	case (l.Kind == "local" || l.Kind == "torchrun") && len(s.Simulator) == 0:
 		b.errorf(line, "launcher.groups = %d: launcher %s runs on this node only, which has no nodes to split; use srun or mpirun with a hostfile", l.Groups, l.Kind)
+	}
+}
+
+// MaxScales bounds campaign.scales, each a campaign of its own.
+const MaxScales = 16
+
+// scales checks campaign.scales: node counts in ascending order, each set
+// where the trials' node count is: srun's -N, the simulated cluster's nodes.
+func (b *builder) scales(s *Space) {
+	scales := s.Campaign.Scales
+	if len(scales) == 0 {
+		return
+	}
+	line := b.loc.field("campaign", 0, "scales")
+	ascending := scales[0] >= 1
+	for i := 1; i < len(scales); i++ {
+		ascending = ascending && scales[i] > scales[i-1]
+	}
+	l := s.Launcher
+	switch {
+	case len(scales) > MaxScales:
+		b.errorf(line, "campaign.scales: at most %d node counts, each a campaign of its own", MaxScales)
+	case !ascending:
+		b.errorf(line, "campaign.scales must be node counts of at least 1, in ascending order, each once: %v", scales)
+	case l.Kind == "srun" && l.Nodes != 0:
+		b.errorf(b.loc.field("launcher", 0, "nodes"), "launcher.nodes is set by campaign.scales, each campaign's node count: leave it out")
+	case l.Kind != "srun" && len(s.Simulator) == 0:
+		b.errorf(line, "campaign.scales needs launcher srun, whose -N each scale sets (or the simulator): launcher %s cannot choose a node count", l.Kind)
+	case len(s.Simulator) > 0 && s.Simulator["nodes"] != "":
+		b.errorf(b.loc.field("simulator", 0, "nodes"), "simulator.nodes is set by campaign.scales, each campaign's node count: leave it out")
 	}
 }
 

@@ -59,6 +59,40 @@ type Campaign struct {
 	// WarmStart runs the known-good configurations (see WarmStart) right
 	// after NCCL's defaults, before the sampler's own proposals.
 	WarmStart bool
+	// Scales are node counts to tune at, one campaign each (see AtScale),
+	// smallest first; none: the launcher's one node count.
+	Scales []int
+	// Scale is the node count of one of them, in the space AtScale gives.
+	Scale int
+}
+
+// AtScale is the space of one of campaign.scales: the campaign NAME@Nn of
+// nodes nodes, srun's -N or the simulated cluster's node count set to it
+// (and, when one process simulates every rank, its GPU count).
+func (s *Space) AtScale(nodes int) *Space {
+	c := *s
+	c.Campaign.Name = fmt.Sprintf("%s@%dn", s.Campaign.Name, nodes)
+	c.Campaign.Scales, c.Campaign.Scale = nil, nodes
+	c.TryFirst = slices.Clone(s.TryFirst)
+	if s.Launcher.Kind == "srun" {
+		c.Launcher.Nodes = nodes
+	}
+	if len(s.Simulator) > 0 {
+		c.Simulator = maps.Clone(s.Simulator)
+		c.Simulator["nodes"] = strconv.Itoa(nodes)
+		if s.Launcher.Kind == "local" {
+			c.Benchmark.GPUs = nodes * s.simulatedGPUsPerNode()
+		}
+	}
+	return &c
+}
+
+// simulatedGPUsPerNode is the simulator's gpus_per_node (8 unless set).
+func (s *Space) simulatedGPUsPerNode() int {
+	if n, err := strconv.Atoi(s.Simulator["gpus_per_node"]); err == nil {
+		return n
+	}
+	return 8
 }
 
 // MinTrials is the smallest trial budget: trials 0 and 1 measure NCCL's
@@ -335,12 +369,14 @@ func (s *Space) Env(a Assignment) []string {
 // the simulated cluster, the pinned and the searched variables. Comments,
 // the campaign's name, its budget, seed, sampler and timeout are not part of it.
 func (s *Space) Identity() []string {
-	b := s.Benchmark
+	b, l := s.Benchmark, s.Launcher
 	lines := []string{
 		"collective " + s.Campaign.Collective + ", objective " + s.Campaign.Objective,
 		fmt.Sprintf("sizes %s..%s x%d", FormatSize(s.Sizes.Min), FormatSize(s.Sizes.Max), s.Sizes.Factor),
 		fmt.Sprintf("benchmark %s %s -g %d -n %d -w %d check=%v args=%q noise_target=%g", b.Kind, b.Binary, b.GPUs, b.Iters, b.Warmup, b.Check, b.Args, b.NoiseTarget),
-		fmt.Sprintf("launcher %+v", s.Launcher),
+		// Groups is left out: how many trials run at once changes none of them.
+		fmt.Sprintf("launcher {Kind:%s Command:%s Flavor:%s NP:%d Hostfile:%s MapBy:%s BindTo:%s Nodes:%d TasksPerNode:%d NProcPerNode:%d RdzvEndpoint:%s Args:%v}",
+			l.Kind, l.Command, l.Flavor, l.NP, l.Hostfile, l.MapBy, l.BindTo, l.Nodes, l.TasksPerNode, l.NProcPerNode, l.RdzvEndpoint, l.Args),
 	}
 	switch b.Kind {
 	case DDP:

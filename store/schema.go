@@ -103,6 +103,8 @@ var migrations = []string{
 	// Which group of nodes (launcher.groups) ran a trial, and its nodes where known.
 	`ALTER TABLE trials ADD COLUMN node_group INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE trials ADD COLUMN nodes TEXT;`,
+	// The node count of a campaign that is one of its space's campaign.scales (0: it is not).
+	`ALTER TABLE campaigns ADD COLUMN scale INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -49,6 +49,9 @@ type Campaign struct {
 	Created time.Time
 	// Stopped says why the campaign ended before its budget ("" if it did not).
 	Stopped string
+	// Scale is the node count of a campaign of one of its space's
+	// campaign.scales (see space.AtScale); 0 for another.
+	Scale int
 }
 
 // Trial is one launch of the benchmark with one configuration.
@@ -158,8 +161,8 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 		return c, err
 	}
 	c.Created = time.Now().UTC()
-	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano))
+	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale)
 	if err != nil {
 		return c, fmt.Errorf("create campaign %s: %w", c.Name, err)
 	}
@@ -195,7 +198,7 @@ func (s *Store) Campaign(name string) (Campaign, error) {
 func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
 func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
-	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped FROM campaigns `+where+` ORDER BY id`, args...)
+	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +207,7 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 	for rows.Next() {
 		var c Campaign
 		var created string
-		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped); err != nil {
+		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped, &c.Scale); err != nil {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)

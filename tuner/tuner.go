@@ -42,14 +42,16 @@ type Store interface {
 	StartTrial(t *store.Trial) error
 	FinishTrial(ctx context.Context, t *store.Trial) error
 	Trials(campaignID int64) ([]store.Trial, error)
+	Validations(campaignID int64) ([]store.Validation, error)
 }
 
 // Tuner runs the campaign of one space on one store.
 type Tuner struct {
 	Space *space.Space
 	Store Store
-	// Benchmark is what each trial runs; nil: the space's own (runner.NewBenchmark).
-	Benchmark runner.Benchmark
+	// Simulator is the command that runs the simulated cluster, for a space
+	// with a [simulator] table; nil: this executable's `nccltune sim`.
+	Simulator []string
 	// Runner launches it; nil: the space's launcher, with this process's
 	// environment minus NCCL_*.
 	Runner Runner
@@ -57,6 +59,8 @@ type Tuner struct {
 	Progress func(Progress)
 	// OnValidationRun, if set, is called after each validation launch.
 	OnValidationRun func(run store.ValidationRun, done, total int)
+	// OnScale, if set, is called as the campaign of each of campaign.scales starts.
+	OnScale func(sp *space.Space)
 }
 
 // Options are a run's overrides of the space file's settings (zero: not
@@ -129,6 +133,9 @@ type group struct {
 // store already holds it. It returns ctx's error if stopped early; every
 // trial finished until then is stored.
 func (t *Tuner) Run(ctx context.Context, o Options) error {
+	if len(t.Space.Campaign.Scales) > 0 {
+		return t.runScales(ctx, o)
+	}
 	s, err := t.open(o)
 	if err != nil {
 		return err
@@ -158,6 +165,88 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 		}
 	}
 	return nil
+}
+
+// runScales tunes at each of campaign.scales in turn, smallest first, each
+// a campaign of its own (see space.AtScale); each tries the choices of the
+// scale before it right after NCCL's defaults: NCCL's best choice moves
+// with the node count, but seldom far.
+func (t *Tuner) runScales(ctx context.Context, o Options) error {
+	var before []space.Assignment
+	for _, nodes := range t.Space.Campaign.Scales {
+		at := *t
+		at.Space = t.Space.AtScale(nodes)
+		for _, a := range before {
+			if !slices.ContainsFunc(at.Space.TryFirst, func(b space.Assignment) bool { return at.Space.Key(a) == at.Space.Key(b) }) {
+				at.Space.TryFirst = append(at.Space.TryFirst, a)
+			}
+		}
+		if t.OnScale != nil {
+			t.OnScale(at.Space)
+		}
+		if !at.finished(o) {
+			if err := at.Run(ctx, o); err != nil {
+				return fmt.Errorf("%s: %w", at.Space.Campaign.Name, err)
+			}
+		}
+		var err error
+		if before, err = at.choices(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finished reports whether the space's stored campaign has run its budget
+// (or stopped, settled) and been validated as o asks: resuming the scales
+// goes on where they stopped, and does not measure the finished ones again.
+func (t *Tuner) finished(o Options) bool {
+	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
+	if err != nil || camp.SpaceHash != t.Space.Hash() {
+		return false
+	}
+	budget := t.Space.Campaign.Trials
+	if o.KeepSettings {
+		budget = camp.Budget
+	}
+	if o.Trials != 0 {
+		budget = o.Trials
+	}
+	trials, err := t.Store.Trials(camp.ID)
+	if err != nil {
+		return false
+	}
+	done := 0
+	for _, tr := range trials {
+		if tr.State.Finished() && tr.Number < budget {
+			done++
+		}
+	}
+	vals, err := t.Store.Validations(camp.ID)
+	return err == nil && (done >= budget || camp.Stopped != "" && o.Trials == 0) && (o.ValidateRounds < 2 || len(vals) > 0)
+}
+
+// choices are the stored campaign's tuned choices, one per range that has one.
+func (t *Tuner) choices() ([]space.Assignment, error) {
+	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
+	if err != nil {
+		return nil, err
+	}
+	trials, err := t.Store.Trials(camp.ID)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := t.Store.Validations(camp.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []space.Assignment
+	for _, r := range results.Of(t.Space, trials, vals) {
+		if ch := r.Chosen(); ch != nil && r.Tuned() && !slices.ContainsFunc(out, func(a space.Assignment) bool { return t.Space.Key(a) == t.Space.Key(ch.Params) }) {
+			out = append(out, space.Assignment(ch.Params))
+		}
+	}
+	return out, nil
 }
 
 // resume finds the stored trials and returns the numbers of those still to
@@ -577,12 +666,9 @@ func (t *Tuner) open(o Options) (*session, error) {
 // measure and the launcher can work, and splits the nodes into
 // launcher.groups: enough to launch, nothing stored.
 func (t *Tuner) launchable() ([]runner.Benchmark, []*group, error) {
-	bench := t.Benchmark
-	if bench == nil {
-		var err error
-		if bench, err = runner.NewBenchmark(t.Space, nil); err != nil {
-			return nil, nil, err
-		}
+	bench, err := runner.NewBenchmark(t.Space, t.Simulator)
+	if err != nil {
+		return nil, nil, err
 	}
 	var benches []runner.Benchmark
 	for _, coll := range t.Space.Collectives() {
@@ -789,7 +875,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 		if errors.Is(err, store.ErrNotFound) {
 			fresh = true
 			camp = store.Campaign{Name: name, SpaceHash: sp.Hash(), Space: sp.Source,
-				Budget: sp.Campaign.Trials, Sampler: sp.Campaign.Sampler, Seed: sp.Campaign.Seed}
+				Budget: sp.Campaign.Trials, Sampler: sp.Campaign.Sampler, Seed: sp.Campaign.Seed, Scale: sp.Campaign.Scale}
 			break
 		}
 		if err != nil {
@@ -830,6 +916,9 @@ func spaceChanged(camp store.Campaign, sp *space.Space) error {
 	old, err := space.Parse(camp.Name+" (as stored)", camp.Space)
 	if err != nil {
 		return fmt.Errorf("campaign %q: %w, and the stored copy no longer loads: %v", camp.Name, ErrSpaceChanged, err)
+	}
+	if camp.Scale > 0 {
+		old = old.AtScale(camp.Scale)
 	}
 	return fmt.Errorf("campaign %q: %w:\n  %s\nrun with --allow-space-change to continue as a new campaign in the same store, or rename the campaign",
 		camp.Name, ErrSpaceChanged, strings.Join(space.Diff(old, sp), "\n  "))

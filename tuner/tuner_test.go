@@ -82,11 +82,7 @@ func runSpace(t testing.TB, src string) (*space.Space, *store.Store) {
 // newTuner tunes sp on st with the test binary as the simulated cluster.
 func newTuner(t testing.TB, sp *space.Space, st *store.Store) *Tuner {
 	t.Helper()
-	b, err := runner.NewBenchmark(sp, []string{os.Args[0]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Tuner{Space: sp, Store: st, Benchmark: b}
+	return &Tuner{Space: sp, Store: st, Simulator: []string{os.Args[0]}}
 }
 
 func TestCampaignOnSimulator(t *testing.T) {

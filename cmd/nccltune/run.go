@@ -65,7 +65,8 @@ func resumeCommand() *cli.Command {
 		Name:  "resume",
 		Usage: "resume a campaign from its store alone",
 		Description: "Continues the campaign with the space, budget, seed and sampler stored with it\n" +
-			"(the flags override the last three). Finished trials are kept, an interrupted one runs again.",
+			"(the flags override the last three). Finished trials are kept, an interrupted one runs again.\n" +
+			"A campaign of campaign.scales resumes the scales: each goes on where it stopped.",
 		Flags: append(append([]cli.Flag{campaignFlag}, searchFlags...), validateFlags...),
 		Action: func(c *cli.Context) error {
 			st, err := openExisting(c.String("store"))
@@ -77,7 +78,8 @@ func resumeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return runCampaign(c, l.space, tuner.Options{KeepSettings: true})
+			// A campaign of campaign.scales resumes with the scales after it.
+			return runCampaign(c, l.family, tuner.Options{KeepSettings: true})
 		},
 	}
 }
@@ -113,19 +115,39 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	if !c.Bool("quiet") {
 		tu.Progress = progress(os.Stderr, sp)
 		tu.OnValidationRun = validationProgress(os.Stderr)
+		tu.OnScale = func(at *space.Space) {
+			fmt.Fprintf(os.Stderr, "%d nodes: campaign %q\n", at.Campaign.Scale, at.Campaign.Name)
+		}
 	}
 	runErr := tu.Run(c.Context, o)
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
 		return runErr
 	}
-	if err := printStatus(os.Stdout, st, campaignName(st, sp)); err != nil && runErr == nil {
-		return err
+	for _, at := range scales(sp) {
+		if name := campaignName(st, at); name != "" {
+			if err := printStatus(os.Stdout, st, name); err != nil && runErr == nil {
+				return err
+			}
+		}
 	}
 	return runErr
 }
 
+// scales are the spaces of the campaigns sp runs: its own, or one per
+// node count of campaign.scales.
+func scales(sp *space.Space) []*space.Space {
+	if len(sp.Campaign.Scales) == 0 {
+		return []*space.Space{sp}
+	}
+	var out []*space.Space
+	for _, nodes := range sp.Campaign.Scales {
+		out = append(out, sp.AtScale(nodes))
+	}
+	return out
+}
+
 // campaignName is the campaign the space ran as: its own name, or the newest
-// NAME-N that --allow-space-change created.
+// NAME-N that --allow-space-change created; "" if it never ran.
 func campaignName(st *store.Store, sp *space.Space) string {
 	all, _ := st.Campaigns()
 	for i := len(all) - 1; i >= 0; i-- {
@@ -133,7 +155,7 @@ func campaignName(st *store.Store, sp *space.Space) string {
 			return all[i].Name
 		}
 	}
-	return sp.Campaign.Name
+	return ""
 }
 
 func loadSpace(path string) (*space.Space, error) {
@@ -151,8 +173,12 @@ func loadSpace(path string) (*space.Space, error) {
 // progress shows a bar on a terminal and one line per trial elsewhere (CI logs, files).
 func progress(w *os.File, sp *space.Space) func(tuner.Progress) {
 	var bar *progressbar.ProgressBar
+	var campaign int64
 	tty := isatty.IsTerminal(w.Fd())
 	return func(p tuner.Progress) {
+		if p.Trial.CampaignID != campaign { // the next of campaign.scales
+			campaign, bar = p.Trial.CampaignID, nil
+		}
 		if p.Note != "" {
 			if bar != nil {
 				_ = bar.Clear()

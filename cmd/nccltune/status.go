@@ -30,8 +30,11 @@ import (
 // loaded is a campaign read back from a store, with its space re-parsed from
 // the copy kept in the store (the file on disk may have changed since).
 type loaded struct {
-	camp    store.Campaign
-	space   *space.Space
+	camp  store.Campaign
+	space *space.Space
+	// family is the space as stored: space's own, or for a campaign of
+	// campaign.scales the space of them all.
+	family  *space.Space
 	trials  []store.Trial
 	vals    []store.Validation
 	results []results.RangeResult
@@ -53,9 +56,13 @@ func load(st *store.Store, name string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := space.Parse(camp.Name+" (as stored)", camp.Space)
+	family, err := space.Parse(camp.Name+" (as stored)", camp.Space)
 	if err != nil {
 		return nil, err
+	}
+	sp := family
+	if camp.Scale > 0 {
+		sp = family.AtScale(camp.Scale)
 	}
 	trials, err := st.Trials(camp.ID)
 	if err != nil {
@@ -65,7 +72,7 @@ func load(st *store.Store, name string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{camp: camp, space: sp, trials: trials, vals: vals, results: results.Of(sp, trials, vals)}, nil
+	return &loaded{camp: camp, space: sp, family: family, trials: trials, vals: vals, results: results.Of(sp, trials, vals)}, nil
 }
 
 // openCampaign opens the --store (which must exist) and loads its --campaign;

@@ -1,0 +1,104 @@
+package tuner
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+const scalesSpace = `
+[campaign]
+name = "scales"
+trials = 10
+seed = 2
+scales = [2, 4, 8]
+sizes = { min = "1K", max = "64M", factor = 4 }
+[[range]]
+name = "small"
+min = "1K"
+max = "1M"
+[[range]]
+name = "large"
+min = "1M"
+max = "128M"
+[simulator]
+gpus_per_node = 4
+fabric = "ib"
+gpu_nic = "PHB"
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_NET_GDR_LEVEL"
+values = ["default", "PHB", "SYS"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+min = 1
+max = 32
+`
+
+// TestScales tunes at 2, 4 and 8 simulated nodes: one campaign each,
+// smallest first, each measured on its node count, each trying the one
+// before's choices right after NCCL's defaults; run again, the finished
+// scales are not measured again.
+func TestScales(t *testing.T) {
+	sp := mustParse(t, "scales.toml", scalesSpace)
+	st := openStore(t)
+	var started []string
+	tu := newTuner(t, sp, st)
+	tu.OnScale = func(at *space.Space) { started = append(started, at.Campaign.Name) }
+	if err := tu.Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"scales@2n", "scales@4n", "scales@8n"}; !reflect.DeepEqual(started, want) {
+		t.Errorf("scales started %v, want %v", started, want)
+	}
+	var before []store.Trial
+	for i, nodes := range []int{2, 4, 8} {
+		at := sp.AtScale(nodes)
+		camp, err := st.Campaign(at.Campaign.Name)
+		if err != nil || camp.Scale != nodes {
+			t.Fatalf("campaign of %d nodes: %+v, %v", nodes, camp, err)
+		}
+		trials := campaignTrials(t, st, at.Campaign.Name)
+		for _, tr := range trials {
+			if tr.State == store.Complete && (tr.Fingerprint.Nodes != nodes || tr.Fingerprint.Ranks != 4*nodes) {
+				t.Errorf("%d nodes, trial %d ran on %d nodes, %d ranks", nodes, tr.Number, tr.Fingerprint.Nodes, tr.Fingerprint.Ranks)
+			}
+		}
+		if i > 0 {
+			vals, _ := st.Validations(camp.ID - 1)
+			var want []map[string]string
+			for _, r := range results.Of(sp.AtScale([]int{2, 4, 8}[i-1]), before, vals) {
+				if r.Tuned() {
+					want = append(want, r.Chosen().Params)
+				}
+			}
+			if len(want) == 0 {
+				t.Fatalf("nothing tuned at %d nodes; the warm start from it shows nothing", []int{2, 4, 8}[i-1])
+			}
+			for k, a := range want {
+				if got := trials[2+k].Params; !reflect.DeepEqual(got, a) {
+					t.Errorf("%d nodes: trial %d ran %v, want the smaller scale's choice %v", nodes, 2+k, got, a)
+				}
+			}
+		}
+		before = trials
+	}
+	counted := &labels{Runner: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}}
+	tu = newTuner(t, sp, st)
+	tu.Runner = counted
+	if err := tu.Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(counted.seen) != 0 {
+		t.Errorf("running the finished scales again launched %q", counted.seen)
+	}
+}
