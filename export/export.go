@@ -41,6 +41,9 @@ type Export struct {
 	// Plugin is the path of nccltune's tuner plugin for the plugin format's env file.
 	Plugin string
 	Now    time.Time
+	// Scales are the other campaigns of the space's campaign.scales: the
+	// tuner plugins' rules of every node count go in one file.
+	Scales []Export
 }
 
 // file is one file a format writes.

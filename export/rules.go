@@ -240,36 +240,50 @@ func (e Export) where() (nodes, ranks int) {
 func (e Export) verdicts() []string {
 	var out []string
 	for _, r := range e.Job.Ranges {
-		out = append(out, fmt.Sprintf("range %s: %s", r.Range.Name, r.Describe()))
+		out = append(out, fmt.Sprintf("%srange %s: %s", e.scale(), r.Range.Name, r.Describe()))
 	}
 	return out
 }
 
+// scale names the node count of a campaign of campaign.scales, as a prefix.
+func (e Export) scale() string {
+	if e.Campaign.Scale == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d nodes, ", e.Campaign.Scale)
+}
+
+// scaled are the campaigns whose rules one rules file holds: this one, and
+// every other of campaign.scales, smallest first. Each rule names its node
+// and rank count, so they must be known.
+func (e Export) scaled() ([]Export, error) {
+	all := append([]Export{e}, e.Scales...)
+	slices.SortFunc(all, func(a, b Export) int { return a.Campaign.Scale - b.Campaign.Scale })
+	if len(all) > 1 {
+		for _, x := range all {
+			if nodes, ranks := x.where(); nodes < 0 || ranks < 0 {
+				return nil, fmt.Errorf("campaign %s: NCCL's log gave no node and rank count, which the rules of several scales need", clean(x.Campaign.Name))
+			}
+		}
+	}
+	return all, nil
+}
+
+// jobEnvName is a job's env file: one per node count where the rules serve several.
+func jobEnvName(base string, x Export, scales int) string {
+	if scales == 1 {
+		return base + ".env"
+	}
+	return fmt.Sprintf("%s-%dn.env", base, x.Campaign.Scale)
+}
+
 // plugin writes nccltune's own plugin's rules and the job's environment,
-// which loads the plugin with them.
+// which loads the plugin with them; with campaign.scales, the rules of
+// every node count and an environment for each.
 func (e Export) plugin(dir string) ([]file, error) {
-	rules, env, err := e.jobRules(false)
+	all, err := e.scaled()
 	if err != nil {
 		return nil, fmt.Errorf("plugin: %w", err)
-	}
-	nodes, ranks := e.where()
-	orAny := func(n int) string {
-		if n < 0 {
-			return "*"
-		}
-		return strconv.Itoa(n)
-	}
-	var b strings.Builder
-	b.WriteString(comment(append(e.header("nccltune: rules for nccltune's own tuner plugin (NCCL 2.24 and later: tuner ABI v4, v5, v6)"), e.verdicts()...), "# "))
-	b.WriteString(comment([]string{"sizes and collectives no rule covers keep NCCL's own choice", "collective min_bytes max_bytes nodes ranks algorithm protocol channels"}, "# "))
-	b.WriteString("nccltune-rules 1\n")
-	for _, r := range rules {
-		max := strconv.FormatInt(r.max, 10)
-		if r.max < 0 {
-			max = "-"
-		}
-		fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # range %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
-			orStar(r.algo), orStar(r.proto), r.channels, r.from)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -279,12 +293,43 @@ func (e Export) plugin(dir string) ([]file, error) {
 	if lib == "" {
 		lib = filepath.Join(abs, plugin.LibraryName)
 	}
-	envFile, err := e.jobEnvFile("nccl-plugin.env", "nccltune's tuner plugin and its rules", env,
-		[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{plugin.RulesEnv, filepath.Join(abs, "nccltune.rules")})
-	if err != nil {
-		return nil, err
+	orAny := func(n int) string {
+		if n < 0 {
+			return "*"
+		}
+		return strconv.Itoa(n)
 	}
-	return []file{{"nccltune.rules", b.String(), 0o644}, envFile}, nil
+	var verdicts []string
+	for _, x := range all {
+		verdicts = append(verdicts, x.verdicts()...)
+	}
+	var b strings.Builder
+	b.WriteString(comment(append(e.header("nccltune: rules for nccltune's own tuner plugin (NCCL 2.24 and later: tuner ABI v4, v5, v6)"), verdicts...), "# "))
+	b.WriteString(comment([]string{"sizes and collectives no rule covers keep NCCL's own choice", "collective min_bytes max_bytes nodes ranks algorithm protocol channels"}, "# "))
+	b.WriteString("nccltune-rules 1\n")
+	var files []file
+	for _, x := range all {
+		rules, env, err := x.jobRules(false)
+		if err != nil {
+			return nil, fmt.Errorf("plugin: %s%w", x.scale(), err)
+		}
+		nodes, ranks := x.where()
+		for _, r := range rules {
+			max := strconv.FormatInt(r.max, 10)
+			if r.max < 0 {
+				max = "-"
+			}
+			fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # range %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
+				orStar(r.algo), orStar(r.proto), r.channels, r.from)
+		}
+		envFile, err := x.jobEnvFile(jobEnvName("nccl-plugin", x, len(all)), "nccltune's tuner plugin and its rules", env,
+			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{plugin.RulesEnv, filepath.Join(abs, "nccltune.rules")})
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, envFile)
+	}
+	return append([]file{{"nccltune.rules", b.String(), 0o644}}, files...), nil
 }
 
 func orStar(s string) string {
@@ -305,40 +350,52 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 			return nil, fmt.Errorf("tuner-csv: NCCL's example tuner plugin does not handle %s", coll)
 		}
 	}
-	rules, env, err := e.jobRules(true)
+	all, err := e.scaled()
 	if err != nil {
 		return nil, fmt.Errorf("tuner-csv: %w", err)
-	}
-	nodes, ranks := e.where()
-	var b strings.Builder
-	b.WriteString(comment(append(e.header("nccltune: rules for NCCL's example tuner plugin (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE)",
-		"works with the example plugin of NCCL 2.30.3 and later: those of 2.27.5 to 2.29.x crash on the first matching rule (NVIDIA/nccl#1974); nccltune's own plugin (--format plugin) works with NCCL 2.24 and later",
-		"the example runs ONE channel wherever no rule matches: these rules cover every size of the collectives below, and other collectives run on one channel"),
-		e.verdicts()...), "# "))
-	b.WriteString(comment([]string{"colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"}, "# "))
-	for i, r := range rules {
-		if !slices.Contains(exampleColls, r.coll) {
-			continue
-		}
-		// The first and the last rule of a collective reach out to every size.
-		if i == 0 || rules[i-1].coll != r.coll {
-			r.min = 0
-		}
-		if i+1 == len(rules) || rules[i+1].coll != r.coll {
-			r.max = math.MaxInt64
-		}
-		fmt.Fprintf(&b, "# range %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.from, r.coll, r.min, r.max, r.algo, r.proto, r.channels, nodes, ranks)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	envFile, err := e.jobEnvFile("nccl-tuner.env", "NCCL's example tuner plugin and its rules (set NCCL_TUNER_PLUGIN to the example's library, of NCCL 2.30.3 or later)", env,
-		[2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
-	if err != nil {
-		return nil, err
+	var verdicts []string
+	for _, x := range all {
+		verdicts = append(verdicts, x.verdicts()...)
 	}
-	return []file{{"nccl_tuner.conf", b.String(), 0o644}, envFile}, nil
+	var b strings.Builder
+	b.WriteString(comment(append(e.header("nccltune: rules for NCCL's example tuner plugin (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE)",
+		"works with the example plugin of NCCL 2.30.3 and later: those of 2.27.5 to 2.29.x crash on the first matching rule (NVIDIA/nccl#1974); nccltune's own plugin (--format plugin) works with NCCL 2.24 and later",
+		"the example runs ONE channel wherever no rule matches: these rules cover every size of the collectives below, and other collectives run on one channel"),
+		verdicts...), "# "))
+	b.WriteString(comment([]string{"colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"}, "# "))
+	var files []file
+	for _, x := range all {
+		rules, env, err := x.jobRules(true)
+		if err != nil {
+			return nil, fmt.Errorf("tuner-csv: %s%w", x.scale(), err)
+		}
+		nodes, ranks := x.where()
+		for i, r := range rules {
+			if !slices.Contains(exampleColls, r.coll) {
+				continue
+			}
+			// The first and the last rule of a collective reach out to every size.
+			if i == 0 || rules[i-1].coll != r.coll {
+				r.min = 0
+			}
+			if i+1 == len(rules) || rules[i+1].coll != r.coll {
+				r.max = math.MaxInt64
+			}
+			fmt.Fprintf(&b, "# range %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.from, r.coll, r.min, r.max, r.algo, r.proto, r.channels, nodes, ranks)
+		}
+		envFile, err := x.jobEnvFile(jobEnvName("nccl-tuner", x, len(all)), "NCCL's example tuner plugin and its rules (set NCCL_TUNER_PLUGIN to the example's library, of NCCL 2.30.3 or later)", env,
+			[2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, envFile)
+	}
+	return append([]file{{"nccl_tuner.conf", b.String(), 0o644}}, files...), nil
 }
 
 // jobEnvFile is the env file of a job that runs with a tuner plugin: the

@@ -346,7 +346,9 @@ func exportCommand() *cli.Command {
 			"nccl-plugin.env, the job's one environment) and tuner-csv (NCCL's example plugin:\n" +
 			"nccl_tuner.conf and nccl-tuner.env). For a campaign with a [[workload]]: job (nccl-job.env,\n" +
 			"the one configuration that minimises the job's predicted communication time, per-collective\n" +
-			"algorithm and protocol included). Each file's header names the range, the campaign, what it\n" +
+			"algorithm and protocol included). For a campaign of campaign.scales, the plugin formats write\n" +
+			"the rules of every node count in one file, and the job's environment for each (nccl-plugin-8n.env).\n" +
+			"Each file's header names the range, the campaign, what it\n" +
 			"was measured on, and the gain. A range whose best did not beat NCCL's defaults (validated,\n" +
 			"or by 1% unvalidated) gets only the pinned variables, and says so.",
 		Flags: []cli.Flag{storeFlag, campaignFlag,
@@ -362,12 +364,26 @@ func exportCommand() *cli.Command {
 				return err
 			}
 			defer st.Close()
-			decisions, err := st.Decisions(l.camp.ID)
+			ex, err := exportOf(st, l, c.String("plugin"))
 			if err != nil {
 				return err
 			}
-			ex := export.Export{Space: l.space, Campaign: l.camp, Results: l.results, Job: results.JobOf(l.space, l.trials, l.vals),
-				Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: c.String("plugin"), Now: time.Now()}
+			if f := c.String("format"); l.camp.Scale > 0 && (f == "plugin" || f == "tuner-csv") {
+				// One rules file serves every node count of campaign.scales.
+				for _, at := range scales(l.family) {
+					if name := campaignName(st, at); name != "" && name != l.camp.Name {
+						other, err := load(st, name)
+						if err != nil {
+							return err
+						}
+						x, err := exportOf(st, other, c.String("plugin"))
+						if err != nil {
+							return err
+						}
+						ex.Scales = append(ex.Scales, x)
+					}
+				}
+			}
 			paths, err := ex.Write(c.String("format"), c.String("out"))
 			for _, p := range paths {
 				fmt.Println(p)
@@ -380,6 +396,16 @@ func exportCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// exportOf is a loaded campaign's export.
+func exportOf(st *store.Store, l *loaded, pluginPath string) (export.Export, error) {
+	decisions, err := st.Decisions(l.camp.ID)
+	if err != nil {
+		return export.Export{}, err
+	}
+	return export.Export{Space: l.space, Campaign: l.camp, Results: l.results, Job: results.JobOf(l.space, l.trials, l.vals),
+		Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: pluginPath, Now: time.Now()}, nil
 }
 
 // fingerprint is what the campaign ran on, as its first completed trial recorded it.

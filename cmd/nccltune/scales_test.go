@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestScalesExport runs a campaign of three node counts and exports the
+// tuner plugin's rules: one file holds the rules of every node count, each
+// rule naming its nodes and ranks, and each node count has its job's
+// environment, which a shell sources.
+func TestScalesExport(t *testing.T) {
+	dir := t.TempDir()
+	src := `
+[campaign]
+name = "scaled"
+trials = 8
+scales = [2, 4, 8]
+sizes = { min = "1K", max = "64M", factor = 4 }
+[[range]]
+name = "small"
+min = "1K"
+max = "1M"
+[[range]]
+name = "large"
+min = "1M"
+max = "128M"
+[simulator]
+gpus_per_node = 4
+fabric = "ib"
+gpu_nic = "PHB"
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_NET_GDR_LEVEL"
+values = ["default", "PHB", "SYS"]
+`
+	if err := os.WriteFile(filepath.Join(dir, "space.toml"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := nccltune(t, dir, "run", "--space", "space.toml", "--validate-rounds", "2")
+	if code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	for _, name := range []string{"scaled@2n", "scaled@4n", "scaled@8n"} {
+		if !strings.Contains(out, `campaign "`+name+`": 8 of 8 trials finished`) || !strings.Contains(errOut, `campaign "`+name+`"`) {
+			t.Errorf("run does not report campaign %s:\n%s%s", name, out, errOut)
+		}
+	}
+	for _, format := range []string{"plugin", "tuner-csv"} {
+		code, out, errOut = nccltune(t, dir, "export", "--format", format, "--out", format)
+		if code != 0 {
+			t.Fatalf("export --format %s: %d\n%s%s", format, code, out, errOut)
+		}
+	}
+	rules, err := os.ReadFile(filepath.Join(dir, "plugin", "nccltune.rules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "tuner-csv", "nccl_tuner.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A plugin rule is where a scale's choice sets an algorithm or protocol
+	// (elsewhere NCCL's own stands); the example plugin's cover every size.
+	ruleLine := regexp.MustCompile(`(?m)^allreduce \d+ \S+ (\S+) (\S+) `)
+	if m := ruleLine.FindAllSubmatch(rules, -1); len(m) == 0 {
+		t.Errorf("no plugin rule:\n%s", rules)
+	} else {
+		for _, r := range m {
+			if at := string(r[1]) + "/" + string(r[2]); at != "2/8" && at != "4/16" && at != "8/32" {
+				t.Errorf("a plugin rule for %s nodes/ranks:\n%s", at, rules)
+			}
+		}
+	}
+	for _, scale := range []struct{ nodes, ranks string }{{"2", "8"}, {"4", "16"}, {"8", "32"}} {
+		if !regexp.MustCompile(`(?m)^allreduce,\d+,\d+,\w+,\w+,\d+,` + scale.nodes + `,` + scale.ranks + `,`).Match(csv) {
+			t.Errorf("no example plugin rule for %s nodes, %s ranks:\n%s", scale.nodes, scale.ranks, csv)
+		}
+		env := filepath.Join(dir, "plugin", "nccl-plugin-"+scale.nodes+"n.env")
+		got, err := exec.Command("sh", "-c", `. "$1" && printf '%s\n' "$NCCLTUNE_RULES"`, "sh", env).Output()
+		if err != nil || strings.TrimSpace(string(got)) != filepath.Join(dir, "plugin", "nccltune.rules") {
+			t.Errorf("%s: %q, %v", env, got, err)
+		}
+	}
+	if strings.Count(string(rules), "nccltune-rules 1") != 1 {
+		t.Errorf("rules file:\n%s", rules)
+	}
+}
