@@ -49,6 +49,9 @@ type Store interface {
 type Tuner struct {
 	Space *space.Space
 	Store Store
+	// Benchmark, if set, is what each trial runs; nil: the space's own
+	// (runner.NewBenchmark), each of campaign.scales' its own.
+	Benchmark runner.Benchmark
 	// Simulator is the command that runs the simulated cluster, for a space
 	// with a [simulator] table; nil: this executable's `nccltune sim`.
 	Simulator []string
@@ -172,6 +175,9 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 // scale before it right after NCCL's defaults: NCCL's best choice moves
 // with the node count, but seldom far.
 func (t *Tuner) runScales(ctx context.Context, o Options) error {
+	if t.Benchmark != nil {
+		return errors.New("campaign.scales: each node count needs a benchmark of its own, built from its space; Tuner.Benchmark cannot serve them all")
+	}
 	var before []space.Assignment
 	for _, nodes := range t.Space.Campaign.Scales {
 		at := *t
@@ -666,9 +672,12 @@ func (t *Tuner) open(o Options) (*session, error) {
 // measure and the launcher can work, and splits the nodes into
 // launcher.groups: enough to launch, nothing stored.
 func (t *Tuner) launchable() ([]runner.Benchmark, []*group, error) {
-	bench, err := runner.NewBenchmark(t.Space, t.Simulator)
-	if err != nil {
-		return nil, nil, err
+	bench := t.Benchmark
+	if bench == nil {
+		var err error
+		if bench, err = runner.NewBenchmark(t.Space, t.Simulator); err != nil {
+			return nil, nil, err
+		}
 	}
 	var benches []runner.Benchmark
 	for _, coll := range t.Space.Collectives() {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -19,7 +20,7 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "measure nccltune itself",
-		Subcommands: []*cli.Command{benchJobCommand(), {
+		Subcommands: []*cli.Command{benchJobCommand(), benchGroupsCommand(), {
 			Name:  "search",
 			Usage: "search quality and campaign cost of each sampler on simulated clusters",
 			Description: "For each scenario (one NVLink node; 2, 8 and 32 nodes over InfiniBand; GDR left off;\n" +
@@ -178,6 +179,74 @@ func benchJobCommand() *cli.Command {
 				med := quality.Median(exported)
 				fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%.4g\t%.1f%%\t%.1f%%\t%+.1f%%\t\n", name, rs[0].Default, rs[0].Best, med,
 					100*quality.Median(regret), 100*regret[len(regret)-1], 100*(rs[0].Default/med-1))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func benchGroupsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "groups",
+		Usage: "campaign wall time with trials on 1, 2, 4 groups of nodes at once (launcher.groups), at equal regret",
+		Description: "Runs --seeds campaigns of --trials trials (TPE after the warm start) per scenario and group\n" +
+			"count on the simulated cluster in process, each launch taking its modelled time x --pace of\n" +
+			"real time, so that launches on groups overlap as they would on the hardware. The table gives,\n" +
+			"per group count, the median worst-range regret at the end, the median wall time of the\n" +
+			"campaign and its share of one group's, and the wall time until the median worst-range regret\n" +
+			"first reaches what one group ends at, with its share of one group's (in seconds of the\n" +
+			"modelled hardware).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "scenarios", Value: strings.Join(quality.JobScenarios, ","), Usage: "comma-separated scenario names"},
+			&cli.StringFlag{Name: "groups", Value: "1,2,4", Usage: "comma-separated group counts; the first is the reference"},
+			&cli.IntFlag{Name: "seeds", Value: 5},
+			&cli.IntFlag{Name: "trials", Value: 60},
+			&cli.Float64Flag{Name: "noise", Value: 0.02, Usage: "relative standard deviation of each measurement"},
+			&cli.Float64Flag{Name: "pace", Value: 0.02, Usage: "real seconds slept per modelled second of each launch"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
+		},
+		Action: func(c *cli.Context) error {
+			var groups []int
+			for _, g := range strings.Split(c.String("groups"), ",") {
+				n, err := strconv.Atoi(g)
+				if err != nil || n < 1 || n > space.MaxGroups {
+					return usageError{fmt.Errorf("--groups: %q is not a group count of 1 to %d", g, space.MaxGroups)}
+				}
+				groups = append(groups, n)
+			}
+			if c.Int("trials") <= slices.Max(groups)+1 || c.Int("seeds") < 1 || !(c.Float64("pace") > 0 && c.Float64("pace") <= 1) {
+				return usageError{fmt.Errorf("--trials must exceed the largest group count by 2, --seeds be at least 1, --pace within (0, 1]")}
+			}
+			scenarios, err := quality.ScenariosNamed(strings.Split(c.String("scenarios"), ","))
+			if err != nil {
+				return usageError{err}
+			}
+			dir, err := os.MkdirTemp("", "nccltune-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			o := quality.Options{Seeds: c.Int("seeds"), Trials: c.Int("trials"), Noise: c.Float64("noise"), NoiseTarget: space.DefaultNoiseTarget, Dir: dir}
+			res, err := quality.MeasureGroups(scenarios, groups, o, c.Float64("pace"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "scenario\tgroups\tregret at the end\twall s\tshare\twall s to one group's end regret\tshare\t")
+			var ref quality.GroupsResult
+			for _, r := range res {
+				if r.Groups == groups[0] {
+					ref = r
+				}
+				target := ref.MedianFinal()
+				reach, base := r.WallToReach(target), ref.WallToReach(target)
+				fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%.0f\t%.0f%%\t%.0f\t%.0f%%\t\n", r.Scenario, r.Groups, 100*r.MedianFinal(),
+					r.MedianWall(), 100*r.MedianWall()/ref.MedianWall(), reach, 100*reach/base)
 			}
 			return tw.Flush()
 		},
