@@ -3,6 +3,7 @@ package tuner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"reflect"
 	"slices"
@@ -11,7 +12,11 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/internal/slurmtest"
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/sim"
+	"github.com/nccltune/nccltune/search"
+	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -191,5 +196,99 @@ max = 32
 	}
 	if overlaps == 0 {
 		t.Error("no two trials ran at once")
+	}
+}
+
+// BenchmarkGroupsOnSlurm runs one campaign of 32 trials on a real Slurm
+// cluster of 4 nodes in 1, 2 and 4 groups, the simulator as each step's
+// rank, each run sleeping a tenth of its modelled time: it reports the
+// campaign's wall time (srun's own cost included) and the worst range's
+// true regret of the choices, against the space's optimum by enumeration.
+//
+//	go test -bench GroupsOnSlurm -run '^$' -benchtime 1x ./tuner
+func BenchmarkGroupsOnSlurm(b *testing.B) {
+	c := slurmtest.Start(b, 4)
+	c.Alloc(b, 4)
+	const src = `
+[campaign]
+name = "slurm-bench"
+trials = 32
+seed = 5
+sizes = { min = "1K", max = "256M", factor = 4 }
+[[range]]
+name = "small"
+min = "1K"
+max = "1M"
+[[range]]
+name = "large"
+min = "1M"
+max = "512M"
+[launcher]
+kind = "srun"
+nodes = 1
+ntasks_per_node = 1
+groups = %d
+[benchmark]
+gpus = 16
+timeout = "2m"
+[simulator]
+nodes = 2
+fabric = "ib"
+gpu_nic = "PHB"
+pace = 0.1
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL", "LL128", "Simple"]
+[[param]]
+name = "NCCL_NET_GDR_LEVEL"
+values = ["default", "PHB", "SYS"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+min = 1
+max = 32
+log = true
+`
+	truth := func(sp *space.Space, env []string) []float64 {
+		sc, err := sim.ParseScenario([]string{"-nodes=2", "-fabric=ib", "-gpu_nic=PHB", "-noise=0"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bw, err := sim.Evaluate(sc, "all_reduce", space.EnvMap(env), sp.Sizes.List())
+		if err != nil {
+			return nil
+		}
+		return results.RangeScores(sp, sp.Sizes.List(), bw)
+	}
+	for _, groups := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) {
+			sp := mustParse(b, "slurm.toml", fmt.Sprintf(src, groups))
+			optimum := make([]float64, len(sp.Ranges))
+			all, _ := search.Enumerate(sp, 0, 1<<20)
+			for _, a := range all {
+				for r, v := range truth(sp, sp.Env(a)) {
+					optimum[r] = max(optimum[r], v)
+				}
+			}
+			var wall, regret float64
+			for range b.N {
+				st := openStore(b)
+				start := time.Now()
+				if err := newTuner(b, sp, st).Run(context.Background(), Options{}); err != nil {
+					b.Fatal(err)
+				}
+				wall = time.Since(start).Seconds()
+				regret = 0
+				for r, res := range results.Of(sp, campaignTrials(b, st, sp.Campaign.Name), nil) {
+					regret = max(regret, 1-truth(sp, res.Chosen().Env)[r]/optimum[r])
+				}
+			}
+			b.ReportMetric(wall, "wall-s")
+			b.ReportMetric(100*regret, "regret-%")
+		})
 	}
 }
