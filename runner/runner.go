@@ -151,7 +151,11 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	cmd.WaitDelay = grace + 5*time.Second
 	err = cmd.Start()
 	statusW.Close()
-	if err != nil {
+	switch {
+	case ctx.Err() != nil: // stopped before it could start: run it again later
+		res.Failure = &Failure{FailInterrupted, "campaign stopped as the trial started"}
+		return res
+	case err != nil:
 		res.Failure = &Failure{FailLaunch, err.Error()}
 		return res
 	}

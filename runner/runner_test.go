@@ -122,6 +122,11 @@ func TestInterruptIsNotAFailureOfTheConfig(t *testing.T) {
 	if res.Failure == nil || res.Failure.Kind != FailInterrupted {
 		t.Fatalf("failure = %v", res.Failure)
 	}
+	// Stopped before it starts (another group's trial stopped the campaign): no failure of its own either.
+	res = r.Run(ctx, tableJob(script(t, "sleep 30")))
+	if res.Failure == nil || res.Failure.Kind != FailInterrupted {
+		t.Fatalf("stopped before the start: failure = %v", res.Failure)
+	}
 }
 
 func TestEnvironmentReachesTheBenchmark(t *testing.T) {
