@@ -80,3 +80,28 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordedOutputIsPlausible: what nccl-tests prints on real hardware is
+// never implausible, however it rounds: an in-place run on one H200 moves
+// nothing, and its algbw of 1.22e6 GB/s prints as 1e+06.
+func TestRecordedOutputIsPlausible(t *testing.T) {
+	out, err := os.ReadFile("nccltests/testdata/h200-nccl2.28.3-tests2.19.6/all_reduce_perf_512M.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NCCLTests{Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true}
+	plan := Plan{Sizes: space.Sizes{Min: 8, Max: 512 << 20, Factor: 4}, Iters: 20, Warmup: 5}
+	m, f := b.Read(plan, Output{Text: out, Log: nccllog.Parse(out)})
+	if f != nil || len(m.Rows) != 14 {
+		t.Fatalf("%v", f)
+	}
+	for _, tc := range []struct {
+		v     float64
+		width int
+		want  float64
+	}{{2103.6, 6, 0.05}, {781585, 6, 0.5}, {1.22e6, 6, 0.5e6}, {255.21, 7, 0.005}, {12345678, 7, 0.05e7}} {
+		if got := printed(tc.v, tc.width); math.Abs(got-tc.want) > 1e-9*tc.want {
+			t.Errorf("printed(%g, %d) = %g, want %g", tc.v, tc.width, got, tc.want)
+		}
+	}
+}

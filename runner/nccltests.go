@@ -192,7 +192,7 @@ func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log) *Fail
 		// algbw is size/time, both rounded when printed: figures under 1 GB/s are too coarse to compare.
 		if m.TimeUs > 0 && m.AlgBW >= 1 {
 			want := float64(row.Size) / m.TimeUs / 1e3
-			if math.Abs(m.AlgBW-want) > (0.02+timePrecision(m.TimeUs)/m.TimeUs)*want {
+			if math.Abs(m.AlgBW-want) > (0.02+printed(m.TimeUs, timeWidth)/m.TimeUs)*want+printed(m.AlgBW, bwWidth) {
 				return bad("algbw %.4g GB/s, but %d bytes in %.4g us is %.4g GB/s", m.AlgBW, row.Size, m.TimeUs, want)
 			}
 		}
@@ -216,16 +216,27 @@ func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log) *Fail
 	return nil
 }
 
-// timePrecision is the rounding of a time as nccl-tests prints it: two
-// decimals while it fits its column, then one, then none.
-func timePrecision(us float64) float64 {
-	switch {
-	case us < 1e4:
-		return 0.005
-	case us < 1e5:
-		return 0.05
+// The widths of nccl-tests' time and bandwidth columns.
+const (
+	timeWidth = 7
+	bwWidth   = 6
+)
+
+// printed is the rounding of a number as nccl-tests prints it in a column
+// of width characters (getFloatStr): two decimals while they fit, then one,
+// then none, then one significant digit and an exponent (two in the time's
+// wider column): 1e+06 GB/s is anything from 500,000 to 1,500,000.
+func printed(v float64, width int) float64 {
+	for decimals := 2; decimals >= 0; decimals-- {
+		if len(strconv.FormatFloat(v, 'f', decimals, 64)) <= width {
+			return 0.5 * math.Pow(10, -float64(decimals))
+		}
 	}
-	return 0.5
+	digits := 0.0 // after the point, in the exponent form
+	if width >= 7 {
+		digits = 1
+	}
+	return 0.5 * math.Pow(10, math.Floor(math.Log10(v))-digits)
 }
 
 // busFactor is nccl-tests' ratio of bus to algorithm bandwidth for coll over

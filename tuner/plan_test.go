@@ -280,3 +280,85 @@ func TestWarmLaunchIsNotRecorded(t *testing.T) {
 		}
 	}
 }
+
+// replay answers each launch with the next of the recorded outputs, read as
+// the benchmark reads a launch's.
+type replay struct {
+	outputs [][]byte
+	n       int
+}
+
+func (r *replay) Run(_ context.Context, job runner.Job) runner.Result {
+	out := r.outputs[r.n%len(r.outputs)]
+	r.n++
+	res := runner.Result{Started: time.Now(), Output: out, Log: nccllog.Parse(out)}
+	res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, runner.Output{Text: out, Exit: res.Exit, Log: res.Log})
+	return res
+}
+
+// TestColdStartOnRecordedH200Runs replays four runs of NCCL's defaults
+// recorded on one H200, the first after 30 s idle, its small messages the
+// slowest (7.0 us against 4.9 to 6.4): the warm-up launch takes that one,
+// so the baseline is the steady runs'. Launches there differ by up to 30%
+// on small messages even when warm, which no count of iterations within a
+// launch reduces, so the iteration count reaches its cap either way.
+func TestColdStartOnRecordedH200Runs(t *testing.T) {
+	var outputs [][]byte
+	for n := range 4 {
+		out, err := os.ReadFile(fmt.Sprintf("testdata/h200-cold-run%d.txt", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs = append(outputs, out)
+	}
+	baseline := map[bool]float64{}
+	for _, warm := range []bool{false, true} {
+		sp := mustParse(t, "h200.toml", `
+[campaign]
+name = "h200"
+trials = 3
+sizes = { min = "8", max = "512M", factor = 4 }
+[[range]]
+name = "small"
+min = "8"
+max = "64K"
+[[range]]
+name = "large"
+min = "64K"
+max = "1G"
+[benchmark]
+binary = "all_reduce_perf"
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[param]]
+name = "NCCL_MIN_CTAS"
+min = 1
+max = 32
+`)
+		sp.Benchmark.WarmLaunch = warm
+		st := openStore(t)
+		tu := &Tuner{Space: sp, Store: st, Runner: &replay{outputs: outputs},
+			Benchmark: runner.NCCLTests{Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true}}
+		if err := tu.Run(context.Background(), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		trials := campaignTrials(t, st, "h200")
+		first := 0
+		if warm {
+			first = 1 // the warm-up launch took the cold run
+		}
+		for n := range 2 {
+			rep, _ := nccltests.Parse(bytes.NewReader(outputs[first+n]))
+			if len(trials[n].Rows) != len(rep.Rows) || trials[n].Rows[0].OutOfPlace != rep.Rows[0].OutOfPlace {
+				t.Errorf("warm launch %v: trial %d is not recorded run %d", warm, n, first+n)
+			}
+		}
+		baseline[warm] = results.Of(sp, trials, nil)[0].DefaultScore
+		if iters, why := Iterations(sp, trials); iters != 160 {
+			t.Errorf("warm launch %v: %d iterations (%s)", warm, iters, why)
+		}
+	}
+	if gain := baseline[true]/baseline[false] - 1; gain < 0.05 {
+		t.Errorf("small messages' baseline %.4g with the warm-up launch, %.4g without: the cold run still counts", baseline[true], baseline[false])
+	}
+}
