@@ -198,3 +198,58 @@ func TestExportRefusesWhatItCannotClaim(t *testing.T) {
 		t.Errorf("wrote %v from failed trials", paths)
 	}
 }
+
+// TestExportScales writes the tuner plugins' rules of a campaign of
+// campaign.scales: one rules file, each scale's rules naming its node and
+// rank count, and an environment per scale.
+func TestExportScales(t *testing.T) {
+	two, four := pinned(t), pinned(t)
+	two.Campaign.Name, two.Campaign.Scale = "pinned@2n", 2
+	four.Campaign.Name, four.Campaign.Scale = "pinned@4n", 4
+	four.Fingerprint.Nodes, four.Fingerprint.Ranks = 4, 32
+	four.Scales = []Export{two}
+	dir := t.TempDir()
+	paths, err := four.Write("plugin", dir)
+	if err != nil || len(paths) != 3 {
+		t.Fatalf("%v, %v", paths, err)
+	}
+	own, _ := os.ReadFile(filepath.Join(dir, "nccltune.rules"))
+	if got, want := rulesOf(string(own), " "), [][]string{{"nccltune-rules", "1"},
+		{"allreduce", "8", "65535", "2", "16", "tree", "ll", "0"},
+		{"allreduce", "65536", "1073741823", "2", "16", "ring", "ll128", "0"},
+		{"allreduce", "8", "65535", "4", "32", "tree", "ll", "0"},
+		{"allreduce", "65536", "1073741823", "4", "32", "ring", "ll128", "0"},
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("plugin rules %q\nwant %q\n%s", got, want, own)
+	}
+	for _, name := range []string{"nccl-plugin-2n.env", "nccl-plugin-4n.env"} {
+		if env, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !strings.Contains(string(env), "NCCLTUNE_RULES='"+filepath.Join(dir, "nccltune.rules")+"'") {
+			t.Errorf("%s: %v\n%s", name, err, env)
+		}
+	}
+	if _, err := four.Write("tuner-csv", t.TempDir()); err != nil {
+		t.Errorf("tuner-csv: %v", err)
+	}
+	// A scale whose node count NCCL's log did not give would match every job.
+	two.Fingerprint.Nodes = 0
+	four.Scales = []Export{two}
+	if _, err := four.Write("plugin", t.TempDir()); err == nil || !strings.Contains(err.Error(), "no node and rank count") {
+		t.Errorf("a scale of unknown nodes: %v", err)
+	}
+}
+
+// TestExportWithoutDecisions: the example plugin's rules need NCCL's
+// decisions, which validation records; the error says whether it ran.
+func TestExportWithoutDecisions(t *testing.T) {
+	ex := pinned(t)
+	ex.Decisions = nil
+	if _, err := ex.Write("tuner-csv", t.TempDir()); err == nil || !strings.Contains(err.Error(), "run `nccltune validate`") {
+		t.Errorf("not validated: %v", err)
+	}
+	for i := range ex.Job.Ranges {
+		ex.Job.Ranges[i].Validation = &store.Validation{Verdict: "tuned"}
+	}
+	if _, err := ex.Write("tuner-csv", t.TempDir()); err == nil || !strings.Contains(err.Error(), "NCCL logged none when validation probed it") {
+		t.Errorf("validated, no decisions: %v", err)
+	}
+}

@@ -149,7 +149,10 @@ func merged(rules []rule) []rule {
 // to the next.
 func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 	ds, ok := e.Decisions[e.Space.Key(a)]
-	if !ok {
+	switch {
+	case !ok && e.validated():
+		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, and NCCL logged none when validation probed it (a communicator of one rank makes no decision)")
+	case !ok:
 		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, which validation records: run `nccltune validate`")
 	}
 	type point struct {
@@ -200,6 +203,11 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 		}
 	}
 	return out, nil
+}
+
+// validated reports whether the campaign's choices have been validated.
+func (e Export) validated() bool {
+	return slices.ContainsFunc(e.Job.Ranges, func(r results.RangeResult) bool { return r.Validation != nil })
 }
 
 // upTo is a range's largest size, -1 where it has no bound (a workload's collective).
