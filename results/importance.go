@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -14,9 +15,23 @@ import (
 
 // Importance is how much of a range's score variation one parameter explains.
 type Importance struct {
-	Param string
-	Share float64 // between-group share of the variance of log(score): 0 (none) to 1 (all)
+	Param string  `json:"param"`
+	Share float64 `json:"share"` // between-group share of the variance of log(score): 0 (none) to 1 (all)
+	// P is the F-test's p-value of the parameter's groups at its step, times
+	// the candidates of the step (Bonferroni): the chance that groups of no
+	// effect would explain as much.
+	P float64 `json:"p"`
+	// Confirmed is false for a variable NCCL's log did not show it read in
+	// some trial that set it (NCCL_ALGO on one rank, say): what it "explains"
+	// is another's doing or noise, so it is not analysed (Share 0, P 1).
+	Confirmed bool `json:"confirmed"`
 }
+
+// Significance is the p-value below which an importance is significant.
+const Significance = 0.05
+
+// Significant reports whether the parameter's effect is more than chance.
+func (i Importance) Significant() bool { return i.Confirmed && i.P < Significance }
 
 // Importances ranks the parameters per range by the share of the variance of
 // log(score) over completed trials that each explains, stepwise: the parameter
@@ -27,9 +42,12 @@ type Importance struct {
 // share is epsilon-squared (what k groups would explain by chance is taken
 // off, so many-valued parameters are not favoured on few trials). Integer
 // parameters are grouped into quartiles; a parameter inactive in a trial forms
-// a group of its own. The result is indexed like sp.Ranges.
+// a group of its own. Only variables NCCL's log confirmed are analysed (see
+// Importance.Confirmed); each step has an F-test. The result is indexed like
+// sp.Ranges.
 func Importances(sp *space.Space, trials []store.Trial) [][]Importance {
 	out := make([][]Importance, len(sp.Ranges))
+	confirmed := confirmedParams(sp, trials)
 	for i, r := range sp.Ranges {
 		var scores []float64
 		var done []store.Trial
@@ -48,19 +66,24 @@ func Importances(sp *space.Space, trials []store.Trial) [][]Importance {
 		}
 		total := sumSquares(scores)
 		residual := slices.Clone(scores)
-		left := make([]int, len(sp.Params))
-		for j := range left {
-			left[j] = j
+		var left []int
+		for j, p := range sp.Params {
+			if confirmed[p.Name] {
+				left = append(left, j)
+			} else {
+				out[i] = append(out[i], Importance{Param: p.Name, P: 1})
+			}
 		}
 		for len(left) > 0 {
-			best, bestShare := 0, -1.0
+			best, bestShare, bestP := 0, -1.0, 1.0
 			for k, j := range left {
-				if share := explained(residual, groups[j], total); share > bestShare {
-					best, bestShare = k, share
+				if share, p := explained(residual, groups[j], total); share > bestShare {
+					best, bestShare, bestP = k, share, p
 				}
 			}
+			// The best of len(left) candidates: Bonferroni's correction for having picked it.
 			j := left[best]
-			out[i] = append(out[i], Importance{Param: sp.Params[j].Name, Share: bestShare})
+			out[i] = append(out[i], Importance{Param: sp.Params[j].Name, Share: bestShare, P: min(1, bestP*float64(len(left))), Confirmed: true})
 			removeGroupMeans(residual, groups[j])
 			left = slices.Delete(left, best, best+1)
 		}
@@ -118,9 +141,30 @@ func groupsOf(p space.Param, trials []store.Trial) []string {
 	return labels
 }
 
+// confirmedParams marks the parameters whose variable NCCL's log showed it
+// read in every completed trial that set it (a trial without NCCL's debug
+// log says nothing either way); the DDP step's own knobs are not NCCL's.
+func confirmedParams(sp *space.Space, trials []store.Trial) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range sp.Params {
+		ok := true
+		if v, err := space.Lookup(p.Variable()); err == nil && !v.IsArg() {
+			for _, t := range trials {
+				if t.State == store.Complete && slices.Contains(t.NCCLLog.Unread(t.Env), p.Variable()) {
+					ok = false
+					break
+				}
+			}
+		}
+		out[p.Name] = ok
+	}
+	return out
+}
+
 // explained is epsilon-squared of y grouped by groups, as a share of total:
-// (SS_between - (k-1) MS_within) / total, at least 0.
-func explained(y []float64, groups []string, total float64) float64 {
+// (SS_between - (k-1) MS_within) / total, at least 0; and the F-test's
+// p-value of the groups.
+func explained(y []float64, groups []string, total float64) (share, p float64) {
 	mean := stat.Mean(y, nil)
 	sums, counts := map[string]float64{}, map[string]float64{}
 	for i, v := range y {
@@ -128,7 +172,7 @@ func explained(y []float64, groups []string, total float64) float64 {
 		counts[groups[i]]++
 	}
 	if total == 0 {
-		return 0
+		return 0, 1
 	}
 	var between float64
 	for g, s := range sums {
@@ -136,9 +180,17 @@ func explained(y []float64, groups []string, total float64) float64 {
 		between += counts[g] * (m - mean) * (m - mean)
 	}
 	k, n := float64(len(sums)), float64(len(y))
-	if n <= k {
-		return 0
+	if n <= k || k < 2 {
+		return 0, 1
 	}
 	within := (sumSquares(y) - between) / (n - k)
-	return max(0, (between-(k-1)*within)/total)
+	switch {
+	case within > 0:
+		p = distuv.F{D1: k - 1, D2: n - k}.Survival(between / (k - 1) / within)
+	case between > 0:
+		p = 0 // the groups explain everything
+	default:
+		p = 1
+	}
+	return max(0, (between-(k-1)*within)/total), p
 }

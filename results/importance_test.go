@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -36,12 +37,45 @@ func TestImportances(t *testing.T) {
 	if large[0].Param != "NCCL_PROTO" || large[0].Share < 0.9 {
 		t.Errorf("large range importances: %v", large)
 	}
+	if !large[0].Significant() || large[0].P > 1e-6 {
+		t.Errorf("the protocol's effect is not significant: %+v", large[0])
+	}
 	for _, i := range large {
 		if i.Share < 0 || i.Share > 1 {
 			t.Errorf("share out of [0, 1]: %v", i)
 		}
-		if i.Param == "NCCL_CUMEM_ENABLE" && i.Share > 0.05 {
+		if i.Param == "NCCL_CUMEM_ENABLE" && (i.Share > 0.05 || i.Significant()) {
 			t.Errorf("CUMEM ranked too high: %v", large)
+		}
+	}
+}
+
+// TestImportanceOnlyOfWhatNCCLRead: on one rank NCCL never reads NCCL_ALGO,
+// so whatever its values seem to explain is another's doing; it is left out.
+func TestImportanceOnlyOfWhatNCCLRead(t *testing.T) {
+	sp := loadExample(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var trials []store.Trial
+	for n := range 40 {
+		a := space.Assignment{"NCCL_ALGO": []string{"Ring", "Tree"}[n%2], "NCCL_PROTO": []string{"LL", "Simple"}[n%2]}
+		score := 100 * math.Exp(0.02*rng.NormFloat64())
+		if a["NCCL_PROTO"] == "LL" {
+			score /= 2 // the protocol's doing, and the algorithm travels with it
+		}
+		read := map[string]string{"NCCL_PROTO": a["NCCL_PROTO"]}
+		trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a),
+			NCCLLog: nccllog.Log{Debug: true, Read: read}, Scores: map[string]float64{"small": 1, "medium": 1, "large": score}})
+	}
+	for _, i := range Importances(sp, trials)[2] {
+		switch i.Param {
+		case "NCCL_ALGO":
+			if i.Confirmed || i.Share != 0 || i.Significant() {
+				t.Errorf("NCCL_ALGO, never read, credited: %+v", i)
+			}
+		case "NCCL_PROTO":
+			if !i.Confirmed || !i.Significant() || i.Share < 0.9 {
+				t.Errorf("NCCL_PROTO: %+v", i)
+			}
 		}
 	}
 }

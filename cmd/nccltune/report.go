@@ -97,18 +97,31 @@ func printShares(w io.Writer, l *loaded) {
 }
 
 func printImportance(w io.Writer, l *loaded, imp [][]results.Importance) {
-	fmt.Fprintln(w, "what matters most (share of the variance of log busbw explained, epsilon-squared):")
+	fmt.Fprintf(w, "what matters most (share of the variance of log score explained, epsilon-squared; F-test p < %g, Bonferroni-corrected):\n", results.Significance)
 	for i, r := range l.space.Ranges {
-		var parts []string
+		var parts, chance, unread []string
 		for _, p := range imp[i] {
-			if len(parts) == 4 {
-				break
+			name := strings.TrimPrefix(p.Param, "NCCL_")
+			switch {
+			case !p.Confirmed:
+				unread = append(unread, name)
+			case !p.Significant():
+				chance = append(chance, name)
+			case len(parts) < 4 && p.Share < 0.005:
+				parts = append(parts, name+" <1%")
+			case len(parts) < 4:
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", name, 100*p.Share))
 			}
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", strings.TrimPrefix(p.Param, "NCCL_"), 100*p.Share))
 		}
-		if len(parts) == 0 {
+		if len(chance) > 0 {
+			parts = append(parts, "not significant: "+strings.Join(chance, " "))
+		}
+		if len(unread) > 0 {
+			parts = append(parts, "not read by NCCL, left out: "+strings.Join(unread, " "))
+		}
+		if len(imp[i]) == 0 {
 			parts = []string{"too few completed trials"}
 		}
-		fmt.Fprintf(w, "  %-8s %s\n", r.Name, strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  %-8s %s\n", r.Name, strings.Join(parts, "; "))
 	}
 }
