@@ -262,19 +262,20 @@ func (e Export) scale() string {
 }
 
 // scaled are the campaigns whose rules one rules file holds: this one, and
-// every other of campaign.scales, smallest first. Each rule names its node
-// and rank count, so they must be known.
-func (e Export) scaled() ([]Export, error) {
-	all := append([]Export{e}, e.Scales...)
+// every other of campaign.scales, smallest first (each rule names its node
+// and rank count, so they must be known); with the absolute path of dir, the
+// files' folder, and what the plugin does in every range of them.
+func (e Export) scaled(dir string) (all []Export, abs string, verdicts []string, err error) {
+	all = append([]Export{e}, e.Scales...)
 	slices.SortFunc(all, func(a, b Export) int { return a.Campaign.Scale - b.Campaign.Scale })
-	if len(all) > 1 {
-		for _, x := range all {
-			if nodes, ranks := x.where(); nodes < 0 || ranks < 0 {
-				return nil, fmt.Errorf("campaign %s: NCCL's log gave no node and rank count, which the rules of several scales need", clean(x.Campaign.Name))
-			}
+	for _, x := range all {
+		if nodes, ranks := x.where(); len(all) > 1 && (nodes < 0 || ranks < 0) {
+			return nil, "", nil, fmt.Errorf("campaign %s: NCCL's log gave no node and rank count, which the rules of several scales need", clean(x.Campaign.Name))
 		}
+		verdicts = append(verdicts, x.verdicts()...)
 	}
-	return all, nil
+	abs, err = filepath.Abs(dir)
+	return all, abs, verdicts, err
 }
 
 // jobEnvName is a job's env file: one per node count where the rules serve several.
@@ -289,13 +290,9 @@ func jobEnvName(base string, x Export, scales int) string {
 // which loads the plugin with them; with campaign.scales, the rules of
 // every node count and an environment for each.
 func (e Export) plugin(dir string) ([]file, error) {
-	all, err := e.scaled()
+	all, abs, verdicts, err := e.scaled(dir)
 	if err != nil {
 		return nil, fmt.Errorf("plugin: %w", err)
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
 	}
 	lib := e.Plugin
 	if lib == "" {
@@ -306,10 +303,6 @@ func (e Export) plugin(dir string) ([]file, error) {
 			return "*"
 		}
 		return strconv.Itoa(n)
-	}
-	var verdicts []string
-	for _, x := range all {
-		verdicts = append(verdicts, x.verdicts()...)
 	}
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: rules for nccltune's own tuner plugin (NCCL 2.24 and later: tuner ABI v4, v5, v6)"), verdicts...), "# "))
@@ -358,17 +351,9 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 			return nil, fmt.Errorf("tuner-csv: NCCL's example tuner plugin does not handle %s", coll)
 		}
 	}
-	all, err := e.scaled()
+	all, abs, verdicts, err := e.scaled(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tuner-csv: %w", err)
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	var verdicts []string
-	for _, x := range all {
-		verdicts = append(verdicts, x.verdicts()...)
 	}
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: rules for NCCL's example tuner plugin (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE)",

@@ -11,45 +11,16 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
-const scalesSpace = `
-[campaign]
-name = "scales"
-trials = 10
-seed = 2
-scales = [2, 4, 8]
-sizes = { min = "1K", max = "64M", factor = 4 }
-[[range]]
-name = "small"
-min = "1K"
-max = "1M"
-[[range]]
-name = "large"
-min = "1M"
-max = "128M"
-[simulator]
-gpus_per_node = 4
-fabric = "ib"
-gpu_nic = "PHB"
-[fixed]
-NCCL_NVLS_ENABLE = 0
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring", "Tree"]
-[[param]]
-name = "NCCL_NET_GDR_LEVEL"
-values = ["default", "PHB", "SYS"]
-[[param]]
-name = "NCCL_MIN_CTAS"
-min = 1
-max = 32
-`
 
 // TestScales tunes at 2, 4 and 8 simulated nodes: one campaign each,
 // smallest first, each measured on its node count, each trying the one
 // before's choices right after NCCL's defaults; run again, the finished
 // scales are not measured again.
 func TestScales(t *testing.T) {
-	sp := mustParse(t, "scales.toml", scalesSpace)
+	sp, err := space.Load("../examples/sim-scales-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	st := openStore(t)
 	var started []string
 	tu := newTuner(t, sp, st)
@@ -57,7 +28,7 @@ func TestScales(t *testing.T) {
 	if err := tu.Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"scales@2n", "scales@4n", "scales@8n"}; !reflect.DeepEqual(started, want) {
+	if want := []string{"sim-scales-ib@2n", "sim-scales-ib@4n", "sim-scales-ib@8n"}; !reflect.DeepEqual(started, want) {
 		t.Errorf("scales started %v, want %v", started, want)
 	}
 	var before []store.Trial

@@ -15,41 +15,12 @@ import (
 // environment, which a shell sources.
 func TestScalesExport(t *testing.T) {
 	dir := t.TempDir()
-	src := `
-[campaign]
-name = "scaled"
-trials = 8
-scales = [2, 4, 8]
-sizes = { min = "1K", max = "64M", factor = 4 }
-[[range]]
-name = "small"
-min = "1K"
-max = "1M"
-[[range]]
-name = "large"
-min = "1M"
-max = "128M"
-[simulator]
-gpus_per_node = 4
-fabric = "ib"
-gpu_nic = "PHB"
-[fixed]
-NCCL_NVLS_ENABLE = 0
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring", "Tree"]
-[[param]]
-name = "NCCL_NET_GDR_LEVEL"
-values = ["default", "PHB", "SYS"]
-`
-	if err := os.WriteFile(filepath.Join(dir, "space.toml"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := nccltune(t, dir, "run", "--space", "space.toml", "--validate-rounds", "2")
+	example, _ := filepath.Abs("../../examples/sim-scales-ib.toml")
+	code, out, errOut := nccltune(t, dir, "run", "--space", example, "--trials", "8", "--validate-rounds", "2")
 	if code != 0 {
 		t.Fatalf("run: %d\n%s%s", code, out, errOut)
 	}
-	for _, name := range []string{"scaled@2n", "scaled@4n", "scaled@8n"} {
+	for _, name := range []string{"sim-scales-ib@2n", "sim-scales-ib@4n", "sim-scales-ib@8n"} {
 		if !strings.Contains(out, `campaign "`+name+`": 8 of 8 trials finished`) || !strings.Contains(errOut, `campaign "`+name+`"`) {
 			t.Errorf("run does not report campaign %s:\n%s%s", name, out, errOut)
 		}
