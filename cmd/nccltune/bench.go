@@ -163,9 +163,7 @@ func benchJobCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(runs)
+				return writeJSON(os.Stdout, runs)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "scenario\tdefaults s\tbest s\tjob file s (median)\tregret median\tregret worst\tgain over defaults\t")
@@ -232,9 +230,7 @@ func benchGroupsCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return writeJSON(os.Stdout, res)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "scenario\tgroups\tregret at the end\twall s\tshare\twall s to one group's end regret\tshare\t")

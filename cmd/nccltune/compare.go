@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -51,8 +50,6 @@ func compareCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
 				type row struct {
 					Range               string
 					MeanA, MeanB        *float64
@@ -63,7 +60,7 @@ func compareCommand() *cli.Command {
 				for _, r := range res {
 					rows = append(rows, row{r.Range.Name, results.Finite(r.MeanA), results.Finite(r.MeanB), results.Finite(r.Gain), results.Finite(r.CILow), results.Finite(r.CIHigh), r.Verdict})
 				}
-				return enc.Encode(rows)
+				return writeJSON(os.Stdout, rows)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "range\tsizes\tA GB/s\tB GB/s\tB vs A (95% CI)\tverdict\t")

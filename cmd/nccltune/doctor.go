@@ -60,9 +60,7 @@ func doctorCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(map[string]any{"nodes": nodes, "cluster": cluster}); err != nil {
+				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": cluster}); err != nil {
 					return err
 				}
 			} else {

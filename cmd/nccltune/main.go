@@ -5,8 +5,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -57,6 +59,13 @@ func run(args []string) int {
 }
 
 type usageError struct{ error }
+
+// writeJSON writes v as indented JSON, for --json.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
 
 func newApp() *cli.App {
 	onUsageError := func(_ *cli.Context, err error, _ bool) error { return usageError{err} }

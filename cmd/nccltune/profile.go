@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -53,9 +52,7 @@ func profileCommand() *cli.Command {
 			}
 			out := io.Writer(os.Stdout)
 			if c.Bool("json") {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(w)
+				return writeJSON(out, w)
 			}
 			if path := c.String("out"); path != "" {
 				f, err := os.Create(path)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +59,7 @@ func reportCommand() *cli.Command {
 					byRange[r.Name] = imp[i]
 				}
 				out["importance"], out["plots"] = byRange, plots
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return writeJSON(os.Stdout, out)
 			}
 			if err := printStatus(os.Stdout, st, l.camp.Name); err != nil {
 				return err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -44,9 +43,7 @@ func showCommand() *cli.Command {
 				}
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(t)
+				return writeJSON(os.Stdout, t)
 			}
 			printTrial(os.Stdout, l, t)
 			return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -114,9 +113,7 @@ func statusCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(statusJSON(l))
+				return writeJSON(os.Stdout, statusJSON(l))
 			}
 			return printStatus(os.Stdout, st, c.String("campaign"))
 		},
