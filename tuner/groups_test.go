@@ -293,3 +293,33 @@ log = true
 		})
 	}
 }
+
+// TestGroupsWorkloadWithPatience: on groups, a workload whose collectives
+// settle one by one measures in each trial the collectives that were not
+// settled when it started, whatever the others do meanwhile.
+func TestGroupsWorkloadWithPatience(t *testing.T) {
+	var runs [][]store.Trial
+	for _, seed := range []uint64{1, 0xdeadbeef} {
+		sp, err := space.Load("../examples/sim-2node-ib-workload.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp.Campaign.Trials, sp.Campaign.Patience, sp.Launcher.Groups = 16, 5, 3
+		st := openStore(t)
+		tu := newTuner(t, sp, st)
+		tu.Runner = &jitter{seed: seed}
+		if err := tu.Run(context.Background(), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, campaignTrials(t, st, sp.Campaign.Name))
+	}
+	if len(runs[0]) != len(runs[1]) {
+		t.Fatalf("%d trials in one run, %d in the other", len(runs[0]), len(runs[1]))
+	}
+	for n := range runs[0] {
+		a, b := runs[0][n], runs[1][n]
+		if !reflect.DeepEqual(a.Params, b.Params) || !reflect.DeepEqual(a.Scores, b.Scores) {
+			t.Errorf("trial %d: %v %v in one run, %v %v in the other", n, a.Params, a.Scores, b.Params, b.Scores)
+		}
+	}
+}

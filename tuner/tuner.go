@@ -443,7 +443,7 @@ func (s *session) work() work {
 // then, unless that settled it, its full run.
 func (s *session) execute(ctx context.Context, g *group, t *store.Trial, w work) {
 	if !s.prune(ctx, g, t, w.best) {
-		s.record(t, s.launch(ctx, g, w.plan, t.Params, t.Env, strconv.Itoa(t.Number)), w.measured)
+		s.record(t, s.launch(ctx, g, w, t.Params, t.Env, strconv.Itoa(t.Number)), w.measured)
 	}
 }
 
@@ -632,7 +632,7 @@ func (s *session) prune(ctx context.Context, g *group, t *store.Trial, best []fl
 	}
 	full := fullSweep(sp)
 	quick := runner.Plan{Sizes: full.sizes, Iters: quickIters, Warmup: 1}
-	s.record(t, s.launch(ctx, g, quick, t.Params, t.Env, strconv.Itoa(t.Number)+"-quick"), full.ranges)
+	s.record(t, s.launch(ctx, g, work{plan: quick, measured: full.ranges}, t.Params, t.Env, strconv.Itoa(t.Number)+"-quick"), full.ranges)
 	if t.State != store.Complete {
 		return true // a failure (or an interrupt) is as telling in a quick pass
 	}
@@ -750,15 +750,17 @@ func Defaults(sp *space.Space) space.Assignment {
 	return a
 }
 
-// launch runs the benchmark once on group g under plan p with an assignment's
-// environment (env) and options, and NCCL's debug log unless env or the
-// user has set its variables.
-func (s *session) launch(ctx context.Context, g *group, p runner.Plan, a space.Assignment, env []string, label string) runner.Result {
+// launch runs the benchmark once on group g under w's plan, over the ranges
+// w measures, with an assignment's environment (env) and options, and
+// NCCL's debug log unless env or the user has set its variables. It reads
+// nothing of the session that changes while trials run on other groups.
+func (s *session) launch(ctx context.Context, g *group, w work, a space.Assignment, env []string, label string) runner.Result {
 	if !g.warm && s.Space.Benchmark.WarmLaunch {
 		g.warm = true
 		defaults := Defaults(s.Space)
-		s.launch(ctx, g, p, defaults, s.Space.Env(defaults), "warm-up") // not recorded: a cold GPU's first launch runs slow
+		s.launch(ctx, g, w, defaults, s.Space.Env(defaults), "warm-up") // not recorded: a cold GPU's first launch runs slow
 	}
+	p := w.plan
 	p.Args, p.Label = s.Space.Args(a), label
 	set := space.EnvMap(env)
 	env = slices.Clone(env)
@@ -772,7 +774,7 @@ func (s *session) launch(ctx context.Context, g *group, p runner.Plan, a space.A
 	for i, b := range s.benches {
 		plan := p
 		if len(s.Space.Workload) > 0 {
-			if !s.measured[i] {
+			if !w.measured[i] {
 				continue // a settled collective of the workload
 			}
 			plan.Sizes = s.Space.Sweep(s.Space.Ranges[i].Collective)

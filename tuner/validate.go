@@ -168,7 +168,7 @@ func (s *session) probe(ctx context.Context, a arm) error {
 		env = append(env, "NCCL_DEBUG_SUBSYS=INIT,ENV,NET,TUNING")
 	}
 	quick := runner.Plan{Sizes: sp.Sizes, Iters: 1, Warmup: 0}
-	res := s.launch(ctx, s.groups[0], quick, a.assignment, env, "probe-"+strings.ReplaceAll(a.name, " ", "-"))
+	res := s.launch(ctx, s.groups[0], work{plan: quick, measured: fullSweep(sp).ranges}, a.assignment, env, "probe-"+strings.ReplaceAll(a.name, " ", "-"))
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -197,7 +197,7 @@ func (s *session) measure(ctx context.Context, arms []arm, rounds int) ([]store.
 			}
 			a := arms[k]
 			t := &store.Trial{Env: a.env}
-			s.record(t, s.launch(ctx, s.groups[0], s.plan, a.assignment, a.env, fmt.Sprintf("validate-%d-%d", round, k)), s.measured)
+			s.record(t, s.launch(ctx, s.groups[0], s.work(), a.assignment, a.env, fmt.Sprintf("validate-%d-%d", round, k)), s.measured)
 			if t.State == store.Interrupted {
 				return nil, ctx.Err()
 			}
