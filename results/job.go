@@ -42,13 +42,11 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		}
 		groups[k] = append(groups[k], t)
 	}
-	var best Job
-	bestGain, bestSettings := math.Inf(-1), 0
-	// Within Parsimony (per range where the ranges are weighed alike), the fewer job-wide settings the better.
-	tolerance := math.Log1p(Parsimony)
-	if len(sp.Workload) == 0 {
-		tolerance *= float64(len(sp.Ranges))
-	}
+	var (
+		jobs     []Job
+		gains    []float64
+		settings []int
+	)
 	for _, k := range keys {
 		rs := Of(sp, groups[k], vals)
 		for i := range rs {
@@ -58,10 +56,17 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		if math.IsNaN(gain) {
 			continue // a range none of its trials measured, or no defaults to compare with
 		}
-		env := JobEnv(sp, groups[k][0].Params)
-		if tie := math.Abs(gain-bestGain) <= tolerance; gain > bestGain && !tie || tie && len(env) < bestSettings {
-			best, bestGain, bestSettings = Job{Env: env, Ranges: rs}, gain, len(env)
-		}
+		jobs, gains = append(jobs, Job{Env: JobEnv(sp, groups[k][0].Params), Ranges: rs}), append(gains, gain)
+		settings = append(settings, Settings(&groups[k][0])-perSizeSettings(sp, groups[k][0].Params))
+	}
+	// Within Parsimony (per range where the ranges are weighed alike), the fewer job-wide settings the better.
+	tolerance := -math.Log1p(-Parsimony)
+	if len(sp.Workload) == 0 {
+		tolerance *= float64(len(sp.Ranges))
+	}
+	var best Job
+	if len(jobs) > 0 {
+		best = jobs[parsimonious(gains, settings, tolerance)]
 	}
 	if best.Ranges == nil {
 		best.Ranges = defaults
@@ -147,6 +152,17 @@ func WithoutPerSize(sp *space.Space, a space.Assignment) space.Assignment {
 		}
 	}
 	return out
+}
+
+// perSizeSettings counts the per-size variables an assignment sets.
+func perSizeSettings(sp *space.Space, a space.Assignment) int {
+	n := 0
+	for _, p := range sp.Params {
+		if v, ok := a[p.Name]; ok && v != space.Unset && slices.Contains(PerSize, p.Variable()) {
+			n++
+		}
+	}
+	return n
 }
 
 // JobEnv is the environment an assignment gives less the per-size variables.

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/nccltune/nccltune/space"
@@ -94,14 +95,26 @@ func configsOf(rangeName string, trials []store.Trial, keys []string) []*config 
 
 // simplest returns, among the configurations scoring within Parsimony of
 // best, the one that sets the fewest variables (the higher score between equals).
-func simplest(configs []*config, best *config) *config {
-	chosen := best
-	for _, c := range configs {
-		if c.score() < best.score()*(1-Parsimony) {
+func simplest(configs []*config) *config {
+	logScores, settings := make([]float64, len(configs)), make([]int, len(configs))
+	for i, c := range configs {
+		logScores[i], settings[i] = math.Log(c.score()), Settings(c.first)
+	}
+	return configs[parsimonious(logScores, settings, -math.Log1p(-Parsimony))]
+}
+
+// parsimonious is the index of the candidate with the fewest settings among
+// those whose log score is within tolerance of the highest, the higher score
+// between equals: the one rule by which ranges and jobs are chosen.
+func parsimonious(logScores []float64, settings []int, tolerance float64) int {
+	top := slices.Max(logScores)
+	chosen := -1
+	for i, s := range logScores {
+		if s < top-tolerance {
 			continue
 		}
-		if n, m := Settings(c.first), Settings(chosen.first); n < m || n == m && c.score() > chosen.score() {
-			chosen = c
+		if chosen < 0 || settings[i] < settings[chosen] || settings[i] == settings[chosen] && s > logScores[chosen] {
+			chosen = i
 		}
 	}
 	return chosen
@@ -130,18 +143,14 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 	for i, rg := range sp.Ranges {
 		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Unit: sp.Unit(rg)}
 		configs := configsOf(rg.Name, trials, keys)
-		var best *config
 		for _, c := range configs {
 			res.Completed += c.runs
 			if c.first.Number == 0 {
 				res.Default, res.DefaultScore = c.first, c.score()
 			}
-			if best == nil || c.score() > best.score() {
-				best = c
-			}
 		}
-		if best != nil {
-			best = simplest(configs, best)
+		if len(configs) > 0 {
+			best := simplest(configs)
 			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
 		}
 		for _, v := range vals {

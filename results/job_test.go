@@ -1,0 +1,52 @@
+package results
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// TestJobOfOneRangeIsTheRangesChoice: with one range and nothing set per
+// size, the job and the range answer one question, and must answer it alike
+// whatever the trials measured (a DDP campaign's noisy steps once chose two
+// different configurations, each then validated).
+func TestJobOfOneRangeIsTheRangesChoice(t *testing.T) {
+	sp, err := space.Parse("ddp.toml", []byte(`
+[campaign]
+name = "ddp"
+[benchmark]
+kind = "ddp"
+[[param]]
+name = "bucket_cap_mb"
+min = 1
+max = 64
+[[param]]
+name = "static_graph"
+values = ["default", "0", "1"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "2", "8"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(values ...string) string { return values[rng.IntN(len(values))] }
+	for seed := range 500 {
+		trials := []store.Trial{{Number: 0, State: store.Complete, Params: map[string]string{"static_graph": space.Unset, "NCCL_MIN_CTAS": space.Unset},
+			Scores: map[string]float64{"step": 10}}}
+		for n := 1; n < 2+rng.IntN(10); n++ {
+			// Scores close together, so that parsimony decides often.
+			trials = append(trials, store.Trial{Number: n, State: store.Complete,
+				Params: map[string]string{"bucket_cap_mb": fmt.Sprint(1 + rng.IntN(3)), "static_graph": pick(space.Unset, "0", "1"), "NCCL_MIN_CTAS": pick(space.Unset, "2", "8")},
+				Scores: map[string]float64{"step": 10 * (0.99 + 0.03*rng.Float64())}})
+		}
+		r, job := Of(sp, trials, nil)[0], JobOf(sp, trials, nil)
+		if r.Best.Number != job.Ranges[0].Best.Number {
+			t.Fatalf("seed %d: the range chose trial %d, the job trial %d\n%+v", seed, r.Best.Number, job.Ranges[0].Best.Number, trials)
+		}
+	}
+}
