@@ -11,7 +11,6 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
-
 // TestScales tunes at 2, 4 and 8 simulated nodes: one campaign each,
 // smallest first, each measured on its node count, each trying the one
 // before's choices right after NCCL's defaults; run again, the finished
