@@ -182,6 +182,27 @@ func fabric(trials []store.Trial) space.Fabric {
 	return space.Fabric{}
 }
 
+// minSizesForShift is how many sizes a range needs for its sizes' common
+// shift between two launches to be told apart from their scatter.
+const minSizesForShift = 3
+
+// timingJitter is one measurement's variance in log scale, from the log ratios d of
+// a range's sizes between two launches of one configuration (each has twice
+// that variance). Where the range has sizes enough, the shift they share is
+// left out: a launch that runs slow as a whole (a cold GPU, clocks, another
+// job) moves every size alike, and more iterations do not average it out;
+// only the scatter around it is timing jitter.
+func timingJitter(d []float64) float64 {
+	if len(d) < minSizesForShift {
+		sq := 0.0
+		for _, v := range d {
+			sq += v * v
+		}
+		return sq / float64(len(d)) / 2
+	}
+	return stat.Variance(d, nil) / 2
+}
+
 // Iteration counts are adapted within these multiples of benchmark.iters:
 // two runs are little evidence for going lower, and beyond 8x a sweep of
 // large messages starts to cost more than the launch.
@@ -192,9 +213,10 @@ const (
 
 // Iterations is the nccl-tests iteration count (-n) for the trials after the
 // first two, and why. The two runs of NCCL's defaults (trials 0 and 1) differ
-// only by noise; from them each range's score has a standard deviation, and
-// since timing jitter averages out over iterations, the count is scaled so
-// that the noisiest range's comes to benchmark.noise_target. It is
+// only by noise; from the scatter of their sizes' ratios (see timingJitter) each
+// range's score has a standard deviation, and since timing jitter averages
+// out over iterations, the count is scaled so that the noisiest range's comes
+// to benchmark.noise_target. It is
 // benchmark.iters, with an empty reason, until both runs completed, with a
 // noise target of 0, and for benchmarks that do not sweep message sizes.
 func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
@@ -211,23 +233,24 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	if runs[0] == nil || runs[1] == nil || len(runs[0].Rows) == 0 || len(runs[0].Rows) != len(runs[1].Rows) {
 		return b.Iters, ""
 	}
-	// Each size's log ratio between the runs has twice one measurement's variance.
-	sq := make([][]float64, len(sp.Ranges))
+	logRatios := make([][]float64, len(sp.Ranges))
 	bw0, bw1 := results.BusBW(runs[0].Rows), results.BusBW(runs[1].Rows)
 	for i, row := range runs[0].Rows {
 		if r := sp.RangeOf(row.Collective, row.Size); r >= 0 && bw0[i] > 0 && bw1[i] > 0 {
-			d := math.Log(bw0[i] / bw1[i])
-			sq[r] = append(sq[r], d*d/2)
+			logRatios[r] = append(logRatios[r], math.Log(bw0[i]/bw1[i]))
 		}
 	}
-	worst, worstRange := -1.0, ""
-	for r, v := range sq {
-		if len(v) == 0 {
+	worst, worstRange, shift := -1.0, "", 0.0
+	for r, d := range logRatios {
+		if len(d) == 0 {
 			continue
 		}
 		// A range's score averages its sizes: its variance is a size's over their count.
-		if sd := math.Sqrt(stat.Mean(v, nil) / float64(len(v))); sd > worst {
+		if sd := math.Sqrt(timingJitter(d) / float64(len(d))); sd > worst {
 			worst, worstRange = sd, sp.Ranges[r].Name
+		}
+		if len(d) >= minSizesForShift {
+			shift = max(shift, math.Abs(stat.Mean(d, nil))/math.Sqrt2)
 		}
 	}
 	if worstRange == "" {
@@ -237,6 +260,9 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	iters = int(math.Round(float64(b.Iters) * min(max(factor, minItersFactor), maxItersFactor)))
 	why = fmt.Sprintf("%d iterations (from %d): NCCL's defaults measured twice put range %s's score at ±%.2f%%, noise_target is ±%.2f%%",
 		iters, b.Iters, worstRange, 100*worst, 100*b.NoiseTarget)
+	if shift > b.NoiseTarget {
+		why += fmt.Sprintf("; the two launches also differed as a whole by ±%.1f%%, which no iteration count reduces (validation's interleaved rounds allow for it)", 100*shift)
+	}
 	// A sweep must stay well inside the trial timeout: a third of it, by the
 	// defaults' own per-iteration times (a slower configuration has the rest).
 	perIter := 0.0

@@ -77,6 +77,39 @@ values = ["default", "Ring"]
 	}
 }
 
+// TestIterationsLeaveALaunchShiftAlone: a launch that runs slow as a whole
+// (a cold GPU, lower clocks) moves every size alike, and no iteration count
+// reduces that; only the sizes' scatter around it asks for more iterations.
+func TestIterationsLeaveALaunchShiftAlone(t *testing.T) {
+	sp := mustParse(t, "shift.toml", "[campaign]\nsizes = { min = \"8\", max = \"8M\", factor = 8 }\n[[range]]\nname = \"all\"\nmin = \"8\"\nmax = \"1G\"\n"+
+		"[benchmark]\nbinary = \"all_reduce_perf\"\niters = 20\nnoise_target = 0.01\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n")
+	run := func(number int, factor func(i int) float64) store.Trial {
+		t := store.Trial{Number: number, State: store.Complete}
+		for i, size := range sp.Sizes.List() {
+			us := 10 * factor(i)
+			t.Rows = append(t.Rows, nccltests.Row{Size: size, OutOfPlace: nccltests.Measure{TimeUs: us}, InPlace: nccltests.Measure{TimeUs: us}})
+		}
+		return t
+	}
+	base := run(0, func(int) float64 { return 1 })
+	for _, tc := range []struct {
+		name      string
+		second    store.Trial
+		want      int
+		wantShift bool
+	}{
+		{"slower by 20% as a whole", run(1, func(int) float64 { return 1.2 }), 10, true},
+		// The 7 sizes scattered by ±6%: ±4.5% a size, ±1.7% the range: 3x.
+		{"scattered", run(1, func(i int) float64 { return math.Exp(0.06 * float64(1-2*(i%2))) }), 59, false},
+		{"both", run(1, func(i int) float64 { return 1.2 * math.Exp(0.06*float64(1-2*(i%2))) }), 59, true},
+	} {
+		got, why := Iterations(sp, []store.Trial{base, tc.second})
+		if got < tc.want*9/10 || got > tc.want*11/10 || strings.Contains(why, "as a whole") != tc.wantShift {
+			t.Errorf("%s: %d iterations (%s), want about %d", tc.name, got, why, tc.want)
+		}
+	}
+}
+
 // TestResultsAverageRepeatedRuns: a configuration measured twice scores the
 // geometric mean of its runs, so one lucky run does not make it the best.
 func TestResultsAverageRepeatedRuns(t *testing.T) {
@@ -183,7 +216,8 @@ func TestFabricFromTheLog(t *testing.T) {
 
 // TestIterationsOnRecordedH200Runs: two runs of NCCL's defaults on one H200
 // (nccl-tests 2.19.6, NCCL 2.28.3, 20 iterations), recorded. Small messages
-// there vary by several percent between runs, so the count goes to its cap.
+// there run slower as a whole in one launch, which iterations do not reduce,
+// but a medium size also differs by 16% on its own, so the count goes to its cap.
 func TestIterationsOnRecordedH200Runs(t *testing.T) {
 	sp := loadExample(t, 60) // its ranges; the iteration count depends on nothing else of the sweep
 	var trials []store.Trial
@@ -199,7 +233,7 @@ func TestIterationsOnRecordedH200Runs(t *testing.T) {
 		trials = append(trials, store.Trial{Number: n, State: store.Complete, Rows: rep.Rows, NCCLLog: nccllog.Parse(out)})
 	}
 	iters, why := Iterations(sp, trials)
-	if iters != 160 || !strings.Contains(why, "range small") {
+	if iters != 160 || !strings.Contains(why, "range medium") || !strings.Contains(why, "as a whole") {
 		t.Errorf("%d iterations: %s", iters, why)
 	}
 	if f := fabric(trials); f != (space.Fabric{Known: true}) {
