@@ -27,11 +27,12 @@ type rule struct {
 	from        string // the range it serves, for a comment
 }
 
-// Plugin tokens of NCCL's algorithm and protocol names, however NCCL_ALGO or
-// NCCL's log spells them (CollnetDirect, CollNetDirect, ...).
+// The plugins' tokens of NCCL's algorithms and protocols (ring, nvls_tree,
+// ll128, ...), by their folded names: nccltune's plugin and NVIDIA's example
+// read the same ones (plugin.Algorithms).
 var (
-	algoTokens  = map[string]string{"tree": "tree", "ring": "ring", "collnetdirect": "collnet_direct", "collnetchain": "collnet_chain", "nvls": "nvls", "nvlstree": "nvls_tree", "pat": "pat"}
-	protoTokens = map[string]string{"ll": "ll", "ll128": "ll128", "simple": "simple"}
+	algoTokens  = tokens(plugin.Algorithms)
+	protoTokens = tokens(plugin.Protocols)
 	// The plugins' collectives, from nccl-tests' and NCCL's names.
 	collTokens = map[string]string{"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter", "broadcast": "broadcast",
 		"reduce": "reduce", "alltoall": "alltoall", "sendrecv": "sendrecv", "allreduce": "allreduce", "allgather": "allgather", "reducescatter": "reducescatter"}
@@ -39,9 +40,27 @@ var (
 	exampleColls = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}
 )
 
-// token is the plugin's name for value, or false for a name it does not know.
+// fold is how a name of NCCL's compares, whoever spells it: NCCL_ALGO and
+// NCCL_PROTO (Tree, CollNetDirect, NVLSTree, Simple), NCCL's TUNING log
+// (ncclAlgoToString, ncclProtoToString: TREE, COLLNET_DIRECT, NVLS_TREE,
+// SIMPLE) and the plugins (collnet_direct, nvls_tree, simple) differ only in
+// case and in '_' (and '-').
+func fold(name string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
+}
+
+// tokens maps the folded names of a plugin's tokens to them.
+func tokens(names []string) map[string]string {
+	m := map[string]string{}
+	for _, n := range names {
+		m[fold(n)] = n
+	}
+	return m
+}
+
+// token is the plugins' name for value, or false for a name they do not know.
 func token(tokens map[string]string, value string) (string, bool) {
-	t, ok := tokens[strings.ToLower(value)]
+	t, ok := tokens[fold(value)]
 	return t, ok
 }
 
@@ -155,23 +174,17 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 	case !ok:
 		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, which validation records: run `nccltune validate`")
 	}
-	type point struct {
-		size int64
-		rule rule
-	}
 	byColl := map[string][]point{}
 	for _, d := range ds {
-		coll, okC := collTokens[strings.ToLower(d.Op)]
-		algo, okA := token(algoTokens, d.Algo)
-		proto, okP := token(protoTokens, d.Proto)
-		size := d.Bytes
-		if perRank(d) {
-			size *= int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
+		p, ok, err := e.point(d)
+		if err != nil {
+			return nil, err
 		}
-		if !okC || !okA || !okP || e.Space.Benchmark.Sweeps() && (!rg.Contains(size) || coll != collTokens[rg.Collective]) {
+		if !ok || e.Space.Benchmark.Sweeps() && (!rg.Contains(p.size) || p.rule.coll != collTokens[rg.Collective]) {
 			continue
 		}
-		byColl[coll] = append(byColl[coll], point{size, rule{coll: coll, algo: algo, proto: proto, channels: d.Channels, from: rg.Name}})
+		p.rule.from = rg.Name
+		byColl[p.rule.coll] = append(byColl[p.rule.coll], p)
 	}
 	var out []rule
 	for _, coll := range slices.Sorted(maps.Keys(byColl)) {
@@ -203,6 +216,39 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 		}
 	}
 	return out, nil
+}
+
+// point is NCCL's decision for one collective and size, as a rule.
+type point struct {
+	size int64
+	rule rule
+}
+
+// point reads NCCL's decision d in the plugins' tokens, or false for an
+// operation no plugin's rule can name. An algorithm or protocol the plugins
+// do not know is an error, never left out: NCCL's TUNING log spells them as
+// ncclAlgoToString and ncclProtoToString do (TREE, RING, COLLNET_DIRECT,
+// COLLNET_CHAIN, NVLS, NVLS_TREE, PAT; LL, LL128, SIMPLE).
+func (e Export) point(d nccllog.Decision) (point, bool, error) {
+	coll, ok := collTokens[strings.ToLower(d.Op)]
+	if !ok {
+		return point{}, false, nil
+	}
+	size := d.Bytes
+	if perRank(d) {
+		size *= int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
+	}
+	algo, okA := token(algoTokens, d.Algo)
+	proto, okP := token(protoTokens, d.Proto)
+	switch {
+	case !okA:
+		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes names algorithm %q, which no tuner plugin knows (they know %s); refusing to leave that size out",
+			clean(d.Op), d.Bytes, clean(d.Algo), strings.Join(plugin.Algorithms, " "))
+	case !okP:
+		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes names protocol %q, which no tuner plugin knows (they know %s); refusing to leave that size out",
+			clean(d.Op), d.Bytes, clean(d.Proto), strings.Join(plugin.Protocols, " "))
+	}
+	return point{size, rule{coll: coll, algo: algo, proto: proto, channels: d.Channels}}, true, nil
 }
 
 // validated reports whether the campaign's choices have been validated.

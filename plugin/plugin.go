@@ -24,6 +24,16 @@ const (
 	LibraryName = "libnccl-tuner-nccltune.so"
 )
 
+// The plugin's names of NCCL's algorithms and protocols, in NCCL's index
+// order (NCCL_ALGO_TREE = 0, ...): what a rules file says. NVIDIA's example
+// tuner plugin (plugins/tuner/example/plugin.c, parseAlgorithm and
+// parseProtocol) reads the same names, and reads a name it does not know as
+// ring or simple without a word. A test checks these against the C tables.
+var (
+	Algorithms = []string{"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"}
+	Protocols  = []string{"ll", "ll128", "simple"}
+)
+
 // The C sources live in src/: the go command refuses .c files in a package
 // that does not use cgo.
 //

@@ -695,6 +695,27 @@ func TestRulesUnset(t *testing.T) {
 	}
 }
 
+// TestNames checks the names Go hands to exports against NCCL's order
+// (restated above) and against the tables the C plugin parses with.
+func TestNames(t *testing.T) {
+	src, err := os.ReadFile("src/nccltune_tuner.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		prefix    string
+		got, want []string
+	}{{"NCCL_ALGO_", Algorithms, algorithms}, {"NCCL_PROTO_", Protocols, protocols}} {
+		var inC []string
+		for _, m := range regexp.MustCompile(`\[`+tc.prefix+`[A-Z0-9_]+\] = "([a-z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
+			inC = append(inC, m[1])
+		}
+		if !slices.Equal(tc.got, tc.want) || !slices.Equal(inC, tc.want) {
+			t.Errorf("%s names: Go %q, the C plugin %q, NCCL's order %q", tc.prefix, tc.got, inC, tc.want)
+		}
+	}
+}
+
 func TestBuild(t *testing.T) {
 	cc := compiler(t)
 	dir := filepath.Join(t.TempDir(), "out")
