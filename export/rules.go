@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -189,8 +190,12 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 	var out []rule
 	for _, coll := range slices.Sorted(maps.Keys(byColl)) {
 		pts := byColl[coll]
-		slices.SortFunc(pts, func(x, y point) int { return int(x.size - y.size) })
+		slices.SortStableFunc(pts, func(x, y point) int { return cmp.Compare(x.size, y.size) })
 		for i, p := range pts {
+			if i > 0 && pts[i-1].size == p.size && !sameChoice(pts[i-1].rule, p.rule) {
+				return nil, fmt.Errorf("NCCL's recorded decisions for %s of %d bytes disagree (%s/%s on %d channels, %s/%s on %d): NCCL logs one per size; the store was altered",
+					coll, p.size, pts[i-1].rule.algo, pts[i-1].rule.proto, pts[i-1].rule.channels, p.rule.algo, p.rule.proto, p.rule.channels)
+			}
 			r := p.rule
 			r.min, r.max = p.size, upTo(rg)
 			if i == 0 {
@@ -218,6 +223,17 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 	return out, nil
 }
 
+const (
+	// maxChannels is NCCL's MAXCHANNELS (src/include/device.h): no
+	// operation runs on more channels, and the plugins take no more.
+	maxChannels = 64
+	// maxBytes bounds the sizes of NCCL's decisions and of the rules: far
+	// above any real operation (1 PiB), far below what overflows.
+	maxBytes = 1 << 50
+	// maxRanks bounds a communicator's rank count, and so its node count.
+	maxRanks = 1 << 22
+)
+
 // point is NCCL's decision for one collective and size, as a rule.
 type point struct {
 	size int64
@@ -234,21 +250,25 @@ func (e Export) point(d nccllog.Decision) (point, bool, error) {
 	if !ok {
 		return point{}, false, nil
 	}
-	size := d.Bytes
+	size, ranks := d.Bytes, int64(1)
 	if perRank(d) {
-		size *= int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
+		ranks = int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
 	}
 	algo, okA := token(algoTokens, d.Algo)
 	proto, okP := token(protoTokens, d.Proto)
 	switch {
+	case size < 0 || size > maxBytes/ranks:
+		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes: no size NCCL logs (0 to %d bytes in all): the store was altered", clean(d.Op), d.Bytes, int64(maxBytes))
+	case d.Channels < 1 || d.Channels > maxChannels:
+		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes ran %d channels, outside NCCL's 1 to %d (MAXCHANNELS): the store was altered", clean(d.Op), d.Bytes, d.Channels, maxChannels)
 	case !okA:
 		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes names algorithm %q, which no tuner plugin knows (they know %s); refusing to leave that size out",
-			clean(d.Op), d.Bytes, clean(d.Algo), strings.Join(plugin.Algorithms, " "))
+			clean(d.Op), d.Bytes, d.Algo, strings.Join(plugin.Algorithms, " "))
 	case !okP:
 		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes names protocol %q, which no tuner plugin knows (they know %s); refusing to leave that size out",
-			clean(d.Op), d.Bytes, clean(d.Proto), strings.Join(plugin.Protocols, " "))
+			clean(d.Op), d.Bytes, d.Proto, strings.Join(plugin.Protocols, " "))
 	}
-	return point{size, rule{coll: coll, algo: algo, proto: proto, channels: d.Channels}}, true, nil
+	return point{size * ranks, rule{coll: coll, algo: algo, proto: proto, channels: d.Channels}}, true, nil
 }
 
 // validated reports whether the campaign's choices have been validated.
@@ -278,16 +298,46 @@ func sameChoice(a, b rule) bool {
 }
 
 // where, in the plugins' rules, is the node and rank count the campaign ran
-// on, or any (-1) where it is not known.
-func (e Export) where() (nodes, ranks int) {
+// on, or any (-1) where it is not known; an error where the store gives
+// counts no communicator has.
+func (e Export) where() (nodes, ranks int, err error) {
+	f := e.Fingerprint
+	if f.Nodes < 0 || f.Ranks < 0 || f.Ranks > maxRanks || f.Nodes > 0 && f.Ranks > 0 && f.Nodes > f.Ranks {
+		return 0, 0, fmt.Errorf("campaign %s ran on %d nodes and %d ranks, which no communicator has: the store was altered", clean(e.Campaign.Name), f.Nodes, f.Ranks)
+	}
 	nodes, ranks = -1, -1
-	if f := e.Fingerprint; f.Nodes > 0 {
+	if f.Nodes > 0 {
 		nodes = f.Nodes
 	}
-	if f := e.Fingerprint; f.Ranks > 0 {
+	if f.Ranks > 0 {
 		ranks = f.Ranks
 	}
-	return nodes, ranks
+	return nodes, ranks, nil
+}
+
+// checkRules checks rules before they are written, whatever they were made
+// from: known collectives, algorithms and protocols, sizes from 0 to
+// maxBytes or no bound (-1), NCCL's channel counts (0: NCCL's own), and no
+// two rules of a collective over one size.
+func checkRules(rules []rule) error {
+	for i, r := range rules {
+		switch {
+		case !slices.Contains(slices.Collect(maps.Values(collTokens)), r.coll):
+			return fmt.Errorf("rule for collective %q, which no plugin knows", clean(r.coll))
+		case r.algo != "" && !slices.Contains(plugin.Algorithms, r.algo), r.proto != "" && !slices.Contains(plugin.Protocols, r.proto):
+			return fmt.Errorf("%s rule of algorithm %q and protocol %q, which no plugin knows", r.coll, clean(r.algo), clean(r.proto))
+		case r.min < 0 || r.min > maxBytes || r.max != -1 && (r.max < r.min || r.max > maxBytes):
+			return fmt.Errorf("%s rule of sizes %d to %d, not a range of sizes from 0 to %d", r.coll, r.min, r.max, int64(maxBytes))
+		case r.channels < 0 || r.channels > maxChannels:
+			return fmt.Errorf("%s rule of %d channels, outside NCCL's 1 to %d", r.coll, r.channels, maxChannels)
+		}
+		for _, o := range rules[:i] {
+			if o.coll == r.coll && (o.max == -1 || r.min <= o.max) && (r.max == -1 || o.min <= r.max) {
+				return fmt.Errorf("%s rules of sizes %d to %d and %d to %d overlap", r.coll, o.min, o.max, r.min, r.max)
+			}
+		}
+	}
+	return nil
 }
 
 // verdicts says, per range, what the plugin does there.
@@ -315,7 +365,11 @@ func (e Export) scaled(dir string) (all []Export, abs string, verdicts []string,
 	all = append([]Export{e}, e.Scales...)
 	slices.SortFunc(all, func(a, b Export) int { return a.Campaign.Scale - b.Campaign.Scale })
 	for _, x := range all {
-		if nodes, ranks := x.where(); len(all) > 1 && (nodes < 0 || ranks < 0) {
+		nodes, ranks, err := x.where()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if len(all) > 1 && (nodes < 0 || ranks < 0) {
 			return nil, "", nil, fmt.Errorf("campaign %s: NCCL's log gave no node and rank count, which the rules of several scales need", clean(x.Campaign.Name))
 		}
 		verdicts = append(verdicts, x.verdicts()...)
@@ -360,7 +414,10 @@ func (e Export) plugin(dir string) ([]file, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plugin: %s%w", x.scale(), err)
 		}
-		nodes, ranks := x.where()
+		if err := checkRules(rules); err != nil {
+			return nil, fmt.Errorf("plugin: %s%w: refusing to write it", x.scale(), err)
+		}
+		nodes, ranks, _ := x.where() // checked by scaled
 		for _, r := range rules {
 			max := strconv.FormatInt(r.max, 10)
 			if r.max < 0 {
@@ -413,7 +470,10 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tuner-csv: %s%w", x.scale(), err)
 		}
-		nodes, ranks := x.where()
+		if err := checkRules(rules); err != nil {
+			return nil, fmt.Errorf("tuner-csv: %s%w: refusing to write it", x.scale(), err)
+		}
+		nodes, ranks, _ := x.where() // checked by scaled
 		for i, r := range rules {
 			if !slices.Contains(exampleColls, r.coll) {
 				continue

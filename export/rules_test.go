@@ -156,3 +156,105 @@ func TestEveryAlgorithmName(t *testing.T) {
 		}
 	}
 }
+
+// TestTamperedDecisions: what the store says NCCL decided is checked before
+// a rule is written: NCCL's channel counts (1 to MAXCHANNELS, 64), sizes it
+// can log, names the plugins know, one decision per size, and node and rank
+// counts a communicator can have. Each is refused with the reason, and no
+// file is written.
+func TestTamperedDecisions(t *testing.T) {
+	at := func(size int64, d nccllog.Decision) func(*Export) {
+		return func(ex *Export) {
+			key := ex.Space.Key(space.Assignment(ex.Job.Ranges[0].Best.Params))
+			for i := range ex.Decisions[key] {
+				if ex.Decisions[key][i].Bytes == size {
+					ex.Decisions[key][i] = d
+				}
+			}
+		}
+	}
+	ring := func(bytes int64, channels int) nccllog.Decision {
+		return nccllog.Decision{Op: "AllReduce", Bytes: bytes, Algo: "RING", Proto: "SIMPLE", Channels: channels}
+	}
+	cases := []struct {
+		name   string
+		tamper func(*Export)
+		want   string
+	}{
+		{"negative channels", at(1024, ring(1024, -7)), "ran -7 channels, outside NCCL's 1 to 64"},
+		{"no channels", at(1024, ring(1024, 0)), "ran 0 channels"},
+		{"65 channels", at(1024, ring(1024, 65)), "ran 65 channels"},
+		{"100000 channels", at(1024, ring(1024, 100000)), "ran 100000 channels"},
+		{"negative size", at(1024, ring(-1024, 8)), "-1024 bytes: no size NCCL logs"},
+		{"huge size", at(1024, ring(1<<62, 8)), "4611686018427387904 bytes: no size NCCL logs"},
+		{"per-rank size that overflows", func(ex *Export) {
+			ex.Decisions[ex.Space.Key(space.Assignment(ex.Job.Ranges[0].Best.Params))] = append(ex.Decisions[ex.Space.Key(space.Assignment(ex.Job.Ranges[0].Best.Params))],
+				nccllog.Decision{Op: "AllGather", Bytes: 1 << 49, Algo: "RING", Proto: "SIMPLE", Channels: 8})
+		}, "AllGather of 562949953421312 bytes: no size NCCL logs"},
+		{"algorithm with a newline", at(1024, nccllog.Decision{Op: "AllReduce", Bytes: 1024, Algo: "tree\nexport X=1", Proto: "LL", Channels: 8}), `algorithm "tree\nexport X=1"`},
+		{"protocol with a comma", at(1024, nccllog.Decision{Op: "AllReduce", Bytes: 1024, Algo: "TREE", Proto: "LL,1,2", Channels: 8}), `protocol "LL,1,2"`},
+		{"two decisions for a size", func(ex *Export) {
+			key := ex.Space.Key(space.Assignment(ex.Job.Ranges[0].Best.Params))
+			ex.Decisions[key] = append(ex.Decisions[key], nccllog.Decision{Op: "AllReduce", Bytes: 1024, Algo: "TREE", Proto: "LL", Channels: 8})
+		}, "decisions for allreduce of 1024 bytes disagree"},
+		{"negative nodes", func(ex *Export) { ex.Fingerprint.Nodes = -2 }, "ran on -2 nodes and 16 ranks, which no communicator has"},
+		{"more nodes than ranks", func(ex *Export) { ex.Fingerprint.Nodes = 32 }, "ran on 32 nodes and 16 ranks"},
+		{"absurd ranks", func(ex *Export) { ex.Fingerprint.Ranks = 1 << 40 }, "ran on 2 nodes and 1099511627776 ranks"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), decide("RING", "LL", 8))
+			tc.tamper(&ex)
+			dir := t.TempDir()
+			paths, err := ex.Write("tuner-csv", dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.ContainsAny(err.Error(), "\n\r") {
+				t.Errorf("wrote %v, error %v; want one with %q", paths, err, tc.want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+				t.Errorf("wrote %v", entries)
+			}
+		})
+	}
+}
+
+// TestSlurmRefusesControlCharacters: the slurm renderer checks names and
+// values itself, whatever let them through before it.
+func TestSlurmRefusesControlCharacters(t *testing.T) {
+	for _, v := range []string{"eth0\nexport X=1", "eth0\x1b[2J", "eth0\rx"} {
+		ex := fixedExport(t, "eth0")
+		ex.Space.Fixed["NCCL_SOCKET_IFNAME"] = v
+		r := ex.Results[0]
+		if f, err := ex.rangeFile("slurm", r, space.Assignment(r.Best.Params)); err == nil || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("%q: wrote %q, %v", v, f.text, err)
+		}
+	}
+}
+
+// TestCheckRules: the last check before any rule is written.
+func TestCheckRules(t *testing.T) {
+	ok := rule{coll: "allreduce", min: 0, max: 1023, algo: "ring", proto: "ll", channels: 8}
+	with := func(f func(*rule)) []rule { r := ok; f(&r); return []rule{r} }
+	if err := checkRules([]rule{ok, {coll: "allreduce", min: 1024, max: -1}, {coll: "allgather", min: 0, max: -1, channels: 64}}); err != nil {
+		t.Errorf("good rules: %v", err)
+	}
+	for _, tc := range []struct {
+		rules []rule
+		want  string
+	}{
+		{with(func(r *rule) { r.coll = "allreduce\n" }), "collective"},
+		{with(func(r *rule) { r.algo = "Ring" }), `algorithm "Ring"`},
+		{with(func(r *rule) { r.proto = "ll;x" }), `protocol "ll;x"`},
+		{with(func(r *rule) { r.min = -1 }), "sizes -1 to 1023"},
+		{with(func(r *rule) { r.min, r.max = 10, 9 }), "sizes 10 to 9"},
+		{with(func(r *rule) { r.max = -2 }), "sizes 0 to -2"},
+		{with(func(r *rule) { r.max = 1 << 60 }), "sizes 0 to"},
+		{with(func(r *rule) { r.channels = -7 }), "-7 channels"},
+		{with(func(r *rule) { r.channels = 100000 }), "100000 channels"},
+		{[]rule{ok, {coll: "allreduce", min: 1023, max: -1}}, "overlap"},
+		{[]rule{{coll: "allreduce", min: 5, max: -1}, ok}, "overlap"},
+	} {
+		if err := checkRules(tc.rules); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error with %q", tc.rules, err, tc.want)
+		}
+	}
+}
