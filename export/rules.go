@@ -25,7 +25,8 @@ type rule struct {
 	min, max    int64
 	algo, proto string // the plugins' tokens: ring, nvls_tree, ll128, ...
 	channels    int
-	from        string // the range it serves, for a comment
+	from        string // the ranges it serves, for a comment
+	note        string // or, for a rule that serves none, why it is there
 }
 
 // The plugins' tokens of NCCL's algorithms and protocols (ring, nvls_tree,
@@ -124,7 +125,7 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 		proto, okP := setFor(protoTokens, vars["NCCL_PROTO"], coll)
 		if okA && okP && !explicit && sp.Benchmark.Sweeps() {
 			if algo != "" || proto != "" {
-				rules = append(rules, rule{coll, r.Range.Min, upTo(r.Range), algo, proto, 0, r.Range.Name})
+				rules = append(rules, rule{coll: coll, min: r.Range.Min, max: upTo(r.Range), algo: algo, proto: proto, from: r.Range.Name})
 			}
 			continue
 		}
@@ -152,16 +153,29 @@ func measured(rs []results.RangeResult) bool {
 func merged(rules []rule) []rule {
 	var out []rule
 	for _, r := range rules {
-		if n := len(out); n > 0 && sameChoice(out[n-1], r) && out[n-1].max+1 == r.min {
+		if n := len(out); n > 0 && sameChoice(out[n-1], r) && out[n-1].max != -1 && out[n-1].max+1 == r.min {
 			out[n-1].max = r.max
-			if !strings.Contains(out[n-1].from, r.from) {
-				out[n-1].from += ", " + r.from
+			switch prev := &out[n-1]; {
+			case prev.note != "" || r.note != "":
+				if a, b := prev.about(), r.about(); a != b {
+					prev.note = a + "; " + b
+				}
+			case !strings.Contains(prev.from, r.from):
+				prev.from += ", " + r.from
 			}
 			continue
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// about is a rule's comment: the ranges it serves, or why it is there.
+func (r rule) about() string {
+	if r.note != "" {
+		return r.note
+	}
+	return "range " + r.from
 }
 
 // decided are the rules of NCCL's decisions under assignment a for the sizes
@@ -175,52 +189,75 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 	case !ok:
 		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, which validation records: run `nccltune validate`")
 	}
+	byColl, err := e.points(ds)
+	if err != nil {
+		return nil, err
+	}
+	var out []rule
+	for _, coll := range slices.Sorted(maps.Keys(byColl)) {
+		pts := byColl[coll]
+		if e.Space.Benchmark.Sweeps() {
+			if coll != collTokens[rg.Collective] {
+				continue
+			}
+			pts = slices.DeleteFunc(pts, func(p point) bool { return !rg.Contains(p.size) })
+		}
+		out = append(out, spans(pts, rg.Min, upTo(rg), rule{from: rg.Name})...)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("NCCL's recorded decisions under its configuration hold none of its sizes")
+	}
+	return out, nil
+}
+
+// points are NCCL's decisions ds, checked, as rules per collective, each
+// collective's by size, one per size.
+func (e Export) points(ds []nccllog.Decision) (map[string][]point, error) {
 	byColl := map[string][]point{}
 	for _, d := range ds {
 		p, ok, err := e.point(d)
 		if err != nil {
 			return nil, err
 		}
-		if !ok || e.Space.Benchmark.Sweeps() && (!rg.Contains(p.size) || p.rule.coll != collTokens[rg.Collective]) {
-			continue
+		if ok {
+			byColl[p.rule.coll] = append(byColl[p.rule.coll], p)
 		}
-		p.rule.from = rg.Name
-		byColl[p.rule.coll] = append(byColl[p.rule.coll], p)
 	}
-	var out []rule
-	for _, coll := range slices.Sorted(maps.Keys(byColl)) {
-		pts := byColl[coll]
+	for coll, pts := range byColl {
 		slices.SortStableFunc(pts, func(x, y point) int { return cmp.Compare(x.size, y.size) })
-		for i, p := range pts {
-			if i > 0 && pts[i-1].size == p.size && !sameChoice(pts[i-1].rule, p.rule) {
+		for i := 1; i < len(pts); i++ {
+			if a, b := pts[i-1].rule, pts[i].rule; pts[i-1].size == pts[i].size && !sameChoice(a, b) {
 				return nil, fmt.Errorf("NCCL's recorded decisions for %s of %d bytes disagree (%s/%s on %d channels, %s/%s on %d): NCCL logs one per size; the store was altered",
-					coll, p.size, pts[i-1].rule.algo, pts[i-1].rule.proto, pts[i-1].rule.channels, p.rule.algo, p.rule.proto, p.rule.channels)
-			}
-			r := p.rule
-			r.min, r.max = p.size, upTo(rg)
-			if i == 0 {
-				r.min = rg.Min
-			}
-			if n := len(out); n > 0 && sameChoice(out[n-1], r) {
-				continue // one rule for the run
-			}
-			if n := len(out); n > 0 && out[n-1].coll == coll {
-				out[n-1].max = r.min - 1
-			}
-			out = append(out, r)
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("NCCL's recorded decisions under its configuration hold none of its sizes")
-	}
-	if !e.Space.Benchmark.Sweeps() {
-		for i := range out {
-			if i+1 == len(out) || out[i+1].coll != out[i].coll {
-				out[i].max = -1 // a whole job: every larger size too
+					coll, pts[i].size, a.algo, a.proto, a.channels, b.algo, b.proto, b.channels)
 			}
 		}
+		byColl[coll] = slices.CompactFunc(pts, func(x, y point) bool { return x.size == y.size })
 	}
-	return out, nil
+	return byColl, nil
+}
+
+// spans are the rules of one collective's decided points, by size, over the
+// sizes lo to hi (-1: no bound): each point's choice from its size up to the
+// next point's, the first's from lo; one rule per run decided alike. Each
+// rule says what it serves as like does.
+func spans(pts []point, lo, hi int64, like rule) []rule {
+	var out []rule
+	for i, p := range pts {
+		r := p.rule
+		r.from, r.note = like.from, like.note
+		r.min, r.max = p.size, hi
+		if i == 0 {
+			r.min = lo
+		}
+		if n := len(out); n > 0 && sameChoice(out[n-1], r) {
+			continue // one rule for the run
+		}
+		if n := len(out); n > 0 {
+			out[n-1].max = r.min - 1
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 const (
@@ -423,8 +460,8 @@ func (e Export) plugin(dir string) ([]file, error) {
 			if r.max < 0 {
 				max = "-"
 			}
-			fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # range %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
-				orStar(r.algo), orStar(r.proto), r.channels, r.from)
+			fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
+				orStar(r.algo), orStar(r.proto), r.channels, r.about())
 		}
 		envFile, err := x.jobEnvFile(jobEnvName("nccl-plugin", x, len(all)), "nccltune's tuner plugin and its rules", env,
 			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{plugin.RulesEnv, filepath.Join(abs, "nccltune.rules")})
@@ -467,25 +504,25 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 	var files []file
 	for _, x := range all {
 		rules, env, err := x.jobRules(true)
+		if err == nil {
+			err = checkRules(rules)
+		}
+		if err == nil {
+			rules, err = x.covering(rules)
+		}
+		if err == nil {
+			err = checkRules(rules)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("tuner-csv: %s%w", x.scale(), err)
 		}
-		if err := checkRules(rules); err != nil {
-			return nil, fmt.Errorf("tuner-csv: %s%w: refusing to write it", x.scale(), err)
-		}
 		nodes, ranks, _ := x.where() // checked by scaled
-		for i, r := range rules {
-			if !slices.Contains(exampleColls, r.coll) {
-				continue
+		for _, r := range rules {
+			max := r.max
+			if max < 0 {
+				max = math.MaxInt64
 			}
-			// The first and the last rule of a collective reach out to every size.
-			if i == 0 || rules[i-1].coll != r.coll {
-				r.min = 0
-			}
-			if i+1 == len(rules) || rules[i+1].coll != r.coll {
-				r.max = math.MaxInt64
-			}
-			fmt.Fprintf(&b, "# range %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.from, r.coll, r.min, r.max, r.algo, r.proto, r.channels, nodes, ranks)
+			fmt.Fprintf(&b, "# %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.about(), r.coll, r.min, max, r.algo, r.proto, r.channels, nodes, ranks)
 		}
 		envFile, err := x.jobEnvFile(jobEnvName("nccl-tuner", x, len(all)), "NCCL's example tuner plugin and its rules (set NCCL_TUNER_PLUGIN to the example's library, of NCCL 2.30.3 or later)", env,
 			[2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
@@ -495,6 +532,63 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 		files = append(files, envFile)
 	}
 	return append([]file{{"nccl_tuner.conf", b.String(), 0o644}}, files...), nil
+}
+
+// covering are the rules of the collectives NVIDIA's example plugin knows,
+// reaching over every size from 0 up: the example runs one channel wherever
+// no rule matches. Sizes no range measured (below the first, between ranges
+// that do not touch, above the last) take what NCCL decided for them under
+// the job's environment, which validation records, from each decided size
+// up to the next: what NCCL does there without a plugin. Where it decided
+// none of them, the rule below them (above, for the smallest) reaches over.
+func (e Export) covering(rules []rule) ([]rule, error) {
+	alone, err := e.points(e.Decisions[e.Space.Key(e.Job.Alone(e.Space))])
+	if err != nil {
+		return nil, fmt.Errorf("under the job's environment: %w", err)
+	}
+	const unmeasured = "sizes no range measured: NCCL's own choice under the job's environment"
+	var colls []string
+	for _, r := range rules {
+		if slices.Contains(exampleColls, r.coll) && !slices.Contains(colls, r.coll) {
+			colls = append(colls, r.coll)
+		}
+	}
+	var out []rule
+	for _, coll := range colls {
+		rs := slices.DeleteFunc(slices.Clone(rules), func(r rule) bool { return r.coll != coll })
+		slices.SortStableFunc(rs, func(a, b rule) int { return cmp.Compare(a.min, b.min) })
+		var col []rule
+		// fill covers the sizes lo to hi (-1: no bound), which no range measured.
+		fill := func(lo, hi int64) {
+			pts := slices.DeleteFunc(slices.Clone(alone[coll]), func(p point) bool { return p.size < lo || hi != -1 && p.size > hi })
+			if len(pts) > 0 {
+				col = append(col, spans(pts, lo, hi, rule{note: unmeasured})...)
+			} else if n := len(col); n > 0 {
+				col[n-1].max = hi
+				col[n-1].note = col[n-1].about() + ", and the larger sizes beside it that no range measured (NCCL's log under the job's environment has none of them)"
+			}
+		}
+		next := int64(0) // the smallest size not yet covered; -1: none
+		for _, r := range rs {
+			if r.min > next {
+				if fill(next, r.min-1); len(col) == 0 {
+					r.min = 0
+					r.note = r.about() + ", and the smaller sizes that no range measured (NCCL's log under the job's environment has none of them)"
+				}
+			}
+			col = append(col, r)
+			if r.max == -1 {
+				next = -1
+				break
+			}
+			next = r.max + 1
+		}
+		if next != -1 {
+			fill(next, -1)
+		}
+		out = append(out, merged(col)...)
+	}
+	return out, nil
 }
 
 // jobEnvFile is the env file of a job that runs with a tuner plugin: the

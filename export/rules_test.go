@@ -2,6 +2,8 @@ package export
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -255,6 +257,114 @@ func TestCheckRules(t *testing.T) {
 	} {
 		if err := checkRules(tc.rules); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error with %q", tc.rules, err, tc.want)
+		}
+	}
+}
+
+// exampleMatch is the rule NVIDIA's example plugin applies to a collective
+// of size bytes on a communicator of nodes and ranks: the first that matches
+// (plugins/tuner/example/plugin.c, pluginGetCollInfo; -1 matches any count),
+// every pair taken as available; nil where none does, and the example then
+// runs one channel.
+func exampleMatch(t testing.TB, rules [][]string, coll string, size uint64, nodes, ranks int) []string {
+	t.Helper()
+	for _, r := range rules {
+		var lo, hi uint64
+		var n, k int
+		if _, err := fmt.Sscan(r[1]+" "+r[2]+" "+r[6]+" "+r[7], &lo, &hi, &n, &k); err != nil || len(r) != 10 {
+			t.Fatalf("rule %q: %v", r, err)
+		}
+		if r[0] == coll && lo <= size && size <= hi && (n == -1 || n == nodes) && (k == -1 || k == ranks) {
+			return r
+		}
+	}
+	return nil
+}
+
+// TestTunerCSVCoversEverySize is a property test over generated range
+// layouts (ranges that touch or leave gaps, unaligned ends, one to four of
+// them), with NCCL's decisions under the job's environment recorded or not:
+// the example plugin's rules for the measured communicator reach from 0 to
+// every size without a gap or an overlap, each size a range measured gets
+// NCCL's decision under the range's choice, and each size outside them
+// NCCL's decision under the job's environment where it was recorded.
+func TestTunerCSVCoversEverySize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 2))
+	algos := []string{"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"}
+	protos := []string{"LL", "LL128", "SIMPLE"}
+	// decisions are NCCL's decisions for every size of the sweep, in runs.
+	decisions := func() map[int64]nccllog.Decision {
+		ds := map[int64]nccllog.Decision{}
+		d := nccllog.Decision{Op: "AllReduce", Algo: "RING", Proto: "LL", Channels: 4}
+		for size := int64(8); size <= 1<<30; size *= 2 {
+			if rng.IntN(3) == 0 {
+				d.Algo, d.Proto, d.Channels = algos[rng.IntN(len(algos))], protos[rng.IntN(len(protos))], 1+rng.IntN(64)
+			}
+			d.Bytes = size
+			ds[size] = d
+		}
+		return ds
+	}
+	for iter := range 150 {
+		exps := rng.Perm(28)[:2*(1+rng.IntN(4))]
+		slices.Sort(exps)
+		var ranges [][2]string
+		var bounds [][2]int64 // [min, max)
+		for i := 0; i < len(exps); i += 2 {
+			lo, hi := int64(1)<<(exps[i]+3), int64(1)<<(exps[i+1]+3)
+			if rng.IntN(3) == 0 {
+				hi += rng.Int64N(hi) // an unaligned end, below the next range's start
+			}
+			if n := len(bounds); n > 0 && rng.IntN(3) == 0 {
+				lo = bounds[n-1][1] // touching the range before
+			}
+			ranges, bounds = append(ranges, [2]string{fmt.Sprint(lo), fmt.Sprint(hi)}), append(bounds, [2]int64{lo, hi})
+		}
+		tuned, alone := decisions(), decisions()
+		var aloneDecider decider
+		if rng.IntN(4) > 0 {
+			aloneDecider = func(size int64) nccllog.Decision { return alone[size] }
+		} else {
+			alone = nil
+		}
+		ex := sweepCampaign(t, ranges, func(size int64) nccllog.Decision { return tuned[size] }, aloneDecider)
+		all, err := csvRules(t, ex)
+		if err != nil {
+			t.Fatalf("layout %d %q: %v", iter, ranges, err)
+		}
+		mine := slices.DeleteFunc(slices.Clone(all), func(r []string) bool { return r[6] != "2" || r[7] != "16" })
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("layout %d %q (decisions under the job's environment: %v): %s\nrules %q", iter, ranges, alone != nil, fmt.Sprintf(format, args...), all)
+		}
+		// Contiguous from 0 to the largest size, in order.
+		next := "0"
+		for _, r := range mine {
+			if r[0] != "allreduce" || r[1] != next {
+				fail("rule %q does not start at %s", r, next)
+			}
+			var hi uint64
+			fmt.Sscan(r[2], &hi)
+			next = fmt.Sprint(hi + 1)
+		}
+		if next != fmt.Sprint(uint64(math.MaxInt64)+1) {
+			fail("the rules end below %d", int64(math.MaxInt64))
+		}
+		// Each size decided as NCCL decided it.
+		for size := int64(8); size <= 1<<30; size *= 2 {
+			want, ok := tuned[size], false
+			for _, b := range bounds {
+				ok = ok || size >= b[0] && size < b[1]
+			}
+			if !ok {
+				if want, ok = alone[size]; !ok {
+					continue
+				}
+			}
+			got := exampleMatch(t, mine, "allreduce", uint64(size), 2, 16)
+			if w := []string{strings.ToLower(want.Algo), strings.ToLower(want.Proto), fmt.Sprint(want.Channels)}; got == nil || !slices.Equal(got[3:6], w) {
+				fail("size %d: rule %q, want %q", size, got, w)
+			}
 		}
 	}
 }
