@@ -498,10 +498,23 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: rules for NCCL's example tuner plugin (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE)",
 		"works with the example plugin of NCCL 2.30.3 and later: those of 2.27.5 to 2.29.x crash on the first matching rule (NVIDIA/nccl#1974); nccltune's own plugin (--format plugin) works with NCCL 2.24 and later",
-		"the example runs ONE channel wherever no rule matches: these rules cover every size of the collectives below, and other collectives run on one channel"),
+		"the example runs ONE channel wherever no rule matches, and takes the first rule that matches, passing over one whose algorithm and protocol NCCL cannot run there",
+		"so the rules for the communicator measured (its node and rank count) cover every size of the collectives below; then rules for every other communicator (-1: a tensor-parallel or DDP subgroup, another node count) give NCCL's own choice as measured, then ring with that protocol, then ring/simple, all with channels 0",
+		"channels 0: NCCL's own count (the example hands 0 to NCCL, which keeps its own); the example's -1, documented as NCCL's default, runs one channel",
+		"other collectives (sendrecv, alltoall) match no rule: the example runs them on one channel"),
 		verdicts...), "# "))
 	b.WriteString(comment([]string{"colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"}, "# "))
+	write := func(rules []rule, nodes, ranks int) {
+		for _, r := range rules {
+			max := r.max
+			if max < 0 {
+				max = math.MaxInt64
+			}
+			fmt.Fprintf(&b, "# %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.about(), r.coll, r.min, max, r.algo, r.proto, r.channels, nodes, ranks)
+		}
+	}
 	var files []file
+	var smallest []rule
 	for _, x := range all {
 		rules, env, err := x.jobRules(true)
 		if err == nil {
@@ -516,14 +529,11 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tuner-csv: %s%w", x.scale(), err)
 		}
-		nodes, ranks, _ := x.where() // checked by scaled
-		for _, r := range rules {
-			max := r.max
-			if max < 0 {
-				max = math.MaxInt64
-			}
-			fmt.Fprintf(&b, "# %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.about(), r.coll, r.min, max, r.algo, r.proto, r.channels, nodes, ranks)
+		if smallest == nil {
+			smallest = rules
 		}
+		nodes, ranks, _ := x.where() // checked by scaled
+		write(rules, nodes, ranks)
 		envFile, err := x.jobEnvFile(jobEnvName("nccl-tuner", x, len(all)), "NCCL's example tuner plugin and its rules (set NCCL_TUNER_PLUGIN to the example's library, of NCCL 2.30.3 or later)", env,
 			[2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
 		if err != nil {
@@ -531,7 +541,58 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 		}
 		files = append(files, envFile)
 	}
+	layers, err := all[0].others(smallest)
+	for _, l := range layers {
+		if err == nil {
+			err = checkRules(l)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tuner-csv: rules for other communicators: %w", err)
+	}
+	for _, l := range layers {
+		write(l, -1, -1)
+	}
 	return append([]file{{"nccl_tuner.conf", b.String(), 0o644}}, files...), nil
+}
+
+// others are the example plugin's rules for every communicator but the
+// ones measured (-1 nodes and ranks), after theirs, since the example takes
+// the first rule that matches: a sub-communicator (a tensor-parallel group,
+// a DDP subgroup) or another node count would match none and run one
+// channel on every collective. Per size they give NCCL's own algorithm and
+// protocol as measured (under the job's environment; covered, the measured
+// communicator's rules, where validation did not record it), with channels
+// 0: the example hands 0 to NCCL, which keeps its own count for the
+// communicator. Where NCCL cannot run that pair there, the example passes
+// to the next rule that matches: ring with the same protocol, then
+// ring/simple, which NCCL runs for every collective the example knows.
+func (e Export) others(covered []rule) (layers [3][]rule, err error) {
+	alone, err := e.points(e.Decisions[e.Space.Key(e.Job.Alone(e.Space))])
+	if err != nil {
+		return layers, fmt.Errorf("under the job's environment: %w", err)
+	}
+	for _, coll := range exampleColls {
+		mine := slices.DeleteFunc(slices.Clone(covered), func(r rule) bool { return r.coll != coll })
+		if len(mine) == 0 {
+			continue
+		}
+		if pts := alone[coll]; len(pts) > 0 {
+			mine = spans(pts, 0, -1, rule{})
+		}
+		var own, ring []rule
+		for _, r := range mine {
+			r.channels, r.note = 0, "other communicators: NCCL's own choice as measured, NCCL's own channel count"
+			if own = append(own, r); r.algo != "ring" {
+				r.algo, r.note = "ring", "other communicators, where NCCL cannot run the pair above: ring, its protocol"
+				ring = append(ring, r)
+			}
+		}
+		layers[0] = append(layers[0], merged(own)...)
+		layers[1] = append(layers[1], merged(ring)...)
+		layers[2] = append(layers[2], rule{coll: coll, min: 0, max: -1, algo: "ring", proto: "simple", note: "other communicators, the last resort: ring/simple"})
+	}
+	return layers, nil
 }
 
 // covering are the rules of the collectives NVIDIA's example plugin knows,

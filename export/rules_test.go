@@ -263,10 +263,10 @@ func TestCheckRules(t *testing.T) {
 
 // exampleMatch is the rule NVIDIA's example plugin applies to a collective
 // of size bytes on a communicator of nodes and ranks: the first that matches
-// (plugins/tuner/example/plugin.c, pluginGetCollInfo; -1 matches any count),
-// every pair taken as available; nil where none does, and the example then
-// runs one channel.
-func exampleMatch(t testing.TB, rules [][]string, coll string, size uint64, nodes, ranks int) []string {
+// (plugins/tuner/example/plugin.c, pluginGetCollInfo; -1 matches any count)
+// and whose algorithm and protocol NCCL can run there (runs; nil: any);
+// nil where none does, and the example then runs one channel.
+func exampleMatch(t testing.TB, rules [][]string, coll string, size uint64, nodes, ranks int, runs ...func(algo, proto string) bool) []string {
 	t.Helper()
 	for _, r := range rules {
 		var lo, hi uint64
@@ -274,7 +274,8 @@ func exampleMatch(t testing.TB, rules [][]string, coll string, size uint64, node
 		if _, err := fmt.Sscan(r[1]+" "+r[2]+" "+r[6]+" "+r[7], &lo, &hi, &n, &k); err != nil || len(r) != 10 {
 			t.Fatalf("rule %q: %v", r, err)
 		}
-		if r[0] == coll && lo <= size && size <= hi && (n == -1 || n == nodes) && (k == -1 || k == ranks) {
+		if r[0] == coll && lo <= size && size <= hi && (n == -1 || n == nodes) && (k == -1 || k == ranks) &&
+			!slices.ContainsFunc(runs, func(can func(a, p string) bool) bool { return !can(r[3], r[4]) }) {
 			return r
 		}
 	}
@@ -366,5 +367,65 @@ func TestTunerCSVCoversEverySize(t *testing.T) {
 				fail("size %d: rule %q, want %q", size, got, w)
 			}
 		}
+	}
+}
+
+// TestOtherCommunicators: the example plugin runs one channel on every
+// collective of a communicator that no rule matches; a tensor-parallel
+// group, a DDP subgroup or another node count must still match a rule,
+// after the measured communicator's, of NCCL's own choice as measured and
+// NCCL's own channel count (0). Where NCCL cannot run that pair on the
+// communicator, ring with its protocol, then ring/simple.
+func TestOtherCommunicators(t *testing.T) {
+	tuned := func(size int64) nccllog.Decision {
+		if size < 1<<20 {
+			return decide("TREE", "LL", 4)(size)
+		}
+		return decide("RING", "SIMPLE", 24)(size)
+	}
+	alone := func(size int64) nccllog.Decision {
+		if size < 1<<16 {
+			return decide("NVLS_TREE", "LL128", 8)(size)
+		}
+		return decide("COLLNET_DIRECT", "SIMPLE", 16)(size)
+	}
+	noNVLS := func(a, p string) bool { return a != "nvls_tree" }
+	noCollnet := func(a, p string) bool { return a != "collnet_direct" }
+	noLL128 := func(a, p string) bool { return p != "ll128" }
+	for _, tc := range []struct {
+		name  string
+		alone decider
+		runs  []func(a, p string) bool
+		want  func(size int64) string // algorithm/protocol
+	}{
+		{"NCCL's choice under the job's environment", alone, nil, func(size int64) string {
+			return map[bool]string{true: "nvls_tree/ll128", false: "collnet_direct/simple"}[size < 1<<16]
+		}},
+		{"the measured rules, where that was not recorded", nil, nil, func(size int64) string {
+			return map[bool]string{true: "tree/ll", false: "ring/simple"}[size < 1<<20]
+		}},
+		{"ring with its protocol where NCCL cannot run the pair", alone, []func(a, p string) bool{noNVLS, noCollnet}, func(size int64) string {
+			return map[bool]string{true: "ring/ll128", false: "ring/simple"}[size < 1<<16]
+		}},
+		{"then ring/simple", alone, []func(a, p string) bool{noNVLS, noCollnet, noLL128}, func(int64) string { return "ring/simple" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rules, err := csvRules(t, sweepCampaign(t, [][2]string{{"8", "64K"}, {"1M", "2G"}}, tuned, tc.alone))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct{ nodes, ranks int }{{1, 8}, {1, 2}, {2, 8}, {4, 32}, {16, 128}} {
+				for _, size := range []int64{0, 8, 4096, 1 << 16, 1 << 20, 1 << 30, math.MaxInt64} {
+					r := exampleMatch(t, rules, "allreduce", uint64(size), c.nodes, c.ranks, tc.runs...)
+					if r == nil || r[3]+"/"+r[4] != tc.want(size) || r[5] != "0" || r[6] != "-1" || r[7] != "-1" {
+						t.Errorf("%d nodes, %d ranks, %d bytes: rule %q, want %s on NCCL's channels (0) for any communicator", c.nodes, c.ranks, size, r, tc.want(size))
+					}
+				}
+			}
+			// The measured communicator keeps its own rules: they come first.
+			if r := exampleMatch(t, rules, "allreduce", 1<<20, 2, 16); r == nil || r[6] != "2" || r[3] != "ring" || r[5] != "24" {
+				t.Errorf("the measured communicator: %q", r)
+			}
+		})
 	}
 }
