@@ -480,6 +480,11 @@ func orStar(s string) string {
 	return s
 }
 
+// ExampleLibrary is NCCL_TUNER_PLUGIN for NVIDIA's example plugin where the
+// export is given no path: NCCL then opens libnccl-tuner-example.so, what
+// the example's Makefile builds, from the loader's search path.
+const ExampleLibrary = "example"
+
 // tunerCSV writes the configuration of NCCL's example tuner plugin
 // (NCCL_TUNER_CONFIG_FILE) and the job's environment. The example needs an
 // algorithm, a protocol and a channel count in every rule and uses one
@@ -495,6 +500,9 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tuner-csv: %w", err)
 	}
+	// NCCL loads "example" as libnccl-tuner-example.so from the loader's
+	// path, the library the example's Makefile builds.
+	lib := cmp.Or(e.Plugin, ExampleLibrary)
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: rules for NCCL's example tuner plugin (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE)",
 		"works with the example plugin of NCCL 2.30.3 and later: those of 2.27.5 to 2.29.x crash on the first matching rule (NVIDIA/nccl#1974); nccltune's own plugin (--format plugin) works with NCCL 2.24 and later",
@@ -534,8 +542,8 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 		}
 		nodes, ranks, _ := x.where() // checked by scaled
 		write(rules, nodes, ranks)
-		envFile, err := x.jobEnvFile(jobEnvName("nccl-tuner", x, len(all)), "NCCL's example tuner plugin and its rules (set NCCL_TUNER_PLUGIN to the example's library, of NCCL 2.30.3 or later)", env,
-			[2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
+		envFile, err := x.jobEnvFile(jobEnvName("nccl-tuner", x, len(all)), "NCCL's example tuner plugin (of NCCL 2.30.3 or later) and its rules", env,
+			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -427,5 +428,23 @@ func TestOtherCommunicators(t *testing.T) {
 				t.Errorf("the measured communicator: %q", r)
 			}
 		})
+	}
+}
+
+// TestTunerEnvLoadsThePlugin: sourcing nccl-tuner.env alone is enough: it
+// names the example plugin's library (the path given, or "example", which
+// NCCL opens as libnccl-tuner-example.so) and its rules.
+func TestTunerEnvLoadsThePlugin(t *testing.T) {
+	for _, tc := range []struct{ plugin, want string }{{"", "example"}, {"/opt/nccl/lib/libnccl-tuner-example.so", "/opt/nccl/lib/libnccl-tuner-example.so"}} {
+		ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), nil)
+		ex.Plugin = tc.plugin
+		dir := t.TempDir()
+		if _, err := ex.Write("tuner-csv", dir); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("sh", "-c", `. "$1" && printf '%s|%s' "$NCCL_TUNER_PLUGIN" "$NCCL_TUNER_CONFIG_FILE"`, "sh", filepath.Join(dir, "nccl-tuner.env")).Output()
+		if want := tc.want + "|" + filepath.Join(dir, "nccl_tuner.conf"); err != nil || string(out) != want {
+			t.Errorf("--plugin %q: sourced %q (%v), want %q", tc.plugin, out, err, want)
+		}
 	}
 }

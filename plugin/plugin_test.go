@@ -93,28 +93,32 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// compiler returns $CC or cc; without it or make the test skips, except in
-// CI, where it fails.
+// compiler returns $CC or cc; without it the test skips, except in CI,
+// where it fails.
 func compiler(t testing.TB) string {
 	cc := os.Getenv("CC")
 	if strings.TrimSpace(cc) == "" {
 		cc = "cc"
 	}
-	for _, tool := range []string{strings.Fields(cc)[0], "make"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("the plugin's tests need %s in CI: %v", tool, err)
-			}
-			t.Skipf("no %s: %v", tool, err)
-		}
-	}
+	need(t, strings.Fields(cc)[0])
 	return cc
+}
+
+// need skips the test where tool is missing, except in CI, where it fails.
+func need(t testing.TB, tool string) {
+	if _, err := exec.LookPath(tool); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the plugin's tests need %s in CI: %v", tool, err)
+		}
+		t.Skipf("no %s: %v", tool, err)
+	}
 }
 
 // built returns the harness and library pairs, building them on the first
 // call.
 func built(t testing.TB) (asan, tsan pair) {
 	cc := compiler(t)
+	need(t, "make")
 	b := &testBuild
 	b.once.Do(func() {
 		// Read here so that go test's cache sees when the harness changes
@@ -579,7 +583,10 @@ func TestMalformed(t *testing.T) {
 		reason        string
 	}{
 		{"empty", "", 1, `end of file before the "nccltune-rules 1" line`},
-		{"comments only", "# a\n\n# b\n", 4, `end of file before the "nccltune-rules 1" line`},
+		{"comments only", "# a\n\n# b\n", 3, `end of file before the "nccltune-rules 1" line`},
+		{"blank lines only", "\n\n\n\n", 4, `end of file before the "nccltune-rules 1" line`},
+		{"blanks and tabs, no last newline", "\n \t\n\t", 3, `end of file before the "nccltune-rules 1" line`},
+		{"one newline", "\n", 1, `end of file before the "nccltune-rules 1" line`},
 		{"no header", "allreduce 0 - * * ring simple 0\n", 1, `the first line must be "nccltune-rules 1"`},
 		{"header after a rule", "# x\nallreduce 0 - * * ring simple 0\nnccltune-rules 1\n", 2, `the first line must be "nccltune-rules 1"`},
 		{"another version", "nccltune-rules 2\n", 1, `rules version "2" is not supported (this plugin reads version 1)`},
@@ -737,6 +744,44 @@ func TestBuild(t *testing.T) {
 	// A second build in the same place rebuilds rather than keeping a stale library.
 	if _, err := Build(dir, cc); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBuildWithoutMake: Build needs a C compiler alone; a make that fails
+// first on the PATH changes nothing.
+func TestBuildWithoutMake(t *testing.T) {
+	cc := compiler(t)
+	fake := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fake, "make"), []byte("#!/bin/sh\necho 'make was run' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", fake+string(os.PathListSeparator)+os.Getenv("PATH"))
+	lib, err := Build(t.TempDir(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := exported(t, lib), []string{"ncclTunerPlugin_v4", "ncclTunerPlugin_v5", "ncclTunerPlugin_v6"}; !slices.Equal(got, want) {
+		t.Errorf("%s exports %q, want %q", lib, got, want)
+	}
+}
+
+// TestBuildFlagsMatchMakefile: Build compiles as `make` in plugin/ does.
+func TestBuildFlagsMatchMakefile(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct {
+		name  string
+		flags []string
+	}{{"STD_CFLAGS :=", stdFlags}, {"CFLAGS ?=", optFlags}, {"SO_FLAGS :=", soFlags}} {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(v.name) + `(.*)$`).FindSubmatch(mk)
+		if m == nil {
+			t.Fatalf("the Makefile sets no %s", v.name)
+		}
+		if got := strings.Fields(strings.ReplaceAll(string(m[1]), "$(LIB)", LibraryName)); !slices.Equal(got, v.flags) {
+			t.Errorf("Makefile %s %q, Build uses %q", v.name, got, v.flags)
+		}
 	}
 }
 
