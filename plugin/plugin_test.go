@@ -3,6 +3,7 @@ package plugin
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"debug/elf"
 	"fmt"
@@ -823,12 +824,94 @@ func exported(t *testing.T, lib string) []string {
 	return names
 }
 
+// TestLibFuzzer builds the rules parser's libFuzzer target (`make fuzz`,
+// test/fuzz_rules.c) with clang and runs it for ten seconds on the seeds of
+// testdata/fuzz/FuzzRules: tens of thousands of inputs a second in one
+// process, with coverage of the C parser, where FuzzRules runs about one a
+// second through the harness and sees no coverage. Without clang or its
+// libFuzzer the test skips, except in CI; with -short it skips.
+func TestLibFuzzer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fuzzes for 10 s")
+	}
+	fuzzCC := cmp.Or(os.Getenv("FUZZ_CC"), "clang")
+	need(t, fuzzCC)
+	need(t, "make")
+	dir := t.TempDir()
+	if out, err := exec.Command("make", "-s", "O="+dir, "FUZZ_CC="+fuzzCC, "fuzz").CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("make fuzz: %v\n%s", err, out)
+		}
+		t.Skipf("%s cannot build a libFuzzer target here: %v\n%s", fuzzCC, err, out)
+	}
+	corpus := filepath.Join(dir, "corpus")
+	if err := os.Mkdir(corpus, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, seed := range goSeeds(t, "testdata/fuzz/FuzzRules") {
+		if err := os.WriteFile(filepath.Join(corpus, fmt.Sprintf("seed%d", i)), seed, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(dir, "fuzzbin", "fuzz_rules"), "-max_total_time=10", "-timeout=10",
+		"-rss_limit_mb=2048", "-max_len=4096", "-artifact_prefix="+dir+"/", corpus).CombinedOutput()
+	if err != nil {
+		var found []string
+		for _, prefix := range []string{"crash-", "leak-", "timeout-", "oom-", "slow-unit-"} {
+			paths, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
+			for _, p := range paths {
+				data, _ := os.ReadFile(p)
+				found = append(found, fmt.Sprintf("%s: %q", filepath.Base(p), data))
+			}
+		}
+		tail := out[max(0, len(out)-4000):]
+		t.Fatalf("the fuzzer failed: %v; inputs (add each to testdata/fuzz/FuzzRules once fixed):\n%s\n%s", err, strings.Join(found, "\n"), tail)
+	}
+	if m := regexp.MustCompile(`Done (\d+) runs in (\d+) second`).FindSubmatch(out); m != nil {
+		t.Logf("%s inputs in %s s", m[1], m[2])
+	}
+}
+
+// goSeeds reads the inputs of a Go fuzz corpus directory: files of "go test
+// fuzz v1" and one []byte("...").
+func goSeeds(t *testing.T, dir string) [][]byte {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seeds [][]byte
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`^go test fuzz v1\n\[\]byte\((.*)\)\n?$`).FindSubmatch(data)
+		if m == nil {
+			t.Fatalf("%s: not a Go fuzz corpus file of one []byte", e.Name())
+		}
+		seed, err := strconv.Unquote(string(m[1]))
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		seeds = append(seeds, []byte(seed))
+	}
+	if len(seeds) == 0 {
+		t.Fatalf("no seeds in %s", dir)
+	}
+	return seeds
+}
+
 var keptRE = regexp.MustCompile(`^nccltune: rule \d+ \(line \d+\): (.*)$`)
 
-// FuzzRules loads fuzzed rules files: the plugin must neither crash, hang
-// nor upset the sanitizers; it either refuses the file with one warning or
-// loads it, and then the rules it reports, written out as a file, load as
-// the same rules. Its seeds are in testdata/fuzz/FuzzRules.
+// FuzzRules loads fuzzed rules files through the real library and the
+// harness, as NCCL would: the plugin must neither crash, hang nor upset the
+// sanitizers; it either refuses the file with one warning or loads it, and
+// then the rules it reports, written out as a file, load as the same rules.
+// Its seeds are in testdata/fuzz/FuzzRules, which go test runs every time.
+// To fuzz, use the libFuzzer target (TestLibFuzzer, `make fuzz`): this one
+// starts a process per input and cannot see the C parser's coverage.
 func FuzzRules(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		asan, _ := built(t)
