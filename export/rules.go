@@ -353,9 +353,9 @@ func (e Export) where() (nodes, ranks int, err error) {
 }
 
 // checkRules checks rules before they are written, whatever they were made
-// from: known collectives, algorithms and protocols, sizes from 0 to
-// maxBytes or no bound (-1), NCCL's channel counts (0: NCCL's own), and no
-// two rules of a collective over one size.
+// from: known collectives, algorithms and protocols, sizes in order from 0
+// up (max -1: no bound), NCCL's channel counts (0: NCCL's own), and no two
+// rules of a collective over one size.
 func checkRules(rules []rule) error {
 	for i, r := range rules {
 		switch {
@@ -363,8 +363,8 @@ func checkRules(rules []rule) error {
 			return fmt.Errorf("rule for collective %q, which no plugin knows", clean(r.coll))
 		case r.algo != "" && !slices.Contains(plugin.Algorithms, r.algo), r.proto != "" && !slices.Contains(plugin.Protocols, r.proto):
 			return fmt.Errorf("%s rule of algorithm %q and protocol %q, which no plugin knows", r.coll, clean(r.algo), clean(r.proto))
-		case r.min < 0 || r.min > maxBytes || r.max != -1 && (r.max < r.min || r.max > maxBytes):
-			return fmt.Errorf("%s rule of sizes %d to %d, not a range of sizes from 0 to %d", r.coll, r.min, r.max, int64(maxBytes))
+		case r.min < 0 || r.max != -1 && r.max < r.min:
+			return fmt.Errorf("%s rule of sizes %d to %d, not a range of sizes from 0 up", r.coll, r.min, r.max)
 		case r.channels < 0 || r.channels > maxChannels:
 			return fmt.Errorf("%s rule of %d channels, outside NCCL's 1 to %d", r.coll, r.channels, maxChannels)
 		}

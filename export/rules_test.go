@@ -250,7 +250,6 @@ func TestCheckRules(t *testing.T) {
 		{with(func(r *rule) { r.min = -1 }), "sizes -1 to 1023"},
 		{with(func(r *rule) { r.min, r.max = 10, 9 }), "sizes 10 to 9"},
 		{with(func(r *rule) { r.max = -2 }), "sizes 0 to -2"},
-		{with(func(r *rule) { r.max = 1 << 60 }), "sizes 0 to"},
 		{with(func(r *rule) { r.channels = -7 }), "-7 channels"},
 		{with(func(r *rule) { r.channels = 100000 }), "100000 channels"},
 		{[]rule{ok, {coll: "allreduce", min: 1023, max: -1}}, "overlap"},
