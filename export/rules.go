@@ -576,9 +576,9 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 // to the next rule that matches: ring with the same protocol, then
 // ring/simple, which NCCL runs for every collective the example knows.
 func (e Export) others(covered []rule) (layers [3][]rule, err error) {
-	alone, err := e.points(e.Decisions[e.Space.Key(e.Job.Alone(e.Space))])
+	alone, err := e.alone()
 	if err != nil {
-		return layers, fmt.Errorf("under the job's environment: %w", err)
+		return layers, err
 	}
 	for _, coll := range exampleColls {
 		mine := slices.DeleteFunc(slices.Clone(covered), func(r rule) bool { return r.coll != coll })
@@ -603,6 +603,16 @@ func (e Export) others(covered []rule) (layers [3][]rule, err error) {
 	return layers, nil
 }
 
+// alone are NCCL's decisions under the job's environment (none where
+// validation recorded none): what NCCL does where no rule steers it.
+func (e Export) alone() (map[string][]point, error) {
+	pts, err := e.points(e.Decisions[e.Space.Key(e.Job.Alone(e.Space))])
+	if err != nil {
+		return nil, fmt.Errorf("under the job's environment: %w", err)
+	}
+	return pts, nil
+}
+
 // covering are the rules of the collectives NVIDIA's example plugin knows,
 // reaching over every size from 0 up: the example runs one channel wherever
 // no rule matches. Sizes no range measured (below the first, between ranges
@@ -611,9 +621,9 @@ func (e Export) others(covered []rule) (layers [3][]rule, err error) {
 // up to the next: what NCCL does there without a plugin. Where it decided
 // none of them, the rule below them (above, for the smallest) reaches over.
 func (e Export) covering(rules []rule) ([]rule, error) {
-	alone, err := e.points(e.Decisions[e.Space.Key(e.Job.Alone(e.Space))])
+	alone, err := e.alone()
 	if err != nil {
-		return nil, fmt.Errorf("under the job's environment: %w", err)
+		return nil, err
 	}
 	const unmeasured = "sizes no range measured: NCCL's own choice under the job's environment"
 	var colls []string

@@ -200,6 +200,8 @@ func TestTamperedDecisions(t *testing.T) {
 			key := ex.Space.Key(space.Assignment(ex.Job.Ranges[0].Best.Params))
 			ex.Decisions[key] = append(ex.Decisions[key], nccllog.Decision{Op: "AllReduce", Bytes: 1024, Algo: "TREE", Proto: "LL", Channels: 8})
 		}, "decisions for allreduce of 1024 bytes disagree"},
+		{"under the job's environment", func(ex *Export) { ex.Decisions[ex.Space.Key(ex.Job.Alone(ex.Space))][3].Channels = 999 },
+			"under the job's environment: NCCL's recorded decision for AllReduce of 64 bytes ran 999 channels"},
 		{"negative nodes", func(ex *Export) { ex.Fingerprint.Nodes = -2 }, "ran on -2 nodes and 16 ranks, which no communicator has"},
 		{"more nodes than ranks", func(ex *Export) { ex.Fingerprint.Nodes = 32 }, "ran on 32 nodes and 16 ranks"},
 		{"absurd ranks", func(ex *Export) { ex.Fingerprint.Ranks = 1 << 40 }, "ran on 2 nodes and 1099511627776 ranks"},
