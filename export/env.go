@@ -74,6 +74,10 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 		list := []string{"ALL"}
 		for _, kv := range env {
 			name, value, _ := strings.Cut(kv, "=")
+			// Its own check of names and control characters, whatever checked them before.
+			if _, err := ExportLine(name, value); err != nil {
+				return file{}, err
+			}
 			if strings.ContainsAny(value, srunSpecial) {
 				return file{}, fmt.Errorf("%s=%s holds one of %q, which srun --export splits or unquotes; use the env format and srun --export=ALL", name, value, srunSpecial)
 			}

@@ -38,7 +38,9 @@ type Export struct {
 	// where a configuration left the algorithm or protocol to NCCL.
 	Decisions   map[string][]nccllog.Decision
 	Fingerprint runner.Fingerprint
-	// Plugin is the path of nccltune's tuner plugin for the plugin format's env file.
+	// Plugin is NCCL_TUNER_PLUGIN in the env file of a plugin format: the
+	// path of nccltune's plugin (plugin; "": beside the rules) or of NVIDIA's
+	// example (tuner-csv; "": ExampleLibrary).
 	Plugin string
 	Now    time.Time
 	// Scales are the other campaigns of the space's campaign.scales: the

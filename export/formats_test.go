@@ -138,11 +138,17 @@ func TestExportFormats(t *testing.T) {
 		t.Errorf("torchrun wrapper not executable: %v", err)
 	}
 
-	// NVIDIA's example plugin: every rule explicit, from NCCL's decisions, every size covered.
+	// NVIDIA's example plugin: every rule explicit, from NCCL's decisions, every size covered;
+	// then, for other communicators, NCCL's choice as measured (no decisions under the job's
+	// environment were recorded: the rules above) with NCCL's own channel count, and fallbacks.
 	conf, _ := os.ReadFile(filepath.Join(dir, "nccl_tuner.conf"))
 	if got, want := rulesOf(string(conf), ","), [][]string{
 		{"allreduce", "0", "65535", "tree", "ll", "8", "2", "16", "-1", "-1"},
 		{"allreduce", "65536", "9223372036854775807", "ring", "ll128", "16", "2", "16", "-1", "-1"},
+		{"allreduce", "0", "65535", "tree", "ll", "0", "-1", "-1", "-1", "-1"},
+		{"allreduce", "65536", "9223372036854775807", "ring", "ll128", "0", "-1", "-1", "-1", "-1"},
+		{"allreduce", "0", "65535", "ring", "ll", "0", "-1", "-1", "-1", "-1"},
+		{"allreduce", "0", "9223372036854775807", "ring", "simple", "0", "-1", "-1", "-1", "-1"},
 	}; !reflect.DeepEqual(got, want) {
 		t.Errorf("tuner-csv rules %q\nwant %q\n%s", got, want, conf)
 	}

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -24,14 +25,16 @@ type rule struct {
 	min, max    int64
 	algo, proto string // the plugins' tokens: ring, nvls_tree, ll128, ...
 	channels    int
-	from        string // the range it serves, for a comment
+	from        string // the ranges it serves, for a comment
+	note        string // or, for a rule that serves none, why it is there
 }
 
-// Plugin tokens of NCCL's algorithm and protocol names, however NCCL_ALGO or
-// NCCL's log spells them (CollnetDirect, CollNetDirect, ...).
+// The plugins' tokens of NCCL's algorithms and protocols (ring, nvls_tree,
+// ll128, ...), by their folded names: nccltune's plugin and NVIDIA's example
+// read the same ones (plugin.Algorithms).
 var (
-	algoTokens  = map[string]string{"tree": "tree", "ring": "ring", "collnetdirect": "collnet_direct", "collnetchain": "collnet_chain", "nvls": "nvls", "nvlstree": "nvls_tree", "pat": "pat"}
-	protoTokens = map[string]string{"ll": "ll", "ll128": "ll128", "simple": "simple"}
+	algoTokens  = tokens(plugin.Algorithms)
+	protoTokens = tokens(plugin.Protocols)
 	// The plugins' collectives, from nccl-tests' and NCCL's names.
 	collTokens = map[string]string{"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter", "broadcast": "broadcast",
 		"reduce": "reduce", "alltoall": "alltoall", "sendrecv": "sendrecv", "allreduce": "allreduce", "allgather": "allgather", "reducescatter": "reducescatter"}
@@ -39,9 +42,27 @@ var (
 	exampleColls = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}
 )
 
-// token is the plugin's name for value, or false for a name it does not know.
+// fold is how a name of NCCL's compares, whoever spells it: NCCL_ALGO and
+// NCCL_PROTO (Tree, CollNetDirect, NVLSTree, Simple), NCCL's TUNING log
+// (ncclAlgoToString, ncclProtoToString: TREE, COLLNET_DIRECT, NVLS_TREE,
+// SIMPLE) and the plugins (collnet_direct, nvls_tree, simple) differ only in
+// case and in '_' (and '-').
+func fold(name string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
+}
+
+// tokens maps the folded names of a plugin's tokens to them.
+func tokens(names []string) map[string]string {
+	m := map[string]string{}
+	for _, n := range names {
+		m[fold(n)] = n
+	}
+	return m
+}
+
+// token is the plugins' name for value, or false for a name they do not know.
 func token(tokens map[string]string, value string) (string, bool) {
-	t, ok := tokens[strings.ToLower(value)]
+	t, ok := tokens[fold(value)]
 	return t, ok
 }
 
@@ -104,7 +125,7 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 		proto, okP := setFor(protoTokens, vars["NCCL_PROTO"], coll)
 		if okA && okP && !explicit && sp.Benchmark.Sweeps() {
 			if algo != "" || proto != "" {
-				rules = append(rules, rule{coll, r.Range.Min, upTo(r.Range), algo, proto, 0, r.Range.Name})
+				rules = append(rules, rule{coll: coll, min: r.Range.Min, max: upTo(r.Range), algo: algo, proto: proto, from: r.Range.Name})
 			}
 			continue
 		}
@@ -132,16 +153,29 @@ func measured(rs []results.RangeResult) bool {
 func merged(rules []rule) []rule {
 	var out []rule
 	for _, r := range rules {
-		if n := len(out); n > 0 && sameChoice(out[n-1], r) && out[n-1].max+1 == r.min {
+		if n := len(out); n > 0 && sameChoice(out[n-1], r) && out[n-1].max != -1 && out[n-1].max+1 == r.min {
 			out[n-1].max = r.max
-			if !strings.Contains(out[n-1].from, r.from) {
-				out[n-1].from += ", " + r.from
+			switch prev := &out[n-1]; {
+			case prev.note != "" || r.note != "":
+				if a, b := prev.about(), r.about(); a != b {
+					prev.note = a + "; " + b
+				}
+			case !strings.Contains(prev.from, r.from):
+				prev.from += ", " + r.from
 			}
 			continue
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// about is a rule's comment: the ranges it serves, or why it is there.
+func (r rule) about() string {
+	if r.note != "" {
+		return r.note
+	}
+	return "range " + r.from
 }
 
 // decided are the rules of NCCL's decisions under assignment a for the sizes
@@ -155,54 +189,123 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 	case !ok:
 		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, which validation records: run `nccltune validate`")
 	}
-	type point struct {
-		size int64
-		rule rule
-	}
-	byColl := map[string][]point{}
-	for _, d := range ds {
-		coll, okC := collTokens[strings.ToLower(d.Op)]
-		algo, okA := token(algoTokens, d.Algo)
-		proto, okP := token(protoTokens, d.Proto)
-		size := d.Bytes
-		if perRank(d) {
-			size *= int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
-		}
-		if !okC || !okA || !okP || e.Space.Benchmark.Sweeps() && (!rg.Contains(size) || coll != collTokens[rg.Collective]) {
-			continue
-		}
-		byColl[coll] = append(byColl[coll], point{size, rule{coll: coll, algo: algo, proto: proto, channels: d.Channels, from: rg.Name}})
+	byColl, err := e.points(ds)
+	if err != nil {
+		return nil, err
 	}
 	var out []rule
 	for _, coll := range slices.Sorted(maps.Keys(byColl)) {
 		pts := byColl[coll]
-		slices.SortFunc(pts, func(x, y point) int { return int(x.size - y.size) })
-		for i, p := range pts {
-			r := p.rule
-			r.min, r.max = p.size, upTo(rg)
-			if i == 0 {
-				r.min = rg.Min
+		if e.Space.Benchmark.Sweeps() {
+			if coll != collTokens[rg.Collective] {
+				continue
 			}
-			if n := len(out); n > 0 && sameChoice(out[n-1], r) {
-				continue // one rule for the run
-			}
-			if n := len(out); n > 0 && out[n-1].coll == coll {
-				out[n-1].max = r.min - 1
-			}
-			out = append(out, r)
+			pts = slices.DeleteFunc(pts, func(p point) bool { return !rg.Contains(p.size) })
 		}
+		out = append(out, spans(pts, rg.Min, upTo(rg), rule{from: rg.Name})...)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("NCCL's recorded decisions under its configuration hold none of its sizes")
 	}
-	if !e.Space.Benchmark.Sweeps() {
-		for i := range out {
-			if i+1 == len(out) || out[i+1].coll != out[i].coll {
-				out[i].max = -1 // a whole job: every larger size too
-			}
+	return out, nil
+}
+
+// points are NCCL's decisions ds, checked, as rules per collective, each
+// collective's by size, one per size.
+func (e Export) points(ds []nccllog.Decision) (map[string][]point, error) {
+	byColl := map[string][]point{}
+	for _, d := range ds {
+		p, ok, err := e.point(d)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			byColl[p.rule.coll] = append(byColl[p.rule.coll], p)
 		}
 	}
-	return out, nil
+	for coll, pts := range byColl {
+		slices.SortStableFunc(pts, func(x, y point) int { return cmp.Compare(x.size, y.size) })
+		for i := 1; i < len(pts); i++ {
+			if a, b := pts[i-1].rule, pts[i].rule; pts[i-1].size == pts[i].size && !sameChoice(a, b) {
+				return nil, fmt.Errorf("NCCL's recorded decisions for %s of %d bytes disagree (%s/%s on %d channels, %s/%s on %d): NCCL logs one per size; the store was altered",
+					coll, pts[i].size, a.algo, a.proto, a.channels, b.algo, b.proto, b.channels)
+			}
+		}
+		byColl[coll] = slices.CompactFunc(pts, func(x, y point) bool { return x.size == y.size })
+	}
+	return byColl, nil
+}
+
+// spans are the rules of one collective's decided points, by size, over the
+// sizes lo to hi (-1: no bound): each point's choice from its size up to the
+// next point's, the first's from lo; one rule per run decided alike. Each
+// rule says what it serves as like does.
+func spans(pts []point, lo, hi int64, like rule) []rule {
+	var out []rule
+	for i, p := range pts {
+		r := p.rule
+		r.from, r.note = like.from, like.note
+		r.min, r.max = p.size, hi
+		if i == 0 {
+			r.min = lo
+		}
+		if n := len(out); n > 0 && sameChoice(out[n-1], r) {
+			continue // one rule for the run
+		}
+		if n := len(out); n > 0 {
+			out[n-1].max = r.min - 1
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+const (
+	// maxChannels is NCCL's MAXCHANNELS (src/include/device.h): no
+	// operation runs on more channels, and the plugins take no more.
+	maxChannels = 64
+	// maxBytes bounds the sizes of NCCL's decisions and of the rules: far
+	// above any real operation (1 PiB), far below what overflows.
+	maxBytes = 1 << 50
+	// maxRanks bounds a communicator's rank count, and so its node count.
+	maxRanks = 1 << 22
+)
+
+// point is NCCL's decision for one collective and size, as a rule.
+type point struct {
+	size int64
+	rule rule
+}
+
+// point reads NCCL's decision d in the plugins' tokens, or false for an
+// operation no plugin's rule can name. An algorithm or protocol the plugins
+// do not know is an error, never left out: NCCL's TUNING log spells them as
+// ncclAlgoToString and ncclProtoToString do (TREE, RING, COLLNET_DIRECT,
+// COLLNET_CHAIN, NVLS, NVLS_TREE, PAT; LL, LL128, SIMPLE).
+func (e Export) point(d nccllog.Decision) (point, bool, error) {
+	coll, ok := collTokens[strings.ToLower(d.Op)]
+	if !ok {
+		return point{}, false, nil
+	}
+	size, ranks := d.Bytes, int64(1)
+	if perRank(d) {
+		ranks = int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
+	}
+	algo, okA := token(algoTokens, d.Algo)
+	proto, okP := token(protoTokens, d.Proto)
+	switch {
+	case size < 0 || size > maxBytes/ranks:
+		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes: no size NCCL logs (0 to %d bytes in all): the store was altered", clean(d.Op), d.Bytes, int64(maxBytes))
+	case d.Channels < 1 || d.Channels > maxChannels:
+		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes ran %d channels, outside NCCL's 1 to %d (MAXCHANNELS): the store was altered", clean(d.Op), d.Bytes, d.Channels, maxChannels)
+	case !okA:
+		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes names algorithm %q, which no tuner plugin knows (they know %s); refusing to leave that size out",
+			clean(d.Op), d.Bytes, d.Algo, strings.Join(plugin.Algorithms, " "))
+	case !okP:
+		return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes names protocol %q, which no tuner plugin knows (they know %s); refusing to leave that size out",
+			clean(d.Op), d.Bytes, d.Proto, strings.Join(plugin.Protocols, " "))
+	}
+	return point{size * ranks, rule{coll: coll, algo: algo, proto: proto, channels: d.Channels}}, true, nil
 }
 
 // validated reports whether the campaign's choices have been validated.
@@ -232,16 +335,46 @@ func sameChoice(a, b rule) bool {
 }
 
 // where, in the plugins' rules, is the node and rank count the campaign ran
-// on, or any (-1) where it is not known.
-func (e Export) where() (nodes, ranks int) {
+// on, or any (-1) where it is not known; an error where the store gives
+// counts no communicator has.
+func (e Export) where() (nodes, ranks int, err error) {
+	f := e.Fingerprint
+	if f.Nodes < 0 || f.Ranks < 0 || f.Ranks > maxRanks || f.Nodes > 0 && f.Ranks > 0 && f.Nodes > f.Ranks {
+		return 0, 0, fmt.Errorf("campaign %s ran on %d nodes and %d ranks, which no communicator has: the store was altered", clean(e.Campaign.Name), f.Nodes, f.Ranks)
+	}
 	nodes, ranks = -1, -1
-	if f := e.Fingerprint; f.Nodes > 0 {
+	if f.Nodes > 0 {
 		nodes = f.Nodes
 	}
-	if f := e.Fingerprint; f.Ranks > 0 {
+	if f.Ranks > 0 {
 		ranks = f.Ranks
 	}
-	return nodes, ranks
+	return nodes, ranks, nil
+}
+
+// checkRules checks rules before they are written, whatever they were made
+// from: known collectives, algorithms and protocols, sizes in order from 0
+// up (max -1: no bound), NCCL's channel counts (0: NCCL's own), and no two
+// rules of a collective over one size.
+func checkRules(rules []rule) error {
+	for i, r := range rules {
+		switch {
+		case !slices.Contains(slices.Collect(maps.Values(collTokens)), r.coll):
+			return fmt.Errorf("rule for collective %q, which no plugin knows", clean(r.coll))
+		case r.algo != "" && !slices.Contains(plugin.Algorithms, r.algo), r.proto != "" && !slices.Contains(plugin.Protocols, r.proto):
+			return fmt.Errorf("%s rule of algorithm %q and protocol %q, which no plugin knows", r.coll, clean(r.algo), clean(r.proto))
+		case r.min < 0 || r.max != -1 && r.max < r.min:
+			return fmt.Errorf("%s rule of sizes %d to %d, not a range of sizes from 0 up", r.coll, r.min, r.max)
+		case r.channels < 0 || r.channels > maxChannels:
+			return fmt.Errorf("%s rule of %d channels, outside NCCL's 1 to %d", r.coll, r.channels, maxChannels)
+		}
+		for _, o := range rules[:i] {
+			if o.coll == r.coll && (o.max == -1 || r.min <= o.max) && (r.max == -1 || o.min <= r.max) {
+				return fmt.Errorf("%s rules of sizes %d to %d and %d to %d overlap", r.coll, o.min, o.max, r.min, r.max)
+			}
+		}
+	}
+	return nil
 }
 
 // verdicts says, per range, what the plugin does there.
@@ -269,7 +402,11 @@ func (e Export) scaled(dir string) (all []Export, abs string, verdicts []string,
 	all = append([]Export{e}, e.Scales...)
 	slices.SortFunc(all, func(a, b Export) int { return a.Campaign.Scale - b.Campaign.Scale })
 	for _, x := range all {
-		if nodes, ranks := x.where(); len(all) > 1 && (nodes < 0 || ranks < 0) {
+		nodes, ranks, err := x.where()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if len(all) > 1 && (nodes < 0 || ranks < 0) {
 			return nil, "", nil, fmt.Errorf("campaign %s: NCCL's log gave no node and rank count, which the rules of several scales need", clean(x.Campaign.Name))
 		}
 		verdicts = append(verdicts, x.verdicts()...)
@@ -314,14 +451,17 @@ func (e Export) plugin(dir string) ([]file, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plugin: %s%w", x.scale(), err)
 		}
-		nodes, ranks := x.where()
+		if err := checkRules(rules); err != nil {
+			return nil, fmt.Errorf("plugin: %s%w: refusing to write it", x.scale(), err)
+		}
+		nodes, ranks, _ := x.where() // checked by scaled
 		for _, r := range rules {
 			max := strconv.FormatInt(r.max, 10)
 			if r.max < 0 {
 				max = "-"
 			}
-			fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # range %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
-				orStar(r.algo), orStar(r.proto), r.channels, r.from)
+			fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
+				orStar(r.algo), orStar(r.proto), r.channels, r.about())
 		}
 		envFile, err := x.jobEnvFile(jobEnvName("nccl-plugin", x, len(all)), "nccltune's tuner plugin and its rules", env,
 			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{plugin.RulesEnv, filepath.Join(abs, "nccltune.rules")})
@@ -340,6 +480,11 @@ func orStar(s string) string {
 	return s
 }
 
+// ExampleLibrary is NCCL_TUNER_PLUGIN for NVIDIA's example plugin where the
+// export is given no path: NCCL then opens libnccl-tuner-example.so, what
+// the example's Makefile builds, from the loader's search path.
+const ExampleLibrary = "example"
+
 // tunerCSV writes the configuration of NCCL's example tuner plugin
 // (NCCL_TUNER_CONFIG_FILE) and the job's environment. The example needs an
 // algorithm, a protocol and a channel count in every rule and uses one
@@ -355,40 +500,174 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tuner-csv: %w", err)
 	}
+	// NCCL loads "example" as libnccl-tuner-example.so from the loader's
+	// path, the library the example's Makefile builds.
+	lib := cmp.Or(e.Plugin, ExampleLibrary)
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: rules for NCCL's example tuner plugin (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE)",
 		"works with the example plugin of NCCL 2.30.3 and later: those of 2.27.5 to 2.29.x crash on the first matching rule (NVIDIA/nccl#1974); nccltune's own plugin (--format plugin) works with NCCL 2.24 and later",
-		"the example runs ONE channel wherever no rule matches: these rules cover every size of the collectives below, and other collectives run on one channel"),
+		"the example runs ONE channel wherever no rule matches, and takes the first rule that matches, passing over one whose algorithm and protocol NCCL cannot run there",
+		"so the rules for the communicator measured (its node and rank count) cover every size of the collectives below; then rules for every other communicator (-1: a tensor-parallel or DDP subgroup, another node count) give NCCL's own choice as measured, then ring with that protocol, then ring/simple, all with channels 0",
+		"channels 0: NCCL's own count (the example hands 0 to NCCL, which keeps its own); the example's -1, documented as NCCL's default, runs one channel",
+		"other collectives (sendrecv, alltoall) match no rule: the example runs them on one channel"),
 		verdicts...), "# "))
 	b.WriteString(comment([]string{"colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"}, "# "))
+	write := func(rules []rule, nodes, ranks int) {
+		for _, r := range rules {
+			max := r.max
+			if max < 0 {
+				max = math.MaxInt64
+			}
+			fmt.Fprintf(&b, "# %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.about(), r.coll, r.min, max, r.algo, r.proto, r.channels, nodes, ranks)
+		}
+	}
 	var files []file
+	var smallest []rule
 	for _, x := range all {
 		rules, env, err := x.jobRules(true)
+		if err == nil {
+			err = checkRules(rules)
+		}
+		if err == nil {
+			rules, err = x.covering(rules)
+		}
+		if err == nil {
+			err = checkRules(rules)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("tuner-csv: %s%w", x.scale(), err)
 		}
-		nodes, ranks := x.where()
-		for i, r := range rules {
-			if !slices.Contains(exampleColls, r.coll) {
-				continue
-			}
-			// The first and the last rule of a collective reach out to every size.
-			if i == 0 || rules[i-1].coll != r.coll {
-				r.min = 0
-			}
-			if i+1 == len(rules) || rules[i+1].coll != r.coll {
-				r.max = math.MaxInt64
-			}
-			fmt.Fprintf(&b, "# range %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.from, r.coll, r.min, r.max, r.algo, r.proto, r.channels, nodes, ranks)
+		if smallest == nil {
+			smallest = rules
 		}
-		envFile, err := x.jobEnvFile(jobEnvName("nccl-tuner", x, len(all)), "NCCL's example tuner plugin and its rules (set NCCL_TUNER_PLUGIN to the example's library, of NCCL 2.30.3 or later)", env,
-			[2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
+		nodes, ranks, _ := x.where() // checked by scaled
+		write(rules, nodes, ranks)
+		envFile, err := x.jobEnvFile(jobEnvName("nccl-tuner", x, len(all)), "NCCL's example tuner plugin (of NCCL 2.30.3 or later) and its rules", env,
+			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
 		if err != nil {
 			return nil, err
 		}
 		files = append(files, envFile)
 	}
+	layers, err := all[0].others(smallest)
+	for _, l := range layers {
+		if err == nil {
+			err = checkRules(l)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tuner-csv: rules for other communicators: %w", err)
+	}
+	for _, l := range layers {
+		write(l, -1, -1)
+	}
 	return append([]file{{"nccl_tuner.conf", b.String(), 0o644}}, files...), nil
+}
+
+// others are the example plugin's rules for every communicator but the
+// ones measured (-1 nodes and ranks), after theirs, since the example takes
+// the first rule that matches: a sub-communicator (a tensor-parallel group,
+// a DDP subgroup) or another node count would match none and run one
+// channel on every collective. Per size they give NCCL's own algorithm and
+// protocol as measured (under the job's environment; covered, the measured
+// communicator's rules, where validation did not record it), with channels
+// 0: the example hands 0 to NCCL, which keeps its own count for the
+// communicator. Where NCCL cannot run that pair there, the example passes
+// to the next rule that matches: ring with the same protocol, then
+// ring/simple, which NCCL runs for every collective the example knows.
+func (e Export) others(covered []rule) (layers [3][]rule, err error) {
+	alone, err := e.alone()
+	if err != nil {
+		return layers, err
+	}
+	for _, coll := range exampleColls {
+		mine := slices.DeleteFunc(slices.Clone(covered), func(r rule) bool { return r.coll != coll })
+		if len(mine) == 0 {
+			continue
+		}
+		if pts := alone[coll]; len(pts) > 0 {
+			mine = spans(pts, 0, -1, rule{})
+		}
+		var own, ring []rule
+		for _, r := range mine {
+			r.channels, r.note = 0, "other communicators: NCCL's own choice as measured, NCCL's own channel count"
+			if own = append(own, r); r.algo != "ring" {
+				r.algo, r.note = "ring", "other communicators, where NCCL cannot run the pair above: ring, its protocol"
+				ring = append(ring, r)
+			}
+		}
+		layers[0] = append(layers[0], merged(own)...)
+		layers[1] = append(layers[1], merged(ring)...)
+		layers[2] = append(layers[2], rule{coll: coll, min: 0, max: -1, algo: "ring", proto: "simple", note: "other communicators, the last resort: ring/simple"})
+	}
+	return layers, nil
+}
+
+// alone are NCCL's decisions under the job's environment (none where
+// validation recorded none): what NCCL does where no rule steers it.
+func (e Export) alone() (map[string][]point, error) {
+	pts, err := e.points(e.Decisions[e.Space.Key(e.Job.Alone(e.Space))])
+	if err != nil {
+		return nil, fmt.Errorf("under the job's environment: %w", err)
+	}
+	return pts, nil
+}
+
+// covering are the rules of the collectives NVIDIA's example plugin knows,
+// reaching over every size from 0 up: the example runs one channel wherever
+// no rule matches. Sizes no range measured (below the first, between ranges
+// that do not touch, above the last) take what NCCL decided for them under
+// the job's environment, which validation records, from each decided size
+// up to the next: what NCCL does there without a plugin. Where it decided
+// none of them, the rule below them (above, for the smallest) reaches over.
+func (e Export) covering(rules []rule) ([]rule, error) {
+	alone, err := e.alone()
+	if err != nil {
+		return nil, err
+	}
+	const unmeasured = "sizes no range measured: NCCL's own choice under the job's environment"
+	var colls []string
+	for _, r := range rules {
+		if slices.Contains(exampleColls, r.coll) && !slices.Contains(colls, r.coll) {
+			colls = append(colls, r.coll)
+		}
+	}
+	var out []rule
+	for _, coll := range colls {
+		rs := slices.DeleteFunc(slices.Clone(rules), func(r rule) bool { return r.coll != coll })
+		slices.SortStableFunc(rs, func(a, b rule) int { return cmp.Compare(a.min, b.min) })
+		var col []rule
+		// fill covers the sizes lo to hi (-1: no bound), which no range measured.
+		fill := func(lo, hi int64) {
+			pts := slices.DeleteFunc(slices.Clone(alone[coll]), func(p point) bool { return p.size < lo || hi != -1 && p.size > hi })
+			if len(pts) > 0 {
+				col = append(col, spans(pts, lo, hi, rule{note: unmeasured})...)
+			} else if n := len(col); n > 0 {
+				col[n-1].max = hi
+				col[n-1].note = col[n-1].about() + ", and the larger sizes beside it that no range measured (NCCL's log under the job's environment has none of them)"
+			}
+		}
+		next := int64(0) // the smallest size not yet covered; -1: none
+		for _, r := range rs {
+			if r.min > next {
+				if fill(next, r.min-1); len(col) == 0 {
+					r.min = 0
+					r.note = r.about() + ", and the smaller sizes that no range measured (NCCL's log under the job's environment has none of them)"
+				}
+			}
+			col = append(col, r)
+			if r.max == -1 {
+				next = -1
+				break
+			}
+			next = r.max + 1
+		}
+		if next != -1 {
+			fill(next, -1)
+		}
+		out = append(out, merged(col)...)
+	}
+	return out, nil
 }
 
 // jobEnvFile is the env file of a job that runs with a tuner plugin: the

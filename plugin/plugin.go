@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -24,24 +25,42 @@ const (
 	LibraryName = "libnccl-tuner-nccltune.so"
 )
 
+// The plugin's names of NCCL's algorithms and protocols, in NCCL's index
+// order (NCCL_ALGO_TREE = 0, ...): what a rules file says. NVIDIA's example
+// tuner plugin (plugins/tuner/example/plugin.c, parseAlgorithm and
+// parseProtocol) reads the same names, and reads a name it does not know as
+// ring or simple without a word. A test checks these against the C tables.
+var (
+	Algorithms = []string{"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"}
+	Protocols  = []string{"ll", "ll128", "simple"}
+)
+
 // The C sources live in src/: the go command refuses .c files in a package
 // that does not use cgo.
 //
 //go:embed Makefile src
 var sources embed.FS
 
-// Build writes the plugin's sources into dir, creating it, and builds the
-// library there with make and the C compiler cc ("" for cc). It returns the
+// The compiler flags Build uses, as the Makefile's STD_CFLAGS, CFLAGS and
+// SO_FLAGS (a test checks they agree).
+var (
+	stdFlags = []string{"-std=c11", "-Wall", "-Wextra"}
+	optFlags = []string{"-O2", "-g"}
+	soFlags  = []string{"-fPIC", "-shared", "-fvisibility=hidden", "-Wl,-soname," + LibraryName}
+)
+
+// Build writes the plugin's sources (and the Makefile, for make -C there)
+// into dir, creating it, and compiles the library there with the C compiler
+// cc ("" for cc), nothing else: no make, NCCL or CUDA. It returns the
 // library's path.
 func Build(dir, cc string) (string, error) {
 	if strings.TrimSpace(cc) == "" {
 		cc = "cc"
 	}
-	// The first word: CC may name a wrapper or carry flags ("ccache gcc").
-	for _, tool := range []string{"make", strings.Fields(cc)[0]} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "", fmt.Errorf("plugin: building the plugin needs %s: %w", tool, err)
-		}
+	// CC may name a wrapper or carry flags ("ccache gcc"): its first word is the program.
+	words := strings.Fields(cc)
+	if _, err := exec.LookPath(words[0]); err != nil {
+		return "", fmt.Errorf("plugin: building the plugin needs %s: %w", words[0], err)
 	}
 	err := fs.WalkDir(sources, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -59,9 +78,10 @@ func Build(dir, cc string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("plugin: writing the sources: %w", err)
 	}
-	// -B: a library already in dir may be as new as the sources just written.
-	out, err := exec.Command("make", "-B", "-C", dir, "CC="+cc).CombinedOutput()
-	if err != nil {
+	args := append(slices.Concat(words[1:], stdFlags, optFlags, soFlags), "-o", LibraryName, filepath.Join("src", "nccltune_tuner.c"))
+	cmd := exec.Command(words[0], args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("plugin: building %s in %s with %s: %w\n%s", LibraryName, dir, cc, err, out)
 	}
 	return filepath.Join(dir, LibraryName), nil

@@ -3,6 +3,7 @@ package plugin
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"debug/elf"
 	"fmt"
@@ -93,28 +94,32 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// compiler returns $CC or cc; without it or make the test skips, except in
-// CI, where it fails.
+// compiler returns $CC or cc; without it the test skips, except in CI,
+// where it fails.
 func compiler(t testing.TB) string {
 	cc := os.Getenv("CC")
 	if strings.TrimSpace(cc) == "" {
 		cc = "cc"
 	}
-	for _, tool := range []string{strings.Fields(cc)[0], "make"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("the plugin's tests need %s in CI: %v", tool, err)
-			}
-			t.Skipf("no %s: %v", tool, err)
-		}
-	}
+	need(t, strings.Fields(cc)[0])
 	return cc
+}
+
+// need skips the test where tool is missing, except in CI, where it fails.
+func need(t testing.TB, tool string) {
+	if _, err := exec.LookPath(tool); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the plugin's tests need %s in CI: %v", tool, err)
+		}
+		t.Skipf("no %s: %v", tool, err)
+	}
 }
 
 // built returns the harness and library pairs, building them on the first
 // call.
 func built(t testing.TB) (asan, tsan pair) {
 	cc := compiler(t)
+	need(t, "make")
 	b := &testBuild
 	b.once.Do(func() {
 		// Read here so that go test's cache sees when the harness changes
@@ -579,7 +584,10 @@ func TestMalformed(t *testing.T) {
 		reason        string
 	}{
 		{"empty", "", 1, `end of file before the "nccltune-rules 1" line`},
-		{"comments only", "# a\n\n# b\n", 4, `end of file before the "nccltune-rules 1" line`},
+		{"comments only", "# a\n\n# b\n", 3, `end of file before the "nccltune-rules 1" line`},
+		{"blank lines only", "\n\n\n\n", 4, `end of file before the "nccltune-rules 1" line`},
+		{"blanks and tabs, no last newline", "\n \t\n\t", 3, `end of file before the "nccltune-rules 1" line`},
+		{"one newline", "\n", 1, `end of file before the "nccltune-rules 1" line`},
 		{"no header", "allreduce 0 - * * ring simple 0\n", 1, `the first line must be "nccltune-rules 1"`},
 		{"header after a rule", "# x\nallreduce 0 - * * ring simple 0\nnccltune-rules 1\n", 2, `the first line must be "nccltune-rules 1"`},
 		{"another version", "nccltune-rules 2\n", 1, `rules version "2" is not supported (this plugin reads version 1)`},
@@ -695,6 +703,27 @@ func TestRulesUnset(t *testing.T) {
 	}
 }
 
+// TestNames checks the names Go hands to exports against NCCL's order
+// (restated above) and against the tables the C plugin parses with.
+func TestNames(t *testing.T) {
+	src, err := os.ReadFile("src/nccltune_tuner.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		prefix    string
+		got, want []string
+	}{{"NCCL_ALGO_", Algorithms, algorithms}, {"NCCL_PROTO_", Protocols, protocols}} {
+		var inC []string
+		for _, m := range regexp.MustCompile(`\[`+tc.prefix+`[A-Z0-9_]+\] = "([a-z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
+			inC = append(inC, m[1])
+		}
+		if !slices.Equal(tc.got, tc.want) || !slices.Equal(inC, tc.want) {
+			t.Errorf("%s names: Go %q, the C plugin %q, NCCL's order %q", tc.prefix, tc.got, inC, tc.want)
+		}
+	}
+}
+
 func TestBuild(t *testing.T) {
 	cc := compiler(t)
 	dir := filepath.Join(t.TempDir(), "out")
@@ -716,6 +745,44 @@ func TestBuild(t *testing.T) {
 	// A second build in the same place rebuilds rather than keeping a stale library.
 	if _, err := Build(dir, cc); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBuildWithoutMake: Build needs a C compiler alone; a make that fails
+// first on the PATH changes nothing.
+func TestBuildWithoutMake(t *testing.T) {
+	cc := compiler(t)
+	fake := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fake, "make"), []byte("#!/bin/sh\necho 'make was run' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", fake+string(os.PathListSeparator)+os.Getenv("PATH"))
+	lib, err := Build(t.TempDir(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := exported(t, lib), []string{"ncclTunerPlugin_v4", "ncclTunerPlugin_v5", "ncclTunerPlugin_v6"}; !slices.Equal(got, want) {
+		t.Errorf("%s exports %q, want %q", lib, got, want)
+	}
+}
+
+// TestBuildFlagsMatchMakefile: Build compiles as `make` in plugin/ does.
+func TestBuildFlagsMatchMakefile(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct {
+		name  string
+		flags []string
+	}{{"STD_CFLAGS :=", stdFlags}, {"CFLAGS ?=", optFlags}, {"SO_FLAGS :=", soFlags}} {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(v.name) + `(.*)$`).FindSubmatch(mk)
+		if m == nil {
+			t.Fatalf("the Makefile sets no %s", v.name)
+		}
+		if got := strings.Fields(strings.ReplaceAll(string(m[1]), "$(LIB)", LibraryName)); !slices.Equal(got, v.flags) {
+			t.Errorf("Makefile %s %q, Build uses %q", v.name, got, v.flags)
+		}
 	}
 }
 
@@ -757,12 +824,94 @@ func exported(t *testing.T, lib string) []string {
 	return names
 }
 
+// TestLibFuzzer builds the rules parser's libFuzzer target (`make fuzz`,
+// test/fuzz_rules.c) with clang and runs it for ten seconds on the seeds of
+// testdata/fuzz/FuzzRules: tens of thousands of inputs a second in one
+// process, with coverage of the C parser, where FuzzRules runs about one a
+// second through the harness and sees no coverage. Without clang or its
+// libFuzzer the test skips, except in CI; with -short it skips.
+func TestLibFuzzer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fuzzes for 10 s")
+	}
+	fuzzCC := cmp.Or(os.Getenv("FUZZ_CC"), "clang")
+	need(t, fuzzCC)
+	need(t, "make")
+	dir := t.TempDir()
+	if out, err := exec.Command("make", "-s", "O="+dir, "FUZZ_CC="+fuzzCC, "fuzz").CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("make fuzz: %v\n%s", err, out)
+		}
+		t.Skipf("%s cannot build a libFuzzer target here: %v\n%s", fuzzCC, err, out)
+	}
+	corpus := filepath.Join(dir, "corpus")
+	if err := os.Mkdir(corpus, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, seed := range goSeeds(t, "testdata/fuzz/FuzzRules") {
+		if err := os.WriteFile(filepath.Join(corpus, fmt.Sprintf("seed%d", i)), seed, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(dir, "fuzzbin", "fuzz_rules"), "-max_total_time=10", "-timeout=10",
+		"-rss_limit_mb=2048", "-max_len=4096", "-artifact_prefix="+dir+"/", corpus).CombinedOutput()
+	if err != nil {
+		var found []string
+		for _, prefix := range []string{"crash-", "leak-", "timeout-", "oom-", "slow-unit-"} {
+			paths, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
+			for _, p := range paths {
+				data, _ := os.ReadFile(p)
+				found = append(found, fmt.Sprintf("%s: %q", filepath.Base(p), data))
+			}
+		}
+		tail := out[max(0, len(out)-4000):]
+		t.Fatalf("the fuzzer failed: %v; inputs (add each to testdata/fuzz/FuzzRules once fixed):\n%s\n%s", err, strings.Join(found, "\n"), tail)
+	}
+	if m := regexp.MustCompile(`Done (\d+) runs in (\d+) second`).FindSubmatch(out); m != nil {
+		t.Logf("%s inputs in %s s", m[1], m[2])
+	}
+}
+
+// goSeeds reads the inputs of a Go fuzz corpus directory: files of "go test
+// fuzz v1" and one []byte("...").
+func goSeeds(t *testing.T, dir string) [][]byte {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seeds [][]byte
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`^go test fuzz v1\n\[\]byte\((.*)\)\n?$`).FindSubmatch(data)
+		if m == nil {
+			t.Fatalf("%s: not a Go fuzz corpus file of one []byte", e.Name())
+		}
+		seed, err := strconv.Unquote(string(m[1]))
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		seeds = append(seeds, []byte(seed))
+	}
+	if len(seeds) == 0 {
+		t.Fatalf("no seeds in %s", dir)
+	}
+	return seeds
+}
+
 var keptRE = regexp.MustCompile(`^nccltune: rule \d+ \(line \d+\): (.*)$`)
 
-// FuzzRules loads fuzzed rules files: the plugin must neither crash, hang
-// nor upset the sanitizers; it either refuses the file with one warning or
-// loads it, and then the rules it reports, written out as a file, load as
-// the same rules. Its seeds are in testdata/fuzz/FuzzRules.
+// FuzzRules loads fuzzed rules files through the real library and the
+// harness, as NCCL would: the plugin must neither crash, hang nor upset the
+// sanitizers; it either refuses the file with one warning or loads it, and
+// then the rules it reports, written out as a file, load as the same rules.
+// Its seeds are in testdata/fuzz/FuzzRules, which go test runs every time.
+// To fuzz, use the libFuzzer target (TestLibFuzzer, `make fuzz`): this one
+// starts a process per input and cannot see the C parser's coverage.
 func FuzzRules(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		asan, _ := built(t)

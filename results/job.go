@@ -128,6 +128,18 @@ func (j Job) Assignment(sp *space.Space) space.Assignment {
 	return a
 }
 
+// Alone is the job's environment without a per-size setting: what its
+// trials set, less what a tuner plugin sets per size. Where the job leaves
+// sizes to NCCL, NCCL's decisions under it are what a plugin must name.
+func (j Job) Alone(sp *space.Space) space.Assignment {
+	for _, r := range j.Ranges {
+		if r.Best != nil {
+			return WithoutPerSize(sp, space.Assignment(r.Best.Params))
+		}
+	}
+	return space.Assignment{}
+}
+
 // Times are each range's predicted communication time, in seconds, with
 // NCCL's defaults and with the job's choice, for a workload (whose ranges
 // score the inverse of their times); NaN where unmeasured.

@@ -113,7 +113,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	// Where the job leaves a range to NCCL, a plugin that must name every
 	// choice needs NCCL's own under the job's environment.
 	probes := slices.Clone(arms)
-	if alone := jobAlone(sp, job); !slices.ContainsFunc(probes, func(a arm) bool { return sp.Key(a.assignment) == sp.Key(alone) }) {
+	if alone := job.Alone(sp); !slices.ContainsFunc(probes, func(a arm) bool { return sp.Key(a.assignment) == sp.Key(alone) }) {
 		probes = append(probes, arm{name: "job environment", trial: -1, assignment: alone, env: sp.Env(alone)})
 	}
 	for _, a := range probes {
@@ -144,17 +144,6 @@ func runsOf(runs []store.ValidationRun, arm string) []store.ValidationRun {
 		}
 	}
 	return out
-}
-
-// jobAlone is the job's environment without a per-size setting: what its
-// trials set, less what a plugin sets per size.
-func jobAlone(sp *space.Space, job results.Job) space.Assignment {
-	for _, r := range job.Ranges {
-		if r.Best != nil {
-			return results.WithoutPerSize(sp, space.Assignment(r.Best.Params))
-		}
-	}
-	return space.Assignment{}
 }
 
 // probe launches a configuration once, briefly, with NCCL's TUNING log, and

@@ -351,7 +351,7 @@ func exportCommand() *cli.Command {
 		Flags: []cli.Flag{storeFlag, campaignFlag,
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "output `DIR`"},
 			&cli.StringFlag{Name: "format", Value: export.Formats[0], Usage: strings.Join(export.Formats, ", ")},
-			&cli.StringFlag{Name: "plugin", Usage: "`PATH` of nccltune's tuner plugin for the plugin format (default: DIR/" + plugin.LibraryName + ", see `nccltune plugin build`)"}},
+			&cli.StringFlag{Name: "plugin", Usage: "`PATH` of the tuner plugin the env file loads (NCCL_TUNER_PLUGIN): nccltune's for the plugin format (default: DIR/" + plugin.LibraryName + ", see `nccltune plugin build`), NVIDIA's example for tuner-csv (default: " + export.ExampleLibrary + ", which NCCL opens as libnccl-tuner-example.so from the library path)"}},
 		Action: func(c *cli.Context) error {
 			if !slices.Contains(export.Formats, c.String("format")) {
 				return usageError{fmt.Errorf("--format must be one of %s", strings.Join(export.Formats, ", "))}

@@ -262,6 +262,8 @@ static bool parseRules(struct parser* p, char* text, size_t len, size_t nNodes, 
     }
   }
   if (!header) {
+    /* At the file's last line (the first of an empty file), not one past it. */
+    if (p->line > 1) p->line--;
     fail(p, "end of file before the \"" RULES_HEADER " " RULES_VERSION "\" line");
     goto fail;
   }

@@ -39,10 +39,14 @@ type Log struct {
 // Decision is NCCL's choice for one operation of one size: "AllReduce:
 // 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}".
 type Decision struct {
-	Op       string `json:"op"`    // NCCL's name: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce
-	Bytes    int64  `json:"bytes"` // as NCCL logs them: the count times the type's size (per rank for AllGather and ReduceScatter)
-	Algo     string `json:"algo"`  // NCCL's name: Ring, Tree, CollNetDirect, ...
-	Proto    string `json:"proto"` // LL, LL128, Simple
+	Op    string `json:"op"`    // as ncclFuncToString spells it: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce
+	Bytes int64  `json:"bytes"` // as NCCL logs them: the count times the type's size (per rank for AllGather and ReduceScatter)
+	// Algo and Proto are as ncclAlgoToString and ncclProtoToString spell
+	// them: TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT
+	// ("Unknown" for one they lack); LL, LL128, SIMPLE. Not NCCL_ALGO's
+	// spelling (CollnetDirect, NVLSTree), nor the plugins' (collnet_direct).
+	Algo     string `json:"algo"`
+	Proto    string `json:"proto"`
 	Channels int    `json:"channels"`
 }
 

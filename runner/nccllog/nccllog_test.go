@@ -1,7 +1,9 @@
 package nccllog
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +40,26 @@ func TestParse(t *testing.T) {
 	}
 	if quiet := Parse([]byte("no nccl logs here\n")); quiet.Debug || quiet.Unread([]string{"NCCL_ALGO=Ring"}) != nil {
 		t.Errorf("without INFO lines nothing can be confirmed: %+v", quiet)
+	}
+}
+
+// TestDecisions reads NCCL's TUNING lines (enqueue.cc: "%s: %ld Bytes -> Algo
+// %s proto %s channel{Lo..Hi}={%d..%d}") with every name ncclAlgoToString and
+// ncclProtoToString give, keeping each as NCCL spells it.
+func TestDecisions(t *testing.T) {
+	algos := []string{"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT", "Unknown"}
+	protos := []string{"LL", "LL128", "SIMPLE"}
+	var log strings.Builder
+	var want []Decision
+	for i, a := range algos {
+		p := protos[i%len(protos)]
+		fmt.Fprintf(&log, "node1:1:9 [0] NCCL INFO AllReduce: %d Bytes -> Algo %s proto %s channel{Lo..Hi}={%d..%d}\n", 1<<i, a, p, i, 2*i)
+		want = append(want, Decision{Op: "AllReduce", Bytes: 1 << i, Algo: a, Proto: p, Channels: i + 1})
+	}
+	// Once per operation and size; a range the wrong way round is not a decision.
+	log.WriteString("node1:1:9 [0] NCCL INFO AllReduce: 1 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..3}\n")
+	log.WriteString("node1:1:9 [0] NCCL INFO AllGather: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={3..0}\n")
+	if got := Parse([]byte(log.String())).Decisions; !slices.Equal(got, want) {
+		t.Errorf("decisions\n got %+v\nwant %+v", got, want)
 	}
 }

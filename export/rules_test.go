@@ -1,0 +1,451 @@
+package export
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// decider is what NCCL decides for an all-reduce of size bytes.
+type decider func(size int64) nccllog.Decision
+
+// sweepCampaign is the export of an all-reduce campaign over the sweep
+// 8..1G (factor 2) with ranges (TOML size pairs), measured on 2 nodes of 8
+// GPUs. Trial 1 (NCCL_PROTO=Simple, NCCL_NET_GDR_LEVEL=SYS) won every range
+// over NCCL's defaults (trial 0). Validation recorded what NCCL decided per
+// size under trial 1's configuration (tuned, nil: nothing) and under the
+// job's environment, trial 1's less NCCL_PROTO (alone, nil: nothing).
+func sweepCampaign(t testing.TB, ranges [][2]string, tuned, alone decider) Export {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("[campaign]\nname = \"sweep\"\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n")
+	for i, r := range ranges {
+		fmt.Fprintf(&b, "[[range]]\nname = \"r%d\"\nmin = %q\nmax = %q\n", i, r[0], r[1])
+	}
+	b.WriteString("[benchmark]\nbinary = \"x\"\ngpus = 16\n" +
+		"[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"default\", \"LL\", \"Simple\"]\n" +
+		"[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"default\", \"SYS\"]\n")
+	sp, err := space.Parse("sweep.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	scores := func(v float64) map[string]float64 {
+		m := map[string]float64{}
+		for _, r := range sp.Ranges {
+			m[r.Name] = v
+		}
+		return m
+	}
+	trial := func(n int, score float64, a space.Assignment) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: scores(score)}
+	}
+	trials := []store.Trial{
+		trial(0, 1, space.Assignment{"NCCL_PROTO": space.Unset, "NCCL_NET_GDR_LEVEL": space.Unset}),
+		trial(1, 2, space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": "SYS"}),
+	}
+	decisions := map[string][]nccllog.Decision{}
+	for _, c := range []struct {
+		a      space.Assignment
+		decide decider
+	}{{trials[1].Params, tuned}, {results.WithoutPerSize(sp, trials[1].Params), alone}} {
+		if c.decide == nil {
+			continue
+		}
+		var ds []nccllog.Decision
+		for _, size := range sp.Sizes.List() {
+			ds = append(ds, c.decide(size))
+		}
+		decisions[sp.Key(c.a)] = ds
+	}
+	fp := runner.Fingerprint{NCCL: "2.30.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16, Network: "IB", GDR: true}
+	return Export{Space: sp, Campaign: store.Campaign{Name: "sweep", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+		Job: results.JobOf(sp, trials, nil), Decisions: decisions, Fingerprint: fp, Now: time.Now()}
+}
+
+// decide is a decider of one choice for every size.
+func decide(algo, proto string, channels int) decider {
+	return func(size int64) nccllog.Decision {
+		return nccllog.Decision{Op: "AllReduce", Bytes: size, Algo: algo, Proto: proto, Channels: channels}
+	}
+}
+
+// csvRules writes the export's tuner-csv and returns its rules, each split
+// into its fields.
+func csvRules(t testing.TB, ex Export) ([][]string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := ex.Write("tuner-csv", dir); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "nccl_tuner.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rulesOf(string(data), ","), nil
+}
+
+// TestEveryAlgorithmName: NCCL's TUNING log spells algorithms and protocols
+// as ncclAlgoToString and ncclProtoToString do (COLLNET_DIRECT, NVLS_TREE,
+// SIMPLE); NCCL_ALGO and older logs as CollNetDirect, CollnetChain,
+// NVLSTree. Every spelling reaches the plugins as their token, and a name
+// they do not know is refused, naming it, never left out.
+func TestEveryAlgorithmName(t *testing.T) {
+	spellings := []struct{ nccl, token string }{
+		{"TREE", "tree"}, {"RING", "ring"}, {"COLLNET_DIRECT", "collnet_direct"}, {"COLLNET_CHAIN", "collnet_chain"},
+		{"NVLS", "nvls"}, {"NVLS_TREE", "nvls_tree"}, {"PAT", "pat"},
+		{"Tree", "tree"}, {"CollNetDirect", "collnet_direct"}, {"CollnetDirect", "collnet_direct"}, {"CollnetChain", "collnet_chain"},
+		{"NVLSTree", "nvls_tree"}, {"nvls_tree", "nvls_tree"}, {"Ring", "ring"},
+	}
+	protos := []struct{ nccl, token string }{{"LL", "ll"}, {"LL128", "ll128"}, {"SIMPLE", "simple"}, {"Simple", "simple"}}
+	// One size in 2 has its own spelling: 8, 32, 128, ... (the sizes between decide alike).
+	var want [][]string
+	byteAt := map[int64]int{}
+	for i := range spellings {
+		byteAt[8<<(2*i)] = i
+	}
+	ex := sweepCampaign(t, nil, func(size int64) nccllog.Decision {
+		i := byteAt[size]
+		if _, ok := byteAt[size]; !ok {
+			i = byteAt[size/2]
+		}
+		return nccllog.Decision{Op: "AllReduce", Bytes: size, Algo: spellings[i].nccl, Proto: protos[i%len(protos)].nccl, Channels: i + 1}
+	}, nil)
+	for i, s := range spellings {
+		lo, hi := fmt.Sprint(int64(8)<<(2*i)), fmt.Sprint(int64(8)<<(2*i+2)-1)
+		if i == 0 {
+			lo = "0"
+		}
+		if i == len(spellings)-1 {
+			hi = "9223372036854775807"
+		}
+		want = append(want, []string{"allreduce", lo, hi, s.token, protos[i%len(protos)].token, fmt.Sprint(i + 1), "2", "16", "-1", "-1"})
+	}
+	got, err := csvRules(t, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got = got[:min(len(got), len(want))]; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("rules\n got %q\nwant %q", got, want)
+	}
+
+	for _, bad := range []struct{ algo, proto, want string }{
+		{"Unknown", "SIMPLE", `algorithm "Unknown", which no tuner plugin knows`},
+		{"RINGS", "LL", `algorithm "RINGS"`},
+		{"COLLNET", "LL", `algorithm "COLLNET"`},
+		{"RING", "LL256", `protocol "LL256", which no tuner plugin knows`},
+		{"RING", "", `protocol ""`},
+	} {
+		ex := sweepCampaign(t, nil, func(size int64) nccllog.Decision {
+			if size == 1<<20 {
+				return nccllog.Decision{Op: "AllReduce", Bytes: size, Algo: bad.algo, Proto: bad.proto, Channels: 4}
+			}
+			return decide("RING", "SIMPLE", 8)(size)
+		}, nil)
+		if rules, err := csvRules(t, ex); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "1048576 bytes") {
+			t.Errorf("%s/%s: %v, want an error with %q\n%q", bad.algo, bad.proto, err, bad.want, rules)
+		}
+	}
+}
+
+// TestTamperedDecisions: what the store says NCCL decided is checked before
+// a rule is written: NCCL's channel counts (1 to MAXCHANNELS, 64), sizes it
+// can log, names the plugins know, one decision per size, and node and rank
+// counts a communicator can have. Each is refused with the reason, and no
+// file is written.
+func TestTamperedDecisions(t *testing.T) {
+	at := func(size int64, d nccllog.Decision) func(*Export) {
+		return func(ex *Export) {
+			key := ex.Space.Key(space.Assignment(ex.Job.Ranges[0].Best.Params))
+			for i := range ex.Decisions[key] {
+				if ex.Decisions[key][i].Bytes == size {
+					ex.Decisions[key][i] = d
+				}
+			}
+		}
+	}
+	ring := func(bytes int64, channels int) nccllog.Decision {
+		return nccllog.Decision{Op: "AllReduce", Bytes: bytes, Algo: "RING", Proto: "SIMPLE", Channels: channels}
+	}
+	cases := []struct {
+		name   string
+		tamper func(*Export)
+		want   string
+	}{
+		{"negative channels", at(1024, ring(1024, -7)), "ran -7 channels, outside NCCL's 1 to 64"},
+		{"no channels", at(1024, ring(1024, 0)), "ran 0 channels"},
+		{"65 channels", at(1024, ring(1024, 65)), "ran 65 channels"},
+		{"100000 channels", at(1024, ring(1024, 100000)), "ran 100000 channels"},
+		{"negative size", at(1024, ring(-1024, 8)), "-1024 bytes: no size NCCL logs"},
+		{"huge size", at(1024, ring(1<<62, 8)), "4611686018427387904 bytes: no size NCCL logs"},
+		{"per-rank size that overflows", func(ex *Export) {
+			ex.Decisions[ex.Space.Key(space.Assignment(ex.Job.Ranges[0].Best.Params))] = append(ex.Decisions[ex.Space.Key(space.Assignment(ex.Job.Ranges[0].Best.Params))],
+				nccllog.Decision{Op: "AllGather", Bytes: 1 << 49, Algo: "RING", Proto: "SIMPLE", Channels: 8})
+		}, "AllGather of 562949953421312 bytes: no size NCCL logs"},
+		{"algorithm with a newline", at(1024, nccllog.Decision{Op: "AllReduce", Bytes: 1024, Algo: "tree\nexport X=1", Proto: "LL", Channels: 8}), `algorithm "tree\nexport X=1"`},
+		{"protocol with a comma", at(1024, nccllog.Decision{Op: "AllReduce", Bytes: 1024, Algo: "TREE", Proto: "LL,1,2", Channels: 8}), `protocol "LL,1,2"`},
+		{"two decisions for a size", func(ex *Export) {
+			key := ex.Space.Key(space.Assignment(ex.Job.Ranges[0].Best.Params))
+			ex.Decisions[key] = append(ex.Decisions[key], nccllog.Decision{Op: "AllReduce", Bytes: 1024, Algo: "TREE", Proto: "LL", Channels: 8})
+		}, "decisions for allreduce of 1024 bytes disagree"},
+		{"under the job's environment", func(ex *Export) { ex.Decisions[ex.Space.Key(ex.Job.Alone(ex.Space))][3].Channels = 999 },
+			"under the job's environment: NCCL's recorded decision for AllReduce of 64 bytes ran 999 channels"},
+		{"negative nodes", func(ex *Export) { ex.Fingerprint.Nodes = -2 }, "ran on -2 nodes and 16 ranks, which no communicator has"},
+		{"more nodes than ranks", func(ex *Export) { ex.Fingerprint.Nodes = 32 }, "ran on 32 nodes and 16 ranks"},
+		{"absurd ranks", func(ex *Export) { ex.Fingerprint.Ranks = 1 << 40 }, "ran on 2 nodes and 1099511627776 ranks"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), decide("RING", "LL", 8))
+			tc.tamper(&ex)
+			dir := t.TempDir()
+			paths, err := ex.Write("tuner-csv", dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.ContainsAny(err.Error(), "\n\r") {
+				t.Errorf("wrote %v, error %v; want one with %q", paths, err, tc.want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+				t.Errorf("wrote %v", entries)
+			}
+		})
+	}
+}
+
+// TestSlurmRefusesControlCharacters: the slurm renderer checks names and
+// values itself, whatever let them through before it.
+func TestSlurmRefusesControlCharacters(t *testing.T) {
+	for _, v := range []string{"eth0\nexport X=1", "eth0\x1b[2J", "eth0\rx"} {
+		ex := fixedExport(t, "eth0")
+		ex.Space.Fixed["NCCL_SOCKET_IFNAME"] = v
+		r := ex.Results[0]
+		if f, err := ex.rangeFile("slurm", r, space.Assignment(r.Best.Params)); err == nil || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("%q: wrote %q, %v", v, f.text, err)
+		}
+	}
+}
+
+// TestCheckRules: the last check before any rule is written.
+func TestCheckRules(t *testing.T) {
+	ok := rule{coll: "allreduce", min: 0, max: 1023, algo: "ring", proto: "ll", channels: 8}
+	with := func(f func(*rule)) []rule { r := ok; f(&r); return []rule{r} }
+	if err := checkRules([]rule{ok, {coll: "allreduce", min: 1024, max: -1}, {coll: "allgather", min: 0, max: -1, channels: 64}}); err != nil {
+		t.Errorf("good rules: %v", err)
+	}
+	for _, tc := range []struct {
+		rules []rule
+		want  string
+	}{
+		{with(func(r *rule) { r.coll = "allreduce\n" }), "collective"},
+		{with(func(r *rule) { r.algo = "Ring" }), `algorithm "Ring"`},
+		{with(func(r *rule) { r.proto = "ll;x" }), `protocol "ll;x"`},
+		{with(func(r *rule) { r.min = -1 }), "sizes -1 to 1023"},
+		{with(func(r *rule) { r.min, r.max = 10, 9 }), "sizes 10 to 9"},
+		{with(func(r *rule) { r.max = -2 }), "sizes 0 to -2"},
+		{with(func(r *rule) { r.channels = -7 }), "-7 channels"},
+		{with(func(r *rule) { r.channels = 100000 }), "100000 channels"},
+		{[]rule{ok, {coll: "allreduce", min: 1023, max: -1}}, "overlap"},
+		{[]rule{{coll: "allreduce", min: 5, max: -1}, ok}, "overlap"},
+	} {
+		if err := checkRules(tc.rules); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error with %q", tc.rules, err, tc.want)
+		}
+	}
+}
+
+// exampleMatch is the rule NVIDIA's example plugin applies to a collective
+// of size bytes on a communicator of nodes and ranks: the first that matches
+// (plugins/tuner/example/plugin.c, pluginGetCollInfo; -1 matches any count)
+// and whose algorithm and protocol NCCL can run there (runs; nil: any);
+// nil where none does, and the example then runs one channel.
+func exampleMatch(t testing.TB, rules [][]string, coll string, size uint64, nodes, ranks int, runs ...func(algo, proto string) bool) []string {
+	t.Helper()
+	for _, r := range rules {
+		var lo, hi uint64
+		var n, k int
+		if _, err := fmt.Sscan(r[1]+" "+r[2]+" "+r[6]+" "+r[7], &lo, &hi, &n, &k); err != nil || len(r) != 10 {
+			t.Fatalf("rule %q: %v", r, err)
+		}
+		if r[0] == coll && lo <= size && size <= hi && (n == -1 || n == nodes) && (k == -1 || k == ranks) &&
+			!slices.ContainsFunc(runs, func(can func(a, p string) bool) bool { return !can(r[3], r[4]) }) {
+			return r
+		}
+	}
+	return nil
+}
+
+// TestTunerCSVCoversEverySize is a property test over generated range
+// layouts (ranges that touch or leave gaps, unaligned ends, one to four of
+// them), with NCCL's decisions under the job's environment recorded or not:
+// the example plugin's rules for the measured communicator reach from 0 to
+// every size without a gap or an overlap, each size a range measured gets
+// NCCL's decision under the range's choice, and each size outside them
+// NCCL's decision under the job's environment where it was recorded.
+func TestTunerCSVCoversEverySize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 2))
+	algos := []string{"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"}
+	protos := []string{"LL", "LL128", "SIMPLE"}
+	// decisions are NCCL's decisions for every size of the sweep, in runs.
+	decisions := func() map[int64]nccllog.Decision {
+		ds := map[int64]nccllog.Decision{}
+		d := nccllog.Decision{Op: "AllReduce", Algo: "RING", Proto: "LL", Channels: 4}
+		for size := int64(8); size <= 1<<30; size *= 2 {
+			if rng.IntN(3) == 0 {
+				d.Algo, d.Proto, d.Channels = algos[rng.IntN(len(algos))], protos[rng.IntN(len(protos))], 1+rng.IntN(64)
+			}
+			d.Bytes = size
+			ds[size] = d
+		}
+		return ds
+	}
+	for iter := range 150 {
+		exps := rng.Perm(28)[:2*(1+rng.IntN(4))]
+		slices.Sort(exps)
+		var ranges [][2]string
+		var bounds [][2]int64 // [min, max)
+		for i := 0; i < len(exps); i += 2 {
+			lo, hi := int64(1)<<(exps[i]+3), int64(1)<<(exps[i+1]+3)
+			if rng.IntN(3) == 0 {
+				hi += rng.Int64N(hi) // an unaligned end, below the next range's start
+			}
+			if n := len(bounds); n > 0 && rng.IntN(3) == 0 {
+				lo = bounds[n-1][1] // touching the range before
+			}
+			ranges, bounds = append(ranges, [2]string{fmt.Sprint(lo), fmt.Sprint(hi)}), append(bounds, [2]int64{lo, hi})
+		}
+		tuned, alone := decisions(), decisions()
+		var aloneDecider decider
+		if rng.IntN(4) > 0 {
+			aloneDecider = func(size int64) nccllog.Decision { return alone[size] }
+		} else {
+			alone = nil
+		}
+		ex := sweepCampaign(t, ranges, func(size int64) nccllog.Decision { return tuned[size] }, aloneDecider)
+		all, err := csvRules(t, ex)
+		if err != nil {
+			t.Fatalf("layout %d %q: %v", iter, ranges, err)
+		}
+		mine := slices.DeleteFunc(slices.Clone(all), func(r []string) bool { return r[6] != "2" || r[7] != "16" })
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("layout %d %q (decisions under the job's environment: %v): %s\nrules %q", iter, ranges, alone != nil, fmt.Sprintf(format, args...), all)
+		}
+		// Contiguous from 0 to the largest size, in order.
+		next := "0"
+		for _, r := range mine {
+			if r[0] != "allreduce" || r[1] != next {
+				fail("rule %q does not start at %s", r, next)
+			}
+			var hi uint64
+			fmt.Sscan(r[2], &hi)
+			next = fmt.Sprint(hi + 1)
+		}
+		if next != fmt.Sprint(uint64(math.MaxInt64)+1) {
+			fail("the rules end below %d", int64(math.MaxInt64))
+		}
+		// Each size decided as NCCL decided it.
+		for size := int64(8); size <= 1<<30; size *= 2 {
+			want, ok := tuned[size], false
+			for _, b := range bounds {
+				ok = ok || size >= b[0] && size < b[1]
+			}
+			if !ok {
+				if want, ok = alone[size]; !ok {
+					continue
+				}
+			}
+			got := exampleMatch(t, mine, "allreduce", uint64(size), 2, 16)
+			if w := []string{strings.ToLower(want.Algo), strings.ToLower(want.Proto), fmt.Sprint(want.Channels)}; got == nil || !slices.Equal(got[3:6], w) {
+				fail("size %d: rule %q, want %q", size, got, w)
+			}
+		}
+	}
+}
+
+// TestOtherCommunicators: the example plugin runs one channel on every
+// collective of a communicator that no rule matches; a tensor-parallel
+// group, a DDP subgroup or another node count must still match a rule,
+// after the measured communicator's, of NCCL's own choice as measured and
+// NCCL's own channel count (0). Where NCCL cannot run that pair on the
+// communicator, ring with its protocol, then ring/simple.
+func TestOtherCommunicators(t *testing.T) {
+	tuned := func(size int64) nccllog.Decision {
+		if size < 1<<20 {
+			return decide("TREE", "LL", 4)(size)
+		}
+		return decide("RING", "SIMPLE", 24)(size)
+	}
+	alone := func(size int64) nccllog.Decision {
+		if size < 1<<16 {
+			return decide("NVLS_TREE", "LL128", 8)(size)
+		}
+		return decide("COLLNET_DIRECT", "SIMPLE", 16)(size)
+	}
+	noNVLS := func(a, p string) bool { return a != "nvls_tree" }
+	noCollnet := func(a, p string) bool { return a != "collnet_direct" }
+	noLL128 := func(a, p string) bool { return p != "ll128" }
+	for _, tc := range []struct {
+		name  string
+		alone decider
+		runs  []func(a, p string) bool
+		want  func(size int64) string // algorithm/protocol
+	}{
+		{"NCCL's choice under the job's environment", alone, nil, func(size int64) string {
+			return map[bool]string{true: "nvls_tree/ll128", false: "collnet_direct/simple"}[size < 1<<16]
+		}},
+		{"the measured rules, where that was not recorded", nil, nil, func(size int64) string {
+			return map[bool]string{true: "tree/ll", false: "ring/simple"}[size < 1<<20]
+		}},
+		{"ring with its protocol where NCCL cannot run the pair", alone, []func(a, p string) bool{noNVLS, noCollnet}, func(size int64) string {
+			return map[bool]string{true: "ring/ll128", false: "ring/simple"}[size < 1<<16]
+		}},
+		{"then ring/simple", alone, []func(a, p string) bool{noNVLS, noCollnet, noLL128}, func(int64) string { return "ring/simple" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rules, err := csvRules(t, sweepCampaign(t, [][2]string{{"8", "64K"}, {"1M", "2G"}}, tuned, tc.alone))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct{ nodes, ranks int }{{1, 8}, {1, 2}, {2, 8}, {4, 32}, {16, 128}} {
+				for _, size := range []int64{0, 8, 4096, 1 << 16, 1 << 20, 1 << 30, math.MaxInt64} {
+					r := exampleMatch(t, rules, "allreduce", uint64(size), c.nodes, c.ranks, tc.runs...)
+					if r == nil || r[3]+"/"+r[4] != tc.want(size) || r[5] != "0" || r[6] != "-1" || r[7] != "-1" {
+						t.Errorf("%d nodes, %d ranks, %d bytes: rule %q, want %s on NCCL's channels (0) for any communicator", c.nodes, c.ranks, size, r, tc.want(size))
+					}
+				}
+			}
+			// The measured communicator keeps its own rules: they come first.
+			if r := exampleMatch(t, rules, "allreduce", 1<<20, 2, 16); r == nil || r[6] != "2" || r[3] != "ring" || r[5] != "24" {
+				t.Errorf("the measured communicator: %q", r)
+			}
+		})
+	}
+}
+
+// TestTunerEnvLoadsThePlugin: sourcing nccl-tuner.env alone is enough: it
+// names the example plugin's library (the path given, or "example", which
+// NCCL opens as libnccl-tuner-example.so) and its rules.
+func TestTunerEnvLoadsThePlugin(t *testing.T) {
+	for _, tc := range []struct{ plugin, want string }{{"", "example"}, {"/opt/nccl/lib/libnccl-tuner-example.so", "/opt/nccl/lib/libnccl-tuner-example.so"}} {
+		ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), nil)
+		ex.Plugin = tc.plugin
+		dir := t.TempDir()
+		if _, err := ex.Write("tuner-csv", dir); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("sh", "-c", `. "$1" && printf '%s|%s' "$NCCL_TUNER_PLUGIN" "$NCCL_TUNER_CONFIG_FILE"`, "sh", filepath.Join(dir, "nccl-tuner.env")).Output()
+		if want := tc.want + "|" + filepath.Join(dir, "nccl_tuner.conf"); err != nil || string(out) != want {
+			t.Errorf("--plugin %q: sourced %q (%v), want %q", tc.plugin, out, err, want)
+		}
+	}
+}
