@@ -370,7 +370,7 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 	case raw.Benchmark.Kind != "" && raw.Benchmark.Kind != NCCLTests:
 		b.errorf(b.loc.field("benchmark", 0, "kind"), "[[workload]] needs benchmark.kind nccl-tests: it measures each collective with its *_perf binary")
 	}
-	ranks := 0
+	ranks, counted, weighted := 0, 0, 0
 	for i, w := range raw.Workload {
 		call := Call{Collective: w.Collective, Ranks: w.Ranks}
 		bytes := b.size(line(i, "size"), "workload.size", w.Size)
@@ -388,6 +388,13 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		case w.Count != nil && *w.Count < 1, w.Weight != nil && !(*w.Weight > 0 && !math.IsInf(*w.Weight, 0)):
 			b.errorf(line(i, "collective"), "workload count and weight must be positive")
 			continue
+		case w.Weight != nil && counted > 0 || w.Count != nil && weighted > 0:
+			first, other := "count", "weight"
+			if weighted > 0 {
+				first, other = other, first
+			}
+			b.errorf(line(i, "collective"), "workload: this entry has %s, an earlier one %s: counts are calls per job and weights are relative shares, which do not add up; give every entry count, or every entry weight", other, first)
+			continue
 		case w.Ranks < 0 || w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
 			b.errorf(line(i, "ranks"), "workload.ranks %d: every entry must be of one communicator size (%d here); profile one size per campaign", w.Ranks, ranks)
 			continue
@@ -397,8 +404,10 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		}
 		if w.Count != nil {
 			call.Count = float64(*w.Count)
+			counted++
 		} else {
 			call.Count = *w.Weight
+			weighted++
 		}
 		s.Workload = append(s.Workload, call)
 		k := slices.IndexFunc(s.Ranges, func(r Range) bool { return r.Collective == call.Collective })

@@ -22,7 +22,7 @@ count = 4000
 [[workload]]
 collective = "all_gather"
 size = "64M"
-weight = 2.5
+count = 250
 [[param]]
 name = "NCCL_ALGO"
 values = ["default", "Ring", "Tree"]
@@ -77,7 +77,9 @@ func TestWorkload(t *testing.T) {
 		{`count = 120`, "count = 120\nweight = 1.0", "needs count"},
 		{`count = 4000`, "count = 4000\nranks = 8", "one communicator size"},
 		{`collective = "all_gather"`, `collective = "gather"`, `"gather" is not one of`},
-		{`weight = 2.5`, `weight = nan`, "not a finite number"},
+		{`count = 250`, `weight = nan`, "not a finite number"},
+		// Calls per job and relative shares are not one unit.
+		{`count = 250`, `weight = 2.5`, "w.toml:15: workload: this entry has weight, an earlier one count"},
 		{`size = "8"`, `size = "0"`, "at least 1 byte"},
 		{`min = 1`, "min = 1\nwhen = { NCCL_ALGO = \"Ring\" }", "sets per collective"},
 	} {
