@@ -679,18 +679,18 @@ func (t *Tuner) launchable() ([]runner.Benchmark, []*group, error) {
 			return nil, nil, err
 		}
 	}
+	// A workload's every collective runs its own benchmark, the first one
+	// too: benchmark.binary only says where nccl-tests is.
 	var benches []runner.Benchmark
 	for _, coll := range t.Space.Collectives() {
 		b := bench
-		if coll != t.Space.Campaign.Collective {
-			other, ok := bench.(runner.Collectives)
-			if !ok {
-				return nil, nil, fmt.Errorf("the benchmark measures %s only; the workload names %s too", t.Space.Campaign.Collective, coll)
-			}
+		if other, ok := bench.(runner.Collectives); ok && (len(t.Space.Workload) > 0 || coll != t.Space.Campaign.Collective) {
 			var err error
 			if b, err = other.For(coll); err != nil {
 				return nil, nil, err
 			}
+		} else if coll != t.Space.Campaign.Collective {
+			return nil, nil, fmt.Errorf("the benchmark measures %s only; the workload names %s too", t.Space.Campaign.Collective, coll)
 		}
 		benches = append(benches, b)
 	}

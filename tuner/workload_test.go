@@ -11,6 +11,7 @@ import (
 
 	"github.com/nccltune/nccltune/export"
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -74,6 +75,55 @@ func TestWorkloadCampaign(t *testing.T) {
 	for _, coll := range []string{"allreduce,", "allgather,", "reducescatter,"} {
 		if !strings.Contains(string(rules), "\n"+coll) {
 			t.Errorf("tuner-csv has no rule for %s:\n%s", coll, rules)
+		}
+	}
+}
+
+// noRun is a Runner for tests that launch nothing.
+type noRun struct{}
+
+func (noRun) Run(context.Context, runner.Job) runner.Result { return runner.Result{} }
+
+// TestLaunchableRunsEachCollectivesBinary: a workload's trials run each
+// collective's own *_perf binary, beside the user's benchmark.binary,
+// whichever collective is first (all_gather here, the user's binary being
+// all_reduce_perf).
+func TestLaunchableRunsEachCollectivesBinary(t *testing.T) {
+	dir := t.TempDir()
+	for _, coll := range []string{"all_reduce", "all_gather", "reduce_scatter"} {
+		if err := os.WriteFile(filepath.Join(dir, coll+"_perf"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp, err := space.Parse("w.toml", []byte(`
+[benchmark]
+binary = "`+filepath.Join(dir, "all_reduce_perf")+`"
+[[workload]]
+collective = "reduce_scatter"
+size = "1M"
+count = 1
+[[workload]]
+collective = "all_reduce"
+size = "1M"
+count = 1
+[[workload]]
+collective = "all_gather"
+size = "1M"
+count = 1
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	benches, _, err := (&Tuner{Space: sp, Runner: noRun{}}).launchable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, coll := range sp.Collectives() {
+		if argv := benches[i].Command(runner.Plan{Sizes: sp.Sweep(coll)}); argv[0] != filepath.Join(dir, coll+"_perf") {
+			t.Errorf("%s runs %v", coll, argv)
 		}
 	}
 }
