@@ -145,3 +145,49 @@ func TestSrunGroups(t *testing.T) {
 		t.Errorf("3 groups of 2 in 4 nodes: %v", err)
 	}
 }
+
+// TestSrunGroupsAtEachScale: with campaign.scales, each scale's groups take
+// their scale's node count each, out of the allocation, which must hold
+// groups x the largest scale.
+func TestSrunGroupsAtEachScale(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "scontrol"), []byte("#!/bin/sh\necho n1 n2 n3 n4 n5 n6\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	t.Setenv("SLURM_JOB_NODELIST", "n[1-6]")
+	sp, err := space.Parse("scales.toml", []byte(`
+[campaign]
+scales = [1, 3, 4]
+[benchmark]
+binary = "all_reduce_perf"
+[launcher]
+kind = "srun"
+ntasks_per_node = 8
+groups = 2
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
+	for _, nodes := range []int{1, 3} {
+		groups, err := Groups(sp.AtScale(nodes).Launcher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range groups {
+			want := all[i*nodes : (i+1)*nodes]
+			argv, _ := g.Launcher.Wrap([]string{"all_reduce_perf"}, nil)
+			line := strings.Join(argv, " ")
+			if !slices.Equal(g.Nodes, want) || !strings.Contains(line, fmt.Sprintf("-N %d ", nodes)) || !strings.Contains(line, "--nodelist="+strings.Join(want, ",")) {
+				t.Errorf("scale %d, group %d: nodes %v, %s; want %v", nodes, i, g.Nodes, line, want)
+			}
+		}
+	}
+	if _, err := Groups(sp.AtScale(4).Launcher); err == nil || !strings.Contains(err.Error(), "2 groups of 4 nodes need 8 nodes; the allocation has 6") {
+		t.Errorf("scale 4 on 6 nodes: %v", err)
+	}
+}

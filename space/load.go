@@ -609,8 +609,8 @@ func (b *builder) groups(line int, s *Space) {
 	case l.Groups < 1 || l.Groups > MaxGroups:
 		b.errorf(line, "launcher.groups must be 1 to %d, not %d", MaxGroups, l.Groups)
 	case l.Groups == 1:
-	case l.Kind == "srun" && l.Nodes == 0:
-		b.errorf(line, "launcher.groups = %d needs launcher.nodes, each group's node count: the allocation's nodes are split into groups of it", l.Groups)
+	case l.Kind == "srun" && l.Nodes == 0 && len(s.Campaign.Scales) == 0:
+		b.errorf(line, "launcher.groups = %d needs launcher.nodes, each group's node count (or campaign.scales, whose node counts each scale's groups take): the allocation's nodes are split into groups of it", l.Groups)
 	case l.Kind == "mpirun" && l.Hostfile == "":
 		b.errorf(line, "launcher.groups = %d needs launcher.hostfile: its hosts are split into the groups", l.Groups)
 	case (l.Kind == "local" || l.Kind == "torchrun") && len(s.Simulator) == 0:

@@ -178,6 +178,14 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 	if t.Benchmark != nil {
 		return errors.New("campaign.scales: each node count needs a benchmark of its own, built from its space; Tuner.Benchmark cannot serve them all")
 	}
+	// With groups, each scale's groups take groups x its node count of the
+	// allocation: the largest scale must fit before the smallest runs.
+	if l, scales := t.Space.Launcher, t.Space.Campaign.Scales; l.Kind == "srun" && l.Groups > 1 && t.Runner == nil {
+		largest := t.Space.AtScale(slices.Max(scales))
+		if _, err := runner.Groups(largest.Launcher); err != nil {
+			return fmt.Errorf("%s: %w", largest.Campaign.Name, err)
+		}
+	}
 	var before []space.Assignment
 	for _, nodes := range t.Space.Campaign.Scales {
 		at := *t
