@@ -35,6 +35,9 @@ func Groups(l space.Launcher) ([]Group, error) {
 	var hosts []Host
 	switch l.Kind {
 	case "srun":
+		if l.Nodes < 1 {
+			return nil, fmt.Errorf("launcher.groups: %d groups need each group's node count (launcher.nodes, or a scale's)", n)
+		}
 		names, err := AllocationNodes()
 		if err != nil {
 			return nil, err
