@@ -107,11 +107,7 @@ func jobCampaign(sp *space.Space, sc sim.Scenario, o Options, rounds int, db str
 		return JobRun{}, err
 	}
 	job := results.JobOf(sp, trials, vals)
-	exported := job.Assignment(sp)
-	if v := job.Validation; v != nil && v.Verdict != "tuned" {
-		exported = nil // nccl-job.env then keeps NCCL's defaults
-	}
-	run := JobRun{Default: jobTime(sp, sc, nil), Exported: jobTime(sp, sc, exported), Best: bestJobTime(sp, sc)}
+	run := JobRun{Default: jobTime(sp, sc, nil), Exported: jobTime(sp, sc, job.Exported(sp)), Best: bestJobTime(sp, sc)}
 	if math.IsInf(run.Exported, 0) || math.IsInf(run.Best, 0) {
 		return run, fmt.Errorf("the exported or the best configuration cannot run")
 	}
