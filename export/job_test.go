@@ -37,12 +37,13 @@ name = "NCCL_BUFFSIZE"
 values = ["default", "16M"]
 `
 
-// jobExport is a workload's export: trial 1 sets algo for all_gather and
-// allreduce (each given), with a larger buffer, 10% faster on each collective
-// than NCCL's defaults (trial 0) in the search; vals are the verdicts.
-func jobExport(t *testing.T, extra string, algo map[string]string, vals func(sp *space.Space, candidate string) []store.Validation) Export {
+// jobExport is an export of a workload's space: trial 1 sets NCCL_ALGO
+// per collective as algo says, with a larger buffer, 10% faster on each
+// collective than NCCL's defaults (trial 0) in the search; vals, if any,
+// are the verdicts, given the job's configuration's key.
+func jobExport(t *testing.T, text string, algo map[string]string, vals func(sp *space.Space, candidate string) []store.Validation) Export {
 	t.Helper()
-	sp, err := space.Parse("job.toml", []byte(jobSpace+extra))
+	sp, err := space.Parse("job.toml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestJobExportIsWhatValidationJudged(t *testing.T) {
 		{"default", []string{"NCCL_NVLS_ENABLE='0'"}, "# validated: the job's configuration was rejected (not significant), so this file keeps NCCL's defaults"},
 		{"tuned", []string{"NCCL_ALGO='allgather:Ring;allreduce:Tree'", "NCCL_BUFFSIZE='16777216'", "NCCL_NVLS_ENABLE='0'"}, "# validated: significant"},
 	} {
-		ex := jobExport(t, "", algo, func(sp *space.Space, candidate string) []store.Validation {
+		ex := jobExport(t, jobSpace, algo, func(sp *space.Space, candidate string) []store.Validation {
 			// all_gather alone was not significant; the job as a whole is tc.job.
 			return []store.Validation{
 				{Range: "all_gather", Candidate: 1, Config: candidate, Verdict: "default", Reason: "not significant"},
@@ -131,3 +132,44 @@ func TestJobExportIsWhatValidationJudged(t *testing.T) {
 		}
 	}
 }
+
+// TestJobExportPerCollective: NCCL's per-collective syntax, which NCCL
+// reads from 2.24, is written only where the collectives chose differently;
+// where they agree the plain value is, and a ':' elsewhere in the
+// environment (an HCA list) is no per-collective value. A campaign on an
+// older NCCL cannot export a per-collective setting: its trials ran one
+// that NCCL did not read.
+func TestJobExportPerCollective(t *testing.T) {
+	hca := "NCCL_IB_HCA = \"mlx5_0:1,mlx5_1:1\"\n"
+	hcaLine := "NCCL_IB_HCA='mlx5_0:1,mlx5_1:1'"
+	for _, tc := range []struct {
+		name, nccl string
+		algo       map[string]string
+		want       []string // exports; nil: refused
+		comment    string   // in the header
+	}{
+		{"HCA list on 2.18, no algo", "2.18.3", nil, []string{"NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, ""},
+		{"agreeing", "2.28.3", map[string]string{"allgather": "Ring", "allreduce": "Ring"},
+			[]string{"NCCL_ALGO='Ring'", "NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, "NCCL_ALGO: every collective of the workload chose it"},
+		{"differing", "2.28.3", map[string]string{"allgather": "Ring", "allreduce": "Tree"},
+			[]string{"NCCL_ALGO='allgather:Ring;allreduce:Tree'", "NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, "NCCL_ALGO per collective: needs NCCL 2.24 or later"},
+		{"one collective", "2.28.3", map[string]string{"allreduce": "Tree"},
+			[]string{"NCCL_ALGO='allreduce:Tree'", "NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, "NCCL_ALGO per collective: needs NCCL 2.24 or later"},
+		{"differing on 2.18", "2.18.3", map[string]string{"allgather": "Ring", "allreduce": "Tree"}, nil, ""},
+		{"agreeing on 2.18", "2.18.3", map[string]string{"allgather": "Ring", "allreduce": "Ring"}, nil, ""},
+	} {
+		ex := jobExport(t, strings.Replace(jobSpace, "[fixed]\n", "[fixed]\n"+hca, 1), tc.algo, nil)
+		ex.Fingerprint.NCCL = tc.nccl
+		text, err := writeJob(t, ex)
+		switch {
+		case tc.want == nil && (err == nil || !strings.Contains(err.Error(), "does not read it")):
+			t.Errorf("%s: %v\n%s", tc.name, err, text)
+		case tc.want == nil:
+		case err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case !slices.Equal(exports(text), tc.want) || tc.comment != "" && !strings.Contains(text, tc.comment) || tc.comment == "" && strings.Contains(text, "2.24"):
+			t.Errorf("%s: exports %q, want %q\n%s", tc.name, exports(text), tc.want, text)
+		}
+	}
+}
+
