@@ -172,4 +172,3 @@ func TestJobExportPerCollective(t *testing.T) {
 		}
 	}
 }
-
