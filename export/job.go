@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -53,7 +54,7 @@ func (e Export) job() ([]file, error) {
 	}
 	head = append(head, fmt.Sprintf("the job: %s of communication with NCCL's defaults, %s predicted as exported", Seconds(totalDef), Seconds(totalExp)))
 	for _, name := range perCollective {
-		head = append(head, name+" per collective: needs NCCL 2.24 or later")
+		head = append(head, name+" per collective: needs NCCL "+nccllog.PerCollectiveSince+" or later")
 	}
 	for _, name := range agreed {
 		head = append(head, name+": every collective of the workload chose it, so it is set for all (NCCL's other collectives too)")
@@ -115,25 +116,13 @@ func jobEnv(sp *space.Space, a space.Assignment) (env, perCollective, agreed []s
 // per-collective syntax (before 2.24): its trials did not run what they
 // claim, whatever value is written.
 func (e Export) perCollectiveReadable(a space.Assignment) error {
-	major, minor, ok := version(e.Fingerprint.NCCL)
-	if !ok || major > 2 || major == 2 && minor >= 24 {
+	if yes, known := nccllog.AtLeast(e.Fingerprint.NCCL, 2, 24); yes || !known {
 		return nil
 	}
 	for _, p := range e.Space.Params {
 		if v, set := a[p.Name]; set && v != space.Unset && p.Collective != "" {
-			return fmt.Errorf("%s is set per collective, in the syntax NCCL reads from 2.24; this campaign ran NCCL %s, which does not read it, so its trials did not measure that setting", p.Name, e.Fingerprint.NCCL)
+			return fmt.Errorf("%s is set per collective, in the syntax NCCL reads from %s; this campaign ran NCCL %s, which does not read it, so its trials did not measure that setting", p.Name, nccllog.PerCollectiveSince, e.Fingerprint.NCCL)
 		}
 	}
 	return nil
-}
-
-// version reads NCCL's major and minor version from "2.28.3+cuda13.0".
-func version(v string) (major, minor int, ok bool) {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	return major, minor, err1 == nil && err2 == nil
 }

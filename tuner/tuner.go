@@ -122,6 +122,8 @@ type session struct {
 	measured []bool              // per range: the plan's sweep measures it
 	note     string              // how the next launches changed, for the next Progress
 	stopped  bool                // every range settled: no more trials are proposed
+	// versionUnknown: a trial's NCCL log gave no version, and the progress said so.
+	versionUnknown bool
 }
 
 // group is one of launcher.groups as a session runs trials on it, one at a time.
@@ -281,6 +283,11 @@ func (s *session) resume(o Options) ([]int, error) {
 	for _, t := range trials {
 		if t.State.Finished() {
 			s.untold[t.Number] = t
+		}
+	}
+	for _, t := range trials {
+		if err := s.readsPerCollective(t); err != nil {
+			return nil, err
 		}
 	}
 	var todo []int
@@ -464,6 +471,9 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 	if t.State == store.Interrupted {
 		return ctx.Err()
 	}
+	if err := s.readsPerCollective(*t); err != nil {
+		return err
+	}
 	var others []store.Trial
 	for _, u := range s.untold {
 		if u.State.Finished() && u.Number != t.Number {
@@ -471,6 +481,32 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		}
 	}
 	return failingThroughout(append(others, s.trials...), *t)
+}
+
+// ErrPerCollective stops a campaign that searches NCCL_ALGO or NCCL_PROTO
+// per collective (a workload of several) on an NCCL that does not read
+// that syntax: every trial that sets one would measure something else.
+var ErrPerCollective = errors.New("this NCCL does not read NCCL_ALGO/NCCL_PROTO per collective")
+
+// readsPerCollective checks, from a completed trial's NCCL log, that the
+// campaign's NCCL reads the per-collective values its space searches; NCCL's
+// defaults run first and set none, so a campaign on an older NCCL stops
+// before any trial sets one. Where NCCL's log gives no version, it is said
+// once, in the next progress line.
+func (s *session) readsPerCollective(t store.Trial) error {
+	if t.State != store.Complete || !slices.ContainsFunc(s.Space.Params, func(p space.Param) bool { return p.Collective != "" }) {
+		return nil
+	}
+	yes, known := nccllog.AtLeast(t.NCCLLog.Version, 2, 24)
+	switch {
+	case !known && !s.versionUnknown && len(s.Space.Simulator) == 0: // the simulated cluster is no NCCL
+		s.versionUnknown = true
+		s.note = "NCCL's log gives no version: the space sets NCCL_ALGO/NCCL_PROTO per collective, which NCCL reads from " + nccllog.PerCollectiveSince
+	case known && !yes:
+		return fmt.Errorf("%w: trial %d ran NCCL %s, and NCCL reads NCCL_ALGO and NCCL_PROTO per collective (as a workload of several collectives searches them) from %s; "+
+			"use a newer NCCL, or search NCCL_ALGO/NCCL_PROTO in a campaign of one collective each", ErrPerCollective, t.Number, t.NCCLLog.Version, nccllog.PerCollectiveSince)
+	}
+	return nil
 }
 
 // finished counts the finished trials.
