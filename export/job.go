@@ -38,7 +38,7 @@ func (e Export) job() ([]file, error) {
 	if v := e.Job.Validation; v != nil {
 		verdict = "validated: " + v.Reason
 		if e.Job.DefaultsKept() {
-			verdict = "validated: the job's configuration was rejected (" + v.Reason + "), so this file keeps NCCL's defaults (and what [fixed] pins)"
+			verdict = "validated: NCCL's defaults kept (" + v.Reason + "): this file sets only what [fixed] pins"
 		}
 	}
 	head := e.header("nccltune: NCCL settings for one job of the workload of "+strconv.Itoa(len(sp.Workload))+" entries", verdict)

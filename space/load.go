@@ -78,13 +78,7 @@ type rawFile struct {
 		Args                  []string
 		Groups                *int
 	}
-	Workload []struct {
-		Collective string
-		Size       any
-		Count      *int64
-		Weight     *float64
-		Ranks      int
-	}
+	Workload  []rawCall
 	Simulator map[string]any
 	Fixed     map[string]any
 	TryFirst  []map[string]any `toml:"try_first"`
@@ -95,6 +89,15 @@ type rawFile struct {
 		Log      bool
 		When     map[string]any
 	}
+}
+
+// rawCall is a [[workload]] entry as written.
+type rawCall struct {
+	Collective string
+	Size       any
+	Count      *int64
+	Weight     *float64
+	Ranks      int
 }
 
 // Load reads and validates a space file.
@@ -178,6 +181,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	}
 	b.launcher(raw, s)
 	b.scales(s)
+	b.workloadRanks(raw, s)
 	if err := s.CheckTrials(s.Campaign.Trials); err != nil {
 		b.errorf(b.loc.field("campaign", 0, "trials"), "campaign.trials: %v", err)
 	}
@@ -421,6 +425,20 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 	if len(s.Ranges) > 0 {
 		s.Campaign.Collective = s.Ranges[0].Collective
 	}
+}
+
+// workloadRanks checks that the trials run as many ranks as the workload's
+// calls were made on, where the launcher says how many it runs: the calls'
+// sizes and what they cost are those of one communicator size. (Each of
+// campaign.scales runs its own.)
+func (b *builder) workloadRanks(raw *rawFile, s *Space) {
+	want, launched := s.WorkloadRanks(), s.LaunchRanks()
+	if want == 0 || launched == 0 || want == launched || len(s.Campaign.Scales) > 0 {
+		return
+	}
+	i := slices.IndexFunc(raw.Workload, func(w rawCall) bool { return w.Ranks > 0 })
+	b.errorf(b.loc.field("workload", i, "ranks"), "workload.ranks = %d, but each trial runs %d ranks (launcher %s, benchmark.gpus %d): the calls were made on %d; launch as many, or leave ranks out to tune them on %d",
+		want, launched, s.Launcher.Kind, s.Benchmark.GPUs, want, launched)
 }
 
 func (b *builder) benchmark(raw *rawFile, s *Space) {

@@ -124,6 +124,8 @@ type session struct {
 	stopped  bool                // every range settled: no more trials are proposed
 	// versionUnknown: a trial's NCCL log gave no version, and the progress said so.
 	versionUnknown bool
+	// ranksSaid: the progress said that this scale runs another rank count than the workload's.
+	ranksSaid bool
 }
 
 // group is one of launcher.groups as a session runs trials on it, one at a time.
@@ -286,7 +288,7 @@ func (s *session) resume(o Options) ([]int, error) {
 		}
 	}
 	for _, t := range trials {
-		if err := s.readsPerCollective(t); err != nil {
+		if err := s.fits(t); err != nil {
 			return nil, err
 		}
 	}
@@ -471,7 +473,7 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 	if t.State == store.Interrupted {
 		return ctx.Err()
 	}
-	if err := s.readsPerCollective(*t); err != nil {
+	if err := s.fits(*t); err != nil {
 		return err
 	}
 	var others []store.Trial
@@ -481,6 +483,28 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		}
 	}
 	return failingThroughout(append(others, s.trials...), *t)
+}
+
+// ErrRanks stops a workload's campaign whose trials run a communicator of
+// another size than the workload's calls were made on.
+var ErrRanks = errors.New("the trials run another rank count than the workload's")
+
+// fits checks, from a finished trial's run, that the campaign measures
+// what its space describes: the workload's communicator size, and an NCCL
+// that reads the per-collective values it searches. Each of campaign.scales
+// runs its own rank count: there a difference is said, once.
+func (s *session) fits(t store.Trial) error {
+	want, got := s.Space.WorkloadRanks(), t.Fingerprint.Ranks
+	switch {
+	case want == 0 || got == 0 || want == got:
+	case s.Space.Campaign.Scale == 0:
+		return fmt.Errorf("%w: trial %d ran %d ranks, and workload.ranks is %d: the calls' sizes and costs are those of %d ranks; launch as many, or leave workload.ranks out to tune the calls on %d",
+			ErrRanks, t.Number, got, want, want, got)
+	case !s.ranksSaid:
+		s.ranksSaid = true
+		s.note = fmt.Sprintf("this scale runs %d ranks; the workload's calls were made on %d", got, want)
+	}
+	return s.readsPerCollective(t)
 }
 
 // ErrPerCollective stops a campaign that searches NCCL_ALGO or NCCL_PROTO

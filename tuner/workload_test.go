@@ -171,3 +171,25 @@ func TestWorkloadOnOldNCCLStops(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadOfOtherRanksStops: the workload's calls were made on 8
+// ranks, and the trials run 16 (a launcher whose rank count the loader
+// cannot know): the campaign stops after its first trial, and a resume at once.
+func TestWorkloadOfOtherRanksStops(t *testing.T) {
+	sp, err := space.Load("../examples/sim-2node-ib-workload.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sp.Workload {
+		sp.Workload[i].Ranks = 8
+	}
+	st := openStore(t)
+	for range 2 {
+		if err := newTuner(t, sp, st).Run(context.Background(), Options{}); !errors.Is(err, ErrRanks) || !strings.Contains(err.Error(), "trial 0 ran 16 ranks, and workload.ranks is 8") {
+			t.Fatalf("%v", err)
+		}
+	}
+	if trials := campaignTrials(t, st, sp.Campaign.Name); len(trials) > sp.DefaultsTrials() {
+		t.Errorf("%d trials ran", len(trials))
+	}
+}

@@ -99,7 +99,7 @@ func printShares(w io.Writer, l *loaded) {
 	case v == nil:
 		fmt.Fprintln(w, "the job's configuration is not validated: run `nccltune validate`")
 	case job.DefaultsKept():
-		fmt.Fprintf(w, "the job's configuration was rejected by validation (%s): NCCL's defaults are exported\n", v.Reason)
+		fmt.Fprintf(w, "the job's validation kept NCCL's defaults (%s): they are exported\n", v.Reason)
 	default:
 		fmt.Fprintf(w, "the job's configuration is validated: %s\n", v.Reason)
 	}
