@@ -292,6 +292,9 @@ func (s *session) resume(o Options) ([]int, error) {
 			return nil, err
 		}
 	}
+	if err := baselined(sp, trials, len(s.groups)); err != nil {
+		return nil, err
+	}
 	var todo []int
 	for n := range s.camp.Budget {
 		if _, ok := s.untold[n]; !ok {
@@ -309,6 +312,30 @@ func (s *session) resume(o Options) ([]int, error) {
 		}
 	}
 	return todo, nil
+}
+
+// baselined refuses to resume a campaign on more groups than NCCL's
+// defaults ran on once its trials are past the defaults': a new group's own
+// baseline would never be measured, and what it measures apart from the
+// others would go unnoticed.
+func baselined(sp *space.Space, trials []store.Trial, groups int) error {
+	d := sp.DefaultsTrials()
+	if !slices.ContainsFunc(trials, func(t store.Trial) bool { return t.State.Finished() && t.Number >= d }) {
+		return nil // the defaults' trials still to run are those of every group
+	}
+	ran := map[int]bool{}
+	for _, t := range trials {
+		if t.State.Finished() && t.Number < d {
+			ran[t.Group] = true
+		}
+	}
+	for g := range groups {
+		if !ran[g] {
+			return fmt.Errorf("launcher.groups = %d, but the campaign ran NCCL's defaults on %d group(s) and is past them: group %d would have no baseline; resume with launcher.groups = %d, or start a new campaign (another campaign.name) on %d groups",
+				groups, len(ran), g, len(ran), groups)
+		}
+	}
+	return nil
 }
 
 // need is how many trials, numbers 0 to need(n)-1, trial n is proposed
