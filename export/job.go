@@ -13,26 +13,48 @@ import (
 	"github.com/nccltune/nccltune/space"
 )
 
-// job writes nccl-job.env, the one configuration of a workload's whole job:
-// the environment of every collective, NCCL_ALGO and NCCL_PROTO in NCCL's
-// per-collective syntax where the collectives chose differently. What it
-// writes is what validation judged: the job's configuration, or, where
-// validation rejected it, NCCL's defaults.
+// job writes nccl-job.env, the one configuration of a workload's whole job
+// (see jobFile); with campaign.scales, one for each node count that the
+// export holds (nccl-job-8n.env), each its own campaign's.
 func (e Export) job() ([]file, error) {
+	all := append([]Export{e}, e.Scales...)
+	slices.SortFunc(all, func(a, b Export) int { return a.Campaign.Scale - b.Campaign.Scale })
+	var files []file
+	var errs []error
+	for _, x := range all {
+		f, err := x.jobFile(jobEnvName("nccl-job", x, len(all)))
+		switch {
+		case err != nil && len(all) > 1:
+			errs = append(errs, fmt.Errorf("campaign %s: %w", clean(x.Campaign.Name), err))
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			files = append(files, f)
+		}
+	}
+	return files, errors.Join(errs...)
+}
+
+// jobFile writes the one configuration of a workload's whole job, as file
+// name: the environment of every collective, NCCL_ALGO and NCCL_PROTO in
+// NCCL's per-collective syntax where the collectives chose differently.
+// What it writes is what validation judged: the job's configuration, or,
+// where validation rejected it, NCCL's defaults.
+func (e Export) jobFile(name string) (file, error) {
 	sp := e.Space
 	if len(sp.Workload) == 0 {
-		return nil, errors.New("job: the space has no [[workload]] (write one with `nccltune profile`); for one collective's ranges, export env files or a tuner plugin's rules")
+		return file{}, errors.New("job: the space has no [[workload]] (write one with `nccltune profile`); for one collective's ranges, export env files or a tuner plugin's rules")
 	}
 	if !measured(e.Job.Ranges) {
-		return nil, errors.New("job: no completed trial measured the workload; nothing to export")
+		return file{}, errors.New("job: no completed trial measured the workload; nothing to export")
 	}
 	if err := e.check(e.Job.Assignment(sp)); err != nil {
-		return nil, fmt.Errorf("job: the job's configuration %w: the store was altered", err)
+		return file{}, fmt.Errorf("job: the job's configuration %w: the store was altered", err)
 	}
 	a := e.Job.Exported(sp)
 	env, perCollective, agreed := jobEnv(sp, a)
 	if err := e.perCollectiveReadable(a); err != nil {
-		return nil, fmt.Errorf("job: %w", err)
+		return file{}, fmt.Errorf("job: %w", err)
 	}
 	verdict := "not validated: run `nccltune validate`"
 	if v := e.Job.Validation; v != nil {
@@ -41,7 +63,11 @@ func (e Export) job() ([]file, error) {
 			verdict = "validated: NCCL's defaults kept (" + v.Reason + "): this file sets only what [fixed] pins"
 		}
 	}
-	head := e.header("nccltune: NCCL settings for one job of the workload of "+strconv.Itoa(len(sp.Workload))+" entries", verdict)
+	what := "nccltune: NCCL settings for one job of the workload of " + strconv.Itoa(len(sp.Workload)) + " entries"
+	if e.Campaign.Scale > 0 {
+		what += fmt.Sprintf(", on %d node%s", e.Campaign.Scale, map[bool]string{false: "s"}[e.Campaign.Scale == 1])
+	}
+	head := e.header(what, verdict)
 	def, exported := e.Job.Times()
 	var totalDef, totalExp float64
 	for i, r := range e.Job.Ranges {
@@ -60,16 +86,16 @@ func (e Export) job() ([]file, error) {
 		head = append(head, name+": every collective of the workload chose it, so it is set for all (NCCL's other collectives too)")
 	}
 	var b strings.Builder
-	b.WriteString(comment(append(head, "use: . ./nccl-job.env"), "# "))
+	b.WriteString(comment(append(head, "use: . ./"+name), "# "))
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		line, err := ExportLine(name, value)
 		if err != nil {
-			return nil, err
+			return file{}, err
 		}
 		b.WriteString(line + "\n")
 	}
-	return []file{{"nccl-job.env", b.String(), 0o644}}, nil
+	return file{name, b.String(), 0o644}, nil
 }
 
 // Seconds writes a predicted time, or says it was not measured (never NaN).

@@ -172,3 +172,25 @@ func TestJobExportPerCollective(t *testing.T) {
 		}
 	}
 }
+
+// TestJobExportScales: a workload tuned at several node counts gets a job
+// file per node count, each named for it and holding its own campaign's
+// configuration.
+func TestJobExportScales(t *testing.T) {
+	two := jobExport(t, jobSpace, map[string]string{"allgather": "Ring", "allreduce": "Ring"}, nil)
+	four := jobExport(t, jobSpace, map[string]string{"allgather": "Tree", "allreduce": "Tree"}, nil)
+	two.Campaign.Name, two.Campaign.Scale = "job@2n", 2
+	four.Campaign.Name, four.Campaign.Scale = "job@4n", 4
+	four.Scales = []Export{two}
+	dir := t.TempDir()
+	paths, err := four.Write("job", dir)
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("%v, %v", paths, err)
+	}
+	for name, want := range map[string]string{"nccl-job-2n.env": "NCCL_ALGO='Ring'", "nccl-job-4n.env": "NCCL_ALGO='Tree'"} {
+		text, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !slices.Contains(exports(string(text)), want) || !strings.Contains(string(text), "use: . ./"+name) {
+			t.Errorf("%s: %v\n%s", name, err, text)
+		}
+	}
+}
