@@ -150,12 +150,8 @@ func TestSrunGroups(t *testing.T) {
 // their scale's node count each, out of the allocation, which must hold
 // groups x the largest scale.
 func TestSrunGroupsAtEachScale(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "scontrol"), []byte("#!/bin/sh\necho n1 n2 n3 n4 n5 n6\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
-	t.Setenv("SLURM_JOB_NODELIST", "n[1-6]")
+	all := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
+	slurmtest.FakeAllocation(t, all...)
 	sp, err := space.Parse("scales.toml", []byte(`
 [campaign]
 scales = [1, 3, 4]
@@ -172,7 +168,6 @@ values = ["default", "4"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
 	for _, nodes := range []int{1, 3} {
 		groups, err := Groups(sp.AtScale(nodes).Launcher)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -238,12 +239,7 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 // on) too, named as the user's binary is.
 func TestWorkloadRunsEachCollectivesBinary(t *testing.T) {
 	for _, suffix := range []string{"", "_mpi"} {
-		dir := t.TempDir()
-		for _, coll := range []string{"all_reduce", "all_gather"} {
-			if err := os.WriteFile(filepath.Join(dir, coll+"_perf"+suffix), []byte("#!/bin/sh\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
+		dir := simtest.PerfBinaries(t, suffix, "all_reduce", "all_gather")
 		sp, err := space.Parse("w.toml", []byte(`
 [benchmark]
 binary = "`+filepath.Join(dir, "all_reduce_perf"+suffix)+`"

@@ -2,12 +2,11 @@ package tuner
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/nccltune/nccltune/internal/slurmtest"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
@@ -80,12 +79,7 @@ func TestScales(t *testing.T) {
 // groups x its node count of the allocation; one too small for the largest
 // scale is refused before the smallest scale runs.
 func TestScalesGroupsNeedTheLargestScale(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "scontrol"), []byte("#!/bin/sh\necho n1 n2 n3 n4 n5 n6\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
-	t.Setenv("SLURM_JOB_NODELIST", "n[1-6]")
+	slurmtest.FakeAllocation(t, "n1", "n2", "n3", "n4", "n5", "n6")
 	sp, err := space.Parse("scales.toml", []byte(`
 [campaign]
 name = "s"

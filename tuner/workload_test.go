@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -93,12 +94,7 @@ func (noRun) Run(context.Context, runner.Job) runner.Result { return runner.Resu
 // whichever collective is first (all_gather here, the user's binary being
 // all_reduce_perf).
 func TestLaunchableRunsEachCollectivesBinary(t *testing.T) {
-	dir := t.TempDir()
-	for _, coll := range []string{"all_reduce", "all_gather", "reduce_scatter"} {
-		if err := os.WriteFile(filepath.Join(dir, coll+"_perf"), []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := simtest.PerfBinaries(t, "", "all_reduce", "all_gather", "reduce_scatter")
 	sp, err := space.Parse("w.toml", []byte(`
 [benchmark]
 binary = "`+filepath.Join(dir, "all_reduce_perf")+`"
