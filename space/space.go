@@ -510,8 +510,8 @@ func (s *Space) Sweep(coll string) Sizes {
 		sw.Min *= 2
 	}
 	if PerRank(coll) {
-		ranks := cmp.Or(s.LaunchRanks(), s.WorkloadRanks(), 1)
-		for sw.Min < int64(16*ranks) {
+		ranks := int64(cmp.Or(s.LaunchRanks(), s.WorkloadRanks(), 1))
+		for sw.Min < 16*min(ranks, math.MaxInt64/64) {
 			sw.Min *= 2
 		}
 	}
