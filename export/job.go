@@ -3,69 +3,152 @@ package export
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/space"
 )
 
-// job writes nccl-job.env, the one configuration of a workload's whole job:
-// the environment of every collective, NCCL_ALGO and NCCL_PROTO in NCCL's
-// per-collective syntax where the collectives chose differently.
+// job writes nccl-job.env, the one configuration of a workload's whole job
+// (see jobFile); with campaign.scales, one for each node count that the
+// export holds (nccl-job-8n.env), each its own campaign's.
 func (e Export) job() ([]file, error) {
+	all := append([]Export{e}, e.Scales...)
+	slices.SortFunc(all, func(a, b Export) int { return a.Campaign.Scale - b.Campaign.Scale })
+	var files []file
+	var errs []error
+	for _, x := range all {
+		f, err := x.jobFile(jobEnvName("nccl-job", x, len(all)))
+		switch {
+		case err != nil && len(all) > 1:
+			errs = append(errs, fmt.Errorf("campaign %s: %w", clean(x.Campaign.Name), err))
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			files = append(files, f)
+		}
+	}
+	return files, errors.Join(errs...)
+}
+
+// jobFile writes the one configuration of a workload's whole job, as file
+// name: the environment of every collective, NCCL_ALGO and NCCL_PROTO in
+// NCCL's per-collective syntax where the collectives chose differently.
+// What it writes is what validation judged: the job's configuration, or,
+// where validation rejected it, NCCL's defaults.
+func (e Export) jobFile(name string) (file, error) {
 	sp := e.Space
 	if len(sp.Workload) == 0 {
-		return nil, errors.New("job: the space has no [[workload]] (write one with `nccltune profile`); for one collective's ranges, export env files or a tuner plugin's rules")
+		return file{}, errors.New("job: the space has no [[workload]] (write one with `nccltune profile`); for one collective's ranges, export env files or a tuner plugin's rules")
 	}
 	if !measured(e.Job.Ranges) {
-		return nil, errors.New("job: no completed trial measured the workload; nothing to export")
+		return file{}, errors.New("job: no completed trial measured the workload; nothing to export")
 	}
-	a := e.Job.Assignment(sp)
-	if err := e.check(a); err != nil {
-		return nil, fmt.Errorf("job: the job's configuration %w: the store was altered", err)
+	if err := e.check(e.Job.Assignment(sp)); err != nil {
+		return file{}, fmt.Errorf("job: the job's configuration %w: the store was altered", err)
 	}
-	env := sp.Env(a)
-	perCollective := strings.Contains(strings.Join(env, " "), ":")
-	if major, minor, ok := version(e.Fingerprint.NCCL); perCollective && ok && (major < 2 || major == 2 && minor < 24) {
-		return nil, fmt.Errorf("job: the collectives want different NCCL_ALGO/NCCL_PROTO, which NCCL reads per collective from 2.24; this campaign ran NCCL %s", e.Fingerprint.NCCL)
+	a := e.Job.Exported(sp)
+	env, perCollective, agreed := jobEnv(sp, a)
+	if err := e.perCollectiveReadable(a); err != nil {
+		return file{}, fmt.Errorf("job: %w", err)
 	}
 	verdict := "not validated: run `nccltune validate`"
 	if v := e.Job.Validation; v != nil {
 		verdict = "validated: " + v.Reason
-		if v.Verdict != "tuned" {
-			verdict = "validated: NCCL's defaults kept (" + v.Reason + ")"
-			a, env = nil, sp.Env(nil)
+		if e.Job.DefaultsKept() {
+			verdict = "validated: NCCL's defaults kept (" + v.Reason + "): this file sets only what [fixed] pins"
 		}
 	}
-	head := e.header("nccltune: NCCL settings for one job of the workload of "+strconv.Itoa(len(sp.Workload))+" entries", verdict)
-	def, tuned := e.Job.Times()
-	var totalDef, totalTuned float64
-	for i, r := range e.Job.Ranges {
-		totalDef, totalTuned = totalDef+def[i], totalTuned+tuned[i]
-		head = append(head, fmt.Sprintf("%s: %.4g s of communication with NCCL's defaults, %.4g s tuned (%s)", r.Range.Name, def[i], tuned[i], r.Describe()))
+	what := "nccltune: NCCL settings for one job of the workload of " + strconv.Itoa(len(sp.Workload)) + " entries"
+	if e.Campaign.Scale > 0 {
+		what += fmt.Sprintf(", on %d node%s", e.Campaign.Scale, map[bool]string{false: "s"}[e.Campaign.Scale == 1])
 	}
-	head = append(head, fmt.Sprintf("the job: %.4g s of communication with NCCL's defaults, %.4g s predicted tuned", totalDef, totalTuned))
-	if perCollective {
-		head = append(head, "NCCL_ALGO/NCCL_PROTO per collective: needs NCCL 2.24 or later")
+	head := e.header(what, verdict)
+	def, exported := e.Job.Times()
+	var totalDef, totalExp float64
+	for i, r := range e.Job.Ranges {
+		totalDef, totalExp = totalDef+def[i], totalExp+exported[i]
+		choice := "NCCL's own choice"
+		if e.Job.Uses(r) && !e.Job.DefaultsKept() {
+			choice = fmt.Sprintf("trial %d's choice, %+.1f%% in the search", r.Best.Number, 100*r.Gain())
+		}
+		head = append(head, fmt.Sprintf("%s: %s of communication with NCCL's defaults, %s as exported (%s)", r.Range.Name, Seconds(def[i]), Seconds(exported[i]), choice))
+	}
+	head = append(head, fmt.Sprintf("the job: %s of communication with NCCL's defaults, %s predicted as exported", Seconds(totalDef), Seconds(totalExp)))
+	for _, name := range perCollective {
+		head = append(head, name+" per collective: needs NCCL "+nccllog.PerCollectiveSince+" or later")
+	}
+	for _, name := range agreed {
+		head = append(head, name+": every collective of the workload chose it, so it is set for all (NCCL's other collectives too)")
 	}
 	var b strings.Builder
-	b.WriteString(comment(append(head, "use: . ./nccl-job.env"), "# "))
+	b.WriteString(comment(append(head, "use: . ./"+name), "# "))
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		line, err := ExportLine(name, value)
 		if err != nil {
-			return nil, err
+			return file{}, err
 		}
 		b.WriteString(line + "\n")
 	}
-	return []file{{"nccl-job.env", b.String(), 0o644}}, nil
+	return file{name, b.String(), 0o644}, nil
 }
 
-// version reads NCCL's major and minor version from "2.28.3+cuda13.0".
-func version(v string) (major, minor int, ok bool) {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
+// Seconds writes a predicted time, or says it was not measured (never NaN).
+func Seconds(s float64) string {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return "not measured"
 	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	return major, minor, err1 == nil && err2 == nil
+	return fmt.Sprintf("%.4g s", s)
+}
+
+// jobEnv is the environment of a job's configuration a: a variable set per
+// collective (NCCL_ALGO[allreduce], ...) in NCCL's per-collective syntax
+// where the collectives differ (perCollective names those variables), and
+// plainly where every collective of the workload set one value (agreed).
+func jobEnv(sp *space.Space, a space.Assignment) (env, perCollective, agreed []string) {
+	plain := maps.Clone(a)
+	for _, name := range space.PerCollective {
+		var parts []string
+		values := map[string]bool{}
+		for _, p := range sp.Params {
+			if p.Var == name && p.Collective != "" {
+				parts = append(parts, p.Name)
+				values[a[p.Name]] = true
+			}
+		}
+		set := slices.ContainsFunc(parts, func(n string) bool { v, ok := a[n]; return ok && v != space.Unset })
+		switch {
+		case !set:
+		case len(values) == 1: // every collective the same value
+			for _, n := range parts {
+				delete(plain, n)
+			}
+			plain[name] = a[parts[0]]
+			agreed = append(agreed, name)
+		default:
+			perCollective = append(perCollective, name)
+		}
+	}
+	return sp.Env(plain), perCollective, agreed
+}
+
+// perCollectiveReadable refuses a configuration that sets a variable per
+// collective, for a campaign measured on an NCCL that does not read NCCL's
+// per-collective syntax (before 2.24): its trials did not run what they
+// claim, whatever value is written.
+func (e Export) perCollectiveReadable(a space.Assignment) error {
+	if yes, known := nccllog.AtLeast(e.Fingerprint.NCCL, 2, 24); yes || !known {
+		return nil
+	}
+	for _, p := range e.Space.Params {
+		if v, set := a[p.Name]; set && v != space.Unset && p.Collective != "" {
+			return fmt.Errorf("%s is set per collective, in the syntax NCCL reads from %s; this campaign ran NCCL %s, which does not read it, so its trials did not measure that setting", p.Name, nccllog.PerCollectiveSince, e.Fingerprint.NCCL)
+		}
+	}
+	return nil
 }

@@ -78,7 +78,9 @@ func jobSpace(example []byte, s Scenario, sc sim.Scenario, o Options, seed int64
 		fmt.Fprintf(&simulator, "%s = %q\n", k, v)
 	}
 	src = src[:start] + simulator.String() + "\n" + src[end:]
+	// The job's calls, made on as many ranks as the cluster has.
 	src = strings.Replace(src, "gpus = 16", fmt.Sprintf("gpus = %d", sc.Nodes*sc.GPUsPerNode), 1)
+	src = strings.ReplaceAll(src, "ranks = 16", fmt.Sprintf("ranks = %d", sc.Nodes*sc.GPUsPerNode))
 	src = strings.Replace(src, "trials = 60", fmt.Sprintf("trials = %d", o.Trials), 1)
 	src = strings.Replace(src, "seed = 1", fmt.Sprintf("seed = %d", seed), 1)
 	return space.Parse(s.Name+"-workload.toml", []byte(src))
@@ -107,11 +109,7 @@ func jobCampaign(sp *space.Space, sc sim.Scenario, o Options, rounds int, db str
 		return JobRun{}, err
 	}
 	job := results.JobOf(sp, trials, vals)
-	exported := job.Assignment(sp)
-	if v := job.Validation; v != nil && v.Verdict != "tuned" {
-		exported = nil // nccl-job.env then keeps NCCL's defaults
-	}
-	run := JobRun{Default: jobTime(sp, sc, nil), Exported: jobTime(sp, sc, exported), Best: bestJobTime(sp, sc)}
+	run := JobRun{Default: jobTime(sp, sc, nil), Exported: jobTime(sp, sc, job.Exported(sp)), Best: bestJobTime(sp, sc)}
 	if math.IsInf(run.Exported, 0) || math.IsInf(run.Best, 0) {
 		return run, fmt.Errorf("the exported or the best configuration cannot run")
 	}

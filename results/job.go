@@ -27,6 +27,10 @@ type Job struct {
 	// Validation is the latest verdict on a workload's whole job (see
 	// JudgeJob) that concerns its Assignment, if any.
 	Validation *store.Validation
+	// whole: a workload's job, judged as a whole (Validation). Its
+	// configuration is composed from what the search found, whatever the
+	// ranges' own verdicts, so that it is the one validation judged.
+	whole bool
 }
 
 // JobOf chooses the job's environment and per-range configurations from the
@@ -71,6 +75,7 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 	if best.Ranges == nil {
 		best.Ranges = defaults
 	}
+	best.whole = len(sp.Workload) > 0
 	key := sp.Key(best.Assignment(sp))
 	for _, v := range vals {
 		if v.Range == JobRange && v.Config == key {
@@ -119,7 +124,7 @@ func (j Job) Assignment(sp *space.Space) space.Assignment {
 				a[p.Name] = v // the same in every range: the job's environment
 			case p.Collective == strings.ReplaceAll(r.Range.Collective, "_", "") || p.Collective == "" && len(j.Ranges) == 1:
 				a[p.Name] = space.Unset
-				if r.Tuned() {
+				if j.Uses(r) {
 					a[p.Name] = v
 				}
 			}
@@ -140,18 +145,43 @@ func (j Job) Alone(sp *space.Space) space.Assignment {
 	return space.Assignment{}
 }
 
-// Times are each range's predicted communication time, in seconds, with
-// NCCL's defaults and with the job's choice, for a workload (whose ranges
-// score the inverse of their times); NaN where unmeasured.
-func (j Job) Times() (defaults, tuned []float64) {
-	for _, r := range j.Ranges {
-		best := r.BestScore
-		if !r.Tuned() {
-			best = r.DefaultScore
-		}
-		defaults, tuned = append(defaults, 1/r.DefaultScore), append(tuned, 1/best)
+// Uses reports whether the job's configuration takes range r's choice (its
+// per-size settings): a workload's job, judged as a whole, takes what the
+// search found; a job of one collective's ranges, what each range's
+// verdict kept.
+func (j Job) Uses(r RangeResult) bool {
+	if j.whole {
+		return r.searchTuned()
 	}
-	return defaults, tuned
+	return r.Tuned()
+}
+
+// DefaultsKept reports whether validation rejected the job's configuration,
+// so that NCCL's defaults stand.
+func (j Job) DefaultsKept() bool { return j.Validation != nil && j.Validation.Verdict != "tuned" }
+
+// Exported is the configuration a job is exported with: its Assignment, or
+// none (NCCL's defaults) where validation rejected it.
+func (j Job) Exported(sp *space.Space) space.Assignment {
+	if j.DefaultsKept() {
+		return space.Assignment{}
+	}
+	return j.Assignment(sp)
+}
+
+// Times are each range's predicted communication time, in seconds, with
+// NCCL's defaults and with the configuration exported (see Exported), for a
+// workload (whose ranges score the inverse of their times); NaN where
+// unmeasured.
+func (j Job) Times() (defaults, exported []float64) {
+	for _, r := range j.Ranges {
+		score := r.BestScore
+		if j.DefaultsKept() || !j.Uses(r) {
+			score = r.DefaultScore
+		}
+		defaults, exported = append(defaults, 1/r.DefaultScore), append(exported, 1/score)
+	}
+	return defaults, exported
 }
 
 // WithoutPerSize is a less its per-size variables (each collective's part

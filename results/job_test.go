@@ -50,3 +50,55 @@ values = ["default", "2", "8"]
 		}
 	}
 }
+
+// TestJobValidationConverges: validation judges JobOf(trials, nil)'s
+// configuration; whatever the ranges' own verdicts then say, the job's
+// configuration stays the one judged, so the job's verdict concerns it and
+// validating again judges the same configuration.
+func TestJobValidationConverges(t *testing.T) {
+	sp, err := space.Parse("w.toml", []byte(`
+[simulator]
+nodes = 2
+[[workload]]
+collective = "all_reduce"
+size = "1M"
+count = 10
+[[workload]]
+collective = "all_gather"
+size = "1M"
+count = 10
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := func(values ...string) string { return values[rng.IntN(len(values))] }
+	for seed := range 300 {
+		trials := []store.Trial{{Number: 0, State: store.Complete, Params: map[string]string{"NCCL_ALGO[allgather]": space.Unset, "NCCL_ALGO[allreduce]": space.Unset, "NCCL_MIN_CTAS": space.Unset},
+			Scores: map[string]float64{"all_gather": 1, "all_reduce": 1}}}
+		for n := 1; n < 2+rng.IntN(8); n++ {
+			trials = append(trials, store.Trial{Number: n, State: store.Complete,
+				Params: map[string]string{"NCCL_ALGO[allgather]": pick(space.Unset, "Ring", "Tree"), "NCCL_ALGO[allreduce]": pick(space.Unset, "Ring", "Tree"), "NCCL_MIN_CTAS": pick(space.Unset, "4")},
+				Scores: map[string]float64{"all_gather": 0.9 + 0.3*rng.Float64(), "all_reduce": 0.9 + 0.3*rng.Float64()}})
+		}
+		judged := JobOf(sp, trials, nil)
+		key := sp.Key(judged.Assignment(sp))
+		var vals []store.Validation
+		for _, r := range judged.Ranges {
+			if r.Best != nil {
+				vals = append(vals, store.Validation{Range: r.Range.Name, Candidate: r.Best.Number, Config: sp.Key(r.Best.Params), Verdict: pick("tuned", "default")})
+			}
+		}
+		vals = append(vals, store.Validation{Range: JobRange, Candidate: -1, Config: key, Verdict: pick("tuned", "default")})
+		job := JobOf(sp, trials, vals)
+		if got := sp.Key(job.Assignment(sp)); got != key || job.Validation == nil {
+			t.Fatalf("seed %d: validation judged %q; with the verdicts the job is %q (its verdict %v)", seed, key, got, job.Validation)
+		}
+	}
+}

@@ -38,13 +38,16 @@ func (r RangeResult) Gain() float64 { return r.BestScore/r.DefaultScore - 1 }
 // Tuned reports whether the range should use its best configuration: its
 // validation said so, or, unvalidated, it beat NCCL's defaults by MinGain.
 func (r RangeResult) Tuned() bool {
-	if r.Best == nil || r.Best.Number == 0 {
-		return false
-	}
-	if r.Validation != nil {
+	if r.Validation != nil && r.Best != nil && r.Best.Number != 0 {
 		return r.Validation.Verdict == "tuned"
 	}
-	return math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain
+	return r.searchTuned()
+}
+
+// searchTuned reports whether the search alone, unvalidated, would use the
+// range's best configuration: it beat NCCL's defaults by MinGain.
+func (r RangeResult) searchTuned() bool {
+	return r.Best != nil && r.Best.Number != 0 && (math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain)
 }
 
 // Chosen is the trial whose configuration the range should use.

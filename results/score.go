@@ -20,8 +20,9 @@ import (
 // range it measured (measured[i], indexed like sp.Ranges) scores its
 // geometric mean bus bandwidth; a single objective is the one range's score.
 // Every score is finite and positive; a measured range without one is an
-// error. (A range whose sizes all round to nothing, as all_gather's smallest
-// do over many ranks, measured nothing and gets no score.)
+// error. (A range of sizes that all round to nothing, as all_gather's
+// smallest do over many ranks, measured nothing and gets no score; a
+// workload's range must be scored, so that the job's time is known.)
 func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]float64, error) {
 	scores := map[string]float64{}
 	if len(m.Rows) == 0 {
@@ -35,7 +36,14 @@ func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]
 		moved := slices.ContainsFunc(RowsOf(m.Rows, sp.Ranges[i].Collective, sp.Campaign.Collective), func(row nccltests.Row) bool {
 			return row.Size > 0 && sp.Ranges[i].Contains(row.Size)
 		})
-		if !measured[i] || !moved {
+		switch {
+		case !measured[i]:
+			continue
+		case !moved && len(sp.Ranges[i].Calls) > 0:
+			// A workload's calls must be timed: a range left unscored would make the job's time unknown.
+			return nil, fmt.Errorf("range %s: nccl-tests measured no size of %s above 0 over %d ranks (it prints 0 below 16 bytes a rank), so its calls cannot be timed; the trials run more ranks than the space says (workload.ranks, the launcher)",
+				sp.Ranges[i].Name, sp.Ranges[i].Collective, m.Ranks)
+		case !moved:
 			continue
 		}
 		if !(s > 0) || math.IsInf(s, 0) {

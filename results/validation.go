@@ -40,10 +40,15 @@ const JobRange = "job"
 
 // JudgeJob draws the verdict on the job's one configuration (Job.Assignment)
 // of a workload: the rounds' predicted communication times of the whole job,
-// the sum over the workload's collectives, each a range.
+// the sum over the workload's collectives, each a range (tuned nil: the
+// job's configuration is NCCL's defaults).
 func JudgeJob(sp *space.Space, tuned, defaults []store.ValidationRun, rounds int) store.Validation {
 	v := store.Validation{Range: JobRange, Candidate: -1, Verdict: "default", DefaultMean: math.NaN(), TunedMean: math.NaN(),
 		Gain: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN()}
+	if tuned == nil {
+		v.Reason = "NCCL's defaults measured best during the search"
+		return v
+	}
 	return verdict(v, tuned, defaults, rounds, func(run store.ValidationRun) (float64, bool) {
 		seconds := 0.0
 		for _, r := range sp.Ranges {

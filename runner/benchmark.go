@@ -182,7 +182,12 @@ func NewBenchmark(sp *space.Space, simCommand []string) (Benchmark, error) {
 	if err != nil {
 		return nil, fmt.Errorf("benchmark %s: %w", b.Binary, err)
 	}
-	return NCCLTests{Binary: path, Collective: sp.Campaign.Collective, GPUs: b.GPUs, Check: b.Check, Args: b.Args}, nil
+	nt := NCCLTests{Binary: path, Collective: sp.Campaign.Collective, GPUs: b.GPUs, Check: b.Check, Args: b.Args}
+	if len(sp.Workload) > 0 {
+		// benchmark.binary names where nccl-tests is; each collective runs its own.
+		return nt.For(sp.Campaign.Collective)
+	}
+	return nt, nil
 }
 
 // newDDPStep writes the DDP step script and finds its interpreter.

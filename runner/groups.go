@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,9 @@ func Groups(l space.Launcher) ([]Group, error) {
 	var hosts []Host
 	switch l.Kind {
 	case "srun":
+		if l.Nodes < 1 {
+			return nil, fmt.Errorf("launcher.groups: %d groups need each group's node count (launcher.nodes, or a scale's)", n)
+		}
 		names, err := AllocationNodes()
 		if err != nil {
 			return nil, err
@@ -66,6 +70,11 @@ func Groups(l space.Launcher) ([]Group, error) {
 		return groups, nil
 	}
 	size := len(hosts) / n
+	for i := 1; i < n; i++ {
+		if a, b := hosts[:size], hosts[i*size:(i+1)*size]; !slices.EqualFunc(a, b, func(x, y Host) bool { return x.Slots == y.Slots }) {
+			return nil, fmt.Errorf("launcher.groups: hostfile %s does not split into %d groups of one shape: group %d is %s, group 0 %s; give every group's hosts the same slots", l.Hostfile, n, i, hostList(b), hostList(a))
+		}
+	}
 	groups := make([]Group, n)
 	for i := range groups {
 		part := hosts[i*size : (i+1)*size]
@@ -84,6 +93,15 @@ func Groups(l space.Launcher) ([]Group, error) {
 		}
 	}
 	return groups, nil
+}
+
+// hostList is hosts as mpirun's --host takes them: "a:8,b:8".
+func hostList(hosts []Host) string {
+	var list []string
+	for _, h := range hosts {
+		list = append(list, h.String())
+	}
+	return strings.Join(list, ",")
 }
 
 // AllocationNodes lists the nodes of the Slurm allocation this process runs

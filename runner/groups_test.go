@@ -51,9 +51,35 @@ func TestGroupsOfAHostfile(t *testing.T) {
 		{write("noslots", "node1\nnode2 slots=4\n"), 2, "gives host node1 no slot count"},
 		{write("zero", "node1 slots=0\nnode2\n"), 2, "zero slots"},
 		{write("empty", "# nothing\n"), 2, "lists no host"},
+		// Groups of one shape: every group's hosts the same slots.
+		{write("unequal", "a slots=8\nb slots=4\n"), 2, "does not split into 2 groups of one shape: group 1 is b:4, group 0 a:8"},
 	} {
 		if _, err := Groups(space.Launcher{Kind: "mpirun", Hostfile: tc.hostfile, Groups: tc.groups}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s in %d groups: %v; want %q", tc.hostfile, tc.groups, err, tc.want)
+		}
+	}
+}
+
+// TestMPIRunGroupNPFitsItsSlots: np is each group's rank count, which its
+// hosts' slots must hold, as the whole hostfile's must without groups.
+func TestMPIRunGroupNPFitsItsSlots(t *testing.T) {
+	dir := t.TempDir()
+	hostfile := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(hostfile, []byte("a slots=4\nb slots=4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mpirun := filepath.Join(dir, "mpirun")
+	if err := os.WriteFile(mpirun, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for np, want := range map[int]string{8: "np = 8 does not match the 4 slots of its group of launcher.groups (b:4)", 4: ""} {
+		groups, err := Groups(space.Launcher{Kind: "mpirun", Command: mpirun, NP: np, Hostfile: hostfile, Groups: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = groups[1].Launcher.(Checker).Check()
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("np %d: %v; want %q", np, err, want)
 		}
 	}
 }
@@ -117,5 +143,46 @@ func TestSrunGroups(t *testing.T) {
 	l.Groups = 3
 	if _, err := Groups(l); err == nil || !strings.Contains(err.Error(), "3 groups of 2 nodes need 6 nodes; the allocation has 4") {
 		t.Errorf("3 groups of 2 in 4 nodes: %v", err)
+	}
+}
+
+// TestSrunGroupsAtEachScale: with campaign.scales, each scale's groups take
+// their scale's node count each, out of the allocation, which must hold
+// groups x the largest scale.
+func TestSrunGroupsAtEachScale(t *testing.T) {
+	all := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
+	slurmtest.FakeAllocation(t, all...)
+	sp, err := space.Parse("scales.toml", []byte(`
+[campaign]
+scales = [1, 3, 4]
+[benchmark]
+binary = "all_reduce_perf"
+[launcher]
+kind = "srun"
+ntasks_per_node = 8
+groups = 2
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nodes := range []int{1, 3} {
+		groups, err := Groups(sp.AtScale(nodes).Launcher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range groups {
+			want := all[i*nodes : (i+1)*nodes]
+			argv, _ := g.Launcher.Wrap([]string{"all_reduce_perf"}, nil)
+			line := strings.Join(argv, " ")
+			if !slices.Equal(g.Nodes, want) || !strings.Contains(line, fmt.Sprintf("-N %d ", nodes)) || !strings.Contains(line, "--nodelist="+strings.Join(want, ",")) {
+				t.Errorf("scale %d, group %d: nodes %v, %s; want %v", nodes, i, g.Nodes, line, want)
+			}
+		}
+	}
+	if _, err := Groups(sp.AtScale(4).Launcher); err == nil || !strings.Contains(err.Error(), "2 groups of 4 nodes need 8 nodes; the allocation has 6") {
+		t.Errorf("scale 4 on 6 nodes: %v", err)
 	}
 }

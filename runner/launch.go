@@ -87,11 +87,7 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 		if !openmpi {
 			flag = "-hosts"
 		}
-		var list []string
-		for _, h := range m.Hosts {
-			list = append(list, h.String())
-		}
-		argv = append(argv, flag, strings.Join(list, ","))
+		argv = append(argv, flag, hostList(m.Hosts))
 	}
 	if m.MapBy != "" {
 		argv = append(argv, "--map-by", m.MapBy)
@@ -134,6 +130,15 @@ func (m MPIRun) Check() error {
 			errs = append(errs, fmt.Errorf("launcher mpirun: %w", err))
 		case slots > 0 && m.NP > 0 && m.NP != slots && !slices.Contains(m.Args, "--oversubscribe"):
 			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %d slots of hostfile %s", m.NP, slots, m.Hostfile))
+		}
+	}
+	if len(m.Hosts) > 0 {
+		slots := 0
+		for _, h := range m.Hosts {
+			slots += h.Slots
+		}
+		if m.NP > 0 && !slices.ContainsFunc(m.Hosts, func(h Host) bool { return h.Slots == 0 }) && m.NP != slots && !slices.Contains(m.Args, "--oversubscribe") {
+			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %d slots of its group of launcher.groups (%s): np is each group's rank count", m.NP, slots, hostList(m.Hosts)))
 		}
 	}
 	return errors.Join(errs...)

@@ -29,21 +29,37 @@ type NCCLTests struct {
 	Args       []string
 }
 
-// For is the benchmark of another collective: nccl-tests' binary of it,
-// beside this one (or on the PATH, as this one is), with the same settings.
+// For is the benchmark of collective coll: nccl-tests' binary of it, named
+// as this one is (all_reduce_perf, all_reduce_perf_mpi, ...) and beside it
+// (or on the PATH, as this one is), with the same settings. Whichever
+// collective this one measures, the result runs coll's own binary.
 func (b NCCLTests) For(coll string) (Benchmark, error) {
-	base := filepath.Base(b.Binary)
-	if !strings.HasSuffix(base, "_perf") {
+	dir, base := filepath.Split(b.Binary)
+	_, rest, ok := perfName(base)
+	if !ok {
 		return nil, fmt.Errorf("benchmark %s is not one of nccl-tests' *_perf binaries, beside which %s_perf would be", b.Binary, coll)
 	}
 	c := b
-	c.Collective, c.Binary = coll, strings.TrimSuffix(b.Binary, base)+coll+"_perf"
+	c.Collective, c.Binary = coll, dir+coll+"_perf"+rest
 	if b.Program == nil { // nccl-tests itself, not the simulator
-		if _, err := exec.LookPath(c.Binary); err != nil {
+		path, err := exec.LookPath(c.Binary)
+		if err != nil {
 			return nil, fmt.Errorf("benchmark of %s: %w", coll, err)
 		}
+		c.Binary = path
 	}
 	return c, nil
+}
+
+// perfName reads the name of one of nccl-tests' binaries: the collective it
+// measures, and what follows "<collective>_perf" (a build's suffix, "_mpi").
+func perfName(base string) (coll, rest string, ok bool) {
+	for _, c := range space.Collectives {
+		if r, found := strings.CutPrefix(base, c+"_perf"); found {
+			return c, r, true
+		}
+	}
+	return "", "", false
 }
 
 // Command is the sweep's command line: -b -e -f -g -n -w -c, then the extra arguments.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -229,5 +230,49 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 				t.Errorf("failure %v; want %s containing %q", res.Failure, tc.kind, tc.reason)
 			}
 		})
+	}
+}
+
+// TestWorkloadRunsEachCollectivesBinary: benchmark.binary only says where
+// nccl-tests is; every collective of a workload runs its own *_perf binary,
+// the first one (alphabetically all_gather, which the campaign is keyed
+// on) too, named as the user's binary is.
+func TestWorkloadRunsEachCollectivesBinary(t *testing.T) {
+	for _, suffix := range []string{"", "_mpi"} {
+		dir := simtest.PerfBinaries(t, suffix, "all_reduce", "all_gather")
+		sp, err := space.Parse("w.toml", []byte(`
+[benchmark]
+binary = "`+filepath.Join(dir, "all_reduce_perf"+suffix)+`"
+[[workload]]
+collective = "all_reduce"
+size = "1M"
+count = 10
+[[workload]]
+collective = "all_gather"
+size = "1M"
+count = 10
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bench, err := NewBenchmark(sp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, coll := range sp.Collectives() {
+			b := bench
+			if coll != sp.Campaign.Collective {
+				if b, err = bench.(Collectives).For(coll); err != nil {
+					t.Fatal(err)
+				}
+			}
+			argv := b.Command(Plan{Sizes: sp.Sweep(coll), Iters: 1})
+			if want := filepath.Join(dir, coll+"_perf"+suffix); argv[0] != want || b.(NCCLTests).Collective != coll {
+				t.Errorf("%s runs %v (as %s), want %s", coll, argv, b.(NCCLTests).Collective, want)
+			}
+		}
 	}
 }

@@ -78,13 +78,7 @@ type rawFile struct {
 		Args                  []string
 		Groups                *int
 	}
-	Workload []struct {
-		Collective string
-		Size       any
-		Count      *int64
-		Weight     *float64
-		Ranks      int
-	}
+	Workload  []rawCall
 	Simulator map[string]any
 	Fixed     map[string]any
 	TryFirst  []map[string]any `toml:"try_first"`
@@ -95,6 +89,15 @@ type rawFile struct {
 		Log      bool
 		When     map[string]any
 	}
+}
+
+// rawCall is a [[workload]] entry as written.
+type rawCall struct {
+	Collective string
+	Size       any
+	Count      *int64
+	Weight     *float64
+	Ranks      int
 }
 
 // Load reads and validates a space file.
@@ -178,6 +181,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	}
 	b.launcher(raw, s)
 	b.scales(s)
+	b.workloadRanks(raw, s)
 	if err := s.CheckTrials(s.Campaign.Trials); err != nil {
 		b.errorf(b.loc.field("campaign", 0, "trials"), "campaign.trials: %v", err)
 	}
@@ -370,7 +374,7 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 	case raw.Benchmark.Kind != "" && raw.Benchmark.Kind != NCCLTests:
 		b.errorf(b.loc.field("benchmark", 0, "kind"), "[[workload]] needs benchmark.kind nccl-tests: it measures each collective with its *_perf binary")
 	}
-	ranks := 0
+	ranks, counted, weighted := 0, 0, 0
 	for i, w := range raw.Workload {
 		call := Call{Collective: w.Collective, Ranks: w.Ranks}
 		bytes := b.size(line(i, "size"), "workload.size", w.Size)
@@ -388,6 +392,13 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		case w.Count != nil && *w.Count < 1, w.Weight != nil && !(*w.Weight > 0 && !math.IsInf(*w.Weight, 0)):
 			b.errorf(line(i, "collective"), "workload count and weight must be positive")
 			continue
+		case w.Weight != nil && counted > 0 || w.Count != nil && weighted > 0:
+			first, other := "count", "weight"
+			if weighted > 0 {
+				first, other = other, first
+			}
+			b.errorf(line(i, "collective"), "workload: this entry has %s, an earlier one %s: counts are calls per job and weights are relative shares, which do not add up; give every entry count, or every entry weight", other, first)
+			continue
 		case w.Ranks < 0 || w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
 			b.errorf(line(i, "ranks"), "workload.ranks %d: every entry must be of one communicator size (%d here); profile one size per campaign", w.Ranks, ranks)
 			continue
@@ -397,8 +408,10 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		}
 		if w.Count != nil {
 			call.Count = float64(*w.Count)
+			counted++
 		} else {
 			call.Count = *w.Weight
+			weighted++
 		}
 		s.Workload = append(s.Workload, call)
 		k := slices.IndexFunc(s.Ranges, func(r Range) bool { return r.Collective == call.Collective })
@@ -412,6 +425,20 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 	if len(s.Ranges) > 0 {
 		s.Campaign.Collective = s.Ranges[0].Collective
 	}
+}
+
+// workloadRanks checks that the trials run as many ranks as the workload's
+// calls were made on, where the launcher says how many it runs: the calls'
+// sizes and what they cost are those of one communicator size. (Each of
+// campaign.scales runs its own.)
+func (b *builder) workloadRanks(raw *rawFile, s *Space) {
+	want, launched := s.WorkloadRanks(), s.LaunchRanks()
+	if want == 0 || launched == 0 || want == launched || len(s.Campaign.Scales) > 0 {
+		return
+	}
+	i := slices.IndexFunc(raw.Workload, func(w rawCall) bool { return w.Ranks > 0 })
+	b.errorf(b.loc.field("workload", i, "ranks"), "workload.ranks = %d, but each trial runs %d ranks (launcher %s, benchmark.gpus %d): the calls were made on %d; launch as many, or leave ranks out to tune them on %d",
+		want, launched, s.Launcher.Kind, s.Benchmark.GPUs, want, launched)
 }
 
 func (b *builder) benchmark(raw *rawFile, s *Space) {
@@ -600,8 +627,8 @@ func (b *builder) groups(line int, s *Space) {
 	case l.Groups < 1 || l.Groups > MaxGroups:
 		b.errorf(line, "launcher.groups must be 1 to %d, not %d", MaxGroups, l.Groups)
 	case l.Groups == 1:
-	case l.Kind == "srun" && l.Nodes == 0:
-		b.errorf(line, "launcher.groups = %d needs launcher.nodes, each group's node count: the allocation's nodes are split into groups of it", l.Groups)
+	case l.Kind == "srun" && l.Nodes == 0 && len(s.Campaign.Scales) == 0:
+		b.errorf(line, "launcher.groups = %d needs launcher.nodes, each group's node count (or campaign.scales, whose node counts each scale's groups take): the allocation's nodes are split into groups of it", l.Groups)
 	case l.Kind == "mpirun" && l.Hostfile == "":
 		b.errorf(line, "launcher.groups = %d needs launcher.hostfile: its hosts are split into the groups", l.Groups)
 	case (l.Kind == "local" || l.Kind == "torchrun") && len(s.Simulator) == 0:

@@ -4,6 +4,7 @@
 package space
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -490,7 +491,10 @@ func (s *Space) Collectives() []string {
 // Sweep is the message sizes a trial measures of collective coll: the
 // campaign's sweep, or, with a workload, powers of two from below its
 // smallest call of coll to above its largest, between which a call's time is
-// interpolated.
+// interpolated (and below the smallest, extrapolated). A collective whose
+// nccl-tests size is every rank's share (all_gather, reduce_scatter,
+// alltoall) prints size 0, measuring nothing, below 16 bytes a rank: its
+// sweep starts no lower than that, over the ranks the campaign launches.
 func (s *Space) Sweep(coll string) Sizes {
 	if len(s.Workload) == 0 {
 		return s.Sizes
@@ -505,10 +509,53 @@ func (s *Space) Sweep(coll string) Sizes {
 	for sw.Min*2 <= lo {
 		sw.Min *= 2
 	}
-	for sw.Max < hi {
+	if PerRank(coll) {
+		ranks := int64(cmp.Or(s.LaunchRanks(), s.WorkloadRanks(), 1))
+		for sw.Min < 16*min(ranks, math.MaxInt64/64) {
+			sw.Min *= 2
+		}
+	}
+	for sw.Max < max(hi, sw.Min) {
 		sw.Max *= 2
 	}
 	return sw
+}
+
+// PerRank reports whether nccl-tests' size of collective coll is the sum of
+// every rank's share, each rounded down to 16 bytes.
+func PerRank(coll string) bool {
+	return coll == "all_gather" || coll == "reduce_scatter" || coll == "alltoall"
+}
+
+// WorkloadRanks is the communicator size the workload's calls were made
+// on (workload.ranks); 0 where it does not say.
+func (s *Space) WorkloadRanks() int {
+	for _, c := range s.Workload {
+		if c.Ranks > 0 {
+			return c.Ranks
+		}
+	}
+	return 0
+}
+
+// LaunchRanks is how many ranks an nccl-tests trial runs, where the space
+// says: the launcher's processes (one local process, srun's nodes x tasks
+// per node, mpirun's np) times each one's GPUs (benchmark.gpus, -g); 0
+// where the launcher leaves it to the allocation or hostfile.
+func (s *Space) LaunchRanks() int {
+	l, gpus := s.Launcher, s.Benchmark.GPUs
+	if s.Benchmark.Kind != NCCLTests {
+		return 0
+	}
+	switch l.Kind {
+	case "local":
+		return gpus
+	case "srun":
+		return l.Nodes * l.TasksPerNode * gpus
+	case "mpirun":
+		return l.NP * gpus
+	}
+	return 0
 }
 
 // EnvMap turns NAME=value pairs into a map.

@@ -10,6 +10,7 @@ const workloadSpace = `[campaign]
 trials = 20
 [benchmark]
 binary = "/opt/nccl-tests/build/all_reduce_perf"
+gpus = 16
 [[workload]]
 collective = "all_reduce"
 size = "25M"
@@ -22,7 +23,7 @@ count = 4000
 [[workload]]
 collective = "all_gather"
 size = "64M"
-weight = 2.5
+count = 250
 [[param]]
 name = "NCCL_ALGO"
 values = ["default", "Ring", "Tree"]
@@ -76,13 +77,68 @@ func TestWorkload(t *testing.T) {
 		{`trials = 20`, "trials = 20\nsizes = { min = \"8\", max = \"1M\", factor = 2 }", "campaign.sizes does not apply"},
 		{`count = 120`, "count = 120\nweight = 1.0", "needs count"},
 		{`count = 4000`, "count = 4000\nranks = 8", "one communicator size"},
+		// The trials run the communicator the calls were made on.
+		{`gpus = 16`, `gpus = 8`, "w.toml:10: workload.ranks = 16, but each trial runs 8 ranks (launcher local, benchmark.gpus 8)"},
 		{`collective = "all_gather"`, `collective = "gather"`, `"gather" is not one of`},
-		{`weight = 2.5`, `weight = nan`, "not a finite number"},
+		{`count = 250`, `weight = nan`, "not a finite number"},
+		// Calls per job and relative shares are not one unit.
+		{`count = 250`, `weight = 2.5`, "w.toml:16: workload: this entry has weight, an earlier one count"},
 		{`size = "8"`, `size = "0"`, "at least 1 byte"},
 		{`min = 1`, "min = 1\nwhen = { NCCL_ALGO = \"Ring\" }", "sets per collective"},
 	} {
 		if _, err := Parse("w.toml", []byte(strings.Replace(workloadSpace, tc.old, tc.new, 1))); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v", tc.new, err)
+		}
+	}
+}
+
+// TestSweepOfPerRankCollectives: nccl-tests prints size 0, measuring
+// nothing, for all_gather, reduce_scatter and alltoall below 16 bytes a
+// rank; their sweep starts at a size it measures, over the ranks the trials
+// run (or, where the launcher does not say, the workload's), and a tiny
+// call's time is extrapolated from there.
+func TestSweepOfPerRankCollectives(t *testing.T) {
+	for _, tc := range []struct {
+		name, launch string
+		ranks        string
+		want         map[string]Sizes
+	}{
+		{"local 16 GPUs", "[benchmark]\nbinary = \"all_reduce_perf\"\ngpus = 16", "ranks = 16",
+			map[string]Sizes{"all_gather": {256, 256, 2}, "alltoall": {1024, 1024, 2}, "all_reduce": {8, 8, 2}, "reduce_scatter": {256, 512, 2}}},
+		{"the workload's ranks", "[benchmark]\nbinary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"", "ranks = 64",
+			map[string]Sizes{"all_gather": {1024, 1024, 2}, "alltoall": {1024, 1024, 2}, "reduce_scatter": {1024, 1024, 2}}},
+		{"the launcher's ranks", "[benchmark]\nbinary = \"all_reduce_perf\"\ngpus = 1\n[launcher]\nkind = \"mpirun\"\nnp = 32", "",
+			map[string]Sizes{"all_gather": {512, 512, 2}, "reduce_scatter": {512, 512, 2}}},
+	} {
+		sp, err := Parse("w.toml", []byte(tc.launch+`
+[[workload]]
+collective = "all_gather"
+size = "64"
+count = 10
+`+tc.ranks+`
+[[workload]]
+collective = "alltoall"
+size = "1K"
+count = 10
+[[workload]]
+collective = "all_reduce"
+size = "8"
+count = 10
+[[workload]]
+collective = "reduce_scatter"
+size = "300"
+count = 10
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for coll, want := range tc.want {
+			if got := sp.Sweep(coll); got != want {
+				t.Errorf("%s: %s sweep %+v, want %+v", tc.name, coll, got, want)
+			}
 		}
 	}
 }

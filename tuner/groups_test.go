@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -321,5 +322,28 @@ func TestGroupsWorkloadWithPatience(t *testing.T) {
 		if !reflect.DeepEqual(a.Params, b.Params) || !reflect.DeepEqual(a.Scores, b.Scores) {
 			t.Errorf("trial %d: %v %v in one run, %v %v in the other", n, a.Params, a.Scores, b.Params, b.Scores)
 		}
+	}
+}
+
+// TestGroupsResumeOnMoreGroups: NCCL's defaults run once on every group; a
+// campaign past them cannot resume on more groups, whose baseline would
+// never be measured. Fewer groups resume.
+func TestGroupsResumeOnMoreGroups(t *testing.T) {
+	sp := loadExample(t, 8)
+	sp.Launcher.Groups = 2
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	more := *sp
+	more.Launcher.Groups = 3
+	err := newTuner(t, &more, st).Run(context.Background(), Options{Trials: 10})
+	if err == nil || !strings.Contains(err.Error(), "launcher.groups = 3, but the campaign ran NCCL's defaults on 2 group(s) and is past them: group 2 would have no baseline") {
+		t.Fatalf("%v", err)
+	}
+	fewer := *sp
+	fewer.Launcher.Groups = 1
+	if err := newTuner(t, &fewer, st).Run(context.Background(), Options{Trials: 10}); err != nil {
+		t.Fatal(err)
 	}
 }

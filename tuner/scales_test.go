@@ -3,8 +3,10 @@ package tuner
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/nccltune/nccltune/internal/slurmtest"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
@@ -70,5 +72,36 @@ func TestScales(t *testing.T) {
 	}
 	if len(counted.seen) != 0 {
 		t.Errorf("running the finished scales again launched %q", counted.seen)
+	}
+}
+
+// TestScalesGroupsNeedTheLargestScale: on srun, each scale's groups take
+// groups x its node count of the allocation; one too small for the largest
+// scale is refused before the smallest scale runs.
+func TestScalesGroupsNeedTheLargestScale(t *testing.T) {
+	slurmtest.FakeAllocation(t, "n1", "n2", "n3", "n4", "n5", "n6")
+	sp, err := space.Parse("scales.toml", []byte(`
+[campaign]
+name = "s"
+scales = [1, 4]
+[benchmark]
+binary = "all_reduce_perf"
+[launcher]
+kind = "srun"
+groups = 2
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	err = (&Tuner{Space: sp, Store: st}).Run(context.Background(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "s@4n: launcher.groups: 2 groups of 4 nodes need 8 nodes; the allocation has 6") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := st.Campaign("s@1n"); err == nil {
+		t.Error("the smallest scale ran")
 	}
 }

@@ -122,6 +122,10 @@ type session struct {
 	measured []bool              // per range: the plan's sweep measures it
 	note     string              // how the next launches changed, for the next Progress
 	stopped  bool                // every range settled: no more trials are proposed
+	// versionUnknown: a trial's NCCL log gave no version, and the progress said so.
+	versionUnknown bool
+	// ranksSaid: the progress said that this scale runs another rank count than the workload's.
+	ranksSaid bool
 }
 
 // group is one of launcher.groups as a session runs trials on it, one at a time.
@@ -177,6 +181,14 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 func (t *Tuner) runScales(ctx context.Context, o Options) error {
 	if t.Benchmark != nil {
 		return errors.New("campaign.scales: each node count needs a benchmark of its own, built from its space; Tuner.Benchmark cannot serve them all")
+	}
+	// With groups, each scale's groups take groups x its node count of the
+	// allocation: the largest scale must fit before the smallest runs.
+	if l, scales := t.Space.Launcher, t.Space.Campaign.Scales; l.Kind == "srun" && l.Groups > 1 && t.Runner == nil {
+		largest := t.Space.AtScale(slices.Max(scales))
+		if _, err := runner.Groups(largest.Launcher); err != nil {
+			return fmt.Errorf("%s: %w", largest.Campaign.Name, err)
+		}
 	}
 	var before []space.Assignment
 	for _, nodes := range t.Space.Campaign.Scales {
@@ -275,6 +287,14 @@ func (s *session) resume(o Options) ([]int, error) {
 			s.untold[t.Number] = t
 		}
 	}
+	for _, t := range trials {
+		if err := s.fits(t); err != nil {
+			return nil, err
+		}
+	}
+	if err := baselined(sp, trials, len(s.groups)); err != nil {
+		return nil, err
+	}
 	var todo []int
 	for n := range s.camp.Budget {
 		if _, ok := s.untold[n]; !ok {
@@ -292,6 +312,30 @@ func (s *session) resume(o Options) ([]int, error) {
 		}
 	}
 	return todo, nil
+}
+
+// baselined refuses to resume a campaign on more groups than NCCL's
+// defaults ran on once its trials are past the defaults': a new group's own
+// baseline would never be measured, and what it measures apart from the
+// others would go unnoticed.
+func baselined(sp *space.Space, trials []store.Trial, groups int) error {
+	d := sp.DefaultsTrials()
+	if !slices.ContainsFunc(trials, func(t store.Trial) bool { return t.State.Finished() && t.Number >= d }) {
+		return nil // the defaults' trials still to run are those of every group
+	}
+	ran := map[int]bool{}
+	for _, t := range trials {
+		if t.State.Finished() && t.Number < d {
+			ran[t.Group] = true
+		}
+	}
+	for g := range groups {
+		if !ran[g] {
+			return fmt.Errorf("launcher.groups = %d, but the campaign ran NCCL's defaults on %d group(s) and is past them: group %d would have no baseline; resume with launcher.groups = %d, or start a new campaign (another campaign.name) on %d groups",
+				groups, len(ran), g, len(ran), groups)
+		}
+	}
+	return nil
 }
 
 // need is how many trials, numbers 0 to need(n)-1, trial n is proposed
@@ -456,6 +500,9 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 	if t.State == store.Interrupted {
 		return ctx.Err()
 	}
+	if err := s.fits(*t); err != nil {
+		return err
+	}
 	var others []store.Trial
 	for _, u := range s.untold {
 		if u.State.Finished() && u.Number != t.Number {
@@ -463,6 +510,54 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		}
 	}
 	return failingThroughout(append(others, s.trials...), *t)
+}
+
+// ErrRanks stops a workload's campaign whose trials run a communicator of
+// another size than the workload's calls were made on.
+var ErrRanks = errors.New("the trials run another rank count than the workload's")
+
+// fits checks, from a finished trial's run, that the campaign measures
+// what its space describes: the workload's communicator size, and an NCCL
+// that reads the per-collective values it searches. Each of campaign.scales
+// runs its own rank count: there a difference is said, once.
+func (s *session) fits(t store.Trial) error {
+	want, got := s.Space.WorkloadRanks(), t.Fingerprint.Ranks
+	switch {
+	case want == 0 || got == 0 || want == got:
+	case s.Space.Campaign.Scale == 0:
+		return fmt.Errorf("%w: trial %d ran %d ranks, and workload.ranks is %d: the calls' sizes and costs are those of %d ranks; launch as many, or leave workload.ranks out to tune the calls on %d",
+			ErrRanks, t.Number, got, want, want, got)
+	case !s.ranksSaid:
+		s.ranksSaid = true
+		s.note = fmt.Sprintf("this scale runs %d ranks; the workload's calls were made on %d", got, want)
+	}
+	return s.readsPerCollective(t)
+}
+
+// ErrPerCollective stops a campaign that searches NCCL_ALGO or NCCL_PROTO
+// per collective (a workload of several) on an NCCL that does not read
+// that syntax: every trial that sets one would measure something else.
+var ErrPerCollective = errors.New("this NCCL does not read NCCL_ALGO/NCCL_PROTO per collective")
+
+// readsPerCollective checks, from a completed trial's NCCL log, that the
+// campaign's NCCL reads the per-collective values its space searches; NCCL's
+// defaults run first and set none, so a campaign on an older NCCL stops
+// before any trial sets one. Where NCCL's log gives no version, it is said
+// once, in the next progress line.
+func (s *session) readsPerCollective(t store.Trial) error {
+	if t.State != store.Complete || !slices.ContainsFunc(s.Space.Params, func(p space.Param) bool { return p.Collective != "" }) {
+		return nil
+	}
+	yes, known := nccllog.AtLeast(t.NCCLLog.Version, 2, 24)
+	switch {
+	case !known && !s.versionUnknown && len(s.Space.Simulator) == 0: // the simulated cluster is no NCCL
+		s.versionUnknown = true
+		s.note = "NCCL's log gives no version: the space sets NCCL_ALGO/NCCL_PROTO per collective, which NCCL reads from " + nccllog.PerCollectiveSince
+	case known && !yes:
+		return fmt.Errorf("%w: trial %d ran NCCL %s, and NCCL reads NCCL_ALGO and NCCL_PROTO per collective (as a workload of several collectives searches them) from %s; "+
+			"use a newer NCCL, or search NCCL_ALGO/NCCL_PROTO in a campaign of one collective each", ErrPerCollective, t.Number, t.NCCLLog.Version, nccllog.PerCollectiveSince)
+	}
+	return nil
 }
 
 // finished counts the finished trials.
@@ -679,18 +774,18 @@ func (t *Tuner) launchable() ([]runner.Benchmark, []*group, error) {
 			return nil, nil, err
 		}
 	}
+	// A workload's every collective runs its own benchmark, the first one
+	// too: benchmark.binary only says where nccl-tests is.
 	var benches []runner.Benchmark
 	for _, coll := range t.Space.Collectives() {
 		b := bench
-		if coll != t.Space.Campaign.Collective {
-			other, ok := bench.(runner.Collectives)
-			if !ok {
-				return nil, nil, fmt.Errorf("the benchmark measures %s only; the workload names %s too", t.Space.Campaign.Collective, coll)
-			}
+		if other, ok := bench.(runner.Collectives); ok && (len(t.Space.Workload) > 0 || coll != t.Space.Campaign.Collective) {
 			var err error
 			if b, err = other.For(coll); err != nil {
 				return nil, nil, err
 			}
+		} else if coll != t.Space.Campaign.Collective {
+			return nil, nil, fmt.Errorf("the benchmark measures %s only; the workload names %s too", t.Space.Campaign.Collective, coll)
 		}
 		benches = append(benches, b)
 	}

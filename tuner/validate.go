@@ -100,7 +100,11 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 		verdicts = append(verdicts, v)
 	}
 	if jobArm >= 0 {
-		v := results.JudgeJob(sp, runsOf(runs, arms[jobArm].name), runsOf(runs, arms[0].name), rounds)
+		var tuned []store.ValidationRun
+		if jobArm != 0 {
+			tuned = runsOf(runs, arms[jobArm].name)
+		}
+		v := results.JudgeJob(sp, tuned, runsOf(runs, arms[0].name), rounds)
 		v.Config = sp.Key(arms[jobArm].assignment)
 		verdicts = append(verdicts, v)
 	}

@@ -47,6 +47,10 @@ type Source struct {
 	// Unmeasured counts the calls (of the processes counted) that no
 	// benchmark of nccltune's measures, by NCCL's name: Gather, Scatter, ...
 	Unmeasured map[string]int64
+	// Empty counts the calls (of the processes counted) that moved no byte
+	// (count 0), by nccl-tests name: they cost a launch, but have no size a
+	// campaign can measure, so they are left out.
+	Empty map[string]int64
 }
 
 // Comms describes the communicators of one size.
@@ -339,7 +343,7 @@ func (p *parser) workload() (*Workload, error) {
 	w := &Workload{NCCLVersion: p.version, Source: p.src}
 	w.Source.Processes = len(p.procNames)
 	w.Source.Comms = p.comms()
-	w.Source.Unmeasured = map[string]int64{}
+	w.Source.Unmeasured, w.Source.Empty = map[string]int64{}, map[string]int64{}
 	counted := map[int32]int32{} // communicator size → the process counted
 	for _, c := range w.Source.Comms {
 		counted[int32(c.Ranks)] = p.procs[c.Process]
@@ -349,12 +353,18 @@ func (p *parser) workload() (*Workload, error) {
 		case counted[t.nranks] != t.proc:
 		case !t.measured:
 			w.Source.Unmeasured[t.collective] += c.n()
+		case t.bytes == 0:
+			w.Source.Empty[t.collective] += c.n()
 		default:
 			w.Entries = append(w.Entries, Entry{Collective: t.collective, Bytes: t.bytes, Count: c.n(), Ranks: int(t.nranks)})
 		}
 	}
 	if len(w.Entries) == 0 {
-		return nil, fmt.Errorf("no call that nccltune can measure, only %s", strings.Join(slices.Sorted(maps.Keys(w.Source.Unmeasured)), ", "))
+		left := slices.Sorted(maps.Keys(w.Source.Unmeasured))
+		for _, name := range slices.Sorted(maps.Keys(w.Source.Empty)) {
+			left = append(left, name+" of 0 bytes")
+		}
+		return nil, fmt.Errorf("no call that nccltune can measure, only %s", strings.Join(left, ", "))
 	}
 	slices.SortFunc(w.Entries, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.Collective, b.Collective), cmp.Compare(a.Bytes, b.Bytes), cmp.Compare(a.Ranks, b.Ranks))

@@ -40,12 +40,8 @@ func (w *Workload) WriteTOML(out io.Writer) error {
 		}
 		fmt.Fprintln(bw)
 	}
-	if len(w.Source.Unmeasured) > 0 {
-		var calls []string
-		for _, name := range slices.Sorted(maps.Keys(w.Source.Unmeasured)) {
-			calls = append(calls, fmt.Sprintf("%s %d", printable(name), w.Source.Unmeasured[name]))
-		}
-		fmt.Fprintf(bw, "# left out, as no nccltune benchmark measures them: calls of %s\n", strings.Join(calls, ", "))
+	for _, line := range w.leftOut() {
+		fmt.Fprintf(bw, "# %s\n", line)
 	}
 	for _, e := range w.Entries {
 		fmt.Fprintf(bw, "\n[[workload]]\ncollective = %q\nsize = %q\ncount = %d\n", e.Collective, space.FormatSize(e.Bytes), e.Count)
@@ -54,6 +50,28 @@ func (w *Workload) WriteTOML(out io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// leftOut says, a line each, which calls of the log the workload leaves out.
+func (w *Workload) leftOut() []string {
+	var out []string
+	calls := func(m map[string]int64) string {
+		var list []string
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			list = append(list, fmt.Sprintf("%s %d", printable(name), m[name]))
+		}
+		return strings.Join(list, ", ")
+	}
+	if len(w.Source.Unmeasured) > 0 {
+		out = append(out, "left out, as no nccltune benchmark measures them: calls of "+calls(w.Source.Unmeasured))
+	}
+	if len(w.Source.Empty) > 0 {
+		out = append(out, "left out, as they move no byte (count 0): calls of "+calls(w.Source.Empty))
+	}
+	if m := w.Source.Malformed; m > 0 {
+		out = append(out, fmt.Sprintf("left out, as they could not be read: %s (the first: %s)", plural(int(m), "COLL line", "COLL lines"), printable(w.Source.FirstMalformed)))
+	}
+	return out
 }
 
 func plural(n int, one, many string) string {
@@ -121,7 +139,15 @@ func (w *Workload) WriteSummary(out io.Writer) error {
 		bytes += s.Bytes
 	}
 	fmt.Fprintf(tw, "%s\t%10d\t%12s\n", "total", calls, humanBytes(bytes))
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, line := range w.leftOut() {
+		if _, err := fmt.Fprintln(out, line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // humanBytes writes n bytes in binary units: "75.0 GiB".

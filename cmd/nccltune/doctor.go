@@ -87,6 +87,9 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 	if err != nil {
 		return nil, nil, err
 	}
+	if scales := sp.Campaign.Scales; len(scales) > 0 {
+		sp = sp.AtScale(slices.Max(scales)) // the most nodes, in as many groups as the campaign runs
+	}
 	bench, err := runner.NewBenchmark(sp, nil)
 	if err != nil {
 		return nil, nil, err

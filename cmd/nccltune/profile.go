@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -30,6 +32,10 @@ func profileCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return usageError{fmt.Errorf("profile needs one log file (or - for standard input), after the flags")}
 			}
+			ranks := c.Int("ranks")
+			if ranks < 0 {
+				return usageError{fmt.Errorf("--ranks must be a communicator's rank count, not %d", ranks)}
+			}
 			in := io.Reader(os.Stdin)
 			if name := c.Args().First(); name != "-" {
 				f, err := os.Open(name)
@@ -44,16 +50,17 @@ func profileCommand() *cli.Command {
 				return fmt.Errorf("%s: %w", c.Args().First(), err)
 			}
 			w.Source.File = c.Args().First()
-			if n := c.Int("ranks"); n > 0 {
-				w.Entries = slices.DeleteFunc(w.Entries, func(e workload.Entry) bool { return e.Ranks != n })
+			if ranks > 0 {
+				w.Entries = slices.DeleteFunc(w.Entries, func(e workload.Entry) bool { return e.Ranks != ranks })
 				if len(w.Entries) == 0 {
-					return fmt.Errorf("%s: no calls on communicators of %d ranks", c.Args().First(), n)
+					return fmt.Errorf("%s: no calls on communicators of %d ranks", c.Args().First(), ranks)
 				}
+			} else if sizes := commSizes(w); len(sizes) > 1 && !c.Bool("json") {
+				// A space's workload is of one communicator size: the tables would not load.
+				return fmt.Errorf("%s: the job called collectives on communicators of %s ranks, and a campaign measures one size: profile again with --ranks N, one of them (--json shows them all)",
+					c.Args().First(), strings.Join(sizes, ", "))
 			}
 			out := io.Writer(os.Stdout)
-			if c.Bool("json") {
-				return writeJSON(out, w)
-			}
 			if path := c.String("out"); path != "" {
 				f, err := os.Create(path)
 				if err != nil {
@@ -62,10 +69,29 @@ func profileCommand() *cli.Command {
 				defer f.Close()
 				out = f
 			}
+			if c.Bool("json") {
+				return writeJSON(out, w)
+			}
 			if err := w.WriteTOML(out); err != nil {
 				return err
 			}
 			return w.WriteSummary(os.Stderr)
 		},
 	}
+}
+
+// commSizes are the communicator sizes of the workload's calls, with their
+// calls: "8 (120 calls)".
+func commSizes(w *workload.Workload) []string {
+	calls := map[int]int64{}
+	for _, e := range w.Entries {
+		if e.Ranks > 0 { // a size the log did not give goes with any
+			calls[e.Ranks] += e.Count
+		}
+	}
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(calls)) {
+		out = append(out, fmt.Sprintf("%d (%d calls)", n, calls[n]))
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,22 +76,41 @@ func reportCommand() *cli.Command {
 }
 
 // printShares shows each collective's share of the job's predicted
-// communication time, with NCCL's defaults and with the job's configuration.
+// communication time, with NCCL's defaults and with the configuration
+// `export --format job` writes (NCCL's defaults where validation rejected
+// the job's).
 func printShares(w io.Writer, l *loaded) {
 	job := results.JobOf(l.space, l.trials, l.vals)
-	def, tuned := job.Times()
-	var totalDef, totalTuned float64
+	def, exported := job.Times()
+	var totalDef, totalExp float64
 	for i := range def {
-		totalDef, totalTuned = totalDef+def[i], totalTuned+tuned[i]
+		totalDef, totalExp = totalDef+def[i], totalExp+exported[i]
 	}
 	fmt.Fprintln(w, "the job's communication time, predicted from the workload's calls:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "collective\tNCCL defaults s\tshare\ttuned s\tshare\t")
+	fmt.Fprintln(tw, "collective\tNCCL defaults s\tshare\texported s\tshare\t")
 	for i, r := range job.Ranges {
-		fmt.Fprintf(tw, "%s\t%.4g\t%.0f%%\t%.4g\t%.0f%%\t\n", r.Range.Name, def[i], 100*def[i]/totalDef, tuned[i], 100*tuned[i]/totalTuned)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, figure(def[i], "%.4g"), figure(100*def[i]/totalDef, "%.0f%%"),
+			figure(exported[i], "%.4g"), figure(100*exported[i]/totalExp, "%.0f%%"))
 	}
-	fmt.Fprintf(tw, "job\t%.4g\t\t%.4g\t%.2fx as fast\t\n", totalDef, totalTuned, totalDef/totalTuned)
+	fmt.Fprintf(tw, "job\t%s\t\t%s\t%s\t\n", figure(totalDef, "%.4g"), figure(totalExp, "%.4g"), figure(totalDef/totalExp, "%.2fx as fast"))
 	tw.Flush()
+	switch v := job.Validation; {
+	case v == nil:
+		fmt.Fprintln(w, "the job's configuration is not validated: run `nccltune validate`")
+	case job.DefaultsKept():
+		fmt.Fprintf(w, "the job's validation kept NCCL's defaults (%s): they are exported\n", v.Reason)
+	default:
+		fmt.Fprintf(w, "the job's configuration is validated: %s\n", v.Reason)
+	}
+}
+
+// figure formats v, or says it was not measured (never NaN).
+func figure(v float64, format string) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "not measured"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 func printImportance(w io.Writer, l *loaded, imp [][]results.Importance) {

@@ -344,7 +344,8 @@ func exportCommand() *cli.Command {
 			"nccl_tuner.conf and nccl-tuner.env). For a campaign with a [[workload]]: job (nccl-job.env,\n" +
 			"the one configuration that minimises the job's predicted communication time, per-collective\n" +
 			"algorithm and protocol included). For a campaign of campaign.scales, the plugin formats write\n" +
-			"the rules of every node count in one file, and the job's environment for each (nccl-plugin-8n.env).\n" +
+			"the rules of every node count in one file, and the job's environment for each (nccl-plugin-8n.env);\n" +
+			"job writes each node count's own (nccl-job-8n.env).\n" +
 			"Each file's header names the range, the campaign, what it\n" +
 			"was measured on, and the gain. A range whose best did not beat NCCL's defaults (validated,\n" +
 			"or by 1% unvalidated) gets only the pinned variables, and says so.",
@@ -365,8 +366,8 @@ func exportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if f := c.String("format"); l.camp.Scale > 0 && (f == "plugin" || f == "tuner-csv") {
-				// One rules file serves every node count of campaign.scales.
+			if f := c.String("format"); l.camp.Scale > 0 && (f == "plugin" || f == "tuner-csv" || f == "job") {
+				// One rules file serves every node count of campaign.scales; each gets a job's environment.
 				for _, at := range scales(l.family) {
 					if name := campaignName(st, at); name != "" && name != l.camp.Name {
 						other, err := load(st, name)

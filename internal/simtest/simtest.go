@@ -7,6 +7,7 @@ package simtest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -43,4 +44,17 @@ func RequireMPI(t *testing.T) {
 		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
 		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 	}
+}
+
+// PerfBinaries writes empty nccl-tests binaries of the collectives into a
+// new folder, named <collective>_perf<suffix>, and returns the folder.
+func PerfBinaries(t testing.TB, suffix string, colls ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, coll := range colls {
+		if err := os.WriteFile(filepath.Join(dir, coll+"_perf"+suffix), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -415,3 +415,16 @@ func readEnv(r io.Reader) (map[string]string, error) {
 		env[name] = value
 	}
 }
+
+// FakeAllocation makes the test seem to run inside a Slurm allocation of
+// the nodes named, without Slurm: SLURM_JOB_NODELIST is set, and a
+// scontrol first on the PATH expands it to them.
+func FakeAllocation(t testing.TB, nodes ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "scontrol"), []byte("#!/bin/sh\necho "+strings.Join(nodes, " ")+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SLURM_JOB_NODELIST", strings.Join(nodes, ","))
+}

@@ -172,3 +172,22 @@ func (l Log) Unread(env []string) []string {
 	}
 	return out
 }
+
+// AtLeast reports whether NCCL version v ("2.28.3+cuda13.0") is major.minor
+// or later; known is false where v does not say.
+func AtLeast(v string, major, minor int) (yes, known bool) {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false, false
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	mnr, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false, false
+	}
+	return maj > major || maj == major && mnr >= minor, true
+}
+
+// PerCollectiveSince is the first NCCL version that reads NCCL_ALGO and
+// NCCL_PROTO per collective ("allreduce:Tree;allgather:Ring").
+const PerCollectiveSince = "2.24"

@@ -1,0 +1,196 @@
+package export
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+const jobSpace = `
+[campaign]
+name = "job"
+[simulator]
+nodes = 2
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[workload]]
+collective = "all_reduce"
+size = "25M"
+count = 100
+[[workload]]
+collective = "all_gather"
+size = "64M"
+count = 100
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["default", "16M"]
+`
+
+// jobExport is an export of a workload's space: trial 1 sets NCCL_ALGO
+// per collective as algo says, with a larger buffer, 10% faster on each
+// collective than NCCL's defaults (trial 0) in the search; vals, if any,
+// are the verdicts, given the job's configuration's key.
+func jobExport(t *testing.T, text string, algo map[string]string, vals func(sp *space.Space, candidate string) []store.Validation) Export {
+	t.Helper()
+	sp, err := space.Parse("job.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, score float64, a space.Assignment) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a),
+			Scores: map[string]float64{"all_gather": score, "all_reduce": score}}
+	}
+	tuned := space.Assignment{"NCCL_BUFFSIZE": "16777216"}
+	for coll, v := range algo {
+		tuned["NCCL_ALGO["+coll+"]"] = v
+	}
+	trials := []store.Trial{trial(0, 1, Defaults(sp)), trial(1, 1.1, tuned)}
+	candidate := sp.Key(results.JobOf(sp, trials, nil).Assignment(sp))
+	var vs []store.Validation
+	if vals != nil {
+		vs = vals(sp, candidate)
+	}
+	return Export{Space: sp, Campaign: store.Campaign{Name: "job", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, vs),
+		Job: results.JobOf(sp, trials, vs), Fingerprint: runner.Fingerprint{NCCL: "2.28.3"}, Now: time.Now()}
+}
+
+// Defaults is NCCL's defaults of every param.
+func Defaults(sp *space.Space) space.Assignment {
+	a, _, _ := sp.Complete(nil)
+	return a
+}
+
+func writeJob(t *testing.T, ex Export) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := ex.Write("job", dir); err != nil {
+		return "", err
+	}
+	text, err := os.ReadFile(filepath.Join(dir, "nccl-job.env"))
+	return string(text), err
+}
+
+// exports are the variables a job file sets.
+func exports(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "export "); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// TestJobExportIsWhatValidationJudged: validation judges the job's composed
+// configuration as a whole; whatever it said of each collective alone, the
+// job file is that configuration when the job's verdict kept it, NCCL's
+// defaults when it rejected it, and validating again would change nothing
+// (the verdict matches the job's configuration, and the file says so).
+func TestJobExportIsWhatValidationJudged(t *testing.T) {
+	algo := map[string]string{"allgather": "Ring", "allreduce": "Tree"}
+	for _, tc := range []struct {
+		job  string
+		want []string
+		head string
+	}{
+		{"default", []string{"NCCL_NVLS_ENABLE='0'"}, "# validated: NCCL's defaults kept (not significant): this file sets only what [fixed] pins"},
+		{"tuned", []string{"NCCL_ALGO='allgather:Ring;allreduce:Tree'", "NCCL_BUFFSIZE='16777216'", "NCCL_NVLS_ENABLE='0'"}, "# validated: significant"},
+	} {
+		ex := jobExport(t, jobSpace, algo, func(sp *space.Space, candidate string) []store.Validation {
+			// all_gather alone was not significant; the job as a whole is tc.job.
+			return []store.Validation{
+				{Range: "all_gather", Candidate: 1, Config: candidate, Verdict: "default", Reason: "not significant"},
+				{Range: "all_reduce", Candidate: 1, Config: candidate, Verdict: "tuned", Reason: "significant"},
+				{Range: results.JobRange, Candidate: -1, Config: candidate, Verdict: tc.job, Reason: map[string]string{"default": "not significant", "tuned": "significant"}[tc.job]},
+			}
+		})
+		if ex.Job.Validation == nil {
+			t.Fatalf("job %s: the job's verdict does not concern the job's configuration", tc.job)
+		}
+		text, err := writeJob(t, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := exports(text); !slices.Equal(got, tc.want) || !strings.Contains(text, tc.head) || strings.Contains(text, "not validated") {
+			t.Errorf("job %s: exports %q, want %q\n%s", tc.job, got, tc.want, text)
+		}
+		// What report and the header print is what the file sets.
+		def, exported := ex.Job.Times()
+		if tc.job == "default" && !slices.Equal(def, exported) {
+			t.Errorf("defaults kept, yet predicted %v against the defaults' %v", exported, def)
+		}
+	}
+}
+
+// TestJobExportPerCollective: NCCL's per-collective syntax, which NCCL
+// reads from 2.24, is written only where the collectives chose differently;
+// where they agree the plain value is, and a ':' elsewhere in the
+// environment (an HCA list) is no per-collective value. A campaign on an
+// older NCCL cannot export a per-collective setting: its trials ran one
+// that NCCL did not read.
+func TestJobExportPerCollective(t *testing.T) {
+	hca := "NCCL_IB_HCA = \"mlx5_0:1,mlx5_1:1\"\n"
+	hcaLine := "NCCL_IB_HCA='mlx5_0:1,mlx5_1:1'"
+	for _, tc := range []struct {
+		name, nccl string
+		algo       map[string]string
+		want       []string // exports; nil: refused
+		comment    string   // in the header
+	}{
+		{"HCA list on 2.18, no algo", "2.18.3", nil, []string{"NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, ""},
+		{"agreeing", "2.28.3", map[string]string{"allgather": "Ring", "allreduce": "Ring"},
+			[]string{"NCCL_ALGO='Ring'", "NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, "NCCL_ALGO: every collective of the workload chose it"},
+		{"differing", "2.28.3", map[string]string{"allgather": "Ring", "allreduce": "Tree"},
+			[]string{"NCCL_ALGO='allgather:Ring;allreduce:Tree'", "NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, "NCCL_ALGO per collective: needs NCCL 2.24 or later"},
+		{"one collective", "2.28.3", map[string]string{"allreduce": "Tree"},
+			[]string{"NCCL_ALGO='allreduce:Tree'", "NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, "NCCL_ALGO per collective: needs NCCL 2.24 or later"},
+		{"differing on 2.18", "2.18.3", map[string]string{"allgather": "Ring", "allreduce": "Tree"}, nil, ""},
+		{"agreeing on 2.18", "2.18.3", map[string]string{"allgather": "Ring", "allreduce": "Ring"}, nil, ""},
+	} {
+		ex := jobExport(t, strings.Replace(jobSpace, "[fixed]\n", "[fixed]\n"+hca, 1), tc.algo, nil)
+		ex.Fingerprint.NCCL = tc.nccl
+		text, err := writeJob(t, ex)
+		switch {
+		case tc.want == nil && (err == nil || !strings.Contains(err.Error(), "does not read it")):
+			t.Errorf("%s: %v\n%s", tc.name, err, text)
+		case tc.want == nil:
+		case err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case !slices.Equal(exports(text), tc.want) || tc.comment != "" && !strings.Contains(text, tc.comment) || tc.comment == "" && strings.Contains(text, "2.24"):
+			t.Errorf("%s: exports %q, want %q\n%s", tc.name, exports(text), tc.want, text)
+		}
+	}
+}
+
+// TestJobExportScales: a workload tuned at several node counts gets a job
+// file per node count, each named for it and holding its own campaign's
+// configuration.
+func TestJobExportScales(t *testing.T) {
+	two := jobExport(t, jobSpace, map[string]string{"allgather": "Ring", "allreduce": "Ring"}, nil)
+	four := jobExport(t, jobSpace, map[string]string{"allgather": "Tree", "allreduce": "Tree"}, nil)
+	two.Campaign.Name, two.Campaign.Scale = "job@2n", 2
+	four.Campaign.Name, four.Campaign.Scale = "job@4n", 4
+	four.Scales = []Export{two}
+	dir := t.TempDir()
+	paths, err := four.Write("job", dir)
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("%v, %v", paths, err)
+	}
+	for name, want := range map[string]string{"nccl-job-2n.env": "NCCL_ALGO='Ring'", "nccl-job-4n.env": "NCCL_ALGO='Tree'"} {
+		text, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !slices.Contains(exports(string(text)), want) || !strings.Contains(string(text), "use: . ./"+name) {
+			t.Errorf("%s: %v\n%s", name, err, text)
+		}
+	}
+}
