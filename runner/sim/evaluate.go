@@ -39,6 +39,9 @@ func Times(sc Scenario, coll string, env map[string]string, sizes []int64) ([]fl
 		return nil, err
 	}
 	out := make([]float64, len(sizes))
+	if sc.Landscape > 0 {
+		return sc.landscapeTimes(coll, env, cfg, sizes, out)
+	}
 	for i, size := range sizes {
 		algo, proto, ok := sc.choose(coll, float64(size), cfg)
 		if !ok {
@@ -59,4 +62,27 @@ func ParseScenario(args []string) (Scenario, error) {
 		return Scenario{}, err
 	}
 	return *sc, sc.validate()
+}
+
+// landscapeTimes is Times on the scenario's landscape: the failures NCCL
+// would report, then each size's time. The physics' choice of algorithm and
+// protocol matters only where it may fail (nothing allowed, or forced LL128
+// over sockets), so it is made only then.
+func (s Scenario) landscapeTimes(coll string, env map[string]string, cfg config, sizes []int64, out []float64) ([]float64, error) {
+	l, lv := landscapeOf(s.Landscape), levelsOf(env)
+	if err := l.check(&lv, env); err != nil {
+		return nil, err
+	}
+	if _, _, ok := s.choose(coll, 1<<20, cfg); !ok {
+		return nil, fmt.Errorf("no algorithm/protocol available")
+	}
+	for i, size := range sizes {
+		if cfg.ll128Corrupts && size >= 64<<10 {
+			if _, proto, _ := s.choose(coll, float64(size), cfg); proto == protoLL128 {
+				return nil, ErrWrongResults
+			}
+		}
+		out[i] = s.landscapeTime(l, &lv, coll, float64(size))
+	}
+	return out, nil
 }
