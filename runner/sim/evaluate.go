@@ -69,7 +69,7 @@ func ParseScenario(args []string) (Scenario, error) {
 // protocol matters only where it may fail (nothing allowed, or forced LL128
 // over sockets), so it is made only then.
 func (s Scenario) landscapeTimes(coll string, env map[string]string, cfg config, sizes []int64, out []float64) ([]float64, error) {
-	l, lv := landscapeOf(s.Landscape), levelsOf(env)
+	l, lv, b := landscapeOf(s.Landscape), levelsOf(env), s.baseTable(coll)
 	if err := l.check(&lv, env); err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (s Scenario) landscapeTimes(coll string, env map[string]string, cfg config,
 				return nil, ErrWrongResults
 			}
 		}
-		out[i] = s.landscapeTime(l, &lv, coll, float64(size))
+		out[i] = s.landscapeTime(l, &lv, b, coll, float64(size))
 	}
 	return out, nil
 }

@@ -345,31 +345,48 @@ func (l *landscape) check(lv *levels, env map[string]string) error {
 	return nil
 }
 
-// baseKey identifies a base time: the scenario's hardware, the collective, the size.
+// baseKey identifies a table of base times: the scenario's hardware and the collective.
 type baseKey struct {
 	sc   Scenario
 	coll string
-	size float64
 }
 
-var baseTimes sync.Map // baseKey -> float64
+// baseTable holds the base time of each size met so far.
+type baseTable struct {
+	sync.RWMutex
+	t map[float64]float64
+}
 
-// base is the physics' time of one operation of size under NCCL's defaults.
-func (s Scenario) base(coll string, size float64) float64 {
+var baseTables sync.Map // baseKey -> *baseTable
+
+func (s Scenario) baseTable(coll string) *baseTable {
 	k := s
 	k.Noise, k.Seed, k.Pace, k.Landscape = 0, 0, 0, 0
-	key := baseKey{k, coll, size}
-	if t, ok := baseTimes.Load(key); ok {
-		return t.(float64)
+	if b, ok := baseTables.Load(baseKey{k, coll}); ok {
+		return b.(*baseTable)
 	}
-	cfg, _ := k.parseConfig(map[string]string{}, coll) // no variable set: nothing to reject
-	algo, proto, _ := k.choose(coll, size, cfg)
-	t := k.predict(coll, size, algo, proto, cfg, k.truth())
-	baseTimes.Store(key, t)
+	b, _ := baseTables.LoadOrStore(baseKey{k, coll}, &baseTable{t: map[float64]float64{}})
+	return b.(*baseTable)
+}
+
+// base is the physics' time of one operation of size under NCCL's defaults.
+func (s Scenario) base(b *baseTable, coll string, size float64) float64 {
+	b.RLock()
+	t, ok := b.t[size]
+	b.RUnlock()
+	if ok {
+		return t
+	}
+	cfg, _ := s.parseConfig(map[string]string{}, coll) // no variable set: nothing to reject
+	algo, proto, _ := s.choose(coll, size, cfg)
+	t = s.predict(coll, size, algo, proto, cfg, s.truth())
+	b.Lock()
+	b.t[size] = t
+	b.Unlock()
 	return t
 }
 
 // landscapeTime is the time of one operation of size on the scenario's landscape.
-func (s Scenario) landscapeTime(l *landscape, lv *levels, coll string, size float64) float64 {
-	return s.base(coll, size) / math.Exp(l.logGain(lv, sizeX(size)))
+func (s Scenario) landscapeTime(l *landscape, lv *levels, b *baseTable, coll string, size float64) float64 {
+	return s.base(b, coll, size) / math.Exp(l.logGain(lv, sizeX(size)))
 }

@@ -277,7 +277,7 @@ func (r *run) main() int {
 		cols := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", size, r.count(size, dt, ranks), r.opts.dtype, redop, root)
 		truth := r.sc.predict(r.coll, float64(size), algo, proto, cfg, r.sc.truth())
 		if land != nil {
-			truth = r.sc.landscapeTime(land, &lv, r.coll, float64(size))
+			truth = r.sc.landscapeTime(land, &lv, r.sc.baseTable(r.coll), r.coll, float64(size))
 		}
 		r.seconds += 2 * float64(r.opts.warmup+r.opts.iters) * truth / 1e6
 		for inPlace := range 2 {
