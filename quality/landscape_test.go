@@ -138,3 +138,30 @@ func mustScenario(t *testing.T, s Scenario) sim.Scenario {
 	}
 	return sc
 }
+
+func TestFamilySpread(t *testing.T) {
+	if q := Quantile([]float64{10, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 0.9); math.Abs(q-9.1) > 1e-12 {
+		t.Errorf("90th percentile of 1..10: %g, want 9.1", q)
+	}
+	if q := Quantile([]float64{4}, 0.9); q != 4 || !math.IsNaN(Quantile(nil, 0.5)) {
+		t.Errorf("quantile of one value: %g", q)
+	}
+	// Three landscapes, one campaign of 3 trials each, one range.
+	var res []Result
+	for i, final := range []float64{0.01, 0.05, 0.20} {
+		res = append(res, Result{Scenario: fmt.Sprint("landscape-", i+1), Sampler: "tpe", Ranges: []string{"all"},
+			Runs: []Run{{Regret: [][]float64{{0.5, 0.3, final}}, Seconds: []float64{1, 2, 3}}}})
+	}
+	rows := Family(res, []int{2, 3})
+	if len(rows) != 1 || rows[0].Scenarios != 3 || len(rows[0].Each) != 3 {
+		t.Fatalf("%+v", rows)
+	}
+	r := rows[0]
+	if r.Regret[2] != (Spread{0.3, 0.3}) || r.Regret[3].Median != 0.05 || math.Abs(r.Regret[3].P90-0.17) > 1e-12 {
+		t.Errorf("regret spread %+v", r.Regret)
+	}
+	// Within 3% after 3 trials on the first landscape, never (4) on the others.
+	if r.TrialsTo3 != (Spread{4, 4}) || r.Each[0].TrialsTo3 != 3 {
+		t.Errorf("trials to 3%%: %+v, first %g", r.TrialsTo3, r.Each[0].TrialsTo3)
+	}
+}

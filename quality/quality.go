@@ -266,16 +266,14 @@ func prepare(s Scenario) (*prepared, error) {
 	if !ok {
 		return nil, fmt.Errorf("scenario %s: too many configurations to find the optimum by enumeration", s.Name)
 	}
+	memo := map[string][]float64{}
 	for _, a := range all {
 		p.truth.Points++
-		scores, ok := p.trueScores(sp.Env(a))
 		// The space's own rules are checked only where they matter, on a
 		// configuration that would lead a range: the enumeration is quicker so.
-		for r, v := range scores {
-			if ok && v > p.truth.Optimum[r] {
-				if ok = sp.Check(a) == nil; ok {
-					p.truth.Optimum[r], p.truth.Best[r] = v, a
-				}
+		for r, v := range p.scoresOf(memo, sp.Env(a)) {
+			if v > p.truth.Optimum[r] && sp.Check(a) == nil {
+				p.truth.Optimum[r], p.truth.Best[r] = v, a
 			}
 		}
 	}
@@ -285,11 +283,30 @@ func prepare(s Scenario) (*prepared, error) {
 // trueScores is the objective per range without noise, like the tuner's
 // (geometric mean of the bus bandwidth over the range's sizes).
 func (p *prepared) trueScores(env []string) ([]float64, bool) {
-	bw, err := sim.Evaluate(p.sc, "all_reduce", space.EnvMap(env), p.sizes)
-	if err != nil {
-		return nil, false
+	s := p.scoresOf(nil, env)
+	return s, s != nil
+}
+
+// scoresOf is trueScores (nil where the configuration fails), memoised in
+// memo, if not nil, under sim.TruthKey: on a generated landscape most
+// configurations share their truth with many others.
+func (p *prepared) scoresOf(memo map[string][]float64, env []string) []float64 {
+	m := space.EnvMap(env)
+	key := ""
+	if memo != nil {
+		key = sim.TruthKey(p.sc, "all_reduce", m)
 	}
-	return results.RangeScores(p.sp, p.sizes, bw), true
+	if s, ok := memo[key]; ok && key != "" {
+		return s
+	}
+	var s []float64
+	if bw, err := sim.Evaluate(p.sc, "all_reduce", m, p.sizes); err == nil {
+		s = results.RangeScores(p.sp, p.sizes, bw)
+	}
+	if key != "" {
+		memo[key] = s
+	}
+	return s
 }
 
 // clock runs the simulator in process instead of launching it: the same

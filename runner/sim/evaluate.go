@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ErrWrongResults is what Evaluate returns where the run would print #wrong > 0.
@@ -85,4 +86,35 @@ func (s Scenario) landscapeTimes(coll string, env map[string]string, cfg config,
 		out[i] = s.landscapeTime(l, &lv, b, coll, float64(size))
 	}
 	return out, nil
+}
+
+// TruthKey is a key under which Times may be memoised: two environments
+// with the same non-empty key get the same times, or the same error, from
+// Times on this scenario for this collective. On a generated landscape that
+// is their levels and what NCCL makes of NCCL_ALGO and NCCL_PROTO; it is ""
+// (no key) without a landscape, where every value counts, and wherever the
+// physics' choice of protocol still matters.
+func TruthKey(sc Scenario, coll string, env map[string]string) string {
+	if sc.Landscape <= 0 {
+		return ""
+	}
+	if _, ok := collectives[coll]; !ok {
+		return ""
+	}
+	cfg, err := sc.parseConfig(env, coll)
+	if err != nil || cfg.ll128Corrupts {
+		return ""
+	}
+	key := make([]byte, 0, nKnobs+nAlgos+nProtos)
+	for _, l := range levelsOf(env) {
+		key = append(key, byte('0'+l))
+	}
+	for _, allowed := range append(slices.Clone(cfg.algos), cfg.protos...) {
+		if allowed {
+			key = append(key, '+')
+		} else {
+			key = append(key, '-')
+		}
+	}
+	return string(key)
 }

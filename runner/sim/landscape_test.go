@@ -259,3 +259,29 @@ func TestLandscapeFailure(t *testing.T) {
 		t.Errorf("-landscape=-1: exit %d", code)
 	}
 }
+
+// TestTruthKey: configurations with one key have one truth; without a
+// landscape there is no key.
+func TestTruthKey(t *testing.T) {
+	sc, _ := ParseScenario(append(fourNodeIB, "-landscape=4"))
+	sizes := []int64{1 << 10, 1 << 20, 1 << 28}
+	a := map[string]string{"NCCL_MIN_CTAS": "4", "NCCL_IB_QPS_PER_CONNECTION": "2", "NCCL_NVLS_ENABLE": "0"}
+	b := map[string]string{"NCCL_MIN_CTAS": "11", "NCCL_IB_QPS_PER_CONNECTION": "3"}
+	c := map[string]string{"NCCL_MIN_CTAS": "12", "NCCL_IB_QPS_PER_CONNECTION": "3"}
+	ka, kb, kc := TruthKey(sc, "all_reduce", a), TruthKey(sc, "all_reduce", b), TruthKey(sc, "all_reduce", c)
+	ta, _ := Times(sc, "all_reduce", a, sizes)
+	tb, _ := Times(sc, "all_reduce", b, sizes)
+	if ka == "" || ka != kb || kb == kc || !reflect.DeepEqual(ta, tb) {
+		t.Errorf("keys %q %q %q, times %v %v", ka, kb, kc, ta, tb)
+	}
+	if k := TruthKey(sc, "all_reduce", map[string]string{"NCCL_MIN_CTAS": "99"}); k != "" {
+		t.Errorf("an invalid setting has key %q", k)
+	}
+	if k := TruthKey(sc, "all_reduce", map[string]string{"NCCL_ALGO": "Ring"}); k == TruthKey(sc, "all_reduce", map[string]string{"NCCL_ALGO": "Ring,Tree"}) {
+		t.Errorf("NCCL_ALGO=Ring and Ring,Tree share key %q", k)
+	}
+	phys, _ := ParseScenario(fourNodeIB)
+	if k := TruthKey(phys, "all_reduce", a); k != "" {
+		t.Errorf("without a landscape: key %q", k)
+	}
+}
