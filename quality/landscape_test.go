@@ -50,9 +50,9 @@ func TestLandscapeSpaceReachesEveryLevel(t *testing.T) {
 
 // TestLandscapesHaveSomethingToFind: on most landscapes the best
 // configuration (by enumeration) beats NCCL's defaults by 10% or more in
-// some range, and the enumeration stays quick.
+// some range.
 func TestLandscapesHaveSomethingToFind(t *testing.T) {
-	const n = 4
+	const n = 6
 	preps := make([]*prepared, n)
 	errs := make([]error, n)
 	took := make([]time.Duration, n)
@@ -66,9 +66,10 @@ func TestLandscapesHaveSomethingToFind(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
 		}
-		if took[i] > 5*time.Second {
-			t.Errorf("landscape %d: enumerating %d configurations took %v", i+1, p.truth.Points, took[i])
+		if p.truth.Points != 3*4*32*3*3*8*4 {
+			t.Errorf("landscape %d: %d configurations enumerated", i+1, p.truth.Points)
 		}
+		t.Logf("landscape %d: %d configurations enumerated in %v", i+1, p.truth.Points, took[i])
 		best := 0.0
 		for r := range p.truth.Optimum {
 			best = math.Max(best, p.truth.Optimum[r]/p.truth.Default[r]-1)
