@@ -4,7 +4,9 @@
 // store, parser and sampler, with the simulator in process) for each sampler
 // over many seeds, and reports the regret of the configuration each campaign
 // would export, the trials needed to come within 3% of the optimum, and the
-// benchmark time spent.
+// benchmark time spent. Beside the named scenarios, whose physics the warm
+// start was written to know, it grades campaigns on a family of generated
+// landscapes (Landscapes), which owe it nothing, by the spread over them.
 package quality
 
 import (
@@ -18,6 +20,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -145,17 +148,52 @@ func CheckStrategies(names []string) error {
 	return nil
 }
 
-// ScenariosNamed returns the named scenarios, in the order given.
+// landscapeSpace is what campaigns search on generated landscapes: every
+// level of every variable the landscapes are laid over is within reach
+// (the IB scenarios' space and NCCL_NTHREADS).
+const landscapeSpace = ib + `
+[[param]]
+name = "NCCL_NTHREADS"
+values = ["default", "128", "256", "512"]
+`
+
+// landscapePrefix names the generated scenarios: landscape-1, landscape-2, ...
+const landscapePrefix = "landscape-"
+
+// Landscape is the simulator's generated landscape k (see runner/sim's
+// landscape.go) on a cluster of 4 nodes of 8 GPUs over InfiniBand: the
+// physics gives only the time under NCCL's defaults, and settings pay as
+// the landscape, drawn from k, says.
+func Landscape(k int) Scenario {
+	return Scenario{fmt.Sprintf("%s%d", landscapePrefix, k),
+		[]string{"-nodes=4", "-gpus_per_node=8", "-fabric=ib", fmt.Sprintf("-landscape=%d", k)}, landscapeSpace}
+}
+
+// Landscapes are the generated scenarios landscape-1 .. landscape-n.
+func Landscapes(n int) []Scenario {
+	var out []Scenario
+	for k := 1; k <= n; k++ {
+		out = append(out, Landscape(k))
+	}
+	return out
+}
+
+// ScenariosNamed returns the named scenarios, in the order given: those of
+// Scenarios, or a generated landscape-K.
 func ScenariosNamed(names []string) ([]Scenario, error) {
 	var out []Scenario
 	for _, name := range names {
+		if k, err := strconv.Atoi(strings.TrimPrefix(name, landscapePrefix)); err == nil && k > 0 && strings.HasPrefix(name, landscapePrefix) {
+			out = append(out, Landscape(k))
+			continue
+		}
 		k := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
 		if k < 0 {
 			var known []string
 			for _, s := range Scenarios {
 				known = append(known, s.Name)
 			}
-			return nil, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(known, ", "))
+			return nil, fmt.Errorf("unknown scenario %q (known: %s, %s1, %s2, ...)", name, strings.Join(known, ", "), landscapePrefix, landscapePrefix)
 		}
 		out = append(out, Scenarios[k])
 	}
@@ -192,8 +230,9 @@ type Result struct {
 // Truth is a scenario's noise-free optimum per range.
 type Truth struct {
 	Optimum []float64
-	Best    []space.Assignment
-	Points  int // assignments enumerated
+	Best    []space.Assignment // nil where NCCL's defaults are the optimum
+	Default []float64          // NCCL's defaults' score
+	Points  int                // assignments enumerated
 }
 
 type prepared struct {
@@ -215,21 +254,25 @@ func prepare(s Scenario) (*prepared, error) {
 	}
 	p := &prepared{Scenario: s, sc: sc, sp: sp, sizes: sp.Sizes.List()}
 	p.truth = Truth{Optimum: make([]float64, len(sp.Ranges)), Best: make([]space.Assignment, len(sp.Ranges))}
+	// NCCL's defaults are a choice too, though the space may not hold them
+	// (an integer parameter offers no "default"; on a generated landscape
+	// NCCL_IB_QPS_PER_CONNECTION=1 is not the same as leaving it unset).
+	var ok bool
+	if p.truth.Default, ok = p.trueScores(sp.Env(tuner.Defaults(sp))); !ok {
+		return nil, fmt.Errorf("scenario %s: NCCL's defaults fail", s.Name)
+	}
+	copy(p.truth.Optimum, p.truth.Default)
 	all, ok := search.Enumerate(sp, 0, 1<<22)
 	if !ok {
 		return nil, fmt.Errorf("scenario %s: too many configurations to find the optimum by enumeration", s.Name)
 	}
+	memo := map[string][]float64{}
 	for _, a := range all {
 		p.truth.Points++
-		if sp.Check(a) != nil {
-			continue
-		}
-		scores, ok := p.trueScores(sp.Env(a))
-		if !ok {
-			continue
-		}
-		for r, v := range scores {
-			if v > p.truth.Optimum[r] {
+		// The space's own rules are checked only where they matter, on a
+		// configuration that would lead a range: the enumeration is quicker so.
+		for r, v := range p.scoresOf(memo, sp.Env(a)) {
+			if v > p.truth.Optimum[r] && sp.Check(a) == nil {
 				p.truth.Optimum[r], p.truth.Best[r] = v, a
 			}
 		}
@@ -240,11 +283,30 @@ func prepare(s Scenario) (*prepared, error) {
 // trueScores is the objective per range without noise, like the tuner's
 // (geometric mean of the bus bandwidth over the range's sizes).
 func (p *prepared) trueScores(env []string) ([]float64, bool) {
-	bw, err := sim.Evaluate(p.sc, "all_reduce", space.EnvMap(env), p.sizes)
-	if err != nil {
-		return nil, false
+	s := p.scoresOf(nil, env)
+	return s, s != nil
+}
+
+// scoresOf is trueScores (nil where the configuration fails), memoised in
+// memo, if not nil, under sim.TruthKey: on a generated landscape most
+// configurations share their truth with many others.
+func (p *prepared) scoresOf(memo map[string][]float64, env []string) []float64 {
+	m := space.EnvMap(env)
+	key := ""
+	if memo != nil {
+		key = sim.TruthKey(p.sc, "all_reduce", m)
 	}
-	return results.RangeScores(p.sp, p.sizes, bw), true
+	if s, ok := memo[key]; ok && key != "" {
+		return s
+	}
+	var s []float64
+	if bw, err := sim.Evaluate(p.sc, "all_reduce", m, p.sizes); err == nil {
+		s = results.RangeScores(p.sp, p.sizes, bw)
+	}
+	if key != "" {
+		memo[key] = s
+	}
+	return s
 }
 
 // clock runs the simulator in process instead of launching it: the same
@@ -316,47 +378,69 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 	return run, c.Run(context.Background(), tuner.Options{})
 }
 
-// Measure runs every sampler on every scenario over the seeds, campaigns in
-// parallel.
+// Measure runs every sampler on every scenario over the seeds: the
+// scenarios' enumerations, then every campaign, in parallel.
 func Measure(scenarios []Scenario, o Options, progress func(string)) ([]Result, map[string]Truth, error) {
 	if err := CheckStrategies(o.Samplers); err != nil {
 		return nil, nil, err
 	}
-	var out []Result
-	truths := map[string]Truth{}
-	for _, s := range scenarios {
-		p, err := prepare(s)
+	preps := make([]*prepared, len(scenarios))
+	errs := make([]error, len(scenarios))
+	parallel(len(scenarios), func(i int) { preps[i], errs[i] = prepare(scenarios[i]) })
+	for i, err := range errs {
 		if err != nil {
-			return nil, nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+			return nil, nil, fmt.Errorf("scenario %s: %w", scenarios[i].Name, err)
 		}
-		truths[s.Name] = p.truth
+	}
+	truths := map[string]Truth{}
+	out := make([]Result, 0, len(scenarios)*len(o.Samplers))
+	for _, p := range preps {
+		truths[p.Name] = p.truth
 		for _, name := range o.Samplers {
-			res := Result{Scenario: s.Name, Sampler: name, Runs: make([]Run, o.Seeds)}
+			res := Result{Scenario: p.Name, Sampler: name, Runs: make([]Run, o.Seeds)}
 			for _, r := range p.sp.Ranges {
 				res.Ranges = append(res.Ranges, r.Name)
-			}
-			errs := make([]error, o.Seeds)
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-			for i := range o.Seeds {
-				wg.Add(1)
-				sem <- struct{}{}
-				go func() {
-					defer func() { <-sem; wg.Done() }()
-					res.Runs[i], errs[i] = p.campaign(o, name, int64(i+1))
-				}()
-			}
-			wg.Wait()
-			if err := errors.Join(errs...); err != nil {
-				return nil, nil, fmt.Errorf("%s/%s: %w", s.Name, name, err)
-			}
-			if progress != nil {
-				progress(fmt.Sprintf("%s: %s done", s.Name, name))
 			}
 			out = append(out, res)
 		}
 	}
+	S := len(o.Samplers)
+	errs = make([]error, len(out)*o.Seeds)
+	left := make([]int, len(out))
+	for i := range left {
+		left[i] = o.Seeds
+	}
+	var mu sync.Mutex
+	parallel(len(out)*o.Seeds, func(k int) {
+		r, seed := k/o.Seeds, k%o.Seeds
+		out[r].Runs[seed], errs[k] = preps[r/S].campaign(o, out[r].Sampler, int64(seed+1))
+		mu.Lock()
+		defer mu.Unlock()
+		if left[r]--; left[r] == 0 && progress != nil {
+			progress(fmt.Sprintf("%s: %s done", out[r].Scenario, out[r].Sampler))
+		}
+	})
+	for r := range out {
+		if err := errors.Join(errs[r*o.Seeds : (r+1)*o.Seeds]...); err != nil {
+			return nil, nil, fmt.Errorf("%s/%s: %w", out[r].Scenario, out[r].Sampler, err)
+		}
+	}
 	return out, truths, nil
+}
+
+// parallel calls f(0) .. f(n-1), as many at once as there are cores, in order of start.
+func parallel(n int, f func(int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(i)
+		}()
+	}
+	wg.Wait()
 }
 
 // MedianRegret is the median over seeds of a range's regret after n trials.
@@ -417,4 +501,80 @@ func Median(v []float64) float64 {
 		return v[len(v)/2]
 	}
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// Quantile is the q-quantile of v (0 <= q <= 1), interpolated linearly
+// between order statistics; NaN for none.
+func Quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	v = slices.Clone(v)
+	sort.Float64s(v)
+	pos := q * float64(len(v)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(v)-1)
+	return v[lo] + (pos-float64(lo))*(v[hi]-v[lo])
+}
+
+// Spread is a figure's median and 90th percentile over a family of scenarios.
+type Spread struct {
+	Median float64 `json:"median"`
+	P90    float64 `json:"p90"`
+}
+
+// SpreadOf is v's median and 90th percentile.
+func SpreadOf(v []float64) Spread { return Spread{Quantile(v, 0.5), Quantile(v, 0.9)} }
+
+// FamilyRow is one strategy over a family of scenarios (the generated
+// landscapes): over them, the spread of its worst-range regret after each
+// number of trials asked for, and of its trials until every range is
+// within 3% (trials+1 where never).
+type FamilyRow struct {
+	Sampler   string          `json:"sampler"`
+	Scenarios int             `json:"landscapes"`
+	Regret    map[int]Spread  `json:"worst_range_regret"`
+	TrialsTo3 Spread          `json:"trials_to_3pct"`
+	Each      []FamilyOutcome `json:"per_landscape"`
+}
+
+// FamilyOutcome is one scenario's figures in a FamilyRow.
+type FamilyOutcome struct {
+	Scenario  string          `json:"scenario"`
+	Regret    map[int]float64 `json:"worst_range_regret"`
+	TrialsTo3 float64         `json:"trials_to_3pct"`
+}
+
+// Family summarises results over their scenarios, one row per sampler in
+// order of appearance; regret is taken after each of at trials.
+func Family(results []Result, at []int) []FamilyRow {
+	var rows []FamilyRow
+	for _, r := range results {
+		k := slices.IndexFunc(rows, func(f FamilyRow) bool { return f.Sampler == r.Sampler })
+		if k < 0 {
+			rows = append(rows, FamilyRow{Sampler: r.Sampler, Regret: map[int]Spread{}})
+			k = len(rows) - 1
+		}
+		e := FamilyOutcome{Scenario: r.Scenario, Regret: map[int]float64{}, TrialsTo3: r.TrialsToWithin(0.03)}
+		for _, n := range at {
+			e.Regret[n] = r.WorstMedianRegret(n)
+		}
+		rows[k].Each = append(rows[k].Each, e)
+		rows[k].Scenarios++
+	}
+	for k := range rows {
+		var trials []float64
+		for _, e := range rows[k].Each {
+			trials = append(trials, e.TrialsTo3)
+		}
+		rows[k].TrialsTo3 = SpreadOf(trials)
+		for _, n := range at {
+			var v []float64
+			for _, e := range rows[k].Each {
+				v = append(v, e.Regret[n])
+			}
+			rows[k].Regret[n] = SpreadOf(v)
+		}
+	}
+	return rows
 }

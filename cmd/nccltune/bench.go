@@ -29,12 +29,20 @@ func benchCommand() *cli.Command {
 				"campaigns of --trials trials (the simulator in process) with --noise on every measurement,\n" +
 				"each range choosing what `export` would. The\n" +
 				"table gives the median regret of that choice (its true shortfall from the optimum) on\n" +
-				"the worst range after 10/20/50/100 trials, the trials until every range is within 3%,\n" +
+				"the worst range after 10/20/40/50/80/100 trials, the trials until every range is within 3%,\n" +
 				"and the benchmark time 50 trials (and the whole campaign) would take on the hardware the\n" +
 				"scenario models. Strategies: tpe is nccltune's default campaign (the warm start, then TPE);\n" +
-				"tpe-cold is TPE alone; random and grid are the textbook baselines, from NCCL's defaults alone.",
+				"tpe-cold is TPE alone; random and grid are the textbook baselines, from NCCL's defaults alone.\n\n" +
+				"Those scenarios' physics is what the warm start was written for. --landscapes N adds N\n" +
+				"generated landscapes (landscape-1..N: 4 nodes x 8 GPUs over IB, where settings pay only as a\n" +
+				"seeded random landscape of main effects, interactions, decoys and failing pairs says; see\n" +
+				"`nccltune sim -h`, flag -landscape), one campaign per strategy on each, and a second table\n" +
+				"gives per strategy the median and 90th percentile over them of the worst range's regret after\n" +
+				"40 and 80 trials and of the trials until every range is within 3%. --scenarios \"\" leaves the\n" +
+				"named scenarios out; --scenarios landscape-K runs one landscape with --seeds campaigns.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "scenarios", Usage: "comma-separated scenario names (default: all)"},
+				&cli.StringFlag{Name: "scenarios", Usage: "comma-separated scenario names (default: all; \"\": none, for --landscapes alone)"},
+				&cli.IntFlag{Name: "landscapes", Value: defaultLandscapes, Usage: "also run `N` generated landscapes, one campaign per strategy each, and report the median and 90th percentile over them (0: none)"},
 				&cli.StringFlag{Name: "samplers", Value: "tpe,tpe-cold,random,grid", Usage: "comma-separated: tpe (nccltune's default: TPE after the warm start), tpe-cold (TPE alone), random, grid (textbook baselines from NCCL's defaults alone), random-warm"},
 				&cli.IntFlag{Name: "seeds", Value: 10},
 				&cli.IntFlag{Name: "trials", Value: 100},
@@ -45,89 +53,157 @@ func benchCommand() *cli.Command {
 				&cli.StringFlag{Name: "out", Value: ".", Usage: "`DIR` for search-quality.png"},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
 			},
-			Action: func(c *cli.Context) error {
-				if c.Int("trials") < 10 || c.Int("seeds") < 1 {
-					return usageError{fmt.Errorf("--trials must be at least 10 and --seeds at least 1")}
-				}
-				samplers := strings.Split(c.String("samplers"), ",")
-				if err := quality.CheckStrategies(samplers); err != nil {
-					return usageError{fmt.Errorf("--samplers: %w", err)}
-				}
-				scenarios := quality.Scenarios
-				if c.IsSet("scenarios") {
-					var err error
-					if scenarios, err = quality.ScenariosNamed(strings.Split(c.String("scenarios"), ",")); err != nil {
-						return usageError{fmt.Errorf("--scenarios: %w", err)}
-					}
-				}
-				dir, err := os.MkdirTemp("", "nccltune-bench-")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				o := quality.Options{Samplers: samplers, Seeds: c.Int("seeds"),
-					Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune"), Patience: c.Int("patience"), NoiseTarget: c.Float64("noise-target"), Dir: dir}
-				res, _, err := quality.Measure(scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
-				if err != nil {
-					return err
-				}
-				if err := os.MkdirAll(c.String("out"), 0o755); err != nil {
-					return err
-				}
-				png := filepath.Join(c.String("out"), "search-quality.png")
-				if err := quality.Plot(res, o.Trials, png); err != nil {
-					return err
-				}
-				at := []int{10, 20, 50, 100}
-				if c.Bool("json") {
-					var rows []map[string]any
-					for _, r := range res {
-						regret, byRange := map[string]float64{}, map[string]map[string]float64{}
-						for _, n := range at {
-							if n > o.Trials {
-								continue
-							}
-							regret[fmt.Sprint(n)] = r.WorstMedianRegret(n)
-							for i, name := range r.Ranges {
-								if byRange[name] == nil {
-									byRange[name] = map[string]float64{}
-								}
-								byRange[name][fmt.Sprint(n)] = r.MedianRegret(i, n)
-							}
-						}
-						rows = append(rows, map[string]any{"scenario": r.Scenario, "sampler": r.Sampler, "worst_range_regret": regret, "regret_by_range": byRange,
-							"trials_to_3pct": r.TrialsToWithin(0.03), "seconds_at_50": r.MedianSeconds(min(50, o.Trials)),
-							"seconds_total": r.MedianSeconds(o.Trials)})
-					}
-					enc := json.NewEncoder(os.Stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(map[string]any{"results": rows, "plot": png})
-				}
-				tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-				fmt.Fprintln(tw, "scenario\tsampler\tregret@10\t@20\t@50\t@100\ttrials to 3%\tbench s @50\tall\t")
-				for _, r := range res {
-					fmt.Fprintf(tw, "%s\t%s\t", r.Scenario, r.Sampler)
-					for _, n := range at {
-						if n <= o.Trials {
-							fmt.Fprintf(tw, "%.1f%%\t", 100*r.WorstMedianRegret(n))
-						} else {
-							fmt.Fprint(tw, "-\t")
-						}
-					}
-					to := fmt.Sprintf("%.0f", r.TrialsToWithin(0.03))
-					if r.TrialsToWithin(0.03) > float64(o.Trials) {
-						to = fmt.Sprintf(">%d", o.Trials)
-					}
-					fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t\n", to, r.MedianSeconds(min(50, o.Trials)), r.MedianSeconds(o.Trials))
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				fmt.Println("plot:", png)
-				return nil
-			},
+			Action: benchSearch,
 		}},
 	}
+}
+
+// defaultLandscapes is how many generated landscapes `bench search` adds by default.
+const defaultLandscapes = 50
+
+// familyAt are the trial counts the landscapes' table reports regret at.
+var familyAt = []int{40, 80}
+
+func benchSearch(c *cli.Context) error {
+	if c.Int("trials") < 10 || c.Int("seeds") < 1 || c.Int("landscapes") < 0 {
+		return usageError{fmt.Errorf("--trials must be at least 10, --seeds at least 1 and --landscapes at least 0")}
+	}
+	samplers := strings.Split(c.String("samplers"), ",")
+	if err := quality.CheckStrategies(samplers); err != nil {
+		return usageError{fmt.Errorf("--samplers: %w", err)}
+	}
+	scenarios := quality.Scenarios
+	if c.IsSet("scenarios") {
+		scenarios = nil
+		if c.String("scenarios") != "" {
+			var err error
+			if scenarios, err = quality.ScenariosNamed(strings.Split(c.String("scenarios"), ",")); err != nil {
+				return usageError{fmt.Errorf("--scenarios: %w", err)}
+			}
+		}
+	}
+	nLand := c.Int("landscapes")
+	if len(scenarios) == 0 && nLand == 0 {
+		return usageError{fmt.Errorf("nothing to run: no --scenarios and no --landscapes")}
+	}
+	dir, err := os.MkdirTemp("", "nccltune-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	o := quality.Options{Samplers: samplers, Seeds: c.Int("seeds"),
+		Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune"), Patience: c.Int("patience"), NoiseTarget: c.Float64("noise-target"), Dir: dir}
+	res, _, err := quality.Measure(scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
+	if err != nil {
+		return err
+	}
+	var family []quality.Result
+	if nLand > 0 {
+		// One campaign per strategy on each: the landscapes vary more than the seeds.
+		fo, done := o, 0
+		fo.Seeds = 1
+		family, _, err = quality.Measure(quality.Landscapes(nLand), fo, func(string) {
+			if done++; done%(10*len(samplers)) == 0 || done == nLand*len(samplers) {
+				fmt.Fprintf(os.Stderr, "landscapes: %d of %d done\n", done/len(samplers), nLand)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(c.String("out"), 0o755); err != nil {
+		return err
+	}
+	png := filepath.Join(c.String("out"), "search-quality.png")
+	if err := quality.Plot(res, family, o.Trials, png); err != nil {
+		return err
+	}
+	var summary []quality.FamilyRow
+	if len(family) > 0 {
+		var at []int
+		for _, n := range familyAt {
+			if n <= o.Trials {
+				at = append(at, n)
+			}
+		}
+		summary = quality.Family(family, at)
+	}
+	at := []int{10, 20, 40, 50, 80, 100}
+	if c.Bool("json") {
+		rows := []map[string]any{}
+		for _, r := range res {
+			regret, byRange := map[string]float64{}, map[string]map[string]float64{}
+			for _, n := range at {
+				if n > o.Trials {
+					continue
+				}
+				regret[fmt.Sprint(n)] = r.WorstMedianRegret(n)
+				for i, name := range r.Ranges {
+					if byRange[name] == nil {
+						byRange[name] = map[string]float64{}
+					}
+					byRange[name][fmt.Sprint(n)] = r.MedianRegret(i, n)
+				}
+			}
+			rows = append(rows, map[string]any{"scenario": r.Scenario, "sampler": r.Sampler, "worst_range_regret": regret, "regret_by_range": byRange,
+				"trials_to_3pct": r.TrialsToWithin(0.03), "seconds_at_50": r.MedianSeconds(min(50, o.Trials)),
+				"seconds_total": r.MedianSeconds(o.Trials)})
+		}
+		out := map[string]any{"results": rows, "plot": png}
+		if summary != nil {
+			out["landscapes"] = map[string]any{"count": nLand, "campaigns_each": 1, "trials": o.Trials, "summary": summary}
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	trialsTo := func(n float64) string {
+		if n > float64(o.Trials) {
+			return fmt.Sprintf(">%d", o.Trials)
+		}
+		return fmt.Sprintf("%.0f", n)
+	}
+	if len(res) > 0 {
+		fmt.Fprintln(tw, "scenario\tsampler\tregret@10\t@20\t@40\t@50\t@80\t@100\ttrials to 3%\tbench s @50\tall\t")
+		for _, r := range res {
+			fmt.Fprintf(tw, "%s\t%s\t", r.Scenario, r.Sampler)
+			for _, n := range at {
+				if n <= o.Trials {
+					fmt.Fprintf(tw, "%.1f%%\t", 100*r.WorstMedianRegret(n))
+				} else {
+					fmt.Fprint(tw, "-\t")
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t\n", trialsTo(r.TrialsToWithin(0.03)), r.MedianSeconds(min(50, o.Trials)), r.MedianSeconds(o.Trials))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if summary != nil {
+		if len(res) > 0 {
+			fmt.Println()
+		}
+		fmt.Printf("%d generated landscapes, one campaign per strategy each: median and 90th percentile over them\n", nLand)
+		fmt.Fprintln(tw, "sampler\tregret@40 median\tp90\tregret@80 median\tp90\ttrials to 3% median\tp90\t")
+		for _, f := range summary {
+			fmt.Fprintf(tw, "%s\t", f.Sampler)
+			for _, n := range familyAt {
+				if r, ok := f.Regret[n]; ok {
+					fmt.Fprintf(tw, "%.1f%%\t%.1f%%\t", 100*r.Median, 100*r.P90)
+				} else {
+					fmt.Fprint(tw, "-\t-\t")
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t\n", trialsTo(f.TrialsTo3.Median), trialsTo(f.TrialsTo3.P90))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Println("plot:", png)
+	return nil
 }
 
 func benchJobCommand() *cli.Command {

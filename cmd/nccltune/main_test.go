@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nccltune/nccltune/quality"
 )
 
 // The test binary doubles as nccltune itself, so that `run` can start `nccltune
@@ -250,7 +252,7 @@ func TestDoctor(t *testing.T) {
 func TestBenchSearch(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := nccltune(t, dir, "bench", "search", "--scenarios", "2node-ib-gdr,2node-tcp", "--seeds", "1", "--trials", "10",
-		"--samplers", "tpe,random", "--json", "--out", dir)
+		"--samplers", "tpe,random", "--landscapes", "2", "--json", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -261,10 +263,23 @@ func TestBenchSearch(t *testing.T) {
 			TrialsTo3         float64                       `json:"trials_to_3pct"`
 			Seconds           float64                       `json:"seconds_total"`
 		}
-		Plot string
+		Plot       string
+		Landscapes struct {
+			Count   int
+			Summary []struct {
+				Sampler      string
+				Regret       map[string]quality.Spread   `json:"worst_range_regret"`
+				TrialsTo3    quality.Spread              `json:"trials_to_3pct"`
+				PerLandscape []struct{ Scenario string } `json:"per_landscape"`
+			}
+		}
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	if l := res.Landscapes; l.Count != 2 || len(l.Summary) != 2 || l.Summary[1].Sampler != "random" || len(l.Summary[0].PerLandscape) != 2 ||
+		l.Summary[0].PerLandscape[1].Scenario != "landscape-2" || l.Summary[0].TrialsTo3.P90 < l.Summary[0].TrialsTo3.Median || len(l.Summary[0].Regret) != 0 {
+		t.Errorf("landscapes: %+v", l)
 	}
 	if len(res.Results) != 4 || res.Results[2].Scenario != "2node-tcp" {
 		t.Fatalf("%d results, want 2 scenarios x 2 strategies", len(res.Results))

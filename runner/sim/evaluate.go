@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ErrWrongResults is what Evaluate returns where the run would print #wrong > 0.
@@ -39,6 +40,9 @@ func Times(sc Scenario, coll string, env map[string]string, sizes []int64) ([]fl
 		return nil, err
 	}
 	out := make([]float64, len(sizes))
+	if sc.Landscape > 0 {
+		return sc.landscapeTimes(coll, env, cfg, sizes, out)
+	}
 	for i, size := range sizes {
 		algo, proto, ok := sc.choose(coll, float64(size), cfg)
 		if !ok {
@@ -59,4 +63,58 @@ func ParseScenario(args []string) (Scenario, error) {
 		return Scenario{}, err
 	}
 	return *sc, sc.validate()
+}
+
+// landscapeTimes is Times on the scenario's landscape: the failures NCCL
+// would report, then each size's time. The physics' choice of algorithm and
+// protocol matters only where it may fail (nothing allowed, or forced LL128
+// over sockets), so it is made only then.
+func (s Scenario) landscapeTimes(coll string, env map[string]string, cfg config, sizes []int64, out []float64) ([]float64, error) {
+	l, lv, b := landscapeOf(s.Landscape), levelsOf(env), s.baseTable(coll)
+	if err := l.check(&lv, env); err != nil {
+		return nil, err
+	}
+	if _, _, ok := s.choose(coll, 1<<20, cfg); !ok {
+		return nil, fmt.Errorf("no algorithm/protocol available")
+	}
+	for i, size := range sizes {
+		if cfg.ll128Corrupts && size >= 64<<10 {
+			if _, proto, _ := s.choose(coll, float64(size), cfg); proto == protoLL128 {
+				return nil, ErrWrongResults
+			}
+		}
+		out[i] = s.landscapeTime(l, &lv, b, coll, float64(size))
+	}
+	return out, nil
+}
+
+// TruthKey is a key under which Times may be memoised: two environments
+// with the same non-empty key get the same times, or the same error, from
+// Times on this scenario for this collective. On a generated landscape that
+// is their levels and what NCCL makes of NCCL_ALGO and NCCL_PROTO; it is ""
+// (no key) without a landscape, where every value counts, and wherever the
+// physics' choice of protocol still matters.
+func TruthKey(sc Scenario, coll string, env map[string]string) string {
+	if sc.Landscape <= 0 {
+		return ""
+	}
+	if _, ok := collectives[coll]; !ok {
+		return ""
+	}
+	cfg, err := sc.parseConfig(env, coll)
+	if err != nil || cfg.ll128Corrupts {
+		return ""
+	}
+	key := make([]byte, 0, nKnobs+nAlgos+nProtos)
+	for _, l := range levelsOf(env) {
+		key = append(key, byte('0'+l))
+	}
+	for _, allowed := range append(slices.Clone(cfg.algos), cfg.protos...) {
+		if allowed {
+			key = append(key, '+')
+		} else {
+			key = append(key, '-')
+		}
+	}
+	return string(key)
 }

@@ -114,6 +114,7 @@ func scenarioFlags(stderr io.Writer) (*Scenario, *flag.FlagSet) {
 	fs.IntVar(&sc.GIDs, "gids", sc.GIDs, "entries in the GID table (roce)")
 	fs.Float64Var(&sc.Noise, "noise", sc.Noise, "relative standard deviation of measurements")
 	fs.Int64Var(&sc.Seed, "seed", sc.Seed, "noise seed")
+	fs.IntVar(&sc.Landscape, "landscape", sc.Landscape, "number of a generated landscape laid over the physics: settings then pay only as it says (0: off)")
 	fs.Float64Var(&sc.Pace, "pace", sc.Pace, "seconds to sleep per second the run takes on the modelled hardware (0: answer at once)")
 	return &sc, fs
 }
@@ -226,6 +227,14 @@ func (r *run) main() int {
 		r.sc.Fabric = "nvlink"
 	}
 	cfg, err := r.sc.parseConfig(r.env, r.coll)
+	var land *landscape
+	var lv levels
+	if r.sc.Landscape > 0 {
+		land, lv = landscapeOf(r.sc.Landscape), levelsOf(r.env)
+		if err == nil {
+			err = land.check(&lv, r.env)
+		}
+	}
 	if r.rank == 0 {
 		r.header(ranks)
 	}
@@ -267,6 +276,9 @@ func (r *run) main() int {
 		r.decision(size, algo, proto, cfg, ranks)
 		cols := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", size, r.count(size, dt, ranks), r.opts.dtype, redop, root)
 		truth := r.sc.predict(r.coll, float64(size), algo, proto, cfg, r.sc.truth())
+		if land != nil {
+			truth = r.sc.landscapeTime(land, &lv, r.sc.baseTable(r.coll), r.coll, float64(size))
+		}
 		r.seconds += 2 * float64(r.opts.warmup+r.opts.iters) * truth / 1e6
 		for inPlace := range 2 {
 			t := truth * r.noise(size, inPlace)
@@ -371,7 +383,11 @@ func formatTime(us float64) string {
 
 func (r *run) header(ranks int) {
 	o := r.opts
-	fmt.Fprintf(r.out, "# nccltune-sim: a simulated cluster, not a measurement: %d node(s) x %d GPU(s), fabric %s\n", r.sc.Nodes, r.sc.GPUsPerNode, r.sc.Fabric)
+	land := ""
+	if r.sc.Landscape > 0 {
+		land = fmt.Sprintf(", generated landscape %d", r.sc.Landscape)
+	}
+	fmt.Fprintf(r.out, "# nccltune-sim: a simulated cluster, not a measurement: %d node(s) x %d GPU(s), fabric %s%s\n", r.sc.Nodes, r.sc.GPUsPerNode, r.sc.Fabric, land)
 	fmt.Fprintf(r.out, "# Collective test starting: %s_perf\n", r.coll)
 	fmt.Fprintf(r.out, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n#\n# Using devices\n",
 		o.threads, o.gpus, o.minBytes, o.maxBytes, o.factor, o.warmup, o.iters, map[bool]int{false: 0, true: 1}[o.check])

@@ -10,6 +10,12 @@
 // with NCCL's nominal constants, while the measured time uses the scenario's
 // true ones, which differ the way real fabrics do; so the default is sometimes
 // wrong for a size range and a search has something true to find.
+//
+// A scenario may instead lay a generated landscape over the physics
+// (Scenario.Landscape, flag -landscape=N; see landscape.go): a seeded random
+// search problem over a few variables, of which the physics keeps only the
+// time under NCCL's defaults, to judge a search on problems it was not
+// written for.
 package sim
 
 import (
@@ -32,6 +38,9 @@ type Scenario struct {
 	GIDs        int     // size of the GID table (roce)
 	Noise       float64 // relative standard deviation of a measurement at 20 iterations (see MeasurementNoise)
 	Seed        int64
+	// Landscape, when positive, numbers the generated landscape that
+	// replaces the physics' effects of settings (see landscape.go); 0 is off.
+	Landscape int
 	// Pace is not the model's: each run sleeps Pace seconds per second it
 	// would take on the modelled hardware, so that launches take time as a
 	// real benchmark's do (0: it answers at once).
@@ -60,6 +69,8 @@ func (s Scenario) validate() error {
 		return fmt.Errorf("roce_gid must index the GID table (0..gids-1)")
 	case !(s.Noise >= 0 && s.Noise <= 0.5):
 		return fmt.Errorf("noise must be within [0, 0.5]")
+	case s.Landscape < 0:
+		return fmt.Errorf("landscape must be 0 (off) or the number of a generated landscape")
 	case !(s.Pace >= 0 && s.Pace <= 1):
 		return fmt.Errorf("pace must be within [0, 1] (1: as long as on the modelled hardware)")
 	}
@@ -352,7 +363,7 @@ func (s Scenario) predict(coll string, nBytes float64, algo, proto int, c config
 	if s.Nodes > 1 {
 		linkBW = math.Min(nvlBW, c.netBW)
 	}
-	perCh := map[int]float64{protoLL: 8, protoLL128: 22, protoSimple: 26}[proto]
+	perCh := [nProtos]float64{protoLL: 8, protoLL128: 22, protoSimple: 26}[proto]
 	if s.Nodes > 1 {
 		perCh = math.Min(perCh, c.netBW/float64(s.NICsPerNode)*0.8)
 	}
@@ -361,7 +372,11 @@ func (s Scenario) predict(coll string, nBytes float64, algo, proto int, c config
 	case protoLL:
 		busBW = math.Min(busBW*0.25*cal.llBW, 40*cal.llBW)
 	case protoLL128:
-		busBW *= map[bool]float64{true: 0.7, false: 0.92}[ppn < 2]
+		if ppn < 2 {
+			busBW *= 0.7
+		} else {
+			busBW *= 0.92
+		}
 	case protoSimple:
 		// Fewer threads move less per channel; small buffers pipeline worse.
 		busBW *= math.Min(1, c.nThreads/448) * c.buffSize / (c.buffSize + 256<<10)

@@ -1,0 +1,168 @@
+package quality
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/sim"
+	"github.com/nccltune/nccltune/search"
+	"github.com/nccltune/nccltune/space"
+)
+
+// TestLandscapeSpaceReachesEveryLevel: every level of every variable the
+// generated landscapes are laid over is a value of the space searched on
+// them, so that no term a landscape draws is out of the search's reach.
+func TestLandscapeSpaceReachesEveryLevel(t *testing.T) {
+	s := Landscape(1)
+	sp, err := space.Parse("l.toml", []byte(fmt.Sprintf(layout, "", 32, "")+s.Space))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached := map[string]map[int]bool{}
+	for _, p := range sp.Params {
+		values := p.Values
+		for v := p.Min; !p.Categorical() && v <= p.Max; v++ {
+			values = append(values, fmt.Sprint(v))
+		}
+		reached[p.Variable()] = map[int]bool{}
+		for _, v := range values {
+			env := space.EnvMap(sp.Env(space.Assignment{p.Name: v}))
+			val, set := env[p.Variable()]
+			if !set {
+				continue // NCCL's default, level 0
+			}
+			reached[p.Variable()][sim.LandscapeLevel(p.Variable(), val)] = true
+		}
+	}
+	for _, k := range sim.LandscapeKnobs() {
+		for lev := 1; lev <= len(k.Levels); lev++ {
+			if !reached[k.Name][lev] {
+				t.Errorf("%s %s (level %d) is not in the space", k.Name, k.Levels[lev-1], lev)
+			}
+		}
+	}
+}
+
+// TestLandscapesHaveSomethingToFind: on most landscapes the best
+// configuration (by enumeration) beats NCCL's defaults by 10% or more in
+// some range.
+func TestLandscapesHaveSomethingToFind(t *testing.T) {
+	const n = 6
+	preps := make([]*prepared, n)
+	errs := make([]error, n)
+	took := make([]time.Duration, n)
+	parallel(n, func(i int) {
+		start := time.Now()
+		preps[i], errs[i] = prepare(Landscape(i + 1))
+		took[i] = time.Since(start)
+	})
+	found := 0
+	for i, p := range preps {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if p.truth.Points != 3*4*32*3*3*8*4 {
+			t.Errorf("landscape %d: %d configurations enumerated", i+1, p.truth.Points)
+		}
+		t.Logf("landscape %d: %d configurations enumerated in %v", i+1, p.truth.Points, took[i])
+		best := 0.0
+		for r := range p.truth.Optimum {
+			best = math.Max(best, p.truth.Optimum[r]/p.truth.Default[r]-1)
+		}
+		if best >= 0.10 {
+			found++
+		}
+		if best > 2 {
+			t.Errorf("landscape %d: the optimum gains %.0f%% over the defaults", i+1, 100*best)
+		}
+	}
+	if found < n-1 {
+		t.Errorf("only %d of %d landscapes offer 10%% over the defaults in some range", found, n)
+	}
+}
+
+// TestLandscapeRunsThroughTheRunner: a noisy landscape run is read, judged
+// plausible and measured by the runner as a campaign reads it, and a
+// failing pair fails as NCCL's error.
+func TestLandscapeRunsThroughTheRunner(t *testing.T) {
+	s := Landscape(2)
+	table := "[simulator]\n"
+	for _, f := range append(s.Flags, "-noise=0.02", "-seed=3") {
+		k, v, _ := strings.Cut(strings.TrimPrefix(f, "-"), "=")
+		table += fmt.Sprintf("%s = %q\n", k, v)
+	}
+	sp, err := space.Parse("l.toml", []byte(fmt.Sprintf(layout, "", 32, table)+s.Space))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := runner.NewBenchmark(sp, []string{"sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := runner.Plan{Sizes: sp.Sizes, Iters: 20, Warmup: 5, Label: "1"}
+	run := func(env []string) runner.Result {
+		return (&clock{}).Run(context.Background(), runner.Job{Benchmark: b, Plan: plan, Env: append(env, "NCCL_DEBUG=INFO")})
+	}
+	if res := run(nil); res.Failure != nil || len(res.Measurement.Rows) != len(sp.Sizes.List()) || res.Log.Network != "IB" {
+		t.Fatalf("NCCL's defaults: %+v, network %q\n%s", res.Failure, res.Log.Network, res.Output)
+	}
+	all, _ := search.Enumerate(sp, 0, 1<<22)
+	var ok, failing []string
+	for _, a := range all {
+		env := sp.Env(a)
+		if _, err := sim.Evaluate(mustScenario(t, s), "all_reduce", space.EnvMap(env), sp.Sizes.List()); err != nil {
+			failing = env
+		} else {
+			ok = env
+		}
+		if ok != nil && failing != nil {
+			break
+		}
+	}
+	if res := run(ok); res.Failure != nil {
+		t.Errorf("%v: %v\n%s", ok, res.Failure, res.Output)
+	}
+	if res := run(failing); res.Failure == nil || res.Failure.Kind != runner.FailNCCL || res.Exit.Code != 3 {
+		t.Errorf("%v: %+v, exit %d\n%s", failing, res.Failure, res.Exit.Code, res.Output)
+	}
+}
+
+func mustScenario(t *testing.T, s Scenario) sim.Scenario {
+	sc, err := sim.ParseScenario(append(s.Flags, "-noise=0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func TestFamilySpread(t *testing.T) {
+	if q := Quantile([]float64{10, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 0.9); math.Abs(q-9.1) > 1e-12 {
+		t.Errorf("90th percentile of 1..10: %g, want 9.1", q)
+	}
+	if q := Quantile([]float64{4}, 0.9); q != 4 || !math.IsNaN(Quantile(nil, 0.5)) {
+		t.Errorf("quantile of one value: %g", q)
+	}
+	// Three landscapes, one campaign of 3 trials each, one range.
+	var res []Result
+	for i, final := range []float64{0.01, 0.05, 0.20} {
+		res = append(res, Result{Scenario: fmt.Sprint("landscape-", i+1), Sampler: "tpe", Ranges: []string{"all"},
+			Runs: []Run{{Regret: [][]float64{{0.5, 0.3, final}}, Seconds: []float64{1, 2, 3}}}})
+	}
+	rows := Family(res, []int{2, 3})
+	if len(rows) != 1 || rows[0].Scenarios != 3 || len(rows[0].Each) != 3 {
+		t.Fatalf("%+v", rows)
+	}
+	r := rows[0]
+	if r.Regret[2] != (Spread{0.3, 0.3}) || r.Regret[3].Median != 0.05 || math.Abs(r.Regret[3].P90-0.17) > 1e-12 {
+		t.Errorf("regret spread %+v", r.Regret)
+	}
+	// Within 3% after 3 trials on the first landscape, never (4) on the others.
+	if r.TrialsTo3 != (Spread{4, 4}) || r.Each[0].TrialsTo3 != 3 {
+		t.Errorf("trials to 3%%: %+v, first %g", r.TrialsTo3, r.Each[0].TrialsTo3)
+	}
+}
