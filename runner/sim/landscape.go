@@ -18,24 +18,29 @@ package sim
 // A landscape is drawn from a PCG generator seeded by its number:
 //
 //   - a main effect for every (variable, level >= 1): a + b(x-17)/14,
-//     a ~ N(-0.03, 0.03), b ~ N(0, 0.03): a setting alone mostly costs a
+//     a ~ N(-0.02, 0.02), b ~ N(0, 0.02): a setting alone mostly costs a
 //     little, sometimes gains a few percent, and differently by size;
-//   - 2 to 4 interactions of 2 variables (70%) or 3 (30%) at random levels
+//   - 2 or 3 interactions of 2 variables (70%) or 3 (30%) at random levels
 //     >= 1, over a window of sizes weight(x) = exp(-((x-c)/w)^2),
 //     c ~ U(3, 31), w ~ U(4, 10): with every condition met they gain
-//     A weight(x), A ~ U(0.10, 0.40); each member met carries a penalty
+//     A weight(x), A ~ U(0.08, 0.30); each member met carries a penalty
 //     p weight(x), p ~ U(0.02, 0.06) (the term of all conditions makes up
 //     the penalties), so that each member alone, or any part of the
 //     interaction, is worse than leaving it out;
 //   - per interaction a decoy in the same window: one of the interaction's
 //     variables at another level, with half the time a second condition,
-//     gaining A(1-d) weight(x), d ~ U(0.02, 0.06): a few percent short of
+//     gaining (A-d) weight(x), d ~ U(0.02, 0.06): a few percent short of
 //     the interaction, which it excludes, and easier to find (no penalty;
 //     a one-condition decoy never shares its condition with an
 //     interaction's member);
 //   - 1 or 2 failing pairs of (variable, level >= 1), never both within one
 //     interaction or decoy: a configuration holding both fails as NCCL's
 //     invalid usage.
+//
+// So calibrated, the best configuration of a landscape's most tunable range
+// gains 8% to 70% over NCCL's defaults (median 29%, 90th percentile 46%,
+// over the first 50), as the 10-40% that defaults are found to leave on
+// real fabrics.
 
 import (
 	"fmt"
@@ -206,15 +211,15 @@ func generate(n int) *landscape {
 	l := &landscape{n: n}
 	for k, knob := range landscapeKnobs {
 		for range knob.Levels {
-			l.main[k] = append(l.main[k], struct{ a, b float64 }{-0.03 + 0.03*rng.NormFloat64(), 0.03 * rng.NormFloat64()})
+			l.main[k] = append(l.main[k], struct{ a, b float64 }{-0.02 + 0.02*rng.NormFloat64(), 0.02 * rng.NormFloat64()})
 		}
 	}
-	for range 2 + rng.IntN(3) {
+	for range 2 + rng.IntN(2) {
 		size := 2
 		if rng.Float64() < 0.3 {
 			size = 3
 		}
-		in := interaction{window: window{u(3, 31), u(4, 10)}, gain: u(0.10, 0.40)}
+		in := interaction{window: window{u(3, 31), u(4, 10)}, gain: u(0.08, 0.30)}
 		for _, k := range rng.Perm(nKnobs)[:size] {
 			in.conds = append(in.conds, cond{k, level(k)})
 			in.penalty = append(in.penalty, u(0.02, 0.06))
@@ -247,7 +252,7 @@ func generate(n int) *landscape {
 			}
 			in.decoy = append(in.decoy, cond{k, level(k)})
 		}
-		in.decoyG = in.gain * (1 - u(0.02, 0.06))
+		in.decoyG = in.gain - u(0.02, 0.06)
 	}
 	within := func(a, b cond) bool {
 		for _, in := range l.interactions {
