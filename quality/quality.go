@@ -127,15 +127,18 @@ NCCL_NVLS_ENABLE = 0
 `
 
 // Strategies are what the benchmark can compare: nccltune's default campaign
-// (TPE after the warm start), TPE without the warm start, and the textbook
-// baselines, random and grid search from NCCL's defaults alone; random-warm
-// isolates what the warm start gives random search.
+// (multivariate TPE after the warm start), the same without the warm start,
+// goptuna's independent TPE after the warm start (the default before), the
+// textbook baselines, random and grid search from NCCL's defaults alone, and
+// coordinate descent from them, as AutoCCL tunes; random-warm isolates what
+// the warm start gives random search.
 var Strategies = map[string]struct {
 	Sampler   string
 	WarmStart bool
 }{
-	"tpe": {"tpe", true}, "tpe-cold": {"tpe", false}, "random": {"random", false},
-	"grid": {"grid", false}, "random-warm": {"random", true},
+	"tpe": {"tpe", true}, "tpe-cold": {"tpe", false}, "tpe-independent": {"tpe-independent", true},
+	"random": {"random", false}, "grid": {"grid", false}, "random-warm": {"random", true},
+	"coordinate": {"coordinate", false},
 }
 
 // CheckStrategies reports the first name that is not one of Strategies.

@@ -7,8 +7,10 @@ package search
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,15 +28,19 @@ type Sampler interface {
 	Tell(a space.Assignment, scores []float64) error
 }
 
-// New returns the named sampler ("tpe", "random" or "grid") for sp.
+// New returns the named sampler (one of space.Samplers) for sp.
 func New(name string, sp *space.Space, seed int64) (Sampler, error) {
 	switch name {
 	case "tpe":
-		return newTPE(sp, seed)
+		return newTPE(sp, seed, true)
+	case "tpe-independent":
+		return newTPE(sp, seed, false)
 	case "random":
 		return &randomSampler{sp: sp, seed: seed}, nil
 	case "grid":
 		return newGrid(sp, seed)
+	case "coordinate":
+		return newCoordinate(sp, seed), nil
 	}
 	return nil, fmt.Errorf("unknown sampler %q (known: %s)", name, strings.Join(space.Samplers, ", "))
 }
@@ -80,3 +86,96 @@ func uniform(rng *rand.Rand, p space.Param) string {
 }
 
 func (r *randomSampler) Tell(space.Assignment, []float64) error { return nil }
+
+// rotation takes the ranges in turn, one per trial: a sampler that searches
+// per range proposes trial n for range rangeFor(n).
+type rotation struct {
+	ranges int
+	focus  []bool // ranges to propose for; nil: all
+}
+
+// Focus restricts the proposals to the ranges marked true, in turn; with none
+// marked (or never called) every range takes its turn. The tuner leaves out
+// the ranges that have settled.
+func (r *rotation) Focus(ranges []bool) { r.focus = slices.Clone(ranges) }
+
+// rangeFor is the range trial n proposes for: the focused ones in turn.
+func (r *rotation) rangeFor(n int) int {
+	var focused []int
+	for i, on := range r.focus {
+		if on {
+			focused = append(focused, i)
+		}
+	}
+	if len(focused) == 0 {
+		return n % r.ranges
+	}
+	return focused[n%len(focused)]
+}
+
+// told is one trial a sampler was told of.
+type told struct {
+	a      space.Assignment
+	scores []float64 // nil for a failed trial
+}
+
+// history is what a sampler was told, in order.
+type history struct {
+	told []told
+}
+
+func (h *history) remember(a space.Assignment, scores []float64) {
+	h.told = append(h.told, told{a: maps.Clone(a), scores: slices.Clone(scores)})
+}
+
+// tried reports whether a was told already.
+func (h *history) tried(a space.Assignment) bool {
+	for _, t := range h.told {
+		if maps.Equal(t.a, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// localMove changes one parameter of range r's best configuration to another
+// value, skipping configurations already tried.
+func (h *history) localMove(sp *space.Space, r int, rng *rand.Rand) (space.Assignment, bool) {
+	best := -1
+	for i, t := range h.told {
+		if t.scores != nil && (best < 0 || t.scores[r] > h.told[best].scores[r]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, false
+	}
+	for range 20 {
+		a := maps.Clone(h.told[best].a)
+		p := sp.Params[rng.IntN(len(sp.Params))]
+		if !sp.Active(p, a) {
+			continue
+		}
+		v := neighbour(p, a[p.Name], rng)
+		if v == a[p.Name] {
+			continue
+		}
+		a[p.Name] = v
+		// Conditions may switch parameters on or off: keep what stays active, draw the rest.
+		b := space.Assignment{}
+		for _, q := range sp.Params {
+			if !sp.Active(q, b) {
+				continue
+			}
+			if val, ok := a[q.Name]; ok {
+				b[q.Name] = val
+			} else {
+				b[q.Name] = uniform(rng, q)
+			}
+		}
+		if !h.tried(b) {
+			return b, true
+		}
+	}
+	return nil, false
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,7 +118,7 @@ func TestTPEBeatsRandom(t *testing.T) {
 }
 
 func TestAskIsReproducible(t *testing.T) {
-	for _, name := range []string{"tpe", "random", "grid"} {
+	for _, name := range space.Samplers {
 		sp := loadSpace(t)
 		a1, a2 := mustNew(t, name, sp), mustNew(t, name, sp)
 		// Same history told to both, one of them asked extra times in between:
@@ -222,7 +223,7 @@ func TestFocusSkipsSettledRanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newTPE(sp, 1)
+	s, err := newTPE(sp, 1, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,5 +242,94 @@ func TestFocusSkipsSettledRanges(t *testing.T) {
 				t.Errorf("focus %v: trial %d proposes for range %d, want %d", tc.focus, n, got, want)
 			}
 		}
+	}
+}
+
+// TestCoordinateDescent: from NCCL's defaults, one parameter at a time, the
+// baseline reaches each range's optimum of a separable objective, every
+// proposal of its descent one setting away from the point it descends from.
+func TestCoordinateDescent(t *testing.T) {
+	sp := loadSpace(t)
+	s := mustNew(t, "coordinate", sp)
+	best := make([]float64, 2)
+	var told []space.Assignment
+	for n := range 40 {
+		a, err := s.Ask(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 && !reflect.DeepEqual(a, space.Assignment{"NCCL_ALGO": "default", "NCCL_PROTO": "default"}) {
+			t.Fatalf("first proposal %v, want NCCL's defaults", a)
+		}
+		if n > 0 && n < 10 && !slices.ContainsFunc(told, func(b space.Assignment) bool { return differences(sp, a, b) == 1 }) {
+			t.Errorf("trial %d: %v is not one setting away from any point told", n, a)
+		}
+		sc := objective(a)
+		for i := range best {
+			best[i] = max(best[i], sc[i])
+		}
+		s.Tell(a, sc)
+		told = append(told, a)
+	}
+	if best[0] != 5 || best[1] < 7.5 {
+		t.Errorf("best scores %v, want 5 and >= 7.5", best)
+	}
+}
+
+// differences counts the parameters a and b set differently.
+func differences(sp *space.Space, a, b space.Assignment) int {
+	n := 0
+	for _, p := range sp.Params {
+		if a[p.Name] != b[p.Name] {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMultivariateKeepsPairsTogether: where two pairs of settings pay (Tree
+// with LL128, Ring with Simple) and nothing else does, the joint density
+// draws each pair again together; TPE modelling each setting on its own
+// finds all four settings good and mixes them into pairs that do not pay.
+func TestMultivariateKeepsPairsTogether(t *testing.T) {
+	sp := loadSpace(t)
+	paying := func(a space.Assignment) bool {
+		return a["NCCL_ALGO"] == "Tree" && a["NCCL_PROTO"] == "LL128" || a["NCCL_ALGO"] == "Ring" && a["NCCL_PROTO"] == "Simple"
+	}
+	mixed := map[string]int{}
+	for _, name := range []string{"tpe", "tpe-independent"} {
+		s := mustNew(t, name, sp)
+		algos, protos := []string{"default", "Ring", "Tree"}, []string{"default", "LL", "LL128", "Simple"}
+		for i := range 60 {
+			a := space.Assignment{"NCCL_ALGO": algos[i%3], "NCCL_PROTO": protos[i%4], "NCCL_MIN_CTAS": strconv.Itoa(1 + i%32)}
+			switch i % 6 {
+			case 0:
+				a["NCCL_ALGO"], a["NCCL_PROTO"] = "Tree", "LL128"
+			case 3:
+				a["NCCL_ALGO"], a["NCCL_PROTO"] = "Ring", "Simple"
+			}
+			if a["NCCL_ALGO"] == "Ring" {
+				a["NCCL_IB_QPS_PER_CONNECTION"] = "1"
+			}
+			score := 1.0
+			if paying(a) {
+				score = 10
+			}
+			if err := s.Tell(a, []float64{score, score}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for n := 61; n < 221; n += 4 { // the multivariate model's turns (see tpeSampler)
+			a, err := s.Ask(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !paying(a) && (a["NCCL_ALGO"] == "Tree" || a["NCCL_ALGO"] == "Ring") && (a["NCCL_PROTO"] == "LL128" || a["NCCL_PROTO"] == "Simple") {
+				mixed[name]++
+			}
+		}
+	}
+	if mixed["tpe"]*3 > mixed["tpe-independent"] || mixed["tpe-independent"] < 8 {
+		t.Errorf("of 40 proposals, multivariate TPE mixed the pairs in %d, independent TPE in %d", mixed["tpe"], mixed["tpe-independent"])
 	}
 }

@@ -2,7 +2,6 @@ package search
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	mathrand "math/rand"
 	"math/rand/v2"
@@ -16,7 +15,11 @@ import (
 	"github.com/nccltune/nccltune/space"
 )
 
-// tpeSampler keeps one goptuna study per size range. Trial n is proposed by
+// tpeSampler is Tree-structured Parzen Estimators. Independent (goptuna's
+// TPE), it models each parameter on its own and keeps one goptuna study per
+// size range; multivariate, every second of its model's proposals is drawn
+// from the joint density of the range's good trials instead (see
+// multivariate.go), which finds settings that only pay together. Trial n is proposed by
 // the study of range n mod R, and every finished trial is told to all studies
 // with that range's score: one launch measures every range, so every range's
 // model learns from it.
@@ -25,32 +28,9 @@ type tpeSampler struct {
 	seed     int64
 	studies  []*goptuna.Study
 	observed map[string]int // told trials that set each parameter
-	told     []told         // the history, for local moves around the best
-	focus    []bool         // ranges to propose for; nil: all
-}
-
-// Focus restricts the proposals to the ranges marked true, in turn; with none
-// marked (or never called) every range takes its turn. The tuner leaves out
-// the ranges that have settled.
-func (t *tpeSampler) Focus(ranges []bool) { t.focus = slices.Clone(ranges) }
-
-// rangeFor is the range trial n proposes for: the focused ones in turn.
-func (t *tpeSampler) rangeFor(n int) int {
-	var focused []int
-	for r, on := range t.focus {
-		if on {
-			focused = append(focused, r)
-		}
-	}
-	if len(focused) == 0 {
-		return n % len(t.studies)
-	}
-	return focused[n%len(focused)]
-}
-
-type told struct {
-	a      space.Assignment
-	scores []float64 // nil for a failed trial
+	history                 // for local moves around the best
+	rotation
+	multivariate bool
 }
 
 // localEvery makes every localEvery-th proposal after the start-up a local
@@ -68,8 +48,8 @@ const startupTrials = 10
 
 var globalRandMu sync.Mutex
 
-func newTPE(sp *space.Space, seed int64) (*tpeSampler, error) {
-	t := &tpeSampler{sp: sp, seed: seed, observed: map[string]int{}}
+func newTPE(sp *space.Space, seed int64, multivariate bool) (*tpeSampler, error) {
+	t := &tpeSampler{sp: sp, seed: seed, observed: map[string]int{}, rotation: rotation{ranges: len(sp.Ranges)}, multivariate: multivariate}
 	for _, r := range sp.Ranges {
 		st, err := goptuna.CreateStudy(r.Name,
 			goptuna.StudyOptionDirection(goptuna.StudyDirectionMaximize),
@@ -87,7 +67,13 @@ func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
 	st := t.studies[r]
 	if len(t.told) >= startupTrials && n%localEvery == 0 {
 		rng := rand.New(rand.NewPCG(uint64(t.seed), trialSeed(t.seed, n, "local")))
-		if a, ok := t.localMove(r, rng); ok {
+		if a, ok := t.localMove(t.sp, r, rng); ok {
+			return a, nil
+		}
+	}
+	if t.multivariate && n%(2*localEvery) == 1 {
+		rng := rand.New(rand.NewPCG(uint64(t.seed), trialSeed(t.seed, n, "multivariate")))
+		if a, ok := t.propose(r, rng); ok {
 			return a, nil
 		}
 	}
@@ -125,48 +111,6 @@ func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
 // that configurations NCCL rejects are not proposed again and again.
 const failedScore = 0
 
-// localMove changes one parameter of range r's best configuration to another
-// value, skipping configurations already tried.
-func (t *tpeSampler) localMove(r int, rng *rand.Rand) (space.Assignment, bool) {
-	best := -1
-	for i, h := range t.told {
-		if h.scores != nil && (best < 0 || h.scores[r] > t.told[best].scores[r]) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return nil, false
-	}
-	for range 20 {
-		a := maps.Clone(t.told[best].a)
-		p := t.sp.Params[rng.IntN(len(t.sp.Params))]
-		if !t.sp.Active(p, a) {
-			continue
-		}
-		v := neighbour(p, a[p.Name], rng)
-		if v == a[p.Name] {
-			continue
-		}
-		a[p.Name] = v
-		// Conditions may switch parameters on or off: keep what stays active, draw the rest.
-		b := space.Assignment{}
-		for _, q := range t.sp.Params {
-			if !t.sp.Active(q, b) {
-				continue
-			}
-			if val, ok := a[q.Name]; ok {
-				b[q.Name] = val
-			} else {
-				b[q.Name] = uniform(rng, q)
-			}
-		}
-		if !t.tried(b) {
-			return b, true
-		}
-	}
-	return nil, false
-}
-
 // neighbour is another value of p near v: any other choice of a categorical,
 // half or double on a log scale, a step or a few on a linear one.
 func neighbour(p space.Param, v string, rng *rand.Rand) string {
@@ -186,23 +130,8 @@ func neighbour(p space.Param, v string, rng *rand.Rand) string {
 	return strconv.FormatInt(min(max(m, p.Min), p.Max), 10)
 }
 
-func (t *tpeSampler) tried(a space.Assignment) bool {
-	for _, h := range t.told {
-		if len(h.a) == len(a) {
-			same := true
-			for k, v := range a {
-				same = same && h.a[k] == v
-			}
-			if same {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func (t *tpeSampler) Tell(a space.Assignment, scores []float64) error {
-	t.told = append(t.told, told{a: maps.Clone(a), scores: slices.Clone(scores)})
+	t.remember(a, scores)
 	internal, dists, params := map[string]float64{}, map[string]any{}, map[string]any{}
 	for _, p := range t.sp.Params {
 		v, ok := a[p.Name]

@@ -19,7 +19,7 @@ import (
 var Collectives = []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}
 
 // Samplers are the search strategies a campaign can name.
-var Samplers = []string{"tpe", "random", "grid"}
+var Samplers = []string{"tpe", "tpe-independent", "random", "grid", "coordinate"}
 
 type rawFile struct {
 	Campaign struct {

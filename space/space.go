@@ -49,7 +49,7 @@ type Campaign struct {
 	Collective string // nccl-tests name without "_perf": all_reduce, all_gather, ...
 	Trials     int    // budget, including trial 0 (NCCL's defaults)
 	Objective  string // busbw
-	Sampler    string // tpe, random or grid
+	Sampler    string // one of Samplers
 	Seed       int64
 	// Patience stops the campaign once no range has improved by MinGain for
 	// this many trials (0: run the whole budget).

@@ -31,7 +31,7 @@ var searchFlags = []cli.Flag{
 	storeFlag,
 	&cli.IntFlag{Name: "trials", Usage: "trial budget, including trials 0 and 1 (NCCL's defaults)"},
 	&cli.Int64Flag{Name: "seed", Usage: "search seed"},
-	&cli.StringFlag{Name: "sampler", Usage: "tpe, random or grid"},
+	&cli.StringFlag{Name: "sampler", Usage: strings.Join(space.Samplers, ", ")},
 	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
 }
 

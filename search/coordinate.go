@@ -1,0 +1,125 @@
+package search
+
+import (
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// coordinatePoints is how many values of an integer range one coordinate step tries.
+const coordinatePoints = 5
+
+// coordinateSampler is coordinate descent per range, as AutoCCL tunes NCCL:
+// from NCCL's defaults, one parameter at a time (in the space's order), try
+// each of its values with the others held, keep the best, go on to the next;
+// a whole pass that changes nothing has converged, and the rest of the
+// budget is drawn at random. It keeps no state of its own: each proposal
+// replays the descent over what it was told, so a resumed campaign, or one
+// told pending trials as failed, proposes as an uninterrupted one would.
+type coordinateSampler struct {
+	sp   *space.Space
+	seed int64
+	rotation
+	scores map[string][]float64 // per configuration (space.Space.Key), the scores told, summed in logs per range
+	runs   map[string]int
+	start  space.Assignment // NCCL's defaults
+}
+
+func newCoordinate(sp *space.Space, seed int64) *coordinateSampler {
+	start, _, _ := sp.Complete(nil)
+	return &coordinateSampler{sp: sp, seed: seed, rotation: rotation{ranges: len(sp.Ranges)},
+		scores: map[string][]float64{}, runs: map[string]int{}, start: start}
+}
+
+func (c *coordinateSampler) Tell(a space.Assignment, scores []float64) error {
+	key := c.sp.Key(a)
+	sum := c.scores[key]
+	if sum == nil {
+		sum = make([]float64, len(c.sp.Ranges))
+	}
+	for r := range sum {
+		s := math.Inf(-1) // a failure
+		if scores != nil && scores[r] > 0 {
+			s = math.Log(scores[r])
+		}
+		sum[r] += s
+	}
+	c.scores[key], c.runs[key] = sum, c.runs[key]+1
+	return nil
+}
+
+// score is range r's mean log score of a, and whether a was told.
+func (c *coordinateSampler) score(a space.Assignment, r int) (float64, bool) {
+	key := c.sp.Key(a)
+	if c.runs[key] == 0 {
+		return 0, false
+	}
+	return c.scores[key][r] / float64(c.runs[key]), true
+}
+
+func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
+	r := c.rangeFor(n)
+	base := c.start
+	if _, told := c.score(base, r); !told {
+		return base, nil
+	}
+	for unchanged := 0; unchanged < len(c.sp.Params); {
+		for _, p := range c.sp.Params {
+			if !c.sp.Active(p, base) {
+				unchanged++
+				continue
+			}
+			best := base
+			bestScore, _ := c.score(base, r)
+			for _, v := range values(p, coordinatePoints) {
+				a := c.with(base, p.Name, v)
+				s, told := c.score(a, r)
+				if !told {
+					return a, nil
+				}
+				if s > bestScore {
+					best, bestScore = a, s
+				}
+			}
+			if c.sp.Key(best) == c.sp.Key(base) {
+				unchanged++
+			} else {
+				base, unchanged = best, 0
+			}
+			if unchanged >= len(c.sp.Params) {
+				break
+			}
+		}
+	}
+	// Converged: a local optimum of every coordinate. The budget left goes to random draws.
+	rng := rand.New(rand.NewPCG(uint64(c.seed), trialSeed(c.seed, n, "coordinate")))
+	a := space.Assignment{}
+	for _, p := range c.sp.Params {
+		if c.sp.Active(p, a) {
+			a[p.Name] = uniform(rng, p)
+		}
+	}
+	return a, nil
+}
+
+// with is a with parameter name set to v, and the parameters a condition
+// switches on by that given NCCL's default where they offer it, else their
+// first value.
+func (c *coordinateSampler) with(a space.Assignment, name, v string) space.Assignment {
+	values := maps.Clone(map[string]string(a))
+	values[name] = v
+	for {
+		out, unset, _ := c.sp.Complete(values)
+		if len(unset) == 0 {
+			return out
+		}
+		for _, p := range c.sp.Params {
+			if slices.Contains(unset, p.Name) {
+				values[p.Name] = p.Values[0]
+			}
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package search
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// Multivariate TPE, as Optuna's TPESampler(multivariate=True), which
+// goptuna lacks: the good and the bad trials of a range are each a mixture
+// of product kernels, one per trial, over all of the range's parameters at
+// once, so a combination of settings that only pays together is drawn again
+// together; goptuna's TPE models each parameter on its own and cannot see it.
+
+// mvCandidates is how many draws from the good trials' density are ranked
+// by l(x)/g(x), Optuna's n_ei_candidates.
+const mvCandidates = 24
+
+// mvMaxGood caps the good trials: Optuna's default gamma, min(ceil(0.1 n), 25).
+const mvMaxGood = 25
+
+// point is an assignment encoded per parameter: a categorical's index, an
+// integer (its log where the space says log); NaN where inactive.
+type point []float64
+
+func (t *tpeSampler) encodePoint(a space.Assignment) point {
+	x := make(point, len(t.sp.Params))
+	for i, p := range t.sp.Params {
+		x[i] = math.NaN()
+		v, ok := a[p.Name]
+		if !ok {
+			continue
+		}
+		if ir, err := encode(p, v); err == nil {
+			x[i] = ir
+			if !p.Categorical() {
+				x[i] = scale(p, ir)
+			}
+		}
+	}
+	return x
+}
+
+// scale is where an integer value lies on the axis its kernel works on.
+func scale(p space.Param, v float64) float64 {
+	if p.Log {
+		return math.Log(v)
+	}
+	return v
+}
+
+// parzen is a mixture of product kernels centred on some trials, plus a
+// uniform prior component, as TPE's l(x) or g(x).
+type parzen struct {
+	t       *tpeSampler
+	centres []point
+	sigma   []float64 // per numeric parameter, the kernels' width on its axis
+}
+
+func (t *tpeSampler) parzen(centres []point) parzen {
+	d := len(t.sp.Params)
+	width := 0.2 * math.Pow(float64(max(len(centres), 1)), -1/float64(d+4)) // Scott's rule, as Optuna's multivariate TPE
+	sigma := make([]float64, d)
+	for i, p := range t.sp.Params {
+		if !p.Categorical() {
+			lo, hi := scale(p, float64(p.Min)), scale(p, float64(p.Max))
+			sigma[i] = max(width*(hi-lo), scale(p, float64(p.Min)+1)-lo, 1e-9)
+		}
+	}
+	return parzen{t: t, centres: centres, sigma: sigma}
+}
+
+// logDensity is log of the mixture's density at x.
+func (m parzen) logDensity(x point) float64 {
+	comps := make([]float64, 0, len(m.centres)+1)
+	for _, c := range m.centres {
+		comps = append(comps, m.logKernel(c, x))
+	}
+	comps = append(comps, m.logKernel(nil, x))
+	top := slices.Max(comps)
+	sum := 0.0
+	for _, v := range comps {
+		sum += math.Exp(v - top)
+	}
+	return top + math.Log(sum/float64(len(comps)))
+}
+
+// logKernel is the log density at x of the component centred on c (nil: the prior).
+func (m parzen) logKernel(c point, x point) float64 {
+	out := 0.0
+	for i, p := range m.t.sp.Params {
+		xi := x[i]
+		if math.IsNaN(xi) {
+			continue // inactive here: no dimension to weigh
+		}
+		k := float64(len(p.Values))
+		if !p.Categorical() {
+			k = float64(p.Max - p.Min + 1)
+		}
+		if c == nil || math.IsNaN(c[i]) {
+			out += math.Log(1 / k)
+			continue
+		}
+		if p.Categorical() {
+			// Optuna's categorical kernel: the observed choice, plus a prior of weight one over all.
+			if xi == c[i] {
+				out += math.Log((k + 1) / (2 * k))
+			} else {
+				out += math.Log(1 / (2 * k))
+			}
+			continue
+		}
+		z := (xi - c[i]) / m.sigma[i]
+		out += -0.5*z*z - math.Log(m.sigma[i]*math.Sqrt(2*math.Pi))
+	}
+	return out
+}
+
+// draw samples an assignment from the mixture: a component at random, then
+// each active parameter from that component's kernel.
+func (m parzen) draw(rng *rand.Rand) space.Assignment {
+	var c point
+	if k := rng.IntN(len(m.centres) + 1); k < len(m.centres) {
+		c = m.centres[k]
+	}
+	a := space.Assignment{}
+	for i, p := range m.t.sp.Params {
+		if !m.t.sp.Active(p, a) {
+			continue
+		}
+		switch {
+		case c == nil || math.IsNaN(c[i]):
+			a[p.Name] = uniform(rng, p)
+		case p.Categorical():
+			k := len(p.Values)
+			if rng.Float64()*float64(2*k) < float64(k+1) {
+				a[p.Name] = p.Values[int(c[i])]
+			} else {
+				a[p.Name] = p.Values[rng.IntN(k)] // the prior's share
+			}
+		default:
+			v := c[i] + rng.NormFloat64()*m.sigma[i]
+			if p.Log {
+				v = math.Exp(v)
+			}
+			n := int64(math.Round(v))
+			a[p.Name] = strconv.FormatInt(min(max(n, p.Min), p.Max), 10)
+		}
+	}
+	return a
+}
+
+// propose is, for range r, the untried draw from the good trials' density
+// that is most likely good rather than bad, l(x)/g(x); false when too few
+// trials have been told or every draw was tried.
+func (t *tpeSampler) propose(r int, rng *rand.Rand) (space.Assignment, bool) {
+	if len(t.told) < startupTrials {
+		return nil, false
+	}
+	order := make([]int, len(t.told))
+	for i := range order {
+		order[i] = i
+	}
+	score := func(i int) float64 {
+		if s := t.told[i].scores; s != nil && s[r] > 0 {
+			return s[r]
+		}
+		return math.Inf(-1)
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return -cmpFloat(score(i), score(j)) })
+	nGood := min(int(math.Ceil(0.1*float64(len(order)))), mvMaxGood)
+	var good, bad []point
+	for k, i := range order {
+		x := t.encodePoint(t.told[i].a)
+		if k < nGood {
+			good = append(good, x)
+		} else {
+			bad = append(bad, x)
+		}
+	}
+	l, g := t.parzen(good), t.parzen(bad)
+	var best space.Assignment
+	bestRatio := math.Inf(-1)
+	for range mvCandidates {
+		a := l.draw(rng)
+		if t.tried(a) {
+			continue
+		}
+		x := t.encodePoint(a)
+		if ratio := l.logDensity(x) - g.logDensity(x); ratio > bestRatio {
+			best, bestRatio = a, ratio
+		}
+	}
+	return best, best != nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
