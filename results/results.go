@@ -174,6 +174,9 @@ type Summary struct {
 	// Unconfirmed counts, per variable, the completed trials that set it but
 	// whose NCCL log does not show NCCL reading it with that value.
 	Unconfirmed map[string]int
+	// Silent counts the completed trials that set NCCL variables but whose
+	// output has no NCCL INFO lines: none of their settings is confirmed.
+	Silent int
 }
 
 // Summarize counts trials by state and by failure kind.
@@ -186,6 +189,9 @@ func Summarize(trials []store.Trial) Summary {
 		case store.Failed:
 			s.Failures[t.FailureKind]++
 		case store.Complete:
+			if !t.NCCLLog.Debug && len(t.NCCLLog.Unconfirmed(t.Env)) > 0 {
+				s.Silent++
+			}
 			for _, name := range t.NCCLLog.Unread(t.Env) {
 				s.Unconfirmed[name]++
 			}

@@ -82,3 +82,38 @@ func TestUserCommandCampaign(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentNCCLNotValidated: a command whose output has no NCCL INFO lines
+// (it logs to a file, uses gloo, or a wrapper dropped NCCL_DEBUG) confirms
+// none of its settings, so however fast the tuned configuration measures,
+// validation does not call it validated, and says why.
+func TestSilentNCCLNotValidated(t *testing.T) {
+	script := `ms=10; [ "$NCCL_ALGO" = Tree ] && ms=5; for i in 1 2 3 4; do echo "step time: $ms"; done`
+	sp := mustParse(t, "silent.toml", `
+[campaign]
+name = "silent"
+trials = 3
+warm_start = false
+[benchmark]
+kind = "command"
+command = ["sh", "-c", '`+script+`']
+metric = { regex = 'step time: ([0-9.]+)', goal = "min", unit = "ms" }
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[try_first]]
+NCCL_ALGO = "Tree"
+`)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign("silent")
+	vals, err := st.Validations(camp.ID)
+	if err != nil || len(vals) != 1 {
+		t.Fatalf("validation: %v %v", vals, err)
+	}
+	if v := vals[0]; v.Verdict != "default" || !strings.Contains(v.Reason, "not confirmed") || !strings.Contains(v.Reason, "no NCCL INFO lines") {
+		t.Errorf("a configuration NCCL never confirmed was judged %s: %s", v.Verdict, v.Reason)
+	}
+}

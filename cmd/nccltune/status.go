@@ -168,6 +168,10 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 	if len(l.space.Simulator) > 0 {
 		fmt.Fprintln(w, "measured on the simulated cluster (nccltune sim), not on hardware")
 	}
+	if sum.Silent > 0 {
+		fmt.Fprintf(w, "warning: %d of %d completed trials printed no NCCL INFO lines, so their settings' effect was not confirmed (does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?); validation keeps NCCL's defaults for such a configuration\n",
+			sum.Silent, sum.ByState[store.Complete])
+	}
 	for _, name := range slices.Sorted(maps.Keys(sum.Unconfirmed)) {
 		fmt.Fprintf(w, "warning: NCCL's log does not show it read %s in %d of %d completed trials (misspelt, or unknown to this NCCL version?)\n",
 			name, sum.Unconfirmed[name], sum.ByState[store.Complete])
@@ -325,7 +329,7 @@ func statusJSON(l *loaded) map[string]any {
 		"stopped":       l.camp.Stopped,
 		"settled":       settled,
 		"iterations":    map[string]any{"count": iters, "reason": why},
-		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed},
+		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed, "no_nccl_log": sum.Silent},
 		"ranges":        ranges,
 		"group_spreads": results.GroupSpreads(l.space, l.trials),
 	}
