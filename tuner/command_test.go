@@ -66,7 +66,7 @@ func TestUserCommandCampaign(t *testing.T) {
 	if err != nil || len(vals) != 1 {
 		t.Errorf("validation: %v %v", vals, err)
 	}
-	if r := results.Of(sp, trials, vals)[0]; r.Unit != "1/ms" || r.Best == nil {
+	if r := results.Of(sp, trials, vals)[0]; r.Measure.String() != "ms (lower is better)" || r.Best == nil {
 		t.Errorf("result: %+v", r)
 	}
 
