@@ -192,7 +192,7 @@ func (b Benchmark) Uses(setting string) bool { return slices.Contains(kindSettin
 
 // DefaultNoiseTarget is benchmark.noise_target unless the space says
 // otherwise: a range's score known to ±1%, the smallest gain the tuner counts
-// (tuner.MinGain). Tighter costs iterations that the search quality
+// (results.MinGain). Tighter costs iterations that the search quality
 // benchmark shows buy nothing; looser lets noise pick the winners.
 const DefaultNoiseTarget = 0.01
 
