@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -88,22 +89,10 @@ func TestUserCommandCampaign(t *testing.T) {
 // none of its settings, so however fast the tuned configuration measures,
 // validation does not call it validated, and says why.
 func TestSilentNCCLNotValidated(t *testing.T) {
-	script := `ms=10; [ "$NCCL_ALGO" = Tree ] && ms=5; for i in 1 2 3 4; do echo "step time: $ms"; done`
-	sp := mustParse(t, "silent.toml", `
-[campaign]
-name = "silent"
-trials = 3
-warm_start = false
-[benchmark]
-kind = "command"
-command = ["sh", "-c", '`+script+`']
-metric = { regex = 'step time: ([0-9.]+)', goal = "min", unit = "ms" }
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring", "Tree"]
-[[try_first]]
-NCCL_ALGO = "Tree"
-`)
+	sp, err := space.Load("testdata/silent-command.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	st := openStore(t)
 	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
 		t.Fatal(err)
