@@ -60,7 +60,7 @@ func (e Export) jobFile(name string) (file, error) {
 	if v := e.Job.Validation; v != nil {
 		verdict = "validated: " + v.Reason
 		if e.Job.DefaultsKept() {
-			verdict = "validated: NCCL's defaults kept (" + v.Reason + "): this file sets only what [fixed] pins"
+			verdict = "validation kept NCCL's defaults (" + v.Reason + "): this file sets only what [fixed] pins"
 		}
 	}
 	what := "nccltune: NCCL settings for one job of the workload of " + strconv.Itoa(len(sp.Workload)) + " entries"

@@ -104,7 +104,7 @@ func TestJobExportIsWhatValidationJudged(t *testing.T) {
 		want []string
 		head string
 	}{
-		{"default", []string{"NCCL_NVLS_ENABLE='0'"}, "# validated: NCCL's defaults kept (not significant): this file sets only what [fixed] pins"},
+		{"default", []string{"NCCL_NVLS_ENABLE='0'"}, "# validation kept NCCL's defaults (not significant): this file sets only what [fixed] pins"},
 		{"tuned", []string{"NCCL_ALGO='allgather:Ring;allreduce:Tree'", "NCCL_BUFFSIZE='16777216'", "NCCL_NVLS_ENABLE='0'"}, "# validated: significant"},
 	} {
 		ex := jobExport(t, jobSpace, algo, func(sp *space.Space, candidate string) []store.Validation {

@@ -315,7 +315,7 @@ func (p *prepared) scoresOf(memo map[string][]float64, env []string) []float64 {
 // clock runs the simulator in process instead of launching it: the same
 // table, parser and failure classification as a launched run, and it adds up
 // how long the runs would take on the modelled hardware. Job.Command[1:] are
-// the simulator's arguments (the campaign's SimCommand is just a name).
+// the simulator's arguments (the Tuner's Simulator command is just a name).
 type clock struct {
 	seconds float64
 }

@@ -1,5 +1,6 @@
-// Package report draws a campaign's results as PNG plots: bus bandwidth over
-// message size, and how the search converged.
+// Package report draws a campaign's results as PNG plots: what each trial
+// measured (bus bandwidth over message size, or for a benchmark of one
+// objective its value per trial), and how the search converged.
 package report
 
 import (
@@ -7,6 +8,7 @@ import (
 	"image/color"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -27,6 +29,29 @@ var palette = []color.Color{
 }
 
 const width, height = 9 * vg.Inch, 5.5 * vg.Inch
+
+// Write draws every plot of a campaign into dir and returns their paths by
+// name: what the trials measured (busbw.png over message sizes for a
+// benchmark that sweeps them, measured.png per trial for one that measures
+// one objective) and convergence.png.
+func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial, dir string) (map[string]string, error) {
+	plots := map[string]string{"convergence": filepath.Join(dir, "convergence.png")}
+	if sp.Benchmark.Sweeps() {
+		plots["busbw"] = filepath.Join(dir, "busbw.png")
+		if err := BusBW(sp, choices, trials, plots["busbw"]); err != nil {
+			return nil, fmt.Errorf("busbw plot: %w", err)
+		}
+	} else {
+		plots["measured"] = filepath.Join(dir, "measured.png")
+		if err := Measured(sp, trials, plots["measured"]); err != nil {
+			return nil, fmt.Errorf("measured plot: %w", err)
+		}
+	}
+	if err := Convergence(sp, trials, plots["convergence"]); err != nil {
+		return nil, fmt.Errorf("convergence plot: %w", err)
+	}
+	return plots, nil
+}
 
 // BusBW plots bus bandwidth against message size (both log scales), per
 // collective the trials measured: NCCL's defaults, the chosen configuration
@@ -50,16 +75,21 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 			def = &trials[i]
 		}
 	}
-	line := 0
+	line, drawn := 0, 0
+	// counted adds a line and counts its points.
+	counted := func(p *plot.Plot, label string, xy plotter.XYs, c color.Color, dashed bool) error {
+		drawn += len(xy)
+		return addLine(p, label, xy, c, dashed)
+	}
 	for _, coll := range colls {
 		prefix := ""
 		if len(colls) > 1 {
 			prefix = coll + ": "
-		} else if err := addLine(p, "best of any trial, per size", envelope(sp, coll, trials), color.Gray{Y: 0xa0}, true); err != nil {
+		} else if err := counted(p, "best of any trial, per size", envelope(sp, coll, trials), color.Gray{Y: 0xa0}, true); err != nil {
 			return err
 		}
 		if def != nil {
-			if err := addLine(p, prefix+"NCCL defaults (trial 0)", rowsXY(sp, def, coll, nil), palette[line%len(palette)], false); err != nil {
+			if err := counted(p, prefix+"NCCL defaults (trial 0)", rowsXY(sp, def, coll, nil), palette[line%len(palette)], false); err != nil {
 				return err
 			}
 			line++
@@ -70,10 +100,66 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 				continue
 			}
 			label := fmt.Sprintf("%s%s: trial %d", prefix, r.Range.Name, ch.Number)
-			if err := addLine(p, label, rowsXY(sp, ch, coll, &r.Range), palette[line%len(palette)], false); err != nil {
+			if err := counted(p, label, rowsXY(sp, ch, coll, &r.Range), palette[line%len(palette)], false); err != nil {
 				return err
 			}
 			line++
+		}
+	}
+	if drawn == 0 {
+		// Nothing positive to draw (a single GPU moves no bytes): a log axis
+		// has no range then, so the empty plot gets linear ones.
+		p.Title.Text += ": no positive bus bandwidth measured"
+		p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
+	}
+	return p.Save(width, height, path)
+}
+
+// Measured plots what each completed trial measured, per range, as the
+// benchmark measures it (the DDP step's steps per second, the user's metric
+// in its unit), against the trial number, on linear axes: a benchmark of
+// one objective has no message sizes to plot over.
+func Measured(sp *space.Space, trials []store.Trial, path string) error {
+	p := plot.New()
+	p.Title.Text = "what each trial measured: NCCL defaults vs the search"
+	p.X.Label.Text, p.Y.Label.Text = "trial", sp.Measure(sp.Ranges[0]).String()
+	p.X.Tick.Marker = intTicks{}
+	p.Legend.Top, p.Legend.Left = true, true
+	for i, r := range sp.Ranges {
+		m := sp.Measure(r)
+		var defaults, searched plotter.XYs
+		for _, t := range trials {
+			s, ok := t.Scores[r.Name]
+			if !ok || t.State != store.Complete {
+				continue
+			}
+			xy := plotter.XY{X: float64(t.Number), Y: m.Value(s)}
+			if len(t.Params) == 0 || t.Number < sp.DefaultsTrials() {
+				defaults = append(defaults, xy)
+			} else {
+				searched = append(searched, xy)
+			}
+		}
+		prefix := ""
+		if len(sp.Ranges) > 1 {
+			prefix = r.Name + ": "
+		}
+		for _, set := range []struct {
+			label string
+			xy    plotter.XYs
+			c     color.Color
+		}{{prefix + "NCCL defaults", defaults, color.Gray{Y: 0x60}}, {prefix + "trials", searched, palette[i%len(palette)]}} {
+			if len(set.xy) == 0 {
+				continue
+			}
+			pts, err := plotter.NewScatter(set.xy)
+			if err != nil {
+				return err
+			}
+			pts.Color, pts.Radius, pts.Shape = set.c, vg.Points(2.5), draw.CircleGlyph{}
+			p.Add(pts)
+			p.Legend.Add(set.label, pts)
 		}
 	}
 	return p.Save(width, height, path)
@@ -105,7 +191,7 @@ func envelope(sp *space.Space, coll string, trials []store.Trial) plotter.XYs {
 func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 	p := plot.New()
 	p.Title.Text = "search convergence: best so far / NCCL defaults"
-	p.X.Label.Text, p.Y.Label.Text = "trial", "best busbw relative to defaults"
+	p.X.Label.Text, p.Y.Label.Text = "trial", "best score relative to defaults"
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
 	choices := results.Of(sp, trials, nil)

@@ -44,3 +44,49 @@ func TestPlots(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestPlotsOfEveryKind: report draws every benchmark kind's campaign, those
+// of one objective (trials with scores and no rows) on linear axes, and a
+// sweep that measured no positive bandwidth (one GPU) without a log axis
+// over nothing.
+func TestPlotsOfEveryKind(t *testing.T) {
+	for name, src := range map[string]string{
+		"command": "[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \"ms\" }\n",
+		"ddp":     "[benchmark]\nkind = \"ddp\"\n",
+		"zero":    "[benchmark]\nbinary = \"x\"\n",
+	} {
+		sp, err := space.Parse(name+".toml", []byte(src+"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\", \"Tree\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var trials []store.Trial
+		for n, v := range []float64{10, 11, 8, 9} {
+			tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{}}
+			if n >= 2 {
+				tr.Params = map[string]string{"NCCL_ALGO": "Ring"}
+			}
+			if name == "zero" {
+				tr.Rows = []nccltests.Row{{Size: 8}, {Size: 1024}} // busbw 0
+			} else {
+				tr.Scores[sp.Ranges[0].Name] = 1 / v
+			}
+			trials = append(trials, tr)
+		}
+		dir := t.TempDir()
+		plots, err := Write(sp, results.Of(sp, trials, nil), trials, dir)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := map[bool]string{true: "busbw", false: "measured"}[sp.Benchmark.Sweeps()]
+		if len(plots) != 2 || plots[want] == "" {
+			t.Errorf("%s: plots %v, want %s and convergence", name, plots, want)
+		}
+		for _, path := range plots {
+			f, _ := os.Open(path)
+			if _, err := png.Decode(f); err != nil {
+				t.Errorf("%s: %s is not a PNG: %v", name, path, err)
+			}
+			f.Close()
+		}
+	}
+}

@@ -24,9 +24,9 @@ type RangeResult struct {
 	Best         *store.Trial // the first trial of the highest-scoring configuration
 	DefaultScore float64      // NaN without a default measurement
 	BestScore    float64
-	BestRuns     int    // how many trials measured Best's configuration
-	Completed    int    // trials that measured this range
-	Unit         string // of the scores: GB/s (bus bandwidth) or steps/s (DDP step)
+	BestRuns     int           // how many trials measured Best's configuration
+	Completed    int           // trials that measured this range
+	Measure      space.Measure // how the scores read as measured
 	// Validation is the latest verdict on Best, if Best was validated (a
 	// verdict on an earlier best is stale and left out).
 	Validation *store.Validation
@@ -144,7 +144,7 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 	}
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
-		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Unit: sp.Unit(rg)}
+		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Measure: sp.Measure(rg)}
 		configs := configsOf(rg.Name, trials, keys)
 		for _, c := range configs {
 			res.Completed += c.runs
@@ -174,6 +174,9 @@ type Summary struct {
 	// Unconfirmed counts, per variable, the completed trials that set it but
 	// whose NCCL log does not show NCCL reading it with that value.
 	Unconfirmed map[string]int
+	// Silent counts the completed trials that set NCCL variables but whose
+	// output has no NCCL INFO lines: none of their settings is confirmed.
+	Silent int
 }
 
 // Summarize counts trials by state and by failure kind.
@@ -186,6 +189,9 @@ func Summarize(trials []store.Trial) Summary {
 		case store.Failed:
 			s.Failures[t.FailureKind]++
 		case store.Complete:
+			if !t.NCCLLog.Debug && len(t.NCCLLog.Unconfirmed(t.Env)) > 0 {
+				s.Silent++
+			}
 			for _, name := range t.NCCLLog.Unread(t.Env) {
 				s.Unconfirmed[name]++
 			}
@@ -215,28 +221,30 @@ func (r RangeResult) Describe() string {
 	case r.Validation != nil && r.Tuned():
 		return fmt.Sprintf("validated: trial %d, %s", r.Best.Number, r.Validation.Reason)
 	case r.Validation != nil:
-		return "validated: NCCL's defaults kept; " + r.Validation.Reason
+		return "validation kept NCCL's defaults: " + r.Validation.Reason
 	case r.Best == nil:
 		return "no trial measured this range"
 	case math.IsNaN(r.DefaultScore):
-		return fmt.Sprintf("best %.3g %s (trial %d); NCCL's defaults were not measured", r.BestScore, r.Unit, r.Best.Number)
+		return fmt.Sprintf("best %.3g %s (trial %d); NCCL's defaults were not measured", r.Measure.Value(r.BestScore), r.Measure.Unit, r.Best.Number)
 	case r.Tuned():
 		runs := "in one run"
 		if r.BestRuns > 1 {
 			runs = fmt.Sprintf("over %d runs", r.BestRuns)
 		}
-		return fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) %s, trial %d", r.BestScore, r.Unit, r.DefaultScore, r.Unit, 100*r.Gain(), runs, r.Best.Number)
+		return fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) %s, trial %d", r.Measure.Value(r.BestScore), r.Measure.Unit,
+			r.Measure.Value(r.DefaultScore), r.Measure.Unit, 100*r.Gain(), runs, r.Best.Number)
 	default:
-		return fmt.Sprintf("NCCL's defaults are best: %.3g %s (no trial gained %.0f%% or more)", r.DefaultScore, r.Unit, 100*MinGain)
+		return fmt.Sprintf("NCCL's defaults are best: %.3g %s (no trial gained %.0f%% or more)", r.Measure.Value(r.DefaultScore), r.Measure.Unit, 100*MinGain)
 	}
 }
 
 // RangeReport is a range's outcome for JSON output (status, report, export).
 type RangeReport struct {
 	Name         string            `json:"name"`
-	MinBytes     int64             `json:"min_bytes"`
-	MaxBytes     int64             `json:"max_bytes_exclusive"`
-	Unit         string            `json:"unit"`
+	MinBytes     *int64            `json:"min_bytes,omitempty"` // a range of message sizes only
+	MaxBytes     *int64            `json:"max_bytes_exclusive,omitempty"`
+	Unit         string            `json:"unit"` // of default and best, as measured
+	LowerBetter  bool              `json:"lower_is_better,omitempty"`
 	DefaultScore *float64          `json:"default"`
 	BestScore    *float64          `json:"best"`
 	SearchGain   *float64          `json:"search_gain"`
@@ -260,9 +268,12 @@ type ValidationReport struct {
 
 // Report renders the range's outcome; sp supplies the DDP knobs' options.
 func (r RangeResult) Report(sp *space.Space) RangeReport {
-	out := RangeReport{Name: r.Range.Name, MinBytes: r.Range.Min, MaxBytes: r.Range.Max, Unit: r.Unit,
-		DefaultScore: Finite(r.DefaultScore), BestScore: Finite(r.BestScore), SearchGain: Finite(r.Gain()),
+	out := RangeReport{Name: r.Range.Name, Unit: r.Measure.Unit, LowerBetter: r.Measure.Inverse,
+		DefaultScore: Finite(r.Measure.Value(r.DefaultScore)), BestScore: Finite(r.Measure.Value(r.BestScore)), SearchGain: Finite(r.Gain()),
 		Tuned: r.Tuned(), Summary: r.Describe()}
+	if sp.Sized(r.Range) {
+		out.MinBytes, out.MaxBytes = &r.Range.Min, &r.Range.Max
+	}
 	if v := r.Validation; v != nil {
 		out.Validation = &ValidationReport{Verdict: v.Verdict, Reason: v.Reason, Rounds: v.Rounds,
 			Gain: Finite(v.Gain), CILow: Finite(v.CILow), CIHigh: Finite(v.CIHigh)}

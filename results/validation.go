@@ -15,7 +15,8 @@ import (
 // Judge draws one range's verdict from a validation: the runs of its chosen
 // configuration (nil where NCCL's defaults are the choice) and of NCCL's
 // defaults, rounds each. The range keeps its tuned settings only if every
-// run of them was correct, NCCL's log confirmed every variable, and the 95%
+// run of them was correct, NCCL's log confirmed every variable (a run whose
+// output has no NCCL INFO lines confirms none, and is not validated), and the 95%
 // confidence interval of the paired gain lies above zero.
 func Judge(r RangeResult, tuned, defaults []store.ValidationRun, rounds int) store.Validation {
 	v := store.Validation{Range: r.Range.Name, Verdict: "default", DefaultMean: math.NaN(), TunedMean: math.NaN(),
@@ -70,7 +71,8 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 			v.Reason = fmt.Sprintf("the tuned configuration failed in round %d (%s)", run.Round, run.Failure)
 			return v
 		case len(run.Unconfirmed) > 0:
-			v.Reason = "NCCL's log did not confirm reading " + strings.Join(run.Unconfirmed, ", ")
+			v.Reason = fmt.Sprintf("the settings' effect was not confirmed: NCCL's log did not show it reading %s in round %d "+
+				"(it read another value, or the output had no NCCL INFO lines: `nccltune show` says which)", strings.Join(run.Unconfirmed, ", "), run.Round)
 			return v
 		}
 	}

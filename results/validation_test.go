@@ -37,7 +37,7 @@ func TestJudge(t *testing.T) {
 		{"clear gain", clear, 4, "tuned", "gain +29.5%"},
 		{"noise", noisy, 4, "default", "not significant"},
 		{"failed run", failed, 3, "default", "failed in round 2 (wrong: 3 wrong elements)"},
-		{"unconfirmed", unconfirmed, 2, "default", "did not confirm reading NCCL_PROTO"},
+		{"unconfirmed", unconfirmed, 2, "default", "did not show it reading NCCL_PROTO"},
 	} {
 		var def, tuned []store.ValidationRun
 		for _, run := range tc.runs {

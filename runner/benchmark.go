@@ -36,6 +36,14 @@ type Benchmark interface {
 	Read(p Plan, out Output) (*Measurement, *Failure)
 }
 
+// A LineKeeper is a benchmark whose reading needs lines that the capped
+// output could drop (a training log with NCCL's INFO lines runs past the
+// cap): the runner asks it of every line as the output streams, and hands
+// the lines it keeps to Read as Output.Kept, all of them.
+type LineKeeper interface {
+	Keep(line string) bool
+}
+
 // Plan is what one launch measures. A benchmark takes what applies to it:
 // nccl-tests sweeps Sizes with Iters iterations, the DDP step times Iters
 // steps, the user's command is run as written.
@@ -51,7 +59,8 @@ type Plan struct {
 
 // Output is what a finished launch left behind.
 type Output struct {
-	Text []byte      // stdout and stderr, interleaved as written
+	Text []byte      // stdout and stderr, interleaved as written (head and tail kept when huge)
+	Kept []string    // a LineKeeper's lines of the whole output, in order
 	Exit Exit        // how it ended
 	Log  nccllog.Log // what NCCL logged in Text
 }

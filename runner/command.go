@@ -1,9 +1,9 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -49,7 +49,8 @@ var commandFailures = []struct {
 	{FailNCCL, regexp.MustCompile(`NCCL error|ncclInternalError|ncclSystemError|ncclInvalidUsage|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|DistBackendError`)},
 }
 
-// Read finds the metric's values in the output. A program that failed is
+// Read finds the metric's values in the lines the runner kept (Keep: every
+// one of the whole output, however long). A program that failed is
 // classified by the signs in its output (a training log mentions NCCL and
 // memory harmlessly, so a clean exit is not searched for them).
 func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
@@ -61,36 +62,63 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 		}
 		return nil, f
 	}
-	values, err := c.values(out.Text)
-	switch {
-	case err != nil:
+	perRank, err := c.values(out.Kept)
+	if err != nil {
 		return nil, &Failure{FailImplausible, err.Error()}
-	case len(values) <= c.Metric.Skip:
-		return nil, &Failure{FailUnparsable, fmt.Sprintf("the output has %d values of the metric (%s), and the first %d are warm-up", len(values), c.Metric, c.Metric.Skip)}
 	}
-	v := median(values[c.Metric.Skip:])
+	var values []float64
+	total := 0
+	for _, vs := range perRank {
+		total += len(vs)
+		if len(vs) > c.Metric.Skip {
+			values = append(values, vs[c.Metric.Skip:]...)
+		}
+	}
+	if len(values) == 0 {
+		return nil, &Failure{FailUnparsable, fmt.Sprintf("the output has %d values of the metric (%s) from %d rank(s), and the first %d of each rank's are warm-up",
+			total, c.Metric, len(perRank), c.Metric.Skip)}
+	}
+	v := median(values)
 	if c.Metric.Goal == "min" {
 		v = 1 / v
 	}
 	return &Measurement{Value: v}, nil
 }
 
-// values are the metric's values in output order; a value that is no
-// positive finite number fails the trial, as no time or rate is.
-func (c UserCommand) values(text []byte) ([]float64, error) {
-	var out []float64
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		raw, ok := c.match(sc.Text())
+// Keep keeps the lines the metric matches, for Read.
+func (c UserCommand) Keep(line string) bool {
+	_, ok := c.match(line)
+	return ok
+}
+
+// rankRE finds which rank printed a line, where a launcher says: torchrun's
+// "[rank3]:" or "[default3]:", mpirun --tag-output's "[1,3]<stdout>:".
+var rankRE = regexp.MustCompile(`^\[(?:rank|default)?(\d+)\]:|^\[\d+,(\d+)\]<std(?:out|err)>:`)
+
+// values are the metric's values per rank, each in output order (lines
+// without a rank's prefix are one rank's). A line whose text in the metric's
+// place is no number (a version such as "1.2.3") does not match the metric
+// and is passed over; a number that is no positive finite one fails the
+// trial, as no time or rate is.
+func (c UserCommand) values(lines []string) (map[string][]float64, error) {
+	out := map[string][]float64{}
+	for _, line := range lines {
+		raw, ok := c.match(line)
 		if !ok {
 			continue
 		}
-		v, err := strconv.ParseFloat(raw, 64)
+		v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			continue // not a number: not the metric
+		}
 		if err != nil || !(v > 0) || math.IsInf(v, 0) || v > 1e300 || v < 1e-300 {
 			return nil, fmt.Errorf("the metric (%s) read %q, not a positive number", c.Metric, raw)
 		}
-		out = append(out, v)
+		rank := ""
+		if m := rankRE.FindStringSubmatch(line); m != nil {
+			rank = m[1] + m[2]
+		}
+		out[rank] = append(out[rank], v)
 	}
 	return out, nil
 }

@@ -59,7 +59,7 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, out string) {
 		for _, b := range readers {
 			for _, plan := range []Plan{sweep, {Sizes: space.Sizes{Min: 1024, Max: 1024, Factor: 2}}} {
-				m, fail := b.Read(plan, Output{Text: []byte(out), Log: nccllog.Parse([]byte(out))})
+				m, fail := b.Read(plan, outputOf(b, []byte(out)))
 				if (m == nil) == (fail == nil) {
 					t.Fatalf("%T: measurement %v and failure %v", b, m, fail)
 				}

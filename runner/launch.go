@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,8 +259,13 @@ type Torchrun struct {
 
 func (t Torchrun) command() string { return or(t.Command, "torchrun") }
 
-// Wrap builds the torchrun command line. torchrun runs a Python script itself,
-// so a leading python interpreter in cmd is dropped.
+// Wrap builds the torchrun command line. torchrun (torch/distributed/run.py)
+// runs its positional script with its own interpreter, "python -u script",
+// or "python -u -m module" with -m; with --no_python it executes the command
+// itself. So a python interpreter that adds nothing torchrun does not (its
+// options are -u at most) is dropped before a script or -m module; any other
+// command (a shell script, a binary, python with other options or -c) runs
+// as written under --no_python. A .py file runs under torchrun's python.
 func (t Torchrun) Wrap(cmd, _ []string) ([]string, error) {
 	argv := []string{t.command()}
 	if t.NProcPerNode > 0 {
@@ -275,10 +281,34 @@ func (t Torchrun) Wrap(cmd, _ []string) ([]string, error) {
 		argv = append(argv, "--standalone")
 	}
 	argv = append(argv, t.Args...)
-	if len(cmd) > 1 && strings.HasPrefix(filepath.Base(cmd[0]), "python") && strings.HasSuffix(cmd[1], ".py") {
-		cmd = cmd[1:]
+	if len(cmd) == 0 || slices.ContainsFunc(t.Args, func(a string) bool { return slices.Contains(torchrunHow, a) }) {
+		return append(argv, cmd...), nil // launcher.args already say how to run it
 	}
-	return append(argv, cmd...), nil
+	return append(argv, torchrunTarget(cmd)...), nil
+}
+
+// torchrunHow are torchrun's options that say how it runs its target.
+var torchrunHow = []string{"--no_python", "--no-python", "-m", "--module", "--run_path", "--run-path"}
+
+var pythonRE = regexp.MustCompile(`^python[0-9.]*$`)
+
+// torchrunTarget is what follows torchrun's own options to run cmd.
+func torchrunTarget(cmd []string) []string {
+	if pythonRE.MatchString(filepath.Base(cmd[0])) {
+		rest := cmd[1:]
+		for len(rest) > 0 && rest[0] == "-u" {
+			rest = rest[1:] // torchrun's python runs with -u
+		}
+		switch {
+		case len(rest) >= 2 && rest[0] == "-m":
+			return append([]string{"-m"}, rest[1:]...)
+		case len(rest) >= 1 && !strings.HasPrefix(rest[0], "-"):
+			return rest
+		}
+	} else if strings.HasSuffix(cmd[0], ".py") {
+		return cmd
+	}
+	return append([]string{"--no_python"}, cmd...)
 }
 
 // Check finds torchrun.

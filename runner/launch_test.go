@@ -93,11 +93,44 @@ func TestLauncherCommandLines(t *testing.T) {
 			"mpiexec.hydra -np 2 -f hosts -genv NCCL_ALGO Ring,Tree -genv NCCL_PROTO Simple all_reduce_perf -g 1"},
 		{Srun{Nodes: 2, TasksPerNode: 8, Args: []string{"--mpi=pmix"}},
 			"srun --export=ALL -N 2 -n 16 --ntasks-per-node 8 --mpi=pmix all_reduce_perf -g 1"},
-		{Torchrun{NProcPerNode: 8}, "torchrun --nproc_per_node 8 --standalone all_reduce_perf -g 1"},
+		{Torchrun{NProcPerNode: 8}, "torchrun --nproc_per_node 8 --standalone --no_python all_reduce_perf -g 1"},
 	} {
 		argv, err := tc.l.Wrap(bench, env)
 		if err != nil || strings.Join(argv, " ") != tc.want {
 			t.Errorf("%T: %q, %v\nwant %q", tc.l, strings.Join(argv, " "), err, tc.want)
+		}
+	}
+}
+
+// TestTorchrunTarget: torchrun runs its positional script with its own
+// "python -u", a module with -m, and anything else only under --no_python
+// (torch/distributed/run.py), so the interpreter is dropped only where
+// torchrun's does the same.
+func TestTorchrunTarget(t *testing.T) {
+	for _, tc := range []struct {
+		cmd, args []string
+		want      string
+	}{
+		{[]string{"python3", "train.py", "--lr", "1"}, nil, "train.py --lr 1"},
+		{[]string{"python3", "-u", "train.py"}, nil, "train.py"},
+		{[]string{"/venv/bin/python3.11", "train"}, nil, "train"},
+		{[]string{"python", "-m", "megatron.train", "--x"}, nil, "-m megatron.train --x"},
+		{[]string{"python3", "-u", "-m", "pkg"}, nil, "-m pkg"},
+		{[]string{"python3", "-O", "train.py"}, nil, "--no_python python3 -O train.py"},
+		{[]string{"python3", "-c", "print(1)"}, nil, "--no_python python3 -c print(1)"},
+		{[]string{"python3"}, nil, "--no_python python3"},
+		{[]string{"train.py", "--x"}, nil, "train.py --x"},
+		{[]string{"./train.sh", "--x"}, nil, "--no_python ./train.sh --x"},
+		{[]string{"/opt/bin/trainer"}, nil, "--no_python /opt/bin/trainer"},
+		{[]string{"pythonista", "x.py"}, nil, "--no_python pythonista x.py"},
+		// launcher.args that already say how to run the target are the user's to keep.
+		{[]string{"python3", "-u", "train.py"}, []string{"--no-python"}, "--no-python python3 -u train.py"},
+		{[]string{"train"}, []string{"-m"}, "-m train"},
+	} {
+		argv, err := Torchrun{Args: tc.args}.Wrap(tc.cmd, nil)
+		got := strings.Join(argv[2:], " ") // after torchrun --standalone
+		if err != nil || got != tc.want {
+			t.Errorf("%q (args %q): torchrun ... %s, want %s", tc.cmd, tc.args, got, tc.want)
 		}
 	}
 }

@@ -124,6 +124,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	status := readReport(statusR)
 
 	out := &capture{limit: maxOutput}
+	if k, ok := job.Benchmark.(LineKeeper); ok {
+		out.keep = k.Keep
+	}
 	cmd := exec.CommandContext(runCtx, "/proc/self/exe", argv...)
 	cmd.Args[0] = superviseArg0
 	cmd.Env = append(append(append([]string{}, r.BaseEnv...), job.Env...),
@@ -173,7 +176,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	case launchErr != "":
 		res.Failure = &Failure{FailLaunch, launchErr}
 	default:
-		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Exit: exit, Log: res.Log})
+		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: out.Kept(), Exit: exit, Log: res.Log})
 	}
 	return res
 }
@@ -255,16 +258,24 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 	return &Failure{FailExit, fmt.Sprintf("exit status %d%s", e.Code, suffix)}
 }
 
-// capture keeps the first and the last part of a long output.
+// capture keeps the first and the last part of a long output, and every
+// line that keep (if set) keeps, up to limit bytes of them.
 type capture struct {
 	limit int
 	head  bytes.Buffer
 	tail  []byte
 	lost  int64
+	keep  func(line string) bool
+	line  []byte // the unfinished line, for keep
+	kept  []string
+	size  int // bytes kept
 }
 
 func (c *capture) Write(p []byte) (int, error) {
 	n := len(p)
+	if c.keep != nil {
+		c.lines(p)
+	}
 	if room := c.limit/4 - c.head.Len(); room > 0 {
 		k := min(room, len(p))
 		c.head.Write(p[:k])
@@ -282,6 +293,39 @@ func (c *capture) trim() {
 		c.lost += int64(over)
 		c.tail = append(c.tail[:0], c.tail[over:]...)
 	}
+}
+
+// lines passes each complete line of p to keep; a line longer than
+// maxLine is no line a metric is read from, and is passed cut.
+func (c *capture) lines(p []byte) {
+	const maxLine = 64 << 10
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			c.line = append(c.line, p[:min(len(p), max(0, maxLine-len(c.line)))]...)
+			return
+		}
+		c.line = append(c.line, p[:min(i, max(0, maxLine-len(c.line)))]...)
+		c.offer()
+		p = p[i+1:]
+	}
+}
+
+func (c *capture) offer() {
+	line := strings.TrimSuffix(string(c.line), "\r")
+	c.line = c.line[:0]
+	if c.size+len(line) <= c.limit && c.keep(line) {
+		c.kept = append(c.kept, line)
+		c.size += len(line)
+	}
+}
+
+// Kept are the lines keep kept, the last one included if unfinished.
+func (c *capture) Kept() []string {
+	if c.keep != nil && len(c.line) > 0 {
+		c.offer()
+	}
+	return c.kept
 }
 
 func (c *capture) Bytes() []byte {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/internal/simtest"
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -208,7 +210,7 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		{"median after warm-up", space.Metric{Regex: `per iteration \(ms\): ([0-9.]+)`, Goal: "min", Skip: 1}, megatron, 1 / 100.5, "", ""},
 		{"rate", space.Metric{Regex: `per iteration \(ms\): ([0-9.]+)`, Goal: "max"}, megatron, 101, "", ""},
 		{"json line", space.Metric{JSON: "tokens_per_s", Goal: "max"}, `echo '[0,0]<stdout>: {"step": 1, "tokens_per_s": 5e4}'; echo '{"tokens_per_s": "6e4"}'`, 5.5e4, "", ""},
-		{"all warm-up", space.Metric{Regex: `per iteration \(ms\): ([0-9.]+)`, Goal: "min", Skip: 5}, megatron, 0, FailUnparsable, "the first 5 are warm-up"},
+		{"all warm-up", space.Metric{Regex: `per iteration \(ms\): ([0-9.]+)`, Goal: "min", Skip: 5}, megatron, 0, FailUnparsable, "the first 5 of each rank's are warm-up"},
 		{"no metric", space.Metric{JSON: "ms", Goal: "min"}, "echo done", 0, FailUnparsable, "0 values"},
 		{"zero", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=0", 0, FailImplausible, `"0", not a positive number`},
 		{"infinite", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=1e400", 0, FailImplausible, "not a positive number"},
@@ -216,6 +218,17 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		{"oom", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 'torch.OutOfMemoryError: CUDA out of memory.'; exit 1", 0, FailOOM, "CUDA out of memory"},
 		{"nccl", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=5; echo 'torch.distributed.DistBackendError: NCCL error in: x.cpp:1, remote process exited'; exit 1", 0, FailNCCL, "exit status 1"},
 		{"harmless words on success", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 'NCCL INFO no NCCL error here'; echo t=5", 0.2, "", ""},
+		// A text in the metric's place that is no number does not match it; a number that is no plausible value fails.
+		{"no number", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, "echo t=5; echo 'version t=1.2.3'; echo t=7", 1.0 / 6, "", ""},
+		{"only no numbers", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, "echo t=1.2.3", 0, FailUnparsable, "0 values"},
+		// skip is per rank where the launcher tags the lines (torchrun, mpirun --tag-output).
+		{"skip per rank", space.Metric{Regex: `t=(\S+)`, Goal: "min", Skip: 1},
+			"echo '[rank0]: t=100'; echo '[rank1]: t=100'; echo '[rank0]: t=5'; echo '[rank1]: t=7'", 1.0 / 6, "", ""},
+		{"skip per mpirun rank", space.Metric{Regex: `t=(\S+)`, Goal: "max", Skip: 1},
+			"echo '[1,0]<stdout>: t=100'; echo '[1,1]<stdout>: t=100'; echo '[1,1]<stdout>: t=7'; echo '[1,0]<stdout>: t=5'", 6, "", ""},
+		// Metric lines amid more output than is kept (NCCL's INFO log) are all read.
+		{"past the cap", space.Metric{Regex: `^step t=(\S+)`, Goal: "max"},
+			"yes 'NCCL INFO xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -c 5000000; echo; echo step t=4; echo step t=6; yes 'NCCL INFO yyyyyyyyyyyyyyy' | head -c 7000000", 5, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := newUserCommand(space.Benchmark{Kind: space.Command, Command: []string{script(t, tc.body)}, Metric: tc.metric})
@@ -224,7 +237,7 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 			}
 			res := (&Runner{Launcher: Local{}}).Run(context.Background(), Job{Benchmark: b, Timeout: 10 * time.Second})
 			switch {
-			case tc.kind == "" && (res.Failure != nil || res.Measurement.Value != tc.value):
+			case tc.kind == "" && (res.Failure != nil || math.Abs(res.Measurement.Value-tc.value) > 1e-12*tc.value):
 				t.Errorf("failure %v, measurement %+v; want %v", res.Failure, res.Measurement, tc.value)
 			case tc.kind != "" && (res.Failure == nil || res.Failure.Kind != tc.kind || !strings.Contains(res.Failure.Reason, tc.reason)):
 				t.Errorf("failure %v; want %s containing %q", res.Failure, tc.kind, tc.reason)
@@ -275,4 +288,15 @@ values = ["default", "4"]
 			}
 		}
 	}
+}
+
+// outputOf is what the runner hands Read for text: capped, and the lines a
+// LineKeeper keeps.
+func outputOf(b Benchmark, text []byte) Output {
+	c := &capture{limit: maxOutput}
+	if k, ok := b.(LineKeeper); ok {
+		c.keep = k.Keep
+	}
+	c.Write(text)
+	return Output{Text: c.Bytes(), Kept: c.Kept(), Log: nccllog.Parse(text)}
 }

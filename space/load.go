@@ -185,12 +185,6 @@ func (b *builder) build(raw *rawFile) *Space {
 	if err := s.CheckTrials(s.Campaign.Trials); err != nil {
 		b.errorf(b.loc.field("campaign", 0, "trials"), "campaign.trials: %v", err)
 	}
-	if s.Campaign.Prune && s.Benchmark.Kind == Command {
-		b.errorf(b.loc.field("campaign", 0, "prune"), "campaign.prune needs a benchmark with an iteration count to shorten; the user's command runs as written")
-	}
-	if s.Benchmark.Kind != NCCLTests && len(s.Simulator) > 0 {
-		b.errorf(b.loc.section("simulator"), "the simulator speaks nccl-tests; it cannot run benchmark kind %q", s.Benchmark.Kind)
-	}
 	if s.Benchmark.Kind == NCCLTests && s.Benchmark.Binary == "" && len(s.Simulator) == 0 {
 		b.errorf(b.loc.section("benchmark"), "benchmark.binary is required (the nccl-tests binary), unless a [simulator] table is given")
 	}
@@ -322,10 +316,8 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 		return
 	}
 	if kind := raw.Benchmark.Kind; kind == DDP || kind == Command {
-		// One objective: the step time or the metric, whatever the message sizes inside it.
-		if len(raw.Range) > 0 {
-			b.errorf(b.loc.section("range"), "size ranges do not apply to benchmark kind %s (it measures one objective, not message sizes)", kind)
-		}
+		// One objective: the step time or the metric, whatever the message
+		// sizes inside it ([[range]] is refused with the kind's other settings).
 		s.Ranges = []Range{{Name: "step", Collective: s.Campaign.Collective, Min: 0, Max: math.MaxInt64}}
 		return
 	}
@@ -371,8 +363,6 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		b.errorf(b.loc.field("campaign", 0, "sizes"), "campaign.sizes does not apply with [[workload]]: each collective is swept over its calls' sizes")
 	case len(raw.Range) > 0:
 		b.errorf(b.loc.section("range"), "[[range]] does not apply with [[workload]]: each collective of the workload is a range")
-	case raw.Benchmark.Kind != "" && raw.Benchmark.Kind != NCCLTests:
-		b.errorf(b.loc.field("benchmark", 0, "kind"), "[[workload]] needs benchmark.kind nccl-tests: it measures each collective with its *_perf binary")
 	}
 	ranks, counted, weighted := 0, 0, 0
 	for i, w := range raw.Workload {
@@ -453,26 +443,7 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 		b.errorf(line("kind"), "benchmark.kind %q is not one of %s", r.Kind, strings.Join(BenchmarkKinds, ", "))
 		return
 	}
-	// Each benchmark takes only its own settings, so that none is silently ignored.
-	metric := r.Metric.Regex != "" || r.Metric.JSON != "" || r.Metric.Goal != "" || r.Metric.Skip != 0 || r.Metric.Unit != ""
-	for _, f := range []struct {
-		key   string
-		set   bool
-		kinds []string
-	}{
-		{"binary", r.Binary != "", []string{NCCLTests}}, {"gpus", r.GPUs != nil, []string{NCCLTests}},
-		{"check", r.Check != nil, []string{NCCLTests}}, {"noise_target", r.NoiseTarget != nil, []string{NCCLTests}},
-		{"iters", r.Iters != nil, []string{NCCLTests, DDP}}, {"warmup", r.Warmup != nil, []string{NCCLTests, DDP}},
-		{"args", len(r.Args) > 0, []string{NCCLTests, DDP}},
-		{"python", r.Python != "", []string{DDP}}, {"model_params", r.Params != "", []string{DDP}},
-		{"layers", r.Layers != 0, []string{DDP}}, {"batch", r.Batch != 0, []string{DDP}},
-		{"device", r.Device != "", []string{DDP}}, {"script_dir", r.ScriptDir != "", []string{DDP}},
-		{"command", len(r.Command) > 0, []string{Command}}, {"metric", metric, []string{Command}},
-	} {
-		if f.set && !slices.Contains(f.kinds, bm.Kind) {
-			b.errorf(line(f.key), "benchmark.%s does not apply to benchmark kind %q", f.key, bm.Kind)
-		}
-	}
+	b.kindSettings(raw, bm)
 	switch bm.Kind {
 	case NCCLTests:
 		b.ncclTestsArgs(line("args"), bm.Args)
@@ -512,6 +483,48 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 			b.errorf(line("timeout"), "benchmark.timeout %q is not a positive duration such as \"90s\" or \"10m\"", r.Timeout)
 		}
 		bm.Timeout = d
+	}
+}
+
+// kindSettings refuses, with its line, every setting of the file that the
+// benchmark's kind does not use (see kindSettings in space.go): the one rule
+// for all of them, so that none is silently ignored.
+func (b *builder) kindSettings(raw *rawFile, bm *Benchmark) {
+	c, r := raw.Campaign, raw.Benchmark
+	field := func(section, key string) func() int { return func() int { return b.loc.field(section, 0, key) } }
+	header := func(section string) func() int { return func() int { return b.loc.section(section) } }
+	metric := r.Metric.Regex != "" || r.Metric.JSON != "" || r.Metric.Goal != "" || r.Metric.Skip != 0 || r.Metric.Unit != ""
+	for _, f := range []struct {
+		setting string
+		set     bool
+		line    func() int
+	}{
+		{"campaign.collective", c.Collective != "", field("campaign", "collective")},
+		{"campaign.sizes", c.Sizes.Min != nil || c.Sizes.Max != nil || c.Sizes.Factor != 0, field("campaign", "sizes")},
+		{"campaign.objective", c.Objective != "", field("campaign", "objective")},
+		{"campaign.prune", c.Prune, field("campaign", "prune")},
+		{"[[range]]", len(raw.Range) > 0, header("range")},
+		{"[[workload]]", len(raw.Workload) > 0, header("workload")},
+		{"[simulator]", len(raw.Simulator) > 0, header("simulator")},
+		{"benchmark.binary", r.Binary != "", field("benchmark", "binary")},
+		{"benchmark.gpus", r.GPUs != nil, field("benchmark", "gpus")},
+		{"benchmark.check", r.Check != nil, field("benchmark", "check")},
+		{"benchmark.noise_target", r.NoiseTarget != nil, field("benchmark", "noise_target")},
+		{"benchmark.iters", r.Iters != nil, field("benchmark", "iters")},
+		{"benchmark.warmup", r.Warmup != nil, field("benchmark", "warmup")},
+		{"benchmark.args", len(r.Args) > 0, field("benchmark", "args")},
+		{"benchmark.python", r.Python != "", field("benchmark", "python")},
+		{"benchmark.model_params", r.Params != "", field("benchmark", "model_params")},
+		{"benchmark.layers", r.Layers != 0, field("benchmark", "layers")},
+		{"benchmark.batch", r.Batch != 0, field("benchmark", "batch")},
+		{"benchmark.device", r.Device != "", field("benchmark", "device")},
+		{"benchmark.script_dir", r.ScriptDir != "", field("benchmark", "script_dir")},
+		{"benchmark.command", len(r.Command) > 0, field("benchmark", "command")},
+		{"benchmark.metric", metric, field("benchmark", "metric")},
+	} {
+		if f.set && !bm.Uses(f.setting) {
+			b.errorf(f.line(), "%s does not apply to benchmark kind %q (it uses %s)", f.setting, bm.Kind, strings.Join(kindSettings[bm.Kind], ", "))
+		}
 	}
 }
 

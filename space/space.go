@@ -171,9 +171,28 @@ const (
 // BenchmarkKinds are the benchmarks a space can name.
 var BenchmarkKinds = []string{NCCLTests, DDP, Command}
 
+// kindSettings declares, per benchmark kind, the settings of the space file
+// it uses beyond those of every kind (the campaign's name, budget, sampler,
+// seed, patience, warm start and scales, benchmark.timeout and warm_launch,
+// the launcher, [fixed], [[param]], [[try_first]]). The loader refuses any
+// other that is set, with its line, so that none is silently ignored.
+var kindSettings = map[string][]string{
+	NCCLTests: {"campaign.collective", "campaign.sizes", "campaign.objective", "campaign.prune", "[[range]]", "[[workload]]", "[simulator]",
+		"benchmark.binary", "benchmark.gpus", "benchmark.check", "benchmark.noise_target", "benchmark.iters", "benchmark.warmup", "benchmark.args"},
+	// The DDP step all-reduces its gradients: one objective, the step rate.
+	DDP: {"campaign.prune", "benchmark.iters", "benchmark.warmup", "benchmark.args", "benchmark.python", "benchmark.model_params",
+		"benchmark.layers", "benchmark.batch", "benchmark.device", "benchmark.script_dir"},
+	// The user's command runs as written: no iteration count to set or shorten.
+	Command: {"benchmark.command", "benchmark.metric"},
+}
+
+// Uses reports whether the benchmark uses a setting of the space file
+// ("campaign.sizes", "[[range]]", "benchmark.iters").
+func (b Benchmark) Uses(setting string) bool { return slices.Contains(kindSettings[b.Kind], setting) }
+
 // DefaultNoiseTarget is benchmark.noise_target unless the space says
 // otherwise: a range's score known to ±1%, the smallest gain the tuner counts
-// (tuner.MinGain). Tighter costs iterations that the search quality
+// (results.MinGain). Tighter costs iterations that the search quality
 // benchmark shows buy nothing; looser lets noise pick the winners.
 const DefaultNoiseTarget = 0.01
 
@@ -211,30 +230,56 @@ type Benchmark struct {
 // Sweeps reports whether the benchmark measures message sizes, so that size
 // ranges, the sweep and its iteration count apply. The others have one
 // objective: the step time, the user's metric.
-func (b Benchmark) Sweeps() bool { return b.Kind == NCCLTests }
+func (b Benchmark) Sweeps() bool { return b.Uses("campaign.sizes") }
 
-// Unit names what the benchmark's scores measure (higher is better).
-func (b Benchmark) Unit() string {
+// Measure is how a benchmark's scores read to a user: in the unit the
+// benchmark measures, and which way is better. Scores are higher-is-better
+// throughout; a time (the user's metric with goal "min", a workload's
+// predicted seconds) is scored by its inverse.
+type Measure struct {
+	Unit    string // as measured: GB/s, steps/s, ms, s
+	Inverse bool   // the score is 1/value: lower values are better
+}
+
+// Value is a score as measured, in Unit.
+func (m Measure) Value(score float64) float64 {
+	if m.Inverse {
+		return 1 / score
+	}
+	return score
+}
+
+func (m Measure) String() string {
+	if m.Inverse {
+		return m.Unit + " (lower is better)"
+	}
+	return m.Unit
+}
+
+// Measure says how the benchmark's scores read.
+func (b Benchmark) Measure() Measure {
 	switch b.Kind {
 	case DDP:
-		return "steps/s"
+		return Measure{Unit: "steps/s"}
 	case Command:
-		if b.Metric.Goal == "min" {
-			return "1/" + orDefault(b.Metric.Unit, "(metric)")
-		}
-		return orDefault(b.Metric.Unit, "(metric)")
+		return Measure{Unit: orDefault(b.Metric.Unit, "(metric)"), Inverse: b.Metric.Goal == "min"}
 	}
-	return "GB/s"
+	return Measure{Unit: "GB/s"}
 }
 
-// Unit names what a range's scores measure: the benchmark's, or for a
-// workload's range the inverse of its calls' predicted time.
-func (s *Space) Unit(r Range) string {
+// Measure says how a range's scores read: the benchmark's, or for a
+// workload's range the predicted time of its calls.
+func (s *Space) Measure(r Range) Measure {
 	if len(r.Calls) > 0 {
-		return "1/s"
+		return Measure{Unit: "s", Inverse: true}
 	}
-	return s.Benchmark.Unit()
+	return s.Benchmark.Measure()
 }
+
+// Sized reports whether a range's scores are over message sizes, so that
+// its bounds mean something: not a workload's collective, nor the one
+// objective of a benchmark that does not sweep.
+func (s *Space) Sized(r Range) bool { return s.Benchmark.Sweeps() && len(r.Calls) == 0 }
 
 // Metric is how the user's command reports its objective: the first group
 // of Regex, or the value of the key JSON in a line that is a JSON object;

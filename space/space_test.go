@@ -239,3 +239,38 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestKindSettings: a setting the benchmark's kind does not use is refused
+// with its line, whichever kind and setting (none is silently ignored), and
+// what a kind uses loads.
+func TestKindSettings(t *testing.T) {
+	kinds := map[string]string{
+		Command: "kind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\" }\n",
+		DDP:     "kind = \"ddp\"\n",
+	}
+	for _, tc := range []struct {
+		kind, campaign, extra string
+		want                  string
+	}{
+		{Command, "collective = \"all_gather\"\n", "", "k.toml:3: campaign.collective does not apply to benchmark kind \"command\""},
+		{Command, "sizes = { min = \"8\", max = \"1M\" }\n", "", "k.toml:3: campaign.sizes does not apply"},
+		{Command, "objective = \"busbw\"\n", "", "k.toml:3: campaign.objective does not apply"},
+		{Command, "prune = true\n", "", "k.toml:3: campaign.prune does not apply"},
+		{Command, "", "[simulator]\nnodes = \"2\"\n", "[simulator] does not apply"},
+		{Command, "", "[[range]]\nname = \"small\"\nmin = \"8\"\nmax = \"1K\"\n", "[[range]] does not apply"},
+		{DDP, "collective = \"all_gather\"\n", "", "k.toml:3: campaign.collective does not apply to benchmark kind \"ddp\""},
+		{DDP, "sizes = { min = \"8\", max = \"1M\" }\n", "", "k.toml:3: campaign.sizes does not apply"},
+		{DDP, "", "[[workload]]\ncollective = \"all_reduce\"\nsize = \"1M\"\ncount = 1\n", "[[workload]] does not apply"},
+		{DDP, "prune = true\n", "", ""},
+	} {
+		src := "[campaign]\ntrials = 5\n" + tc.campaign + "[benchmark]\n" + kinds[tc.kind] + tc.extra +
+			"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+		_, err := Parse("k.toml", []byte(src))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s %q: %v", tc.kind, tc.campaign, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s %q%q: got %v, want %q", tc.kind, tc.campaign, tc.extra, err, tc.want)
+		}
+	}
+}

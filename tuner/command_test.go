@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -66,7 +67,7 @@ func TestUserCommandCampaign(t *testing.T) {
 	if err != nil || len(vals) != 1 {
 		t.Errorf("validation: %v %v", vals, err)
 	}
-	if r := results.Of(sp, trials, vals)[0]; r.Unit != "1/ms" || r.Best == nil {
+	if r := results.Of(sp, trials, vals)[0]; r.Measure.String() != "ms (lower is better)" || r.Best == nil {
 		t.Errorf("result: %+v", r)
 	}
 
@@ -80,5 +81,28 @@ func TestUserCommandCampaign(t *testing.T) {
 		if tr.State != store.Failed || tr.FailureKind != "nccl" || !strings.Contains(tr.FailureReason, "unhandled system error") {
 			t.Errorf("trial %d: %s %s: %s", tr.Number, tr.State, tr.FailureKind, tr.FailureReason)
 		}
+	}
+}
+
+// TestSilentNCCLNotValidated: a command whose output has no NCCL INFO lines
+// (it logs to a file, uses gloo, or a wrapper dropped NCCL_DEBUG) confirms
+// none of its settings, so however fast the tuned configuration measures,
+// validation does not call it validated, and says why.
+func TestSilentNCCLNotValidated(t *testing.T) {
+	sp, err := space.Load("testdata/silent-command.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign("silent")
+	vals, err := st.Validations(camp.ID)
+	if err != nil || len(vals) != 1 {
+		t.Fatalf("validation: %v %v", vals, err)
+	}
+	if v := vals[0]; v.Verdict != "default" || !strings.Contains(v.Reason, "not confirmed") || !strings.Contains(v.Reason, "no NCCL INFO lines") {
+		t.Errorf("a configuration NCCL never confirmed was judged %s: %s", v.Verdict, v.Reason)
 	}
 }

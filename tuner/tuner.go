@@ -379,7 +379,7 @@ func (s *session) search(parent context.Context, todo []int) error {
 		if err := s.end(ctx, t); err != nil {
 			fail(err)
 		} else if s.Progress != nil {
-			s.Progress(Progress{Trial: *t, Done: s.finished(), Budget: s.camp.Budget, Best: slices.Clone(s.best), Note: s.note})
+			s.Progress(Progress{Trial: *t, Done: s.finishedTrials(), Budget: s.camp.Budget, Best: slices.Clone(s.best), Note: s.note})
 			s.note = ""
 		}
 	}
@@ -560,8 +560,8 @@ func (s *session) readsPerCollective(t store.Trial) error {
 	return nil
 }
 
-// finished counts the finished trials.
-func (s *session) finished() int {
+// finishedTrials counts the finished trials.
+func (s *session) finishedTrials() int {
 	n := len(s.trials)
 	for _, t := range s.untold {
 		if t.State.Finished() {

@@ -195,7 +195,8 @@ func (s *session) measure(ctx context.Context, arms []arm, rounds int) ([]store.
 				return nil, ctx.Err()
 			}
 			// Only the searched variables are the arm's to confirm; a pinned one is in every arm.
-			unconfirmed := slices.DeleteFunc(t.NCCLLog.Unread(a.env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
+			// A run whose output has no NCCL INFO lines confirms none of them.
+			unconfirmed := slices.DeleteFunc(t.NCCLLog.Unconfirmed(a.env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
 			run := store.ValidationRun{Round: round, Arm: a.name, Env: a.env, State: t.State, Scores: t.Scores,
 				Failure: strings.TrimPrefix(t.FailureKind+": "+t.FailureReason, ": "), Unconfirmed: unconfirmed}
 			runs = append(runs, run)

@@ -63,14 +63,15 @@ func compareCommand() *cli.Command {
 				return writeJSON(os.Stdout, rows)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "range\tsizes\tA GB/s\tB GB/s\tB vs A (95% CI)\tverdict\t")
+			m := sp.Measure(sp.Ranges[0])
+			fmt.Fprintf(tw, "range\tsizes\tA %s\tB %s\tB vs A (95%% CI)\tverdict\t\n", m, m)
 			for _, r := range res {
 				ci := "-"
 				if results.Finite(r.Gain) != nil {
 					ci = fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*r.Gain, 100*r.CILow, 100*r.CIHigh)
 				}
-				fmt.Fprintf(tw, "%s\t%s-%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, space.FormatSize(r.Range.Min), space.FormatSize(r.Range.Max),
-					bw(r.MeanA), bw(r.MeanB), ci, r.Verdict)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(sp, r.Range),
+					figureOf(m, r.MeanA), figureOf(m, r.MeanB), ci, r.Verdict)
 			}
 			return tw.Flush()
 		},

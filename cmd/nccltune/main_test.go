@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,5 +327,44 @@ func TestSettledRanges(t *testing.T) {
 	}
 	if !strings.Contains(out, "every range settled (patience): small after trial") {
 		t.Errorf("status does not say why the campaign stopped:\n%s", out)
+	}
+}
+
+// TestCommandCampaignReports: a campaign of the user's command (a time,
+// lower is better, printed without NCCL's log) reads in the user's unit and
+// direction everywhere, reports nothing that does not apply to it (sizes,
+// an iteration count), plots without message sizes, and is not called
+// validated, since NCCL confirmed none of its settings.
+func TestCommandCampaignReports(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile, _ := filepath.Abs("../../tuner/testdata/silent-command.toml")
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "status")
+	if code != 0 || !strings.Contains(out, "default ms (lower is better)") || !strings.Contains(out, "no NCCL INFO lines") || strings.Contains(out, "1/ms") {
+		t.Errorf("status: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = nccltune(t, dir, "status", "--json")
+	var st map[string]any
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+		t.Fatalf("status --json: %d %v\n%s", code, err, out)
+	}
+	rng := st["ranges"].([]any)[0].(map[string]any)
+	_, iters := st["iterations"]
+	_, sizes := rng["max_bytes_exclusive"]
+	if iters || sizes || rng["unit"] != "ms" || rng["lower_is_better"] != true || math.Abs(rng["default"].(float64)-10) > 1e-9 || math.Abs(rng["best"].(float64)-5) > 1e-9 {
+		t.Errorf("status --json of a command campaign: %s", out)
+	}
+	if v := rng["validation"].(map[string]any); v["verdict"] != "default" || !strings.Contains(v["reason"].(string), "not confirmed") {
+		t.Errorf("validation of settings NCCL never confirmed: %v", v)
+	}
+	code, out, errOut = nccltune(t, dir, "show", "2")
+	if code != 0 || !strings.Contains(out, "measured per range, ms (lower is better): step 5") {
+		t.Errorf("show: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = nccltune(t, dir, "report", "--out", "plots")
+	if code != 0 || !strings.Contains(out, "measured.png") {
+		t.Errorf("report: %d\n%s%s", code, out, errOut)
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -22,10 +22,11 @@ func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "report",
 		Usage: "summary table, parameter importance, and PNG plots of a campaign",
-		Description: "Prints the per-range table (default vs tuned busbw, gain, validated gain with its 95% CI,\n" +
-			"trials) and which parameters matter most per range, and writes busbw.png (bus bandwidth\n" +
-			"over message size: defaults, tuned, and the best of any trial) and convergence.png (best\n" +
-			"so far relative to the defaults, per trial) into --out.",
+		Description: "Prints the per-range table (default vs tuned, gain, validated gain with its 95% CI,\n" +
+			"trials) and which parameters matter most per range, and writes into --out busbw.png (bus\n" +
+			"bandwidth over message size: defaults, tuned, and the best of any trial) or, for a benchmark\n" +
+			"of one objective (ddp, command), measured.png (each trial's value in the benchmark's unit),\n" +
+			"and convergence.png (best so far relative to the defaults, per trial).",
 		Flags: []cli.Flag{storeFlag, campaignFlag,
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "`DIR` for the plots"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}},
@@ -42,15 +43,9 @@ func reportCommand() *cli.Command {
 			if err := os.MkdirAll(c.String("out"), 0o755); err != nil {
 				return err
 			}
-			plots := map[string]string{
-				"busbw":       filepath.Join(c.String("out"), "busbw.png"),
-				"convergence": filepath.Join(c.String("out"), "convergence.png"),
-			}
-			if err := report.BusBW(l.space, l.results, l.trials, plots["busbw"]); err != nil {
-				return fmt.Errorf("busbw plot: %w", err)
-			}
-			if err := report.Convergence(l.space, l.trials, plots["convergence"]); err != nil {
-				return fmt.Errorf("convergence plot: %w", err)
+			plots, err := report.Write(l.space, l.results, l.trials, c.String("out"))
+			if err != nil {
+				return err
 			}
 			imp := results.Importances(l.space, l.trials)
 			if c.Bool("json") {
@@ -69,7 +64,7 @@ func reportCommand() *cli.Command {
 				printShares(os.Stdout, l)
 			}
 			printImportance(os.Stdout, l, imp)
-			fmt.Printf("plots: %s, %s\n", plots["busbw"], plots["convergence"])
+			fmt.Printf("plots: %s\n", strings.Join(slices.Sorted(maps.Values(plots)), ", "))
 			return nil
 		},
 	}

@@ -135,11 +135,14 @@ func waitFor(done chan error, cond func() bool) *error {
 }
 
 // slowSpace writes a campaign whose benchmark is a shell script that sleeps,
-// so that a test can act while a trial runs.
+// so that a test can act while a trial runs. Where dir holds a file "hold",
+// the next trial removes it and hangs, its pid in dir/held, for the test to kill.
 func slowSpace(t *testing.T, dir string, trials int) string {
 	t.Helper()
 	bench := filepath.Join(dir, "slow_perf.sh")
 	os.WriteFile(bench, []byte(`#!/bin/sh
+d=$(dirname "$0")
+if rm "$d/hold" 2>/dev/null; then echo $$ > "$d/held.tmp"; mv "$d/held.tmp" "$d/held"; exec sleep 60; fi
 sleep 0.4
 for s in 1024 2048 4096; do
   echo "  $s  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
@@ -169,7 +172,21 @@ func TestOneWriterAndKilledBenchmark(t *testing.T) {
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- first.Wait() }()
+	// Once a trial finished (the unrecorded warm launch is over), the next one hangs, its pid written.
+	if err := waitFor(done, func() bool { finished, _ := storeProgress(filepath.Join(dir, "nccltune.db")); return finished > 0 }); err != nil {
+		t.Fatalf("the campaign ended before a trial finished: %v\n%s", *err, out.String())
+	}
+	os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
+	var pid int
+	if err := waitFor(done, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "held"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	}); err != nil {
+		t.Fatalf("the campaign ended before a trial hung: %v\n%s", *err, out.String())
+	}
 
 	code, _, errOut := nccltune(t, dir, "run", "--space", spaceFile)
 	if code != 1 || !strings.Contains(errOut, "in use by another nccltune run") {
@@ -178,10 +195,11 @@ func TestOneWriterAndKilledBenchmark(t *testing.T) {
 	if code, _, errOut := nccltune(t, dir, "status"); code != 0 {
 		t.Errorf("status beside a running campaign: exit %d, %s", code, errOut)
 	}
-	// Kill the benchmark of the running trial: that trial fails, the campaign goes on.
-	pkill := exec.Command("pkill", "-KILL", "-f", "slow_perf.sh")
-	pkill.Run()
-	if err := first.Wait(); err != nil {
+	// Kill the benchmark of the running trial (this test's, by its pid): that trial fails, the campaign goes on.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the hung benchmark %d: %v", pid, err)
+	}
+	if err := <-done; err != nil {
 		t.Fatalf("campaign: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "6 of 6 trials finished (5 complete, 1 failed: 1 signal)") {

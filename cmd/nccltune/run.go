@@ -214,9 +214,9 @@ func bestLine(sp *space.Space, p tuner.Progress) string {
 	var b strings.Builder
 	b.WriteString("best")
 	for i, r := range sp.Ranges {
-		fmt.Fprintf(&b, " %s %s", r.Name, bw(p.Best[i]))
+		fmt.Fprintf(&b, " %s %s", r.Name, figureOf(sp.Measure(r), p.Best[i]))
 	}
-	return b.String() + " " + sp.Unit(sp.Ranges[0])
+	return b.String() + " " + sp.Measure(sp.Ranges[0]).String()
 }
 
 func trialLine(sp *space.Space, p tuner.Progress) string {
@@ -231,9 +231,10 @@ func trialLine(sp *space.Space, p tuner.Progress) string {
 		return b.String()
 	}
 	for i, r := range sp.Ranges {
-		fmt.Fprintf(&b, "%s %s (best %s) ", r.Name, bw(score(p.Trial, r.Name)), bw(p.Best[i]))
+		m := sp.Measure(r)
+		fmt.Fprintf(&b, "%s %s (best %s) ", r.Name, figureOf(m, score(p.Trial, r.Name)), figureOf(m, p.Best[i]))
 	}
-	return strings.TrimSpace(b.String()) + " " + sp.Unit(sp.Ranges[0])
+	return strings.TrimSpace(b.String()) + " " + sp.Measure(sp.Ranges[0]).String()
 }
 
 func firstLine(s string) string {

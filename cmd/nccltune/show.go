@@ -95,9 +95,9 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) {
 		}
 	}
 	if len(t.Scores) > 0 {
-		fmt.Fprint(w, "busbw per range (GB/s):")
+		fmt.Fprintf(w, "measured per range, %s:", l.space.Measure(l.space.Ranges[0]))
 		for _, r := range l.space.Ranges {
-			fmt.Fprintf(w, " %s %s", r.Name, bw(score(t, r.Name)))
+			fmt.Fprintf(w, " %s %s", r.Name, figureOf(l.space.Measure(r), score(t, r.Name)))
 		}
 		fmt.Fprintln(w)
 	}

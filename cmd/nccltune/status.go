@@ -168,12 +168,17 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 	if len(l.space.Simulator) > 0 {
 		fmt.Fprintln(w, "measured on the simulated cluster (nccltune sim), not on hardware")
 	}
+	if sum.Silent > 0 {
+		fmt.Fprintf(w, "warning: %d of %d completed trials printed no NCCL INFO lines, so their settings' effect was not confirmed (does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?); validation keeps NCCL's defaults for such a configuration\n",
+			sum.Silent, sum.ByState[store.Complete])
+	}
 	for _, name := range slices.Sorted(maps.Keys(sum.Unconfirmed)) {
 		fmt.Fprintf(w, "warning: NCCL's log does not show it read %s in %d of %d completed trials (misspelt, or unknown to this NCCL version?)\n",
 			name, sum.Unconfirmed[name], sum.ByState[store.Complete])
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", l.space.Unit(l.space.Ranges[0]), l.space.Unit(l.space.Ranges[0]))
+	m := l.space.Measure(l.space.Ranges[0])
+	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", m, m)
 	prev := ""
 	for i, r := range l.results {
 		trial, settings := "-", "-"
@@ -188,7 +193,7 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 		} else {
 			prev = ""
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(l.space, r.Range), bw(r.DefaultScore), bw(r.BestScore), gain(r), validated(r), trial, settings)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(l.space, r.Range), figureOf(r.Measure, r.DefaultScore), figureOf(r.Measure, r.BestScore), gain(r), validated(r), trial, settings)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -274,8 +279,6 @@ func chosenSettings(sp *space.Space, t *store.Trial) string {
 	return strings.Join(parts, " ")
 }
 
-// bw prints a bandwidth in GB/s with three significant digits, so that the
-// small-message range (hundredths of a GB/s) stays readable beside the large.
 // score is a trial's score for a range; NaN where the trial did not measure
 // it (its sweep left out a settled range).
 func score(t store.Trial, rangeName string) float64 {
@@ -285,14 +288,18 @@ func score(t store.Trial, rangeName string) float64 {
 	return math.NaN()
 }
 
-func bw(v float64) string {
-	switch {
+// figureOf prints a score as measured (in m's unit) with three significant
+// digits, so that the small-message range (hundredths of a GB/s) stays
+// readable beside the large; "-" for none.
+func figureOf(m space.Measure, score float64) string {
+	switch v := m.Value(score); {
 	case math.IsNaN(v):
 		return "-"
 	case v >= 100:
 		return fmt.Sprintf("%.0f", v)
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 func gain(r results.RangeResult) string {
@@ -317,18 +324,22 @@ func statusJSON(l *loaded) map[string]any {
 			settled[l.space.Ranges[r].Name] = at
 		}
 	}
-	iters, why := tuner.Iterations(l.space, l.trials)
-	return map[string]any{
+	out := map[string]any{
 		"campaign":      l.camp.Name,
 		"simulated":     len(l.space.Simulator) > 0,
 		"budget":        l.camp.Budget,
 		"stopped":       l.camp.Stopped,
 		"settled":       settled,
-		"iterations":    map[string]any{"count": iters, "reason": why},
-		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed},
+		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed, "no_nccl_log": sum.Silent},
 		"ranges":        ranges,
 		"group_spreads": results.GroupSpreads(l.space, l.trials),
 	}
+	// Only a benchmark with an iteration count has one to report (the user's command runs as written).
+	if l.space.Benchmark.Uses("benchmark.iters") {
+		iters, why := tuner.Iterations(l.space, l.trials)
+		out["iterations"] = map[string]any{"count": iters, "reason": why}
+	}
+	return out
 }
 
 func exportCommand() *cli.Command {

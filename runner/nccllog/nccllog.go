@@ -153,13 +153,22 @@ func (l *Log) decide(m []string) {
 	}
 }
 
-// Unread returns the NCCL_* variables of env (NAME=value) that NCCL did not
-// report reading, or reported with another value. It is empty when the log has
-// no INFO lines, since nothing can be confirmed then.
+// Unread returns the NCCL_* variables of env (NAME=value) that NCCL's log
+// contradicts: it has INFO lines, and does not show NCCL reading the
+// variable with that value. A log without INFO lines contradicts nothing;
+// see Unconfirmed for what it fails to confirm.
 func (l Log) Unread(env []string) []string {
 	if !l.Debug {
 		return nil
 	}
+	return l.Unconfirmed(env)
+}
+
+// Unconfirmed returns the NCCL_* variables of env that NCCL's log does not
+// confirm reading with their value: Unread's, or, where NCCL logged no INFO
+// lines (the program logs to a file, uses gloo, or a wrapper dropped
+// NCCL_DEBUG), every one of them, since nothing is confirmed then.
+func (l Log) Unconfirmed(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
