@@ -25,6 +25,9 @@ func (s *Store) LockWriter() error {
 	if s.lock != nil {
 		return nil
 	}
+	if s.readOnly {
+		return fmt.Errorf("store %s: opened read-only", s.path)
+	}
 	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("store %s: lock: %w", s.path, err)

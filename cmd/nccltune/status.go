@@ -77,7 +77,12 @@ func load(st *store.Store, name string) (*loaded, error) {
 // openCampaign opens the --store (which must exist) and loads its --campaign;
 // the caller closes the store.
 func openCampaign(c *cli.Context) (*store.Store, *loaded, error) {
-	st, err := openExisting(c.String("store"))
+	return openCampaignWith(c, openExisting)
+}
+
+// openCampaignWith is openCampaign with the store opened by open.
+func openCampaignWith(c *cli.Context, open func(string) (*store.Store, error)) (*store.Store, *loaded, error) {
+	st, err := open(c.String("store"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,8 +94,17 @@ func openCampaign(c *cli.Context) (*store.Store, *loaded, error) {
 	return st, l, nil
 }
 
-// openExisting opens a store that must already exist (status and export never create one).
+// openExisting opens a store that must already exist, read-only (status,
+// show, report and export never create one, nor write to it).
 func openExisting(path string) (*store.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	return store.OpenReader(path)
+}
+
+// openExistingWriter opens a store that must already exist, for writing.
+func openExistingWriter(path string) (*store.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}

@@ -24,7 +24,7 @@ func validateCommand() *cli.Command {
 			if c.Int("rounds") < 2 {
 				return usageError{fmt.Errorf("--rounds must be at least 2")}
 			}
-			st, l, err := openCampaign(c)
+			st, l, err := openCampaignWith(c, openExistingWriter)
 			if err != nil {
 				return err
 			}
