@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/examples"
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/space"
 	_ "modernc.org/sqlite"
 )
 
@@ -209,4 +211,48 @@ func alive(pid int) bool {
 	}
 	s := string(stat)
 	return !strings.HasPrefix(strings.TrimSpace(s[strings.LastIndexByte(s, ')')+1:]), "Z")
+}
+
+// TestTamperedStoreStartsNothing swaps a finished campaign's stored space for
+// one naming a program (and recomputes its hash, as an attacker would):
+// validate and resume refuse to start it without the user's own space file,
+// and with that file refuse the campaign as another one.
+func TestTamperedStoreStartsNothing(t *testing.T) {
+	dir := t.TempDir()
+	data, err := examples.Files.ReadFile(examples.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "space.toml")
+	os.WriteFile(own, data, 0o644)
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", own, "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	evil := filepath.Join(dir, "evil.sh")
+	os.WriteFile(evil, []byte("#!/bin/sh\ntouch "+filepath.Join(dir, "PWNED")+"\n"), 0o755)
+	text := string(data)
+	sim := strings.Index(text, "\n[simulator]")
+	end := sim + 1 + strings.Index(text[sim+1:], "\n[")
+	text = text[:sim] + text[end:]
+	text = strings.Replace(text, "[benchmark]\n", "[benchmark]\nbinary = \""+evil+"\"\n", 1)
+	sp, err := space.Parse("tampered", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "nccltune.db")
+	tamper(t, db, fmt.Sprintf(`UPDATE campaigns SET space = CAST(x'%x' AS BLOB), space_hash = '%s'`, text, sp.Hash()))
+	for _, args := range [][]string{
+		{"validate", "-q", "--rounds", "2"},
+		{"resume", "-q", "--trials", "6", "--no-validate"},
+		{"validate", "-q", "--rounds", "2", "--space", own},
+		{"resume", "-q", "--trials", "6", "--no-validate", "--space", own},
+	} {
+		code, _, errOut := nccltune(t, dir, args...)
+		if code == 0 || !strings.Contains(errOut, "space") {
+			t.Errorf("%v on a tampered store: exit %d: %s", args, code, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+			t.Fatalf("%v ran the program the store named", args)
+		}
+	}
 }
