@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -254,5 +255,80 @@ func TestTamperedStoreStartsNothing(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
 			t.Fatalf("%v ran the program the store named", args)
 		}
+	}
+}
+
+// TestTamperedStoreExportsNoPlugin pins plugins and files in a finished
+// campaign's stored space and in its trials' environments, consistently, as
+// an attacker would: no export writes them, and export says it left them out.
+func TestTamperedStoreExportsNoPlugin(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	added := []string{"NCCL_NET_PLUGIN=/tmp/evil.so", "NCCL_TUNER_PLUGIN=/tmp/evil2.so", "NCCL_TOPO_DUMP_FILE=/tmp/overwritten"}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "nccltune.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	if err := db.QueryRow(`SELECT space FROM campaigns`).Scan(&text); err != nil {
+		t.Fatal(err)
+	}
+	var pins string
+	for _, kv := range added {
+		k, v, _ := strings.Cut(kv, "=")
+		pins += fmt.Sprintf("%s = %q\n", k, v)
+	}
+	text = strings.Replace(text, "[fixed]\n", "[fixed]\n"+pins, 1)
+	sp, err := space.Parse("tampered", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE campaigns SET space = ?, space_hash = ?`, []byte(text), sp.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(`SELECT id, params FROM trials`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var params string
+		rows.Scan(&id, &params)
+		var a space.Assignment
+		json.Unmarshal([]byte(params), &a)
+		env, _ := json.Marshal(sp.Env(a))
+		envs[id] = string(env)
+	}
+	rows.Close()
+	for id, env := range envs {
+		if _, err := db.Exec(`UPDATE trials SET env = ? WHERE id = ?`, env, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	out := filepath.Join(dir, "out")
+	for _, f := range []string{"env", "dotenv", "json", "torchrun", "plugin", "tuner-csv"} {
+		code, _, errOut := nccltune(t, dir, "export", "--format", f, "--out", out)
+		if code != 0 {
+			t.Fatalf("export %s: %d %s", f, code, errOut)
+		}
+		if !strings.Contains(errOut, "leaving out NCCL_NET_PLUGIN, NCCL_TOPO_DUMP_FILE, NCCL_TUNER_PLUGIN") {
+			t.Errorf("export %s does not say what it left out: %s", f, errOut)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		for _, kv := range added {
+			if strings.Contains(string(data), kv[strings.Index(kv, "=")+1:]) {
+				t.Errorf("%s exports %s from the store", f, kv)
+			}
+		}
+	}
+	if len(files) < 5 {
+		t.Fatalf("exported only %v", files)
 	}
 }

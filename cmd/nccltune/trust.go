@@ -19,13 +19,23 @@ var ownSpaceFlag = &cli.StringFlag{Name: "space", Usage: "the space `FILE` the c
 // own simulated cluster. A store can be edited by anyone who can write it;
 // a program it names is not run (see the README's threat model).
 func ownSpace(c *cli.Context, l *loaded) (*space.Space, error) {
+	own, err := userSpace(c, l)
+	if err != nil || own != nil {
+		return own, err
+	}
+	if progs := l.family.Programs(); len(progs) > 0 {
+		return nil, fmt.Errorf("campaign %s: its stored space starts %s; nccltune does not start a program that only a store names (anyone who can write the store could have put it there): give the space file the campaign ran with, --space FILE",
+			l.camp.Name, strings.Join(progs, ", "))
+	}
+	return l.family, nil
+}
+
+// userSpace is the user's --space file (nil without one), which must be the
+// space the stored campaign ran with.
+func userSpace(c *cli.Context, l *loaded) (*space.Space, error) {
 	path := c.String("space")
 	if path == "" {
-		if progs := l.family.Programs(); len(progs) > 0 {
-			return nil, fmt.Errorf("campaign %s: its stored space starts %s; nccltune does not start a program that only a store names (anyone who can write the store could have put it there): give the space file the campaign ran with, --space FILE",
-				l.camp.Name, strings.Join(progs, ", "))
-		}
-		return l.family, nil
+		return nil, nil
 	}
 	own, err := space.Load(path)
 	if err != nil {
