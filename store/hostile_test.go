@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestOneWriterWhateverPathNamesIt: the writer lock belongs to the file, so
@@ -169,5 +171,40 @@ func TestDeletedOrReplacedStoreIsAnError(t *testing.T) {
 		if err := s.StartTrial(&Trial{CampaignID: c.ID}); !errors.Is(err, ErrReplaced) {
 			t.Errorf("write after the store was replaced: %v", err)
 		}
+	}
+}
+
+// TestLockWaitsForADeadWritersTrials: a writer that died while its trial's
+// supervisor still holds the lock is waited for, not overlapped nor refused
+// at once; a live writer is refused at once.
+func TestLockWaitsForADeadWritersTrials(t *testing.T) {
+	s, path := openWriter(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.LockWriter(); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a live writer's lock: %v", err)
+	}
+	other.Close()
+	if _, err := s.db.Exec(`UPDATE writer SET pid = ?`, dead.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	// s stands in for the supervisor, which holds the lock a while longer.
+	go func() { time.Sleep(500 * time.Millisecond); s.Close() }()
+	start := time.Now()
+	if other, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.LockWriter(); err != nil {
+		t.Fatalf("after the dead writer's trial ended: %v", err)
+	}
+	if waited := time.Since(start); waited < 400*time.Millisecond {
+		t.Errorf("took the lock after %s, while the old trial held it", waited)
 	}
 }
