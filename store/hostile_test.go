@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
 )
 
 // TestOneWriterWhateverPathNamesIt: the writer lock belongs to the file, so
@@ -206,5 +208,57 @@ func TestLockWaitsForADeadWritersTrials(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < 400*time.Millisecond {
 		t.Errorf("took the lock after %s, while the old trial held it", waited)
+	}
+}
+
+// TestTamperedRowsAreRefused mutates stored rows as an attacker or a damaged
+// disk would: each such store is refused on read with ErrTampered, before
+// anything indexes or loops on what it holds.
+func TestTamperedRowsAreRefused(t *testing.T) {
+	for _, mutation := range []string{
+		`UPDATE trials SET number = -1 WHERE number = 0`,
+		`UPDATE trials SET number = 1 WHERE number = 0`,
+		`UPDATE trials SET number = 9223372036854775807 WHERE number = 2`,
+		`UPDATE trials SET state = 'bogus' WHERE number = 1`,
+		`UPDATE trials SET scores = '{"small":-5}' WHERE number = 1`,
+		`UPDATE trials SET node_group = -1 WHERE number = 1`,
+		`UPDATE results SET oop_busbw = 9e999`,
+		`UPDATE results SET ip_busbw = -9e999`,
+		`UPDATE results SET ip_time_us = -1`,
+		`UPDATE results SET size = -8`,
+		`UPDATE campaigns SET budget = -3`,
+		`UPDATE campaigns SET budget = 9223372036854775807`,
+	} {
+		s, _ := openWriter(t)
+		c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range 3 {
+			tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}}
+			if err := s.StartTrial(tr); err != nil {
+				t.Fatal(err)
+			}
+			tr.State, tr.Scores = Complete, map[string]float64{"small": 10}
+			tr.Rows = []nccltests.Row{{Collective: "all_reduce", Size: 8, Count: 2, Type: "float", Redop: "sum",
+				OutOfPlace: nccltests.Measure{TimeUs: 5, AlgBW: 1, BusBW: 1}, InPlace: nccltests.Measure{TimeUs: 5, AlgBW: 1, BusBW: 1}}}
+			if err := s.FinishTrial(context.Background(), tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Trials(c.ID); err != nil {
+			t.Fatalf("untampered: %v", err)
+		}
+		if _, err := s.db.Exec(mutation); err != nil {
+			t.Fatalf("%s: %v", mutation, err)
+		}
+		_, err = s.Campaigns()
+		if err == nil {
+			_, err = s.Trials(c.ID)
+		}
+		if !errors.Is(err, ErrTampered) {
+			t.Errorf("%s: read back with %v", mutation, err)
+		}
+		s.Close()
 	}
 }

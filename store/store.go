@@ -249,6 +249,9 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
+		if err := checkCampaign(c); err != nil {
+			return nil, fmt.Errorf("store %s: %w", s.path, err)
+		}
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -359,7 +362,13 @@ func (s *Store) Trials(campaignID int64) ([]Trial, error) {
 		t := &out[byID[id]]
 		t.Rows = append(t.Rows, r)
 	}
-	return out, res.Err()
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkTrials(out); err != nil {
+		return nil, fmt.Errorf("store %s: %w", s.path, err)
+	}
+	return out, nil
 }
 
 // Output returns the captured output of one trial.
