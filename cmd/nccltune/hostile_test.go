@@ -332,3 +332,19 @@ func TestTamperedStoreExportsNoPlugin(t *testing.T) {
 		t.Fatalf("exported only %v", files)
 	}
 }
+
+// TestTamperedNumbersAreRefused: a trial renumbered -1 is a clear error for
+// every command that reads the store, not a panic nor a spin.
+func TestTamperedNumbersAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE trials SET number = -1 WHERE number = 0`)
+	for _, args := range [][]string{{"status"}, {"report", "--out", "r"}, {"validate", "-q", "--rounds", "2"}, {"resume", "-q", "--trials", "14"}, {"export"}} {
+		code, _, errOut := nccltune(t, dir, args...)
+		if code == 0 || strings.Contains(errOut, "panic") || !strings.Contains(errOut, "edited or damaged") {
+			t.Errorf("%v: exit %d: %s", args, code, errOut)
+		}
+	}
+}
