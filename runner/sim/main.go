@@ -78,6 +78,9 @@ func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, secon
 	return code, r.seconds
 }
 
+// The space loader checks a [simulator] table with CheckScenario.
+func init() { space.CheckSimulator = CheckScenario }
+
 // CheckScenario validates scenario flags (as the tuner will pass them) without running anything.
 func CheckScenario(args []string) error {
 	var msg strings.Builder
