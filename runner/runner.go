@@ -186,9 +186,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	exit, launchErr := status.result(cmd.ProcessState, waitErr)
 	if !status.worded {
 		// The supervisor died (or was stopped, then killed at the timeout)
-		// without ending the tree: nccltune ends what is left of it.
+		// without ending the tree: nccltune ends what is left of it. The
+		// trial fails as the supervisor ended (a signal, the timeout).
 		sweep(status.pid())
-		launchErr = "the trial's supervisor died before the benchmark ended (" + orSignal(waitErr) + "), killed or stopped by the benchmark?; every process of the trial was killed"
 	}
 	res.Exit = exit
 	switch {
@@ -259,12 +259,6 @@ func sweep(bench int) {
 	}
 }
 
-func orSignal(err error) string {
-	if err == nil {
-		return "it exited"
-	}
-	return err.Error()
-}
 
 // report is the supervisor's account of the benchmark, read as it comes:
 // "pid N" once it started it, then how it ended ("exit N", "signal N"), or
