@@ -259,7 +259,6 @@ func sweep(bench int) {
 	}
 }
 
-
 // report is the supervisor's account of the benchmark, read as it comes:
 // "pid N" once it started it, then how it ended ("exit N", "signal N"), or
 // "launch ERROR" when it could not be started.
