@@ -124,13 +124,20 @@ func (e Export) json() ([]file, error) {
 		Simulated: len(e.Space.Simulator) > 0, Fingerprint: e.Fingerprint, Written: e.Now.UTC().Format(time.RFC3339)}
 	var errs []error
 	for _, r := range e.Results {
+		var a space.Assignment
 		if ch := r.Chosen(); ch != nil {
-			if _, err := e.settings(ch); err != nil {
+			var err error
+			if a, err = e.settings(ch); err != nil {
 				errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
 				continue
 			}
 		}
-		out.Ranges = append(out.Ranges, r.Report(e.Space))
+		rep := r.Report(e.Space)
+		if a != nil {
+			// The space's word, not the store's: what settings checked, less what it left out.
+			rep.Env = space.EnvMap(e.Space.Env(a))
+		}
+		out.Ranges = append(out.Ranges, rep)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

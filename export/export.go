@@ -43,6 +43,12 @@ type Export struct {
 	// example (tuner-csv; "": ExampleLibrary).
 	Plugin string
 	Now    time.Time
+	// LeftOut are the variables of the stored space that the export leaves
+	// out (see space.Exportable): Space is the space without them.
+	LeftOut []string
+	// Trusted says Space is the user's own space file's (export --space):
+	// its pinned plugins and files may be written.
+	Trusted bool
 	// Scales are the other campaigns of the space's campaign.scales: the
 	// tuner plugins' rules of every node count go in one file.
 	Scales []Export
@@ -103,11 +109,20 @@ func (e Export) Write(format, dir string) ([]string, error) {
 // one it pins, so that nothing the store alone says reaches a file. A trial
 // whose record says otherwise was altered, and is refused.
 func (e Export) settings(t *store.Trial) (space.Assignment, error) {
-	a := space.Assignment(t.Params)
+	a := space.Assignment{}
+	for name, v := range t.Params {
+		if !slices.Contains(e.LeftOut, name) {
+			a[name] = v
+		}
+	}
 	if err := e.check(a); err != nil {
 		return nil, fmt.Errorf("trial %d %w: the store was altered", t.Number, err)
 	}
-	if env := e.Space.Env(a); !slices.Equal(env, t.Env) {
+	stored := slices.DeleteFunc(slices.Clone(t.Env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(e.LeftOut, name)
+	})
+	if env := e.Space.Env(a); !slices.Equal(env, stored) {
 		return nil, fmt.Errorf("trial %d's stored environment is not what its settings give: the store was altered", t.Number)
 	}
 	return a, nil
@@ -128,6 +143,9 @@ func (e Export) check(a space.Assignment) error {
 	}
 	for _, kv := range sp.Env(a) {
 		name, value, _ := strings.Cut(kv, "=")
+		if h := space.Hazard(name); h != "" && !e.Trusted {
+			return fmt.Errorf("sets %s, which %s", name, h)
+		}
 		if _, err := ExportLine(name, value); err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ const jobSpace = `
 name = "job"
 [simulator]
 nodes = 2
+fabric = "ib"
 [fixed]
 NCCL_NVLS_ENABLE = 0
 [[workload]]

@@ -59,6 +59,7 @@ func TestJobValidationConverges(t *testing.T) {
 	sp, err := space.Parse("w.toml", []byte(`
 [simulator]
 nodes = 2
+fabric = "ib"
 [[workload]]
 collective = "all_reduce"
 size = "1M"

@@ -184,8 +184,11 @@ func NewBenchmark(sp *space.Space, simCommand []string) (Benchmark, error) {
 			}
 			simCommand = []string{self, "sim"}
 		}
+		// The scenario's ports bound what a node's network carries.
+		ports, _ := strconv.ParseFloat(sp.Simulator["nics_per_node"], 64)
+		gbps, _ := strconv.ParseFloat(sp.Simulator["nic_gbps"], 64)
 		return NCCLTests{Program: append(slices.Clone(simCommand), flags...), LabelFlag: "-run", Binary: sp.Campaign.Collective + "_perf",
-			Collective: sp.Campaign.Collective, GPUs: b.GPUs, Check: b.Check, Args: b.Args}, nil
+			Collective: sp.Campaign.Collective, GPUs: b.GPUs, Check: b.Check, Args: b.Args, NodeNetGBs: ports * gbps / 8}, nil
 	}
 	path, err := exec.LookPath(b.Binary)
 	if err != nil {

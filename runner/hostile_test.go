@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -103,5 +104,43 @@ func TestRecordedOutputIsPlausible(t *testing.T) {
 		if got := printed(tc.v, tc.width); math.Abs(got-tc.want) > 1e-9*tc.want {
 			t.Errorf("printed(%g, %d) = %g, want %g", tc.v, tc.width, got, tc.want)
 		}
+	}
+}
+
+// TestCeilingKnowsTheFabric: a bus bandwidth beyond what the nodes' network
+// carries fails the trial, whether the scenario or NCCL's log tells the
+// network; what real fabrics measure passes.
+func TestCeilingKnowsTheFabric(t *testing.T) {
+	row := func(busbw float64, ranks int) nccltests.Row {
+		const size = 1 << 30
+		factor := 2 * float64(ranks-1) / float64(ranks)
+		algbw := busbw / factor
+		m := nccltests.Measure{TimeUs: size / algbw / 1e3, AlgBW: algbw, BusBW: busbw}
+		return nccltests.Row{Size: size, Count: size / 4, Type: "float", Redop: "sum", OutOfPlace: m, InPlace: m}
+	}
+	ib2 := nccllog.Log{Nodes: 2, Ranks: 16, Network: "IB", NICs: 8}
+	for _, tc := range []struct {
+		name    string
+		busbw   float64
+		ranks   int
+		log     nccllog.Log
+		nodeNet float64
+		ok      bool
+	}{
+		{"2 nodes, 8x400G scenario, measured", 370, 16, ib2, 400, true},
+		{"2 nodes, 8x400G scenario, made up", 1219, 16, ib2, 400, false},
+		{"2 nodes, one port in the log, made up", 1219, 16, nccllog.Log{Nodes: 2, Ranks: 16, Network: "IB", NICs: 1}, 0, false},
+		{"2 nodes, eight ports in the log, 8x800G at line rate", 1400, 16, ib2, 0, true},
+		{"2 nodes over sockets", 1219, 16, nccllog.Log{Nodes: 2, Ranks: 16, Network: "Socket"}, 0, false},
+		{"one node of H200, NVLS", 480, 8, nccllog.Log{Nodes: 1, Ranks: 8}, 0, true},
+		{"one node, beyond NVLink 5", 2500, 8, nccllog.Log{Nodes: 1, Ranks: 8}, 0, false},
+	} {
+		f := plausible("all_reduce", row(tc.busbw, tc.ranks), tc.ranks, tc.log, tc.nodeNet)
+		if (f == nil) != tc.ok {
+			t.Errorf("%s: %v", tc.name, f)
+		}
+	}
+	if l := nccllog.Parse([]byte("h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ib0:10.0.0.1<0>\n")); l.NICs != 2 {
+		t.Errorf("NICs %d from a log naming 2", l.NICs)
 	}
 }

@@ -27,6 +27,9 @@ type NCCLTests struct {
 	GPUs       int    // -g
 	Check      bool   // -c 1: results verified
 	Args       []string
+	// NodeNetGBs is what one node's network ports carry each way, GB/s,
+	// where known (the simulated cluster's scenario); 0: see plausible.
+	NodeNetGBs float64
 }
 
 // For is the benchmark of collective coll: nccl-tests' binary of it, named
@@ -92,7 +95,7 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 		if b.Check && (row.OutOfPlace.Wrong < 0 || row.InPlace.Wrong < 0) {
 			return nil, &Failure{FailWrong, fmt.Sprintf("#wrong is N/A at %d bytes: the results were not checked, though benchmark.check is on", row.Size)}
 		}
-		if f := plausible(b.Collective, row, ranks, out.Log); f != nil {
+		if f := plausible(b.Collective, row, ranks, out.Log, b.NodeNetGBs); f != nil {
 			return nil, f
 		}
 	}
@@ -174,25 +177,59 @@ func (b NCCLTests) matchSweep(sweep space.Sizes, rows []nccltests.Row, ranks int
 	return nil
 }
 
-// Ceilings on a measured bus bandwidth (GB/s), an order of magnitude above
-// the fastest hardware of each kind (NVLink 5 moves 900 GB/s each way per
-// GPU; eight 800 Gbit/s NICs, 800 GB/s per node): numbers above them are
-// garbled or made up, not fast. The floor on a time is below any GPU
-// kernel launch.
+// Ceilings on a measured bus bandwidth (GB/s). Numbers above them are
+// garbled or made up, not fast. The floor on a time is below any GPU kernel
+// launch.
+//
+// One node: NVLink 5 (B200) moves 900 GB/s each way per GPU (H100/H200's
+// NVLink 4: 450); with NVLS the switch reduces, so an all-reduce's busbw
+// can reach 2(n-1)/n of the per-direction rate, under 1800 GB/s; above 2000
+// nothing measures.
+//
+// Several nodes: whatever the algorithm, each node's ports carry at least
+// S(N-1)/N of an all-reduce of S bytes each way (2S(N-1)/N as a ring or
+// tree; S with in-network reduction), so busbw = algbw*2(n-1)/n stays under
+// 2(n-1)/n times the node's network rate (a looser bound than every other
+// collective needs), plus 20% for rounding and clock skew. The node's rate
+// is the simulated scenario's where known; otherwise each port NCCL says
+// it uses counts as 800 Gbit/s (100 GB/s, the fastest InfiniBand and
+// Ethernet ports shipping, ConnectX-8), eight ports where the log does not
+// list them. Over NCCL's socket transport busbw stays under 1000.
 const (
-	maxBusBW        = 10000
+	maxBusBWOneNode = 2000
 	maxBusBWSockets = 1000 // several nodes over NCCL's socket transport
+	maxPortGBs      = 100
+	defaultPorts    = 8
+	netMargin       = 1.2
 	minTimeUs       = 0.5
 )
 
-// plausible checks a row's numbers against each other and against what
-// hardware can do. With one rank nothing is communicated (in place, nothing
-// even moves), so only the table's own arithmetic is checked.
-func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log) *Failure {
-	limit := float64(maxBusBW)
-	if log.Network == "Socket" && log.Nodes > 1 {
-		limit = maxBusBWSockets
+// busCeiling is the most bus bandwidth (GB/s) the fabric NCCL reported can carry.
+func busCeiling(ranks int, log nccllog.Log, nodeNet float64) (float64, string) {
+	if log.Nodes <= 1 {
+		return maxBusBWOneNode, "one node's NVLink"
 	}
+	if log.Network == "Socket" {
+		return maxBusBWSockets, "NCCL's socket transport"
+	}
+	what := "the scenario's network"
+	if nodeNet <= 0 {
+		nodeNet = float64(maxPortGBs * defaultPorts)
+		what = fmt.Sprintf("%d ports of 800 Gbit/s", defaultPorts)
+		if log.NICs > 0 {
+			nodeNet = float64(maxPortGBs * log.NICs)
+			what = fmt.Sprintf("%d ports of at most 800 Gbit/s", log.NICs)
+		}
+	}
+	n := float64(max(ranks, log.Ranks, 2))
+	return netMargin * nodeNet * 2 * (n - 1) / n, what + " on " + strconv.Itoa(log.Nodes) + " nodes"
+}
+
+// plausible checks a row's numbers against each other and against what
+// the fabric can carry. With one rank nothing is communicated (in place,
+// nothing even moves), so only the table's own arithmetic is checked.
+func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log, nodeNet float64) *Failure {
+	limit, fabric := busCeiling(ranks, log, nodeNet)
 	factor, known := busFactor(coll, ranks)
 	widest := factor
 	if !known {
@@ -226,7 +263,7 @@ func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log) *Fail
 			return bad("%.3g us is faster than any GPU launches a kernel", m.TimeUs)
 		}
 		if bus := float64(row.Size) / m.TimeUs / 1e3 * widest; bus > limit {
-			return bad("%.4g GB/s of bus bandwidth is beyond any hardware (ceiling %.0f GB/s)", bus, limit)
+			return bad("%.4g GB/s of bus bandwidth is more than %s can carry (ceiling %.0f GB/s)", bus, fabric, limit)
 		}
 	}
 	return nil

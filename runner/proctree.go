@@ -10,12 +10,32 @@ import (
 type proc struct {
 	pid   int
 	state byte // R, S, D, Z, ...
+	pgid  int
 }
+
+// children lists pid's own children, read from /proc.
+func children(pid int) []proc { return procs()[pid] }
 
 // descendants lists every process below pid, read from /proc. mpirun puts each
 // rank in a process group of its own, so signalling a group alone can leave
 // ranks behind.
 func descendants(pid int) []proc {
+	children := procs()
+	var out []proc
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c.pid)
+		}
+	}
+	return out
+}
+
+// procs maps each process to its children, read from /proc.
+func procs() map[int][]proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -33,24 +53,15 @@ func descendants(pid int) []proc {
 		// The command name is in parentheses and may hold spaces; the fields after it are plain.
 		s := string(stat)
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) < 2 || len(fields[0]) != 1 {
+		if len(fields) < 3 || len(fields[0]) != 1 {
 			continue
 		}
+		pgid, _ := strconv.Atoi(fields[2])
 		if ppid, err := strconv.Atoi(fields[1]); err == nil {
-			children[ppid] = append(children[ppid], proc{pid: child, state: fields[0][0]})
+			children[ppid] = append(children[ppid], proc{pid: child, state: fields[0][0], pgid: pgid})
 		}
 	}
-	var out []proc
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c.pid)
-		}
-	}
-	return out
+	return children
 }
 
 // living leaves out zombies: they are dead, only not yet reaped by their parent.

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nccltune/nccltune/runner/nccllog"
 )
 
@@ -116,6 +118,11 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
+	becomeSubreaper.Do(func() {
+		// Orphans of a supervisor that died (a benchmark can kill or stop
+		// it) come to nccltune rather than to init, where sweep finds them.
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	})
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		res.Failure = &Failure{FailLaunch, err.Error()}
@@ -133,6 +140,11 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		superviseEnv+"="+strconv.Itoa(os.Getpid())+":"+grace.String())
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.ExtraFiles = []*os.File{statusW}
+	if held, ok := ctx.Value(heldKey{}).(*os.File); ok && held != nil {
+		// The supervisor holds the store's lock until the trial's last
+		// process is gone, also after nccltune died: a resume waits for it.
+		cmd.ExtraFiles = append(cmd.ExtraFiles, held)
+	}
 	// Pdeathsig: if nccltune dies, even by kill -9, the supervisor gets SIGTERM
 	// and ends the trial. It is tied to the creating OS thread, so the
 	// goroutine stays on that thread until the supervisor is reaped.
@@ -152,7 +164,12 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		return err
 	}
 	cmd.WaitDelay = grace + 5*time.Second
+	supervisors.Lock()
 	err = cmd.Start()
+	if err == nil {
+		supervisors.pids[cmd.Process.Pid] = true
+	}
+	supervisors.Unlock()
 	statusW.Close()
 	switch {
 	case ctx.Err() != nil: // stopped before it could start: run it again later
@@ -163,10 +180,19 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		return res
 	}
 	waitErr := cmd.Wait()
+	supervisors.Lock()
+	delete(supervisors.pids, cmd.Process.Pid)
+	supervisors.Unlock()
 	res.Duration = time.Since(res.Started)
 	res.Output = out.Bytes()
 	res.Log = nccllog.Parse(res.Output)
 	exit, launchErr := status.result(cmd.ProcessState, waitErr)
+	if !status.worded {
+		// The supervisor died (or was stopped, then killed at the timeout)
+		// without ending the tree: nccltune ends what is left of it. The
+		// trial fails as the supervisor ended (a signal, the timeout).
+		sweep(status.pid())
+	}
 	res.Exit = exit
 	switch {
 	case ctx.Err() != nil:
@@ -181,11 +207,67 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	return res
 }
 
+// heldKey is the context key of WithHeld's file.
+type heldKey struct{}
+
+// WithHeld returns a context under which every trial's supervisor keeps f
+// (the store's locked file) open until the trial's last process is gone, so
+// that a flock on it outlives nccltune killed mid-trial for as long as the
+// trial's processes do.
+func WithHeld(ctx context.Context, f *os.File) context.Context {
+	return context.WithValue(ctx, heldKey{}, f)
+}
+
+var (
+	becomeSubreaper sync.Once
+	// supervisors are the running trials' supervisors, registered under the
+	// lock as they start, so that sweep never takes one for an orphan.
+	supervisors = struct {
+		sync.Mutex
+		pids map[int]bool
+	}{pids: map[int]bool{}}
+)
+
+// sweep ends what a dead supervisor left of its trial: the benchmark's
+// process group, and every process reparented to nccltune (its subreaper)
+// that is neither a running supervisor nor in nccltune's own process group,
+// with all their descendants; it reaps them.
+func sweep(bench int) {
+	if bench > 0 {
+		_ = syscall.Kill(-bench, syscall.SIGKILL)
+	}
+	supervisors.Lock()
+	defer supervisors.Unlock()
+	self, own := os.Getpid(), syscall.Getpgrp()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		var strays []proc
+		for _, p := range children(self) {
+			if !supervisors.pids[p.pid] && p.pgid != own {
+				strays = append(strays, p)
+			}
+		}
+		if len(strays) == 0 {
+			return
+		}
+		for _, p := range strays {
+			for _, d := range descendants(p.pid) {
+				_ = syscall.Kill(d.pid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // report is the supervisor's account of the benchmark, read as it comes:
 // "pid N" once it started it, then how it ended ("exit N", "signal N"), or
 // "launch ERROR" when it could not be started.
 type report struct {
 	done      chan string
+	worded    bool // the supervisor said how the benchmark ended
 	mu        sync.Mutex
 	benchmark int // its pid
 }
@@ -219,8 +301,16 @@ func (r *report) pid() int {
 
 // result waits for the supervisor's last word: how the benchmark ended, or why it could not start.
 func (r *report) result(ps *os.ProcessState, waitErr error) (Exit, string) {
-	word, arg, _ := strings.Cut(<-r.done, " ")
+	var last string
+	select {
+	case last = <-r.done:
+	case <-time.After(2 * time.Second):
+		// The supervisor is reaped and the benchmark inherits no end of the
+		// pipe: a writer left can only be a process that escaped both.
+	}
+	word, arg, _ := strings.Cut(last, " ")
 	n, err := strconv.Atoi(arg)
+	r.worded = err == nil && (word == "exit" || word == "signal") || word == "launch"
 	switch {
 	case word == "launch":
 		return Exit{Code: -1}, arg

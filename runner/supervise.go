@@ -41,6 +41,12 @@ func init() {
 // SIGKILL after the grace period.
 func supervise(setting string, argv []string) int {
 	status := os.NewFile(3, "status")
+	// Neither the status pipe nor the held lock (fd 4, see WithHeld) goes to
+	// the benchmark: a descendant that kept the pipe open, having killed or
+	// stopped this supervisor, would make nccltune wait for its last word
+	// forever; the lock is held by this process alone, until it exits.
+	syscall.CloseOnExec(3)
+	syscall.CloseOnExec(4)
 	report := func(format string, args ...any) int {
 		fmt.Fprintf(status, format+"\n", args...)
 		status.Close()

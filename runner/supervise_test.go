@@ -116,3 +116,74 @@ func TestKilledNCCLTuneLeavesNothing(t *testing.T) {
 	cmd.Wait()
 	requireGone(t, dir, 5*time.Second)
 }
+
+// TestBenchmarkKillsOrStopsItsSupervisor: a benchmark that kills or stops
+// its supervisor, leaving a child that ignores SIGTERM, neither hangs the
+// trial past its timeout nor leaves that child behind; the trial fails with
+// a reason.
+func TestBenchmarkKillsOrStopsItsSupervisor(t *testing.T) {
+	for _, sig := range []string{"KILL", "STOP"} {
+		t.Run(sig, func(t *testing.T) {
+			dir := t.TempDir()
+			body := fmt.Sprintf(`trap '' TERM
+(trap '' TERM; exec sleep 31304) &
+echo $! > %[1]s/orphan.pid
+setsid sh -c 'trap "" TERM; echo $$ > %[1]s/daemon.pid; exec sleep 31305' </dev/null >/dev/null 2>&1 &
+while [ ! -s %[1]s/daemon.pid ]; do sleep 0.01; done
+kill -%[2]s $PPID
+sleep 1
+`, dir, sig)
+			r := &Runner{Launcher: Local{}, Grace: 300 * time.Millisecond}
+			job := tableJob(script(t, body))
+			job.Timeout = 2 * time.Second
+			done := make(chan Result, 1)
+			go func() { done <- r.Run(context.Background(), job) }()
+			var res Result
+			select {
+			case res = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the trial hangs")
+			}
+			if res.Failure == nil {
+				t.Fatalf("no failure:\n%s", res.Output)
+			}
+			t.Logf("%s: %s", res.Failure.Kind, res.Failure.Reason)
+			requireGone(t, dir, 2*time.Second)
+		})
+	}
+}
+
+// TestSupervisorHoldsTheLock: the file of runner.WithHeld stays locked while
+// the trial runs, though nccltune's own descriptor is closed, and is free
+// once the trial is over: the benchmark does not keep it.
+func TestSupervisorHoldsTheLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Launcher: Local{}, Grace: 300 * time.Millisecond}
+	job := tableJob(script(t, "(exec sleep 30) </dev/null >/dev/null 2>&1 &\nsleep 1\n"))
+	done := make(chan Result, 1)
+	go func() { done <- r.Run(WithHeld(context.Background(), f), job) }()
+	time.Sleep(500 * time.Millisecond)
+	f.Close() // as nccltune killed
+	try := func() error {
+		g, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		return syscall.Flock(int(g.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err := try(); err == nil {
+		t.Error("the lock was free while the trial ran")
+	}
+	<-done
+	if err := try(); err != nil {
+		t.Errorf("the lock outlived the trial: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package space
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -128,6 +129,52 @@ func indexVars(vs []Var) map[string]Var {
 		m[v.Name] = v
 	}
 	return m
+}
+
+// Hazard says why a variable's value is more than a setting ("" if it is
+// just one): it names code NCCL loads (a plugin), or a file NCCL reads or
+// writes. Such a value is trusted only from the user's own space file, never
+// from a store (see export). A variable the catalogue does not know is one.
+func Hazard(name string) string {
+	if _, ok := ddpKnobs[name]; ok {
+		return ""
+	}
+	if _, ok := catalogue[name]; !ok {
+		return "not a variable nccltune knows"
+	}
+	switch {
+	case strings.HasSuffix(name, "_PLUGIN"):
+		return "loads code"
+	case strings.HasSuffix(name, "_FILE"):
+		return "names a file NCCL reads or writes"
+	}
+	return ""
+}
+
+// Exportable is the space without the variables that have a Hazard, pinned
+// or searched, and the names it left out: what an export may take from a
+// store's copy of the space, which anyone who can write the store can edit.
+func (s *Space) Exportable() (*Space, []string) {
+	out := *s
+	out.Fixed = map[string]string{}
+	var left []string
+	for name, v := range s.Fixed {
+		if Hazard(name) != "" {
+			left = append(left, name)
+			continue
+		}
+		out.Fixed[name] = v
+	}
+	out.Params = nil
+	for _, p := range s.Params {
+		if Hazard(p.Variable()) != "" {
+			left = append(left, p.Name)
+			continue
+		}
+		out.Params = append(out.Params, p)
+	}
+	slices.Sort(left)
+	return &out, left
 }
 
 // Lookup returns the catalogue's entry for name, or an error that suggests the

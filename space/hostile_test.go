@@ -112,3 +112,45 @@ func parseWithin(t *testing.T, src string) (*Space, error) {
 		return nil, nil
 	}
 }
+
+// TestLoaderFindsWhatCanNeverHold: conditions that each can hold but never
+// together, a log setting NCCL reads as hiding INIT and ENV, a non-finite
+// simulator setting, and a type error beside other errors: each is reported
+// with its file:line, all at once.
+func TestLoaderFindsWhatCanNeverHold(t *testing.T) {
+	joint := hostileBase + `[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL", "Simple"]
+[[param]]
+name = "NCCL_CUMEM_ENABLE"
+values = ["0", "1"]
+when = { NCCL_NTHREADS = ["256"], NCCL_ALGO = ["Tree"] }
+`
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"jointly never", joint, []string{"h.toml:25: param NCCL_CUMEM_ENABLE can never be active", "NCCL_ALGO"}},
+		{"subsys all but INIT", strings.Replace(hostileBase, `NCCL_NET = "IB"`, `NCCL_NET = "IB"`+"\nNCCL_DEBUG_SUBSYS = \"^COLL,INIT,ENV\"", 1),
+			[]string{"h.toml:8: fixed NCCL_DEBUG_SUBSYS = ^COLL,INIT,ENV hides INIT"}},
+		{"simulator nan", strings.Replace(hostileBase, `binary = "all_reduce_perf"`, "", 1) + "[simulator]\nnodes = 2\nnoise = \"nan\"\npace = \"NaN\"\n",
+			[]string{"h.toml:21: simulator.noise", "h.toml:22: simulator.pace"}},
+		{"type error and more", strings.Replace(strings.Replace(hostileBase, "factor = 4", "factor = 2.5", 1), "trials = 10", "trials = 10\ncollective = \"all_nothing\"\nsampler = 3", 1),
+			[]string{"h.toml:5: campaign.sizes.factor", "h.toml:3: unknown collective", "h.toml:4: campaign.sampler"}},
+	} {
+		_, err := parseWithin(t, tc.src)
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q not in:\n%v", tc.name, w, err)
+			}
+		}
+	}
+	ok := strings.Replace(hostileBase, `NCCL_NET = "IB"`, `NCCL_NET = "IB"`+"\nNCCL_DEBUG_SUBSYS = \"^COLL\"", 1)
+	if _, err := parseWithin(t, ok); err != nil {
+		t.Errorf("^COLL hides nothing nccltune reads: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package space
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -109,19 +110,78 @@ func Load(path string) (*Space, error) {
 	return Parse(path, data)
 }
 
+// simulator checks the [simulator] table as the simulator will read it,
+// each bad key at its line: a key the simulator does not know is left out
+// and the rest checked again.
+func (b *builder) simulator(s *Space) {
+	if CheckSimulator == nil || len(s.Simulator) == 0 {
+		return
+	}
+	keys := slices.Sorted(maps.Keys(s.Simulator))
+	for range len(keys) + 1 {
+		var flags []string
+		for _, k := range keys {
+			flags = append(flags, "-"+k+"="+s.Simulator[k])
+		}
+		err := CheckSimulator(flags)
+		if err == nil {
+			return
+		}
+		at := slices.IndexFunc(keys, func(k string) bool {
+			// The flag package's words: "not defined: -k", "for flag -k: ...".
+			return strings.HasSuffix(err.Error(), "-"+k) || strings.Contains(err.Error(), "flag -"+k+":")
+		})
+		if at < 0 {
+			b.errorf(b.loc.section("simulator"), "%v", err)
+			return
+		}
+		b.errorf(b.loc.field("simulator", 0, keys[at]), "%v", err)
+		keys = slices.Delete(keys, at, at+1)
+	}
+}
+
+// CheckSimulator checks the [simulator] table's scenario flags ("-k=v"),
+// so that a bad one is a file:line error at load; the simulator sets it
+// (space cannot import it).
+var CheckSimulator func(flags []string) error
+
 // Parse validates a space file's content. Every problem is reported at once,
 // each as "file:line: message".
 func Parse(filename string, data []byte) (*Space, error) {
 	var raw rawFile
 	md, err := toml.Decode(string(data), &raw)
-	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s:%d:%d: %s", filename, pe.Position.Line, pe.Position.Col, pe.Message)
-		}
-		return nil, fmt.Errorf("%s: %w", filename, err)
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("%s:%d:%d: %s", filename, pe.Position.Line, pe.Position.Col, pe.Message)
 	}
-	b := &builder{file: filename, loc: locate(data), never: map[string]bool{}}
+	// A value of the wrong type (factor = 2.5) stops the decoder: it is
+	// reported, left out, and the rest decoded again, so that every other
+	// problem is reported with it.
+	var typeErrs []error
+	var dropped []string
+	for err != nil {
+		m := typeErrRE.FindStringSubmatch(err.Error())
+		var all map[string]any
+		if m == nil || len(dropped) > 100 || toml.Unmarshal(data, &all) != nil {
+			return nil, errors.Join(append(typeErrs, fmt.Errorf("%s: %w", filename, err))...)
+		}
+		// The decoder's line is of the text decoded, which after the first
+		// error is not the file: the key's line in the file is looked up.
+		typeErrs = append(typeErrs, fmt.Errorf("%s:%d: %s: %s", filename, locate(data).key(strings.Split(m[2], ".")), m[2], m[3]))
+		dropped = append(dropped, m[2])
+		for _, k := range dropped {
+			if !dropKey(all, k) {
+				return nil, errors.Join(typeErrs...)
+			}
+		}
+		var buf bytes.Buffer
+		if toml.NewEncoder(&buf).Encode(all) != nil {
+			return nil, errors.Join(typeErrs...)
+		}
+		raw = rawFile{}
+		md, err = toml.Decode(buf.String(), &raw)
+	}
+	b := &builder{file: filename, loc: locate(data), never: map[string]bool{}, errs: typeErrs}
 	for _, key := range md.Undecoded() {
 		b.errorf(b.loc.key(key), "unknown key %q", key.String())
 	}
@@ -137,11 +197,77 @@ func Parse(filename string, data []byte) (*Space, error) {
 	return s, nil
 }
 
+// typeErrRE reads the decoder's type error: its line, key and complaint.
+var typeErrRE = regexp.MustCompile(`line (\d+) \(last key "([^"]+)"\): (.*)$`)
+
+// dropKey deletes the dotted key from m, in every table of an array of
+// tables on its way; it reports whether it found it.
+func dropKey(m map[string]any, key string) bool {
+	head, rest, nested := strings.Cut(key, ".")
+	v, ok := m[head]
+	if !ok {
+		return false
+	}
+	if !nested {
+		delete(m, head)
+		return true
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		return dropKey(v, rest)
+	case []map[string]any:
+		found := false
+		for _, t := range v {
+			found = dropKey(t, rest) || found
+		}
+		return found
+	}
+	delete(m, head)
+	return true
+}
+
 type builder struct {
 	file  string
 	loc   locator
 	errs  []error
 	never map[string]bool // params whose conditions can never hold
+	// needs is, for each param, the values each variable must have for it
+	// to be active: its own conditions and, since a condition on a param
+	// holds only while that param is active, that param's needs too.
+	needs map[string]map[string][]string
+}
+
+// jointly checks that p's conditions, together with those of the params
+// they name (and theirs, transitively), can all hold at once: conditions
+// only name earlier params, so one pass in file order is the fixpoint.
+func (b *builder) jointly(s *Space, p Param, line int) {
+	if b.needs == nil {
+		b.needs = map[string]map[string][]string{}
+	}
+	need := map[string][]string{}
+	why := map[string][]string{} // who asks, for the message
+	narrow := func(v string, in []string, by string) {
+		if old, ok := need[v]; ok {
+			in = slices.DeleteFunc(slices.Clone(in), func(x string) bool { return !slices.Contains(old, x) })
+		}
+		need[v] = in
+		why[v] = append(why[v], by)
+	}
+	for _, c := range p.When {
+		narrow(c.Var, c.In, p.Name)
+		for v, in := range b.needs[c.Var] {
+			narrow(v, in, c.Var)
+		}
+	}
+	b.needs[p.Name] = need
+	for _, v := range slices.Sorted(maps.Keys(need)) {
+		if len(need[v]) == 0 {
+			b.errorf(line, "param %s can never be active: the conditions of %s need %s to hold values that exclude one another",
+				p.Name, strings.Join(slices.Compact(slices.Sorted(slices.Values(why[v]))), " and "), v)
+			b.never[p.Name] = true
+			return
+		}
+	}
 }
 
 func (b *builder) errorf(line int, format string, args ...any) {
@@ -176,9 +302,15 @@ func (b *builder) build(raw *rawFile) *Space {
 	b.campaign(raw, s)
 	b.ranges(raw, s)
 	b.benchmark(raw, s)
-	for k, v := range raw.Simulator {
-		s.Simulator[k] = fmt.Sprint(v)
+	for _, k := range slices.Sorted(maps.Keys(raw.Simulator)) {
+		v := fmt.Sprint(raw.Simulator[k])
+		if f, err := strconv.ParseFloat(v, 64); err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			b.errorf(b.loc.field("simulator", 0, k), "simulator.%s = %q: not a finite number", k, v)
+			continue
+		}
+		s.Simulator[k] = v
 	}
+	b.simulator(s)
 	b.launcher(raw, s)
 	b.scales(s)
 	b.workloadRanks(raw, s)
@@ -732,6 +864,9 @@ func (b *builder) params(raw *rawFile, s *Space) {
 			}
 			p.When = append(p.When, c)
 		}
+		if !b.never[p.Name] {
+			b.jointly(s, p, b.loc.field("param", i, "when"))
+		}
 		seen[p.Name] = true
 		s.Params = append(s.Params, p)
 	}
@@ -792,6 +927,15 @@ func pinnable(name, value, kind string) error {
 	case "NCCL_DEBUG_FILE":
 		return fmt.Errorf("NCCL_DEBUG_FILE would send NCCL's log where nccltune cannot read it")
 	case "NCCL_DEBUG_SUBSYS":
+		if rest, all := strings.CutPrefix(value, "^"); all {
+			// NCCL reads a leading ^ as every subsystem except those listed.
+			for _, x := range strings.Split(strings.ToUpper(rest), ",") {
+				if x == "INIT" || x == "ENV" || x == "ALL" {
+					return fmt.Errorf("NCCL_DEBUG_SUBSYS = %s hides %s (NCCL reads ^ as all but those listed): INIT and ENV confirm each setting", value, x)
+				}
+			}
+			return nil
+		}
 		subsys := strings.Split(strings.ToUpper(value), ",")
 		if !slices.Contains(subsys, "ALL") && !(slices.Contains(subsys, "INIT") && slices.Contains(subsys, "ENV")) {
 			return fmt.Errorf("NCCL_DEBUG_SUBSYS = %s must include INIT and ENV (or ALL): they confirm each setting", value)

@@ -613,6 +613,28 @@ func EnvMap(env []string) map[string]string {
 	return m
 }
 
+// Programs lists the programs other than nccltune itself that a trial of
+// the space starts: the benchmark's binary, interpreter or command, and a
+// launcher other than local. None for the simulated cluster run locally.
+// A space read back from a store must not start them (see the README's
+// threat model): only the user's own space file may.
+func (s *Space) Programs() []string {
+	var out []string
+	b, l := s.Benchmark, s.Launcher
+	switch {
+	case b.Kind == DDP:
+		out = append(out, "benchmark.python "+b.Python)
+	case b.Kind == Command:
+		out = append(out, fmt.Sprintf("benchmark.command %q", b.Command))
+	case len(s.Simulator) == 0:
+		out = append(out, "benchmark.binary "+b.Binary)
+	}
+	if l.Kind != "local" || l.Command != "" {
+		out = append(out, "launcher "+l.Kind+" "+l.Command)
+	}
+	return out
+}
+
 // Hash identifies the space's Identity, so that a resumed campaign can tell
 // that what its trials measure has changed.
 func (s *Space) Hash() string {

@@ -1,14 +1,22 @@
 package store
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
 )
 
 // TestOneWriterWhateverPathNamesIt: the writer lock belongs to the file, so
-// a second writer is refused through every other name of it.
+// a second writer is refused through every other name of it; readers through
+// those names, while the writer runs, leave every row the writer wrote; a
+// hard link, whose log SQLite would keep apart, is refused outright.
 func TestOneWriterWhateverPathNamesIt(t *testing.T) {
 	s, path := openWriter(t)
 	dir := filepath.Dir(path)
@@ -17,28 +25,104 @@ func TestOneWriterWhateverPathNamesIt(t *testing.T) {
 	if err := os.Symlink(path, symlink); err != nil {
 		t.Fatal(err)
 	}
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(n int) {
+		t.Helper()
+		tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}}
+		if err := s.StartTrial(tr); err != nil {
+			t.Fatal(err)
+		}
+		tr.State = Complete
+		if err := s.FinishTrial(context.Background(), tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(st *Store) int {
+		t.Helper()
+		ts, err := st.Trials(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ts)
+	}
+	write(0)
+	names := []string{symlink, dir + "/./trials.db", dir + "//trials.db"}
+	for i, name := range names {
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			other, err := open(name)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if n := count(other); n != i+1 {
+				t.Errorf("reader through %s sees %d trials, the writer wrote %d", name, n, i+1)
+			}
+			if err := other.LockWriter(); err == nil || (!errors.Is(err, ErrLocked) && !other.readOnly) {
+				t.Errorf("second writer through %s: %v", name, err)
+			}
+			if err := other.StartTrial(&Trial{}); err == nil {
+				t.Errorf("a store without the lock wrote through %s", name)
+			}
+			other.Close()
+		}
+		write(i + 1)
+	}
+	// A hard link made while the writer runs: refused through either name,
+	// and the writer's rows survive readers that tried it.
 	if err := os.Link(path, hardlink); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{symlink, hardlink, dir + "/./trials.db", dir + "//trials.db"} {
-		other, err := Open(name)
-		if err != nil && name == hardlink {
-			continue // SQLite itself refuses a second name for a file in WAL mode
+	for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+		if other, err := open(hardlink); !errors.Is(err, ErrOtherName) {
+			t.Errorf("open through a hard link: %v", err)
+			if other != nil {
+				other.Close()
+			}
 		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if err := other.LockWriter(); !errors.Is(err, ErrLocked) {
-			t.Errorf("second writer through %s: %v", name, err)
-		}
-		if err := other.StartTrial(&Trial{}); err == nil {
-			t.Errorf("a store without the lock wrote through %s", name)
-		}
-		other.Close()
 	}
-	// Closing the refused stores took none of the writer's locks with it.
-	if _, err := s.CreateCampaign(Campaign{Name: "still", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
-		t.Errorf("the writer lost its store: %v", err)
+	if _, err := os.Stat(hardlink + "-wal"); err == nil {
+		t.Errorf("opening through the hard link made a log of its own")
+	}
+	write(len(names) + 1)
+	if n := count(s); n != len(names)+2 {
+		t.Errorf("the writer sees %d trials, wrote %d", n, len(names)+2)
+	}
+	s.Close()
+	os.Remove(hardlink)
+	r, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := count(r); n != len(names)+2 {
+		t.Errorf("after the writer closed, the store holds %d trials of %d", n, len(names)+2)
+	}
+}
+
+// TestReaderNeverWrites: a reader leaves the file byte for byte as it was,
+// and refuses a store it would have to migrate.
+func TestReaderNeverWrites(t *testing.T) {
+	s, path := openWriter(t)
+	if _, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	before, _ := os.ReadFile(path)
+	r, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.db.Exec(`DELETE FROM trials`); err == nil {
+		t.Error("a reader's connection wrote")
+	}
+	r.Close()
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("a reader changed the file")
+	}
+	if _, err := OpenReader(filepath.Join(t.TempDir(), "none.db")); err == nil {
+		t.Error("a reader created a store")
 	}
 }
 
@@ -89,5 +173,92 @@ func TestDeletedOrReplacedStoreIsAnError(t *testing.T) {
 		if err := s.StartTrial(&Trial{CampaignID: c.ID}); !errors.Is(err, ErrReplaced) {
 			t.Errorf("write after the store was replaced: %v", err)
 		}
+	}
+}
+
+// TestLockWaitsForADeadWritersTrials: a writer that died while its trial's
+// supervisor still holds the lock is waited for, not overlapped nor refused
+// at once; a live writer is refused at once.
+func TestLockWaitsForADeadWritersTrials(t *testing.T) {
+	s, path := openWriter(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.LockWriter(); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a live writer's lock: %v", err)
+	}
+	other.Close()
+	if _, err := s.db.Exec(`UPDATE writer SET pid = ?`, dead.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	// s stands in for the supervisor, which holds the lock a while longer.
+	go func() { time.Sleep(500 * time.Millisecond); s.Close() }()
+	start := time.Now()
+	if other, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.LockWriter(); err != nil {
+		t.Fatalf("after the dead writer's trial ended: %v", err)
+	}
+	if waited := time.Since(start); waited < 400*time.Millisecond {
+		t.Errorf("took the lock after %s, while the old trial held it", waited)
+	}
+}
+
+// TestTamperedRowsAreRefused mutates stored rows as an attacker or a damaged
+// disk would: each such store is refused on read with ErrTampered, before
+// anything indexes or loops on what it holds.
+func TestTamperedRowsAreRefused(t *testing.T) {
+	for _, mutation := range []string{
+		`UPDATE trials SET number = -1 WHERE number = 0`,
+		`UPDATE trials SET number = 1 WHERE number = 0`,
+		`UPDATE trials SET number = 9223372036854775807 WHERE number = 2`,
+		`UPDATE trials SET state = 'bogus' WHERE number = 1`,
+		`UPDATE trials SET scores = '{"small":-5}' WHERE number = 1`,
+		`UPDATE trials SET node_group = -1 WHERE number = 1`,
+		`UPDATE results SET oop_busbw = 9e999`,
+		`UPDATE results SET ip_busbw = -9e999`,
+		`UPDATE results SET ip_time_us = -1`,
+		`UPDATE results SET size = -8`,
+		`UPDATE campaigns SET budget = -3`,
+		`UPDATE campaigns SET budget = 9223372036854775807`,
+	} {
+		s, _ := openWriter(t)
+		c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range 3 {
+			tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}}
+			if err := s.StartTrial(tr); err != nil {
+				t.Fatal(err)
+			}
+			tr.State, tr.Scores = Complete, map[string]float64{"small": 10}
+			tr.Rows = []nccltests.Row{{Collective: "all_reduce", Size: 8, Count: 2, Type: "float", Redop: "sum",
+				OutOfPlace: nccltests.Measure{TimeUs: 5, AlgBW: 1, BusBW: 1}, InPlace: nccltests.Measure{TimeUs: 5, AlgBW: 1, BusBW: 1}}}
+			if err := s.FinishTrial(context.Background(), tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Trials(c.ID); err != nil {
+			t.Fatalf("untampered: %v", err)
+		}
+		if _, err := s.db.Exec(mutation); err != nil {
+			t.Fatalf("%s: %v", mutation, err)
+		}
+		_, err = s.Campaigns()
+		if err == nil {
+			_, err = s.Trials(c.ID)
+		}
+		if !errors.Is(err, ErrTampered) {
+			t.Errorf("%s: read back with %v", mutation, err)
+		}
+		s.Close()
 	}
 }

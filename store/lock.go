@@ -25,11 +25,22 @@ func (s *Store) LockWriter() error {
 	if s.lock != nil {
 		return nil
 	}
+	if s.readOnly {
+		return fmt.Errorf("store %s: opened read-only", s.path)
+	}
 	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("store %s: lock: %w", s.path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	// A writer killed mid-trial leaves its trial's supervisor holding the
+	// lock (runner.WithHeld) until the trial's last process is gone, a grace
+	// period at most: wait for that rather than overlap the old trial.
+	for deadline := time.Now().Add(HeldWait); errors.Is(err, syscall.EWOULDBLOCK) && s.holderDead() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
 		// Kept open until Close all the same: closing it would drop SQLite's locks.
 		s.lock = f
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -48,6 +59,34 @@ func (s *Store) LockWriter() error {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// HeldWait is how long LockWriter waits for the trials of a writer that
+// died to end (their supervisors hold the lock until then).
+var HeldWait = 30 * time.Second
+
+// holderDead reports whether the writer recorded in the store is a process of
+// this host that no longer runs: the lock is then held by its trials.
+func (s *Store) holderDead() bool {
+	var pid int
+	var host string
+	if s.db.QueryRow(`SELECT pid, host FROM writer WHERE id = 1`).Scan(&pid, &host) != nil || pid <= 0 {
+		return false
+	}
+	if h, _ := os.Hostname(); h != host {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// LockFile is the file the writer lock is held on (nil before LockWriter):
+// a trial's supervisor keeps it open (runner.WithHeld), so that the lock
+// lasts as long as the trial's processes.
+func (s *Store) LockFile() *os.File {
+	if s.identity == nil {
+		return nil
+	}
+	return s.lock
 }
 
 // holder says which process holds the writer lock, as it recorded itself.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -109,6 +110,23 @@ var migrations = []string{
 
 // SchemaVersion is the schema version this build writes.
 var SchemaVersion = len(migrations)
+
+// checkVersion is a reader's check: it reads only a store of the current schema.
+func checkVersion(db *sql.DB) error {
+	var version int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	switch {
+	case version > SchemaVersion:
+		return fmt.Errorf("schema version %d is newer than this nccltune understands (%d); upgrade nccltune", version, SchemaVersion)
+	case version == 0:
+		return errors.New("not an nccltune store (no schema)")
+	case version < SchemaVersion:
+		return fmt.Errorf("schema version %d is older than this nccltune's (%d); `nccltune resume` upgrades it", version, SchemaVersion)
+	}
+	return nil
+}
 
 func migrate(db *sql.DB) error {
 	var version int

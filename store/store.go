@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nccltune/nccltune/runner"
@@ -85,15 +86,42 @@ type Store struct {
 	// locked, which must stay the file at path.
 	lock     *os.File
 	identity os.FileInfo
+	readOnly bool // OpenReader's: never writes
 }
 
-// Open opens or creates the store at path, migrating its schema to the current
-// version and checking its integrity.
-func Open(path string) (*Store, error) {
+// ErrOtherName means the store's file has another name (a hard link): SQLite
+// names its write-ahead log after the path, so two names of one file are two
+// logs, and a reader or writer through the other name would read stale pages
+// or, checkpointing, overwrite the campaign's.
+var ErrOtherName = errors.New("the store's file has more than one name (a hard link); SQLite keeps its log per name, so nccltune opens only a file with one (remove the other: find / -samefile FILE)")
+
+// Open opens or creates the store at path for writing, migrating its schema
+// to the current version and checking its integrity.
+func Open(path string) (*Store, error) { return open(path, false) }
+
+// OpenReader opens an existing store read-only: it never writes to the file,
+// its schema included (an older schema is an error, not migrated), so that
+// status, show, report and export cannot change what they read.
+func OpenReader(path string) (*Store, error) { return open(path, true) }
+
+func open(path string, readOnly bool) (*Store, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("store %s is a directory", path)
 	}
-	dsn, err := uri(path)
+	// The log is named after the path: every name of the file must give the
+	// same one. A symbolic link resolves to its target; a hard link, which
+	// has no canonical name, is refused.
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+		var st syscall.Stat_t
+		if syscall.Stat(real, &st) == nil && st.Nlink > 1 {
+			return nil, fmt.Errorf("store %s: %w", path, ErrOtherName)
+		}
+	} else if readOnly {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	dsn, err := uri(real, readOnly)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -102,7 +130,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one connection: SQLite serialises writers anyway
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, readOnly: readOnly}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -114,14 +142,21 @@ func Open(path string) (*Store, error) {
 // path is taken verbatim: '?', '#' and '%', which a URI reads as its query,
 // fragment and escapes, are escaped, so that no name sends the database to
 // another file.
-func uri(path string) (string, error) {
+func uri(path string, readOnly bool) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
 	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(abs)
 	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"}
+	if readOnly {
+		// mode=ro opens the file O_RDONLY; query_only refuses any write
+		// SQLite would otherwise make for us.
+		pragmas = []string{"busy_timeout(10000)", "query_only(1)"}
+		q.Set("mode", "ro")
+	}
+	for _, p := range pragmas {
 		q.Add("_pragma", p)
 	}
 	return "file:" + escaped + "?" + q.Encode(), nil
@@ -134,6 +169,9 @@ func (s *Store) init() error {
 	}
 	if check != "ok" {
 		return fmt.Errorf("integrity check failed: %s", check)
+	}
+	if s.readOnly {
+		return checkVersion(s.db)
 	}
 	return migrate(s.db)
 }
@@ -211,6 +249,9 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
+		if err := checkCampaign(c); err != nil {
+			return nil, fmt.Errorf("store %s: %w", s.path, err)
+		}
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -321,7 +362,13 @@ func (s *Store) Trials(campaignID int64) ([]Trial, error) {
 		t := &out[byID[id]]
 		t.Rows = append(t.Rows, r)
 	}
-	return out, res.Err()
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkTrials(out); err != nil {
+		return nil, fmt.Errorf("store %s: %w", s.path, err)
+	}
+	return out, nil
 }
 
 // Output returns the captured output of one trial.

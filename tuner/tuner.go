@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,6 +145,7 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 		return t.runScales(ctx, o)
 	}
 	s, err := t.open(o)
+	ctx = t.held(ctx)
 	if err != nil {
 		return err
 	}
@@ -738,6 +740,16 @@ func (s *session) prune(ctx context.Context, g *group, t *store.Trial, best []fl
 	}
 	t.State, t.FailureReason = store.Pruned, fmt.Sprintf("quick pass (%d iterations) more than %.0f%% below the best in every range", quickIters, 100*PruneMargin)
 	return true
+}
+
+// held is ctx under which every trial's supervisor holds the store's writer
+// lock until the trial's processes are gone (runner.WithHeld), so that a
+// resume after nccltune was killed waits for the old trial to end.
+func (t *Tuner) held(ctx context.Context) context.Context {
+	if st, ok := t.Store.(interface{ LockFile() *os.File }); ok && st.LockFile() != nil {
+		return runner.WithHeld(ctx, st.LockFile())
+	}
+	return ctx
 }
 
 // open checks that the benchmark and launcher can work, takes the store's

@@ -33,6 +33,7 @@ type arm struct {
 // verdicts, returned in range order.
 func (t *Tuner) Validate(ctx context.Context, rounds int) ([]store.Validation, error) {
 	s, err := t.open(Options{KeepSettings: true})
+	ctx = t.held(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/examples"
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/space"
 	_ "modernc.org/sqlite"
 )
 
@@ -209,4 +212,139 @@ func alive(pid int) bool {
 	}
 	s := string(stat)
 	return !strings.HasPrefix(strings.TrimSpace(s[strings.LastIndexByte(s, ')')+1:]), "Z")
+}
+
+// TestTamperedStoreStartsNothing swaps a finished campaign's stored space for
+// one naming a program (and recomputes its hash, as an attacker would):
+// validate and resume refuse to start it without the user's own space file,
+// and with that file refuse the campaign as another one.
+func TestTamperedStoreStartsNothing(t *testing.T) {
+	dir := t.TempDir()
+	data, err := examples.Files.ReadFile(examples.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "space.toml")
+	os.WriteFile(own, data, 0o644)
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", own, "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	evil := filepath.Join(dir, "evil.sh")
+	os.WriteFile(evil, []byte("#!/bin/sh\ntouch "+filepath.Join(dir, "PWNED")+"\n"), 0o755)
+	text := string(data)
+	sim := strings.Index(text, "\n[simulator]")
+	end := sim + 1 + strings.Index(text[sim+1:], "\n[")
+	text = text[:sim] + text[end:]
+	text = strings.Replace(text, "[benchmark]\n", "[benchmark]\nbinary = \""+evil+"\"\n", 1)
+	sp, err := space.Parse("tampered", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "nccltune.db")
+	tamper(t, db, fmt.Sprintf(`UPDATE campaigns SET space = CAST(x'%x' AS BLOB), space_hash = '%s'`, text, sp.Hash()))
+	for _, args := range [][]string{
+		{"validate", "-q", "--rounds", "2"},
+		{"resume", "-q", "--trials", "6", "--no-validate"},
+		{"validate", "-q", "--rounds", "2", "--space", own},
+		{"resume", "-q", "--trials", "6", "--no-validate", "--space", own},
+	} {
+		code, _, errOut := nccltune(t, dir, args...)
+		if code == 0 || !strings.Contains(errOut, "space") {
+			t.Errorf("%v on a tampered store: exit %d: %s", args, code, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+			t.Fatalf("%v ran the program the store named", args)
+		}
+	}
+}
+
+// TestTamperedStoreExportsNoPlugin pins plugins and files in a finished
+// campaign's stored space and in its trials' environments, consistently, as
+// an attacker would: no export writes them, and export says it left them out.
+func TestTamperedStoreExportsNoPlugin(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	added := []string{"NCCL_NET_PLUGIN=/tmp/evil.so", "NCCL_TUNER_PLUGIN=/tmp/evil2.so", "NCCL_TOPO_DUMP_FILE=/tmp/overwritten"}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "nccltune.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	if err := db.QueryRow(`SELECT space FROM campaigns`).Scan(&text); err != nil {
+		t.Fatal(err)
+	}
+	var pins string
+	for _, kv := range added {
+		k, v, _ := strings.Cut(kv, "=")
+		pins += fmt.Sprintf("%s = %q\n", k, v)
+	}
+	text = strings.Replace(text, "[fixed]\n", "[fixed]\n"+pins, 1)
+	sp, err := space.Parse("tampered", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE campaigns SET space = ?, space_hash = ?`, []byte(text), sp.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(`SELECT id, params FROM trials`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var params string
+		rows.Scan(&id, &params)
+		var a space.Assignment
+		json.Unmarshal([]byte(params), &a)
+		env, _ := json.Marshal(sp.Env(a))
+		envs[id] = string(env)
+	}
+	rows.Close()
+	for id, env := range envs {
+		if _, err := db.Exec(`UPDATE trials SET env = ? WHERE id = ?`, env, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	out := filepath.Join(dir, "out")
+	for _, f := range []string{"env", "dotenv", "json", "torchrun", "plugin", "tuner-csv"} {
+		code, _, errOut := nccltune(t, dir, "export", "--format", f, "--out", out)
+		if code != 0 {
+			t.Fatalf("export %s: %d %s", f, code, errOut)
+		}
+		if !strings.Contains(errOut, "leaving out NCCL_NET_PLUGIN, NCCL_TOPO_DUMP_FILE, NCCL_TUNER_PLUGIN") {
+			t.Errorf("export %s does not say what it left out: %s", f, errOut)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		for _, kv := range added {
+			if strings.Contains(string(data), kv[strings.Index(kv, "=")+1:]) {
+				t.Errorf("%s exports %s from the store", f, kv)
+			}
+		}
+	}
+	if len(files) < 5 {
+		t.Fatalf("exported only %v", files)
+	}
+}
+
+// TestTamperedNumbersAreRefused: a trial renumbered -1 is a clear error for
+// every command that reads the store, not a panic nor a spin.
+func TestTamperedNumbersAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE trials SET number = -1 WHERE number = 0`)
+	for _, args := range [][]string{{"status"}, {"report", "--out", "r"}, {"validate", "-q", "--rounds", "2"}, {"resume", "-q", "--trials", "14"}, {"export"}} {
+		code, _, errOut := nccltune(t, dir, args...)
+		if code == 0 || strings.Contains(errOut, "panic") || !strings.Contains(errOut, "edited or damaged") {
+			t.Errorf("%v: exit %d: %s", args, code, errOut)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -29,12 +30,24 @@ func main() {
 	os.Exit(run(os.Args))
 }
 
+// stopWait is how long a stop signal waits for nccltune to stop cleanly.
+const stopWait = time.Minute
+
 func run(args []string) int {
 	// The first SIGINT/SIGTERM cancels the campaign cleanly; the second, once
 	// the handler is released, ends the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() { <-ctx.Done(); stop() }()
+	go func() {
+		<-ctx.Done()
+		stop()
+		// Whatever nccltune is doing, a signal ends it: a clean stop ends the
+		// running trials within their grace period; past stopWait it exits
+		// (a trial's supervisor, through Pdeathsig, still ends its processes).
+		time.Sleep(stopWait)
+		fmt.Fprintf(os.Stderr, "nccltune: not stopped %s after the signal; exiting\n", stopWait)
+		os.Exit(exitInterrupted)
+	}()
 
 	app := newApp()
 	err := app.RunContext(ctx, args)

@@ -63,11 +63,13 @@ func runCommand() *cli.Command {
 func resumeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "resume",
-		Usage: "resume a campaign from its store alone",
+		Usage: "resume a campaign from its store (and its space file, if it starts a program)",
 		Description: "Continues the campaign with the space, budget, seed and sampler stored with it\n" +
 			"(the flags override the last three). Finished trials are kept, an interrupted one runs again.\n" +
+			"A campaign whose space starts a program (a benchmark binary, a launcher) needs --space FILE,\n" +
+			"the file it ran with: nccltune never starts a program that only the store names.\n" +
 			"A campaign of campaign.scales resumes the scales: each goes on where it stopped.",
-		Flags: append(append([]cli.Flag{campaignFlag}, searchFlags...), validateFlags...),
+		Flags: append(append([]cli.Flag{campaignFlag, ownSpaceFlag}, searchFlags...), validateFlags...),
 		Action: func(c *cli.Context) error {
 			st, err := openExisting(c.String("store"))
 			if err != nil {
@@ -78,8 +80,12 @@ func resumeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			sp, err := ownSpace(c, l)
+			if err != nil {
+				return err
+			}
 			// A campaign of campaign.scales resumes with the scales after it.
-			return runCampaign(c, l.family, tuner.Options{KeepSettings: true})
+			return runCampaign(c, sp, tuner.Options{KeepSettings: true})
 		},
 	}
 }

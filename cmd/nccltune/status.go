@@ -77,7 +77,12 @@ func load(st *store.Store, name string) (*loaded, error) {
 // openCampaign opens the --store (which must exist) and loads its --campaign;
 // the caller closes the store.
 func openCampaign(c *cli.Context) (*store.Store, *loaded, error) {
-	st, err := openExisting(c.String("store"))
+	return openCampaignWith(c, openExisting)
+}
+
+// openCampaignWith is openCampaign with the store opened by open.
+func openCampaignWith(c *cli.Context, open func(string) (*store.Store, error)) (*store.Store, *loaded, error) {
+	st, err := open(c.String("store"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,8 +94,17 @@ func openCampaign(c *cli.Context) (*store.Store, *loaded, error) {
 	return st, l, nil
 }
 
-// openExisting opens a store that must already exist (status and export never create one).
+// openExisting opens a store that must already exist, read-only (status,
+// show, report and export never create one, nor write to it).
 func openExisting(path string) (*store.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	return store.OpenReader(path)
+}
+
+// openExistingWriter opens a store that must already exist, for writing.
+func openExistingWriter(path string) (*store.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -361,6 +375,7 @@ func exportCommand() *cli.Command {
 			"was measured on, and the gain. A range whose best did not beat NCCL's defaults (validated,\n" +
 			"or by 1% unvalidated) gets only the pinned variables, and says so.",
 		Flags: []cli.Flag{storeFlag, campaignFlag,
+			&cli.StringFlag{Name: "space", Usage: "the space `FILE` the campaign ran with: only with it are pinned variables that load code or name files (NCCL_NET_PLUGIN, NCCL_TOPO_FILE, ...) written"},
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "output `DIR`"},
 			&cli.StringFlag{Name: "format", Value: export.Formats[0], Usage: strings.Join(export.Formats, ", ")},
 			&cli.StringFlag{Name: "plugin", Usage: "`PATH` of the tuner plugin the env file loads (NCCL_TUNER_PLUGIN): nccltune's for the plugin format (default: DIR/" + plugin.LibraryName + ", see `nccltune plugin build`), NVIDIA's example for tuner-csv (default: " + export.ExampleLibrary + ", which NCCL opens as libnccl-tuner-example.so from the library path)"}},
@@ -373,9 +388,17 @@ func exportCommand() *cli.Command {
 				return err
 			}
 			defer st.Close()
-			ex, err := exportOf(st, l, c.String("plugin"))
+			own, err := userSpace(c, l)
 			if err != nil {
 				return err
+			}
+			ex, err := exportOf(st, l, c.String("plugin"), own)
+			if err != nil {
+				return err
+			}
+			if len(ex.LeftOut) > 0 {
+				fmt.Fprintf(os.Stderr, "nccltune: leaving out %s, which load code or name files: a store is no authority on those; give the space file the campaign ran with (--space FILE) to write them\n",
+					strings.Join(ex.LeftOut, ", "))
 			}
 			if f := c.String("format"); l.camp.Scale > 0 && (f == "plugin" || f == "tuner-csv" || f == "job") {
 				// One rules file serves every node count of campaign.scales; each gets a job's environment.
@@ -385,7 +408,7 @@ func exportCommand() *cli.Command {
 						if err != nil {
 							return err
 						}
-						x, err := exportOf(st, other, c.String("plugin"))
+						x, err := exportOf(st, other, c.String("plugin"), own)
 						if err != nil {
 							return err
 						}
@@ -408,13 +431,24 @@ func exportCommand() *cli.Command {
 }
 
 // exportOf is a loaded campaign's export.
-func exportOf(st *store.Store, l *loaded, pluginPath string) (export.Export, error) {
+// Without the user's own space file (own, nil if none) it writes none of the
+// stored space's variables that load code or name files (space.Exportable):
+// a store can be edited by anyone who can write it.
+func exportOf(st *store.Store, l *loaded, pluginPath string, own *space.Space) (export.Export, error) {
 	decisions, err := st.Decisions(l.camp.ID)
 	if err != nil {
 		return export.Export{}, err
 	}
-	return export.Export{Space: l.space, Campaign: l.camp, Results: l.results, Job: results.JobOf(l.space, l.trials, l.vals),
-		Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: pluginPath, Now: time.Now()}, nil
+	sp, left := l.space.Exportable()
+	if own != nil {
+		sp, left = own, nil
+		if l.camp.Scale > 0 {
+			sp = own.AtScale(l.camp.Scale)
+		}
+	}
+	return export.Export{Space: sp, Campaign: l.camp, Results: l.results, Job: results.JobOf(sp, l.trials, l.vals),
+		Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: pluginPath, Now: time.Now(),
+		LeftOut: left, Trusted: own != nil}, nil
 }
 
 // fingerprint is what the campaign ran on, as its first completed trial recorded it.

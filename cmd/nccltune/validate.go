@@ -17,19 +17,26 @@ func validateCommand() *cli.Command {
 			"for --rounds rounds. A range keeps its tuned settings only if every run was correct, NCCL's\n" +
 			"log confirmed each variable, and the 95% confidence interval of the gain lies above zero.\n" +
 			"`run` does this by itself once the budget is spent, unless --no-validate.",
-		Flags: []cli.Flag{storeFlag, campaignFlag,
+		Flags: []cli.Flag{storeFlag, campaignFlag, ownSpaceFlag,
 			&cli.IntFlag{Name: "rounds", Value: tuner.DefaultRounds, Usage: "interleaved rounds (at least 2)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"}},
 		Action: func(c *cli.Context) error {
 			if c.Int("rounds") < 2 {
 				return usageError{fmt.Errorf("--rounds must be at least 2")}
 			}
-			st, l, err := openCampaign(c)
+			st, l, err := openCampaignWith(c, openExistingWriter)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			tu := &tuner.Tuner{Space: l.space, Store: st}
+			sp, err := ownSpace(c, l)
+			if err != nil {
+				return err
+			}
+			if l.camp.Scale > 0 {
+				sp = sp.AtScale(l.camp.Scale)
+			}
+			tu := &tuner.Tuner{Space: sp, Store: st}
 			if !c.Bool("quiet") {
 				tu.OnValidationRun = validationProgress(os.Stderr)
 			}

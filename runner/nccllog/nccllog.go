@@ -31,6 +31,9 @@ type Log struct {
 	Nodes int `json:"nodes,omitempty"`
 	// Ranks is the communicator's rank count ("nRanks 16"), 0 if unseen.
 	Ranks int `json:"ranks,omitempty"`
+	// NICs is how many network devices NCCL said it uses ("NET/IB : Using
+	// [0]mlx5_0:1/IB [1]mlx5_1:1/IB"), 0 if unseen.
+	NICs int `json:"nics,omitempty"`
 	// Decisions are the algorithm, protocol and channels NCCL chose for each
 	// operation and size, with NCCL_DEBUG_SUBSYS=TUNING (rank 0 logs them).
 	Decisions []Decision `json:"decisions,omitempty"`
@@ -61,6 +64,8 @@ var (
 	nodesRE   = regexp.MustCompile(`\bnNodes (\d+)\b`)
 	ranksRE   = regexp.MustCompile(`\bnRanks (\d+)\b`)
 	tuningRE  = regexp.MustCompile(`^(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}`)
+	nicsRE    = regexp.MustCompile(`^NET/\w+ : Using (.*)`)
+	nicRE     = regexp.MustCompile(`\[\d+\]\S`)
 	noteRE    = regexp.MustCompile(`No device found|No capable device found|Failed to initialize NET plugin|falling back|NET/Socket : Using`)
 )
 
@@ -108,6 +113,9 @@ func Parse(output []byte) Log {
 		}
 		if n := networkRE.FindStringSubmatch(msg); n != nil {
 			l.Network = n[1]
+		}
+		if m := nicsRE.FindStringSubmatch(msg); m != nil {
+			l.NICs = max(l.NICs, len(nicRE.FindAllString(m[1], -1)))
 		}
 		if gdrRE.MatchString(msg) {
 			l.GDR = true

@@ -78,6 +78,9 @@ func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, secon
 	return code, r.seconds
 }
 
+// The space loader checks a [simulator] table with CheckScenario.
+func init() { space.CheckSimulator = CheckScenario }
+
 // CheckScenario validates scenario flags (as the tuner will pass them) without running anything.
 func CheckScenario(args []string) error {
 	var msg strings.Builder
@@ -422,7 +425,12 @@ func (r *run) info(c config) {
 			gdr = " [GDR]"
 		}
 		link := map[string]string{"ib": "IB", "roce": "RoCE"}[r.sc.Fabric]
-		r.debug("INFO", fmt.Sprintf("NET/IB : Using [0]mlx5_0:1/%s%s ; OOB eth0:10.0.0.1<0>", link, gdr))
+		// As NCCL does, every port it uses, which bounds what a node carries.
+		var ports strings.Builder
+		for i := range max(r.sc.NICsPerNode, 1) {
+			fmt.Fprintf(&ports, "[%d]mlx5_%d:1/%s ", i, i, link)
+		}
+		r.debug("INFO", fmt.Sprintf("NET/IB : Using %s%s ; OOB eth0:10.0.0.1<0>", strings.TrimSpace(ports.String()), gdr))
 		r.debug("INFO", "Using network IB")
 	}
 }

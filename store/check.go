@@ -1,0 +1,73 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrTampered means a row read from the store cannot have been written by
+// nccltune: the store was edited or damaged. Nothing is decided on it.
+var ErrTampered = errors.New("the store holds what nccltune never writes; it was edited or damaged")
+
+// maxTrialNumber bounds a trial's number: far beyond any budget, well within
+// what every slice indexed by it can hold.
+const maxTrialNumber = 1 << 20
+
+var states = map[State]bool{Running: true, Complete: true, Failed: true, Interrupted: true, Pruned: true}
+
+// checkCampaign checks a campaign as read back.
+func checkCampaign(c Campaign) error {
+	switch {
+	case c.Budget < 0 || c.Budget > maxTrialNumber:
+		return fmt.Errorf("campaign %d: budget %d: %w", c.ID, c.Budget, ErrTampered)
+	case c.Scale < 0 || c.Scale > 1<<20:
+		return fmt.Errorf("campaign %d: scale %d: %w", c.ID, c.Scale, ErrTampered)
+	}
+	return nil
+}
+
+// checkTrials checks a campaign's trials as read back, in the order Trials
+// returns them (by number): every number from 0 up to a bound, each held by
+// one trial that is not interrupted (an interrupted one runs again under its
+// number),
+// every state one nccltune writes, every score and measurement finite and
+// not negative.
+func checkTrials(ts []Trial) error {
+	live := map[int]bool{}
+	for _, t := range ts {
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("trial %d (row %d): %s: %w", t.Number, t.ID, fmt.Sprintf(format, args...), ErrTampered)
+		}
+		switch {
+		case t.Number < 0 || t.Number >= maxTrialNumber:
+			return bad("number out of range")
+		case !states[t.State]:
+			return bad("unknown state %q", t.State)
+		case t.Group < 0 || t.Group > 1<<16:
+			return bad("node group %d", t.Group)
+		}
+		if t.State != Interrupted {
+			if live[t.Number] {
+				return bad("a second trial of that number")
+			}
+			live[t.Number] = true
+		}
+		for name, s := range t.Scores {
+			if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
+				return bad("score %s = %g", name, s)
+			}
+		}
+		for i, r := range t.Rows {
+			for _, v := range []float64{r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW, r.OutOfPlace.BusBW, r.InPlace.TimeUs, r.InPlace.AlgBW, r.InPlace.BusBW} {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					return bad("result row %d: measurement %g", i, v)
+				}
+			}
+			if r.Size < 0 || r.Count < 0 || r.OutOfPlace.Wrong < -1 || r.InPlace.Wrong < -1 {
+				return bad("result row %d: negative size, count or error count", i)
+			}
+		}
+	}
+	return nil
+}
