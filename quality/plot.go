@@ -15,7 +15,8 @@ import (
 
 var colors = []color.Color{color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}} // one per strategy
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+	color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}} // one per strategy (there are seven)
 
 // Plot draws, for each sampler, the median over the named scenarios of the
 // worst range's median regret against the number of trials; and beside it,
