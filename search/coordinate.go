@@ -3,7 +3,6 @@ package search
 import (
 	"maps"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/nccltune/nccltune/space"
@@ -95,14 +94,7 @@ func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
 		}
 	}
 	// Converged: a local optimum of every coordinate. The budget left goes to random draws.
-	rng := rand.New(rand.NewPCG(uint64(c.seed), trialSeed(c.seed, n, "coordinate")))
-	a := space.Assignment{}
-	for _, p := range c.sp.Params {
-		if c.sp.Active(p, a) {
-			a[p.Name] = uniform(rng, p)
-		}
-	}
-	return a, nil
+	return (&randomSampler{sp: c.sp, seed: c.seed}).Ask(n)
 }
 
 // with is a with parameter name set to v, and the parameters a condition
