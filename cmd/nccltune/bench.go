@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -319,8 +320,12 @@ func benchGroupsCommand() *cli.Command {
 				}
 				target := ref.MedianFinal()
 				reach, base := r.WallToReach(target), ref.WallToReach(target)
-				fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%.0f\t%.0f%%\t%.0f\t%.0f%%\t\n", r.Scenario, r.Groups, 100*r.MedianFinal(),
-					r.MedianWall(), 100*r.MedianWall()/ref.MedianWall(), reach, 100*reach/base)
+				reached := fmt.Sprintf("%.0f\t%.0f%%", reach, 100*reach/base)
+				if math.IsNaN(reach) {
+					reached = "not reached\t-" // the median ended above the reference's, if only by a rounding
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%.0f\t%.0f%%\t%s\t\n", r.Scenario, r.Groups, 100*r.MedianFinal(),
+					r.MedianWall(), 100*r.MedianWall()/ref.MedianWall(), reached)
 			}
 			return tw.Flush()
 		},
