@@ -37,6 +37,14 @@ type Job struct {
 // trials, with the validations (by range name) that concern them.
 func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 	defaults := Of(sp, trials, vals)
+	if len(sp.Ranges) == 1 && len(sp.Workload) == 0 {
+		// One range: the job sends what the range measured, and its choice is the range's.
+		job := Job{Ranges: defaults}
+		if best := defaults[0].Best; best != nil {
+			job.Env = JobEnv(sp, best.Params)
+		}
+		return job
+	}
 	groups := map[string][]store.Trial{}
 	var keys []string
 	for _, t := range trials {

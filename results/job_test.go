@@ -9,8 +9,8 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
-// TestJobOfOneRangeIsTheRangesChoice: with one range and nothing set per
-// size, the job and the range answer one question, and must answer it alike
+// TestJobOfOneRangeIsTheRangesChoice: with one range, the job and the range
+// answer one question, per-size settings or not, and must answer it alike
 // whatever the trials measured (a DDP campaign's noisy steps once chose two
 // different configurations, each then validated).
 func TestJobOfOneRangeIsTheRangesChoice(t *testing.T) {
@@ -29,6 +29,9 @@ values = ["default", "0", "1"]
 [[param]]
 name = "NCCL_MIN_CTAS"
 values = ["default", "2", "8"]
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -36,12 +39,12 @@ values = ["default", "2", "8"]
 	rng := rand.New(rand.NewPCG(1, 2))
 	pick := func(values ...string) string { return values[rng.IntN(len(values))] }
 	for seed := range 500 {
-		trials := []store.Trial{{Number: 0, State: store.Complete, Params: map[string]string{"static_graph": space.Unset, "NCCL_MIN_CTAS": space.Unset},
+		trials := []store.Trial{{Number: 0, State: store.Complete, Params: map[string]string{"static_graph": space.Unset, "NCCL_MIN_CTAS": space.Unset, "NCCL_ALGO": space.Unset},
 			Scores: map[string]float64{"step": 10}}}
 		for n := 1; n < 2+rng.IntN(10); n++ {
 			// Scores close together, so that parsimony decides often.
 			trials = append(trials, store.Trial{Number: n, State: store.Complete,
-				Params: map[string]string{"bucket_cap_mb": fmt.Sprint(1 + rng.IntN(3)), "static_graph": pick(space.Unset, "0", "1"), "NCCL_MIN_CTAS": pick(space.Unset, "2", "8")},
+				Params: map[string]string{"bucket_cap_mb": fmt.Sprint(1 + rng.IntN(3)), "static_graph": pick(space.Unset, "0", "1"), "NCCL_MIN_CTAS": pick(space.Unset, "2", "8"), "NCCL_ALGO": pick(space.Unset, "Ring", "Tree")},
 				Scores: map[string]float64{"step": 10 * (0.99 + 0.03*rng.Float64())}})
 		}
 		r, job := Of(sp, trials, nil)[0], JobOf(sp, trials, nil)

@@ -60,7 +60,7 @@ func (c *coordinateSampler) score(a space.Assignment, r int) (float64, bool) {
 }
 
 func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
-	r := c.rangeFor(n)
+	r, _ := c.rangeFor(n)
 	base := c.start
 	if _, told := c.score(base, r); !told {
 		return base, nil
@@ -93,8 +93,15 @@ func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
 			}
 		}
 	}
-	// Converged: a local optimum of every coordinate. The budget left goes to random draws.
-	return (&randomSampler{sp: c.sp, seed: c.seed}).Ask(n)
+	// Converged: a local optimum of every coordinate. The budget left goes to random draws, untried ones.
+	var a space.Assignment
+	for attempt := range 20 {
+		a, _ = (&randomSampler{sp: c.sp, seed: c.seed + int64(attempt)}).Ask(n)
+		if c.runs[c.sp.Key(a)] == 0 {
+			break
+		}
+	}
+	return a, nil
 }
 
 // with is a with parameter name set to v, and the parameters a condition

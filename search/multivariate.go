@@ -97,11 +97,8 @@ func (m parzen) logKernel(c point, x point) float64 {
 			continue // inactive here: no dimension to weigh
 		}
 		k := float64(len(p.Values))
-		if !p.Categorical() {
-			k = float64(p.Max - p.Min + 1)
-		}
 		if c == nil || math.IsNaN(c[i]) {
-			out += math.Log(1 / k)
+			out += math.Log(1 / m.uniformWidth(p, k))
 			continue
 		}
 		if p.Categorical() {
@@ -117,6 +114,20 @@ func (m parzen) logKernel(c point, x point) float64 {
 		out += -0.5*z*z - math.Log(m.sigma[i]*math.Sqrt(2*math.Pi))
 	}
 	return out
+}
+
+// uniformWidth is the measure of p's axis that the uniform prior spreads
+// over: its k choices, its integers, or its log range, so that the prior is a
+// density per the same unit as the Gaussian kernels.
+func (m parzen) uniformWidth(p space.Param, k float64) float64 {
+	switch {
+	case p.Categorical():
+		return k
+	case p.Log:
+		return max(scale(p, float64(p.Max))-scale(p, float64(p.Min)), 1e-9)
+	default:
+		return float64(p.Max - p.Min + 1)
+	}
 }
 
 // draw samples an assignment from the mixture: a component at random, then
@@ -135,11 +146,12 @@ func (m parzen) draw(rng *rand.Rand) space.Assignment {
 		case c == nil || math.IsNaN(c[i]):
 			a[p.Name] = uniform(rng, p)
 		case p.Categorical():
-			k := len(p.Values)
-			if rng.Float64()*float64(2*k) < float64(k+1) {
-				a[p.Name] = p.Values[int(c[i])]
+			// The kernel's odds: the centre's choice (k+1)/2k, each other 1/2k.
+			k, centre := len(p.Values), int(c[i])
+			if k == 1 || rng.Float64()*float64(2*k) < float64(k+1) {
+				a[p.Name] = p.Values[centre]
 			} else {
-				a[p.Name] = p.Values[rng.IntN(k)] // the prior's share
+				a[p.Name] = p.Values[(centre+1+rng.IntN(k-1))%k]
 			}
 		default:
 			v := c[i] + rng.NormFloat64()*m.sigma[i]
@@ -171,7 +183,17 @@ func (t *tpeSampler) propose(r int, rng *rand.Rand) (space.Assignment, bool) {
 		return math.Inf(-1)
 	}
 	slices.SortStableFunc(order, func(i, j int) int { return -cmpFloat(score(i), score(j)) })
-	nGood := min(int(math.Ceil(0.1*float64(len(order)))), mvMaxGood)
+	finite := 0
+	for _, i := range order {
+		if !math.IsInf(score(i), -1) {
+			finite++
+		}
+	}
+	// A failed trial is never a good one, however few trials ran.
+	nGood := min(int(math.Ceil(0.1*float64(len(order)))), mvMaxGood, finite)
+	if nGood == 0 {
+		return nil, false
+	}
 	var good, bad []point
 	for k, i := range order {
 		x := t.encodePoint(t.told[i].a)

@@ -99,8 +99,11 @@ type rotation struct {
 // the ranges that have settled.
 func (r *rotation) Focus(ranges []bool) { r.focus = slices.Clone(ranges) }
 
-// rangeFor is the range trial n proposes for: the focused ones in turn.
-func (r *rotation) rangeFor(n int) int {
+// rangeFor is the range trial n proposes for, the focused ones in turn, and
+// which of that range's turns it is (0, 1, ...): what kind of proposal a
+// sampler makes follows the turn, so that every range gets every kind
+// whatever the number of ranges.
+func (r *rotation) rangeFor(n int) (rangeIdx, turn int) {
 	var focused []int
 	for i, on := range r.focus {
 		if on {
@@ -108,9 +111,9 @@ func (r *rotation) rangeFor(n int) int {
 		}
 	}
 	if len(focused) == 0 {
-		return n % r.ranges
+		return n % r.ranges, n / r.ranges
 	}
-	return focused[n%len(focused)]
+	return focused[n%len(focused)], n / len(focused)
 }
 
 // told is one trial a sampler was told of.

@@ -63,15 +63,15 @@ func newTPE(sp *space.Space, seed int64, multivariate bool) (*tpeSampler, error)
 }
 
 func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
-	r := t.rangeFor(n)
+	r, turn := t.rangeFor(n)
 	st := t.studies[r]
-	if len(t.told) >= startupTrials && n%localEvery == 0 {
+	if len(t.told) >= startupTrials && turn%localEvery == 0 {
 		rng := rand.New(rand.NewPCG(uint64(t.seed), trialSeed(t.seed, n, "local")))
 		if a, ok := t.localMove(t.sp, r, rng); ok {
 			return a, nil
 		}
 	}
-	if t.multivariate && n%(2*localEvery) == 1 {
+	if t.multivariate && turn%(2*localEvery) == 1 {
 		rng := rand.New(rand.NewPCG(uint64(t.seed), trialSeed(t.seed, n, "multivariate")))
 		if a, ok := t.propose(r, rng); ok {
 			return a, nil

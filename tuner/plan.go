@@ -186,21 +186,21 @@ func fabric(trials []store.Trial) space.Fabric {
 // shift between two launches to be told apart from their scatter.
 const minSizesForShift = 3
 
-// timingJitter is one measurement's variance in log scale, from the log ratios d of
-// a range's sizes between two launches of one configuration (each has twice
-// that variance). Where the range has sizes enough, the shift they share is
-// left out: a launch that runs slow as a whole (a cold GPU, clocks, another
-// job) moves every size alike, and more iterations do not average it out;
-// only the scatter around it is timing jitter.
-func timingJitter(d []float64) float64 {
-	if len(d) < minSizesForShift {
-		sq := 0.0
-		for _, v := range d {
-			sq += v * v
-		}
-		return sq / float64(len(d)) / 2
+// timingJitter is one measurement's variance in log scale, from the log
+// ratios d of a range's sizes between two launches of one configuration (each
+// has twice that variance), around shift, the ratio every size shares: a
+// launch that runs slow as a whole (a cold GPU, clocks, another job) moves
+// every size alike, and more iterations do not average it out; only the
+// scatter around it is timing jitter. A range of sizes enough has its own
+// shift (sizes bound by latency and by bandwidth can move apart); a smaller
+// one takes the whole sweep's. free is how many of the values' degrees of
+// freedom the shift leaves.
+func timingJitter(d []float64, shift float64, free float64) float64 {
+	sq := 0.0
+	for _, v := range d {
+		sq += (v - shift) * (v - shift)
 	}
-	return stat.Variance(d, nil) / 2
+	return sq / free / 2
 }
 
 // Iteration counts are adapted within these multiples of benchmark.iters:
@@ -240,17 +240,26 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 			logRatios[r] = append(logRatios[r], math.Log(bw0[i]/bw1[i]))
 		}
 	}
+	var all []float64
+	for _, d := range logRatios {
+		all = append(all, d...)
+	}
 	worst, worstRange, shift := -1.0, "", 0.0
 	for r, d := range logRatios {
 		if len(d) == 0 {
 			continue
 		}
-		// A range's score averages its sizes: its variance is a size's over their count.
-		if sd := math.Sqrt(timingJitter(d) / float64(len(d))); sd > worst {
-			worst, worstRange = sd, sp.Ranges[r].Name
+		own, free := 0.0, float64(len(d))
+		switch {
+		case len(d) >= minSizesForShift:
+			own, free = stat.Mean(d, nil), free-1
+		case len(all) >= minSizesForShift:
+			own, free = stat.Mean(all, nil), free*float64(len(all)-1)/float64(len(all))
 		}
-		if len(d) >= minSizesForShift {
-			shift = max(shift, math.Abs(stat.Mean(d, nil))/math.Sqrt2)
+		shift = max(shift, math.Abs(own)/math.Sqrt2)
+		// A range's score averages its sizes: its variance is a size's over their count.
+		if sd := math.Sqrt(timingJitter(d, own, free) / float64(len(d))); sd > worst {
+			worst, worstRange = sd, sp.Ranges[r].Name
 		}
 	}
 	if worstRange == "" {
