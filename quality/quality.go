@@ -130,15 +130,16 @@ NCCL_NVLS_ENABLE = 0
 // (multivariate TPE after the warm start), the same without the warm start,
 // goptuna's independent TPE after the warm start (the default before), the
 // textbook baselines, random and grid search from NCCL's defaults alone, and
-// coordinate descent from them, as AutoCCL tunes; random-warm isolates what
-// the warm start gives random search.
+// coordinate descent from them, as AutoCCL tunes; gp is the Gaussian
+// process after the warm start; random-warm isolates what the warm start
+// gives random search.
 var Strategies = map[string]struct {
 	Sampler   string
 	WarmStart bool
 }{
 	"tpe": {"tpe", true}, "tpe-cold": {"tpe", false}, "tpe-independent": {"tpe-independent", true},
 	"random": {"random", false}, "grid": {"grid", false}, "random-warm": {"random", true},
-	"coordinate": {"coordinate", false},
+	"coordinate": {"coordinate", false}, "gp": {"gp", true},
 }
 
 // CheckStrategies reports the first name that is not one of Strategies.

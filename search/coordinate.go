@@ -74,7 +74,7 @@ func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
 			best := base
 			bestScore, _ := c.score(base, r)
 			for _, v := range values(p, coordinatePoints) {
-				a := c.with(base, p.Name, v)
+				a := withValue(c.sp, base, p.Name, v)
 				s, told := c.score(a, r)
 				if !told {
 					return a, nil
@@ -104,18 +104,18 @@ func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
 	return a, nil
 }
 
-// with is a with parameter name set to v, and the parameters a condition
+// withValue is a with parameter name set to v, and the parameters a condition
 // switches on by that given NCCL's default where they offer it, else their
 // first value.
-func (c *coordinateSampler) with(a space.Assignment, name, v string) space.Assignment {
+func withValue(sp *space.Space, a space.Assignment, name, v string) space.Assignment {
 	values := maps.Clone(map[string]string(a))
 	values[name] = v
 	for {
-		out, unset, _ := c.sp.Complete(values)
+		out, unset, _ := sp.Complete(values)
 		if len(unset) == 0 {
 			return out
 		}
-		for _, p := range c.sp.Params {
+		for _, p := range sp.Params {
 			if slices.Contains(unset, p.Name) {
 				values[p.Name] = p.Values[0]
 			}

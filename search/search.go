@@ -39,6 +39,8 @@ func New(name string, sp *space.Space, seed int64) (Sampler, error) {
 		return &randomSampler{sp: sp, seed: seed}, nil
 	case "grid":
 		return newGrid(sp, seed)
+	case "gp":
+		return newGP(sp, seed), nil
 	case "coordinate":
 		return newCoordinate(sp, seed), nil
 	}
