@@ -106,19 +106,11 @@ func (g *gpSampler) kernel(a, b space.Assignment, buf []float64) float64 {
 func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	r, _ := g.rangeFor(n)
 	rng := rand.New(rand.NewPCG(uint64(g.seed), trialSeed(g.seed, n, "gp")))
-	random := func() space.Assignment {
-		a := space.Assignment{}
-		for _, p := range g.sp.Params {
-			if g.sp.Active(p, a) {
-				a[p.Name] = uniform(rng, p)
-			}
-		}
-		return a
-	}
+	random := func() space.Assignment { return draw(g.sp, rng) }
 	if len(g.told) < startupTrials {
 		return random(), nil
 	}
-	// observations
+	// The range's log scores, a failure a little below the worst that ran.
 	var xs []space.Assignment
 	var ys []float64
 	minY := math.Inf(1)

@@ -64,13 +64,18 @@ type randomSampler struct {
 
 func (r *randomSampler) Ask(n int) (space.Assignment, error) {
 	rng := rand.New(rand.NewPCG(uint64(r.seed), trialSeed(r.seed, n, "random")))
+	return draw(r.sp, rng), nil
+}
+
+// draw is an assignment of every active parameter drawn by uniform.
+func draw(sp *space.Space, rng *rand.Rand) space.Assignment {
 	a := space.Assignment{}
-	for _, p := range r.sp.Params {
-		if r.sp.Active(p, a) {
+	for _, p := range sp.Params {
+		if sp.Active(p, a) {
 			a[p.Name] = uniform(rng, p)
 		}
 	}
-	return a, nil
+	return a
 }
 
 // uniform draws one value of p, log-uniformly where the space says log.
