@@ -111,16 +111,24 @@ func (r *rotation) Focus(ranges []bool) { r.focus = slices.Clone(ranges) }
 // sampler makes follows the turn, so that every range gets every kind
 // whatever the number of ranges.
 func (r *rotation) rangeFor(n int) (rangeIdx, turn int) {
-	var focused []int
+	focused := r.focused()
+	return focused[n%len(focused)], n / len(focused)
+}
+
+// focused lists the ranges to propose for: those marked, or all if none is.
+func (r *rotation) focused() []int {
+	var out []int
 	for i, on := range r.focus {
 		if on {
-			focused = append(focused, i)
+			out = append(out, i)
 		}
 	}
-	if len(focused) == 0 {
-		return n % r.ranges, n / r.ranges
+	if len(out) == 0 {
+		for i := range r.ranges {
+			out = append(out, i)
+		}
 	}
-	return focused[n%len(focused)], n / len(focused)
+	return out
 }
 
 // told is one trial a sampler was told of.
