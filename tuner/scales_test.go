@@ -80,7 +80,7 @@ func TestScales(t *testing.T) {
 // scale is refused before the smallest scale runs.
 func TestScalesGroupsNeedTheLargestScale(t *testing.T) {
 	slurmtest.FakeAllocation(t, "n1", "n2", "n3", "n4", "n5", "n6")
-	sp, err := space.Parse("scales.toml", []byte(`
+	sp := mustParse(t, "scales.toml", `
 [campaign]
 name = "s"
 scales = [1, 4]
@@ -92,12 +92,9 @@ groups = 2
 [[param]]
 name = "NCCL_MIN_CTAS"
 values = ["default", "4"]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	st := openStore(t)
-	err = (&Tuner{Space: sp, Store: st}).Run(context.Background(), Options{})
+	err := (&Tuner{Space: sp, Store: st}).Run(context.Background(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "s@4n: launcher.groups: 2 groups of 4 nodes need 8 nodes; the allocation has 6") {
 		t.Fatalf("%v", err)
 	}

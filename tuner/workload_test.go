@@ -95,7 +95,7 @@ func (noRun) Run(context.Context, runner.Job) runner.Result { return runner.Resu
 // all_reduce_perf).
 func TestLaunchableRunsEachCollectivesBinary(t *testing.T) {
 	dir := simtest.PerfBinaries(t, "", "all_reduce", "all_gather", "reduce_scatter")
-	sp, err := space.Parse("w.toml", []byte(`
+	sp := mustParse(t, "w.toml", `
 [benchmark]
 binary = "`+filepath.Join(dir, "all_reduce_perf")+`"
 [[workload]]
@@ -113,10 +113,7 @@ count = 1
 [[param]]
 name = "NCCL_MIN_CTAS"
 values = ["default", "4"]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	benches, _, err := (&Tuner{Space: sp, Runner: noRun{}}).launchable()
 	if err != nil {
 		t.Fatal(err)
