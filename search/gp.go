@@ -293,14 +293,18 @@ func logScores(obs []told, r int) ([]float64, bool) {
 // gpPairCandidates of those, drawn at random), and random draws; integers
 // take gpGridPoints values.
 func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space.Assignment {
+	grids := make([][]string, len(g.sp.Params))
+	for i, p := range g.sp.Params {
+		grids[i] = values(p, gpGridPoints)
+	}
 	var singles, pairs []space.Assignment
 	for _, base := range bases {
 		for pi, p := range g.sp.Params {
-			for _, v := range values(p, gpGridPoints) {
+			for _, v := range grids[pi] {
 				a := withValue(g.sp, base, p.Name, v)
 				singles = append(singles, a)
-				for _, q := range g.sp.Params[pi+1:] {
-					for _, w := range values(q, gpGridPoints) {
+				for qi, q := range g.sp.Params[pi+1:] {
+					for _, w := range grids[pi+1+qi] {
 						pairs = append(pairs, withValue(g.sp, a, q.Name, w))
 					}
 				}
@@ -314,9 +318,9 @@ func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space
 	out := append(singles, pairs...)
 	for range gpRandomCandidates {
 		a := draw(g.sp, rng)
-		for _, p := range g.sp.Params {
+		for i, p := range g.sp.Params {
 			if v, ok := a[p.Name]; ok && !p.Categorical() {
-				a[p.Name] = nearest(p, v)
+				a[p.Name] = nearest(p, grids[i], v)
 			}
 		}
 		out = append(out, a)
@@ -324,9 +328,9 @@ func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space
 	return out
 }
 
-// nearest is the one of p's gpGridPoints values closest to v (on the log
-// axis where the space says log).
-func nearest(p space.Param, v string) string {
+// nearest is the value of an integer parameter's grid closest to v (on the
+// log axis where the space says log).
+func nearest(p space.Param, grid []string, v string) string {
 	x, _ := strconv.ParseFloat(v, 64)
 	axis := func(f float64) float64 {
 		if p.Log {
@@ -335,7 +339,7 @@ func nearest(p space.Param, v string) string {
 		return f
 	}
 	out, dist := v, math.Inf(1)
-	for _, w := range values(p, gpGridPoints) {
+	for _, w := range grid {
 		y, _ := strconv.ParseFloat(w, 64)
 		if d := math.Abs(axis(x) - axis(y)); d < dist {
 			out, dist = w, d

@@ -140,20 +140,31 @@ type told struct {
 // history is what a sampler was told, in order.
 type history struct {
 	told []told
+	seen map[string]bool // assignmentKey of each told assignment
 }
 
 func (h *history) remember(a space.Assignment, scores []float64) {
 	h.told = append(h.told, told{a: maps.Clone(a), scores: slices.Clone(scores)})
+	if h.seen == nil {
+		h.seen = map[string]bool{}
+	}
+	h.seen[assignmentKey(a)] = true
 }
 
-// tried reports whether a was told already.
-func (h *history) tried(a space.Assignment) bool {
-	for _, t := range h.told {
-		if maps.Equal(t.a, a) {
-			return true
-		}
+// tried reports whether a was told already; samplers ask it of thousands of
+// candidates a proposal, so it looks a up instead of scanning the history.
+func (h *history) tried(a space.Assignment) bool { return h.seen[assignmentKey(a)] }
+
+// assignmentKey identifies an assignment: two are equal exactly when their keys are.
+func assignmentKey(a space.Assignment) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(a)) {
+		b.WriteString(name)
+		b.WriteByte(0)
+		b.WriteString(a[name])
+		b.WriteByte(0)
 	}
-	return false
+	return b.String()
 }
 
 // localMove changes one parameter of range r's best configuration to another
