@@ -139,7 +139,7 @@ var Strategies = map[string]struct {
 }{
 	"tpe": {"tpe", true}, "tpe-cold": {"tpe", false}, "tpe-independent": {"tpe-independent", true},
 	"random": {"random", false}, "grid": {"grid", false}, "random-warm": {"random", true},
-	"coordinate": {"coordinate", false}, "gp": {"gp", true},
+	"coordinate": {"coordinate", false}, "gp": {"gp", true}, "sparse": {"sparse", true},
 }
 
 // CheckStrategies reports the first name that is not one of Strategies.

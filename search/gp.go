@@ -136,15 +136,7 @@ type gpModel struct {
 // with the mix of orders and the noise of highest marginal likelihood.
 func fitGP(s1, s2 *mat.SymDense, ys []float64) *gpModel {
 	m := len(ys)
-	mean, sd := 0.0, 0.0
-	for _, y := range ys {
-		mean += y
-	}
-	mean /= float64(m)
-	for _, y := range ys {
-		sd += (y - mean) * (y - mean)
-	}
-	sd = math.Sqrt(sd/float64(m)) + 1e-9
+	mean, sd := meanSD(ys)
 	yv := mat.NewVecDense(m, nil)
 	best := math.Inf(-1)
 	for i, y := range ys {
@@ -201,7 +193,7 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 		return draw(g.sp, rng), nil
 	}
 	ranges := g.focused()
-	obs := g.observed(ranges)
+	obs := g.observed(ranges, gpMaxObservations)
 	m := len(obs)
 	buf := make([]float64, len(g.sp.Params))
 	s1, s2 := mat.NewSymDense(m, nil), mat.NewSymDense(m, nil)
@@ -348,18 +340,18 @@ func nearest(p space.Param, grid []string, v string) string {
 	return out
 }
 
-// observed are the trials the models use: all of them up to
-// gpMaxObservations, else the latest half and, of the older ones, the
-// best of each range in turn.
-func (g *gpSampler) observed(ranges []int) []told {
-	if len(g.told) <= gpMaxObservations {
-		return g.told
+// observed are the trials a model of ranges uses: all of them up to
+// limit, else the latest half and, of the older ones, the best of each
+// range in turn.
+func (h *history) observed(ranges []int, limit int) []told {
+	if len(h.told) <= limit {
+		return h.told
 	}
-	latest := len(g.told) - gpMaxObservations/2
+	latest := len(h.told) - limit/2
 	var orders [][]int
 	for _, r := range ranges {
 		score := func(i int) float64 {
-			if t := g.told[i]; t.scores != nil && t.scores[r] > 0 {
+			if t := h.told[i]; t.scores != nil && t.scores[r] > 0 {
 				return t.scores[r]
 			}
 			return math.Inf(-1)
@@ -372,11 +364,11 @@ func (g *gpSampler) observed(ranges []int) []told {
 		orders = append(orders, o)
 	}
 	picked := map[int]bool{}
-	out := slices.Clone(g.told[latest:])
-	for k := 0; len(out) < gpMaxObservations; k++ {
+	out := slices.Clone(h.told[latest:])
+	for k := 0; len(out) < limit; k++ {
 		if i := orders[k%len(orders)][k/len(orders)]; !picked[i] {
 			picked[i] = true
-			out = append(out, g.told[i])
+			out = append(out, h.told[i])
 		}
 	}
 	return out

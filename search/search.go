@@ -41,6 +41,8 @@ func New(name string, sp *space.Space, seed int64) (Sampler, error) {
 		return newGrid(sp, seed)
 	case "gp":
 		return newGP(sp, seed), nil
+	case "sparse":
+		return newSparse(sp, seed), nil
 	case "coordinate":
 		return newCoordinate(sp, seed), nil
 	}

@@ -20,7 +20,7 @@ import (
 var Collectives = []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}
 
 // Samplers are the search strategies a campaign can name.
-var Samplers = []string{"tpe", "tpe-independent", "random", "grid", "coordinate", "gp"}
+var Samplers = []string{"tpe", "tpe-independent", "random", "grid", "coordinate", "gp", "sparse"}
 
 type rawFile struct {
 	Campaign struct {

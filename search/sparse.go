@@ -1,0 +1,454 @@
+package search
+
+import (
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// sparseSampler is Bayesian optimisation of combinatorial structures (BOCS,
+// Baptista & Poloczek 2018). Per range, the log scores of the trials that
+// ran are a linear regression over features of each setting and of each
+// pair of settings, under a horseshoe prior: most coefficients shrink to
+// nothing, and the few the data back, a pair that only pays together among
+// them, keep their size, where a Gaussian prior shrinks them all alike. A
+// proposal is the best untried configuration under one draw from each
+// searched range's posterior (Thompson sampling): the sum over the ranges
+// of what the draw says it gains over the range's best configuration told,
+// times the chance that it runs at all (see culprits). Failures are kept
+// out of the regression: a failure says that some pair of settings is
+// invalid, not that each of its settings is slow.
+type sparseSampler struct {
+	sp   *space.Space
+	seed int64
+	history
+	rotation
+	enc *encoding
+}
+
+func newSparse(sp *space.Space, seed int64) *sparseSampler {
+	return &sparseSampler{sp: sp, seed: seed, rotation: rotation{ranges: len(sp.Ranges)}, enc: newEncoding(sp)}
+}
+
+func (s *sparseSampler) Tell(a space.Assignment, scores []float64) error {
+	s.remember(a, scores)
+	return nil
+}
+
+const (
+	// sparseObservations bounds the trials a model uses, and so a proposal's cost.
+	sparseObservations = 100
+	// sparseSweeps are the Gibbs sampler's sweeps before its draw is used.
+	sparseSweeps = 60
+	// sparseStarts are the starts, per range, of the search for a draw's
+	// best configuration: the range's best configurations told, and as
+	// many random draws.
+	sparseStarts = 4
+)
+
+// encoding maps an assignment to its unit features, indicators per
+// parameter: one for each of a categorical's values but its first, and one
+// for each cell of an integer's grid (the values nearest each grid point,
+// on the log axis where the space says log), since NCCL's integers matter
+// by the range they fall in (a threshold of channels, of queue pairs). An
+// inactive parameter has none. Pair features are products of two
+// parameters' unit features.
+type encoding struct {
+	sp     *space.Space
+	grids  [][]string  // per parameter, the values a proposal takes
+	cuts   [][]float64 // per integer parameter, the bounds between its grid's cells
+	offset []int       // per parameter, the index of its first unit feature
+	units  int
+	pairs  [][2]int // unit features of each pair feature
+}
+
+func newEncoding(sp *space.Space) *encoding {
+	e := &encoding{sp: sp}
+	for _, p := range sp.Params {
+		grid := values(p, gpGridPoints)
+		e.grids = append(e.grids, grid)
+		e.offset = append(e.offset, e.units)
+		if p.Categorical() {
+			e.cuts = append(e.cuts, nil)
+			e.units += len(p.Values) - 1
+			continue
+		}
+		var cuts []float64
+		for i := 1; i < len(grid); i++ {
+			cuts = append(cuts, (e.axis(p, grid[i-1])+e.axis(p, grid[i]))/2)
+		}
+		e.cuts = append(e.cuts, cuts)
+		e.units += len(grid)
+	}
+	for pi := range sp.Params {
+		for qi := pi + 1; qi < len(sp.Params); qi++ {
+			for i := e.offset[pi]; i < e.end(pi); i++ {
+				for j := e.offset[qi]; j < e.end(qi); j++ {
+					e.pairs = append(e.pairs, [2]int{i, j})
+				}
+			}
+		}
+	}
+	return e
+}
+
+// end is one past the index of parameter pi's last unit feature.
+func (e *encoding) end(pi int) int {
+	if pi+1 < len(e.offset) {
+		return e.offset[pi+1]
+	}
+	return e.units
+}
+
+func (e *encoding) axis(p space.Param, v string) float64 {
+	x, _ := strconv.ParseFloat(v, 64)
+	if p.Log {
+		return math.Log(math.Max(x, 1e-9))
+	}
+	return x
+}
+
+// features is the number of features: units and pairs.
+func (e *encoding) features() int { return e.units + len(e.pairs) }
+
+// unitsOf writes a's unit features to u.
+func (e *encoding) unitsOf(a space.Assignment, u []float64) {
+	clear(u)
+	for pi, p := range e.sp.Params {
+		v, ok := a[p.Name]
+		if !ok {
+			continue
+		}
+		if p.Categorical() {
+			if k := slices.Index(p.Values, v); k > 0 {
+				u[e.offset[pi]+k-1] = 1
+			}
+			continue
+		}
+		x, cell := e.axis(p, v), 0
+		for _, c := range e.cuts[pi] {
+			if x >= c {
+				cell++
+			}
+		}
+		u[e.offset[pi]+cell] = 1
+	}
+}
+
+// row writes a's features (units, then pairs) to out.
+func (e *encoding) row(a space.Assignment, out []float64) {
+	e.unitsOf(a, out[:e.units])
+	for k, pr := range e.pairs {
+		out[e.units+k] = out[pr[0]] * out[pr[1]]
+	}
+}
+
+// linear is a draw of the regression: the value of an assignment is
+// u·main + uᵀ pair u over its unit features u.
+type linear struct {
+	main []float64
+	pair *mat.Dense // upper triangle: unit i with unit j
+}
+
+func (e *encoding) linear(beta []float64) *linear {
+	l := &linear{main: beta[:e.units], pair: mat.NewDense(e.units, e.units, nil)}
+	for k, pr := range e.pairs {
+		l.pair.Set(pr[0], pr[1], beta[e.units+k])
+	}
+	return l
+}
+
+func (l *linear) value(u []float64) float64 {
+	v := 0.0
+	for i, ui := range u {
+		if ui == 0 {
+			continue
+		}
+		v += l.main[i]
+		row := l.pair.RawRowView(i)
+		for j := i + 1; j < len(u); j++ {
+			v += row[j] * u[j]
+		}
+	}
+	return v
+}
+
+// horseshoe draws the coefficients of y over X from their posterior under
+// a horseshoe prior, by Gibbs sampling with Makalic & Schmidt (2016)'s
+// auxiliary variables, each sweep's coefficients by Bhattacharya et al.
+// (2016)'s sampler, whose cost grows with the square of the observations
+// and only linearly with the features.
+func horseshoe(X *mat.Dense, y []float64, rng *rand.Rand) []float64 {
+	n, p := X.Dims()
+	beta := make([]float64, p)
+	lambda2, nu := make([]float64, p), make([]float64, p)
+	for j := range p {
+		lambda2[j], nu[j] = 1, 1
+	}
+	sigma2, tau2, xi := 1.0, 1.0, 1.0
+	yv := mat.NewVecDense(n, y)
+	d := make([]float64, p)
+	XD, G := mat.NewDense(n, p, nil), mat.NewDense(n, n, nil)
+	M := mat.NewSymDense(n, nil)
+	var ch mat.Cholesky
+	u, dw := mat.NewVecDense(p, nil), mat.NewVecDense(p, nil)
+	v, w, resid := mat.NewVecDense(n, nil), mat.NewVecDense(n, nil), mat.NewVecDense(n, nil)
+	invGamma := func(shape, scale float64) float64 {
+		return distuv.InverseGamma{Alpha: shape, Beta: scale, Src: rng}.Rand()
+	}
+	for range sparseSweeps {
+		// β ~ N(A⁻¹Xᵀy, σ²A⁻¹), A = XᵀX + diag(1/(τ²λ²)): a prior draw u of β/σ
+		// corrected by the data, (XDXᵀ + I) w = y/σ - Xu - δ, β/σ = u + DXᵀw.
+		for j := range p {
+			d[j] = tau2 * lambda2[j]
+			u.SetVec(j, math.Sqrt(d[j])*rng.NormFloat64())
+		}
+		XD.Apply(func(_, j int, x float64) float64 { return x * d[j] }, X)
+		G.Mul(XD, X.T())
+		for i := range n {
+			for j := i; j < n; j++ {
+				M.SetSym(i, j, G.At(i, j))
+			}
+			M.SetSym(i, i, G.At(i, i)+1)
+		}
+		if !ch.Factorize(M) {
+			break
+		}
+		sigma := math.Sqrt(sigma2)
+		v.MulVec(X, u)
+		for i := range n {
+			v.SetVec(i, y[i]/sigma-v.AtVec(i)-rng.NormFloat64())
+		}
+		if ch.SolveVecTo(w, v) != nil {
+			break
+		}
+		dw.MulVec(XD.T(), w)
+		for j := range p {
+			beta[j] = sigma * (u.AtVec(j) + dw.AtVec(j))
+		}
+		// σ², then the local and global scales and their auxiliaries.
+		resid.MulVec(X, mat.NewVecDense(p, beta))
+		resid.SubVec(yv, resid)
+		shrink := 0.0
+		for j := range p {
+			shrink += beta[j] * beta[j] / (tau2 * lambda2[j])
+		}
+		sigma2 = invGamma(float64(n+p)/2, (mat.Dot(resid, resid)+shrink)/2)
+		sum := 0.0
+		for j := range p {
+			b2 := beta[j] * beta[j] / (2 * sigma2)
+			lambda2[j] = invGamma(1, 1/nu[j]+b2/tau2)
+			nu[j] = invGamma(1, 1+1/lambda2[j])
+			sum += b2 / lambda2[j]
+		}
+		tau2 = invGamma(float64(p+1)/2, 1/xi+sum)
+		xi = invGamma(1, 1+1/tau2)
+	}
+	return beta
+}
+
+// Ask proposes the untried configuration of highest gain under a draw from
+// each searched range's posterior, weighed by its chance to run.
+func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
+	rng := rand.New(rand.NewPCG(uint64(s.seed), trialSeed(s.seed, n, "sparse")))
+	if len(s.told) < startupTrials {
+		return draw(s.sp, rng), nil
+	}
+	ranges := s.focused()
+	var draws []rangeDraw
+	var starts []space.Assignment
+	u := make([]float64, s.enc.units)
+	for _, r := range ranges {
+		obs := slices.DeleteFunc(slices.Clone(s.observed([]int{r}, sparseObservations)),
+			func(t told) bool { return t.scores == nil || !(t.scores[r] > 0) })
+		if len(obs) < 2 {
+			continue
+		}
+		ys, _ := logScores(obs, r)
+		mean, sd := meanSD(ys)
+		X := mat.NewDense(len(obs), s.enc.features(), nil)
+		for i, t := range obs {
+			s.enc.row(t.a, X.RawRowView(i))
+			ys[i] = (ys[i] - mean) / sd
+		}
+		order := make([]int, len(obs))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(ys[b], ys[a]) })
+		for _, i := range order[:min(sparseStarts, len(order))] {
+			starts = append(starts, obs[i].a)
+		}
+		d := rangeDraw{model: s.enc.linear(horseshoe(X, ys, rng)), scale: sd}
+		s.enc.unitsOf(obs[order[0]].a, u)
+		d.incumbent = d.model.value(u)
+		draws = append(draws, d)
+	}
+	if len(draws) == 0 {
+		return draw(s.sp, rng), nil
+	}
+	for range sparseStarts * len(draws) {
+		starts = append(starts, draw(s.sp, rng))
+	}
+	fails := s.culprits()
+	gain := func(a space.Assignment) float64 {
+		s.enc.unitsOf(a, u)
+		g := 0.0
+		for _, d := range draws {
+			v := d.scale * (d.model.value(u) - d.incumbent)
+			g += math.Max(0, v) + 1e-3*v // the second term ranks configurations where no range gains
+		}
+		ok := fails.success(u)
+		if g > 0 {
+			return g * ok
+		}
+		return g - (1 - ok) // a likely failure below the rest
+	}
+	if a, ok := s.maximise(gain, starts); ok {
+		return a, nil
+	}
+	return draw(s.sp, rng), nil
+}
+
+// rangeDraw is one range's draw of its model, the draw's value of the
+// range's best configuration told, and the spread of its log scores (the
+// draw is of standardised ones).
+type rangeDraw struct {
+	model            *linear
+	incumbent, scale float64
+}
+
+// meanSD are the mean and standard deviation of ys (the latter never 0).
+func meanSD(ys []float64) (mean, sd float64) {
+	for _, y := range ys {
+		mean += y
+	}
+	mean /= float64(len(ys))
+	for _, y := range ys {
+		sd += (y - mean) * (y - mean)
+	}
+	return mean, math.Sqrt(sd/float64(len(ys))) + 1e-9
+}
+
+// maximise is the untried configuration of highest value found by ascent
+// in one and two settings at a time from starts.
+func (s *sparseSampler) maximise(value func(space.Assignment) float64, starts []space.Assignment) (space.Assignment, bool) {
+	var pick space.Assignment
+	bestPick := math.Inf(-1)
+	consider := func(a space.Assignment, v float64) {
+		if v > bestPick && !s.tried(a) {
+			pick, bestPick = a, v
+		}
+	}
+	for _, a := range starts {
+		cur := maps.Clone(a)
+		curV := value(cur)
+		consider(cur, curV)
+		for improved := true; improved; {
+			improved = false
+			next, nextV := cur, curV
+			for pi, p := range s.sp.Params {
+				for _, v := range s.enc.grids[pi] {
+					b := withValue(s.sp, cur, p.Name, v)
+					bv := value(b)
+					consider(b, bv)
+					if bv > nextV {
+						next, nextV = b, bv
+					}
+					for qi := pi + 1; qi < len(s.sp.Params); qi++ {
+						for _, w := range s.enc.grids[qi] {
+							c := withValue(s.sp, b, s.sp.Params[qi].Name, w)
+							cv := value(c)
+							consider(c, cv)
+							if cv > nextV {
+								next, nextV = c, cv
+							}
+						}
+					}
+				}
+			}
+			if nextV > curV+1e-12 {
+				cur, curV, improved = next, nextV, true
+			}
+		}
+	}
+	return pick, pick != nil
+}
+
+// culprits model why configurations fail: NCCL rejects a setting or a pair
+// of settings, so each failure's culprit is one of its settings or pairs of
+// settings (of unit features) that no configuration that ran also held.
+type culprits struct {
+	units   int
+	suspect [][]bool // per failure, per unit pair (i*units+j, i <= j): a suspect
+	counts  []int    // per failure, its suspects
+}
+
+func (s *sparseSampler) culprits() *culprits {
+	e := s.enc
+	c := &culprits{units: e.units}
+	cleared := make([]bool, e.units*e.units)
+	u := make([]float64, e.units)
+	pairsOf := func(a space.Assignment, f func(k int)) {
+		e.unitsOf(a, u)
+		for i := range u {
+			if u[i] == 0 {
+				continue
+			}
+			for j := i; j < len(u); j++ {
+				if u[j] != 0 {
+					f(i*e.units + j)
+				}
+			}
+		}
+	}
+	for _, t := range s.told {
+		if t.scores != nil {
+			pairsOf(t.a, func(k int) { cleared[k] = true })
+		}
+	}
+	for _, t := range s.told {
+		if t.scores != nil {
+			continue
+		}
+		suspect, n := make([]bool, e.units*e.units), 0
+		pairsOf(t.a, func(k int) {
+			if !cleared[k] {
+				suspect[k] = true
+				n++
+			}
+		})
+		if n > 0 { // else it failed for another reason: a timeout, a fault
+			c.suspect, c.counts = append(c.suspect, suspect), append(c.counts, n)
+		}
+	}
+	return c
+}
+
+// success is the chance that a configuration of unit features u holds no
+// failure's culprit, each of a failure's suspects as likely as the others.
+func (c *culprits) success(u []float64) float64 {
+	p := 1.0
+	for f, suspect := range c.suspect {
+		held := 0
+		for i := range u {
+			if u[i] == 0 {
+				continue
+			}
+			for j := i; j < len(u); j++ {
+				if u[j] != 0 && suspect[i*c.units+j] {
+					held++
+				}
+			}
+		}
+		p *= 1 - float64(held)/float64(c.counts[f])
+	}
+	return p
+}
