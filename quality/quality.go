@@ -131,7 +131,7 @@ NCCL_NVLS_ENABLE = 0
 // goptuna's independent TPE after the warm start (the default before), the
 // textbook baselines, random and grid search from NCCL's defaults alone, and
 // coordinate descent from them, as AutoCCL tunes; gp is the Gaussian
-// process after the warm start; random-warm isolates what the warm start
+// process after the warm start, sparse the sparse regression after it; random-warm isolates what the warm start
 // gives random search.
 var Strategies = map[string]struct {
 	Sampler   string

@@ -142,12 +142,22 @@ func (e *encoding) unitsOf(a space.Assignment, u []float64) {
 	}
 }
 
-// row writes a's features (units, then pairs) to out.
-func (e *encoding) row(a space.Assignment, out []float64) {
-	e.unitsOf(a, out[:e.units])
-	for k, pr := range e.pairs {
-		out[e.units+k] = out[pr[0]] * out[pr[1]]
+// row lists the features a holds (units, then pairs), writing its unit
+// features to u; every feature is an indicator.
+func (e *encoding) row(a space.Assignment, u []float64) []int {
+	e.unitsOf(a, u)
+	var out []int
+	for i, ui := range u {
+		if ui != 0 {
+			out = append(out, i)
+		}
 	}
+	for k, pr := range e.pairs {
+		if u[pr[0]] != 0 && u[pr[1]] != 0 {
+			out = append(out, e.units+k)
+		}
+	}
+	return out
 }
 
 // linear is a draw of the regression: the value of an assignment is
@@ -180,26 +190,33 @@ func (l *linear) value(u []float64) float64 {
 	return v
 }
 
-// horseshoe draws the coefficients of y over X from their posterior under
-// a horseshoe prior, by Gibbs sampling with Makalic & Schmidt (2016)'s
-// auxiliary variables, each sweep's coefficients by Bhattacharya et al.
-// (2016)'s sampler, whose cost grows with the square of the observations
-// and only linearly with the features.
-func horseshoe(X *mat.Dense, y []float64, rng *rand.Rand) []float64 {
-	n, p := X.Dims()
+// horseshoe draws the coefficients of y over the binary design whose rows
+// hold the features listed in rows (p features in all) from their
+// posterior under a horseshoe prior, by Gibbs sampling with Makalic &
+// Schmidt (2016)'s auxiliary variables, each sweep's coefficients by
+// Bhattacharya et al. (2016)'s sampler, whose cost grows with the square of
+// the observations and only linearly with the features. A row holds a few
+// dozen of the features, so products with the design go over its lists.
+func horseshoe(rows [][]int, p int, y []float64, rng *rand.Rand) []float64 {
+	n := len(rows)
 	beta := make([]float64, p)
 	lambda2, nu := make([]float64, p), make([]float64, p)
 	for j := range p {
 		lambda2[j], nu[j] = 1, 1
 	}
 	sigma2, tau2, xi := 1.0, 1.0, 1.0
-	yv := mat.NewVecDense(n, y)
-	d := make([]float64, p)
-	XD, G := mat.NewDense(n, p, nil), mat.NewDense(n, n, nil)
+	d, u, dw, scatter := make([]float64, p), make([]float64, p), make([]float64, p), make([]float64, p)
 	M := mat.NewSymDense(n, nil)
 	var ch mat.Cholesky
-	u, dw := mat.NewVecDense(p, nil), mat.NewVecDense(p, nil)
-	v, w, resid := mat.NewVecDense(n, nil), mat.NewVecDense(n, nil), mat.NewVecDense(n, nil)
+	v, w := mat.NewVecDense(n, nil), mat.NewVecDense(n, nil)
+	// times is the design times x, at row i.
+	times := func(i int, x []float64) float64 {
+		sum := 0.0
+		for _, k := range rows[i] {
+			sum += x[k]
+		}
+		return sum
+	}
 	invGamma := func(shape, scale float64) float64 {
 		return distuv.InverseGamma{Alpha: shape, Beta: scale, Src: rng}.Rand()
 	}
@@ -208,39 +225,49 @@ func horseshoe(X *mat.Dense, y []float64, rng *rand.Rand) []float64 {
 		// corrected by the data, (XDXᵀ + I) w = y/σ - Xu - δ, β/σ = u + DXᵀw.
 		for j := range p {
 			d[j] = tau2 * lambda2[j]
-			u.SetVec(j, math.Sqrt(d[j])*rng.NormFloat64())
+			u[j] = math.Sqrt(d[j]) * rng.NormFloat64()
 		}
-		XD.Apply(func(_, j int, x float64) float64 { return x * d[j] }, X)
-		G.Mul(XD, X.T())
 		for i := range n {
-			for j := i; j < n; j++ {
-				M.SetSym(i, j, G.At(i, j))
+			for _, k := range rows[i] {
+				scatter[k] = d[k]
 			}
-			M.SetSym(i, i, G.At(i, i)+1)
+			for j := i; j < n; j++ {
+				M.SetSym(i, j, times(j, scatter))
+			}
+			M.SetSym(i, i, M.At(i, i)+1)
+			for _, k := range rows[i] {
+				scatter[k] = 0
+			}
 		}
 		if !ch.Factorize(M) {
 			break
 		}
 		sigma := math.Sqrt(sigma2)
-		v.MulVec(X, u)
 		for i := range n {
-			v.SetVec(i, y[i]/sigma-v.AtVec(i)-rng.NormFloat64())
+			v.SetVec(i, y[i]/sigma-times(i, u)-rng.NormFloat64())
 		}
 		if ch.SolveVecTo(w, v) != nil {
 			break
 		}
-		dw.MulVec(XD.T(), w)
+		clear(dw)
+		for i := range n {
+			for _, k := range rows[i] {
+				dw[k] += w.AtVec(i)
+			}
+		}
 		for j := range p {
-			beta[j] = sigma * (u.AtVec(j) + dw.AtVec(j))
+			beta[j] = sigma * (u[j] + d[j]*dw[j])
 		}
 		// σ², then the local and global scales and their auxiliaries.
-		resid.MulVec(X, mat.NewVecDense(p, beta))
-		resid.SubVec(yv, resid)
-		shrink := 0.0
+		rss, shrink := 0.0, 0.0
+		for i := range n {
+			r := y[i] - times(i, beta)
+			rss += r * r
+		}
 		for j := range p {
 			shrink += beta[j] * beta[j] / (tau2 * lambda2[j])
 		}
-		sigma2 = invGamma(float64(n+p)/2, (mat.Dot(resid, resid)+shrink)/2)
+		sigma2 = invGamma(float64(n+p)/2, (rss+shrink)/2)
 		sum := 0.0
 		for j := range p {
 			b2 := beta[j] * beta[j] / (2 * sigma2)
@@ -273,9 +300,9 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 		}
 		ys, _ := logScores(obs, r)
 		mean, sd := meanSD(ys)
-		X := mat.NewDense(len(obs), s.enc.features(), nil)
+		rows := make([][]int, len(obs))
 		for i, t := range obs {
-			s.enc.row(t.a, X.RawRowView(i))
+			rows[i] = s.enc.row(t.a, u)
 			ys[i] = (ys[i] - mean) / sd
 		}
 		order := make([]int, len(obs))
@@ -286,7 +313,7 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 		for _, i := range order[:min(sparseStarts, len(order))] {
 			starts = append(starts, obs[i].a)
 		}
-		d := rangeDraw{model: s.enc.linear(horseshoe(X, ys, rng)), scale: sd}
+		d := rangeDraw{model: s.enc.linear(horseshoe(rows, s.enc.features(), ys, rng)), scale: sd}
 		s.enc.unitsOf(obs[order[0]].a, u)
 		d.incumbent = d.model.value(u)
 		draws = append(draws, d)
