@@ -72,50 +72,58 @@ var (
 	gpNoises       = []float64{0.01, 0.05, 0.2}
 )
 
-// sims are, per parameter, how alike two assignments' values are: 1 for
-// the same choice (or both inactive), 0 for another, and a Gaussian in the
-// value (its log where the space says log) for integers.
-func (g *gpSampler) sims(a, b space.Assignment, out []float64) {
+// gpPoint is an assignment as the kernel reads it: per parameter, NaN if
+// inactive, a categorical's value index, or an integer's value (its log
+// where the space says log) in units of its Gaussian width. Encoding once
+// keeps string parsing out of the kernel, which a proposal evaluates
+// hundreds of thousands of times.
+type gpPoint []float64
+
+func (g *gpSampler) point(a space.Assignment) gpPoint {
+	out := make(gpPoint, len(g.sp.Params))
 	for i, p := range g.sp.Params {
-		va, oka := a[p.Name]
-		vb, okb := b[p.Name]
+		v, ok := a[p.Name]
 		switch {
-		case !oka || !okb:
-			if oka == okb {
-				out[i] = 1
-			} else {
-				out[i] = 0
-			}
+		case !ok:
+			out[i] = math.NaN()
 		case p.Categorical():
-			if va == vb {
-				out[i] = 1
-			} else {
-				out[i] = 0
-			}
+			out[i] = float64(slices.Index(p.Values, v))
 		default:
-			x, _ := strconv.ParseFloat(va, 64)
-			y, _ := strconv.ParseFloat(vb, 64)
+			x, _ := strconv.ParseFloat(v, 64)
 			lo, hi := float64(p.Min), float64(p.Max)
 			if p.Log {
-				x, y, lo, hi = math.Log(x), math.Log(y), math.Log(lo), math.Log(hi)
+				x, lo, hi = math.Log(x), math.Log(lo), math.Log(hi)
 			}
-			l := gpWidth * math.Max(hi-lo, 1e-9)
-			d := (x - y) / l
-			out[i] = math.Exp(-0.5 * d * d)
+			out[i] = x / (gpWidth * math.Max(hi-lo, 1e-9))
 		}
 	}
+	return out
 }
 
 // orders are the kernel's first- and second-order parts between two
-// assignments: the mean similarity of their parameters, and the mean
-// product of their pairs' similarities.
-func (g *gpSampler) orders(a, b space.Assignment, buf []float64) (first, second float64) {
-	g.sims(a, b, buf)
-	d := float64(len(buf))
+// points: the mean similarity of their parameters, and the mean product of
+// their pairs' similarities. A parameter's similarity is 1 for the same
+// choice (or both inactive), 0 for another, and a Gaussian in the value
+// for integers.
+func (g *gpSampler) orders(a, b gpPoint) (first, second float64) {
 	sum, sq := 0.0, 0.0
-	for _, s := range buf {
+	for i, x := range a {
+		y := b[i]
+		s := 0.0
+		switch nx, ny := math.IsNaN(x), math.IsNaN(y); {
+		case nx || ny:
+			if nx == ny {
+				s = 1
+			}
+		case x == y:
+			s = 1
+		case !g.sp.Params[i].Categorical():
+			d := x - y
+			s = math.Exp(-0.5 * d * d)
+		}
 		sum, sq = sum+s, sq+s*s
 	}
+	d := float64(len(a))
 	first = sum / d
 	if d > 1 {
 		second = (sum*sum - sq) / (d * (d - 1))
@@ -169,20 +177,37 @@ func fitGP(s1, s2 *mat.SymDense, ys []float64) *gpModel {
 	return fit
 }
 
-// improvement is the expected improvement, in log score, beyond
-// gpExploration of a candidate whose kernel parts against the observations
-// are k1 and k2 and with itself self1 and self2.
-func (md *gpModel) improvement(k1, k2 *mat.VecDense, self1, self2 float64, kstar, tmp *mat.VecDense) float64 {
-	kstar.ScaleVec(md.w1, k1)
-	kstar.AddScaledVec(kstar, md.w2, k2)
-	mu := mat.Dot(kstar, md.alpha)
-	if md.ch.SolveVecTo(tmp, kstar) != nil {
-		return 0
+// addImprovements adds to acq each candidate's expected improvement, in
+// log score, beyond gpExploration; the candidates' kernel parts against
+// the observations are the columns of k1 and k2, and with themselves
+// self1 and self2. All candidates take one triangular solve.
+func (md *gpModel) addImprovements(k1, k2 *mat.Dense, self1, self2, acq []float64) {
+	m, n := k1.Dims()
+	ks := mat.NewDense(m, n, nil)
+	d, d1, d2 := ks.RawMatrix().Data, k1.RawMatrix().Data, k2.RawMatrix().Data
+	for i := range d {
+		d[i] = md.w1*d1[i] + md.w2*d2[i]
 	}
-	s := math.Sqrt(math.Max(md.w1*self1+md.w2*self2+md.noise-mat.Dot(kstar, tmp), 1e-12))
-	gain := mu - md.best - gpExploration
-	z := gain / s
-	return md.sd * (gain*normCDF(z) + s*normPDF(z))
+	var mu mat.VecDense
+	mu.MulVec(ks.T(), md.alpha)
+	// With K = UᵀU, a candidate's posterior variance takes off its prior
+	// the squared norm of v = U⁻ᵀk*.
+	var v mat.Dense
+	if err := v.Solve(md.ch.RawU().T(), ks); err != nil {
+		return
+	}
+	explained := make([]float64, n)
+	for i := range m {
+		for j, x := range v.RawRowView(i) {
+			explained[j] += x * x
+		}
+	}
+	for j := range n {
+		s := math.Sqrt(math.Max(md.w1*self1[j]+md.w2*self2[j]+md.noise-explained[j], 1e-12))
+		gain := mu.AtVec(j) - md.best - gpExploration
+		z := gain / s
+		acq[j] += md.sd * (gain*normCDF(z) + s*normPDF(z))
+	}
 }
 
 // Ask proposes the untried candidate of highest expected improvement,
@@ -195,11 +220,14 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	ranges := g.focused()
 	obs := g.observed(ranges, gpMaxObservations)
 	m := len(obs)
-	buf := make([]float64, len(g.sp.Params))
+	points := make([]gpPoint, m)
+	for i, t := range obs {
+		points[i] = g.point(t.a)
+	}
 	s1, s2 := mat.NewSymDense(m, nil), mat.NewSymDense(m, nil)
 	for i := range m {
 		for j := i; j < m; j++ {
-			a, b := g.orders(obs[i].a, obs[j].a, buf)
+			a, b := g.orders(points[i], points[j])
 			s1.SetSym(i, j, a)
 			s2.SetSym(i, j, b)
 		}
@@ -228,35 +256,39 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	if len(models) == 0 {
 		return draw(g.sp, rng), nil
 	}
-	k1, k2 := mat.NewVecDense(m, nil), mat.NewVecDense(m, nil)
-	kstar, tmp := mat.NewVecDense(m, nil), mat.NewVecDense(m, nil)
 	seen := map[string]bool{}
-	var pick space.Assignment
-	bestAcq := math.Inf(-1)
+	var cands []space.Assignment
 	for _, c := range g.candidates(bases, rng) {
-		key := g.sp.Key(c)
-		if seen[key] || g.tried(c) {
-			continue
-		}
-		seen[key] = true
-		for i := range m {
-			a, b := g.orders(c, obs[i].a, buf)
-			k1.SetVec(i, a)
-			k2.SetVec(i, b)
-		}
-		self1, self2 := g.orders(c, c, buf)
-		acq := 0.0
-		for _, md := range models {
-			acq += md.improvement(k1, k2, self1, self2, kstar, tmp)
-		}
-		if acq > bestAcq {
-			bestAcq, pick = acq, c
+		if key := g.sp.Key(c); !seen[key] && !g.tried(c) {
+			seen[key] = true
+			cands = append(cands, c)
 		}
 	}
-	if pick == nil {
+	if len(cands) == 0 {
 		return draw(g.sp, rng), nil
 	}
-	return pick, nil
+	k1, k2 := mat.NewDense(m, len(cands), nil), mat.NewDense(m, len(cands), nil)
+	self1, self2 := make([]float64, len(cands)), make([]float64, len(cands))
+	for j, c := range cands {
+		p := g.point(c)
+		for i := range m {
+			a, b := g.orders(p, points[i])
+			k1.Set(i, j, a)
+			k2.Set(i, j, b)
+		}
+		self1[j], self2[j] = g.orders(p, p)
+	}
+	acq := make([]float64, len(cands))
+	for _, md := range models {
+		md.addImprovements(k1, k2, self1, self2, acq)
+	}
+	best := 0
+	for j, v := range acq {
+		if v > acq[best] {
+			best = j
+		}
+	}
+	return cands[best], nil
 }
 
 // logScores are the observations' log scores of range r, a failure a
