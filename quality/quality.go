@@ -131,7 +131,8 @@ NCCL_NVLS_ENABLE = 0
 // goptuna's independent TPE after the warm start (the default before), the
 // textbook baselines, random and grid search from NCCL's defaults alone, and
 // coordinate descent from them, as AutoCCL tunes; gp is the Gaussian
-// process after the warm start, sparse the sparse regression after it; random-warm isolates what the warm start
+// process after the warm start (gp-cold without it), sparse the sparse
+// regression after it; random-warm isolates what the warm start
 // gives random search.
 var Strategies = map[string]struct {
 	Sampler   string
@@ -139,7 +140,7 @@ var Strategies = map[string]struct {
 }{
 	"tpe": {"tpe", true}, "tpe-cold": {"tpe", false}, "tpe-independent": {"tpe-independent", true},
 	"random": {"random", false}, "grid": {"grid", false}, "random-warm": {"random", true},
-	"coordinate": {"coordinate", false}, "gp": {"gp", true}, "sparse": {"sparse", true},
+	"coordinate": {"coordinate", false}, "gp": {"gp", true}, "sparse": {"sparse", true}, "gp-cold": {"gp", false},
 }
 
 // CheckStrategies reports the first name that is not one of Strategies.

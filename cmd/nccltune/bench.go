@@ -35,7 +35,7 @@ func benchCommand() *cli.Command {
 				"scenario models. Strategies: tpe is nccltune's default campaign (the warm start, then TPE);\n" +
 				"tpe-cold is TPE alone; tpe-independent is goptuna's TPE, each setting modelled on its own, after the\n" +
 				"warm start; random and grid are the textbook baselines and coordinate is coordinate descent\n" +
-				"(AutoCCL's method), each from NCCL's defaults alone; gp is a Gaussian process after the warm start, and sparse a sparse\n" +
+				"(AutoCCL's method), each from NCCL's defaults alone; gp is a Gaussian process after the warm start (gp-cold without it), and sparse a sparse\n" +
 				"(horseshoe) regression over settings and pairs of settings with Thompson sampling, after the warm start.\n\n" +
 				"Those scenarios' physics is what the warm start was written for. --landscapes N adds N\n" +
 				"generated landscapes (landscape-1..N: 4 nodes x 8 GPUs over IB, where settings pay only as a\n" +
@@ -47,7 +47,7 @@ func benchCommand() *cli.Command {
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "scenarios", Usage: "comma-separated scenario names (default: all; \"\": none, for --landscapes alone)"},
 				&cli.IntFlag{Name: "landscapes", Value: defaultLandscapes, Usage: "also run `N` generated landscapes, one campaign per strategy each, and report the median and 90th percentile over them (0: none)"},
-				&cli.StringFlag{Name: "samplers", Value: "tpe,tpe-cold,coordinate,random,grid", Usage: "comma-separated: tpe (nccltune's default: TPE after the warm start), tpe-cold (TPE alone), tpe-independent (goptuna's TPE, each setting on its own, after the warm start), random, grid (textbook baselines from NCCL's defaults alone), coordinate (coordinate descent from them, as AutoCCL), gp (a Gaussian process after the warm start), sparse (a sparse regression over settings and pairs of them, after the warm start), random-warm"},
+				&cli.StringFlag{Name: "samplers", Value: "tpe,tpe-cold,coordinate,random,grid", Usage: "comma-separated: tpe (nccltune's default: TPE after the warm start), tpe-cold (TPE alone), tpe-independent (goptuna's TPE, each setting on its own, after the warm start), random, grid (textbook baselines from NCCL's defaults alone), coordinate (coordinate descent from them, as AutoCCL), gp (a Gaussian process after the warm start), gp-cold (the same alone), sparse (a sparse regression over settings and pairs of them, after the warm start), random-warm"},
 				&cli.IntFlag{Name: "seeds", Value: 10},
 				&cli.IntFlag{Name: "trials", Value: 100},
 				&cli.Float64Flag{Name: "noise", Value: 0.02, Usage: "relative standard deviation of each measurement"},
