@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,37 +150,75 @@ func TestNothingOutlivesNCCLTune(t *testing.T) {
 	}{{"second ctrl-c", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}}, {"kill -9", []syscall.Signal{syscall.SIGKILL}}} {
 		t.Run(stop.name, func(t *testing.T) {
 			dir := t.TempDir()
-			bench := filepath.Join(dir, "stubborn_perf.sh")
-			os.WriteFile(bench, []byte(fmt.Sprintf(`#!/bin/sh
-trap '' TERM INT
-setsid sh -c 'trap "" TERM; echo $$ > %[1]s/daemon.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &
-echo $$ > %[1]s/bench.pid
-exec sleep 300
-`, dir)), 0o755)
-			spaceFile := filepath.Join(dir, "space.toml")
-			os.WriteFile(spaceFile, []byte("[benchmark]\nbinary = \""+bench+"\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"), 0o644)
-			cmd := exec.Command(os.Args[0], "run", "-q", "--space", spaceFile)
-			cmd.Dir = dir
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pids := waitPids(t, dir, "bench.pid", "daemon.pid")
+			cmd, pids := startStubborn(t, dir, nil)
 			for _, sig := range stop.sigs {
 				cmd.Process.Signal(sig)
 				time.Sleep(100 * time.Millisecond)
 			}
 			cmd.Wait()
-			deadline := time.Now().Add(10 * time.Second) // the runner's grace is 5 s
-			for _, pid := range pids {
-				for alive(pid) {
-					if time.Now().After(deadline) {
-						syscall.Kill(pid, syscall.SIGKILL)
-						t.Fatalf("process %d of the trial outlived nccltune", pid)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
+			waitGone(t, pids)
 		})
+	}
+}
+
+// TestStopWaitEndsAStuckStop: one Ctrl-C to a campaign that cannot stop
+// cleanly within stopWait (its benchmark ignores SIGTERM for the runner's
+// 5 s grace, longer than the 1 s stopWait here) ends nccltune when stopWait
+// is up, with the interrupted exit code, and the trial's processes end too.
+func TestStopWaitEndsAStuckStop(t *testing.T) {
+	dir := t.TempDir()
+	var stderr strings.Builder
+	cmd, pids := startStubborn(t, dir, &stderr, "NCCLTUNE_TEST_STOP_WAIT=1s")
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit: %v, want %d\n%s", err, exitInterrupted, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "not stopped 1s after the signal") {
+		t.Errorf("no word of the forced exit:\n%s", stderr.String())
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("nccltune ended %s after the signal, not when its 1 s stopWait was up", took)
+	}
+	waitGone(t, pids)
+}
+
+// startStubborn starts a campaign, in dir with env added and its standard
+// error to stderr, whose benchmark
+// ignores SIGTERM and SIGINT and leaves a daemon (setsid) behind, and
+// returns it and the pids of the benchmark and the daemon once both run.
+func startStubborn(t *testing.T, dir string, stderr io.Writer, env ...string) (*exec.Cmd, []int) {
+	t.Helper()
+	bench := filepath.Join(dir, "stubborn_perf.sh")
+	os.WriteFile(bench, []byte(fmt.Sprintf(`#!/bin/sh
+trap '' TERM INT
+setsid sh -c 'trap "" TERM; echo $$ > %[1]s/daemon.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &
+echo $$ > %[1]s/bench.pid
+exec sleep 300
+`, dir)), 0o755)
+	spaceFile := filepath.Join(dir, "space.toml")
+	os.WriteFile(spaceFile, []byte("[benchmark]\nbinary = \""+bench+"\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"), 0o644)
+	cmd := exec.Command(os.Args[0], "run", "-q", "--space", spaceFile)
+	cmd.Dir, cmd.Env, cmd.Stderr = dir, append(os.Environ(), env...), stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, waitPids(t, dir, "bench.pid", "daemon.pid")
+}
+
+// waitGone fails the test if any of pids outlives the runner's grace (5 s) and some.
+func waitGone(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("process %d of the trial outlived nccltune", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 

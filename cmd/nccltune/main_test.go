@@ -21,6 +21,9 @@ import (
 // sim` (os.Executable) and tests can run the CLI as a separate process.
 func TestMain(m *testing.M) {
 	if os.Getenv("NCCLTUNE_TEST_BE_MAIN") == "1" {
+		if d, err := time.ParseDuration(os.Getenv("NCCLTUNE_TEST_STOP_WAIT")); err == nil {
+			stopWait = d
+		}
 		os.Exit(run(append([]string{"nccltune"}, os.Args[1:]...)))
 	}
 	os.Setenv("NCCLTUNE_TEST_BE_MAIN", "1")
