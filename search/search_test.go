@@ -484,3 +484,25 @@ func TestSparseAvoidsFailingPairs(t *testing.T) {
 		t.Errorf("%d of 200 proposals failed", failures)
 	}
 }
+
+// TestSparseTriesValuesBetweenItsGrid: the sparse model tells an integer's
+// values apart only by the cell of its five-point grid they fall in (of
+// NCCL_MIN_CTAS 1-32: 1, 2, 6, 13, 32), so its proposals draw within a
+// cell; an optimum at 20 channels, between 13 and 32, is then found.
+func TestSparseTriesValuesBetweenItsGrid(t *testing.T) {
+	obj := func(a space.Assignment) []float64 {
+		ch, _ := strconv.Atoi(a["NCCL_MIN_CTAS"])
+		z := math.Log2(float64(ch)/20) / 0.25
+		s := 1 + 3*math.Exp(-z*z/2)
+		return []float64{s, s}
+	}
+	found := 0
+	for seed := range int64(10) {
+		if best := runSearch(t, "sparse", seed, 40, obj); best[0] > 3.5 {
+			found++
+		}
+	}
+	if found < 8 {
+		t.Errorf("18 to 22 channels found in %d of 10 campaigns, want 8", found)
+	}
+}

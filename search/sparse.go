@@ -339,9 +339,65 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 		return g - (1 - ok) // a likely failure below the rest
 	}
 	if a, ok := s.maximise(gain, starts); ok {
-		return a, nil
+		return s.withinCells(a, rng), nil
 	}
 	return draw(s.sp, rng), nil
+}
+
+// withinCells is a with each integer drawn uniformly from the values of
+// its cell, which the model cannot tell apart: without it the search
+// would only ever try the grid's values. a itself if the draw was tried
+// or breaks the space's rules.
+func (s *sparseSampler) withinCells(a space.Assignment, rng *rand.Rand) space.Assignment {
+	b := maps.Clone(a)
+	for pi, p := range s.sp.Params {
+		v, ok := a[p.Name]
+		if !ok || p.Categorical() {
+			continue
+		}
+		lo, hi := s.enc.cellBounds(pi, v)
+		b[p.Name] = strconv.FormatInt(lo+rng.Int64N(hi-lo+1), 10)
+	}
+	if s.tried(b) || s.sp.Check(b) != nil {
+		return a
+	}
+	return b
+}
+
+// cellBounds are the least and greatest values of integer parameter pi in
+// the cell of its grid that v falls in.
+func (e *encoding) cellBounds(pi int, v string) (lo, hi int64) {
+	p := e.sp.Params[pi]
+	cellOf := func(n int64) int {
+		x, k := e.axis(p, strconv.FormatInt(n, 10)), 0
+		for _, c := range e.cuts[pi] {
+			if x >= c {
+				k++
+			}
+		}
+		return k
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	k := cellOf(n)
+	// The cells are intervals of the axis: search each end by bisection.
+	lo, hi = p.Min, n
+	for lo < hi {
+		if mid := lo + (hi-lo)/2; cellOf(mid) == k {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	first := lo
+	lo, hi = n, p.Max
+	for lo < hi {
+		if mid := lo + (hi-lo+1)/2; cellOf(mid) == k {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return first, lo
 }
 
 // rangeDraw is one range's draw of its model, the draw's value of the
