@@ -343,8 +343,9 @@ func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space
 	for range gpRandomCandidates {
 		a := draw(g.sp, rng)
 		for i, p := range g.sp.Params {
+			// withValue: a condition on the integer's value may switch others on or off.
 			if v, ok := a[p.Name]; ok && !p.Categorical() {
-				a[p.Name] = nearest(p, grids[i], v)
+				a = withValue(g.sp, a, p.Name, nearest(p, grids[i], v))
 			}
 		}
 		out = append(out, a)

@@ -77,7 +77,11 @@ func objective(a space.Assignment) []float64 {
 // runSearch runs a campaign of sampler name on the test space, scored by
 // obj, and returns each range's best score.
 func runSearch(t *testing.T, name string, seed int64, trials int, obj func(space.Assignment) []float64) (best []float64) {
-	sp := loadSpace(t)
+	return runSearchIn(t, loadSpace(t), name, seed, trials, obj)
+}
+
+// runSearchIn is runSearch on space sp.
+func runSearchIn(t *testing.T, sp *space.Space, name string, seed int64, trials int, obj func(space.Assignment) []float64) (best []float64) {
 	s, err := New(name, sp, seed)
 	if err != nil {
 		t.Fatal(err)
@@ -504,5 +508,29 @@ func TestSparseTriesValuesBetweenItsGrid(t *testing.T) {
 	}
 	if found < 8 {
 		t.Errorf("18 to 22 channels found in %d of 10 campaigns, want 8", found)
+	}
+}
+
+// TestProposalsKeepConditionsOnIntegers: where a condition depends on an
+// integer's value (here one that splits a cell of sparse's grid of
+// NCCL_MIN_CTAS: 4-8), every sampler's proposals set exactly the
+// parameters the condition leaves active (runSearch checks each proposal).
+func TestProposalsKeepConditionsOnIntegers(t *testing.T) {
+	sp, err := space.Parse("cond.toml", []byte(strings.Replace(testSpace, `name = "NCCL_IB_QPS_PER_CONNECTION"
+min = 1
+max = 8
+when = { NCCL_ALGO = "Ring" }`, `name = "NCCL_IB_QPS_PER_CONNECTION"
+min = 1
+max = 8
+when = { NCCL_MIN_CTAS = ["1", "2", "3", "4", "5"] }`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range space.Samplers {
+		t.Run(name, func(t *testing.T) {
+			for seed := range int64(3) {
+				runSearchIn(t, sp, name, seed, 40, objective)
+			}
+		})
 	}
 }

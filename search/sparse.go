@@ -344,21 +344,23 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	return draw(s.sp, rng), nil
 }
 
-// withinCells is a with each integer drawn uniformly from the values of
-// its cell, which the model cannot tell apart: without it the search
-// would only ever try the grid's values. a itself if the draw was tried
-// or breaks the space's rules.
+// withinCells is a with each integer the maximiser put on a grid value
+// drawn uniformly from the values of that value's cell, which the model
+// cannot tell apart: without it the search would only ever try the grid's
+// values. Integers off the grid came from a configuration told or drawn
+// and stay. a itself if the draw was tried, breaks the space's rules, or
+// switches a condition on or off.
 func (s *sparseSampler) withinCells(a space.Assignment, rng *rand.Rand) space.Assignment {
 	b := maps.Clone(a)
 	for pi, p := range s.sp.Params {
 		v, ok := a[p.Name]
-		if !ok || p.Categorical() {
+		if !ok || p.Categorical() || !slices.Contains(s.enc.grids[pi], v) {
 			continue
 		}
 		lo, hi := s.enc.cellBounds(pi, v)
 		b[p.Name] = strconv.FormatInt(lo+rng.Int64N(hi-lo+1), 10)
 	}
-	if s.tried(b) || s.sp.Check(b) != nil {
+	if c, unset, _ := s.sp.Complete(b); len(unset) > 0 || !maps.Equal(c, b) || s.tried(b) || s.sp.Check(b) != nil {
 		return a
 	}
 	return b

@@ -204,7 +204,20 @@ exec sleep 300
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, waitPids(t, dir, "bench.pid", "daemon.pid")
+	// Whatever the test's outcome, nothing it started outlives it, and a
+	// campaign that never ends fails the test instead of hanging it.
+	hang := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
+	t.Cleanup(func() { hang.Stop(); cmd.Process.Kill() })
+	pids := waitPids(t, dir, "bench.pid", "daemon.pid")
+	t.Cleanup(func() {
+		// Only after a failure: after a pass they are gone and their pids free for others.
+		for _, pid := range pids {
+			if t.Failed() && alive(pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	return cmd, pids
 }
 
 // waitGone fails the test if any of pids outlives the runner's grace (5 s) and some.
@@ -214,8 +227,7 @@ func waitGone(t *testing.T, pids []int) {
 	for _, pid := range pids {
 		for alive(pid) {
 			if time.Now().After(deadline) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("process %d of the trial outlived nccltune", pid)
+				t.Fatalf("process %d of the trial outlived nccltune", pid) // startStubborn's cleanup kills it
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
