@@ -132,14 +132,19 @@ func (e *encoding) unitsOf(a space.Assignment, u []float64) {
 			}
 			continue
 		}
-		x, cell := e.axis(p, v), 0
-		for _, c := range e.cuts[pi] {
-			if x >= c {
-				cell++
-			}
-		}
-		u[e.offset[pi]+cell] = 1
+		u[e.offset[pi]+e.cell(pi, v)] = 1
 	}
+}
+
+// cell is the cell of integer parameter pi's grid that value v falls in.
+func (e *encoding) cell(pi int, v string) int {
+	x, k := e.axis(e.sp.Params[pi], v), 0
+	for _, c := range e.cuts[pi] {
+		if x >= c {
+			k++
+		}
+	}
+	return k
 }
 
 // row lists the features a holds (units, then pairs), writing its unit
@@ -370,17 +375,9 @@ func (s *sparseSampler) withinCells(a space.Assignment, rng *rand.Rand) space.As
 // the cell of its grid that v falls in.
 func (e *encoding) cellBounds(pi int, v string) (lo, hi int64) {
 	p := e.sp.Params[pi]
-	cellOf := func(n int64) int {
-		x, k := e.axis(p, strconv.FormatInt(n, 10)), 0
-		for _, c := range e.cuts[pi] {
-			if x >= c {
-				k++
-			}
-		}
-		return k
-	}
+	cellOf := func(n int64) int { return e.cell(pi, strconv.FormatInt(n, 10)) }
 	n, _ := strconv.ParseInt(v, 10, 64)
-	k := cellOf(n)
+	k := e.cell(pi, v)
 	// The cells are intervals of the axis: search each end by bisection.
 	lo, hi = p.Min, n
 	for lo < hi {
