@@ -127,8 +127,9 @@ NCCL_NVLS_ENABLE = 0
 `
 
 // Strategies are what the benchmark can compare: nccltune's default campaign
-// (multivariate TPE after the warm start), the same without the warm start,
-// goptuna's independent TPE after the warm start (the default before), the
+// (TPE and the Gaussian process taking turns after the warm start), the same
+// without the warm start, multivariate TPE alone after the warm start (the
+// default before) and without it, goptuna's independent TPE after it, the
 // textbook baselines, random and grid search from NCCL's defaults alone, and
 // coordinate descent from them, as AutoCCL tunes; gp is the Gaussian
 // process after the warm start (gp-cold without it), sparse the sparse
@@ -138,6 +139,7 @@ var Strategies = map[string]struct {
 	Sampler   string
 	WarmStart bool
 }{
+	"tpe-gp": {"tpe-gp", true}, "tpe-gp-cold": {"tpe-gp", false},
 	"tpe": {"tpe", true}, "tpe-cold": {"tpe", false}, "tpe-independent": {"tpe-independent", true},
 	"random": {"random", false}, "grid": {"grid", false}, "random-warm": {"random", true},
 	"coordinate": {"coordinate", false}, "gp": {"gp", true}, "sparse": {"sparse", true}, "gp-cold": {"gp", false},

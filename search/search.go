@@ -31,6 +31,12 @@ type Sampler interface {
 // New returns the named sampler (one of space.Samplers) for sp.
 func New(name string, sp *space.Space, seed int64) (Sampler, error) {
 	switch name {
+	case "tpe-gp":
+		t, err := newTPE(sp, seed, true)
+		if err != nil {
+			return nil, err
+		}
+		return portfolio{t, newGP(sp, seed)}, nil
 	case "tpe":
 		return newTPE(sp, seed, true)
 	case "tpe-independent":

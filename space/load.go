@@ -20,7 +20,7 @@ import (
 var Collectives = []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}
 
 // Samplers are the search strategies a campaign can name.
-var Samplers = []string{"tpe", "tpe-independent", "random", "grid", "coordinate", "gp", "sparse"}
+var Samplers = []string{"tpe-gp", "tpe", "tpe-independent", "random", "grid", "coordinate", "gp", "sparse"}
 
 type rawFile struct {
 	Campaign struct {
@@ -404,7 +404,7 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 		Collective: orDefault(c.Collective, "all_reduce"),
 		Trials:     c.Trials,
 		Objective:  orDefault(c.Objective, "busbw"),
-		Sampler:    orDefault(c.Sampler, "tpe"),
+		Sampler:    orDefault(c.Sampler, "tpe-gp"),
 		Seed:       c.Seed,
 		Patience:   c.Patience,
 		Prune:      c.Prune,

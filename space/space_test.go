@@ -37,7 +37,7 @@ func TestLoadValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Campaign.Trials != 20 || s.Campaign.Seed != 7 || s.Campaign.Sampler != "tpe" {
+	if s.Campaign.Trials != 20 || s.Campaign.Seed != 7 || s.Campaign.Sampler != "tpe-gp" {
 		t.Errorf("campaign = %+v", s.Campaign)
 	}
 	if got := s.Sizes.List(); len(got) != 14 || got[0] != 8 || got[13] != 512<<20 {
