@@ -2,20 +2,26 @@ package search
 
 import "github.com/nccltune/nccltune/space"
 
-// portfolio takes turns between samplers: trial n is the proposal of member
-// n mod k, as that member's own trial n/k, and every member is told every
-// trial, so each models all that was measured. TPE with local moves holds
-// the named scenarios (a good setting found, refined one value at a time)
-// and the Gaussian process the generated landscapes (settings that pay
-// only together); taking turns keeps most of both (see the README).
-type portfolio []Sampler
+// portfolio takes turns between samplers: owner(n) says which member
+// proposes trial n, as that member's own next trial (0, 1, ...), and every
+// member is told every trial, so each models all that was measured.
+type portfolio struct {
+	members []Sampler
+	owner   func(n int) int
+}
 
 func (p portfolio) Ask(n int) (space.Assignment, error) {
-	return p[n%len(p)].Ask(n / len(p))
+	m, k := p.owner(n), 0
+	for i := range n {
+		if p.owner(i) == m {
+			k++
+		}
+	}
+	return p.members[m].Ask(k)
 }
 
 func (p portfolio) Tell(a space.Assignment, scores []float64) error {
-	for _, s := range p {
+	for _, s := range p.members {
 		if err := s.Tell(a, scores); err != nil {
 			return err
 		}
@@ -25,9 +31,29 @@ func (p portfolio) Tell(a space.Assignment, scores []float64) error {
 
 // Focus passes the ranges to propose for on to the members that take them.
 func (p portfolio) Focus(ranges []bool) {
-	for _, s := range p {
+	for _, s := range p.members {
 		if f, ok := s.(interface{ Focus([]bool) }); ok {
 			f.Focus(ranges)
 		}
 	}
+}
+
+// tpeGPEarly is how many of the first trials TPE and the Gaussian process
+// share equally.
+const tpeGPEarly = 40
+
+// tpeGPTurn is the member of tpe-gp, TPE (0) or the Gaussian process (1),
+// that proposes trial n: every second trial up to trial tpeGPEarly, when
+// the process's model of pairs finds what TPE's model of single settings
+// cannot, then every fourth, when TPE's local moves polish what was
+// found (measured, README: the Gaussian process's turns bought the
+// generated landscapes, and TPE's the named scenarios' last percent).
+func tpeGPTurn(n int) int {
+	if n < tpeGPEarly {
+		return n % 2
+	}
+	if n%4 == 3 {
+		return 1
+	}
+	return 0
 }

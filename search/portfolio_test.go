@@ -27,15 +27,16 @@ func (r *recorder) Tell(a space.Assignment, _ []float64) error {
 
 func (r *recorder) Focus(ranges []bool) { r.focus = ranges }
 
-// TestPortfolioTakesTurns: the members propose in turn, each counting its
-// own trials, and every member is told every trial and the ranges to focus
-// on.
+// TestPortfolioTakesTurns: tpe-gp's members propose in turn, each counting
+// its own trials, one trial in two up to trial tpeGPEarly and then one in
+// four for the Gaussian process; every member is told every trial and the
+// ranges to focus on.
 func TestPortfolioTakesTurns(t *testing.T) {
-	a, b := &recorder{name: "a"}, &recorder{name: "b"}
-	p := portfolio{a, b}
+	a, b := &recorder{name: "tpe"}, &recorder{name: "gp"}
+	p := portfolio{[]Sampler{a, b}, tpeGPTurn}
 	p.Focus([]bool{true, false})
 	var asked []space.Assignment
-	for n := range 5 {
+	for n := range tpeGPEarly + 8 {
 		prop, err := p.Ask(n)
 		if err != nil {
 			t.Fatal(err)
@@ -43,11 +44,18 @@ func TestPortfolioTakesTurns(t *testing.T) {
 		asked = append(asked, prop)
 		p.Tell(prop, []float64{1, 1})
 	}
-	want := []space.Assignment{
-		{"by": "a", "n": "0"}, {"by": "b", "n": "0"}, {"by": "a", "n": "1"}, {"by": "b", "n": "1"}, {"by": "a", "n": "2"},
+	var want []space.Assignment
+	for k := range tpeGPEarly / 2 {
+		want = append(want, space.Assignment{"by": "tpe", "n": strconv.Itoa(k)}, space.Assignment{"by": "gp", "n": strconv.Itoa(k)})
+	}
+	for k := range 2 {
+		for j := range 3 {
+			want = append(want, space.Assignment{"by": "tpe", "n": strconv.Itoa(tpeGPEarly/2 + 3*k + j)})
+		}
+		want = append(want, space.Assignment{"by": "gp", "n": strconv.Itoa(tpeGPEarly/2 + k)})
 	}
 	if !reflect.DeepEqual(asked, want) {
-		t.Errorf("proposals %v, want %v", asked, want)
+		t.Errorf("proposals\n%v\nwant\n%v", asked, want)
 	}
 	for _, r := range []*recorder{a, b} {
 		if !reflect.DeepEqual(r.told, want) || !reflect.DeepEqual(r.focus, []bool{true, false}) {

@@ -36,7 +36,7 @@ func New(name string, sp *space.Space, seed int64) (Sampler, error) {
 		if err != nil {
 			return nil, err
 		}
-		return portfolio{t, newGP(sp, seed)}, nil
+		return portfolio{[]Sampler{t, newGP(sp, seed)}, tpeGPTurn}, nil
 	case "tpe":
 		return newTPE(sp, seed, true)
 	case "tpe-independent":

@@ -15,7 +15,8 @@ import (
 
 // BenchmarkTrialOverhead measures what the tuner itself spends per trial,
 // everything but the benchmark process: planning the trial (the warm start's
-// bookkeeping, settled ranges, then TPE's proposal over a 500-trial history),
+// bookkeeping, settled ranges, then the default sampler's proposal over a
+// 500-trial history: TPE's, or every fourth the Gaussian process's),
 // parsing a real 2-node nccl-tests output, scoring, the two store writes,
 // telling the sampler, and preparing the next command (iteration count, sweep).
 // A typical trial runs for 10 s or more; this must stay far below 1% of that (100 ms).
@@ -34,11 +35,14 @@ func BenchmarkTrialOverhead(b *testing.B) {
 	if err := st.LockWriter(); err != nil {
 		b.Fatal(err)
 	}
-	camp, err := st.CreateCampaign(store.Campaign{Name: "bench", SpaceHash: sp.Hash(), Space: sp.Source, Budget: 1 << 20, Sampler: "tpe"})
+	camp, err := st.CreateCampaign(store.Campaign{Name: "bench", SpaceHash: sp.Hash(), Space: sp.Source, Budget: 1 << 20, Sampler: sp.Campaign.Sampler})
 	if err != nil {
 		b.Fatal(err)
 	}
-	sampler, _ := search.New("tpe", sp, 1)
+	sampler, err := search.New(sp.Campaign.Sampler, sp, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
 	s := &session{Tuner: &Tuner{Space: sp, Store: st}, camp: camp, sampler: sampler, best: make([]float64, len(sp.Ranges))}
 	// The recorded output is a 16-rank sweep of 1K..8G.
 	bench := runner.NCCLTests{Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true}
@@ -63,7 +67,7 @@ func BenchmarkTrialOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		s.trials = append(s.trials, *t)
-		// Scored as if it fitted the space, varied so that TPE has something to model.
+		// Scored as if it fitted the space, varied so that the models have something to learn.
 		if err := sampler.Tell(a, []float64{1 + float64(n%7), 100 + float64(n%13), 200 + float64(n%11)}); err != nil {
 			b.Fatal(err)
 		}
