@@ -48,7 +48,7 @@ func (p paced) Run(ctx context.Context, job runner.Job) runner.Result {
 }
 
 // MeasureGroups runs, for each scenario and group count, o.Seeds campaigns
-// of TPE after the warm start, every trial taking its modelled time scaled
+// of the default search after the warm start, every trial taking its modelled time scaled
 // by pace, campaigns in parallel (they mostly sleep).
 func MeasureGroups(scenarios []Scenario, groups []int, o Options, pace float64) ([]GroupsResult, error) {
 	var out []GroupsResult

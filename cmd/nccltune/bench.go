@@ -268,7 +268,7 @@ func benchGroupsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "groups",
 		Usage: "campaign wall time with trials on 1, 2, 4 groups of nodes at once (launcher.groups), at equal regret",
-		Description: "Runs --seeds campaigns of --trials trials (TPE after the warm start) per scenario and group\n" +
+		Description: "Runs --seeds campaigns of --trials trials (the default search after the warm start) per scenario and group\n" +
 			"count on the simulated cluster in process, each launch taking its modelled time x --pace of\n" +
 			"real time, so that launches on groups overlap as they would on the hardware. The table gives,\n" +
 			"per group count, the median worst-range regret at the end, the median wall time of the\n" +
