@@ -203,7 +203,7 @@ func NewBenchmark(sp *space.Space, simCommand []string) (Benchmark, error) {
 }
 
 // newDDPStep writes the DDP step script and finds its interpreter.
-func newDDPStep(b space.Benchmark) (Benchmark, error) {
+func newDDPStep(b space.BenchmarkSettings) (Benchmark, error) {
 	python, err := exec.LookPath(b.Python)
 	if err != nil {
 		return nil, fmt.Errorf("benchmark python %s: %w", b.Python, err)

@@ -25,7 +25,7 @@ type UserCommand struct {
 	regex  *regexp.Regexp
 }
 
-func newUserCommand(b space.Benchmark) (Benchmark, error) {
+func newUserCommand(b space.BenchmarkSettings) (Benchmark, error) {
 	c := UserCommand{Argv: b.Command, Metric: b.Metric}
 	if b.Metric.Regex != "" {
 		var err error

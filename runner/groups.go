@@ -27,7 +27,7 @@ type Group struct {
 // into groups of as many hosts. A simulated cluster is one of its own for
 // every group, so a local launcher is the same for each. Nodes beyond the
 // groups' are left idle.
-func Groups(l space.Launcher) ([]Group, error) {
+func Groups(l space.LauncherSettings) ([]Group, error) {
 	n := max(l.Groups, 1)
 	if n == 1 {
 		return []Group{{Launcher: NewLauncher(l)}}, nil

@@ -26,7 +26,7 @@ func TestGroupsOfAHostfile(t *testing.T) {
 	}
 	four := write("four", "# four nodes\nnode1 slots=8\nnode2 slots=8 max_slots=8\nnode3:8\nnode4 slots=8\n")
 	for _, flavor := range []string{"openmpi", "mpich"} {
-		groups, err := Groups(space.Launcher{Kind: "mpirun", Flavor: flavor, NP: 16, Hostfile: four, Groups: 2})
+		groups, err := Groups(space.LauncherSettings{Kind: "mpirun", Flavor: flavor, NP: 16, Hostfile: four, Groups: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestGroupsOfAHostfile(t *testing.T) {
 		// Groups of one shape: every group's hosts the same slots.
 		{write("unequal", "a slots=8\nb slots=4\n"), 2, "does not split into 2 groups of one shape: group 1 is b:4, group 0 a:8"},
 	} {
-		if _, err := Groups(space.Launcher{Kind: "mpirun", Hostfile: tc.hostfile, Groups: tc.groups}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Groups(space.LauncherSettings{Kind: "mpirun", Hostfile: tc.hostfile, Groups: tc.groups}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s in %d groups: %v; want %q", tc.hostfile, tc.groups, err, tc.want)
 		}
 	}
@@ -73,7 +73,7 @@ func TestMPIRunGroupNPFitsItsSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	for np, want := range map[int]string{8: "np = 8 does not match the 4 slots of its group of launcher.groups (b:4)", 4: ""} {
-		groups, err := Groups(space.Launcher{Kind: "mpirun", Command: mpirun, NP: np, Hostfile: hostfile, Groups: 2})
+		groups, err := Groups(space.LauncherSettings{Kind: "mpirun", Command: mpirun, NP: np, Hostfile: hostfile, Groups: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestMPIRunGroupHosts(t *testing.T) {
 func TestSrunGroups(t *testing.T) {
 	c := slurmtest.Start(t, 4)
 	c.Alloc(t, 8)
-	l := space.Launcher{Kind: "srun", Nodes: 2, TasksPerNode: 2, Groups: 2}
+	l := space.LauncherSettings{Kind: "srun", Nodes: 2, TasksPerNode: 2, Groups: 2}
 	groups, err := Groups(l)
 	if err != nil {
 		t.Fatal(err)

@@ -320,7 +320,7 @@ func (t Torchrun) Check() error {
 }
 
 // NewLauncher builds the launcher of a space's [launcher] table.
-func NewLauncher(l space.Launcher) Launcher {
+func NewLauncher(l space.LauncherSettings) Launcher {
 	switch l.Kind {
 	case "mpirun":
 		return MPIRun{Flavor: l.Flavor, Command: l.Command, NP: l.NP, Hostfile: l.Hostfile, MapBy: l.MapBy, BindTo: l.BindTo, Args: l.Args}

@@ -231,7 +231,7 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 			"yes 'NCCL INFO xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -c 5000000; echo; echo step t=4; echo step t=6; yes 'NCCL INFO yyyyyyyyyyyyyyy' | head -c 7000000", 5, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := newUserCommand(space.Benchmark{Kind: space.Command, Command: []string{script(t, tc.body)}, Metric: tc.metric})
+			b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{script(t, tc.body)}, Metric: tc.metric})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -399,7 +399,7 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 func (b *builder) campaign(raw *rawFile, s *Space) {
 	c := raw.Campaign
 	line := func(key string) int { return b.loc.field("campaign", 0, key) }
-	s.Campaign = Campaign{
+	s.Campaign = CampaignSettings{
 		Name:       orDefault(c.Name, "campaign"),
 		Collective: orDefault(c.Collective, "all_reduce"),
 		Trials:     c.Trials,
@@ -566,7 +566,7 @@ func (b *builder) workloadRanks(raw *rawFile, s *Space) {
 func (b *builder) benchmark(raw *rawFile, s *Space) {
 	r := raw.Benchmark
 	line := func(key string) int { return b.loc.field("benchmark", 0, key) }
-	s.Benchmark = Benchmark{Kind: orDefault(r.Kind, NCCLTests), Binary: r.Binary, GPUs: 1, Iters: 20, Warmup: 5, Check: true,
+	s.Benchmark = BenchmarkSettings{Kind: orDefault(r.Kind, NCCLTests), Binary: r.Binary, GPUs: 1, Iters: 20, Warmup: 5, Check: true,
 		Timeout: 10 * time.Minute, Args: r.Args, Python: orDefault(r.Python, "python3"), Params: orDefault(r.Params, "100M"),
 		Layers: r.Layers, Batch: r.Batch, Device: orDefault(r.Device, "cuda"), ScriptDir: r.ScriptDir, Command: r.Command,
 		Metric: Metric{Regex: r.Metric.Regex, JSON: r.Metric.JSON, Goal: r.Metric.Goal, Skip: r.Metric.Skip, Unit: r.Metric.Unit}}
@@ -621,7 +621,7 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 // kindSettings refuses, with its line, every setting of the file that the
 // benchmark's kind does not use (see kindSettings in space.go): the one rule
 // for all of them, so that none is silently ignored.
-func (b *builder) kindSettings(raw *rawFile, bm *Benchmark) {
+func (b *builder) kindSettings(raw *rawFile, bm *BenchmarkSettings) {
 	c, r := raw.Campaign, raw.Benchmark
 	field := func(section, key string) func() int { return func() int { return b.loc.field(section, 0, key) } }
 	header := func(section string) func() int { return func() int { return b.loc.section(section) } }
@@ -681,7 +681,7 @@ func (b *builder) ncclTestsArgs(line int, args []string) {
 	}
 }
 
-func (b *builder) ddp(line func(string) int, layers, batch int, bm *Benchmark) {
+func (b *builder) ddp(line func(string) int, layers, batch int, bm *BenchmarkSettings) {
 	if bm.Layers = layers; layers == 0 {
 		bm.Layers = 8
 	}
@@ -699,7 +699,7 @@ func (b *builder) ddp(line func(string) int, layers, batch int, bm *Benchmark) {
 	}
 }
 
-func (b *builder) command(line func(string) int, bm *Benchmark) {
+func (b *builder) command(line func(string) int, bm *BenchmarkSettings) {
 	m := bm.Metric
 	if len(bm.Command) == 0 || bm.Command[0] == "" {
 		b.errorf(line("kind"), "benchmark kind command needs command = [\"program\", \"arg\", ...]")
@@ -724,7 +724,7 @@ func (b *builder) command(line func(string) int, bm *Benchmark) {
 
 func (b *builder) launcher(raw *rawFile, s *Space) {
 	r := raw.Launcher
-	s.Launcher = Launcher{Kind: orDefault(r.Kind, "local"), Command: r.Command, Flavor: r.Flavor, NP: r.NP,
+	s.Launcher = LauncherSettings{Kind: orDefault(r.Kind, "local"), Command: r.Command, Flavor: r.Flavor, NP: r.NP,
 		Hostfile: r.Hostfile, MapBy: r.MapBy, BindTo: r.BindTo, Nodes: r.Nodes, TasksPerNode: r.TasksPerNode,
 		NProcPerNode: r.NProcPerNode, RdzvEndpoint: r.RdzvEndpoint, Args: r.Args, Groups: 1}
 	line := func(key string) int { return b.loc.field("launcher", 0, key) }

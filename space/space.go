@@ -22,11 +22,11 @@ const Unset = "default"
 
 // Space is a validated space.toml.
 type Space struct {
-	Campaign  Campaign
+	Campaign  CampaignSettings
 	Sizes     Sizes
 	Ranges    []Range
-	Benchmark Benchmark
-	Launcher  Launcher
+	Benchmark BenchmarkSettings
+	Launcher  LauncherSettings
 	// Simulator, when set, replaces the benchmark binary with nccltune's simulated
 	// cluster; its keys are the simulator's flags (see `nccltune sim --help`).
 	Simulator map[string]string
@@ -43,8 +43,9 @@ type Space struct {
 	Source   []byte // the file as read, kept with the campaign
 }
 
-// Campaign holds what the campaign is and how long it runs.
-type Campaign struct {
+// CampaignSettings are the [campaign] table: what the campaign is and how
+// long it runs (store.Campaign is a campaign as stored).
+type CampaignSettings struct {
 	Name       string
 	Collective string // nccl-tests name without "_perf": all_reduce, all_gather, ...
 	Trials     int    // budget, including trial 0 (NCCL's defaults)
@@ -188,7 +189,9 @@ var kindSettings = map[string][]string{
 
 // Uses reports whether the benchmark uses a setting of the space file
 // ("campaign.sizes", "[[range]]", "benchmark.iters").
-func (b Benchmark) Uses(setting string) bool { return slices.Contains(kindSettings[b.Kind], setting) }
+func (b BenchmarkSettings) Uses(setting string) bool {
+	return slices.Contains(kindSettings[b.Kind], setting)
+}
 
 // DefaultNoiseTarget is benchmark.noise_target unless the space says
 // otherwise: a range's score known to ±1%, the smallest gain the tuner counts
@@ -196,8 +199,9 @@ func (b Benchmark) Uses(setting string) bool { return slices.Contains(kindSettin
 // benchmark shows buy nothing; looser lets noise pick the winners.
 const DefaultNoiseTarget = 0.01
 
-// Benchmark says what each trial runs and with what flags.
-type Benchmark struct {
+// BenchmarkSettings are the [benchmark] table: what each trial runs and with
+// what flags (runner.Benchmark runs it).
+type BenchmarkSettings struct {
 	Kind   string // one of BenchmarkKinds
 	Binary string // nccl-tests: path or name in PATH; empty with a simulator
 	GPUs   int    // -g: GPUs per process
@@ -230,7 +234,7 @@ type Benchmark struct {
 // Sweeps reports whether the benchmark measures message sizes, so that size
 // ranges, the sweep and its iteration count apply. The others have one
 // objective: the step time, the user's metric.
-func (b Benchmark) Sweeps() bool { return b.Uses("campaign.sizes") }
+func (b BenchmarkSettings) Sweeps() bool { return b.Uses("campaign.sizes") }
 
 // Measure is how a benchmark's scores read to a user: in the unit the
 // benchmark measures, and which way is better. Scores are higher-is-better
@@ -257,7 +261,7 @@ func (m Measure) String() string {
 }
 
 // Measure says how the benchmark's scores read.
-func (b Benchmark) Measure() Measure {
+func (b BenchmarkSettings) Measure() Measure {
 	switch b.Kind {
 	case DDP:
 		return Measure{Unit: "steps/s"}
@@ -301,8 +305,9 @@ func (m Metric) String() string {
 // Launchers are the ways a trial's processes can be started.
 var Launchers = []string{"local", "mpirun", "srun", "torchrun"}
 
-// Launcher says how a trial's processes are started.
-type Launcher struct {
+// LauncherSettings are the [launcher] table: how a trial's processes are
+// started (runner.Launcher starts them).
+type LauncherSettings struct {
 	Kind         string // local, mpirun or srun
 	Command      string // the launcher's binary, if not the kind's name in PATH
 	Flavor       string // mpirun: openmpi (default) or mpich (also Intel MPI)

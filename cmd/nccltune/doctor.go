@@ -122,7 +122,7 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 
 // groupsAlike checks that launcher.groups splits the nodes into groups of
 // one kind, from the nodes' own reports.
-func groupsAlike(l space.Launcher, nodes []nodeReport) doctor.Result {
+func groupsAlike(l space.LauncherSettings, nodes []nodeReport) doctor.Result {
 	groups, err := runner.Groups(l)
 	if err != nil {
 		return doctor.Result{Layer: "hardware", Check: "groups of nodes alike (launcher.groups)", Status: doctor.Fail, Detail: err.Error(),
@@ -146,7 +146,7 @@ func groupsAlike(l space.Launcher, nodes []nodeReport) doctor.Result {
 
 // fanOut runs `nccltune doctor --node` once per node through mpirun or srun;
 // with another launcher only this node is checked.
-func fanOut(ctx context.Context, l space.Launcher, python string) ([]nodeReport, error) {
+func fanOut(ctx context.Context, l space.LauncherSettings, python string) ([]nodeReport, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
