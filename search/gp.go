@@ -321,15 +321,19 @@ func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space
 	for i, p := range g.sp.Params {
 		grids[i] = values(p, gpGridPoints)
 	}
-	var singles, pairs []space.Assignment
+	// A pair is a single with parameter q set to its grid's value w; the
+	// pairs are drawn as indices and only those drawn are built, since
+	// their number grows with the square of the space's parameters.
+	type pair struct{ single, q, w int }
+	var singles []space.Assignment
+	var pairs []pair
 	for _, base := range bases {
 		for pi, p := range g.sp.Params {
 			for _, v := range grids[pi] {
-				a := withValue(g.sp, base, p.Name, v)
-				singles = append(singles, a)
-				for qi, q := range g.sp.Params[pi+1:] {
-					for _, w := range grids[pi+1+qi] {
-						pairs = append(pairs, withValue(g.sp, a, q.Name, w))
+				singles = append(singles, withValue(g.sp, base, p.Name, v))
+				for q := pi + 1; q < len(g.sp.Params); q++ {
+					for w := range grids[q] {
+						pairs = append(pairs, pair{len(singles) - 1, q, w})
 					}
 				}
 			}
@@ -339,7 +343,10 @@ func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space
 		rng.Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
 		pairs = pairs[:gpPairCandidates]
 	}
-	out := append(singles, pairs...)
+	out := singles
+	for _, pr := range pairs {
+		out = append(out, withValue(g.sp, singles[pr.single], g.sp.Params[pr.q].Name, grids[pr.q][pr.w]))
+	}
 	for range gpRandomCandidates {
 		a := draw(g.sp, rng)
 		for i, p := range g.sp.Params {

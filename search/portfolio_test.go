@@ -63,3 +63,24 @@ func TestPortfolioTakesTurns(t *testing.T) {
 		}
 	}
 }
+
+// TestTPEGPIsTPEAndGPTakingTurns: the default sampler proposes what TPE
+// and the Gaussian process, taking tpeGPTurn's turns, would.
+func TestTPEGPIsTPEAndGPTakingTurns(t *testing.T) {
+	sp := loadSpace(t)
+	tpe, err := newTPE(sp, 42, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := portfolio{[]Sampler{tpe, newGP(sp, 42)}, tpeGPTurn}
+	got := mustNew(t, "tpe-gp", sp)
+	for n := range tpeGPEarly + 8 {
+		a, _ := got.Ask(n)
+		b, _ := want.Ask(n)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("trial %d: tpe-gp proposed %v, TPE and the Gaussian process in turn %v", n, a, b)
+		}
+		got.Tell(a, objective(a))
+		want.Tell(a, objective(a))
+	}
+}

@@ -19,6 +19,9 @@ import (
 // Collectives are the nccl-tests benchmarks a campaign can tune.
 var Collectives = []string{"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}
 
+// DefaultSampler is the search of a campaign whose file names none.
+const DefaultSampler = "tpe-gp"
+
 // Samplers are the search strategies a campaign can name.
 var Samplers = []string{"tpe-gp", "tpe", "tpe-independent", "random", "grid", "coordinate", "gp", "sparse"}
 
@@ -400,16 +403,17 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 	c := raw.Campaign
 	line := func(key string) int { return b.loc.field("campaign", 0, key) }
 	s.Campaign = CampaignSettings{
-		Name:       orDefault(c.Name, "campaign"),
-		Collective: orDefault(c.Collective, "all_reduce"),
-		Trials:     c.Trials,
-		Objective:  orDefault(c.Objective, "busbw"),
-		Sampler:    orDefault(c.Sampler, "tpe-gp"),
-		Seed:       c.Seed,
-		Patience:   c.Patience,
-		Prune:      c.Prune,
-		WarmStart:  c.WarmStart == nil || *c.WarmStart,
-		Scales:     c.Scales,
+		Name:         orDefault(c.Name, "campaign"),
+		Collective:   orDefault(c.Collective, "all_reduce"),
+		Trials:       c.Trials,
+		Objective:    orDefault(c.Objective, "busbw"),
+		Sampler:      orDefault(c.Sampler, DefaultSampler),
+		SamplerNamed: c.Sampler != "",
+		Seed:         c.Seed,
+		Patience:     c.Patience,
+		Prune:        c.Prune,
+		WarmStart:    c.WarmStart == nil || *c.WarmStart,
+		Scales:       c.Scales,
 	}
 	if c.Patience != 0 && c.Patience < 5 {
 		b.errorf(line("patience"), "patience must be 0 (off) or at least 5 trials")

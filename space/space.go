@@ -51,7 +51,11 @@ type CampaignSettings struct {
 	Trials     int    // budget, including trial 0 (NCCL's defaults)
 	Objective  string // busbw
 	Sampler    string // one of Samplers
-	Seed       int64
+	// SamplerNamed says the file names the sampler: a stored campaign run
+	// again takes it. Otherwise the campaign keeps the one it started with,
+	// so that a new DefaultSampler does not change a campaign under way.
+	SamplerNamed bool
+	Seed         int64
 	// Patience stops the campaign once no range has improved by MinGain for
 	// this many trials (0: run the whole budget).
 	Patience int

@@ -2,9 +2,7 @@ package tuner
 
 import (
 	"context"
-	"maps"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -50,9 +48,11 @@ func TestScales(t *testing.T) {
 		if i > 0 {
 			vals, _ := st.Validations(camp.ID - 1)
 			var want []map[string]string
+			queued := map[string]bool{}
 			for _, r := range results.Of(sp.AtScale([]int{2, 4, 8}[i-1]), before, vals) {
 				// Ranges that chose alike share one trial.
-				if c := r.Chosen().Params; r.Tuned() && !slices.ContainsFunc(want, func(w map[string]string) bool { return maps.Equal(w, c) }) {
+				if c := r.Chosen().Params; r.Tuned() && !queued[sp.Key(c)] {
+					queued[sp.Key(c)] = true
 					want = append(want, c)
 				}
 			}

@@ -1001,7 +1001,10 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 		}
 		if camp.SpaceHash == sp.Hash() {
 			if !o.KeepSettings {
-				camp.Budget, camp.Sampler, camp.Seed = sp.Campaign.Trials, sp.Campaign.Sampler, sp.Campaign.Seed
+				camp.Budget, camp.Seed = sp.Campaign.Trials, sp.Campaign.Seed
+				if sp.Campaign.SamplerNamed {
+					camp.Sampler = sp.Campaign.Sampler
+				}
 			}
 			break
 		}

@@ -450,3 +450,37 @@ func TestPruning(t *testing.T) {
 		}
 	}
 }
+
+// TestRunAgainKeepsItsSampler: run again, a campaign takes the sampler its
+// space file names, and keeps the one it started with where the file names
+// none, so that a new default does not change a campaign under way.
+func TestRunAgainKeepsItsSampler(t *testing.T) {
+	sp := loadExample(t, 3)
+	if sp.Campaign.SamplerNamed {
+		t.Fatal("the example names a sampler; the test needs one that does not")
+	}
+	st := openStore(t)
+	run := func(sp *space.Space, o Options) string {
+		t.Helper()
+		if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		c, err := st.Campaign(sp.Campaign.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Sampler
+	}
+	if got := run(sp, Options{Sampler: "random"}); got != "random" {
+		t.Fatalf("started with sampler %q, want random", got)
+	}
+	sp.Campaign.Trials = 4
+	if got := run(sp, Options{}); got != "random" {
+		t.Errorf("run again without a sampler named: %q, want the campaign's random", got)
+	}
+	named := mustParse(t, "named.toml", strings.Replace(string(sp.Source), "[campaign]", "[campaign]\nsampler = \"grid\"", 1))
+	named.Campaign.Trials = 5
+	if got := run(named, Options{}); got != "grid" {
+		t.Errorf("run again with the file naming grid: %q", got)
+	}
+}

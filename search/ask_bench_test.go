@@ -1,0 +1,72 @@
+package search
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// wideParams are twenty settings, as a space that searches most of what
+// NCCL offers for a multi-node IB job would.
+var wideParams = []string{
+	`name = "NCCL_ALGO"` + "\n" + `values = ["default", "Ring", "Tree"]`,
+	`name = "NCCL_PROTO"` + "\n" + `values = ["default", "LL", "LL128", "Simple"]`,
+	`name = "NCCL_MIN_CTAS"` + "\nmin = 1\nmax = 32\nlog = true",
+	`name = "NCCL_NCHANNELS_PER_NET_PEER"` + "\nmin = 1\nmax = 16\nlog = true",
+	`name = "NCCL_MIN_P2P_NCHANNELS"` + "\nmin = 1\nmax = 32\nlog = true",
+	`name = "NCCL_BUFFSIZE"` + "\n" + `values = ["default", "1M", "4M", "16M"]`,
+	`name = "NCCL_NTHREADS"` + "\n" + `values = ["default", "256", "512"]`,
+	`name = "NCCL_CUMEM_ENABLE"` + "\n" + `values = ["default", "0", "1"]`,
+	`name = "NCCL_P2P_NET_CHUNKSIZE"` + "\n" + `values = ["default", "128K", "512K"]`,
+	`name = "NCCL_PXN_DISABLE"` + "\n" + `values = ["default", "1"]`,
+	`name = "NCCL_NET_GDR_LEVEL"` + "\n" + `values = ["default", "PIX", "PXB", "PHB", "SYS"]`,
+	`name = "NCCL_NET_GDR_READ"` + "\n" + `values = ["default", "0", "1"]`,
+	`name = "NCCL_NET_SHARED_BUFFERS"` + "\n" + `values = ["default", "0"]`,
+	`name = "NCCL_IB_QPS_PER_CONNECTION"` + "\nmin = 1\nmax = 8",
+	`name = "NCCL_IB_SPLIT_DATA_ON_QPS"` + "\n" + `values = ["default", "0", "1"]`,
+	`name = "NCCL_IB_TIMEOUT"` + "\nmin = 14\nmax = 22",
+	`name = "NCCL_IB_ADAPTIVE_ROUTING"` + "\n" + `values = ["default", "0", "1"]`,
+	`name = "NCCL_CROSS_NIC"` + "\n" + `values = ["default", "0", "1", "2"]`,
+	`name = "NCCL_IB_PCI_RELAXED_ORDERING"` + "\n" + `values = ["default", "0", "1"]`,
+	`name = "NCCL_SOCKET_NTHREADS"` + "\nmin = 1\nmax = 4",
+}
+
+// BenchmarkAskWideAt500 is one proposal of each sampler after 500 trials
+// told (random configurations with random scores), in a space of twenty
+// settings and three ranges: the tuner's overhead per trial where its
+// search space is wide. gp's candidates grow with the square of the
+// settings.
+func BenchmarkAskWideAt500(b *testing.B) {
+	src := "[campaign]\nsizes = { min = \"8\", max = \"64M\", factor = 2 }\n" +
+		"[[range]]\nname = \"small\"\nmin = \"8\"\nmax = \"64K\"\n" +
+		"[[range]]\nname = \"medium\"\nmin = \"64K\"\nmax = \"4M\"\n" +
+		"[[range]]\nname = \"large\"\nmin = \"4M\"\nmax = \"64M\"\n" +
+		"[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\n" + strings.Join(wideParams, "\n[[param]]\n")
+	sp, err := space.Parse("wide.toml", []byte(src))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"tpe", "gp", "sparse", "tpe-gp"} {
+		b.Run(name, func(b *testing.B) {
+			s, err := New(name, sp, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			for range 500 {
+				if err := s.Tell(draw(sp, rng), []float64{1 + rng.Float64(), 1 + rng.Float64(), 1 + rng.Float64()}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for n := range b.N {
+				if _, err := s.Ask(500 + n); err != nil {
+					b.Fatal(fmt.Errorf("trial %d: %w", 500+n, err))
+				}
+			}
+		})
+	}
+}
