@@ -3,6 +3,7 @@ package quality
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -150,8 +151,12 @@ func TestFamilySpread(t *testing.T) {
 	// Three landscapes, one campaign of 3 trials each, one range.
 	var res []Result
 	for i, final := range []float64{0.01, 0.05, 0.20} {
+		miss := []Miss{MissUnseen, MissUnseen, MissNone}
+		if final > missTolerance {
+			miss[2] = []Miss{MissChoice, MissUnkept, MissPolish}[i]
+		}
 		res = append(res, Result{Scenario: fmt.Sprint("landscape-", i+1), Sampler: "tpe", Ranges: []string{"all"},
-			Runs: []Run{{Regret: [][]float64{{0.5, 0.3, final}}, Seconds: []float64{1, 2, 3}}}})
+			Runs: []Run{{Regret: [][]float64{{0.5, 0.3, final}}, Tried: [][]float64{{0.5, 0.3, final / 2}}, Miss: [][]Miss{miss}, Seconds: []float64{1, 2, 3}}}})
 	}
 	rows := Family(res, []int{2, 3})
 	if len(rows) != 1 || rows[0].Scenarios != 3 || len(rows[0].Each) != 3 {
@@ -161,8 +166,69 @@ func TestFamilySpread(t *testing.T) {
 	if r.Regret[2] != (Spread{0.3, 0.3}) || r.Regret[3].Median != 0.05 || math.Abs(r.Regret[3].P90-0.17) > 1e-12 {
 		t.Errorf("regret spread %+v", r.Regret)
 	}
+	if r.Tried[3].Median != 0.025 || r.Tried[2] != (Spread{0.3, 0.3}) {
+		t.Errorf("best tried spread %+v", r.Tried)
+	}
+	if want := map[Miss]int{MissUnseen: 3}; !maps.Equal(r.Misses[2], want) {
+		t.Errorf("misses after 2 trials %v, want %v", r.Misses[2], want)
+	}
+	if want := map[Miss]int{MissUnkept: 1, MissPolish: 1}; !maps.Equal(r.Misses[3], want) || len(r.Each[0].Misses) != 1 {
+		t.Errorf("misses after 3 trials %v, want %v; first landscape's %v", r.Misses[3], want, r.Each[0].Misses)
+	}
 	// Within 3% after 3 trials on the first landscape, never (4) on the others.
 	if r.TrialsTo3 != (Spread{4, 4}) || r.Each[0].TrialsTo3 != 3 {
 		t.Errorf("trials to 3%%: %+v, first %g", r.TrialsTo3, r.Each[0].TrialsTo3)
+	}
+}
+
+func TestMissOf(t *testing.T) {
+	for _, tc := range []struct {
+		tried             float64
+		optimum, bestHeld []int
+		everHeld          []int
+		want              Miss
+	}{
+		{0.02, []int{0}, nil, nil, MissChoice},              // a configuration within 3% was tried
+		{0.05, []int{0, 1}, []int{0}, []int{0}, MissUnseen}, // no trial held interaction 1
+		{0.05, []int{0, 1}, []int{0}, []int{0, 1}, MissUnkept},
+		{0.05, []int{1}, []int{0, 1}, []int{0, 1}, MissPolish},
+		{0.05, nil, nil, nil, MissPolish}, // the optimum holds no interaction
+	} {
+		ever := map[int]bool{}
+		for _, i := range tc.everHeld {
+			ever[i] = true
+		}
+		if got := missOf(tc.tried, tc.optimum, tc.bestHeld, ever); got != tc.want {
+			t.Errorf("missOf(%+v) = %q, want %q", tc, got, tc.want)
+		}
+	}
+}
+
+// TestLandscapeCampaignSaysWhyItMisses: on generated landscapes, a range is
+// given a reason exactly when its choice is more than 3% off, and the best
+// configuration tried is never worse than the choice, nor gets worse.
+func TestLandscapeCampaignSaysWhyItMisses(t *testing.T) {
+	res, _, err := Measure(Landscapes(4), Options{Samplers: []string{"random"}, Seeds: 1, Trials: 20, Noise: 0.02, Dir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[Miss]int{}
+	for _, r := range res {
+		run := r.Runs[0]
+		for i := range r.Ranges {
+			for n, regret := range run.Regret[i] {
+				miss, tried := run.Miss[i][n], run.Tried[i][n]
+				kinds[miss]++
+				if (miss == MissNone) != (regret <= missTolerance) || (miss == MissChoice) != (miss != MissNone && tried <= missTolerance) {
+					t.Errorf("%s, range %s, trial %d: regret %.3f, best tried %.3f, miss %q", r.Scenario, r.Ranges[i], n, regret, tried, miss)
+				}
+				if tried > regret+1e-12 || n > 0 && tried > run.Tried[i][n-1]+1e-12 {
+					t.Errorf("%s, range %s, trial %d: best tried %.3f, choice %.3f", r.Scenario, r.Ranges[i], n, tried, regret)
+				}
+			}
+		}
+	}
+	if kinds[MissUnseen] == 0 {
+		t.Errorf("20 random trials on 4 landscapes never missed an interaction: %v", kinds)
 	}
 }

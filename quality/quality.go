@@ -223,9 +223,36 @@ type Options struct {
 
 // Run is one sampler's campaign on one scenario with one seed.
 type Run struct {
-	Regret  [][]float64 // [range][trial]: regret of the choice after trial n
-	Seconds []float64   // cumulative benchmark seconds after trial n
+	Regret [][]float64 // [range][trial]: regret of the choice after trial n
+	// Tried is [range][trial]: the regret of the best configuration tried
+	// by trial n, by its true value: the search's part of Regret, the rest
+	// being the choice's.
+	Tried   [][]float64
+	Miss    [][]Miss  // [range][trial], on a generated landscape: why the choice is more than 3% off
+	Seconds []float64 // cumulative benchmark seconds after trial n
 }
+
+// Miss is why a range's choice on a generated landscape is more than
+// missTolerance short of the optimum: the choice rules passed over a
+// configuration tried within it, or none was tried within it because the
+// optimum holds an interaction no trial that ran held, or one that a trial held but
+// the best configuration tried lacks, or the best tried holds them all and
+// its shortfall is main effects, decoys and partial interactions.
+type Miss string
+
+const (
+	MissNone   Miss = ""
+	MissChoice Miss = "choice"
+	MissUnseen Miss = "unseen"
+	MissUnkept Miss = "unkept"
+	MissPolish Miss = "polish"
+)
+
+// Misses are the kinds of Miss, in the order tables list them.
+var Misses = []Miss{MissChoice, MissUnseen, MissUnkept, MissPolish}
+
+// missTolerance is the regret a Miss is more than: the 3% of trials to 3%.
+const missTolerance = 0.03
 
 // Result is every run of one sampler on one scenario.
 type Result struct {
@@ -361,28 +388,78 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 	}
 	defer st.Close()
 	R := len(sp.Ranges)
-	run := Run{Regret: make([][]float64, R)}
+	run := Run{Regret: make([][]float64, R), Tried: make([][]float64, R), Miss: make([][]Miss, R)}
 	truths := map[string][]float64{}
+	truth := func(env []string) []float64 {
+		key := strings.Join(env, " ")
+		if _, ok := truths[key]; !ok {
+			truths[key], _ = p.trueScores(env)
+		}
+		return truths[key]
+	}
+	// What the landscape's interactions say about a miss: those each range's
+	// optimum holds, those any trial that ran held, those each range's best
+	// tried holds.
+	optimum := make([][]int, R)
+	for r, best := range p.truth.Best {
+		if best == nil {
+			best = tuner.Defaults(p.sp)
+		}
+		optimum[r] = p.sc.HeldInteractions(space.EnvMap(p.sp.Env(best)))
+	}
+	everHeld := map[int]bool{}
+	bestTried, bestHeld := make([]float64, R), make([][]int, R)
 	var trials []store.Trial
 	clk := &clock{}
 	c := tuner.Tuner{Space: sp, Store: st, Simulator: []string{"sim"}, Runner: clk, Progress: func(pr tuner.Progress) {
 		trials = append(trials, pr.Trial)
 		run.Seconds = append(run.Seconds, clk.seconds)
+		v := truth(pr.Trial.Env) // nil where the configuration fails, which tells nothing of its speed
+		held := p.sc.HeldInteractions(space.EnvMap(pr.Trial.Env))
+		for _, i := range held {
+			everHeld[i] = v != nil || everHeld[i]
+		}
 		for r, res := range results.Of(sp, trials, nil) {
+			if v != nil && v[r] > bestTried[r] {
+				bestTried[r], bestHeld[r] = v[r], held
+			}
 			regret := 1.0
 			if ch := res.Chosen(); ch != nil {
-				key := strings.Join(ch.Env, " ")
-				if _, ok := truths[key]; !ok {
-					truths[key], _ = p.trueScores(ch.Env)
-				}
-				if v := truths[key]; v != nil {
-					regret = 1 - v[r]/p.truth.Optimum[r]
+				if cv := truth(ch.Env); cv != nil {
+					regret = 1 - cv[r]/p.truth.Optimum[r]
 				}
 			}
+			tried := 1 - bestTried[r]/p.truth.Optimum[r]
 			run.Regret[r] = append(run.Regret[r], regret)
+			run.Tried[r] = append(run.Tried[r], tried)
+			miss := MissNone
+			if p.sc.Landscape > 0 && regret > missTolerance {
+				miss = missOf(tried, optimum[r], bestHeld[r], everHeld)
+			}
+			run.Miss[r] = append(run.Miss[r], miss)
 		}
 	}}
 	return run, c.Run(context.Background(), tuner.Options{})
+}
+
+// missOf is why a choice more than missTolerance off missed, given the
+// regret of the best configuration tried, the interactions of the optimum,
+// those the best tried holds and those any trial held.
+func missOf(tried float64, optimum, bestHeld []int, everHeld map[int]bool) Miss {
+	if tried <= missTolerance {
+		return MissChoice
+	}
+	for _, i := range optimum {
+		if !everHeld[i] {
+			return MissUnseen
+		}
+	}
+	for _, i := range optimum {
+		if !slices.Contains(bestHeld, i) {
+			return MissUnkept
+		}
+	}
+	return MissPolish
 }
 
 // Measure runs every sampler on every scenario over the seeds: the
@@ -452,20 +529,54 @@ func parallel(n int, f func(int)) {
 
 // MedianRegret is the median over seeds of a range's regret after n trials.
 func (r Result) MedianRegret(rangeIdx, n int) float64 {
+	return r.median(func(run Run) []float64 { return run.Regret[rangeIdx] }, n)
+}
+
+// MedianTried is the median over seeds of the regret of a range's best
+// configuration tried by trial n.
+func (r Result) MedianTried(rangeIdx, n int) float64 {
+	return r.median(func(run Run) []float64 { return run.Tried[rangeIdx] }, n)
+}
+
+func (r Result) median(series func(Run) []float64, n int) float64 {
 	var v []float64
 	for _, run := range r.Runs {
-		v = append(v, run.Regret[rangeIdx][min(n, len(run.Regret[rangeIdx]))-1])
+		s := series(run)
+		v = append(v, s[min(n, len(s))-1])
 	}
 	return Median(v)
 }
 
 // WorstMedianRegret is the largest per-range median regret after n trials.
-func (r Result) WorstMedianRegret(n int) float64 {
+func (r Result) WorstMedianRegret(n int) float64 { return r.worst(r.MedianRegret, n) }
+
+// WorstMedianTried is the largest per-range MedianTried after n trials.
+func (r Result) WorstMedianTried(n int) float64 { return r.worst(r.MedianTried, n) }
+
+func (r Result) worst(perRange func(rangeIdx, n int) float64, n int) float64 {
 	worst := 0.0
 	for i := range r.Ranges {
-		worst = math.Max(worst, r.MedianRegret(i, n))
+		worst = math.Max(worst, perRange(i, n))
 	}
 	return worst
+}
+
+// Misses counts, over seeds, why the range whose choice is furthest off
+// after n trials is more than 3% off (none where it is within).
+func (r Result) Misses(n int) map[Miss]int {
+	out := map[Miss]int{}
+	for _, run := range r.Runs {
+		t, worst := min(n, len(run.Seconds))-1, 0
+		for i := range r.Ranges {
+			if run.Regret[i][t] > run.Regret[worst][t] {
+				worst = i
+			}
+		}
+		if m := run.Miss[worst][t]; m != MissNone {
+			out[m]++
+		}
+	}
+	return out
 }
 
 // TrialsToWithin is the median over seeds of the first trial count after
@@ -538,18 +649,24 @@ func SpreadOf(v []float64) Spread { return Spread{Quantile(v, 0.5), Quantile(v, 
 // number of trials asked for, and of its trials until every range is
 // within 3% (trials+1 where never).
 type FamilyRow struct {
-	Sampler   string          `json:"sampler"`
-	Scenarios int             `json:"landscapes"`
-	Regret    map[int]Spread  `json:"worst_range_regret"`
-	TrialsTo3 Spread          `json:"trials_to_3pct"`
-	Each      []FamilyOutcome `json:"per_landscape"`
+	Sampler   string         `json:"sampler"`
+	Scenarios int            `json:"landscapes"`
+	Regret    map[int]Spread `json:"worst_range_regret"`
+	// Tried is the spread of the worst range's best configuration tried:
+	// where it is near Regret, the search missed, not the choice.
+	Tried     map[int]Spread       `json:"worst_range_best_tried_regret"`
+	Misses    map[int]map[Miss]int `json:"misses"` // why the worst range is more than 3% off, summed over the scenarios
+	TrialsTo3 Spread               `json:"trials_to_3pct"`
+	Each      []FamilyOutcome      `json:"per_landscape"`
 }
 
 // FamilyOutcome is one scenario's figures in a FamilyRow.
 type FamilyOutcome struct {
-	Scenario  string          `json:"scenario"`
-	Regret    map[int]float64 `json:"worst_range_regret"`
-	TrialsTo3 float64         `json:"trials_to_3pct"`
+	Scenario  string               `json:"scenario"`
+	Regret    map[int]float64      `json:"worst_range_regret"`
+	Tried     map[int]float64      `json:"worst_range_best_tried_regret"`
+	Misses    map[int]map[Miss]int `json:"misses,omitempty"`
+	TrialsTo3 float64              `json:"trials_to_3pct"`
 }
 
 // Family summarises results over their scenarios, one row per sampler in
@@ -559,12 +676,22 @@ func Family(results []Result, at []int) []FamilyRow {
 	for _, r := range results {
 		k := slices.IndexFunc(rows, func(f FamilyRow) bool { return f.Sampler == r.Sampler })
 		if k < 0 {
-			rows = append(rows, FamilyRow{Sampler: r.Sampler, Regret: map[int]Spread{}})
+			rows = append(rows, FamilyRow{Sampler: r.Sampler, Regret: map[int]Spread{}, Tried: map[int]Spread{}, Misses: map[int]map[Miss]int{}})
 			k = len(rows) - 1
 		}
-		e := FamilyOutcome{Scenario: r.Scenario, Regret: map[int]float64{}, TrialsTo3: r.TrialsToWithin(0.03)}
+		e := FamilyOutcome{Scenario: r.Scenario, Regret: map[int]float64{}, Tried: map[int]float64{}, Misses: map[int]map[Miss]int{},
+			TrialsTo3: r.TrialsToWithin(missTolerance)}
 		for _, n := range at {
-			e.Regret[n] = r.WorstMedianRegret(n)
+			e.Regret[n], e.Tried[n] = r.WorstMedianRegret(n), r.WorstMedianTried(n)
+			if m := r.Misses(n); len(m) > 0 {
+				e.Misses[n] = m
+			}
+			if rows[k].Misses[n] == nil {
+				rows[k].Misses[n] = map[Miss]int{}
+			}
+			for m, c := range e.Misses[n] {
+				rows[k].Misses[n][m] += c
+			}
 		}
 		rows[k].Each = append(rows[k].Each, e)
 		rows[k].Scenarios++
@@ -576,11 +703,11 @@ func Family(results []Result, at []int) []FamilyRow {
 		}
 		rows[k].TrialsTo3 = SpreadOf(trials)
 		for _, n := range at {
-			var v []float64
+			var regret, tried []float64
 			for _, e := range rows[k].Each {
-				v = append(v, e.Regret[n])
+				regret, tried = append(regret, e.Regret[n]), append(tried, e.Tried[n])
 			}
-			rows[k].Regret[n] = SpreadOf(v)
+			rows[k].Regret[n], rows[k].Tried[n] = SpreadOf(regret), SpreadOf(tried)
 		}
 	}
 	return rows

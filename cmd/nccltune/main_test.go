@@ -264,6 +264,8 @@ func TestBenchSearch(t *testing.T) {
 		Results []struct {
 			Scenario, Sampler string
 			RegretByRange     map[string]map[string]float64 `json:"regret_by_range"`
+			Regret            map[string]float64            `json:"worst_range_regret"`
+			Tried             map[string]float64            `json:"worst_range_best_tried_regret"`
 			TrialsTo3         float64                       `json:"trials_to_3pct"`
 			Seconds           float64                       `json:"seconds_total"`
 		}
@@ -289,7 +291,7 @@ func TestBenchSearch(t *testing.T) {
 		t.Fatalf("%d results, want 2 scenarios x 2 strategies", len(res.Results))
 	}
 	for _, r := range res.Results {
-		if len(r.RegretByRange) != 3 || r.Seconds <= 10*5 || r.TrialsTo3 < 1 {
+		if len(r.RegretByRange) != 3 || r.Seconds <= 10*5 || r.TrialsTo3 < 1 || len(r.Tried) != 1 || r.Tried["10"] > r.Regret["10"] {
 			t.Errorf("%s/%s: %+v", r.Scenario, r.Sampler, r)
 		}
 	}

@@ -395,3 +395,20 @@ func (s Scenario) base(b *baseTable, coll string, size float64) float64 {
 func (s Scenario) landscapeTime(l *landscape, lv *levels, b *baseTable, coll string, size float64) float64 {
 	return s.base(b, coll, size) / math.Exp(l.logGain(lv, sizeX(size)))
 }
+
+// HeldInteractions lists the interactions of the scenario's landscape (by
+// index) whose every condition env meets; none without a landscape. The
+// search-quality benchmark asks it why a campaign missed an optimum.
+func (s Scenario) HeldInteractions(env map[string]string) []int {
+	if s.Landscape <= 0 {
+		return nil
+	}
+	l, lv := landscapeOf(s.Landscape), levelsOf(env)
+	var out []int
+	for i := range l.interactions {
+		if holds(&lv, l.interactions[i].conds) {
+			out = append(out, i)
+		}
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -283,5 +284,30 @@ func TestTruthKey(t *testing.T) {
 	phys, _ := ParseScenario(fourNodeIB)
 	if k := TruthKey(phys, "all_reduce", a); k != "" {
 		t.Errorf("without a landscape: key %q", k)
+	}
+}
+
+// TestHeldInteractions: an interaction is held exactly when all its
+// conditions are, whatever else is set, and only on a landscape.
+func TestHeldInteractions(t *testing.T) {
+	for n := 1; n <= 20; n++ {
+		sc, _ := ParseScenario(append(fourNodeIB, fmt.Sprintf("-landscape=%d", n)))
+		for i, in := range landscapeOf(n).interactions {
+			env := envOf(in.conds...)
+			if got := sc.HeldInteractions(env); !slices.Contains(got, i) {
+				t.Errorf("landscape %d: all of interaction %d %v set, held %v", n, i, in.conds, got)
+			}
+			delete(env, landscapeKnobs[in.conds[0].knob].Name)
+			if got := sc.HeldInteractions(env); slices.Contains(got, i) {
+				t.Errorf("landscape %d: interaction %d held without %v", n, i, in.conds[0])
+			}
+		}
+		if got := sc.HeldInteractions(map[string]string{}); len(got) != 0 {
+			t.Errorf("landscape %d: NCCL's defaults hold %v", n, got)
+		}
+	}
+	plain, _ := ParseScenario(fourNodeIB)
+	if got := plain.HeldInteractions(envOf(landscapeOf(1).interactions[0].conds...)); got != nil {
+		t.Errorf("no landscape, held %v", got)
 	}
 }
