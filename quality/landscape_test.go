@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+	"github.com/nccltune/nccltune/tuner"
 )
 
 // TestLandscapeSpaceReachesEveryLevel: every level of every variable the
@@ -148,31 +151,45 @@ func TestFamilySpread(t *testing.T) {
 	if q := Quantile([]float64{4}, 0.9); q != 4 || !math.IsNaN(Quantile(nil, 0.5)) {
 		t.Errorf("quantile of one value: %g", q)
 	}
-	// Three landscapes, one campaign of 3 trials each, one range.
+	// Three landscapes, one campaign of 3 trials each, two ranges; each
+	// range of a run is {regret, best tried, miss} after trials 1..3.
+	type series struct {
+		regret, tried []float64
+		miss          []Miss
+	}
+	u, k, p, c, none := MissUnseen, MissUnkept, MissPolish, MissChoice, MissNone
 	var res []Result
-	for i, final := range []float64{0.01, 0.05, 0.20} {
-		miss := []Miss{MissUnseen, MissUnseen, MissNone}
-		if final > missTolerance {
-			miss[2] = []Miss{MissChoice, MissUnkept, MissPolish}[i]
+	for i, ranges := range [][2]series{
+		{{[]float64{0.5, 0.3, 0.01}, []float64{0.5, 0.3, 0.01}, []Miss{u, u, none}},
+			{[]float64{0.4, 0.2, 0.02}, []float64{0.4, 0.2, 0.02}, []Miss{p, p, none}}},
+		{{[]float64{0.5, 0.1, 0.05}, []float64{0.5, 0.1, 0.02}, []Miss{u, k, c}},
+			{[]float64{0.6, 0.4, 0.04}, []float64{0.6, 0.4, 0.04}, []Miss{p, p, p}}},
+		{{[]float64{0.5, 0.3, 0.20}, []float64{0.5, 0.3, 0.20}, []Miss{u, u, k}},
+			{[]float64{0.1, 0.1, 0.10}, []float64{0.1, 0.1, 0.10}, []Miss{p, p, p}}},
+	} {
+		run := Run{Seconds: []float64{1, 2, 3}}
+		for _, s := range ranges {
+			run.Regret, run.Tried, run.Miss = append(run.Regret, s.regret), append(run.Tried, s.tried), append(run.Miss, s.miss)
 		}
-		res = append(res, Result{Scenario: fmt.Sprint("landscape-", i+1), Sampler: "tpe", Ranges: []string{"all"},
-			Runs: []Run{{Regret: [][]float64{{0.5, 0.3, final}}, Tried: [][]float64{{0.5, 0.3, final / 2}}, Miss: [][]Miss{miss}, Seconds: []float64{1, 2, 3}}}})
+		res = append(res, Result{Scenario: fmt.Sprint("landscape-", i+1), Sampler: "tpe", Ranges: []string{"a", "b"}, Runs: []Run{run}})
 	}
 	rows := Family(res, []int{2, 3})
 	if len(rows) != 1 || rows[0].Scenarios != 3 || len(rows[0].Each) != 3 {
 		t.Fatalf("%+v", rows)
 	}
 	r := rows[0]
-	if r.Regret[2] != (Spread{0.3, 0.3}) || r.Regret[3].Median != 0.05 || math.Abs(r.Regret[3].P90-0.17) > 1e-12 {
+	// The worst range's: after 2 trials 0.3, 0.4 (range b), 0.3; after 3, 0.02 (b), 0.05 (a), 0.2.
+	if r.Regret[2].Median != 0.3 || math.Abs(r.Regret[2].P90-0.38) > 1e-12 || r.Regret[3].Median != 0.05 || math.Abs(r.Regret[3].P90-0.17) > 1e-12 {
 		t.Errorf("regret spread %+v", r.Regret)
 	}
-	if r.Tried[3].Median != 0.025 || r.Tried[2] != (Spread{0.3, 0.3}) {
+	// Best tried in those ranges: 0.02, 0.02 (not range b's 0.04), 0.2.
+	if r.Tried[3].Median != 0.02 || r.Tried[2].Median != 0.3 {
 		t.Errorf("best tried spread %+v", r.Tried)
 	}
-	if want := map[Miss]int{MissUnseen: 3}; !maps.Equal(r.Misses[2], want) {
+	if want := map[Miss]int{u: 2, p: 1}; !maps.Equal(r.Misses[2], want) {
 		t.Errorf("misses after 2 trials %v, want %v", r.Misses[2], want)
 	}
-	if want := map[Miss]int{MissUnkept: 1, MissPolish: 1}; !maps.Equal(r.Misses[3], want) || len(r.Each[0].Misses) != 1 {
+	if want := map[Miss]int{c: 1, k: 1}; !maps.Equal(r.Misses[3], want) || len(r.Each[0].Misses) != 1 {
 		t.Errorf("misses after 3 trials %v, want %v; first landscape's %v", r.Misses[3], want, r.Each[0].Misses)
 	}
 	// Within 3% after 3 trials on the first landscape, never (4) on the others.
@@ -183,22 +200,22 @@ func TestFamilySpread(t *testing.T) {
 
 func TestMissOf(t *testing.T) {
 	for _, tc := range []struct {
-		tried             float64
-		optimum, bestHeld []int
-		everHeld          []int
-		want              Miss
+		tried            float64
+		needed, bestHeld []int
+		everHeld         []int
+		want             Miss
 	}{
 		{0.02, []int{0}, nil, nil, MissChoice},              // a configuration within 3% was tried
 		{0.05, []int{0, 1}, []int{0}, []int{0}, MissUnseen}, // no trial held interaction 1
 		{0.05, []int{0, 1}, []int{0}, []int{0, 1}, MissUnkept},
 		{0.05, []int{1}, []int{0, 1}, []int{0, 1}, MissPolish},
-		{0.05, nil, nil, nil, MissPolish}, // the optimum holds no interaction
+		{0.05, nil, nil, nil, MissPolish}, // the range needs no interaction
 	} {
 		ever := map[int]bool{}
 		for _, i := range tc.everHeld {
 			ever[i] = true
 		}
-		if got := missOf(tc.tried, tc.optimum, tc.bestHeld, ever); got != tc.want {
+		if got := missOf(tc.tried, tc.needed, tc.bestHeld, ever); got != tc.want {
 			t.Errorf("missOf(%+v) = %q, want %q", tc, got, tc.want)
 		}
 	}
@@ -219,7 +236,7 @@ func TestLandscapeCampaignSaysWhyItMisses(t *testing.T) {
 			for n, regret := range run.Regret[i] {
 				miss, tried := run.Miss[i][n], run.Tried[i][n]
 				kinds[miss]++
-				if (miss == MissNone) != (regret <= missTolerance) || (miss == MissChoice) != (miss != MissNone && tried <= missTolerance) {
+				if (miss == MissNone) != (regret <= Tolerance) || (miss == MissChoice) != (miss != MissNone && tried <= Tolerance) {
 					t.Errorf("%s, range %s, trial %d: regret %.3f, best tried %.3f, miss %q", r.Scenario, r.Ranges[i], n, regret, tried, miss)
 				}
 				if tried > regret+1e-12 || n > 0 && tried > run.Tried[i][n-1]+1e-12 {
@@ -230,5 +247,63 @@ func TestLandscapeCampaignSaysWhyItMisses(t *testing.T) {
 	}
 	if kinds[MissUnseen] == 0 {
 		t.Errorf("20 random trials on 4 landscapes never missed an interaction: %v", kinds)
+	}
+}
+
+// TestTriedBook: a range's best tried is what the choice can see, a trial
+// measured in full; an interaction counts as tried once a trial that ran
+// and measured the range held it.
+func TestTriedBook(t *testing.T) {
+	sp, err := space.Parse("l.toml", []byte(fmt.Sprintf(layout, "", 32, "")+Landscape(1).Space))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTriedBook(sp) // ranges small, medium, large
+	all := map[string]float64{"small": 1, "medium": 1, "large": 1}
+	b.observe(store.Trial{State: store.Failed}, nil, []int{0})
+	b.observe(store.Trial{State: store.Complete, Scores: all}, nil, []int{0}) // fails without a landscape's say
+	if b.everHeld[0][0] || b.best[0] != 0 {
+		t.Errorf("a failed trial counted: %+v", b)
+	}
+	b.observe(store.Trial{State: store.Pruned, Scores: all}, []float64{5, 5, 5}, []int{1})
+	if !b.everHeld[0][1] || b.best[0] != 0 {
+		t.Errorf("a pruned trial: held %v, best %v", b.everHeld[0], b.best)
+	}
+	// A trial after the small range settled measures only the others.
+	b.observe(store.Trial{State: store.Complete, Scores: map[string]float64{"medium": 1, "large": 1}}, []float64{3, 3, 3}, []int{2})
+	b.observe(store.Trial{State: store.Complete, Scores: all}, []float64{2, 4, 2}, []int{0, 2})
+	if b.best[0] != 2 || !slices.Equal(b.bestHeld[0], []int{0, 2}) || b.everHeld[0][2] != true {
+		t.Errorf("small: best %v holding %v", b.best[0], b.bestHeld[0])
+	}
+	if b.best[1] != 4 || b.best[2] != 3 || !slices.Equal(b.bestHeld[2], []int{2}) {
+		t.Errorf("medium and large: best %v, %v holding %v", b.best[1], b.best[2], b.bestHeld[2])
+	}
+}
+
+// TestNeededInteractions: a range needs the interactions every configuration
+// within 3% of its optimum holds, which its optimum holds too.
+func TestNeededInteractions(t *testing.T) {
+	needs := 0
+	for k := 1; k <= 3; k++ {
+		p, err := prepare(Landscape(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, need := range p.needed {
+			best := p.truth.Best[r]
+			if best == nil {
+				best = tuner.Defaults(p.sp)
+			}
+			held := p.sc.HeldInteractions(space.EnvMap(p.sp.Env(best)))
+			for _, i := range need {
+				if !slices.Contains(held, i) {
+					t.Errorf("landscape %d, range %d needs interaction %d, which its optimum lacks", k, r, i)
+				}
+			}
+			needs += len(need)
+		}
+	}
+	if needs == 0 {
+		t.Error("no range of landscapes 1-3 needs an interaction")
 	}
 }

@@ -233,11 +233,13 @@ type Run struct {
 }
 
 // Miss is why a range's choice on a generated landscape is more than
-// missTolerance short of the optimum: the choice rules passed over a
-// configuration tried within it, or none was tried within it because the
-// optimum holds an interaction no trial that ran held, or one that a trial held but
-// the best configuration tried lacks, or the best tried holds them all and
-// its shortfall is main effects, decoys and partial interactions.
+// Tolerance short of the optimum: the choice rules passed over a
+// configuration tried within it; or none was tried within it because the
+// range needs an interaction (one that every configuration within Tolerance
+// of its optimum holds) that no trial measuring the range held, or one that
+// a trial held but the best configuration tried lacks; or the best tried
+// holds them all and its shortfall is main effects, decoys and partial
+// interactions.
 type Miss string
 
 const (
@@ -251,8 +253,9 @@ const (
 // Misses are the kinds of Miss, in the order tables list them.
 var Misses = []Miss{MissChoice, MissUnseen, MissUnkept, MissPolish}
 
-// missTolerance is the regret a Miss is more than: the 3% of trials to 3%.
-const missTolerance = 0.03
+// Tolerance is the regret the benchmark counts as close enough: the 3% of
+// trials to 3%, and what a Miss is more than.
+const Tolerance = 0.03
 
 // Result is every run of one sampler on one scenario.
 type Result struct {
@@ -275,6 +278,10 @@ type prepared struct {
 	sp    *space.Space
 	sizes []int64
 	truth Truth
+	// needed are, on a generated landscape, the interactions each range
+	// cannot do without: those every configuration within Tolerance of its
+	// optimum holds.
+	needed [][]int
 }
 
 func prepare(s Scenario) (*prepared, error) {
@@ -311,7 +318,45 @@ func prepare(s Scenario) (*prepared, error) {
 			}
 		}
 	}
+	if sc.Landscape > 0 {
+		p.needed = p.neededInteractions(all, memo)
+	}
 	return p, nil
+}
+
+// neededInteractions are, per range, the interactions held by every
+// configuration within Tolerance of the range's optimum (NCCL's defaults
+// included): an interaction the optimum holds by the way, in a range its
+// window hardly reaches or where its decoy does nearly as well, is none.
+func (p *prepared) neededInteractions(all []space.Assignment, memo map[string][]float64) [][]int {
+	needed := make([][]int, len(p.truth.Optimum))
+	seen := make([]bool, len(needed))
+	near := func(scores []float64) []int {
+		var out []int
+		for r, v := range scores {
+			if v >= (1-Tolerance)*p.truth.Optimum[r] {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	keep := func(ranges, held []int) {
+		for _, r := range ranges {
+			if !seen[r] {
+				needed[r], seen[r] = held, true
+			} else {
+				needed[r] = slices.DeleteFunc(needed[r], func(i int) bool { return !slices.Contains(held, i) })
+			}
+		}
+	}
+	keep(near(p.truth.Default), nil)
+	for _, a := range all {
+		env := p.sp.Env(a)
+		if ranges := near(p.scoresOf(memo, env)); len(ranges) > 0 && p.sp.Check(a) == nil {
+			keep(ranges, p.sc.HeldInteractions(space.EnvMap(env)))
+		}
+	}
+	return needed
 }
 
 // trueScores is the objective per range without noise, like the tuner's
@@ -397,44 +442,26 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 		}
 		return truths[key]
 	}
-	// What the landscape's interactions say about a miss: those each range's
-	// optimum holds, those any trial that ran held, those each range's best
-	// tried holds.
-	optimum := make([][]int, R)
-	for r, best := range p.truth.Best {
-		if best == nil {
-			best = tuner.Defaults(p.sp)
-		}
-		optimum[r] = p.sc.HeldInteractions(space.EnvMap(p.sp.Env(best)))
-	}
-	everHeld := map[int]bool{}
-	bestTried, bestHeld := make([]float64, R), make([][]int, R)
+	book := newTriedBook(sp)
 	var trials []store.Trial
 	clk := &clock{}
 	c := tuner.Tuner{Space: sp, Store: st, Simulator: []string{"sim"}, Runner: clk, Progress: func(pr tuner.Progress) {
 		trials = append(trials, pr.Trial)
 		run.Seconds = append(run.Seconds, clk.seconds)
-		v := truth(pr.Trial.Env) // nil where the configuration fails, which tells nothing of its speed
-		held := p.sc.HeldInteractions(space.EnvMap(pr.Trial.Env))
-		for _, i := range held {
-			everHeld[i] = v != nil || everHeld[i]
-		}
+		book.observe(pr.Trial, truth(pr.Trial.Env), p.sc.HeldInteractions(space.EnvMap(pr.Trial.Env)))
 		for r, res := range results.Of(sp, trials, nil) {
-			if v != nil && v[r] > bestTried[r] {
-				bestTried[r], bestHeld[r] = v[r], held
-			}
 			regret := 1.0
 			if ch := res.Chosen(); ch != nil {
 				if cv := truth(ch.Env); cv != nil {
 					regret = 1 - cv[r]/p.truth.Optimum[r]
 				}
 			}
-			tried := 1 - bestTried[r]/p.truth.Optimum[r]
+			tried := 1 - book.best[r]/p.truth.Optimum[r]
 			run.Regret[r] = append(run.Regret[r], regret)
 			run.Tried[r] = append(run.Tried[r], tried)
 			miss := MissNone
-			if p.sc.Landscape > 0 && regret > missTolerance {
-				miss = missOf(tried, optimum[r], bestHeld[r], everHeld)
+			if p.sc.Landscape > 0 && regret > Tolerance {
+				miss = missOf(tried, p.needed[r], book.bestHeld[r], book.everHeld[r])
 			}
 			run.Miss[r] = append(run.Miss[r], miss)
 		}
@@ -442,19 +469,55 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 	return run, c.Run(context.Background(), tuner.Options{})
 }
 
-// missOf is why a choice more than missTolerance off missed, given the
-// regret of the best configuration tried, the interactions of the optimum,
-// those the best tried holds and those any trial held.
-func missOf(tried float64, optimum, bestHeld []int, everHeld map[int]bool) Miss {
-	if tried <= missTolerance {
+// triedBook keeps, per range, what the search has tried: the true score of
+// the best configuration the choice can see (a trial measured in full),
+// the interactions it holds, and those held by any trial that measured the
+// range (a pruned one too: its quick pass taught the sampler).
+type triedBook struct {
+	ranges   []string
+	best     []float64
+	bestHeld [][]int
+	everHeld []map[int]bool
+}
+
+func newTriedBook(sp *space.Space) *triedBook {
+	b := &triedBook{best: make([]float64, len(sp.Ranges)), bestHeld: make([][]int, len(sp.Ranges)), everHeld: make([]map[int]bool, len(sp.Ranges))}
+	for r, rg := range sp.Ranges {
+		b.ranges, b.everHeld[r] = append(b.ranges, rg.Name), map[int]bool{}
+	}
+	return b
+}
+
+// observe books trial t, whose configuration's true scores are truth (nil
+// where it fails, which tells nothing of its speed) and which holds the
+// interactions held.
+func (b *triedBook) observe(t store.Trial, truth []float64, held []int) {
+	for r, name := range b.ranges {
+		if s, ok := t.Scores[name]; !ok || s <= 0 || truth == nil {
+			continue // a failure, or a range settled before the trial
+		}
+		for _, i := range held {
+			b.everHeld[r][i] = true
+		}
+		if t.State == store.Complete && truth[r] > b.best[r] {
+			b.best[r], b.bestHeld[r] = truth[r], held
+		}
+	}
+}
+
+// missOf is why a choice more than Tolerance off missed, given the regret
+// of the best configuration tried, the interactions the range needs, those
+// the best tried holds and those any trial measuring the range held.
+func missOf(tried float64, needed, bestHeld []int, everHeld map[int]bool) Miss {
+	if tried <= Tolerance {
 		return MissChoice
 	}
-	for _, i := range optimum {
+	for _, i := range needed {
 		if !everHeld[i] {
 			return MissUnseen
 		}
 	}
-	for _, i := range optimum {
+	for _, i := range needed {
 		if !slices.Contains(bestHeld, i) {
 			return MissUnkept
 		}
@@ -548,21 +611,25 @@ func (r Result) median(series func(Run) []float64, n int) float64 {
 }
 
 // WorstMedianRegret is the largest per-range median regret after n trials.
-func (r Result) WorstMedianRegret(n int) float64 { return r.worst(r.MedianRegret, n) }
+func (r Result) WorstMedianRegret(n int) float64 { return r.MedianRegret(r.worstRange(n), n) }
 
-// WorstMedianTried is the largest per-range MedianTried after n trials.
-func (r Result) WorstMedianTried(n int) float64 { return r.worst(r.MedianTried, n) }
+// WorstRangeTried is MedianTried of the range of WorstMedianRegret.
+func (r Result) WorstRangeTried(n int) float64 { return r.MedianTried(r.worstRange(n), n) }
 
-func (r Result) worst(perRange func(rangeIdx, n int) float64, n int) float64 {
-	worst := 0.0
+// worstRange is the range of the largest median regret after n trials.
+func (r Result) worstRange(n int) int {
+	worst := 0
 	for i := range r.Ranges {
-		worst = math.Max(worst, perRange(i, n))
+		if r.MedianRegret(i, n) > r.MedianRegret(worst, n) {
+			worst = i
+		}
 	}
 	return worst
 }
 
 // Misses counts, over seeds, why the range whose choice is furthest off
-// after n trials is more than 3% off (none where it is within).
+// after n trials in each run is more than Tolerance off (none where it is
+// within); with one seed, that is the range of WorstMedianRegret.
 func (r Result) Misses(n int) map[Miss]int {
 	out := map[Miss]int{}
 	for _, run := range r.Runs {
@@ -652,8 +719,9 @@ type FamilyRow struct {
 	Sampler   string         `json:"sampler"`
 	Scenarios int            `json:"landscapes"`
 	Regret    map[int]Spread `json:"worst_range_regret"`
-	// Tried is the spread of the worst range's best configuration tried:
-	// where it is near Regret, the search missed, not the choice.
+	// Tried is the spread of the regret of the best configuration tried in
+	// the range of Regret: where it is near Regret, the search missed, not
+	// the choice.
 	Tried     map[int]Spread       `json:"worst_range_best_tried_regret"`
 	Misses    map[int]map[Miss]int `json:"misses"` // why the worst range is more than 3% off, summed over the scenarios
 	TrialsTo3 Spread               `json:"trials_to_3pct"`
@@ -680,9 +748,9 @@ func Family(results []Result, at []int) []FamilyRow {
 			k = len(rows) - 1
 		}
 		e := FamilyOutcome{Scenario: r.Scenario, Regret: map[int]float64{}, Tried: map[int]float64{}, Misses: map[int]map[Miss]int{},
-			TrialsTo3: r.TrialsToWithin(missTolerance)}
+			TrialsTo3: r.TrialsToWithin(Tolerance)}
 		for _, n := range at {
-			e.Regret[n], e.Tried[n] = r.WorstMedianRegret(n), r.WorstMedianTried(n)
+			e.Regret[n], e.Tried[n] = r.WorstMedianRegret(n), r.WorstRangeTried(n)
 			if m := r.Misses(n); len(m) > 0 {
 				e.Misses[n] = m
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -255,7 +256,7 @@ func TestDoctor(t *testing.T) {
 // TestBenchSearch runs a small search-quality benchmark through the CLI.
 func TestBenchSearch(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errOut := nccltune(t, dir, "bench", "search", "--scenarios", "2node-ib-gdr,2node-tcp", "--seeds", "1", "--trials", "10",
+	code, out, errOut := nccltune(t, dir, "bench", "search", "--scenarios", "2node-ib-gdr,2node-tcp", "--seeds", "1", "--trials", "40",
 		"--samplers", "tpe,random", "--landscapes", "2", "--json", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -275,6 +276,8 @@ func TestBenchSearch(t *testing.T) {
 			Summary []struct {
 				Sampler      string
 				Regret       map[string]quality.Spread   `json:"worst_range_regret"`
+				Tried        map[string]quality.Spread   `json:"worst_range_best_tried_regret"`
+				Misses       map[string]map[string]int   `json:"misses"`
 				TrialsTo3    quality.Spread              `json:"trials_to_3pct"`
 				PerLandscape []struct{ Scenario string } `json:"per_landscape"`
 			}
@@ -284,14 +287,15 @@ func TestBenchSearch(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if l := res.Landscapes; l.Count != 2 || len(l.Summary) != 2 || l.Summary[1].Sampler != "random" || len(l.Summary[0].PerLandscape) != 2 ||
-		l.Summary[0].PerLandscape[1].Scenario != "landscape-2" || l.Summary[0].TrialsTo3.P90 < l.Summary[0].TrialsTo3.Median || len(l.Summary[0].Regret) != 0 {
+		l.Summary[0].PerLandscape[1].Scenario != "landscape-2" || l.Summary[0].TrialsTo3.P90 < l.Summary[0].TrialsTo3.Median ||
+		len(l.Summary[0].Regret) != 1 || l.Summary[0].Tried["40"].Median > l.Summary[0].Regret["40"].Median || l.Summary[0].Misses["40"] == nil {
 		t.Errorf("landscapes: %+v", l)
 	}
 	if len(res.Results) != 4 || res.Results[2].Scenario != "2node-tcp" {
 		t.Fatalf("%d results, want 2 scenarios x 2 strategies", len(res.Results))
 	}
 	for _, r := range res.Results {
-		if len(r.RegretByRange) != 3 || r.Seconds <= 10*5 || r.TrialsTo3 < 1 || len(r.Tried) != 1 || r.Tried["10"] > r.Regret["10"] {
+		if len(r.RegretByRange) != 3 || r.Seconds <= 40*5 || r.TrialsTo3 < 1 || len(r.Tried) != 3 || r.Tried["40"] > r.Regret["40"] {
 			t.Errorf("%s/%s: %+v", r.Scenario, r.Sampler, r)
 		}
 	}
@@ -302,6 +306,10 @@ func TestBenchSearch(t *testing.T) {
 	defer f.Close()
 	if _, err := png.Decode(f); err != nil {
 		t.Errorf("plot: %v", err)
+	}
+	code, out, errOut = nccltune(t, dir, "bench", "search", "--scenarios", "", "--landscapes", "1", "--trials", "40", "--samplers", "random", "--out", dir)
+	if code != 0 || !strings.Contains(out, "best tried@40") || !regexp.MustCompile(`(?m)^ +random( +\d+){4}( +-){4}$`).MatchString(out) {
+		t.Errorf("landscape tables: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, _, errOut := nccltune(t, dir, "bench", "search", "--samplers", "tpe,bayes"); code != 2 || !strings.Contains(errOut, "tpe-cold") {
 		t.Errorf("unknown strategy: exit %d, %s", code, errOut)
