@@ -200,22 +200,22 @@ func TestFamilySpread(t *testing.T) {
 
 func TestMissOf(t *testing.T) {
 	for _, tc := range []struct {
-		tried            float64
-		needed, bestHeld []int
-		everHeld         []int
-		want             Miss
+		tried              float64
+		ways               [][]int
+		bestHeld, everHeld []int
+		want               Miss
 	}{
-		{0.02, []int{0}, nil, nil, MissChoice},              // a configuration within 3% was tried
-		{0.05, []int{0, 1}, []int{0}, []int{0}, MissUnseen}, // no trial held interaction 1
-		{0.05, []int{0, 1}, []int{0}, []int{0, 1}, MissUnkept},
-		{0.05, []int{1}, []int{0, 1}, []int{0, 1}, MissPolish},
-		{0.05, nil, nil, nil, MissPolish}, // the range needs no interaction
+		{0.02, [][]int{{0}}, nil, nil, MissChoice},                      // a configuration within 3% was tried
+		{0.05, [][]int{{0, 1}, {3}}, []int{0}, []int{0}, MissUnseen},    // no trial held 1, none 3
+		{0.05, [][]int{{0, 1}, {3}}, []int{0}, []int{0, 1}, MissUnkept}, // 0 and 1 held, not by the best
+		{0.05, [][]int{{0, 1}, {3}}, []int{3}, []int{3}, MissPolish},    // the best holds a way
+		{0.05, [][]int{{0, 1}, {}}, nil, nil, MissPolish},               // a way holds no term
 	} {
 		ever := map[int]bool{}
 		for _, i := range tc.everHeld {
 			ever[i] = true
 		}
-		if got := missOf(tc.tried, tc.needed, tc.bestHeld, ever); got != tc.want {
+		if got := missOf(tc.tried, tc.ways, tc.bestHeld, ever); got != tc.want {
 			t.Errorf("missOf(%+v) = %q, want %q", tc, got, tc.want)
 		}
 	}
@@ -271,6 +271,9 @@ func TestTriedBook(t *testing.T) {
 	}
 	// A trial after the small range settled measures only the others.
 	b.observe(store.Trial{State: store.Complete, Scores: map[string]float64{"medium": 1, "large": 1}}, []float64{3, 3, 3}, []int{2})
+	if b.everHeld[0][2] || b.best[0] != 0 {
+		t.Errorf("a trial that did not measure the small range counted there: held %v, best %v", b.everHeld[0], b.best[0])
+	}
 	b.observe(store.Trial{State: store.Complete, Scores: all}, []float64{2, 4, 2}, []int{0, 2})
 	if b.best[0] != 2 || !slices.Equal(b.bestHeld[0], []int{0, 2}) || b.everHeld[0][2] != true {
 		t.Errorf("small: best %v holding %v", b.best[0], b.bestHeld[0])
@@ -280,30 +283,39 @@ func TestTriedBook(t *testing.T) {
 	}
 }
 
-// TestNeededInteractions: a range needs the interactions every configuration
-// within 3% of its optimum holds, which its optimum holds too.
-func TestNeededInteractions(t *testing.T) {
-	needs := 0
+// TestWays: a range's ways are the sets of terms held by the configurations
+// within 3% of its optimum: its optimum's among them, none twice, and on
+// some range more than one (a decoy within 3% beside the interaction it
+// excludes, say).
+func TestWays(t *testing.T) {
+	alternatives := 0
 	for k := 1; k <= 3; k++ {
 		p, err := prepare(Landscape(k))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for r, need := range p.needed {
+		for r, ways := range p.ways {
 			best := p.truth.Best[r]
 			if best == nil {
 				best = tuner.Defaults(p.sp)
 			}
-			held := p.sc.HeldInteractions(space.EnvMap(p.sp.Env(best)))
-			for _, i := range need {
-				if !slices.Contains(held, i) {
-					t.Errorf("landscape %d, range %d needs interaction %d, which its optimum lacks", k, r, i)
+			opt := p.sc.HeldTerms(space.EnvMap(p.sp.Env(best)))
+			if !slices.ContainsFunc(ways, func(w []int) bool { return slices.Equal(w, opt) }) {
+				t.Errorf("landscape %d, range %d: the optimum's terms %v are not among its ways %v", k, r, opt, ways)
+			}
+			for i := range ways {
+				for j := range i {
+					if slices.Equal(ways[i], ways[j]) {
+						t.Errorf("landscape %d, range %d: way %v twice", k, r, ways[i])
+					}
 				}
 			}
-			needs += len(need)
+			if len(ways) > 1 {
+				alternatives++
+			}
 		}
 	}
-	if needs == 0 {
-		t.Error("no range of landscapes 1-3 needs an interaction")
+	if alternatives == 0 {
+		t.Error("no range of landscapes 1-3 has two ways within 3% of its optimum")
 	}
 }

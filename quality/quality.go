@@ -234,12 +234,11 @@ type Run struct {
 
 // Miss is why a range's choice on a generated landscape is more than
 // Tolerance short of the optimum: the choice rules passed over a
-// configuration tried within it; or none was tried within it because the
-// range needs an interaction (one that every configuration within Tolerance
-// of its optimum holds) that no trial measuring the range held, or one that
-// a trial held but the best configuration tried lacks; or the best tried
-// holds them all and its shortfall is main effects, decoys and partial
-// interactions.
+// configuration tried within it; or none was tried within it, and every way
+// to be within it (a set of interactions and decoys, prepared.ways) holds a
+// term no trial measuring the range held, or some way's terms were all held
+// but the best configuration tried holds no way; or the best tried holds a
+// way and its shortfall is main effects and partial interactions.
 type Miss string
 
 const (
@@ -278,10 +277,11 @@ type prepared struct {
 	sp    *space.Space
 	sizes []int64
 	truth Truth
-	// needed are, on a generated landscape, the interactions each range
-	// cannot do without: those every configuration within Tolerance of its
-	// optimum holds.
-	needed [][]int
+	// ways are, per range of a generated landscape, the distinct sets of
+	// terms (sim.Scenario.HeldTerms: interactions and decoys) held by the
+	// configurations within Tolerance of its optimum: a search that tried
+	// none of them in full has not seen what the range needs.
+	ways [][][]int
 }
 
 func prepare(s Scenario) (*prepared, error) {
@@ -319,44 +319,32 @@ func prepare(s Scenario) (*prepared, error) {
 		}
 	}
 	if sc.Landscape > 0 {
-		p.needed = p.neededInteractions(all, memo)
+		p.ways = p.waysWithin(all, memo)
 	}
 	return p, nil
 }
 
-// neededInteractions are, per range, the interactions held by every
-// configuration within Tolerance of the range's optimum (NCCL's defaults
-// included): an interaction the optimum holds by the way, in a range its
-// window hardly reaches or where its decoy does nearly as well, is none.
-func (p *prepared) neededInteractions(all []space.Assignment, memo map[string][]float64) [][]int {
-	needed := make([][]int, len(p.truth.Optimum))
-	seen := make([]bool, len(needed))
-	near := func(scores []float64) []int {
-		var out []int
+// waysWithin are prepared.ways, found by enumerating all again (NCCL's
+// defaults, which hold no term, count too).
+func (p *prepared) waysWithin(all []space.Assignment, memo map[string][]float64) [][][]int {
+	ways := make([][][]int, len(p.truth.Optimum))
+	add := func(scores []float64, held func() []int) {
 		for r, v := range scores {
 			if v >= (1-Tolerance)*p.truth.Optimum[r] {
-				out = append(out, r)
-			}
-		}
-		return out
-	}
-	keep := func(ranges, held []int) {
-		for _, r := range ranges {
-			if !seen[r] {
-				needed[r], seen[r] = held, true
-			} else {
-				needed[r] = slices.DeleteFunc(needed[r], func(i int) bool { return !slices.Contains(held, i) })
+				if h := held(); !slices.ContainsFunc(ways[r], func(w []int) bool { return slices.Equal(w, h) }) {
+					ways[r] = append(ways[r], h)
+				}
 			}
 		}
 	}
-	keep(near(p.truth.Default), nil)
+	add(p.truth.Default, func() []int { return []int{} })
 	for _, a := range all {
 		env := p.sp.Env(a)
-		if ranges := near(p.scoresOf(memo, env)); len(ranges) > 0 && p.sp.Check(a) == nil {
-			keep(ranges, p.sc.HeldInteractions(space.EnvMap(env)))
+		if scores := p.scoresOf(memo, env); scores != nil && p.sp.Check(a) == nil {
+			add(scores, func() []int { return p.sc.HeldTerms(space.EnvMap(env)) })
 		}
 	}
-	return needed
+	return ways
 }
 
 // trueScores is the objective per range without noise, like the tuner's
@@ -448,7 +436,7 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 	c := tuner.Tuner{Space: sp, Store: st, Simulator: []string{"sim"}, Runner: clk, Progress: func(pr tuner.Progress) {
 		trials = append(trials, pr.Trial)
 		run.Seconds = append(run.Seconds, clk.seconds)
-		book.observe(pr.Trial, truth(pr.Trial.Env), p.sc.HeldInteractions(space.EnvMap(pr.Trial.Env)))
+		book.observe(pr.Trial, truth(pr.Trial.Env), p.sc.HeldTerms(space.EnvMap(pr.Trial.Env)))
 		for r, res := range results.Of(sp, trials, nil) {
 			regret := 1.0
 			if ch := res.Chosen(); ch != nil {
@@ -461,7 +449,7 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 			run.Tried[r] = append(run.Tried[r], tried)
 			miss := MissNone
 			if p.sc.Landscape > 0 && regret > Tolerance {
-				miss = missOf(tried, p.needed[r], book.bestHeld[r], book.everHeld[r])
+				miss = missOf(tried, p.ways[r], book.bestHeld[r], book.everHeld[r])
 			}
 			run.Miss[r] = append(run.Miss[r], miss)
 		}
@@ -471,8 +459,8 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 
 // triedBook keeps, per range, what the search has tried: the true score of
 // the best configuration the choice can see (a trial measured in full),
-// the interactions it holds, and those held by any trial that measured the
-// range (a pruned one too: its quick pass taught the sampler).
+// the landscape's terms it holds, and those held by any trial that
+// measured the range (a pruned one too: its quick pass taught the sampler).
 type triedBook struct {
 	ranges   []string
 	best     []float64
@@ -490,7 +478,7 @@ func newTriedBook(sp *space.Space) *triedBook {
 
 // observe books trial t, whose configuration's true scores are truth (nil
 // where it fails, which tells nothing of its speed) and which holds the
-// interactions held.
+// terms held.
 func (b *triedBook) observe(t store.Trial, truth []float64, held []int) {
 	for r, name := range b.ranges {
 		if s, ok := t.Scores[name]; !ok || s <= 0 || truth == nil {
@@ -506,23 +494,29 @@ func (b *triedBook) observe(t store.Trial, truth []float64, held []int) {
 }
 
 // missOf is why a choice more than Tolerance off missed, given the regret
-// of the best configuration tried, the interactions the range needs, those
-// the best tried holds and those any trial measuring the range held.
-func missOf(tried float64, needed, bestHeld []int, everHeld map[int]bool) Miss {
+// of the best configuration tried, the ways of the range, the terms the best
+// tried holds and those any trial measuring the range held.
+func missOf(tried float64, ways [][]int, bestHeld []int, everHeld map[int]bool) Miss {
 	if tried <= Tolerance {
 		return MissChoice
 	}
-	for _, i := range needed {
-		if !everHeld[i] {
-			return MissUnseen
+	within := func(held func(int) bool) func([]int) bool {
+		return func(way []int) bool {
+			for _, i := range way {
+				if !held(i) {
+					return false
+				}
+			}
+			return true
 		}
 	}
-	for _, i := range needed {
-		if !slices.Contains(bestHeld, i) {
-			return MissUnkept
-		}
+	switch {
+	case slices.ContainsFunc(ways, within(func(i int) bool { return slices.Contains(bestHeld, i) })):
+		return MissPolish
+	case !slices.ContainsFunc(ways, within(func(i int) bool { return everHeld[i] })):
+		return MissUnseen
 	}
-	return MissPolish
+	return MissUnkept
 }
 
 // Measure runs every sampler on every scenario over the seeds: the

@@ -45,8 +45,8 @@ func benchCommand() *cli.Command {
 				"gives per strategy the median and 90th percentile over them of the worst range's regret after\n" +
 				"40 and 80 trials and of the trials until every range is within 3%, and the regret of that\n" +
 				"range's best configuration tried (the search's part; --json gives it for every scenario); a\n" +
-				"third says why the worst range is more than 3% off: the choice, an interaction it needs that no\n" +
-				"trial held, one a trial held that the best tried lacks, or the rest. --scenarios \"\" leaves the\n" +
+				"third says why the worst range is more than 3% off: the choice, terms (interactions, decoys)\n" +
+				"no trial held, terms held but not by the best tried, or the rest. --scenarios \"\" leaves the\n" +
 				"named scenarios out; --scenarios landscape-K runs one landscape with --seeds campaigns.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "scenarios", Usage: "comma-separated scenario names (default: all; \"\": none, for --landscapes alone)"},
@@ -218,8 +218,8 @@ func benchSearch(c *cli.Context) error {
 			return err
 		}
 		fmt.Println("\nwhy the worst range is more than 3% off, over the landscapes: the choice passed over a configuration tried within 3%;")
-		fmt.Println("the range needs an interaction (one every configuration within 3% holds) that no trial held, or one a trial held that")
-		fmt.Println("the best tried lacks; or the best tried holds them all")
+		fmt.Println("every way within 3% (a set of interactions and decoys) holds a term no trial held; some way's terms were all held,")
+		fmt.Println("but the best tried holds no way; or it holds one and misses on main effects and partial interactions")
 		fmt.Fprint(tw, "sampler\t")
 		for _, n := range familyAt {
 			fmt.Fprintf(tw, "@%d choice\tunseen\tunkept\tpolish\t", n)

@@ -396,10 +396,11 @@ func (s Scenario) landscapeTime(l *landscape, lv *levels, b *baseTable, coll str
 	return s.base(b, coll, size) / math.Exp(l.logGain(lv, sizeX(size)))
 }
 
-// HeldInteractions lists the interactions of the scenario's landscape (by
-// index) whose every condition env meets; none without a landscape. The
-// search-quality benchmark asks it why a campaign missed an optimum.
-func (s Scenario) HeldInteractions(env map[string]string) []int {
+// HeldTerms lists the terms of the scenario's landscape that env holds in
+// full: interaction i as i, its decoy as the number of interactions plus
+// i; none without a landscape. The search-quality benchmark asks it why a
+// campaign missed an optimum.
+func (s Scenario) HeldTerms(env map[string]string) []int {
 	if s.Landscape <= 0 {
 		return nil
 	}
@@ -408,6 +409,11 @@ func (s Scenario) HeldInteractions(env map[string]string) []int {
 	for i := range l.interactions {
 		if holds(&lv, l.interactions[i].conds) {
 			out = append(out, i)
+		}
+	}
+	for i := range l.interactions {
+		if holds(&lv, l.interactions[i].decoy) {
+			out = append(out, len(l.interactions)+i)
 		}
 	}
 	return out

@@ -287,27 +287,30 @@ func TestTruthKey(t *testing.T) {
 	}
 }
 
-// TestHeldInteractions: an interaction is held exactly when all its
+// TestHeldTerms: an interaction or a decoy is held exactly when all its
 // conditions are, whatever else is set, and only on a landscape.
-func TestHeldInteractions(t *testing.T) {
+func TestHeldTerms(t *testing.T) {
 	for n := 1; n <= 20; n++ {
 		sc, _ := ParseScenario(append(fourNodeIB, fmt.Sprintf("-landscape=%d", n)))
-		for i, in := range landscapeOf(n).interactions {
-			env := envOf(in.conds...)
-			if got := sc.HeldInteractions(env); !slices.Contains(got, i) {
-				t.Errorf("landscape %d: all of interaction %d %v set, held %v", n, i, in.conds, got)
-			}
-			delete(env, landscapeKnobs[in.conds[0].knob].Name)
-			if got := sc.HeldInteractions(env); slices.Contains(got, i) {
-				t.Errorf("landscape %d: interaction %d held without %v", n, i, in.conds[0])
+		l := landscapeOf(n)
+		for i, in := range l.interactions {
+			for term, conds := range map[int][]cond{i: in.conds, len(l.interactions) + i: in.decoy} {
+				env := envOf(conds...)
+				if got := sc.HeldTerms(env); !slices.Contains(got, term) {
+					t.Errorf("landscape %d: all of term %d %v set, held %v", n, term, conds, got)
+				}
+				delete(env, landscapeKnobs[conds[0].knob].Name)
+				if got := sc.HeldTerms(env); slices.Contains(got, term) {
+					t.Errorf("landscape %d: term %d held without %v", n, term, conds[0])
+				}
 			}
 		}
-		if got := sc.HeldInteractions(map[string]string{}); len(got) != 0 {
+		if got := sc.HeldTerms(map[string]string{}); len(got) != 0 {
 			t.Errorf("landscape %d: NCCL's defaults hold %v", n, got)
 		}
 	}
 	plain, _ := ParseScenario(fourNodeIB)
-	if got := plain.HeldInteractions(envOf(landscapeOf(1).interactions[0].conds...)); got != nil {
+	if got := plain.HeldTerms(envOf(landscapeOf(1).interactions[0].conds...)); got != nil {
 		t.Errorf("no landscape, held %v", got)
 	}
 }
