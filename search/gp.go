@@ -23,9 +23,11 @@ import (
 // that may pay in two ranges beats one that pays in one, and a range whose
 // model expects nothing more takes no turns from the others. The candidates
 // are each range's best configurations with one or two settings changed,
-// and random draws. After startupTrials random draws; the models use at
-// most gpMaxObservations trials, which bounds a proposal's cost whatever
-// the campaign's length.
+// and random draws. Until startupTrials trials were told it proposes
+// covering draws, which hold pairs of values no trial held, so that the
+// first models see as many pairs as they can; the models use at most
+// gpMaxObservations trials, which bounds a proposal's cost whatever the
+// campaign's length.
 type gpSampler struct {
 	sp   *space.Space
 	seed int64
@@ -215,7 +217,7 @@ func (md *gpModel) addImprovements(k1, k2 *mat.Dense, self1, self2, acq []float6
 func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	rng := rand.New(rand.NewPCG(uint64(g.seed), trialSeed(g.seed, n, "gp")))
 	if len(g.told) < startupTrials {
-		return draw(g.sp, rng), nil
+		return coveringDraw(g.sp, &g.history, rng), nil
 	}
 	ranges := g.focused()
 	obs := g.observed(ranges, gpMaxObservations)

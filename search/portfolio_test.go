@@ -28,8 +28,8 @@ func (r *recorder) Tell(a space.Assignment, _ []float64) error {
 func (r *recorder) Focus(ranges []bool) { r.focus = ranges }
 
 // TestPortfolioTakesTurns: tpe-gp's members propose in turn, each counting
-// its own trials, one trial in two up to trial tpeGPEarly and then one in
-// four for the Gaussian process; every member is told every trial and the
+// its own trials: the Gaussian process alone up to trial tpeGPEarly, then
+// TPE and the process in turn; every member is told every trial and the
 // ranges to focus on.
 func TestPortfolioTakesTurns(t *testing.T) {
 	a, b := &recorder{name: "tpe"}, &recorder{name: "gp"}
@@ -45,14 +45,11 @@ func TestPortfolioTakesTurns(t *testing.T) {
 		p.Tell(prop, []float64{1, 1})
 	}
 	var want []space.Assignment
-	for k := range tpeGPEarly / 2 {
-		want = append(want, space.Assignment{"by": "tpe", "n": strconv.Itoa(k)}, space.Assignment{"by": "gp", "n": strconv.Itoa(k)})
+	for k := range tpeGPEarly {
+		want = append(want, space.Assignment{"by": "gp", "n": strconv.Itoa(k)})
 	}
-	for k := range 2 {
-		for j := range 3 {
-			want = append(want, space.Assignment{"by": "tpe", "n": strconv.Itoa(tpeGPEarly/2 + 3*k + j)})
-		}
-		want = append(want, space.Assignment{"by": "gp", "n": strconv.Itoa(tpeGPEarly/2 + k)})
+	for k := range 4 {
+		want = append(want, space.Assignment{"by": "tpe", "n": strconv.Itoa(k)}, space.Assignment{"by": "gp", "n": strconv.Itoa(tpeGPEarly + k)})
 	}
 	if !reflect.DeepEqual(asked, want) {
 		t.Errorf("proposals\n%v\nwant\n%v", asked, want)

@@ -16,7 +16,7 @@ import (
 // BenchmarkTrialOverhead measures what the tuner itself spends per trial,
 // everything but the benchmark process: planning the trial (the warm start's
 // bookkeeping, settled ranges, then the default sampler's proposal over a
-// 500-trial history: TPE's, or every fourth the Gaussian process's),
+// 500-trial history: TPE's, or every second the Gaussian process's),
 // parsing a real 2-node nccl-tests output, scoring, the two store writes,
 // telling the sampler, and preparing the next command (iteration count, sweep).
 // A typical trial runs for 10 s or more; this must stay far below 1% of that (100 ms).
