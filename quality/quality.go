@@ -127,7 +127,7 @@ NCCL_NVLS_ENABLE = 0
 `
 
 // Strategies are what the benchmark can compare: nccltune's default campaign
-// (TPE and the Gaussian process taking turns after the warm start), the same
+// (after the warm start the Gaussian process, then it and TPE in turn), the same
 // without the warm start, multivariate TPE alone after the warm start (the
 // default before) and without it, goptuna's independent TPE after it, the
 // textbook baselines, random and grid search from NCCL's defaults alone, and

@@ -439,10 +439,10 @@ func pairObjective(a space.Assignment) []float64 {
 // TestModelsFindPairsThatOnlyPayTogether: the Gaussian process and the
 // sparse regression find, in most campaigns, each range's pair of settings
 // that only pays together, past a decoy that pays alone, within 30 trials
-// (the Gaussian process in 7 of these 10, 3 before it counted improvement
+// (the Gaussian process in 6 of these 10, 3 before it counted improvement
 // from beyond its best and summed it over the ranges; the sparse
-// regression in 8); the default, TPE taking turns with the Gaussian
-// process, within 40 (8 of 10; TPE alone in 5).
+// regression in 8); the default, the Gaussian process and then it and TPE
+// in turn, within 40 (8 of 10; TPE alone in 5).
 func TestModelsFindPairsThatOnlyPayTogether(t *testing.T) {
 	for _, tc := range []struct {
 		sampler         string

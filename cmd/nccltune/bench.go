@@ -32,8 +32,8 @@ func benchCommand() *cli.Command {
 				"table gives the median regret of that choice (its true shortfall from the optimum) on\n" +
 				"the worst range after 10/20/40/50/80/100 trials, the trials until every range is within 3%,\n" +
 				"and the benchmark time 50 trials (and the whole campaign) would take on the hardware the\n" +
-				"scenario models. Strategies: tpe-gp is nccltune's default campaign (the warm start, then TPE and a\n" +
-				"Gaussian process taking turns), tpe-gp-cold the same without the warm start; tpe is TPE alone after the\n" +
+				"scenario models. Strategies: tpe-gp is nccltune's default campaign (the warm start, then a Gaussian\n" +
+				"process, then it and TPE in turn), tpe-gp-cold the same without the warm start; tpe is TPE alone after the\n" +
 				"warm start (tpe-cold without it); tpe-independent is goptuna's TPE, each setting modelled on its own, after the\n" +
 				"warm start; random and grid are the textbook baselines and coordinate is coordinate descent\n" +
 				"(AutoCCL's method), each from NCCL's defaults alone; gp is a Gaussian process after the warm start (gp-cold without it), and sparse a sparse\n" +
@@ -51,7 +51,7 @@ func benchCommand() *cli.Command {
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "scenarios", Usage: "comma-separated scenario names (default: all; \"\": none, for --landscapes alone)"},
 				&cli.IntFlag{Name: "landscapes", Value: defaultLandscapes, Usage: "also run `N` generated landscapes, one campaign per strategy each, and report the median and 90th percentile over them (0: none)"},
-				&cli.StringFlag{Name: "samplers", Value: "tpe-gp,tpe,coordinate,random,grid", Usage: "comma-separated: tpe-gp (nccltune's default: TPE and a Gaussian process taking turns after the warm start), tpe-gp-cold (the same alone), tpe (TPE after the warm start), tpe-cold (TPE alone), tpe-independent (goptuna's TPE, each setting on its own, after the warm start), random, grid (textbook baselines from NCCL's defaults alone), coordinate (coordinate descent from them, as AutoCCL), gp (a Gaussian process after the warm start), gp-cold (the same alone), sparse (a sparse regression over settings and pairs of them, after the warm start), random-warm"},
+				&cli.StringFlag{Name: "samplers", Value: "tpe-gp,tpe,coordinate,random,grid", Usage: "comma-separated: tpe-gp (nccltune's default: after the warm start a Gaussian process, then it and TPE in turn), tpe-gp-cold (the same alone), tpe (TPE after the warm start), tpe-cold (TPE alone), tpe-independent (goptuna's TPE, each setting on its own, after the warm start), random, grid (textbook baselines from NCCL's defaults alone), coordinate (coordinate descent from them, as AutoCCL), gp (a Gaussian process after the warm start), gp-cold (the same alone), sparse (a sparse regression over settings and pairs of them, after the warm start), random-warm"},
 				&cli.IntFlag{Name: "seeds", Value: 10},
 				&cli.IntFlag{Name: "trials", Value: 100},
 				&cli.Float64Flag{Name: "noise", Value: 0.02, Usage: "relative standard deviation of each measurement"},

@@ -90,8 +90,8 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:  "nccltune",
 		Usage: "tune NCCL's environment for your cluster, one message-size range at a time",
-		Description: "Runs nccl-tests with configurations proposed by a Bayesian search (TPE and a Gaussian\n" +
-			"process taking turns), keeps every trial in a SQLite store, and exports the best NCCL_*\n" +
+		Description: "Runs nccl-tests with configurations proposed by a Bayesian search (a Gaussian process,\n" +
+			"then it and TPE in turn), keeps every trial in a SQLite store, and exports the best NCCL_*\n" +
 			"settings per size range.\n\n" +
 			"Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted (resume with `run`).",
 		HideVersion:    true,
