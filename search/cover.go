@@ -2,6 +2,7 @@ package search
 
 import (
 	"math/rand/v2"
+	"slices"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -15,8 +16,13 @@ const coverDraws = 64
 // coverage is which pairs of values, of two parameters, the trials told so
 // far held together. A setting that only pays with another must be tried
 // with it before any model can see it; random draws leave many pairs
-// untried for long, a draw chosen to hold the most untried pairs (as
-// pairwise test designs do, Cohen et al.'s AETG) leaves few.
+// untried for long, a draw chosen to hold the most untried pairs leaves
+// few: a greedy pairwise design, as Cohen et al.'s AETG builds one, though
+// chosen among random draws rather than value by value.
+// A parameter left out (switched off by a condition, or an integer at
+// NCCL's default) holds a value of its own, "unset": every configuration
+// then holds a pair of every two parameters, and a draw that switches
+// parameters off is not passed over for holding fewer pairs.
 type coverage struct {
 	sp    *space.Space
 	grids [][]string
@@ -34,27 +40,22 @@ func newCoverage(sp *space.Space, h *history) *coverage {
 	return c
 }
 
-// each calls f with every pair a holds, its integers at their nearest grid value.
+// each calls f with every pair a holds, its integers at their nearest
+// grid value; len(grid) stands for unset.
 func (c *coverage) each(a space.Assignment, f func([4]int)) {
 	idx := make([]int, len(c.sp.Params))
 	for i, p := range c.sp.Params {
-		idx[i] = -1
+		idx[i] = len(c.grids[i])
 		if v, ok := a[p.Name]; ok {
 			if !p.Categorical() {
 				v = nearest(p, c.grids[i], v)
 			}
-			for j, w := range c.grids[i] {
-				if w == v {
-					idx[i] = j
-				}
-			}
+			idx[i] = slices.Index(c.grids[i], v)
 		}
 	}
 	for i := range idx {
 		for j := i + 1; j < len(idx); j++ {
-			if idx[i] >= 0 && idx[j] >= 0 {
-				f([4]int{i, idx[i], j, idx[j]})
-			}
+			f([4]int{i, idx[i], j, idx[j]})
 		}
 	}
 }

@@ -44,10 +44,11 @@ const tpeGPEarly = 40
 // tpeGPTurn is the member of tpe-gp, TPE (0) or the Gaussian process (1),
 // that proposes trial n: the Gaussian process up to trial tpeGPEarly, when
 // its model of pairs finds what TPE's model of single settings cannot,
-// then each every second trial, when TPE's local moves polish what was
-// found one setting at a time (measured, README:
-// TPE's turns before trial 40 cost the generated landscapes more than they
-// bought the named scenarios, and after it they buy TCP's last percent).
+// then TPE and the process in turn, when TPE's local moves polish what
+// was found one setting at a time (measured, README: with the process's
+// covering start-up, TPE's turns before trial 40 cost the generated
+// landscapes more than they bought the named scenarios; after it they buy
+// TCP's last percent). A campaign of 40 trials or fewer is the process's alone.
 func tpeGPTurn(n int) int {
 	if n < tpeGPEarly {
 		return 1

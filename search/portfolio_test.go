@@ -61,21 +61,34 @@ func TestPortfolioTakesTurns(t *testing.T) {
 	}
 }
 
-// TestTPEGPIsTPEAndGPTakingTurns: the default sampler proposes what TPE
-// and the Gaussian process, taking tpeGPTurn's turns, would.
+// TestTPEGPIsTPEAndGPTakingTurns: the default sampler is wired as TPE and
+// the Gaussian process taking tpeGPTurn's turns (TestPortfolioTakesTurns
+// pins the turns).
 func TestTPEGPIsTPEAndGPTakingTurns(t *testing.T) {
 	sp := loadSpace(t)
 	tpe, err := newTPE(sp, 42, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := portfolio{[]Sampler{tpe, newGP(sp, 42)}, tpeGPTurn}
-	got := mustNew(t, "tpe-gp", sp)
-	for n := range tpeGPEarly + 8 {
+	sameProposals(t, mustNew(t, "tpe-gp", sp), portfolio{[]Sampler{tpe, newGP(sp, 42)}, tpeGPTurn}, tpeGPEarly+8)
+}
+
+// TestTPEGPStartsAsGP: up to trial tpeGPEarly the default proposes what
+// the Gaussian process alone would, covering start-up included.
+func TestTPEGPStartsAsGP(t *testing.T) {
+	sp := loadSpace(t)
+	sameProposals(t, mustNew(t, "tpe-gp", sp), mustNew(t, "gp", sp), tpeGPEarly)
+}
+
+// sameProposals fails unless got and want propose the same for the first
+// trials, each told the test objective's scores.
+func sameProposals(t *testing.T, got, want Sampler, trials int) {
+	t.Helper()
+	for n := range trials {
 		a, _ := got.Ask(n)
 		b, _ := want.Ask(n)
 		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("trial %d: tpe-gp proposed %v, TPE and the Gaussian process in turn %v", n, a, b)
+			t.Fatalf("trial %d: proposed %v, want %v", n, a, b)
 		}
 		got.Tell(a, objective(a))
 		want.Tell(a, objective(a))

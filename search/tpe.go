@@ -42,8 +42,11 @@ type tpeSampler struct {
 const localEvery = 2
 
 // startupTrials is how many observations of a parameter are drawn at random
-// before TPE models it. goptuna's own start-up draw is not seeded for
-// categorical parameters (and never draws an integer's upper bound), so it is ours.
+// before TPE models it (goptuna's own start-up draw is not seeded for
+// categorical parameters, and never draws an integer's upper bound, so it
+// is ours), and how many trials are told before the Gaussian process and
+// the sparse regression model them (the process's draws covering pairs of
+// values, cover.go).
 const startupTrials = 10
 
 var globalRandMu sync.Mutex

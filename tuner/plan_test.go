@@ -251,8 +251,10 @@ func TestIterationsOnRecordedH200Runs(t *testing.T) {
 }
 
 // TestSimplifyAgainstAFreshRun: simplification first runs each range's choice
-// again and holds the variants against that run, never dropping below the
-// search's choice in settings kept.
+// again and holds the variants against that run. The final choice sets no
+// more variables than the search's, unless the fresh run took the search's
+// choice out of 1% of the best (a variant run for another range can be
+// the better one).
 func TestSimplifyAgainstAFreshRun(t *testing.T) {
 	sp := loadExample(t, 16)
 	st := openStore(t)
@@ -277,13 +279,33 @@ func TestSimplifyAgainstAFreshRun(t *testing.T) {
 			t.Errorf("the first trial after the budget ran %v, not range %s's choice %v", trials[16].Env, r.Range.Name, r.Best.Env)
 		}
 		first = false
-		if final := results.Of(sp, trials, nil)[i]; results.Settings(final.Best) > results.Settings(r.Best) {
+		// A choice with more settings may follow only where the fresh run
+		// took the search's choice (its runs' mean) out of Parsimony of the
+		// best configuration's.
+		final, top := results.Of(sp, trials, nil)[i], 0.0
+		for j := range trials {
+			if trials[j].State == store.Complete {
+				top = max(top, meanScore(sp, trials, &trials[j], r.Range.Name))
+			}
+		}
+		if results.Settings(final.Best) > results.Settings(r.Best) && meanScore(sp, trials, r.Best, r.Range.Name) >= top*(1-results.Parsimony) {
 			t.Errorf("range %s: simplified to %v from %v", r.Range.Name, final.Best.Env, r.Best.Env)
 		}
 	}
 	if first {
 		t.Fatal("no range was tuned; the test checks nothing")
 	}
+}
+
+// meanScore is the geometric mean of configuration c's scores of a range over its runs.
+func meanScore(sp *space.Space, trials []store.Trial, c *store.Trial, rangeName string) float64 {
+	sum, runs := 0.0, 0
+	for _, t := range trials {
+		if t.State == store.Complete && sp.Key(t.Params) == sp.Key(c.Params) {
+			sum, runs = sum+math.Log(t.Scores[rangeName]), runs+1
+		}
+	}
+	return math.Exp(sum / float64(runs))
 }
 
 // labels records the plan labels of the launches it passes on.
