@@ -197,7 +197,9 @@ func (md *gpModel) addImprovements(k1, k2 *mat.Dense, self1, self2, acq []float6
 	// With K = UᵀU, a candidate's posterior variance takes off its prior
 	// the squared norm of v = U⁻ᵀk*, solved in place of ks (a copy of
 	// every candidate's column was a tenth of a proposal's cost).
-	blas64.Trsm(blas.Left, blas.Trans, 1, md.ch.RawU().(*mat.TriDense).RawTriangular(), ks.RawMatrix())
+	var u mat.TriDense
+	md.ch.UTo(&u)
+	blas64.Trsm(blas.Left, blas.Trans, 1, u.RawTriangular(), ks.RawMatrix())
 	explained := make([]float64, n)
 	for i := range m {
 		for j, x := range ks.RawRowView(i) {
