@@ -34,12 +34,8 @@ var wideParams = []string{
 	`name = "NCCL_SOCKET_NTHREADS"` + "\nmin = 1\nmax = 4",
 }
 
-// BenchmarkAskWideAt500 is one proposal of each sampler after 500 trials
-// told (random configurations with random scores), in a space of twenty
-// settings and three ranges: the tuner's overhead per trial where its
-// search space is wide. gp's candidates grow with the square of the
-// settings.
-func BenchmarkAskWideAt500(b *testing.B) {
+// wideSpace searches wideParams over three ranges.
+func wideSpace(t testing.TB) *space.Space {
 	src := "[campaign]\nsizes = { min = \"8\", max = \"64M\", factor = 2 }\n" +
 		"[[range]]\nname = \"small\"\nmin = \"8\"\nmax = \"64K\"\n" +
 		"[[range]]\nname = \"medium\"\nmin = \"64K\"\nmax = \"4M\"\n" +
@@ -47,8 +43,18 @@ func BenchmarkAskWideAt500(b *testing.B) {
 		"[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\n" + strings.Join(wideParams, "\n[[param]]\n")
 	sp, err := space.Parse("wide.toml", []byte(src))
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
+	return sp
+}
+
+// BenchmarkAskWideAt500 is one proposal of each sampler after 500 trials
+// told (random configurations with random scores), in a space of twenty
+// settings and three ranges: the tuner's overhead per trial where its
+// search space is wide. gp's candidates grow with the square of the
+// settings.
+func BenchmarkAskWideAt500(b *testing.B) {
+	sp := wideSpace(b)
 	for _, name := range []string{"tpe", "gp", "sparse", "tpe-gp"} {
 		b.Run(name, func(b *testing.B) {
 			s, err := New(name, sp, 1)

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/nccltune/nccltune/space"
@@ -18,8 +16,9 @@ import (
 // log scores of the trials told (a failed one a little below the worst) are
 // modelled with an additive kernel of first and second order over the
 // parameters (Duvenaud et al.), so that a pair of settings that only pays
-// together gets a term of its own; the kernel's mix of the two orders and
-// the noise are those of highest marginal likelihood. One launch measures
+// together gets a term of its own; each setting's weight in each order,
+// and the noise, are those of highest posterior density (gpModel), so
+// that settings which do nothing fade out of the model. One launch measures
 // every range, so a proposal is the candidate whose expected improvements,
 // summed over the ranges still searched, are the highest: a configuration
 // that may pay in two ranges beats one that pays in one, and a range whose
@@ -28,7 +27,8 @@ import (
 // and random draws. Until startupTrials trials were told it proposes
 // covering draws, which hold pairs of values no trial held, so that the
 // first models see as many pairs as they can; the models use at most
-// gpMaxObservations trials, which bounds a proposal's cost whatever the
+// gpMaxObservations trials, and their weights are fitted on at most
+// gpFitObservations, which bounds a proposal's cost whatever the
 // campaign's length.
 type gpSampler struct {
 	sp   *space.Space
@@ -49,8 +49,10 @@ func (g *gpSampler) Tell(a space.Assignment, scores []float64) error {
 const (
 	// gpWidth is an integer's Gaussian width, as a share of its axis.
 	gpWidth = 0.2
-	// gpMaxObservations bounds the trials a model uses.
+	// gpMaxObservations bounds the trials a model uses, gpFitObservations
+	// those its weights are fitted on.
 	gpMaxObservations = 150
+	gpFitObservations = 60
 	// gpBases is how many of each range's best configurations the candidates are neighbours of.
 	gpBases = 3
 	// gpGridPoints is how many values of an integer the candidates take:
@@ -67,13 +69,6 @@ const (
 	// of settings where the larger gains hide (measured on the generated
 	// landscapes: 0.3 to 0.6 alike, 0 clearly worse).
 	gpExploration = 0.4
-)
-
-// The kernel's share of second order and its noise variance (of a
-// standardised log score) are chosen among these by marginal likelihood.
-var (
-	gpSecondShares = []float64{0.25, 0.5, 0.75, 0.9}
-	gpNoises       = []float64{0.01, 0.05, 0.2}
 )
 
 // gpPoint is an assignment as the kernel reads it: per parameter, NaN if
@@ -104,13 +99,10 @@ func (g *gpSampler) point(a space.Assignment) gpPoint {
 	return out
 }
 
-// orders are the kernel's first- and second-order parts between two
-// points: the mean similarity of their parameters, and the mean product of
-// their pairs' similarities. A parameter's similarity is 1 for the same
-// choice (or both inactive), 0 for another, and a Gaussian in the value
-// for integers.
-func (g *gpSampler) orders(a, b gpPoint) (first, second float64) {
-	sum, sq := 0.0, 0.0
+// similarities sets out[i] to how alike a and b are in parameter i: 1 for
+// the same choice (or both inactive), 0 for another, and a Gaussian in the
+// value for integers.
+func (g *gpSampler) similarities(a, b gpPoint, out []float64) {
 	for i, x := range a {
 		y := b[i]
 		s := 0.0
@@ -125,92 +117,7 @@ func (g *gpSampler) orders(a, b gpPoint) (first, second float64) {
 			d := x - y
 			s = math.Exp(-0.5 * d * d)
 		}
-		sum, sq = sum+s, sq+s*s
-	}
-	d := float64(len(a))
-	first = sum / d
-	if d > 1 {
-		second = (sum*sum - sq) / (d * (d - 1))
-	}
-	return first, second
-}
-
-// gpModel is one range's posterior.
-type gpModel struct {
-	w1, w2, noise float64 // the kernel's weights of its two orders, and the noise
-	ch            mat.Cholesky
-	alpha         *mat.VecDense // K⁻¹ y
-	sd            float64       // of the log scores, which y standardises
-	best          float64       // the highest y
-}
-
-// fitGP models ys over the observations whose kernel parts are s1 and s2,
-// with the mix of orders and the noise of highest marginal likelihood.
-func fitGP(s1, s2 *mat.SymDense, ys []float64) *gpModel {
-	m := len(ys)
-	mean, sd := meanSD(ys)
-	yv := mat.NewVecDense(m, nil)
-	best := math.Inf(-1)
-	for i, y := range ys {
-		yv.SetVec(i, (y-mean)/sd)
-		best = math.Max(best, yv.AtVec(i))
-	}
-	var fit *gpModel
-	bestLL := math.Inf(-1)
-	K := mat.NewSymDense(m, nil)
-	for _, share := range gpSecondShares {
-		for _, noise := range gpNoises {
-			md := &gpModel{w1: 1 - share, w2: share, noise: noise, alpha: &mat.VecDense{}, sd: sd, best: best}
-			for i := range m {
-				for j := i; j < m; j++ {
-					v := md.w1*s1.At(i, j) + md.w2*s2.At(i, j)
-					if i == j {
-						v += noise
-					}
-					K.SetSym(i, j, v)
-				}
-			}
-			if !md.ch.Factorize(K) || md.ch.SolveVecTo(md.alpha, yv) != nil {
-				continue
-			}
-			if ll := -0.5*mat.Dot(yv, md.alpha) - 0.5*md.ch.LogDet(); ll > bestLL {
-				fit, bestLL = md, ll
-			}
-		}
-	}
-	return fit
-}
-
-// addImprovements adds to acq each candidate's expected improvement, in
-// log score, beyond gpExploration; the candidates' kernel parts against
-// the observations are the columns of k1 and k2, and with themselves
-// self1 and self2. All candidates take one triangular solve.
-func (md *gpModel) addImprovements(k1, k2 *mat.Dense, self1, self2, acq []float64) {
-	m, n := k1.Dims()
-	ks := mat.NewDense(m, n, nil)
-	d, d1, d2 := ks.RawMatrix().Data, k1.RawMatrix().Data, k2.RawMatrix().Data
-	for i := range d {
-		d[i] = md.w1*d1[i] + md.w2*d2[i]
-	}
-	var mu mat.VecDense
-	mu.MulVec(ks.T(), md.alpha)
-	// With K = UᵀU, a candidate's posterior variance takes off its prior
-	// the squared norm of v = U⁻ᵀk*, solved in place of ks (a copy of
-	// every candidate's column was a tenth of a proposal's cost).
-	var u mat.TriDense
-	md.ch.UTo(&u)
-	blas64.Trsm(blas.Left, blas.Trans, 1, u.RawTriangular(), ks.RawMatrix())
-	explained := make([]float64, n)
-	for i := range m {
-		for j, x := range ks.RawRowView(i) {
-			explained[j] += x * x
-		}
-	}
-	for j := range n {
-		s := math.Sqrt(math.Max(md.w1*self1[j]+md.w2*self2[j]+md.noise-explained[j], 1e-12))
-		gain := mu.AtVec(j) - md.best - gpExploration
-		z := gain / s
-		acq[j] += md.sd * (gain*normCDF(z) + s*normPDF(z))
+		out[i] = s
 	}
 }
 
@@ -223,19 +130,18 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	}
 	ranges := g.focused()
 	obs := g.observed(ranges, gpMaxObservations)
-	m := len(obs)
+	m, d := len(obs), len(g.sp.Params)
 	points := make([]gpPoint, m)
 	for i, t := range obs {
 		points[i] = g.point(t.a)
 	}
-	s1, s2 := mat.NewSymDense(m, nil), mat.NewSymDense(m, nil)
-	for i := range m {
-		for j := i; j < m; j++ {
-			a, b := g.orders(points[i], points[j])
-			s1.SetSym(i, j, a)
-			s2.SetSym(i, j, b)
+	sims := make([]float64, m*m*d)
+	for a := range m {
+		for b := a; b < m; b++ {
+			g.similarities(points[a], points[b], sims[(a*m+b)*d:(a*m+b+1)*d])
 		}
 	}
+	fitted := keep(obs, ranges, gpFitObservations)
 	var models []*gpModel
 	var bases []space.Assignment
 	for _, r := range ranges {
@@ -243,7 +149,7 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 		if !ok {
 			continue
 		}
-		if md := fitGP(s1, s2, ys); md != nil {
+		if md := fitGP(sims, d, ys, fitted); md != nil {
 			models = append(models, md)
 		}
 		order := make([]int, m)
@@ -271,20 +177,26 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	if len(cands) == 0 {
 		return draw(g.sp, rng), nil
 	}
-	k1, k2 := mat.NewDense(m, len(cands), nil), mat.NewDense(m, len(cands), nil)
-	self1, self2 := make([]float64, len(cands)), make([]float64, len(cands))
+	ks := make([]*mat.Dense, len(models))
+	for r := range models {
+		ks[r] = mat.NewDense(m, len(cands), nil)
+	}
+	s := make([]float64, d)
 	for j, c := range cands {
 		p := g.point(c)
 		for i := range m {
-			a, b := g.orders(p, points[i])
-			k1.Set(i, j, a)
-			k2.Set(i, j, b)
+			g.similarities(p, points[i], s)
+			for r, md := range models {
+				k, _ := md.kernel(s)
+				ks[r].Set(i, j, k)
+			}
 		}
-		self1[j], self2[j] = g.orders(p, p)
 	}
+	ones := slices.Repeat([]float64{1}, d) // every point is itself in every parameter
 	acq := make([]float64, len(cands))
-	for _, md := range models {
-		md.addImprovements(k1, k2, self1, self2, acq)
+	for r, md := range models {
+		prior, _ := md.kernel(ones)
+		md.addImprovements(ks[r], prior, acq)
 	}
 	best := 0
 	for j, v := range acq {
@@ -384,35 +296,44 @@ func nearest(p space.Param, grid []string, v string) string {
 	return out
 }
 
-// observed are the trials a model of ranges uses: all of them up to
-// limit, else the latest half and, of the older ones, the best of each
-// range in turn.
+// observed are the trials a model of ranges uses: those keep picks of all told.
 func (h *history) observed(ranges []int, limit int) []told {
-	if len(h.told) <= limit {
-		return h.told
+	var out []told
+	for _, i := range keep(h.told, ranges, limit) {
+		out = append(out, h.told[i])
 	}
-	latest := len(h.told) - limit/2
+	return out
+}
+
+// keep picks, of ts, all up to limit, else the latest half and, of the
+// older ones, the best of each range in turn.
+func keep(ts []told, ranges []int, limit int) []int {
+	all := make([]int, len(ts))
+	for i := range all {
+		all[i] = i
+	}
+	if len(ts) <= limit {
+		return all
+	}
+	latest := len(ts) - limit/2
 	var orders [][]int
 	for _, r := range ranges {
 		score := func(i int) float64 {
-			if t := h.told[i]; t.scores != nil && t.scores[r] > 0 {
+			if t := ts[i]; t.scores != nil && t.scores[r] > 0 {
 				return t.scores[r]
 			}
 			return math.Inf(-1)
 		}
-		o := make([]int, latest)
-		for i := range o {
-			o[i] = i
-		}
+		o := slices.Clone(all[:latest])
 		slices.SortStableFunc(o, func(a, b int) int { return cmpFloat(score(b), score(a)) })
 		orders = append(orders, o)
 	}
 	picked := map[int]bool{}
-	out := slices.Clone(h.told[latest:])
+	out := slices.Clone(all[latest:])
 	for k := 0; len(out) < limit; k++ {
 		if i := orders[k%len(orders)][k/len(orders)]; !picked[i] {
 			picked[i] = true
-			out = append(out, h.told[i])
+			out = append(out, i)
 		}
 	}
 	return out

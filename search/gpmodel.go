@@ -1,0 +1,243 @@
+package search
+
+import (
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize"
+)
+
+// gpModel is one range's posterior under an additive kernel of first and
+// second order (Duvenaud et al.) with a weight per parameter in each order
+// (automatic relevance determination): between points whose parameters'
+// similarities are s,
+//
+//	k(s) = Σᵢ uᵢsᵢ + Σᵢ<ⱼ vᵢvⱼsᵢsⱼ
+//
+// so that a parameter that moves the score gets a large u, one that pays
+// only with another a large v, and one that does nothing fades out of the
+// model instead of diluting every similarity.
+type gpModel struct {
+	u, v  []float64 // per parameter, the first and second order's weights
+	noise float64
+	ch    mat.Cholesky
+	alpha *mat.VecDense // K⁻¹ y
+	sd    float64       // of the log scores, which y standardises
+	best  float64       // the highest y
+}
+
+// kernel is k(s), and with it Σᵢ vᵢsᵢ, which its gradient needs.
+func (md *gpModel) kernel(s []float64) (k, vs float64) {
+	sq := 0.0
+	for i, x := range s {
+		k += md.u[i] * x
+		w := md.v[i] * x
+		vs += w
+		sq += w * w
+	}
+	return k + 0.5*(vs*vs-sq), vs
+}
+
+// The weights' and the noise's log-normal priors: a model that knows
+// nothing yet splits a standardised score's variance evenly between the
+// orders and among the parameters, and their maximum a posteriori values
+// may move each by a factor of e^gpPriorSD or so for every standard
+// deviation; with few trials and many weights the priors keep the fit
+// from explaining noise by relevance.
+const (
+	gpPriorSD    = 1.5
+	gpPriorNoise = 0.05
+	// gpFitEvaluations bounds the fit's evaluations of the likelihood and
+	// its gradient; each costs a factorisation.
+	gpFitEvaluations = 40
+	gpJitter         = 1e-6
+)
+
+// gpPrior is the log weights' and log noise's prior mean for d parameters.
+func gpPrior(d int) []float64 {
+	theta := make([]float64, 2*d+1)
+	for i := range d {
+		theta[i] = math.Log(0.5 / float64(d))
+		theta[d+i] = math.Log(math.Sqrt(1 / float64(max(d*(d-1), 1))))
+	}
+	theta[2*d] = math.Log(gpPriorNoise)
+	return theta
+}
+
+// fitGP models ys over m observations whose parameters' similarities are
+// sims[(a*m+b)*d+i], with the weights and noise of highest posterior
+// density given the observations fit picks (fitting costs a factorisation
+// per step, so it is bounded by what it reads); nil if no kernel could be
+// factorised.
+func fitGP(sims []float64, d int, ys []float64, fit []int) *gpModel {
+	all := newGPFit(sims, d, ys)
+	sub := all
+	if len(fit) < len(ys) {
+		m, k := len(ys), len(fit)
+		subSims, subYs := make([]float64, k*k*d), make([]float64, k)
+		for a, i := range fit {
+			subYs[a] = ys[i]
+			for b, j := range fit {
+				lo, hi := min(i, j), max(i, j)
+				copy(subSims[(a*k+b)*d:(a*k+b+1)*d], sims[(lo*m+hi)*d:(lo*m+hi+1)*d])
+			}
+		}
+		sub = newGPFit(subSims, d, subYs)
+	}
+	theta := slices.Clone(sub.prior)
+	res, err := optimize.Minimize(optimize.Problem{Func: sub.value, Grad: sub.grad}, theta,
+		&optimize.Settings{FuncEvaluations: gpFitEvaluations, GradientThreshold: 1e-3}, &optimize.LBFGS{})
+	if res != nil && !math.IsInf(res.F, 0) && !math.IsNaN(res.F) && (err == nil || res.F < sub.value(theta)) {
+		theta = res.X
+	}
+	md := all.model(theta)
+	if !md.ch.Factorize(all.k) || md.ch.SolveVecTo(md.alpha, all.y) != nil {
+		return nil
+	}
+	return md
+}
+
+// newGPFit standardises ys for a fit over the similarities sims.
+func newGPFit(sims []float64, d int, ys []float64) *gpFit {
+	mean, sd := meanSD(ys)
+	f := &gpFit{sims: sims, d: d, y: mat.NewVecDense(len(ys), nil), prior: gpPrior(d), sd: sd, best: math.Inf(-1)}
+	for i, v := range ys {
+		f.y.SetVec(i, (v-mean)/sd)
+		f.best = math.Max(f.best, f.y.AtVec(i))
+	}
+	return f
+}
+
+// gpFit is the negative log posterior density of a model's weights and
+// noise, and its gradient.
+type gpFit struct {
+	sims  []float64
+	d     int
+	y     *mat.VecDense // the standardised log scores
+	sd    float64       // of the log scores
+	best  float64       // the highest y
+	prior []float64
+	k     *mat.SymDense
+	vs    []float64 // Σᵢ vᵢsᵢ per pair of observations
+	// the last evaluation, which L-BFGS asks for value and gradient alike
+	at       []float64
+	val      float64
+	gradient []float64
+}
+
+func (f *gpFit) model(theta []float64) *gpModel {
+	d, m := f.d, f.y.Len()
+	md := &gpModel{u: make([]float64, d), v: make([]float64, d), noise: math.Exp(theta[2*d]) + gpJitter, alpha: &mat.VecDense{}, sd: f.sd, best: f.best}
+	for i := range d {
+		md.u[i], md.v[i] = math.Exp(theta[i]), math.Exp(theta[d+i])
+	}
+	if f.k == nil {
+		f.k, f.vs = mat.NewSymDense(m, nil), make([]float64, m*m)
+	}
+	for a := range m {
+		for b := a; b < m; b++ {
+			k, vs := md.kernel(f.sims[(a*m+b)*d : (a*m+b+1)*d])
+			if a == b {
+				k += md.noise
+			}
+			f.k.SetSym(a, b, k)
+			f.vs[a*m+b] = vs
+		}
+	}
+	return md
+}
+
+func (f *gpFit) value(theta []float64) float64 {
+	f.evaluate(theta)
+	return f.val
+}
+
+func (f *gpFit) grad(out, theta []float64) {
+	f.evaluate(theta)
+	copy(out, f.gradient)
+}
+
+// evaluate sets val and gradient at theta: with G = ααᵀ − K⁻¹, the log
+// likelihood's derivative in a kernel parameter p is ½ Σ G∘∂K/∂p, where
+// ∂K/∂uᵢ = Sᵢ and ∂K/∂vᵢ = Sᵢ∘(Σⱼ vⱼSⱼ − vᵢSᵢ).
+func (f *gpFit) evaluate(theta []float64) {
+	if slices.Equal(theta, f.at) {
+		return
+	}
+	f.at = slices.Clone(theta)
+	d, m := f.d, f.y.Len()
+	if f.gradient == nil {
+		f.gradient = make([]float64, len(theta))
+	}
+	md := f.model(theta)
+	var inv mat.SymDense
+	if !md.ch.Factorize(f.k) || md.ch.SolveVecTo(md.alpha, f.y) != nil || md.ch.InverseTo(&inv) != nil {
+		f.val = math.Inf(1)
+		clear(f.gradient)
+		return
+	}
+	logPost := -0.5*mat.Dot(f.y, md.alpha) - 0.5*md.ch.LogDet()
+	gu, gv := make([]float64, d), make([]float64, d)
+	trace := 0.0
+	for a := range m {
+		for b := a; b < m; b++ {
+			g := md.alpha.AtVec(a)*md.alpha.AtVec(b) - inv.At(a, b)
+			if a == b {
+				trace += g
+			} else {
+				g *= 2 // G's lower triangle
+			}
+			vs, s := f.vs[a*m+b], f.sims[(a*m+b)*d:(a*m+b+1)*d]
+			for i, x := range s {
+				gs := g * x
+				gu[i] += gs
+				gv[i] += gs * (vs - md.v[i]*x)
+			}
+		}
+	}
+	for i := range d {
+		f.gradient[i] = 0.5 * md.u[i] * gu[i]
+		f.gradient[d+i] = 0.5 * md.v[i] * gv[i]
+	}
+	f.gradient[2*d] = 0.5 * (md.noise - gpJitter) * trace
+	for i, t := range theta {
+		z := (t - f.prior[i]) / gpPriorSD
+		logPost -= 0.5 * z * z
+		f.gradient[i] -= z / gpPriorSD
+	}
+	f.val = -logPost
+	for i := range f.gradient {
+		f.gradient[i] = -f.gradient[i]
+	}
+}
+
+// addImprovements adds to acq each candidate's expected improvement, in
+// log score, beyond gpExploration; ks's columns are the candidates' kernel
+// values against the observations (consumed), prior their kernel with
+// themselves. All candidates take one triangular solve.
+func (md *gpModel) addImprovements(ks *mat.Dense, prior float64, acq []float64) {
+	m, n := ks.Dims()
+	var mu mat.VecDense
+	mu.MulVec(ks.T(), md.alpha)
+	// With K = UᵀU, a candidate's posterior variance takes off its prior
+	// the squared norm of v = U⁻ᵀk*, solved in place of ks (a copy of
+	// every candidate's column was a tenth of a proposal's cost).
+	var u mat.TriDense
+	md.ch.UTo(&u)
+	blas64.Trsm(blas.Left, blas.Trans, 1, u.RawTriangular(), ks.RawMatrix())
+	explained := make([]float64, n)
+	for i := range m {
+		for j, x := range ks.RawRowView(i) {
+			explained[j] += x * x
+		}
+	}
+	for j := range n {
+		s := math.Sqrt(math.Max(prior+md.noise-explained[j], 1e-12))
+		gain := mu.AtVec(j) - md.best - gpExploration
+		z := gain / s
+		acq[j] += md.sd * (gain*normCDF(z) + s*normPDF(z))
+	}
+}
