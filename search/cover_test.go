@@ -2,7 +2,6 @@ package search
 
 import (
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -124,46 +123,5 @@ func TestGPStartsWithCoveringDraws(t *testing.T) {
 	}
 	if 10*gpPairs < 12*uniformPairs {
 		t.Errorf("the Gaussian process's start-ups hold %d pairs, uniform draws %d", gpPairs, uniformPairs)
-	}
-}
-
-// TestGPCoversAfterQueuedTrials: known-good configurations the tuner queued
-// ahead of the process (alike in most settings) hold few pairs; told how
-// many there were, the process proposes its whole covering start-up after
-// them, and its trials hold more pairs than where they take the start-up's
-// place.
-func TestGPCoversAfterQueuedTrials(t *testing.T) {
-	sp := loadSpace(t)
-	queued := []space.Assignment{
-		{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_MIN_CTAS": "32", "NCCL_IB_QPS_PER_CONNECTION": "4"},
-		{"NCCL_ALGO": "Ring", "NCCL_PROTO": "default", "NCCL_MIN_CTAS": "32", "NCCL_IB_QPS_PER_CONNECTION": "4"},
-		{"NCCL_ALGO": "Ring", "NCCL_PROTO": "default", "NCCL_MIN_CTAS": "16", "NCCL_IB_QPS_PER_CONNECTION": "4"},
-		{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL", "NCCL_MIN_CTAS": "32"},
-	}
-	pairs := func(count bool) int {
-		total := 0
-		for seed := range int64(20) {
-			g := newGP(sp, seed)
-			trials := slices.Clone(queued)
-			for _, a := range queued {
-				g.Tell(a, objective(a))
-			}
-			if count {
-				g.Queued(len(queued))
-			}
-			for n := len(queued); n < len(queued)+startupTrials; n++ {
-				a, err := g.Ask(n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				g.Tell(a, objective(a))
-				trials = append(trials, a)
-			}
-			total += pairsOf(sp, trials)
-		}
-		return total
-	}
-	if after, inPlace := pairs(true), pairs(false); after <= inPlace {
-		t.Errorf("start-up after the queued trials: %d pairs; in their place: %d", after, inPlace)
 	}
 }

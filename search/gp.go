@@ -24,8 +24,7 @@ import (
 // that may pay in two ranges beats one that pays in one, and a range whose
 // model expects nothing more takes no turns from the others. The candidates
 // are each range's best configurations with one or two settings changed,
-// and random draws. Until startupTrials trials were told, beside those the
-// tuner queued ahead of it (Queued), it proposes
+// and random draws. Until startupTrials trials were told it proposes
 // covering draws, which hold pairs of values no trial held, so that the
 // first models see as many pairs as they can; the models use at most
 // gpMaxObservations trials, and their weights are fitted on at most
@@ -36,16 +35,7 @@ type gpSampler struct {
 	seed int64
 	history
 	rotation
-	queued int // of the trials told, those the tuner queued ahead of the proposals
 }
-
-// Queued says that told of the trials told ran configurations the tuner
-// queued ahead of the proposals (the space's try_first and the warm start):
-// known-good configurations, alike in most settings, which hold few pairs
-// of values, so the covering start-up comes after them instead of giving
-// way to them (measured, README: in its place the warm start cost the
-// generated landscapes 0.8 points after 40 trials).
-func (g *gpSampler) Queued(told int) { g.queued = told }
 
 func newGP(sp *space.Space, seed int64) *gpSampler {
 	return &gpSampler{sp: sp, seed: seed, rotation: rotation{ranges: len(sp.Ranges)}}
@@ -135,7 +125,7 @@ func (g *gpSampler) similarities(a, b gpPoint, out []float64) {
 // summed over the ranges searched.
 func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	rng := rand.New(rand.NewPCG(uint64(g.seed), trialSeed(g.seed, n, "gp")))
-	if len(g.told)-g.queued < startupTrials {
+	if len(g.told) < startupTrials {
 		return coveringDraw(g.sp, &g.history, rng), nil
 	}
 	ranges := g.focused()

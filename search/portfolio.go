@@ -38,15 +38,6 @@ func (p portfolio) Focus(ranges []bool) {
 	}
 }
 
-// Queued passes the count of queued trials on to the members that take it.
-func (p portfolio) Queued(told int) {
-	for _, s := range p.members {
-		if q, ok := s.(interface{ Queued(int) }); ok {
-			q.Queued(told)
-		}
-	}
-}
-
 // tpeGPEarly is how many of the first trials the Gaussian process proposes alone.
 const tpeGPEarly = 40
 

@@ -41,12 +41,10 @@ func (s *session) next(n int) (space.Assignment, error) {
 	for _, a := range pending {
 		tried[sp.Key(a)] = true
 	}
-	ran := 0 // of the queued configurations, told the sampler
 	for _, a := range queued {
 		if !tried[sp.Key(a)] {
 			return a, nil
 		}
-		ran++
 	}
 	sampler, err := s.liar(pending)
 	if err != nil {
@@ -54,9 +52,6 @@ func (s *session) next(n int) (space.Assignment, error) {
 	}
 	if f, ok := sampler.(focuser); ok {
 		f.Focus(searched(s.settled))
-	}
-	if q, ok := sampler.(queuer); ok {
-		q.Queued(ran)
 	}
 	return sampler.Ask(n)
 }
@@ -91,12 +86,6 @@ func (s *session) liar(pending []space.Assignment) (search.Sampler, error) {
 // focuser is a sampler that can leave settled ranges out of its proposals.
 type focuser interface {
 	Focus(ranges []bool)
-}
-
-// queuer is a sampler whose start-up draws come after the configurations
-// queued ahead of its proposals (try_first and the warm start).
-type queuer interface {
-	Queued(told int)
 }
 
 // Settled returns, per range, the trial after which the range settled: with

@@ -16,7 +16,6 @@ import (
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
-	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -426,52 +425,5 @@ max = 32
 	}
 	if gain := baseline[true]/baseline[false] - 1; gain < 0.05 {
 		t.Errorf("small messages' baseline %.4g with the warm-up launch, %.4g without: the cold run still counts", baseline[true], baseline[false])
-	}
-}
-
-// TestSamplerIsToldTheQueue: the sampler is told how many of its trials ran
-// configurations queued ahead of it (try_first and the warm start), so that
-// its start-up comes after them: each of the campaign's own proposals is
-// what a sampler told the same trials and that count proposes, and not
-// what one told nothing of the queue would.
-func TestSamplerIsToldTheQueue(t *testing.T) {
-	sp := loadExample(t, 20)
-	sp.Campaign.Sampler = "gp"
-	sp.TryFirst = []space.Assignment{{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"}}
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
-		t.Fatal(err)
-	}
-	camp, _ := st.Campaign(sp.Campaign.Name)
-	trials := campaignTrials(t, st, sp.Campaign.Name)
-	queued := len(sp.TryFirst) + len(sp.WarmStart(fabric(trials)))
-	propose := func(n, queue int) space.Assignment {
-		sm, err := search.New("gp", sp, camp.Seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tr := range trials[:n] {
-			if err := sm.Tell(space.Assignment(tr.Params), scoreList(sp, tr)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		sm.(queuer).Queued(queue)
-		a, err := sm.Ask(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	unlike := 0
-	for n := sp.DefaultsTrials() + queued; n < len(trials); n++ {
-		if got := trials[n].Params; sp.Key(got) != sp.Key(propose(n, queued)) {
-			t.Errorf("trial %d ran %v, not the proposal after a queue of %d", n, got, queued)
-		}
-		if sp.Key(trials[n].Params) != sp.Key(propose(n, 0)) {
-			unlike++
-		}
-	}
-	if unlike == 0 {
-		t.Errorf("no proposal depends on the queue's %d trials; the test tests nothing", queued)
 	}
 }
