@@ -187,8 +187,8 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 		for i := range m {
 			g.similarities(p, points[i], s)
 			for r, md := range models {
-				k, _ := md.kernel(s)
-				ks[r].Set(i, j, k)
+				raw := ks[r].RawMatrix()
+				raw.Data[i*raw.Stride+j], _ = md.kernel(s)
 			}
 		}
 	}
@@ -207,12 +207,14 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	return cands[best], nil
 }
 
-// logScores are the observations' log scores of range r, a failure a
-// little below the worst that ran; false if none ran.
+// logScores are the observations' log scores of range r, a failure (or a
+// score that is no number) a little below the worst that ran; false if
+// none ran.
 func logScores(obs []told, r int) ([]float64, bool) {
+	ran := func(t told) bool { return t.scores != nil && t.scores[r] > 0 && !math.IsInf(t.scores[r], 1) }
 	minY := math.Inf(1)
 	for _, t := range obs {
-		if t.scores != nil && t.scores[r] > 0 {
+		if ran(t) {
 			minY = math.Min(minY, math.Log(t.scores[r]))
 		}
 	}
@@ -222,7 +224,7 @@ func logScores(obs []told, r int) ([]float64, bool) {
 	ys := make([]float64, len(obs))
 	for i, t := range obs {
 		ys[i] = minY - 0.1
-		if t.scores != nil && t.scores[r] > 0 {
+		if ran(t) {
 			ys[i] = math.Log(t.scores[r])
 		}
 	}
@@ -306,7 +308,7 @@ func (h *history) observed(ranges []int, limit int) []told {
 }
 
 // keep picks, of ts, all up to limit, else the latest half and, of the
-// older ones, the best of each range in turn.
+// older ones, the best of each range in turn; in the order of ts.
 func keep(ts []told, ranges []int, limit int) []int {
 	all := make([]int, len(ts))
 	for i := range all {
@@ -336,6 +338,7 @@ func keep(ts []told, ranges []int, limit int) []int {
 			out = append(out, i)
 		}
 	}
+	slices.Sort(out) // in the order told, so that what is kept of them keeps the latest
 	return out
 }
 

@@ -41,7 +41,7 @@ func (md *gpModel) kernel(s []float64) (k, vs float64) {
 	return k + 0.5*(vs*vs-sq), vs
 }
 
-// The weights' and the noise's log-normal priors: a model that knows
+// The log weights' and log noise's normal priors: a model that knows
 // nothing yet splits a standardised score's variance evenly between the
 // orders and among the parameters, and its fit may move each weight by a
 // factor of e^gpPriorSD for every standard deviation. A wide prior lets
@@ -69,10 +69,11 @@ func gpPrior(d int) []float64 {
 }
 
 // fitGP models ys over m observations whose parameters' similarities are
-// sims[(a*m+b)*d+i], with the weights and noise of highest posterior
-// density given the observations fit picks (fitting costs a factorisation
-// per step, so it is bounded by what it reads); nil if no kernel could be
-// factorised.
+// sims[(a*m+b)*d+i] (a <= b), with the weights and noise of highest
+// posterior density given the observations fit picks, in ascending order
+// (fitting costs a factorisation per step, so it is bounded by what it
+// reads), or the prior's mean where those leave the kernel singular; nil
+// if that is singular too.
 func fitGP(sims []float64, d int, ys []float64, fit []int) *gpModel {
 	all := newGPFit(sims, d, ys)
 	sub := all
@@ -81,24 +82,31 @@ func fitGP(sims []float64, d int, ys []float64, fit []int) *gpModel {
 		subSims, subYs := make([]float64, k*k*d), make([]float64, k)
 		for a, i := range fit {
 			subYs[a] = ys[i]
-			for b, j := range fit {
-				lo, hi := min(i, j), max(i, j)
-				copy(subSims[(a*k+b)*d:(a*k+b+1)*d], sims[(lo*m+hi)*d:(lo*m+hi+1)*d])
+			for b, j := range fit[a:] {
+				copy(subSims[(a*k+a+b)*d:(a*k+a+b+1)*d], sims[(i*m+j)*d:(i*m+j+1)*d])
 			}
 		}
 		sub = newGPFit(subSims, d, subYs)
 	}
-	theta := slices.Clone(sub.prior)
-	res, err := optimize.Minimize(optimize.Problem{Func: sub.value, Grad: sub.grad}, theta,
+	for _, theta := range [][]float64{sub.maximise(), sub.prior} {
+		md := all.model(theta)
+		if md.ch.Factorize(all.k) && md.ch.SolveVecTo(md.alpha, all.y) == nil {
+			return md
+		}
+	}
+	return nil
+}
+
+// maximise returns the log weights and noise of highest posterior density,
+// climbed by L-BFGS from the prior's mean (its line search backs off where
+// a kernel is singular, and the result is its last accepted step).
+func (f *gpFit) maximise() []float64 {
+	res, err := optimize.Minimize(optimize.Problem{Func: f.value, Grad: f.grad}, slices.Clone(f.prior),
 		&optimize.Settings{FuncEvaluations: gpFitEvaluations, GradientThreshold: 1e-3}, &optimize.LBFGS{})
-	if res != nil && !math.IsInf(res.F, 0) && !math.IsNaN(res.F) && (err == nil || res.F < sub.value(theta)) {
-		theta = res.X
+	if res == nil || (err != nil && (math.IsInf(res.F, 0) || math.IsNaN(res.F))) {
+		return f.prior
 	}
-	md := all.model(theta)
-	if !md.ch.Factorize(all.k) || md.ch.SolveVecTo(md.alpha, all.y) != nil {
-		return nil
-	}
-	return md
+	return res.X
 }
 
 // newGPFit standardises ys for a fit over the similarities sims.

@@ -3,11 +3,14 @@ package search
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
 
 	"gonum.org/v1/gonum/diff/fd"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -93,5 +96,134 @@ func TestGPFindsPairsAmongManySettings(t *testing.T) {
 	})
 	if found.Load() < 6 {
 		t.Errorf("both pairs found in %d of 10 campaigns of 40 trials", found.Load())
+	}
+}
+
+// fitPoints are m random configurations of sp, their similarities as
+// fitGP reads them, and random scores.
+func fitPoints(t *testing.T, m int) (g *gpSampler, points []gpPoint, sims, ys []float64) {
+	sp := wideSpace(t)
+	g = newGP(sp, 1)
+	rng := rand.New(rand.NewPCG(3, 4))
+	d := len(sp.Params)
+	for range m {
+		points = append(points, g.point(draw(sp, rng)))
+		ys = append(ys, rng.NormFloat64())
+	}
+	sims = make([]float64, m*m*d)
+	for a := range m {
+		for b := a; b < m; b++ {
+			g.similarities(points[a], points[b], sims[(a*m+b)*d:(a*m+b+1)*d])
+		}
+	}
+	return g, points, sims, ys
+}
+
+// TestGPFitsItsWeightsOnTheTrialsPicked: a model whose weights are fitted
+// on some of its trials has the weights of a model of those trials alone.
+func TestGPFitsItsWeightsOnTheTrialsPicked(t *testing.T) {
+	g, points, sims, ys := fitPoints(t, 30)
+	d := len(points[0])
+	picked := []int{2, 3, 5, 8, 13, 21, 29}
+	var subPoints []gpPoint
+	var subYs []float64
+	for _, i := range picked {
+		subPoints, subYs = append(subPoints, points[i]), append(subYs, ys[i])
+	}
+	k := len(picked)
+	subSims := make([]float64, k*k*d)
+	for a := range k {
+		for b := a; b < k; b++ {
+			g.similarities(subPoints[a], subPoints[b], subSims[(a*k+b)*d:(a*k+b+1)*d])
+		}
+	}
+	got, want := fitGP(sims, d, ys, picked), fitGP(subSims, d, subYs, keep(make([]told, k), nil, k))
+	if got == nil || want == nil {
+		t.Fatal("no model")
+	}
+	for i := range d {
+		if math.Abs(got.u[i]-want.u[i]) > 1e-9 || math.Abs(got.v[i]-want.v[i]) > 1e-9 {
+			t.Errorf("parameter %d: weights %g, %g, fitted on the picked trials alone %g, %g", i, got.u[i], got.v[i], want.u[i], want.v[i])
+		}
+	}
+	if got.noise != want.noise || got.alpha.Len() != len(ys) {
+		t.Errorf("noise %g (on the picked trials alone %g), a posterior over %d trials", got.noise, want.noise, got.alpha.Len())
+	}
+}
+
+// TestExpectedImprovementIsThePosteriors: a candidate's expected
+// improvement is that of its posterior mean and variance, solved directly.
+func TestExpectedImprovementIsThePosteriors(t *testing.T) {
+	g, points, sims, ys := fitPoints(t, 20)
+	m, d := len(points), len(points[0])
+	md := fitGP(sims, d, ys, keep(make([]told, m), nil, m))
+	if md == nil {
+		t.Fatal("no model")
+	}
+	K := mat.NewSymDense(m, nil)
+	for a := range m {
+		for b := a; b < m; b++ {
+			k, _ := md.kernel(sims[(a*m+b)*d : (a*m+b+1)*d])
+			if a == b {
+				k += md.noise
+			}
+			K.SetSym(a, b, k)
+		}
+	}
+	cands := []gpPoint{points[0], g.point(draw(g.sp, rand.New(rand.NewPCG(5, 6)))), g.point(draw(g.sp, rand.New(rand.NewPCG(7, 8))))}
+	ks := mat.NewDense(m, len(cands), nil)
+	s := make([]float64, d)
+	for j, c := range cands {
+		for i := range m {
+			g.similarities(c, points[i], s)
+			k, _ := md.kernel(s)
+			ks.Set(i, j, k)
+		}
+	}
+	prior, _ := md.kernel(slices.Repeat([]float64{1}, d))
+	var kinvK mat.Dense
+	if err := kinvK.Solve(K, ks); err != nil {
+		t.Fatal(err)
+	}
+	_, sd := meanSD(ys)
+	var y mat.VecDense
+	y.MulVec(K, md.alpha) // the standardised scores
+	want := make([]float64, len(cands))
+	for j := range cands {
+		mu := mat.Dot(kinvK.ColView(j), &y)
+		v := prior + md.noise - mat.Dot(ks.ColView(j), kinvK.ColView(j))
+		s := math.Sqrt(v)
+		gain := mu - md.best - gpExploration
+		z := gain / s
+		want[j] = sd * (gain*distuv.UnitNormal.CDF(z) + s*distuv.UnitNormal.Prob(z))
+	}
+	got := make([]float64, len(cands))
+	md.addImprovements(mat.DenseCopyOf(ks), prior, got)
+	for j := range got {
+		if math.Abs(got[j]-want[j]) > 1e-9*math.Max(1, math.Abs(want[j])) {
+			t.Errorf("candidate %d: expected improvement %g, from its posterior %g", j, got[j], want[j])
+		}
+	}
+}
+
+// TestModelsKeepTheLatestTrials: past their bound, the trials a model uses
+// and the fewer its weights are fitted on each hold the latest half of
+// theirs, in the order told.
+func TestModelsKeepTheLatestTrials(t *testing.T) {
+	var h history
+	rng := rand.New(rand.NewPCG(9, 10))
+	for n := range 300 {
+		h.remember(space.Assignment{"n": strconv.Itoa(n)}, []float64{rng.Float64()})
+	}
+	obs := h.observed([]int{0}, gpMaxObservations)
+	fitted := keep(obs, []int{0}, gpFitObservations)
+	number := func(t told) int { n, _ := strconv.Atoi(t.a["n"]); return n }
+	if !slices.IsSortedFunc(obs, func(a, b told) int { return number(a) - number(b) }) {
+		t.Error("the trials a model uses are out of the order told")
+	}
+	for k, i := range fitted[len(fitted)-gpFitObservations/2:] {
+		if want := 300 - gpFitObservations/2 + k; number(obs[i]) != want {
+			t.Errorf("the weights' latest trial %d is trial %d, want %d", k, number(obs[i]), want)
+		}
 	}
 }
