@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/nccltune/nccltune/space"
@@ -181,14 +182,17 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	for r := range models {
 		ks[r] = mat.NewDense(m, len(cands), nil)
 	}
+	raws := make([]blas64.General, len(models))
+	for r := range models {
+		raws[r] = ks[r].RawMatrix()
+	}
 	s := make([]float64, d)
 	for j, c := range cands {
 		p := g.point(c)
 		for i := range m {
 			g.similarities(p, points[i], s)
 			for r, md := range models {
-				raw := ks[r].RawMatrix()
-				raw.Data[i*raw.Stride+j], _ = md.kernel(s)
+				raws[r].Data[i*raws[r].Stride+j], _ = md.kernel(s)
 			}
 		}
 	}
@@ -207,14 +211,12 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	return cands[best], nil
 }
 
-// logScores are the observations' log scores of range r, a failure (or a
-// score that is no number) a little below the worst that ran; false if
-// none ran.
+// logScores are the observations' log scores of range r, a failure a
+// little below the worst that ran; false if none ran.
 func logScores(obs []told, r int) ([]float64, bool) {
-	ran := func(t told) bool { return t.scores != nil && t.scores[r] > 0 && !math.IsInf(t.scores[r], 1) }
 	minY := math.Inf(1)
 	for _, t := range obs {
-		if ran(t) {
+		if t.ran(r) {
 			minY = math.Min(minY, math.Log(t.scores[r]))
 		}
 	}
@@ -224,7 +226,7 @@ func logScores(obs []told, r int) ([]float64, bool) {
 	ys := make([]float64, len(obs))
 	for i, t := range obs {
 		ys[i] = minY - 0.1
-		if ran(t) {
+		if t.ran(r) {
 			ys[i] = math.Log(t.scores[r])
 		}
 	}
@@ -321,8 +323,8 @@ func keep(ts []told, ranges []int, limit int) []int {
 	var orders [][]int
 	for _, r := range ranges {
 		score := func(i int) float64 {
-			if t := ts[i]; t.scores != nil && t.scores[r] > 0 {
-				return t.scores[r]
+			if ts[i].ran(r) {
+				return ts[i].scores[r]
 			}
 			return math.Inf(-1)
 		}

@@ -145,14 +145,25 @@ type told struct {
 	scores []float64 // nil for a failed trial
 }
 
+// ran reports whether the trial measured range r.
+func (t told) ran(r int) bool { return t.scores != nil && t.scores[r] > 0 }
+
 // history is what a sampler was told, in order.
 type history struct {
 	told []told
 	seen map[string]bool // assignmentKey of each told assignment
 }
 
+// remember keeps a and its scores, an infinite score as NaN, a range not
+// measured: no model then takes it for the best, or its log for a number.
 func (h *history) remember(a space.Assignment, scores []float64) {
-	h.told = append(h.told, told{a: maps.Clone(a), scores: slices.Clone(scores)})
+	scores = slices.Clone(scores)
+	for r, s := range scores {
+		if math.IsInf(s, 0) {
+			scores[r] = math.NaN()
+		}
+	}
+	h.told = append(h.told, told{a: maps.Clone(a), scores: scores})
 	if h.seen == nil {
 		h.seen = map[string]bool{}
 	}

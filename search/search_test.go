@@ -539,3 +539,30 @@ when = { NCCL_MIN_CTAS = ["1", "2", "3", "4", "5"] }`, 1)))
 		})
 	}
 }
+
+// TestInfiniteScoresAreNotMeasured: a score that is infinite (a benchmark
+// that printed one) counts as a range not measured, as NaN does, in every
+// sampler's model: none takes it for the best or its log for a number.
+func TestInfiniteScoresAreNotMeasured(t *testing.T) {
+	sp := loadSpace(t)
+	withScore := func(x float64) func(space.Assignment) []float64 {
+		return func(a space.Assignment) []float64 {
+			s := objective(a)
+			if a["NCCL_PROTO"] == "LL128" {
+				s[0] = x
+			}
+			return s
+		}
+	}
+	for _, name := range []string{"gp", "sparse", "tpe", "tpe-gp"} {
+		inf, nan := mustNew(t, name, sp), mustNew(t, name, sp)
+		for n := range 24 {
+			a, _ := inf.Ask(n)
+			if b, _ := nan.Ask(n); !reflect.DeepEqual(a, b) {
+				t.Fatalf("%s, trial %d: told +Inf it proposed %v, told NaN %v", name, n, a, b)
+			}
+			inf.Tell(a, withScore(math.Inf(1))(a))
+			nan.Tell(a, withScore(math.NaN())(a))
+		}
+	}
+}

@@ -299,7 +299,7 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	u := make([]float64, s.enc.units)
 	for _, r := range ranges {
 		obs := slices.DeleteFunc(slices.Clone(s.observed([]int{r}, sparseObservations)),
-			func(t told) bool { return t.scores == nil || !(t.scores[r] > 0) })
+			func(t told) bool { return !t.ran(r) })
 		if len(obs) < 2 {
 			continue
 		}
