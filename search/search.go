@@ -186,12 +186,12 @@ func assignmentKey(a space.Assignment) string {
 	return b.String()
 }
 
-// localMove changes one parameter of range r's best configuration to another
-// value, skipping configurations already tried.
+// localMove changes one parameter of range r's best measured configuration
+// to another value, skipping configurations already tried.
 func (h *history) localMove(sp *space.Space, r int, rng *rand.Rand) (space.Assignment, bool) {
 	best := -1
 	for i, t := range h.told {
-		if t.scores != nil && (best < 0 || t.scores[r] > h.told[best].scores[r]) {
+		if t.ran(r) && (best < 0 || t.scores[r] > h.told[best].scores[r]) {
 			best = i
 		}
 	}

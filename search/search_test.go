@@ -2,7 +2,9 @@ package search
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -563,6 +565,44 @@ func TestInfiniteScoresAreNotMeasured(t *testing.T) {
 			}
 			inf.Tell(a, withScore(math.Inf(1))(a))
 			nan.Tell(a, withScore(math.NaN())(a))
+		}
+	}
+}
+
+// TestLocalMovesStartFromTheBestMeasured: a first trial that did not
+// measure the range (NaN, or a failure's 0) is not the base TPE's local
+// moves start from, whatever comes after it.
+func TestLocalMovesStartFromTheBestMeasured(t *testing.T) {
+	sp := loadSpace(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, first := range []float64{math.NaN(), 0} {
+		var h history
+		var best space.Assignment
+		for i, score := range []float64{first, 2, 5, 3} {
+			a := draw(sp, rng)
+			for h.tried(a) {
+				a = draw(sp, rng)
+			}
+			if i == 2 {
+				best = a
+			}
+			h.remember(a, slices.Repeat([]float64{score}, len(sp.Ranges)))
+		}
+		for range 20 {
+			a, ok := h.localMove(sp, 0, rng)
+			if !ok {
+				t.Fatalf("first score %g: no local move", first)
+			}
+			changed := 0 // of the settings both hold: a condition may switch others on or off
+			for _, p := range sp.Params {
+				v, ok := a[p.Name]
+				if w, held := best[p.Name]; ok && held && v != w {
+					changed++
+				}
+			}
+			if changed > 1 || maps.Equal(a, best) {
+				t.Fatalf("first score %g: local move %v is not one step from the best measured %v", first, a, best)
+			}
 		}
 	}
 }
