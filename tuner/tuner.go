@@ -590,12 +590,16 @@ func (s *session) tell(n int) error {
 	return nil
 }
 
-// learn tells the sampler a finished trial and raises the ranges' best scores.
+// learn tells the sampler a finished trial and raises the ranges' best
+// scores; a range the trial did not measure (NaN: settled, out of its
+// sweep) leaves its best as it was.
 func (s *session) learn(t store.Trial) error {
 	scores := scoreList(s.Space, t)
 	if t.State == store.Complete {
 		for i, v := range scores {
-			s.best[i] = max(s.best[i], v)
+			if v > s.best[i] {
+				s.best[i] = v
+			}
 		}
 	}
 	return s.sampler.Tell(space.Assignment(t.Params), scores)
@@ -734,7 +738,9 @@ func (s *session) prune(ctx context.Context, g *group, t *store.Trial, best []fl
 		return true // a failure (or an interrupt) is as telling in a quick pass
 	}
 	for i, r := range sp.Ranges {
-		if t.Scores[r.Name] >= best[i]*(1-PruneMargin) {
+		// A score missing (NaN: a range out of the sweep) is no reason to
+		// run in full; the first measurement of a range is (its best is 0).
+		if v, ok := t.Scores[r.Name]; ok && v > 0 && v >= best[i]*(1-PruneMargin) {
 			return false // it may compete somewhere: run it in full
 		}
 	}
