@@ -153,12 +153,14 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 		if md := fitGP(sims, d, ys, fitted); md != nil {
 			models = append(models, md)
 		}
-		order := make([]int, m)
-		for i := range order {
-			order[i] = i
+		var order []int // the trials that measured r: a failure is no base
+		for i, t := range obs {
+			if t.ran(r) {
+				order = append(order, i)
+			}
 		}
 		slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(ys[b], ys[a]) })
-		for _, i := range order[:min(gpBases, m)] {
+		for _, i := range order[:min(gpBases, len(order))] {
 			if !slices.ContainsFunc(bases, func(b space.Assignment) bool { return maps.Equal(b, obs[i].a) }) {
 				bases = append(bases, obs[i].a)
 			}

@@ -172,13 +172,15 @@ func (t *tpeSampler) propose(r int, rng *rand.Rand) (space.Assignment, bool) {
 	if len(t.told) < startupTrials {
 		return nil, false
 	}
-	order := make([]int, len(t.told))
-	for i := range order {
-		order[i] = i
+	var order []int
+	for i, tt := range t.told {
+		if tt.about(r) {
+			order = append(order, i)
+		}
 	}
 	score := func(i int) float64 {
-		if s := t.told[i].scores; s != nil && s[r] > 0 {
-			return s[r]
+		if t.told[i].ran(r) {
+			return t.told[i].scores[r]
 		}
 		return math.Inf(-1)
 	}

@@ -148,6 +148,11 @@ type told struct {
 // ran reports whether the trial measured range r.
 func (t told) ran(r int) bool { return t.scores != nil && t.scores[r] > 0 }
 
+// about reports whether t tells range r anything: it ran there, or it
+// failed (which says its configuration is to be avoided). A trial that
+// ran but left r out (a settled range, out of its sweep) tells r nothing.
+func (t told) about(r int) bool { return t.scores == nil || t.ran(r) }
+
 // history is what a sampler was told, in order.
 type history struct {
 	told []told

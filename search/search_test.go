@@ -606,3 +606,40 @@ func TestLocalMovesStartFromTheBestMeasured(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmeasuredRangesLearnNothing: a trial that ran but left a range out
+// (NaN there: the range had settled) is no observation of that range in
+// TPE's study of it; a failed trial is one, the worst.
+func TestUnmeasuredRangesLearnNothing(t *testing.T) {
+	sp := loadSpace(t)
+	s, err := newTPE(sp, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var measured, unmeasured, failed int
+	for n := range 30 {
+		a := draw(sp, rng)
+		scores := objective(a)
+		switch n % 3 {
+		case 1:
+			scores[1], unmeasured = math.NaN(), unmeasured+1
+		case 2:
+			scores, failed = nil, failed+1
+		default:
+			measured++
+		}
+		if err := s.Tell(a, scores); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r, want := range []int{measured + unmeasured + failed, measured + failed} {
+		trials, err := s.studies[r].GetTrials()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(trials) != want {
+			t.Errorf("range %d's study holds %d trials, want %d", r, len(trials), want)
+		}
+	}
+}

@@ -150,13 +150,14 @@ func (t *tpeSampler) Tell(a space.Assignment, scores []float64) error {
 		params[p.Name], _ = goptuna.ToExternalRepresentation(dists[p.Name], ir)
 	}
 	now := time.Now()
+	told := t.told[len(t.told)-1]
 	for i, st := range t.studies {
-		score := float64(failedScore)
-		if scores != nil {
-			score = scores[i]
+		if !told.about(i) {
+			continue
 		}
-		if math.IsNaN(score) || math.IsInf(score, 0) {
-			score = failedScore
+		score := float64(failedScore)
+		if told.ran(i) {
+			score = told.scores[i]
 		}
 		_, err := st.Storage.CloneTrial(st.ID, goptuna.FrozenTrial{
 			State: goptuna.TrialStateComplete, Value: score, DatetimeStart: now, DatetimeComplete: now,
