@@ -14,7 +14,8 @@ import (
 )
 
 // gpSampler is Bayesian optimisation with Gaussian processes. Per range, the
-// log scores of the trials told (a failed one a little below the worst) are
+// log scores of the trials told (a failed one a little below the worst, one
+// that left the range out left out of its model) are
 // modelled with an additive kernel of first and second order over the
 // parameters (Duvenaud et al.), so that a pair of settings that only pays
 // together gets a term of its own; each setting's weight in each order,
@@ -214,7 +215,8 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 }
 
 // logScores are the observations' log scores of range r, a failure a
-// little below the worst that ran; false if none ran.
+// little below the worst that ran, NaN for one that ran but left r out (it
+// tells r nothing); false if none ran.
 func logScores(obs []told, r int) ([]float64, bool) {
 	minY := math.Inf(1)
 	for _, t := range obs {
@@ -227,9 +229,13 @@ func logScores(obs []told, r int) ([]float64, bool) {
 	}
 	ys := make([]float64, len(obs))
 	for i, t := range obs {
-		ys[i] = minY - 0.1
-		if t.ran(r) {
+		switch {
+		case t.ran(r):
 			ys[i] = math.Log(t.scores[r])
+		case t.about(r):
+			ys[i] = minY - 0.1
+		default:
+			ys[i] = math.NaN()
 		}
 	}
 	return ys, true

@@ -57,6 +57,11 @@ const (
 	// its gradient; each costs a factorisation.
 	gpFitEvaluations = 40
 	gpJitter         = 1e-6
+	// gpUnobserved is the noise variance, against a standardised score's 1,
+	// of an observation that tells nothing (a trial that left the range
+	// out): a GP's missing observation, it weighs nothing in the posterior
+	// or the fit, and the matrices keep one shape for every range.
+	gpUnobserved = 1e6
 )
 
 // gpPrior is the log weights' and log noise's prior mean for d parameters.
@@ -111,11 +116,22 @@ func (f *gpFit) maximise() []float64 {
 	return res.X
 }
 
-// newGPFit standardises ys for a fit over the similarities sims.
+// newGPFit standardises ys for a fit over the similarities sims; a NaN is
+// an observation that tells nothing (see gpUnobserved).
 func newGPFit(sims []float64, d int, ys []float64) *gpFit {
-	mean, sd := meanSD(ys)
-	f := &gpFit{sims: sims, d: d, y: mat.NewVecDense(len(ys), nil), prior: gpPrior(d), sd: sd, best: math.Inf(-1)}
+	var observed []float64
+	for _, v := range ys {
+		if !math.IsNaN(v) {
+			observed = append(observed, v)
+		}
+	}
+	mean, sd := meanSD(observed)
+	f := &gpFit{sims: sims, d: d, y: mat.NewVecDense(len(ys), nil), unobserved: make([]bool, len(ys)), prior: gpPrior(d), sd: sd, best: math.Inf(-1)}
 	for i, v := range ys {
+		if math.IsNaN(v) {
+			f.unobserved[i] = true
+			continue
+		}
 		f.y.SetVec(i, (v-mean)/sd)
 		f.best = math.Max(f.best, f.y.AtVec(i))
 	}
@@ -125,14 +141,16 @@ func newGPFit(sims []float64, d int, ys []float64) *gpFit {
 // gpFit is the negative log posterior density of a model's weights and
 // noise, and its gradient.
 type gpFit struct {
-	sims  []float64
-	d     int
-	y     *mat.VecDense // the standardised log scores
-	sd    float64       // of the log scores
-	best  float64       // the highest y
-	prior []float64
-	k     *mat.SymDense
-	vs    []float64 // Σᵢ vᵢsᵢ per pair of observations
+	sims []float64
+	d    int
+	y    *mat.VecDense // the standardised log scores
+	// unobserved marks the observations that tell nothing (y 0, noise gpUnobserved)
+	unobserved []bool
+	sd         float64 // of the log scores
+	best       float64 // the highest y
+	prior      []float64
+	k          *mat.SymDense
+	vs         []float64 // Σᵢ vᵢsᵢ per pair of observations
 	// the last evaluation, which L-BFGS asks for value and gradient alike
 	at       []float64
 	val      float64
@@ -153,6 +171,9 @@ func (f *gpFit) model(theta []float64) *gpModel {
 			k, vs := md.kernel(f.sims[(a*m+b)*d : (a*m+b+1)*d])
 			if a == b {
 				k += md.noise
+				if f.unobserved[a] {
+					k += gpUnobserved
+				}
 			}
 			f.k.SetSym(a, b, k)
 			f.vs[a*m+b] = vs

@@ -227,3 +227,67 @@ func TestModelsKeepTheLatestTrials(t *testing.T) {
 		}
 	}
 }
+
+// TestGPLeavesOutTrialsThatDidNotMeasureTheRange: a trial that ran but
+// left the range out (NaN) changes neither the fitted weights nor any
+// candidate's expected improvement: the model is that of the other trials.
+func TestGPLeavesOutTrialsThatDidNotMeasureTheRange(t *testing.T) {
+	g, points, sims, ys := fitPoints(t, 30)
+	m, d := len(points), len(points[0])
+	left := []int{4, 11, 12, 25}
+	var subPoints []gpPoint
+	var subYs []float64
+	for i := range m {
+		if slices.Contains(left, i) {
+			ys[i] = math.NaN()
+			continue
+		}
+		subPoints, subYs = append(subPoints, points[i]), append(subYs, ys[i])
+	}
+	k := len(subPoints)
+	subSims := make([]float64, k*k*d)
+	for a := range k {
+		for b := a; b < k; b++ {
+			g.similarities(subPoints[a], subPoints[b], subSims[(a*k+b)*d:(a*k+b+1)*d])
+		}
+	}
+	all, fit := make([]int, m), make([]int, k)
+	for i := range all {
+		all[i] = i
+	}
+	for i := range fit {
+		fit[i] = i
+	}
+	got, want := fitGP(sims, d, ys, all), fitGP(subSims, d, subYs, fit)
+	improvements := func(md *gpModel, points []gpPoint) []float64 {
+		cands := make([]gpPoint, 5)
+		rng := rand.New(rand.NewPCG(9, 10))
+		for j := range cands {
+			cands[j] = g.point(draw(g.sp, rng))
+		}
+		ks := mat.NewDense(len(points), len(cands), nil)
+		s := make([]float64, d)
+		for j, c := range cands {
+			for i, p := range points {
+				g.similarities(c, p, s)
+				v, _ := md.kernel(s)
+				ks.Set(i, j, v)
+			}
+		}
+		prior, _ := md.kernel(slices.Repeat([]float64{1}, d))
+		acq := make([]float64, len(cands))
+		md.addImprovements(ks, prior, acq)
+		return acq
+	}
+	for i := range d {
+		if math.Abs(got.u[i]-want.u[i]) > 1e-3*want.u[i] || math.Abs(got.v[i]-want.v[i]) > 1e-3*want.v[i] {
+			t.Errorf("setting %d: weights %g, %g; without the trials left out %g, %g", i, got.u[i], got.v[i], want.u[i], want.v[i])
+		}
+	}
+	a, b := improvements(got, points), improvements(want, subPoints)
+	for j := range a {
+		if math.Abs(a[j]-b[j]) > 1e-4*math.Max(1e-3, math.Abs(b[j])) {
+			t.Errorf("candidate %d: expected improvement %g; without the trials left out %g", j, a[j], b[j])
+		}
+	}
+}

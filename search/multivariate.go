@@ -169,14 +169,14 @@ func (m parzen) draw(rng *rand.Rand) space.Assignment {
 // that is most likely good rather than bad, l(x)/g(x); false when too few
 // trials have been told or every draw was tried.
 func (t *tpeSampler) propose(r int, rng *rand.Rand) (space.Assignment, bool) {
-	if len(t.told) < startupTrials {
-		return nil, false
-	}
 	var order []int
 	for i, tt := range t.told {
 		if tt.about(r) {
 			order = append(order, i)
 		}
+	}
+	if len(order) < startupTrials {
+		return nil, false
 	}
 	score := func(i int) float64 {
 		if t.told[i].ran(r) {

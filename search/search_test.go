@@ -570,12 +570,12 @@ func TestInfiniteScoresAreNotMeasured(t *testing.T) {
 }
 
 // TestLocalMovesStartFromTheBestMeasured: a first trial that did not
-// measure the range (NaN, or a failure's 0) is not the base TPE's local
-// moves start from, whatever comes after it.
+// measure the range (NaN) is not the base TPE's local moves start from,
+// whatever comes after it.
 func TestLocalMovesStartFromTheBestMeasured(t *testing.T) {
 	sp := loadSpace(t)
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, first := range []float64{math.NaN(), 0} {
+	for _, first := range []float64{math.NaN(), math.Inf(1)} {
 		var h history
 		var best space.Assignment
 		for i, score := range []float64{first, 2, 5, 3} {
@@ -609,7 +609,8 @@ func TestLocalMovesStartFromTheBestMeasured(t *testing.T) {
 
 // TestUnmeasuredRangesLearnNothing: a trial that ran but left a range out
 // (NaN there: the range had settled) is no observation of that range in
-// TPE's study of it; a failed trial is one, the worst.
+// TPE's study of it, nor in the Gaussian process's scores of it (NaN, which
+// its model leaves out); a failed trial is one, the worst.
 func TestUnmeasuredRangesLearnNothing(t *testing.T) {
 	sp := loadSpace(t)
 	s, err := newTPE(sp, 1, true)
@@ -640,6 +641,18 @@ func TestUnmeasuredRangesLearnNothing(t *testing.T) {
 		}
 		if len(trials) != want {
 			t.Errorf("range %d's study holds %d trials, want %d", r, len(trials), want)
+		}
+	}
+	ys, _ := logScores(s.told, 1)
+	worst := math.Inf(1)
+	for i, y := range ys {
+		if i%3 == 0 {
+			worst = math.Min(worst, y)
+		}
+	}
+	for i, y := range ys {
+		if math.IsNaN(y) != (i%3 == 1) || i%3 == 2 && !(y < worst) {
+			t.Errorf("trial %d: range 1's log score %g (the worst measured %g)", i, y, worst)
 		}
 	}
 }

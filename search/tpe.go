@@ -22,7 +22,8 @@ import (
 // multivariate.go), which finds settings that only pay together. Trial n is proposed by
 // the study of range n mod R, and every finished trial is told to all studies
 // with that range's score: one launch measures every range, so every range's
-// model learns from it.
+// model learns from it (all but that of a range it left out, which it tells
+// nothing).
 type tpeSampler struct {
 	sp       *space.Space
 	seed     int64
@@ -150,14 +151,14 @@ func (t *tpeSampler) Tell(a space.Assignment, scores []float64) error {
 		params[p.Name], _ = goptuna.ToExternalRepresentation(dists[p.Name], ir)
 	}
 	now := time.Now()
-	told := t.told[len(t.told)-1]
+	last := t.told[len(t.told)-1]
 	for i, st := range t.studies {
-		if !told.about(i) {
+		if !last.about(i) {
 			continue
 		}
 		score := float64(failedScore)
-		if told.ran(i) {
-			score = told.scores[i]
+		if last.ran(i) {
+			score = last.scores[i]
 		}
 		_, err := st.Storage.CloneTrial(st.ID, goptuna.FrozenTrial{
 			State: goptuna.TrialStateComplete, Value: score, DatetimeStart: now, DatetimeComplete: now,

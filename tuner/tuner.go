@@ -738,9 +738,10 @@ func (s *session) prune(ctx context.Context, g *group, t *store.Trial, best []fl
 		return true // a failure (or an interrupt) is as telling in a quick pass
 	}
 	for i, r := range sp.Ranges {
-		// A score missing (NaN: a range out of the sweep) is no reason to
-		// run in full; the first measurement of a range is (its best is 0).
-		if v, ok := t.Scores[r.Name]; ok && v > 0 && v >= best[i]*(1-PruneMargin) {
+		// A range the quick pass measured no size of is no reason to run in
+		// full (with no trial measuring it either, its best stays 0, and
+		// "0 >= 0" would keep every trial); a range's first measurement is.
+		if v, ok := t.Scores[r.Name]; ok && v >= best[i]*(1-PruneMargin) {
 			return false // it may compete somewhere: run it in full
 		}
 	}
