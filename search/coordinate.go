@@ -23,40 +23,44 @@ type coordinateSampler struct {
 	seed int64
 	rotation
 	scores map[string][]float64 // per configuration (space.Space.Key), the scores told, summed in logs per range
-	runs   map[string]int
-	start  space.Assignment // NCCL's defaults
+	// runs counts, per configuration and range, the trials that told the
+	// range something: a failure does, a trial that left the range out
+	// (NaN: it had settled) or scored it infinite does not.
+	runs  map[string][]int
+	start space.Assignment // NCCL's defaults
 }
 
 func newCoordinate(sp *space.Space, seed int64) *coordinateSampler {
 	start, _, _ := sp.Complete(nil)
 	return &coordinateSampler{sp: sp, seed: seed, rotation: rotation{ranges: len(sp.Ranges)},
-		scores: map[string][]float64{}, runs: map[string]int{}, start: start}
+		scores: map[string][]float64{}, runs: map[string][]int{}, start: start}
 }
 
 func (c *coordinateSampler) Tell(a space.Assignment, scores []float64) error {
 	key := c.sp.Key(a)
-	sum := c.scores[key]
+	sum, runs := c.scores[key], c.runs[key]
 	if sum == nil {
-		sum = make([]float64, len(c.sp.Ranges))
+		sum, runs = make([]float64, len(c.sp.Ranges)), make([]int, len(c.sp.Ranges))
 	}
 	for r := range sum {
-		s := math.Inf(-1) // a failure
-		if scores != nil && scores[r] > 0 {
-			s = math.Log(scores[r])
+		switch {
+		case scores == nil: // a failure
+			sum[r], runs[r] = math.Inf(-1), runs[r]+1
+		case scores[r] > 0 && !math.IsInf(scores[r], 1):
+			sum[r], runs[r] = sum[r]+math.Log(scores[r]), runs[r]+1
 		}
-		sum[r] += s
 	}
-	c.scores[key], c.runs[key] = sum, c.runs[key]+1
+	c.scores[key], c.runs[key] = sum, runs
 	return nil
 }
 
-// score is range r's mean log score of a, and whether a was told.
+// score is range r's mean log score of a, and whether a was told anything of r.
 func (c *coordinateSampler) score(a space.Assignment, r int) (float64, bool) {
 	key := c.sp.Key(a)
-	if c.runs[key] == 0 {
+	if runs := c.runs[key]; runs == nil || runs[r] == 0 {
 		return 0, false
 	}
-	return c.scores[key][r] / float64(c.runs[key]), true
+	return c.scores[key][r] / float64(c.runs[key][r]), true
 }
 
 func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
@@ -97,7 +101,7 @@ func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
 	var a space.Assignment
 	for attempt := range 20 {
 		a, _ = (&randomSampler{sp: c.sp, seed: c.seed + int64(attempt)}).Ask(n)
-		if c.runs[c.sp.Key(a)] == 0 {
+		if _, told := c.runs[c.sp.Key(a)]; !told {
 			break
 		}
 	}

@@ -556,7 +556,7 @@ func TestInfiniteScoresAreNotMeasured(t *testing.T) {
 			return s
 		}
 	}
-	for _, name := range []string{"gp", "sparse", "tpe", "tpe-gp"} {
+	for _, name := range []string{"coordinate", "gp", "sparse", "tpe", "tpe-gp"} {
 		inf, nan := mustNew(t, name, sp), mustNew(t, name, sp)
 		for n := range 24 {
 			a, _ := inf.Ask(n)
