@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/quality"
+	"github.com/nccltune/nccltune/space"
 )
 
 // The test binary doubles as nccltune itself, so that `run` can start `nccltune
@@ -379,5 +380,28 @@ func TestCommandCampaignReports(t *testing.T) {
 	code, out, errOut = nccltune(t, dir, "report", "--out", "plots")
 	if code != 0 || !strings.Contains(out, "measured.png") {
 		t.Errorf("report: %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestFigureOfNoScore: no score yet (a progress line's best before any
+// trial measured the range, a range left out) prints "-", lower-is-better
+// metrics included, never +Inf or NaN.
+func TestFigureOfNoScore(t *testing.T) {
+	for _, tc := range []struct {
+		m     space.Measure
+		score float64
+		want  string
+	}{
+		{space.Measure{Unit: "GB/s"}, 0, "-"},
+		{space.Measure{Unit: "ms", Inverse: true}, 0, "-"},
+		{space.Measure{Unit: "ms", Inverse: true}, math.NaN(), "-"},
+		{space.Measure{Unit: "GB/s"}, math.Inf(1), "-"},
+		{space.Measure{Unit: "ms", Inverse: true}, 0.5, "2"},
+		{space.Measure{Unit: "GB/s"}, 123.4, "123"},
+		{space.Measure{Unit: "GB/s"}, 0.01234, "0.0123"},
+	} {
+		if got := figureOf(tc.m, tc.score); got != tc.want {
+			t.Errorf("figureOf(%v, %g) = %q, want %q", tc.m, tc.score, got, tc.want)
+		}
 	}
 }

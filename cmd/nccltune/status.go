@@ -304,10 +304,11 @@ func score(t store.Trial, rangeName string) float64 {
 
 // figureOf prints a score as measured (in m's unit) with three significant
 // digits, so that the small-message range (hundredths of a GB/s) stays
-// readable beside the large; "-" for none.
+// readable beside the large; "-" for none (a best of 0 is none yet: no
+// trial has measured the range).
 func figureOf(m space.Measure, score float64) string {
 	switch v := m.Value(score); {
-	case math.IsNaN(v):
+	case !(score > 0) || math.IsInf(v, 0):
 		return "-"
 	case v >= 100:
 		return fmt.Sprintf("%.0f", v)
