@@ -24,8 +24,8 @@ type coordinateSampler struct {
 	rotation
 	scores map[string][]float64 // per configuration (space.Space.Key), the scores told, summed in logs per range
 	// runs counts, per configuration and range, the trials that told the
-	// range something: a failure does, a trial that left the range out
-	// (NaN: it had settled) or scored it infinite does not.
+	// range something (told.about): a failure does, a trial that left the
+	// range out (NaN: it had settled) or scored it infinite does not.
 	runs  map[string][]int
 	start space.Assignment // NCCL's defaults
 }
@@ -42,12 +42,13 @@ func (c *coordinateSampler) Tell(a space.Assignment, scores []float64) error {
 	if sum == nil {
 		sum, runs = make([]float64, len(c.sp.Ranges)), make([]int, len(c.sp.Ranges))
 	}
+	t := toldOf(a, scores)
 	for r := range sum {
 		switch {
-		case scores == nil: // a failure
+		case t.ran(r):
+			sum[r], runs[r] = sum[r]+math.Log(t.scores[r]), runs[r]+1
+		case t.about(r): // a failure
 			sum[r], runs[r] = math.Inf(-1), runs[r]+1
-		case scores[r] > 0 && !math.IsInf(scores[r], 1):
-			sum[r], runs[r] = sum[r]+math.Log(scores[r]), runs[r]+1
 		}
 	}
 	c.scores[key], c.runs[key] = sum, runs

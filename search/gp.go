@@ -123,6 +123,19 @@ func (g *gpSampler) similarities(a, b gpPoint, out []float64) {
 	}
 }
 
+// pairSimilarities are the similarities of every two of points, as fitGP
+// reads them: those of a and b (a <= b) at [(a*m+b)*d, (a*m+b+1)*d).
+func (g *gpSampler) pairSimilarities(points []gpPoint) []float64 {
+	m, d := len(points), len(g.sp.Params)
+	sims := make([]float64, m*m*d)
+	for a := range m {
+		for b := a; b < m; b++ {
+			g.similarities(points[a], points[b], sims[(a*m+b)*d:(a*m+b+1)*d])
+		}
+	}
+	return sims
+}
+
 // Ask proposes the untried candidate of highest expected improvement,
 // summed over the ranges searched.
 func (g *gpSampler) Ask(n int) (space.Assignment, error) {
@@ -137,12 +150,7 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	for i, t := range obs {
 		points[i] = g.point(t.a)
 	}
-	sims := make([]float64, m*m*d)
-	for a := range m {
-		for b := a; b < m; b++ {
-			g.similarities(points[a], points[b], sims[(a*m+b)*d:(a*m+b+1)*d])
-		}
-	}
+	sims := g.pairSimilarities(points)
 	fitted := keep(obs, ranges, gpFitObservations)
 	var models []*gpModel
 	var bases []space.Assignment
@@ -181,12 +189,9 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	if len(cands) == 0 {
 		return draw(g.sp, rng), nil
 	}
-	ks := make([]*mat.Dense, len(models))
+	ks, raws := make([]*mat.Dense, len(models)), make([]blas64.General, len(models))
 	for r := range models {
 		ks[r] = mat.NewDense(m, len(cands), nil)
-	}
-	raws := make([]blas64.General, len(models))
-	for r := range models {
 		raws[r] = ks[r].RawMatrix()
 	}
 	s := make([]float64, d)
@@ -330,14 +335,8 @@ func keep(ts []told, ranges []int, limit int) []int {
 	latest := len(ts) - limit/2
 	var orders [][]int
 	for _, r := range ranges {
-		score := func(i int) float64 {
-			if ts[i].ran(r) {
-				return ts[i].scores[r]
-			}
-			return math.Inf(-1)
-		}
 		o := slices.Clone(all[:latest])
-		slices.SortStableFunc(o, func(a, b int) int { return cmpFloat(score(b), score(a)) })
+		slices.SortStableFunc(o, func(a, b int) int { return cmpFloat(ts[b].score(r), ts[a].score(r)) })
 		orders = append(orders, o)
 	}
 	picked := map[int]bool{}

@@ -26,12 +26,7 @@ func TestGPFitGradientIsTheLikelihoods(t *testing.T) {
 	for i := range points {
 		points[i] = g.point(draw(sp, rng))
 	}
-	sims := make([]float64, m*m*d)
-	for a := range m {
-		for b := a; b < m; b++ {
-			g.similarities(points[a], points[b], sims[(a*m+b)*d:(a*m+b+1)*d])
-		}
-	}
+	sims := g.pairSimilarities(points)
 	ys := make([]float64, m)
 	for i := range ys {
 		ys[i] = rng.NormFloat64()
@@ -105,18 +100,36 @@ func fitPoints(t *testing.T, m int) (g *gpSampler, points []gpPoint, sims, ys []
 	sp := wideSpace(t)
 	g = newGP(sp, 1)
 	rng := rand.New(rand.NewPCG(3, 4))
-	d := len(sp.Params)
 	for range m {
 		points = append(points, g.point(draw(sp, rng)))
 		ys = append(ys, rng.NormFloat64())
 	}
-	sims = make([]float64, m*m*d)
-	for a := range m {
-		for b := a; b < m; b++ {
-			g.similarities(points[a], points[b], sims[(a*m+b)*d:(a*m+b+1)*d])
+	return g, points, g.pairSimilarities(points), ys
+}
+
+// every is 0, 1, ..., m-1: a fit on all m observations.
+func every(m int) []int {
+	out := make([]int, m)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// candidateKernel is md's kernel between each candidate (a column) and each
+// point (a row), and between a point and itself.
+func candidateKernel(g *gpSampler, md *gpModel, cands, points []gpPoint) (ks *mat.Dense, prior float64) {
+	ks = mat.NewDense(len(points), len(cands), nil)
+	s := make([]float64, len(g.sp.Params))
+	for j, c := range cands {
+		for i, p := range points {
+			g.similarities(c, p, s)
+			k, _ := md.kernel(s)
+			ks.Set(i, j, k)
 		}
 	}
-	return g, points, sims, ys
+	prior, _ = md.kernel(slices.Repeat([]float64{1}, len(s)))
+	return ks, prior
 }
 
 // TestGPFitsItsWeightsOnTheTrialsPicked: a model whose weights are fitted
@@ -130,14 +143,7 @@ func TestGPFitsItsWeightsOnTheTrialsPicked(t *testing.T) {
 	for _, i := range picked {
 		subPoints, subYs = append(subPoints, points[i]), append(subYs, ys[i])
 	}
-	k := len(picked)
-	subSims := make([]float64, k*k*d)
-	for a := range k {
-		for b := a; b < k; b++ {
-			g.similarities(subPoints[a], subPoints[b], subSims[(a*k+b)*d:(a*k+b+1)*d])
-		}
-	}
-	got, want := fitGP(sims, d, ys, picked), fitGP(subSims, d, subYs, keep(make([]told, k), nil, k))
+	got, want := fitGP(sims, d, ys, picked), fitGP(g.pairSimilarities(subPoints), d, subYs, every(len(picked)))
 	if got == nil || want == nil {
 		t.Fatal("no model")
 	}
@@ -156,7 +162,7 @@ func TestGPFitsItsWeightsOnTheTrialsPicked(t *testing.T) {
 func TestExpectedImprovementIsThePosteriors(t *testing.T) {
 	g, points, sims, ys := fitPoints(t, 20)
 	m, d := len(points), len(points[0])
-	md := fitGP(sims, d, ys, keep(make([]told, m), nil, m))
+	md := fitGP(sims, d, ys, every(m))
 	if md == nil {
 		t.Fatal("no model")
 	}
@@ -171,16 +177,7 @@ func TestExpectedImprovementIsThePosteriors(t *testing.T) {
 		}
 	}
 	cands := []gpPoint{points[0], g.point(draw(g.sp, rand.New(rand.NewPCG(5, 6)))), g.point(draw(g.sp, rand.New(rand.NewPCG(7, 8))))}
-	ks := mat.NewDense(m, len(cands), nil)
-	s := make([]float64, d)
-	for j, c := range cands {
-		for i := range m {
-			g.similarities(c, points[i], s)
-			k, _ := md.kernel(s)
-			ks.Set(i, j, k)
-		}
-	}
-	prior, _ := md.kernel(slices.Repeat([]float64{1}, d))
+	ks, prior := candidateKernel(g, md, cands, points)
 	var kinvK mat.Dense
 	if err := kinvK.Solve(K, ks); err != nil {
 		t.Fatal(err)
@@ -244,37 +241,14 @@ func TestGPLeavesOutTrialsThatDidNotMeasureTheRange(t *testing.T) {
 		}
 		subPoints, subYs = append(subPoints, points[i]), append(subYs, ys[i])
 	}
-	k := len(subPoints)
-	subSims := make([]float64, k*k*d)
-	for a := range k {
-		for b := a; b < k; b++ {
-			g.similarities(subPoints[a], subPoints[b], subSims[(a*k+b)*d:(a*k+b+1)*d])
-		}
+	got, want := fitGP(sims, d, ys, every(m)), fitGP(g.pairSimilarities(subPoints), d, subYs, every(len(subPoints)))
+	cands := make([]gpPoint, 5)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for j := range cands {
+		cands[j] = g.point(draw(g.sp, rng))
 	}
-	all, fit := make([]int, m), make([]int, k)
-	for i := range all {
-		all[i] = i
-	}
-	for i := range fit {
-		fit[i] = i
-	}
-	got, want := fitGP(sims, d, ys, all), fitGP(subSims, d, subYs, fit)
 	improvements := func(md *gpModel, points []gpPoint) []float64 {
-		cands := make([]gpPoint, 5)
-		rng := rand.New(rand.NewPCG(9, 10))
-		for j := range cands {
-			cands[j] = g.point(draw(g.sp, rng))
-		}
-		ks := mat.NewDense(len(points), len(cands), nil)
-		s := make([]float64, d)
-		for j, c := range cands {
-			for i, p := range points {
-				g.similarities(c, p, s)
-				v, _ := md.kernel(s)
-				ks.Set(i, j, v)
-			}
-		}
-		prior, _ := md.kernel(slices.Repeat([]float64{1}, d))
+		ks, prior := candidateKernel(g, md, cands, points)
 		acq := make([]float64, len(cands))
 		md.addImprovements(ks, prior, acq)
 		return acq

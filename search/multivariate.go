@@ -178,12 +178,7 @@ func (t *tpeSampler) propose(r int, rng *rand.Rand) (space.Assignment, bool) {
 	if len(order) < startupTrials {
 		return nil, false
 	}
-	score := func(i int) float64 {
-		if t.told[i].ran(r) {
-			return t.told[i].scores[r]
-		}
-		return math.Inf(-1)
-	}
+	score := func(i int) float64 { return t.told[i].score(r) }
 	slices.SortStableFunc(order, func(i, j int) int { return -cmpFloat(score(i), score(j)) })
 	finite := 0
 	for _, i := range order {

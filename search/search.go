@@ -148,6 +148,15 @@ type told struct {
 // ran reports whether the trial measured range r.
 func (t told) ran(r int) bool { return t.scores != nil && t.scores[r] > 0 }
 
+// score is range r's score, -Inf where t did not measure r: the order in
+// which a model ranks trials for r, a measured one above any other.
+func (t told) score(r int) float64 {
+	if t.ran(r) {
+		return t.scores[r]
+	}
+	return math.Inf(-1)
+}
+
 // about reports whether t tells range r anything: it ran there, or it
 // failed (which says its configuration is to be avoided). A trial that
 // ran but left r out (a settled range, out of its sweep) tells r nothing.
@@ -159,16 +168,22 @@ type history struct {
 	seen map[string]bool // assignmentKey of each told assignment
 }
 
-// remember keeps a and its scores, an infinite score as NaN, a range not
-// measured: no model then takes it for the best, or its log for a number.
-func (h *history) remember(a space.Assignment, scores []float64) {
+// toldOf is a and its scores as every sampler takes them in: an infinite
+// score as NaN, a range not measured, so that no model takes it for the
+// best, or its log for a number.
+func toldOf(a space.Assignment, scores []float64) told {
 	scores = slices.Clone(scores)
 	for r, s := range scores {
 		if math.IsInf(s, 0) {
 			scores[r] = math.NaN()
 		}
 	}
-	h.told = append(h.told, told{a: maps.Clone(a), scores: scores})
+	return told{a: maps.Clone(a), scores: scores}
+}
+
+// remember keeps a and its scores (toldOf).
+func (h *history) remember(a space.Assignment, scores []float64) {
+	h.told = append(h.told, toldOf(a, scores))
 	if h.seen == nil {
 		h.seen = map[string]bool{}
 	}
@@ -196,7 +211,7 @@ func assignmentKey(a space.Assignment) string {
 func (h *history) localMove(sp *space.Space, r int, rng *rand.Rand) (space.Assignment, bool) {
 	best := -1
 	for i, t := range h.told {
-		if t.ran(r) && (best < 0 || t.scores[r] > h.told[best].scores[r]) {
+		if t.ran(r) && (best < 0 || t.score(r) > h.told[best].score(r)) {
 			best = i
 		}
 	}
