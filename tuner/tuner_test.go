@@ -418,47 +418,53 @@ func TestPatienceStopsAConvergedCampaign(t *testing.T) {
 
 // TestSettledRangesKeepTheirBest: once a range settles, trials no longer
 // measure it (NaN), and its best score must stay what it was, so that the
-// progress shows it and a quick pass within PruneMargin of it, in the
-// simplification after the search too, is run in full.
+// progress shows it and a quick pass within PruneMargin of it is run in
+// full: in the campaign, and when it is run again without patience, which
+// searches the settled ranges again.
 func TestSettledRangesKeepTheirBest(t *testing.T) {
 	sp := loadExample(t, 200)
 	sp.Campaign.Patience, sp.Campaign.Prune = 15, true
 	st := openStore(t)
-	tu := newTuner(t, sp, st)
-	var last Progress
-	tu.Progress = func(p Progress) {
-		for i, b := range p.Best {
-			if math.IsNaN(b) {
-				t.Fatalf("trial %d: range %s's best is NaN", p.Trial.Number, sp.Ranges[i].Name)
+	for run, o := range []Options{{}, {Trials: 60}} {
+		tu := newTuner(t, sp, st)
+		var last Progress
+		tu.Progress = func(p Progress) {
+			for i, b := range p.Best {
+				if math.IsNaN(b) {
+					t.Fatalf("run %d, trial %d: range %s's best is NaN", run, p.Trial.Number, sp.Ranges[i].Name)
+				}
+			}
+			last = p
+		}
+		if err := tu.Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		best := make([]float64, len(sp.Ranges))
+		settledAt, pruned := 0, 0
+		for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+			if tr.State == store.Pruned {
+				pruned++
+			}
+			for i, r := range sp.Ranges {
+				v, ok := tr.Scores[r.Name]
+				if tr.State == store.Pruned && ok && best[i] > 0 && v >= best[i]*(1-PruneMargin) {
+					t.Errorf("run %d: trial %d pruned, though its quick pass in range %s, %.4g, is within %.0f%% of the best, %.4g", run, tr.Number, r.Name, v, 100*PruneMargin, best[i])
+				}
+				if tr.State == store.Complete && ok {
+					best[i] = max(best[i], v)
+				}
+			}
+			if len(tr.Scores) < len(sp.Ranges) && settledAt == 0 {
+				settledAt = tr.Number
 			}
 		}
-		last = p
-	}
-	if err := tu.Run(context.Background(), Options{}); err != nil {
-		t.Fatal(err)
-	}
-	trials := campaignTrials(t, st, sp.Campaign.Name)
-	best := make([]float64, len(sp.Ranges))
-	settledAt := 0
-	for _, tr := range trials {
-		for i, r := range sp.Ranges {
-			v, ok := tr.Scores[r.Name]
-			if tr.State == store.Pruned && ok && best[i] > 0 && v >= best[i]*(1-PruneMargin) {
-				t.Errorf("trial %d pruned, though its quick pass in range %s, %.4g, is within %.0f%% of the best, %.4g", tr.Number, r.Name, v, 100*PruneMargin, best[i])
-			}
-			if tr.State == store.Complete && ok {
-				best[i] = max(best[i], v)
-			}
+		if settledAt == 0 || pruned == 0 {
+			t.Fatalf("run %d: no trial left a settled range out (%d), or none was pruned (%d); the test needs another patience", run, settledAt, pruned)
 		}
-		if len(tr.Scores) < len(sp.Ranges) && settledAt == 0 {
-			settledAt = tr.Number
+		if !slices.Equal(last.Best, best) {
+			t.Errorf("run %d: the last progress's best scores are %v, the trials' %v", run, last.Best, best)
 		}
-	}
-	if settledAt == 0 {
-		t.Fatal("no trial left a settled range out; the test needs another patience")
-	}
-	if !slices.Equal(last.Best, best) {
-		t.Errorf("the last progress's best scores are %v, the trials' %v", last.Best, best)
+		sp.Campaign.Patience = 0 // run again: the settled ranges are searched again
 	}
 }
 
