@@ -110,10 +110,21 @@ const MinTrials = 3
 // of nodes, so that every group's baseline is known and a slow group shows.
 func (s *Space) DefaultsTrials() int { return max(MinTrials-1, s.Launcher.Groups) }
 
-// CheckTrials checks a trial budget: at least one trial after the defaults'.
+// MaxTrials is the largest trial budget: days of trials at a second each, as
+// many as the largest grid, and far below the trial numbers a store holds
+// (the trials that simplify each range's choice come after the budget), so
+// that no budget is accepted that the store would then refuse to read, or
+// that would take memory in proportion to itself before its first trial.
+const MaxTrials = 1 << 16
+
+// CheckTrials checks a trial budget: at least one trial after the defaults',
+// at most MaxTrials.
 func (s *Space) CheckTrials(n int) error {
 	if min := s.DefaultsTrials() + 1; n < min {
 		return fmt.Errorf("the trial budget must be at least %d (trials 0 to %d measure NCCL's defaults%s), not %d", min, min-2, map[bool]string{true: ", one on each group"}[s.Launcher.Groups > 1], n)
+	}
+	if n > MaxTrials {
+		return fmt.Errorf("the trial budget must be at most %d, not %d", MaxTrials, n)
 	}
 	return nil
 }

@@ -113,6 +113,8 @@ sampler = "annealing"`, []string{`unknown collective "allreduce"`, `unknown samp
 		{"groups on one node", `[fixed]`, "[launcher]\ngroups = 2\n[fixed]", []string{"launcher local runs on this node only"}},
 		{"groups beyond the budget", `[fixed]`, "[launcher]\nkind = \"srun\"\nnodes = 1\ngroups = 30\n[fixed]",
 			[]string{"bad.toml:4: campaign.trials: the trial budget must be at least 31 (trials 0 to 29 measure NCCL's defaults, one on each group), not 20"}},
+		{"budget beyond any store", `trials = 20`, `trials = 9223372036854775807`,
+			[]string{"bad.toml:4: campaign.trials: the trial budget must be at most 65536, not 9223372036854775807"}},
 		{"mpi flavor", `[fixed]`, "[launcher]\nkind = \"mpirun\"\nflavor = \"lam\"\n[fixed]", []string{`flavor "lam" is not openmpi or mpich`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,16 @@ func checkCampaign(c Campaign) error {
 	return nil
 }
 
+// storable refuses to write a campaign that checkCampaign would refuse to
+// read back: the trials written under it would be lost to every later
+// command.
+func storable(c Campaign) error {
+	if err := checkCampaign(c); err != nil {
+		return fmt.Errorf("campaign %s: budget %d or scale %d is beyond what a store holds (budget 0 to %d)", c.Name, c.Budget, c.Scale, maxTrialNumber)
+	}
+	return nil
+}
+
 // checkTrials checks a campaign's trials as read back, in the order Trials
 // returns them (by number): every number from 0 up to a bound, each held by
 // one trial that is not interrupted (an interrupted one runs again under its

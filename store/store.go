@@ -198,6 +198,9 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 	if err := s.writable(); err != nil {
 		return c, err
 	}
+	if err := storable(c); err != nil {
+		return c, fmt.Errorf("store %s: %w", s.path, err)
+	}
 	c.Created = time.Now().UTC()
 	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale)
@@ -212,6 +215,9 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 func (s *Store) UpdateSettings(c Campaign) error {
 	if err := s.writable(); err != nil {
 		return err
+	}
+	if err := storable(c); err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ? WHERE id = ?`, c.Budget, c.Sampler, c.Seed, c.Stopped, c.ID)
 	if err != nil {
@@ -262,6 +268,9 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 func (s *Store) StartTrial(t *Trial) error {
 	if err := s.writable(); err != nil {
 		return err
+	}
+	if t.Number < 0 || t.Number >= maxTrialNumber {
+		return fmt.Errorf("store %s: trial number %d is beyond what a store holds (0 to %d)", s.path, t.Number, maxTrialNumber-1)
 	}
 	t.State, t.Started = Running, time.Now().UTC()
 	cols, err := encode(t.Params, t.Env, t.Nodes)

@@ -200,3 +200,39 @@ func TestDamagedStores(t *testing.T) {
 		t.Error("created a store in a read-only directory")
 	}
 }
+
+// TestWritesOnlyWhatReadsBack: a budget, scale or trial number that the
+// reader would refuse as tampered is refused when written, instead of
+// leaving a campaign whose trials no later command can read.
+func TestWritesOnlyWhatReadsBack(t *testing.T) {
+	s, _ := openWriter(t)
+	defer s.Close()
+	for _, c := range []Campaign{
+		{Name: "budget", Space: []byte("x"), Budget: maxTrialNumber + 1},
+		{Name: "negative", Space: []byte("x"), Budget: -1},
+		{Name: "scale", Space: []byte("x"), Budget: 10, Scale: 1<<20 + 1},
+	} {
+		if _, err := s.CreateCampaign(c); err == nil {
+			t.Errorf("CreateCampaign(%+v) wrote what Campaigns refuses to read", c)
+		}
+	}
+	c, err := s.CreateCampaign(Campaign{Name: "ok", Space: []byte("x"), Budget: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Budget = 2_000_000
+	if err := s.UpdateSettings(c); err == nil {
+		t.Error("UpdateSettings wrote a budget Campaigns refuses to read")
+	}
+	for _, n := range []int{-1, maxTrialNumber} {
+		if err := s.StartTrial(&Trial{CampaignID: c.ID, Number: n}); err == nil {
+			t.Errorf("StartTrial wrote trial %d, which Trials refuses to read", n)
+		}
+	}
+	if _, err := s.Campaign("ok"); err != nil {
+		t.Errorf("the store no longer reads: %v", err)
+	}
+	if _, err := s.Trials(c.ID); err != nil {
+		t.Errorf("the store no longer reads: %v", err)
+	}
+}

@@ -117,6 +117,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"bogus"}, 2, `no command "bogus"`},
 		{[]string{"run", "--trials", "2"}, 2, "--trials: the trial budget must be at least 3"},
+		{[]string{"run", "--trials", "2000000"}, 2, "--trials: the trial budget must be at most 65536, not 2000000"},
 		{[]string{"run", "--space", bad, "--bogus"}, 2, "flag provided but not defined"},
 		{[]string{"run", "--space", bad}, 1, "bad.toml:4: param: unknown NCCL variable NCCL_IB_GID_INDX; did you mean NCCL_IB_GID_INDEX?"},
 		{[]string{"status", "--store", "missing.db"}, 1, "missing.db"},
