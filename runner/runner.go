@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -349,7 +350,8 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 }
 
 // capture keeps the first and the last part of a long output, and every
-// line that keep (if set) keeps, up to limit bytes of them.
+// line that keep (if set) keeps, up to limit bytes of them (string headers
+// included).
 type capture struct {
 	limit int
 	head  bytes.Buffer
@@ -404,9 +406,13 @@ func (c *capture) lines(p []byte) {
 func (c *capture) offer() {
 	line := strings.TrimSuffix(string(c.line), "\r")
 	c.line = c.line[:0]
-	if c.size+len(line) <= c.limit && c.keep(line) {
+	// Each line counts what keeping it takes, its string header too, so that
+	// empty lines (which a metric such as '^(\d*)$' keeps) cannot pile up
+	// without bound.
+	cost := len(line) + int(unsafe.Sizeof(line))
+	if c.size+cost <= c.limit && c.keep(line) {
 		c.kept = append(c.kept, line)
-		c.size += len(line)
+		c.size += cost
 	}
 }
 

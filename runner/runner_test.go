@@ -155,6 +155,38 @@ func TestCaptureKeepsHeadAndTail(t *testing.T) {
 	}
 }
 
+// TestCaptureBoundsKeptLines: the lines keep keeps are bounded by the
+// limit however short they are; empty ones, which a metric may match, too.
+func TestCaptureBoundsKeptLines(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		line string
+	}{
+		{"empty lines", "\n"},
+		{"carriage returns", "\r\n"},
+		{"one character", "7\n"},
+		{"metric lines", "step time: 12.5 ms\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &capture{limit: 1000, keep: func(string) bool { return true }}
+			chunk := []byte(strings.Repeat(tc.line, 1000))
+			for range 100 {
+				c.Write(chunk)
+			}
+			kept, size := len(c.Kept()), 0
+			for _, l := range c.Kept() {
+				size += len(l) + 1
+			}
+			if size > 1000 || kept > 1000 {
+				t.Errorf("kept %d lines, %d bytes with their newlines, from 100,000 lines; the limit is 1000 bytes", kept, size)
+			}
+			if kept == 0 {
+				t.Error("kept no line")
+			}
+		})
+	}
+}
+
 func TestDescendants(t *testing.T) {
 	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & wait")
 	if err := cmd.Start(); err != nil {
