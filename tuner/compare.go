@@ -2,8 +2,10 @@ package tuner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -33,9 +35,12 @@ func (t *Tuner) Compare(ctx context.Context, a, b []string, rounds int) ([]Compa
 	if err != nil {
 		return nil, err
 	}
+	arms, err := compareArms(t.Space, a, b)
+	if err != nil {
+		return nil, err
+	}
 	s := &session{Tuner: t, benches: benches, groups: groups}
 	s.prepare(fullSweep(t.Space))
-	arms := []arm{{name: "A", env: t.Space.Env(space.Assignment(space.EnvMap(a)))}, {name: "B", env: t.Space.Env(space.Assignment(space.EnvMap(b)))}}
 	runs, err := s.measure(ctx, arms, rounds)
 	if err != nil {
 		return nil, err
@@ -70,4 +75,25 @@ func (t *Tuner) Compare(ctx context.Context, a, b []string, rounds int) ([]Compa
 		out = append(out, cmp)
 	}
 	return out, nil
+}
+
+// compareArms are A and B as launched: every setting checked as the space
+// checks what it pins (a DDP knob that the benchmark would never get, or a
+// setting that hides NCCL's log, is an error, not a silent no-op), the
+// variables in the environment and the DDP knobs as the step's options.
+func compareArms(sp *space.Space, a, b []string) ([]arm, error) {
+	var arms []arm
+	var errs []error
+	for i, env := range [][]string{a, b} {
+		name := []string{"A", "B"}[i]
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			if err := sp.CheckSetting(k, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+		set := space.Assignment(space.EnvMap(env))
+		arms = append(arms, arm{name: name, assignment: set, env: sp.Env(set)})
+	}
+	return arms, errors.Join(errs...)
 }

@@ -206,6 +206,12 @@ func TestReportValidateCompare(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "bad.env:1:") {
 		t.Errorf("compare with a bad file: %d %s", code, errOut)
 	}
+	// A DDP knob nccl-tests never gets is refused, not left out in silence.
+	os.WriteFile(filepath.Join(dir, "ddp.env"), []byte("bucket_cap_mb=25\n"), 0o644)
+	code, _, errOut = nccltune(t, dir, "compare", "a.env", "ddp.env")
+	if code != 1 || !strings.Contains(errOut, "bucket_cap_mb is a DDP setting") {
+		t.Errorf("compare with a DDP knob on nccl-tests: %d %s", code, errOut)
+	}
 }
 
 func TestDoctor(t *testing.T) {
