@@ -4,6 +4,8 @@
 package text
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode"
@@ -25,4 +27,27 @@ func Graphic(s, keep string) string {
 		}
 	}
 	return b.String()
+}
+
+// Lines is a bufio.SplitFunc, like bufio.ScanLines, for text from untrusted
+// places (a benchmark's output): a line longer than max bytes is cut to its
+// first max bytes and the rest of it passed over, so that one over-long line
+// neither stops the scanner (bufio.ErrTooLong) nor hides the lines after it.
+// The scanner's buffer must be able to hold max bytes.
+func Lines(max int) bufio.SplitFunc {
+	skipping := false
+	return func(data []byte, atEOF bool) (int, []byte, error) {
+		i := bytes.IndexByte(data, '\n')
+		switch {
+		case skipping && i < 0:
+			return len(data), nil, nil
+		case skipping:
+			skipping = false
+			return i + 1, nil, nil
+		case i < 0 && len(data) >= max || i > max:
+			skipping = true
+			return max, data[:max], nil
+		}
+		return bufio.ScanLines(data, atEOF)
+	}
 }

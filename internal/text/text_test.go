@@ -1,6 +1,12 @@
 package text
 
-import "testing"
+import (
+	"bufio"
+	"slices"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
 
 func TestGraphic(t *testing.T) {
 	for _, tc := range []struct{ in, keep, want string }{
@@ -12,5 +18,33 @@ func TestGraphic(t *testing.T) {
 		if got := Graphic(tc.in, tc.keep); got != tc.want {
 			t.Errorf("Graphic(%q, %q) = %q, want %q", tc.in, tc.keep, got, tc.want)
 		}
+	}
+}
+
+func TestLines(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"short lines", "a\nb\r\nc", []string{"a", "b", "c"}},
+		{"a long line is cut, the next kept", long + "\nafter\n", []string{long[:10], "after"}},
+		{"a long last line", "before\n" + long, []string{"before", long[:10]}},
+		{"max bytes exactly", long[:10] + "\n" + long[:11] + "\nz", []string{long[:10], long[:10], "z"}},
+		{"empty lines", "\n\n", []string{"", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A small buffer, as a long output meets a scanner's large one.
+			sc := bufio.NewScanner(iotest.OneByteReader(strings.NewReader(tc.in)))
+			sc.Buffer(make([]byte, 4), 16)
+			sc.Split(Lines(10))
+			var got []string
+			for sc.Scan() {
+				got = append(got, sc.Text())
+			}
+			if err := sc.Err(); err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("lines %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/nccltune/nccltune/internal/text"
 )
 
 // Script is the benchmark's source.
@@ -60,6 +62,7 @@ func Parse(output []byte) (Result, error) {
 	var firstErr error
 	sc := bufio.NewScanner(bytes.NewReader(output))
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	sc.Split(text.Lines(1 << 20)) // an over-long line is passed over, not the end of the output
 	for sc.Scan() {
 		// Launchers may prefix lines ("[1,0]<stdout>:", "0: "), and ranks writing
 		// at once can run two results into one line: read every tagged object.

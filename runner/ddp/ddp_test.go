@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +17,10 @@ NCCLTUNE_DDP {not json
 	r, err := Parse(out)
 	if err != nil || r.Rank != 0 || r.World != 2 || r.StepMsMean != 10.5 || r.NCCL != "2.28.9" {
 		t.Errorf("Parse = %+v, %v; want rank 0's result", r, err)
+	}
+	// A line over the scanner's 4 MiB hides none of the lines after it.
+	if r, err := Parse(append([]byte(strings.Repeat("x", 5<<20)+"\n"), out...)); err != nil || r.StepMsMean != 10.5 {
+		t.Errorf("after an over-long line: Parse = %+v, %v; want rank 0's result", r, err)
 	}
 	_, err = Parse([]byte("Traceback (most recent call last):\nRuntimeError: boom\n"))
 	if !errors.Is(err, ErrNoResult) {

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nccltune/nccltune/internal/text"
 )
 
 // Log is what one run's NCCL output says.
@@ -80,6 +82,7 @@ func Parse(output []byte) Log {
 	l := Log{Read: map[string]string{}}
 	sc := bufio.NewScanner(bytes.NewReader(output))
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	sc.Split(text.Lines(64 << 10)) // an over-long line is passed over, not the end of the log
 	for sc.Scan() {
 		line := sc.Text()
 		if m := versionRE.FindStringSubmatch(line); m != nil && l.Version == "" {

@@ -38,6 +38,10 @@ func TestParse(t *testing.T) {
 	if ib := Parse([]byte("h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ib0:10.0.0.1<0>\n")); ib.RoCE {
 		t.Errorf("InfiniBand ports read as RoCE: %+v", ib)
 	}
+	// A line over the scanner's 4 MiB hides none of the lines after it.
+	if long := Parse([]byte(strings.Repeat("x", 5<<20) + "\n" + sample)); long.Read["NCCL_ALGO"] != "Ring" || long.Channels != 24 {
+		t.Errorf("after an over-long line: %+v", long)
+	}
 	if quiet := Parse([]byte("no nccl logs here\n")); quiet.Debug || quiet.Unread([]string{"NCCL_ALGO=Ring"}) != nil {
 		t.Errorf("without INFO lines nothing can be confirmed: %+v", quiet)
 	}

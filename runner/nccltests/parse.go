@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/nccltune/nccltune/internal/text"
 )
 
 // Measure is one half of a result row: out-of-place or in-place.
@@ -85,6 +87,7 @@ func Parse(r io.Reader) (*Report, error) {
 	ranks := 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	sc.Split(text.Lines(64 << 10)) // an over-long line is passed over, not the end of the table
 	for sc.Scan() {
 		line := strings.TrimSpace(tagRE.ReplaceAllString(sc.Text(), ""))
 		if m := versionRE.FindStringSubmatch(line); m != nil && rep.Version == "" {

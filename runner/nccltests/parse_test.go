@@ -60,6 +60,12 @@ func TestParseCases(t *testing.T) {
 		{"truncated mid-row", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n  2048  512  float  sum  -1  21.5  0.0", 1, 0, 0, false},
 		{"garbage", "\x00\x01 segmentation fault\n%%%% 12 13 14\n1 2 3 4 5 6 7 8 9 10 11 12 13\n", 0, 0, 0, true},
 		{"empty", "", 0, 0, 0, true},
+		// A line over the scanner's 4 MiB (a wrapper's progress bar, a dump)
+		// is passed over: the rows before and after it are read.
+		{"an over-long line before the table", strings.Repeat("x", 5<<20) + "\n" + header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 1, 0, 0, false},
+		{"an over-long line between rows", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n" + strings.Repeat("y", 5<<20) +
+			"\n  2048  512  float  sum  -1  21.5  0.10  0.18  0  20.9  0.10  0.18  2\n", 2, 2, 0, false},
+		{"an over-long unfinished last line", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n" + strings.Repeat("z", 5<<20), 1, 0, 0, false},
 		{"negative numbers are not rows", header + "  1024  256  float  sum  -1  -20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
