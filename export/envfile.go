@@ -22,7 +22,8 @@ func ReadEnvFile(path string) ([]string, error) {
 	var env []string
 	var errs []error
 	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
+	line := 1
+	for ; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
@@ -48,7 +49,7 @@ func ReadEnvFile(path string) ([]string, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("%s:%d: %w", path, line, err))
 	}
 	return env, errors.Join(errs...)
 }

@@ -91,6 +91,11 @@ func TestReadEnvFileReadsWhatExportWrites(t *testing.T) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
 	}
+	// A line too long to read says which file and line it is.
+	os.WriteFile(bad, []byte("NCCL_PROTO=Simple\nNCCL_ALGO="+strings.Repeat("R", 1<<20)+"\n"), 0o644)
+	if _, err = ReadEnvFile(bad); err == nil || !strings.Contains(err.Error(), "bad.env:2: bufio.Scanner: token too long") {
+		t.Errorf("an over-long line: %v", err)
+	}
 }
 
 // TestDotenvIsLiteralForEveryReader: docker --env-file takes a value as
