@@ -518,6 +518,11 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		case w.Count != nil && *w.Count < 1, w.Weight != nil && !(*w.Weight > 0 && !math.IsInf(*w.Weight, 0)):
 			b.errorf(line(i, "collective"), "workload count and weight must be positive")
 			continue
+		case w.Weight != nil && (*w.Weight < minWeight || *w.Weight > maxWeight):
+			// Beyond these, a job's time (weight x seconds per call, summed)
+			// overflows to infinity or underflows to 0, and every trial fails.
+			b.errorf(line(i, "weight"), "workload.weight %g must be within [%g, %g]: weights are relative shares", *w.Weight, minWeight, maxWeight)
+			continue
 		case w.Weight != nil && counted > 0 || w.Count != nil && weighted > 0:
 			first, other := "count", "weight"
 			if weighted > 0 {
@@ -552,6 +557,9 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		s.Campaign.Collective = s.Ranges[0].Collective
 	}
 }
+
+// minWeight and maxWeight bound a workload entry's weight, a relative share.
+const minWeight, maxWeight = 1e-12, 1e18
 
 // workloadRanks checks that the trials run as many ranks as the workload's
 // calls were made on, where the launcher says how many it runs: the calls'

@@ -89,6 +89,20 @@ func TestWorkload(t *testing.T) {
 		if _, err := Parse("w.toml", []byte(strings.Replace(workloadSpace, tc.old, tc.new, 1))); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v", tc.new, err)
 		}
+	}	// Weights are relative shares; beyond these bounds a job's time (weight
+	// x seconds per call, summed) overflowed to infinity or underflowed to 0,
+	// and every trial failed as unparsable.
+	weighted := strings.ReplaceAll(workloadSpace, "count = ", "weight = ")
+	if _, err := Parse("w.toml", []byte(weighted)); err != nil {
+		t.Fatalf("weights: %v", err)
+	}
+	for _, tc := range []struct{ old, new, want string }{
+		{`weight = 120`, `weight = 1e308`, "w.toml:9: workload.weight 1e+308 must be within [1e-12, 1e+18]"},
+		{`weight = 120`, `weight = 5e-324`, "workload.weight 5e-324 must be within [1e-12, 1e+18]"},
+	} {
+		if _, err := Parse("w.toml", []byte(strings.Replace(weighted, tc.old, tc.new, 1))); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v", tc.new, err)
+		}
 	}
 }
 
