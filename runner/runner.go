@@ -17,7 +17,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -349,6 +348,9 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 	return &Failure{FailExit, fmt.Sprintf("exit status %d%s", e.Code, suffix)}
 }
 
+// stringHeader is what a string takes besides its bytes (pointer and length).
+const stringHeader = 16
+
 // capture keeps the first and the last part of a long output, and every
 // line that keep (if set) keeps, up to limit bytes of them (string headers
 // included).
@@ -409,7 +411,7 @@ func (c *capture) offer() {
 	// Each line counts what keeping it takes, its string header too, so that
 	// empty lines (which a metric such as '^(\d*)$' keeps) cannot pile up
 	// without bound.
-	cost := len(line) + int(unsafe.Sizeof(line))
+	cost := len(line) + stringHeader
 	if c.size+cost <= c.limit && c.keep(line) {
 		c.kept = append(c.kept, line)
 		c.size += cost

@@ -924,15 +924,16 @@ var PerCollective = []string{"NCCL_ALGO", "NCCL_PROTO"}
 // logVars are the variables of NCCL's log, which nccltune reads.
 var logVars = map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}
 
-// pinnable checks what a [fixed] variable may be: a DDP knob only for the DDP
-// step (it is the script's option, no variable), and NCCL's log only such that
-// nccltune still reads in it what NCCL set and chose.
 // CheckSetting checks a setting made outside the space file (an env file
 // that compare runs) as the space checks what it pins: a DDP knob only for
 // the DDP step, nothing that hides NCCL's log from nccltune.
 func (s *Space) CheckSetting(name, value string) error {
 	return pinnable(name, value, s.Benchmark.Kind)
 }
+
+// pinnable checks what a [fixed] variable may be: a DDP knob only for the DDP
+// step (it is the script's option, no variable), and NCCL's log only such that
+// nccltune still reads in it what NCCL set and chose.
 
 func pinnable(name, value, kind string) error {
 	if v, _ := Lookup(name); v.IsArg() && kind != DDP {

@@ -89,7 +89,8 @@ func TestWorkload(t *testing.T) {
 		if _, err := Parse("w.toml", []byte(strings.Replace(workloadSpace, tc.old, tc.new, 1))); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v", tc.new, err)
 		}
-	}	// Weights are relative shares; beyond these bounds a job's time (weight
+	}
+	// Weights are relative shares; beyond these bounds a job's time (weight
 	// x seconds per call, summed) overflowed to infinity or underflowed to 0,
 	// and every trial failed as unparsable.
 	weighted := strings.ReplaceAll(workloadSpace, "count = ", "weight = ")
