@@ -52,28 +52,38 @@ func TestLandscapeSpaceReachesEveryLevel(t *testing.T) {
 	}
 }
 
-// TestLandscapesHaveSomethingToFind: on most landscapes the best
-// configuration (by enumeration) beats NCCL's defaults by 10% or more in
-// some range.
+// TestLandscapesHaveSomethingToFind: on most landscapes of either family
+// the best configuration (by enumeration) beats NCCL's defaults by 10% or
+// more in some range; on the smooth ones, some optimum's NCCL_MIN_CTAS lies
+// between the values a coarse grid of it holds.
 func TestLandscapesHaveSomethingToFind(t *testing.T) {
 	const n = 6
-	preps := make([]*prepared, n)
-	errs := make([]error, n)
-	took := make([]time.Duration, n)
-	parallel(n, func(i int) {
+	preps := make([]*prepared, 2*n)
+	errs := make([]error, 2*n)
+	took := make([]time.Duration, 2*n)
+	parallel(2*n, func(i int) {
 		start := time.Now()
-		preps[i], errs[i] = prepare(Landscape(i + 1))
+		if i < n {
+			preps[i], errs[i] = prepare(Landscape(i + 1))
+		} else {
+			preps[i], errs[i] = prepare(Smooth(i - n + 1))
+		}
 		took[i] = time.Since(start)
 	})
-	found := 0
+	found, between := 0, 0
 	for i, p := range preps {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
 		}
 		if p.truth.Points != 3*4*32*3*3*8*4 {
-			t.Errorf("landscape %d: %d configurations enumerated", i+1, p.truth.Points)
+			t.Errorf("%s: %d configurations enumerated", p.Name, p.truth.Points)
 		}
-		t.Logf("landscape %d: %d configurations enumerated in %v", i+1, p.truth.Points, took[i])
+		t.Logf("%s: %d configurations enumerated in %v", p.Name, p.truth.Points, took[i])
+		for _, best := range p.truth.Best {
+			if v := best["NCCL_MIN_CTAS"]; i >= n && v != "" && !slices.Contains([]string{"1", "2", "6", "13", "32"}, v) {
+				between++
+			}
+		}
 		best := 0.0
 		for r := range p.truth.Optimum {
 			best = math.Max(best, p.truth.Optimum[r]/p.truth.Default[r]-1)
@@ -82,11 +92,14 @@ func TestLandscapesHaveSomethingToFind(t *testing.T) {
 			found++
 		}
 		if best > 2 {
-			t.Errorf("landscape %d: the optimum gains %.0f%% over the defaults", i+1, 100*best)
+			t.Errorf("%s: the optimum gains %.0f%% over the defaults", p.Name, 100*best)
 		}
 	}
-	if found < n-1 {
-		t.Errorf("only %d of %d landscapes offer 10%% over the defaults in some range", found, n)
+	if found < 2*n-2 {
+		t.Errorf("only %d of %d landscapes offer 10%% over the defaults in some range", found, 2*n)
+	}
+	if between == 0 {
+		t.Error("no smooth landscape's optimum holds NCCL_MIN_CTAS off a grid of five values")
 	}
 }
 

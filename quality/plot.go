@@ -20,20 +20,19 @@ var colors = []color.Color{color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color
 
 // Plot draws, for each sampler, the median over the named scenarios of the
 // worst range's median regret against the number of trials; and beside it,
-// where family (the generated landscapes' results) is not empty, the median
-// (solid) and 90th percentile (dashed) over the family of the worst range's
-// regret.
-func Plot(results, family []Result, trials int, path string) error {
+// a panel per family of generated scenarios: the median (solid) and 90th
+// percentile (dashed) over the family of the worst range's regret.
+func Plot(results []Result, families []FamilyResults, trials int, path string) error {
 	var panels []*plot.Plot
-	if len(results) > 0 || len(family) == 0 {
+	if len(results) > 0 || len(families) == 0 {
 		p, err := panel("search quality on the simulated cluster (median over scenarios)", results, trials, false)
 		if err != nil {
 			return err
 		}
 		panels = append(panels, p)
 	}
-	if len(family) > 0 {
-		p, err := panel(fmt.Sprintf("on %d generated landscapes (median; dashed: 90th percentile)", len(family)/len(samplersOf(family))), family, trials, true)
+	for _, f := range families {
+		p, err := panel(fmt.Sprintf("on %d %s (median; dashed: 90th percentile)", len(f.Results)/len(samplersOf(f.Results)), f.Name), f.Results, trials, true)
 		if err != nil {
 			return err
 		}
@@ -56,6 +55,13 @@ func Plot(results, family []Result, trials int, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// FamilyResults are the campaigns on one family of generated scenarios,
+// named as a plot's title says it ("generated landscapes").
+type FamilyResults struct {
+	Name    string
+	Results []Result
 }
 
 func samplersOf(results []Result) []string {

@@ -176,22 +176,41 @@ func Landscape(k int) Scenario {
 		[]string{"-nodes=4", "-gpus_per_node=8", "-fabric=ib", fmt.Sprintf("-landscape=%d", k)}, landscapeSpace}
 }
 
+// smoothPrefix names the generated scenarios of the second family: smooth-1, smooth-2, ...
+const smoothPrefix = "smooth-"
+
+// Smooth is the simulator's generated smooth landscape k (runner/sim's
+// smooth.go), on the cluster and space of Landscape.
+func Smooth(k int) Scenario {
+	return Scenario{fmt.Sprintf("%s%d", smoothPrefix, k),
+		[]string{"-nodes=4", "-gpus_per_node=8", "-fabric=ib", fmt.Sprintf("-landscape=%d", k), "-landscape_kind=smooth"}, landscapeSpace}
+}
+
 // Landscapes are the generated scenarios landscape-1 .. landscape-n.
-func Landscapes(n int) []Scenario {
+func Landscapes(n int) []Scenario { return numbered(Landscape, n) }
+
+// Smooths are the generated scenarios smooth-1 .. smooth-n.
+func Smooths(n int) []Scenario { return numbered(Smooth, n) }
+
+func numbered(scenario func(k int) Scenario, n int) []Scenario {
 	var out []Scenario
 	for k := 1; k <= n; k++ {
-		out = append(out, Landscape(k))
+		out = append(out, scenario(k))
 	}
 	return out
 }
 
 // ScenariosNamed returns the named scenarios, in the order given: those of
-// Scenarios, or a generated landscape-K.
+// Scenarios, or a generated landscape-K or smooth-K.
 func ScenariosNamed(names []string) ([]Scenario, error) {
 	var out []Scenario
 	for _, name := range names {
-		if k, err := strconv.Atoi(strings.TrimPrefix(name, landscapePrefix)); err == nil && k > 0 && strings.HasPrefix(name, landscapePrefix) {
+		if k, ok := numberAfter(name, landscapePrefix); ok {
 			out = append(out, Landscape(k))
+			continue
+		}
+		if k, ok := numberAfter(name, smoothPrefix); ok {
+			out = append(out, Smooth(k))
 			continue
 		}
 		k := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
@@ -200,11 +219,17 @@ func ScenariosNamed(names []string) ([]Scenario, error) {
 			for _, s := range Scenarios {
 				known = append(known, s.Name)
 			}
-			return nil, fmt.Errorf("unknown scenario %q (known: %s, %s1, %s2, ...)", name, strings.Join(known, ", "), landscapePrefix, landscapePrefix)
+			return nil, fmt.Errorf("unknown scenario %q (known: %s, %s1, %s2, ..., %s1, ...)", name, strings.Join(known, ", "), landscapePrefix, landscapePrefix, smoothPrefix)
 		}
 		out = append(out, Scenarios[k])
 	}
 	return out, nil
+}
+
+// numberAfter is the positive number that follows prefix in name.
+func numberAfter(name, prefix string) (int, bool) {
+	k, err := strconv.Atoi(strings.TrimPrefix(name, prefix))
+	return k, err == nil && k > 0 && strings.HasPrefix(name, prefix)
 }
 
 // Options says what to run.
@@ -318,7 +343,7 @@ func prepare(s Scenario) (*prepared, error) {
 			}
 		}
 	}
-	if sc.Landscape > 0 {
+	if sc.Landscape > 0 && sc.LandscapeKind == "levels" {
 		p.ways = p.waysWithin(all, memo)
 	}
 	return p, nil
@@ -448,7 +473,7 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 			run.Regret[r] = append(run.Regret[r], regret)
 			run.Tried[r] = append(run.Tried[r], tried)
 			miss := MissNone
-			if p.sc.Landscape > 0 && regret > Tolerance {
+			if p.ways != nil && regret > Tolerance {
 				miss = missOf(tried, p.ways[r], book.bestHeld[r], book.everHeld[r])
 			}
 			run.Miss[r] = append(run.Miss[r], miss)

@@ -48,7 +48,7 @@ func TestSearchQuality(t *testing.T) {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "quality.png")
-	if err := Plot(res, res[2:], 60, path); err != nil {
+	if err := Plot(res, []FamilyResults{{"generated landscapes", res[2:]}}, 60, path); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := os.Open(path)

@@ -47,10 +47,15 @@ func benchCommand() *cli.Command {
 				"range's best configuration tried (the search's part; --json gives it for every scenario); a\n" +
 				"third says why the worst range is more than 3% off: the choice, terms (interactions, decoys)\n" +
 				"no trial held, terms held but not by the best tried, or the rest. --scenarios \"\" leaves the\n" +
-				"named scenarios out; --scenarios landscape-K runs one landscape with --seeds campaigns.",
+				"named scenarios out; --scenarios landscape-K runs one landscape with --seeds campaigns.\n\n" +
+				"--smooth N adds as many of a second family, unlike the first in kind (smooth-1..N, the same\n" +
+				"cluster and space, where the integers pay through smooth curves that peak anywhere in their\n" +
+				"range and the categoricals shift them; see `nccltune sim -h`, flag -landscape_kind), graded\n" +
+				"the same way, so that a search tuned on one family is checked on the other.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "scenarios", Usage: "comma-separated scenario names (default: all; \"\": none, for --landscapes alone)"},
 				&cli.IntFlag{Name: "landscapes", Value: defaultLandscapes, Usage: "also run `N` generated landscapes, one campaign per strategy each, and report the median and 90th percentile over them (0: none)"},
+				&cli.IntFlag{Name: "smooth", Value: defaultLandscapes, Usage: "also run `N` generated smooth landscapes, as --landscapes (0: none)"},
 				&cli.StringFlag{Name: "samplers", Value: "tpe-gp,tpe,coordinate,random,grid", Usage: "comma-separated: tpe-gp (nccltune's default: after the warm start a Gaussian process, then it and TPE in turn), tpe-gp-cold (the same alone), tpe (TPE after the warm start), tpe-cold (TPE alone), tpe-independent (goptuna's TPE, each setting on its own, after the warm start), random, grid (textbook baselines from NCCL's defaults alone), coordinate (coordinate descent from them, as AutoCCL), gp (a Gaussian process after the warm start), gp-cold (the same alone), sparse (a sparse regression over settings and pairs of them, after the warm start), random-warm"},
 				&cli.IntFlag{Name: "seeds", Value: 10},
 				&cli.IntFlag{Name: "trials", Value: 100},
@@ -73,8 +78,8 @@ const defaultLandscapes = 50
 var familyAt = []int{40, 80}
 
 func benchSearch(c *cli.Context) error {
-	if c.Int("trials") < 10 || c.Int("seeds") < 1 || c.Int("landscapes") < 0 {
-		return usageError{fmt.Errorf("--trials must be at least 10, --seeds at least 1 and --landscapes at least 0")}
+	if c.Int("trials") < 10 || c.Int("seeds") < 1 || c.Int("landscapes") < 0 || c.Int("smooth") < 0 {
+		return usageError{fmt.Errorf("--trials must be at least 10, --seeds at least 1, --landscapes and --smooth at least 0")}
 	}
 	samplers := strings.Split(c.String("samplers"), ",")
 	if err := quality.CheckStrategies(samplers); err != nil {
@@ -90,9 +95,12 @@ func benchSearch(c *cli.Context) error {
 			}
 		}
 	}
-	nLand := c.Int("landscapes")
-	if len(scenarios) == 0 && nLand == 0 {
-		return usageError{fmt.Errorf("nothing to run: no --scenarios and no --landscapes")}
+	families := []family{
+		{name: "generated landscapes", key: "landscapes", scenarios: quality.Landscapes(c.Int("landscapes")), diagnosed: true},
+		{name: "generated smooth landscapes", key: "smooth", scenarios: quality.Smooths(c.Int("smooth"))},
+	}
+	if len(scenarios) == 0 && c.Int("landscapes")+c.Int("smooth") == 0 {
+		return usageError{fmt.Errorf("nothing to run: no --scenarios, no --landscapes and no --smooth")}
 	}
 	dir, err := os.MkdirTemp("", "nccltune-bench-")
 	if err != nil {
@@ -105,36 +113,38 @@ func benchSearch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var family []quality.Result
-	if nLand > 0 {
+	var plotted []quality.FamilyResults
+	for i := range families {
+		f := &families[i]
+		if len(f.scenarios) == 0 {
+			continue
+		}
 		// One campaign per strategy on each: the landscapes vary more than the seeds.
 		fo, done := o, 0
 		fo.Seeds = 1
-		family, _, err = quality.Measure(quality.Landscapes(nLand), fo, func(string) {
-			if done++; done%(10*len(samplers)) == 0 || done == nLand*len(samplers) {
-				fmt.Fprintf(os.Stderr, "landscapes: %d of %d done\n", done/len(samplers), nLand)
+		f.results, _, err = quality.Measure(f.scenarios, fo, func(string) {
+			if done++; done%(10*len(samplers)) == 0 || done == len(f.scenarios)*len(samplers) {
+				fmt.Fprintf(os.Stderr, "%s: %d of %d done\n", f.key, done/len(samplers), len(f.scenarios))
 			}
 		})
 		if err != nil {
 			return err
 		}
-	}
-	if err := os.MkdirAll(c.String("out"), 0o755); err != nil {
-		return err
-	}
-	png := filepath.Join(c.String("out"), "search-quality.png")
-	if err := quality.Plot(res, family, o.Trials, png); err != nil {
-		return err
-	}
-	var summary []quality.FamilyRow
-	if len(family) > 0 {
 		var at []int
 		for _, n := range familyAt {
 			if n <= o.Trials {
 				at = append(at, n)
 			}
 		}
-		summary = quality.Family(family, at)
+		f.summary = quality.Family(f.results, at)
+		plotted = append(plotted, quality.FamilyResults{Name: f.name, Results: f.results})
+	}
+	if err := os.MkdirAll(c.String("out"), 0o755); err != nil {
+		return err
+	}
+	png := filepath.Join(c.String("out"), "search-quality.png")
+	if err := quality.Plot(res, plotted, o.Trials, png); err != nil {
+		return err
 	}
 	at := []int{10, 20, 40, 50, 80, 100}
 	if c.Bool("json") {
@@ -158,8 +168,10 @@ func benchSearch(c *cli.Context) error {
 				"seconds_total": r.MedianSeconds(o.Trials)})
 		}
 		out := map[string]any{"results": rows, "plot": png}
-		if summary != nil {
-			out["landscapes"] = map[string]any{"count": nLand, "campaigns_each": 1, "trials": o.Trials, "summary": summary}
+		for _, f := range families {
+			if f.summary != nil {
+				out[f.key] = map[string]any{"count": len(f.scenarios), "campaigns_each": 1, "trials": o.Trials, "summary": f.summary}
+			}
 		}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -189,61 +201,82 @@ func benchSearch(c *cli.Context) error {
 			return err
 		}
 	}
-	if summary != nil {
-		if len(res) > 0 {
+	printed := len(res) > 0
+	for _, f := range families {
+		if f.summary == nil {
+			continue
+		}
+		if printed {
 			fmt.Println()
 		}
-		fmt.Printf("%d generated landscapes, one campaign per strategy each: median and 90th percentile over them\n", nLand)
-		fmt.Fprintln(tw, "sampler\tregret@40 median\tp90\tregret@80 median\tp90\ttrials to 3% median\tp90\tbest tried@40\t@80\t")
-		for _, f := range summary {
-			fmt.Fprintf(tw, "%s\t", f.Sampler)
-			for _, n := range familyAt {
-				if r, ok := f.Regret[n]; ok {
-					fmt.Fprintf(tw, "%.1f%%\t%.1f%%\t", 100*r.Median, 100*r.P90)
-				} else {
-					fmt.Fprint(tw, "-\t-\t")
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%s\t", trialsTo(f.TrialsTo3.Median), trialsTo(f.TrialsTo3.P90))
-			for _, n := range familyAt {
-				if r, ok := f.Tried[n]; ok {
-					fmt.Fprintf(tw, "%.1f%%\t", 100*r.Median)
-				} else {
-					fmt.Fprint(tw, "-\t")
-				}
-			}
-			fmt.Fprintln(tw)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		fmt.Println("\nwhy the worst range is more than 3% off, over the landscapes: the choice passed over a configuration tried within 3%;")
-		fmt.Println("every way within 3% (a set of interactions and decoys) holds a term no trial held; some way's terms were all held,")
-		fmt.Println("but the best tried holds no way; or it holds one and misses on main effects and partial interactions")
-		fmt.Fprint(tw, "sampler\t")
-		for _, n := range familyAt {
-			fmt.Fprintf(tw, "@%d choice\tunseen\tunkept\tpolish\t", n)
-		}
-		fmt.Fprintln(tw)
-		for _, f := range summary {
-			fmt.Fprintf(tw, "%s\t", f.Sampler)
-			for _, n := range familyAt {
-				for _, m := range quality.Misses {
-					if misses, ok := f.Misses[n]; ok {
-						fmt.Fprintf(tw, "%d\t", misses[m])
-					} else {
-						fmt.Fprint(tw, "-\t")
-					}
-				}
-			}
-			fmt.Fprintln(tw)
-		}
-		if err := tw.Flush(); err != nil {
+		printed = true
+		if err := printFamily(tw, f, trialsTo); err != nil {
 			return err
 		}
 	}
 	fmt.Println("plot:", png)
 	return nil
+}
+
+// family is a family of generated scenarios, graded by the spread over them.
+type family struct {
+	name, key string // as its table's title says it; its key in --json
+	scenarios []quality.Scenario
+	diagnosed bool // its misses are diagnosed (why the worst range is off)
+	results   []quality.Result
+	summary   []quality.FamilyRow
+}
+
+// printFamily prints a family's table: per strategy, the median and 90th
+// percentile over it of the worst range's regret and of the trials to 3%;
+// and, where its misses are diagnosed, why.
+func printFamily(tw *tabwriter.Writer, f family, trialsTo func(float64) string) error {
+	fmt.Printf("%d %s, one campaign per strategy each: median and 90th percentile over them\n", len(f.scenarios), f.name)
+	fmt.Fprintln(tw, "sampler\tregret@40 median\tp90\tregret@80 median\tp90\ttrials to 3% median\tp90\tbest tried@40\t@80\t")
+	for _, row := range f.summary {
+		fmt.Fprintf(tw, "%s\t", row.Sampler)
+		for _, n := range familyAt {
+			if r, ok := row.Regret[n]; ok {
+				fmt.Fprintf(tw, "%.1f%%\t%.1f%%\t", 100*r.Median, 100*r.P90)
+			} else {
+				fmt.Fprint(tw, "-\t-\t")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t", trialsTo(row.TrialsTo3.Median), trialsTo(row.TrialsTo3.P90))
+		for _, n := range familyAt {
+			if r, ok := row.Tried[n]; ok {
+				fmt.Fprintf(tw, "%.1f%%\t", 100*r.Median)
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil || !f.diagnosed {
+		return err
+	}
+	fmt.Println("\nwhy the worst range is more than 3% off, over the landscapes: the choice passed over a configuration tried within 3%;")
+	fmt.Println("every way within 3% (a set of interactions and decoys) holds a term no trial held; some way's terms were all held,")
+	fmt.Println("but the best tried holds no way; or it holds one and misses on main effects and partial interactions")
+	fmt.Fprint(tw, "sampler\t")
+	for _, n := range familyAt {
+		fmt.Fprintf(tw, "@%d choice\tunseen\tunkept\tpolish\t", n)
+	}
+	fmt.Fprintln(tw)
+	for _, row := range f.summary {
+		fmt.Fprintf(tw, "%s\t", row.Sampler)
+		for _, n := range familyAt {
+			for _, m := range quality.Misses {
+				if misses, ok := row.Misses[n]; ok {
+					fmt.Fprintf(tw, "%d\t", misses[m])
+				} else {
+					fmt.Fprint(tw, "-\t")
+				}
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }
 
 func benchJobCommand() *cli.Command {

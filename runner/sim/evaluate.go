@@ -70,10 +70,11 @@ func ParseScenario(args []string) (Scenario, error) {
 // protocol matters only where it may fail (nothing allowed, or forced LL128
 // over sockets), so it is made only then.
 func (s Scenario) landscapeTimes(coll string, env map[string]string, cfg config, sizes []int64, out []float64) ([]float64, error) {
-	l, lv, b := landscapeOf(s.Landscape), levelsOf(env), s.baseTable(coll)
-	if err := l.check(&lv, env); err != nil {
+	gain, err := s.generated().under(env)
+	if err != nil {
 		return nil, err
 	}
+	b := s.baseTable(coll)
 	if _, _, ok := s.choose(coll, 1<<20, cfg); !ok {
 		return nil, fmt.Errorf("no algorithm/protocol available")
 	}
@@ -83,7 +84,7 @@ func (s Scenario) landscapeTimes(coll string, env map[string]string, cfg config,
 				return nil, ErrWrongResults
 			}
 		}
-		out[i] = s.landscapeTime(l, &lv, b, coll, float64(size))
+		out[i] = s.landscapeTime(gain, b, coll, float64(size))
 	}
 	return out, nil
 }
@@ -105,10 +106,7 @@ func TruthKey(sc Scenario, coll string, env map[string]string) string {
 	if err != nil || cfg.ll128Corrupts {
 		return ""
 	}
-	key := make([]byte, 0, nKnobs+nAlgos+nProtos)
-	for _, l := range levelsOf(env) {
-		key = append(key, byte('0'+l))
-	}
+	key := []byte(sc.generated().key(env))
 	for _, allowed := range append(slices.Clone(cfg.algos), cfg.protos...) {
 		if allowed {
 			key = append(key, '+')

@@ -366,7 +366,7 @@ var baseTables sync.Map // baseKey -> *baseTable
 
 func (s Scenario) baseTable(coll string) *baseTable {
 	k := s
-	k.Noise, k.Seed, k.Pace, k.Landscape = 0, 0, 0, 0
+	k.Noise, k.Seed, k.Pace, k.Landscape, k.LandscapeKind = 0, 0, 0, 0, ""
 	if b, ok := baseTables.Load(baseKey{k, coll}); ok {
 		return b.(*baseTable)
 	}
@@ -391,9 +391,46 @@ func (s Scenario) base(b *baseTable, coll string, size float64) float64 {
 	return t
 }
 
-// landscapeTime is the time of one operation of size on the scenario's landscape.
-func (s Scenario) landscapeTime(l *landscape, lv *levels, b *baseTable, coll string, size float64) float64 {
-	return s.base(b, coll, size) / math.Exp(l.logGain(lv, sizeX(size)))
+// generated is a generated landscape of either kind.
+type generated interface {
+	// under is env's log-gain by log2 size (sizeX), or the error NCCL
+	// would report for env.
+	under(env map[string]string) (func(x float64) float64, error)
+	// key is what of env the landscape reads: two environments with the
+	// same key gain the same.
+	key(env map[string]string) string
+}
+
+// generated is the scenario's landscape; nil without one.
+func (s Scenario) generated() generated {
+	switch {
+	case s.Landscape <= 0:
+		return nil
+	case s.LandscapeKind == "smooth":
+		return smoothOf(s.Landscape)
+	}
+	return landscapeOf(s.Landscape)
+}
+
+func (l *landscape) under(env map[string]string) (func(float64) float64, error) {
+	lv := levelsOf(env)
+	return func(x float64) float64 { return l.logGain(&lv, x) }, l.check(&lv, env)
+}
+
+func (l *landscape) key(env map[string]string) string { return levelsOf(env).String() }
+
+// String is the levels as digits.
+func (lv levels) String() string {
+	key := make([]byte, 0, nKnobs)
+	for _, l := range lv {
+		key = append(key, byte('0'+l))
+	}
+	return string(key)
+}
+
+// landscapeTime is the time of one operation of size on a landscape, gain its log-gain by sizeX.
+func (s Scenario) landscapeTime(gain func(float64) float64, b *baseTable, coll string, size float64) float64 {
+	return s.base(b, coll, size) / math.Exp(gain(sizeX(size)))
 }
 
 // HeldTerms lists the terms of the scenario's landscape that env holds in
@@ -401,10 +438,11 @@ func (s Scenario) landscapeTime(l *landscape, lv *levels, b *baseTable, coll str
 // i; none without a landscape. The search-quality benchmark asks it why a
 // campaign missed an optimum.
 func (s Scenario) HeldTerms(env map[string]string) []int {
-	if s.Landscape <= 0 {
+	l, ok := s.generated().(*landscape)
+	if !ok {
 		return nil
 	}
-	l, lv := landscapeOf(s.Landscape), levelsOf(env)
+	lv := levelsOf(env)
 	var out []int
 	for i := range l.interactions {
 		if holds(&lv, l.interactions[i].conds) {

@@ -118,6 +118,7 @@ func scenarioFlags(stderr io.Writer) (*Scenario, *flag.FlagSet) {
 	fs.Float64Var(&sc.Noise, "noise", sc.Noise, "relative standard deviation of measurements")
 	fs.Int64Var(&sc.Seed, "seed", sc.Seed, "noise seed")
 	fs.IntVar(&sc.Landscape, "landscape", sc.Landscape, "number of a generated landscape laid over the physics: settings then pay only as it says (0: off)")
+	fs.StringVar(&sc.LandscapeKind, "landscape_kind", sc.LandscapeKind, "kind of the generated landscape: levels (every variable a few levels) or smooth (integers pay through smooth curves)")
 	fs.Float64Var(&sc.Pace, "pace", sc.Pace, "seconds to sleep per second the run takes on the modelled hardware (0: answer at once)")
 	return &sc, fs
 }
@@ -230,12 +231,11 @@ func (r *run) main() int {
 		r.sc.Fabric = "nvlink"
 	}
 	cfg, err := r.sc.parseConfig(r.env, r.coll)
-	var land *landscape
-	var lv levels
-	if r.sc.Landscape > 0 {
-		land, lv = landscapeOf(r.sc.Landscape), levelsOf(r.env)
-		if err == nil {
-			err = land.check(&lv, r.env)
+	var gain func(float64) float64
+	if land := r.sc.generated(); land != nil {
+		var lerr error
+		if gain, lerr = land.under(r.env); err == nil {
+			err = lerr
 		}
 	}
 	if r.rank == 0 {
@@ -279,8 +279,8 @@ func (r *run) main() int {
 		r.decision(size, algo, proto, cfg, ranks)
 		cols := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", size, r.count(size, dt, ranks), r.opts.dtype, redop, root)
 		truth := r.sc.predict(r.coll, float64(size), algo, proto, cfg, r.sc.truth())
-		if land != nil {
-			truth = r.sc.landscapeTime(land, &lv, r.sc.baseTable(r.coll), r.coll, float64(size))
+		if gain != nil {
+			truth = r.sc.landscapeTime(gain, r.sc.baseTable(r.coll), r.coll, float64(size))
 		}
 		r.seconds += 2 * float64(r.opts.warmup+r.opts.iters) * truth / 1e6
 		for inPlace := range 2 {
@@ -389,6 +389,9 @@ func (r *run) header(ranks int) {
 	land := ""
 	if r.sc.Landscape > 0 {
 		land = fmt.Sprintf(", generated landscape %d", r.sc.Landscape)
+		if r.sc.LandscapeKind != "levels" {
+			land = fmt.Sprintf(", generated %s landscape %d", r.sc.LandscapeKind, r.sc.Landscape)
+		}
 	}
 	fmt.Fprintf(r.out, "# nccltune-sim: a simulated cluster, not a measurement: %d node(s) x %d GPU(s), fabric %s%s\n", r.sc.Nodes, r.sc.GPUsPerNode, r.sc.Fabric, land)
 	fmt.Fprintf(r.out, "# Collective test starting: %s_perf\n", r.coll)

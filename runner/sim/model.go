@@ -41,6 +41,9 @@ type Scenario struct {
 	// Landscape, when positive, numbers the generated landscape that
 	// replaces the physics' effects of settings (see landscape.go); 0 is off.
 	Landscape int
+	// LandscapeKind is the generated landscape's family: "levels" (see
+	// landscape.go) or "smooth" (smooth.go).
+	LandscapeKind string
 	// Pace is not the model's: each run sleeps Pace seconds per second it
 	// would take on the modelled hardware, so that launches take time as a
 	// real benchmark's do (0: it answers at once).
@@ -50,7 +53,7 @@ type Scenario struct {
 // DefaultScenario is a single DGX-like node.
 func DefaultScenario() Scenario {
 	return Scenario{Nodes: 1, GPUsPerNode: 8, Fabric: "nvlink", NICsPerNode: 8, NICGbps: 400,
-		GDR: true, GPUNIC: "PIX", RoCEGID: 3, GIDs: 4, Noise: 0.02, Seed: 1}
+		GDR: true, GPUNIC: "PIX", RoCEGID: 3, GIDs: 4, Noise: 0.02, Seed: 1, LandscapeKind: "levels"}
 }
 
 func (s Scenario) validate() error {
@@ -71,6 +74,8 @@ func (s Scenario) validate() error {
 		return fmt.Errorf("noise must be within [0, 0.5]")
 	case s.Landscape < 0:
 		return fmt.Errorf("landscape must be 0 (off) or the number of a generated landscape")
+	case s.LandscapeKind != "levels" && s.LandscapeKind != "smooth":
+		return fmt.Errorf("landscape_kind %q is not one of levels, smooth", s.LandscapeKind)
 	case !(s.Pace >= 0 && s.Pace <= 1):
 		return fmt.Errorf("pace must be within [0, 1] (1: as long as on the modelled hardware)")
 	}
