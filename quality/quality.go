@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -440,7 +441,13 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 	if err != nil {
 		return Run{}, err
 	}
-	st, err := store.Open(filepath.Join(o.Dir, name+".db"))
+	// A folder of its own: a campaign of the same name in a store would be
+	// resumed (done already), not run (a scenario named twice, or named and in a family).
+	dir, err := os.MkdirTemp(o.Dir, "campaign-")
+	if err != nil {
+		return Run{}, err
+	}
+	st, err := store.Open(filepath.Join(dir, name+".db"))
 	if err != nil {
 		return Run{}, err
 	}

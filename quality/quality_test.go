@@ -57,3 +57,30 @@ func TestSearchQuality(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestScenarioNamedTwiceRunsTwice: a scenario and a strategy named twice (or
+// a scenario named and in a family, measured into the same folder) run
+// their campaigns in full each time, instead of the second resuming the
+// first's finished campaign and recording no trial.
+func TestScenarioNamedTwiceRunsTwice(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{Samplers: []string{"random", "random"}, Seeds: 1, Trials: 5, Noise: 0.02, Dir: dir}
+	twice := []Scenario{Landscape(1), Landscape(1)}
+	first, _, err := Measure(twice, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := Measure(twice[:1], o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(first, again...) {
+		for _, run := range r.Runs {
+			for i, series := range run.Regret {
+				if len(series) != o.Trials {
+					t.Fatalf("%s/%s range %d: %d trials scored, want %d", r.Scenario, r.Sampler, i, len(series), o.Trials)
+				}
+			}
+		}
+	}
+}
