@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -26,9 +27,10 @@ import (
 // that may pay in two ranges beats one that pays in one, and a range whose
 // model expects nothing more takes no turns from the others. The candidates
 // are each range's best configurations with one or two settings changed,
-// and random draws. Until startupTrials trials were told it proposes
-// covering draws, which hold pairs of values no trial held, so that the
-// first models see as many pairs as they can; the models use at most
+// or an integer moved next to its value on a finer grid, and random
+// draws. Until startupTrials trials were told it proposes covering draws,
+// which hold pairs of values no trial held, so that the first models see
+// as many pairs as they can; the models use at most
 // gpMaxObservations trials, and their weights are fitted on at most
 // gpFitObservations, which bounds a proposal's cost whatever the
 // campaign's length.
@@ -57,9 +59,14 @@ const (
 	gpFitObservations = 60
 	// gpBases is how many of each range's best configurations the candidates are neighbours of.
 	gpBases = 3
-	// gpGridPoints is how many values of an integer the candidates take:
-	// values in between cost trials and rarely tell anything new.
+	// gpGridPoints is how many values of an integer the candidates take,
+	// and gpFinePoints the finer grid whose values next to a base's are
+	// tried around it: where an integer pays as a few levels, values in
+	// between cost trials and tell nothing new; where it pays through a
+	// smooth curve, its peak mostly lies between the coarse grid's values
+	// (measured on the two generated families, README).
 	gpGridPoints = 5
+	gpFinePoints = 17
 	// gpPairCandidates caps the two-setting neighbours, drawn at random
 	// among them where there are more, so that a proposal's cost stays
 	// bounded in a space of many parameters.
@@ -248,7 +255,8 @@ func logScores(obs []told, r int) ([]float64, bool) {
 
 // candidates are the bases with one setting changed, with two (at most
 // gpPairCandidates of those, drawn at random), and random draws; integers
-// take gpGridPoints values.
+// take gpGridPoints values, and, one at a time around each base, the values
+// next to its own on a grid of gpFinePoints.
 func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space.Assignment {
 	grids := make([][]string, len(g.sp.Params))
 	for i, p := range g.sp.Params {
@@ -280,6 +288,19 @@ func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space
 	for _, pr := range pairs {
 		out = append(out, withValue(g.sp, singles[pr.single], g.sp.Params[pr.q].Name, grids[pr.q][pr.w]))
 	}
+	for _, p := range g.sp.Params {
+		if p.Categorical() {
+			continue
+		}
+		fine := values(p, gpFinePoints)
+		for _, base := range bases {
+			if v, ok := base[p.Name]; ok {
+				for _, w := range beside(fine, v) {
+					out = append(out, withValue(g.sp, base, p.Name, w))
+				}
+			}
+		}
+	}
 	for range gpRandomCandidates {
 		a := draw(g.sp, rng)
 		for i, p := range g.sp.Params {
@@ -289,6 +310,27 @@ func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space
 			}
 		}
 		out = append(out, a)
+	}
+	return out
+}
+
+// beside are the values of grid (an integer's, ascending) nearest to v
+// below and above it.
+func beside(grid []string, v string) []string {
+	x, _ := strconv.ParseInt(v, 10, 64)
+	i, found := slices.BinarySearchFunc(grid, x, func(w string, x int64) int {
+		y, _ := strconv.ParseInt(w, 10, 64)
+		return cmp.Compare(y, x)
+	})
+	var out []string
+	if i > 0 {
+		out = append(out, grid[i-1])
+	}
+	if found {
+		i++
+	}
+	if i < len(grid) {
+		out = append(out, grid[i])
 	}
 	return out
 }

@@ -496,25 +496,41 @@ func TestSparseAvoidsFailingPairs(t *testing.T) {
 	}
 }
 
-// TestSparseTriesValuesBetweenItsGrid: the sparse model tells an integer's
-// values apart only by the cell of its five-point grid they fall in (of
-// NCCL_MIN_CTAS 1-32: 1, 2, 6, 13, 32), so its proposals draw within a
-// cell; an optimum at 20 channels, between 13 and 32, is then found.
-func TestSparseTriesValuesBetweenItsGrid(t *testing.T) {
+// TestModelsTryValuesBetweenTheirGrids: the sparse model tells an
+// integer's values apart only by the cell of its five-point grid they fall
+// in (of NCCL_MIN_CTAS 1-32: 1, 2, 6, 13, 32), so its proposals draw within
+// a cell; the Gaussian process's candidates take the grid's values and,
+// around each range's best, the values next to it on a finer one. An
+// optimum at 20 channels, between 13 and 32, is then found.
+func TestModelsTryValuesBetweenTheirGrids(t *testing.T) {
 	obj := func(a space.Assignment) []float64 {
 		ch, _ := strconv.Atoi(a["NCCL_MIN_CTAS"])
 		z := math.Log2(float64(ch)/20) / 0.25
 		s := 1 + 3*math.Exp(-z*z/2)
 		return []float64{s, s}
 	}
-	found := 0
-	for seed := range int64(10) {
-		if best := runSearch(t, "sparse", seed, 40, obj); best[0] > 3.5 {
-			found++
+	for _, name := range []string{"sparse", "gp"} {
+		found := 0
+		for seed := range int64(10) {
+			if best := runSearch(t, name, seed, 40, obj); best[0] > 3.5 {
+				found++
+			}
+		}
+		if found < 8 {
+			t.Errorf("%s: 18 to 22 channels found in %d of 10 campaigns, want 8", name, found)
 		}
 	}
-	if found < 8 {
-		t.Errorf("18 to 22 channels found in %d of 10 campaigns, want 8", found)
+}
+
+func TestBeside(t *testing.T) {
+	grid := []string{"1", "2", "4", "8"}
+	for _, tc := range []struct {
+		v    string
+		want []string
+	}{{"4", []string{"2", "8"}}, {"3", []string{"2", "4"}}, {"1", []string{"2"}}, {"8", []string{"4"}}, {"0", []string{"1"}}, {"9", []string{"8"}}} {
+		if got := beside(grid, tc.v); !slices.Equal(got, tc.want) {
+			t.Errorf("beside(%v, %s) = %v, want %v", grid, tc.v, got, tc.want)
+		}
 	}
 }
 
