@@ -54,7 +54,8 @@ func TestWarmStartFollowsTheFabric(t *testing.T) {
 	// NCCL_MIN_CTAS=32 is outside this space's 1..16, so "more channels" comes
 	// out as the remedies alone, and the bandwidth idea without it.
 	ideas := []string{"NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216", "NCCL_ALGO=Ring", "NCCL_ALGO=Tree NCCL_PROTO=LL"}
-	socketIdeas := []string{"NCCL_SOCKET_NTHREADS=4", "NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216 NCCL_SOCKET_NTHREADS=4"}
+	socketIdeas := []string{"NCCL_SOCKET_NTHREADS=4", "NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216 NCCL_SOCKET_NTHREADS=4",
+		"NCCL_SOCKET_NTHREADS=2", "NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216 NCCL_SOCKET_NTHREADS=2"}
 	for _, tc := range []struct {
 		name    string
 		fabric  Fabric
