@@ -115,6 +115,9 @@ func TestSmoothShiftsAndFails(t *testing.T) {
 	if _, err := ParseScenario(append(fourNodeIB[:len(fourNodeIB):len(fourNodeIB)], "-landscape=1", "-landscape_kind=wavy")); err == nil {
 		t.Error("an unknown landscape kind was accepted")
 	}
+	if _, err := ParseScenario(append(fourNodeIB[:len(fourNodeIB):len(fourNodeIB)], "-landscape_kind=smooth")); err == nil {
+		t.Error("a smooth landscape kind without a landscape was accepted (the physics would answer)")
+	}
 }
 
 // TestSmoothKeyIsWhatItReads: two environments with the same key gain the
