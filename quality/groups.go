@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -103,7 +104,13 @@ func (p *prepared) groupsCampaign(o Options, groups int, seed int64, pace float6
 	if err != nil {
 		return GroupsRun{}, err
 	}
-	st, err := store.Open(filepath.Join(o.Dir, name+".db"))
+	// A folder of its own, as campaign's: a scenario or group count named
+	// twice would open one store from two campaigns at once.
+	dir, err := os.MkdirTemp(o.Dir, "campaign-")
+	if err != nil {
+		return GroupsRun{}, err
+	}
+	st, err := store.Open(filepath.Join(dir, name+".db"))
 	if err != nil {
 		return GroupsRun{}, err
 	}

@@ -29,3 +29,21 @@ func TestGroupsResultCurves(t *testing.T) {
 		t.Errorf("WallToReach(0.05) = %g, want NaN (the median never gets there)", got)
 	}
 }
+
+// TestGroupsNamedTwice: a scenario or a group count named twice runs its
+// campaigns in full, each in a store of its own, instead of two campaigns
+// opening one store at once.
+func TestGroupsNamedTwice(t *testing.T) {
+	o := Options{Seeds: 1, Trials: 10, Noise: 0.02, NoiseTarget: 0.1, Dir: t.TempDir()}
+	res, err := MeasureGroups([]Scenario{Landscape(1), Landscape(1)}, []int{1, 1}, o, 0.001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		for _, run := range r.Runs {
+			if len(run.Regret) != o.Trials {
+				t.Errorf("%s on %d group(s): %d trials scored, want %d", r.Scenario, r.Groups, len(run.Regret), o.Trials)
+			}
+		}
+	}
+}

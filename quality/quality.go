@@ -749,7 +749,7 @@ type FamilyRow struct {
 	// the range of Regret: where it is near Regret, the search missed, not
 	// the choice.
 	Tried     map[int]Spread       `json:"worst_range_best_tried_regret"`
-	Misses    map[int]map[Miss]int `json:"misses"` // why the worst range is more than 3% off, summed over the scenarios
+	Misses    map[int]map[Miss]int `json:"misses,omitempty"` // why the worst range is more than 3% off, summed over the scenarios; nil where the family's misses are not diagnosed
 	TrialsTo3 Spread               `json:"trials_to_3pct"`
 	Each      []FamilyOutcome      `json:"per_landscape"`
 }

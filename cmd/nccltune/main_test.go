@@ -412,3 +412,30 @@ func TestFigureOfNoScore(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSearchSmooth: the smooth family alone runs and reports under
+// "smooth", without a misses field (its misses are not diagnosed: an empty
+// count would say there were none); with no family and no scenario there
+// is nothing to run.
+func TestBenchSearchSmooth(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := nccltune(t, dir, "bench", "search", "--scenarios", "", "--landscapes", "0", "--smooth", "1",
+		"--samplers", "random", "--trials", "40", "--json", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["landscapes"]; ok || got["smooth"] == nil {
+		t.Errorf("families reported: %s", out)
+	}
+	if strings.Contains(string(got["smooth"]), `"misses"`) {
+		t.Errorf("the smooth family reports misses it never diagnosed: %s", got["smooth"])
+	}
+	code, _, errOut = nccltune(t, dir, "bench", "search", "--scenarios", "", "--landscapes", "0", "--smooth", "0")
+	if code != 2 || !strings.Contains(errOut, "nothing to run") {
+		t.Errorf("nothing to run: exit %d %s", code, errOut)
+	}
+}

@@ -76,6 +76,8 @@ func (s Scenario) validate() error {
 		return fmt.Errorf("landscape must be 0 (off) or the number of a generated landscape")
 	case s.LandscapeKind != "levels" && s.LandscapeKind != "smooth":
 		return fmt.Errorf("landscape_kind %q is not one of levels, smooth", s.LandscapeKind)
+	case s.LandscapeKind != "levels" && s.Landscape == 0:
+		return fmt.Errorf("landscape_kind %s needs a landscape (-landscape=N): without one the physics answers", s.LandscapeKind)
 	case !(s.Pace >= 0 && s.Pace <= 1):
 		return fmt.Errorf("pace must be within [0, 1] (1: as long as on the modelled hardware)")
 	}

@@ -164,6 +164,10 @@ func (l *smooth) under(env map[string]string) (func(float64) float64, error) {
 	return func(x float64) float64 { return l.logGain(&lv, us, x) }, l.check(&lv, us, env)
 }
 
+// key is the levels and the integers' places on their axes, what under
+// reads: values NCCL reads alike ("7", "007", "+7"; every value from the
+// axis' top up) share a key, and no value's text can run into another's.
 func (l *smooth) key(env map[string]string) string {
-	return fmt.Sprint(levelsOf(env), env[landscapeKnobs[smoothInts[0].knob].Name], ",", env[landscapeKnobs[smoothInts[1].knob].Name])
+	us := l.axes(env)
+	return fmt.Sprintf("%s,%s,%s", levelsOf(env), strconv.FormatFloat(us[0], 'g', -1, 64), strconv.FormatFloat(us[1], 'g', -1, 64))
 }

@@ -115,4 +115,39 @@ func TestSmoothShiftsAndFails(t *testing.T) {
 	if _, err := ParseScenario(append(fourNodeIB[:len(fourNodeIB):len(fourNodeIB)], "-landscape=1", "-landscape_kind=wavy")); err == nil {
 		t.Error("an unknown landscape kind was accepted")
 	}
+	if _, err := ParseScenario(append(fourNodeIB[:len(fourNodeIB):len(fourNodeIB)], "-landscape_kind=smooth")); err == nil {
+		t.Error("a smooth landscape kind without a landscape was accepted (the physics would answer)")
+	}
+}
+
+// TestSmoothKeyIsWhatItReads: two environments with the same key gain the
+// same (no value's text runs into the next one's), and values read alike
+// share a key, so that TruthKey's memo holds them once.
+func TestSmoothKeyIsWhatItReads(t *testing.T) {
+	l := smoothOf(4)
+	a := map[string]string{"NCCL_MIN_CTAS": "100,x"}
+	b := map[string]string{"NCCL_MIN_CTAS": "100", "NCCL_IB_QPS_PER_CONNECTION": "x,"}
+	ga, _ := l.under(a)
+	gb, _ := l.under(b)
+	if l.key(a) == l.key(b) && ga(20) != gb(20) {
+		t.Errorf("%v and %v share key %q but gain %.4f and %.4f", a, b, l.key(a), ga(20), gb(20))
+	}
+	sc, _ := smoothScenario(t, 4)
+	alike := [][]string{{"7", "007", "+7"}, {"32", "40", "64"}}
+	for _, vs := range alike {
+		want := TruthKey(sc, "all_reduce", map[string]string{"NCCL_MIN_CTAS": vs[0]})
+		for _, v := range vs[1:] {
+			if got := TruthKey(sc, "all_reduce", map[string]string{"NCCL_MIN_CTAS": v}); got != want || want == "" {
+				t.Errorf("NCCL_MIN_CTAS=%s: key %q, =%s: %q", v, got, vs[0], want)
+			}
+		}
+	}
+	for v := 1; v <= 32; v++ {
+		one := TruthKey(sc, "all_reduce", map[string]string{"NCCL_MIN_CTAS": strconv.Itoa(v)})
+		for w := v + 1; w <= 32; w++ {
+			if TruthKey(sc, "all_reduce", map[string]string{"NCCL_MIN_CTAS": strconv.Itoa(w)}) == one {
+				t.Errorf("NCCL_MIN_CTAS=%d and %d share a key", v, w)
+			}
+		}
+	}
 }
