@@ -24,8 +24,8 @@ import (
 //     s ~ U(0.1, 0.3), c ~ U(0.3, 0.7); unset is 0;
 //   - per integer with probability 0.7, a shift: under one categorical
 //     level (which alone costs U(0.01, 0.04)) the integer's bump peaks at
-//     m' ~ U(0, 1) instead, A0 U(0.08, 0.2) higher: a pair that pays only
-//     with the integer moved away from where it peaked before;
+//     m' ~ U(0, 1) instead, A0 U(0.08, 0.2) higher: the setting pays
+//     only with the integer near m', which is mostly away from m0;
 //   - with probability 0.5, a ridge between the integers within a window of
 //     sizes: B weight(x) exp(-((u1-u2-d)/0.15)^2/2), B ~ U(0.06, 0.15),
 //     d ~ U(-0.5, 0.5), both set;
