@@ -100,6 +100,9 @@ var landscapeKnobs = []LandscapeKnob{
 
 const nKnobs = 7
 
+// allKnobs are the indexes of landscapeKnobs.
+var allKnobs = []int{0, 1, 2, 3, 4, 5, 6}
+
 // LandscapeKnobs lists the variables generated landscapes are laid over.
 func LandscapeKnobs() []LandscapeKnob { return landscapeKnobs }
 
@@ -189,31 +192,57 @@ type interaction struct {
 // landscape is one generated landscape.
 type landscape struct {
 	n            int
-	main         [nKnobs][]struct{ a, b float64 } // [knob][level-1]
+	main         effects
 	interactions []interaction
 	fails        [][2]cond
 }
 
 var landscapes sync.Map // number -> *landscape
 
-func landscapeOf(n int) *landscape {
-	if l, ok := landscapes.Load(n); ok {
-		return l.(*landscape)
+func landscapeOf(n int) *landscape { return memo(&landscapes, n, generate) }
+
+// memo is generate(n), made once per n and kept in made.
+func memo[T any](made *sync.Map, n int, generate func(int) T) T {
+	if l, ok := made.Load(n); ok {
+		return l.(T)
 	}
-	l, _ := landscapes.LoadOrStore(n, generate(n))
-	return l.(*landscape)
+	l, _ := made.LoadOrStore(n, generate(n))
+	return l.(T)
+}
+
+// effects are main effects, per knob and level >= 1 ([knob][level-1]):
+// a + b(x-17)/14. A knob without any has none.
+type effects [nKnobs][]struct{ a, b float64 }
+
+// drawEffects draws every level's main effect of knobs, in their order:
+// a ~ N(-0.02, 0.02), b ~ N(0, 0.02).
+func drawEffects(rng *rand.Rand, knobs []int) effects {
+	var e effects
+	for _, k := range knobs {
+		for range landscapeKnobs[k].Levels {
+			e[k] = append(e[k], struct{ a, b float64 }{-0.02 + 0.02*rng.NormFloat64(), 0.02 * rng.NormFloat64()})
+		}
+	}
+	return e
+}
+
+// at is the main effects of the levels set, at x.
+func (e *effects) at(lv *levels, x float64) float64 {
+	g := 0.0
+	for k, lev := range lv {
+		if lev > 0 && lev <= len(e[k]) {
+			m := e[k][lev-1]
+			g += m.a + m.b*(x-17)/14
+		}
+	}
+	return g
 }
 
 func generate(n int) *landscape {
 	rng := rand.New(rand.NewPCG(uint64(n), 0x6c616e6473636170)) // "landscap"
 	u := func(lo, hi float64) float64 { return lo + (hi-lo)*rng.Float64() }
 	level := func(k int) int { return 1 + rng.IntN(len(landscapeKnobs[k].Levels)) }
-	l := &landscape{n: n}
-	for k, knob := range landscapeKnobs {
-		for range knob.Levels {
-			l.main[k] = append(l.main[k], struct{ a, b float64 }{-0.02 + 0.02*rng.NormFloat64(), 0.02 * rng.NormFloat64()})
-		}
-	}
+	l := &landscape{n: n, main: drawEffects(rng, allKnobs)}
 	for range 2 + rng.IntN(2) {
 		size := 2
 		if rng.Float64() < 0.3 {
@@ -291,18 +320,7 @@ func sizeX(size float64) float64 { return min(31, max(3, math.Log2(math.Max(size
 
 // logGain is L: the main effects of the levels set, and the interactions' and decoys' terms.
 func (l *landscape) logGain(lv *levels, x float64) float64 {
-	return l.mainEffects(lv, x) + l.terms(lv, x)
-}
-
-func (l *landscape) mainEffects(lv *levels, x float64) float64 {
-	g := 0.0
-	for k, lev := range lv {
-		if lev > 0 {
-			m := l.main[k][lev-1]
-			g += m.a + m.b*(x-17)/14
-		}
-	}
-	return g
+	return l.main.at(lv, x) + l.terms(lv, x)
 }
 
 // terms is L less the main effects.

@@ -33,7 +33,7 @@ import (
 //     level fails as NCCL's invalid usage.
 type smooth struct {
 	n      int
-	main   [nKnobs][]struct{ a, b float64 }
+	main   effects // of smoothCats
 	bumps  [2]bump
 	shifts [2]*shift
 	ridge  *ridge
@@ -71,13 +71,7 @@ type ridge struct {
 
 var smooths sync.Map // number -> *smooth
 
-func smoothOf(n int) *smooth {
-	if l, ok := smooths.Load(n); ok {
-		return l.(*smooth)
-	}
-	l, _ := smooths.LoadOrStore(n, generateSmooth(n))
-	return l.(*smooth)
-}
+func smoothOf(n int) *smooth { return memo(&smooths, n, generateSmooth) }
 
 // smoothCats are the knobs read as levels.
 var smoothCats = []int{0, 1, 3, 4, 6}
@@ -85,12 +79,7 @@ var smoothCats = []int{0, 1, 3, 4, 6}
 func generateSmooth(n int) *smooth {
 	rng := rand.New(rand.NewPCG(uint64(n), 0x736d6f6f7468)) // "smooth"
 	u := func(lo, hi float64) float64 { return lo + (hi-lo)*rng.Float64() }
-	l := &smooth{n: n}
-	for _, k := range smoothCats {
-		for range landscapeKnobs[k].Levels {
-			l.main[k] = append(l.main[k], struct{ a, b float64 }{-0.02 + 0.02*rng.NormFloat64(), 0.02 * rng.NormFloat64()})
-		}
-	}
+	l := &smooth{n: n, main: drawEffects(rng, smoothCats)}
 	catCond := func() cond {
 		k := smoothCats[rng.IntN(len(smoothCats))]
 		return cond{k, 1 + rng.IntN(len(landscapeKnobs[k].Levels))}
@@ -124,13 +113,7 @@ func (l *smooth) axes(env map[string]string) [2]float64 {
 }
 
 func (l *smooth) logGain(lv *levels, us [2]float64, x float64) float64 {
-	g := 0.0
-	for _, k := range smoothCats {
-		if lev := lv[k]; lev > 0 {
-			m := l.main[k][lev-1]
-			g += m.a + m.b*(x-17)/14
-		}
-	}
+	g := l.main.at(lv, x)
 	for i, uv := range us {
 		s := l.shifts[i]
 		if s != nil && lv[s.when.knob] == s.when.level {
