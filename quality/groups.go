@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -104,13 +102,7 @@ func (p *prepared) groupsCampaign(o Options, groups int, seed int64, pace float6
 	if err != nil {
 		return GroupsRun{}, err
 	}
-	// A folder of its own, as campaign's: a scenario or group count named
-	// twice would open one store from two campaigns at once.
-	dir, err := os.MkdirTemp(o.Dir, "campaign-")
-	if err != nil {
-		return GroupsRun{}, err
-	}
-	st, err := store.Open(filepath.Join(dir, name+".db"))
+	st, err := freshStore(o.Dir, name)
 	if err != nil {
 		return GroupsRun{}, err
 	}

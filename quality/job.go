@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/nccltune/nccltune/runner/sim"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
-	"github.com/nccltune/nccltune/store"
 	"github.com/nccltune/nccltune/tuner"
 )
 
@@ -57,7 +55,7 @@ func MeasureJob(scenarios []string, o Options, rounds int) (map[string][]JobRun,
 			if err != nil {
 				return nil, err
 			}
-			run, err := jobCampaign(sp, sc, o, rounds, filepath.Join(o.Dir, fmt.Sprintf("job-%s-%d.db", name, seed)))
+			run, err := jobCampaign(sp, sc, o, rounds, fmt.Sprintf("job-%s-%d", name, seed))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -86,8 +84,8 @@ func jobSpace(example []byte, s Scenario, sc sim.Scenario, o Options, seed int64
 	return space.Parse(s.Name+"-workload.toml", []byte(src))
 }
 
-func jobCampaign(sp *space.Space, sc sim.Scenario, o Options, rounds int, db string) (JobRun, error) {
-	st, err := store.Open(db)
+func jobCampaign(sp *space.Space, sc sim.Scenario, o Options, rounds int, name string) (JobRun, error) {
+	st, err := freshStore(o.Dir, name)
 	if err != nil {
 		return JobRun{}, err
 	}

@@ -227,6 +227,19 @@ func ScenariosNamed(names []string) ([]Scenario, error) {
 	return out, nil
 }
 
+// freshStore opens a new store for campaign name, in a folder of its own
+// under dir: in a store that holds a campaign of the same name it would be
+// resumed (done already), or opened by two campaigns at once, not run (a
+// scenario, strategy or group count named twice, or a landscape named and
+// in its family).
+func freshStore(dir, name string) (*store.Store, error) {
+	own, err := os.MkdirTemp(dir, "campaign-")
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(filepath.Join(own, name+".db"))
+}
+
 // numberAfter is the positive number that follows prefix in name.
 func numberAfter(name, prefix string) (int, bool) {
 	k, err := strconv.Atoi(strings.TrimPrefix(name, prefix))
@@ -441,13 +454,7 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 	if err != nil {
 		return Run{}, err
 	}
-	// A folder of its own: a campaign of the same name in a store would be
-	// resumed (done already), not run (a scenario named twice, or named and in a family).
-	dir, err := os.MkdirTemp(o.Dir, "campaign-")
-	if err != nil {
-		return Run{}, err
-	}
-	st, err := store.Open(filepath.Join(dir, name+".db"))
+	st, err := freshStore(o.Dir, name)
 	if err != nil {
 		return Run{}, err
 	}
