@@ -357,7 +357,7 @@ func prepare(s Scenario) (*prepared, error) {
 			}
 		}
 	}
-	if sc.Landscape > 0 && sc.LandscapeKind == "levels" {
+	if sc.HasTerms() {
 		p.ways = p.waysWithin(all, memo)
 	}
 	return p, nil

@@ -451,6 +451,14 @@ func (s Scenario) landscapeTime(gain func(float64) float64, b *baseTable, coll s
 	return s.base(b, coll, size) / math.Exp(gain(sizeX(size)))
 }
 
+// HasTerms reports whether the scenario's landscape is made of terms that
+// HeldTerms names (the levels family); a smooth landscape's gains are
+// curves, not terms, and without a landscape there is nothing to name.
+func (s Scenario) HasTerms() bool {
+	_, ok := s.generated().(*landscape)
+	return ok
+}
+
 // HeldTerms lists the terms of the scenario's landscape that env holds in
 // full: interaction i as i, its decoy as the number of interactions plus
 // i; none without a landscape. The search-quality benchmark asks it why a

@@ -288,10 +288,13 @@ func TestTruthKey(t *testing.T) {
 }
 
 // TestHeldTerms: an interaction or a decoy is held exactly when all its
-// conditions are, whatever else is set, and only on a landscape.
+// conditions are, whatever else is set, and only on a landscape of terms.
 func TestHeldTerms(t *testing.T) {
 	for n := 1; n <= 20; n++ {
 		sc, _ := ParseScenario(append(fourNodeIB, fmt.Sprintf("-landscape=%d", n)))
+		if !sc.HasTerms() {
+			t.Errorf("landscape %d has no terms", n)
+		}
 		l := landscapeOf(n)
 		for i, in := range l.interactions {
 			for term, conds := range map[int][]cond{i: in.conds, len(l.interactions) + i: in.decoy} {
@@ -310,7 +313,10 @@ func TestHeldTerms(t *testing.T) {
 		}
 	}
 	plain, _ := ParseScenario(fourNodeIB)
-	if got := plain.HeldTerms(envOf(landscapeOf(1).interactions[0].conds...)); got != nil {
-		t.Errorf("no landscape, held %v", got)
+	if got := plain.HeldTerms(envOf(landscapeOf(1).interactions[0].conds...)); got != nil || plain.HasTerms() {
+		t.Errorf("no landscape, held %v (has terms: %t)", got, plain.HasTerms())
+	}
+	if smooth, _ := smoothScenario(t, 1); smooth.HasTerms() || smooth.HeldTerms(envOf(landscapeOf(1).interactions[0].conds...)) != nil {
+		t.Error("a smooth landscape has terms")
 	}
 }
