@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -21,7 +22,7 @@ const MinGain = 0.01
 type RangeResult struct {
 	Range        space.Range
 	Default      *store.Trial // trial 0, when it completed
-	Best         *store.Trial // the first trial of the highest-scoring configuration
+	Best         *store.Trial // the first trial of the chosen configuration (simplest)
 	DefaultScore float64      // NaN without a default measurement
 	BestScore    float64
 	BestRuns     int           // how many trials measured Best's configuration
@@ -69,13 +70,17 @@ type config struct {
 	first  *store.Trial
 	logSum float64
 	runs   int
+	// estimate is the log score a model of every complete trial expects of
+	// it (search.Estimate), NaN without one.
+	estimate float64
 }
 
 func (c *config) score() float64 { return math.Exp(c.logSum / float64(c.runs)) }
 
 // configsOf groups the completed trials that measured the range by
-// configuration (keys[j] is trials[j]'s key), in the order of their first trial.
-func configsOf(rangeName string, trials []store.Trial, keys []string) []*config {
+// configuration (keys[j] is trials[j]'s key, estimates[j] its estimate of
+// the range), in the order of their first trial.
+func configsOf(rangeName string, trials []store.Trial, keys []string, estimates []float64) []*config {
 	var out []*config
 	byKey := map[string]*config{}
 	for j := range trials {
@@ -86,7 +91,7 @@ func configsOf(rangeName string, trials []store.Trial, keys []string) []*config 
 		}
 		c := byKey[keys[j]]
 		if c == nil {
-			c = &config{first: t}
+			c = &config{first: t, estimate: estimates[j]}
 			byKey[keys[j]] = c
 			out = append(out, c)
 		}
@@ -96,14 +101,36 @@ func configsOf(rangeName string, trials []store.Trial, keys []string) []*config 
 	return out
 }
 
-// simplest returns, among the configurations scoring within Parsimony of
-// best, the one that sets the fewest variables (the higher score between equals).
+// simplest returns the configuration of the highest estimate or, among
+// those that both their estimate and their own measurements put within
+// Parsimony of it, the one that sets the fewest variables (the higher
+// estimate between equals); by their measured scores alone where some has
+// no estimate. The estimates pool similar configurations, so they lie
+// closer together than the measurements: within Parsimony by the estimate
+// alone, a simpler neighbour would be chosen where it is measurably slower.
 func simplest(configs []*config) *config {
-	logScores, settings := make([]float64, len(configs)), make([]int, len(configs))
+	tolerance := -math.Log1p(-Parsimony)
+	measured, settings := make([]float64, len(configs)), make([]int, len(configs))
 	for i, c := range configs {
-		logScores[i], settings[i] = math.Log(c.score()), Settings(c.first)
+		measured[i], settings[i] = math.Log(c.score()), Settings(c.first)
 	}
-	return configs[parsimonious(logScores, settings, -math.Log1p(-Parsimony))]
+	if slices.ContainsFunc(configs, func(c *config) bool { return math.IsNaN(c.estimate) }) {
+		return configs[parsimonious(measured, settings, tolerance)]
+	}
+	top := 0
+	for i, c := range configs {
+		if c.estimate > configs[top].estimate {
+			top = i
+		}
+	}
+	estimates := make([]float64, len(configs))
+	for i, c := range configs {
+		estimates[i] = c.estimate
+		if measured[i] < measured[top]-tolerance {
+			estimates[i] = math.Inf(-1)
+		}
+	}
+	return configs[parsimonious(estimates, settings, tolerance)]
 }
 
 // parsimonious is the index of the candidate with the fewest settings among
@@ -135,17 +162,18 @@ func Settings(t *store.Trial) int {
 }
 
 // Of picks the best configuration per range from a campaign's trials
-// (the simplest within Parsimony of the highest score), with the latest of
-// the validations (oldest first) that concerns it.
+// (simplest: the highest estimate, or a simpler one within Parsimony of
+// it), with the latest of the validations (oldest first) that concerns it.
 func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeResult {
 	keys := make([]string, len(trials))
 	for j, t := range trials {
 		keys[j] = sp.Key(t.Params)
 	}
+	estimates := estimate(sp, trials)
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
 		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Measure: sp.Measure(rg)}
-		configs := configsOf(rg.Name, trials, keys)
+		configs := configsOf(rg.Name, trials, keys, estimates[i])
 		for _, c := range configs {
 			res.Completed += c.runs
 			if c.first.Number == 0 {
@@ -162,6 +190,41 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 			}
 		}
 		out[i] = res
+	}
+	return out
+}
+
+// estimate is, per range and trial, search.Estimate's log score for the
+// complete trials, fitted on those alone: a failure or a quick pass says
+// little of how fast a configuration runs. NaN for the other trials.
+func estimate(sp *space.Space, trials []store.Trial) [][]float64 {
+	var complete []int
+	var as []space.Assignment
+	var scores [][]float64
+	for j, t := range trials {
+		if t.State != store.Complete {
+			continue
+		}
+		sc := make([]float64, len(sp.Ranges))
+		for r, rg := range sp.Ranges {
+			if sc[r] = math.NaN(); t.Scores != nil {
+				if v, ok := t.Scores[rg.Name]; ok {
+					sc[r] = v
+				}
+			}
+		}
+		complete, as, scores = append(complete, j), append(as, space.Assignment(t.Params)), append(scores, sc)
+	}
+	est := search.Estimate(sp, as, scores)
+	out := make([][]float64, len(sp.Ranges))
+	for r := range out {
+		out[r] = make([]float64, len(trials))
+		for j := range out[r] {
+			out[r][j] = math.NaN()
+		}
+		for k, j := range complete {
+			out[r][j] = est[k][r]
+		}
 	}
 	return out
 }

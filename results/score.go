@@ -1,6 +1,6 @@
 // Package results is what a campaign's measurements mean: each trial's
-// score per size range, the choice per range (the best configuration, the
-// simplest among equals), the verdict of a validation, and which parameters
+// score per size range, the choice per range (the configuration of the
+// highest estimate, the simplest among equals), the verdict of a validation, and which parameters
 // matter.
 package results
 

@@ -151,31 +151,21 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 		return coveringDraw(g.sp, &g.history, rng), nil
 	}
 	ranges := g.focused()
-	obs := g.observed(ranges, gpMaxObservations)
+	obs, points, fits := g.fit(ranges)
 	m, d := len(obs), len(g.sp.Params)
-	points := make([]gpPoint, m)
-	for i, t := range obs {
-		points[i] = g.point(t.a)
-	}
-	sims := g.pairSimilarities(points)
-	fitted := keep(obs, ranges, gpFitObservations)
 	var models []*gpModel
 	var bases []space.Assignment
-	for _, r := range ranges {
-		ys, ok := logScores(obs, r)
-		if !ok {
-			continue
+	for _, f := range fits {
+		if f.md != nil {
+			models = append(models, f.md)
 		}
-		if md := fitGP(sims, d, ys, fitted); md != nil {
-			models = append(models, md)
-		}
-		var order []int // the trials that measured r: a failure is no base
+		var order []int // the trials that measured the range: a failure is no base
 		for i, t := range obs {
-			if t.ran(r) {
+			if t.ran(f.r) {
 				order = append(order, i)
 			}
 		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(ys[b], ys[a]) })
+		slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(f.ys[b], f.ys[a]) })
 		for _, i := range order[:min(gpBases, len(order))] {
 			if !slices.ContainsFunc(bases, func(b space.Assignment) bool { return maps.Equal(b, obs[i].a) }) {
 				bases = append(bases, obs[i].a)
@@ -224,6 +214,33 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 		}
 	}
 	return cands[best], nil
+}
+
+// rangeFit is a range's log scores over the observations a model uses
+// (logScores) and its model, nil where the kernel is singular.
+type rangeFit struct {
+	r  int
+	ys []float64
+	md *gpModel
+}
+
+// fit models each of ranges that some trial measured on the observations
+// a model uses (observed), which it returns with their points.
+func (g *gpSampler) fit(ranges []int) ([]told, []gpPoint, []rangeFit) {
+	obs := g.observed(ranges, gpMaxObservations)
+	points := make([]gpPoint, len(obs))
+	for i, t := range obs {
+		points[i] = g.point(t.a)
+	}
+	sims := g.pairSimilarities(points)
+	fitted := keep(obs, ranges, gpFitObservations)
+	var out []rangeFit
+	for _, r := range ranges {
+		if ys, ok := logScores(obs, r); ok {
+			out = append(out, rangeFit{r, ys, fitGP(sims, len(g.sp.Params), ys, fitted)})
+		}
+	}
+	return obs, points, out
 }
 
 // logScores are the observations' log scores of range r, a failure a

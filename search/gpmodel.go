@@ -25,8 +25,9 @@ type gpModel struct {
 	noise float64
 	ch    mat.Cholesky
 	alpha *mat.VecDense // K⁻¹ y
-	sd    float64       // of the log scores, which y standardises
-	best  float64       // the highest y
+	// the log scores' mean and standard deviation, which y standardises
+	mean, sd float64
+	best     float64 // the highest y
 }
 
 // kernel is k(s), and with it Σᵢ vᵢsᵢ, which its gradient needs.
@@ -126,7 +127,7 @@ func newGPFit(sims []float64, d int, ys []float64) *gpFit {
 		}
 	}
 	mean, sd := meanSD(observed)
-	f := &gpFit{sims: sims, d: d, y: mat.NewVecDense(len(ys), nil), unobserved: make([]bool, len(ys)), prior: gpPrior(d), sd: sd, best: math.Inf(-1)}
+	f := &gpFit{sims: sims, d: d, y: mat.NewVecDense(len(ys), nil), unobserved: make([]bool, len(ys)), prior: gpPrior(d), mean: mean, sd: sd, best: math.Inf(-1)}
 	for i, v := range ys {
 		if math.IsNaN(v) {
 			f.unobserved[i] = true
@@ -146,7 +147,7 @@ type gpFit struct {
 	y    *mat.VecDense // the standardised log scores
 	// unobserved marks the observations that tell nothing (y 0, noise gpUnobserved)
 	unobserved []bool
-	sd         float64 // of the log scores
+	mean, sd   float64 // of the log scores
 	best       float64 // the highest y
 	prior      []float64
 	k          *mat.SymDense
@@ -159,7 +160,7 @@ type gpFit struct {
 
 func (f *gpFit) model(theta []float64) *gpModel {
 	d, m := f.d, f.y.Len()
-	md := &gpModel{u: make([]float64, d), v: make([]float64, d), noise: math.Exp(theta[2*d]) + gpJitter, alpha: &mat.VecDense{}, sd: f.sd, best: f.best}
+	md := &gpModel{u: make([]float64, d), v: make([]float64, d), noise: math.Exp(theta[2*d]) + gpJitter, alpha: &mat.VecDense{}, mean: f.mean, sd: f.sd, best: f.best}
 	for i := range d {
 		md.u[i], md.v[i] = math.Exp(theta[i]), math.Exp(theta[d+i])
 	}

@@ -1,0 +1,115 @@
+package results
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// TestChoiceIsByEstimate: every configuration of three settings measured
+// once with 2% noise, each value worth up to 3% alone. The one measured
+// fastest is mostly the luckiest of those near the top; the choice, by the
+// estimate that pools each configuration with those like it, is truly
+// faster, over twenty such campaigns.
+func TestChoiceIsByEstimate(t *testing.T) {
+	sp, err := space.Parse("c.toml", []byte(`
+[benchmark]
+binary = "x"
+[[range]]
+name = "all"
+min = "8"
+max = "1G"
+[[param]]
+name = "NCCL_ALGO"
+values = ["Ring", "Tree"]
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["1M", "2M", "4M", "8M"]
+[[param]]
+name = "NCCL_NTHREADS"
+values = ["64", "128", "256", "512"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chosenRegret, measuredRegret float64
+	better, worse := 0, 0
+	for seed := range 20 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 3))
+		effects := make([][]float64, len(sp.Params)) // a log gain per parameter and value
+		for i, p := range sp.Params {
+			for range p.Values {
+				effects[i] = append(effects[i], 0.03*rng.Float64())
+			}
+		}
+		var trials []store.Trial
+		truth := map[string]float64{}
+		optimum, luckiest := 0.0, 0
+		for a := range sp.Params[0].Values {
+			for b := range sp.Params[1].Values {
+				for c := range sp.Params[2].Values {
+					params := map[string]string{sp.Params[0].Name: sp.Params[0].Values[a], sp.Params[1].Name: sp.Params[1].Values[b], sp.Params[2].Name: sp.Params[2].Values[c]}
+					gain := math.Exp(effects[0][a] + effects[1][b] + effects[2][c])
+					truth[sp.Key(params)], optimum = gain, math.Max(optimum, gain)
+					trials = append(trials, store.Trial{Number: len(trials), State: store.Complete, Params: params,
+						Scores: map[string]float64{"all": 100 * gain * math.Exp(0.02*rng.NormFloat64())}})
+					if trials[len(trials)-1].Scores["all"] > trials[luckiest].Scores["all"] {
+						luckiest = len(trials) - 1
+					}
+				}
+			}
+		}
+		r := Of(sp, trials, nil)[0]
+		if math.Abs(r.BestScore/r.Best.Scores["all"]-1) > 1e-12 {
+			t.Errorf("campaign %d: best score %.2f, want its measurement %.2f", seed, r.BestScore, r.Best.Scores["all"])
+		}
+		c, m := 1-truth[sp.Key(r.Best.Params)]/optimum, 1-truth[sp.Key(trials[luckiest].Params)]/optimum
+		chosenRegret, measuredRegret = chosenRegret+c, measuredRegret+m
+		switch {
+		case c < m:
+			better++
+		case c > m:
+			worse++
+		}
+	}
+	t.Logf("mean regret of the choice %.2f%%, of the fastest measured %.2f%%; the choice better in %d campaigns, worse in %d of 20",
+		100*chosenRegret/20, 100*measuredRegret/20, better, worse)
+	if chosenRegret > 0.8*measuredRegret || better <= 2*worse {
+		t.Error("the choice is no better than the fastest measured")
+	}
+}
+
+// TestSimplest: the highest estimate, or a configuration with fewer
+// settings that both its estimate and its measurements put within
+// Parsimony of it; by measurement alone where some has no estimate.
+func TestSimplest(t *testing.T) {
+	cfg := func(name string, settings int, measured, estimated float64) *config {
+		params := map[string]string{"NAME": name}
+		for i := range settings - 1 {
+			params[string(rune('a'+i))] = "x"
+		}
+		return &config{first: &store.Trial{Params: params}, logSum: math.Log(measured), runs: 1, estimate: math.Log(estimated)}
+	}
+	lead := cfg("lead", 3, 100, 101)   // the highest estimate
+	lucky := cfg("lucky", 3, 103, 100) // the fastest measured
+	simpler := cfg("simpler", 2, 99.5, 100.5)
+	slower := cfg("slower", 2, 97, 100.8) // estimated within 1%, measured 3% slower
+	unestimated := cfg("unestimated", 3, 98, math.NaN())
+	for _, tc := range []struct {
+		name    string
+		configs []*config
+		want    string
+	}{
+		{"the highest estimate", []*config{lucky, lead}, "lead"},
+		{"a simpler one within 1% by both", []*config{lucky, lead, simpler}, "simpler"},
+		{"not one measured slower", []*config{lucky, lead, slower}, "lead"},
+		{"by measurement without every estimate", []*config{lead, lucky, unestimated}, "lucky"},
+	} {
+		if got := simplest(tc.configs).first.Params["NAME"]; got != tc.want {
+			t.Errorf("%s: chose %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
