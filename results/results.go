@@ -101,11 +101,16 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 	return out
 }
 
-// simplest returns the configuration of the highest estimate or, among
-// those that both their estimate and their own measurements put within
+// simplest returns the configuration of the highest credit or, among
+// those that both their credit and their own measurements put within
 // Parsimony of it, the one that sets the fewest variables (the higher
-// estimate between equals); by their measured scores alone where some has
-// no estimate. The estimates pool similar configurations, so they lie
+// credit between equals); by their measured scores alone where some has
+// no estimate. A configuration's credit is the lower of its estimate and
+// its measured score: the estimate discounts a lucky measurement, but
+// never raises a configuration above what it measured, for where its own
+// runs fall short of what its neighbours predict (a pair of settings that
+// does not pay together, a model that left its runs out), the runs are
+// what it does. The estimates pool similar configurations, so they lie
 // closer together than the measurements: within Parsimony by the estimate
 // alone, a simpler neighbour would be chosen where it is measurably slower.
 func simplest(configs []*config) *config {
@@ -117,20 +122,19 @@ func simplest(configs []*config) *config {
 	if slices.ContainsFunc(configs, func(c *config) bool { return math.IsNaN(c.estimate) }) {
 		return configs[parsimonious(measured, settings, tolerance)]
 	}
+	credits := make([]float64, len(configs))
 	top := 0
 	for i, c := range configs {
-		if c.estimate > configs[top].estimate {
+		if credits[i] = min(c.estimate, measured[i]); credits[i] > credits[top] {
 			top = i
 		}
 	}
-	estimates := make([]float64, len(configs))
-	for i, c := range configs {
-		estimates[i] = c.estimate
+	for i := range configs {
 		if measured[i] < measured[top]-tolerance {
-			estimates[i] = math.Inf(-1)
+			credits[i] = math.Inf(-1)
 		}
 	}
-	return configs[parsimonious(estimates, settings, tolerance)]
+	return configs[parsimonious(credits, settings, tolerance)]
 }
 
 // parsimonious is the index of the candidate with the fewest settings among
@@ -162,8 +166,9 @@ func Settings(t *store.Trial) int {
 }
 
 // Of picks the best configuration per range from a campaign's trials
-// (simplest: the highest estimate, or a simpler one within Parsimony of
-// it), with the latest of the validations (oldest first) that concerns it.
+// (simplest: the highest credit, the lower of estimate and measured score,
+// or a simpler one within Parsimony of it), with the latest of the
+// validations (oldest first) that concerns it.
 func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeResult {
 	keys := make([]string, len(trials))
 	for j, t := range trials {

@@ -1,7 +1,7 @@
 // Package results is what a campaign's measurements mean: each trial's
 // score per size range, the choice per range (the configuration of the
-// highest estimate, the simplest among equals), the verdict of a validation, and which parameters
-// matter.
+// highest estimate, held to its measurements, the simplest among equals),
+// the verdict of a validation, and which parameters matter.
 package results
 
 import (

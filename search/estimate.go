@@ -8,13 +8,15 @@ import (
 
 // Estimate is, for each trial (trials[i] measured scores[i], per range of
 // sp as Tell takes them), per range, the log score that the Gaussian
-// process the search proposes with expects of its configuration, fitted on
-// them all: its own measurements pooled with those of configurations like
-// it, so that a lucky measurement counts for less and an unlucky one for
-// more. Choosing the best measured configuration picks the luckiest of
-// those near the top (the winner's curse); choosing by the estimate does
-// so less. NaN where the trial did not measure the range or the range has
-// no model (its kernel is singular).
+// process the search proposes with expects of its configuration, fitted as
+// Ask fits it: on at most gpMaxObservations of the trials (the latest half
+// and the best of the others), so that a trial left out is estimated from
+// its neighbours alone. A trial's own measurements are pooled with those of
+// configurations like it, so that a lucky measurement counts for less and
+// an unlucky one for more. Choosing the best measured configuration picks
+// the luckiest of those near the top (the winner's curse); choosing by the
+// estimate does so less. NaN where the trial did not measure the range or
+// the range has no model (its kernel is singular).
 func Estimate(sp *space.Space, trials []space.Assignment, scores [][]float64) [][]float64 {
 	g := newGP(sp, 0)
 	for i, a := range trials {
