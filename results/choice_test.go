@@ -9,12 +9,9 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
-// TestChoiceIsByEstimate: every configuration of three settings measured
-// once with 2% noise, each value worth up to 3% alone. The one measured
-// fastest is mostly the luckiest of those near the top; the choice, by the
-// estimate that pools each configuration with those like it, is truly
-// faster, over twenty such campaigns.
-func TestChoiceIsByEstimate(t *testing.T) {
+// threeSettings is a space of one range and three settings of 2, 4 and 4
+// values, and the assignment of each setting's a-th, b-th and c-th value.
+func threeSettings(t *testing.T) (*space.Space, func(a, b, c int) map[string]string) {
 	sp, err := space.Parse("c.toml", []byte(`
 [benchmark]
 binary = "x"
@@ -35,6 +32,18 @@ values = ["64", "128", "256", "512"]
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sp, func(a, b, c int) map[string]string {
+		return map[string]string{sp.Params[0].Name: sp.Params[0].Values[a], sp.Params[1].Name: sp.Params[1].Values[b], sp.Params[2].Name: sp.Params[2].Values[c]}
+	}
+}
+
+// TestChoiceIsByEstimate: every configuration of three settings measured
+// once with 2% noise, each value worth up to 3% alone. The one measured
+// fastest is mostly the luckiest of those near the top; the choice, by the
+// estimate that pools each configuration with those like it, is truly
+// faster, over twenty such campaigns.
+func TestChoiceIsByEstimate(t *testing.T) {
+	sp, assignment := threeSettings(t)
 	var chosenRegret, measuredRegret float64
 	better, worse := 0, 0
 	for seed := range 20 {
@@ -51,7 +60,7 @@ values = ["64", "128", "256", "512"]
 		for a := range sp.Params[0].Values {
 			for b := range sp.Params[1].Values {
 				for c := range sp.Params[2].Values {
-					params := map[string]string{sp.Params[0].Name: sp.Params[0].Values[a], sp.Params[1].Name: sp.Params[1].Values[b], sp.Params[2].Name: sp.Params[2].Values[c]}
+					params := assignment(a, b, c)
 					gain := math.Exp(effects[0][a] + effects[1][b] + effects[2][c])
 					truth[sp.Key(params)], optimum = gain, math.Max(optimum, gain)
 					trials = append(trials, store.Trial{Number: len(trials), State: store.Complete, Params: params,
@@ -90,29 +99,7 @@ values = ["64", "128", "256", "512"]
 // where the model holds its run, nor among 200, where the model keeps 150
 // trials and its run, the oldest and slowest, is not among them.
 func TestChoiceHeldToItsMeasurements(t *testing.T) {
-	sp, err := space.Parse("c.toml", []byte(`
-[benchmark]
-binary = "x"
-[[range]]
-name = "all"
-min = "8"
-max = "1G"
-[[param]]
-name = "NCCL_ALGO"
-values = ["Ring", "Tree"]
-[[param]]
-name = "NCCL_BUFFSIZE"
-values = ["1M", "2M", "4M", "8M"]
-[[param]]
-name = "NCCL_NTHREADS"
-values = ["64", "128", "256", "512"]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	assignment := func(a, b, c int) map[string]string {
-		return map[string]string{sp.Params[0].Name: sp.Params[0].Values[a], sp.Params[1].Name: sp.Params[1].Values[b], sp.Params[2].Name: sp.Params[2].Values[c]}
-	}
+	sp, assignment := threeSettings(t)
 	for _, tc := range []struct {
 		trials int
 		alone  float64 // the combination's one measurement

@@ -210,15 +210,7 @@ func estimate(sp *space.Space, trials []store.Trial) [][]float64 {
 		if t.State != store.Complete {
 			continue
 		}
-		sc := make([]float64, len(sp.Ranges))
-		for r, rg := range sp.Ranges {
-			if sc[r] = math.NaN(); t.Scores != nil {
-				if v, ok := t.Scores[rg.Name]; ok {
-					sc[r] = v
-				}
-			}
-		}
-		complete, as, scores = append(complete, j), append(as, space.Assignment(t.Params)), append(scores, sc)
+		complete, as, scores = append(complete, j), append(as, space.Assignment(t.Params)), append(scores, TrialScores(sp, t))
 	}
 	est := search.Estimate(sp, as, scores)
 	out := make([][]float64, len(sp.Ranges))
@@ -230,6 +222,20 @@ func estimate(sp *space.Space, trials []store.Trial) [][]float64 {
 		for k, j := range complete {
 			out[r][j] = est[k][r]
 		}
+	}
+	return out
+}
+
+// TrialScores are t's scores in the order of sp's ranges, NaN for a range
+// it did not measure: what a sampler is told, and the estimate fitted.
+func TrialScores(sp *space.Space, t store.Trial) []float64 {
+	out := make([]float64, len(sp.Ranges))
+	for i, r := range sp.Ranges {
+		s, ok := t.Scores[r.Name]
+		if !ok {
+			s = math.NaN()
+		}
+		out[i] = s
 	}
 	return out
 }

@@ -22,11 +22,7 @@ func Estimate(sp *space.Space, trials []space.Assignment, scores [][]float64) []
 	for i, a := range trials {
 		g.remember(a, scores[i])
 	}
-	ranges := make([]int, len(sp.Ranges))
-	for r := range ranges {
-		ranges[r] = r
-	}
-	obs, points, fits := g.fit(ranges)
+	obs, points, fits := g.fit(g.focused()) // focused on none: every range
 	out := make([][]float64, len(trials))
 	s, mu := make([]float64, len(sp.Params)), make([]float64, len(fits))
 	for i, t := range g.told {

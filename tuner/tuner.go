@@ -971,15 +971,7 @@ func scoreList(sp *space.Space, t store.Trial) []float64 {
 	if t.State != store.Complete && t.State != store.Pruned {
 		return nil
 	}
-	out := make([]float64, len(sp.Ranges))
-	for i, r := range sp.Ranges {
-		s, ok := t.Scores[r.Name]
-		if !ok {
-			s = math.NaN()
-		}
-		out[i] = s
-	}
-	return out
+	return results.TrialScores(sp, t)
 }
 
 // campaign finds the space's campaign in the store, or creates it, and
