@@ -265,7 +265,7 @@ func TestDoctor(t *testing.T) {
 func TestBenchSearch(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := nccltune(t, dir, "bench", "search", "--scenarios", "2node-ib-gdr,2node-tcp", "--seeds", "1", "--trials", "40",
-		"--samplers", "tpe,random", "--landscapes", "2", "--json", "--out", dir)
+		"--samplers", "tpe,random", "--landscapes", "2", "--smooth", "0", "--json", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -315,7 +315,7 @@ func TestBenchSearch(t *testing.T) {
 	if _, err := png.Decode(f); err != nil {
 		t.Errorf("plot: %v", err)
 	}
-	code, out, errOut = nccltune(t, dir, "bench", "search", "--scenarios", "", "--landscapes", "1", "--trials", "40", "--samplers", "random", "--out", dir)
+	code, out, errOut = nccltune(t, dir, "bench", "search", "--scenarios", "", "--landscapes", "1", "--smooth", "0", "--trials", "40", "--samplers", "random", "--out", dir)
 	if code != 0 || !strings.Contains(out, "best tried@40") || !regexp.MustCompile(`(?m)^ +random( +\d+){4}( +-){4}$`).MatchString(out) {
 		t.Errorf("landscape tables: exit %d\n%s\n%s", code, out, errOut)
 	}
