@@ -672,3 +672,44 @@ func TestUnmeasuredRangesLearnNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestNeighboursFeaturesWithoutBuildingThem: the sparse climb weighs a
+// neighbour whose changed setting switches no other on or off, and is on
+// itself, by setting that setting's unit features in its start's; those
+// are the features of the neighbour built (withValue), in a space with a
+// condition and in a wide one.
+func TestNeighboursFeaturesWithoutBuildingThem(t *testing.T) {
+	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t)} {
+		e := newEncoding(sp)
+		gated := map[string]bool{}
+		for _, p := range sp.Params {
+			for _, c := range p.When {
+				gated[c.Var] = true
+			}
+		}
+		rng := rand.New(rand.NewPCG(11, 12))
+		cu, got, want := make([]float64, e.units), make([]float64, e.units), make([]float64, e.units)
+		checked := 0
+		for range 50 {
+			cur := draw(sp, rng)
+			e.unitsOf(cur, cu)
+			for pi, p := range sp.Params {
+				if gated[p.Name] || !sp.Active(p, cur) {
+					continue
+				}
+				for _, v := range e.grids[pi] {
+					copy(got, cu)
+					e.set(got, pi, v)
+					e.unitsOf(withValue(sp, cur, p.Name, v), want)
+					if !slices.Equal(got, want) {
+						t.Fatalf("%v with %s=%s: features %v, built %v", cur, p.Name, v, got, want)
+					}
+					checked++
+				}
+			}
+		}
+		if checked < 500 {
+			t.Errorf("%d neighbours checked", checked)
+		}
+	}
+}
