@@ -67,6 +67,9 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 			if !literal.MatchString(value) {
 				return file{}, fmt.Errorf("%s=%s cannot be written bare for docker --env-file, which takes values literally, and left inert for a shell that sources the file; use the env format", name, value)
 			}
+			if !zshLiteral(value) {
+				return file{}, fmt.Errorf("%s=%s: zsh sourcing the file would read '=' at the value's start or after a ':' as a command's path (=word); use the env format", name, value)
+			}
 			b.WriteString(kv + "\n")
 		}
 		return file{base + ".dotenv", b.String(), 0o644}, nil
@@ -102,8 +105,18 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 
 // literal is a value that means the same bare to every reader of a dotenv
 // file: docker's --env-file and Kubernetes take it as written, a shell
-// that sources it (set -a; .) expands and splits none of it.
+// that sources it (set -a; .) expands and splits none of it (see
+// zshLiteral for zsh's '=').
 var literal = regexp.MustCompile(`^[A-Za-z0-9_./:,=+@%^-]*$`)
+
+// zshLiteral reports whether zsh, sourcing a dotenv file, reads a value of
+// literal's characters as written: it expands "=word" in an assignment, at
+// the value's start or after a ':' as in PATH, to the path of the command
+// word, so NCCL's exact-match NCCL_IB_HCA==mlx5_0 sourced there fails
+// ("mlx5_0 not found") or becomes a program's path.
+func zshLiteral(value string) bool {
+	return !strings.HasPrefix(value, "=") && !strings.Contains(value, ":=")
+}
 
 // srunSpecial are the characters srun's --export=NAME=value list treats
 // as syntax: it splits at commas, and quotes swallow what follows them.
@@ -164,7 +177,13 @@ func ExportLine(name, value string) (string, error) {
 	return "export " + name + "=" + ShellQuote(value), nil
 }
 
-// ShellQuote single-quotes s for a POSIX shell: nothing inside is expanded.
+// ShellQuote single-quotes s so that nothing inside is expanded, for a
+// POSIX shell and for fish alike: a quote, and a backslash, are written
+// outside the quotes, escaped ('\'' and '\\'). Inside single quotes fish
+// reads \' and \\ as escapes, so a backslash left inside would escape
+// the quote after it and let the rest of the value run as commands there.
 func ShellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return "'" + shellQuoted.Replace(s) + "'"
 }
+
+var shellQuoted = strings.NewReplacer(`'`, `'\''`, `\`, `'\\'`)

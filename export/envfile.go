@@ -54,8 +54,9 @@ func ReadEnvFile(path string) ([]string, error) {
 	return env, errors.Join(errs...)
 }
 
-// unquote reads a value as a POSIX shell would: single quotes (with '\”
-// joins), or bare.
+// unquote reads a value as a POSIX shell would: single-quoted parts joined
+// by an escaped quote or backslash (\' and \\, as ShellQuote writes them),
+// or bare.
 func unquote(raw string) (string, error) {
 	if !strings.HasPrefix(raw, "'") {
 		if strings.ContainsAny(raw, "'\\\"$`") {
@@ -78,10 +79,10 @@ func unquote(raw string) (string, error) {
 		if rest == "" {
 			return b.String(), nil
 		}
-		if !strings.HasPrefix(rest, `\'`) {
+		if !strings.HasPrefix(rest, `\'`) && !strings.HasPrefix(rest, `\\`) {
 			return "", fmt.Errorf("value %q: unexpected %q after a quote", raw, rest)
 		}
-		b.WriteByte('\'')
+		b.WriteByte(rest[1])
 		rest = rest[2:]
 		if rest == "" {
 			return b.String(), nil

@@ -11,12 +11,31 @@ import (
 	"testing"
 )
 
+// sourcingShells are the shells an env file is sourced in, each with the
+// script that sources the file ($1) and prints every value NUL-terminated:
+// POSIX sh (dash), bash in both modes, zsh, and fish, whose single quotes
+// read \' and \\ as escapes. A shell not installed is skipped.
+var sourcingShells = []struct {
+	name   string
+	argv   []string
+	source string // sources the file named by the first argument
+	print  string // prints one variable, %d its number
+}{
+	{"dash", []string{"dash", "-c"}, `set -eu; . "$1"` + "\n", `printf '%%s\0' "$NCCL_T%d"` + "\n"},
+	{"bash", []string{"bash", "-c"}, `set -eu; source "$1"` + "\n", `printf '%%s\0' "$NCCL_T%d"` + "\n"},
+	{"bash --posix", []string{"bash", "--posix", "-c"}, `set -eu; . "$1"` + "\n", `printf '%%s\0' "$NCCL_T%d"` + "\n"},
+	{"zsh", []string{"zsh", "-c"}, `set -eu; source "$1"` + "\n", `printf '%%s\0' "$NCCL_T%d"` + "\n"},
+	{"fish", []string{"fish", "-c"}, `source $argv[1]; or exit 1` + "\n", `printf '%%s\0' "$NCCL_T%d"` + "\n"},
+}
+
 // TestExportLineRoundTrips is a property test: whatever characters a value
-// holds, sourcing the exported line sets exactly that value and runs nothing.
+// holds, sourcing the exported line in any of sourcingShells sets exactly
+// that value and runs nothing.
 func TestExportLineRoundTrips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	const alphabet = "abcXYZ019 _-=,;:^$`\"'\\|&*?![](){}<>#~%"
-	values := []string{"", "'", "''", `'\''`, "$(touch PWNED)", "`touch PWNED`", "a b", "*", "allreduce:tree,ring;allgather:ring", "é€"}
+	values := []string{"", "'", "''", `'\''`, "$(touch PWNED)", "`touch PWNED`", "a b", "*", "allreduce:tree,ring;allgather:ring", "é€",
+		`\`, `\\`, `a\`, `\'`, `\';touch PWNED;#`, `\\';touch PWNED;#`, `'\'`}
 	for range 300 {
 		var b strings.Builder
 		for range 1 + rng.IntN(24) {
@@ -24,35 +43,48 @@ func TestExportLineRoundTrips(t *testing.T) {
 		}
 		values = append(values, b.String())
 	}
-	dir := t.TempDir()
-	var file, script bytes.Buffer
+	var file bytes.Buffer
 	for i, v := range values {
 		line, err := ExportLine(fmt.Sprintf("NCCL_T%d", i), v)
 		if err != nil {
 			t.Fatalf("%q: %v", v, err)
 		}
 		file.WriteString(line + "\n")
-		fmt.Fprintf(&script, "printf '%%s\\0' \"$NCCL_T%d\"\n", i)
 	}
-	env := filepath.Join(dir, "nccl.env")
-	os.WriteFile(env, file.Bytes(), 0o644)
-	cmd := exec.Command("bash", "-c", "set -eu; source \"$1\"\n"+script.String(), "bash", env)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-	if len(got) != len(values) {
-		t.Fatalf("%d values back, want %d", len(got), len(values))
-	}
-	for i := range values {
-		if got[i] != values[i] {
-			t.Errorf("value %d: sourced %q, exported %q", i, got[i], values[i])
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
-		t.Error("sourcing an env file executed a command")
+	for _, sh := range sourcingShells {
+		t.Run(sh.name, func(t *testing.T) {
+			if _, err := exec.LookPath(sh.argv[0]); err != nil {
+				t.Skipf("%s is not installed", sh.argv[0])
+			}
+			dir := t.TempDir()
+			env := filepath.Join(dir, "nccl.env")
+			os.WriteFile(env, file.Bytes(), 0o644)
+			script := sh.source
+			for i := range values {
+				script += fmt.Sprintf(sh.print, i)
+			}
+			cmd := exec.Command(sh.argv[0], append(sh.argv[1:], script, sh.argv[0], env)...)
+			if sh.name == "fish" {
+				cmd = exec.Command("fish", "-c", script, env)
+			}
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+			if len(got) != len(values) {
+				t.Fatalf("%d values back, want %d", len(got), len(values))
+			}
+			for i := range values {
+				if got[i] != values[i] {
+					t.Errorf("value %d: sourced %q, exported %q", i, got[i], values[i])
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+				t.Error("sourcing an env file executed a command")
+			}
+		})
 	}
 }
 
@@ -72,14 +104,14 @@ func TestReadEnvFileReadsWhatExportWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.env")
 	var b strings.Builder
 	b.WriteString("# a comment\n\n")
-	for _, kv := range [][2]string{{"NCCL_SOCKET_IFNAME", "=eth0,it's"}, {"NCCL_ALGO", "allreduce:tree,ring;allgather:ring"}, {"NCCL_BUFFSIZE", "8388608"}} {
+	for _, kv := range [][2]string{{"NCCL_SOCKET_IFNAME", "=eth0,it's"}, {"NCCL_IB_HCA", `\'a\\`}, {"NCCL_ALGO", "allreduce:tree,ring;allgather:ring"}, {"NCCL_BUFFSIZE", "8388608"}} {
 		line, _ := ExportLine(kv[0], kv[1])
 		b.WriteString(line + "\n")
 	}
 	b.WriteString("NCCL_PROTO=Simple\n")
 	os.WriteFile(path, []byte(b.String()), 0o644)
 	env, err := ReadEnvFile(path)
-	want := []string{"NCCL_SOCKET_IFNAME==eth0,it's", "NCCL_ALGO=allreduce:Tree,Ring;allgather:Ring", "NCCL_BUFFSIZE=8388608", "NCCL_PROTO=Simple"}
+	want := []string{"NCCL_SOCKET_IFNAME==eth0,it's", `NCCL_IB_HCA=\'a\\`, "NCCL_ALGO=allreduce:Tree,Ring;allgather:Ring", "NCCL_BUFFSIZE=8388608", "NCCL_PROTO=Simple"}
 	if err != nil || strings.Join(env, "|") != strings.Join(want, "|") {
 		t.Errorf("ReadEnvFile = %q, %v", env, err)
 	}
@@ -100,23 +132,31 @@ func TestReadEnvFileReadsWhatExportWrites(t *testing.T) {
 
 // TestDotenvIsLiteralForEveryReader: docker --env-file takes a value as
 // written and a shell sourcing the file (set -a; .) would expand it; a value
-// those two read differently is refused, not written.
+// those read differently is refused, not written. Each POSIX-syntax shell of
+// sourcingShells sources what is written (zsh expands a leading '=').
 func TestDotenvIsLiteralForEveryReader(t *testing.T) {
 	for _, tc := range []struct {
 		value string
 		ok    bool
 	}{
-		{"eth0", true}, {"=eth0,eth1", true}, {"mlx5_0:1,mlx5_1:1", true}, {"^docker0", true},
+		{"eth0", true}, {"eth0,=eth1", true}, {"mlx5_0:1,mlx5_1:1", true}, {"^docker0", true}, {"a=b", true},
 		{"$(touch PWNED)", false}, {"a b", false}, {"it's", false}, {"`id`", false}, {"a;b", false}, {"~/x", false}, {"#x", false},
+		{"=eth0,eth1", false}, {"=ls", false}, {"mlx5_0:=ls", false}, {`a\b`, false},
 	} {
 		paths, err := fixedExport(t, tc.value).Write("dotenv", t.TempDir())
 		if tc.ok != (err == nil) {
 			t.Errorf("%q: wrote %v, %v", tc.value, paths, err)
 		}
-		if err == nil {
-			out, err := exec.Command("sh", "-c", `set -a; . "$1"; set +a; printf %s "$NCCL_SOCKET_IFNAME"`, "sh", paths[0]).Output()
+		if err != nil {
+			continue
+		}
+		for _, sh := range sourcingShells {
+			if _, err := exec.LookPath(sh.argv[0]); err != nil || sh.name == "fish" {
+				continue // fish has no NAME=value assignment to source
+			}
+			out, err := exec.Command(sh.argv[0], append(sh.argv[1:], `set -a; . "$1"; set +a; printf %s "$NCCL_SOCKET_IFNAME"`, "sh", paths[0])...).Output()
 			if err != nil || string(out) != tc.value {
-				t.Errorf("%q: a shell read %q (%v)", tc.value, out, err)
+				t.Errorf("%q: %s read %q (%v)", tc.value, sh.name, out, err)
 			}
 		}
 	}

@@ -109,6 +109,13 @@ func TestExportFormats(t *testing.T) {
 			}
 			continue
 		}
+		if format == "dotenv" {
+			// NCCL_SOCKET_IFNAME==eth0,... sourced in zsh is a command's path.
+			if err == nil || !strings.Contains(err.Error(), "zsh sourcing the file") {
+				t.Errorf("dotenv: %v", err)
+			}
+			continue
+		}
 		if err != nil || len(paths) == 0 {
 			t.Fatalf("%s: %v, %v", format, paths, err)
 		}
@@ -129,10 +136,6 @@ func TestExportFormats(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
 	if err := json.Unmarshal(data, &js); err != nil || len(js.Ranges) != 3 || js.Ranges[0].Env["NCCL_SOCKET_IFNAME"] != "=eth0,eth1" {
 		t.Errorf("json: %v %+v", err, js)
-	}
-	dotenv, _ := os.ReadFile(filepath.Join(dir, "nccl-large.dotenv"))
-	if !strings.Contains(string(dotenv), "\nNCCL_SOCKET_IFNAME==eth0,eth1\n") {
-		t.Errorf("dotenv must hold values literally:\n%s", dotenv)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "nccl-large.torchrun.sh")); err != nil || fi.Mode()&0o111 == 0 {
 		t.Errorf("torchrun wrapper not executable: %v", err)

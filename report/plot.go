@@ -231,6 +231,12 @@ func rowsXY(sp *space.Space, t *store.Trial, coll string, within *space.Range) p
 }
 
 func addLine(p *plot.Plot, label string, xy plotter.XYs, c color.Color, dashed bool) error {
+	// A store's scores need only be finite: a tampered one's 1e308, or a
+	// default of 5e-324, overflows a ratio to infinity, a point the plotter
+	// refuses, and that failed the whole report. Such a point is left out.
+	xy = slices.DeleteFunc(slices.Clone(xy), func(pt plotter.XY) bool {
+		return math.IsInf(pt.X, 0) || math.IsNaN(pt.X) || math.IsInf(pt.Y, 0) || math.IsNaN(pt.Y)
+	})
 	if len(xy) == 0 {
 		return nil
 	}

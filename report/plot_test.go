@@ -2,6 +2,7 @@ package report
 
 import (
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -88,5 +89,38 @@ func TestPlotsOfEveryKind(t *testing.T) {
 			}
 			f.Close()
 		}
+	}
+}
+
+// TestPlotsOfAbsurdScores: a store's scores need only be finite and not
+// negative, so a tampered one can hold 1e308 or the smallest subnormal; the
+// ratios and measurements report plots must not overflow into points the
+// plotter refuses ("infinite data point"), which failed the whole report.
+func TestPlotsOfAbsurdScores(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		scores []float64
+	}{
+		{"a huge score", []float64{10, 11, math.MaxFloat64, 9}},
+		{"subnormal defaults", []float64{5e-324, 5e-324, 10, 9}},
+		{"zero and huge", []float64{0, 1, math.MaxFloat64, math.MaxFloat64}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var trials []store.Trial
+			for n, v := range tc.scores {
+				tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: v}}
+				if n >= 2 {
+					tr.Params = map[string]string{"NCCL_ALGO": "Ring"}
+				}
+				trials = append(trials, tr)
+			}
+			if _, err := Write(sp, results.Of(sp, trials, nil), trials, t.TempDir()); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

@@ -246,6 +246,9 @@ func (v Var) Normalize(value string) (string, error) {
 		if err := v.checkRange(n); err != nil {
 			return "", err
 		}
+		// Written as NCCL reads it: strtoll(value, NULL, 0) takes "010"
+		// as octal 8, and "+7", "07" and "7" must be one value to compare.
+		return strconv.FormatInt(n, 10), nil
 	case KindBytes:
 		n, err := ParseSize(value)
 		if err != nil {
@@ -262,7 +265,9 @@ func (v Var) Normalize(value string) (string, error) {
 		return "", fmt.Errorf("%s: %q is not one of %s", v.Name, value, strings.Join(v.Values, ", "))
 	case KindLevel:
 		if n, err := strconv.Atoi(value); err == nil && n >= 0 {
-			return value, nil
+			// NCCL reads a level's number only if it starts with a digit
+			// ("+1" is no level to it), with strtol's base 0 ("010" is 8).
+			return strconv.Itoa(n), nil
 		}
 		if canon, ok := matchToken(value, v.Values); ok {
 			return canon, nil

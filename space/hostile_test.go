@@ -1,6 +1,7 @@
 package space
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,91 @@ when = { NCCL_NTHREADS = ["256"], NCCL_ALGO = ["Tree"] }
 	ok := strings.Replace(hostileBase, `NCCL_NET = "IB"`, `NCCL_NET = "IB"`+"\nNCCL_DEBUG_SUBSYS = \"^COLL\"", 1)
 	if _, err := parseWithin(t, ok); err != nil {
 		t.Errorf("^COLL hides nothing nccltune reads: %v", err)
+	}
+}
+
+// TestHostileKinds: a key nested thousands deep (the decoder takes time in
+// the square of the depth: hours for a file of a few hundred kilobytes), a
+// table written as another kind of value (the decoder dropped it without a
+// word), a value that is an array, table or date (it was read as its Go
+// printing, "[IB Socket]"), and a NUL byte no program can be passed: each is
+// refused promptly, with its line.
+func TestHostileKinds(t *testing.T) {
+	const deep = 40000
+	noFixed := strings.Replace(hostileBase, "[fixed]\nNCCL_NET = \"IB\"\n", "", 1)
+	noWhen := strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, "", 1)
+	withSim := strings.Replace(hostileBase, `binary = "all_reduce_perf"`, "", 1) + "[simulator]\nnodes = 2\n"
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"inline tables nested deep", hostileBase + "x = " + strings.Repeat("{a=", deep) + "1" + strings.Repeat("}", deep) + "\n", []string{"h.toml:19:", "nested more than 16 deep"}},
+		{"a dotted key of many parts", hostileBase + "x" + strings.Repeat(".a", deep) + " = 1\n", []string{"h.toml:19:", "nested more than 16 deep"}},
+		{"a table header of many parts", hostileBase + "\n[x" + strings.Repeat(".a", deep) + "]\n", []string{"h.toml:20:", "nested more than 16 deep"}},
+		{"when as a string", strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = "NCCL_ALGO"`, 1), []string{"h.toml:18:", "param.when must be a table", "not a string"}},
+		{"when as a list", strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = ["NCCL_ALGO", "Ring"]`, 1), []string{"h.toml:18:", "param.when must be a table", "not an array"}},
+		{"fixed as a number", "fixed = 5\n" + noFixed, []string{"h.toml:1:", "fixed must be a table", "not a number"}},
+		{"simulator as a string", "simulator = \"ib\"\n" + noWhen, []string{"h.toml:1:", "simulator must be a table"}},
+		{"try_first of numbers", "try_first = [1, 2]\n" + hostileBase, []string{"h.toml:1:", "try_first must be tables"}},
+		{"a pinned array", strings.Replace(hostileBase, `NCCL_NET = "IB"`, `NCCL_NET = ["IB", "Socket"]`, 1), []string{"h.toml:7:", "NCCL_NET: an array is not a value"}},
+		{"a pinned empty table", strings.Replace(hostileBase, `NCCL_NET = "IB"`, `NCCL_NET = {}`, 1), []string{"h.toml:7:", "NCCL_NET: a table is not a value"}},
+		{"a pinned date", strings.Replace(hostileBase, `NCCL_NET = "IB"`, `NCCL_NET = 1979-05-27`, 1), []string{"h.toml:7:", "NCCL_NET: a date or time is not a value"}},
+		{"a value that is an array", hostileBase + "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [[\"eth0\"], \"eth1\"]\n", []string{"h.toml:21:", "an array is not a value"}},
+		{"a try_first value that is an array", hostileBase + "[[try_first]]\nNCCL_ALGO = [\"Ring\"]\n", []string{"h.toml:20:", "an array is not a value"}},
+		{"a size that is a date", strings.Replace(hostileBase, `max = "1M"`, `max = 07:32:00`, 1), []string{"h.toml:3:", "sizes.max: a date or time is not a value"}},
+		{"a bound that is an array", strings.Replace(hostileBase, "max = 16", "max = [16]", 1), []string{"h.toml:12:", "an array is not a value"}},
+		{"a simulator setting that is an array", withSim + "gpus_per_node = [8, 8]\n", []string{"h.toml:21:", "simulator.gpus_per_node: an array is not a value"}},
+		{"a NUL in the binary", strings.Replace(hostileBase, `binary = "all_reduce_perf"`, `binary = "all_reduce_perf\u0000 -x"`, 1), []string{"h.toml:5:", "holds a NUL byte"}},
+		{"a NUL in an argument", strings.Replace(hostileBase, `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-d\", \"float\\u0000\"]", 1), []string{"h.toml:6:", "holds a NUL byte"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseWithin(t, tc.src)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %.400q\nlacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestIntegersAreWrittenAsNCCLReadsThem: NCCL reads an integer setting
+// with strtoll(value, NULL, 0), "010" as octal 8, and a level's number only
+// if it starts with a digit ("+1" is none). An integer is written in
+// decimal, so that what NCCL reads is what the space says, a value listed
+// twice in two spellings is found, and a condition holds for the value the
+// search proposes ("08" never matched "8": the param was never active).
+func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		check     func(*Space) bool
+		err       string
+	}{
+		{"pinned with a leading zero", strings.Replace(hostileBase, `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_QPS_PER_CONNECTION = \"010\"", 1),
+			func(s *Space) bool { return s.Fixed["NCCL_IB_QPS_PER_CONNECTION"] == "10" }, ""},
+		{"a level with a sign", hostileBase + "[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"+1\", \"SYS\"]\n",
+			func(s *Space) bool { return slices.Equal(s.Params[3].Values, []string{"1", "SYS"}) }, ""},
+		{"a condition with a leading zero", strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_MIN_CTAS = ["08", "+4"] }`, 1),
+			func(s *Space) bool {
+				return s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "8"}) && s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "4"})
+			}, ""},
+		{"a try_first with a leading zero", hostileBase + "[[try_first]]\nNCCL_MIN_CTAS = \"04\"\n",
+			func(s *Space) bool { return len(s.TryFirst) == 1 && s.TryFirst[0]["NCCL_MIN_CTAS"] == "4" }, ""},
+		{"one value in two spellings", hostileBase + "[[param]]\nname = \"NCCL_IB_QPS_PER_CONNECTION\"\nvalues = [\"7\", \"007\", \"+7\"]\n", nil, "h.toml:21: param NCCL_IB_QPS_PER_CONNECTION: value 7 is listed twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp, err := parseWithin(t, tc.src)
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("error %v, want %q", err, tc.err)
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.err == "" && !tc.check(sp):
+				t.Errorf("fixed %v, params %+v, try_first %v", sp.Fixed, sp.Params, sp.TryFirst)
+			}
+		})
 	}
 }

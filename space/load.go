@@ -151,6 +151,9 @@ var CheckSimulator func(flags []string) error
 // Parse validates a space file's content. Every problem is reported at once,
 // each as "file:line: message".
 func Parse(filename string, data []byte) (*Space, error) {
+	if line := nesting(data); line > 0 {
+		return nil, fmt.Errorf("%s:%d: keys nested more than %d deep (dotted keys, table headers, inline tables): no setting of a space is", filename, line, maxNesting)
+	}
 	var raw rawFile
 	md, err := toml.Decode(string(data), &raw)
 	var pe toml.ParseError
@@ -191,6 +194,7 @@ func Parse(filename string, data []byte) (*Space, error) {
 	var all map[string]any
 	if _, err := toml.Decode(string(data), &all); err == nil {
 		b.finite(nil, all)
+		b.tables(all)
 	}
 	s := b.build(&raw)
 	if err := errors.Join(b.errs...); err != nil {
@@ -278,12 +282,17 @@ func (b *builder) errorf(line int, format string, args ...any) {
 }
 
 // finite reports every NaN and infinity in the file: TOML has them (nan,
-// inf), and no setting of a space means either.
+// inf), and no setting of a space means either. So with a NUL byte in a
+// string ("\u0000"), which no program path, argument or variable can carry.
 func (b *builder) finite(key toml.Key, v any) {
 	switch v := v.(type) {
 	case float64:
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			b.errorf(b.loc.key(key), "%s = %v: not a finite number", key, v)
+		}
+	case string:
+		if strings.ContainsRune(v, 0) {
+			b.errorf(b.loc.key(key), "%s = %q: holds a NUL byte, which no program path, argument or variable can carry", key, v)
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(v)) {
@@ -300,13 +309,80 @@ func (b *builder) finite(key toml.Key, v any) {
 	}
 }
 
+// tables refuses a table of the space written as another kind of value
+// (when = "x", fixed = 5, try_first = [1]): the decoder leaves such a value
+// out without a word, which dropped a param's conditions, every pinned
+// variable or the simulator, or made an empty configuration to try first.
+func (b *builder) tables(all map[string]any) {
+	for _, name := range []string{"fixed", "simulator"} {
+		if v, ok := all[name]; ok && !isTable(v) {
+			b.errorf(b.loc.key(toml.Key{name}), "%s must be a table ([%s] or %s = { ... }), not %s", name, name, name, kindOf(v))
+		}
+	}
+	if v, ok := all["try_first"]; ok {
+		list, _ := v.([]any)
+		if tables, ok := v.([]map[string]any); ok {
+			list = nil
+			for _, t := range tables {
+				list = append(list, t)
+			}
+		}
+		if list == nil || slices.ContainsFunc(list, func(x any) bool { return !isTable(x) }) {
+			b.errorf(b.loc.key(toml.Key{"try_first"}), "try_first must be tables ([[try_first]] of NAME = value), not %s", kindOf(v))
+		}
+	}
+	params, _ := all["param"].([]map[string]any)
+	for i, p := range params {
+		if w, ok := p["when"]; ok && !isTable(w) {
+			b.errorf(b.loc.field("param", i, "when"), "param.when must be a table of conditions, when = { NAME = value }, not %s", kindOf(w))
+		}
+	}
+}
+
+func isTable(v any) bool {
+	_, ok := v.(map[string]any)
+	return ok
+}
+
+// kindOf names a decoded TOML value's kind for a message.
+func kindOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a table"
+	case []any, []map[string]any:
+		return "an array"
+	case string:
+		return "a string"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "a date or time"
+}
+
+// scalar is a value written as TOML text: a string, number or boolean. An
+// array, table, date or time is no setting's value; fmt.Sprint made one of
+// "[IB Socket]", "map[]" or "1979-05-27 00:00:00 +0000 date-local".
+func scalar(raw any) (string, error) {
+	switch raw.(type) {
+	case string, int64, float64, bool:
+		return fmt.Sprint(raw), nil
+	}
+	return "", fmt.Errorf("%s is not a value (a string, number or boolean)", kindOf(raw))
+}
+
 func (b *builder) build(raw *rawFile) *Space {
 	s := &Space{Fixed: map[string]string{}, Simulator: map[string]string{}}
 	b.campaign(raw, s)
 	b.ranges(raw, s)
 	b.benchmark(raw, s)
 	for _, k := range slices.Sorted(maps.Keys(raw.Simulator)) {
-		v := fmt.Sprint(raw.Simulator[k])
+		v, err := scalar(raw.Simulator[k])
+		if err != nil {
+			b.errorf(b.loc.field("simulator", 0, k), "simulator.%s: %v", k, err)
+			continue
+		}
 		if f, err := strconv.ParseFloat(v, 64); err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
 			b.errorf(b.loc.field("simulator", 0, k), "simulator.%s = %q: not a finite number", k, v)
 			continue
@@ -1009,7 +1085,10 @@ func (b *builder) value(name string, raw any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	text := fmt.Sprint(raw)
+	text, err := scalar(raw)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
 	if t, ok := raw.(bool); ok {
 		text = map[bool]string{false: "0", true: "1"}[t]
 	}
@@ -1022,7 +1101,12 @@ func (b *builder) bound(line int, name string, raw any) int64 {
 	if err != nil {
 		return 0
 	}
-	text, err := v.Normalize(fmt.Sprint(raw))
+	text, err := scalar(raw)
+	if err == nil {
+		text, err = v.Normalize(text)
+	} else {
+		err = fmt.Errorf("%s: %w", name, err)
+	}
 	if err != nil {
 		b.errorf(line, "param %v", err)
 		return 0
@@ -1039,7 +1123,12 @@ func (b *builder) size(line int, what string, raw any) int64 {
 		b.errorf(line, "%s is required", what)
 		return 0
 	}
-	n, err := ParseSize(fmt.Sprint(raw))
+	text, err := scalar(raw)
+	if err != nil {
+		b.errorf(line, "%s: %v", what, err)
+		return 0
+	}
+	n, err := ParseSize(text)
 	if err != nil {
 		b.errorf(line, "%s: %v", what, err)
 	}

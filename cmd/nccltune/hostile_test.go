@@ -23,7 +23,7 @@ import (
 // shells are the POSIX shells a user's launch script may run in.
 func shells() [][]string {
 	out := [][]string{{"bash", "-c"}, {"bash", "--posix", "-c"}}
-	for _, sh := range [][]string{{"dash", "-c"}, {"busybox", "sh", "-c"}} {
+	for _, sh := range [][]string{{"dash", "-c"}, {"busybox", "sh", "-c"}, {"zsh", "-c"}} {
 		if _, err := exec.LookPath(sh[0]); err == nil {
 			out = append(out, sh)
 		}
