@@ -65,3 +65,40 @@ func TestScalesExport(t *testing.T) {
 		t.Errorf("rules file:\n%s", rules)
 	}
 }
+
+// TestOtherCampaignsOfTheSameSpace: a campaign's name is no part of its
+// space's hash, so the same space run under a longer name ("-large")
+// beside it is another campaign: run reports each its own, and a campaign
+// renamed by --allow-space-change (NAME-2) is still found as NAME's.
+func TestOtherCampaignsOfTheSameSpace(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(file, name string) string {
+		path := filepath.Join(dir, file)
+		if err := os.WriteFile(path, []byte(strings.Replace(string(src), `name = "sim-2node-ib"`, `name = "`+name+`"`, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ib, large := write("ib.toml", "ib"), write("large.toml", "ib-large")
+	for _, run := range []struct {
+		space, trials, want string
+	}{{ib, "3", `campaign "ib": 3 of 3`}, {large, "4", `campaign "ib-large": 4 of 4`}, {ib, "3", `campaign "ib": 3 of 3`}} {
+		code, out, errOut := nccltune(t, dir, "run", "--space", run.space, "--trials", run.trials, "--no-validate")
+		if code != 0 || !strings.Contains(out, run.want) || strings.Count(out, "trials finished") != 1 {
+			t.Errorf("run %s: exit %d, want %s\n%s%s", filepath.Base(run.space), code, run.want, out, errOut)
+		}
+	}
+	for _, tc := range []struct {
+		name, base string
+		want       bool
+	}{{"ib", "ib", true}, {"ib-2", "ib", true}, {"ib-12", "ib", true}, {"ib-large", "ib", false}, {"ib-1", "ib", false},
+		{"ib-02", "ib", false}, {"ib-2x", "ib", false}, {"ib2", "ib", false}, {"i", "ib", false}, {"ib@2n-2", "ib@2n", true}} {
+		if got := ranAs(tc.name, tc.base); got != tc.want {
+			t.Errorf("ranAs(%q, %q) = %v", tc.name, tc.base, got)
+		}
+	}
+}
