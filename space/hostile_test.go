@@ -55,6 +55,8 @@ func TestHostileSpaces(t *testing.T) {
 		{"NCCL's log searched", "", "[[param]]\nname = \"NCCL_DEBUG\"\nvalues = [\"WARN\", \"INFO\"]\n", []string{"h.toml:20:", "nccltune sets NCCL's log itself"}},
 		{"NCCL's log pinned quiet", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG = \"WARN\"", []string{"h.toml:8:", "would hide the INFO lines"}},
 		{"NCCL's log sent elsewhere", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_FILE = \"/tmp/nccl.%h.log\"", []string{"h.toml:8:", "NCCL_DEBUG_FILE would send NCCL's log"}},
+		{"NCCL's default pinned (NCCL reads the word)", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
+		{"a variable pinned empty", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_SOCKET_IFNAME = \"\"", []string{"h.toml:8:", "set empty is not unset"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N is set by nccltune", "-d all prints a table per value"}},
 		{"all at once", "trials = 10\nsizes = { min = \"8\", max = \"1M\", factor = 4 }", "objective = \"latency\"\nsizes = { min = \"8\", max = \"1M\", factor = 1 }",

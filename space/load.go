@@ -1015,6 +1015,15 @@ func pinnable(name, value, kind string) error {
 	if v, _ := Lookup(name); v.IsArg() && kind != DDP {
 		return fmt.Errorf("%s is a DDP setting: it needs benchmark.kind = \"ddp\"", name)
 	}
+	// Neither is NCCL's own choice once set: NCCL reads the word "default"
+	// as a value (NCCL_IB_HCA = "default" matches no adapter, and the job
+	// falls back to sockets), and a variable set empty as set.
+	switch value {
+	case Unset:
+		return fmt.Errorf("%s = %q: %q is how a param offers NCCL's own choice; pinned, NCCL reads the word itself. Leave %s out of [fixed] to let NCCL choose", name, value, Unset, name)
+	case "":
+		return fmt.Errorf("%s = \"\": set empty is not unset to NCCL; leave %s out of [fixed] to let NCCL choose", name, name)
+	}
 	switch name {
 	case "NCCL_DEBUG":
 		if value != "INFO" && value != "TRACE" {
