@@ -230,8 +230,12 @@ func editDistance(a, b string) int {
 // Normalize checks value against the variable's legal values and returns the
 // exact text NCCL should receive (a byte size such as "4M" becomes "4194304").
 func (v Var) Normalize(value string) (string, error) {
-	if strings.ContainsFunc(value, unicode.IsControl) || strings.ContainsAny(value, "\u2028\u2029") {
-		return "", fmt.Errorf("%s: value %q holds a control character", v.Name, value)
+	// What export refuses to write, the loader refuses to run: a control
+	// character, a line separator, or an invisible format character (a
+	// bidirectional override, a zero-width space) that makes a value read
+	// as another where it is shown.
+	if strings.ContainsFunc(value, func(r rune) bool { return !unicode.IsGraphic(r) }) {
+		return "", fmt.Errorf("%s: value %q holds a control or invisible character", v.Name, value)
 	}
 	switch v.Kind {
 	case KindBool:

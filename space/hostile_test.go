@@ -189,6 +189,10 @@ func TestHostileKinds(t *testing.T) {
 		{"a size that is a date", strings.Replace(hostileBase, `max = "1M"`, `max = 07:32:00`, 1), []string{"h.toml:3:", "sizes.max: a date or time is not a value"}},
 		{"a bound that is an array", strings.Replace(hostileBase, "max = 16", "max = [16]", 1), []string{"h.toml:12:", "an array is not a value"}},
 		{"a simulator setting that is an array", withSim + "gpus_per_node = [8, 8]\n", []string{"h.toml:21:", "simulator.gpus_per_node: an array is not a value"}},
+		{"an escape in a value", strings.Replace(hostileBase, `NCCL_NET = "IB"`, `NCCL_NET = "IB\u001b[2K"`, 1), []string{"h.toml:7:", "holds a control or invisible character"}},
+		{"a bidirectional override in a value", strings.Replace(hostileBase, `NCCL_NET = "IB"`, `NCCL_NET = "I\u202eB"`, 1), []string{"h.toml:7:", "holds a control or invisible character"}},
+		{"a zero-width space in a value", hostileBase + "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"eth0\", \"eth0\u200b\"]\n", []string{"h.toml:21:", "holds a control or invisible character"}},
+		{"a line separator in a value", strings.Replace(hostileBase, `NCCL_NET = "IB"`, `NCCL_NET = "IB\u2028x"`, 1), []string{"h.toml:7:", "holds a control or invisible character"}},
 		{"a NUL in the binary", strings.Replace(hostileBase, `binary = "all_reduce_perf"`, `binary = "all_reduce_perf\u0000 -x"`, 1), []string{"h.toml:5:", "holds a NUL byte"}},
 		{"a NUL in an argument", strings.Replace(hostileBase, `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-d\", \"float\\u0000\"]", 1), []string{"h.toml:6:", "holds a NUL byte"}},
 	} {
