@@ -287,6 +287,29 @@ func (v Var) Normalize(value string) (string, error) {
 	return value, nil
 }
 
+// Alike reports whether NCCL reads two normalized values of v alike: a
+// list names a set (of algorithms, of protocols, per collective), so its
+// order and repeats are no difference.
+func (v Var) Alike(a, b string) bool {
+	if v.Kind != KindList {
+		return a == b
+	}
+	return listSet(a) == listSet(b)
+}
+
+// listSet is a canonical list's parts and names, each sorted and without repeats.
+func listSet(value string) string {
+	parts := strings.Split(value, ";")
+	for i, part := range parts {
+		cut := strings.LastIndexAny(part, ":^") + 1
+		names := strings.Split(part[cut:], ",")
+		slices.Sort(names)
+		parts[i] = part[:cut] + strings.Join(slices.Compact(names), ",")
+	}
+	slices.Sort(parts)
+	return strings.Join(slices.Compact(parts), ";")
+}
+
 func (v Var) checkRange(n int64) error {
 	if n < v.Min || v.Max != 0 && n > v.Max {
 		return fmt.Errorf("%s: %d is outside [%d, %d]", v.Name, n, v.Min, v.Max)

@@ -925,13 +925,14 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		case len(rp.Values) > 0 && (rp.Min != nil || rp.Max != nil):
 			b.errorf(line, "param %s: give either values or min/max, not both", p.Name)
 		case len(rp.Values) > 0:
+			catalogued, _ := Lookup(p.Name)
 			for _, rv := range rp.Values {
 				if str, ok := rv.(string); ok && str == Unset {
 					p.Values = append(p.Values, Unset)
 				} else if v, err := b.value(p.Name, rv); err != nil {
 					b.errorf(b.loc.field("param", i, "values"), "param %v", err)
-				} else if slices.Contains(p.Values, v) {
-					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice", p.Name, v)
+				} else if j := slices.IndexFunc(p.Values, func(w string) bool { return w == v || catalogued.Alike(w, v) }); j >= 0 {
+					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice: to NCCL it is %s", p.Name, v, p.Values[j])
 				} else {
 					p.Values = append(p.Values, v)
 				}
