@@ -262,3 +262,60 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestAnotherUsersReaderLeavesNoLog: a reader of a store another user owns
+// (a colleague's status) makes no log files of its own where none exist,
+// which the owner's next run could not write ("attempt to write a readonly
+// database"); while the owner's campaign has the store open, it reads
+// through the owner's log. Needs root, to give the store to another user.
+func TestAnotherUsersReaderLeavesNoLog(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the store to another user")
+	}
+	const other = 65534 // nobody
+	s, path := openWriter(t)
+	if _, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	read := func() {
+		t.Helper()
+		r, err := OpenReader(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if cs, err := r.Campaigns(); err != nil || len(cs) != 1 {
+			t.Errorf("campaigns %v, %v", cs, err)
+		}
+	}
+	if err := os.Chown(path, other, other); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	for _, log := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(path + log); err == nil {
+			t.Errorf("another user's reader left %s%s", filepath.Base(path), log)
+		}
+	}
+	// The owner's campaign open: its log holds what the file does not yet.
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.LockWriter(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.CreateCampaign(Campaign{Name: "d", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if cs, err := r.Campaigns(); err != nil || len(cs) != 2 {
+		t.Errorf("while the owner writes, a reader sees %d campaigns (%v), want 2", len(cs), err)
+	}
+}

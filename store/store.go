@@ -121,7 +121,7 @@ func open(path string, readOnly bool) (*Store, error) {
 	} else if readOnly {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	dsn, err := uri(real, readOnly)
+	dsn, err := uri(real, readOnly, readOnly && !ownLog(real))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -138,11 +138,26 @@ func open(path string, readOnly bool) (*Store, error) {
 	return s, nil
 }
 
+// ownLog reports whether a reader may let SQLite make the store's log
+// files (-wal, -shm) at path: they exist already (some connection has the
+// store open, and they are its), or this user owns the store. Otherwise a
+// reader, say a colleague's status, leaves them behind as its own, which
+// the owner's next run cannot write ("attempt to write a readonly
+// database"); with no log file, the file itself holds everything, and the
+// reader opens it immutable, which makes none.
+func ownLog(path string) bool {
+	if _, err := os.Stat(path + "-wal"); err == nil {
+		return true
+	}
+	var st syscall.Stat_t
+	return syscall.Stat(path, &st) != nil || st.Uid == uint32(os.Geteuid())
+}
+
 // uri is the SQLite URI of the file at path, with nccltune's settings. The
 // path is taken verbatim: '?', '#' and '%', which a URI reads as its query,
 // fragment and escapes, are escaped, so that no name sends the database to
-// another file.
-func uri(path string, readOnly bool) (string, error) {
+// another file. An immutable store is read without its log and locks.
+func uri(path string, readOnly, immutable bool) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
@@ -155,6 +170,9 @@ func uri(path string, readOnly bool) (string, error) {
 		// SQLite would otherwise make for us.
 		pragmas = []string{"busy_timeout(10000)", "query_only(1)"}
 		q.Set("mode", "ro")
+	}
+	if immutable {
+		q.Set("immutable", "1")
 	}
 	for _, p := range pragmas {
 		q.Add("_pragma", p)
