@@ -241,3 +241,55 @@ func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 		})
 	}
 }
+
+// TestCountsNoRunCouldMean: iteration and rank counts are bounded at load,
+// with their line: nccl-tests reads -n, -w and -g into a C int, the campaign
+// multiplies the iterations by up to 8 (iters = 2^62 ran -n 1, reported as
+// "-9223372036854775808 iterations"), and rank counts are multiplied together
+// (np 2^62 x gpus 4 wrapped to 0 ranks, which every rank check passes over).
+func TestCountsNoRunCouldMean(t *testing.T) {
+	const maxInt = "9223372036854775807"
+	for _, tc := range []struct {
+		name, old, new string
+		want           []string // nil: accepted
+	}{
+		{"iters at the int64 maximum", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\niters = " + maxInt, []string{"h.toml:6:", "benchmark.iters must be 1 to 10000000"}},
+		{"iters of 2^62", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\niters = 4611686018427387904", []string{"h.toml:6:", "benchmark.iters"}},
+		{"iters past a C int", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\niters = 2147483648", []string{"h.toml:6:", "benchmark.iters"}},
+		{"iters at the bound", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\niters = 10000000", nil},
+		{"warmup at the int64 maximum", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nwarmup = " + maxInt, []string{"h.toml:6:", "benchmark.warmup must be 0 to 10000000"}},
+		{"gpus at the int64 maximum", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\ngpus = " + maxInt, []string{"h.toml:6:", "benchmark.gpus must be 1 to 1048576"}},
+		{"np whose ranks wrap", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\ngpus = 4\n[launcher]\nkind = \"mpirun\"\nnp = 4611686018427387904",
+			[]string{"h.toml:9:", "launcher.np must be 1 to 1048576"}},
+		{"srun's product past the bound", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\ngpus = 8\n[launcher]\nkind = \"srun\"\nnodes = 65536\nntasks_per_node = 8",
+			[]string{"h.toml:7:", "each trial would run 4194304 ranks"}},
+		{"a large real cluster", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"\nnodes = 4096\nntasks_per_node = 8", nil},
+		{"tasks per node at the int64 maximum", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"\nnodes = 2\nntasks_per_node = " + maxInt, []string{"h.toml:9:", "launcher.ntasks_per_node must be 1 to 1048576"}},
+		{"a negative count", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"\nnodes = -2", []string{"h.toml:8:", "launcher.nodes must be 1 to 1048576, not -2"}},
+		{"a scale past the bound", `trials = 10`, "trials = 10\nscales = [2, " + maxInt + "]", []string{"h.toml:3:", "node counts of 1 to 1048576"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := hostileBase
+			if tc.old == "" {
+				src += tc.new
+			} else {
+				src = strings.Replace(src, tc.old, tc.new, 1)
+			}
+			_, err := parseWithin(t, src)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted:\n%s", src)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nlacks %q", err, w)
+				}
+			}
+		})
+	}
+}
