@@ -293,3 +293,39 @@ func TestCountsNoRunCouldMean(t *testing.T) {
 		})
 	}
 }
+
+// TestValuesTheKernelWouldRefuse: a variable's NAME=value over 128 KiB is
+// refused at load: exec refuses it (E2BIG), and every trial failed to launch
+// ("fork/exec /proc/self/exe: argument list too long") until the campaign
+// stopped after five.
+func TestValuesTheKernelWouldRefuse(t *testing.T) {
+	fits := strings.Repeat("e", MaxArgStrlen-len("NCCL_SOCKET_IFNAME=")-1)
+	for _, tc := range []struct {
+		name, new string
+		want      string // "": accepted
+	}{
+		{"pinned, one byte over", "NCCL_SOCKET_IFNAME = \"" + fits + "e\"", "h.toml:8:"},
+		{"pinned, exactly at the limit", "NCCL_SOCKET_IFNAME = \"" + fits + "\"", ""},
+		{"a benchmark argument", "args = [\"-d\", \"" + strings.Repeat("x", MaxArgStrlen) + "\"]", "h.toml:6:"},
+		{"searched", "[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"mlx5_0\", \"" + strings.Repeat("m", 200<<10) + "\"]", "MAX_ARG_STRLEN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := hostileBase
+			switch {
+			case strings.HasPrefix(tc.new, "[["):
+				src += tc.new + "\n"
+			case strings.HasPrefix(tc.new, "args"):
+				src = strings.Replace(src, `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n"+tc.new, 1)
+			default:
+				src = strings.Replace(src, `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\n"+tc.new, 1)
+			}
+			_, err := parseWithin(t, src)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %.300v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "MAX_ARG_STRLEN")):
+				t.Fatalf("error %.300v; want %q and MAX_ARG_STRLEN", err, tc.want)
+			}
+		})
+	}
+}

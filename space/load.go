@@ -391,6 +391,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	}
 	b.simulator(s)
 	b.launcher(raw, s)
+	b.argStrings(s)
 	b.scales(s)
 	b.workloadRanks(raw, s)
 	if err := s.CheckTrials(s.Campaign.Trials); err != nil {
@@ -865,6 +866,24 @@ func (b *builder) launcherCounts(line func(string) int, s *Space) {
 	}
 	if n := s.LaunchRanks(); bounded && n > MaxRanks {
 		b.errorf(b.loc.section("launcher"), "each trial would run %d ranks (launcher %s, benchmark.gpus %d): at most %d", n, l.Kind, s.Benchmark.GPUs, MaxRanks)
+	}
+}
+
+// argStrings refuses an argument of the benchmark or the launcher that Linux
+// would refuse to start a program with (see MaxArgStrlen): every trial would
+// fail to launch.
+func (b *builder) argStrings(s *Space) {
+	for _, list := range []struct {
+		section, key string
+		args         []string
+	}{{"benchmark", "args", s.Benchmark.Args}, {"benchmark", "command", s.Benchmark.Command},
+		{"benchmark", "binary", []string{s.Benchmark.Binary}}, {"launcher", "args", s.Launcher.Args}} {
+		for _, a := range list.args {
+			if len(a)+1 > MaxArgStrlen {
+				b.errorf(b.loc.field(list.section, 0, list.key), "%s.%s: an argument of %d bytes: Linux refuses to start a program with one over %d (MAX_ARG_STRLEN), so every trial would fail to launch",
+					list.section, list.key, len(a), MaxArgStrlen)
+			}
+		}
 	}
 }
 
