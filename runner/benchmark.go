@@ -188,13 +188,13 @@ func NewBenchmark(sp *space.Space, simCommand []string) (Benchmark, error) {
 		ports, _ := strconv.ParseFloat(sp.Simulator["nics_per_node"], 64)
 		gbps, _ := strconv.ParseFloat(sp.Simulator["nic_gbps"], 64)
 		return NCCLTests{Program: append(slices.Clone(simCommand), flags...), LabelFlag: "-run", Binary: sp.Campaign.Collective + "_perf",
-			Collective: sp.Campaign.Collective, GPUs: b.GPUs, Check: b.Check, Args: b.Args, NodeNetGBs: ports * gbps / 8}, nil
+			Collective: sp.Campaign.Collective, GPUs: b.GPUs, Check: b.Check, Args: b.Args, NodeNetGBs: ports * gbps / 8, Ranks: sp.LaunchRanks()}, nil
 	}
 	path, err := exec.LookPath(b.Binary)
 	if err != nil {
 		return nil, fmt.Errorf("benchmark %s: %w", b.Binary, err)
 	}
-	nt := NCCLTests{Binary: path, Collective: sp.Campaign.Collective, GPUs: b.GPUs, Check: b.Check, Args: b.Args}
+	nt := NCCLTests{Binary: path, Collective: sp.Campaign.Collective, GPUs: b.GPUs, Check: b.Check, Args: b.Args, Ranks: sp.LaunchRanks()}
 	if len(sp.Workload) > 0 {
 		// benchmark.binary names where nccl-tests is; each collective runs its own.
 		return nt.For(sp.Campaign.Collective)

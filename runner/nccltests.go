@@ -30,6 +30,11 @@ type NCCLTests struct {
 	// NodeNetGBs is what one node's network ports carry each way, GB/s,
 	// where known (the simulated cluster's scenario); 0: see plausible.
 	NodeNetGBs float64
+	// Ranks is how many ranks each launch runs, where the space says
+	// (space.LaunchRanks; nccl-tests' threads, -t, are counted here); 0:
+	// unknown. The output's own rank count decides which bounds its numbers
+	// are held to, so a table must name as many ranks as were launched.
+	Ranks int
 }
 
 // For is the benchmark of collective coll: nccl-tests' binary of it, named
@@ -89,6 +94,9 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 	}
 	ranks := len(rep.Devices)
 	if f := b.matchSweep(p.Sizes, rep.Rows, ranks); f != nil {
+		return nil, f
+	}
+	if f := b.matchRanks(ranks); f != nil {
 		return nil, f
 	}
 	for _, row := range rep.Rows {
@@ -177,6 +185,49 @@ func (b NCCLTests) matchSweep(sweep space.Sizes, rows []nccltests.Row, ranks int
 	return nil
 }
 
+// matchRanks checks the ranks the table's header names (one "# Rank" line
+// each) against the ranks launched: one rank is bounded only by a device
+// copy and several by the fabric, so a table that names one rank of a launch
+// of sixteen (or a rank twice) would escape the bounds of what ran. A header
+// that names none (a wrapper's own table) is held to the bounds of several
+// ranks, with the widest bus factor of any collective.
+func (b NCCLTests) matchRanks(ranks int) *Failure {
+	want := b.Ranks * threads(b.Args)
+	if b.Ranks <= 0 || want <= 0 || ranks == want || ranks == 0 {
+		return nil
+	}
+	return &Failure{FailUnparsable, fmt.Sprintf("the output names %d rank(s) (its \"# Rank\" lines); the launch runs %d", ranks, want)}
+}
+
+// threads is nccl-tests' thread count (-t, --nthreads) in its extra
+// arguments, each thread driving -g GPUs as ranks of its own: 1 when
+// unset, 0 when it cannot be read.
+func threads(args []string) int {
+	n := 1
+	for i, a := range args {
+		var v string
+		switch {
+		case a == "-t" || a == "--nthreads":
+			if i+1 >= len(args) {
+				return 0
+			}
+			v = args[i+1]
+		case strings.HasPrefix(a, "--nthreads="):
+			v = strings.TrimPrefix(a, "--nthreads=")
+		case strings.HasPrefix(a, "-t") && len(a) > 2 && !strings.HasPrefix(a, "--"):
+			v = a[2:]
+		default:
+			continue
+		}
+		t, err := strconv.Atoi(v)
+		if err != nil || t < 1 {
+			return 0
+		}
+		n = t
+	}
+	return n
+}
+
 // Ceilings on a measured bus bandwidth (GB/s). Numbers above them are
 // garbled or made up, not fast. The floor on a time is below any GPU kernel
 // launch.
@@ -195,7 +246,13 @@ func (b NCCLTests) matchSweep(sweep space.Sizes, rows []nccltests.Row, ranks int
 // it uses counts as 800 Gbit/s (100 GB/s, the fastest InfiniBand and
 // Ethernet ports shipping, ConnectX-8), eight ports where the log does not
 // list them. Over NCCL's socket transport busbw stays under 1000.
+//
+// One rank communicates nothing: its out-of-place run is a copy in the
+// GPU's memory, which reads and writes each byte, so it moves at most half
+// the memory's bandwidth (B200's 8 TB/s: 4000 GB/s; an H200 measured 2105);
+// in place nothing moves, and any time is possible.
 const (
+	maxCopyGBs      = 10000
 	maxBusBWOneNode = 2000
 	maxBusBWSockets = 1000 // several nodes over NCCL's socket transport
 	maxPortGBs      = 100
@@ -226,8 +283,9 @@ func busCeiling(ranks int, log nccllog.Log, nodeNet float64) (float64, string) {
 }
 
 // plausible checks a row's numbers against each other and against what
-// the fabric can carry. With one rank nothing is communicated (in place,
-// nothing even moves), so only the table's own arithmetic is checked.
+// the fabric can carry. With one rank nothing is communicated: its
+// out-of-place run is held to a device copy, its in-place one (where
+// nothing moves) only to the table's own arithmetic.
 func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log, nodeNet float64) *Failure {
 	limit, fabric := busCeiling(ranks, log, nodeNet)
 	factor, known := busFactor(coll, ranks)
@@ -256,11 +314,17 @@ func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log, nodeN
 		case m.BusBW > 2*m.AlgBW*1.03:
 			return bad("busbw %.4g GB/s is more than twice algbw %.4g GB/s, which no collective's bus factor allows", m.BusBW, m.AlgBW)
 		}
-		if ranks == 1 || row.Size == 0 {
+		if row.Size == 0 || ranks == 1 && m.name == "in-place" {
 			continue
 		}
 		if m.TimeUs < minTimeUs {
 			return bad("%.3g us is faster than any GPU launches a kernel", m.TimeUs)
+		}
+		if ranks == 1 {
+			if copied := float64(row.Size) / m.TimeUs / 1e3; copied > maxCopyGBs {
+				return bad("one rank copied %d bytes at %.4g GB/s, beyond any GPU's memory (ceiling %d GB/s)", row.Size, copied, maxCopyGBs)
+			}
+			continue
 		}
 		if bus := float64(row.Size) / m.TimeUs / 1e3 * widest; bus > limit {
 			return bad("%.4g GB/s of bus bandwidth is more than %s can carry (ceiling %.0f GB/s)", bus, fabric, limit)

@@ -227,9 +227,17 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// MaxArgStrlen is the longest string, its NUL included, Linux passes to a
+// program it starts, as an argument or as NAME=value (MAX_ARG_STRLEN, 32
+// pages of 4 KiB): exec refuses a longer one with E2BIG.
+const MaxArgStrlen = 32 * 4096
+
 // Normalize checks value against the variable's legal values and returns the
 // exact text NCCL should receive (a byte size such as "4M" becomes "4194304").
 func (v Var) Normalize(value string) (string, error) {
+	if n := len(v.Name) + 1 + len(value) + 1; n > MaxArgStrlen {
+		return "", fmt.Errorf("%s: a value of %d bytes: Linux refuses to start a program with an environment string (NAME=value) over %d bytes (MAX_ARG_STRLEN), so every trial would fail to launch", v.Name, len(value), MaxArgStrlen)
+	}
 	// What export refuses to write, the loader refuses to run: a control
 	// character, a line separator, or an invisible format character (a
 	// bidirectional override, a zero-width space) that makes a value read

@@ -252,3 +252,91 @@ func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 		})
 	}
 }
+
+// TestCountsNoRunCouldMean: iteration and rank counts are bounded at load,
+// with their line: nccl-tests reads -n, -w and -g into a C int, the campaign
+// multiplies the iterations by up to 8 (iters = 2^62 ran -n 1, reported as
+// "-9223372036854775808 iterations"), and rank counts are multiplied together
+// (np 2^62 x gpus 4 wrapped to 0 ranks, which every rank check passes over).
+func TestCountsNoRunCouldMean(t *testing.T) {
+	const maxInt = "9223372036854775807"
+	for _, tc := range []struct {
+		name, old, new string
+		want           []string // nil: accepted
+	}{
+		{"iters at the int64 maximum", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\niters = " + maxInt, []string{"h.toml:6:", "benchmark.iters must be 1 to 10000000"}},
+		{"iters of 2^62", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\niters = 4611686018427387904", []string{"h.toml:6:", "benchmark.iters"}},
+		{"iters past a C int", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\niters = 2147483648", []string{"h.toml:6:", "benchmark.iters"}},
+		{"iters at the bound", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\niters = 10000000", nil},
+		{"warmup at the int64 maximum", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nwarmup = " + maxInt, []string{"h.toml:6:", "benchmark.warmup must be 0 to 10000000"}},
+		{"gpus at the int64 maximum", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\ngpus = " + maxInt, []string{"h.toml:6:", "benchmark.gpus must be 1 to 1048576"}},
+		{"np whose ranks wrap", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\ngpus = 4\n[launcher]\nkind = \"mpirun\"\nnp = 4611686018427387904",
+			[]string{"h.toml:9:", "launcher.np must be 1 to 1048576"}},
+		{"srun's product past the bound", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\ngpus = 8\n[launcher]\nkind = \"srun\"\nnodes = 65536\nntasks_per_node = 8",
+			[]string{"h.toml:7:", "each trial would run 4194304 ranks"}},
+		{"a large real cluster", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"\nnodes = 4096\nntasks_per_node = 8", nil},
+		{"tasks per node at the int64 maximum", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"\nnodes = 2\nntasks_per_node = " + maxInt, []string{"h.toml:9:", "launcher.ntasks_per_node must be 1 to 1048576"}},
+		{"a negative count", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"\nnodes = -2", []string{"h.toml:8:", "launcher.nodes must be 1 to 1048576, not -2"}},
+		{"a scale past the bound", `trials = 10`, "trials = 10\nscales = [2, " + maxInt + "]", []string{"h.toml:3:", "node counts of 1 to 1048576"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := hostileBase
+			if tc.old == "" {
+				src += tc.new
+			} else {
+				src = strings.Replace(src, tc.old, tc.new, 1)
+			}
+			_, err := parseWithin(t, src)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted:\n%s", src)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nlacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestValuesTheKernelWouldRefuse: a variable's NAME=value over 128 KiB is
+// refused at load: exec refuses it (E2BIG), and every trial failed to launch
+// ("fork/exec /proc/self/exe: argument list too long") until the campaign
+// stopped after five.
+func TestValuesTheKernelWouldRefuse(t *testing.T) {
+	fits := strings.Repeat("e", MaxArgStrlen-len("NCCL_SOCKET_IFNAME=")-1)
+	for _, tc := range []struct {
+		name, new string
+		want      string // "": accepted
+	}{
+		{"pinned, one byte over", "NCCL_SOCKET_IFNAME = \"" + fits + "e\"", "h.toml:8:"},
+		{"pinned, exactly at the limit", "NCCL_SOCKET_IFNAME = \"" + fits + "\"", ""},
+		{"a benchmark argument", "args = [\"-d\", \"" + strings.Repeat("x", MaxArgStrlen) + "\"]", "h.toml:6:"},
+		{"searched", "[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"mlx5_0\", \"" + strings.Repeat("m", 200<<10) + "\"]", "MAX_ARG_STRLEN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := hostileBase
+			switch {
+			case strings.HasPrefix(tc.new, "[["):
+				src += tc.new + "\n"
+			case strings.HasPrefix(tc.new, "args"):
+				src = strings.Replace(src, `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n"+tc.new, 1)
+			default:
+				src = strings.Replace(src, `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\n"+tc.new, 1)
+			}
+			_, err := parseWithin(t, src)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %.300v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "MAX_ARG_STRLEN")):
+				t.Fatalf("error %.300v; want %q and MAX_ARG_STRLEN", err, tc.want)
+			}
+		})
+	}
+}

@@ -391,6 +391,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	}
 	b.simulator(s)
 	b.launcher(raw, s)
+	b.argStrings(s)
 	b.scales(s)
 	b.workloadRanks(raw, s)
 	if err := s.CheckTrials(s.Campaign.Trials); err != nil {
@@ -673,16 +674,16 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 		b.command(line, bm)
 	}
 	for _, f := range []struct {
-		key string
-		src *int
-		dst *int
-		min int
-	}{{"gpus", r.GPUs, &bm.GPUs, 1}, {"iters", r.Iters, &bm.Iters, 1}, {"warmup", r.Warmup, &bm.Warmup, 0}} {
+		key      string
+		src      *int
+		dst      *int
+		min, max int
+	}{{"gpus", r.GPUs, &bm.GPUs, 1, MaxRanks}, {"iters", r.Iters, &bm.Iters, 1, MaxIters}, {"warmup", r.Warmup, &bm.Warmup, 0, MaxIters}} {
 		if f.src == nil {
 			continue
 		}
-		if *f.src < f.min {
-			b.errorf(line(f.key), "benchmark.%s must be at least %d", f.key, f.min)
+		if *f.src < f.min || *f.src > f.max {
+			b.errorf(line(f.key), "benchmark.%s must be %d to %d, not %d", f.key, f.min, f.max, *f.src)
 		}
 		*f.dst = *f.src
 	}
@@ -846,10 +847,59 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 		b.errorf(line("flavor"), "launcher.flavor %q is not openmpi or mpich", l.Flavor)
 	case l.Kind == "torchrun" && s.Benchmark.Kind == NCCLTests:
 		b.errorf(line("kind"), "launcher torchrun runs Python: it needs benchmark.kind = \"ddp\" or \"command\"")
-	case l.NP < 0 || l.Nodes < 0 || l.TasksPerNode < 0 || l.NProcPerNode < 0:
-		b.errorf(b.loc.section("launcher"), "launcher counts must be positive")
+	}
+	b.launcherCounts(line, s)
+}
+
+// launcherCounts checks each count of the launcher, then the ranks of a
+// trial, their product (each count bounded first, so that it cannot wrap).
+func (b *builder) launcherCounts(line func(string) int, s *Space) {
+	l, bounded := s.Launcher, true
+	for _, c := range []struct {
+		key string
+		n   int
+	}{{"np", l.NP}, {"nodes", l.Nodes}, {"ntasks_per_node", l.TasksPerNode}, {"nproc_per_node", l.NProcPerNode}} {
+		if c.n < 0 || c.n > MaxRanks {
+			b.errorf(line(c.key), "launcher.%s must be 1 to %d, not %d", c.key, MaxRanks, c.n)
+			bounded = false
+		}
+	}
+	if n := s.LaunchRanks(); bounded && n > MaxRanks {
+		b.errorf(b.loc.section("launcher"), "each trial would run %d ranks (launcher %s, benchmark.gpus %d): at most %d", n, l.Kind, s.Benchmark.GPUs, MaxRanks)
 	}
 }
+
+// argStrings refuses an argument of the benchmark or the launcher that Linux
+// would refuse to start a program with (see MaxArgStrlen): every trial would
+// fail to launch.
+func (b *builder) argStrings(s *Space) {
+	for _, list := range []struct {
+		section, key string
+		args         []string
+	}{{"benchmark", "args", s.Benchmark.Args}, {"benchmark", "command", s.Benchmark.Command},
+		{"benchmark", "binary", []string{s.Benchmark.Binary}}, {"launcher", "args", s.Launcher.Args}} {
+		for _, a := range list.args {
+			if len(a)+1 > MaxArgStrlen {
+				b.errorf(b.loc.field(list.section, 0, list.key), "%s.%s: an argument of %d bytes: Linux refuses to start a program with one over %d (MAX_ARG_STRLEN), so every trial would fail to launch",
+					list.section, list.key, len(a), MaxArgStrlen)
+			}
+		}
+	}
+}
+
+// Counts no real run could mean are refused at load: nccl-tests reads -n,
+// -w and -g into a C int, and the iteration count is adapted up to 8 times
+// benchmark.iters (a count past 2^31 wrapped, and 2^62 became 1 iteration
+// in the adaptation); rank counts are multiplied together (np x gpus, nodes
+// x tasks x gpus), and a product that wrapped passed every check made on it.
+const (
+	// MaxIters bounds benchmark.iters and warmup: 10 million iterations of
+	// the fastest all-reduce (5 us) take a minute per size.
+	MaxIters = 10_000_000
+	// MaxRanks bounds every rank, process and node count, and their
+	// products: beyond any cluster one NCCL communicator spans.
+	MaxRanks = 1 << 20
+)
 
 // groups checks launcher.groups: each group needs nodes of its own, split
 // from srun's allocation or mpirun's hostfile; a simulated cluster is one of
@@ -880,7 +930,7 @@ func (b *builder) scales(s *Space) {
 		return
 	}
 	line := b.loc.field("campaign", 0, "scales")
-	ascending := scales[0] >= 1
+	ascending := scales[0] >= 1 && scales[len(scales)-1] <= MaxRanks
 	for i := 1; i < len(scales); i++ {
 		ascending = ascending && scales[i] > scales[i-1]
 	}
@@ -889,7 +939,7 @@ func (b *builder) scales(s *Space) {
 	case len(scales) > MaxScales:
 		b.errorf(line, "campaign.scales: at most %d node counts, each a campaign of its own", MaxScales)
 	case !ascending:
-		b.errorf(line, "campaign.scales must be node counts of at least 1, in ascending order, each once: %v", scales)
+		b.errorf(line, "campaign.scales must be node counts of 1 to %d, in ascending order, each once: %v", MaxRanks, scales)
 	case l.Kind == "srun" && l.Nodes != 0:
 		b.errorf(b.loc.field("launcher", 0, "nodes"), "launcher.nodes is set by campaign.scales, each campaign's node count: leave it out")
 	case l.Kind != "srun" && len(s.Simulator) == 0:

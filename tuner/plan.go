@@ -278,8 +278,10 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	for _, row := range runs[0].Rows {
 		perIter += (row.OutOfPlace.TimeUs + row.InPlace.TimeUs) / 1e6
 	}
-	if limit := int(b.Timeout.Seconds()/3/perIter) - b.Warmup; b.Timeout > 0 && perIter > 0 && iters > limit {
-		iters = max(limit, 1)
+	// In floating point: a sweep timed at next to nothing (sizes that print
+	// as 0 bytes) under a long timeout is a limit past any int.
+	if limit := b.Timeout.Seconds()/3/perIter - float64(b.Warmup); b.Timeout > 0 && perIter > 0 && float64(iters) > limit {
+		iters = max(int(limit), 1) // below iters, so it fits
 		why = fmt.Sprintf("%d iterations (from %d; noise_target would want more, but a sweep must stay within a third of the %s timeout): NCCL's defaults measured twice put range %s's score at ±%.2f%%",
 			iters, b.Iters, b.Timeout, worstRange, 100*worst)
 	}

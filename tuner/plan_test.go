@@ -77,6 +77,16 @@ values = ["default", "Ring"]
 			t.Errorf("%s: %d iterations (%q), want %d", tc.name, got, why, tc.want)
 		}
 	}
+	// A sweep timed at next to nothing (a store's word, sizes printed as 0
+	// bytes) under a long timeout allows more iterations than an int holds:
+	// the limit wrapped negative and the count fell to 1.
+	sp.Benchmark.NoiseTarget, sp.Benchmark.Timeout, sp.Benchmark.Warmup = 0.005, 1000*time.Hour, 0
+	fast := func(number int, jitter float64) store.Trial {
+		return sweepRun(number, 1e300, 1e300, 1e300*e(jitter), 1e300)
+	}
+	if got, why := Iterations(sp, []store.Trial{fast(0, 0), fast(1, 0.2)}); got != 160 {
+		t.Errorf("a sweep of 1e-300 us under a 1000h timeout: %d iterations (%q), want 160", got, why)
+	}
 }
 
 // TestIterationsLeaveALaunchShiftAlone: a launch that runs slow as a whole

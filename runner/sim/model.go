@@ -58,8 +58,8 @@ func DefaultScenario() Scenario {
 
 func (s Scenario) validate() error {
 	switch {
-	case s.Nodes < 1 || s.GPUsPerNode < 1 || s.Nodes*s.GPUsPerNode > 1<<16:
-		return fmt.Errorf("nodes and gpus_per_node must be positive")
+	case s.Nodes < 1 || s.GPUsPerNode < 1 || s.Nodes > 1<<16 || s.GPUsPerNode > 1<<16 || s.Nodes*s.GPUsPerNode > 1<<16: // each first, so that the product cannot wrap
+		return fmt.Errorf("nodes and gpus_per_node must be positive, with at most 65536 GPUs in all")
 	case s.Fabric != "nvlink" && s.Fabric != "ib" && s.Fabric != "roce" && s.Fabric != "tcp":
 		return fmt.Errorf("fabric %q is not one of nvlink, ib, roce, tcp", s.Fabric)
 	case s.Fabric == "nvlink" && s.Nodes > 1:
