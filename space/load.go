@@ -392,6 +392,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	b.simulator(s)
 	b.launcher(raw, s)
 	b.argStrings(s)
+	b.programs(s)
 	b.scales(s)
 	b.workloadRanks(raw, s)
 	if err := s.CheckTrials(s.Campaign.Trials); err != nil {
@@ -883,6 +884,25 @@ func (b *builder) argStrings(s *Space) {
 				b.errorf(b.loc.field(list.section, 0, list.key), "%s.%s: an argument of %d bytes: Linux refuses to start a program with one over %d (MAX_ARG_STRLEN), so every trial would fail to launch",
 					list.section, list.key, len(a), MaxArgStrlen)
 			}
+		}
+	}
+}
+
+// programs refuses a program to run whose name starts with '-': the
+// launcher before it (mpirun, srun, torchrun) would read it as an option of
+// its own ("--nnodes=64" after torchrun's flags) and run something else.
+func (b *builder) programs(s *Space) {
+	first := func(args []string) string {
+		if len(args) == 0 {
+			return ""
+		}
+		return args[0]
+	}
+	for _, p := range []struct{ section, key, name string }{
+		{"benchmark", "binary", s.Benchmark.Binary}, {"benchmark", "command", first(s.Benchmark.Command)}, {"launcher", "command", s.Launcher.Command},
+	} {
+		if strings.HasPrefix(p.name, "-") {
+			b.errorf(b.loc.field(p.section, 0, p.key), "%s.%s: the program %q starts with '-', which a launcher reads as its own option; name it by a path (./%s)", p.section, p.key, p.name, p.name)
 		}
 	}
 }
