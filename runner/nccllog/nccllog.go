@@ -21,7 +21,10 @@ import (
 type Log struct {
 	Version string            `json:"version,omitempty"` // "2.28.3+cuda13.0"
 	Debug   bool              `json:"debug"`             // INFO lines were present, so absence means something
-	Read    map[string]string `json:"read,omitempty"`    // NCCL_X -> value, from "set by environment to"
+	// Read is NCCL_X -> value, from "set by environment to"; where ranks or
+	// launches read different values, every one of them, joined by
+	// readApart, which no setting's value equals.
+	Read map[string]string `json:"read,omitempty"`
 	Network string            `json:"network,omitempty"` // "IB", "Socket", or a plugin's name
 	GDR     bool              `json:"gdr"`               // GPUDirect RDMA in use on some connection
 	RoCE    bool              `json:"roce,omitempty"`    // the IB verbs ports are RoCE (Ethernet link layer)
@@ -95,7 +98,7 @@ func Parse(output []byte) Log {
 		l.Debug = true
 		msg := strings.TrimSpace(m[1])
 		if s := setRE.FindStringSubmatch(msg); s != nil {
-			l.Read[s[1]] = strings.TrimSuffix(s[2], ".")
+			l.read(s[1], strings.TrimSuffix(s[2], "."))
 			continue
 		}
 		if c := channelRE.FindStringSubmatch(msg); c != nil {
@@ -133,6 +136,23 @@ func Parse(output []byte) Log {
 	return l
 }
 
+// readApart joins the values of a variable that ranks read differently.
+const readApart = " | "
+
+// read records that some rank read variable name as value. A rank that
+// read another value than the others is not confirmed by theirs (the last
+// line read won before, and masked it).
+func (l *Log) read(name, value string) {
+	got, ok := l.Read[name]
+	if !ok {
+		l.Read[name] = value
+		return
+	}
+	if !slices.ContainsFunc(strings.Split(got, readApart), func(v string) bool { return strings.EqualFold(v, value) }) {
+		l.Read[name] = got + readApart + value
+	}
+}
+
 // Merge is what two logs of one trial's launches say together.
 func (l Log) Merge(o Log) Log {
 	out := l
@@ -140,7 +160,11 @@ func (l Log) Merge(o Log) Log {
 	if out.Read == nil {
 		out.Read = map[string]string{}
 	}
-	maps.Copy(out.Read, o.Read)
+	for _, name := range slices.Sorted(maps.Keys(o.Read)) {
+		for _, v := range strings.Split(o.Read[name], readApart) {
+			out.read(name, v)
+		}
+	}
 	out.Version = cmp.Or(l.Version, o.Version)
 	out.Network = cmp.Or(l.Network, o.Network)
 	out.Debug, out.GDR, out.RoCE = l.Debug || o.Debug, l.GDR || o.GDR, l.RoCE || o.RoCE

@@ -67,3 +67,27 @@ func TestDecisions(t *testing.T) {
 		t.Errorf("decisions\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestRanksThatReadAnotherValueAreNotConfirmed: a variable is confirmed only
+// where every rank, and every launch of the trial, read the value set; a
+// rank that read another is not masked by the line read last.
+func TestRanksThatReadAnotherValueAreNotConfirmed(t *testing.T) {
+	line := func(rank int, value string) string {
+		return fmt.Sprintf("node1:12:12 [%d] NCCL INFO NCCL_ALGO set by environment to %s.\n", rank, value)
+	}
+	agree, apart := Parse([]byte(line(0, "Ring")+line(1, "ring"))), Parse([]byte(line(0, "Tree")+line(1, "Ring")))
+	for _, tc := range []struct {
+		name string
+		log  Log
+		want []string
+	}{
+		{"every rank read it", agree, nil},
+		{"one rank read another, before the others", apart, []string{"NCCL_ALGO"}},
+		{"another launch read another", agree.Merge(Parse([]byte(line(0, "Tree")))), []string{"NCCL_ALGO"}},
+		{"launches that agree", agree.Merge(agree), nil},
+	} {
+		if got := tc.log.Unconfirmed([]string{"NCCL_ALGO=Ring"}); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: unconfirmed %v, want %v (read %q)", tc.name, got, tc.want, tc.log.Read)
+		}
+	}
+}
