@@ -407,6 +407,12 @@ func (b *builder) build(raw *rawFile) *Space {
 		if err == nil {
 			err = pinnable(name, v, s.Benchmark.Kind)
 		}
+		if err == nil && v == "" {
+			// Pinned empty is not NCCL's own choice: NCCL reads the variable
+			// as set. (A searched value may be empty, and export writes it
+			// so; compare reads such a file back, see CheckSetting.)
+			err = fmt.Errorf("%s = \"\": set empty is not unset to NCCL; leave %s out of [fixed] to let NCCL choose", name, name)
+		}
 		if err != nil {
 			b.errorf(line, "fixed %v", err)
 		} else {
@@ -1086,14 +1092,10 @@ func pinnable(name, value, kind string) error {
 	if v, _ := Lookup(name); v.IsArg() && kind != DDP {
 		return fmt.Errorf("%s is a DDP setting: it needs benchmark.kind = \"ddp\"", name)
 	}
-	// Neither is NCCL's own choice once set: NCCL reads the word "default"
-	// as a value (NCCL_IB_HCA = "default" matches no adapter, and the job
-	// falls back to sockets), and a variable set empty as set.
-	switch value {
-	case Unset:
-		return fmt.Errorf("%s = %q: %q is how a param offers NCCL's own choice; pinned, NCCL reads the word itself. Leave %s out of [fixed] to let NCCL choose", name, value, Unset, name)
-	case "":
-		return fmt.Errorf("%s = \"\": set empty is not unset to NCCL; leave %s out of [fixed] to let NCCL choose", name, name)
+	if value == Unset {
+		// NCCL reads the word "default" as a value (NCCL_IB_HCA = "default"
+		// matches no adapter, and the job falls back to sockets).
+		return fmt.Errorf("%s = %q: %q is how a param offers NCCL's own choice; pinned, NCCL reads the word itself. Leave %s out ([fixed], or the env file) to let NCCL choose", name, value, Unset, name)
 	}
 	switch name {
 	case "NCCL_DEBUG":
