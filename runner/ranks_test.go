@@ -1,6 +1,15 @@
 package runner
 
-import "testing"
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/runner/nccltests"
+	"github.com/nccltune/nccltune/space"
+)
 
 // nccl-tests reads -t with getopt_long and strtol(v, NULL, 0): a run it
 // starts with 2 threads must be held to the ranks of 2 threads, whichever
@@ -38,6 +47,83 @@ func TestThreadsReadAsNCCLTestsDoes(t *testing.T) {
 		}
 		if f := b.matchRanks(8); f == nil {
 			t.Errorf("8 ranks launched with %q, 8 named: accepted", args)
+		}
+	}
+}
+
+// TestRanksBoundTheNumbers: the ranks a table names (its "# Rank" lines)
+// decide which bounds its numbers are held to, so they must be the ranks
+// launched: a header naming fewer, or more (threads), fails the trial; one
+// naming none is held to several ranks' bounds; a real recording passes.
+func TestRanksBoundTheNumbers(t *testing.T) {
+	two, err := os.ReadFile("nccltests/testdata/v2.18.3-2x8-ompi-warnings.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := os.ReadFile("nccltests/testdata/h200-nccl2.28.3-tests2.19.6/all_reduce_perf_512M.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rankLine := regexp.MustCompile(`(?m)^#\s+Rank\s+\d+ .*\n`)
+	firstRankOnly := rankLine.ReplaceAllStringFunc(string(two), func(l string) string {
+		if strings.Contains(l, "Rank  0 ") {
+			return l
+		}
+		return ""
+	})
+	twoNodes := Plan{Sizes: space.Sizes{Min: 1 << 10, Max: 8 << 30, Factor: 2}, Iters: 20}
+	oneGPU := Plan{Sizes: space.Sizes{Min: 8, Max: 512 << 20, Factor: 4}, Iters: 20, Warmup: 5}
+	for _, tc := range []struct {
+		name     string
+		out      string
+		plan     Plan
+		ranks    int
+		args     []string
+		wantFail FailureKind // "": measured
+	}{
+		{"16 ranks launched, 16 named", string(two), twoNodes, 16, nil, ""},
+		{"ranks unknown", string(two), twoNodes, 0, nil, ""},
+		{"8 launched, 16 named", string(two), twoNodes, 8, nil, FailUnparsable},
+		{"16 launched with 2 threads each, 16 named", string(two), twoNodes, 16, []string{"-t", "2"}, FailUnparsable},
+		{"16 launched, one named (unbounded as one rank)", firstRankOnly, twoNodes, 16, nil, FailUnparsable},
+		{"one GPU, one named", string(one), oneGPU, 1, nil, ""},
+		{"one GPU's table naming none: held to several ranks", rankLine.ReplaceAllString(string(one), ""), oneGPU, 1, nil, FailImplausible},
+	} {
+		b := NCCLTests{Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true, Ranks: tc.ranks, Args: tc.args}
+		out := []byte(tc.out)
+		_, f := b.Read(tc.plan, Output{Text: out, Log: nccllog.Parse(out)})
+		switch {
+		case tc.wantFail == "" && f != nil:
+			t.Errorf("%s: %v", tc.name, f)
+		case tc.wantFail != "" && (f == nil || f.Kind != tc.wantFail):
+			t.Errorf("%s: %v, want a failure %s", tc.name, f, tc.wantFail)
+		}
+	}
+}
+
+// TestOneRankIsACopy: one rank communicates nothing, but its out-of-place
+// run copies the buffer in the GPU's memory, so it is held to the time
+// floor and to a copy's bandwidth; in place, where nothing moves, any time
+// is possible.
+func TestOneRankIsACopy(t *testing.T) {
+	const size = 64 << 20
+	at := func(us float64) nccltests.Measure {
+		return nccltests.Measure{TimeUs: us, AlgBW: size / us / 1e3, BusBW: 0}
+	}
+	real := at(size / 2105.0 / 1e3) // an H200 copied at 2105 GB/s
+	for _, tc := range []struct {
+		name           string
+		outOf, inPlace nccltests.Measure
+		ok             bool
+	}{
+		{"a real copy", real, at(0.6), true},
+		{"in place at no time", real, at(0.001), true},
+		{"a copy at 0.001 us", at(0.001), real, false},
+		{"a copy beyond any GPU's memory", at(size / 20000.0 / 1e3), real, false},
+	} {
+		row := nccltests.Row{Size: size, Count: size / 4, Type: "float", Redop: "sum", OutOfPlace: tc.outOf, InPlace: tc.inPlace}
+		if f := plausible("all_reduce", row, 1, nccllog.Log{}, 0); (f == nil) != tc.ok {
+			t.Errorf("%s: %v", tc.name, f)
 		}
 	}
 }
