@@ -69,8 +69,11 @@ func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, secon
 	}
 	env := ncclEnv(environ)
 	r := &run{sc: *sc, coll: coll, opts: opts, env: env, out: stdout, host: "simnode0",
-		rank:    envOr(environ, 0, "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
-		procs:   envOr(environ, 1, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
+		rank: envOr(environ, 0, "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
+		// A step's own task count: SLURM_NTASKS is also the allocation's,
+		// which a run inside sbatch or salloc inherits without being a task
+		// of any step (the local launcher there needed 16 times the GPUs).
+		procs:   envOr(environ, 1, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"),
 		nonce:   *label,
 		seconds: startSeconds}
 	code = r.main()

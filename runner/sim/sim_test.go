@@ -200,3 +200,27 @@ func TestNoiseAveragesOutDownToAFloor(t *testing.T) {
 		t.Errorf("floor %g, want half the noise", got)
 	}
 }
+
+// TestAnAllocationIsNoStep: inside sbatch or salloc, a run inherits the
+// allocation's SLURM_NTASKS without being a task of any step, so the
+// simulator run there by the local launcher is one process (it counted
+// 16 and needed 16 times the GPUs); a task of an srun step counts the
+// step's tasks, an MPI rank its world.
+func TestAnAllocationIsNoStep(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		gpus string
+		ok   bool
+	}{
+		{"inside sbatch", []string{"SLURM_JOB_ID=5", "SLURM_NTASKS=16", "SLURM_PROCID=0"}, "16", true},
+		{"a task of a 2-task step", []string{"SLURM_JOB_ID=5", "SLURM_NTASKS=16", "SLURM_STEP_NUM_TASKS=2", "SLURM_PROCID=0"}, "8", true},
+		{"a step of 2 tasks of 16 GPUs is too many", []string{"SLURM_STEP_NUM_TASKS=2", "SLURM_PROCID=0"}, "16", false},
+		{"an MPI rank of 2", []string{"OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_RANK=0"}, "8", true},
+	} {
+		_, code, out := simulate(t, twoNodeIB, tc.env, "-b", "1M", "-e", "1M", "-g", tc.gpus)
+		if (code == 0) != tc.ok {
+			t.Errorf("%s: exit %d\n%s", tc.name, code, out)
+		}
+	}
+}
