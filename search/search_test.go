@@ -679,14 +679,12 @@ func TestUnmeasuredRangesLearnNothing(t *testing.T) {
 // are the features of the neighbour built (withValue), in a space with a
 // condition and in a wide one.
 func TestNeighboursFeaturesWithoutBuildingThem(t *testing.T) {
+	// NCCL_IB_QPS_PER_CONNECTION is searched only when NCCL_ALGO is Ring.
+	if sp := loadSpace(t); !slices.Equal(newEncoding(sp).gates, []bool{true, false, false, false}) {
+		t.Fatalf("gates %v: only NCCL_ALGO switches a setting on or off", newEncoding(sp).gates)
+	}
 	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t)} {
 		e := newEncoding(sp)
-		gated := map[string]bool{}
-		for _, p := range sp.Params {
-			for _, c := range p.When {
-				gated[c.Var] = true
-			}
-		}
 		rng := rand.New(rand.NewPCG(11, 12))
 		cu, got, want := make([]float64, e.units), make([]float64, e.units), make([]float64, e.units)
 		checked := 0
@@ -694,7 +692,7 @@ func TestNeighboursFeaturesWithoutBuildingThem(t *testing.T) {
 			cur := draw(sp, rng)
 			e.unitsOf(cur, cu)
 			for pi, p := range sp.Params {
-				if gated[p.Name] || !sp.Active(p, cur) {
+				if e.gates[pi] || !sp.Active(p, cur) {
 					continue
 				}
 				for _, v := range e.grids[pi] {

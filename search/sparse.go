@@ -66,11 +66,19 @@ type encoding struct {
 	cuts   [][]float64 // per integer parameter, the bounds between its grid's cells
 	offset []int       // per parameter, the index of its first unit feature
 	units  int
+	gates  []bool // per parameter: some condition reads it, so setting it may switch others on or off
 	pairs  [][2]int // unit features of each pair feature
 }
 
 func newEncoding(sp *space.Space) *encoding {
-	e := &encoding{sp: sp}
+	e := &encoding{sp: sp, gates: make([]bool, len(sp.Params))}
+	for _, p := range sp.Params {
+		for _, c := range p.When {
+			if i := slices.IndexFunc(sp.Params, func(q space.Param) bool { return q.Name == c.Var }); i >= 0 {
+				e.gates[i] = true
+			}
+		}
+	}
 	for _, p := range sp.Params {
 		grid := values(p, gpGridPoints)
 		e.grids = append(e.grids, grid)
@@ -437,14 +445,6 @@ func meanSD(ys []float64) (mean, sd float64) {
 // proposal's cost in a space of twenty settings.
 func (s *sparseSampler) maximise(value func(u []float64) float64, starts []space.Assignment) (space.Assignment, bool) {
 	e, params := s.enc, s.sp.Params
-	gates := make([]bool, len(params)) // some condition reads the parameter
-	for _, p := range params {
-		for _, c := range p.When {
-			if i := slices.IndexFunc(params, func(q space.Param) bool { return q.Name == c.Var }); i >= 0 {
-				gates[i] = true
-			}
-		}
-	}
 	var pick space.Assignment
 	bestPick := math.Inf(-1)
 	cu, bu, nu := make([]float64, e.units), make([]float64, e.units), make([]float64, e.units)
@@ -483,7 +483,7 @@ func (s *sparseSampler) maximise(value func(u []float64) float64, starts []space
 					// b is cur with p at v, built where p switches others on or off
 					// or is off itself (and stays so)
 					var b space.Assignment
-					if gates[pi] || !s.sp.Active(p, cur) {
+					if e.gates[pi] || !s.sp.Active(p, cur) {
 						b = withValue(s.sp, cur, p.Name, v)
 						e.unitsOf(b, bu)
 					} else {
@@ -499,7 +499,7 @@ func (s *sparseSampler) maximise(value func(u []float64) float64, starts []space
 						q := params[qi]
 						for _, w := range e.grids[qi] {
 							var c space.Assignment
-							if gates[qi] || !s.sp.Active(q, base) {
+							if e.gates[qi] || !s.sp.Active(q, base) {
 								if b == nil {
 									b = withValue(s.sp, cur, p.Name, v)
 								}
