@@ -111,17 +111,20 @@ func open(path string, readOnly bool) (*Store, error) {
 	// The log is named after the path: every name of the file must give the
 	// same one. A symbolic link resolves to its target; a hard link, which
 	// has no canonical name, is refused.
-	real := path
+	real, owned := path, true
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		real = r
 		var st syscall.Stat_t
-		if syscall.Stat(real, &st) == nil && st.Nlink > 1 {
-			return nil, fmt.Errorf("store %s: %w", path, ErrOtherName)
+		if syscall.Stat(real, &st) == nil {
+			if st.Nlink > 1 {
+				return nil, fmt.Errorf("store %s: %w", path, ErrOtherName)
+			}
+			owned = st.Uid == uint32(os.Geteuid())
 		}
 	} else if readOnly {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	dsn, err := uri(real, readOnly, readOnly && !ownLog(real))
+	dsn, err := uri(real, readOnly, readOnly && !logMayBeMade(real, owned))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -138,19 +141,19 @@ func open(path string, readOnly bool) (*Store, error) {
 	return s, nil
 }
 
-// ownLog reports whether a reader may let SQLite make the store's log
+// logMayBeMade reports whether a reader may let SQLite make the store's log
 // files (-wal, -shm) at path: they exist already (some connection has the
 // store open, and they are its), or this user owns the store. Otherwise a
 // reader, say a colleague's status, leaves them behind as its own, which
 // the owner's next run cannot write ("attempt to write a readonly
 // database"); with no log file, the file itself holds everything, and the
 // reader opens it immutable, which makes none.
-func ownLog(path string) bool {
-	if _, err := os.Stat(path + "-wal"); err == nil {
+func logMayBeMade(path string, owned bool) bool {
+	if owned {
 		return true
 	}
-	var st syscall.Stat_t
-	return syscall.Stat(path, &st) != nil || st.Uid == uint32(os.Geteuid())
+	_, err := os.Stat(path + "-wal")
+	return err == nil
 }
 
 // uri is the SQLite URI of the file at path, with nccltune's settings. The
