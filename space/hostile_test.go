@@ -64,6 +64,7 @@ func TestHostileSpaces(t *testing.T) {
 		{"a command read as an option", `binary = "all_reduce_perf"`, "kind = \"command\"\ncommand = [\"--nnodes=64\", \"x.py\"]\nmetric = { regex = 'v=(\\S+)' }\n[launcher]\nkind = \"torchrun\"\ncommand = \"-m\"",
 			[]string{"h.toml:6:", `the program "--nnodes=64" starts with '-'`, "h.toml:10:", `the program "-m" starts with '-'`}},
 		{"NCCL's default pinned (NCCL reads the word)", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
+		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N is set by nccltune", "-d all prints a table per value"}},
 		{"all at once", "trials = 10\nsizes = { min = \"8\", max = \"1M\", factor = 4 }", "objective = \"latency\"\nsizes = { min = \"8\", max = \"1M\", factor = 1 }",

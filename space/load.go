@@ -1081,14 +1081,14 @@ func (s *Space) CheckSetting(name, value string) error {
 // pinnable checks what a [fixed] variable may be: a DDP knob only for the DDP
 // step (it is the script's option, no variable), and NCCL's log only such that
 // nccltune still reads in it what NCCL set and chose.
-
 func pinnable(name, value, kind string) error {
 	if v, _ := Lookup(name); v.IsArg() && kind != DDP {
 		return fmt.Errorf("%s is a DDP setting: it needs benchmark.kind = \"ddp\"", name)
 	}
-	if value == Unset {
-		// NCCL reads the word "default" as a value (NCCL_IB_HCA = "default"
-		// matches no adapter, and the job falls back to sockets).
+	if strings.EqualFold(value, Unset) {
+		// NCCL reads the word "default", in any case, as a value
+		// (NCCL_IB_HCA = "default" matches no adapter, and the job falls
+		// back to sockets).
 		return fmt.Errorf("%s = %q: %q is how a param offers NCCL's own choice; pinned, NCCL reads the word itself. Leave %s out ([fixed], or the env file) to let NCCL choose", name, value, Unset, name)
 	}
 	switch name {
