@@ -179,7 +179,7 @@ func ExportLine(name, value string) (string, error) {
 
 // ShellQuote single-quotes s so that nothing inside is expanded, for a
 // POSIX shell and for fish alike: a quote, and a backslash, are written
-// outside the quotes, escaped ('\'' and '\\'). Inside single quotes fish
+// outside the quotes, each escaped by a backslash. Inside single quotes fish
 // reads \' and \\ as escapes, so a backslash left inside would escape
 // the quote after it and let the rest of the value run as commands there.
 func ShellQuote(s string) string {

@@ -66,7 +66,7 @@ type encoding struct {
 	cuts   [][]float64 // per integer parameter, the bounds between its grid's cells
 	offset []int       // per parameter, the index of its first unit feature
 	units  int
-	gates  []bool // per parameter: some condition reads it, so setting it may switch others on or off
+	gates  []bool   // per parameter: some condition reads it, so setting it may switch others on or off
 	pairs  [][2]int // unit features of each pair feature
 }
 

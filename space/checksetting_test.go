@@ -6,7 +6,7 @@ import (
 )
 
 // compare reads back what export writes: a searched value may be empty
-// (values = ["", "eth0"]), and export writes it (NCCL_SOCKET_IFNAME=''), so
+// (values = ["", "eth0"]), and export writes it (an empty NCCL_SOCKET_IFNAME), so
 // CheckSetting must take it, while the word "default", which export never
 // writes and NCCL reads as a value, stays refused.
 func TestCheckSettingTakesWhatExportWrites(t *testing.T) {

@@ -2,6 +2,7 @@ package space
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -12,20 +13,28 @@ var sizeUnits = []struct {
 	mult   int64
 }{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}}
 
+// sizeRE is a byte count and its unit: K, M, G or T, each alone or with
+// "B" or "iB" ("4M", "4MB", "4MiB"), or "B" alone; case and the spaces
+// around the unit do not matter. Anything else ("8I", "+8", "1.5M") is
+// refused rather than read as a size the user did not mean.
+var sizeRE = regexp.MustCompile(`^(?i)\s*(\d+)\s*(?:([KMGT])(?:I?B)?|B)?\s*$`)
+
 // ParseSize reads a byte count such as "8", "64K", "1M", "8G" or "4MiB".
 func ParseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	m := sizeRE.FindStringSubmatch(s)
+	var n int64
+	var err error
+	if m != nil {
+		n, err = strconv.ParseInt(m[1], 10, 64)
+	}
+	if m == nil || err != nil {
+		return 0, fmt.Errorf("invalid size %q (want a byte count such as 8, 64K, 1M, 8G)", s)
+	}
 	mult := int64(1)
 	for _, u := range sizeUnits {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
-			break
+		if strings.EqualFold(m[2], u.suffix) {
+			mult = u.mult
 		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid size %q (want a byte count such as 8, 64K, 1M, 8G)", s)
 	}
 	if n > 0 && n > (1<<62)/mult {
 		return 0, fmt.Errorf("size %q is too large", s)

@@ -18,6 +18,8 @@ func TestParseSize(t *testing.T) {
 		{"8", 8, false}, {"64K", 65536, false}, {"1M", 1 << 20, false}, {"8G", 8 << 30, false},
 		{"4MiB", 4 << 20, false}, {"2kb", 2048, false}, {" 1 T ", 1 << 40, false},
 		{"", 0, true}, {"-1", 0, true}, {"1.5M", 0, true}, {"12X", 0, true}, {"99999999999T", 0, true},
+		{"8I", 0, true}, {"8IB", 0, true}, {"+8", 0, true}, {"8MM", 0, true}, {"M", 0, true}, {"8 8", 0, true},
+		{"8B", 8, false}, {"8mb", 8 << 20, false}, {"8 Gi B", 0, true}, {"99999999999999999999", 0, true},
 	} {
 		got, err := ParseSize(tc.in)
 		if (err != nil) != tc.bad || got != tc.want {

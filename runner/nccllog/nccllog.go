@@ -19,12 +19,12 @@ import (
 
 // Log is what one run's NCCL output says.
 type Log struct {
-	Version string            `json:"version,omitempty"` // "2.28.3+cuda13.0"
-	Debug   bool              `json:"debug"`             // INFO lines were present, so absence means something
+	Version string `json:"version,omitempty"` // "2.28.3+cuda13.0"
+	Debug   bool   `json:"debug"`             // INFO lines were present, so absence means something
 	// Read is NCCL_X -> value, from "set by environment to"; where ranks or
 	// launches read different values, every one of them, joined by
 	// readApart, which no setting's value equals.
-	Read map[string]string `json:"read,omitempty"`
+	Read    map[string]string `json:"read,omitempty"`
 	Network string            `json:"network,omitempty"` // "IB", "Socket", or a plugin's name
 	GDR     bool              `json:"gdr"`               // GPUDirect RDMA in use on some connection
 	RoCE    bool              `json:"roce,omitempty"`    // the IB verbs ports are RoCE (Ethernet link layer)
