@@ -361,6 +361,7 @@ type capture struct {
 	lost  int64
 	keep  func(line string) bool
 	line  []byte // the unfinished line, for keep
+	cr    bool   // the last line ended with '\r', so a '\n' right after it ends no other
 	kept  []string
 	size  int // bytes kept
 }
@@ -390,23 +391,29 @@ func (c *capture) trim() {
 }
 
 // lines passes each complete line of p to keep; a line longer than
-// maxLine is no line a metric is read from, and is passed cut.
+// maxLine is no line a metric is read from, and is passed cut. A '\r' ends
+// a line too: a progress bar rewrites its line with one, and each of its
+// values is a value of the metric, not only the first.
 func (c *capture) lines(p []byte) {
 	const maxLine = 64 << 10
 	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
+		i := bytes.IndexAny(p, "\r\n")
 		if i < 0 {
 			c.line = append(c.line, p[:min(len(p), max(0, maxLine-len(c.line)))]...)
+			c.cr = false
 			return
 		}
 		c.line = append(c.line, p[:min(i, max(0, maxLine-len(c.line)))]...)
-		c.offer()
+		if i > 0 || p[i] == '\r' || !c.cr {
+			c.offer()
+		}
+		c.cr = p[i] == '\r'
 		p = p[i+1:]
 	}
 }
 
 func (c *capture) offer() {
-	line := strings.TrimSuffix(string(c.line), "\r")
+	line := string(c.line)
 	c.line = c.line[:0]
 	// Each line counts what keeping it takes, its string header too, so that
 	// empty lines (which a metric such as '^(\d*)$' keeps) cannot pile up
