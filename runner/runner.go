@@ -361,6 +361,8 @@ type capture struct {
 	lost  int64
 	keep  func(line string) bool
 	line  []byte // the unfinished line, for keep
+	long  bool   // the unfinished line is longer than maxLine
+	cr    bool   // the last line ended with '\r', so a '\n' right after it ends no other
 	kept  []string
 	size  int // bytes kept
 }
@@ -389,25 +391,46 @@ func (c *capture) trim() {
 	}
 }
 
-// lines passes each complete line of p to keep; a line longer than
-// maxLine is no line a metric is read from, and is passed cut.
+// maxLine bounds a line passed to keep: a longer one is no line a metric is
+// read from, and is not passed at all (cut, it could end inside a number).
+const maxLine = 64 << 10
+
+// lines passes each complete line of p to keep. A '\r' ends a line too: a
+// progress bar rewrites its line with one, and each of its values is a
+// value of the metric, not only the first.
 func (c *capture) lines(p []byte) {
-	const maxLine = 64 << 10
 	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
+		i := bytes.IndexAny(p, "\r\n")
 		if i < 0 {
-			c.line = append(c.line, p[:min(len(p), max(0, maxLine-len(c.line)))]...)
+			c.add(p)
+			c.cr = false
 			return
 		}
-		c.line = append(c.line, p[:min(i, max(0, maxLine-len(c.line)))]...)
-		c.offer()
+		c.add(p[:i])
+		if i > 0 || p[i] == '\r' || !c.cr {
+			c.offer()
+		}
+		c.cr = p[i] == '\r'
 		p = p[i+1:]
 	}
 }
 
+// add appends b to the unfinished line, which past maxLine is passed over.
+func (c *capture) add(b []byte) {
+	if len(c.line)+len(b) > maxLine {
+		c.long = true
+	}
+	if !c.long {
+		c.line = append(c.line, b...)
+	}
+}
+
 func (c *capture) offer() {
-	line := strings.TrimSuffix(string(c.line), "\r")
-	c.line = c.line[:0]
+	line, long := string(c.line), c.long
+	c.line, c.long = c.line[:0], false
+	if long {
+		return
+	}
 	// Each line counts what keeping it takes, its string header too, so that
 	// empty lines (which a metric such as '^(\d*)$' keeps) cannot pile up
 	// without bound.

@@ -258,6 +258,11 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 			"echo '[rank0]: t=100'; echo '[rank1]: t=100'; echo '[rank0]: t=5'; echo '[rank1]: t=7'", 1.0 / 6, "", ""},
 		{"skip per mpirun rank", space.Metric{Regex: `t=(\S+)`, Goal: "max", Skip: 1},
 			"echo '[1,0]<stdout>: t=100'; echo '[1,1]<stdout>: t=100'; echo '[1,1]<stdout>: t=7'; echo '[1,0]<stdout>: t=5'", 6, "", ""},
+		// A progress bar rewrites its line with '\r': each value counts, the first (warm-up) is skipped.
+		{"a progress bar", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min", Skip: 1}, `printf 't=500\rt=5\rt=6\rt=7\r\n'`, 1.0 / 6, "", ""},
+		{"a progress bar, no warm-up", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, `printf 't=500\rt=5\rt=6\rt=7\rt=8'`, 1.0 / 7, "", ""},
+		// A line too long to read a metric from is passed over, not read cut inside its number (t=12|345).
+		{"an over-long line", space.Metric{Regex: `t=([0-9]+)`, Goal: "max"}, "head -c 65532 /dev/zero | tr '\\0' x; echo t=12345; echo t=5", 5, "", ""},
 		// Metric lines amid more output than is kept (NCCL's INFO log) are all read.
 		{"past the cap", space.Metric{Regex: `^step t=(\S+)`, Goal: "max"},
 			"yes 'NCCL INFO xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -c 5000000; echo; echo step t=4; echo step t=6; yes 'NCCL INFO yyyyyyyyyyyyyyy' | head -c 7000000", 5, "", ""},

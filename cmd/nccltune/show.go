@@ -90,6 +90,11 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) {
 			fmt.Fprintf(w, "; NOT confirmed: %s", strings.Join(unread, ", "))
 		}
 		fmt.Fprintln(w)
+		for _, name := range unread {
+			if why, ok := log.Rejected[name]; ok {
+				fmt.Fprintf(w, "  NCCL rejected %s: %s\n", name, why)
+			}
+		}
 		for _, n := range log.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}

@@ -56,9 +56,12 @@ const (
 )
 
 // Parse reads the ranks' lines and returns rank 0's result, whose step time
-// is the objective. A reported error is returned as an Error.
+// is the objective. A reported error is returned as an Error. Results that
+// are not of one run (a rank twice, ranks of different worlds, a rank
+// outside its world: processes that each ran alone, or output of another
+// run) are an error.
 func Parse(output []byte) (Result, error) {
-	var best *Result
+	var results []Result
 	var firstErr error
 	sc := bufio.NewScanner(bytes.NewReader(output))
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -77,18 +80,31 @@ func Parse(output []byte) (Result, error) {
 			if json.Unmarshal(obj, &r) != nil || r.Steps < 1 || !(r.StepMsMean > 0) {
 				continue
 			}
-			if best == nil || r.Rank == 0 {
-				best = &r
-			}
+			results = append(results, r)
 		}
 	}
 	switch {
 	case firstErr != nil:
 		return Result{}, firstErr
-	case best == nil:
+	case len(results) == 0:
 		return Result{}, ErrNoResult
 	}
-	return *best, nil
+	best, seen := results[0], map[int]bool{}
+	for _, r := range results {
+		switch {
+		case r.World != best.World:
+			return Result{}, fmt.Errorf("ranks %d and %d report worlds of %d and %d ranks: the results are not of one run", best.Rank, r.Rank, best.World, r.World)
+		case r.World > 0 && (r.Rank < 0 || r.Rank >= r.World):
+			return Result{}, fmt.Errorf("a result of rank %d in a world of %d ranks", r.Rank, r.World)
+		case seen[r.Rank]:
+			return Result{}, fmt.Errorf("rank %d reports twice: the results are not of one run", r.Rank)
+		}
+		seen[r.Rank] = true
+		if r.Rank == 0 {
+			best = r
+		}
+	}
+	return best, nil
 }
 
 // tagged returns the JSON object after each occurrence of tag in line.

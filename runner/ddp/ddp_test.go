@@ -2,6 +2,7 @@ package ddp
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,28 @@ NCCLTUNE_DDP {not json
 	var e Error
 	if !errors.As(err, &e) || e.Kind != "oom" {
 		t.Errorf("error line: %v", err)
+	}
+}
+
+// TestParseResultsOfOneRun: results that cannot come from one run of the
+// script (each rank prints one, all of one world) are no measurement, not
+// rank 0's last line.
+func TestParseResultsOfOneRun(t *testing.T) {
+	line := func(rank, world int, ms float64) string {
+		return fmt.Sprintf(`NCCLTUNE_DDP {"rank": %d, "world": %d, "steps": 20, "step_ms_mean": %g}`+"\n", rank, world, ms)
+	}
+	for _, tc := range []struct{ name, out string }{
+		// mpirun -np 2 of processes that did not see its environment: each ran alone, as rank 0 of 1.
+		{"rank 0 twice", line(0, 1, 5) + line(0, 1, 50)},
+		{"worlds apart", line(0, 8, 5) + line(1, 2, 50)},
+		{"a rank outside its world", line(3, 2, 5)},
+	} {
+		if r, err := Parse([]byte(tc.out)); err == nil || errors.Is(err, ErrNoResult) {
+			t.Errorf("%s: %+v, %v; want an error", tc.name, r, err)
+		}
+	}
+	if r, err := Parse([]byte(line(1, 2, 50) + line(0, 2, 5))); err != nil || r.Rank != 0 || r.StepMsMean != 5 {
+		t.Errorf("two ranks of one run: %+v, %v", r, err)
 	}
 }
 

@@ -24,11 +24,15 @@ type Log struct {
 	// Read is NCCL_X -> value, from "set by environment to"; where ranks or
 	// launches read different values, every one of them, joined by
 	// readApart, which no setting's value equals.
-	Read    map[string]string `json:"read,omitempty"`
-	Network string            `json:"network,omitempty"` // "IB", "Socket", or a plugin's name
-	GDR     bool              `json:"gdr"`               // GPUDirect RDMA in use on some connection
-	RoCE    bool              `json:"roce,omitempty"`    // the IB verbs ports are RoCE (Ethernet link layer)
-	Notes   []string          `json:"notes,omitempty"`   // transport warnings: no IB device, fallback to sockets
+	Read map[string]string `json:"read,omitempty"`
+	// Rejected is NCCL_X -> NCCL's own words where it said it would not use
+	// the value as given ("Invalid NCCL_NTHREADS 96 (must be a multiple of
+	// 32)"): it may have logged reading the value first.
+	Rejected map[string]string `json:"rejected,omitempty"`
+	Network  string            `json:"network,omitempty"` // "IB", "Socket", or a plugin's name
+	GDR      bool              `json:"gdr"`               // GPUDirect RDMA in use on some connection
+	RoCE     bool              `json:"roce,omitempty"`    // the IB verbs ports are RoCE (Ethernet link layer)
+	Notes    []string          `json:"notes,omitempty"`   // transport warnings: no IB device, fallback to sockets
 	// Channels is the most channels NCCL reported building ("Channel 00/24"), 0 if unseen.
 	Channels int `json:"channels,omitempty"`
 	// Nodes is the communicator's node count ("nNodes 2"), 0 if unseen. With
@@ -60,6 +64,7 @@ type Decision struct {
 
 var (
 	infoRE    = regexp.MustCompile(`NCCL INFO (.*)$`)
+	warnRE    = regexp.MustCompile(`NCCL WARN (.*)$`)
 	setRE     = regexp.MustCompile(`^(NCCL_[A-Z0-9_]+) set by environment to (.*)$`)
 	versionRE = regexp.MustCompile(`NCCL version (\S+)`)
 	networkRE = regexp.MustCompile(`^Using network (\S+)`)
@@ -72,6 +77,16 @@ var (
 	nicsRE    = regexp.MustCompile(`^NET/\w+ : Using (.*)`)
 	nicRE     = regexp.MustCompile(`\[\d+\]\S`)
 	noteRE    = regexp.MustCompile(`No device found|No capable device found|Failed to initialize NET plugin|falling back|NET/Socket : Using`)
+	// NCCL's words for a value it does not use as given: "Invalid value X for
+	// NCCL_Y, using default", "Invalid NCCL_NTHREADS 96 (...)", "NCCL_MIN_CTAS
+	// 0 is too low, leaving it set at", "NCCL_NET_MERGE_POLICY: unknown value",
+	// "failed to decode NCCL_PROXY_CPUSET=... Ignoring", "... is out of range".
+	rejectRE = regexp.MustCompile(`(?i)\b(invalid|unknown|unrecognized|ignor(e|ed|ing)|too (low|big|high|large)|out of range|using (the )?default|using built-in default|defaulting)\b`)
+	varRE    = regexp.MustCompile(`\bNCCL_[A-Z0-9_]+\b`)
+	setToRE  = regexp.MustCompile(`^NCCL_[A-Z0-9_]+ set to `) // echoes a value, whatever words it holds
+	// The CTA limits' clamps name the config field, not the variable:
+	// "minCTAs 32 is larger than maxCTAs 16, set both to 16".
+	ctasRE = regexp.MustCompile(`^(min|max)CTAs -?\d+ is larger than`)
 )
 
 const maxNotes = 20
@@ -91,6 +106,10 @@ func Parse(output []byte) Log {
 		if m := versionRE.FindStringSubmatch(line); m != nil && l.Version == "" {
 			l.Version = m[1]
 		}
+		if w := warnRE.FindStringSubmatch(line); w != nil {
+			l.reject(strings.TrimSpace(w[1]))
+			continue
+		}
 		m := infoRE.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -101,6 +120,7 @@ func Parse(output []byte) Log {
 			l.read(s[1], strings.TrimSuffix(s[2], "."))
 			continue
 		}
+		l.reject(msg)
 		if c := channelRE.FindStringSubmatch(msg); c != nil {
 			n, _ := strconv.Atoi(c[1])
 			l.Channels = max(l.Channels, n)
@@ -153,10 +173,36 @@ func (l *Log) read(name, value string) {
 	}
 }
 
+// reject records the variables a message of NCCL's says it did not use as
+// given. A line that only echoes a value ("NCCL_SOCKET_IFNAME set to X")
+// rejects nothing, whatever words the value holds.
+func (l *Log) reject(msg string) {
+	if m := ctasRE.FindStringSubmatch(msg); m != nil {
+		l.rejected("NCCL_"+strings.ToUpper(m[1])+"_CTAS", msg)
+		return
+	}
+	if !rejectRE.MatchString(msg) || setToRE.MatchString(msg) {
+		return
+	}
+	for _, name := range varRE.FindAllString(msg, -1) {
+		l.rejected(name, msg)
+	}
+}
+
+// rejected keeps NCCL's first word on why it did not use name's value.
+func (l *Log) rejected(name, msg string) {
+	if l.Rejected == nil {
+		l.Rejected = map[string]string{}
+	}
+	if _, ok := l.Rejected[name]; !ok {
+		l.Rejected[name] = msg
+	}
+}
+
 // Merge is what two logs of one trial's launches say together.
 func (l Log) Merge(o Log) Log {
 	out := l
-	out.Read = maps.Clone(l.Read)
+	out.Read, out.Rejected = maps.Clone(l.Read), maps.Clone(l.Rejected)
 	if out.Read == nil {
 		out.Read = map[string]string{}
 	}
@@ -164,6 +210,9 @@ func (l Log) Merge(o Log) Log {
 		for _, v := range strings.Split(o.Read[name], readApart) {
 			out.read(name, v)
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Rejected)) {
+		out.rejected(name, o.Rejected[name])
 	}
 	out.Version = cmp.Or(l.Version, o.Version)
 	out.Network = cmp.Or(l.Network, o.Network)
@@ -200,9 +249,10 @@ func (l Log) Unread(env []string) []string {
 }
 
 // Unconfirmed returns the NCCL_* variables of env that NCCL's log does not
-// confirm reading with their value: Unread's, or, where NCCL logged no INFO
-// lines (the program logs to a file, uses gloo, or a wrapper dropped
-// NCCL_DEBUG), every one of them, since nothing is confirmed then.
+// confirm reading with their value (or says it rejected): Unread's, or,
+// where NCCL logged no INFO lines (the program logs to a file, uses gloo, or
+// a wrapper dropped NCCL_DEBUG), every one of them, since nothing is
+// confirmed then.
 func (l Log) Unconfirmed(env []string) []string {
 	var out []string
 	for _, kv := range env {
@@ -210,7 +260,8 @@ func (l Log) Unconfirmed(env []string) []string {
 		if !strings.HasPrefix(name, "NCCL_") {
 			continue
 		}
-		if got, ok := l.Read[name]; !ok || !strings.EqualFold(got, value) {
+		_, rejected := l.Rejected[name]
+		if got, ok := l.Read[name]; !ok || !strings.EqualFold(got, value) || rejected {
 			out = append(out, name)
 		}
 	}

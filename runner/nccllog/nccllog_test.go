@@ -91,3 +91,36 @@ func TestRanksThatReadAnotherValueAreNotConfirmed(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedIsNotConfirmed: a variable NCCL logged reading but then said
+// it would not use as given (its own lines, from misc/param.cc,
+// graph/tuning.cc, init.cc and graph/topo.cc) is not confirmed; a line
+// that only echoes a value holding such words rejects nothing.
+func TestRejectedIsNotConfirmed(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	for _, tc := range []struct {
+		name, log, env string
+		rejected       bool
+	}{
+		{"threads not a multiple of the warp", p + "NCCL_NTHREADS set by environment to 96.\n" + p + "Invalid NCCL_NTHREADS 96 (must be a multiple of 32)\n", "NCCL_NTHREADS=96", true},
+		{"threads above the maximum", p + "NCCL_NTHREADS set by environment to 1024.\n" + p + "Invalid NCCL_NTHREADS 1024 (maximum 512).\n", "NCCL_NTHREADS=1024", true},
+		{"an unparsable number", p + "Invalid value 99999999999999999999 for NCCL_IB_TIMEOUT, using default 20.\n", "NCCL_IB_TIMEOUT=99999999999999999999", true},
+		{"too low", p + "NCCL_MIN_CTAS set by environment to 0.\n" + p + "NCCL_MIN_CTAS 0 is too low, leaving it set at 1\n", "NCCL_MIN_CTAS=0", true},
+		{"clamped to the config's maximum", p + "NCCL_MIN_CTAS set by environment to 32.\n" + p + "minCTAs 32 is larger than maxCTAs 16, set both to 16\n", "NCCL_MIN_CTAS=32", true},
+		{"a warning", p + "NCCL_NET_MERGE_POLICY set by environment to RAIL\n" + "node1:12:12 [0] NCCL WARN NCCL_NET_MERGE_POLICY: unknown value 'RAIL', defaulting to ALL\n", "NCCL_NET_MERGE_POLICY=RAIL", true},
+		{"on another rank, tagged", p + "NCCL_NTHREADS set by environment to 96.\n[1,1]<stdout>:node2:7:7 [1] NCCL INFO Invalid NCCL_NTHREADS 96 (must be a multiple of 32)\n", "NCCL_NTHREADS=96", true},
+		{"a value that holds the words", p + "NCCL_SOCKET_IFNAME set by environment to =ignored-invalid0\n" + p + "NCCL_SOCKET_IFNAME set to =ignored-invalid0\n", "NCCL_SOCKET_IFNAME==ignored-invalid0", false},
+		{"a hint naming a variable", p + "NCCL_CROSS_NIC set by environment to 1.\n" + p + "HINT: To confirm, you can set NCCL_CROSS_NIC=0 to disable cross-rail communication.\n", "NCCL_CROSS_NIC=1", false},
+	} {
+		l := Parse([]byte(tc.log))
+		got := l.Unconfirmed([]string{tc.env})
+		if (len(got) == 1) != tc.rejected {
+			t.Errorf("%s: unconfirmed %v, want rejected %v (read %q)", tc.name, got, tc.rejected, l.Read)
+		}
+		// Another launch of the trial that read it cleanly does not undo the rejection.
+		clean := Parse([]byte(p + strings.Replace(tc.env, "=", " set by environment to ", 1) + "\n"))
+		if merged := clean.Merge(l).Unconfirmed([]string{tc.env}); (len(merged) == 1) != tc.rejected {
+			t.Errorf("%s: merged with a clean launch, unconfirmed %v", tc.name, merged)
+		}
+	}
+}
