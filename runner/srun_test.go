@@ -129,6 +129,7 @@ func testSrunFailures(t *testing.T, srun Srun) {
 			FailNCCL, "exit status 3 (NCCL error): node1: Test NCCL failure common.cu:1005"},
 		{"wrong data on one rank", rankScript(3, "exit 7"), nil, FailWrong, "exit status 7"},
 		{"other exit on one rank", rankScript(1, "exit 9"), nil, FailExit, "exit status 9"},
+		{"signal on one rank", rankScript(1, "kill -SEGV $$"), nil, FailSignal, "exit status 139: a process killed by signal 11 (segmentation fault)"},
 		{"no table", []string{"true"}, nil, FailUnparsable, "no result rows"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
