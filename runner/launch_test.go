@@ -110,7 +110,7 @@ func TestLauncherCommandLines(t *testing.T) {
 		{MPIRun{Flavor: "mpich", NP: 2, Hostfile: "hosts", Command: "mpiexec.hydra"},
 			"mpiexec.hydra -np 2 -f hosts -genv NCCL_ALGO Ring,Tree -genv NCCL_PROTO Simple all_reduce_perf -g 1"},
 		{Srun{Nodes: 2, TasksPerNode: 8, Args: []string{"--mpi=pmix"}},
-			"srun --export=ALL -N 2 -n 16 --ntasks-per-node 8 --mpi=pmix all_reduce_perf -g 1"},
+			"srun --export=ALL --kill-on-bad-exit=1 -N 2 -n 16 --ntasks-per-node 8 --mpi=pmix all_reduce_perf -g 1"},
 		{Torchrun{NProcPerNode: 8}, "torchrun --nproc_per_node 8 --standalone --no_python all_reduce_perf -g 1"},
 	} {
 		argv, err := tc.l.Wrap(bench, env)

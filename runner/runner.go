@@ -193,6 +193,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		// trial fails as the supervisor ended (a signal, the timeout).
 		sweep(status.pid())
 	}
+	if er, ok := r.Launcher.(ExitReader); ok {
+		exit = er.RankExit(res.Output, exit)
+	}
 	res.Exit = exit
 	switch {
 	case ctx.Err() != nil:
