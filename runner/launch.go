@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nccltune/nccltune/space"
@@ -35,6 +36,13 @@ func (Local) Wrap(cmd, _ []string) ([]string, error) { return cmd, nil }
 // the trial's supervisor sent SIGTERM; an error means some ranks may be left running.
 type Stopper interface {
 	Stop(pid int) error
+}
+
+// An ExitReader is a launcher whose own exit status may not be the failed
+// rank's: RankExit reads from the launch's output how the first rank to
+// fail ended (e, the launcher's, where it cannot tell).
+type ExitReader interface {
+	RankExit(output []byte, e Exit) Exit
 }
 
 // Checker is implemented by launchers that can find problems before any trial
@@ -161,7 +169,10 @@ func (s Srun) command() string { return or(s.Command, "srun") }
 
 // Wrap builds the srun command line.
 func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
-	argv := []string{s.command(), "--export=ALL"}
+	// --kill-on-bad-exit ends the step when a rank fails, as mpirun does:
+	// srun would wait for the other ranks, which a failed peer can leave
+	// hanging in NCCL until the trial's timeout.
+	argv := []string{s.command(), "--export=ALL", "--kill-on-bad-exit=1"}
 	if s.Nodes > 0 {
 		argv = append(argv, "-N", strconv.Itoa(s.Nodes))
 	}
@@ -179,6 +190,34 @@ func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
 	}
 	argv = append(argv, s.Args...)
 	return append(argv, cmd...), nil
+}
+
+// srunTaskRE is srun's report of tasks that ended badly: "srun: error: n1:
+// task 1: Exited with exit code 3", "srun: error: n1: tasks 0,2-3: Terminated".
+var srunTaskRE = regexp.MustCompile(`(?m)^srun: error: [^:\s]+: tasks? [0-9,-]+: (.+)$`)
+
+// RankExit is how the first rank to fail ended, as srun reports it: srun
+// exits with the highest status of its tasks, which is 143 (SIGTERM) once
+// --kill-on-bad-exit has ended the others, whatever the failed rank's was.
+func (Srun) RankExit(output []byte, e Exit) Exit {
+	m := srunTaskRE.FindSubmatch(output)
+	if m == nil || e.Code == 0 || e.Signal != 0 {
+		return e
+	}
+	how := strings.TrimSuffix(strings.TrimSpace(string(m[1])), " (core dumped)")
+	if code, ok := strings.CutPrefix(how, "Exited with exit code "); ok {
+		if n, err := strconv.Atoi(code); err == nil {
+			return Exit{Code: n}
+		}
+		return e
+	}
+	// Otherwise srun names the signal as strsignal does, as Go's names are.
+	for sig := syscall.Signal(1); sig <= maxSignal; sig++ {
+		if strings.EqualFold(how, sig.String()) {
+			return Exit{Code: -1, Signal: sig}
+		}
+	}
+	return e
 }
 
 // Check finds srun and an allocation to run in.

@@ -74,6 +74,24 @@ func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 	}
 }
 
+// TestMPIRunRankKilledBySignal: mpirun exits 128+N when a rank is killed by
+// signal N, and the trial fails as killed by it.
+func TestMPIRunRankKilledBySignal(t *testing.T) {
+	env := needMPI(t)
+	table := filepath.Join(t.TempDir(), "table.txt")
+	if err := os.WriteFile(table, []byte(goodTable), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Launcher: MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, BaseEnv: env}
+	job := tableJob("rank")
+	body := `[ "$OMPI_COMM_WORLD_RANK" = 0 ] && cat ` + table + `; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && kill -KILL $$; exit 0`
+	job.Benchmark = NCCLTests{Program: []string{"sh", "-c", body}, Binary: "rank", Collective: "all_reduce", GPUs: 1, Check: true}
+	res := r.Run(context.Background(), job)
+	if res.Failure == nil || res.Failure.Kind != FailSignal || !strings.Contains(res.Failure.Reason, "exit status 137: a process killed by signal 9 (killed)") {
+		t.Fatalf("failure = %v, want a rank killed by SIGKILL\n%s", res.Failure, res.Output)
+	}
+}
+
 func TestLauncherCommandLines(t *testing.T) {
 	bench := []string{"all_reduce_perf", "-g", "1"}
 	env := []string{"NCCL_ALGO=Ring,Tree", "NCCL_PROTO=Simple"}
@@ -92,7 +110,7 @@ func TestLauncherCommandLines(t *testing.T) {
 		{MPIRun{Flavor: "mpich", NP: 2, Hostfile: "hosts", Command: "mpiexec.hydra"},
 			"mpiexec.hydra -np 2 -f hosts -genv NCCL_ALGO Ring,Tree -genv NCCL_PROTO Simple all_reduce_perf -g 1"},
 		{Srun{Nodes: 2, TasksPerNode: 8, Args: []string{"--mpi=pmix"}},
-			"srun --export=ALL -N 2 -n 16 --ntasks-per-node 8 --mpi=pmix all_reduce_perf -g 1"},
+			"srun --export=ALL --kill-on-bad-exit=1 -N 2 -n 16 --ntasks-per-node 8 --mpi=pmix all_reduce_perf -g 1"},
 		{Torchrun{NProcPerNode: 8}, "torchrun --nproc_per_node 8 --standalone --no_python all_reduce_perf -g 1"},
 	} {
 		argv, err := tc.l.Wrap(bench, env)

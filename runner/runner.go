@@ -193,6 +193,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		// trial fails as the supervisor ended (a signal, the timeout).
 		sweep(status.pid())
 	}
+	if er, ok := r.Launcher.(ExitReader); ok {
+		exit = er.RankExit(res.Output, exit)
+	}
 	res.Exit = exit
 	switch {
 	case ctx.Err() != nil:
@@ -340,6 +343,10 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 		return &Failure{FailSignal, "killed by " + e.Signal.String() + suffix}
 	case e.Code == 0:
 		return nil
+	case e.Code > 128 && e.Code <= 128+maxSignal:
+		// mpirun and srun (and a shell) exit 128+N when a rank was killed by
+		// signal N; no benchmark's own exit status is that high.
+		return &Failure{FailSignal, fmt.Sprintf("exit status %d: a process killed by signal %d (%s)%s", e.Code, e.Code-128, syscall.Signal(e.Code-128), suffix)}
 	}
 	if f := describe(e.Code); f != nil {
 		f.Reason += suffix
@@ -347,6 +354,9 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 	}
 	return &Failure{FailExit, fmt.Sprintf("exit status %d%s", e.Code, suffix)}
 }
+
+// maxSignal is Linux's highest signal number (SIGRTMAX).
+const maxSignal = 64
 
 // stringHeader is what a string takes besides its bytes (pointer and length).
 const stringHeader = 16

@@ -61,6 +61,8 @@ func TestRunClassifies(t *testing.T) {
 		{"other exit", "cat " + table + "; exit 9", FailExit, "exit status 9"},
 		{"wrong results", "cat " + wrongTable, FailWrong, "5 wrong elements at 1024 bytes"},
 		{"signal", "cat " + table + "; kill -SEGV $$", FailSignal, "segmentation fault"},
+		// As mpirun and srun report a rank killed by SIGSEGV.
+		{"signal of a rank", "cat " + table + "; exit 139", FailSignal, "exit status 139: a process killed by signal 11 (segmentation fault)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Runner{Launcher: Local{}}

@@ -116,6 +116,11 @@ func testSrunFailures(t *testing.T, srun Srun) {
 	rankScript := func(rank int, body string) []string {
 		return []string{"sh", "-c", fmt.Sprintf(`[ "$SLURM_PROCID" = 0 ] && cat %s; [ "$SLURM_PROCID" = %d ] && { %s; }; exit 0`, table, rank, body)}
 	}
+	// hangScript runs body on the given rank; rank 0 prints a good table
+	// first, and every other rank waits.
+	hangScript := func(rank int, body string) []string {
+		return []string{"sh", "-c", fmt.Sprintf(`[ "$SLURM_PROCID" = 0 ] && cat %s; [ "$SLURM_PROCID" = %d ] && { sleep 1; %s; }; exec sleep 300`, table, rank, body)}
+	}
 	for _, tc := range []struct {
 		name   string
 		cmd    []string
@@ -129,6 +134,11 @@ func testSrunFailures(t *testing.T, srun Srun) {
 			FailNCCL, "exit status 3 (NCCL error): node1: Test NCCL failure common.cu:1005"},
 		{"wrong data on one rank", rankScript(3, "exit 7"), nil, FailWrong, "exit status 7"},
 		{"other exit on one rank", rankScript(1, "exit 9"), nil, FailExit, "exit status 9"},
+		{"signal on one rank", rankScript(1, "kill -SEGV $$"), nil, FailSignal, "killed by segmentation fault"},
+		// The others wait for the failed rank, as NCCL's peers of a dead rank
+		// can: the step ends with it, and the trial fails as the rank did.
+		{"NCCL error on one rank, the others waiting", hangScript(1, "exit 3"), nil, FailNCCL, "exit status 3 (NCCL error)"},
+		{"signal on one rank, the others waiting", hangScript(2, "kill -SEGV $$"), nil, FailSignal, "killed by segmentation fault"},
 		{"no table", []string{"true"}, nil, FailUnparsable, "no result rows"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +146,7 @@ func testSrunFailures(t *testing.T, srun Srun) {
 			// The last word of the command takes nccl-tests' flags (sh -c ignores them).
 			job := tableJob(tc.cmd[len(tc.cmd)-1])
 			job.Benchmark = NCCLTests{Program: tc.cmd[:len(tc.cmd)-1], Binary: tc.cmd[len(tc.cmd)-1], Collective: "all_reduce", GPUs: 1, Check: true}
-			job.Env, job.Timeout = tc.env, time.Minute
+			job.Env, job.Timeout = tc.env, 30*time.Second
 			res := r.Run(context.Background(), job)
 			if res.Failure == nil || res.Failure.Kind != tc.kind || !strings.Contains(res.Failure.Reason, tc.reason) {
 				t.Fatalf("failure = %v; want %s containing %q\noutput: %s", res.Failure, tc.kind, tc.reason, res.Output)
@@ -285,6 +295,27 @@ func TestStepOf(t *testing.T) {
 	} {
 		if got := stepOf(steps, tc.host, tc.pid); got != tc.want {
 			t.Errorf("stepOf(%s, %d) = %q, want %q", tc.host, tc.pid, got, tc.want)
+		}
+	}
+}
+
+func TestSrunRankExit(t *testing.T) {
+	for _, tc := range []struct {
+		output string
+		srun   Exit
+		want   Exit
+	}{
+		{"srun: error: n1: task 1: Exited with exit code 3\nsrun: error: n1: tasks 0,2-3: Terminated\n", Exit{Code: 143}, Exit{Code: 3}},
+		{"table\nsrun: error: gpu-07: task 12: Segmentation fault (core dumped)\nsrun: error: gpu-08: tasks 0-11,13-15: Terminated\n",
+			Exit{Code: 143}, Exit{Code: -1, Signal: syscall.SIGSEGV}},
+		{"srun: error: n1: tasks 0-3: Killed\n", Exit{Code: 137}, Exit{Code: -1, Signal: syscall.SIGKILL}},
+		{"srun: error: n1: task 0: Something new\n", Exit{Code: 1}, Exit{Code: 1}},
+		{"srun: error: Unable to create step for job 7: Invalid generic resource specification\n", Exit{Code: 1}, Exit{Code: 1}},
+		{"no report\n", Exit{Code: 3}, Exit{Code: 3}},
+		{"srun: error: n1: task 1: Exited with exit code 3\n", Exit{Code: -1, Signal: syscall.SIGKILL}, Exit{Code: -1, Signal: syscall.SIGKILL}}, // srun itself killed
+	} {
+		if got := (Srun{}).RankExit([]byte(tc.output), tc.srun); got != tc.want {
+			t.Errorf("RankExit(%q, %+v) = %+v, want %+v", tc.output, tc.srun, got, tc.want)
 		}
 	}
 }

@@ -849,6 +849,11 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 	case l.Kind == "torchrun" && s.Benchmark.Kind == NCCLTests:
 		b.errorf(line("kind"), "launcher torchrun runs Python: it needs benchmark.kind = \"ddp\" or \"command\"")
 	}
+	if l.Kind == "torchrun" && l.Nodes > 1 && l.RdzvEndpoint == "" {
+		// Without an endpoint torchrun runs --standalone, a rendezvous on this
+		// node alone, and waits for the other nodes until every trial times out.
+		b.errorf(line("nodes"), "launcher.nodes = %d needs launcher.rdzv_endpoint (host:port), where the nodes' torchrun meet; without it torchrun runs --standalone, on this node alone", l.Nodes)
+	}
 	b.launcherCounts(line, s)
 }
 

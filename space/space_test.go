@@ -117,6 +117,8 @@ sampler = "annealing"`, []string{`unknown collective "allreduce"`, `unknown samp
 			[]string{"bad.toml:4: campaign.trials: the trial budget must be at least 31 (trials 0 to 29 measure NCCL's defaults, one on each group), not 20"}},
 		{"budget beyond any store", `trials = 20`, `trials = 9223372036854775807`,
 			[]string{"bad.toml:4: campaign.trials: the trial budget must be at most 65536, not 9223372036854775807"}},
+		{"torchrun on nodes without a rendezvous", `[fixed]`, "[launcher]\nkind = \"torchrun\"\nnodes = 2\n[fixed]",
+			[]string{"bad.toml:25: launcher.nodes = 2 needs launcher.rdzv_endpoint"}},
 		{"mpi flavor", `[fixed]`, "[launcher]\nkind = \"mpirun\"\nflavor = \"lam\"\n[fixed]", []string{`flavor "lam" is not openmpi or mpich`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
