@@ -52,9 +52,12 @@ var (
 	fewerThreads = map[string]string{"NCCL_SOCKET_NTHREADS": "2", "NCCL_NSOCKS_PERTHREAD": "8"}
 )
 
-// bandwidth is for large messages: the bandwidth-optimal ring with bigger
-// pipeline buffers and every channel.
-var bandwidth = map[string]string{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "16M", "NCCL_MIN_CTAS": "32"}
+// wider is for large messages: bigger pipeline buffers and every channel;
+// bandwidth is that on the bandwidth-optimal ring.
+var (
+	wider     = map[string]string{"NCCL_BUFFSIZE": "16M", "NCCL_MIN_CTAS": "32"}
+	bandwidth = union(wider, map[string]string{"NCCL_ALGO": "Ring"})
+)
 
 // ideas are what experts try on top of the remedies, one idea each, those
 // that only add bandwidth first, overrides of NCCL's per-size choices after.
@@ -72,6 +75,11 @@ var ideas = []tip{
 	{union(sockets, bandwidth), onSockets},
 	{fewerThreads, onSockets},
 	{union(fewerThreads, bandwidth), onSockets},
+	// The same with NCCL still choosing the algorithm per size: on sockets
+	// the ring pinned at every size costs some sizes what the wider
+	// pipeline buys (measured on both TCP scenarios, README).
+	{union(sockets, wider), onSockets},
+	{union(fewerThreads, wider), onSockets},
 }
 
 // union is a's values and b's, b's where both have one.

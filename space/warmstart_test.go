@@ -45,7 +45,8 @@ max = 16
 
 // TestWarmStartFollowsTheFabric: each remedy is tried only where NCCL's log
 // shows its problem (all of them when nothing was logged), each idea on top,
-// the socket ones only over sockets, restricted to what the space offers.
+// the socket ones only over sockets (the wider pipeline with and without the
+// ring there), restricted to what the space offers.
 func TestWarmStartFollowsTheFabric(t *testing.T) {
 	sp, err := Parse("warm.toml", []byte(warmSpace))
 	if err != nil {
@@ -55,7 +56,8 @@ func TestWarmStartFollowsTheFabric(t *testing.T) {
 	// out as the remedies alone, and the bandwidth idea without it.
 	ideas := []string{"NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216", "NCCL_ALGO=Ring", "NCCL_ALGO=Tree NCCL_PROTO=LL"}
 	socketIdeas := []string{"NCCL_SOCKET_NTHREADS=4", "NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216 NCCL_SOCKET_NTHREADS=4",
-		"NCCL_SOCKET_NTHREADS=2", "NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216 NCCL_SOCKET_NTHREADS=2"}
+		"NCCL_SOCKET_NTHREADS=2", "NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216 NCCL_SOCKET_NTHREADS=2",
+		"NCCL_BUFFSIZE=16777216 NCCL_SOCKET_NTHREADS=4", "NCCL_BUFFSIZE=16777216 NCCL_SOCKET_NTHREADS=2"}
 	for _, tc := range []struct {
 		name    string
 		fabric  Fabric
