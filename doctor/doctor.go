@@ -295,11 +295,12 @@ func NCCL(ctx context.Context, o Options, f Hardware) Result {
 		r.Status, r.Detail, r.Fix = Fail, res.Failure.Error(), "run it by hand with NCCL_DEBUG=INFO: "+strings.Join(res.Command, " ")
 		return r
 	}
-	return judgeNCCL(r, res.Log, res.Measurement.Ranks, f)
+	return judgeNCCL(r, res.Log, job.Env, res.Measurement.Ranks, f)
 }
 
-// judgeNCCL compares what NCCL chose with what the fabric checks say it should.
-func judgeNCCL(r Result, log nccllog.Log, ranks int, f Hardware) Result {
+// judgeNCCL compares what NCCL chose with what the fabric checks say it
+// should, and names what NCCL read that env, the probe's, does not set.
+func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) Result {
 	net := log.Network
 	if net == "" {
 		net = "none (one node, or not logged)"
@@ -321,6 +322,10 @@ func judgeNCCL(r Result, log nccllog.Log, ranks int, f Hardware) Result {
 			}
 			r.Detail += "; " + n
 		}
+	}
+	if inherited := log.Inherited(env); len(inherited) > 0 {
+		r.Detail += "; NCCL also read " + strings.Join(inherited, ", ") +
+			" (NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf or the ranks' own environment): every trial runs with them, and no export carries them"
 	}
 	return r
 }

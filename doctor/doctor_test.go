@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -94,6 +95,16 @@ func TestRunOnRecordedMachine(t *testing.T) {
 	}
 	if !strings.Contains(res["tiny"].Fix, "NCCL used sockets") {
 		t.Errorf("NCCL check: %+v", res["tiny"])
+	}
+	// What NCCL takes from a config file is named.
+	conf := filepath.Join(t.TempDir(), "nccl.conf")
+	if err := os.WriteFile(conf, []byte("NCCL_ALGO=Ring\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probe := Options{Env: []string{"NCCL_CONF_FILE=" + conf}, Probe: &runner.Job{Benchmark: runner.NCCLTests{Program: []string{os.Args[0], "-nodes=2", "-fabric=ib"}, Binary: "all_reduce_perf",
+		Collective: "all_reduce", GPUs: 16, Check: true}, Plan: runner.Plan{Sizes: space.Sizes{Min: 8, Max: 1 << 20, Factor: 8}, Iters: 2, Warmup: 1}}}
+	if got := NCCL(context.Background(), probe, Hardware{}); !strings.Contains(got.Detail, "NCCL also read NCCL_ALGO=Ring (") {
+		t.Errorf("NCCL check does not name the config file's setting: %+v", got)
 	}
 	if _, err := json.Marshal(res); err != nil {
 		t.Fatal(err)

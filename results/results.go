@@ -251,11 +251,14 @@ type Summary struct {
 	// Silent counts the completed trials that set NCCL variables but whose
 	// output has no NCCL INFO lines: none of their settings is confirmed.
 	Silent int
+	// Inherited counts, per NAME=value, the completed trials whose NCCL read
+	// a variable they do not set (nccllog.Log.Inherited).
+	Inherited map[string]int
 }
 
 // Summarize counts trials by state and by failure kind.
 func Summarize(trials []store.Trial) Summary {
-	s := Summary{ByState: map[store.State]int{}, Failures: map[string]int{}, Unconfirmed: map[string]int{}}
+	s := Summary{ByState: map[store.State]int{}, Failures: map[string]int{}, Unconfirmed: map[string]int{}, Inherited: map[string]int{}}
 	for _, t := range trials {
 		s.Total++
 		s.ByState[t.State]++
@@ -268,6 +271,9 @@ func Summarize(trials []store.Trial) Summary {
 			}
 			for _, name := range t.NCCLLog.Unread(t.Env) {
 				s.Unconfirmed[name]++
+			}
+			for _, kv := range t.NCCLLog.Inherited(t.Env) {
+				s.Inherited[kv]++
 			}
 		}
 	}

@@ -111,6 +111,7 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_DEBUG", Kind: KindEnum, Values: []string{"VERSION", "WARN", "INFO", "TRACE", "ABORT"}},
 	{Name: "NCCL_DEBUG_SUBSYS", Kind: KindString},
 	{Name: "NCCL_DEBUG_FILE", Kind: KindString},
+	{Name: "NCCL_CONF_FILE", Kind: KindString},
 	{Name: "NCCL_LL_THRESHOLD", Gone: "removed in NCCL 2.5; NCCL_PROTO selects protocols per size now"},
 	{Name: "NCCL_TREE_THRESHOLD", Gone: "removed in NCCL 2.5; NCCL_ALGO selects algorithms per size now"},
 })

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -437,5 +438,35 @@ func TestBenchSearchSmooth(t *testing.T) {
 	code, _, errOut = nccltune(t, dir, "bench", "search", "--scenarios", "", "--landscapes", "0", "--smooth", "0")
 	if code != 2 || !strings.Contains(errOut, "nothing to run") {
 		t.Errorf("nothing to run: exit %d %s", code, errOut)
+	}
+}
+
+// TestInheritedSettingsAreReported: a value NCCL takes from a config file
+// (NCCL_CONF_FILE here; ~/.nccl.conf and /etc/nccl.conf alike) applies to
+// the trials that leave its variable to NCCL, the defaults' included, which
+// status and show say, naming a searched variable's "default" for what it was.
+func TestInheritedSettingsAreReported(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "nccl.conf")
+	if err := os.WriteFile(conf, []byte("NCCL_BUFFSIZE=8388608\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	space := filepath.Join(dir, "space.toml")
+	if err := os.WriteFile(space, []byte(strings.Replace(string(src), "[fixed]\n", "[fixed]\nNCCL_CONF_FILE = "+strconv.Quote(conf)+"\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := nccltune(t, dir, "run", "--space", space, "--trials", "12", "--no-simplify", "--no-validate")
+	if code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`warning: NCCL read NCCL_BUFFSIZE=8388608 in \d+ of \d+ completed trials, which the campaign does not set .*NCCL_BUFFSIZE is searched, so its "default" here was 8388608`).MatchString(out) {
+		t.Errorf("status does not report the inherited value:\n%s", out)
+	}
+	if _, out, _ = nccltune(t, dir, "show", "0"); !strings.Contains(out, "NCCL also read, not set by the trial (a config file's or the ranks' own environment): NCCL_BUFFSIZE=8388608") {
+		t.Errorf("show 0 does not report the inherited value:\n%s", out)
 	}
 }

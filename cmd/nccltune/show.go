@@ -95,6 +95,9 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) {
 				fmt.Fprintf(w, "  NCCL rejected %s: %s\n", name, why)
 			}
 		}
+		if inherited := log.Inherited(t.Env); len(inherited) > 0 {
+			fmt.Fprintf(w, "  NCCL also read, not set by the trial (a config file's or the ranks' own environment): %s\n", strings.Join(inherited, ", "))
+		}
 		for _, n := range log.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}

@@ -190,6 +190,15 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 		fmt.Fprintf(w, "warning: NCCL's log does not show it read %s in %d of %d completed trials (misspelt, or unknown to this NCCL version?)\n",
 			name, sum.Unconfirmed[name], sum.ByState[store.Complete])
 	}
+	for _, kv := range slices.Sorted(maps.Keys(sum.Inherited)) {
+		name, value, _ := strings.Cut(kv, "=")
+		searched := ""
+		if slices.ContainsFunc(l.space.Params, func(p space.Param) bool { return p.Variable() == name }) {
+			searched = fmt.Sprintf("; %s is searched, so its \"default\" here was %s, not NCCL's own", name, value)
+		}
+		fmt.Fprintf(w, "warning: NCCL read %s in %d of %d completed trials, which the campaign does not set (from NCCL_CONF_FILE, ~/.nccl.conf or /etc/nccl.conf, or the ranks' own environment): every configuration ran with it, NCCL's defaults included, and no export carries it%s\n",
+			kv, sum.Inherited[kv], sum.ByState[store.Complete], searched)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	m := l.space.Measure(l.space.Ranges[0])
 	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", m, m)
@@ -345,7 +354,7 @@ func statusJSON(l *loaded) map[string]any {
 		"budget":        l.camp.Budget,
 		"stopped":       l.camp.Stopped,
 		"settled":       settled,
-		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed, "no_nccl_log": sum.Silent},
+		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed, "no_nccl_log": sum.Silent, "inherited": sum.Inherited},
 		"ranges":        ranges,
 		"group_spreads": results.GroupSpreads(l.space, l.trials),
 	}

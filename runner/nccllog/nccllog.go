@@ -268,6 +268,27 @@ func (l Log) Unconfirmed(env []string) []string {
 	return out
 }
 
+// Inherited returns, as sorted NAME=value, the variables NCCL's log shows
+// it read that env does not set, NCCL's own log settings aside: NCCL loads
+// NCCL_CONF_FILE, or ~/.nccl.conf and /etc/nccl.conf, into its environment,
+// and a rank started elsewhere has its own (a remote shell's profile under
+// mpirun). Such a value applied to the run, NCCL's defaults included, and
+// no export carries it.
+func (l Log) Inherited(env []string) []string {
+	set := map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		set[name] = true
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(l.Read)) {
+		if !set[name] {
+			out = append(out, name+"="+l.Read[name])
+		}
+	}
+	return out
+}
+
 // AtLeast reports whether NCCL version v ("2.28.3+cuda13.0") is major.minor
 // or later; known is false where v does not say.
 func AtLeast(v string, major, minor int) (yes, known bool) {

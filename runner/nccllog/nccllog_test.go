@@ -124,3 +124,23 @@ func TestRejectedIsNotConfirmed(t *testing.T) {
 		}
 	}
 }
+
+// TestInheritedAreWhatTheTrialDidNotSet: a variable NCCL read that the
+// trial's environment does not set (a config file's, a remote shell's) is
+// reported with the value read; the trial's own and NCCL's log settings are not.
+func TestInheritedAreWhatTheTrialDidNotSet(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	l := Parse([]byte(p + "NCCL_DEBUG_SUBSYS set by environment to INIT,ENV.\n" +
+		p + "NCCL_ALGO set by environment to Ring.\n" +
+		p + "NCCL_BUFFSIZE set by environment to 8388608.\n" +
+		"[1,1]<stdout>:node2:7:7 [1] NCCL INFO NCCL_BUFFSIZE set by environment to 4194304.\n" +
+		p + "NCCL_NVLS_ENABLE set by environment to 0.\n"))
+	got := l.Inherited([]string{"NCCL_ALGO=Tree", "NCCL_NVLS_ENABLE=0"})
+	want := []string{"NCCL_BUFFSIZE=8388608" + readApart + "4194304"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Inherited = %q, want %q", got, want)
+	}
+	if got := Parse(nil).Inherited(nil); got != nil {
+		t.Errorf("an empty log inherits %q", got)
+	}
+}

@@ -181,11 +181,24 @@ var modelledVars = []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_CTAS", "NCCL_MA
 	"NCCL_NET_GDR_LEVEL", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_GID_INDEX", "NCCL_IB_DISABLE", "NCCL_NET",
 	"NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "NCCL_NVLS_ENABLE", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS"}
 
+// ncclEnv is what the simulated NCCL reads: the environment's modelled
+// variables, then, as NCCL loads it into its environment, NCCL_CONF_FILE's
+// NAME=value lines where the environment does not set the name. NCCL reads
+// ~/.nccl.conf and /etc/nccl.conf in its place; the simulator does not, so
+// that this machine's files do not change a simulated cluster.
 func ncclEnv(environ []string) map[string]string {
 	env := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok && slices.Contains(modelledVars, k) {
 			env[k] = v
+		}
+	}
+	if conf, err := os.ReadFile(lookup(environ, "NCCL_CONF_FILE")); err == nil {
+		for _, line := range strings.Split(string(conf), "\n") {
+			k, v, ok := strings.Cut(line, "=")
+			if _, set := env[k]; ok && !set && slices.Contains(modelledVars, k) {
+				env[k] = v
+			}
 		}
 	}
 	return env
