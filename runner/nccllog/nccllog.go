@@ -257,7 +257,7 @@ func (l Log) Unconfirmed(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "NCCL_") {
+		if !strings.HasPrefix(name, "NCCL_") || name == confFile {
 			continue
 		}
 		_, rejected := l.Rejected[name]
@@ -267,6 +267,11 @@ func (l Log) Unconfirmed(env []string) []string {
 	}
 	return out
 }
+
+// confFile is read by NCCL with getenv, before and outside its log (NCCL
+// 2.28.9 logs no line of it): what it names is seen in the variables NCCL
+// read from it (Inherited), so it is not held unconfirmed.
+const confFile = "NCCL_CONF_FILE"
 
 // Inherited returns, as sorted NAME=value, the variables NCCL's log shows
 // it read that env does not set, NCCL's own log settings aside: NCCL loads

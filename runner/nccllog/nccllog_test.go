@@ -2,6 +2,7 @@ package nccllog
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -142,5 +143,23 @@ func TestInheritedAreWhatTheTrialDidNotSet(t *testing.T) {
 	}
 	if got := Parse(nil).Inherited(nil); got != nil {
 		t.Errorf("an empty log inherits %q", got)
+	}
+}
+
+// TestConfigFileOnRealNCCL: NCCL 2.28.9 on an H100, one rank, with
+// NCCL_CONF_FILE naming a file of NCCL_BUFFSIZE=8388608: NCCL logs reading
+// the file's variable as set by environment, and nothing of NCCL_CONF_FILE.
+func TestConfigFileOnRealNCCL(t *testing.T) {
+	out, err := os.ReadFile("testdata/h100-nccl2.28.9-conf-file.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Parse(out)
+	env := []string{"NCCL_CONF_FILE=/tmp/my.conf", "NCCL_NVLS_ENABLE=0"}
+	if got := l.Inherited(env); !slices.Equal(got, []string{"NCCL_BUFFSIZE=8388608"}) {
+		t.Errorf("Inherited = %q", got)
+	}
+	if got := l.Unconfirmed(env); len(got) > 0 || len(l.Rejected) > 0 {
+		t.Errorf("unconfirmed %q, rejected %q", got, l.Rejected)
 	}
 }
