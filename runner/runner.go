@@ -345,7 +345,8 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 		return nil
 	case e.Code > 128 && e.Code <= 128+maxSignal:
 		// mpirun and srun (and a shell) exit 128+N when a rank was killed by
-		// signal N; no benchmark's own exit status is that high.
+		// signal N. nccl-tests' own statuses are below 8; a user's command
+		// that exits so high by itself is named killed, as a shell would.
 		return &Failure{FailSignal, fmt.Sprintf("exit status %d: a process killed by signal %d (%s)%s", e.Code, e.Code-128, syscall.Signal(e.Code-128), suffix)}
 	}
 	if f := describe(e.Code); f != nil {
