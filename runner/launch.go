@@ -206,7 +206,9 @@ func (Srun) RankExit(output []byte, e Exit) Exit {
 	}
 	how := strings.TrimSuffix(strings.TrimSpace(string(m[1])), " (core dumped)")
 	if code, ok := strings.CutPrefix(how, "Exited with exit code "); ok {
-		if n, err := strconv.Atoi(code); err == nil {
+		// A 0 (srun reports none, but a rank's own output can hold the
+		// words) would make the failed step a clean exit.
+		if n, err := strconv.Atoi(code); err == nil && n != 0 {
 			return Exit{Code: n}
 		}
 		return e

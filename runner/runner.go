@@ -345,7 +345,8 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 		return nil
 	case e.Code > 128 && e.Code <= 128+maxSignal:
 		// mpirun and srun (and a shell) exit 128+N when a rank was killed by
-		// signal N; no benchmark's own exit status is that high.
+		// signal N. nccl-tests' own statuses are below 8; a user's command
+		// that exits so high by itself is named killed, as a shell would.
 		return &Failure{FailSignal, fmt.Sprintf("exit status %d: a process killed by signal %d (%s)%s", e.Code, e.Code-128, syscall.Signal(e.Code-128), suffix)}
 	}
 	if f := describe(e.Code); f != nil {
@@ -373,6 +374,8 @@ type capture struct {
 	line  []byte // the unfinished line, for keep
 	long  bool   // the unfinished line is longer than maxLine
 	cr    bool   // the last line ended with '\r', so a '\n' right after it ends no other
+	bar   bool   // the unfinished line follows a '\r' of the same '\n'-ended line
+	tag   string // the rank prefix (rankRE) of that line's first part
 	kept  []string
 	size  int // bytes kept
 }
@@ -421,6 +424,7 @@ func (c *capture) lines(p []byte) {
 			c.offer()
 		}
 		c.cr = p[i] == '\r'
+		c.bar = c.cr
 		p = p[i+1:]
 	}
 }
@@ -438,6 +442,14 @@ func (c *capture) add(b []byte) {
 func (c *capture) offer() {
 	line, long := string(c.line), c.long
 	c.line, c.long = c.line[:0], false
+	// A launcher tags a line (mpirun --tag-output, torchrun) where it ends
+	// with '\n': the parts a progress bar's '\r' ends after the first are
+	// that rank's too, and take its tag, so that skip stays per rank.
+	if !c.bar {
+		c.tag = rankRE.FindString(line)
+	} else if !rankRE.MatchString(line) {
+		line = c.tag + line
+	}
 	if long {
 		return
 	}

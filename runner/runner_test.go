@@ -263,6 +263,9 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// A progress bar rewrites its line with '\r': each value counts, the first (warm-up) is skipped.
 		{"a progress bar", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min", Skip: 1}, `printf 't=500\rt=5\rt=6\rt=7\r\n'`, 1.0 / 6, "", ""},
 		{"a progress bar, no warm-up", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, `printf 't=500\rt=5\rt=6\rt=7\rt=8'`, 1.0 / 7, "", ""},
+		// A launcher tags the bar's line once, at its start: its later values are still that rank's, skip per rank.
+		{"a progress bar per mpirun rank", space.Metric{Regex: `t=([0-9.]+)`, Goal: "max", Skip: 2},
+			`printf '[1,0]<stderr>:\rt=100\rt=90\rt=5\n[1,1]<stderr>:\rt=100\rt=90\rt=7\n'`, 6, "", ""},
 		// A line too long to read a metric from is passed over, not read cut inside its number (t=12|345).
 		{"an over-long line", space.Metric{Regex: `t=([0-9]+)`, Goal: "max"}, "head -c 65532 /dev/zero | tr '\\0' x; echo t=12345; echo t=5", 5, "", ""},
 		// Metric lines amid more output than is kept (NCCL's INFO log) are all read.

@@ -312,6 +312,8 @@ func TestSrunRankExit(t *testing.T) {
 		{"srun: error: n1: task 0: Something new\n", Exit{Code: 1}, Exit{Code: 1}},
 		{"srun: error: Unable to create step for job 7: Invalid generic resource specification\n", Exit{Code: 1}, Exit{Code: 1}},
 		{"no report\n", Exit{Code: 3}, Exit{Code: 3}},
+		// No failure srun reports: a rank's own output.
+		{"srun: error: n1: task 0: Exited with exit code 0\n", Exit{Code: 143}, Exit{Code: 143}},
 		{"srun: error: n1: task 1: Exited with exit code 3\n", Exit{Code: -1, Signal: syscall.SIGKILL}, Exit{Code: -1, Signal: syscall.SIGKILL}}, // srun itself killed
 	} {
 		if got := (Srun{}).RankExit([]byte(tc.output), tc.srun); got != tc.want {

@@ -83,7 +83,10 @@ var (
 	// "failed to decode NCCL_PROXY_CPUSET=... Ignoring", "... is out of range".
 	rejectRE = regexp.MustCompile(`(?i)\b(invalid|unknown|unrecognized|ignor(e|ed|ing)|too (low|big|high|large)|out of range|using (the )?default|using built-in default|defaulting)\b`)
 	varRE    = regexp.MustCompile(`\bNCCL_[A-Z0-9_]+\b`)
-	setToRE  = regexp.MustCompile(`^NCCL_[A-Z0-9_]+ set to `) // echoes a value, whatever words it holds
+	// A variable given as the cause was used: "Detected mixed local Net
+	// device counts across ranks (...). Ignoring due to NCCL_IGNORE_NET_MISMATCH."
+	causeRE = regexp.MustCompile(`\bdue to NCCL_[A-Z0-9_]+\b`)
+	setToRE = regexp.MustCompile(`^NCCL_[A-Z0-9_]+ set to `) // echoes a value, whatever words it holds
 	// The CTA limits' clamps name the config field, not the variable:
 	// "minCTAs 32 is larger than maxCTAs 16, set both to 16".
 	ctasRE = regexp.MustCompile(`^(min|max)CTAs -?\d+ is larger than`)
@@ -184,7 +187,7 @@ func (l *Log) reject(msg string) {
 	if !rejectRE.MatchString(msg) || setToRE.MatchString(msg) {
 		return
 	}
-	for _, name := range varRE.FindAllString(msg, -1) {
+	for _, name := range varRE.FindAllString(causeRE.ReplaceAllString(msg, ""), -1) {
 		l.rejected(name, msg)
 	}
 }

@@ -195,7 +195,8 @@ func ncclEnv(environ []string) map[string]string {
 	}
 	if conf, err := os.ReadFile(lookup(environ, "NCCL_CONF_FILE")); err == nil {
 		for _, line := range strings.Split(string(conf), "\n") {
-			k, v, ok := strings.Cut(line, "=")
+			// NCCL drops a line's '\r' too: a file written on Windows reads the same.
+			k, v, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "=")
 			if _, set := env[k]; ok && !set && slices.Contains(modelledVars, k) {
 				env[k] = v
 			}

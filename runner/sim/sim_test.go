@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -222,5 +224,18 @@ func TestAnAllocationIsNoStep(t *testing.T) {
 		if (code == 0) != tc.ok {
 			t.Errorf("%s: exit %d\n%s", tc.name, code, out)
 		}
+	}
+}
+
+// TestConfFileIsReadAsNCCLReadsIt: NCCL_CONF_FILE's lines set what the
+// environment does not, each line's '\r' dropped (misc/param.cc).
+func TestConfFileIsReadAsNCCLReadsIt(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "nccl.conf")
+	if err := os.WriteFile(conf, []byte("NCCL_ALGO=Tree\r\nNCCL_PROTO=LL\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := ncclEnv([]string{"NCCL_CONF_FILE=" + conf, "NCCL_PROTO=Simple"})
+	if env["NCCL_ALGO"] != "Tree" || env["NCCL_PROTO"] != "Simple" {
+		t.Errorf("ncclEnv = %q, want NCCL_ALGO=Tree from the file, NCCL_PROTO=Simple from the environment", env)
 	}
 }
