@@ -67,6 +67,7 @@ func Importances(sp *space.Space, trials []store.Trial) [][]Importance {
 		total := sumSquares(scores)
 		residual := slices.Clone(scores)
 		var left []int
+		fitted := 0.0 // degrees of freedom the earlier steps' group means took
 		for j, p := range sp.Params {
 			if confirmed[p.Name] {
 				left = append(left, j)
@@ -77,14 +78,14 @@ func Importances(sp *space.Space, trials []store.Trial) [][]Importance {
 		for len(left) > 0 {
 			best, bestShare, bestP := 0, -1.0, 1.0
 			for k, j := range left {
-				if share, p := explained(residual, groups[j], total); share > bestShare {
+				if share, p := explained(residual, groups[j], total, fitted); share > bestShare {
 					best, bestShare, bestP = k, share, p
 				}
 			}
 			// The best of len(left) candidates: Bonferroni's correction for having picked it.
 			j := left[best]
 			out[i] = append(out[i], Importance{Param: sp.Params[j].Name, Share: bestShare, P: min(1, bestP*float64(len(left))), Confirmed: true})
-			removeGroupMeans(residual, groups[j])
+			fitted += removeGroupMeans(residual, groups[j])
 			left = slices.Delete(left, best, best+1)
 		}
 		sort.SliceStable(out[i], func(a, b int) bool { return out[i][a].Share > out[i][b].Share })
@@ -101,7 +102,9 @@ func sumSquares(y []float64) float64 {
 	return ss
 }
 
-func removeGroupMeans(y []float64, groups []string) {
+// removeGroupMeans subtracts from y its groups' means and returns the degrees
+// of freedom they took: one fewer than the groups.
+func removeGroupMeans(y []float64, groups []string) float64 {
 	sums, counts := map[string]float64{}, map[string]float64{}
 	for i, v := range y {
 		sums[groups[i]] += v
@@ -110,6 +113,7 @@ func removeGroupMeans(y []float64, groups []string) {
 	for i := range y {
 		y[i] -= sums[groups[i]] / counts[groups[i]]
 	}
+	return float64(len(counts) - 1)
 }
 
 // groupsOf labels each trial with its group for parameter p.
@@ -163,8 +167,10 @@ func confirmedParams(sp *space.Space, trials []store.Trial) map[string]bool {
 
 // explained is epsilon-squared of y grouped by groups, as a share of total:
 // (SS_between - (k-1) MS_within) / total, at least 0; and the F-test's
-// p-value of the groups.
-func explained(y []float64, groups []string, total float64) (share, p float64) {
+// p-value of the groups. y are residuals after earlier steps took fitted
+// degrees of freedom, which the within-group variance no longer has: counted
+// as n-k, it would come out too small and every later step too significant.
+func explained(y []float64, groups []string, total, fitted float64) (share, p float64) {
 	mean := stat.Mean(y, nil)
 	sums, counts := map[string]float64{}, map[string]float64{}
 	for i, v := range y {
@@ -179,14 +185,14 @@ func explained(y []float64, groups []string, total float64) (share, p float64) {
 		m := s / counts[g]
 		between += counts[g] * (m - mean) * (m - mean)
 	}
-	k, n := float64(len(sums)), float64(len(y))
-	if n <= k || k < 2 {
+	k, free := float64(len(sums)), float64(len(y))-fitted
+	if free <= k || k < 2 {
 		return 0, 1
 	}
-	within := (sumSquares(y) - between) / (n - k)
+	within := (sumSquares(y) - between) / (free - k)
 	switch {
 	case within > 0:
-		p = distuv.F{D1: k - 1, D2: n - k}.Survival(between / (k - 1) / within)
+		p = distuv.F{D1: k - 1, D2: free - k}.Survival(between / (k - 1) / within)
 	case between > 0:
 		p = 0 // the groups explain everything
 	default:
