@@ -161,3 +161,21 @@ func TestSimplest(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultsWhenTrialZeroFailed: trial 0, NCCL's defaults, failed; trial
+// 1 measured them. The defaults are still the baseline: a configuration 0.3%
+// faster is not tuned, and the defaults, best, are not called tuned either.
+func TestDefaultsWhenTrialZeroFailed(t *testing.T) {
+	sp := loadExample(t)
+	defaults := map[string]string{"NCCL_ALGO": space.Unset}
+	trials := []store.Trial{
+		{Number: 0, State: store.Failed, Params: defaults},
+		{Number: 1, State: store.Complete, Params: defaults, Scores: map[string]float64{"small": 100, "medium": 100, "large": 100}},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{"small": 100.3, "medium": 90, "large": 100.3}},
+	}
+	for _, r := range Of(sp, trials, nil) {
+		if r.Default == nil || math.Abs(r.DefaultScore-100) > 1e-9 || r.Tuned() {
+			t.Errorf("range %s: default %.4g, tuned %v; want trial 1's 100, not tuned: %s", r.Range.Name, r.DefaultScore, r.Tuned(), r.Describe())
+		}
+	}
+}

@@ -39,16 +39,21 @@ func (r RangeResult) Gain() float64 { return r.BestScore/r.DefaultScore - 1 }
 // Tuned reports whether the range should use its best configuration: its
 // validation said so, or, unvalidated, it beat NCCL's defaults by MinGain.
 func (r RangeResult) Tuned() bool {
-	if r.Validation != nil && r.Best != nil && r.Best.Number != 0 {
+	if r.Validation != nil && r.Best != nil && !r.bestIsDefault() {
 		return r.Validation.Verdict == "tuned"
 	}
 	return r.searchTuned()
 }
 
+// bestIsDefault reports whether the range's best is NCCL's defaults.
+func (r RangeResult) bestIsDefault() bool {
+	return r.Default != nil && r.Best.Number == r.Default.Number
+}
+
 // searchTuned reports whether the search alone, unvalidated, would use the
 // range's best configuration: it beat NCCL's defaults by MinGain.
 func (r RangeResult) searchTuned() bool {
-	return r.Best != nil && r.Best.Number != 0 && (math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain)
+	return r.Best != nil && !r.bestIsDefault() && (math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain)
 }
 
 // Chosen is the trial whose configuration the range should use.
@@ -181,7 +186,9 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 		configs := configsOf(rg.Name, trials, keys, estimates[i])
 		for _, c := range configs {
 			res.Completed += c.runs
-			if c.first.Number == 0 {
+			// The first trials run NCCL's defaults (one per group): any that
+			// completed measured them, trial 0 or not.
+			if res.Default == nil && c.first.Number < sp.DefaultsTrials() {
 				res.Default, res.DefaultScore = c.first, c.score()
 			}
 		}
