@@ -2,6 +2,7 @@ package results
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -54,5 +55,28 @@ func TestJudge(t *testing.T) {
 	}
 	if v := Judge(RangeResult{Range: rg, Best: &store.Trial{Number: 0}}, nil, clear, 4); v.Verdict != "default" || !math.IsNaN(v.Gain) {
 		t.Errorf("best is the default: %+v", v)
+	}
+}
+
+// TestPairedGainNullRate: a configuration no better than NCCL's defaults,
+// both with 2% noise, passes a range's validation (the 95% interval above
+// zero) 2.5% of the time, whatever the rounds: the rate the README states.
+func TestPairedGainNullRate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, rounds := range []int{2, 5, 10} {
+		const validations = 40000
+		passed := 0
+		for range validations {
+			a, b := make([]float64, rounds), make([]float64, rounds)
+			for i := range a {
+				a[i], b[i] = 100*math.Exp(0.02*rng.NormFloat64()), 100*math.Exp(0.02*rng.NormFloat64())
+			}
+			if _, low, _ := PairedGain(a, b); low > 0 {
+				passed++
+			}
+		}
+		if rate := float64(passed) / validations; math.Abs(rate-0.025) > 0.003 {
+			t.Errorf("%d rounds: no gain validated in %.2f%% of validations, want 2.5%%", rounds, 100*rate)
+		}
 	}
 }
