@@ -101,6 +101,10 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 	if !measured(e.Job.Ranges) {
 		return nil, nil, errors.New("no completed trial measured any range; nothing to export")
 	}
+	// Where no range's choice beat NCCL's defaults, none needs the job's
+	// environment, which no verdict judged on its own: the job keeps NCCL's
+	// defaults throughout, and so do the rules.
+	tuned := slices.ContainsFunc(e.Job.Ranges, results.RangeResult.Tuned)
 	var rules []rule
 	var errs []error
 	for _, r := range e.Job.Ranges {
@@ -112,6 +116,9 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
 			continue
+		}
+		if !tuned {
+			a = space.Assignment{}
 		}
 		env = results.JobEnv(sp, a)
 		if !r.Tuned() {

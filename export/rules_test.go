@@ -449,3 +449,32 @@ func TestTunerEnvLoadsThePlugin(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginEnvNeedsATunedRange: where validation kept NCCL's defaults in
+// every range, the plugin's job environment is NCCL's defaults: the best
+// trial's job-wide settings (NCCL_NET_GDR_LEVEL=SYS) were judged only with
+// the per-size choice that validation rejected, never on their own.
+func TestPluginEnvNeedsATunedRange(t *testing.T) {
+	ex := sweepCampaign(t, [][2]string{{"8", "64K"}, {"64K", "1G"}}, decide("RING", "SIMPLE", 8), decide("RING", "LL", 8))
+	sp := ex.Space
+	var trials []store.Trial
+	for n, a := range []space.Assignment{{"NCCL_PROTO": space.Unset, "NCCL_NET_GDR_LEVEL": space.Unset}, {"NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": "SYS"}} {
+		trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"r0": float64(1 + n), "r1": float64(1 + n)}})
+	}
+	var vals []store.Validation
+	for _, r := range sp.Ranges {
+		vals = append(vals, store.Validation{Range: r.Name, Candidate: 1, Config: sp.Key(trials[1].Params), Verdict: "default", Reason: "no gain"})
+	}
+	ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
+	dir := t.TempDir()
+	if _, err := ex.Write("plugin", dir); err != nil {
+		t.Fatal(err)
+	}
+	env, err := os.ReadFile(filepath.Join(dir, "nccl-plugin.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(env), "NCCL_NET_GDR_LEVEL") {
+		t.Errorf("no range was tuned, yet the plugin's environment sets the best trial's settings:\n%s", env)
+	}
+}
