@@ -97,7 +97,9 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 		v.Reason = "incomplete validation"
 		return v
 	}
-	v.DefaultMean, v.TunedMean = stat.Mean(a, nil), stat.Mean(b, nil)
+	// Geometric, as the gain beside them is a mean of ratios: "+0.0%" beside
+	// arithmetic means of 100 and 125 (runs of 50 and 200) would read as a lie.
+	v.DefaultMean, v.TunedMean = stat.GeometricMean(a, nil), stat.GeometricMean(b, nil)
 	v.Gain, v.CILow, v.CIHigh = PairedGain(a, b)
 	ci := fmt.Sprintf("%+.1f%% (95%% CI %+.1f%% to %+.1f%%) over %d rounds", 100*v.Gain, 100*v.CILow, 100*v.CIHigh, rounds)
 	if v.CILow > 0 {

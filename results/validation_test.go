@@ -53,6 +53,11 @@ func TestJudge(t *testing.T) {
 			t.Errorf("%s: %s (%s); want %s containing %q", tc.name, v.Verdict, v.Reason, tc.verdict, tc.reason)
 		}
 	}
+	// The means beside the gain are of its kind: runs of 50 and 200 against 100 and 100 gain nothing and average 100.
+	if v := Judge(RangeResult{Range: rg, Best: best}, []store.ValidationRun{ok(0, "trial 7", 50), ok(1, "trial 7", 200)},
+		[]store.ValidationRun{ok(0, "default", 100), ok(1, "default", 100)}, 2); math.Abs(v.TunedMean-100) > 1e-9 || math.Abs(v.Gain) > 1e-9 {
+		t.Errorf("tuned mean %g beside a gain of %g", v.TunedMean, v.Gain)
+	}
 	if v := Judge(RangeResult{Range: rg, Best: &store.Trial{Number: 0}}, nil, clear, 4); v.Verdict != "default" || !math.IsNaN(v.Gain) {
 		t.Errorf("best is the default: %+v", v)
 	}

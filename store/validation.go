@@ -29,7 +29,7 @@ type Validation struct {
 	Candidate   int    // the trial whose configuration was validated (-1: none, a composed one)
 	Config      string // the configuration validated, by its key (see space.Space.Key)
 	Rounds      int
-	DefaultMean float64 // mean busbw over the rounds; NaN if none succeeded
+	DefaultMean float64 // geometric mean busbw over the rounds; NaN if none succeeded
 	TunedMean   float64
 	Gain        float64 // relative, from paired rounds; NaN if not measurable
 	CILow       float64 // 95% confidence interval of the gain

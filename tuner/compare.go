@@ -17,7 +17,7 @@ import (
 // Comparison is how two configurations compare on one size range.
 type Comparison struct {
 	Range        space.Range
-	MeanA, MeanB float64 // busbw, GB/s; NaN if a run failed
+	MeanA, MeanB float64 // busbw, GB/s, geometric over the rounds; NaN if a run failed
 	Gain         float64 // of B over A
 	CILow        float64
 	CIHigh       float64
@@ -61,7 +61,7 @@ func (t *Tuner) Compare(ctx context.Context, a, b []string, rounds int) ([]Compa
 			}
 		}
 		if cmp.Verdict == "" {
-			cmp.MeanA, cmp.MeanB = stat.Mean(sa, nil), stat.Mean(sb, nil)
+			cmp.MeanA, cmp.MeanB = stat.GeometricMean(sa, nil), stat.GeometricMean(sb, nil) // as validation's, beside a gain of ratios
 			cmp.Gain, cmp.CILow, cmp.CIHigh = results.PairedGain(sa, sb)
 			switch {
 			case cmp.CILow > 0:
