@@ -69,10 +69,10 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, plot.LogTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 
-	var def *store.Trial
+	var def *store.Trial // the first run of NCCL's defaults that completed
 	for i := range trials {
-		if trials[i].Number == 0 && trials[i].State == store.Complete {
-			def = &trials[i]
+		if t := &trials[i]; t.Number < sp.DefaultsTrials() && t.State == store.Complete && (def == nil || t.Number < def.Number) {
+			def = t
 		}
 	}
 	line, drawn := 0, 0
@@ -89,14 +89,14 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 			return err
 		}
 		if def != nil {
-			if err := counted(p, prefix+"NCCL defaults (trial 0)", rowsXY(sp, def, coll, nil), palette[line%len(palette)], false); err != nil {
+			if err := counted(p, fmt.Sprintf("%sNCCL defaults (trial %d)", prefix, def.Number), rowsXY(sp, def, coll, nil), palette[line%len(palette)], false); err != nil {
 				return err
 			}
 			line++
 		}
 		for _, r := range choices {
 			ch := r.Chosen()
-			if r.Range.Collective != coll || ch == nil || ch.Number == 0 {
+			if r.Range.Collective != coll || ch == nil || ch.Number < sp.DefaultsTrials() {
 				continue
 			}
 			label := fmt.Sprintf("%s%s: trial %d", prefix, r.Range.Name, ch.Number)

@@ -26,7 +26,7 @@ func (s *session) next(n int) (space.Assignment, error) {
 	}
 	queued := sp.TryFirst
 	if sp.Campaign.WarmStart {
-		queued = append(slices.Clone(queued), sp.WarmStart(fabric(s.trials))...)
+		queued = append(slices.Clone(queued), sp.WarmStart(fabric(sp, s.trials))...)
 	}
 	var pending []space.Assignment // launched before n, not yet told
 	for m := s.told; m < n; m++ {
@@ -167,12 +167,13 @@ func describeSettled(sp *space.Space, settled []int) string {
 	return fmt.Sprintf("%s; none gained %.0f%% in its last %d trials", strings.Join(parts, ", "), 100*results.MinGain, sp.Campaign.Patience)
 }
 
-// fabric is what NCCL reported about the network in trial 0, its defaults.
-// On a single node NCCL still sets up a network (sockets, often), but no
-// collective crosses it, so no network remedy applies.
-func fabric(trials []store.Trial) space.Fabric {
+// fabric is what NCCL reported about the network in the first run of its
+// defaults that completed (trial 0, or another of sp's defaults trials where
+// it failed). On a single node NCCL still sets up a network (sockets,
+// often), but no collective crosses it, so no network remedy applies.
+func fabric(sp *space.Space, trials []store.Trial) space.Fabric {
 	for _, t := range trials {
-		if l := t.NCCLLog; t.Number == 0 && t.State == store.Complete && l.Debug {
+		if l := t.NCCLLog; t.Number < sp.DefaultsTrials() && t.State == store.Complete && l.Debug {
 			if l.Nodes == 1 {
 				return space.Fabric{Known: true}
 			}

@@ -208,9 +208,11 @@ func TestTryFirstRunsBeforeTheWarmStart(t *testing.T) {
 	}
 }
 
-// TestFabricFromTheLog: the remedies follow what NCCL logged for trial 0; a
-// single H200 (recorded) set up sockets, but one node crosses no network.
+// TestFabricFromTheLog: the remedies follow what NCCL logged for its
+// defaults (trial 1's run of them where trial 0 failed); a single H200
+// (recorded) set up sockets, but one node crosses no network.
 func TestFabricFromTheLog(t *testing.T) {
+	sp := loadExample(t, 60)
 	h200, err := os.ReadFile("../runner/nccltests/testdata/h200-nccl2.28.3-tests2.19.6/all_reduce_perf.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -227,9 +229,13 @@ func TestFabricFromTheLog(t *testing.T) {
 		{"no log", store.Trial{State: store.Complete, NCCLLog: nccllog.Parse([]byte("#  8  2  float\n"))}, space.Fabric{}},
 		{"failed", store.Trial{State: store.Failed, NCCLLog: nccllog.Parse([]byte(twoNodes))}, space.Fabric{}},
 	} {
-		if got := fabric([]store.Trial{tc.trial}); got != tc.want {
+		if got := fabric(sp, []store.Trial{tc.trial}); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+	roce := space.Fabric{Known: true, Network: "IB", RoCE: true}
+	if got := fabric(sp, []store.Trial{{Number: 0, State: store.Failed}, {Number: 1, State: store.Complete, NCCLLog: nccllog.Parse([]byte(twoNodes))}}); got != roce {
+		t.Errorf("trial 0 failed, trial 1 ran the defaults: %+v, want %+v", got, roce)
 	}
 }
 
@@ -255,7 +261,7 @@ func TestIterationsOnRecordedH200Runs(t *testing.T) {
 	if iters != 160 || !strings.Contains(why, "range medium") || !strings.Contains(why, "as a whole") {
 		t.Errorf("%d iterations: %s", iters, why)
 	}
-	if f := fabric(trials); f != (space.Fabric{Known: true}) {
+	if f := fabric(sp, trials); f != (space.Fabric{Known: true}) {
 		t.Errorf("one H200: fabric %+v", f)
 	}
 }

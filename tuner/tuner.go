@@ -662,8 +662,8 @@ func (s *session) simplify(ctx context.Context) error {
 		return *t, nil
 	}
 	for _, r := range results.Of(sp, searched, nil) {
-		if r.Best == nil || r.Best.Number == 0 {
-			continue
+		if r.Best == nil || r.Best.Number < sp.DefaultsTrials() {
+			continue // NCCL's defaults: nothing to simplify
 		}
 		cur := space.Assignment(maps.Clone(r.Best.Params))
 		ref, ok := fresh[sp.Key(cur)]

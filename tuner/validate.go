@@ -73,7 +73,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 				continue
 			}
 			k := 0
-			if r.Best.Number != 0 {
+			if r.Best.Number >= sp.DefaultsTrials() { // else NCCL's defaults, arm 0
 				k = armOf(sp, &arms, fmt.Sprintf("trial %d", r.Best.Number), r.Best.Number, space.Assignment(r.Best.Params))
 			}
 			candidates = append(candidates, candidate{r, k})
