@@ -347,3 +347,27 @@ func TestGroupsResumeOnMoreGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGroupsResumeOnMoreGroupsPastTheFirstSearch: a campaign on 2 groups ran
+// NCCL's defaults as trials 0 and 1 and its first search as trial 2. On 3
+// groups trials 0 to 2 would be the defaults' runs: trial 2, a searched
+// configuration, would be read as NCCL's defaults, and group 2 has no
+// baseline. It is past the defaults and must be refused as such.
+func TestGroupsResumeOnMoreGroupsPastTheFirstSearch(t *testing.T) {
+	sp := loadExample(t, 3)
+	sp.Launcher.Groups = 2
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	if len(trials) != 3 || sp.Key(trials[2].Params) == sp.Key(Defaults(sp)) {
+		t.Fatalf("want trial 2 a searched configuration: %v", trials)
+	}
+	more := *sp
+	more.Launcher.Groups = 3
+	err := newTuner(t, &more, st).Run(context.Background(), Options{Trials: 10})
+	if err == nil || !strings.Contains(err.Error(), "group 2 would have no baseline") {
+		t.Fatalf("resumed on 3 groups past the first search: %v", err)
+	}
+}
