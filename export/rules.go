@@ -103,8 +103,10 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 	}
 	// Where no range's choice beat NCCL's defaults, none needs the job's
 	// environment, which no verdict judged on its own: the job keeps NCCL's
-	// defaults throughout, and so do the rules.
-	tuned := slices.ContainsFunc(e.Job.Ranges, results.RangeResult.Tuned)
+	// defaults throughout, and so do the rules. A workload's job is judged
+	// as a whole (as the job file follows): where that verdict kept its
+	// configuration, its environment was judged, whatever each range's said.
+	tuned := slices.ContainsFunc(e.Job.Ranges, results.RangeResult.Tuned) || e.Job.Validation != nil && !e.Job.DefaultsKept()
 	var rules []rule
 	var errs []error
 	for _, r := range e.Job.Ranges {

@@ -478,3 +478,32 @@ func TestPluginEnvNeedsATunedRange(t *testing.T) {
 		t.Errorf("no range was tuned, yet the plugin's environment sets the best trial's settings:\n%s", env)
 	}
 }
+
+// TestPluginEnvOfAWorkloadJobValidatedWhole: a workload's job is judged as a
+// whole; where that verdict kept its configuration, the plugin's job
+// environment is the job's (NCCL_BUFFSIZE=16M), as the job file's is, even
+// where no collective's own verdict was significant.
+func TestPluginEnvOfAWorkloadJobValidatedWhole(t *testing.T) {
+	ex := jobExport(t, jobSpace, map[string]string{"allgather": "Ring", "allreduce": "Tree"}, func(sp *space.Space, candidate string) []store.Validation {
+		return []store.Validation{
+			{Range: "all_gather", Candidate: 1, Config: candidate, Verdict: "default", Reason: "not significant"},
+			{Range: "all_reduce", Candidate: 1, Config: candidate, Verdict: "default", Reason: "not significant"},
+			{Range: results.JobRange, Candidate: -1, Config: candidate, Verdict: "tuned", Reason: "significant"},
+		}
+	})
+	dir := t.TempDir()
+	if _, err := ex.Write("plugin", dir); err != nil {
+		t.Fatal(err)
+	}
+	env, err := os.ReadFile(filepath.Join(dir, "nccl-plugin.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := writeJob(t, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(job, "NCCL_BUFFSIZE") || !strings.Contains(string(env), "NCCL_BUFFSIZE") {
+		t.Errorf("the job, validated as a whole, sets NCCL_BUFFSIZE; the plugin's environment does not:\n%s\njob file:\n%s", env, job)
+	}
+}
