@@ -371,3 +371,41 @@ func TestGroupsResumeOnMoreGroupsPastTheFirstSearch(t *testing.T) {
 		t.Fatalf("resumed on 3 groups past the first search: %v", err)
 	}
 }
+
+// TestValidateOnMoreGroupsJudgesTheSearch: a campaign on one group ran NCCL's
+// defaults as trials 0 and 1 and its search from trial 2; validated with a
+// space file of 3 groups (the groups are no part of the space's hash), trial
+// 2, a range's best, is the search's and must be measured against the
+// defaults, not taken for them.
+func TestValidateOnMoreGroupsJudgesTheSearch(t *testing.T) {
+	for seed := range int64(20) {
+		sp := loadExample(t, 4)
+		sp.Campaign.Seed = seed
+		st := openStore(t)
+		if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		var second []string // the ranges whose best is trial 2
+		for _, r := range results.Of(sp, campaignTrials(t, st, sp.Campaign.Name), nil) {
+			if r.Best != nil && r.Best.Number == 2 {
+				second = append(second, r.Range.Name)
+			}
+		}
+		if second == nil {
+			continue
+		}
+		more := *sp
+		more.Launcher.Groups = 3
+		vals, err := newTuner(t, &more, st).Validate(context.Background(), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vals {
+			if slices.Contains(second, v.Range) && strings.Contains(v.Reason, "NCCL's defaults measured best") {
+				t.Errorf("range %s: trial 2, the search's best, was taken for NCCL's defaults: %s %s", v.Range, v.Verdict, v.Reason)
+			}
+		}
+		return
+	}
+	t.Skip("no seed made trial 2 a range's best")
+}

@@ -72,10 +72,10 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 			}) {
 				continue
 			}
-			k := 0
-			if r.Best.Number >= sp.DefaultsTrials() { // else NCCL's defaults, arm 0
-				k = armOf(sp, &arms, fmt.Sprintf("trial %d", r.Best.Number), r.Best.Number, space.Assignment(r.Best.Params))
-			}
+			// NCCL's defaults are arm 0 by their configuration, whatever the
+			// trial's number: the groups, which set how many trials ran
+			// them, are no part of the space's hash and may have changed.
+			k := armOf(sp, &arms, fmt.Sprintf("trial %d", r.Best.Number), r.Best.Number, space.Assignment(r.Best.Params))
 			candidates = append(candidates, candidate{r, k})
 		}
 	}
