@@ -71,7 +71,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 
 	var def *store.Trial // the first run of NCCL's defaults that completed
 	for i := range trials {
-		if t := &trials[i]; t.Number < sp.DefaultsTrials() && t.State == store.Complete && (def == nil || t.Number < def.Number) {
+		if t := &trials[i]; sp.IsDefaults(t.Params) && t.State == store.Complete && (def == nil || t.Number < def.Number) {
 			def = t
 		}
 	}
@@ -96,7 +96,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 		}
 		for _, r := range choices {
 			ch := r.Chosen()
-			if r.Range.Collective != coll || ch == nil || ch.Number < sp.DefaultsTrials() {
+			if r.Range.Collective != coll || ch == nil || sp.IsDefaults(ch.Params) {
 				continue
 			}
 			label := fmt.Sprintf("%s%s: trial %d", prefix, r.Range.Name, ch.Number)
@@ -135,7 +135,7 @@ func Measured(sp *space.Space, trials []store.Trial, path string) error {
 				continue
 			}
 			xy := plotter.XY{X: float64(t.Number), Y: m.Value(s)}
-			if len(t.Params) == 0 || t.Number < sp.DefaultsTrials() {
+			if sp.IsDefaults(t.Params) {
 				defaults = append(defaults, xy)
 			} else {
 				searched = append(searched, xy)

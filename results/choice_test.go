@@ -179,3 +179,24 @@ func TestDefaultsWhenTrialZeroFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultsByConfigurationNotNumber: the defaults are the runs of NCCL's
+// defaults, whatever their numbers. A campaign run on one group (defaults
+// in trials 0 and 1, both failed here), read with a space of 3 groups
+// (whose first 3 trials would be the defaults), has no measured defaults:
+// its trial 2 is the search's.
+func TestDefaultsByConfigurationNotNumber(t *testing.T) {
+	sp := loadExample(t)
+	sp.Launcher.Groups = 3
+	defaults := map[string]string{"NCCL_ALGO": space.Unset}
+	trials := []store.Trial{
+		{Number: 0, State: store.Failed, Params: defaults},
+		{Number: 1, State: store.Failed, Params: defaults},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{"small": 100, "medium": 100, "large": 100}},
+	}
+	for _, r := range Of(sp, trials, nil) {
+		if r.Default != nil {
+			t.Errorf("range %s: trial %d, NCCL_ALGO=Ring, read as NCCL's defaults", r.Range.Name, r.Default.Number)
+		}
+	}
+}

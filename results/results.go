@@ -188,7 +188,7 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 			res.Completed += c.runs
 			// The first trials run NCCL's defaults (one per group): any that
 			// completed measured them, trial 0 or not.
-			if res.Default == nil && c.first.Number < sp.DefaultsTrials() {
+			if res.Default == nil && sp.IsDefaults(c.first.Params) {
 				res.Default, res.DefaultScore = c.first, c.score()
 			}
 		}

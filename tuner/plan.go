@@ -173,7 +173,7 @@ func describeSettled(sp *space.Space, settled []int) string {
 // often), but no collective crosses it, so no network remedy applies.
 func fabric(sp *space.Space, trials []store.Trial) space.Fabric {
 	for _, t := range trials {
-		if l := t.NCCLLog; t.Number < sp.DefaultsTrials() && t.State == store.Complete && l.Debug {
+		if l := t.NCCLLog; sp.IsDefaults(t.Params) && t.State == store.Complete && l.Debug {
 			if l.Nodes == 1 {
 				return space.Fabric{Known: true}
 			}

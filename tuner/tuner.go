@@ -667,7 +667,7 @@ func (s *session) simplify(ctx context.Context) error {
 		return *t, nil
 	}
 	for _, r := range results.Of(sp, searched, nil) {
-		if r.Best == nil || r.Best.Number < sp.DefaultsTrials() {
+		if r.Best == nil || sp.IsDefaults(r.Best.Params) {
 			continue // NCCL's defaults: nothing to simplify
 		}
 		cur := space.Assignment(maps.Clone(r.Best.Params))
