@@ -450,6 +450,20 @@ func TestTunerEnvLoadsThePlugin(t *testing.T) {
 	}
 }
 
+// pluginEnv writes the export's plugin format and returns its nccl-plugin.env.
+func pluginEnv(t *testing.T, ex Export) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := ex.Write("plugin", dir); err != nil {
+		t.Fatal(err)
+	}
+	env, err := os.ReadFile(filepath.Join(dir, "nccl-plugin.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(env)
+}
+
 // TestPluginEnvNeedsATunedRange: where validation kept NCCL's defaults in
 // every range, the plugin's job environment is NCCL's defaults: the best
 // trial's job-wide settings (NCCL_NET_GDR_LEVEL=SYS) were judged only with
@@ -466,15 +480,8 @@ func TestPluginEnvNeedsATunedRange(t *testing.T) {
 		vals = append(vals, store.Validation{Range: r.Name, Candidate: 1, Config: sp.Key(trials[1].Params), Verdict: "default", Reason: "no gain"})
 	}
 	ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
-	dir := t.TempDir()
-	if _, err := ex.Write("plugin", dir); err != nil {
-		t.Fatal(err)
-	}
-	env, err := os.ReadFile(filepath.Join(dir, "nccl-plugin.env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(env), "NCCL_NET_GDR_LEVEL") {
+	env := pluginEnv(t, ex)
+	if strings.Contains(env, "NCCL_NET_GDR_LEVEL") {
 		t.Errorf("no range was tuned, yet the plugin's environment sets the best trial's settings:\n%s", env)
 	}
 }
@@ -491,19 +498,12 @@ func TestPluginEnvOfAWorkloadJobValidatedWhole(t *testing.T) {
 			{Range: results.JobRange, Candidate: -1, Config: candidate, Verdict: "tuned", Reason: "significant"},
 		}
 	})
-	dir := t.TempDir()
-	if _, err := ex.Write("plugin", dir); err != nil {
-		t.Fatal(err)
-	}
-	env, err := os.ReadFile(filepath.Join(dir, "nccl-plugin.env"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := pluginEnv(t, ex)
 	job, err := writeJob(t, ex)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(job, "NCCL_BUFFSIZE") || !strings.Contains(string(env), "NCCL_BUFFSIZE") {
+	if !strings.Contains(job, "NCCL_BUFFSIZE") || !strings.Contains(env, "NCCL_BUFFSIZE") {
 		t.Errorf("the job, validated as a whole, sets NCCL_BUFFSIZE; the plugin's environment does not:\n%s\njob file:\n%s", env, job)
 	}
 }
