@@ -101,12 +101,12 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 	if !measured(e.Job.Ranges) {
 		return nil, nil, errors.New("no completed trial measured any range; nothing to export")
 	}
-	// Where no range's choice beat NCCL's defaults, none needs the job's
-	// environment, which no verdict judged on its own: the job keeps NCCL's
-	// defaults throughout, and so do the rules. A workload's job is judged
-	// as a whole (as the job file follows): where that verdict kept its
-	// configuration, its environment was judged, whatever each range's said.
-	tuned := slices.ContainsFunc(e.Job.Ranges, results.RangeResult.Tuned) || e.Job.Validation != nil && !e.Job.DefaultsKept()
+	// The rules and the environment are what the job file exports
+	// (results.Job.Exported): a workload's job is judged as a whole, and
+	// where that verdict rejected it, NCCL's defaults stand throughout;
+	// where no range's choice is used, the job's environment goes too, as
+	// no verdict judged it on its own.
+	kept := e.Job.DefaultsKept() || e.Job.Validation == nil && !slices.ContainsFunc(e.Job.Ranges, e.Job.Uses)
 	var rules []rule
 	var errs []error
 	for _, r := range e.Job.Ranges {
@@ -119,11 +119,11 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 			errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
 			continue
 		}
-		if !tuned {
+		if kept {
 			a = space.Assignment{}
 		}
 		env = results.JobEnv(sp, a)
-		if !r.Tuned() {
+		if kept || !e.Job.Uses(r) {
 			// NCCL's own choice stands here: under the job's environment, what the best trial there left to NCCL.
 			if a = results.WithoutPerSize(sp, a); !explicit {
 				continue

@@ -507,3 +507,28 @@ func TestPluginEnvOfAWorkloadJobValidatedWhole(t *testing.T) {
 		t.Errorf("the job, validated as a whole, sets NCCL_BUFFSIZE; the plugin's environment does not:\n%s\njob file:\n%s", env, job)
 	}
 }
+
+// TestPluginOfAWorkloadJobRejectedWhole: where validation rejected a
+// workload's job as a whole, the plugin formats export what the job file
+// does, NCCL's defaults: no job environment (NCCL_BUFFSIZE=16M) and no
+// rule, though one collective's own verdict was significant.
+func TestPluginOfAWorkloadJobRejectedWhole(t *testing.T) {
+	ex := jobExport(t, jobSpace, map[string]string{"allgather": "Ring", "allreduce": "Tree"}, func(sp *space.Space, candidate string) []store.Validation {
+		return []store.Validation{
+			{Range: "all_gather", Candidate: 1, Config: candidate, Verdict: "tuned", Reason: "significant"},
+			{Range: "all_reduce", Candidate: 1, Config: candidate, Verdict: "default", Reason: "not significant"},
+			{Range: results.JobRange, Candidate: -1, Config: candidate, Verdict: "default", Reason: "the job as a whole: not significant"},
+		}
+	})
+	job, err := writeJob(t, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := pluginEnv(t, ex); strings.Contains(job, "NCCL_BUFFSIZE") || strings.Contains(env, "NCCL_BUFFSIZE") {
+		t.Errorf("the job was rejected as a whole, yet an export sets its environment:\n%s\njob file:\n%s", env, job)
+	}
+	rules, _, err := ex.jobRules(false)
+	if err != nil || len(rules) > 0 {
+		t.Errorf("rules of a rejected job: %v, %v", rules, err)
+	}
+}
