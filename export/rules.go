@@ -101,11 +101,10 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 	if !measured(e.Job.Ranges) {
 		return nil, nil, errors.New("no completed trial measured any range; nothing to export")
 	}
-	// The rules and the environment are what the job file exports
-	// (results.Job.Exported): a workload's job is judged as a whole, and
-	// where that verdict rejected it, NCCL's defaults stand throughout;
-	// where no range's choice is used, the job's environment goes too, as
-	// no verdict judged it on its own.
+	// A workload's job is judged as a whole, and where that verdict rejected
+	// it, NCCL's defaults stand throughout, as in the job file
+	// (results.Job.Exported); where no range's choice is used, the job's
+	// environment goes too, as no verdict judged it on its own.
 	kept := e.Job.DefaultsKept() || e.Job.Validation == nil && !slices.ContainsFunc(e.Job.Ranges, e.Job.Uses)
 	var rules []rule
 	var errs []error

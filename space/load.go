@@ -987,7 +987,7 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		if v.IsArg() && s.Benchmark.Kind != DDP {
 			b.errorf(line, "param %s is a DDP setting: it needs benchmark.kind = \"ddp\"", p.Name)
 		}
-		if logVars[p.Name] {
+		if LogVars[p.Name] {
 			b.errorf(line, "param %s: nccltune sets NCCL's log itself (it reads it to confirm each setting); it cannot be searched", p.Name)
 		}
 		if seen[p.Name] {
@@ -1073,8 +1073,9 @@ func (b *builder) perCollective(s *Space) {
 // PerCollective are the variables NCCL takes a value of per collective.
 var PerCollective = []string{"NCCL_ALGO", "NCCL_PROTO"}
 
-// logVars are the variables of NCCL's log, which nccltune reads.
-var logVars = map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}
+// LogVars are the variables of NCCL's log, which nccltune sets itself (to
+// read the log), so that a space may not search them.
+var LogVars = map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}
 
 // CheckSetting checks a setting made outside the space file (an env file
 // that compare runs) as the space checks what it pins: a DDP knob only for

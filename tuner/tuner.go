@@ -321,12 +321,12 @@ func (s *session) resume(o Options) ([]int, error) {
 // baseline would never be measured, and what it measures apart from the
 // others would go unnoticed.
 func baselined(sp *space.Space, trials []store.Trial, groups int) error {
-	d, defaults := sp.DefaultsTrials(), sp.Key(Defaults(sp))
+	d := sp.DefaultsTrials()
 	// Past them: a trial after them, or one numbered among them that ran
 	// another configuration (the search's first, on fewer groups than now),
 	// which would otherwise be read as a run of NCCL's defaults.
 	if !slices.ContainsFunc(trials, func(t store.Trial) bool {
-		return t.State.Finished() && (t.Number >= d || sp.Key(t.Params) != defaults)
+		return t.State.Finished() && (t.Number >= d || !sp.IsDefaults(t.Params))
 	}) {
 		return nil // the defaults' trials still to run are those of every group
 	}

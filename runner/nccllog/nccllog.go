@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/nccltune/nccltune/internal/text"
+	"github.com/nccltune/nccltune/space"
 )
 
 // Log is what one run's NCCL output says.
@@ -283,7 +284,7 @@ const confFile = "NCCL_CONF_FILE"
 // mpirun). Such a value applied to the run, NCCL's defaults included, and
 // no export carries it.
 func (l Log) Inherited(env []string) []string {
-	set := map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}
+	set := maps.Clone(space.LogVars)
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		set[name] = true
