@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -65,6 +66,9 @@ func run(args []string) int {
 	default:
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
+			if msg := err.Error(); msg != "" {
+				fmt.Fprintln(os.Stderr, "nccltune:", msg)
+			}
 			return ec.ExitCode()
 		}
 		fmt.Fprintln(os.Stderr, "nccltune:", err)
@@ -73,6 +77,39 @@ func run(args []string) int {
 }
 
 type usageError struct{ error }
+
+// strict makes every command refuse what it would otherwise ignore: an
+// argument to a command that takes none (`nccltune run space.toml` would run
+// the built-in example, and flags after it would be dropped unread), and an
+// unknown subcommand (urfave/cli's exit 3 without a word).
+func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
+	for _, c := range commands {
+		c.OnUsageError = onUsageError
+		switch {
+		case len(c.Subcommands) > 0:
+			strict(c.Subcommands, onUsageError)
+			if c.Action == nil {
+				c.Action = func(ctx *cli.Context) error {
+					if ctx.Args().Present() {
+						return usageError{fmt.Errorf("no command %q under %s; see %s --help", ctx.Args().First(), ctx.Command.HelpName, ctx.Command.HelpName)}
+					}
+					return cli.ShowSubcommandHelp(ctx)
+				}
+			}
+		case c.ArgsUsage == "" && !c.SkipFlagParsing:
+			c.Before = func(ctx *cli.Context) error {
+				if !ctx.Args().Present() {
+					return nil
+				}
+				arg, hint := ctx.Args().First(), ""
+				if strings.HasSuffix(arg, ".toml") && slices.ContainsFunc(ctx.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "space") }) {
+					hint = fmt.Sprintf("; did you mean --space %s?", arg)
+				}
+				return usageError{fmt.Errorf("%s takes no arguments, only flags, and %q is not a flag%s", ctx.Command.HelpName, arg, hint)}
+			}
+		}
+	}
+}
 
 // writeJSON writes v as indented JSON, for --json.
 func writeJSON(w io.Writer, v any) error {
@@ -84,9 +121,7 @@ func writeJSON(w io.Writer, v any) error {
 func newApp() *cli.App {
 	onUsageError := func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
 	commands := []*cli.Command{runCommand(), resumeCommand(), validateCommand(), statusCommand(), showCommand(), reportCommand(), exportCommand(), compareCommand(), doctorCommand(), benchCommand(), profileCommand(), pluginCommand(), simCommand()}
-	for _, c := range commands {
-		c.OnUsageError = onUsageError
-	}
+	strict(commands, onUsageError)
 	return &cli.App{
 		Name:  "nccltune",
 		Usage: "tune NCCL's environment for your cluster, one message-size range at a time",

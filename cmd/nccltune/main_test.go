@@ -124,6 +124,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"status", "--store", "missing.db"}, 1, "missing.db"},
 		{[]string{"export", "--store", bad}, 1, "not a readable SQLite database"},
 		{[]string{"sim", "-fabric=warp", "all_reduce_perf"}, 1, "fabric"},
+		// An argument no command reads is refused, not dropped: the first would run the built-in example.
+		{[]string{"run", "space.toml"}, 2, "did you mean --space space.toml?"},
+		{[]string{"status", "--store", "missing.db", "extra"}, 2, `nccltune status takes no arguments, only flags, and "extra" is not a flag`},
+		{[]string{"status", "x", "--json"}, 2, "takes no arguments"},
+		{[]string{"plugin", "build", "x"}, 2, "takes no arguments"},
+		{[]string{"bench", "serch"}, 2, `no command "serch" under nccltune bench`},
+		{[]string{"plugin", "bild"}, 2, `no command "bild" under nccltune plugin`},
 	} {
 		code, _, errOut := nccltune(t, dir, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
