@@ -28,8 +28,8 @@ type Comparison struct {
 // interleaved for rounds rounds, and reports per range which is faster with
 // a 95% confidence interval. Nothing is stored.
 func (t *Tuner) Compare(ctx context.Context, a, b []string, rounds int) ([]Comparison, error) {
-	if rounds < 2 {
-		return nil, fmt.Errorf("comparison needs at least 2 rounds, got %d", rounds)
+	if err := CheckRounds(rounds); err != nil {
+		return nil, err
 	}
 	benches, groups, err := t.launchable()
 	if err != nil {

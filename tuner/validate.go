@@ -17,6 +17,19 @@ import (
 // DefaultRounds is how many times validation measures each configuration.
 const DefaultRounds = 5
 
+// MaxRounds bounds validation's and comparison's rounds: each launches
+// every configuration compared, so a mistyped count would run for weeks.
+const MaxRounds = 1000
+
+// CheckRounds checks a count of interleaved rounds: two at least, for a
+// confidence interval.
+func CheckRounds(n int) error {
+	if n < 2 || n > MaxRounds {
+		return fmt.Errorf("the rounds must be 2 to %d, not %d", MaxRounds, n)
+	}
+	return nil
+}
+
 // ErrNothingToValidate means no trial completed, so there is no choice to check.
 var ErrNothingToValidate = errors.New("no completed trial to validate")
 
@@ -32,6 +45,9 @@ type arm struct {
 // campaign against NCCL's defaults (see results.Judge) and stores the
 // verdicts, returned in range order.
 func (t *Tuner) Validate(ctx context.Context, rounds int) ([]store.Validation, error) {
+	if err := CheckRounds(rounds); err != nil {
+		return nil, err
+	}
 	s, err := t.open(Options{KeepSettings: true})
 	ctx = t.held(ctx)
 	if err != nil {

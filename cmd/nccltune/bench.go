@@ -15,6 +15,7 @@ import (
 
 	"github.com/nccltune/nccltune/quality"
 	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/tuner"
 )
 
 func benchCommand() *cli.Command {
@@ -302,8 +303,8 @@ func benchJobCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Int("trials") < space.MinTrials || c.Int("seeds") < 1 || c.Int("rounds") < 2 {
-				return usageError{fmt.Errorf("--trials must be at least %d, --seeds at least 1, --rounds at least 2", space.MinTrials)}
+			if c.Int("trials") < space.MinTrials || c.Int("seeds") < 1 || tuner.CheckRounds(c.Int("rounds")) != nil {
+				return usageError{fmt.Errorf("--trials must be at least %d, --seeds at least 1, --rounds 2 to %d", space.MinTrials, tuner.MaxRounds)}
 			}
 			dir, err := os.MkdirTemp("", "nccltune-bench-")
 			if err != nil {

@@ -26,15 +26,15 @@ func compareCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "space", Usage: "space `FILE` giving the benchmark, launcher and ranges"},
 			storeFlag, campaignFlag,
-			&cli.IntFlag{Name: "rounds", Value: tuner.DefaultRounds, Usage: "interleaved rounds (at least 2)"},
+			&cli.IntFlag{Name: "rounds", Value: tuner.DefaultRounds, Usage: fmt.Sprintf("interleaved rounds (2 to %d)", tuner.MaxRounds)},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return usageError{fmt.Errorf("compare needs two env files, after the flags: nccltune compare [flags] A.env B.env")}
 			}
-			if c.Int("rounds") < 2 {
-				return usageError{fmt.Errorf("--rounds must be at least 2")}
+			if err := tuner.CheckRounds(c.Int("rounds")); err != nil {
+				return usageError{fmt.Errorf("--rounds: %w", err)}
 			}
 			a, errA := export.ReadEnvFile(c.Args().Get(0))
 			b, errB := export.ReadEnvFile(c.Args().Get(1))

@@ -124,6 +124,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"status", "--store", "missing.db"}, 1, "missing.db"},
 		{[]string{"export", "--store", bad}, 1, "not a readable SQLite database"},
 		{[]string{"sim", "-fabric=warp", "all_reduce_perf"}, 1, "fabric"},
+		{[]string{"run", "--validate-rounds", "100000000"}, 2, "--validate-rounds: the rounds must be 2 to 1000, not 100000000"},
+		{[]string{"validate", "--rounds", "1"}, 2, "--rounds: the rounds must be 2 to 1000, not 1"},
+		{[]string{"compare", "--rounds", "1001", "a.env", "b.env"}, 2, "--rounds: the rounds must be 2 to 1000"},
 		// An argument no command reads is refused, not dropped: the first would run the built-in example.
 		{[]string{"run", "space.toml"}, 2, "did you mean --space space.toml?"},
 		{[]string{"status", "--store", "missing.db", "extra"}, 2, `nccltune status takes no arguments, only flags, and "extra" is not a flag`},

@@ -24,7 +24,7 @@ import (
 var validateFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "no-simplify", Usage: "skip trying each range's choice without each of its settings once the budget is spent"},
 	&cli.BoolFlag{Name: "no-validate", Usage: "skip validating the result once the budget is spent"},
-	&cli.IntFlag{Name: "validate-rounds", Value: tuner.DefaultRounds, Usage: "interleaved rounds of validation (at least 2)"},
+	&cli.IntFlag{Name: "validate-rounds", Value: tuner.DefaultRounds, Usage: fmt.Sprintf("interleaved rounds of validation (2 to %d)", tuner.MaxRounds)},
 }
 
 // searchFlags override a campaign's search settings, for run and resume alike.
@@ -109,8 +109,9 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	}
 	o.Simplify = !c.Bool("no-simplify")
 	if !c.Bool("no-validate") {
-		if o.ValidateRounds = c.Int("validate-rounds"); o.ValidateRounds < 2 {
-			return usageError{fmt.Errorf("--validate-rounds must be at least 2")}
+		o.ValidateRounds = c.Int("validate-rounds")
+		if err := tuner.CheckRounds(o.ValidateRounds); err != nil {
+			return usageError{fmt.Errorf("--validate-rounds: %w", err)}
 		}
 	}
 	st, err := store.Open(c.String("store"))

@@ -18,11 +18,11 @@ func validateCommand() *cli.Command {
 			"log confirmed each variable, and the 95% confidence interval of the gain lies above zero.\n" +
 			"`run` does this by itself once the budget is spent, unless --no-validate.",
 		Flags: []cli.Flag{storeFlag, campaignFlag, ownSpaceFlag,
-			&cli.IntFlag{Name: "rounds", Value: tuner.DefaultRounds, Usage: "interleaved rounds (at least 2)"},
+			&cli.IntFlag{Name: "rounds", Value: tuner.DefaultRounds, Usage: fmt.Sprintf("interleaved rounds (2 to %d)", tuner.MaxRounds)},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"}},
 		Action: func(c *cli.Context) error {
-			if c.Int("rounds") < 2 {
-				return usageError{fmt.Errorf("--rounds must be at least 2")}
+			if err := tuner.CheckRounds(c.Int("rounds")); err != nil {
+				return usageError{fmt.Errorf("--rounds: %w", err)}
 			}
 			st, l, err := openCampaignWith(c, openExistingWriter)
 			if err != nil {
