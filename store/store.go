@@ -105,8 +105,12 @@ func Open(path string) (*Store, error) { return open(path, false) }
 func OpenReader(path string) (*Store, error) { return open(path, true) }
 
 func open(path string, readOnly bool) (*Store, error) {
+	// SQLite would block on a named pipe, for good, and read a device as
+	// an empty database.
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("store %s is a directory", path)
+	} else if err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("store %s is not a regular file (%s)", path, fi.Mode().Type())
 	}
 	// The log is named after the path: every name of the file must give the
 	// same one. A symbolic link resolves to its target; a hard link, which

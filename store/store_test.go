@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -99,6 +100,18 @@ func TestOpenRejects(t *testing.T) {
 	}
 	if _, err := Open(dir); err == nil {
 		t.Error("a directory opened as a store")
+	}
+	// A named pipe would block SQLite's open for good, a device read as empty.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, os.DevNull} {
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			if _, err := open(path); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s opened as a store: %v", path, err)
+			}
+		}
 	}
 
 	s, path := openTemp(t)
