@@ -113,21 +113,24 @@ func (g *gpSampler) point(a space.Assignment) gpPoint {
 // value for integers.
 func (g *gpSampler) similarities(a, b gpPoint, out []float64) {
 	for i, x := range a {
-		y := b[i]
-		s := 0.0
-		switch nx, ny := math.IsNaN(x), math.IsNaN(y); {
-		case nx || ny:
-			if nx == ny {
-				s = 1
-			}
-		case x == y:
-			s = 1
-		case !g.sp.Params[i].Categorical():
-			d := x - y
-			s = math.Exp(-0.5 * d * d)
-		}
-		out[i] = s
+		out[i] = g.similarity(i, x, b[i])
 	}
+}
+
+// similarity is how alike values x and y of parameter i are (similarities).
+func (g *gpSampler) similarity(i int, x, y float64) float64 {
+	switch nx, ny := math.IsNaN(x), math.IsNaN(y); {
+	case nx || ny:
+		if nx == ny {
+			return 1
+		}
+	case x == y:
+		return 1
+	case !g.sp.Params[i].Categorical():
+		d := x - y
+		return math.Exp(-0.5 * d * d)
+	}
+	return 0
 }
 
 // pairSimilarities are the similarities of every two of points, as fitGP
@@ -186,21 +189,11 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	if len(cands) == 0 {
 		return draw(g.sp, rng), nil
 	}
-	ks, raws := make([]*mat.Dense, len(models)), make([]blas64.General, len(models))
+	ks := make([]*mat.Dense, len(models))
 	for r := range models {
 		ks[r] = mat.NewDense(m, len(cands), nil)
-		raws[r] = ks[r].RawMatrix()
 	}
-	s := make([]float64, d)
-	for j, c := range cands {
-		p := g.point(c)
-		for i := range m {
-			g.similarities(p, points[i], s)
-			for r, md := range models {
-				raws[r].Data[i*raws[r].Stride+j], _ = md.kernel(s)
-			}
-		}
-	}
+	g.kernels(models, points, bases, cands, ks)
 	ones := slices.Repeat([]float64{1}, d) // every point is itself in every parameter
 	acq := make([]float64, len(cands))
 	for r, md := range models {
@@ -215,6 +208,130 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	}
 	return cands[best], nil
 }
+
+// kernels sets ks[r] (observations × candidates) to the kernel of models[r]
+// between the observations at points and each candidate. Most candidates
+// are a base with one or two settings changed, so their similarities to an
+// observation are the base's but in those, and the kernel's three sums
+// (Σuᵢsᵢ, Σvᵢsᵢ, Σ(vᵢsᵢ)², gpModel.kernel) are the base's corrected there:
+// a candidate costs what it changes, not every parameter (the kernel was
+// most of a proposal in a space of twenty settings).
+func (g *gpSampler) kernels(models []*gpModel, points []gpPoint, bases, cands []space.Assignment, ks []*mat.Dense) {
+	m, d := len(points), len(g.sp.Params)
+	type sums struct{ u, v, vv float64 }
+	basePoints := make([]gpPoint, len(bases))
+	baseSims := make([][]float64, len(bases)) // [b][i*d+p]
+	baseSums := make([][]sums, len(bases))    // [b][i*len(models)+r]
+	for b, a := range bases {
+		basePoints[b] = g.point(a)
+		baseSims[b] = make([]float64, m*d)
+		baseSums[b] = make([]sums, m*len(models))
+		for i := range m {
+			s := baseSims[b][i*d : (i+1)*d]
+			g.similarities(basePoints[b], points[i], s)
+			for r, md := range models {
+				var t sums
+				for p, x := range s {
+					t.u += md.u[p] * x
+					w := md.v[p] * x
+					t.v += w
+					t.vv += w * w
+				}
+				baseSums[b][i*len(models)+r] = t
+			}
+		}
+	}
+	raws := make([]blas64.General, len(ks))
+	for r, k := range ks {
+		raws[r] = k.RawMatrix()
+	}
+	// A changed setting's similarities to the observations, by its value:
+	// candidates share few values, and an integer's costs an exponential.
+	type value struct {
+		p    int
+		bits uint64
+	}
+	columns := map[value][]float64{}
+	column := func(p int, x float64) []float64 {
+		key := value{p, math.Float64bits(x)}
+		col, ok := columns[key]
+		if !ok {
+			col = make([]float64, m)
+			for i := range m {
+				col[i] = g.similarity(p, x, points[i][p])
+			}
+			columns[key] = col
+		}
+		return col
+	}
+	s := make([]float64, d)
+	var changed []int
+	var cols [][]float64
+	for j, c := range cands {
+		pc := g.point(c)
+		var b int
+		b, changed = nearestBase(pc, basePoints, changed[:0])
+		if b < 0 {
+			for i := range m {
+				g.similarities(pc, points[i], s)
+				for r, md := range models {
+					raws[r].Data[i*raws[r].Stride+j], _ = md.kernel(s)
+				}
+			}
+			continue
+		}
+		cols = cols[:0]
+		for _, p := range changed {
+			cols = append(cols, column(p, pc[p]))
+		}
+		for i := range m {
+			bs := baseSims[b][i*d : (i+1)*d]
+			for r, md := range models {
+				t := baseSums[b][i*len(models)+r]
+				for k, p := range changed {
+					x, x0 := cols[k][i], bs[p]
+					t.u += md.u[p] * (x - x0)
+					w, w0 := md.v[p]*x, md.v[p]*x0
+					t.v += w - w0
+					t.vv += w*w - w0*w0
+				}
+				raws[r].Data[i*raws[r].Stride+j] = t.u + 0.5*(t.v*t.v-t.vv)
+			}
+		}
+	}
+}
+
+// nearestBase is the index of the base that differs from point p in the
+// fewest parameters, and those parameters (appended to changed); -1 where
+// every base differs in more than half of them, which the kernel's sums then
+// take in full.
+func nearestBase(p gpPoint, bases []gpPoint, changed []int) (int, []int) {
+	best, fewest := -1, len(p)/2+1
+	for b, q := range bases {
+		n := 0
+		for i, x := range p {
+			if !same(x, q[i]) {
+				if n++; n >= fewest {
+					break
+				}
+			}
+		}
+		if n < fewest {
+			best, fewest = b, n
+		}
+	}
+	if best >= 0 {
+		for i, x := range p {
+			if !same(x, bases[best][i]) {
+				changed = append(changed, i)
+			}
+		}
+	}
+	return best, changed
+}
+
+// same reports whether two coordinates of points are one value (NaN: inactive).
+func same(x, y float64) bool { return x == y || math.IsNaN(x) && math.IsNaN(y) }
 
 // rangeFit is a range's log scores over the observations a model uses
 // (logScores) and its model, nil where the kernel is singular.

@@ -265,3 +265,36 @@ func TestGPLeavesOutTrialsThatDidNotMeasureTheRange(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelsOfNeighboursAreTheDirectOnes: the kernel that kernels corrects
+// from a base's sums is the one computed over every parameter, for the
+// candidates a proposal makes (neighbours of the bases, and draws that are
+// no base's neighbour).
+func TestKernelsOfNeighboursAreTheDirectOnes(t *testing.T) {
+	g, points, sims, ys := fitPoints(t, 40)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var models []*gpModel
+	for r := range 2 {
+		y := slices.Clone(ys)
+		y[r] += 1
+		md := fitGP(sims, len(g.sp.Params), y, every(len(y)))
+		if md == nil {
+			t.Fatal("singular kernel")
+		}
+		models = append(models, md)
+	}
+	bases := []space.Assignment{draw(g.sp, rng), draw(g.sp, rng)}
+	cands := g.candidates(bases, rng)
+	candPoints := make([]gpPoint, len(cands))
+	for j, c := range cands {
+		candPoints[j] = g.point(c)
+	}
+	ks := []*mat.Dense{mat.NewDense(len(points), len(cands), nil), mat.NewDense(len(points), len(cands), nil)}
+	g.kernels(models, points, bases, cands, ks)
+	for r, md := range models {
+		want, _ := candidateKernel(g, md, candPoints, points)
+		if !mat.EqualApprox(ks[r], want, 1e-9) {
+			t.Errorf("model %d: the kernels corrected from the bases' are not the direct ones", r)
+		}
+	}
+}
