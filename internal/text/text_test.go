@@ -28,9 +28,13 @@ func TestLines(t *testing.T) {
 		want     []string
 	}{
 		{"short lines", "a\nb\r\nc", []string{"a", "b", "c"}},
-		{"a long line is cut, the next kept", long + "\nafter\n", []string{long[:10], "after"}},
-		{"a long last line", "before\n" + long, []string{"before", long[:10]}},
-		{"max bytes exactly", long[:10] + "\n" + long[:11] + "\nz", []string{long[:10], long[:10], "z"}},
+		// A long line is passed over whole, never read cut ("12345" as "1234").
+		{"a long line is passed over, the next kept", long + "\nafter\n", []string{"after"}},
+		{"a long last line", "before\n" + long, []string{"before"}},
+		{"a long last line ended", "before\n" + long + "\n", []string{"before"}},
+		{"max bytes exactly", long[:10] + "\n" + long[:11] + "\nz", []string{long[:10], "z"}},
+		{"max bytes exactly, last", "a\n" + long[:10], []string{"a", long[:10]}},
+		{"a number past max", "t=123456789\nt=1\n", []string{"t=1"}},
 		{"empty lines", "\n\n", []string{"", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,6 +66,8 @@ func TestParseCases(t *testing.T) {
 		{"an over-long line between rows", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n" + strings.Repeat("y", 5<<20) +
 			"\n  2048  512  float  sum  -1  21.5  0.10  0.18  0  20.9  0.10  0.18  2\n", 2, 2, 0, false},
 		{"an over-long unfinished last line", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n" + strings.Repeat("z", 5<<20), 1, 0, 0, false},
+		// Cut at 64 KiB, this line would be a row of 13 fields: it is passed over whole.
+		{"a row with a 14th field past 64 KiB", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0" + strings.Repeat(" ", 64<<10) + "7\n", 0, 0, 0, true},
 		{"negative numbers are not rows", header + "  1024  256  float  sum  -1  -20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
