@@ -134,8 +134,8 @@ var exitMeaning = map[int]struct {
 // judge classifies an nccl-tests run from its exit and its parsed output
 // (and the parser's error): nil if it measured, and found its results correct.
 func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
-	detail := ""
-	if len(rep.Failures) > 0 {
+	detail := rep.Aborted
+	if detail == "" && len(rep.Failures) > 0 {
 		detail = rep.Failures[0]
 	}
 	f := exitFailure(e, detail, func(code int) *Failure {
@@ -152,6 +152,9 @@ func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
 		return &Failure{FailNCCL, detail}
 	case parseErr != nil:
 		return &Failure{FailUnparsable, parseErr.Error()}
+	case rep.Aborted != "":
+		// A wrapper that swallowed the exit status: the line says nccl-tests stopped on an error.
+		return &Failure{FailNCCL, "nccl-tests stopped on an error, though the exit status was 0: " + rep.Aborted}
 	}
 	// A clean exit with a full table: NCCL WARN lines alone (often harmless) do not fail it.
 	for _, row := range rep.Rows {

@@ -53,6 +53,12 @@ type Report struct {
 	// Failures are the benchmark's own error lines ("Test NCCL failure ...",
 	// "NCCL WARN ...", "Test CUDA failure ..."), in order of appearance.
 	Failures []string
+	// Aborted is the first line nccl-tests prints only as it stops on an
+	// error (its CUDACHECK, NCCLCHECK and TESTCHECK: "Test NCCL failure
+	// common.cu:1005 ..."; "Invalid number of GPUs"), wherever it comes: after a full table it is the
+	// teardown that failed. "" if none. NCCL's WARN lines are not among
+	// them: NCCL warns of much that does no harm.
+	Aborted string
 }
 
 // Device is one rank's GPU, from the header.
@@ -71,6 +77,7 @@ var (
 	oobRE      = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)`)
 	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
+	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs`)
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:") and srun --label ("0: ").
 	tagRE = regexp.MustCompile(`^(\[\d+,\d+\]<std(out|err)>:|\d+: )`)
@@ -92,6 +99,9 @@ func Parse(r io.Reader) (*Report, error) {
 		line := strings.TrimSpace(tagRE.ReplaceAllString(sc.Text(), ""))
 		if m := versionRE.FindStringSubmatch(line); m != nil && rep.Version == "" {
 			rep.Version = m[1]
+		}
+		if abortRE.MatchString(line) && rep.Aborted == "" {
+			rep.Aborted = line
 		}
 		if failureRE.MatchString(line) {
 			if len(rep.Failures) < maxFailure {
