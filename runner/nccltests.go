@@ -204,52 +204,25 @@ func (b NCCLTests) matchRanks(ranks int) *Failure {
 
 // threads is nccl-tests' thread count (-t, --nthreads) in its extra
 // arguments, each thread driving -g GPUs as ranks of its own: 1 when
-// unset, 0 when it cannot be read. It reads them as nccl-tests does:
-// getopt_long takes any unambiguous prefix of a long option ("--nthread",
-// "--nt"), and strtol(v, NULL, 0) a number ("010" is 8, "0x10" 16).
+// unset, 0 when it cannot be read. It reads them as nccl-tests does
+// (space.NCCLTestsOptions: "--nt" is --nthreads, "010" is 8).
 func threads(args []string) int {
+	opts, err := space.NCCLTestsOptions(args)
+	if err != nil {
+		return 0
+	}
 	n := 1
-	for i, a := range args {
-		var v string
-		long, value, hasValue := strings.Cut(a, "=")
-		switch {
-		case a == "-t" || isNthreads(a):
-			if i+1 >= len(args) {
-				return 0
-			}
-			v = args[i+1]
-		case hasValue && isNthreads(long):
-			v = value
-		case strings.HasPrefix(a, "-t") && len(a) > 2 && !strings.HasPrefix(a, "--"):
-			v = a[2:]
-		default:
+	for _, o := range opts {
+		if o.Long != "nthreads" {
 			continue
 		}
-		t, ok := cInt(v)
+		t, ok := o.Int()
 		if !ok || t < 1 {
 			return 0
 		}
 		n = t
 	}
 	return n
-}
-
-// isNthreads reports whether getopt_long reads a as --nthreads: "--nt" is
-// the shortest prefix no other of nccl-tests' options shares ("--n" is
-// also --ngpus).
-func isNthreads(a string) bool {
-	return len(a) >= len("--nt") && strings.HasPrefix("--nthreads", a)
-}
-
-// cInt reads a count as strtol(v, NULL, 0) does, where it reads all of v:
-// decimal, octal after a leading 0, hexadecimal after 0x.
-func cInt(v string) (int, bool) {
-	digits := strings.TrimLeft(v, "+-")
-	if strings.ContainsRune(v, '_') || len(digits) > 1 && digits[0] == '0' && strings.ContainsAny(digits[1:2], "bBoO") {
-		return 0, false // Go's base 0 reads these; strtol does not
-	}
-	n, err := strconv.ParseInt(v, 0, 32)
-	return int(n), err == nil
 }
 
 // Ceilings on a measured bus bandwidth (GB/s). Numbers above them are

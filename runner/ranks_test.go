@@ -29,7 +29,7 @@ func TestThreadsReadAsNCCLTestsDoes(t *testing.T) {
 		{[]string{"-t", "010"}, 8}, // strtol's base 0: octal
 		{[]string{"-t", "0x4"}, 4},
 		{[]string{"-t", "2", "-t", "4"}, 4}, // the last one counts
-		{[]string{"--n", "2"}, 1},           // ambiguous (--ngpus): not threads
+		{[]string{"--n", "2"}, 0},           // ambiguous (--ngpus): nccl-tests runs nothing, and the space refuses it
 		{[]string{"-d", "float"}, 1},
 		{[]string{"-t"}, 0},
 		{[]string{"-t", "two"}, 0},

@@ -6,6 +6,7 @@ package nccltests
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"regexp"
@@ -85,6 +86,16 @@ var (
 	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
 )
 
+// changedColumns are the header's columns that nccl-tests' options add or
+// rename (-S, -I, -C), with the option: with them, a row is not the one
+// Parse reads, or (-C) its time is the CPU's, not the one the bandwidths
+// are computed from.
+var changedColumns = map[string]string{
+	"timestamp": "-S (--report_timestamps)",
+	"i_min":     "-I (--per_iter_timing)",
+	"cputime":   "-C (--report_cputime)",
+}
+
 // Parse reads a benchmark's output. Lines that are not part of the table (MPI
 // banners, NCCL INFO lines, warnings) are skipped. It returns ErrNoResults,
 // together with whatever failures it saw, when no row could be read.
@@ -92,6 +103,7 @@ func Parse(r io.Reader) (*Report, error) {
 	rep := &Report{AvgBusBW: math.NaN(), OutOfBounds: -1}
 	var maxErrs [][2]float64 // per row, for the old "error" column; NaN where a count was printed
 	ranks := 0
+	var formatErr error
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	sc.Split(text.Lines(64 << 10)) // an over-long line is passed over, not the end of the table
@@ -110,6 +122,9 @@ func Parse(r io.Reader) (*Report, error) {
 			continue
 		}
 		if strings.HasPrefix(line, "#") {
+			if err := checkHeader(line); err != nil && formatErr == nil {
+				formatErr = err
+			}
 			if m := rankRE.FindStringSubmatch(line); m != nil {
 				ranks++
 				n, _ := strconv.Atoi(m[1])
@@ -135,10 +150,28 @@ func Parse(r io.Reader) (*Report, error) {
 	if err := sc.Err(); err != nil {
 		return rep, err
 	}
+	if formatErr != nil {
+		return rep, formatErr
+	}
 	if len(rep.Rows) == 0 {
 		return rep, ErrNoResults
 	}
 	return rep, nil
+}
+
+// checkHeader refuses the table's column header ("# size count type ...")
+// where it names a column that an option of nccl-tests adds or renames.
+func checkHeader(line string) error {
+	f := strings.Fields(line)
+	if len(f) < 3 || f[1] != "size" || f[2] != "count" {
+		return nil
+	}
+	for _, c := range f {
+		if opt, ok := changedColumns[c]; ok {
+			return fmt.Errorf("the table has a %s column, which nccl-tests prints with %s: nccltune reads the table without it", c, opt)
+		}
+	}
+	return nil
 }
 
 // parseRow reads "size count type redop [root] time algbw busbw #wrong time

@@ -188,3 +188,25 @@ func TestParseOldVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRefusesChangedTables: a table that an option of nccl-tests
+// changed (its header as nccl-tests 2.19 prints it) fails with the option's
+// name, not as a table without rows, nor (-C) as one whose times are right.
+func TestParseRefusesChangedTables(t *testing.T) {
+	const row = "        1024           256     float     sum      -1    20.50    0.05    0.09       0    19.93    0.05    0.09       0"
+	for _, tc := range []struct {
+		name, header, row, want string
+	}{
+		{"-S", "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong           timestamp",
+			row + "  2025-11-03 10:11:12", "a timestamp column, which nccl-tests prints with -S (--report_timestamps)"},
+		{"-I", "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%",
+			"        1024           256     float     sum      -1    20.50    0.05    0.09       0    19.10    22.30    22.30     3.10    19.93    0.05    0.09       0    19.00    21.00    21.00     2.50",
+			"-I (--per_iter_timing)"},
+		{"-C", "#       size         count      type   redop    root  cputime   algbw   busbw  #wrong  cputime   algbw   busbw  #wrong", "[1,0]<stdout>:" + row, "a cputime column, which nccl-tests prints with -C (--report_cputime)"},
+	} {
+		rep, err := Parse(strings.NewReader(tc.header + "\n" + tc.row + "\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrNoResults) {
+			t.Errorf("%s: %d rows, error %v; want %q", tc.name, len(rep.Rows), err, tc.want)
+		}
+	}
+}
