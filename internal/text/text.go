@@ -1,6 +1,7 @@
-// Package text makes text from untrusted places (a store anyone could have
-// altered, a benchmark's output) safe to write where it would be read as
-// more than text: a comment in a file a shell sources, a terminal.
+// Package text is for text from untrusted places (a store anyone could
+// have altered, a benchmark's output): it makes it safe to write where it
+// would be read as more than text (a comment in a file a shell sources, a
+// terminal), and reads lines, numbers and JSON objects from it strictly.
 package text
 
 import (

@@ -131,7 +131,7 @@ func Parse(r io.Reader) (*Report, error) {
 				rep.Devices = append(rep.Devices, Device{Rank: n, Host: m[2], GPU: strings.TrimSpace(m[3])})
 			}
 			if m := avgRE.FindStringSubmatch(line); m != nil {
-				if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+				if v, err := text.Decimal(m[1]); err == nil {
 					rep.AvgBusBW = v
 				}
 			} else if m := oobRE.FindStringSubmatch(line); m != nil {
@@ -183,13 +183,13 @@ func parseRow(f []string) (Row, [2]float64, bool) {
 	var rest []string
 	switch len(f) {
 	case 13:
-		root, err := strconv.Atoi(f[4])
+		root, err := integer(f[4])
 		if err != nil || !isWord(f[3]) {
 			return row, errs, false
 		}
 		row.Redop, row.Root, rest = f[3], root, f[5:]
 	case 12:
-		if root, err := strconv.Atoi(f[3]); err == nil {
+		if root, err := integer(f[3]); err == nil {
 			row.Redop, row.Root = "none", root
 		} else if isWord(f[3]) {
 			row.Redop, row.Root = f[3], -1
@@ -201,9 +201,9 @@ func parseRow(f []string) (Row, [2]float64, bool) {
 		return row, errs, false
 	}
 	var err1, err2 error
-	row.Size, err1 = strconv.ParseInt(f[0], 10, 64)
-	row.Count, err2 = strconv.ParseInt(f[1], 10, 64)
-	if err1 != nil || err2 != nil || row.Size < 0 || row.Count < 0 || !isWord(f[2]) {
+	row.Size, err1 = count(f[0])
+	row.Count, err2 = count(f[1])
+	if err1 != nil || err2 != nil || !isWord(f[2]) {
 		return row, errs, false
 	}
 	row.Type = f[2]
@@ -219,8 +219,8 @@ func parseMeasure(f []string) (Measure, float64, bool) {
 	var m Measure
 	vals := make([]float64, 3)
 	for i := range vals {
-		v, err := strconv.ParseFloat(f[i], 64)
-		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		v, err := unsigned(f[i])
+		if err != nil {
 			return m, 0, false
 		}
 		vals[i] = v
@@ -231,15 +231,46 @@ func parseMeasure(f []string) (Measure, float64, bool) {
 		m.Wrong = -1
 		return m, math.NaN(), true
 	}
-	if n, err := strconv.ParseInt(w, 10, 64); err == nil && n >= 0 {
+	if n, err := count(w); err == nil {
 		m.Wrong = n
 		return m, math.NaN(), true
 	}
-	v, err := strconv.ParseFloat(w, 64)
-	if err != nil || v < 0 || math.IsNaN(v) {
+	v, err := unsigned(w)
+	if err != nil {
 		return m, 0, false
 	}
 	return m, v, true
+}
+
+// unsigned reads a time, a bandwidth or an error as nccl-tests prints
+// them: a decimal number without a sign.
+func unsigned(s string) (float64, error) {
+	if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
+		return 0, strconv.ErrSyntax
+	}
+	return text.Decimal(s)
+}
+
+// count reads a count as printf's "%li" writes one: digits alone (no
+// sign, which strconv.ParseInt would read).
+func count(s string) (int64, error) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// integer reads an integer as printf's "%i" writes one: a count, or '-'
+// and a count.
+func integer(s string) (int, error) {
+	n, err := count(strings.TrimPrefix(s, "-"))
+	if err != nil || n > math.MaxInt32 {
+		return 0, strconv.ErrSyntax
+	}
+	if strings.HasPrefix(s, "-") {
+		n = -n
+	}
+	return int(n), nil
 }
 
 // tolerance is the largest error nccl-tests before 2.11 accepted per rank

@@ -68,6 +68,15 @@ func TestParseCases(t *testing.T) {
 		{"an over-long unfinished last line", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n" + strings.Repeat("z", 5<<20), 1, 0, 0, false},
 		// Cut at 64 KiB, this line would be a row of 13 fields: it is passed over whole.
 		{"a row with a 14th field past 64 KiB", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0" + strings.Repeat(" ", 64<<10) + "7\n", 0, 0, 0, true},
+		// Numbers are read as printf writes them: Go's own forms, infinities,
+		// and numbers beyond a float64 are not, and such a line is no row.
+		{"a hexadecimal float", header + "  1024  256  float  sum  -1  0x1p3  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"underscores", header + "  1_024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"underscores in a float", header + "  1024  256  float  sum  -1  2_0.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"a signed size", header + "  +1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"a signed count of wrong elements", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  +0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"Inf", header + "  1024  256  float  sum  -1  20.5  Inf  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"an underflow read as 0", header + "  1024  256  float  sum  -1  1e-400  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
 		{"negative numbers are not rows", header + "  1024  256  float  sum  -1  -20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
