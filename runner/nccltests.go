@@ -100,6 +100,9 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 		return nil, f
 	}
 	for _, row := range rep.Rows {
+		if f := matchCount(b.Collective, row, ranks); f != nil {
+			return nil, f
+		}
 		if b.Check && (row.OutOfPlace.Wrong < 0 || row.InPlace.Wrong < 0) {
 			return nil, &Failure{FailWrong, fmt.Sprintf("#wrong is N/A at %d bytes: the results were not checked, though benchmark.check is on", row.Size)}
 		}
@@ -186,6 +189,18 @@ func (b NCCLTests) matchSweep(sweep space.Sizes, rows []nccltests.Row, ranks int
 		}
 	}
 	return nil
+}
+
+// matchCount checks a row's count against its size, as nccl-tests prints
+// both from one element count (nccltests.PrintedCount): a row where they
+// disagree is not nccl-tests' own.
+func matchCount(coll string, row nccltests.Row, ranks int) *Failure {
+	want, ok := nccltests.PrintedCount(coll, row.Size, row.Type, ranks)
+	if !ok || row.Count == want {
+		return nil
+	}
+	return &Failure{FailUnparsable, fmt.Sprintf("the row of %d bytes has count %d, which is not %s's count of %d bytes of %s over %d rank(s)",
+		row.Size, row.Count, coll, row.Size, row.Type, ranks)}
 }
 
 // matchRanks checks the ranks the table's header names (one "# Rank" line

@@ -336,3 +336,31 @@ func PrintedSize(coll string, size int64, dataType string, ranks int) (int64, bo
 	}
 	return count * elt, true
 }
+
+// countIsShare tells, for each collective nccltune measures, whether
+// nccl-tests' count column is each rank's share of the buffer (the size
+// column being the whole of it) or the whole buffer's elements.
+var countIsShare = map[string]bool{"all_reduce": false, "broadcast": false, "reduce": false, "sendrecv": false,
+	"all_gather": true, "reduce_scatter": true, "alltoall": true}
+
+// PrintedCount is the count nccl-tests prints beside a printed size: its
+// GetCollByteCount's paramcount, where the size is max(sendcount,
+// recvcount) elements of the type. That is the size's elements, or for
+// all_gather, reduce_scatter and alltoall each rank's share of them, in
+// every nccl-tests since its first (2017; the rounding of the share
+// changed, this relation did not); -1 where no count prints the size. It is false where
+// the collective, the data type or the rank count it needs is unknown.
+func PrintedCount(coll string, size int64, dataType string, ranks int) (int64, bool) {
+	elt, known := ElementSizes[dataType]
+	share, measured := countIsShare[coll]
+	switch {
+	case !known || !measured || share && ranks <= 0:
+		return 0, false
+	case share:
+		elt *= int64(ranks)
+	}
+	if size%elt != 0 {
+		return -1, true
+	}
+	return size / elt, true
+}

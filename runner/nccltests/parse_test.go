@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -217,5 +218,59 @@ func TestParseRefusesChangedTables(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrNoResults) {
 			t.Errorf("%s: %d rows, error %v; want %q", tc.name, len(rep.Rows), err, tc.want)
 		}
+	}
+}
+
+// TestPrintedCount: nccl-tests prints a row's size and count from one
+// element count; every recorded row agrees.
+func TestPrintedCount(t *testing.T) {
+	for _, tc := range []struct {
+		coll, dataType string
+		size           int64
+		ranks          int
+		want           int64
+		ok             bool
+	}{
+		{"all_reduce", "float", 1024, 0, 256, true},
+		{"broadcast", "half", 1024, 8, 512, true},
+		{"sendrecv", "double", 1024, 2, 128, true},
+		{"all_gather", "float", 960, 12, 20, true}, // each rank's share
+		{"alltoall", "bfloat16", 1024, 8, 64, true},
+		{"reduce_scatter", "int8", 1000, 8, 125, true},
+		{"all_reduce", "float", 1022, 1, -1, true}, // no count prints it
+		{"all_gather", "float", 1024, 0, 0, false}, // the ranks unknown
+		{"all_reduce", "char", 1024, 1, 0, false},  // the type unknown
+		{"gather", "float", 1024, 8, 0, false},
+	} {
+		if got, ok := PrintedCount(tc.coll, tc.size, tc.dataType, tc.ranks); got != tc.want || ok != tc.ok {
+			t.Errorf("PrintedCount(%s, %d, %s, %d) = %d, %v; want %d, %v", tc.coll, tc.size, tc.dataType, tc.ranks, got, ok, tc.want, tc.ok)
+		}
+	}
+	files, _ := filepath.Glob("testdata/*/*_perf*.txt")
+	files = append(files, "testdata/v2.18.3-2x8-ompi-warnings.txt", "testdata/v2.x-old-error-column-12xV100.txt", "testdata/v2.x-old-broadcast-no-redop.txt",
+		"testdata/h200-nccl2.28.3-tests2.19.6/mpirun_tagged.txt", "testdata/h200-nccl2.28.3-tests2.19.6/ll9.txt", "testdata/h200-nccl2.28.3-tests2.19.6/nocheck.txt")
+	rows := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coll := "all_reduce"
+		for _, c := range []string{"all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce_perf", "sendrecv"} {
+			if strings.Contains(file, c) {
+				coll = strings.TrimSuffix(c, "_perf")
+			}
+		}
+		rep, _ := Parse(strings.NewReader(string(data)))
+		for _, r := range rep.Rows {
+			want, ok := PrintedCount(coll, r.Size, r.Type, len(rep.Devices))
+			if !ok || r.Count != want {
+				t.Errorf("%s: %s row %+v: count %d, %v", file, coll, r, want, ok)
+			}
+			rows++
+		}
+	}
+	if rows < 190 {
+		t.Errorf("%d rows read from %d files", rows, len(files))
 	}
 }
