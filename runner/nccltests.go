@@ -6,6 +6,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -180,15 +181,24 @@ func (b NCCLTests) matchSweep(sweep space.Sizes, rows []nccltests.Row, ranks int
 			len(rows), space.FormatSize(sweep.Min), space.FormatSize(sweep.Max), sweep.Factor, len(want))}
 	}
 	for i, row := range rows {
-		exact, ok := nccltests.PrintedSize(b.Collective, want[i], row.Type, ranks)
+		exact, ok := nccltests.PrintedSizes(b.Collective, want[i], row.Type, ranks)
 		switch {
-		case ok && row.Size != exact:
-			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d; the sweep's size %d prints as %d", i+1, row.Size, want[i], exact)}
+		case ok && !slices.Contains(exact, row.Size):
+			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d; the sweep's size %d prints as %s", i+1, row.Size, want[i], orList(exact))}
 		case row.Size > want[i] || i > 0 && row.Size < rows[i-1].Size:
 			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d, not the sweep's size %d", i+1, row.Size, want[i])}
 		}
 	}
 	return nil
+}
+
+// orList writes sizes as "1008 or 960".
+func orList(sizes []int64) string {
+	s := make([]string, len(sizes))
+	for i, n := range sizes {
+		s[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(s, " or ")
 }
 
 // matchCount checks a row's count against its size, as nccl-tests prints

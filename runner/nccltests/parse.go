@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -315,26 +316,49 @@ func isWord(s string) bool {
 var ElementSizes = map[string]int64{"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
 	"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
 
-// PrintedSize is the size nccl-tests prints for a requested size (-b, -e,
-// the steps between): the element count it derives from it (its
-// GetCollByteCount functions), times the element size. It is false where the
-// data type or the rank count it needs is unknown.
-func PrintedSize(coll string, size int64, dataType string, ranks int) (int64, bool) {
+// PrintedSizes are the sizes nccl-tests prints for a requested size (-b,
+// -e, the steps between), the current version's first: the element count
+// it derives from it (its GetCollByteCount functions), times the element
+// size. all_gather, reduce_scatter and alltoall split the count among the
+// ranks and have rounded each rank's share down in turn to a multiple of
+// 16 bytes (since 2.13.12), of 4 elements (all_gather and reduce_scatter,
+// since September 2022) and of one element, so an older nccl-tests prints
+// another size where the share is not a multiple of 16 bytes. It is false
+// where the data type or the rank count it needs is unknown.
+func PrintedSizes(coll string, size int64, dataType string, ranks int) ([]int64, bool) {
 	elt, ok := ElementSizes[dataType]
+	if !ok {
+		return nil, false
+	}
+	count := size / elt
+	if !countIsShare[coll] {
+		return []int64{count * elt}, true
+	}
+	if ranks <= 0 {
+		return nil, false
+	}
+	n := int64(ranks)
+	shares := []int64{(count / n) &^ (16/elt - 1), count / n}
+	if coll != "alltoall" {
+		shares = append(shares, count/(4*n)*4)
+	}
+	var sizes []int64
+	for _, share := range shares {
+		if !slices.Contains(sizes, share*n*elt) {
+			sizes = append(sizes, share*n*elt)
+		}
+	}
+	return sizes, true
+}
+
+// PrintedSize is the size the current nccl-tests prints for a requested
+// size (PrintedSizes' first).
+func PrintedSize(coll string, size int64, dataType string, ranks int) (int64, bool) {
+	sizes, ok := PrintedSizes(coll, size, dataType, ranks)
 	if !ok {
 		return 0, false
 	}
-	count := size / elt
-	switch coll {
-	case "all_gather", "reduce_scatter", "alltoall":
-		if ranks <= 0 {
-			return 0, false
-		}
-		// Each rank's share, rounded down to 16 bytes.
-		base := (count / int64(ranks)) &^ (16/elt - 1)
-		return base * int64(ranks) * elt, true
-	}
-	return count * elt, true
+	return sizes[0], true
 }
 
 // countIsShare tells, for each collective nccltune measures, whether
