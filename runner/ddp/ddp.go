@@ -115,9 +115,10 @@ func Parse(output []byte) (Result, error) {
 
 // readResult reads one result object. One that does not read is an error,
 // not passed over (which could leave another rank's result in rank 0's
-// place): a value of the wrong kind, a number beyond its field (1e400),
-// and a field given twice, which encoding/json would take the last of
-// (matching keys as it does, in any case).
+// place): a value of the wrong kind, a number beyond a float64 (1e400, or
+// 1e-400, which encoding/json reads as 0) or its field, and a field given
+// twice, which encoding/json would take the last of (matching keys as it
+// does, in any case).
 func readResult(obj json.RawMessage) (Result, error) {
 	members, err := text.JSONMembers(obj)
 	if err != nil {
@@ -126,6 +127,11 @@ func readResult(obj json.RawMessage) (Result, error) {
 	fields := reflect.TypeFor[Result]()
 	seen := map[int]bool{}
 	for _, m := range members {
+		if v := string(m.Value); strings.ContainsAny(v[:1], "-0123456789") { // a number
+			if _, err := text.Decimal(v); err != nil {
+				return Result{}, fmt.Errorf("a result whose %s does not read: %v", m.Key, err)
+			}
+		}
 		for i := range fields.NumField() {
 			if strings.EqualFold(m.Key, fields.Field(i).Tag.Get("json")) {
 				if seen[i] {
