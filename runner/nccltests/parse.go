@@ -57,9 +57,10 @@ type Report struct {
 	Failures []string
 	// Aborted is the first line nccl-tests prints only as it stops on an
 	// error (its CUDACHECK, NCCLCHECK and TESTCHECK: "Test NCCL failure
-	// common.cu:1005 ..."; "Invalid number of GPUs"), wherever it comes: after a full table it is the
-	// teardown that failed. "" if none. NCCL's WARN lines are not among
-	// them: NCCL warns of much that does no harm.
+	// common.cu:1005 ..."; "Invalid number of GPUs"), wherever it comes:
+	// after a full table it is the teardown that failed. "" if none.
+	// NCCL's WARN lines are not among them: NCCL warns of much that does
+	// no harm.
 	Aborted string
 }
 
