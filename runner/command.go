@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -62,9 +62,9 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 		}
 		return nil, f
 	}
-	perRank, err := c.values(out.Kept)
-	if err != nil {
-		return nil, &Failure{FailImplausible, err.Error()}
+	perRank, f := c.values(out.Kept)
+	if f != nil {
+		return nil, f
 	}
 	var values []float64
 	total := 0
@@ -85,10 +85,11 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 	return &Measurement{Value: v}, nil
 }
 
-// Keep keeps the lines the metric matches, for Read.
+// Keep keeps the lines the metric matches, for Read; those where it is
+// ambiguous too, so that Read fails the trial on them.
 func (c UserCommand) Keep(line string) bool {
-	_, ok := c.match(line)
-	return ok
+	_, ok, err := c.match(line)
+	return ok || err != nil
 }
 
 // rankRE finds which rank printed a line, where a launcher says: torchrun's
@@ -96,23 +97,25 @@ func (c UserCommand) Keep(line string) bool {
 var rankRE = regexp.MustCompile(`^\[(?:rank|default)?(\d+)\]:|^\[\d+,(\d+)\]<std(?:out|err)>:`)
 
 // values are the metric's values per rank, each in output order (lines
-// without a rank's prefix are one rank's). A line whose text in the metric's
-// place is no number (a version such as "1.2.3") does not match the metric
-// and is passed over; a number that is no positive finite one fails the
-// trial, as no time or rate is.
-func (c UserCommand) values(lines []string) (map[string][]float64, error) {
+// without a rank's prefix are one rank's). A line whose text in the
+// metric's place is no number (a version such as "1.2.3") does not match
+// the metric and is passed over. A number must be decimal, as printf
+// writes one (text.Decimal), and positive and finite, as a time or a rate
+// is: one that is not ("0x1p3", "Inf", "1e400", "-3"), or a line that names
+// the metric twice, fails the trial.
+func (c UserCommand) values(lines []string) (map[string][]float64, *Failure) {
 	out := map[string][]float64{}
 	for _, line := range lines {
-		raw, ok := c.match(line)
-		if !ok {
-			continue
+		raw, ok, err := c.match(line)
+		if err != nil {
+			return nil, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			continue // not a number: not the metric
+		if !ok || !isNumber(raw) {
+			continue // not the metric
 		}
-		if err != nil || !(v > 0) || math.IsInf(v, 0) || v > 1e300 || v < 1e-300 {
-			return nil, fmt.Errorf("the metric (%s) read %q, not a positive number", c.Metric, raw)
+		v, err := text.Decimal(strings.TrimSpace(raw))
+		if err != nil || !(v > 0) || v > 1e300 || v < 1e-300 {
+			return nil, &Failure{FailImplausible, fmt.Sprintf("the metric (%s) read %q, not a positive number (finite and decimal, as printf writes one)", c.Metric, raw)}
 		}
 		rank := ""
 		if m := rankRE.FindStringSubmatch(line); m != nil {
@@ -123,31 +126,61 @@ func (c UserCommand) values(lines []string) (map[string][]float64, error) {
 	return out, nil
 }
 
-// match returns the metric's text on a line: the regex's first group, or
-// the JSON key's value on a line that is a JSON object (after any prefix a
-// launcher adds).
-func (c UserCommand) match(line string) (string, bool) {
+// isNumber reports whether s reads as a number, to Go (which reads more
+// forms than printf writes: the metric must fail on them, not pass them
+// over) or as a decimal one.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
+}
+
+// match returns the metric's text on a line: the regex's group, or the
+// JSON key's value on a line that is a JSON object (after any prefix a
+// launcher adds). A line that gives the metric twice is an error: the
+// regex matching two numbers ("time: 5 ms, data time: 1 ms"), or the key
+// given twice in the object (encoding/json would keep the last).
+func (c UserCommand) match(line string) (string, bool, error) {
 	if c.regex != nil {
-		m := c.regex.FindStringSubmatch(line)
-		if m == nil {
-			return "", false
+		ms := c.regex.FindAllStringSubmatch(line, -1)
+		if ms == nil {
+			return "", false, nil
 		}
-		return m[1], true
+		var numbers []string
+		for _, m := range ms {
+			if isNumber(m[1]) {
+				numbers = append(numbers, strings.TrimSpace(m[1]))
+			}
+		}
+		if len(numbers) > 1 {
+			return "", true, fmt.Errorf("its regex matches %d numbers on one line (%s): %q", len(numbers), strings.Join(numbers, ", "), line)
+		}
+		return ms[0][1], true, nil
 	}
 	i := strings.IndexByte(line, '{')
 	if i < 0 {
-		return "", false
+		return "", false, nil
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal([]byte(line[i:]), &obj) != nil {
-		return "", false
+	members, err := text.JSONMembers([]byte(line[i:]))
+	if err != nil {
+		return "", false, nil
 	}
-	v, ok := obj[c.Metric.JSON]
-	var text string
-	if json.Unmarshal(v, &text) == nil {
-		return text, ok // a number written as a string
+	var values []json.RawMessage
+	for _, m := range members {
+		if m.Key == c.Metric.JSON {
+			values = append(values, m.Value)
+		}
 	}
-	return string(v), ok
+	switch {
+	case len(values) == 0:
+		return "", false, nil
+	case len(values) > 1:
+		return "", true, fmt.Errorf("its key %q is given %d times in one JSON object: %q", c.Metric.JSON, len(values), line)
+	}
+	var s string
+	if json.Unmarshal(values[0], &s) == nil {
+		return s, true, nil // a number written as a string
+	}
+	return string(values[0]), true, nil
 }
 
 // median is the middle value, or the mean of the two in the middle.

@@ -23,6 +23,16 @@ var hostileTables = []struct {
 	{"unchecked though check is on", strings.ReplaceAll(goodTable, "0.09       0", "0.09     N/A"), FailWrong},
 	{"absurd bandwidth", "        1024           256     float     sum      -1     0.00001    999999999.0    999999999.0       0    0.00001    999999999.0    999999999.0       0\n", FailImplausible},
 	{"busbw unrelated to algbw", "        1024           256     float     sum      -1    1.00    1.02    90.00       0    1.00    1.02    90.00       0\n", FailImplausible},
+	// nccl-tests prints these only as it stops on an error (its teardown, after
+	// the table): a wrapper that swallowed the exit status hides nothing.
+	{"Test NCCL failure after the table", goodTable + "node1: Test NCCL failure common.cu:1786 'unhandled cuda error / '\n .. node1 pid 7: Test failure common.cu:1120\n", FailNCCL},
+	{"Test CUDA failure after the table", goodTable + "[1,3]<stdout>:node2: Test CUDA failure common.cu:1795 'an illegal memory access was encountered'\n", FailNCCL},
+	{"Test failure alone after the table", goodTable + " .. node1 pid 7: Test failure common.cu:891\n", FailNCCL},
+	{"Test NCCL failure after 60 warnings", goodTable + strings.Repeat("node1:1:1 [0] NCCL WARN Could not find real path of /sys/class/net/ib0\n", 60) + "node1: Test NCCL failure common.cu:1786 'internal error'\n", FailNCCL},
+	// nccl-tests prints a row's size and count from one element count.
+	{"a count that is not the size's", strings.Replace(goodTable, "        1024           256", "        1024           255", 1), FailUnparsable},
+	// nccl-tests -C prints the CPU's time to launch where the time was.
+	{"CPU time in the time column", strings.ReplaceAll(goodTable, "    time", " cputime"), FailUnparsable},
 	{"algbw unrelated to the time", "        1048576        262144     float     sum      -1    10.00    500.00    500.00       0    10.00    500.00    500.00       0\n", FailImplausible},
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,6 +101,9 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 		return nil, f
 	}
 	for _, row := range rep.Rows {
+		if f := matchCount(b.Collective, row, ranks); f != nil {
+			return nil, f
+		}
 		if b.Check && (row.OutOfPlace.Wrong < 0 || row.InPlace.Wrong < 0) {
 			return nil, &Failure{FailWrong, fmt.Sprintf("#wrong is N/A at %d bytes: the results were not checked, though benchmark.check is on", row.Size)}
 		}
@@ -134,8 +138,8 @@ var exitMeaning = map[int]struct {
 // judge classifies an nccl-tests run from its exit and its parsed output
 // (and the parser's error): nil if it measured, and found its results correct.
 func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
-	detail := ""
-	if len(rep.Failures) > 0 {
+	detail := rep.Aborted
+	if detail == "" && len(rep.Failures) > 0 {
 		detail = rep.Failures[0]
 	}
 	f := exitFailure(e, detail, func(code int) *Failure {
@@ -152,6 +156,9 @@ func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
 		return &Failure{FailNCCL, detail}
 	case parseErr != nil:
 		return &Failure{FailUnparsable, parseErr.Error()}
+	case rep.Aborted != "":
+		// A wrapper that swallowed the exit status: the line says nccl-tests stopped on an error.
+		return &Failure{FailNCCL, "nccl-tests stopped on an error, though the exit status was 0: " + rep.Aborted}
 	}
 	// A clean exit with a full table: NCCL WARN lines alone (often harmless) do not fail it.
 	for _, row := range rep.Rows {
@@ -174,15 +181,36 @@ func (b NCCLTests) matchSweep(sweep space.Sizes, rows []nccltests.Row, ranks int
 			len(rows), space.FormatSize(sweep.Min), space.FormatSize(sweep.Max), sweep.Factor, len(want))}
 	}
 	for i, row := range rows {
-		exact, ok := nccltests.PrintedSize(b.Collective, want[i], row.Type, ranks)
+		exact, ok := nccltests.PrintedSizes(b.Collective, want[i], row.Type, ranks)
 		switch {
-		case ok && row.Size != exact:
-			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d; the sweep's size %d prints as %d", i+1, row.Size, want[i], exact)}
+		case ok && !slices.Contains(exact, row.Size):
+			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d; the sweep's size %d prints as %s", i+1, row.Size, want[i], orList(exact))}
 		case row.Size > want[i] || i > 0 && row.Size < rows[i-1].Size:
 			return &Failure{FailUnparsable, fmt.Sprintf("row %d has size %d, not the sweep's size %d", i+1, row.Size, want[i])}
 		}
 	}
 	return nil
+}
+
+// orList writes sizes as "1008 or 960".
+func orList(sizes []int64) string {
+	s := make([]string, len(sizes))
+	for i, n := range sizes {
+		s[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(s, " or ")
+}
+
+// matchCount checks a row's count against its size, as nccl-tests prints
+// both from one element count (nccltests.PrintedCount): a row where they
+// disagree is not nccl-tests' own.
+func matchCount(coll string, row nccltests.Row, ranks int) *Failure {
+	want, ok := nccltests.PrintedCount(coll, row.Size, row.Type, ranks)
+	if !ok || row.Count == want {
+		return nil
+	}
+	return &Failure{FailUnparsable, fmt.Sprintf("the row of %d bytes has count %d, which is not %s's count of %d bytes of %s over %d rank(s)",
+		row.Size, row.Count, coll, row.Size, row.Type, ranks)}
 }
 
 // matchRanks checks the ranks the table's header names (one "# Rank" line
@@ -201,52 +229,25 @@ func (b NCCLTests) matchRanks(ranks int) *Failure {
 
 // threads is nccl-tests' thread count (-t, --nthreads) in its extra
 // arguments, each thread driving -g GPUs as ranks of its own: 1 when
-// unset, 0 when it cannot be read. It reads them as nccl-tests does:
-// getopt_long takes any unambiguous prefix of a long option ("--nthread",
-// "--nt"), and strtol(v, NULL, 0) a number ("010" is 8, "0x10" 16).
+// unset, 0 when it cannot be read. It reads them as nccl-tests does
+// (space.NCCLTestsOptions: "--nt" is --nthreads, "010" is 8).
 func threads(args []string) int {
+	opts, err := space.NCCLTestsOptions(args)
+	if err != nil {
+		return 0
+	}
 	n := 1
-	for i, a := range args {
-		var v string
-		long, value, hasValue := strings.Cut(a, "=")
-		switch {
-		case a == "-t" || isNthreads(a):
-			if i+1 >= len(args) {
-				return 0
-			}
-			v = args[i+1]
-		case hasValue && isNthreads(long):
-			v = value
-		case strings.HasPrefix(a, "-t") && len(a) > 2 && !strings.HasPrefix(a, "--"):
-			v = a[2:]
-		default:
+	for _, o := range opts {
+		if o.Long != "nthreads" {
 			continue
 		}
-		t, ok := cInt(v)
+		t, ok := o.Int()
 		if !ok || t < 1 {
 			return 0
 		}
 		n = t
 	}
 	return n
-}
-
-// isNthreads reports whether getopt_long reads a as --nthreads: "--nt" is
-// the shortest prefix no other of nccl-tests' options shares ("--n" is
-// also --ngpus).
-func isNthreads(a string) bool {
-	return len(a) >= len("--nt") && strings.HasPrefix("--nthreads", a)
-}
-
-// cInt reads a count as strtol(v, NULL, 0) does, where it reads all of v:
-// decimal, octal after a leading 0, hexadecimal after 0x.
-func cInt(v string) (int, bool) {
-	digits := strings.TrimLeft(v, "+-")
-	if strings.ContainsRune(v, '_') || len(digits) > 1 && digits[0] == '0' && strings.ContainsAny(digits[1:2], "bBoO") {
-		return 0, false // Go's base 0 reads these; strtol does not
-	}
-	n, err := strconv.ParseInt(v, 0, 32)
-	return int(n), err == nil
 }
 
 // Ceilings on a measured bus bandwidth (GB/s). Numbers above them are

@@ -29,7 +29,7 @@ func TestThreadsReadAsNCCLTestsDoes(t *testing.T) {
 		{[]string{"-t", "010"}, 8}, // strtol's base 0: octal
 		{[]string{"-t", "0x4"}, 4},
 		{[]string{"-t", "2", "-t", "4"}, 4}, // the last one counts
-		{[]string{"--n", "2"}, 1},           // ambiguous (--ngpus): not threads
+		{[]string{"--n", "2"}, 0},           // ambiguous (--ngpus): nccl-tests runs nothing, and the space refuses it
 		{[]string{"-d", "float"}, 1},
 		{[]string{"-t"}, 0},
 		{[]string{"-t", "two"}, 0},
@@ -124,6 +124,37 @@ func TestOneRankIsACopy(t *testing.T) {
 		row := nccltests.Row{Size: size, Count: size / 4, Type: "float", Redop: "sum", OutOfPlace: tc.outOf, InPlace: tc.inPlace}
 		if f := plausible("all_reduce", row, 1, nccllog.Log{}, 0); (f == nil) != tc.ok {
 			t.Errorf("%s: %v", tc.name, f)
+		}
+	}
+}
+
+// TestSweepTakesEveryNCCLTestsRounding: all_gather, reduce_scatter and
+// alltoall print the size of each rank's share times the ranks, a share
+// nccl-tests has rounded down three ways in turn; a table of an older one
+// is its sweep, not a foreign one.
+func TestSweepTakesEveryNCCLTestsRounding(t *testing.T) {
+	for _, tc := range []struct {
+		coll, dataType string
+		size           int64 // asked
+		ranks          int
+		printed        int64
+		ok             bool
+	}{
+		{"all_gather", "float", 32, 8, 0, true},   // 16 bytes a share, since 2.13.12
+		{"all_gather", "float", 32, 8, 32, true},  // an element, before September 2022
+		{"all_gather", "float", 32, 8, 16, false}, // none
+		{"all_gather", "half", 1024, 12, 960, true},
+		{"all_gather", "half", 1024, 12, 1008, true},
+		{"all_gather", "half", 1024, 12, 1000, false},
+		{"reduce_scatter", "double", 1024, 12, 768, true}, // 4 elements, from September 2022 to 2.13.11
+		{"alltoall", "double", 1024, 12, 960, true},
+		{"alltoall", "double", 1024, 12, 768, false}, // alltoall never rounded to 4 elements
+		{"all_reduce", "float", 1024, 12, 1024, true},
+	} {
+		b := NCCLTests{Collective: tc.coll}
+		rows := []nccltests.Row{{Size: tc.printed, Type: tc.dataType}}
+		if f := b.matchSweep(space.Sizes{Min: tc.size, Max: tc.size, Factor: 2}, rows, tc.ranks); (f == nil) != tc.ok {
+			t.Errorf("%s of %d bytes of %s on %d ranks printed as %d: %v", tc.coll, tc.size, tc.dataType, tc.ranks, tc.printed, f)
 		}
 	}
 }

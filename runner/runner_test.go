@@ -55,6 +55,11 @@ func TestRunClassifies(t *testing.T) {
 		{"garbage", "echo 'Segmentation fault (core dumped)'; echo '%%%'", FailUnparsable, "no result rows"},
 		{"nccl failure", "cat " + table + "; echo \"node1: Test NCCL failure common.cu:1005 'unhandled system error / NET/IB'\"; exit 3", FailNCCL, "exit status 3 (NCCL error): node1: Test NCCL failure common.cu:1005 'unhandled system error"},
 		{"harmless NCCL WARN", "echo 'node1:1:1 [0] NCCL WARN Could not find real path of /sys/class/net/ib0'; cat " + table, "", ""},
+		{"harmless NCCL WARN after the table, NCCL's last error in the footer", "cat " + table + "; echo 'node1:1:1 [0] NCCL WARN NET/IB : Got async event : port error'; echo '# error: NET/IB : Got async event : port error'", "", ""},
+		{"nccl failure after the table, exit status swallowed", "cat " + table + "; echo \"node1: Test NCCL failure common.cu:1786 'unhandled cuda error / '\"", FailNCCL,
+			"nccl-tests stopped on an error, though the exit status was 0: node1: Test NCCL failure common.cu:1786"},
+		{"nccl failure named after warnings", "for i in $(seq 60); do echo 'node1:1:1 [0] NCCL WARN Cuda failure 2'; done; echo \"node1: Test NCCL failure common.cu:1005 'unhandled cuda error'\"; exit 3", FailNCCL,
+			"exit status 3 (NCCL error): node1: Test NCCL failure common.cu:1005"},
 		{"too many GPUs", "echo 'Invalid number of GPUs: 2 requested but only 1 were found.'; echo ' .. vm pid 1657: Test failure common.cu:1454'; exit 5", FailLaunch, "exit status 5 (not supported by this build or launch): Invalid number of GPUs"},
 		{"exit 3 silently", "exit 3", FailNCCL, "exit status 3 (NCCL error)"},
 		{"exit 7", "cat " + table + "; exit 7", FailWrong, "exit status 7"},
@@ -255,6 +260,17 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// A text in the metric's place that is no number does not match it; a number that is no plausible value fails.
 		{"no number", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, "echo t=5; echo 'version t=1.2.3'; echo t=7", 1.0 / 6, "", ""},
 		{"only no numbers", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, "echo t=1.2.3", 0, FailUnparsable, "0 values"},
+		// A number is read as printf writes one: Go's own forms fail, as an infinity does.
+		{"a hexadecimal float", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=0x1p3; echo t=5", 0, FailImplausible, `"0x1p3", not a positive number`},
+		{"underscores", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=1_000", 0, FailImplausible, `"1_000", not a positive number`},
+		{"+Inf", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=+Inf", 0, FailImplausible, `"+Inf", not a positive number`},
+		{"a JSON string in Go's form", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": "0x1p3"}'`, 0, FailImplausible, `"0x1p3", not a positive number`},
+		// The metric given twice on one line is ambiguous, not its first (or last) value.
+		{"two numbers on a line", space.Metric{Regex: `time: ([0-9.]+)`, Goal: "min"}, "echo 'time: 5 ms, data time: 1 ms'", 0, FailUnparsable, "its regex matches 2 numbers on one line (5, 1)"},
+		{"a number and a word on a line", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 't=5 t=n/a'", 0.2, "", ""},
+		{"a JSON key twice", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": 5, "ms": 500}'`, 0, FailUnparsable, `its key "ms" is given 2 times in one JSON object`},
+		{"a JSON key twice, once escaped", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": 5, "\u006ds": 500}'`, 0, FailUnparsable, `its key "ms" is given 2 times`},
+		{"another JSON key twice", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": 5, "step": 1, "step": 2}'`, 0.2, "", ""},
 		// skip is per rank where the launcher tags the lines (torchrun, mpirun --tag-output).
 		{"skip per rank", space.Metric{Regex: `t=(\S+)`, Goal: "min", Skip: 1},
 			"echo '[rank0]: t=100'; echo '[rank1]: t=100'; echo '[rank0]: t=5'; echo '[rank1]: t=7'", 1.0 / 6, "", ""},

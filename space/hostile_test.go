@@ -66,7 +66,17 @@ func TestHostileSpaces(t *testing.T) {
 		{"NCCL's default pinned (NCCL reads the word)", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
-		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N is set by nccltune", "-d all prints a table per value"}},
+		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},
+		{"sweep flags spelt otherwise", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-b1024\", \"--minb=8\", \"-N2\", \"--datatype=all\"]",
+			[]string{"-b (--minbytes) is set by nccltune", "--minb (--minbytes) is set by nccltune", "-N (--run_cycles) is set by nccltune", "--datatype all prints a table per value"}},
+		// Options that change the table would fail every trial as "no result rows".
+		{"timestamps in the table", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-S\", \"1\"]", []string{"h.toml:6:", "-S (--report_timestamps) 1 adds a timestamp to each row"}},
+		{"per-iteration columns", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"--per_iter_timing=1\"]", []string{"--per_iter_timing 1 adds per-iteration columns"}},
+		{"CPU time in the time column", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-a\", \"1\", \"-C1\"]", []string{"-C (--report_cputime) 1 prints the CPU's time"}},
+		{"a format option's value unread", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"--report_t\", \"no\"]", []string{"--report_t (--report_timestamps) no adds a timestamp"}},
+		{"usage", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"--help\"]", []string{"--help prints nccl-tests' usage and runs nothing"}},
+		{"an ambiguous option", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"--report\", \"1\"]", []string{"--report is ambiguous to nccl-tests (--report_cputime, --report_timestamps)"}},
+		{"an option without its value", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-d\"]", []string{"-d has no value"}},
 		{"all at once", "trials = 10\nsizes = { min = \"8\", max = \"1M\", factor = 4 }", "objective = \"latency\"\nsizes = { min = \"8\", max = \"1M\", factor = 1 }",
 			[]string{"h.toml:2:", "h.toml:3:", "factor >= 2", "unknown objective"}},
 	} {

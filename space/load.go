@@ -750,23 +750,41 @@ func (b *builder) kindSettings(raw *rawFile, bm *BenchmarkSettings) {
 	}
 }
 
-// sweepFlags are the nccl-tests options nccltune sets itself (the sweep, the
-// iterations, the check) or that would print more than the one table it
-// reads (-N repeats the sweep; "all" runs every type, operation or root).
-var sweepFlags = []string{"-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-i", "--stepbytes",
-	"-g", "--ngpus", "-n", "--iters", "-w", "--warmup_iters", "-c", "--check", "-N", "--run_cycles"}
+// sweepOptions are the nccl-tests options nccltune sets itself (the sweep,
+// the iterations, the check) or that would print more than the one table it
+// reads (-N repeats the sweep).
+var sweepOptions = []string{"minbytes", "maxbytes", "stepfactor", "stepbytes", "ngpus", "iters", "warmup_iters", "check", "run_cycles"}
+
+// formatOptions change the table nccltune reads, unless 0: each row would
+// fail the trial as unreadable, or (-C) hold a time the bandwidths are not
+// computed from.
+var formatOptions = map[string]string{
+	"report_timestamps": "adds a timestamp to each row of the table",
+	"per_iter_timing":   "adds per-iteration columns to the table",
+	"report_cputime":    "prints the CPU's time to launch in the time column, not the time the bandwidths are computed from",
+}
 
 func (b *builder) ncclTestsArgs(line int, args []string) {
-	for i, a := range args {
-		name, value, hasValue := strings.Cut(a, "=")
-		if !hasValue && i+1 < len(args) {
-			value = args[i+1]
+	opts, err := NCCLTestsOptions(args)
+	if err != nil {
+		b.errorf(line, "benchmark.args: %v; it would print its usage and run nothing", err)
+		return
+	}
+	for _, o := range opts {
+		named := o.Written
+		if !strings.HasSuffix(o.Written, o.Long) {
+			named += " (--" + o.Long + ")"
 		}
+		n, isInt := o.Int()
 		switch {
-		case slices.Contains(sweepFlags, name):
-			b.errorf(line, "benchmark.args: %s is set by nccltune (the sweep, iterations and check come from the space)", name)
-		case slices.Contains([]string{"-d", "--datatype", "-o", "--op", "-r", "--root"}, name) && value == "all":
-			b.errorf(line, "benchmark.args: %s all prints a table per value; nccltune reads one", name)
+		case slices.Contains(sweepOptions, o.Long):
+			b.errorf(line, "benchmark.args: %s is set by nccltune (the sweep, iterations and check come from the space)", named)
+		case o.Long == "help":
+			b.errorf(line, "benchmark.args: %s prints nccl-tests' usage and runs nothing", named)
+		case slices.Contains([]string{"datatype", "op", "root"}, o.Long) && o.Value == "all":
+			b.errorf(line, "benchmark.args: %s all prints a table per value; nccltune reads one", named)
+		case formatOptions[o.Long] != "" && (!isInt || n != 0):
+			b.errorf(line, "benchmark.args: %s %s %s, which nccltune does not read (leave it out, or 0)", named, o.Value, formatOptions[o.Long])
 		}
 	}
 }

@@ -1,6 +1,7 @@
-// Package text makes text from untrusted places (a store anyone could have
-// altered, a benchmark's output) safe to write where it would be read as
-// more than text: a comment in a file a shell sources, a terminal.
+// Package text is for text from untrusted places (a store anyone could
+// have altered, a benchmark's output): it makes it safe to write where it
+// would be read as more than text (a comment in a file a shell sources, a
+// terminal), and reads lines, numbers and JSON objects from it strictly.
 package text
 
 import (
@@ -30,10 +31,11 @@ func Graphic(s, keep string) string {
 }
 
 // Lines is a bufio.SplitFunc, like bufio.ScanLines, for text from untrusted
-// places (a benchmark's output): a line longer than max bytes is cut to its
-// first max bytes and the rest of it passed over, so that one over-long line
-// neither stops the scanner (bufio.ErrTooLong) nor hides the lines after it.
-// The scanner's buffer must be able to hold max bytes.
+// places (a benchmark's output): a line of more than max bytes before its
+// '\n' is passed over whole, so that one over-long line neither stops the
+// scanner (bufio.ErrTooLong) nor hides the lines after it. It is not cut:
+// cut, its end could fall inside a number, which would read as a shorter
+// one. The scanner's buffer must be able to hold max+1 bytes.
 func Lines(max int) bufio.SplitFunc {
 	skipping := false
 	return func(data []byte, atEOF bool) (int, []byte, error) {
@@ -44,9 +46,11 @@ func Lines(max int) bufio.SplitFunc {
 		case skipping:
 			skipping = false
 			return i + 1, nil, nil
-		case i < 0 && len(data) >= max || i > max:
+		case i > max:
+			return i + 1, nil, nil
+		case i < 0 && len(data) > max:
 			skipping = true
-			return max, data[:max], nil
+			return len(data), nil, nil
 		}
 		return bufio.ScanLines(data, atEOF)
 	}

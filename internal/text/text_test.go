@@ -2,7 +2,9 @@ package text
 
 import (
 	"bufio"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -28,9 +30,13 @@ func TestLines(t *testing.T) {
 		want     []string
 	}{
 		{"short lines", "a\nb\r\nc", []string{"a", "b", "c"}},
-		{"a long line is cut, the next kept", long + "\nafter\n", []string{long[:10], "after"}},
-		{"a long last line", "before\n" + long, []string{"before", long[:10]}},
-		{"max bytes exactly", long[:10] + "\n" + long[:11] + "\nz", []string{long[:10], long[:10], "z"}},
+		// A long line is passed over whole, never read cut ("12345" as "1234").
+		{"a long line is passed over, the next kept", long + "\nafter\n", []string{"after"}},
+		{"a long last line", "before\n" + long, []string{"before"}},
+		{"a long last line ended", "before\n" + long + "\n", []string{"before"}},
+		{"max bytes exactly", long[:10] + "\n" + long[:11] + "\nz", []string{long[:10], "z"}},
+		{"max bytes exactly, last", "a\n" + long[:10], []string{"a", long[:10]}},
+		{"a number past max", "t=123456789\nt=1\n", []string{"t=1"}},
 		{"empty lines", "\n\n", []string{"", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,5 +52,51 @@ func TestLines(t *testing.T) {
 				t.Errorf("lines %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		err  error // nil: read
+	}{
+		{"12.5", 12.5, nil}, {"1e+06", 1e6, nil}, {"2E-07", 2e-7, nil}, {".5", 0.5, nil}, {"5.", 5, nil},
+		{"-3", -3, nil}, {"+3", 3, nil}, {"0", 0, nil}, {"0.00", 0, nil}, {"0e+00", 0, nil},
+		// Go reads these; no printf writes them, or they are no measurement.
+		{"0x1p3", 0, ErrNotDecimal}, {"0X10", 0, ErrNotDecimal}, {"1_000", 0, ErrNotDecimal}, {"2_0.5", 0, ErrNotDecimal},
+		{"Inf", 0, ErrNotDecimal}, {"+Inf", 0, ErrNotDecimal}, {"-inf", 0, ErrNotDecimal}, {"infinity", 0, ErrNotDecimal},
+		{"NaN", 0, ErrNotDecimal}, {"nan", 0, ErrNotDecimal}, {"", 0, ErrNotDecimal}, {" 5", 0, ErrNotDecimal}, {"1.2.3", 0, ErrNotDecimal},
+		// Beyond a float64: read, they would not be the number written.
+		{"1e400", 0, strconv.ErrRange}, {"-1e400", 0, strconv.ErrRange}, {"1e-400", 0, strconv.ErrRange},
+	} {
+		v, err := Decimal(tc.in)
+		if tc.err == nil && (err != nil || v != tc.want) || tc.err != nil && !errors.Is(err, tc.err) {
+			t.Errorf("Decimal(%q) = %v, %v; want %v, %v", tc.in, v, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestJSONMembers(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		keys []string // nil: an error
+	}{
+		{`{"a": 1, "b": {"a": 2}, "a": "x"}`, []string{"a", "b", "a"}},
+		{`{"\u0061": 1} `, []string{"a"}},
+		{`{}`, []string{}},
+		{`{"a": 1} {"b": 2}`, nil},
+		{`[1]`, nil},
+		{`{"a": 1`, nil},
+		{`{"a" 1}`, nil},
+	} {
+		ms, err := JSONMembers([]byte(tc.in))
+		keys := []string{}
+		for _, m := range ms {
+			keys = append(keys, m.Key)
+		}
+		if tc.keys == nil && err == nil || tc.keys != nil && (err != nil || !slices.Equal(keys, tc.keys)) {
+			t.Errorf("JSONMembers(%s) = %q, %v; want %q", tc.in, keys, err, tc.keys)
+		}
 	}
 }

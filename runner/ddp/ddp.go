@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/nccltune/nccltune/internal/text"
@@ -62,7 +63,7 @@ const (
 // run) are an error.
 func Parse(output []byte) (Result, error) {
 	var results []Result
-	var firstErr error
+	var firstErr, badResult error
 	sc := bufio.NewScanner(bytes.NewReader(output))
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	sc.Split(text.Lines(1 << 20)) // an over-long line is passed over, not the end of the output
@@ -76,8 +77,11 @@ func Parse(output []byte) (Result, error) {
 			}
 		}
 		for _, obj := range tagged(sc.Text(), resultTag) {
-			var r Result
-			if json.Unmarshal(obj, &r) != nil || r.Steps < 1 || !(r.StepMsMean > 0) {
+			r, err := readResult(obj)
+			if err != nil && badResult == nil {
+				badResult = err
+			}
+			if err != nil || r.Steps < 1 || !(r.StepMsMean > 0) {
 				continue
 			}
 			results = append(results, r)
@@ -86,6 +90,8 @@ func Parse(output []byte) (Result, error) {
 	switch {
 	case firstErr != nil:
 		return Result{}, firstErr
+	case badResult != nil:
+		return Result{}, badResult
 	case len(results) == 0:
 		return Result{}, ErrNoResult
 	}
@@ -105,6 +111,41 @@ func Parse(output []byte) (Result, error) {
 		}
 	}
 	return best, nil
+}
+
+// readResult reads one result object. One that does not read is an error,
+// not passed over (which could leave another rank's result in rank 0's
+// place): a value of the wrong kind, a number beyond a float64 (1e400, or
+// 1e-400, which encoding/json reads as 0) or its field, and a field given
+// twice, which encoding/json would take the last of (matching keys as it
+// does, in any case).
+func readResult(obj json.RawMessage) (Result, error) {
+	members, err := text.JSONMembers(obj)
+	if err != nil {
+		return Result{}, fmt.Errorf("a result that is no JSON object: %.200s", obj)
+	}
+	fields := reflect.TypeFor[Result]()
+	seen := map[int]bool{}
+	for _, m := range members {
+		if v := string(m.Value); strings.ContainsAny(v[:1], "-0123456789") { // a number
+			if _, err := text.Decimal(v); err != nil {
+				return Result{}, fmt.Errorf("a result whose %s does not read: %v", m.Key, err)
+			}
+		}
+		for i := range fields.NumField() {
+			if strings.EqualFold(m.Key, fields.Field(i).Tag.Get("json")) {
+				if seen[i] {
+					return Result{}, fmt.Errorf("a result that gives %s twice: %.200s", fields.Field(i).Tag.Get("json"), obj)
+				}
+				seen[i] = true
+			}
+		}
+	}
+	var r Result
+	if err := json.Unmarshal(obj, &r); err != nil {
+		return Result{}, fmt.Errorf("a result that does not read (%v): %.200s", err, obj)
+	}
+	return r, nil
 }
 
 // tagged returns the JSON object after each occurrence of tag in line.

@@ -46,6 +46,12 @@ func TestParseResultsOfOneRun(t *testing.T) {
 		{"rank 0 twice", line(0, 1, 5) + line(0, 1, 50)},
 		{"worlds apart", line(0, 8, 5) + line(1, 2, 50)},
 		{"a rank outside its world", line(3, 2, 5)},
+		// A result that does not read is no measurement, whichever rank's it is.
+		{"a field twice", `NCCLTUNE_DDP {"rank": 0, "world": 1, "steps": 20, "step_ms_mean": 5, "step_ms_mean": 500}` + "\n"},
+		{"a field twice, in capitals", `NCCLTUNE_DDP {"rank": 0, "world": 1, "steps": 20, "step_ms_mean": 5, "STEP_MS_MEAN": 500}` + "\n"},
+		{"rank 0's beyond a float64", line(1, 2, 50) + `NCCLTUNE_DDP {"rank": 0, "world": 2, "steps": 20, "step_ms_mean": 1e400}` + "\n"},
+		{"rank 0's under a float64", line(1, 2, 50) + `NCCLTUNE_DDP {"rank": 0, "world": 2, "steps": 20, "step_ms_mean": 1e-400}` + "\n"},
+		{"rank 0's of the wrong kind", line(1, 2, 50) + `NCCLTUNE_DDP {"rank": "0", "world": 2, "steps": 20, "step_ms_mean": 5}` + "\n"},
 	} {
 		if r, err := Parse([]byte(tc.out)); err == nil || errors.Is(err, ErrNoResult) {
 			t.Errorf("%s: %+v, %v; want an error", tc.name, r, err)

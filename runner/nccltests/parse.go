@@ -6,9 +6,11 @@ package nccltests
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,6 +55,13 @@ type Report struct {
 	// Failures are the benchmark's own error lines ("Test NCCL failure ...",
 	// "NCCL WARN ...", "Test CUDA failure ..."), in order of appearance.
 	Failures []string
+	// Aborted is the first line nccl-tests prints only as it stops on an
+	// error (its CUDACHECK, NCCLCHECK and TESTCHECK: "Test NCCL failure
+	// common.cu:1005 ..."; "Invalid number of GPUs"), wherever it comes:
+	// after a full table it is the teardown that failed. "" if none.
+	// NCCL's WARN lines are not among them: NCCL warns of much that does
+	// no harm.
+	Aborted string
 }
 
 // Device is one rank's GPU, from the header.
@@ -71,12 +80,23 @@ var (
 	oobRE      = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)`)
 	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
+	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs`)
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:") and srun --label ("0: ").
 	tagRE = regexp.MustCompile(`^(\[\d+,\d+\]<std(out|err)>:|\d+: )`)
 	// rankRE matches the header's device lines, one per rank.
 	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
 )
+
+// changedColumns are the header's columns that nccl-tests' options add or
+// rename (-S, -I, -C), with the option: with them, a row is not the one
+// Parse reads, or (-C) its time is the CPU's, not the one the bandwidths
+// are computed from.
+var changedColumns = map[string]string{
+	"timestamp": "-S (--report_timestamps)",
+	"i_min":     "-I (--per_iter_timing)",
+	"cputime":   "-C (--report_cputime)",
+}
 
 // Parse reads a benchmark's output. Lines that are not part of the table (MPI
 // banners, NCCL INFO lines, warnings) are skipped. It returns ErrNoResults,
@@ -85,6 +105,7 @@ func Parse(r io.Reader) (*Report, error) {
 	rep := &Report{AvgBusBW: math.NaN(), OutOfBounds: -1}
 	var maxErrs [][2]float64 // per row, for the old "error" column; NaN where a count was printed
 	ranks := 0
+	var formatErr error
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	sc.Split(text.Lines(64 << 10)) // an over-long line is passed over, not the end of the table
@@ -93,6 +114,9 @@ func Parse(r io.Reader) (*Report, error) {
 		if m := versionRE.FindStringSubmatch(line); m != nil && rep.Version == "" {
 			rep.Version = m[1]
 		}
+		if abortRE.MatchString(line) && rep.Aborted == "" {
+			rep.Aborted = line
+		}
 		if failureRE.MatchString(line) {
 			if len(rep.Failures) < maxFailure {
 				rep.Failures = append(rep.Failures, line)
@@ -100,13 +124,16 @@ func Parse(r io.Reader) (*Report, error) {
 			continue
 		}
 		if strings.HasPrefix(line, "#") {
+			if err := checkHeader(line); err != nil && formatErr == nil {
+				formatErr = err
+			}
 			if m := rankRE.FindStringSubmatch(line); m != nil {
 				ranks++
 				n, _ := strconv.Atoi(m[1])
 				rep.Devices = append(rep.Devices, Device{Rank: n, Host: m[2], GPU: strings.TrimSpace(m[3])})
 			}
 			if m := avgRE.FindStringSubmatch(line); m != nil {
-				if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+				if v, err := text.Decimal(m[1]); err == nil {
 					rep.AvgBusBW = v
 				}
 			} else if m := oobRE.FindStringSubmatch(line); m != nil {
@@ -125,10 +152,28 @@ func Parse(r io.Reader) (*Report, error) {
 	if err := sc.Err(); err != nil {
 		return rep, err
 	}
+	if formatErr != nil {
+		return rep, formatErr
+	}
 	if len(rep.Rows) == 0 {
 		return rep, ErrNoResults
 	}
 	return rep, nil
+}
+
+// checkHeader refuses the table's column header ("# size count type ...")
+// where it names a column that an option of nccl-tests adds or renames.
+func checkHeader(line string) error {
+	f := strings.Fields(line)
+	if len(f) < 3 || f[1] != "size" || f[2] != "count" {
+		return nil
+	}
+	for _, c := range f {
+		if opt, ok := changedColumns[c]; ok {
+			return fmt.Errorf("the table has a %s column, which nccl-tests prints with %s: nccltune reads the table without it", c, opt)
+		}
+	}
+	return nil
 }
 
 // parseRow reads "size count type redop [root] time algbw busbw #wrong time
@@ -140,13 +185,13 @@ func parseRow(f []string) (Row, [2]float64, bool) {
 	var rest []string
 	switch len(f) {
 	case 13:
-		root, err := strconv.Atoi(f[4])
+		root, err := integer(f[4])
 		if err != nil || !isWord(f[3]) {
 			return row, errs, false
 		}
 		row.Redop, row.Root, rest = f[3], root, f[5:]
 	case 12:
-		if root, err := strconv.Atoi(f[3]); err == nil {
+		if root, err := integer(f[3]); err == nil {
 			row.Redop, row.Root = "none", root
 		} else if isWord(f[3]) {
 			row.Redop, row.Root = f[3], -1
@@ -158,9 +203,9 @@ func parseRow(f []string) (Row, [2]float64, bool) {
 		return row, errs, false
 	}
 	var err1, err2 error
-	row.Size, err1 = strconv.ParseInt(f[0], 10, 64)
-	row.Count, err2 = strconv.ParseInt(f[1], 10, 64)
-	if err1 != nil || err2 != nil || row.Size < 0 || row.Count < 0 || !isWord(f[2]) {
+	row.Size, err1 = count(f[0])
+	row.Count, err2 = count(f[1])
+	if err1 != nil || err2 != nil || !isWord(f[2]) {
 		return row, errs, false
 	}
 	row.Type = f[2]
@@ -176,8 +221,8 @@ func parseMeasure(f []string) (Measure, float64, bool) {
 	var m Measure
 	vals := make([]float64, 3)
 	for i := range vals {
-		v, err := strconv.ParseFloat(f[i], 64)
-		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		v, err := unsigned(f[i])
+		if err != nil {
 			return m, 0, false
 		}
 		vals[i] = v
@@ -188,15 +233,46 @@ func parseMeasure(f []string) (Measure, float64, bool) {
 		m.Wrong = -1
 		return m, math.NaN(), true
 	}
-	if n, err := strconv.ParseInt(w, 10, 64); err == nil && n >= 0 {
+	if n, err := count(w); err == nil {
 		m.Wrong = n
 		return m, math.NaN(), true
 	}
-	v, err := strconv.ParseFloat(w, 64)
-	if err != nil || v < 0 || math.IsNaN(v) {
+	v, err := unsigned(w)
+	if err != nil {
 		return m, 0, false
 	}
 	return m, v, true
+}
+
+// unsigned reads a time, a bandwidth or an error as nccl-tests prints
+// them: a decimal number without a sign.
+func unsigned(s string) (float64, error) {
+	if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
+		return 0, strconv.ErrSyntax
+	}
+	return text.Decimal(s)
+}
+
+// count reads a count as printf's "%li" writes one: digits alone (no
+// sign, which strconv.ParseInt would read).
+func count(s string) (int64, error) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// integer reads an integer as printf's "%i" writes one: a count, or '-'
+// and a count.
+func integer(s string) (int, error) {
+	n, err := count(strings.TrimPrefix(s, "-"))
+	if err != nil || n > math.MaxInt32 {
+		return 0, strconv.ErrSyntax
+	}
+	if strings.HasPrefix(s, "-") {
+		n = -n
+	}
+	return int(n), nil
 }
 
 // tolerance is the largest error nccl-tests before 2.11 accepted per rank
@@ -241,24 +317,75 @@ func isWord(s string) bool {
 var ElementSizes = map[string]int64{"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
 	"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
 
-// PrintedSize is the size nccl-tests prints for a requested size (-b, -e,
-// the steps between): the element count it derives from it (its
-// GetCollByteCount functions), times the element size. It is false where the
-// data type or the rank count it needs is unknown.
-func PrintedSize(coll string, size int64, dataType string, ranks int) (int64, bool) {
+// PrintedSizes are the sizes nccl-tests prints for a requested size (-b,
+// -e, the steps between), the current version's first: the element count
+// it derives from it (its GetCollByteCount functions), times the element
+// size. all_gather, reduce_scatter and alltoall split the count among the
+// ranks and have rounded each rank's share down in turn to a multiple of
+// 16 bytes (since 2.13.12), of 4 elements (all_gather and reduce_scatter,
+// since September 2022) and of one element, so an older nccl-tests prints
+// another size where the share is not a multiple of 16 bytes. It is false
+// where the data type or the rank count it needs is unknown.
+func PrintedSizes(coll string, size int64, dataType string, ranks int) ([]int64, bool) {
 	elt, ok := ElementSizes[dataType]
+	if !ok {
+		return nil, false
+	}
+	count := size / elt
+	if !countIsShare[coll] {
+		return []int64{count * elt}, true
+	}
+	if ranks <= 0 {
+		return nil, false
+	}
+	n := int64(ranks)
+	shares := []int64{(count / n) &^ (16/elt - 1), count / n}
+	if coll != "alltoall" {
+		shares = append(shares, count/(4*n)*4)
+	}
+	var sizes []int64
+	for _, share := range shares {
+		if !slices.Contains(sizes, share*n*elt) {
+			sizes = append(sizes, share*n*elt)
+		}
+	}
+	return sizes, true
+}
+
+// PrintedSize is the size the current nccl-tests prints for a requested
+// size (PrintedSizes' first).
+func PrintedSize(coll string, size int64, dataType string, ranks int) (int64, bool) {
+	sizes, ok := PrintedSizes(coll, size, dataType, ranks)
 	if !ok {
 		return 0, false
 	}
-	count := size / elt
-	switch coll {
-	case "all_gather", "reduce_scatter", "alltoall":
-		if ranks <= 0 {
-			return 0, false
-		}
-		// Each rank's share, rounded down to 16 bytes.
-		base := (count / int64(ranks)) &^ (16/elt - 1)
-		return base * int64(ranks) * elt, true
+	return sizes[0], true
+}
+
+// countIsShare tells, for each collective nccltune measures, whether
+// nccl-tests' count column is each rank's share of the buffer (the size
+// column being the whole of it) or the whole buffer's elements.
+var countIsShare = map[string]bool{"all_reduce": false, "broadcast": false, "reduce": false, "sendrecv": false,
+	"all_gather": true, "reduce_scatter": true, "alltoall": true}
+
+// PrintedCount is the count nccl-tests prints beside a printed size: its
+// GetCollByteCount's paramcount, where the size is max(sendcount,
+// recvcount) elements of the type. That is the size's elements, or for
+// all_gather, reduce_scatter and alltoall each rank's share of them, in
+// every nccl-tests since its first (2017; the rounding of the share
+// changed, this relation did not); -1 where no count prints the size. It is false where
+// the collective, the data type or the rank count it needs is unknown.
+func PrintedCount(coll string, size int64, dataType string, ranks int) (int64, bool) {
+	elt, known := ElementSizes[dataType]
+	share, measured := countIsShare[coll]
+	switch {
+	case !known || !measured || share && ranks <= 0:
+		return 0, false
+	case share:
+		elt *= int64(ranks)
 	}
-	return count * elt, true
+	if size%elt != 0 {
+		return -1, true
+	}
+	return size / elt, true
 }

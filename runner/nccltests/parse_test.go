@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -66,6 +67,17 @@ func TestParseCases(t *testing.T) {
 		{"an over-long line between rows", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n" + strings.Repeat("y", 5<<20) +
 			"\n  2048  512  float  sum  -1  21.5  0.10  0.18  0  20.9  0.10  0.18  2\n", 2, 2, 0, false},
 		{"an over-long unfinished last line", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n" + strings.Repeat("z", 5<<20), 1, 0, 0, false},
+		// Cut at 64 KiB, this line would be a row of 13 fields: it is passed over whole.
+		{"a row with a 14th field past 64 KiB", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0" + strings.Repeat(" ", 64<<10) + "7\n", 0, 0, 0, true},
+		// Numbers are read as printf writes them: Go's own forms, infinities,
+		// and numbers beyond a float64 are not, and such a line is no row.
+		{"a hexadecimal float", header + "  1024  256  float  sum  -1  0x1p3  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"underscores", header + "  1_024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"underscores in a float", header + "  1024  256  float  sum  -1  2_0.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"a signed size", header + "  +1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"a signed count of wrong elements", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  +0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"Inf", header + "  1024  256  float  sum  -1  20.5  Inf  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
+		{"an underflow read as 0", header + "  1024  256  float  sum  -1  1e-400  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
 		{"negative numbers are not rows", header + "  1024  256  float  sum  -1  -20.5  0.05  0.09  0  19.9  0.05  0.09  0\n", 0, 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,5 +196,81 @@ func TestParseOldVersions(t *testing.T) {
 		if last := rep.Rows[30]; last.Wrong() != 1 {
 			t.Errorf("%s: an error of 3e-03 on float was not judged wrong: %+v", tc.file, last)
 		}
+	}
+}
+
+// TestParseRefusesChangedTables: a table that an option of nccl-tests
+// changed (its header as nccl-tests 2.19 prints it) fails with the option's
+// name, not as a table without rows, nor (-C) as one whose times are right.
+func TestParseRefusesChangedTables(t *testing.T) {
+	const row = "        1024           256     float     sum      -1    20.50    0.05    0.09       0    19.93    0.05    0.09       0"
+	for _, tc := range []struct {
+		name, header, row, want string
+	}{
+		{"-S", "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong           timestamp",
+			row + "  2025-11-03 10:11:12", "a timestamp column, which nccl-tests prints with -S (--report_timestamps)"},
+		{"-I", "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%",
+			"        1024           256     float     sum      -1    20.50    0.05    0.09       0    19.10    22.30    22.30     3.10    19.93    0.05    0.09       0    19.00    21.00    21.00     2.50",
+			"-I (--per_iter_timing)"},
+		{"-C", "#       size         count      type   redop    root  cputime   algbw   busbw  #wrong  cputime   algbw   busbw  #wrong", "[1,0]<stdout>:" + row, "a cputime column, which nccl-tests prints with -C (--report_cputime)"},
+	} {
+		rep, err := Parse(strings.NewReader(tc.header + "\n" + tc.row + "\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrNoResults) {
+			t.Errorf("%s: %d rows, error %v; want %q", tc.name, len(rep.Rows), err, tc.want)
+		}
+	}
+}
+
+// TestPrintedCount: nccl-tests prints a row's size and count from one
+// element count; every recorded row agrees.
+func TestPrintedCount(t *testing.T) {
+	for _, tc := range []struct {
+		coll, dataType string
+		size           int64
+		ranks          int
+		want           int64
+		ok             bool
+	}{
+		{"all_reduce", "float", 1024, 0, 256, true},
+		{"broadcast", "half", 1024, 8, 512, true},
+		{"sendrecv", "double", 1024, 2, 128, true},
+		{"all_gather", "float", 960, 12, 20, true}, // each rank's share
+		{"alltoall", "bfloat16", 1024, 8, 64, true},
+		{"reduce_scatter", "int8", 1000, 8, 125, true},
+		{"all_reduce", "float", 1022, 1, -1, true}, // no count prints it
+		{"all_gather", "float", 1024, 0, 0, false}, // the ranks unknown
+		{"all_reduce", "char", 1024, 1, 0, false},  // the type unknown
+		{"gather", "float", 1024, 8, 0, false},
+	} {
+		if got, ok := PrintedCount(tc.coll, tc.size, tc.dataType, tc.ranks); got != tc.want || ok != tc.ok {
+			t.Errorf("PrintedCount(%s, %d, %s, %d) = %d, %v; want %d, %v", tc.coll, tc.size, tc.dataType, tc.ranks, got, ok, tc.want, tc.ok)
+		}
+	}
+	files, _ := filepath.Glob("testdata/*/*_perf*.txt")
+	files = append(files, "testdata/v2.18.3-2x8-ompi-warnings.txt", "testdata/v2.x-old-error-column-12xV100.txt", "testdata/v2.x-old-broadcast-no-redop.txt",
+		"testdata/h200-nccl2.28.3-tests2.19.6/mpirun_tagged.txt", "testdata/h200-nccl2.28.3-tests2.19.6/ll9.txt", "testdata/h200-nccl2.28.3-tests2.19.6/nocheck.txt")
+	rows := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coll := "all_reduce"
+		for _, c := range []string{"all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce_perf", "sendrecv"} {
+			if strings.Contains(file, c) {
+				coll = strings.TrimSuffix(c, "_perf")
+			}
+		}
+		rep, _ := Parse(strings.NewReader(string(data)))
+		for _, r := range rep.Rows {
+			want, ok := PrintedCount(coll, r.Size, r.Type, len(rep.Devices))
+			if !ok || r.Count != want {
+				t.Errorf("%s: %s row %+v: count %d, %v", file, coll, r, want, ok)
+			}
+			rows++
+		}
+	}
+	if rows < 190 {
+		t.Errorf("%d rows read from %d files", rows, len(files))
 	}
 }
