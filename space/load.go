@@ -854,6 +854,12 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 		// node alone, and waits for the other nodes until every trial times out.
 		b.errorf(line("nodes"), "launcher.nodes = %d needs launcher.rdzv_endpoint (host:port), where the nodes' torchrun meet; without it torchrun runs --standalone, on this node alone", l.Nodes)
 	}
+	if l.Kind == "srun" && l.TasksPerNode == 0 {
+		// srun would take its task count from the allocation it runs in
+		// (SLURM_NTASKS, which salloc -n sets for every command under it):
+		// a rank count the space does not know, and rarely one per node.
+		b.errorf(line("kind"), "launcher srun needs ntasks_per_node, the ranks of each node: without it the allocation's task count (salloc -n, SLURM_NTASKS) would decide how many ranks a trial runs")
+	}
 	b.launcherCounts(line, s)
 }
 

@@ -120,7 +120,7 @@ func TestSweepOfPerRankCollectives(t *testing.T) {
 	}{
 		{"local 16 GPUs", "[benchmark]\nbinary = \"all_reduce_perf\"\ngpus = 16", "ranks = 16",
 			map[string]Sizes{"all_gather": {256, 256, 2}, "alltoall": {1024, 1024, 2}, "all_reduce": {8, 8, 2}, "reduce_scatter": {256, 512, 2}}},
-		{"the workload's ranks", "[benchmark]\nbinary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"", "ranks = 64",
+		{"the workload's ranks", "[benchmark]\nbinary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"\nntasks_per_node = 8", "ranks = 64",
 			map[string]Sizes{"all_gather": {1024, 1024, 2}, "alltoall": {1024, 1024, 2}, "reduce_scatter": {1024, 1024, 2}}},
 		{"the launcher's ranks", "[benchmark]\nbinary = \"all_reduce_perf\"\ngpus = 1\n[launcher]\nkind = \"mpirun\"\nnp = 32", "",
 			map[string]Sizes{"all_gather": {512, 512, 2}, "reduce_scatter": {512, 512, 2}}},
