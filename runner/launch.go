@@ -45,6 +45,22 @@ type ExitReader interface {
 	RankExit(output []byte, e Exit) Exit
 }
 
+// An EnvFilter is a launcher that reads some of its options from its own
+// environment, which a trial's launcher inherits from nccltune's caller:
+// LauncherEnv drops from env the variables that would set what the space
+// says (how many ranks, where, how they run), or hide the output nccltune reads.
+type EnvFilter interface {
+	LauncherEnv(env []string) []string
+}
+
+// without is env less the variables named in names.
+func without(env []string, names []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(names, name)
+	})
+}
+
 // Checker is implemented by launchers that can find problems before any trial
 // runs: a missing binary or hostfile, a rank count that does not fit.
 type Checker interface {
@@ -158,8 +174,8 @@ func (m MPIRun) Check() error {
 // every task: an --export=NAME=value list would split values at commas.
 type Srun struct {
 	Command      string // default "srun"
-	Nodes        int    // -N
-	TasksPerNode int    // --ntasks-per-node
+	Nodes        int    // -N; 0: every node of the allocation
+	TasksPerNode int    // --ntasks-per-node; 0: one
 	Args         []string
 	// NodeList names the nodes (one group's of launcher.groups); empty: srun picks.
 	NodeList []string
@@ -167,29 +183,53 @@ type Srun struct {
 
 func (s Srun) command() string { return or(s.Command, "srun") }
 
-// Wrap builds the srun command line.
+// Wrap builds the srun command line. The step's shape is given in full, -N,
+// -n and --ntasks-per-node: inside an allocation srun takes whatever is not
+// given from it (srun -N 2 under salloc -n 16 runs 16 tasks; without -N,
+// --ntasks-per-node 3 ran 3 tasks in all on 2 nodes).
 func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
+	nodes := s.Nodes
+	if nodes == 0 {
+		n, err := strconv.Atoi(os.Getenv("SLURM_JOB_NUM_NODES"))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("srun: no node count (launcher.nodes), and the allocation's is unknown: SLURM_JOB_NUM_NODES = %q", os.Getenv("SLURM_JOB_NUM_NODES"))
+		}
+		nodes = n
+	}
+	tasks := max(s.TasksPerNode, 1)
 	// --kill-on-bad-exit ends the step when a rank fails, as mpirun does:
 	// srun would wait for the other ranks, which a failed peer can leave
 	// hanging in NCCL until the trial's timeout.
-	argv := []string{s.command(), "--export=ALL", "--kill-on-bad-exit=1"}
-	if s.Nodes > 0 {
-		argv = append(argv, "-N", strconv.Itoa(s.Nodes))
-	}
-	// Inside an allocation srun takes its task count from SLURM_NTASKS, the
-	// allocation's; when that is not Nodes x TasksPerNode, srun warns and
-	// ignores --ntasks-per-node, so a trial would run on every allocated task.
-	if s.Nodes > 0 && s.TasksPerNode > 0 {
-		argv = append(argv, "-n", strconv.Itoa(s.Nodes*s.TasksPerNode))
-	}
-	if s.TasksPerNode > 0 {
-		argv = append(argv, "--ntasks-per-node", strconv.Itoa(s.TasksPerNode))
-	}
+	argv := []string{s.command(), "--export=ALL", "--kill-on-bad-exit=1",
+		"-N", strconv.Itoa(nodes), "-n", strconv.Itoa(nodes * tasks), "--ntasks-per-node", strconv.Itoa(tasks)}
 	if len(s.NodeList) > 0 {
 		argv = append(argv, "--nodelist="+strings.Join(s.NodeList, ","))
 	}
 	argv = append(argv, s.Args...)
 	return append(argv, cmd...), nil
+}
+
+// LauncherEnv drops srun's input variables (srun(1), INPUT ENVIRONMENT
+// VARIABLES) that shape a step or its output: salloc and sbatch set several
+// of them for every command of the allocation (SLURM_NTASKS, SLURM_NNODES,
+// SLURM_GPUS_PER_TASK, SLURM_DISTRIBUTION, ...), which srun would take as
+// the defaults of options nccltune does not pass. A step is shaped by the
+// space alone (nodes, ntasks_per_node, and launcher.args for anything else).
+// SLURM_JOB_ID, which puts the step in the allocation, stays, and so does the
+// cluster's configuration (SLURM_CONF, SLURM_MPI_TYPE, the account, ...).
+func (Srun) LauncherEnv(env []string) []string { return without(env, srunShape) }
+
+var srunShape = []string{
+	// How many tasks, on how many nodes.
+	"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS_PER_NODE",
+	"SLURM_NTASKS_PER_CORE", "SLURM_NTASKS_PER_SOCKET", "SLURM_NTASKS_PER_GPU",
+	// Where they run, and what each one has.
+	"SLURM_DISTRIBUTION", "SLURM_DIST_PLANESIZE", "SLURM_HINT", "SLURM_CPU_BIND", "SLURM_MEM_BIND", "SLURM_GPU_BIND",
+	"SLURM_CPUS_PER_TASK", "SRUN_CPUS_PER_TASK", "SLURM_CPUS_PER_GPU", "SLURM_TRES_PER_TASK",
+	"SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK", "SLURM_GRES", "SLURM_STEP_GRES",
+	// Their output, which nccltune reads: labelled, sent to files, or their
+	// environment, which carries the trial's variables, not exported.
+	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV",
 }
 
 // srunTaskRE is srun's report of tasks that ended badly: "srun: error: n1:

@@ -120,6 +120,44 @@ func TestLauncherCommandLines(t *testing.T) {
 	}
 }
 
+// TestSrunShape: a step's shape is given in full, -N, -n and
+// --ntasks-per-node, since srun takes what is not given from the allocation.
+func TestSrunShape(t *testing.T) {
+	bench := []string{"all_reduce_perf"}
+	for _, tc := range []struct {
+		srun        Srun
+		allocNodes  string // SLURM_JOB_NUM_NODES
+		want, error string
+	}{
+		{Srun{Nodes: 2, TasksPerNode: 8}, "4", "srun --export=ALL --kill-on-bad-exit=1 -N 2 -n 16 --ntasks-per-node 8 all_reduce_perf", ""},
+		{Srun{TasksPerNode: 4}, "3", "srun --export=ALL --kill-on-bad-exit=1 -N 3 -n 12 --ntasks-per-node 4 all_reduce_perf", ""},
+		{Srun{Nodes: 2}, "4", "srun --export=ALL --kill-on-bad-exit=1 -N 2 -n 2 --ntasks-per-node 1 all_reduce_perf", ""},
+		{Srun{Nodes: 1, TasksPerNode: 2, NodeList: []string{"n3"}}, "4", "srun --export=ALL --kill-on-bad-exit=1 -N 1 -n 2 --ntasks-per-node 2 --nodelist=n3 all_reduce_perf", ""},
+		{Srun{TasksPerNode: 4}, "", "", `the allocation's is unknown: SLURM_JOB_NUM_NODES = ""`},
+		{Srun{TasksPerNode: 4}, "0", "", `SLURM_JOB_NUM_NODES = "0"`},
+	} {
+		t.Setenv("SLURM_JOB_NUM_NODES", tc.allocNodes)
+		argv, err := tc.srun.Wrap(bench, nil)
+		if got := strings.Join(argv, " "); got != tc.want || (err == nil) != (tc.error == "") || err != nil && !strings.Contains(err.Error(), tc.error) {
+			t.Errorf("%+v in %s nodes: %q, %v\nwant %q, %q", tc.srun, tc.allocNodes, got, err, tc.want, tc.error)
+		}
+	}
+}
+
+// TestSrunEnv: srun's input variables that shape a step or its output are
+// dropped from its environment; the allocation's job ID and the cluster's
+// configuration stay.
+func TestSrunEnv(t *testing.T) {
+	env := []string{"SLURM_JOB_ID=7", "SLURM_NTASKS=16", "SLURM_NPROCS=16", "SLURM_NNODES=4", "SLURM_JOB_NUM_NODES=4",
+		"SLURM_NTASKS_PER_NODE=4", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1",
+		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out", "SRUN_EXPORT_ENV=NONE",
+		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
+	want := []string{"SLURM_JOB_ID=7", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
+	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
+		t.Errorf("srun's environment %q\nwant %q", got, want)
+	}
+}
+
 // TestTorchrunTarget: torchrun runs its positional script with its own
 // "python -u", a module with -m, and anything else only under --no_python
 // (torch/distributed/run.py), so the interpreter is dropped only where
