@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -391,6 +392,38 @@ func torchrunTarget(cmd []string) []string {
 	}
 	return append([]string{"--no_python"}, cmd...)
 }
+
+// RankExit is how the first worker to fail ended, as torchrun's report of
+// it names it: torchrun exits 1 whatever its workers did, and a worker
+// killed by a signal would be a plain exit 1. The report is PyTorch's
+// ChildFailedError (torch/distributed/elastic/multiprocessing/errors):
+// under "Root Cause (first observed failure):", "exitcode  : -9 (pid: 4242)",
+// the status as Python's subprocess gives it, -N for signal N.
+func (Torchrun) RankExit(output []byte, e Exit) Exit {
+	if e.Code == 0 || e.Signal != 0 {
+		return e // a clean run, or torchrun itself was killed
+	}
+	// The last report is torchrun's: a worker's output, printed before it,
+	// may hold the words too.
+	i := bytes.LastIndex(output, []byte("Root Cause (first observed failure):"))
+	if i < 0 {
+		return e
+	}
+	m := torchrunExitRE.FindSubmatch(output[i:])
+	if m == nil {
+		return e
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	switch {
+	case err == nil && n < 0 && n >= -maxSignal:
+		return Exit{Code: -1, Signal: syscall.Signal(-n)}
+	case err == nil && n > 0:
+		return Exit{Code: n}
+	}
+	return e
+}
+
+var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: [0-9]+\)`)
 
 // Check finds torchrun.
 func (t Torchrun) Check() error {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,6 +156,95 @@ func TestSrunEnv(t *testing.T) {
 	want := []string{"SLURM_JOB_ID=7", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
 		t.Errorf("srun's environment %q\nwant %q", got, want)
+	}
+}
+
+// torchrunKilled is how torchrun ends when worker 1 is killed by SIGKILL and
+// torchrun then stops worker 0 with SIGTERM: its ChildFailedError report, as
+// PyTorch 1.13's ChildFailedError.format_msg formats it, after its log line.
+const torchrunKilled = `ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 4242) of binary: step.sh
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+======================================================
+step.sh FAILED
+------------------------------------------------------
+Failures:
+[0]:
+  time      : 2023-11-14_22:13:21
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 4241)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 4241
+------------------------------------------------------
+Root Cause (first observed failure):
+[1]:
+  time      : 2023-11-14_22:13:20
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 4242)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 4242
+======================================================
+`
+
+// torchrunExited is the report of a worker that exited with status 3.
+const torchrunExited = `
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2023-11-14_22:13:20
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 3 (pid: 4243)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+`
+
+// TestTorchrunRankExit: torchrun exits 1 whatever its workers did; the
+// first failed worker's end is read from its report.
+func TestTorchrunRankExit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		output   string
+		torchrun Exit
+		want     Exit
+	}{
+		{"killed", torchrunKilled, Exit{Code: 1}, Exit{Code: -1, Signal: syscall.SIGKILL}},
+		{"exited", torchrunExited, Exit{Code: 1}, Exit{Code: 3}},
+		{"no report", "Traceback (most recent call last):\nValueError: bad\n", Exit{Code: 1}, Exit{Code: 1}},
+		{"a worker's imitation, then torchrun's report", strings.Replace(torchrunExited, "3 (pid", "-11 (pid", 1) + torchrunKilled,
+			Exit{Code: 1}, Exit{Code: -1, Signal: syscall.SIGKILL}},
+		{"no status under the root cause", "Root Cause (first observed failure):\n[0]:\n  exitcode  : x (pid: 1)\n", Exit{Code: 1}, Exit{Code: 1}},
+		{"no such signal", strings.Replace(torchrunKilled, "-9 (pid", "-99 (pid", 1), Exit{Code: 1}, Exit{Code: 1}},
+		{"torchrun itself killed", torchrunKilled, Exit{Code: -1, Signal: syscall.SIGTERM}, Exit{Code: -1, Signal: syscall.SIGTERM}},
+		{"a clean exit", torchrunKilled, Exit{}, Exit{}},
+	} {
+		if got := (Torchrun{}).RankExit([]byte(tc.output), tc.torchrun); got != tc.want {
+			t.Errorf("%s: RankExit = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTorchrunWorkerKilled: a trial whose worker torchrun reports killed by
+// a signal fails as killed by it, not as torchrun's exit 1.
+func TestTorchrunWorkerKilled(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "torchrun")
+	script := "#!/bin/sh\ncat >&2 <<'EOF'\n" + torchrunKilled + "EOF\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []Benchmark{DDPStep{Program: []string{"step.sh"}}, UserCommand{Argv: []string{"train.py"}}} {
+		r := &Runner{Launcher: Torchrun{Command: fake, NProcPerNode: 2}, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: b, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailSignal || !strings.Contains(res.Failure.Reason, "killed by killed") {
+			t.Errorf("%T: failure %v, want killed by SIGKILL\n%s", b, res.Failure, res.Output)
+		}
 	}
 }
 
