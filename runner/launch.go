@@ -393,6 +393,16 @@ func torchrunTarget(cmd []string) []string {
 	return append([]string{"--no_python"}, cmd...)
 }
 
+// LauncherEnv drops every PET_ variable: torchrun takes PET_NAME as the
+// default of its option --name (torch/distributed/argparse_util.py), so the
+// caller's PET_NPROC_PER_NODE, PET_NNODES or PET_RDZV_ENDPOINT would set what
+// the space leaves out, PET_MAX_RESTARTS rerun failed workers within one
+// trial, PET_REDIRECTS or PET_LOCAL_RANKS_FILTER take their output away,
+// and PET_NO_PYTHON or PET_MODULE change how the command runs.
+func (Torchrun) LauncherEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "PET_") })
+}
+
 // RankExit is how the first worker to fail ended, as torchrun's report of
 // it names it: torchrun exits 1 whatever its workers did, and a worker
 // killed by a signal would be a plain exit 1. The report is PyTorch's

@@ -159,6 +159,28 @@ func TestSrunEnv(t *testing.T) {
 	}
 }
 
+// TestTorchrunEnv: torchrun takes PET_NAME as its option --name's default,
+// so none of the caller's reaches it; other variables do.
+func TestTorchrunEnv(t *testing.T) {
+	env := []string{"PET_NPROC_PER_NODE=8", "PATH=/bin", "PET_MAX_RESTARTS=3", "PET_REDIRECTS=3", "PET_NO_PYTHON=1", "OMP_NUM_THREADS=4", "MY_PET_X=1"}
+	want := []string{"PATH=/bin", "OMP_NUM_THREADS=4", "MY_PET_X=1"}
+	if got := (Torchrun{}).LauncherEnv(env); !slices.Equal(got, want) {
+		t.Errorf("torchrun's environment %q\nwant %q", got, want)
+	}
+	// Through a run: what a trial's torchrun gets.
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "torchrun")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nenv | grep '^PET_' || echo no PET_ variable\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PET_MAX_RESTARTS", "3")
+	r := &Runner{Launcher: Torchrun{Command: fake}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"step.py"}}, Timeout: time.Minute})
+	if !strings.Contains(string(res.Output), "no PET_ variable") {
+		t.Errorf("torchrun got\n%s", res.Output)
+	}
+}
+
 // torchrunKilled is how torchrun ends when worker 1 is killed by SIGKILL and
 // torchrun then stops worker 0 with SIGTERM: its ChildFailedError report, as
 // PyTorch 1.13's ChildFailedError.format_msg formats it, after its log line.
