@@ -519,8 +519,13 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 	if sz.Factor != 0 {
 		s.Sizes.Factor = sz.Factor
 	}
-	if s.Sizes.Factor < 2 || s.Sizes.Min < 1 || s.Sizes.Max < s.Sizes.Min {
+	switch {
+	case s.Sizes.Factor < 2 || s.Sizes.Min < 1 || s.Sizes.Max < s.Sizes.Min:
 		b.errorf(line("sizes"), "sizes must have 1 <= min <= max and factor >= 2")
+	case s.Sizes.Max > MaxSize:
+		b.errorf(line("sizes"), "sizes.max %s is above %s: nccl-tests allocates a send and a receive buffer of it on each GPU, which no GPU holds", FormatSize(s.Sizes.Max), FormatSize(MaxSize))
+	case s.Sizes.Factor > MaxSize:
+		b.errorf(line("sizes"), "sizes.factor %d is above %d, the largest size (a factor beyond max/min sweeps min alone)", s.Sizes.Factor, MaxSize)
 	}
 }
 
@@ -587,8 +592,8 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		case !slices.Contains(Collectives, w.Collective):
 			b.errorf(line(i, "collective"), "workload.collective %q is not one of %s", w.Collective, strings.Join(Collectives, ", "))
 			continue
-		case bytes < 1:
-			b.errorf(line(i, "size"), "workload.size must be at least 1 byte")
+		case bytes < 1 || bytes > MaxSize:
+			b.errorf(line(i, "size"), "workload.size must be 1 byte to %s (nccl-tests allocates buffers of it on each GPU), not %d", FormatSize(MaxSize), bytes)
 			continue
 		case (w.Count == nil) == (w.Weight == nil):
 			b.errorf(line(i, "collective"), "a [[workload]] entry needs count (its calls) or weight (relative), one of them")
@@ -608,7 +613,10 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 			}
 			b.errorf(line(i, "collective"), "workload: this entry has %s, an earlier one %s: counts are calls per job and weights are relative shares, which do not add up; give every entry count, or every entry weight", other, first)
 			continue
-		case w.Ranks < 0 || w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
+		case w.Ranks < 0 || w.Ranks > MaxRanks:
+			b.errorf(line(i, "ranks"), "workload.ranks must be 1 to %d, not %d", MaxRanks, w.Ranks)
+			continue
+		case w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
 			b.errorf(line(i, "ranks"), "workload.ranks %d: every entry must be of one communicator size (%d here); profile one size per campaign", w.Ranks, ranks)
 			continue
 		}
@@ -701,8 +709,11 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 	}
 	if r.Timeout != "" {
 		d, err := time.ParseDuration(r.Timeout)
-		if err != nil || d <= 0 {
+		switch {
+		case err != nil || d <= 0:
 			b.errorf(line("timeout"), "benchmark.timeout %q is not a positive duration such as \"90s\" or \"10m\"", r.Timeout)
+		case d < MinTimeout || d > MaxTimeout:
+			b.errorf(line("timeout"), "benchmark.timeout %s must be %s to %s: a trial's launch alone takes a second, and one not ended in a day is hung", d, MinTimeout, MaxTimeout)
 		}
 		bm.Timeout = d
 	}
@@ -781,11 +792,19 @@ func (b *builder) ddp(line func(string) int, layers, batch int, bm *BenchmarkSet
 	switch {
 	case bm.Device != "cuda" && bm.Device != "cpu":
 		b.errorf(line("device"), "benchmark.device %q is not cuda or cpu", bm.Device)
-	case bm.Layers < 1 || bm.Batch < 1:
-		b.errorf(line("layers"), "benchmark.layers and benchmark.batch must be positive")
 	}
-	if _, err := ParseSize(bm.Params); err != nil {
+	if bm.Layers < 1 || bm.Layers > MaxLayers {
+		b.errorf(line("layers"), "benchmark.layers must be 1 to %d, not %d", MaxLayers, bm.Layers)
+	}
+	if bm.Batch < 1 || bm.Batch > MaxBatch {
+		b.errorf(line("batch"), "benchmark.batch must be 1 to %d, not %d", MaxBatch, bm.Batch)
+	}
+	n, err := ParseSize(bm.Params)
+	switch {
+	case err != nil:
 		b.errorf(line("model_params"), "benchmark.model_params: %v", err)
+	case n < 1 || n > MaxModelParams:
+		b.errorf(line("model_params"), "benchmark.model_params must be 1 to %s, not %s: DDP keeps the model and its gradients on every GPU, 8 bytes a parameter", FormatSize(MaxModelParams), bm.Params)
 	}
 }
 
@@ -807,8 +826,9 @@ func (b *builder) command(line func(string) int, bm *BenchmarkSettings) {
 	if m.Goal != "min" && m.Goal != "max" {
 		b.errorf(line("metric"), "benchmark.metric.goal must be \"min\" (a time) or \"max\" (a rate), not %q", m.Goal)
 	}
-	if m.Skip < 0 {
-		b.errorf(line("metric"), "benchmark.metric.skip must not be negative")
+	if m.Skip < 0 || m.Skip > MaxIters {
+		// Beyond the iterations a trial may run, every value is skipped.
+		b.errorf(line("metric"), "benchmark.metric.skip must be 0 to %d, not %d", MaxIters, m.Skip)
 	}
 }
 
@@ -930,7 +950,29 @@ const (
 	// MaxRanks bounds every rank, process and node count, and their
 	// products: beyond any cluster one NCCL communicator spans.
 	MaxRanks = 1 << 20
+	// MaxSize bounds every message size (campaign.sizes, workload.size)
+	// and the sweep's factor: nccl-tests allocates on each GPU a send and a
+	// receive buffer of the largest size (all_gather's and alltoall's whole
+	// one), and no GPU holds two of 256 GiB. Beyond it every trial fails to
+	// allocate.
+	MaxSize = 256 << 30
 )
+
+// Bounds of the DDP step's model, which DDP keeps whole on every GPU, with
+// its gradients: 8 bytes a parameter, so 64G parameters need 512 GiB. Its
+// layers are modules that Python builds, runs and reduces one by one every
+// step (2^62 of them are built one by one until the trial's timeout), and
+// 1024 is past any model's depth; a batch of a million rows is past any step's.
+const (
+	MaxModelParams = 64 << 30
+	MaxLayers      = 1024
+	MaxBatch       = 1 << 20
+)
+
+// benchmark.timeout is bounded: below a second no launcher has started its
+// ranks, so every trial would time out; past a day a hung trial is not
+// ended, as if there were no timeout.
+const MinTimeout, MaxTimeout = time.Second, 24 * time.Hour
 
 // groups checks launcher.groups: each group needs nodes of its own, split
 // from srun's allocation or mpirun's hostfile; a simulated cluster is one of

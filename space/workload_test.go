@@ -83,7 +83,9 @@ func TestWorkload(t *testing.T) {
 		{`count = 250`, `weight = nan`, "not a finite number"},
 		// Calls per job and relative shares are not one unit.
 		{`count = 250`, `weight = 2.5`, "w.toml:16: workload: this entry has weight, an earlier one count"},
-		{`size = "8"`, `size = "0"`, "at least 1 byte"},
+		{`size = "8"`, `size = "0"`, "workload.size must be 1 byte to 256G"},
+		{`size = "8"`, `size = "257G"`, "w.toml:13: workload.size must be 1 byte to 256G"},
+		{`count = 4000`, "count = 4000\nranks = 9223372036854775807", "workload.ranks must be 1 to 1048576"},
 		{`min = 1`, "min = 1\nwhen = { NCCL_ALGO = \"Ring\" }", "sets per collective"},
 	} {
 		if _, err := Parse("w.toml", []byte(strings.Replace(workloadSpace, tc.old, tc.new, 1))); err == nil || !strings.Contains(err.Error(), tc.want) {
