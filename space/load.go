@@ -195,6 +195,7 @@ func Parse(filename string, data []byte) (*Space, error) {
 	if _, err := toml.Decode(string(data), &all); err == nil {
 		b.finite(nil, all)
 		b.tables(all)
+		b.zeros(all)
 	}
 	s := b.build(&raw)
 	if err := errors.Join(b.errs...); err != nil {
@@ -305,6 +306,54 @@ func (b *builder) finite(key toml.Key, v any) {
 	case []any:
 		for _, x := range v {
 			b.finite(key, x)
+		}
+	}
+}
+
+// unsetByZero are the settings that the loader reads as not set where they
+// are 0 or "", the zero of their type: the default (trials = 0 ran 50
+// trials, layers = 0 a model of 8, launcher.kind = "" the local launcher)
+// or the launcher's own choice (np = 0 or nodes = 0 as many ranks as mpirun
+// or the allocation gave). Written out, such a zero is refused, as no value
+// of the setting: a templated file whose variable was empty ran something
+// else. Where 0 is a value (seed, patience's off, warmup, metric.skip) it is
+// no such setting.
+var unsetByZero = []string{
+	"campaign.name", "campaign.collective", "campaign.trials", "campaign.objective", "campaign.sampler", "campaign.sizes.factor",
+	"benchmark.kind", "benchmark.python", "benchmark.model_params", "benchmark.layers", "benchmark.batch",
+	"benchmark.device", "benchmark.script_dir", "benchmark.timeout",
+	"launcher.kind", "launcher.command", "launcher.flavor", "launcher.np", "launcher.hostfile", "launcher.map_by", "launcher.bind_to",
+	"launcher.nodes", "launcher.ntasks_per_node", "launcher.nproc_per_node", "launcher.rdzv_endpoint",
+	"workload.ranks",
+}
+
+// zeros refuses each of unsetByZero written as its zero, at its line.
+func (b *builder) zeros(all map[string]any) {
+	for _, setting := range unsetByZero {
+		path := strings.Split(setting, ".")
+		tables := []map[string]any{all}
+		for _, name := range path[:len(path)-1] {
+			var next []map[string]any
+			for _, t := range tables {
+				switch v := t[name].(type) {
+				case map[string]any:
+					next = append(next, v)
+				case []map[string]any: // [[workload]]: each entry
+					next = append(next, v...)
+				}
+			}
+			tables = next
+		}
+		for i, t := range tables {
+			v, ok := t[path[len(path)-1]]
+			if !ok || v != int64(0) && v != "" {
+				continue
+			}
+			line := b.loc.key(toml.Key(path))
+			if path[0] == "workload" {
+				line = b.loc.field("workload", i, path[1])
+			}
+			b.errorf(line, "%s = %#v is read as not set (the default, or the launcher's own choice): leave it out, or give a value", setting, v)
 		}
 	}
 }
