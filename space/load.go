@@ -441,6 +441,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	b.simulator(s)
 	b.launcher(raw, s)
 	b.argStrings(s)
+	b.launcherArgs(s)
 	b.programs(s)
 	b.scales(s)
 	b.workloadRanks(raw, s)
@@ -823,10 +824,94 @@ func (b *builder) ncclTestsArgs(line int, args []string) {
 			value = args[i+1]
 		}
 		switch {
-		case slices.Contains(sweepFlags, name):
+		case slices.ContainsFunc(sweepFlags, func(opt string) bool { return givesOption(a, opt, getopt) }):
 			b.errorf(line, "benchmark.args: %s is set by nccltune (the sweep, iterations and check come from the space)", name)
 		case slices.Contains([]string{"-d", "--datatype", "-o", "--op", "-r", "--root"}, name) && value == "all":
 			b.errorf(line, "benchmark.args: %s all prints a table per value; nccltune reads one", name)
+		}
+	}
+}
+
+// How a program reads its options: getopt_long (nccl-tests, srun) takes a
+// short option's value attached ("-n5") and a long option's unambiguous
+// abbreviation ("--iter"); Python's argparse (torchrun) the abbreviation;
+// mpirun neither, and has options of one dash and many letters ("-np").
+type optionStyle int
+
+const (
+	getopt optionStyle = iota
+	argparse
+	exact
+)
+
+// givesOption reports whether arg, one of a program's arguments, gives its
+// option opt ("-n", "--nodes") as the program reads it.
+func givesOption(arg, opt string, style optionStyle) bool {
+	name, _, _ := strings.Cut(arg, "=")
+	short := len(opt) == 2 && opt[0] == '-' && opt[1] != '-'
+	switch {
+	case name == opt:
+		return true
+	case style == getopt && short:
+		return strings.HasPrefix(arg, opt)
+	case style != exact && !short && len(name) > len("--x") && strings.HasPrefix(name, "--"):
+		return strings.HasPrefix(opt, name)
+	}
+	return false
+}
+
+// launcherOwn are, for each launcher, the options nccltune passes itself,
+// from the space: given again in launcher.args, after nccltune's, the
+// launcher takes the last one (torchrun's --standalone, a rendezvous of its
+// own), and a trial runs other ranks, on other nodes, or without its
+// variables, than the space says and the checks of each trial expect.
+var launcherOwn = map[string][]ownOptions{
+	"srun": {
+		{[]string{"-N", "--nodes"}, "launcher.nodes (or campaign.scales)"},
+		{[]string{"-n", "--ntasks", "--ntasks-per-node"}, "launcher.ntasks_per_node"},
+		{[]string{"--export"}, "--export=ALL, which hands every rank the trial's variables"},
+		{[]string{"-K", "--kill-on-bad-exit"}, "--kill-on-bad-exit=1, which ends a step at its first failed rank"},
+	},
+	"mpirun": {
+		{[]string{"-np", "--np", "-n", "--n", "-c"}, "launcher.np"},
+		{[]string{"--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f"}, "launcher.hostfile"},
+	},
+	"torchrun": {
+		{[]string{"--nproc_per_node", "--nproc-per-node"}, "launcher.nproc_per_node"},
+		{[]string{"--nnodes"}, "launcher.nodes"},
+		{[]string{"--rdzv_backend", "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint", "--standalone"}, "launcher.rdzv_endpoint"},
+	},
+}
+
+// groupsOwn are the options by which nccltune gives each trial its group's
+// nodes, where launcher.groups splits them.
+var groupsOwn = map[string][]ownOptions{
+	"srun":   {{[]string{"-w", "--nodelist"}, "launcher.groups, which gives each trial its group's nodes"}},
+	"mpirun": {{[]string{"-H", "--host", "-host", "-hosts"}, "launcher.groups, which gives each trial its group's hosts"}},
+}
+
+// ownOptions are a launcher's spellings of one option, and what nccltune
+// gives it from.
+type ownOptions struct {
+	opts []string
+	what string
+}
+
+// launcherArgs refuses launcher.args that give an option nccltune passes
+// itself (launcherOwn), and, where launcher.groups gives each trial its
+// group's nodes, the nodes.
+func (b *builder) launcherArgs(s *Space) {
+	l := s.Launcher
+	own := launcherOwn[l.Kind]
+	if l.Groups > 1 {
+		own = append(slices.Clone(own), groupsOwn[l.Kind]...)
+	}
+	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
+	for _, a := range l.Args {
+		for _, o := range own {
+			if slices.ContainsFunc(o.opts, func(opt string) bool { return givesOption(a, opt, style) }) {
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s is set by nccltune from the space (%s): a second one would make each trial run other than the space says", a, o.what)
+			}
 		}
 	}
 }
