@@ -189,13 +189,9 @@ func (s Srun) command() string { return or(s.Command, "srun") }
 // given from it (srun -N 2 under salloc -n 16 runs 16 tasks; without -N,
 // --ntasks-per-node 3 ran 3 tasks in all on 2 nodes).
 func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
-	nodes := s.Nodes
-	if nodes == 0 {
-		n, err := strconv.Atoi(os.Getenv("SLURM_JOB_NUM_NODES"))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("srun: no node count (launcher.nodes), and the allocation's is unknown: SLURM_JOB_NUM_NODES = %q", os.Getenv("SLURM_JOB_NUM_NODES"))
-		}
-		nodes = n
+	nodes, err := s.nodes()
+	if err != nil {
+		return nil, err
 	}
 	tasks := max(s.TasksPerNode, 1)
 	// --kill-on-bad-exit ends the step when a rank fails, as mpirun does:
@@ -208,6 +204,18 @@ func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
 	}
 	argv = append(argv, s.Args...)
 	return append(argv, cmd...), nil
+}
+
+// nodes is the step's node count: Nodes, or every node of the allocation.
+func (s Srun) nodes() (int, error) {
+	if s.Nodes > 0 {
+		return s.Nodes, nil
+	}
+	v := os.Getenv("SLURM_JOB_NUM_NODES")
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("launcher srun: no node count (launcher.nodes), and the allocation's is unknown: SLURM_JOB_NUM_NODES = %q", v)
 }
 
 // LauncherEnv drops srun's input variables (srun(1), INPUT ENVIRONMENT
@@ -271,6 +279,8 @@ func (s Srun) Check() error {
 	}
 	if os.Getenv("SLURM_JOB_ID") == "" {
 		errs = append(errs, errors.New("launcher srun: not inside a Slurm allocation (run nccltune under salloc or sbatch)"))
+	} else if _, err := s.nodes(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

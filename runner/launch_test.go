@@ -143,6 +143,16 @@ func TestSrunShape(t *testing.T) {
 			t.Errorf("%+v in %s nodes: %q, %v\nwant %q, %q", tc.srun, tc.allocNodes, got, err, tc.want, tc.error)
 		}
 	}
+	// Check finds it before any trial runs.
+	sh, _ := exec.LookPath("sh")
+	t.Setenv("SLURM_JOB_ID", "7")
+	t.Setenv("SLURM_JOB_NUM_NODES", "")
+	if err := (Srun{Command: sh, TasksPerNode: 4}).Check(); err == nil || !strings.Contains(err.Error(), "SLURM_JOB_NUM_NODES") {
+		t.Errorf("Check: %v", err)
+	}
+	if err := (Srun{Command: sh, Nodes: 2, TasksPerNode: 4}).Check(); err != nil {
+		t.Errorf("Check with nodes: %v", err)
+	}
 }
 
 // TestSrunEnv: srun's input variables that shape a step or its output are

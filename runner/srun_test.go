@@ -52,13 +52,14 @@ func testSrunInheritedShape(t *testing.T) {
 		{Srun{TasksPerNode: 3}, 3}, // every node of the allocation, 3 tasks each
 	} {
 		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
-		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "rank $SLURM_PROCID of $SLURM_STEP_NUM_TASKS"`}}, Timeout: time.Minute})
+		// A task's SLURM_NTASKS, which trainers read as the world's size, is its step's.
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "rank $SLURM_PROCID of $SLURM_STEP_NUM_TASKS, $SLURM_NTASKS"`}}, Timeout: time.Minute})
 		if res.Exit.Code != 0 {
 			t.Errorf("%+v: exit status %d\n%s", tc.srun, res.Exit.Code, res.Output)
 			continue
 		}
 		for rank := range tc.ranks {
-			if line := fmt.Sprintf("rank %d of %d\n", rank, tc.ranks); !strings.HasPrefix(string(res.Output), line) && !strings.Contains(string(res.Output), "\n"+line) {
+			if line := fmt.Sprintf("rank %d of %d, %d\n", rank, tc.ranks, tc.ranks); !strings.HasPrefix(string(res.Output), line) && !strings.Contains(string(res.Output), "\n"+line) {
 				t.Errorf("%+v: no line %q in the output:\n%s", tc.srun, line, res.Output)
 			}
 		}
