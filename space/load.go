@@ -923,8 +923,7 @@ func (b *builder) ddp(line func(string) int, layers, batch int, bm *BenchmarkSet
 	if bm.Batch = batch; batch == 0 {
 		bm.Batch = 32
 	}
-	switch {
-	case bm.Device != "cuda" && bm.Device != "cpu":
+	if bm.Device != "cuda" && bm.Device != "cpu" {
 		b.errorf(line("device"), "benchmark.device %q is not cuda or cpu", bm.Device)
 	}
 	if bm.Layers < 1 || bm.Layers > MaxLayers {
@@ -1009,9 +1008,10 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 		b.errorf(line("nodes"), "launcher.nodes = %d needs launcher.rdzv_endpoint (host:port), where the nodes' torchrun meet; without it torchrun runs --standalone, on this node alone", l.Nodes)
 	}
 	if l.Kind == "srun" && l.TasksPerNode == 0 {
-		// srun would take its task count from the allocation it runs in
-		// (SLURM_NTASKS, which salloc -n sets for every command under it):
-		// a rank count the space does not know, and rarely one per node.
+		// Left to itself, srun takes its task count from the allocation it
+		// runs in (SLURM_NTASKS, which salloc -n sets for every command under
+		// it): a rank count the space does not know. The runner gives each
+		// step its shape in full, from the space.
 		b.errorf(line("kind"), "launcher srun needs ntasks_per_node, the ranks of each node: without it the allocation's task count (salloc -n, SLURM_NTASKS) would decide how many ranks a trial runs")
 	}
 	b.launcherCounts(line, s)
@@ -1095,8 +1095,8 @@ const (
 // Bounds of the DDP step's model, which DDP keeps whole on every GPU, with
 // its gradients: 8 bytes a parameter, so 64G parameters need 512 GiB. Its
 // layers are modules that Python builds, runs and reduces one by one every
-// step (2^62 of them are built one by one until the trial's timeout), and
-// 1024 is past any model's depth; a batch of a million rows is past any step's.
+// step (2^62 of them would be built until the trial's timeout), and 1024 is
+// past any model's depth; a batch of a million rows is past any step's.
 const (
 	MaxModelParams = 64 << 30
 	MaxLayers      = 1024
