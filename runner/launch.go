@@ -233,12 +233,15 @@ var srunShape = []string{
 	"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS_PER_NODE",
 	"SLURM_NTASKS_PER_CORE", "SLURM_NTASKS_PER_SOCKET", "SLURM_NTASKS_PER_GPU",
 	// Where they run, and what each one has.
-	"SLURM_DISTRIBUTION", "SLURM_DIST_PLANESIZE", "SLURM_HINT", "SLURM_CPU_BIND", "SLURM_MEM_BIND", "SLURM_GPU_BIND",
+	"SLURM_DISTRIBUTION", "SLURM_DIST_PLANESIZE", "SLURM_HINT", "SLURM_THREADS_PER_CORE",
+	"SLURM_CPU_BIND", "SLURM_MEM_BIND", "SLURM_GPU_BIND", "SLURM_REMOTE_CWD", "SLURM_WORKING_DIR",
 	"SLURM_CPUS_PER_TASK", "SRUN_CPUS_PER_TASK", "SLURM_CPUS_PER_GPU", "SLURM_TRES_PER_TASK",
 	"SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK", "SLURM_GRES", "SLURM_STEP_GRES",
-	// Their output, which nccltune reads: labelled, sent to files, or their
-	// environment, which carries the trial's variables, not exported.
+	// Their output and exit, which nccltune reads: labelled, sent to files,
+	// their environment, which carries the trial's variables, not exported,
+	// or srun's own failure given a status of a killed rank (137).
 	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV",
+	"SLURM_EXIT_ERROR", "SLURM_EXIT_IMMEDIATE",
 }
 
 // srunTaskRE is srun's report of tasks that ended badly: "srun: error: n1:
