@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,22 @@ type Stopper interface {
 // fail ended (e, the launcher's, where it cannot tell).
 type ExitReader interface {
 	RankExit(output []byte, e Exit) Exit
+}
+
+// An EnvFilter is a launcher that reads some of its options from its own
+// environment, which a trial's launcher inherits from nccltune's caller:
+// LauncherEnv drops from env the variables that would set what the space
+// says (how many ranks, where, how they run), or hide the output nccltune reads.
+type EnvFilter interface {
+	LauncherEnv(env []string) []string
+}
+
+// without is env less the variables named in names.
+func without(env []string, names []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(names, name)
+	})
 }
 
 // Checker is implemented by launchers that can find problems before any trial
@@ -158,8 +175,8 @@ func (m MPIRun) Check() error {
 // every task: an --export=NAME=value list would split values at commas.
 type Srun struct {
 	Command      string // default "srun"
-	Nodes        int    // -N
-	TasksPerNode int    // --ntasks-per-node
+	Nodes        int    // -N; 0: every node of the allocation
+	TasksPerNode int    // --ntasks-per-node; 0: one
 	Args         []string
 	// NodeList names the nodes (one group's of launcher.groups); empty: srun picks.
 	NodeList []string
@@ -167,29 +184,64 @@ type Srun struct {
 
 func (s Srun) command() string { return or(s.Command, "srun") }
 
-// Wrap builds the srun command line.
+// Wrap builds the srun command line. The step's shape is given in full, -N,
+// -n and --ntasks-per-node: inside an allocation srun takes whatever is not
+// given from it (srun -N 2 under salloc -n 16 runs 16 tasks; without -N,
+// --ntasks-per-node 3 ran 3 tasks in all on 2 nodes).
 func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
+	nodes, err := s.nodes()
+	if err != nil {
+		return nil, err
+	}
+	tasks := max(s.TasksPerNode, 1)
 	// --kill-on-bad-exit ends the step when a rank fails, as mpirun does:
 	// srun would wait for the other ranks, which a failed peer can leave
 	// hanging in NCCL until the trial's timeout.
-	argv := []string{s.command(), "--export=ALL", "--kill-on-bad-exit=1"}
-	if s.Nodes > 0 {
-		argv = append(argv, "-N", strconv.Itoa(s.Nodes))
-	}
-	// Inside an allocation srun takes its task count from SLURM_NTASKS, the
-	// allocation's; when that is not Nodes x TasksPerNode, srun warns and
-	// ignores --ntasks-per-node, so a trial would run on every allocated task.
-	if s.Nodes > 0 && s.TasksPerNode > 0 {
-		argv = append(argv, "-n", strconv.Itoa(s.Nodes*s.TasksPerNode))
-	}
-	if s.TasksPerNode > 0 {
-		argv = append(argv, "--ntasks-per-node", strconv.Itoa(s.TasksPerNode))
-	}
+	argv := []string{s.command(), "--export=ALL", "--kill-on-bad-exit=1",
+		"-N", strconv.Itoa(nodes), "-n", strconv.Itoa(nodes * tasks), "--ntasks-per-node", strconv.Itoa(tasks)}
 	if len(s.NodeList) > 0 {
 		argv = append(argv, "--nodelist="+strings.Join(s.NodeList, ","))
 	}
 	argv = append(argv, s.Args...)
 	return append(argv, cmd...), nil
+}
+
+// nodes is the step's node count: Nodes, or every node of the allocation.
+func (s Srun) nodes() (int, error) {
+	if s.Nodes > 0 {
+		return s.Nodes, nil
+	}
+	v := os.Getenv("SLURM_JOB_NUM_NODES")
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("launcher srun: no node count (launcher.nodes), and the allocation's is unknown: SLURM_JOB_NUM_NODES = %q", v)
+}
+
+// LauncherEnv drops srun's input variables (srun(1), INPUT ENVIRONMENT
+// VARIABLES) that shape a step or its output: salloc and sbatch set several
+// of them for every command of the allocation (SLURM_NTASKS, SLURM_NNODES,
+// SLURM_GPUS_PER_TASK, SLURM_DISTRIBUTION, ...), which srun would take as
+// the defaults of options nccltune does not pass. A step is shaped by the
+// space alone (nodes, ntasks_per_node, and launcher.args for anything else).
+// SLURM_JOB_ID, which puts the step in the allocation, stays, and so does the
+// cluster's configuration (SLURM_CONF, SLURM_MPI_TYPE, the account, ...).
+func (Srun) LauncherEnv(env []string) []string { return without(env, srunShape) }
+
+var srunShape = []string{
+	// How many tasks, on how many nodes.
+	"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS_PER_NODE",
+	"SLURM_NTASKS_PER_CORE", "SLURM_NTASKS_PER_SOCKET", "SLURM_NTASKS_PER_GPU",
+	// Where they run, and what each one has.
+	"SLURM_DISTRIBUTION", "SLURM_DIST_PLANESIZE", "SLURM_HINT", "SLURM_THREADS_PER_CORE",
+	"SLURM_CPU_BIND", "SLURM_MEM_BIND", "SLURM_GPU_BIND", "SLURM_REMOTE_CWD", "SLURM_WORKING_DIR",
+	"SLURM_CPUS_PER_TASK", "SRUN_CPUS_PER_TASK", "SLURM_CPUS_PER_GPU", "SLURM_TRES_PER_TASK",
+	"SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK", "SLURM_GRES", "SLURM_STEP_GRES",
+	// Their output and exit, which nccltune reads: labelled, sent to files,
+	// their environment, which carries the trial's variables, not exported,
+	// or srun's own failure given a status of a killed rank (137).
+	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV",
+	"SLURM_EXIT_ERROR", "SLURM_EXIT_IMMEDIATE",
 }
 
 // srunTaskRE is srun's report of tasks that ended badly: "srun: error: n1:
@@ -230,6 +282,8 @@ func (s Srun) Check() error {
 	}
 	if os.Getenv("SLURM_JOB_ID") == "" {
 		errs = append(errs, errors.New("launcher srun: not inside a Slurm allocation (run nccltune under salloc or sbatch)"))
+	} else if _, err := s.nodes(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -351,6 +405,48 @@ func torchrunTarget(cmd []string) []string {
 	}
 	return append([]string{"--no_python"}, cmd...)
 }
+
+// LauncherEnv drops every PET_ variable: torchrun takes PET_NAME as the
+// default of its option --name (torch/distributed/argparse_util.py), so the
+// caller's PET_NPROC_PER_NODE, PET_NNODES or PET_RDZV_ENDPOINT would set what
+// the space leaves out, PET_MAX_RESTARTS rerun failed workers within one
+// trial, PET_REDIRECTS or PET_LOCAL_RANKS_FILTER take their output away,
+// and PET_NO_PYTHON or PET_MODULE change how the command runs.
+func (Torchrun) LauncherEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "PET_") })
+}
+
+// RankExit is how the first worker to fail ended, as torchrun's report of
+// it names it: torchrun exits 1 whatever its workers did, and a worker
+// killed by a signal would be a plain exit 1. The report is PyTorch's
+// ChildFailedError (torch/distributed/elastic/multiprocessing/errors):
+// under "Root Cause (first observed failure):", "exitcode  : -9 (pid: 4242)",
+// the status as Python's subprocess gives it, -N for signal N.
+func (Torchrun) RankExit(output []byte, e Exit) Exit {
+	if e.Code == 0 || e.Signal != 0 {
+		return e // a clean run, or torchrun itself was killed
+	}
+	// The last report is torchrun's: a worker's output, printed before it,
+	// may hold the words too.
+	i := bytes.LastIndex(output, []byte("Root Cause (first observed failure):"))
+	if i < 0 {
+		return e
+	}
+	m := torchrunExitRE.FindSubmatch(output[i:])
+	if m == nil {
+		return e
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	switch {
+	case err == nil && n < 0 && n >= -maxSignal:
+		return Exit{Code: -1, Signal: syscall.Signal(-n)}
+	case err == nil && n > 0:
+		return Exit{Code: n}
+	}
+	return e
+}
+
+var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: [0-9]+\)`)
 
 // Check finds torchrun.
 func (t Torchrun) Check() error {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,6 +117,166 @@ func TestLauncherCommandLines(t *testing.T) {
 		argv, err := tc.l.Wrap(bench, env)
 		if err != nil || strings.Join(argv, " ") != tc.want {
 			t.Errorf("%T: %q, %v\nwant %q", tc.l, strings.Join(argv, " "), err, tc.want)
+		}
+	}
+}
+
+// TestSrunShape: a step's shape is given in full, -N, -n and
+// --ntasks-per-node, since srun takes what is not given from the allocation.
+func TestSrunShape(t *testing.T) {
+	bench := []string{"all_reduce_perf"}
+	for _, tc := range []struct {
+		srun        Srun
+		allocNodes  string // SLURM_JOB_NUM_NODES
+		want, error string
+	}{
+		{Srun{Nodes: 2, TasksPerNode: 8}, "4", "srun --export=ALL --kill-on-bad-exit=1 -N 2 -n 16 --ntasks-per-node 8 all_reduce_perf", ""},
+		{Srun{TasksPerNode: 4}, "3", "srun --export=ALL --kill-on-bad-exit=1 -N 3 -n 12 --ntasks-per-node 4 all_reduce_perf", ""},
+		{Srun{Nodes: 2}, "4", "srun --export=ALL --kill-on-bad-exit=1 -N 2 -n 2 --ntasks-per-node 1 all_reduce_perf", ""},
+		{Srun{Nodes: 1, TasksPerNode: 2, NodeList: []string{"n3"}}, "4", "srun --export=ALL --kill-on-bad-exit=1 -N 1 -n 2 --ntasks-per-node 2 --nodelist=n3 all_reduce_perf", ""},
+		{Srun{TasksPerNode: 4}, "", "", `the allocation's is unknown: SLURM_JOB_NUM_NODES = ""`},
+		{Srun{TasksPerNode: 4}, "0", "", `SLURM_JOB_NUM_NODES = "0"`},
+	} {
+		t.Setenv("SLURM_JOB_NUM_NODES", tc.allocNodes)
+		argv, err := tc.srun.Wrap(bench, nil)
+		if got := strings.Join(argv, " "); got != tc.want || (err == nil) != (tc.error == "") || err != nil && !strings.Contains(err.Error(), tc.error) {
+			t.Errorf("%+v in %s nodes: %q, %v\nwant %q, %q", tc.srun, tc.allocNodes, got, err, tc.want, tc.error)
+		}
+	}
+	// Check finds it before any trial runs.
+	sh, _ := exec.LookPath("sh")
+	t.Setenv("SLURM_JOB_ID", "7")
+	t.Setenv("SLURM_JOB_NUM_NODES", "")
+	if err := (Srun{Command: sh, TasksPerNode: 4}).Check(); err == nil || !strings.Contains(err.Error(), "SLURM_JOB_NUM_NODES") {
+		t.Errorf("Check: %v", err)
+	}
+	if err := (Srun{Command: sh, Nodes: 2, TasksPerNode: 4}).Check(); err != nil {
+		t.Errorf("Check with nodes: %v", err)
+	}
+}
+
+// TestSrunEnv: srun's input variables that shape a step or its output are
+// dropped from its environment; the allocation's job ID and the cluster's
+// configuration stay.
+func TestSrunEnv(t *testing.T) {
+	env := []string{"SLURM_JOB_ID=7", "SLURM_NTASKS=16", "SLURM_NPROCS=16", "SLURM_NNODES=4", "SLURM_JOB_NUM_NODES=4",
+		"SLURM_NTASKS_PER_NODE=4", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1",
+		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out", "SRUN_EXPORT_ENV=NONE",
+		"SLURM_EXIT_ERROR=137", "SLURM_WORKING_DIR=/elsewhere",
+		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
+	want := []string{"SLURM_JOB_ID=7", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
+	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
+		t.Errorf("srun's environment %q\nwant %q", got, want)
+	}
+}
+
+// TestTorchrunEnv: torchrun takes PET_NAME as its option --name's default,
+// so none of the caller's reaches it; other variables do.
+func TestTorchrunEnv(t *testing.T) {
+	env := []string{"PET_NPROC_PER_NODE=8", "PATH=/bin", "PET_MAX_RESTARTS=3", "PET_REDIRECTS=3", "PET_NO_PYTHON=1", "OMP_NUM_THREADS=4", "MY_PET_X=1"}
+	want := []string{"PATH=/bin", "OMP_NUM_THREADS=4", "MY_PET_X=1"}
+	if got := (Torchrun{}).LauncherEnv(env); !slices.Equal(got, want) {
+		t.Errorf("torchrun's environment %q\nwant %q", got, want)
+	}
+	// Through a run: what a trial's torchrun gets.
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "torchrun")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nenv | grep '^PET_' || echo no PET_ variable\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PET_MAX_RESTARTS", "3")
+	r := &Runner{Launcher: Torchrun{Command: fake}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"step.py"}}, Timeout: time.Minute})
+	if !strings.Contains(string(res.Output), "no PET_ variable") {
+		t.Errorf("torchrun got\n%s", res.Output)
+	}
+}
+
+// torchrunKilled is how torchrun ends when worker 1 is killed by SIGKILL and
+// torchrun then stops worker 0 with SIGTERM: its ChildFailedError report, as
+// PyTorch 1.13's ChildFailedError.format_msg formats it, after its log line.
+const torchrunKilled = `ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 4242) of binary: step.sh
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+======================================================
+step.sh FAILED
+------------------------------------------------------
+Failures:
+[0]:
+  time      : 2023-11-14_22:13:21
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 4241)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 4241
+------------------------------------------------------
+Root Cause (first observed failure):
+[1]:
+  time      : 2023-11-14_22:13:20
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 4242)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 4242
+======================================================
+`
+
+// torchrunExited is the report of a worker that exited with status 3.
+const torchrunExited = `
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2023-11-14_22:13:20
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 3 (pid: 4243)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+`
+
+// TestTorchrunRankExit: torchrun exits 1 whatever its workers did; the
+// first failed worker's end is read from its report.
+func TestTorchrunRankExit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		output   string
+		torchrun Exit
+		want     Exit
+	}{
+		{"killed", torchrunKilled, Exit{Code: 1}, Exit{Code: -1, Signal: syscall.SIGKILL}},
+		{"exited", torchrunExited, Exit{Code: 1}, Exit{Code: 3}},
+		{"no report", "Traceback (most recent call last):\nValueError: bad\n", Exit{Code: 1}, Exit{Code: 1}},
+		{"a worker's imitation, then torchrun's report", strings.Replace(torchrunExited, "3 (pid", "-11 (pid", 1) + torchrunKilled,
+			Exit{Code: 1}, Exit{Code: -1, Signal: syscall.SIGKILL}},
+		{"no status under the root cause", "Root Cause (first observed failure):\n[0]:\n  exitcode  : x (pid: 1)\n", Exit{Code: 1}, Exit{Code: 1}},
+		{"no such signal", strings.Replace(torchrunKilled, "-9 (pid", "-99 (pid", 1), Exit{Code: 1}, Exit{Code: 1}},
+		{"torchrun itself killed", torchrunKilled, Exit{Code: -1, Signal: syscall.SIGTERM}, Exit{Code: -1, Signal: syscall.SIGTERM}},
+		{"a clean exit", torchrunKilled, Exit{}, Exit{}},
+	} {
+		if got := (Torchrun{}).RankExit([]byte(tc.output), tc.torchrun); got != tc.want {
+			t.Errorf("%s: RankExit = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTorchrunWorkerKilled: a trial whose worker torchrun reports killed by
+// a signal fails as killed by it, not as torchrun's exit 1.
+func TestTorchrunWorkerKilled(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "torchrun")
+	script := "#!/bin/sh\ncat >&2 <<'EOF'\n" + torchrunKilled + "EOF\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []Benchmark{DDPStep{Program: []string{"step.sh"}}, UserCommand{Argv: []string{"train.py"}}} {
+		r := &Runner{Launcher: Torchrun{Command: fake, NProcPerNode: 2}, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: b, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailSignal || !strings.Contains(res.Failure.Reason, "killed by killed") {
+			t.Errorf("%T: failure %v, want killed by SIGKILL\n%s", b, res.Failure, res.Output)
 		}
 	}
 }

@@ -136,7 +136,11 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	}
 	cmd := exec.CommandContext(runCtx, "/proc/self/exe", argv...)
 	cmd.Args[0] = superviseArg0
-	cmd.Env = append(append(append([]string{}, r.BaseEnv...), job.Env...),
+	base := r.BaseEnv
+	if f, ok := r.Launcher.(EnvFilter); ok {
+		base = f.LauncherEnv(base)
+	}
+	cmd.Env = append(append(append([]string{}, base...), job.Env...),
 		superviseEnv+"="+strconv.Itoa(os.Getpid())+":"+grace.String())
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.ExtraFiles = []*os.File{statusW}

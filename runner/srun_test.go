@@ -30,6 +30,40 @@ func TestSrun(t *testing.T) {
 	t.Run("simulator", func(t *testing.T) { testSrunSimulator(t, srun) })
 	t.Run("failures", func(t *testing.T) { testSrunFailures(t, srun) })
 	t.Run("hang", func(t *testing.T) { testSrunHang(t, c, job, srun) })
+	t.Run("inherited shape", testSrunInheritedShape)
+}
+
+// testSrunInheritedShape: srun variables that nccltune's caller has, from
+// its allocation (salloc -n 16: SLURM_NTASKS=16) or its own environment,
+// change neither a step's rank count nor its output: srun takes them as the
+// defaults of options the space leaves out.
+func testSrunInheritedShape(t *testing.T) {
+	for name, value := range map[string]string{
+		"SLURM_NTASKS_PER_NODE": "5", "SLURM_DISTRIBUTION": "cyclic", "SLURM_GPUS_PER_TASK": "1",
+		"SLURM_LABELIO": "1", "SLURM_STDOUTMODE": filepath.Join(t.TempDir(), "out"),
+	} {
+		t.Setenv(name, value)
+	}
+	for _, tc := range []struct {
+		srun  Srun
+		ranks int
+	}{
+		{Srun{Nodes: 1, TasksPerNode: 4}, 4},
+		{Srun{TasksPerNode: 3}, 3}, // every node of the allocation, 3 tasks each
+	} {
+		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
+		// A task's SLURM_NTASKS, which trainers read as the world's size, is its step's.
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "rank $SLURM_PROCID of $SLURM_STEP_NUM_TASKS, $SLURM_NTASKS"`}}, Timeout: time.Minute})
+		if res.Exit.Code != 0 {
+			t.Errorf("%+v: exit status %d\n%s", tc.srun, res.Exit.Code, res.Output)
+			continue
+		}
+		for rank := range tc.ranks {
+			if line := fmt.Sprintf("rank %d of %d, %d\n", rank, tc.ranks, tc.ranks); !strings.HasPrefix(string(res.Output), line) && !strings.Contains(string(res.Output), "\n"+line) {
+				t.Errorf("%+v: no line %q in the output:\n%s", tc.srun, line, res.Output)
+			}
+		}
+	}
 }
 
 // testSrunVariables checks that every rank gets exactly the trial's NCCL_*

@@ -195,6 +195,7 @@ func Parse(filename string, data []byte) (*Space, error) {
 	if _, err := toml.Decode(string(data), &all); err == nil {
 		b.finite(nil, all)
 		b.tables(all)
+		b.zeros(all)
 	}
 	s := b.build(&raw)
 	if err := errors.Join(b.errs...); err != nil {
@@ -309,6 +310,54 @@ func (b *builder) finite(key toml.Key, v any) {
 	}
 }
 
+// unsetByZero are the settings that the loader reads as not set where they
+// are 0 or "", the zero of their type: the default (trials = 0 ran 50
+// trials, layers = 0 a model of 8, launcher.kind = "" the local launcher)
+// or the launcher's own choice (np = 0 or nodes = 0 as many ranks as mpirun
+// or the allocation gave). Written out, such a zero is refused, as no value
+// of the setting: a templated file whose variable was empty ran something
+// else. Where 0 is a value (seed, patience's off, warmup, metric.skip) it is
+// no such setting.
+var unsetByZero = []string{
+	"campaign.name", "campaign.collective", "campaign.trials", "campaign.objective", "campaign.sampler", "campaign.sizes.factor",
+	"benchmark.kind", "benchmark.python", "benchmark.model_params", "benchmark.layers", "benchmark.batch",
+	"benchmark.device", "benchmark.script_dir", "benchmark.timeout",
+	"launcher.kind", "launcher.command", "launcher.flavor", "launcher.np", "launcher.hostfile", "launcher.map_by", "launcher.bind_to",
+	"launcher.nodes", "launcher.ntasks_per_node", "launcher.nproc_per_node", "launcher.rdzv_endpoint",
+	"workload.ranks",
+}
+
+// zeros refuses each of unsetByZero written as its zero, at its line.
+func (b *builder) zeros(all map[string]any) {
+	for _, setting := range unsetByZero {
+		path := strings.Split(setting, ".")
+		tables := []map[string]any{all}
+		for _, name := range path[:len(path)-1] {
+			var next []map[string]any
+			for _, t := range tables {
+				switch v := t[name].(type) {
+				case map[string]any:
+					next = append(next, v)
+				case []map[string]any: // [[workload]]: each entry
+					next = append(next, v...)
+				}
+			}
+			tables = next
+		}
+		for i, t := range tables {
+			v, ok := t[path[len(path)-1]]
+			if !ok || v != int64(0) && v != "" {
+				continue
+			}
+			line := b.loc.key(toml.Key(path))
+			if path[0] == "workload" {
+				line = b.loc.field("workload", i, path[1])
+			}
+			b.errorf(line, "%s = %#v is read as not set (the default, or the launcher's own choice): leave it out, or give a value", setting, v)
+		}
+	}
+}
+
 // tables refuses a table of the space written as another kind of value
 // (when = "x", fixed = 5, try_first = [1]): the decoder leaves such a value
 // out without a word, which dropped a param's conditions, every pinned
@@ -392,6 +441,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	b.simulator(s)
 	b.launcher(raw, s)
 	b.argStrings(s)
+	b.launcherArgs(s)
 	b.programs(s)
 	b.scales(s)
 	b.workloadRanks(raw, s)
@@ -519,8 +569,13 @@ func (b *builder) campaign(raw *rawFile, s *Space) {
 	if sz.Factor != 0 {
 		s.Sizes.Factor = sz.Factor
 	}
-	if s.Sizes.Factor < 2 || s.Sizes.Min < 1 || s.Sizes.Max < s.Sizes.Min {
+	switch {
+	case s.Sizes.Factor < 2 || s.Sizes.Min < 1 || s.Sizes.Max < s.Sizes.Min:
 		b.errorf(line("sizes"), "sizes must have 1 <= min <= max and factor >= 2")
+	case s.Sizes.Max > MaxSize:
+		b.errorf(line("sizes"), "sizes.max %s is above %s: nccl-tests allocates a send and a receive buffer of it on each GPU, which no GPU holds", FormatSize(s.Sizes.Max), FormatSize(MaxSize))
+	case s.Sizes.Factor > MaxSize:
+		b.errorf(line("sizes"), "sizes.factor %d is above %d, the largest size (a factor beyond max/min sweeps min alone)", s.Sizes.Factor, MaxSize)
 	}
 }
 
@@ -587,8 +642,8 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		case !slices.Contains(Collectives, w.Collective):
 			b.errorf(line(i, "collective"), "workload.collective %q is not one of %s", w.Collective, strings.Join(Collectives, ", "))
 			continue
-		case bytes < 1:
-			b.errorf(line(i, "size"), "workload.size must be at least 1 byte")
+		case bytes < 1 || bytes > MaxSize:
+			b.errorf(line(i, "size"), "workload.size must be 1 byte to %s (nccl-tests allocates buffers of it on each GPU), not %d", FormatSize(MaxSize), bytes)
 			continue
 		case (w.Count == nil) == (w.Weight == nil):
 			b.errorf(line(i, "collective"), "a [[workload]] entry needs count (its calls) or weight (relative), one of them")
@@ -608,7 +663,10 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 			}
 			b.errorf(line(i, "collective"), "workload: this entry has %s, an earlier one %s: counts are calls per job and weights are relative shares, which do not add up; give every entry count, or every entry weight", other, first)
 			continue
-		case w.Ranks < 0 || w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
+		case w.Ranks < 0 || w.Ranks > MaxRanks:
+			b.errorf(line(i, "ranks"), "workload.ranks must be 1 to %d, not %d", MaxRanks, w.Ranks)
+			continue
+		case w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
 			b.errorf(line(i, "ranks"), "workload.ranks %d: every entry must be of one communicator size (%d here); profile one size per campaign", w.Ranks, ranks)
 			continue
 		}
@@ -701,8 +759,11 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 	}
 	if r.Timeout != "" {
 		d, err := time.ParseDuration(r.Timeout)
-		if err != nil || d <= 0 {
+		switch {
+		case err != nil || d <= 0:
 			b.errorf(line("timeout"), "benchmark.timeout %q is not a positive duration such as \"90s\" or \"10m\"", r.Timeout)
+		case d < MinTimeout || d > MaxTimeout:
+			b.errorf(line("timeout"), "benchmark.timeout %s must be %s to %s: a trial's launch alone takes a second, and one not ended in a day is hung", d, MinTimeout, MaxTimeout)
 		}
 		bm.Timeout = d
 	}
@@ -789,6 +850,90 @@ func (b *builder) ncclTestsArgs(line int, args []string) {
 	}
 }
 
+// How a program reads its options: getopt_long (nccl-tests, srun) takes a
+// short option's value attached ("-n5") and a long option's unambiguous
+// abbreviation ("--iter"); Python's argparse (torchrun) the abbreviation;
+// mpirun neither, and has options of one dash and many letters ("-np").
+type optionStyle int
+
+const (
+	getopt optionStyle = iota
+	argparse
+	exact
+)
+
+// givesOption reports whether arg, one of a program's arguments, gives its
+// option opt ("-n", "--nodes") as the program reads it.
+func givesOption(arg, opt string, style optionStyle) bool {
+	name, _, _ := strings.Cut(arg, "=")
+	short := len(opt) == 2 && opt[0] == '-' && opt[1] != '-'
+	switch {
+	case name == opt:
+		return true
+	case style == getopt && short:
+		return strings.HasPrefix(arg, opt)
+	case style != exact && !short && len(name) > len("--x") && strings.HasPrefix(name, "--"):
+		return strings.HasPrefix(opt, name)
+	}
+	return false
+}
+
+// launcherOwn are, for each launcher, the options nccltune passes itself,
+// from the space: given again in launcher.args, after nccltune's, the
+// launcher takes the last one (torchrun's --standalone, a rendezvous of its
+// own), and a trial runs other ranks, on other nodes, or without its
+// variables, than the space says and the checks of each trial expect.
+var launcherOwn = map[string][]ownOptions{
+	"srun": {
+		{[]string{"-N", "--nodes"}, "launcher.nodes (or campaign.scales)"},
+		{[]string{"-n", "--ntasks", "--ntasks-per-node"}, "launcher.ntasks_per_node"},
+		{[]string{"--export"}, "--export=ALL, which hands every rank the trial's variables"},
+		{[]string{"-K", "--kill-on-bad-exit"}, "--kill-on-bad-exit=1, which ends a step at its first failed rank"},
+	},
+	"mpirun": {
+		{[]string{"-np", "--np", "-n", "--n", "-c"}, "launcher.np"},
+		{[]string{"--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f"}, "launcher.hostfile"},
+	},
+	"torchrun": {
+		{[]string{"--nproc_per_node", "--nproc-per-node"}, "launcher.nproc_per_node"},
+		{[]string{"--nnodes"}, "launcher.nodes"},
+		{[]string{"--rdzv_backend", "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint", "--standalone"}, "launcher.rdzv_endpoint"},
+	},
+}
+
+// groupsOwn are the options by which nccltune gives each trial its group's
+// nodes, where launcher.groups splits them.
+var groupsOwn = map[string][]ownOptions{
+	"srun":   {{[]string{"-w", "--nodelist"}, "launcher.groups, which gives each trial its group's nodes"}},
+	"mpirun": {{[]string{"-H", "--host", "-host", "-hosts"}, "launcher.groups, which gives each trial its group's hosts"}},
+}
+
+// ownOptions are a launcher's spellings of one option, and what nccltune
+// gives it from.
+type ownOptions struct {
+	opts []string
+	what string
+}
+
+// launcherArgs refuses launcher.args that give an option nccltune passes
+// itself (launcherOwn), and, where launcher.groups gives each trial its
+// group's nodes, the nodes.
+func (b *builder) launcherArgs(s *Space) {
+	l := s.Launcher
+	own := launcherOwn[l.Kind]
+	if l.Groups > 1 {
+		own = append(slices.Clone(own), groupsOwn[l.Kind]...)
+	}
+	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
+	for _, a := range l.Args {
+		for _, o := range own {
+			if slices.ContainsFunc(o.opts, func(opt string) bool { return givesOption(a, opt, style) }) {
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s is set by nccltune from the space (%s): a second one would make each trial run other than the space says", a, o.what)
+			}
+		}
+	}
+}
+
 func (b *builder) ddp(line func(string) int, layers, batch int, bm *BenchmarkSettings) {
 	if bm.Layers = layers; layers == 0 {
 		bm.Layers = 8
@@ -796,14 +941,21 @@ func (b *builder) ddp(line func(string) int, layers, batch int, bm *BenchmarkSet
 	if bm.Batch = batch; batch == 0 {
 		bm.Batch = 32
 	}
-	switch {
-	case bm.Device != "cuda" && bm.Device != "cpu":
+	if bm.Device != "cuda" && bm.Device != "cpu" {
 		b.errorf(line("device"), "benchmark.device %q is not cuda or cpu", bm.Device)
-	case bm.Layers < 1 || bm.Batch < 1:
-		b.errorf(line("layers"), "benchmark.layers and benchmark.batch must be positive")
 	}
-	if _, err := ParseSize(bm.Params); err != nil {
+	if bm.Layers < 1 || bm.Layers > MaxLayers {
+		b.errorf(line("layers"), "benchmark.layers must be 1 to %d, not %d", MaxLayers, bm.Layers)
+	}
+	if bm.Batch < 1 || bm.Batch > MaxBatch {
+		b.errorf(line("batch"), "benchmark.batch must be 1 to %d, not %d", MaxBatch, bm.Batch)
+	}
+	n, err := ParseSize(bm.Params)
+	switch {
+	case err != nil:
 		b.errorf(line("model_params"), "benchmark.model_params: %v", err)
+	case n < 1 || n > MaxModelParams:
+		b.errorf(line("model_params"), "benchmark.model_params must be 1 to %s, not %s: DDP keeps the model and its gradients on every GPU, 8 bytes a parameter", FormatSize(MaxModelParams), bm.Params)
 	}
 }
 
@@ -825,8 +977,9 @@ func (b *builder) command(line func(string) int, bm *BenchmarkSettings) {
 	if m.Goal != "min" && m.Goal != "max" {
 		b.errorf(line("metric"), "benchmark.metric.goal must be \"min\" (a time) or \"max\" (a rate), not %q", m.Goal)
 	}
-	if m.Skip < 0 {
-		b.errorf(line("metric"), "benchmark.metric.skip must not be negative")
+	if m.Skip < 0 || m.Skip > MaxIters {
+		// Beyond the iterations a trial may run, every value is skipped.
+		b.errorf(line("metric"), "benchmark.metric.skip must be 0 to %d, not %d", MaxIters, m.Skip)
 	}
 }
 
@@ -871,6 +1024,13 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 		// Without an endpoint torchrun runs --standalone, a rendezvous on this
 		// node alone, and waits for the other nodes until every trial times out.
 		b.errorf(line("nodes"), "launcher.nodes = %d needs launcher.rdzv_endpoint (host:port), where the nodes' torchrun meet; without it torchrun runs --standalone, on this node alone", l.Nodes)
+	}
+	if l.Kind == "srun" && l.TasksPerNode == 0 {
+		// Left to itself, srun takes its task count from the allocation it
+		// runs in (SLURM_NTASKS, which salloc -n sets for every command under
+		// it): a rank count the space does not know. The runner gives each
+		// step its shape in full, from the space.
+		b.errorf(line("kind"), "launcher srun needs ntasks_per_node, the ranks of each node: without it the allocation's task count (salloc -n, SLURM_NTASKS) would decide how many ranks a trial runs")
 	}
 	b.launcherCounts(line, s)
 }
@@ -942,7 +1102,29 @@ const (
 	// MaxRanks bounds every rank, process and node count, and their
 	// products: beyond any cluster one NCCL communicator spans.
 	MaxRanks = 1 << 20
+	// MaxSize bounds every message size (campaign.sizes, workload.size)
+	// and the sweep's factor: nccl-tests allocates on each GPU a send and a
+	// receive buffer of the largest size (all_gather's and alltoall's whole
+	// one), and no GPU holds two of 256 GiB. Beyond it every trial fails to
+	// allocate.
+	MaxSize = 256 << 30
 )
+
+// Bounds of the DDP step's model, which DDP keeps whole on every GPU, with
+// its gradients: 8 bytes a parameter, so 64G parameters need 512 GiB. Its
+// layers are modules that Python builds, runs and reduces one by one every
+// step (2^62 of them would be built until the trial's timeout), and 1024 is
+// past any model's depth; a batch of a million rows is past any step's.
+const (
+	MaxModelParams = 64 << 30
+	MaxLayers      = 1024
+	MaxBatch       = 1 << 20
+)
+
+// benchmark.timeout is bounded: below a second no launcher has started its
+// ranks, so every trial would time out; past a day a hung trial is not
+// ended, as if there were no timeout.
+const MinTimeout, MaxTimeout = time.Second, 24 * time.Hour
 
 // groups checks launcher.groups: each group needs nodes of its own, split
 // from srun's allocation or mpirun's hostfile; a simulated cluster is one of

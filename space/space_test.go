@@ -119,6 +119,10 @@ sampler = "annealing"`, []string{`unknown collective "allreduce"`, `unknown samp
 			[]string{"bad.toml:4: campaign.trials: the trial budget must be at most 65536, not 9223372036854775807"}},
 		{"torchrun on nodes without a rendezvous", `[fixed]`, "[launcher]\nkind = \"torchrun\"\nnodes = 2\n[fixed]",
 			[]string{"bad.toml:25: launcher.nodes = 2 needs launcher.rdzv_endpoint"}},
+		{"srun's ranks left to the allocation", `[fixed]`, "[launcher]\nkind = \"srun\"\nnodes = 2\n[fixed]",
+			[]string{"bad.toml:24: launcher srun needs ntasks_per_node"}},
+		{"srun's nodes and ranks left to the allocation", `[fixed]`, "[launcher]\nkind = \"srun\"\n[fixed]",
+			[]string{"bad.toml:24: launcher srun needs ntasks_per_node"}},
 		{"mpi flavor", `[fixed]`, "[launcher]\nkind = \"mpirun\"\nflavor = \"lam\"\n[fixed]", []string{`flavor "lam" is not openmpi or mpich`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -83,7 +83,9 @@ func TestWorkload(t *testing.T) {
 		{`count = 250`, `weight = nan`, "not a finite number"},
 		// Calls per job and relative shares are not one unit.
 		{`count = 250`, `weight = 2.5`, "w.toml:16: workload: this entry has weight, an earlier one count"},
-		{`size = "8"`, `size = "0"`, "at least 1 byte"},
+		{`size = "8"`, `size = "0"`, "workload.size must be 1 byte to 256G"},
+		{`size = "8"`, `size = "257G"`, "w.toml:13: workload.size must be 1 byte to 256G"},
+		{`count = 4000`, "count = 4000\nranks = 9223372036854775807", "workload.ranks must be 1 to 1048576"},
 		{`min = 1`, "min = 1\nwhen = { NCCL_ALGO = \"Ring\" }", "sets per collective"},
 	} {
 		if _, err := Parse("w.toml", []byte(strings.Replace(workloadSpace, tc.old, tc.new, 1))); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -120,7 +122,7 @@ func TestSweepOfPerRankCollectives(t *testing.T) {
 	}{
 		{"local 16 GPUs", "[benchmark]\nbinary = \"all_reduce_perf\"\ngpus = 16", "ranks = 16",
 			map[string]Sizes{"all_gather": {256, 256, 2}, "alltoall": {1024, 1024, 2}, "all_reduce": {8, 8, 2}, "reduce_scatter": {256, 512, 2}}},
-		{"the workload's ranks", "[benchmark]\nbinary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"", "ranks = 64",
+		{"the workload's ranks", "[benchmark]\nbinary = \"all_reduce_perf\"\n[launcher]\nkind = \"srun\"\nntasks_per_node = 8", "ranks = 64",
 			map[string]Sizes{"all_gather": {1024, 1024, 2}, "alltoall": {1024, 1024, 2}, "reduce_scatter": {1024, 1024, 2}}},
 		{"the launcher's ranks", "[benchmark]\nbinary = \"all_reduce_perf\"\ngpus = 1\n[launcher]\nkind = \"mpirun\"\nnp = 32", "",
 			map[string]Sizes{"all_gather": {512, 512, 2}, "reduce_scatter": {512, 512, 2}}},

@@ -91,6 +91,7 @@ scales = [1, 4]
 binary = "all_reduce_perf"
 [launcher]
 kind = "srun"
+ntasks_per_node = 8
 groups = 2
 [[param]]
 name = "NCCL_MIN_CTAS"

@@ -66,6 +66,10 @@ func (s Scenario) validate() error {
 		return fmt.Errorf("fabric nvlink is a single node; use ib, roce or tcp between nodes")
 	case s.NICsPerNode < 1 || !(s.NICGbps > 0) || math.IsInf(s.NICGbps, 0):
 		return fmt.Errorf("nics_per_node and nic_gbps must be positive")
+	case s.NICsPerNode > maxNICs || s.NICGbps > maxNICGbps:
+		// Each run names every port in its log (nics_per_node = 2^62 would
+		// write ports until memory ran out), and their bandwidth is summed.
+		return fmt.Errorf("nics_per_node must be at most %d and nic_gbps at most %g: beyond any node", maxNICs, maxNICGbps)
 	case pciRank(s.GPUNIC) < 0:
 		return fmt.Errorf("gpu_nic %q is not one of PIX, PXB, PHB, SYS", s.GPUNIC)
 	case s.GIDs < 1 || s.RoCEGID < 0 || s.RoCEGID >= s.GIDs:
@@ -83,6 +87,12 @@ func (s Scenario) validate() error {
 	}
 	return nil
 }
+
+// Bounds of a node's network: past any node built.
+const (
+	maxNICs    = 64
+	maxNICGbps = 100e3 // 100 Tbit/s a port
+)
 
 func (s Scenario) ranks() int { return s.Nodes * s.GPUsPerNode }
 

@@ -1,0 +1,68 @@
+package space
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestArgsGiveNoOptionOfNccltune: launcher.args and benchmark.args may not
+// give an option nccltune passes itself from the space, in any spelling the
+// program reads (getopt's "-n16" and "--ntasks=16", argparse's "--nproc"):
+// the program takes the last one given, and a trial ran other ranks, nodes
+// or iterations than the space says, or without its variables (srun
+// --export=NONE).
+func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
+	const srun = "[launcher]\nkind = \"srun\"\nnodes = 1\nntasks_per_node = 8\n"
+	const mpirun = "[launcher]\nkind = \"mpirun\"\nnp = 8\nhostfile = \"hosts\"\n"
+	const torchrun = "[launcher]\nkind = \"torchrun\"\nnproc_per_node = 8\n"
+	for _, tc := range []struct {
+		base, launcher, args string
+		want                 string // "": accepted
+	}{
+		{numNCCLTests, srun, `["-n", "16"]`, "launcher.args: -n is set by nccltune from the space (launcher.ntasks_per_node)"},
+		{numNCCLTests, srun, `["-n16"]`, "-n16 is set by nccltune"},
+		{numNCCLTests, srun, `["--ntasks=16"]`, "--ntasks=16 is set by nccltune"},
+		{numNCCLTests, srun, `["--ntasks-per-node", "4"]`, "(launcher.ntasks_per_node)"},
+		{numNCCLTests, srun, `["--ntasks-per"]`, "(launcher.ntasks_per_node)"},
+		{numNCCLTests, srun, `["-N2"]`, "(launcher.nodes (or campaign.scales))"},
+		{numNCCLTests, srun, `["--nodes", "2"]`, "(launcher.nodes (or campaign.scales))"},
+		{numNCCLTests, srun, `["--export=NONE"]`, "--export=NONE is set by nccltune from the space (--export=ALL"},
+		{numNCCLTests, srun, `["-K0"]`, "(--kill-on-bad-exit=1"},
+		{numNCCLTests, srun, `["--kill-on-bad-exit=0"]`, "(--kill-on-bad-exit=1"},
+		{numNCCLTests, srun, `["--mpi=pmix", "--gpus-per-task=1", "--distribution=cyclic", "--exclusive", "-l", "-w", "n1"]`, ""},
+		{numNCCLTests, srun + "groups = 2\n", `["-w", "n1"]`, "(launcher.groups, which gives each trial its group's nodes)"},
+		{numNCCLTests, srun + "groups = 2\n", `["--nodelist=n1"]`, "(launcher.groups"},
+		{numNCCLTests, mpirun, `["-np", "4"]`, "launcher.args: -np is set by nccltune from the space (launcher.np)"},
+		{numNCCLTests, mpirun, `["-c", "4"]`, "(launcher.np)"},
+		{numNCCLTests, mpirun, `["--hostfile=other"]`, "(launcher.hostfile)"},
+		{numNCCLTests, mpirun, `["--mca", "btl", "^openib", "-nolocal", "-cpus-per-proc", "2", "--host", "a:8", "--oversubscribe"]`, ""},
+		{numNCCLTests, mpirun + "groups = 2\n", `["--host", "a:8"]`, "(launcher.groups, which gives each trial its group's hosts)"},
+		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
+		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
+		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},
+		{numDDP, torchrun, `["--standalone"]`, "(launcher.rdzv_endpoint)"},
+		{numDDP, torchrun, `["--rdzv-endpoint=h:29400"]`, "(launcher.rdzv_endpoint)"},
+		{numDDP, torchrun, `["--max_restarts", "0", "--rdzv_id", "x", "--no_python", "--log_dir", "/tmp/l"]`, ""},
+	} {
+		src := strings.TrimSuffix(tc.base, "\n") + "\n" + tc.launcher + "args = " + tc.args + "\n"
+		_, err := parseWithin(t, src)
+		line := fmt.Sprintf("h.toml:%d: ", strings.Count(src, "\n")) // args, the last line
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s refused: %v", tc.args, err)
+		case tc.want == "":
+		case err == nil:
+			t.Errorf("%s accepted\n%s", tc.args, src)
+		case !strings.Contains(err.Error(), line) || !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%s: %v\nwant %s... %s", tc.args, err, line, tc.want)
+		}
+	}
+	// nccl-tests reads its options with getopt too.
+	for _, args := range []string{`["-n5"]`, `["--iter", "5"]`, `["-c0"]`} {
+		src := strings.Replace(numNCCLTests, `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = "+args, 1)
+		if _, err := parseWithin(t, src); err == nil || !strings.Contains(err.Error(), "h.toml:5: benchmark.args:") {
+			t.Errorf("benchmark.args %s: %v", args, err)
+		}
+	}
+}
