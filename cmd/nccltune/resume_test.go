@@ -145,7 +145,7 @@ d=$(dirname "$0")
 if rm "$d/hold" 2>/dev/null; then echo $$ > "$d/held.tmp"; mv "$d/held.tmp" "$d/held"; exec sleep 60; fi
 sleep 0.4
 for s in 1024 2048 4096; do
-  echo "  $s  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
+  echo "  $s  $((s/4))  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
 done
 `), 0o755)
 	spaceFile := filepath.Join(dir, "space.toml")
