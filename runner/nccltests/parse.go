@@ -105,6 +105,9 @@ func Parse(r io.Reader) (*Report, error) {
 	rep := &Report{AvgBusBW: math.NaN(), OutOfBounds: -1}
 	var maxErrs [][2]float64 // per row, for the old "error" column; NaN where a count was printed
 	ranks := 0
+	// A "#wrong" column prints its count with %g: 1e+06 and more are counts
+	// in e-notation, not an old-style error.
+	countsWrong := false
 	var formatErr error
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -127,6 +130,9 @@ func Parse(r io.Reader) (*Report, error) {
 			if err := checkHeader(line); err != nil && formatErr == nil {
 				formatErr = err
 			}
+			if f := strings.Fields(line); len(f) > 2 && f[1] == "size" && f[2] == "count" {
+				countsWrong = slices.Contains(f, "#wrong")
+			}
 			if m := rankRE.FindStringSubmatch(line); m != nil {
 				ranks++
 				n, _ := strconv.Atoi(m[1])
@@ -147,7 +153,7 @@ func Parse(r io.Reader) (*Report, error) {
 		}
 	}
 	for i := range rep.Rows {
-		judgeErrors(&rep.Rows[i], maxErrs[i], ranks)
+		judgeErrors(&rep.Rows[i], maxErrs[i], ranks, countsWrong)
 	}
 	if err := sc.Err(); err != nil {
 		return rep, err
@@ -290,11 +296,16 @@ func tolerance(dataType string) float64 {
 }
 
 // judgeErrors turns an old-style maximum error into a wrong count, with
-// nccl-tests' own rule: wrong when above the type's tolerance x (ranks - 1).
-func judgeErrors(row *Row, errs [2]float64, ranks int) {
+// nccl-tests' own rule: wrong when above the type's tolerance x (ranks - 1);
+// under a "#wrong" header, such a number is the count, in e-notation.
+func judgeErrors(row *Row, errs [2]float64, ranks int, countsWrong bool) {
 	limit := tolerance(row.Type) * float64(max(ranks-1, 1))
 	for i, m := range []*Measure{&row.OutOfPlace, &row.InPlace} {
-		if !math.IsNaN(errs[i]) {
+		switch {
+		case math.IsNaN(errs[i]):
+		case countsWrong:
+			m.Wrong = int64(math.Round(errs[i]))
+		default:
 			m.Wrong = map[bool]int64{false: 0, true: 1}[errs[i] > limit]
 		}
 	}

@@ -56,6 +56,8 @@ func TestParseCases(t *testing.T) {
 			"    16      4   float     sum    10.33    0.00    0.00  2e+00    10.11    0.00    0.00  0e+00\n", 2, 1, 0, false},
 		{"unchecked N/A", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  N/A  19.9  0.05  0.09  N/A\n", 1, 0, 0, false},
 		{"wrong results", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  3  19.9  0.05  0.09  0\n", 1, 3, 0, false},
+		// %6g: a million wrong elements print as 1e+06 under "#wrong", a count, not an old-style error.
+		{"a million wrong results", header + "  8388608  2097152  float  sum  -1  20.5  0.05  0.09  1e+06  19.9  0.05  0.09  1.23457e+06\n", 1, 2234570, 0, false},
 		{"NCCL failure", header + "node1: Test NCCL failure common.cu:1005 'internal error - please report this issue to the NCCL developers / '\n" +
 			" .. node1 pid 1234: Test failure common.cu:891\n", 0, 0, 2, true},
 		{"truncated mid-row", header + "  1024  256  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0\n  2048  512  float  sum  -1  21.5  0.0", 1, 0, 0, false},
