@@ -871,9 +871,31 @@ func givesOption(arg, opt string, style optionStyle) bool {
 	case name == opt:
 		return true
 	case style == getopt && short:
-		return strings.HasPrefix(arg, opt)
+		return clusterGives(arg, opt[1])
 	case style != exact && !short && len(name) > len("--x") && strings.HasPrefix(name, "--"):
 		return strings.HasPrefix(opt, name)
+	}
+	return false
+}
+
+// srunFlags are srun's short options that take no value (slurm_opt.c's
+// no_argument ones): getopt reads "-ln16" as -l, then -n 16.
+const srunFlags = "EHhlOQsuvVXZ"
+
+// clusterGives reports whether arg, a cluster of short options as getopt
+// reads one ("-ln16"), gives option c: after flags that take no value, as
+// its first letter that takes one ("-Jn16" is a job named n16).
+func clusterGives(arg string, c byte) bool {
+	if len(arg) < 2 || arg[0] != '-' || arg[1] == '-' {
+		return false
+	}
+	for i := 1; i < len(arg); i++ {
+		if arg[i] == c {
+			return true
+		}
+		if !strings.ContainsRune(srunFlags, rune(arg[i])) {
+			return false
+		}
 	}
 	return false
 }
