@@ -30,3 +30,30 @@ func TestSrunArgsInAClusterOfFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSrunArgsAsNccltunePassesThem: launcher.args that give srun's
+// --export=ALL or --kill-on-bad-exit=1, as nccltune passes them, leave the
+// step as it is and are accepted; any other value of them is refused.
+func TestSrunArgsAsNccltunePassesThem(t *testing.T) {
+	const srun = "[launcher]\nkind = \"srun\"\nnodes = 1\nntasks_per_node = 8\n"
+	for _, tc := range []struct {
+		args    string
+		refused bool
+	}{
+		{`["--export=ALL", "--mpi=pmix"]`, false},
+		{`["-K"]`, false},
+		{`["-K1"]`, false},
+		{`["--kill-on-bad-exit"]`, false},
+		{`["--kill-on-bad-exit=1"]`, false},
+		{`["--export=ALL,NCCL_ALGO=Ring"]`, true},
+		{`["--export=NONE"]`, true},
+		{`["--export", "ALL"]`, true},
+		{`["-K0"]`, true},
+	} {
+		src := strings.TrimSuffix(numNCCLTests, "\n") + "\n" + srun + "args = " + tc.args + "\n"
+		_, err := parseWithin(t, src)
+		if refused := err != nil && strings.Contains(err.Error(), "is set by nccltune"); refused != tc.refused {
+			t.Errorf("launcher.args %s: refused %v, want %v (%v)", tc.args, refused, tc.refused, err)
+		}
+	}
+}
