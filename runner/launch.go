@@ -231,16 +231,19 @@ func (Srun) LauncherEnv(env []string) []string { return without(env, srunShape) 
 var srunShape = []string{
 	// How many tasks, on how many nodes.
 	"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS_PER_NODE",
-	"SLURM_NTASKS_PER_CORE", "SLURM_NTASKS_PER_SOCKET", "SLURM_NTASKS_PER_GPU",
+	"SLURM_NTASKS_PER_CORE", "SLURM_NTASKS_PER_SOCKET", "SLURM_NTASKS_PER_GPU", "SLURM_NTASKS_PER_TRES",
 	// Where they run, and what each one has.
 	"SLURM_DISTRIBUTION", "SLURM_DIST_PLANESIZE", "SLURM_HINT", "SLURM_THREADS_PER_CORE",
 	"SLURM_CPU_BIND", "SLURM_MEM_BIND", "SLURM_GPU_BIND", "SLURM_REMOTE_CWD", "SLURM_WORKING_DIR",
 	"SLURM_CPUS_PER_TASK", "SRUN_CPUS_PER_TASK", "SLURM_CPUS_PER_GPU", "SLURM_TRES_PER_TASK",
-	"SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK", "SLURM_GRES", "SLURM_STEP_GRES",
+	"SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_SOCKET", "SLURM_GPUS_PER_TASK", "SLURM_GRES", "SLURM_STEP_GRES",
 	// Their output and exit, which nccltune reads: labelled, sent to files,
 	// their environment, which carries the trial's variables, not exported,
-	// or srun's own failure given a status of a killed rank (137).
-	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV",
+	// or srun's own failure given a status of a killed rank (137). -o, -e
+	// and -i are SRUN_OUTPUT, SRUN_ERROR and SRUN_INPUT, the SLURM_*MODE
+	// names kept for backward compatibility (src/srun/opt.c).
+	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SRUN_OUTPUT", "SRUN_ERROR", "SRUN_INPUT",
+	"SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV",
 	"SLURM_EXIT_ERROR", "SLURM_EXIT_IMMEDIATE",
 }
 

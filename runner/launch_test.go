@@ -357,3 +357,17 @@ func TestSimulatedCollectivesReadAsNCCLTests(t *testing.T) {
 		}
 	}
 }
+
+// TestSrunEnvCurrentNames: srun reads -o, -e and -i from SRUN_OUTPUT,
+// SRUN_ERROR and SRUN_INPUT (src/srun/opt.c; SLURM_STDOUTMODE and the like
+// are only kept for backward compatibility), and the step's shape from
+// SLURM_NTASKS_PER_TRES and SLURM_GPUS_PER_SOCKET too: a caller's
+// SRUN_OUTPUT=/dev/null took away the output nccltune reads.
+func TestSrunEnvCurrentNames(t *testing.T) {
+	env := []string{"SLURM_JOB_ID=7", "SRUN_OUTPUT=/dev/null", "SRUN_ERROR=/dev/null", "SRUN_INPUT=none",
+		"SLURM_NTASKS_PER_TRES=1", "SLURM_GPUS_PER_SOCKET=4", "PATH=/bin"}
+	want := []string{"SLURM_JOB_ID=7", "PATH=/bin"}
+	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
+		t.Errorf("srun's environment %q\nwant %q", got, want)
+	}
+}

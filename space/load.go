@@ -871,9 +871,31 @@ func givesOption(arg, opt string, style optionStyle) bool {
 	case name == opt:
 		return true
 	case style == getopt && short:
-		return strings.HasPrefix(arg, opt)
+		return clusterGives(arg, opt[1])
 	case style != exact && !short && len(name) > len("--x") && strings.HasPrefix(name, "--"):
 		return strings.HasPrefix(opt, name)
+	}
+	return false
+}
+
+// srunFlags are srun's short options that take no value (slurm_opt.c's
+// no_argument ones): getopt reads "-ln16" as -l, then -n 16.
+const srunFlags = "EHhlOQsuvVXZ"
+
+// clusterGives reports whether arg, a cluster of short options as getopt
+// reads one ("-ln16"), gives option c: after flags that take no value, as
+// its first letter that takes one ("-Jn16" is a job named n16).
+func clusterGives(arg string, c byte) bool {
+	if len(arg) < 2 || arg[0] != '-' || arg[1] == '-' {
+		return false
+	}
+	for i := 1; i < len(arg); i++ {
+		if arg[i] == c {
+			return true
+		}
+		if !strings.ContainsRune(srunFlags, rune(arg[i])) {
+			return false
+		}
 	}
 	return false
 }
@@ -908,6 +930,11 @@ var groupsOwn = map[string][]ownOptions{
 	"mpirun": {{[]string{"-H", "--host", "-host", "-hosts"}, "launcher.groups, which gives each trial its group's hosts"}},
 }
 
+// srunAsNccltune are srun's own options as nccltune passes them
+// (--export=ALL, --kill-on-bad-exit=1), which a space written for srun by
+// habit gives again: the step is the same, so they are no reason to refuse it.
+var srunAsNccltune = []string{"--export=ALL", "-K", "-K1", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
+
 // ownOptions are a launcher's spellings of one option, and what nccltune
 // gives it from.
 type ownOptions struct {
@@ -926,6 +953,9 @@ func (b *builder) launcherArgs(s *Space) {
 	}
 	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
 	for _, a := range l.Args {
+		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a) {
+			continue // what nccltune passes itself: the same step
+		}
 		for _, o := range own {
 			if slices.ContainsFunc(o.opts, func(opt string) bool { return givesOption(a, opt, style) }) {
 				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s is set by nccltune from the space (%s): a second one would make each trial run other than the space says", a, o.what)

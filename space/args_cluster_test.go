@@ -1,0 +1,59 @@
+package space
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSrunArgsInAClusterOfFlags: getopt reads "-ln16" as -l, then -n 16
+// (srun's -l, -u, -v, ... take no value), so launcher.args may not give
+// nccltune's -n, -N or -K after such flags either; a letter that takes a
+// value ends the cluster ("-Jn16" is a job named n16).
+func TestSrunArgsInAClusterOfFlags(t *testing.T) {
+	const srun = "[launcher]\nkind = \"srun\"\nnodes = 1\nntasks_per_node = 8\n"
+	for _, tc := range []struct {
+		args    string
+		refused bool
+	}{
+		{`["-ln16"]`, true},
+		{`["-ul", "-n", "16"]`, true},
+		{`["-vN2"]`, true},
+		{`["-lK0"]`, true},
+		{`["-lu"]`, false},
+		{`["-Jn16"]`, false},
+		{`["-wnode-K1"]`, false},
+	} {
+		src := strings.TrimSuffix(numNCCLTests, "\n") + "\n" + srun + "args = " + tc.args + "\n"
+		_, err := parseWithin(t, src)
+		if refused := err != nil && strings.Contains(err.Error(), "is set by nccltune"); refused != tc.refused {
+			t.Errorf("launcher.args %s: refused %v, want %v (%v)", tc.args, refused, tc.refused, err)
+		}
+	}
+}
+
+// TestSrunArgsAsNccltunePassesThem: launcher.args that give srun's
+// --export=ALL or --kill-on-bad-exit=1, as nccltune passes them, leave the
+// step as it is and are accepted; any other value of them is refused.
+func TestSrunArgsAsNccltunePassesThem(t *testing.T) {
+	const srun = "[launcher]\nkind = \"srun\"\nnodes = 1\nntasks_per_node = 8\n"
+	for _, tc := range []struct {
+		args    string
+		refused bool
+	}{
+		{`["--export=ALL", "--mpi=pmix"]`, false},
+		{`["-K"]`, false},
+		{`["-K1"]`, false},
+		{`["--kill-on-bad-exit"]`, false},
+		{`["--kill-on-bad-exit=1"]`, false},
+		{`["--export=ALL,NCCL_ALGO=Ring"]`, true},
+		{`["--export=NONE"]`, true},
+		{`["--export", "ALL"]`, true},
+		{`["-K0"]`, true},
+	} {
+		src := strings.TrimSuffix(numNCCLTests, "\n") + "\n" + srun + "args = " + tc.args + "\n"
+		_, err := parseWithin(t, src)
+		if refused := err != nil && strings.Contains(err.Error(), "is set by nccltune"); refused != tc.refused {
+			t.Errorf("launcher.args %s: refused %v, want %v (%v)", tc.args, refused, tc.refused, err)
+		}
+	}
+}
