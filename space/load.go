@@ -151,14 +151,33 @@ var CheckSimulator func(flags []string) error
 // Parse validates a space file's content. Every problem is reported at once,
 // each as "file:line: message".
 func Parse(filename string, data []byte) (*Space, error) {
+	s, checks, err := parse(filename, data)
+	if err == nil && checks != nil {
+		return nil, checks
+	}
+	return s, err
+}
+
+// ParseStored reads the copy of a space that a store keeps, for reading the
+// campaign's results: as Parse, but a check that the copy fails (one added
+// since the campaign ran: a bound, a refused option) is returned beside the
+// space instead of hiding the results; only a copy that does not decode is
+// an error. Anything that runs a program parses with Parse.
+func ParseStored(filename string, data []byte) (s *Space, checks, err error) {
+	return parse(filename, data)
+}
+
+// parse is Parse's work: the space built and the checks it failed, or an
+// error where the file does not decode.
+func parse(filename string, data []byte) (*Space, error, error) {
 	if line := nesting(data); line > 0 {
-		return nil, fmt.Errorf("%s:%d: keys nested more than %d deep (dotted keys, table headers, inline tables): no setting of a space is", filename, line, maxNesting)
+		return nil, nil, fmt.Errorf("%s:%d: keys nested more than %d deep (dotted keys, table headers, inline tables): no setting of a space is", filename, line, maxNesting)
 	}
 	var raw rawFile
 	md, err := toml.Decode(string(data), &raw)
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return nil, fmt.Errorf("%s:%d:%d: %s", filename, pe.Position.Line, pe.Position.Col, pe.Message)
+		return nil, nil, fmt.Errorf("%s:%d:%d: %s", filename, pe.Position.Line, pe.Position.Col, pe.Message)
 	}
 	// A value of the wrong type (factor = 2.5) stops the decoder: it is
 	// reported, left out, and the rest decoded again, so that every other
@@ -169,7 +188,7 @@ func Parse(filename string, data []byte) (*Space, error) {
 		m := typeErrRE.FindStringSubmatch(err.Error())
 		var all map[string]any
 		if m == nil || len(dropped) > 100 || toml.Unmarshal(data, &all) != nil {
-			return nil, errors.Join(append(typeErrs, fmt.Errorf("%s: %w", filename, err))...)
+			return nil, nil, errors.Join(append(typeErrs, fmt.Errorf("%s: %w", filename, err))...)
 		}
 		// The decoder's line is of the text decoded, which after the first
 		// error is not the file: the key's line in the file is looked up.
@@ -177,12 +196,12 @@ func Parse(filename string, data []byte) (*Space, error) {
 		dropped = append(dropped, m[2])
 		for _, k := range dropped {
 			if !dropKey(all, k) {
-				return nil, errors.Join(typeErrs...)
+				return nil, nil, errors.Join(typeErrs...)
 			}
 		}
 		var buf bytes.Buffer
 		if toml.NewEncoder(&buf).Encode(all) != nil {
-			return nil, errors.Join(typeErrs...)
+			return nil, nil, errors.Join(typeErrs...)
 		}
 		raw = rawFile{}
 		md, err = toml.Decode(buf.String(), &raw)
@@ -198,11 +217,8 @@ func Parse(filename string, data []byte) (*Space, error) {
 		b.zeros(all)
 	}
 	s := b.build(&raw)
-	if err := errors.Join(b.errs...); err != nil {
-		return nil, err
-	}
 	s.Source = data
-	return s, nil
+	return s, errors.Join(b.errs...), nil
 }
 
 // typeErrRE reads the decoder's type error: its line, key and complaint.

@@ -88,7 +88,7 @@ func compareSpace(c *cli.Context) (*space.Space, error) {
 		return nil, fmt.Errorf("give --space, or a store holding a campaign: %w", err)
 	}
 	defer st.Close()
-	l, err := load(st, c.String("campaign"))
+	l, err := load(st, c.String("campaign"), space.Parse)
 	if err != nil {
 		return nil, err
 	}

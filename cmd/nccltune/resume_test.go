@@ -246,3 +246,23 @@ func TestFullDisk(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredSpaceThatFailsANewerCheck: a campaign whose stored space fails a
+// check added since it ran (here a timeout under a second) keeps its results
+// readable, with the check told; what would run it again refuses it.
+func TestStoredSpaceThatFailsANewerCheck(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "--trials", "4", "-q", "--no-validate", "--no-simplify"); code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), 'timeout = "2m"', 'timeout = "500ms"') AS BLOB)`)
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"show", "2"}, {"report", "--out", dir}, {"export", "--out", dir}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 0 || out == "" || !strings.Contains(errOut, "fails checks added since it ran") || !strings.Contains(errOut, "timeout") {
+			t.Errorf("%v: exit %d, stderr %q; want its results and the check told", args, code, errOut)
+		}
+	}
+	if code, _, errOut := nccltune(t, dir, "resume"); code != 1 || !strings.Contains(errOut, "timeout") {
+		t.Errorf("resume: exit %d, stderr %q; want the check as its error", code, errOut)
+	}
+}

@@ -76,7 +76,7 @@ func resumeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			l, err := load(st, c.String("campaign"))
+			l, err := load(st, c.String("campaign"), space.Parse)
 			st.Close()
 			if err != nil {
 				return err

@@ -39,7 +39,21 @@ type loaded struct {
 	results []results.RangeResult
 }
 
-func load(st *store.Store, name string) (*loaded, error) {
+// spaceParser reads a campaign's stored space: space.Parse for a command
+// that runs the campaign's programs, readStored for one that reads results.
+type spaceParser func(filename string, data []byte) (*space.Space, error)
+
+// readStored is space.ParseStored with the checks the stored copy fails
+// told, not fatal: results measured under a check added since stay readable.
+func readStored(filename string, data []byte) (*space.Space, error) {
+	sp, checks, err := space.ParseStored(filename, data)
+	if err == nil && checks != nil {
+		fmt.Fprintf(os.Stderr, "nccltune: %s fails checks added since it ran; its results are read as stored (resuming it needs a space file that passes them):\n%v\n", filename, checks)
+	}
+	return sp, err
+}
+
+func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	var camp store.Campaign
 	var err error
 	if name != "" {
@@ -55,7 +69,7 @@ func load(st *store.Store, name string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	family, err := space.Parse(camp.Name+" (as stored)", camp.Space)
+	family, err := parse(camp.Name+" (as stored)", camp.Space)
 	if err != nil {
 		return nil, err
 	}
@@ -77,16 +91,16 @@ func load(st *store.Store, name string) (*loaded, error) {
 // openCampaign opens the --store (which must exist) and loads its --campaign;
 // the caller closes the store.
 func openCampaign(c *cli.Context) (*store.Store, *loaded, error) {
-	return openCampaignWith(c, openExisting)
+	return openCampaignWith(c, openExisting, readStored)
 }
 
 // openCampaignWith is openCampaign with the store opened by open.
-func openCampaignWith(c *cli.Context, open func(string) (*store.Store, error)) (*store.Store, *loaded, error) {
+func openCampaignWith(c *cli.Context, open func(string) (*store.Store, error), parse spaceParser) (*store.Store, *loaded, error) {
 	st, err := open(c.String("store"))
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := load(st, c.String("campaign"))
+	l, err := load(st, c.String("campaign"), parse)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -123,7 +137,7 @@ func statusCommand() *cli.Command {
 			}
 			defer st.Close()
 			if c.Bool("json") {
-				l, err := load(st, c.String("campaign"))
+				l, err := load(st, c.String("campaign"), readStored)
 				if err != nil {
 					return err
 				}
@@ -136,7 +150,7 @@ func statusCommand() *cli.Command {
 
 func printStatus(out io.Writer, st *store.Store, name string) error {
 	w := terminal{out}
-	l, err := load(st, name)
+	l, err := load(st, name, readStored)
 	if err != nil {
 		return err
 	}
@@ -414,7 +428,7 @@ func exportCommand() *cli.Command {
 				// One rules file serves every node count of campaign.scales; each gets a job's environment.
 				for _, at := range scales(l.family) {
 					if name := campaignName(st, at); name != "" && name != l.camp.Name {
-						other, err := load(st, name)
+						other, err := load(st, name, readStored)
 						if err != nil {
 							return err
 						}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/tuner"
 )
 
@@ -24,7 +25,7 @@ func validateCommand() *cli.Command {
 			if err := tuner.CheckRounds(c.Int("rounds")); err != nil {
 				return usageError{fmt.Errorf("--rounds: %w", err)}
 			}
-			st, l, err := openCampaignWith(c, openExistingWriter)
+			st, l, err := openCampaignWith(c, openExistingWriter, space.Parse)
 			if err != nil {
 				return err
 			}
