@@ -219,24 +219,25 @@ func (s Srun) nodes() (int, error) {
 }
 
 // LauncherEnv drops srun's input variables (srun(1), INPUT ENVIRONMENT
-// VARIABLES) that shape a step or its output: salloc and sbatch set several
-// of them for every command of the allocation (SLURM_NTASKS, SLURM_NNODES,
-// SLURM_GPUS_PER_TASK, SLURM_DISTRIBUTION, ...), which srun would take as
-// the defaults of options nccltune does not pass. A step is shaped by the
-// space alone (nodes, ntasks_per_node, and launcher.args for anything else).
-// SLURM_JOB_ID, which puts the step in the allocation, stays, and so does the
-// cluster's configuration (SLURM_CONF, SLURM_MPI_TYPE, the account, ...).
+// VARIABLES) that count a step's tasks and nodes or take its output: salloc
+// and sbatch set several of them for every command of the allocation
+// (SLURM_NTASKS, SLURM_NNODES, ...), which srun would take as the defaults
+// of options nccltune does not pass. The ranks are the space's alone (nodes,
+// ntasks_per_node). What each task has and where it sits (CPUs and GPUs per
+// task, binding, distribution) stays as the allocation gives it, as the
+// user's job's own srun takes it: a trial measures the job's setting, and
+// without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
+// NCCL's proxy threads. SLURM_JOB_ID, which puts the step in the
+// allocation, stays, and so does the cluster's configuration (SLURM_CONF,
+// SLURM_MPI_TYPE, the account, ...).
 func (Srun) LauncherEnv(env []string) []string { return without(env, srunShape) }
 
 var srunShape = []string{
 	// How many tasks, on how many nodes.
 	"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS_PER_NODE",
 	"SLURM_NTASKS_PER_CORE", "SLURM_NTASKS_PER_SOCKET", "SLURM_NTASKS_PER_GPU", "SLURM_NTASKS_PER_TRES",
-	// Where they run, and what each one has.
-	"SLURM_DISTRIBUTION", "SLURM_DIST_PLANESIZE", "SLURM_HINT", "SLURM_THREADS_PER_CORE",
-	"SLURM_CPU_BIND", "SLURM_MEM_BIND", "SLURM_GPU_BIND", "SLURM_REMOTE_CWD", "SLURM_WORKING_DIR",
-	"SLURM_CPUS_PER_TASK", "SRUN_CPUS_PER_TASK", "SLURM_CPUS_PER_GPU", "SLURM_TRES_PER_TASK",
-	"SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_SOCKET", "SLURM_GPUS_PER_TASK", "SLURM_GRES", "SLURM_STEP_GRES",
+	// Where a relative benchmark path resolves.
+	"SLURM_REMOTE_CWD", "SLURM_WORKING_DIR",
 	// Their output and exit, which nccltune reads: labelled, sent to files,
 	// their environment, which carries the trial's variables, not exported,
 	// or srun's own failure given a status of a killed rank (137). -o, -e

@@ -164,7 +164,8 @@ func TestSrunEnv(t *testing.T) {
 		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out", "SRUN_EXPORT_ENV=NONE",
 		"SLURM_EXIT_ERROR=137", "SLURM_WORKING_DIR=/elsewhere",
 		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
-	want := []string{"SLURM_JOB_ID=7", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
+	want := []string{"SLURM_JOB_ID=7", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1", "SLURM_DISTRIBUTION=cyclic",
+		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
 		t.Errorf("srun's environment %q\nwant %q", got, want)
 	}
@@ -360,13 +361,13 @@ func TestSimulatedCollectivesReadAsNCCLTests(t *testing.T) {
 
 // TestSrunEnvCurrentNames: srun reads -o, -e and -i from SRUN_OUTPUT,
 // SRUN_ERROR and SRUN_INPUT (src/srun/opt.c; SLURM_STDOUTMODE and the like
-// are only kept for backward compatibility), and the step's shape from
-// SLURM_NTASKS_PER_TRES and SLURM_GPUS_PER_SOCKET too: a caller's
-// SRUN_OUTPUT=/dev/null took away the output nccltune reads.
+// are only kept for backward compatibility), and the step's task count from
+// SLURM_NTASKS_PER_TRES too: a caller's SRUN_OUTPUT=/dev/null took away the
+// output nccltune reads. A task's GPUs are the allocation's.
 func TestSrunEnvCurrentNames(t *testing.T) {
 	env := []string{"SLURM_JOB_ID=7", "SRUN_OUTPUT=/dev/null", "SRUN_ERROR=/dev/null", "SRUN_INPUT=none",
 		"SLURM_NTASKS_PER_TRES=1", "SLURM_GPUS_PER_SOCKET=4", "PATH=/bin"}
-	want := []string{"SLURM_JOB_ID=7", "PATH=/bin"}
+	want := []string{"SLURM_JOB_ID=7", "SLURM_GPUS_PER_SOCKET=4", "PATH=/bin"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
 		t.Errorf("srun's environment %q\nwant %q", got, want)
 	}

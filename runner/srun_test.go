@@ -36,10 +36,11 @@ func TestSrun(t *testing.T) {
 // testSrunInheritedShape: srun variables that nccltune's caller has, from
 // its allocation (salloc -n 16: SLURM_NTASKS=16) or its own environment,
 // change neither a step's rank count nor its output: srun takes them as the
-// defaults of options the space leaves out.
+// defaults of options the space leaves out. Where tasks sit
+// (SLURM_DISTRIBUTION) is the allocation's, as for the job's own srun.
 func testSrunInheritedShape(t *testing.T) {
 	for name, value := range map[string]string{
-		"SLURM_NTASKS_PER_NODE": "5", "SLURM_DISTRIBUTION": "cyclic", "SLURM_GPUS_PER_TASK": "1",
+		"SLURM_NTASKS_PER_NODE": "5", "SLURM_DISTRIBUTION": "cyclic",
 		"SLURM_LABELIO": "1", "SLURM_STDOUTMODE": filepath.Join(t.TempDir(), "out"),
 	} {
 		t.Setenv(name, value)
