@@ -151,8 +151,11 @@ func (c UserCommand) match(line string) (string, bool, error) {
 				numbers = append(numbers, strings.TrimSpace(m[1]))
 			}
 		}
-		if len(numbers) > 1 {
+		switch {
+		case len(numbers) > 1:
 			return "", true, fmt.Errorf("its regex matches %d numbers on one line (%s): %q", len(numbers), strings.Join(numbers, ", "), line)
+		case len(numbers) == 1:
+			return numbers[0], true, nil
 		}
 		return ms[0][1], true, nil
 	}

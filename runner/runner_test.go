@@ -268,6 +268,7 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// The metric given twice on one line is ambiguous, not its first (or last) value.
 		{"two numbers on a line", space.Metric{Regex: `time: ([0-9.]+)`, Goal: "min"}, "echo 'time: 5 ms, data time: 1 ms'", 0, FailUnparsable, "its regex matches 2 numbers on one line (5, 1)"},
 		{"a number and a word on a line", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 't=5 t=n/a'", 0.2, "", ""},
+		{"a word and a number on a line", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 't=n/a t=5'", 0.2, "", ""},
 		{"a JSON key twice", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": 5, "ms": 500}'`, 0, FailUnparsable, `its key "ms" is given 2 times in one JSON object`},
 		{"a JSON key twice, once escaped", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": 5, "\u006ds": 500}'`, 0, FailUnparsable, `its key "ms" is given 2 times`},
 		{"another JSON key twice", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": 5, "step": 1, "step": 2}'`, 0.2, "", ""},
