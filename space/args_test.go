@@ -38,6 +38,12 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["--hostfile=other"]`, "(launcher.hostfile)"},
 		{numNCCLTests, mpirun, `["--mca", "btl", "^openib", "-nolocal", "-cpus-per-proc", "2", "--host", "a:8", "--oversubscribe"]`, ""},
 		{numNCCLTests, mpirun + "groups = 2\n", `["--host", "a:8"]`, "(launcher.groups, which gives each trial its group's hosts)"},
+		// An NCCL variable handed to the ranks would override the trial's.
+		{numNCCLTests, mpirun, `["-x", "NCCL_ALGO=Ring"]`, "launcher.args: -x NCCL_ALGO=Ring hands the ranks NCCL_ALGO, which the space sets"},
+		{numNCCLTests, mpirun, `["-x", "NCCL_IB_HCA"]`, "hands the ranks NCCL_IB_HCA"},
+		{numNCCLTests, mpirun, `["-genv", "NCCL_PROTO", "LL"]`, "-genv NCCL_PROTO hands the ranks NCCL_PROTO"},
+		{numNCCLTests, mpirun, `["-genvlist", "PATH,NCCL_ALGO"]`, "hands the ranks NCCL_ALGO"},
+		{numNCCLTests, mpirun, `["-x", "LD_LIBRARY_PATH", "-x", "UCX_TLS=rc"]`, ""},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},

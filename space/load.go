@@ -968,6 +968,9 @@ func (b *builder) launcherArgs(s *Space) {
 		own = append(slices.Clone(own), groupsOwn[l.Kind]...)
 	}
 	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
+	if l.Kind == "mpirun" {
+		b.mpirunExports(l.Args)
+	}
 	for _, a := range l.Args {
 		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a) {
 			continue // what nccltune passes itself: the same step
@@ -975,6 +978,28 @@ func (b *builder) launcherArgs(s *Space) {
 		for _, o := range own {
 			if slices.ContainsFunc(o.opts, func(opt string) bool { return givesOption(a, opt, style) }) {
 				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s is set by nccltune from the space (%s): a second one would make each trial run other than the space says", a, o.what)
+			}
+		}
+	}
+}
+
+// mpirunExports refuses an NCCL variable that launcher.args hands the ranks
+// (Open MPI's -x NAME=value, MPICH's -genv NAME value and lists): given
+// after nccltune's own -x, it would override a trial's value of it, which
+// the space sets ([fixed], [[param]]) and NCCL's log is checked against.
+func (b *builder) mpirunExports(args []string) {
+	for i := 0; i+1 < len(args); i++ {
+		var names []string
+		switch args[i] {
+		case "-x", "-genv", "-env":
+			name, _, _ := strings.Cut(args[i+1], "=")
+			names = []string{name}
+		case "-genvlist", "-envlist":
+			names = strings.Split(args[i+1], ",")
+		}
+		for _, name := range names {
+			if strings.HasPrefix(name, "NCCL_") {
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s hands the ranks %s, which the space sets ([fixed] or a [[param]]): after nccltune's own, it would override each trial's value", args[i], args[i+1], name)
 			}
 		}
 	}
