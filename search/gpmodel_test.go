@@ -1,10 +1,12 @@
 package search
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -269,22 +271,63 @@ func TestGPLeavesOutTrialsThatDidNotMeasureTheRange(t *testing.T) {
 // TestKernelsOfNeighboursAreTheDirectOnes: the kernel that kernels corrects
 // from a base's sums is the one computed over every parameter, for the
 // candidates a proposal makes (neighbours of the bases, and draws that are
-// no base's neighbour).
+// no base's neighbour), in a space of twenty settings.
 func TestKernelsOfNeighboursAreTheDirectOnes(t *testing.T) {
-	g, points, sims, ys := fitPoints(t, 40)
-	rng := rand.New(rand.NewPCG(5, 6))
+	g, points, _, ys := fitPoints(t, 40)
+	if err := kernelsAreDirect(g, points, ys, rand.New(rand.NewPCG(5, 6))); err != "" {
+		t.Error(err)
+	}
+}
+
+// TestKernelsWithInactiveParametersAreTheDirectOnes: so too in a space with
+// conditions, where an inactive parameter is NaN in a point.
+func TestKernelsWithInactiveParametersAreTheDirectOnes(t *testing.T) {
+	src := strings.Replace(testSpace, `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_ALGO = "Ring" }
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["default", "1M", "4M"]
+when = { NCCL_PROTO = ["LL", "Simple"] }
+[[param]]
+name = "NCCL_NTHREADS"
+min = 64
+max = 512
+when = { NCCL_MIN_CTAS = ["1", "2", "3", "4"] }`, 1)
+	sp, err := space.Parse("cond.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGP(sp, 1)
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		var points []gpPoint
+		var ys []float64
+		for range 30 {
+			points = append(points, g.point(draw(sp, rng)))
+			ys = append(ys, rng.NormFloat64())
+		}
+		if err := kernelsAreDirect(g, points, ys, rng); err != "" {
+			t.Errorf("seed %d: %s", seed, err)
+		}
+	}
+}
+
+// kernelsAreDirect fits two models on points, and compares kernels' values
+// for the candidates around random bases, and two draws, with the direct
+// sums: "" where they agree.
+func kernelsAreDirect(g *gpSampler, points []gpPoint, ys []float64, rng *rand.Rand) string {
+	sims := g.pairSimilarities(points)
 	var models []*gpModel
 	for r := range 2 {
 		y := slices.Clone(ys)
 		y[r] += 1
 		md := fitGP(sims, len(g.sp.Params), y, every(len(y)))
 		if md == nil {
-			t.Fatal("singular kernel")
+			return "singular kernel"
 		}
 		models = append(models, md)
 	}
-	bases := []space.Assignment{draw(g.sp, rng), draw(g.sp, rng)}
-	cands := g.candidates(bases, rng)
+	bases := []space.Assignment{draw(g.sp, rng), draw(g.sp, rng), draw(g.sp, rng)}
+	cands := append(g.candidates(bases, rng), draw(g.sp, rng), draw(g.sp, rng))
 	candPoints := make([]gpPoint, len(cands))
 	for j, c := range cands {
 		candPoints[j] = g.point(c)
@@ -292,9 +335,9 @@ func TestKernelsOfNeighboursAreTheDirectOnes(t *testing.T) {
 	ks := []*mat.Dense{mat.NewDense(len(points), len(cands), nil), mat.NewDense(len(points), len(cands), nil)}
 	g.kernels(models, points, bases, cands, ks)
 	for r, md := range models {
-		want, _ := candidateKernel(g, md, candPoints, points)
-		if !mat.EqualApprox(ks[r], want, 1e-9) {
-			t.Errorf("model %d: the kernels corrected from the bases' are not the direct ones", r)
+		if want, _ := candidateKernel(g, md, candPoints, points); !mat.EqualApprox(ks[r], want, 1e-9) {
+			return fmt.Sprintf("model %d: the kernels corrected from the bases' are not the direct ones", r)
 		}
 	}
+	return ""
 }
