@@ -654,11 +654,16 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		call := Call{Collective: w.Collective, Ranks: w.Ranks}
 		bytes := b.size(line(i, "size"), "workload.size", w.Size)
 		call.Bytes = bytes
+		// An entry that names no collective, or no count or weight, is no
+		// call and is left out; one that fails a bound (a check that
+		// ParseStored tells of a campaign run before it) is still the call
+		// its trials measured, and stays: left out, its collective's range
+		// went with it, and a stored campaign's results with it.
 		switch {
 		case !slices.Contains(Collectives, w.Collective):
 			b.errorf(line(i, "collective"), "workload.collective %q is not one of %s", w.Collective, strings.Join(Collectives, ", "))
 			continue
-		case bytes < 1 || bytes > MaxSize:
+		case bytes < 1:
 			b.errorf(line(i, "size"), "workload.size must be 1 byte to %s (nccl-tests allocates buffers of it on each GPU), not %d", FormatSize(MaxSize), bytes)
 			continue
 		case (w.Count == nil) == (w.Weight == nil):
@@ -667,33 +672,39 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		case w.Count != nil && *w.Count < 1, w.Weight != nil && !(*w.Weight > 0 && !math.IsInf(*w.Weight, 0)):
 			b.errorf(line(i, "collective"), "workload count and weight must be positive")
 			continue
+		}
+		mixed := w.Weight != nil && counted > 0 || w.Count != nil && weighted > 0
+		switch {
+		case bytes > MaxSize:
+			b.errorf(line(i, "size"), "workload.size must be 1 byte to %s (nccl-tests allocates buffers of it on each GPU), not %d", FormatSize(MaxSize), bytes)
 		case w.Weight != nil && (*w.Weight < minWeight || *w.Weight > maxWeight):
 			// Beyond these, a job's time (weight x seconds per call, summed)
 			// overflows to infinity or underflows to 0, and every trial fails.
 			b.errorf(line(i, "weight"), "workload.weight %g must be within [%g, %g]: weights are relative shares", *w.Weight, minWeight, maxWeight)
-			continue
-		case w.Weight != nil && counted > 0 || w.Count != nil && weighted > 0:
+		case mixed:
 			first, other := "count", "weight"
 			if weighted > 0 {
 				first, other = other, first
 			}
 			b.errorf(line(i, "collective"), "workload: this entry has %s, an earlier one %s: counts are calls per job and weights are relative shares, which do not add up; give every entry count, or every entry weight", other, first)
-			continue
 		case w.Ranks < 0 || w.Ranks > MaxRanks:
 			b.errorf(line(i, "ranks"), "workload.ranks must be 1 to %d, not %d", MaxRanks, w.Ranks)
-			continue
 		case w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
 			b.errorf(line(i, "ranks"), "workload.ranks %d: every entry must be of one communicator size (%d here); profile one size per campaign", w.Ranks, ranks)
-			continue
 		}
-		if w.Ranks > 0 {
+		if w.Ranks > 0 && w.Ranks <= MaxRanks && ranks == 0 {
 			ranks = w.Ranks
 		}
 		if w.Count != nil {
 			call.Count = float64(*w.Count)
-			counted++
 		} else {
 			call.Count = *w.Weight
+		}
+		switch {
+		case mixed: // told once, at this entry; the next are held to the first kind
+		case w.Count != nil:
+			counted++
+		default:
 			weighted++
 		}
 		s.Workload = append(s.Workload, call)

@@ -266,3 +266,26 @@ func TestStoredSpaceThatFailsANewerCheck(t *testing.T) {
 		t.Errorf("resume: exit %d, stderr %q; want the check as its error", code, errOut)
 	}
 }
+
+// TestStoredWorkloadThatFailsANewerCheck: a [[workload]] entry that fails a
+// check added since the campaign ran is still one of its collectives: the
+// read-only commands show its results (and do not panic with none left).
+func TestStoredWorkloadThatFailsANewerCheck(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, filepath.Join("..", "..", "examples", "sim-2node-ib-workload.toml"), filepath.Join(dir, "w.toml"))
+	if code, out, errOut := nccltune(t, dir, "run", "--space", "w.toml", "--trials", "3", "-q", "--no-validate", "--no-simplify"); code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	_, before, _ := nccltune(t, dir, "status")
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), 'ranks = 16', 'ranks = 2000000') AS BLOB)`)
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"show", "1"}, {"report", "--out", dir}, {"export", "--out", dir}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 0 || out == "" || strings.Contains(errOut, "panic") || !strings.Contains(errOut, "workload.ranks") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want its results and the check told", args, code, out, errOut)
+		}
+		if args[0] == "status" && len(args) == 1 && !strings.Contains(out, "all_gather") {
+			t.Errorf("status lost the workload's ranges:\n%s\nbefore:\n%s", out, before)
+		}
+	}
+}
+
