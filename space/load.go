@@ -475,7 +475,13 @@ func (b *builder) build(raw *rawFile) *Space {
 		}
 		if err != nil {
 			b.errorf(line, "fixed %v", err)
-		} else {
+		}
+		// A value that NCCL can be given (it normalizes) but that a check of
+		// pinning refuses (added since: "default", a DDP setting) stays, read
+		// as stored (ParseStored): every trial ran with it, and left out,
+		// export found each trial's stored environment "altered" and
+		// refused to write it.
+		if v != "" {
 			s.Fixed[name] = v
 		}
 	}

@@ -289,3 +289,30 @@ func TestStoredWorkloadThatFailsANewerCheck(t *testing.T) {
 	}
 }
 
+// TestStoredFixedThatFailsANewerCheck: a variable the campaign pinned, whose
+// value a check added since refuses ("default"), is still what each trial
+// ran with: export writes it, where it found every stored environment
+// "altered" without it.
+func TestStoredFixedThatFailsANewerCheck(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "sim-2node-ib.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := strings.Replace(string(data), "[fixed]\n", "[fixed]\nNCCL_SOCKET_IFNAME = \"eth9\"\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "s.toml"), []byte(sp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := nccltune(t, dir, "run", "--space", "s.toml", "--trials", "4", "-q", "--no-validate", "--no-simplify"); code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	tamper(t, filepath.Join(dir, "nccltune.db"),
+		`UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), '"eth9"', '"default"') AS BLOB)`,
+		`UPDATE trials SET env = replace(env, 'NCCL_SOCKET_IFNAME=eth9', 'NCCL_SOCKET_IFNAME=default')`)
+	for _, args := range [][]string{{"status"}, {"export", "--out", dir}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 0 || !strings.Contains(errOut, "fails checks added since it ran") || !strings.Contains(errOut, "NCCL_SOCKET_IFNAME") {
+			t.Errorf("%v: exit %d\n%s\n%s; want its results and the check told", args, code, out, errOut)
+		}
+	}
+}
