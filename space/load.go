@@ -1001,22 +1001,49 @@ func (b *builder) launcherArgs(s *Space) {
 }
 
 // mpirunExports refuses an NCCL variable that launcher.args hands the ranks
-// (Open MPI's -x NAME=value, MPICH's -genv NAME value and lists): given
-// after nccltune's own -x, it would override a trial's value of it, which
-// the space sets ([fixed], [[param]]) and NCCL's log is checked against.
+// (Open MPI's -x NAME=value and its mca_base_env_list, MPICH's -genv NAME
+// value and lists): given after nccltune's own -x, it would override a
+// trial's value of it, which the space sets ([fixed], [[param]]) and NCCL's
+// log is checked against. Hydra reads an option in any case, after one
+// dash or more, and its value after '=' ("--genv=NCCL_ALGO Ring"): each
+// spelling is refused.
 func (b *builder) mpirunExports(args []string) {
-	for i := 0; i+1 < len(args); i++ {
-		var names []string
-		switch args[i] {
-		case "-x", "-genv", "-env":
-			name, _, _ := strings.Cut(args[i+1], "=")
-			names = []string{name}
-		case "-genvlist", "-envlist":
-			names = strings.Split(args[i+1], ",")
+	for i := 0; i < len(args); i++ {
+		opt, operands := args[i], args[i+1:]
+		if !strings.HasPrefix(opt, "-") {
+			continue
 		}
-		for _, name := range names {
-			if strings.HasPrefix(name, "NCCL_") {
-				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s hands the ranks %s, which the space sets ([fixed] or a [[param]]): after nccltune's own, it would override each trial's value", args[i], args[i+1], name)
+		name, value, attached := strings.Cut(strings.TrimLeft(opt, "-"), "=")
+		if attached {
+			operands = append([]string{value}, operands...)
+		}
+		var names []string
+		shown := strings.Join(operands[:min(len(operands), 1)], " ")
+		switch strings.ToLower(name) {
+		case "x", "genv", "env":
+			if len(operands) > 0 {
+				v, _, _ := strings.Cut(operands[0], "=")
+				names = []string{v}
+			}
+		case "genvlist", "envlist":
+			if len(operands) > 0 {
+				names = strings.Split(operands[0], ",")
+			}
+		case "mca", "gmca", "omca":
+			// Open MPI's list of variables to set in every rank:
+			// --mca mca_base_env_list "NCCL_ALGO=Ring;FOO" (';' unless
+			// mca_base_env_list_delimiter says otherwise).
+			if len(operands) > 1 && operands[0] == "mca_base_env_list" {
+				shown = operands[0] + " " + operands[1]
+				for _, kv := range strings.FieldsFunc(operands[1], func(r rune) bool { return r == ';' || r == ',' }) {
+					v, _, _ := strings.Cut(kv, "=")
+					names = append(names, strings.TrimSpace(v))
+				}
+			}
+		}
+		for _, v := range names {
+			if strings.HasPrefix(v, "NCCL_") {
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s hands the ranks %s, which the space sets ([fixed] or a [[param]]): after nccltune's own, it would override each trial's value", opt, shown, v)
 			}
 		}
 	}
