@@ -1323,6 +1323,12 @@ func (b *builder) params(raw *rawFile, s *Space) {
 					b.errorf(b.loc.field("param", i, "values"), "param %v", err)
 				} else if j := slices.IndexFunc(p.Values, func(w string) bool { return w == v || catalogued.Alike(w, v) }); j >= 0 {
 					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice: to NCCL it is %s", p.Name, v, p.Values[j])
+					// Another spelling of one set (a check since 2223c57)
+					// stays, read as stored (ParseStored): trials that ran
+					// it are of the space, and export refused them as altered.
+					if v != p.Values[j] {
+						p.Values = append(p.Values, v)
+					}
 				} else {
 					p.Values = append(p.Values, v)
 				}

@@ -316,3 +316,36 @@ func TestStoredFixedThatFailsANewerCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredValueThatFailsANewerCheck: a param value that a check added
+// since its campaign ran refuses (listed twice, as NCCL reads it) is still a
+// value its trials ran: export writes it, where it found the trial
+// "altered" for setting a value the space does not offer.
+func TestStoredValueThatFailsANewerCheck(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "sim-2node-ib.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, _, _ := strings.Cut(string(data), "[[param]]")
+	sp += "[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"LL,LL128\", \"Simple\"]\n\n[[try_first]]\nNCCL_PROTO = \"LL,LL128\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "s.toml"), []byte(sp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := nccltune(t, dir, "run", "--space", "s.toml", "--trials", "4", "-q", "--no-validate", "--no-simplify"); code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	// try_first's trial is made the best of every range.
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE trials SET scores = '{"small":1000,"medium":1000,"large":1000}' WHERE params LIKE '%LL,LL128%'`)
+	if code, out, errOut := nccltune(t, dir, "status"); code != 0 || !strings.Contains(out, "PROTO=LL,LL128") {
+		t.Fatalf("no range chose LL,LL128: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// As a campaign run before the check could have listed it: first another spelling of the set.
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), '["LL,LL128", "Simple"]', '["LL128,LL", "LL,LL128", "Simple"]') AS BLOB)`)
+	for _, args := range [][]string{{"status"}, {"export", "--out", dir}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 0 || !strings.Contains(errOut, "listed twice") || args[0] == "status" && !strings.Contains(out, "PROTO=LL,LL128") {
+			t.Errorf("%v: exit %d\n%s\n%s; want its results and the check told", args, code, out, errOut)
+		}
+	}
+}
