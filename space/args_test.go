@@ -44,6 +44,16 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["-genv", "NCCL_PROTO", "LL"]`, "-genv NCCL_PROTO hands the ranks NCCL_PROTO"},
 		{numNCCLTests, mpirun, `["-genvlist", "PATH,NCCL_ALGO"]`, "hands the ranks NCCL_ALGO"},
 		{numNCCLTests, mpirun, `["-x", "LD_LIBRARY_PATH", "-x", "UCX_TLS=rc"]`, ""},
+		// Hydra reads an option after any dashes, in any case, with its value after '=';
+		// Open MPI sets the ranks' variables of mca_base_env_list too.
+		{numNCCLTests, mpirun, `["--genv", "NCCL_PROTO", "LL"]`, "--genv NCCL_PROTO hands the ranks NCCL_PROTO"},
+		{numNCCLTests, mpirun, `["-GENV", "NCCL_PROTO", "LL"]`, "hands the ranks NCCL_PROTO"},
+		{numNCCLTests, mpirun, `["-genv=NCCL_PROTO", "LL"]`, "hands the ranks NCCL_PROTO"},
+		{numNCCLTests, mpirun, `["--envlist=PATH,NCCL_ALGO"]`, "hands the ranks NCCL_ALGO"},
+		{numNCCLTests, mpirun, `["--x", "NCCL_ALGO=Ring"]`, "hands the ranks NCCL_ALGO"},
+		{numNCCLTests, mpirun, `["--mca", "mca_base_env_list", "FOO=1;NCCL_ALGO=Ring"]`, "--mca mca_base_env_list FOO=1;NCCL_ALGO=Ring hands the ranks NCCL_ALGO"},
+		{numNCCLTests, mpirun, `["-mca", "mca_base_env_list", "NCCL_IB_HCA"]`, "hands the ranks NCCL_IB_HCA"},
+		{numNCCLTests, mpirun, `["--mca", "mca_base_env_list", "FOO=1;UCX_TLS=rc", "--mca", "pml", "ucx", "-genv", "I_MPI_DEBUG", "5", "-genvall"]`, ""},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},

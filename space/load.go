@@ -475,7 +475,13 @@ func (b *builder) build(raw *rawFile) *Space {
 		}
 		if err != nil {
 			b.errorf(line, "fixed %v", err)
-		} else {
+		}
+		// A value that NCCL can be given (it normalizes) but that a check of
+		// pinning refuses (added since: "default", a DDP setting) stays, read
+		// as stored (ParseStored): every trial ran with it, and left out,
+		// export found each trial's stored environment "altered" and
+		// refused to write it.
+		if v != "" {
 			s.Fixed[name] = v
 		}
 	}
@@ -654,11 +660,16 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		call := Call{Collective: w.Collective, Ranks: w.Ranks}
 		bytes := b.size(line(i, "size"), "workload.size", w.Size)
 		call.Bytes = bytes
+		// An entry that names no collective, or no count or weight, is no
+		// call and is left out; one that fails a bound (a check that
+		// ParseStored tells of a campaign run before it) is still the call
+		// its trials measured, and stays: left out, its collective's range
+		// went with it, and a stored campaign's results with it.
 		switch {
 		case !slices.Contains(Collectives, w.Collective):
 			b.errorf(line(i, "collective"), "workload.collective %q is not one of %s", w.Collective, strings.Join(Collectives, ", "))
 			continue
-		case bytes < 1 || bytes > MaxSize:
+		case bytes < 1:
 			b.errorf(line(i, "size"), "workload.size must be 1 byte to %s (nccl-tests allocates buffers of it on each GPU), not %d", FormatSize(MaxSize), bytes)
 			continue
 		case (w.Count == nil) == (w.Weight == nil):
@@ -667,33 +678,39 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		case w.Count != nil && *w.Count < 1, w.Weight != nil && !(*w.Weight > 0 && !math.IsInf(*w.Weight, 0)):
 			b.errorf(line(i, "collective"), "workload count and weight must be positive")
 			continue
+		}
+		mixed := w.Weight != nil && counted > 0 || w.Count != nil && weighted > 0
+		switch {
+		case bytes > MaxSize:
+			b.errorf(line(i, "size"), "workload.size must be 1 byte to %s (nccl-tests allocates buffers of it on each GPU), not %d", FormatSize(MaxSize), bytes)
 		case w.Weight != nil && (*w.Weight < minWeight || *w.Weight > maxWeight):
 			// Beyond these, a job's time (weight x seconds per call, summed)
 			// overflows to infinity or underflows to 0, and every trial fails.
 			b.errorf(line(i, "weight"), "workload.weight %g must be within [%g, %g]: weights are relative shares", *w.Weight, minWeight, maxWeight)
-			continue
-		case w.Weight != nil && counted > 0 || w.Count != nil && weighted > 0:
+		case mixed:
 			first, other := "count", "weight"
 			if weighted > 0 {
 				first, other = other, first
 			}
 			b.errorf(line(i, "collective"), "workload: this entry has %s, an earlier one %s: counts are calls per job and weights are relative shares, which do not add up; give every entry count, or every entry weight", other, first)
-			continue
 		case w.Ranks < 0 || w.Ranks > MaxRanks:
 			b.errorf(line(i, "ranks"), "workload.ranks must be 1 to %d, not %d", MaxRanks, w.Ranks)
-			continue
 		case w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
 			b.errorf(line(i, "ranks"), "workload.ranks %d: every entry must be of one communicator size (%d here); profile one size per campaign", w.Ranks, ranks)
-			continue
 		}
-		if w.Ranks > 0 {
+		if w.Ranks > 0 && w.Ranks <= MaxRanks && ranks == 0 {
 			ranks = w.Ranks
 		}
 		if w.Count != nil {
 			call.Count = float64(*w.Count)
-			counted++
 		} else {
 			call.Count = *w.Weight
+		}
+		switch {
+		case mixed: // told once, at this entry; the next are held to the first kind
+		case w.Count != nil:
+			counted++
+		default:
 			weighted++
 		}
 		s.Workload = append(s.Workload, call)
@@ -984,22 +1001,49 @@ func (b *builder) launcherArgs(s *Space) {
 }
 
 // mpirunExports refuses an NCCL variable that launcher.args hands the ranks
-// (Open MPI's -x NAME=value, MPICH's -genv NAME value and lists): given
-// after nccltune's own -x, it would override a trial's value of it, which
-// the space sets ([fixed], [[param]]) and NCCL's log is checked against.
+// (Open MPI's -x NAME=value and its mca_base_env_list, MPICH's -genv NAME
+// value and lists): given after nccltune's own -x, it would override a
+// trial's value of it, which the space sets ([fixed], [[param]]) and NCCL's
+// log is checked against. Hydra reads an option in any case, after one
+// dash or more, and its value after '=' ("--genv=NCCL_ALGO Ring"): each
+// spelling is refused.
 func (b *builder) mpirunExports(args []string) {
-	for i := 0; i+1 < len(args); i++ {
-		var names []string
-		switch args[i] {
-		case "-x", "-genv", "-env":
-			name, _, _ := strings.Cut(args[i+1], "=")
-			names = []string{name}
-		case "-genvlist", "-envlist":
-			names = strings.Split(args[i+1], ",")
+	for i := 0; i < len(args); i++ {
+		opt, operands := args[i], args[i+1:]
+		if !strings.HasPrefix(opt, "-") {
+			continue
 		}
-		for _, name := range names {
-			if strings.HasPrefix(name, "NCCL_") {
-				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s hands the ranks %s, which the space sets ([fixed] or a [[param]]): after nccltune's own, it would override each trial's value", args[i], args[i+1], name)
+		name, value, attached := strings.Cut(strings.TrimLeft(opt, "-"), "=")
+		if attached {
+			operands = append([]string{value}, operands...)
+		}
+		var names []string
+		shown := strings.Join(operands[:min(len(operands), 1)], " ")
+		switch strings.ToLower(name) {
+		case "x", "genv", "env":
+			if len(operands) > 0 {
+				v, _, _ := strings.Cut(operands[0], "=")
+				names = []string{v}
+			}
+		case "genvlist", "envlist":
+			if len(operands) > 0 {
+				names = strings.Split(operands[0], ",")
+			}
+		case "mca", "gmca", "omca":
+			// Open MPI's list of variables to set in every rank:
+			// --mca mca_base_env_list "NCCL_ALGO=Ring;FOO" (';' unless
+			// mca_base_env_list_delimiter says otherwise).
+			if len(operands) > 1 && operands[0] == "mca_base_env_list" {
+				shown = operands[0] + " " + operands[1]
+				for _, kv := range strings.FieldsFunc(operands[1], func(r rune) bool { return r == ';' || r == ',' }) {
+					v, _, _ := strings.Cut(kv, "=")
+					names = append(names, strings.TrimSpace(v))
+				}
+			}
+		}
+		for _, v := range names {
+			if strings.HasPrefix(v, "NCCL_") {
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s hands the ranks %s, which the space sets ([fixed] or a [[param]]): after nccltune's own, it would override each trial's value", opt, shown, v)
 			}
 		}
 	}
@@ -1279,6 +1323,12 @@ func (b *builder) params(raw *rawFile, s *Space) {
 					b.errorf(b.loc.field("param", i, "values"), "param %v", err)
 				} else if j := slices.IndexFunc(p.Values, func(w string) bool { return w == v || catalogued.Alike(w, v) }); j >= 0 {
 					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice: to NCCL it is %s", p.Name, v, p.Values[j])
+					// Another spelling of one set (a check since 2223c57)
+					// stays, read as stored (ParseStored): trials that ran
+					// it are of the space, and export refused them as altered.
+					if v != p.Values[j] {
+						p.Values = append(p.Values, v)
+					}
 				} else {
 					p.Values = append(p.Values, v)
 				}

@@ -266,3 +266,86 @@ func TestStoredSpaceThatFailsANewerCheck(t *testing.T) {
 		t.Errorf("resume: exit %d, stderr %q; want the check as its error", code, errOut)
 	}
 }
+
+// TestStoredWorkloadThatFailsANewerCheck: a [[workload]] entry that fails a
+// check added since the campaign ran is still one of its collectives: the
+// read-only commands show its results (and do not panic with none left).
+func TestStoredWorkloadThatFailsANewerCheck(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, filepath.Join("..", "..", "examples", "sim-2node-ib-workload.toml"), filepath.Join(dir, "w.toml"))
+	if code, out, errOut := nccltune(t, dir, "run", "--space", "w.toml", "--trials", "3", "-q", "--no-validate", "--no-simplify"); code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	_, before, _ := nccltune(t, dir, "status")
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), 'ranks = 16', 'ranks = 2000000') AS BLOB)`)
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"show", "1"}, {"report", "--out", dir}, {"export", "--out", dir}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 0 || out == "" || strings.Contains(errOut, "panic") || !strings.Contains(errOut, "workload.ranks") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want its results and the check told", args, code, out, errOut)
+		}
+		if args[0] == "status" && len(args) == 1 && !strings.Contains(out, "all_gather") {
+			t.Errorf("status lost the workload's ranges:\n%s\nbefore:\n%s", out, before)
+		}
+	}
+}
+
+// TestStoredFixedThatFailsANewerCheck: a variable the campaign pinned, whose
+// value a check added since refuses ("default"), is still what each trial
+// ran with: export writes it, where it found every stored environment
+// "altered" without it.
+func TestStoredFixedThatFailsANewerCheck(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "sim-2node-ib.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := strings.Replace(string(data), "[fixed]\n", "[fixed]\nNCCL_SOCKET_IFNAME = \"eth9\"\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "s.toml"), []byte(sp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := nccltune(t, dir, "run", "--space", "s.toml", "--trials", "4", "-q", "--no-validate", "--no-simplify"); code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	tamper(t, filepath.Join(dir, "nccltune.db"),
+		`UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), '"eth9"', '"default"') AS BLOB)`,
+		`UPDATE trials SET env = replace(env, 'NCCL_SOCKET_IFNAME=eth9', 'NCCL_SOCKET_IFNAME=default')`)
+	for _, args := range [][]string{{"status"}, {"export", "--out", dir}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 0 || !strings.Contains(errOut, "fails checks added since it ran") || !strings.Contains(errOut, "NCCL_SOCKET_IFNAME") {
+			t.Errorf("%v: exit %d\n%s\n%s; want its results and the check told", args, code, out, errOut)
+		}
+	}
+}
+
+// TestStoredValueThatFailsANewerCheck: a param value that a check added
+// since its campaign ran refuses (listed twice, as NCCL reads it) is still a
+// value its trials ran: export writes it, where it found the trial
+// "altered" for setting a value the space does not offer.
+func TestStoredValueThatFailsANewerCheck(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "sim-2node-ib.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, _, _ := strings.Cut(string(data), "[[param]]")
+	sp += "[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"LL,LL128\", \"Simple\"]\n\n[[try_first]]\nNCCL_PROTO = \"LL,LL128\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "s.toml"), []byte(sp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := nccltune(t, dir, "run", "--space", "s.toml", "--trials", "4", "-q", "--no-validate", "--no-simplify"); code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	// try_first's trial is made the best of every range.
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE trials SET scores = '{"small":1000,"medium":1000,"large":1000}' WHERE params LIKE '%LL,LL128%'`)
+	if code, out, errOut := nccltune(t, dir, "status"); code != 0 || !strings.Contains(out, "PROTO=LL,LL128") {
+		t.Fatalf("no range chose LL,LL128: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// As a campaign run before the check could have listed it: first another spelling of the set.
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), '["LL,LL128", "Simple"]', '["LL128,LL", "LL,LL128", "Simple"]') AS BLOB)`)
+	for _, args := range [][]string{{"status"}, {"export", "--out", dir}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 0 || !strings.Contains(errOut, "listed twice") || args[0] == "status" && !strings.Contains(out, "PROTO=LL,LL128") {
+			t.Errorf("%v: exit %d\n%s\n%s; want its results and the check told", args, code, out, errOut)
+		}
+	}
+}

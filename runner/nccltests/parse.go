@@ -304,7 +304,10 @@ func judgeErrors(row *Row, errs [2]float64, ranks int, countsWrong bool) {
 		switch {
 		case math.IsNaN(errs[i]):
 		case countsWrong:
-			m.Wrong = int64(math.Round(errs[i]))
+			// Never fewer than printed: a fraction (no count) is rounded
+			// up, not to 0, and a number past int64 held, not wrapped
+			// negative (read as N/A).
+			m.Wrong = int64(min(math.Ceil(errs[i]), 1<<62))
 		default:
 			m.Wrong = map[bool]int64{false: 0, true: 1}[errs[i] > limit]
 		}

@@ -276,3 +276,19 @@ func TestPrintedCount(t *testing.T) {
 		t.Errorf("%d rows read from %d files", rows, len(files))
 	}
 }
+
+// TestWrongCountIsNeverLess: under a "#wrong" header, a number nccl-tests'
+// %g could not print for a count (a fraction, or past int64) is still that
+// many wrong results or more: rounded to 0, or wrapped negative, a wrong
+// result read as none.
+func TestWrongCountIsNeverLess(t *testing.T) {
+	for _, w := range []string{"4e-01", "0.4", "1e+30", "9.3e+18"} {
+		rep, err := Parse(strings.NewReader(header + "  1024  256  float  sum  -1  20.5  0.05  0.09  " + w + "  19.9  0.05  0.09  0\n"))
+		if err != nil || len(rep.Rows) != 1 {
+			t.Fatalf("%s: %v, %+v", w, err, rep)
+		}
+		if m := rep.Rows[0].OutOfPlace; m.Wrong < 1 {
+			t.Errorf("#wrong %s read as %d wrong results", w, m.Wrong)
+		}
+	}
+}
