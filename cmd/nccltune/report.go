@@ -37,7 +37,7 @@ func reportCommand() *cli.Command {
 			}
 			defer st.Close()
 			if !slices.ContainsFunc(l.trials, func(t store.Trial) bool { return t.State == store.Complete }) {
-				_ = printStatus(os.Stderr, st, l.camp.Name)
+				_ = printLoaded(os.Stderr, l)
 				return errors.New("no completed trial: nothing to plot, and no tuned result to report")
 			}
 			if err := os.MkdirAll(c.String("out"), 0o755); err != nil {
@@ -57,7 +57,7 @@ func reportCommand() *cli.Command {
 				out["importance"], out["plots"] = byRange, plots
 				return writeJSON(os.Stdout, out)
 			}
-			if err := printStatus(os.Stdout, st, l.camp.Name); err != nil {
+			if err := printLoaded(os.Stdout, l); err != nil {
 				return err
 			}
 			if len(l.space.Workload) > 0 {

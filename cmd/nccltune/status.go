@@ -149,11 +149,17 @@ func statusCommand() *cli.Command {
 }
 
 func printStatus(out io.Writer, st *store.Store, name string) error {
-	w := terminal{out}
 	l, err := load(st, name, readStored)
 	if err != nil {
 		return err
 	}
+	return printLoaded(out, l)
+}
+
+// printLoaded prints a campaign already loaded: its trials, best configuration
+// per range, validation and what to do next.
+func printLoaded(out io.Writer, l *loaded) error {
+	w := terminal{out}
 	var searched, simplifying []store.Trial
 	for _, t := range l.trials {
 		if t.Number < l.camp.Budget {
