@@ -238,6 +238,10 @@ var srunShape = []string{
 	"SLURM_NTASKS_PER_CORE", "SLURM_NTASKS_PER_SOCKET", "SLURM_NTASKS_PER_GPU", "SLURM_NTASKS_PER_TRES",
 	// Where a relative benchmark path resolves.
 	"SLURM_REMOTE_CWD", "SLURM_WORKING_DIR",
+	// The CPUs of the step nccltune itself runs in, where it runs in one
+	// (srun sets it in each of its tasks): read as the trial's binding, every
+	// rank would share that one task's CPUs.
+	"SLURM_CPU_BIND",
 	// Their output and exit, which nccltune reads: labelled, sent to files,
 	// their environment, which carries the trial's variables, not exported,
 	// or srun's own failure given a status of a killed rank (137). -o, -e
