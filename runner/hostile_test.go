@@ -154,3 +154,28 @@ func TestCeilingKnowsTheFabric(t *testing.T) {
 		t.Errorf("NICs %d from a log naming 2", l.NICs)
 	}
 }
+
+// TestInPlaceUncheckedCollectives: nccl-tests never reports alltoall's and
+// sendrecv's in-place results (N/A in that #wrong column, checked or not),
+// so their recorded runs measure with benchmark.check on; another
+// collective's N/A still fails it.
+func TestInPlaceUncheckedCollectives(t *testing.T) {
+	plan := Plan{Sizes: space.Sizes{Min: 8, Max: 16 << 20, Factor: 4}}
+	for _, collective := range []string{"alltoall", "sendrecv"} {
+		out, err := os.ReadFile("nccltests/testdata/h200-nccl2.28.3-tests2.19.6/" + collective + "_perf.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := NCCLTests{Collective: collective, Check: true}
+		if m, f := b.Read(plan, Output{Text: out}); f != nil || len(m.Rows) != 11 {
+			t.Errorf("%s: measurement %+v, failure %v", collective, m, f)
+		}
+		if collective != "sendrecv" {
+			continue
+		}
+		// all_reduce prints sendrecv's sizes and counts: its in-place N/A is unchecked results.
+		if _, f := (NCCLTests{Collective: "all_reduce", Check: true}).Read(plan, Output{Text: out}); f == nil || f.Kind != FailWrong {
+			t.Errorf("all_reduce with sendrecv's N/A: failure %v; want one of kind wrong", f)
+		}
+	}
+}
