@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/nccltune/nccltune/runner/ddp"
 )
@@ -53,8 +54,15 @@ func (b DDPStep) Read(_ Plan, out Output) (*Measurement, *Failure) {
 	return &Measurement{Value: 1e3 / r.StepMsMean, Ranks: r.World}, nil
 }
 
-// lastLine is the last non-blank line of output: a Python traceback's message.
+// lastLine is the last line of output that says something (a letter or a
+// digit, not a rule such as torchrun's "====" under its report): a Python
+// traceback's message.
 func lastLine(output []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(output)), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+	lines := strings.Split(string(output), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.IndexFunc(lines[i], func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	return ""
 }

@@ -276,7 +276,8 @@ func TestTorchrunWorkerKilled(t *testing.T) {
 	for _, b := range []Benchmark{DDPStep{Program: []string{"step.sh"}}, UserCommand{Argv: []string{"train.py"}}} {
 		r := &Runner{Launcher: Torchrun{Command: fake, NProcPerNode: 2}, BaseEnv: BaseEnv()}
 		res := r.Run(context.Background(), Job{Benchmark: b, Timeout: time.Minute})
-		if res.Failure == nil || res.Failure.Kind != FailSignal || !strings.Contains(res.Failure.Reason, "killed by killed") {
+		// The detail is the report's last line that says something, not its closing rule.
+		if res.Failure == nil || res.Failure.Kind != FailSignal || !strings.Contains(res.Failure.Reason, "killed by signal 9 (killed): ") || strings.Contains(res.Failure.Reason, "===") {
 			t.Errorf("%T: failure %v, want killed by SIGKILL\n%s", b, res.Failure, res.Output)
 		}
 	}

@@ -344,7 +344,7 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 	}
 	switch {
 	case e.Signal != 0:
-		return &Failure{FailSignal, "killed by " + e.Signal.String() + suffix}
+		return &Failure{FailSignal, fmt.Sprintf("killed by signal %d (%s)%s", int(e.Signal), e.Signal, suffix)}
 	case e.Code == 0:
 		return nil
 	case e.Code > 128 && e.Code <= 128+maxSignal:

@@ -169,11 +169,11 @@ func testSrunFailures(t *testing.T, srun Srun) {
 			FailNCCL, "exit status 3 (NCCL error): node1: Test NCCL failure common.cu:1005"},
 		{"wrong data on one rank", rankScript(3, "exit 7"), nil, FailWrong, "exit status 7"},
 		{"other exit on one rank", rankScript(1, "exit 9"), nil, FailExit, "exit status 9"},
-		{"signal on one rank", rankScript(1, "kill -SEGV $$"), nil, FailSignal, "killed by segmentation fault"},
+		{"signal on one rank", rankScript(1, "kill -SEGV $$"), nil, FailSignal, "killed by signal 11 (segmentation fault)"},
 		// The others wait for the failed rank, as NCCL's peers of a dead rank
 		// can: the step ends with it, and the trial fails as the rank did.
 		{"NCCL error on one rank, the others waiting", hangScript(1, "exit 3"), nil, FailNCCL, "exit status 3 (NCCL error)"},
-		{"signal on one rank, the others waiting", hangScript(2, "kill -SEGV $$"), nil, FailSignal, "killed by segmentation fault"},
+		{"signal on one rank, the others waiting", hangScript(2, "kill -SEGV $$"), nil, FailSignal, "killed by signal 11 (segmentation fault)"},
 		{"no table", []string{"true"}, nil, FailUnparsable, "no result rows"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
