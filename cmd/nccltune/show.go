@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -113,8 +114,8 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "size\ttime us\talgbw\tbusbw\t#wrong\tin-place us\tbusbw\t#wrong\t")
 		for _, r := range t.Rows {
-			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%d\t%.2f\t%.2f\t%d\t\n", r.Size, r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW,
-				r.OutOfPlace.BusBW, r.OutOfPlace.Wrong, r.InPlace.TimeUs, r.InPlace.BusBW, r.InPlace.Wrong)
+			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%s\t\n", r.Size, r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW,
+				r.OutOfPlace.BusBW, wrong(r.OutOfPlace), r.InPlace.TimeUs, r.InPlace.BusBW, wrong(r.InPlace))
 		}
 		tw.Flush()
 	}
@@ -143,4 +144,12 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// wrong is a #wrong column as nccl-tests prints it: N/A where it did not check.
+func wrong(m nccltests.Measure) string {
+	if m.Wrong < 0 {
+		return "N/A"
+	}
+	return strconv.FormatInt(m.Wrong, 10)
 }
