@@ -1545,6 +1545,10 @@ func (b *builder) size(line int, what string, raw any) int64 {
 	n, err := ParseSize(text)
 	if err != nil {
 		b.errorf(line, "%s: %v", what, err)
+		// A spelling read before 6b9e11d ("64Ki", "+8") is, in a stored
+		// space (ParseStored), the size its campaign's trials measured:
+		// read as 0, a [[workload]] entry went with its range.
+		n, _ = legacySize(text)
 	}
 	return n
 }
