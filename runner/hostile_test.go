@@ -3,6 +3,7 @@ package runner
 import (
 	"math"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -176,6 +177,37 @@ func TestInPlaceUncheckedCollectives(t *testing.T) {
 		// all_reduce prints sendrecv's sizes and counts: its in-place N/A is unchecked results.
 		if _, f := (NCCLTests{Collective: "all_reduce", Check: true}).Read(plan, Output{Text: out}); f == nil || f.Kind != FailWrong {
 			t.Errorf("all_reduce with sendrecv's N/A: failure %v; want one of kind wrong", f)
+		}
+	}
+}
+
+// TestInPlaceCountOfUnsupportedInPlace: nccl-tests from 2.9 (alltoall) and
+// 2.10 (sendrecv) to 2.13.0 printed the in-place check column of these
+// collectives, an old-style error (1e+00) or a #wrong count, but left it out
+// of its own error count ("Out of bounds values : 0 OK", exit 0): they do not
+// support in-place buffers, so the column is garbage, not wrong results.
+func TestInPlaceCountOfUnsupportedInPlace(t *testing.T) {
+	plan := Plan{Sizes: space.Sizes{Min: 8, Max: 16 << 20, Factor: 4}}
+	inPlace := regexp.MustCompile(`(?m)N/A$`)
+	oldRow := regexp.MustCompile(`(?m) 0(\s+\S+\s+\S+\s+\S+\s+)N/A$`)
+	for _, collective := range []string{"alltoall", "sendrecv"} {
+		out, err := os.ReadFile("nccltests/testdata/h200-nccl2.28.3-tests2.19.6/" + collective + "_perf.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted := inPlace.ReplaceAllString(string(out), "2048") // 2.13.0: the count printed
+		oldStyle := strings.Replace(oldRow.ReplaceAllString(string(out), " 0e+00${1}1e+00"), "#wrong", " error", -1)
+		for name, text := range map[string]string{"#wrong count": counted, "old-style error": oldStyle} {
+			b := NCCLTests{Collective: collective, Check: true}
+			if m, f := b.Read(plan, Output{Text: []byte(text)}); f != nil || len(m.Rows) != 11 {
+				t.Errorf("%s, in-place %s: measurement %+v, failure %v", collective, name, m, f)
+			}
+		}
+		// Another collective's in-place count is still judged.
+		if collective == "sendrecv" {
+			if _, f := (NCCLTests{Collective: "all_reduce", Check: true}).Read(plan, Output{Text: []byte(counted)}); f == nil || f.Kind != FailWrong {
+				t.Errorf("all_reduce with in-place wrong counts: failure %v; want one of kind wrong", f)
+			}
 		}
 	}
 }

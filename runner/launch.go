@@ -230,7 +230,19 @@ func (s Srun) nodes() (int, error) {
 // NCCL's proxy threads. SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
-func (Srun) LauncherEnv(env []string) []string { return without(env, srunShape) }
+func (Srun) LauncherEnv(env []string) []string {
+	env = without(env, srunShape)
+	// SLURM_CPU_BIND is --cpu-bind's default: the user's own, exported in
+	// the batch script (SLURM_CPU_BIND=none, =cores), stays, as their job's
+	// srun takes it. Where nccltune itself runs in a step's task, srun set
+	// it to that one task's CPUs, with SLURM_CPU_BIND_TYPE beside it
+	// (src/common/env.c, setup_env): read as the trial's binding, every
+	// rank would share that one task's CPUs.
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_CPU_BIND_TYPE=") }) {
+		env = without(env, []string{"SLURM_CPU_BIND"})
+	}
+	return env
+}
 
 var srunShape = []string{
 	// How many tasks, on how many nodes.
@@ -238,10 +250,6 @@ var srunShape = []string{
 	"SLURM_NTASKS_PER_CORE", "SLURM_NTASKS_PER_SOCKET", "SLURM_NTASKS_PER_GPU", "SLURM_NTASKS_PER_TRES",
 	// Where a relative benchmark path resolves.
 	"SLURM_REMOTE_CWD", "SLURM_WORKING_DIR",
-	// The CPUs of the step nccltune itself runs in, where it runs in one
-	// (srun sets it in each of its tasks): read as the trial's binding, every
-	// rank would share that one task's CPUs.
-	"SLURM_CPU_BIND",
 	// Their output and exit, which nccltune reads: labelled, sent to files,
 	// their environment, which carries the trial's variables, not exported,
 	// or srun's own failure given a status of a killed rank (137). -o, -e

@@ -162,12 +162,30 @@ func TestSrunEnv(t *testing.T) {
 	env := []string{"SLURM_JOB_ID=7", "SLURM_NTASKS=16", "SLURM_NPROCS=16", "SLURM_NNODES=4", "SLURM_JOB_NUM_NODES=4",
 		"SLURM_NTASKS_PER_NODE=4", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1",
 		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out", "SRUN_EXPORT_ENV=NONE",
-		"SLURM_EXIT_ERROR=137", "SLURM_WORKING_DIR=/elsewhere", "SLURM_CPU_BIND=quiet,mask_cpu:0x1",
+		"SLURM_EXIT_ERROR=137", "SLURM_WORKING_DIR=/elsewhere", "SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_CPU_BIND_TYPE=mask_cpu:",
 		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	want := []string{"SLURM_JOB_ID=7", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1", "SLURM_DISTRIBUTION=cyclic",
-		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
+		"SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
 		t.Errorf("srun's environment %q\nwant %q", got, want)
+	}
+}
+
+// TestSrunKeepsTheUsersCPUBind: SLURM_CPU_BIND exported in a batch script
+// (no step's SLURM_CPU_BIND_TYPE beside it) is the user's --cpu-bind, which
+// their job's own srun takes: a trial's step keeps it. Inside a step's task,
+// where srun set both, it is that task's mask and is dropped (TestSrunEnv).
+func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
+	for _, tc := range []struct {
+		env, want []string
+	}{
+		{[]string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND=none"}, []string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND=none"}},
+		{[]string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1"},
+			[]string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1"}},
+	} {
+		if got := (Srun{}).LauncherEnv(tc.env); !slices.Equal(got, tc.want) {
+			t.Errorf("srun's environment from %q: %q\nwant %q", tc.env, got, tc.want)
+		}
 	}
 }
 

@@ -54,6 +54,9 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["--mca", "mca_base_env_list", "FOO=1;NCCL_ALGO=Ring"]`, "--mca mca_base_env_list FOO=1;NCCL_ALGO=Ring hands the ranks NCCL_ALGO"},
 		{numNCCLTests, mpirun, `["-mca", "mca_base_env_list", "NCCL_IB_HCA"]`, "hands the ranks NCCL_IB_HCA"},
 		{numNCCLTests, mpirun, `["--mca", "mca_base_env_list", "FOO=1;UCX_TLS=rc", "--mca", "pml", "ucx", "-genv", "I_MPI_DEBUG", "5", "-genvall"]`, ""},
+		// mca_base_env_list_delimiter gives the list another delimiter, before or after it.
+		{numNCCLTests, mpirun, `["--mca", "mca_base_env_list_delimiter", ":", "--mca", "mca_base_env_list", "FOO=1:NCCL_ALGO=Ring"]`, "hands the ranks NCCL_ALGO"},
+		{numNCCLTests, mpirun, `["-mca", "mca_base_env_list", "FOO=1|NCCL_PROTO=LL", "-mca", "mca_base_env_list_delimiter", "|"]`, "hands the ranks NCCL_PROTO"},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},

@@ -1008,6 +1008,17 @@ func (b *builder) launcherArgs(s *Space) {
 // dash or more, and its value after '=' ("--genv=NCCL_ALGO Ring"): each
 // spelling is refused.
 func (b *builder) mpirunExports(args []string) {
+	// mca_base_env_list's delimiter, ';' unless mca_base_env_list_delimiter
+	// names another (--mca mca_base_env_list_delimiter : ...).
+	delims := ";,"
+	for i := 0; i+2 < len(args); i++ {
+		switch strings.ToLower(strings.TrimLeft(args[i], "-")) {
+		case "mca", "gmca", "omca":
+			if args[i+1] == "mca_base_env_list_delimiter" {
+				delims += args[i+2]
+			}
+		}
+	}
 	for i := 0; i < len(args); i++ {
 		opt, operands := args[i], args[i+1:]
 		if !strings.HasPrefix(opt, "-") {
@@ -1031,11 +1042,11 @@ func (b *builder) mpirunExports(args []string) {
 			}
 		case "mca", "gmca", "omca":
 			// Open MPI's list of variables to set in every rank:
-			// --mca mca_base_env_list "NCCL_ALGO=Ring;FOO" (';' unless
-			// mca_base_env_list_delimiter says otherwise).
+			// --mca mca_base_env_list "NCCL_ALGO=Ring;FOO", split at
+			// delims.
 			if len(operands) > 1 && operands[0] == "mca_base_env_list" {
 				shown = operands[0] + " " + operands[1]
-				for _, kv := range strings.FieldsFunc(operands[1], func(r rune) bool { return r == ';' || r == ',' }) {
+				for _, kv := range strings.FieldsFunc(operands[1], func(r rune) bool { return strings.ContainsRune(delims, r) }) {
 					v, _, _ := strings.Cut(kv, "=")
 					names = append(names, strings.TrimSpace(v))
 				}
@@ -1534,6 +1545,10 @@ func (b *builder) size(line int, what string, raw any) int64 {
 	n, err := ParseSize(text)
 	if err != nil {
 		b.errorf(line, "%s: %v", what, err)
+		// A spelling read before 6b9e11d ("64Ki", "+8") is, in a stored
+		// space (ParseStored), the size its campaign's trials measured:
+		// read as 0, a [[workload]] entry went with its range.
+		n, _ = legacySize(text)
 	}
 	return n
 }

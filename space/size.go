@@ -42,6 +42,27 @@ func ParseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// legacySize is ParseSize before 6b9e11d, which read a "B", then an "I",
+// off the end and a leading '+' ("64Ki", "8I", "+8"): a stored space may
+// hold such a size, which its campaign's trials measured; 0 where that
+// reading failed too.
+func legacySize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || n < 0 || n > 0 && n > (1<<62)/mult {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return n * mult, nil
+}
+
 // FormatSize writes a byte count in the shortest exact binary unit: 65536 is "64K".
 func FormatSize(n int64) string {
 	for _, u := range sizeUnits {
