@@ -114,14 +114,14 @@ func rangeScore(r space.Range, sizes []int64, busBW []float64) float64 {
 
 // CallTime is the predicted time, in seconds, of a workload's calls of one
 // collective from its rows: each call's size interpolated on log size and
-// log time between the sizes measured, the time of one operation the mean of
-// out-of-place and in-place; beyond the largest size, time grows with size.
+// log time between the sizes measured, the time of one operation the row's
+// (nccltests.Row.TimeUs); beyond the largest size, time grows with size.
 // It is NaN without a usable row.
 func CallTime(rows []nccltests.Row, calls []space.Call) float64 {
 	type point struct{ size, us float64 }
 	var pts []point
 	for _, r := range rows {
-		if t := (r.OutOfPlace.TimeUs + r.InPlace.TimeUs) / 2; r.Size > 0 && t > 0 {
+		if t := r.TimeUs(); r.Size > 0 && t > 0 {
 			pts = append(pts, point{float64(r.Size), t})
 		}
 	}
@@ -150,8 +150,8 @@ func CallTime(rows []nccltests.Row, calls []space.Call) float64 {
 	return total
 }
 
-// BusBW returns each row's bus bandwidth in GB/s, from the mean of its
-// out-of-place and in-place times (0 where the row has no usable time), with
+// BusBW returns each row's bus bandwidth in GB/s, from its time of one
+// operation (nccltests.Row.TimeUs; 0 where the row has no usable time), with
 // each collective's bus factor.
 func BusBW(rows []nccltests.Row) []float64 {
 	factors := map[string]float64{}
@@ -162,7 +162,7 @@ func BusBW(rows []nccltests.Row) []float64 {
 			f = busFactor(RowsOf(rows, r.Collective, r.Collective))
 			factors[r.Collective] = f
 		}
-		if t := (r.OutOfPlace.TimeUs + r.InPlace.TimeUs) / 2; t > 0 && r.Size > 0 {
+		if t := r.TimeUs(); t > 0 && r.Size > 0 {
 			out[i] = float64(r.Size) / t / 1e3 * f
 		}
 	}

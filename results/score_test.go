@@ -1,7 +1,10 @@
 package results
 
 import (
+	"bytes"
 	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,5 +52,35 @@ values = ["default", "4"]
 	_, err = Score(sp, &runner.Measurement{Ranks: 64, Rows: []nccltests.Row{row("all_gather", 0, 20), row("all_reduce", 1<<20, 50)}}, measured)
 	if err == nil || !strings.Contains(err.Error(), "range all_gather: nccl-tests measured no size of all_gather above 0 over 64 ranks") {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestInPlaceUnsupportedIsNoMeasure: alltoall's in-place run on one H200
+// copies nothing (7,453 GB/s at 8 MB against 1,175 out of place), so its
+// bandwidth is the out-of-place half's; all_reduce's is both halves'.
+func TestInPlaceUnsupportedIsNoMeasure(t *testing.T) {
+	out, err := os.ReadFile("../runner/nccltests/testdata/h200-nccl2.28.3-tests2.19.6/alltoall_perf.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := nccltests.Parse(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"alltoall", "all_reduce"} {
+		rows := slices.Clone(rep.Rows)
+		for i := range rows {
+			rows[i].Collective = coll
+		}
+		for i, bw := range BusBW(rows) {
+			r := rows[i]
+			want := float64(r.Size) / r.OutOfPlace.TimeUs / 1e3
+			if coll == "all_reduce" {
+				want = float64(r.Size) / ((r.OutOfPlace.TimeUs + r.InPlace.TimeUs) / 2) / 1e3
+			}
+			if r.Size > 0 && math.Abs(bw-want) > 1e-9*want {
+				t.Errorf("%s at %d bytes: %.4g GB/s, want %.4g", coll, r.Size, bw, want)
+			}
+		}
 	}
 }

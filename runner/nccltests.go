@@ -90,7 +90,7 @@ func (b NCCLTests) Command(p Plan) []string {
 // and what any hardware could measure.
 func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 	rep, parseErr := nccltests.Parse(bytes.NewReader(out.Text))
-	if slices.Contains(inPlaceUnchecked, b.Collective) {
+	if nccltests.InPlaceUnsupported(b.Collective) {
 		// nccl-tests 2.9 to 2.13.0 printed this column (an error of 1e+00,
 		// a count) but left it out of its own error count and exit status.
 		for i := range rep.Rows {
@@ -111,7 +111,7 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 		if f := matchCount(b.Collective, row, ranks); f != nil {
 			return nil, f
 		}
-		if b.Check && (row.OutOfPlace.Wrong < 0 || row.InPlace.Wrong < 0 && !slices.Contains(inPlaceUnchecked, b.Collective)) {
+		if b.Check && (row.OutOfPlace.Wrong < 0 || row.InPlace.Wrong < 0 && !nccltests.InPlaceUnsupported(b.Collective)) {
 			return nil, &Failure{FailWrong, fmt.Sprintf("#wrong is N/A at %d bytes: the results were not checked, though benchmark.check is on", row.Size)}
 		}
 		if f := plausible(b.Collective, row, ranks, out.Log, b.NodeNetGBs); f != nil {
@@ -127,13 +127,6 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 	}
 	return m, nil
 }
-
-// inPlaceUnchecked are the collectives whose in-place results nccl-tests
-// never reports, checked or not (their InitData sets reportErrors to 0 for
-// the in-place run: N/A in its #wrong column since 2.13.1; before, the
-// column was printed but counted by nccl-tests as no error: in-place
-// buffers are not supported, so it is no verdict on the results).
-var inPlaceUnchecked = []string{"alltoall", "sendrecv"}
 
 // nccl-tests' exit codes (testResult_t in src/common.h).
 var exitMeaning = map[int]struct {
