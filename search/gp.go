@@ -212,32 +212,27 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 // kernels sets ks[r] (observations × candidates) to the kernel of models[r]
 // between the observations at points and each candidate. Most candidates
 // are a base with one or two settings changed, so their similarities to an
-// observation are the base's but in those, and the kernel's three sums
-// (Σuᵢsᵢ, Σvᵢsᵢ, Σ(vᵢsᵢ)², gpModel.kernel) are the base's corrected there:
+// observation are the base's but in those, and the kernel's sums
+// (kernelSums) are the base's corrected there:
 // a candidate costs what it changes, not every parameter (the kernel was
 // most of a proposal in a space of twenty settings).
 func (g *gpSampler) kernels(models []*gpModel, points []gpPoint, bases, cands []space.Assignment, ks []*mat.Dense) {
 	m, d := len(points), len(g.sp.Params)
-	type sums struct{ u, v, vv float64 }
 	basePoints := make([]gpPoint, len(bases))
-	baseSims := make([][]float64, len(bases)) // [b][i*d+p]
-	baseSums := make([][]sums, len(bases))    // [b][i*len(models)+r]
+	baseSims := make([][]float64, len(bases))    // [b][i*d+p]
+	baseSums := make([][]kernelSums, len(bases)) // [b][i*len(models)+r]
 	for b, a := range bases {
 		basePoints[b] = g.point(a)
 		baseSims[b] = make([]float64, m*d)
-		baseSums[b] = make([]sums, m*len(models))
+		baseSums[b] = make([]kernelSums, m*len(models))
 		for i := range m {
 			s := baseSims[b][i*d : (i+1)*d]
 			g.similarities(basePoints[b], points[i], s)
 			for r, md := range models {
-				var t sums
+				t := &baseSums[b][i*len(models)+r]
 				for p, x := range s {
-					t.u += md.u[p] * x
-					w := md.v[p] * x
-					t.v += w
-					t.vv += w * w
+					t.add(md, p, x)
 				}
-				baseSums[b][i*len(models)+r] = t
 			}
 		}
 	}
@@ -289,13 +284,9 @@ func (g *gpSampler) kernels(models []*gpModel, points []gpPoint, bases, cands []
 			for r, md := range models {
 				t := baseSums[b][i*len(models)+r]
 				for k, p := range changed {
-					x, x0 := cols[k][i], bs[p]
-					t.u += md.u[p] * (x - x0)
-					w, w0 := md.v[p]*x, md.v[p]*x0
-					t.v += w - w0
-					t.vv += w*w - w0*w0
+					t.swap(md, p, bs[p], cols[k][i])
 				}
-				raws[r].Data[i*raws[r].Stride+j] = t.u + 0.5*(t.v*t.v-t.vv)
+				raws[r].Data[i*raws[r].Stride+j] = t.value()
 			}
 		}
 	}

@@ -32,15 +32,34 @@ type gpModel struct {
 
 // kernel is k(s), and with it Σᵢ vᵢsᵢ, which its gradient needs.
 func (md *gpModel) kernel(s []float64) (k, vs float64) {
-	sq := 0.0
+	var t kernelSums
 	for i, x := range s {
-		k += md.u[i] * x
-		w := md.v[i] * x
-		vs += w
-		sq += w * w
+		t.add(md, i, x)
 	}
-	return k + 0.5*(vs*vs-sq), vs
+	return t.value(), t.v
 }
+
+// kernelSums are the sums k(s) is made of, Σᵢ uᵢsᵢ, Σᵢ vᵢsᵢ and Σᵢ (vᵢsᵢ)²:
+// k(s) = Σᵢ uᵢsᵢ + ((Σᵢ vᵢsᵢ)² - Σᵢ (vᵢsᵢ)²) / 2.
+type kernelSums struct{ u, v, vv float64 }
+
+// add adds parameter i's similarity x under md's weights.
+func (t *kernelSums) add(md *gpModel, i int, x float64) {
+	t.u += md.u[i] * x
+	w := md.v[i] * x
+	t.v += w
+	t.vv += w * w
+}
+
+// swap replaces parameter i's similarity from by to.
+func (t *kernelSums) swap(md *gpModel, i int, from, to float64) {
+	t.u += md.u[i] * (to - from)
+	w, w0 := md.v[i]*to, md.v[i]*from
+	t.v += w - w0
+	t.vv += w*w - w0*w0
+}
+
+func (t kernelSums) value() float64 { return t.u + 0.5*(t.v*t.v-t.vv) }
 
 // The log weights' and log noise's normal priors: a model that knows
 // nothing yet splits a standardised score's variance evenly between the
