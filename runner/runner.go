@@ -201,6 +201,10 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		exit = er.RankExit(res.Output, exit)
 	}
 	res.Exit = exit
+	detail := ""
+	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
+		detail = dr.FailureDetail(res.Output)
+	}
 	switch {
 	case ctx.Err() != nil:
 		res.Failure = &Failure{FailInterrupted, "campaign stopped while the trial ran"}
@@ -209,7 +213,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	case launchErr != "":
 		res.Failure = &Failure{FailLaunch, launchErr}
 	default:
-		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: out.Kept(), Exit: exit, Log: res.Log})
+		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: out.Kept(), Exit: exit, Log: res.Log, Detail: detail})
 	}
 	return res
 }
