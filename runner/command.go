@@ -57,7 +57,11 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 	if f := exitFailure(out.Exit, out.detail(), func(int) *Failure { return nil }); f != nil {
 		for _, sign := range commandFailures {
 			if line := firstMatch(out.Text, sign.re); line != "" {
-				return nil, &Failure{sign.kind, f.Reason + "; " + line}
+				// The detail may be the line itself, less a rank's prefix.
+				if !strings.Contains(f.Reason, pyPrefixRE.ReplaceAllString(line, "")) {
+					f.Reason += "; " + line
+				}
+				return nil, &Failure{sign.kind, f.Reason}
 			}
 		}
 		return nil, f

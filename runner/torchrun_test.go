@@ -191,6 +191,9 @@ func TestTorchrunWorkerRaised(t *testing.T) {
 			if res.Failure == nil || !strings.HasPrefix(res.Failure.Reason, want) {
 				t.Errorf("%s, %T: failure %v, want a reason beginning %q", tc.name, b, res.Failure, want)
 			}
+			if res.Failure != nil && tc.detail != "" && strings.Count(res.Failure.Reason, tc.detail) != 1 {
+				t.Errorf("%s, %T: failure %v, which names %q more than once", tc.name, b, res.Failure, tc.detail)
+			}
 		}
 	}
 }
