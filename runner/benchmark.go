@@ -63,6 +63,19 @@ type Output struct {
 	Kept []string    // a LineKeeper's lines of the whole output, in order
 	Exit Exit        // how it ended
 	Log  nccllog.Log // what NCCL logged in Text
+	// Detail is what the launcher says made the failed rank fail
+	// (DetailReader: the exception a worker under torchrun raised); "" where
+	// it says nothing.
+	Detail string
+}
+
+// detail is a failed launch's detail: the launcher's, else the output's
+// last line that says something.
+func (o Output) detail() string {
+	if o.Detail != "" {
+		return o.Detail
+	}
+	return lastLine(o.Text)
 }
 
 // Exit is how a process ended.

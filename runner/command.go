@@ -54,10 +54,14 @@ var commandFailures = []struct {
 // classified by the signs in its output (a training log mentions NCCL and
 // memory harmlessly, so a clean exit is not searched for them).
 func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
-	if f := exitFailure(out.Exit, lastLine(out.Text), func(int) *Failure { return nil }); f != nil {
+	if f := exitFailure(out.Exit, out.detail(), func(int) *Failure { return nil }); f != nil {
 		for _, sign := range commandFailures {
 			if line := firstMatch(out.Text, sign.re); line != "" {
-				return nil, &Failure{sign.kind, f.Reason + "; " + line}
+				// The detail may be the line itself, less a rank's prefix.
+				if !strings.Contains(f.Reason, pyPrefixRE.ReplaceAllString(line, "")) {
+					f.Reason += "; " + line
+				}
+				return nil, &Failure{sign.kind, f.Reason}
 			}
 		}
 		return nil, f

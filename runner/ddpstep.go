@@ -40,7 +40,7 @@ func (b DDPStep) Read(_ Plan, out Output) (*Measurement, *Failure) {
 		}
 		return nil, &Failure{kind, scriptErr.Message}
 	}
-	if f := exitFailure(out.Exit, lastLine(out.Text), func(int) *Failure { return nil }); f != nil {
+	if f := exitFailure(out.Exit, out.detail(), func(int) *Failure { return nil }); f != nil {
 		return nil, f
 	}
 	switch {

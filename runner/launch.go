@@ -46,6 +46,13 @@ type ExitReader interface {
 	RankExit(output []byte, e Exit) Exit
 }
 
+// A DetailReader is a launcher whose output can say, better than its last
+// line, what made its failed rank fail: FailureDetail is that ("" where it
+// does not say), which a benchmark gives as the detail of a failed trial.
+type DetailReader interface {
+	FailureDetail(output []byte) string
+}
+
 // An EnvFilter is a launcher that reads some of its options from its own
 // environment, which a trial's launcher inherits from nccltune's caller:
 // LauncherEnv drops from env the variables that would set what the space
@@ -463,6 +470,140 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 }
 
 var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: [0-9]+\)`)
+
+// FailureDetail is the exception that the first worker to fail raised, as
+// Python printed it ("torch.distributed.DistBackendError: NCCL error in:
+// ..."), where torchrun's report says that worker exited with a status: the
+// report's own last line with words in it is "traceback : To enable
+// traceback see: https://...", and above the report comes torchrun's own
+// traceback, which ends in its ChildFailedError. Where the worker wrote an
+// error file (a script under @record), the report's traceback field is the
+// worker's, and its exception is taken from there; otherwise from the last
+// traceback the worker printed before the report, the root cause's rank's
+// first where torchrun's prefixes ("[rank0]:", --tee's "[default0]:") say
+// which lines are whose. "" where the report is missing, names a signal
+// (its "Signal 9 (SIGKILL) received by PID 4242" says what there is to
+// say), or no traceback shows an exception.
+func (Torchrun) FailureDetail(output []byte) string {
+	i := bytes.LastIndex(output, []byte(torchrunRootCause))
+	if i < 0 {
+		return ""
+	}
+	root := output[i:]
+	if m := torchrunExitRE.FindSubmatch(root); m == nil || bytes.HasPrefix(m[1], []byte("-")) {
+		return "" // no status, or a signal's
+	}
+	if m := torchrunErrorFileRE.FindSubmatch(root); m != nil && string(m[1]) != "<N/A>" {
+		if detail := torchrunTraceback(root); detail != "" {
+			return detail
+		}
+	}
+	rank, localRank := -1, -1
+	if m := torchrunRankRE.FindSubmatch(root); m != nil {
+		rank, _ = strconv.Atoi(string(m[1]))
+		localRank, _ = strconv.Atoi(string(m[2]))
+	}
+	// The report begins at the rule above "train.py FAILED".
+	before := output[:i]
+	if loc := torchrunRuleRE.FindAllIndex(before, -1); loc != nil {
+		before = before[:loc[len(loc)-1][0]]
+	}
+	return lastException(strings.Split(string(before), "\n"), func(role string, n int) bool {
+		if role == "rank" {
+			return n == rank // torch's "[rank0]:", the global rank
+		}
+		return n == localRank // torchrun's "[default0]:", role and local rank
+	})
+}
+
+const torchrunRootCause = "Root Cause (first observed failure):"
+
+var (
+	torchrunRankRE      = regexp.MustCompile(`(?m)^\s*rank\s*: ([0-9]+) \(local_rank: ([0-9]+)\)`)
+	torchrunErrorFileRE = regexp.MustCompile(`(?m)^\s*error_file\s*: (.*?)\s*$`)
+	torchrunTracebackRE = regexp.MustCompile(`(?m)^\s*traceback\s*: `)
+	torchrunRuleRE      = regexp.MustCompile(`(?m)^=+\s*$`)
+)
+
+// torchrunTraceback is the exception in the traceback field of the root
+// cause's report: the traceback the worker wrote to its error file, which
+// torchrun prints with two more spaces at the head of every line after the
+// first; or the field's first line where it is a message without a traceback.
+func torchrunTraceback(root []byte) string {
+	loc := torchrunTracebackRE.FindIndex(root)
+	if loc == nil {
+		return ""
+	}
+	field := root[loc[1]:]
+	if end := torchrunRuleRE.FindIndex(field); end != nil {
+		field = field[:end[0]]
+	}
+	lines := strings.Split(string(field), "\n")
+	for j := 1; j < len(lines); j++ {
+		lines[j] = strings.TrimPrefix(lines[j], "  ")
+	}
+	if detail := lastException(lines, nil); detail != "" {
+		return detail
+	}
+	first := strings.TrimSpace(lines[0])
+	if first == "" || first == "<N/A>" || strings.HasPrefix(first, "To enable traceback") || strings.HasPrefix(first, "Traceback (most recent call last)") {
+		return ""
+	}
+	return first
+}
+
+var (
+	// pyPrefixRE is the prefix of a worker's line under torchrun: torch's
+	// "[rank3]:", torchrun --tee's "[default3]:" (role and local rank).
+	pyPrefixRE = regexp.MustCompile(`^\[([A-Za-z_]*)([0-9]+)\]: ?`)
+	// pyFrameRE is a frame of a Python traceback.
+	pyFrameRE = regexp.MustCompile(`^\s+File ".*", line [0-9]+`)
+	// pyExceptionRE is the line that ends a Python traceback: the
+	// exception's (dotted) name, then ": " and its message, if any.
+	pyExceptionRE = regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?::|: .*)?$`)
+)
+
+// lastException is the exception line ending the last Python traceback in
+// lines that is not torchrun's own (ChildFailedError): the first line after
+// the traceback's header or frames that is not indented and has the form of
+// one, so that the rest of a message of several lines is passed over. Each
+// prefixed line is read with its prefix's other lines (the ranks' tracebacks
+// interleave); the last exception of a prefix that preferred takes (nil:
+// none) goes before any other's.
+func lastException(lines []string, preferred func(role string, n int) bool) string {
+	inTraceback := map[string]bool{} // by prefix
+	last, lastPreferred := "", ""
+	for _, line := range lines {
+		line = strings.TrimRight(line, "\r")
+		key, role, n := "", "", -1
+		if m := pyPrefixRE.FindStringSubmatch(line); m != nil {
+			key, role = m[0], m[1]
+			n, _ = strconv.Atoi(m[2])
+			line = line[len(m[0]):]
+		}
+		switch {
+		case strings.TrimSpace(line) == "":
+		case strings.HasPrefix(line, "Traceback (most recent call last):"), pyFrameRE.MatchString(line):
+			inTraceback[key] = true
+		case line[0] == ' ' || line[0] == '\t':
+			// a frame's source line, a caret line, or an indented message
+		case inTraceback[key] && pyExceptionRE.MatchString(line):
+			inTraceback[key] = false
+			name, _, _ := strings.Cut(line, ":")
+			if strings.HasSuffix(name, "ChildFailedError") {
+				continue // torchrun's own, raised with its report
+			}
+			last = strings.TrimSpace(line)
+			if preferred != nil && key != "" && preferred(role, n) {
+				lastPreferred = last
+			}
+		}
+	}
+	if lastPreferred != "" {
+		return lastPreferred
+	}
+	return last
+}
 
 // Check finds torchrun.
 func (t Torchrun) Check() error {

@@ -201,6 +201,10 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		exit = er.RankExit(res.Output, exit)
 	}
 	res.Exit = exit
+	detail := ""
+	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
+		detail = dr.FailureDetail(res.Output)
+	}
 	switch {
 	case ctx.Err() != nil:
 		res.Failure = &Failure{FailInterrupted, "campaign stopped while the trial ran"}
@@ -209,7 +213,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	case launchErr != "":
 		res.Failure = &Failure{FailLaunch, launchErr}
 	default:
-		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: out.Kept(), Exit: exit, Log: res.Log})
+		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: out.Kept(), Exit: exit, Log: res.Log, Detail: detail})
 	}
 	return res
 }
@@ -344,14 +348,14 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 	}
 	switch {
 	case e.Signal != 0:
-		return &Failure{FailSignal, fmt.Sprintf("killed by signal %d (%s)%s", int(e.Signal), e.Signal, suffix)}
+		return &Failure{FailSignal, fmt.Sprintf("killed by signal %d (%s)%s", int(e.Signal), signalName(e.Signal), suffix)}
 	case e.Code == 0:
 		return nil
 	case e.Code > 128 && e.Code <= 128+maxSignal:
 		// mpirun and srun (and a shell) exit 128+N when a rank was killed by
 		// signal N. nccl-tests' own statuses are below 8; a user's command
 		// that exits so high by itself is named killed, as a shell would.
-		return &Failure{FailSignal, fmt.Sprintf("exit status %d: a process killed by signal %d (%s)%s", e.Code, e.Code-128, syscall.Signal(e.Code-128), suffix)}
+		return &Failure{FailSignal, fmt.Sprintf("exit status %d: a process killed by signal %d (%s)%s", e.Code, e.Code-128, signalName(syscall.Signal(e.Code-128)), suffix)}
 	}
 	if f := describe(e.Code); f != nil {
 		f.Reason += suffix
@@ -362,6 +366,18 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 
 // maxSignal is Linux's highest signal number (SIGRTMAX).
 const maxSignal = 64
+
+// signalName describes sig as Go names it ("killed", "segmentation
+// fault"), a real-time signal (32 to 64, the kernel's SIGRTMIN to SIGRTMAX,
+// which Go names only "signal 34") as one, by its number: glibc keeps 32
+// and 33 for itself and calls 34 SIGRTMIN, the kernel calls 32 so, so no
+// SIGRTMIN+n form names one signal everywhere.
+func signalName(sig syscall.Signal) string {
+	if sig >= 32 && sig <= maxSignal {
+		return fmt.Sprintf("real-time signal %d", int(sig))
+	}
+	return sig.String()
+}
 
 // stringHeader is what a string takes besides its bytes (pointer and length).
 const stringHeader = 16

@@ -68,6 +68,7 @@ func TestRunClassifies(t *testing.T) {
 		{"signal", "cat " + table + "; kill -SEGV $$", FailSignal, "segmentation fault"},
 		// As mpirun and srun report a rank killed by SIGSEGV.
 		{"signal of a rank", "cat " + table + "; exit 139", FailSignal, "exit status 139: a process killed by signal 11 (segmentation fault)"},
+		{"real-time signal", "cat " + table + "; kill -34 $$", FailSignal, "killed by signal 34 (real-time signal 34)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Runner{Launcher: Local{}}
@@ -82,6 +83,34 @@ func TestRunClassifies(t *testing.T) {
 				t.Fatalf("failure = %v; want %s containing %q\noutput: %s", res.Failure, tc.kind, tc.reason, res.Output)
 			}
 		})
+	}
+}
+
+// TestExitFailureSignalNames: a real-time signal (Go names it only "signal
+// 34") is named one, and an exit status above 128+64 (SIGRTMAX) is no
+// signal's. Without signalName the real-time cases read "(signal 34)".
+func TestExitFailureSignalNames(t *testing.T) {
+	none := func(int) *Failure { return nil }
+	for _, tc := range []struct {
+		exit   Exit
+		kind   FailureKind
+		reason string
+	}{
+		{Exit{Code: -1, Signal: syscall.SIGKILL}, FailSignal, "killed by signal 9 (killed): boom"},
+		{Exit{Code: -1, Signal: syscall.SIGSYS}, FailSignal, "killed by signal 31 (bad system call): boom"},
+		{Exit{Code: -1, Signal: 32}, FailSignal, "killed by signal 32 (real-time signal 32): boom"},
+		{Exit{Code: -1, Signal: 34}, FailSignal, "killed by signal 34 (real-time signal 34): boom"},
+		{Exit{Code: -1, Signal: 64}, FailSignal, "killed by signal 64 (real-time signal 64): boom"},
+		{Exit{Code: 128 + 34}, FailSignal, "exit status 162: a process killed by signal 34 (real-time signal 34): boom"},
+		{Exit{Code: 128 + 64}, FailSignal, "exit status 192: a process killed by signal 64 (real-time signal 64): boom"},
+		{Exit{Code: 128}, FailExit, "exit status 128: boom"},
+		{Exit{Code: 128 + 65}, FailExit, "exit status 193: boom"},
+		{Exit{Code: 255}, FailExit, "exit status 255: boom"},
+	} {
+		f := exitFailure(tc.exit, "boom", none)
+		if f == nil || f.Kind != tc.kind || f.Reason != tc.reason {
+			t.Errorf("exitFailure(%+v) = %v, want %s: %s", tc.exit, f, tc.kind, tc.reason)
+		}
 	}
 }
 

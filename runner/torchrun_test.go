@@ -1,0 +1,199 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// torchrunOwn is what torchrun (PyTorch 2.x) prints after its workers'
+// output when one of them exited with a status: its log line, its own
+// traceback ending in ChildFailedError, and the report of the root cause
+// (rank and local rank 0 here).
+const torchrunOwn = `[2026-12-05 10:00:00,123] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 0 (pid: 4242) of binary: /usr/bin/python3
+Traceback (most recent call last):
+  File "/usr/local/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+             ^^^^^^
+  File "/usr/local/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 347, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/usr/local/lib/python3.11/site-packages/torch/distributed/run.py", line 812, in main
+    run(args)
+  File "/usr/local/lib/python3.11/site-packages/torch/distributed/run.py", line 803, in run
+    elastic_launch(
+  File "/usr/local/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 135, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/local/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 268, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-05_10:00:00
+  host      : node1
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 4242)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+`
+
+// torchrunOneRank: one worker's NCCL error, a message of one line.
+const torchrunOneRank = `[W1205 10:00:00.000000 4242 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:4115] Warning: using GPU 0 to perform barrier as devices used by this process are currently unknown.
+Traceback (most recent call last):
+  File "/work/train.py", line 42, in <module>
+    main()
+  File "/work/train.py", line 30, in main
+    dist.barrier()
+  File "/usr/local/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", line 79, in wrapper
+    return func(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^^^^
+RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5
+` + torchrunOwn
+
+// torchrunMultiline: a DistBackendError whose message runs over four lines,
+// the second of them in the form of an exception too.
+const torchrunMultiline = `Traceback (most recent call last):
+  File "/work/train.py", line 42, in <module>
+    main()
+  File "/work/train.py", line 30, in main
+    dist.all_reduce(t)
+  File "/usr/local/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 2501, in all_reduce
+    work = group.allreduce([tensor], opts)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5
+ncclUnhandledCudaError: Call to CUDA function failed.
+Last error:
+Cuda failure 'out of memory'
+` + torchrunOwn
+
+// torchrunTwoRanks: two workers' tracebacks interleaved line by line under
+// torch's "[rank0]:" and "[rank1]:"; rank 1 failed first (the report's root
+// cause), rank 0's exception, printed last, followed from it.
+var torchrunTwoRanks = `[rank1]: Traceback (most recent call last):
+[rank0]: Traceback (most recent call last):
+[rank1]:   File "/work/train.py", line 42, in <module>
+[rank0]:   File "/work/train.py", line 42, in <module>
+[rank1]:     main()
+[rank0]:     main()
+[rank1]:   File "/work/train.py", line 31, in main
+[rank1]:     loss = model(x).sum()
+[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered
+[rank1]: CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+[rank0]:   File "/work/train.py", line 30, in main
+[rank0]:     dist.all_reduce(t)
+[rank0]: torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0.
+W1205 10:00:00.123000 140 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4242 closing signal SIGTERM
+` + strings.NewReplacer("rank      : 0 (local_rank: 0)", "rank      : 1 (local_rank: 1)", "(pid: 4242)", "(pid: 4243)").Replace(torchrunOwn)
+
+// torchrunTee: the same under torchrun --tee 3 of PyTorch 2.0, whose prefix
+// is the role and the local rank, with no space after it.
+var torchrunTee = strings.NewReplacer("[rank0]: ", "[default0]:", "[rank1]: ", "[default1]:").Replace(torchrunTwoRanks)
+
+// torchrunNoException: a worker that exited 1 without a traceback.
+const torchrunNoException = "step 10: loss nan, giving up\n" + torchrunOwn
+
+// torchrunErrorFile: a script under @record: the worker wrote its error
+// file, whose traceback the report prints, each line two spaces further in.
+const torchrunErrorFile = `Traceback (most recent call last):
+  File "/work/train.py", line 30, in main
+    dist.all_reduce(t)
+torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.21.5
+ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-05_10:00:00
+  host      : node1
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 4242)
+  error_file: /tmp/torchelastic_abc/none_def/attempt_0/0/error.json
+  traceback : Traceback (most recent call last):
+    File "/usr/local/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 347, in wrapper
+      return f(*args, **kwargs)
+    File "/work/train.py", line 30, in main
+      dist.all_reduce(t)
+  torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.21.5
+  ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.
+  
+============================================================
+`
+
+// torchrunDetailCases are torchrun's outputs of a worker that raised, and
+// the detail its failure should give.
+var torchrunDetailCases = []struct {
+	name, output, detail string
+}{
+	{"one rank", torchrunOneRank, "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
+	{"a message of several lines", torchrunMultiline, "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"},
+	{"two ranks interleaved, [rankN]:", torchrunTwoRanks, "RuntimeError: CUDA error: an illegal memory access was encountered"},
+	{"two ranks interleaved, --tee's [defaultN]:", torchrunTee, "RuntimeError: CUDA error: an illegal memory access was encountered"},
+	{"the root cause's rank printed nothing", strings.ReplaceAll(torchrunTwoRanks, "[rank1]: ", "[rank7]: "), "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."},
+	{"two ranks, no prefix", strings.NewReplacer("[rank0]: ", "", "[rank1]: ", "").Replace(torchrunTwoRanks), "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."},
+	{"an error file", torchrunErrorFile, "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.21.5"},
+	{"CRLF", strings.ReplaceAll(torchrunOneRank, "\n", "\r\n"), "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
+	// Nothing better: the detail is the output's last line with words, as before.
+	{"no exception", torchrunNoException, ""},
+	{"killed by a signal", "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: not this\n" + torchrunKilled, ""},
+	{"no report", torchrunOneRank[:strings.Index(torchrunOneRank, "Root Cause")], ""},
+}
+
+// TestTorchrunFailureDetail: the detail is the exception the failed worker
+// raised, not torchrun's ChildFailedError nor its report's last line.
+func TestTorchrunFailureDetail(t *testing.T) {
+	for _, tc := range torchrunDetailCases {
+		if got := (Torchrun{}).FailureDetail([]byte(tc.output)); got != tc.detail {
+			t.Errorf("%s: FailureDetail = %q, want %q", tc.name, got, tc.detail)
+		}
+	}
+}
+
+// TestTorchrunWorkerRaised: a trial under torchrun whose worker raised fails
+// with that exception as its detail, whatever the benchmark. Without
+// FailureDetail every case but the last reads "traceback : To enable
+// traceback see: ..." (the error file's, "ncclRemoteError: ...").
+func TestTorchrunWorkerRaised(t *testing.T) {
+	dir := t.TempDir()
+	for i, tc := range torchrunDetailCases {
+		if tc.name == "no report" || tc.name == "killed by a signal" {
+			continue // TestTorchrunWorkerKilled, TestTorchrunRankExit
+		}
+		want := "exit status 1: " + tc.detail
+		if tc.detail == "" {
+			want = "exit status 1: traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+		}
+		fake := filepath.Join(dir, "torchrun"+string(rune('a'+i)))
+		out := filepath.Join(dir, "out"+string(rune('a'+i)))
+		if err := os.WriteFile(out, []byte(tc.output), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(fake, []byte("#!/bin/sh\ncat '"+out+"' >&2\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range []Benchmark{DDPStep{Program: []string{"step.py"}}, UserCommand{Argv: []string{"train.py"}}} {
+			r := &Runner{Launcher: Torchrun{Command: fake, NProcPerNode: 2}, BaseEnv: BaseEnv()}
+			res := r.Run(context.Background(), Job{Benchmark: b, Timeout: time.Minute})
+			if res.Failure == nil || !strings.HasPrefix(res.Failure.Reason, want) {
+				t.Errorf("%s, %T: failure %v, want a reason beginning %q", tc.name, b, res.Failure, want)
+			}
+			if res.Failure != nil && tc.detail != "" && strings.Count(res.Failure.Reason, tc.detail) != 1 {
+				t.Errorf("%s, %T: failure %v, which names %q more than once", tc.name, b, res.Failure, tc.detail)
+			}
+		}
+	}
+}
