@@ -57,6 +57,18 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		// mca_base_env_list_delimiter gives the list another delimiter, before or after it.
 		{numNCCLTests, mpirun, `["--mca", "mca_base_env_list_delimiter", ":", "--mca", "mca_base_env_list", "FOO=1:NCCL_ALGO=Ring"]`, "hands the ranks NCCL_ALGO"},
 		{numNCCLTests, mpirun, `["-mca", "mca_base_env_list", "FOO=1|NCCL_PROTO=LL", "-mca", "mca_base_env_list_delimiter", "|"]`, "hands the ranks NCCL_PROTO"},
+		// Options that have mpirun read options, or the ranks' variables, from a file.
+		{numNCCLTests, mpirun, `["--tune", "t.conf"]`, "launcher.args: --tune t.conf has mpirun read MCA parameters and -x variables from that file"},
+		{numNCCLTests, mpirun, `["-tune", "t.conf"]`, "-tune t.conf has mpirun read"},
+		{numNCCLTests, mpirun, `["--am", "ft-mpi"]`, "--am ft-mpi has mpirun read aggregate MCA parameter sets"},
+		{numNCCLTests, mpirun, `["--app", "appfile"]`, "--app appfile has mpirun read programs"},
+		{numNCCLTests, mpirun, `["--app=appfile"]`, "has mpirun read programs"},
+		{numNCCLTests, mpirun, `["-configfile", "cfg"]`, "-configfile cfg has mpirun read options (-genv, -env)"},
+		{numNCCLTests, mpirun, `["--mca", "mca_base_param_files", "/tmp/p.conf"]`, "--mca mca_base_param_files /tmp/p.conf has mpirun read MCA parameters or variables from files"},
+		{numNCCLTests, mpirun, `["-mca", "mca_base_envar_file_prefix", "envs"]`, "mca_base_envar_file_prefix envs has mpirun read"},
+		{numNCCLTests, mpirun, `["--mca", "mca_base_param_file_prefix", "ft-mpi"]`, "has mpirun read"},
+		{numNCCLTests, mpirun, `["--gmca", "mca_base_override_param_file", "o.conf"]`, "has mpirun read"},
+		{numNCCLTests, mpirun, `["--mca", "btl_tcp_if_include", "eth0", "--mca", "orte_tmpdir_base", "/tmp", "--tag-output", "--timestamp-output"]`, ""},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},

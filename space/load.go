@@ -1031,6 +1031,9 @@ func (b *builder) mpirunExports(args []string) {
 		var names []string
 		shown := strings.Join(operands[:min(len(operands), 1)], " ")
 		switch strings.ToLower(name) {
+		case "tune", "am", "app", "configfile":
+			what := mpirunFileOptions[strings.ToLower(name)]
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s has mpirun read %s from that file, which nccltune does not read: an NCCL variable set there would override every trial's value, unseen; give them in launcher.args itself", opt, shown, what)
 		case "x", "genv", "env":
 			if len(operands) > 0 {
 				v, _, _ := strings.Cut(operands[0], "=")
@@ -1044,6 +1047,9 @@ func (b *builder) mpirunExports(args []string) {
 			// Open MPI's list of variables to set in every rank:
 			// --mca mca_base_env_list "NCCL_ALGO=Ring;FOO", split at
 			// delims.
+			if len(operands) > 1 && mcaReadsFile(operands[0]) {
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s %s has mpirun read MCA parameters or variables from files, which nccltune does not read: one setting mca_base_env_list or an NCCL variable there would override every trial's value, unseen; give them in launcher.args itself", opt, operands[0], operands[1])
+			}
 			if len(operands) > 1 && operands[0] == "mca_base_env_list" {
 				shown = operands[0] + " " + operands[1]
 				for _, kv := range strings.FieldsFunc(operands[1], func(r rune) bool { return strings.ContainsRune(delims, r) }) {
@@ -1058,6 +1064,31 @@ func (b *builder) mpirunExports(args []string) {
 			}
 		}
 	}
+}
+
+// mpirunFileOptions are mpirun's options that read more options, or
+// variables for the ranks, from a file, and what they read: Open MPI's
+// --tune (MCA parameters and -x NAME=value lines), --am (aggregate MCA
+// parameter sets), --app (an appfile, each line a program with options of
+// its own, -x among them), Hydra's -configfile (lines of options, -genv
+// among them). They are refused, not read: the file is read by mpirun at
+// each trial, on the node it runs on, where nccltune saw it at load or not,
+// and in syntaxes of each version's own.
+var mpirunFileOptions = map[string]string{
+	"tune":       "MCA parameters and -x variables",
+	"am":         "aggregate MCA parameter sets",
+	"app":        "programs with options of their own (-x)",
+	"configfile": "options (-genv, -env)",
+}
+
+// mcaReadsFile reports whether the MCA parameter param names files of more
+// parameters or variables for the ranks: mca_base_param_files,
+// mca_base_param_file_prefix (--am's), mca_base_envar_file_prefix (files of
+// variables), mca_base_override_param_file, and where they are looked for
+// (mca_base_param_file_path).
+func mcaReadsFile(param string) bool {
+	p := strings.ToLower(param)
+	return strings.Contains(p, "param_file") || strings.Contains(p, "envar_file")
 }
 
 func (b *builder) ddp(line func(string) int, layers, batch int, bm *BenchmarkSettings) {
