@@ -177,6 +177,37 @@ func (m MPIRun) Check() error {
 	return errors.Join(errs...)
 }
 
+// LauncherEnv drops the caller's variables by which mpirun would hand the
+// ranks NCCL variables past the trial's own, as the caller's NCCL_* are
+// dropped (BaseEnv): Open MPI reads an MCA parameter from OMPI_MCA_NAME
+// (Open MPI 5's PRRTE from PRTE_MCA_, PMIx from PMIX_MCA_ too), so
+// OMPI_MCA_mca_base_env_list="NCCL_ALGO=Ring" sets NCCL_ALGO in every rank,
+// after nccltune's -x. Dropped are: mca_base_env_list where it names an
+// NCCL variable (one that does not stays); its delimiter, which would split
+// a list of launcher.args other than the space's load check read it; the
+// parameters that name files of more parameters or variables
+// (mca_base_param_files, mca_base_param_file_prefix, --am's,
+// mca_base_envar_file_prefix, mca_base_override_param_file), which nccltune
+// does not read; and Hydra's HYDRA_CONFIG_FILE, a file of options (-genv).
+// Their settings can be given in launcher.args, which the load checks.
+func (MPIRun) LauncherEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, value, _ := strings.Cut(kv, "=")
+		if name == "HYDRA_CONFIG_FILE" {
+			return true
+		}
+		_, param, ok := strings.Cut(strings.ToLower(name), "_mca_")
+		switch {
+		case !ok:
+			return false
+		case strings.HasSuffix(param, "mca_base_env_list"):
+			return strings.Contains(value, "NCCL_")
+		}
+		return strings.HasSuffix(param, "mca_base_env_list_delimiter") ||
+			strings.Contains(param, "param_file") || strings.Contains(param, "envar_file")
+	})
+}
+
 // Srun starts the ranks with Slurm's srun inside an existing allocation. The
 // trial's variables are in srun's environment and --export=ALL hands them to
 // every task: an --export=NAME=value list would split values at commas.

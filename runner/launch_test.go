@@ -189,6 +189,40 @@ func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
 	}
 }
 
+// TestMPIRunEnv: the caller's MCA parameters by which mpirun would hand
+// the ranks an NCCL variable past the trial's -x (mca_base_env_list, its
+// delimiter, files of parameters or variables; Open MPI 4's and 5's prefixes)
+// and Hydra's file of options are dropped from mpirun's environment; other
+// MCA parameters, and a list without an NCCL variable, stay.
+func TestMPIRunEnv(t *testing.T) {
+	env := []string{
+		"OMPI_MCA_mca_base_env_list=FOO=1;NCCL_ALGO=Ring", "PRTE_MCA_mca_base_env_list=NCCL_PROTO=LL",
+		"PMIX_MCA_mca_base_env_list=NCCL_IB_HCA", "OMPI_MCA_mca_base_env_list_delimiter=:",
+		"OMPI_MCA_mca_base_param_files=/tmp/p.conf", "OMPI_MCA_mca_base_param_file_prefix=ft",
+		"OMPI_MCA_mca_base_envar_file_prefix=envs", "PRTE_MCA_mca_base_param_files=/tmp/q.conf",
+		"OMPI_MCA_mca_base_override_param_file=/tmp/o.conf", "HYDRA_CONFIG_FILE=/tmp/h.conf",
+		"PATH=/bin", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc",
+		"OMPI_ALLOW_RUN_AS_ROOT=1",
+	}
+	want := []string{"PATH=/bin", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc", "OMPI_ALLOW_RUN_AS_ROOT=1"}
+	for _, m := range []MPIRun{{}, {Flavor: "mpich"}} {
+		if got := m.LauncherEnv(env); !slices.Equal(got, want) {
+			t.Errorf("mpirun's environment %q\nwant %q", got, want)
+		}
+	}
+	// Through a run: what a trial's mpirun gets.
+	fake := filepath.Join(t.TempDir(), "mpirun")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nenv | grep 'mca_base_env_list' || echo no mca_base_env_list\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OMPI_MCA_mca_base_env_list", "NCCL_ALGO=Ring")
+	r := &Runner{Launcher: MPIRun{Command: fake}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"step.py"}}, Timeout: time.Minute})
+	if !strings.Contains(string(res.Output), "no mca_base_env_list") {
+		t.Errorf("mpirun got\n%s", res.Output)
+	}
+}
+
 // TestTorchrunEnv: torchrun takes PET_NAME as its option --name's default,
 // so none of the caller's reaches it; other variables do.
 func TestTorchrunEnv(t *testing.T) {

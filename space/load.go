@@ -993,7 +993,11 @@ func (b *builder) launcherArgs(s *Space) {
 			continue // what nccltune passes itself: the same step
 		}
 		for _, o := range own {
-			if slices.ContainsFunc(o.opts, func(opt string) bool { return givesOption(a, opt, style) }) {
+			gives := func(opt string) bool { return givesOption(a, opt, style) }
+			if l.Kind == "mpirun" {
+				gives = func(opt string) bool { return mpirunOwnGives(a, opt) }
+			}
+			if slices.ContainsFunc(o.opts, gives) {
 				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s is set by nccltune from the space (%s): a second one would make each trial run other than the space says", a, o.what)
 			}
 		}
@@ -1002,49 +1006,51 @@ func (b *builder) launcherArgs(s *Space) {
 
 // mpirunExports refuses an NCCL variable that launcher.args hands the ranks
 // (Open MPI's -x NAME=value and its mca_base_env_list, MPICH's -genv NAME
-// value and lists): given after nccltune's own -x, it would override a
-// trial's value of it, which the space sets ([fixed], [[param]]) and NCCL's
-// log is checked against. Hydra reads an option in any case, after one
-// dash or more, and its value after '=' ("--genv=NCCL_ALGO Ring"): each
-// spelling is refused.
+// value and lists), and options that have mpirun read more options or
+// variables from a file (mpirunFileOptions, mcaReadsFile): given after
+// nccltune's own -x, it would override a trial's value of it, which the
+// space sets ([fixed], [[param]]) and NCCL's log is checked against. Each
+// option is known in every spelling mpirun reads (mpirunOption).
 func (b *builder) mpirunExports(args []string) {
 	// mca_base_env_list's delimiter, ';' unless mca_base_env_list_delimiter
 	// names another (--mca mca_base_env_list_delimiter : ...).
 	delims := ";,"
 	for i := 0; i+2 < len(args); i++ {
-		switch strings.ToLower(strings.TrimLeft(args[i], "-")) {
-		case "mca", "gmca", "omca":
-			if args[i+1] == "mca_base_env_list_delimiter" {
-				delims += args[i+2]
-			}
+		if o, _, _ := mpirunOption(args[i]); strings.HasSuffix(o, "mca") && strings.HasSuffix(args[i+1], "mca_base_env_list_delimiter") {
+			delims += args[i+2]
 		}
 	}
 	for i := 0; i < len(args); i++ {
 		opt, operands := args[i], args[i+1:]
-		if !strings.HasPrefix(opt, "-") {
+		key, value, attached := mpirunOption(opt)
+		if key == "" {
 			continue
 		}
-		name, value, attached := strings.Cut(strings.TrimLeft(opt, "-"), "=")
 		if attached {
 			operands = append([]string{value}, operands...)
 		}
 		var names []string
 		shown := strings.Join(operands[:min(len(operands), 1)], " ")
-		switch strings.ToLower(name) {
-		case "x", "genv", "env":
+		switch {
+		case mpirunFileOptions[key] != "":
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s has mpirun read %s from that file, which nccltune does not read: an NCCL variable set there would override every trial's value, unseen; give them in launcher.args itself", opt, shown, mpirunFileOptions[key])
+		case key == "x" || key == "genv" || key == "env":
 			if len(operands) > 0 {
 				v, _, _ := strings.Cut(operands[0], "=")
 				names = []string{v}
 			}
-		case "genvlist", "envlist":
+		case key == "genvlist" || key == "envlist":
 			if len(operands) > 0 {
 				names = strings.Split(operands[0], ",")
 			}
-		case "mca", "gmca", "omca":
+		case strings.HasSuffix(key, "mca"):
+			if len(operands) > 1 && mcaReadsFile(operands[0]) {
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s %s has mpirun read MCA parameters or variables from files, which nccltune does not read: one setting mca_base_env_list or an NCCL variable there would override every trial's value, unseen; give them in launcher.args itself", opt, operands[0], operands[1])
+			}
 			// Open MPI's list of variables to set in every rank:
 			// --mca mca_base_env_list "NCCL_ALGO=Ring;FOO", split at
 			// delims.
-			if len(operands) > 1 && operands[0] == "mca_base_env_list" {
+			if len(operands) > 1 && strings.HasSuffix(operands[0], "mca_base_env_list") {
 				shown = operands[0] + " " + operands[1]
 				for _, kv := range strings.FieldsFunc(operands[1], func(r rune) bool { return strings.ContainsRune(delims, r) }) {
 					v, _, _ := strings.Cut(kv, "=")
@@ -1058,6 +1064,109 @@ func (b *builder) mpirunExports(args []string) {
 			}
 		}
 	}
+}
+
+// mpirunWatched are the options of mpirun, Open MPI's and Hydra's, that
+// mpirunExports looks for, by their names without dashes: those that hand
+// the ranks variables, those that set MCA parameters (Open MPI 5's --mca,
+// --prtemca, --pmixmca and their global --g forms, as PMIx takes every
+// option whose name ends in "mca"), those that read a file.
+var mpirunWatched = []string{"x", "genv", "env", "genvlist", "envlist",
+	"mca", "gmca", "omca", "prtemca", "pmixmca", "gprtemca", "gpmixmca",
+	"tune", "am", "app", "configfile"}
+
+// mpirunOption is the option of mpirunWatched that arg gives, "" if none,
+// and the value attached to it. Hydra reads an option in any case, after
+// one dash or more, and its value after '=' ("--genv=NCCL_ALGO Ring"); Open
+// MPI 4 a long option after one dash or two ("-mca"). Open MPI 5's mpirun,
+// PRRTE, reads its options with getopt_long (PMIx's pmix_cmd_line_parse),
+// which takes a long option's unambiguous abbreviation ("--mc" for --mca;
+// of several options that match alike, the first) and a short option's
+// value attached ("-xNCCL_ALGO=Ring", after flags: "-vx"): each is refused as
+// the option it may be.
+func mpirunOption(arg string) (key, value string, attached bool) {
+	if len(arg) < 2 || arg[0] != '-' {
+		return "", "", false
+	}
+	a := strings.ToLower(arg)
+	name, value, attached := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	if _, v, ok := strings.Cut(strings.TrimLeft(arg, "-"), "="); ok {
+		value = v // in its own case: a variable's name
+	}
+	if slices.Contains(mpirunWatched, name) {
+		return name, value, attached
+	}
+	if strings.HasPrefix(a, "--") {
+		if name == "" || slices.Contains(ompiWhole, name) {
+			return "", "", false
+		}
+		for _, o := range mpirunWatched {
+			if strings.HasPrefix(o, name) {
+				return o, value, attached
+			}
+		}
+		return "", "", false
+	}
+	// getopt's short options: flags, then -x with its value attached or next.
+	if i := strings.IndexByte(arg, 'x'); i > 0 && strings.IndexFunc(arg[1:i], func(r rune) bool { return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') }) < 0 {
+		return "x", arg[i+1:], i+1 < len(arg)
+	}
+	return "", "", false
+}
+
+// ompiWhole are Open MPI's long options whose name begins a longer one's
+// there ("--host", "--hostfile"): given whole, getopt_long takes them as
+// themselves, not as an abbreviation.
+var ompiWhole = []string{"host", "n", "x"}
+
+// mpirunOwnGives reports whether arg gives opt, one of the options nccltune
+// passes mpirun itself, in a spelling mpirun reads: opt's name after any
+// dashes, its abbreviation after two (mpirunOption), and a short option
+// with its count or host attached ("-n16", "-c4", "-Hnode1:8"), which Open
+// MPI 5's getopt_long reads.
+func mpirunOwnGives(arg, opt string) bool {
+	if len(arg) < 2 || arg[0] != '-' {
+		return false
+	}
+	long := strings.TrimLeft(opt, "-")
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	switch {
+	case name == long:
+		return true
+	case strings.HasPrefix(arg, "--") && name != "" && strings.HasPrefix(long, name) && !slices.Contains(ompiWhole, name):
+		return true
+	case len(opt) != 2 || arg[1] != opt[1] || len(arg) == 2 || strings.HasPrefix(arg, "--"):
+		return false
+	case opt[1] == 'H':
+		return true
+	}
+	_, err := strconv.Atoi(arg[2:])
+	return err == nil && (opt[1] == 'n' || opt[1] == 'c')
+}
+
+// mpirunFileOptions are mpirun's options that read more options, or
+// variables for the ranks, from a file, and what they read: Open MPI's
+// --tune (MCA parameters and -x NAME=value lines), --am (aggregate MCA
+// parameter sets), --app (an appfile, each line a program with options of
+// its own, -x among them), Hydra's -configfile (lines of options, -genv
+// among them). They are refused, not read: the file is read by mpirun at
+// each trial, on the node it runs on, where nccltune saw it at load or not,
+// and in syntaxes of each version's own.
+var mpirunFileOptions = map[string]string{
+	"tune":       "MCA parameters and -x variables",
+	"am":         "aggregate MCA parameter sets",
+	"app":        "programs with options of their own (-x)",
+	"configfile": "options (-genv, -env)",
+}
+
+// mcaReadsFile reports whether the MCA parameter param names files of more
+// parameters or variables for the ranks: mca_base_param_files,
+// mca_base_param_file_prefix (--am's), mca_base_envar_file_prefix (files of
+// variables), mca_base_override_param_file, and where they are looked for
+// (mca_base_param_file_path).
+func mcaReadsFile(param string) bool {
+	p := strings.ToLower(param)
+	return strings.Contains(p, "param_file") || strings.Contains(p, "envar_file")
 }
 
 func (b *builder) ddp(line func(string) int, layers, batch int, bm *BenchmarkSettings) {
