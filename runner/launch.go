@@ -606,10 +606,18 @@ func lastException(lines []string, preferred func(role string, n int) bool) stri
 	last, lastPreferred := "", ""
 	for _, line := range lines {
 		line = strings.TrimRight(line, "\r")
-		key, role, n := "", "", -1
-		if m := pyPrefixRE.FindStringSubmatch(line); m != nil {
-			key, role = m[0], m[1]
-			n, _ = strconv.Atoi(m[2])
+		// The prefix's role and number, not its spacing, name the worker:
+		// --tee's "[default0]:" is followed by the line as it was ("  File"
+		// keeps its two spaces, where the one after torch's "[rank0]:" is
+		// the prefix's). A line under both ("[default0]:[rank0]: ") is read
+		// under the outer one, and preferred for either.
+		key, isPreferred := "", false
+		for m := pyPrefixRE.FindStringSubmatch(line); m != nil; m = pyPrefixRE.FindStringSubmatch(line) {
+			if key == "" {
+				key = m[1] + m[2]
+			}
+			n, err := strconv.Atoi(m[2])
+			isPreferred = isPreferred || err == nil && preferred != nil && preferred(m[1], n)
 			line = line[len(m[0]):]
 		}
 		switch {
@@ -625,7 +633,7 @@ func lastException(lines []string, preferred func(role string, n int) bool) stri
 				continue // torchrun's own, raised with its report
 			}
 			last = strings.TrimSpace(line)
-			if preferred != nil && key != "" && preferred(role, n) {
+			if isPreferred {
 				lastPreferred = last
 			}
 		}

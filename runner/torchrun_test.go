@@ -100,6 +100,20 @@ W1205 10:00:00.123000 140 torch/distributed/elastic/multiprocessing/api.py:897] 
 // is the role and the local rank, with no space after it.
 var torchrunTee = strings.NewReplacer("[rank0]: ", "[default0]:", "[rank1]: ", "[default1]:").Replace(torchrunTwoRanks)
 
+// torchrunTeeSyntax: a worker's script that does not compile, under
+// torchrun --tee 3: Python prints no "Traceback" header above a
+// SyntaxError's frame, and the tee's prefix is followed by the frame's own
+// two spaces.
+const torchrunTeeSyntax = `[default0]:  File "/work/train.py", line 12
+[default0]:    x = (
+[default0]:        ^
+[default0]:SyntaxError: '(' was never closed
+` + torchrunOwn
+
+// torchrunTeeOverRank: --tee's prefix over torch's own, as torchrun --tee 3
+// of PyTorch 2.2 and later prints the ranks' lines.
+var torchrunTeeOverRank = strings.NewReplacer("[rank0]: ", "[default0]:[rank0]: ", "[rank1]: ", "[default1]:[rank1]: ").Replace(torchrunTwoRanks)
+
 // torchrunNoException: a worker that exited 1 without a traceback.
 const torchrunNoException = "step 10: loss nan, giving up\n" + torchrunOwn
 
@@ -145,6 +159,8 @@ var torchrunDetailCases = []struct {
 	{"two ranks interleaved, --tee's [defaultN]:", torchrunTee, "RuntimeError: CUDA error: an illegal memory access was encountered"},
 	{"the root cause's rank printed nothing", strings.ReplaceAll(torchrunTwoRanks, "[rank1]: ", "[rank7]: "), "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."},
 	{"two ranks, no prefix", strings.NewReplacer("[rank0]: ", "", "[rank1]: ", "").Replace(torchrunTwoRanks), "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."},
+	{"a SyntaxError under --tee", torchrunTeeSyntax, "SyntaxError: '(' was never closed"},
+	{"--tee's [defaultN]: over torch's [rankN]:", torchrunTeeOverRank, "RuntimeError: CUDA error: an illegal memory access was encountered"},
 	{"an error file", torchrunErrorFile, "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.21.5"},
 	{"CRLF", strings.ReplaceAll(torchrunOneRank, "\n", "\r\n"), "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
 	// Nothing better: the detail is the output's last line with words, as before.
@@ -192,7 +208,7 @@ func TestTorchrunWorkerRaised(t *testing.T) {
 				t.Errorf("%s, %T: failure %v, want a reason beginning %q", tc.name, b, res.Failure, want)
 			}
 			if res.Failure != nil && tc.detail != "" && strings.Count(res.Failure.Reason, tc.detail) != 1 {
-				t.Errorf("%s, %T: failure %v, which names %q more than once", tc.name, b, res.Failure, tc.detail)
+				t.Errorf("%s, %T: failure %v, which names %q %d times, not once", tc.name, b, res.Failure, tc.detail, strings.Count(res.Failure.Reason, tc.detail))
 			}
 		}
 	}
