@@ -58,7 +58,7 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 		for _, sign := range commandFailures {
 			if line := firstMatch(out.Text, sign.re); line != "" {
 				// The detail may be the line itself, less a rank's prefix.
-				if !strings.Contains(f.Reason, pyPrefixRE.ReplaceAllString(line, "")) {
+				if !strings.Contains(f.Reason, stripPyPrefixes(line)) {
 					f.Reason += "; " + line
 				}
 				return nil, &Failure{sign.kind, f.Reason}

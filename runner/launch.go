@@ -594,6 +594,15 @@ var (
 	pyExceptionRE = regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?::|: .*)?$`)
 )
 
+// stripPyPrefixes is line without the workers' prefixes at its head, all of
+// them where they nest ("[default0]:[rank0]: ", torch's under --tee's).
+func stripPyPrefixes(line string) string {
+	for m := pyPrefixRE.FindStringIndex(line); m != nil; m = pyPrefixRE.FindStringIndex(line) {
+		line = line[m[1]:]
+	}
+	return line
+}
+
 // lastException is the exception line ending the last Python traceback in
 // lines that is not torchrun's own (ChildFailedError): the first line after
 // the traceback's header or frames that is not indented and has the form of

@@ -114,6 +114,13 @@ const torchrunTeeSyntax = `[default0]:  File "/work/train.py", line 12
 // of PyTorch 2.2 and later prints the ranks' lines.
 var torchrunTeeOverRank = strings.NewReplacer("[rank0]: ", "[default0]:[rank0]: ", "[rank1]: ", "[default1]:[rank1]: ").Replace(torchrunTwoRanks)
 
+// torchrunOneRankTeeOverRank: torchrunOneRank's worker under both
+// prefixes, its exception line a sign of an NCCL failure to UserCommand.
+var torchrunOneRankTeeOverRank = func() string {
+	worker, own, _ := strings.Cut(torchrunOneRank, torchrunOwn)
+	return "[default0]:[rank0]: " + strings.ReplaceAll(strings.TrimSuffix(worker, "\n"), "\n", "\n[default0]:[rank0]: ") + "\n" + own + torchrunOwn
+}()
+
 // torchrunNoException: a worker that exited 1 without a traceback.
 const torchrunNoException = "step 10: loss nan, giving up\n" + torchrunOwn
 
@@ -161,6 +168,7 @@ var torchrunDetailCases = []struct {
 	{"two ranks, no prefix", strings.NewReplacer("[rank0]: ", "", "[rank1]: ", "").Replace(torchrunTwoRanks), "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."},
 	{"a SyntaxError under --tee", torchrunTeeSyntax, "SyntaxError: '(' was never closed"},
 	{"--tee's [defaultN]: over torch's [rankN]:", torchrunTeeOverRank, "RuntimeError: CUDA error: an illegal memory access was encountered"},
+	{"one rank, --tee's [default0]: over torch's [rank0]:", torchrunOneRankTeeOverRank, "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
 	{"an error file", torchrunErrorFile, "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.21.5"},
 	{"CRLF", strings.ReplaceAll(torchrunOneRank, "\n", "\r\n"), "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
 	// Nothing better: the detail is the output's last line with words, as before.
