@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -514,7 +515,9 @@ var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: 
 // first where torchrun's prefixes ("[rank0]:", --tee's "[default0]:") say
 // which lines are whose. "" where the report is missing, names a signal
 // (its "Signal 9 (SIGKILL) received by PID 4242" says what there is to
-// say), or no traceback shows an exception.
+// say). Where no traceback shows an exception (a worker that exited with a
+// status of its own), the last line the workers printed (workerLastLine),
+// not the report's.
 func (Torchrun) FailureDetail(output []byte) string {
 	i := bytes.LastIndex(output, []byte(torchrunRootCause))
 	if i < 0 {
@@ -539,12 +542,72 @@ func (Torchrun) FailureDetail(output []byte) string {
 	if loc := torchrunRuleRE.FindAllIndex(before, -1); loc != nil {
 		before = before[:loc[len(loc)-1][0]]
 	}
-	return lastException(strings.Split(string(before), "\n"), func(role string, n int) bool {
+	lines := strings.Split(string(before), "\n")
+	preferred := func(role string, n int) bool {
 		if role == "rank" {
 			return n == rank // torch's "[rank0]:", the global rank
 		}
 		return n == localRank // torchrun's "[default0]:", role and local rank
-	})
+	}
+	if detail := lastException(lines, preferred); detail != "" {
+		return detail
+	}
+	return workerLastLine(lines, preferred)
+}
+
+// torchrunLogRE is a log line of torchrun's own, as each PyTorch 2.x writes
+// one: "ERROR:torch.distributed.elastic.multiprocessing.api:...", "[...]
+// torch.distributed.elastic.multiprocessing.api: [ERROR] ...", "E1205
+// 10:00:00.000000 140 torch/distributed/elastic/multiprocessing/api.py:874]
+// ...", and torch.distributed.run's likewise.
+var torchrunLogRE = regexp.MustCompile(`torch[./]distributed[./](elastic|run\b)`)
+
+// workerLastLine is, for a worker that exited with a status but printed no
+// traceback (sys.exit("no data in /data"), exit(1) after a message of its
+// own), the last line with words that the workers printed, the root cause's
+// rank's where prefixes say which lines are whose: not torchrun's own that
+// follow it (its log lines (torchrunLogRE), "failed (exitcode: 1) local_rank: 0 ...",
+// "Sending process 4243 closing signal SIGTERM", and its traceback ending in
+// ChildFailedError), nor NCCL's INFO lines (nccltune sets NCCL_DEBUG=INFO),
+// nor torchrun's banner above the workers' output ("Setting
+// OMP_NUM_THREADS environment variable ..."). "" where there is none.
+func workerLastLine(lines []string, preferred func(role string, n int) bool) string {
+	// torchrun's traceback: from its last unprefixed header on.
+	for j := len(lines) - 1; j >= 0; j-- {
+		if strings.HasPrefix(strings.TrimRight(lines[j], "\r"), "Traceback (most recent call last):") {
+			if slices.ContainsFunc(lines[j:], func(l string) bool { return strings.Contains(l, "ChildFailedError") }) {
+				lines = lines[:j]
+			}
+			break
+		}
+	}
+	// torchrun's banner, above every worker's line.
+	for j := len(lines) - 1; j >= 0; j-- {
+		if strings.Contains(lines[j], "Setting OMP_NUM_THREADS environment variable") {
+			lines = lines[j+1:]
+			break
+		}
+	}
+	last := ""
+	for j := len(lines) - 1; j >= 0; j-- {
+		line := strings.TrimRight(lines[j], "\r")
+		isPreferred := false
+		for m := pyPrefixRE.FindStringSubmatch(line); m != nil; m = pyPrefixRE.FindStringSubmatch(line) {
+			n, err := strconv.Atoi(m[2])
+			isPreferred = isPreferred || err == nil && preferred(m[1], n)
+			line = line[len(m[0]):]
+		}
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.IndexFunc(line, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0,
+			torchrunLogRE.MatchString(line), strings.Contains(line, " NCCL INFO "):
+		case isPreferred:
+			return line
+		case last == "":
+			last = line
+		}
+	}
+	return last
 }
 
 const torchrunRootCause = "Root Cause (first observed failure):"

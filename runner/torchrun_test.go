@@ -121,8 +121,27 @@ var torchrunOneRankTeeOverRank = func() string {
 	return "[default0]:[rank0]: " + strings.ReplaceAll(strings.TrimSuffix(worker, "\n"), "\n", "\n[default0]:[rank0]: ") + "\n" + own + torchrunOwn
 }()
 
-// torchrunNoException: a worker that exited 1 without a traceback.
-const torchrunNoException = "step 10: loss nan, giving up\n" + torchrunOwn
+// torchrunBanner is what torchrun (PyTorch 2.4 and later) prints first
+// where OMP_NUM_THREADS is not set, and NCCL's first INFO line.
+const torchrunBanner = `W1205 10:00:00.000000 140 torch/distributed/run.py:793] 
+W1205 10:00:00.000000 140 torch/distributed/run.py:793] *****************************************
+W1205 10:00:00.000000 140 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. 
+W1205 10:00:00.000000 140 torch/distributed/run.py:793] *****************************************
+node1:4242:4242 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+`
+
+// torchrunNoException: a worker that exited 1 without a traceback
+// (sys.exit("...")), NCCL's INFO lines and torchrun's own after its message.
+const torchrunNoException = torchrunBanner + `step 10: loss nan, giving up
+node1:4242:4300 [0] NCCL INFO comm 0x5555 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE
+W1205 10:00:01.000000 140 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4243 closing signal SIGTERM
+` + torchrunOwn
+
+// torchrunNoExceptionRanks: the same under --tee's prefixes, rank 1 the
+// root cause and rank 0 printing after it.
+var torchrunNoExceptionRanks = torchrunBanner + `[default1]:no shard for rank 1 in /data, giving up
+[default0]:waiting for rank 1
+` + strings.NewReplacer("rank      : 0 (local_rank: 0)", "rank      : 1 (local_rank: 1)").Replace(torchrunOwn)
 
 // torchrunErrorFile: a script under @record: the worker wrote its error
 // file, whose traceback the report prints, each line two spaces further in.
@@ -171,8 +190,15 @@ var torchrunDetailCases = []struct {
 	{"one rank, --tee's [default0]: over torch's [rank0]:", torchrunOneRankTeeOverRank, "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
 	{"an error file", torchrunErrorFile, "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.21.5"},
 	{"CRLF", strings.ReplaceAll(torchrunOneRank, "\n", "\r\n"), "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
+	// A worker that raised nothing: its last line, not the report's.
+	{"no exception", torchrunNoException, "step 10: loss nan, giving up"},
+	{"no exception, two ranks", torchrunNoExceptionRanks, "no shard for rank 1 in /data, giving up"},
+	{"no exception, under torch 2.0's log format", strings.NewReplacer(
+		"W1205 10:00:01.000000 140 torch/distributed/elastic/multiprocessing/api.py:897] ", "WARNING:torch.distributed.elastic.multiprocessing.api:",
+		"[2026-12-05 10:00:00,123] torch.distributed.elastic.multiprocessing.api: [ERROR] ", "ERROR:torch.distributed.elastic.multiprocessing.api:",
+	).Replace(torchrunNoException), "step 10: loss nan, giving up"},
 	// Nothing better: the detail is the output's last line with words, as before.
-	{"no exception", torchrunNoException, ""},
+	{"nothing printed", torchrunBanner + torchrunOwn, ""},
 	{"killed by a signal", "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: not this\n" + torchrunKilled, ""},
 	{"no report", torchrunOneRank[:strings.Index(torchrunOneRank, "Root Cause")], ""},
 }
