@@ -58,6 +58,8 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 		for _, sign := range commandFailures {
 			if line := firstMatch(out.Text, sign.re); line != "" {
 				// The detail may be the line itself, less a rank's prefix.
+				// Python 3.13's colours (sgrRE) are no part of a reason.
+				line = sgrRE.ReplaceAllString(line, "")
 				if !strings.Contains(f.Reason, stripPyPrefixes(line)) {
 					f.Reason += "; " + line
 				}

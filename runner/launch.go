@@ -590,7 +590,7 @@ func workerLastLine(lines []string, preferred func(role string, n int) bool) str
 	}
 	last := ""
 	for j := len(lines) - 1; j >= 0; j-- {
-		line := strings.TrimRight(lines[j], "\r")
+		line := sgrRE.ReplaceAllString(strings.TrimRight(lines[j], "\r"), "")
 		isPreferred := false
 		for m := pyPrefixRE.FindStringSubmatch(line); m != nil; m = pyPrefixRE.FindStringSubmatch(line) {
 			n, err := strconv.Atoi(m[2])
@@ -650,6 +650,10 @@ var (
 	// pyPrefixRE is the prefix of a worker's line under torchrun: torch's
 	// "[rank3]:", torchrun --tee's "[default3]:" (role and local rank).
 	pyPrefixRE = regexp.MustCompile(`^\[([A-Za-z_]*)([0-9]+)\]: ?`)
+	// sgrRE is a terminal's colour sequence, which Python 3.13 puts in its
+	// tracebacks where FORCE_COLOR or PYTHON_COLORS=1 asks for colour on a
+	// pipe ("\x1b[1;35mRuntimeError\x1b[0m: \x1b[35mboom\x1b[0m").
+	sgrRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 	// pyFrameRE is a frame of a Python traceback.
 	pyFrameRE = regexp.MustCompile(`^\s+File ".*", line [0-9]+`)
 	// pyExceptionRE is the line that ends a Python traceback: the
@@ -677,7 +681,7 @@ func lastException(lines []string, preferred func(role string, n int) bool) stri
 	inTraceback := map[string]bool{} // by prefix
 	last, lastPreferred := "", ""
 	for _, line := range lines {
-		line = strings.TrimRight(line, "\r")
+		line = sgrRE.ReplaceAllString(strings.TrimRight(line, "\r"), "")
 		// The prefix's role and number, not its spacing, name the worker:
 		// --tee's "[default0]:" is followed by the line as it was ("  File"
 		// keeps its two spaces, where the one after torch's "[rank0]:" is

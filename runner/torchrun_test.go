@@ -190,6 +190,7 @@ var torchrunDetailCases = []struct {
 	{"one rank, --tee's [default0]: over torch's [rank0]:", torchrunOneRankTeeOverRank, "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
 	{"an error file", torchrunErrorFile, "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.21.5"},
 	{"CRLF", strings.ReplaceAll(torchrunOneRank, "\n", "\r\n"), "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
+	{"Python 3.13's colours (FORCE_COLOR=1)", "Traceback (most recent call last):\n  File \x1b[35m\"/work/train.py\"\x1b[0m, line \x1b[35m42\x1b[0m, in \x1b[35m<module>\x1b[0m\n    main()\n    \x1b[31m~~~~\x1b[0m\x1b[1;31m^^\x1b[0m\n\x1b[1;35mRuntimeError\x1b[0m: \x1b[35mNCCL error in: NCCLUtils.hpp:317, invalid usage\x1b[0m\n" + torchrunOwn, "RuntimeError: NCCL error in: NCCLUtils.hpp:317, invalid usage"},
 	// A worker that raised nothing: its last line, not the report's.
 	{"no exception", torchrunNoException, "step 10: loss nan, giving up"},
 	{"no exception, two ranks", torchrunNoExceptionRanks, "no shard for rank 1 in /data, giving up"},
@@ -240,6 +241,9 @@ func TestTorchrunWorkerRaised(t *testing.T) {
 			res := r.Run(context.Background(), Job{Benchmark: b, Timeout: time.Minute})
 			if res.Failure == nil || !strings.HasPrefix(res.Failure.Reason, want) {
 				t.Errorf("%s, %T: failure %v, want a reason beginning %q", tc.name, b, res.Failure, want)
+			}
+			if res.Failure != nil && strings.Contains(res.Failure.Reason, "\x1b") {
+				t.Errorf("%s, %T: failure %q, with a terminal's colours", tc.name, b, res.Failure.Reason)
 			}
 			if res.Failure != nil && tc.detail != "" && strings.Count(res.Failure.Reason, tc.detail) != 1 {
 				t.Errorf("%s, %T: failure %v, which names %q %d times, not once", tc.name, b, res.Failure, tc.detail, strings.Count(res.Failure.Reason, tc.detail))
