@@ -562,6 +562,15 @@ func (Torchrun) FailureDetail(output []byte) string {
 // ...", and torch.distributed.run's likewise.
 var torchrunLogRE = regexp.MustCompile(`torch[./]distributed[./](elastic|run\b)`)
 
+// workerNoiseRE is what a worker prints as it exits that is not why: c10's
+// warnings and notes ("[W1205 10:00:00.000000 4242
+// torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1250] Warning: WARNING:
+// process group has NOT been destroyed ...", torch 2.4's at the exit of a
+// script that did not destroy it; before 2.4 "[W ProcessGroupNCCL.cpp:1168]
+// ..."), and Python's warnings ("x.py:12: UserWarning: ...", followed by its
+// indented source line).
+var workerNoiseRE = regexp.MustCompile(`^\[?[WI](?:[0-9]{4} [0-9:.]+ +[0-9]+)? ?[^ \]]+:[0-9]+\]|^\S.*:[0-9]+: [A-Za-z]*Warning: `)
+
 // workerLastLine is, for a worker that exited with a status but printed no
 // traceback (sys.exit("no data in /data"), exit(1) after a message of its
 // own), the last line with words that the workers printed, the root cause's
@@ -569,7 +578,8 @@ var torchrunLogRE = regexp.MustCompile(`torch[./]distributed[./](elastic|run\b)`
 // follow it (its log lines (torchrunLogRE), "failed (exitcode: 1) local_rank: 0 ...",
 // "Sending process 4243 closing signal SIGTERM", and its traceback ending in
 // ChildFailedError), nor NCCL's INFO lines (nccltune sets NCCL_DEBUG=INFO),
-// nor torchrun's banner above the workers' output ("Setting
+// c10's warnings and Python's (workerNoiseRE), nor lines indented under
+// another, nor torchrun's banner above the workers' output ("Setting
 // OMP_NUM_THREADS environment variable ..."). "" where there is none.
 func workerLastLine(lines []string, preferred func(role string, n int) bool) string {
 	// torchrun's traceback: from its last unprefixed header on.
@@ -597,10 +607,11 @@ func workerLastLine(lines []string, preferred func(role string, n int) bool) str
 			isPreferred = isPreferred || err == nil && preferred(m[1], n)
 			line = line[len(m[0]):]
 		}
+		indented := line != "" && (line[0] == ' ' || line[0] == '\t')
 		line = strings.TrimSpace(line)
 		switch {
 		case strings.IndexFunc(line, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0,
-			torchrunLogRE.MatchString(line), strings.Contains(line, " NCCL INFO "):
+			indented, torchrunLogRE.MatchString(line), strings.Contains(line, " NCCL INFO "), workerNoiseRE.MatchString(line):
 		case isPreferred:
 			return line
 		case last == "":

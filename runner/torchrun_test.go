@@ -193,6 +193,12 @@ var torchrunDetailCases = []struct {
 	{"Python 3.13's colours (FORCE_COLOR=1)", "Traceback (most recent call last):\n  File \x1b[35m\"/work/train.py\"\x1b[0m, line \x1b[35m42\x1b[0m, in \x1b[35m<module>\x1b[0m\n    main()\n    \x1b[31m~~~~\x1b[0m\x1b[1;31m^^\x1b[0m\n\x1b[1;35mRuntimeError\x1b[0m: \x1b[35mNCCL error in: NCCLUtils.hpp:317, invalid usage\x1b[0m\n" + torchrunOwn, "RuntimeError: NCCL error in: NCCLUtils.hpp:317, invalid usage"},
 	// A worker that raised nothing: its last line, not the report's.
 	{"no exception", torchrunNoException, "step 10: loss nan, giving up"},
+	{"no exception, warnings as the worker exits", strings.Replace(torchrunNoException, "giving up\n", `giving up
+[rank0]:/usr/local/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py:4062: UserWarning: No device id is provided via init_process_group or barrier.
+[rank0]:  warnings.warn(  # warn only once
+[rank0]:[W1205 10:00:00.500000 4242 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call destroy_process_group to ensure that any pending NCCL operations have finished in this process. (function operator())
+[W ProcessGroupNCCL.cpp:1168] Warning: WARNING: process group has NOT been destroyed before it is being destructed. (function ~ProcessGroupNCCL)
+`, 1), "step 10: loss nan, giving up"},
 	{"no exception, two ranks", torchrunNoExceptionRanks, "no shard for rank 1 in /data, giving up"},
 	{"no exception, under torch 2.0's log format", strings.NewReplacer(
 		"W1205 10:00:01.000000 140 torch/distributed/elastic/multiprocessing/api.py:897] ", "WARNING:torch.distributed.elastic.multiprocessing.api:",
