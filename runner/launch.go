@@ -204,8 +204,11 @@ func (MPIRun) LauncherEnv(env []string) []string {
 		case strings.HasSuffix(param, "mca_base_env_list"):
 			return strings.Contains(value, "NCCL_")
 		}
+		// The MCA base's files, not a component's of other things
+		// (btl_openib_device_param_files, the HCAs' settings).
+		_, base, ok := strings.Cut(param, "mca_base_")
 		return strings.HasSuffix(param, "mca_base_env_list_delimiter") ||
-			strings.Contains(param, "param_file") || strings.Contains(param, "envar_file")
+			ok && (strings.Contains(base, "param_file") || strings.Contains(base, "envar_file"))
 	})
 }
 

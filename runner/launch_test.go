@@ -202,9 +202,9 @@ func TestMPIRunEnv(t *testing.T) {
 		"OMPI_MCA_mca_base_envar_file_prefix=envs", "PRTE_MCA_mca_base_param_files=/tmp/q.conf",
 		"OMPI_MCA_mca_base_override_param_file=/tmp/o.conf", "HYDRA_CONFIG_FILE=/tmp/h.conf",
 		"PATH=/bin", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc",
-		"OMPI_ALLOW_RUN_AS_ROOT=1",
+		"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_MCA_btl_openib_device_param_files=/etc/ompi/mca-btl-openib-device-params.ini",
 	}
-	want := []string{"PATH=/bin", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc", "OMPI_ALLOW_RUN_AS_ROOT=1"}
+	want := []string{"PATH=/bin", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_MCA_btl_openib_device_param_files=/etc/ompi/mca-btl-openib-device-params.ini"}
 	for _, m := range []MPIRun{{}, {Flavor: "mpich"}} {
 		if got := m.LauncherEnv(env); !slices.Equal(got, want) {
 			t.Errorf("mpirun's environment %q\nwant %q", got, want)

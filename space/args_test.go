@@ -69,6 +69,8 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["--mca", "mca_base_param_file_prefix", "ft-mpi"]`, "has mpirun read"},
 		{numNCCLTests, mpirun, `["--gmca", "mca_base_override_param_file", "o.conf"]`, "has mpirun read"},
 		{numNCCLTests, mpirun, `["--mca", "btl_tcp_if_include", "eth0", "--mca", "orte_tmpdir_base", "/tmp", "--tag-output", "--timestamp-output"]`, ""},
+		// A component's file of other things than MCA parameters: the HCAs' settings.
+		{numNCCLTests, mpirun, `["--mca", "btl_openib_device_param_files", "/etc/ompi/mca-btl-openib-device-params.ini"]`, ""},
 		// Open MPI 5's mpirun reads its options with getopt_long: a long option's
 		// abbreviation, a short option's value attached, every option ending in "mca".
 		{numNCCLTests, mpirun, `["--mc", "mca_base_env_list", "NCCL_ALGO=Ring"]`, "--mc mca_base_env_list NCCL_ALGO=Ring hands the ranks NCCL_ALGO"},
