@@ -204,9 +204,12 @@ func (MPIRun) LauncherEnv(env []string) []string {
 		case strings.HasSuffix(param, "mca_base_env_list"):
 			return strings.Contains(value, "NCCL_")
 		}
-		// The MCA base's files, not a component's of other things
-		// (btl_openib_device_param_files, the HCAs' settings).
-		_, base, ok := strings.Cut(param, "mca_base_")
+		// The MCA base's files (mca_base_param_files, or its deprecated
+		// synonym mca_param_files, which Open MPI still reads), not a
+		// component's of other things (btl_openib_device_param_files, the
+		// HCAs' settings).
+		_, base, ok := strings.Cut(param, "mca_")
+		base = strings.TrimPrefix(base, "base_")
 		return strings.HasSuffix(param, "mca_base_env_list_delimiter") ||
 			ok && (strings.Contains(base, "param_file") || strings.Contains(base, "envar_file"))
 	})

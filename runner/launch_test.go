@@ -201,6 +201,7 @@ func TestMPIRunEnv(t *testing.T) {
 		"OMPI_MCA_mca_base_param_files=/tmp/p.conf", "OMPI_MCA_mca_base_param_file_prefix=ft",
 		"OMPI_MCA_mca_base_envar_file_prefix=envs", "PRTE_MCA_mca_base_param_files=/tmp/q.conf",
 		"OMPI_MCA_mca_base_override_param_file=/tmp/o.conf", "HYDRA_CONFIG_FILE=/tmp/h.conf",
+		"OMPI_MCA_mca_param_files=/tmp/p.conf", // mca_base_param_files' deprecated synonym
 		"PATH=/bin", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc",
 		"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_MCA_btl_openib_device_param_files=/etc/ompi/mca-btl-openib-device-params.ini",
 	}

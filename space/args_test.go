@@ -68,6 +68,8 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["-mca", "mca_base_envar_file_prefix", "envs"]`, "mca_base_envar_file_prefix envs has mpirun read"},
 		{numNCCLTests, mpirun, `["--mca", "mca_base_param_file_prefix", "ft-mpi"]`, "has mpirun read"},
 		{numNCCLTests, mpirun, `["--gmca", "mca_base_override_param_file", "o.conf"]`, "has mpirun read"},
+		// mca_base_param_files' deprecated synonym, which Open MPI still reads.
+		{numNCCLTests, mpirun, `["--mca", "mca_param_files", "/tmp/p.conf"]`, "--mca mca_param_files /tmp/p.conf has mpirun read MCA parameters or variables from files"},
 		{numNCCLTests, mpirun, `["--mca", "btl_tcp_if_include", "eth0", "--mca", "orte_tmpdir_base", "/tmp", "--tag-output", "--timestamp-output"]`, ""},
 		// A component's file of other things than MCA parameters: the HCAs' settings.
 		{numNCCLTests, mpirun, `["--mca", "btl_openib_device_param_files", "/etc/ompi/mca-btl-openib-device-params.ini"]`, ""},

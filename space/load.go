@@ -1163,11 +1163,13 @@ var mpirunFileOptions = map[string]string{
 // parameters or variables for the ranks: mca_base_param_files,
 // mca_base_param_file_prefix (--am's), mca_base_envar_file_prefix (files of
 // variables), mca_base_override_param_file, and where they are looked for
-// (mca_base_param_file_path). Only the MCA base's own: a component's
-// files of other things (Open MPI 4's btl_openib_device_param_files, of
-// the HCAs' settings) are no such file.
+// (mca_base_param_file_path), each under its deprecated synonym too, which
+// Open MPI still reads (mca_param_files). Only the MCA base's own: a
+// component's files of other things (Open MPI 4's
+// btl_openib_device_param_files, of the HCAs' settings) are no such file.
 func mcaReadsFile(param string) bool {
-	_, p, ok := strings.Cut(strings.ToLower(param), "mca_base_")
+	_, p, ok := strings.Cut(strings.ToLower(param), "mca_")
+	p = strings.TrimPrefix(p, "base_")
 	return ok && (strings.Contains(p, "param_file") || strings.Contains(p, "envar_file"))
 }
 
