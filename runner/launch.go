@@ -545,8 +545,8 @@ func (Torchrun) FailureDetail(output []byte) string {
 	}
 	// The report begins at the rule above "train.py FAILED".
 	before := output[:i]
-	if loc := torchrunRuleRE.FindAllIndex(before, -1); loc != nil {
-		before = before[:loc[len(loc)-1][0]]
+	if j := lastRule(before); j >= 0 {
+		before = before[:j]
 	}
 	lines := strings.Split(string(before), "\n")
 	preferred := func(role string, n int) bool {
@@ -606,18 +606,13 @@ func workerLastLine(lines []string, preferred func(role string, n int) bool) str
 	}
 	last := ""
 	for j := len(lines) - 1; j >= 0; j-- {
-		line := sgrRE.ReplaceAllString(strings.TrimRight(lines[j], "\r"), "")
-		isPreferred := false
-		for m := pyPrefixRE.FindStringSubmatch(line); m != nil; m = pyPrefixRE.FindStringSubmatch(line) {
-			n, err := strconv.Atoi(m[2])
-			isPreferred = isPreferred || err == nil && preferred(m[1], n)
-			line = line[len(m[0]):]
-		}
+		_, isPreferred, line := cutPyPrefixes(plainLine(lines[j]), preferred)
 		indented := line != "" && (line[0] == ' ' || line[0] == '\t')
 		line = strings.TrimSpace(line)
 		switch {
 		case strings.IndexFunc(line, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0,
-			indented, torchrunLogRE.MatchString(line), strings.Contains(line, " NCCL INFO "), workerNoiseRE.MatchString(line):
+			indented, strings.Contains(line, "distributed") && torchrunLogRE.MatchString(line),
+			strings.Contains(line, " NCCL INFO "), isWorkerNoise(line):
 		case isPreferred:
 			return line
 		case last == "":
@@ -625,6 +620,28 @@ func workerLastLine(lines []string, preferred func(role string, n int) bool) str
 		}
 	}
 	return last
+}
+
+// isWorkerNoise is workerNoiseRE's match, its regexp run only on a line
+// that could match it (one of megabytes costs a pass of the NFA).
+func isWorkerNoise(line string) bool {
+	could := line != "" && (line[0] == '[' || line[0] == 'W' || line[0] == 'I') || strings.Contains(line, "Warning: ")
+	return could && workerNoiseRE.MatchString(line)
+}
+
+// lastRule is where the last line of output that is a rule of '='
+// (torchrunRuleRE's) begins, -1 where none is: read from the end, line by
+// line, as the report's rule is a few lines above its root cause, where
+// the regexp would pass over every byte of the output before it.
+func lastRule(output []byte) int {
+	for end := len(output); end >= 0; {
+		start := bytes.LastIndexByte(output[:end], '\n') + 1
+		if line := bytes.TrimRight(output[start:end], " \t\r\v\f"); len(line) > 0 && len(bytes.Trim(line, "=")) == 0 {
+			return start
+		}
+		end = start - 1
+	}
+	return -1
 }
 
 const torchrunRootCause = "Root Cause (first observed failure):"
@@ -681,8 +698,40 @@ var (
 // stripPyPrefixes is line without the workers' prefixes at its head, all of
 // them where they nest ("[default0]:[rank0]: ", torch's under --tee's).
 func stripPyPrefixes(line string) string {
-	for m := pyPrefixRE.FindStringIndex(line); m != nil; m = pyPrefixRE.FindStringIndex(line) {
-		line = line[m[1]:]
+	_, _, rest := cutPyPrefixes(line, nil)
+	return rest
+}
+
+// maxPyPrefix bounds the head of a line that pyPrefixRE reads, so that a
+// line of megabytes costs no more than a short one at each prefix it has.
+const maxPyPrefix = 128
+
+// cutPyPrefixes strips the workers' prefixes at line's head (pyPrefixRE),
+// all of them where they nest ("[default0]:[rank0]: "): key is the outer
+// one's role and number ("" where none), isPreferred whether preferred
+// (nil: none) takes any of them.
+func cutPyPrefixes(line string, preferred func(role string, n int) bool) (key string, isPreferred bool, rest string) {
+	for len(line) > 0 && line[0] == '[' {
+		m := pyPrefixRE.FindStringSubmatch(line[:min(len(line), maxPyPrefix)])
+		if m == nil {
+			break
+		}
+		if key == "" {
+			key = m[1] + m[2]
+		}
+		n, err := strconv.Atoi(m[2])
+		isPreferred = isPreferred || err == nil && preferred != nil && preferred(m[1], n)
+		line = line[len(m[0]):]
+	}
+	return key, isPreferred, line
+}
+
+// plainLine is line less a '\r' ending it and the colour sequences in it
+// (sgrRE), the regexp run only where there is an escape.
+func plainLine(line string) string {
+	line = strings.TrimRight(line, "\r")
+	if strings.IndexByte(line, '\x1b') >= 0 {
+		line = sgrRE.ReplaceAllString(line, "")
 	}
 	return line
 }
@@ -698,24 +747,15 @@ func lastException(lines []string, preferred func(role string, n int) bool) stri
 	inTraceback := map[string]bool{} // by prefix
 	last, lastPreferred := "", ""
 	for _, line := range lines {
-		line = sgrRE.ReplaceAllString(strings.TrimRight(line, "\r"), "")
 		// The prefix's role and number, not its spacing, name the worker:
 		// --tee's "[default0]:" is followed by the line as it was ("  File"
 		// keeps its two spaces, where the one after torch's "[rank0]:" is
 		// the prefix's). A line under both ("[default0]:[rank0]: ") is read
 		// under the outer one, and preferred for either.
-		key, isPreferred := "", false
-		for m := pyPrefixRE.FindStringSubmatch(line); m != nil; m = pyPrefixRE.FindStringSubmatch(line) {
-			if key == "" {
-				key = m[1] + m[2]
-			}
-			n, err := strconv.Atoi(m[2])
-			isPreferred = isPreferred || err == nil && preferred != nil && preferred(m[1], n)
-			line = line[len(m[0]):]
-		}
+		key, isPreferred, line := cutPyPrefixes(plainLine(line), preferred)
 		switch {
 		case strings.TrimSpace(line) == "":
-		case strings.HasPrefix(line, "Traceback (most recent call last):"), pyFrameRE.MatchString(line):
+		case strings.HasPrefix(line, "Traceback (most recent call last):"), strings.Contains(line, `File "`) && pyFrameRE.MatchString(line):
 			inTraceback[key] = true
 		case line[0] == ' ' || line[0] == '\t':
 			// a frame's source line, a caret line, or an indented message

@@ -257,3 +257,20 @@ func TestTorchrunWorkerRaised(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTorchrunFailureDetail reads a failed trial's output as large as
+// the runner keeps (maxOutput): a million lines of a worker, then one of
+// 64 KiB lines, before torchrun's report.
+func BenchmarkTorchrunFailureDetail(b *testing.B) {
+	for _, bc := range []struct{ name, output string }{
+		{"a million lines", strings.Repeat("node1:4242:4300 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n", 100000) + strings.Repeat("step 5 loss 2.3\n", 900000) + torchrunOwn},
+		{"64 KiB lines", strings.Repeat(strings.Repeat("a(", 32<<10)+"\n", 100) + torchrunOwn},
+	} {
+		output := []byte(bc.output)
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				(Torchrun{}).FailureDetail(output)
+			}
+		})
+	}
+}
