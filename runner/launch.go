@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -607,19 +608,43 @@ func workerLastLine(lines []string, preferred func(role string, n int) bool) str
 	last := ""
 	for j := len(lines) - 1; j >= 0; j-- {
 		_, isPreferred, line := cutPyPrefixes(plainLine(lines[j]), preferred)
+		// A progress bar rewrites its line with '\r': the line is what a
+		// terminal shows, its last part.
+		if k := strings.LastIndexByte(line, '\r'); k >= 0 {
+			line = line[k+1:]
+		}
 		indented := line != "" && (line[0] == ' ' || line[0] == '\t')
 		line = strings.TrimSpace(line)
 		switch {
 		case strings.IndexFunc(line, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0,
 			indented, strings.Contains(line, "distributed") && torchrunLogRE.MatchString(line),
-			strings.Contains(line, " NCCL INFO "), isWorkerNoise(line):
+			strings.Contains(line, " NCCL INFO "), isWorkerNoise(line),
+			strings.Contains(line, "%|"), // tqdm's bar ("10%|█   | 10/100 [...]")
+			strings.HasPrefix(line, "wandb: ") && !strings.Contains(line, "ERROR"): // W&B's summary at exit
 		case isPreferred:
-			return line
+			return clip(line)
 		case last == "":
 			last = line
 		}
 	}
-	return last
+	return clip(last)
+}
+
+// maxWorkerLine bounds workerLastLine's detail: the line it takes may be
+// anything a worker printed (a dump of a tensor, a line of megabytes).
+const maxWorkerLine = 512
+
+// clip is line cut to maxWorkerLine bytes, at a character's start, "..."
+// marking the cut.
+func clip(line string) string {
+	if len(line) <= maxWorkerLine {
+		return line
+	}
+	cut := maxWorkerLine
+	for cut > 0 && !utf8.RuneStart(line[cut]) {
+		cut--
+	}
+	return line[:cut] + "..."
 }
 
 // isWorkerNoise is workerNoiseRE's match, its regexp run only on a line

@@ -200,6 +200,12 @@ var torchrunDetailCases = []struct {
 [W ProcessGroupNCCL.cpp:1168] Warning: WARNING: process group has NOT been destroyed before it is being destructed. (function ~ProcessGroupNCCL)
 `, 1), "step 10: loss nan, giving up"},
 	{"no exception, two ranks", torchrunNoExceptionRanks, "no shard for rank 1 in /data, giving up"},
+	{"no exception, a progress bar's line", strings.Replace(torchrunNoException, "step 10: loss nan, giving up\n", "step 10: loss nan, giving up\n"+strings.Repeat("\rEpoch 1:  10%|█         | 10/100 [00:01<00:09,  9.90it/s]", 1000)+"\n", 1), "step 10: loss nan, giving up"},
+	{"no exception, W&B's summary as the worker exits", strings.Replace(torchrunNoException, "giving up\n", `giving up
+wandb: 🚀 View run glorious-sun-1 at: https://wandb.ai/team/proj/runs/abc123
+wandb: Find logs at: ./wandb/run-20261205_100000-abc123/logs
+`, 1), "step 10: loss nan, giving up"},
+	{"no exception, a line of 64 KiB", strings.Replace(torchrunNoException, "step 10: loss nan, giving up\n", "tensor(["+strings.Repeat("0.5, ", 13<<10)+"])\n", 1), "tensor([" + strings.Repeat("0.5, ", 101)[:504] + "..."},
 	{"no exception, under torch 2.0's log format", strings.NewReplacer(
 		"W1205 10:00:01.000000 140 torch/distributed/elastic/multiprocessing/api.py:897] ", "WARNING:torch.distributed.elastic.multiprocessing.api:",
 		"[2026-12-05 10:00:00,123] torch.distributed.elastic.multiprocessing.api: [ERROR] ", "ERROR:torch.distributed.elastic.multiprocessing.api:",
