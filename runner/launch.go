@@ -508,7 +508,7 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 	return e
 }
 
-var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: [0-9]+\)`)
+var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: ([0-9]+)\)`)
 
 // FailureDetail is the exception that the first worker to fail raised, as
 // Python printed it ("torch.distributed.DistBackendError: NCCL error in:
@@ -531,9 +531,11 @@ func (Torchrun) FailureDetail(output []byte) string {
 		return ""
 	}
 	root := output[i:]
-	if m := torchrunExitRE.FindSubmatch(root); m == nil || bytes.HasPrefix(m[1], []byte("-")) {
+	m := torchrunExitRE.FindSubmatch(root)
+	if m == nil || bytes.HasPrefix(m[1], []byte("-")) {
 		return "" // no status, or a signal's
 	}
+	pid := string(m[2])
 	if m := torchrunErrorFileRE.FindSubmatch(root); m != nil && string(m[1]) != "<N/A>" {
 		if detail := torchrunTraceback(root); detail != "" {
 			return detail
@@ -559,7 +561,7 @@ func (Torchrun) FailureDetail(output []byte) string {
 	if detail := lastException(lines, preferred); detail != "" {
 		return detail
 	}
-	return workerLastLine(lines, preferred)
+	return workerLastLine(lines, preferred, pid)
 }
 
 // torchrunLogRE is a log line of torchrun's own, as each PyTorch 2.x writes
@@ -588,7 +590,7 @@ var workerNoiseRE = regexp.MustCompile(`^\[?[WI](?:[0-9]{4} [0-9:.]+ +[0-9]+)? ?
 // c10's warnings and Python's (workerNoiseRE), nor lines indented under
 // another, nor torchrun's banner above the workers' output ("Setting
 // OMP_NUM_THREADS environment variable ..."). "" where there is none.
-func workerLastLine(lines []string, preferred func(role string, n int) bool) string {
+func workerLastLine(lines []string, preferred func(role string, n int) bool, pid string) string {
 	// torchrun's traceback: from its last unprefixed header on.
 	for j := len(lines) - 1; j >= 0; j-- {
 		if strings.HasPrefix(strings.TrimRight(lines[j], "\r"), "Traceback (most recent call last):") {
@@ -618,7 +620,7 @@ func workerLastLine(lines []string, preferred func(role string, n int) bool) str
 		switch {
 		case strings.IndexFunc(line, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0,
 			indented, strings.Contains(line, "distributed") && torchrunLogRE.MatchString(line),
-			strings.Contains(line, " NCCL INFO "), isWorkerNoise(line),
+			strings.Contains(line, " NCCL INFO "), isWorkerNoise(line), otherProcessNCCL(line, pid),
 			strings.Contains(line, "%|"), // tqdm's bar ("10%|█   | 10/100 [...]")
 			strings.HasPrefix(line, "wandb: ") && !strings.Contains(line, "ERROR"): // W&B's summary at exit
 		case isPreferred:
@@ -628,6 +630,21 @@ func workerLastLine(lines []string, preferred func(role string, n int) bool) str
 		}
 	}
 	return clip(last)
+}
+
+// ncclLinePID is the process of an NCCL log line: "host:pid:tid [dev] NCCL WARN ...".
+var ncclLinePID = regexp.MustCompile(`^[^\s:]+:([0-9]+):[0-9]+ \[[0-9]+\] NCCL `)
+
+// otherProcessNCCL reports whether line is NCCL's from a process other than
+// pid, the root cause's: a surviving rank's warnings as its peer exits
+// ("socket closed", "remote process exited") follow the root cause's own
+// last line and are not why.
+func otherProcessNCCL(line, pid string) bool {
+	if !strings.Contains(line, " NCCL ") {
+		return false
+	}
+	m := ncclLinePID.FindStringSubmatch(line)
+	return m != nil && m[1] != pid
 }
 
 // maxWorkerLine bounds workerLastLine's detail: the line it takes may be

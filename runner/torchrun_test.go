@@ -200,6 +200,8 @@ var torchrunDetailCases = []struct {
 [W ProcessGroupNCCL.cpp:1168] Warning: WARNING: process group has NOT been destroyed before it is being destructed. (function ~ProcessGroupNCCL)
 `, 1), "step 10: loss nan, giving up"},
 	{"no exception, two ranks", torchrunNoExceptionRanks, "no shard for rank 1 in /data, giving up"},
+	{"no exception, another rank's NCCL warning after it", strings.Replace(torchrunNoException, "giving up\n", "giving up\nnode1:4243:4301 [1] NCCL WARN socket closed: remote process exited\n", 1), "step 10: loss nan, giving up"},
+	{"no exception, the root cause's own NCCL warning", strings.Replace(torchrunNoException, "giving up\n", "giving up\nnode1:4242:4300 [0] NCCL WARN Cuda failure 'out of memory'\n", 1), "node1:4242:4300 [0] NCCL WARN Cuda failure 'out of memory'"},
 	{"no exception, a progress bar's line", strings.Replace(torchrunNoException, "step 10: loss nan, giving up\n", "step 10: loss nan, giving up\n"+strings.Repeat("\rEpoch 1:  10%|█         | 10/100 [00:01<00:09,  9.90it/s]", 1000)+"\n", 1), "step 10: loss nan, giving up"},
 	{"no exception, W&B's summary as the worker exits", strings.Replace(torchrunNoException, "giving up\n", `giving up
 wandb: 🚀 View run glorious-sun-1 at: https://wandb.ai/team/proj/runs/abc123
