@@ -58,8 +58,9 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["--mca", "mca_base_env_list_delimiter", ":", "--mca", "mca_base_env_list", "FOO=1:NCCL_ALGO=Ring"]`, "hands the ranks NCCL_ALGO"},
 		{numNCCLTests, mpirun, `["-mca", "mca_base_env_list", "FOO=1|NCCL_PROTO=LL", "-mca", "mca_base_env_list_delimiter", "|"]`, "hands the ranks NCCL_PROTO"},
 		// Options that have mpirun read options, or the ranks' variables, from a file.
-		{numNCCLTests, mpirun, `["--tune", "t.conf"]`, "launcher.args: --tune t.conf has mpirun read MCA parameters and -x variables from that file"},
+		{numNCCLTests, mpirun, `["--tune", "t.conf"]`, "launcher.args: --tune t.conf has mpirun read MCA parameters and -x variables from a file"},
 		{numNCCLTests, mpirun, `["-tune", "t.conf"]`, "-tune t.conf has mpirun read"},
+		{numNCCLTests, mpirun, `["--tune"]`, "launcher.args: --tune has mpirun read"}, // no file given: no blank for it
 		{numNCCLTests, mpirun, `["--am", "ft-mpi"]`, "--am ft-mpi has mpirun read aggregate MCA parameter sets"},
 		{numNCCLTests, mpirun, `["--app", "appfile"]`, "--app appfile has mpirun read programs"},
 		{numNCCLTests, mpirun, `["--app=appfile"]`, "has mpirun read programs"},

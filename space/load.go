@@ -1033,7 +1033,7 @@ func (b *builder) mpirunExports(args []string) {
 		shown := strings.Join(operands[:min(len(operands), 1)], " ")
 		switch {
 		case mpirunFileOptions[key] != "":
-			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s has mpirun read %s from that file, which nccltune does not read: an NCCL variable set there would override every trial's value, unseen; give them in launcher.args itself", opt, shown, mpirunFileOptions[key])
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s has mpirun read %s from a file, which nccltune does not read: an NCCL variable set there would override every trial's value, unseen; give them in launcher.args itself", strings.TrimSpace(opt+" "+shown), mpirunFileOptions[key])
 		case key == "x" || key == "genv" || key == "env":
 			if len(operands) > 0 {
 				v, _, _ := strings.Cut(operands[0], "=")
