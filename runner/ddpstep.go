@@ -60,9 +60,15 @@ func (b DDPStep) Read(_ Plan, out Output) (*Measurement, *Failure) {
 func lastLine(output []byte) string {
 	lines := strings.Split(string(output), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.IndexFunc(lines[i], func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+		if saysSomething(lines[i]) {
 			return strings.TrimSpace(lines[i])
 		}
 	}
 	return ""
+}
+
+// saysSomething reports whether line holds a letter or a digit: not blank,
+// nor a rule or other line of punctuation.
+func saysSomething(line string) bool {
+	return strings.IndexFunc(line, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/nccltune/nccltune/space"
@@ -205,14 +204,7 @@ func (MPIRun) LauncherEnv(env []string) []string {
 		case strings.HasSuffix(param, "mca_base_env_list"):
 			return strings.Contains(value, "NCCL_")
 		}
-		// The MCA base's files (mca_base_param_files, or its deprecated
-		// synonym mca_param_files, which Open MPI still reads), not a
-		// component's of other things (btl_openib_device_param_files, the
-		// HCAs' settings).
-		_, base, ok := strings.Cut(param, "mca_")
-		base = strings.TrimPrefix(base, "base_")
-		return strings.HasSuffix(param, "mca_base_env_list_delimiter") ||
-			ok && (strings.Contains(base, "param_file") || strings.Contains(base, "envar_file"))
+		return strings.HasSuffix(param, "mca_base_env_list_delimiter") || space.MCAReadsFile(param)
 	})
 }
 
@@ -618,7 +610,7 @@ func workerLastLine(lines []string, preferred func(role string, n int) bool, pid
 		indented := line != "" && (line[0] == ' ' || line[0] == '\t')
 		line = strings.TrimSpace(line)
 		switch {
-		case strings.IndexFunc(line, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0,
+		case !saysSomething(line),
 			indented, strings.Contains(line, "distributed") && torchrunLogRE.MatchString(line),
 			strings.Contains(line, " NCCL INFO "), isWorkerNoise(line), otherProcessNCCL(line, pid),
 			strings.Contains(line, "%|"), // tqdm's bar ("10%|█   | 10/100 [...]")
@@ -672,18 +664,24 @@ func isWorkerNoise(line string) bool {
 }
 
 // lastRule is where the last line of output that is a rule of '='
-// (torchrunRuleRE's) begins, -1 where none is: read from the end, line by
+// (isRule) begins, -1 where none is: read from the end, line by
 // line, as the report's rule is a few lines above its root cause, where
 // the regexp would pass over every byte of the output before it.
 func lastRule(output []byte) int {
 	for end := len(output); end >= 0; {
 		start := bytes.LastIndexByte(output[:end], '\n') + 1
-		if line := bytes.TrimRight(output[start:end], " \t\r\v\f"); len(line) > 0 && len(bytes.Trim(line, "=")) == 0 {
+		if isRule(string(output[start:end])) {
 			return start
 		}
 		end = start - 1
 	}
 	return -1
+}
+
+// isRule reports whether line is a rule of '=', as torchrun draws around its report.
+func isRule(line string) bool {
+	line = strings.TrimRight(line, " \t\r\v\f")
+	return line != "" && strings.Trim(line, "=") == ""
 }
 
 const torchrunRootCause = "Root Cause (first observed failure):"
@@ -692,7 +690,6 @@ var (
 	torchrunRankRE      = regexp.MustCompile(`(?m)^\s*rank\s*: ([0-9]+) \(local_rank: ([0-9]+)\)`)
 	torchrunErrorFileRE = regexp.MustCompile(`(?m)^\s*error_file\s*: (.*?)\s*$`)
 	torchrunTracebackRE = regexp.MustCompile(`(?m)^\s*traceback\s*: `)
-	torchrunRuleRE      = regexp.MustCompile(`(?m)^=+\s*$`)
 )
 
 // torchrunTraceback is the exception in the traceback field of the root
@@ -704,11 +701,10 @@ func torchrunTraceback(root []byte) string {
 	if loc == nil {
 		return ""
 	}
-	field := root[loc[1]:]
-	if end := torchrunRuleRE.FindIndex(field); end != nil {
-		field = field[:end[0]]
+	lines := strings.Split(string(root[loc[1]:]), "\n")
+	if end := slices.IndexFunc(lines, isRule); end >= 0 {
+		lines = lines[:end]
 	}
-	lines := strings.Split(string(field), "\n")
 	for j := 1; j < len(lines); j++ {
 		lines[j] = strings.TrimPrefix(lines[j], "  ")
 	}

@@ -1007,7 +1007,7 @@ func (b *builder) launcherArgs(s *Space) {
 // mpirunExports refuses an NCCL variable that launcher.args hands the ranks
 // (Open MPI's -x NAME=value and its mca_base_env_list, MPICH's -genv NAME
 // value and lists), and options that have mpirun read more options or
-// variables from a file (mpirunFileOptions, mcaReadsFile): given after
+// variables from a file (mpirunFileOptions, MCAReadsFile): given after
 // nccltune's own -x, it would override a trial's value of it, which the
 // space sets ([fixed], [[param]]) and NCCL's log is checked against. Each
 // option is known in every spelling mpirun reads (mpirunOption).
@@ -1044,7 +1044,7 @@ func (b *builder) mpirunExports(args []string) {
 				names = strings.Split(operands[0], ",")
 			}
 		case strings.HasSuffix(key, "mca"):
-			if len(operands) > 1 && mcaReadsFile(operands[0]) {
+			if len(operands) > 1 && MCAReadsFile(operands[0]) {
 				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s %s has mpirun read MCA parameters or variables from files, which nccltune does not read: one setting mca_base_env_list or an NCCL variable there would override every trial's value, unseen; give them in launcher.args itself", opt, operands[0], operands[1])
 			}
 			// Open MPI's list of variables to set in every rank:
@@ -1159,7 +1159,7 @@ var mpirunFileOptions = map[string]string{
 	"configfile": "options (-genv, -env)",
 }
 
-// mcaReadsFile reports whether the MCA parameter param names files of more
+// MCAReadsFile reports whether the MCA parameter param names files of more
 // parameters or variables for the ranks: mca_base_param_files,
 // mca_base_param_file_prefix (--am's), mca_base_envar_file_prefix (files of
 // variables), mca_base_override_param_file, and where they are looked for
@@ -1167,7 +1167,7 @@ var mpirunFileOptions = map[string]string{
 // Open MPI still reads (mca_param_files). Only the MCA base's own: a
 // component's files of other things (Open MPI 4's
 // btl_openib_device_param_files, of the HCAs' settings) are no such file.
-func mcaReadsFile(param string) bool {
+func MCAReadsFile(param string) bool {
 	_, p, ok := strings.Cut(strings.ToLower(param), "mca_")
 	p = strings.TrimPrefix(p, "base_")
 	return ok && (strings.Contains(p, "param_file") || strings.Contains(p, "envar_file"))
