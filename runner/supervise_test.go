@@ -95,7 +95,9 @@ func TestKilledNCCLTuneLeavesNothing(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledNCCLTuneLeavesNothing$")
-	cmd.Env = append(os.Environ(), "RUNNER_TEST_STRAYS="+dir, simtest.Env+"=0")
+	// The child dies by SIGKILL before its own t.TempDir is removed: it
+	// makes that under dir, which this test's cleanup removes.
+	cmd.Env = append(os.Environ(), "RUNNER_TEST_STRAYS="+dir, simtest.Env+"=0", "TMPDIR="+dir)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
