@@ -193,7 +193,7 @@ func ncclEnv(environ []string) map[string]string {
 			env[k] = v
 		}
 	}
-	if conf, err := os.ReadFile(lookup(environ, "NCCL_CONF_FILE")); err == nil {
+	if conf, err := readConf(lookup(environ, "NCCL_CONF_FILE")); err == nil {
 		for _, line := range strings.Split(string(conf), "\n") {
 			// NCCL drops a line's '\r' too: a file written on Windows reads the same.
 			k, v, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "=")
@@ -203,6 +203,24 @@ func ncclEnv(environ []string) map[string]string {
 		}
 	}
 	return env
+}
+
+// confLimit bounds what the simulator reads of NCCL_CONF_FILE.
+const confLimit = 1 << 20
+
+// readConf reads a regular file's first confLimit bytes. NCCL reads any
+// file to its end; the simulator, a test runner, must not wedge or exhaust
+// memory on a hostile name: a FIFO blocks at open, /dev/zero never ends.
+func readConf(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("NCCL_CONF_FILE %q: not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, confLimit))
 }
 
 func lookup(environ []string, name string) string {

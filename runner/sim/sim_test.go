@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nccltune/nccltune/runner/nccltests"
 )
@@ -237,5 +239,40 @@ func TestConfFileIsReadAsNCCLReadsIt(t *testing.T) {
 	env := ncclEnv([]string{"NCCL_CONF_FILE=" + conf, "NCCL_PROTO=Simple"})
 	if env["NCCL_ALGO"] != "Tree" || env["NCCL_PROTO"] != "Simple" {
 		t.Errorf("ncclEnv = %q, want NCCL_ALGO=Tree from the file, NCCL_PROTO=Simple from the environment", env)
+	}
+}
+
+// TestConfFileCannotWedgeTheSimulator: a NCCL_CONF_FILE that never ends
+// (/dev/zero), a FIFO no one writes (which blocks at open) and a file of
+// gigabytes are read only so far: the simulator is a test runner, and a
+// hostile space file's fixed variable must not hang or exhaust it.
+func TestConfFileCannotWedgeTheSimulator(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.conf")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past the limit, a line that must not be read: the sparse file reads as confLimit zeros first.
+	if _, err := f.WriteAt([]byte("\nNCCL_ALGO=Tree\n"), confLimit); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// /dev/zero last: without the limit it would allocate until the test process ends.
+	for _, path := range []string{huge, fifo, "/dev/zero"} {
+		done := make(chan map[string]string, 1)
+		go func() { done <- ncclEnv([]string{"NCCL_CONF_FILE=" + path}) }()
+		select {
+		case env := <-done:
+			if len(env) != 0 {
+				t.Errorf("%s: ncclEnv = %q, want NCCL_CONF_FILE's lines past the limit left unread", path, env)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: reading NCCL_CONF_FILE does not return", path)
+		}
 	}
 }
