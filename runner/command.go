@@ -94,8 +94,8 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 // Keep keeps the lines the metric matches, for Read; those where it is
 // ambiguous too, so that Read fails the trial on them.
 func (c UserCommand) Keep(line string) bool {
-	_, ok, err := c.match(line)
-	return ok || err != nil
+	raws, err := c.match(line)
+	return err != nil || len(raws) > 0
 }
 
 // rankRE finds which rank printed a line, where a launcher says: torchrun's
@@ -112,22 +112,24 @@ var rankRE = regexp.MustCompile(`^\[(?:rank|default)?(\d+)\]:|^\[\d+,(\d+)\]<std
 func (c UserCommand) values(lines []string) (map[string][]float64, *Failure) {
 	out := map[string][]float64{}
 	for _, line := range lines {
-		raw, ok, err := c.match(line)
+		raws, err := c.match(line)
 		if err != nil {
 			return nil, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
 		}
-		if !ok || !isNumber(raw) {
-			continue // not the metric
+		for _, raw := range raws {
+			if !isNumber(raw) {
+				continue // not the metric
+			}
+			v, err := text.Decimal(strings.TrimSpace(raw))
+			if err != nil || !(v > 0) || v > 1e300 || v < 1e-300 {
+				return nil, &Failure{FailImplausible, fmt.Sprintf("the metric (%s) read %q, not a positive number (finite and decimal, as printf writes one)", c.Metric, raw)}
+			}
+			rank := ""
+			if m := rankRE.FindStringSubmatch(line); m != nil {
+				rank = m[1] + m[2]
+			}
+			out[rank] = append(out[rank], v)
 		}
-		v, err := text.Decimal(strings.TrimSpace(raw))
-		if err != nil || !(v > 0) || v > 1e300 || v < 1e-300 {
-			return nil, &Failure{FailImplausible, fmt.Sprintf("the metric (%s) read %q, not a positive number (finite and decimal, as printf writes one)", c.Metric, raw)}
-		}
-		rank := ""
-		if m := rankRE.FindStringSubmatch(line); m != nil {
-			rank = m[1] + m[2]
-		}
-		out[rank] = append(out[rank], v)
 	}
 	return out, nil
 }
@@ -140,16 +142,18 @@ func isNumber(s string) bool {
 	return err == nil || errors.Is(err, strconv.ErrRange)
 }
 
-// match returns the metric's text on a line: the regex's group, or the
+// match returns the metric's texts on a line: the regex's group, or the
 // JSON key's value on a line that is a JSON object (after any prefix a
-// launcher adds). A line that gives the metric twice is an error: the
-// regex matching two numbers ("time: 5 ms, data time: 1 ms"), or the key
-// given twice in the object (encoding/json would keep the last).
-func (c UserCommand) match(line string) (string, bool, error) {
+// launcher adds); none where the line is not the metric's. A line that
+// gives the metric twice is an error: the regex matching two numbers
+// ("time: 5 ms, data time: 1 ms"), or the key given twice in the object
+// (encoding/json would keep the last). Ranks' lines run together
+// (runTogether) are each read.
+func (c UserCommand) match(line string) ([]string, error) {
 	if c.regex != nil {
 		ms := c.regex.FindAllStringSubmatch(line, -1)
 		if ms == nil {
-			return "", false, nil
+			return nil, nil
 		}
 		var numbers []string
 		for _, m := range ms {
@@ -158,20 +162,20 @@ func (c UserCommand) match(line string) (string, bool, error) {
 			}
 		}
 		switch {
-		case len(numbers) > 1:
-			return "", true, fmt.Errorf("its regex matches %d numbers on one line (%s): %q", len(numbers), strings.Join(numbers, ", "), line)
-		case len(numbers) == 1:
-			return numbers[0], true, nil
+		case len(numbers) > 1 && !runTogether(line, len(numbers)):
+			return nil, fmt.Errorf("its regex matches %d numbers on one line (%s): %q", len(numbers), strings.Join(numbers, ", "), line)
+		case len(numbers) > 0:
+			return numbers, nil
 		}
-		return ms[0][1], true, nil
+		return []string{ms[0][1]}, nil
 	}
 	i := strings.IndexByte(line, '{')
 	if i < 0 {
-		return "", false, nil
+		return nil, nil
 	}
 	members, err := text.JSONMembers([]byte(line[i:]))
 	if err != nil {
-		return "", false, nil
+		return nil, nil
 	}
 	var values []json.RawMessage
 	for _, m := range members {
@@ -181,16 +185,33 @@ func (c UserCommand) match(line string) (string, bool, error) {
 	}
 	switch {
 	case len(values) == 0:
-		return "", false, nil
+		return nil, nil
 	case len(values) > 1:
-		return "", true, fmt.Errorf("its key %q is given %d times in one JSON object: %q", c.Metric.JSON, len(values), line)
+		return nil, fmt.Errorf("its key %q is given %d times in one JSON object: %q", c.Metric.JSON, len(values), line)
 	}
 	var s string
 	if json.Unmarshal(values[0], &s) == nil {
-		return s, true, nil // a number written as a string
+		return []string{s}, nil // a number written as a string
 	}
-	return string(values[0]), true, nil
+	return []string{string(values[0])}, nil
 }
+
+// runTogether reports whether line is k lines of one form run together,
+// their numbers aside ("step 7 ms: 0.43step 7 ms: 0.50"): under
+// PYTHONUNBUFFERED=1, which containers often set, Python writes a line and
+// its newline in two writes, and the ranks printing at once interleave
+// theirs. A line that names the metric twice in words of its own ("time: 5
+// ms, data time: 1 ms") is not one form repeated.
+func runTogether(line string, k int) bool {
+	form := digitsRE.ReplaceAllString(line, "0")
+	if len(form)%k != 0 {
+		return false
+	}
+	unit := form[:len(form)/k]
+	return strings.Repeat(unit, k) == form
+}
+
+var digitsRE = regexp.MustCompile(`[0-9]+`)
 
 // median is the middle value, or the mean of the two in the middle.
 func median(values []float64) float64 {
