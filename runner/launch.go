@@ -550,10 +550,28 @@ func (Torchrun) FailureDetail(output []byte) string {
 		}
 		return n == localRank // torchrun's "[default0]:", role and local rank
 	}
-	if detail := lastException(lines, preferred); detail != "" {
-		return detail
+	// Another rank's exception is mostly the root cause's effect (its peer
+	// gone, "Connection closed by peer"): the root cause's own last line
+	// goes before it, and it is named as another's.
+	exc, key, whose := lastException(lines, preferred)
+	if exc != "" && (whose || key == "" || rank < 0) {
+		return exc
 	}
-	return workerLastLine(lines, preferred, pid)
+	line, lineWhose := workerLastLine(lines, preferred, pid)
+	if exc == "" || lineWhose {
+		return line
+	}
+	return fmt.Sprintf("rank %d printed no traceback; %s then raised %s", rank, prefixWorker(key), exc)
+}
+
+// prefixWorker names the worker of a prefix's key (cutPyPrefixes):
+// "rank 3" for torch's "[rank3]:", "local rank 3" for --tee's "[default3]:".
+func prefixWorker(key string) string {
+	i := strings.IndexFunc(key, func(r rune) bool { return r >= '0' && r <= '9' })
+	if key[:i] == "rank" {
+		return "rank " + key[i:]
+	}
+	return "local rank " + key[i:]
 }
 
 // torchrunLogRE is a log line of torchrun's own, as each PyTorch 2.x writes
@@ -575,14 +593,14 @@ var workerNoiseRE = regexp.MustCompile(`^\[?[WI](?:[0-9]{4} [0-9:.]+ +[0-9]+)? ?
 // workerLastLine is, for a worker that exited with a status but printed no
 // traceback (sys.exit("no data in /data"), exit(1) after a message of its
 // own), the last line with words that the workers printed, the root cause's
-// rank's where prefixes say which lines are whose: not torchrun's own that
+// rank's where prefixes say which lines are whose (whose: it is): not torchrun's own that
 // follow it (its log lines (torchrunLogRE), "failed (exitcode: 1) local_rank: 0 ...",
 // "Sending process 4243 closing signal SIGTERM", and its traceback ending in
 // ChildFailedError), nor NCCL's INFO lines (nccltune sets NCCL_DEBUG=INFO),
 // c10's warnings and Python's (workerNoiseRE), nor lines indented under
 // another, nor torchrun's banner above the workers' output ("Setting
 // OMP_NUM_THREADS environment variable ..."). "" where there is none.
-func workerLastLine(lines []string, preferred func(role string, n int) bool, pid string) string {
+func workerLastLine(lines []string, preferred func(role string, n int) bool, pid string) (line string, whose bool) {
 	// torchrun's traceback: from its last unprefixed header on.
 	for j := len(lines) - 1; j >= 0; j-- {
 		if strings.HasPrefix(strings.TrimRight(lines[j], "\r"), "Traceback (most recent call last):") {
@@ -616,12 +634,12 @@ func workerLastLine(lines []string, preferred func(role string, n int) bool, pid
 			strings.Contains(line, "%|"), // tqdm's bar ("10%|█   | 10/100 [...]")
 			strings.HasPrefix(line, "wandb: ") && !strings.Contains(line, "ERROR"): // W&B's summary at exit
 		case isPreferred:
-			return clip(line)
+			return clip(line), true
 		case last == "":
 			last = line
 		}
 	}
-	return clip(last)
+	return clip(last), false
 }
 
 // ncclLinePID is the process of an NCCL log line: "host:pid:tid [dev] NCCL WARN ...".
@@ -708,7 +726,7 @@ func torchrunTraceback(root []byte) string {
 	for j := 1; j < len(lines); j++ {
 		lines[j] = strings.TrimPrefix(lines[j], "  ")
 	}
-	if detail := lastException(lines, nil); detail != "" {
+	if detail, _, _ := lastException(lines, nil); detail != "" {
 		return detail
 	}
 	first := strings.TrimSpace(lines[0])
@@ -779,40 +797,49 @@ func plainLine(line string) string {
 // the traceback's header or frames that is not indented and has the form of
 // one, so that the rest of a message of several lines is passed over. Each
 // prefixed line is read with its prefix's other lines (the ranks' tracebacks
-// interleave); the last exception of a prefix that preferred takes (nil:
-// none) goes before any other's.
-func lastException(lines []string, preferred func(role string, n int) bool) string {
+// interleave). The last exception of a prefix that preferred takes (nil:
+// none) goes before an unprefixed one, and that before another prefix's;
+// key is the prefix's (cutPyPrefixes, "" for none), whose whether
+// preferred takes it.
+func lastException(lines []string, preferred func(role string, n int) bool) (exc, key string, whose bool) {
 	inTraceback := map[string]bool{} // by prefix
-	last, lastPreferred := "", ""
+	var plain, other, otherKey string
 	for _, line := range lines {
 		// The prefix's role and number, not its spacing, name the worker:
 		// --tee's "[default0]:" is followed by the line as it was ("  File"
 		// keeps its two spaces, where the one after torch's "[rank0]:" is
 		// the prefix's). A line under both ("[default0]:[rank0]: ") is read
 		// under the outer one, and preferred for either.
-		key, isPreferred, line := cutPyPrefixes(plainLine(line), preferred)
+		k, isPreferred, line := cutPyPrefixes(plainLine(line), preferred)
 		switch {
 		case strings.TrimSpace(line) == "":
 		case strings.HasPrefix(line, "Traceback (most recent call last):"), strings.Contains(line, `File "`) && pyFrameRE.MatchString(line):
-			inTraceback[key] = true
+			inTraceback[k] = true
 		case line[0] == ' ' || line[0] == '\t':
 			// a frame's source line, a caret line, or an indented message
-		case inTraceback[key] && pyExceptionRE.MatchString(line):
-			inTraceback[key] = false
+		case inTraceback[k] && pyExceptionRE.MatchString(line):
+			inTraceback[k] = false
 			name, _, _ := strings.Cut(line, ":")
 			if strings.HasSuffix(name, "ChildFailedError") {
 				continue // torchrun's own, raised with its report
 			}
-			last = strings.TrimSpace(line)
-			if isPreferred {
-				lastPreferred = last
+			switch line = strings.TrimSpace(line); {
+			case isPreferred:
+				exc, key, whose = line, k, true
+			case k == "":
+				plain = line
+			default:
+				other, otherKey = line, k
 			}
 		}
 	}
-	if lastPreferred != "" {
-		return lastPreferred
+	switch {
+	case whose:
+		return exc, key, true
+	case plain != "":
+		return plain, "", false
 	}
-	return last
+	return other, otherKey, false
 }
 
 // Check finds torchrun.

@@ -143,6 +143,54 @@ var torchrunNoExceptionRanks = torchrunBanner + `[default1]:no shard for rank 1 
 [default0]:waiting for rank 1
 ` + strings.NewReplacer("rank      : 0 (local_rank: 0)", "rank      : 1 (local_rank: 1)").Replace(torchrunOwn)
 
+// torchrunExitThenPeer is PyTorch 2.11's torchrun on an H100 (trimmed):
+// rank 0 called sys.exit("tree refused by rank 0"), which Python prints
+// with no prefix, and rank 1, blocked in gloo's all_reduce, raised as its
+// peer went; it printed a line of its own between the two.
+const torchrunExitThenPeer = `W1206 05:11:22.750000 793 torch/distributed/run.py:851] *****************************************
+W1206 05:11:22.750000 793 torch/distributed/run.py:851] Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.
+W1206 05:11:22.750000 793 torch/distributed/run.py:851] *****************************************
+step 3 step_ms: 0.498
+tree refused by rank 0
+step 3 step_ms: 0.490
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/work/main/.devtmp/work.py", line 11, in <module>
+[rank1]:     dist.all_reduce(t2)
+[rank1]:   File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py", line 3075, in all_reduce
+[rank1]:     work.wait()
+[rank1]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:547] Connection closed by peer [127.0.0.1]:17610
+W1206 05:11:26.592000 793 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 817 closing signal SIGTERM
+E1206 05:11:26.656000 793 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: 1) local_rank: 0 (pid: 816) of binary: /opt/torch/.venv/bin/python
+Traceback (most recent call last):
+  File "/opt/torch/.venv/bin/torchrun", line 10, in <module>
+    sys.exit(main())
+             ^^^^^^
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 317, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+.devtmp/work.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-12-06_05:11:26
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -15 (pid: 817)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 817
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-06_05:11:26
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 816)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+`
+
 // torchrunErrorFile: a script under @record: the worker wrote its error
 // file, whose traceback the report prints, each line two spaces further in.
 const torchrunErrorFile = `Traceback (most recent call last):
@@ -183,7 +231,10 @@ var torchrunDetailCases = []struct {
 	{"a message of several lines", torchrunMultiline, "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"},
 	{"two ranks interleaved, [rankN]:", torchrunTwoRanks, "RuntimeError: CUDA error: an illegal memory access was encountered"},
 	{"two ranks interleaved, --tee's [defaultN]:", torchrunTee, "RuntimeError: CUDA error: an illegal memory access was encountered"},
-	{"the root cause's rank printed nothing", strings.ReplaceAll(torchrunTwoRanks, "[rank1]: ", "[rank7]: "), "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."},
+	// Another rank's exception, where the root cause's printed none, is named as that rank's.
+	{"the root cause's rank printed nothing", strings.ReplaceAll(torchrunTwoRanks, "[rank1]: ", "[rank7]: "), "rank 1 printed no traceback; rank 0 then raised torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."},
+	{"the root cause exited with a message, its peer raised", torchrunExitThenPeer, "rank 0 printed no traceback; rank 1 then raised RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:547] Connection closed by peer [127.0.0.1]:17610"},
+	{"the same under --tee", strings.NewReplacer("[rank1]:", "[default1]:[rank1]:", "step 3 step_ms: 0.498\ntree", "[default0]:step 3 step_ms: 0.498\n[default0]:tree").Replace(torchrunExitThenPeer), "tree refused by rank 0"},
 	{"two ranks, no prefix", strings.NewReplacer("[rank0]: ", "", "[rank1]: ", "").Replace(torchrunTwoRanks), "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."},
 	{"a SyntaxError under --tee", torchrunTeeSyntax, "SyntaxError: '(' was never closed"},
 	{"--tee's [defaultN]: over torch's [rankN]:", torchrunTeeOverRank, "RuntimeError: CUDA error: an illegal memory access was encountered"},
