@@ -186,7 +186,7 @@ func ExportLine(name, value string) (string, error) {
 		return "", fmt.Errorf("refusing to export variable name %q", clean(name))
 	}
 	if clean(value) != value {
-		return "", fmt.Errorf("refusing to export %s: value holds a control character", name)
+		return "", fmt.Errorf("refusing to export %s: value holds a control character or a byte that is not UTF-8", name)
 	}
 	return "export " + name + "=" + ShellQuote(value), nil
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
@@ -89,9 +90,9 @@ func (e Export) Write(format, dir string) ([]string, error) {
 	}
 	var paths []string
 	for _, f := range files {
-		if i := strings.IndexFunc(strings.ReplaceAll(f.text, "\n", ""), unicode.IsControl); i >= 0 {
+		if strings.ContainsFunc(strings.ReplaceAll(f.text, "\n", ""), unicode.IsControl) || !utf8.ValidString(f.text) {
 			// A last guard: every line was built from checked parts.
-			err = errors.Join(err, fmt.Errorf("%s: refusing to write a control character", f.name))
+			err = errors.Join(err, fmt.Errorf("%s: refusing to write a control character or a byte that is not UTF-8", f.name))
 			continue
 		}
 		path := filepath.Join(dir, f.name)
@@ -177,18 +178,38 @@ func (e Export) measures(r space.Range) string {
 		e.Space.Campaign.Collective, space.FormatSize(r.Min), space.FormatSize(r.Max), r.Name)
 }
 
-// comment renders lines as comments, each cleaned of what would end the comment.
+// maxComment bounds one comment's text, which the store can make as long
+// as it likes: docker's and kubectl's env-file readers and ReadEnvFile stop
+// at a line of 64 KiB, nccltune's plugin at a file of 1 MiB.
+const maxComment = 2000
+
+// comment renders lines as comments, each cleaned of what would end the
+// comment and cut at maxComment.
 func comment(lines []string, prefix string) string {
 	var b strings.Builder
 	for _, l := range lines {
-		b.WriteString(prefix + clean(l) + "\n")
+		if l = clean(l); len(l) > maxComment {
+			l = cut(l, maxComment) + "..."
+		}
+		b.WriteString(prefix + l + "\n")
 	}
 	return b.String()
 }
 
-// clean escapes every character that is not graphic: text from the store
-// cannot end a comment and start a command.
-func clean(s string) string { return text.Graphic(s, "") }
+// cut is s's first n bytes (n < len(s)), less the start of a character they split.
+func cut(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// clean escapes every character that is not graphic, and replaces every
+// byte that is not UTF-8: text from the store cannot end a comment and
+// start a command, nor make a file that docker's and kubectl's env-file
+// readers refuse whole (they refuse a line that is not UTF-8, comments
+// included).
+func clean(s string) string { return text.Graphic(strings.ToValidUTF8(s, "\uFFFD"), "") }
 
 // writeFileAtomic writes through a temporary file, so a reader never sees half a file.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
