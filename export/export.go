@@ -178,20 +178,40 @@ func (e Export) measures(r space.Range) string {
 		e.Space.Campaign.Collective, space.FormatSize(r.Min), space.FormatSize(r.Max), r.Name)
 }
 
-// maxComment bounds one comment's text, which the store can make as long
-// as it likes: docker's and kubectl's env-file readers and ReadEnvFile stop
-// at a line of 64 KiB, nccltune's plugin at a file of 1 MiB.
-const maxComment = 2000
+const (
+	// commentWidth bounds a comment line's text, a longer one wrapped onto
+	// the next: NVIDIA's example tuner plugin reads its rules with fgets into
+	// 256 bytes and takes what a longer line leaves for a line of its own,
+	// a rule where it holds 8 fields (a campaign's name made one).
+	commentWidth = 200
+	// maxComment bounds one comment's text, which the store can make as
+	// long as it likes: docker's and kubectl's env-file readers and
+	// ReadEnvFile stop at a line of 64 KiB, nccltune's plugin at a file of
+	// 1 MiB.
+	maxComment = 2000
+)
 
 // comment renders lines as comments, each cleaned of what would end the
-// comment and cut at maxComment.
+// comment, cut at maxComment and wrapped at commentWidth.
 func comment(lines []string, prefix string) string {
 	var b strings.Builder
 	for _, l := range lines {
 		if l = clean(l); len(l) > maxComment {
 			l = cut(l, maxComment) + "..."
 		}
-		b.WriteString(prefix + l + "\n")
+		for {
+			part := l
+			if len(l) > commentWidth {
+				part = cut(l, commentWidth)
+				if i := strings.LastIndexByte(part, ' '); i > 0 {
+					part = part[:i+1] // at a word's end where there is one
+				}
+			}
+			b.WriteString(prefix + strings.TrimSuffix(part, " ") + "\n")
+			if l = l[len(part):]; l == "" {
+				break
+			}
+		}
 	}
 	return b.String()
 }
