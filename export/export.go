@@ -9,9 +9,12 @@ package export
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -233,7 +236,7 @@ func clean(s string) string { return text.Graphic(strings.ToValidUTF8(s, "\uFFFD
 
 // writeFileAtomic writes through a temporary file, so a reader never sees half a file.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".nccltune-*")
+	tmp, err := createTemp(filepath.Dir(path), mode)
 	if err != nil {
 		return err
 	}
@@ -242,12 +245,21 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// createTemp creates a new file in dir of mode less the umask, as a program
+// creates any file: os.CreateTemp's are 0600, and a chmod to mode after it
+// passed over the umask (0644 for a user whose umask is 077).
+func createTemp(dir string, mode os.FileMode) (*os.File, error) {
+	for range 100 {
+		f, err := os.OpenFile(filepath.Join(dir, ".nccltune-"+strconv.FormatUint(rand.Uint64(), 36)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("%s: no free name for a temporary file", dir)
 }
