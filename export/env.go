@@ -11,6 +11,7 @@ import (
 
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
 )
 
 // perRange writes a file per range, of the variables its choice sets.
@@ -18,12 +19,11 @@ func (e Export) perRange(format string) ([]file, error) {
 	var files []file
 	var errs []error
 	for _, r := range e.Results {
-		chosen := r.Chosen()
-		if chosen == nil {
+		if r.Chosen() == nil {
 			errs = append(errs, fmt.Errorf("range %s: no completed trial measured it; no file written", r.Range.Name))
 			continue
 		}
-		a, err := e.settings(chosen)
+		a, _, err := e.choice(r)
 		var f file
 		if err == nil {
 			f, err = e.rangeFile(format, r, a)
@@ -35,6 +35,20 @@ func (e Export) perRange(format string) ([]file, error) {
 		files = append(files, f)
 	}
 	return files, errors.Join(errs...)
+}
+
+// choice is what a range's files set, and the trial whose settings those
+// are: its chosen trial's, or, where validation rejected its best and no
+// trial of NCCL's defaults completed in the search (Chosen then returns that
+// best, having no other), NCCL's defaults, no parameter set and no trial, as
+// the header's verdict says. r must have a chosen trial.
+func (e Export) choice(r results.RangeResult) (space.Assignment, *store.Trial, error) {
+	ch := r.Chosen()
+	if ch == r.Best && r.Validation != nil && !r.Tuned() {
+		return space.Assignment{}, nil, nil
+	}
+	a, err := e.settings(ch)
+	return a, ch, err
 }
 
 // rangeFile renders one range's file: variables and, as a comment, the DDP
@@ -137,18 +151,18 @@ func (e Export) json() ([]file, error) {
 		Simulated: len(e.Space.Simulator) > 0, Fingerprint: e.Fingerprint, Written: e.Now.UTC().Format(time.RFC3339)}
 	var errs []error
 	for _, r := range e.Results {
-		var a space.Assignment
-		if ch := r.Chosen(); ch != nil {
-			var err error
-			if a, err = e.settings(ch); err != nil {
+		rep := r.Report(e.Space)
+		if r.Chosen() != nil {
+			a, ch, err := e.choice(r)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
 				continue
 			}
-		}
-		rep := r.Report(e.Space)
-		if a != nil {
 			// The space's word, not the store's: what settings checked, less what it left out.
-			rep.Env = space.EnvMap(e.Space.Env(a))
+			rep.Env, rep.DDP = space.EnvMap(e.Space.Env(a)), e.Space.Args(a)
+			if ch == nil {
+				rep.Trial = nil // NCCL's defaults, which no trial of the search measured
+			}
 		}
 		out.Ranges = append(out.Ranges, rep)
 	}
@@ -172,7 +186,7 @@ func ExportLine(name, value string) (string, error) {
 		return "", fmt.Errorf("refusing to export variable name %q", clean(name))
 	}
 	if clean(value) != value {
-		return "", fmt.Errorf("refusing to export %s: value holds a control character", name)
+		return "", fmt.Errorf("refusing to export %s: value holds a control character or a byte that is not UTF-8", name)
 	}
 	return "export " + name + "=" + ShellQuote(value), nil
 }

@@ -9,12 +9,16 @@ package export
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
@@ -89,9 +93,9 @@ func (e Export) Write(format, dir string) ([]string, error) {
 	}
 	var paths []string
 	for _, f := range files {
-		if i := strings.IndexFunc(strings.ReplaceAll(f.text, "\n", ""), unicode.IsControl); i >= 0 {
+		if strings.ContainsFunc(strings.ReplaceAll(f.text, "\n", ""), unicode.IsControl) || !utf8.ValidString(f.text) {
 			// A last guard: every line was built from checked parts.
-			err = errors.Join(err, fmt.Errorf("%s: refusing to write a control character", f.name))
+			err = errors.Join(err, fmt.Errorf("%s: refusing to write a control character or a byte that is not UTF-8", f.name))
 			continue
 		}
 		path := filepath.Join(dir, f.name)
@@ -177,22 +181,62 @@ func (e Export) measures(r space.Range) string {
 		e.Space.Campaign.Collective, space.FormatSize(r.Min), space.FormatSize(r.Max), r.Name)
 }
 
-// comment renders lines as comments, each cleaned of what would end the comment.
+const (
+	// commentWidth bounds a comment line's text, a longer one wrapped onto
+	// the next: NVIDIA's example tuner plugin reads its rules with fgets into
+	// 256 bytes and takes what a longer line leaves for a line of its own,
+	// a rule where it holds 8 fields (a campaign's name made one).
+	commentWidth = 200
+	// maxComment bounds one comment's text, which the store can make as
+	// long as it likes: docker's and kubectl's env-file readers and
+	// ReadEnvFile stop at a line of 64 KiB, nccltune's plugin at a file of
+	// 1 MiB.
+	maxComment = 2000
+)
+
+// comment renders lines as comments, each cleaned of what would end the
+// comment, cut at maxComment and wrapped at commentWidth.
 func comment(lines []string, prefix string) string {
 	var b strings.Builder
 	for _, l := range lines {
-		b.WriteString(prefix + clean(l) + "\n")
+		if l = clean(l); len(l) > maxComment {
+			l = cut(l, maxComment) + "..."
+		}
+		for {
+			part := l
+			if len(l) > commentWidth {
+				part = cut(l, commentWidth)
+				if i := strings.LastIndexByte(part, ' '); i > 0 {
+					part = part[:i+1] // at a word's end where there is one
+				}
+			}
+			b.WriteString(prefix + strings.TrimSuffix(part, " ") + "\n")
+			if l = l[len(part):]; l == "" {
+				break
+			}
+		}
 	}
 	return b.String()
 }
 
-// clean escapes every character that is not graphic: text from the store
-// cannot end a comment and start a command.
-func clean(s string) string { return text.Graphic(s, "") }
+// cut is s's first n bytes (n < len(s)), less the start of a character they split.
+func cut(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// clean escapes every character that is not graphic, and replaces every
+// byte that is not UTF-8: text from the store cannot end a comment and
+// start a command, nor make a file that docker's and kubectl's env-file
+// readers refuse whole (they refuse a line that is not UTF-8, comments
+// included).
+func clean(s string) string { return text.Graphic(strings.ToValidUTF8(s, "\uFFFD"), "") }
 
 // writeFileAtomic writes through a temporary file, so a reader never sees half a file.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".nccltune-*")
+	tmp, err := createTemp(filepath.Dir(path), mode)
 	if err != nil {
 		return err
 	}
@@ -201,12 +245,21 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// createTemp creates a new file in dir of mode less the umask, as a program
+// creates any file: os.CreateTemp's are 0600, and a chmod to mode after it
+// passed over the umask (0644 for a user whose umask is 077).
+func createTemp(dir string, mode os.FileMode) (*os.File, error) {
+	for range 100 {
+		f, err := os.OpenFile(filepath.Join(dir, ".nccltune-"+strconv.FormatUint(rand.Uint64(), 36)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("%s: no free name for a temporary file", dir)
 }

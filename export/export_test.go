@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // sourcingShells are the shells an env file is sourced in, each with the
@@ -157,6 +159,58 @@ func TestDotenvIsLiteralForEveryReader(t *testing.T) {
 			out, err := exec.Command(sh.argv[0], append(sh.argv[1:], `set -a; . "$1"; set +a; printf %s "$NCCL_SOCKET_IFNAME"`, "sh", paths[0])...).Output()
 			if err != nil || string(out) != tc.value {
 				t.Errorf("%q: %s read %q (%v)", tc.value, sh.name, out, err)
+			}
+		}
+	}
+}
+
+// TestHeaderIsReadableByEveryEnvFileReader: a file's header holds text from
+// the store (a validation's reason, the fingerprint's GPU name), as long as
+// the store makes it and in bytes that need not be UTF-8. docker's and
+// kubectl's env-file readers refuse a file holding a line of 64 KiB or more
+// ("bufio.Scanner: token too long") or a line that is not UTF-8 ("invalid
+// utf8 bytes at line 4"), comments included, and so does ReadEnvFile
+// (nccltune compare): every line of every env file must pass both.
+func TestHeaderIsReadableByEveryEnvFileReader(t *testing.T) {
+	hostile := func(ex Export) Export {
+		ex.Fingerprint.GPU = "H100\xff" + strings.Repeat("x", 70000)
+		ex.Campaign.Name = strings.Repeat("c", 70000)
+		return ex
+	}
+	// pinned's NCCL_SOCKET_IFNAME, =eth0,eth1, is no value for dotenv or srun.
+	pinned, plain := hostile(pinned(t)), hostile(fixedExport(t, "eth0"))
+	dir := t.TempDir()
+	var paths []string
+	for _, format := range []string{"env", "dotenv", "slurm", "torchrun", "plugin", "tuner-csv"} {
+		ex := pinned
+		if format == "dotenv" || format == "slurm" {
+			ex = plain
+		}
+		p, err := ex.Write(format, dir)
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		paths = append(paths, p...)
+	}
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f) // docker's reader: the default buffer
+		for n := 1; sc.Scan(); n++ {
+			if !utf8.Valid(sc.Bytes()) {
+				t.Errorf("%s:%d is not UTF-8", filepath.Base(path), n)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			t.Errorf("%s: %v", filepath.Base(path), err)
+		}
+		f.Close()
+		// The plugins' env files set their own variables, which compare does not read.
+		if name := filepath.Base(path); strings.HasSuffix(name, "env") && !strings.HasPrefix(name, "nccl-plugin") && !strings.HasPrefix(name, "nccl-tuner") {
+			if _, err := ReadEnvFile(path); err != nil {
+				t.Errorf("ReadEnvFile: %v", err)
 			}
 		}
 	}

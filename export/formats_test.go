@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -260,5 +261,41 @@ func TestExportWithoutDecisions(t *testing.T) {
 	}
 	if _, err := ex.Write("tuner-csv", t.TempDir()); err == nil || !strings.Contains(err.Error(), "NCCL logged none when validation probed it") {
 		t.Errorf("validated, no decisions: %v", err)
+	}
+}
+
+// TestRejectedBestIsNotExportedWithoutADefaultsTrial: where validation
+// rejected a range's best and no trial of NCCL's defaults completed in the
+// search (the first trial failed, say), the range's files hold NCCL's
+// defaults, what the header says, never the rejected configuration.
+func TestRejectedBestIsNotExportedWithoutADefaultsTrial(t *testing.T) {
+	ex := pinned(t)
+	var trials []store.Trial
+	for _, r := range ex.Results {
+		if r.Best != nil && !slices.ContainsFunc(trials, func(t store.Trial) bool { return t.Number == r.Best.Number }) {
+			trials = append(trials, *r.Best)
+		}
+	}
+	large := slices.IndexFunc(ex.Results, func(r results.RangeResult) bool { return r.Range.Name == "large" })
+	vals := []store.Validation{{Range: "large", Candidate: 3, Config: ex.Space.Key(ex.Results[large].Best.Params), Rounds: 5, Verdict: "default", Reason: "loses 5%"}}
+	ex.Results = results.Of(ex.Space, trials, vals)
+	if r := ex.Results[large]; r.Range.Name != "large" || r.Default != nil || r.Validation == nil || r.Tuned() {
+		t.Fatalf("fixture: range %s, defaults %v, validation %v", r.Range.Name, r.Default, r.Validation)
+	}
+	dir := t.TempDir()
+	if _, err := ex.Write("env", dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "nccl-large.env"))
+	if got := exports(string(data)); !slices.Equal(got, []string{"NCCL_NVLS_ENABLE='0'", "NCCL_SOCKET_IFNAME='=eth0,eth1'"}) || !strings.Contains(string(data), "validation kept NCCL's defaults: loses 5%") {
+		t.Errorf("a rejected best exported:\n%s", data)
+	}
+	if _, err := ex.Write("json", dir); err != nil {
+		t.Fatal(err)
+	}
+	var out exportJSON
+	data, _ = os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges[large].Env) != 2 || out.Ranges[large].Env["NCCL_ALGO"] != "" || out.Ranges[large].Trial != nil {
+		t.Errorf("json of a rejected best: %v %v", out.Ranges[large].Env, err)
 	}
 }

@@ -526,7 +526,8 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 			if max < 0 {
 				max = math.MaxInt64
 			}
-			fmt.Fprintf(&b, "# %s\n%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.about(), r.coll, r.min, max, r.algo, r.proto, r.channels, nodes, ranks)
+			b.WriteString(comment([]string{r.about()}, "# "))
+			fmt.Fprintf(&b, "%s,%d,%d,%s,%s,%d,%d,%d,-1,-1\n", r.coll, r.min, max, r.algo, r.proto, r.channels, nodes, ranks)
 		}
 	}
 	var files []file

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -530,5 +531,58 @@ func TestPluginOfAWorkloadJobRejectedWhole(t *testing.T) {
 	rules, _, err := ex.jobRules(false)
 	if err != nil || len(rules) > 0 {
 		t.Errorf("rules of a rejected job: %v, %v", rules, err)
+	}
+}
+
+// exampleRules reads a rules file as NVIDIA's example plugin does
+// (loadConfig, plugins/tuner/example/plugin.c): fgets into 256 bytes, so that
+// what a longer line leaves is read as a line of its own; a piece that
+// starts with '#' or is empty is passed over, and one of 8 to 10 fields
+// (strtok_r at ',', so empty fields vanish; each trimmed) is a rule.
+func exampleRules(text string) [][]string {
+	var out [][]string
+	for len(text) > 0 {
+		n := min(len(text), 255)
+		if i := strings.IndexByte(text[:n], '\n'); i >= 0 {
+			n = i + 1
+		}
+		piece := text[:n]
+		text = text[n:]
+		if piece[0] == '#' || piece[0] == '\n' {
+			continue
+		}
+		piece, _, _ = strings.Cut(piece, "\n")
+		var fields []string
+		for _, f := range strings.Split(piece, ",") {
+			if f != "" && len(fields) < 10 {
+				fields = append(fields, strings.Trim(f, " \t"))
+			}
+		}
+		if len(fields) >= 8 {
+			out = append(out, fields)
+		}
+	}
+	return out
+}
+
+// TestExampleReadsOnlyTheRules: NVIDIA's example plugin reads a line of 256
+// bytes or more as several, the first a comment, the rest rules if they hold
+// 8 fields: a header line of text from the store (a campaign's name) made
+// a rule for every communicator (tree/LL on one channel, for allreduce of
+// every size), and nccltune's own header's longest line was 317 bytes.
+// What the example reads must be the rules written, no more.
+func TestExampleReadsOnlyTheRules(t *testing.T) {
+	ex := pinned(t)
+	ex.Campaign.Name = strings.Repeat("x", 255-len(`# campaign "`)) + "allreduce,0,1099511627776,tree,ll,1,-1,-1"
+	dir := t.TempDir()
+	if _, err := ex.Write("tuner-csv", dir); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "nccl_tuner.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := exampleRules(string(data)), rulesOf(string(data), ","); !reflect.DeepEqual(got, want) {
+		t.Errorf("the example reads the rules\n%q\nnot those written\n%q", got, want)
 	}
 }
