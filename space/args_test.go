@@ -33,6 +33,11 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, srun, `["--mpi=pmix", "--gpus-per-task=1", "--distribution=cyclic", "--exclusive", "-l", "-w", "n1"]`, ""},
 		{numNCCLTests, srun + "groups = 2\n", `["-w", "n1"]`, "(launcher.groups, which gives each trial its group's nodes)"},
 		{numNCCLTests, srun + "groups = 2\n", `["--nodelist=n1"]`, "(launcher.groups"},
+		// srun's --nodefile replaces the group's --nodelist wherever it stands.
+		{numNCCLTests, srun + "groups = 2\n", `["-F", "nodes.txt"]`, "-F is set by nccltune from the space (launcher.groups"},
+		{numNCCLTests, srun + "groups = 2\n", `["--nodefile=nodes.txt"]`, "(launcher.groups"},
+		{numNCCLTests, srun + "groups = 2\n", `["-lFnodes.txt"]`, "(launcher.groups"},
+		{numNCCLTests, srun, `["-F", "nodes.txt"]`, ""},
 		{numNCCLTests, mpirun, `["-np", "4"]`, "launcher.args: -np is set by nccltune from the space (launcher.np)"},
 		{numNCCLTests, mpirun, `["-c", "4"]`, "(launcher.np)"},
 		{numNCCLTests, mpirun, `["--hostfile=other"]`, "(launcher.hostfile)"},

@@ -957,9 +957,12 @@ var launcherOwn = map[string][]ownOptions{
 }
 
 // groupsOwn are the options by which nccltune gives each trial its group's
-// nodes, where launcher.groups splits them.
+// nodes, where launcher.groups splits them. srun's -F (--nodefile) names
+// the nodes too, from a file, and replaces --nodelist wherever it stands
+// (src/srun/libsrun/opt.c: the file's list is read in place of the
+// option's), so every group's trials would run on the file's nodes.
 var groupsOwn = map[string][]ownOptions{
-	"srun":   {{[]string{"-w", "--nodelist"}, "launcher.groups, which gives each trial its group's nodes"}},
+	"srun":   {{[]string{"-w", "--nodelist", "-F", "--nodefile"}, "launcher.groups, which gives each trial its group's nodes"}},
 	"mpirun": {{[]string{"-H", "--host", "-host", "-hosts"}, "launcher.groups, which gives each trial its group's hosts"}},
 }
 
