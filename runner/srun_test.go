@@ -68,10 +68,17 @@ func testSrunInheritedShape(t *testing.T) {
 }
 
 // testSrunVariables checks that every rank gets exactly the trial's NCCL_*
-// variables, byte for byte, and none of the caller's own.
+// variables, byte for byte, and none of the caller's own, also through a
+// task prolog of the caller's, whose "export NAME=value" lines slurmstepd
+// sets in each task past srun's variables.
 func testSrunVariables(t *testing.T, srun Srun) {
 	t.Setenv("NCCL_PROTO", "LL128") // the caller's own settings must not reach a rank
 	t.Setenv("NCCL_ALGO", "Tree")
+	prolog := filepath.Join(t.TempDir(), "prolog.sh")
+	if err := os.WriteFile(prolog, []byte("#!/bin/sh\necho export NCCL_ALGO=Tree\necho export NCCL_NET=Socket\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLURM_TASK_PROLOG", prolog)
 	trial := map[string]string{
 		"NCCL_ALGO":          "allreduce:tree,ring;allgather:ring",
 		"NCCL_SOCKET_IFNAME": "=eth0,^docker0 ; lo",

@@ -995,6 +995,11 @@ func (b *builder) launcherArgs(s *Space) {
 		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a) {
 			continue // what nccltune passes itself: the same step
 		}
+		if l.Kind == "srun" && givesOption(a, "--task-prolog", style) {
+			// Refused rather than read, as mpirun's files of variables are:
+			// it is a program, run on each node at each trial.
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s has slurmstepd run a program before each task, whose \"export NAME=value\" lines set the task's variables, which nccltune does not see: an NCCL variable set there would override every trial's value, unseen", a)
+		}
 		for _, o := range own {
 			gives := func(opt string) bool { return givesOption(a, opt, style) }
 			if l.Kind == "mpirun" {
