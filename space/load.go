@@ -1267,10 +1267,20 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 	case l.Kind == "torchrun" && s.Benchmark.Kind == NCCLTests:
 		b.errorf(line("kind"), "launcher torchrun runs Python: it needs benchmark.kind = \"ddp\" or \"command\"")
 	}
-	if l.Kind == "torchrun" && l.Nodes > 1 && l.RdzvEndpoint == "" {
+	switch {
+	case l.Kind != "torchrun" || l.Nodes <= 1:
+	case l.RdzvEndpoint == "":
 		// Without an endpoint torchrun runs --standalone, a rendezvous on this
 		// node alone, and waits for the other nodes until every trial times out.
 		b.errorf(line("nodes"), "launcher.nodes = %d needs launcher.rdzv_endpoint (host:port), where the nodes' torchrun meet; without it torchrun runs --standalone, on this node alone", l.Nodes)
+	case l.Command == "":
+		// torchrun starts the workers of its own node only, and nccltune
+		// runs it on this node alone: the other nodes' torchrun, which the
+		// rendezvous waits for, is started by nothing, and one started by
+		// other means runs its ranks without the trial's variables. A
+		// launcher.command that starts torchrun on every node with its own
+		// environment (srun's --export=ALL) hands them on.
+		b.errorf(line("nodes"), "launcher.nodes = %d: torchrun starts this node's workers only, and nccltune starts no torchrun on the other nodes, whose ranks would not get the trial's variables (and without which the rendezvous waits until every trial times out); use launcher srun or mpirun for several nodes, or a launcher.command that starts torchrun on every node with this environment (a script running srun --ntasks-per-node=1 torchrun \"$@\")", l.Nodes)
 	}
 	if l.Kind == "srun" && l.TasksPerNode == 0 {
 		// Left to itself, srun takes its task count from the allocation it
