@@ -54,6 +54,14 @@ type DetailReader interface {
 	FailureDetail(output []byte) string
 }
 
+// A LaunchReader is a launcher that can fail before any rank runs, with an
+// exit status of its own that a benchmark would read as a rank's (srun's 1
+// is nccl-tests' "internal error"): LaunchFailure is the launcher's own
+// error where its output says so, "" where the ranks ran.
+type LaunchReader interface {
+	LaunchFailure(output []byte, e Exit) string
+}
+
 // An EnvFilter is a launcher that reads some of its options from its own
 // environment, which a trial's launcher inherits from nccltune's caller:
 // LauncherEnv drops from env the variables that would set what the space
@@ -332,6 +340,21 @@ func (Srun) RankExit(output []byte, e Exit) Exit {
 		}
 	}
 	return e
+}
+
+// srunErrorRE is an error of srun's own: "srun: error: Unable to create
+// step for job 7: Requested node configuration is not available", "srun:
+// error: Only allocated 1 nodes asked for 2", "srun: fatal: ...".
+var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:error|fatal): .*$`)
+
+// LaunchFailure is srun's own error where it failed without a rank's
+// report (srunTaskRE): the step was not created or not launched, and its
+// status (1) is srun's, not a rank's.
+func (Srun) LaunchFailure(output []byte, e Exit) string {
+	if e.Code == 0 || e.Signal != 0 || srunTaskRE.Match(output) {
+		return ""
+	}
+	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")
 }
 
 // Check finds srun and an allocation to run in.

@@ -200,6 +200,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if er, ok := r.Launcher.(ExitReader); ok {
 		exit = er.RankExit(res.Output, exit)
 	}
+	if lr, ok := r.Launcher.(LaunchReader); ok && launchErr == "" {
+		launchErr = lr.LaunchFailure(res.Output, exit)
+	}
 	res.Exit = exit
 	detail := ""
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {

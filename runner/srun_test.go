@@ -29,6 +29,7 @@ func TestSrun(t *testing.T) {
 	t.Run("variables", func(t *testing.T) { testSrunVariables(t, srun) })
 	t.Run("simulator", func(t *testing.T) { testSrunSimulator(t, srun) })
 	t.Run("failures", func(t *testing.T) { testSrunFailures(t, srun) })
+	t.Run("launch failures", testSrunLaunchFailures)
 	t.Run("hang", func(t *testing.T) { testSrunHang(t, c, job, srun) })
 	t.Run("inherited shape", testSrunInheritedShape)
 }
@@ -197,6 +198,29 @@ func testSrunFailures(t *testing.T, srun Srun) {
 	}
 }
 
+// testSrunLaunchFailures: a step srun cannot create or launch fails the
+// trial as a launch, with srun's own error, where srun's status (1) was read
+// as nccl-tests' own ("exit status 1 (nccl-tests internal error)") and its
+// error was not in the reason.
+func testSrunLaunchFailures(t *testing.T) {
+	for _, tc := range []struct {
+		srun   Srun
+		reason string
+	}{
+		{Srun{Nodes: 2, TasksPerNode: 1}, "srun: error: Only allocated 1 nodes asked for 2"},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Invalid generic resource"},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--nodelist=nosuch"}}, "srun: error: Unable to create step for job"},
+	} {
+		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
+		job := tableJob("all_reduce_perf")
+		job.Timeout = 30 * time.Second
+		res := r.Run(context.Background(), job)
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
+			t.Errorf("%+v: failure = %v; want launch: %s...\noutput: %s", tc.srun, res.Failure, tc.reason, res.Output)
+		}
+	}
+}
+
 // testSrunHang runs steps whose ranks hang, half of them ignoring SIGTERM,
 // and stops them by the timeout or, once the ranks run, by an interrupt: Run
 // must return promptly and no task of the step may be left, neither as a
@@ -337,6 +361,30 @@ func TestStepOf(t *testing.T) {
 	} {
 		if got := stepOf(steps, tc.host, tc.pid); got != tc.want {
 			t.Errorf("stepOf(%s, %d) = %q, want %q", tc.host, tc.pid, got, tc.want)
+		}
+	}
+}
+
+// TestSrunLaunchFailure: srun's own error, where no rank reported, is the
+// launch's failure; a rank's report, a clean exit or srun killed are not.
+func TestSrunLaunchFailure(t *testing.T) {
+	for _, tc := range []struct {
+		output string
+		e      Exit
+		want   string
+	}{
+		{"srun: error: Unable to create step for job 7: Requested node configuration is not available\r\n", Exit{Code: 1},
+			"srun: error: Unable to create step for job 7: Requested node configuration is not available"},
+		{"srun: Warning: can't honor --ntasks-per-node\nsrun: fatal: Invalid --distribution specification\n", Exit{Code: 1}, "srun: fatal: Invalid --distribution specification"},
+		{"srun: error: Task launch for StepId=7.0 failed on node n1: Invalid node name specified\n", Exit{Code: 1},
+			"srun: error: Task launch for StepId=7.0 failed on node n1: Invalid node name specified"},
+		{"table\nsrun: error: n1: task 1: Exited with exit code 1\nsrun: error: Timed out waiting for job step to complete\n", Exit{Code: 1}, ""},
+		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: 0}, ""},
+		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: -1, Signal: syscall.SIGKILL}, ""},
+		{"nccl-tests: internal error\n", Exit{Code: 1}, ""},
+	} {
+		if got := (Srun{}).LaunchFailure([]byte(tc.output), tc.e); got != tc.want {
+			t.Errorf("LaunchFailure(%q, %+v) = %q, want %q", tc.output, tc.e, got, tc.want)
 		}
 	}
 }
