@@ -156,6 +156,40 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 	return append(argv, cmd...), nil
 }
 
+// mpirunLaunchErrors begin Open MPI's reports that it started no rank or
+// not all of them (4's mpirun, 5's prterun): the executable not found or not
+// executable on a node (mpirun exits 132, which reads as a rank killed by
+// SIGILL), too few slots (exit 1, nccl-tests' "internal error"), daemons
+// that did not start.
+var mpirunLaunchErrors = []string{
+	"was unable to launch the specified application", "was unable to find the specified executable file",
+	"There are not enough slots available in the system", "was unable to reliably start one or more daemons",
+}
+
+// LaunchFailure is Open MPI's report that it could not start the ranks,
+// its paragraph on one line.
+func (MPIRun) LaunchFailure(output []byte, e Exit) string {
+	if e.Code == 0 || e.Signal != 0 {
+		return ""
+	}
+	lines := strings.Split(string(output), "\n")
+	for i, line := range lines {
+		if !slices.ContainsFunc(mpirunLaunchErrors, func(m string) bool { return strings.Contains(line, m) }) {
+			continue
+		}
+		var para []string
+		for _, l := range lines[i:] {
+			l = strings.TrimSpace(l)
+			if l == "" || strings.HasPrefix(l, "-----") {
+				break
+			}
+			para = append(para, l)
+		}
+		return clip(strings.Join(para, " "))
+	}
+	return ""
+}
+
 // Check finds the mpirun binary and checks the hostfile against NP.
 func (m MPIRun) Check() error {
 	var errs []error

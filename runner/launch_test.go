@@ -75,6 +75,29 @@ func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 	}
 }
 
+// TestMPIRunLaunchFailure: mpirun that starts no rank fails the trial as a
+// launch, with Open MPI's report: too few slots exited 1, read as
+// nccl-tests' "internal error", and a missing executable 132, read as a
+// rank killed by SIGILL.
+func TestMPIRunLaunchFailure(t *testing.T) {
+	env := needMPI(t)
+	for _, tc := range []struct {
+		mpirun  MPIRun
+		program string
+		reason  string
+	}{
+		{MPIRun{NP: 4096}, "true", "There are not enough slots available in the system to satisfy the 4096 slots that were requested by the application:"},
+		{MPIRun{NP: 1}, "/nonexistent/all_reduce_perf", "mpirun was unable to launch the specified application as it could not access or execute an executable:"},
+	} {
+		r := &Runner{Launcher: tc.mpirun, BaseEnv: env}
+		job := tableJob(tc.program)
+		res := r.Run(context.Background(), job)
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != tc.reason {
+			t.Errorf("%+v: failure = %v; want launch: %s\noutput: %s", tc.mpirun, res.Failure, tc.reason, res.Output)
+		}
+	}
+}
+
 // TestMPIRunRankKilledBySignal: mpirun exits 128+N when a rank is killed by
 // signal N, and the trial fails as killed by it.
 func TestMPIRunRankKilledBySignal(t *testing.T) {
