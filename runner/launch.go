@@ -381,10 +381,22 @@ func (Srun) RankExit(output []byte, e Exit) Exit {
 // error: Only allocated 1 nodes asked for 2", "srun: fatal: ...".
 var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:error|fatal): .*$`)
 
+// srunPendingRE is srun's word that the step waits for resources ("srun:
+// Job 7 step creation temporarily disabled, retrying (Requested nodes are
+// busy)"), which a trial's step does while the last one's nodes are still
+// being cleared; "srun: Step created for StepId=7.1" follows once it is
+// created (src/srun/libsrun/launch.c).
+var srunPendingRE = regexp.MustCompile(`(?m)^srun: Job [0-9]+ step creation temporarily disabled.*$`)
+
 // LaunchFailure is srun's own error where it failed without a rank's
 // report (srunTaskRE): the step was not created or not launched, and its
-// status (1) is srun's, not a rank's.
+// status (1) is srun's, not a rank's. A step still waiting to be created
+// when srun ended (stopped at the trial's timeout) never ran a rank either,
+// whatever srun's status: the trial did not hang, its step never started.
 func (Srun) LaunchFailure(output []byte, e Exit) string {
+	if loc := srunPendingRE.FindIndex(output); loc != nil && !bytes.Contains(output[loc[1]:], []byte("\nsrun: Step created for ")) {
+		return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r") + ": the step was never created"
+	}
 	if e.Code == 0 || e.Signal != 0 || srunTaskRE.Match(output) {
 		return ""
 	}

@@ -382,10 +382,29 @@ func TestSrunLaunchFailure(t *testing.T) {
 		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: 0}, ""},
 		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: -1, Signal: syscall.SIGKILL}, ""},
 		{"nccl-tests: internal error\n", Exit{Code: 1}, ""},
+		// A step that waited for resources: never created, whatever srun's status; or created, and ran.
+		{"srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)\nsrun: Job 7 step creation still disabled, retrying (Requested nodes are busy)\nsrun: Cancelled pending step for job 7\n",
+			Exit{Code: -1, Signal: syscall.SIGTERM}, "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"},
+		{"srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)\nsrun: Step created for StepId=7.3\nsrun: error: n1: task 0: Exited with exit code 3\n", Exit{Code: 3}, ""},
 	} {
 		if got := (Srun{}).LaunchFailure([]byte(tc.output), tc.e); got != tc.want {
 			t.Errorf("LaunchFailure(%q, %+v) = %q, want %q", tc.output, tc.e, got, tc.want)
 		}
+	}
+}
+
+// TestSrunStepNeverCreated: a trial whose step waited for resources until
+// the timeout (the last step's nodes still being cleared) fails as a launch
+// with srun's word, not as a hang of its settings.
+func TestSrunStepNeverCreated(t *testing.T) {
+	srun := script(t, `echo "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)" >&2; exec sleep 300`)
+	r := &Runner{Launcher: Srun{Command: srun, Nodes: 1, TasksPerNode: 1}, BaseEnv: BaseEnv(), Grace: time.Second}
+	job := tableJob("all_reduce_perf")
+	job.Timeout = time.Second
+	res := r.Run(context.Background(), job)
+	want := "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"
+	if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
+		t.Errorf("failure = %v, want launch: %s\n%s", res.Failure, want, res.Output)
 	}
 }
 
