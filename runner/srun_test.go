@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,6 +34,43 @@ func TestSrun(t *testing.T) {
 	t.Run("launch failures", testSrunLaunchFailures)
 	t.Run("hang", func(t *testing.T) { testSrunHang(t, c, job, srun) })
 	t.Run("inherited shape", testSrunInheritedShape)
+	t.Run("DDP step in the caller's world", testSrunDDPCallerWorld)
+}
+
+// testSrunDDPCallerWorld runs the real DDP step (PyTorch's gloo on CPU) on
+// 2 ranks under srun, whose caller exported a world of its own (a job
+// script's WORLD_SIZE, RANK and LOCAL_RANK, which srun hands every rank):
+// the step reads its ranks from srun's variables, where it read WORLD_SIZE
+// first and waited in init_process_group for 8 ranks until the timeout.
+func testSrunDDPCallerWorld(t *testing.T) {
+	py := ""
+	for _, p := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(p, "-c", "import torch").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no python3 with torch")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	for name, value := range map[string]string{"WORLD_SIZE": "8", "RANK": "5", "LOCAL_RANK": "5", "MASTER_PORT": port} {
+		t.Setenv(name, value)
+	}
+	bench, err := newDDPStep(space.BenchmarkSettings{Python: py, Params: "1M", Layers: 2, Batch: 8, Device: "cpu", ScriptDir: t.TempDir()}, "srun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 2}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 3, Warmup: 1}, Timeout: time.Minute})
+	if res.Failure != nil || res.Measurement.Ranks != 2 {
+		t.Fatalf("failure = %v, measurement %+v; want one of 2 ranks\n%s", res.Failure, res.Measurement, res.Output)
+	}
 }
 
 // testSrunInheritedShape: srun variables that nccltune's caller has, from
