@@ -403,6 +403,28 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")
 }
 
+// slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force
+// Terminated StepId=7.0", "slurmstepd-n1: error: *** STEP 7.0 ON n1
+// CANCELLED AT ... ***"), not a rank's.
+var slurmLineRE = regexp.MustCompile(`^(?:srun|slurmstepd(?:-[^:\s]+)?): `)
+
+// FailureDetail is the last line with words that the ranks printed, NCCL's
+// INFO lines aside (nccltune sets NCCL_DEBUG=INFO): as --kill-on-bad-exit
+// ends a failed step, srun and slurmstepd print lines of their own after
+// it, which say nothing of why, and the output's last line was one. Where
+// the ranks said nothing, srun's report of the first task to fail ("srun:
+// error: n1: task 2: Exited with exit code 5").
+func (Srun) FailureDetail(output []byte) string {
+	lines := strings.Split(string(output), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimSpace(lines[i])
+		if saysSomething(line) && !slurmLineRE.MatchString(line) && !strings.Contains(line, " NCCL INFO ") {
+			return clip(line)
+		}
+	}
+	return strings.TrimRight(string(srunTaskRE.Find(output)), "\r")
+}
+
 // Check finds srun and an allocation to run in.
 func (s Srun) Check() error {
 	var errs []error

@@ -32,6 +32,7 @@ func TestSrun(t *testing.T) {
 	t.Run("simulator", func(t *testing.T) { testSrunSimulator(t, srun) })
 	t.Run("failures", func(t *testing.T) { testSrunFailures(t, srun) })
 	t.Run("launch failures", testSrunLaunchFailures)
+	t.Run("failure detail", func(t *testing.T) { testSrunFailureDetail(t, srun) })
 	t.Run("hang", func(t *testing.T) { testSrunHang(t, c, job, srun) })
 	t.Run("inherited shape", testSrunInheritedShape)
 	t.Run("DDP step in the caller's world", testSrunDDPCallerWorld)
@@ -260,6 +261,29 @@ func testSrunLaunchFailures(t *testing.T) {
 	}
 }
 
+// testSrunFailureDetail: a user's command whose rank fails under srun fails
+// with the rank's own last words, not the lines srun and slurmstepd print as
+// --kill-on-bad-exit ends the step ("srun: Force Terminated StepId=7.0",
+// "slurmstepd-n1: error: *** STEP 7.0 ON n1 CANCELLED AT ... ***"), nor
+// NCCL's INFO lines of the others; where the ranks said nothing, srun's
+// report of the failed task.
+func testSrunFailureDetail(t *testing.T, srun Srun) {
+	for _, tc := range []struct {
+		body, reason string
+	}{
+		{`[ "$SLURM_PROCID" = 1 ] && { echo "loading shard 3"; echo "ValueError: no data in /data/shard3" >&2; exit 1; }; echo "n1:42:42 [0] NCCL INFO comm 0x1 rank $SLURM_PROCID nranks 4 - Init COMPLETE"; exec sleep 30`,
+			"exit status 1: ValueError: no data in /data/shard3"},
+		{`[ "$SLURM_PROCID" = 2 ] && exit 5; exec sleep 30`, "exit status 5: srun: error: n1: task 2: Exited with exit code 5"},
+	} {
+		r := &Runner{Launcher: srun, BaseEnv: BaseEnv()}
+		cmd := UserCommand{Argv: []string{"sh", "-c", tc.body}, Metric: space.Metric{Regex: `step ([0-9.]+)`, Goal: "min"}}
+		res := r.Run(context.Background(), Job{Benchmark: cmd, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Reason != tc.reason {
+			t.Errorf("failure = %v; want %q\noutput: %s", res.Failure, tc.reason, res.Output)
+		}
+	}
+}
+
 // testSrunHang runs steps whose ranks hang, half of them ignoring SIGTERM,
 // and stops them by the timeout or, once the ranks run, by an interrupt: Run
 // must return promptly and no task of the step may be left, neither as a
@@ -444,6 +468,22 @@ func TestSrunStepNeverCreated(t *testing.T) {
 	want := "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"
 	if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
 		t.Errorf("failure = %v, want launch: %s\n%s", res.Failure, want, res.Output)
+	}
+}
+
+// TestSrunFailureDetail: the ranks' last words, not srun's and
+// slurmstepd's lines that follow them as a failed step is ended.
+func TestSrunFailureDetail(t *testing.T) {
+	ended := "srun: error: n1: task 1: Exited with exit code 1\nsrun: launch/slurm: _step_signal: Terminating StepId=1.0\n" +
+		"slurmstepd-n1: error: *** STEP 1.0 ON n1 CANCELLED AT 2026-12-06T05:20:05 ***\nslurmstepd: error: *** STEP 1.0 ON n1 CANCELLED ***\n" +
+		"srun: error: n1: tasks 0,2-3: Terminated\nsrun: Force Terminated StepId=1.0\n"
+	for _, tc := range []struct{ output, want string }{
+		{"ValueError: no data\r\nn1:42:42 [0] NCCL INFO comm 0x1 rank 0 nranks 4 - Init COMPLETE\n" + ended, "ValueError: no data"},
+		{ended, "srun: error: n1: task 1: Exited with exit code 1"},
+	} {
+		if got := (Srun{}).FailureDetail([]byte(tc.output)); got != tc.want {
+			t.Errorf("FailureDetail(%q) = %q, want %q", tc.output, got, tc.want)
+		}
 	}
 }
 
