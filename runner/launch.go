@@ -190,6 +190,35 @@ func (MPIRun) LaunchFailure(output []byte, e Exit) string {
 	return ""
 }
 
+// FailureDetail is the last line with words that the ranks printed before
+// mpirun's reports at the output's end, each framed by rules of '-' (Open
+// MPI's "mpirun detected that one or more processes exited with non-zero
+// status ... Exit code: 1") or '=' (Hydra's "BAD TERMINATION ..."), NCCL's
+// INFO lines aside: the output's last line was the report's "Exit code:
+// 1", which says nothing of why. "" where there is none.
+func (MPIRun) FailureDetail(output []byte) string {
+	isRule := func(l string) bool { return len(l) >= 10 && (strings.Trim(l, "-") == "" || strings.Trim(l, "=") == "") }
+	lines := strings.Split(string(output), "\n")
+	i := len(lines) - 1
+	for i >= 0 {
+		line := strings.TrimSpace(lines[i])
+		if line != "" && !isRule(line) {
+			break
+		}
+		if isRule(line) { // a report's closing rule: pass over it to its opening one
+			for i--; i >= 0 && !isRule(strings.TrimSpace(lines[i])); i-- {
+			}
+		}
+		i--
+	}
+	for ; i >= 0; i-- {
+		if line := strings.TrimSpace(lines[i]); saysSomething(line) && !strings.Contains(line, " NCCL INFO ") {
+			return clip(line)
+		}
+	}
+	return ""
+}
+
 // Check finds the mpirun binary and checks the hostfile against NP.
 func (m MPIRun) Check() error {
 	var errs []error

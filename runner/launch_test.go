@@ -98,6 +98,32 @@ func TestMPIRunLaunchFailure(t *testing.T) {
 	}
 }
 
+// TestMPIRunFailureDetail: a user's command whose rank fails under mpirun
+// fails with the rank's last words, not the last line of Open MPI's report
+// that follows them ("Exit code:    1"), nor NCCL's INFO lines.
+func TestMPIRunFailureDetail(t *testing.T) {
+	env := needMPI(t)
+	for _, tc := range []struct{ body, reason string }{
+		{`[ "$OMPI_COMM_WORLD_RANK" = 1 ] && { echo "ValueError: no data" >&2; exit 1; }; echo "vm:42:42 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Init COMPLETE"; exec sleep 30`,
+			"exit status 1: ValueError: no data"},
+		{`[ "$OMPI_COMM_WORLD_RANK" = 1 ] && { echo "ValueError: no data" >&2; kill -SEGV $$; }; exec sleep 30`,
+			"exit status 139: a process killed by signal 11 (segmentation fault): ValueError: no data"},
+	} {
+		r := &Runner{Launcher: MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, BaseEnv: env}
+		res := r.Run(context.Background(), Job{Benchmark: UserCommand{Argv: []string{"sh", "-c", tc.body}, Metric: space.Metric{Regex: `step ([0-9]+)`, Goal: "min"}}, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Reason != tc.reason {
+			t.Errorf("failure = %v; want %q\noutput: %s", res.Failure, tc.reason, res.Output)
+		}
+	}
+	// Hydra's report, framed by '='; a report alone leaves the detail to the output's last line.
+	hydra := "ValueError: bad\n\n===================================================================================\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   EXIT CODE: 1\n===================================================================================\n"
+	for output, want := range map[string]string{hydra: "ValueError: bad", "------------------\nExit code: 1\n------------------\n": ""} {
+		if got := (MPIRun{}).FailureDetail([]byte(output)); got != want {
+			t.Errorf("FailureDetail(%q) = %q, want %q", output, got, want)
+		}
+	}
+}
+
 // TestMPIRunRankKilledBySignal: mpirun exits 128+N when a rank is killed by
 // signal N, and the trial fails as killed by it.
 func TestMPIRunRankKilledBySignal(t *testing.T) {
