@@ -1280,7 +1280,7 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 		// other means runs its ranks without the trial's variables. A
 		// launcher.command that starts torchrun on every node with its own
 		// environment (srun's --export=ALL) hands them on.
-		b.errorf(line("nodes"), "launcher.nodes = %d: torchrun starts this node's workers only, and nccltune starts no torchrun on the other nodes, whose ranks would not get the trial's variables (and without which the rendezvous waits until every trial times out); use launcher srun or mpirun for several nodes, or a launcher.command that starts torchrun on every node with this environment (a script running srun --ntasks-per-node=1 torchrun \"$@\")", l.Nodes)
+		b.errorf(line("nodes"), "launcher.nodes = %d: torchrun starts this node's workers only, and nccltune starts no torchrun on the other nodes, whose ranks would not get the trial's variables (and without which the rendezvous waits until every trial times out); use launcher srun or mpirun for several nodes, or a launcher.command that starts torchrun on every node with this environment (a script running srun --export=ALL -N %d -n %d torchrun \"$@\": srun takes a count it is not given from the allocation)", l.Nodes, l.Nodes, l.Nodes)
 	}
 	if l.Kind == "srun" && l.TasksPerNode == 0 {
 		// Left to itself, srun takes its task count from the allocation it
