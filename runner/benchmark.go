@@ -179,7 +179,7 @@ func NewBenchmark(sp *space.Space, simCommand []string) (Benchmark, error) {
 	b := sp.Benchmark
 	switch {
 	case b.Kind == space.DDP:
-		return newDDPStep(b)
+		return newDDPStep(b, sp.Launcher.Kind)
 	case b.Kind == space.Command:
 		return newUserCommand(b)
 	case len(sp.Simulator) > 0:
@@ -215,8 +215,10 @@ func NewBenchmark(sp *space.Space, simCommand []string) (Benchmark, error) {
 	return nt, nil
 }
 
-// newDDPStep writes the DDP step script and finds its interpreter.
-func newDDPStep(b space.BenchmarkSettings) (Benchmark, error) {
+// newDDPStep writes the DDP step script and finds its interpreter. The
+// script reads its ranks from the variables of launcher, the launcher kind,
+// alone: another's, inherited from nccltune's caller, are not the trial's.
+func newDDPStep(b space.BenchmarkSettings, launcher string) (Benchmark, error) {
 	python, err := exec.LookPath(b.Python)
 	if err != nil {
 		return nil, fmt.Errorf("benchmark python %s: %w", b.Python, err)
@@ -230,5 +232,5 @@ func newDDPStep(b space.BenchmarkSettings) (Benchmark, error) {
 		return nil, err
 	}
 	return DDPStep{Program: append([]string{python, script, "--params", b.Params, "--layers", strconv.Itoa(b.Layers),
-		"--batch", strconv.Itoa(b.Batch), "--device", b.Device}, b.Args...)}, nil
+		"--batch", strconv.Itoa(b.Batch), "--device", b.Device, "--ranks-from", launcher}, b.Args...)}, nil
 }

@@ -54,6 +54,14 @@ type DetailReader interface {
 	FailureDetail(output []byte) string
 }
 
+// A LaunchReader is a launcher that can fail before any rank runs, with an
+// exit status of its own that a benchmark would read as a rank's (srun's 1
+// is nccl-tests' "internal error"): LaunchFailure is the launcher's own
+// error where its output says so, "" where the ranks ran.
+type LaunchReader interface {
+	LaunchFailure(output []byte, e Exit) string
+}
+
 // An EnvFilter is a launcher that reads some of its options from its own
 // environment, which a trial's launcher inherits from nccltune's caller:
 // LauncherEnv drops from env the variables that would set what the space
@@ -146,6 +154,69 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 	}
 	argv = append(argv, m.Args...)
 	return append(argv, cmd...), nil
+}
+
+// mpirunLaunchErrors begin Open MPI's reports that it started no rank or
+// not all of them (4's mpirun, 5's prterun): the executable not found or not
+// executable on a node (mpirun exits 132, which reads as a rank killed by
+// SIGILL), too few slots (exit 1, nccl-tests' "internal error"), daemons
+// that did not start.
+var mpirunLaunchErrors = []string{
+	"was unable to launch the specified application", "was unable to find the specified executable file",
+	"There are not enough slots available in the system", "was unable to reliably start one or more daemons",
+}
+
+// LaunchFailure is Open MPI's report that it could not start the ranks,
+// its paragraph on one line.
+func (MPIRun) LaunchFailure(output []byte, e Exit) string {
+	if e.Code == 0 || e.Signal != 0 {
+		return ""
+	}
+	lines := strings.Split(string(output), "\n")
+	for i, line := range lines {
+		if !slices.ContainsFunc(mpirunLaunchErrors, func(m string) bool { return strings.Contains(line, m) }) {
+			continue
+		}
+		var para []string
+		for _, l := range lines[i:] {
+			l = strings.TrimSpace(l)
+			if l == "" || strings.HasPrefix(l, "-----") {
+				break
+			}
+			para = append(para, l)
+		}
+		return clip(strings.Join(para, " "))
+	}
+	return ""
+}
+
+// FailureDetail is the last line with words that the ranks printed before
+// mpirun's reports at the output's end, each framed by rules of '-' (Open
+// MPI's "mpirun detected that one or more processes exited with non-zero
+// status ... Exit code: 1") or '=' (Hydra's "BAD TERMINATION ..."), NCCL's
+// INFO lines aside: the output's last line was the report's "Exit code:
+// 1", which says nothing of why. "" where there is none.
+func (MPIRun) FailureDetail(output []byte) string {
+	isRule := func(l string) bool { return len(l) >= 10 && (strings.Trim(l, "-") == "" || strings.Trim(l, "=") == "") }
+	lines := strings.Split(string(output), "\n")
+	i := len(lines) - 1
+	for i >= 0 {
+		line := strings.TrimSpace(lines[i])
+		if line != "" && !isRule(line) {
+			break
+		}
+		if isRule(line) { // a report's closing rule: pass over it to its opening one
+			for i--; i >= 0 && !isRule(strings.TrimSpace(lines[i])); i-- {
+			}
+		}
+		i--
+	}
+	for ; i >= 0; i-- {
+		if line := strings.TrimSpace(lines[i]); saysSomething(line) && !strings.Contains(line, " NCCL INFO ") {
+			return clip(line)
+		}
+	}
+	return ""
 }
 
 // Check finds the mpirun binary and checks the hostfile against NP.
@@ -265,7 +336,8 @@ func (s Srun) nodes() (int, error) {
 // task, binding, distribution) stays as the allocation gives it, as the
 // user's job's own srun takes it: a trial measures the job's setting, and
 // without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
-// NCCL's proxy threads. SLURM_JOB_ID, which puts the step in the
+// NCCL's proxy threads. A task prolog (SLURM_TASK_PROLOG), which can set
+// the ranks' variables past the trial's, is dropped. SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
 func (Srun) LauncherEnv(env []string) []string {
@@ -296,6 +368,11 @@ var srunShape = []string{
 	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SRUN_OUTPUT", "SRUN_ERROR", "SRUN_INPUT",
 	"SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV",
 	"SLURM_EXIT_ERROR", "SLURM_EXIT_IMMEDIATE",
+	// --task-prolog's program, which slurmstepd runs before each task: its
+	// "export NAME=value" lines set the task's variables past srun's, so an
+	// NCCL_* one there overrode every trial's value in every rank, unseen
+	// (as the caller's NCCL_* are dropped, and mpirun's files of variables).
+	"SLURM_TASK_PROLOG",
 }
 
 // srunTaskRE is srun's report of tasks that ended badly: "srun: error: n1:
@@ -326,6 +403,55 @@ func (Srun) RankExit(output []byte, e Exit) Exit {
 		}
 	}
 	return e
+}
+
+// srunErrorRE is an error of srun's own: "srun: error: Unable to create
+// step for job 7: Requested node configuration is not available", "srun:
+// error: Only allocated 1 nodes asked for 2", "srun: fatal: ...".
+var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:error|fatal): .*$`)
+
+// srunPendingRE is srun's word that the step waits for resources ("srun:
+// Job 7 step creation temporarily disabled, retrying (Requested nodes are
+// busy)"), which a trial's step does while the last one's nodes are still
+// being cleared; "srun: Step created for StepId=7.1" follows once it is
+// created (src/srun/libsrun/launch.c).
+var srunPendingRE = regexp.MustCompile(`(?m)^srun: Job [0-9]+ step creation temporarily disabled.*$`)
+
+// LaunchFailure is srun's own error where it failed without a rank's
+// report (srunTaskRE): the step was not created or not launched, and its
+// status (1) is srun's, not a rank's. A step still waiting to be created
+// when srun ended (stopped at the trial's timeout) never ran a rank either,
+// whatever srun's status: the trial did not hang, its step never started.
+func (Srun) LaunchFailure(output []byte, e Exit) string {
+	if loc := srunPendingRE.FindIndex(output); loc != nil && !bytes.Contains(output[loc[1]:], []byte("\nsrun: Step created for ")) {
+		return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r") + ": the step was never created"
+	}
+	if e.Code == 0 || e.Signal != 0 || srunTaskRE.Match(output) {
+		return ""
+	}
+	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")
+}
+
+// slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force
+// Terminated StepId=7.0", "slurmstepd-n1: error: *** STEP 7.0 ON n1
+// CANCELLED AT ... ***"), not a rank's.
+var slurmLineRE = regexp.MustCompile(`^(?:srun|slurmstepd(?:-[^:\s]+)?): `)
+
+// FailureDetail is the last line with words that the ranks printed, NCCL's
+// INFO lines aside (nccltune sets NCCL_DEBUG=INFO): as --kill-on-bad-exit
+// ends a failed step, srun and slurmstepd print lines of their own after
+// it, which say nothing of why, and the output's last line was one. Where
+// the ranks said nothing, srun's report of the first task to fail ("srun:
+// error: n1: task 2: Exited with exit code 5").
+func (Srun) FailureDetail(output []byte) string {
+	lines := strings.Split(string(output), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimSpace(lines[i])
+		if saysSomething(line) && !slurmLineRE.MatchString(line) && !strings.Contains(line, " NCCL INFO ") {
+			return clip(line)
+		}
+	}
+	return strings.TrimRight(string(srunTaskRE.Find(output)), "\r")
 }
 
 // Check finds srun and an allocation to run in.

@@ -75,6 +75,55 @@ func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 	}
 }
 
+// TestMPIRunLaunchFailure: mpirun that starts no rank fails the trial as a
+// launch, with Open MPI's report: too few slots exited 1, read as
+// nccl-tests' "internal error", and a missing executable 132, read as a
+// rank killed by SIGILL.
+func TestMPIRunLaunchFailure(t *testing.T) {
+	env := needMPI(t)
+	for _, tc := range []struct {
+		mpirun  MPIRun
+		program string
+		reason  string
+	}{
+		{MPIRun{NP: 4096}, "true", "There are not enough slots available in the system to satisfy the 4096 slots that were requested by the application:"},
+		{MPIRun{NP: 1}, "/nonexistent/all_reduce_perf", "mpirun was unable to launch the specified application as it could not access or execute an executable:"},
+	} {
+		r := &Runner{Launcher: tc.mpirun, BaseEnv: env}
+		job := tableJob(tc.program)
+		res := r.Run(context.Background(), job)
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != tc.reason {
+			t.Errorf("%+v: failure = %v; want launch: %s\noutput: %s", tc.mpirun, res.Failure, tc.reason, res.Output)
+		}
+	}
+}
+
+// TestMPIRunFailureDetail: a user's command whose rank fails under mpirun
+// fails with the rank's last words, not the last line of Open MPI's report
+// that follows them ("Exit code:    1"), nor NCCL's INFO lines.
+func TestMPIRunFailureDetail(t *testing.T) {
+	env := needMPI(t)
+	for _, tc := range []struct{ body, reason string }{
+		{`[ "$OMPI_COMM_WORLD_RANK" = 1 ] && { echo "ValueError: no data" >&2; exit 1; }; echo "vm:42:42 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Init COMPLETE"; exec sleep 30`,
+			"exit status 1: ValueError: no data"},
+		{`[ "$OMPI_COMM_WORLD_RANK" = 1 ] && { echo "ValueError: no data" >&2; kill -SEGV $$; }; exec sleep 30`,
+			"exit status 139: a process killed by signal 11 (segmentation fault): ValueError: no data"},
+	} {
+		r := &Runner{Launcher: MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, BaseEnv: env}
+		res := r.Run(context.Background(), Job{Benchmark: UserCommand{Argv: []string{"sh", "-c", tc.body}, Metric: space.Metric{Regex: `step ([0-9]+)`, Goal: "min"}}, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Reason != tc.reason {
+			t.Errorf("failure = %v; want %q\noutput: %s", res.Failure, tc.reason, res.Output)
+		}
+	}
+	// Hydra's report, framed by '='; a report alone leaves the detail to the output's last line.
+	hydra := "ValueError: bad\n\n===================================================================================\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   EXIT CODE: 1\n===================================================================================\n"
+	for output, want := range map[string]string{hydra: "ValueError: bad", "------------------\nExit code: 1\n------------------\n": ""} {
+		if got := (MPIRun{}).FailureDetail([]byte(output)); got != want {
+			t.Errorf("FailureDetail(%q) = %q, want %q", output, got, want)
+		}
+	}
+}
+
 // TestMPIRunRankKilledBySignal: mpirun exits 128+N when a rank is killed by
 // signal N, and the trial fails as killed by it.
 func TestMPIRunRankKilledBySignal(t *testing.T) {
@@ -163,7 +212,8 @@ func TestSrunEnv(t *testing.T) {
 		"SLURM_NTASKS_PER_NODE=4", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1",
 		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out", "SRUN_EXPORT_ENV=NONE",
 		"SLURM_EXIT_ERROR=137", "SLURM_WORKING_DIR=/elsewhere", "SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_CPU_BIND_TYPE=mask_cpu:",
-		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
+		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1",
+		"SLURM_TASK_PROLOG=/home/u/prolog.sh"}
 	want := []string{"SLURM_JOB_ID=7", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1", "SLURM_DISTRIBUTION=cyclic",
 		"SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {

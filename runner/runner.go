@@ -200,6 +200,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if er, ok := r.Launcher.(ExitReader); ok {
 		exit = er.RankExit(res.Output, exit)
 	}
+	if lr, ok := r.Launcher.(LaunchReader); ok && launchErr == "" {
+		launchErr = lr.LaunchFailure(res.Output, exit)
+	}
 	res.Exit = exit
 	detail := ""
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
@@ -208,7 +211,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	switch {
 	case ctx.Err() != nil:
 		res.Failure = &Failure{FailInterrupted, "campaign stopped while the trial ran"}
-	case runCtx.Err() != nil:
+	case runCtx.Err() != nil && launchErr == "": // one that never launched its ranks did not hang
 		res.Failure = &Failure{FailTimeout, fmt.Sprintf("no exit within %s; every process of the trial was killed", job.Timeout)}
 	case launchErr != "":
 		res.Failure = &Failure{FailLaunch, launchErr}

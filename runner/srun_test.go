@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,8 +31,47 @@ func TestSrun(t *testing.T) {
 	t.Run("variables", func(t *testing.T) { testSrunVariables(t, srun) })
 	t.Run("simulator", func(t *testing.T) { testSrunSimulator(t, srun) })
 	t.Run("failures", func(t *testing.T) { testSrunFailures(t, srun) })
+	t.Run("launch failures", testSrunLaunchFailures)
+	t.Run("failure detail", func(t *testing.T) { testSrunFailureDetail(t, srun) })
 	t.Run("hang", func(t *testing.T) { testSrunHang(t, c, job, srun) })
 	t.Run("inherited shape", testSrunInheritedShape)
+	t.Run("DDP step in the caller's world", testSrunDDPCallerWorld)
+}
+
+// testSrunDDPCallerWorld runs the real DDP step (PyTorch's gloo on CPU) on
+// 2 ranks under srun, whose caller exported a world of its own (a job
+// script's WORLD_SIZE, RANK and LOCAL_RANK, which srun hands every rank):
+// the step reads its ranks from srun's variables, where it read WORLD_SIZE
+// first and waited in init_process_group for 8 ranks until the timeout.
+func testSrunDDPCallerWorld(t *testing.T) {
+	py := ""
+	for _, p := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(p, "-c", "import torch").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no python3 with torch")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	for name, value := range map[string]string{"WORLD_SIZE": "8", "RANK": "5", "LOCAL_RANK": "5", "MASTER_PORT": port} {
+		t.Setenv(name, value)
+	}
+	bench, err := newDDPStep(space.BenchmarkSettings{Python: py, Params: "1M", Layers: 2, Batch: 8, Device: "cpu", ScriptDir: t.TempDir()}, "srun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 2}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 3, Warmup: 1}, Timeout: time.Minute})
+	if res.Failure != nil || res.Measurement.Ranks != 2 {
+		t.Fatalf("failure = %v, measurement %+v; want one of 2 ranks\n%s", res.Failure, res.Measurement, res.Output)
+	}
 }
 
 // testSrunInheritedShape: srun variables that nccltune's caller has, from
@@ -68,10 +109,17 @@ func testSrunInheritedShape(t *testing.T) {
 }
 
 // testSrunVariables checks that every rank gets exactly the trial's NCCL_*
-// variables, byte for byte, and none of the caller's own.
+// variables, byte for byte, and none of the caller's own, also through a
+// task prolog of the caller's, whose "export NAME=value" lines slurmstepd
+// sets in each task past srun's variables.
 func testSrunVariables(t *testing.T, srun Srun) {
 	t.Setenv("NCCL_PROTO", "LL128") // the caller's own settings must not reach a rank
 	t.Setenv("NCCL_ALGO", "Tree")
+	prolog := filepath.Join(t.TempDir(), "prolog.sh")
+	if err := os.WriteFile(prolog, []byte("#!/bin/sh\necho export NCCL_ALGO=Tree\necho export NCCL_NET=Socket\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLURM_TASK_PROLOG", prolog)
 	trial := map[string]string{
 		"NCCL_ALGO":          "allreduce:tree,ring;allgather:ring",
 		"NCCL_SOCKET_IFNAME": "=eth0,^docker0 ; lo",
@@ -187,6 +235,52 @@ func testSrunFailures(t *testing.T, srun Srun) {
 				t.Fatalf("failure = %v; want %s containing %q\noutput: %s", res.Failure, tc.kind, tc.reason, res.Output)
 			}
 		})
+	}
+}
+
+// testSrunLaunchFailures: a step srun cannot create or launch fails the
+// trial as a launch, with srun's own error, where srun's status (1) was read
+// as nccl-tests' own ("exit status 1 (nccl-tests internal error)") and its
+// error was not in the reason.
+func testSrunLaunchFailures(t *testing.T) {
+	for _, tc := range []struct {
+		srun   Srun
+		reason string
+	}{
+		{Srun{Nodes: 2, TasksPerNode: 1}, "srun: error: Only allocated 1 nodes asked for 2"},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Invalid generic resource"},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--nodelist=nosuch"}}, "srun: error: Unable to create step for job"},
+	} {
+		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
+		job := tableJob("all_reduce_perf")
+		job.Timeout = 30 * time.Second
+		res := r.Run(context.Background(), job)
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
+			t.Errorf("%+v: failure = %v; want launch: %s...\noutput: %s", tc.srun, res.Failure, tc.reason, res.Output)
+		}
+	}
+}
+
+// testSrunFailureDetail: a user's command whose rank fails under srun fails
+// with the rank's own last words, not the lines srun and slurmstepd print as
+// --kill-on-bad-exit ends the step ("srun: Force Terminated StepId=7.0",
+// "slurmstepd-n1: error: *** STEP 7.0 ON n1 CANCELLED AT ... ***"), nor
+// NCCL's INFO lines of the others; where the ranks said nothing, srun's
+// report of the failed task.
+func testSrunFailureDetail(t *testing.T, srun Srun) {
+	for _, tc := range []struct {
+		body, reason string
+	}{
+		{`[ "$SLURM_PROCID" = 1 ] && { echo "loading shard 3"; echo "ValueError: no data in /data/shard3" >&2; exit 1; }; echo "n1:42:42 [0] NCCL INFO comm 0x1 rank $SLURM_PROCID nranks 4 - Init COMPLETE"; exec sleep 30`,
+			"exit status 1: ValueError: no data in /data/shard3"},
+		{`[ "$SLURM_PROCID" = 2 ] && exit 5; exec sleep 30`, "exit status 5: srun: error: n1: task 2: Exited with exit code 5"},
+	} {
+		r := &Runner{Launcher: srun, BaseEnv: BaseEnv()}
+		cmd := UserCommand{Argv: []string{"sh", "-c", tc.body}, Metric: space.Metric{Regex: `step ([0-9.]+)`, Goal: "min"}}
+		res := r.Run(context.Background(), Job{Benchmark: cmd, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Reason != tc.reason {
+			t.Errorf("failure = %v; want %q\noutput: %s", res.Failure, tc.reason, res.Output)
+		}
 	}
 }
 
@@ -330,6 +424,65 @@ func TestStepOf(t *testing.T) {
 	} {
 		if got := stepOf(steps, tc.host, tc.pid); got != tc.want {
 			t.Errorf("stepOf(%s, %d) = %q, want %q", tc.host, tc.pid, got, tc.want)
+		}
+	}
+}
+
+// TestSrunLaunchFailure: srun's own error, where no rank reported, is the
+// launch's failure; a rank's report, a clean exit or srun killed are not.
+func TestSrunLaunchFailure(t *testing.T) {
+	for _, tc := range []struct {
+		output string
+		e      Exit
+		want   string
+	}{
+		{"srun: error: Unable to create step for job 7: Requested node configuration is not available\r\n", Exit{Code: 1},
+			"srun: error: Unable to create step for job 7: Requested node configuration is not available"},
+		{"srun: Warning: can't honor --ntasks-per-node\nsrun: fatal: Invalid --distribution specification\n", Exit{Code: 1}, "srun: fatal: Invalid --distribution specification"},
+		{"srun: error: Task launch for StepId=7.0 failed on node n1: Invalid node name specified\n", Exit{Code: 1},
+			"srun: error: Task launch for StepId=7.0 failed on node n1: Invalid node name specified"},
+		{"table\nsrun: error: n1: task 1: Exited with exit code 1\nsrun: error: Timed out waiting for job step to complete\n", Exit{Code: 1}, ""},
+		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: 0}, ""},
+		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: -1, Signal: syscall.SIGKILL}, ""},
+		{"nccl-tests: internal error\n", Exit{Code: 1}, ""},
+		// A step that waited for resources: never created, whatever srun's status; or created, and ran.
+		{"srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)\nsrun: Job 7 step creation still disabled, retrying (Requested nodes are busy)\nsrun: Cancelled pending step for job 7\n",
+			Exit{Code: -1, Signal: syscall.SIGTERM}, "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"},
+		{"srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)\nsrun: Step created for StepId=7.3\nsrun: error: n1: task 0: Exited with exit code 3\n", Exit{Code: 3}, ""},
+	} {
+		if got := (Srun{}).LaunchFailure([]byte(tc.output), tc.e); got != tc.want {
+			t.Errorf("LaunchFailure(%q, %+v) = %q, want %q", tc.output, tc.e, got, tc.want)
+		}
+	}
+}
+
+// TestSrunStepNeverCreated: a trial whose step waited for resources until
+// the timeout (the last step's nodes still being cleared) fails as a launch
+// with srun's word, not as a hang of its settings.
+func TestSrunStepNeverCreated(t *testing.T) {
+	srun := script(t, `echo "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)" >&2; exec sleep 300`)
+	r := &Runner{Launcher: Srun{Command: srun, Nodes: 1, TasksPerNode: 1}, BaseEnv: BaseEnv(), Grace: time.Second}
+	job := tableJob("all_reduce_perf")
+	job.Timeout = time.Second
+	res := r.Run(context.Background(), job)
+	want := "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"
+	if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
+		t.Errorf("failure = %v, want launch: %s\n%s", res.Failure, want, res.Output)
+	}
+}
+
+// TestSrunFailureDetail: the ranks' last words, not srun's and
+// slurmstepd's lines that follow them as a failed step is ended.
+func TestSrunFailureDetail(t *testing.T) {
+	ended := "srun: error: n1: task 1: Exited with exit code 1\nsrun: launch/slurm: _step_signal: Terminating StepId=1.0\n" +
+		"slurmstepd-n1: error: *** STEP 1.0 ON n1 CANCELLED AT 2026-12-06T05:20:05 ***\nslurmstepd: error: *** STEP 1.0 ON n1 CANCELLED ***\n" +
+		"srun: error: n1: tasks 0,2-3: Terminated\nsrun: Force Terminated StepId=1.0\n"
+	for _, tc := range []struct{ output, want string }{
+		{"ValueError: no data\r\nn1:42:42 [0] NCCL INFO comm 0x1 rank 0 nranks 4 - Init COMPLETE\n" + ended, "ValueError: no data"},
+		{ended, "srun: error: n1: task 1: Exited with exit code 1"},
+	} {
+		if got := (Srun{}).FailureDetail([]byte(tc.output)); got != tc.want {
+			t.Errorf("FailureDetail(%q) = %q, want %q", tc.output, got, tc.want)
 		}
 	}
 }

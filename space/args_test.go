@@ -33,6 +33,15 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, srun, `["--mpi=pmix", "--gpus-per-task=1", "--distribution=cyclic", "--exclusive", "-l", "-w", "n1"]`, ""},
 		{numNCCLTests, srun + "groups = 2\n", `["-w", "n1"]`, "(launcher.groups, which gives each trial its group's nodes)"},
 		{numNCCLTests, srun + "groups = 2\n", `["--nodelist=n1"]`, "(launcher.groups"},
+		// srun's --nodefile replaces the group's --nodelist wherever it stands.
+		{numNCCLTests, srun + "groups = 2\n", `["-F", "nodes.txt"]`, "-F is set by nccltune from the space (launcher.groups"},
+		{numNCCLTests, srun + "groups = 2\n", `["--nodefile=nodes.txt"]`, "(launcher.groups"},
+		{numNCCLTests, srun + "groups = 2\n", `["-lFnodes.txt"]`, "(launcher.groups"},
+		{numNCCLTests, srun, `["-F", "nodes.txt"]`, ""},
+		// A task prolog's "export NAME=value" lines set each task's variables past srun's.
+		{numNCCLTests, srun, `["--task-prolog=/home/u/p.sh"]`, "launcher.args: --task-prolog=/home/u/p.sh has slurmstepd run a program before each task"},
+		{numNCCLTests, srun, `["--task-pro", "p.sh"]`, "--task-pro has slurmstepd run a program"},
+		{numNCCLTests, srun, `["--task-epilog=e.sh", "--prolog=p.sh"]`, ""},
 		{numNCCLTests, mpirun, `["-np", "4"]`, "launcher.args: -np is set by nccltune from the space (launcher.np)"},
 		{numNCCLTests, mpirun, `["-c", "4"]`, "(launcher.np)"},
 		{numNCCLTests, mpirun, `["--hostfile=other"]`, "(launcher.hostfile)"},

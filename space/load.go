@@ -957,9 +957,12 @@ var launcherOwn = map[string][]ownOptions{
 }
 
 // groupsOwn are the options by which nccltune gives each trial its group's
-// nodes, where launcher.groups splits them.
+// nodes, where launcher.groups splits them. srun's -F (--nodefile) names
+// the nodes too, from a file, and replaces --nodelist wherever it stands
+// (src/srun/libsrun/opt.c: the file's list is read in place of the
+// option's), so every group's trials would run on the file's nodes.
 var groupsOwn = map[string][]ownOptions{
-	"srun":   {{[]string{"-w", "--nodelist"}, "launcher.groups, which gives each trial its group's nodes"}},
+	"srun":   {{[]string{"-w", "--nodelist", "-F", "--nodefile"}, "launcher.groups, which gives each trial its group's nodes"}},
 	"mpirun": {{[]string{"-H", "--host", "-host", "-hosts"}, "launcher.groups, which gives each trial its group's hosts"}},
 }
 
@@ -991,6 +994,11 @@ func (b *builder) launcherArgs(s *Space) {
 	for _, a := range l.Args {
 		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a) {
 			continue // what nccltune passes itself: the same step
+		}
+		if l.Kind == "srun" && givesOption(a, "--task-prolog", style) {
+			// Refused rather than read, as mpirun's files of variables are:
+			// it is a program, run on each node at each trial.
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s has slurmstepd run a program before each task, whose \"export NAME=value\" lines set the task's variables, which nccltune does not see: an NCCL variable set there would override every trial's value, unseen", a)
 		}
 		for _, o := range own {
 			gives := func(opt string) bool { return givesOption(a, opt, style) }
@@ -1259,10 +1267,20 @@ func (b *builder) launcher(raw *rawFile, s *Space) {
 	case l.Kind == "torchrun" && s.Benchmark.Kind == NCCLTests:
 		b.errorf(line("kind"), "launcher torchrun runs Python: it needs benchmark.kind = \"ddp\" or \"command\"")
 	}
-	if l.Kind == "torchrun" && l.Nodes > 1 && l.RdzvEndpoint == "" {
+	switch {
+	case l.Kind != "torchrun" || l.Nodes <= 1:
+	case l.RdzvEndpoint == "":
 		// Without an endpoint torchrun runs --standalone, a rendezvous on this
 		// node alone, and waits for the other nodes until every trial times out.
 		b.errorf(line("nodes"), "launcher.nodes = %d needs launcher.rdzv_endpoint (host:port), where the nodes' torchrun meet; without it torchrun runs --standalone, on this node alone", l.Nodes)
+	case l.Command == "":
+		// torchrun starts the workers of its own node only, and nccltune
+		// runs it on this node alone: the other nodes' torchrun, which the
+		// rendezvous waits for, is started by nothing, and one started by
+		// other means runs its ranks without the trial's variables. A
+		// launcher.command that starts torchrun on every node with its own
+		// environment (srun's --export=ALL) hands them on.
+		b.errorf(line("nodes"), "launcher.nodes = %d: torchrun starts this node's workers only, and nccltune starts no torchrun on the other nodes, whose ranks would not get the trial's variables (and without which the rendezvous waits until every trial times out); use launcher srun or mpirun for several nodes, or a launcher.command that starts torchrun on every node with this environment (a script running srun --export=ALL -N %d -n %d torchrun \"$@\": srun takes a count it is not given from the allocation)", l.Nodes, l.Nodes, l.Nodes)
 	}
 	if l.Kind == "srun" && l.TasksPerNode == 0 {
 		// Left to itself, srun takes its task count from the allocation it

@@ -119,6 +119,9 @@ sampler = "annealing"`, []string{`unknown collective "allreduce"`, `unknown samp
 			[]string{"bad.toml:4: campaign.trials: the trial budget must be at most 65536, not 9223372036854775807"}},
 		{"torchrun on nodes without a rendezvous", `[fixed]`, "[launcher]\nkind = \"torchrun\"\nnodes = 2\n[fixed]",
 			[]string{"bad.toml:25: launcher.nodes = 2 needs launcher.rdzv_endpoint"}},
+		// Nothing starts the other nodes' torchrun, nor hands their ranks the trial's variables.
+		{"torchrun on nodes without their torchrun", `[fixed]`, "[launcher]\nkind = \"torchrun\"\nnodes = 2\nrdzv_endpoint = \"n1:29400\"\n[fixed]",
+			[]string{"bad.toml:25: launcher.nodes = 2: torchrun starts this node's workers only"}},
 		{"srun's ranks left to the allocation", `[fixed]`, "[launcher]\nkind = \"srun\"\nnodes = 2\n[fixed]",
 			[]string{"bad.toml:24: launcher srun needs ntasks_per_node"}},
 		{"srun's nodes and ranks left to the allocation", `[fixed]`, "[launcher]\nkind = \"srun\"\n[fixed]",

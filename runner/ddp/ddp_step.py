@@ -39,6 +39,26 @@ def parse_size(text):
     return int(text)
 
 
+# Where each launcher puts a rank's place in the world, read from its own
+# variables only (--ranks-from): torchrun's RANK, WORLD_SIZE and LOCAL_RANK;
+# srun's SLURM_PROCID, SLURM_NTASKS (the step's) and SLURM_LOCALID; mpirun's,
+# Open MPI's or MPICH's PMI ones. Another launcher's, inherited from whatever
+# started nccltune (a job script's exported WORLD_SIZE or RANK, which srun and
+# mpirun hand every rank as they are; the batch step's SLURM_PROCID under
+# torchrun), describe that caller's world, not the trial's: read first, a
+# world of another size waited in init_process_group until the timeout.
+RANK_SOURCES = {
+    "torchrun": (("RANK",), ("WORLD_SIZE",), ("LOCAL_RANK",)),
+    "srun": (("SLURM_PROCID",), ("SLURM_NTASKS",), ("SLURM_LOCALID",)),
+    "mpirun": (("OMPI_COMM_WORLD_RANK", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"),
+               ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")),
+    "local": ((), (), ()),
+    "any": (("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
+            ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
+            ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")),
+}
+
+
 def env_first(*names, default=None):
     for name in names:
         if os.environ.get(name):
@@ -54,6 +74,8 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--ranks-from", choices=sorted(RANK_SOURCES), default="any",
+                   help="the launcher whose variables give the ranks")
     p.add_argument("--bucket-cap-mb", type=float, default=25.0)
     p.add_argument("--gradient-as-bucket-view", type=int, choices=[0, 1], default=0)
     p.add_argument("--static-graph", type=int, choices=[0, 1], default=0)
@@ -65,9 +87,10 @@ def main():
     except ImportError as e:
         fail("no_torch", "PyTorch is not installed for %s: %s" % (sys.executable, e))
 
-    rank = int(env_first("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", default="0"))
-    world = int(env_first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", default="1"))
-    local = int(env_first("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", default="0"))
+    rank_names, world_names, local_names = RANK_SOURCES[args.ranks_from]
+    rank = int(env_first(*rank_names, default="0"))
+    world = int(env_first(*world_names, default="1"))
+    local = int(env_first(*local_names, default="0"))
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
     os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world)
