@@ -162,7 +162,7 @@ func (c UserCommand) match(line string) ([]string, error) {
 			}
 		}
 		switch {
-		case len(numbers) > 1 && !runTogether(line, len(numbers)):
+		case len(numbers) > 1 && runTogether(line, len(numbers)) == nil:
 			return nil, fmt.Errorf("its regex matches %d numbers on one line (%s): %q", len(numbers), strings.Join(numbers, ", "), line)
 		case len(numbers) > 0:
 			return numbers, nil
@@ -175,7 +175,16 @@ func (c UserCommand) match(line string) ([]string, error) {
 	}
 	members, err := text.JSONMembers([]byte(line[i:]))
 	if err != nil {
-		return nil, nil
+		// Objects run together: each, where the line is lines of one form.
+		var out []string
+		for _, l := range runTogether(line, strings.Count(line, strconv.Quote(c.Metric.JSON))) {
+			vs, err := c.match(l)
+			if err != nil || len(vs) != 1 {
+				return nil, err
+			}
+			out = append(out, vs[0])
+		}
+		return out, nil
 	}
 	var values []json.RawMessage
 	for _, m := range members {
@@ -196,19 +205,36 @@ func (c UserCommand) match(line string) ([]string, error) {
 	return []string{string(values[0])}, nil
 }
 
-// runTogether reports whether line is k lines of one form run together,
-// their numbers aside ("step 7 ms: 0.43step 7 ms: 0.50"): under
-// PYTHONUNBUFFERED=1, which containers often set, Python writes a line and
-// its newline in two writes, and the ranks printing at once interleave
-// theirs. A line that names the metric twice in words of its own ("time: 5
-// ms, data time: 1 ms") is not one form repeated.
-func runTogether(line string, k int) bool {
-	form := digitsRE.ReplaceAllString(line, "0")
-	if len(form)%k != 0 {
-		return false
+// runTogether is line cut into the k lines of one form, their numbers
+// aside, that it runs together ("step 7 ms: 0.43step 7 ms: 0.50"), nil
+// where it is not (k < 2, or "time: 5 ms, data time: 1 ms", which names
+// the metric twice in words of its own): under PYTHONUNBUFFERED=1, which
+// containers often set, Python writes a line and its newline in two
+// writes, and the ranks printing at once interleave theirs.
+func runTogether(line string, k int) []string {
+	if k < 2 {
+		return nil
 	}
-	unit := form[:len(form)/k]
-	return strings.Repeat(unit, k) == form
+	form := digitsRE.ReplaceAllString(line, "0")
+	unit := len(form) / k
+	if len(form)%k != 0 || strings.Repeat(form[:unit], k) != form {
+		return nil
+	}
+	// Cut where the form's units begin: a run of digits is one byte of it.
+	var out []string
+	start, at := 0, 0
+	for i := 0; i < len(line); at++ {
+		if at > 0 && at%unit == 0 {
+			out = append(out, line[start:i])
+			start = i
+		}
+		if i++; line[i-1] >= '0' && line[i-1] <= '9' {
+			for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+				i++
+			}
+		}
+	}
+	return append(out, line[start:])
 }
 
 var digitsRE = regexp.MustCompile(`[0-9]+`)

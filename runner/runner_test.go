@@ -298,6 +298,7 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		{"two numbers on a line", space.Metric{Regex: `time: ([0-9.]+)`, Goal: "min"}, "echo 'time: 5 ms, data time: 1 ms'", 0, FailUnparsable, "its regex matches 2 numbers on one line (5, 1)"},
 		// Two ranks' lines run together (PYTHONUNBUFFERED=1: text and newline in two writes) are each read.
 		{"ranks' lines run together", space.Metric{Regex: `step_ms: ([0-9.]+)`, Goal: "min"}, `printf 'step 9 step_ms: 0.5step 10 step_ms: 0.25\n\n'`, 1 / 0.375, "", ""},
+		{"ranks' JSON lines run together", space.Metric{JSON: "ms", Goal: "min"}, `printf '[x] {"step": 9, "ms": 0.5}[x] {"step": 10, "ms": 0.25}\n\n'`, 1 / 0.375, "", ""},
 		{"three ranks' lines run together", space.Metric{Regex: `t=([0-9.]+)`, Goal: "max"}, `printf 'x t=4 sx t=5 sx t=6 s\n\n\n'`, 5, "", ""},
 		{"a number and a word on a line", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 't=5 t=n/a'", 0.2, "", ""},
 		{"a word and a number on a line", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 't=n/a t=5'", 0.2, "", ""},
