@@ -94,13 +94,51 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 // Keep keeps the lines the metric matches, for Read; those where it is
 // ambiguous too, so that Read fails the trial on them.
 func (c UserCommand) Keep(line string) bool {
-	raws, err := c.match(line)
-	return err != nil || len(raws) > 0
+	parts := rankLines(line)
+	if parts == nil {
+		parts = []string{line}
+	}
+	for _, l := range parts {
+		if raws, err := c.match(l); err != nil || len(raws) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // rankRE finds which rank printed a line, where a launcher says: torchrun's
 // "[rank3]:" or "[default3]:", mpirun --tag-output's "[1,3]<stdout>:".
 var rankRE = regexp.MustCompile(`^\[(?:rank|default)?(\d+)\]:|^\[\d+,(\d+)\]<std(?:out|err)>:`)
+
+// tagRE is a rank's tag (rankRE) anywhere in a line, but for a bare "[3]:",
+// which a line's own text has ("gpu[3]: 5 ms").
+var tagRE = regexp.MustCompile(`\[(?:rank|default)\d+\]:|\[\d+,\d+\]<std(?:out|err)>:`)
+
+// rankLines are a tagged line cut where a rank's tag begins a part of it:
+// a launcher tags each write it passes on, not each line, so ranks' lines
+// run together under PYTHONUNBUFFERED=1 (a line and its newline written
+// apart) are each tagged, and the newline's own tag follows them (Open MPI
+// 4.1's mpirun --tag-output: "[1,1]<stdout>:step 7 ms: 0.41[1,0]<stdout>:step
+// 7 ms: 0.40[1,1]<stdout>:"). Each part is its rank's line, so that skip
+// stays per rank; tags that follow each other ("[default0]:[rank0]: ")
+// begin one part. An untagged line, or one of one part, is nil: most lines
+// hold no second tag, and cost no regexp's run and no allocation (Keep
+// reads every line).
+func rankLines(line string) []string {
+	if strings.Count(line, "]:")+strings.Count(line, "]<std") < 2 || !rankRE.MatchString(line) {
+		return nil
+	}
+	var out []string
+	start, end := 0, 0
+	for _, loc := range tagRE.FindAllStringIndex(line, -1) {
+		if loc[0] > end && loc[0] > start {
+			out = append(out, line[start:loc[0]])
+			start = loc[0]
+		}
+		end = loc[1]
+	}
+	return append(out, line[start:])
+}
 
 // values are the metric's values per rank, each in output order (lines
 // without a rank's prefix are one rank's). A line whose text in the
@@ -111,24 +149,30 @@ var rankRE = regexp.MustCompile(`^\[(?:rank|default)?(\d+)\]:|^\[\d+,(\d+)\]<std
 // the metric twice, fails the trial.
 func (c UserCommand) values(lines []string) (map[string][]float64, *Failure) {
 	out := map[string][]float64{}
-	for _, line := range lines {
-		raws, err := c.match(line)
-		if err != nil {
-			return nil, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
+	for _, tagged := range lines {
+		parts := rankLines(tagged)
+		if parts == nil {
+			parts = []string{tagged}
 		}
-		for _, raw := range raws {
-			if !isNumber(raw) {
-				continue // not the metric
+		for _, line := range parts {
+			raws, err := c.match(line)
+			if err != nil {
+				return nil, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
 			}
-			v, err := text.Decimal(strings.TrimSpace(raw))
-			if err != nil || !(v > 0) || v > 1e300 || v < 1e-300 {
-				return nil, &Failure{FailImplausible, fmt.Sprintf("the metric (%s) read %q, not a positive number (finite and decimal, as printf writes one)", c.Metric, raw)}
+			for _, raw := range raws {
+				if !isNumber(raw) {
+					continue // not the metric
+				}
+				v, err := text.Decimal(strings.TrimSpace(raw))
+				if err != nil || !(v > 0) || v > 1e300 || v < 1e-300 {
+					return nil, &Failure{FailImplausible, fmt.Sprintf("the metric (%s) read %q, not a positive number (finite and decimal, as printf writes one)", c.Metric, raw)}
+				}
+				rank := ""
+				if m := rankRE.FindStringSubmatch(line); m != nil {
+					rank = m[1] + m[2]
+				}
+				out[rank] = append(out[rank], v)
 			}
-			rank := ""
-			if m := rankRE.FindStringSubmatch(line); m != nil {
-				rank = m[1] + m[2]
-			}
-			out[rank] = append(out[rank], v)
 		}
 	}
 	return out, nil

@@ -299,6 +299,13 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// Two ranks' lines run together (PYTHONUNBUFFERED=1: text and newline in two writes) are each read.
 		{"ranks' lines run together", space.Metric{Regex: `step_ms: ([0-9.]+)`, Goal: "min"}, `printf 'step 9 step_ms: 0.5step 10 step_ms: 0.25\n\n'`, 1 / 0.375, "", ""},
 		{"ranks' JSON lines run together", space.Metric{JSON: "ms", Goal: "min"}, `printf '[x] {"step": 9, "ms": 0.5}[x] {"step": 10, "ms": 0.25}\n\n'`, 1 / 0.375, "", ""},
+		// A launcher tags each write: run-together lines are each their rank's, skip per rank, and
+		// the newline's own tag follows them (Open MPI 4.1.4's mpirun --tag-output, PYTHONUNBUFFERED=1).
+		{"mpirun ranks' lines run together", space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max", Skip: 1},
+			`printf '[1,1]<stdout>:step 0 ms: 100[1,0]<stdout>:step 0 ms: 100[1,1]<stdout>:\n[1,0]<stdout>:\n[1,0]<stdout>:step 1 ms: 5\n[1,1]<stdout>:step 1 ms: 7\n'`, 6, "", ""},
+		{"tagged ranks' lines run together", space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max", Skip: 1},
+			`printf '[default1]:step 0 ms: 100[default0]:step 0 ms: 100\n[default0]:step 1 ms: 5\n[default1]:step 1 ms: 7\n'`, 6, "", ""},
+		{"a tag's form in a tagged line's text", space.Metric{Regex: `gpu\[0\]: ([0-9.]+)`, Goal: "max"}, `echo '[1,0]<stdout>:gpu[0]: 5 gpu[1]: 9'`, 5, "", ""},
 		{"three ranks' lines run together", space.Metric{Regex: `t=([0-9.]+)`, Goal: "max"}, `printf 'x t=4 sx t=5 sx t=6 s\n\n\n'`, 5, "", ""},
 		{"a number and a word on a line", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 't=5 t=n/a'", 0.2, "", ""},
 		{"a word and a number on a line", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 't=n/a t=5'", 0.2, "", ""},
