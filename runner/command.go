@@ -220,8 +220,13 @@ func (c UserCommand) match(line string) ([]string, error) {
 	members, err := text.JSONMembers([]byte(line[i:]))
 	if err != nil {
 		// Objects run together: each, where the line is lines of one form.
+		// As many as the form repeats, not as the key is named: an object
+		// may name it again ({"name": "ms", "ms": 0.5}).
+		if strings.Count(line, strconv.Quote(c.Metric.JSON)) < 2 {
+			return nil, nil
+		}
 		var out []string
-		for _, l := range runTogether(line, strings.Count(line, strconv.Quote(c.Metric.JSON))) {
+		for _, l := range runTogether(line, 0) {
 			vs, err := c.match(l)
 			if err != nil || len(vs) != 1 {
 				return nil, err
@@ -251,15 +256,21 @@ func (c UserCommand) match(line string) ([]string, error) {
 
 // runTogether is line cut into the k lines of one form, their numbers
 // aside, that it runs together ("step 7 ms: 0.43step 7 ms: 0.50"), nil
-// where it is not (k < 2, or "time: 5 ms, data time: 1 ms", which names
-// the metric twice in words of its own): under PYTHONUNBUFFERED=1, which
+// where it is not (k of 1, or "time: 5 ms, data time: 1 ms", which names
+// the metric twice in words of its own); k of 0 is as many as the line has.
+// Under PYTHONUNBUFFERED=1, which
 // containers often set, Python writes a line and its newline in two
 // writes, and the ranks printing at once interleave theirs.
 func runTogether(line string, k int) []string {
-	if k < 2 {
+	if k == 1 || line == "" {
 		return nil
 	}
 	form := digitsRE.ReplaceAllString(line, "0")
+	if k == 0 { // as many as its shortest unit repeats: form is one of its rotations
+		if k = len(form) / (strings.Index(form[1:]+form, form) + 1); k < 2 {
+			return nil
+		}
+	}
 	unit := len(form) / k
 	if len(form)%k != 0 || strings.Repeat(form[:unit], k) != form {
 		return nil

@@ -306,6 +306,8 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		{"tagged ranks' lines run together", space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max", Skip: 1},
 			`printf '[default1]:step 0 ms: 100[default0]:step 0 ms: 100\n[default0]:step 1 ms: 5\n[default1]:step 1 ms: 7\n'`, 6, "", ""},
 		{"a tag's form in a tagged line's text", space.Metric{Regex: `gpu\[0\]: ([0-9.]+)`, Goal: "max"}, `echo '[1,0]<stdout>:gpu[0]: 5 gpu[1]: 9'`, 5, "", ""},
+		{"ranks' JSON lines run together, the key named again", space.Metric{JSON: "ms", Goal: "min"}, `printf '{"name": "ms", "ms": 0.5}{"name": "ms", "ms": 0.25}\n\n'`, 1 / 0.375, "", ""},
+		{"JSON lines run together, one without the key", space.Metric{JSON: "ms", Goal: "min"}, `printf '{"ms": 0.5, "x": {"ms": 1}}{"ms": 0.25, "x": {}}\n'`, 0, FailUnparsable, "0 values"},
 		{"three ranks' lines run together", space.Metric{Regex: `t=([0-9.]+)`, Goal: "max"}, `printf 'x t=4 sx t=5 sx t=6 s\n\n\n'`, 5, "", ""},
 		{"a number and a word on a line", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 't=5 t=n/a'", 0.2, "", ""},
 		{"a word and a number on a line", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo 't=n/a t=5'", 0.2, "", ""},
