@@ -19,10 +19,15 @@ const maxGrid = 1 << 16
 
 // gridSampler visits the grid of every categorical value and gridPoints
 // values of each integer range, in an order shuffled by the seed, so that a
-// budget smaller than the grid still spreads over the whole space.
+// budget smaller than the grid still spreads over the whole space. A point
+// already told (NCCL's defaults, the warm start's, a [[try_first]]) is
+// passed over until every point was: trial n takes the first untold point
+// from the order's n-th on, and a pass repeats only when none is left.
 type gridSampler struct {
+	sp     *space.Space
 	points []space.Assignment
 	order  []int
+	told   map[string]bool
 }
 
 func newGrid(sp *space.Space, seed int64) (*gridSampler, error) {
@@ -30,16 +35,24 @@ func newGrid(sp *space.Space, seed int64) (*gridSampler, error) {
 	if !ok {
 		return nil, fmt.Errorf("sampler grid: the grid has more than %d points; use tpe or random, or search fewer parameters", maxGrid)
 	}
-	g := &gridSampler{points: points}
+	g := &gridSampler{sp: sp, points: points, told: map[string]bool{}}
 	g.order = rand.New(rand.NewPCG(uint64(seed), 0x9e3779b9)).Perm(len(g.points))
 	return g, nil
 }
 
 func (g *gridSampler) Ask(n int) (space.Assignment, error) {
+	for i := range g.order {
+		if a := g.points[g.order[(n+i)%len(g.order)]]; !g.told[g.sp.Key(a)] {
+			return a, nil
+		}
+	}
 	return g.points[g.order[n%len(g.order)]], nil
 }
 
-func (g *gridSampler) Tell(space.Assignment, []float64) error { return nil }
+func (g *gridSampler) Tell(a space.Assignment, _ []float64) error {
+	g.told[g.sp.Key(a)] = true
+	return nil
+}
 
 // Enumerate lists every assignment of sp, honouring conditions, with up to
 // intPoints values of each integer range (log- or evenly spaced, ends

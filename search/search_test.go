@@ -199,6 +199,35 @@ func TestEnumerate(t *testing.T) {
 	}
 }
 
+// TestGridPassesOverToldPoints: points told before the grid's turn (NCCL's
+// defaults, the warm start's) are not run again, nor is any point twice,
+// until every point was; the grid's trial numbers start past them.
+func TestGridPassesOverToldPoints(t *testing.T) {
+	sp := loadSpace(t)
+	grid, _ := Enumerate(sp, 4, 1<<20)
+	g, err := newGrid(sp, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := grid[:3]
+	told := map[string]bool{}
+	for _, a := range before {
+		g.Tell(a, nil)
+		told[sp.Key(a)] = true
+	}
+	for n := len(before); n < len(grid); n++ {
+		a, _ := g.Ask(n)
+		if told[sp.Key(a)] {
+			t.Fatalf("trial %d: %v again, with %d of %d points told", n, a, len(told), len(grid))
+		}
+		g.Tell(a, nil)
+		told[sp.Key(a)] = true
+	}
+	if a, _ := g.Ask(len(grid)); a == nil {
+		t.Error("no point once every one was told")
+	}
+}
+
 // TestHugeGridIsRefused: twenty parameters of four values each are 4^20
 // points; the grid is refused at once rather than listed until memory runs out.
 func TestHugeGridIsRefused(t *testing.T) {
