@@ -11,7 +11,6 @@ import (
 
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
-	"github.com/nccltune/nccltune/store"
 )
 
 // perRange writes a file per range, of the variables its choice sets.
@@ -19,11 +18,11 @@ func (e Export) perRange(format string) ([]file, error) {
 	var files []file
 	var errs []error
 	for _, r := range e.Results {
-		if r.Chosen() == nil {
+		if r.Best == nil {
 			errs = append(errs, fmt.Errorf("range %s: no completed trial measured it; no file written", r.Range.Name))
 			continue
 		}
-		a, _, err := e.choice(r)
+		a, err := e.choice(r)
 		var f file
 		if err == nil {
 			f, err = e.rangeFile(format, r, a)
@@ -37,18 +36,13 @@ func (e Export) perRange(format string) ([]file, error) {
 	return files, errors.Join(errs...)
 }
 
-// choice is what a range's files set, and the trial whose settings those
-// are: its chosen trial's, or, where validation rejected its best and no
-// trial of NCCL's defaults completed in the search (Chosen then returns that
-// best, having no other), NCCL's defaults, no parameter set and no trial, as
-// the header's verdict says. r must have a chosen trial.
-func (e Export) choice(r results.RangeResult) (space.Assignment, *store.Trial, error) {
-	ch := r.Chosen()
-	if ch == r.Best && r.Validation != nil && !r.Tuned() {
-		return space.Assignment{}, nil, nil
+// choice is what a range's files set: its chosen trial's settings, or NCCL's
+// defaults (none set) where no trial holds the choice (Chosen).
+func (e Export) choice(r results.RangeResult) (space.Assignment, error) {
+	if ch := r.Chosen(); ch != nil {
+		return e.settings(ch)
 	}
-	a, err := e.settings(ch)
-	return a, ch, err
+	return space.Assignment{}, nil
 }
 
 // rangeFile renders one range's file: variables and, as a comment, the DDP
@@ -152,17 +146,14 @@ func (e Export) json() ([]file, error) {
 	var errs []error
 	for _, r := range e.Results {
 		rep := r.Report(e.Space)
-		if r.Chosen() != nil {
-			a, ch, err := e.choice(r)
+		if r.Best != nil {
+			a, err := e.choice(r)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
 				continue
 			}
 			// The space's word, not the store's: what settings checked, less what it left out.
 			rep.Env, rep.DDP = space.EnvMap(e.Space.Env(a)), e.Space.Args(a)
-			if ch == nil {
-				rep.Trial = nil // NCCL's defaults, which no trial of the search measured
-			}
 		}
 		out.Ranges = append(out.Ranges, rep)
 	}

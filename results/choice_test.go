@@ -200,3 +200,33 @@ func TestDefaultsByConfigurationNotNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedBestWithoutDefaultsTrial: where validation rejected a range's
+// best and no trial of NCCL's defaults completed, no trial holds the choice
+// (NCCL's defaults stand): Chosen is nil, not the rejected best, which
+// status, report and every export would otherwise show or set; the
+// unvalidated best, with no defaults to beat, is still chosen.
+func TestRejectedBestWithoutDefaultsTrial(t *testing.T) {
+	sp := loadExample(t)
+	defaults := map[string]string{"NCCL_ALGO": space.Unset}
+	ring := map[string]string{"NCCL_ALGO": "Ring"}
+	trials := []store.Trial{
+		{Number: 0, State: store.Failed, Params: defaults},
+		{Number: 1, State: store.Failed, Params: defaults},
+		{Number: 2, State: store.Complete, Params: ring, Scores: map[string]float64{"small": 100, "medium": 100, "large": 100}},
+	}
+	vals := []store.Validation{{Range: "large", Candidate: 2, Config: sp.Key(ring), Rounds: 5, Verdict: "default", Reason: "loses 5%"}}
+	for _, r := range Of(sp, trials, vals) {
+		want := 2
+		if r.Range.Name == "large" {
+			want = -1
+		}
+		got := -1
+		if ch := r.Chosen(); ch != nil {
+			got = ch.Number
+		}
+		if got != want {
+			t.Errorf("range %s: chose trial %d, want %d (-1: none, NCCL's defaults)", r.Range.Name, got, want)
+		}
+	}
+}

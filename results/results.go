@@ -56,9 +56,13 @@ func (r RangeResult) searchTuned() bool {
 	return r.Best != nil && !r.bestIsDefault() && (math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain)
 }
 
-// Chosen is the trial whose configuration the range should use.
+// Chosen is the trial whose configuration the range should use: its best
+// where that is tuned, else NCCL's defaults' trial. nil where no trial
+// measured the range (Best is nil), or where validation rejected the best
+// and no trial of NCCL's defaults completed in the search (the first
+// failed): NCCL's defaults stand there, which no trial holds.
 func (r RangeResult) Chosen() *store.Trial {
-	if r.Tuned() || r.Default == nil {
+	if r.Tuned() {
 		return r.Best
 	}
 	return r.Default

@@ -235,6 +235,9 @@ func printLoaded(out io.Writer, l *loaded) error {
 			}
 		} else {
 			prev = ""
+			if r.Best != nil {
+				settings = "NCCL defaults" // validation kept them, though no trial of them completed
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(l.space, r.Range), figureOf(r.Measure, r.DefaultScore), figureOf(r.Measure, r.BestScore), gain(r), validated(r), trial, settings)
 	}
