@@ -399,3 +399,28 @@ func TestTamperedNumbersAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestTamperedStoreErrorsDriveNoTerminal: what the store says reaches the
+// terminal escaped on standard error too, where the errors and warnings
+// that quote it go (a campaign's name leads a stored space's error and its
+// failed checks).
+func TestTamperedStoreErrorsDriveNoTerminal(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	for _, c := range []struct{ name, space string }{
+		{"unparseable", `'[not toml'`}, // an error
+		{"failing checks", `''`},       // a warning: the checks it fails
+	} {
+		db := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".db")
+		copyFile(t, filepath.Join(dir, "nccltune.db"), db)
+		tamper(t, db, `UPDATE campaigns SET name = char(27) || ']0;pwned' || char(7) || char(27) || '[2J', space = `+c.space)
+		for _, args := range [][]string{{"status"}, {"status", "--json"}, {"report", "--out", "r"}, {"export", "--out", "x"}} {
+			code, _, errOut := nccltune(t, dir, append(args, "--store", db)...)
+			if strings.ContainsAny(errOut, "\x1b\a") || errOut == "" || strings.Contains(errOut, "panic") {
+				t.Errorf("%s: %v: exit %d, standard error %q", c.name, args, code, errOut)
+			}
+		}
+	}
+}
