@@ -136,6 +136,17 @@ func migrate(db *sql.DB) error {
 	if version > SchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this nccltune understands (%d); upgrade nccltune", version, SchemaVersion)
 	}
+	// No schema, but tables: another program's database (a mistyped
+	// --store), which nccltune's tables would be written into.
+	if version == 0 {
+		var tables int
+		if err := db.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+			return err
+		}
+		if tables > 0 {
+			return errors.New("not an nccltune store: a SQLite database of another program (tables, no nccltune schema); nccltune makes a store only in a new or empty file")
+		}
+	}
 	for v := version; v < SchemaVersion; v++ {
 		tx, err := db.Begin()
 		if err != nil {

@@ -171,7 +171,9 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 	}
 	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(abs)
 	q := url.Values{}
-	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"}
+	// No journal_mode here: it is the file's, not the connection's, and
+	// init sets it only once the file is known to be a store (migrate).
+	pragmas := []string{"busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"}
 	if readOnly {
 		// mode=ro opens the file O_RDONLY; query_only refuses any write
 		// SQLite would otherwise make for us.
@@ -198,7 +200,11 @@ func (s *Store) init() error {
 	if s.readOnly {
 		return checkVersion(s.db)
 	}
-	return migrate(s.db)
+	if err := migrate(s.db); err != nil {
+		return err
+	}
+	_, err := s.db.Exec("PRAGMA journal_mode = WAL")
+	return err
 }
 
 // Close closes the store and releases the writer lock.
