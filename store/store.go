@@ -272,7 +272,8 @@ func (s *Store) Campaign(name string) (Campaign, error) {
 // Campaigns lists every campaign, oldest first.
 func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
-func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
+func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
+	defer s.located(&err)
 	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
@@ -287,7 +288,7 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
 		if err := checkCampaign(c); err != nil {
-			return nil, fmt.Errorf("store %s: %w", s.path, err)
+			return nil, err
 		}
 		out = append(out, c)
 	}
@@ -364,7 +365,8 @@ const trialColumns = `id, campaign_id, number, state, params, env, command, star
 
 // Trials returns a campaign's trials in order, with their result rows but
 // without their output.
-func (s *Store) Trials(campaignID int64) ([]Trial, error) {
+func (s *Store) Trials(campaignID int64) (_ []Trial, err error) {
+	defer s.located(&err)
 	rows, err := s.db.Query(`SELECT `+trialColumns+` FROM trials WHERE campaign_id = ? ORDER BY number, id`, campaignID)
 	if err != nil {
 		return nil, err
@@ -397,7 +399,7 @@ func (s *Store) Trials(campaignID int64) ([]Trial, error) {
 		if err := res.Scan(&id, &r.Collective, &r.Size, &r.Count, &r.Type, &r.Redop, &r.Root,
 			&r.OutOfPlace.TimeUs, &r.OutOfPlace.AlgBW, &r.OutOfPlace.BusBW, &r.OutOfPlace.Wrong,
 			&r.InPlace.TimeUs, &r.InPlace.AlgBW, &r.InPlace.BusBW, &r.InPlace.Wrong); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("result row of trial row %d: %w", id, err)
 		}
 		t := &out[byID[id]]
 		t.Rows = append(t.Rows, r)
@@ -406,15 +408,15 @@ func (s *Store) Trials(campaignID int64) ([]Trial, error) {
 		return nil, err
 	}
 	if err := checkTrials(out); err != nil {
-		return nil, fmt.Errorf("store %s: %w", s.path, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 // Output returns the captured output of one trial.
-func (s *Store) Output(trialID int64) ([]byte, error) {
-	var out []byte
-	err := s.db.QueryRow(`SELECT output FROM trials WHERE id = ?`, trialID).Scan(&out)
+func (s *Store) Output(trialID int64) (out []byte, err error) {
+	defer s.located(&err)
+	err = s.db.QueryRow(`SELECT output FROM trials WHERE id = ?`, trialID).Scan(&out)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("trial id %d: %w", trialID, ErrNotFound)
 	}
@@ -431,7 +433,7 @@ func scanTrial(sc scanner) (Trial, error) {
 	var exit sql.NullInt64
 	if err := sc.Scan(&t.ID, &t.CampaignID, &t.Number, &t.State, &params, &env, &command, &started, &finished,
 		&exit, &kind, &reason, &scores, &log, &fp, &t.Group, &nodes); err != nil {
-		return t, err
+		return t, fmt.Errorf("trial row %d: %w", t.ID, err)
 	}
 	t.Started, _ = time.Parse(time.RFC3339Nano, started)
 	t.Finished, _ = time.Parse(time.RFC3339Nano, finished.String)
@@ -449,6 +451,15 @@ func scanTrial(sc scanner) (Trial, error) {
 		}
 	}
 	return t, nil
+}
+
+// located names the store in a read's error, which may come of a damaged
+// or edited row (a column SQLite gave another type, JSON that does not
+// decode), so that the message says which file holds it.
+func (s *Store) located(err *error) {
+	if *err != nil {
+		*err = fmt.Errorf("store %s: %w", s.path, *err)
+	}
 }
 
 // encode renders each value as a JSON column.
