@@ -19,7 +19,8 @@ import (
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+	"modernc.org/sqlite" // the pure-Go SQLite driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // State is where a trial is in its life.
@@ -128,6 +129,17 @@ func open(path string, readOnly bool) (*Store, error) {
 	} else if readOnly {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	// A writer that may not write the file is refused before SQLite opens
+	// it: SQLite would fall back to reading it, and make its -wal and -shm
+	// as this user's, which another user who owns the store cannot then
+	// write ("attempt to write a readonly database" on the owner's next run).
+	if !readOnly {
+		if f, err := os.OpenFile(real, os.O_RDWR, 0); err == nil {
+			f.Close() // no lock is held yet, none is lost
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("store %s cannot be written: %w; a campaign needs write access to it", path, err)
+		}
+	}
 	dsn, err := uri(real, readOnly, readOnly && !logMayBeMade(real, owned))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -192,6 +204,13 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 func (s *Store) init() error {
 	var check string
 	if err := s.db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil {
+		// A writer that may not write there is refused before any read:
+		// the database is readable, and saying otherwise sends its owner
+		// after a damage that is not there.
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY {
+			return fmt.Errorf("cannot be written (%w): a campaign needs write access to the file and to its folder, where SQLite keeps the file's -wal and -shm", err)
+		}
 		return fmt.Errorf("not a readable SQLite database: %w", err)
 	}
 	if check != "ok" {

@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -422,5 +423,71 @@ func TestTamperedStoreErrorsDriveNoTerminal(t *testing.T) {
 				t.Errorf("%s: %v: exit %d, standard error %q", c.name, args, code, errOut)
 			}
 		}
+	}
+}
+
+// TestAnotherUsersWriterLeavesNoLog: on a shared folder (1777), another
+// user's run, resume or validate on a store it may not write is refused
+// with the reason and leaves no -wal or -shm of its own, which the owner's
+// next campaign could not write ("attempt to write a readonly database").
+// Needs root, to run as two other users.
+func TestAnotherUsersWriterLeavesNoLog(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run as other users")
+	}
+	const owner, intruder = 65534, 1 // nobody, daemon
+	// A folder and a test binary every user can reach (t.TempDir is 0700).
+	dir, err := os.MkdirTemp("", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "nccltune.test")
+	copyFile(t, os.Args[0], bin)
+	if err := errors.Join(os.Chmod(bin, 0o755), os.Chmod(dir, 0o1777)); err != nil {
+		t.Fatal(err)
+	}
+	as := func(uid uint32, args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := as(owner, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("owner's run: %d %s", code, out)
+	}
+	db := filepath.Join(dir, "nccltune.db")
+	for _, args := range [][]string{{"run", "-q", "--trials", "6", "--no-validate"}, {"resume", "-q", "--trials", "6", "--no-validate"}, {"validate", "-q", "--rounds", "2"}} {
+		if code, out := as(intruder, args...); code != 1 || !strings.Contains(out, "store nccltune.db cannot be written") {
+			t.Errorf("another user's %v: exit %d: %s", args, code, out)
+		}
+		for _, log := range []string{"-wal", "-shm"} {
+			if fi, err := os.Stat(db + log); err == nil && fi.Sys().(*syscall.Stat_t).Uid != owner {
+				t.Errorf("another user's %v left nccltune.db%s", args, log)
+			}
+		}
+	}
+	if code, out := as(owner, "resume", "-q", "--trials", "6", "--no-validate"); code != 0 {
+		t.Errorf("the owner's resume after another user's: %d %s", code, out)
+	}
+	// The owner's store in a folder it may not write: SQLite cannot make
+	// the log; the store is readable, and is not called damaged.
+	locked := filepath.Join(dir, "locked")
+	if err := os.Mkdir(locked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, db, filepath.Join(locked, "nccltune.db"))
+	if err := os.Chown(filepath.Join(locked, "nccltune.db"), owner, owner); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := as(owner, "resume", "-q", "--store", "locked/nccltune.db"); code != 1 || !strings.Contains(out, "write access to the file and to its folder") {
+		t.Errorf("the owner's resume in a folder it may not write: exit %d: %s", code, out)
 	}
 }
