@@ -268,6 +268,22 @@ func TestDamagedRowsNameTheStore(t *testing.T) {
 	}
 }
 
+// TestNullParamsAreNoSettings: a trial whose params column is JSON null
+// reads back with no settings, a map the sampler can extend (resume
+// panicked, assignment to entry in nil map, in the Gaussian process's
+// candidates).
+func TestNullParamsAreNoSettings(t *testing.T) {
+	s, _, c := threeTrials(t)
+	defer s.Close()
+	if _, err := s.db.Exec(`UPDATE trials SET params = 'null' WHERE number = 1`); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := s.Trials(c.ID)
+	if err != nil || ts[1].Params == nil {
+		t.Fatalf("trial 1 read back as %v, %v", ts[1].Params, err)
+	}
+}
+
 // threeTrials is a writer's store of a campaign of three complete trials.
 func threeTrials(t *testing.T) (*Store, string, Campaign) {
 	t.Helper()

@@ -469,6 +469,12 @@ func scanTrial(sc scanner) (Trial, error) {
 			return t, fmt.Errorf("trial %d: corrupt JSON column: %w", t.Number, err)
 		}
 	}
+	// A trial's settings are a map its readers add to (the samplers'
+	// neighbours): params of JSON null, which nccltune never writes, read
+	// as no settings, not as a nil map.
+	if t.Params == nil {
+		t.Params = map[string]string{}
+	}
 	return t, nil
 }
 
