@@ -284,6 +284,29 @@ func TestNullParamsAreNoSettings(t *testing.T) {
 	}
 }
 
+// TestOrphanRowsAreRefusedToWriters: result rows left by a trial deleted
+// with foreign keys off are refused when a writer opens the store (resume
+// failed at the same trial every time, its new trial taking the deleted
+// one's id and colliding with its rows); readers, which never meet them,
+// still read.
+func TestOrphanRowsAreRefusedToWriters(t *testing.T) {
+	for _, deleted := range []string{"trials", "campaigns"} {
+		s, path, _ := threeTrials(t)
+		if _, err := s.db.Exec(`PRAGMA foreign_keys = OFF; DELETE FROM ` + deleted); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if _, err := Open(path); !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s deleted: the writer opened with %v", deleted, err)
+		}
+		r, err := OpenReader(path)
+		if err != nil {
+			t.Fatalf("%s deleted: the reader: %v", deleted, err)
+		}
+		r.Close()
+	}
+}
+
 // threeTrials is a writer's store of a campaign of three complete trials.
 func threeTrials(t *testing.T) (*Store, string, Campaign) {
 	t.Helper()

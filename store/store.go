@@ -222,6 +222,19 @@ func (s *Store) init() error {
 	if err := migrate(s.db); err != nil {
 		return err
 	}
+	// A row whose trial or campaign is gone (deleted with foreign keys
+	// off) is refused before the writer adds any: a new trial takes a
+	// freed id, and finishing it would collide with the orphan's rows,
+	// at the same trial on every resume.
+	var table, parent string
+	var row sql.NullInt64
+	var fk int
+	switch err := s.db.QueryRow("PRAGMA foreign_key_check").Scan(&table, &row, &parent, &fk); {
+	case err == nil:
+		return fmt.Errorf("%s row %d belongs to a row of %s that is not in the store: %w", table, row.Int64, parent, ErrTampered)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
 	_, err := s.db.Exec("PRAGMA journal_mode = WAL")
 	return err
 }
