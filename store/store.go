@@ -106,6 +106,11 @@ func Open(path string) (*Store, error) { return open(path, false) }
 func OpenReader(path string) (*Store, error) { return open(path, true) }
 
 func open(path string, readOnly bool) (*Store, error) {
+	// filepath.EvalSymlinks reads "" as ".", the working folder, whose
+	// links made it a hard-linked store below.
+	if path == "" {
+		return nil, errors.New("store: no file named (an empty path)")
+	}
 	// SQLite would block on a named pipe, for good, and read a device as
 	// an empty database.
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {

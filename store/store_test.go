@@ -102,6 +102,11 @@ func TestOpenRejects(t *testing.T) {
 	if _, err := Open(dir); err == nil {
 		t.Error("a directory opened as a store")
 	}
+	for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+		if _, err := open(""); err == nil || !strings.Contains(err.Error(), "empty path") {
+			t.Errorf("an empty path opened as a store: %v", err)
+		}
+	}
 	// A named pipe would block SQLite's open for good, a device read as empty.
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
