@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,6 +230,10 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 		`UPDATE results SET size = -8`,
 		`UPDATE campaigns SET budget = -3`,
 		`UPDATE campaigns SET budget = 9223372036854775807`,
+		validation("bogus", 5, "0.1"),
+		validation("tuned", -5, "0.1"),
+		validation("tuned", 5, "9e999"),
+		validation("default", 5, "-9e999"),
 	} {
 		s, _, c := threeTrials(t)
 		if _, err := s.db.Exec(mutation); err != nil {
@@ -239,6 +244,12 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// validation inserts a verdict on trial 1 of threeTrials' campaign.
+func validation(verdict string, rounds int, gain string) string {
+	return fmt.Sprintf(`INSERT INTO validations (campaign_id, batch, range_name, candidate, rounds, verdict, gain, reason, created_at)
+		VALUES (1, 1, 'small', 1, %d, '%s', %s, '', '')`, rounds, verdict, gain)
 }
 
 // TestDamagedRowsNameTheStore: a row that does not read back (a column of

@@ -89,6 +89,9 @@ func (s *Store) Validations(campaignID int64) (_ []Validation, err error) {
 		}
 		v.DefaultMean, v.TunedMean, v.Gain, v.CILow, v.CIHigh = orNaN(dm), orNaN(tm), orNaN(g), orNaN(lo), orNaN(hi)
 		v.Created, _ = time.Parse(time.RFC3339Nano, created)
+		if err := checkValidation(v); err != nil {
+			return nil, err
+		}
 		out = append(out, v)
 	}
 	return out, rows.Err()
