@@ -491,3 +491,26 @@ func TestAnotherUsersWriterLeavesNoLog(t *testing.T) {
 		t.Errorf("the owner's resume in a folder it may not write: exit %d: %s", code, out)
 	}
 }
+
+// TestLostOutputIsAFailure: a command whose output could not be written (a
+// full disk under `nccltune show 3 > file`) exits 1 with the reason, not 0.
+func TestLostOutputIsAFailure(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer full.Close()
+	for _, args := range [][]string{{"show", "2"}, {"show", "--output", "2"}, {"show", "--json", "2"}, {"status"}, {"status", "--json"}} {
+		var errOut strings.Builder
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, full, &errOut
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(errOut.String(), "no space left") {
+			t.Errorf("%v to a full disk: %v %s", args, err, errOut.String())
+		}
+	}
+}
