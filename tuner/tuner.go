@@ -986,7 +986,7 @@ func scoreList(sp *space.Space, t store.Trial) []float64 {
 func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 	sp := t.Space
 	var camp store.Campaign
-	fresh := false
+	fresh, stored := false, 0
 	for i := 1; ; i++ {
 		name := sp.Campaign.Name
 		if i > 1 {
@@ -1003,6 +1003,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 		if err != nil {
 			return camp, err
 		}
+		stored = camp.Budget
 		if camp.SpaceHash == sp.Hash() {
 			if !o.KeepSettings {
 				camp.Budget, camp.Seed = sp.Campaign.Trials, sp.Campaign.Seed
@@ -1028,10 +1029,34 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}
+	// Trials at or past the budget are the simplification's: a budget
+	// lowered below trials the search ran would count those as its, in
+	// status and in what the simplification and validation judge.
+	if !fresh && camp.Budget < stored {
+		ts, err := t.Store.Trials(camp.ID)
+		if err != nil {
+			return camp, err
+		}
+		if last := lastSearched(ts, stored); last >= camp.Budget {
+			return camp, fmt.Errorf("campaign %q: its search ran trials up to %d (of a budget of %d); a budget of %d would count those past it as the simplification's: give at least %d trials", camp.Name, last, stored, camp.Budget, last+1)
+		}
+	}
 	if fresh {
 		return t.Store.CreateCampaign(camp)
 	}
 	return camp, t.Store.UpdateSettings(camp)
+}
+
+// lastSearched is the highest number of a trial the search ran, under a
+// budget of budget.
+func lastSearched(ts []store.Trial, budget int) int {
+	last := -1
+	for _, t := range ts {
+		if t.Number < budget && t.State != store.Interrupted {
+			last = max(last, t.Number)
+		}
+	}
+	return last
 }
 
 // ErrSpaceChanged means the space differs from the one a stored campaign ran with.
