@@ -318,6 +318,30 @@ func TestOrphanRowsAreRefusedToWriters(t *testing.T) {
 	}
 }
 
+// TestConcurrentOpensMigrateOnce: nccltune processes opening one new store
+// at once (two runs started together) make its schema once; each open
+// succeeds, and the writer lock then says which of them may run.
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	for range 5 {
+		path := filepath.Join(t.TempDir(), "new.db")
+		errs := make(chan error, 4)
+		for range cap(errs) {
+			go func() {
+				s, err := Open(path)
+				if err == nil {
+					s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
 // threeTrials is a writer's store of a campaign of three complete trials.
 func threeTrials(t *testing.T) (*Store, string, Campaign) {
 	t.Helper()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -133,6 +134,37 @@ func migrate(db *sql.DB) error {
 	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
 		return err
 	}
+	if version == SchemaVersion {
+		return nil
+	}
+	// The version is read again under the write lock (BEGIN IMMEDIATE,
+	// which waits out the busy timeout for it): two nccltune processes
+	// opening one new or older store at once both migrated it, and the
+	// second failed halfway ("table campaigns already exists").
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := migrateLocked(ctx, conn); err != nil {
+		conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+// migrateLocked takes the schema to the current version, in the write
+// transaction migrate holds.
+func migrateLocked(ctx context.Context, conn *sql.Conn) error {
+	var version int
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
 	if version > SchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this nccltune understands (%d); upgrade nccltune", version, SchemaVersion)
 	}
@@ -140,7 +172,7 @@ func migrate(db *sql.DB) error {
 	// --store), which nccltune's tables would be written into.
 	if version == 0 {
 		var tables int
-		if err := db.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
 			return err
 		}
 		if tables > 0 {
@@ -148,21 +180,10 @@ func migrate(db *sql.DB) error {
 		}
 	}
 	for v := version; v < SchemaVersion; v++ {
-		tx, err := db.Begin()
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(migrations[v]); err != nil {
-			tx.Rollback()
+		if _, err := conn.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
 		}
-		if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return err
-		}
 	}
-	return nil
+	_, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
+	return err
 }

@@ -240,8 +240,16 @@ func (s *Store) init() error {
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	}
-	_, err := s.db.Exec("PRAGMA journal_mode = WAL")
-	return err
+	// SQLite refuses the switch to WAL at once, busy timeout or not, while
+	// another connection reads the file, as when two runs create one store
+	// together: it is tried again for as long as that timeout.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := s.db.Exec("PRAGMA journal_mode = WAL")
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+	}
 }
 
 // Close closes the store and releases the writer lock.
