@@ -246,13 +246,30 @@ func (t *Tuner) finished(o Options) bool {
 	return err == nil && (done >= budget || camp.Stopped != "" && o.Trials == 0) && (o.ValidateRounds < 2 || len(vals) > 0)
 }
 
+// storedTrials returns a campaign's trials, refusing any whose settings
+// the space does not offer: what resume and validate run again (a
+// choice, its simplification, a scale's warm start) comes from them, and
+// a store edited to set NCCL_NET_PLUGIN must not get a library loaded.
+func (t *Tuner) storedTrials(campaignID int64) ([]store.Trial, error) {
+	trials, err := t.Store.Trials(campaignID)
+	if err != nil {
+		return nil, err
+	}
+	for _, tr := range trials {
+		if err := t.Space.CheckOffered(space.Assignment(tr.Params)); err != nil {
+			return nil, fmt.Errorf("trial %d %w: the store was altered", tr.Number, err)
+		}
+	}
+	return trials, nil
+}
+
 // choices are the stored campaign's tuned choices, one per range that has one.
 func (t *Tuner) choices() ([]space.Assignment, error) {
 	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
 	if err != nil {
 		return nil, err
 	}
-	trials, err := t.Store.Trials(camp.ID)
+	trials, err := t.storedTrials(camp.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +296,7 @@ func (s *session) resume(o Options) ([]int, error) {
 	if s.sampler, err = search.New(s.camp.Sampler, sp, s.camp.Seed); err != nil {
 		return nil, err
 	}
-	trials, err := s.Store.Trials(s.camp.ID)
+	trials, err := s.storedTrials(s.camp.ID)
 	if err != nil {
 		return nil, err
 	}

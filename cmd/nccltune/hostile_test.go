@@ -514,3 +514,42 @@ func TestLostOutputIsAFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestTamperedSettingsRunNothing: validate and resume launch no benchmark
+// with a setting the store names and the space does not offer: a variable
+// it does not search (NCCL_NET_PLUGIN, whose library NCCL would load) or a
+// value outside a parameter's. Both refuse the store as altered (validate
+// ran the chosen trial's stored settings, plugin included).
+func TestTamperedSettingsRunNothing(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	counts := func(db string) (runs, trials int) {
+		t.Helper()
+		sdb, err := sql.Open("sqlite", db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sdb.Close()
+		if err := sdb.QueryRow(`SELECT (SELECT count(*) FROM validation_runs), (SELECT count(*) FROM trials)`).Scan(&runs, &trials); err != nil {
+			t.Fatal(err)
+		}
+		return runs, trials
+	}
+	_, ran := counts(filepath.Join(dir, "nccltune.db"))
+	for _, set := range []string{`'$.NCCL_NET_PLUGIN', '/tmp/evil.so'`, `'$.NCCL_ALGO', 'Bogus'`} {
+		db := filepath.Join(dir, "t.db")
+		copyFile(t, filepath.Join(dir, "nccltune.db"), db)
+		tamper(t, db, `UPDATE trials SET params = json_set(params, `+set+`)`)
+		for _, args := range [][]string{{"validate", "-q", "--rounds", "2"}, {"resume", "-q", "--trials", "8", "--no-validate"}} {
+			code, _, errOut := nccltune(t, dir, append(args, "--store", db)...)
+			if code != 1 || !strings.Contains(errOut, "the store was altered") {
+				t.Errorf("%v after setting %s: exit %d: %s", args, set, code, errOut)
+			}
+		}
+		if runs, trials := counts(db); runs != 0 || trials != ran {
+			t.Errorf("after setting %s: %d validation runs and %d trials launched", set, runs, trials-ran)
+		}
+	}
+}
