@@ -213,8 +213,11 @@ func (s *Store) init() error {
 		// the database is readable, and saying otherwise sends its owner
 		// after a damage that is not there.
 		var se *sqlite.Error
-		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY {
+		switch {
+		case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY:
 			return fmt.Errorf("cannot be written (%w): a campaign needs write access to the file and to its folder, where SQLite keeps the file's -wal and -shm", err)
+		case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN:
+			return fmt.Errorf("cannot be opened or made (%w): its folder must exist, and a new store's be writable", err)
 		}
 		return fmt.Errorf("not a readable SQLite database: %w", err)
 	}

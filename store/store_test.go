@@ -102,6 +102,9 @@ func TestOpenRejects(t *testing.T) {
 	if _, err := Open(dir); err == nil {
 		t.Error("a directory opened as a store")
 	}
+	if _, err := Open(filepath.Join(dir, "no such folder", "new.db")); err == nil || !strings.Contains(err.Error(), "cannot be opened or made") {
+		t.Errorf("a store in a missing folder: %v", err)
+	}
 	for _, open := range []func(string) (*Store, error){Open, OpenReader} {
 		if _, err := open(""); err == nil || !strings.Contains(err.Error(), "empty path") {
 			t.Errorf("an empty path opened as a store: %v", err)
