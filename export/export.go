@@ -136,14 +136,8 @@ func (e Export) settings(t *store.Trial) (space.Assignment, error) {
 // each to a value it offers, and that each variable it gives can be written.
 func (e Export) check(a space.Assignment) error {
 	sp := e.Space
-	for name, v := range a {
-		k := slices.IndexFunc(sp.Params, func(p space.Param) bool { return p.Name == name })
-		if k < 0 {
-			return fmt.Errorf("sets %s, which the space does not search", clean(name))
-		}
-		if v != space.Unset && !sp.Params[k].Offers(v) {
-			return fmt.Errorf("sets %s=%s, which the space does not offer", name, clean(v))
-		}
+	if err := sp.CheckOffered(a); err != nil {
+		return err
 	}
 	for _, kv := range sp.Env(a) {
 		name, value, _ := strings.Cut(kv, "=")
@@ -232,7 +226,7 @@ func cut(s string, n int) string {
 // start a command, nor make a file that docker's and kubectl's env-file
 // readers refuse whole (they refuse a line that is not UTF-8, comments
 // included).
-func clean(s string) string { return text.Graphic(strings.ToValidUTF8(s, "\uFFFD"), "") }
+func clean(s string) string { return text.Clean(s) }
 
 // writeFileAtomic writes through a temporary file, so a reader never sees half a file.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {

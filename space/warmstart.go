@@ -1,9 +1,12 @@
 package space
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/nccltune/nccltune/internal/text"
 )
 
 // Fabric is what NCCL reported about the network when it ran with its
@@ -132,6 +135,23 @@ func (p Param) Offers(v string) bool {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	return err == nil && n >= p.Min && n <= p.Max
+}
+
+// CheckOffered checks that an assignment, a stored trial's, sets only
+// parameters the space searches, each to a value it offers: a store is no
+// authority on what runs or is exported, and one edited could otherwise
+// name any variable (NCCL_NET_PLUGIN, which loads code) or value.
+func (s *Space) CheckOffered(a Assignment) error {
+	for name, v := range a {
+		k := slices.IndexFunc(s.Params, func(p Param) bool { return p.Name == name })
+		if k < 0 {
+			return fmt.Errorf("sets %s, which the space does not search", text.Clean(name))
+		}
+		if v != Unset && !s.Params[k].Offers(v) {
+			return fmt.Errorf("sets %s=%s, which the space does not offer", name, text.Clean(v))
+		}
+	}
+	return nil
 }
 
 // offered returns value as p's space writes it, if p can take it.

@@ -81,3 +81,27 @@ func checkTrials(ts []Trial) error {
 	}
 	return nil
 }
+
+// checkValidation checks a verdict as read back: one nccltune gives
+// ("tuned" or "default"), on a trial number a store holds (-1: a composed
+// configuration), with rounds not negative and means and gains finite or
+// absent (NULL, read as NaN: the store never holds an infinity).
+func checkValidation(v Validation) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("validation of range %q (batch %d): %s: %w", v.Range, v.Batch, fmt.Sprintf(format, args...), ErrTampered)
+	}
+	switch {
+	case v.Verdict != "tuned" && v.Verdict != "default":
+		return bad("unknown verdict %q", v.Verdict)
+	case v.Candidate < -1 || v.Candidate >= maxTrialNumber:
+		return bad("trial %d", v.Candidate)
+	case v.Rounds < 0:
+		return bad("%d rounds", v.Rounds)
+	}
+	for _, x := range []float64{v.DefaultMean, v.TunedMean, v.Gain, v.CILow, v.CIHigh} {
+		if math.IsInf(x, 0) {
+			return bad("%g", x)
+		}
+	}
+	return nil
+}

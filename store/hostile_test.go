@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,39 +230,161 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 		`UPDATE results SET size = -8`,
 		`UPDATE campaigns SET budget = -3`,
 		`UPDATE campaigns SET budget = 9223372036854775807`,
+		validation("bogus", 5, "0.1"),
+		validation("tuned", -5, "0.1"),
+		validation("tuned", 5, "9e999"),
+		validation("default", 5, "-9e999"),
 	} {
-		s, _ := openWriter(t)
-		c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for n := range 3 {
-			tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}}
-			if err := s.StartTrial(tr); err != nil {
-				t.Fatal(err)
-			}
-			tr.State, tr.Scores = Complete, map[string]float64{"small": 10}
-			tr.Rows = []nccltests.Row{{Collective: "all_reduce", Size: 8, Count: 2, Type: "float", Redop: "sum",
-				OutOfPlace: nccltests.Measure{TimeUs: 5, AlgBW: 1, BusBW: 1}, InPlace: nccltests.Measure{TimeUs: 5, AlgBW: 1, BusBW: 1}}}
-			if err := s.FinishTrial(context.Background(), tr); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := s.Trials(c.ID); err != nil {
-			t.Fatalf("untampered: %v", err)
-		}
+		s, _, c := threeTrials(t)
 		if _, err := s.db.Exec(mutation); err != nil {
 			t.Fatalf("%s: %v", mutation, err)
 		}
-		_, err = s.Campaigns()
-		if err == nil {
-			_, err = s.Trials(c.ID)
-		}
-		if !errors.Is(err, ErrTampered) {
+		if err := readAll(s, c); !errors.Is(err, ErrTampered) {
 			t.Errorf("%s: read back with %v", mutation, err)
 		}
 		s.Close()
 	}
+}
+
+// validation inserts a verdict on trial 1 of threeTrials' campaign.
+func validation(verdict string, rounds int, gain string) string {
+	return fmt.Sprintf(`INSERT INTO validations (campaign_id, batch, range_name, candidate, rounds, verdict, gain, reason, created_at)
+		VALUES (1, 1, 'small', 1, %d, '%s', %s, '', '')`, rounds, verdict, gain)
+}
+
+// TestDamagedRowsNameTheStore: a row that does not read back (a column of
+// another type, JSON that does not decode, a schema not nccltune's) is an
+// error that names the store's file.
+func TestDamagedRowsNameTheStore(t *testing.T) {
+	for _, mutation := range []string{
+		`UPDATE trials SET number = 'abc' WHERE number = 1`,
+		`UPDATE trials SET exit_code = 'abc' WHERE number = 1`,
+		`UPDATE trials SET params = '{not json' WHERE number = 1`,
+		`UPDATE trials SET scores = '{"small":NaN}' WHERE number = 1`,
+		`UPDATE results SET oop_busbw = 'abc'`,
+		`UPDATE campaigns SET seed = 'abc'`,
+		`INSERT INTO validations VALUES (1, 1, 'small', 'x', 5, 1, 1, 0, 0, 0, 'tuned', '', '', '')`,
+		`INSERT INTO validation_runs VALUES (1, 1, 0, 'tuned', '{', 'complete', '', '{}', '[]')`,
+		`INSERT INTO decisions VALUES (1, 'k', 'not json')`,
+		`ALTER TABLE trials DROP COLUMN nodes`,
+	} {
+		s, path, c := threeTrials(t)
+		if _, err := s.db.Exec(mutation); err != nil {
+			t.Fatalf("%s: %v", mutation, err)
+		}
+		if err := readAll(s, c); err == nil || !strings.Contains(err.Error(), "store "+path+": ") {
+			t.Errorf("%s: read back with %v", mutation, err)
+		}
+		s.Close()
+	}
+}
+
+// TestNullParamsAreNoSettings: a trial whose params column is JSON null
+// reads back with no settings, a map the sampler can extend (resume
+// panicked, assignment to entry in nil map, in the Gaussian process's
+// candidates).
+func TestNullParamsAreNoSettings(t *testing.T) {
+	s, _, c := threeTrials(t)
+	defer s.Close()
+	if _, err := s.db.Exec(`UPDATE trials SET params = 'null' WHERE number = 1`); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := s.Trials(c.ID)
+	if err != nil || ts[1].Params == nil {
+		t.Fatalf("trial 1 read back as %v, %v", ts[1].Params, err)
+	}
+}
+
+// TestOrphanRowsAreRefusedToWriters: result rows left by a trial deleted
+// with foreign keys off are refused when a writer opens the store (resume
+// failed at the same trial every time, its new trial taking the deleted
+// one's id and colliding with its rows); readers, which never meet them,
+// still read.
+func TestOrphanRowsAreRefusedToWriters(t *testing.T) {
+	for _, deleted := range []string{"trials", "campaigns"} {
+		s, path, _ := threeTrials(t)
+		if _, err := s.db.Exec(`PRAGMA foreign_keys = OFF; DELETE FROM ` + deleted); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if _, err := Open(path); !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s deleted: the writer opened with %v", deleted, err)
+		}
+		r, err := OpenReader(path)
+		if err != nil {
+			t.Fatalf("%s deleted: the reader: %v", deleted, err)
+		}
+		r.Close()
+	}
+}
+
+// TestConcurrentOpensMigrateOnce: nccltune processes opening one new store
+// at once (two runs started together) make its schema once; each open
+// succeeds, and the writer lock then says which of them may run.
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	for range 5 {
+		path := filepath.Join(t.TempDir(), "new.db")
+		errs := make(chan error, 4)
+		for range cap(errs) {
+			go func() {
+				s, err := Open(path)
+				if err == nil {
+					s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// threeTrials is a writer's store of a campaign of three complete trials.
+func threeTrials(t *testing.T) (*Store, string, Campaign) {
+	t.Helper()
+	s, path := openWriter(t)
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range 3 {
+		tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}}
+		if err := s.StartTrial(tr); err != nil {
+			t.Fatal(err)
+		}
+		tr.State, tr.Scores = Complete, map[string]float64{"small": 10}
+		tr.Rows = []nccltests.Row{{Collective: "all_reduce", Size: 8, Count: 2, Type: "float", Redop: "sum",
+			OutOfPlace: nccltests.Measure{TimeUs: 5, AlgBW: 1, BusBW: 1}, InPlace: nccltests.Measure{TimeUs: 5, AlgBW: 1, BusBW: 1}}}
+		if err := s.FinishTrial(context.Background(), tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := readAll(s, c); err != nil {
+		t.Fatalf("untampered: %v", err)
+	}
+	return s, path, c
+}
+
+// readAll reads everything the store holds of campaign c, as status and
+// export do; the first error.
+func readAll(s *Store, c Campaign) error {
+	if _, err := s.Campaigns(); err != nil {
+		return err
+	}
+	if _, err := s.Trials(c.ID); err != nil {
+		return err
+	}
+	if _, err := s.Validations(c.ID); err != nil {
+		return err
+	}
+	if _, err := s.ValidationRuns(c.ID, 1); err != nil {
+		return err
+	}
+	_, err := s.Decisions(c.ID)
+	return err
 }
 
 // TestAnotherUsersReaderLeavesNoLog: a reader of a store another user owns

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -133,25 +134,56 @@ func migrate(db *sql.DB) error {
 	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
 		return err
 	}
+	if version == SchemaVersion {
+		return nil
+	}
+	// The version is read again under the write lock (BEGIN IMMEDIATE,
+	// which waits out the busy timeout for it): two nccltune processes
+	// opening one new or older store at once both migrated it, and the
+	// second failed halfway ("table campaigns already exists").
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := migrateLocked(ctx, conn); err != nil {
+		conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+// migrateLocked takes the schema to the current version, in the write
+// transaction migrate holds.
+func migrateLocked(ctx context.Context, conn *sql.Conn) error {
+	var version int
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
 	if version > SchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this nccltune understands (%d); upgrade nccltune", version, SchemaVersion)
 	}
-	for v := version; v < SchemaVersion; v++ {
-		tx, err := db.Begin()
-		if err != nil {
+	// No schema, but tables: another program's database (a mistyped
+	// --store), which nccltune's tables would be written into.
+	if version == 0 {
+		var tables int
+		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(migrations[v]); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
-		}
-		if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return err
+		if tables > 0 {
+			return errors.New("not an nccltune store: a SQLite database of another program (tables, no nccltune schema); nccltune makes a store only in a new or empty file")
 		}
 	}
-	return nil
+	for v := version; v < SchemaVersion; v++ {
+		if _, err := conn.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+		}
+	}
+	_, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
+	return err
 }

@@ -19,7 +19,8 @@ import (
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+	"modernc.org/sqlite" // the pure-Go SQLite driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // State is where a trial is in its life.
@@ -105,6 +106,11 @@ func Open(path string) (*Store, error) { return open(path, false) }
 func OpenReader(path string) (*Store, error) { return open(path, true) }
 
 func open(path string, readOnly bool) (*Store, error) {
+	// filepath.EvalSymlinks reads "" as ".", the working folder, whose
+	// links made it a hard-linked store below.
+	if path == "" {
+		return nil, errors.New("store: no file named (an empty path)")
+	}
 	// SQLite would block on a named pipe, for good, and read a device as
 	// an empty database.
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
@@ -127,6 +133,17 @@ func open(path string, readOnly bool) (*Store, error) {
 		}
 	} else if readOnly {
 		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	// A writer that may not write the file is refused before SQLite opens
+	// it: SQLite would fall back to reading it, and make its -wal and -shm
+	// as this user's, which another user who owns the store cannot then
+	// write ("attempt to write a readonly database" on the owner's next run).
+	if !readOnly {
+		if f, err := os.OpenFile(real, os.O_RDWR, 0); err == nil {
+			f.Close() // no lock is held yet, none is lost
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("store %s cannot be written: %w; a campaign needs write access to it", path, err)
+		}
 	}
 	dsn, err := uri(real, readOnly, readOnly && !logMayBeMade(real, owned))
 	if err != nil {
@@ -171,7 +188,9 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 	}
 	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(abs)
 	q := url.Values{}
-	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"}
+	// No journal_mode here: it is the file's, not the connection's, and
+	// init sets it only once the file is known to be a store (migrate).
+	pragmas := []string{"busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"}
 	if readOnly {
 		// mode=ro opens the file O_RDONLY; query_only refuses any write
 		// SQLite would otherwise make for us.
@@ -190,6 +209,16 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 func (s *Store) init() error {
 	var check string
 	if err := s.db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil {
+		// A writer that may not write there is refused before any read:
+		// the database is readable, and saying otherwise sends its owner
+		// after a damage that is not there.
+		var se *sqlite.Error
+		switch {
+		case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY:
+			return fmt.Errorf("cannot be written (%w): a campaign needs write access to the file and to its folder, where SQLite keeps the file's -wal and -shm", err)
+		case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN:
+			return fmt.Errorf("cannot be opened or made (%w): its folder must exist, and a new store's be writable", err)
+		}
 		return fmt.Errorf("not a readable SQLite database: %w", err)
 	}
 	if check != "ok" {
@@ -198,7 +227,32 @@ func (s *Store) init() error {
 	if s.readOnly {
 		return checkVersion(s.db)
 	}
-	return migrate(s.db)
+	if err := migrate(s.db); err != nil {
+		return err
+	}
+	// A row whose trial or campaign is gone (deleted with foreign keys
+	// off) is refused before the writer adds any: a new trial takes a
+	// freed id, and finishing it would collide with the orphan's rows,
+	// at the same trial on every resume.
+	var table, parent string
+	var row sql.NullInt64
+	var fk int
+	switch err := s.db.QueryRow("PRAGMA foreign_key_check").Scan(&table, &row, &parent, &fk); {
+	case err == nil:
+		return fmt.Errorf("%s row %d belongs to a row of %s that is not in the store: %w", table, row.Int64, parent, ErrTampered)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	// SQLite refuses the switch to WAL at once, busy timeout or not, while
+	// another connection reads the file, as when two runs create one store
+	// together: it is tried again for as long as that timeout.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := s.db.Exec("PRAGMA journal_mode = WAL")
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+	}
 }
 
 // Close closes the store and releases the writer lock.
@@ -266,7 +320,8 @@ func (s *Store) Campaign(name string) (Campaign, error) {
 // Campaigns lists every campaign, oldest first.
 func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
-func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
+func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
+	defer s.located(&err)
 	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
@@ -281,7 +336,7 @@ func (s *Store) campaigns(where string, args ...any) ([]Campaign, error) {
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
 		if err := checkCampaign(c); err != nil {
-			return nil, fmt.Errorf("store %s: %w", s.path, err)
+			return nil, err
 		}
 		out = append(out, c)
 	}
@@ -358,7 +413,8 @@ const trialColumns = `id, campaign_id, number, state, params, env, command, star
 
 // Trials returns a campaign's trials in order, with their result rows but
 // without their output.
-func (s *Store) Trials(campaignID int64) ([]Trial, error) {
+func (s *Store) Trials(campaignID int64) (_ []Trial, err error) {
+	defer s.located(&err)
 	rows, err := s.db.Query(`SELECT `+trialColumns+` FROM trials WHERE campaign_id = ? ORDER BY number, id`, campaignID)
 	if err != nil {
 		return nil, err
@@ -391,7 +447,7 @@ func (s *Store) Trials(campaignID int64) ([]Trial, error) {
 		if err := res.Scan(&id, &r.Collective, &r.Size, &r.Count, &r.Type, &r.Redop, &r.Root,
 			&r.OutOfPlace.TimeUs, &r.OutOfPlace.AlgBW, &r.OutOfPlace.BusBW, &r.OutOfPlace.Wrong,
 			&r.InPlace.TimeUs, &r.InPlace.AlgBW, &r.InPlace.BusBW, &r.InPlace.Wrong); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("result row of trial row %d: %w", id, err)
 		}
 		t := &out[byID[id]]
 		t.Rows = append(t.Rows, r)
@@ -400,15 +456,15 @@ func (s *Store) Trials(campaignID int64) ([]Trial, error) {
 		return nil, err
 	}
 	if err := checkTrials(out); err != nil {
-		return nil, fmt.Errorf("store %s: %w", s.path, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 // Output returns the captured output of one trial.
-func (s *Store) Output(trialID int64) ([]byte, error) {
-	var out []byte
-	err := s.db.QueryRow(`SELECT output FROM trials WHERE id = ?`, trialID).Scan(&out)
+func (s *Store) Output(trialID int64) (out []byte, err error) {
+	defer s.located(&err)
+	err = s.db.QueryRow(`SELECT output FROM trials WHERE id = ?`, trialID).Scan(&out)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("trial id %d: %w", trialID, ErrNotFound)
 	}
@@ -425,7 +481,7 @@ func scanTrial(sc scanner) (Trial, error) {
 	var exit sql.NullInt64
 	if err := sc.Scan(&t.ID, &t.CampaignID, &t.Number, &t.State, &params, &env, &command, &started, &finished,
 		&exit, &kind, &reason, &scores, &log, &fp, &t.Group, &nodes); err != nil {
-		return t, err
+		return t, fmt.Errorf("trial row %d: %w", t.ID, err)
 	}
 	t.Started, _ = time.Parse(time.RFC3339Nano, started)
 	t.Finished, _ = time.Parse(time.RFC3339Nano, finished.String)
@@ -442,7 +498,22 @@ func scanTrial(sc scanner) (Trial, error) {
 			return t, fmt.Errorf("trial %d: corrupt JSON column: %w", t.Number, err)
 		}
 	}
+	// A trial's settings are a map its readers add to (the samplers'
+	// neighbours): params of JSON null, which nccltune never writes, read
+	// as no settings, not as a nil map.
+	if t.Params == nil {
+		t.Params = map[string]string{}
+	}
 	return t, nil
+}
+
+// located names the store in a read's error, which may come of a damaged
+// or edited row (a column SQLite gave another type, JSON that does not
+// decode), so that the message says which file holds it.
+func (s *Store) located(err *error) {
+	if *err != nil {
+		*err = fmt.Errorf("store %s: %w", s.path, *err)
+	}
 }
 
 // encode renders each value as a JSON column.

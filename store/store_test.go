@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -101,6 +102,14 @@ func TestOpenRejects(t *testing.T) {
 	if _, err := Open(dir); err == nil {
 		t.Error("a directory opened as a store")
 	}
+	if _, err := Open(filepath.Join(dir, "no such folder", "new.db")); err == nil || !strings.Contains(err.Error(), "cannot be opened or made") {
+		t.Errorf("a store in a missing folder: %v", err)
+	}
+	for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+		if _, err := open(""); err == nil || !strings.Contains(err.Error(), "empty path") {
+			t.Errorf("an empty path opened as a store: %v", err)
+		}
+	}
 	// A named pipe would block SQLite's open for good, a device read as empty.
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -112,6 +121,27 @@ func TestOpenRejects(t *testing.T) {
 				t.Errorf("%s opened as a store: %v", path, err)
 			}
 		}
+	}
+
+	// Another program's database is refused and left as it was: no table
+	// of ours, nor the write-ahead log, which changes the file's header.
+	other := filepath.Join(dir, "other.sqlite")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine')"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, _ := os.ReadFile(other)
+	for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+		if _, err := open(other); err == nil || !strings.Contains(err.Error(), "not an nccltune store") || !strings.Contains(err.Error(), other) {
+			t.Errorf("another program's database opened as a store: %v", err)
+		}
+	}
+	if after, _ := os.ReadFile(other); !bytes.Equal(before, after) {
+		t.Error("opening another program's database changed it")
 	}
 
 	s, path := openTemp(t)

@@ -71,7 +71,8 @@ func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Vali
 }
 
 // Validations returns a campaign's verdicts, oldest first.
-func (s *Store) Validations(campaignID int64) ([]Validation, error) {
+func (s *Store) Validations(campaignID int64) (_ []Validation, err error) {
+	defer s.located(&err)
 	rows, err := s.db.Query(`SELECT batch, range_name, candidate, config, rounds, default_mean, tuned_mean, gain, ci_low, ci_high,
 		verdict, reason, created_at FROM validations WHERE campaign_id = ? ORDER BY batch`, campaignID)
 	if err != nil {
@@ -88,13 +89,17 @@ func (s *Store) Validations(campaignID int64) ([]Validation, error) {
 		}
 		v.DefaultMean, v.TunedMean, v.Gain, v.CILow, v.CIHigh = orNaN(dm), orNaN(tm), orNaN(g), orNaN(lo), orNaN(hi)
 		v.Created, _ = time.Parse(time.RFC3339Nano, created)
+		if err := checkValidation(v); err != nil {
+			return nil, err
+		}
 		out = append(out, v)
 	}
 	return out, rows.Err()
 }
 
 // ValidationRuns returns the runs of one batch, in order.
-func (s *Store) ValidationRuns(campaignID, batch int64) ([]ValidationRun, error) {
+func (s *Store) ValidationRuns(campaignID, batch int64) (_ []ValidationRun, err error) {
+	defer s.located(&err)
 	rows, err := s.db.Query(`SELECT round, arm, env, state, failure, scores, unconfirmed FROM validation_runs
 		WHERE campaign_id = ? AND batch = ? ORDER BY rowid`, campaignID, batch)
 	if err != nil {
@@ -154,7 +159,8 @@ func (s *Store) SaveDecisions(campaignID int64, config string, ds []nccllog.Deci
 }
 
 // Decisions returns, per configuration key, what NCCL decided under it.
-func (s *Store) Decisions(campaignID int64) (map[string][]nccllog.Decision, error) {
+func (s *Store) Decisions(campaignID int64) (_ map[string][]nccllog.Decision, err error) {
+	defer s.located(&err)
 	rows, err := s.db.Query(`SELECT config, decisions FROM decisions WHERE campaign_id = ?`, campaignID)
 	if err != nil {
 		return nil, err

@@ -246,13 +246,30 @@ func (t *Tuner) finished(o Options) bool {
 	return err == nil && (done >= budget || camp.Stopped != "" && o.Trials == 0) && (o.ValidateRounds < 2 || len(vals) > 0)
 }
 
+// storedTrials returns a campaign's trials, refusing any whose settings
+// the space does not offer: what resume and validate run again (a
+// choice, its simplification, a scale's warm start) comes from them, and
+// a store edited to set NCCL_NET_PLUGIN must not get a library loaded.
+func (t *Tuner) storedTrials(campaignID int64) ([]store.Trial, error) {
+	trials, err := t.Store.Trials(campaignID)
+	if err != nil {
+		return nil, err
+	}
+	for _, tr := range trials {
+		if err := t.Space.CheckOffered(space.Assignment(tr.Params)); err != nil {
+			return nil, fmt.Errorf("trial %d %w: the store was altered", tr.Number, err)
+		}
+	}
+	return trials, nil
+}
+
 // choices are the stored campaign's tuned choices, one per range that has one.
 func (t *Tuner) choices() ([]space.Assignment, error) {
 	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
 	if err != nil {
 		return nil, err
 	}
-	trials, err := t.Store.Trials(camp.ID)
+	trials, err := t.storedTrials(camp.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +296,7 @@ func (s *session) resume(o Options) ([]int, error) {
 	if s.sampler, err = search.New(s.camp.Sampler, sp, s.camp.Seed); err != nil {
 		return nil, err
 	}
-	trials, err := s.Store.Trials(s.camp.ID)
+	trials, err := s.storedTrials(s.camp.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -986,7 +1003,7 @@ func scoreList(sp *space.Space, t store.Trial) []float64 {
 func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 	sp := t.Space
 	var camp store.Campaign
-	fresh := false
+	fresh, stored := false, 0
 	for i := 1; ; i++ {
 		name := sp.Campaign.Name
 		if i > 1 {
@@ -1003,6 +1020,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 		if err != nil {
 			return camp, err
 		}
+		stored = camp.Budget
 		if camp.SpaceHash == sp.Hash() {
 			if !o.KeepSettings {
 				camp.Budget, camp.Seed = sp.Campaign.Trials, sp.Campaign.Seed
@@ -1028,10 +1046,34 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}
+	// Trials at or past the budget are the simplification's: a budget
+	// lowered below trials the search ran would count those as its, in
+	// status and in what the simplification and validation judge.
+	if !fresh && camp.Budget < stored {
+		ts, err := t.Store.Trials(camp.ID)
+		if err != nil {
+			return camp, err
+		}
+		if last := lastSearched(ts, stored); last >= camp.Budget {
+			return camp, fmt.Errorf("campaign %q: its search ran trials up to %d (of a budget of %d); a budget of %d would count those past it as the simplification's: give at least %d trials", camp.Name, last, stored, camp.Budget, last+1)
+		}
+	}
 	if fresh {
 		return t.Store.CreateCampaign(camp)
 	}
 	return camp, t.Store.UpdateSettings(camp)
+}
+
+// lastSearched is the highest number of a trial the search ran, under a
+// budget of budget.
+func lastSearched(ts []store.Trial, budget int) int {
+	last := -1
+	for _, t := range ts {
+		if t.Number < budget && t.State != store.Interrupted {
+			last = max(last, t.Number)
+		}
+	}
+	return last
 }
 
 // ErrSpaceChanged means the space differs from the one a stored campaign ran with.

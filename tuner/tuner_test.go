@@ -537,3 +537,27 @@ func TestRunAgainKeepsItsSampler(t *testing.T) {
 		t.Errorf("run again with the file naming grid: %q", got)
 	}
 }
+
+// TestLoweredBudgetBelowTheSearchIsRefused: a campaign run again with a
+// budget below trials its search ran is refused with the least it takes
+// (trials past the budget are the simplification's: status counted 25 of
+// the search's as such, and the simplification judged the first five's
+// choice); a budget down to its last search trial, or above, runs.
+func TestLoweredBudgetBelowTheSearchIsRefused(t *testing.T) {
+	sp := loadExample(t, 8)
+	st := openStore(t)
+	var o Options
+	if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		trials  int
+		refused bool
+	}{{3, true}, {7, true}, {8, false}, {9, false}} {
+		o.Trials = c.trials
+		err := newTuner(t, sp, st).Run(context.Background(), o)
+		if refused := err != nil && strings.Contains(err.Error(), "give at least 8 trials"); refused != c.refused || !refused && err != nil {
+			t.Errorf("run again with %d trials: %v", c.trials, err)
+		}
+	}
+}

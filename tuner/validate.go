@@ -53,7 +53,7 @@ func (t *Tuner) Validate(ctx context.Context, rounds int) ([]store.Validation, e
 	if err != nil {
 		return nil, err
 	}
-	if s.trials, err = t.Store.Trials(s.camp.ID); err != nil {
+	if s.trials, err = t.storedTrials(s.camp.ID); err != nil {
 		return nil, err
 	}
 	return s.validate(ctx, rounds)

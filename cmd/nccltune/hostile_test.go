@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -396,6 +397,159 @@ func TestTamperedNumbersAreRefused(t *testing.T) {
 		code, _, errOut := nccltune(t, dir, args...)
 		if code == 0 || strings.Contains(errOut, "panic") || !strings.Contains(errOut, "edited or damaged") {
 			t.Errorf("%v: exit %d: %s", args, code, errOut)
+		}
+	}
+}
+
+// TestTamperedStoreErrorsDriveNoTerminal: what the store says reaches the
+// terminal escaped on standard error too, where the errors and warnings
+// that quote it go (a campaign's name leads a stored space's error and its
+// failed checks).
+func TestTamperedStoreErrorsDriveNoTerminal(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	for _, c := range []struct{ name, space string }{
+		{"unparseable", `'[not toml'`}, // an error
+		{"failing checks", `''`},       // a warning: the checks it fails
+	} {
+		db := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".db")
+		copyFile(t, filepath.Join(dir, "nccltune.db"), db)
+		tamper(t, db, `UPDATE campaigns SET name = char(27) || ']0;pwned' || char(7) || char(27) || '[2J', space = `+c.space)
+		for _, args := range [][]string{{"status"}, {"status", "--json"}, {"report", "--out", "r"}, {"export", "--out", "x"}} {
+			code, _, errOut := nccltune(t, dir, append(args, "--store", db)...)
+			if strings.ContainsAny(errOut, "\x1b\a") || errOut == "" || strings.Contains(errOut, "panic") {
+				t.Errorf("%s: %v: exit %d, standard error %q", c.name, args, code, errOut)
+			}
+		}
+	}
+}
+
+// TestAnotherUsersWriterLeavesNoLog: on a shared folder (1777), another
+// user's run, resume or validate on a store it may not write is refused
+// with the reason and leaves no -wal or -shm of its own, which the owner's
+// next campaign could not write ("attempt to write a readonly database").
+// Needs root, to run as two other users.
+func TestAnotherUsersWriterLeavesNoLog(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run as other users")
+	}
+	const owner, intruder = 65534, 1 // nobody, daemon
+	// A folder and a test binary every user can reach (t.TempDir is 0700).
+	dir, err := os.MkdirTemp("", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "nccltune.test")
+	copyFile(t, os.Args[0], bin)
+	if err := errors.Join(os.Chmod(bin, 0o755), os.Chmod(dir, 0o1777)); err != nil {
+		t.Fatal(err)
+	}
+	as := func(uid uint32, args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := as(owner, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("owner's run: %d %s", code, out)
+	}
+	db := filepath.Join(dir, "nccltune.db")
+	for _, args := range [][]string{{"run", "-q", "--trials", "6", "--no-validate"}, {"resume", "-q", "--trials", "6", "--no-validate"}, {"validate", "-q", "--rounds", "2"}} {
+		if code, out := as(intruder, args...); code != 1 || !strings.Contains(out, "store nccltune.db cannot be written") {
+			t.Errorf("another user's %v: exit %d: %s", args, code, out)
+		}
+		for _, log := range []string{"-wal", "-shm"} {
+			if fi, err := os.Stat(db + log); err == nil && fi.Sys().(*syscall.Stat_t).Uid != owner {
+				t.Errorf("another user's %v left nccltune.db%s", args, log)
+			}
+		}
+	}
+	if code, out := as(owner, "resume", "-q", "--trials", "6", "--no-validate"); code != 0 {
+		t.Errorf("the owner's resume after another user's: %d %s", code, out)
+	}
+	// The owner's store in a folder it may not write: SQLite cannot make
+	// the log; the store is readable, and is not called damaged.
+	locked := filepath.Join(dir, "locked")
+	if err := os.Mkdir(locked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, db, filepath.Join(locked, "nccltune.db"))
+	if err := os.Chown(filepath.Join(locked, "nccltune.db"), owner, owner); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := as(owner, "resume", "-q", "--store", "locked/nccltune.db"); code != 1 || !strings.Contains(out, "write access to the file and to its folder") {
+		t.Errorf("the owner's resume in a folder it may not write: exit %d: %s", code, out)
+	}
+}
+
+// TestLostOutputIsAFailure: a command whose output could not be written (a
+// full disk under `nccltune show 3 > file`) exits 1 with the reason, not 0.
+func TestLostOutputIsAFailure(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer full.Close()
+	for _, args := range [][]string{{"show", "2"}, {"show", "--output", "2"}, {"show", "--json", "2"}, {"status"}, {"status", "--json"}} {
+		var errOut strings.Builder
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, full, &errOut
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(errOut.String(), "no space left") {
+			t.Errorf("%v to a full disk: %v %s", args, err, errOut.String())
+		}
+	}
+}
+
+// TestTamperedSettingsRunNothing: validate and resume launch no benchmark
+// with a setting the store names and the space does not offer: a variable
+// it does not search (NCCL_NET_PLUGIN, whose library NCCL would load) or a
+// value outside a parameter's. Both refuse the store as altered (validate
+// ran the chosen trial's stored settings, plugin included).
+func TestTamperedSettingsRunNothing(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	counts := func(db string) (runs, trials int) {
+		t.Helper()
+		sdb, err := sql.Open("sqlite", db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sdb.Close()
+		if err := sdb.QueryRow(`SELECT (SELECT count(*) FROM validation_runs), (SELECT count(*) FROM trials)`).Scan(&runs, &trials); err != nil {
+			t.Fatal(err)
+		}
+		return runs, trials
+	}
+	_, ran := counts(filepath.Join(dir, "nccltune.db"))
+	for _, set := range []string{`'$.NCCL_NET_PLUGIN', '/tmp/evil.so'`, `'$.NCCL_ALGO', 'Bogus'`} {
+		db := filepath.Join(dir, "t.db")
+		copyFile(t, filepath.Join(dir, "nccltune.db"), db)
+		tamper(t, db, `UPDATE trials SET params = json_set(params, `+set+`)`)
+		for _, args := range [][]string{{"validate", "-q", "--rounds", "2"}, {"resume", "-q", "--trials", "8", "--no-validate"}} {
+			code, _, errOut := nccltune(t, dir, append(args, "--store", db)...)
+			if code != 1 || !strings.Contains(errOut, "the store was altered") {
+				t.Errorf("%v after setting %s: exit %d: %s", args, set, code, errOut)
+			}
+		}
+		if runs, trials := counts(db); runs != 0 || trials != ran {
+			t.Errorf("after setting %s: %d validation runs and %d trials launched", set, runs, trials-ran)
 		}
 	}
 }

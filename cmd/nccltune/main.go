@@ -53,6 +53,10 @@ func run(args []string) int {
 
 	app := newApp()
 	err := app.RunContext(ctx, args)
+	// An error can quote the store (a campaign's name, its stored space's
+	// lines): escaped like status's tables, so that it cannot drive the
+	// terminal either.
+	stderr := terminal{os.Stderr}
 	var usage usageError
 	switch {
 	case err == nil:
@@ -61,17 +65,17 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "nccltune: interrupted; finished trials are stored, `nccltune run` again resumes")
 		return exitInterrupted
 	case errors.As(err, &usage) || strings.HasPrefix(err.Error(), "Required flag"):
-		fmt.Fprintln(os.Stderr, "nccltune:", err)
+		fmt.Fprintln(stderr, "nccltune:", err)
 		return exitUsage
 	default:
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
 			if msg := err.Error(); msg != "" {
-				fmt.Fprintln(os.Stderr, "nccltune:", msg)
+				fmt.Fprintln(stderr, "nccltune:", msg)
 			}
 			return ec.ExitCode()
 		}
-		fmt.Fprintln(os.Stderr, "nccltune:", err)
+		fmt.Fprintln(stderr, "nccltune:", err)
 		return exitFailure
 	}
 }

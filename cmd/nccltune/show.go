@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -46,8 +47,7 @@ func showCommand() *cli.Command {
 			if c.Bool("json") {
 				return writeJSON(os.Stdout, t)
 			}
-			printTrial(os.Stdout, l, t)
-			return nil
+			return printTrial(os.Stdout, l, t)
 		},
 	}
 }
@@ -62,8 +62,12 @@ func latestAttempt(trials []store.Trial, n int) (store.Trial, error) {
 	return store.Trial{}, fmt.Errorf("no trial %d in this campaign", n)
 }
 
-func printTrial(out io.Writer, l *loaded, t store.Trial) {
-	w := terminal{out}
+func printTrial(out io.Writer, l *loaded, t store.Trial) error {
+	// Buffered, and the buffer's first write error sticks: a write that
+	// failed (a full disk under show > file) is the command's error, and
+	// its exit status 1, not lost.
+	b := bufio.NewWriter(out)
+	w := terminal{b}
 	fmt.Fprintf(w, "trial %d of campaign %q: %s", t.Number, l.camp.Name, t.State)
 	if t.FailureKind != "" {
 		fmt.Fprintf(w, " (%s: %s)", t.FailureKind, t.FailureReason)
@@ -122,6 +126,7 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) {
 	if len(t.Output) > 0 {
 		fmt.Fprintf(w, "--- output ---\n%s", t.Output)
 	}
+	return b.Flush()
 }
 
 var plainArg = regexp.MustCompile(`^[A-Za-z0-9_./:=,+@%^-]+$`)

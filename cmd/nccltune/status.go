@@ -48,7 +48,7 @@ type spaceParser func(filename string, data []byte) (*space.Space, error)
 func readStored(filename string, data []byte) (*space.Space, error) {
 	sp, checks, err := space.ParseStored(filename, data)
 	if err == nil && checks != nil {
-		fmt.Fprintf(os.Stderr, "nccltune: %s fails checks added since it ran; its results are read as stored (resuming it needs a space file that passes them):\n%v\n", filename, checks)
+		fmt.Fprintf(terminal{os.Stderr}, "nccltune: %s fails checks added since it ran; its results are read as stored (resuming it needs a space file that passes them):\n%v\n", filename, checks)
 	}
 	return sp, err
 }
@@ -430,7 +430,7 @@ func exportCommand() *cli.Command {
 				return err
 			}
 			if len(ex.LeftOut) > 0 {
-				fmt.Fprintf(os.Stderr, "nccltune: leaving out %s, which load code or name files: a store is no authority on those; give the space file the campaign ran with (--space FILE) to write them\n",
+				fmt.Fprintf(terminal{os.Stderr}, "nccltune: leaving out %s, which load code or name files: a store is no authority on those; give the space file the campaign ran with (--space FILE) to write them\n",
 					strings.Join(ex.LeftOut, ", "))
 			}
 			if f := c.String("format"); l.camp.Scale > 0 && (f == "plugin" || f == "tuner-csv" || f == "job") {

@@ -30,6 +30,10 @@ func Graphic(s, keep string) string {
 	return b.String()
 }
 
+// Clean is s made fit to quote in a message: invalid UTF-8 replaced, and
+// every character that is not graphic escaped.
+func Clean(s string) string { return Graphic(strings.ToValidUTF8(s, "\uFFFD"), "") }
+
 // Lines is a bufio.SplitFunc, like bufio.ScanLines, for text from untrusted
 // places (a benchmark's output): a line of more than max bytes before its
 // '\n' is passed over whole, so that one over-long line neither stops the
