@@ -1065,11 +1065,13 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 }
 
 // lastSearched is the highest number of a trial the search ran, under a
-// budget of budget.
+// budget of budget. Only a finished trial counts: one left running by a
+// process that died (kill -9, a lost node) is run again, as an
+// interrupted one is (MarkInterrupted marks it after this check).
 func lastSearched(ts []store.Trial, budget int) int {
 	last := -1
 	for _, t := range ts {
-		if t.Number < budget && t.State != store.Interrupted {
+		if t.Number < budget && t.State.Finished() {
 			last = max(last, t.Number)
 		}
 	}

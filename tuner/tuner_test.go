@@ -561,3 +561,37 @@ func TestLoweredBudgetBelowTheSearchIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLoweredBudgetAfterACrash: a campaign killed mid-trial (kill -9, a
+// lost node) leaves that trial "running"; run again with a budget of the
+// trials that finished, it is not refused as one whose search ran past
+// that budget: the crashed trial never finished, as a trial stopped by
+// Ctrl-C (interrupted) never did.
+func TestLoweredBudgetAfterACrash(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := newTuner(t, sp, st)
+	c.Progress = func(p Progress) {
+		if p.Done == 6 {
+			cancel()
+		}
+	}
+	if err := c.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	last := -1
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.State.Finished() {
+			last = max(last, tr.Number)
+		}
+	}
+	crashed := &store.Trial{CampaignID: camp.ID, Number: last + 1, Params: map[string]string{"NCCL_ALGO": "Tree"}, Env: []string{}}
+	if err := st.StartTrial(crashed); err != nil {
+		t.Fatal(err)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{Trials: last + 1, ValidateRounds: 0}); err != nil {
+		t.Errorf("run again with a budget of the %d trials that finished: %v", last+1, err)
+	}
+}
