@@ -1055,7 +1055,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 			return camp, err
 		}
 		if last := lastSearched(ts, stored); last >= camp.Budget {
-			return camp, fmt.Errorf("campaign %q: its search ran trials up to %d (of a budget of %d); a budget of %d would count those past it as the simplification's: give at least %d trials", camp.Name, last, stored, camp.Budget, last+1)
+			return camp, fmt.Errorf("campaign %q: its search ran trials up to %d (of a budget of %d); a budget of %d would count those past it as the simplification's: give at least %d trials (--trials; nccltune resume keeps the stored %d)", camp.Name, last, stored, camp.Budget, last+1, stored)
 		}
 	}
 	if fresh {

@@ -62,7 +62,7 @@ func run(args []string) int {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(os.Stderr, "nccltune: interrupted; finished trials are stored, `nccltune run` again resumes")
+		fmt.Fprintln(os.Stderr, "nccltune: interrupted; finished trials are stored: the same `nccltune run` command, or `nccltune resume` (its stored budget), goes on")
 		return exitInterrupted
 	case errors.As(err, &usage) || strings.HasPrefix(err.Error(), "Required flag"):
 		fmt.Fprintln(stderr, "nccltune:", err)
