@@ -116,6 +116,23 @@ func TestConditionsReadValuesAsNCCLDoes(t *testing.T) {
 	}
 }
 
+// TestConditionsHoldForASetInAnyOrder: a condition naming a set NCCL reads
+// in any order ("Tree,Ring", "ring,RING,Tree") holds where the param takes
+// it as listed ("Ring,Tree"); it neither fails to load nor never holds.
+func TestConditionsHoldForASetInAnyOrder(t *testing.T) {
+	src := strings.Replace(hostileBase, `values = ["default", "Ring", "Tree"]`, `values = ["default", "Ring,Tree", "Tree"]`, 1)
+	for _, when := range []string{`"Tree,Ring"`, `["ring,RING,Tree", "default"]`} {
+		sp, err := parseWithin(t, strings.Replace(src, `when = { NCCL_ALGO = "Ring" }`, "when = { NCCL_ALGO = "+when+" }", 1))
+		if err != nil {
+			t.Errorf("when = %s: %v", when, err)
+			continue
+		}
+		if p := sp.Params[2]; !sp.Active(p, Assignment{"NCCL_ALGO": "Ring,Tree"}) {
+			t.Errorf("when = %s: inactive where NCCL_ALGO is Ring,Tree: %+v", when, p.When)
+		}
+	}
+}
+
 // parseWithin parses src, failing the test if the loader does not return promptly.
 func parseWithin(t *testing.T, src string) (*Space, error) {
 	t.Helper()

@@ -513,16 +513,17 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 			if str, isStr := t[name].(string); isStr && str == Unset {
 				v, err = Unset, nil
 			}
+			listed, offered := params[0].listed(v)
 			switch {
 			case err != nil:
 				b.errorf(line, "try_first %v", err)
 				ok = false
-			case !params[0].Offers(v):
+			case !offered:
 				b.errorf(line, "try_first: %s = %s is not among the values the space searches", name, v)
 				ok = false
 			default:
 				for _, p := range params {
-					a[p.Name] = v
+					a[p.Name] = listed
 				}
 			}
 		}
@@ -1610,6 +1611,14 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 		}
 		if err != nil {
 			return c, fmt.Errorf("condition on %v", err)
+		}
+		// A set NCCL reads in any order holds as the value it is listed as.
+		if k >= 0 {
+			if w, ok := s.Params[k].listed(value); ok {
+				value = w
+			}
+		} else if cat, _ := Lookup(v); cat.Alike(value, fixed) {
+			value = fixed
 		}
 		c.In = append(c.In, value)
 	}

@@ -166,5 +166,20 @@ func (s *Space) offered(p Param, value string) (string, bool) {
 	if value, err = v.Normalize(value); err != nil {
 		return "", false
 	}
-	return value, p.Offers(value)
+	return p.listed(value)
+}
+
+// listed returns v as p lists it, if p offers it: a list NCCL reads as a
+// set ("LL128,LL" of NCCL_PROTO) is the listed value in another order or
+// with a repeat, which NCCL runs alike.
+func (p Param) listed(v string) (string, bool) {
+	if p.Offers(v) {
+		return v, true
+	}
+	if cat, err := Lookup(p.Variable()); err == nil && p.Categorical() {
+		if j := slices.IndexFunc(p.Values, func(w string) bool { return cat.Alike(w, v) }); j >= 0 {
+			return p.Values[j], true
+		}
+	}
+	return "", false
 }

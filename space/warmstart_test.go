@@ -150,6 +150,11 @@ NCCL_IB_QPS_PER_CONNECTION = 2
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
+	// A set NCCL reads in any order is the value the space lists, as listed.
+	sets := strings.Replace(warmSpace, `values = ["default", "LL", "Simple"]`, `values = ["default", "LL,Simple", "Simple"]`, 1)
+	if sp, err := Parse("warm.toml", []byte(sets+"\n[[try_first]]\nNCCL_PROTO = \"simple,LL,LL\"\n")); err != nil || sp.TryFirst[0]["NCCL_PROTO"] != "LL,Simple" {
+		t.Errorf("a listed set in another order: %v", err)
+	}
 	// A setting whose condition does not hold there is an error.
 	cond := warmSpace + "[[param]]\nname = \"NCCL_NTHREADS\"\nvalues = [\"default\", \"256\"]\nwhen = { NCCL_PROTO = [\"Simple\"] }\n"
 	if _, err := Parse("warm.toml", []byte(cond+"[[try_first]]\nNCCL_NTHREADS = 256\n")); err == nil || !strings.Contains(err.Error(), "NCCL_NTHREADS is inactive there") {
