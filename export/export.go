@@ -194,12 +194,12 @@ func comment(lines []string, prefix string) string {
 	var b strings.Builder
 	for _, l := range lines {
 		if l = clean(l); len(l) > maxComment {
-			l = cut(l, maxComment) + "..."
+			l = text.Prefix(l, maxComment) + "..."
 		}
 		for {
 			part := l
 			if len(l) > commentWidth {
-				part = cut(l, commentWidth)
+				part = text.Prefix(l, commentWidth)
 				if i := strings.LastIndexByte(part, ' '); i > 0 {
 					part = part[:i+1] // at a word's end where there is one
 				}
@@ -211,14 +211,6 @@ func comment(lines []string, prefix string) string {
 		}
 	}
 	return b.String()
-}
-
-// cut is s's first n bytes (n < len(s)), less the start of a character they split.
-func cut(s string, n int) string {
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // clean escapes every character that is not graphic, and replaces every

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -793,11 +793,7 @@ func clip(line string) string {
 	if len(line) <= maxWorkerLine {
 		return line
 	}
-	cut := maxWorkerLine
-	for cut > 0 && !utf8.RuneStart(line[cut]) {
-		cut--
-	}
-	return line[:cut] + "..."
+	return text.Prefix(line, maxWorkerLine) + "..."
 }
 
 // isWorkerNoise is workerNoiseRE's match, its regexp run only on a line

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Graphic escapes, as \uXXXX, every character of s that is not graphic (a
@@ -33,6 +34,18 @@ func Graphic(s, keep string) string {
 // Clean is s made fit to quote in a message: invalid UTF-8 replaced, and
 // every character that is not graphic escaped.
 func Clean(s string) string { return Graphic(strings.ToValidUTF8(s, "\uFFFD"), "") }
+
+// Prefix is s's first n bytes at most, less the start of a character they
+// would split: a cut that leaves valid UTF-8 valid.
+func Prefix(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
 
 // Lines is a bufio.SplitFunc, like bufio.ScanLines, for text from untrusted
 // places (a benchmark's output): a line of more than max bytes before its
