@@ -197,16 +197,17 @@ func (MPIRun) LaunchFailure(output []byte, e Exit) string {
 // INFO lines aside: the output's last line was the report's "Exit code:
 // 1", which says nothing of why. "" where there is none.
 func (MPIRun) FailureDetail(output []byte) string {
-	isRule := func(l string) bool { return len(l) >= 10 && (strings.Trim(l, "-") == "" || strings.Trim(l, "=") == "") }
+	// A report's rule: torchrun's kind (isRule), or Open MPI's of '-'.
+	reportRule := func(l string) bool { return len(l) >= 10 && (isRule(l) || strings.Trim(l, "-") == "") }
 	lines := strings.Split(string(output), "\n")
 	i := len(lines) - 1
 	for i >= 0 {
 		line := strings.TrimSpace(lines[i])
-		if line != "" && !isRule(line) {
+		if line != "" && !reportRule(line) {
 			break
 		}
-		if isRule(line) { // a report's closing rule: pass over it to its opening one
-			for i--; i >= 0 && !isRule(strings.TrimSpace(lines[i])); i-- {
+		if reportRule(line) { // a report's closing rule: pass over it to its opening one
+			for i--; i >= 0 && !reportRule(strings.TrimSpace(lines[i])); i-- {
 			}
 		}
 		i--
