@@ -30,6 +30,10 @@ type Group struct {
 func Groups(l space.LauncherSettings) ([]Group, error) {
 	n := max(l.Groups, 1)
 	if n == 1 {
+		if l.Kind == "srun" {
+			launcher, err := SrunStep(l)
+			return []Group{{Launcher: launcher, Nodes: launcher.NodeList}}, err
+		}
 		return []Group{{Launcher: NewLauncher(l)}}, nil
 	}
 	var hosts []Host
@@ -86,6 +90,10 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 		switch launcher := NewLauncher(l).(type) {
 		case Srun:
 			launcher.NodeList = names
+			var err error
+			if launcher.GPUs, err = stepGPUs(l, names); err != nil {
+				return nil, err
+			}
 			groups[i].Launcher = launcher
 		case MPIRun:
 			launcher.Hostfile, launcher.Hosts = "", part
@@ -93,6 +101,125 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 		}
 	}
 	return groups, nil
+}
+
+// SrunStep is the srun launcher of one step on l.Nodes nodes (all: 0).
+// Where the job asked for its GPUs job-wide (sbatch -G 16), srun refuses a
+// step on part of its nodes that names no GPU count ("Invalid generic
+// resource (gres) specification"), and the count it may name is what the
+// job holds on the step's nodes: the step then runs on the allocation's
+// first l.Nodes nodes with their GPUs. Otherwise srun picks the nodes, as
+// the job's own srun would.
+func SrunStep(l space.LauncherSettings) (Srun, error) {
+	launcher := NewLauncher(l).(Srun)
+	if l.Nodes < 1 || !gpusJobWide(l) {
+		return launcher, nil
+	}
+	names, err := AllocationNodes()
+	if err != nil || len(names) <= l.Nodes {
+		return launcher, err
+	}
+	launcher.NodeList = names[:l.Nodes]
+	launcher.GPUs, err = stepGPUs(l, launcher.NodeList)
+	return launcher, err
+}
+
+// stepGPUs is the --gpus of an srun step on nodes (Srun.GPUs): what the
+// job holds there where it asked for its GPUs job-wide (gpusJobWide), 0
+// otherwise: the step has every GPU of the job on its nodes, srun(1)'s
+// default.
+func stepGPUs(l space.LauncherSettings, nodes []string) (int, error) {
+	if !gpusJobWide(l) {
+		return 0, nil
+	}
+	held, err := jobGPUs()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, node := range nodes {
+		n += held[node]
+	}
+	return n, nil
+}
+
+// gpuArgs reports whether srun arguments ask for GPUs themselves.
+func gpuArgs(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool {
+		return a == "-G" || strings.HasPrefix(a, "-G") && len(a) > 2 ||
+			slices.ContainsFunc([]string{"--gpus", "--gres", "--tres-per-task"}, func(opt string) bool {
+				return a == opt || strings.HasPrefix(a, opt+"=") || strings.HasPrefix(a, opt+"-")
+			})
+	})
+}
+
+// gpusJobWide reports whether the Slurm job this process runs in asked
+// for GPUs job-wide (salloc/sbatch -G, --gpus), which salloc and sbatch
+// hand on as SLURM_GPUS, and launcher.args leave the step's GPUs to it.
+func gpusJobWide(l space.LauncherSettings) bool {
+	return os.Getenv("SLURM_GPUS") != "" && os.Getenv("SLURM_JOB_ID") != "" && !gpuArgs(l.Args)
+}
+
+// jobGPUs is how many GPUs the job holds on each of its nodes, as
+// `scontrol show job -d` lists them ("Nodes=n[1-2] CPU_IDs=0 Mem=0
+// GRES=gpu:a100:4(IDX:0-3)").
+func jobGPUs() (map[string]int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	id := os.Getenv("SLURM_JOB_ID")
+	out, err := exec.CommandContext(ctx, "scontrol", "show", "job", "-d", id).Output()
+	if err != nil {
+		return nil, fmt.Errorf("launcher srun: the job's GPUs per node: scontrol show job -d %s: %w", id, err)
+	}
+	held := map[string]int{}
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], "Nodes=") {
+			continue
+		}
+		count := 0
+		for _, f := range fields[1:] {
+			if gres, ok := strings.CutPrefix(f, "GRES="); ok {
+				count = gresGPUs(gres)
+			}
+		}
+		names, err := exec.CommandContext(ctx, "scontrol", "show", "hostnames", strings.TrimPrefix(fields[0], "Nodes=")).Output()
+		if err != nil {
+			return nil, fmt.Errorf("launcher srun: scontrol show hostnames %s: %w", fields[0], err)
+		}
+		for _, name := range strings.Fields(string(names)) {
+			held[name] = count
+		}
+	}
+	return held, nil
+}
+
+// gresGPUs is the GPU count of a node's GRES list, "gpu:4(IDX:0-3)",
+// "gpu:a100:2(IDX:0-1),nic:1(IDX:0)".
+func gresGPUs(gres string) int {
+	n := 0
+	for len(gres) > 0 {
+		item, rest := gres, ""
+		if i := strings.IndexAny(gres, ",("); i >= 0 {
+			item, rest = gres[:i], gres[i:]
+			if rest[0] == '(' { // skip "(IDX:...)"
+				if j := strings.IndexByte(rest, ')'); j >= 0 {
+					rest = rest[j+1:]
+				} else {
+					rest = ""
+				}
+			}
+			rest = strings.TrimPrefix(rest, ",")
+		}
+		parts := strings.Split(item, ":")
+		if parts[0] == "gpu" && len(parts) >= 2 {
+			if c, err := strconv.Atoi(parts[len(parts)-1]); err == nil {
+				n += c
+			}
+		}
+		gres = rest
+	}
+	return n
 }
 
 // hostList is hosts as mpirun's --host takes them: "a:8,b:8".

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -184,5 +186,66 @@ values = ["default", "4"]
 	}
 	if _, err := Groups(sp.AtScale(4).Launcher); err == nil || !strings.Contains(err.Error(), "2 groups of 4 nodes need 8 nodes; the allocation has 6") {
 		t.Errorf("scale 4 on 6 nodes: %v", err)
+	}
+}
+
+// TestSrunStepsOnPartOfJobWideGPUs: in a job that asked for its GPUs
+// job-wide (salloc -G), srun refuses a step on part of its nodes that names
+// no GPU count; groups' steps and a step on fewer nodes than the allocation
+// name what the job holds on their nodes, and run with every one of them.
+func TestSrunStepsOnPartOfJobWideGPUs(t *testing.T) {
+	c := slurmtest.Start(t, 4)
+	c.Alloc(t, 8, "-G", "10") // Slurm spreads them unevenly: 4, 4, 1, 1 or so
+	gpusOnNodes := func(t *testing.T, l space.LauncherSettings) int {
+		t.Helper()
+		groups, err := Groups(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for i, g := range groups {
+			r := &Runner{Launcher: g.Launcher, BaseEnv: BaseEnv()}
+			res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `[ "$SLURM_LOCALID" = 0 ] && echo "gpus $SLURMD_NODENAME $SLURM_GPUS_ON_NODE"; true`}}, Timeout: time.Minute})
+			if res.Exit.Code != 0 {
+				t.Fatalf("group %d: exit %d, %v\n%s", i, res.Exit.Code, res.Failure, res.Output)
+			}
+			step := 0
+			for _, f := range regexp.MustCompile(`gpus n[0-9]+ ([0-9]+)`).FindAllStringSubmatch(string(res.Output), -1) {
+				n, _ := strconv.Atoi(f[1])
+				step += n
+			}
+			if !slices.Contains(res.Command, fmt.Sprintf("--gpus=%d", step)) || step == 0 {
+				t.Errorf("group %d: its nodes hold %d of the job's GPUs, command %q\n%s", i, step, res.Command, res.Output)
+			}
+			total += step
+		}
+		return total
+	}
+	if got := gpusOnNodes(t, space.LauncherSettings{Kind: "srun", Nodes: 2, TasksPerNode: 2, Groups: 2}); got != 10 {
+		t.Errorf("2 groups of 2 nodes ran with %d GPUs, not the job's 10", got)
+	}
+	if got := gpusOnNodes(t, space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 2}); got < 1 {
+		t.Errorf("a step on 1 of 4 nodes ran with %d GPUs", got)
+	}
+	// launcher.args that name the step's GPUs are the user's to give.
+	l := space.LauncherSettings{Kind: "srun", Nodes: 1, Args: []string{"--gpus-per-node=1"}}
+	if groups, err := Groups(l); err != nil || groups[0].Launcher.(Srun).GPUs != 0 || groups[0].Launcher.(Srun).NodeList != nil {
+		t.Errorf("with %v: %+v, %v", l.Args, groups, err)
+	}
+}
+
+func TestGresGPUs(t *testing.T) {
+	for gres, want := range map[string]int{
+		"gpu:4(IDX:0-3)":                        4,
+		"gpu:a100:2(IDX:0-1)":                   2,
+		"gpu:a100:2(IDX:0-1),nic:1(IDX:0)":      2,
+		"nic:1(IDX:0),gpu:1(IDX:3)":             1,
+		"gpu:h100:1(IDX:0),gpu:a100:2(IDX:1-2)": 3,
+		"(null)":                                0,
+		"":                                      0,
+	} {
+		if got := gresGPUs(gres); got != want {
+			t.Errorf("gresGPUs(%q) = %d, want %d", gres, got, want)
+		}
 	}
 }

@@ -290,6 +290,9 @@ type Srun struct {
 	Args         []string
 	// NodeList names the nodes (one group's of launcher.groups); empty: srun picks.
 	NodeList []string
+	// GPUs, if not 0, is the step's --gpus: the allocation's GPUs on
+	// NodeList where the job asked for its GPUs job-wide (StepGPUs).
+	GPUs int
 }
 
 func (s Srun) command() string { return or(s.Command, "srun") }
@@ -311,6 +314,9 @@ func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
 		"-N", strconv.Itoa(nodes), "-n", strconv.Itoa(nodes * tasks), "--ntasks-per-node", strconv.Itoa(tasks)}
 	if len(s.NodeList) > 0 {
 		argv = append(argv, "--nodelist="+strings.Join(s.NodeList, ","))
+	}
+	if s.GPUs > 0 {
+		argv = append(argv, "--gpus="+strconv.Itoa(s.GPUs))
 	}
 	argv = append(argv, s.Args...)
 	return append(argv, cmd...), nil

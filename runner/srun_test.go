@@ -248,7 +248,7 @@ func testSrunLaunchFailures(t *testing.T) {
 		reason string
 	}{
 		{Srun{Nodes: 2, TasksPerNode: 1}, "srun: error: Only allocated 1 nodes asked for 2"},
-		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Invalid generic resource"},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Step requested GRES but job doesn't have GRES"},
 		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--nodelist=nosuch"}}, "srun: error: Unable to create step for job"},
 	} {
 		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}

@@ -99,7 +99,12 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 	if nt, ok := bench.(runner.NCCLTests); ok {
 		probe = &runner.Job{Benchmark: nt, Plan: runner.Plan{Sizes: space.Sizes{Min: 8, Max: 1 << 20, Factor: 8}, Iters: 2, Warmup: 1}}
 	}
+	// One group's launcher, as a trial's (the probe's step on part of an
+	// allocation names its nodes and GPUs where srun needs them: SrunStep).
 	launcher := runner.NewLauncher(sp.Launcher)
+	if groups, err := runner.Groups(sp.Launcher); err == nil {
+		launcher = groups[0].Launcher
+	}
 	nodes, err := fanOut(ctx, sp.Launcher, python)
 	if err != nil {
 		return nil, nil, err
@@ -164,7 +169,9 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string) ([]nod
 		}
 		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: n, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: l.Args}
 	case "srun":
-		launcher = runner.Srun{Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: l.Args}
+		if launcher, err = runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: l.Args}); err != nil {
+			return nil, err
+		}
 	default:
 		return []nodeReport{{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil
 	}

@@ -33,6 +33,10 @@ type Cluster struct {
 	daemons []*daemon
 }
 
+// GPUsPerNode is each node's count of GPUs, generic resources Slurm
+// counts without devices behind them.
+const GPUsPerNode = 4
+
 // Timeouts, generous for a loaded 2-core machine; start-up takes about a second.
 const (
 	startTimeout = 30 * time.Second
@@ -135,7 +139,7 @@ func writeConfig(dir string, nodes []string) (string, error) {
 		if err := os.Mkdir(filepath.Join(dir, "spool-"+node), 0o755); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&nodeLines, "NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%d CPUs=%d State=UNKNOWN\n", node, host, ports[1+i], runtime.NumCPU())
+		fmt.Fprintf(&nodeLines, "NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%d CPUs=%d Gres=gpu:%d State=UNKNOWN\n", node, host, ports[1+i], runtime.NumCPU(), GPUsPerNode)
 	}
 	conf := filepath.Join(dir, "slurm.conf")
 	// auth/none and cred/none: no munge daemon to run. linuxproc and task/none
@@ -143,6 +147,7 @@ func writeConfig(dir string, nodes []string) (string, error) {
 	// and salloc --overcommit let 16 tasks run on 2 cores. %n is a node's
 	// name: each slurmd has its own spool, pid file and port.
 	text := fmt.Sprintf(`ClusterName=nccltune%[1]d
+GresTypes=gpu
 SlurmctldHost=%[2]s(127.0.0.1)
 SlurmctldPort=%[1]d
 AuthType=auth/none
@@ -162,6 +167,17 @@ SlurmctldPidFile=%[3]s/slurmctld.pid
 SlurmdPidFile=%[3]s/slurmd-%%n.pid
 %[4]sPartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 `, ports[0], host, dir, nodeLines.String())
+	// The GPUs are counted, not devices: a job's and a step's GPU requests
+	// (-G, --gpus-per-node) are granted or refused as on a GPU cluster.
+	for i := range GPUsPerNode {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("gpu%d", i)), nil, 0o644); err != nil {
+			return "", err
+		}
+	}
+	gres := fmt.Sprintf("AutoDetect=off\nName=gpu File=%s/gpu[0-%d]\n", dir, GPUsPerNode-1)
+	if err := os.WriteFile(filepath.Join(dir, "gres.conf"), []byte(gres), 0o644); err != nil {
+		return "", err
+	}
 	return conf, os.WriteFile(conf, []byte(text), 0o644)
 }
 
@@ -345,16 +361,17 @@ func (c *Cluster) Output(t testing.TB, name string, args ...string) string {
 // Alloc makes an allocation of tasks tasks on every node of the cluster
 // (overcommitted on the machine's few CPUs) and puts this test process inside it: it sets the SLURM_* variables
 // that salloc gives its shell, as when nccltune runs under salloc, and
-// returns the job ID. The allocation is released when the test ends.
+// returns the job ID. The allocation is released when the test ends. args
+// are salloc's own beside those (-G 6: GPUs asked for job-wide).
 //
 // salloc holds the allocation for as long as its command runs: here a shell
 // that prints its environment and waits for its standard input to close.
 // salloc --no-shell would give only the job ID, not the variables
 // (SLURM_NTASKS, SLURM_OVERCOMMIT, ...) that srun takes as its defaults.
-func (c *Cluster) Alloc(t testing.TB, tasks int) string {
+func (c *Cluster) Alloc(t testing.TB, tasks int, args ...string) string {
 	t.Helper()
-	cmd := c.Command("salloc", "-N", strconv.Itoa(len(c.Nodes)), "-n", strconv.Itoa(tasks), "--overcommit", "-J", t.Name(),
-		"sh", "-c", `env -0 && printf '\0' && exec cat >/dev/null`)
+	args = append([]string{"-N", strconv.Itoa(len(c.Nodes)), "-n", strconv.Itoa(tasks), "--overcommit", "-J", t.Name()}, args...)
+	cmd := c.Command("salloc", append(args, "sh", "-c", `env -0 && printf '\0' && exec cat >/dev/null`)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
