@@ -24,7 +24,7 @@ func (b DDPStep) Command(p Plan) []string {
 }
 
 // ddpKinds maps the DDP script's own error kinds to failure kinds.
-var ddpKinds = map[string]FailureKind{"no_torch": FailLaunch, "no_cuda": FailLaunch, "oom": FailOOM, "nccl": FailNCCL}
+var ddpKinds = map[string]FailureKind{"no_torch": FailLaunch, "no_cuda": FailLaunch, "no_rendezvous": FailLaunch, "oom": FailOOM, "nccl": FailNCCL}
 
 // A step time outside these bounds (milliseconds) is no training step.
 const minStepMs, maxStepMs = 1e-3, 1e8

@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/ddp"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -149,5 +152,46 @@ func TestDDPWithoutTorchStopsEarly(t *testing.T) {
 	}
 	if n := len(campaignTrials(t, st, "ddp")); n != earlyStopAfter {
 		t.Errorf("%d trials ran", n)
+	}
+}
+
+// TestDDPRendezvousFromTheLauncher: rank 0's host comes from the launcher
+// that started the ranks, not from a MASTER_ADDR the job script exported
+// (the job's first node, where another group's step may be listening):
+// srun's step on one node meets at 127.0.0.1, on several at its node list's
+// first; mpirun's ranks on several nodes without MASTER_ADDR fail at once,
+// where they waited for rank 0 at 127.0.0.1 until the timeout.
+func TestDDPRendezvousFromTheLauncher(t *testing.T) {
+	python := torchPython(t)
+	script, err := ddp.WriteScript(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLURM_") && !strings.HasPrefix(kv, "OMPI_") && !strings.HasPrefix(kv, "PMI_") && !strings.HasPrefix(kv, "MASTER_") && !strings.HasPrefix(kv, "RANK=") && !strings.HasPrefix(kv, "WORLD_SIZE=") {
+			base = append(base, kv)
+		}
+	}
+	bench := runner.DDPStep{Program: []string{python, script, "--device", "cpu", "--params", "10K", "--layers", "2", "--batch", "4"}}
+	srunRank := []string{"SLURM_PROCID=0", "SLURM_NTASKS=1", "SLURM_LOCALID=0"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want runner.FailureKind // "": a result
+	}{
+		{"srun, one node", append(srunRank, "SLURM_STEP_NODELIST=n9", "SLURM_STEP_NUM_NODES=1", "MASTER_ADDR=job-first-node.invalid"), ""},
+		{"srun, two nodes", append(srunRank, "SLURM_STEP_NODELIST=localhost,n[2-3]", "SLURM_STEP_NUM_NODES=3", "MASTER_ADDR=job-first-node.invalid"), ""},
+		{"mpirun, one node", []string{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "OMPI_COMM_WORLD_LOCAL_RANK=0", "OMPI_COMM_WORLD_LOCAL_SIZE=1", "MASTER_ADDR=job-first-node.invalid"}, ""},
+		{"mpirun, two nodes", []string{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=0", "OMPI_COMM_WORLD_LOCAL_SIZE=1"}, runner.FailLaunch},
+	} {
+		r := &runner.Runner{Launcher: runner.Local{}, BaseEnv: append(base, "MASTER_PORT="+freePort(t))}
+		res := r.Run(context.Background(), runner.Job{Benchmark: bench, Plan: runner.Plan{Iters: 2, Warmup: 1}, Env: tc.env, Timeout: time.Minute})
+		switch {
+		case tc.want == "" && res.Failure != nil:
+			t.Errorf("%s: %v\n%s", tc.name, res.Failure, res.Output)
+		case tc.want != "" && (res.Failure == nil || res.Failure.Kind != tc.want || !strings.Contains(res.Failure.Reason, "MASTER_ADDR")):
+			t.Errorf("%s: failure %v, want %s naming MASTER_ADDR\n%s", tc.name, res.Failure, tc.want, res.Output)
+		}
 	}
 }

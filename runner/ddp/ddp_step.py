@@ -8,7 +8,7 @@ after --warmup. Each rank prints one line:
 
 Ranks come from torchrun (RANK, WORLD_SIZE, LOCAL_RANK) or from mpirun
 (OMPI_COMM_WORLD_*, PMI_*). Errors are printed as NCCLTUNE_DDP_ERROR lines with
-a kind nccltune classifies (no_torch, no_cuda, oom, nccl, error).
+a kind nccltune classifies (no_torch, no_cuda, no_rendezvous, oom, nccl, error).
 """
 import argparse
 import json
@@ -66,6 +66,59 @@ def env_first(*names, default=None):
     return default
 
 
+def first_host(nodelist):
+    """The first host of a Slurm host list: "n[07-08,12],m3" gives "n07"."""
+    depth, end = 0, len(nodelist)
+    for i, c in enumerate(nodelist):
+        depth += {"[": 1, "]": -1}.get(c, 0)
+        if c == "," and depth == 0:
+            end = i
+            break
+    host = nodelist[:end]
+    while "[" in host:
+        head, rest = host.split("[", 1)
+        ranges, tail = rest.split("]", 1)
+        host = head + ranges.split(",")[0].split("-")[0] + tail
+    return host
+
+
+def rendezvous_host(source):
+    """Where rank 0, which hosts the rendezvous, runs, as the launcher that
+    started the ranks (source) tells it; None where it does not (torchrun
+    sets MASTER_ADDR itself; mpirun's ranks on several nodes know no host
+    list). A MASTER_ADDR inherited from the job script names the job's first
+    node, not the trial's step's: steps of launcher.groups run on other
+    nodes, where a group's ranks sent there would join another group's world
+    or wait until the timeout."""
+    if source == "srun" and os.environ.get("SLURM_STEP_NODELIST"):
+        if int(os.environ.get("SLURM_STEP_NUM_NODES", "1")) > 1:
+            return first_host(os.environ["SLURM_STEP_NODELIST"])
+        return "127.0.0.1"
+    if source == "local" or source == "mpirun" and not mpirun_nodes():
+        return "127.0.0.1"
+    return None
+
+
+def mpirun_nodes():
+    """Whether mpirun's ranks run on several nodes: a node's ranks are fewer
+    than the world's (Open MPI's and MPICH's counts; one node where neither
+    says)."""
+    local = env_first("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+    world = env_first("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+    return local is not None and world is not None and int(local) < int(world)
+
+
+def rank_source(ranks_from):
+    """The launcher whose variables give the ranks: ranks_from, or for "any"
+    the one whose rank variable is set."""
+    if ranks_from != "any":
+        return ranks_from
+    for source in ("torchrun", "mpirun", "srun"):
+        if env_first(*RANK_SOURCES[source][0]):
+            return source
+    return "local"
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--params", default="100M", help="model parameters, e.g. 100M")
@@ -91,6 +144,13 @@ def main():
     rank = int(env_first(*rank_names, default="0"))
     world = int(env_first(*world_names, default="1"))
     local = int(env_first(*local_names, default="0"))
+    source = rank_source(args.ranks_from)
+    host = rendezvous_host(source)
+    if host:
+        os.environ["MASTER_ADDR"] = host
+    elif source == "mpirun" and mpirun_nodes() and not os.environ.get("MASTER_ADDR"):
+        fail("no_rendezvous", "MASTER_ADDR is not set, and the ranks run on several nodes: give rank 0's host "
+             "(mpirun -x MASTER_ADDR=<first host>), or the others wait for it at 127.0.0.1 until the timeout")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
     os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world)
