@@ -307,9 +307,9 @@ func describe(t testing.TB, channels, changed string, q query) string {
 				t.Fatalf("bad change %q: %v", c, err)
 			}
 			if table[a][p] < 0 {
-				t.Errorf("revived %s/%s (%g) to %g", algorithms[a], protocols[p], table[a][p], v)
+				t.Errorf("revived %s/%s (%g) to %g", indexName(algorithms, a), indexName(protocols, p), table[a][p], v)
 			}
-			parts = append(parts, fmt.Sprintf("%s/%s=%g", algorithms[a], protocols[p], v))
+			parts = append(parts, fmt.Sprintf("%s/%s=%g", indexName(algorithms, a), indexName(protocols, p), v))
 		}
 	}
 	if channels == "-" {
@@ -318,6 +318,15 @@ func describe(t testing.TB, channels, changed string, q query) string {
 		parts = append(parts, "channels "+channels)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// indexName is names[i], or "#i" past its end, as the plugin logs an
+// algorithm or protocol of a later NCCL.
+func indexName(names []string, i int) string {
+	if i < len(names) {
+		return names[i]
+	}
+	return fmt.Sprintf("#%d", i)
 }
 
 // rules returns a rules file of the given rule lines.
@@ -342,6 +351,11 @@ func TestRules(t *testing.T) {
 	oddNegatives := costs{{-2, 5, 6}, {-0.5, 9, 4}, {ignore, ignore, ignore},
 		{ignore, ignore, ignore}, {ignore, ignore, ignore}, {ignore, ignore, ignore}, {ignore, ignore, ignore}}
 	sixAlgos := costs{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}, {13, 14, 15}, {16, 17, 18}}
+	// A later NCCL's larger table: an eighth algorithm and a fourth protocol,
+	// the cheapest of their row and column (NCCL 2.23 went from 6 to 7
+	// algorithms within one tuner interface, v3).
+	larger := costs{{5, 6, 7, 4}, {8, 9, 10, 11}, {ignore, ignore, ignore, ignore}, {ignore, ignore, ignore, ignore},
+		{ignore, ignore, ignore, ignore}, {ignore, ignore, ignore, ignore}, {ignore, ignore, ignore, ignore}, {1, 2, 3, 0.5}}
 
 	cases := []struct {
 		name    string
@@ -423,6 +437,12 @@ func TestRules(t *testing.T) {
 			rules:   rules("allreduce 0 - * * pat simple 4", "allgather 0 - * * * simple 0"),
 			queries: []query{{"allreduce", 1, sixAlgos}, {"allgather", 1, sixAlgos}},
 			want:    []string{untouched, "tree/simple=0, channels untouched"},
+		},
+		{
+			name:    "a larger table than the plugin knows: its own names, NCCL's cheapest for *",
+			rules:   rules("allreduce 0 - * * * ll 0", "allgather 0 - * * tree * 0", "broadcast 0 - * * ring simple 2", "reduce 0 - * * * * 3"),
+			queries: []query{{"allreduce", 1, larger}, {"allgather", 1, larger}, {"broadcast", 1, larger}, {"reduce", 1, larger}},
+			want:    []string{"#7/ll=0, channels untouched", "tree/#3=0, channels untouched", "ring/simple=0, channels 2", "table untouched, channels 3"},
 		},
 		{
 			name:    "no rule for the collective or size: NCCL's choice, byte for byte",

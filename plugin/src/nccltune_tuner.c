@@ -327,6 +327,14 @@ static const char* countText(uint64_t v, char buf[24]) { return v == 0 ? "*" : n
 
 static const char* nameOrAny(const char* const* names, int i) { return i == ANY ? "*" : names[i]; }
 
+/* names[i], or "#i" for an index past the n names: NCCL's table may grow
+ * within one interface version (2.23 added PAT to v3's). */
+static const char* indexName(const char* const* names, int n, int i, char buf[24]) {
+  if (i < n) return names[i];
+  snprintf(buf, 24, "#%d", i);
+  return buf;
+}
+
 /* "allreduce 65536-inf", how a rule names itself in getCollInfo's log. */
 static void ruleTitle(const struct rule* r, char buf[TITLE_LEN]) {
   char max[24];
@@ -385,7 +393,8 @@ static bool firstTime(struct rule* r, unsigned what) {
 /*
  * Steers NCCL to the rule's algorithm and protocol by setting their cost to
  * 0.0. Where the rule leaves one of the two to NCCL, the pair NCCL rated
- * cheapest among the available ones with the other wins. Entries NCCL marked
+ * cheapest among the available ones with the other wins, one of a later
+ * NCCL's algorithms or protocols that the plugin cannot name included. Entries NCCL marked
  * unavailable (negative: NCCL_ALGO_PROTO_IGNORE) are never touched: NCCL
  * cannot run them. A rule whose pair is unavailable for this call leaves
  * NCCL's choice alone, its channel count too, since that was tuned for its
@@ -415,11 +424,12 @@ static void apply(struct context* c, struct rule* r, float* table, int numAlgo, 
   }
   if (r->channels > 0) *nChannels = r->channels;
   if (firstTime(r, LOGGED_APPLIED)) {
-    char channels[24] = "";
+    char channels[24] = "", algo[24], proto[24];
     if (r->channels > 0) snprintf(channels, sizeof(channels), " channels %d", r->channels);
     ruleTitle(r, title);
     if (best >= 0) {
-      TUNING(c->log, "%s -> %s/%s%s", title, algoNames[best / numProto], protoNames[best % numProto], channels);
+      TUNING(c->log, "%s -> %s/%s%s", title, indexName(algoNames, NCCL_NUM_ALGORITHMS, best / numProto, algo),
+             indexName(protoNames, NCCL_NUM_PROTOCOLS, best % numProto, proto), channels);
     } else {
       TUNING(c->log, "%s -> NCCL's algorithm and protocol%s", title, channels);
     }
