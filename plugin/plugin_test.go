@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // NCCL's indices, restated from its headers (nccl_common.h, plugin/nccl_tuner.h)
@@ -274,6 +276,10 @@ func parseOutput(t testing.TB, stdout string, queries []query) output {
 			flags, _ := strconv.ParseUint(m[2], 0, 64)
 			if !strings.HasPrefix(m[3], "nccltune: ") {
 				t.Errorf("log message without the nccltune: prefix: %q", m[3])
+			}
+			// What the plugin echoes from a rules file must not drive a terminal or upset a reader of UTF-8.
+			if !utf8.ValidString(m[3]) || strings.ContainsFunc(m[3], unicode.IsControl) {
+				t.Errorf("log message with a control character or bytes that are not UTF-8: %q", m[3])
 			}
 			o.logs = append(o.logs, logLine{level: m[1], flags: flags, msg: m[3]})
 		} else if m := queryRE.FindStringSubmatch(line); m != nil && len(o.results) < len(queries) {
@@ -644,7 +650,15 @@ func TestMalformed(t *testing.T) {
 		{"a bad line after good ones", rules("allreduce 0 - * * ring simple 0", "allgather 0 - * * ring simple 0", "", "# x", "reduce 0 - * * ring simple x"), 6, `channels "x" is not`},
 		{"NUL byte", rules("allreduce 0 - * * ring simple 0", "allgather 0 - * * ring\x00simple 0"), 3, "NUL byte"},
 		{"NUL byte in a comment", "nccltune-rules 1\n# \x00\n", 2, "NUL byte"},
-		{"CR inside a line", rules("allreduce 0 - * * ring\rsimple 0"), 2, "7 fields, want 8"},
+		{"CR inside a line", rules("allreduce 0 - * * ring\rsimple 0"), 2, "control character 0x0d"},
+		{"CR before a token", rules("allreduce 0 - * * \rring simple 0"), 2, "control character 0x0d"},
+		{"an escape sequence", rules("allreduce 0 - * * \x1b[2Jring simple 0"), 2, "control character 0x1b"},
+		{"a control character in a comment", rules("allreduce 0 - * * ring simple 0 # \x1b]0;x\x07"), 2, "control character 0x1b"},
+		{"vertical tab", rules("allreduce\v0 - * * ring simple 0"), 2, "control character 0x0b"},
+		{"DEL", rules("allreduce 0 - * * ring\x7f simple 0"), 2, "control character 0x7f"},
+		{"a long token cut inside a character", rules("allreduce 0 - * * r" + strings.Repeat("é", 30) + " simple 0"), 2, `unknown algorithm "r` + strings.Repeat("é", 19) + `" (want`},
+		{"a long token of bytes that are not UTF-8", rules(strings.Repeat("\xff", 50) + " 0 - * * ring simple 0"), 2, `unknown collective "` + strings.Repeat(`\xff`, 40) + `" (want one of: broadcast reduce allgather reducescatter allreduce sendrecv send recv alltoall)`},
+		{"a token of bytes that are not UTF-8", rules("allreduce 0 - * * ring\xff\xfe simple 0"), 2, `unknown algorithm "ring\xff\xfe" (want`},
 		{"a long token", rules("allreduce 0 - * * " + strings.Repeat("r", 100000) + " simple 0"), 2, `unknown algorithm "` + strings.Repeat("r", 40) + `" (want`},
 		{"non-ASCII", rules("allreduce 0 - * * ríng simple 0"), 2, `unknown algorithm "ríng"`},
 	}
