@@ -69,6 +69,7 @@ type comm struct {
 	version      int // the tuner interface: 4, 5 or 6
 	nodes, ranks int
 	threads      int // how many threads share the context (0: one)
+	comms        int // how many communicators of the process call init (0: one); the last answers the queries
 }
 
 var defaultComm = comm{version: 5, nodes: 2, ranks: 16}
@@ -239,8 +240,11 @@ func runHarness(t testing.TB, p pair, env []string, c comm, queries ...query) ou
 		stdin.WriteString("\n")
 	}
 	args := []string{p.lib, strconv.Itoa(c.version), strconv.Itoa(c.nodes), strconv.Itoa(c.ranks)}
-	if c.threads > 0 {
-		args = append(args, strconv.Itoa(c.threads))
+	if c.threads > 0 || c.comms > 0 {
+		args = append(args, strconv.Itoa(max(c.threads, 1)))
+	}
+	if c.comms > 0 {
+		args = append(args, strconv.Itoa(c.comms))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -723,6 +727,37 @@ func TestUnreadable(t *testing.T) {
 	path := writeRules(t, rules("#"+strings.Repeat("x", 1<<20-100), "allreduce 0 - * * ring simple 2"))
 	if out := runHarness(t, asan, withRules(path), defaultComm, query{"allreduce", 1, nil}); out.results[0] != "ring/simple=0, channels 2" || len(out.warnings()) > 0 {
 		t.Errorf("a file of long lines: %q, warnings %q", out.results, out.warnings())
+	}
+}
+
+// TestRefusedOncePerProcess: every communicator of a process (a framework
+// makes several) reads the file, but a file the plugin refuses is one WARN
+// per process; the later communicators say it at INFO, and all leave NCCL's
+// choice alone. A good file still loads for each.
+func TestRefusedOncePerProcess(t *testing.T) {
+	asan, _ := built(t)
+	dir := t.TempDir()
+	four := comm{version: 5, nodes: 2, ranks: 16, comms: 4}
+	for _, tc := range []struct{ name, path, message string }{
+		{"malformed", writeRules(t, rules("allreduce 0 - * * rings simple 0")), `:2: unknown algorithm "rings"`},
+		{"missing", filepath.Join(dir, "missing"), "cannot read rules file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := runHarness(t, asan, withRules(tc.path), four, query{"allreduce", 1, nil})
+			if w := out.warnings(); len(w) != 1 || !strings.Contains(w[0], tc.message) {
+				t.Errorf("warnings %q, want one with %q", w, tc.message)
+			}
+			if m := out.messages(regexp.QuoteMeta(tc.message)); len(m) != 4 {
+				t.Errorf("%d messages with %q, want one per communicator: %q", len(m), tc.message, m)
+			}
+			if out.results[0] != untouched {
+				t.Errorf("%s, want %s", out.results[0], untouched)
+			}
+		})
+	}
+	out := runHarness(t, asan, withRules(writeRules(t, rules("allreduce 0 - * * ring simple 2"))), four, query{"allreduce", 1, nil})
+	if m := out.messages("^nccltune: loaded "); len(m) != 4 || out.results[0] != "ring/simple=0, channels 2" {
+		t.Errorf("a good file: %d loaded lines, want 4; %s", len(m), out.results[0])
 	}
 }
 

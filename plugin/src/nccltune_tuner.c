@@ -46,6 +46,15 @@
 #define TUNING(log, ...) LOG(log, NCCL_LOG_INFO, NCCL_TUNING, __VA_ARGS__)
 #define WARN(log, ...) LOG(log, NCCL_LOG_WARN, (unsigned long)NCCL_ALL, __VA_ARGS__)
 
+/* Every communicator reads the file; one it cannot use is a WARN for the
+ * process's first and INFO for the others, which say the same. */
+static atomic_bool warned;
+#define REFUSED(log, ...) \
+  do { \
+    if (atomic_exchange(&warned, true)) INFO(log, __VA_ARGS__); \
+    else WARN(log, __VA_ARGS__); \
+  } while (0)
+
 static const char* const collNames[] = {
   [ncclFuncBroadcast] = "broadcast",
   [ncclFuncReduce] = "reduce",
@@ -428,13 +437,13 @@ static struct context* load(size_t nRanks, size_t nNodes, ncclDebugLogger_t log)
   }
   char* text = readFile(&p, &len);
   if (!text) {
-    WARN(log, "cannot read rules file %s: %s; NCCL makes every choice", p.path, p.err);
+    REFUSED(log, "cannot read rules file %s: %s; NCCL makes every choice", p.path, p.err);
     return NULL;
   }
   bool ok = parseRules(&p, text, len, nNodes, nRanks, &c, &total);
   free(text);
   if (!ok) {
-    WARN(log, "%s:%d: %s; ignoring the file, NCCL makes every choice", p.path, p.line, p.err);
+    REFUSED(log, "%s:%d: %s; ignoring the file, NCCL makes every choice", p.path, p.line, p.err);
     return NULL;
   }
   INFO(log, "loaded %s: %d rules, %zu for this communicator (%zu nodes, %zu ranks)", p.path, total,
