@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // NCCL's indices, restated from its headers (nccl_common.h, plugin/nccl_tuner.h)
@@ -67,6 +69,7 @@ type comm struct {
 	version      int // the tuner interface: 4, 5 or 6
 	nodes, ranks int
 	threads      int // how many threads share the context (0: one)
+	comms        int // how many communicators of the process call init (0: one); the last answers the queries
 }
 
 var defaultComm = comm{version: 5, nodes: 2, ranks: 16}
@@ -237,8 +240,11 @@ func runHarness(t testing.TB, p pair, env []string, c comm, queries ...query) ou
 		stdin.WriteString("\n")
 	}
 	args := []string{p.lib, strconv.Itoa(c.version), strconv.Itoa(c.nodes), strconv.Itoa(c.ranks)}
-	if c.threads > 0 {
-		args = append(args, strconv.Itoa(c.threads))
+	if c.threads > 0 || c.comms > 0 {
+		args = append(args, strconv.Itoa(max(c.threads, 1)))
+	}
+	if c.comms > 0 {
+		args = append(args, strconv.Itoa(c.comms))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -275,6 +281,10 @@ func parseOutput(t testing.TB, stdout string, queries []query) output {
 			if !strings.HasPrefix(m[3], "nccltune: ") {
 				t.Errorf("log message without the nccltune: prefix: %q", m[3])
 			}
+			// What the plugin echoes from a rules file must not drive a terminal or upset a reader of UTF-8.
+			if !utf8.ValidString(m[3]) || strings.ContainsFunc(m[3], unicode.IsControl) {
+				t.Errorf("log message with a control character or bytes that are not UTF-8: %q", m[3])
+			}
 			o.logs = append(o.logs, logLine{level: m[1], flags: flags, msg: m[3]})
 		} else if m := queryRE.FindStringSubmatch(line); m != nil && len(o.results) < len(queries) {
 			if m[1] != "0" {
@@ -307,9 +317,9 @@ func describe(t testing.TB, channels, changed string, q query) string {
 				t.Fatalf("bad change %q: %v", c, err)
 			}
 			if table[a][p] < 0 {
-				t.Errorf("revived %s/%s (%g) to %g", algorithms[a], protocols[p], table[a][p], v)
+				t.Errorf("revived %s/%s (%g) to %g", indexName(algorithms, a), indexName(protocols, p), table[a][p], v)
 			}
-			parts = append(parts, fmt.Sprintf("%s/%s=%g", algorithms[a], protocols[p], v))
+			parts = append(parts, fmt.Sprintf("%s/%s=%g", indexName(algorithms, a), indexName(protocols, p), v))
 		}
 	}
 	if channels == "-" {
@@ -318,6 +328,15 @@ func describe(t testing.TB, channels, changed string, q query) string {
 		parts = append(parts, "channels "+channels)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// indexName is names[i], or "#i" past its end, as the plugin logs an
+// algorithm or protocol of a later NCCL.
+func indexName(names []string, i int) string {
+	if i < len(names) {
+		return names[i]
+	}
+	return fmt.Sprintf("#%d", i)
 }
 
 // rules returns a rules file of the given rule lines.
@@ -342,6 +361,11 @@ func TestRules(t *testing.T) {
 	oddNegatives := costs{{-2, 5, 6}, {-0.5, 9, 4}, {ignore, ignore, ignore},
 		{ignore, ignore, ignore}, {ignore, ignore, ignore}, {ignore, ignore, ignore}, {ignore, ignore, ignore}}
 	sixAlgos := costs{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}, {13, 14, 15}, {16, 17, 18}}
+	// A later NCCL's larger table: an eighth algorithm and a fourth protocol,
+	// the cheapest of their row and column (NCCL 2.23 went from 6 to 7
+	// algorithms within one tuner interface, v3).
+	larger := costs{{5, 6, 7, 4}, {8, 9, 10, 11}, {ignore, ignore, ignore, ignore}, {ignore, ignore, ignore, ignore},
+		{ignore, ignore, ignore, ignore}, {ignore, ignore, ignore, ignore}, {ignore, ignore, ignore, ignore}, {1, 2, 3, 0.5}}
 
 	cases := []struct {
 		name    string
@@ -423,6 +447,12 @@ func TestRules(t *testing.T) {
 			rules:   rules("allreduce 0 - * * pat simple 4", "allgather 0 - * * * simple 0"),
 			queries: []query{{"allreduce", 1, sixAlgos}, {"allgather", 1, sixAlgos}},
 			want:    []string{untouched, "tree/simple=0, channels untouched"},
+		},
+		{
+			name:    "a larger table than the plugin knows: its own names, NCCL's cheapest for *",
+			rules:   rules("allreduce 0 - * * * ll 0", "allgather 0 - * * tree * 0", "broadcast 0 - * * ring simple 2", "reduce 0 - * * * * 3"),
+			queries: []query{{"allreduce", 1, larger}, {"allgather", 1, larger}, {"broadcast", 1, larger}, {"reduce", 1, larger}},
+			want:    []string{"#7/ll=0, channels untouched", "tree/#3=0, channels untouched", "ring/simple=0, channels 2", "table untouched, channels 3"},
 		},
 		{
 			name:    "no rule for the collective or size: NCCL's choice, byte for byte",
@@ -624,7 +654,15 @@ func TestMalformed(t *testing.T) {
 		{"a bad line after good ones", rules("allreduce 0 - * * ring simple 0", "allgather 0 - * * ring simple 0", "", "# x", "reduce 0 - * * ring simple x"), 6, `channels "x" is not`},
 		{"NUL byte", rules("allreduce 0 - * * ring simple 0", "allgather 0 - * * ring\x00simple 0"), 3, "NUL byte"},
 		{"NUL byte in a comment", "nccltune-rules 1\n# \x00\n", 2, "NUL byte"},
-		{"CR inside a line", rules("allreduce 0 - * * ring\rsimple 0"), 2, "7 fields, want 8"},
+		{"CR inside a line", rules("allreduce 0 - * * ring\rsimple 0"), 2, "control character 0x0d"},
+		{"CR before a token", rules("allreduce 0 - * * \rring simple 0"), 2, "control character 0x0d"},
+		{"an escape sequence", rules("allreduce 0 - * * \x1b[2Jring simple 0"), 2, "control character 0x1b"},
+		{"a control character in a comment", rules("allreduce 0 - * * ring simple 0 # \x1b]0;x\x07"), 2, "control character 0x1b"},
+		{"vertical tab", rules("allreduce\v0 - * * ring simple 0"), 2, "control character 0x0b"},
+		{"DEL", rules("allreduce 0 - * * ring\x7f simple 0"), 2, "control character 0x7f"},
+		{"a long token cut inside a character", rules("allreduce 0 - * * r" + strings.Repeat("é", 30) + " simple 0"), 2, `unknown algorithm "r` + strings.Repeat("é", 19) + `" (want`},
+		{"a long token of bytes that are not UTF-8", rules(strings.Repeat("\xff", 50) + " 0 - * * ring simple 0"), 2, `unknown collective "` + strings.Repeat(`\xff`, 40) + `" (want one of: broadcast reduce allgather reducescatter allreduce sendrecv send recv alltoall)`},
+		{"a token of bytes that are not UTF-8", rules("allreduce 0 - * * ring\xff\xfe simple 0"), 2, `unknown algorithm "ring\xff\xfe" (want`},
 		{"a long token", rules("allreduce 0 - * * " + strings.Repeat("r", 100000) + " simple 0"), 2, `unknown algorithm "` + strings.Repeat("r", 40) + `" (want`},
 		{"non-ASCII", rules("allreduce 0 - * * ríng simple 0"), 2, `unknown algorithm "ríng"`},
 	}
@@ -689,6 +727,37 @@ func TestUnreadable(t *testing.T) {
 	path := writeRules(t, rules("#"+strings.Repeat("x", 1<<20-100), "allreduce 0 - * * ring simple 2"))
 	if out := runHarness(t, asan, withRules(path), defaultComm, query{"allreduce", 1, nil}); out.results[0] != "ring/simple=0, channels 2" || len(out.warnings()) > 0 {
 		t.Errorf("a file of long lines: %q, warnings %q", out.results, out.warnings())
+	}
+}
+
+// TestRefusedOncePerProcess: every communicator of a process (a framework
+// makes several) reads the file, but a file the plugin refuses is one WARN
+// per process; the later communicators say it at INFO, and all leave NCCL's
+// choice alone. A good file still loads for each.
+func TestRefusedOncePerProcess(t *testing.T) {
+	asan, _ := built(t)
+	dir := t.TempDir()
+	four := comm{version: 5, nodes: 2, ranks: 16, comms: 4}
+	for _, tc := range []struct{ name, path, message string }{
+		{"malformed", writeRules(t, rules("allreduce 0 - * * rings simple 0")), `:2: unknown algorithm "rings"`},
+		{"missing", filepath.Join(dir, "missing"), "cannot read rules file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := runHarness(t, asan, withRules(tc.path), four, query{"allreduce", 1, nil})
+			if w := out.warnings(); len(w) != 1 || !strings.Contains(w[0], tc.message) {
+				t.Errorf("warnings %q, want one with %q", w, tc.message)
+			}
+			if m := out.messages(regexp.QuoteMeta(tc.message)); len(m) != 4 {
+				t.Errorf("%d messages with %q, want one per communicator: %q", len(m), tc.message, m)
+			}
+			if out.results[0] != untouched {
+				t.Errorf("%s, want %s", out.results[0], untouched)
+			}
+		})
+	}
+	out := runHarness(t, asan, withRules(writeRules(t, rules("allreduce 0 - * * ring simple 2"))), four, query{"allreduce", 1, nil})
+	if m := out.messages("^nccltune: loaded "); len(m) != 4 || out.results[0] != "ring/simple=0, channels 2" {
+		t.Errorf("a good file: %d loaded lines, want 4; %s", len(m), out.results[0])
 	}
 }
 

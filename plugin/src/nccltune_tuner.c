@@ -33,6 +33,8 @@
 #define RULE_FIELDS 8 /* collective min_bytes max_bytes nodes ranks algorithm protocol channels */
 #define ANY -1 /* algorithm or protocol left to NCCL */
 #define TITLE_LEN 96
+#define SHOWN_BYTES 40                  /* how much of a token a message quotes */
+#define SHOWN_LEN (4 * SHOWN_BYTES + 1) /* each byte at most "\xNN" */
 
 /* Every message starts with "nccltune: "; the formats are literals. Init's
  * lines carry NCCL_INIT too, so that NCCL's default subsystems show them. */
@@ -43,6 +45,15 @@
 #define INFO(log, ...) LOG(log, NCCL_LOG_INFO, NCCL_INIT | NCCL_TUNING, __VA_ARGS__)
 #define TUNING(log, ...) LOG(log, NCCL_LOG_INFO, NCCL_TUNING, __VA_ARGS__)
 #define WARN(log, ...) LOG(log, NCCL_LOG_WARN, (unsigned long)NCCL_ALL, __VA_ARGS__)
+
+/* Every communicator reads the file; one it cannot use is a WARN for the
+ * process's first and INFO for the others, which say the same. */
+static atomic_bool warned;
+#define REFUSED(log, ...) \
+  do { \
+    if (atomic_exchange(&warned, true)) INFO(log, __VA_ARGS__); \
+    else WARN(log, __VA_ARGS__); \
+  } while (0)
 
 static const char* const collNames[] = {
   [ncclFuncBroadcast] = "broadcast",
@@ -98,7 +109,7 @@ struct context {
 struct parser {
   const char* path;
   int line;
-  char err[200];
+  char err[400]; /* room for the longest message, a quoted token of SHOWN_LEN included */
 };
 
 /* Records why parsing failed; returns false for the caller to return. */
@@ -110,13 +121,65 @@ __attribute__((format(printf, 2, 3))) static bool fail(struct parser* p, const c
   return false;
 }
 
+/* The length of the UTF-8 character s starts with (RFC 3629), or 0. */
+static int utf8Len(const unsigned char* s) {
+  unsigned char lo = 0x80, hi = 0xBF;
+  int n;
+  if (s[0] < 0x80) return 1;
+  if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+    n = 2;
+  } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+    n = 3;
+    if (s[0] == 0xE0) lo = 0xA0; /* no overlong forms */
+    if (s[0] == 0xED) hi = 0x9F; /* no surrogates */
+  } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+    n = 4;
+    if (s[0] == 0xF0) lo = 0x90;
+    if (s[0] == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
+  } else {
+    return 0;
+  }
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (int i = 2; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+/*
+ * s as a message quotes it: its first SHOWN_BYTES bytes, cut where a
+ * character starts, with a control character or a byte that is not UTF-8
+ * written \xNN, so that NCCL's log stays text a terminal shows as it is.
+ */
+static const char* shown(const char* s, char buf[SHOWN_LEN]) {
+  const unsigned char* u = (const unsigned char*)s;
+  size_t in = 0, out = 0;
+  while (u[in] && in < SHOWN_BYTES) {
+    int n = utf8Len(u + in);
+    if (n == 0 || u[in] < 0x20 || u[in] == 0x7F) {
+      out += (size_t)snprintf(buf + out, SHOWN_LEN - out, "\\x%02x", u[in]);
+      in++;
+      continue;
+    }
+    if (in + (size_t)n > SHOWN_BYTES) break;
+    memcpy(buf + out, u + in, (size_t)n);
+    in += (size_t)n;
+    out += (size_t)n;
+  }
+  buf[out] = '\0';
+  return buf;
+}
+
 /* Parses a field (never empty) as a decimal integer of at most max; no sign. */
 static bool parseUint(struct parser* p, const char* field, const char* s, uint64_t max, uint64_t* out) {
   uint64_t v = 0;
+  char buf[SHOWN_LEN];
   for (const char* c = s; *c; c++) {
-    if (*c < '0' || *c > '9') return fail(p, "%s \"%.40s\" is not a non-negative decimal integer", field, s);
+    if (*c < '0' || *c > '9') return fail(p, "%s \"%s\" is not a non-negative decimal integer", field, shown(s, buf));
     unsigned d = (unsigned)(*c - '0');
-    if (d > max || v > (max - d) / 10) return fail(p, "%s %.40s is too large (at most %llu)", field, s, (unsigned long long)max);
+    if (d > max || v > (max - d) / 10) {
+      return fail(p, "%s %s is too large (at most %llu)", field, shown(s, buf), (unsigned long long)max);
+    }
     v = v * 10 + d;
   }
   *out = v;
@@ -137,7 +200,7 @@ static bool parseCount(struct parser* p, const char* field, const char* s, uint6
 /* Looks s up in names; with orAny, "*" (stored as ANY) leaves the choice to NCCL. */
 static bool lookup(struct parser* p, const char* field, const char* const* names, int n, bool orAny, const char* s,
                    int* out) {
-  char known[128] = "";
+  char known[128] = "", buf[SHOWN_LEN];
   if (orAny && strcmp(s, "*") == 0) {
     *out = ANY;
     return true;
@@ -149,23 +212,32 @@ static bool lookup(struct parser* p, const char* field, const char* const* names
     }
   }
   for (int i = 0; i < n; i++) {
-    if (strcasecmp(names[i], s) == 0) return fail(p, "%s \"%.40s\" must be lower case: %s", field, s, names[i]);
+    if (strcasecmp(names[i], s) == 0) return fail(p, "%s \"%s\" must be lower case: %s", field, shown(s, buf), names[i]);
     if (*known) strcat(known, " ");
     strcat(known, names[i]);
   }
-  return fail(p, "unknown %s \"%.40s\" (want one of: %s%s)", field, s, known, orAny ? " *" : "");
+  return fail(p, "unknown %s \"%s\" (want one of: %s%s)", field, shown(s, buf), known, orAny ? " *" : "");
 }
 
 /*
  * Splits a line of len bytes in place into its fields, dropping a comment and
  * the CR of a CRLF. Returns how many, up to RULE_FIELDS + 1 (enough to see a
- * line with too many), or -1 for a line with a NUL byte.
+ * line with too many), or -1 for a line with a NUL byte or another control
+ * character but tab, anywhere (a rules file is text, and NCCL's log, where
+ * messages quote it, goes to terminals).
  */
 static int split(struct parser* p, char* s, size_t len, char** f) {
   int n = 0;
-  if (memchr(s, '\0', len)) {
-    fail(p, "NUL byte");
-    return -1;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '\0') {
+      fail(p, "NUL byte");
+      return -1;
+    }
+    if ((ch < 0x20 && ch != '\t' && !(ch == '\r' && i == len - 1)) || ch == 0x7F) {
+      fail(p, "control character 0x%02x", ch);
+      return -1;
+    }
   }
   s[len] = '\0';
   if (len > 0 && s[len - 1] == '\r') s[len - 1] = '\0';
@@ -180,11 +252,13 @@ static int split(struct parser* p, char* s, size_t len, char** f) {
 }
 
 static bool parseHeader(struct parser* p, char** f, int n) {
+  char buf[SHOWN_LEN];
   if (n != 2 || strcmp(f[0], RULES_HEADER) != 0) {
     return fail(p, "the first line must be \"" RULES_HEADER " " RULES_VERSION "\"");
   }
   if (strcmp(f[1], RULES_VERSION) != 0) {
-    return fail(p, "rules version \"%.40s\" is not supported (this plugin reads version " RULES_VERSION ")", f[1]);
+    return fail(p, "rules version \"%s\" is not supported (this plugin reads version " RULES_VERSION ")",
+                shown(f[1], buf));
   }
   return true;
 }
@@ -327,6 +401,14 @@ static const char* countText(uint64_t v, char buf[24]) { return v == 0 ? "*" : n
 
 static const char* nameOrAny(const char* const* names, int i) { return i == ANY ? "*" : names[i]; }
 
+/* names[i], or "#i" for an index past the n names: NCCL's table may grow
+ * within one interface version (2.23 added PAT to v3's). */
+static const char* indexName(const char* const* names, int n, int i, char buf[24]) {
+  if (i < n) return names[i];
+  snprintf(buf, 24, "#%d", i);
+  return buf;
+}
+
 /* "allreduce 65536-inf", how a rule names itself in getCollInfo's log. */
 static void ruleTitle(const struct rule* r, char buf[TITLE_LEN]) {
   char max[24];
@@ -355,13 +437,13 @@ static struct context* load(size_t nRanks, size_t nNodes, ncclDebugLogger_t log)
   }
   char* text = readFile(&p, &len);
   if (!text) {
-    WARN(log, "cannot read rules file %s: %s; NCCL makes every choice", p.path, p.err);
+    REFUSED(log, "cannot read rules file %s: %s; NCCL makes every choice", p.path, p.err);
     return NULL;
   }
   bool ok = parseRules(&p, text, len, nNodes, nRanks, &c, &total);
   free(text);
   if (!ok) {
-    WARN(log, "%s:%d: %s; ignoring the file, NCCL makes every choice", p.path, p.line, p.err);
+    REFUSED(log, "%s:%d: %s; ignoring the file, NCCL makes every choice", p.path, p.line, p.err);
     return NULL;
   }
   INFO(log, "loaded %s: %d rules, %zu for this communicator (%zu nodes, %zu ranks)", p.path, total,
@@ -385,7 +467,8 @@ static bool firstTime(struct rule* r, unsigned what) {
 /*
  * Steers NCCL to the rule's algorithm and protocol by setting their cost to
  * 0.0. Where the rule leaves one of the two to NCCL, the pair NCCL rated
- * cheapest among the available ones with the other wins. Entries NCCL marked
+ * cheapest among the available ones with the other wins, one of a later
+ * NCCL's algorithms or protocols that the plugin cannot name included. Entries NCCL marked
  * unavailable (negative: NCCL_ALGO_PROTO_IGNORE) are never touched: NCCL
  * cannot run them. A rule whose pair is unavailable for this call leaves
  * NCCL's choice alone, its channel count too, since that was tuned for its
@@ -415,11 +498,12 @@ static void apply(struct context* c, struct rule* r, float* table, int numAlgo, 
   }
   if (r->channels > 0) *nChannels = r->channels;
   if (firstTime(r, LOGGED_APPLIED)) {
-    char channels[24] = "";
+    char channels[24] = "", algo[24], proto[24];
     if (r->channels > 0) snprintf(channels, sizeof(channels), " channels %d", r->channels);
     ruleTitle(r, title);
     if (best >= 0) {
-      TUNING(c->log, "%s -> %s/%s%s", title, algoNames[best / numProto], protoNames[best % numProto], channels);
+      TUNING(c->log, "%s -> %s/%s%s", title, indexName(algoNames, NCCL_NUM_ALGORITHMS, best / numProto, algo),
+             indexName(protoNames, NCCL_NUM_PROTOCOLS, best % numProto, proto), channels);
     } else {
       TUNING(c->log, "%s -> NCCL's algorithm and protocol%s", title, channels);
     }

@@ -9,7 +9,8 @@
  * reaches its static parser directly, and checks for every input:
  *
  *   - parsing neither crashes nor upsets the address and undefined behaviour
- *     sanitizers, and a refusal names a line the input has, with a reason;
+ *     sanitizers, and a refusal names a line the input has, with a reason
+ *     that is UTF-8 text without control characters;
  *   - every rule kept is one the plugin can apply: a known collective, sizes
  *     in order, a known algorithm and protocol or "*", at most 64 channels,
  *     and the communicator's node and rank counts or "*";
@@ -76,6 +77,11 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size > 0 && data[size - 1] != '\n') lines++;
     check(c == NULL && p.err[0] != '\0', "a refusal without a reason");
     check(p.line >= 1 && p.line <= (lines > 0 ? lines : 1), "a refusal at a line the file does not have");
+    for (const unsigned char* e = (const unsigned char*)p.err; *e;) {
+      int len = utf8Len(e);
+      check(len > 0 && *e >= 0x20 && *e != 0x7F, "a refusal with a control character or bytes that are not UTF-8");
+      e += len;
+    }
     return 0;
   }
   size_t n = c ? c->nRules : 0;

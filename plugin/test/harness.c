@@ -2,7 +2,7 @@
  * Drives the tuner plugin the way NCCL does, without NCCL or a GPU, for the
  * tests in ../plugin_test.go.
  *
- *   harness LIB VERSION NNODES NRANKS [THREADS] < queries
+ *   harness LIB VERSION NNODES NRANKS [THREADS [COMMS]] < queries
  *
  * dlopens LIB, takes its ncclTunerPlugin_vVERSION (4, 5 or 6), calls init for
  * a communicator of NNODES nodes and NRANKS ranks (the rules file comes from
@@ -11,7 +11,9 @@
  *   FUNC BYTES NALGO NPROTO COST...   (ncclFunc_t value, NALGO*NPROTO costs, algorithm-major)
  *
  * and finally finalize. With THREADS, that many threads run every query on
- * the one context at once and must all see the same results. With no queries
+ * the one context at once and must all see the same results. With COMMS, that
+ * many communicators of the process call init, one after another, the last
+ * one's context answering the queries, and all finalize. With no queries
  * it only loads the file and prints the log: the fuzzer's mode.
  *
  * Output, one line each, in this order:
@@ -40,6 +42,7 @@
 #define MAX_QUERIES 256
 #define MAX_COSTS 64
 #define MAX_THREADS 16
+#define MAX_COMMS 16
 #define LINE 2048
 #define UNTOUCHED INT_MIN /* NCCL passes 0; a value no plugin would write shows "untouched" */
 
@@ -116,10 +119,13 @@ __attribute__((format(printf, 2, 3))) static void add(char out[LINE], const char
 
 /* Runs query q and describes what the plugin did in out. */
 static void run(const struct query* q, char out[LINE]) {
-  float table[MAX_COSTS];
+  /* Exactly NCCL's size, so that the address sanitizer sees a read or write past it. */
+  size_t n = (size_t)(q->numAlgo * q->numProto);
+  float* table = malloc(n ? n * sizeof(float) : 1);
   int nChannels = UNTOUCHED;
   bool changed = false;
-  memcpy(table, q->cost, sizeof(table));
+  if (!table) die("out of memory");
+  memcpy(table, q->cost, n * sizeof(float));
   ncclResult_t rc = api.getCollInfo(api.context, (ncclFunc_t)q->func, (size_t)q->bytes, 1, (float**)table,
                                     q->numAlgo, q->numProto, 0, &nChannels);
   out[0] = '\0';
@@ -133,6 +139,7 @@ static void run(const struct query* q, char out[LINE]) {
     changed = true;
   }
   if (!changed) add(out, "-");
+  free(table);
 }
 
 static void* runAll(void* arg) {
@@ -185,10 +192,13 @@ static ncclResult_t init(void* symbol, int version, size_t nNodes, size_t nRanks
 
 int main(int argc, char** argv) {
   char symbol[32];
-  if (argc != 5 && argc != 6) die("usage: harness LIB VERSION NNODES NRANKS [THREADS] < queries");
+  if (argc < 5 || argc > 7) die("usage: harness LIB VERSION NNODES NRANKS [THREADS [COMMS]] < queries");
   int version = atoi(argv[2]);
-  int threads = argc == 6 ? atoi(argv[5]) : 1;
+  int threads = argc >= 6 ? atoi(argv[5]) : 1;
+  int comms = argc == 7 ? atoi(argv[6]) : 1;
+  void* others[MAX_COMMS]; /* the contexts of the communicators before the last */
   if (threads < 1 || threads > MAX_THREADS) die("threads: want 1 to %d", MAX_THREADS);
+  if (comms < 1 || comms > MAX_COMMS) die("comms: want 1 to %d", MAX_COMMS);
   readQueries();
 
   /* RTLD_LOCAL as NCCL does; the library stays loaded so that sanitizer reports can name its code. */
@@ -198,8 +208,11 @@ int main(int argc, char** argv) {
   void* sym = dlsym(lib, symbol);
   if (!sym) die("no %s in %s", symbol, argv[1]);
   setvbuf(stdout, NULL, _IOLBF, 0);
-  ncclResult_t rc = init(sym, version, (size_t)strtoull(argv[3], NULL, 10), (size_t)strtoull(argv[4], NULL, 10));
-  if (rc != ncclSuccess) die("init returned %d", (int)rc);
+  for (int c = 0; c < comms; c++) {
+    ncclResult_t rc = init(sym, version, (size_t)strtoull(argv[3], NULL, 10), (size_t)strtoull(argv[4], NULL, 10));
+    if (rc != ncclSuccess) die("init returned %d", (int)rc);
+    if (c < comms - 1) others[c] = api.context;
+  }
 
   char(*out)[MAX_QUERIES][LINE] = calloc((size_t)threads, sizeof(*out));
   pthread_t tids[MAX_THREADS];
@@ -215,6 +228,7 @@ int main(int argc, char** argv) {
     printf("%s\n", out[0][i]);
   }
   free(out);
+  for (int c = 0; c < comms - 1; c++) printf("finalize rc=%d\n", (int)api.finalize(others[c]));
   printf("finalize rc=%d\n", (int)api.finalize(api.context));
   api.context = NULL; /* what finalize did not free is a leak for the sanitizer to report */
   return 0;
