@@ -586,3 +586,44 @@ func TestExampleReadsOnlyTheRules(t *testing.T) {
 		t.Errorf("the example reads the rules\n%q\nnot those written\n%q", got, want)
 	}
 }
+
+// TestPluginEnvNeverTakesARejectedRange: where NCCL's defaults failed in the
+// search, no environment can be compared with them, and each range's choice
+// is its own best trial, each with its own job-wide settings. The plugin's
+// job environment is then that of a range whose choice validation kept,
+// never that of a range whose choice it rejected (NCCL_NET_GDR_LEVEL=SYS
+// here), whichever order the ranges come in: a rejected choice is never
+// exported, and its range runs NCCL's own choice under the job's environment.
+func TestPluginEnvNeverTakesARejectedRange(t *testing.T) {
+	for rejected := range 2 {
+		ex := sweepCampaign(t, [][2]string{{"8", "64K"}, {"64K", "1G"}}, nil, nil)
+		sp := ex.Space
+		kept := 1 - rejected
+		scores := func(best int) map[string]float64 {
+			return map[string]float64{sp.Ranges[best].Name: 2, sp.Ranges[1-best].Name: 1}
+		}
+		trial := func(n int, state store.State, a space.Assignment, s map[string]float64) store.Trial {
+			return store.Trial{Number: n, State: state, Params: a, Env: sp.Env(a), Scores: s}
+		}
+		trials := []store.Trial{
+			trial(0, store.Failed, space.Assignment{"NCCL_PROTO": space.Unset, "NCCL_NET_GDR_LEVEL": space.Unset}, nil),
+			trial(1, store.Complete, space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": space.Unset}, scores(kept)),
+			trial(2, store.Complete, space.Assignment{"NCCL_PROTO": "LL", "NCCL_NET_GDR_LEVEL": "SYS"}, scores(rejected)),
+		}
+		vals := []store.Validation{
+			{Range: sp.Ranges[kept].Name, Candidate: 1, Config: sp.Key(trials[1].Params), Verdict: "tuned", Reason: "significant"},
+			{Range: sp.Ranges[rejected].Name, Candidate: 2, Config: sp.Key(trials[2].Params), Verdict: "default", Reason: "not significant"},
+		}
+		ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
+		if env := pluginEnv(t, ex); strings.Contains(env, "NCCL_NET_GDR_LEVEL") {
+			t.Errorf("range %s's choice was rejected, yet the plugin's environment sets its NCCL_NET_GDR_LEVEL:\n%s", sp.Ranges[rejected].Name, env)
+		}
+		if alone := ex.Job.Alone(sp); alone["NCCL_NET_GDR_LEVEL"] == "SYS" {
+			t.Errorf("range %s's choice was rejected, yet the job's environment without the plugin is its own: %v", sp.Ranges[rejected].Name, alone)
+		}
+		rules, _, err := ex.jobRules(false)
+		if want := []rule{{coll: "allreduce", min: sp.Ranges[kept].Min, max: upTo(sp.Ranges[kept]), proto: "simple", from: sp.Ranges[kept].Name}}; err != nil || !reflect.DeepEqual(rules, want) {
+			t.Errorf("rules %+v (%v), want only the kept range's %+v", rules, err, want)
+		}
+	}
+}
