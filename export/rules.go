@@ -118,11 +118,19 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 			errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
 			continue
 		}
-		if kept || !e.Job.Uses(r) {
+		switch {
+		case kept || !e.Job.Uses(r):
 			// NCCL's own choice stands here, under the job's environment.
 			if a = base; !explicit {
 				continue
 			}
+		case !slices.Equal(results.JobEnv(sp, a), env):
+			// Only where NCCL's defaults failed in the search (see
+			// results.Job.EnvTrial): its choice under the job's environment
+			// was never measured.
+			errs = append(errs, fmt.Errorf("range %s: its choice, trial %d, sets job-wide variables otherwise than trial %d, whose environment the job takes, and one job holds one environment; with NCCL's defaults unmeasured in the search the campaign cannot choose one for the ranges together: export each range's own file (--format env)",
+				r.Range.Name, r.Best.Number, e.Job.EnvTrial().Number))
+			continue
 		}
 		coll, vars := collTokens[r.Range.Collective], space.EnvMap(sp.Env(a))
 		algo, okA := setFor(algoTokens, vars["NCCL_ALGO"], coll)

@@ -587,43 +587,77 @@ func TestExampleReadsOnlyTheRules(t *testing.T) {
 	}
 }
 
-// TestPluginEnvNeverTakesARejectedRange: where NCCL's defaults failed in the
-// search, no environment can be compared with them, and each range's choice
-// is its own best trial, each with its own job-wide settings. The plugin's
-// job environment is then that of a range whose choice validation kept,
-// never that of a range whose choice it rejected (NCCL_NET_GDR_LEVEL=SYS
-// here), whichever order the ranges come in: a rejected choice is never
-// exported, and its range runs NCCL's own choice under the job's environment.
+// rangesApart is the export of sweepCampaign's space with two ranges, where
+// NCCL's defaults failed and each range was measured by one trial only, so
+// that no environment measured both: trial 1 (NCCL_PROTO=Simple) measured
+// range first, trial 2 (NCCL_PROTO=LL, NCCL_NET_GDR_LEVEL=SYS) the other;
+// with verdicts (tuned or default) on trial 1 and trial 2.
+func rangesApart(t *testing.T, first int, verdicts [2]string) Export {
+	t.Helper()
+	ex := sweepCampaign(t, [][2]string{{"8", "64K"}, {"64K", "1G"}}, nil, nil)
+	sp := ex.Space
+	trial := func(n int, state store.State, a space.Assignment, rg int) store.Trial {
+		tr := store.Trial{Number: n, State: state, Params: a, Env: sp.Env(a)}
+		if rg >= 0 {
+			tr.Scores = map[string]float64{sp.Ranges[rg].Name: 2}
+		}
+		return tr
+	}
+	trials := []store.Trial{
+		trial(0, store.Failed, space.Assignment{"NCCL_PROTO": space.Unset, "NCCL_NET_GDR_LEVEL": space.Unset}, -1),
+		trial(1, store.Complete, space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": space.Unset}, first),
+		trial(2, store.Complete, space.Assignment{"NCCL_PROTO": "LL", "NCCL_NET_GDR_LEVEL": "SYS"}, 1-first),
+	}
+	var vals []store.Validation
+	for i, v := range verdicts {
+		vals = append(vals, store.Validation{Range: sp.Ranges[(first+i)%2].Name, Candidate: i + 1, Config: sp.Key(trials[i+1].Params), Verdict: v, Reason: v})
+	}
+	ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
+	return ex
+}
+
+// TestPluginEnvNeverTakesARejectedRange: where no environment measured
+// every range (here NCCL's defaults failed, and each trial measured one
+// range), each range's choice is its own best trial, each with its own
+// job-wide settings. The plugin's job environment is then that of a range
+// whose choice validation kept, never that of a range whose choice it
+// rejected (NCCL_NET_GDR_LEVEL=SYS here), whichever order the ranges come
+// in: a rejected choice is never exported, and its range runs NCCL's own
+// choice under the job's environment.
 func TestPluginEnvNeverTakesARejectedRange(t *testing.T) {
-	for rejected := range 2 {
-		ex := sweepCampaign(t, [][2]string{{"8", "64K"}, {"64K", "1G"}}, nil, nil)
+	for kept := range 2 {
+		ex := rangesApart(t, kept, [2]string{"tuned", "default"})
 		sp := ex.Space
-		kept := 1 - rejected
-		scores := func(best int) map[string]float64 {
-			return map[string]float64{sp.Ranges[best].Name: 2, sp.Ranges[1-best].Name: 1}
-		}
-		trial := func(n int, state store.State, a space.Assignment, s map[string]float64) store.Trial {
-			return store.Trial{Number: n, State: state, Params: a, Env: sp.Env(a), Scores: s}
-		}
-		trials := []store.Trial{
-			trial(0, store.Failed, space.Assignment{"NCCL_PROTO": space.Unset, "NCCL_NET_GDR_LEVEL": space.Unset}, nil),
-			trial(1, store.Complete, space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": space.Unset}, scores(kept)),
-			trial(2, store.Complete, space.Assignment{"NCCL_PROTO": "LL", "NCCL_NET_GDR_LEVEL": "SYS"}, scores(rejected)),
-		}
-		vals := []store.Validation{
-			{Range: sp.Ranges[kept].Name, Candidate: 1, Config: sp.Key(trials[1].Params), Verdict: "tuned", Reason: "significant"},
-			{Range: sp.Ranges[rejected].Name, Candidate: 2, Config: sp.Key(trials[2].Params), Verdict: "default", Reason: "not significant"},
-		}
-		ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
+		rejected := sp.Ranges[1-kept].Name
 		if env := pluginEnv(t, ex); strings.Contains(env, "NCCL_NET_GDR_LEVEL") {
-			t.Errorf("range %s's choice was rejected, yet the plugin's environment sets its NCCL_NET_GDR_LEVEL:\n%s", sp.Ranges[rejected].Name, env)
+			t.Errorf("range %s's choice was rejected, yet the plugin's environment sets its NCCL_NET_GDR_LEVEL:\n%s", rejected, env)
 		}
 		if alone := ex.Job.Alone(sp); alone["NCCL_NET_GDR_LEVEL"] == "SYS" {
-			t.Errorf("range %s's choice was rejected, yet the job's environment without the plugin is its own: %v", sp.Ranges[rejected].Name, alone)
+			t.Errorf("range %s's choice was rejected, yet the job's environment without the plugin is its own: %v", rejected, alone)
 		}
 		rules, _, err := ex.jobRules(false)
 		if want := []rule{{coll: "allreduce", min: sp.Ranges[kept].Min, max: upTo(sp.Ranges[kept]), proto: "simple", from: sp.Ranges[kept].Name}}; err != nil || !reflect.DeepEqual(rules, want) {
 			t.Errorf("rules %+v (%v), want only the kept range's %+v", rules, err, want)
+		}
+	}
+}
+
+// TestPluginRefusesChoicesOfTwoEnvironments: where two ranges' kept
+// choices were measured under different job-wide settings (NCCL's defaults
+// failed, each trial measured one range), one job cannot hold both: the
+// plugin formats refuse, saying why and what to export instead, rather than
+// apply one range's algorithm and protocol under an environment it never ran
+// with.
+func TestPluginRefusesChoicesOfTwoEnvironments(t *testing.T) {
+	ex := rangesApart(t, 0, [2]string{"tuned", "tuned"})
+	for _, format := range []string{"plugin", "tuner-csv"} {
+		dir := t.TempDir()
+		paths, err := ex.Write(format, dir)
+		if err == nil || !strings.Contains(err.Error(), "range r1: its choice, trial 2, sets job-wide variables otherwise than trial 1") || !strings.Contains(err.Error(), "--format env") {
+			t.Errorf("%s: wrote %v, error %v; want a refusal naming both trials", format, paths, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("%s: wrote %v", format, entries)
 		}
 	}
 }
