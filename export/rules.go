@@ -642,10 +642,16 @@ func (e Export) others(covered []rule) (layers [3][]rule, err error) {
 	return layers, nil
 }
 
-// alone are NCCL's decisions under the job's environment (none where
-// validation recorded none): what NCCL does where no rule steers it.
+// alone are NCCL's decisions under the job's environment as exported
+// (jobBase: NCCL's defaults where they stand, never a rejected choice's
+// environment; none where validation recorded none): what NCCL does where
+// no rule steers it.
 func (e Export) alone() (map[string][]point, error) {
-	pts, err := e.points(e.Decisions[e.Space.Key(e.Job.Alone(e.Space))])
+	base, err := e.jobBase()
+	if err != nil {
+		return nil, err
+	}
+	pts, err := e.points(e.Decisions[e.Space.Key(base)])
 	if err != nil {
 		return nil, fmt.Errorf("under the job's environment: %w", err)
 	}

@@ -661,3 +661,39 @@ func TestPluginRefusesChoicesOfTwoEnvironments(t *testing.T) {
 		}
 	}
 }
+
+// TestTunerCSVOfRejectedChoicesIsNCCLsDefaults: where validation kept NCCL's
+// defaults in every range, every rule of NVIDIA's example plugin is NCCL's
+// own decision under NCCL's defaults: the sizes between the ranges and the
+// other communicators' rules too, never NCCL's decisions under the rejected
+// environment (NCCL_NET_GDR_LEVEL=SYS, tree/LL on 3 channels here).
+func TestTunerCSVOfRejectedChoicesIsNCCLsDefaults(t *testing.T) {
+	ex := sweepCampaign(t, [][2]string{{"8", "64K"}, {"1M", "1G"}}, decide("RING", "SIMPLE", 8), decide("TREE", "LL", 3))
+	sp := ex.Space
+	var defaults []nccllog.Decision
+	for _, size := range sp.Sizes.List() {
+		defaults = append(defaults, decide("RING", "LL128", 7)(size))
+	}
+	ex.Decisions[sp.Key(space.Assignment{})] = defaults
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Params: space.Assignment{"NCCL_PROTO": space.Unset, "NCCL_NET_GDR_LEVEL": space.Unset}, Scores: map[string]float64{"r0": 1, "r1": 1}},
+		{Number: 1, State: store.Complete, Params: space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": "SYS"}, Scores: map[string]float64{"r0": 2, "r1": 2}},
+	}
+	var vals []store.Validation
+	for i := range trials {
+		trials[i].Env = sp.Env(trials[i].Params)
+	}
+	for _, r := range sp.Ranges {
+		vals = append(vals, store.Validation{Range: r.Name, Candidate: 1, Config: sp.Key(trials[1].Params), Verdict: "default", Reason: "no gain"})
+	}
+	ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
+	rules, err := csvRules(t, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r[3] == "tree" || r[4] == "ll" || r[5] == "3" {
+			t.Errorf("rule %q is NCCL's decision under the rejected environment", r)
+		}
+	}
+}
