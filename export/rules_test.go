@@ -697,3 +697,27 @@ func TestTunerCSVOfRejectedChoicesIsNCCLsDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareReadsThePluginEnv: `nccltune compare` reads env files with
+// ReadEnvFile, which took only the catalogue's variables and so refused
+// nccl-plugin.env for its NCCLTUNE_RULES. It reads the file whole now, the
+// plugin's library and rules with it, so that compare launches the job's
+// environment as the plugin applies it; a relative rules path, which the
+// benchmark's ranks would look for in their own directories, is refused.
+func TestCompareReadsThePluginEnv(t *testing.T) {
+	ex := sweepCampaign(t, nil, nil, nil)
+	dir := t.TempDir()
+	if _, err := ex.Write("plugin", dir); err != nil {
+		t.Fatal(err)
+	}
+	env, err := ReadEnvFile(filepath.Join(dir, "nccl-plugin.env"))
+	want := []string{"NCCL_NET_GDR_LEVEL=SYS", "NCCL_TUNER_PLUGIN=" + filepath.Join(dir, "libnccl-tuner-nccltune.so"), "NCCLTUNE_RULES=" + filepath.Join(dir, "nccltune.rules")}
+	if err != nil || !slices.Equal(env, want) {
+		t.Errorf("read %q, %v; want %q", env, err, want)
+	}
+	relative := filepath.Join(dir, "relative.env")
+	os.WriteFile(relative, []byte("export NCCL_PROTO='Simple'\nexport NCCLTUNE_RULES='tuned/nccltune.rules'\n"), 0o644)
+	if env, err := ReadEnvFile(relative); err == nil || !strings.Contains(err.Error(), "relative.env:2: NCCLTUNE_RULES=tuned/nccltune.rules: the plugin's rules file needs an absolute path") {
+		t.Errorf("read %q, %v; want the relative path refused", env, err)
+	}
+}
