@@ -5,14 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/nccltune/nccltune/plugin"
 	"github.com/nccltune/nccltune/space"
 )
 
 // ReadEnvFile reads NCCL_* settings from a file in the env format (`export
 // NAME='value'`, as nccltune writes it) or the dotenv format (NAME=value).
-// Every name and value is checked against the catalogue.
+// Every name and value is checked against the catalogue, but for nccltune's
+// own plugin's rules file (plugin.RulesEnv, which nccl-plugin.env sets
+// beside NCCL_TUNER_PLUGIN): a path, which only the plugin reads, so that
+// a job's plugin environment is measured as the plugin applies it.
 func ReadEnvFile(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -29,29 +34,41 @@ func ReadEnvFile(path string) ([]string, error) {
 			continue
 		}
 		name, raw, ok := strings.Cut(strings.TrimPrefix(text, "export "), "=")
-		value, qerr := unquote(raw)
-		var v space.Var
-		if ok && qerr == nil {
-			v, err = space.Lookup(name)
-		}
-		if ok && qerr == nil && err == nil {
-			value, err = v.Normalize(value)
-		}
-		switch {
-		case !ok:
+		if !ok {
 			errs = append(errs, fmt.Errorf("%s:%d: not NAME=value", path, line))
-		case qerr != nil:
-			errs = append(errs, fmt.Errorf("%s:%d: %v", path, line, qerr))
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s:%d: %v", path, line, err))
-		default:
-			env = append(env, name+"="+value)
+			continue
 		}
+		value, err := unquote(raw)
+		if err == nil {
+			value, err = checked(name, value)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s:%d: %v", path, line, err))
+			continue
+		}
+		env = append(env, name+"="+value)
 	}
 	if err := sc.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("%s:%d: %w", path, line, err))
 	}
 	return env, errors.Join(errs...)
+}
+
+// checked is a variable's value as the catalogue normalizes it; the
+// plugin's rules file, an absolute path: the benchmark's ranks start in
+// directories of their own, and a plugin that finds no rules applies none.
+func checked(name, value string) (string, error) {
+	if name == plugin.RulesEnv {
+		if !filepath.IsAbs(value) {
+			return "", fmt.Errorf("%s=%s: the plugin's rules file needs an absolute path, as `nccltune export --format plugin` writes it", name, value)
+		}
+		return value, nil
+	}
+	v, err := space.Lookup(name)
+	if err != nil {
+		return "", err
+	}
+	return v.Normalize(value)
 }
 
 // unquote reads a value as a POSIX shell would: single-quoted parts joined

@@ -97,15 +97,15 @@ func setFor(tokens map[string]string, value, coll string) (string, bool) {
 // NCCL's decisions, also in the ranges where NCCL's own choice stands.
 func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 	sp := e.Space
-	env := sp.Env(space.Assignment{})
 	if !measured(e.Job.Ranges) {
 		return nil, nil, errors.New("no completed trial measured any range; nothing to export")
 	}
-	// A workload's job is judged as a whole, and where that verdict rejected
-	// it, NCCL's defaults stand throughout, as in the job file
-	// (results.Job.Exported); where no range's choice is used, the job's
-	// environment goes too, as no verdict judged it on its own.
-	kept := e.Job.DefaultsKept() || e.Job.Validation == nil && !slices.ContainsFunc(e.Job.Ranges, e.Job.Uses)
+	kept := e.defaultsStand()
+	base, err := e.jobBase()
+	if err != nil {
+		return nil, nil, err
+	}
+	env := results.JobEnv(sp, base)
 	var rules []rule
 	var errs []error
 	for _, r := range e.Job.Ranges {
@@ -118,15 +118,19 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 			errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
 			continue
 		}
-		if kept {
-			a = space.Assignment{}
-		}
-		env = results.JobEnv(sp, a)
-		if kept || !e.Job.Uses(r) {
-			// NCCL's own choice stands here: under the job's environment, what the best trial there left to NCCL.
-			if a = results.WithoutPerSize(sp, a); !explicit {
+		switch {
+		case kept || !e.Job.Uses(r):
+			// NCCL's own choice stands here, under the job's environment.
+			if a = base; !explicit {
 				continue
 			}
+		case !slices.Equal(results.JobEnv(sp, a), env):
+			// Only where NCCL's defaults failed in the search (see
+			// results.Job.EnvTrial): its choice under the job's environment
+			// was never measured.
+			errs = append(errs, fmt.Errorf("range %s: its choice, trial %d, sets job-wide variables otherwise than trial %d, whose environment the job takes, and one job holds one environment; with NCCL's defaults unmeasured in the search the campaign cannot choose one for the ranges together: export each range's own file (--format env)",
+				r.Range.Name, r.Best.Number, e.Job.EnvTrial().Number))
+			continue
 		}
 		coll, vars := collTokens[r.Range.Collective], space.EnvMap(sp.Env(a))
 		algo, okA := setFor(algoTokens, vars["NCCL_ALGO"], coll)
@@ -150,6 +154,32 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 		rules = append(rules, decided...)
 	}
 	return merged(rules), env, errors.Join(errs...)
+}
+
+// defaultsStand reports whether the job's environment and rules are NCCL's
+// defaults (with what [fixed] pins): a workload's job, judged as a whole,
+// that validation rejected, as in the job file (results.Job.Exported); or a
+// job that uses no range's choice, whose environment no verdict judged on
+// its own.
+func (e Export) defaultsStand() bool {
+	return e.Job.DefaultsKept() || e.Job.Validation == nil && !slices.ContainsFunc(e.Job.Ranges, e.Job.Uses)
+}
+
+// jobBase is the job's environment as an assignment, without the per-size
+// settings a plugin's rules make: none where NCCL's defaults stand, else
+// the settings of the trial that lends the job its environment
+// (results.Job.EnvTrial, never a rejected range's), checked as every
+// export's are.
+func (e Export) jobBase() (space.Assignment, error) {
+	t := e.Job.EnvTrial()
+	if e.defaultsStand() || t == nil {
+		return space.Assignment{}, nil
+	}
+	a, err := e.settings(t)
+	if err != nil {
+		return nil, fmt.Errorf("the job's environment: %w", err)
+	}
+	return results.WithoutPerSize(e.Space, a), nil
 }
 
 // measured reports whether a completed trial measured any of the ranges.
@@ -612,10 +642,16 @@ func (e Export) others(covered []rule) (layers [3][]rule, err error) {
 	return layers, nil
 }
 
-// alone are NCCL's decisions under the job's environment (none where
-// validation recorded none): what NCCL does where no rule steers it.
+// alone are NCCL's decisions under the job's environment as exported
+// (jobBase: NCCL's defaults where they stand, never a rejected choice's
+// environment; none where validation recorded none): what NCCL does where
+// no rule steers it.
 func (e Export) alone() (map[string][]point, error) {
-	pts, err := e.points(e.Decisions[e.Space.Key(e.Job.Alone(e.Space))])
+	base, err := e.jobBase()
+	if err != nil {
+		return nil, err
+	}
+	pts, err := e.points(e.Decisions[e.Space.Key(base)])
 	if err != nil {
 		return nil, fmt.Errorf("under the job's environment: %w", err)
 	}

@@ -586,3 +586,138 @@ func TestExampleReadsOnlyTheRules(t *testing.T) {
 		t.Errorf("the example reads the rules\n%q\nnot those written\n%q", got, want)
 	}
 }
+
+// rangesApart is the export of sweepCampaign's space with two ranges, where
+// NCCL's defaults failed and each range was measured by one trial only, so
+// that no environment measured both: trial 1 (NCCL_PROTO=Simple) measured
+// range first, trial 2 (NCCL_PROTO=LL, NCCL_NET_GDR_LEVEL=SYS) the other;
+// with verdicts (tuned or default) on trial 1 and trial 2.
+func rangesApart(t *testing.T, first int, verdicts [2]string) Export {
+	t.Helper()
+	ex := sweepCampaign(t, [][2]string{{"8", "64K"}, {"64K", "1G"}}, nil, nil)
+	sp := ex.Space
+	trial := func(n int, state store.State, a space.Assignment, rg int) store.Trial {
+		tr := store.Trial{Number: n, State: state, Params: a, Env: sp.Env(a)}
+		if rg >= 0 {
+			tr.Scores = map[string]float64{sp.Ranges[rg].Name: 2}
+		}
+		return tr
+	}
+	trials := []store.Trial{
+		trial(0, store.Failed, space.Assignment{"NCCL_PROTO": space.Unset, "NCCL_NET_GDR_LEVEL": space.Unset}, -1),
+		trial(1, store.Complete, space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": space.Unset}, first),
+		trial(2, store.Complete, space.Assignment{"NCCL_PROTO": "LL", "NCCL_NET_GDR_LEVEL": "SYS"}, 1-first),
+	}
+	var vals []store.Validation
+	for i, v := range verdicts {
+		vals = append(vals, store.Validation{Range: sp.Ranges[(first+i)%2].Name, Candidate: i + 1, Config: sp.Key(trials[i+1].Params), Verdict: v, Reason: v})
+	}
+	ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
+	return ex
+}
+
+// TestPluginEnvNeverTakesARejectedRange: where no environment measured
+// every range (here NCCL's defaults failed, and each trial measured one
+// range), each range's choice is its own best trial, each with its own
+// job-wide settings. The plugin's job environment is then that of a range
+// whose choice validation kept, never that of a range whose choice it
+// rejected (NCCL_NET_GDR_LEVEL=SYS here), whichever order the ranges come
+// in: a rejected choice is never exported, and its range runs NCCL's own
+// choice under the job's environment.
+func TestPluginEnvNeverTakesARejectedRange(t *testing.T) {
+	for kept := range 2 {
+		ex := rangesApart(t, kept, [2]string{"tuned", "default"})
+		sp := ex.Space
+		rejected := sp.Ranges[1-kept].Name
+		if env := pluginEnv(t, ex); strings.Contains(env, "NCCL_NET_GDR_LEVEL") {
+			t.Errorf("range %s's choice was rejected, yet the plugin's environment sets its NCCL_NET_GDR_LEVEL:\n%s", rejected, env)
+		}
+		if alone := ex.Job.Alone(sp); alone["NCCL_NET_GDR_LEVEL"] == "SYS" {
+			t.Errorf("range %s's choice was rejected, yet the job's environment without the plugin is its own: %v", rejected, alone)
+		}
+		rules, _, err := ex.jobRules(false)
+		if want := []rule{{coll: "allreduce", min: sp.Ranges[kept].Min, max: upTo(sp.Ranges[kept]), proto: "simple", from: sp.Ranges[kept].Name}}; err != nil || !reflect.DeepEqual(rules, want) {
+			t.Errorf("rules %+v (%v), want only the kept range's %+v", rules, err, want)
+		}
+	}
+}
+
+// TestPluginRefusesChoicesOfTwoEnvironments: where two ranges' kept
+// choices were measured under different job-wide settings (NCCL's defaults
+// failed, each trial measured one range), one job cannot hold both: the
+// plugin formats refuse, saying why and what to export instead, rather than
+// apply one range's algorithm and protocol under an environment it never ran
+// with.
+func TestPluginRefusesChoicesOfTwoEnvironments(t *testing.T) {
+	ex := rangesApart(t, 0, [2]string{"tuned", "tuned"})
+	for _, format := range []string{"plugin", "tuner-csv"} {
+		dir := t.TempDir()
+		paths, err := ex.Write(format, dir)
+		if err == nil || !strings.Contains(err.Error(), "range r1: its choice, trial 2, sets job-wide variables otherwise than trial 1") || !strings.Contains(err.Error(), "--format env") {
+			t.Errorf("%s: wrote %v, error %v; want a refusal naming both trials", format, paths, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("%s: wrote %v", format, entries)
+		}
+	}
+}
+
+// TestTunerCSVOfRejectedChoicesIsNCCLsDefaults: where validation kept NCCL's
+// defaults in every range, every rule of NVIDIA's example plugin is NCCL's
+// own decision under NCCL's defaults: the sizes between the ranges and the
+// other communicators' rules too, never NCCL's decisions under the rejected
+// environment (NCCL_NET_GDR_LEVEL=SYS, tree/LL on 3 channels here).
+func TestTunerCSVOfRejectedChoicesIsNCCLsDefaults(t *testing.T) {
+	ex := sweepCampaign(t, [][2]string{{"8", "64K"}, {"1M", "1G"}}, decide("RING", "SIMPLE", 8), decide("TREE", "LL", 3))
+	sp := ex.Space
+	var defaults []nccllog.Decision
+	for _, size := range sp.Sizes.List() {
+		defaults = append(defaults, decide("RING", "LL128", 7)(size))
+	}
+	ex.Decisions[sp.Key(space.Assignment{})] = defaults
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Params: space.Assignment{"NCCL_PROTO": space.Unset, "NCCL_NET_GDR_LEVEL": space.Unset}, Scores: map[string]float64{"r0": 1, "r1": 1}},
+		{Number: 1, State: store.Complete, Params: space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": "SYS"}, Scores: map[string]float64{"r0": 2, "r1": 2}},
+	}
+	var vals []store.Validation
+	for i := range trials {
+		trials[i].Env = sp.Env(trials[i].Params)
+	}
+	for _, r := range sp.Ranges {
+		vals = append(vals, store.Validation{Range: r.Name, Candidate: 1, Config: sp.Key(trials[1].Params), Verdict: "default", Reason: "no gain"})
+	}
+	ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
+	rules, err := csvRules(t, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r[3] == "tree" || r[4] == "ll" || r[5] == "3" {
+			t.Errorf("rule %q is NCCL's decision under the rejected environment", r)
+		}
+	}
+}
+
+// TestCompareReadsThePluginEnv: `nccltune compare` reads env files with
+// ReadEnvFile, which took only the catalogue's variables and so refused
+// nccl-plugin.env for its NCCLTUNE_RULES. It reads the file whole now, the
+// plugin's library and rules with it, so that compare launches the job's
+// environment as the plugin applies it; a relative rules path, which the
+// benchmark's ranks would look for in their own directories, is refused.
+func TestCompareReadsThePluginEnv(t *testing.T) {
+	ex := sweepCampaign(t, nil, nil, nil)
+	dir := t.TempDir()
+	if _, err := ex.Write("plugin", dir); err != nil {
+		t.Fatal(err)
+	}
+	env, err := ReadEnvFile(filepath.Join(dir, "nccl-plugin.env"))
+	want := []string{"NCCL_NET_GDR_LEVEL=SYS", "NCCL_TUNER_PLUGIN=" + filepath.Join(dir, "libnccl-tuner-nccltune.so"), "NCCLTUNE_RULES=" + filepath.Join(dir, "nccltune.rules")}
+	if err != nil || !slices.Equal(env, want) {
+		t.Errorf("read %q, %v; want %q", env, err, want)
+	}
+	relative := filepath.Join(dir, "relative.env")
+	os.WriteFile(relative, []byte("export NCCL_PROTO='Simple'\nexport NCCLTUNE_RULES='tuned/nccltune.rules'\n"), 0o644)
+	if env, err := ReadEnvFile(relative); err == nil || !strings.Contains(err.Error(), "relative.env:2: NCCLTUNE_RULES=tuned/nccltune.rules: the plugin's rules file needs an absolute path") {
+		t.Errorf("read %q, %v; want the relative path refused", env, err)
+	}
+}

@@ -142,15 +142,31 @@ func (j Job) Assignment(sp *space.Space) space.Assignment {
 }
 
 // Alone is the job's environment without a per-size setting: what its
-// trials set, less what a tuner plugin sets per size. Where the job leaves
+// EnvTrial set, less what a tuner plugin sets per size. Where the job leaves
 // sizes to NCCL, NCCL's decisions under it are what a plugin must name.
 func (j Job) Alone(sp *space.Space) space.Assignment {
-	for _, r := range j.Ranges {
-		if r.Best != nil {
-			return WithoutPerSize(sp, space.Assignment(r.Best.Params))
-		}
+	if t := j.EnvTrial(); t != nil {
+		return WithoutPerSize(sp, space.Assignment(t.Params))
 	}
 	return space.Assignment{}
+}
+
+// EnvTrial is the trial whose environment the job takes: the best of the
+// first range whose choice the job uses, else the first measured range's;
+// nil where no range was measured. The ranges' bests share one environment
+// wherever an environment could be compared with NCCL's defaults; where none
+// could (NCCL's defaults failed in the search), each range's best is its own,
+// and a range whose choice the job does not use, such as one that
+// validation rejected, must not lend the job its settings.
+func (j Job) EnvTrial() *store.Trial {
+	i := slices.IndexFunc(j.Ranges, j.Uses)
+	if i < 0 {
+		i = slices.IndexFunc(j.Ranges, func(r RangeResult) bool { return r.Best != nil })
+	}
+	if i < 0 {
+		return nil
+	}
+	return j.Ranges[i].Best
 }
 
 // Uses reports whether the job's configuration takes range r's choice (its

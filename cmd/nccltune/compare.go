@@ -22,7 +22,9 @@ func compareCommand() *cli.Command {
 		Description: "Measures both settings interleaved (A B, B A, ...) for --rounds rounds with the benchmark,\n" +
 			"launcher and size ranges of --space (or of the stored campaign), and prints per range the\n" +
 			"gain of B over A with a 95% confidence interval. The files are read like nccltune's env and\n" +
-			"dotenv exports; the space's pinned variables apply beneath them. Nothing is stored.",
+			"dotenv exports; the space's pinned variables apply beneath them. A plugin format's env file\n" +
+			"(nccl-plugin.env, nccl-tuner.env) runs as the job would: with the plugin and its rules, which\n" +
+			"must be where it names them on every node. Nothing is stored.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "space", Usage: "space `FILE` giving the benchmark, launcher and ranges"},
 			storeFlag, campaignFlag,

@@ -225,6 +225,23 @@ func TestReportValidateCompare(t *testing.T) {
 	}
 }
 
+// TestCompareAPluginEnv: compare measures a plugin format's env file
+// (nccl-plugin.env: the job's environment, the plugin and its rules) as the
+// job would run it, where it refused the file for NCCLTUNE_RULES, a
+// variable NCCL's catalogue does not hold.
+func TestCompareAPluginEnv(t *testing.T) {
+	dir := t.TempDir()
+	example, _ := filepath.Abs("../../examples/sim-2node-ib.toml")
+	os.WriteFile(filepath.Join(dir, "a.env"), []byte("# NCCL's defaults\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "nccl-plugin.env"), []byte("export NCCL_NET_GDR_LEVEL='PHB'\n"+
+		"export NCCL_TUNER_PLUGIN='"+filepath.Join(dir, "libnccl-tuner-nccltune.so")+"'\n"+
+		"export NCCLTUNE_RULES='"+filepath.Join(dir, "nccltune.rules")+"'\n"), 0o644)
+	code, out, errOut := nccltune(t, dir, "compare", "--space", example, "--rounds", "2", "a.env", "nccl-plugin.env")
+	if code != 0 || !strings.Contains(out, "B vs A") {
+		t.Errorf("compare a.env nccl-plugin.env: %d\n%s%s", code, out, errOut)
+	}
+}
+
 func TestDoctor(t *testing.T) {
 	dir := t.TempDir()
 	example, _ := filepath.Abs("../../examples/sim-2node-ib.toml")
