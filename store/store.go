@@ -143,6 +143,8 @@ func open(path string, readOnly bool) (*Store, error) {
 			f.Close() // no lock is held yet, none is lost
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("store %s cannot be written: %w; a campaign needs write access to it", path, err)
+		} else {
+			createHonouringUmask(real)
 		}
 	}
 	dsn, err := uri(real, readOnly, readOnly && !logMayBeMade(real, owned))
@@ -160,6 +162,19 @@ func open(path string, readOnly bool) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// createHonouringUmask makes a new store's file as a program makes any
+// file, 0666 less the umask: SQLite makes it 0644 less the umask, so a
+// user whose umask shares files with their group (002) got a store the
+// group could not write. SQLite gives the -wal and -shm the file's mode.
+// An empty file is an empty database, which migrate makes a store. Where
+// the file cannot be made (no such folder, no right to write there),
+// SQLite's open fails next and says why.
+func createHonouringUmask(path string) {
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666); err == nil {
+		f.Close()
+	}
 }
 
 // logMayBeMade reports whether a reader may let SQLite make the store's log
