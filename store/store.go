@@ -55,6 +55,12 @@ type Campaign struct {
 	// Scale is the node count of a campaign of one of its space's
 	// campaign.scales (see space.AtScale); 0 for another.
 	Scale int
+	// How the campaign ends once its budget is spent, as the run that
+	// started it asked, which a resume keeps unless told otherwise:
+	// Simplify tries each range's choice without each of its settings;
+	// ValidateRounds, when at least 2, validates the result.
+	Simplify       bool
+	ValidateRounds int
 }
 
 // Trial is one launch of the benchmark with one configuration.
@@ -340,8 +346,9 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 		return c, fmt.Errorf("store %s: %w", s.path, err)
 	}
 	c.Created = time.Now().UTC()
-	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale)
+	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale, simplify, validate_rounds)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale, c.Simplify, c.ValidateRounds)
 	if err != nil {
 		return c, fmt.Errorf("create campaign %s: %w", c.Name, err)
 	}
@@ -349,7 +356,8 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 	return c, err
 }
 
-// UpdateSettings records a campaign's budget, sampler, seed and stop reason.
+// UpdateSettings records a campaign's budget, sampler, seed, stop reason
+// and how it ends (Simplify, ValidateRounds).
 func (s *Store) UpdateSettings(c Campaign) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -357,7 +365,8 @@ func (s *Store) UpdateSettings(c Campaign) error {
 	if err := storable(c); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ? WHERE id = ?`, c.Budget, c.Sampler, c.Seed, c.Stopped, c.ID)
+	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ?, simplify = ?, validate_rounds = ? WHERE id = ?`,
+		c.Budget, c.Sampler, c.Seed, c.Stopped, c.Simplify, c.ValidateRounds, c.ID)
 	if err != nil {
 		return fmt.Errorf("campaign %s: %w", c.Name, err)
 	}
@@ -381,7 +390,8 @@ func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
 func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	defer s.located(&err)
-	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale FROM campaigns `+where+` ORDER BY id`, args...)
+	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale, simplify, validate_rounds
+		FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +400,8 @@ func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	for rows.Next() {
 		var c Campaign
 		var created string
-		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped, &c.Scale); err != nil {
+		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped, &c.Scale,
+			&c.Simplify, &c.ValidateRounds); err != nil {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
