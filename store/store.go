@@ -206,7 +206,12 @@ func readWithoutLog(path string) (*os.File, error) {
 			break
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, syscall.ENOLCK):
+		// A file system without POSIX locks (some NFS mounts): no writer
+		// can run there either (SQLite's locks are the same), and the
+		// file is read as it is.
+	case err != nil:
 		f.Close()
 		return nil, fmt.Errorf("read lock: %w", err)
 	}
