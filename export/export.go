@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -220,9 +221,14 @@ func comment(lines []string, prefix string) string {
 // included).
 func clean(s string) string { return text.Clean(s) }
 
-// writeFileAtomic writes through a temporary file, so a reader never sees half a file.
+// writeFileAtomic writes through a temporary file, so a reader never sees
+// half a file, and a crash leaves the old file or the new one: the data
+// reaches the disk before the rename (else the rename may be kept and the
+// data lost, an empty file after a power cut on ext4 or XFS), and the
+// folder after it, so that the new name is kept.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := createTemp(filepath.Dir(path), mode)
+	dir := filepath.Dir(path)
+	tmp, err := createTemp(dir, mode)
 	if err != nil {
 		return err
 	}
@@ -231,10 +237,36 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		tmp.Close()
 		return err
 	}
+	if err := fsync(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// fsync flushes a file to the disk; a variable, so that a test can see
+// what is synced when.
+var fsync = (*os.File).Sync
+
+// syncDir flushes a folder's entries (a rename in it) to the disk. Some
+// file systems refuse to sync a folder (EINVAL, as on some network file
+// systems); the file itself is then written all the same.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := fsync(d); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
+	return nil
 }
 
 // createTemp creates a new file in dir of mode less the umask, as a program

@@ -23,16 +23,24 @@ func checkCampaign(c Campaign) error {
 		return fmt.Errorf("campaign %d: budget %d: %w", c.ID, c.Budget, ErrTampered)
 	case c.Scale < 0 || c.Scale > 1<<20:
 		return fmt.Errorf("campaign %d: scale %d: %w", c.ID, c.Scale, ErrTampered)
+	case c.ValidateRounds < 0 || c.ValidateRounds > maxValidateRounds:
+		return fmt.Errorf("campaign %d: %d validation rounds: %w", c.ID, c.ValidateRounds, ErrTampered)
 	}
 	return nil
 }
+
+// maxValidateRounds bounds a campaign's validation rounds as
+// tuner.MaxRounds does (the tuner imports this package): a resume runs
+// them, and an edited count would run for weeks.
+const maxValidateRounds = 1000
 
 // storable refuses to write a campaign that checkCampaign would refuse to
 // read back: the trials written under it would be lost to every later
 // command.
 func storable(c Campaign) error {
 	if err := checkCampaign(c); err != nil {
-		return fmt.Errorf("campaign %s: budget %d or scale %d is beyond what a store holds (budget 0 to %d)", c.Name, c.Budget, c.Scale, maxTrialNumber)
+		return fmt.Errorf("campaign %s: budget %d, scale %d or %d validation rounds is beyond what a store holds (budget 0 to %d, rounds 0 to %d)",
+			c.Name, c.Budget, c.Scale, c.ValidateRounds, maxTrialNumber, maxValidateRounds)
 	}
 	return nil
 }

@@ -230,6 +230,8 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 		`UPDATE results SET size = -8`,
 		`UPDATE campaigns SET budget = -3`,
 		`UPDATE campaigns SET budget = 9223372036854775807`,
+		`UPDATE campaigns SET validate_rounds = -1`,
+		`UPDATE campaigns SET validate_rounds = 1000000000`,
 		validation("bogus", 5, "0.1"),
 		validation("tuned", -5, "0.1"),
 		validation("tuned", 5, "9e999"),

@@ -107,6 +107,11 @@ var migrations = []string{
 	ALTER TABLE trials ADD COLUMN nodes TEXT;`,
 	// The node count of a campaign that is one of its space's campaign.scales (0: it is not).
 	`ALTER TABLE campaigns ADD COLUMN scale INTEGER NOT NULL DEFAULT 0;`,
+	// How the run that started a campaign asked it to end, which resume keeps: simplify or not,
+	// and the validation's rounds (0: none). A campaign stored before it was resumed with the
+	// flags' defaults, which it keeps.
+	`ALTER TABLE campaigns ADD COLUMN simplify INTEGER NOT NULL DEFAULT 1;
+	ALTER TABLE campaigns ADD COLUMN validate_rounds INTEGER NOT NULL DEFAULT 5;`,
 }
 
 // SchemaVersion is the schema version this build writes.

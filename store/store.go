@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -54,6 +55,12 @@ type Campaign struct {
 	// Scale is the node count of a campaign of one of its space's
 	// campaign.scales (see space.AtScale); 0 for another.
 	Scale int
+	// How the campaign ends once its budget is spent, as the run that
+	// started it asked, which a resume keeps unless told otherwise:
+	// Simplify tries each range's choice without each of its settings;
+	// ValidateRounds, when at least 2, validates the result.
+	Simplify       bool
+	ValidateRounds int
 }
 
 // Trial is one launch of the benchmark with one configuration.
@@ -88,6 +95,8 @@ type Store struct {
 	lock     *os.File
 	identity os.FileInfo
 	readOnly bool // OpenReader's: never writes
+	// A reader's read lock on a store it reads immutable (readWithoutLog).
+	shared *os.File
 }
 
 // ErrOtherName means the store's file has another name (a hard link): SQLite
@@ -121,15 +130,12 @@ func open(path string, readOnly bool) (*Store, error) {
 	// The log is named after the path: every name of the file must give the
 	// same one. A symbolic link resolves to its target; a hard link, which
 	// has no canonical name, is refused.
-	real, owned := path, true
+	real := path
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		real = r
 		var st syscall.Stat_t
-		if syscall.Stat(real, &st) == nil {
-			if st.Nlink > 1 {
-				return nil, fmt.Errorf("store %s: %w", path, ErrOtherName)
-			}
-			owned = st.Uid == uint32(os.Geteuid())
+		if syscall.Stat(real, &st) == nil && st.Nlink > 1 {
+			return nil, fmt.Errorf("store %s: %w", path, ErrOtherName)
 		}
 	} else if readOnly {
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -143,39 +149,100 @@ func open(path string, readOnly bool) (*Store, error) {
 			f.Close() // no lock is held yet, none is lost
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("store %s cannot be written: %w; a campaign needs write access to it", path, err)
+		} else {
+			createHonouringUmask(real)
 		}
 	}
-	dsn, err := uri(real, readOnly, readOnly && !logMayBeMade(real, owned))
+	var shared *os.File
+	if readOnly {
+		var err error
+		if shared, err = readWithoutLog(real); err != nil {
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+	}
+	dsn, err := uri(real, readOnly, shared != nil)
 	if err != nil {
+		shared.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
+		shared.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one connection: SQLite serialises writers anyway
-	s := &Store{db: db, path: path, readOnly: readOnly}
+	s := &Store{db: db, path: path, readOnly: readOnly, shared: shared}
 	if err := s.init(); err != nil {
-		db.Close()
+		s.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	return s, nil
 }
 
-// logMayBeMade reports whether a reader may let SQLite make the store's log
-// files (-wal, -shm) at path: they exist already (some connection has the
-// store open, and they are its), or this user owns the store. Otherwise a
-// reader, say a colleague's status, leaves them behind as its own, which
-// the owner's next run cannot write ("attempt to write a readonly
-// database"); with no log file, the file itself holds everything, and the
-// reader opens it immutable, which makes none.
-func logMayBeMade(path string, owned bool) bool {
-	if owned {
-		return true
+// readWithoutLog decides how a reader reads the store at path. Where it
+// has no -wal, no connection has it open and the file holds everything: the
+// reader reads it immutable, which makes no -wal or -shm (a read-only
+// connection cannot delete them, so every status, show or report left
+// them behind, and those another user's reader made, the owner's next run
+// could not write: "attempt to write a readonly database"). It returns the
+// file with a read lock on SQLite's SHARED range, held until Close, so
+// that a campaign started meanwhile cannot write the file under the
+// reader: its checkpoint on closing, and a new store's first writes (not
+// yet in WAL mode), need the EXCLUSIVE lock this one bars. Where a -wal
+// exists, a campaign has the store open, and the reader reads through its
+// log: it returns nil.
+func readWithoutLog(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	_, err := os.Stat(path + "-wal")
-	return err == nil
+	// SQLite's lock bytes (os.c): SHARED_FIRST is PENDING_BYTE + 2.
+	shared := syscall.Flock_t{Type: syscall.F_RDLCK, Whence: io.SeekStart, Start: 0x40000000 + 2, Len: 510}
+	// A writer holds EXCLUSIVE only while it commits outside WAL mode or
+	// checkpoints on closing: wait as SQLite would (busy timeout).
+	for deadline := time.Now().Add(busyTimeout); ; time.Sleep(10 * time.Millisecond) {
+		err = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &shared)
+		if err == nil || !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EACCES) || time.Now().After(deadline) {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, syscall.ENOLCK):
+		// A file system without POSIX locks (some NFS mounts): no writer
+		// can run there either (SQLite's locks are the same), and the
+		// file is read as it is.
+	case err != nil:
+		f.Close()
+		return nil, fmt.Errorf("read lock: %w", err)
+	}
+	// Checked under the lock: a writer closing had checkpointed and
+	// removed its log before it let the lock go.
+	if _, err := os.Stat(path + "-wal"); err == nil {
+		// Closed before SQLite opens the file: closing a descriptor of it
+		// drops every POSIX lock this process holds on it, SQLite's too.
+		f.Close()
+		return nil, nil
+	}
+	return f, nil
 }
+
+// createHonouringUmask makes a new store's file as a program makes any
+// file, 0666 less the umask: SQLite makes it 0644 less the umask, so a
+// user whose umask shares files with their group (002) got a store the
+// group could not write. SQLite gives the -wal and -shm the file's mode.
+// An empty file is an empty database, which migrate makes a store. Where
+// the file cannot be made (no such folder, no right to write there),
+// SQLite's open fails next and says why.
+func createHonouringUmask(path string) {
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666); err == nil {
+		f.Close()
+	}
+}
+
+// busyTimeout is how long a connection waits for another's lock.
+const busyTimeout = 10 * time.Second
+
+var busyPragma = fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds())
 
 // uri is the SQLite URI of the file at path, with nccltune's settings. The
 // path is taken verbatim: '?', '#' and '%', which a URI reads as its query,
@@ -190,11 +257,11 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 	q := url.Values{}
 	// No journal_mode here: it is the file's, not the connection's, and
 	// init sets it only once the file is known to be a store (migrate).
-	pragmas := []string{"busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"}
+	pragmas := []string{busyPragma, "foreign_keys(1)", "synchronous(NORMAL)"}
 	if readOnly {
 		// mode=ro opens the file O_RDONLY; query_only refuses any write
 		// SQLite would otherwise make for us.
-		pragmas = []string{"busy_timeout(10000)", "query_only(1)"}
+		pragmas = []string{busyPragma, "query_only(1)"}
 		q.Set("mode", "ro")
 	}
 	if immutable {
@@ -246,7 +313,7 @@ func (s *Store) init() error {
 	// SQLite refuses the switch to WAL at once, busy timeout or not, while
 	// another connection reads the file, as when two runs create one store
 	// together: it is tried again for as long as that timeout.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(busyTimeout); ; time.Sleep(10 * time.Millisecond) {
 		_, err := s.db.Exec("PRAGMA journal_mode = WAL")
 		var se *sqlite.Error
 		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
@@ -262,6 +329,9 @@ func (s *Store) Close() error {
 	// drops the POSIX locks this process holds on it.
 	if s.lock != nil {
 		s.lock.Close()
+	}
+	if s.shared != nil {
+		s.shared.Close()
 	}
 	return err
 }
@@ -281,8 +351,9 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 		return c, fmt.Errorf("store %s: %w", s.path, err)
 	}
 	c.Created = time.Now().UTC()
-	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale)
+	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale, simplify, validate_rounds)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale, c.Simplify, c.ValidateRounds)
 	if err != nil {
 		return c, fmt.Errorf("create campaign %s: %w", c.Name, err)
 	}
@@ -290,7 +361,8 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 	return c, err
 }
 
-// UpdateSettings records a campaign's budget, sampler, seed and stop reason.
+// UpdateSettings records a campaign's budget, sampler, seed, stop reason
+// and how it ends (Simplify, ValidateRounds).
 func (s *Store) UpdateSettings(c Campaign) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -298,7 +370,8 @@ func (s *Store) UpdateSettings(c Campaign) error {
 	if err := storable(c); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ? WHERE id = ?`, c.Budget, c.Sampler, c.Seed, c.Stopped, c.ID)
+	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ?, simplify = ?, validate_rounds = ? WHERE id = ?`,
+		c.Budget, c.Sampler, c.Seed, c.Stopped, c.Simplify, c.ValidateRounds, c.ID)
 	if err != nil {
 		return fmt.Errorf("campaign %s: %w", c.Name, err)
 	}
@@ -322,7 +395,8 @@ func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
 func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	defer s.located(&err)
-	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale FROM campaigns `+where+` ORDER BY id`, args...)
+	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale, simplify, validate_rounds
+		FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +405,8 @@ func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	for rows.Next() {
 		var c Campaign
 		var created string
-		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped, &c.Scale); err != nil {
+		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped, &c.Scale,
+			&c.Simplify, &c.ValidateRounds); err != nil {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)

@@ -181,6 +181,32 @@ func TestMigratesOlderStore(t *testing.T) {
 	if version != SchemaVersion || err != nil || len(trials) != 1 || trials[0].State != Complete {
 		t.Errorf("after migration: version %d, trials %+v, %v", version, trials, err)
 	}
+	// Resumed before, it simplified and validated as the flags' defaults
+	// say; it goes on doing so.
+	if c, err := s.Campaign("old"); err != nil || !c.Simplify || c.ValidateRounds != 5 {
+		t.Errorf("after migration: %+v, %v", c, err)
+	}
+}
+
+// TestCampaignKeepsHowItEnds: whether a campaign simplifies and how many
+// rounds validate it, as its run asked, read back as written, for a
+// resume to keep.
+func TestCampaignKeepsHowItEnds(t *testing.T) {
+	s, _ := openWriter(t)
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe", Simplify: false, ValidateRounds: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Campaign("c"); err != nil || got.Simplify || got.ValidateRounds != 0 {
+		t.Errorf("created: %+v, %v", got, err)
+	}
+	c.Simplify, c.ValidateRounds = true, 7
+	if err := s.UpdateSettings(c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Campaign("c"); err != nil || !got.Simplify || got.ValidateRounds != 7 {
+		t.Errorf("updated: %+v, %v", got, err)
+	}
 }
 
 func TestOneWriter(t *testing.T) {
@@ -254,6 +280,7 @@ func TestWritesOnlyWhatReadsBack(t *testing.T) {
 		{Name: "budget", Space: []byte("x"), Budget: maxTrialNumber + 1},
 		{Name: "negative", Space: []byte("x"), Budget: -1},
 		{Name: "scale", Space: []byte("x"), Budget: 10, Scale: 1<<20 + 1},
+		{Name: "rounds", Space: []byte("x"), Budget: 10, ValidateRounds: maxValidateRounds + 1},
 	} {
 		if _, err := s.CreateCampaign(c); err == nil {
 			t.Errorf("CreateCampaign(%+v) wrote what Campaigns refuses to read", c)

@@ -106,3 +106,40 @@ values = ["default", "4"]
 		t.Error("the smallest scale ran")
 	}
 }
+
+// TestResumedScalesEndAsTheRunAsked: a campaign of scales run without
+// simplification or validation, stopped in its first scale and resumed,
+// ends every scale so, those its run never reached included: they take
+// the setting of the scale before them, not the resume's defaults.
+func TestResumedScalesEndAsTheRunAsked(t *testing.T) {
+	sp, err := space.Load("../examples/sim-scales-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	tu := newTuner(t, sp, st)
+	tu.Progress = func(p Progress) {
+		if p.Done >= 3 {
+			stop()
+		}
+	}
+	if err := tu.Run(ctx, Options{Trials: 4}); err == nil {
+		t.Fatal("the stopped campaign ran to its end")
+	}
+	resumed := Options{KeepSettings: true, Simplify: true, ValidateRounds: DefaultRounds}
+	if err := newTuner(t, sp, st).Run(context.Background(), resumed); err != nil {
+		t.Fatal(err)
+	}
+	for _, nodes := range sp.Campaign.Scales {
+		camp, err := st.Campaign(sp.AtScale(nodes).Campaign.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals, err := st.Validations(camp.ID)
+		if camp.Simplify || camp.ValidateRounds != 0 || len(vals) != 0 || err != nil {
+			t.Errorf("%d nodes: simplify %v, %d rounds, %d validations (%v); want neither", nodes, camp.Simplify, camp.ValidateRounds, len(vals), err)
+		}
+	}
+}

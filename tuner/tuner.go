@@ -85,6 +85,29 @@ type Options struct {
 	// ValidateRounds, when at least 2, validates the result (see Validate)
 	// once the budget is spent.
 	ValidateRounds int
+	// Simplify and ValidateRounds are stored with the campaign. With
+	// KeepSettings, the stored ones apply instead (what the run that
+	// started the campaign asked for), as its budget does, unless these
+	// override them (`nccltune resume --no-simplify`, `--no-validate`,
+	// `--validate-rounds`); nil keeps the stored one.
+	SimplifyOverride       *bool
+	ValidateRoundsOverride *int
+}
+
+// ending sets how camp ends once its budget is spent, as o asks: a new
+// campaign, or one run again without KeepSettings, as Simplify and
+// ValidateRounds say; a resumed one as it was stored; either as the
+// overrides say where they are set.
+func (o Options) ending(camp *store.Campaign, fresh bool) {
+	if fresh || !o.KeepSettings {
+		camp.Simplify, camp.ValidateRounds = o.Simplify, o.ValidateRounds
+	}
+	if o.SimplifyOverride != nil {
+		camp.Simplify = *o.SimplifyOverride
+	}
+	if o.ValidateRoundsOverride != nil {
+		camp.ValidateRounds = *o.ValidateRoundsOverride
+	}
 }
 
 // Progress reports one finished trial.
@@ -162,14 +185,16 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 	if !slices.ContainsFunc(s.trials, func(t store.Trial) bool { return t.State == store.Complete }) {
 		return fmt.Errorf("%w: all %d of them; see `nccltune status` and `nccltune show 0`", ErrAllFailed, len(s.trials))
 	}
-	if o.Simplify {
+	// As the campaign records it (Options.ending): a resume ends as the
+	// run that started the campaign asked.
+	if s.camp.Simplify {
 		s.prepare(fullSweep(t.Space))
 		if err := s.simplify(ctx); err != nil {
 			return err
 		}
 	}
-	if o.ValidateRounds >= 2 {
-		if _, err := s.validate(ctx, o.ValidateRounds); err != nil && !errors.Is(err, ErrNothingToValidate) {
+	if s.camp.ValidateRounds >= 2 {
+		if _, err := s.validate(ctx, s.camp.ValidateRounds); err != nil && !errors.Is(err, ErrNothingToValidate) {
 			return fmt.Errorf("validation: %w", err)
 		}
 	}
@@ -203,6 +228,12 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 		}
 		if t.OnScale != nil {
 			t.OnScale(at.Space)
+		}
+		// Resumed, a scale not yet started ends as the one before it was
+		// asked to by the run that started them.
+		if camp, err := t.Store.Campaign(at.Space.Campaign.Name); err == nil && o.KeepSettings {
+			o.ending(&camp, false)
+			o.Simplify, o.ValidateRounds = camp.Simplify, camp.ValidateRounds
 		}
 		if !at.finished(o) {
 			if err := at.Run(ctx, o); err != nil {
@@ -242,8 +273,9 @@ func (t *Tuner) finished(o Options) bool {
 			done++
 		}
 	}
+	o.ending(&camp, false)
 	vals, err := t.Store.Validations(camp.ID)
-	return err == nil && (done >= budget || camp.Stopped != "" && o.Trials == 0) && (o.ValidateRounds < 2 || len(vals) > 0)
+	return err == nil && (done >= budget || camp.Stopped != "" && o.Trials == 0) && (camp.ValidateRounds < 2 || len(vals) > 0)
 }
 
 // storedTrials returns a campaign's trials, refusing any whose settings
@@ -1043,6 +1075,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 	if o.Sampler != "" {
 		camp.Sampler = o.Sampler
 	}
+	o.ending(&camp, fresh)
 	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}

@@ -595,3 +595,35 @@ func TestLoweredBudgetAfterACrash(t *testing.T) {
 		t.Errorf("run again with a budget of the %d trials that finished: %v", last+1, err)
 	}
 }
+
+// TestResumeEndsAsTheRunAsked: a campaign run without simplification or
+// validation and resumed (KeepSettings) with the flags' defaults neither
+// simplifies nor validates, as its run asked; an override does.
+func TestResumeEndsAsTheRunAsked(t *testing.T) {
+	sp := loadExample(t, 6)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	resumed := Options{KeepSettings: true, Simplify: true, ValidateRounds: DefaultRounds}
+	if err := newTuner(t, sp, st).Run(context.Background(), resumed); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Campaign(sp.Campaign.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := st.Validations(c.ID)
+	if n := len(campaignTrials(t, st, sp.Campaign.Name)); n != 6 || len(vals) != 0 || err != nil {
+		t.Fatalf("resumed, a campaign run to end without either ran %d trials of 6 and %d validations (%v)", n, len(vals), err)
+	}
+	simplify, rounds := true, 2
+	resumed.SimplifyOverride, resumed.ValidateRoundsOverride = &simplify, &rounds
+	if err := newTuner(t, sp, st).Run(context.Background(), resumed); err != nil {
+		t.Fatal(err)
+	}
+	vals, err = st.Validations(c.ID)
+	if n := len(campaignTrials(t, st, sp.Campaign.Name)); n <= 6 || len(vals) == 0 || vals[0].Rounds != 2 || err != nil {
+		t.Errorf("resumed with overrides: %d trials, validations %+v (%v); want simplified and validated in 2 rounds", n, vals, err)
+	}
+}

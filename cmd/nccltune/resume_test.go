@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -348,4 +350,73 @@ func TestStoredValueThatFailsANewerCheck(t *testing.T) {
 			t.Errorf("%v: exit %d\n%s\n%s; want its results and the check told", args, code, out, errOut)
 		}
 	}
+}
+
+// TestResumeEndsAsTheRunAsked: a campaign started with --no-simplify and
+// --validate-rounds 3, interrupted and resumed, is not simplified and is
+// validated in 3 rounds, as its budget is kept; resume forgot both, and
+// simplified and validated it in the default 5. A flag given to resume
+// overrides the stored one, as --trials does.
+func TestResumeEndsAsTheRunAsked(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := slowSpace(t, dir, 6)
+	db := filepath.Join(dir, "nccltune.db")
+	cmd := exec.Command(os.Args[0], "run", "-q", "--space", spaceFile, "--no-simplify", "--validate-rounds", "3")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if exited := waitFor(done, func() bool { f, _ := storeProgress(db); return f >= 2 }); exited != nil {
+		t.Fatalf("the run ended before it was interrupted: %v\n%s", *exited, stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := <-done; err == nil {
+		t.Fatalf("the interrupted run exited 0\n%s", stderr.String())
+	}
+	ended := func(rounds ...int) {
+		t.Helper()
+		st, err := store.OpenReader(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		c, err := st.Campaign("slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		trials, err := st.Trials(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range trials {
+			if tr.Number >= c.Budget {
+				t.Errorf("trial %d simplified the choices of a campaign run with --no-simplify", tr.Number)
+			}
+		}
+		vals, err := st.Validations(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, v := range vals {
+			if !slices.Contains(got, v.Rounds) {
+				got = append(got, v.Rounds)
+			}
+		}
+		if !slices.Equal(got, rounds) {
+			t.Errorf("validated in %v rounds, want %v", got, rounds)
+		}
+	}
+	if code, out, errOut := nccltune(t, dir, "resume", "-q", "--space", spaceFile); code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+	ended(3)
+	if code, out, errOut := nccltune(t, dir, "resume", "-q", "--space", spaceFile, "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("resume --validate-rounds 2: exit %d\n%s\n%s", code, out, errOut)
+	}
+	ended(3, 2)
 }

@@ -65,8 +65,10 @@ func resumeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "resume",
 		Usage: "resume a campaign from its store (and its space file, if it starts a program)",
-		Description: "Continues the campaign with the space, budget, seed and sampler stored with it\n" +
-			"(the flags override the last three). Finished trials are kept, an interrupted one runs again.\n" +
+		Description: "Continues the campaign with the space, budget, seed and sampler stored with it, and\n" +
+			"simplifies and validates it as the run that started it asked (--no-simplify, --no-validate,\n" +
+			"--validate-rounds); the flags override all but the space. Finished trials are kept, an\n" +
+			"interrupted one runs again.\n" +
 			"A campaign whose space starts a program (a benchmark binary, a launcher) needs --space FILE,\n" +
 			"the file it ran with: nccltune never starts a program that only the store names.\n" +
 			"A campaign of campaign.scales resumes the scales: each goes on where it stopped.",
@@ -112,6 +114,16 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		o.ValidateRounds = c.Int("validate-rounds")
 		if err := tuner.CheckRounds(o.ValidateRounds); err != nil {
 			return usageError{fmt.Errorf("--validate-rounds: %w", err)}
+		}
+	}
+	// resume ends the campaign as the run that started it asked, as it
+	// keeps its budget: a flag given overrides that, a default does not.
+	if o.KeepSettings {
+		if c.IsSet("no-simplify") {
+			o.SimplifyOverride = &o.Simplify
+		}
+		if c.IsSet("no-validate") || c.IsSet("validate-rounds") {
+			o.ValidateRoundsOverride = &o.ValidateRounds
 		}
 	}
 	st, err := store.Open(c.String("store"))

@@ -1,0 +1,104 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestReaderLeavesNoLog: a reader of a store no campaign has open leaves
+// the folder as it found it. A read-only connection cannot remove the
+// -wal and -shm it makes, so every status, show and report left them.
+func TestReaderLeavesNoLog(t *testing.T) {
+	s, path := openWriter(t)
+	if _, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	before := listDir(t, filepath.Dir(path))
+	r, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := r.Campaigns(); err != nil || len(cs) != 1 {
+		t.Errorf("campaigns %v, %v", cs, err)
+	}
+	r.Close()
+	if after := listDir(t, filepath.Dir(path)); after != before {
+		t.Errorf("the folder held %s before the reader, %s after", before, after)
+	}
+}
+
+func listDir(t *testing.T, dir string) string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range names {
+		names[i] = filepath.Base(names[i])
+	}
+	return fmt.Sprint(names)
+}
+
+// TestCampaignStartedBesideAReader: a campaign that opens, writes and
+// closes the store while a reader reads it immutable (no log when the
+// reader came) does not change the file under the reader (its checkpoint
+// waits for a later close), and the next reader sees what it wrote. The
+// campaign is another process, as a real one is: POSIX locks are a
+// process's.
+func TestCampaignStartedBesideAReader(t *testing.T) {
+	if path := os.Getenv("NCCLTUNE_TEST_STORE_WRITER"); path != "" {
+		w, err := Open(path)
+		if err == nil {
+			err = w.LockWriter()
+		}
+		if err == nil {
+			_, err = w.CreateCampaign(Campaign{Name: "d", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+		}
+		if err == nil {
+			err = w.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	s, path := openWriter(t)
+	if _, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	before, _ := os.ReadFile(path)
+	r, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if cs, err := r.Campaigns(); err != nil || len(cs) != 1 {
+		t.Fatalf("campaigns %v, %v", cs, err)
+	}
+	writer := exec.Command(os.Args[0], "-test.run=^TestCampaignStartedBesideAReader$")
+	writer.Env = append(os.Environ(), "NCCLTUNE_TEST_STORE_WRITER="+path)
+	if out, err := writer.CombinedOutput(); err != nil {
+		t.Fatalf("the campaign failed: %v\n%s", err, out)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(before, now) {
+		t.Error("the campaign wrote the file under an immutable reader")
+	}
+	if _, err := r.Campaigns(); err != nil {
+		t.Errorf("the reader no longer reads: %v", err)
+	}
+	r.Close()
+	next, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if cs, err := next.Campaigns(); err != nil || len(cs) != 2 {
+		t.Errorf("the next reader sees %d campaigns (%v), want 2", len(cs), err)
+	}
+}
