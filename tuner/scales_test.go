@@ -107,10 +107,11 @@ values = ["default", "4"]
 	}
 }
 
-// TestResumedScalesEndAsTheRunAsked: a campaign of scales run without
-// simplification or validation, stopped in its first scale and resumed,
-// ends every scale so, those its run never reached included: they take
-// the setting of the scale before them, not the resume's defaults.
+// TestResumedScalesEndAsTheRunAsked: a campaign of scales run with 4
+// trials and without simplification or validation, stopped in its first
+// scale and resumed, runs and ends every scale so, those its run never
+// reached included: they take the settings of the scale before them, not
+// the space file's or the resume's defaults.
 func TestResumedScalesEndAsTheRunAsked(t *testing.T) {
 	sp, err := space.Load("../examples/sim-scales-ib.toml")
 	if err != nil {
@@ -140,6 +141,20 @@ func TestResumedScalesEndAsTheRunAsked(t *testing.T) {
 		vals, err := st.Validations(camp.ID)
 		if camp.Simplify || camp.ValidateRounds != 0 || len(vals) != 0 || err != nil {
 			t.Errorf("%d nodes: simplify %v, %d rounds, %d validations (%v); want neither", nodes, camp.Simplify, camp.ValidateRounds, len(vals), err)
+		}
+		if trials, err := st.Trials(camp.ID); camp.Budget != 4 || len(trials) != 4 || err != nil {
+			t.Errorf("%d nodes: a budget of %d, %d trials (%v); want the run's 4", nodes, camp.Budget, len(trials), err)
+		}
+	}
+	// A budget the resume gives is every scale's, the scale before's not.
+	resumed.Trials = 5
+	if err := newTuner(t, sp, st).Run(context.Background(), resumed); err != nil {
+		t.Fatal(err)
+	}
+	for _, nodes := range sp.Campaign.Scales {
+		camp, err := st.Campaign(sp.AtScale(nodes).Campaign.Name)
+		if trials, _ := st.Trials(camp.ID); err != nil || camp.Budget != 5 || len(trials) != 5 {
+			t.Errorf("%d nodes, resumed with 5 trials: a budget of %d, %d trials (%v)", nodes, camp.Budget, len(trials), err)
 		}
 	}
 }

@@ -218,6 +218,7 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 		}
 	}
 	var before []space.Assignment
+	given := o
 	for _, nodes := range t.Space.Campaign.Scales {
 		at := *t
 		at.Space = t.Space.AtScale(nodes)
@@ -229,11 +230,21 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 		if t.OnScale != nil {
 			t.OnScale(at.Space)
 		}
-		// Resumed, a scale not yet started ends as the one before it was
-		// asked to by the run that started them.
+		// Resumed, a scale not yet started runs and ends as the one before
+		// it was asked to by the run that started them (run --trials,
+		// --seed, --sampler, --no-validate, ...), not as the space file says.
 		if camp, err := t.Store.Campaign(at.Space.Campaign.Name); err == nil && o.KeepSettings {
 			o.ending(&camp, false)
 			o.Simplify, o.ValidateRounds = camp.Simplify, camp.ValidateRounds
+			if given.Trials == 0 {
+				o.Trials = camp.Budget
+			}
+			if given.Seed == nil {
+				o.Seed = &camp.Seed
+			}
+			if given.Sampler == "" {
+				o.Sampler = camp.Sampler
+			}
 		}
 		if !at.finished(o) {
 			if err := at.Run(ctx, o); err != nil {
