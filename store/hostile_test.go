@@ -106,11 +106,7 @@ func TestOneWriterWhateverPathNamesIt(t *testing.T) {
 // TestReaderNeverWrites: a reader leaves the file byte for byte as it was,
 // and refuses a store it would have to migrate.
 func TestReaderNeverWrites(t *testing.T) {
-	s, path := openWriter(t)
-	if _, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	path := closedStore(t)
 	before, _ := os.ReadFile(path)
 	r, err := OpenReader(path)
 	if err != nil {
@@ -399,11 +395,7 @@ func TestAnotherUsersReaderLeavesNoLog(t *testing.T) {
 		t.Skip("needs root to give the store to another user")
 	}
 	const other = 65534 // nobody
-	s, path := openWriter(t)
-	if _, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	path := closedStore(t)
 	read := func() {
 		t.Helper()
 		r, err := OpenReader(path)

@@ -13,11 +13,7 @@ import (
 // the folder as it found it. A read-only connection cannot remove the
 // -wal and -shm it makes, so every status, show and report left them.
 func TestReaderLeavesNoLog(t *testing.T) {
-	s, path := openWriter(t)
-	if _, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	path := closedStore(t)
 	before := listDir(t, filepath.Dir(path))
 	r, err := OpenReader(path)
 	if err != nil {
@@ -67,11 +63,7 @@ func TestCampaignStartedBesideAReader(t *testing.T) {
 		}
 		return
 	}
-	s, path := openWriter(t)
-	if _, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	path := closedStore(t)
 	before, _ := os.ReadFile(path)
 	r, err := OpenReader(path)
 	if err != nil {

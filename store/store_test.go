@@ -37,6 +37,18 @@ func openWriter(t *testing.T) (*Store, string) {
 	return s, path
 }
 
+// closedStore is the path of a store that a writer made with one campaign
+// ("c") and closed.
+func closedStore(t *testing.T) string {
+	t.Helper()
+	s, path := openWriter(t)
+	if _, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	return path
+}
+
 func TestRoundTrip(t *testing.T) {
 	s, path := openWriter(t)
 	c, err := s.CreateCampaign(Campaign{Name: "c1", SpaceHash: "abc", Space: []byte("[campaign]\n")})
