@@ -195,16 +195,17 @@ func jobGPUs() (map[string]int, error) {
 }
 
 // gresGPUs is the GPU count of a node's GRES list, "gpu:4(IDX:0-3)",
-// "gpu:a100:2(IDX:0-1),nic:1(IDX:0)".
+// "gpu:a100:2(IDX:0-1),nic:1(IDX:0)"; GPUs Slurm counts without device
+// files (gres.conf with no File=) are listed "gpu(CNT:4)", "gpu:a100(CNT:4)".
 func gresGPUs(gres string) int {
 	n := 0
 	for len(gres) > 0 {
-		item, rest := gres, ""
+		item, rest, paren := gres, "", ""
 		if i := strings.IndexAny(gres, ",("); i >= 0 {
 			item, rest = gres[:i], gres[i:]
-			if rest[0] == '(' { // skip "(IDX:...)"
+			if rest[0] == '(' { // "(IDX:...)" or "(CNT:n)"
 				if j := strings.IndexByte(rest, ')'); j >= 0 {
-					rest = rest[j+1:]
+					paren, rest = rest[1:j], rest[j+1:]
 				} else {
 					rest = ""
 				}
@@ -212,7 +213,11 @@ func gresGPUs(gres string) int {
 			rest = strings.TrimPrefix(rest, ",")
 		}
 		parts := strings.Split(item, ":")
-		if parts[0] == "gpu" && len(parts) >= 2 {
+		if cnt, ok := strings.CutPrefix(paren, "CNT:"); ok && parts[0] == "gpu" {
+			if c, err := strconv.Atoi(cnt); err == nil {
+				n += c
+			}
+		} else if parts[0] == "gpu" && len(parts) >= 2 {
 			if c, err := strconv.Atoi(parts[len(parts)-1]); err == nil {
 				n += c
 			}
