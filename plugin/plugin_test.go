@@ -665,6 +665,7 @@ func TestMalformed(t *testing.T) {
 		{"a token of bytes that are not UTF-8", rules("allreduce 0 - * * ring\xff\xfe simple 0"), 2, `unknown algorithm "ring\xff\xfe" (want`},
 		{"a long token", rules("allreduce 0 - * * " + strings.Repeat("r", 100000) + " simple 0"), 2, `unknown algorithm "` + strings.Repeat("r", 40) + `" (want`},
 		{"non-ASCII", rules("allreduce 0 - * * ríng simple 0"), 2, `unknown algorithm "ríng"`},
+		{"a C1 control character", rules("allreduce 0 - * * ring\u009b2J simple 0"), 2, `unknown algorithm "ring\xc2\x9b2J" (want`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

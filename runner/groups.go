@@ -194,32 +194,67 @@ func jobGPUs() (map[string]int, error) {
 	return held, nil
 }
 
-// gresGPUs is the GPU count of a node's GRES list, "gpu:4(IDX:0-3)",
-// "gpu:a100:2(IDX:0-1),nic:1(IDX:0)".
+// gresGPUs is the GPU count of a node's GRES list as `scontrol show job -d`
+// prints it: "gpu:4(IDX:0-3)", "gpu:a100:2(IDX:0-1),nic:1(IDX:0)"; older
+// Slurm's (19.05, which has -G) without the count, "gpu(IDX:0-3)", "gpu:a100(IDX:0,2)"; and
+// GPUs counted without device files (gres.conf with no File=) as
+// "gpu(CNT:4)", "gpu:a100(CNT:4)". An index list gives the count itself, so
+// that a type named by a number (gpu:1080) is not taken for one.
 func gresGPUs(gres string) int {
 	n := 0
 	for len(gres) > 0 {
-		item, rest := gres, ""
+		item, rest, paren := gres, "", ""
 		if i := strings.IndexAny(gres, ",("); i >= 0 {
 			item, rest = gres[:i], gres[i:]
-			if rest[0] == '(' { // skip "(IDX:...)"
+			if rest[0] == '(' { // "(IDX:...)" or "(CNT:n)"
 				if j := strings.IndexByte(rest, ')'); j >= 0 {
-					rest = rest[j+1:]
+					paren, rest = rest[1:j], rest[j+1:]
 				} else {
 					rest = ""
 				}
 			}
 			rest = strings.TrimPrefix(rest, ",")
 		}
+		gres = rest
 		parts := strings.Split(item, ":")
-		if parts[0] == "gpu" && len(parts) >= 2 {
+		if parts[0] != "gpu" {
+			continue
+		}
+		if idx, ok := strings.CutPrefix(paren, "IDX:"); ok {
+			if c, ok := indexCount(idx); ok {
+				n += c
+				continue
+			}
+		}
+		if cnt, ok := strings.CutPrefix(paren, "CNT:"); ok {
+			if c, err := strconv.Atoi(cnt); err == nil {
+				n += c
+			}
+		} else if len(parts) >= 2 {
 			if c, err := strconv.Atoi(parts[len(parts)-1]); err == nil {
 				n += c
 			}
 		}
-		gres = rest
 	}
 	return n
+}
+
+// indexCount is how many indices a list such as "0-3,5" names.
+func indexCount(list string) (int, bool) {
+	n := 0
+	for _, r := range strings.Split(list, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || b < a {
+			return 0, false
+		}
+		n += b - a + 1
+	}
+	return n, true
 }
 
 // hostList is hosts as mpirun's --host takes them: "a:8,b:8".

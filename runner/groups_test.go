@@ -241,6 +241,12 @@ func TestGresGPUs(t *testing.T) {
 		"gpu:a100:2(IDX:0-1),nic:1(IDX:0)":      2,
 		"nic:1(IDX:0),gpu:1(IDX:3)":             1,
 		"gpu:h100:1(IDX:0),gpu:a100:2(IDX:1-2)": 3,
+		"gpu(IDX:0-3)":                          4,
+		"gpu(IDX:0,2-3,5)":                      4,
+		"gpu:1080(IDX:0-1)":                     2,
+		"gpu(CNT:4)":                            4,
+		"gpu:1080(CNT:2)":                       2,
+		"nic(CNT:1),gpu:a100(CNT:3)":            3,
 		"(null)":                                0,
 		"":                                      0,
 	} {

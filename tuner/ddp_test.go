@@ -182,6 +182,9 @@ func TestDDPRendezvousFromTheLauncher(t *testing.T) {
 	}{
 		{"srun, one node", append(srunRank, "SLURM_STEP_NODELIST=n9", "SLURM_STEP_NUM_NODES=1", "MASTER_ADDR=job-first-node.invalid"), ""},
 		{"srun, two nodes", append(srunRank, "SLURM_STEP_NODELIST=localhost,n[2-3]", "SLURM_STEP_NUM_NODES=3", "MASTER_ADDR=job-first-node.invalid"), ""},
+		// The job's own nodes, whose names do not resolve here: the job
+		// script's MASTER_ADDR stands.
+		{"srun, the job's nodes", append(srunRank, "SLURM_STEP_NODELIST=n[2-3]", "SLURM_JOB_NODELIST=n[2-3]", "SLURM_STEP_NUM_NODES=2", "MASTER_ADDR=127.0.0.1"), ""},
 		{"mpirun, one node", []string{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "OMPI_COMM_WORLD_LOCAL_RANK=0", "OMPI_COMM_WORLD_LOCAL_SIZE=1", "MASTER_ADDR=job-first-node.invalid"}, ""},
 		{"mpirun, two nodes", []string{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=0", "OMPI_COMM_WORLD_LOCAL_SIZE=1"}, runner.FailLaunch},
 	} {

@@ -420,3 +420,35 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 	}
 	ended(3, 2)
 }
+
+// TestResumeUpgradesAnOlderStore: a store of the schema before this
+// build's (11, before simplify and validate_rounds) is resumed, as the
+// readers' refusal tells its user to do; resume read the campaign through
+// a reader first, which refused the older schema, so no resume could
+// upgrade it.
+func TestResumeUpgradesAnOlderStore(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := slowSpace(t, dir, 3)
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "nccltune.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{"ALTER TABLE campaigns DROP COLUMN simplify", "ALTER TABLE campaigns DROP COLUMN validate_rounds", "PRAGMA user_version = 11"} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	if code, out, errOut := nccltune(t, dir, "status"); code == 0 || !strings.Contains(errOut+out, "nccltune resume") {
+		t.Fatalf("status of the older store: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := nccltune(t, dir, "resume", "-q", "--space", spaceFile, "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("resume of the older store: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := nccltune(t, dir, "status"); code != 0 {
+		t.Errorf("status after the resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -74,7 +74,9 @@ func resumeCommand() *cli.Command {
 			"A campaign of campaign.scales resumes the scales: each goes on where it stopped.",
 		Flags: append(append([]cli.Flag{campaignFlag, ownSpaceFlag}, searchFlags...), validateFlags...),
 		Action: func(c *cli.Context) error {
-			st, err := openExisting(c.String("store"))
+			// A writer, which upgrades an older store's schema: a reader
+			// refuses it, and says resume upgrades it.
+			st, err := openExistingWriter(c.String("store"))
 			if err != nil {
 				return err
 			}

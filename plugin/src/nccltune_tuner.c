@@ -148,7 +148,8 @@ static int utf8Len(const unsigned char* s) {
 
 /*
  * s as a message quotes it: its first SHOWN_BYTES bytes, cut where a
- * character starts, with a control character or a byte that is not UTF-8
+ * character starts, with a control character (C0, DEL, or C1: U+0080 to
+ * U+009F, "\xc2\x9b" is CSI to a terminal) or a byte that is not UTF-8
  * written \xNN, so that NCCL's log stays text a terminal shows as it is.
  */
 static const char* shown(const char* s, char buf[SHOWN_LEN]) {
@@ -156,7 +157,7 @@ static const char* shown(const char* s, char buf[SHOWN_LEN]) {
   size_t in = 0, out = 0;
   while (u[in] && in < SHOWN_BYTES) {
     int n = utf8Len(u + in);
-    if (n == 0 || u[in] < 0x20 || u[in] == 0x7F) {
+    if (n == 0 || u[in] < 0x20 || u[in] == 0x7F || (u[in] == 0xC2 && u[in + 1] < 0xA0)) {
       out += (size_t)snprintf(buf + out, SHOWN_LEN - out, "\\x%02x", u[in]);
       in++;
       continue;

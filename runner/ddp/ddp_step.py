@@ -91,9 +91,15 @@ def rendezvous_host(source):
     nodes, where a group's ranks sent there would join another group's world
     or wait until the timeout."""
     if source == "srun" and os.environ.get("SLURM_STEP_NODELIST"):
-        if int(os.environ.get("SLURM_STEP_NUM_NODES", "1")) > 1:
-            return first_host(os.environ["SLURM_STEP_NODELIST"])
-        return "127.0.0.1"
+        nodes = os.environ["SLURM_STEP_NODELIST"]
+        if int(os.environ.get("SLURM_STEP_NUM_NODES", "1")) <= 1:
+            return "127.0.0.1"
+        # On the job's own nodes, rank 0 runs where the job script's
+        # MASTER_ADDR points: it is kept, an address where Slurm's node
+        # names do not resolve (NodeName is not NodeHostname).
+        if os.environ.get("MASTER_ADDR") and nodes == os.environ.get("SLURM_JOB_NODELIST"):
+            return None
+        return first_host(nodes)
     if source == "local" or source == "mpirun" and not mpirun_nodes():
         return "127.0.0.1"
     return None
