@@ -100,7 +100,25 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 			groups[i].Launcher = launcher
 		}
 	}
-	return groups, nil
+	return groups, unevenGPUs(groups)
+}
+
+// unevenGPUs refuses srun groups that hold different numbers of the job's
+// GPUs (a job that asked for them job-wide, sbatch -G 10 over 4 nodes, may
+// hold 4, 4, 1 and 1): trials on the poorer group would run their ranks on
+// fewer GPUs and measure slower, for the group, not the setting.
+func unevenGPUs(groups []Group) error {
+	s, ok := groups[0].Launcher.(Srun)
+	if !ok {
+		return nil
+	}
+	for i, g := range groups[1:] {
+		if other := g.Launcher.(Srun); other.GPUs != s.GPUs {
+			return fmt.Errorf("launcher.groups: the job's GPUs are spread unevenly over its nodes: group %d (%s) holds %d, group 0 (%s) %d; ask for them per node (sbatch --gpus-per-node), or give launcher.args the step's own (--gpus-per-node=N)",
+				i+1, strings.Join(g.Nodes, ","), other.GPUs, strings.Join(groups[0].Nodes, ","), s.GPUs)
+		}
+	}
+	return nil
 }
 
 // SrunStep is the srun launcher of one step on l.Nodes nodes (all: 0).

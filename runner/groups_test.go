@@ -192,10 +192,11 @@ values = ["default", "4"]
 // TestSrunStepsOnPartOfJobWideGPUs: in a job that asked for its GPUs
 // job-wide (salloc -G), srun refuses a step on part of its nodes that names
 // no GPU count; groups' steps and a step on fewer nodes than the allocation
-// name what the job holds on their nodes, and run with every one of them.
+// name what the job holds on their nodes, and run with every one of them;
+// groups that would hold different numbers are refused.
 func TestSrunStepsOnPartOfJobWideGPUs(t *testing.T) {
 	c := slurmtest.Start(t, 4)
-	c.Alloc(t, 8, "-G", "10") // Slurm spreads them unevenly: 4, 4, 1, 1 or so
+	c.Alloc(t, 8, "-G", "12") // Slurm packs them: 4, 4, 3 and 1
 	gpusOnNodes := func(t *testing.T, l space.LauncherSettings) int {
 		t.Helper()
 		groups, err := Groups(l)
@@ -221,8 +222,12 @@ func TestSrunStepsOnPartOfJobWideGPUs(t *testing.T) {
 		}
 		return total
 	}
-	if got := gpusOnNodes(t, space.LauncherSettings{Kind: "srun", Nodes: 2, TasksPerNode: 2, Groups: 2}); got != 10 {
-		t.Errorf("2 groups of 2 nodes ran with %d GPUs, not the job's 10", got)
+	if got := gpusOnNodes(t, space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 2, Groups: 2}); got != 8 {
+		t.Errorf("2 groups of 1 node ran with %d GPUs, not the 8 of the job's first 2 nodes", got)
+	}
+	// Groups that hold different numbers of GPUs would measure the group.
+	if _, err := Groups(space.LauncherSettings{Kind: "srun", Nodes: 2, TasksPerNode: 2, Groups: 2}); err == nil || !strings.Contains(err.Error(), "group 1 (n3,n4) holds 4, group 0 (n1,n2) 8") {
+		t.Errorf("2 groups of 2 nodes holding 8 and 4 GPUs: %v", err)
 	}
 	if got := gpusOnNodes(t, space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 2}); got < 1 {
 		t.Errorf("a step on 1 of 4 nodes ran with %d GPUs", got)
