@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -155,6 +156,60 @@ func TestResumedScalesEndAsTheRunAsked(t *testing.T) {
 		camp, err := st.Campaign(sp.AtScale(nodes).Campaign.Name)
 		if trials, _ := st.Trials(camp.ID); err != nil || camp.Budget != 5 || len(trials) != 5 {
 			t.Errorf("%d nodes, resumed with 5 trials: a budget of %d, %d trials (%v)", nodes, camp.Budget, len(trials), err)
+		}
+	}
+}
+
+// TestResumedScalesKeepASettledScale: a scale whose search stopped early,
+// every range settled (patience), is finished: a plain resume of the
+// campaign of scales goes on with the scales after it and does not run
+// that scale's search on to its budget, as only a budget given to the
+// resume (--trials) does.
+func TestResumedScalesKeepASettledScale(t *testing.T) {
+	sp, err := space.Load("../examples/sim-scales-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Campaign.Patience = 50
+	st := openStore(t)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	tu := newTuner(t, sp, st)
+	tu.Progress = func(p Progress) {
+		if p.Done >= 3 {
+			stop()
+		}
+	}
+	if err := tu.Run(ctx, Options{Trials: 6}); err == nil {
+		t.Fatal("the stopped campaign ran to its end")
+	}
+	first := sp.AtScale(sp.Campaign.Scales[0]).Campaign.Name
+	camp, err := st.Campaign(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled, err := st.Trials(camp.ID)
+	if err != nil || len(settled) >= camp.Budget {
+		t.Fatalf("%s: %d trials of %d (%v); the test needs it stopped short of its budget", first, len(settled), camp.Budget, err)
+	}
+	// As the search records a scale whose ranges all settled.
+	camp.Stopped = fmt.Sprintf("stopped after trial %d: every range settled (patience)", len(settled)-1)
+	if err := st.UpdateSettings(camp); err != nil {
+		t.Fatal(err)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatal(err)
+	}
+	if trials, err := st.Trials(camp.ID); err != nil || len(trials) != len(settled) {
+		t.Errorf("%s, settled after %d trials: %d after the resume (%v); want none run", first, len(settled), len(trials), err)
+	}
+	if camp, err := st.Campaign(first); err != nil || camp.Stopped == "" {
+		t.Errorf("%s: no longer settled after the resume (%q, %v)", first, camp.Stopped, err)
+	}
+	for _, nodes := range sp.Campaign.Scales[1:] {
+		camp, err := st.Campaign(sp.AtScale(nodes).Campaign.Name)
+		if trials, _ := st.Trials(camp.ID); err != nil || camp.Budget != 6 || len(trials) != 6 {
+			t.Errorf("%d nodes: a budget of %d, %d trials (%v); want the run's 6", nodes, camp.Budget, len(trials), err)
 		}
 	}
 }

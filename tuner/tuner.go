@@ -218,7 +218,14 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 		}
 	}
 	var before []space.Assignment
-	given := o
+	// Resumed (KeepSettings), a stored scale runs and ends as stored, save
+	// what the resume is given; a scale not yet started runs and ends as
+	// the one before it was asked to by the run that started them (run
+	// --trials, --seed, --sampler, --no-validate, ...), not as the space
+	// file says. Only that scale takes the one before's as given: a stored
+	// one given its own budget would be told a new one, and one whose
+	// ranges all settled (patience) would search on to it.
+	unreached := o
 	for _, nodes := range t.Space.Campaign.Scales {
 		at := *t
 		at.Space = t.Space.AtScale(nodes)
@@ -230,24 +237,27 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 		if t.OnScale != nil {
 			t.OnScale(at.Space)
 		}
-		// Resumed, a scale not yet started runs and ends as the one before
-		// it was asked to by the run that started them (run --trials,
-		// --seed, --sampler, --no-validate, ...), not as the space file says.
-		if camp, err := t.Store.Campaign(at.Space.Campaign.Name); err == nil && o.KeepSettings {
-			o.ending(&camp, false)
-			o.Simplify, o.ValidateRounds = camp.Simplify, camp.ValidateRounds
-			if given.Trials == 0 {
-				o.Trials = camp.Budget
-			}
-			if given.Seed == nil {
-				o.Seed = &camp.Seed
-			}
-			if given.Sampler == "" {
-				o.Sampler = camp.Sampler
+		so := o
+		if o.KeepSettings {
+			if camp, err := t.Store.Campaign(at.Space.Campaign.Name); err == nil {
+				o.ending(&camp, false)
+				unreached.Simplify, unreached.ValidateRounds = camp.Simplify, camp.ValidateRounds
+				if o.Trials == 0 {
+					unreached.Trials = camp.Budget
+				}
+				if o.Seed == nil {
+					seed := camp.Seed
+					unreached.Seed = &seed
+				}
+				if o.Sampler == "" {
+					unreached.Sampler = camp.Sampler
+				}
+			} else {
+				so = unreached
 			}
 		}
-		if !at.finished(o) {
-			if err := at.Run(ctx, o); err != nil {
+		if !at.finished(so) {
+			if err := at.Run(ctx, so); err != nil {
 				return fmt.Errorf("%s: %w", at.Space.Campaign.Name, err)
 			}
 		}
