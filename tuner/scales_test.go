@@ -3,6 +3,8 @@ package tuner
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -211,5 +213,48 @@ func TestResumedScalesKeepASettledScale(t *testing.T) {
 		if trials, _ := st.Trials(camp.ID); err != nil || camp.Budget != 6 || len(trials) != 6 {
 			t.Errorf("%d nodes: a budget of %d, %d trials (%v); want the run's 6", nodes, camp.Budget, len(trials), err)
 		}
+	}
+}
+
+// TestScalesGroupsUnevenGPUsAtAnyScale: in a job that asked for its GPUs
+// job-wide, groups that would hold different numbers of them are refused
+// before the smallest scale runs, whichever scale's groups they are: here
+// the largest scale's hold 10 each, a middle one's 8 and 6.
+func TestScalesGroupsUnevenGPUsAtAnyScale(t *testing.T) {
+	dir := t.TempDir()
+	scontrol := `#!/bin/sh
+case "$2" in
+job) for n in n1:4 n2:4 n3:2 n4:4 n5:4 n6:2; do echo "   Nodes=${n%:*} CPU_IDs=0 Mem=0 GRES=gpu:${n#*:}(CNT:${n#*:})"; done ;;
+*) echo "$3" | tr , ' ' ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "scontrol"), []byte(scontrol), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SLURM_JOB_NODELIST", "n1,n2,n3,n4,n5,n6")
+	t.Setenv("SLURM_JOB_ID", "7")
+	t.Setenv("SLURM_GPUS", "20")
+	sp := mustParse(t, "scales.toml", `
+[campaign]
+name = "s"
+scales = [1, 2, 3]
+[benchmark]
+binary = "all_reduce_perf"
+[launcher]
+kind = "srun"
+ntasks_per_node = 2
+groups = 2
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`)
+	st := openStore(t)
+	err := (&Tuner{Space: sp, Store: st}).Run(context.Background(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "s@2n: launcher.groups: the job's GPUs are spread unevenly over its nodes: group 1 (n3,n4) holds 6, group 0 (n1,n2) 8") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := st.Campaign("s@1n"); err == nil {
+		t.Error("the smallest scale ran")
 	}
 }

@@ -210,11 +210,18 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 		return errors.New("campaign.scales: each node count needs a benchmark of its own, built from its space; Tuner.Benchmark cannot serve them all")
 	}
 	// With groups, each scale's groups take groups x its node count of the
-	// allocation: the largest scale must fit before the smallest runs.
-	if l, scales := t.Space.Launcher, t.Space.Campaign.Scales; l.Kind == "srun" && l.Groups > 1 && t.Runner == nil {
-		largest := t.Space.AtScale(slices.Max(scales))
-		if _, err := runner.Groups(largest.Launcher); err != nil {
-			return fmt.Errorf("%s: %w", largest.Campaign.Name, err)
+	// allocation, and in a job that asked for its GPUs job-wide must hold
+	// as many of them each: every scale's groups, the largest's first, must
+	// be good before the smallest runs, not only once the scales before
+	// them have run.
+	if l := t.Space.Launcher; l.Kind == "srun" && l.Groups > 1 && t.Runner == nil {
+		scales := slices.Clone(t.Space.Campaign.Scales)
+		slices.Sort(scales)
+		for _, nodes := range slices.Backward(scales) {
+			at := t.Space.AtScale(nodes)
+			if _, err := runner.Groups(at.Launcher); err != nil {
+				return fmt.Errorf("%s: %w", at.Campaign.Name, err)
+			}
 		}
 	}
 	var before []space.Assignment
