@@ -20,6 +20,9 @@ import (
 type Group struct {
 	Launcher Launcher
 	Nodes    []string // the group's nodes, where the launcher names them
+	// GPUs are the job's GPUs on each of Nodes where it asked for them
+	// job-wide (gpusJobWide); nil otherwise.
+	GPUs []int
 }
 
 // Groups splits the launcher's nodes into l.Groups disjoint groups of one
@@ -79,6 +82,13 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 			return nil, fmt.Errorf("launcher.groups: hostfile %s does not split into %d groups of one shape: group %d is %s, group 0 %s; give every group's hosts the same slots", l.Hostfile, n, i, hostList(b), hostList(a))
 		}
 	}
+	var held map[string]int // the job's GPUs per node, where it asked for them job-wide
+	if l.Kind == "srun" && gpusJobWide(l) {
+		var err error
+		if held, err = jobGPUs(); err != nil {
+			return nil, err
+		}
+	}
 	groups := make([]Group, n)
 	for i := range groups {
 		part := hosts[i*size : (i+1)*size]
@@ -90,10 +100,7 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 		switch launcher := NewLauncher(l).(type) {
 		case Srun:
 			launcher.NodeList = names
-			var err error
-			if launcher.GPUs, err = stepGPUs(l, names); err != nil {
-				return nil, err
-			}
+			groups[i].GPUs, launcher.GPUs = onNodes(held, names)
 			groups[i].Launcher = launcher
 		case MPIRun:
 			launcher.Hostfile, launcher.Hosts = "", part
@@ -103,22 +110,41 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 	return groups, unevenGPUs(groups)
 }
 
-// unevenGPUs refuses srun groups that hold different numbers of the job's
-// GPUs (a job that asked for them job-wide, sbatch -G 10 over 4 nodes, may
-// hold 4, 4, 1 and 1): trials on the poorer group would run their ranks on
-// fewer GPUs and measure slower, for the group, not the setting.
+// unevenGPUs refuses groups that hold the job's GPUs differently, node by
+// node (a job that asked for them job-wide, sbatch -G 12 over 4 nodes of
+// 4, holds 4, 4, 3 and 1): trials on the poorer group would place their
+// ranks on fewer GPUs and measure the group, not the setting.
 func unevenGPUs(groups []Group) error {
-	s, ok := groups[0].Launcher.(Srun)
-	if !ok {
-		return nil
-	}
 	for i, g := range groups[1:] {
-		if other := g.Launcher.(Srun); other.GPUs != s.GPUs {
-			return fmt.Errorf("launcher.groups: the job's GPUs are spread unevenly over its nodes: group %d (%s) holds %d, group 0 (%s) %d; ask for them per node (sbatch --gpus-per-node), or give launcher.args the step's own (--gpus-per-node=N)",
-				i+1, strings.Join(g.Nodes, ","), other.GPUs, strings.Join(groups[0].Nodes, ","), s.GPUs)
+		if !slices.Equal(g.GPUs, groups[0].GPUs) {
+			return fmt.Errorf("launcher.groups: the job's GPUs are spread unevenly over its nodes: group %d (%s) holds %s, group 0 (%s) %s; ask for them per node (sbatch --gpus-per-node), or give launcher.args the step's own (--gpus-per-node=N)",
+				i+1, strings.Join(g.Nodes, ","), perNode(g.GPUs), strings.Join(groups[0].Nodes, ","), perNode(groups[0].GPUs))
 		}
 	}
 	return nil
+}
+
+// perNode writes GPU counts node by node: "4+4".
+func perNode(counts []int) string {
+	var parts []string
+	for _, n := range counts {
+		parts = append(parts, strconv.Itoa(n))
+	}
+	return strings.Join(parts, "+")
+}
+
+// onNodes are the counts of held (GPUs by node; nil: not counted) on each
+// of nodes, and their sum.
+func onNodes(held map[string]int, nodes []string) ([]int, int) {
+	if held == nil {
+		return nil, 0
+	}
+	counts, sum := make([]int, len(nodes)), 0
+	for i, node := range nodes {
+		counts[i] = held[node]
+		sum += counts[i]
+	}
+	return counts, sum
 }
 
 // SrunStep is the srun launcher of one step on l.Nodes nodes (all: 0).
@@ -137,28 +163,10 @@ func SrunStep(l space.LauncherSettings) (Srun, error) {
 	if err != nil || len(names) <= l.Nodes {
 		return launcher, err
 	}
-	launcher.NodeList = names[:l.Nodes]
-	launcher.GPUs, err = stepGPUs(l, launcher.NodeList)
-	return launcher, err
-}
-
-// stepGPUs is the --gpus of an srun step on nodes (Srun.GPUs): what the
-// job holds there where it asked for its GPUs job-wide (gpusJobWide), 0
-// otherwise: the step has every GPU of the job on its nodes, srun(1)'s
-// default.
-func stepGPUs(l space.LauncherSettings, nodes []string) (int, error) {
-	if !gpusJobWide(l) {
-		return 0, nil
-	}
 	held, err := jobGPUs()
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, node := range nodes {
-		n += held[node]
-	}
-	return n, nil
+	launcher.NodeList = names[:l.Nodes]
+	_, launcher.GPUs = onNodes(held, launcher.NodeList)
+	return launcher, err
 }
 
 // gpuArgs reports whether srun arguments ask for GPUs themselves.

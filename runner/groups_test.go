@@ -226,7 +226,7 @@ func TestSrunStepsOnPartOfJobWideGPUs(t *testing.T) {
 		t.Errorf("2 groups of 1 node ran with %d GPUs, not the 8 of the job's first 2 nodes", got)
 	}
 	// Groups that hold different numbers of GPUs would measure the group.
-	if _, err := Groups(space.LauncherSettings{Kind: "srun", Nodes: 2, TasksPerNode: 2, Groups: 2}); err == nil || !strings.Contains(err.Error(), "group 1 (n3,n4) holds 4, group 0 (n1,n2) 8") {
+	if _, err := Groups(space.LauncherSettings{Kind: "srun", Nodes: 2, TasksPerNode: 2, Groups: 2}); err == nil || !strings.Contains(err.Error(), "group 1 (n3,n4) holds 3+1, group 0 (n1,n2) 4+4") {
 		t.Errorf("2 groups of 2 nodes holding 8 and 4 GPUs: %v", err)
 	}
 	if got := gpusOnNodes(t, space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 2}); got < 1 {
@@ -257,6 +257,31 @@ func TestGresGPUs(t *testing.T) {
 	} {
 		if got := gresGPUs(gres); got != want {
 			t.Errorf("gresGPUs(%q) = %d, want %d", gres, got, want)
+		}
+	}
+}
+
+// TestUnevenGPUs: groups must hold the job's GPUs alike node by node, not
+// only in sum: a group of 4 and 2 would put its ranks on the node of 2 as
+// one of 3 and 3 would not.
+func TestUnevenGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		gpus [][]int
+		want string
+	}{
+		{[][]int{{4, 4}, {4, 4}}, ""},
+		{[][]int{nil, nil}, ""}, // not counted: GPUs per node, or given in launcher.args
+		{[][]int{{4, 2}, {3, 3}}, "group 1 (b1,b2) holds 3+3, group 0 (a1,a2) 4+2"},
+		{[][]int{{4, 4}, {4, 4}, {4, 3}}, "group 2 (c1,c2) holds 4+3"},
+	} {
+		var groups []Group
+		for i, g := range tc.gpus {
+			p := string(rune('a' + i))
+			groups = append(groups, Group{Nodes: []string{p + "1", p + "2"}, GPUs: g})
+		}
+		err := unevenGPUs(groups)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%v: %v; want %q", tc.gpus, err, tc.want)
 		}
 	}
 }

@@ -131,7 +131,7 @@ func groupsAlike(l space.LauncherSettings, nodes []nodeReport) doctor.Result {
 	groups, err := runner.Groups(l)
 	if err != nil {
 		return doctor.Result{Layer: "hardware", Check: "groups of nodes alike (launcher.groups)", Status: doctor.Fail, Detail: err.Error(),
-			Fix: "make the allocation (or hostfile) hold launcher.groups x the nodes of one group"}
+			Fix: "make the allocation (or hostfile) hold launcher.groups groups of one shape: as many nodes (and slots) each, and GPUs asked for per node"}
 	}
 	short := func(h string) string { h, _, _ = strings.Cut(h, "."); return h }
 	byHost := map[string][]doctor.Result{}
