@@ -86,15 +86,22 @@ func TestScales(t *testing.T) {
 // scale is refused before the smallest scale runs.
 func TestScalesGroupsNeedTheLargestScale(t *testing.T) {
 	slurmtest.FakeAllocation(t, "n1", "n2", "n3", "n4", "n5", "n6")
+	refusedBeforeAnyScaleRuns(t, "[1, 4]", "s@4n: launcher.groups: 2 groups of 4 nodes need 8 nodes; the allocation has 6")
+}
+
+// refusedBeforeAnyScaleRuns runs a campaign of 2 srun groups at scales
+// (a TOML list), which must be refused with want before its smallest runs.
+func refusedBeforeAnyScaleRuns(t *testing.T, scales, want string) {
+	t.Helper()
 	sp := mustParse(t, "scales.toml", `
 [campaign]
 name = "s"
-scales = [1, 4]
+scales = `+scales+`
 [benchmark]
 binary = "all_reduce_perf"
 [launcher]
 kind = "srun"
-ntasks_per_node = 8
+ntasks_per_node = 2
 groups = 2
 [[param]]
 name = "NCCL_MIN_CTAS"
@@ -102,8 +109,8 @@ values = ["default", "4"]
 `)
 	st := openStore(t)
 	err := (&Tuner{Space: sp, Store: st}).Run(context.Background(), Options{})
-	if err == nil || !strings.Contains(err.Error(), "s@4n: launcher.groups: 2 groups of 4 nodes need 8 nodes; the allocation has 6") {
-		t.Fatalf("%v", err)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%v; want %s", err, want)
 	}
 	if _, err := st.Campaign("s@1n"); err == nil {
 		t.Error("the smallest scale ran")
@@ -121,17 +128,7 @@ func TestResumedScalesEndAsTheRunAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := openStore(t)
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	tu := newTuner(t, sp, st)
-	tu.Progress = func(p Progress) {
-		if p.Done >= 3 {
-			stop()
-		}
-	}
-	if err := tu.Run(ctx, Options{Trials: 4}); err == nil {
-		t.Fatal("the stopped campaign ran to its end")
-	}
+	interruptScales(t, sp, st, 4)
 	resumed := Options{KeepSettings: true, Simplify: true, ValidateRounds: DefaultRounds}
 	if err := newTuner(t, sp, st).Run(context.Background(), resumed); err != nil {
 		t.Fatal(err)
@@ -162,6 +159,23 @@ func TestResumedScalesEndAsTheRunAsked(t *testing.T) {
 	}
 }
 
+// interruptScales runs sp's scales with a budget of trials and stops them
+// after their third trial.
+func interruptScales(t *testing.T, sp *space.Space, st *store.Store, trials int) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	tu := newTuner(t, sp, st)
+	tu.Progress = func(p Progress) {
+		if p.Done >= 3 {
+			stop()
+		}
+	}
+	if err := tu.Run(ctx, Options{Trials: trials}); err == nil {
+		t.Fatal("the stopped campaign ran to its end")
+	}
+}
+
 // TestResumedScalesKeepASettledScale: a scale whose search stopped early,
 // every range settled (patience), is finished: a plain resume of the
 // campaign of scales goes on with the scales after it and does not run
@@ -174,17 +188,7 @@ func TestResumedScalesKeepASettledScale(t *testing.T) {
 	}
 	sp.Campaign.Patience = 50
 	st := openStore(t)
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	tu := newTuner(t, sp, st)
-	tu.Progress = func(p Progress) {
-		if p.Done >= 3 {
-			stop()
-		}
-	}
-	if err := tu.Run(ctx, Options{Trials: 6}); err == nil {
-		t.Fatal("the stopped campaign ran to its end")
-	}
+	interruptScales(t, sp, st, 6)
 	first := sp.AtScale(sp.Campaign.Scales[0]).Campaign.Name
 	camp, err := st.Campaign(first)
 	if err != nil {
@@ -235,26 +239,5 @@ esac
 	t.Setenv("SLURM_JOB_NODELIST", "n1,n2,n3,n4,n5,n6")
 	t.Setenv("SLURM_JOB_ID", "7")
 	t.Setenv("SLURM_GPUS", "20")
-	sp := mustParse(t, "scales.toml", `
-[campaign]
-name = "s"
-scales = [1, 2, 3]
-[benchmark]
-binary = "all_reduce_perf"
-[launcher]
-kind = "srun"
-ntasks_per_node = 2
-groups = 2
-[[param]]
-name = "NCCL_MIN_CTAS"
-values = ["default", "4"]
-`)
-	st := openStore(t)
-	err := (&Tuner{Space: sp, Store: st}).Run(context.Background(), Options{})
-	if err == nil || !strings.Contains(err.Error(), "s@2n: launcher.groups: the job's GPUs are spread unevenly over its nodes: group 1 (n3,n4) holds 2+4, group 0 (n1,n2) 4+4") {
-		t.Fatalf("%v", err)
-	}
-	if _, err := st.Campaign("s@1n"); err == nil {
-		t.Error("the smallest scale ran")
-	}
+	refusedBeforeAnyScaleRuns(t, "[1, 2, 3]", "s@2n: launcher.groups: the job's GPUs are spread unevenly over its nodes: group 1 (n3,n4) holds 2+4, group 0 (n1,n2) 4+4")
 }
