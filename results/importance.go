@@ -57,6 +57,12 @@ func Importances(sp *space.Space, trials []store.Trial) [][]Importance {
 				done = append(done, t)
 			}
 		}
+		// Measured from the first: equal scores are then exactly 0, where
+		// log(7) n times over has a mean that is not log(7), and the
+		// rounding left a total variation for rounding to "explain".
+		for j := len(scores) - 1; j >= 0; j-- {
+			scores[j] -= scores[0]
+		}
 		if len(scores) < 3 {
 			continue
 		}
@@ -177,7 +183,9 @@ func explained(y []float64, groups []string, total, fitted float64) (share, p fl
 		sums[groups[i]] += v
 		counts[groups[i]]++
 	}
-	if total == 0 {
+	// What is left after earlier steps took out their group means is, where
+	// they explained everything, rounding: nothing for a test to find.
+	if total == 0 || sumSquares(y) <= roundoff*total {
 		return 0, 1
 	}
 	var between float64
@@ -198,5 +206,10 @@ func explained(y []float64, groups []string, total, fitted float64) (share, p fl
 	default:
 		p = 1
 	}
-	return max(0, (between-(k-1)*within)/total), p
+	return min(1, max(0, (between-(k-1)*within)/total)), p
 }
+
+// roundoff is the share of the total variation below which what is left is
+// taken for floating-point rounding: a residual spread a millionth of the
+// scores' (1e-12 of their variance) is no measurement.
+const roundoff = 1e-12
