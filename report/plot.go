@@ -194,6 +194,21 @@ func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 	p.X.Label.Text, p.Y.Label.Text = "trial", "best score relative to defaults"
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
+	for i, xy := range convergence(sp, trials) {
+		if err := addLine(p, sp.Ranges[i].Name, xy, palette[i%len(palette)], false); err != nil {
+			return err
+		}
+	}
+	return p.Save(width, height, path)
+}
+
+// convergence is, per range, the best score so far relative to NCCL's
+// defaults at each finished trial (a failed one repeats the best before
+// it); nil for a range without a measurement of the defaults. Before the
+// range's first measurement there is no best to plot: a ratio of 0 there
+// would read as a search 100% below the defaults.
+func convergence(sp *space.Space, trials []store.Trial) []plotter.XYs {
+	out := make([]plotter.XYs, len(sp.Ranges))
 	choices := results.Of(sp, trials, nil)
 	for i, r := range sp.Ranges {
 		// NCCL's defaults over all their runs (trials 0 and 1 at least), as the gain is computed.
@@ -201,21 +216,17 @@ func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 		if math.IsNaN(base) || base <= 0 {
 			continue
 		}
-		var xy plotter.XYs
 		best := 0.0
 		for _, t := range trials {
 			if s, ok := t.Scores[r.Name]; ok && t.State == store.Complete {
 				best = math.Max(best, s)
 			}
-			if t.State == store.Complete || t.State == store.Failed {
-				xy = append(xy, plotter.XY{X: float64(t.Number), Y: best / base})
+			if best > 0 && (t.State == store.Complete || t.State == store.Failed) {
+				out[i] = append(out[i], plotter.XY{X: float64(t.Number), Y: best / base})
 			}
 		}
-		if err := addLine(p, r.Name, xy, palette[i%len(palette)], false); err != nil {
-			return err
-		}
 	}
-	return p.Save(width, height, path)
+	return out
 }
 
 func rowsXY(sp *space.Space, t *store.Trial, coll string, within *space.Range) plotter.XYs {

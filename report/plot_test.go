@@ -124,3 +124,30 @@ func TestPlotsOfAbsurdScores(t *testing.T) {
 		})
 	}
 }
+
+// TestConvergenceStartsAtTheFirstMeasurement: where trial 0, the defaults'
+// first run, failed, the plot has no best before trial 1; it drew a point of
+// 0 at trial 0, a search seemingly 100% below the defaults.
+func TestConvergenceStartsAtTheFirstMeasurement(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := sp.Ranges[0].Name
+	trials := []store.Trial{
+		{Number: 0, State: store.Failed},
+		{Number: 1, State: store.Complete, Scores: map[string]float64{name: 10}},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{name: 12}},
+		{Number: 3, State: store.Failed, Params: map[string]string{"NCCL_ALGO": "Ring"}},
+	}
+	got := convergence(sp, trials)[0]
+	want := []float64{1, 1.2, 1.2}
+	if len(got) != len(want) || got[0].X != 1 {
+		t.Fatalf("convergence %v, want trials 1 to 3 at %v", got, want)
+	}
+	for i, pt := range got {
+		if math.Abs(pt.Y-want[i]) > 1e-12 {
+			t.Errorf("trial %v at %v, want %v", pt.X, pt.Y, want[i])
+		}
+	}
+}
