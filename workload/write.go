@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -82,9 +83,11 @@ func plural(n int, one, many string) string {
 }
 
 // printable returns s, quoted if it has characters a TOML comment cannot
-// hold (the names come from the log).
+// hold (the names come from the log): control characters, and bytes that
+// are not UTF-8, which IndexFunc reads as U+FFFD, a printable rune, and a
+// TOML file may not hold anywhere.
 func printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
 		return strconv.Quote(s)
 	}
 	return s

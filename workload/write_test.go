@@ -3,6 +3,7 @@ package workload
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 
@@ -118,5 +119,30 @@ total               22     166.0 MiB
 `
 	if out.String() != table {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), table)
+	}
+}
+
+// TestWriteTOMLOfALogNotUTF8: a COLL line that could not be read is quoted
+// in the tables' comments; one with bytes that are not UTF-8 (and no control
+// character) went in as it was, and the file, appended to a space file as
+// the README says, no longer loaded ("invalid UTF-8 byte").
+func TestWriteTOMLOfALogNotUTF8(t *testing.T) {
+	log := "node001:4242:4242 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x1\n" +
+		"node001:4242:4242 [0] NCCL INFO AllReduce: opCount 1 sendbuff \xff\xfe count 8 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x1\n"
+	w, err := Read(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Source.File = "job-\xff.log"
+	var out strings.Builder
+	if err := w.WriteTOML(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.ValidString(out.String()) {
+		t.Errorf("not UTF-8:\n%q", out.String())
+	}
+	var file struct{ Workload []map[string]any }
+	if _, err := toml.Decode(out.String(), &file); err != nil || len(file.Workload) != 1 {
+		t.Errorf("%v (%d tables) in\n%s", err, len(file.Workload), out.String())
 	}
 }
