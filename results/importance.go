@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -43,8 +44,9 @@ func (i Importance) Significant() bool { return i.Confirmed && i.P < Significanc
 // off, so many-valued parameters are not favoured on few trials). Integer
 // parameters are grouped into quartiles; a parameter inactive in a trial forms
 // a group of its own. Only variables NCCL's log confirmed are analysed (see
-// Importance.Confirmed); each step has an F-test. The result is indexed like
-// sp.Ranges.
+// Importance.Confirmed), and of a workload's per-collective NCCL_ALGO and
+// NCCL_PROTO only the range's own collective's part; each step has an
+// F-test. The result is indexed like sp.Ranges.
 func Importances(sp *space.Space, trials []store.Trial) [][]Importance {
 	out := make([][]Importance, len(sp.Ranges))
 	confirmed := confirmedParams(sp, trials)
@@ -75,6 +77,13 @@ func Importances(sp *space.Space, trials []store.Trial) [][]Importance {
 		var left []int
 		fitted := 0.0 // degrees of freedom the earlier steps' group means took
 		for j, p := range sp.Params {
+			if p.Collective != "" && p.Collective != strings.ReplaceAll(r.Collective, "_", "") {
+				// Another collective's part of NCCL_ALGO or NCCL_PROTO: NCCL
+				// never applies it to this range's collective, so whatever it
+				// seems to explain here (a lone trial that its group isolates)
+				// is another parameter's doing.
+				continue
+			}
 			if confirmed[p.Name] {
 				left = append(left, j)
 			} else {

@@ -3,6 +3,7 @@ package results
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -205,6 +206,53 @@ func TestImportanceOfRoundingIsNone(t *testing.T) {
 				if i.Share < 0 || i.Share > 1 || i.Param != "NCCL_PROTO" && (i.Significant() || i.Share != 0) {
 					t.Errorf("scores of %g set by the protocol alone: %+v", c, i)
 				}
+			}
+		}
+	}
+}
+
+// TestImportanceOfAnotherCollectivesPart: in a workload of several
+// collectives, NCCL_PROTO[reducescatter] never applies to all_reduce. A lone
+// trial whose all_reduce ran LL (slow) is also the lone one of a
+// reduce-scatter protocol, and the stepwise analysis credited that
+// protocol, which NCCL never applied, with all_reduce's loss (as report
+// showed on the simulator: "all_reduce PROTO[reducescatter] 80%").
+func TestImportanceOfAnotherCollectivesPart(t *testing.T) {
+	sp, err := space.Load("../examples/sim-2node-ib-workload.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var trials []store.Trial
+	for n := range 30 {
+		a := space.Assignment{}
+		for _, p := range sp.Params {
+			if sp.Active(p, a) && p.Categorical() {
+				a[p.Name] = p.Values[rng.IntN(len(p.Values))]
+			}
+		}
+		// The lone trial of reducescatter's LL protocol is the lone one of allreduce's too.
+		a["NCCL_PROTO[allreduce]"], a["NCCL_PROTO[reducescatter]"] = "Simple", "Simple"
+		if n == 7 {
+			a["NCCL_PROTO[allreduce]"], a["NCCL_PROTO[reducescatter]"] = "LL", "LL"
+		}
+		scores := map[string]float64{}
+		for _, r := range sp.Ranges {
+			scores[r.Name] = math.Exp(0.01 * rng.NormFloat64())
+		}
+		if n == 7 {
+			scores["all_reduce"] /= 5
+		}
+		trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a, Scores: scores})
+	}
+	imp := Importances(sp, trials)
+	for i, r := range sp.Ranges {
+		if r.Name == "all_reduce" && (len(imp[i]) == 0 || imp[i][0].Param != "NCCL_PROTO[allreduce]" || !imp[i][0].Significant()) {
+			t.Errorf("all_reduce: %+v, want NCCL_PROTO[allreduce] first and significant", imp[i])
+		}
+		for _, p := range imp[i] {
+			if strings.Contains(p.Param, "[") && !strings.HasSuffix(p.Param, "["+strings.ReplaceAll(r.Collective, "_", "")+"]") {
+				t.Errorf("range %s: importance of %s, which NCCL never applies to it: %+v", r.Name, p.Param, p)
 			}
 		}
 	}
