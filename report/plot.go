@@ -288,15 +288,28 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// intTicks labels an axis of counts without decimals.
+// intTicks labels an axis of counts (trial numbers) with whole numbers, at
+// whole numbers: DefaultTicks puts a labelled tick at 2.5 between trials 0
+// and 5, which "%.0f" labelled 2, half a trial off.
 type intTicks struct{}
 
 func (intTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = fmt.Sprintf("%.0f", ticks[i].Value)
+	if max-min <= 10 {
+		var ticks []plot.Tick
+		for v := math.Ceil(min); v <= max; v++ {
+			ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%.0f", v)})
 		}
+		return ticks
+	}
+	var ticks []plot.Tick
+	for _, t := range (plot.DefaultTicks{}).Ticks(min, max) {
+		if t.Value != math.Round(t.Value) {
+			continue
+		}
+		if t.Label != "" {
+			t.Label = fmt.Sprintf("%.0f", t.Value)
+		}
+		ticks = append(ticks, t)
 	}
 	return ticks
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/nccltune/nccltune/results"
@@ -148,6 +149,29 @@ func TestConvergenceStartsAtTheFirstMeasurement(t *testing.T) {
 	for i, pt := range got {
 		if math.Abs(pt.Y-want[i]) > 1e-12 {
 			t.Errorf("trial %v at %v, want %v", pt.X, pt.Y, want[i])
+		}
+	}
+}
+
+// TestTrialTicksAreWholeTrials: a trial axis's labels name the trial at
+// their tick. Over trials 0 to 5 a tick at 2.5 was labelled "2", and over 0
+// to 1 one at 0.5 "0".
+func TestTrialTicksAreWholeTrials(t *testing.T) {
+	for _, r := range [][2]float64{{0, 1}, {0, 2}, {0, 5}, {0, 7}, {0, 13}, {3, 67}, {0, 500}} {
+		labelled := 0
+		for _, tick := range (intTicks{}).Ticks(r[0], r[1]) {
+			if tick.Value != math.Round(tick.Value) {
+				t.Errorf("%v: a tick at %v, between trials", r, tick.Value)
+			}
+			if tick.Label != "" {
+				labelled++
+				if tick.Label != strconv.Itoa(int(tick.Value)) {
+					t.Errorf("%v: tick at %v labelled %q", r, tick.Value, tick.Label)
+				}
+			}
+		}
+		if labelled < 2 {
+			t.Errorf("%v: %d labels", r, labelled)
 		}
 	}
 }
