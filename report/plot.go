@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -123,7 +124,11 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 func Measured(sp *space.Space, trials []store.Trial, path string) error {
 	p := plot.New()
 	p.Title.Text = "what each trial measured: NCCL defaults vs the search"
-	p.X.Label.Text, p.Y.Label.Text = "trial", sp.Measure(sp.Ranges[0]).String()
+	m := sp.Measure(sp.Ranges[0])
+	p.X.Label.Text, p.Y.Label.Text = "trial", shorten(m.Unit, 40)
+	if m.Inverse {
+		p.Y.Label.Text += " (lower is better)"
+	}
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 	for i, r := range sp.Ranges {
@@ -286,6 +291,16 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		ticks = append(ticks, plot.Tick{Value: v, Label: label})
 	}
 	return ticks
+}
+
+// shorten cuts a label from the space file (a command's metric unit) to n
+// runes: the axis is as tall as the plot, and a label longer than it took
+// the plot's whole height, which then drew no axis and no point.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // intTicks labels an axis of counts (trial numbers) with whole numbers, at

@@ -1,11 +1,13 @@
 package report
 
 import (
+	"image/color"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/results"
@@ -174,4 +176,49 @@ func TestTrialTicksAreWholeTrials(t *testing.T) {
 			t.Errorf("%v: %d labels", r, labelled)
 		}
 	}
+}
+
+// TestMeasuredOfALongUnit: a command's metric unit is the y axis's label; one
+// longer than the plot is tall took the whole plot, which came out blank (no
+// axis, no point) without an error.
+func TestMeasuredOfALongUnit(t *testing.T) {
+	sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \""+
+		strings.Repeat("milliseconds per step ", 40)+"\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trials []store.Trial
+	for n, v := range []float64{10, 11, 8, 9} {
+		tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: 1 / v}}
+		if n >= 2 {
+			tr.Params = map[string]string{"NCCL_ALGO": "Ring"}
+		}
+		trials = append(trials, tr)
+	}
+	path := filepath.Join(t.TempDir(), "measured.png")
+	if err := Measured(sp, trials, path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The searched trials' points (trials 2 and 3 of 0 to 3) are drawn in
+	// the palette's first colour, in the right half; the legend is at the left.
+	want := palette[0].(color.RGBA)
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := (b.Min.X + b.Max.X) / 2; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if uint8(r>>8) == want.R && uint8(g>>8) == want.G && uint8(bl>>8) == want.B {
+				return
+			}
+		}
+	}
+	t.Error("no trial's point drawn")
 }
