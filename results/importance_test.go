@@ -11,6 +11,17 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
+// randomCategoricals draws each active categorical parameter of sp.
+func randomCategoricals(sp *space.Space, rng *rand.Rand) space.Assignment {
+	a := space.Assignment{}
+	for _, p := range sp.Params {
+		if sp.Active(p, a) && p.Categorical() {
+			a[p.Name] = p.Values[rng.IntN(len(p.Values))]
+		}
+	}
+	return a
+}
+
 // TestImportances scores synthetic trials in which the protocol decides the
 // large range (LL caps it at a tenth) and CUMEM does nothing at all.
 func TestImportances(t *testing.T) {
@@ -18,12 +29,7 @@ func TestImportances(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var trials []store.Trial
 	for n := range 40 {
-		a := space.Assignment{}
-		for _, p := range sp.Params {
-			if sp.Active(p, a) && p.Categorical() {
-				a[p.Name] = p.Values[rng.IntN(len(p.Values))]
-			}
-		}
+		a := randomCategoricals(sp, rng)
 		score := 100 * math.Exp(0.02*rng.NormFloat64())
 		if a["NCCL_PROTO"] == "LL" {
 			score /= 10
@@ -225,12 +231,7 @@ func TestImportanceOfAnotherCollectivesPart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	var trials []store.Trial
 	for n := range 30 {
-		a := space.Assignment{}
-		for _, p := range sp.Params {
-			if sp.Active(p, a) && p.Categorical() {
-				a[p.Name] = p.Values[rng.IntN(len(p.Values))]
-			}
-		}
+		a := randomCategoricals(sp, rng)
 		// The lone trial of reducescatter's LL protocol is the lone one of allreduce's too.
 		a["NCCL_PROTO[allreduce]"], a["NCCL_PROTO[reducescatter]"] = "Simple", "Simple"
 		if n == 7 {
