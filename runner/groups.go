@@ -209,11 +209,11 @@ func jobGPUs() (map[string]int, error) {
 				count = gresGPUs(gres)
 			}
 		}
-		names, err := exec.CommandContext(ctx, "scontrol", "show", "hostnames", strings.TrimPrefix(fields[0], "Nodes=")).Output()
+		names, err := hostnames(ctx, strings.TrimPrefix(fields[0], "Nodes="))
 		if err != nil {
-			return nil, fmt.Errorf("launcher srun: scontrol show hostnames %s: %w", fields[0], err)
+			return nil, err
 		}
-		for _, name := range strings.Fields(string(names)) {
+		for _, name := range names {
 			held[name] = count
 		}
 	}
@@ -270,11 +270,11 @@ func indexCount(list string) (int, bool) {
 	n := 0
 	for _, r := range strings.Split(list, ",") {
 		lo, hi, isRange := strings.Cut(r, "-")
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := a, error(nil)
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
+		if !isRange {
+			hi = lo
 		}
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
 		if err1 != nil || err2 != nil || b < a {
 			return 0, false
 		}
@@ -301,15 +301,23 @@ func AllocationNodes() ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "scontrol", "show", "hostnames", list).Output()
+	names, err := hostnames(ctx, list)
 	if err != nil {
-		return nil, fmt.Errorf("launcher srun: scontrol show hostnames %s: %w", list, err)
+		return nil, err
 	}
-	names := strings.Fields(string(out))
 	if len(names) == 0 {
 		return nil, fmt.Errorf("launcher srun: scontrol show hostnames %s named no node", list)
 	}
 	return names, nil
+}
+
+// hostnames expands a Slurm host list ("n[1-4],m2") into its hosts' names.
+func hostnames(ctx context.Context, list string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "scontrol", "show", "hostnames", list).Output()
+	if err != nil {
+		return nil, fmt.Errorf("launcher srun: scontrol show hostnames %s: %w", list, err)
+	}
+	return strings.Fields(string(out)), nil
 }
 
 // Host is one line of a hostfile: the host and its slots (0: not given).

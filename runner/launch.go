@@ -291,7 +291,7 @@ type Srun struct {
 	// NodeList names the nodes (one group's of launcher.groups); empty: srun picks.
 	NodeList []string
 	// GPUs, if not 0, is the step's --gpus: the allocation's GPUs on
-	// NodeList where the job asked for its GPUs job-wide (StepGPUs).
+	// NodeList where the job asked for its GPUs job-wide (SrunStep, Groups).
 	GPUs int
 }
 

@@ -102,7 +102,8 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 	// One group's launcher, as a trial's (the probe's step on part of an
 	// allocation names its nodes and GPUs where srun needs them: SrunStep).
 	launcher := runner.NewLauncher(sp.Launcher)
-	if groups, err := runner.Groups(sp.Launcher); err == nil {
+	groups, groupsErr := runner.Groups(sp.Launcher)
+	if groupsErr == nil {
 		launcher = groups[0].Launcher
 	}
 	nodes, err := fanOut(ctx, sp.Launcher, python)
@@ -120,15 +121,14 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 	nccl := doctor.NCCL(ctx, doctor.Options{Probe: probe, Launcher: launcher, Env: sp.Env(space.Assignment{})}, doctor.HardwareOf(all))
 	cluster := []doctor.Result{nccl, clockSkew(nodes)}
 	if sp.Launcher.Groups > 1 {
-		cluster = append(cluster, groupsAlike(sp.Launcher, nodes))
+		cluster = append(cluster, groupsAlike(groups, groupsErr, nodes))
 	}
 	return nodes, cluster, nil
 }
 
 // groupsAlike checks that launcher.groups splits the nodes into groups of
-// one kind, from the nodes' own reports.
-func groupsAlike(l space.LauncherSettings, nodes []nodeReport) doctor.Result {
-	groups, err := runner.Groups(l)
+// one kind, from the nodes' own reports (err: why it does not split them).
+func groupsAlike(groups []runner.Group, err error, nodes []nodeReport) doctor.Result {
 	if err != nil {
 		return doctor.Result{Layer: "hardware", Check: "groups of nodes alike (launcher.groups)", Status: doctor.Fail, Detail: err.Error(),
 			Fix: "make the allocation (or hostfile) hold launcher.groups groups of one shape: as many nodes (and slots) each, and GPUs asked for per node"}
