@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"sort"
@@ -16,23 +17,72 @@ import (
 
 // Importance is how much of a range's score variation one parameter explains.
 type Importance struct {
-	Param string  `json:"param"`
-	Share float64 `json:"share"` // between-group share of the variance of log(score): 0 (none) to 1 (all)
+	Param string
+	// Status says whether the parameter was analysed, or why not; Share and
+	// P are measured only where it was (0 and 1 otherwise, and null in JSON).
+	Status Status
+	Share  float64 // between-group share of the variance of log(score): 0 (none) to 1 (all)
 	// P is the F-test's p-value of the parameter's groups at its step, times
 	// the candidates of the step (Bonferroni): the chance that groups of no
 	// effect would explain as much.
-	P float64 `json:"p"`
-	// Confirmed is false for a variable NCCL's log did not show it read in
-	// some trial that set it (NCCL_ALGO on one rank, say): what it "explains"
-	// is another's doing or noise, so it is not analysed (Share 0, P 1).
-	Confirmed bool `json:"confirmed"`
+	P float64
+}
+
+// Status is what the analysis could say of a parameter, or of a range.
+type Status string
+
+const (
+	// Analysed: the parameter's share and p-value are measured.
+	Analysed Status = "analysed"
+	// Unread: some trial's NCCL log shows NCCL did not read the variable as
+	// set (NCCL_ALGO on one rank): what it seems to explain is another's doing.
+	Unread Status = "unread"
+	// Unconfirmed: no NCCL log of a trial that set the variable shows NCCL
+	// read it (the output had no NCCL INFO lines: NCCL_DEBUG_FILE, gloo),
+	// so no effect can be traced to it.
+	Unconfirmed Status = "unconfirmed"
+	// TooFewTrials: the F-test would have fewer than MinResidualDF residual
+	// degrees of freedom.
+	TooFewTrials Status = "too few trials"
+)
+
+// MinResidualDF is the fewest residual degrees of freedom an F-test is run
+// with. The within-group variance it divides by, estimated on d of them, has
+// a relative standard error of sqrt(2/d): 141% at d = 1, 100% at 2, below its
+// own size only from 3 on. With fewer, the p-value rests on one or two
+// residuals (F(1,1) at 3 trials), so the parameter is reported untested.
+const MinResidualDF = 3
+
+// MarshalJSON writes share and p as null for a parameter not analysed: a
+// script must not read its placeholders as a measured 0 share at p = 1.
+func (i Importance) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Param  string   `json:"param"`
+		Status Status   `json:"status"`
+		Share  *float64 `json:"share"`
+		P      *float64 `json:"p"`
+	}{Param: i.Param, Status: i.Status}
+	if i.Status == Analysed {
+		out.Share, out.P = &i.Share, &i.P
+	}
+	return json.Marshal(out)
+}
+
+// RangeImportance is which parameters matter for one range.
+type RangeImportance struct {
+	// Params are the range's parameters: the analysed by share, then those
+	// left out, each with its Status. Never nil, so JSON has a list.
+	Params []Importance `json:"params"`
+	// Reason is why no parameter was analysed, "" where one was:
+	// TooFewTrials, or Unconfirmed where NCCL's log confirmed none.
+	Reason Status `json:"reason"`
 }
 
 // Significance is the p-value below which an importance is significant.
 const Significance = 0.05
 
 // Significant reports whether the parameter's effect is more than chance.
-func (i Importance) Significant() bool { return i.Confirmed && i.P < Significance }
+func (i Importance) Significant() bool { return i.Status == Analysed && i.P < Significance }
 
 // Importances ranks the parameters per range by the share of the variance of
 // log(score) over completed trials that each explains, stepwise: the parameter
@@ -44,66 +94,117 @@ func (i Importance) Significant() bool { return i.Confirmed && i.P < Significanc
 // off, so many-valued parameters are not favoured on few trials). Integer
 // parameters are grouped into quartiles; a parameter inactive in a trial forms
 // a group of its own. Only variables NCCL's log confirmed are analysed (see
-// Importance.Confirmed), and of a workload's per-collective NCCL_ALGO and
+// Unread and Unconfirmed), and of a workload's per-collective NCCL_ALGO and
 // NCCL_PROTO only the range's own collective's part; each step has an
-// F-test. The result is indexed like sp.Ranges.
-func Importances(sp *space.Space, trials []store.Trial) [][]Importance {
-	out := make([][]Importance, len(sp.Ranges))
-	confirmed := confirmedParams(sp, trials)
+// F-test, run only with MinResidualDF. The result is indexed like sp.Ranges.
+func Importances(sp *space.Space, trials []store.Trial) []RangeImportance {
+	out := make([]RangeImportance, len(sp.Ranges))
+	leftOut := unconfirmed(sp, trials)
 	for i, r := range sp.Ranges {
-		var scores []float64
-		var done []store.Trial
-		for _, t := range trials {
-			if s, ok := t.Scores[r.Name]; ok && t.State == store.Complete && s > 0 {
-				scores = append(scores, math.Log(s))
-				done = append(done, t)
+		var ps []space.Param
+		for _, p := range sp.Params {
+			// Another collective's part of NCCL_ALGO or NCCL_PROTO: NCCL
+			// never applies it to this range's collective, so whatever it
+			// seems to explain here (a lone trial that its group isolates)
+			// is another parameter's doing.
+			if p.Collective == "" || p.Collective == strings.ReplaceAll(r.Collective, "_", "") {
+				ps = append(ps, p)
 			}
 		}
-		// Measured from the first: equal scores are then exactly 0, where
-		// log(7) n times over has a mean that is not log(7), and the
-		// rounding left a total variation for rounding to "explain".
-		for j := len(scores) - 1; j >= 0; j-- {
-			scores[j] -= scores[0]
+		out[i] = rangeImportance(r.Name, ps, trials, leftOut)
+	}
+	return out
+}
+
+// rangeImportance is Importances' analysis of one range over its parameters
+// ps, leaving out those leftOut says why.
+func rangeImportance(name string, ps []space.Param, trials []store.Trial, leftOut map[string]Status) RangeImportance {
+	var scores []float64
+	var done []store.Trial
+	for _, t := range trials {
+		if s, ok := t.Scores[name]; ok && t.State == store.Complete && s > 0 {
+			scores = append(scores, math.Log(s))
+			done = append(done, t)
 		}
-		if len(scores) < 3 {
-			continue
+	}
+	// Measured from the first: equal scores are then exactly 0, where
+	// log(7) n times over has a mean that is not log(7), and the
+	// rounding left a total variation for rounding to "explain".
+	for j := len(scores) - 1; j >= 0; j-- {
+		scores[j] -= scores[0]
+	}
+	out := RangeImportance{Params: []Importance{}}
+	var left []space.Param
+	for _, p := range ps {
+		if why, ok := leftOut[p.Name]; ok {
+			out.Params = append(out.Params, Importance{Param: p.Name, Status: why, P: 1})
+		} else {
+			left = append(left, p)
 		}
-		groups := make([][]string, len(sp.Params))
-		for j, p := range sp.Params {
-			groups[j] = groupsOf(p, done)
+	}
+	out.Params = append(out.Params, stepwise(scores, left, done)...)
+	sort.SliceStable(out.Params, func(a, b int) bool {
+		pa, pb := out.Params[a], out.Params[b]
+		if (pa.Status == Analysed) != (pb.Status == Analysed) {
+			return pa.Status == Analysed
 		}
-		total := sumSquares(scores)
-		residual := slices.Clone(scores)
-		var left []int
-		fitted := 0.0 // degrees of freedom the earlier steps' group means took
-		for j, p := range sp.Params {
-			if p.Collective != "" && p.Collective != strings.ReplaceAll(r.Collective, "_", "") {
-				// Another collective's part of NCCL_ALGO or NCCL_PROTO: NCCL
-				// never applies it to this range's collective, so whatever it
-				// seems to explain here (a lone trial that its group isolates)
-				// is another parameter's doing.
-				continue
+		return pa.Share > pb.Share
+	})
+	out.Reason = reasonOf(out.Params)
+	return out
+}
+
+// reasonOf is why none of ps was analysed: "" where one was.
+func reasonOf(ps []Importance) Status {
+	reason := Unconfirmed
+	for _, p := range ps {
+		switch p.Status {
+		case Analysed:
+			return ""
+		case TooFewTrials:
+			reason = TooFewTrials
+		}
+	}
+	return reason
+}
+
+// stepwise is the stepwise analysis of the log scores of trials over the
+// parameters ps; a parameter that never has the degrees of freedom for its
+// F-test is TooFewTrials.
+func stepwise(scores []float64, ps []space.Param, trials []store.Trial) []Importance {
+	groups := make([][]string, len(ps))
+	for j, p := range ps {
+		groups[j] = groupsOf(p, trials)
+	}
+	var out []Importance
+	total := sumSquares(scores)
+	residual := slices.Clone(scores)
+	left := make([]int, len(ps))
+	for j := range left {
+		left[j] = j
+	}
+	fitted := 0.0 // degrees of freedom the earlier steps' group means took
+	// Two groups take one degree of freedom and the mean another: on fewer
+	// trials than MinResidualDF more, no parameter is tested, not even one
+	// that the trials hold at one value.
+	for len(left) > 0 && len(scores) >= MinResidualDF+2 {
+		best, bestShare, bestP := -1, -1.0, 1.0
+		for k, j := range left {
+			if share, p, tested := explained(residual, groups[j], total, fitted); tested && share > bestShare {
+				best, bestShare, bestP = k, share, p
 			}
-			if confirmed[p.Name] {
-				left = append(left, j)
-			} else {
-				out[i] = append(out[i], Importance{Param: p.Name, P: 1})
-			}
 		}
-		for len(left) > 0 {
-			best, bestShare, bestP := 0, -1.0, 1.0
-			for k, j := range left {
-				if share, p := explained(residual, groups[j], total, fitted); share > bestShare {
-					best, bestShare, bestP = k, share, p
-				}
-			}
-			// The best of len(left) candidates: Bonferroni's correction for having picked it.
-			j := left[best]
-			out[i] = append(out[i], Importance{Param: sp.Params[j].Name, Share: bestShare, P: min(1, bestP*float64(len(left))), Confirmed: true})
-			fitted += removeGroupMeans(residual, groups[j])
-			left = slices.Delete(left, best, best+1)
+		if best < 0 {
+			break // the earlier steps took the degrees of freedom the rest need
 		}
-		sort.SliceStable(out[i], func(a, b int) bool { return out[i][a].Share > out[i][b].Share })
+		// The best of len(left) candidates: Bonferroni's correction for having picked it.
+		j := left[best]
+		out = append(out, Importance{Param: ps[j].Name, Status: Analysed, Share: bestShare, P: min(1, bestP*float64(len(left)))})
+		fitted += removeGroupMeans(residual, groups[j])
+		left = slices.Delete(left, best, best+1)
+	}
+	for _, j := range left {
+		out = append(out, Importance{Param: ps[j].Name, Status: TooFewTrials, P: 1})
 	}
 	return out
 }
@@ -160,51 +261,65 @@ func groupsOf(p space.Param, trials []store.Trial) []string {
 	return labels
 }
 
-// confirmedParams marks the parameters whose variable NCCL's log showed it
-// read in every completed trial that set it (a trial without NCCL's debug
-// log says nothing either way); the DDP step's own knobs are not NCCL's.
-func confirmedParams(sp *space.Space, trials []store.Trial) map[string]bool {
-	out := map[string]bool{}
+// unconfirmed says, per parameter left out for what NCCL's log says of its
+// variable, why: Unread where the log of some completed trial that set it
+// shows NCCL did not read it as set, else Unconfirmed where no such log
+// shows NCCL read it (a trial without NCCL's INFO lines says nothing either
+// way, so a campaign of such trials confirms nothing). The DDP step's own
+// knobs are not NCCL's to confirm.
+func unconfirmed(sp *space.Space, trials []store.Trial) map[string]Status {
+	out := map[string]Status{}
 	for _, p := range sp.Params {
-		ok := true
-		if v, err := space.Lookup(p.Variable()); err == nil && !v.IsArg() {
-			for _, t := range trials {
-				if t.State == store.Complete && slices.Contains(t.NCCLLog.Unread(t.Env), p.Variable()) {
-					ok = false
-					break
-				}
-			}
+		name := p.Variable()
+		if v, err := space.Lookup(name); err == nil && v.IsArg() {
+			continue
 		}
-		out[p.Name] = ok
+		why := Unconfirmed
+		for _, t := range trials {
+			if t.State != store.Complete || !t.NCCLLog.Debug || !slices.ContainsFunc(t.Env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }) {
+				continue
+			}
+			if slices.Contains(t.NCCLLog.Unconfirmed(t.Env), name) {
+				why = Unread
+				break
+			}
+			why = ""
+		}
+		if why != "" {
+			out[p.Name] = why
+		}
 	}
 	return out
 }
 
 // explained is epsilon-squared of y grouped by groups, as a share of total:
-// (SS_between - (k-1) MS_within) / total, at least 0; and the F-test's
-// p-value of the groups. y are residuals after earlier steps took fitted
+// (SS_between - (k-1) MS_within) / total, at least 0; the F-test's p-value
+// of the groups; and whether it had MinResidualDF for them (untested, it
+// is 0 and 1). y are residuals after earlier steps took fitted
 // degrees of freedom, which the within-group variance no longer has: counted
 // as n-k, it would come out too small and every later step too significant.
-func explained(y []float64, groups []string, total, fitted float64) (share, p float64) {
+func explained(y []float64, groups []string, total, fitted float64) (share, p float64, tested bool) {
 	mean := stat.Mean(y, nil)
 	sums, counts := map[string]float64{}, map[string]float64{}
 	for i, v := range y {
 		sums[groups[i]] += v
 		counts[groups[i]]++
 	}
-	// What is left after earlier steps took out their group means is, where
-	// they explained everything, rounding: nothing for a test to find.
-	if total == 0 || sumSquares(y) <= roundoff*total {
-		return 0, 1
+	k, free := float64(len(sums)), float64(len(y))-fitted
+	switch {
+	case k < 2:
+		return 0, 1, true // one group: nothing to tell apart
+	case free-k < MinResidualDF:
+		return 0, 1, false
+	case total == 0 || sumSquares(y) <= roundoff*total:
+		// What is left after earlier steps took out their group means is, where
+		// they explained everything, rounding: nothing for a test to find.
+		return 0, 1, true
 	}
 	var between float64
 	for g, s := range sums {
 		m := s / counts[g]
 		between += counts[g] * (m - mean) * (m - mean)
-	}
-	k, free := float64(len(sums)), float64(len(y))-fitted
-	if free <= k || k < 2 {
-		return 0, 1
 	}
 	within := (sumSquares(y) - between) / (free - k)
 	switch {
@@ -215,7 +330,7 @@ func explained(y []float64, groups []string, total, fitted float64) (share, p fl
 	default:
 		p = 1
 	}
-	return min(1, max(0, (between-(k-1)*within)/total)), p
+	return min(1, max(0, (between-(k-1)*within)/total)), p, true
 }
 
 // roundoff is the share of the total variation below which what is left is

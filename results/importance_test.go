@@ -1,8 +1,10 @@
 package results
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +24,18 @@ func randomCategoricals(sp *space.Space, rng *rand.Rand) space.Assignment {
 	return a
 }
 
+// logged is a completed trial of a whose NCCL log shows every variable it
+// set read: what Importances needs to analyse NCCL's variables.
+func logged(sp *space.Space, n int, a space.Assignment, scores map[string]float64) store.Trial {
+	env := sp.Env(a)
+	read := map[string]string{}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		read[name] = value
+	}
+	return store.Trial{Number: n, State: store.Complete, Params: a, Env: env, NCCLLog: nccllog.Log{Debug: true, Read: read}, Scores: scores}
+}
+
 // TestImportances scores synthetic trials in which the protocol decides the
 // large range (LL caps it at a tenth) and CUMEM does nothing at all.
 func TestImportances(t *testing.T) {
@@ -34,10 +48,9 @@ func TestImportances(t *testing.T) {
 		if a["NCCL_PROTO"] == "LL" {
 			score /= 10
 		}
-		trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a,
-			Scores: map[string]float64{"small": 1, "medium": 1, "large": score}})
+		trials = append(trials, logged(sp, n, a, map[string]float64{"small": 1, "medium": 1, "large": score}))
 	}
-	large := Importances(sp, trials)[2]
+	large := Importances(sp, trials)[2].Params
 	if len(large) != len(sp.Params) {
 		t.Fatalf("large range: %v", large)
 	}
@@ -73,14 +86,14 @@ func TestImportanceOnlyOfWhatNCCLRead(t *testing.T) {
 		trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a),
 			NCCLLog: nccllog.Log{Debug: true, Read: read}, Scores: map[string]float64{"small": 1, "medium": 1, "large": score}})
 	}
-	for _, i := range Importances(sp, trials)[2] {
+	for _, i := range Importances(sp, trials)[2].Params {
 		switch i.Param {
 		case "NCCL_ALGO":
-			if i.Confirmed || i.Share != 0 || i.Significant() {
+			if i.Status != Unread || i.Share != 0 || i.Significant() {
 				t.Errorf("NCCL_ALGO, never read, credited: %+v", i)
 			}
 		case "NCCL_PROTO":
-			if !i.Confirmed || !i.Significant() || i.Share < 0.9 {
+			if i.Status != Analysed || !i.Significant() || i.Share < 0.9 {
 				t.Errorf("NCCL_PROTO: %+v", i)
 			}
 		}
@@ -163,9 +176,9 @@ values = ["1", "2", "4", "8"]
 			if a["NCCL_PROTO"] == "LL" {
 				score /= 2
 			}
-			trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a, Scores: map[string]float64{"all": score}})
+			trials = append(trials, logged(sp, n, a, map[string]float64{"all": score}))
 		}
-		for _, i := range Importances(sp, trials)[0] {
+		for _, i := range Importances(sp, trials)[0].Params {
 			if i.Param != "NCCL_PROTO" && i.Significant() {
 				wrong++
 				break
@@ -199,16 +212,15 @@ func TestImportanceOfRoundingIsNone(t *testing.T) {
 				if a["NCCL_PROTO"] == "LL" {
 					large = c / 3.7
 				}
-				trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a,
-					Scores: map[string]float64{"small": c, "medium": c, "large": large}})
+				trials = append(trials, logged(sp, n, a, map[string]float64{"small": c, "medium": c, "large": large}))
 			}
 			imp := Importances(sp, trials)
-			for _, i := range imp[0] {
+			for _, i := range imp[0].Params {
 				if i.Significant() || i.Share != 0 {
 					t.Errorf("equal scores of %g: %+v", c, i)
 				}
 			}
-			for _, i := range imp[2] {
+			for _, i := range imp[2].Params {
 				if i.Share < 0 || i.Share > 1 || i.Param != "NCCL_PROTO" && (i.Significant() || i.Share != 0) {
 					t.Errorf("scores of %g set by the protocol alone: %+v", c, i)
 				}
@@ -244,17 +256,124 @@ func TestImportanceOfAnotherCollectivesPart(t *testing.T) {
 		if n == 7 {
 			scores["all_reduce"] /= 5
 		}
-		trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a, Scores: scores})
+		trials = append(trials, logged(sp, n, a, scores))
 	}
 	imp := Importances(sp, trials)
 	for i, r := range sp.Ranges {
-		if r.Name == "all_reduce" && (len(imp[i]) == 0 || imp[i][0].Param != "NCCL_PROTO[allreduce]" || !imp[i][0].Significant()) {
-			t.Errorf("all_reduce: %+v, want NCCL_PROTO[allreduce] first and significant", imp[i])
+		ps := imp[i].Params
+		if r.Name == "all_reduce" && (len(ps) == 0 || ps[0].Param != "NCCL_PROTO[allreduce]" || !ps[0].Significant()) {
+			t.Errorf("all_reduce: %+v, want NCCL_PROTO[allreduce] first and significant", ps)
 		}
-		for _, p := range imp[i] {
+		for _, p := range ps {
 			if strings.Contains(p.Param, "[") && !strings.HasSuffix(p.Param, "["+strings.ReplaceAll(r.Collective, "_", "")+"]") {
 				t.Errorf("range %s: importance of %s, which NCCL never applies to it: %+v", r.Name, p.Param, p)
 			}
 		}
+	}
+}
+
+// TestImportanceOfUnloggedTrials: trials whose output had no NCCL INFO
+// lines (NCCL_DEBUG_FILE, DDP over gloo) confirm no variable, so the
+// protocol that decides the score is not credited with it: it was counted
+// confirmed, at 90% and significant, with only status's warning. A
+// variable set only in such trials is unconfirmed though others' logs
+// confirm theirs.
+func TestImportanceOfUnloggedTrials(t *testing.T) {
+	sp := loadExample(t)
+	for _, tc := range []struct {
+		name   string
+		logged func(n int) bool
+		want   map[string]Status // by parameter; the rest are analysed
+		reason Status
+	}{
+		{"no log", func(int) bool { return false }, map[string]Status{"NCCL_PROTO": Unconfirmed, "NCCL_ALGO": Unconfirmed}, Unconfirmed},
+		{"logs without the protocol", func(n int) bool { return n%2 == 1 }, map[string]Status{"NCCL_PROTO": Unconfirmed}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			var trials []store.Trial
+			for n := range 40 {
+				// The even trials set the protocol; the odd, logged or not, only the algorithm.
+				a := space.Assignment{"NCCL_ALGO": []string{"Ring", "Tree"}[rng.IntN(2)]}
+				score := 100 * math.Exp(0.02*rng.NormFloat64())
+				if n%2 == 0 {
+					a["NCCL_PROTO"] = []string{"LL", "Simple"}[n%4/2]
+					if a["NCCL_PROTO"] == "LL" {
+						score /= 2
+					}
+				}
+				tr := logged(sp, n, a, map[string]float64{"small": 1, "medium": 1, "large": score})
+				if !tc.logged(n) {
+					tr.NCCLLog = nccllog.Log{}
+				}
+				trials = append(trials, tr)
+			}
+			large := Importances(sp, trials)[2]
+			if large.Reason != tc.reason {
+				t.Errorf("reason %q, want %q", large.Reason, tc.reason)
+			}
+			for _, i := range large.Params {
+				want, ok := tc.want[i.Param]
+				if !ok && (i.Param == "NCCL_ALGO" || i.Param == "NCCL_PROTO") {
+					want = Analysed
+				}
+				if want != "" && i.Status != want || i.Status != Analysed && (i.Share != 0 || i.Significant()) {
+					t.Errorf("%+v, want %s", i, want)
+				}
+			}
+		})
+	}
+}
+
+// TestImportanceNeedsResidualDegrees: three trials that the protocol splits
+// 1 to 2 made an F(1,1) test, called significant on one residual; too few
+// trials for MinResidualDF test nothing, and say so.
+func TestImportanceNeedsResidualDegrees(t *testing.T) {
+	sp := loadExample(t)
+	for _, tc := range []struct {
+		trials int
+		want   Status
+	}{{1, TooFewTrials}, {3, TooFewTrials}, {4, TooFewTrials}, {5, Analysed}, {8, Analysed}} {
+		var trials []store.Trial
+		for n := range tc.trials {
+			a := space.Assignment{"NCCL_PROTO": []string{"LL", "Simple"}[min(n, 1)]}
+			score := 100 + 0.1*float64(n%2)
+			if n == 0 {
+				score = 10
+			}
+			trials = append(trials, logged(sp, n, a, map[string]float64{"small": 1, "medium": 1, "large": score}))
+		}
+		large := Importances(sp, trials)[2]
+		proto := large.Params[slices.IndexFunc(large.Params, func(i Importance) bool { return i.Param == "NCCL_PROTO" })]
+		if proto.Status != tc.want || tc.want == TooFewTrials && (large.Reason != TooFewTrials || proto.Significant()) {
+			t.Errorf("%d trials: %+v (reason %q), want %s", tc.trials, proto, large.Reason, tc.want)
+		}
+	}
+}
+
+// TestImportanceJSON: a range with too few trials was JSON null; it is a
+// list and a reason, and a parameter not analysed has no share or p.
+func TestImportanceJSON(t *testing.T) {
+	sp := loadExample(t)
+	trials := []store.Trial{logged(sp, 0, space.Assignment{"NCCL_PROTO": "LL"}, map[string]float64{"large": 1})}
+	got, err := json.Marshal(Importances(sp, trials)[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var large struct {
+		Params []map[string]any
+		Reason *string
+	}
+	if err := json.Unmarshal(got, &large); err != nil || len(large.Params) != len(sp.Params) || large.Reason == nil || *large.Reason != "too few trials" {
+		t.Fatalf("JSON %s (%v), want every parameter and the reason", got, err)
+	}
+	for _, p := range large.Params {
+		if p["status"] == "analysed" || p["share"] != nil || p["p"] != nil {
+			t.Errorf("a parameter of one trial: %v", p)
+		}
+	}
+	got, err = json.Marshal(Importance{Param: "NCCL_PROTO", Status: Analysed, Share: 0.5, P: 0.01})
+	if want := `{"param":"NCCL_PROTO","status":"analysed","share":0.5,"p":0.01}`; err != nil || string(got) != want {
+		t.Errorf("JSON %s, %v; want %s", got, err, want)
 	}
 }

@@ -199,10 +199,14 @@ func TestReportValidateCompare(t *testing.T) {
 	}
 	code, out, _ = nccltune(t, dir, "report", "--out", "plots", "--json")
 	var rep struct {
-		Importance map[string][]struct{ Param string }
-		Plots      map[string]string
+		Importance map[string]struct {
+			Params []struct{ Param, Status string }
+			Reason string
+		}
+		Plots map[string]string
 	}
-	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || len(rep.Importance["large"]) == 0 || rep.Plots["busbw"] == "" {
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || len(rep.Importance["large"].Params) == 0 ||
+		rep.Importance["large"].Reason != "" || rep.Importance["large"].Params[0].Status != "analysed" || rep.Plots["busbw"] == "" {
 		t.Errorf("report --json: %d, %v\n%s", code, err, out)
 	}
 

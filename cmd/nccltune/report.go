@@ -50,7 +50,7 @@ func reportCommand() *cli.Command {
 			imp := results.Importances(l.space, l.trials)
 			if c.Bool("json") {
 				out := statusJSON(l)
-				byRange := map[string][]results.Importance{}
+				byRange := map[string]results.RangeImportance{}
 				for i, r := range l.space.Ranges {
 					byRange[r.Name] = imp[i]
 				}
@@ -108,15 +108,27 @@ func figure(v float64, format string) string {
 	return fmt.Sprintf(format, v)
 }
 
-func printImportance(w io.Writer, l *loaded, imp [][]results.Importance) {
-	fmt.Fprintf(w, "what matters most (share of the variance of log score explained, epsilon-squared; F-test p < %g, Bonferroni-corrected):\n", results.Significance)
+// leftOut labels, in the order printed, why parameters were not analysed.
+var leftOut = []struct {
+	status results.Status
+	label  string
+}{
+	{results.TooFewTrials, "too few trials to test"},
+	{results.Unread, "not read by NCCL, left out"},
+	{results.Unconfirmed, "not confirmed by NCCL's log, left out"},
+}
+
+func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
+	fmt.Fprintf(w, "what matters most (share of the variance of log score explained, epsilon-squared; F-test p < %g, Bonferroni-corrected, on %d residual degrees of freedom or more):\n",
+		results.Significance, results.MinResidualDF)
 	for i, r := range l.space.Ranges {
-		var parts, chance, unread []string
-		for _, p := range imp[i] {
+		var parts, chance []string
+		left := map[results.Status][]string{}
+		for _, p := range imp[i].Params {
 			name := strings.TrimPrefix(p.Param, "NCCL_")
 			switch {
-			case !p.Confirmed:
-				unread = append(unread, name)
+			case p.Status != results.Analysed:
+				left[p.Status] = append(left[p.Status], name)
 			case !p.Significant():
 				chance = append(chance, name)
 			case len(parts) < 4 && p.Share < 0.005:
@@ -128,11 +140,10 @@ func printImportance(w io.Writer, l *loaded, imp [][]results.Importance) {
 		if len(chance) > 0 {
 			parts = append(parts, "not significant: "+strings.Join(chance, " "))
 		}
-		if len(unread) > 0 {
-			parts = append(parts, "not read by NCCL, left out: "+strings.Join(unread, " "))
-		}
-		if len(imp[i]) == 0 {
-			parts = []string{"too few completed trials"}
+		for _, why := range leftOut {
+			if names := left[why.status]; len(names) > 0 {
+				parts = append(parts, why.label+": "+strings.Join(names, " "))
+			}
 		}
 		fmt.Fprintf(w, "  %-8s %s\n", r.Name, strings.Join(parts, "; "))
 	}
