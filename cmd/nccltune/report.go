@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -121,6 +122,10 @@ var leftOut = []struct {
 func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
 	fmt.Fprintf(w, "what matters most (share of the variance of log score explained, epsilon-squared; F-test p < %g, Bonferroni-corrected, on %d residual degrees of freedom or more):\n",
 		results.Significance, results.MinResidualDF)
+	width := 0
+	for _, r := range l.space.Ranges {
+		width = max(width, utf8.RuneCountInString(r.Name))
+	}
 	for i, r := range l.space.Ranges {
 		var parts, chance []string
 		left := map[results.Status][]string{}
@@ -145,6 +150,6 @@ func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
 				parts = append(parts, why.label+": "+strings.Join(names, " "))
 			}
 		}
-		fmt.Fprintf(w, "  %-8s %s\n", r.Name, strings.Join(parts, "; "))
+		fmt.Fprintf(w, "  %-*s %s\n", width, r.Name, strings.Join(parts, "; "))
 	}
 }

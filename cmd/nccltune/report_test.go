@@ -14,8 +14,8 @@ import (
 const reportSpace = "[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[benchmark]\nbinary = \"x\"\n" +
 	"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"LL\", \"Simple\"]\n"
 
-// reportTrials are n completed trials in which NCCL_PROTO=LL halves the
-// score, their output with NCCL's INFO lines confirming every variable set
+// reportTrials are n completed trials in which NCCL_PROTO=LL halves every
+// range's score, their output with NCCL's INFO lines confirming every variable set
 // where logged, without any where not (NCCL_DEBUG_FILE, gloo).
 func reportTrials(sp *space.Space, n int, logged bool) []store.Trial {
 	var trials []store.Trial
@@ -25,7 +25,10 @@ func reportTrials(sp *space.Space, n int, logged bool) []store.Trial {
 		if a["NCCL_PROTO"] == "LL" {
 			score /= 2
 		}
-		t := store.Trial{Number: i, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{sp.Ranges[0].Name: score}}
+		t := store.Trial{Number: i, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{}}
+		for _, r := range sp.Ranges {
+			t.Scores[r.Name] = score
+		}
 		if logged {
 			t.NCCLLog = nccllog.Log{Debug: true, Read: map[string]string{"NCCL_ALGO": a["NCCL_ALGO"], "NCCL_PROTO": a["NCCL_PROTO"]}}
 		}
@@ -59,5 +62,20 @@ func TestReportImportanceText(t *testing.T) {
 		if !strings.Contains(line, tc.want) || strings.Contains(line, "%") != tc.shares {
 			t.Errorf("%s: %q, want %q and no share", tc.name, line, tc.want)
 		}
+	}
+}
+
+// TestReportImportanceAligned: a range name longer than 8 characters
+// pushed its line's importances right of the others'.
+func TestReportImportanceAligned(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte(reportSpace+"[[range]]\nname = \"s\"\nmin = \"1K\"\nmax = \"4K\"\n[[range]]\nname = \"large_messages\"\nmin = \"4K\"\nmax = \"2M\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	printImportance(&out, &loaded{space: sp}, results.Importances(sp, reportTrials(sp, 16, true)))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")[1:]
+	if len(lines) != 2 || strings.Index(lines[0], "PROTO") != strings.Index(lines[1], "PROTO") {
+		t.Errorf("columns not aligned:\n%s", out.String())
 	}
 }
