@@ -10,6 +10,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -70,12 +71,6 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, plot.LogTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 
-	var def *store.Trial // the first run of NCCL's defaults that completed
-	for i := range trials {
-		if t := &trials[i]; sp.IsDefaults(t.Params) && t.State == store.Complete && (def == nil || t.Number < def.Number) {
-			def = t
-		}
-	}
 	line, drawn := 0, 0
 	// counted adds a line and counts its points.
 	counted := func(p *plot.Plot, label string, xy plotter.XYs, c color.Color, dashed bool) error {
@@ -89,8 +84,8 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 		} else if err := counted(p, "best of any trial, per size", envelope(sp, coll, trials), color.Gray{Y: 0xa0}, true); err != nil {
 			return err
 		}
-		if def != nil {
-			if err := counted(p, fmt.Sprintf("%sNCCL defaults (trial %d)", prefix, def.Number), rowsXY(sp, def, coll, nil), palette[line%len(palette)], false); err != nil {
+		if label, xy := defaultsLine(sp, trials, coll); xy != nil {
+			if err := counted(p, prefix+label, xy, palette[line%len(palette)], false); err != nil {
 				return err
 			}
 			line++
@@ -101,7 +96,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 				continue
 			}
 			label := fmt.Sprintf("%s%s: trial %d", prefix, r.Range.Name, ch.Number)
-			if err := counted(p, label, rowsXY(sp, ch, coll, &r.Range), palette[line%len(palette)], false); err != nil {
+			if err := counted(p, label, rowsXY(sp, []store.Trial{*ch}, coll, &r.Range), palette[line%len(palette)], false); err != nil {
 				return err
 			}
 			line++
@@ -234,14 +229,44 @@ func convergence(sp *space.Space, trials []store.Trial) []plotter.XYs {
 	return out
 }
 
-func rowsXY(sp *space.Space, t *store.Trial, coll string, within *space.Range) plotter.XYs {
-	rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective)
-	var xy plotter.XYs
-	for i, bw := range results.BusBW(rows) {
-		size := rows[i].Size
-		if bw > 0 && (within == nil || within.Contains(size)) {
-			xy = append(xy, plotter.XY{X: float64(size), Y: bw})
+// defaultsLine is NCCL's defaults' bus bandwidth per size of collective
+// coll over all their completed runs (trial 0 and those a campaign starts
+// with), as the gain and the convergence plot combine them: trial 0 alone,
+// a cold first launch, skewed the line. Its label names the runs; the line
+// is nil where none completed.
+func defaultsLine(sp *space.Space, trials []store.Trial, coll string) (string, plotter.XYs) {
+	var runs []store.Trial
+	var numbers []string
+	for _, t := range trials {
+		if sp.IsDefaults(t.Params) && t.State == store.Complete {
+			runs, numbers = append(runs, t), append(numbers, strconv.Itoa(t.Number))
 		}
+	}
+	label := "NCCL defaults (trial %s)"
+	if len(runs) > 1 {
+		label = "NCCL defaults (mean of trials %s)"
+	}
+	return fmt.Sprintf(label, strings.Join(numbers, ", ")), rowsXY(sp, runs, coll, nil)
+}
+
+// rowsXY is the bus bandwidth at each size of collective coll (within a
+// range, if given) over runs of one configuration: at each size, the
+// geometric mean of the runs that measured it, as results scores a
+// configuration measured more than once.
+func rowsXY(sp *space.Space, runs []store.Trial, coll string, within *space.Range) plotter.XYs {
+	logSum, count := map[int64]float64{}, map[int64]float64{}
+	for _, t := range runs {
+		rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective)
+		for i, bw := range results.BusBW(rows) {
+			if size := rows[i].Size; bw > 0 && (within == nil || within.Contains(size)) {
+				logSum[size] += math.Log(bw)
+				count[size]++
+			}
+		}
+	}
+	var xy plotter.XYs
+	for _, size := range slices.Sorted(maps.Keys(count)) {
+		xy = append(xy, plotter.XY{X: float64(size), Y: math.Exp(logSum[size] / count[size])})
 	}
 	return xy
 }

@@ -222,3 +222,41 @@ func TestMeasuredOfALongUnit(t *testing.T) {
 	}
 	t.Error("no trial's point drawn")
 }
+
+// TestBusBWDefaultsOfEveryRun: busbw.png's defaults line is the geometric
+// mean per size of every completed run of NCCL's defaults, as the gain's
+// default score is; it was trial 0's alone, a cold first launch here twice
+// as slow as trial 1.
+func TestBusBWDefaultsOfEveryRun(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, slow float64, params map[string]string) store.Trial {
+		tr := store.Trial{Number: n, State: store.Complete, Params: params}
+		for _, size := range sp.Sizes.List() {
+			m := nccltests.Measure{TimeUs: slow * float64(size) / 1e3, AlgBW: 1, BusBW: 1}
+			tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
+		}
+		return tr
+	}
+	for _, tc := range []struct {
+		name   string
+		trials []store.Trial
+		label  string
+		busBW  float64 // at every size
+	}{
+		{"two runs", []store.Trial{trial(0, 2, nil), trial(1, 1, nil), trial(2, 0.5, map[string]string{"NCCL_ALGO": "Ring"})}, "NCCL defaults (mean of trials 0, 1)", math.Sqrt(0.5)},
+		{"the first failed", []store.Trial{{Number: 0, State: store.Failed}, trial(1, 1, nil)}, "NCCL defaults (trial 1)", 1},
+	} {
+		label, xy := defaultsLine(sp, tc.trials, sp.Campaign.Collective)
+		if label != tc.label || len(xy) != len(sp.Sizes.List()) {
+			t.Errorf("%s: %q over %d sizes, want %q over every size", tc.name, label, len(xy), tc.label)
+		}
+		for _, pt := range xy {
+			if math.Abs(pt.Y-tc.busBW) > 1e-9 {
+				t.Errorf("%s: %g GB/s at %g bytes, want %g", tc.name, pt.Y, pt.X, tc.busBW)
+			}
+		}
+	}
+}
