@@ -34,7 +34,7 @@ func TestPlots(t *testing.T) {
 	dir := t.TempDir()
 	for name, draw := range map[string]func(string) error{
 		"busbw.png":       func(p string) error { return BusBW(sp, results.Of(sp, trials, nil), trials, p) },
-		"convergence.png": func(p string) error { return Convergence(sp, trials, p) },
+		"convergence.png": func(p string) error { return Convergence(sp, trials, len(trials), p) },
 		"no-defaults.png": func(p string) error { return BusBW(sp, results.Of(sp, trials[1:], nil), trials[1:], p) },
 	} {
 		path := filepath.Join(dir, name)
@@ -77,7 +77,7 @@ func TestPlotsOfEveryKind(t *testing.T) {
 			trials = append(trials, tr)
 		}
 		dir := t.TempDir()
-		plots, err := Write(sp, results.Of(sp, trials, nil), trials, dir)
+		plots, err := Write(sp, results.Of(sp, trials, nil), trials, len(trials), dir)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -121,7 +121,7 @@ func TestPlotsOfAbsurdScores(t *testing.T) {
 				}
 				trials = append(trials, tr)
 			}
-			if _, err := Write(sp, results.Of(sp, trials, nil), trials, t.TempDir()); err != nil {
+			if _, err := Write(sp, results.Of(sp, trials, nil), trials, len(trials), t.TempDir()); err != nil {
 				t.Error(err)
 			}
 		})
@@ -143,7 +143,7 @@ func TestConvergenceStartsAtTheFirstMeasurement(t *testing.T) {
 		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{name: 12}},
 		{Number: 3, State: store.Failed, Params: map[string]string{"NCCL_ALGO": "Ring"}},
 	}
-	got := convergence(sp, trials)[0]
+	got := convergence(sp, trials, len(trials))[0]
 	want := []float64{1, 1.2, 1.2}
 	if len(got) != len(want) || got[0].X != 1 {
 		t.Fatalf("convergence %v, want trials 1 to 3 at %v", got, want)
@@ -152,6 +152,29 @@ func TestConvergenceStartsAtTheFirstMeasurement(t *testing.T) {
 		if math.Abs(pt.Y-want[i]) > 1e-12 {
 			t.Errorf("trial %v at %v, want %v", pt.X, pt.Y, want[i])
 		}
+	}
+}
+
+// TestConvergenceOfTheSearchAlone: the trials after the budget simplify
+// and re-measure the choice, which is not search progress; they were
+// plotted as trials 3 and 4, and a lucky re-measurement raised the best.
+func TestConvergenceOfTheSearchAlone(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, ring := sp.Ranges[0].Name, map[string]string{"NCCL_ALGO": "Ring"}
+	var trials []store.Trial
+	for n, s := range []float64{10, 10, 12, 13, 11} { // a budget of 3, then a re-measurement and a variant
+		tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{name: s}}
+		if n >= 2 {
+			tr.Params = ring
+		}
+		trials = append(trials, tr)
+	}
+	got := convergence(sp, trials, 3)[0]
+	if len(got) != 3 || got[2].X != 2 || math.Abs(got[2].Y-1.2) > 1e-12 {
+		t.Errorf("convergence %v, want trials 0 to 2, ending at 1.2", got)
 	}
 }
 
