@@ -195,7 +195,7 @@ func stepwise(scores []float64, ps []space.Param, trials []store.Trial) []Import
 			}
 		}
 		if best < 0 {
-			break // the earlier steps took the degrees of freedom the rest need
+			break // no candidate left has the residual degrees of freedom for its test
 		}
 		// The best of len(left) candidates: Bonferroni's correction for having picked it.
 		j := left[best]
