@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nccltune/nccltune/internal/atomicfile"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/workload"
 )
@@ -95,19 +96,17 @@ func render(w *workload.Workload, asJSON bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// writeOut writes data to the file path, or standard output without one.
+// writeOut writes data to the file path, whole or not at all (a full disk
+// leaves the old file, and profile fails), or to standard output without one.
 func writeOut(path string, data []byte) error {
 	if path == "" {
 		_, err := os.Stdout.Write(data)
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+	if err := atomicfile.Write(path, data, 0o666); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	defer f.Close()
-	_, err = f.Write(data)
-	return err
+	return nil
 }
 
 // commSizes are the communicator sizes of the workload's calls, with their

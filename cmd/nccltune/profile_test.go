@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,4 +161,36 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return true
+}
+
+// TestProfileOutFailsWhole: --out that cannot be written whole (here past
+// the file size limit, as on a full disk) fails and leaves the old file as
+// it was. profile wrote into the file itself, so the failure left it
+// truncated, and it did not check Close, which on some file systems is
+// where a full disk shows.
+func TestProfileOutFailsWhole(t *testing.T) {
+	dir := t.TempDir()
+	var log strings.Builder
+	for i := range 100 { // tables of some 6K
+		fmt.Fprintf(&log, "gpu-a:100:100 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count %d datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x5500\n", i+1)
+	}
+	const old = "# the tables of an earlier profile\n"
+	for name, text := range map[string]string{"job.log": log.String(), "w.toml": old} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ulimit -f 1 lets a process write files of 1K at most (512 bytes in dash).
+	cmd := exec.Command("sh", "-c", `ulimit -f 1 && exec "$0" "$@"`, os.Args[0], "profile", "--out", "w.toml", "job.log")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "writing w.toml") {
+		t.Errorf("exit %v, want 1\n%s", err, out)
+	}
+	if text, err := os.ReadFile(filepath.Join(dir, "w.toml")); string(text) != old {
+		t.Errorf("w.toml = %q (%v), want it as it was", text, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("left %v in the folder", entries)
+	}
 }
