@@ -9,18 +9,15 @@ package export
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nccltune/nccltune/internal/atomicfile"
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
@@ -100,7 +97,7 @@ func (e Export) Write(format, dir string) ([]string, error) {
 			continue
 		}
 		path := filepath.Join(dir, f.name)
-		if wErr := writeFileAtomic(path, []byte(f.text), f.mode); wErr != nil {
+		if wErr := atomicfile.Write(path, []byte(f.text), f.mode); wErr != nil {
 			err = errors.Join(err, wErr)
 			continue
 		}
@@ -220,64 +217,3 @@ func comment(lines []string, prefix string) string {
 // readers refuse whole (they refuse a line that is not UTF-8, comments
 // included).
 func clean(s string) string { return text.Clean(s) }
-
-// writeFileAtomic writes through a temporary file, so a reader never sees
-// half a file, and a crash leaves the old file or the new one: the data
-// reaches the disk before the rename (else the rename may be kept and the
-// data lost, an empty file after a power cut on ext4 or XFS), and the
-// folder after it, so that the new name is kept.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, mode)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := fsync(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// fsync flushes a file to the disk; a variable, so that a test can see
-// what is synced when.
-var fsync = (*os.File).Sync
-
-// syncDir flushes a folder's entries (a rename in it) to the disk. Some
-// file systems refuse to sync a folder (EINVAL, as on some network file
-// systems); the file itself is then written all the same.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := fsync(d); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, errors.ErrUnsupported) {
-		return err
-	}
-	return nil
-}
-
-// createTemp creates a new file in dir of mode less the umask, as a program
-// creates any file: os.CreateTemp's are 0600, and a chmod to mode after it
-// passed over the umask (0644 for a user whose umask is 077).
-func createTemp(dir string, mode os.FileMode) (*os.File, error) {
-	for range 100 {
-		f, err := os.OpenFile(filepath.Join(dir, ".nccltune-"+strconv.FormatUint(rand.Uint64(), 36)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-		if !errors.Is(err, fs.ErrExist) {
-			return f, err
-		}
-	}
-	return nil, fmt.Errorf("%s: no free name for a temporary file", dir)
-}

@@ -158,6 +158,33 @@ func Parse(filename string, data []byte) (*Space, error) {
 	return s, err
 }
 
+// workloadHost is the rest of a space around [[workload]] tables alone:
+// mpirun without np leaves the rank count to its hostfile, so that any
+// workload.ranks the loader takes in some space it takes here.
+const workloadHost = `
+[benchmark]
+binary = "all_reduce_perf"
+[launcher]
+kind = "mpirun"
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`
+
+// ParseWorkload validates the [[workload]] tables of a space file given
+// alone, as nccltune profile writes them, by the rules Parse holds them to
+// in a space; its errors are at their lines in data.
+func ParseWorkload(filename string, data []byte) ([]Call, error) {
+	s, err := Parse(filename, append(slices.Clip(data), workloadHost...))
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Workload) == 0 {
+		return nil, fmt.Errorf("%s: no [[workload]] table", filename)
+	}
+	return s.Workload, nil
+}
+
 // ParseStored reads the copy of a space that a store keeps, for reading the
 // campaign's results: as Parse, but a check that the copy fails (one added
 // since the campaign ran: a bound, a refused option) is returned beside the

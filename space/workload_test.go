@@ -1,6 +1,7 @@
 package space
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -156,6 +157,30 @@ values = ["default", "4"]
 			if got := sp.Sweep(coll); got != want {
 				t.Errorf("%s: %s sweep %+v, want %+v", tc.name, coll, got, want)
 			}
+		}
+	}
+}
+
+// TestParseWorkload: [[workload]] tables alone, as profile writes them,
+// load by the rules of a space, at their own lines.
+func TestParseWorkload(t *testing.T) {
+	const call = "[[workload]]\ncollective = \"all_reduce\"\nsize = %q\ncount = 3\nranks = %d\n"
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"one call", "# a comment\n" + fmt.Sprintf(call, "1", 1), ""},
+		{"the most ranks and bytes", fmt.Sprintf(call, "256G", MaxRanks), ""},
+		{"too large", fmt.Sprintf(call, "257G", 8), "w.toml:3: workload.size must be 1 byte to 256G"},
+		{"too many ranks", fmt.Sprintf(call, "8", MaxRanks+1), "w.toml:5: workload.ranks must be 1 to 1048576"},
+		{"two sizes", fmt.Sprintf(call, "8", 8) + fmt.Sprintf(call, "8", 16), "w.toml:10: workload.ranks 16: every entry must be of one communicator size"},
+		{"no table", "# nothing\n", "w.toml: no [[workload]] table"},
+	} {
+		calls, err := ParseWorkload("w.toml", []byte(tc.data))
+		switch {
+		case tc.want == "" && (err != nil || len(calls) == 0):
+			t.Errorf("%s: %v %v", tc.name, calls, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }

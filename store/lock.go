@@ -116,7 +116,7 @@ func (s *Store) writable() error {
 			return fmt.Errorf("store %s: %w", s.path, ErrReplaced)
 		}
 	}
-	return nil
+	return s.checkpoints()
 }
 
 // MarkInterrupted turns trials left running by a process that died into

@@ -42,9 +42,11 @@ func listDir(t *testing.T, dir string) string {
 
 // TestCampaignStartedBesideAReader: a campaign that opens, writes and
 // closes the store while a reader reads it immutable (no log when the
-// reader came) does not change the file under the reader (its checkpoint
-// waits for a later close), and the next reader sees what it wrote. The
-// campaign is another process, as a real one is: POSIX locks are a
+// reader came) does not change the file under the reader (its checkpoints
+// wait for the reader to leave: the one on closing, and the automatic one
+// after 1000 pages of log, which the campaign's 8M space passes and which
+// wrote the file under the reader), and the next reader sees what it wrote.
+// The campaign is another process, as a real one is: POSIX locks are a
 // process's.
 func TestCampaignStartedBesideAReader(t *testing.T) {
 	if path := os.Getenv("NCCLTUNE_TEST_STORE_WRITER"); path != "" {
@@ -53,7 +55,7 @@ func TestCampaignStartedBesideAReader(t *testing.T) {
 			err = w.LockWriter()
 		}
 		if err == nil {
-			_, err = w.CreateCampaign(Campaign{Name: "d", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+			_, err = w.CreateCampaign(Campaign{Name: "d", SpaceHash: "h", Space: make([]byte, 8<<20), Budget: 3, Sampler: "tpe"})
 		}
 		if err == nil {
 			err = w.Close()
@@ -92,5 +94,20 @@ func TestCampaignStartedBesideAReader(t *testing.T) {
 	defer next.Close()
 	if cs, err := next.Campaigns(); err != nil || len(cs) != 2 {
 		t.Errorf("the next reader sees %d campaigns (%v), want 2", len(cs), err)
+	}
+}
+
+// TestCampaignCheckpointsWithoutReaders: with no immutable reader, the
+// campaign's automatic checkpoints are on, and a log past 1000 pages is
+// copied into the file before the campaign closes, so that it does not
+// grow for the whole campaign.
+func TestCampaignCheckpointsWithoutReaders(t *testing.T) {
+	s, path := openWriter(t)
+	defer s.Close()
+	if _, err := s.CreateCampaign(Campaign{Name: "d", SpaceHash: "h", Space: make([]byte, 8<<20), Budget: 3, Sampler: "tpe"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() < 8<<20 {
+		t.Errorf("the file holds %v bytes (%v) after 8M were written: no checkpoint", fi.Size(), err)
 	}
 }

@@ -97,6 +97,8 @@ type Store struct {
 	readOnly bool // OpenReader's: never writes
 	// A reader's read lock on a store it reads immutable (readWithoutLog).
 	shared *os.File
+	// Whether the writer's automatic checkpoints are on (checkpoints).
+	checkpointing bool
 }
 
 // ErrOtherName means the store's file has another name (a hard link): SQLite
@@ -185,19 +187,19 @@ func open(path string, readOnly bool) (*Store, error) {
 // connection cannot delete them, so every status, show or report left
 // them behind, and those another user's reader made, the owner's next run
 // could not write: "attempt to write a readonly database"). It returns the
-// file with a read lock on SQLite's SHARED range, held until Close, so
-// that a campaign started meanwhile cannot write the file under the
-// reader: its checkpoint on closing, and a new store's first writes (not
-// yet in WAL mode), need the EXCLUSIVE lock this one bars. Where a -wal
-// exists, a campaign has the store open, and the reader reads through its
-// log: it returns nil.
+// file with a read lock on SQLite's SHARED range and on readerByte, held
+// until Close, so that a campaign started meanwhile cannot write the file
+// under the reader: its checkpoint on closing, and a new store's first
+// writes (not yet in WAL mode), need the EXCLUSIVE lock this one bars, and
+// it checkpoints no sooner than readerByte is free (see checkpoints).
+// Where a -wal exists, a campaign has the store open, and the reader reads
+// through its log: it returns nil.
 func readWithoutLog(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	// SQLite's lock bytes (os.c): SHARED_FIRST is PENDING_BYTE + 2.
-	shared := syscall.Flock_t{Type: syscall.F_RDLCK, Whence: io.SeekStart, Start: 0x40000000 + 2, Len: 510}
+	shared := syscall.Flock_t{Type: syscall.F_RDLCK, Whence: io.SeekStart, Start: sharedFirst, Len: sharedSize + 1}
 	// A writer holds EXCLUSIVE only while it commits outside WAL mode or
 	// checkpoints on closing: wait as SQLite would (busy timeout).
 	for deadline := time.Now().Add(busyTimeout); ; time.Sleep(10 * time.Millisecond) {
@@ -224,6 +226,44 @@ func readWithoutLog(path string) (*os.File, error) {
 		return nil, nil
 	}
 	return f, nil
+}
+
+// SQLite's lock bytes (os.c): SHARED_FIRST is PENDING_BYTE + 2, and
+// SHARED_SIZE bytes from it are the last it locks. readerByte, the byte
+// after them, is locked by immutable readers alone.
+const (
+	sharedFirst = 0x40000000 + 2
+	sharedSize  = 510
+	readerByte  = sharedFirst + sharedSize
+)
+
+// autocheckpoint is SQLite's default wal_autocheckpoint, in pages of log.
+const autocheckpoint = 1000
+
+// checkpoints turns the writer's automatic checkpoints on (uri opens it
+// with them off) once no reader reads the store immutable. Such a reader
+// came before the writer's log, reads the file alone, and takes no part in
+// the log's read marks, so a checkpoint, which copies the log into the
+// file without the EXCLUSIVE lock the reader bars, would change pages
+// under it. A reader that comes once the log exists (the writer's
+// connection made it) reads through the log, so once none holds
+// readerByte, none can come. Until then the log grows: readers are brief.
+func (s *Store) checkpoints() error {
+	if s.checkpointing {
+		return nil
+	}
+	reader := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: io.SeekStart, Start: readerByte, Len: 1}
+	// F_GETLK sees other processes' locks only, this one's readers' not:
+	// none of this process reads while it writes. Where the file system has
+	// no locks, no reader has one either (readWithoutLog).
+	if err := syscall.FcntlFlock(s.lock.Fd(), syscall.F_GETLK, &reader); err == nil && reader.Type != syscall.F_UNLCK {
+		return nil
+	}
+	if _, err := s.db.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", autocheckpoint)); err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	s.checkpointing = true
+	return nil
 }
 
 // createHonouringUmask makes a new store's file as a program makes any
@@ -257,7 +297,7 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 	q := url.Values{}
 	// No journal_mode here: it is the file's, not the connection's, and
 	// init sets it only once the file is known to be a store (migrate).
-	pragmas := []string{busyPragma, "foreign_keys(1)", "synchronous(NORMAL)"}
+	pragmas := []string{busyPragma, "foreign_keys(1)", "synchronous(NORMAL)", "wal_autocheckpoint(0)"}
 	if readOnly {
 		// mode=ro opens the file O_RDONLY; query_only refuses any write
 		// SQLite would otherwise make for us.

@@ -3,6 +3,8 @@ package workload
 import (
 	"bytes"
 	"math"
+
+	"github.com/nccltune/nccltune/space"
 )
 
 // The line formats, the same in every NCCL from 2.4.2 to 2.30.7 (src/debug.cc,
@@ -60,7 +62,9 @@ func parseCall(msg []byte) (c call, isCall, ok bool) {
 	c.root, okRoot = parseInt(root)
 	c.comm, okComm = parseHex(comm)
 	c.nranks, okRanks = parseUint(nranks[:len(nranks)-1], 10)
-	ok = okCount && okType && okRoot && okComm && okRanks && c.nranks > 0 && c.nranks <= math.MaxInt32 &&
+	// A communicator beyond space.MaxRanks is beyond any cluster, and a
+	// space of its calls would not load: no job made the call.
+	ok = okCount && okType && okRoot && okComm && okRanks && c.nranks > 0 && c.nranks <= space.MaxRanks &&
 		c.count <= math.MaxInt64/(maxTypeSize*c.nranks) // so that no size overflows
 	return c, true, ok
 }

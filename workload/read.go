@@ -15,6 +15,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/nccltune/nccltune/space"
 )
 
 // Entry is one collective at one size, as a campaign measures it.
@@ -51,6 +53,9 @@ type Source struct {
 	// (count 0), by nccl-tests name: they cost a launch, but have no size a
 	// campaign can measure, so they are left out.
 	Empty map[string]int64
+	// Oversize counts the calls (of the processes counted) larger than
+	// space.MaxSize, by nccl-tests name: see add.
+	Oversize map[string]int64
 }
 
 // Comms describes the communicators of one size.
@@ -177,6 +182,7 @@ type parser struct {
 	procs       map[string]int32
 	procNames   []string
 	tallies     map[tally]*counts
+	oversize    map[tally]counts // the calls of a tally that were larger
 	runs        map[runKey]*run
 	unmeasured  map[string]string // interned NCCL names
 	key         []byte
@@ -186,6 +192,7 @@ func newParser() *parser {
 	return &parser{
 		procs:      map[string]int32{},
 		tallies:    map[tally]*counts{},
+		oversize:   map[tally]counts{},
 		runs:       map[runKey]*run{},
 		unmeasured: map[string]string{},
 	}
@@ -316,13 +323,30 @@ func (p *parser) count(id int32, c call) error {
 }
 
 // add counts calls (and sendrecv Recvs) under t.
+//
+// nccl-tests allocates buffers of a size on each GPU, and a space takes
+// sizes up to space.MaxSize, which no GPU holds twice; a larger call (of a
+// hostile log, or a GPU to come) is counted as as many calls of
+// space.MaxSize as it moves, rounded up: that far into the bandwidth-bound
+// sizes a call's time grows with its bytes, so the job's predicted time
+// stays about right. (The counts cannot overflow: at most 2^25 calls a line
+// would take a log of 2^38 lines.)
 func (p *parser) add(t tally, calls, recvs int64) error {
+	n := int64(1)
+	if t.bytes > space.MaxSize {
+		n = (t.bytes-1)/space.MaxSize + 1
+		t.bytes = space.MaxSize
+	}
 	c, err := lookup(p, p.tallies, t)
 	if err != nil {
 		return err
 	}
-	c.calls += calls
-	c.recvs += recvs
+	c.calls += n * calls
+	c.recvs += n * recvs
+	if n > 1 {
+		o := p.oversize[t]
+		p.oversize[t] = counts{o.calls + calls, o.recvs + recvs}
+	}
 	return nil
 }
 
@@ -343,7 +367,7 @@ func (p *parser) workload() (*Workload, error) {
 	w := &Workload{NCCLVersion: p.version, Source: p.src}
 	w.Source.Processes = len(p.procNames)
 	w.Source.Comms = p.comms()
-	w.Source.Unmeasured, w.Source.Empty = map[string]int64{}, map[string]int64{}
+	w.Source.Unmeasured, w.Source.Empty, w.Source.Oversize = map[string]int64{}, map[string]int64{}, map[string]int64{}
 	counted := map[int32]int32{} // communicator size → the process counted
 	for _, c := range w.Source.Comms {
 		counted[int32(c.Ranks)] = p.procs[c.Process]
@@ -357,6 +381,9 @@ func (p *parser) workload() (*Workload, error) {
 			w.Source.Empty[t.collective] += c.n()
 		default:
 			w.Entries = append(w.Entries, Entry{Collective: t.collective, Bytes: t.bytes, Count: c.n(), Ranks: int(t.nranks)})
+			if o, ok := p.oversize[t]; ok {
+				w.Source.Oversize[t.collective] += o.n()
+			}
 		}
 	}
 	if len(w.Entries) == 0 {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/nccltune/nccltune/space"
 )
 
 // The logs in testdata are as NCCL prints them (see parse.go for where the
@@ -216,6 +218,36 @@ func TestReadNoise(t *testing.T) {
 	}
 }
 
+// TestReadBeyondASpace: a call larger than a space takes is counted as
+// calls of the largest size, as many as it moves, and said so; a
+// communicator larger than a space takes is no job's, its line malformed.
+// Both went into the workload as they were, and its tables did not load.
+func TestReadBeyondASpace(t *testing.T) {
+	call := func(op, count, ranks string) string {
+		r := strings.Replace(allRed, "count 1024", "count "+count, 1)
+		return rank0 + strings.Replace(strings.Replace(r, "AllReduce", op, 1), "[nranks=4]", "[nranks="+ranks+"]", 1) + "\n"
+	}
+	log := call("AllReduce", "68719476736", "4") + // 256G of float32: the largest size
+		call("AllReduce", "68719476737", "4") + // 4 bytes more: 2 calls of it
+		call("AllReduce", "206158430208", "4") + // 768G: 3 calls
+		call("AllGather", "68719476736", "4") + // 1T over 4 ranks: 4 calls
+		call("AllReduce", "8", "2097152") // 2M ranks
+	w, err := Read(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{{"all_gather", space.MaxSize, 4, 4}, {"all_reduce", space.MaxSize, 6, 4}}
+	if !slices.Equal(w.Entries, want) {
+		t.Errorf("entries = %v, want %v", w.Entries, want)
+	}
+	if o := w.Source.Oversize; len(o) != 2 || o["all_reduce"] != 2 || o["all_gather"] != 1 {
+		t.Errorf("oversize = %v, want all_reduce 2, all_gather 1", o)
+	}
+	if s := w.Source; s.Malformed != 1 || !strings.Contains(s.FirstMalformed, "[nranks=2097152]") {
+		t.Errorf("malformed %d, first %q", s.Malformed, s.FirstMalformed)
+	}
+}
+
 // TestReadSendRecv checks how Send and Recv lines are counted: an alltoall
 // made of them, and sendrecv otherwise.
 func TestReadSendRecv(t *testing.T) {
@@ -315,7 +347,8 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("no error but entries %v, source %+v", w.Entries, s)
 		}
 		for i, e := range w.Entries {
-			if e.Count <= 0 || e.Bytes < 0 || e.Ranks <= 0 {
+			// Within what a space takes, so that profile's tables load.
+			if e.Count <= 0 || e.Bytes < 1 || e.Bytes > space.MaxSize || e.Ranks <= 0 || e.Ranks > space.MaxRanks {
 				t.Fatalf("entry %+v", e)
 			}
 			if i > 0 && !entryLess(w.Entries[i-1], e) {

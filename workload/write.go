@@ -41,7 +41,7 @@ func (w *Workload) WriteTOML(out io.Writer) error {
 		}
 		fmt.Fprintln(bw)
 	}
-	for _, line := range w.leftOut() {
+	for _, line := range w.caveats() {
 		fmt.Fprintf(bw, "# %s\n", line)
 	}
 	for _, e := range w.Entries {
@@ -53,8 +53,9 @@ func (w *Workload) WriteTOML(out io.Writer) error {
 	return bw.Flush()
 }
 
-// leftOut says, a line each, which calls of the log the workload leaves out.
-func (w *Workload) leftOut() []string {
+// caveats says, a line each, which calls of the log the workload leaves out
+// or measures at another size than they moved.
+func (w *Workload) caveats() []string {
 	var out []string
 	calls := func(m map[string]int64) string {
 		var list []string
@@ -68,6 +69,10 @@ func (w *Workload) leftOut() []string {
 	}
 	if len(w.Source.Empty) > 0 {
 		out = append(out, "left out, as they move no byte (count 0): calls of "+calls(w.Source.Empty))
+	}
+	if len(w.Source.Oversize) > 0 {
+		out = append(out, fmt.Sprintf("measured at %s, the largest size a space takes, each as one call per %s it moves (rounded up): calls of %s",
+			space.FormatSize(space.MaxSize), space.FormatSize(space.MaxSize), calls(w.Source.Oversize)))
 	}
 	if m := w.Source.Malformed; m > 0 {
 		out = append(out, fmt.Sprintf("left out, as they could not be read: %s (the first: %s)", plural(int(m), "COLL line", "COLL lines"), printable(w.Source.FirstMalformed)))
@@ -145,7 +150,7 @@ func (w *Workload) WriteSummary(out io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, line := range w.leftOut() {
+	for _, line := range w.caveats() {
 		if _, err := fmt.Fprintln(out, line); err != nil {
 			return err
 		}

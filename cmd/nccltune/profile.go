@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nccltune/nccltune/internal/atomicfile"
+	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/workload"
 )
 
@@ -60,24 +63,50 @@ func profileCommand() *cli.Command {
 				return fmt.Errorf("%s: the job called collectives on communicators of %s ranks, and a campaign measures one size: profile again with --ranks N, one of them (--json shows them all)",
 					c.Args().First(), strings.Join(sizes, ", "))
 			}
-			out := io.Writer(os.Stdout)
-			if path := c.String("out"); path != "" {
-				f, err := os.Create(path)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				out = f
+			data, err := render(w, c.Bool("json"))
+			if err != nil {
+				return err
+			}
+			if err := writeOut(c.String("out"), data); err != nil {
+				return err
 			}
 			if c.Bool("json") {
-				return writeJSON(out, w)
-			}
-			if err := w.WriteTOML(out); err != nil {
-				return err
+				return nil
 			}
 			return w.WriteSummary(os.Stderr)
 		},
 	}
+}
+
+// render returns w as JSON, or as [[workload]] tables loaded first as a
+// space would load them: they are for a space file, and tables it refused
+// would be profile's bug, not the user's to find at the campaign's start.
+func render(w *workload.Workload, asJSON bool) ([]byte, error) {
+	var buf bytes.Buffer
+	if asJSON {
+		err := writeJSON(&buf, w)
+		return buf.Bytes(), err
+	}
+	if err := w.WriteTOML(&buf); err != nil {
+		return nil, err
+	}
+	if _, err := space.ParseWorkload("the [[workload]] tables", buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("bug: profile wrote [[workload]] tables that a space does not load (so it wrote none); please report it with the log:\n%w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// writeOut writes data to the file path, whole or not at all (a full disk
+// leaves the old file, and profile fails), or to standard output without one.
+func writeOut(path string, data []byte) error {
+	if path == "" {
+		_, err := os.Stdout.Write(data)
+		return err
+	}
+	if err := atomicfile.Write(path, data, 0o666); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // commSizes are the communicator sizes of the workload's calls, with their

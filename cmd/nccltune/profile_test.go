@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/workload"
 )
 
 // TestProfile reads a job's NCCL COLL log (gzipped), keeps one communicator
@@ -82,5 +85,112 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 	}
 	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "-3", "sizes.log"); code != 2 {
 		t.Errorf("--ranks -3: exit %d, %s", code, errOut)
+	}
+}
+
+// TestProfileOfHostileLogs: whatever sizes and communicators a log gives,
+// the tables profile writes load in a space, or profile says why it wrote
+// none. A call larger than a space takes (256G) and a communicator larger
+// than it takes (2^20 ranks) went into the tables as they were, which the
+// loader then refused.
+func TestProfileOfHostileLogs(t *testing.T) {
+	// op, count, datatype (0 int8, 7 float32, 8 float64), ranks
+	call := func(op string, count int64, dtype, ranks int) string {
+		return fmt.Sprintf("gpu-a:100:100 [0] NCCL INFO %s: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count %d datatype %d op 0 root 0 comm 0x55aa [nranks=%d] stream 0x5500\n",
+			op, count, dtype, ranks)
+	}
+	for _, tc := range []struct {
+		name string
+		log  string
+		want []string // in the tables, or with fails in the error
+		fail bool
+	}{
+		{"0 bytes and 1 byte", call("AllReduce", 0, 0, 8) + call("AllReduce", 1, 0, 8),
+			[]string{`size = "1"` + "\ncount = 1\n", "move no byte (count 0): calls of all_reduce 1"}, false},
+		{"sizes of no power of two", call("AllReduce", 3, 7, 8) + call("Broadcast", 1000003, 0, 8),
+			[]string{`size = "12"`, `size = "1000003"`}, false},
+		{"the largest size", call("AllReduce", 1<<38, 0, 8), []string{`size = "256G"` + "\ncount = 1\n"}, false},
+		{"larger sizes", call("AllReduce", 1<<38+1, 0, 8) + call("AllReduce", 1<<40, 0, 8),
+			[]string{`size = "256G"` + "\ncount = 6\n", "measured at 256G, the largest size a space takes, each as one call per 256G it moves (rounded up): calls of all_reduce 2"}, false},
+		{"the largest count a line may give", call("AllReduce", math.MaxInt64/8, 8, 1), []string{`size = "256G"` + "\ncount = 33554432\n"}, false},
+		{"one rank", call("AllGather", 5, 7, 1), []string{`size = "20"`, "ranks = 1\n"}, false},
+		{"thousands of ranks", call("AllGather", 1<<20, 7, 4096) + call("ReduceScatter", 1<<26, 7, 4096),
+			[]string{`size = "16G"`, "collective = \"reduce_scatter\"\nsize = \"256G\"\ncount = 4\nranks = 4096\n"}, false},
+		{"the most ranks", call("AllReduce", 2, 7, 1<<20), []string{"ranks = 1048576\n"}, false},
+		{"more ranks than a space takes, beside a call", call("AllReduce", 2, 7, 1<<20+1) + call("AllReduce", 2, 7, 8),
+			[]string{"ranks = 8\n", "left out, as they could not be read: 1 COLL line"}, false},
+		{"more ranks than a space takes, alone", call("AllReduce", 2, 7, 1<<21), []string{"none of the 1 NCCL COLL lines could be read"}, true},
+		{"0 bytes alone", call("AllReduce", 0, 7, 8), []string{"no call that nccltune can measure, only all_reduce of 0 bytes"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "job.log"), []byte(tc.log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errOut := nccltune(t, dir, "profile", "--out", "w.toml", "job.log")
+			out, readErr := os.ReadFile(filepath.Join(dir, "w.toml"))
+			if tc.fail {
+				if code != 1 || readErr == nil || !containsAll(errOut, tc.want) {
+					t.Errorf("exit %d, w.toml written: %t\n%s", code, readErr == nil, errOut)
+				}
+				return
+			}
+			if code != 0 || readErr != nil {
+				t.Fatalf("exit %d (%v)\n%s", code, readErr, errOut)
+			}
+			if _, err := space.ParseWorkload("w.toml", out); err != nil || !containsAll(string(out), tc.want) {
+				t.Errorf("%v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestProfileChecksItsTables: tables that a space would not load are
+// profile's bug, and it says so rather than write them.
+func TestProfileChecksItsTables(t *testing.T) {
+	w := &workload.Workload{Entries: []workload.Entry{{Collective: "all_reduce", Bytes: 8, Count: 1, Ranks: 8}, {Collective: "all_reduce", Bytes: 8, Count: 1, Ranks: 16}}}
+	if data, err := render(w, false); err == nil || !strings.Contains(err.Error(), "bug: profile wrote [[workload]] tables that a space does not load") || data != nil {
+		t.Errorf("%v\n%s", err, data)
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestProfileOutFailsWhole: --out that cannot be written whole (here past
+// the file size limit, as on a full disk) fails and leaves the old file as
+// it was. profile wrote into the file itself, so the failure left it
+// truncated, and it did not check Close, which on some file systems is
+// where a full disk shows.
+func TestProfileOutFailsWhole(t *testing.T) {
+	dir := t.TempDir()
+	var log strings.Builder
+	for i := range 100 { // tables of some 6K
+		fmt.Fprintf(&log, "gpu-a:100:100 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count %d datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x5500\n", i+1)
+	}
+	const old = "# the tables of an earlier profile\n"
+	for name, text := range map[string]string{"job.log": log.String(), "w.toml": old} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ulimit -f 1 lets a process write files of 1K at most (512 bytes in dash).
+	cmd := exec.Command("sh", "-c", `ulimit -f 1 && exec "$0" "$@"`, os.Args[0], "profile", "--out", "w.toml", "job.log")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "writing w.toml") {
+		t.Errorf("exit %v, want 1\n%s", err, out)
+	}
+	if text, err := os.ReadFile(filepath.Join(dir, "w.toml")); string(text) != old {
+		t.Errorf("w.toml = %q (%v), want it as it was", text, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("left %v in the folder", entries)
 	}
 }

@@ -1,8 +1,10 @@
-package export
+package atomicfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -37,9 +39,11 @@ func TestWriteSyncsBeforeAndAfterTheRename(t *testing.T) {
 		synced = append(synced, "folder")
 		return old(f)
 	}
-	paths, err := pinned(t).Write("env", dir)
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("%v %v", paths, err)
+	paths := []string{filepath.Join(dir, "a.env"), filepath.Join(dir, "b.env")}
+	for _, p := range paths {
+		if err := Write(p, []byte("X=1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(synced) != 2*len(paths) {
 		t.Fatalf("%d files written, syncs %v; want each file then its folder", len(paths), synced)
@@ -49,5 +53,28 @@ func TestWriteSyncsBeforeAndAfterTheRename(t *testing.T) {
 			t.Errorf("syncs %v; want each file then its folder", synced)
 			break
 		}
+	}
+}
+
+// TestWriteFailsWhole: a write that fails (here its sync, as a full disk
+// fails it) returns the error and leaves the old file as it was, with no
+// temporary file beside it.
+func TestWriteFailsWhole(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "w.toml")
+	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := fsync
+	t.Cleanup(func() { fsync = old })
+	fsync = func(*os.File) error { return syscall.ENOSPC }
+	if err := Write(path, []byte("new\n"), 0o644); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("err = %v, want ENOSPC", err)
+	}
+	if data, err := os.ReadFile(path); string(data) != "old\n" {
+		t.Errorf("%s = %q (%v), want it as it was", path, data, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left %v in the folder", entries)
 	}
 }
