@@ -78,6 +78,41 @@ func without(env []string, names []string) []string {
 	})
 }
 
+// inStep reports whether env is that of a task of a Slurm step (nccltune
+// started by srun): srun sets SLURM_STEP_ID in each of its tasks, salloc and
+// a batch script have none.
+func inStep(env []string) bool {
+	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_STEP_ID=") })
+}
+
+// outerStep are the variables by which srun describes, to each task of its
+// step, that step and the task's place in it (src/common/env.c): inherited
+// by a trial's launcher where nccltune runs in such a task, a trial's srun
+// takes SLURM_DISTRIBUTION as its own -m (ranks placed cyclically where
+// they would be in blocks), and its ranks see the other step's task IDs.
+var outerStep = []string{
+	"SLURM_STEP_ID", "SLURM_STEPID", "SLURM_STEP_NODELIST", "SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS",
+	"SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_LAUNCHER_PORT", "SLURM_SRUN_COMM_HOST", "SLURM_SRUN_COMM_PORT",
+	"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GTIDS", "SLURM_TASK_PID", "SLURM_DISTRIBUTION",
+}
+
+// withoutOuterStep is env less what describes the step nccltune runs in a
+// task of (outerStep), and that task's process management wiring: the PMI
+// and PMIx variables of its MPI plugin (PMI_RANK, PMI_FD, PMIX_RANK,
+// PMIX_SERVER_URI..., srun --mpi), which reach every rank that the trial's
+// launcher wires no other way (srun --mpi=none) as one of that step's
+// tasks. PMIx's MCA parameters (PMIX_MCA_*) are settings, not wiring, and
+// stay. Outside a step nothing goes: a batch script's SLURM_DISTRIBUTION
+// is sbatch -m's, the allocation's. env itself is left as it is.
+func withoutOuterStep(env []string) []string {
+	if !inStep(env) {
+		return slices.Clone(env)
+	}
+	return slices.DeleteFunc(without(env, outerStep), func(kv string) bool {
+		return strings.HasPrefix(kv, "PMI_") || strings.HasPrefix(kv, "PMIX_") && !strings.HasPrefix(kv, "PMIX_MCA_")
+	})
+}
+
 // Checker is implemented by launchers that can find problems before any trial
 // runs: a missing binary or hostfile, a rank count that does not fit.
 type Checker interface {
@@ -263,8 +298,10 @@ func (m MPIRun) Check() error {
 // mca_base_envar_file_prefix, mca_base_override_param_file), which nccltune
 // does not read; and Hydra's HYDRA_CONFIG_FILE, a file of options (-genv).
 // Their settings can be given in launcher.args, which the load checks.
+// Where nccltune runs in a Slurm step's task, that step's description and
+// PMI wiring go too (withoutOuterStep).
 func (MPIRun) LauncherEnv(env []string) []string {
-	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+	return slices.DeleteFunc(withoutOuterStep(env), func(kv string) bool {
 		name, value, _ := strings.Cut(kv, "=")
 		if name == "HYDRA_CONFIG_FILE" {
 			return true
@@ -318,6 +355,13 @@ func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
 	if s.GPUs > 0 {
 		argv = append(argv, "--gpus="+strconv.Itoa(s.GPUs))
 	}
+	if inStep(os.Environ()) {
+		// nccltune runs in a task of a step (srun nccltune ...), which holds
+		// the allocation's CPUs: since Slurm 20.11 a step shares no CPU with
+		// another unless it overlaps, and the trial's would wait for them
+		// until its timeout.
+		argv = append(argv, "--overlap")
+	}
 	argv = append(argv, s.Args...)
 	return append(argv, cmd...), nil
 }
@@ -344,11 +388,13 @@ func (s Srun) nodes() (int, error) {
 // user's job's own srun takes it: a trial measures the job's setting, and
 // without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
 // NCCL's proxy threads. A task prolog (SLURM_TASK_PROLOG), which can set
-// the ranks' variables past the trial's, is dropped. SLURM_JOB_ID, which puts the step in the
+// the ranks' variables past the trial's, is dropped, and so is what
+// describes the step nccltune itself may run in (withoutOuterStep).
+// SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
 func (Srun) LauncherEnv(env []string) []string {
-	env = without(env, srunShape)
+	env = without(withoutOuterStep(env), srunShape)
 	// SLURM_CPU_BIND is --cpu-bind's default: the user's own, exported in
 	// the batch script (SLURM_CPU_BIND=none, =cores), stays, as their job's
 	// srun takes it. Where nccltune itself runs in a step's task, srun set

@@ -509,3 +509,56 @@ func TestSrunRankExit(t *testing.T) {
 		}
 	}
 }
+
+// TestSrunInStep runs a trial as nccltune does when it runs in a task of a
+// step of its own (srun --mpi=pmi2 -N 2 -n 2 nccltune run ...): the trial's
+// step is created beside that step, which holds the allocation's CPUs (it
+// waited for them until the timeout), its 4 ranks sit in blocks of 2 per
+// node (srun took the outer step's SLURM_DISTRIBUTION=cyclic as its own),
+// and no rank sees that step's PMI wiring (PMI_RANK=0, PMI_SIZE=2, PMI_FD
+// in every rank of a trial whose step runs --mpi=none).
+func TestSrunInStep(t *testing.T) {
+	c := slurmtest.Start(t, 2)
+	c.Alloc(t, 8)
+	out := filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "srun", "--mpi=pmi2", "-N", "2", "-n", "2", os.Args[0], "-test.run=^TestSrunInStepTask$", "-test.v")
+	cmd.Env = append(os.Environ(), inStepOutput+"="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, b)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rank := range 4 {
+		if line := fmt.Sprintf("rank %d on n%d, PMI %q\n", rank, rank/2+1, "/"); !strings.Contains(string(got), line) {
+			t.Errorf("no line %q in the trial's output:\n%s", line, got)
+		}
+	}
+}
+
+// inStepOutput names the file where TestSrunInStepTask writes its trial's output.
+const inStepOutput = "NCCLTUNE_TEST_IN_STEP"
+
+// TestSrunInStepTask is TestSrunInStep's step's task: its first runs the
+// trial, on 2 nodes of 2 ranks.
+func TestSrunInStepTask(t *testing.T) {
+	out := os.Getenv(inStepOutput)
+	if out == "" {
+		t.Skip("a task of TestSrunInStep's step")
+	}
+	if os.Getenv("SLURM_PROCID") != "0" {
+		return
+	}
+	r := &Runner{Launcher: Srun{Nodes: 2, TasksPerNode: 2, Args: []string{"--mpi=none"}}, BaseEnv: BaseEnv()}
+	body := `echo "rank $SLURM_PROCID on $SLURMD_NODENAME, PMI \"$PMI_RANK/$PMI_SIZE$PMI_FD\""`
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", body}}, Timeout: 20 * time.Second})
+	if err := os.WriteFile(out, res.Output, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit.Code != 0 {
+		t.Fatalf("exit status %d, failure %v\n%s", res.Exit.Code, res.Failure, res.Output)
+	}
+}
