@@ -34,8 +34,10 @@ func (Local) Wrap(cmd, _ []string) ([]string, error) { return cmd, nil }
 
 // Stopper is implemented by launchers whose ranks do not descend from the
 // launcher process, so that signals to the trial's processes may not reach
-// them. Run calls Stop with the launcher's pid on timeout or interrupt, after
-// the trial's supervisor sent SIGTERM; an error means some ranks may be left running.
+// them. Run calls Stop on timeout or interrupt, after the trial's
+// supervisor sent SIGTERM, with the supervisor's pid: every process of the
+// trial descends from it, the launcher's own where the launcher command is
+// a wrapper that starts it. An error means some ranks may be left running.
 type Stopper interface {
 	Stop(pid int) error
 }
@@ -521,12 +523,18 @@ func (s Srun) Check() error {
 	return errors.Join(errs...)
 }
 
-// Stop cancels, through slurmctld, the step that srun process pid runs in
-// this allocation. srun kills its step itself on SIGTERM, and a child of srun
+// Stop cancels, through slurmctld, the steps that the srun processes
+// among the trial's (pid and its descendants) run in this allocation: srun
+// itself, or a wrapper script's srun (launcher.command), whose pid is not
+// the launcher's. srun kills its step itself on SIGTERM, and a child of srun
 // cancels it if srun dies; but a srun that cannot act on SIGTERM within the
-// grace period gets SIGKILL together with that child, its whole process
-// group, and its ranks would run on under slurmstepd.
+// grace period gets SIGKILL together with that child, and its ranks would
+// run on under slurmstepd.
 func (s Srun) Stop(pid int) error {
+	pids := map[int]bool{pid: true}
+	for _, p := range descendants(pid) {
+		pids[p.pid] = true
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "scontrol", "-o", "show", "step", os.Getenv("SLURM_JOB_ID")).Output()
@@ -537,12 +545,12 @@ func (s Srun) Stop(pid int) error {
 	if err != nil {
 		return fmt.Errorf("srun: %w", err)
 	}
-	step := stepOf(string(out), host, pid)
-	if step == "" {
-		return nil // srun's step has ended, or was never created
+	steps := stepsOf(string(out), host, pids)
+	if len(steps) == 0 {
+		return nil // the steps have ended, or were never created
 	}
-	if out, err := exec.CommandContext(ctx, "scancel", step).CombinedOutput(); err != nil {
-		return fmt.Errorf("srun: scancel %s: %w: %s", step, err, out)
+	if out, err := exec.CommandContext(ctx, "scancel", steps...).CombinedOutput(); err != nil {
+		return fmt.Errorf("srun: scancel %s: %w: %s", strings.Join(steps, " "), err, out)
 	}
 	return nil
 }
@@ -551,11 +559,12 @@ func (s Srun) Stop(pid int) error {
 // waits for Stop before it returns.
 const stopTimeout = 5 * time.Second
 
-// stepOf finds, in the lines of `scontrol -o show step`, the running step
-// that srun process pid on host started ("SrunHost:Pid=node1:4242"; host
-// names compared short).
-func stepOf(steps, host string, pid int) string {
+// stepsOf finds, in the lines of `scontrol -o show step`, the running
+// steps that a srun process among pids on host started
+// ("SrunHost:Pid=node1:4242"; host names compared short).
+func stepsOf(steps, host string, pids map[int]bool) []string {
 	short := func(h string) string { h, _, _ = strings.Cut(h, "."); return h }
+	var ids []string
 	for _, line := range strings.Split(steps, "\n") {
 		var id, srunHost, srunPid string
 		for _, f := range strings.Fields(line) {
@@ -567,11 +576,12 @@ func stepOf(steps, host string, pid int) string {
 		}
 		// A pending step has no number yet (StepId=7.TDB), nor ranks to cancel.
 		_, num, _ := strings.Cut(id, ".")
-		if _, err := strconv.Atoi(num); err == nil && srunPid == strconv.Itoa(pid) && short(srunHost) == short(host) {
-			return id
+		_, err := strconv.Atoi(num)
+		if p, perr := strconv.Atoi(srunPid); err == nil && perr == nil && pids[p] && short(srunHost) == short(host) {
+			ids = append(ids, id)
 		}
 	}
-	return ""
+	return ids
 }
 
 // Torchrun starts the ranks with PyTorch's torchrun on this node (or, with

@@ -161,8 +161,8 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	cmd.Cancel = func() error {
 		err := cmd.Process.Signal(syscall.SIGTERM)
 		if s, ok := r.Launcher.(Stopper); ok {
-			if pid := status.pid(); pid > 0 {
-				_ = s.Stop(pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
+			if status.pid() > 0 { // the launcher has started
+				_ = s.Stop(cmd.Process.Pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
 			}
 		}
 		return err

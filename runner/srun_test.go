@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -289,19 +290,26 @@ func testSrunFailureDetail(t *testing.T, srun Srun) {
 // must return promptly and no task of the step may be left, neither as a
 // process nor in Slurm. A srun that cannot act on SIGTERM within the grace
 // (stopped here, as one starved of CPU or stuck would be) is killed with its
-// child, the process that would cancel the step: the Runner must cancel it.
+// child, the process that would cancel the step: the Runner must cancel it,
+// also where the launcher command is a wrapper script that runs srun.
 func testSrunHang(t *testing.T, c *slurmtest.Cluster, job string, srun Srun) {
 	// The timeout leaves a loaded machine time to start the ranks; an interrupt
 	// while srun launches them can leave a step that Slurm never clears.
 	const timeout, grace = 3 * time.Second, time.Second
+	// A wrapper script as the launcher command, which calls srun: the
+	// launcher's pid is the wrapper's, not srun's.
+	wrapper := srun
+	wrapper.Command = script(t, `srun "$@"`)
 	for _, tc := range []struct {
 		name             string
+		srun             Srun
 		interrupt, stuck bool
 		want             FailureKind
 	}{
-		{"timeout", false, false, FailTimeout},
-		{"interrupt", true, false, FailInterrupted},
-		{"stuck srun", true, true, FailInterrupted},
+		{"timeout", srun, false, false, FailTimeout},
+		{"interrupt", srun, true, false, FailInterrupted},
+		{"stuck srun", srun, true, true, FailInterrupted},
+		{"stuck srun under a wrapper", wrapper, true, true, FailInterrupted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -309,7 +317,7 @@ func testSrunHang(t *testing.T, c *slurmtest.Cluster, job string, srun Srun) {
 			// Every process of the step inherits the marker, whatever it execs.
 			marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
 			body := `[ $((SLURM_PROCID % 2)) = 1 ] && trap '' TERM; echo started; exec sleep 300`
-			r := &Runner{Launcher: srun, BaseEnv: BaseEnv(), Grace: grace}
+			r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv(), Grace: grace}
 			hang := Job{Benchmark: DDPStep{Program: []string{"sh", "-c", body}}, Env: []string{marker}, Timeout: timeout}
 			if tc.interrupt {
 				hang.Timeout = time.Minute
@@ -405,25 +413,30 @@ func waitGone(t *testing.T, c *slurmtest.Cluster, job, marker string) {
 	}
 }
 
-func TestStepOf(t *testing.T) {
+func TestStepsOf(t *testing.T) {
 	steps := "StepId=7.0 UserId=0 State=RUNNING Nodes=1 Tasks=4 Name=sh SrunHost:Pid=node1:4242\n" +
 		"StepId=7.1 UserId=0 State=RUNNING Nodes=2 Tasks=16 Name=all_reduce_perf SrunHost:Pid=node1:4343\n" +
 		"StepId=7.TDB UserId=0 State=PENDING Nodes=1 Tasks=4 Name=(null) SrunHost:Pid=node1:4444\n" +
 		"StepId=7.2 UserId=0 State=RUNNING Nodes=1 Tasks=1 Name=sh SrunHost:Pid=node2:4545\n"
 	for _, tc := range []struct {
 		host string
-		pid  int
-		want string
+		pids []int
+		want []string
 	}{
-		{"node1", 4343, "7.1"},
-		{"node1.cluster.example", 4242, "7.0"},
-		{"node1", 4444, ""}, // pending: no ranks yet
-		{"node1", 4545, ""}, // another node's srun
-		{"node2", 4545, "7.2"},
-		{"node1", 43, ""},
+		{"node1", []int{4343}, []string{"7.1"}},
+		{"node1.cluster.example", []int{4242}, []string{"7.0"}},
+		{"node1", []int{4444}, nil}, // pending: no ranks yet
+		{"node1", []int{4545}, nil}, // another node's srun
+		{"node2", []int{4545}, []string{"7.2"}},
+		{"node1", []int{43}, nil},
+		{"node1", []int{40, 4242, 4343}, []string{"7.0", "7.1"}}, // a wrapper's two sruns
 	} {
-		if got := stepOf(steps, tc.host, tc.pid); got != tc.want {
-			t.Errorf("stepOf(%s, %d) = %q, want %q", tc.host, tc.pid, got, tc.want)
+		pids := map[int]bool{}
+		for _, p := range tc.pids {
+			pids[p] = true
+		}
+		if got := stepsOf(steps, tc.host, pids); !slices.Equal(got, tc.want) {
+			t.Errorf("stepsOf(%s, %v) = %q, want %q", tc.host, tc.pids, got, tc.want)
 		}
 	}
 }
