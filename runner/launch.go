@@ -64,6 +64,13 @@ type LaunchReader interface {
 	LaunchFailure(output []byte, e Exit) string
 }
 
+// A NodeReader is a launcher that can tell from its output that a node of
+// the trial failed under its ranks, which then end killed, or hang, whatever
+// their settings: NodeFailure is the launcher's word of it, "" where none.
+type NodeReader interface {
+	NodeFailure(output []byte) string
+}
+
 // An EnvFilter is a launcher that reads some of its options from its own
 // environment, which a trial's launcher inherits from nccltune's caller:
 // LauncherEnv drops from env the variables that would set what the space
@@ -485,6 +492,21 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 		return ""
 	}
 	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")
+}
+
+// srunNodeFailRE is srun's or slurmstepd's word that a node of the step
+// failed, as Slurm 22.05 gave it when a node went down under a step: "srun:
+// error: Node failure on n2", "slurmstepd-n1: error: *** STEP 1.0 ON n1
+// CANCELLED AT ... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+// or a job's state (NODE_FAIL). Not "srun: Job step aborted: Waiting up to
+// 32 seconds ...", which follows every cancel of a step, nccltune's own at
+// the timeout too; nor a rank's line with the words.
+var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
+
+// NodeFailure is srun's or slurmstepd's first line saying that a node of
+// the step failed.
+func (Srun) NodeFailure(output []byte) string {
+	return strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r")
 }
 
 // slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force

@@ -575,3 +575,39 @@ func TestSrunInStepTask(t *testing.T) {
 		t.Fatalf("exit status %d, failure %v\n%s", res.Exit.Code, res.Failure, res.Output)
 	}
 }
+
+// nodeFailure is srun's output as Slurm 22.05 gave it when a node of a
+// running step went down (scontrol update nodename=n2 state=down), the
+// ranks' lines first.
+const nodeFailure = "started 3\nstarted 1\nstarted 2\nstarted 0\n" +
+	"srun: error: Node failure on n2\n" +
+	"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n" +
+	"slurmstepd-n1: error: *** STEP 1.0 ON n1 CANCELLED AT 2026-12-06T09:56:17 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n" +
+	"srun: error: n1: tasks 0-1: Terminated\nsrun: launch/slurm: _step_signal: Terminating StepId=1.0\nsrun: error: n2: tasks 2-3: Terminated\n"
+
+// TestSrunNodeFailure: a step that a failed node ended fails its trial as
+// the node's (node), with srun's word, where its ranks' SIGTERM read as the
+// settings' crash (signal); a step cancelled otherwise, and a rank that
+// prints the words, are no node's failure.
+func TestSrunNodeFailure(t *testing.T) {
+	for _, tc := range []struct{ output, want string }{
+		{nodeFailure, "srun: error: Node failure on n2"},
+		{"slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-06T09:56:17 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\r\n",
+			"slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-06T09:56:17 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"},
+		{"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\nslurmstepd-n1: error: *** STEP 2.0 ON n1 CANCELLED AT 2026-12-06T09:57:55 ***\n" +
+			"srun: error: n1: tasks 0-1: Terminated\n", ""},
+		{"retrying: Node failure on n2, DUE TO NODE FAILURE\nsrun: error: n1: task 0: Exited with exit code 1\n", ""},
+	} {
+		if got := (Srun{}).NodeFailure([]byte(tc.output)); got != tc.want {
+			t.Errorf("NodeFailure(%q) = %q, want %q", tc.output, got, tc.want)
+		}
+	}
+	srun := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", nodeFailure))
+	r := &Runner{Launcher: Srun{Command: srun, Nodes: 2, TasksPerNode: 2}, BaseEnv: BaseEnv()}
+	job := tableJob("all_reduce_perf")
+	job.Timeout = time.Minute
+	res := r.Run(context.Background(), job)
+	if res.Failure == nil || res.Failure.Kind != FailNode || res.Failure.Reason != "srun: error: Node failure on n2" {
+		t.Errorf("failure = %v, want node: srun: error: Node failure on n2\n%s", res.Failure, res.Output)
+	}
+}
