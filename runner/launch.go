@@ -34,8 +34,10 @@ func (Local) Wrap(cmd, _ []string) ([]string, error) { return cmd, nil }
 
 // Stopper is implemented by launchers whose ranks do not descend from the
 // launcher process, so that signals to the trial's processes may not reach
-// them. Run calls Stop with the launcher's pid on timeout or interrupt, after
-// the trial's supervisor sent SIGTERM; an error means some ranks may be left running.
+// them. Run calls Stop on timeout or interrupt, after the trial's
+// supervisor sent SIGTERM, with the supervisor's pid: every process of the
+// trial descends from it, the launcher's own where the launcher command is
+// a wrapper that starts it. An error means some ranks may be left running.
 type Stopper interface {
 	Stop(pid int) error
 }
@@ -62,6 +64,13 @@ type LaunchReader interface {
 	LaunchFailure(output []byte, e Exit) string
 }
 
+// A NodeReader is a launcher that can tell from its output that a node of
+// the trial failed under its ranks, which then end killed, or hang, whatever
+// their settings: NodeFailure is the launcher's word of it, "" where none.
+type NodeReader interface {
+	NodeFailure(output []byte) string
+}
+
 // An EnvFilter is a launcher that reads some of its options from its own
 // environment, which a trial's launcher inherits from nccltune's caller:
 // LauncherEnv drops from env the variables that would set what the space
@@ -75,6 +84,41 @@ func without(env []string, names []string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(names, name)
+	})
+}
+
+// inStep reports whether env is that of a task of a Slurm step (nccltune
+// started by srun): srun sets SLURM_STEP_ID in each of its tasks, salloc and
+// a batch script have none.
+func inStep(env []string) bool {
+	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_STEP_ID=") })
+}
+
+// outerStep are the variables by which srun describes, to each task of its
+// step, that step and the task's place in it (src/common/env.c): inherited
+// by a trial's launcher where nccltune runs in such a task, a trial's srun
+// takes SLURM_DISTRIBUTION as its own -m (ranks placed cyclically where
+// they would be in blocks), and its ranks see the other step's task IDs.
+var outerStep = []string{
+	"SLURM_STEP_ID", "SLURM_STEPID", "SLURM_STEP_NODELIST", "SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS",
+	"SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_LAUNCHER_PORT", "SLURM_SRUN_COMM_HOST", "SLURM_SRUN_COMM_PORT",
+	"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GTIDS", "SLURM_TASK_PID", "SLURM_DISTRIBUTION",
+}
+
+// withoutOuterStep is env less what describes the step nccltune runs in a
+// task of (outerStep), and that task's process management wiring: the PMI
+// and PMIx variables of its MPI plugin (PMI_RANK, PMI_FD, PMIX_RANK,
+// PMIX_SERVER_URI..., srun --mpi), which reach every rank that the trial's
+// launcher wires no other way (srun --mpi=none) as one of that step's
+// tasks. PMIx's MCA parameters (PMIX_MCA_*) are settings, not wiring, and
+// stay. Outside a step nothing goes: a batch script's SLURM_DISTRIBUTION
+// is sbatch -m's, the allocation's. env itself is left as it is.
+func withoutOuterStep(env []string) []string {
+	if !inStep(env) {
+		return slices.Clone(env)
+	}
+	return slices.DeleteFunc(without(env, outerStep), func(kv string) bool {
+		return strings.HasPrefix(kv, "PMI_") || strings.HasPrefix(kv, "PMIX_") && !strings.HasPrefix(kv, "PMIX_MCA_")
 	})
 }
 
@@ -263,8 +307,10 @@ func (m MPIRun) Check() error {
 // mca_base_envar_file_prefix, mca_base_override_param_file), which nccltune
 // does not read; and Hydra's HYDRA_CONFIG_FILE, a file of options (-genv).
 // Their settings can be given in launcher.args, which the load checks.
+// Where nccltune runs in a Slurm step's task, that step's description and
+// PMI wiring go too (withoutOuterStep).
 func (MPIRun) LauncherEnv(env []string) []string {
-	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+	return slices.DeleteFunc(withoutOuterStep(env), func(kv string) bool {
 		name, value, _ := strings.Cut(kv, "=")
 		if name == "HYDRA_CONFIG_FILE" {
 			return true
@@ -318,6 +364,13 @@ func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
 	if s.GPUs > 0 {
 		argv = append(argv, "--gpus="+strconv.Itoa(s.GPUs))
 	}
+	if inStep(os.Environ()) {
+		// nccltune runs in a task of a step (srun nccltune ...), which holds
+		// the allocation's CPUs: since Slurm 20.11 a step shares no CPU with
+		// another unless it overlaps, and the trial's would wait for them
+		// until its timeout.
+		argv = append(argv, "--overlap")
+	}
 	argv = append(argv, s.Args...)
 	return append(argv, cmd...), nil
 }
@@ -344,11 +397,13 @@ func (s Srun) nodes() (int, error) {
 // user's job's own srun takes it: a trial measures the job's setting, and
 // without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
 // NCCL's proxy threads. A task prolog (SLURM_TASK_PROLOG), which can set
-// the ranks' variables past the trial's, is dropped. SLURM_JOB_ID, which puts the step in the
+// the ranks' variables past the trial's, is dropped, and so is what
+// describes the step nccltune itself may run in (withoutOuterStep).
+// SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
 func (Srun) LauncherEnv(env []string) []string {
-	env = without(env, srunShape)
+	env = without(withoutOuterStep(env), srunShape)
 	// SLURM_CPU_BIND is --cpu-bind's default: the user's own, exported in
 	// the batch script (SLURM_CPU_BIND=none, =cores), stays, as their job's
 	// srun takes it. Where nccltune itself runs in a step's task, srun set
@@ -439,6 +494,21 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")
 }
 
+// srunNodeFailRE is srun's or slurmstepd's word that a node of the step
+// failed, as Slurm 22.05 gave it when a node went down under a step: "srun:
+// error: Node failure on n2", "slurmstepd-n1: error: *** STEP 1.0 ON n1
+// CANCELLED AT ... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+// or a job's state (NODE_FAIL). Not "srun: Job step aborted: Waiting up to
+// 32 seconds ...", which follows every cancel of a step, nccltune's own at
+// the timeout too; nor a rank's line with the words.
+var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
+
+// NodeFailure is srun's or slurmstepd's first line saying that a node of
+// the step failed.
+func (Srun) NodeFailure(output []byte) string {
+	return strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r")
+}
+
 // slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force
 // Terminated StepId=7.0", "slurmstepd-n1: error: *** STEP 7.0 ON n1
 // CANCELLED AT ... ***"), not a rank's.
@@ -475,12 +545,18 @@ func (s Srun) Check() error {
 	return errors.Join(errs...)
 }
 
-// Stop cancels, through slurmctld, the step that srun process pid runs in
-// this allocation. srun kills its step itself on SIGTERM, and a child of srun
+// Stop cancels, through slurmctld, the steps that the srun processes
+// among the trial's (pid and its descendants) run in this allocation: srun
+// itself, or a wrapper script's srun (launcher.command), whose pid is not
+// the launcher's. srun kills its step itself on SIGTERM, and a child of srun
 // cancels it if srun dies; but a srun that cannot act on SIGTERM within the
-// grace period gets SIGKILL together with that child, its whole process
-// group, and its ranks would run on under slurmstepd.
+// grace period gets SIGKILL together with that child, and its ranks would
+// run on under slurmstepd.
 func (s Srun) Stop(pid int) error {
+	pids := map[int]bool{pid: true}
+	for _, p := range descendants(pid) {
+		pids[p.pid] = true
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "scontrol", "-o", "show", "step", os.Getenv("SLURM_JOB_ID")).Output()
@@ -491,12 +567,12 @@ func (s Srun) Stop(pid int) error {
 	if err != nil {
 		return fmt.Errorf("srun: %w", err)
 	}
-	step := stepOf(string(out), host, pid)
-	if step == "" {
-		return nil // srun's step has ended, or was never created
+	steps := stepsOf(string(out), host, pids)
+	if len(steps) == 0 {
+		return nil // the steps have ended, or were never created
 	}
-	if out, err := exec.CommandContext(ctx, "scancel", step).CombinedOutput(); err != nil {
-		return fmt.Errorf("srun: scancel %s: %w: %s", step, err, out)
+	if out, err := exec.CommandContext(ctx, "scancel", steps...).CombinedOutput(); err != nil {
+		return fmt.Errorf("srun: scancel %s: %w: %s", strings.Join(steps, " "), err, out)
 	}
 	return nil
 }
@@ -505,11 +581,12 @@ func (s Srun) Stop(pid int) error {
 // waits for Stop before it returns.
 const stopTimeout = 5 * time.Second
 
-// stepOf finds, in the lines of `scontrol -o show step`, the running step
-// that srun process pid on host started ("SrunHost:Pid=node1:4242"; host
-// names compared short).
-func stepOf(steps, host string, pid int) string {
+// stepsOf finds, in the lines of `scontrol -o show step`, the running
+// steps that a srun process among pids on host started
+// ("SrunHost:Pid=node1:4242"; host names compared short).
+func stepsOf(steps, host string, pids map[int]bool) []string {
 	short := func(h string) string { h, _, _ = strings.Cut(h, "."); return h }
+	var ids []string
 	for _, line := range strings.Split(steps, "\n") {
 		var id, srunHost, srunPid string
 		for _, f := range strings.Fields(line) {
@@ -521,11 +598,12 @@ func stepOf(steps, host string, pid int) string {
 		}
 		// A pending step has no number yet (StepId=7.TDB), nor ranks to cancel.
 		_, num, _ := strings.Cut(id, ".")
-		if _, err := strconv.Atoi(num); err == nil && srunPid == strconv.Itoa(pid) && short(srunHost) == short(host) {
-			return id
+		_, err := strconv.Atoi(num)
+		if p, perr := strconv.Atoi(srunPid); err == nil && perr == nil && pids[p] && short(srunHost) == short(host) {
+			ids = append(ids, id)
 		}
 	}
-	return ""
+	return ids
 }
 
 // Torchrun starts the ranks with PyTorch's torchrun on this node (or, with

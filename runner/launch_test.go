@@ -239,6 +239,29 @@ func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
 	}
 }
 
+// TestLauncherEnvInStep: where nccltune runs in a task of a Slurm step (its
+// variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), neither srun's nor
+// mpirun's environment keeps what describes that step or wires its tasks;
+// the allocation's variables, the cluster's configuration and PMIx's MCA
+// parameters stay. Outside a step (a batch script's variables) nothing goes.
+func TestLauncherEnvInStep(t *testing.T) {
+	job := []string{"SLURM_JOB_ID=7", "SLURM_JOBID=7", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_CONF=/etc/slurm/slurm.conf",
+		"SLURM_MPI_TYPE=pmi2", "PMIX_MCA_gds=hash", "PATH=/bin"}
+	step := append(slices.Clone(job), "SLURM_STEP_ID=0", "SLURM_STEPID=0", "SLURM_STEP_NODELIST=n[1-2]", "SLURM_STEP_NUM_NODES=2",
+		"SLURM_STEP_NUM_TASKS=2", "SLURM_STEP_TASKS_PER_NODE=1(x2)", "SLURM_STEP_LAUNCHER_PORT=40175", "SLURM_SRUN_COMM_HOST=127.0.0.1",
+		"SLURM_SRUN_COMM_PORT=40175", "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_NODEID=0", "SLURM_GTIDS=0", "SLURM_TASK_PID=22536",
+		"SLURM_DISTRIBUTION=cyclic", "PMI_FD=10", "PMI_JOBID=7.0", "PMI_RANK=0", "PMI_SIZE=2", "PMIX_RANK=0", "PMIX_NAMESPACE=slurm.pmix.7.0",
+		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1")
+	batch := append(slices.Clone(job), "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_DISTRIBUTION=block")
+	for _, l := range []EnvFilter{Srun{}, MPIRun{}} {
+		for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}} {
+			if got := l.LauncherEnv(tc.env); !slices.Equal(got, tc.want) {
+				t.Errorf("%T's environment from %q:\n%q\nwant %q", l, tc.env, got, tc.want)
+			}
+		}
+	}
+}
+
 // TestMPIRunEnv: the caller's MCA parameters by which mpirun would hand
 // the ranks an NCCL variable past the trial's -x (mca_base_env_list, its
 // delimiter, files of parameters or variables; Open MPI 4's and 5's prefixes)

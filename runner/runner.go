@@ -38,6 +38,9 @@ const (
 	FailImplausible FailureKind = "implausible" // numbers no hardware produces: garbled or made up
 	FailOOM         FailureKind = "oom"         // out of GPU memory (DDP step)
 	FailInvalid     FailureKind = "invalid"     // rejected before launch: NCCL would refuse the combination
+	// FailNode: a node of the trial failed under it (NodeReader): the
+	// cluster's fault, not the settings', which the trial does not judge.
+	FailNode FailureKind = "node"
 )
 
 // Failure is why a trial produced no usable result.
@@ -161,8 +164,8 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	cmd.Cancel = func() error {
 		err := cmd.Process.Signal(syscall.SIGTERM)
 		if s, ok := r.Launcher.(Stopper); ok {
-			if pid := status.pid(); pid > 0 {
-				_ = s.Stop(pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
+			if status.pid() > 0 { // the launcher has started
+				_ = s.Stop(cmd.Process.Pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
 			}
 		}
 		return err
@@ -204,13 +207,18 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		launchErr = lr.LaunchFailure(res.Output, exit)
 	}
 	res.Exit = exit
-	detail := ""
+	detail, nodeErr := "", ""
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
 		detail = dr.FailureDetail(res.Output)
+	}
+	if nr, ok := r.Launcher.(NodeReader); ok {
+		nodeErr = nr.NodeFailure(res.Output)
 	}
 	switch {
 	case ctx.Err() != nil:
 		res.Failure = &Failure{FailInterrupted, "campaign stopped while the trial ran"}
+	case nodeErr != "": // the ranks' exit, or hang, is the node's doing
+		res.Failure = &Failure{FailNode, nodeErr}
 	case runCtx.Err() != nil && launchErr == "": // one that never launched its ranks did not hang
 		res.Failure = &Failure{FailTimeout, fmt.Sprintf("no exit within %s; every process of the trial was killed", job.Timeout)}
 	case launchErr != "":

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -289,19 +290,26 @@ func testSrunFailureDetail(t *testing.T, srun Srun) {
 // must return promptly and no task of the step may be left, neither as a
 // process nor in Slurm. A srun that cannot act on SIGTERM within the grace
 // (stopped here, as one starved of CPU or stuck would be) is killed with its
-// child, the process that would cancel the step: the Runner must cancel it.
+// child, the process that would cancel the step: the Runner must cancel it,
+// also where the launcher command is a wrapper script that runs srun.
 func testSrunHang(t *testing.T, c *slurmtest.Cluster, job string, srun Srun) {
 	// The timeout leaves a loaded machine time to start the ranks; an interrupt
 	// while srun launches them can leave a step that Slurm never clears.
 	const timeout, grace = 3 * time.Second, time.Second
+	// A wrapper script as the launcher command, which calls srun: the
+	// launcher's pid is the wrapper's, not srun's.
+	wrapper := srun
+	wrapper.Command = script(t, `srun "$@"`)
 	for _, tc := range []struct {
 		name             string
+		srun             Srun
 		interrupt, stuck bool
 		want             FailureKind
 	}{
-		{"timeout", false, false, FailTimeout},
-		{"interrupt", true, false, FailInterrupted},
-		{"stuck srun", true, true, FailInterrupted},
+		{"timeout", srun, false, false, FailTimeout},
+		{"interrupt", srun, true, false, FailInterrupted},
+		{"stuck srun", srun, true, true, FailInterrupted},
+		{"stuck srun under a wrapper", wrapper, true, true, FailInterrupted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -309,7 +317,7 @@ func testSrunHang(t *testing.T, c *slurmtest.Cluster, job string, srun Srun) {
 			// Every process of the step inherits the marker, whatever it execs.
 			marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
 			body := `[ $((SLURM_PROCID % 2)) = 1 ] && trap '' TERM; echo started; exec sleep 300`
-			r := &Runner{Launcher: srun, BaseEnv: BaseEnv(), Grace: grace}
+			r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv(), Grace: grace}
 			hang := Job{Benchmark: DDPStep{Program: []string{"sh", "-c", body}}, Env: []string{marker}, Timeout: timeout}
 			if tc.interrupt {
 				hang.Timeout = time.Minute
@@ -405,25 +413,30 @@ func waitGone(t *testing.T, c *slurmtest.Cluster, job, marker string) {
 	}
 }
 
-func TestStepOf(t *testing.T) {
+func TestStepsOf(t *testing.T) {
 	steps := "StepId=7.0 UserId=0 State=RUNNING Nodes=1 Tasks=4 Name=sh SrunHost:Pid=node1:4242\n" +
 		"StepId=7.1 UserId=0 State=RUNNING Nodes=2 Tasks=16 Name=all_reduce_perf SrunHost:Pid=node1:4343\n" +
 		"StepId=7.TDB UserId=0 State=PENDING Nodes=1 Tasks=4 Name=(null) SrunHost:Pid=node1:4444\n" +
 		"StepId=7.2 UserId=0 State=RUNNING Nodes=1 Tasks=1 Name=sh SrunHost:Pid=node2:4545\n"
 	for _, tc := range []struct {
 		host string
-		pid  int
-		want string
+		pids []int
+		want []string
 	}{
-		{"node1", 4343, "7.1"},
-		{"node1.cluster.example", 4242, "7.0"},
-		{"node1", 4444, ""}, // pending: no ranks yet
-		{"node1", 4545, ""}, // another node's srun
-		{"node2", 4545, "7.2"},
-		{"node1", 43, ""},
+		{"node1", []int{4343}, []string{"7.1"}},
+		{"node1.cluster.example", []int{4242}, []string{"7.0"}},
+		{"node1", []int{4444}, nil}, // pending: no ranks yet
+		{"node1", []int{4545}, nil}, // another node's srun
+		{"node2", []int{4545}, []string{"7.2"}},
+		{"node1", []int{43}, nil},
+		{"node1", []int{40, 4242, 4343}, []string{"7.0", "7.1"}}, // a wrapper's two sruns
 	} {
-		if got := stepOf(steps, tc.host, tc.pid); got != tc.want {
-			t.Errorf("stepOf(%s, %d) = %q, want %q", tc.host, tc.pid, got, tc.want)
+		pids := map[int]bool{}
+		for _, p := range tc.pids {
+			pids[p] = true
+		}
+		if got := stepsOf(steps, tc.host, pids); !slices.Equal(got, tc.want) {
+			t.Errorf("stepsOf(%s, %v) = %q, want %q", tc.host, tc.pids, got, tc.want)
 		}
 	}
 }
@@ -507,5 +520,94 @@ func TestSrunRankExit(t *testing.T) {
 		if got := (Srun{}).RankExit([]byte(tc.output), tc.srun); got != tc.want {
 			t.Errorf("RankExit(%q, %+v) = %+v, want %+v", tc.output, tc.srun, got, tc.want)
 		}
+	}
+}
+
+// TestSrunInStep runs a trial as nccltune does when it runs in a task of a
+// step of its own (srun --mpi=pmi2 -N 2 -n 2 nccltune run ...): the trial's
+// step is created beside that step, which holds the allocation's CPUs (it
+// waited for them until the timeout), its 4 ranks sit in blocks of 2 per
+// node (srun took the outer step's SLURM_DISTRIBUTION=cyclic as its own),
+// and no rank sees that step's PMI wiring (PMI_RANK=0, PMI_SIZE=2, PMI_FD
+// in every rank of a trial whose step runs --mpi=none).
+func TestSrunInStep(t *testing.T) {
+	c := slurmtest.Start(t, 2)
+	c.Alloc(t, 8)
+	out := filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "srun", "--mpi=pmi2", "-N", "2", "-n", "2", os.Args[0], "-test.run=^TestSrunInStepTask$", "-test.v")
+	cmd.Env = append(os.Environ(), inStepOutput+"="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, b)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rank := range 4 {
+		if line := fmt.Sprintf("rank %d on n%d, PMI %q\n", rank, rank/2+1, "/"); !strings.Contains(string(got), line) {
+			t.Errorf("no line %q in the trial's output:\n%s", line, got)
+		}
+	}
+}
+
+// inStepOutput names the file where TestSrunInStepTask writes its trial's output.
+const inStepOutput = "NCCLTUNE_TEST_IN_STEP"
+
+// TestSrunInStepTask is TestSrunInStep's step's task: its first runs the
+// trial, on 2 nodes of 2 ranks.
+func TestSrunInStepTask(t *testing.T) {
+	out := os.Getenv(inStepOutput)
+	if out == "" {
+		t.Skip("a task of TestSrunInStep's step")
+	}
+	if os.Getenv("SLURM_PROCID") != "0" {
+		return
+	}
+	r := &Runner{Launcher: Srun{Nodes: 2, TasksPerNode: 2, Args: []string{"--mpi=none"}}, BaseEnv: BaseEnv()}
+	body := `echo "rank $SLURM_PROCID on $SLURMD_NODENAME, PMI \"$PMI_RANK/$PMI_SIZE$PMI_FD\""`
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", body}}, Timeout: 20 * time.Second})
+	if err := os.WriteFile(out, res.Output, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit.Code != 0 {
+		t.Fatalf("exit status %d, failure %v\n%s", res.Exit.Code, res.Failure, res.Output)
+	}
+}
+
+// nodeFailure is srun's output as Slurm 22.05 gave it when a node of a
+// running step went down (scontrol update nodename=n2 state=down), the
+// ranks' lines first.
+const nodeFailure = "started 3\nstarted 1\nstarted 2\nstarted 0\n" +
+	"srun: error: Node failure on n2\n" +
+	"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n" +
+	"slurmstepd-n1: error: *** STEP 1.0 ON n1 CANCELLED AT 2026-12-06T09:56:17 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n" +
+	"srun: error: n1: tasks 0-1: Terminated\nsrun: launch/slurm: _step_signal: Terminating StepId=1.0\nsrun: error: n2: tasks 2-3: Terminated\n"
+
+// TestSrunNodeFailure: a step that a failed node ended fails its trial as
+// the node's (node), with srun's word, where its ranks' SIGTERM read as the
+// settings' crash (signal); a step cancelled otherwise, and a rank that
+// prints the words, are no node's failure.
+func TestSrunNodeFailure(t *testing.T) {
+	for _, tc := range []struct{ output, want string }{
+		{nodeFailure, "srun: error: Node failure on n2"},
+		{"slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-06T09:56:17 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\r\n",
+			"slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-06T09:56:17 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"},
+		{"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\nslurmstepd-n1: error: *** STEP 2.0 ON n1 CANCELLED AT 2026-12-06T09:57:55 ***\n" +
+			"srun: error: n1: tasks 0-1: Terminated\n", ""},
+		{"retrying: Node failure on n2, DUE TO NODE FAILURE\nsrun: error: n1: task 0: Exited with exit code 1\n", ""},
+	} {
+		if got := (Srun{}).NodeFailure([]byte(tc.output)); got != tc.want {
+			t.Errorf("NodeFailure(%q) = %q, want %q", tc.output, got, tc.want)
+		}
+	}
+	srun := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", nodeFailure))
+	r := &Runner{Launcher: Srun{Command: srun, Nodes: 2, TasksPerNode: 2}, BaseEnv: BaseEnv()}
+	job := tableJob("all_reduce_perf")
+	job.Timeout = time.Minute
+	res := r.Run(context.Background(), job)
+	if res.Failure == nil || res.Failure.Kind != FailNode || res.Failure.Reason != "srun: error: Node failure on n2" {
+		t.Errorf("failure = %v, want node: srun: error: Node failure on n2\n%s", res.Failure, res.Output)
 	}
 }

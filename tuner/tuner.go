@@ -581,6 +581,9 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return err
 	}
 	s.untold[t.Number] = *t
+	if t.State == store.Interrupted && t.FailureKind == string(runner.FailNode) {
+		return fmt.Errorf("%w: trial %d: %s; it runs again on resume", ErrNodeFailed, t.Number, t.FailureReason)
+	}
 	if t.State == store.Interrupted {
 		return ctx.Err()
 	}
@@ -918,6 +921,10 @@ func (t *Tuner) launchable() ([]runner.Benchmark, []*group, error) {
 // the rest of the budget would be burnt for nothing.
 var ErrAllFailing = errors.New("stopping early: every trial so far failed the same way")
 
+// ErrNodeFailed stops a campaign whose trial lost a node: Slurm revokes the
+// job's allocation with it, and every later trial would fail to launch.
+var ErrNodeFailed = errors.New("a node of the allocation failed")
+
 // ErrAllFailed means a campaign ended without a single completed trial.
 var ErrAllFailed = errors.New("every trial failed")
 
@@ -1040,7 +1047,9 @@ func (s *session) record(t *store.Trial, res runner.Result, measured []bool) {
 	switch {
 	case failure == nil:
 		t.State = store.Complete
-	case failure.Kind == runner.FailInterrupted:
+	case failure.Kind == runner.FailInterrupted, failure.Kind == runner.FailNode:
+		// Not the settings' failure: the trial runs again on resume, and
+		// the sampler is never told it.
 		t.State, t.FailureKind, t.FailureReason = store.Interrupted, string(failure.Kind), failure.Reason
 	default:
 		t.State, t.FailureKind, t.FailureReason = store.Failed, string(failure.Kind), failure.Reason

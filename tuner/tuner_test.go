@@ -627,3 +627,47 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 		t.Errorf("resumed with overrides: %d trials, validations %+v (%v); want simplified and validated in 2 rounds", n, vals, err)
 	}
 }
+
+// nodeLoss runs launches with run, but for those labelled lost, whose node fails.
+type nodeLoss struct {
+	lost string
+	run  Runner
+}
+
+func (n nodeLoss) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == n.lost {
+		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 143}, Failure: &runner.Failure{Kind: runner.FailNode, Reason: "srun: error: Node failure on n2"}}
+	}
+	return n.run.Run(ctx, job)
+}
+
+// TestNodeFailureStopsWithoutBlame: a trial whose node failed stops the
+// campaign (the allocation is gone) and is kept as interrupted, not failed:
+// the sampler never learns it as a bad configuration, and a resume runs it
+// again.
+func TestNodeFailureStopsWithoutBlame(t *testing.T) {
+	sp := loadExample(t, 8)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = nodeLoss{lost: "3", run: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}}
+	if err := tu.Run(context.Background(), Options{}); !errors.Is(err, ErrNodeFailed) || !strings.Contains(err.Error(), "trial 3: srun: error: Node failure on n2") {
+		t.Fatalf("err = %v, want %v of trial 3", err, ErrNodeFailed)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	if len(trials) != 4 || trials[3].State != store.Interrupted || trials[3].FailureKind != string(runner.FailNode) {
+		t.Fatalf("trials %+v; want 4, the last interrupted by its node", trials)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// The interrupted run stays in the store beside its rerun.
+	complete := map[int]bool{}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		complete[tr.Number] = complete[tr.Number] || tr.State == store.Complete
+	}
+	for n := range 8 {
+		if !complete[n] {
+			t.Errorf("trial %d did not complete on resume", n)
+		}
+	}
+}
