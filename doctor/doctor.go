@@ -314,6 +314,9 @@ func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) R
 	case f.RDMA && log.Network != "" && !log.GDR && f.Peermem:
 		r.Status = Warn
 		r.Fix = "NCCL uses the NICs without GPUDirect RDMA although nvidia_peermem is loaded: the GPU-NIC PCI distance may exceed NCCL_NET_GDR_LEVEL (try PHB)"
+	case ranks == 1:
+		r.Status = Warn
+		r.Fix = "the probe ran one rank, which sends nothing: NCCL chooses no algorithm or protocol and a collective is a local copy; run the benchmark on 2 GPUs or more (benchmark.gpus, the launcher's ranks) to tune anything"
 	}
 	for _, n := range log.Notes {
 		if strings.Contains(n, "No capable device") || strings.Contains(n, "ib0") && log.Network == "Socket" {

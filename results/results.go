@@ -262,6 +262,10 @@ type Summary struct {
 	// Silent counts the completed trials that set NCCL variables but whose
 	// output has no NCCL INFO lines: none of their settings is confirmed.
 	Silent int
+	// OneRank counts the completed trials whose NCCL log shows a
+	// communicator of one rank (nRanks 1), which sends nothing and chooses
+	// no algorithm or protocol: NCCL does not read NCCL_ALGO or NCCL_PROTO.
+	OneRank int
 	// Inherited counts, per NAME=value, the completed trials whose NCCL read
 	// a variable they do not set (nccllog.Log.Inherited).
 	Inherited map[string]int
@@ -279,6 +283,9 @@ func Summarize(trials []store.Trial) Summary {
 		case store.Complete:
 			if !t.NCCLLog.Debug && len(t.NCCLLog.Unconfirmed(t.Env)) > 0 {
 				s.Silent++
+			}
+			if t.NCCLLog.Ranks == 1 {
+				s.OneRank++
 			}
 			for _, name := range t.NCCLLog.Unread(t.Env) {
 				s.Unconfirmed[name]++

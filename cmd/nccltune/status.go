@@ -206,9 +206,14 @@ func printLoaded(out io.Writer, l *loaded) error {
 		fmt.Fprintf(w, "warning: %d of %d completed trials printed no NCCL INFO lines, so their settings' effect was not confirmed (does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?); validation keeps NCCL's defaults for such a configuration\n",
 			sum.Silent, sum.ByState[store.Complete])
 	}
+	unreadWhy := "misspelt, or unknown to this NCCL version?"
+	if complete := sum.ByState[store.Complete]; complete > 0 && sum.OneRank == complete {
+		fmt.Fprintln(w, "warning: every completed trial's NCCL communicator had one rank (nRanks 1): it sends nothing, so NCCL chooses no algorithm or protocol and a collective is a local copy; run the benchmark on 2 GPUs or more (benchmark.gpus, the launcher's ranks) to tune anything")
+		unreadWhy = "a communicator of one rank chooses no algorithm or protocol"
+	}
 	for _, name := range slices.Sorted(maps.Keys(sum.Unconfirmed)) {
-		fmt.Fprintf(w, "warning: NCCL's log does not show it read %s in %d of %d completed trials (misspelt, or unknown to this NCCL version?)\n",
-			name, sum.Unconfirmed[name], sum.ByState[store.Complete])
+		fmt.Fprintf(w, "warning: NCCL's log does not show it read %s in %d of %d completed trials (%s)\n",
+			name, sum.Unconfirmed[name], sum.ByState[store.Complete], unreadWhy)
 	}
 	for _, kv := range slices.Sorted(maps.Keys(sum.Inherited)) {
 		name, value, _ := strings.Cut(kv, "=")
@@ -377,7 +382,7 @@ func statusJSON(l *loaded) map[string]any {
 		"budget":        l.camp.Budget,
 		"stopped":       l.camp.Stopped,
 		"settled":       settled,
-		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed, "no_nccl_log": sum.Silent, "inherited": sum.Inherited},
+		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed, "no_nccl_log": sum.Silent, "one_rank": sum.OneRank, "inherited": sum.Inherited},
 		"ranges":        ranges,
 		"group_spreads": results.GroupSpreads(l.space, l.trials),
 	}
