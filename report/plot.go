@@ -84,8 +84,8 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 		} else if err := counted(p, "best of any trial, per size", envelope(sp, coll, trials), color.Gray{Y: 0xa0}, true); err != nil {
 			return err
 		}
-		if label, xy := defaultsLine(sp, trials, coll); xy != nil {
-			if err := counted(p, prefix+label, xy, palette[line%len(palette)], false); err != nil {
+		if runs, xy := configLine(sp, trials, nil, coll, nil); xy != nil {
+			if err := counted(p, prefix+"NCCL defaults ("+runs+")", xy, palette[line%len(palette)], false); err != nil {
 				return err
 			}
 			line++
@@ -95,8 +95,8 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 			if r.Range.Collective != coll || ch == nil || sp.IsDefaults(ch.Params) {
 				continue
 			}
-			label := fmt.Sprintf("%s%s: trial %d", prefix, r.Range.Name, ch.Number)
-			if err := counted(p, label, rowsXY(sp, []store.Trial{*ch}, coll, &r.Range), palette[line%len(palette)], false); err != nil {
+			runs, xy := configLine(sp, trials, ch.Params, coll, &r.Range)
+			if err := counted(p, prefix+r.Range.Name+": "+runs, xy, palette[line%len(palette)], false); err != nil {
 				return err
 			}
 			line++
@@ -234,24 +234,27 @@ func convergence(sp *space.Space, trials []store.Trial, budget int) []plotter.XY
 	return out
 }
 
-// defaultsLine is NCCL's defaults' bus bandwidth per size of collective
-// coll over all their completed runs (trial 0 and those a campaign starts
-// with), as the gain and the convergence plot combine them: trial 0 alone,
-// a cold first launch, skewed the line. Its label names the runs; the line
-// is nil where none completed.
-func defaultsLine(sp *space.Space, trials []store.Trial, coll string) (string, plotter.XYs) {
+// configLine is the bus bandwidth per size of collective coll (within a
+// range, if given) of configuration a over all its completed runs, as
+// results scores it and the gain combines them: NCCL's defaults (trial 0
+// and those a campaign starts with), a choice re-measured by the
+// simplification. One run alone (a cold first launch) skewed the line
+// against the gain. It names the runs; the line is nil where none
+// completed.
+func configLine(sp *space.Space, trials []store.Trial, a space.Assignment, coll string, within *space.Range) (string, plotter.XYs) {
+	key := sp.Key(a)
 	var runs []store.Trial
 	var numbers []string
 	for _, t := range trials {
-		if sp.IsDefaults(t.Params) && t.State == store.Complete {
+		if t.State == store.Complete && sp.Key(t.Params) == key {
 			runs, numbers = append(runs, t), append(numbers, strconv.Itoa(t.Number))
 		}
 	}
-	label := "NCCL defaults (trial %s)"
+	label := "trial %s"
 	if len(runs) > 1 {
-		label = "NCCL defaults (mean of trials %s)"
+		label = "mean of trials %s"
 	}
-	return fmt.Sprintf(label, strings.Join(numbers, ", ")), rowsXY(sp, runs, coll, nil)
+	return fmt.Sprintf(label, strings.Join(numbers, ", ")), rowsXY(sp, runs, coll, within)
 }
 
 // rowsXY is the bus bandwidth at each size of collective coll (within a

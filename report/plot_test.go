@@ -251,6 +251,51 @@ func TestMeasuredOfALongUnit(t *testing.T) {
 // default score is; it was trial 0's alone, a cold first launch here twice
 // as slow as trial 1.
 func TestBusBWDefaultsOfEveryRun(t *testing.T) {
+	sp, trial := sweep(t)
+	for _, tc := range []struct {
+		name   string
+		trials []store.Trial
+		label  string
+		busBW  float64 // at every size
+	}{
+		{"two runs", []store.Trial{trial(0, 2, nil), trial(1, 1, nil), trial(2, 0.5, map[string]string{"NCCL_ALGO": "Ring"})}, "mean of trials 0, 1", math.Sqrt(0.5)},
+		{"the first failed", []store.Trial{{Number: 0, State: store.Failed}, trial(1, 1, nil)}, "trial 1", 1},
+	} {
+		label, xy := configLine(sp, tc.trials, nil, sp.Campaign.Collective, nil)
+		if label != tc.label || len(xy) != len(sp.Sizes.List()) {
+			t.Errorf("%s: %q over %d sizes, want %q over every size", tc.name, label, len(xy), tc.label)
+		}
+		for _, pt := range xy {
+			if math.Abs(pt.Y-tc.busBW) > 1e-9 {
+				t.Errorf("%s: %g GB/s at %g bytes, want %g", tc.name, pt.Y, pt.X, tc.busBW)
+			}
+		}
+	}
+}
+
+// TestBusBWChoiceOfEveryRun: a chosen configuration that the simplification
+// re-measured is drawn over all its runs, as its score and the gain combine
+// them, beside a defaults line that is drawn so: its first run alone (trial
+// 1, twice as slow as its re-measurement, trial 5) was drawn.
+func TestBusBWChoiceOfEveryRun(t *testing.T) {
+	sp, trial := sweep(t)
+	ring := map[string]string{"NCCL_ALGO": "Ring"}
+	trials := []store.Trial{trial(0, 4, nil), trial(1, 2, ring), trial(2, 8, map[string]string{"NCCL_ALGO": "Tree"}), trial(5, 1, ring)}
+	label, xy := configLine(sp, trials, ring, sp.Campaign.Collective, &sp.Ranges[0])
+	if label != "mean of trials 1, 5" || len(xy) == 0 {
+		t.Fatalf("%q over %d sizes, want the mean of trials 1 and 5", label, len(xy))
+	}
+	for _, pt := range xy {
+		if want := math.Sqrt(0.5); math.Abs(pt.Y-want) > 1e-9 {
+			t.Errorf("%g GB/s at %g bytes, want %g", pt.Y, pt.X, want)
+		}
+	}
+}
+
+// sweep is a space of one collective over sizes from 1K to 1M, and a maker
+// of its completed trials, slow times slower than 1 GB/s at every size.
+func sweep(t *testing.T) (*space.Space, func(n int, slow float64, params map[string]string) store.Trial) {
+	t.Helper()
 	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -263,23 +308,5 @@ func TestBusBWDefaultsOfEveryRun(t *testing.T) {
 		}
 		return tr
 	}
-	for _, tc := range []struct {
-		name   string
-		trials []store.Trial
-		label  string
-		busBW  float64 // at every size
-	}{
-		{"two runs", []store.Trial{trial(0, 2, nil), trial(1, 1, nil), trial(2, 0.5, map[string]string{"NCCL_ALGO": "Ring"})}, "NCCL defaults (mean of trials 0, 1)", math.Sqrt(0.5)},
-		{"the first failed", []store.Trial{{Number: 0, State: store.Failed}, trial(1, 1, nil)}, "NCCL defaults (trial 1)", 1},
-	} {
-		label, xy := defaultsLine(sp, tc.trials, sp.Campaign.Collective)
-		if label != tc.label || len(xy) != len(sp.Sizes.List()) {
-			t.Errorf("%s: %q over %d sizes, want %q over every size", tc.name, label, len(xy), tc.label)
-		}
-		for _, pt := range xy {
-			if math.Abs(pt.Y-tc.busBW) > 1e-9 {
-				t.Errorf("%s: %g GB/s at %g bytes, want %g", tc.name, pt.Y, pt.X, tc.busBW)
-			}
-		}
-	}
+	return sp, trial
 }

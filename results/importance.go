@@ -53,6 +53,10 @@ const (
 // residuals (F(1,1) at 3 trials), so the parameter is reported untested.
 const MinResidualDF = 3
 
+// minTrials is the fewest trials of a range any parameter is tested on: two
+// groups take one degree of freedom and the mean another.
+const minTrials = MinResidualDF + 2
+
 // MarshalJSON writes share and p as null for a parameter not analysed: a
 // script must not read its placeholders as a measured 0 share at p = 1.
 func (i Importance) MarshalJSON() ([]byte, error) {
@@ -134,6 +138,12 @@ func rangeImportance(name string, ps []space.Param, trials []store.Trial, leftOu
 		scores[j] -= scores[0]
 	}
 	out := RangeImportance{Params: []Importance{}}
+	if len(scores) < minTrials {
+		// No test could run, whatever the logs confirmed: NCCL's defaults
+		// set nothing to confirm, and a failed trial confirms nothing, so
+		// every early or failed campaign read as unconfirmed.
+		leftOut = nil
+	}
 	var left []space.Param
 	for _, p := range ps {
 		if why, ok := leftOut[p.Name]; ok {
@@ -184,10 +194,9 @@ func stepwise(scores []float64, ps []space.Param, trials []store.Trial) []Import
 		left[j] = j
 	}
 	fitted := 0.0 // degrees of freedom the earlier steps' group means took
-	// Two groups take one degree of freedom and the mean another: on fewer
-	// trials than MinResidualDF more, no parameter is tested, not even one
-	// that the trials hold at one value.
-	for len(left) > 0 && len(scores) >= MinResidualDF+2 {
+	// On fewer trials, no parameter is tested, not even one that the
+	// trials hold at one value.
+	for len(left) > 0 && len(scores) >= minTrials {
 		best, bestShare, bestP := -1, -1.0, 1.0
 		for k, j := range left {
 			if share, p, tested := explained(residual, groups[j], total, fitted); tested && share > bestShare {

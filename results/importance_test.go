@@ -377,3 +377,26 @@ func TestImportanceJSON(t *testing.T) {
 		t.Errorf("JSON %s, %v; want %s", got, err, want)
 	}
 }
+
+// TestImportanceOfTooFewIsTooFew: a range whose completed trials are too few
+// for any test says so, whatever NCCL's logs confirmed: a campaign that has
+// run only NCCL's defaults, which set nothing, or whose trials all failed,
+// confirmed no variable, and every range read "not confirmed by NCCL's log",
+// sending the user after a logging fault that is not there.
+func TestImportanceOfTooFewIsTooFew(t *testing.T) {
+	sp := loadExample(t)
+	scores := map[string]float64{"small": 1, "medium": 1, "large": 1}
+	failed := logged(sp, 1, space.Assignment{"NCCL_PROTO": "LL"}, nil)
+	failed.State = store.Failed
+	for name, trials := range map[string][]store.Trial{
+		"none":          nil,
+		"defaults only": {logged(sp, 0, space.Assignment{}, scores)},
+		"all failed":    {failed},
+	} {
+		for _, r := range Importances(sp, trials) {
+			if r.Reason != TooFewTrials || slices.ContainsFunc(r.Params, func(i Importance) bool { return i.Status != TooFewTrials }) {
+				t.Errorf("%s: %+v, want too few trials", name, r)
+			}
+		}
+	}
+}

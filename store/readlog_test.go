@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -56,6 +58,9 @@ func TestCampaignStartedBesideAReader(t *testing.T) {
 		}
 		if err == nil {
 			_, err = w.CreateCampaign(Campaign{Name: "d", SpaceHash: "h", Space: make([]byte, 8<<20), Budget: 3, Sampler: "tpe"})
+		}
+		if err == nil && os.Getenv("NCCLTUNE_TEST_STORE_KILL") != "" {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL) // as kill -9 would, before any checkpoint
 		}
 		if err == nil {
 			err = w.Close()
@@ -110,4 +115,44 @@ func TestCampaignCheckpointsWithoutReaders(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Size() < 8<<20 {
 		t.Errorf("the file holds %v bytes (%v) after 8M were written: no checkpoint", fi.Size(), err)
 	}
+}
+
+// TestCampaignKilledBesideAReader: a campaign killed while an immutable
+// reader kept its checkpoints off loses nothing: its trials are in its
+// log, which the next reader reads through and the next campaign, once
+// it closes with no reader left, copies into the file.
+func TestCampaignKilledBesideAReader(t *testing.T) {
+	path := closedStore(t)
+	before, _ := os.ReadFile(path)
+	r, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	writer := exec.Command(os.Args[0], "-test.run=^TestCampaignStartedBesideAReader$")
+	writer.Env = append(os.Environ(), "NCCLTUNE_TEST_STORE_WRITER="+path, "NCCLTUNE_TEST_STORE_KILL=1")
+	if out, err := writer.CombinedOutput(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the campaign was not killed: %v\n%s", err, out)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(before, now) {
+		t.Fatal("the campaign wrote the file under an immutable reader")
+	}
+	r.Close()
+	campaigns := func(open func(string) (*Store, error)) {
+		t.Helper()
+		s, err := open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if cs, err := s.Campaigns(); err != nil || len(cs) != 2 {
+			t.Errorf("%d campaigns (%v), want 2", len(cs), err)
+		}
+	}
+	campaigns(OpenReader)
+	campaigns(Open)
+	if _, err := os.Stat(path + "-wal"); !os.IsNotExist(err) {
+		t.Errorf("the log outlived the next campaign: %v", err)
+	}
+	campaigns(OpenReader)
 }

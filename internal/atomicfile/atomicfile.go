@@ -17,19 +17,25 @@ import (
 // file or the new one: the data reaches the disk before the rename (else
 // the rename may be kept and the data lost, an empty file after a power
 // cut on ext4 or XFS), and the folder after it, so that the new name is
-// kept. The file's mode is mode less the umask, as os.Create's is.
+// kept. A new file's mode is mode less the umask, as os.Create's is; a
+// file that exists keeps its permissions, and a symbolic link its place,
+// as they do under os.Create. A path that is a device or a pipe
+// (/dev/stdout) is written into as it is: a rename would replace it.
 func Write(path string, data []byte, mode os.FileMode) error {
+	path, old, err := target(path)
+	switch {
+	case err != nil:
+		return err
+	case old != nil && !old.Mode().IsRegular():
+		return writeInto(path, data)
+	}
 	dir := filepath.Dir(path)
 	tmp, err := createTemp(dir, mode)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := fsync(tmp); err != nil {
+	if err := fill(tmp, data, old); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -40,6 +46,54 @@ func Write(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// target is the file a write to path replaces, a symbolic link's target
+// (the rename would replace the link itself), and its information where
+// it exists (nil otherwise, or where a link names no file: the link is
+// then replaced). A folder is refused: the rename said "file exists". A
+// file that is not a regular one is named as given: its link may be one
+// of /proc's (/dev/stdout), which only the kernel resolves.
+func target(path string) (string, os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return path, nil, nil
+	case err != nil:
+		return "", nil, err
+	case fi.IsDir():
+		return "", nil, fmt.Errorf("%s is a directory", path)
+	case !fi.Mode().IsRegular():
+		return path, fi, nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	return real, fi, err
+}
+
+// fill writes data to the temporary file tmp and flushes it to the disk,
+// with the permissions of the file old it replaces, if any: chmod, since
+// the umask took its part when tmp was made.
+func fill(tmp *os.File, data []byte, old os.FileInfo) error {
+	if old != nil {
+		if err := tmp.Chmod(old.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	return fsync(tmp)
+}
+
+// writeInto writes data into a file that is not a regular one, as
+// os.WriteFile would; its Close error is returned too.
+func writeInto(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	return errors.Join(err, f.Close())
 }
 
 // fsync flushes a file to the disk; a variable, so that a test can see

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -77,4 +79,104 @@ func TestWriteFailsWhole(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("left %v in the folder", entries)
 	}
+}
+
+// TestWriteThroughALink: a symbolic link is written through, as os.Create
+// writes through it: the rename replaced the link with a file, and the
+// file it named kept the old text.
+func TestWriteThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "space.toml"), filepath.Join(dir, "link.toml")
+	if err := os.WriteFile(target, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("space.toml", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(link, []byte("new\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode().Type() != os.ModeSymlink {
+		t.Errorf("%s is no longer a link: %v (%v)", link, fi.Mode(), err)
+	}
+	if data, err := os.ReadFile(target); string(data) != "new\n" {
+		t.Errorf("%s = %q (%v), want the new text", target, data, err)
+	}
+}
+
+// TestWriteKeepsTheMode: a file that exists keeps its permissions, as
+// os.Create keeps them: a file its owner made private (0600) became
+// readable by all (0666 less the umask).
+func TestWriteKeepsTheMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.toml")
+	if err := os.WriteFile(path, []byte("old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, []byte("new\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v (%v), want 0640 as it was", fi.Mode().Perm(), err)
+	}
+}
+
+// TestWriteRefusesADirectory: a folder at the path is named as such, and
+// left as it was, with no temporary file beside it.
+func TestWriteRefusesADirectory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out")
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, []byte("new\n"), 0o666); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("err = %v, want one that says %s is a directory", err, path)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left %v in the folder", entries)
+	}
+}
+
+// TestWriteIntoAPipe: a path that is no regular file is written into, not
+// replaced: the rename put a regular file in a named pipe's place (and, as
+// root, over /dev/null), and /dev/stdout's link, which /proc resolves to
+// "pipe:[N]", failed.
+func TestWriteIntoAPipe(t *testing.T) {
+	named := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(named, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for path, open := range map[string]func() (*os.File, error){
+		named: func() (*os.File, error) { return os.Open(named) },
+		"/proc/self/fd/" + strconv.Itoa(int(w.Fd())): func() (*os.File, error) { return r, nil },
+	} {
+		read := make(chan string)
+		go func() {
+			f, err := open()
+			if err != nil {
+				read <- err.Error()
+				return
+			}
+			data := make([]byte, 64)
+			n, _ := f.Read(data)
+			read <- string(data[:n])
+		}()
+		if err := Write(path, []byte("new\n"), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+			t.Fatalf("%s is no longer a pipe: %v (%v)", path, fi.Mode(), err)
+		}
+		if got := <-read; got != "new\n" {
+			t.Errorf("%s: its reader read %q, want the text", path, got)
+		}
+	}
+	w.Close()
 }
