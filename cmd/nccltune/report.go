@@ -32,11 +32,10 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "`DIR` for the plots"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}},
 		Action: func(c *cli.Context) error {
-			st, l, err := openCampaign(c)
+			l, err := loadCampaign(c)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
 			if !slices.ContainsFunc(l.trials, func(t store.Trial) bool { return t.State == store.Complete }) {
 				_ = printLoaded(os.Stderr, l)
 				return errors.New("no completed trial: nothing to plot, and no tuned result to report")

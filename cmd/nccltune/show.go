@@ -34,15 +34,15 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer st.Close()
 			t, err := latestAttempt(l.trials, n)
+			if err == nil && c.Bool("output") {
+				t.Output, err = st.Output(t.ID)
+			}
+			if closeErr := st.Close(); err == nil {
+				err = closeErr // before printing (loadCampaign)
+			}
 			if err != nil {
 				return err
-			}
-			if c.Bool("output") {
-				if t.Output, err = st.Output(t.ID); err != nil {
-					return err
-				}
 			}
 			if c.Bool("json") {
 				return writeJSON(os.Stdout, t)

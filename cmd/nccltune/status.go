@@ -94,6 +94,18 @@ func openCampaign(c *cli.Context) (*store.Store, *loaded, error) {
 	return openCampaignWith(c, openExisting, readStored)
 }
 
+// loadCampaign loads the --store's --campaign and closes the store before
+// the caller prints: a reader that holds it open (a pager, a suspended
+// shell) keeps a running campaign from checkpointing, whose log then grows
+// with every trial until the reader leaves (store.LockWriter).
+func loadCampaign(c *cli.Context) (*loaded, error) {
+	st, l, err := openCampaign(c)
+	if err != nil {
+		return nil, err
+	}
+	return l, st.Close()
+}
+
 // openCampaignWith is openCampaign with the store opened by open.
 func openCampaignWith(c *cli.Context, open func(string) (*store.Store, error), parse spaceParser) (*store.Store, *loaded, error) {
 	st, err := open(c.String("store"))
@@ -131,19 +143,14 @@ func statusCommand() *cli.Command {
 		Usage: "show a campaign's trials and the best configuration per size range",
 		Flags: []cli.Flag{storeFlag, campaignFlag, &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}},
 		Action: func(c *cli.Context) error {
-			st, err := openExisting(c.String("store"))
+			l, err := loadCampaign(c)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
 			if c.Bool("json") {
-				l, err := load(st, c.String("campaign"), readStored)
-				if err != nil {
-					return err
-				}
 				return writeJSON(os.Stdout, statusJSON(l))
 			}
-			return printStatus(os.Stdout, st, c.String("campaign"))
+			return printLoaded(os.Stdout, l)
 		},
 	}
 }
@@ -425,34 +432,16 @@ func exportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			own, err := userSpace(c, l)
-			if err != nil {
-				return err
+			ex, err := exportOfCampaign(c, st, l)
+			if closeErr := st.Close(); err == nil {
+				err = closeErr // before the files are written (loadCampaign)
 			}
-			ex, err := exportOf(st, l, c.String("plugin"), own)
 			if err != nil {
 				return err
 			}
 			if len(ex.LeftOut) > 0 {
 				fmt.Fprintf(terminal{os.Stderr}, "nccltune: leaving out %s, which load code or name files: a store is no authority on those; give the space file the campaign ran with (--space FILE) to write them\n",
 					strings.Join(ex.LeftOut, ", "))
-			}
-			if f := c.String("format"); l.camp.Scale > 0 && (f == "plugin" || f == "tuner-csv" || f == "job") {
-				// One rules file serves every node count of campaign.scales; each gets a job's environment.
-				for _, at := range scales(l.family) {
-					if name := campaignName(st, at); name != "" && name != l.camp.Name {
-						other, err := load(st, name, readStored)
-						if err != nil {
-							return err
-						}
-						x, err := exportOf(st, other, c.String("plugin"), own)
-						if err != nil {
-							return err
-						}
-						ex.Scales = append(ex.Scales, x)
-					}
-				}
 			}
 			paths, err := ex.Write(c.String("format"), c.String("out"))
 			for _, p := range paths {
@@ -466,6 +455,37 @@ func exportCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// exportOfCampaign is what export writes of the loaded campaign l: its
+// export and, for the plugin and job formats of a campaign of
+// campaign.scales, every other node count's, since one rules file serves
+// them all and each gets a job's environment.
+func exportOfCampaign(c *cli.Context, st *store.Store, l *loaded) (export.Export, error) {
+	own, err := userSpace(c, l)
+	if err != nil {
+		return export.Export{}, err
+	}
+	ex, err := exportOf(st, l, c.String("plugin"), own)
+	if err != nil {
+		return ex, err
+	}
+	if f := c.String("format"); l.camp.Scale > 0 && (f == "plugin" || f == "tuner-csv" || f == "job") {
+		for _, at := range scales(l.family) {
+			if name := campaignName(st, at); name != "" && name != l.camp.Name {
+				other, err := load(st, name, readStored)
+				if err != nil {
+					return ex, err
+				}
+				x, err := exportOf(st, other, c.String("plugin"), own)
+				if err != nil {
+					return ex, err
+				}
+				ex.Scales = append(ex.Scales, x)
+			}
+		}
+	}
+	return ex, nil
 }
 
 // exportOf is a loaded campaign's export.
