@@ -276,11 +276,12 @@ func TestDoctor(t *testing.T) {
 	if _, err := exec.LookPath("mpirun"); err != nil {
 		return
 	}
-	// One process per node through mpirun: here, one node.
+	// One process per node through mpirun: here, one node, whose two ranks
+	// (one would be warned of: it chooses no algorithm) the probe runs.
 	hosts := filepath.Join(dir, "hosts")
-	os.WriteFile(hosts, []byte("localhost slots=1\n"), 0o644)
+	os.WriteFile(hosts, []byte("localhost slots=2\n"), 0o644)
 	src, _ := os.ReadFile(example)
-	mpi := strings.Replace(string(src), "[benchmark]", "[launcher]\nkind = \"mpirun\"\nnp = 1\nhostfile = \""+hosts+"\"\nargs = [\"--oversubscribe\"]\n\n[benchmark]", 1)
+	mpi := strings.Replace(string(src), "[benchmark]", "[launcher]\nkind = \"mpirun\"\nnp = 2\nhostfile = \""+hosts+"\"\nargs = [\"--oversubscribe\"]\n\n[benchmark]", 1)
 	mpi = strings.Replace(mpi, "gpus = 16 ", "gpus = 1 ", 1)
 	if os.Geteuid() == 0 {
 		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
