@@ -141,6 +141,9 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 			fmt.Fprintf(os.Stderr, "%d nodes: campaign %q\n", at.Campaign.Scale, at.Campaign.Name)
 		}
 	}
+	if tu.Finished(o) {
+		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget and been validated: nothing to run (--trials N extends it; `nccltune validate` measures its choices again)\n", sp.Campaign.Name)
+	}
 	runErr := tu.Run(c.Context, o)
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
 		return runErr
