@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -111,18 +113,35 @@ func openCampaignWith(c *cli.Context, open func(string) (*store.Store, error), p
 // openExisting opens a store that must already exist, read-only (status,
 // show, report and export never create one, nor write to it).
 func openExisting(path string) (*store.Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("store %s: %w", path, err)
+	if err := exists(path); err != nil {
+		return nil, err
 	}
 	return store.OpenReader(path)
 }
 
 // openExistingWriter opens a store that must already exist, for writing.
 func openExistingWriter(path string) (*store.Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("store %s: %w", path, err)
+	if err := exists(path); err != nil {
+		return nil, err
 	}
 	return store.Open(path)
+}
+
+// exists says what to do where the store is missing: the usual mistake is
+// a command run before any campaign, or in another folder than the run's.
+func exists(path string) error {
+	_, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		run := "nccltune run"
+		if path != storeFlag.Value {
+			run += " --store " + path
+		}
+		return fmt.Errorf("no store %s: start a campaign with `%s`, or give the store a campaign wrote as --store FILE", path, run)
+	}
+	if err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	return nil
 }
 
 func statusCommand() *cli.Command {
