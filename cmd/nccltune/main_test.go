@@ -150,6 +150,19 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestFlagErrorsBeforeTheSpace: a flag value no space makes good is refused
+// before the space is read, so that the refusal is not preceded by the
+// built-in example's announcement, as if it had started.
+func TestFlagErrorsBeforeTheSpace(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"run", "--sampler", "foo"}, {"run", "--validate-rounds", "1"}, {"resume", "--sampler", "foo"}} {
+		code, _, errOut := nccltune(t, dir, args...)
+		if code != 2 || strings.Contains(errOut, "built-in example") || strings.Contains(errOut, "no store") {
+			t.Errorf("nccltune %v: exit %d, stderr %q; want exit 2 and the flag's error alone", args, code, errOut)
+		}
+	}
+}
+
 // TestInterruptAndResume stops a campaign with SIGINT while a benchmark runs,
 // then resumes it to completion.
 func TestInterruptAndResume(t *testing.T) {
