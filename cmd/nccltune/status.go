@@ -55,11 +55,34 @@ func readStored(filename string, data []byte) (*space.Space, error) {
 	return sp, err
 }
 
+// notFound names the campaigns the store holds, the ones that a family of
+// campaign.scales ran as (NAME@8n) first among them.
+func notFound(st *store.Store, name string, err error) error {
+	all, lerr := st.Campaigns()
+	if lerr != nil || len(all) == 0 {
+		return err
+	}
+	var names, scales []string
+	for _, c := range all {
+		names = append(names, text.Graphic(c.Name, ""))
+		if strings.HasPrefix(c.Name, name+"@") {
+			scales = append(scales, text.Graphic(c.Name, ""))
+		}
+	}
+	if len(scales) > 0 {
+		return fmt.Errorf("%w: each of campaign.scales is a campaign of its own: --campaign %s", err, strings.Join(scales, ", "))
+	}
+	return fmt.Errorf("%w; the store holds %s", err, strings.Join(names, ", "))
+}
+
 func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	var camp store.Campaign
 	var err error
 	if name != "" {
 		camp, err = st.Campaign(name)
+		if errors.Is(err, store.ErrNotFound) {
+			err = notFound(st, name, err)
+		}
 	} else {
 		var all []store.Campaign
 		if all, err = st.Campaigns(); err == nil && len(all) == 0 {
