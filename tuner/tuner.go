@@ -167,6 +167,9 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 	if len(t.Space.Campaign.Scales) > 0 {
 		return t.runScales(ctx, o)
 	}
+	if t.Finished(o) {
+		return nil // nothing to run: see Finished
+	}
 	s, err := t.open(o)
 	ctx = t.held(ctx)
 	if err != nil {
@@ -303,7 +306,45 @@ func (t *Tuner) finished(o Options) bool {
 	}
 	o.ending(&camp, false)
 	vals, err := t.Store.Validations(camp.ID)
-	return err == nil && (done >= budget || camp.Stopped != "" && o.Trials == 0) && (camp.ValidateRounds < 2 || len(vals) > 0)
+	// Settled (patience), it runs no more unless told a new budget (see
+	// resume); run again without patience, its ranges are searched again.
+	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0
+	return err == nil && (done >= budget || stopped) && (camp.ValidateRounds < 2 || validatedAs(vals, trials, camp.ValidateRounds))
+}
+
+// Finished reports whether the space's stored campaign has run its budget
+// (or settled) and been validated since its last trial finished: running
+// it again, or resuming it, would only validate its choices once more,
+// which is what `nccltune validate` is for. A campaign that is not
+// validated (--no-validate) is never finished by this measure: simplifying
+// it again measures nothing it has measured.
+func (t *Tuner) Finished(o Options) bool {
+	if len(t.Space.Campaign.Scales) > 0 {
+		return false // each scale is its own campaign; runScales skips the finished ones
+	}
+	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
+	if err != nil {
+		return false
+	}
+	o.ending(&camp, false)
+	return camp.ValidateRounds >= 2 && t.finished(o)
+}
+
+// validatedAs reports whether the latest validation ran the rounds asked
+// for, after every finished trial: one from before a resume extended the
+// budget validated other choices, and one in other rounds is not the
+// validation asked for (`resume --validate-rounds N` validates again).
+func validatedAs(vals []store.Validation, trials []store.Trial, rounds int) bool {
+	var last *store.Validation
+	for i := range vals {
+		if last == nil || vals[i].Created.After(last.Created) {
+			last = &vals[i]
+		}
+	}
+	if last == nil || last.Rounds != rounds {
+		return false
+	}
+	return !slices.ContainsFunc(trials, func(tr store.Trial) bool { return tr.State.Finished() && tr.Finished.After(last.Created) })
 }
 
 // storedTrials returns a campaign's trials, refusing any whose settings

@@ -123,7 +123,7 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func newApp() *cli.App {
-	onUsageError := func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+	onUsageError := func(c *cli.Context, err error, _ bool) error { return usageError{flagHint(c, err)} }
 	commands := []*cli.Command{runCommand(), resumeCommand(), validateCommand(), statusCommand(), showCommand(), reportCommand(), exportCommand(), compareCommand(), doctorCommand(), benchCommand(), profileCommand(), pluginCommand(), simCommand()}
 	strict(commands, onUsageError)
 	return &cli.App{
@@ -148,3 +148,50 @@ func newApp() *cli.App {
 
 var storeFlag = &cli.StringFlag{Name: "store", Value: "nccltune.db", Usage: "SQLite trial store `FILE`"}
 var campaignFlag = &cli.StringFlag{Name: "campaign", Usage: "campaign `NAME` in the store (default: the most recent)"}
+
+// flagHint rewords urfave/cli's "flag provided but not defined: -trails"
+// (one dash, whatever the user typed) to name the flag as the help does,
+// the nearest one it knows, and where to see them all.
+func flagHint(c *cli.Context, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok || c == nil || c.Command == nil {
+		return err
+	}
+	name = strings.TrimLeft(name, "-")
+	msg := fmt.Sprintf("unknown flag --%s", name)
+	if c.Command.HelpName == "" || c.App != nil && c.Command.HelpName == c.App.Name { // before any command: nccltune --store x status
+		return fmt.Errorf("%s: flags go after the command they belong to (nccltune COMMAND --help lists them)", msg)
+	}
+	best, bestDist := "", len(name)/3+2
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			if d := editDistance(name, n); d < bestDist {
+				best, bestDist = n, d
+			}
+		}
+	}
+	if best != "" {
+		msg += fmt.Sprintf("; did you mean --%s?", best)
+	}
+	return fmt.Errorf("%s (%s --help lists them)", msg, c.Command.HelpName)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

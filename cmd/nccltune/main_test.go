@@ -119,9 +119,14 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"bogus"}, 2, `no command "bogus"`},
 		{[]string{"run", "--trials", "2"}, 2, "--trials: the trial budget must be at least 3"},
 		{[]string{"run", "--trials", "2000000"}, 2, "--trials: the trial budget must be at most 65536, not 2000000"},
-		{[]string{"run", "--space", bad, "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"run", "--space", bad, "--bogus"}, 2, "unknown flag --bogus (nccltune run --help lists them)"},
 		{[]string{"run", "--space", bad}, 1, "bad.toml:4: param: unknown NCCL variable NCCL_IB_GID_INDX; did you mean NCCL_IB_GID_INDEX?"},
-		{[]string{"status", "--store", "missing.db"}, 1, "missing.db"},
+		{[]string{"status", "--store", "missing.db"}, 1, "no store missing.db: start a campaign with `nccltune run --store missing.db`"},
+		{[]string{"export", "--format", "json"}, 1, "no store nccltune.db: start a campaign with `nccltune run`,"},
+		{[]string{"resume"}, 1, "no store nccltune.db"},
+		{[]string{"run", "--trails", "5"}, 2, "unknown flag --trails; did you mean --trials? (nccltune run --help lists them)"},
+		{[]string{"export", "--fromat", "json"}, 2, "did you mean --format?"},
+		{[]string{"--store", "x.db", "status"}, 2, "flags go after the command they belong to"},
 		{[]string{"export", "--store", bad}, 1, "not a readable SQLite database"},
 		{[]string{"sim", "-fabric=warp", "all_reduce_perf"}, 1, "fabric"},
 		{[]string{"run", "--validate-rounds", "100000000"}, 2, "--validate-rounds: the rounds must be 2 to 1000, not 100000000"},
@@ -142,6 +147,19 @@ func TestExitCodes(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nccltune.db")); err == nil {
 		t.Error("a failed run left a store behind")
+	}
+}
+
+// TestFlagErrorsBeforeTheSpace: a flag value no space makes good is refused
+// before the space is read, so that the refusal is not preceded by the
+// built-in example's announcement, as if it had started.
+func TestFlagErrorsBeforeTheSpace(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"run", "--sampler", "foo"}, {"run", "--validate-rounds", "1"}, {"resume", "--sampler", "foo"}} {
+		code, _, errOut := nccltune(t, dir, args...)
+		if code != 2 || strings.Contains(errOut, "built-in example") || strings.Contains(errOut, "no store") {
+			t.Errorf("nccltune %v: exit %d, stderr %q; want exit 2 and the flag's error alone", args, code, errOut)
+		}
 	}
 }
 

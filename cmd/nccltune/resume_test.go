@@ -452,3 +452,54 @@ func TestResumeUpgradesAnOlderStore(t *testing.T) {
 		t.Errorf("status after the resume: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestFinishedCampaignRunsNothing: `resume` and `run` of a campaign that has
+// run its budget and been validated as asked measure nothing (they validated
+// it again, every launch of it, and replaced its verdicts), and say so;
+// a larger budget, or other validation rounds, still runs.
+func TestFinishedCampaignRunsNothing(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "nccltune.db")
+	if code, out, errOut := nccltune(t, dir, "run", "--trials", "4", "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	batches := func() int {
+		t.Helper()
+		st, err := store.OpenReader(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		c, err := st.Campaign("sim-2node-ib")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals, err := st.Validations(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int64]bool{}
+		for _, v := range vals {
+			seen[v.Batch] = true
+		}
+		return len(seen)
+	}
+	for _, args := range [][]string{{"resume"}, {"run", "--trials", "4", "--validate-rounds", "2"}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 0 || !strings.Contains(errOut, "nothing to run") || strings.Contains(errOut, "validation 1/") || !strings.Contains(out, "4 of 4 trials finished") {
+			t.Errorf("%v of a finished campaign: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if n := batches(); n != 1 {
+		t.Errorf("%d validations after running the finished campaign again, want 1", n)
+	}
+	if code, out, errOut := nccltune(t, dir, "resume", "--validate-rounds", "3"); code != 0 || strings.Contains(errOut, "nothing to run") {
+		t.Errorf("resume --validate-rounds 3: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := nccltune(t, dir, "resume", "--trials", "8"); code != 0 || strings.Contains(errOut, "nothing to run") || !strings.Contains(out, "8 of 8 trials finished") {
+		t.Errorf("resume --trials 8: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := batches(); n != 3 {
+		t.Errorf("%d validations after resuming with other rounds and a larger budget, want 3", n)
+	}
+}

@@ -30,9 +30,9 @@ var validateFlags = []cli.Flag{
 // searchFlags override a campaign's search settings, for run and resume alike.
 var searchFlags = []cli.Flag{
 	storeFlag,
-	&cli.IntFlag{Name: "trials", Usage: "trial budget, including trials 0 and 1 (NCCL's defaults)"},
-	&cli.Int64Flag{Name: "seed", Usage: "search seed"},
-	&cli.StringFlag{Name: "sampler", Usage: strings.Join(space.Samplers, ", ")},
+	&cli.IntFlag{Name: "trials", Usage: "trial budget, including trials 0 and 1 (NCCL's defaults)", DefaultText: "the space file's campaign.trials; resume: the stored budget"},
+	&cli.Int64Flag{Name: "seed", Usage: "search seed", DefaultText: "the space file's campaign.seed; resume: the stored seed"},
+	&cli.StringFlag{Name: "sampler", Usage: strings.Join(space.Samplers, ", "), DefaultText: "the space file's campaign.sampler, else tpe-gp; resume: the stored sampler"},
 	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
 }
 
@@ -52,6 +52,9 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-space-change", Usage: "if the stored campaign ran with a different space, continue as a new campaign NAME-2 in the same store"},
 		}, append(searchFlags, validateFlags...)...),
 		Action: func(c *cli.Context) error {
+			if err := checkFlags(c); err != nil {
+				return err
+			}
 			sp, err := loadSpace(c.String("space"))
 			if err != nil {
 				return err
@@ -74,6 +77,9 @@ func resumeCommand() *cli.Command {
 			"A campaign of campaign.scales resumes the scales: each goes on where it stopped.",
 		Flags: append(append([]cli.Flag{campaignFlag, ownSpaceFlag}, searchFlags...), validateFlags...),
 		Action: func(c *cli.Context) error {
+			if err := checkFlags(c); err != nil {
+				return err
+			}
 			// A writer, which upgrades an older store's schema: a reader
 			// refuses it, and says resume upgrades it.
 			st, err := openExistingWriter(c.String("store"))
@@ -95,6 +101,20 @@ func resumeCommand() *cli.Command {
 	}
 }
 
+// checkFlags refuses a flag value that no space makes good, before the
+// space is read (and the built-in example announced).
+func checkFlags(c *cli.Context) error {
+	if s := c.String("sampler"); s != "" && !slices.Contains(space.Samplers, s) {
+		return usageError{fmt.Errorf("--sampler must be one of %s", strings.Join(space.Samplers, ", "))}
+	}
+	if !c.Bool("no-validate") {
+		if err := tuner.CheckRounds(c.Int("validate-rounds")); err != nil {
+			return usageError{fmt.Errorf("--validate-rounds: %w", err)}
+		}
+	}
+	return nil
+}
+
 // runCampaign runs the campaign of sp with the flags' overrides of o, then
 // prints the status table.
 func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
@@ -108,15 +128,12 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		seed := c.Int64("seed")
 		o.Seed = &seed
 	}
-	if o.Sampler != "" && !slices.Contains(space.Samplers, o.Sampler) {
-		return usageError{fmt.Errorf("--sampler must be one of %s", strings.Join(space.Samplers, ", "))}
+	if err := checkFlags(c); err != nil {
+		return err
 	}
 	o.Simplify = !c.Bool("no-simplify")
 	if !c.Bool("no-validate") {
 		o.ValidateRounds = c.Int("validate-rounds")
-		if err := tuner.CheckRounds(o.ValidateRounds); err != nil {
-			return usageError{fmt.Errorf("--validate-rounds: %w", err)}
-		}
 	}
 	// resume ends the campaign as the run that started it asked, as it
 	// keeps its budget: a flag given overrides that, a default does not.
@@ -140,6 +157,9 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		tu.OnScale = func(at *space.Space) {
 			fmt.Fprintf(os.Stderr, "%d nodes: campaign %q\n", at.Campaign.Scale, at.Campaign.Name)
 		}
+	}
+	if tu.Finished(o) {
+		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget and been validated: nothing to run (--trials N extends it; `nccltune validate` measures its choices again)\n", sp.Campaign.Name)
 	}
 	runErr := tu.Run(c.Context, o)
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {

@@ -25,6 +25,13 @@ func TestScalesExport(t *testing.T) {
 			t.Errorf("run does not report campaign %s:\n%s%s", name, out, errOut)
 		}
 	}
+	// The family's own name is no campaign: the error names the scales'.
+	if code, _, errOut := nccltune(t, dir, "status", "--campaign", "sim-scales-ib"); code != 1 || !strings.Contains(errOut, "--campaign sim-scales-ib@2n, sim-scales-ib@4n, sim-scales-ib@8n") {
+		t.Errorf("status --campaign of the family: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := nccltune(t, dir, "show", "--campaign", "nosuch", "0"); code != 1 || !strings.Contains(errOut, `campaign "nosuch": not found; the store holds sim-scales-ib@2n, sim-scales-ib@4n, sim-scales-ib@8n`) {
+		t.Errorf("show --campaign nosuch: exit %d, %s", code, errOut)
+	}
 	for _, format := range []string{"plugin", "tuner-csv"} {
 		code, out, errOut = nccltune(t, dir, "export", "--format", format, "--out", format)
 		if code != 0 {

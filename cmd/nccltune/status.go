@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -53,11 +55,34 @@ func readStored(filename string, data []byte) (*space.Space, error) {
 	return sp, err
 }
 
+// notFound names the campaigns the store holds, the ones that a family of
+// campaign.scales ran as (NAME@8n) first among them.
+func notFound(st *store.Store, name string, err error) error {
+	all, lerr := st.Campaigns()
+	if lerr != nil || len(all) == 0 {
+		return err
+	}
+	var names, scales []string
+	for _, c := range all {
+		names = append(names, text.Graphic(c.Name, ""))
+		if strings.HasPrefix(c.Name, name+"@") {
+			scales = append(scales, text.Graphic(c.Name, ""))
+		}
+	}
+	if len(scales) > 0 {
+		return fmt.Errorf("%w: each of campaign.scales is a campaign of its own: --campaign %s", err, strings.Join(scales, ", "))
+	}
+	return fmt.Errorf("%w; the store holds %s", err, strings.Join(names, ", "))
+}
+
 func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	var camp store.Campaign
 	var err error
 	if name != "" {
 		camp, err = st.Campaign(name)
+		if errors.Is(err, store.ErrNotFound) {
+			err = notFound(st, name, err)
+		}
 	} else {
 		var all []store.Campaign
 		if all, err = st.Campaigns(); err == nil && len(all) == 0 {
@@ -123,18 +148,35 @@ func openCampaignWith(c *cli.Context, open func(string) (*store.Store, error), p
 // openExisting opens a store that must already exist, read-only (status,
 // show, report and export never create one, nor write to it).
 func openExisting(path string) (*store.Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("store %s: %w", path, err)
+	if err := exists(path); err != nil {
+		return nil, err
 	}
 	return store.OpenReader(path)
 }
 
 // openExistingWriter opens a store that must already exist, for writing.
 func openExistingWriter(path string) (*store.Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("store %s: %w", path, err)
+	if err := exists(path); err != nil {
+		return nil, err
 	}
 	return store.Open(path)
+}
+
+// exists says what to do where the store is missing: the usual mistake is
+// a command run before any campaign, or in another folder than the run's.
+func exists(path string) error {
+	_, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		run := "nccltune run"
+		if path != storeFlag.Value {
+			run += " --store " + path
+		}
+		return fmt.Errorf("no store %s: start a campaign with `%s`, or give the store a campaign wrote as --store FILE", path, run)
+	}
+	if err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	return nil
 }
 
 func statusCommand() *cli.Command {
