@@ -7,6 +7,7 @@
 package tuner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -985,6 +986,23 @@ func failingThroughout(finished []store.Trial, last store.Trial) error {
 	}
 	return fmt.Errorf("%w (%d trials, each %s; the last: %s); see `nccltune show %d`", ErrAllFailing, len(finished)+1,
 		last.FailureKind, last.FailureReason, last.Number)
+}
+
+// StoppedFailing is ErrAllFailing, with what it said, where the search
+// trials of a campaign of budget trials stopped it short of its budget;
+// nil where they did not (status says so after the campaign ended).
+func StoppedFailing(trials []store.Trial, budget int) error {
+	var finished []store.Trial
+	for _, t := range trials {
+		if t.Number < budget && t.State.Finished() {
+			finished = append(finished, t)
+		}
+	}
+	if len(finished) == 0 || len(finished) >= budget {
+		return nil
+	}
+	slices.SortStableFunc(finished, func(a, b store.Trial) int { return cmp.Compare(a.Number, b.Number) })
+	return failingThroughout(finished[:len(finished)-1], finished[len(finished)-1])
 }
 
 // Defaults is trial 0: nothing searched is set, so NCCL applies its own

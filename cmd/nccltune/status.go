@@ -235,6 +235,9 @@ func printLoaded(out io.Writer, l *loaded) error {
 	if len(simplifying) > 0 {
 		fmt.Fprintf(w, "then %d trials tried each range's choice without each of its settings\n", len(simplifying))
 	}
+	if err := tuner.StoppedFailing(l.trials, l.camp.Budget); err != nil {
+		fmt.Fprintf(w, "%v: fix what fails them, then `nccltune resume`\n", err)
+	}
 	if l.camp.Stopped != "" {
 		fmt.Fprintln(w, l.camp.Stopped)
 	} else {
