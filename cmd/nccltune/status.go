@@ -205,6 +205,15 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 	return printLoaded(out, l)
 }
 
+// stoppedWhy says why the campaign ended short of its budget: its ranges
+// settled (patience), or its trials all failed the same way; "" if neither.
+func stoppedWhy(l *loaded) string {
+	if err := tuner.StoppedFailing(l.trials, l.camp.Budget); err != nil {
+		return err.Error() + ": fix what fails them, then `nccltune resume`"
+	}
+	return l.camp.Stopped
+}
+
 // printLoaded prints a campaign already loaded: its trials, best configuration
 // per range, validation and what to do next.
 func printLoaded(out io.Writer, l *loaded) error {
@@ -235,12 +244,10 @@ func printLoaded(out io.Writer, l *loaded) error {
 	if len(simplifying) > 0 {
 		fmt.Fprintf(w, "then %d trials tried each range's choice without each of its settings\n", len(simplifying))
 	}
-	if err := tuner.StoppedFailing(l.trials, l.camp.Budget); err != nil {
-		fmt.Fprintf(w, "%v: fix what fails them, then `nccltune resume`\n", err)
+	if why := stoppedWhy(l); why != "" {
+		fmt.Fprintln(w, why)
 	}
-	if l.camp.Stopped != "" {
-		fmt.Fprintln(w, l.camp.Stopped)
-	} else {
+	if l.camp.Stopped == "" {
 		for r, at := range tuner.Settled(l.space, l.trials) {
 			if at >= 0 {
 				fmt.Fprintf(w, "range %s settled after trial %d: no gain of %.0f%% in %d trials; it is no longer searched\n",
@@ -432,7 +439,7 @@ func statusJSON(l *loaded) map[string]any {
 		"campaign":      l.camp.Name,
 		"simulated":     len(l.space.Simulator) > 0,
 		"budget":        l.camp.Budget,
-		"stopped":       l.camp.Stopped,
+		"stopped":       stoppedWhy(l),
 		"settled":       settled,
 		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed, "no_nccl_log": sum.Silent, "one_rank": sum.OneRank, "inherited": sum.Inherited},
 		"ranges":        ranges,

@@ -40,4 +40,7 @@ max = 32
 	if !strings.Contains(out, "stopping early: every trial so far failed the same way (5 trials") || !strings.Contains(out, "nccltune resume") {
 		t.Errorf("status of a campaign stopped failing:\n%s", out)
 	}
+	if _, out, _ = nccltune(t, dir, "status", "--json"); !strings.Contains(out, `"stopped": "stopping early: every trial so far failed the same way`) {
+		t.Errorf("status --json of a campaign stopped failing:\n%s", out)
+	}
 }
