@@ -2,10 +2,13 @@ package space
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/nccltune/nccltune/internal/text"
 )
 
 // Kind says how NCCL reads a variable's value.
@@ -198,34 +201,7 @@ func Lookup(name string) (Var, error) {
 }
 
 func suggest(name string) string {
-	best, bestDist := "", len(name)/3+2
-	for n := range catalogue {
-		if d := editDistance(strings.ToUpper(name), n); d < bestDist || d == bestDist && n < best {
-			best, bestDist = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return text.Nearest(strings.ToUpper(name), slices.Collect(maps.Keys(catalogue)))
 }
 
 // MaxArgStrlen is the longest string, its NUL included, Linux passes to a

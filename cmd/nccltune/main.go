@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/urfave/cli/v2"
 )
 
@@ -162,36 +163,12 @@ func flagHint(c *cli.Context, err error) error {
 	if c.Command.HelpName == "" || c.App != nil && c.Command.HelpName == c.App.Name { // before any command: nccltune --store x status
 		return fmt.Errorf("%s: flags go after the command they belong to (nccltune COMMAND --help lists them)", msg)
 	}
-	best, bestDist := "", len(name)/3+2
+	var names []string
 	for _, f := range c.Command.Flags {
-		for _, n := range f.Names() {
-			if d := editDistance(name, n); d < bestDist {
-				best, bestDist = n, d
-			}
-		}
+		names = append(names, f.Names()...)
 	}
-	if best != "" {
+	if best := text.Nearest(name, names); best != "" {
 		msg += fmt.Sprintf("; did you mean --%s?", best)
 	}
 	return fmt.Errorf("%s (%s --help lists them)", msg, c.Command.HelpName)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -72,3 +72,36 @@ func Lines(max int) bufio.SplitFunc {
 		return bufio.ScanLines(data, atEOF)
 	}
 }
+
+// Nearest is the candidate closest to name by edit distance, near enough to
+// be what a typo meant (fewer edits than a third of name's length, plus 2),
+// the first in sort order on a tie; "" if none is.
+func Nearest(name string, candidates []string) string {
+	best, bestDist := "", len(name)/3+2
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestDist || d == bestDist && c < best {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
