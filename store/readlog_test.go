@@ -92,13 +92,20 @@ func TestCampaignStartedBesideAReader(t *testing.T) {
 		t.Errorf("the reader no longer reads: %v", err)
 	}
 	r.Close()
-	next, err := OpenReader(path)
+	twoCampaigns(t, OpenReader, path)
+}
+
+// twoCampaigns checks that the store at path, opened by open, holds the
+// two campaigns of closedStore and the writer's.
+func twoCampaigns(t *testing.T, open func(string) (*Store, error), path string) {
+	t.Helper()
+	s, err := open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer next.Close()
-	if cs, err := next.Campaigns(); err != nil || len(cs) != 2 {
-		t.Errorf("the next reader sees %d campaigns (%v), want 2", len(cs), err)
+	defer s.Close()
+	if cs, err := s.Campaigns(); err != nil || len(cs) != 2 {
+		t.Errorf("%d campaigns (%v), want 2", len(cs), err)
 	}
 }
 
@@ -138,21 +145,10 @@ func TestCampaignKilledBesideAReader(t *testing.T) {
 		t.Fatal("the campaign wrote the file under an immutable reader")
 	}
 	r.Close()
-	campaigns := func(open func(string) (*Store, error)) {
-		t.Helper()
-		s, err := open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		if cs, err := s.Campaigns(); err != nil || len(cs) != 2 {
-			t.Errorf("%d campaigns (%v), want 2", len(cs), err)
-		}
-	}
-	campaigns(OpenReader)
-	campaigns(Open)
+	twoCampaigns(t, OpenReader, path)
+	twoCampaigns(t, Open, path)
 	if _, err := os.Stat(path + "-wal"); !os.IsNotExist(err) {
 		t.Errorf("the log outlived the next campaign: %v", err)
 	}
-	campaigns(OpenReader)
+	twoCampaigns(t, OpenReader, path)
 }

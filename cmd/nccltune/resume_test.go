@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -141,18 +142,23 @@ func waitFor(done chan error, cond func() bool) *error {
 // the next trial removes it and hangs, its pid in dir/held, for the test to kill.
 func slowSpace(t *testing.T, dir string, trials int) string {
 	t.Helper()
-	bench := filepath.Join(dir, "slow_perf.sh")
-	os.WriteFile(bench, []byte(`#!/bin/sh
-d=$(dirname "$0")
+	return scriptSpace(t, dir, "slow", trials, `d=$(dirname "$0")
 if rm "$d/hold" 2>/dev/null; then echo $$ > "$d/held.tmp"; mv "$d/held.tmp" "$d/held"; exec sleep 60; fi
 sleep 0.4
 for s in 1024 2048 4096; do
   echo "  $s  $((s/4))  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
 done
-`), 0o755)
+`)
+}
+
+// scriptSpace writes a space file in dir for a campaign name of trials
+// over NCCL_ALGO whose benchmark is the shell script, and returns its path.
+func scriptSpace(t *testing.T, dir, name string, trials int, script string) string {
+	t.Helper()
+	bench := filepath.Join(dir, name+"_perf.sh")
 	spaceFile := filepath.Join(dir, "space.toml")
-	os.WriteFile(spaceFile, []byte(`[campaign]
-name = "slow"
+	err := errors.Join(os.WriteFile(bench, []byte("#!/bin/sh\n"+script), 0o755), os.WriteFile(spaceFile, []byte(`[campaign]
+name = "`+name+`"
 trials = `+strconv.Itoa(trials)+`
 sizes = { min = "1K", max = "4K", factor = 2 }
 [benchmark]
@@ -160,7 +166,10 @@ binary = "`+bench+`"
 [[param]]
 name = "NCCL_ALGO"
 values = ["Ring", "Tree"]
-`), 0o644)
+`), 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return spaceFile
 }
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,27 +10,7 @@ import (
 // not only "5 of 40 trials finished".
 func TestStatusOfACampaignStoppedFailing(t *testing.T) {
 	dir := t.TempDir()
-	bench := filepath.Join(dir, "broken_perf.sh")
-	if err := os.WriteFile(bench, []byte("#!/bin/sh\necho 'cudaErrorNoDevice' >&2\nexit 3\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	spaceFile := filepath.Join(dir, "space.toml")
-	if err := os.WriteFile(spaceFile, []byte(`[campaign]
-name = "broken"
-trials = 40
-sizes = { min = "1K", max = "4K", factor = 2 }
-[benchmark]
-binary = "`+bench+`"
-[[param]]
-name = "NCCL_ALGO"
-values = ["Ring", "Tree"]
-[[param]]
-name = "NCCL_MIN_CTAS"
-min = 1
-max = 32
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	spaceFile := scriptSpace(t, dir, "broken", 40, "echo 'cudaErrorNoDevice' >&2\nexit 3\n")
 	if code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile); code != 1 || !strings.Contains(errOut, "stopping early") {
 		t.Fatalf("run of a broken benchmark: exit %d\n%s\n%s", code, out, errOut)
 	}
