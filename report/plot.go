@@ -35,8 +35,8 @@ const width, height = 9 * vg.Inch, 5.5 * vg.Inch
 // Write draws every plot of a campaign into dir and returns their paths by
 // name: what the trials measured (busbw.png over message sizes for a
 // benchmark that sweeps them, measured.png per trial for one that measures
-// one objective) and convergence.png of the search's budget trials.
-func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial, budget int, dir string) (map[string]string, error) {
+// one objective) and convergence.png of the search's trials.
+func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial, dir string) (map[string]string, error) {
 	plots := map[string]string{"convergence": filepath.Join(dir, "convergence.png")}
 	if sp.Benchmark.Sweeps() {
 		plots["busbw"] = filepath.Join(dir, "busbw.png")
@@ -49,7 +49,7 @@ func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 			return nil, fmt.Errorf("measured plot: %w", err)
 		}
 	}
-	if err := Convergence(sp, trials, budget, plots["convergence"]); err != nil {
+	if err := Convergence(sp, trials, plots["convergence"]); err != nil {
 		return nil, fmt.Errorf("convergence plot: %w", err)
 	}
 	return plots, nil
@@ -187,16 +187,16 @@ func envelope(sp *space.Space, coll string, trials []store.Trial) plotter.XYs {
 }
 
 // Convergence plots, per range, the best score the search found so far
-// relative to NCCL's defaults, against the trial number, over the trials
-// below budget: those after it simplify and re-measure the choices, which
-// is not search progress (tuner's simplify numbers them from the budget).
-func Convergence(sp *space.Space, trials []store.Trial, budget int, path string) error {
+// relative to NCCL's defaults, against the trial number, over the search's
+// trials: the simplification's re-measure the choices, which is not search
+// progress.
+func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 	p := plot.New()
 	p.Title.Text = "search convergence: best so far / NCCL defaults"
 	p.X.Label.Text, p.Y.Label.Text = "trial", "best score relative to defaults"
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
-	for i, xy := range convergence(sp, trials, budget) {
+	for i, xy := range convergence(sp, trials) {
 		if err := addLine(p, sp.Ranges[i].Name, xy, palette[i%len(palette)], false); err != nil {
 			return err
 		}
@@ -205,11 +205,11 @@ func Convergence(sp *space.Space, trials []store.Trial, budget int, path string)
 }
 
 // convergence is, per range, the best score so far relative to NCCL's
-// defaults at each finished trial below budget (a failed one repeats the
+// defaults at each finished search trial (a failed one repeats the
 // best before it); nil for a range without a measurement of the defaults.
 // Before the range's first measurement there is no best to plot: a ratio of
 // 0 there would read as a search 100% below the defaults.
-func convergence(sp *space.Space, trials []store.Trial, budget int) []plotter.XYs {
+func convergence(sp *space.Space, trials []store.Trial) []plotter.XYs {
 	out := make([]plotter.XYs, len(sp.Ranges))
 	choices := results.Of(sp, trials, nil)
 	for i, r := range sp.Ranges {
@@ -220,7 +220,7 @@ func convergence(sp *space.Space, trials []store.Trial, budget int) []plotter.XY
 		}
 		best := 0.0
 		for _, t := range trials {
-			if t.Number >= budget {
+			if !t.Searched() {
 				continue
 			}
 			if s, ok := t.Scores[r.Name]; ok && t.State == store.Complete {

@@ -34,7 +34,7 @@ func TestPlots(t *testing.T) {
 	dir := t.TempDir()
 	for name, draw := range map[string]func(string) error{
 		"busbw.png":       func(p string) error { return BusBW(sp, results.Of(sp, trials, nil), trials, p) },
-		"convergence.png": func(p string) error { return Convergence(sp, trials, len(trials), p) },
+		"convergence.png": func(p string) error { return Convergence(sp, trials, p) },
 		"no-defaults.png": func(p string) error { return BusBW(sp, results.Of(sp, trials[1:], nil), trials[1:], p) },
 	} {
 		path := filepath.Join(dir, name)
@@ -77,7 +77,7 @@ func TestPlotsOfEveryKind(t *testing.T) {
 			trials = append(trials, tr)
 		}
 		dir := t.TempDir()
-		plots, err := Write(sp, results.Of(sp, trials, nil), trials, len(trials), dir)
+		plots, err := Write(sp, results.Of(sp, trials, nil), trials, dir)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -121,7 +121,7 @@ func TestPlotsOfAbsurdScores(t *testing.T) {
 				}
 				trials = append(trials, tr)
 			}
-			if _, err := Write(sp, results.Of(sp, trials, nil), trials, len(trials), t.TempDir()); err != nil {
+			if _, err := Write(sp, results.Of(sp, trials, nil), trials, t.TempDir()); err != nil {
 				t.Error(err)
 			}
 		})
@@ -143,7 +143,7 @@ func TestConvergenceStartsAtTheFirstMeasurement(t *testing.T) {
 		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{name: 12}},
 		{Number: 3, State: store.Failed, Params: map[string]string{"NCCL_ALGO": "Ring"}},
 	}
-	got := convergence(sp, trials, len(trials))[0]
+	got := convergence(sp, trials)[0]
 	want := []float64{1, 1.2, 1.2}
 	if len(got) != len(want) || got[0].X != 1 {
 		t.Fatalf("convergence %v, want trials 1 to 3 at %v", got, want)
@@ -155,9 +155,10 @@ func TestConvergenceStartsAtTheFirstMeasurement(t *testing.T) {
 	}
 }
 
-// TestConvergenceOfTheSearchAlone: the trials after the budget simplify
-// and re-measure the choice, which is not search progress; they were
-// plotted as trials 3 and 4, and a lucky re-measurement raised the best.
+// TestConvergenceOfTheSearchAlone: the simplification's trials re-measure
+// the choice, which is not search progress; they were plotted as trials 3
+// and 4, and a lucky re-measurement raised the best. A budget raised after
+// them searches on as trial 5, which is plotted.
 func TestConvergenceOfTheSearchAlone(t *testing.T) {
 	sp, err := space.Parse("p.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
 	if err != nil {
@@ -165,16 +166,20 @@ func TestConvergenceOfTheSearchAlone(t *testing.T) {
 	}
 	name, ring := sp.Ranges[0].Name, map[string]string{"NCCL_ALGO": "Ring"}
 	var trials []store.Trial
-	for n, s := range []float64{10, 10, 12, 13, 11} { // a budget of 3, then a re-measurement and a variant
-		tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{name: s}}
+	// A budget of 3, then a re-measurement and a variant, then a 4th search trial.
+	for n, s := range []float64{10, 10, 12, 13, 11, 11.5} {
+		tr := store.Trial{Number: n, State: store.Complete, Phase: store.Search, Scores: map[string]float64{name: s}}
 		if n >= 2 {
 			tr.Params = ring
 		}
+		if n == 3 || n == 4 {
+			tr.Phase = store.Simplification
+		}
 		trials = append(trials, tr)
 	}
-	got := convergence(sp, trials, 3)[0]
-	if len(got) != 3 || got[2].X != 2 || math.Abs(got[2].Y-1.2) > 1e-12 {
-		t.Errorf("convergence %v, want trials 0 to 2, ending at 1.2", got)
+	got := convergence(sp, trials)[0]
+	if len(got) != 4 || got[2].X != 2 || got[3].X != 5 || math.Abs(got[3].Y-1.2) > 1e-12 {
+		t.Errorf("convergence %v, want trials 0 to 2 and 5, ending at 1.2", got)
 	}
 }
 

@@ -118,9 +118,10 @@ func (s *Space) IsDefaults(a Assignment) bool { return s.Key(a) == s.Key(nil) }
 
 // MaxTrials is the largest trial budget: days of trials at a second each, as
 // many as the largest grid, and far below the trial numbers a store holds
-// (the trials that simplify each range's choice come after the budget), so
-// that no budget is accepted that the store would then refuse to read, or
-// that would take memory in proportion to itself before its first trial.
+// (the simplification's trials, after each budget a campaign is given, are
+// numbered among them), so that no budget is accepted that the store would
+// then refuse to read, or that would take memory in proportion to itself
+// before its first trial.
 const MaxTrials = 1 << 16
 
 // CheckTrials checks a trial budget: at least one trial after the defaults',

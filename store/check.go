@@ -16,6 +16,8 @@ const maxTrialNumber = 1 << 20
 
 var states = map[State]bool{Running: true, Complete: true, Failed: true, Interrupted: true, Pruned: true}
 
+var phases = map[Phase]bool{Search: true, Simplification: true}
+
 // checkCampaign checks a campaign as read back.
 func checkCampaign(c Campaign) error {
 	switch {
@@ -48,11 +50,12 @@ func storable(c Campaign) error {
 // checkTrials checks a campaign's trials as read back, in the order Trials
 // returns them (by number): every number from 0 up to a bound, each held by
 // one trial that is not interrupted (an interrupted one runs again under its
-// number),
-// every state one nccltune writes, every score and measurement finite and
-// not negative.
+// number) and by trials of one phase,
+// every state and phase one nccltune writes, every score and measurement
+// finite and not negative.
 func checkTrials(ts []Trial) error {
 	live := map[int]bool{}
+	phaseOf := map[int]Phase{}
 	for _, t := range ts {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("trial %d (row %d): %s: %w", t.Number, t.ID, fmt.Sprintf(format, args...), ErrTampered)
@@ -62,9 +65,14 @@ func checkTrials(ts []Trial) error {
 			return bad("number out of range")
 		case !states[t.State]:
 			return bad("unknown state %q", t.State)
+		case !phases[t.Phase]:
+			return bad("unknown phase %q", t.Phase)
+		case phaseOf[t.Number] != "" && phaseOf[t.Number] != t.Phase:
+			return bad("trials of that number in phases %s and %s", phaseOf[t.Number], t.Phase)
 		case t.Group < 0 || t.Group > 1<<16:
 			return bad("node group %d", t.Group)
 		}
+		phaseOf[t.Number] = t.Phase
 		if t.State != Interrupted {
 			if live[t.Number] {
 				return bad("a second trial of that number")

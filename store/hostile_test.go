@@ -220,6 +220,8 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 		`UPDATE trials SET state = 'bogus' WHERE number = 1`,
 		`UPDATE trials SET scores = '{"small":-5}' WHERE number = 1`,
 		`UPDATE trials SET node_group = -1 WHERE number = 1`,
+		`UPDATE trials SET phase = 'bogus' WHERE number = 1`,
+		`INSERT INTO trials (campaign_id, number, state, phase, params, env, started_at) VALUES (1, 1, 'interrupted', 'simplification', '{}', '[]', '')`,
 		`UPDATE results SET oop_busbw = 9e999`,
 		`UPDATE results SET ip_busbw = -9e999`,
 		`UPDATE results SET ip_time_us = -1`,

@@ -112,6 +112,14 @@ var migrations = []string{
 	// flags' defaults, which it keeps.
 	`ALTER TABLE campaigns ADD COLUMN simplify INTEGER NOT NULL DEFAULT 1;
 	ALTER TABLE campaigns ADD COLUMN validate_rounds INTEGER NOT NULL DEFAULT 5;`,
+	// Which phase of the campaign ran a trial: the search, or the simplification after it. Before,
+	// the number told them apart (the simplification's from the budget up), which a budget raised
+	// after the simplification broke. An older store's trials are classed by that rule against the
+	// stored budget, the last run's: right unless a run raised it past trials the simplification had
+	// run, which that nccltune counted as the search's from then on, as they stay.
+	`ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'search';
+	UPDATE trials SET phase = 'simplification'
+		WHERE number >= (SELECT budget FROM campaigns WHERE campaigns.id = trials.campaign_id);`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -38,6 +38,18 @@ const (
 // Finished reports whether a trial is done with (run again on resume otherwise).
 func (s State) Finished() bool { return s == Complete || s == Failed || s == Pruned }
 
+// Phase is the part of a campaign that ran a trial.
+type Phase string
+
+const (
+	// Search trials are the budget's: proposed by the sampler, NCCL's
+	// defaults and try_first among them.
+	Search Phase = "search"
+	// Simplification trials follow the search: each range's choice run
+	// again, and without each of its settings (the budget does not count them).
+	Simplification Phase = "simplification"
+)
+
 // Campaign is one tuning campaign: a space file and the trials run on it.
 type Campaign struct {
 	ID        int64
@@ -69,6 +81,7 @@ type Trial struct {
 	CampaignID    int64
 	Number        int // 0 is NCCL's defaults
 	State         State
+	Phase         Phase             // Search where StartTrial is given none
 	Params        map[string]string // the searched variables' values
 	Env           []string          // every NCCL_* variable the trial set
 	Command       []string          // what was executed, launcher included
@@ -85,6 +98,10 @@ type Trial struct {
 	Group         int                // the group of nodes it ran on (launcher.groups), from 0
 	Nodes         []string           // the group's nodes, where the launcher names them
 }
+
+// Searched reports whether the search ran t: a trial of no phase, as one
+// not yet stored (StartTrial gives it Search), is the search's.
+func (t *Trial) Searched() bool { return t.Phase != Simplification }
 
 // Store is an open trial store.
 type Store struct {
@@ -468,12 +485,15 @@ func (s *Store) StartTrial(t *Trial) error {
 		return fmt.Errorf("store %s: trial number %d is beyond what a store holds (0 to %d)", s.path, t.Number, maxTrialNumber-1)
 	}
 	t.State, t.Started = Running, time.Now().UTC()
+	if t.Phase == "" {
+		t.Phase = Search
+	}
 	cols, err := encode(t.Params, t.Env, t.Nodes)
 	if err != nil {
 		return fmt.Errorf("store %s: start trial %d: %w", s.path, t.Number, err)
 	}
-	res, err := s.db.Exec(`INSERT INTO trials(campaign_id, number, state, params, env, started_at, node_group, nodes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.CampaignID, t.Number, t.State, cols[0], cols[1], t.Started.Format(time.RFC3339Nano), t.Group, cols[2])
+	res, err := s.db.Exec(`INSERT INTO trials(campaign_id, number, state, phase, params, env, started_at, node_group, nodes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.CampaignID, t.Number, t.State, t.Phase, cols[0], cols[1], t.Started.Format(time.RFC3339Nano), t.Group, cols[2])
 	if err != nil {
 		return fmt.Errorf("store %s: start trial %d: %w", s.path, t.Number, err)
 	}
@@ -523,7 +543,7 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 	return nil
 }
 
-const trialColumns = `id, campaign_id, number, state, params, env, command, started_at, finished_at,
+const trialColumns = `id, campaign_id, number, state, phase, params, env, command, started_at, finished_at,
 	exit_code, failure_kind, failure_reason, scores, nccl_log, fingerprint, node_group, nodes`
 
 // Trials returns a campaign's trials in order, with their result rows but
@@ -594,7 +614,7 @@ func scanTrial(sc scanner) (Trial, error) {
 	var command, finished, kind, reason, scores, log, fp, nodes sql.NullString
 	var started string
 	var exit sql.NullInt64
-	if err := sc.Scan(&t.ID, &t.CampaignID, &t.Number, &t.State, &params, &env, &command, &started, &finished,
+	if err := sc.Scan(&t.ID, &t.CampaignID, &t.Number, &t.State, &t.Phase, &params, &env, &command, &started, &finished,
 		&exit, &kind, &reason, &scores, &log, &fp, &t.Group, &nodes); err != nil {
 		return t, fmt.Errorf("trial row %d: %w", t.ID, err)
 	}

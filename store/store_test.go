@@ -5,9 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,7 +92,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("Trials: %v, %v", got, err)
 	}
 	g := got[0]
-	if g.State != Complete || !reflect.DeepEqual(g.Params, tr.Params) || !reflect.DeepEqual(g.Env, tr.Env) ||
+	if g.State != Complete || g.Phase != Search || !reflect.DeepEqual(g.Params, tr.Params) || !reflect.DeepEqual(g.Env, tr.Env) ||
 		!reflect.DeepEqual(g.Command, tr.Command) || !reflect.DeepEqual(g.Scores, tr.Scores) || !reflect.DeepEqual(g.Rows, tr.Rows) ||
 		!reflect.DeepEqual(g.NCCLLog, tr.NCCLLog) || g.Group != 2 || !reflect.DeepEqual(g.Nodes, tr.Nodes) {
 		t.Errorf("read back %+v\nwant %+v", g, *tr)
@@ -197,6 +199,49 @@ func TestMigratesOlderStore(t *testing.T) {
 	// say; it goes on doing so.
 	if c, err := s.Campaign("old"); err != nil || !c.Simplify || c.ValidateRounds != 5 {
 		t.Errorf("after migration: %+v, %v", c, err)
+	}
+}
+
+// TestMigrationClassesTrialsByNumber: a store of the schema before trials
+// recorded their phase reads its trials numbered from the campaign's stored
+// budget up as the simplification's, as that nccltune numbered them, and
+// those below it as the search's; each campaign by its own budget.
+func TestMigrationClassesTrialsByNumber(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append(slices.Clone(migrations[:SchemaVersion-1]), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1))
+	for id, budget := range []int{4, 2} {
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at)
+			VALUES (%d, 'c%d', 'h', 'x', %d, 'tpe', 1, '2026-01-01T00:00:00Z')`, id+1, id+1, budget))
+		for n := range 6 {
+			stmts = append(stmts, fmt.Sprintf(`INSERT INTO trials (campaign_id, number, state, params, env, started_at)
+				VALUES (%d, %d, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`, id+1, n))
+		}
+	}
+	for _, stmt := range stmts {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, budget := range []int{4, 2} {
+		trials, err := s.Trials(int64(id + 1))
+		if err != nil || len(trials) != 6 {
+			t.Fatalf("campaign c%d after migration: %d trials, %v", id+1, len(trials), err)
+		}
+		for _, tr := range trials {
+			if want := map[bool]Phase{true: Search, false: Simplification}[tr.Number < budget]; tr.Phase != want {
+				t.Errorf("campaign c%d (budget %d), trial %d: phase %q, want %q", id+1, budget, tr.Number, tr.Phase, want)
+			}
+		}
 	}
 }
 

@@ -89,10 +89,12 @@ type focuser interface {
 }
 
 // Settled returns, per range, the trial after which the range settled: with
-// campaign.patience P, P trials in a row that did not raise its best score by
-// MinGain. A settled range is not searched any more, and its sizes leave the
-// sweep where they lie at its ends. -1 marks a range still searched; without
-// patience every range is.
+// campaign.patience P, P finished search trials in a row that did not raise
+// its best score by MinGain. A settled range is not searched any more, and
+// its sizes leave the sweep where they lie at its ends. -1 marks a range
+// still searched; without patience every range is. The search's trials are
+// counted, not numbered: a budget raised after the simplification numbers
+// them on past its trials, which re-measure choices and search nothing.
 func Settled(sp *space.Space, trials []store.Trial) []int {
 	out := slices.Repeat([]int{-1}, len(sp.Ranges))
 	p := sp.Campaign.Patience
@@ -100,18 +102,23 @@ func Settled(sp *space.Space, trials []store.Trial) []int {
 		return out
 	}
 	best, lastGain := make([]float64, len(sp.Ranges)), make([]int, len(sp.Ranges))
+	i := -1 // the search's finished trials so far, from 0
 	for _, t := range trials {
+		if !t.Searched() || !t.State.Finished() {
+			continue
+		}
+		i++
 		for r, rg := range sp.Ranges {
 			if out[r] >= 0 {
 				continue
 			}
 			if s, ok := t.Scores[rg.Name]; ok && t.State == store.Complete && s > best[r] {
 				if s >= best[r]*(1+results.MinGain) {
-					lastGain[r] = t.Number
+					lastGain[r] = i
 				}
 				best[r] = s
 			}
-			if t.Number-lastGain[r] >= p {
+			if i-lastGain[r] >= p {
 				out[r] = t.Number
 			}
 		}

@@ -114,10 +114,10 @@ func (o Options) ending(camp *store.Campaign, fresh bool) {
 // Progress reports one finished trial.
 type Progress struct {
 	Trial  store.Trial
-	Done   int // finished trials, including this one
+	Done   int // the search's finished trials, including this one
 	Budget int
 	Best   []float64 // best score so far per range
-	// Simplifying marks the trials after the budget that try choices with fewer settings.
+	// Simplifying marks the trials after the search that try choices with fewer settings.
 	Simplifying bool
 	// Note, if not empty, tells of a change in how the following trials run
 	// (the iteration count adapted to the measured noise).
@@ -147,6 +147,10 @@ type session struct {
 	measured []bool              // per range: the plan's sweep measures it
 	note     string              // how the next launches changed, for the next Progress
 	stopped  bool                // every range settled: no more trials are proposed
+	// searchEnd is the first number past every search trial stored or
+	// started: the simplification's are numbered from there, past any the
+	// search left interrupted when its ranges settled.
+	searchEnd int
 	// versionUnknown: a trial's NCCL log gave no version, and the progress said so.
 	versionUnknown bool
 	// ranksSaid: the progress said that this scale runs another rank count than the workload's.
@@ -299,12 +303,7 @@ func (t *Tuner) finished(o Options) bool {
 	if err != nil {
 		return false
 	}
-	done := 0
-	for _, tr := range trials {
-		if tr.State.Finished() && tr.Number < budget {
-			done++
-		}
-	}
+	done := searchDone(trials)
 	o.ending(&camp, false)
 	vals, err := t.Store.Validations(camp.ID)
 	// Settled (patience), it runs no more unless told a new budget (see
@@ -388,10 +387,10 @@ func (t *Tuner) choices() ([]space.Assignment, error) {
 	return out, nil
 }
 
-// resume finds the stored trials and returns the numbers of those still to
-// run: every one below the budget not finished (an interrupted trial runs
-// again under its number). The finished ones are told to a fresh sampler as
-// the trials to come need them (see need).
+// resume finds the stored trials and returns the numbers of the search
+// trials still to run (see searchTodo). The finished ones, the
+// simplification's too, are told to a fresh sampler as the trials to come
+// need them (see need).
 func (s *session) resume(o Options) ([]int, error) {
 	sp := s.Space
 	var err error
@@ -416,12 +415,12 @@ func (s *session) resume(o Options) ([]int, error) {
 	if err := baselined(sp, trials, len(s.groups)); err != nil {
 		return nil, err
 	}
-	var todo []int
-	for n := range s.camp.Budget {
-		if _, ok := s.untold[n]; !ok {
-			todo = append(todo, n)
+	for _, t := range trials {
+		if t.Searched() {
+			s.searchEnd = max(s.searchEnd, t.Number+1)
 		}
 	}
+	todo := searchTodo(trials, s.camp.Budget)
 	if s.camp.Stopped != "" {
 		if o.Trials == 0 && sp.Campaign.Patience > 0 {
 			todo = nil // it converged: run no more unless told a new budget
@@ -433,6 +432,46 @@ func (s *session) resume(o Options) ([]int, error) {
 		}
 	}
 	return todo, nil
+}
+
+// searchTodo returns the numbers of the search trials still to run under
+// budget, in order: those the search started and never finished, which run
+// again under their numbers, then new numbers past every trial stored. A
+// budget raised after the simplification ran so searches on past its
+// trials, and a campaign killed and resumed goes on with the same numbers,
+// neither losing nor repeating one.
+func searchTodo(trials []store.Trial, budget int) []int {
+	finished := map[int]bool{} // per number the search started: whether it finished
+	next := 0
+	for _, t := range trials {
+		next = max(next, t.Number+1)
+		if t.Searched() {
+			finished[t.Number] = finished[t.Number] || t.State.Finished()
+		}
+	}
+	left := budget - searchDone(trials)
+	var todo []int
+	for _, n := range slices.Sorted(maps.Keys(finished)) {
+		if !finished[n] && len(todo) < left {
+			todo = append(todo, n)
+		}
+	}
+	for ; len(todo) < left; next++ {
+		todo = append(todo, next)
+	}
+	return todo
+}
+
+// searchDone counts the search's finished trials, which its budget counts
+// (a number holds at most one finished trial).
+func searchDone(trials []store.Trial) int {
+	n := 0
+	for _, t := range trials {
+		if t.Searched() && t.State.Finished() {
+			n++
+		}
+	}
+	return n
 }
 
 // baselined refuses to resume a campaign on more groups than NCCL's
@@ -505,7 +544,7 @@ func (s *session) search(parent context.Context, todo []int) error {
 		if err := s.end(ctx, t); err != nil {
 			fail(err)
 		} else if s.Progress != nil {
-			s.Progress(Progress{Trial: *t, Done: s.finishedTrials(), Budget: s.camp.Budget, Best: slices.Clone(s.best), Note: s.note})
+			s.Progress(Progress{Trial: *t, Done: s.searchedTrials(), Budget: s.camp.Budget, Best: slices.Clone(s.best), Note: s.note})
 			s.note = ""
 		}
 	}
@@ -570,24 +609,29 @@ func (s *session) begin(n int, g *group) (*store.Trial, error) {
 	}
 	if !slices.Contains(s.settled, -1) {
 		s.stopped = true
+		// After the search trial that settled the last range: the last
+		// told may be the simplification's, of a budget raised after it.
 		s.camp.Stopped = fmt.Sprintf("stopped after trial %d: every range settled (patience): %s",
-			s.trials[len(s.trials)-1].Number, describeSettled(s.Space, s.settled))
+			slices.Max(s.settled), describeSettled(s.Space, s.settled))
 		return nil, s.Store.UpdateSettings(s.camp)
 	}
 	a, err := s.next(n)
 	if err != nil {
 		return nil, fmt.Errorf("trial %d: %w", n, err)
 	}
-	return s.start(n, a, g)
+	return s.start(n, a, g, store.Search)
 }
 
-// start stores trial n with assignment a as running on group g, and fails
-// it at once, not launched, if the space's checks refuse it.
-func (s *session) start(n int, a space.Assignment, g *group) (*store.Trial, error) {
+// start stores trial n of phase ph with assignment a as running on group
+// g, and fails it at once, not launched, if the space's checks refuse it.
+func (s *session) start(n int, a space.Assignment, g *group, ph store.Phase) (*store.Trial, error) {
 	sp := s.Space
-	t := &store.Trial{CampaignID: s.camp.ID, Number: n, Params: a, Env: sp.Env(a), Group: g.index, Nodes: g.nodes}
+	t := &store.Trial{CampaignID: s.camp.ID, Number: n, Phase: ph, Params: a, Env: sp.Env(a), Group: g.index, Nodes: g.nodes}
 	if err := s.Store.StartTrial(t); err != nil {
 		return nil, err
+	}
+	if t.Searched() {
+		s.searchEnd = max(s.searchEnd, n+1)
 	}
 	s.untold[n] = *t
 	if err := sp.Check(a); err != nil {
@@ -689,15 +733,9 @@ func (s *session) readsPerCollective(t store.Trial) error {
 	return nil
 }
 
-// finishedTrials counts the finished trials.
-func (s *session) finishedTrials() int {
-	n := len(s.trials)
-	for _, t := range s.untold {
-		if t.State.Finished() {
-			n++
-		}
-	}
-	return n
+// searchedTrials counts the search's finished trials, told or not.
+func (s *session) searchedTrials() int {
+	return searchDone(s.trials) + searchDone(slices.Collect(maps.Values(s.untold)))
 }
 
 // tell tells the sampler, in order, every trial numbered below n that is
@@ -732,11 +770,11 @@ func (s *session) learn(t store.Trial) error {
 	return s.sampler.Tell(space.Assignment(t.Params), scores)
 }
 
-// trial runs trial n with assignment a on the first group, and tells it:
-// after the search, trials run one at a time.
+// trial runs simplification trial n with assignment a on the first group,
+// and tells it: after the search, trials run one at a time.
 func (s *session) trial(ctx context.Context, n int, a space.Assignment) (*store.Trial, error) {
 	g := s.groups[0]
-	t, err := s.start(n, a, g)
+	t, err := s.start(n, a, g, store.Simplification)
 	if err != nil {
 		return nil, err
 	}
@@ -750,7 +788,7 @@ func (s *session) trial(ctx context.Context, n int, a space.Assignment) (*store.
 }
 
 // simplify tries, for each range's chosen configuration, leaving out each of
-// its settings in turn, as extra trials after the budget. A setting whose
+// its settings in turn, as extra trials after the search's. A setting whose
 // removal keeps the range within results.Parsimony of the choice is left out
 // for good; results.Of then prefers the simpler trial. The choice's search
 // score is the best of many noisy runs, so biased upwards (the winner's
@@ -759,17 +797,18 @@ func (s *session) trial(ctx context.Context, n int, a space.Assignment) (*store.
 // simplifies where it stopped.
 func (s *session) simplify(ctx context.Context) error {
 	sp := s.Space
-	budget := s.camp.Budget
-	n := budget
+	// Past the search's, and past its own finished ones: one interrupted
+	// runs again under its number.
+	n := s.searchEnd
 	measured := map[string]store.Trial{} // every finished trial, by configuration
-	fresh := map[string]store.Trial{}    // those run after the budget: not picked as a maximum
+	fresh := map[string]store.Trial{}    // the simplification's: not picked as a maximum
 	var searched []store.Trial           // the search's alone, so that a resumed campaign retraces the same path
 	for _, t := range s.trials {
 		measured[sp.Key(t.Params)] = t
-		if t.Number >= budget {
-			fresh[sp.Key(t.Params)] = t
-		} else {
+		if t.Searched() {
 			searched = append(searched, t)
+		} else {
+			fresh[sp.Key(t.Params)] = t
 		}
 		n = max(n, t.Number+1)
 	}
@@ -1175,36 +1214,20 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}
-	// Trials at or past the budget are the simplification's: a budget
-	// lowered below trials the search ran would count those as its, in
-	// status and in what the simplification and validation judge.
+	// A budget below the trials the search ran is one it has overrun.
 	if !fresh && camp.Budget < stored {
 		ts, err := t.Store.Trials(camp.ID)
 		if err != nil {
 			return camp, err
 		}
-		if last := lastSearched(ts, stored); last >= camp.Budget {
-			return camp, fmt.Errorf("campaign %q: its search ran trials up to %d (of a budget of %d); a budget of %d would count those past it as the simplification's: give at least %d trials (--trials; nccltune resume keeps the stored %d)", camp.Name, last, stored, camp.Budget, last+1, stored)
+		if done := searchDone(ts); done > camp.Budget {
+			return camp, fmt.Errorf("campaign %q: its search ran %d trials (of a budget of %d); a budget of %d is spent already: give at least %d trials (--trials; nccltune resume keeps the stored %d)", camp.Name, done, stored, camp.Budget, done, stored)
 		}
 	}
 	if fresh {
 		return t.Store.CreateCampaign(camp)
 	}
 	return camp, t.Store.UpdateSettings(camp)
-}
-
-// lastSearched is the highest number of a trial the search ran, under a
-// budget of budget. Only a finished trial counts: one left running by a
-// process that died (kill -9, a lost node) is run again, as an
-// interrupted one is (MarkInterrupted marks it after this check).
-func lastSearched(ts []store.Trial, budget int) int {
-	last := -1
-	for _, t := range ts {
-		if t.Number < budget && t.State.Finished() {
-			last = max(last, t.Number)
-		}
-	}
-	return last
 }
 
 // ErrSpaceChanged means the space differs from the one a stored campaign ran with.

@@ -539,10 +539,9 @@ func TestRunAgainKeepsItsSampler(t *testing.T) {
 }
 
 // TestLoweredBudgetBelowTheSearchIsRefused: a campaign run again with a
-// budget below trials its search ran is refused with the least it takes
-// (trials past the budget are the simplification's: status counted 25 of
-// the search's as such, and the simplification judged the first five's
-// choice); a budget down to its last search trial, or above, runs.
+// budget below the trials its search ran is refused with the least it
+// takes (a budget it has overrun: status would count 8 of 3); a budget of
+// its search's trials, or above, runs.
 func TestLoweredBudgetBelowTheSearchIsRefused(t *testing.T) {
 	sp := loadExample(t, 8)
 	st := openStore(t)
@@ -558,6 +557,76 @@ func TestLoweredBudgetBelowTheSearchIsRefused(t *testing.T) {
 		err := newTuner(t, sp, st).Run(context.Background(), o)
 		if refused := err != nil && strings.Contains(err.Error(), "give at least 8 trials"); refused != c.refused || !refused && err != nil {
 			t.Errorf("run again with %d trials: %v", c.trials, err)
+		}
+	}
+}
+
+// TestRaisedBudgetSearchesOn: a finished campaign of 4 trials run again
+// with 6 runs 2 more search trials, numbered past its simplification's,
+// then simplifies again; its simplification trials, numbered from 4, once
+// counted as the search's under the new budget, and it ran none. Stopped
+// after the first new one and resumed, it runs what the uninterrupted run
+// did under the same numbers; resumed once done, it runs nothing.
+func TestRaisedBudgetSearchesOn(t *testing.T) {
+	sp := loadExample(t, 4)
+	simplify := Options{Simplify: true}
+	raised := Options{Simplify: true, Trials: 6}
+	finishedCampaign := func() *store.Store {
+		st := openStore(t)
+		if err := newTuner(t, sp, st).Run(context.Background(), simplify); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	whole := finishedCampaign()
+	before := campaignTrials(t, whole, sp.Campaign.Name)
+	last := before[len(before)-1].Number
+	if searchDone(before) != 4 || len(before) == 4 {
+		t.Fatalf("the 4-trial campaign ran %d search trials of %d; the test needs 4 and a simplification", searchDone(before), len(before))
+	}
+	if err := newTuner(t, sp, whole).Run(context.Background(), raised); err != nil {
+		t.Fatal(err)
+	}
+	after := campaignTrials(t, whole, sp.Campaign.Name)
+	var added []int
+	for _, tr := range after[len(before):] {
+		if tr.Searched() {
+			added = append(added, tr.Number)
+		}
+	}
+	if want := []int{last + 1, last + 2}; !slices.Equal(added, want) || searchDone(after) != 6 {
+		t.Errorf("raised to 6: new search trials %v, want %v; %d search trials in all", added, want, searchDone(after))
+	}
+	if len(after) <= len(before)+2 {
+		t.Errorf("raised to 6: %d trials after %d; the new choices were not simplified", len(after), len(before))
+	}
+	if !reflect.DeepEqual(after[:len(before)], before) {
+		t.Error("raised to 6: the trials before it changed")
+	}
+
+	st := finishedCampaign()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := newTuner(t, sp, st)
+	c.Progress = func(p Progress) {
+		if p.Done == 5 {
+			cancel()
+		}
+	}
+	if err := c.Run(ctx, raised); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	for _, o := range []Options{raised, {Simplify: true, KeepSettings: true}} {
+		if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, got := finished(after), finished(campaignTrials(t, st, sp.Campaign.Name))
+	if len(got) != len(want) {
+		t.Fatalf("stopped and resumed: %d finished trials, %d uninterrupted", len(got), len(want))
+	}
+	for n, w := range want {
+		if g := got[n]; !reflect.DeepEqual(g.Params, w.Params) || g.Phase != w.Phase {
+			t.Errorf("stopped and resumed, trial %d: %s %v, uninterrupted %s %v", n, g.Phase, g.Params, w.Phase, w.Params)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func TestRunStatusExport(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "trial 11/12") || !strings.Contains(out, "12 of 12 trials finished") || !strings.Contains(out, "large") {
+	if !strings.Contains(errOut, "trial 11 (12/12)") || !strings.Contains(out, "12 of 12 trials finished") || !strings.Contains(out, "large") {
 		t.Errorf("run output:\n%s\nprogress:\n%s", out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nccltune.db")); err != nil {

@@ -27,7 +27,7 @@ func reportCommand() *cli.Command {
 			"trials) and which parameters matter most per range, and writes into --out busbw.png (bus\n" +
 			"bandwidth over message size: defaults, tuned, and the best of any trial) or, for a benchmark\n" +
 			"of one objective (ddp, command), measured.png (each trial's value in the benchmark's unit),\n" +
-			"and convergence.png (best so far relative to the defaults, per trial of the search's budget).",
+			"and convergence.png (best so far relative to the defaults, per trial of the search).",
 		Flags: []cli.Flag{storeFlag, campaignFlag,
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "`DIR` for the plots"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}},
@@ -43,7 +43,7 @@ func reportCommand() *cli.Command {
 			if err := os.MkdirAll(c.String("out"), 0o755); err != nil {
 				return err
 			}
-			plots, err := report.Write(l.space, l.results, l.trials, l.camp.Budget, c.String("out"))
+			plots, err := report.Write(l.space, l.results, l.trials, c.String("out"))
 			if err != nil {
 				return err
 			}

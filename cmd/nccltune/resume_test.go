@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -402,7 +403,7 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tr := range trials {
-			if tr.Number >= c.Budget {
+			if !tr.Searched() {
 				t.Errorf("trial %d simplified the choices of a campaign run with --no-simplify", tr.Number)
 			}
 		}
@@ -431,7 +432,7 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 }
 
 // TestResumeUpgradesAnOlderStore: a store of the schema before this
-// build's (11, before simplify and validate_rounds) is resumed, as the
+// build's (11, before simplify, validate_rounds and phase) is resumed, as the
 // readers' refusal tells its user to do; resume read the campaign through
 // a reader first, which refused the older schema, so no resume could
 // upgrade it.
@@ -445,7 +446,7 @@ func TestResumeUpgradesAnOlderStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, stmt := range []string{"ALTER TABLE campaigns DROP COLUMN simplify", "ALTER TABLE campaigns DROP COLUMN validate_rounds", "PRAGMA user_version = 11"} {
+	for _, stmt := range []string{"ALTER TABLE trials DROP COLUMN phase", "ALTER TABLE campaigns DROP COLUMN simplify", "ALTER TABLE campaigns DROP COLUMN validate_rounds", "PRAGMA user_version = 11"} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
@@ -510,5 +511,70 @@ func TestFinishedCampaignRunsNothing(t *testing.T) {
 	}
 	if n := batches(); n != 3 {
 		t.Errorf("%d validations after resuming with other rounds and a larger budget, want 3", n)
+	}
+}
+
+// TestRaisedBudgetRunsTheSearchOn: `resume --trials 6` of a finished
+// campaign of 4 runs 2 more search trials, numbered past its
+// simplification's, and status counts 6 of 6; resumed again, it runs
+// nothing. Its simplification trials, numbered from 4, had counted as the
+// search's under the new budget: it ran no search trial, and status said
+// "6 of 6 trials finished".
+func TestRaisedBudgetRunsTheSearchOn(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "nccltune.db")
+	trials := func() []store.Trial {
+		t.Helper()
+		st, err := store.OpenReader(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		c, err := st.Campaign("sim-2node-ib")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, err := st.Trials(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	before := trials()
+	last := before[len(before)-1].Number
+	if last < 4 {
+		t.Fatalf("the 4-trial campaign ran no simplification trial; the test needs one")
+	}
+	code, out, errOut := nccltune(t, dir, "resume", "-q", "--trials", "6")
+	if code != 0 || !strings.Contains(out, "6 of 6 trials finished") {
+		t.Fatalf("resume --trials 6: exit %d\n%s%s", code, out, errOut)
+	}
+	after := trials()
+	var added []int
+	for _, tr := range after {
+		if tr.Searched() && tr.Number >= 4 {
+			added = append(added, tr.Number)
+		}
+	}
+	if want := []int{last + 1, last + 2}; !slices.Equal(added, want) {
+		t.Errorf("resume --trials 6 ran search trials %v, want %v", added, want)
+	}
+	code, out, errOut = nccltune(t, dir, "status", "--json")
+	var st struct {
+		Search struct {
+			Total   int            `json:"total"`
+			ByState map[string]int `json:"by_state"`
+		} `json:"search"`
+		Simplification int `json:"simplification"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.Search.Total != 6 ||
+		st.Search.ByState["complete"]+st.Search.ByState["failed"] != 6 || st.Simplification != len(after)-6 {
+		t.Errorf("status --json after resume --trials 6: %+v (%v), want 6 search trials and %d others\n%s", st, err, len(after)-6, errOut)
+	}
+	if code, out, errOut := nccltune(t, dir, "resume", "-q"); code != 0 || !strings.Contains(out, "6 of 6 trials finished") || len(trials()) != len(after) {
+		t.Errorf("resume of the raised campaign: exit %d, %d trials after %d\n%s%s", code, len(trials()), len(after), out, errOut)
 	}
 }

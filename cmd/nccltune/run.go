@@ -280,7 +280,9 @@ func trialLine(sp *space.Space, p tuner.Progress) string {
 	if p.Simplifying {
 		fmt.Fprintf(&b, "simplifying, trial %d (%s): ", p.Trial.Number, chosenSettings(sp, &p.Trial))
 	} else {
-		fmt.Fprintf(&b, "trial %d/%d: ", p.Trial.Number, p.Budget)
+		// The count of the budget, not the number: a budget raised after
+		// the simplification numbers its trials on past the simplification's.
+		fmt.Fprintf(&b, "trial %d (%d/%d): ", p.Trial.Number, p.Done, p.Budget)
 	}
 	if p.Trial.State != store.Complete {
 		fmt.Fprintf(&b, "%s (%s)", p.Trial.FailureKind, firstLine(p.Trial.FailureReason))

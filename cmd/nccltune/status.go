@@ -218,14 +218,7 @@ func stoppedWhy(l *loaded) string {
 // per range, validation and what to do next.
 func printLoaded(out io.Writer, l *loaded) error {
 	w := terminal{out}
-	var searched, simplifying []store.Trial
-	for _, t := range l.trials {
-		if t.Number < l.camp.Budget {
-			searched = append(searched, t)
-		} else if t.State.Finished() {
-			simplifying = append(simplifying, t)
-		}
-	}
+	searched, simplifying := byPhase(l.trials)
 	sum := results.Summarize(searched)
 	fmt.Fprintf(w, "campaign %q: %d of %d trials finished (%d complete, ", l.camp.Name,
 		sum.ByState[store.Complete]+sum.ByState[store.Failed]+sum.ByState[store.Pruned], l.camp.Budget, sum.ByState[store.Complete])
@@ -423,6 +416,20 @@ func gain(r results.RangeResult) string {
 	return fmt.Sprintf("%+.1f%%", 100*r.Gain())
 }
 
+// byPhase splits a campaign's trials into the search's, each of its rows
+// (an interrupted one beside its run again), and the simplification's
+// finished ones.
+func byPhase(trials []store.Trial) (searched, simplifying []store.Trial) {
+	for _, t := range trials {
+		if t.Searched() {
+			searched = append(searched, t)
+		} else if t.State.Finished() {
+			simplifying = append(simplifying, t)
+		}
+	}
+	return searched, simplifying
+}
+
 func statusJSON(l *loaded) map[string]any {
 	sum := results.Summarize(l.trials)
 	ranges := []results.RangeReport{}
@@ -445,6 +452,11 @@ func statusJSON(l *loaded) map[string]any {
 		"ranges":        ranges,
 		"group_spreads": results.GroupSpreads(l.space, l.trials),
 	}
+	// What the budget counts apart from what follows it: since a budget may
+	// be raised after the simplification, their numbers do not tell.
+	searched, simplifying := byPhase(l.trials)
+	out["search"] = map[string]any{"total": len(searched), "by_state": results.Summarize(searched).ByState}
+	out["simplification"] = len(simplifying)
 	// Only a benchmark with an iteration count has one to report (the user's command runs as written).
 	if l.space.Benchmark.Uses("benchmark.iters") {
 		iters, why := tuner.Iterations(l.space, l.trials)
