@@ -1033,7 +1033,7 @@ func failingThroughout(finished []store.Trial, last store.Trial) error {
 func StoppedFailing(trials []store.Trial, budget int) error {
 	var finished []store.Trial
 	for _, t := range trials {
-		if t.Number < budget && t.State.Finished() {
+		if t.Searched() && t.State.Finished() {
 			finished = append(finished, t)
 		}
 	}
