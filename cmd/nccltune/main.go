@@ -158,11 +158,13 @@ func flagHint(c *cli.Context, err error) error {
 		return err
 	}
 	name = strings.TrimLeft(name, "-")
-	msg := fmt.Sprintf("unknown flag --%s", name)
+	msg := "unknown flag " + dashed(name)
 	if c.Command.HelpName == "" || c.App != nil && c.Command.HelpName == c.App.Name { // before any command: nccltune --store x status
 		return fmt.Errorf("%s: flags go after the command they belong to (nccltune COMMAND --help lists them)", msg)
 	}
-	best, bestDist := "", len(name)/3+2
+	// A suggestion shares more with the name than its length in edits:
+	// any one letter is one edit from every other (-t: did you mean -q?).
+	best, bestDist := "", min(len(name)/3+2, len(name))
 	for _, f := range c.Command.Flags {
 		for _, n := range f.Names() {
 			if d := editDistance(name, n); d < bestDist {
@@ -171,9 +173,17 @@ func flagHint(c *cli.Context, err error) error {
 		}
 	}
 	if best != "" {
-		msg += fmt.Sprintf("; did you mean --%s?", best)
+		msg += fmt.Sprintf("; did you mean %s?", dashed(best))
 	}
 	return fmt.Errorf("%s (%s --help lists them)", msg, c.Command.HelpName)
+}
+
+// dashed is a flag's name as the help writes it: -q, --quiet.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // editDistance is the Levenshtein distance between a and b.
