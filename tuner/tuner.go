@@ -330,10 +330,12 @@ func (t *Tuner) Finished(o Options) bool {
 	return camp.ValidateRounds >= 2 && t.finished(o)
 }
 
-// validatedAs reports whether the latest validation ran the rounds asked
-// for, after every finished trial: one from before a resume extended the
-// budget validated other choices, and one in other rounds is not the
-// validation asked for (`resume --validate-rounds N` validates again).
+// validatedAs reports whether the latest validation ran at least the
+// rounds asked for, after every finished trial: one from before a resume
+// extended the budget validated other choices, and one in fewer rounds is
+// not the validation asked for (`resume --validate-rounds N` validates
+// again); one in more (`nccltune validate --rounds N`) is, and a weaker
+// one must not replace its verdicts.
 func validatedAs(vals []store.Validation, trials []store.Trial, rounds int) bool {
 	var last *store.Validation
 	for i := range vals {
@@ -341,7 +343,7 @@ func validatedAs(vals []store.Validation, trials []store.Trial, rounds int) bool
 			last = &vals[i]
 		}
 	}
-	if last == nil || last.Rounds != rounds {
+	if last == nil || last.Rounds < rounds {
 		return false
 	}
 	return !slices.ContainsFunc(trials, func(tr store.Trial) bool { return tr.State.Finished() && tr.Finished.After(last.Created) })
