@@ -330,10 +330,12 @@ func (t *Tuner) Finished(o Options) bool {
 	return camp.ValidateRounds >= 2 && t.finished(o)
 }
 
-// validatedAs reports whether the latest validation ran the rounds asked
-// for, after every finished trial: one from before a resume extended the
-// budget validated other choices, and one in other rounds is not the
-// validation asked for (`resume --validate-rounds N` validates again).
+// validatedAs reports whether the latest validation ran at least the
+// rounds asked for, after every finished trial: one from before a resume
+// extended the budget validated other choices, and one in fewer rounds is
+// not the validation asked for (`resume --validate-rounds N` validates
+// again); one in more (`nccltune validate --rounds N`) is, and a weaker
+// one must not replace its verdicts.
 func validatedAs(vals []store.Validation, trials []store.Trial, rounds int) bool {
 	var last *store.Validation
 	for i := range vals {
@@ -341,7 +343,7 @@ func validatedAs(vals []store.Validation, trials []store.Trial, rounds int) bool
 			last = &vals[i]
 		}
 	}
-	if last == nil || last.Rounds != rounds {
+	if last == nil || last.Rounds < rounds {
 		return false
 	}
 	return !slices.ContainsFunc(trials, func(tr store.Trial) bool { return tr.State.Finished() && tr.Finished.After(last.Created) })
@@ -667,11 +669,12 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return err
 	}
 	s.untold[t.Number] = *t
-	if t.State == store.Interrupted && t.FailureKind == string(runner.FailNode) {
-		return fmt.Errorf("%w: trial %d: %s; it runs again on resume", ErrNodeFailed, t.Number, t.FailureReason)
-	}
 	if t.State == store.Interrupted {
-		return ctx.Err()
+		err := interruption(ctx, fmt.Sprintf("trial %d", t.Number), t)
+		if errors.Is(err, ErrNodeFailed) {
+			err = fmt.Errorf("%w; it runs again on resume", err)
+		}
+		return err
 	}
 	if err := s.fits(*t); err != nil {
 		return err
@@ -1005,6 +1008,15 @@ var ErrAllFailing = errors.New("stopping early: every trial so far failed the sa
 // ErrNodeFailed stops a campaign whose trial lost a node: Slurm revokes the
 // job's allocation with it, and every later trial would fail to launch.
 var ErrNodeFailed = errors.New("a node of the allocation failed")
+
+// interruption is why launch what, recorded in t as interrupted, stops the
+// campaign: its node's failure (ErrNodeFailed), or else ctx's cancel.
+func interruption(ctx context.Context, what string, t *store.Trial) error {
+	if t.FailureKind == string(runner.FailNode) {
+		return fmt.Errorf("%w: %s: %s", ErrNodeFailed, what, t.FailureReason)
+	}
+	return ctx.Err()
+}
 
 // ErrAllFailed means a campaign ended without a single completed trial.
 var ErrAllFailed = errors.New("every trial failed")

@@ -740,3 +740,24 @@ func TestNodeFailureStopsWithoutBlame(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeFailureDuringValidation: a node that fails under a validation's
+// run stops the campaign as one under a trial does, and no validation is
+// stored: the verdicts had no runs to judge (all of them "no significant
+// difference" on nothing), and a resume validates again.
+func TestNodeFailureDuringValidation(t *testing.T) {
+	sp := loadExample(t, 8)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = nodeLoss{lost: "validate-0-1", run: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}}
+	if err := tu.Run(context.Background(), Options{ValidateRounds: 2}); !errors.Is(err, ErrNodeFailed) || !strings.Contains(err.Error(), "Node failure on n2") {
+		t.Fatalf("err = %v, want %v", err, ErrNodeFailed)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	if vals, err := st.Validations(camp.ID); err != nil || len(vals) != 0 {
+		t.Fatalf("validations %+v, %v; want none", vals, err)
+	}
+	if newTuner(t, sp, st).Finished(Options{ValidateRounds: 2}) {
+		t.Error("the campaign counts as finished, its validation lost to the node")
+	}
+}

@@ -209,7 +209,8 @@ func (s *session) measure(ctx context.Context, arms []arm, rounds int) ([]store.
 			t := &store.Trial{Env: a.env}
 			s.record(t, s.launch(ctx, s.groups[0], s.work(), a.assignment, a.env, fmt.Sprintf("validate-%d-%d", round, k)), s.measured)
 			if t.State == store.Interrupted {
-				return nil, ctx.Err()
+				// A node's failure too: its runs would judge nothing.
+				return nil, interruption(ctx, fmt.Sprintf("round %d, %s", round, a.name), t)
 			}
 			// Only the searched variables are the arm's to confirm; a pinned one is in every arm.
 			// A run whose output has no NCCL INFO lines confirms none of them.

@@ -36,3 +36,25 @@ func TestValidateOnSimulator(t *testing.T) {
 		t.Errorf("runs are not interleaved A B, B A: %d runs, %v", len(runs), runs)
 	}
 }
+
+// TestValidatedInMoreRoundsIsFinished: a campaign that `nccltune validate
+// --rounds 3` measured after its run's 2 rounds is finished as that run
+// asked: running it again validated it in 2 rounds once more, and the
+// weaker verdicts replaced the stronger.
+func TestValidatedInMoreRoundsIsFinished(t *testing.T) {
+	sp := loadExample(t, 6)
+	st := openStore(t)
+	asked := Options{ValidateRounds: 2}
+	if err := newTuner(t, sp, st).Run(context.Background(), asked); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTuner(t, sp, st).Validate(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if !newTuner(t, sp, st).Finished(asked) {
+		t.Error("validated in 3 rounds, the campaign is not finished for a run that asks 2")
+	}
+	if newTuner(t, sp, st).Finished(Options{ValidateRounds: 4}) {
+		t.Error("validated in 3 rounds, the campaign is finished for a run that asks 4")
+	}
+}

@@ -159,7 +159,7 @@ func flagHint(c *cli.Context, err error) error {
 		return err
 	}
 	name = strings.TrimLeft(name, "-")
-	msg := fmt.Sprintf("unknown flag --%s", name)
+	msg := "unknown flag " + dashed(name)
 	if c.Command.HelpName == "" || c.App != nil && c.Command.HelpName == c.App.Name { // before any command: nccltune --store x status
 		return fmt.Errorf("%s: flags go after the command they belong to (nccltune COMMAND --help lists them)", msg)
 	}
@@ -168,7 +168,15 @@ func flagHint(c *cli.Context, err error) error {
 		names = append(names, f.Names()...)
 	}
 	if best := text.Nearest(name, names); best != "" {
-		msg += fmt.Sprintf("; did you mean --%s?", best)
+		msg += fmt.Sprintf("; did you mean %s?", dashed(best))
 	}
 	return fmt.Errorf("%s (%s --help lists them)", msg, c.Command.HelpName)
+}
+
+// dashed is a flag's name as the help writes it: -q, --quiet.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }

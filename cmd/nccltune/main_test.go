@@ -126,6 +126,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"resume"}, 1, "no store nccltune.db"},
 		{[]string{"run", "--trails", "5"}, 2, "unknown flag --trails; did you mean --trials? (nccltune run --help lists them)"},
 		{[]string{"export", "--fromat", "json"}, 2, "did you mean --format?"},
+		// A one-letter flag is named as the help names it, and nothing is as near to it as another letter.
+		{[]string{"run", "-t", "5"}, 2, "unknown flag -t (nccltune run --help lists them)"},
+		{[]string{"status", "-j"}, 2, "unknown flag -j (nccltune status --help lists them)"},
 		{[]string{"--store", "x.db", "status"}, 2, "flags go after the command they belong to"},
 		{[]string{"export", "--store", bad}, 1, "not a readable SQLite database"},
 		{[]string{"sim", "-fabric=warp", "all_reduce_perf"}, 1, "fabric"},

@@ -74,10 +74,11 @@ func Lines(max int) bufio.SplitFunc {
 }
 
 // Nearest is the candidate closest to name by edit distance, near enough to
-// be what a typo meant (fewer edits than a third of name's length, plus 2),
+// be what a typo meant (fewer edits than a third of name's length, plus 2,
+// and than the length itself: any one letter is one edit from every other),
 // the first in sort order on a tie; "" if none is.
 func Nearest(name string, candidates []string) string {
-	best, bestDist := "", len(name)/3+2
+	best, bestDist := "", min(len(name)/3+2, len(name))
 	for _, c := range candidates {
 		if d := editDistance(name, c); d < bestDist || d == bestDist && c < best {
 			best, bestDist = c, d
