@@ -504,9 +504,51 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
 
 // NodeFailure is srun's or slurmstepd's first line saying that a node of
-// the step failed.
+// the step failed, where Slurm confirms that the job lost a node
+// (lostANode): srun does not label its ranks' lines, so a rank could print
+// the words, and its trial, held as the node's, would stop the campaign on
+// every resume.
 func (Srun) NodeFailure(output []byte) string {
-	return strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r")
+	line := strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r")
+	if line == "" || !lostANode(os.Getenv("SLURM_JOB_ID")) {
+		return ""
+	}
+	return line
+}
+
+// lostANode reports whether Slurm says job id lost a node: the job's state
+// is NODE_FAIL (the allocation revoked), or a node of its list is down,
+// failing or not responding (sinfo's "*"); false where Slurm cannot be
+// asked.
+func lostANode(id string) bool {
+	if id == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "scontrol", "-o", "show", "job", id).Output()
+	if err != nil {
+		return false
+	}
+	var nodes string
+	for _, f := range strings.Fields(string(out)) {
+		if f == "JobState=NODE_FAIL" {
+			return true
+		}
+		if v, ok := strings.CutPrefix(f, "NodeList="); ok {
+			nodes = v
+		}
+	}
+	if nodes == "" {
+		return false
+	}
+	states, err := exec.CommandContext(ctx, "sinfo", "-h", "-N", "-n", nodes, "-o", "%t").Output()
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(strings.Fields(string(states)), func(st string) bool {
+		return strings.HasSuffix(st, "*") || strings.HasPrefix(st, "down") || strings.HasPrefix(st, "fail")
+	})
 }
 
 // slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force

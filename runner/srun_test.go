@@ -590,6 +590,9 @@ const nodeFailure = "started 3\nstarted 1\nstarted 2\nstarted 0\n" +
 // settings' crash (signal); a step cancelled otherwise, and a rank that
 // prints the words, are no node's failure.
 func TestSrunNodeFailure(t *testing.T) {
+	// Slurm as it answered with n2 down under job 7, and as it answers
+	// with every node up.
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "idle\ndown*")
 	for _, tc := range []struct{ output, want string }{
 		{nodeFailure, "srun: error: Node failure on n2"},
 		{"slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-12-06T09:56:17 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\r\n",
@@ -610,4 +613,33 @@ func TestSrunNodeFailure(t *testing.T) {
 	if res.Failure == nil || res.Failure.Kind != FailNode || res.Failure.Reason != "srun: error: Node failure on n2" {
 		t.Errorf("failure = %v, want node: srun: error: Node failure on n2\n%s", res.Failure, res.Output)
 	}
+	// The job's state alone says so too.
+	fakeSlurm(t, "JobId=7 JobState=NODE_FAIL NodeList=n[1-2]", "")
+	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
+		t.Errorf("NodeFailure of a NODE_FAIL job = %q", got)
+	}
+	// A rank that prints srun's words, while Slurm has every node up, is
+	// no node's failure: held as one, it would stop the campaign on every
+	// resume.
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "alloc\nmix\ndrain")
+	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "" {
+		t.Errorf("NodeFailure with every node up = %q, want none", got)
+	}
+	if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind == FailNode {
+		t.Errorf("failure = %v with every node up, want the ranks' own", res.Failure)
+	}
+}
+
+// fakeSlurm puts on PATH an scontrol that shows job 7 as job and a sinfo
+// that lists states, one a line, and sets SLURM_JOB_ID to 7.
+func fakeSlurm(t *testing.T, job, states string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, out := range map[string]string{"scontrol": job, "sinfo": states} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nprintf '%s\\n' '"+out+"'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SLURM_JOB_ID", "7")
 }
