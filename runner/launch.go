@@ -99,9 +99,10 @@ func inStep(env []string) bool {
 // by a trial's launcher where nccltune runs in such a task, a trial's srun
 // takes SLURM_DISTRIBUTION as its own -m (ranks placed cyclically where
 // they would be in blocks), and its ranks see the other step's task IDs.
+// Every SLURM_STEP_* (the step's GPUs and reserved ports too) is the
+// step's as well.
 var outerStep = []string{
-	"SLURM_STEP_ID", "SLURM_STEPID", "SLURM_STEP_NODELIST", "SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS",
-	"SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_LAUNCHER_PORT", "SLURM_SRUN_COMM_HOST", "SLURM_SRUN_COMM_PORT",
+	"SLURM_STEPID", "SLURM_SRUN_COMM_HOST", "SLURM_SRUN_COMM_PORT",
 	"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GTIDS", "SLURM_TASK_PID", "SLURM_DISTRIBUTION",
 }
 
@@ -118,7 +119,7 @@ func withoutOuterStep(env []string) []string {
 		return slices.Clone(env)
 	}
 	return slices.DeleteFunc(without(env, outerStep), func(kv string) bool {
-		return strings.HasPrefix(kv, "PMI_") || strings.HasPrefix(kv, "PMIX_") && !strings.HasPrefix(kv, "PMIX_MCA_")
+		return strings.HasPrefix(kv, "SLURM_STEP_") || strings.HasPrefix(kv, "PMI_") || strings.HasPrefix(kv, "PMIX_") && !strings.HasPrefix(kv, "PMIX_MCA_")
 	})
 }
 
