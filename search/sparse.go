@@ -308,7 +308,9 @@ func horseshoe(rows [][]int, p int, y []float64, rng *rand.Rand) []float64 {
 // each searched range's posterior, weighed by its chance to run.
 func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	rng := rand.New(rand.NewPCG(uint64(s.seed), trialSeed(s.seed, n, "sparse")))
-	if len(s.told) < startupTrials {
+	// A space of one configuration has no feature to model (and, its
+	// scores alike, the noise's posterior would have scale 0).
+	if len(s.told) < startupTrials || s.enc.units == 0 {
 		return draw(s.sp, rng), nil
 	}
 	ranges := s.focused()

@@ -1,0 +1,106 @@
+package search
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// hostileSpace is a space of the given ranges (named r0, r1, ...) whose
+// [[param]] tables are params.
+func hostileSpace(t *testing.T, ranges int, params string) *space.Space {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("[campaign]\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n")
+	for r, lo := 0, int64(8); r < ranges; r, lo = r+1, lo*2 {
+		fmt.Fprintf(&b, "[[range]]\nname = \"r%d\"\nmin = \"%d\"\nmax = \"%d\"\n", r, lo, 2*lo)
+	}
+	b.WriteString("[benchmark]\nbinary = \"all_reduce_perf\"\n" + params)
+	sp, err := space.Parse("hostile.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// param is a [[param]] table.
+func param(name, body string) string { return "[[param]]\nname = \"" + name + "\"\n" + body + "\n" }
+
+// inSpace says what makes a outside sp: a value the space does not offer,
+// a parameter whose condition is off, an active categorical left out. NCCL's
+// defaults (trial 0) are in the space.
+func inSpace(sp *space.Space, a space.Assignment) error {
+	if defaults, _, _ := sp.Complete(nil); sp.Key(a) == sp.Key(defaults) {
+		return nil
+	}
+	for name := range a {
+		if !slices.ContainsFunc(sp.Params, func(p space.Param) bool { return p.Name == name }) {
+			return fmt.Errorf("%s is no parameter of the space", name)
+		}
+	}
+	for _, p := range sp.Params {
+		v, set := a[p.Name]
+		switch active := sp.Active(p, a); {
+		case set && !active:
+			return fmt.Errorf("%s is set though its condition is off", p.Name)
+		case !set && active && p.Categorical():
+			return fmt.Errorf("%s is active but not set", p.Name)
+		case !set:
+		case p.Categorical() && !slices.Contains(p.Values, v):
+			return fmt.Errorf("%s=%s is not among its values", p.Name, v)
+		case !p.Categorical():
+			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < p.Min || n > p.Max {
+				return fmt.Errorf("%s=%s is outside [%d, %d]", p.Name, v, p.Min, p.Max)
+			}
+		}
+	}
+	return nil
+}
+
+// campaign runs sampler name on sp for trials trials scored by score (nil:
+// the trial failed), failing t on a panic, an error or a proposal outside
+// the space; it returns the configurations proposed, by sp.Key.
+func campaign(t *testing.T, sp *space.Space, name string, trials int, score func(n int, a space.Assignment) []float64) (proposed map[string]int) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("%s: panic: %v", name, r)
+		}
+	}()
+	s := mustNew(t, name, sp)
+	proposed = map[string]int{}
+	for n := range trials {
+		a, err := s.Ask(n)
+		if err != nil {
+			t.Fatalf("%s: trial %d: %v", name, n, err)
+		}
+		if err := inSpace(sp, a); err != nil {
+			t.Fatalf("%s: trial %d proposed %v: %v", name, n, a, err)
+		}
+		proposed[sp.Key(a)]++
+		if err := s.Tell(a, score(n, a)); err != nil {
+			t.Fatalf("%s: trial %d: %v", name, n, err)
+		}
+	}
+	return proposed
+}
+
+// alike is a score of v in each of ranges ranges.
+func alike(ranges int, v float64) func(int, space.Assignment) []float64 {
+	return func(int, space.Assignment) []float64 { return slices.Repeat([]float64{v}, ranges) }
+}
+
+// TestSingleConfigurationSpace: a space of one configuration, scored alike
+// every time, is proposed again and again, by every sampler (the sparse
+// model has no feature to draw a coefficient of, and drew its noise from
+// a distribution of scale 0).
+func TestSingleConfigurationSpace(t *testing.T) {
+	sp := hostileSpace(t, 1, param("NCCL_ALGO", `values = ["Ring"]`)+param("NCCL_PROTO", `values = ["Simple"]`))
+	for _, name := range space.Samplers {
+		campaign(t, sp, name, 2*startupTrials, alike(1, 1))
+	}
+}
