@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,5 +103,25 @@ func TestSingleConfigurationSpace(t *testing.T) {
 	sp := hostileSpace(t, 1, param("NCCL_ALGO", `values = ["Ring"]`)+param("NCCL_PROTO", `values = ["Simple"]`))
 	for _, name := range space.Samplers {
 		campaign(t, sp, name, 2*startupTrials, alike(1, 1))
+	}
+}
+
+// TestUnmeasuredRangeIsNoReasonToRepeat: a range that no trial measures
+// (its scores NaN, 0 or negative) does not keep a sampler proposing one
+// configuration while the space has hundreds untried; the coordinate
+// descent proposed NCCL's defaults on each of that range's turns, waiting
+// for a score that never came.
+func TestUnmeasuredRangeIsNoReasonToRepeat(t *testing.T) {
+	sp := loadSpace(t)
+	const trials = 30
+	for _, unmeasured := range []float64{math.NaN(), 0, -1} {
+		score := func(n int, a space.Assignment) []float64 { return []float64{objective(a)[0], unmeasured} }
+		for _, name := range space.Samplers {
+			for key, times := range campaign(t, sp, name, trials, score) {
+				if times > trials/4 {
+					t.Errorf("%s, range 1 scored %g: proposed %s %d times of %d", name, unmeasured, key, times, trials)
+				}
+			}
+		}
 	}
 }
