@@ -3,6 +3,8 @@ package search
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,5 +125,58 @@ func TestUnmeasuredRangeIsNoReasonToRepeat(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestGPCandidatesOfLargeCategoricals: categoricals of hundreds of values
+// (NICs, buffer sizes) make millions of two-setting neighbours of the
+// bases; the Gaussian process listed them all to shuffle them, and
+// weighed every one-setting neighbour against every observation, in
+// memory and time that grew with the square of the values (1.9 GiB to
+// list them here, 4 seconds a proposal). It draws among them.
+func TestGPCandidatesOfLargeCategoricals(t *testing.T) {
+	many := func(name, format string) string {
+		var vs []string
+		for i := range 500 {
+			vs = append(vs, strconv.Quote(fmt.Sprintf(format, i+1)))
+		}
+		return param(name, "values = ["+strings.Join(vs, ", ")+"]")
+	}
+	sp := hostileSpace(t, 3, many("NCCL_SOCKET_IFNAME", "eth%d")+many("NCCL_IB_HCA", "mlx5_%d")+
+		many("NCCL_BUFFSIZE", "%d0K")+many("NCCL_TOPO_FILE", "/topo/%d.xml"))
+	g := newGP(sp, 1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var bases []space.Assignment
+	for range gpBases * len(sp.Ranges) {
+		bases = append(bases, draw(sp, rng))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cands := g.candidates(bases, rng)
+	runtime.ReadMemStats(&after)
+	if most := gpSingleCandidates + gpPairCandidates + gpRandomCandidates; len(cands) > most {
+		t.Errorf("%d candidates, want at most %d", len(cands), most)
+	}
+	if mb := (after.TotalAlloc - before.TotalAlloc) >> 20; mb > 64 {
+		t.Errorf("listing the candidates allocated %d MiB", mb)
+	}
+	for _, a := range cands {
+		if err := inSpace(sp, a); err != nil {
+			t.Fatalf("candidate %v: %v", a, err)
+		}
+	}
+}
+
+// TestGPListsTheNeighboursOfOrdinarySpaces: the draw among neighbours is
+// for spaces of hundreds of values a setting; those of a few values, of
+// twenty settings and twenty ranges, keep their listed neighbours.
+func TestGPListsTheNeighboursOfOrdinarySpaces(t *testing.T) {
+	sp := wideSpace(t)
+	grids := make([][]string, len(sp.Params))
+	for i, p := range sp.Params {
+		grids[i] = values(p, gpGridPoints)
+	}
+	if singles, pairs := neighbourCounts(gpBases*20, grids); singles > gpSingleCandidates || pairs > gpListedPairs {
+		t.Errorf("%d single and %d pair neighbours would be drawn", singles, pairs)
 	}
 }
