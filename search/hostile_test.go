@@ -180,3 +180,26 @@ func TestGPListsTheNeighboursOfOrdinarySpaces(t *testing.T) {
 		t.Errorf("%d single and %d pair neighbours would be drawn", singles, pairs)
 	}
 }
+
+// TestSparseRefusesSpacesTooLargeForItsModel: the sparse regression has a
+// feature per value of a categorical and one per pair of those; four
+// settings of 500 values are a million features, each drawn 60 times a
+// range a proposal, and every failure kept a suspect flag per pair of
+// values (minutes, gigabytes). It is refused at once, as the grid is,
+// with what to use instead.
+func TestSparseRefusesSpacesTooLargeForItsModel(t *testing.T) {
+	var vs []string
+	for i := range 500 {
+		vs = append(vs, strconv.Quote(fmt.Sprintf("eth%d", i)))
+	}
+	sp := hostileSpace(t, 1, param("NCCL_SOCKET_IFNAME", "values = ["+strings.Join(vs, ", ")+"]")+
+		param("NCCL_ALGO", `values = ["Ring", "Tree"]`))
+	if _, err := New("sparse", sp, 1); err == nil || !strings.Contains(err.Error(), "tpe-gp") {
+		t.Errorf("a space of 500 values a setting: %v", err)
+	}
+	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t)} {
+		if _, err := New("sparse", sp, 1); err != nil {
+			t.Error(err)
+		}
+	}
+}
