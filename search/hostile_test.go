@@ -203,3 +203,18 @@ func TestSparseRefusesSpacesTooLargeForItsModel(t *testing.T) {
 		}
 	}
 }
+
+// TestDegenerateScores: scores alike, none measured, overflowing a log or
+// underflowing one, or every trial failing, leave every sampler proposing
+// within a space of four configurations, past its exhaustion.
+func TestDegenerateScores(t *testing.T) {
+	sp := hostileSpace(t, 2, param("NCCL_ALGO", `values = ["Ring", "Tree"]`)+param("NCCL_PROTO", `values = ["LL", "Simple"]`))
+	for _, v := range []float64{1, 0, -1, math.NaN(), math.Inf(1), math.Inf(-1), 1e300, 1e-300, math.MaxFloat64, math.SmallestNonzeroFloat64} {
+		for _, name := range space.Samplers {
+			campaign(t, sp, name, 3*startupTrials, alike(2, v))
+		}
+	}
+	for _, name := range space.Samplers {
+		campaign(t, sp, name, 3*startupTrials, func(int, space.Assignment) []float64 { return nil })
+	}
+}
