@@ -55,11 +55,16 @@ func (c *coordinateSampler) Tell(a space.Assignment, scores []float64) error {
 	return nil
 }
 
-// score is range r's mean log score of a, and whether a was told anything of r.
+// score is range r's mean log score of a, and whether a was told at all.
+// One told but measured nothing of r scores -Inf: proposing it again would
+// measure nothing again, so the descent passes it over.
 func (c *coordinateSampler) score(a space.Assignment, r int) (float64, bool) {
 	key := c.sp.Key(a)
-	if runs := c.runs[key]; runs == nil || runs[r] == 0 {
+	switch runs := c.runs[key]; {
+	case runs == nil:
 		return 0, false
+	case runs[r] == 0:
+		return math.Inf(-1), true
 	}
 	return c.scores[key][r] / float64(c.runs[key][r]), true
 }

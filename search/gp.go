@@ -72,6 +72,13 @@ const (
 	// bounded in a space of many parameters.
 	gpPairCandidates   = 2000
 	gpRandomCandidates = 200
+	// gpSingleCandidates caps the one-setting neighbours, and
+	// gpListedPairs the two-setting ones listed to draw from: beyond
+	// either (categoricals of hundreds of values), both are drawn without
+	// listing, so that memory and time stay bounded. Spaces of a few
+	// values a setting stay far below them.
+	gpSingleCandidates = 1 << 13
+	gpListedPairs      = 1 << 20
 	// gpExploration is the improvement, in standard deviations of a range's
 	// log scores, that expected improvement counts from: without it the
 	// search polishes what it has found and seldom tries the untried pairs
@@ -387,6 +394,41 @@ func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space
 	for i, p := range g.sp.Params {
 		grids[i] = values(p, gpGridPoints)
 	}
+	var out []space.Assignment
+	if singles, pairs := neighbourCounts(len(bases), grids); singles > gpSingleCandidates || pairs > gpListedPairs {
+		out = g.drawnNeighbours(bases, grids, rng)
+	} else {
+		out = g.listedNeighbours(bases, grids, rng)
+	}
+	for _, p := range g.sp.Params {
+		if p.Categorical() {
+			continue
+		}
+		fine := values(p, gpFinePoints)
+		for _, base := range bases {
+			if v, ok := base[p.Name]; ok {
+				for _, w := range beside(fine, v) {
+					out = append(out, withValue(g.sp, base, p.Name, w))
+				}
+			}
+		}
+	}
+	for range gpRandomCandidates {
+		a := draw(g.sp, rng)
+		for i, p := range g.sp.Params {
+			// withValue: a condition on the integer's value may switch others on or off.
+			if v, ok := a[p.Name]; ok && !p.Categorical() {
+				a = withValue(g.sp, a, p.Name, nearest(p, grids[i], v))
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// listedNeighbours are every base with one setting changed, and with two,
+// gpPairCandidates of those drawn at random where there are more.
+func (g *gpSampler) listedNeighbours(bases []space.Assignment, grids [][]string, rng *rand.Rand) []space.Assignment {
 	// A pair is a single with parameter q set to its grid's value w; the
 	// pairs are drawn as indices and only those drawn are built, since
 	// their number grows with the square of the space's parameters.
@@ -413,28 +455,43 @@ func (g *gpSampler) candidates(bases []space.Assignment, rng *rand.Rand) []space
 	for _, pr := range pairs {
 		out = append(out, withValue(g.sp, singles[pr.single], g.sp.Params[pr.q].Name, grids[pr.q][pr.w]))
 	}
-	for _, p := range g.sp.Params {
-		if p.Categorical() {
-			continue
-		}
-		fine := values(p, gpFinePoints)
-		for _, base := range bases {
-			if v, ok := base[p.Name]; ok {
-				for _, w := range beside(fine, v) {
-					out = append(out, withValue(g.sp, base, p.Name, w))
-				}
-			}
+	return out
+}
+
+// neighbourCounts are how many one-setting and two-setting neighbours n
+// bases have on grids.
+func neighbourCounts(n int, grids [][]string) (singles, pairs int) {
+	for p, grid := range grids {
+		singles += len(grid)
+		for _, other := range grids[p+1:] {
+			pairs += len(grid) * len(other)
 		}
 	}
-	for range gpRandomCandidates {
-		a := draw(g.sp, rng)
-		for i, p := range g.sp.Params {
-			// withValue: a condition on the integer's value may switch others on or off.
-			if v, ok := a[p.Name]; ok && !p.Categorical() {
-				a = withValue(g.sp, a, p.Name, nearest(p, grids[i], v))
-			}
+	return n * singles, n * pairs
+}
+
+// drawnNeighbours are gpSingleCandidates neighbours of the bases with one
+// setting changed and gpPairCandidates with two, each drawn at random
+// without listing them all (a pair of draws of one setting is a single).
+func (g *gpSampler) drawnNeighbours(bases []space.Assignment, grids [][]string, rng *rand.Rand) []space.Assignment {
+	// Every value of every grid alike: drawn from one list of them.
+	type setting struct{ name, value string }
+	var settings []setting
+	for p, grid := range grids {
+		for _, v := range grid {
+			settings = append(settings, setting{g.sp.Params[p].Name, v})
 		}
-		out = append(out, a)
+	}
+	with := func(a space.Assignment) space.Assignment {
+		s := settings[rng.IntN(len(settings))]
+		return withValue(g.sp, a, s.name, s.value)
+	}
+	var out []space.Assignment
+	for range gpSingleCandidates {
+		out = append(out, with(bases[rng.IntN(len(bases))]))
+	}
+	for range gpPairCandidates {
+		out = append(out, with(with(bases[rng.IntN(len(bases))])))
 	}
 	return out
 }

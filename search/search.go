@@ -48,7 +48,7 @@ func New(name string, sp *space.Space, seed int64) (Sampler, error) {
 	case "gp":
 		return newGP(sp, seed), nil
 	case "sparse":
-		return newSparse(sp, seed), nil
+		return newSparse(sp, seed)
 	case "coordinate":
 		return newCoordinate(sp, seed), nil
 	}

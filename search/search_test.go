@@ -702,6 +702,14 @@ func TestUnmeasuredRangesLearnNothing(t *testing.T) {
 	}
 }
 
+func mustEncode(t *testing.T, sp *space.Space) *encoding {
+	e, err := newEncoding(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // TestNeighboursFeaturesWithoutBuildingThem: the sparse climb weighs a
 // neighbour whose changed setting switches no other on or off, and is on
 // itself, by setting that setting's unit features in its start's; those
@@ -709,11 +717,11 @@ func TestUnmeasuredRangesLearnNothing(t *testing.T) {
 // condition and in a wide one.
 func TestNeighboursFeaturesWithoutBuildingThem(t *testing.T) {
 	// NCCL_IB_QPS_PER_CONNECTION is searched only when NCCL_ALGO is Ring.
-	if sp := loadSpace(t); !slices.Equal(newEncoding(sp).gates, []bool{true, false, false, false}) {
-		t.Fatalf("gates %v: only NCCL_ALGO switches a setting on or off", newEncoding(sp).gates)
+	if e := mustEncode(t, loadSpace(t)); !slices.Equal(e.gates, []bool{true, false, false, false}) {
+		t.Fatalf("gates %v: only NCCL_ALGO switches a setting on or off", e.gates)
 	}
 	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t)} {
-		e := newEncoding(sp)
+		e := mustEncode(t, sp)
 		rng := rand.New(rand.NewPCG(11, 12))
 		cu, got, want := make([]float64, e.units), make([]float64, e.units), make([]float64, e.units)
 		checked := 0

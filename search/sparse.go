@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -33,8 +34,17 @@ type sparseSampler struct {
 	enc *encoding
 }
 
-func newSparse(sp *space.Space, seed int64) *sparseSampler {
-	return &sparseSampler{sp: sp, seed: seed, rotation: rotation{ranges: len(sp.Ranges)}, enc: newEncoding(sp)}
+// maxSparseUnits bounds the unit features: the model weighs every pair of
+// them, and each failure keeps a flag per pair (see culprits), so their
+// square is the proposal's cost. Ordinary spaces have a few dozen.
+const maxSparseUnits = 256
+
+func newSparse(sp *space.Space, seed int64) (*sparseSampler, error) {
+	enc, err := newEncoding(sp)
+	if err != nil {
+		return nil, fmt.Errorf("sampler sparse: %w", err)
+	}
+	return &sparseSampler{sp: sp, seed: seed, rotation: rotation{ranges: len(sp.Ranges)}, enc: enc}, nil
 }
 
 func (s *sparseSampler) Tell(a space.Assignment, scores []float64) error {
@@ -70,7 +80,7 @@ type encoding struct {
 	pairs  [][2]int // unit features of each pair feature
 }
 
-func newEncoding(sp *space.Space) *encoding {
+func newEncoding(sp *space.Space) (*encoding, error) {
 	e := &encoding{sp: sp, gates: make([]bool, len(sp.Params))}
 	for _, p := range sp.Params {
 		for _, c := range p.When {
@@ -95,6 +105,9 @@ func newEncoding(sp *space.Space) *encoding {
 		e.cuts = append(e.cuts, cuts)
 		e.units += len(grid)
 	}
+	if e.units > maxSparseUnits {
+		return nil, fmt.Errorf("the space has %d unit features (a categorical's values, an integer's cells), more than %d, and the model weighs every pair of them; use tpe-gp, or search fewer values", e.units, maxSparseUnits)
+	}
 	for pi := range sp.Params {
 		for qi := pi + 1; qi < len(sp.Params); qi++ {
 			for i := e.offset[pi]; i < e.end(pi); i++ {
@@ -104,7 +117,7 @@ func newEncoding(sp *space.Space) *encoding {
 			}
 		}
 	}
-	return e
+	return e, nil
 }
 
 // end is one past the index of parameter pi's last unit feature.
@@ -308,7 +321,9 @@ func horseshoe(rows [][]int, p int, y []float64, rng *rand.Rand) []float64 {
 // each searched range's posterior, weighed by its chance to run.
 func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	rng := rand.New(rand.NewPCG(uint64(s.seed), trialSeed(s.seed, n, "sparse")))
-	if len(s.told) < startupTrials {
+	// A space of one configuration has no feature to model (and, its
+	// scores alike, the noise's posterior would have scale 0).
+	if len(s.told) < startupTrials || s.enc.units == 0 {
 		return draw(s.sp, rng), nil
 	}
 	ranges := s.focused()

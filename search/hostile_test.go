@@ -1,0 +1,220 @@
+package search
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/space"
+)
+
+// hostileSpace is a space of the given ranges (named r0, r1, ...) whose
+// [[param]] tables are params.
+func hostileSpace(t *testing.T, ranges int, params string) *space.Space {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("[campaign]\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n")
+	for r, lo := 0, int64(8); r < ranges; r, lo = r+1, lo*2 {
+		fmt.Fprintf(&b, "[[range]]\nname = \"r%d\"\nmin = \"%d\"\nmax = \"%d\"\n", r, lo, 2*lo)
+	}
+	b.WriteString("[benchmark]\nbinary = \"all_reduce_perf\"\n" + params)
+	sp, err := space.Parse("hostile.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// param is a [[param]] table.
+func param(name, body string) string { return "[[param]]\nname = \"" + name + "\"\n" + body + "\n" }
+
+// inSpace says what makes a outside sp: a value the space does not offer,
+// a parameter whose condition is off, an active categorical left out. NCCL's
+// defaults (trial 0) are in the space.
+func inSpace(sp *space.Space, a space.Assignment) error {
+	if defaults, _, _ := sp.Complete(nil); sp.Key(a) == sp.Key(defaults) {
+		return nil
+	}
+	for name := range a {
+		if !slices.ContainsFunc(sp.Params, func(p space.Param) bool { return p.Name == name }) {
+			return fmt.Errorf("%s is no parameter of the space", name)
+		}
+	}
+	for _, p := range sp.Params {
+		v, set := a[p.Name]
+		switch active := sp.Active(p, a); {
+		case set && !active:
+			return fmt.Errorf("%s is set though its condition is off", p.Name)
+		case !set && active && p.Categorical():
+			return fmt.Errorf("%s is active but not set", p.Name)
+		case !set:
+		case p.Categorical() && !slices.Contains(p.Values, v):
+			return fmt.Errorf("%s=%s is not among its values", p.Name, v)
+		case !p.Categorical():
+			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < p.Min || n > p.Max {
+				return fmt.Errorf("%s=%s is outside [%d, %d]", p.Name, v, p.Min, p.Max)
+			}
+		}
+	}
+	return nil
+}
+
+// campaign runs sampler name on sp for trials trials scored by score (nil:
+// the trial failed), failing t on a panic, an error or a proposal outside
+// the space; it returns the configurations proposed, by sp.Key.
+func campaign(t *testing.T, sp *space.Space, name string, trials int, score func(n int, a space.Assignment) []float64) (proposed map[string]int) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("%s: panic: %v", name, r)
+		}
+	}()
+	s := mustNew(t, name, sp)
+	proposed = map[string]int{}
+	for n := range trials {
+		a, err := s.Ask(n)
+		if err != nil {
+			t.Fatalf("%s: trial %d: %v", name, n, err)
+		}
+		if err := inSpace(sp, a); err != nil {
+			t.Fatalf("%s: trial %d proposed %v: %v", name, n, a, err)
+		}
+		proposed[sp.Key(a)]++
+		if err := s.Tell(a, score(n, a)); err != nil {
+			t.Fatalf("%s: trial %d: %v", name, n, err)
+		}
+	}
+	return proposed
+}
+
+// alike is a score of v in each of ranges ranges.
+func alike(ranges int, v float64) func(int, space.Assignment) []float64 {
+	return func(int, space.Assignment) []float64 { return slices.Repeat([]float64{v}, ranges) }
+}
+
+// TestSingleConfigurationSpace: a space of one configuration, scored alike
+// every time, is proposed again and again, by every sampler (the sparse
+// model has no feature to draw a coefficient of, and drew its noise from
+// a distribution of scale 0).
+func TestSingleConfigurationSpace(t *testing.T) {
+	sp := hostileSpace(t, 1, param("NCCL_ALGO", `values = ["Ring"]`)+param("NCCL_PROTO", `values = ["Simple"]`))
+	for _, name := range space.Samplers {
+		campaign(t, sp, name, 2*startupTrials, alike(1, 1))
+	}
+}
+
+// TestUnmeasuredRangeIsNoReasonToRepeat: a range that no trial measures
+// (its scores NaN, 0 or negative) does not keep a sampler proposing one
+// configuration while the space has hundreds untried; the coordinate
+// descent proposed NCCL's defaults on each of that range's turns, waiting
+// for a score that never came.
+func TestUnmeasuredRangeIsNoReasonToRepeat(t *testing.T) {
+	sp := loadSpace(t)
+	const trials = 30
+	for _, unmeasured := range []float64{math.NaN(), 0, -1} {
+		score := func(n int, a space.Assignment) []float64 { return []float64{objective(a)[0], unmeasured} }
+		for _, name := range space.Samplers {
+			for key, times := range campaign(t, sp, name, trials, score) {
+				if times > trials/4 {
+					t.Errorf("%s, range 1 scored %g: proposed %s %d times of %d", name, unmeasured, key, times, trials)
+				}
+			}
+		}
+	}
+}
+
+// TestGPCandidatesOfLargeCategoricals: categoricals of hundreds of values
+// (NICs, buffer sizes) make millions of two-setting neighbours of the
+// bases; the Gaussian process listed them all to shuffle them, and
+// weighed every one-setting neighbour against every observation, in
+// memory and time that grew with the square of the values (1.9 GiB to
+// list them here, 4 seconds a proposal). It draws among them.
+func TestGPCandidatesOfLargeCategoricals(t *testing.T) {
+	many := func(name, format string) string {
+		var vs []string
+		for i := range 500 {
+			vs = append(vs, strconv.Quote(fmt.Sprintf(format, i+1)))
+		}
+		return param(name, "values = ["+strings.Join(vs, ", ")+"]")
+	}
+	sp := hostileSpace(t, 3, many("NCCL_SOCKET_IFNAME", "eth%d")+many("NCCL_IB_HCA", "mlx5_%d")+
+		many("NCCL_BUFFSIZE", "%d0K")+many("NCCL_TOPO_FILE", "/topo/%d.xml"))
+	g := newGP(sp, 1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var bases []space.Assignment
+	for range gpBases * len(sp.Ranges) {
+		bases = append(bases, draw(sp, rng))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cands := g.candidates(bases, rng)
+	runtime.ReadMemStats(&after)
+	if most := gpSingleCandidates + gpPairCandidates + gpRandomCandidates; len(cands) > most {
+		t.Errorf("%d candidates, want at most %d", len(cands), most)
+	}
+	if mb := (after.TotalAlloc - before.TotalAlloc) >> 20; mb > 64 {
+		t.Errorf("listing the candidates allocated %d MiB", mb)
+	}
+	for _, a := range cands {
+		if err := inSpace(sp, a); err != nil {
+			t.Fatalf("candidate %v: %v", a, err)
+		}
+	}
+}
+
+// TestGPListsTheNeighboursOfOrdinarySpaces: the draw among neighbours is
+// for spaces of hundreds of values a setting; those of a few values, of
+// twenty settings and twenty ranges, keep their listed neighbours.
+func TestGPListsTheNeighboursOfOrdinarySpaces(t *testing.T) {
+	sp := wideSpace(t)
+	grids := make([][]string, len(sp.Params))
+	for i, p := range sp.Params {
+		grids[i] = values(p, gpGridPoints)
+	}
+	if singles, pairs := neighbourCounts(gpBases*20, grids); singles > gpSingleCandidates || pairs > gpListedPairs {
+		t.Errorf("%d single and %d pair neighbours would be drawn", singles, pairs)
+	}
+}
+
+// TestSparseRefusesSpacesTooLargeForItsModel: the sparse regression has a
+// feature per value of a categorical and one per pair of those; four
+// settings of 500 values are a million features, each drawn 60 times a
+// range a proposal, and every failure kept a suspect flag per pair of
+// values (minutes, gigabytes). It is refused at once, as the grid is,
+// with what to use instead.
+func TestSparseRefusesSpacesTooLargeForItsModel(t *testing.T) {
+	var vs []string
+	for i := range 500 {
+		vs = append(vs, strconv.Quote(fmt.Sprintf("eth%d", i)))
+	}
+	sp := hostileSpace(t, 1, param("NCCL_SOCKET_IFNAME", "values = ["+strings.Join(vs, ", ")+"]")+
+		param("NCCL_ALGO", `values = ["Ring", "Tree"]`))
+	if _, err := New("sparse", sp, 1); err == nil || !strings.Contains(err.Error(), "tpe-gp") {
+		t.Errorf("a space of 500 values a setting: %v", err)
+	}
+	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t)} {
+		if _, err := New("sparse", sp, 1); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestDegenerateScores: scores alike, none measured, overflowing a log or
+// underflowing one, or every trial failing, leave every sampler proposing
+// within a space of four configurations, past its exhaustion.
+func TestDegenerateScores(t *testing.T) {
+	sp := hostileSpace(t, 2, param("NCCL_ALGO", `values = ["Ring", "Tree"]`)+param("NCCL_PROTO", `values = ["LL", "Simple"]`))
+	for _, v := range []float64{1, 0, -1, math.NaN(), math.Inf(1), math.Inf(-1), 1e300, 1e-300, math.MaxFloat64, math.SmallestNonzeroFloat64} {
+		for _, name := range space.Samplers {
+			campaign(t, sp, name, 3*startupTrials, alike(2, v))
+		}
+	}
+	for _, name := range space.Samplers {
+		campaign(t, sp, name, 3*startupTrials, func(int, space.Assignment) []float64 { return nil })
+	}
+}
