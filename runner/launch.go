@@ -247,8 +247,10 @@ func (MPIRun) FailureDetail(output []byte) string {
 	lines := strings.Split(string(output), "\n")
 	i := len(lines) - 1
 	for i >= 0 {
+		// A rank's NCCL INFO line can come between Open MPI's reports
+		// (ranks' output and mpirun's own arrive apart), never its last words.
 		line := strings.TrimSpace(lines[i])
-		if line != "" && !reportRule(line) {
+		if line != "" && !reportRule(line) && !strings.Contains(line, " NCCL INFO ") {
 			break
 		}
 		if reportRule(line) { // a report's closing rule: pass over it to its opening one

@@ -117,7 +117,13 @@ func TestMPIRunFailureDetail(t *testing.T) {
 	}
 	// Hydra's report, framed by '='; a report alone leaves the detail to the output's last line.
 	hydra := "ValueError: bad\n\n===================================================================================\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   EXIT CODE: 1\n===================================================================================\n"
-	for output, want := range map[string]string{hydra: "ValueError: bad", "------------------\nExit code: 1\n------------------\n": ""} {
+	// A rank's INFO line between Open MPI's two reports, as the ranks' output
+	// and mpirun's arrived apart on a loaded machine.
+	between := "ValueError: no data\n----------\nPrimary job  terminated normally, but 1 process returned\n" +
+		"a non-zero exit code. Per user-direction, the job has been aborted.\n----------\n" +
+		"vm:42:42 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Init COMPLETE\n----------\n" +
+		"mpirun detected that one or more processes exited with non-zero status\n  Exit code:    1\n----------\n"
+	for output, want := range map[string]string{hydra: "ValueError: bad", between: "ValueError: no data", "------------------\nExit code: 1\n------------------\n": ""} {
 		if got := (MPIRun{}).FailureDetail([]byte(output)); got != want {
 			t.Errorf("FailureDetail(%q) = %q, want %q", output, got, want)
 		}
