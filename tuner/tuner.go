@@ -309,11 +309,11 @@ func (t *Tuner) finished(o Options) bool {
 	// Settled (patience), it runs no more unless told a new budget (see
 	// resume); run again without patience, its ranges are searched again.
 	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0
-	return err == nil && (done >= budget || stopped) && (camp.ValidateRounds < 2 || validatedAs(vals, trials, camp.ValidateRounds))
+	return err == nil && (done >= budget || stopped) && (camp.ValidateRounds < 2 || validatedAs(t.Space, trials, vals, camp.ValidateRounds))
 }
 
 // Finished reports whether the space's stored campaign has run its budget
-// (or settled) and been validated since its last trial finished: running
+// (or settled) and its choices have been validated: running
 // it again, or resuming it, would only validate its choices once more,
 // which is what `nccltune validate` is for. A campaign that is not
 // validated (--no-validate) is never finished by this measure: simplifying
@@ -330,21 +330,25 @@ func (t *Tuner) Finished(o Options) bool {
 	return camp.ValidateRounds >= 2 && t.finished(o)
 }
 
-// validatedAs reports whether the latest validation ran the rounds asked
-// for, after every finished trial: one from before a resume extended the
-// budget validated other choices, and one in other rounds is not the
-// validation asked for (`resume --validate-rounds N` validates again).
-func validatedAs(vals []store.Validation, trials []store.Trial, rounds int) bool {
-	var last *store.Validation
-	for i := range vals {
-		if last == nil || vals[i].Created.After(last.Created) {
-			last = &vals[i]
-		}
-	}
-	if last == nil || last.Rounds != rounds {
+// validatedAs reports whether every choice the trials make, each range's
+// and the job's, has a verdict in the rounds asked for: a resume that
+// extended the budget may have chosen anew, and one asking other rounds
+// (`resume --validate-rounds N`) validates again. Verdicts are matched to
+// choices by configuration, as results does, not by time: the trials of a
+// resume on a host whose clock is behind finish "before" a validation they
+// follow.
+func validatedAs(sp *space.Space, trials []store.Trial, vals []store.Validation, rounds int) bool {
+	if len(vals) == 0 {
 		return false
 	}
-	return !slices.ContainsFunc(trials, func(tr store.Trial) bool { return tr.State.Finished() && tr.Finished.After(last.Created) })
+	as := func(v *store.Validation) bool { return v != nil && v.Rounds == rounds }
+	job := results.JobOf(sp, trials, vals)
+	if len(sp.Workload) > 0 && !as(job.Validation) {
+		return false
+	}
+	return !slices.ContainsFunc(slices.Concat(results.Of(sp, trials, vals), job.Ranges), func(r results.RangeResult) bool {
+		return r.Best != nil && !as(r.Validation)
+	})
 }
 
 // storedTrials returns a campaign's trials, refusing any whose settings
