@@ -239,7 +239,10 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 	// --trials, --seed, --sampler, --no-validate, ...), not as the space
 	// file says. Only that scale takes the one before's as given: a stored
 	// one given its own budget would be told a new one, and one whose
-	// ranges all settled (patience) would search on to it.
+	// ranges all settled (patience) would search on to it. A stored scale
+	// of a smaller budget than the one before it is the exception: a run
+	// or resume given --trials stopped before it reached that scale, and
+	// its resume gives it the budget the scales before it ran to.
 	unreached := o
 	for _, nodes := range t.Space.Campaign.Scales {
 		at := *t
@@ -258,7 +261,10 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 				o.ending(&camp, false)
 				unreached.Simplify, unreached.ValidateRounds = camp.Simplify, camp.ValidateRounds
 				if o.Trials == 0 {
-					unreached.Trials = camp.Budget
+					if camp.Budget < unreached.Trials {
+						so.Trials = unreached.Trials
+					}
+					unreached.Trials = max(camp.Budget, unreached.Trials)
 				}
 				if o.Seed == nil {
 					seed := camp.Seed
