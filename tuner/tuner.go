@@ -291,8 +291,9 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 }
 
 // finished reports whether the space's stored campaign has run its budget
-// (or stopped, settled) and been validated as o asks: resuming the scales
-// goes on where they stopped, and does not measure the finished ones again.
+// (or stopped, settled) and been simplified and validated as o asks:
+// resuming the scales goes on where they stopped, and does not measure the
+// finished ones again.
 func (t *Tuner) finished(o Options) bool {
 	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
 	if err != nil || camp.SpaceHash != t.Space.Hash() {
@@ -310,12 +311,16 @@ func (t *Tuner) finished(o Options) bool {
 		return false
 	}
 	done := searchDone(trials)
+	// As stored, whether its runs were asked to simplify it: one that was
+	// not has not, however validated, and simplifies once o asks it to.
+	simplified := camp.Simplify
 	o.ending(&camp, false)
 	vals, err := t.Store.Validations(camp.ID)
 	// Settled (patience), it runs no more unless told a new budget (see
 	// resume); run again without patience, its ranges are searched again.
 	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0
-	return err == nil && (done >= budget || stopped) && (camp.ValidateRounds < 2 || validatedAs(t.Space, trials, vals, camp.ValidateRounds))
+	return err == nil && (done >= budget || stopped) && (simplified || !camp.Simplify) &&
+		(camp.ValidateRounds < 2 || validatedAs(t.Space, trials, vals, camp.ValidateRounds))
 }
 
 // Finished reports whether the space's stored campaign has run its budget

@@ -799,3 +799,25 @@ func TestNodeFailureStopsWithoutBlame(t *testing.T) {
 		}
 	}
 }
+
+// TestValidatedCampaignSimplifiesWhenAsked: a campaign run to its end and
+// validated without the simplification, run again asking for it (the
+// default), simplifies its choices and validates them again. It ran
+// nothing: its choices were validated.
+func TestValidatedCampaignSimplifiesWhenAsked(t *testing.T) {
+	sp := loadExample(t, 6)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{Simplify: true, ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	if !slices.ContainsFunc(trials, func(tr store.Trial) bool { return !tr.Searched() }) {
+		t.Errorf("run again asking for the simplification: %d trials, none the simplification's", len(trials))
+	}
+	if !newTuner(t, sp, st).Finished(Options{KeepSettings: true}) {
+		t.Error("simplified and validated, the campaign is not finished")
+	}
+}
