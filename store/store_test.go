@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
@@ -361,5 +362,28 @@ func TestWritesOnlyWhatReadsBack(t *testing.T) {
 	}
 	if _, err := s.Trials(c.ID); err != nil {
 		t.Errorf("the store no longer reads: %v", err)
+	}
+}
+
+// TestValidationsInTheOrderStored: verdicts read back in the order they
+// were stored, the latest last, whatever the clock of the host that stored
+// them said: a validation stored on a host whose clock is behind read as
+// older than the one it replaced, and results took that one's verdicts.
+func TestValidationsInTheOrderStored(t *testing.T) {
+	s, _ := openWriter(t)
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, at := range []time.Time{now, now.Add(-time.Hour)} {
+		v := Validation{Batch: at.UnixNano(), Range: "small", Candidate: 1, Config: "k", Rounds: 2, Verdict: "default", Reason: "r", Created: at}
+		if err := s.SaveValidation(c.ID, nil, []Validation{v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vals, err := s.Validations(c.ID)
+	if err != nil || len(vals) != 2 || !vals[1].Created.Before(vals[0].Created) {
+		t.Errorf("validations %+v (%v); want the one stored last, an hour behind, last", vals, err)
 	}
 }

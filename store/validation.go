@@ -70,11 +70,13 @@ func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Vali
 	return tx.Commit()
 }
 
-// Validations returns a campaign's verdicts, oldest first.
+// Validations returns a campaign's verdicts, oldest first: in the order
+// they were stored, not by batch, which is a clock reading, and the clocks
+// of the hosts that resume a campaign may disagree.
 func (s *Store) Validations(campaignID int64) (_ []Validation, err error) {
 	defer s.located(&err)
 	rows, err := s.db.Query(`SELECT batch, range_name, candidate, config, rounds, default_mean, tuned_mean, gain, ci_low, ci_high,
-		verdict, reason, created_at FROM validations WHERE campaign_id = ? ORDER BY batch`, campaignID)
+		verdict, reason, created_at FROM validations WHERE campaign_id = ? ORDER BY rowid`, campaignID)
 	if err != nil {
 		return nil, err
 	}

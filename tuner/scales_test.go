@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -240,4 +241,40 @@ esac
 	t.Setenv("SLURM_JOB_ID", "7")
 	t.Setenv("SLURM_GPUS", "20")
 	refusedBeforeAnyScaleRuns(t, "[1, 2, 3]", "s@2n: launcher.groups: the job's GPUs are spread unevenly over its nodes: group 1 (n3,n4) holds 2+4, group 0 (n1,n2) 4+4")
+}
+
+// TestResumedScalesKeepARaisedBudget: a finished campaign of scales
+// resumed with --trials 6, stopped during its first scale and resumed
+// again without, runs every scale to 6, as the uninterrupted resume does.
+// The scales after the first kept the 4 they were stored with.
+func TestResumedScalesKeepARaisedBudget(t *testing.T) {
+	sp, err := space.Load("../examples/sim-scales-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{Trials: 4, Simplify: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	tu := newTuner(t, sp, st)
+	tu.Progress = func(p Progress) {
+		if p.Done >= 5 { // the first search trial the raise adds
+			stop()
+		}
+	}
+	if err := tu.Run(ctx, Options{Trials: 6, KeepSettings: true}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped resume returned %v", err)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, nodes := range sp.Campaign.Scales {
+		name := sp.AtScale(nodes).Campaign.Name
+		camp, err := st.Campaign(name)
+		if done := searchDone(campaignTrials(t, st, name)); err != nil || camp.Budget != 6 || done != 6 {
+			t.Errorf("%s: a budget of %d, %d search trials (%v); want 6", name, camp.Budget, done, err)
+		}
+	}
 }

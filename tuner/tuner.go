@@ -239,7 +239,10 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 	// --trials, --seed, --sampler, --no-validate, ...), not as the space
 	// file says. Only that scale takes the one before's as given: a stored
 	// one given its own budget would be told a new one, and one whose
-	// ranges all settled (patience) would search on to it.
+	// ranges all settled (patience) would search on to it. A stored scale
+	// of a smaller budget than the one before it is the exception: a run
+	// or resume given --trials stopped before it reached that scale, and
+	// its resume gives it the budget the scales before it ran to.
 	unreached := o
 	for _, nodes := range t.Space.Campaign.Scales {
 		at := *t
@@ -258,7 +261,10 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 				o.ending(&camp, false)
 				unreached.Simplify, unreached.ValidateRounds = camp.Simplify, camp.ValidateRounds
 				if o.Trials == 0 {
-					unreached.Trials = camp.Budget
+					if camp.Budget < unreached.Trials {
+						so.Trials = unreached.Trials
+					}
+					unreached.Trials = max(camp.Budget, unreached.Trials)
 				}
 				if o.Seed == nil {
 					seed := camp.Seed
@@ -285,8 +291,9 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 }
 
 // finished reports whether the space's stored campaign has run its budget
-// (or stopped, settled) and been validated as o asks: resuming the scales
-// goes on where they stopped, and does not measure the finished ones again.
+// (or stopped, settled) and been simplified and validated as o asks:
+// resuming the scales goes on where they stopped, and does not measure the
+// finished ones again.
 func (t *Tuner) finished(o Options) bool {
 	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
 	if err != nil || camp.SpaceHash != t.Space.Hash() {
@@ -304,16 +311,20 @@ func (t *Tuner) finished(o Options) bool {
 		return false
 	}
 	done := searchDone(trials)
+	// As stored, whether its runs were asked to simplify it: one that was
+	// not has not, however validated, and simplifies once o asks it to.
+	simplified := camp.Simplify
 	o.ending(&camp, false)
 	vals, err := t.Store.Validations(camp.ID)
 	// Settled (patience), it runs no more unless told a new budget (see
 	// resume); run again without patience, its ranges are searched again.
 	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0
-	return err == nil && (done >= budget || stopped) && (camp.ValidateRounds < 2 || validatedAs(vals, trials, camp.ValidateRounds))
+	return err == nil && (done >= budget || stopped) && (simplified || !camp.Simplify) &&
+		(camp.ValidateRounds < 2 || validatedAs(t.Space, trials, vals, camp.ValidateRounds))
 }
 
 // Finished reports whether the space's stored campaign has run its budget
-// (or settled) and been validated since its last trial finished: running
+// (or settled) and its choices have been validated: running
 // it again, or resuming it, would only validate its choices once more,
 // which is what `nccltune validate` is for. A campaign that is not
 // validated (--no-validate) is never finished by this measure: simplifying
@@ -330,23 +341,26 @@ func (t *Tuner) Finished(o Options) bool {
 	return camp.ValidateRounds >= 2 && t.finished(o)
 }
 
-// validatedAs reports whether the latest validation ran at least the
-// rounds asked for, after every finished trial: one from before a resume
-// extended the budget validated other choices, and one in fewer rounds is
-// not the validation asked for (`resume --validate-rounds N` validates
-// again); one in more (`nccltune validate --rounds N`) is, and a weaker
-// one must not replace its verdicts.
-func validatedAs(vals []store.Validation, trials []store.Trial, rounds int) bool {
-	var last *store.Validation
-	for i := range vals {
-		if last == nil || vals[i].Created.After(last.Created) {
-			last = &vals[i]
-		}
-	}
-	if last == nil || last.Rounds < rounds {
+// validatedAs reports whether every choice the trials make, each range's
+// and the job's, has a verdict in at least the rounds asked for: a resume
+// that extended the budget may have chosen anew, and one asking more rounds
+// (`resume --validate-rounds N`) validates again, while a verdict in more
+// rounds (`nccltune validate --rounds N`) stands, not to be replaced by a
+// weaker one. Verdicts are matched to choices by configuration, as results
+// does, not by time: the trials of a resume on a host whose clock is behind
+// finish "before" a validation they follow.
+func validatedAs(sp *space.Space, trials []store.Trial, vals []store.Validation, rounds int) bool {
+	if len(vals) == 0 {
 		return false
 	}
-	return !slices.ContainsFunc(trials, func(tr store.Trial) bool { return tr.State.Finished() && tr.Finished.After(last.Created) })
+	as := func(v *store.Validation) bool { return v != nil && v.Rounds >= rounds }
+	job := results.JobOf(sp, trials, vals)
+	if len(sp.Workload) > 0 && !as(job.Validation) {
+		return false
+	}
+	return !slices.ContainsFunc(slices.Concat(results.Of(sp, trials, vals), job.Ranges), func(r results.RangeResult) bool {
+		return r.Best != nil && !as(r.Validation)
+	})
 }
 
 // storedTrials returns a campaign's trials, refusing any whose settings

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -631,6 +632,64 @@ func TestRaisedBudgetSearchesOn(t *testing.T) {
 	}
 }
 
+// TestRaisedBudgetResumedOnAClockBehind: a validated campaign raised from
+// 4 trials to 10 and stopped before it simplified again is resumed, its new
+// trials having finished on a host whose clock is behind the one that
+// validated it: the resume still simplifies and validates the new choices.
+// It ran nothing, "validated": the new trials seemed to finish before the
+// old validation.
+func TestRaisedBudgetResumedOnAClockBehind(t *testing.T) {
+	sp := loadExample(t, 4)
+	path := filepath.Join(t.TempDir(), "trials.db")
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	validated := Options{Simplify: true, ValidateRounds: 2}
+	if err := newTuner(t, sp, st).Run(context.Background(), validated); err != nil {
+		t.Fatal(err)
+	}
+	before := len(campaignTrials(t, st, sp.Campaign.Name))
+	ctx, cancel := context.WithCancel(context.Background())
+	c := newTuner(t, sp, st)
+	c.Progress = func(p Progress) {
+		if p.Done == 10 {
+			cancel()
+		}
+	}
+	raised := validated
+	raised.Trials = 10
+	if err := c.Run(ctx, raised); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE trials SET finished_at = '2000-01-01T00:00:00Z' WHERE number >= ?`, before); err != nil {
+		t.Fatal(err)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatal(err)
+	}
+	camp, err := st.Campaign(sp.Campaign.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := st.Validations(camp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	for _, r := range results.Of(sp, trials, vals) {
+		if r.Best != nil && r.Validation == nil {
+			t.Errorf("range %s: its choice, trial %d of %d, was never validated", r.Range.Name, r.Best.Number, len(trials))
+		}
+	}
+}
+
 // TestLoweredBudgetAfterACrash: a campaign killed mid-trial (kill -9, a
 // lost node) leaves that trial "running"; run again with a budget of the
 // trials that finished, it is not refused as one whose search ran past
@@ -759,5 +818,27 @@ func TestNodeFailureDuringValidation(t *testing.T) {
 	}
 	if newTuner(t, sp, st).Finished(Options{ValidateRounds: 2}) {
 		t.Error("the campaign counts as finished, its validation lost to the node")
+	}
+}
+
+// TestValidatedCampaignSimplifiesWhenAsked: a campaign run to its end and
+// validated without the simplification, run again asking for it (the
+// default), simplifies its choices and validates them again. It ran
+// nothing: its choices were validated.
+func TestValidatedCampaignSimplifiesWhenAsked(t *testing.T) {
+	sp := loadExample(t, 6)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{Simplify: true, ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	if !slices.ContainsFunc(trials, func(tr store.Trial) bool { return !tr.Searched() }) {
+		t.Errorf("run again asking for the simplification: %d trials, none the simplification's", len(trials))
+	}
+	if !newTuner(t, sp, st).Finished(Options{KeepSettings: true}) {
+		t.Error("simplified and validated, the campaign is not finished")
 	}
 }

@@ -128,9 +128,6 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	for i := range verdicts {
 		verdicts[i].Batch, verdicts[i].Created, verdicts[i].Rounds = batch, time.Now(), rounds
 	}
-	if err := s.Store.SaveValidation(s.camp.ID, runs, verdicts); err != nil {
-		return nil, err
-	}
 	// Where the job leaves a range to NCCL, a plugin that must name every
 	// choice needs NCCL's own under the job's environment.
 	probes := slices.Clone(arms)
@@ -141,6 +138,12 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 		if err := s.probe(ctx, a); err != nil {
 			return nil, err
 		}
+	}
+	// Stored once probed: a campaign whose choices have verdicts runs
+	// nothing on resume (see Finished), and one stopped while probing
+	// would have left a plugin's rules without NCCL's decisions.
+	if err := s.Store.SaveValidation(s.camp.ID, runs, verdicts); err != nil {
+		return nil, err
 	}
 	return verdicts, nil
 }

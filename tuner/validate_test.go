@@ -2,9 +2,11 @@ package tuner
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/store"
 )
 
 func TestValidateOnSimulator(t *testing.T) {
@@ -56,5 +58,47 @@ func TestValidatedInMoreRoundsIsFinished(t *testing.T) {
 	}
 	if newTuner(t, sp, st).Finished(Options{ValidateRounds: 4}) {
 		t.Error("validated in 3 rounds, the campaign is finished for a run that asks 4")
+	}
+}
+
+// TestValidationStoppedWhileProbing: a campaign stopped while validation
+// probes NCCL's decisions under its configurations is not finished: its
+// resume validates again, and records the decisions an uninterrupted run
+// does. Its verdicts were stored before the probes, so the resume ran
+// nothing, "validated", and a plugin's rules had no decisions.
+func TestValidationStoppedWhileProbing(t *testing.T) {
+	sp := loadExample(t, 6)
+	validated := Options{ValidateRounds: 2}
+	decisions := func(st *store.Store) int {
+		t.Helper()
+		c, err := st.Campaign(sp.Campaign.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := st.Decisions(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(d)
+	}
+	whole := openStore(t)
+	if err := newTuner(t, sp, whole).Run(context.Background(), validated); err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = &jitter{stop: cancel, stopAt: "probe-default"}
+	if err := tu.Run(ctx, validated); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	if newTuner(t, sp, st).Finished(Options{KeepSettings: true}) {
+		t.Error("stopped while probing, the campaign reads as finished")
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := decisions(st), decisions(whole); got != want || want == 0 {
+		t.Errorf("stopped while probing and resumed: decisions under %d configurations, uninterrupted %d", got, want)
 	}
 }
