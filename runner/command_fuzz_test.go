@@ -68,7 +68,9 @@ func TestMetricScales(t *testing.T) {
 		t.Skip("reads large outputs")
 	}
 	const size = 2 << 20
-	line := func(unit string) string { return strings.Repeat(strings.Repeat(unit, (maxLine-1)/len(unit))+"\n", size/maxLine) }
+	line := func(unit string) string {
+		return strings.Repeat(strings.Repeat(unit, (maxLine-1)/len(unit))+"\n", size/maxLine)
+	}
 	for _, c := range metrics(t) {
 		for name, out := range map[string]string{
 			"run together": line("time: 5 ms"),
