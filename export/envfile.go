@@ -57,7 +57,7 @@ func ReadEnvFile(path string) ([]string, error) {
 
 // maxEnvLine is the longest line ExportLine writes of a value the
 // catalogue takes: NAME=value within MAX_ARG_STRLEN, each byte of the value
-// at most four quoted (ShellQuote writes ' as '\”).
+// at most four quoted (ShellQuote writes a quote or a backslash as four).
 const maxEnvLine = len("export ''") + 4*space.MaxArgStrlen
 
 // checked is a variable's value as the catalogue normalizes it; the
