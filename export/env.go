@@ -59,26 +59,14 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 	switch format {
 	case "env":
 		b.WriteString(comment(append(head, "use: . ./"+base+".env"), "# "))
-		for _, kv := range env {
-			name, value, _ := strings.Cut(kv, "=")
-			line, err := ExportLine(name, value)
-			if err != nil {
-				return file{}, err
-			}
-			b.WriteString(line + "\n")
+		if err := writeLines(&b, env, ExportLine); err != nil {
+			return file{}, err
 		}
 		return file{base + ".env", b.String(), 0o644}, nil
 	case "dotenv":
 		b.WriteString(comment(append(head, "use: docker run --env-file "+base+".dotenv ..., or set -a; . ./"+base+".dotenv; set +a"), "# "))
-		for _, kv := range env {
-			name, value, _ := strings.Cut(kv, "=")
-			if !literal.MatchString(value) {
-				return file{}, fmt.Errorf("%s=%s cannot be written bare for docker --env-file, which takes values literally, and left inert for a shell that sources the file; use the env format", name, value)
-			}
-			if !zshLiteral(value) {
-				return file{}, fmt.Errorf("%s=%s: zsh sourcing the file would read '=' at the value's start or after a ':' as a command's path (=word); use the env format", name, value)
-			}
-			b.WriteString(kv + "\n")
+		if err := writeLines(&b, env, dotenvLine); err != nil {
+			return file{}, err
 		}
 		return file{base + ".dotenv", b.String(), 0o644}, nil
 	case "slurm":
@@ -109,6 +97,30 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 		b.WriteString(" torchrun \"$@\"\n")
 		return file{base + ".torchrun.sh", b.String(), 0o755}, nil
 	}
+}
+
+// writeLines writes each variable of env (NAME=value) as line renders it.
+func writeLines(b *strings.Builder, env []string, line func(name, value string) (string, error)) error {
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		l, err := line(name, value)
+		if err != nil {
+			return err
+		}
+		b.WriteString(l + "\n")
+	}
+	return nil
+}
+
+// dotenvLine renders one variable bare, as a dotenv file sets it.
+func dotenvLine(name, value string) (string, error) {
+	if !literal.MatchString(value) {
+		return "", fmt.Errorf("%s=%s cannot be written bare for docker --env-file, which takes values literally, and left inert for a shell that sources the file; use the env format", name, value)
+	}
+	if !zshLiteral(value) {
+		return "", fmt.Errorf("%s=%s: zsh sourcing the file would read '=' at the value's start or after a ':' as a command's path (=word); use the env format", name, value)
+	}
+	return name + "=" + value, nil
 }
 
 // literal is a value that means the same bare to every reader of a dotenv

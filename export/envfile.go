@@ -27,6 +27,7 @@ func ReadEnvFile(path string) ([]string, error) {
 	var env []string
 	var errs []error
 	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, maxEnvLine)
 	line := 1
 	for ; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
@@ -53,6 +54,11 @@ func ReadEnvFile(path string) ([]string, error) {
 	}
 	return env, errors.Join(errs...)
 }
+
+// maxEnvLine is the longest line ExportLine writes of a value the
+// catalogue takes: NAME=value within MAX_ARG_STRLEN, each byte of the value
+// at most four quoted (ShellQuote writes a quote or a backslash as four).
+const maxEnvLine = len("export ''") + 4*space.MaxArgStrlen
 
 // checked is a variable's value as the catalogue normalizes it; the
 // plugin's rules file, an absolute path: the benchmark's ranks start in

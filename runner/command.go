@@ -159,6 +159,7 @@ func (c UserCommand) values(lines []string) (map[string][]float64, *Failure) {
 			if err != nil {
 				return nil, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
 			}
+			rank := lineRank(line)
 			for _, raw := range raws {
 				if !isNumber(raw) {
 					continue // not the metric
@@ -167,15 +168,19 @@ func (c UserCommand) values(lines []string) (map[string][]float64, *Failure) {
 				if err != nil || !(v > 0) || v > 1e300 || v < 1e-300 {
 					return nil, &Failure{FailImplausible, fmt.Sprintf("the metric (%s) read %q, not a positive number (finite and decimal, as printf writes one)", c.Metric, raw)}
 				}
-				rank := ""
-				if m := rankRE.FindStringSubmatch(line); m != nil {
-					rank = m[1] + m[2]
-				}
 				out[rank] = append(out[rank], v)
 			}
 		}
 	}
 	return out, nil
+}
+
+// lineRank is the rank that printed line, where a launcher says; "" where not.
+func lineRank(line string) string {
+	if m := rankRE.FindStringSubmatch(line); m != nil {
+		return m[1] + m[2]
+	}
+	return ""
 }
 
 // isNumber reports whether s reads as a number, to Go (which reads more

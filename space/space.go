@@ -578,7 +578,7 @@ func (s *Space) Sweep(coll string) Sizes {
 		}
 	}
 	sw := Sizes{Min: 1, Max: 1, Factor: 2}
-	for sw.Min*2 <= lo {
+	for sw.Min <= lo/2 { // not Min*2, which overflows past a call of 2^62 bytes, and loops for ever
 		sw.Min *= 2
 	}
 	if PerRank(coll) {

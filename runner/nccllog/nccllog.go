@@ -101,7 +101,8 @@ const maxDecisions = 4096
 
 // Parse reads NCCL's log lines out of a benchmark's output.
 func Parse(output []byte) Log {
-	l := Log{Read: map[string]string{}}
+	var l Log
+	read := values{}
 	sc := bufio.NewScanner(bytes.NewReader(output))
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	sc.Split(text.Lines(64 << 10)) // an over-long line is passed over, not the end of the log
@@ -121,7 +122,7 @@ func Parse(output []byte) Log {
 		l.Debug = true
 		msg := strings.TrimSpace(m[1])
 		if s := setRE.FindStringSubmatch(msg); s != nil {
-			l.read(s[1], strings.TrimSuffix(s[2], "."))
+			read.add(s[1], strings.TrimSuffix(s[2], "."))
 			continue
 		}
 		l.reject(msg)
@@ -157,24 +158,38 @@ func Parse(output []byte) Log {
 			l.Notes = append(l.Notes, msg)
 		}
 	}
+	l.Read = read.joined()
 	return l
 }
 
 // readApart joins the values of a variable that ranks read differently.
 const readApart = " | "
 
-// read records that some rank read variable name as value. A rank that
-// read another value than the others is not confirmed by theirs (the last
-// line read won before, and masked it).
-func (l *Log) read(name, value string) {
-	got, ok := l.Read[name]
-	if !ok {
-		l.Read[name] = value
-		return
+// maxValues bounds the values kept of one variable: ranks that read it in
+// more ways are apart all the same, and a log whose every line reads
+// another value (hostile, or a million ranks') parses in linear time.
+const maxValues = 16
+
+// values are the values ranks read, per variable, each once whatever its
+// case. A rank that read another value than the others is not confirmed by
+// theirs (the last line read won before, and masked it).
+type values map[string][]string
+
+// add records that some rank read name as value.
+func (vs values) add(name, value string) {
+	got := vs[name]
+	if len(got) < maxValues && !slices.ContainsFunc(got, func(v string) bool { return strings.EqualFold(v, value) }) {
+		vs[name] = append(got, value)
 	}
-	if !slices.ContainsFunc(strings.Split(got, readApart), func(v string) bool { return strings.EqualFold(v, value) }) {
-		l.Read[name] = got + readApart + value
+}
+
+// joined is Log.Read: each variable's values joined by readApart.
+func (vs values) joined() map[string]string {
+	read := make(map[string]string, len(vs))
+	for name, got := range vs {
+		read[name] = strings.Join(got, readApart)
 	}
+	return read
 }
 
 // reject records the variables a message of NCCL's says it did not use as
@@ -206,15 +221,16 @@ func (l *Log) rejected(name, msg string) {
 // Merge is what two logs of one trial's launches say together.
 func (l Log) Merge(o Log) Log {
 	out := l
-	out.Read, out.Rejected = maps.Clone(l.Read), maps.Clone(l.Rejected)
-	if out.Read == nil {
-		out.Read = map[string]string{}
+	read := values{}
+	for name, v := range l.Read {
+		read[name] = strings.Split(v, readApart) // as read, joined again
 	}
-	for _, name := range slices.Sorted(maps.Keys(o.Read)) {
-		for _, v := range strings.Split(o.Read[name], readApart) {
-			out.read(name, v)
+	for name, v := range o.Read {
+		for _, v := range strings.Split(v, readApart) {
+			read.add(name, v)
 		}
 	}
+	out.Read, out.Rejected = read.joined(), maps.Clone(l.Rejected)
 	for _, name := range slices.Sorted(maps.Keys(o.Rejected)) {
 		out.rejected(name, o.Rejected[name])
 	}
