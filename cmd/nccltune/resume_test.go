@@ -21,11 +21,10 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
-// finishedTrials reads a store's campaign and maps trial numbers to their one
-// finished trial, failing the test on a duplicate.
-func finishedTrials(t *testing.T, path, campaign string) map[int]store.Trial {
+// stored reads a store's campaign: its trials and validations.
+func stored(t *testing.T, path, campaign string) ([]store.Trial, []store.Validation) {
 	t.Helper()
-	st, err := store.Open(path)
+	st, err := store.OpenReader(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +37,18 @@ func finishedTrials(t *testing.T, path, campaign string) map[int]store.Trial {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vals, err := st.Validations(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trials, vals
+}
+
+// finishedTrials reads a store's campaign and maps trial numbers to their one
+// finished trial, failing the test on a duplicate.
+func finishedTrials(t *testing.T, path, campaign string) map[int]store.Trial {
+	t.Helper()
+	trials, _ := stored(t, path, campaign)
 	out := map[int]store.Trial{}
 	for _, tr := range trials {
 		if tr.State == store.Complete || tr.State == store.Failed {
@@ -389,27 +400,11 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 	}
 	ended := func(rounds ...int) {
 		t.Helper()
-		st, err := store.OpenReader(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		c, err := st.Campaign("slow")
-		if err != nil {
-			t.Fatal(err)
-		}
-		trials, err := st.Trials(c.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		trials, vals := stored(t, db, "slow")
 		for _, tr := range trials {
 			if !tr.Searched() {
 				t.Errorf("trial %d simplified the choices of a campaign run with --no-simplify", tr.Number)
 			}
-		}
-		vals, err := st.Validations(c.ID)
-		if err != nil {
-			t.Fatal(err)
 		}
 		var got []int
 		for _, v := range vals {
@@ -481,19 +476,7 @@ func TestFinishedCampaignRunsNothing(t *testing.T) {
 	}
 	batches := func() int {
 		t.Helper()
-		st, err := store.OpenReader(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		c, err := st.Campaign("sim-2node-ib")
-		if err != nil {
-			t.Fatal(err)
-		}
-		vals, err := st.Validations(c.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, vals := stored(t, db, "sim-2node-ib")
 		seen := map[int64]bool{}
 		for _, v := range vals {
 			seen[v.Batch] = true
@@ -531,19 +514,7 @@ func TestRaisedBudgetRunsTheSearchOn(t *testing.T) {
 	db := filepath.Join(dir, "nccltune.db")
 	trials := func() []store.Trial {
 		t.Helper()
-		st, err := store.OpenReader(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		c, err := st.Campaign("sim-2node-ib")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts, err := st.Trials(c.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ts, _ := stored(t, db, "sim-2node-ib")
 		return ts
 	}
 	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
