@@ -169,17 +169,16 @@ func TestOpenRejects(t *testing.T) {
 	}
 }
 
-// TestMigratesOlderStore opens a store written at schema version 1 and
-// finds its trial intact after the upgrade.
-func TestMigratesOlderStore(t *testing.T) {
+// migrated is the store that Open makes of a database built by stmts (an
+// older schema's), closed when the test ends.
+func migrated(t *testing.T, stmts []string) *Store {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, stmt := range []string{migrations[0], "PRAGMA user_version = 1",
-		`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at) VALUES (1, 'old', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z')`,
-		`INSERT INTO trials (id, campaign_id, number, state, params, env, started_at) VALUES (1, 1, 0, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`} {
+	for _, stmt := range stmts {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +188,16 @@ func TestMigratesOlderStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestMigratesOlderStore opens a store written at schema version 1 and
+// finds its trial intact after the upgrade.
+func TestMigratesOlderStore(t *testing.T) {
+	s := migrated(t, []string{migrations[0], "PRAGMA user_version = 1",
+		`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at) VALUES (1, 'old', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z')`,
+		`INSERT INTO trials (id, campaign_id, number, state, params, env, started_at) VALUES (1, 1, 0, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`})
 	var version int
 	s.db.QueryRow("PRAGMA user_version").Scan(&version)
 	trials, err := s.Trials(1)
@@ -208,11 +216,6 @@ func TestMigratesOlderStore(t *testing.T) {
 // budget up as the simplification's, as that nccltune numbered them, and
 // those below it as the search's; each campaign by its own budget.
 func TestMigrationClassesTrialsByNumber(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stmts := append(slices.Clone(migrations[:SchemaVersion-1]), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1))
 	for id, budget := range []int{4, 2} {
 		stmts = append(stmts, fmt.Sprintf(`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at)
@@ -222,17 +225,7 @@ func TestMigrationClassesTrialsByNumber(t *testing.T) {
 				VALUES (%d, %d, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`, id+1, n))
 		}
 	}
-	for _, stmt := range stmts {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := migrated(t, stmts)
 	for id, budget := range []int{4, 2} {
 		trials, err := s.Trials(int64(id + 1))
 		if err != nil || len(trials) != 6 {
