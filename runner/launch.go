@@ -254,8 +254,13 @@ func (MPIRun) FailureDetail(output []byte) string {
 			break
 		}
 		if reportRule(line) { // a report's closing rule: pass over it to its opening one
-			for i--; i >= 0 && !reportRule(strings.TrimSpace(lines[i])); i-- {
+			open := i - 1
+			for ; open >= 0 && !reportRule(strings.TrimSpace(lines[open])); open-- {
 			}
+			if open < 0 {
+				break // none: the rule is the rank's own, printed after its last words
+			}
+			i = open
 		}
 		i--
 	}
