@@ -254,8 +254,13 @@ func (MPIRun) FailureDetail(output []byte) string {
 			break
 		}
 		if reportRule(line) { // a report's closing rule: pass over it to its opening one
-			for i--; i >= 0 && !reportRule(strings.TrimSpace(lines[i])); i-- {
+			open := i - 1
+			for ; open >= 0 && !reportRule(strings.TrimSpace(lines[open])); open-- {
 			}
+			if open < 0 {
+				break // none: the rule is the rank's own, printed after its last words
+			}
+			i = open
 		}
 		i--
 	}
@@ -529,7 +534,7 @@ func lostANode(id string) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "scontrol", "-o", "show", "job", id).Output()
+	out, err := slurmOutput(ctx, "scontrol", "-o", "show", "job", id)
 	if err != nil {
 		return false
 	}
@@ -545,7 +550,7 @@ func lostANode(id string) bool {
 	if nodes == "" {
 		return false
 	}
-	states, err := exec.CommandContext(ctx, "sinfo", "-h", "-N", "-n", nodes, "-o", "%t").Output()
+	states, err := slurmOutput(ctx, "sinfo", "-h", "-N", "-n", nodes, "-o", "%t")
 	if err != nil {
 		return false
 	}
@@ -604,7 +609,7 @@ func (s Srun) Stop(pid int) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "scontrol", "-o", "show", "step", os.Getenv("SLURM_JOB_ID")).Output()
+	out, err := slurmOutput(ctx, "scontrol", "-o", "show", "step", os.Getenv("SLURM_JOB_ID"))
 	if err != nil {
 		return fmt.Errorf("srun: listing steps: %w", err)
 	}
@@ -625,6 +630,15 @@ func (s Srun) Stop(pid int) error {
 // stopTimeout bounds Stop's Slurm commands, which wait for slurmctld; Run
 // waits for Stop before it returns.
 const stopTimeout = 5 * time.Second
+
+// slurmOutput is the output of Slurm command name, killed when ctx ends. A
+// site's wrapper script may leave a child holding the output open once
+// killed: its output is given up on a second later, not when the child ends.
+func slurmOutput(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = time.Second
+	return cmd.Output()
+}
 
 // stepsOf finds, in the lines of `scontrol -o show step`, the running
 // steps that a srun process among pids on host started

@@ -115,6 +115,11 @@ func TestMPIRunFailureDetail(t *testing.T) {
 			t.Errorf("failure = %v; want %q\noutput: %s", res.Failure, tc.reason, res.Output)
 		}
 	}
+}
+
+// TestMPIRunFailureDetailReports: the detail is the ranks' last words above
+// mpirun's reports, however they and the ranks' other lines fall.
+func TestMPIRunFailureDetailReports(t *testing.T) {
 	// Hydra's report, framed by '='; a report alone leaves the detail to the output's last line.
 	hydra := "ValueError: bad\n\n===================================================================================\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   EXIT CODE: 1\n===================================================================================\n"
 	// A rank's INFO line between Open MPI's two reports, as the ranks' output
@@ -123,7 +128,17 @@ func TestMPIRunFailureDetail(t *testing.T) {
 		"a non-zero exit code. Per user-direction, the job has been aborted.\n----------\n" +
 		"vm:42:42 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Init COMPLETE\n----------\n" +
 		"mpirun detected that one or more processes exited with non-zero status\n  Exit code:    1\n----------\n"
-	for output, want := range map[string]string{hydra: "ValueError: bad", between: "ValueError: no data", "------------------\nExit code: 1\n------------------\n": ""} {
+	report := "----------\nmpirun detected that one or more processes exited with non-zero status\n  Exit code:    1\n----------\n"
+	// A rule the rank printed after its last words, with no opening rule
+	// above it, is no report's: the words above it are the detail.
+	ruled := "ValueError: no data\n----------------------------------------\n"
+	for output, want := range map[string]string{
+		hydra:   "ValueError: bad",
+		between: "ValueError: no data",
+		"------------------\nExit code: 1\n------------------\n": "",
+		ruled + report: "ValueError: no data",
+		ruled + "vm:42:42 [1] NCCL INFO comm 0x1 rank 1 nranks 2 - Abort COMPLETE\n" + report: "ValueError: no data",
+	} {
 		if got := (MPIRun{}).FailureDetail([]byte(output)); got != want {
 			t.Errorf("FailureDetail(%q) = %q, want %q", output, got, want)
 		}

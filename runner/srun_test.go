@@ -643,3 +643,22 @@ func fakeSlurm(t *testing.T, job, states string) {
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("SLURM_JOB_ID", "7")
 }
+
+// TestSrunNodeFailureSlurmHangs: an scontrol that hangs, a wrapper script
+// whose child holds its output open, is given up on after stopTimeout; the
+// trial is not held for as long as the child lives.
+func TestSrunNodeFailureSlurmHangs(t *testing.T) {
+	fakeSlurm(t, "", "")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "scontrol"), []byte("#!/bin/sh\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	start := time.Now()
+	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "" {
+		t.Errorf("NodeFailure with Slurm unanswering = %q, want none", got)
+	}
+	if d := time.Since(start); d > stopTimeout+5*time.Second {
+		t.Errorf("NodeFailure took %v waiting on scontrol", d)
+	}
+}

@@ -1055,10 +1055,14 @@ func failingThroughout(finished []store.Trial, last store.Trial) error {
 
 // StoppedFailing is ErrAllFailing, with what it said, where the search
 // trials of a campaign of budget trials stopped it short of its budget;
-// nil where they did not (status says so after the campaign ended).
+// nil where they did not (status says so after the campaign ended), or
+// where a search trial runs: a resume is under way, the cause maybe fixed.
 func StoppedFailing(trials []store.Trial, budget int) error {
 	var finished []store.Trial
 	for _, t := range trials {
+		if t.Searched() && t.State == store.Running {
+			return nil
+		}
 		if t.Searched() && t.State.Finished() {
 			finished = append(finished, t)
 		}

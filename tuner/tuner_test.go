@@ -842,3 +842,24 @@ func TestValidatedCampaignSimplifiesWhenAsked(t *testing.T) {
 		t.Error("simplified and validated, the campaign is not finished")
 	}
 }
+
+// TestStoppedFailingWhileResumed: a campaign stopped by five failures of
+// one kind and resumed is not said to have stopped while the resume's
+// trial runs; it is again once that trial fails the same way.
+func TestStoppedFailingWhileResumed(t *testing.T) {
+	var trials []store.Trial
+	for n := range 5 {
+		trials = append(trials, store.Trial{Number: n, State: store.Failed, FailureKind: "exit"})
+	}
+	if StoppedFailing(trials, 40) == nil {
+		t.Fatal("five failures of one kind: not stopped")
+	}
+	running := append(slices.Clone(trials), store.Trial{Number: 5, State: store.Running})
+	if err := StoppedFailing(running, 40); err != nil {
+		t.Errorf("a resume's trial running: %v", err)
+	}
+	running[5].State, running[5].FailureKind = store.Failed, "exit"
+	if StoppedFailing(running, 40) == nil {
+		t.Error("the resume's trial failed the same way: not stopped")
+	}
+}
