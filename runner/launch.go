@@ -621,7 +621,7 @@ func (s Srun) Stop(pid int) error {
 	if len(steps) == 0 {
 		return nil // the steps have ended, or were never created
 	}
-	if out, err := exec.CommandContext(ctx, "scancel", steps...).CombinedOutput(); err != nil {
+	if out, err := slurmCommand(ctx, "scancel", steps...).CombinedOutput(); err != nil {
 		return fmt.Errorf("srun: scancel %s: %w: %s", strings.Join(steps, " "), err, out)
 	}
 	return nil
@@ -631,13 +631,19 @@ func (s Srun) Stop(pid int) error {
 // waits for Stop before it returns.
 const stopTimeout = 5 * time.Second
 
-// slurmOutput is the output of Slurm command name, killed when ctx ends. A
-// site's wrapper script may leave a child holding the output open once
-// killed: its output is given up on a second later, not when the child ends.
+// slurmOutput is the output of Slurm command name, killed when ctx ends
+// (slurmCommand).
 func slurmOutput(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return slurmCommand(ctx, name, args...).Output()
+}
+
+// slurmCommand is Slurm command name, killed when ctx ends. A site's
+// wrapper script may leave a child holding the output open once killed:
+// its output is given up on a second later, not when the child ends.
+func slurmCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.WaitDelay = time.Second
-	return cmd.Output()
+	return cmd
 }
 
 // stepsOf finds, in the lines of `scontrol -o show step`, the running
