@@ -518,17 +518,28 @@ var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): 
 // every resume.
 func (Srun) NodeFailure(output []byte) string {
 	line := strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r")
-	if line == "" || !lostANode(os.Getenv("SLURM_JOB_ID")) {
+	if line == "" {
+		return ""
+	}
+	var named string
+	if m := nodeNamedRE.FindStringSubmatch(line); m != nil {
+		named = m[1]
+	}
+	if !lostANode(os.Getenv("SLURM_JOB_ID"), named) {
 		return ""
 	}
 	return line
 }
 
+// nodeNamedRE is the node srun names in its word of a node's failure.
+var nodeNamedRE = regexp.MustCompile(`Node failure on ([^\s,]+)`)
+
 // lostANode reports whether Slurm says job id lost a node: the job's state
-// is NODE_FAIL (the allocation revoked), or a node of its list is down,
-// failing or not responding (sinfo's "*"); false where Slurm cannot be
-// asked.
-func lostANode(id string) bool {
+// is NODE_FAIL (the allocation revoked), or a node of its list, or the node
+// srun named (named: a job that asked for --no-kill goes on without it, and
+// its list may not hold it any more), is down, failing or not responding
+// (sinfo's "*"); false where Slurm cannot be asked.
+func lostANode(id, named string) bool {
 	if id == "" {
 		return false
 	}
@@ -546,6 +557,9 @@ func lostANode(id string) bool {
 		if v, ok := strings.CutPrefix(f, "NodeList="); ok {
 			nodes = v
 		}
+	}
+	if named != "" {
+		nodes = strings.TrimPrefix(nodes+","+named, ",")
 	}
 	if nodes == "" {
 		return false

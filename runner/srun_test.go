@@ -644,6 +644,22 @@ func fakeSlurm(t *testing.T, job, states string) {
 	t.Setenv("SLURM_JOB_ID", "7")
 }
 
+// TestSrunNodeFailureNoKill: a job that asked for --no-kill goes on
+// without the node srun names, which its node list then no longer holds:
+// that node's own state confirms the failure.
+func TestSrunNodeFailureNoKill(t *testing.T) {
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "")
+	dir := t.TempDir()
+	sinfo := "#!/bin/sh\ncase \"$*\" in *n2*) printf 'idle\\ndown*\\n';; *) echo idle;; esac\n"
+	if err := os.WriteFile(filepath.Join(dir, "sinfo"), []byte(sinfo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
+		t.Errorf("NodeFailure of a node the job went on without = %q", got)
+	}
+}
+
 // TestSrunNodeFailureSlurmHangs: an scontrol that hangs, a wrapper script
 // whose child holds its output open, is given up on after stopTimeout; the
 // trial is not held for as long as the child lives.
