@@ -70,19 +70,8 @@ func TestCampaignStartedBesideAReader(t *testing.T) {
 		}
 		return
 	}
-	path := closedStore(t)
-	before, _ := os.ReadFile(path)
-	r, err := OpenReader(path)
+	path, before, r, out, err := campaignBesideAReader(t)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if cs, err := r.Campaigns(); err != nil || len(cs) != 1 {
-		t.Fatalf("campaigns %v, %v", cs, err)
-	}
-	writer := exec.Command(os.Args[0], "-test.run=^TestCampaignStartedBesideAReader$")
-	writer.Env = append(os.Environ(), "NCCLTUNE_TEST_STORE_WRITER="+path)
-	if out, err := writer.CombinedOutput(); err != nil {
 		t.Fatalf("the campaign failed: %v\n%s", err, out)
 	}
 	if now, _ := os.ReadFile(path); !bytes.Equal(before, now) {
@@ -93,6 +82,29 @@ func TestCampaignStartedBesideAReader(t *testing.T) {
 	}
 	r.Close()
 	twoCampaigns(t, OpenReader, path)
+}
+
+// campaignBesideAReader opens an immutable reader on closedStore's store
+// and runs a campaign beside it in a child process (this file's writer,
+// env added to its environment). It returns the store's path, its bytes
+// before the campaign, the reader (closed when the test ends), and the
+// child's output and error.
+func campaignBesideAReader(t *testing.T, env ...string) (string, []byte, *Store, []byte, error) {
+	t.Helper()
+	path := closedStore(t)
+	before, _ := os.ReadFile(path)
+	r, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if cs, err := r.Campaigns(); err != nil || len(cs) != 1 {
+		t.Fatalf("campaigns %v, %v", cs, err)
+	}
+	writer := exec.Command(os.Args[0], "-test.run=^TestCampaignStartedBesideAReader$")
+	writer.Env = append(append(os.Environ(), "NCCLTUNE_TEST_STORE_WRITER="+path), env...)
+	out, err := writer.CombinedOutput()
+	return path, before, r, out, err
 }
 
 // twoCampaigns checks that the store at path, opened by open, holds the
@@ -129,16 +141,8 @@ func TestCampaignCheckpointsWithoutReaders(t *testing.T) {
 // log, which the next reader reads through and the next campaign, once
 // it closes with no reader left, copies into the file.
 func TestCampaignKilledBesideAReader(t *testing.T) {
-	path := closedStore(t)
-	before, _ := os.ReadFile(path)
-	r, err := OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	writer := exec.Command(os.Args[0], "-test.run=^TestCampaignStartedBesideAReader$")
-	writer.Env = append(os.Environ(), "NCCLTUNE_TEST_STORE_WRITER="+path, "NCCLTUNE_TEST_STORE_KILL=1")
-	if out, err := writer.CombinedOutput(); err == nil || !strings.Contains(err.Error(), "killed") {
+	path, before, r, out, err := campaignBesideAReader(t, "NCCLTUNE_TEST_STORE_KILL=1")
+	if err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("the campaign was not killed: %v\n%s", err, out)
 	}
 	if now, _ := os.ReadFile(path); !bytes.Equal(before, now) {
