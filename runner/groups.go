@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,7 +192,7 @@ func jobGPUs() (map[string]int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	id := os.Getenv("SLURM_JOB_ID")
-	out, err := exec.CommandContext(ctx, "scontrol", "show", "job", "-d", id).Output()
+	out, err := slurmOutput(ctx, "scontrol", "show", "job", "-d", id)
 	if err != nil {
 		return nil, fmt.Errorf("launcher srun: the job's GPUs per node: scontrol show job -d %s: %w", id, err)
 	}
@@ -313,7 +312,7 @@ func AllocationNodes() ([]string, error) {
 
 // hostnames expands a Slurm host list ("n[1-4],m2") into its hosts' names.
 func hostnames(ctx context.Context, list string) ([]string, error) {
-	out, err := exec.CommandContext(ctx, "scontrol", "show", "hostnames", list).Output()
+	out, err := slurmOutput(ctx, "scontrol", "show", "hostnames", list)
 	if err != nil {
 		return nil, fmt.Errorf("launcher srun: scontrol show hostnames %s: %w", list, err)
 	}

@@ -641,8 +641,9 @@ func (s Srun) Stop(pid int) error {
 	return nil
 }
 
-// stopTimeout bounds Stop's Slurm commands, which wait for slurmctld; Run
-// waits for Stop before it returns.
+// stopTimeout bounds the runner's Slurm commands, which wait for
+// slurmctld: Stop's, which Run waits for before it returns, and the
+// queries of the job's nodes, GPUs and state.
 const stopTimeout = 5 * time.Second
 
 // slurmOutput is the output of Slurm command name, killed when ctx ends
