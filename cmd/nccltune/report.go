@@ -32,7 +32,7 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "`DIR` for the plots"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}},
 		Action: func(c *cli.Context) error {
-			l, err := loadCampaign(c)
+			l, err := readCampaign(c, nil)
 			if err != nil {
 				return err
 			}

@@ -115,8 +115,8 @@ func checkFlags(c *cli.Context) error {
 	return nil
 }
 
-// runCampaign runs the campaign of sp with the flags' overrides of o, then
-// prints the status table.
+// runCampaign runs the campaign of sp with the flags' overrides of o
+// (checkFlags passed), then prints the status table.
 func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	o.Trials, o.Sampler = c.Int("trials"), c.String("sampler")
 	if c.IsSet("trials") {
@@ -127,9 +127,6 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	if c.IsSet("seed") {
 		seed := c.Int64("seed")
 		o.Seed = &seed
-	}
-	if err := checkFlags(c); err != nil {
-		return err
 	}
 	o.Simplify = !c.Bool("no-simplify")
 	if !c.Bool("no-validate") {

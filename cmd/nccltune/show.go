@@ -30,17 +30,13 @@ func showCommand() *cli.Command {
 			if c.NArg() != 1 || err != nil || n < 0 {
 				return usageError{fmt.Errorf("show needs one trial number, after the flags: nccltune show [--store FILE] TRIAL")}
 			}
-			st, l, err := openCampaign(c)
-			if err != nil {
+			var t store.Trial
+			l, err := readCampaign(c, func(st *store.Store, l *loaded) (err error) {
+				if t, err = latestAttempt(l.trials, n); err == nil && c.Bool("output") {
+					t.Output, err = st.Output(t.ID)
+				}
 				return err
-			}
-			t, err := latestAttempt(l.trials, n)
-			if err == nil && c.Bool("output") {
-				t.Output, err = st.Output(t.ID)
-			}
-			if closeErr := st.Close(); err == nil {
-				err = closeErr // before printing (loadCampaign)
-			}
+			})
 			if err != nil {
 				return err
 			}

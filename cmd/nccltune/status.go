@@ -119,16 +119,23 @@ func openCampaign(c *cli.Context) (*store.Store, *loaded, error) {
 	return openCampaignWith(c, openExisting, readStored)
 }
 
-// loadCampaign loads the --store's --campaign and closes the store before
-// the caller prints: a reader that holds it open (a pager, a suspended
+// readCampaign loads the --store's --campaign, lets read (if not nil) take
+// what else it needs of the store, and closes the store before the caller
+// prints or writes: a reader that holds it open (a pager, a suspended
 // shell) keeps a running campaign from checkpointing, whose log then grows
 // with every trial until the reader leaves (store.LockWriter).
-func loadCampaign(c *cli.Context) (*loaded, error) {
+func readCampaign(c *cli.Context, read func(*store.Store, *loaded) error) (*loaded, error) {
 	st, l, err := openCampaign(c)
 	if err != nil {
 		return nil, err
 	}
-	return l, st.Close()
+	if read != nil {
+		err = read(st, l)
+	}
+	if closeErr := st.Close(); err == nil {
+		err = closeErr
+	}
+	return l, err
 }
 
 // openCampaignWith is openCampaign with the store opened by open.
@@ -185,7 +192,7 @@ func statusCommand() *cli.Command {
 		Usage: "show a campaign's trials and the best configuration per size range",
 		Flags: []cli.Flag{storeFlag, campaignFlag, &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}},
 		Action: func(c *cli.Context) error {
-			l, err := loadCampaign(c)
+			l, err := readCampaign(c, nil)
 			if err != nil {
 				return err
 			}
@@ -492,14 +499,11 @@ func exportCommand() *cli.Command {
 			if !slices.Contains(export.Formats, c.String("format")) {
 				return usageError{fmt.Errorf("--format must be one of %s", strings.Join(export.Formats, ", "))}
 			}
-			st, l, err := openCampaign(c)
-			if err != nil {
+			var ex export.Export
+			_, err := readCampaign(c, func(st *store.Store, l *loaded) (err error) {
+				ex, err = exportOfCampaign(c, st, l)
 				return err
-			}
-			ex, err := exportOfCampaign(c, st, l)
-			if closeErr := st.Close(); err == nil {
-				err = closeErr // before the files are written (loadCampaign)
-			}
+			})
 			if err != nil {
 				return err
 			}
