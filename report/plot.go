@@ -61,12 +61,13 @@ func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 // completed trial reached at each size.
 func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial, path string) error {
 	colls := sp.Collectives()
+	bw := bandwidth(sp, trials)
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s bus bandwidth: NCCL defaults vs tuned", strings.Join(colls, ", "))
+	p.Title.Text = fmt.Sprintf("%s %s: NCCL defaults vs tuned", strings.Join(colls, ", "), bw)
 	if len(sp.Simulator) > 0 {
 		p.Title.Text += " (simulated cluster)"
 	}
-	p.X.Label.Text, p.Y.Label.Text = "message size (bytes)", "bus bandwidth (GB/s)"
+	p.X.Label.Text, p.Y.Label.Text = "message size (bytes)", bw+" (GB/s)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, plot.LogTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
@@ -105,7 +106,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 	if drawn == 0 {
 		// Nothing positive to draw (a single GPU moves no bytes): a log axis
 		// has no range then, so the empty plot gets linear ones.
-		p.Title.Text += ": no positive bus bandwidth measured"
+		p.Title.Text += ": no positive " + bw + " measured"
 		p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
 	}
@@ -163,6 +164,27 @@ func Measured(sp *space.Space, trials []store.Trial, path string) error {
 		}
 	}
 	return p.Save(width, height, path)
+}
+
+// bandwidth is what BusBW plots: "bus bandwidth", or "algorithm bandwidth"
+// where every completed trial's rows are of one rank, whose bus bandwidth
+// nccl-tests reports as 0 (results.AlgorithmBandwidth).
+func bandwidth(sp *space.Space, trials []store.Trial) string {
+	oneRank := false
+	for _, t := range trials {
+		for _, coll := range sp.Collectives() {
+			if rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective); t.State == store.Complete && len(rows) > 0 {
+				if !results.AlgorithmBandwidth(rows) {
+					return "bus bandwidth"
+				}
+				oneRank = true
+			}
+		}
+	}
+	if oneRank {
+		return "algorithm bandwidth (one rank)"
+	}
+	return "bus bandwidth"
 }
 
 // envelope is the best bus bandwidth any completed trial reached at each size of a collective.

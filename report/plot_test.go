@@ -315,3 +315,35 @@ func sweep(t *testing.T) (*space.Space, func(n int, slow float64, params map[str
 	}
 	return sp, trial
 }
+
+// TestBandwidthOfOneRank: with one rank nccl-tests reports no bus
+// bandwidth and the plot shows the algorithm bandwidth, which it says.
+func TestBandwidthOfOneRank(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(state store.State, busbw float64) store.Trial {
+		tr := store.Trial{State: state}
+		for _, size := range sp.Sizes.List() {
+			m := nccltests.Measure{TimeUs: 10, AlgBW: 5, BusBW: busbw}
+			tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
+		}
+		return tr
+	}
+	for _, c := range []struct {
+		name   string
+		trials []store.Trial
+		want   string
+	}{
+		{"one rank", []store.Trial{trial(store.Complete, 0), trial(store.Complete, 0)}, "algorithm bandwidth (one rank)"},
+		{"ranks", []store.Trial{trial(store.Complete, 9.4)}, "bus bandwidth"},
+		{"one trial of ranks", []store.Trial{trial(store.Complete, 0), trial(store.Complete, 9.4)}, "bus bandwidth"},
+		{"a failed trial's rows", []store.Trial{trial(store.Failed, 0), trial(store.Complete, 9.4)}, "bus bandwidth"},
+		{"nothing measured", nil, "bus bandwidth"},
+	} {
+		if got := bandwidth(sp, c.trials); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -152,14 +152,15 @@ func CallTime(rows []nccltests.Row, calls []space.Call) float64 {
 
 // BusBW returns each row's bus bandwidth in GB/s, from its time of one
 // operation (nccltests.Row.TimeUs; 0 where the row has no usable time), with
-// each collective's bus factor.
+// each collective's bus factor; its algorithm bandwidth where nccl-tests
+// reported no bus bandwidth (AlgorithmBandwidth).
 func BusBW(rows []nccltests.Row) []float64 {
 	factors := map[string]float64{}
 	out := make([]float64, len(rows))
 	for i, r := range rows {
 		f, ok := factors[r.Collective]
 		if !ok {
-			f = busFactor(RowsOf(rows, r.Collective, r.Collective))
+			f, _ = busFactor(RowsOf(rows, r.Collective, r.Collective))
 			factors[r.Collective] = f
 		}
 		if t := r.TimeUs(); t > 0 && r.Size > 0 {
@@ -169,11 +170,20 @@ func BusBW(rows []nccltests.Row) []float64 {
 	return out
 }
 
+// AlgorithmBandwidth reports whether BusBW gives the algorithm bandwidth of
+// rows (of one collective): nccl-tests reported a bus bandwidth of 0, as it
+// does for one rank.
+func AlgorithmBandwidth(rows []nccltests.Row) bool {
+	_, bus := busFactor(rows)
+	return !bus
+}
+
 // busFactor is the ratio of bus to algorithm bandwidth that nccl-tests applied
 // (2(n-1)/n for all_reduce over n ranks), read off the rows whose figures are
-// large enough to be precise. With one rank it is 0; algorithm bandwidth is
-// used then, so that configurations can still be compared.
-func busFactor(rows []nccltests.Row) float64 {
+// large enough to be precise, and 1 where none is. With one rank nccl-tests
+// reports a bus bandwidth of 0: the factor is 1 then, and bus false, so that
+// configurations can still be compared by their algorithm bandwidth.
+func busFactor(rows []nccltests.Row) (f float64, bus bool) {
 	var ratios []float64
 	for _, r := range rows {
 		if m := r.OutOfPlace; m.AlgBW >= 1 {
@@ -181,11 +191,11 @@ func busFactor(rows []nccltests.Row) float64 {
 		}
 	}
 	if len(ratios) == 0 {
-		return 1
+		return 1, true
 	}
 	slices.Sort(ratios)
 	if f := ratios[len(ratios)/2]; f > 0.01 {
-		return f
+		return f, true
 	}
-	return 1
+	return 1, false
 }
