@@ -44,6 +44,10 @@ const (
 	// TooFewTrials: the F-test would have fewer than MinResidualDF residual
 	// degrees of freedom.
 	TooFewTrials Status = "too few trials"
+	// NotVaried: every completed trial of the range held the parameter at
+	// one value (or one quartile), so the trials cannot tell what it does:
+	// not the measured "no effect" of an analysed share of 0.
+	NotVaried Status = "not varied"
 )
 
 // MinResidualDF is the fewest residual degrees of freedom an F-test is run
@@ -78,7 +82,9 @@ type RangeImportance struct {
 	// left out, each with its Status. Never nil, so JSON has a list.
 	Params []Importance `json:"params"`
 	// Reason is why no parameter was analysed, "" where one was:
-	// TooFewTrials, or Unconfirmed where NCCL's log confirmed none.
+	// TooFewTrials, else NotVaried where the trials held every parameter
+	// NCCL's log confirmed at one value, else Unconfirmed where it
+	// confirmed none.
 	Reason Status `json:"reason"`
 }
 
@@ -168,11 +174,13 @@ func rangeImportance(name string, ps []space.Param, trials []store.Trial, leftOu
 func reasonOf(ps []Importance) Status {
 	reason := Unconfirmed
 	for _, p := range ps {
-		switch p.Status {
-		case Analysed:
+		switch {
+		case p.Status == Analysed:
 			return ""
-		case TooFewTrials:
+		case p.Status == TooFewTrials:
 			reason = TooFewTrials
+		case p.Status == NotVaried && reason == Unconfirmed:
+			reason = NotVaried
 		}
 	}
 	return reason
@@ -180,19 +188,21 @@ func reasonOf(ps []Importance) Status {
 
 // stepwise is the stepwise analysis of the log scores of trials over the
 // parameters ps; a parameter that never has the degrees of freedom for its
-// F-test is TooFewTrials.
+// F-test is TooFewTrials, one the trials held in one group NotVaried.
 func stepwise(scores []float64, ps []space.Param, trials []store.Trial) []Importance {
 	groups := make([][]string, len(ps))
+	var out []Importance
+	var left []int
 	for j, p := range ps {
 		groups[j] = groupsOf(p, trials)
+		if len(scores) >= minTrials && !slices.ContainsFunc(groups[j], func(g string) bool { return g != groups[j][0] }) {
+			out = append(out, Importance{Param: p.Name, Status: NotVaried, P: 1})
+			continue
+		}
+		left = append(left, j)
 	}
-	var out []Importance
 	total := sumSquares(scores)
 	residual := slices.Clone(scores)
-	left := make([]int, len(ps))
-	for j := range left {
-		left[j] = j
-	}
 	fitted := 0.0 // degrees of freedom the earlier steps' group means took
 	// On fewer trials, no parameter is tested, not even one that the
 	// trials hold at one value.
@@ -301,7 +311,7 @@ func unconfirmed(sp *space.Space, trials []store.Trial) map[string]Status {
 	return out
 }
 
-// explained is epsilon-squared of y grouped by groups, as a share of total:
+// explained is epsilon-squared of y grouped by groups (two or more), as a share of total:
 // (SS_between - (k-1) MS_within) / total, at least 0; the F-test's p-value
 // of the groups; and whether it had MinResidualDF for them (untested, it
 // is 0 and 1). y are residuals after earlier steps took fitted
@@ -316,8 +326,6 @@ func explained(y []float64, groups []string, total, fitted float64) (share, p fl
 	}
 	k, free := float64(len(sums)), float64(len(y))-fitted
 	switch {
-	case k < 2:
-		return 0, 1, true // one group: nothing to tell apart
 	case free-k < MinResidualDF:
 		return 0, 1, false
 	case total == 0 || sumSquares(y) <= roundoff*total:

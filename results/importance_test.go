@@ -400,3 +400,28 @@ func TestImportanceOfTooFewIsTooFew(t *testing.T) {
 		}
 	}
 }
+
+// TestImportanceOfWhatNoTrialVaried: a parameter every trial held at one
+// value was "analysed" at a share of 0 and p = 1, a measured "no effect"
+// where the trials cannot tell; it is not varied, and a range whose
+// confirmed parameters were all held says so as its reason.
+func TestImportanceOfWhatNoTrialVaried(t *testing.T) {
+	sp := loadExample(t)
+	var varied, held []store.Trial
+	for n := range 8 {
+		score := map[string]float64{"small": 1, "medium": 1, "large": 100 + float64(n%3)}
+		varied = append(varied, logged(sp, n, space.Assignment{"NCCL_PROTO": []string{"LL", "Simple"}[n%2], "NCCL_ALGO": "Ring"}, score))
+		held = append(held, logged(sp, n, space.Assignment{"NCCL_ALGO": "Ring"}, score))
+	}
+	status := func(r RangeImportance, param string) Status {
+		return r.Params[slices.IndexFunc(r.Params, func(i Importance) bool { return i.Param == param })].Status
+	}
+	large := Importances(sp, varied)[2]
+	if status(large, "NCCL_PROTO") != Analysed || status(large, "NCCL_ALGO") != NotVaried || large.Reason != "" {
+		t.Errorf("PROTO varied, ALGO held: %+v", large)
+	}
+	large = Importances(sp, held)[2]
+	if status(large, "NCCL_ALGO") != NotVaried || large.Reason != NotVaried {
+		t.Errorf("ALGO held, the rest never set: %+v", large)
+	}
+}

@@ -114,6 +114,7 @@ var leftOut = []struct {
 	label  string
 }{
 	{results.TooFewTrials, "too few trials to test"},
+	{results.NotVaried, "held at one value by every trial"},
 	{results.Unread, "not read by NCCL, left out"},
 	{results.Unconfirmed, "not confirmed by NCCL's log, left out"},
 }
