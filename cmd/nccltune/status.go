@@ -265,10 +265,12 @@ func printLoaded(out io.Writer, l *loaded) error {
 		fmt.Fprintf(w, "warning: %d of %d completed trials printed no NCCL INFO lines, so their settings' effect was not confirmed (does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?); validation keeps NCCL's defaults for such a configuration\n",
 			sum.Silent, sum.ByState[store.Complete])
 	}
-	unreadWhy := "misspelt, or unknown to this NCCL version?"
+	// Names are checked against the catalogue, so not a misspelling: a
+	// version that lacks the variable, or a path that never reads it.
+	unreadWhy := "unknown to this NCCL version, or not used on the path NCCL took, as NCCL_IB_* over sockets?"
 	if complete := sum.ByState[store.Complete]; complete > 0 && sum.OneRank == complete {
 		fmt.Fprintln(w, "warning: every completed trial's NCCL communicator had one rank (nRanks 1): it sends nothing, so NCCL chooses no algorithm or protocol and a collective is a local copy; run the benchmark on 2 GPUs or more (benchmark.gpus, the launcher's ranks) to tune anything")
-		unreadWhy = "a communicator of one rank chooses no algorithm or protocol"
+		unreadWhy = "a communicator of one rank sets up no algorithm, protocol or network transport, so NCCL need not read it"
 	}
 	for _, name := range slices.Sorted(maps.Keys(sum.Unconfirmed)) {
 		fmt.Fprintf(w, "warning: NCCL's log does not show it read %s in %d of %d completed trials (%s)\n",

@@ -68,6 +68,12 @@ func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, secon
 		return 1, 0
 	}
 	env := ncclEnv(environ)
+	if sc.ranks() == 1 {
+		// A communicator of one rank chooses no algorithm or protocol:
+		// NCCL 2.28 on an H100 never read either, nor logged them.
+		delete(env, "NCCL_ALGO")
+		delete(env, "NCCL_PROTO")
+	}
 	r := &run{sc: *sc, coll: coll, opts: opts, env: env, out: stdout, host: "simnode0",
 		rank: envOr(environ, 0, "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
 		// A step's own task count: SLURM_NTASKS is also the allocation's,
