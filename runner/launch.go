@@ -250,7 +250,7 @@ func (MPIRun) FailureDetail(output []byte) string {
 		// A rank's NCCL INFO line can come between Open MPI's reports
 		// (ranks' output and mpirun's own arrive apart), never its last words.
 		line := strings.TrimSpace(lines[i])
-		if line != "" && !reportRule(line) && !strings.Contains(line, " NCCL INFO ") {
+		if line != "" && !reportRule(line) && !strings.Contains(line, " NCCL INFO ") && !slices.Contains(hydraClosing, line) && !hydraSignalRE.MatchString(line) {
 			break
 		}
 		if reportRule(line) { // a report's closing rule: pass over it to its opening one
@@ -270,6 +270,48 @@ func (MPIRun) FailureDetail(output []byte) string {
 		}
 	}
 	return ""
+}
+
+// Hydra (MPICH's and Intel MPI's mpiexec) reports the first rank to fail
+// between rules of '=', "=   EXIT CODE: 3" or MPICH 4's "=   KILLED BY
+// SIGNAL: 6 (Aborted)", and exits with the OR of every rank's wait status
+// (src/pm/hydra/mpiexec/mpiexec.c), not 128+N: 6 for a rank killed by
+// SIGABRT (nccl-tests' "invalid usage"), 9 for one that exited 3 while its
+// cleanup killed the others. Where that OR reads as a signal, it says so
+// below the report, then closes with hydraClosing.
+var (
+	hydraKilledRE = regexp.MustCompile(`(?m)^=\s+KILLED BY SIGNAL: ([0-9]+)`)
+	hydraExitRE   = regexp.MustCompile(`(?m)^=\s+EXIT CODE: ([0-9]+)`)
+	hydraSignalRE = regexp.MustCompile(`(?m)^(?:YOUR )?APPLICATION TERMINATED WITH THE EXIT STRING: .*\(signal ([0-9]+)\)\s*$`)
+	hydraClosing  = []string{"This typically refers to a problem with your application.", "Please see the FAQ page for debugging suggestions"}
+)
+
+// RankExit is how the first rank to fail ended, as Hydra reports it (see
+// hydraExitRE): a signal where its report names one, or its exit status
+// where that is not the signal Hydra's own status reads as (an exit of 139
+// is 128+11 as a shell's). Open MPI's mpirun exits with the failed rank's
+// status itself.
+func (m MPIRun) RankExit(output []byte, e Exit) Exit {
+	if m.Flavor != "mpich" || e.Code == 0 || e.Signal != 0 {
+		return e
+	}
+	first := func(re *regexp.Regexp) int {
+		n := 0
+		if sub := re.FindSubmatch(output); sub != nil {
+			n, _ = strconv.Atoi(string(sub[1]))
+		}
+		return n
+	}
+	killed, code, signal := first(hydraKilledRE), first(hydraExitRE), first(hydraSignalRE)
+	switch {
+	case killed > 0 && killed <= maxSignal:
+		return Exit{Code: -1, Signal: syscall.Signal(killed)}
+	case code > 0 && code != signal:
+		return Exit{Code: code}
+	case signal > 0 && signal <= maxSignal:
+		return Exit{Code: -1, Signal: syscall.Signal(signal)}
+	}
+	return e
 }
 
 // Check finds the mpirun binary and checks the hostfile against NP.
