@@ -358,11 +358,13 @@ func (m MPIRun) Check() error {
 // does not read; and Hydra's HYDRA_CONFIG_FILE, a file of options (-genv).
 // Their settings can be given in launcher.args, which the load checks.
 // Where nccltune runs in a Slurm step's task, that step's description and
-// PMI wiring go too (withoutOuterStep).
+// PMI wiring go too (withoutOuterStep), and where it runs in a rank of an
+// Open MPI job, that job's (outerMPIJob).
 func (MPIRun) LauncherEnv(env []string) []string {
+	outer := slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "OMPI_COMM_WORLD_SIZE=") })
 	return slices.DeleteFunc(withoutOuterStep(env), func(kv string) bool {
 		name, value, _ := strings.Cut(kv, "=")
-		if name == "HYDRA_CONFIG_FILE" {
+		if name == "HYDRA_CONFIG_FILE" || outer && outerMPIJob(name) {
 			return true
 		}
 		_, param, ok := strings.Cut(strings.ToLower(name), "_mca_")
@@ -374,6 +376,26 @@ func (MPIRun) LauncherEnv(env []string) []string {
 		}
 		return strings.HasSuffix(param, "mca_base_env_list_delimiter") || space.MCAReadsFile(param)
 	})
+}
+
+// outerMPIJob reports whether name is one of the variables by which Open
+// MPI's mpirun describes, to each rank, its job and the rank's place in it
+// (set in every rank, with OMPI_COMM_WORLD_SIZE): inherited by a trial's
+// mpirun where nccltune is such a rank, OMPI_UNIVERSE_SIZE made Open MPI 4
+// refuse "recursive calls", and the outer daemon's URI and ess settings
+// made it fail to start its own job. PMIx's MCA parameters are settings
+// and stay, as the user's other MCA parameters do.
+func outerMPIJob(name string) bool {
+	switch name {
+	case "OMPI_UNIVERSE_SIZE", "OMPI_APP_CTX_NUM_PROCS", "OMPI_NUM_APP_CTX", "OMPI_FIRST_RANKS", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_FILE_LOCATION":
+		return true
+	}
+	for _, prefix := range []string{"OMPI_COMM_WORLD_", "OMPI_MCA_orte_", "OMPI_MCA_ess"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return strings.HasPrefix(name, "PMIX_") && !strings.HasPrefix(name, "PMIX_MCA_")
 }
 
 // Srun starts the ranks with Slurm's srun inside an existing allocation. The

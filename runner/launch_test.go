@@ -577,3 +577,31 @@ func TestHydraRankExit(t *testing.T) {
 		})
 	}
 }
+
+// TestMPIRunInsideAnOuterJob: nccltune run by an Open MPI mpirun (mpirun
+// -np 1 nccltune ..., a site's wrapper) inherits that job's description of
+// its rank, which a trial's mpirun took for a recursive call ("mpirun does
+// not support recursive calls", every trial failed) or, given the outer
+// daemon's URI, tried to join; the trial's mpirun starts a job of its own.
+func TestMPIRunInsideAnOuterJob(t *testing.T) {
+	env := needMPI(t)
+	cmd := exec.Command("mpirun", "-np", "1", "env")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mpirun -np 1 env: %v", err)
+	}
+	outer := strings.Split(strings.TrimSpace(string(out)), "\n")
+	r := &Runner{Launcher: MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, BaseEnv: outer}
+	res := r.Run(context.Background(), Job{
+		Benchmark: NCCLTests{Program: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8"}, Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true},
+		Plan:      Plan{Sizes: space.Sizes{Min: 1024, Max: 4096, Factor: 2}, Iters: 20, Warmup: 5},
+		Timeout:   time.Minute,
+	})
+	if res.Failure != nil {
+		t.Fatalf("%v\n%s", res.Failure, res.Output)
+	}
+	if res.Measurement.Ranks != 2 {
+		t.Errorf("%d ranks, want the trial's 2", res.Measurement.Ranks)
+	}
+}
