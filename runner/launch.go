@@ -250,7 +250,7 @@ func (MPIRun) FailureDetail(output []byte) string {
 		// A rank's NCCL INFO line can come between Open MPI's reports
 		// (ranks' output and mpirun's own arrive apart), never its last words.
 		line := strings.TrimSpace(lines[i])
-		if line != "" && !reportRule(line) && !strings.Contains(line, " NCCL INFO ") {
+		if line != "" && !reportRule(line) && !strings.Contains(line, " NCCL INFO ") && !slices.Contains(hydraClosing, line) && !hydraSignalRE.MatchString(line) {
 			break
 		}
 		if reportRule(line) { // a report's closing rule: pass over it to its opening one
@@ -270,6 +270,48 @@ func (MPIRun) FailureDetail(output []byte) string {
 		}
 	}
 	return ""
+}
+
+// Hydra (MPICH's and Intel MPI's mpiexec) reports the first rank to fail
+// between rules of '=', "=   EXIT CODE: 3" or MPICH 4's "=   KILLED BY
+// SIGNAL: 6 (Aborted)", and exits with the OR of every rank's wait status
+// (src/pm/hydra/mpiexec/mpiexec.c), not 128+N: 6 for a rank killed by
+// SIGABRT (nccl-tests' "invalid usage"), 9 for one that exited 3 while its
+// cleanup killed the others. Where that OR reads as a signal, it says so
+// below the report, then closes with hydraClosing.
+var (
+	hydraKilledRE = regexp.MustCompile(`(?m)^=\s+KILLED BY SIGNAL: ([0-9]+)`)
+	hydraExitRE   = regexp.MustCompile(`(?m)^=\s+EXIT CODE: ([0-9]+)`)
+	hydraSignalRE = regexp.MustCompile(`(?m)^(?:YOUR )?APPLICATION TERMINATED WITH THE EXIT STRING: .*\(signal ([0-9]+)\)\s*$`)
+	hydraClosing  = []string{"This typically refers to a problem with your application.", "Please see the FAQ page for debugging suggestions"}
+)
+
+// RankExit is how the first rank to fail ended, as Hydra reports it (see
+// hydraExitRE): a signal where its report names one, or its exit status
+// where that is not the signal Hydra's own status reads as (an exit of 139
+// is 128+11 as a shell's). Open MPI's mpirun exits with the failed rank's
+// status itself.
+func (m MPIRun) RankExit(output []byte, e Exit) Exit {
+	if m.Flavor != "mpich" || e.Code == 0 || e.Signal != 0 {
+		return e
+	}
+	first := func(re *regexp.Regexp) int {
+		n := 0
+		if sub := re.FindSubmatch(output); sub != nil {
+			n, _ = strconv.Atoi(string(sub[1]))
+		}
+		return n
+	}
+	killed, code, signal := first(hydraKilledRE), first(hydraExitRE), first(hydraSignalRE)
+	switch {
+	case killed > 0 && killed <= maxSignal:
+		return Exit{Code: -1, Signal: syscall.Signal(killed)}
+	case code > 0 && code != signal:
+		return Exit{Code: code}
+	case signal > 0 && signal <= maxSignal:
+		return Exit{Code: -1, Signal: syscall.Signal(signal)}
+	}
+	return e
 }
 
 // Check finds the mpirun binary and checks the hostfile against NP.
@@ -316,11 +358,13 @@ func (m MPIRun) Check() error {
 // does not read; and Hydra's HYDRA_CONFIG_FILE, a file of options (-genv).
 // Their settings can be given in launcher.args, which the load checks.
 // Where nccltune runs in a Slurm step's task, that step's description and
-// PMI wiring go too (withoutOuterStep).
+// PMI wiring go too (withoutOuterStep), and where it runs in a rank of an
+// Open MPI job, that job's (outerMPIJob).
 func (MPIRun) LauncherEnv(env []string) []string {
+	outer := slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "OMPI_COMM_WORLD_SIZE=") })
 	return slices.DeleteFunc(withoutOuterStep(env), func(kv string) bool {
 		name, value, _ := strings.Cut(kv, "=")
-		if name == "HYDRA_CONFIG_FILE" {
+		if name == "HYDRA_CONFIG_FILE" || outer && outerMPIJob(name) {
 			return true
 		}
 		_, param, ok := strings.Cut(strings.ToLower(name), "_mca_")
@@ -332,6 +376,26 @@ func (MPIRun) LauncherEnv(env []string) []string {
 		}
 		return strings.HasSuffix(param, "mca_base_env_list_delimiter") || space.MCAReadsFile(param)
 	})
+}
+
+// outerMPIJob reports whether name is one of the variables by which Open
+// MPI's mpirun describes, to each rank, its job and the rank's place in it
+// (set in every rank, with OMPI_COMM_WORLD_SIZE): inherited by a trial's
+// mpirun where nccltune is such a rank, OMPI_UNIVERSE_SIZE made Open MPI 4
+// refuse "recursive calls", and the outer daemon's URI and ess settings
+// made it fail to start its own job. PMIx's MCA parameters are settings
+// and stay, as the user's other MCA parameters do.
+func outerMPIJob(name string) bool {
+	switch name {
+	case "OMPI_UNIVERSE_SIZE", "OMPI_APP_CTX_NUM_PROCS", "OMPI_NUM_APP_CTX", "OMPI_FIRST_RANKS", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_FILE_LOCATION":
+		return true
+	}
+	for _, prefix := range []string{"OMPI_COMM_WORLD_", "OMPI_MCA_orte_", "OMPI_MCA_ess"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return strings.HasPrefix(name, "PMIX_") && !strings.HasPrefix(name, "PMIX_MCA_")
 }
 
 // Srun starts the ranks with Slurm's srun inside an existing allocation. The

@@ -133,7 +133,9 @@ func TestMPIRunFailureDetailReports(t *testing.T) {
 	// above it, is no report's: the words above it are the detail.
 	ruled := "ValueError: no data\n----------------------------------------\n"
 	for output, want := range map[string]string{
-		hydra:   "ValueError: bad",
+		hydra: "ValueError: bad",
+		// Hydra's closing advice, where the ranks' wait statuses read as a signal.
+		"ValueError: bad\n" + hydraReport("=   KILLED BY SIGNAL: 6 (Aborted)", "Aborted (signal 6)"): "ValueError: bad",
 		between: "ValueError: no data",
 		"------------------\nExit code: 1\n------------------\n": "",
 		ruled + report: "ValueError: no data",
@@ -518,5 +520,88 @@ func TestSrunEnvCurrentNames(t *testing.T) {
 	want := []string{"SLURM_JOB_ID=7", "SLURM_GPUS_PER_SOCKET=4", "PATH=/bin"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
 		t.Errorf("srun's environment %q\nwant %q", got, want)
+	}
+}
+
+// hydraReport is what MPICH's (and Intel MPI's) mpiexec prints as it ends
+// a job whose rank died: the first failed rank's report, then, where the
+// OR of every rank's wait status reads as a signal, that signal
+// (src/pm/hydra/mpiexec/mpiexec.c).
+func hydraReport(first, exitString string) string {
+	out := "===================================================================================\n" +
+		"=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   RANK 1 PID 4242 RUNNING AT node1\n" +
+		first + "\n===================================================================================\n"
+	if exitString != "" {
+		out += "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: " + exitString + "\n" +
+			"This typically refers to a problem with your application.\nPlease see the FAQ page for debugging suggestions\n"
+	}
+	return out
+}
+
+// TestHydraRankExit: Hydra's mpiexec exits with the wait status of its
+// ranks (their OR), not 128+N: a rank killed by SIGABRT makes it exit 6,
+// which is nccl-tests' "invalid usage", SIGBUS 7 its "wrong data", and a
+// rank's exit 3 (an NCCL error) with the others killed by Hydra's cleanup 9.
+// The trial is classified by the first failed rank, as Hydra reports it.
+func TestHydraRankExit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rank   string // the ranks' output
+		report string
+		status int // mpiexec's
+		kind   FailureKind
+		reason string
+	}{
+		{"aborted, MPICH 4", "boom", hydraReport("=   KILLED BY SIGNAL: 6 (Aborted)", "Aborted (signal 6)"), 6,
+			FailSignal, "killed by signal 6 (aborted)"},
+		{"bus error, MPICH 3", "boom", hydraReport("=   EXIT CODE: 7", "Bus error (signal 7)"), 7,
+			FailSignal, "killed by signal 7 (bus error)"},
+		{"segfault with a core", "boom", hydraReport("=   EXIT CODE: 139", "Segmentation fault (signal 11)"), 139,
+			FailSignal, "exit status 139: a process killed by signal 11 (segmentation fault)"},
+		{"NCCL error, the others killed", "node1: Test NCCL failure common.cu:1005 'unhandled system error'",
+			hydraReport("=   EXIT CODE: 3", "Killed (signal 9)"), 9,
+			FailNCCL, "exit status 3 (NCCL error): node1: Test NCCL failure common.cu:1005 'unhandled system error'"},
+		{"exit 1, no signal", "boom", hydraReport("=   EXIT CODE: 1", ""), 1, FailExit, "exit status 1 (nccl-tests internal error)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.txt")
+			if err := os.WriteFile(out, []byte(tc.rank+"\n"+tc.report), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			mpiexec := script(t, fmt.Sprintf("cat %s; exit %d\n", out, tc.status))
+			r := &Runner{Launcher: MPIRun{Flavor: "mpich", Command: mpiexec, NP: 2}}
+			res := r.Run(context.Background(), tableJob("all_reduce_perf"))
+			if res.Failure == nil || res.Failure.Kind != tc.kind || res.Failure.Reason != tc.reason {
+				t.Errorf("failure = %v, want %s: %s\n%s", res.Failure, tc.kind, tc.reason, res.Output)
+			}
+		})
+	}
+}
+
+// TestMPIRunInsideAnOuterJob: nccltune run by an Open MPI mpirun (mpirun
+// -np 1 nccltune ..., a site's wrapper) inherits that job's description of
+// its rank, which a trial's mpirun took for a recursive call ("mpirun does
+// not support recursive calls", every trial failed) or, given the outer
+// daemon's URI, tried to join; the trial's mpirun starts a job of its own.
+func TestMPIRunInsideAnOuterJob(t *testing.T) {
+	env := needMPI(t)
+	cmd := exec.Command("mpirun", "-np", "1", "env")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mpirun -np 1 env: %v", err)
+	}
+	outer := strings.Split(strings.TrimSpace(string(out)), "\n")
+	r := &Runner{Launcher: MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, BaseEnv: outer}
+	res := r.Run(context.Background(), Job{
+		Benchmark: NCCLTests{Program: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8"}, Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true},
+		Plan:      Plan{Sizes: space.Sizes{Min: 1024, Max: 4096, Factor: 2}, Iters: 20, Warmup: 5},
+		Timeout:   time.Minute,
+	})
+	if res.Failure != nil {
+		t.Fatalf("%v\n%s", res.Failure, res.Output)
+	}
+	if res.Measurement.Ranks != 2 {
+		t.Errorf("%d ranks, want the trial's 2", res.Measurement.Ranks)
 	}
 }

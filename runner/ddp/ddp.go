@@ -57,7 +57,7 @@ const (
 )
 
 // Parse reads the ranks' lines and returns rank 0's result, whose step time
-// is the objective. A reported error is returned as an Error. Results that
+// is the objective (none of rank 0 is an error). A reported error is returned as an Error. Results that
 // are not of one run (a rank twice, ranks of different worlds, a rank
 // outside its world: processes that each ran alone, or output of another
 // run) are an error.
@@ -109,6 +109,12 @@ func Parse(output []byte) (Result, error) {
 		if r.Rank == 0 {
 			best = r
 		}
+	}
+	if !seen[0] {
+		// Rank 0's line is missing or was passed over (no step, or a NaN,
+		// which Python's json writes and JSON cannot read): another rank's
+		// time is not the objective.
+		return Result{}, fmt.Errorf("no result of rank 0, whose step time is the objective (rank %d reported one)", results[0].Rank)
 	}
 	return best, nil
 }

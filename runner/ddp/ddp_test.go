@@ -52,6 +52,10 @@ func TestParseResultsOfOneRun(t *testing.T) {
 		{"rank 0's beyond a float64", line(1, 2, 50) + `NCCLTUNE_DDP {"rank": 0, "world": 2, "steps": 20, "step_ms_mean": 1e400}` + "\n"},
 		{"rank 0's under a float64", line(1, 2, 50) + `NCCLTUNE_DDP {"rank": 0, "world": 2, "steps": 20, "step_ms_mean": 1e-400}` + "\n"},
 		{"rank 0's of the wrong kind", line(1, 2, 50) + `NCCLTUNE_DDP {"rank": "0", "world": 2, "steps": 20, "step_ms_mean": 5}` + "\n"},
+		// The objective is rank 0's: another rank's is not put in its place.
+		{"no result of rank 0", line(1, 2, 50)},
+		{"rank 0's NaN, which Python's json writes", line(1, 2, 50) + `NCCLTUNE_DDP {"rank": 0, "world": 2, "steps": 20, "step_ms_mean": NaN}` + "\n"},
+		{"rank 0's of no step", line(1, 2, 50) + `NCCLTUNE_DDP {"rank": 0, "world": 2, "steps": 0, "step_ms_mean": 5}` + "\n"},
 	} {
 		if r, err := Parse([]byte(tc.out)); err == nil || errors.Is(err, ErrNoResult) {
 			t.Errorf("%s: %+v, %v; want an error", tc.name, r, err)
