@@ -78,11 +78,25 @@ func Build(dir, cc string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("plugin: writing the sources: %w", err)
 	}
-	args := append(slices.Concat(words[1:], stdFlags, optFlags, soFlags), "-o", LibraryName, filepath.Join("src", "nccltune_tuner.c"))
+	// Built in a folder of its own, then renamed into place: a job starting
+	// meanwhile loads the old library or the new one, never half of one, and
+	// a build that fails part way keeps the old one. (A folder, not a file
+	// made first: the linker keeps a file's mode, and os.CreateTemp's 0600
+	// is one that no other user's job can load.)
+	tmp, err := os.MkdirTemp(dir, ".build-")
+	if err != nil {
+		return "", fmt.Errorf("plugin: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	args := append(slices.Concat(words[1:], stdFlags, optFlags, soFlags), "-o", filepath.Join(filepath.Base(tmp), LibraryName), filepath.Join("src", "nccltune_tuner.c"))
 	cmd := exec.Command(words[0], args...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("plugin: building %s in %s with %s: %w\n%s", LibraryName, dir, cc, err, out)
 	}
-	return filepath.Join(dir, LibraryName), nil
+	lib := filepath.Join(dir, LibraryName)
+	if err := os.Rename(filepath.Join(tmp, LibraryName), lib); err != nil {
+		return "", fmt.Errorf("plugin: %w", err)
+	}
+	return lib, nil
 }
