@@ -5,8 +5,11 @@
 package plugin
 
 import (
+	"bytes"
 	"embed"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -62,7 +65,18 @@ func Build(dir, cc string) (string, error) {
 	if _, err := exec.LookPath(words[0]); err != nil {
 		return "", fmt.Errorf("plugin: building the plugin needs %s: %w", words[0], err)
 	}
+	// --out defaults to ".", where a project's own Makefile may be: every
+	// file is checked before any is written.
 	err := fs.WalkDir(sources, ".", func(name string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !ours(filepath.Join(dir, name)) {
+			err = fmt.Errorf("%s is not the plugin's: build in a folder of its own (--out DIR)", filepath.Join(dir, name))
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("plugin: %w", err)
+	}
+	err = fs.WalkDir(sources, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -99,4 +113,18 @@ func Build(dir, cc string) (string, error) {
 		return "", fmt.Errorf("plugin: %w", err)
 	}
 	return lib, nil
+}
+
+// ours reports whether path is free for the plugin's file of that name:
+// nothing is there, or a file an earlier Build wrote, which names nccltune
+// at its top.
+func ours(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	return bytes.Contains(head[:n], []byte("nccltune"))
 }

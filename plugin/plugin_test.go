@@ -818,6 +818,26 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestBuildKeepsOthersFiles: --out defaults to ".", where a project's own
+// Makefile may be; Build refuses to replace a file that is not the
+// plugin's, and writes nothing there.
+func TestBuildKeepsOthersFiles(t *testing.T) {
+	cc := compiler(t)
+	for _, name := range []string{"Makefile", "src/tuner_abi.h"} {
+		dir := t.TempDir()
+		mine := "# my project\nall:\n\t./train\n"
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		os.WriteFile(filepath.Join(dir, name), []byte(mine), 0o644)
+		_, err := Build(dir, cc)
+		if got, _ := os.ReadFile(filepath.Join(dir, name)); err == nil || !strings.Contains(err.Error(), "not the plugin's") || string(got) != mine {
+			t.Errorf("%s: %v; it holds %q", name, err, got)
+		}
+		if _, err := os.Stat(filepath.Join(dir, LibraryName)); err == nil {
+			t.Errorf("%s: built the library beside another's file", name)
+		}
+	}
+}
+
 // TestBuildWithoutMake: Build needs a C compiler alone; a make that fails
 // first on the PATH changes nothing.
 func TestBuildWithoutMake(t *testing.T) {
