@@ -6,6 +6,7 @@ package plugin
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func Build(dir, cc string) (string, error) {
 	// a build that fails part way keeps the old one. (A folder, not a file
 	// made first: the linker keeps a file's mode, and os.CreateTemp's 0600
 	// is one that no other user's job can load.)
-	tmp, err := os.MkdirTemp(dir, ".build-")
+	tmp, err := os.MkdirTemp(cmp.Or(dir, "."), ".build-") // "" is the current folder, not os.TempDir()
 	if err != nil {
 		return "", fmt.Errorf("plugin: %w", err)
 	}

@@ -816,6 +816,11 @@ func TestBuild(t *testing.T) {
 	if _, err := Build(dir, cc); err != nil {
 		t.Fatal(err)
 	}
+	// An empty folder (--out "") is the current one.
+	t.Chdir(t.TempDir())
+	if lib, err := Build("", cc); err != nil || lib != LibraryName {
+		t.Errorf("Build in the current folder: %s, %v", lib, err)
+	}
 }
 
 // TestBuildKeepsOthersFiles: --out defaults to ".", where a project's own
