@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -28,9 +29,11 @@ func ReadEnvFile(path string) ([]string, error) {
 	var errs []error
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, maxEnvLine)
+	sc.Split(lfLines)
 	line := 1
 	for ; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
+		// A shell's blanks only: it keeps a CR or a no-break space in the value.
+		text := strings.Trim(sc.Text(), " \t")
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
@@ -53,6 +56,18 @@ func ReadEnvFile(path string) ([]string, error) {
 		errs = append(errs, fmt.Errorf("%s:%d: %w", path, line, err))
 	}
 	return env, errors.Join(errs...)
+}
+
+// lfLines splits at '\n' alone, as a shell does: bufio.ScanLines drops a
+// CRLF line's CR, which a shell sourcing the file keeps in the value.
+func lfLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 // maxEnvLine is the longest line ExportLine writes of a value the
@@ -79,11 +94,12 @@ func checked(name, value string) (string, error) {
 
 // unquote reads a value as a POSIX shell would: single-quoted parts joined
 // by an escaped quote or backslash (\' and \\, as ShellQuote writes them),
-// or bare.
+// or bare, of the characters that every shell reads as written, as a
+// dotenv export writes them (a ';' or ' #' ends a bare value, a '~' expands).
 func unquote(raw string) (string, error) {
 	if !strings.HasPrefix(raw, "'") {
-		if strings.ContainsAny(raw, "'\\\"$`") {
-			return "", fmt.Errorf("value %q: only bare or single-quoted values are read", raw)
+		if !literal.MatchString(raw) || !zshLiteral(raw) {
+			return "", fmt.Errorf("value %q: a shell reads it otherwise than as written; single-quote it", raw)
 		}
 		return raw, nil
 	}

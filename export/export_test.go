@@ -132,6 +132,47 @@ func TestReadEnvFileReadsWhatExportWrites(t *testing.T) {
 	}
 }
 
+// TestReadEnvFileReadsAsShellsDo: compare measures what ReadEnvFile reads,
+// and the job gets what its shell sources. A line of the user's own file
+// that ReadEnvFile takes must source in every POSIX-syntax shell of
+// sourcingShells to that value, running nothing; one they read otherwise
+// (a comment after a bare value, a ';', a CRLF line end, a trailing
+// no-break space, which strings.TrimSpace dropped) is refused.
+func TestReadEnvFileReadsAsShellsDo(t *testing.T) {
+	const name = "NCCL_SOCKET_IFNAME"
+	for _, line := range []string{
+		"eth0", " eth0 ", "^docker0,lo", "mlx5_0:1", "export NCCL_SOCKET_IFNAME='it'\\''s a\\b'", "'eth0' ",
+		"eth0 # the fast one", "eth0;touch PWNED", "eth0&&touch PWNED", "eth0|cat", "eth0>PWNED", "~/eth0", "a:~/eth0", "=ls",
+		"eth0\r", "export NCCL_SOCKET_IFNAME='eth0'\r", "eth0\u00a0", "'eth0'\u00a0", "eth0\u2003", "\u00a0" + name + "=eth0",
+	} {
+		if !strings.HasPrefix(line, "export ") && !strings.HasPrefix(line, "\u00a0") {
+			line = name + "=" + line
+		}
+		dir := t.TempDir()
+		path := filepath.Join(dir, "user.env")
+		os.WriteFile(path, []byte("# mine\n"+line+"\n"), 0o644)
+		env, err := ReadEnvFile(path)
+		if err != nil {
+			continue
+		}
+		for _, sh := range sourcingShells {
+			if _, err := exec.LookPath(sh.argv[0]); err != nil || sh.name == "fish" {
+				continue // fish has no NAME=value assignment to source
+			}
+			cmd := exec.Command(sh.argv[0], append(sh.argv[1:], `set -a; . "$1"; set +a; printf %s "$`+name+`"`, "sh", path)...)
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			if err != nil || len(env) != 1 || env[0] != name+"="+string(out) {
+				t.Errorf("%q: ReadEnvFile read %q, %s sourced %q (%v)", line, env, sh.name, out, err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+				t.Errorf("%q: ReadEnvFile took a line that %s runs a command of", line, sh.name)
+				os.Remove(filepath.Join(dir, "PWNED"))
+			}
+		}
+	}
+}
+
 // TestDotenvIsLiteralForEveryReader: docker --env-file takes a value as
 // written and a shell sourcing the file (set -a; .) would expand it; a value
 // those read differently is refused, not written. Each POSIX-syntax shell of

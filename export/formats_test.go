@@ -299,3 +299,34 @@ func TestRejectedBestIsNotExportedWithoutADefaultsTrial(t *testing.T) {
 		t.Errorf("json of a rejected best: %v %v", out.Ranges[large].Env, err)
 	}
 }
+
+// TestTamperedRangeName: a stored space's range names are the store's word
+// (space.ParseStored keeps a space whose checks fail, and a store's scores
+// follow its names). One cannot name a file outside --out, whatever the
+// format, nor end a rule's comment in the plugin's rules and add a rule.
+func TestTamperedRangeName(t *testing.T) {
+	names := []string{"../../PWNED", "x/../../../PWNED", "a/b", "/tmp/PWNED", "L\nbroadcast 0 - * * tree ll 1 #", "L\rbroadcast,0,9,tree,ll,1,-1,-1,-1,-1"}
+	for _, name := range names {
+		for _, format := range slices.DeleteFunc(slices.Clone(Formats), func(f string) bool { return f == "job" }) {
+			ex := sweepCampaign(t, [][2]string{{"8", "1G"}}, decide("RING", "SIMPLE", 8), decide("RING", "LL", 8))
+			ex.Space.Ranges[0].Name, ex.Results[0].Range.Name, ex.Job.Ranges[0].Range.Name = name, name, name
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "a", "b", "out")
+			paths, err := ex.Write(format, dir)
+			filepath.WalkDir(parent, func(p string, d os.DirEntry, _ error) error {
+				if !d.IsDir() && filepath.Dir(p) != dir {
+					t.Errorf("%s, range %q: wrote %s, outside %s (%v)", format, name, p, dir, err)
+				}
+				return nil
+			})
+			for _, p := range paths {
+				data, _ := os.ReadFile(p)
+				for _, r := range rulesOf(string(data), " ") {
+					if strings.HasPrefix(r[0], "broadcast") {
+						t.Errorf("%s, range %q: %s holds a rule the store wrote:\n%s", format, name, p, data)
+					}
+				}
+			}
+		}
+	}
+}

@@ -494,12 +494,13 @@ func (e Export) plugin(dir string) ([]file, error) {
 		}
 		nodes, ranks, _ := x.where() // checked by scaled
 		for _, r := range rules {
+			// The comment is cleaned: a range's name is the store's word, and a line break in it wrote a rule.
 			max := strconv.FormatInt(r.max, 10)
 			if r.max < 0 {
 				max = "-"
 			}
 			fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
-				orStar(r.algo), orStar(r.proto), r.channels, r.about())
+				orStar(r.algo), orStar(r.proto), r.channels, clean(r.about()))
 		}
 		envFile, err := x.jobEnvFile(jobEnvName("nccl-plugin", x, len(all)), "nccltune's tuner plugin and its rules", env,
 			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{plugin.RulesEnv, filepath.Join(abs, "nccltune.rules")})

@@ -5,8 +5,12 @@
 package plugin
 
 import (
+	"bytes"
+	"cmp"
 	"embed"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -62,7 +66,18 @@ func Build(dir, cc string) (string, error) {
 	if _, err := exec.LookPath(words[0]); err != nil {
 		return "", fmt.Errorf("plugin: building the plugin needs %s: %w", words[0], err)
 	}
+	// --out defaults to ".", where a project's own Makefile may be: every
+	// file is checked before any is written.
 	err := fs.WalkDir(sources, ".", func(name string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !ours(filepath.Join(dir, name)) {
+			err = fmt.Errorf("%s is not the plugin's: build in a folder of its own (--out DIR)", filepath.Join(dir, name))
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("plugin: %w", err)
+	}
+	err = fs.WalkDir(sources, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -78,11 +93,39 @@ func Build(dir, cc string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("plugin: writing the sources: %w", err)
 	}
-	args := append(slices.Concat(words[1:], stdFlags, optFlags, soFlags), "-o", LibraryName, filepath.Join("src", "nccltune_tuner.c"))
+	// Built in a folder of its own, then renamed into place: a job starting
+	// meanwhile loads the old library or the new one, never half of one, and
+	// a build that fails part way keeps the old one. (A folder, not a file
+	// made first: the linker keeps a file's mode, and os.CreateTemp's 0600
+	// is one that no other user's job can load.)
+	tmp, err := os.MkdirTemp(cmp.Or(dir, "."), ".build-") // "" is the current folder, not os.TempDir()
+	if err != nil {
+		return "", fmt.Errorf("plugin: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	args := append(slices.Concat(words[1:], stdFlags, optFlags, soFlags), "-o", filepath.Join(filepath.Base(tmp), LibraryName), filepath.Join("src", "nccltune_tuner.c"))
 	cmd := exec.Command(words[0], args...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("plugin: building %s in %s with %s: %w\n%s", LibraryName, dir, cc, err, out)
 	}
-	return filepath.Join(dir, LibraryName), nil
+	lib := filepath.Join(dir, LibraryName)
+	if err := os.Rename(filepath.Join(tmp, LibraryName), lib); err != nil {
+		return "", fmt.Errorf("plugin: %w", err)
+	}
+	return lib, nil
+}
+
+// ours reports whether path is free for the plugin's file of that name:
+// nothing is there, or a file an earlier Build wrote, which names nccltune
+// at its top.
+func ours(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	return bytes.Contains(head[:n], []byte("nccltune"))
 }

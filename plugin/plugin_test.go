@@ -816,6 +816,31 @@ func TestBuild(t *testing.T) {
 	if _, err := Build(dir, cc); err != nil {
 		t.Fatal(err)
 	}
+	// An empty folder (--out "") is the current one.
+	t.Chdir(t.TempDir())
+	if lib, err := Build("", cc); err != nil || lib != LibraryName {
+		t.Errorf("Build in the current folder: %s, %v", lib, err)
+	}
+}
+
+// TestBuildKeepsOthersFiles: --out defaults to ".", where a project's own
+// Makefile may be; Build refuses to replace a file that is not the
+// plugin's, and writes nothing there.
+func TestBuildKeepsOthersFiles(t *testing.T) {
+	cc := compiler(t)
+	for _, name := range []string{"Makefile", "src/tuner_abi.h"} {
+		dir := t.TempDir()
+		mine := "# my project\nall:\n\t./train\n"
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		os.WriteFile(filepath.Join(dir, name), []byte(mine), 0o644)
+		_, err := Build(dir, cc)
+		if got, _ := os.ReadFile(filepath.Join(dir, name)); err == nil || !strings.Contains(err.Error(), "not the plugin's") || string(got) != mine {
+			t.Errorf("%s: %v; it holds %q", name, err, got)
+		}
+		if _, err := os.Stat(filepath.Join(dir, LibraryName)); err == nil {
+			t.Errorf("%s: built the library beside another's file", name)
+		}
+	}
 }
 
 // TestBuildWithoutMake: Build needs a C compiler alone; a make that fails
@@ -870,6 +895,50 @@ func TestBuildFails(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Build with %s: %v, want an error with %q", tc.cc, err, tc.want)
 		}
+	}
+}
+
+// TestRebuildReplacesTheLibraryWhole: jobs load the library from where
+// Build leaves it, maybe while it builds again (another node of a shared
+// file system starting): a rebuild that fails part way, as a linker killed
+// or out of disk space, keeps the library that was there, and leaves no
+// half-written file behind, under that name or another.
+func TestRebuildReplacesTheLibraryWhole(t *testing.T) {
+	cc := compiler(t)
+	dir := t.TempDir()
+	lib, err := Build(dir, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(lib)
+	fake := t.TempDir()
+	for _, tc := range []struct{ name, script string }{
+		{"writes half and fails", `while [ $# -gt 0 ]; do [ "$1" = -o ] && printf '\177ELF half' > "$2"; shift; done; exit 1`},
+		{"is killed", `while [ $# -gt 0 ]; do [ "$1" = -o ] && printf '\177ELF half' > "$2"; shift; done; kill -9 $$`},
+	} {
+		broken := filepath.Join(fake, strings.ReplaceAll(tc.name, " ", "-"))
+		os.WriteFile(broken, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755)
+		if _, err := Build(dir, broken); err == nil {
+			t.Errorf("a compiler that %s: no error", tc.name)
+		}
+		if got, _ := os.ReadFile(lib); !slices.Equal(got, want) {
+			t.Errorf("a compiler that %s: %s holds %d bytes, %q..., not the library built before", tc.name, lib, len(got), got[:min(len(got), 16)])
+		}
+	}
+	// The library's mode is any new file's, the umask's part taken, as the linker makes it.
+	probe, _ := os.OpenFile(filepath.Join(t.TempDir(), "probe"), os.O_CREATE|os.O_WRONLY, 0o777)
+	probeInfo, _ := probe.Stat()
+	probe.Close()
+	if fi, err := os.Stat(lib); err != nil || fi.Mode().Perm() != probeInfo.Mode().Perm() {
+		t.Errorf("%s: %v, %v; want the mode %v", lib, fi.Mode(), err, probeInfo.Mode())
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"Makefile", LibraryName, "src"}; !slices.Equal(names, want) {
+		t.Errorf("%s holds %q, want %q", dir, names, want)
 	}
 }
 

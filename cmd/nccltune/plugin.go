@@ -16,7 +16,8 @@ func pluginCommand() *cli.Command {
 			Name:  "build",
 			Usage: "build the plugin (a C shared library) with the system's C compiler",
 			Description: "Writes the plugin's sources into --out and builds " + plugin.LibraryName + " there with\n" +
-				"--cc alone; no make, NCCL or CUDA is needed. Load it in a job with NCCL_TUNER_PLUGIN=PATH and\n" +
+				"--cc alone; no make, NCCL or CUDA is needed (a file there that is not the plugin's, a project's\n" +
+				"Makefile, is never replaced: the build is refused). Load it in a job with NCCL_TUNER_PLUGIN=PATH and\n" +
 				plugin.RulesEnv + "=RULES, the file `nccltune export --format plugin` writes (its nccl-plugin.env\n" +
 				"sets both). It exports NCCL's tuner interfaces v4 (NCCL 2.24-2.27), v5 (2.28, 2.29) and v6 (2.30).",
 			Flags: []cli.Flag{
