@@ -135,12 +135,20 @@ func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 
 // parseVersion reads "NCCL version 2.28.3+cuda13.0" (the whole of msg) and
 // returns NCCL's part, "2.28.3". The "+cuda" NCCL always appends tells
-// it from other messages that mention a version.
+// it from other messages that mention a version. NCCL's part is
+// major.minor.patch and the build's NCCL_SUFFIX ("2.18.3a0"): other bytes
+// (a control character, a byte that is not UTF-8) are no NCCL's, and
+// would go into the comment of the tables (WriteTOML), which TOML refuses.
 func parseVersion(msg []byte) (string, bool) {
 	v, found := bytes.CutPrefix(msg, versionMark)
 	plus := bytes.Index(v, []byte("+cuda"))
 	if !found || plus < 1 || v[0] < '0' || v[0] > '9' || bytes.IndexByte(v, ' ') >= 0 {
 		return "", false
+	}
+	for _, c := range v[:plus] {
+		if c != '.' && !isHostChar(c) {
+			return "", false
+		}
 	}
 	return string(v[:plus]), true
 }

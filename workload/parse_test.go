@@ -64,13 +64,17 @@ func TestParseCall(t *testing.T) {
 
 func TestParseVersion(t *testing.T) {
 	for msg, want := range map[string]string{
-		"NCCL version 2.28.3+cuda13.0":        "2.28.3",
-		"NCCL version 2.18.3a0+cuda12.2":      "2.18.3a0",
-		"NCCL version 2.28.3":                 "",
-		"NCCL version detected":               "",
-		"NCCL version 2.28.3+cuda13.0, but":   "",
-		"NCCL git version HEAD 3f2c9a1":       "",
-		"Mismatched NCCL version 2.1+cuda1 x": "",
+		"NCCL version 2.28.3+cuda13.0":         "2.28.3",
+		"NCCL version 2.18.3a0+cuda12.2":       "2.18.3a0",
+		"NCCL version 2.28.3":                  "",
+		"NCCL version detected":                "",
+		"NCCL version 2.28.3+cuda13.0, but":    "",
+		"NCCL git version HEAD 3f2c9a1":        "",
+		"Mismatched NCCL version 2.1+cuda1 x":  "",
+		"NCCL version 2.28.3-rc1+cuda13.0":     "2.28.3-rc1",
+		"NCCL version 2.28.3\xff+cuda13.0":     "",
+		"NCCL version 2.28\r3+cuda13.0":        "",
+		"NCCL version 2.28.3\x1b[31m+cuda13.0": "",
 	} {
 		if got, ok := parseVersion([]byte(msg)); got != want || ok != (want != "") {
 			t.Errorf("%q: %q, %v; want %q", msg, got, ok, want)
