@@ -63,8 +63,11 @@ func parseCall(msg []byte) (c call, isCall, ok bool) {
 	c.comm, okComm = parseHex(comm)
 	c.nranks, okRanks = parseUint(nranks[:len(nranks)-1], 10)
 	// A communicator beyond space.MaxRanks is beyond any cluster, and a
-	// space of its calls would not load: no job made the call.
+	// space of its calls would not load: no job made the call. Nor did it
+	// make one whose root or peer is not a rank of the communicator: NCCL
+	// refuses that (ArgsCheck), and sendrecv's turns would count it.
 	ok = okCount && okType && okRoot && okComm && okRanks && c.nranks > 0 && c.nranks <= space.MaxRanks &&
+		c.root >= 0 && uint64(c.root) < c.nranks &&
 		c.count <= math.MaxInt64/(maxTypeSize*c.nranks) // so that no size overflows
 	return c, true, ok
 }

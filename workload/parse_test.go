@@ -53,6 +53,9 @@ func TestParseCall(t *testing.T) {
 		{"AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nranks=2 stream 0x1", call{}, true, false},
 		{"AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nranks=2147483648] stream 0x1", call{}, true, false},
 		{"AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 576460752303423488 datatype 7 op 0 root 0 comm 0x1 [nranks=2] stream 0x1", call{}, true, false}, // 2^59 elements
+		{"Send: opCount 0 sendbuff 0x1 recvbuff (nil) count 1 datatype 7 op 0 root -1 comm 0x1 [nranks=2] stream 0x1", call{}, true, false},                    // no such peer
+		{"Recv: opCount 0 sendbuff (nil) recvbuff 0x1 count 1 datatype 7 op 0 root 2 comm 0x1 [nranks=2] stream 0x1", call{}, true, false},
+		{"Broadcast: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 4 comm 0x1 [nranks=4] stream 0x1", call{}, true, false},
 	} {
 		c, isCall, ok := parseCall([]byte(tc.msg))
 		if isCall != tc.isCall || ok != tc.ok || ok && (string(c.op) != string(tc.want.op) || c.count != tc.want.count || c.dtype != tc.want.dtype ||

@@ -279,6 +279,9 @@ func TestReadSendRecv(t *testing.T) {
 			[]Entry{{"sendrecv", 512, 2, 4}}},
 		{"a peer left out", strings.Replace(alltoall(0, "0x55a0"), "root 3", "root 2", 2) + rank0 + allRed + "\n",
 			[]Entry{{"all_reduce", 4 << 10, 1, 4}, {"sendrecv", 512, 4, 4}}},
+		{"peers no communicator has", p2p("Send", "-1", "256", "0x55a0") + p2p("Recv", "-1", "256", "0x55a0") + p2p("Send", "0", "256", "0x55a0") +
+			p2p("Recv", "0", "256", "0x55a0") + p2p("Send", "5", "256", "0x55a0") + p2p("Send", "6", "256", "0x55a0") + rank0 + allRed + "\n",
+			[]Entry{{"all_reduce", 4 << 10, 1, 4}, {"sendrecv", 512, 1, 4}}},
 		{"uneven counts", p2p("Send", "0", "256", "0x55a0") + p2p("Recv", "0", "256", "0x55a0") + p2p("Send", "1", "512", "0x55a0") + p2p("Recv", "1", "512", "0x55a0"),
 			[]Entry{{"sendrecv", 512, 1, 4}, {"sendrecv", 1 << 10, 1, 4}}},
 	} {
