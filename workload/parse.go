@@ -36,7 +36,7 @@ type call struct {
 // whether every field parsed.
 func parseCall(msg []byte) (c call, isCall, ok bool) {
 	n := 0
-	for n < len(msg) && isAlnum(msg[n]) {
+	for n < len(msg) && n < maxOpName && isAlnum(msg[n]) {
 		n++
 	}
 	f := fields{b: msg[n:], ok: n > 0}
@@ -72,6 +72,10 @@ func parseCall(msg []byte) (c call, isCall, ok bool) {
 	return c, true, ok
 }
 
+// maxOpName bounds a call's name, which Read keeps for a call it does not
+// measure: NCCL's are under 16 bytes.
+const maxOpName = 32
+
 // fields walks "key value key value ..." and fails for good at the first
 // key that is not where it should be or has no value.
 type fields struct {
@@ -103,7 +107,8 @@ func (f *fields) skip(key string) { f.next(key) }
 // (the tid left out: a process logs from several threads). The host is
 // what a hostname can hold (NCCL cuts it at the first dot), so that
 // whatever a launcher or a timestamp glues to the word ("[1,0]<stdout>:",
-// "[default0]:") is not part of it.
+// "[default0]:") is not part of it, nor is more than a hostname's maxHost
+// bytes: Read keeps the name of every process.
 func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	i := bytes.Index(line, infoMark)
 	if i < 0 {
@@ -127,7 +132,7 @@ func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 		return nil, nil, msg, true, false
 	}
 	host := pid
-	for host > 0 && isHostChar(proc[host-1]) {
+	for host > 0 && pid-host < maxHost && isHostChar(proc[host-1]) {
 		host--
 	}
 	if host == pid {
@@ -135,6 +140,8 @@ func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	}
 	return proc[host:], dev, msg, true, true
 }
+
+const maxHost = 64 // Linux's HOST_NAME_MAX
 
 // parseVersion reads "NCCL version 2.28.3+cuda13.0" (the whole of msg) and
 // returns NCCL's part, "2.28.3". The "+cuda" NCCL always appends tells
