@@ -358,6 +358,23 @@ func FuzzRead(f *testing.F) {
 				t.Fatalf("entries out of order or repeated: %v", w.Entries)
 			}
 		}
+		// The tables of one communicator size, as profile --ranks writes
+		// them, load as a space's workload, entry for entry.
+		ranks := w.Entries[0].Ranks
+		w.Entries = slices.DeleteFunc(w.Entries, func(e Entry) bool { return e.Ranks != ranks })
+		var out bytes.Buffer
+		if err := w.WriteTOML(&out); err != nil {
+			t.Fatal(err)
+		}
+		calls, err := space.ParseWorkload("the tables", out.Bytes())
+		if err != nil || len(calls) != len(w.Entries) {
+			t.Fatalf("%v (%d calls of %d entries) in\n%s", err, len(calls), len(w.Entries), out.String())
+		}
+		for i, c := range calls {
+			if e := w.Entries[i]; c.Collective != e.Collective || c.Bytes != e.Bytes || c.Count != float64(e.Count) || c.Ranks != e.Ranks {
+				t.Fatalf("call %d = %+v, entry %+v", i, c, e)
+			}
+		}
 	})
 }
 
