@@ -356,8 +356,11 @@ dist.destroy_process_group()`
 	case err != nil || !bytes.Contains(out, []byte("FRAMEWORK_OK")):
 		r.Status, r.Detail, r.Fix = Fail, summary(out, err), "run the DDP step by hand to see the full error"
 	default:
-		i := bytes.Index(out, []byte("FRAMEWORK_OK "))
-		r.Status, r.Detail = OK, strings.TrimSpace(summary(out[i+len("FRAMEWORK_OK "):], nil))
+		// The rest of the script's line: output can follow it (NCCL's own,
+		// with NCCL_DEBUG set, which libc flushes at exit).
+		_, after, _ := bytes.Cut(out, []byte("FRAMEWORK_OK"))
+		line, _, _ := bytes.Cut(after, []byte("\n"))
+		r.Status, r.Detail = OK, strings.TrimSpace(string(line))
 	}
 	return r
 }

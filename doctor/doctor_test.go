@@ -147,3 +147,30 @@ func TestRecordedOnH200(t *testing.T) {
 		t.Errorf("recorded verdicts changed meaning: %+v %+v", got, rep.Cluster)
 	}
 }
+
+// TestFramework reads the torch.distributed check's output. Its detail was
+// the output's last line: with NCCL_DEBUG=INFO in the environment, NCCL's
+// lines, which libc flushes at exit after Python's, came last, and the
+// check said an NCCL line instead of the versions.
+func TestFramework(t *testing.T) {
+	const ok = "FRAMEWORK_OK torch 2.5.1+cu124 backend nccl 2.21.5 sum 1.0\n"
+	const versions = "torch 2.5.1+cu124 backend nccl 2.21.5 sum 1.0"
+	for _, tc := range []struct {
+		name, out string
+		status    Status
+		detail    string
+	}{
+		{"alone", ok, OK, versions},
+		{"NCCL's log after it", ok + "gpu-a:1:1 [0] NCCL INFO comm 0x55 rank 0 nranks 1 cudaDev 0 busId 1000 - Destroy COMPLETE\n", OK, versions},
+		{"a warning before it, CRLF", "UserWarning: TypedStorage is deprecated\r\n" + strings.ReplaceAll(ok, "\n", "\r\n"), OK, versions},
+		{"no torch", "ModuleNotFoundError: No module named 'torch'\n", Skip, "PyTorch is not installed for python3"},
+		{"failed", "Traceback (most recent call last):\nRuntimeError: NCCL error\n", Fail, "RuntimeError: NCCL error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkFramework(context.Background(), Options{Python: "python3", Exec: fakeExec(map[string]string{"python3": tc.out})}, nil)
+			if r.Status != tc.status || r.Detail != tc.detail {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}
