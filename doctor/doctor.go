@@ -157,6 +157,9 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 		}
 	}
 	switch {
+	case len(ports) == 0 && err != nil:
+		// Its ports unread, not absent: ibstat needs ib_umad, which NCCL does not.
+		r.Status, r.Detail, r.Fix = Warn, "ibstat failed: "+summary(out, err), "modprobe ib_umad (ibstat reads the ports through it); no RDMA fabric checked"
 	case len(ports) == 0:
 		r.Status, r.Detail, r.Fix = Warn, "no HCA found", "without RDMA NCCL uses TCP sockets between nodes; fine on one node"
 	case len(up) == 0:

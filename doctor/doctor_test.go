@@ -174,3 +174,39 @@ func TestFramework(t *testing.T) {
 		})
 	}
 }
+
+// failingExec answers as fakeExec, but every tool exits 255.
+func failingExec(outputs map[string]string) func(context.Context, string, ...string) ([]byte, error) {
+	return func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		out, err := fakeExec(outputs)(ctx, name, args...)
+		if err != nil {
+			return out, err
+		}
+		return out, exec.Command("sh", "-c", "exit 255").Run()
+	}
+}
+
+// TestPortsIbstatFails: ibstat that fails (it needs the ib_umad module,
+// which NCCL does not) said "no HCA found ... fine on one node" of a node
+// whose ports it never read.
+func TestPortsIbstatFails(t *testing.T) {
+	const panic = "ibwarn: [4242] umad_init: can't read ABI version from /sys/class/infiniband_mad/abi_version (No such file or directory): is ib_umad module loaded?\nibpanic: [4242] main: can't init UMAD library: (No such file or directory)\n"
+	for _, tc := range []struct {
+		name   string
+		exec   func(context.Context, string, ...string) ([]byte, error)
+		status Status
+		detail string
+	}{
+		{"ports", fakeExec(map[string]string{"ibstat": read(t, "testdata/ibstat-roce.txt")}), OK, "active: mlx5_0/1 Ethernet 400Gb/s; down: mlx5_1/1 Ethernet Down"},
+		{"no HCA", fakeExec(map[string]string{"ibstat": ""}), Warn, "no HCA found"},
+		{"ibstat fails", failingExec(map[string]string{"ibstat": panic}), Warn, "ibstat failed: ibpanic: [4242] main: can't init UMAD library: (No such file or directory)"},
+		{"ibstat fails after a CA", failingExec(map[string]string{"ibstat": read(t, "testdata/ibstat-roce.txt") + panic}), OK, "active: mlx5_0/1 Ethernet 400Gb/s; down: mlx5_1/1 Ethernet Down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkPorts(context.Background(), Options{Exec: tc.exec}, &facts{})
+			if r.Status != tc.status || r.Detail != tc.detail {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}
