@@ -157,6 +157,9 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 		}
 	}
 	switch {
+	case len(ports) == 0 && err != nil:
+		// Its ports unread, not absent: ibstat needs ib_umad, which NCCL does not.
+		r.Status, r.Detail, r.Fix = Warn, "ibstat failed: "+summary(out, err), "modprobe ib_umad (ibstat reads the ports through it); no RDMA fabric checked"
 	case len(ports) == 0:
 		r.Status, r.Detail, r.Fix = Warn, "no HCA found", "without RDMA NCCL uses TCP sockets between nodes; fine on one node"
 	case len(up) == 0:
@@ -356,8 +359,11 @@ dist.destroy_process_group()`
 	case err != nil || !bytes.Contains(out, []byte("FRAMEWORK_OK")):
 		r.Status, r.Detail, r.Fix = Fail, summary(out, err), "run the DDP step by hand to see the full error"
 	default:
-		i := bytes.Index(out, []byte("FRAMEWORK_OK "))
-		r.Status, r.Detail = OK, strings.TrimSpace(summary(out[i+len("FRAMEWORK_OK "):], nil))
+		// The rest of the script's line: output can follow it (NCCL's own,
+		// with NCCL_DEBUG set, which libc flushes at exit).
+		_, after, _ := bytes.Cut(out, []byte("FRAMEWORK_OK"))
+		line, _, _ := bytes.Cut(after, []byte("\n"))
+		r.Status, r.Detail = OK, strings.TrimSpace(string(line))
 	}
 	return r
 }

@@ -147,3 +147,66 @@ func TestRecordedOnH200(t *testing.T) {
 		t.Errorf("recorded verdicts changed meaning: %+v %+v", got, rep.Cluster)
 	}
 }
+
+// TestFramework reads the torch.distributed check's output. Its detail was
+// the output's last line: with NCCL_DEBUG=INFO in the environment, NCCL's
+// lines, which libc flushes at exit after Python's, came last, and the
+// check said an NCCL line instead of the versions.
+func TestFramework(t *testing.T) {
+	const ok = "FRAMEWORK_OK torch 2.5.1+cu124 backend nccl 2.21.5 sum 1.0\n"
+	const versions = "torch 2.5.1+cu124 backend nccl 2.21.5 sum 1.0"
+	for _, tc := range []struct {
+		name, out string
+		status    Status
+		detail    string
+	}{
+		{"alone", ok, OK, versions},
+		{"NCCL's log after it", ok + "gpu-a:1:1 [0] NCCL INFO comm 0x55 rank 0 nranks 1 cudaDev 0 busId 1000 - Destroy COMPLETE\n", OK, versions},
+		{"a warning before it, CRLF", "UserWarning: TypedStorage is deprecated\r\n" + strings.ReplaceAll(ok, "\n", "\r\n"), OK, versions},
+		{"no torch", "ModuleNotFoundError: No module named 'torch'\n", Skip, "PyTorch is not installed for python3"},
+		{"failed", "Traceback (most recent call last):\nRuntimeError: NCCL error\n", Fail, "RuntimeError: NCCL error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkFramework(context.Background(), Options{Python: "python3", Exec: fakeExec(map[string]string{"python3": tc.out})}, nil)
+			if r.Status != tc.status || r.Detail != tc.detail {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}
+
+// failingExec answers as fakeExec, but every tool exits 255.
+func failingExec(outputs map[string]string) func(context.Context, string, ...string) ([]byte, error) {
+	return func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		out, err := fakeExec(outputs)(ctx, name, args...)
+		if err != nil {
+			return out, err
+		}
+		return out, exec.Command("sh", "-c", "exit 255").Run()
+	}
+}
+
+// TestPortsIbstatFails: ibstat that fails (it needs the ib_umad module,
+// which NCCL does not) said "no HCA found ... fine on one node" of a node
+// whose ports it never read.
+func TestPortsIbstatFails(t *testing.T) {
+	const panic = "ibwarn: [4242] umad_init: can't read ABI version from /sys/class/infiniband_mad/abi_version (No such file or directory): is ib_umad module loaded?\nibpanic: [4242] main: can't init UMAD library: (No such file or directory)\n"
+	for _, tc := range []struct {
+		name   string
+		exec   func(context.Context, string, ...string) ([]byte, error)
+		status Status
+		detail string
+	}{
+		{"ports", fakeExec(map[string]string{"ibstat": read(t, "testdata/ibstat-roce.txt")}), OK, "active: mlx5_0/1 Ethernet 400Gb/s; down: mlx5_1/1 Ethernet Down"},
+		{"no HCA", fakeExec(map[string]string{"ibstat": ""}), Warn, "no HCA found"},
+		{"ibstat fails", failingExec(map[string]string{"ibstat": panic}), Warn, "ibstat failed: ibpanic: [4242] main: can't init UMAD library: (No such file or directory)"},
+		{"ibstat fails after a CA", failingExec(map[string]string{"ibstat": read(t, "testdata/ibstat-roce.txt") + panic}), OK, "active: mlx5_0/1 Ethernet 400Gb/s; down: mlx5_1/1 Ethernet Down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkPorts(context.Background(), Options{Exec: tc.exec}, &facts{})
+			if r.Status != tc.status || r.Detail != tc.detail {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}

@@ -36,7 +36,7 @@ type call struct {
 // whether every field parsed.
 func parseCall(msg []byte) (c call, isCall, ok bool) {
 	n := 0
-	for n < len(msg) && isAlnum(msg[n]) {
+	for n < len(msg) && n < maxOpName && isAlnum(msg[n]) {
 		n++
 	}
 	f := fields{b: msg[n:], ok: n > 0}
@@ -63,11 +63,18 @@ func parseCall(msg []byte) (c call, isCall, ok bool) {
 	c.comm, okComm = parseHex(comm)
 	c.nranks, okRanks = parseUint(nranks[:len(nranks)-1], 10)
 	// A communicator beyond space.MaxRanks is beyond any cluster, and a
-	// space of its calls would not load: no job made the call.
+	// space of its calls would not load: no job made the call. Nor did it
+	// make one whose root or peer is not a rank of the communicator: NCCL
+	// refuses that (ArgsCheck), and sendrecv's turns would count it.
 	ok = okCount && okType && okRoot && okComm && okRanks && c.nranks > 0 && c.nranks <= space.MaxRanks &&
+		c.root >= 0 && uint64(c.root) < c.nranks &&
 		c.count <= math.MaxInt64/(maxTypeSize*c.nranks) // so that no size overflows
 	return c, true, ok
 }
+
+// maxOpName bounds a call's name, which Read keeps for a call it does not
+// measure: NCCL's are under 16 bytes.
+const maxOpName = 32
 
 // fields walks "key value key value ..." and fails for good at the first
 // key that is not where it should be or has no value.
@@ -100,7 +107,8 @@ func (f *fields) skip(key string) { f.next(key) }
 // (the tid left out: a process logs from several threads). The host is
 // what a hostname can hold (NCCL cuts it at the first dot), so that
 // whatever a launcher or a timestamp glues to the word ("[1,0]<stdout>:",
-// "[default0]:") is not part of it.
+// "[default0]:") is not part of it, nor is more than a hostname's maxHost
+// bytes: Read keeps the name of every process.
 func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	i := bytes.Index(line, infoMark)
 	if i < 0 {
@@ -124,7 +132,7 @@ func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 		return nil, nil, msg, true, false
 	}
 	host := pid
-	for host > 0 && isHostChar(proc[host-1]) {
+	for host > 0 && pid-host < maxHost && isHostChar(proc[host-1]) {
 		host--
 	}
 	if host == pid {
@@ -133,14 +141,24 @@ func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	return proc[host:], dev, msg, true, true
 }
 
+const maxHost = 64 // Linux's HOST_NAME_MAX
+
 // parseVersion reads "NCCL version 2.28.3+cuda13.0" (the whole of msg) and
 // returns NCCL's part, "2.28.3". The "+cuda" NCCL always appends tells
-// it from other messages that mention a version.
+// it from other messages that mention a version. NCCL's part is
+// major.minor.patch and the build's NCCL_SUFFIX ("2.18.3a0"): other bytes
+// (a control character, a byte that is not UTF-8) are no NCCL's, and
+// would go into the comment of the tables (WriteTOML), which TOML refuses.
 func parseVersion(msg []byte) (string, bool) {
 	v, found := bytes.CutPrefix(msg, versionMark)
 	plus := bytes.Index(v, []byte("+cuda"))
 	if !found || plus < 1 || v[0] < '0' || v[0] > '9' || bytes.IndexByte(v, ' ') >= 0 {
 		return "", false
+	}
+	for _, c := range v[:plus] {
+		if c != '.' && !isHostChar(c) {
+			return "", false
+		}
 	}
 	return string(v[:plus]), true
 }

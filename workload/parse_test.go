@@ -1,6 +1,9 @@
 package workload
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSplitInfo(t *testing.T) {
 	const msg = "AllReduce: opCount 0"
@@ -23,6 +26,9 @@ func TestSplitInfo(t *testing.T) {
 		{"gpu-a:1:1 NCCL INFO " + msg, "", "", true},
 		{"\ngpu-a:1:1 [0] enqueue.cc:12 NCCL WARN " + msg, "", "", false},
 		{"NCCL version 2.18.3+cuda12.2", "", "", false},
+		// Linux's hostnames are at most 64 bytes: more is glued to one, and
+		// would make each process's name (which Read keeps) as long as a line.
+		{strings.Repeat("x", 1000) + "gpu-a:1:1 [0] NCCL INFO " + msg, strings.Repeat("x", 59) + "gpu-a:1", "0", true},
 	} {
 		proc, dev, m, isInfo, ok := splitInfo([]byte(tc.line))
 		if isInfo != tc.isInfo || ok != (tc.proc != "") || string(proc) != tc.proc || string(dev) != tc.dev || isInfo && string(m) != msg {
@@ -46,6 +52,7 @@ func TestParseCall(t *testing.T) {
 		{"SymCheck: coll AllReduce size 16777216 rank 0", call{}, false, false},
 		{"AllReduce : skipping sendbuff/recvbuff pointer check", call{}, false, false},
 		{"NCCL git version HEAD 3f2c9a1", call{}, false, false},
+		{strings.Repeat("A", 1000) + ": opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nranks=2] stream 0x1", call{}, false, false}, // no NCCL call's name
 		{": opCount 0 sendbuff 0x1", call{}, false, false},
 		{"AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 12", call{}, true, false},
 		{"AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count -1 datatype 7 op 0 root 0 comm 0x1 [nranks=2] stream 0x1", call{}, true, false},
@@ -53,6 +60,9 @@ func TestParseCall(t *testing.T) {
 		{"AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nranks=2 stream 0x1", call{}, true, false},
 		{"AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nranks=2147483648] stream 0x1", call{}, true, false},
 		{"AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 576460752303423488 datatype 7 op 0 root 0 comm 0x1 [nranks=2] stream 0x1", call{}, true, false}, // 2^59 elements
+		{"Send: opCount 0 sendbuff 0x1 recvbuff (nil) count 1 datatype 7 op 0 root -1 comm 0x1 [nranks=2] stream 0x1", call{}, true, false},                    // no such peer
+		{"Recv: opCount 0 sendbuff (nil) recvbuff 0x1 count 1 datatype 7 op 0 root 2 comm 0x1 [nranks=2] stream 0x1", call{}, true, false},
+		{"Broadcast: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 4 comm 0x1 [nranks=4] stream 0x1", call{}, true, false},
 	} {
 		c, isCall, ok := parseCall([]byte(tc.msg))
 		if isCall != tc.isCall || ok != tc.ok || ok && (string(c.op) != string(tc.want.op) || c.count != tc.want.count || c.dtype != tc.want.dtype ||
@@ -64,13 +74,17 @@ func TestParseCall(t *testing.T) {
 
 func TestParseVersion(t *testing.T) {
 	for msg, want := range map[string]string{
-		"NCCL version 2.28.3+cuda13.0":        "2.28.3",
-		"NCCL version 2.18.3a0+cuda12.2":      "2.18.3a0",
-		"NCCL version 2.28.3":                 "",
-		"NCCL version detected":               "",
-		"NCCL version 2.28.3+cuda13.0, but":   "",
-		"NCCL git version HEAD 3f2c9a1":       "",
-		"Mismatched NCCL version 2.1+cuda1 x": "",
+		"NCCL version 2.28.3+cuda13.0":         "2.28.3",
+		"NCCL version 2.18.3a0+cuda12.2":       "2.18.3a0",
+		"NCCL version 2.28.3":                  "",
+		"NCCL version detected":                "",
+		"NCCL version 2.28.3+cuda13.0, but":    "",
+		"NCCL git version HEAD 3f2c9a1":        "",
+		"Mismatched NCCL version 2.1+cuda1 x":  "",
+		"NCCL version 2.28.3-rc1+cuda13.0":     "2.28.3-rc1",
+		"NCCL version 2.28.3\xff+cuda13.0":     "",
+		"NCCL version 2.28\r3+cuda13.0":        "",
+		"NCCL version 2.28.3\x1b[31m+cuda13.0": "",
 	} {
 		if got, ok := parseVersion([]byte(msg)); got != want || ok != (want != "") {
 			t.Errorf("%q: %q, %v; want %q", msg, got, ok, want)

@@ -279,6 +279,9 @@ func TestReadSendRecv(t *testing.T) {
 			[]Entry{{"sendrecv", 512, 2, 4}}},
 		{"a peer left out", strings.Replace(alltoall(0, "0x55a0"), "root 3", "root 2", 2) + rank0 + allRed + "\n",
 			[]Entry{{"all_reduce", 4 << 10, 1, 4}, {"sendrecv", 512, 4, 4}}},
+		{"peers no communicator has", p2p("Send", "-1", "256", "0x55a0") + p2p("Recv", "-1", "256", "0x55a0") + p2p("Send", "0", "256", "0x55a0") +
+			p2p("Recv", "0", "256", "0x55a0") + p2p("Send", "5", "256", "0x55a0") + p2p("Send", "6", "256", "0x55a0") + rank0 + allRed + "\n",
+			[]Entry{{"all_reduce", 4 << 10, 1, 4}, {"sendrecv", 512, 1, 4}}},
 		{"uneven counts", p2p("Send", "0", "256", "0x55a0") + p2p("Recv", "0", "256", "0x55a0") + p2p("Send", "1", "512", "0x55a0") + p2p("Recv", "1", "512", "0x55a0"),
 			[]Entry{{"sendrecv", 512, 1, 4}, {"sendrecv", 1 << 10, 1, 4}}},
 	} {
@@ -353,6 +356,23 @@ func FuzzRead(f *testing.F) {
 			}
 			if i > 0 && !entryLess(w.Entries[i-1], e) {
 				t.Fatalf("entries out of order or repeated: %v", w.Entries)
+			}
+		}
+		// The tables of one communicator size, as profile --ranks writes
+		// them, load as a space's workload, entry for entry.
+		ranks := w.Entries[0].Ranks
+		w.Entries = slices.DeleteFunc(w.Entries, func(e Entry) bool { return e.Ranks != ranks })
+		var out bytes.Buffer
+		if err := w.WriteTOML(&out); err != nil {
+			t.Fatal(err)
+		}
+		calls, err := space.ParseWorkload("the tables", out.Bytes())
+		if err != nil || len(calls) != len(w.Entries) {
+			t.Fatalf("%v (%d calls of %d entries) in\n%s", err, len(calls), len(w.Entries), out.String())
+		}
+		for i, c := range calls {
+			if e := w.Entries[i]; c.Collective != e.Collective || c.Bytes != e.Bytes || c.Count != float64(e.Count) || c.Ranks != e.Ranks {
+				t.Fatalf("call %d = %+v, entry %+v", i, c, e)
 			}
 		}
 	})

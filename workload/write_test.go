@@ -125,9 +125,11 @@ total               22     166.0 MiB
 // TestWriteTOMLOfALogNotUTF8: a COLL line that could not be read is quoted
 // in the tables' comments; one with bytes that are not UTF-8 (and no control
 // character) went in as it was, and the file, appended to a space file as
-// the README says, no longer loaded ("invalid UTF-8 byte").
+// the README says, no longer loaded ("invalid UTF-8 byte"). So did a version
+// line's bytes, in the header.
 func TestWriteTOMLOfALogNotUTF8(t *testing.T) {
-	log := "node001:4242:4242 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x1\n" +
+	log := "node001:4242:4242 [0] NCCL INFO NCCL version 2.28.3\xff+cuda13.0\n" +
+		"node001:4242:4242 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x1\n" +
 		"node001:4242:4242 [0] NCCL INFO AllReduce: opCount 1 sendbuff \xff\xfe count 8 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x1\n"
 	w, err := Read(strings.NewReader(log))
 	if err != nil {

@@ -106,7 +106,7 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 	if groupsErr == nil {
 		launcher = groups[0].Launcher
 	}
-	nodes, err := fanOut(ctx, sp.Launcher, python)
+	nodes, missing, err := fanOut(ctx, sp.Launcher, python)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,7 +119,7 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 		all = append(all, nodes[i].Results...)
 	}
 	nccl := doctor.NCCL(ctx, doctor.Options{Probe: probe, Launcher: launcher, Env: sp.Env(space.Assignment{})}, doctor.HardwareOf(all))
-	cluster := []doctor.Result{nccl, clockSkew(nodes)}
+	cluster := append([]doctor.Result{nccl, clockSkew(nodes)}, missing...)
 	if sp.Launcher.Groups > 1 {
 		cluster = append(cluster, groupsAlike(groups, groupsErr, nodes))
 	}
@@ -150,34 +150,42 @@ func groupsAlike(groups []runner.Group, err error, nodes []nodeReport) doctor.Re
 }
 
 // fanOut runs `nccltune doctor --node` once per node through mpirun or srun;
-// with another launcher only this node is checked.
-func fanOut(ctx context.Context, l space.LauncherSettings, python string) ([]nodeReport, error) {
+// with another launcher only this node is checked. missing is a failed
+// check where fewer nodes reported than were asked to.
+func fanOut(ctx context.Context, l space.LauncherSettings, python string) (nodes []nodeReport, missing []doctor.Result, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var launcher runner.Launcher
+	want := 0 // the nodes asked to report, where the space says
 	switch l.Kind {
 	case "mpirun":
-		n := 1
+		want = 1
 		if l.Hostfile != "" {
 			hosts, err := runner.HostfileHosts(l.Hostfile)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			n = len(hosts)
+			// One process a node: a host on several lines (MPICH's
+			// hostfile, a line a slot) is one node.
+			names := map[string]bool{}
+			for _, h := range hosts {
+				names[h.Name] = true
+			}
+			want = len(names)
 		}
-		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: n, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: l.Args}
+		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: want, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: l.Args}
 	case "srun":
-		if launcher, err = runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: l.Args}); err != nil {
-			return nil, err
+		want = l.Nodes * max(l.Groups, 1)
+		if launcher, err = runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: want, TasksPerNode: 1, Args: l.Args}); err != nil {
+			return nil, nil, err
 		}
 	default:
-		return []nodeReport{{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil
+		return []nodeReport{{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil, nil
 	}
 	rn := &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
 	res := rn.Run(ctx, runner.Job{Benchmark: command{self, "doctor", "--node", "--python", python}, Timeout: 5 * time.Minute})
-	var nodes []nodeReport
 	for _, line := range strings.Split(string(res.Output), "\n") {
 		if i := strings.Index(line, nodeTag); i >= 0 {
 			var n nodeReport
@@ -187,9 +195,24 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string) ([]nod
 		}
 	}
 	if len(nodes) == 0 {
-		return nil, fmt.Errorf("the per-node checks printed nothing through %s: %s", l.Kind, strings.TrimSpace(lastLines(res.Output, 5)))
+		return nil, nil, fmt.Errorf("the per-node checks printed nothing through %s: %s", l.Kind, strings.TrimSpace(lastLines(res.Output, 5)))
 	}
-	return nodes, nil
+	// A node that printed nothing (nccltune not at this path there, a
+	// crash) would otherwise pass unseen, the others judged as all.
+	if len(nodes) < want {
+		var hosts []string
+		for _, n := range nodes {
+			hosts = append(hosts, n.Host)
+		}
+		r := doctor.Result{Layer: "hardware", Check: "per-node checks", Status: doctor.Fail,
+			Detail: fmt.Sprintf("%d of %d nodes reported (%s)", len(nodes), want, strings.Join(hosts, ", ")),
+			Fix:    "run `" + self + " doctor --node` on the others: nccltune must be at this path on every node"}
+		if res.Failure != nil {
+			r.Detail += "; " + l.Kind + ": " + res.Failure.Error()
+		}
+		missing = append(missing, r)
+	}
+	return nodes, missing, nil
 }
 
 // command runs as written, and its output is all that is wanted of it.

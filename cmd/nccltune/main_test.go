@@ -523,3 +523,35 @@ func TestInheritedSettingsAreReported(t *testing.T) {
 		t.Errorf("show 0 does not report the inherited value:\n%s", out)
 	}
 }
+
+// TestDoctorNodeMissing: a node whose per-node checks print nothing (the
+// binary not on it, a crash) was left out, and doctor judged the nodes that
+// answered as if they were all: here an mpirun that starts the checks on one
+// node of the hostfile's two.
+func TestDoctorNodeMissing(t *testing.T) {
+	dir := t.TempDir()
+	mpirun := filepath.Join(dir, "mpirun")
+	os.WriteFile(mpirun, []byte("#!/bin/sh\n# the first node alone\nwhile true; do case $1 in -np|--hostfile|--map-by|-x) shift 2;; --oversubscribe) shift;; *) break;; esac; done\nexec \"$@\"\n"), 0o755)
+	hosts := filepath.Join(dir, "hosts")
+	os.WriteFile(hosts, []byte("node-a\nnode-b\nnode-b\n"), 0o644) // node-b's two slots, as MPICH writes them
+	example, _ := filepath.Abs("../../examples/sim-2node-ib.toml")
+	src, _ := os.ReadFile(example)
+	mpi := strings.Replace(string(src), "[benchmark]", "[launcher]\nkind = \"mpirun\"\ncommand = \""+mpirun+"\"\nnp = 1\nhostfile = \""+hosts+"\"\nargs = [\"--oversubscribe\"]\n\n[benchmark]", 1)
+	mpi = strings.Replace(mpi, "gpus = 16 ", "gpus = 1 ", 1)
+	os.WriteFile(filepath.Join(dir, "mpi.toml"), []byte(mpi), 0o644)
+	code, out, errOut := nccltune(t, dir, "doctor", "--space", "mpi.toml", "--json", "--python", "")
+	var rep struct {
+		Nodes   []struct{ Host string }
+		Cluster []struct{ Check, Status, Detail string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Nodes) != 1 {
+		t.Fatalf("doctor: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	said := false
+	for _, r := range rep.Cluster {
+		said = said || r.Check == "per-node checks" && r.Status == "fail" && strings.Contains(r.Detail, "1 of 2 nodes reported")
+	}
+	if code != 1 || !said {
+		t.Errorf("doctor with a node missing: exit %d, cluster %+v", code, rep.Cluster)
+	}
+}
