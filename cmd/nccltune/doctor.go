@@ -60,7 +60,7 @@ func doctorCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": cluster}); err != nil {
+				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": list(cluster)}); err != nil {
 					return err
 				}
 			} else {

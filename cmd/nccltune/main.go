@@ -123,6 +123,15 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// list is s, or an empty list where s is nil: --json writes [] for none,
+// never null, which a script iterating the list fails on.
+func list[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 func newApp() *cli.App {
 	onUsageError := func(c *cli.Context, err error, _ bool) error { return usageError{flagHint(c, err)} }
 	commands := []*cli.Command{runCommand(), resumeCommand(), validateCommand(), statusCommand(), showCommand(), reportCommand(), exportCommand(), compareCommand(), doctorCommand(), benchCommand(), profileCommand(), pluginCommand(), simCommand()}

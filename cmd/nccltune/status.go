@@ -459,7 +459,7 @@ func statusJSON(l *loaded) map[string]any {
 		"settled":       settled,
 		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed, "no_nccl_log": sum.Silent, "one_rank": sum.OneRank, "inherited": sum.Inherited},
 		"ranges":        ranges,
-		"group_spreads": results.GroupSpreads(l.space, l.trials),
+		"group_spreads": list(results.GroupSpreads(l.space, l.trials)),
 	}
 	// What the budget counts apart from what follows it: since a budget may
 	// be raised after the simplification, their numbers do not tell.

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestJSONListsAreNeverNull: a list in --json output is [] where empty,
+// never null, which a script iterating it (Python's for, jq's .[]) fails
+// on: status's group_spreads of a campaign without groups (every campaign
+// of one group), doctor's cluster checks without a space.
+func TestJSONListsAreNeverNull(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		key  string
+	}{
+		{[]string{"status", "--json"}, "group_spreads"},
+		{[]string{"report", "--json", "--out", "plots"}, "group_spreads"},
+		{[]string{"doctor", "--json", "--python", ""}, "cluster"},
+	} {
+		_, out, errOut := nccltune(t, dir, tc.args...)
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("nccltune %v: %v\n%s%s", tc.args, err, out, errOut)
+		}
+		var list []json.RawMessage
+		if err := json.Unmarshal(got[tc.key], &list); err != nil || list == nil {
+			t.Errorf("nccltune %v: %s is %s, want a list", tc.args, tc.key, got[tc.key])
+		}
+	}
+}
