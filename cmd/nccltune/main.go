@@ -108,7 +108,7 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 				}
 				arg, hint := ctx.Args().First(), ""
 				if strings.HasSuffix(arg, ".toml") && slices.ContainsFunc(ctx.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "space") }) {
-					hint = fmt.Sprintf("; did you mean --space %s?", arg)
+					hint = fmt.Sprintf("; did you mean --space %s?", shellJoin([]string{arg}))
 				}
 				return usageError{fmt.Errorf("%s takes no arguments, only flags, and %q is not a flag%s", ctx.Command.HelpName, arg, hint)}
 			}

@@ -176,7 +176,7 @@ func exists(path string) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		run := "nccltune run"
 		if path != storeFlag.Value {
-			run += " --store " + path
+			run = shellJoin([]string{"nccltune", "run", "--store", path}) // pastes as one path
 		}
 		return fmt.Errorf("no store %s: start a campaign with `%s`, or give the store a campaign wrote as --store FILE", path, run)
 	}
@@ -519,7 +519,7 @@ func exportCommand() *cli.Command {
 			}
 			if c.String("format") == "plugin" && c.String("plugin") == "" {
 				if _, statErr := os.Stat(filepath.Join(c.String("out"), plugin.LibraryName)); statErr != nil {
-					fmt.Fprintf(os.Stderr, "nccltune: build the plugin beside the rules: nccltune plugin build --out %s\n", c.String("out"))
+					fmt.Fprintf(os.Stderr, "nccltune: build the plugin beside the rules: %s\n", shellJoin([]string{"nccltune", "plugin", "build", "--out", c.String("out")}))
 				}
 			}
 			return err
