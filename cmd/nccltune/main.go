@@ -134,7 +134,7 @@ func list[T any](s []T) []T {
 
 func newApp() *cli.App {
 	onUsageError := func(c *cli.Context, err error, _ bool) error { return usageError{flagHint(c, err)} }
-	commands := []*cli.Command{runCommand(), resumeCommand(), validateCommand(), statusCommand(), showCommand(), reportCommand(), exportCommand(), compareCommand(), doctorCommand(), benchCommand(), profileCommand(), pluginCommand(), simCommand()}
+	commands := []*cli.Command{runCommand(), resumeCommand(), validateCommand(), statusCommand(), showCommand(), reportCommand(), exportCommand(), compareCommand(), doctorCommand(), benchCommand(), profileCommand(), pluginCommand(), simCommand(), helpCommand()}
 	strict(commands, onUsageError)
 	return &cli.App{
 		Name:  "nccltune",
@@ -152,6 +152,27 @@ func newApp() *cli.App {
 				return usageError{fmt.Errorf("no command %q; see nccltune --help", c.Args().First())}
 			}
 			return cli.ShowAppHelp(c)
+		},
+	}
+}
+
+// helpCommand answers `nccltune help [COMMAND [SUBCOMMAND]]` as `nccltune
+// COMMAND SUBCOMMAND --help`, so that both say the same: urfave/cli's own
+// listed no subcommands under `help bench`, gave bench's help for `help
+// bench search`, and exited 3 for an unknown topic, where the app's usage
+// error is 2.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:            "help",
+		Aliases:         []string{"h"},
+		Usage:           "show the commands, or one command's help",
+		ArgsUsage:       "[COMMAND [SUBCOMMAND]]",
+		SkipFlagParsing: true,
+		Action: func(c *cli.Context) error {
+			if !c.Args().Present() {
+				return cli.ShowAppHelp(c)
+			}
+			return c.App.RunContext(c.Context, append(append([]string{c.App.Name}, c.Args().Slice()...), "--help"))
 		},
 	}
 }
