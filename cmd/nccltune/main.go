@@ -63,7 +63,11 @@ func run(args []string) int {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(os.Stderr, "nccltune: interrupted; finished trials are stored: the same `nccltune run` command, or `nccltune resume` (its stored budget), goes on")
+		msg := "nccltune: interrupted"
+		if errors.As(err, &campaignStopped{}) {
+			msg += "; finished trials are stored: the same `nccltune run` command, or `nccltune resume` (its stored budget), goes on"
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		return exitInterrupted
 	case errors.As(err, &usage) || strings.HasPrefix(err.Error(), "Required flag"):
 		fmt.Fprintln(stderr, "nccltune:", err)
@@ -82,6 +86,12 @@ func run(args []string) int {
 }
 
 type usageError struct{ error }
+
+// campaignStopped is a campaign's interruption, which its stored trials
+// let it go on from; compare, doctor and bench store nothing to go on from.
+type campaignStopped struct{ error }
+
+func (e campaignStopped) Unwrap() error { return e.error }
 
 // strict makes every command refuse what it would otherwise ignore: an
 // argument to a command that takes none (`nccltune run space.toml` would run

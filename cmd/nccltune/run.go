@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -159,6 +160,9 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget and been validated: nothing to run (--trials N extends it; `nccltune validate` measures its choices again)\n", sp.Campaign.Name)
 	}
 	runErr := tu.Run(c.Context, o)
+	if errors.Is(runErr, context.Canceled) {
+		runErr = campaignStopped{runErr}
+	}
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
 		return runErr
 	}
