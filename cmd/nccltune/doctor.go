@@ -46,9 +46,7 @@ func doctorCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("node") {
-				rep := nodeReport{Host: hostname(), Time: time.Now().UnixNano(),
-					Results: doctor.Run(c.Context, doctor.Options{Python: c.String("python")})}
-				data, err := json.Marshal(rep)
+				data, err := json.Marshal(thisNode(c.Context, c.String("python")))
 				if err != nil {
 					return err
 				}
@@ -78,10 +76,15 @@ func doctorCommand() *cli.Command {
 	}
 }
 
+// thisNode checks this node, timed for the clock skew between nodes.
+func thisNode(ctx context.Context, python string) nodeReport {
+	return nodeReport{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}
+}
+
 // diagnose runs the node checks on every node and the NCCL check across them.
 func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []doctor.Result, error) {
 	if spaceFile == "" {
-		return []nodeReport{{Host: hostname(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil, nil
+		return []nodeReport{thisNode(ctx, python)}, nil, nil
 	}
 	sp, err := space.Load(spaceFile)
 	if err != nil {
@@ -173,7 +176,7 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string) ([]nod
 			return nil, err
 		}
 	default:
-		return []nodeReport{{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil
+		return []nodeReport{thisNode(ctx, python)}, nil
 	}
 	rn := &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
 	res := rn.Run(ctx, runner.Job{Benchmark: command{self, "doctor", "--node", "--python", python}, Timeout: 5 * time.Minute})

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 // TestJSONListsAreNeverNull: a list in --json output is [] where empty,
@@ -31,5 +32,19 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 		if err := json.Unmarshal(got[tc.key], &list); err != nil || list == nil {
 			t.Errorf("nccltune %v: %s is %s, want a list", tc.args, tc.key, got[tc.key])
 		}
+	}
+}
+
+// TestDoctorJSONTimesTheNode: doctor --json without a space gives the
+// node's time, as with one; it gave 0 (1970).
+func TestDoctorJSONTimesTheNode(t *testing.T) {
+	_, out, errOut := nccltune(t, t.TempDir(), "doctor", "--json", "--python", "")
+	var rep struct {
+		Nodes []struct {
+			Time int64 `json:"unix_nano"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Nodes) != 1 || rep.Nodes[0].Time < time.Now().Add(-time.Hour).UnixNano() {
+		t.Errorf("doctor --json: %v\n%s%s", err, out, errOut)
 	}
 }
