@@ -319,7 +319,9 @@ func (t *Tuner) finished(o Options) bool {
 	// Settled (patience), it runs no more unless told a new budget (see
 	// resume); run again without patience, its ranges are searched again.
 	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0
-	return err == nil && (done >= budget || stopped) && (simplified || !camp.Simplify) &&
+	// Past the budget is not finished but overrun, which opening the
+	// campaign refuses.
+	return err == nil && (done == budget || stopped) && (simplified || !camp.Simplify) &&
 		(camp.ValidateRounds < 2 || validatedAs(t.Space, trials, vals, camp.ValidateRounds))
 }
 
