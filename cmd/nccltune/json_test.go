@@ -35,6 +35,25 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 	}
 }
 
+// TestShowJSONOfAFailedTrial: show --json gives a trial's lists and maps
+// as [] and {} where it has none (a failed trial's rows and scores, the
+// nodes of a campaign of one group), never null.
+func TestShowJSONOfAFailedTrial(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "broken", 3, "exit 3\n")
+	nccltune(t, dir, "run", "-q", "--space", spaceFile)
+	code, out, errOut := nccltune(t, dir, "show", "--json", "0")
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("show --json 0: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	for _, key := range []string{"Params", "Env", "Command", "Scores", "Rows", "Nodes"} {
+		if string(got[key]) == "null" {
+			t.Errorf("show --json of a failed trial: %s is null", key)
+		}
+	}
+}
+
 // TestDoctorJSONTimesTheNode: doctor --json without a space gives the
 // node's time, as with one; it gave 0 (1970).
 func TestDoctorJSONTimesTheNode(t *testing.T) {
