@@ -32,3 +32,20 @@ func TestHelpCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestSimHelpOnStandardOutput: `nccltune sim --help`, as every other
+// command's, prints on standard output (`| less` showed nothing) and exits
+// 0; a bad flag is still told on standard error.
+func TestSimHelpOnStandardOutput(t *testing.T) {
+	dir := t.TempDir()
+	for _, flag := range []string{"-h", "--help"} {
+		code, out, errOut := nccltune(t, dir, "sim", flag)
+		if code != 0 || !strings.Contains(out, "-fabric") || errOut != "" {
+			t.Errorf("nccltune sim %s: exit %d\nstdout %q\nstderr %q", flag, code, out, errOut)
+		}
+	}
+	code, out, errOut := nccltune(t, dir, "sim", "-bogus", "all_reduce_perf")
+	if code != 1 || out != "" || !strings.Contains(errOut, "-bogus") {
+		t.Errorf("nccltune sim -bogus: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}
