@@ -514,8 +514,11 @@ func exportCommand() *cli.Command {
 					strings.Join(ex.LeftOut, ", "))
 			}
 			paths, err := ex.Write(c.String("format"), c.String("out"))
-			for _, p := range paths {
-				fmt.Println(p)
+			if len(paths) > 0 {
+				// The listing is output too: one lost (a full disk) fails the command.
+				if _, werr := fmt.Println(strings.Join(paths, "\n")); werr != nil {
+					err = errors.Join(err, werr)
+				}
 			}
 			if c.String("format") == "plugin" && c.String("plugin") == "" {
 				if _, statErr := os.Stat(filepath.Join(c.String("out"), plugin.LibraryName)); statErr != nil {
