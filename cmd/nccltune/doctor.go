@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -61,8 +62,8 @@ func doctorCommand() *cli.Command {
 				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": list(cluster)}); err != nil {
 					return err
 				}
-			} else {
-				printDoctor(os.Stdout, nodes, cluster)
+			} else if err := printDoctor(os.Stdout, nodes, cluster); err != nil {
+				return err
 			}
 			for _, n := range nodes {
 				for _, r := range append(n.Results, cluster...) {
@@ -223,7 +224,10 @@ func clockSkew(nodes []nodeReport) doctor.Result {
 	return r
 }
 
-func printDoctor(w io.Writer, nodes []nodeReport, cluster []doctor.Result) {
+func printDoctor(out io.Writer, nodes []nodeReport, cluster []doctor.Result) error {
+	// Buffered, and the buffer's first write error sticks: output lost (a
+	// full disk) is the command's error.
+	w := bufio.NewWriter(out)
 	print := func(title string, results []doctor.Result) {
 		fmt.Fprintln(w, title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -243,6 +247,7 @@ func printDoctor(w io.Writer, nodes []nodeReport, cluster []doctor.Result) {
 	if len(cluster) > 0 {
 		print("across nodes", cluster)
 	}
+	return w.Flush()
 }
 
 func hostname() string {

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestListingToAFullDisk: export and plugin build list what they wrote on
-// standard output; a listing lost (stdout on a full disk, /dev/full here)
-// fails the command, as status's table does, where they exited 0.
-func TestListingToAFullDisk(t *testing.T) {
+// TestOutputToAFullDisk: output lost (stdout on a full disk, /dev/full
+// here) fails the command, as status's table does: export's and plugin
+// build's listing of what they wrote, and doctor's table, exited 0.
+func TestOutputToAFullDisk(t *testing.T) {
 	dir := t.TempDir()
 	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
@@ -20,7 +20,7 @@ func TestListingToAFullDisk(t *testing.T) {
 		t.Skip(err)
 	}
 	defer full.Close()
-	runs := [][]string{{"export", "--out", "env"}}
+	runs := [][]string{{"export", "--out", "env"}, {"doctor", "--python", ""}}
 	if _, err := exec.LookPath("cc"); err == nil {
 		runs = append(runs, []string{"plugin", "build", "--out", "plugin"})
 	}
