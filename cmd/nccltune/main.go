@@ -95,8 +95,10 @@ func (e campaignStopped) Unwrap() error { return e.error }
 
 // strict makes every command refuse what it would otherwise ignore: an
 // argument to a command that takes none (`nccltune run space.toml` would run
-// the built-in example, and flags after it would be dropped unread), and an
-// unknown subcommand (urfave/cli's exit 3 without a word).
+// the built-in example, and flags after it would be dropped unread), an
+// unknown subcommand (urfave/cli's exit 3 without a word), and a --space
+// that names no file (a script's unset "$SPACE": run would run the
+// built-in example, the others do without a space).
 func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
@@ -111,9 +113,13 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 					return cli.ShowSubcommandHelp(ctx)
 				}
 			}
-		case c.ArgsUsage == "" && !c.SkipFlagParsing:
+		case !c.SkipFlagParsing:
+			takesArgs := c.ArgsUsage != ""
 			c.Before = func(ctx *cli.Context) error {
-				if !ctx.Args().Present() {
+				if ctx.IsSet("space") && ctx.String("space") == "" {
+					return usageError{errors.New("--space names no file (an empty path); leave the flag out for none")}
+				}
+				if takesArgs || !ctx.Args().Present() {
 					return nil
 				}
 				arg, hint := ctx.Args().First(), ""
