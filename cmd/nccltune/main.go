@@ -96,9 +96,10 @@ func (e campaignStopped) Unwrap() error { return e.error }
 // strict makes every command refuse what it would otherwise ignore: an
 // argument to a command that takes none (`nccltune run space.toml` would run
 // the built-in example, and flags after it would be dropped unread), an
-// unknown subcommand (urfave/cli's exit 3 without a word), and a --space
-// that names no file (a script's unset "$SPACE": run would run the
-// built-in example, the others do without a space).
+// unknown subcommand (urfave/cli's exit 3 without a word), and an empty
+// --space or --campaign (a script's unset "$SPACE": run would run the
+// built-in example, the others do without a space, or read the most
+// recent campaign).
 func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
@@ -116,8 +117,10 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 		case !c.SkipFlagParsing:
 			takesArgs := c.ArgsUsage != ""
 			c.Before = func(ctx *cli.Context) error {
-				if ctx.IsSet("space") && ctx.String("space") == "" {
-					return usageError{errors.New("--space names no file (an empty path); leave the flag out for none")}
+				for _, name := range []string{"space", "campaign"} {
+					if ctx.IsSet(name) && ctx.String(name) == "" {
+						return usageError{fmt.Errorf("--%s is empty; leave the flag out for its default", name)}
+					}
 				}
 				if takesArgs || !ctx.Args().Present() {
 					return nil
