@@ -320,12 +320,16 @@ func benchJobCommand() *cli.Command {
 			if c.Int("trials") < space.MinTrials || c.Int("seeds") < 1 || tuner.CheckRounds(c.Int("rounds")) != nil {
 				return usageError{fmt.Errorf("--trials must be at least %d, --seeds at least 1, --rounds 2 to %d", space.MinTrials, tuner.MaxRounds)}
 			}
+			// Every name before the first campaign, which an unknown one after it would waste.
+			scenarios := strings.Split(c.String("scenarios"), ",")
+			if _, err := quality.ScenariosNamed(scenarios); err != nil {
+				return usageError{fmt.Errorf("--scenarios: %w", err)}
+			}
 			dir, err := os.MkdirTemp("", "nccltune-bench-")
 			if err != nil {
 				return err
 			}
 			defer os.RemoveAll(dir)
-			scenarios := strings.Split(c.String("scenarios"), ",")
 			o := quality.Options{Seeds: c.Int("seeds"), Trials: c.Int("trials"), Noise: c.Float64("noise"), NoiseTarget: space.DefaultNoiseTarget, Dir: dir}
 			runs, err := quality.MeasureJob(scenarios, o, c.Int("rounds"))
 			if err != nil {

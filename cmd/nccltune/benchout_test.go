@@ -19,3 +19,13 @@ func TestBenchSearchOutBeforeMeasuring(t *testing.T) {
 		t.Errorf("bench search --out file/plots: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestBenchJobUnknownScenario: bench job refuses an unknown scenario as a
+// usage error before it runs any, as bench search and bench groups do; it
+// ran the scenarios named before it, then failed with exit 1.
+func TestBenchJobUnknownScenario(t *testing.T) {
+	code, out, errOut := nccltune(t, t.TempDir(), "bench", "job", "--scenarios", "2node-tcp,infiniband", "--seeds", "1", "--trials", "10", "--rounds", "2")
+	if code != 2 || !strings.Contains(errOut, `--scenarios: unknown scenario "infiniband"`) {
+		t.Errorf("bench job --scenarios 2node-tcp,infiniband: exit %d\n%s%s", code, out, errOut)
+	}
+}
