@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,12 +66,12 @@ func doctorCommand() *cli.Command {
 			} else if err := printDoctor(os.Stdout, nodes, cluster); err != nil {
 				return err
 			}
+			results := cluster
 			for _, n := range nodes {
-				for _, r := range append(n.Results, cluster...) {
-					if r.Status == doctor.Fail {
-						return cli.Exit("", exitFailure)
-					}
-				}
+				results = append(results, n.Results...)
+			}
+			if slices.ContainsFunc(results, func(r doctor.Result) bool { return r.Status == doctor.Fail }) {
+				return cli.Exit("", exitFailure)
 			}
 			return nil
 		},
@@ -111,6 +112,10 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 		launcher = groups[0].Launcher
 	}
 	nodes, err := fanOut(ctx, sp.Launcher, python)
+	if u := (unreached{}); errors.As(err, &u) {
+		// The NCCL layer would run through the same launcher: nothing more to check.
+		return []nodeReport{}, []doctor.Result{u.Result}, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -191,10 +196,19 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string) ([]nod
 		}
 	}
 	if len(nodes) == 0 {
-		return nil, fmt.Errorf("the per-node checks printed nothing through %s: %s", l.Kind, strings.TrimSpace(lastLines(res.Output, 5)))
+		return nil, unreached{doctor.Result{Layer: "hardware", Check: "the launcher reaches the nodes (" + l.Kind + ")", Status: doctor.Fail,
+			Detail: fmt.Sprintf("the per-node checks printed nothing through %s: %s", l.Kind, strings.ReplaceAll(strings.TrimSpace(lastLines(res.Output, 5)), "\n", "; ")),
+			Fix:    "run the launcher as the campaign will (inside its allocation, with its hostfile) and mend what it says"}}
 	}
 	return nodes, nil
 }
+
+// unreached is a launcher that reached no node: a failed check, reported
+// as the others are, not an error, since a broken launcher is what doctor
+// is there to find.
+type unreached struct{ doctor.Result }
+
+func (u unreached) Error() string { return u.Detail }
 
 // command runs as written, and its output is all that is wanted of it.
 type command []string
