@@ -18,6 +18,8 @@ func TestHelpCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"help"}, 0, "COMMANDS:"},
+		{[]string{"help", "--help"}, 0, "COMMANDS:"},
+		{[]string{"help", "-h"}, 0, "COMMANDS:"},
 		{[]string{"help", "run"}, 0, "--validate-rounds"},
 		{[]string{"h", "status"}, 0, "nccltune status - "},
 		{[]string{"help", "bench"}, 0, "groups"},

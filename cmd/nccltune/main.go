@@ -188,7 +188,7 @@ func helpCommand() *cli.Command {
 		ArgsUsage:       "[COMMAND [SUBCOMMAND]]",
 		SkipFlagParsing: true,
 		Action: func(c *cli.Context) error {
-			if !c.Args().Present() {
+			if !c.Args().Present() || strings.HasPrefix(c.Args().First(), "-") { // help, help -h
 				return cli.ShowAppHelp(c)
 			}
 			return c.App.RunContext(c.Context, append(append([]string{c.App.Name}, c.Args().Slice()...), "--help"))
