@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -180,7 +179,10 @@ func (e Export) json() ([]file, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(out.Ranges, func(r results.RangeReport) bool { return r.Trial != nil }) {
+	// Measured, not chosen: where validation kept NCCL's defaults and no
+	// trial of them completed, a range has no chosen trial, and its
+	// defaults are what it exports.
+	if !measured(e.Results) {
 		return nil, errors.New("no completed trial measured any range; nothing to export")
 	}
 	data, err := json.MarshalIndent(out, "", "  ")

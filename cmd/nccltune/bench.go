@@ -72,6 +72,20 @@ func benchCommand() *cli.Command {
 	}
 }
 
+// writableDir makes dir and checks that a file can be made in it: before
+// hours of campaigns, whose results a bad --out would lose at their end.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".nccltune-")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // defaultLandscapes is how many generated landscapes `bench search` adds by default.
 const defaultLandscapes = 50
 
@@ -102,6 +116,9 @@ func benchSearch(c *cli.Context) error {
 	}
 	if len(scenarios) == 0 && c.Int("landscapes")+c.Int("smooth") == 0 {
 		return usageError{fmt.Errorf("nothing to run: no --scenarios, no --landscapes and no --smooth")}
+	}
+	if err := writableDir(c.String("out")); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "nccltune-bench-")
 	if err != nil {
@@ -144,9 +161,6 @@ func benchSearch(c *cli.Context) error {
 			}
 		}
 		plotted = append(plotted, quality.FamilyResults{Name: f.name, Results: f.results})
-	}
-	if err := os.MkdirAll(c.String("out"), 0o755); err != nil {
-		return err
 	}
 	png := filepath.Join(c.String("out"), "search-quality.png")
 	if err := quality.Plot(res, plotted, o.Trials, png); err != nil {
@@ -306,12 +320,16 @@ func benchJobCommand() *cli.Command {
 			if c.Int("trials") < space.MinTrials || c.Int("seeds") < 1 || tuner.CheckRounds(c.Int("rounds")) != nil {
 				return usageError{fmt.Errorf("--trials must be at least %d, --seeds at least 1, --rounds 2 to %d", space.MinTrials, tuner.MaxRounds)}
 			}
+			// Every name before the first campaign, which an unknown one after it would waste.
+			scenarios := strings.Split(c.String("scenarios"), ",")
+			if _, err := quality.ScenariosNamed(scenarios); err != nil {
+				return usageError{fmt.Errorf("--scenarios: %w", err)}
+			}
 			dir, err := os.MkdirTemp("", "nccltune-bench-")
 			if err != nil {
 				return err
 			}
 			defer os.RemoveAll(dir)
-			scenarios := strings.Split(c.String("scenarios"), ",")
 			o := quality.Options{Seeds: c.Int("seeds"), Trials: c.Int("trials"), Noise: c.Float64("noise"), NoiseTarget: space.DefaultNoiseTarget, Dir: dir}
 			runs, err := quality.MeasureJob(scenarios, o, c.Int("rounds"))
 			if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"text/tabwriter"
 
@@ -51,6 +52,7 @@ func compareCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			failed := failedRun(res)
 			if c.Bool("json") {
 				type row struct {
 					Range               string
@@ -62,7 +64,7 @@ func compareCommand() *cli.Command {
 				for _, r := range res {
 					rows = append(rows, row{r.Range.Name, results.Finite(r.MeanA), results.Finite(r.MeanB), results.Finite(r.Gain), results.Finite(r.CILow), results.Finite(r.CIHigh), r.Verdict})
 				}
-				return writeJSON(os.Stdout, rows)
+				return errors.Join(writeJSON(os.Stdout, rows), failed)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			m := sp.Measure(sp.Ranges[0])
@@ -75,9 +77,20 @@ func compareCommand() *cli.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(sp, r.Range),
 					figureOf(m, r.MeanA), figureOf(m, r.MeanB), ci, r.Verdict)
 			}
-			return tw.Flush()
+			return errors.Join(tw.Flush(), failed)
 		},
 	}
+}
+
+// failedRun is why a comparison has no verdict, a run of it having failed
+// (its means are NaN), or nil: the command fails, after its table says why.
+func failedRun(res []tuner.Comparison) error {
+	for _, r := range res {
+		if math.IsNaN(r.MeanA) {
+			return errors.New(r.Verdict)
+		}
+	}
+	return nil
 }
 
 // compareSpace is --space, or the stored campaign's space.

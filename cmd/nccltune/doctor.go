@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,9 +48,7 @@ func doctorCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("node") {
-				rep := nodeReport{Host: hostname(), Time: time.Now().UnixNano(),
-					Results: doctor.Run(c.Context, doctor.Options{Python: c.String("python")})}
-				data, err := json.Marshal(rep)
+				data, err := json.Marshal(thisNode(c.Context, c.String("python")))
 				if err != nil {
 					return err
 				}
@@ -60,28 +60,33 @@ func doctorCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": cluster}); err != nil {
+				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": list(cluster)}); err != nil {
 					return err
 				}
-			} else {
-				printDoctor(os.Stdout, nodes, cluster)
+			} else if err := printDoctor(os.Stdout, nodes, cluster); err != nil {
+				return err
 			}
+			results := cluster
 			for _, n := range nodes {
-				for _, r := range append(n.Results, cluster...) {
-					if r.Status == doctor.Fail {
-						return cli.Exit("", exitFailure)
-					}
-				}
+				results = append(results, n.Results...)
+			}
+			if slices.ContainsFunc(results, func(r doctor.Result) bool { return r.Status == doctor.Fail }) {
+				return cli.Exit("", exitFailure)
 			}
 			return nil
 		},
 	}
 }
 
+// thisNode checks this node, timed for the clock skew between nodes.
+func thisNode(ctx context.Context, python string) nodeReport {
+	return nodeReport{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}
+}
+
 // diagnose runs the node checks on every node and the NCCL check across them.
 func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []doctor.Result, error) {
 	if spaceFile == "" {
-		return []nodeReport{{Host: hostname(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil, nil
+		return []nodeReport{thisNode(ctx, python)}, nil, nil
 	}
 	sp, err := space.Load(spaceFile)
 	if err != nil {
@@ -107,6 +112,10 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 		launcher = groups[0].Launcher
 	}
 	nodes, missing, err := fanOut(ctx, sp.Launcher, python)
+	if u := (unreached{}); errors.As(err, &u) {
+		// The NCCL layer would run through the same launcher: nothing more to check.
+		return []nodeReport{}, []doctor.Result{u.Result}, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,7 +191,7 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string) (nodes
 			return nil, nil, err
 		}
 	default:
-		return []nodeReport{{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}}, nil, nil
+		return []nodeReport{thisNode(ctx, python)}, nil, nil
 	}
 	rn := &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
 	res := rn.Run(ctx, runner.Job{Benchmark: command{self, "doctor", "--node", "--python", python}, Timeout: 5 * time.Minute})
@@ -195,7 +204,9 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string) (nodes
 		}
 	}
 	if len(nodes) == 0 {
-		return nil, nil, fmt.Errorf("the per-node checks printed nothing through %s: %s", l.Kind, strings.TrimSpace(lastLines(res.Output, 5)))
+		return nil, nil, unreached{doctor.Result{Layer: "hardware", Check: "the launcher reaches the nodes (" + l.Kind + ")", Status: doctor.Fail,
+			Detail: fmt.Sprintf("the per-node checks printed nothing through %s: %s", l.Kind, strings.ReplaceAll(strings.TrimSpace(lastLines(res.Output, 5)), "\n", "; ")),
+			Fix:    "run the launcher as the campaign will (inside its allocation, with its hostfile) and mend what it says"}}
 	}
 	// A node that printed nothing (nccltune not at this path there, a
 	// crash) would otherwise pass unseen, the others judged as all.
@@ -214,6 +225,13 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string) (nodes
 	}
 	return nodes, missing, nil
 }
+
+// unreached is a launcher that reached no node: a failed check, reported
+// as the others are, not an error, since a broken launcher is what doctor
+// is there to find.
+type unreached struct{ doctor.Result }
+
+func (u unreached) Error() string { return u.Detail }
 
 // command runs as written, and its output is all that is wanted of it.
 type command []string
@@ -243,7 +261,10 @@ func clockSkew(nodes []nodeReport) doctor.Result {
 	return r
 }
 
-func printDoctor(w io.Writer, nodes []nodeReport, cluster []doctor.Result) {
+func printDoctor(out io.Writer, nodes []nodeReport, cluster []doctor.Result) error {
+	// Buffered, and the buffer's first write error sticks: output lost (a
+	// full disk) is the command's error.
+	w := bufio.NewWriter(out)
 	print := func(title string, results []doctor.Result) {
 		fmt.Fprintln(w, title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -263,6 +284,7 @@ func printDoctor(w io.Writer, nodes []nodeReport, cluster []doctor.Result) {
 	if len(cluster) > 0 {
 		print("across nodes", cluster)
 	}
+	return w.Flush()
 }
 
 func hostname() string {

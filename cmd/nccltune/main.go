@@ -63,7 +63,11 @@ func run(args []string) int {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(os.Stderr, "nccltune: interrupted; finished trials are stored: the same `nccltune run` command, or `nccltune resume` (its stored budget), goes on")
+		msg := "nccltune: interrupted"
+		if errors.As(err, &campaignStopped{}) {
+			msg += "; finished trials are stored: the same `nccltune run` command, or `nccltune resume` (its stored budget), goes on"
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		return exitInterrupted
 	case errors.As(err, &usage) || strings.HasPrefix(err.Error(), "Required flag"):
 		fmt.Fprintln(stderr, "nccltune:", err)
@@ -83,10 +87,19 @@ func run(args []string) int {
 
 type usageError struct{ error }
 
+// campaignStopped is a campaign's interruption, which its stored trials
+// let it go on from; compare, doctor and bench store nothing to go on from.
+type campaignStopped struct{ error }
+
+func (e campaignStopped) Unwrap() error { return e.error }
+
 // strict makes every command refuse what it would otherwise ignore: an
 // argument to a command that takes none (`nccltune run space.toml` would run
-// the built-in example, and flags after it would be dropped unread), and an
-// unknown subcommand (urfave/cli's exit 3 without a word).
+// the built-in example, and flags after it would be dropped unread), an
+// unknown subcommand (urfave/cli's exit 3 without a word), and an empty
+// --space or --campaign (a script's unset "$SPACE": run would run the
+// built-in example, the others do without a space, or read the most
+// recent campaign).
 func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
@@ -101,14 +114,20 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 					return cli.ShowSubcommandHelp(ctx)
 				}
 			}
-		case c.ArgsUsage == "" && !c.SkipFlagParsing:
+		case !c.SkipFlagParsing:
+			takesArgs := c.ArgsUsage != ""
 			c.Before = func(ctx *cli.Context) error {
-				if !ctx.Args().Present() {
+				for _, name := range []string{"space", "campaign"} {
+					if ctx.IsSet(name) && ctx.String(name) == "" {
+						return usageError{fmt.Errorf("--%s is empty; leave the flag out for its default", name)}
+					}
+				}
+				if takesArgs || !ctx.Args().Present() {
 					return nil
 				}
 				arg, hint := ctx.Args().First(), ""
 				if strings.HasSuffix(arg, ".toml") && slices.ContainsFunc(ctx.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "space") }) {
-					hint = fmt.Sprintf("; did you mean --space %s?", arg)
+					hint = fmt.Sprintf("; did you mean --space %s?", shellJoin([]string{arg}))
 				}
 				return usageError{fmt.Errorf("%s takes no arguments, only flags, and %q is not a flag%s", ctx.Command.HelpName, arg, hint)}
 			}
@@ -123,9 +142,18 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// list is s, or an empty list where s is nil: --json writes [] for none,
+// never null, which a script iterating the list fails on.
+func list[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 func newApp() *cli.App {
 	onUsageError := func(c *cli.Context, err error, _ bool) error { return usageError{flagHint(c, err)} }
-	commands := []*cli.Command{runCommand(), resumeCommand(), validateCommand(), statusCommand(), showCommand(), reportCommand(), exportCommand(), compareCommand(), doctorCommand(), benchCommand(), profileCommand(), pluginCommand(), simCommand()}
+	commands := []*cli.Command{runCommand(), resumeCommand(), validateCommand(), statusCommand(), showCommand(), reportCommand(), exportCommand(), compareCommand(), doctorCommand(), benchCommand(), profileCommand(), pluginCommand(), simCommand(), helpCommand()}
 	strict(commands, onUsageError)
 	return &cli.App{
 		Name:  "nccltune",
@@ -143,6 +171,27 @@ func newApp() *cli.App {
 				return usageError{fmt.Errorf("no command %q; see nccltune --help", c.Args().First())}
 			}
 			return cli.ShowAppHelp(c)
+		},
+	}
+}
+
+// helpCommand answers `nccltune help [COMMAND [SUBCOMMAND]]` as `nccltune
+// COMMAND SUBCOMMAND --help`, so that both say the same: urfave/cli's own
+// listed no subcommands under `help bench`, gave bench's help for `help
+// bench search`, and exited 3 for an unknown topic, where the app's usage
+// error is 2.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:            "help",
+		Aliases:         []string{"h"},
+		Usage:           "show the commands, or one command's help",
+		ArgsUsage:       "[COMMAND [SUBCOMMAND]]",
+		SkipFlagParsing: true,
+		Action: func(c *cli.Context) error {
+			if !c.Args().Present() || strings.HasPrefix(c.Args().First(), "-") { // help, help -h
+				return cli.ShowAppHelp(c)
+			}
+			return c.App.RunContext(c.Context, append(append([]string{c.App.Name}, c.Args().Slice()...), "--help"))
 		},
 	}
 }

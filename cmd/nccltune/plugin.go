@@ -29,8 +29,8 @@ func pluginCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Println(lib)
-				return nil
+				_, err = fmt.Println(lib) // a listing lost (a full disk) fails the command
+				return err
 			},
 		}},
 	}

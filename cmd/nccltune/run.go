@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -148,17 +148,22 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	}
 	defer st.Close()
 	tu := &tuner.Tuner{Space: sp, Store: st}
+	var log *progressLog
 	if !c.Bool("quiet") {
-		tu.Progress = progress(os.Stderr, sp)
-		tu.OnValidationRun = validationProgress(os.Stderr)
+		log = newProgressLog(os.Stderr, sp)
+		tu.Progress, tu.OnValidationRun = log.trial, log.validation
 		tu.OnScale = func(at *space.Space) {
-			fmt.Fprintf(os.Stderr, "%d nodes: campaign %q\n", at.Campaign.Scale, at.Campaign.Name)
+			log.println(fmt.Sprintf("%d nodes: campaign %q", at.Campaign.Scale, at.Campaign.Name))
 		}
 	}
 	if tu.Finished(o) {
 		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget and been validated: nothing to run (--trials N extends it; `nccltune validate` measures its choices again)\n", sp.Campaign.Name)
 	}
 	runErr := tu.Run(c.Context, o)
+	log.clear() // the status table, or the error, on a line of its own
+	if errors.Is(runErr, context.Canceled) {
+		runErr = campaignStopped{runErr}
+	}
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
 		return runErr
 	}
@@ -223,43 +228,64 @@ func loadSpace(path string) (*space.Space, error) {
 	return space.Parse("examples/"+examples.Default, data)
 }
 
-// progress shows a bar on a terminal and one line per trial elsewhere (CI logs, files).
-func progress(w *os.File, sp *space.Space) func(tuner.Progress) {
-	var bar *progressbar.ProgressBar
-	var campaign int64
-	tty := isatty.IsTerminal(w.Fd())
-	return func(p tuner.Progress) {
-		if p.Trial.CampaignID != campaign { // the next of campaign.scales
-			campaign, bar = p.Trial.CampaignID, nil
-		}
-		if p.Note != "" {
-			if bar != nil {
-				_ = bar.Clear()
-			}
-			fmt.Fprintln(w, p.Note)
-		}
-		if !tty || p.Simplifying {
-			fmt.Fprintln(w, trialLine(sp, p))
-			return
-		}
-		if bar == nil { // the budget is known once the campaign is open
-			bar = progressbar.NewOptions(p.Budget, progressbar.OptionSetWriter(w),
-				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-				progressbar.OptionClearOnFinish())
-		}
-		bar.Describe(bestLine(sp, p))
-		_ = bar.Set(p.Done)
+// progressLog is a campaign's progress on w: a bar on a terminal, one line
+// per trial elsewhere (CI logs, files). Each line it writes clears the bar
+// first: a search that stops short of its budget (patience, failures)
+// leaves the bar unfinished, not cleared, and the next line (the
+// simplification's first trial, a validation run, the status table)
+// began where the bar ended.
+type progressLog struct {
+	w        *os.File
+	sp       *space.Space
+	tty      bool
+	bar      *progressbar.ProgressBar
+	campaign int64
+}
+
+func newProgressLog(w *os.File, sp *space.Space) *progressLog {
+	return &progressLog{w: w, sp: sp, tty: isatty.IsTerminal(w.Fd())}
+}
+
+// clear clears the bar, if one shows; the next trial draws it again.
+func (l *progressLog) clear() {
+	if l != nil && l.bar != nil {
+		_ = l.bar.Clear()
 	}
 }
 
-func validationProgress(w io.Writer) func(store.ValidationRun, int, int) {
-	return func(r store.ValidationRun, done, total int) {
-		status := "ok"
-		if r.State != store.Complete {
-			status = r.Failure
-		}
-		fmt.Fprintf(w, "validation %d/%d: round %d, %s: %s\n", done, total, r.Round, r.Arm, status)
+// println writes line on a line of its own.
+func (l *progressLog) println(line string) {
+	l.clear()
+	fmt.Fprintln(l.w, line)
+}
+
+func (l *progressLog) trial(p tuner.Progress) {
+	if p.Trial.CampaignID != l.campaign { // the next of campaign.scales
+		l.clear()
+		l.campaign, l.bar = p.Trial.CampaignID, nil
 	}
+	if p.Note != "" {
+		l.println(p.Note)
+	}
+	if !l.tty || p.Simplifying {
+		l.println(trialLine(l.sp, p))
+		return
+	}
+	if l.bar == nil { // the budget is known once the campaign is open
+		l.bar = progressbar.NewOptions(p.Budget, progressbar.OptionSetWriter(l.w),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
+			progressbar.OptionClearOnFinish())
+	}
+	l.bar.Describe(bestLine(l.sp, p))
+	_ = l.bar.Set(p.Done)
+}
+
+func (l *progressLog) validation(r store.ValidationRun, done, total int) {
+	status := "ok"
+	if r.State != store.Complete {
+		status = r.Failure
+	}
+	l.println(fmt.Sprintf("validation %d/%d: round %d, %s: %s", done, total, r.Round, r.Arm, status))
 }
 
 // bestLine is the bar's short description: each range's best so far.

@@ -41,6 +41,12 @@ func showCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
+				// What the trial lacks (a failed one's rows and scores, the
+				// nodes of a campaign of one group) is empty, not null.
+				t.Rows, t.Nodes = list(t.Rows), list(t.Nodes)
+				if t.Scores == nil {
+					t.Scores = map[string]float64{}
+				}
 				return writeJSON(os.Stdout, t)
 			}
 			return printTrial(os.Stdout, l, t)

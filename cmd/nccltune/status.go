@@ -176,7 +176,7 @@ func exists(path string) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		run := "nccltune run"
 		if path != storeFlag.Value {
-			run += " --store " + path
+			run = shellJoin([]string{"nccltune", "run", "--store", path}) // pastes as one path
 		}
 		return fmt.Errorf("no store %s: start a campaign with `%s`, or give the store a campaign wrote as --store FILE", path, run)
 	}
@@ -459,7 +459,7 @@ func statusJSON(l *loaded) map[string]any {
 		"settled":       settled,
 		"trials":        map[string]any{"total": sum.Total, "by_state": sum.ByState, "failures": sum.Failures, "unconfirmed": sum.Unconfirmed, "no_nccl_log": sum.Silent, "one_rank": sum.OneRank, "inherited": sum.Inherited},
 		"ranges":        ranges,
-		"group_spreads": results.GroupSpreads(l.space, l.trials),
+		"group_spreads": list(results.GroupSpreads(l.space, l.trials)),
 	}
 	// What the budget counts apart from what follows it: since a budget may
 	// be raised after the simplification, their numbers do not tell.
@@ -514,12 +514,15 @@ func exportCommand() *cli.Command {
 					strings.Join(ex.LeftOut, ", "))
 			}
 			paths, err := ex.Write(c.String("format"), c.String("out"))
-			for _, p := range paths {
-				fmt.Println(p)
+			if len(paths) > 0 {
+				// The listing is output too: one lost (a full disk) fails the command.
+				if _, werr := fmt.Println(strings.Join(paths, "\n")); werr != nil {
+					err = errors.Join(err, werr)
+				}
 			}
 			if c.String("format") == "plugin" && c.String("plugin") == "" {
 				if _, statErr := os.Stat(filepath.Join(c.String("out"), plugin.LibraryName)); statErr != nil {
-					fmt.Fprintf(os.Stderr, "nccltune: build the plugin beside the rules: nccltune plugin build --out %s\n", c.String("out"))
+					fmt.Fprintf(os.Stderr, "nccltune: build the plugin beside the rules: %s\n", shellJoin([]string{"nccltune", "plugin", "build", "--out", c.String("out")}))
 				}
 			}
 			return err

@@ -39,7 +39,7 @@ func validateCommand() *cli.Command {
 			}
 			tu := &tuner.Tuner{Space: sp, Store: st}
 			if !c.Bool("quiet") {
-				tu.OnValidationRun = validationProgress(os.Stderr)
+				tu.OnValidationRun = newProgressLog(os.Stderr, sp).validation
 			}
 			if _, err := tu.Validate(c.Context, c.Int("rounds")); err != nil {
 				return err

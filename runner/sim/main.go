@@ -44,12 +44,15 @@ const startSeconds = 5
 // modelled hardware, for benchmarks of the search that run the simulator in
 // process, thousands of trials, without a process start per trial.
 func Simulate(args, environ []string, stdout, stderr io.Writer) (code int, seconds float64) {
-	sc, fs := scenarioFlags(stderr)
+	var msg strings.Builder
+	sc, fs := scenarioFlags(&msg)
 	label := fs.String("run", "", "label of this launch; seeds the noise, so that each launch is a new draw")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) { // asked for: on standard output, as any command's help
+			io.WriteString(stdout, msg.String())
 			return 0, 0
 		}
+		io.WriteString(stderr, msg.String())
 		return 1, 0
 	}
 	if err := sc.validate(); err != nil {

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCompareOfAFailedRunExits1: a compare whose run failed has no verdict,
+// which it prints, table or JSON, and exits 1: it exited 0, and a script
+// read a comparison that never happened as done.
+func TestCompareOfAFailedRunExits1(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "treefails", 4, `[ "$NCCL_ALGO" != Tree ] || exit 3
+for s in 1024 2048 4096; do
+  echo "  $s  $((s/4))  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
+done
+`)
+	os.WriteFile(filepath.Join(dir, "a.env"), []byte("export NCCL_ALGO='Ring'\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.env"), []byte("export NCCL_ALGO='Tree'\n"), 0o644)
+	code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "a.env", "b.env")
+	if code != 1 || !strings.Contains(out, "no verdict: B failed") || !strings.Contains(errOut, "B failed") {
+		t.Errorf("compare with B failing: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "--json", "a.env", "b.env")
+	var rows []struct{ Verdict string }
+	if err := json.Unmarshal([]byte(out), &rows); code != 1 || err != nil || len(rows) != 1 || !strings.HasPrefix(rows[0].Verdict, "no verdict") {
+		t.Errorf("compare --json with B failing: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "a.env", "a.env"); code != 0 {
+		t.Errorf("compare of runs that all ran: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDoctorOfABrokenLauncher: a launcher that reaches no node (srun
+// outside any Slurm cluster: "Could not establish a configuration
+// source") is a failed check, told as the others are, JSON included, and
+// exit 1: doctor stopped with an error and printed no report, where the
+// broken launcher is the very finding.
+func TestDoctorOfABrokenLauncher(t *testing.T) {
+	dir := t.TempDir()
+	srun := filepath.Join(dir, "srun")
+	os.WriteFile(srun, []byte("#!/bin/sh\necho 'srun: fatal: Could not establish a configuration source' >&2\nexit 1\n"), 0o755)
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaceFile := filepath.Join(dir, "space.toml")
+	os.WriteFile(spaceFile, []byte(strings.Replace(strings.Replace(string(src), "gpus = 16 ", "gpus = 1 ", 1), "[benchmark]",
+		"[launcher]\nkind = \"srun\"\ncommand = \""+srun+"\"\nnodes = 2\nntasks_per_node = 8\n\n[benchmark]", 1)), 0o644)
+	code, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+	var rep struct {
+		Cluster []struct{ Check, Status, Detail string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); code != 1 || err != nil || len(rep.Cluster) == 0 ||
+		rep.Cluster[0].Status != "fail" || !strings.Contains(rep.Cluster[0].Detail, "Could not establish a configuration source") {
+		t.Errorf("doctor --json through a broken srun: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	code, out, errOut = nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "")
+	if code != 1 || !strings.Contains(out, "FAIL") {
+		t.Errorf("doctor through a broken srun: exit %d\n%s%s", code, out, errOut)
+	}
+}

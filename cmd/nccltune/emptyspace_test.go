@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEmptySpaceIsRefused: --space "" (a script's unset "$SPACE") is a
+// usage error, not the flag left out: run ran the built-in simulated
+// example into the store, and exited 0; doctor checked without a space;
+// compare and export took the stored campaign's. --campaign "" likewise
+// read the most recent campaign.
+func TestEmptySpaceIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"run", "--space", "", "--trials", "4"},
+		{"resume", "--space", ""},
+		{"validate", "--space", ""},
+		{"export", "--space", ""},
+		{"compare", "--space", "", "a.env", "b.env"},
+		{"doctor", "--space", "", "--python", ""},
+		{"status", "--campaign", ""},
+		{"show", "--campaign", "", "0"},
+	} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 2 || !strings.Contains(errOut, "is empty") || strings.Contains(errOut, "built-in example") {
+			t.Errorf("nccltune %v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nccltune.db")); err == nil {
+		t.Error("run --space \"\" made a store")
+	}
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestOutputToAFullDisk: output lost (stdout on a full disk, /dev/full
+// here) fails the command, as status's table does: export's and plugin
+// build's listing of what they wrote, and doctor's table, exited 0.
+func TestOutputToAFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer full.Close()
+	runs := [][]string{{"export", "--out", "env"}, {"doctor", "--python", ""}}
+	if _, err := exec.LookPath("cc"); err == nil {
+		runs = append(runs, []string{"plugin", "build", "--out", "plugin"})
+	}
+	for _, args := range runs {
+		cmd := exec.Command(os.Args[0], args...)
+		var stderr strings.Builder
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, full, &stderr
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "no space left") {
+			t.Errorf("nccltune %v > /dev/full: %v\n%s", args, err, stderr.String())
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestHelpCommand: `nccltune help COMMAND [SUBCOMMAND]` is that command's
+// --help, and an unknown topic is a usage error. urfave/cli's own help
+// command listed no subcommands under `help bench`, gave bench's help for
+// `help bench search`, and exited 3, no code the README documents, for
+// `help bogus`.
+func TestHelpCommand(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"help"}, 0, "COMMANDS:"},
+		{[]string{"help", "--help"}, 0, "COMMANDS:"},
+		{[]string{"help", "-h"}, 0, "COMMANDS:"},
+		{[]string{"help", "run"}, 0, "--validate-rounds"},
+		{[]string{"h", "status"}, 0, "nccltune status - "},
+		{[]string{"help", "bench"}, 0, "groups"},
+		{[]string{"help", "bench", "search"}, 0, "--samplers"},
+		{[]string{"help", "plugin", "build"}, 0, "--cc"},
+		{[]string{"help", "bogus"}, 2, `no command "bogus"`},
+		{[]string{"help", "bench", "serch"}, 2, `no command "serch" under nccltune bench`},
+	} {
+		code, out, errOut := nccltune(t, dir, tc.args...)
+		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+			t.Errorf("nccltune %v: exit %d, want %d and %q in\n%s%s", tc.args, code, tc.code, tc.want, out, errOut)
+		}
+	}
+}
+
+// TestSimHelpOnStandardOutput: `nccltune sim --help`, as every other
+// command's, prints on standard output (`| less` showed nothing) and exits
+// 0; a bad flag is still told on standard error.
+func TestSimHelpOnStandardOutput(t *testing.T) {
+	dir := t.TempDir()
+	for _, flag := range []string{"-h", "--help"} {
+		code, out, errOut := nccltune(t, dir, "sim", flag)
+		if code != 0 || !strings.Contains(out, "-fabric") || errOut != "" {
+			t.Errorf("nccltune sim %s: exit %d\nstdout %q\nstderr %q", flag, code, out, errOut)
+		}
+	}
+	code, out, errOut := nccltune(t, dir, "sim", "-bogus", "all_reduce_perf")
+	if code != 1 || out != "" || !strings.Contains(errOut, "-bogus") {
+		t.Errorf("nccltune sim -bogus: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}

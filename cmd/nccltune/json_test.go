@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// TestJSONListsAreNeverNull: a list in --json output is [] where empty,
+// never null, which a script iterating it (Python's for, jq's .[]) fails
+// on: status's group_spreads of a campaign without groups (every campaign
+// of one group), doctor's cluster checks without a space.
+func TestJSONListsAreNeverNull(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		key  string
+	}{
+		{[]string{"status", "--json"}, "group_spreads"},
+		{[]string{"report", "--json", "--out", "plots"}, "group_spreads"},
+		{[]string{"doctor", "--json", "--python", ""}, "cluster"},
+	} {
+		_, out, errOut := nccltune(t, dir, tc.args...)
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("nccltune %v: %v\n%s%s", tc.args, err, out, errOut)
+		}
+		var list []json.RawMessage
+		if err := json.Unmarshal(got[tc.key], &list); err != nil || list == nil {
+			t.Errorf("nccltune %v: %s is %s, want a list", tc.args, tc.key, got[tc.key])
+		}
+	}
+}
+
+// TestShowJSONOfAFailedTrial: show --json gives a trial's lists and maps
+// as [] and {} where it has none (a failed trial's rows and scores, the
+// nodes of a campaign of one group), never null.
+func TestShowJSONOfAFailedTrial(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "broken", 3, "exit 3\n")
+	nccltune(t, dir, "run", "-q", "--space", spaceFile)
+	code, out, errOut := nccltune(t, dir, "show", "--json", "0")
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("show --json 0: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	for _, key := range []string{"Params", "Env", "Command", "Scores", "Rows", "Nodes"} {
+		if string(got[key]) == "null" {
+			t.Errorf("show --json of a failed trial: %s is null", key)
+		}
+	}
+}
+
+// TestDoctorJSONTimesTheNode: doctor --json without a space gives the
+// node's time, as with one; it gave 0 (1970).
+func TestDoctorJSONTimesTheNode(t *testing.T) {
+	_, out, errOut := nccltune(t, t.TempDir(), "doctor", "--json", "--python", "")
+	var rep struct {
+		Nodes []struct {
+			Time int64 `json:"unix_nano"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Nodes) != 1 || rep.Nodes[0].Time < time.Now().Add(-time.Hour).UnixNano() {
+		t.Errorf("doctor --json: %v\n%s%s", err, out, errOut)
+	}
+}

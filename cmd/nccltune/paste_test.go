@@ -1,0 +1,31 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSuggestedCommandsPaste: a command nccltune suggests quotes the path
+// it names, so that it pastes as one argument: a path with a space was
+// written bare, and the suggested command named two files.
+func TestSuggestedCommandsPaste(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--store", "my store.db"}, "`nccltune run --store 'my store.db'`"},
+		{[]string{"run", "my space.toml"}, "did you mean --space 'my space.toml'?"},
+		{[]string{"run", "space.toml"}, "did you mean --space space.toml?"},
+	} {
+		if _, _, errOut := nccltune(t, dir, tc.args...); !strings.Contains(errOut, tc.want) {
+			t.Errorf("nccltune %v: stderr %q, want %q", tc.args, errOut, tc.want)
+		}
+	}
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, _, errOut := nccltune(t, dir, "export", "--format", "plugin", "--out", "out dir"); !strings.Contains(errOut, "nccltune plugin build --out 'out dir'") {
+		t.Errorf("export --format plugin: stderr %q", errOut)
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal: its controller, and the terminal a
+// child writes to.
+func openPTY(t *testing.T) (controller, terminal *os.File) {
+	t.Helper()
+	c, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skip("no pseudo-terminal:", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(c.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skip("no pseudo-terminal:", err)
+	}
+	n, err := unix.IoctlGetInt(int(c.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skip("no pseudo-terminal:", err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skip("no pseudo-terminal:", err)
+	}
+	t.Cleanup(func() { c.Close(); tty.Close() })
+	return c, tty
+}
+
+// TestProgressBarLeavesNoLineOnIt: on a terminal, what follows the
+// progress bar starts on a line of its own. A campaign that stopped short
+// of its budget (patience here) left the bar unfinished, so not cleared,
+// and the next line (the simplification's first trial, a validation run,
+// the status table) began where the bar ended: "(11/60) [0s:3s]simplifying".
+func TestProgressBarLeavesNoLineOnIt(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaceFile := filepath.Join(dir, "space.toml")
+	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "trials = 60", "trials = 60\npatience = 6", 1)), 0o644)
+	barEnd := regexp.MustCompile(`\[\d+s:\d+s\] *[^\r\n ]`)
+	for _, args := range [][]string{{"--no-simplify", "--no-validate"}, {"--no-validate"}, {"--no-simplify", "--validate-rounds", "2"}} {
+		os.Remove(filepath.Join(dir, "nccltune.db"))
+		controller, tty := openPTY(t)
+		cmd := exec.Command(os.Args[0], append([]string{"run", "--space", spaceFile}, args...)...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
+		var out bytes.Buffer
+		read := make(chan struct{})
+		go func() { io.Copy(&out, controller); close(read) }()
+		err := cmd.Run()
+		tty.Close()
+		<-read
+		if err != nil {
+			t.Fatalf("run %v: %v\n%s", args, err, out.String())
+		}
+		if !strings.Contains(out.String(), "(1/60)") {
+			t.Fatalf("run %v showed no bar:\n%q", args, out.String())
+		}
+		if m := barEnd.FindString(out.String()); m != "" {
+			t.Errorf("run %v: a line began on the bar: %q", args, m)
+		}
+	}
+}
