@@ -331,13 +331,22 @@ func TestBandwidthOfOneRank(t *testing.T) {
 		}
 		return tr
 	}
+	slowTrial := func(busbw float64) store.Trial { // no size's figures precise enough for the bus factor
+		tr := trial(store.Complete, busbw)
+		for i := range tr.Rows {
+			tr.Rows[i].OutOfPlace.AlgBW, tr.Rows[i].InPlace.AlgBW = 0.5, 0.5
+		}
+		return tr
+	}
 	for _, c := range []struct {
 		name   string
 		trials []store.Trial
 		want   string
 	}{
 		{"one rank", []store.Trial{trial(store.Complete, 0), trial(store.Complete, 0)}, "algorithm bandwidth (one rank)"},
+		{"one rank, every size below 1 GB/s", []store.Trial{slowTrial(0)}, "algorithm bandwidth (one rank)"},
 		{"ranks", []store.Trial{trial(store.Complete, 9.4)}, "bus bandwidth"},
+		{"ranks, every size below 1 GB/s", []store.Trial{slowTrial(0.7)}, "bus bandwidth"},
 		{"one trial of ranks", []store.Trial{trial(store.Complete, 0), trial(store.Complete, 9.4)}, "bus bandwidth"},
 		{"a failed trial's rows", []store.Trial{trial(store.Failed, 0), trial(store.Complete, 9.4)}, "bus bandwidth"},
 		{"nothing measured", nil, "bus bandwidth"},

@@ -191,7 +191,10 @@ func busFactor(rows []nccltests.Row) (f float64, bus bool) {
 		}
 	}
 	if len(ratios) == 0 {
-		return 1, true
+		// None precise (every size below 1 GB/s): one rank's still shows,
+		// a bandwidth and a bus bandwidth of 0 beside it at every size.
+		moved := slices.ContainsFunc(rows, func(r nccltests.Row) bool { return r.OutOfPlace.AlgBW > 0 })
+		return 1, !moved || slices.ContainsFunc(rows, func(r nccltests.Row) bool { return r.OutOfPlace.BusBW > 0 })
 	}
 	slices.Sort(ratios)
 	if f := ratios[len(ratios)/2]; f > 0.01 {

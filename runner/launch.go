@@ -273,7 +273,7 @@ func (MPIRun) FailureDetail(output []byte) string {
 }
 
 // Hydra (MPICH's and Intel MPI's mpiexec) reports the first rank to fail
-// between rules of '=', "=   EXIT CODE: 3" or MPICH 4's "=   KILLED BY
+// between rules of '=', "=   EXIT CODE: 3" or Intel MPI's "=   KILLED BY
 // SIGNAL: 6 (Aborted)", and exits with the OR of every rank's wait status
 // (src/pm/hydra/mpiexec/mpiexec.c), not 128+N: 6 for a rank killed by
 // SIGABRT (nccl-tests' "invalid usage"), 9 for one that exited 3 while its
@@ -306,6 +306,12 @@ func (m MPIRun) RankExit(output []byte, e Exit) Exit {
 	switch {
 	case killed > 0 && killed <= maxSignal:
 		return Exit{Code: -1, Signal: syscall.Signal(killed)}
+	case code > 0 && code <= maxSignal && signal&code == code:
+		// MPICH 3.2 on reports only a rank a signal killed, by its wait
+		// status, whose bits the ranks' OR holds (6 in 6|9, SIGABRT's and
+		// the cleanup's SIGKILL); 3.0 and 3.1 also a rank's exit status,
+		// which the OR holds above them.
+		return Exit{Code: -1, Signal: syscall.Signal(code)}
 	case code > 0 && code != signal:
 		return Exit{Code: code}
 	case signal > 0 && signal <= maxSignal:

@@ -552,10 +552,14 @@ func TestHydraRankExit(t *testing.T) {
 		kind   FailureKind
 		reason string
 	}{
-		{"aborted, MPICH 4", "boom", hydraReport("=   KILLED BY SIGNAL: 6 (Aborted)", "Aborted (signal 6)"), 6,
+		{"aborted, Intel MPI", "boom", hydraReport("=   KILLED BY SIGNAL: 6 (Aborted)", "Aborted (signal 6)"), 6,
 			FailSignal, "killed by signal 6 (aborted)"},
 		{"bus error, MPICH 3", "boom", hydraReport("=   EXIT CODE: 7", "Bus error (signal 7)"), 7,
 			FailSignal, "killed by signal 7 (bus error)"},
+		// MPICH 3.2 on reports only a rank a signal killed, by its wait
+		// status; the proxy's SIGKILL of the others ORs 9 into mpiexec's.
+		{"aborted, the others killed", "boom", hydraReport("=   EXIT CODE: 6", "Terminated (signal 15)"), 15,
+			FailSignal, "killed by signal 6 (aborted)"},
 		{"segfault with a core", "boom", hydraReport("=   EXIT CODE: 139", "Segmentation fault (signal 11)"), 139,
 			FailSignal, "exit status 139: a process killed by signal 11 (segmentation fault)"},
 		{"NCCL error, the others killed", "node1: Test NCCL failure common.cu:1005 'unhandled system error'",
