@@ -381,10 +381,10 @@ func TestBenchSearch(t *testing.T) {
 	}
 }
 
-// TestSettledRanges: with patience, ranges settle and leave the sweep; the
-// progress shows them unmeasured, and status says why the campaign stopped.
-func TestSettledRanges(t *testing.T) {
-	dir := t.TempDir()
+// patientSpace writes into dir the built-in example with patience = 6,
+// under which its ranges settle within its budget, and returns its path.
+func patientSpace(t *testing.T, dir string) string {
+	t.Helper()
 	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -393,6 +393,14 @@ func TestSettledRanges(t *testing.T) {
 	if err := os.WriteFile(space, []byte(strings.Replace(string(src), "trials = 60", "trials = 60\npatience = 6", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return space
+}
+
+// TestSettledRanges: with patience, ranges settle and leave the sweep; the
+// progress shows them unmeasured, and status says why the campaign stopped.
+func TestSettledRanges(t *testing.T) {
+	dir := t.TempDir()
+	space := patientSpace(t, dir)
 	code, out, errOut := nccltune(t, dir, "run", "--space", space, "--no-simplify", "--no-validate")
 	if code != 0 {
 		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)

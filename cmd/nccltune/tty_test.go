@@ -44,12 +44,7 @@ func openPTY(t *testing.T) (controller, terminal *os.File) {
 // the status table) began where the bar ended: "(11/60) [0s:3s]simplifying".
 func TestProgressBarLeavesNoLineOnIt(t *testing.T) {
 	dir := t.TempDir()
-	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spaceFile := filepath.Join(dir, "space.toml")
-	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "trials = 60", "trials = 60\npatience = 6", 1)), 0o644)
+	spaceFile := patientSpace(t, dir)
 	barEnd := regexp.MustCompile(`\[\d+s:\d+s\] *[^\r\n ]`)
 	for _, args := range [][]string{{"--no-simplify", "--no-validate"}, {"--no-validate"}, {"--no-simplify", "--validate-rounds", "2"}} {
 		os.Remove(filepath.Join(dir, "nccltune.db"))
