@@ -48,8 +48,8 @@ func (p paced) Run(ctx context.Context, job runner.Job) runner.Result {
 
 // MeasureGroups runs, for each scenario and group count, o.Seeds campaigns
 // of the default search after the warm start, every trial taking its modelled time scaled
-// by pace, campaigns in parallel (they mostly sleep).
-func MeasureGroups(scenarios []Scenario, groups []int, o Options, pace float64) ([]GroupsResult, error) {
+// by pace, campaigns in parallel (they mostly sleep), until ctx is done.
+func MeasureGroups(ctx context.Context, scenarios []Scenario, groups []int, o Options, pace float64) ([]GroupsResult, error) {
 	var out []GroupsResult
 	var jobs []func() error
 	for _, s := range scenarios {
@@ -62,7 +62,7 @@ func MeasureGroups(scenarios []Scenario, groups []int, o Options, pace float64) 
 			res := &out[len(out)-1].Runs
 			for i := range o.Seeds {
 				jobs = append(jobs, func() (err error) {
-					(*res)[i], err = p.groupsCampaign(o, g, int64(i+1), pace)
+					(*res)[i], err = p.groupsCampaign(ctx, o, g, int64(i+1), pace)
 					return err
 				})
 			}
@@ -89,7 +89,10 @@ func MeasureGroups(scenarios []Scenario, groups []int, o Options, pace float64) 
 }
 
 // groupsCampaign runs one campaign on groups groups of the simulated cluster.
-func (p *prepared) groupsCampaign(o Options, groups int, seed int64, pace float64) (GroupsRun, error) {
+func (p *prepared) groupsCampaign(ctx context.Context, o Options, groups int, seed int64, pace float64) (GroupsRun, error) {
+	if err := ctx.Err(); err != nil {
+		return GroupsRun{}, err
+	}
 	var simulator strings.Builder
 	for _, f := range append(slices.Clone(p.Flags), fmt.Sprintf("-noise=%g", o.Noise), fmt.Sprintf("-seed=%d", seed)) {
 		k, v, _ := strings.Cut(strings.TrimPrefix(f, "-"), "=")
@@ -130,7 +133,7 @@ func (p *prepared) groupsCampaign(o Options, groups int, seed int64, pace float6
 		}
 		run.Regret = append(run.Regret, worst)
 	}}
-	return run, c.Run(context.Background(), tuner.Options{})
+	return run, c.Run(ctx, tuner.Options{})
 }
 
 // MedianRegretAt is the median over the runs of the worst range's regret at

@@ -1,6 +1,7 @@
 package quality
 
 import (
+	"context"
 	"math"
 	"testing"
 )
@@ -35,7 +36,7 @@ func TestGroupsResultCurves(t *testing.T) {
 // opening one store at once.
 func TestGroupsNamedTwice(t *testing.T) {
 	o := Options{Seeds: 1, Trials: 10, Noise: 0.02, NoiseTarget: 0.1, Dir: t.TempDir()}
-	res, err := MeasureGroups([]Scenario{Landscape(1), Landscape(1)}, []int{1, 1}, o, 0.001)
+	res, err := MeasureGroups(context.Background(), []Scenario{Landscape(1), Landscape(1)}, []int{1, 1}, o, 0.001)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func (r JobRun) Regret() float64 { return r.Exported/r.Best - 1 }
 // (with validation of o's rounds, so that the export's choice is what
 // `nccltune run` would export) and scores its job configuration by the
 // simulator's truth.
-func MeasureJob(scenarios []string, o Options, rounds int) (map[string][]JobRun, error) {
+func MeasureJob(ctx context.Context, scenarios []string, o Options, rounds int) (map[string][]JobRun, error) {
 	data, err := examples.Files.ReadFile("sim-2node-ib-workload.toml")
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func MeasureJob(scenarios []string, o Options, rounds int) (map[string][]JobRun,
 			if err != nil {
 				return nil, err
 			}
-			run, err := jobCampaign(sp, sc, o, rounds, fmt.Sprintf("job-%s-%d", name, seed))
+			run, err := jobCampaign(ctx, sp, sc, o, rounds, fmt.Sprintf("job-%s-%d", name, seed))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -84,14 +84,14 @@ func jobSpace(example []byte, s Scenario, sc sim.Scenario, o Options, seed int64
 	return space.Parse(s.Name+"-workload.toml", []byte(src))
 }
 
-func jobCampaign(sp *space.Space, sc sim.Scenario, o Options, rounds int, name string) (JobRun, error) {
+func jobCampaign(ctx context.Context, sp *space.Space, sc sim.Scenario, o Options, rounds int, name string) (JobRun, error) {
 	st, err := freshStore(o.Dir, name)
 	if err != nil {
 		return JobRun{}, err
 	}
 	defer st.Close()
 	tu := tuner.Tuner{Space: sp, Store: st, Simulator: []string{"sim"}, Runner: &clock{}}
-	if err := tu.Run(context.Background(), tuner.Options{Simplify: true, ValidateRounds: rounds}); err != nil {
+	if err := tu.Run(ctx, tuner.Options{Simplify: true, ValidateRounds: rounds}); err != nil {
 		return JobRun{}, err
 	}
 	camp, err := st.Campaign(sp.Campaign.Name)

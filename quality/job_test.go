@@ -1,6 +1,7 @@
 package quality
 
 import (
+	"context"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -10,7 +11,7 @@ import (
 // exported configuration must beat NCCL's defaults and come near the best
 // single configuration there is for the workload.
 func TestJobBenchmark(t *testing.T) {
-	runs, err := MeasureJob([]string{"2node-ib-gdr-off"}, Options{Seeds: 1, Trials: 40, Noise: 0.02, NoiseTarget: space.DefaultNoiseTarget, Dir: t.TempDir()}, 3)
+	runs, err := MeasureJob(context.Background(), []string{"2node-ib-gdr-off"}, Options{Seeds: 1, Trials: 40, Noise: 0.02, NoiseTarget: space.DefaultNoiseTarget, Dir: t.TempDir()}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -238,7 +238,7 @@ func TestMissOf(t *testing.T) {
 // given a reason exactly when its choice is more than 3% off, and the best
 // configuration tried is never worse than the choice, nor gets worse.
 func TestLandscapeCampaignSaysWhyItMisses(t *testing.T) {
-	res, _, err := Measure(Landscapes(4), Options{Samplers: []string{"random"}, Seeds: 1, Trials: 20, Noise: 0.02, Dir: t.TempDir()}, nil)
+	res, _, err := Measure(context.Background(), Landscapes(4), Options{Samplers: []string{"random"}, Seeds: 1, Trials: 20, Noise: 0.02, Dir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

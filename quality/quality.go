@@ -438,7 +438,10 @@ func (c *clock) Run(_ context.Context, job runner.Job) runner.Result {
 // campaign runs one real campaign, as `nccltune run` does without its
 // simplification and validation, and scores, after every trial, each range's
 // choice, the configuration that would be exported then, by its true value.
-func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) {
+func (p *prepared) campaign(ctx context.Context, o Options, sampler string, seed int64) (Run, error) {
+	if err := ctx.Err(); err != nil {
+		return Run{}, err // stopped: the campaigns not started stay so
+	}
 	var simulator strings.Builder
 	for _, f := range append(slices.Clone(p.Flags), fmt.Sprintf("-noise=%g", o.Noise), fmt.Sprintf("-seed=%d", seed)) {
 		k, v, _ := strings.Cut(strings.TrimPrefix(f, "-"), "=")
@@ -493,7 +496,7 @@ func (p *prepared) campaign(o Options, sampler string, seed int64) (Run, error) 
 			run.Miss[r] = append(run.Miss[r], miss)
 		}
 	}}
-	return run, c.Run(context.Background(), tuner.Options{})
+	return run, c.Run(ctx, tuner.Options{})
 }
 
 // triedBook keeps, per range, what the search has tried: the true score of
@@ -559,8 +562,9 @@ func missOf(tried float64, ways [][]int, bestHeld []int, everHeld map[int]bool) 
 }
 
 // Measure runs every sampler on every scenario over the seeds: the
-// scenarios' enumerations, then every campaign, in parallel.
-func Measure(scenarios []Scenario, o Options, progress func(string)) ([]Result, map[string]Truth, error) {
+// scenarios' enumerations, then every campaign, in parallel, until ctx is
+// done (then it returns ctx's error: a benchmark of hours stops on a signal).
+func Measure(ctx context.Context, scenarios []Scenario, o Options, progress func(string)) ([]Result, map[string]Truth, error) {
 	if err := CheckStrategies(o.Samplers); err != nil {
 		return nil, nil, err
 	}
@@ -593,7 +597,7 @@ func Measure(scenarios []Scenario, o Options, progress func(string)) ([]Result, 
 	var mu sync.Mutex
 	parallel(len(out)*o.Seeds, func(k int) {
 		r, seed := k/o.Seeds, k%o.Seeds
-		out[r].Runs[seed], errs[k] = preps[r/S].campaign(o, out[r].Sampler, int64(seed+1))
+		out[r].Runs[seed], errs[k] = preps[r/S].campaign(ctx, o, out[r].Sampler, int64(seed+1))
 		mu.Lock()
 		defer mu.Unlock()
 		if left[r]--; left[r] == 0 && progress != nil {

@@ -1,6 +1,7 @@
 package quality
 
 import (
+	"context"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -15,7 +16,7 @@ import (
 // broke.
 func TestSearchQuality(t *testing.T) {
 	scen := []Scenario{Scenarios[1], Scenarios[2]} // 2 and 8 nodes over IB
-	res, truths, err := Measure(scen, Options{Samplers: []string{"tpe-gp", "random"}, Seeds: 5, Trials: 60, Noise: 0.02, NoiseTarget: space.DefaultNoiseTarget, Dir: t.TempDir()}, nil)
+	res, truths, err := Measure(context.Background(), scen, Options{Samplers: []string{"tpe-gp", "random"}, Seeds: 5, Trials: 60, Noise: 0.02, NoiseTarget: space.DefaultNoiseTarget, Dir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +67,11 @@ func TestScenarioNamedTwiceRunsTwice(t *testing.T) {
 	dir := t.TempDir()
 	o := Options{Samplers: []string{"random", "random"}, Seeds: 1, Trials: 5, Noise: 0.02, Dir: dir}
 	twice := []Scenario{Landscape(1), Landscape(1)}
-	first, _, err := Measure(twice, o, nil)
+	first, _, err := Measure(context.Background(), twice, o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _, err := Measure(twice[:1], o, nil)
+	again, _, err := Measure(context.Background(), twice[:1], o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func benchSearch(c *cli.Context) error {
 	defer os.RemoveAll(dir)
 	o := quality.Options{Samplers: samplers, Seeds: c.Int("seeds"),
 		Trials: c.Int("trials"), Noise: c.Float64("noise"), Prune: c.Bool("prune"), Patience: c.Int("patience"), NoiseTarget: c.Float64("noise-target"), Dir: dir}
-	res, _, err := quality.Measure(scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
+	res, _, err := quality.Measure(c.Context, scenarios, o, func(s string) { fmt.Fprintln(os.Stderr, s) })
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func benchSearch(c *cli.Context) error {
 		// One campaign per strategy on each: the landscapes vary more than the seeds.
 		fo, done := o, 0
 		fo.Seeds = 1
-		f.results, _, err = quality.Measure(f.scenarios, fo, func(string) {
+		f.results, _, err = quality.Measure(c.Context, f.scenarios, fo, func(string) {
 			if done++; done%(10*len(samplers)) == 0 || done == len(f.scenarios)*len(samplers) {
 				fmt.Fprintf(os.Stderr, "%s: %d of %d done\n", f.key, done/len(samplers), len(f.scenarios))
 			}
@@ -331,7 +331,7 @@ func benchJobCommand() *cli.Command {
 			}
 			defer os.RemoveAll(dir)
 			o := quality.Options{Seeds: c.Int("seeds"), Trials: c.Int("trials"), Noise: c.Float64("noise"), NoiseTarget: space.DefaultNoiseTarget, Dir: dir}
-			runs, err := quality.MeasureJob(scenarios, o, c.Int("rounds"))
+			runs, err := quality.MeasureJob(c.Context, scenarios, o, c.Int("rounds"))
 			if err != nil {
 				return err
 			}
@@ -398,7 +398,7 @@ func benchGroupsCommand() *cli.Command {
 			}
 			defer os.RemoveAll(dir)
 			o := quality.Options{Seeds: c.Int("seeds"), Trials: c.Int("trials"), Noise: c.Float64("noise"), NoiseTarget: space.DefaultNoiseTarget, Dir: dir}
-			res, err := quality.MeasureGroups(scenarios, groups, o, c.Float64("pace"))
+			res, err := quality.MeasureGroups(c.Context, scenarios, groups, o, c.Float64("pace"))
 			if err != nil {
 				return err
 			}

@@ -15,7 +15,7 @@ import (
 // TestInterruptedSaysWhatGoesOn: a campaign stopped by a signal says its
 // finished trials are stored and how it goes on; compare, which stores
 // nothing, says only that it was interrupted (it said a `nccltune run`
-// would go on from its trials).
+// would go on from its trials), and so does a benchmark, which stops.
 func TestInterruptedSaysWhatGoesOn(t *testing.T) {
 	dir := t.TempDir()
 	spaceFile := slowSpace(t, dir, 6)
@@ -26,6 +26,9 @@ func TestInterruptedSaysWhatGoesOn(t *testing.T) {
 	}{
 		{[]string{"run", "--space", spaceFile}, true},
 		{[]string{"compare", "--space", spaceFile, "a.env", "a.env"}, false},
+		// bench ran every campaign to its end, deaf to the signal, and
+		// was ended by the forced exit a minute later.
+		{[]string{"bench", "search", "--landscapes", "20", "--smooth", "0", "--trials", "80", "--out", dir}, false},
 	} {
 		cmd := exec.Command(os.Args[0], tc.args...)
 		cmd.Dir = dir
