@@ -230,3 +230,54 @@ func TestRejectedBestWithoutDefaultsTrial(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedConfigurationIsNeverChosen: Ring measured fastest in one trial
+// but failed in another (wrong data, a hang, a crash: the simplification
+// runs a choice again). A configuration that failed once fails so in a
+// training job too; Tree, slower, is chosen instead, or NCCL's defaults
+// where nothing else beats them. NCCL's defaults failing once (trial 0)
+// still leave them the baseline (TestDefaultsWhenTrialZeroFailed).
+func TestFailedConfigurationIsNeverChosen(t *testing.T) {
+	sp := loadExample(t)
+	defaults := map[string]string{"NCCL_ALGO": space.Unset}
+	ring := map[string]string{"NCCL_ALGO": "Ring"}
+	tree := map[string]string{"NCCL_ALGO": "Tree"}
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	for _, tc := range []struct {
+		name   string
+		trials []store.Trial
+		want   int // the chosen trial, -1 for none
+	}{
+		{"wrong data after", []store.Trial{
+			{Number: 0, State: store.Complete, Params: defaults, Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: ring, Scores: scores(120)},
+			{Number: 2, State: store.Complete, Params: tree, Scores: scores(110)},
+			{Number: 3, State: store.Failed, FailureKind: "wrong", Params: ring},
+		}, 2},
+		{"a hang before", []store.Trial{
+			{Number: 0, State: store.Complete, Params: defaults, Scores: scores(100)},
+			{Number: 1, State: store.Failed, FailureKind: "timeout", Params: ring},
+			{Number: 2, State: store.Complete, Params: ring, Scores: scores(120)},
+		}, 0},
+		{"nothing else measured", []store.Trial{
+			{Number: 0, State: store.Failed, FailureKind: "nccl", Params: defaults},
+			{Number: 1, State: store.Complete, Params: ring, Scores: scores(120)},
+			{Number: 2, State: store.Failed, FailureKind: "signal", Params: ring},
+		}, -1},
+		{"interrupted is no failure of its settings", []store.Trial{
+			{Number: 0, State: store.Complete, Params: defaults, Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: ring, Scores: scores(120)},
+			{Number: 2, State: store.Interrupted, FailureKind: "node", Params: ring},
+		}, 1},
+	} {
+		for _, r := range Of(sp, tc.trials, nil) {
+			got := -1
+			if ch := r.Chosen(); ch != nil {
+				got = ch.Number
+			}
+			if got != tc.want {
+				t.Errorf("%s: range %s chose trial %d, want %d (-1: none): %s", tc.name, r.Range.Name, got, tc.want, r.Describe())
+			}
+		}
+	}
+}

@@ -82,16 +82,25 @@ type config struct {
 	// estimate is the log score a model of every complete trial expects of
 	// it (search.Estimate), NaN without one.
 	estimate float64
+	// failed: some trial of it failed (wrong data, a hang, a crash), as it
+	// may in a training job however fast its other runs were.
+	failed bool
 }
 
 func (c *config) score() float64 { return math.Exp(c.logSum / float64(c.runs)) }
 
 // configsOf groups the completed trials that measured the range by
 // configuration (keys[j] is trials[j]'s key, estimates[j] its estimate of
-// the range), in the order of their first trial.
+// the range), in the order of their first trial, each marked failed where
+// any trial of it failed.
 func configsOf(rangeName string, trials []store.Trial, keys []string, estimates []float64) []*config {
 	var out []*config
-	byKey := map[string]*config{}
+	byKey, failed := map[string]*config{}, map[string]bool{}
+	for j, t := range trials {
+		if t.State == store.Failed {
+			failed[keys[j]] = true
+		}
+	}
 	for j := range trials {
 		t := &trials[j]
 		s, ok := t.Scores[rangeName]
@@ -100,7 +109,7 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 		}
 		c := byKey[keys[j]]
 		if c == nil {
-			c = &config{first: t, estimate: estimates[j]}
+			c = &config{first: t, estimate: estimates[j], failed: failed[keys[j]]}
 			byKey[keys[j]] = c
 			out = append(out, c)
 		}
@@ -196,8 +205,11 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 				res.Default, res.DefaultScore = c.first, c.score()
 			}
 		}
-		if len(configs) > 0 {
-			best := simplest(configs)
+		// A configuration that failed in some trial is never chosen; NCCL's
+		// defaults, which a job gets by setting nothing, stay choosable.
+		choosable := slices.DeleteFunc(slices.Clone(configs), func(c *config) bool { return c.failed && !sp.IsDefaults(c.first.Params) })
+		if len(choosable) > 0 {
+			best := simplest(choosable)
 			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
 		}
 		for _, v := range vals {
@@ -320,6 +332,8 @@ func (r RangeResult) Describe() string {
 		return fmt.Sprintf("validated: trial %d, %s", r.Best.Number, r.Validation.Reason)
 	case r.Validation != nil:
 		return "validation kept NCCL's defaults: " + r.Validation.Reason
+	case r.Best == nil && r.Completed > 0:
+		return "every configuration measured failed in some trial, and NCCL's defaults in every one"
 	case r.Best == nil:
 		return "no trial measured this range"
 	case math.IsNaN(r.DefaultScore):

@@ -45,6 +45,7 @@ type Store interface {
 	FinishTrial(ctx context.Context, t *store.Trial) error
 	Trials(campaignID int64) ([]store.Trial, error)
 	Validations(campaignID int64) ([]store.Validation, error)
+	ValidationRuns(campaignID, batch int64) ([]store.ValidationRun, error)
 }
 
 // Tuner runs the campaign of one space on one store.

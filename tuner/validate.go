@@ -101,6 +101,10 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 		jobArm = armOf(sp, &arms, "job", -1, job.Assignment(sp))
 	}
 
+	failed, err := s.failedBefore()
+	if err != nil {
+		return nil, err
+	}
 	runs, err := s.measure(ctx, arms, rounds)
 	if err != nil {
 		return nil, err
@@ -114,7 +118,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 		}
 		v := results.Judge(c.result, tuned, runsOf(runs, arms[0].name), rounds)
 		v.Config = sp.Key(arms[c.arm].assignment)
-		verdicts = append(verdicts, v)
+		verdicts = append(verdicts, heldTo(v, arms[c.arm], failed))
 	}
 	if jobArm >= 0 {
 		var tuned []store.ValidationRun
@@ -123,7 +127,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 		}
 		v := results.JudgeJob(sp, tuned, runsOf(runs, arms[0].name), rounds)
 		v.Config = sp.Key(arms[jobArm].assignment)
-		verdicts = append(verdicts, v)
+		verdicts = append(verdicts, heldTo(v, arms[jobArm], failed))
 	}
 	for i := range verdicts {
 		verdicts[i].Batch, verdicts[i].Created, verdicts[i].Rounds = batch, time.Now(), rounds
@@ -146,6 +150,46 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 		return nil, err
 	}
 	return verdicts, nil
+}
+
+// failedBefore is, by its environment (envKey), the first run of each
+// configuration that failed in an earlier validation of the campaign.
+func (s *session) failedBefore() (map[string]store.ValidationRun, error) {
+	vals, err := s.Store.Validations(s.camp.ID)
+	if err != nil {
+		return nil, err
+	}
+	failed, read := map[string]store.ValidationRun{}, map[int64]bool{}
+	for _, v := range vals {
+		if read[v.Batch] {
+			continue
+		}
+		read[v.Batch] = true
+		runs, err := s.Store.ValidationRuns(s.camp.ID, v.Batch)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range runs {
+			if _, ok := failed[envKey(r.Env)]; !ok && r.State != store.Complete {
+				failed[envKey(r.Env)] = r
+			}
+		}
+	}
+	return failed, nil
+}
+
+func envKey(env []string) string { return strings.Join(env, "\n") }
+
+// heldTo is verdict v on arm a, kept to NCCL's defaults where a's
+// configuration failed in an earlier validation (failed, see
+// failedBefore): a configuration that once gave wrong data or crashed may
+// do so in a training job, and validating it again until every round went
+// well would export it.
+func heldTo(v store.Validation, a arm, failed map[string]store.ValidationRun) store.Validation {
+	if run, ok := failed[envKey(a.env)]; ok && a.name != "default" { // NCCL's defaults are what the verdict falls back on
+		v.Verdict, v.Reason = "default", fmt.Sprintf("the tuned configuration failed in an earlier validation, in its round %d (%s)", run.Round, run.Failure)
+	}
+	return v
 }
 
 // armOf is the index of the arm that measures assignment a, added as a new

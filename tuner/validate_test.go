@@ -3,9 +3,13 @@ package tuner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -100,5 +104,50 @@ func TestValidationStoppedWhileProbing(t *testing.T) {
 	}
 	if got, want := decisions(st), decisions(whole); got != want || want == 0 {
 		t.Errorf("stopped while probing and resumed: decisions under %d configurations, uninterrupted %d", got, want)
+	}
+}
+
+// wrongIn fails, with wrong data, every launch of a tuned configuration
+// (arm 1 on) in one validation round, and runs the rest.
+type wrongIn struct{ round int }
+
+func (w wrongIn) Run(ctx context.Context, job runner.Job) runner.Result {
+	var round, arm int
+	if n, _ := fmt.Sscanf(job.Plan.Label, "validate-%d-%d", &round, &arm); n == 2 && round == w.round && arm > 0 {
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: runner.FailWrong, Reason: "#wrong 12"}}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestFailedInAnEarlierValidationStaysRejected: a configuration whose data
+// was wrong in one validation round is not tuned by another validation in
+// which every round went well: it fails so in a training job too, and
+// validating until a lucky batch would export it.
+func TestFailedInAnEarlierValidationStaysRejected(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = wrongIn{round: 1}
+	if err := tu.Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTuner(t, sp, st).Validate(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials, _ := st.Trials(camp.ID)
+	vals, _ := st.Validations(camp.ID)
+	judged := 0
+	for _, r := range results.Of(sp, trials, vals) {
+		if r.Validation == nil || r.Validation.Config == sp.Key(Defaults(sp)) {
+			continue
+		}
+		judged++
+		if r.Tuned() || !strings.Contains(r.Validation.Reason, "failed") {
+			t.Errorf("range %s: trial %d, wrong in an earlier validation, is %s: %s", r.Range.Name, r.Best.Number, r.Validation.Verdict, r.Validation.Reason)
+		}
+	}
+	if judged == 0 {
+		t.Fatal("no range validated a tuned configuration")
 	}
 }
