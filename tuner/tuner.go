@@ -682,10 +682,19 @@ func (s *session) execute(ctx context.Context, g *group, t *store.Trial, w work)
 
 // end stores a finished trial, or an interrupted one, which runs again later.
 func (s *session) end(ctx context.Context, t *store.Trial) error {
+	other := s.otherHardware(*t)
+	if other != "" {
+		// Not the settings' doing, nor comparable with the campaign's other
+		// measurements: it runs again on resume, where it belongs.
+		t.State, t.FailureKind, t.FailureReason = store.Interrupted, string(runner.FailInterrupted), other
+	}
 	if err := s.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
 		return err
 	}
 	s.untold[t.Number] = *t
+	if other != "" {
+		return fmt.Errorf("%w: trial %d %s; resume where the campaign ran, or tune this cluster as a new campaign (another campaign.name)", ErrOtherHardware, t.Number, other)
+	}
 	if t.State == store.Interrupted {
 		err := interruption(ctx, fmt.Sprintf("trial %d", t.Number), t)
 		if errors.Is(err, ErrNodeFailed) {
@@ -703,6 +712,59 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		}
 	}
 	return failingThroughout(append(others, s.trials...), *t)
+}
+
+// ErrOtherHardware stops a campaign whose trial ran on another NCCL, GPU
+// or layout of ranks than its earlier trials: resumed after an upgrade, or
+// on other nodes, it would choose among measurements that do not compare.
+var ErrOtherHardware = errors.New("the campaign's trials ran on other hardware")
+
+// otherHardware says how the run of trial t, measured, differs from the
+// campaign's earlier measured trials' ("" where it does not, or no earlier
+// one says): NCCL's version, the GPU, the nodes, the GPUs a node and the
+// ranks, each as the first trial that gives it saw it. The network and
+// GDR are left out: settings change them.
+func (s *session) otherHardware(t store.Trial) string {
+	if t.State != store.Complete && t.State != store.Pruned {
+		return ""
+	}
+	var earlier []store.Trial
+	for _, u := range slices.Concat(s.trials, slices.Collect(maps.Values(s.untold))) {
+		if (u.State == store.Complete || u.State == store.Pruned) && u.Number != t.Number {
+			earlier = append(earlier, u)
+		}
+	}
+	slices.SortFunc(earlier, func(a, b store.Trial) int { return a.Number - b.Number })
+	differs := func(what string, got func(runner.Fingerprint) string) string {
+		mine := got(t.Fingerprint)
+		for _, u := range earlier {
+			if theirs := got(u.Fingerprint); theirs != "" && mine != "" {
+				if theirs == mine {
+					return ""
+				}
+				return fmt.Sprintf("ran %s %s, where trial %d ran %s", what, mine, u.Number, theirs)
+			}
+		}
+		return ""
+	}
+	count := func(n int) string {
+		if n <= 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
+	}
+	for _, d := range []string{
+		differs("NCCL", func(f runner.Fingerprint) string { return f.NCCL }),
+		differs("on GPU", func(f runner.Fingerprint) string { return f.GPU }),
+		differs("on nodes:", func(f runner.Fingerprint) string { return count(f.Nodes) }),
+		differs("GPUs a node:", func(f runner.Fingerprint) string { return count(f.GPUsPerNode) }),
+		differs("ranks:", func(f runner.Fingerprint) string { return count(f.Ranks) }),
+	} {
+		if d != "" {
+			return d
+		}
+	}
+	return ""
 }
 
 // ErrRanks stops a workload's campaign whose trials run a communicator of

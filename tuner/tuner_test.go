@@ -863,3 +863,58 @@ func TestStoppedFailingWhileResumed(t *testing.T) {
 		t.Error("the resume's trial failed the same way: not stopped")
 	}
 }
+
+// otherNCCL runs trials as the default runner does, and says they ran NCCL version.
+type otherNCCL struct {
+	runner.Runner
+	version string
+}
+
+func (o otherNCCL) Run(ctx context.Context, job runner.Job) runner.Result {
+	res := o.Runner.Run(ctx, job)
+	res.Log.Version = o.version
+	return res
+}
+
+// TestResumedOnOtherHardwareStops: a campaign resumed where its trials run
+// another NCCL (an upgrade between days) stops at the first such trial,
+// which is kept out of the choice and runs again on resume where the
+// campaign ran; its trials on both would have mixed measurements that do
+// not compare.
+func TestResumedOnOtherHardwareStops(t *testing.T) {
+	sp := loadExample(t, 8)
+	st := openStore(t)
+	groups, err := runner.Groups(sp.Launcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := func(version string) *Tuner {
+		tu := newTuner(t, sp, st)
+		tu.Runner = otherNCCL{runner.Runner{Launcher: groups[0].Launcher, BaseEnv: runner.BaseEnv()}, version}
+		return tu
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	first := on("2.27.5")
+	first.Progress = func(p Progress) {
+		if p.Done == 4 {
+			cancel()
+		}
+	}
+	if err := first.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run: %v", err)
+	}
+	if err := on("2.28.3").Run(context.Background(), Options{KeepSettings: true}); !errors.Is(err, ErrOtherHardware) || !strings.Contains(err.Error(), "ran NCCL 2.28.3, where trial 0 ran 2.27.5") {
+		t.Fatalf("resumed on another NCCL: %v", err)
+	}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.State == store.Complete && tr.Fingerprint.NCCL != "2.27.5" {
+			t.Errorf("trial %d on NCCL %q completed beside the campaign's", tr.Number, tr.Fingerprint.NCCL)
+		}
+	}
+	if err := on("2.27.5").Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatalf("resumed where it ran: %v", err)
+	}
+	if done := searchDone(campaignTrials(t, st, sp.Campaign.Name)); done != 8 {
+		t.Errorf("resumed where it ran: %d search trials done, want 8", done)
+	}
+}
