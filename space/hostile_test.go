@@ -77,6 +77,11 @@ func TestHostileSpaces(t *testing.T) {
 		{"usage", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"--help\"]", []string{"--help prints nccl-tests' usage and runs nothing"}},
 		{"an ambiguous option", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"--report\", \"1\"]", []string{"--report is ambiguous to nccl-tests (--report_cputime, --report_timestamps)"}},
 		{"an option without its value", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-d\"]", []string{"-d has no value"}},
+		// A range searches every integer in it: an enum's gaps (NCCL_NTHREADS
+		// 65, which NCCL replaces by its maximum with a warning) and a string
+		// variable's integers (an interface named 3) are no values.
+		{"a range over an enum's gaps", `values = ["256", "512"]`, "min = 64\nmax = 512", []string{"h.toml:16:", `param NCCL_NTHREADS: a range searches every integer in it: NCCL_NTHREADS: "65" is not one of`}},
+		{"a range of a string variable", "", "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nmin = 1\nmax = 5\n", []string{"h.toml:20:", "NCCL_SOCKET_IFNAME takes text, not integers"}},
 		{"all at once", "trials = 10\nsizes = { min = \"8\", max = \"1M\", factor = 4 }", "objective = \"latency\"\nsizes = { min = \"8\", max = \"1M\", factor = 1 }",
 			[]string{"h.toml:2:", "h.toml:3:", "factor >= 2", "unknown objective"}},
 	} {

@@ -1504,9 +1504,16 @@ func (b *builder) params(raw *rawFile, s *Space) {
 				}
 			}
 		case rp.Min != nil && rp.Max != nil:
+			nerr := len(b.errs)
 			p.Min, p.Max = b.bound(line, p.Name, rp.Min), b.bound(line, p.Name, rp.Max)
-			if p.Max <= p.Min || p.Log && p.Min < 1 {
+			switch {
+			case len(b.errs) > nerr: // a bound did not parse; its error says so
+			case p.Max <= p.Min || p.Log && p.Min < 1:
 				b.errorf(line, "param %s: needs min < max (and min >= 1 with log = true)", p.Name)
+			default:
+				if err := v.integers(p.Min, p.Max); err != nil {
+					b.errorf(line, "param %s: a range searches every integer in it: %v; list the values instead", p.Name, err)
+				}
 			}
 		default:
 			b.errorf(line, "param %s: needs values = [...] or both min and max", p.Name)
