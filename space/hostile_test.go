@@ -82,6 +82,8 @@ func TestHostileSpaces(t *testing.T) {
 		// variable's integers (an interface named 3) are no values.
 		{"a range over an enum's gaps", `values = ["256", "512"]`, "min = 64\nmax = 512", []string{"h.toml:16:", `param NCCL_NTHREADS: a range searches every integer in it: NCCL_NTHREADS: "65" is not one of`}},
 		{"a range of a string variable", "", "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nmin = 1\nmax = 5\n", []string{"h.toml:20:", "NCCL_SOCKET_IFNAME takes text, not integers"}},
+		// Editors on Windows begin a file with one; the decoder skips it.
+		{"after a byte-order mark", "[campaign]\ntrials = 10", "\ufeff[campaign]\ntrials = 10\nsampler = \"x\"", []string{"h.toml:3:", "unknown sampler"}},
 		{"all at once", "trials = 10\nsizes = { min = \"8\", max = \"1M\", factor = 4 }", "objective = \"latency\"\nsizes = { min = \"8\", max = \"1M\", factor = 1 }",
 			[]string{"h.toml:2:", "h.toml:3:", "factor >= 2", "unknown objective"}},
 	} {

@@ -30,7 +30,8 @@ func locate(data []byte) locator {
 	var l locator
 	section, index := "", 0
 	count := map[string]int{}
-	for _, text := range strings.Split(string(data), "\n") {
+	// A byte-order mark, which the decoder skips, hid the first header.
+	for _, text := range strings.Split(strings.TrimPrefix(string(data), "\ufeff"), "\n") {
 		t := strings.TrimSpace(text)
 		line := locLine{text: t}
 		if m := headerRE.FindStringSubmatch(t); m != nil {
