@@ -84,6 +84,7 @@ func TestHostileSpaces(t *testing.T) {
 		{"a range of a string variable", "", "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nmin = 1\nmax = 5\n", []string{"h.toml:20:", "NCCL_SOCKET_IFNAME takes text, not integers"}},
 		// Editors on Windows begin a file with one; the decoder skips it.
 		{"after a byte-order mark", "[campaign]\ntrials = 10", "\ufeff[campaign]\ntrials = 10\nsampler = \"x\"", []string{"h.toml:3:", "unknown sampler"}},
+		{"under a quoted header", "[campaign]\ntrials = 10", "[\"campaign\"]\ntrials = 10\n'sampler' = \"x\"", []string{"h.toml:3:", "unknown sampler"}},
 		{"all at once", "trials = 10\nsizes = { min = \"8\", max = \"1M\", factor = 4 }", "objective = \"latency\"\nsizes = { min = \"8\", max = \"1M\", factor = 1 }",
 			[]string{"h.toml:2:", "h.toml:3:", "factor >= 2", "unknown objective"}},
 	} {

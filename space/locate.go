@@ -22,8 +22,9 @@ type locLine struct {
 }
 
 var (
-	headerRE = regexp.MustCompile(`^\[\[?\s*([A-Za-z0-9_.-]+)\s*\]\]?`)
-	keyRE    = regexp.MustCompile(`^"?([A-Za-z0-9_.-]+)"?\s*=`)
+	// A name may be quoted, "campaign" or 'sampler', as TOML allows.
+	headerRE = regexp.MustCompile(`^\[\[?\s*["']?([A-Za-z0-9_.-]+)["']?\s*\]\]?`)
+	keyRE    = regexp.MustCompile(`^["']?([A-Za-z0-9_.-]+)["']?\s*=`)
 )
 
 func locate(data []byte) locator {
