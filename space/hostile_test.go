@@ -1,6 +1,7 @@
 package space
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -212,10 +213,16 @@ func TestHostileKinds(t *testing.T) {
 	noFixed := strings.Replace(hostileBase, "[fixed]\nNCCL_NET = \"IB\"\n", "", 1)
 	noWhen := strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, "", 1)
 	withSim := strings.Replace(hostileBase, `binary = "all_reduce_perf"`, "", 1) + "[simulator]\nnodes = 2\n"
+	var many strings.Builder // a table per entry, each with an error at its line
+	for i := range 40000 {
+		fmt.Fprintf(&many, "[[x]]\nq = { k%d = 1 }\n", i)
+	}
 	for _, tc := range []struct {
 		name, src string
 		want      []string
 	}{
+		// Each error's line was found by reading every line: seconds per megabyte squared.
+		{"tables by the ten thousand", hostileBase + many.String(), []string{"h.toml:19: unknown key \"x\"", "h.toml:80018: unknown key \"x.q.k39999\""}},
 		{"inline tables nested deep", hostileBase + "x = " + strings.Repeat("{a=", deep) + "1" + strings.Repeat("}", deep) + "\n", []string{"h.toml:19:", "nested more than 16 deep"}},
 		{"a dotted key of many parts", hostileBase + "x" + strings.Repeat(".a", deep) + " = 1\n", []string{"h.toml:19:", "nested more than 16 deep"}},
 		{"a table header of many parts", hostileBase + "\n[x" + strings.Repeat(".a", deep) + "]\n", []string{"h.toml:20:", "nested more than 16 deep"}},
