@@ -221,6 +221,12 @@ func TestHostileKinds(t *testing.T) {
 		name, src string
 		want      []string
 	}{
+		// Each value of a wrong type had the rest of the file decoded again:
+		// a minute for a megabyte array beside forty such values.
+		{"wrong types beside a large array", "[zz]\nq = [" + strings.Repeat("1,", 1<<20) + "1]\n[campaign]\n" + wrongTypes("name", "collective", "trials", "objective", "sampler", "seed", "patience", "prune", "warm_start") +
+			"[benchmark]\n" + wrongTypes("kind", "python", "model_params", "layers", "batch", "device", "script_dir", "binary", "gpus", "iters", "warmup", "noise_target", "check", "warm_launch", "timeout") +
+			"[launcher]\n" + wrongTypes("kind", "command", "flavor", "np", "hostfile", "map_by", "bind_to", "nodes", "ntasks_per_node", "nproc_per_node", "rdzv_endpoint", "groups"),
+			[]string{"h.toml:4: campaign.name: incompatible types", "h.toml:41: launcher.groups: incompatible types"}},
 		// Each error's line was found by reading every line: seconds per megabyte squared.
 		{"tables by the ten thousand", hostileBase + many.String(), []string{"h.toml:19: unknown key \"x\"", "h.toml:80018: unknown key \"x.q.k39999\""}},
 		{"inline tables nested deep", hostileBase + "x = " + strings.Repeat("{a=", deep) + "1" + strings.Repeat("}", deep) + "\n", []string{"h.toml:19:", "nested more than 16 deep"}},
@@ -384,4 +390,13 @@ func TestValuesTheKernelWouldRefuse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wrongTypes sets each key to a value no setting is: an empty array.
+func wrongTypes(keys ...string) string {
+	var out strings.Builder
+	for _, k := range keys {
+		out.WriteString(k + " = []\n")
+	}
+	return out.String()
 }

@@ -209,31 +209,38 @@ func parse(filename string, data []byte) (*Space, error, error) {
 	// A value of the wrong type (factor = 2.5) stops the decoder: it is
 	// reported, left out, and the rest decoded again, so that every other
 	// problem is reported with it.
+	loc := locate(data)
 	var typeErrs []error
 	var dropped []string
-	for err != nil {
+	var rest map[string]any // the file without them
+	for first := true; err != nil; first = false {
 		m := typeErrRE.FindStringSubmatch(err.Error())
-		var all map[string]any
-		if m == nil || len(dropped) > 100 || toml.Unmarshal(data, &all) != nil {
+		if m == nil || len(dropped) > 100 || rest == nil && toml.Unmarshal(data, &rest) != nil {
 			return nil, nil, errors.Join(append(typeErrs, fmt.Errorf("%s: %w", filename, err))...)
 		}
-		// The decoder's line is of the text decoded, which after the first
-		// error is not the file: the key's line in the file is looked up.
-		typeErrs = append(typeErrs, fmt.Errorf("%s:%d: %s: %s", filename, locate(data).key(strings.Split(m[2], ".")), m[2], m[3]))
-		dropped = append(dropped, m[2])
-		for _, k := range dropped {
-			if !dropKey(all, k) {
+		found := [][]string{m}
+		if first {
+			// Every other value is decoded on its own: decoding the rest
+			// again at each took the file's time for each error.
+			found = typeErrors(rest)
+		}
+		for _, m := range found {
+			// The decoder's line is of the text decoded, which after the first
+			// error is not the file: the key's line in the file is looked up.
+			typeErrs = append(typeErrs, fmt.Errorf("%s:%d: %s: %s", filename, loc.key(strings.Split(m[2], ".")), m[2], m[3]))
+			dropped = append(dropped, m[2])
+			if !dropKey(rest, m[2]) {
 				return nil, nil, errors.Join(typeErrs...)
 			}
 		}
 		var buf bytes.Buffer
-		if toml.NewEncoder(&buf).Encode(all) != nil {
+		if toml.NewEncoder(&buf).Encode(rest) != nil {
 			return nil, nil, errors.Join(typeErrs...)
 		}
 		raw = rawFile{}
 		md, err = toml.Decode(buf.String(), &raw)
 	}
-	b := &builder{file: filename, loc: locate(data), never: map[string]bool{}, errs: typeErrs}
+	b := &builder{file: filename, loc: loc, never: map[string]bool{}, errs: typeErrs}
 	for _, key := range md.Undecoded() {
 		b.errorf(b.loc.key(key), "unknown key %q", key.String())
 	}
@@ -250,6 +257,50 @@ func parse(filename string, data []byte) (*Space, error, error) {
 
 // typeErrRE reads the decoder's type error: its line, key and complaint.
 var typeErrRE = regexp.MustCompile(`line (\d+) \(last key "([^"]+)"\): (.*)$`)
+
+// typeErrors decodes each value of a file on its own, in the tables
+// around it, and returns the decoder's type errors (typeErrRE's matches),
+// one per key, in the order of the keys.
+func typeErrors(all map[string]any) [][]string {
+	var found [][]string
+	seen := map[string]bool{}
+	var walk func(m map[string]any, within func(map[string]any) map[string]any)
+	walk = func(m map[string]any, within func(map[string]any) map[string]any) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			doc := func(v any) map[string]any { return within(map[string]any{k: v}) }
+			var one map[string]any // a value decoded alone
+			switch v := m[k].(type) {
+			case map[string]any:
+				if len(v) > 0 {
+					walk(v, func(t map[string]any) map[string]any { return doc(t) })
+					continue
+				}
+				one = doc(v)
+			case []map[string]any:
+				for _, t := range v {
+					walk(t, func(t map[string]any) map[string]any { return doc([]map[string]any{t}) })
+				}
+				if len(v) > 0 && !slices.ContainsFunc(v, func(t map[string]any) bool { return len(t) == 0 }) {
+					continue
+				}
+				one = doc(v) // and an empty table, which has no value to decode
+			default:
+				one = doc(v)
+			}
+			var buf bytes.Buffer
+			if toml.NewEncoder(&buf).Encode(one) != nil {
+				continue // the decoding again says what it is
+			}
+			_, err := toml.Decode(buf.String(), &rawFile{})
+			if m := typeErrRE.FindStringSubmatch(fmt.Sprint(err)); m != nil && !seen[m[2]] {
+				seen[m[2]] = true
+				found = append(found, m)
+			}
+		}
+	}
+	walk(all, func(m map[string]any) map[string]any { return m })
+	return found
+}
 
 // dropKey deletes the dotted key from m, in every table of an array of
 // tables on its way; it reports whether it found it.
