@@ -2,6 +2,7 @@ package space
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -399,4 +400,31 @@ func wrongTypes(keys ...string) string {
 		out.WriteString(k + " = []\n")
 	}
 	return out.String()
+}
+
+// TestErrorsAreOneLineEach: a problem is told on one line that begins with
+// its file:line, whatever the file holds; a newline or a terminal's escape
+// in a name or a value the decoder quotes is written as an escape, so that
+// no line of an error reads as another problem, or without its line.
+func TestErrorsAreOneLineEach(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"the decoder's quote of a value", "[campaign]\nseed = 0b\n00", `not a binary number: '0b\n'`},
+		{"a param's name", hostileBase + "[[param]]\nname = \"NCCL_X\\nh.toml:1: fine\\u001b[2J\"\nvalues = [\"1\"]\n", `unknown NCCL variable NCCL_X\nh.toml:1: fine\x1b[2J`},
+		{"a pinned name", strings.Replace(hostileBase, "[fixed]\n", "[fixed]\n\"NCCL_Y\\r\\nok\" = 1\n", 1), `NCCL_Y\r\nok`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseWithin(t, tc.src)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q\nlacks %q", err, tc.want)
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !regexp.MustCompile(`^h\.toml:[0-9]+:`).MatchString(line) || strings.ContainsAny(line, "\r\x1b") {
+					t.Errorf("error line %q", line)
+				}
+			}
+		})
+	}
 }

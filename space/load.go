@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 )
@@ -204,7 +206,7 @@ func parse(filename string, data []byte) (*Space, error, error) {
 	md, err := toml.Decode(string(data), &raw)
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return nil, nil, fmt.Errorf("%s:%d:%d: %s", filename, pe.Position.Line, pe.Position.Col, pe.Message)
+		return nil, nil, fmt.Errorf("%s:%d:%d: %s", filename, pe.Position.Line, pe.Position.Col, oneLine(pe.Message))
 	}
 	// A value of the wrong type (factor = 2.5) stops the decoder: it is
 	// reported, left out, and the rest decoded again, so that every other
@@ -227,7 +229,7 @@ func parse(filename string, data []byte) (*Space, error, error) {
 		for _, m := range found {
 			// The decoder's line is of the text decoded, which after the first
 			// error is not the file: the key's line in the file is looked up.
-			typeErrs = append(typeErrs, fmt.Errorf("%s:%d: %s: %s", filename, loc.key(strings.Split(m[2], ".")), m[2], m[3]))
+			typeErrs = append(typeErrs, fmt.Errorf("%s:%d: %s: %s", filename, loc.key(strings.Split(m[2], ".")), oneLine(m[2]), oneLine(m[3])))
 			dropped = append(dropped, m[2])
 			if !dropKey(rest, m[2]) {
 				return nil, nil, errors.Join(typeErrs...)
@@ -373,7 +375,29 @@ func (b *builder) jointly(s *Space, p Param, line int) {
 }
 
 func (b *builder) errorf(line int, format string, args ...any) {
-	b.errs = append(b.errs, fmt.Errorf("%s:%d: %s", b.file, line, fmt.Sprintf(format, args...)))
+	b.errs = append(b.errs, fmt.Errorf("%s:%d: %s", b.file, line, oneLine(fmt.Sprintf(format, args...))))
+}
+
+// oneLine escapes, Go's way, what a message quotes of the file that is no
+// visible text (a newline, a terminal's escape, a byte that is no UTF-8):
+// the message stays one line, which no other problem, or none at all,
+// seems to begin.
+func oneLine(msg string) string {
+	var out strings.Builder
+	for len(msg) > 0 {
+		r, n := utf8.DecodeRuneInString(msg)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&out, `\x%02x`, msg[0])
+		case !unicode.IsGraphic(r):
+			q := strconv.QuoteRune(r)
+			out.WriteString(q[1 : len(q)-1])
+		default:
+			out.WriteString(msg[:n])
+		}
+		msg = msg[n:]
+	}
+	return out.String()
 }
 
 // finite reports every NaN and infinity in the file: TOML has them (nan,
