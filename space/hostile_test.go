@@ -2,6 +2,7 @@ package space
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -426,5 +427,44 @@ func TestErrorsAreOneLineEach(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHashTellsSpacesApart: two spaces that launch differently hash
+// differently, however their free text is split; launcher.args were
+// written as Go prints a list, [-x A] for both ["-x", "A"] and ["-x A"],
+// [] for both none and [""], and text could run into the next field
+// (hostfile "h MapBy:" and map_by "m" read as hostfile "h", map_by " MapBy:m").
+// A space of ordinary text keeps the hash it had, so that its stored
+// campaigns resume.
+func TestHashTellsSpacesApart(t *testing.T) {
+	mpirun := hostileBase + "[launcher]\nkind = \"mpirun\"\n"
+	hash := func(src string) string {
+		t.Helper()
+		sp, err := parseWithin(t, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp.Hash()
+	}
+	for _, tc := range []struct{ name, a, b string }{
+		{"arguments split otherwise", `args = ["--mca", "btl tcp"]`, `args = ["--mca btl", "tcp"]`},
+		{"an empty argument", `args = [""]`, ``},
+		{"text into the next field", "hostfile = \"h MapBy:\"\nmap_by = \"m\"", "hostfile = \"h\"\nmap_by = \" MapBy:m\""},
+		{"a quote and what it quotes", `hostfile = "\n"`, `hostfile = '"\n"'`},
+	} {
+		a, b := mpirun+tc.a+"\n", mpirun+tc.b+"\n"
+		if ha, hb := hash(a), hash(b); ha == hb {
+			t.Errorf("%s: one hash %s for\n%s\nand\n%s", tc.name, ha, tc.a, tc.b)
+		}
+	}
+	valid, _ := os.ReadFile("testdata/valid.toml")
+	for src, want := range map[string]string{
+		string(valid): "c9cb76b764b224b0",
+		mpirun + "hostfile = \"/etc/hosts.txt\"\nmap_by = \"ppr:8:node\"\nargs = [\"--mca\", \"btl\", \"tcp,self\"]\n": "570df6099c703e0e",
+	} {
+		if got := hash(src); got != want {
+			t.Errorf("hash %s, was %s, of\n%s", got, want, src)
+		}
 	}
 }
