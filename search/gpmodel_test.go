@@ -288,9 +288,9 @@ name = "NCCL_BUFFSIZE"
 values = ["default", "1M", "4M"]
 when = { NCCL_PROTO = ["LL", "Simple"] }
 [[param]]
-name = "NCCL_NTHREADS"
-min = 64
-max = 512
+name = "NCCL_MAX_P2P_NCHANNELS"
+min = 1
+max = 64
 when = { NCCL_MIN_CTAS = ["1", "2", "3", "4"] }`, 1)
 	sp, err := space.Parse("cond.toml", []byte(src))
 	if err != nil {

@@ -272,6 +272,26 @@ func (v Var) Normalize(value string) (string, error) {
 	return value, nil
 }
 
+// integers checks that every integer of [min, max], each a value of v,
+// is one, as a range searches them all: not so an enum's gaps
+// (NCCL_NTHREADS = 65, which NCCL replaces by its maximum) or a string's
+// integers (NCCL_SOCKET_IFNAME = 3, an interface no host has).
+func (v Var) integers(min, max int64) error {
+	switch v.Kind {
+	case KindInt, KindBytes, KindLevel:
+		return nil // every integer between two values is one
+	case KindString:
+		return fmt.Errorf("%s takes text, not integers", v.Name)
+	}
+	// An enum or a bool: one of its few values fails first.
+	for n := min; n <= max; n++ {
+		if _, err := v.Normalize(strconv.FormatInt(n, 10)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Alike reports whether NCCL reads two normalized values of v alike: a
 // list names a set (of algorithms, of protocols, per collective), so its
 // order and repeats are no difference.

@@ -1,6 +1,9 @@
 package space
 
 import (
+	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -77,6 +80,14 @@ func TestHostileSpaces(t *testing.T) {
 		{"usage", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"--help\"]", []string{"--help prints nccl-tests' usage and runs nothing"}},
 		{"an ambiguous option", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"--report\", \"1\"]", []string{"--report is ambiguous to nccl-tests (--report_cputime, --report_timestamps)"}},
 		{"an option without its value", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-d\"]", []string{"-d has no value"}},
+		// A range searches every integer in it: an enum's gaps (NCCL_NTHREADS
+		// 65, which NCCL replaces by its maximum with a warning) and a string
+		// variable's integers (an interface named 3) are no values.
+		{"a range over an enum's gaps", `values = ["256", "512"]`, "min = 64\nmax = 512", []string{"h.toml:16:", `param NCCL_NTHREADS: a range searches every integer in it: NCCL_NTHREADS: "65" is not one of`}},
+		{"a range of a string variable", "", "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nmin = 1\nmax = 5\n", []string{"h.toml:20:", "NCCL_SOCKET_IFNAME takes text, not integers"}},
+		// Editors on Windows begin a file with one; the decoder skips it.
+		{"after a byte-order mark", "[campaign]\ntrials = 10", "\ufeff[campaign]\ntrials = 10\nsampler = \"x\"", []string{"h.toml:3:", "unknown sampler"}},
+		{"under a quoted header", "[campaign]\ntrials = 10", "[\"campaign\"]\ntrials = 10\n'sampler' = \"x\"", []string{"h.toml:3:", "unknown sampler"}},
 		{"all at once", "trials = 10\nsizes = { min = \"8\", max = \"1M\", factor = 4 }", "objective = \"latency\"\nsizes = { min = \"8\", max = \"1M\", factor = 1 }",
 			[]string{"h.toml:2:", "h.toml:3:", "factor >= 2", "unknown objective"}},
 	} {
@@ -204,10 +215,22 @@ func TestHostileKinds(t *testing.T) {
 	noFixed := strings.Replace(hostileBase, "[fixed]\nNCCL_NET = \"IB\"\n", "", 1)
 	noWhen := strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, "", 1)
 	withSim := strings.Replace(hostileBase, `binary = "all_reduce_perf"`, "", 1) + "[simulator]\nnodes = 2\n"
+	var many strings.Builder // a table per entry, each with an error at its line
+	for i := range 40000 {
+		fmt.Fprintf(&many, "[[x]]\nq = { k%d = 1 }\n", i)
+	}
 	for _, tc := range []struct {
 		name, src string
 		want      []string
 	}{
+		// Each value of a wrong type had the rest of the file decoded again:
+		// a minute for a megabyte array beside forty such values.
+		{"wrong types beside a large array", "[zz]\nq = [" + strings.Repeat("1,", 1<<20) + "1]\n[campaign]\n" + wrongTypes("name", "collective", "trials", "objective", "sampler", "seed", "patience", "prune", "warm_start") +
+			"[benchmark]\n" + wrongTypes("kind", "python", "model_params", "layers", "batch", "device", "script_dir", "binary", "gpus", "iters", "warmup", "noise_target", "check", "warm_launch", "timeout") +
+			"[launcher]\n" + wrongTypes("kind", "command", "flavor", "np", "hostfile", "map_by", "bind_to", "nodes", "ntasks_per_node", "nproc_per_node", "rdzv_endpoint", "groups"),
+			[]string{"h.toml:4: campaign.name: incompatible types", "h.toml:41: launcher.groups: incompatible types"}},
+		// Each error's line was found by reading every line: seconds per megabyte squared.
+		{"tables by the ten thousand", hostileBase + many.String(), []string{"h.toml:19: unknown key \"x\"", "h.toml:80018: unknown key \"x.q.k39999\""}},
 		{"inline tables nested deep", hostileBase + "x = " + strings.Repeat("{a=", deep) + "1" + strings.Repeat("}", deep) + "\n", []string{"h.toml:19:", "nested more than 16 deep"}},
 		{"a dotted key of many parts", hostileBase + "x" + strings.Repeat(".a", deep) + " = 1\n", []string{"h.toml:19:", "nested more than 16 deep"}},
 		{"a table header of many parts", hostileBase + "\n[x" + strings.Repeat(".a", deep) + "]\n", []string{"h.toml:20:", "nested more than 16 deep"}},
@@ -368,5 +391,80 @@ func TestValuesTheKernelWouldRefuse(t *testing.T) {
 				t.Fatalf("error %.300v; want %q and MAX_ARG_STRLEN", err, tc.want)
 			}
 		})
+	}
+}
+
+// wrongTypes sets each key to a value no setting is: an empty array.
+func wrongTypes(keys ...string) string {
+	var out strings.Builder
+	for _, k := range keys {
+		out.WriteString(k + " = []\n")
+	}
+	return out.String()
+}
+
+// TestErrorsAreOneLineEach: a problem is told on one line that begins with
+// its file:line, whatever the file holds; a newline or a terminal's escape
+// in a name or a value the decoder quotes is written as an escape, so that
+// no line of an error reads as another problem, or without its line.
+func TestErrorsAreOneLineEach(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"the decoder's quote of a value", "[campaign]\nseed = 0b\n00", `not a binary number: '0b\n'`},
+		{"a param's name", hostileBase + "[[param]]\nname = \"NCCL_X\\nh.toml:1: fine\\u001b[2J\"\nvalues = [\"1\"]\n", `unknown NCCL variable NCCL_X\nh.toml:1: fine\x1b[2J`},
+		{"a pinned name", strings.Replace(hostileBase, "[fixed]\n", "[fixed]\n\"NCCL_Y\\r\\nok\" = 1\n", 1), `NCCL_Y\r\nok`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseWithin(t, tc.src)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q\nlacks %q", err, tc.want)
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !regexp.MustCompile(`^h\.toml:[0-9]+:`).MatchString(line) || strings.ContainsAny(line, "\r\x1b") {
+					t.Errorf("error line %q", line)
+				}
+			}
+		})
+	}
+}
+
+// TestHashTellsSpacesApart: two spaces that launch differently hash
+// differently, however their free text is split; launcher.args were
+// written as Go prints a list, [-x A] for both ["-x", "A"] and ["-x A"],
+// [] for both none and [""], and text could run into the next field
+// (hostfile "h MapBy:" and map_by "m" read as hostfile "h", map_by " MapBy:m").
+// A space of ordinary text keeps the hash it had, so that its stored
+// campaigns resume.
+func TestHashTellsSpacesApart(t *testing.T) {
+	mpirun := hostileBase + "[launcher]\nkind = \"mpirun\"\n"
+	hash := func(src string) string {
+		t.Helper()
+		sp, err := parseWithin(t, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp.Hash()
+	}
+	for _, tc := range []struct{ name, a, b string }{
+		{"arguments split otherwise", `args = ["--mca", "btl tcp"]`, `args = ["--mca btl", "tcp"]`},
+		{"an empty argument", `args = [""]`, ``},
+		{"text into the next field", "hostfile = \"h MapBy:\"\nmap_by = \"m\"", "hostfile = \"h\"\nmap_by = \" MapBy:m\""},
+		{"a quote and what it quotes", `hostfile = "\n"`, `hostfile = '"\n"'`},
+	} {
+		a, b := mpirun+tc.a+"\n", mpirun+tc.b+"\n"
+		if ha, hb := hash(a), hash(b); ha == hb {
+			t.Errorf("%s: one hash %s for\n%s\nand\n%s", tc.name, ha, tc.a, tc.b)
+		}
+	}
+	valid, _ := os.ReadFile("testdata/valid.toml")
+	for src, want := range map[string]string{
+		string(valid): "c9cb76b764b224b0",
+		mpirun + "hostfile = \"/etc/hosts.txt\"\nmap_by = \"ppr:8:node\"\nargs = [\"--mca\", \"btl\", \"tcp,self\"]\n": "570df6099c703e0e",
+	} {
+		if got := hash(src); got != want {
+			t.Errorf("hash %s, was %s, of\n%s", got, want, src)
+		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 )
@@ -204,36 +206,43 @@ func parse(filename string, data []byte) (*Space, error, error) {
 	md, err := toml.Decode(string(data), &raw)
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return nil, nil, fmt.Errorf("%s:%d:%d: %s", filename, pe.Position.Line, pe.Position.Col, pe.Message)
+		return nil, nil, fmt.Errorf("%s:%d:%d: %s", filename, pe.Position.Line, pe.Position.Col, oneLine(pe.Message))
 	}
 	// A value of the wrong type (factor = 2.5) stops the decoder: it is
 	// reported, left out, and the rest decoded again, so that every other
 	// problem is reported with it.
+	loc := locate(data)
 	var typeErrs []error
 	var dropped []string
-	for err != nil {
+	var rest map[string]any // the file without them
+	for first := true; err != nil; first = false {
 		m := typeErrRE.FindStringSubmatch(err.Error())
-		var all map[string]any
-		if m == nil || len(dropped) > 100 || toml.Unmarshal(data, &all) != nil {
+		if m == nil || len(dropped) > 100 || rest == nil && toml.Unmarshal(data, &rest) != nil {
 			return nil, nil, errors.Join(append(typeErrs, fmt.Errorf("%s: %w", filename, err))...)
 		}
-		// The decoder's line is of the text decoded, which after the first
-		// error is not the file: the key's line in the file is looked up.
-		typeErrs = append(typeErrs, fmt.Errorf("%s:%d: %s: %s", filename, locate(data).key(strings.Split(m[2], ".")), m[2], m[3]))
-		dropped = append(dropped, m[2])
-		for _, k := range dropped {
-			if !dropKey(all, k) {
+		found := [][]string{m}
+		if first {
+			// Every other value is decoded on its own: decoding the rest
+			// again at each took the file's time for each error.
+			found = typeErrors(rest)
+		}
+		for _, m := range found {
+			// The decoder's line is of the text decoded, which after the first
+			// error is not the file: the key's line in the file is looked up.
+			typeErrs = append(typeErrs, fmt.Errorf("%s:%d: %s: %s", filename, loc.key(strings.Split(m[2], ".")), oneLine(m[2]), oneLine(m[3])))
+			dropped = append(dropped, m[2])
+			if !dropKey(rest, m[2]) {
 				return nil, nil, errors.Join(typeErrs...)
 			}
 		}
 		var buf bytes.Buffer
-		if toml.NewEncoder(&buf).Encode(all) != nil {
+		if toml.NewEncoder(&buf).Encode(rest) != nil {
 			return nil, nil, errors.Join(typeErrs...)
 		}
 		raw = rawFile{}
 		md, err = toml.Decode(buf.String(), &raw)
 	}
-	b := &builder{file: filename, loc: locate(data), never: map[string]bool{}, errs: typeErrs}
+	b := &builder{file: filename, loc: loc, never: map[string]bool{}, errs: typeErrs}
 	for _, key := range md.Undecoded() {
 		b.errorf(b.loc.key(key), "unknown key %q", key.String())
 	}
@@ -250,6 +259,50 @@ func parse(filename string, data []byte) (*Space, error, error) {
 
 // typeErrRE reads the decoder's type error: its line, key and complaint.
 var typeErrRE = regexp.MustCompile(`line (\d+) \(last key "([^"]+)"\): (.*)$`)
+
+// typeErrors decodes each value of a file on its own, in the tables
+// around it, and returns the decoder's type errors (typeErrRE's matches),
+// one per key, in the order of the keys.
+func typeErrors(all map[string]any) [][]string {
+	var found [][]string
+	seen := map[string]bool{}
+	var walk func(m map[string]any, within func(map[string]any) map[string]any)
+	walk = func(m map[string]any, within func(map[string]any) map[string]any) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			doc := func(v any) map[string]any { return within(map[string]any{k: v}) }
+			var one map[string]any // a value decoded alone
+			switch v := m[k].(type) {
+			case map[string]any:
+				if len(v) > 0 {
+					walk(v, func(t map[string]any) map[string]any { return doc(t) })
+					continue
+				}
+				one = doc(v)
+			case []map[string]any:
+				for _, t := range v {
+					walk(t, func(t map[string]any) map[string]any { return doc([]map[string]any{t}) })
+				}
+				if len(v) > 0 && !slices.ContainsFunc(v, func(t map[string]any) bool { return len(t) == 0 }) {
+					continue
+				}
+				one = doc(v) // and an empty table, which has no value to decode
+			default:
+				one = doc(v)
+			}
+			var buf bytes.Buffer
+			if toml.NewEncoder(&buf).Encode(one) != nil {
+				continue // the decoding again says what it is
+			}
+			_, err := toml.Decode(buf.String(), &rawFile{})
+			if m := typeErrRE.FindStringSubmatch(fmt.Sprint(err)); m != nil && !seen[m[2]] {
+				seen[m[2]] = true
+				found = append(found, m)
+			}
+		}
+	}
+	walk(all, func(m map[string]any) map[string]any { return m })
+	return found
+}
 
 // dropKey deletes the dotted key from m, in every table of an array of
 // tables on its way; it reports whether it found it.
@@ -322,7 +375,29 @@ func (b *builder) jointly(s *Space, p Param, line int) {
 }
 
 func (b *builder) errorf(line int, format string, args ...any) {
-	b.errs = append(b.errs, fmt.Errorf("%s:%d: %s", b.file, line, fmt.Sprintf(format, args...)))
+	b.errs = append(b.errs, fmt.Errorf("%s:%d: %s", b.file, line, oneLine(fmt.Sprintf(format, args...))))
+}
+
+// oneLine escapes, Go's way, what a message quotes of the file that is no
+// visible text (a newline, a terminal's escape, a byte that is no UTF-8):
+// the message stays one line, which no other problem, or none at all,
+// seems to begin.
+func oneLine(msg string) string {
+	var out strings.Builder
+	for len(msg) > 0 {
+		r, n := utf8.DecodeRuneInString(msg)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&out, `\x%02x`, msg[0])
+		case !unicode.IsGraphic(r):
+			q := strconv.QuoteRune(r)
+			out.WriteString(q[1 : len(q)-1])
+		default:
+			out.WriteString(msg[:n])
+		}
+		msg = msg[n:]
+	}
+	return out.String()
 }
 
 // finite reports every NaN and infinity in the file: TOML has them (nan,
@@ -1504,9 +1579,16 @@ func (b *builder) params(raw *rawFile, s *Space) {
 				}
 			}
 		case rp.Min != nil && rp.Max != nil:
+			nerr := len(b.errs)
 			p.Min, p.Max = b.bound(line, p.Name, rp.Min), b.bound(line, p.Name, rp.Max)
-			if p.Max <= p.Min || p.Log && p.Min < 1 {
+			switch {
+			case len(b.errs) > nerr: // a bound did not parse; its error says so
+			case p.Max <= p.Min || p.Log && p.Min < 1:
 				b.errorf(line, "param %s: needs min < max (and min >= 1 with log = true)", p.Name)
+			default:
+				if err := v.integers(p.Min, p.Max); err != nil {
+					b.errorf(line, "param %s: a range searches every integer in it: %v; list the values instead", p.Name, err)
+				}
 			}
 		default:
 			b.errorf(line, "param %s: needs values = [...] or both min and max", p.Name)

@@ -11,6 +11,24 @@ import (
 // errors (found after decoding, which keeps no positions) can name a line.
 type locator struct {
 	lines []locLine
+	// Indexes of lines, each line the first of its kind: a lookup per entry
+	// of a file of thousands of [[param]] or [[workload]] tables scanned
+	// every line, which took the loader seconds per megabyte squared.
+	headers map[string]int   // each table's first header
+	tables  map[locTable]int // each [[array]] element's header
+	fields  map[locField]int // each key in each element of each table
+	keys    map[locField]int // each key in each table, any element
+	words   map[string]int   // each word (letters, digits, '_', '-') of the text
+}
+
+type locTable struct {
+	section string
+	index   int
+}
+
+type locField struct {
+	locTable
+	key string
 }
 
 type locLine struct {
@@ -22,15 +40,18 @@ type locLine struct {
 }
 
 var (
-	headerRE = regexp.MustCompile(`^\[\[?\s*([A-Za-z0-9_.-]+)\s*\]\]?`)
-	keyRE    = regexp.MustCompile(`^"?([A-Za-z0-9_.-]+)"?\s*=`)
+	// A name may be quoted, "campaign" or 'sampler', as TOML allows.
+	headerRE = regexp.MustCompile(`^\[\[?\s*["']?([A-Za-z0-9_.-]+)["']?\s*\]\]?`)
+	keyRE    = regexp.MustCompile(`^["']?([A-Za-z0-9_.-]+)["']?\s*=`)
+	wordRE   = regexp.MustCompile(`[A-Za-z0-9_-]+`)
 )
 
 func locate(data []byte) locator {
-	var l locator
+	l := locator{headers: map[string]int{}, tables: map[locTable]int{}, fields: map[locField]int{}, keys: map[locField]int{}, words: map[string]int{}}
 	section, index := "", 0
 	count := map[string]int{}
-	for _, text := range strings.Split(string(data), "\n") {
+	// A byte-order mark, which the decoder skips, hid the first header.
+	for _, text := range strings.Split(strings.TrimPrefix(string(data), "\ufeff"), "\n") {
 		t := strings.TrimSpace(text)
 		line := locLine{text: t}
 		if m := headerRE.FindStringSubmatch(t); m != nil {
@@ -43,16 +64,31 @@ func locate(data []byte) locator {
 		}
 		line.section, line.index = section, index
 		l.lines = append(l.lines, line)
+		n, table := len(l.lines), locTable{section, index}
+		if line.header {
+			setFirst(l.headers, section, n)
+			setFirst(l.tables, table, n)
+		} else if line.key != "" {
+			setFirst(l.fields, locField{table, line.key}, n)
+			setFirst(l.keys, locField{locTable{section: section}, line.key}, n)
+		}
+		for _, w := range wordRE.FindAllString(t, -1) {
+			setFirst(l.words, w, n)
+		}
 	}
 	return l
 }
 
+func setFirst[K comparable](m map[K]int, k K, line int) {
+	if _, ok := m[k]; !ok {
+		m[k] = line
+	}
+}
+
 // section returns the line of a table's first header, or 1.
 func (l locator) section(name string) int {
-	for i, ln := range l.lines {
-		if ln.header && ln.section == name {
-			return i + 1
-		}
+	if n, ok := l.headers[name]; ok {
+		return n
 	}
 	return 1
 }
@@ -60,34 +96,35 @@ func (l locator) section(name string) int {
 // field returns the line where key is set in the index-th [section] (or
 // [[section]]), falling back to the table's header line.
 func (l locator) field(section string, index int, key string) int {
-	fallback := 0
-	for i, ln := range l.lines {
-		if ln.section != section || ln.index != index {
-			continue
-		}
-		if ln.key == key {
-			return i + 1
-		}
-		if ln.header && fallback == 0 {
-			fallback = i + 1
-		}
+	table := locTable{section, index}
+	if n, ok := l.fields[locField{table, key}]; ok {
+		return n
 	}
-	if fallback == 0 {
-		return l.section(section)
+	if n, ok := l.tables[table]; ok {
+		return n
 	}
-	return fallback
+	return l.section(section)
 }
 
-// key returns the line of a decoded key path such as campaign.sizes.mn.
+// key returns the line of a decoded key path such as campaign.sizes.mn:
+// the first that sets its last part in its table or one around it, else
+// the first that holds that part (a key inline, { a = 1 }).
 func (l locator) key(k toml.Key) int {
 	if len(k) == 0 {
 		return 1
 	}
-	last := k[len(k)-1]
-	for i, ln := range l.lines {
-		if ln.key == last && strings.HasPrefix(strings.Join(k, "."), ln.section) {
-			return i + 1
+	last, line := k[len(k)-1], 0
+	for i := range k {
+		n, ok := l.keys[locField{locTable{section: strings.Join(k[:i], ".")}, last}]
+		if ok && (line == 0 || n < line) {
+			line = n
 		}
+	}
+	if line > 0 {
+		return line
+	}
+	if n, ok := l.words[last]; ok {
+		return n
 	}
 	for i, ln := range l.lines {
 		if strings.Contains(ln.text, last) {

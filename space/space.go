@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Unset, as a categorical value, leaves the variable out of the environment so
@@ -448,8 +449,8 @@ func (s *Space) Identity() []string {
 		fmt.Sprintf("sizes %s..%s x%d", FormatSize(s.Sizes.Min), FormatSize(s.Sizes.Max), s.Sizes.Factor),
 		fmt.Sprintf("benchmark %s %s -g %d -n %d -w %d check=%v args=%q noise_target=%g", b.Kind, b.Binary, b.GPUs, b.Iters, b.Warmup, b.Check, b.Args, b.NoiseTarget),
 		// Groups is left out: how many trials run at once changes none of them.
-		fmt.Sprintf("launcher {Kind:%s Command:%s Flavor:%s NP:%d Hostfile:%s MapBy:%s BindTo:%s Nodes:%d TasksPerNode:%d NProcPerNode:%d RdzvEndpoint:%s Args:%v}",
-			l.Kind, l.Command, l.Flavor, l.NP, l.Hostfile, l.MapBy, l.BindTo, l.Nodes, l.TasksPerNode, l.NProcPerNode, l.RdzvEndpoint, l.Args),
+		fmt.Sprintf("launcher {Kind:%s Command:%s Flavor:%s NP:%d Hostfile:%s MapBy:%s BindTo:%s Nodes:%d TasksPerNode:%d NProcPerNode:%d RdzvEndpoint:%s Args:[%s]}",
+			l.Kind, word(l.Command), l.Flavor, l.NP, word(l.Hostfile), word(l.MapBy), word(l.BindTo), l.Nodes, l.TasksPerNode, l.NProcPerNode, word(l.RdzvEndpoint), words(l.Args)),
 	}
 	switch b.Kind {
 	case DDP:
@@ -477,6 +478,28 @@ func (s *Space) Identity() []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// word writes free text of the launcher's line of Identity as it is where
+// it is one word, and quoted where it holds what parts words or quotes
+// them: unquoted, text ran into the next field (hostfile "h MapBy:" and
+// map_by "m" read as hostfile "h" and map_by " MapBy:m"), and arguments
+// into one another (["-x", "A"] and ["-x A"], [""] and none). A word is
+// written as it was, so that the hash of a space of words stays.
+func word(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '"' || !unicode.IsGraphic(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// words writes a list as fmt.Print did, each element a word, and an empty one quoted.
+func words(list []string) string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = cmp.Or(word(s), `""`)
+	}
+	return strings.Join(out, " ")
 }
 
 // Check applies the rules NCCL enforces across variables, so that a

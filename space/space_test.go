@@ -3,6 +3,7 @@ package space
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -196,9 +197,20 @@ func FuzzParse(f *testing.F) {
 	f.Add(hostileBase)
 	f.Add(strings.Replace(hostileBase, "factor = 4", "factor = 1", 1))
 	f.Add(strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_ALGO = [] }`, 1))
+	f.Add(workloadSpace)
+	f.Add("\ufeff" + strings.ReplaceAll(hostileBase, "\n", "\r\n"))
 	f.Fuzz(func(t *testing.T, in string) {
 		sp, err := Parse("fuzz.toml", []byte(in))
+		if (sp == nil) == (err == nil) {
+			t.Fatalf("space %v and error %v", sp, err)
+		}
 		if err != nil {
+			// Every problem is told at its file:line, one to a line.
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !fileLineRE.MatchString(line) {
+					t.Fatalf("an error without its file:line: %q", line)
+				}
+			}
 			return
 		}
 		if len(sp.Params) == 0 || len(sp.Ranges) == 0 || len(sp.Sizes.List()) == 0 || sp.Campaign.Trials < MinTrials ||
@@ -217,13 +229,37 @@ func FuzzParse(f *testing.F) {
 				if v == Unset {
 					continue
 				}
-				if _, err := mustLookup(p.Name).Normalize(v); err != nil {
-					t.Fatalf("accepted %s=%q: %v", p.Name, v, err)
+				// Written as NCCL is given it: normalized again, the same.
+				if w, err := mustLookup(p.Variable()).Normalize(v); err != nil || w != v {
+					t.Fatalf("accepted %s=%q: %q, %v", p.Name, v, w, err)
 				}
 			}
 		}
+		// What reaches a trial's environment is NAME=value, each one line
+		// of what exec passes on; a configuration the space tries is one it offers.
+		configs := append([]Assignment{nil}, sp.TryFirst...)
+		for _, a := range configs {
+			if err := sp.CheckOffered(a); err != nil {
+				t.Fatalf("try_first %v: %v", a, err)
+			}
+			for _, kv := range sp.Env(a) {
+				if !envRE.MatchString(kv) || len(kv)+1 > MaxArgStrlen {
+					t.Fatalf("environment string %.200q", kv)
+				}
+			}
+		}
+		// The file read again is the same space, of the same hash.
+		again, err := Parse("fuzz.toml", sp.Source)
+		if err != nil || again.Hash() != sp.Hash() {
+			t.Fatalf("read again: %v, hash %s for %s", err, again.Hash(), sp.Hash())
+		}
 	})
 }
+
+var (
+	fileLineRE = regexp.MustCompile(`^fuzz\.toml:[0-9]+:`)
+	envRE      = regexp.MustCompile(`^NCCL_[A-Z0-9_]+=[^\x00-\x1f\x7f]*$`)
+)
 
 func mustLookup(name string) Var {
 	v, err := Lookup(name)
