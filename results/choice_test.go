@@ -264,6 +264,11 @@ func TestFailedConfigurationIsNeverChosen(t *testing.T) {
 			{Number: 1, State: store.Complete, Params: ring, Scores: scores(120)},
 			{Number: 2, State: store.Failed, FailureKind: "signal", Params: ring},
 		}, -1},
+		{"a launch that started no rank is no failure of its settings", []store.Trial{
+			{Number: 0, State: store.Complete, Params: defaults, Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: ring, Scores: scores(120)},
+			{Number: 2, State: store.Failed, FailureKind: "launch", Params: ring},
+		}, 1},
 		{"interrupted is no failure of its settings", []store.Trial{
 			{Number: 0, State: store.Complete, Params: defaults, Scores: scores(100)},
 			{Number: 1, State: store.Complete, Params: ring, Scores: scores(120)},

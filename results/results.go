@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -82,8 +83,8 @@ type config struct {
 	// estimate is the log score a model of every complete trial expects of
 	// it (search.Estimate), NaN without one.
 	estimate float64
-	// failed: some trial of it failed (wrong data, a hang, a crash), as it
-	// may in a training job however fast its other runs were.
+	// failed: some trial of it failed by its settings (wrong data, a hang,
+	// a crash), as it may in a training job however fast its other runs were.
 	failed bool
 }
 
@@ -97,7 +98,7 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 	var out []*config
 	byKey, failed := map[string]*config{}, map[string]bool{}
 	for j, t := range trials {
-		if t.State == store.Failed {
+		if t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() {
 			failed[keys[j]] = true
 		}
 	}

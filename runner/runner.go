@@ -43,6 +43,14 @@ const (
 	FailNode FailureKind = "node"
 )
 
+// Settings reports whether a failure of kind k may be its settings' doing,
+// and so come again with them: not a launch that started no rank (srun's
+// step never created, mpirun's daemons, torchrun's rendezvous), nor an
+// interrupt or a node's failure.
+func (k FailureKind) Settings() bool {
+	return k != FailLaunch && k != FailInterrupted && k != FailNode
+}
+
 // Failure is why a trial produced no usable result.
 type Failure struct {
 	Kind   FailureKind
