@@ -153,7 +153,8 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 }
 
 // failedBefore is, by its environment (envKey), the first run of each
-// configuration that failed in an earlier validation of the campaign.
+// configuration that failed by its settings in an earlier validation of
+// the campaign.
 func (s *session) failedBefore() (map[string]store.ValidationRun, error) {
 	vals, err := s.Store.Validations(s.camp.ID)
 	if err != nil {
@@ -170,7 +171,10 @@ func (s *session) failedBefore() (map[string]store.ValidationRun, error) {
 			return nil, err
 		}
 		for _, r := range runs {
-			if _, ok := failed[envKey(r.Env)]; !ok && r.State != store.Complete {
+			// Stored as "kind: reason" (measure); a launch that started no
+			// rank did not run the settings.
+			kind, _, _ := strings.Cut(r.Failure, ":")
+			if _, ok := failed[envKey(r.Env)]; !ok && r.State != store.Complete && runner.FailureKind(kind).Settings() {
 				failed[envKey(r.Env)] = r
 			}
 		}

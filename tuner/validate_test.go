@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -107,14 +108,17 @@ func TestValidationStoppedWhileProbing(t *testing.T) {
 	}
 }
 
-// wrongIn fails, with wrong data, every launch of a tuned configuration
-// (arm 1 on) in one validation round, and runs the rest.
-type wrongIn struct{ round int }
+// failIn fails, as kind says (wrong data where it says none), every launch
+// of a tuned configuration (arm 1 on) in one validation round, and runs the rest.
+type failIn struct {
+	round int
+	kind  runner.FailureKind
+}
 
-func (w wrongIn) Run(ctx context.Context, job runner.Job) runner.Result {
+func (w failIn) Run(ctx context.Context, job runner.Job) runner.Result {
 	var round, arm int
 	if n, _ := fmt.Sscanf(job.Plan.Label, "validate-%d-%d", &round, &arm); n == 2 && round == w.round && arm > 0 {
-		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: runner.FailWrong, Reason: "#wrong 12"}}
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: cmp.Or(w.kind, runner.FailWrong), Reason: "made to fail in this round"}}
 	}
 	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
 }
@@ -127,7 +131,7 @@ func TestFailedInAnEarlierValidationStaysRejected(t *testing.T) {
 	sp := loadExample(t, 12)
 	st := openStore(t)
 	tu := newTuner(t, sp, st)
-	tu.Runner = wrongIn{round: 1}
+	tu.Runner = failIn{round: 1}
 	if err := tu.Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +149,39 @@ func TestFailedInAnEarlierValidationStaysRejected(t *testing.T) {
 		judged++
 		if r.Tuned() || !strings.Contains(r.Validation.Reason, "failed") {
 			t.Errorf("range %s: trial %d, wrong in an earlier validation, is %s: %s", r.Range.Name, r.Best.Number, r.Validation.Verdict, r.Validation.Reason)
+		}
+	}
+	if judged == 0 {
+		t.Fatal("no range validated a tuned configuration")
+	}
+}
+
+// TestLaunchFailedInAnEarlierValidationIsJudgedAgain: a validation round
+// whose launch of a tuned configuration started no rank (srun's step
+// never created) did not run its settings: the next validation judges the
+// configuration on its own rounds.
+func TestLaunchFailedInAnEarlierValidationIsJudgedAgain(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = failIn{round: 1, kind: runner.FailLaunch}
+	if err := tu.Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTuner(t, sp, st).Validate(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials, _ := st.Trials(camp.ID)
+	vals, _ := st.Validations(camp.ID)
+	judged := 0
+	for _, r := range results.Of(sp, trials, vals) {
+		if r.Validation == nil || r.Validation.Config == sp.Key(Defaults(sp)) {
+			continue
+		}
+		judged++
+		if strings.Contains(r.Validation.Reason, "earlier validation") {
+			t.Errorf("range %s: trial %d, whose launch failed in an earlier validation, is held to NCCL's defaults: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
 		}
 	}
 	if judged == 0 {
