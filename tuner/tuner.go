@@ -422,11 +422,10 @@ func (s *session) resume(o Options) ([]int, error) {
 	}
 	s.untold, s.best = map[int]store.Trial{}, make([]float64, len(sp.Ranges))
 	for _, t := range trials {
-		if t.State.Finished() {
-			s.untold[t.Number] = t
+		if !t.State.Finished() {
+			continue // it runs again: an interrupted one, on other hardware too, is no measurement to fit
 		}
-	}
-	for _, t := range trials {
+		s.untold[t.Number] = t
 		if err := s.fits(t); err != nil {
 			return nil, err
 		}

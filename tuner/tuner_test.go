@@ -918,3 +918,62 @@ func TestResumedOnOtherHardwareStops(t *testing.T) {
 		t.Errorf("resumed where it ran: %d search trials done, want 8", done)
 	}
 }
+
+// otherRanks runs trials as the default runner does, and says they ran ranks ranks.
+type otherRanks struct {
+	runner.Runner
+	ranks int
+}
+
+func (o otherRanks) Run(ctx context.Context, job runner.Job) runner.Result {
+	res := o.Runner.Run(ctx, job)
+	if res.Measurement != nil {
+		res.Measurement.Ranks = o.ranks
+	}
+	return res
+}
+
+// TestResumedOnOtherRanksRunsAgainWhereItRan: a workload's campaign
+// resumed on an allocation of twice the ranks stops at its first trial
+// there, recorded as interrupted; resumed where it ran, that trial runs
+// again, rather than its stored rank count refusing the resume as a
+// finished trial's would (ErrRanks).
+func TestResumedOnOtherRanksRunsAgainWhereItRan(t *testing.T) {
+	sp, err := space.Load("../examples/sim-2node-ib-workload.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Campaign.Trials = 6
+	for i := range sp.Workload {
+		sp.Workload[i].Ranks = 16
+	}
+	st := openStore(t)
+	groups, err := runner.Groups(sp.Launcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := func(ranks int) *Tuner {
+		tu := newTuner(t, sp, st)
+		tu.Runner = otherRanks{runner.Runner{Launcher: groups[0].Launcher, BaseEnv: runner.BaseEnv()}, ranks}
+		return tu
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	first := on(16)
+	first.Progress = func(p Progress) {
+		if p.Done == 3 {
+			cancel()
+		}
+	}
+	if err := first.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run: %v", err)
+	}
+	if err := on(32).Run(context.Background(), Options{KeepSettings: true}); !errors.Is(err, ErrOtherHardware) {
+		t.Fatalf("resumed on twice the ranks: %v", err)
+	}
+	if err := on(16).Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatalf("resumed where it ran: %v", err)
+	}
+	if done := searchDone(campaignTrials(t, st, sp.Campaign.Name)); done != 6 {
+		t.Errorf("resumed where it ran: %d search trials done, want 6", done)
+	}
+}
