@@ -123,68 +123,42 @@ func (w failIn) Run(ctx context.Context, job runner.Job) runner.Result {
 	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
 }
 
-// TestFailedInAnEarlierValidationStaysRejected: a configuration whose data
-// was wrong in one validation round is not tuned by another validation in
-// which every round went well: it fails so in a training job too, and
-// validating until a lucky batch would export it.
-func TestFailedInAnEarlierValidationStaysRejected(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	tu := newTuner(t, sp, st)
-	tu.Runner = failIn{round: 1}
-	if err := tu.Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := newTuner(t, sp, st).Validate(context.Background(), 3); err != nil {
-		t.Fatal(err)
-	}
-	camp, _ := st.Campaign(sp.Campaign.Name)
-	trials, _ := st.Trials(camp.ID)
-	vals, _ := st.Validations(camp.ID)
-	judged := 0
-	for _, r := range results.Of(sp, trials, vals) {
-		if r.Validation == nil || r.Validation.Config == sp.Key(Defaults(sp)) {
-			continue
+// TestFailedInAnEarlierValidation: a configuration whose data was wrong in
+// one validation round is not tuned by another validation in which every
+// round went well (it fails so in a training job too, and validating until
+// a lucky batch would export it); one whose launch started no rank in a
+// round (srun's step never created) did not run its settings there, and the
+// next validation judges it on its own rounds.
+func TestFailedInAnEarlierValidation(t *testing.T) {
+	for _, tc := range []struct {
+		kind runner.FailureKind
+		held bool // to NCCL's defaults for the earlier failure
+	}{{runner.FailWrong, true}, {runner.FailLaunch, false}} {
+		sp := loadExample(t, 12)
+		st := openStore(t)
+		tu := newTuner(t, sp, st)
+		tu.Runner = failIn{round: 1, kind: tc.kind}
+		if err := tu.Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+			t.Fatal(err)
 		}
-		judged++
-		if r.Tuned() || !strings.Contains(r.Validation.Reason, "failed") {
-			t.Errorf("range %s: trial %d, wrong in an earlier validation, is %s: %s", r.Range.Name, r.Best.Number, r.Validation.Verdict, r.Validation.Reason)
+		if _, err := newTuner(t, sp, st).Validate(context.Background(), 3); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if judged == 0 {
-		t.Fatal("no range validated a tuned configuration")
-	}
-}
-
-// TestLaunchFailedInAnEarlierValidationIsJudgedAgain: a validation round
-// whose launch of a tuned configuration started no rank (srun's step
-// never created) did not run its settings: the next validation judges the
-// configuration on its own rounds.
-func TestLaunchFailedInAnEarlierValidationIsJudgedAgain(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	tu := newTuner(t, sp, st)
-	tu.Runner = failIn{round: 1, kind: runner.FailLaunch}
-	if err := tu.Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := newTuner(t, sp, st).Validate(context.Background(), 3); err != nil {
-		t.Fatal(err)
-	}
-	camp, _ := st.Campaign(sp.Campaign.Name)
-	trials, _ := st.Trials(camp.ID)
-	vals, _ := st.Validations(camp.ID)
-	judged := 0
-	for _, r := range results.Of(sp, trials, vals) {
-		if r.Validation == nil || r.Validation.Config == sp.Key(Defaults(sp)) {
-			continue
+		camp, _ := st.Campaign(sp.Campaign.Name)
+		trials, _ := st.Trials(camp.ID)
+		vals, _ := st.Validations(camp.ID)
+		judged := 0
+		for _, r := range results.Of(sp, trials, vals) {
+			if r.Validation == nil || r.Validation.Config == sp.Key(Defaults(sp)) {
+				continue
+			}
+			judged++
+			if held := strings.Contains(r.Validation.Reason, "earlier validation"); held != tc.held || held && r.Tuned() {
+				t.Errorf("%s in an earlier validation: range %s, trial %d, is %s: %s", tc.kind, r.Range.Name, r.Best.Number, r.Validation.Verdict, r.Validation.Reason)
+			}
 		}
-		judged++
-		if strings.Contains(r.Validation.Reason, "earlier validation") {
-			t.Errorf("range %s: trial %d, whose launch failed in an earlier validation, is held to NCCL's defaults: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
+		if judged == 0 {
+			t.Fatalf("%s: no range validated a tuned configuration", tc.kind)
 		}
-	}
-	if judged == 0 {
-		t.Fatal("no range validated a tuned configuration")
 	}
 }
