@@ -54,15 +54,21 @@ func compareCommand() *cli.Command {
 			}
 			failed := failedRun(res)
 			if c.Bool("json") {
+				// The means as the table prints them, in the benchmark's unit: a
+				// time's score is its inverse, which a script would misread.
 				type row struct {
 					Range               string
 					MeanA, MeanB        *float64
+					Unit                string
+					LowerIsBetter       bool
 					Gain, CILow, CIHigh *float64
 					Verdict             string
 				}
 				var rows []row
 				for _, r := range res {
-					rows = append(rows, row{r.Range.Name, results.Finite(r.MeanA), results.Finite(r.MeanB), results.Finite(r.Gain), results.Finite(r.CILow), results.Finite(r.CIHigh), r.Verdict})
+					m := sp.Measure(r.Range)
+					rows = append(rows, row{r.Range.Name, results.Finite(m.Value(r.MeanA)), results.Finite(m.Value(r.MeanB)), m.Unit, m.Inverse,
+						results.Finite(r.Gain), results.Finite(r.CILow), results.Finite(r.CIHigh), r.Verdict})
 				}
 				return errors.Join(writeJSON(os.Stdout, rows), failed)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,5 +32,28 @@ done
 	}
 	if code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "a.env", "a.env"); code != 0 {
 		t.Errorf("compare of runs that all ran: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestCompareJSONInTheMetricsUnit: compare --json gives each mean as the
+// table prints it, in the benchmark's unit, with the unit and direction: it
+// gave the scores, which for a time (goal "min") are its inverse, so a
+// script read 0.1 where the command measured 10 ms.
+func TestCompareJSONInTheMetricsUnit(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile, _ := filepath.Abs("../../tuner/testdata/silent-command.toml")
+	os.WriteFile(filepath.Join(dir, "a.env"), []byte("NCCL_ALGO=Ring\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.env"), []byte("NCCL_ALGO=Tree\n"), 0o644)
+	code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "--json", "a.env", "b.env")
+	var rows []struct {
+		MeanA, MeanB, Gain float64
+		Unit               string
+		LowerIsBetter      bool
+	}
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 1 {
+		t.Fatalf("compare --json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if r := rows[0]; math.Abs(r.MeanA-10) > 1e-9 || math.Abs(r.MeanB-5) > 1e-9 || r.Unit != "ms" || !r.LowerIsBetter || r.Gain < 0.99 || r.Gain > 1.01 {
+		t.Errorf("compare --json of 10 ms against 5 ms: %+v", r)
 	}
 }
