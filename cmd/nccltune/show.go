@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -83,7 +84,7 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) error {
 	if l.space.Launcher.Groups > 1 {
 		fmt.Fprintf(w, "group: %d%s\n", t.Group, nodeList(t.Nodes))
 	}
-	fmt.Fprintf(w, "command: %s\n", shellJoin(t.Command))
+	fmt.Fprintf(w, "command: %s\n", commandLine(l, t.Command))
 	log := t.NCCLLog
 	switch {
 	case !log.Debug:
@@ -118,9 +119,16 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) error {
 	}
 	if len(t.Rows) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		// A workload's trial measures several collectives over the same
+		// sizes: each row names its own, or they read as one sweep.
+		coll := func(r nccltests.Row) string { return "" }
+		if len(l.space.Collectives()) > 1 {
+			coll = func(r nccltests.Row) string { return r.Collective + "\t" }
+			fmt.Fprint(tw, "collective\t")
+		}
 		fmt.Fprintln(tw, "size\ttime us\talgbw\tbusbw\t#wrong\tin-place us\tbusbw\t#wrong\t")
 		for _, r := range t.Rows {
-			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%s\t\n", r.Size, r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW,
+			fmt.Fprintf(tw, "%s%d\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%s\t\n", coll(r), r.Size, r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW,
 				r.OutOfPlace.BusBW, wrong(r.OutOfPlace), r.InPlace.TimeUs, r.InPlace.BusBW, wrong(r.InPlace))
 		}
 		tw.Flush()
@@ -144,6 +152,25 @@ func shellJoin(argv []string) string {
 		}
 	}
 	return strings.Join(quoted, " ")
+}
+
+// commandLine renders a trial's command to paste: a workload's trial runs
+// one benchmark per collective, one after the other, which the stored
+// command separates by "&&" (tuner's merged), an operator here, not an
+// argument to quote.
+func commandLine(l *loaded, argv []string) string {
+	if len(l.space.Collectives()) < 2 {
+		return shellJoin(argv)
+	}
+	var launches []string
+	for len(argv) > 0 {
+		i := slices.Index(argv, "&&")
+		if i < 0 {
+			i = len(argv)
+		}
+		launches, argv = append(launches, shellJoin(argv[:i])), argv[min(i+1, len(argv)):]
+	}
+	return strings.Join(launches, " && ")
 }
 
 func orDash(s string) string {

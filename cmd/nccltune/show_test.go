@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/runner/nccltests"
@@ -12,6 +14,31 @@ func TestWrongColumn(t *testing.T) {
 	for wrongs, want := range map[int64]string{-1: "N/A", 0: "0", 3: "3"} {
 		if got := wrong(nccltests.Measure{Wrong: wrongs}); got != want {
 			t.Errorf("%d wrong: %q, want %q", wrongs, got, want)
+		}
+	}
+}
+
+// TestShowOfAWorkloadTrial: a trial of a workload runs one benchmark per
+// collective. show names each row's collective (it printed all_gather's and
+// reduce_scatter's 64M rows as two unnamed rows of one size), and its command
+// line runs every benchmark when pasted (the '&&' between them was quoted,
+// an argument of the first).
+func TestShowOfAWorkloadTrial(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile, _ := filepath.Abs("../../examples/sim-2node-ib-workload.toml")
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--trials", "3", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "show", "0")
+	if code != 0 {
+		t.Fatalf("show: %d\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(out, "'&&'") || strings.Count(out, " && ") != 2 {
+		t.Errorf("show's command line does not run three benchmarks:\n%s", out)
+	}
+	for _, row := range []string{"all_gather  67108864", "reduce_scatter  67108864", "all_reduce         8"} {
+		if !strings.Contains(out, row) {
+			t.Errorf("show has no row %q:\n%s", row, out)
 		}
 	}
 }
