@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nccltune/nccltune/runner/nccltests"
+	"github.com/nccltune/nccltune/space"
 )
 
 // TestWrongColumn: show prints an unchecked #wrong as nccl-tests does (N/A:
@@ -40,5 +41,18 @@ func TestShowOfAWorkloadTrial(t *testing.T) {
 		if !strings.Contains(out, row) {
 			t.Errorf("show has no row %q:\n%s", row, out)
 		}
+	}
+}
+
+// TestSizesOfTheWholeSweep: a space without ranges has one, the whole sweep,
+// whose exclusive bound is one byte past its largest size: status showed it
+// as "8-1073741825". It reads as the sweep, as ranges' bounds do.
+func TestSizesOfTheWholeSweep(t *testing.T) {
+	sp, err := space.Parse("all.toml", []byte("[campaign]\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n[simulator]\nnodes = 1\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sizes(sp, sp.Ranges[0]); got != "8-1G" {
+		t.Errorf("sizes of the whole sweep: %q, want 8-1G", got)
 	}
 }

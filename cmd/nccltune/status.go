@@ -374,7 +374,13 @@ func sizes(sp *space.Space, r space.Range) string {
 	case !sp.Benchmark.Sweeps():
 		return "whole run"
 	}
-	return space.FormatSize(r.Min) + "-" + space.FormatSize(r.Max)
+	hi := space.FormatSize(r.Max)
+	if r.Max == sp.Sizes.Max+1 {
+		// The whole sweep's range (a space without ranges) ends one byte past
+		// its largest size, which reads as a number of no meaning.
+		hi = space.FormatSize(sp.Sizes.Max)
+	}
+	return space.FormatSize(r.Min) + "-" + hi
 }
 
 // chosenSettings lists the searched variables a trial set, or says it is NCCL's defaults.
