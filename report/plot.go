@@ -110,7 +110,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 		p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
 	}
-	return p.Save(width, height, path)
+	return save(p, path)
 }
 
 // Measured plots what each completed trial measured, per range, as the
@@ -163,7 +163,7 @@ func Measured(sp *space.Space, trials []store.Trial, path string) error {
 			p.Legend.Add(set.label, pts)
 		}
 	}
-	return p.Save(width, height, path)
+	return save(p, path)
 }
 
 // bandwidth is what BusBW plots: "bus bandwidth", or "algorithm bandwidth"
@@ -223,7 +223,7 @@ func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 			return err
 		}
 	}
-	return p.Save(width, height, path)
+	return save(p, path)
 }
 
 // convergence is, per range, the best score so far relative to NCCL's
@@ -299,6 +299,26 @@ func rowsXY(sp *space.Space, runs []store.Trial, coll string, within *space.Rang
 		xy = append(xy, plotter.XY{X: float64(size), Y: math.Exp(logSum[size] / count[size])})
 	}
 	return xy
+}
+
+// save writes p as a PNG at path, each axis whose points all hold one
+// value widened around it first.
+func save(p *plot.Plot, path string) error {
+	widen(&p.X)
+	widen(&p.Y)
+	return p.Save(width, height, path)
+}
+
+// widen gives an axis whose points all hold one positive value (one size
+// swept, one trial measured) a range around it: gonum's own, 1 either way,
+// runs a log axis to 0 or below under a value of 1, where it panics, and
+// sets a linear one about 0 under a tiny value, which then reads as 0. A
+// value and its geometric mean over one run may differ in the last bit,
+// a range with no tick in it: that is one value too.
+func widen(a *plot.Axis) {
+	if a.Min > 0 && a.Max <= a.Min*(1+1e-9) {
+		a.Min, a.Max = a.Min/1.25, a.Max*1.25
+	}
 }
 
 func addLine(p *plot.Plot, label string, xy plotter.XYs, c color.Color, dashed bool) error {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot"
+
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
@@ -353,6 +355,40 @@ func TestBandwidthOfOneRank(t *testing.T) {
 	} {
 		if got := bandwidth(sp, c.trials); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestPlotsOfOneValue: a plot whose points all hold one value (one size
+// swept, as a latency campaign's, with its runs of NCCL's defaults alike;
+// a command's metric that only NCCL's defaults measured) gets an axis
+// around it. gonum widened such an axis by 1 either way: below 1 GB/s that
+// put the log axis's minimum at or below 0, and report panicked; a linear
+// axis of 1 ms ran from -0.x, where the points read as 0.
+func TestPlotsOfOneValue(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1K\", factor = 2 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nccltests.Measure{TimeUs: 1e6, AlgBW: 0, BusBW: 0}
+	tr := store.Trial{Number: 0, State: store.Complete, Rows: []nccltests.Row{{Size: 1024, OutOfPlace: m, InPlace: m}}}
+	tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows)[0]}
+	again := tr
+	again.Number = 1
+	for _, trials := range [][]store.Trial{{tr, again}, {tr, {Number: 1, State: store.Failed}}} {
+		if err := BusBW(sp, results.Of(sp, trials, nil), trials, filepath.Join(t.TempDir(), "busbw.png")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The geometric mean of one run is not always the run's value to the
+	// last bit: an axis that narrow has no tick in it, and is as bad.
+	for _, v := range []float64{1e-9, 1e-3, 0.5, 1e6} {
+		for _, hi := range []float64{v, v * (1 + 1e-15)} {
+			a := plot.New().Y
+			a.Min, a.Max = v, hi
+			if widen(&a); !(a.Min > 0 && a.Min < v && a.Max > hi) {
+				t.Errorf("%g to %g: axis from %g to %g", v, hi, a.Min, a.Max)
+			}
 		}
 	}
 }
