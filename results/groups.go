@@ -38,6 +38,7 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 	}
 	logs := map[key][]map[string]float64{}
 	first := map[string]int{}
+	defaults := "" // NCCL's defaults' key, whichever trial first completed them
 	nodes := map[int][]string{}
 	for _, t := range trials {
 		if t.State != store.Complete {
@@ -47,6 +48,9 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 		logs[k] = append(logs[k], t.Scores)
 		if n, ok := first[k.config]; !ok || t.Number < n {
 			first[k.config] = t.Number
+		}
+		if sp.IsDefaults(t.Params) {
+			defaults = k.config
 		}
 		nodes[t.Group] = t.Nodes
 	}
@@ -81,7 +85,7 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 				below := 1 - m/means[best]
 				if below > GroupTolerance && below > worst[g].Below {
 					name := "trial " + strconv.Itoa(number)
-					if number == 0 {
+					if config == defaults {
 						name = "NCCL's defaults"
 					}
 					worst[g] = GroupSpread{Group: g, Nodes: nodes[g], Range: r.Name, Config: name, Below: below, Best: best}

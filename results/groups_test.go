@@ -38,3 +38,19 @@ func TestGroupSpreads(t *testing.T) {
 		t.Error("one group's trials cannot spread")
 	}
 }
+
+// TestGroupSpreadOfTheDefaultsWhereTrial0Failed: NCCL's defaults run first on
+// every group; where trial 0 (group 0's) failed, the defaults measured on
+// the others are still NCCL's defaults: they were named "trial 1", a
+// configuration the search never proposed.
+func TestGroupSpreadOfTheDefaultsWhereTrial0Failed(t *testing.T) {
+	sp := &space.Space{Ranges: []space.Range{{Name: "all", Min: 1, Max: 1 << 30}},
+		Params: []space.Param{{Name: "NCCL_PROTO", Values: []string{"default", "LL", "Simple"}}}}
+	defaults := func(n int, score float64) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Group: n, Params: map[string]string{"NCCL_PROTO": "default"}, Scores: map[string]float64{"all": score}}
+	}
+	trials := []store.Trial{{Number: 0, State: store.Failed, Group: 0}, defaults(1, 100), defaults(2, 80)}
+	if got := GroupSpreads(sp, trials); len(got) != 1 || got[0].Config != "NCCL's defaults" {
+		t.Errorf("spreads: %+v", got)
+	}
+}
