@@ -74,19 +74,19 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 
 	line, drawn := 0, 0
 	// counted adds a line and counts its points.
-	counted := func(p *plot.Plot, label string, xy plotter.XYs, c color.Color, dashed bool) error {
+	counted := func(p *plot.Plot, label string, xy plotter.XYs, s style) error {
 		drawn += len(xy)
-		return addLine(p, label, xy, c, dashed)
+		return addLine(p, label, xy, s)
 	}
 	for _, coll := range colls {
 		prefix := ""
 		if len(colls) > 1 {
 			prefix = coll + ": "
-		} else if err := counted(p, "best of any trial, per size", envelope(sp, coll, trials), color.Gray{Y: 0xa0}, true); err != nil {
+		} else if err := counted(p, "best of any trial, per size", envelope(sp, coll, trials), style{color.Gray{Y: 0xa0}, dashes[1], draw.CircleGlyph{}}); err != nil {
 			return err
 		}
 		if runs, xy := configLine(sp, trials, nil, coll, nil); xy != nil {
-			if err := counted(p, prefix+"NCCL defaults ("+runs+")", xy, palette[line%len(palette)], false); err != nil {
+			if err := counted(p, prefix+"NCCL defaults ("+runs+")", xy, lineStyle(line)); err != nil {
 				return err
 			}
 			line++
@@ -97,7 +97,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 				continue
 			}
 			runs, xy := configLine(sp, trials, ch.Params, coll, &r.Range)
-			if err := counted(p, prefix+r.Range.Name+": "+runs, xy, palette[line%len(palette)], false); err != nil {
+			if err := counted(p, prefix+r.Range.Name+": "+runs, xy, lineStyle(line)); err != nil {
 				return err
 			}
 			line++
@@ -219,7 +219,7 @@ func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
 	for i, xy := range convergence(sp, trials) {
-		if err := addLine(p, sp.Ranges[i].Name, xy, palette[i%len(palette)], false); err != nil {
+		if err := addLine(p, sp.Ranges[i].Name, xy, lineStyle(i)); err != nil {
 			return err
 		}
 	}
@@ -321,7 +321,32 @@ func widen(a *plot.Axis) {
 	}
 }
 
-func addLine(p *plot.Plot, label string, xy plotter.XYs, c color.Color, dashed bool) error {
+// style is how a line and its points are drawn.
+type style struct {
+	color  color.Color
+	dashes []vg.Length
+	glyph  draw.GlyphDrawer
+}
+
+// dashes and glyphs tell lines of one colour apart (a range of one size is
+// a point, no line): the palette's colours repeat after six lines (ranges,
+// collectives), and the seventh was drawn as the first, a range's choice
+// as NCCL's defaults.
+var (
+	dashes = [][]vg.Length{nil, {vg.Points(4), vg.Points(3)}, {vg.Points(1.5), vg.Points(2.5)},
+		{vg.Points(6), vg.Points(2.5), vg.Points(1.5), vg.Points(2.5)}}
+	glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
+)
+
+// lineStyle is the style of a plot's n-th line: the palette's colours
+// solid with circles, then dashed with squares, dotted with triangles,
+// dash-dotted with crosses.
+func lineStyle(n int) style {
+	k := n / len(palette) % len(dashes)
+	return style{palette[n%len(palette)], dashes[k], glyphs[k]}
+}
+
+func addLine(p *plot.Plot, label string, xy plotter.XYs, s style) error {
 	// A store's scores need only be finite: a tampered one's 1e308, or a
 	// default of 5e-324, overflows a ratio to infinity, a point the plotter
 	// refuses, and that failed the whole report. Such a point is left out.
@@ -335,15 +360,12 @@ func addLine(p *plot.Plot, label string, xy plotter.XYs, c color.Color, dashed b
 	if err != nil {
 		return err
 	}
-	l.Color, l.Width = c, vg.Points(1.6)
-	if dashed {
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	}
+	l.Color, l.Width, l.Dashes = s.color, vg.Points(1.6), s.dashes
 	pts, err := plotter.NewScatter(xy)
 	if err != nil {
 		return err
 	}
-	pts.Color, pts.Radius, pts.Shape = c, vg.Points(1.8), draw.CircleGlyph{}
+	pts.Color, pts.Radius, pts.Shape = s.color, vg.Points(1.8), s.glyph
 	p.Add(l, pts)
 	p.Legend.Add(label, l)
 	return nil

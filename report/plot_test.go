@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"image/color"
 	"image/png"
 	"math"
@@ -389,6 +390,25 @@ func TestPlotsOfOneValue(t *testing.T) {
 			if widen(&a); !(a.Min > 0 && a.Min < v && a.Max > hi) {
 				t.Errorf("%g to %g: axis from %g to %g", v, hi, a.Min, a.Max)
 			}
+		}
+	}
+}
+
+// TestLinesTellApart: every line of a plot of up to 24 (ranges'
+// choices, collectives' defaults, ranges' convergence) is drawn unlike the
+// others: the palette's six colours repeated, and with twenty ranges the
+// choice of the sixth was drawn as NCCL's defaults, in their colour.
+func TestLinesTellApart(t *testing.T) {
+	seen := map[string]int{}
+	for n := range 24 {
+		s := lineStyle(n)
+		key := fmt.Sprint(s.color, s.dashes, s.glyph)
+		if m, ok := seen[key]; ok {
+			t.Errorf("lines %d and %d are drawn alike: %s", m, n, key)
+		}
+		seen[key] = n
+		if n >= 6 && s.glyph == lineStyle(n%6).glyph {
+			t.Errorf("line %d's points are drawn as line %d's", n, n%6)
 		}
 	}
 }
