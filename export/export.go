@@ -169,8 +169,11 @@ func (e Export) measures(r space.Range) string {
 	case b.Kind == space.Command:
 		return fmt.Sprintf("the command %q, by its metric (%s)", b.Command, b.Metric)
 	}
-	return fmt.Sprintf("%s messages of %s bytes up to (not including) %s (range %q)",
-		e.Space.Campaign.Collective, space.FormatSize(r.Min), space.FormatSize(r.Max), r.Name)
+	lo, hi, inclusive := e.Space.Bounds(r)
+	if inclusive {
+		return fmt.Sprintf("%s messages of %s to %s bytes (range %q)", e.Space.Campaign.Collective, lo, hi, r.Name)
+	}
+	return fmt.Sprintf("%s messages of %s bytes up to (not including) %s (range %q)", e.Space.Campaign.Collective, lo, hi, r.Name)
 }
 
 const (

@@ -330,3 +330,16 @@ func TestTamperedRangeName(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeSweepIsDescribedAsSwept: a space without ranges has one, the
+// whole sweep, whose end is one byte past its largest size: the header said
+// "up to (not including) 1073741825".
+func TestWholeSweepIsDescribedAsSwept(t *testing.T) {
+	sp, err := space.Parse("all.toml", []byte("[campaign]\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n[simulator]\nnodes = 1\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := (Export{Space: sp}).measures(sp.Ranges[0]), `all_reduce messages of 8 to 1G bytes (range "all")`; got != want {
+		t.Errorf("header: %q, want %q", got, want)
+	}
+}

@@ -63,6 +63,17 @@ func legacySize(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// Bounds are range r's sizes as people read them: its first and the end
+// it stops short of; or, for the whole sweep of a space without ranges,
+// whose end is one byte past the sweep's largest size (a number of no
+// meaning), its first and that largest, inclusive.
+func (s *Space) Bounds(r Range) (lo, hi string, inclusive bool) {
+	if r.Max == s.Sizes.Max+1 {
+		return FormatSize(r.Min), FormatSize(s.Sizes.Max), true
+	}
+	return FormatSize(r.Min), FormatSize(r.Max), false
+}
+
 // FormatSize writes a byte count in the shortest exact binary unit: 65536 is "64K".
 func FormatSize(n int64) string {
 	for _, u := range sizeUnits {

@@ -17,7 +17,7 @@ import (
 // Comparison is how two configurations compare on one size range.
 type Comparison struct {
 	Range        space.Range
-	MeanA, MeanB float64 // busbw, GB/s, geometric over the rounds; NaN if a run failed
+	MeanA, MeanB float64 // scores (higher is better: busbw in GB/s, or a time's inverse), geometric over the rounds; NaN if a run failed
 	Gain         float64 // of B over A
 	CILow        float64
 	CIHigh       float64

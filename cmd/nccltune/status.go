@@ -374,13 +374,8 @@ func sizes(sp *space.Space, r space.Range) string {
 	case !sp.Benchmark.Sweeps():
 		return "whole run"
 	}
-	hi := space.FormatSize(r.Max)
-	if r.Max == sp.Sizes.Max+1 {
-		// The whole sweep's range (a space without ranges) ends one byte past
-		// its largest size, which reads as a number of no meaning.
-		hi = space.FormatSize(sp.Sizes.Max)
-	}
-	return space.FormatSize(r.Min) + "-" + hi
+	lo, hi, _ := sp.Bounds(r)
+	return lo + "-" + hi
 }
 
 // chosenSettings lists the searched variables a trial set, or says it is NCCL's defaults.
