@@ -3,9 +3,12 @@ package tuner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -310,6 +313,153 @@ func TestSimplifyAgainstAFreshRun(t *testing.T) {
 	}
 	if first {
 		t.Fatal("no range was tuned; the test checks nothing")
+	}
+}
+
+// failTrials fails, as kind says, every launch of the trials whose number
+// fail picks (a quick pass too), and runs the rest; stop, if set, is called
+// as the launch labelled stopAt starts, which it interrupts.
+type failTrials struct {
+	fail   func(n int) bool
+	kind   runner.FailureKind
+	stop   func()
+	stopAt string
+}
+
+func (f failTrials) Run(ctx context.Context, job runner.Job) runner.Result {
+	local := &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}
+	if f.stop != nil && job.Plan.Label == f.stopAt {
+		f.stop()
+		return local.Run(ctx, job)
+	}
+	if n, err := strconv.Atoi(strings.TrimSuffix(job.Plan.Label, "-quick")); err == nil && f.fail(n) {
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: f.kind, Reason: "made to fail"}}
+	}
+	return local.Run(ctx, job)
+}
+
+// TestSimplifyChoosesAgainAfterAFailure: a range's choice whose fresh run
+// fails by its settings (wrong data) is chosen no more, so the
+// simplification runs the choice results now make fresh and simplifies
+// that one in turn, at most simplifyChoices of them (where every fresh run
+// fails, it ends). Before, it moved on, and the results exported the next
+// choice never run again nor simplified. A launch that started no rank is
+// no failure of the settings, and chooses nothing anew. Killed anywhere in
+// the simplification and resumed, the campaign ends as an uninterrupted one.
+func TestSimplifyChoosesAgainAfterAFailure(t *testing.T) {
+	const budget = 16
+	sp := loadExample(t, budget)
+	campaign := func(ctx context.Context, st *store.Store, fr failTrials) error {
+		tu := newTuner(t, sp, st)
+		tu.Runner = fr
+		return tu.Run(ctx, Options{Simplify: true})
+	}
+	firstTwo := func(n int) bool { return n == budget || n == budget+1 }
+	whole := openStore(t)
+	if err := campaign(context.Background(), whole, failTrials{fail: firstTwo, kind: runner.FailWrong}); err != nil {
+		t.Fatal(err)
+	}
+	ran := finished(campaignTrials(t, whole, sp.Campaign.Name))
+	searched := make([]store.Trial, budget)
+	for n := range searched {
+		searched[n] = ran[n]
+	}
+	// The first two fresh runs fail, both of the first tuned range's choices;
+	// the third runs its next choice.
+	var rejected []store.Trial
+	var chain []*store.Trial // the range's choices, one more after each failure
+	r := slices.IndexFunc(results.Of(sp, searched, nil), func(r results.RangeResult) bool {
+		return r.Best != nil && !sp.IsDefaults(r.Best.Params)
+	})
+	if r < 0 {
+		t.Fatal("no range was tuned; the test checks nothing")
+	}
+	for n := budget; n < budget+3; n++ {
+		choice := results.Of(sp, slices.Concat(searched, rejected), nil)[r].Best
+		if choice == nil || sp.IsDefaults(choice.Params) {
+			t.Fatalf("range %s chose NCCL's defaults after %d failures; the test checks nothing", sp.Ranges[r].Name, len(rejected))
+		}
+		chain = append(chain, choice)
+		if got := ran[n]; sp.Key(got.Params) != sp.Key(choice.Params) {
+			t.Errorf("trial %d ran %v; range %s's choice after %d failed fresh runs is %v", n, got.Env, sp.Ranges[r].Name, len(rejected), choice.Env)
+		}
+		rejected = append(rejected, ran[n])
+	}
+	if ran[budget+2].State != store.Complete || len(ran) <= budget+3 {
+		t.Errorf("the third choice did not complete (%s) or was not simplified (%d trials)", ran[budget+2].State, len(ran))
+	}
+	// What the range exports was measured again after the search.
+	all := slices.SortedFunc(maps.Values(ran), func(a, b store.Trial) int { return a.Number - b.Number })
+	final := results.Of(sp, all, nil)[r].Best
+	if !slices.ContainsFunc(all[budget:], func(tr store.Trial) bool {
+		return tr.State == store.Complete && sp.Key(tr.Params) == sp.Key(final.Params)
+	}) {
+		t.Errorf("range %s exports trial %d %v, which the simplification never ran", sp.Ranges[r].Name, final.Number, final.Env)
+	}
+
+	for _, stopAt := range []int{budget, budget + 1, budget + 2, budget + 3} {
+		st := openStore(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		// After trial stopAt finished, or as it starts, leaving it interrupted.
+		c := newTuner(t, sp, st)
+		c.Runner = failTrials{fail: firstTwo, kind: runner.FailWrong}
+		if stopAt%2 == 0 {
+			c.Progress = func(p Progress) {
+				if p.Trial.Number == stopAt {
+					cancel()
+				}
+			}
+		} else {
+			c.Runner = failTrials{fail: firstTwo, kind: runner.FailWrong, stop: cancel, stopAt: strconv.Itoa(stopAt)}
+		}
+		if err := c.Run(ctx, Options{Simplify: true}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("stopped at trial %d: %v", stopAt, err)
+		}
+		if n := len(finished(campaignTrials(t, st, sp.Campaign.Name))); n >= len(ran) {
+			t.Fatalf("stopped at trial %d: %d trials finished, nothing left to resume", stopAt, n)
+		}
+		if err := campaign(context.Background(), st, failTrials{fail: firstTwo, kind: runner.FailWrong}); err != nil {
+			t.Fatal(err)
+		}
+		got := finished(campaignTrials(t, st, sp.Campaign.Name))
+		if len(got) != len(ran) {
+			t.Errorf("stopped at trial %d and resumed: %d finished trials, uninterrupted %d", stopAt, len(got), len(ran))
+		}
+		for n, w := range ran {
+			if g := got[n]; !reflect.DeepEqual(g.Params, w.Params) || g.State != w.State || !reflect.DeepEqual(g.Scores, w.Scores) {
+				t.Errorf("stopped at trial %d and resumed, trial %d: %s %v, uninterrupted %s %v", stopAt, n, g.State, g.Params, w.State, w.Params)
+			}
+		}
+	}
+
+	// A launch that started no rank chooses nothing anew: the range's next
+	// choices run only as some range's choice from the search.
+	st := openStore(t)
+	if err := campaign(context.Background(), st, failTrials{fail: firstTwo, kind: runner.FailLaunch}); err != nil {
+		t.Fatal(err)
+	}
+	searchChoices := map[string]bool{}
+	for _, c := range results.Of(sp, searched, nil) {
+		if c.Best != nil {
+			searchChoices[sp.Key(c.Best.Params)] = true
+		}
+	}
+	for n, tr := range finished(campaignTrials(t, st, sp.Campaign.Name)) {
+		for _, next := range chain[1:] {
+			if n >= budget && !searchChoices[sp.Key(next.Params)] && sp.Key(tr.Params) == sp.Key(next.Params) {
+				t.Errorf("after launches that started no rank, trial %d ran range %s's next choice %v", n, sp.Ranges[r].Name, next.Env)
+			}
+		}
+	}
+
+	// Where every fresh run fails, each range tries simplifyChoices choices
+	// (the search offers more) and no more.
+	st = openStore(t)
+	if err := campaign(context.Background(), st, failTrials{fail: func(n int) bool { return n >= budget }, kind: runner.FailWrong}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(campaignTrials(t, st, sp.Campaign.Name)) - budget; n != simplifyChoices*len(sp.Ranges) {
+		t.Errorf("every fresh run failing, the simplification ran %d trials, want %d", n, simplifyChoices*len(sp.Ranges))
 	}
 }
 

@@ -868,12 +868,19 @@ func (s *session) trial(ctx context.Context, n int, a space.Assignment) (*store.
 	return t, s.tell(n + 1)
 }
 
+// simplifyChoices bounds the choices a range's simplification runs fresh:
+// each whose fresh run fails by its settings gives way to the next, but a
+// space where everything fails must not run them all.
+const simplifyChoices = 3
+
 // simplify tries, for each range's chosen configuration, leaving out each of
 // its settings in turn, as extra trials after the search's. A setting whose
 // removal keeps the range within results.Parsimony of the choice is left out
 // for good; results.Of then prefers the simpler trial. The choice's search
 // score is the best of many noisy runs, so biased upwards (the winner's
-// curse): the variants are held against a fresh run of it instead.
+// curse): the variants are held against a fresh run of it instead. A
+// choice whose fresh run fails by its settings is chosen no more, and the
+// range's next choice is run and simplified in its place.
 // Configurations already run are not run again, so a resumed campaign
 // simplifies where it stopped.
 func (s *session) simplify(ctx context.Context) error {
@@ -908,22 +915,49 @@ func (s *session) simplify(ctx context.Context) error {
 		n++
 		return *t, nil
 	}
-	for _, r := range results.Of(sp, searched, nil) {
-		if r.Best == nil || sp.IsDefaults(r.Best.Params) {
-			continue // NCCL's defaults: nothing to simplify
-		}
-		cur := space.Assignment(maps.Clone(r.Best.Params))
-		ref, ok := fresh[sp.Key(cur)]
-		if !ok {
-			var err error
-			if ref, err = run(cur); err != nil {
-				return err
+	// The choices' fresh runs that failed by their settings, in the order
+	// run: results never choose those configurations (see results.Of), so
+	// the ranges choose again without them. The search's trials and these
+	// alone make the choices, so that a resumed campaign, which finds each
+	// of them as it goes, retraces the same path.
+	var rejected []store.Trial
+	choices := results.Of(sp, searched, nil)
+	// choose returns range i's choice and its fresh run, running it if
+	// none has; nil where NCCL's defaults are chosen, or simplifyChoices
+	// choices failed.
+	choose := func(i int) (space.Assignment, store.Trial, error) {
+		for range simplifyChoices {
+			best := choices[i].Best
+			if best == nil || sp.IsDefaults(best.Params) {
+				break // NCCL's defaults: nothing to simplify
 			}
+			a := space.Assignment(maps.Clone(best.Params))
+			ref, ok := fresh[sp.Key(a)]
+			if !ok {
+				var err error
+				if ref, err = run(a); err != nil {
+					return nil, ref, err
+				}
+			}
+			// A launch that started no rank says nothing of the settings:
+			// results keep the choice, and it stands, unsimplified.
+			if ref.State != store.Failed || !runner.FailureKind(ref.FailureKind).Settings() {
+				return a, ref, nil
+			}
+			rejected = append(rejected, ref)
+			choices = results.Of(sp, slices.Concat(searched, rejected), nil)
 		}
-		if ref.State != store.Complete {
-			continue // the choice failed when run again; validation will say so
+		return nil, store.Trial{}, nil
+	}
+	for i, rg := range sp.Ranges {
+		cur, ref, err := choose(i)
+		if err != nil {
+			return err
 		}
-		target := ref.Scores[r.Range.Name] * (1 - results.Parsimony)
+		if cur == nil || ref.State != store.Complete {
+			continue // NCCL's defaults, or no choice ran fresh; validation will say so
+		}
+		target := ref.Scores[rg.Name] * (1 - results.Parsimony)
 		for _, p := range sp.Params {
 			if v, ok := cur[p.Name]; !ok || v == space.Unset {
 				continue
@@ -941,7 +975,7 @@ func (s *session) simplify(ctx context.Context) error {
 					return err
 				}
 			}
-			if t.State == store.Complete && t.Scores[r.Range.Name] >= target {
+			if t.State == store.Complete && t.Scores[rg.Name] >= target {
 				cur = variant
 			}
 		}
