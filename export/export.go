@@ -170,10 +170,15 @@ func (e Export) measures(r space.Range) string {
 		return fmt.Sprintf("the command %q, by its metric (%s)", b.Command, b.Metric)
 	}
 	lo, hi, inclusive := e.Space.Bounds(r)
-	if inclusive {
-		return fmt.Sprintf("%s messages of %s to %s bytes (range %q)", e.Space.Campaign.Collective, lo, hi, r.Name)
+	switch {
+	case len(r.Calls) > 0 && lo == hi:
+		return fmt.Sprintf("the workload's %s calls of %s bytes (range %q)", r.Collective, lo, r.Name)
+	case len(r.Calls) > 0:
+		return fmt.Sprintf("the workload's %s calls of %s to %s bytes (range %q)", r.Collective, lo, hi, r.Name)
+	case inclusive:
+		return fmt.Sprintf("%s messages of %s to %s bytes (range %q)", r.Collective, lo, hi, r.Name)
 	}
-	return fmt.Sprintf("%s messages of %s bytes up to (not including) %s (range %q)", e.Space.Campaign.Collective, lo, hi, r.Name)
+	return fmt.Sprintf("%s messages of %s bytes up to (not including) %s (range %q)", r.Collective, lo, hi, r.Name)
 }
 
 const (

@@ -343,3 +343,24 @@ func TestWholeSweepIsDescribedAsSwept(t *testing.T) {
 		t.Errorf("header: %q, want %q", got, want)
 	}
 }
+
+// TestWorkloadRangeIsDescribedByItsCalls: a workload's range is one
+// collective's calls, of no bounds of a sweep; its env file's header said
+// every range was the first collective's "messages of 0 bytes up to (not
+// including) 9223372036854775807".
+func TestWorkloadRangeIsDescribedByItsCalls(t *testing.T) {
+	sp, err := space.Load("../examples/sim-2node-ib-workload.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"all_gather":     `the workload's all_gather calls of 256K to 64M bytes (range "all_gather")`,
+		"all_reduce":     `the workload's all_reduce calls of 8 to 25M bytes (range "all_reduce")`,
+		"reduce_scatter": `the workload's reduce_scatter calls of 64M bytes (range "reduce_scatter")`,
+	}
+	for _, r := range sp.Ranges {
+		if got := (Export{Space: sp}).measures(r); got != want[r.Name] {
+			t.Errorf("header: %q, want %q", got, want[r.Name])
+		}
+	}
+}

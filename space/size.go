@@ -66,8 +66,17 @@ func legacySize(s string) (int64, error) {
 // Bounds are range r's sizes as people read them: its first and the end
 // it stops short of; or, for the whole sweep of a space without ranges,
 // whose end is one byte past the sweep's largest size (a number of no
-// meaning), its first and that largest, inclusive.
+// meaning), its first and that largest, inclusive; or, for a workload's
+// range, whose bounds are all sizes, its calls' smallest and largest,
+// inclusive.
 func (s *Space) Bounds(r Range) (lo, hi string, inclusive bool) {
+	if len(r.Calls) > 0 {
+		small, large := r.Calls[0].Bytes, r.Calls[0].Bytes
+		for _, c := range r.Calls {
+			small, large = min(small, c.Bytes), max(large, c.Bytes)
+		}
+		return FormatSize(small), FormatSize(large), true
+	}
 	if r.Max == s.Sizes.Max+1 {
 		return FormatSize(r.Min), FormatSize(s.Sizes.Max), true
 	}

@@ -361,20 +361,15 @@ func validated(r results.RangeResult) string {
 
 // sizes shows a range's message sizes; a benchmark that does not sweep them has one objective.
 func sizes(sp *space.Space, r space.Range) string {
+	lo, hi, _ := sp.Bounds(r)
 	switch {
+	case len(r.Calls) > 0 && lo == hi:
+		return "calls of " + lo
 	case len(r.Calls) > 0:
-		lo, hi := r.Calls[0].Bytes, r.Calls[0].Bytes
-		for _, c := range r.Calls {
-			lo, hi = min(lo, c.Bytes), max(hi, c.Bytes)
-		}
-		if lo == hi {
-			return fmt.Sprintf("calls of %s", space.FormatSize(lo))
-		}
-		return fmt.Sprintf("calls of %s-%s", space.FormatSize(lo), space.FormatSize(hi))
+		return "calls of " + lo + "-" + hi
 	case !sp.Benchmark.Sweeps():
 		return "whole run"
 	}
-	lo, hi, _ := sp.Bounds(r)
 	return lo + "-" + hi
 }
 
