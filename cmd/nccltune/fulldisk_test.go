@@ -11,10 +11,7 @@ import (
 // here) fails the command, as status's table does: export's and plugin
 // build's listing of what they wrote, and doctor's table, exited 0.
 func TestOutputToAFullDisk(t *testing.T) {
-	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	dir := smallCampaign(t)
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip(err)

@@ -6,15 +6,23 @@ import (
 	"time"
 )
 
+// smallCampaign runs a campaign of 4 trials, unsimplified and unvalidated,
+// into a store in a new folder, which it returns.
+func smallCampaign(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	return dir
+}
+
 // TestJSONListsAreNeverNull: a list in --json output is [] where empty,
 // never null, which a script iterating it (Python's for, jq's .[]) fails
 // on: status's group_spreads of a campaign without groups (every campaign
 // of one group), doctor's cluster checks without a space.
 func TestJSONListsAreNeverNull(t *testing.T) {
-	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	dir := smallCampaign(t)
 	for _, tc := range []struct {
 		args []string
 		key  string
