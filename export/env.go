@@ -48,7 +48,7 @@ func (e Export) choice(r results.RangeResult) (space.Assignment, error) {
 // knobs, which no environment carries.
 func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignment) (file, error) {
 	sp := e.Space
-	if !fileWord.MatchString(r.Range.Name) {
+	if !space.FileWord(r.Range.Name) {
 		return file{}, errors.New("its name cannot name a file (letters, digits, '-' or '_'): the store was altered")
 	}
 	base := "nccl-" + r.Range.Name
@@ -100,11 +100,6 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 		return file{base + ".torchrun.sh", b.String(), 0o755}, nil
 	}
 }
-
-// fileWord is a range name that can name a file, as the space's check has
-// it: a stored space that fails its checks is read as stored, and a '/' in
-// a name wrote outside --out.
-var fileWord = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // writeLines writes each variable of env (NAME=value) as line renders it.
 func writeLines(b *strings.Builder, env []string, line func(name, value string) (string, error)) error {

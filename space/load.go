@@ -257,6 +257,15 @@ func parse(filename string, data []byte) (*Space, error, error) {
 	return s, errors.Join(b.errs...), nil
 }
 
+// FileWord reports whether name can name a file as a word: letters,
+// digits, '-' or '_'. A range's name does (its env file), so the load
+// refuses any other; and an export checks it again, since a stored space
+// that fails its checks is read as stored, and a '/' in a name wrote
+// outside --out.
+func FileWord(name string) bool { return fileWordRE.MatchString(name) }
+
+var fileWordRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
 // typeErrRE reads the decoder's type error: its line, key and complaint.
 var typeErrRE = regexp.MustCompile(`line (\d+) \(last key "([^"]+)"\): (.*)$`)
 
@@ -729,7 +738,7 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 			Max: b.size(b.loc.field("range", i, "max"), "range.max", r.Max)}
 		switch {
 		case len(b.errs) > nerr: // a bound did not parse; its error says so
-		case !regexp.MustCompile(`^[A-Za-z0-9_-]+$`).MatchString(r.Name):
+		case !FileWord(r.Name):
 			b.errorf(line, "range name %q must be letters, digits, '-' or '_' (it names the env file)", r.Name)
 		case rg.Max <= rg.Min:
 			b.errorf(line, "range %s: max must exceed min", r.Name)
