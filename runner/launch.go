@@ -119,8 +119,15 @@ func withoutOuterStep(env []string) []string {
 		return slices.Clone(env)
 	}
 	return slices.DeleteFunc(without(env, outerStep), func(kv string) bool {
-		return strings.HasPrefix(kv, "SLURM_STEP_") || strings.HasPrefix(kv, "PMI_") || strings.HasPrefix(kv, "PMIX_") && !strings.HasPrefix(kv, "PMIX_MCA_")
+		return strings.HasPrefix(kv, "SLURM_STEP_") || strings.HasPrefix(kv, "PMI_") || pmixWiring(kv)
 	})
+}
+
+// pmixWiring reports whether a variable (its name, or NAME=value) is PMIx's
+// wiring of a rank into its job, not one of PMIx's MCA parameters
+// (PMIX_MCA_*), which are settings.
+func pmixWiring(name string) bool {
+	return strings.HasPrefix(name, "PMIX_") && !strings.HasPrefix(name, "PMIX_MCA_")
 }
 
 // Checker is implemented by launchers that can find problems before any trial
@@ -401,7 +408,7 @@ func outerMPIJob(name string) bool {
 			return true
 		}
 	}
-	return strings.HasPrefix(name, "PMIX_") && !strings.HasPrefix(name, "PMIX_MCA_")
+	return pmixWiring(name)
 }
 
 // Srun starts the ranks with Slurm's srun inside an existing allocation. The
