@@ -733,7 +733,7 @@ func (s *session) otherHardware(t store.Trial) string {
 			earlier = append(earlier, u)
 		}
 	}
-	slices.SortFunc(earlier, func(a, b store.Trial) int { return a.Number - b.Number })
+	slices.SortFunc(earlier, func(a, b store.Trial) int { return cmp.Compare(a.Number, b.Number) })
 	differs := func(what string, got func(runner.Fingerprint) string) string {
 		mine := got(t.Fingerprint)
 		for _, u := range earlier {
