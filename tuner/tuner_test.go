@@ -864,16 +864,42 @@ func TestStoppedFailingWhileResumed(t *testing.T) {
 	}
 }
 
-// otherNCCL runs trials as the default runner does, and says they ran NCCL version.
-type otherNCCL struct {
+// fingerprinted runs trials as the default runner does, and set says what they ran on.
+type fingerprinted struct {
 	runner.Runner
-	version string
+	set func(*runner.Result)
 }
 
-func (o otherNCCL) Run(ctx context.Context, job runner.Job) runner.Result {
-	res := o.Runner.Run(ctx, job)
-	res.Log.Version = o.version
+func (f fingerprinted) Run(ctx context.Context, job runner.Job) runner.Result {
+	res := f.Runner.Run(ctx, job)
+	f.set(&res)
 	return res
+}
+
+// onHardware is a tuner of sp on st whose trials ran on what set says.
+func onHardware(t *testing.T, sp *space.Space, st *store.Store, set func(*runner.Result)) *Tuner {
+	t.Helper()
+	groups, err := runner.Groups(sp.Launcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tu := newTuner(t, sp, st)
+	tu.Runner = fingerprinted{runner.Runner{Launcher: groups[0].Launcher, BaseEnv: runner.BaseEnv()}, set}
+	return tu
+}
+
+// stopAfter runs tu's campaign and stops it once its search has done trials.
+func stopAfter(t *testing.T, tu *Tuner, done int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tu.Progress = func(p Progress) {
+		if p.Done == done {
+			cancel()
+		}
+	}
+	if err := tu.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run: %v", err)
+	}
 }
 
 // TestResumedOnOtherHardwareStops: a campaign resumed where its trials run
@@ -884,25 +910,10 @@ func (o otherNCCL) Run(ctx context.Context, job runner.Job) runner.Result {
 func TestResumedOnOtherHardwareStops(t *testing.T) {
 	sp := loadExample(t, 8)
 	st := openStore(t)
-	groups, err := runner.Groups(sp.Launcher)
-	if err != nil {
-		t.Fatal(err)
-	}
 	on := func(version string) *Tuner {
-		tu := newTuner(t, sp, st)
-		tu.Runner = otherNCCL{runner.Runner{Launcher: groups[0].Launcher, BaseEnv: runner.BaseEnv()}, version}
-		return tu
+		return onHardware(t, sp, st, func(r *runner.Result) { r.Log.Version = version })
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	first := on("2.27.5")
-	first.Progress = func(p Progress) {
-		if p.Done == 4 {
-			cancel()
-		}
-	}
-	if err := first.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("stopped run: %v", err)
-	}
+	stopAfter(t, on("2.27.5"), 4)
 	if err := on("2.28.3").Run(context.Background(), Options{KeepSettings: true}); !errors.Is(err, ErrOtherHardware) || !strings.Contains(err.Error(), "ran NCCL 2.28.3, where trial 0 ran 2.27.5") {
 		t.Fatalf("resumed on another NCCL: %v", err)
 	}
@@ -917,20 +928,6 @@ func TestResumedOnOtherHardwareStops(t *testing.T) {
 	if done := searchDone(campaignTrials(t, st, sp.Campaign.Name)); done != 8 {
 		t.Errorf("resumed where it ran: %d search trials done, want 8", done)
 	}
-}
-
-// otherRanks runs trials as the default runner does, and says they ran ranks ranks.
-type otherRanks struct {
-	runner.Runner
-	ranks int
-}
-
-func (o otherRanks) Run(ctx context.Context, job runner.Job) runner.Result {
-	res := o.Runner.Run(ctx, job)
-	if res.Measurement != nil {
-		res.Measurement.Ranks = o.ranks
-	}
-	return res
 }
 
 // TestResumedOnOtherRanksRunsAgainWhereItRan: a workload's campaign
@@ -948,25 +945,14 @@ func TestResumedOnOtherRanksRunsAgainWhereItRan(t *testing.T) {
 		sp.Workload[i].Ranks = 16
 	}
 	st := openStore(t)
-	groups, err := runner.Groups(sp.Launcher)
-	if err != nil {
-		t.Fatal(err)
-	}
 	on := func(ranks int) *Tuner {
-		tu := newTuner(t, sp, st)
-		tu.Runner = otherRanks{runner.Runner{Launcher: groups[0].Launcher, BaseEnv: runner.BaseEnv()}, ranks}
-		return tu
+		return onHardware(t, sp, st, func(r *runner.Result) {
+			if r.Measurement != nil {
+				r.Measurement.Ranks = ranks
+			}
+		})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	first := on(16)
-	first.Progress = func(p Progress) {
-		if p.Done == 3 {
-			cancel()
-		}
-	}
-	if err := first.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("stopped run: %v", err)
-	}
+	stopAfter(t, on(16), 3)
 	if err := on(32).Run(context.Background(), Options{KeepSettings: true}); !errors.Is(err, ErrOtherHardware) {
 		t.Fatalf("resumed on twice the ranks: %v", err)
 	}
