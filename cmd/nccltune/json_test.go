@@ -45,20 +45,32 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 
 // TestShowJSONOfAFailedTrial: show --json gives a trial's lists and maps
 // as [] and {} where it has none (a failed trial's rows and scores, the
-// nodes of a campaign of one group), never null.
+// nodes of a campaign of one group), never null; and with --output the
+// captured output as text, which it gave as base64.
 func TestShowJSONOfAFailedTrial(t *testing.T) {
 	dir := t.TempDir()
-	spaceFile := scriptSpace(t, dir, "broken", 3, "exit 3\n")
+	spaceFile := scriptSpace(t, dir, "broken", 3, "echo 'NCCL WARN broken'\nexit 3\n")
 	nccltune(t, dir, "run", "-q", "--space", spaceFile)
-	code, out, errOut := nccltune(t, dir, "show", "--json", "0")
-	var got map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
-		t.Fatalf("show --json 0: exit %d, %v\n%s%s", code, err, out, errOut)
+	show := func(args ...string) map[string]json.RawMessage {
+		code, out, errOut := nccltune(t, dir, append([]string{"show", "--json"}, args...)...)
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+			t.Fatalf("show --json %v: exit %d, %v\n%s%s", args, code, err, out, errOut)
+		}
+		return got
 	}
+	got := show("0")
 	for _, key := range []string{"Params", "Env", "Command", "Scores", "Rows", "Nodes"} {
 		if string(got[key]) == "null" {
 			t.Errorf("show --json of a failed trial: %s is null", key)
 		}
+	}
+	if out, ok := got["Output"]; ok {
+		t.Errorf("show --json without --output gives Output %s", out)
+	}
+	var output string
+	if err := json.Unmarshal(show("--output", "0")["Output"], &output); err != nil || output != "NCCL WARN broken\n" {
+		t.Errorf("show --json --output: Output %q (%v), want the benchmark's output as text", output, err)
 	}
 }
 

@@ -48,11 +48,24 @@ func showCommand() *cli.Command {
 				if t.Scores == nil {
 					t.Scores = map[string]float64{}
 				}
-				return writeJSON(os.Stdout, t)
+				shown := shownTrial{Trial: t}
+				if c.Bool("output") {
+					out := string(t.Output)
+					shown.Output = &out
+				}
+				return writeJSON(os.Stdout, shown)
 			}
 			return printTrial(os.Stdout, l, t)
 		},
 	}
+}
+
+// shownTrial is a trial as show --json prints it: the captured output as
+// text, which encoding/json would give as base64 ([]byte), and absent
+// without --output.
+type shownTrial struct {
+	store.Trial
+	Output *string `json:",omitempty"`
 }
 
 // latestAttempt returns trial n; an interrupted attempt is superseded by its re-run.
