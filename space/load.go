@@ -1569,6 +1569,11 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		case len(rp.Values) > 0 && (rp.Min != nil || rp.Max != nil):
 			b.errorf(line, "param %s: give either values or min/max, not both", p.Name)
 		case len(rp.Values) > 0:
+			if rp.Log {
+				// A scale orders a range's integers; listed values have none,
+				// so the flag would be silently ignored.
+				b.errorf(b.loc.field("param", i, "log"), "param %s: log = true applies to a min/max range, not to listed values", p.Name)
+			}
 			catalogued, _ := Lookup(p.Name)
 			for _, rv := range rp.Values {
 				if str, ok := rv.(string); ok && str == Unset {

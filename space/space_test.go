@@ -127,6 +127,8 @@ sampler = "annealing"`, []string{`unknown collective "allreduce"`, `unknown samp
 			[]string{"bad.toml:24: launcher srun needs ntasks_per_node"}},
 		{"srun's nodes and ranks left to the allocation", `[fixed]`, "[launcher]\nkind = \"srun\"\n[fixed]",
 			[]string{"bad.toml:24: launcher srun needs ntasks_per_node"}},
+		{"log scale of listed values", `values = ["default", "Ring", "Tree"]`, "values = [\"default\", \"Ring\", \"Tree\"]\nlog = true",
+			[]string{"bad.toml:30: param NCCL_ALGO: log = true applies to a min/max range, not to listed values"}},
 		{"mpi flavor", `[fixed]`, "[launcher]\nkind = \"mpirun\"\nflavor = \"lam\"\n[fixed]", []string{`flavor "lam" is not openmpi or mpich`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
