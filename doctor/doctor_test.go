@@ -42,6 +42,11 @@ func TestParsers(t *testing.T) {
 	if len(gpus) != 1 || gpus[0].Name != "NVIDIA H200" || gpus[0].Driver != "580.159.04" {
 		t.Errorf("gpus = %+v", gpus)
 	}
+	// One GPU's odd name (a stray quote, which a CSV reader stops at) loses that GPU's name at most.
+	gpus = ParseNvidiaSMI("0, NVIDIA \"H200, 00000000:00:06.0, 143771 MiB, 580.159.04\r\n1, NVIDIA H200, 00000000:00:07.0, 143771 MiB, 580.159.04\n")
+	if len(gpus) != 2 || gpus[1].Name != "NVIDIA H200" || gpus[1].Driver != "580.159.04" {
+		t.Errorf("gpus after a stray quote = %+v", gpus)
+	}
 	ports := ParseIbstat(read(t, "testdata/ibstat-roce.txt"))
 	if len(ports) != 2 || !ports[0].Active() || ports[0].Rate != "400" || ports[0].LinkLayer != "Ethernet" || ports[1].Active() {
 		t.Errorf("ports = %+v", ports)

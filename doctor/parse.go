@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"bufio"
-	"encoding/csv"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,17 +16,21 @@ type GPU struct {
 	Memory, Driver string
 }
 
-// ParseNvidiaSMI reads nvidia-smi's CSV query output (with or without its header).
+// ParseNvidiaSMI reads nvidia-smi's CSV query output (with or without its
+// header). nvidia-smi quotes nothing and its fields hold no commas, so a line
+// is its fields split at commas; a CSV reader would stop at a stray quote in
+// one GPU's name and drop every GPU.
 func ParseNvidiaSMI(out string) []GPU {
-	r := csv.NewReader(strings.NewReader(out))
-	r.TrimLeadingSpace, r.FieldsPerRecord = true, -1
-	recs, _ := r.ReadAll()
 	var gpus []GPU
-	for _, rec := range recs {
+	for _, line := range strings.Split(out, "\n") {
+		rec := strings.Split(line, ",")
+		for i := range rec {
+			rec[i] = strings.TrimSpace(rec[i])
+		}
 		if len(rec) < 5 {
 			continue
 		}
-		i, err := strconv.Atoi(strings.TrimSpace(rec[0]))
+		i, err := strconv.Atoi(rec[0])
 		if err != nil {
 			continue // the header
 		}
