@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/doctor"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 )
@@ -265,15 +266,18 @@ func printDoctor(out io.Writer, nodes []nodeReport, cluster []doctor.Result) err
 	// Buffered, and the buffer's first write error sticks: output lost (a
 	// full disk) is the command's error.
 	w := bufio.NewWriter(out)
+	// Details quote local tools' and remote nodes' output: each field is
+	// one line with control characters escaped, so that none can break the
+	// table or drive the terminal.
 	print := func(title string, results []doctor.Result) {
-		fmt.Fprintln(w, title)
+		fmt.Fprintln(w, text.Clean(title))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, r := range results {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", strings.ToUpper(string(r.Status)), r.Layer, r.Check, r.Detail)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.Clean(strings.ToUpper(string(r.Status))), text.Clean(r.Layer), text.Clean(r.Check), text.Clean(r.Detail))
 			if r.Fix != "" && r.Status != doctor.OK && r.Status != doctor.Skip {
-				fmt.Fprintf(tw, "  \t\t\tfix: %s\n", r.Fix)
+				fmt.Fprintf(tw, "  \t\t\tfix: %s\n", text.Clean(r.Fix))
 			} else if r.Fix != "" {
-				fmt.Fprintf(tw, "  \t\t\tnote: %s\n", r.Fix)
+				fmt.Fprintf(tw, "  \t\t\tnote: %s\n", text.Clean(r.Fix))
 			}
 		}
 		tw.Flush()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nccltune/nccltune/doctor"
 )
 
 // TestDoctorOfABrokenLauncher: a launcher that reaches no node (srun
@@ -35,5 +37,20 @@ func TestDoctorOfABrokenLauncher(t *testing.T) {
 	code, out, errOut = nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "")
 	if code != 1 || !strings.Contains(out, "FAIL") {
 		t.Errorf("doctor through a broken srun: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestDoctorEscapesToolOutput: a check's detail quotes what a local tool or
+// a remote node printed; a terminal escape or a newline in it reached the
+// terminal as is, driving it or breaking the table.
+func TestDoctorEscapesToolOutput(t *testing.T) {
+	var out strings.Builder
+	hostile := "\x1b]0;owned\x07line one\nline two"
+	nodes := []nodeReport{{Host: "n1\x1b[2J", Results: []doctor.Result{{Status: doctor.Fail, Layer: "hardware", Check: "GPUs", Detail: hostile, Fix: hostile}}}}
+	if err := printDoctor(&out, nodes, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(out.String(), "\x1b\x07") || strings.Count(out.String(), "\n") != 3 {
+		t.Errorf("doctor printed control characters or split a field:\n%q", out.String())
 	}
 }
