@@ -278,3 +278,47 @@ func TestResumedScalesKeepARaisedBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestResumedScalesFinishTheirSimplification: a campaign of scales run
+// without validation, stopped in its first scale's simplification and
+// resumed, simplifies that scale to its end, as an uninterrupted run does,
+// before the scales after it: having run its budget is not having been
+// simplified.
+func TestResumedScalesFinishTheirSimplification(t *testing.T) {
+	sp, err := space.Load("../examples/sim-scales-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := Options{Trials: 6, Simplify: true}
+	whole := openStore(t)
+	if err := newTuner(t, sp, whole).Run(context.Background(), asked); err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	tu := newTuner(t, sp, st)
+	tu.Progress = func(p Progress) {
+		if p.Simplifying {
+			stop()
+		}
+	}
+	if err := tu.Run(ctx, asked); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the campaign stopped in its simplification returned %v", err)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, nodes := range sp.Campaign.Scales {
+		name := sp.AtScale(nodes).Campaign.Name
+		want, got := finished(campaignTrials(t, whole, name)), finished(campaignTrials(t, st, name))
+		if len(got) != len(want) {
+			t.Errorf("%s: %d finished trials resumed, %d uninterrupted", name, len(got), len(want))
+		}
+		for n, w := range want {
+			if !reflect.DeepEqual(got[n].Params, w.Params) {
+				t.Errorf("%s, trial %d: resumed %v, uninterrupted %v", name, n, got[n].Params, w.Params)
+			}
+		}
+	}
+}

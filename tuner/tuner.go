@@ -312,9 +312,6 @@ func (t *Tuner) finished(o Options) bool {
 		return false
 	}
 	done := searchDone(trials)
-	// As stored, whether its runs were asked to simplify it: one that was
-	// not has not, however validated, and simplifies once o asks it to.
-	simplified := camp.Simplify
 	o.ending(&camp, false)
 	vals, err := t.Store.Validations(camp.ID)
 	// Settled (patience), it runs no more unless told a new budget (see
@@ -322,7 +319,7 @@ func (t *Tuner) finished(o Options) bool {
 	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0
 	// A budget below what the search ran is not met but overrun: the run
 	// goes on to campaign's refusal of it, as for a campaign not validated.
-	return err == nil && done <= budget && (done == budget || stopped) && (simplified || !camp.Simplify) &&
+	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || simplified(t.Space, trials)) &&
 		(camp.ValidateRounds < 2 || validatedAs(t.Space, trials, vals, camp.ValidateRounds))
 }
 
@@ -884,23 +881,13 @@ const simplifyChoices = 3
 // Configurations already run are not run again, so a resumed campaign
 // simplifies where it stopped.
 func (s *session) simplify(ctx context.Context) error {
-	sp := s.Space
 	// Past the search's, and past its own finished ones: one interrupted
 	// runs again under its number.
 	n := s.searchEnd
-	measured := map[string]store.Trial{} // every finished trial, by configuration
-	fresh := map[string]store.Trial{}    // the simplification's: not picked as a maximum
-	var searched []store.Trial           // the search's alone, so that a resumed campaign retraces the same path
 	for _, t := range s.trials {
-		measured[sp.Key(t.Params)] = t
-		if t.Searched() {
-			searched = append(searched, t)
-		} else {
-			fresh[sp.Key(t.Params)] = t
-		}
 		n = max(n, t.Number+1)
 	}
-	run := func(a space.Assignment) (store.Trial, error) {
+	return simplification(s.Space, s.trials, func(a space.Assignment) (store.Trial, error) {
 		if err := ctx.Err(); err != nil {
 			return store.Trial{}, err
 		}
@@ -908,12 +895,51 @@ func (s *session) simplify(ctx context.Context) error {
 		if err != nil {
 			return store.Trial{}, err
 		}
-		measured[sp.Key(a)], fresh[sp.Key(a)] = *t, *t
 		if s.Progress != nil {
 			s.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(s.best), Simplifying: true})
 		}
 		n++
 		return *t, nil
+	})
+}
+
+// errUnsimplified stops simplified's replay of the simplification at the
+// first configuration it would run.
+var errUnsimplified = errors.New("the simplification has a configuration left to run")
+
+// simplified reports whether the simplification of the campaign's trials
+// has run to its end: replayed on its finished trials, it runs nothing. A
+// campaign stopped in its simplification has run its budget, but not been
+// simplified.
+func simplified(sp *space.Space, trials []store.Trial) bool {
+	done := slices.DeleteFunc(slices.Clone(trials), func(t store.Trial) bool { return !t.State.Finished() })
+	return simplification(sp, done, func(space.Assignment) (store.Trial, error) {
+		return store.Trial{}, errUnsimplified
+	}) == nil
+}
+
+// simplification walks simplify's path over the finished trials (in
+// number order), calling run for each configuration it needs measured that
+// none of them measured.
+func simplification(sp *space.Space, trials []store.Trial, run func(space.Assignment) (store.Trial, error)) error {
+	measured := map[string]store.Trial{} // every finished trial, by configuration
+	fresh := map[string]store.Trial{}    // the simplification's: not picked as a maximum
+	var searched []store.Trial           // the search's alone, so that a resumed campaign retraces the same path
+	for _, t := range trials {
+		measured[sp.Key(t.Params)] = t
+		if t.Searched() {
+			searched = append(searched, t)
+		} else {
+			fresh[sp.Key(t.Params)] = t
+		}
+	}
+	measure := func(a space.Assignment) (store.Trial, error) {
+		t, err := run(a)
+		if err != nil {
+			return store.Trial{}, err
+		}
+		measured[sp.Key(a)], fresh[sp.Key(a)] = t, t
+		return t, nil
 	}
 	// The choices' fresh runs that failed by their settings, in the order
 	// run: results never choose those configurations (see results.Of), so
@@ -935,7 +961,7 @@ func (s *session) simplify(ctx context.Context) error {
 			ref, ok := fresh[sp.Key(a)]
 			if !ok {
 				var err error
-				if ref, err = run(a); err != nil {
+				if ref, err = measure(a); err != nil {
 					return nil, ref, err
 				}
 			}
@@ -971,7 +997,7 @@ func (s *session) simplify(ctx context.Context) error {
 			t, tried := measured[sp.Key(variant)]
 			if !tried {
 				var err error
-				if t, err = run(variant); err != nil {
+				if t, err = measure(variant); err != nil {
 					return err
 				}
 			}

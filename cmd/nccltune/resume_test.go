@@ -556,3 +556,44 @@ func TestRaisedBudgetRunsTheSearchOn(t *testing.T) {
 		t.Errorf("resume of the raised campaign: exit %d, %d trials after %d\n%s%s", code, len(trials()), len(after), out, errOut)
 	}
 }
+
+// TestResumeTheChangedSpacesCampaign: the campaign that run
+// --allow-space-change made of a changed space (NAME-2) resumes and
+// validates by its own name, as `status` names it; they took the stored
+// space's campaign.name, NAME, whose campaign ran the space before the
+// change, and refused it as changed.
+func TestResumeTheChangedSpacesCampaign(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "space.toml")
+	for i, args := range [][]string{{}, {"--allow-space-change"}} {
+		if i > 0 {
+			src = bytes.Replace(src, []byte("max = 32"), []byte("max = 16"), 1)
+		}
+		if err := os.WriteFile(file, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run := append([]string{"run", "-q", "--space", file, "--trials", "4", "--no-simplify", "--no-validate"}, args...)
+		if code, out, errOut := nccltune(t, dir, run...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", run, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{
+		{"resume", "-q", "--campaign", "sim-2node-ib-2", "--trials", "5"},
+		{"validate", "-q", "--campaign", "sim-2node-ib-2", "--rounds", "2"},
+	} {
+		if code, out, errOut := nccltune(t, dir, args...); code != 0 {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	trials, vals := stored(t, filepath.Join(dir, "nccltune.db"), "sim-2node-ib-2")
+	if n := len(slices.DeleteFunc(trials, func(tr store.Trial) bool { return !tr.Searched() })); n != 5 || len(vals) == 0 {
+		t.Errorf("sim-2node-ib-2: %d search trials, %d verdicts; want 5 and some", n, len(vals))
+	}
+	if trials, _ := stored(t, filepath.Join(dir, "nccltune.db"), "sim-2node-ib"); len(trials) != 4 {
+		t.Errorf("sim-2node-ib, of the space before the change: %d trials, want its 4", len(trials))
+	}
+}

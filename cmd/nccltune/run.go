@@ -95,6 +95,9 @@ func resumeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if l.camp.Scale == 0 {
+				sp.Campaign.Name = l.camp.Name // NAME-2 of run --allow-space-change runs a space named NAME
+			}
 			// A campaign of campaign.scales resumes with the scales after it.
 			return runCampaign(c, sp, tuner.Options{KeepSettings: true})
 		},

@@ -37,6 +37,7 @@ func validateCommand() *cli.Command {
 			if l.camp.Scale > 0 {
 				sp = sp.AtScale(l.camp.Scale)
 			}
+			sp.Campaign.Name = l.camp.Name // NAME-2 of run --allow-space-change runs a space named NAME
 			tu := &tuner.Tuner{Space: sp, Store: st}
 			if !c.Bool("quiet") {
 				tu.OnValidationRun = newProgressLog(os.Stderr, sp).validation
