@@ -68,7 +68,9 @@ func token(tokens map[string]string, value string) (string, bool) {
 
 // setFor is what NCCL_ALGO or NCCL_PROTO (value, "" or "default" when
 // unset) sets for collective coll: one name (a token), nothing ("", true),
-// or a choice among several that NCCL makes per size (false).
+// or a choice among several that NCCL makes per size (false). As NCCL's
+// parseList reads it, each part replaces what the parts before it set for
+// its collectives: the last part that names coll (or names none) holds.
 func setFor(tokens map[string]string, value, coll string) (string, bool) {
 	if value == "" || value == space.Unset {
 		return "", true
@@ -79,7 +81,6 @@ func setFor(tokens map[string]string, value, coll string) (string, bool) {
 			part = p
 		} else if collTokens[strings.ToLower(c)] == coll {
 			part = rest
-			break
 		}
 	}
 	if part == "" {

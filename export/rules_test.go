@@ -721,3 +721,27 @@ func TestCompareReadsThePluginEnv(t *testing.T) {
 		t.Errorf("read %q, %v; want the relative path refused", env, err)
 	}
 }
+
+// TestSetForReadsAsNCCLDoes: NCCL's parseList reads NCCL_ALGO and NCCL_PROTO
+// part by part, a later part for a collective replacing an earlier one, so
+// the rules must repeat the last part that names the collective, as the
+// trials ran it.
+func TestSetForReadsAsNCCLDoes(t *testing.T) {
+	for _, c := range []struct {
+		value, coll, want string
+		one             bool
+	}{
+		{"Ring", "allreduce", "ring", true},
+		{"Ring;allreduce:Tree", "allreduce", "tree", true},
+		{"Ring;allreduce:Tree", "allgather", "ring", true},
+		{"allreduce:Tree", "allgather", "", true},
+		{"allreduce:Tree;allreduce:Ring", "allreduce", "ring", true},
+		{"Tree;allreduce:Ring;allgather:Tree;allreduce:NVLS", "allreduce", "nvls", true},
+		{"allreduce:Tree;allreduce:Ring,Tree", "allreduce", "", false},
+	} {
+		got, one := setFor(algoTokens, c.value, c.coll)
+		if got != c.want || one != c.one {
+			t.Errorf("setFor(%q, %s) = %q, %v; NCCL reads %q, %v", c.value, c.coll, got, one, c.want, c.one)
+		}
+	}
+}
