@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/plugin"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -729,7 +730,7 @@ func TestCompareReadsThePluginEnv(t *testing.T) {
 func TestSetForReadsAsNCCLDoes(t *testing.T) {
 	for _, c := range []struct {
 		value, coll, want string
-		one             bool
+		one               bool
 	}{
 		{"Ring", "allreduce", "ring", true},
 		{"Ring;allreduce:Tree", "allreduce", "tree", true},
@@ -743,5 +744,32 @@ func TestSetForReadsAsNCCLDoes(t *testing.T) {
 		if got != c.want || one != c.one {
 			t.Errorf("setFor(%q, %s) = %q, %v; NCCL reads %q, %v", c.value, c.coll, got, one, c.want, c.one)
 		}
+	}
+}
+
+// TestPluginPathNCCLCanOpen: NCCL 2.26 and later copy NCCL_TUNER_PLUGIN into
+// 255 bytes (openPluginLib, MAX_STR_LEN) and dlopen what is left: a longer
+// path, ours by default (the absolute --out) or --plugin's, loads no plugin,
+// and the job runs on NCCL's own choices while the export claims the rules.
+// Such a path is refused, for both plugins; one of 254 bytes is written.
+func TestPluginPathNCCLCanOpen(t *testing.T) {
+	long := "/" + strings.Repeat("d", 254-1-len("/"+plugin.LibraryName)) + "/" + plugin.LibraryName
+	for _, format := range []string{"plugin", "tuner-csv"} {
+		for _, tc := range []struct {
+			lib     string
+			refused bool
+		}{{long, false}, {"/x" + long, true}} {
+			ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), decide("RING", "SIMPLE", 8))
+			ex.Plugin = tc.lib
+			_, err := ex.Write(format, t.TempDir())
+			if tc.refused != (err != nil) || err != nil && !strings.Contains(err.Error(), "254 bytes") {
+				t.Errorf("%s, --plugin of %d bytes: %v, want refused %v", format, len(tc.lib), err, tc.refused)
+			}
+		}
+	}
+	// Without --plugin, the library's path is the folder's, made absolute.
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 250))
+	if _, err := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), nil).Write("plugin", dir); err == nil || !strings.Contains(err.Error(), "254 bytes") {
+		t.Errorf("plugin written in a folder of %d bytes: %v, want refused", len(dir), err)
 	}
 }
