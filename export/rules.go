@@ -470,9 +470,9 @@ func (e Export) plugin(dir string) ([]file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin: %w", err)
 	}
-	lib := e.Plugin
-	if lib == "" {
-		lib = filepath.Join(abs, plugin.LibraryName)
+	lib, err := libraryPath(cmp.Or(e.Plugin, filepath.Join(abs, plugin.LibraryName)))
+	if err != nil {
+		return nil, fmt.Errorf("plugin: %w", err)
 	}
 	orAny := func(n int) string {
 		if n < 0 {
@@ -520,6 +520,17 @@ func orStar(s string) string {
 	return s
 }
 
+// libraryPath is NCCL_TUNER_PLUGIN for the library lib: a path (one with a
+// '/') made absolute, since NCCL dlopens it as written and dlopen reads a
+// relative path from each rank's working directory, as the rules' path is;
+// a bare name, which NCCL looks up on the loader's search path, as it is.
+func libraryPath(lib string) (string, error) {
+	if !strings.Contains(lib, "/") {
+		return lib, nil
+	}
+	return filepath.Abs(lib)
+}
+
 // ExampleLibrary is NCCL_TUNER_PLUGIN for NVIDIA's example plugin where the
 // export is given no path: NCCL then opens libnccl-tuner-example.so, what
 // the example's Makefile builds, from the loader's search path.
@@ -542,7 +553,10 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 	}
 	// NCCL loads "example" as libnccl-tuner-example.so from the loader's
 	// path, the library the example's Makefile builds.
-	lib := cmp.Or(e.Plugin, ExampleLibrary)
+	lib, err := libraryPath(cmp.Or(e.Plugin, ExampleLibrary))
+	if err != nil {
+		return nil, fmt.Errorf("tuner-csv: %w", err)
+	}
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: rules for NCCL's example tuner plugin (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE)",
 		"works with the example plugin of NCCL 2.30.3 and later: those of 2.27.5 to 2.29.x crash on the first matching rule (NVIDIA/nccl#1974); nccltune's own plugin (--format plugin) works with NCCL 2.24 and later",

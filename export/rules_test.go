@@ -773,3 +773,34 @@ func TestPluginPathNCCLCanOpen(t *testing.T) {
 		t.Errorf("plugin written in a folder of %d bytes: %v, want refused", len(dir), err)
 	}
 }
+
+// TestPluginPathIsAbsolute: NCCL dlopens NCCL_TUNER_PLUGIN as written, and
+// dlopen reads a path with a '/' from the process's working directory, which
+// is the rank's, not the one export ran in (the rules' path beside it is
+// absolute for that reason): a relative --plugin is written absolute. A bare
+// name, which the loader looks up on its search path, is written as it is.
+func TestPluginPathIsAbsolute(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ format, env, lib, want string }{
+		{"plugin", "nccl-plugin.env", "build/" + plugin.LibraryName, filepath.Join(wd, "build", plugin.LibraryName)},
+		{"plugin", "nccl-plugin.env", "./" + plugin.LibraryName, filepath.Join(wd, plugin.LibraryName)},
+		{"plugin", "nccl-plugin.env", "nccltune", "nccltune"},
+		{"plugin", "nccl-plugin.env", plugin.LibraryName, plugin.LibraryName},
+		{"tuner-csv", "nccl-tuner.env", "../lib/libnccl-tuner-example.so", filepath.Join(filepath.Dir(wd), "lib", "libnccl-tuner-example.so")},
+		{"tuner-csv", "nccl-tuner.env", "example", "example"},
+	} {
+		ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), decide("RING", "SIMPLE", 8))
+		ex.Plugin = tc.lib
+		dir := t.TempDir()
+		if _, err := ex.Write(tc.format, dir); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("sh", "-c", `cd / && . "$1" && printf %s "$NCCL_TUNER_PLUGIN"`, "sh", filepath.Join(dir, tc.env)).Output()
+		if err != nil || string(out) != tc.want {
+			t.Errorf("%s --plugin %s: NCCL_TUNER_PLUGIN=%q (%v), want %q", tc.format, tc.lib, out, err, tc.want)
+		}
+	}
+}
