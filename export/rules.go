@@ -470,6 +470,13 @@ func (e Export) plugin(dir string) ([]file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin: %w", err)
 	}
+	for _, x := range all {
+		// The interfaces the plugin exports (tuner_abi.h): NCCL before 2.24 looks for v3 and v2 only.
+		if yes, known := nccllog.AtLeast(x.Fingerprint.NCCL, 2, 24); known && !yes {
+			return nil, fmt.Errorf("plugin: %scampaign %s ran NCCL %s, which loads tuner plugins of interface v3 at most: nccltune's plugin exports v4 to v6, which NCCL reads from 2.24, and that NCCL would ignore it; export env files (--format env) instead",
+				x.scale(), clean(x.Campaign.Name), clean(x.Fingerprint.NCCL))
+		}
+	}
 	lib, err := libraryPath(cmp.Or(e.Plugin, filepath.Join(abs, plugin.LibraryName)))
 	if err != nil {
 		return nil, fmt.Errorf("plugin: %w", err)

@@ -804,3 +804,23 @@ func TestPluginPathIsAbsolute(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginNeedsATunerInterfaceItExports: nccltune's plugin exports NCCL's
+// tuner interfaces v4 to v6, which NCCL reads from 2.24; NCCL 2.19 to 2.23
+// look for v2 and v3 only, find none, and run on their own choices. A
+// campaign measured on such an NCCL gets no plugin rules, with the reason,
+// rather than files its NCCL would ignore; an NCCL of unknown version is
+// given the benefit of the doubt.
+func TestPluginNeedsATunerInterfaceItExports(t *testing.T) {
+	for _, tc := range []struct {
+		nccl    string
+		refused bool
+	}{{"2.23.4+cuda12.6", true}, {"2.19.3", true}, {"2.24.3", false}, {"2.30.3", false}, {"", false}} {
+		ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), decide("RING", "SIMPLE", 8))
+		ex.Fingerprint.NCCL = tc.nccl
+		_, err := ex.Write("plugin", t.TempDir())
+		if tc.refused != (err != nil) || err != nil && !strings.Contains(err.Error(), "2.24") {
+			t.Errorf("NCCL %q: %v, want refused %v", tc.nccl, err, tc.refused)
+		}
+	}
+}
