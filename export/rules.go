@@ -89,7 +89,8 @@ func setFor(tokens map[string]string, value, coll string) (string, bool) {
 	return token(tokens, part)
 }
 
-// jobRules are the rules that reproduce the job's choice in every range: the
+// jobRules are the rules that reproduce the job's choice in every range, and
+// the job's environment (jobBase's, what the space pins included): the
 // algorithm and protocol its configuration set, or, where it left them to NCCL
 // or to a choice NCCL makes per size, what NCCL decided per size under it
 // (recorded by validation). explicit is for NVIDIA's example plugin, which
@@ -106,6 +107,9 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// What the rules take over are the per-size variables the search set;
+	// what the space pins (NCCL_PROTO=^LL128) held in every trial and holds
+	// in the job. env, without either, is what the ranges' choices must share.
 	env := results.JobEnv(sp, base)
 	var rules []rule
 	var errs []error
@@ -154,7 +158,7 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 		}
 		rules = append(rules, decided...)
 	}
-	return merged(rules), env, errors.Join(errs...)
+	return merged(rules), sp.Env(base), errors.Join(errs...)
 }
 
 // defaultsStand reports whether the job's environment and rules are NCCL's

@@ -824,3 +824,42 @@ func TestPluginNeedsATunerInterfaceItExports(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginEnvKeepsWhatTheSpacePins: a per-size variable the space pins
+// ([fixed] NCCL_PROTO = "^LL128", the usual workaround where LL128 corrupts
+// data) held in every trial, and holds in the job: the plugin's env file
+// sets it, so that sizes, collectives and communicators no rule covers, and
+// the rules' own choices, never run what every measurement kept out. Only
+// what the search varied is left to the rules.
+func TestPluginEnvKeepsWhatTheSpacePins(t *testing.T) {
+	sp, err := space.Parse("pin.toml", []byte("[campaign]\nname = \"pin\"\nsizes = { min = \"8\", max = \"1M\", factor = 2 }\n"+
+		"[benchmark]\nbinary = \"x\"\ngpus = 16\n[fixed]\nNCCL_PROTO = \"^LL128\"\n"+
+		"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, score float64, a space.Assignment) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all": score}}
+	}
+	trials := []store.Trial{trial(0, 1, space.Assignment{"NCCL_ALGO": space.Unset}), trial(1, 2, space.Assignment{"NCCL_ALGO": "Tree"})}
+	var ds []nccllog.Decision
+	for _, size := range sp.Sizes.List() {
+		ds = append(ds, nccllog.Decision{Op: "AllReduce", Bytes: size, Algo: "TREE", Proto: "SIMPLE", Channels: 8})
+	}
+	ex := Export{Space: sp, Campaign: store.Campaign{Name: "pin", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+		Job: results.JobOf(sp, trials, nil), Decisions: map[string][]nccllog.Decision{sp.Key(trials[1].Params): ds},
+		Fingerprint: runner.Fingerprint{NCCL: "2.28.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16}, Now: time.Now()}
+	for format, name := range map[string]string{"plugin": "nccl-plugin.env", "tuner-csv": "nccl-tuner.env"} {
+		dir := t.TempDir()
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+		env, err := ReadEnvFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(env, "NCCL_PROTO=^LL128") || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "NCCL_ALGO=") }) {
+			t.Errorf("%s: %q, want the pinned NCCL_PROTO=^LL128 and no NCCL_ALGO (the rules')", name, env)
+		}
+	}
+}
