@@ -332,7 +332,10 @@ func (e Export) point(d nccllog.Decision) (point, bool, error) {
 	}
 	size, ranks := d.Bytes, int64(1)
 	if perRank(d) {
-		ranks = int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
+		// NCCL logs a rank's share; nccl-tests and the plugins, the whole.
+		if ranks = int64(e.Fingerprint.Ranks); ranks < 1 {
+			return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes gives a rank's share, and the campaign's rank count is unknown (its benchmark reported none), so the whole size a rule needs is not known; refusing to write it at another size", clean(d.Op), d.Bytes)
+		}
 	}
 	algo, okA := token(algoTokens, d.Algo)
 	proto, okP := token(protoTokens, d.Proto)

@@ -863,3 +863,49 @@ func TestPluginEnvKeepsWhatTheSpacePins(t *testing.T) {
 		}
 	}
 }
+
+// TestPerRankSizesNeedTheRankCount: NCCL's TUNING log gives an all-gather's
+// and a reduce-scatter's bytes per rank, and the plugins compare the whole
+// buffer (NCCL's nBytes for them is nRanks times the count). A campaign
+// whose benchmark reported no rank count (the user's own command) cannot
+// make the whole size of such a decision: its rules were written at the
+// per-rank size, a factor of the rank count below the sizes NCCL asks
+// about, so they steered other sizes than measured. They are refused.
+func TestPerRankSizesNeedTheRankCount(t *testing.T) {
+	sp, err := space.Parse("cmd.toml", []byte("[campaign]\nname = \"cmd\"\n[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\n"+
+		"metric = { regex = 'step ([0-9.]+) ms', goal = \"min\", unit = \"ms\" }\n"+
+		"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"^NVLS\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scores func(float64) map[string]float64 = func(v float64) map[string]float64 {
+		m := map[string]float64{}
+		for _, r := range sp.Ranges {
+			m[r.Name] = v
+		}
+		return m
+	}
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Params: space.Assignment{"NCCL_ALGO": space.Unset}, Env: sp.Env(space.Assignment{"NCCL_ALGO": space.Unset}), Scores: scores(1)},
+		{Number: 1, State: store.Complete, Params: space.Assignment{"NCCL_ALGO": "^NVLS"}, Env: sp.Env(space.Assignment{"NCCL_ALGO": "^NVLS"}), Scores: scores(2)},
+	}
+	ds := []nccllog.Decision{
+		{Op: "AllGather", Bytes: 1 << 20, Algo: "RING", Proto: "SIMPLE", Channels: 8},
+		{Op: "AllGather", Bytes: 64 << 20, Algo: "PAT", Proto: "SIMPLE", Channels: 8},
+		{Op: "AllReduce", Bytes: 1 << 20, Algo: "TREE", Proto: "LL128", Channels: 8},
+	}
+	for _, ranks := range []int{8, 0} {
+		ex := Export{Space: sp, Campaign: store.Campaign{Name: "cmd", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+			Job: results.JobOf(sp, trials, nil), Decisions: map[string][]nccllog.Decision{sp.Key(trials[1].Params): ds},
+			Fingerprint: runner.Fingerprint{NCCL: "2.28.3", Nodes: 1, Ranks: ranks}, Now: time.Now()}
+		dir := t.TempDir()
+		_, err := ex.Write("plugin", dir)
+		text, _ := os.ReadFile(filepath.Join(dir, "nccltune.rules"))
+		switch {
+		case ranks > 0 && (err != nil || !strings.Contains(string(text), "\nallgather 0 536870911 1 8 ring simple 0 # range step\nallgather 536870912 - 1 8 pat simple 0")):
+			t.Errorf("%d ranks: %v\n%s", ranks, err, text)
+		case ranks == 0 && (err == nil || !strings.Contains(err.Error(), "rank count")):
+			t.Errorf("no rank count: wrote the all-gather's rule at a rank's share of its size (%v)\n%s", err, text)
+		}
+	}
+}
