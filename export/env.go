@@ -116,6 +116,9 @@ func writeLines(b *strings.Builder, env []string, line func(name, value string) 
 
 // dotenvLine renders one variable bare, as a dotenv file sets it.
 func dotenvLine(name, value string) (string, error) {
+	if err := libraryName(name, value); err != nil {
+		return "", err
+	}
 	if !literal.MatchString(value) {
 		return "", fmt.Errorf("%s=%s cannot be written bare for docker --env-file, which takes values literally, and left inert for a shell that sources the file; use the env format", name, value)
 	}
@@ -196,7 +199,27 @@ func ExportLine(name, value string) (string, error) {
 	if clean(value) != value {
 		return "", fmt.Errorf("refusing to export %s: value holds a control character or a byte that is not UTF-8", name)
 	}
+	if err := libraryName(name, value); err != nil {
+		return "", err
+	}
 	return "export " + name + "=" + ShellQuote(value), nil
+}
+
+// maxLibraryName is the longest plugin library name NCCL 2.26 and later
+// read whole: openPluginLib copies NCCL_TUNER_PLUGIN (and the profiler's
+// and env plugin's variables) into 255 bytes before dlopen, so a longer
+// path, cut short, loads no plugin and the job runs on NCCL's own choices.
+const maxLibraryName = 254
+
+// libraryName refuses a plugin library name that NCCL would cut short.
+func libraryName(name, value string) error {
+	switch name {
+	case "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN", "NCCL_ENV_PLUGIN":
+		if len(value) > maxLibraryName {
+			return fmt.Errorf("%s is %d bytes long, and NCCL (2.26 and later) reads at most %d bytes of it, so it would load no plugin: use a shorter path (--out, --plugin)", name, len(value), maxLibraryName)
+		}
+	}
+	return nil
 }
 
 // ShellQuote single-quotes s so that nothing inside is expanded, for a

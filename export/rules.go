@@ -68,7 +68,9 @@ func token(tokens map[string]string, value string) (string, bool) {
 
 // setFor is what NCCL_ALGO or NCCL_PROTO (value, "" or "default" when
 // unset) sets for collective coll: one name (a token), nothing ("", true),
-// or a choice among several that NCCL makes per size (false).
+// or a choice among several that NCCL makes per size (false). As NCCL's
+// parseList reads it, each part replaces what the parts before it set for
+// its collectives: the last part that names coll (or names none) holds.
 func setFor(tokens map[string]string, value, coll string) (string, bool) {
 	if value == "" || value == space.Unset {
 		return "", true
@@ -79,7 +81,6 @@ func setFor(tokens map[string]string, value, coll string) (string, bool) {
 			part = p
 		} else if collTokens[strings.ToLower(c)] == coll {
 			part = rest
-			break
 		}
 	}
 	if part == "" {
@@ -88,7 +89,8 @@ func setFor(tokens map[string]string, value, coll string) (string, bool) {
 	return token(tokens, part)
 }
 
-// jobRules are the rules that reproduce the job's choice in every range: the
+// jobRules are the rules that reproduce the job's choice in every range, and
+// the job's environment (jobBase's, what the space pins included): the
 // algorithm and protocol its configuration set, or, where it left them to NCCL
 // or to a choice NCCL makes per size, what NCCL decided per size under it
 // (recorded by validation). explicit is for NVIDIA's example plugin, which
@@ -105,6 +107,9 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// What the rules take over are the per-size variables the search set;
+	// what the space pins (NCCL_PROTO=^LL128) held in every trial and holds
+	// in the job. env, without either, is what the ranges' choices must share.
 	env := results.JobEnv(sp, base)
 	var rules []rule
 	var errs []error
@@ -153,7 +158,7 @@ func (e Export) jobRules(explicit bool) ([]rule, []string, error) {
 		}
 		rules = append(rules, decided...)
 	}
-	return merged(rules), env, errors.Join(errs...)
+	return merged(rules), sp.Env(base), errors.Join(errs...)
 }
 
 // defaultsStand reports whether the job's environment and rules are NCCL's
@@ -327,7 +332,10 @@ func (e Export) point(d nccllog.Decision) (point, bool, error) {
 	}
 	size, ranks := d.Bytes, int64(1)
 	if perRank(d) {
-		ranks = int64(max(e.Fingerprint.Ranks, 1)) // NCCL logs a rank's share; nccl-tests and the plugins, the whole
+		// NCCL logs a rank's share; nccl-tests and the plugins, the whole.
+		if ranks = int64(e.Fingerprint.Ranks); ranks < 1 {
+			return point{}, false, fmt.Errorf("NCCL's recorded decision for %s of %d bytes gives a rank's share, and the campaign's rank count is unknown (its benchmark reported none), so the whole size a rule needs is not known; refusing to write it at another size", clean(d.Op), d.Bytes)
+		}
 	}
 	algo, okA := token(algoTokens, d.Algo)
 	proto, okP := token(protoTokens, d.Proto)
@@ -469,9 +477,16 @@ func (e Export) plugin(dir string) ([]file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin: %w", err)
 	}
-	lib := e.Plugin
-	if lib == "" {
-		lib = filepath.Join(abs, plugin.LibraryName)
+	for _, x := range all {
+		// The interfaces the plugin exports (tuner_abi.h): NCCL before 2.24 looks for v3 and v2 only.
+		if yes, known := nccllog.AtLeast(x.Fingerprint.NCCL, 2, 24); known && !yes {
+			return nil, fmt.Errorf("plugin: %scampaign %s ran NCCL %s, which loads tuner plugins of interface v3 at most: nccltune's plugin exports v4 to v6, which NCCL reads from 2.24, and that NCCL would ignore it; export env files (--format env) instead",
+				x.scale(), clean(x.Campaign.Name), clean(x.Fingerprint.NCCL))
+		}
+	}
+	lib, err := libraryPath(cmp.Or(e.Plugin, filepath.Join(abs, plugin.LibraryName)))
+	if err != nil {
+		return nil, fmt.Errorf("plugin: %w", err)
 	}
 	orAny := func(n int) string {
 		if n < 0 {
@@ -519,6 +534,17 @@ func orStar(s string) string {
 	return s
 }
 
+// libraryPath is NCCL_TUNER_PLUGIN for the library lib: a path (one with a
+// '/') made absolute, since NCCL dlopens it as written and dlopen reads a
+// relative path from each rank's working directory, as the rules' path is;
+// a bare name, which NCCL looks up on the loader's search path, as it is.
+func libraryPath(lib string) (string, error) {
+	if !strings.Contains(lib, "/") {
+		return lib, nil
+	}
+	return filepath.Abs(lib)
+}
+
 // ExampleLibrary is NCCL_TUNER_PLUGIN for NVIDIA's example plugin where the
 // export is given no path: NCCL then opens libnccl-tuner-example.so, what
 // the example's Makefile builds, from the loader's search path.
@@ -541,7 +567,10 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 	}
 	// NCCL loads "example" as libnccl-tuner-example.so from the loader's
 	// path, the library the example's Makefile builds.
-	lib := cmp.Or(e.Plugin, ExampleLibrary)
+	lib, err := libraryPath(cmp.Or(e.Plugin, ExampleLibrary))
+	if err != nil {
+		return nil, fmt.Errorf("tuner-csv: %w", err)
+	}
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: rules for NCCL's example tuner plugin (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE)",
 		"works with the example plugin of NCCL 2.30.3 and later: those of 2.27.5 to 2.29.x crash on the first matching rule (NVIDIA/nccl#1974); nccltune's own plugin (--format plugin) works with NCCL 2.24 and later",

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/plugin"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -719,5 +720,192 @@ func TestCompareReadsThePluginEnv(t *testing.T) {
 	os.WriteFile(relative, []byte("export NCCL_PROTO='Simple'\nexport NCCLTUNE_RULES='tuned/nccltune.rules'\n"), 0o644)
 	if env, err := ReadEnvFile(relative); err == nil || !strings.Contains(err.Error(), "relative.env:2: NCCLTUNE_RULES=tuned/nccltune.rules: the plugin's rules file needs an absolute path") {
 		t.Errorf("read %q, %v; want the relative path refused", env, err)
+	}
+}
+
+// TestSetForReadsAsNCCLDoes: NCCL's parseList reads NCCL_ALGO and NCCL_PROTO
+// part by part, a later part for a collective replacing an earlier one, so
+// the rules must repeat the last part that names the collective, as the
+// trials ran it.
+func TestSetForReadsAsNCCLDoes(t *testing.T) {
+	for _, c := range []struct {
+		value, coll, want string
+		one               bool
+	}{
+		{"Ring", "allreduce", "ring", true},
+		{"Ring;allreduce:Tree", "allreduce", "tree", true},
+		{"Ring;allreduce:Tree", "allgather", "ring", true},
+		{"allreduce:Tree", "allgather", "", true},
+		{"allreduce:Tree;allreduce:Ring", "allreduce", "ring", true},
+		{"Tree;allreduce:Ring;allgather:Tree;allreduce:NVLS", "allreduce", "nvls", true},
+		{"allreduce:Tree;allreduce:Ring,Tree", "allreduce", "", false},
+	} {
+		got, one := setFor(algoTokens, c.value, c.coll)
+		if got != c.want || one != c.one {
+			t.Errorf("setFor(%q, %s) = %q, %v; NCCL reads %q, %v", c.value, c.coll, got, one, c.want, c.one)
+		}
+	}
+}
+
+// TestPluginPathNCCLCanOpen: NCCL 2.26 and later copy NCCL_TUNER_PLUGIN into
+// 255 bytes (openPluginLib, MAX_STR_LEN) and dlopen what is left: a longer
+// path, ours by default (the absolute --out) or --plugin's, loads no plugin,
+// and the job runs on NCCL's own choices while the export claims the rules.
+// Such a path is refused, for both plugins; one of 254 bytes is written.
+func TestPluginPathNCCLCanOpen(t *testing.T) {
+	long := "/" + strings.Repeat("d", 254-1-len("/"+plugin.LibraryName)) + "/" + plugin.LibraryName
+	for _, format := range []string{"plugin", "tuner-csv"} {
+		for _, tc := range []struct {
+			lib     string
+			refused bool
+		}{{long, false}, {"/x" + long, true}} {
+			ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), decide("RING", "SIMPLE", 8))
+			ex.Plugin = tc.lib
+			_, err := ex.Write(format, t.TempDir())
+			if tc.refused != (err != nil) || err != nil && !strings.Contains(err.Error(), "254 bytes") {
+				t.Errorf("%s, --plugin of %d bytes: %v, want refused %v", format, len(tc.lib), err, tc.refused)
+			}
+		}
+	}
+	// Without --plugin, the library's path is the folder's, made absolute.
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 250))
+	if _, err := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), nil).Write("plugin", dir); err == nil || !strings.Contains(err.Error(), "254 bytes") {
+		t.Errorf("plugin written in a folder of %d bytes: %v, want refused", len(dir), err)
+	}
+}
+
+// TestPluginPathIsAbsolute: NCCL dlopens NCCL_TUNER_PLUGIN as written, and
+// dlopen reads a path with a '/' from the process's working directory, which
+// is the rank's, not the one export ran in (the rules' path beside it is
+// absolute for that reason): a relative --plugin is written absolute. A bare
+// name, which the loader looks up on its search path, is written as it is.
+func TestPluginPathIsAbsolute(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ format, env, lib, want string }{
+		{"plugin", "nccl-plugin.env", "build/" + plugin.LibraryName, filepath.Join(wd, "build", plugin.LibraryName)},
+		{"plugin", "nccl-plugin.env", "./" + plugin.LibraryName, filepath.Join(wd, plugin.LibraryName)},
+		{"plugin", "nccl-plugin.env", "nccltune", "nccltune"},
+		{"plugin", "nccl-plugin.env", plugin.LibraryName, plugin.LibraryName},
+		{"tuner-csv", "nccl-tuner.env", "../lib/libnccl-tuner-example.so", filepath.Join(filepath.Dir(wd), "lib", "libnccl-tuner-example.so")},
+		{"tuner-csv", "nccl-tuner.env", "example", "example"},
+	} {
+		ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), decide("RING", "SIMPLE", 8))
+		ex.Plugin = tc.lib
+		dir := t.TempDir()
+		if _, err := ex.Write(tc.format, dir); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("sh", "-c", `cd / && . "$1" && printf %s "$NCCL_TUNER_PLUGIN"`, "sh", filepath.Join(dir, tc.env)).Output()
+		if err != nil || string(out) != tc.want {
+			t.Errorf("%s --plugin %s: NCCL_TUNER_PLUGIN=%q (%v), want %q", tc.format, tc.lib, out, err, tc.want)
+		}
+	}
+}
+
+// TestPluginNeedsATunerInterfaceItExports: nccltune's plugin exports NCCL's
+// tuner interfaces v4 to v6, which NCCL reads from 2.24; NCCL 2.19 to 2.23
+// look for v2 and v3 only, find none, and run on their own choices. A
+// campaign measured on such an NCCL gets no plugin rules, with the reason,
+// rather than files its NCCL would ignore; an NCCL of unknown version is
+// given the benefit of the doubt.
+func TestPluginNeedsATunerInterfaceItExports(t *testing.T) {
+	for _, tc := range []struct {
+		nccl    string
+		refused bool
+	}{{"2.23.4+cuda12.6", true}, {"2.19.3", true}, {"2.24.3", false}, {"2.30.3", false}, {"", false}} {
+		ex := sweepCampaign(t, nil, decide("RING", "SIMPLE", 8), decide("RING", "SIMPLE", 8))
+		ex.Fingerprint.NCCL = tc.nccl
+		_, err := ex.Write("plugin", t.TempDir())
+		if tc.refused != (err != nil) || err != nil && !strings.Contains(err.Error(), "2.24") {
+			t.Errorf("NCCL %q: %v, want refused %v", tc.nccl, err, tc.refused)
+		}
+	}
+}
+
+// TestPluginEnvKeepsWhatTheSpacePins: a per-size variable the space pins
+// ([fixed] NCCL_PROTO = "^LL128", the usual workaround where LL128 corrupts
+// data) held in every trial, and holds in the job: the plugin's env file
+// sets it, so that sizes, collectives and communicators no rule covers, and
+// the rules' own choices, never run what every measurement kept out. Only
+// what the search varied is left to the rules.
+func TestPluginEnvKeepsWhatTheSpacePins(t *testing.T) {
+	sp, err := space.Parse("pin.toml", []byte("[campaign]\nname = \"pin\"\nsizes = { min = \"8\", max = \"1M\", factor = 2 }\n"+
+		"[benchmark]\nbinary = \"x\"\ngpus = 16\n[fixed]\nNCCL_PROTO = \"^LL128\"\n"+
+		"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, score float64, a space.Assignment) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all": score}}
+	}
+	trials := []store.Trial{trial(0, 1, space.Assignment{"NCCL_ALGO": space.Unset}), trial(1, 2, space.Assignment{"NCCL_ALGO": "Tree"})}
+	var ds []nccllog.Decision
+	for _, size := range sp.Sizes.List() {
+		ds = append(ds, nccllog.Decision{Op: "AllReduce", Bytes: size, Algo: "TREE", Proto: "SIMPLE", Channels: 8})
+	}
+	ex := Export{Space: sp, Campaign: store.Campaign{Name: "pin", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+		Job: results.JobOf(sp, trials, nil), Decisions: map[string][]nccllog.Decision{sp.Key(trials[1].Params): ds},
+		Fingerprint: runner.Fingerprint{NCCL: "2.28.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16}, Now: time.Now()}
+	for format, name := range map[string]string{"plugin": "nccl-plugin.env", "tuner-csv": "nccl-tuner.env"} {
+		dir := t.TempDir()
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+		env, err := ReadEnvFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(env, "NCCL_PROTO=^LL128") || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "NCCL_ALGO=") }) {
+			t.Errorf("%s: %q, want the pinned NCCL_PROTO=^LL128 and no NCCL_ALGO (the rules')", name, env)
+		}
+	}
+}
+
+// TestPerRankSizesNeedTheRankCount: NCCL's TUNING log gives an all-gather's
+// and a reduce-scatter's bytes per rank, and the plugins compare the whole
+// buffer (NCCL's nBytes for them is nRanks times the count). A campaign
+// whose benchmark reported no rank count (the user's own command) cannot
+// make the whole size of such a decision: its rules were written at the
+// per-rank size, a factor of the rank count below the sizes NCCL asks
+// about, so they steered other sizes than measured. They are refused.
+func TestPerRankSizesNeedTheRankCount(t *testing.T) {
+	sp, err := space.Parse("cmd.toml", []byte("[campaign]\nname = \"cmd\"\n[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\n"+
+		"metric = { regex = 'step ([0-9.]+) ms', goal = \"min\", unit = \"ms\" }\n"+
+		"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"^NVLS\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scores func(float64) map[string]float64 = func(v float64) map[string]float64 {
+		m := map[string]float64{}
+		for _, r := range sp.Ranges {
+			m[r.Name] = v
+		}
+		return m
+	}
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Params: space.Assignment{"NCCL_ALGO": space.Unset}, Env: sp.Env(space.Assignment{"NCCL_ALGO": space.Unset}), Scores: scores(1)},
+		{Number: 1, State: store.Complete, Params: space.Assignment{"NCCL_ALGO": "^NVLS"}, Env: sp.Env(space.Assignment{"NCCL_ALGO": "^NVLS"}), Scores: scores(2)},
+	}
+	ds := []nccllog.Decision{
+		{Op: "AllGather", Bytes: 1 << 20, Algo: "RING", Proto: "SIMPLE", Channels: 8},
+		{Op: "AllGather", Bytes: 64 << 20, Algo: "PAT", Proto: "SIMPLE", Channels: 8},
+		{Op: "AllReduce", Bytes: 1 << 20, Algo: "TREE", Proto: "LL128", Channels: 8},
+	}
+	for _, ranks := range []int{8, 0} {
+		ex := Export{Space: sp, Campaign: store.Campaign{Name: "cmd", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+			Job: results.JobOf(sp, trials, nil), Decisions: map[string][]nccllog.Decision{sp.Key(trials[1].Params): ds},
+			Fingerprint: runner.Fingerprint{NCCL: "2.28.3", Nodes: 1, Ranks: ranks}, Now: time.Now()}
+		dir := t.TempDir()
+		_, err := ex.Write("plugin", dir)
+		text, _ := os.ReadFile(filepath.Join(dir, "nccltune.rules"))
+		switch {
+		case ranks > 0 && (err != nil || !strings.Contains(string(text), "\nallgather 0 536870911 1 8 ring simple 0 # range step\nallgather 536870912 - 1 8 pat simple 0")):
+			t.Errorf("%d ranks: %v\n%s", ranks, err, text)
+		case ranks == 0 && (err == nil || !strings.Contains(err.Error(), "rank count")):
+			t.Errorf("no rank count: wrote the all-gather's rule at a rank's share of its size (%v)\n%s", err, text)
+		}
 	}
 }
