@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,7 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 		if err := writeLines(&b, env, ExportLine); err != nil {
 			return file{}, err
 		}
+		b.WriteString(sourcedUnset(sp, env))
 		return file{base + ".env", b.String(), 0o644}, nil
 	case "dotenv":
 		b.WriteString(comment(append(head, "use: docker run --env-file "+base+".dotenv ..., or set -a; . ./"+base+".dotenv; set +a"), "# "))
@@ -85,10 +87,11 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 			list = append(list, kv)
 		}
 		b.WriteString(comment(append(head, "use: . ./"+base+".slurm; srun \"$NCCLTUNE_SRUN_EXPORT\" ..."), "# "))
+		b.WriteString(unsetLine(sp, env)) // --export=ALL would pass them on
 		b.WriteString("NCCLTUNE_SRUN_EXPORT=" + ShellQuote("--export="+strings.Join(list, ",")) + "\n")
 		return file{base + ".slurm", b.String(), 0o644}, nil
 	default: // torchrun
-		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+base+".torchrun.sh --nproc-per-node 8 train.py ..."), "# ") + "exec env")
+		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+base+".torchrun.sh --nproc-per-node 8 train.py ..."), "# ") + unsetLine(sp, env) + "exec env")
 		for _, kv := range env {
 			name, value, _ := strings.Cut(kv, "=")
 			if _, err := ExportLine(name, value); err != nil {
@@ -112,6 +115,52 @@ func writeLines(b *strings.Builder, env []string, line func(name, value string) 
 		b.WriteString(l + "\n")
 	}
 	return nil
+}
+
+// leftToNCCL are the variables the space searches that env leaves to
+// NCCL: every trial ran without them (nccltune drops the NCCL_* variables
+// it inherits), so a value the job's shell holds, a module's or an earlier
+// range's file's, would run what no trial measured.
+func leftToNCCL(sp *space.Space, env []string) []string {
+	set := space.EnvMap(env)
+	var names []string
+	for _, p := range sp.Params {
+		name := p.Variable()
+		if _, ok := set[name]; !ok && envName.MatchString(name) && !slices.Contains(names, name) { // a DDP knob is no variable
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// unsetLine unsets leftToNCCL in a POSIX shell script; "" where there are none.
+func unsetLine(sp *space.Space, env []string) string {
+	if names := leftToNCCL(sp, env); len(names) > 0 {
+		return "unset " + strings.Join(names, " ") + "\n"
+	}
+	return ""
+}
+
+// The lines of a file to source that unset leftToNCCL in every shell the
+// env format is read by: POSIX shells, where `unset` is a builtin that
+// command -v finds, and fish, which has none and erases with set -e (its
+// status 0 whether or not the variable was set). Neither shell runs the
+// other's line.
+const (
+	hasUnset   = "command -v unset >/dev/null"
+	posixUnset = hasUnset + " && unset "
+	fishUnset  = hasUnset + " || set -e "
+)
+
+// sourcedUnset unsets leftToNCCL in a file that is sourced; "" where there are none.
+func sourcedUnset(sp *space.Space, env []string) string {
+	names := strings.Join(leftToNCCL(sp, env), " ")
+	if names == "" {
+		return ""
+	}
+	return comment([]string{"searched, and left to NCCL as measured: unset in the job's shell"}, "# ") +
+		posixUnset + names + "\n" + fishUnset + names + " || true\n"
 }
 
 // dotenvLine renders one variable bare, as a dotenv file sets it.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nccltune/nccltune/plugin"
@@ -14,7 +15,8 @@ import (
 )
 
 // ReadEnvFile reads NCCL_* settings from a file in the env format (`export
-// NAME='value'`, as nccltune writes it) or the dotenv format (NAME=value).
+// NAME='value'` and `unset NAME ...`, as nccltune writes it) or the dotenv
+// format (NAME=value).
 // Every name and value is checked against the catalogue, but for nccltune's
 // own plugin's rules file (plugin.RulesEnv, which nccl-plugin.env sets
 // beside NCCL_TUNER_PLUGIN): a path, which only the plugin reads, so that
@@ -35,6 +37,19 @@ func ReadEnvFile(path string) ([]string, error) {
 		// A shell's blanks only: it keeps a CR or a no-break space in the value.
 		text := strings.Trim(sc.Text(), " \t")
 		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		if strings.HasPrefix(text, fishUnset) {
+			continue // the POSIX line beside it says the same
+		}
+		if names, ok := strings.CutPrefix(strings.TrimPrefix(text, hasUnset+" && "), "unset "); ok {
+			// As the env format writes it: the searched variables a choice leaves to NCCL.
+			for _, name := range strings.Fields(names) {
+				if _, err := space.Lookup(name); err != nil {
+					errs = append(errs, fmt.Errorf("%s:%d: %v", path, line, err))
+				}
+				env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+			}
 			continue
 		}
 		name, raw, ok := strings.Cut(strings.TrimPrefix(text, "export "), "=")

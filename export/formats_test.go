@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -167,7 +168,7 @@ func TestExportFormats(t *testing.T) {
 	// The one environment of the job: what the rules cannot set, and the plugin itself.
 	for name, want := range map[string]string{"nccl-plugin.env": "NCCL_TUNER_PLUGIN='/opt/nccltune/libnccl-tuner-nccltune.so'", "nccl-tuner.env": "NCCL_TUNER_CONFIG_FILE="} {
 		env, _ := os.ReadFile(filepath.Join(dir, name))
-		if !strings.Contains(string(env), "export NCCL_NET_GDR_LEVEL='SYS'\n") || !strings.Contains(string(env), want) || strings.Contains(string(env), "NCCL_ALGO") {
+		if !strings.Contains(string(env), "export NCCL_NET_GDR_LEVEL='SYS'\n") || !strings.Contains(string(env), want) || strings.Contains(string(env), "export NCCL_ALGO") {
 			t.Errorf("%s:\n%s", name, env)
 		}
 	}
@@ -362,5 +363,77 @@ func TestWorkloadRangeIsDescribedByItsCalls(t *testing.T) {
 		if got := (Export{Space: sp}).measures(r); got != want[r.Name] {
 			t.Errorf("header: %q, want %q", got, want[r.Name])
 		}
+	}
+}
+
+// TestFilesUnsetWhatTheyLeaveToNCCL: every trial ran without the NCCL_*
+// variables nccltune inherits, so a searched variable a choice leaves to
+// NCCL was unset when measured. The job's shell may hold one (a module's, an
+// earlier range's file's: NCCL_PROTO=LL from the small range's file), which
+// the files left in place: the job ran what no trial measured. Sourced in
+// every shell of sourcingShells, the env file leaves exactly what it sets;
+// the torchrun wrapper and the Slurm file too, and compare reads it so.
+func TestFilesUnsetWhatTheyLeaveToNCCL(t *testing.T) {
+	sp, err := space.Parse("left.toml", []byte("[campaign]\nname = \"left\"\nsizes = { min = \"8\", max = \"1M\", factor = 2 }\n"+
+		"[benchmark]\nbinary = \"x\"\ngpus = 16\n[fixed]\nNCCL_NVLS_ENABLE = \"0\"\n"+
+		"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\"]\n[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"default\", \"LL\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, score float64, a space.Assignment) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all": score}}
+	}
+	trials := []store.Trial{trial(0, 1, space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": space.Unset}),
+		trial(1, 2, space.Assignment{"NCCL_ALGO": "Tree", "NCCL_PROTO": space.Unset})}
+	ex := Export{Space: sp, Campaign: store.Campaign{Name: "left", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+		Job: results.JobOf(sp, trials, nil), Fingerprint: runner.Fingerprint{NCCL: "2.28.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16}, Now: time.Now()}
+	dir := t.TempDir()
+	for _, format := range []string{"env", "torchrun", "slurm"} {
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "NCCL_ALGO=Tree NCCL_NVLS_ENABLE=0"
+	nccl := func(out []byte) string {
+		var vars []string
+		for _, kv := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(kv, "NCCL_") {
+				vars = append(vars, kv)
+			}
+		}
+		slices.Sort(vars)
+		return strings.Join(vars, " ")
+	}
+	stale := []string{"NCCL_PROTO=LL", "NCCL_ALGO=Ring"}
+	envFile := filepath.Join(dir, "nccl-all.env")
+	for _, sh := range sourcingShells {
+		if _, err := exec.LookPath(sh.argv[0]); err != nil {
+			continue
+		}
+		cmd := exec.Command(sh.argv[0], append(sh.argv[1:], sh.source+"env\n", sh.argv[0], envFile)...)
+		if sh.name == "fish" {
+			cmd = exec.Command("fish", "-c", sh.source+"env\n", envFile)
+		}
+		cmd.Env = append(os.Environ(), stale...)
+		if out, err := cmd.Output(); err != nil || nccl(out) != want {
+			t.Errorf("%s sourcing the env file: %q (%v), want %q", sh.name, nccl(out), err, want)
+		}
+	}
+	if env, err := ReadEnvFile(envFile); err != nil || strings.Join(env, " ") != want {
+		t.Errorf("ReadEnvFile = %q, %v, want %q", env, err, want)
+	}
+	// The wrapper runs torchrun, here a stand-in that prints its environment.
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "torchrun"), []byte("#!/bin/sh\nenv\n"), 0o755)
+	cmd := exec.Command(filepath.Join(dir, "nccl-all.torchrun.sh"))
+	cmd.Env = append(os.Environ(), append(stale, "PATH="+bin+":"+os.Getenv("PATH"))...)
+	if out, err := cmd.Output(); err != nil || nccl(out) != want {
+		t.Errorf("torchrun wrapper: %q (%v), want %q", nccl(out), err, want)
+	}
+	// srun --export=ALL,NCCL_ALGO=Tree,... passes on what else the batch script's shell holds.
+	cmd = exec.Command("sh", "-c", `. "$1" && env`, "sh", filepath.Join(dir, "nccl-all.slurm"))
+	cmd.Env = append(os.Environ(), stale...)
+	if out, err := cmd.Output(); err != nil || strings.Contains(nccl(out), "NCCL_PROTO") {
+		t.Errorf("Slurm file: %q (%v), want NCCL_PROTO unset", nccl(out), err)
 	}
 }

@@ -87,14 +87,10 @@ func (e Export) jobFile(name string) (file, error) {
 	}
 	var b strings.Builder
 	b.WriteString(comment(append(head, "use: . ./"+name), "# "))
-	for _, kv := range env {
-		name, value, _ := strings.Cut(kv, "=")
-		line, err := ExportLine(name, value)
-		if err != nil {
-			return file{}, err
-		}
-		b.WriteString(line + "\n")
+	if err := writeLines(&b, env, ExportLine); err != nil {
+		return file{}, err
 	}
+	b.WriteString(sourcedUnset(sp, env))
 	return file{name, b.String(), 0o644}, nil
 }
 

@@ -750,20 +750,13 @@ func (e Export) covering(rules []rule) ([]rule, error) {
 func (e Export) jobEnvFile(name, what string, env []string, plugin ...[2]string) (file, error) {
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: the environment of one job, with "+what), "use: . ./"+name), "# "))
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		line, err := ExportLine(k, v)
-		if err != nil {
-			return file{}, err
-		}
-		b.WriteString(line + "\n")
-	}
+	env = slices.Clip(env) // the caller's, appended to
 	for _, kv := range plugin {
-		line, err := ExportLine(kv[0], kv[1])
-		if err != nil {
-			return file{}, err
-		}
-		b.WriteString(line + "\n")
+		env = append(env, kv[0]+"="+kv[1])
 	}
+	if err := writeLines(&b, env, ExportLine); err != nil {
+		return file{}, err
+	}
+	b.WriteString(sourcedUnset(e.Space, env))
 	return file{name, b.String(), 0o644}, nil
 }

@@ -483,7 +483,7 @@ func TestPluginEnvNeedsATunedRange(t *testing.T) {
 	}
 	ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
 	env := pluginEnv(t, ex)
-	if strings.Contains(env, "NCCL_NET_GDR_LEVEL") {
+	if strings.Contains(env, "export NCCL_NET_GDR_LEVEL") {
 		t.Errorf("no range was tuned, yet the plugin's environment sets the best trial's settings:\n%s", env)
 	}
 }
@@ -526,7 +526,7 @@ func TestPluginOfAWorkloadJobRejectedWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env := pluginEnv(t, ex); strings.Contains(job, "NCCL_BUFFSIZE") || strings.Contains(env, "NCCL_BUFFSIZE") {
+	if env := pluginEnv(t, ex); strings.Contains(job, "export NCCL_BUFFSIZE") || strings.Contains(env, "export NCCL_BUFFSIZE") {
 		t.Errorf("the job was rejected as a whole, yet an export sets its environment:\n%s\njob file:\n%s", env, job)
 	}
 	rules, _, err := ex.jobRules(false)
@@ -630,7 +630,7 @@ func TestPluginEnvNeverTakesARejectedRange(t *testing.T) {
 		ex := rangesApart(t, kept, [2]string{"tuned", "default"})
 		sp := ex.Space
 		rejected := sp.Ranges[1-kept].Name
-		if env := pluginEnv(t, ex); strings.Contains(env, "NCCL_NET_GDR_LEVEL") {
+		if env := pluginEnv(t, ex); strings.Contains(env, "export NCCL_NET_GDR_LEVEL") {
 			t.Errorf("range %s's choice was rejected, yet the plugin's environment sets its NCCL_NET_GDR_LEVEL:\n%s", rejected, env)
 		}
 		if alone := ex.Job.Alone(sp); alone["NCCL_NET_GDR_LEVEL"] == "SYS" {
