@@ -348,6 +348,16 @@ func (s *Store) init() error {
 	if check != "ok" {
 		return fmt.Errorf("integrity check failed: %s", check)
 	}
+	// A view or trigger is SQL of the file's own, run by every read of the
+	// view or write that fires the trigger, before any row can be checked:
+	// a recursive query that never ends wedged every command.
+	var kind, name string
+	switch err := s.db.QueryRow(`SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger')`).Scan(&kind, &name); {
+	case err == nil:
+		return fmt.Errorf("it holds a %s, %q, which nccltune never makes: %w", kind, name, ErrTampered)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
 	if s.readOnly {
 		return checkVersion(s.db)
 	}
