@@ -289,9 +289,12 @@ func (s *Store) checkpoints() error {
 // group could not write. SQLite gives the -wal and -shm the file's mode.
 // An empty file is an empty database, which migrate makes a store. Where
 // the file cannot be made (no such folder, no right to write there),
-// SQLite's open fails next and says why.
+// SQLite's open fails next and says why. Not O_EXCL, which refuses a
+// symbolic link to where the store is to be made: SQLite followed it and
+// made the file 0644 less the umask. A file made meanwhile by another
+// process is opened and left as it is.
 func createHonouringUmask(path string) {
-	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666); err == nil {
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666); err == nil {
 		f.Close()
 	}
 }
