@@ -136,6 +136,16 @@ func checkVersion(db *sql.DB) error {
 	}
 	switch {
 	case version == 0:
+		// An empty file is the store a campaign starting has made and not
+		// yet given its schema (or one killed before it could): no other
+		// program's database.
+		var tables int
+		if err := db.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+			return err
+		}
+		if tables == 0 {
+			return errors.New("holds no campaign yet (an empty file: a campaign starting on it makes its tables)")
+		}
 		return errors.New("not an nccltune store (no schema)")
 	case version < SchemaVersion:
 		return fmt.Errorf("schema version %d is older than this nccltune's (%d); `nccltune resume` upgrades it", version, SchemaVersion)

@@ -121,6 +121,13 @@ func TestOpenRejects(t *testing.T) {
 	if _, err := Open(filepath.Join(dir, "no such folder", "new.db")); err == nil || !strings.Contains(err.Error(), "cannot be opened or made") {
 		t.Errorf("a store in a missing folder: %v", err)
 	}
+	// An empty file, as a campaign starting makes one before its tables,
+	// is no other program's database: a reader says it holds no campaign.
+	empty := filepath.Join(dir, "empty.db")
+	os.WriteFile(empty, nil, 0o644)
+	if _, err := OpenReader(empty); err == nil || strings.Contains(err.Error(), "not an nccltune store") || !strings.Contains(err.Error(), "no campaign yet") {
+		t.Errorf("an empty store read with %v", err)
+	}
 	for _, open := range []func(string) (*Store, error){Open, OpenReader} {
 		if _, err := open(""); err == nil || !strings.Contains(err.Error(), "empty path") {
 			t.Errorf("an empty path opened as a store: %v", err)
