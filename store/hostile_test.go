@@ -246,6 +246,64 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 	}
 }
 
+// endless is a query that never returns: a recursive one whose every row the WHERE refuses.
+const endless = `WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT x FROM n WHERE x = 0`
+
+// TestStoredSQLIsRefused: a store whose schema holds SQL of its own, a
+// view in a table's place or a trigger on one, which nccltune never makes,
+// is refused by writers and readers as they open it: every read of the
+// view, or write that fires the trigger, ran the file's query, which never
+// ended (status, export and resume spun until killed).
+func TestStoredSQLIsRefused(t *testing.T) {
+	for _, schema := range []string{
+		`ALTER TABLE campaigns RENAME TO c0; CREATE VIEW campaigns AS SELECT * FROM c0 WHERE id NOT IN (` + endless + `)`,
+		`ALTER TABLE trials RENAME TO t0; CREATE VIEW trials AS SELECT * FROM t0 WHERE id NOT IN (` + endless + `)`,
+		`CREATE TRIGGER spin AFTER INSERT ON trials BEGIN SELECT count(*) FROM (` + endless + `); END`,
+		`CREATE TRIGGER spin BEFORE UPDATE ON campaigns BEGIN SELECT count(*) FROM (` + endless + `); END`,
+	} {
+		s, path, _ := threeTrials(t)
+		if _, err := s.db.Exec(`PRAGMA foreign_keys = OFF; ` + schema); err != nil {
+			t.Fatalf("%s: %v", schema, err)
+		}
+		s.Close()
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			done := make(chan error, 1)
+			go func() { done <- useStore(open, path) }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), path) {
+					t.Errorf("%s: %v", schema, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: still reading or writing after 10 s", schema)
+			}
+		}
+	}
+}
+
+// useStore opens the store at path as open does, reads campaign "c", and
+// a writer adds a trial to it: the first error, or one saying it all went.
+func useStore(open func(string) (*Store, error), path string) error {
+	s, err := open(path)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	c, err := s.Campaign("c")
+	if err == nil {
+		err = readAll(s, c)
+	}
+	if err == nil && !s.readOnly {
+		if err = s.LockWriter(); err == nil {
+			err = s.StartTrial(&Trial{CampaignID: c.ID, Number: 3})
+		}
+	}
+	if err == nil {
+		return errors.New("opened, read and written")
+	}
+	return err
+}
+
 // validation inserts a verdict on trial 1 of threeTrials' campaign.
 func validation(verdict string, rounds int, gain string) string {
 	return fmt.Sprintf(`INSERT INTO validations (campaign_id, batch, range_name, candidate, rounds, verdict, gain, reason, created_at)

@@ -131,13 +131,37 @@ func checkVersion(db *sql.DB) error {
 	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
 		return err
 	}
+	if err := knownVersion(version); err != nil {
+		return err
+	}
 	switch {
-	case version > SchemaVersion:
-		return fmt.Errorf("schema version %d is newer than this nccltune understands (%d); upgrade nccltune", version, SchemaVersion)
 	case version == 0:
+		// An empty file is the store a campaign starting has made and not
+		// yet given its schema (or one killed before it could): no other
+		// program's database.
+		var tables int
+		if err := db.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+			return err
+		}
+		if tables == 0 {
+			return errors.New("holds no campaign yet (an empty file: a campaign starting on it makes its tables)")
+		}
 		return errors.New("not an nccltune store (no schema)")
 	case version < SchemaVersion:
 		return fmt.Errorf("schema version %d is older than this nccltune's (%d); `nccltune resume` upgrades it", version, SchemaVersion)
+	}
+	return nil
+}
+
+// knownVersion refuses a schema version no nccltune wrote: a newer one,
+// and a negative one (PRAGMA user_version is any 32-bit integer), which an
+// edited or damaged store may hold and the migrations would be indexed by.
+func knownVersion(version int) error {
+	switch {
+	case version > SchemaVersion:
+		return fmt.Errorf("schema version %d is newer than this nccltune understands (%d); upgrade nccltune", version, SchemaVersion)
+	case version < 0:
+		return fmt.Errorf("schema version %d: %w", version, ErrTampered)
 	}
 	return nil
 }
@@ -178,8 +202,8 @@ func migrateLocked(ctx context.Context, conn *sql.Conn) error {
 	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return err
 	}
-	if version > SchemaVersion {
-		return fmt.Errorf("schema version %d is newer than this nccltune understands (%d); upgrade nccltune", version, SchemaVersion)
+	if err := knownVersion(version); err != nil {
+		return err
 	}
 	// No schema, but tables: another program's database (a mistyped
 	// --store), which nccltune's tables would be written into.

@@ -289,9 +289,12 @@ func (s *Store) checkpoints() error {
 // group could not write. SQLite gives the -wal and -shm the file's mode.
 // An empty file is an empty database, which migrate makes a store. Where
 // the file cannot be made (no such folder, no right to write there),
-// SQLite's open fails next and says why.
+// SQLite's open fails next and says why. Not O_EXCL, which refuses a
+// symbolic link to where the store is to be made: SQLite followed it and
+// made the file 0644 less the umask. A file made meanwhile by another
+// process is opened and left as it is.
 func createHonouringUmask(path string) {
-	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666); err == nil {
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666); err == nil {
 		f.Close()
 	}
 }
@@ -347,6 +350,16 @@ func (s *Store) init() error {
 	}
 	if check != "ok" {
 		return fmt.Errorf("integrity check failed: %s", check)
+	}
+	// A view or trigger is SQL of the file's own, run by every read of the
+	// view or write that fires the trigger, before any row can be checked:
+	// a recursive query that never ends wedged every command.
+	var kind, name string
+	switch err := s.db.QueryRow(`SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger')`).Scan(&kind, &name); {
+	case err == nil:
+		return fmt.Errorf("it holds a %s, %q, which nccltune never makes: %w", kind, name, ErrTampered)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
 	}
 	if s.readOnly {
 		return checkVersion(s.db)

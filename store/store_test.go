@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -120,6 +121,13 @@ func TestOpenRejects(t *testing.T) {
 	if _, err := Open(filepath.Join(dir, "no such folder", "new.db")); err == nil || !strings.Contains(err.Error(), "cannot be opened or made") {
 		t.Errorf("a store in a missing folder: %v", err)
 	}
+	// An empty file, as a campaign starting makes one before its tables,
+	// is no other program's database: a reader says it holds no campaign.
+	empty := filepath.Join(dir, "empty.db")
+	os.WriteFile(empty, nil, 0o644)
+	if _, err := OpenReader(empty); err == nil || strings.Contains(err.Error(), "not an nccltune store") || !strings.Contains(err.Error(), "no campaign yet") {
+		t.Errorf("an empty store read with %v", err)
+	}
 	for _, open := range []func(string) (*Store, error){Open, OpenReader} {
 		if _, err := open(""); err == nil || !strings.Contains(err.Error(), "empty path") {
 			t.Errorf("an empty path opened as a store: %v", err)
@@ -159,13 +167,43 @@ func TestOpenRejects(t *testing.T) {
 		t.Error("opening another program's database changed it")
 	}
 
-	s, path := openTemp(t)
-	if _, err := s.db.Exec("PRAGMA user_version = 99"); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "newer than this nccltune") {
-		t.Errorf("a newer schema was accepted: %v", err)
+}
+
+// TestForeignSchemaVersions: a store whose schema version no nccltune
+// wrote, newer or negative (an edited user_version, a 32-bit integer), is
+// refused by writers and readers alike, with the version named and the file
+// left as it was (a negative one crashed the writer: index out of range in
+// the migrations).
+func TestForeignSchemaVersions(t *testing.T) {
+	for _, tc := range []struct {
+		version int
+		want    string
+	}{
+		{99, "newer than this nccltune"},
+		{-1, "schema version -1: " + ErrTampered.Error()},
+		{math.MinInt32, fmt.Sprintf("schema version %d: ", math.MinInt32)},
+	} {
+		path := closedStore(t)
+		s, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", tc.version)); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		before, _ := os.ReadFile(path)
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			if s, err := open(path); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("schema version %d opened with %v", tc.version, err)
+				if err == nil {
+					s.Close()
+				}
+			}
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Errorf("schema version %d: opening changed the file", tc.version)
+		}
 	}
 }
 

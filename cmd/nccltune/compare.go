@@ -99,7 +99,8 @@ func failedRun(res []tuner.Comparison) error {
 	return nil
 }
 
-// compareSpace is --space, or the stored campaign's space.
+// compareSpace is --space, or the stored campaign's space where it starts
+// no program (startsNothing).
 func compareSpace(c *cli.Context) (*space.Space, error) {
 	if c.String("space") != "" {
 		return space.Load(c.String("space"))
@@ -111,6 +112,9 @@ func compareSpace(c *cli.Context) (*space.Space, error) {
 	defer st.Close()
 	l, err := load(st, c.String("campaign"), space.Parse)
 	if err != nil {
+		return nil, err
+	}
+	if err := startsNothing(l); err != nil {
 		return nil, err
 	}
 	return l.space, nil

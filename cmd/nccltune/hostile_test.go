@@ -268,8 +268,9 @@ func alive(pid int) bool {
 
 // TestTamperedStoreStartsNothing swaps a finished campaign's stored space for
 // one naming a program (and recomputes its hash, as an attacker would):
-// validate and resume refuse to start it without the user's own space file,
-// and with that file refuse the campaign as another one.
+// validate, resume and compare refuse to start it without the user's own
+// space file (compare, reading the stored space, ran the program), and
+// validate and resume with that file refuse the campaign as another one.
 func TestTamperedStoreStartsNothing(t *testing.T) {
 	dir := t.TempDir()
 	data, err := examples.Files.ReadFile(examples.Default)
@@ -294,7 +295,11 @@ func TestTamperedStoreStartsNothing(t *testing.T) {
 	}
 	db := filepath.Join(dir, "nccltune.db")
 	tamper(t, db, fmt.Sprintf(`UPDATE campaigns SET space = CAST(x'%x' AS BLOB), space_hash = '%s'`, text, sp.Hash()))
+	for _, name := range []string{"a.env", "b.env"} {
+		os.WriteFile(filepath.Join(dir, name), []byte("NCCL_ALGO=Ring\n"), 0o644)
+	}
 	for _, args := range [][]string{
+		{"compare", "--rounds", "2", "a.env", "b.env"},
 		{"validate", "-q", "--rounds", "2"},
 		{"resume", "-q", "--trials", "6", "--no-validate"},
 		{"validate", "-q", "--rounds", "2", "--space", own},

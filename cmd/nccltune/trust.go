@@ -23,11 +23,21 @@ func ownSpace(c *cli.Context, l *loaded) (*space.Space, error) {
 	if err != nil || own != nil {
 		return own, err
 	}
-	if progs := l.family.Programs(); len(progs) > 0 {
-		return nil, fmt.Errorf("campaign %s: its stored space starts %s; nccltune does not start a program that only a store names (anyone who can write the store could have put it there): give the space file the campaign ran with, --space FILE",
-			l.camp.Name, strings.Join(progs, ", "))
+	if err := startsNothing(l); err != nil {
+		return nil, err
 	}
 	return l.family, nil
+}
+
+// startsNothing refuses to launch the stored campaign's own space where it
+// starts a program: what validate, resume and compare launch without the
+// user's --space file.
+func startsNothing(l *loaded) error {
+	if progs := l.family.Programs(); len(progs) > 0 {
+		return fmt.Errorf("campaign %s: its stored space starts %s; nccltune does not start a program that only a store names (anyone who can write the store could have put it there): give the space file the campaign ran with, --space FILE",
+			l.camp.Name, strings.Join(progs, ", "))
+	}
+	return nil
 }
 
 // userSpace is the user's --space file (nil without one), which must be the
