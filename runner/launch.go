@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -793,7 +795,12 @@ func (t Torchrun) Wrap(cmd, _ []string) ([]string, error) {
 		argv = append(argv, "--nnodes", strconv.Itoa(t.NNodes))
 	}
 	if t.RdzvEndpoint != "" {
-		argv = append(argv, "--rdzv_backend", "c10d", "--rdzv_endpoint", t.RdzvEndpoint)
+		// An id of this launch's own (every node's torchrun gets the same
+		// argv): under torchrun's default id, "none", a torchrun of another
+		// campaign on the same endpoint, finding the port taken, connects to
+		// this one's store as a client and joins its rendezvous, as does a
+		// node's torchrun left over from an earlier trial.
+		argv = append(argv, "--rdzv_backend", "c10d", "--rdzv_endpoint", t.RdzvEndpoint, "--rdzv_id", rdzvID())
 	} else {
 		argv = append(argv, "--standalone")
 	}
@@ -802,6 +809,13 @@ func (t Torchrun) Wrap(cmd, _ []string) ([]string, error) {
 		return append(argv, cmd...), nil // launcher.args already say how to run it
 	}
 	return append(argv, torchrunTarget(cmd)...), nil
+}
+
+// rdzvID is a rendezvous id no other launch has.
+func rdzvID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never fails on Linux
+	return "nccltune-" + hex.EncodeToString(b)
 }
 
 // torchrunHow are torchrun's options that say how it runs its target.

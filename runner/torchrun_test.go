@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -331,5 +332,32 @@ func BenchmarkTorchrunFailureDetail(b *testing.B) {
 				(Torchrun{}).FailureDetail(output)
 			}
 		})
+	}
+}
+
+// TestTorchrunRdzvID: every launch of torchrun on several nodes meets in a
+// rendezvous of its own. torchrun's default id is "none": a second
+// campaign's torchrun given the same endpoint, finding its port taken,
+// connects to the first's store (c10d falls back to a client) and joins the
+// first's rendezvous, as does a node left over from an earlier trial.
+func TestTorchrunRdzvID(t *testing.T) {
+	l := Torchrun{NProcPerNode: 8, NNodes: 2, RdzvEndpoint: "node1:29400"}
+	id := func() string {
+		argv, err := l.Wrap([]string{"/tmp/step.py"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.Index(argv, "--rdzv_id")
+		if i < 0 || i+1 >= len(argv) || argv[i+1] == "" || argv[i+1] == "none" {
+			t.Fatalf("no rendezvous id of its own: %q", argv)
+		}
+		return argv[i+1]
+	}
+	if a, b := id(), id(); a == b {
+		t.Errorf("two launches share the rendezvous id %q", a)
+	}
+	// A single node's torchrun (--standalone) picks its own.
+	if argv, _ := (Torchrun{NProcPerNode: 8}).Wrap([]string{"/tmp/step.py"}, nil); slices.Contains(argv, "--rdzv_id") {
+		t.Errorf("--standalone with a rendezvous id: %q", argv)
 	}
 }
