@@ -34,16 +34,6 @@ type Local struct{}
 // Wrap returns cmd unchanged.
 func (Local) Wrap(cmd, _ []string) ([]string, error) { return cmd, nil }
 
-// Stopper is implemented by launchers whose ranks do not descend from the
-// launcher process, so that signals to the trial's processes may not reach
-// them. Run calls Stop on timeout or interrupt, after the trial's
-// supervisor sent SIGTERM, with the supervisor's pid: every process of the
-// trial descends from it, the launcher's own where the launcher command is
-// a wrapper that starts it. An error means some ranks may be left running.
-type Stopper interface {
-	Stop(pid int) error
-}
-
 // An ExitReader is a launcher whose own exit status may not be the failed
 // rank's: RankExit reads from the launch's output how the first rank to
 // fail ended (e, the launcher's, where it cannot tell).
@@ -688,20 +678,28 @@ func (s Srun) Check() error {
 	return errors.Join(errs...)
 }
 
-// Stop cancels, through slurmctld, the steps that the srun processes
-// among the trial's (pid and its descendants) run in this allocation: srun
-// itself, or a wrapper script's srun (launcher.command), whose pid is not
-// the launcher's. srun kills its step itself on SIGTERM, and a child of srun
-// cancels it if srun dies; but a srun that cannot act on SIGTERM within the
-// grace period gets SIGKILL together with that child, and its ranks would
-// run on under slurmstepd.
-func (s Srun) Stop(pid int) error {
+// stopSteps cancels, through slurmctld, the steps that the srun processes
+// among the trial's (pid and its descendants) run: the srun launcher's, a
+// wrapper script's srun (launcher.command), whose pid is not the
+// launcher's, or one that the benchmark's own command runs under any
+// launcher (torchrun's wrapper for several nodes, a training script). A
+// step's ranks run under slurmstepd, not in the trial's process tree. srun
+// kills its step itself on SIGTERM, and a child of srun cancels it if srun
+// dies; but a srun that cannot act on SIGTERM within the grace period gets
+// SIGKILL together with that child, and its ranks would run on. Where no
+// Slurm is installed there is nothing to cancel.
+func stopSteps(pid int) error {
+	if _, err := exec.LookPath("scontrol"); err != nil {
+		return nil
+	}
 	pids := map[int]bool{pid: true}
 	for _, p := range descendants(pid) {
 		pids[p.pid] = true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
+	// The allocation's steps; outside one, every job's (a srun there makes
+	// a job of its own).
 	out, err := slurmOutput(ctx, "scontrol", "-o", "show", "step", os.Getenv("SLURM_JOB_ID"))
 	if err != nil {
 		return fmt.Errorf("srun: listing steps: %w", err)

@@ -167,14 +167,13 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	// On timeout or interrupt the supervisor ends the tree: SIGTERM (so that
-	// mpirun can take down its remote daemons), SIGKILL after the grace. A
-	// launcher whose ranks are not in the tree (srun's) stops them itself.
+	// mpirun can take down its remote daemons), SIGKILL after the grace.
+	// Ranks that are not in the tree (those of a srun's step, whichever
+	// launcher or command ran srun) are stopped through Slurm.
 	cmd.Cancel = func() error {
 		err := cmd.Process.Signal(syscall.SIGTERM)
-		if s, ok := r.Launcher.(Stopper); ok {
-			if status.pid() > 0 { // the launcher has started
-				_ = s.Stop(cmd.Process.Pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
-			}
+		if status.pid() > 0 { // the launcher has started
+			_ = stopSteps(cmd.Process.Pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
 		}
 		return err
 	}
