@@ -686,10 +686,11 @@ func (s Srun) Check() error {
 // step's ranks run under slurmstepd, not in the trial's process tree. srun
 // kills its step itself on SIGTERM, and a child of srun cancels it if srun
 // dies; but a srun that cannot act on SIGTERM within the grace period gets
-// SIGKILL together with that child, and its ranks would run on. Where no
-// Slurm is installed there is nothing to cancel.
+// SIGKILL together with that child, and its ranks would run on. Outside a
+// Slurm allocation there is nothing to cancel (and maybe no slurmctld to
+// ask, which Run would wait for).
 func stopSteps(pid int) error {
-	if _, err := exec.LookPath("scontrol"); err != nil {
+	if os.Getenv("SLURM_JOB_ID") == "" {
 		return nil
 	}
 	pids := map[int]bool{pid: true}
@@ -698,8 +699,6 @@ func stopSteps(pid int) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	// The allocation's steps; outside one, every job's (a srun there makes
-	// a job of its own).
 	out, err := slurmOutput(ctx, "scontrol", "-o", "show", "step", os.Getenv("SLURM_JOB_ID"))
 	if err != nil {
 		return fmt.Errorf("srun: listing steps: %w", err)
