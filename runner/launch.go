@@ -879,6 +879,28 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 	return e
 }
 
+// LaunchFailure is torchrun's own exception where its rendezvous failed (a
+// node that never joined within the join timeout, a store it could not
+// reach): it started no worker, and exits 1 as it does for a failed one.
+// The exception is torchrun's last line, unprefixed (a worker's lines
+// under torchrun 2.x's or --tee's prefixes are not torchrun's); "" where
+// workers ran and failed (its ChildFailedError's report), whatever came
+// after.
+func (Torchrun) LaunchFailure(output []byte, e Exit) string {
+	if e.Code == 0 && e.Signal == 0 || bytes.Contains(output, []byte(torchrunRootCause)) {
+		return ""
+	}
+	all := torchrunRdzvRE.FindAll(output, -1)
+	if all == nil {
+		return ""
+	}
+	return "torchrun's rendezvous failed: " + clip(strings.TrimSpace(string(all[len(all)-1])))
+}
+
+// torchrunRdzvRE is the exception torchrun's elastic agent raises where its
+// rendezvous fails (torch/distributed/elastic/rendezvous/api.py).
+var torchrunRdzvRE = regexp.MustCompile(`(?m)^torch\.distributed\.elastic\.rendezvous\.api\.Rendezvous\w*Error\b.*$`)
+
 var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: ([0-9]+)\)`)
 
 // FailureDetail is the exception that the first worker to fail raised, as

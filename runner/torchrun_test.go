@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nccltune/nccltune/space"
 )
 
 // torchrunOwn is what torchrun (PyTorch 2.x) prints after its workers'
@@ -359,5 +361,54 @@ func TestTorchrunRdzvID(t *testing.T) {
 	// A single node's torchrun (--standalone) picks its own.
 	if argv, _ := (Torchrun{NProcPerNode: 8}).Wrap([]string{"/tmp/step.py"}, nil); slices.Contains(argv, "--rdzv_id") {
 		t.Errorf("--standalone with a rendezvous id: %q", argv)
+	}
+}
+
+// torchrunRdzvTimeout is how torchrun (PyTorch 1.13, Debian's) ends where a
+// node of its --nnodes 2 never joined the rendezvous within its join_timeout:
+// no worker started.
+const torchrunRdzvTimeout = `Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 33, in <module>
+    sys.exit(load_entry_point('torch==1.13.0a0+gitunknown', 'console_scripts', 'torchrun')())
+  ...
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py", line 538, in _rendezvous
+    store, group_rank, group_world_size = spec.rdzv_handler.next_rendezvous()
+                                          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py", line 1025, in next_rendezvous
+    self._op_executor.run(join_op, deadline)
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py", line 638, in run
+    raise RendezvousTimeoutError()
+torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError
+`
+
+// TestTorchrunRendezvousFailure: a torchrun whose rendezvous failed (a node
+// that never joined, a store it could not reach) started no worker, and
+// exits 1 as a failed worker's would: the trial is a launch that failed, not
+// a failure of its settings, which the search would learn as one.
+func TestTorchrunRendezvousFailure(t *testing.T) {
+	connection := strings.Replace(torchrunRdzvTimeout, "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+		"torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.", 1)
+	for _, tc := range []struct {
+		name, output string
+		launch       bool
+	}{
+		{"timeout", torchrunRdzvTimeout, true},
+		{"connection", connection, true},
+		// Workers that ran and failed: theirs is the failure, whatever came after.
+		{"workers failed", torchrunOneRank + torchrunRdzvTimeout, false},
+	} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out")
+		os.WriteFile(out, []byte(tc.output), 0o644)
+		fake := script(t, "cat "+out+"; exit 1")
+		l := Torchrun{Command: fake, NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}
+		r := &Runner{Launcher: l}
+		user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"train.py"}, Metric: space.Metric{Regex: `time: (\S+) ms`}})
+		for _, bench := range []Benchmark{DDPStep{Program: []string{"python3", "step.py"}}, user} {
+			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 3}, Timeout: 10 * time.Second})
+			if res.Failure == nil || (res.Failure.Kind == FailLaunch) != tc.launch {
+				t.Errorf("%s, %T: failure %v; a launch's: %v", tc.name, bench, res.Failure, tc.launch)
+			}
+		}
 	}
 }
