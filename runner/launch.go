@@ -200,14 +200,24 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 	return append(argv, cmd...), nil
 }
 
-// mpirunLaunchErrors begin Open MPI's reports that it started no rank or
+// mpirunLaunchErrors are in Open MPI's reports that it started no rank or
 // not all of them (4's mpirun, 5's prterun): the executable not found or not
 // executable on a node (mpirun exits 132, which reads as a rank killed by
 // SIGILL), too few slots (exit 1, nccl-tests' "internal error"), daemons
-// that did not start.
+// that did not start; ranks it would not map or bind as launcher.map_by,
+// bind_to or args ask (an unknown policy, more ranks bound than cores, more
+// cores per rank than there are; help-orte-rmaps-base.txt,
+// help-orte-odls-default.txt), and a run as root without Open MPI's consent
+// (OMPI_ALLOW_RUN_AS_ROOT), each exit 1 too.
 var mpirunLaunchErrors = []string{
 	"was unable to launch the specified application", "was unable to find the specified executable file",
 	"There are not enough slots available in the system", "was unable to reliably start one or more daemons",
+	"has detected an attempt to run as root",
+	"policy is not recognized:", "An unrecognized value was given for the number of processes",
+	"The mapping request contains", "A request for multiple cpus-per-proc was given",
+	"A request was made to bind to that would result in binding more", "Your job failed to map.",
+	"Your job has requested a conflicting number of processes", "Your job has requested more cpus per process",
+	"we found no available cpus on", "without launching the target application",
 }
 
 // LaunchFailure is Open MPI's report that it could not start the ranks,
@@ -220,6 +230,10 @@ func (MPIRun) LaunchFailure(output []byte, e Exit) string {
 	for i, line := range lines {
 		if !slices.ContainsFunc(mpirunLaunchErrors, func(m string) bool { return strings.Contains(line, m) }) {
 			continue
+		}
+		// From the paragraph's first line: the words may stand further in.
+		for i > 0 && strings.TrimSpace(lines[i-1]) != "" && !strings.HasPrefix(strings.TrimSpace(lines[i-1]), "-----") {
+			i--
 		}
 		var para []string
 		for _, l := range lines[i:] {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -94,6 +95,40 @@ func TestMPIRunLaunchFailure(t *testing.T) {
 		res := r.Run(context.Background(), job)
 		if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != tc.reason {
 			t.Errorf("%+v: failure = %v; want launch: %s\noutput: %s", tc.mpirun, res.Failure, tc.reason, res.Output)
+		}
+	}
+}
+
+// TestMPIRunRefusesItsOptions: mpirun that refuses to map or bind the
+// ranks as launcher.map_by, bind_to or args ask (an unknown policy, more
+// ranks bound than cores, more cores per rank than there are), or to run
+// as root without Open MPI's consent, starts no rank and exits 1, which
+// read as nccl-tests' "internal error": a failure of the trial's settings,
+// which none of them can mend.
+func TestMPIRunRefusesItsOptions(t *testing.T) {
+	env := needMPI(t)
+	type tc struct {
+		mpirun MPIRun
+		env    []string
+		reason string
+	}
+	many := 4 * runtime.NumCPU()
+	cases := []tc{
+		{MPIRun{NP: 2, MapBy: "foo", Args: []string{"--oversubscribe"}}, env, "The specified mapping policy is not recognized:"},
+		{MPIRun{NP: 2, BindTo: "foo", Args: []string{"--oversubscribe"}}, env, "The specified binding policy is not recognized:"},
+		{MPIRun{NP: 2, MapBy: "ppr:1:foo", Args: []string{"--oversubscribe"}}, env, "An unrecognized value was given for the number of processes per resource (ppr)"},
+		{MPIRun{NP: many, BindTo: "core", Args: []string{"--oversubscribe"}}, env, "A request was made to bind to that would result in binding more processes than cpus on a resource:"},
+		{MPIRun{NP: 2, MapBy: "socket:PE=4096", Args: []string{"--oversubscribe"}}, env, "A request for multiple cpus-per-proc was given"},
+	}
+	if os.Geteuid() == 0 {
+		asRoot := slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "OMPI_ALLOW_RUN_AS_ROOT") })
+		cases = append(cases, tc{MPIRun{NP: 1}, asRoot, "mpirun has detected an attempt to run as root."})
+	}
+	for _, tc := range cases {
+		r := &Runner{Launcher: tc.mpirun, BaseEnv: tc.env}
+		res := r.Run(context.Background(), tableJob("true"))
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
+			t.Errorf("%+v: failure = %v; want launch: %s...\noutput: %s", tc.mpirun, res.Failure, tc.reason, res.Output)
 		}
 	}
 }
