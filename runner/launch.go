@@ -207,12 +207,13 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 // that did not start; ranks it would not map or bind as launcher.map_by,
 // bind_to or args ask (an unknown policy, more ranks bound than cores, more
 // cores per rank than there are; help-orte-rmaps-base.txt,
-// help-orte-odls-default.txt), and a run as root without Open MPI's consent
-// (OMPI_ALLOW_RUN_AS_ROOT), each exit 1 too.
+// help-orte-odls-default.txt), a run as root without Open MPI's consent
+// (OMPI_ALLOW_RUN_AS_ROOT), and an option it does not know (`mpirun:
+// Error: unknown option "--foo"`), each exit 1 too.
 var mpirunLaunchErrors = []string{
 	"was unable to launch the specified application", "was unable to find the specified executable file",
 	"There are not enough slots available in the system", "was unable to reliably start one or more daemons",
-	"has detected an attempt to run as root",
+	"has detected an attempt to run as root", "Error: unknown option",
 	"policy is not recognized:", "An unrecognized value was given for the number of processes",
 	"The mapping request contains", "A request for multiple cpus-per-proc was given",
 	"A request was made to bind to that would result in binding more", "Your job failed to map.",
@@ -893,9 +894,11 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 	return e
 }
 
-// LaunchFailure is torchrun's own exception where its rendezvous failed (a
-// node that never joined within the join timeout, a store it could not
-// reach): it started no worker, and exits 1 as it does for a failed one.
+// LaunchFailure is torchrun's own error where it started no worker: its
+// command line refused ("torchrun: error: unrecognized arguments: --foo",
+// exit 2, which nccl-tests' codes read as a CUDA error), or its exception
+// where its rendezvous failed (a node that never joined within the join
+// timeout, a store it could not reach; exit 1, as for a failed worker).
 // The exception is torchrun's last line, unprefixed (a worker's lines
 // under torchrun 2.x's or --tee's prefixes are not torchrun's); "" where
 // workers ran and failed (its ChildFailedError's report), whatever came
@@ -904,12 +907,18 @@ func (Torchrun) LaunchFailure(output []byte, e Exit) string {
 	if e.Code == 0 && e.Signal == 0 || bytes.Contains(output, []byte(torchrunRootCause)) {
 		return ""
 	}
+	if m := torchrunUsageRE.Find(output); m != nil {
+		return clip(strings.TrimSpace(string(m)))
+	}
 	all := torchrunRdzvRE.FindAll(output, -1)
 	if all == nil {
 		return ""
 	}
 	return "torchrun's rendezvous failed: " + clip(strings.TrimSpace(string(all[len(all)-1])))
 }
+
+// torchrunUsageRE is argparse's error on torchrun's command line.
+var torchrunUsageRE = regexp.MustCompile(`(?m)^torchrun: error: .*$`)
 
 // torchrunRdzvRE is the exception torchrun's elastic agent raises where its
 // rendezvous fails (torch/distributed/elastic/rendezvous/api.py).

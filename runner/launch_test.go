@@ -120,6 +120,8 @@ func TestMPIRunRefusesItsOptions(t *testing.T) {
 		{MPIRun{NP: many, BindTo: "core", Args: []string{"--oversubscribe"}}, env, "A request was made to bind to that would result in binding more processes than cpus on a resource:"},
 		{MPIRun{NP: 2, MapBy: "socket:PE=4096", Args: []string{"--oversubscribe"}}, env, "A request for multiple cpus-per-proc was given"},
 	}
+	// An option mpirun does not know, in launcher.args.
+	cases = append(cases, tc{MPIRun{NP: 1, Args: []string{"--no-such-option"}}, env, `mpirun: Error: unknown option "--no-such-option"`})
 	if os.Geteuid() == 0 {
 		asRoot := slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "OMPI_ALLOW_RUN_AS_ROOT") })
 		cases = append(cases, tc{MPIRun{NP: 1}, asRoot, "mpirun has detected an attempt to run as root."})

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -409,6 +410,22 @@ func TestTorchrunRendezvousFailure(t *testing.T) {
 			if res.Failure == nil || (res.Failure.Kind == FailLaunch) != tc.launch {
 				t.Errorf("%s, %T: failure %v; a launch's: %v", tc.name, bench, res.Failure, tc.launch)
 			}
+		}
+	}
+}
+
+// TestTorchrunRefusesItsOptions: torchrun that refuses its command line (an
+// option of launcher.args it does not know) starts no worker and exits 2,
+// which nccl-tests' codes read as a CUDA error.
+func TestTorchrunRefusesItsOptions(t *testing.T) {
+	if _, err := exec.LookPath("torchrun"); err != nil {
+		t.Skip("no torchrun")
+	}
+	r := &Runner{Launcher: Torchrun{NProcPerNode: 1, Args: []string{"--no-such-option"}}, BaseEnv: BaseEnv()}
+	for _, bench := range []Benchmark{tableJob("all_reduce_perf").Benchmark, DDPStep{Program: []string{"python3", "step.py"}}} {
+		res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.Contains(res.Failure.Reason, "torchrun: error: unrecognized arguments: --no-such-option") {
+			t.Errorf("%T: failure %v, want launch\n%s", bench, res.Failure, res.Output)
 		}
 	}
 }
