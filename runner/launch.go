@@ -561,8 +561,11 @@ func (Srun) RankExit(output []byte, e Exit) Exit {
 
 // srunErrorRE is an error of srun's own: "srun: error: Unable to create
 // step for job 7: Requested node configuration is not available", "srun:
-// error: Only allocated 1 nodes asked for 2", "srun: fatal: ...".
-var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:error|fatal): .*$`)
+// error: Only allocated 1 nodes asked for 2", "srun: fatal: ...", and
+// getopt's on its command line (launcher.args), after which srun exits 255:
+// "srun: unrecognized option '--foo'", "srun: option '--nodes' requires an
+// argument", "srun: invalid option -- 'z'".
+var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:(?:error|fatal): |unrecognized option |invalid option |option .*(?:requires an argument|allow an argument|is ambiguous)).*$`)
 
 // srunPendingRE is srun's word that the step waits for resources ("srun:
 // Job 7 step creation temporarily disabled, retrying (Requested nodes are

@@ -251,6 +251,9 @@ func testSrunLaunchFailures(t *testing.T) {
 		{Srun{Nodes: 2, TasksPerNode: 1}, "srun: error: Only allocated 1 nodes asked for 2"},
 		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Step requested GRES but job doesn't have GRES"},
 		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--nodelist=nosuch"}}, "srun: error: Unable to create step for job"},
+		// An option srun does not know, or a value it cannot read, in launcher.args.
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--no-such-option"}}, "srun: unrecognized option '--no-such-option'"},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--distribution=nosuch"}}, "srun: "},
 	} {
 		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
 		job := tableJob("all_reduce_perf")
