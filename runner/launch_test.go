@@ -54,6 +54,32 @@ func TestMPIRunReachesEveryRank(t *testing.T) {
 	}
 }
 
+// TestMPIRunOutputPrefixes: launcher.args may have mpirun prefix every line
+// of the ranks' output: --tag-output's "[1,0]<stdout>:", and
+// --timestamp-output's time, "Sun Dec  6 14:45:56 2026<stdout>:" alone or
+// before the tag. The table, the header's ranks and NCCL's log read
+// through them.
+func TestMPIRunOutputPrefixes(t *testing.T) {
+	env := needMPI(t)
+	for _, args := range [][]string{{"--tag-output"}, {"--timestamp-output"}, {"--timestamp-output", "--tag-output"}} {
+		r := &Runner{Launcher: MPIRun{NP: 2, Args: append([]string{"--oversubscribe"}, args...)}, BaseEnv: env}
+		res := r.Run(context.Background(), Job{
+			Benchmark: NCCLTests{Program: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8"}, Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true, Ranks: 2},
+			Plan:      Plan{Sizes: space.Sizes{Min: 1024, Max: 4096, Factor: 2}, Iters: 20, Warmup: 5},
+			Env:       []string{"NCCL_ALGO=Ring", "NCCL_DEBUG=INFO"},
+			Timeout:   time.Minute,
+		})
+		switch {
+		case res.Failure != nil:
+			t.Errorf("%q: %v\n%s", args, res.Failure, res.Output)
+		case len(res.Measurement.Rows) != 3 || res.Measurement.Ranks != 2:
+			t.Errorf("%q: %d rows of %d ranks, want 3 of 2", args, len(res.Measurement.Rows), res.Measurement.Ranks)
+		case res.Log.Read["NCCL_ALGO"] != "Ring":
+			t.Errorf("%q: NCCL read NCCL_ALGO as %q", args, res.Log.Read["NCCL_ALGO"])
+		}
+	}
+}
+
 func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 	env := needMPI(t)
 	marker := fmt.Sprintf("nccltune-hang-%d", time.Now().UnixNano())
