@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -76,6 +77,23 @@ func TestMPIRunOutputPrefixes(t *testing.T) {
 			t.Errorf("%q: %d rows of %d ranks, want 3 of 2", args, len(res.Measurement.Rows), res.Measurement.Ranks)
 		case res.Log.Read["NCCL_ALGO"] != "Ring":
 			t.Errorf("%q: NCCL read NCCL_ALGO as %q", args, res.Log.Read["NCCL_ALGO"])
+		}
+	}
+}
+
+// TestMPIRunTimestampedRanks: a user's metric is read per rank, its
+// warm-up values skipped on each, where --tag-output tags the ranks' lines,
+// --timestamp-output's time before the tag too.
+func TestMPIRunTimestampedRanks(t *testing.T) {
+	env := needMPI(t)
+	body := `for ms in 1000 1000 10; do echo "step time: $ms ms"; sleep 0.1; done`
+	for _, args := range [][]string{{"--tag-output"}, {"--timestamp-output", "--tag-output"}} {
+		r := &Runner{Launcher: MPIRun{NP: 2, Args: append([]string{"--oversubscribe"}, args...)}, BaseEnv: env}
+		bench := UserCommand{Argv: []string{"sh", "-c", body}, Metric: space.Metric{Regex: `step time: ([0-9.]+) ms`, Goal: "min", Skip: 2}}
+		bench.regex = regexp.MustCompile(bench.Metric.Regex)
+		res := r.Run(context.Background(), Job{Benchmark: bench, Timeout: time.Minute})
+		if res.Failure != nil || res.Measurement.Value != 1/10.0 {
+			t.Errorf("%q: failure %v, measurement %+v; want every rank's 10 ms, its two warm-up steps skipped\n%s", args, res.Failure, res.Measurement, res.Output)
 		}
 	}
 }
