@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"unicode"
@@ -17,10 +18,27 @@ type DDPStep struct {
 	Program []string // the interpreter, the script and its model options
 }
 
-// Command adds the plan's step counts and the configuration's DDP knobs.
+// Command adds the plan's step counts, a port for rank 0's rendezvous and
+// the configuration's DDP knobs.
 func (b DDPStep) Command(p Plan) []string {
 	argv := append(append([]string{}, b.Program...), "--steps", strconv.Itoa(p.Iters), "--warmup", strconv.Itoa(p.Warmup))
+	if port := freePort(); port != 0 {
+		argv = append(argv, "--master-port", strconv.Itoa(port))
+	}
 	return append(argv, p.Args...)
+}
+
+// freePort is a TCP port that nothing listens on now, 0 where none is found:
+// each trial's rank 0 hosts its rendezvous (where MASTER_PORT is not set) on
+// a port of its own, as torchrun --standalone does, so that the trials of
+// two campaigns on one host neither fail to listen nor join each other's.
+func freePort() int {
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return 0
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // ddpKinds maps the DDP script's own error kinds to failure kinds.

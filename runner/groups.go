@@ -62,10 +62,17 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 		if len(all)%n != 0 {
 			return nil, fmt.Errorf("launcher.groups: hostfile %s lists %d hosts, which do not split into %d groups of one shape", l.Hostfile, len(all), n)
 		}
+		seen := map[string]bool{}
 		for _, h := range all {
 			if h.Slots == 0 {
 				return nil, fmt.Errorf("launcher.groups: hostfile %s gives host %s no slot count (host slots=N, or host:N): a group's host list must carry it", l.Hostfile, h.Name)
 			}
+			// mpirun takes a host's lines as one host: split apart, its
+			// lines would put two groups' trials on it at once.
+			if seen[h.Name] {
+				return nil, fmt.Errorf("launcher.groups: hostfile %s lists host %s twice: list each host once, with all its slots, so that no two groups share it", l.Hostfile, h.Name)
+			}
+			seen[h.Name] = true
 		}
 		hosts = all
 	default:

@@ -62,6 +62,30 @@ func TestGroupsOfAHostfile(t *testing.T) {
 	}
 }
 
+// TestGroupsHostListedTwice: a hostfile may list a host on several lines,
+// which Open MPI (and Hydra) take as one host of their slots together. Split
+// into groups, such a host was in two groups, whose trials then ran at once
+// on its GPUs, each measuring the other's load.
+func TestGroupsHostListedTwice(t *testing.T) {
+	for _, text := range []string{
+		"node1 slots=4\nnode2 slots=4\nnode1 slots=4\nnode2 slots=4\n",
+		"node1:4\nnode1:4\n",
+	} {
+		path := filepath.Join(t.TempDir(), "hosts")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		groups, err := Groups(space.LauncherSettings{Kind: "mpirun", Hostfile: path, Groups: 2})
+		if err == nil || !strings.Contains(err.Error(), "node1") {
+			var nodes [][]string
+			for _, g := range groups {
+				nodes = append(nodes, g.Nodes)
+			}
+			t.Errorf("%q in 2 groups: groups on %v, %v; want a host listed twice refused", text, nodes, err)
+		}
+	}
+}
+
 // TestMPIRunGroupNPFitsItsSlots: np is each group's rank count, which its
 // hosts' slots must hold, as the whole hostfile's must without groups.
 func TestMPIRunGroupNPFitsItsSlots(t *testing.T) {

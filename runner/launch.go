@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -31,16 +33,6 @@ type Local struct{}
 
 // Wrap returns cmd unchanged.
 func (Local) Wrap(cmd, _ []string) ([]string, error) { return cmd, nil }
-
-// Stopper is implemented by launchers whose ranks do not descend from the
-// launcher process, so that signals to the trial's processes may not reach
-// them. Run calls Stop on timeout or interrupt, after the trial's
-// supervisor sent SIGTERM, with the supervisor's pid: every process of the
-// trial descends from it, the launcher's own where the launcher command is
-// a wrapper that starts it. An error means some ranks may be left running.
-type Stopper interface {
-	Stop(pid int) error
-}
 
 // An ExitReader is a launcher whose own exit status may not be the failed
 // rank's: RankExit reads from the launch's output how the first rank to
@@ -208,14 +200,25 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 	return append(argv, cmd...), nil
 }
 
-// mpirunLaunchErrors begin Open MPI's reports that it started no rank or
+// mpirunLaunchErrors are in Open MPI's reports that it started no rank or
 // not all of them (4's mpirun, 5's prterun): the executable not found or not
 // executable on a node (mpirun exits 132, which reads as a rank killed by
 // SIGILL), too few slots (exit 1, nccl-tests' "internal error"), daemons
-// that did not start.
+// that did not start; ranks it would not map or bind as launcher.map_by,
+// bind_to or args ask (an unknown policy, more ranks bound than cores, more
+// cores per rank than there are; help-orte-rmaps-base.txt,
+// help-orte-odls-default.txt), a run as root without Open MPI's consent
+// (OMPI_ALLOW_RUN_AS_ROOT), and an option it does not know (`mpirun:
+// Error: unknown option "--foo"`), each exit 1 too.
 var mpirunLaunchErrors = []string{
 	"was unable to launch the specified application", "was unable to find the specified executable file",
 	"There are not enough slots available in the system", "was unable to reliably start one or more daemons",
+	"has detected an attempt to run as root", "Error: unknown option",
+	"policy is not recognized:", "An unrecognized value was given for the number of processes",
+	"The mapping request contains", "A request for multiple cpus-per-proc was given",
+	"A request was made to bind to that would result in binding more", "Your job failed to map.",
+	"Your job has requested a conflicting number of processes", "Your job has requested more cpus per process",
+	"we found no available cpus on", "without launching the target application",
 }
 
 // LaunchFailure is Open MPI's report that it could not start the ranks,
@@ -228,6 +231,10 @@ func (MPIRun) LaunchFailure(output []byte, e Exit) string {
 	for i, line := range lines {
 		if !slices.ContainsFunc(mpirunLaunchErrors, func(m string) bool { return strings.Contains(line, m) }) {
 			continue
+		}
+		// From the paragraph's first line: the words may stand further in.
+		for i > 0 && strings.TrimSpace(lines[i-1]) != "" && !strings.HasPrefix(strings.TrimSpace(lines[i-1]), "-----") {
+			i--
 		}
 		var para []string
 		for _, l := range lines[i:] {
@@ -554,8 +561,11 @@ func (Srun) RankExit(output []byte, e Exit) Exit {
 
 // srunErrorRE is an error of srun's own: "srun: error: Unable to create
 // step for job 7: Requested node configuration is not available", "srun:
-// error: Only allocated 1 nodes asked for 2", "srun: fatal: ...".
-var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:error|fatal): .*$`)
+// error: Only allocated 1 nodes asked for 2", "srun: fatal: ...", and
+// getopt's on its command line (launcher.args), after which srun exits 255:
+// "srun: unrecognized option '--foo'", "srun: option '--nodes' requires an
+// argument", "srun: invalid option -- 'z'".
+var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:(?:error|fatal): |unrecognized option |invalid option |option .*(?:requires an argument|allow an argument|is ambiguous)).*$`)
 
 // srunPendingRE is srun's word that the step waits for resources ("srun:
 // Job 7 step creation temporarily disabled, retrying (Requested nodes are
@@ -686,14 +696,21 @@ func (s Srun) Check() error {
 	return errors.Join(errs...)
 }
 
-// Stop cancels, through slurmctld, the steps that the srun processes
-// among the trial's (pid and its descendants) run in this allocation: srun
-// itself, or a wrapper script's srun (launcher.command), whose pid is not
-// the launcher's. srun kills its step itself on SIGTERM, and a child of srun
-// cancels it if srun dies; but a srun that cannot act on SIGTERM within the
-// grace period gets SIGKILL together with that child, and its ranks would
-// run on under slurmstepd.
-func (s Srun) Stop(pid int) error {
+// stopSteps cancels, through slurmctld, the steps that the srun processes
+// among the trial's (pid and its descendants) run: the srun launcher's, a
+// wrapper script's srun (launcher.command), whose pid is not the
+// launcher's, or one that the benchmark's own command runs under any
+// launcher (torchrun's wrapper for several nodes, a training script). A
+// step's ranks run under slurmstepd, not in the trial's process tree. srun
+// kills its step itself on SIGTERM, and a child of srun cancels it if srun
+// dies; but a srun that cannot act on SIGTERM within the grace period gets
+// SIGKILL together with that child, and its ranks would run on. Outside a
+// Slurm allocation there is nothing to cancel (and maybe no slurmctld to
+// ask, which Run would wait for).
+func stopSteps(pid int) error {
+	if os.Getenv("SLURM_JOB_ID") == "" {
+		return nil
+	}
 	pids := map[int]bool{pid: true}
 	for _, p := range descendants(pid) {
 		pids[p.pid] = true
@@ -793,7 +810,12 @@ func (t Torchrun) Wrap(cmd, _ []string) ([]string, error) {
 		argv = append(argv, "--nnodes", strconv.Itoa(t.NNodes))
 	}
 	if t.RdzvEndpoint != "" {
-		argv = append(argv, "--rdzv_backend", "c10d", "--rdzv_endpoint", t.RdzvEndpoint)
+		// An id of this launch's own (every node's torchrun gets the same
+		// argv): under torchrun's default id, "none", a torchrun of another
+		// campaign on the same endpoint, finding the port taken, connects to
+		// this one's store as a client and joins its rendezvous, as does a
+		// node's torchrun left over from an earlier trial.
+		argv = append(argv, "--rdzv_backend", "c10d", "--rdzv_endpoint", t.RdzvEndpoint, "--rdzv_id", rdzvID())
 	} else {
 		argv = append(argv, "--standalone")
 	}
@@ -802,6 +824,13 @@ func (t Torchrun) Wrap(cmd, _ []string) ([]string, error) {
 		return append(argv, cmd...), nil // launcher.args already say how to run it
 	}
 	return append(argv, torchrunTarget(cmd)...), nil
+}
+
+// rdzvID is a rendezvous id no other launch has.
+func rdzvID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never fails on Linux
+	return "nccltune-" + hex.EncodeToString(b)
 }
 
 // torchrunHow are torchrun's options that say how it runs its target.
@@ -867,6 +896,36 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 	}
 	return e
 }
+
+// LaunchFailure is torchrun's own error where it started no worker: its
+// command line refused ("torchrun: error: unrecognized arguments: --foo",
+// exit 2, which nccl-tests' codes read as a CUDA error), or its exception
+// where its rendezvous failed (a node that never joined within the join
+// timeout, a store it could not reach; exit 1, as for a failed worker).
+// The exception is torchrun's last line, unprefixed (a worker's lines
+// under torchrun 2.x's or --tee's prefixes are not torchrun's); "" where
+// workers ran and failed (its ChildFailedError's report), whatever came
+// after.
+func (Torchrun) LaunchFailure(output []byte, e Exit) string {
+	if e.Code == 0 && e.Signal == 0 || bytes.Contains(output, []byte(torchrunRootCause)) {
+		return ""
+	}
+	if m := torchrunUsageRE.Find(output); m != nil {
+		return clip(strings.TrimSpace(string(m)))
+	}
+	all := torchrunRdzvRE.FindAll(output, -1)
+	if all == nil {
+		return ""
+	}
+	return "torchrun's rendezvous failed: " + clip(strings.TrimSpace(string(all[len(all)-1])))
+}
+
+// torchrunUsageRE is argparse's error on torchrun's command line.
+var torchrunUsageRE = regexp.MustCompile(`(?m)^torchrun: error: .*$`)
+
+// torchrunRdzvRE is the exception torchrun's elastic agent raises where its
+// rendezvous fails (torch/distributed/elastic/rendezvous/api.py).
+var torchrunRdzvRE = regexp.MustCompile(`(?m)^torch\.distributed\.elastic\.rendezvous\.api\.Rendezvous\w*Error\b.*$`)
 
 var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: ([0-9]+)\)`)
 

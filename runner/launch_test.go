@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -53,6 +55,49 @@ func TestMPIRunReachesEveryRank(t *testing.T) {
 	}
 }
 
+// TestMPIRunOutputPrefixes: launcher.args may have mpirun prefix every line
+// of the ranks' output: --tag-output's "[1,0]<stdout>:", and
+// --timestamp-output's time, "Sun Dec  6 14:45:56 2026<stdout>:" alone or
+// before the tag. The table, the header's ranks and NCCL's log read
+// through them.
+func TestMPIRunOutputPrefixes(t *testing.T) {
+	env := needMPI(t)
+	for _, args := range [][]string{{"--tag-output"}, {"--timestamp-output"}, {"--timestamp-output", "--tag-output"}} {
+		r := &Runner{Launcher: MPIRun{NP: 2, Args: append([]string{"--oversubscribe"}, args...)}, BaseEnv: env}
+		res := r.Run(context.Background(), Job{
+			Benchmark: NCCLTests{Program: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8"}, Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true, Ranks: 2},
+			Plan:      Plan{Sizes: space.Sizes{Min: 1024, Max: 4096, Factor: 2}, Iters: 20, Warmup: 5},
+			Env:       []string{"NCCL_ALGO=Ring", "NCCL_DEBUG=INFO"},
+			Timeout:   time.Minute,
+		})
+		switch {
+		case res.Failure != nil:
+			t.Errorf("%q: %v\n%s", args, res.Failure, res.Output)
+		case len(res.Measurement.Rows) != 3 || res.Measurement.Ranks != 2:
+			t.Errorf("%q: %d rows of %d ranks, want 3 of 2", args, len(res.Measurement.Rows), res.Measurement.Ranks)
+		case res.Log.Read["NCCL_ALGO"] != "Ring":
+			t.Errorf("%q: NCCL read NCCL_ALGO as %q", args, res.Log.Read["NCCL_ALGO"])
+		}
+	}
+}
+
+// TestMPIRunTimestampedRanks: a user's metric is read per rank, its
+// warm-up values skipped on each, where --tag-output tags the ranks' lines,
+// --timestamp-output's time before the tag too.
+func TestMPIRunTimestampedRanks(t *testing.T) {
+	env := needMPI(t)
+	body := `for ms in 1000 1000 10; do echo "step time: $ms ms"; sleep 0.1; done`
+	for _, args := range [][]string{{"--tag-output"}, {"--timestamp-output", "--tag-output"}} {
+		r := &Runner{Launcher: MPIRun{NP: 2, Args: append([]string{"--oversubscribe"}, args...)}, BaseEnv: env}
+		bench := UserCommand{Argv: []string{"sh", "-c", body}, Metric: space.Metric{Regex: `step time: ([0-9.]+) ms`, Goal: "min", Skip: 2}}
+		bench.regex = regexp.MustCompile(bench.Metric.Regex)
+		res := r.Run(context.Background(), Job{Benchmark: bench, Timeout: time.Minute})
+		if res.Failure != nil || res.Measurement.Value != 1/10.0 {
+			t.Errorf("%q: failure %v, measurement %+v; want every rank's 10 ms, its two warm-up steps skipped\n%s", args, res.Failure, res.Measurement, res.Output)
+		}
+	}
+}
+
 func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 	env := needMPI(t)
 	marker := fmt.Sprintf("nccltune-hang-%d", time.Now().UnixNano())
@@ -94,6 +139,42 @@ func TestMPIRunLaunchFailure(t *testing.T) {
 		res := r.Run(context.Background(), job)
 		if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != tc.reason {
 			t.Errorf("%+v: failure = %v; want launch: %s\noutput: %s", tc.mpirun, res.Failure, tc.reason, res.Output)
+		}
+	}
+}
+
+// TestMPIRunRefusesItsOptions: mpirun that refuses to map or bind the
+// ranks as launcher.map_by, bind_to or args ask (an unknown policy, more
+// ranks bound than cores, more cores per rank than there are), or to run
+// as root without Open MPI's consent, starts no rank and exits 1, which
+// read as nccl-tests' "internal error": a failure of the trial's settings,
+// which none of them can mend.
+func TestMPIRunRefusesItsOptions(t *testing.T) {
+	env := needMPI(t)
+	type tc struct {
+		mpirun MPIRun
+		env    []string
+		reason string
+	}
+	many := 4 * runtime.NumCPU()
+	cases := []tc{
+		{MPIRun{NP: 2, MapBy: "foo", Args: []string{"--oversubscribe"}}, env, "The specified mapping policy is not recognized:"},
+		{MPIRun{NP: 2, BindTo: "foo", Args: []string{"--oversubscribe"}}, env, "The specified binding policy is not recognized:"},
+		{MPIRun{NP: 2, MapBy: "ppr:1:foo", Args: []string{"--oversubscribe"}}, env, "An unrecognized value was given for the number of processes per resource (ppr)"},
+		{MPIRun{NP: many, BindTo: "core", Args: []string{"--oversubscribe"}}, env, "A request was made to bind to that would result in binding more processes than cpus on a resource:"},
+		{MPIRun{NP: 2, MapBy: "socket:PE=4096", Args: []string{"--oversubscribe"}}, env, "A request for multiple cpus-per-proc was given"},
+	}
+	// An option mpirun does not know, in launcher.args.
+	cases = append(cases, tc{MPIRun{NP: 1, Args: []string{"--no-such-option"}}, env, `mpirun: Error: unknown option "--no-such-option"`})
+	if os.Geteuid() == 0 {
+		asRoot := slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "OMPI_ALLOW_RUN_AS_ROOT") })
+		cases = append(cases, tc{MPIRun{NP: 1}, asRoot, "mpirun has detected an attempt to run as root."})
+	}
+	for _, tc := range cases {
+		r := &Runner{Launcher: tc.mpirun, BaseEnv: tc.env}
+		res := r.Run(context.Background(), tableJob("true"))
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
+			t.Errorf("%+v: failure = %v; want launch: %s...\noutput: %s", tc.mpirun, res.Failure, tc.reason, res.Output)
 		}
 	}
 }
@@ -169,8 +250,9 @@ func TestLauncherCommandLines(t *testing.T) {
 	bench := []string{"all_reduce_perf", "-g", "1"}
 	env := []string{"NCCL_ALGO=Ring,Tree", "NCCL_PROTO=Simple"}
 	py := []string{"/usr/bin/python3", "/tmp/step.py", "--steps", "5"}
-	if argv, _ := (Torchrun{NProcPerNode: 8, NNodes: 2, RdzvEndpoint: "node1:29400"}).Wrap(py, env); strings.Join(argv, " ") !=
-		"torchrun --nproc_per_node 8 --nnodes 2 --rdzv_backend c10d --rdzv_endpoint node1:29400 /tmp/step.py --steps 5" {
+	if argv, _ := (Torchrun{NProcPerNode: 8, NNodes: 2, RdzvEndpoint: "node1:29400"}).Wrap(py, env); len(argv) < 12 ||
+		strings.Join(slices.Delete(argv, 10, 11), " ") != // the rendezvous id, TestTorchrunRdzvID's
+			"torchrun --nproc_per_node 8 --nnodes 2 --rdzv_backend c10d --rdzv_endpoint node1:29400 --rdzv_id /tmp/step.py --steps 5" {
 		t.Errorf("torchrun must run the script itself: %q", argv)
 	}
 	for _, tc := range []struct {

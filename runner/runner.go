@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner/nccllog"
 )
 
@@ -167,14 +168,13 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	// On timeout or interrupt the supervisor ends the tree: SIGTERM (so that
-	// mpirun can take down its remote daemons), SIGKILL after the grace. A
-	// launcher whose ranks are not in the tree (srun's) stops them itself.
+	// mpirun can take down its remote daemons), SIGKILL after the grace.
+	// Ranks that are not in the tree (those of a srun's step, whichever
+	// launcher or command ran srun) are stopped through Slurm.
 	cmd.Cancel = func() error {
 		err := cmd.Process.Signal(syscall.SIGTERM)
-		if s, ok := r.Launcher.(Stopper); ok {
-			if status.pid() > 0 { // the launcher has started
-				_ = s.Stop(cmd.Process.Pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
-			}
+		if status.pid() > 0 { // the launcher has started
+			_ = stopSteps(cmd.Process.Pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
 		}
 		return err
 	}
@@ -234,8 +234,17 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	default:
 		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: out.Kept(), Exit: exit, Log: res.Log, Detail: detail})
 	}
+	if res.Failure != nil && len(res.Failure.Reason) > maxReason {
+		// It ends with a line of the output, which may be of megabytes (a
+		// progress bar's '\r'-ended parts, a dumped tensor): the store
+		// keeps it for every trial.
+		res.Failure.Reason = text.Prefix(res.Failure.Reason, maxReason) + "..."
+	}
 	return res
 }
+
+// maxReason bounds a failure's reason.
+const maxReason = 2048
 
 // heldKey is the context key of WithHeld's file.
 type heldKey struct{}

@@ -401,3 +401,35 @@ func outputOf(b Benchmark, text []byte) Output {
 	c.Write(text)
 	return Output{Text: c.Bytes(), Kept: c.Kept(), Log: nccllog.Parse(text)}
 }
+
+// TestFailureReasonBounded: a failed trial's reason ends with what its output
+// says went wrong, a line of it; a line of megabytes (a progress bar that
+// rewrites itself with '\r' alone, a dumped tensor) went whole into the
+// reason, which the store keeps for every trial and show prints.
+func TestFailureReasonBounded(t *testing.T) {
+	long := `head -c 3000000 /dev/zero | tr '\0' 'x'`
+	user, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: `time: (\S+) ms`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		bench func(program string) Benchmark
+		body  string
+	}{
+		{"ddp", func(p string) Benchmark { return DDPStep{Program: []string{p}} }, long + "; exit 1"},
+		{"command", func(p string) Benchmark { u := user.(UserCommand); u.Argv = []string{p}; return u }, long + "; exit 1"},
+		{"command, NCCL's words", func(p string) Benchmark { u := user.(UserCommand); u.Argv = []string{p}; return u }, "printf 'NCCL error '; " + long + "; exit 1"},
+		{"nccl-tests", func(p string) Benchmark { return tableJob(p).Benchmark }, "printf 'node1: Test NCCL failure common.cu:1 '; " + long + "; exit 3"},
+	} {
+		r := &Runner{Launcher: Local{}}
+		job := tableJob(script(t, tc.body))
+		job.Benchmark = tc.bench(job.Benchmark.(NCCLTests).Binary)
+		res := r.Run(context.Background(), job)
+		if res.Failure == nil {
+			t.Errorf("%s: no failure", tc.name)
+		} else if n := len(res.Failure.Reason); n > 4096 {
+			t.Errorf("%s: failure %s of a reason of %d bytes", tc.name, res.Failure.Kind, n)
+		}
+	}
+}

@@ -251,6 +251,9 @@ func testSrunLaunchFailures(t *testing.T) {
 		{Srun{Nodes: 2, TasksPerNode: 1}, "srun: error: Only allocated 1 nodes asked for 2"},
 		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Step requested GRES but job doesn't have GRES"},
 		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--nodelist=nosuch"}}, "srun: error: Unable to create step for job"},
+		// An option srun does not know, or a value it cannot read, in launcher.args.
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--no-such-option"}}, "srun: unrecognized option '--no-such-option'"},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--distribution=nosuch"}}, "srun: "},
 	} {
 		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
 		job := tableJob("all_reduce_perf")
@@ -291,7 +294,10 @@ func testSrunFailureDetail(t *testing.T, srun Srun) {
 // process nor in Slurm. A srun that cannot act on SIGTERM within the grace
 // (stopped here, as one starved of CPU or stuck would be) is killed with its
 // child, the process that would cancel the step: the Runner must cancel it,
-// also where the launcher command is a wrapper script that runs srun.
+// also where the launcher command is a wrapper script that runs srun, and
+// where the launcher is another's and srun runs in the benchmark's command
+// (a training script that runs srun, as torchrun's wrapper for several
+// nodes does).
 func testSrunHang(t *testing.T, c *slurmtest.Cluster, job string, srun Srun) {
 	// The timeout leaves a loaded machine time to start the ranks; an interrupt
 	// while srun launches them can leave a step that Slurm never clears.
@@ -300,25 +306,33 @@ func testSrunHang(t *testing.T, c *slurmtest.Cluster, job string, srun Srun) {
 	// launcher's pid is the wrapper's, not srun's.
 	wrapper := srun
 	wrapper.Command = script(t, `srun "$@"`)
+	body := `[ $((SLURM_PROCID % 2)) = 1 ] && trap '' TERM; echo started; exec sleep 300`
+	// The same step run by the benchmark's own command under the local launcher.
+	ownSrun := []string{script(t, `srun -N 1 -n 4 sh -c "$NCCLTUNE_TEST_BODY"`)}
 	for _, tc := range []struct {
 		name             string
-		srun             Srun
+		launcher         Launcher
+		program          []string
 		interrupt, stuck bool
 		want             FailureKind
 	}{
-		{"timeout", srun, false, false, FailTimeout},
-		{"interrupt", srun, true, false, FailInterrupted},
-		{"stuck srun", srun, true, true, FailInterrupted},
-		{"stuck srun under a wrapper", wrapper, true, true, FailInterrupted},
+		{"timeout", srun, nil, false, false, FailTimeout},
+		{"interrupt", srun, nil, true, false, FailInterrupted},
+		{"stuck srun", srun, nil, true, true, FailInterrupted},
+		{"stuck srun under a wrapper", wrapper, nil, true, true, FailInterrupted},
+		{"stuck srun of the benchmark's command", Local{}, ownSrun, true, true, FailInterrupted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			// Every process of the step inherits the marker, whatever it execs.
 			marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
-			body := `[ $((SLURM_PROCID % 2)) = 1 ] && trap '' TERM; echo started; exec sleep 300`
-			r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv(), Grace: grace}
-			hang := Job{Benchmark: DDPStep{Program: []string{"sh", "-c", body}}, Env: []string{marker}, Timeout: timeout}
+			r := &Runner{Launcher: tc.launcher, BaseEnv: BaseEnv(), Grace: grace}
+			program := tc.program
+			if program == nil {
+				program = []string{"sh", "-c", body}
+			}
+			hang := Job{Benchmark: DDPStep{Program: program}, Env: []string{marker, "NCCLTUNE_TEST_BODY=" + body}, Timeout: timeout}
 			if tc.interrupt {
 				hang.Timeout = time.Minute
 			}

@@ -163,8 +163,13 @@ func (t *tree) reap() {
 }
 
 // signal sends sig to the benchmark's process group and to every descendant.
+// The group is signalled only until the benchmark is reaped: its members are
+// all descendants, and once they too are gone, the kernel may give its
+// number to another program's process, which may lead a group of its own.
 func (t *tree) signal(sig syscall.Signal) {
-	_ = syscall.Kill(-t.main, sig)
+	if !t.mainDone {
+		_ = syscall.Kill(-t.main, sig)
+	}
 	for _, p := range descendants(t.self) {
 		_ = syscall.Kill(p.pid, sig)
 	}

@@ -189,3 +189,64 @@ func TestSupervisorHoldsTheLock(t *testing.T) {
 		t.Errorf("the lock outlived the trial: %v", err)
 	}
 }
+
+// TestRecycledGroupIsNotSignalled: once the benchmark has exited and been
+// reaped, its pid, which named its process group, is free once that group
+// is empty: the kernel may give it to any new process (pid_max is 32768 on
+// many hosts), which may lead a group of its own under that number. The
+// supervisor, ending what the benchmark left behind, signalled that group
+// still, killing a process that was never the trial's.
+func TestRecycledGroupIsNotSignalled(t *testing.T) {
+	const lastPid = "/proc/sys/kernel/ns_last_pid"
+	if last, err := os.ReadFile(lastPid); err != nil || os.WriteFile(lastPid, last, 0) != nil {
+		t.Skip("cannot choose the next pid (root in the pid namespace can)")
+	}
+	dir := t.TempDir()
+	// The benchmark leaves a child of a group of its own, that ignores
+	// SIGTERM until the grace is over, and exits at once.
+	body := fmt.Sprintf(`setsid sh -c 'trap "" TERM; touch %[1]s/ready; exec sleep 30' </dev/null >/dev/null 2>&1 &
+while [ ! -e %[1]s/ready ]; do sleep 0.01; done
+echo $$ > %[1]s/main.pid`, dir)
+	r := &Runner{Launcher: Local{}, Grace: 3 * time.Second}
+	job := tableJob(script(t, body))
+	done := make(chan Result, 1)
+	go func() { done <- r.Run(context.Background(), job) }()
+	var main int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		data, _ := os.ReadFile(filepath.Join(dir, "main.pid"))
+		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && !alive(n) {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", n)); err != nil { // reaped
+				main = n
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the benchmark did not exit")
+		}
+	}
+	// Another program takes the pid, as a group leader: setsid.
+	var other *exec.Cmd
+	for range 200 {
+		os.WriteFile(lastPid, []byte(strconv.Itoa(main-1)), 0)
+		cmd := exec.Command("sleep", "30")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if cmd.Process.Pid == main {
+			other = cmd
+			break
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	if other == nil {
+		<-done
+		t.Skip("could not start a process under the benchmark's pid")
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	<-done
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil || !alive(main) {
+		t.Fatalf("the process now under the benchmark's pid %d was killed with the trial", main)
+	}
+}

@@ -3,10 +3,14 @@ package runner
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nccltune/nccltune/space"
 )
 
 // torchrunOwn is what torchrun (PyTorch 2.x) prints after its workers'
@@ -331,5 +335,97 @@ func BenchmarkTorchrunFailureDetail(b *testing.B) {
 				(Torchrun{}).FailureDetail(output)
 			}
 		})
+	}
+}
+
+// TestTorchrunRdzvID: every launch of torchrun on several nodes meets in a
+// rendezvous of its own. torchrun's default id is "none": a second
+// campaign's torchrun given the same endpoint, finding its port taken,
+// connects to the first's store (c10d falls back to a client) and joins the
+// first's rendezvous, as does a node left over from an earlier trial.
+func TestTorchrunRdzvID(t *testing.T) {
+	l := Torchrun{NProcPerNode: 8, NNodes: 2, RdzvEndpoint: "node1:29400"}
+	id := func() string {
+		argv, err := l.Wrap([]string{"/tmp/step.py"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.Index(argv, "--rdzv_id")
+		if i < 0 || i+1 >= len(argv) || argv[i+1] == "" || argv[i+1] == "none" {
+			t.Fatalf("no rendezvous id of its own: %q", argv)
+		}
+		return argv[i+1]
+	}
+	if a, b := id(), id(); a == b {
+		t.Errorf("two launches share the rendezvous id %q", a)
+	}
+	// A single node's torchrun (--standalone) picks its own.
+	if argv, _ := (Torchrun{NProcPerNode: 8}).Wrap([]string{"/tmp/step.py"}, nil); slices.Contains(argv, "--rdzv_id") {
+		t.Errorf("--standalone with a rendezvous id: %q", argv)
+	}
+}
+
+// torchrunRdzvTimeout is how torchrun (PyTorch 1.13, Debian's) ends where a
+// node of its --nnodes 2 never joined the rendezvous within its join_timeout:
+// no worker started.
+const torchrunRdzvTimeout = `Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 33, in <module>
+    sys.exit(load_entry_point('torch==1.13.0a0+gitunknown', 'console_scripts', 'torchrun')())
+  ...
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py", line 538, in _rendezvous
+    store, group_rank, group_world_size = spec.rdzv_handler.next_rendezvous()
+                                          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py", line 1025, in next_rendezvous
+    self._op_executor.run(join_op, deadline)
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py", line 638, in run
+    raise RendezvousTimeoutError()
+torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError
+`
+
+// TestTorchrunRendezvousFailure: a torchrun whose rendezvous failed (a node
+// that never joined, a store it could not reach) started no worker, and
+// exits 1 as a failed worker's would: the trial is a launch that failed, not
+// a failure of its settings, which the search would learn as one.
+func TestTorchrunRendezvousFailure(t *testing.T) {
+	connection := strings.Replace(torchrunRdzvTimeout, "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+		"torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.", 1)
+	for _, tc := range []struct {
+		name, output string
+		launch       bool
+	}{
+		{"timeout", torchrunRdzvTimeout, true},
+		{"connection", connection, true},
+		// Workers that ran and failed: theirs is the failure, whatever came after.
+		{"workers failed", torchrunOneRank + torchrunRdzvTimeout, false},
+	} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out")
+		os.WriteFile(out, []byte(tc.output), 0o644)
+		fake := script(t, "cat "+out+"; exit 1")
+		l := Torchrun{Command: fake, NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}
+		r := &Runner{Launcher: l}
+		user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"train.py"}, Metric: space.Metric{Regex: `time: (\S+) ms`}})
+		for _, bench := range []Benchmark{DDPStep{Program: []string{"python3", "step.py"}}, user} {
+			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 3}, Timeout: 10 * time.Second})
+			if res.Failure == nil || (res.Failure.Kind == FailLaunch) != tc.launch {
+				t.Errorf("%s, %T: failure %v; a launch's: %v", tc.name, bench, res.Failure, tc.launch)
+			}
+		}
+	}
+}
+
+// TestTorchrunRefusesItsOptions: torchrun that refuses its command line (an
+// option of launcher.args it does not know) starts no worker and exits 2,
+// which nccl-tests' codes read as a CUDA error.
+func TestTorchrunRefusesItsOptions(t *testing.T) {
+	if _, err := exec.LookPath("torchrun"); err != nil {
+		t.Skip("no torchrun")
+	}
+	r := &Runner{Launcher: Torchrun{NProcPerNode: 1, Args: []string{"--no-such-option"}}, BaseEnv: BaseEnv()}
+	for _, bench := range []Benchmark{tableJob("all_reduce_perf").Benchmark, DDPStep{Program: []string{"python3", "step.py"}}} {
+		res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.Contains(res.Failure.Reason, "torchrun: error: unrecognized arguments: --no-such-option") {
+			t.Errorf("%T: failure %v, want launch\n%s", bench, res.Failure, res.Output)
+		}
 	}
 }

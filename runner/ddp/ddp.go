@@ -7,7 +7,9 @@ package ddp
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,12 +174,31 @@ func tagged(line, tag string) []json.RawMessage {
 
 // WriteScript writes the script into dir (created if needed) and returns its
 // path. For a multi-node launch dir must be on a filesystem every node sees.
+// Campaigns share dir (the default one, or a shared script_dir), each
+// writing the script as it starts: the file is named by its content, so that
+// another nccltune's version has a file of its own, and is written whole
+// under a temporary name and renamed into place, so that no trial starting
+// on it reads it cut short.
 func WriteScript(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("ddp script: %w", err)
 	}
-	path := filepath.Join(dir, "nccltune_ddp_step.py")
-	if err := os.WriteFile(path, Script, 0o644); err != nil {
+	sum := sha256.Sum256(Script)
+	path := filepath.Join(dir, "nccltune_ddp_step_"+hex.EncodeToString(sum[:6])+".py")
+	if data, err := os.ReadFile(path); err == nil && bytes.Equal(data, Script) {
+		return path, nil
+	}
+	f, err := os.CreateTemp(dir, ".nccltune_ddp_step_*.py")
+	if err != nil {
+		return "", fmt.Errorf("ddp script: %w", err)
+	}
+	_, err = f.Write(Script)
+	err = errors.Join(err, f.Chmod(0o644), f.Close())
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
 		return "", fmt.Errorf("ddp script: %w", err)
 	}
 	return path, nil

@@ -133,6 +133,8 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--master-port", type=int, default=29500,
+                   help="rank 0's rendezvous port where MASTER_PORT is not set (nccltune's: one free per trial)")
     p.add_argument("--ranks-from", choices=sorted(RANK_SOURCES), default="any",
                    help="the launcher whose variables give the ranks")
     p.add_argument("--bucket-cap-mb", type=float, default=25.0)
@@ -158,7 +160,8 @@ def main():
         fail("no_rendezvous", "MASTER_ADDR is not set, and the ranks run on several nodes: give rank 0's host "
              "(mpirun -x MASTER_ADDR=<first host>), or the others wait for it at 127.0.0.1 until the timeout")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29500")
+    if not os.environ.get("MASTER_PORT"):
+        os.environ["MASTER_PORT"] = str(args.master_port)
     os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world)
 
     if args.device == "cuda":

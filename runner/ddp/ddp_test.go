@@ -78,6 +78,50 @@ func TestWriteScript(t *testing.T) {
 	}
 }
 
+// TestWriteScriptShared: campaigns share the script's folder (the default
+// one in /tmp, or a script_dir on a shared filesystem), and each writes the
+// script as it starts. Another campaign's write must neither cut the script
+// a trial is starting on (python would run an empty or partial script), nor
+// replace it with another nccltune's version, whose options differ.
+func TestWriteScriptShared(t *testing.T) {
+	dir := t.TempDir()
+	path, err := WriteScript(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 2000 {
+			if _, err := WriteScript(dir); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if data, err := os.ReadFile(path); err != nil || string(data) != string(Script) {
+			<-done
+			t.Fatalf("a trial read %d bytes of the script (%v) as another campaign wrote it", len(data), err)
+		}
+	}
+	own := Script
+	Script = []byte("# another nccltune's script\n")
+	other, err := WriteScript(dir)
+	Script = own
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(path); other == path || string(data) != string(Script) {
+		t.Errorf("another version's script replaced this one's at %s", path)
+	}
+}
+
 // TestParseH200 reads what the script printed on a real H200 (see testdata/README.md).
 func TestParseH200(t *testing.T) {
 	for _, tc := range []struct {

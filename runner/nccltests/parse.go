@@ -102,8 +102,10 @@ var (
 	maxFailure = 50
 	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs`)
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
-	// ("[1,0]<stdout>:") and srun --label ("0: ").
-	tagRE = regexp.MustCompile(`^(\[\d+,\d+\]<std(out|err)>:|\d+: )`)
+	// ("[1,0]<stdout>:"), its --timestamp-output's time before the stream,
+	// with or without the tag ("Sun Dec  6 14:45:56 2026<stdout>:", as
+	// ctime writes it), and srun --label ("0: ").
+	tagRE = regexp.MustCompile(`^((?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4})?(?:\[\d+,\d+\])?<std(out|err)>:|\d+: )`)
 	// rankRE matches the header's device lines, one per rank.
 	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
 )
