@@ -43,8 +43,10 @@ func ReadEnvFile(path string) ([]string, error) {
 			continue // the POSIX line beside it says the same
 		}
 		if names, ok := strings.CutPrefix(strings.TrimPrefix(text, hasUnset+" && "), "unset "); ok {
-			// As the env format writes it: the searched variables a choice leaves to NCCL.
-			for _, name := range strings.Fields(names) {
+			// As the env format writes it: the searched variables a choice
+			// leaves to NCCL. A shell parts words at blanks alone: a name
+			// it would not unset (a CR, a no-break space in it) is none.
+			for _, name := range strings.FieldsFunc(names, func(r rune) bool { return r == ' ' || r == '\t' }) {
 				if _, err := space.Lookup(name); err != nil {
 					errs = append(errs, fmt.Errorf("%s:%d: %v", path, line, err))
 				}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -252,6 +253,45 @@ func TestHeaderIsReadableByEveryEnvFileReader(t *testing.T) {
 		if name := filepath.Base(path); strings.HasSuffix(name, "env") && !strings.HasPrefix(name, "nccl-plugin") && !strings.HasPrefix(name, "nccl-tuner") {
 			if _, err := ReadEnvFile(path); err != nil {
 				t.Errorf("ReadEnvFile: %v", err)
+			}
+		}
+	}
+}
+
+// TestReadEnvFileUnsetsAsShellsDo: the env format unsets what a choice
+// leaves to NCCL (sourcedUnset), and a user's own file may unset too. An
+// unset line ReadEnvFile takes must leave, in every POSIX-syntax shell of
+// sourcingShells, what it reads; one they read otherwise (a CRLF line end,
+// a no-break space: a name no shell unsets) is refused.
+func TestReadEnvFileUnsetsAsShellsDo(t *testing.T) {
+	for _, line := range []string{
+		"unset NCCL_PROTO", "unset NCCL_PROTO NCCL_ALGO", "unset  NCCL_PROTO\t", hasUnset + " && unset NCCL_PROTO",
+		"unset NCCL_PROTO\r", hasUnset + " && unset NCCL_PROTO\r", "unset NCCL_PROTO\u00a0", "unset NCCL_PROTO\u2003NCCL_ALGO",
+		"unset NCCL_ALGO\u0085NCCL_PROTO", "unset NCCL_PROTO\vNCCL_ALGO", "unset NCCL_PROTO\fNCCL_ALGO",
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "user.env")
+		os.WriteFile(path, []byte("export NCCL_PROTO='LL'\nexport NCCL_ALGO='Tree'\n"+line+"\n"), 0o644)
+		env, err := ReadEnvFile(path)
+		if err != nil {
+			continue
+		}
+		for _, sh := range sourcingShells {
+			if _, err := exec.LookPath(sh.argv[0]); err != nil || sh.name == "fish" {
+				continue // fish unsets with set -e
+			}
+			cmd := exec.Command(sh.argv[0], append(sh.argv[1:], `. "$1"; env`, "sh", path)...)
+			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NCCL_") })
+			out, err := cmd.Output()
+			var got []string
+			for _, kv := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(kv, "NCCL_") {
+					got = append(got, kv)
+				}
+			}
+			slices.Sort(got)
+			if err != nil || !slices.Equal(got, slices.Sorted(slices.Values(env))) {
+				t.Errorf("%q: ReadEnvFile read %q, %s sourced %q (%v)", line, env, sh.name, got, err)
 			}
 		}
 	}

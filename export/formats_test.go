@@ -374,19 +374,7 @@ func TestWorkloadRangeIsDescribedByItsCalls(t *testing.T) {
 // every shell of sourcingShells, the env file leaves exactly what it sets;
 // the torchrun wrapper and the Slurm file too, and compare reads it so.
 func TestFilesUnsetWhatTheyLeaveToNCCL(t *testing.T) {
-	sp, err := space.Parse("left.toml", []byte("[campaign]\nname = \"left\"\nsizes = { min = \"8\", max = \"1M\", factor = 2 }\n"+
-		"[benchmark]\nbinary = \"x\"\ngpus = 16\n[fixed]\nNCCL_NVLS_ENABLE = \"0\"\n"+
-		"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\"]\n[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"default\", \"LL\"]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	trial := func(n int, score float64, a space.Assignment) store.Trial {
-		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all": score}}
-	}
-	trials := []store.Trial{trial(0, 1, space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": space.Unset}),
-		trial(1, 2, space.Assignment{"NCCL_ALGO": "Tree", "NCCL_PROTO": space.Unset})}
-	ex := Export{Space: sp, Campaign: store.Campaign{Name: "left", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
-		Job: results.JobOf(sp, trials, nil), Fingerprint: runner.Fingerprint{NCCL: "2.28.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16}, Now: time.Now()}
+	ex := treeWon(t, "NCCL_NVLS_ENABLE = \"0\"", []string{"NCCL_ALGO", "NCCL_PROTO"}, nil)
 	dir := t.TempDir()
 	for _, format := range []string{"env", "torchrun", "slurm"} {
 		if _, err := ex.Write(format, dir); err != nil {

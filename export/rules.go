@@ -70,7 +70,8 @@ func token(tokens map[string]string, value string) (string, bool) {
 // unset) sets for collective coll: one name (a token), nothing ("", true),
 // or a choice among several that NCCL makes per size (false). As NCCL's
 // parseList reads it, each part replaces what the parts before it set for
-// its collectives: the last part that names coll (or names none) holds.
+// its collectives: the last part that names coll holds, or else the first
+// part, where it names no collective (only the first may: see space's canonicalList).
 func setFor(tokens map[string]string, value, coll string) (string, bool) {
 	if value == "" || value == space.Unset {
 		return "", true

@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -832,23 +833,7 @@ func TestPluginNeedsATunerInterfaceItExports(t *testing.T) {
 // the rules' own choices, never run what every measurement kept out. Only
 // what the search varied is left to the rules.
 func TestPluginEnvKeepsWhatTheSpacePins(t *testing.T) {
-	sp, err := space.Parse("pin.toml", []byte("[campaign]\nname = \"pin\"\nsizes = { min = \"8\", max = \"1M\", factor = 2 }\n"+
-		"[benchmark]\nbinary = \"x\"\ngpus = 16\n[fixed]\nNCCL_PROTO = \"^LL128\"\n"+
-		"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\"]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	trial := func(n int, score float64, a space.Assignment) store.Trial {
-		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all": score}}
-	}
-	trials := []store.Trial{trial(0, 1, space.Assignment{"NCCL_ALGO": space.Unset}), trial(1, 2, space.Assignment{"NCCL_ALGO": "Tree"})}
-	var ds []nccllog.Decision
-	for _, size := range sp.Sizes.List() {
-		ds = append(ds, nccllog.Decision{Op: "AllReduce", Bytes: size, Algo: "TREE", Proto: "SIMPLE", Channels: 8})
-	}
-	ex := Export{Space: sp, Campaign: store.Campaign{Name: "pin", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
-		Job: results.JobOf(sp, trials, nil), Decisions: map[string][]nccllog.Decision{sp.Key(trials[1].Params): ds},
-		Fingerprint: runner.Fingerprint{NCCL: "2.28.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16}, Now: time.Now()}
+	ex := treeWon(t, "NCCL_PROTO = \"^LL128\"", []string{"NCCL_ALGO"}, decide("TREE", "SIMPLE", 8))
 	for format, name := range map[string]string{"plugin": "nccl-plugin.env", "tuner-csv": "nccl-tuner.env"} {
 		dir := t.TempDir()
 		if _, err := ex.Write(format, dir); err != nil {
@@ -908,4 +893,39 @@ func TestPerRankSizesNeedTheRankCount(t *testing.T) {
 			t.Errorf("no rank count: wrote the all-gather's rule at a rank's share of its size (%v)\n%s", err, text)
 		}
 	}
+}
+
+// treeWon is the export of an all-reduce campaign over 8..1M on 2 nodes of
+// 8 GPUs, of a space pinning fixed (a [fixed] line) and searching params,
+// each over "default" and one value (NCCL_ALGO's Tree, NCCL_PROTO's LL),
+// in which NCCL_ALGO=Tree (trial 1) beat NCCL's defaults (trial 0), and
+// NCCL decided under it as tuned says (nil: nothing recorded).
+func treeWon(t *testing.T, fixed string, params []string, tuned decider) Export {
+	t.Helper()
+	text := "[campaign]\nname = \"won\"\nsizes = { min = \"8\", max = \"1M\", factor = 2 }\n[benchmark]\nbinary = \"x\"\ngpus = 16\n[fixed]\n" + fixed + "\n"
+	defaults := space.Assignment{}
+	for _, name := range params {
+		text += fmt.Sprintf("[[param]]\nname = %q\nvalues = [\"default\", %q]\n", name, map[string]string{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"}[name])
+		defaults[name] = space.Unset
+	}
+	sp, err := space.Parse("won.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := maps.Clone(defaults)
+	tree["NCCL_ALGO"] = "Tree"
+	var trials []store.Trial
+	for n, a := range []space.Assignment{defaults, tree} {
+		trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all": float64(1 + n)}})
+	}
+	var ds []nccllog.Decision
+	for _, size := range sp.Sizes.List() {
+		if tuned == nil {
+			break
+		}
+		ds = append(ds, tuned(size))
+	}
+	return Export{Space: sp, Campaign: store.Campaign{Name: "won", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+		Job: results.JobOf(sp, trials, nil), Decisions: map[string][]nccllog.Decision{sp.Key(tree): ds},
+		Fingerprint: runner.Fingerprint{NCCL: "2.28.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16}, Now: time.Now()}
 }

@@ -302,17 +302,22 @@ func (v Var) Alike(a, b string) bool {
 	return listSet(a) == listSet(b)
 }
 
-// listSet is a canonical list's parts and names, each sorted and without repeats.
+// listSet is a canonical list's parts and names, each sorted and without
+// repeats. As NCCL's parseList reads them, a part replaces what the parts
+// before it set for its collective: of a collective's parts, the last holds.
 func listSet(value string) string {
-	parts := strings.Split(value, ";")
-	for i, part := range parts {
+	last := map[string]string{} // by collective, "" for the part that names none
+	for _, part := range strings.Split(value, ";") {
 		cut := strings.LastIndexAny(part, ":^") + 1
 		names := strings.Split(part[cut:], ",")
 		slices.Sort(names)
-		parts[i] = part[:cut] + strings.Join(slices.Compact(names), ",")
+		coll, _, ok := strings.Cut(part[:cut], ":")
+		if !ok {
+			coll = ""
+		}
+		last[coll] = part[:cut] + strings.Join(slices.Compact(names), ",")
 	}
-	slices.Sort(parts)
-	return strings.Join(slices.Compact(parts), ";")
+	return strings.Join(slices.Sorted(maps.Values(last)), ";")
 }
 
 func (v Var) checkRange(n int64) error {
@@ -341,9 +346,14 @@ func canonicalList(value string, tokens []string) (string, error) {
 		return "", fmt.Errorf("empty value")
 	}
 	var parts []string
-	for _, part := range strings.Split(value, ";") {
+	for i, part := range strings.Split(value, ";") {
 		prefix := ""
-		if coll, rest, ok := strings.Cut(part, ":"); ok {
+		coll, rest, ok := strings.Cut(part, ":")
+		if !ok && i > 0 {
+			// NCCL refuses the value ("All entries except the first must have a prefix").
+			return "", fmt.Errorf("part %q names no collective: only the first part may (allreduce:Tree;Ring: Ring;allreduce:Tree)", part)
+		}
+		if ok {
 			canon, known := matchToken(strings.TrimSpace(coll), collNames)
 			if !known {
 				return "", fmt.Errorf("unknown collective %q (legal: %s)", coll, strings.Join(collNames, ", "))

@@ -162,6 +162,8 @@ func TestNormalize(t *testing.T) {
 		{"NCCL_ALGO", "^NVLS", "^NVLS", false},
 		{"NCCL_ALGO", "AllReduce:tree, ring;allgather:^ring", "allreduce:Tree,Ring;allgather:^Ring", false},
 		{"NCCL_ALGO", "allreduse:tree", "", true},
+		{"NCCL_ALGO", "Ring;allreduce:Tree", "Ring;allreduce:Tree", false},
+		{"NCCL_ALGO", "allreduce:Tree;Ring", "", true}, // NCCL refuses it: only the first part may name no collective
 		{"NCCL_PROTO", "LL,LL9", "", true},
 		{"NCCL_NET_GDR_LEVEL", "phb", "PHB", false},
 		{"NCCL_NET_GDR_LEVEL", "5", "5", false},
@@ -322,6 +324,31 @@ func TestKindSettings(t *testing.T) {
 			t.Errorf("%s %q: %v", tc.kind, tc.campaign, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s %q%q: got %v, want %q", tc.kind, tc.campaign, tc.extra, err, tc.want)
+		}
+	}
+}
+
+// TestAlikeReadsAsNCCLDoes: NCCL reads NCCL_ALGO's and NCCL_PROTO's parts in
+// turn (parseList), each replacing what the parts before it set for its
+// collective: values that order a collective's parts otherwise are other
+// settings, not one listed twice, and a part a later one replaces is none.
+func TestAlikeReadsAsNCCLDoes(t *testing.T) {
+	v, err := Lookup("NCCL_ALGO")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a, b  string
+		alike bool
+	}{
+		{"allreduce:Ring;broadcast:Tree", "broadcast:Tree;allreduce:Ring", true},
+		{"Ring,Tree;allreduce:Tree", "Tree,Ring;allreduce:Tree", true},
+		{"allreduce:Tree;allreduce:Ring", "allreduce:Ring;allreduce:Tree", false},
+		{"allreduce:Tree;allreduce:Ring", "allreduce:Ring", true},
+		{"allreduce:Tree;broadcast:Ring;allreduce:^Tree", "broadcast:Ring;allreduce:^Tree", true},
+	} {
+		if got := v.Alike(tc.a, tc.b); got != tc.alike {
+			t.Errorf("Alike(%q, %q) = %v, NCCL reads them %s", tc.a, tc.b, got, map[bool]string{true: "alike", false: "differently"}[tc.alike])
 		}
 	}
 }

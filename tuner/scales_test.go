@@ -322,3 +322,53 @@ func TestResumedScalesFinishTheirSimplification(t *testing.T) {
 		}
 	}
 }
+
+// TestRanAs: a campaign called NAME or NAME-N (N >= 2, as
+// --allow-space-change names it) is NAME's; one that merely starts with it
+// is another.
+func TestRanAs(t *testing.T) {
+	for _, tc := range []struct {
+		name, base string
+		want       bool
+	}{{"ib", "ib", true}, {"ib-2", "ib", true}, {"ib-12", "ib", true}, {"ib-large", "ib", false}, {"ib-1", "ib", false},
+		{"ib-02", "ib", false}, {"ib-2x", "ib", false}, {"ib2", "ib", false}, {"i", "ib", false}, {"ib@2n-2", "ib@2n", true}} {
+		if got := ranAs(tc.name, tc.base); got != tc.want {
+			t.Errorf("ranAs(%q, %q) = %v", tc.name, tc.base, got)
+		}
+	}
+}
+
+// TestResumedChangedScalesStartAsTheRunDid: a changed space of scales that
+// run --allow-space-change ran as NAME@2n-2 and NAME@4n-2, stopped before
+// its 8-node scale, resumes that scale as the run would have: a new
+// NAME@8n-2 beside NAME@8n, the scale of the space before the change, not
+// refused as NAME@8n changed.
+func TestResumedChangedScalesStartAsTheRunDid(t *testing.T) {
+	before, err := space.Load("../examples/sim-scales-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, err := space.Load("../examples/sim-scales-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed.Sizes.Max /= 4
+	st := openStore(t)
+	if err := newTuner(t, before, st).Run(context.Background(), Options{Trials: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// Stopped before it reached 8 nodes: the same space, but for its scales.
+	stopped := *changed
+	stopped.Campaign.Scales = []int{2, 4}
+	if err := newTuner(t, &stopped, st).Run(context.Background(), Options{Trials: 3, AllowSpaceChange: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := newTuner(t, changed, st).Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatalf("resumed: %v", err)
+	}
+	for _, name := range []string{"sim-scales-ib@2n-2", "sim-scales-ib@4n-2", "sim-scales-ib@8n-2", "sim-scales-ib@8n"} {
+		if n := len(campaignTrials(t, st, name)); n < 3 {
+			t.Errorf("%s: %d trials, want 3", name, n)
+		}
+	}
+}

@@ -41,6 +41,7 @@ type Store interface {
 	CreateCampaign(c store.Campaign) (store.Campaign, error)
 	UpdateSettings(c store.Campaign) error
 	Campaign(name string) (store.Campaign, error)
+	Campaigns() ([]store.Campaign, error)
 	StartTrial(t *store.Trial) error
 	FinishTrial(ctx context.Context, t *store.Trial) error
 	Trials(campaignID int64) ([]store.Trial, error)
@@ -245,9 +246,19 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 	// or resume given --trials stopped before it reached that scale, and
 	// its resume gives it the budget the scales before it ran to.
 	unreached := o
+	changed := false // resumed, the scales are NAME@2n-2 ...
 	for _, nodes := range t.Space.Campaign.Scales {
 		at := *t
 		at.Space = t.Space.AtScale(nodes)
+		if o.KeepSettings {
+			// A changed space that run --allow-space-change ran as NAME@4n-2
+			// resumes its own scales (NAME@2n ran the space before the
+			// change), and starts those it had not reached as that run would.
+			if name := CampaignName(t.Store, at.Space); name != "" {
+				changed = changed || name != at.Space.Campaign.Name
+				at.Space.Campaign.Name = name
+			}
+		}
 		for _, a := range before {
 			if !slices.ContainsFunc(at.Space.TryFirst, func(b space.Assignment) bool { return at.Space.Key(a) == at.Space.Key(b) }) {
 				at.Space.TryFirst = append(at.Space.TryFirst, a)
@@ -278,6 +289,7 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 				so = unreached
 			}
 		}
+		so.AllowSpaceChange = so.AllowSpaceChange || changed
 		if !at.finished(so) {
 			if err := at.Run(ctx, so); err != nil {
 				return fmt.Errorf("%s: %w", at.Space.Campaign.Name, err)
@@ -1382,6 +1394,32 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 		return t.Store.CreateCampaign(camp)
 	}
 	return camp, t.Store.UpdateSettings(camp)
+}
+
+// CampaignName is the campaign the space ran as: its own name, or the newest
+// NAME-N that --allow-space-change created; "" if it never ran. A campaign's
+// name is no part of its space's hash, so a campaign of the same space
+// under a name that merely starts with NAME ("ib-large" beside "ib") is
+// another campaign, not this one.
+func CampaignName(st Store, sp *space.Space) string {
+	all, _ := st.Campaigns()
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].SpaceHash == sp.Hash() && ranAs(all[i].Name, sp.Campaign.Name) {
+			return all[i].Name
+		}
+	}
+	return ""
+}
+
+// ranAs reports whether a campaign called name is the campaign base: base
+// itself, or base-N (N >= 2) as --allow-space-change names it.
+func ranAs(name, base string) bool {
+	if name == base {
+		return true
+	}
+	suffix, ok := strings.CutPrefix(name, base+"-")
+	n, err := strconv.Atoi(suffix)
+	return ok && err == nil && n >= 2 && strconv.Itoa(n) == suffix
 }
 
 // ErrSpaceChanged means the space differs from the one a stored campaign ran with.

@@ -597,3 +597,39 @@ func TestResumeTheChangedSpacesCampaign(t *testing.T) {
 		t.Errorf("sim-2node-ib, of the space before the change: %d trials, want its 4", len(trials))
 	}
 }
+
+// TestResumeTheChangedScalesCampaign: run --allow-space-change runs a
+// changed space of campaign.scales as NAME@2n-2, NAME@4n-2; resuming one
+// resumes those scales, and ran into NAME@2n, the scale of the space before
+// the change, refused as changed.
+func TestResumeTheChangedScalesCampaign(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/sim-scales-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = bytes.Replace(src, []byte("scales = [2, 4, 8]"), []byte("scales = [2, 4]"), 1)
+	file := filepath.Join(dir, "space.toml")
+	for i, args := range [][]string{{}, {"--allow-space-change"}} {
+		if i > 0 {
+			src = bytes.Replace(src, []byte(`max = "64M"`), []byte(`max = "16M"`), 1)
+		}
+		if err := os.WriteFile(file, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run := append([]string{"run", "-q", "--space", file, "--trials", "4", "--no-simplify", "--no-validate"}, args...)
+		if code, out, errOut := nccltune(t, dir, run...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", run, code, out, errOut)
+		}
+	}
+	args := []string{"resume", "-q", "--campaign", "sim-scales-ib@4n-2", "--trials", "5"}
+	if code, out, errOut := nccltune(t, dir, args...); code != 0 {
+		t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+	}
+	for name, want := range map[string]int{"sim-scales-ib@2n": 4, "sim-scales-ib@4n": 4, "sim-scales-ib@2n-2": 5, "sim-scales-ib@4n-2": 5} {
+		trials, _ := stored(t, filepath.Join(dir, "nccltune.db"), name)
+		if n := len(slices.DeleteFunc(trials, func(tr store.Trial) bool { return !tr.Searched() })); n != want {
+			t.Errorf("%s: %d search trials, want %d", name, n, want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/mattn/go-isatty"
@@ -171,7 +170,7 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		return runErr
 	}
 	for _, at := range scales(sp) {
-		if name := campaignName(st, at); name != "" {
+		if name := tuner.CampaignName(st, at); name != "" {
 			if err := printStatus(os.Stdout, st, name); err != nil && runErr == nil {
 				return err
 			}
@@ -191,32 +190,6 @@ func scales(sp *space.Space) []*space.Space {
 		out = append(out, sp.AtScale(nodes))
 	}
 	return out
-}
-
-// campaignName is the campaign the space ran as: its own name, or the newest
-// NAME-N that --allow-space-change created; "" if it never ran. A campaign's
-// name is no part of its space's hash, so a campaign of the same space
-// under a name that merely starts with NAME ("ib-large" beside "ib") is
-// another campaign, not this one.
-func campaignName(st *store.Store, sp *space.Space) string {
-	all, _ := st.Campaigns()
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].SpaceHash == sp.Hash() && ranAs(all[i].Name, sp.Campaign.Name) {
-			return all[i].Name
-		}
-	}
-	return ""
-}
-
-// ranAs reports whether a campaign called name is the campaign base: base
-// itself, or base-N (N >= 2) as --allow-space-change names it.
-func ranAs(name, base string) bool {
-	if name == base {
-		return true
-	}
-	suffix, ok := strings.CutPrefix(name, base+"-")
-	n, err := strconv.Atoi(suffix)
-	return ok && err == nil && n >= 2 && strconv.Itoa(n) == suffix
 }
 
 func loadSpace(path string) (*space.Space, error) {

@@ -99,13 +99,4 @@ func TestOtherCampaignsOfTheSameSpace(t *testing.T) {
 			t.Errorf("run %s: exit %d, want %s\n%s%s", filepath.Base(run.space), code, run.want, out, errOut)
 		}
 	}
-	for _, tc := range []struct {
-		name, base string
-		want       bool
-	}{{"ib", "ib", true}, {"ib-2", "ib", true}, {"ib-12", "ib", true}, {"ib-large", "ib", false}, {"ib-1", "ib", false},
-		{"ib-02", "ib", false}, {"ib-2x", "ib", false}, {"ib2", "ib", false}, {"i", "ib", false}, {"ib@2n-2", "ib@2n", true}} {
-		if got := ranAs(tc.name, tc.base); got != tc.want {
-			t.Errorf("ranAs(%q, %q) = %v", tc.name, tc.base, got)
-		}
-	}
 }

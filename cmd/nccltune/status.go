@@ -541,7 +541,7 @@ func exportOfCampaign(c *cli.Context, st *store.Store, l *loaded) (export.Export
 	}
 	if f := c.String("format"); l.camp.Scale > 0 && (f == "plugin" || f == "tuner-csv" || f == "job") {
 		for _, at := range scales(l.family) {
-			if name := campaignName(st, at); name != "" && name != l.camp.Name {
+			if name := tuner.CampaignName(st, at); name != "" && name != l.camp.Name {
 				other, err := load(st, name, readStored)
 				if err != nil {
 					return ex, err
