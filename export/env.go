@@ -144,13 +144,15 @@ func unsetLine(sp *space.Space, env []string) string {
 
 // The lines of a file to source that unset leftToNCCL in every shell the
 // env format is read by: POSIX shells, where `unset` is a builtin that
-// command -v finds, and fish, which has none and erases with set -e (its
-// status 0 whether or not the variable was set). Neither shell runs the
-// other's line.
+// command -v finds, and fish, which has none and erases with set -eg (its
+// status 0 whether or not the variable was set): the session's variables,
+// the environment's and an earlier file's, never a universal one, which
+// set -e would erase from every fish session for good. Neither shell runs
+// the other's line.
 const (
 	hasUnset   = "command -v unset >/dev/null"
 	posixUnset = hasUnset + " && unset "
-	fishUnset  = hasUnset + " || set -e "
+	fishUnset  = hasUnset + " || set -eg "
 )
 
 // sourcedUnset unsets leftToNCCL in a file that is sourced; "" where there are none.

@@ -394,15 +394,20 @@ func TestFilesUnsetWhatTheyLeaveToNCCL(t *testing.T) {
 	}
 	stale := []string{"NCCL_PROTO=LL", "NCCL_ALGO=Ring"}
 	envFile := filepath.Join(dir, "nccl-all.env")
+	// A fish user's universal variable (set -U) is theirs, in every session:
+	// the file leaves it alone (here the only NCCL_PROTO, the environment's
+	// erased first, which set -e would have erased instead).
+	fishConfig := t.TempDir()
+	universal := "set -eg NCCL_PROTO; set -U NCCL_PROTO Simple\n"
 	for _, sh := range sourcingShells {
 		if _, err := exec.LookPath(sh.argv[0]); err != nil {
 			continue
 		}
 		cmd := exec.Command(sh.argv[0], append(sh.argv[1:], sh.source+"env\n", sh.argv[0], envFile)...)
 		if sh.name == "fish" {
-			cmd = exec.Command("fish", "-c", sh.source+"env\n", envFile)
+			cmd = exec.Command("fish", "-c", universal+sh.source+"env\nset -qU NCCL_PROTO; or echo NCCL_PROTO=erased\n", envFile)
 		}
-		cmd.Env = append(os.Environ(), stale...)
+		cmd.Env = append(os.Environ(), append(stale, "XDG_CONFIG_HOME="+fishConfig)...)
 		if out, err := cmd.Output(); err != nil || nccl(out) != want {
 			t.Errorf("%s sourcing the env file: %q (%v), want %q", sh.name, nccl(out), err, want)
 		}
