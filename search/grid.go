@@ -95,18 +95,21 @@ func values(p space.Param, points int) []string {
 			out = append(out, s)
 		}
 	}
-	if points <= 0 || p.Max-p.Min+1 <= int64(points) {
-		for v := p.Min; v <= p.Max; v++ {
+	// Max-Min+1 and v++ past Max overflow where Max is math.MaxInt64.
+	if points <= 0 || p.Max-p.Min < int64(points) {
+		for v := p.Min; ; v++ {
 			add(v)
+			if v == p.Max {
+				return out
+			}
 		}
-		return out
 	}
 	for i := range points {
 		f := float64(i) / float64(points-1)
 		if p.Log {
-			add(int64(math.Round(math.Exp(math.Log(float64(p.Min)) + f*(math.Log(float64(p.Max))-math.Log(float64(p.Min)))))))
+			add(toInt(p, math.Exp(math.Log(float64(p.Min))+f*(math.Log(float64(p.Max))-math.Log(float64(p.Min))))))
 		} else {
-			add(p.Min + int64(math.Round(f*float64(p.Max-p.Min))))
+			add(toInt(p, float64(p.Min)+math.Round(f*float64(p.Max-p.Min))))
 		}
 	}
 	return out
