@@ -60,9 +60,10 @@ func (g *gridSampler) Tell(a space.Assignment, _ []float64) error {
 // are more than limit.
 func Enumerate(sp *space.Space, intPoints, limit int) ([]space.Assignment, bool) {
 	var out []space.Assignment
+	over := false // an active integer range holds more than limit integers
 	var walk func(i int, a space.Assignment)
 	walk = func(i int, a space.Assignment) {
-		if len(out) > limit {
+		if over || len(out) > limit {
 			return
 		}
 		if i == len(sp.Params) {
@@ -74,6 +75,10 @@ func Enumerate(sp *space.Space, intPoints, limit int) ([]space.Assignment, bool)
 			walk(i+1, a)
 			return
 		}
+		if intPoints <= 0 && !p.Categorical() && p.Max-p.Min >= int64(limit) {
+			over = true // listing its integers (a billion of NCCL_BUFFSIZE) would not fit
+			return
+		}
 		for _, v := range values(p, intPoints) {
 			a[p.Name] = v
 			walk(i+1, a)
@@ -81,7 +86,7 @@ func Enumerate(sp *space.Space, intPoints, limit int) ([]space.Assignment, bool)
 		delete(a, p.Name)
 	}
 	walk(0, space.Assignment{})
-	return out, len(out) <= limit
+	return out, !over && len(out) <= limit
 }
 
 func values(p space.Param, points int) []string {
@@ -95,18 +100,21 @@ func values(p space.Param, points int) []string {
 			out = append(out, s)
 		}
 	}
-	if points <= 0 || p.Max-p.Min+1 <= int64(points) {
-		for v := p.Min; v <= p.Max; v++ {
+	// Max-Min+1 and v++ past Max overflow where Max is math.MaxInt64.
+	if points <= 0 || p.Max-p.Min < int64(points) {
+		for v := p.Min; ; v++ {
 			add(v)
+			if v == p.Max {
+				return out
+			}
 		}
-		return out
 	}
 	for i := range points {
 		f := float64(i) / float64(points-1)
 		if p.Log {
-			add(int64(math.Round(math.Exp(math.Log(float64(p.Min)) + f*(math.Log(float64(p.Max))-math.Log(float64(p.Min)))))))
+			add(toInt(p, math.Exp(math.Log(float64(p.Min))+f*(math.Log(float64(p.Max))-math.Log(float64(p.Min))))))
 		} else {
-			add(p.Min + int64(math.Round(f*float64(p.Max-p.Min))))
+			add(toInt(p, float64(p.Min)+math.Round(f*float64(p.Max-p.Min))))
 		}
 	}
 	return out

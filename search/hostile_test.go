@@ -218,3 +218,30 @@ func TestDegenerateScores(t *testing.T) {
 		campaign(t, sp, name, 3*startupTrials, func(int, space.Assignment) []float64 { return nil })
 	}
 }
+
+// TestIntegerRangesToInt64Max: a level (NCCL_NET_GDR_LEVEL takes any
+// integer) ranging up to TOML's largest integer. Max-Min+1 overflowed:
+// the grid of values listed every integer (v++ past Max wraps: a hang),
+// the uniform draw panicked, sparse's bisection of a cell never ended;
+// and a float at 2^63 converted to int64 is the least int64, which the
+// grids and the samplers' rounding proposed outside the range.
+func TestIntegerRangesToInt64Max(t *testing.T) {
+	for _, bounds := range []string{
+		"min = 1\nmax = 9223372036854775807\nlog = true",
+		"min = 0\nmax = 9223372036854775806",
+		"min = 0\nmax = 9223372036854775807",
+	} {
+		sp := hostileSpace(t, 2, param("NCCL_NET_GDR_LEVEL", bounds)+param("NCCL_ALGO", `values = ["Ring", "Tree"]`))
+		for _, points := range []int{gridPoints, coordinatePoints, gpFinePoints} {
+			if err := inSpace(sp, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_NET_GDR_LEVEL": values(sp.Params[0], points)[points-1]}); err != nil {
+				t.Errorf("%q: the last of %d grid values: %v", bounds, points, err)
+			}
+		}
+		score := func(n int, a space.Assignment) []float64 {
+			return []float64{1 + float64(n%7), 1 + float64(len(a[sp.Params[0].Name])%5)}
+		}
+		for _, name := range space.Samplers {
+			campaign(t, sp, name, 3*startupTrials, score)
+		}
+	}
+}

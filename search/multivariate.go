@@ -126,7 +126,7 @@ func (m parzen) uniformWidth(p space.Param, k float64) float64 {
 	case p.Log:
 		return max(scale(p, float64(p.Max))-scale(p, float64(p.Min)), 1e-9)
 	default:
-		return float64(p.Max - p.Min + 1)
+		return float64(p.Max-p.Min) + 1 // Max-Min+1 overflows where Max is math.MaxInt64
 	}
 }
 
@@ -158,8 +158,7 @@ func (m parzen) draw(rng *rand.Rand) space.Assignment {
 			if p.Log {
 				v = math.Exp(v)
 			}
-			n := int64(math.Round(v))
-			a[p.Name] = strconv.FormatInt(min(max(n, p.Min), p.Max), 10)
+			a[p.Name] = strconv.FormatInt(toInt(p, v), 10)
 		}
 	}
 	return a

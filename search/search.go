@@ -93,11 +93,32 @@ func uniform(rng *rand.Rand, p space.Param) string {
 		return p.Values[rng.IntN(len(p.Values))]
 	case p.Log:
 		lo, hi := math.Log(float64(p.Min)), math.Log(float64(p.Max)+1)
-		v := int64(math.Exp(lo + rng.Float64()*(hi-lo)))
-		return strconv.FormatInt(min(max(v, p.Min), p.Max), 10)
+		return strconv.FormatInt(toInt(p, math.Floor(math.Exp(lo+rng.Float64()*(hi-lo)))), 10)
 	default:
-		return strconv.FormatInt(p.Min+rng.Int64N(p.Max-p.Min+1), 10)
+		return strconv.FormatInt(p.Min+randInt(rng, p.Max-p.Min), 10)
 	}
+}
+
+// toInt is v rounded to the nearest integer of p's range (NaN: p.Min).
+// Converting a float64 at or past 2^63 to int64 gives no such integer (on
+// amd64, the least int64), so the bounds are held in floats before it.
+func toInt(p space.Param, v float64) int64 {
+	switch v = math.Round(v); {
+	case math.IsNaN(v) || v <= float64(p.Min):
+		return p.Min
+	case v >= float64(p.Max):
+		return p.Max
+	}
+	return int64(v)
+}
+
+// randInt draws an integer of [0, n] uniformly, n up to math.MaxInt64,
+// where n+1 overflows (rand.Int64N panics on it).
+func randInt(rng *rand.Rand, n int64) int64 {
+	if n == math.MaxInt64 {
+		return int64(rng.Uint64() >> 1)
+	}
+	return rng.Int64N(n + 1)
 }
 
 func (r *randomSampler) Tell(space.Assignment, []float64) error { return nil }

@@ -748,3 +748,17 @@ func TestNeighboursFeaturesWithoutBuildingThem(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumerateStopsAtItsLimit: every integer of a range is listed only
+// where the range fits the limit; NCCL_BUFFSIZE from 4K to 1G, a billion
+// integers, was listed in full (tens of GiB) before the limit was checked.
+func TestEnumerateStopsAtItsLimit(t *testing.T) {
+	sp := hostileSpace(t, 1, param("NCCL_ALGO", `values = ["Ring", "Tree"]`)+
+		param("NCCL_BUFFSIZE", "min = 4096\nmax = 1073741824\nwhen = { NCCL_ALGO = \"Tree\" }"))
+	if all, ok := Enumerate(sp, 0, 1<<16); ok || len(all) > 1<<16+1 {
+		t.Errorf("%d assignments, ok=%v; want false within the limit", len(all), ok)
+	}
+	if grid, ok := Enumerate(sp, gridPoints, 1<<16); !ok || len(grid) != 1+gridPoints {
+		t.Errorf("grid of %d, ok=%v; want %d", len(grid), ok, 1+gridPoints)
+	}
+}

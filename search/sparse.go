@@ -395,7 +395,7 @@ func (s *sparseSampler) withinCells(a space.Assignment, rng *rand.Rand) space.As
 			continue
 		}
 		lo, hi := s.enc.cellBounds(pi, v)
-		b[p.Name] = strconv.FormatInt(lo+rng.Int64N(hi-lo+1), 10)
+		b[p.Name] = strconv.FormatInt(lo+randInt(rng, hi-lo), 10)
 	}
 	if c, unset, _ := s.sp.Complete(b); len(unset) > 0 || !maps.Equal(c, b) || s.tried(b) || s.sp.Check(b) != nil {
 		return a
@@ -422,7 +422,7 @@ func (e *encoding) cellBounds(pi int, v string) (lo, hi int64) {
 	first := lo
 	lo, hi = n, p.Max
 	for lo < hi {
-		if mid := lo + (hi-lo+1)/2; cellOf(mid) == k {
+		if mid := hi - (hi-lo)/2; cellOf(mid) == k { // lo + (hi-lo+1)/2, which overflows
 			lo = mid
 		} else {
 			hi = mid - 1

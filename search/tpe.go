@@ -2,7 +2,6 @@ package search
 
 import (
 	"fmt"
-	"math"
 	mathrand "math/rand"
 	"math/rand/v2"
 	"slices"
@@ -125,11 +124,11 @@ func neighbour(p space.Param, v string, rng *rand.Rand) string {
 	var m int64
 	switch {
 	case p.Log && rng.IntN(2) == 0:
-		m = n * 2
+		m = n + min(n, p.Max-n) // n*2, held to Max before it overflows
 	case p.Log:
 		m = n / 2
 	default:
-		m = n + int64(rng.IntN(5)-2)
+		m = n + min(int64(rng.IntN(5)-2), p.Max-n)
 	}
 	return strconv.FormatInt(min(max(m, p.Min), p.Max), 10)
 }
@@ -187,8 +186,7 @@ func decode(p space.Param, ir float64) string {
 	if p.Categorical() {
 		return p.Values[min(max(int(ir), 0), len(p.Values)-1)]
 	}
-	v := int64(math.Round(ir))
-	return strconv.FormatInt(min(max(v, p.Min), p.Max), 10)
+	return strconv.FormatInt(toInt(p, ir), 10)
 }
 
 // encode is decode's inverse, for telling a stored trial.
