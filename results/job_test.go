@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -104,5 +105,52 @@ values = ["default", "4"]
 		if got := sp.Key(job.Assignment(sp)); got != key || job.Validation == nil {
 			t.Fatalf("seed %d: validation judged %q; with the verdicts the job is %q (its verdict %v)", seed, key, got, job.Validation)
 		}
+	}
+}
+
+// TestJobTimesOfARangeItDoesNotUse: a collective whose own choice the job
+// does not use still runs under the job's environment, and its predicted
+// time is what the trials measured there. The job below is trial 1's
+// configuration exactly, which measured all_gather at 1.25 s; Times gave
+// NCCL's defaults' 1 s, as if NCCL_MIN_CTAS=4 did not apply to it.
+func TestJobTimesOfARangeItDoesNotUse(t *testing.T) {
+	sp, err := space.Parse("w.toml", []byte(`
+[simulator]
+nodes = 2
+fabric = "ib"
+[[workload]]
+collective = "all_reduce"
+size = "1M"
+count = 10
+[[workload]]
+collective = "all_gather"
+size = "1M"
+count = 10
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, agAlgo, arAlgo, ctas string, ag, ar float64) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO[allgather]": agAlgo, "NCCL_ALGO[allreduce]": arAlgo, "NCCL_MIN_CTAS": ctas},
+			Scores: map[string]float64{"all_gather": ag, "all_reduce": ar}}
+	}
+	trials := []store.Trial{
+		trial(0, space.Unset, space.Unset, space.Unset, 1, 1),
+		trial(1, space.Unset, "Ring", "4", 0.8, 2),
+		trial(2, "Tree", "Tree", "4", 0.5, 1.5),
+	}
+	job := JobOf(sp, trials, nil)
+	if got, want := sp.Key(job.Assignment(sp)), sp.Key(trials[1].Params); got != want {
+		t.Fatalf("the job is %q, want trial 1's %q", got, want)
+	}
+	def, exported := job.Times()
+	if !slices.Equal(def, []float64{1, 1}) || !slices.Equal(exported, []float64{1.25, 0.5}) {
+		t.Errorf("times: defaults %v, exported %v; want [1 1] and [1.25 0.5] (all_gather, all_reduce)", def, exported)
 	}
 }
