@@ -54,9 +54,8 @@ func profileCommand() *cli.Command {
 			}
 			w.Source.File = c.Args().First()
 			if ranks > 0 {
-				w.Entries = slices.DeleteFunc(w.Entries, func(e workload.Entry) bool { return e.Ranks != ranks })
-				if len(w.Entries) == 0 {
-					return fmt.Errorf("%s: no calls on communicators of %d ranks", c.Args().First(), ranks)
+				if err := w.Keep(ranks); err != nil {
+					return fmt.Errorf("%s: %w", c.Args().First(), err)
 				}
 			} else if sizes := commSizes(w); len(sizes) > 1 && !c.Bool("json") {
 				// A space's workload is of one communicator size: the tables would not load.

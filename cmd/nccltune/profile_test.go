@@ -83,6 +83,12 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 	} else if text, err := os.ReadFile(filepath.Join(dir, "w.json")); err != nil || !strings.Contains(string(text), `"Entries"`) {
 		t.Errorf("w.json: %v\n%s", err, text)
 	}
+	// --ranks: what the tables leave out is of their communicators (the
+	// 16-rank calls of 0 bytes were said to be left out of the 8-rank tables).
+	write("sizes0.log", call("262144", "8"), call("0", "16"))
+	if code, out, errOut := nccltune(t, dir, "profile", "--ranks", "8", "sizes0.log"); code != 0 || strings.Contains(out+errOut, "left out") || strings.Contains(out, "of 16 ranks") {
+		t.Errorf("--ranks 8: exit %d\n%s\n%s", code, out, errOut)
+	}
 	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "-3", "sizes.log"); code != 2 {
 		t.Errorf("--ranks -3: exit %d, %s", code, errOut)
 	}
