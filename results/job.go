@@ -31,11 +31,6 @@ type Job struct {
 	// configuration is composed from what the search found, whatever the
 	// ranges' own verdicts, so that it is the one validation judged.
 	whole bool
-	// alone are, per range, the scores its trials measured under Env with
-	// the range's own per-size settings left to NCCL, as the job runs a
-	// range whose choice it does not use (NaN where none measured that);
-	// nil where the ranges do not share one environment.
-	alone []float64
 }
 
 // JobOf chooses the job's environment and per-range configurations from the
@@ -63,7 +58,6 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		jobs     []Job
 		gains    []float64
 		settings []int
-		measured [][]store.Trial
 	)
 	for _, k := range keys {
 		rs := Of(sp, groups[k], vals)
@@ -76,7 +70,6 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		}
 		jobs, gains = append(jobs, Job{Env: JobEnv(sp, groups[k][0].Params), Ranges: rs}), append(gains, gain)
 		settings = append(settings, Settings(&groups[k][0])-perSizeSettings(sp, groups[k][0].Params))
-		measured = append(measured, groups[k])
 	}
 	// Within Parsimony (per range where the ranges are weighed alike), the fewer job-wide settings the better.
 	tolerance := -math.Log1p(-Parsimony)
@@ -85,11 +78,7 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 	}
 	var best Job
 	if len(jobs) > 0 {
-		i := parsimonious(gains, settings, tolerance)
-		best = jobs[i]
-		for _, r := range best.Ranges {
-			best.alone = append(best.alone, aloneScore(sp, r.Range, len(best.Ranges), measured[i]))
-		}
+		best = jobs[parsimonious(gains, settings, tolerance)]
 	}
 	if best.Ranges == nil {
 		best.Ranges = defaults
@@ -141,7 +130,7 @@ func (j Job) Assignment(sp *space.Space) space.Assignment {
 			case !ok:
 			case !perSize:
 				a[p.Name] = v // the same in every range: the job's environment
-			case serves(p, r.Range, len(j.Ranges)):
+			case p.Collective == strings.ReplaceAll(r.Range.Collective, "_", "") || p.Collective == "" && len(j.Ranges) == 1:
 				a[p.Name] = space.Unset
 				if j.Uses(r) {
 					a[p.Name] = v
@@ -150,38 +139,6 @@ func (j Job) Assignment(sp *space.Space) space.Assignment {
 		}
 	}
 	return a
-}
-
-// serves reports whether per-size parameter p sets range rg's choice, of a
-// job of n ranges: a collective's part of it (NCCL_ALGO[allreduce]), or,
-// with one range, the whole variable.
-func serves(p space.Param, rg space.Range, n int) bool {
-	return p.Collective == strings.ReplaceAll(rg.Collective, "_", "") || p.Collective == "" && n == 1
-}
-
-// aloneScore is range rg's score (of a job of n ranges) under the one
-// environment of trials where rg's per-size settings are left to NCCL: the
-// geometric mean of what the trials that set none of them measured; NaN
-// where none did.
-func aloneScore(sp *space.Space, rg space.Range, n int, trials []store.Trial) float64 {
-	sum, runs := 0.0, 0
-	for _, t := range trials {
-		s, ok := t.Scores[rg.Name]
-		if t.State != store.Complete || !ok || !(s > 0) || math.IsInf(s, 0) {
-			continue
-		}
-		own := slices.ContainsFunc(sp.Params, func(p space.Param) bool {
-			v, set := t.Params[p.Name]
-			return set && v != space.Unset && slices.Contains(PerSize, p.Variable()) && serves(p, rg, n)
-		})
-		if !own {
-			sum, runs = sum+math.Log(s), runs+1
-		}
-	}
-	if runs == 0 {
-		return math.NaN()
-	}
-	return math.Exp(sum / float64(runs))
 }
 
 // Alone is the job's environment without a per-size setting: what its
@@ -213,12 +170,14 @@ func (j Job) EnvTrial() *store.Trial {
 }
 
 // Uses reports whether the job's configuration takes range r's choice (its
-// per-size settings): a workload's job, judged as a whole, takes what the
-// search found; a job of one collective's ranges, what each range's
-// verdict kept.
+// per-size settings): a workload's job, judged as a whole, takes each
+// range's best under its environment, as JobOf weighed them, whatever that
+// gained over NCCL's defaults (the same settings left to NCCL under the
+// environment may run slower still); a job of one collective's ranges, what
+// each range's verdict kept.
 func (j Job) Uses(r RangeResult) bool {
 	if j.whole {
-		return r.searchTuned()
+		return r.Best != nil && !r.bestIsDefault()
 	}
 	return r.Tuned()
 }
@@ -239,18 +198,11 @@ func (j Job) Exported(sp *space.Space) space.Assignment {
 // Times are each range's predicted communication time, in seconds, with
 // NCCL's defaults and with the configuration exported (see Exported), for a
 // workload (whose ranges score the inverse of their times); NaN where
-// unmeasured. A range whose choice the job does not use runs under the
-// job's environment all the same, with its algorithm and protocol left to
-// NCCL: its time is what the trials measured so.
+// unmeasured.
 func (j Job) Times() (defaults, exported []float64) {
-	for i, r := range j.Ranges {
+	for _, r := range j.Ranges {
 		score := r.BestScore
-		switch {
-		case j.DefaultsKept():
-			score = r.DefaultScore
-		case !j.Uses(r) && j.alone != nil:
-			score = j.alone[i]
-		case !j.Uses(r):
+		if j.DefaultsKept() || !j.Uses(r) {
 			score = r.DefaultScore
 		}
 		defaults, exported = append(defaults, 1/r.DefaultScore), append(exported, 1/score)
