@@ -448,3 +448,21 @@ func TestKeep(t *testing.T) {
 		t.Errorf("keep 4: %v", err)
 	}
 }
+
+// TestReadTimestampsGluedToTheHost: a timestamp format that ends in no
+// space (NCCL_DEBUG_TIMESTAMP_FORMAT="%T.%3f") glues digits that change
+// with every line to the host: each line was a process of its own, and the
+// one counted made a single call.
+func TestReadTimestampsGluedToTheHost(t *testing.T) {
+	var log strings.Builder
+	for i := range 50 {
+		log.WriteString("10:15:01." + strconv.Itoa(100+i) + "gpu-a:1:1 [0] NCCL INFO " + allRed + "\n")
+	}
+	w, err := Read(strings.NewReader(log.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Entry{{"all_reduce", 4 << 10, 50, 4}}; w.Source.Processes != 1 || !slices.Equal(w.Entries, want) {
+		t.Errorf("%d processes, entries %v; want 1 process, %v", w.Source.Processes, w.Entries, want)
+	}
+}
