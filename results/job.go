@@ -170,12 +170,14 @@ func (j Job) EnvTrial() *store.Trial {
 }
 
 // Uses reports whether the job's configuration takes range r's choice (its
-// per-size settings): a workload's job, judged as a whole, takes what the
-// search found; a job of one collective's ranges, what each range's
-// verdict kept.
+// per-size settings): a workload's job, judged as a whole, takes each
+// range's best under its environment, as JobOf weighed them, whatever that
+// gained over NCCL's defaults (the same settings left to NCCL under the
+// environment may run slower still); a job of one collective's ranges, what
+// each range's verdict kept.
 func (j Job) Uses(r RangeResult) bool {
 	if j.whole {
-		return r.searchTuned()
+		return r.Best != nil && !r.bestIsDefault()
 	}
 	return r.Tuned()
 }

@@ -2,7 +2,9 @@ package results
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -104,5 +106,103 @@ values = ["default", "4"]
 		if got := sp.Key(job.Assignment(sp)); got != key || job.Validation == nil {
 			t.Fatalf("seed %d: validation judged %q; with the verdicts the job is %q (its verdict %v)", seed, key, got, job.Validation)
 		}
+	}
+}
+
+// TestJobTimesUnderItsEnvironment: a collective runs under the job's
+// environment whatever its own choice, and its predicted time is what the
+// trials measured there. The job below is trial 1's configuration exactly,
+// which measured all_gather at 1.25 s; Times gave NCCL's defaults' 1 s, as
+// if NCCL_MIN_CTAS=4 did not apply to it.
+func TestJobTimesUnderItsEnvironment(t *testing.T) {
+	sp, err := space.Parse("w.toml", []byte(`
+[simulator]
+nodes = 2
+fabric = "ib"
+[[workload]]
+collective = "all_reduce"
+size = "1M"
+count = 10
+[[workload]]
+collective = "all_gather"
+size = "1M"
+count = 10
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, agAlgo, arAlgo, ctas string, ag, ar float64) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO[allgather]": agAlgo, "NCCL_ALGO[allreduce]": arAlgo, "NCCL_MIN_CTAS": ctas},
+			Scores: map[string]float64{"all_gather": ag, "all_reduce": ar}}
+	}
+	trials := []store.Trial{
+		trial(0, space.Unset, space.Unset, space.Unset, 1, 1),
+		trial(1, space.Unset, "Ring", "4", 0.8, 2),
+		trial(2, "Tree", "Tree", "4", 0.5, 1.5),
+	}
+	job := JobOf(sp, trials, nil)
+	if got, want := sp.Key(job.Assignment(sp)), sp.Key(trials[1].Params); got != want {
+		t.Fatalf("the job is %q, want trial 1's %q", got, want)
+	}
+	def, exported := job.Times()
+	if !slices.Equal(def, []float64{1, 1}) || !slices.Equal(exported, []float64{1.25, 0.5}) {
+		t.Errorf("times: defaults %v, exported %v; want [1 1] and [1.25 0.5] (all_gather, all_reduce)", def, exported)
+	}
+}
+
+// TestJobOfWeighsWhatItExports: a workload's job is chosen by the time of
+// what it exports. Under NCCL_MIN_CTAS=4 all_gather's best (trial 1, Tree)
+// gained 0.4% over NCCL's defaults, too little to count as tuned, and the
+// job left all_gather's algorithm to NCCL there: trial 2's configuration,
+// 2.67 s by the trials, slower than NCCL's defaults (2 s). It was chosen
+// over trial 3's 1.69 s for the 1.66 s that trial 1's choices together took.
+func TestJobOfWeighsWhatItExports(t *testing.T) {
+	sp, err := space.Parse("w.toml", []byte(`
+[simulator]
+nodes = 2
+fabric = "ib"
+[[workload]]
+collective = "all_reduce"
+size = "1M"
+count = 10
+[[workload]]
+collective = "all_gather"
+size = "1M"
+count = 10
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, agAlgo, arAlgo, ctas string, ag, ar float64) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO[allgather]": agAlgo, "NCCL_ALGO[allreduce]": arAlgo, "NCCL_MIN_CTAS": ctas},
+			Scores: map[string]float64{"all_gather": ag, "all_reduce": ar}}
+	}
+	trials := []store.Trial{
+		trial(0, space.Unset, space.Unset, space.Unset, 1, 1),
+		trial(1, "Tree", "Ring", "4", 1.004, 1.5),
+		trial(2, space.Unset, "Ring", "4", 0.5, 1.5),
+		trial(3, space.Unset, "Ring", space.Unset, 1, 1.45),
+	}
+	job := JobOf(sp, trials, nil)
+	key := sp.Key(job.Assignment(sp))
+	i := slices.IndexFunc(trials, func(t store.Trial) bool { return sp.Key(t.Params) == key })
+	if i < 0 || i == 2 {
+		t.Fatalf("the job is %q, trial %d's configuration; want trial 1's or trial 3's", key, i)
+	}
+	_, exported := job.Times()
+	if measured := 1/trials[i].Scores["all_gather"] + 1/trials[i].Scores["all_reduce"]; math.Abs(exported[0]+exported[1]-measured) > 1e-9 {
+		t.Errorf("the job, trial %d's configuration, is predicted at %v s; it measured %.3g s", i, exported, measured)
 	}
 }

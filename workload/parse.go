@@ -105,10 +105,11 @@ func (f *fields) skip(key string) { f.next(key) }
 // splitInfo splits an INFO line into its message and the process that
 // logged it: the host and pid of the host:pid:tid word in front of "[dev]"
 // (the tid left out: a process logs from several threads). The host is
-// what a hostname can hold (NCCL cuts it at the first dot), so that
-// whatever a launcher or a timestamp glues to the word ("[1,0]<stdout>:",
-// "[default0]:") is not part of it, nor is more than a hostname's maxHost
-// bytes: Read keeps the name of every process.
+// what a hostname can hold (NCCL cuts it at the first dot), from its first
+// letter where it has one, so that whatever a launcher or a timestamp
+// glues to the word ("[1,0]<stdout>:", "[default0]:", "10:15:01.123") is
+// not part of it, nor is more than a hostname's maxHost bytes: Read keeps
+// the name of every process.
 func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	i := bytes.Index(line, infoMark)
 	if i < 0 {
@@ -138,8 +139,16 @@ func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	if host == pid {
 		return nil, nil, msg, true, false
 	}
+	// A timestamp format that ends in no space (NCCL_DEBUG_TIMESTAMP_FORMAT=
+	// "%T.%3f") glues its digits, which change from line to line, to the
+	// host: a process's name starts at a letter, where it has one.
+	if i := bytes.IndexFunc(proc[host:pid], isLetter); i > 0 {
+		host += i
+	}
 	return proc[host:], dev, msg, true, true
 }
+
+func isLetter(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }
 
 const maxHost = 64 // Linux's HOST_NAME_MAX
 

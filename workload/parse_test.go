@@ -18,6 +18,10 @@ func TestSplitInfo(t *testing.T) {
 		{"[default0]:[2025-06-01 10:15:01] gpu_a:31000:31000 [0] NCCL INFO " + msg, "gpu_a:31000", "0", true}, // torchrun --tee, timestamps
 		{"1748772901.123456 gpu-a:1:1 [0] NCCL INFO " + msg, "gpu-a:1", "0", true},                            // NCCL_DEBUG_TIMESTAMP_FORMAT="%s.%6f "
 		{"1748772901.gpu-a:1:1 [0] NCCL INFO " + msg, "gpu-a:1", "0", true},                                   // a format with no space
+		{"1748772901gpu-a:1:1 [0] NCCL INFO " + msg, "gpu-a:1", "0", true},                                    // NCCL_DEBUG_TIMESTAMP_FORMAT="%s"
+		{"10:15:01.123gpu-a:1:1 [0] NCCL INFO " + msg, "gpu-a:1", "0", true},                                  // "%T.%3f": the digits change every line
+		{"1748772901-gpu-a:1:1 [0] NCCL INFO " + msg, "gpu-a:1", "0", true},                                   // "%s-"
+		{"10:1:1 [0] NCCL INFO " + msg, "10:1", "0", true},                                                    // a hostname of digits alone (NCCL cuts 10.0.0.5 at the dot)
 		{"[0] NCCL INFO " + msg, "", "", true},
 		{"gpu-a:1 [0] NCCL INFO " + msg, "", "", true},
 		{"gpu-a:x:1 [0] NCCL INFO " + msg, "", "", true},

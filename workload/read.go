@@ -32,6 +32,28 @@ type Workload struct {
 	Entries     []Entry // sorted by collective, size, ranks
 	NCCLVersion string  // "2.28.3"; empty if no version line was logged
 	Source      Source
+	// left are Source's Unmeasured, Empty and Oversize per communicator
+	// size, for Keep.
+	left map[int]*left
+}
+
+// left counts, by name, calls of one communicator size that the entries
+// leave out or measure at another size.
+type left struct{ unmeasured, empty, oversize map[string]int64 }
+
+func newLeft() *left { return &left{map[string]int64{}, map[string]int64{}, map[string]int64{}} }
+
+// Keep keeps the calls of communicators of ranks ranks only (a campaign
+// measures one size), and Source says what it leaves out of those alone.
+func (w *Workload) Keep(ranks int) error {
+	w.Entries = slices.DeleteFunc(w.Entries, func(e Entry) bool { return e.Ranks != ranks })
+	if len(w.Entries) == 0 {
+		return fmt.Errorf("no calls on communicators of %d ranks", ranks)
+	}
+	w.Source.Comms = slices.DeleteFunc(w.Source.Comms, func(c Comms) bool { return c.Ranks != ranks })
+	l := cmp.Or(w.left[ranks], newLeft())
+	w.Source.Unmeasured, w.Source.Empty, w.Source.Oversize = l.unmeasured, l.empty, l.oversize
+	return nil
 }
 
 // Source says what the log held and whose calls were counted.
@@ -364,28 +386,35 @@ func (p *parser) workload() (*Workload, error) {
 		}
 		return nil, ErrNoCalls
 	}
-	w := &Workload{NCCLVersion: p.version, Source: p.src}
+	w := &Workload{NCCLVersion: p.version, Source: p.src, left: map[int]*left{}}
 	w.Source.Processes = len(p.procNames)
 	w.Source.Comms = p.comms()
-	w.Source.Unmeasured, w.Source.Empty, w.Source.Oversize = map[string]int64{}, map[string]int64{}, map[string]int64{}
+	all := newLeft()
 	counted := map[int32]int32{} // communicator size → the process counted
 	for _, c := range w.Source.Comms {
 		counted[int32(c.Ranks)] = p.procs[c.Process]
+		w.left[c.Ranks] = newLeft()
 	}
 	for t, c := range p.tallies {
-		switch {
-		case counted[t.nranks] != t.proc:
-		case !t.measured:
-			w.Source.Unmeasured[t.collective] += c.n()
-		case t.bytes == 0:
-			w.Source.Empty[t.collective] += c.n()
-		default:
+		if counted[t.nranks] != t.proc {
+			continue
+		}
+		if t.measured && t.bytes > 0 {
 			w.Entries = append(w.Entries, Entry{Collective: t.collective, Bytes: t.bytes, Count: c.n(), Ranks: int(t.nranks)})
-			if o, ok := p.oversize[t]; ok {
-				w.Source.Oversize[t.collective] += o.n()
+		}
+		o, oversize := p.oversize[t]
+		for _, l := range []*left{all, w.left[int(t.nranks)]} {
+			switch {
+			case !t.measured:
+				l.unmeasured[t.collective] += c.n()
+			case t.bytes == 0:
+				l.empty[t.collective] += c.n()
+			case oversize:
+				l.oversize[t.collective] += o.n()
 			}
 		}
 	}
+	w.Source.Unmeasured, w.Source.Empty, w.Source.Oversize = all.unmeasured, all.empty, all.oversize
 	if len(w.Entries) == 0 {
 		left := slices.Sorted(maps.Keys(w.Source.Unmeasured))
 		for _, name := range slices.Sorted(maps.Keys(w.Source.Empty)) {

@@ -410,3 +410,59 @@ func readFile(t testing.TB, name string) *Workload {
 func versionLines(t *testing.T, name string) int64 {
 	return int64(bytes.Count(testdata(t, name), []byte("NCCL version ")))
 }
+
+// TestKeep: the calls a workload of one communicator size leaves out are
+// those of that size. profile --ranks 8 kept the 8-rank entries, and its
+// tables and summary said that calls of 0 bytes, a Gather and a call
+// measured at 256G were among them, all of the 16-rank communicator's.
+func TestKeep(t *testing.T) {
+	call := func(op, count, ranks string) string {
+		r := strings.Replace(allRed, "count 1024", "count "+count, 1)
+		return rank0 + strings.Replace(strings.Replace(r, "AllReduce", op, 1), "[nranks=4]", "[nranks="+ranks+"]", 1) + "\n"
+	}
+	log := call("AllReduce", "1024", "8") + call("AllReduce", "0", "8") +
+		call("AllReduce", "0", "16") + call("AllReduce", "300000000000", "16") + call("Gather", "5", "16") + call("AllReduce", "10", "16")
+	w, err := Read(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Source; s.Empty["all_reduce"] != 2 || s.Oversize["all_reduce"] != 1 || s.Unmeasured["Gather"] != 1 || len(s.Comms) != 2 {
+		t.Fatalf("source %+v", s)
+	}
+	if err := w.Keep(8); err != nil {
+		t.Fatal(err)
+	}
+	s := w.Source
+	if want := []Entry{{"all_reduce", 4 << 10, 1, 8}}; !slices.Equal(w.Entries, want) {
+		t.Errorf("entries = %v, want %v", w.Entries, want)
+	}
+	if len(s.Comms) != 1 || s.Comms[0].Ranks != 8 || len(s.Empty) != 1 || s.Empty["all_reduce"] != 1 || len(s.Oversize) != 0 || len(s.Unmeasured) != 0 {
+		t.Errorf("kept 8 ranks: comms %+v, empty %v, oversize %v, unmeasured %v; want the 8-rank communicators, 1 empty all_reduce, nothing else",
+			s.Comms, s.Empty, s.Oversize, s.Unmeasured)
+	}
+	var out bytes.Buffer
+	if err := w.WriteSummary(&out); err != nil || strings.Contains(out.String(), "256G") || strings.Contains(out.String(), "Gather") {
+		t.Errorf("summary of 8 ranks (%v):\n%s", err, out.String())
+	}
+	if err := w.Keep(4); err == nil || err.Error() != "no calls on communicators of 4 ranks" {
+		t.Errorf("keep 4: %v", err)
+	}
+}
+
+// TestReadTimestampsGluedToTheHost: a timestamp format that ends in no
+// space (NCCL_DEBUG_TIMESTAMP_FORMAT="%T.%3f") glues digits that change
+// with every line to the host: each line was a process of its own, and the
+// one counted made a single call.
+func TestReadTimestampsGluedToTheHost(t *testing.T) {
+	var log strings.Builder
+	for i := range 50 {
+		log.WriteString("10:15:01." + strconv.Itoa(100+i) + "gpu-a:1:1 [0] NCCL INFO " + allRed + "\n")
+	}
+	w, err := Read(strings.NewReader(log.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Entry{{"all_reduce", 4 << 10, 50, 4}}; w.Source.Processes != 1 || !slices.Equal(w.Entries, want) {
+		t.Errorf("%d processes, entries %v; want 1 process, %v", w.Source.Processes, w.Entries, want)
+	}
+}

@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -39,7 +39,7 @@ func profileCommand() *cli.Command {
 			if ranks < 0 {
 				return usageError{fmt.Errorf("--ranks must be a communicator's rank count, not %d", ranks)}
 			}
-			in := io.Reader(os.Stdin)
+			in := os.Stdin
 			if name := c.Args().First(); name != "-" {
 				f, err := os.Open(name)
 				if err != nil {
@@ -48,15 +48,21 @@ func profileCommand() *cli.Command {
 				defer f.Close()
 				in = f
 			}
+			// A signal ends the reading (of a log of many gigabytes, or of a
+			// pipe that waits): closing the file ends a read under way.
+			stop := context.AfterFunc(c.Context, func() { in.Close() })
+			defer stop()
 			w, err := workload.Read(in)
 			if err != nil {
+				if c.Context.Err() != nil {
+					return c.Context.Err()
+				}
 				return fmt.Errorf("%s: %w", c.Args().First(), err)
 			}
 			w.Source.File = c.Args().First()
 			if ranks > 0 {
-				w.Entries = slices.DeleteFunc(w.Entries, func(e workload.Entry) bool { return e.Ranks != ranks })
-				if len(w.Entries) == 0 {
-					return fmt.Errorf("%s: no calls on communicators of %d ranks", c.Args().First(), ranks)
+				if err := w.Keep(ranks); err != nil {
+					return fmt.Errorf("%s: %w", c.Args().First(), err)
 				}
 			} else if sizes := commSizes(w); len(sizes) > 1 && !c.Bool("json") {
 				// A space's workload is of one communicator size: the tables would not load.

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/workload"
@@ -82,6 +85,12 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 		t.Errorf("--json --out: exit %d\n%s\n%s", code, out, errOut)
 	} else if text, err := os.ReadFile(filepath.Join(dir, "w.json")); err != nil || !strings.Contains(string(text), `"Entries"`) {
 		t.Errorf("w.json: %v\n%s", err, text)
+	}
+	// --ranks: what the tables leave out is of their communicators (the
+	// 16-rank calls of 0 bytes were said to be left out of the 8-rank tables).
+	write("sizes0.log", call("262144", "8"), call("0", "16"))
+	if code, out, errOut := nccltune(t, dir, "profile", "--ranks", "8", "sizes0.log"); code != 0 || strings.Contains(out+errOut, "left out") || strings.Contains(out, "of 16 ranks") {
+		t.Errorf("--ranks 8: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "-3", "sizes.log"); code != 2 {
 		t.Errorf("--ranks -3: exit %d, %s", code, errOut)
@@ -192,5 +201,40 @@ func TestProfileOutFailsWhole(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Errorf("left %v in the folder", entries)
+	}
+}
+
+// TestProfileStopsOnASignal: a signal stops profile at once, whether it is
+// reading a log without end (/dev/zero here; a log of a hundred gigabytes
+// takes minutes) or waiting on a pipe that says nothing more. profile read
+// on, deaf to the signal, until the forced exit a minute later.
+func TestProfileStopsOnASignal(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "job.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Held open for writing, so that profile's open returns and its read waits.
+	writer, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	writer.WriteString("gpu-a:100:100 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 1 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x5500\n")
+	for _, log := range []string{"/dev/zero", fifo} {
+		cmd := exec.Command(os.Args[0], "profile", log)
+		cmd.Env = append(os.Environ(), "NCCLTUNE_TEST_STOP_WAIT=20s")
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		start := time.Now()
+		cmd.Process.Signal(syscall.SIGTERM)
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || time.Since(start) > 10*time.Second || !strings.Contains(stderr.String(), "nccltune: interrupted") {
+			t.Errorf("profile %s: %v, %s after the signal\n%s", log, err, time.Since(start).Round(time.Second), stderr.String())
+		}
 	}
 }

@@ -69,7 +69,11 @@ var (
 	setRE     = regexp.MustCompile(`^(NCCL_[A-Z0-9_]+) set by environment to (.*)$`)
 	versionRE = regexp.MustCompile(`NCCL version (\S+)`)
 	networkRE = regexp.MustCompile(`^Using network (\S+)`)
-	gdrRE     = regexp.MustCompile(`\[GDR\]|GDRDMA|GPU Direct RDMA Enabled`)
+	// GPUDirect RDMA in use: a connection's "via NET/IB/0/GDRDMA", or a GPU's
+	// "GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 4 <= 4)", not an
+	// HCA's "NET/IB : GPU Direct RDMA Enabled for HCA 0", which says it could
+	// (paths.cc, topo.cc).
+	gdrRE     = regexp.MustCompile(`\[GDR\]|GDRDMA|GPU Direct RDMA Enabled for GPU `)
 	roceRE    = regexp.MustCompile(`^NET/IB ?: Using .*/RoCE`)
 	channelRE = regexp.MustCompile(`^Channel \d+/(\d+) `)
 	nodesRE   = regexp.MustCompile(`\bnNodes (\d+)\b`)

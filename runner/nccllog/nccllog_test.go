@@ -164,3 +164,30 @@ func TestConfigFileOnRealNCCL(t *testing.T) {
 		t.Errorf("unconfirmed %q, rejected %q", got, l.Rejected)
 	}
 }
+
+// TestGDRIsWhatConnectionsUse: NCCL names each HCA that could do GPUDirect
+// RDMA ("NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'", topo.cc, at
+// NCCL_DEBUG_SUBSYS=NET), and then, per GPU, whether it does. That line was
+// read as GPUDirect RDMA in use, so a GPU too far from its NIC, the very
+// case of the warm start's NCCL_NET_GDR_LEVEL=SYS remedy and of doctor's
+// "possible but unused", read as using it.
+func TestGDRIsWhatConnectionsUse(t *testing.T) {
+	const head = `node1:123:123 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'
+node1:123:123 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>
+node1:123:123 [0] NCCL INFO Using network IB
+`
+	for _, tc := range []struct {
+		name, log string
+		gdr       bool
+	}{
+		{"too far (2.28)", head + "node1:123:123 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 0 / HCA 0 (distance 5 > 4)\n" +
+			"node1:123:145 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0\n", false},
+		{"near (2.28)", head + "node1:123:123 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 4 <= 4), read 1 mode Default\n" +
+			"node1:123:145 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n", true},
+		{"near (2.18), no connection logged", head + "node1:123:123 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 1b000 / HCA 0 (distance 4 <= 4), read 1\n", true},
+	} {
+		if l := Parse([]byte(tc.log)); l.GDR != tc.gdr {
+			t.Errorf("%s: GDR %t, want %t", tc.name, l.GDR, tc.gdr)
+		}
+	}
+}
