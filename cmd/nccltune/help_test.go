@@ -9,7 +9,9 @@ import (
 // --help, and an unknown topic is a usage error. urfave/cli's own help
 // command listed no subcommands under `help bench`, gave bench's help for
 // `help bench search`, and exited 3, no code the README documents, for
-// `help bogus`.
+// `help bogus`. `nccltune --help` and `nccltune -h` printed nothing and
+// exited 2 ("flag: help requested"): the app's own help command kept
+// urfave/cli from defining its --help flag.
 func TestHelpCommand(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -18,6 +20,8 @@ func TestHelpCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"help"}, 0, "COMMANDS:"},
+		{[]string{"--help"}, 0, "COMMANDS:"},
+		{[]string{"-h"}, 0, "COMMANDS:"},
 		{[]string{"help", "--help"}, 0, "COMMANDS:"},
 		{[]string{"help", "-h"}, 0, "COMMANDS:"},
 		{[]string{"help", "run"}, 0, "--validate-rounds"},

@@ -162,7 +162,11 @@ func newApp() *cli.App {
 			"then it and TPE in turn), keeps every trial in a SQLite store, and exports the best NCCL_*\n" +
 			"settings per size range.\n\n" +
 			"Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted (resume with `run`).",
-		HideVersion:    true,
+		HideVersion: true,
+		// The help command above keeps urfave/cli from defining --help and
+		// -h for the app itself; without them `nccltune --help` was an
+		// unknown flag.
+		Flags:          []cli.Flag{cli.HelpFlag},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands:       commands,
