@@ -97,9 +97,10 @@ func (e campaignStopped) Unwrap() error { return e.error }
 // argument to a command that takes none (`nccltune run space.toml` would run
 // the built-in example, and flags after it would be dropped unread), an
 // unknown subcommand (urfave/cli's exit 3 without a word), and an empty
-// --space or --campaign (a script's unset "$SPACE": run would run the
-// built-in example, the others do without a space, or read the most
-// recent campaign).
+// --space, --campaign, --store, --out or --plugin (a script's unset
+// "$SPACE": run would run the built-in example, the others do without a
+// space, read the most recent campaign, write into the working folder or
+// to standard output, or name the default plugin).
 func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
@@ -117,7 +118,7 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 		case !c.SkipFlagParsing:
 			takesArgs := c.ArgsUsage != ""
 			c.Before = func(ctx *cli.Context) error {
-				for _, name := range []string{"space", "campaign"} {
+				for _, name := range []string{"space", "campaign", "store", "out", "plugin"} {
 					if ctx.IsSet(name) && ctx.String(name) == "" {
 						return usageError{fmt.Errorf("--%s is empty; leave the flag out for its default", name)}
 					}
