@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestValidationProgressDrivesNoTerminal: a validation run's failure, as
@@ -25,5 +26,15 @@ done
 		if strings.ContainsAny(errOut, "\x1b\a") || strings.Contains(errOut, "\nvalidation 9/9: forged") {
 			t.Errorf("nccltune %v: standard error %q", args[0], errOut)
 		}
+	}
+}
+
+// TestFirstLineCutsNoCharacter: a failure cut to 100 bytes for its
+// progress line is cut between characters; it split a two-byte one (a
+// localized error message's), printing invalid UTF-8.
+func TestFirstLineCutsNoCharacter(t *testing.T) {
+	got := firstLine(strings.Repeat("a", 99) + "ééé\nmore")
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, "...") || strings.Contains(got, "more") {
+		t.Errorf("firstLine = %q", got)
 	}
 }

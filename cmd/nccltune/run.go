@@ -325,7 +325,7 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	s = text.Graphic(s, "")
 	if len(s) > 100 {
-		s = s[:100] + "..."
+		s = text.Prefix(s, 100) + "..."
 	}
 	return s
 }
