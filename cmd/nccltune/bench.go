@@ -86,12 +86,26 @@ func writableDir(dir string) error {
 	return os.Remove(f.Name())
 }
 
+// maxBenchCount is the most --seeds, --landscapes or --smooth bench takes:
+// more campaigns than any run finishes (2000000000 ran out of memory
+// before the first).
+const maxBenchCount = 10000
+
 // checkCampaignFlags refuses, before any campaign runs, the bench flags
 // that every campaign's space would refuse (the campaigns failed one by one,
-// naming temporary space files): --noise past the simulator's [0, 0.5], and
-// where the command has them --noise-target past [0, 0.5) and --patience
-// that is neither 0 nor at least 5.
+// naming temporary space files): --noise past the simulator's [0, 0.5], a
+// --trials budget past space.MaxTrials, and where the command has them
+// --noise-target past [0, 0.5) and --patience that is neither 0 nor at
+// least 5; and counts past maxBenchCount.
 func checkCampaignFlags(c *cli.Context) error {
+	for _, name := range []string{"seeds", "landscapes", "smooth"} {
+		if n := c.Int(name); n > maxBenchCount {
+			return usageError{fmt.Errorf("--%s must be at most %d, not %d", name, maxBenchCount, n)}
+		}
+	}
+	if n := c.Int("trials"); n > space.MaxTrials {
+		return usageError{fmt.Errorf("--trials must be at most %d, not %d", space.MaxTrials, n)}
+	}
 	if n := c.Float64("noise"); !(n >= 0 && n <= 0.5) {
 		return usageError{fmt.Errorf("--noise must be within [0, 0.5], not %g", n)}
 	}
