@@ -31,3 +31,22 @@ func TestOutputToAFullDisk(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpToAFullDisk: help that could not be written (--help > /dev/full)
+// fails the command, as any other output lost does; it exited 0.
+func TestHelpToAFullDisk(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer full.Close()
+	for _, args := range [][]string{{"--help"}, {"help"}, {"status", "--help"}, {"help", "bench", "search"}, {"plugin"}} {
+		cmd := exec.Command(os.Args[0], args...)
+		var stderr strings.Builder
+		cmd.Dir, cmd.Stdout, cmd.Stderr = t.TempDir(), full, &stderr
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "no space left") {
+			t.Errorf("nccltune %v > /dev/full: %v\n%s", args, err, stderr.String())
+		}
+	}
+}

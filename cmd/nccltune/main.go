@@ -53,7 +53,14 @@ func run(args []string) int {
 	}()
 
 	app := newApp()
+	// urfave/cli prints help to app.Writer and drops its write errors: help
+	// lost (a full disk) is the command's failure, as other output is.
+	help := &stickyWriter{w: os.Stdout}
+	app.Writer = help
 	err := app.RunContext(ctx, args)
+	if err == nil {
+		err = help.err
+	}
 	// An error can quote the store (a campaign's name, its stored space's
 	// lines): escaped like status's tables, so that it cannot drive the
 	// terminal either.
@@ -86,6 +93,20 @@ func run(args []string) int {
 }
 
 type usageError struct{ error }
+
+// stickyWriter writes to w and keeps the first write error.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
 
 // campaignStopped is a campaign's interruption, which its stored trials
 // let it go on from; compare, doctor and bench store nothing to go on from.
