@@ -55,3 +55,27 @@ func TestSimHelpOnStandardOutput(t *testing.T) {
 		t.Errorf("nccltune sim -bogus: exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
 }
+
+// TestHelpFlagBeforeArguments: `nccltune COMMAND -h ARG` shows the
+// command's help and exits 0, as `COMMAND -h` does; urfave/cli took ARG for
+// a help topic and exited 3, a code the README does not document, with
+// "No help topic for 'ARG'" (show -h 5, compare --help a.env b.env).
+func TestHelpFlagBeforeArguments(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"show", "-h", "5"}, "nccltune show - "},
+		{[]string{"compare", "--help", "a.env", "b.env"}, "nccltune compare - "},
+		{[]string{"profile", "-h", "job.log"}, "nccltune profile - "},
+		{[]string{"status", "-h", "run"}, "nccltune status - "},
+		{[]string{"bench", "search", "-h", "extra"}, "--samplers"},
+		{[]string{"bench", "-h", "extra"}, "search"},
+	} {
+		code, out, errOut := nccltune(t, dir, tc.args...)
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("nccltune %v: exit %d, want 0 and %q in\n%s%s", tc.args, code, tc.want, out, errOut)
+		}
+	}
+}

@@ -188,8 +188,16 @@ func newApp() *cli.App {
 		// The help command above keeps urfave/cli from defining --help and
 		// -h for the app itself; without them `nccltune --help` was an
 		// unknown flag.
-		Flags:          []cli.Flag{cli.HelpFlag},
-		OnUsageError:   onUsageError,
+		Flags:        []cli.Flag{cli.HelpFlag},
+		OnUsageError: onUsageError,
+		// `COMMAND -h ARG`: urfave/cli takes ARG for a help topic, which it
+		// looks for among the commands, and exited 3 without one. -h asks
+		// for the command's own help.
+		CommandNotFound: func(c *cli.Context, _ string) {
+			if lineage := c.Lineage(); len(lineage) > 1 {
+				_ = cli.ShowCommandHelp(lineage[1], c.Command.Name)
+			}
+		},
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands:       commands,
 		Action: func(c *cli.Context) error {
