@@ -151,10 +151,11 @@ func Measured(sp *space.Space, trials []store.Trial, path string) error {
 			xy    plotter.XYs
 			c     color.Color
 		}{{prefix + "NCCL defaults", defaults, color.Gray{Y: 0x60}}, {prefix + "trials", searched, palette[i%len(palette)]}} {
-			if len(set.xy) == 0 {
+			xy := finite(set.xy)
+			if len(xy) == 0 {
 				continue
 			}
-			pts, err := plotter.NewScatter(set.xy)
+			pts, err := plotter.NewScatter(xy)
 			if err != nil {
 				return err
 			}
@@ -346,13 +347,18 @@ func lineStyle(n int) style {
 	return style{palette[n%len(palette)], dashes[k], glyphs[k]}
 }
 
-func addLine(p *plot.Plot, label string, xy plotter.XYs, s style) error {
-	// A store's scores need only be finite: a tampered one's 1e308, or a
-	// default of 5e-324, overflows a ratio to infinity, a point the plotter
-	// refuses, and that failed the whole report. Such a point is left out.
-	xy = slices.DeleteFunc(slices.Clone(xy), func(pt plotter.XY) bool {
+// finite is xy without its points that are not finite. A store's scores
+// need only be finite: a tampered one's 1e308, or a default of 5e-324,
+// overflows a ratio or a time's inverse to infinity, a point the plotter
+// refuses, and that failed the whole report. Such a point is left out.
+func finite(xy plotter.XYs) plotter.XYs {
+	return slices.DeleteFunc(slices.Clone(xy), func(pt plotter.XY) bool {
 		return math.IsInf(pt.X, 0) || math.IsNaN(pt.X) || math.IsInf(pt.Y, 0) || math.IsNaN(pt.Y)
 	})
+}
+
+func addLine(p *plot.Plot, label string, xy plotter.XYs, s style) error {
+	xy = finite(xy)
 	if len(xy) == 0 {
 		return nil
 	}

@@ -101,9 +101,20 @@ func TestPlotsOfEveryKind(t *testing.T) {
 // TestPlotsOfAbsurdScores: a store's scores need only be finite and not
 // negative, so a tampered one can hold 1e308 or the smallest subnormal; the
 // ratios and measurements report plots must not overflow into points the
-// plotter refuses ("infinite data point"), which failed the whole report.
+// plotter refuses ("infinite data point"), which failed the whole report;
+// so must a time's (lower is better), which measured.png plots as the
+// score's inverse, 1/5e-324 = +Inf.
 func TestPlotsOfAbsurdScores(t *testing.T) {
-	sp, err := space.Parse("p.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	for kind, src := range map[string]string{
+		"ddp":          "[benchmark]\nkind = \"ddp\"\n",
+		"command time": "[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \"ms\" }\n",
+	} {
+		t.Run(kind, func(t *testing.T) { plotAbsurdScores(t, src) })
+	}
+}
+
+func plotAbsurdScores(t *testing.T, benchmark string) {
+	sp, err := space.Parse("p.toml", []byte(benchmark+"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

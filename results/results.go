@@ -383,7 +383,7 @@ type ValidationReport struct {
 func (r RangeResult) Report(sp *space.Space) RangeReport {
 	out := RangeReport{Name: r.Range.Name, Unit: r.Measure.Unit, LowerBetter: r.Measure.Inverse,
 		DefaultScore: Finite(r.Measure.Value(r.DefaultScore)), BestScore: Finite(r.Measure.Value(r.BestScore)), SearchGain: Finite(r.Gain()),
-		Tuned: r.Tuned(), Summary: r.Describe()}
+		Tuned: r.Tuned(), Summary: r.Describe(), Env: map[string]string{}} // {}, never null, where no trial is chosen
 	if sp.Sized(r.Range) {
 		out.MinBytes, out.MaxBytes = &r.Range.Min, &r.Range.Max
 	}

@@ -86,6 +86,38 @@ func writableDir(dir string) error {
 	return os.Remove(f.Name())
 }
 
+// maxBenchCount is the most --seeds, --landscapes or --smooth bench takes:
+// more campaigns than any run finishes (2000000000 ran out of memory
+// before the first).
+const maxBenchCount = 10000
+
+// checkCampaignFlags refuses, before any campaign runs, the bench flags
+// that every campaign's space would refuse (the campaigns failed one by one,
+// naming temporary space files): --noise past the simulator's [0, 0.5], a
+// --trials budget past space.MaxTrials, and where the command has them
+// --noise-target past [0, 0.5) and --patience that is neither 0 nor at
+// least 5; and counts past maxBenchCount.
+func checkCampaignFlags(c *cli.Context) error {
+	for _, name := range []string{"seeds", "landscapes", "smooth"} {
+		if n := c.Int(name); n > maxBenchCount {
+			return usageError{fmt.Errorf("--%s must be at most %d, not %d", name, maxBenchCount, n)}
+		}
+	}
+	if n := c.Int("trials"); n > space.MaxTrials {
+		return usageError{fmt.Errorf("--trials must be at most %d, not %d", space.MaxTrials, n)}
+	}
+	if n := c.Float64("noise"); !(n >= 0 && n <= 0.5) {
+		return usageError{fmt.Errorf("--noise must be within [0, 0.5], not %g", n)}
+	}
+	if n := c.Float64("noise-target"); !(n >= 0 && n < 0.5) {
+		return usageError{fmt.Errorf("--noise-target must be within [0, 0.5), not %g", n)}
+	}
+	if p := c.Int("patience"); p != 0 && p < 5 {
+		return usageError{fmt.Errorf("--patience must be 0 (off) or at least 5 trials, not %d", p)}
+	}
+	return nil
+}
+
 // defaultLandscapes is how many generated landscapes `bench search` adds by default.
 const defaultLandscapes = 50
 
@@ -95,6 +127,9 @@ var familyAt = []int{40, 80}
 func benchSearch(c *cli.Context) error {
 	if c.Int("trials") < 10 || c.Int("seeds") < 1 || c.Int("landscapes") < 0 || c.Int("smooth") < 0 {
 		return usageError{fmt.Errorf("--trials must be at least 10, --seeds at least 1, --landscapes and --smooth at least 0")}
+	}
+	if err := checkCampaignFlags(c); err != nil {
+		return err
 	}
 	samplers := strings.Split(c.String("samplers"), ",")
 	if err := quality.CheckStrategies(samplers); err != nil {
@@ -320,6 +355,9 @@ func benchJobCommand() *cli.Command {
 			if c.Int("trials") < space.MinTrials || c.Int("seeds") < 1 || tuner.CheckRounds(c.Int("rounds")) != nil {
 				return usageError{fmt.Errorf("--trials must be at least %d, --seeds at least 1, --rounds 2 to %d", space.MinTrials, tuner.MaxRounds)}
 			}
+			if err := checkCampaignFlags(c); err != nil {
+				return err
+			}
 			// Every name before the first campaign, which an unknown one after it would waste.
 			scenarios := strings.Split(c.String("scenarios"), ",")
 			if _, err := quality.ScenariosNamed(scenarios); err != nil {
@@ -387,6 +425,9 @@ func benchGroupsCommand() *cli.Command {
 			}
 			if c.Int("trials") <= slices.Max(groups)+1 || c.Int("seeds") < 1 || !(c.Float64("pace") > 0 && c.Float64("pace") <= 1) {
 				return usageError{fmt.Errorf("--trials must exceed the largest group count by 2, --seeds be at least 1, --pace within (0, 1]")}
+			}
+			if err := checkCampaignFlags(c); err != nil {
+				return err
 			}
 			scenarios, err := quality.ScenariosNamed(strings.Split(c.String("scenarios"), ","))
 			if err != nil {

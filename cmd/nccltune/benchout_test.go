@@ -29,3 +29,39 @@ func TestBenchJobUnknownScenario(t *testing.T) {
 		t.Errorf("bench job --scenarios 2node-tcp,infiniband: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestBenchCampaignFlagsAreUsageErrors: a --noise, --noise-target or
+// --patience that each campaign's space would refuse (NaN, negative, past
+// the simulator's range) is a usage error before any campaign runs, as a
+// bad --pace is; it ran the noise-free enumeration, then failed every
+// campaign with exit 1, naming a temporary space file. So is a count
+// past what any run could finish (--seeds, --landscapes or --smooth of
+// 2000000000, a budget past space.MaxTrials): they crashed, out of memory.
+func TestBenchCampaignFlagsAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	search := []string{"bench", "search", "--scenarios", "2node-tcp", "--seeds", "1", "--trials", "10", "--samplers", "random", "--landscapes", "0", "--smooth", "0"}
+	for _, args := range [][]string{
+		append(search, "--noise", "NaN"),
+		append(search, "--noise", "-1"),
+		append(search, "--noise", "0.6"),
+		append(search, "--noise-target", "NaN"),
+		append(search, "--noise-target", "0.5"),
+		append(search, "--patience", "-3"),
+		append(search, "--patience", "2"),
+		append(search, "--seeds", "2000000000"),
+		append(search, "--landscapes", "2000000000"),
+		append(search, "--smooth", "2000000000"),
+		append(search, "--trials", "100000"),
+		{"bench", "job", "--scenarios", "2node-tcp", "--seeds", "2000000000", "--trials", "10", "--rounds", "2"},
+		{"bench", "job", "--scenarios", "2node-tcp", "--seeds", "1", "--trials", "100000", "--rounds", "2"},
+		{"bench", "groups", "--scenarios", "2node-tcp", "--seeds", "2000000000", "--trials", "10"},
+		{"bench", "groups", "--scenarios", "2node-tcp", "--seeds", "1", "--trials", "100000"},
+		{"bench", "job", "--scenarios", "2node-tcp", "--seeds", "1", "--trials", "10", "--rounds", "2", "--noise", "NaN"},
+		{"bench", "groups", "--scenarios", "2node-tcp", "--seeds", "1", "--trials", "10", "--noise", "-0.1"},
+	} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 2 || strings.Contains(errOut, "done") || strings.Contains(errOut, ".toml") {
+			t.Errorf("nccltune %v: exit %d, want 2 before any campaign\n%s%s", args[len(args)-2:], code, out, errOut)
+		}
+	}
+}

@@ -72,7 +72,8 @@ func compareCommand() *cli.Command {
 				}
 				return errors.Join(writeJSON(os.Stdout, rows), failed)
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			// A failed run's verdict quotes the benchmark's output: escaped, as status's table.
+			tw := tabwriter.NewWriter(terminal{os.Stdout}, 0, 0, 2, ' ', tabwriter.AlignRight)
 			m := sp.Measure(sp.Ranges[0])
 			fmt.Fprintf(tw, "range\tsizes\tA %s\tB %s\tB vs A (95%% CI)\tverdict\t\n", m, m)
 			for _, r := range res {

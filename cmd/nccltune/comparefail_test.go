@@ -57,3 +57,21 @@ func TestCompareJSONInTheMetricsUnit(t *testing.T) {
 		t.Errorf("compare --json of 10 ms against 5 ms: %+v", r)
 	}
 }
+
+// TestCompareTableDrivesNoTerminal: a failed run's verdict quotes the
+// benchmark's output, which compare's table printed raw: a benchmark could
+// set the terminal's title or clear it. It is escaped, as status's is.
+func TestCompareTableDrivesNoTerminal(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "treefails", 4, `[ "$NCCL_ALGO" != Tree ] || { printf 'NCCL WARN \033]0;pwned\007\033[2J\n'; exit 3; }
+for s in 1024 2048 4096; do
+  echo "  $s  $((s/4))  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
+done
+`)
+	os.WriteFile(filepath.Join(dir, "a.env"), []byte("export NCCL_ALGO='Ring'\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.env"), []byte("export NCCL_ALGO='Tree'\n"), 0o644)
+	code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "a.env", "b.env")
+	if code != 1 || !strings.Contains(out, "no verdict: B failed") || strings.ContainsAny(out+errOut, "\x1b\a") {
+		t.Errorf("compare with B failing: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}

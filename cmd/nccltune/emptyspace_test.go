@@ -11,7 +11,10 @@ import (
 // usage error, not the flag left out: run ran the built-in simulated
 // example into the store, and exited 0; doctor checked without a space;
 // compare and export took the stored campaign's. --campaign "" likewise
-// read the most recent campaign.
+// read the most recent campaign. An empty --store, --out or --plugin is
+// too: report and export failed with exit 1 ("mkdir : no such file or
+// directory"), plugin build built into the working folder, profile wrote
+// to standard output, and export --format plugin named the default plugin.
 func TestEmptySpaceIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
@@ -23,6 +26,14 @@ func TestEmptySpaceIsRefused(t *testing.T) {
 		{"doctor", "--space", "", "--python", ""},
 		{"status", "--campaign", ""},
 		{"show", "--campaign", "", "0"},
+		{"status", "--store", ""},
+		{"run", "--store", "", "--trials", "4"},
+		{"report", "--out", ""},
+		{"export", "--out", ""},
+		{"export", "--format", "plugin", "--plugin", ""},
+		{"plugin", "build", "--out", ""},
+		{"profile", "--out", "", "job.log"},
+		{"bench", "search", "--out", ""},
 	} {
 		code, out, errOut := nccltune(t, dir, args...)
 		if code != 2 || !strings.Contains(errOut, "is empty") || strings.Contains(errOut, "built-in example") {

@@ -87,3 +87,30 @@ func TestDoctorJSONTimesTheNode(t *testing.T) {
 		t.Errorf("doctor --json: %v\n%s%s", err, out, errOut)
 	}
 }
+
+// TestJSONEnvIsNeverNull: a range's env in status and report --json is {}
+// where NCCL's defaults stand and no trial holds them (their trials
+// failed), as export --format json writes it, never null, which a script
+// reading its keys fails on.
+func TestJSONEnvIsNeverNull(t *testing.T) {
+	dir := t.TempDir()
+	// NCCL's defaults fail; Ring and Tree measure, without NCCL's log (so validation rejects them).
+	spaceFile := scriptSpace(t, dir, "nodefaults", 4, `[ -n "$NCCL_ALGO" ] || exit 3
+for s in 1024 2048 4096; do
+  echo "  $s  $((s/4))  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
+done
+`)
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"status", "--json"}, {"report", "--json", "--out", "plots"}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		var got struct{ Ranges []map[string]json.RawMessage }
+		if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Ranges) != 1 {
+			t.Fatalf("nccltune %v: exit %d, %v\n%s%s", args, code, err, out, errOut)
+		}
+		if env := string(got.Ranges[0]["env"]); env != "{}" {
+			t.Errorf("nccltune %v: env is %s, want {}", args, env)
+		}
+	}
+}

@@ -53,7 +53,14 @@ func run(args []string) int {
 	}()
 
 	app := newApp()
+	// urfave/cli prints help to app.Writer and drops its write errors: help
+	// lost (a full disk) is the command's failure, as other output is.
+	help := &stickyWriter{w: os.Stdout}
+	app.Writer = help
 	err := app.RunContext(ctx, args)
+	if err == nil {
+		err = help.err
+	}
 	// An error can quote the store (a campaign's name, its stored space's
 	// lines): escaped like status's tables, so that it cannot drive the
 	// terminal either.
@@ -87,6 +94,20 @@ func run(args []string) int {
 
 type usageError struct{ error }
 
+// stickyWriter writes to w and keeps the first write error.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
 // campaignStopped is a campaign's interruption, which its stored trials
 // let it go on from; compare, doctor and bench store nothing to go on from.
 type campaignStopped struct{ error }
@@ -97,9 +118,10 @@ func (e campaignStopped) Unwrap() error { return e.error }
 // argument to a command that takes none (`nccltune run space.toml` would run
 // the built-in example, and flags after it would be dropped unread), an
 // unknown subcommand (urfave/cli's exit 3 without a word), and an empty
-// --space or --campaign (a script's unset "$SPACE": run would run the
-// built-in example, the others do without a space, or read the most
-// recent campaign).
+// --space, --campaign, --store, --out or --plugin (a script's unset
+// "$SPACE": run would run the built-in example, the others do without a
+// space, read the most recent campaign, write into the working folder or
+// to standard output, or name the default plugin).
 func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
@@ -117,7 +139,7 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 		case !c.SkipFlagParsing:
 			takesArgs := c.ArgsUsage != ""
 			c.Before = func(ctx *cli.Context) error {
-				for _, name := range []string{"space", "campaign"} {
+				for _, name := range []string{"space", "campaign", "store", "out", "plugin"} {
 					if ctx.IsSet(name) && ctx.String(name) == "" {
 						return usageError{fmt.Errorf("--%s is empty; leave the flag out for its default", name)}
 					}
@@ -162,8 +184,20 @@ func newApp() *cli.App {
 			"then it and TPE in turn), keeps every trial in a SQLite store, and exports the best NCCL_*\n" +
 			"settings per size range.\n\n" +
 			"Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted (resume with `run`).",
-		HideVersion:    true,
-		OnUsageError:   onUsageError,
+		HideVersion: true,
+		// The help command above keeps urfave/cli from defining --help and
+		// -h for the app itself; without them `nccltune --help` was an
+		// unknown flag.
+		Flags:        []cli.Flag{cli.HelpFlag},
+		OnUsageError: onUsageError,
+		// `COMMAND -h ARG`: urfave/cli takes ARG for a help topic, which it
+		// looks for among the commands, and exited 3 without one. -h asks
+		// for the command's own help.
+		CommandNotFound: func(c *cli.Context, _ string) {
+			if lineage := c.Lineage(); len(lineage) > 1 {
+				_ = cli.ShowCommandHelp(lineage[1], c.Command.Name)
+			}
+		},
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands:       commands,
 		Action: func(c *cli.Context) error {

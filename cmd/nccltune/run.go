@@ -259,7 +259,7 @@ func (l *progressLog) trial(p tuner.Progress) {
 func (l *progressLog) validation(r store.ValidationRun, done, total int) {
 	status := "ok"
 	if r.State != store.Complete {
-		status = r.Failure
+		status = firstLine(r.Failure) // the benchmark's output: escaped, as a trial's
 	}
 	l.println(fmt.Sprintf("validation %d/%d: round %d, %s: %s", done, total, r.Round, r.Arm, status))
 }
@@ -298,7 +298,7 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	s = text.Graphic(s, "")
 	if len(s) > 100 {
-		s = s[:100] + "..."
+		s = text.Prefix(s, 100) + "..."
 	}
 	return s
 }

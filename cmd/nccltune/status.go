@@ -595,10 +595,12 @@ func simCommand() *cli.Command {
 		UsageText:       sim.Usage,
 		SkipFlagParsing: true,
 		Action: func(c *cli.Context) error {
-			if code := sim.Main(c.Args().Slice(), os.Environ(), os.Stdout, os.Stderr); code != 0 {
+			// sim.Main drops write errors: output lost (a full disk) fails the command.
+			out := &stickyWriter{w: os.Stdout}
+			if code := sim.Main(c.Args().Slice(), os.Environ(), out, os.Stderr); code != 0 {
 				return cli.Exit("", code)
 			}
-			return nil
+			return out.err
 		},
 	}
 }
