@@ -65,7 +65,9 @@ func TestWorkloadCampaign(t *testing.T) {
 	if tuned[0]+tuned[1]+tuned[2] >= def[0]+def[1]+def[2] {
 		t.Errorf("the job's predicted time %v is not below the defaults' %v", tuned, def)
 	}
-	ex := export.Export{Space: sp, Campaign: camp, Results: results.Of(sp, trials, vals), Job: job, Decisions: decisions, Now: time.Now()}
+	// As export reads the campaign: what its trials ran on (the rules of
+	// NCCL's per-rank all_gather sizes need the rank count).
+	ex := export.Export{Space: sp, Campaign: camp, Results: results.Of(sp, trials, vals), Job: job, Decisions: decisions, Fingerprint: trials[0].Fingerprint, Now: time.Now()}
 	dir := t.TempDir()
 	for _, format := range []string{"job", "plugin", "tuner-csv"} {
 		if _, err := ex.Write(format, dir); err != nil {
