@@ -114,7 +114,10 @@ func values(p space.Param, points int) []string {
 		if p.Log {
 			add(toInt(p, math.Exp(math.Log(float64(p.Min))+f*(math.Log(float64(p.Max))-math.Log(float64(p.Min))))))
 		} else {
-			add(toInt(p, float64(p.Min)+math.Round(f*float64(p.Max-p.Min))))
+			// The offset from Min in integers: Min+f*(Max-Min) in floats
+			// loses the low bits of a bound past 2^53.
+			span := p.Max - p.Min
+			add(p.Min + toInt(space.Param{Max: span}, f*float64(span)))
 		}
 	}
 	return out

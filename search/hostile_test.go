@@ -245,3 +245,21 @@ func TestIntegerRangesToInt64Max(t *testing.T) {
 		}
 	}
 }
+
+// TestGridPointsFarFromZero: the grid's points of a range far from zero are
+// spaced as near zero: evenly, in integers. Min+f*(Max-Min) in floats lost
+// the low bits of a bound past 2^53, so the four points of [2^60,
+// 2^60+1000] fell on multiples of 256, and [MaxInt64-1000, MaxInt64] had
+// only its ends.
+func TestGridPointsFarFromZero(t *testing.T) {
+	for _, min := range []int64{1 << 60, math.MaxInt64 - 1000} {
+		p := space.Param{Name: "NCCL_NET_GDR_LEVEL", Min: min, Max: min + 1000}
+		var want []string
+		for _, off := range []int64{0, 333, 667, 1000} {
+			want = append(want, strconv.FormatInt(min+off, 10))
+		}
+		if got := values(p, 4); !slices.Equal(got, want) {
+			t.Errorf("values of [%d, %d]: %v, want %v", p.Min, p.Max, got, want)
+		}
+	}
+}

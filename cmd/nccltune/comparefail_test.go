@@ -13,14 +13,7 @@ import (
 // which it prints, table or JSON, and exits 1: it exited 0, and a script
 // read a comparison that never happened as done.
 func TestCompareOfAFailedRunExits1(t *testing.T) {
-	dir := t.TempDir()
-	spaceFile := scriptSpace(t, dir, "treefails", 4, `[ "$NCCL_ALGO" != Tree ] || exit 3
-for s in 1024 2048 4096; do
-  echo "  $s  $((s/4))  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
-done
-`)
-	os.WriteFile(filepath.Join(dir, "a.env"), []byte("export NCCL_ALGO='Ring'\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "b.env"), []byte("export NCCL_ALGO='Tree'\n"), 0o644)
+	dir, spaceFile := treeFails(t, "exit 3")
 	code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "a.env", "b.env")
 	if code != 1 || !strings.Contains(out, "no verdict: B failed") || !strings.Contains(errOut, "B failed") {
 		t.Errorf("compare with B failing: exit %d\n%s%s", code, out, errOut)
@@ -62,16 +55,25 @@ func TestCompareJSONInTheMetricsUnit(t *testing.T) {
 // benchmark's output, which compare's table printed raw: a benchmark could
 // set the terminal's title or clear it. It is escaped, as status's is.
 func TestCompareTableDrivesNoTerminal(t *testing.T) {
-	dir := t.TempDir()
-	spaceFile := scriptSpace(t, dir, "treefails", 4, `[ "$NCCL_ALGO" != Tree ] || { printf 'NCCL WARN \033]0;pwned\007\033[2J\n'; exit 3; }
+	dir, spaceFile := treeFails(t, `{ printf 'NCCL WARN \033]0;pwned\007\033[2J\n'; exit 3; }`)
+	code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "a.env", "b.env")
+	if code != 1 || !strings.Contains(out, "no verdict: B failed") || strings.ContainsAny(out+errOut, "\x1b\a") {
+		t.Errorf("compare with B failing: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}
+
+// treeFails is a folder holding a.env (NCCL_ALGO=Ring) and b.env (Tree),
+// and a space whose benchmark runs fail under Tree with the shell command
+// fail (which exits non-zero).
+func treeFails(t *testing.T, fail string) (dir, spaceFile string) {
+	t.Helper()
+	dir = t.TempDir()
+	spaceFile = scriptSpace(t, dir, "treefails", 4, `[ "$NCCL_ALGO" != Tree ] || `+fail+`
 for s in 1024 2048 4096; do
   echo "  $s  $((s/4))  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
 done
 `)
 	os.WriteFile(filepath.Join(dir, "a.env"), []byte("export NCCL_ALGO='Ring'\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "b.env"), []byte("export NCCL_ALGO='Tree'\n"), 0o644)
-	code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "a.env", "b.env")
-	if code != 1 || !strings.Contains(out, "no verdict: B failed") || strings.ContainsAny(out+errOut, "\x1b\a") {
-		t.Errorf("compare with B failing: exit %d\nstdout %q\nstderr %q", code, out, errOut)
-	}
+	return dir, spaceFile
 }

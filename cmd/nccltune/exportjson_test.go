@@ -12,16 +12,7 @@ import (
 // yet was measured: every format writes it with NCCL's defaults, json
 // included, which refused as "no completed trial measured any range".
 func TestExportJSONWhereDefaultsStandUntried(t *testing.T) {
-	dir := t.TempDir()
-	// NCCL's defaults fail; Ring and Tree measure, without NCCL's log (so validation rejects them).
-	spaceFile := scriptSpace(t, dir, "nodefaults", 4, `[ -n "$NCCL_ALGO" ] || exit 3
-for s in 1024 2048 4096; do
-  echo "  $s  $((s/4))  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
-done
-`)
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--validate-rounds", "2"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	dir := untriedDefaults(t)
 	for _, format := range []string{"env", "json"} {
 		if code, out, errOut := nccltune(t, dir, "export", "--format", format, "--out", "out"); code != 0 {
 			t.Errorf("export --format %s: exit %d\n%s%s", format, code, out, errOut)
@@ -38,4 +29,21 @@ done
 	if err := json.Unmarshal(data, &got); err != nil || len(got.Ranges) != 1 || got.Ranges[0].Validation.Verdict != "default" || len(got.Ranges[0].Env) != 0 {
 		t.Errorf("nccl-tuned.json: %v\n%s", err, data)
 	}
+}
+
+// untriedDefaults is the folder of a campaign whose one range keeps NCCL's
+// defaults, which no trial measured: they fail, and Ring and Tree measure
+// without NCCL's log (so validation rejects them).
+func untriedDefaults(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "nodefaults", 4, `[ -n "$NCCL_ALGO" ] || exit 3
+for s in 1024 2048 4096; do
+  echo "  $s  $((s/4))  float  sum  -1  20.5  0.05  0.09  0  19.9  0.05  0.09  0"
+done
+`)
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	return dir
 }

@@ -79,3 +79,17 @@ func TestHelpFlagBeforeArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestAppHelpFlagWithAnUnknownTopic: `nccltune -h TOPIC` where TOPIC is no
+// command is the usage error `nccltune help TOPIC` gives (exit 2); it
+// crashed on a nil pointer (the app's context has no parent command), a
+// goroutine dump on standard error.
+func TestAppHelpFlagWithAnUnknownTopic(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"-h", "serch"}, {"--help", "serch"}, {"help", "serch"}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 2 || !strings.Contains(errOut, `no command "serch"`) || strings.Contains(errOut, "panic") {
+			t.Errorf("nccltune %v: exit %d\nstdout %q\nstderr %q", args, code, out, errOut)
+		}
+	}
+}

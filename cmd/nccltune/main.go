@@ -59,6 +59,9 @@ func run(args []string) int {
 	app.Writer = help
 	err := app.RunContext(ctx, args)
 	if err == nil {
+		err, _ = app.Metadata[noHelpTopic].(error)
+	}
+	if err == nil {
 		err = help.err
 	}
 	// An error can quote the store (a campaign's name, its stored space's
@@ -93,6 +96,15 @@ func run(args []string) int {
 }
 
 type usageError struct{ error }
+
+// noCommand is the usage error of a command name that names none.
+func noCommand(name string) error {
+	return usageError{fmt.Errorf("no command %q; see nccltune --help", name)}
+}
+
+// noHelpTopic is the app's Metadata key of the usage error of `nccltune -h
+// ARG` where ARG is no command.
+const noHelpTopic = "noHelpTopic"
 
 // stickyWriter writes to w and keeps the first write error.
 type stickyWriter struct {
@@ -192,17 +204,21 @@ func newApp() *cli.App {
 		OnUsageError: onUsageError,
 		// `COMMAND -h ARG`: urfave/cli takes ARG for a help topic, which it
 		// looks for among the commands, and exited 3 without one. -h asks
-		// for the command's own help.
-		CommandNotFound: func(c *cli.Context, _ string) {
-			if lineage := c.Lineage(); len(lineage) > 1 {
+		// for the command's own help. `nccltune -h ARG`, where ARG is no
+		// command, is `nccltune help ARG`'s usage error, which run returns
+		// (a CommandNotFound returns none).
+		CommandNotFound: func(c *cli.Context, topic string) {
+			if lineage := c.Lineage(); len(lineage) > 1 && lineage[1].Command != nil {
 				_ = cli.ShowCommandHelp(lineage[1], c.Command.Name)
+				return
 			}
+			c.App.Metadata[noHelpTopic] = noCommand(topic)
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands:       commands,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usageError{fmt.Errorf("no command %q; see nccltune --help", c.Args().First())}
+				return noCommand(c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},
