@@ -50,7 +50,7 @@ type spaceParser func(filename string, data []byte) (*space.Space, error)
 func readStored(filename string, data []byte) (*space.Space, error) {
 	sp, checks, err := space.ParseStored(filename, data)
 	if err == nil && checks != nil {
-		fmt.Fprintf(terminal{os.Stderr}, "nccltune: %s fails checks added since it ran; its results are read as stored (resuming it needs a space file that passes them):\n%v\n", filename, checks)
+		fmt.Fprintf(terminal{os.Stderr}, "nccltune: %s fails checks added since it ran; its results are read as stored (to run it on: nccltune run --space FILE, with a space file that passes them):\n%v\n", filename, checks)
 	}
 	return sp, err
 }
