@@ -1100,13 +1100,15 @@ func otherProcessNCCL(line, pid string) bool {
 // anything a worker printed (a dump of a tensor, a line of megabytes).
 const maxWorkerLine = 512
 
-// clip is line cut to maxWorkerLine bytes, at a character's start, "..."
-// marking the cut.
-func clip(line string) string {
-	if len(line) <= maxWorkerLine {
-		return line
+// clip is line cut to maxWorkerLine bytes (clipTo).
+func clip(line string) string { return clipTo(line, maxWorkerLine) }
+
+// clipTo is s cut to n bytes, at a character's start, "..." marking the cut.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return text.Prefix(line, maxWorkerLine) + "..."
+	return text.Prefix(s, n) + "..."
 }
 
 // isWorkerNoise is workerNoiseRE's match, its regexp run only on a line
