@@ -61,28 +61,7 @@ values = ["default", "Ring", "Tree"]
 // configuration stays the one judged, so the job's verdict concerns it and
 // validating again judges the same configuration.
 func TestJobValidationConverges(t *testing.T) {
-	sp, err := space.Parse("w.toml", []byte(`
-[simulator]
-nodes = 2
-fabric = "ib"
-[[workload]]
-collective = "all_reduce"
-size = "1M"
-count = 10
-[[workload]]
-collective = "all_gather"
-size = "1M"
-count = 10
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring", "Tree"]
-[[param]]
-name = "NCCL_MIN_CTAS"
-values = ["default", "4"]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := ctasWorkload(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	pick := func(values ...string) string { return values[rng.IntN(len(values))] }
 	for seed := range 300 {
@@ -115,36 +94,11 @@ values = ["default", "4"]
 // which measured all_gather at 1.25 s; Times gave NCCL's defaults' 1 s, as
 // if NCCL_MIN_CTAS=4 did not apply to it.
 func TestJobTimesUnderItsEnvironment(t *testing.T) {
-	sp, err := space.Parse("w.toml", []byte(`
-[simulator]
-nodes = 2
-fabric = "ib"
-[[workload]]
-collective = "all_reduce"
-size = "1M"
-count = 10
-[[workload]]
-collective = "all_gather"
-size = "1M"
-count = 10
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring", "Tree"]
-[[param]]
-name = "NCCL_MIN_CTAS"
-values = ["default", "4"]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	trial := func(n int, agAlgo, arAlgo, ctas string, ag, ar float64) store.Trial {
-		return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO[allgather]": agAlgo, "NCCL_ALGO[allreduce]": arAlgo, "NCCL_MIN_CTAS": ctas},
-			Scores: map[string]float64{"all_gather": ag, "all_reduce": ar}}
-	}
+	sp := ctasWorkload(t)
 	trials := []store.Trial{
-		trial(0, space.Unset, space.Unset, space.Unset, 1, 1),
-		trial(1, space.Unset, "Ring", "4", 0.8, 2),
-		trial(2, "Tree", "Tree", "4", 0.5, 1.5),
+		ctasTrial(0, space.Unset, space.Unset, space.Unset, 1, 1),
+		ctasTrial(1, space.Unset, "Ring", "4", 0.8, 2),
+		ctasTrial(2, "Tree", "Tree", "4", 0.5, 1.5),
 	}
 	job := JobOf(sp, trials, nil)
 	if got, want := sp.Key(job.Assignment(sp)), sp.Key(trials[1].Params); got != want {
@@ -163,6 +117,29 @@ values = ["default", "4"]
 // 2.67 s by the trials, slower than NCCL's defaults (2 s). It was chosen
 // over trial 3's 1.69 s for the 1.66 s that trial 1's choices together took.
 func TestJobOfWeighsWhatItExports(t *testing.T) {
+	sp := ctasWorkload(t)
+	trials := []store.Trial{
+		ctasTrial(0, space.Unset, space.Unset, space.Unset, 1, 1),
+		ctasTrial(1, "Tree", "Ring", "4", 1.004, 1.5),
+		ctasTrial(2, space.Unset, "Ring", "4", 0.5, 1.5),
+		ctasTrial(3, space.Unset, "Ring", space.Unset, 1, 1.45),
+	}
+	job := JobOf(sp, trials, nil)
+	key := sp.Key(job.Assignment(sp))
+	i := slices.IndexFunc(trials, func(t store.Trial) bool { return sp.Key(t.Params) == key })
+	if i < 0 || i == 2 {
+		t.Fatalf("the job is %q, trial %d's configuration; want trial 1's or trial 3's", key, i)
+	}
+	_, exported := job.Times()
+	if measured := 1/trials[i].Scores["all_gather"] + 1/trials[i].Scores["all_reduce"]; math.Abs(exported[0]+exported[1]-measured) > 1e-9 {
+		t.Errorf("the job, trial %d's configuration, is predicted at %v s; it measured %.3g s", i, exported, measured)
+	}
+}
+
+// ctasWorkload is a workload of all_reduce and all_gather, whose algorithms
+// and NCCL_MIN_CTAS are searched.
+func ctasWorkload(t *testing.T) *space.Space {
+	t.Helper()
 	sp, err := space.Parse("w.toml", []byte(`
 [simulator]
 nodes = 2
@@ -185,24 +162,12 @@ values = ["default", "4"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	trial := func(n int, agAlgo, arAlgo, ctas string, ag, ar float64) store.Trial {
-		return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO[allgather]": agAlgo, "NCCL_ALGO[allreduce]": arAlgo, "NCCL_MIN_CTAS": ctas},
-			Scores: map[string]float64{"all_gather": ag, "all_reduce": ar}}
-	}
-	trials := []store.Trial{
-		trial(0, space.Unset, space.Unset, space.Unset, 1, 1),
-		trial(1, "Tree", "Ring", "4", 1.004, 1.5),
-		trial(2, space.Unset, "Ring", "4", 0.5, 1.5),
-		trial(3, space.Unset, "Ring", space.Unset, 1, 1.45),
-	}
-	job := JobOf(sp, trials, nil)
-	key := sp.Key(job.Assignment(sp))
-	i := slices.IndexFunc(trials, func(t store.Trial) bool { return sp.Key(t.Params) == key })
-	if i < 0 || i == 2 {
-		t.Fatalf("the job is %q, trial %d's configuration; want trial 1's or trial 3's", key, i)
-	}
-	_, exported := job.Times()
-	if measured := 1/trials[i].Scores["all_gather"] + 1/trials[i].Scores["all_reduce"]; math.Abs(exported[0]+exported[1]-measured) > 1e-9 {
-		t.Errorf("the job, trial %d's configuration, is predicted at %v s; it measured %.3g s", i, exported, measured)
-	}
+	return sp
+}
+
+// ctasTrial is trial n of ctasWorkload: all_gather's and all_reduce's
+// algorithms, NCCL_MIN_CTAS, and the scores it measured.
+func ctasTrial(n int, agAlgo, arAlgo, ctas string, ag, ar float64) store.Trial {
+	return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO[allgather]": agAlgo, "NCCL_ALGO[allreduce]": arAlgo, "NCCL_MIN_CTAS": ctas},
+		Scores: map[string]float64{"all_gather": ag, "all_reduce": ar}}
 }

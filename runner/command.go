@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nccltune/nccltune/internal/text"
+	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -110,15 +111,11 @@ func (c UserCommand) Keep(line string) bool {
 // "[rank3]:" or "[default3]:", mpirun --tag-output's "[1,3]<stdout>:",
 // after --timestamp-output's time where given ("Sun Dec  6 14:45:56
 // 2026[1,3]<stdout>:", as ctime writes it).
-var rankRE = regexp.MustCompile(`^\[(?:rank|default)?(\d+)\]:|^` + mpirunTime + `?\[\d+,(\d+)\]<std(?:out|err)>:`)
-
-// mpirunTime is the time that Open MPI's mpirun --timestamp-output puts
-// before each line's tag.
-const mpirunTime = `(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4})`
+var rankRE = regexp.MustCompile(`^\[(?:rank|default)?(\d+)\]:|^` + nccltests.MPIRunTime + `?\[\d+,(\d+)\]<std(?:out|err)>:`)
 
 // tagRE is a rank's tag (rankRE) anywhere in a line, but for a bare "[3]:",
 // which a line's own text has ("gpu[3]: 5 ms").
-var tagRE = regexp.MustCompile(`\[(?:rank|default)\d+\]:|` + mpirunTime + `?\[\d+,\d+\]<std(?:out|err)>:`)
+var tagRE = regexp.MustCompile(`\[(?:rank|default)\d+\]:|` + nccltests.MPIRunTime + `?\[\d+,\d+\]<std(?:out|err)>:`)
 
 // rankLines are a tagged line cut where a rank's tag begins a part of it:
 // a launcher tags each write it passes on, not each line, so ranks' lines

@@ -70,6 +70,11 @@ func TestGroupsHostListedTwice(t *testing.T) {
 	for _, text := range []string{
 		"node1 slots=4\nnode2 slots=4\nnode1 slots=4\nnode2 slots=4\n",
 		"node1:4\nnode1:4\n",
+		// One host under its short and its full name, or in capitals: Open
+		// MPI drops the domain of a hostfile's names (a name is not an
+		// address), and DNS's names know no case.
+		"node1 slots=4\nnode2 slots=4\nnode1.cluster.local slots=4\nnode2.cluster.local slots=4\n",
+		"node1 slots=4\nnode2 slots=4\nNODE1 slots=4\nnode3 slots=4\n",
 	} {
 		path := filepath.Join(t.TempDir(), "hosts")
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {

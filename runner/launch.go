@@ -905,7 +905,10 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 // The exception is torchrun's last line, unprefixed (a worker's lines
 // under torchrun 2.x's or --tee's prefixes are not torchrun's); "" where
 // workers ran and failed (its ChildFailedError's report), whatever came
-// after.
+// after, and where its traceback shows that the workers had started: the
+// agent's poll for new nodes while they ran (the store's node gone, its
+// workers failed or stopped at the timeout) or its rendezvous again after
+// they failed (--max-restarts).
 func (Torchrun) LaunchFailure(output []byte, e Exit) string {
 	if e.Code == 0 && e.Signal == 0 || bytes.Contains(output, []byte(torchrunRootCause)) {
 		return ""
@@ -913,12 +916,21 @@ func (Torchrun) LaunchFailure(output []byte, e Exit) string {
 	if m := torchrunUsageRE.Find(output); m != nil {
 		return clip(strings.TrimSpace(string(m)))
 	}
-	all := torchrunRdzvRE.FindAll(output, -1)
+	all := torchrunRdzvRE.FindAllIndex(output, -1)
 	if all == nil {
 		return ""
 	}
-	return "torchrun's rendezvous failed: " + clip(strings.TrimSpace(string(all[len(all)-1])))
+	last := all[len(all)-1]
+	tb := output[max(bytes.LastIndex(output[:last[0]], []byte("Traceback (most recent call last):")), 0):last[0]]
+	if slices.ContainsFunc(torchrunStarted, func(f string) bool { return bytes.Contains(tb, []byte(f)) }) {
+		return ""
+	}
+	return "torchrun's rendezvous failed: " + clip(strings.TrimSpace(string(output[last[0]:last[1]])))
 }
+
+// torchrunStarted are the frames of torchrun's elastic agent
+// (agent/server/api.py) that run once its workers have started.
+var torchrunStarted = []string{", in num_nodes_waiting", ", in _restart_workers"}
 
 // torchrunUsageRE is argparse's error on torchrun's command line.
 var torchrunUsageRE = regexp.MustCompile(`(?m)^torchrun: error: .*$`)
@@ -1088,13 +1100,15 @@ func otherProcessNCCL(line, pid string) bool {
 // anything a worker printed (a dump of a tensor, a line of megabytes).
 const maxWorkerLine = 512
 
-// clip is line cut to maxWorkerLine bytes, at a character's start, "..."
-// marking the cut.
-func clip(line string) string {
-	if len(line) <= maxWorkerLine {
-		return line
+// clip is line cut to maxWorkerLine bytes (clipTo).
+func clip(line string) string { return clipTo(line, maxWorkerLine) }
+
+// clipTo is s cut to n bytes, at a character's start, "..." marking the cut.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return text.Prefix(line, maxWorkerLine) + "..."
+	return text.Prefix(s, n) + "..."
 }
 
 // isWorkerNoise is workerNoiseRE's match, its regexp run only on a line

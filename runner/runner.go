@@ -20,7 +20,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner/nccllog"
 )
 
@@ -234,11 +233,11 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	default:
 		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: out.Kept(), Exit: exit, Log: res.Log, Detail: detail})
 	}
-	if res.Failure != nil && len(res.Failure.Reason) > maxReason {
+	if res.Failure != nil {
 		// It ends with a line of the output, which may be of megabytes (a
 		// progress bar's '\r'-ended parts, a dumped tensor): the store
 		// keeps it for every trial.
-		res.Failure.Reason = text.Prefix(res.Failure.Reason, maxReason) + "..."
+		res.Failure.Reason = clipTo(res.Failure.Reason, maxReason)
 	}
 	return res
 }

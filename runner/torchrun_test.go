@@ -429,3 +429,75 @@ func TestTorchrunRefusesItsOptions(t *testing.T) {
 		}
 	}
 }
+
+// torchrunStoreLost is how torchrun (PyTorch 1.13, Debian's) ends where the
+// c10d store went away while its workers ran: the node that hosted it
+// (rdzv_endpoint's) exited, its workers failed or the trial stopped, and
+// this node's agent, polling the rendezvous for new nodes between its
+// checks of the workers, lost the connection.
+const torchrunStoreLost = `Traceback (most recent call last):
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 113, in _call_store
+    return getattr(self._store, store_op)(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+RuntimeError: Connection reset by peer
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 33, in <module>
+    sys.exit(load_entry_point('torch==1.13.0a0+gitunknown', 'console_scripts', 'torchrun')())
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 237, in launch_agent
+    result = agent.run()
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py", line 709, in run
+    result = self._invoke_run(role)
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py", line 881, in _invoke_run
+    num_nodes_waiting = rdzv_handler.num_nodes_waiting()
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py", line 1080, in num_nodes_waiting
+    self._state_holder.sync()
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py", line 409, in sync
+    get_response = self._backend.get_state()
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 73, in get_state
+    base64_state: bytes = self._call_store("get", self._key)
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 115, in _call_store
+    raise RendezvousConnectionError(
+torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.
+`
+
+// TestTorchrunRendezvousLostAfterStart: a rendezvous error that torchrun
+// raises after its workers started is not a launch that failed. The
+// store's node going away while the workers ran (their failure there, or
+// the trial's timeout stopping it first) ends this node's torchrun with
+// RendezvousConnectionError: a hang of the settings read as a launch
+// failure, and so did a failure of theirs, or a rendezvous again after
+// workers that failed (--max-restarts) found the others gone.
+func TestTorchrunRendezvousLostAfterStart(t *testing.T) {
+	restart := strings.Replace(torchrunRdzvTimeout, "  ...\n",
+		"  File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py\", line 873, in _invoke_run\n"+
+			"    self._restart_workers(self._worker_group)\n"+
+			"  File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py\", line 700, in _restart_workers\n"+
+			"    self._initialize_workers(worker_group)\n", 1)
+	dir := t.TempDir()
+	lost, restarted := filepath.Join(dir, "lost"), filepath.Join(dir, "restart")
+	os.WriteFile(lost, []byte(torchrunStoreLost), 0o644)
+	os.WriteFile(restarted, []byte(restart), 0o644)
+	user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"train.py"}, Metric: space.Metric{Regex: `time: (\S+) ms`}})
+	for _, tc := range []struct {
+		name, body string
+		timeout    time.Duration
+		want       FailureKind // "" for any failure but a launch's
+	}{
+		{"store lost", "cat " + lost + "; exit 1", 10 * time.Second, ""},
+		{"restart's rendezvous", "cat " + restarted + "; exit 1", 10 * time.Second, ""},
+		// Workers that hang until the trial's timeout stops every node.
+		{"timeout", "trap 'cat " + lost + "; exit 1' TERM; echo started; sleep 30 & wait", 2 * time.Second, FailTimeout},
+	} {
+		l := Torchrun{Command: script(t, tc.body), NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}
+		r := &Runner{Launcher: l, Grace: 2 * time.Second}
+		for _, bench := range []Benchmark{DDPStep{Program: []string{"python3", "step.py"}}, user} {
+			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 3}, Timeout: tc.timeout})
+			if res.Failure == nil || res.Failure.Kind == FailLaunch || tc.want != "" && res.Failure.Kind != tc.want {
+				t.Errorf("%s, %T: failure %v, want %q (not a launch's)", tc.name, bench, res.Failure, tc.want)
+			}
+		}
+	}
+}

@@ -106,10 +106,10 @@ func (f *fields) skip(key string) { f.next(key) }
 // logged it: the host and pid of the host:pid:tid word in front of "[dev]"
 // (the tid left out: a process logs from several threads). The host is
 // what a hostname can hold (NCCL cuts it at the first dot), from its first
-// letter where it has one, so that whatever a launcher or a timestamp
-// glues to the word ("[1,0]<stdout>:", "[default0]:", "10:15:01.123") is
-// not part of it, nor is more than a hostname's maxHost bytes: Read keeps
-// the name of every process.
+// letter where a timestamp's digits come before it (gluedTime), so that
+// whatever a launcher or a timestamp glues to the word ("[1,0]<stdout>:",
+// "[default0]:", "10:15:01.123") is not part of it, nor is more than a
+// hostname's maxHost bytes: Read keeps the name of every process.
 func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	i := bytes.Index(line, infoMark)
 	if i < 0 {
@@ -141,14 +141,30 @@ func splitInfo(line []byte) (proc, dev, msg []byte, isInfo, ok bool) {
 	}
 	// A timestamp format that ends in no space (NCCL_DEBUG_TIMESTAMP_FORMAT=
 	// "%T.%3f") glues its digits, which change from line to line, to the
-	// host: a process's name starts at a letter, where it has one.
-	if i := bytes.IndexFunc(proc[host:pid], isLetter); i > 0 {
+	// host: a process's name starts at a letter there.
+	if i := bytes.IndexFunc(proc[host:pid], isLetter); i > 0 && gluedTime(proc[:host], proc[host:host+i]) {
 		host += i
 	}
 	return proc[host:], dev, msg, true, true
 }
 
 func isLetter(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }
+
+// gluedTime reports whether lead, what comes before the first letter of a
+// host, is the end of a timestamp glued to it rather than the host's own
+// start ("4gpu-a", "10-gpu"), by what precedes it (before): a time's
+// fraction ("%T.%3f"), its seconds ("%T"), or six digits or more (a Unix
+// time, "%s", or a date) that no hostname starts with.
+func gluedTime(before, lead []byte) bool {
+	digits := 0
+	for _, c := range lead {
+		if '0' <= c && c <= '9' {
+			digits++
+		}
+	}
+	n := len(before)
+	return digits >= 6 || n > 0 && before[n-1] == '.' || n > 1 && before[n-1] == ':' && '0' <= before[n-2] && before[n-2] <= '9'
+}
 
 const maxHost = 64 // Linux's HOST_NAME_MAX
 

@@ -22,6 +22,13 @@ func TestSplitInfo(t *testing.T) {
 		{"10:15:01.123gpu-a:1:1 [0] NCCL INFO " + msg, "gpu-a:1", "0", true},                                  // "%T.%3f": the digits change every line
 		{"1748772901-gpu-a:1:1 [0] NCCL INFO " + msg, "gpu-a:1", "0", true},                                   // "%s-"
 		{"10:1:1 [0] NCCL INFO " + msg, "10:1", "0", true},                                                    // a hostname of digits alone (NCCL cuts 10.0.0.5 at the dot)
+		{"10:15:01gpu-a:1:1 [0] NCCL INFO " + msg, "gpu-a:1", "0", true},                                      // "%T"
+		// A hostname that starts with digits is whole: two hosts "1node" and
+		// "2node" are not one, which the same pids (containers') would merge.
+		{"4gpu-a:1:1 [0] NCCL INFO " + msg, "4gpu-a:1", "0", true},
+		{"3: 4gpu-a:1:1 [0] NCCL INFO " + msg, "4gpu-a:1", "0", true},            // srun -l
+		{"[1,3]<stdout>:4gpu-a:1:1 [0] NCCL INFO " + msg, "4gpu-a:1", "0", true}, // mpirun --tag-output
+		{"[default0]:10-gpu:1:1 [0] NCCL INFO " + msg, "10-gpu:1", "0", true},    // torchrun --tee
 		{"[0] NCCL INFO " + msg, "", "", true},
 		{"gpu-a:1 [0] NCCL INFO " + msg, "", "", true},
 		{"gpu-a:x:1 [0] NCCL INFO " + msg, "", "", true},

@@ -466,3 +466,23 @@ func TestReadTimestampsGluedToTheHost(t *testing.T) {
 		t.Errorf("%d processes, entries %v; want 1 process, %v", w.Source.Processes, w.Entries, want)
 	}
 }
+
+// TestReadHostsThatStartWithDigits: hosts whose names start with digits
+// ("1node", "2node") are processes of their own, though their pids are the
+// same (as containers' are): their names lost the digits, and the two
+// processes were one, counted as making every call twice.
+func TestReadHostsThatStartWithDigits(t *testing.T) {
+	var log strings.Builder
+	for range 5 {
+		for _, host := range []string{"1node", "2node"} {
+			log.WriteString(host + ":7:7 [0] NCCL INFO " + allRed + "\n")
+		}
+	}
+	w, err := Read(strings.NewReader(log.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Entry{{"all_reduce", 4 << 10, 5, 4}}; w.Source.Processes != 2 || !slices.Equal(w.Entries, want) {
+		t.Errorf("%d processes, entries %v; want 2 processes, %v", w.Source.Processes, w.Entries, want)
+	}
+}

@@ -105,10 +105,15 @@ var (
 	// ("[1,0]<stdout>:"), its --timestamp-output's time before the stream,
 	// with or without the tag ("Sun Dec  6 14:45:56 2026<stdout>:", as
 	// ctime writes it), and srun --label ("0: ").
-	tagRE = regexp.MustCompile(`^((?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4})?(?:\[\d+,\d+\])?<std(out|err)>:|\d+: )`)
+	tagRE = regexp.MustCompile(`^(` + MPIRunTime + `?(?:\[\d+,\d+\])?<std(out|err)>:|\d+: )`)
 	// rankRE matches the header's device lines, one per rank.
 	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
 )
+
+// MPIRunTime is the time that Open MPI's mpirun --timestamp-output puts
+// before each line's stream or tag, as ctime writes it: "Sun Dec  6
+// 14:45:56 2026".
+const MPIRunTime = `(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4})`
 
 // changedColumns are the header's columns that nccl-tests' options add or
 // rename (-S, -I, -C), with the option: with them, a row is not the one
