@@ -45,8 +45,13 @@ func (t *Tuner) Compare(ctx context.Context, a, b []string, rounds int) ([]Compa
 	if err != nil {
 		return nil, err
 	}
+	return compareRuns(t.Space.Ranges, runs), nil
+}
+
+// compareRuns judges, per range, B against A from their interleaved runs.
+func compareRuns(ranges []space.Range, runs []store.ValidationRun) []Comparison {
 	var out []Comparison
-	for _, r := range t.Space.Ranges {
+	for _, r := range ranges {
 		cmp := Comparison{Range: r, MeanA: math.NaN(), MeanB: math.NaN(), Gain: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN()}
 		var sa, sb []float64
 		for _, run := range runs {
@@ -54,10 +59,16 @@ func (t *Tuner) Compare(ctx context.Context, a, b []string, rounds int) ([]Compa
 				cmp.Verdict = fmt.Sprintf("no verdict: %s failed in round %d (%s)", run.Arm, run.Round, run.Failure)
 				break
 			}
+			// A range nccl-tests measured no size of has no score, not one of 0.
+			s, ok := run.Scores[r.Name]
+			if !ok {
+				cmp.Verdict = fmt.Sprintf("no verdict: %s measured no size of this range in round %d", run.Arm, run.Round)
+				break
+			}
 			if run.Arm == "A" {
-				sa = append(sa, run.Scores[r.Name])
+				sa = append(sa, s)
 			} else {
-				sb = append(sb, run.Scores[r.Name])
+				sb = append(sb, s)
 			}
 		}
 		if cmp.Verdict == "" {
@@ -74,7 +85,7 @@ func (t *Tuner) Compare(ctx context.Context, a, b []string, rounds int) ([]Compa
 		}
 		out = append(out, cmp)
 	}
-	return out, nil
+	return out
 }
 
 // compareArms are A and B as launched: every setting checked as the space

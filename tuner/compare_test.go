@@ -3,9 +3,13 @@ package tuner
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
 )
 
 // TestCompareChecksEverySetting: compare refuses, before running anything,
@@ -50,5 +54,26 @@ func TestCompareChecksEverySetting(t *testing.T) {
 	}
 	if got := arms[1].env; !slices.Contains(got, "NCCL_PROTO=LL") || slices.ContainsFunc(got, func(kv string) bool { return strings.HasPrefix(kv, "bucket_cap_mb") }) {
 		t.Errorf("B's environment is %v, want NCCL_PROTO=LL and no DDP knob", got)
+	}
+}
+
+// TestCompareOfAnUnmeasuredRange: a range that a complete run did not score
+// (nccl-tests measured no size of it above 0 bytes) has no verdict; its
+// missing scores were read as 0, and a gain of NaN was reported as "no
+// significant difference", with means of 0.
+func TestCompareOfAnUnmeasuredRange(t *testing.T) {
+	ranges := []space.Range{{Name: "tiny"}, {Name: "large"}}
+	var runs []store.ValidationRun
+	for round, ab := range [][2]float64{{100, 110}, {101, 112}, {99, 109}} {
+		for i, arm := range []string{"A", "B"} {
+			runs = append(runs, store.ValidationRun{Round: round, Arm: arm, State: store.Complete, Scores: map[string]float64{"large": ab[i]}})
+		}
+	}
+	res := compareRuns(ranges, runs)
+	if tiny := res[0]; !strings.HasPrefix(tiny.Verdict, "no verdict") || !math.IsNaN(tiny.MeanA) || !math.IsNaN(tiny.MeanB) || !math.IsNaN(tiny.Gain) {
+		t.Errorf("unmeasured range: %+v, want no verdict and NaN means", tiny)
+	}
+	if large := res[1]; large.Verdict != "B faster" {
+		t.Errorf("measured range: %+v, want B faster", large)
 	}
 }

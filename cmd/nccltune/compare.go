@@ -90,7 +90,8 @@ func compareCommand() *cli.Command {
 }
 
 // failedRun is why a comparison has no verdict, a run of it having failed
-// (its means are NaN), or nil: the command fails, after its table says why.
+// or measured nothing of a range (its means are NaN), or nil: the command
+// fails, after its table says why.
 func failedRun(res []tuner.Comparison) error {
 	for _, r := range res {
 		if math.IsNaN(r.MeanA) {
