@@ -102,9 +102,12 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 	v.DefaultMean, v.TunedMean = stat.GeometricMean(a, nil), stat.GeometricMean(b, nil)
 	v.Gain, v.CILow, v.CIHigh = PairedGain(a, b)
 	ci := fmt.Sprintf("%+.1f%% (95%% CI %+.1f%% to %+.1f%%) over %d rounds", 100*v.Gain, 100*v.CILow, 100*v.CIHigh, rounds)
-	if v.CILow > 0 {
+	switch {
+	case v.CILow > 0:
 		v.Verdict, v.Reason = "tuned", "gain "+ci
-	} else {
+	case v.CIHigh < 0:
+		v.Reason = "slower than NCCL's defaults: " + ci
+	default:
 		v.Reason = "gain not significant: " + ci
 	}
 	return v

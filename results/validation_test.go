@@ -85,3 +85,19 @@ func TestPairedGainNullRate(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeSlowerThanDefaults: a configuration whose whole 95% interval lies
+// below zero is significantly slower than NCCL's defaults; its verdict keeps
+// the defaults, and says so, where it said "gain not significant".
+func TestJudgeSlowerThanDefaults(t *testing.T) {
+	rg := space.Range{Name: "r"}
+	var def, tuned []store.ValidationRun
+	for i, s := range [][2]float64{{100, 80}, {101, 82}, {99, 79}, {100, 81}} {
+		def = append(def, store.ValidationRun{Round: i, Arm: "default", State: store.Complete, Scores: map[string]float64{"r": s[0]}})
+		tuned = append(tuned, store.ValidationRun{Round: i, Arm: "trial 7", State: store.Complete, Scores: map[string]float64{"r": s[1]}})
+	}
+	v := Judge(RangeResult{Range: rg, Best: &store.Trial{Number: 7}}, tuned, def, 4)
+	if v.Verdict != "default" || !(v.CIHigh < 0) || strings.Contains(v.Reason, "not significant") || !strings.Contains(v.Reason, "slower than NCCL's defaults") {
+		t.Errorf("a configuration 20%% slower: %s (%s), want the defaults kept as significantly slower", v.Verdict, v.Reason)
+	}
+}
