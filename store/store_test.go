@@ -409,7 +409,7 @@ func TestValidationsInTheOrderStored(t *testing.T) {
 	now := time.Now()
 	for _, at := range []time.Time{now, now.Add(-time.Hour)} {
 		v := Validation{Batch: at.UnixNano(), Range: "small", Candidate: 1, Config: "k", Rounds: 2, Verdict: "default", Reason: "r", Created: at}
-		if err := s.SaveValidation(c.ID, nil, []Validation{v}); err != nil {
+		if err := s.SaveValidation(c.ID, v.Batch, nil, []Validation{v}); err != nil {
 			t.Fatal(err)
 		}
 	}

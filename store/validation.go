@@ -39,8 +39,9 @@ type Validation struct {
 	Created     time.Time
 }
 
-// SaveValidation stores a batch's runs and verdicts in one transaction.
-func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Validation) error {
+// SaveValidation stores a batch's runs and verdicts in one transaction; a
+// validation that was stopped stores the runs it made, and no verdict.
+func (s *Store) SaveValidation(campaignID, batch int64, runs []ValidationRun, vs []Validation) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func (s *Store) SaveValidation(campaignID int64, runs []ValidationRun, vs []Vali
 		if err != nil {
 			return fmt.Errorf("store %s: validation run: %w", s.path, err)
 		}
-		if _, err := tx.Exec(`INSERT INTO validation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, campaignID, vs[0].Batch,
+		if _, err := tx.Exec(`INSERT INTO validation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, campaignID, batch,
 			r.Round, r.Arm, cols[0], r.State, r.Failure, cols[1], cols[2]); err != nil {
 			return fmt.Errorf("store %s: validation run: %w", s.path, err)
 		}
@@ -95,6 +96,27 @@ func (s *Store) Validations(campaignID int64) (_ []Validation, err error) {
 			return nil, err
 		}
 		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// ValidationBatches returns the batches of a campaign's validation runs, in
+// the order stored: those of a validation that was stopped, which has no
+// verdicts, too.
+func (s *Store) ValidationBatches(campaignID int64) (_ []int64, err error) {
+	defer s.located(&err)
+	rows, err := s.db.Query(`SELECT batch FROM validation_runs WHERE campaign_id = ? GROUP BY batch ORDER BY MIN(rowid)`, campaignID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var b int64
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
 	}
 	return out, rows.Err()
 }

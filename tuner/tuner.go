@@ -35,7 +35,7 @@ type Runner interface {
 // Store remembers campaigns and trials.
 type Store interface {
 	LockWriter() error
-	SaveValidation(campaignID int64, runs []store.ValidationRun, vs []store.Validation) error
+	SaveValidation(campaignID, batch int64, runs []store.ValidationRun, vs []store.Validation) error
 	SaveDecisions(campaignID int64, config string, ds []nccllog.Decision) error
 	MarkInterrupted(campaignID int64) (int, error)
 	CreateCampaign(c store.Campaign) (store.Campaign, error)
@@ -46,6 +46,7 @@ type Store interface {
 	FinishTrial(ctx context.Context, t *store.Trial) error
 	Trials(campaignID int64) ([]store.Trial, error)
 	Validations(campaignID int64) ([]store.Validation, error)
+	ValidationBatches(campaignID int64) ([]int64, error)
 	ValidationRuns(campaignID, batch int64) ([]store.ValidationRun, error)
 }
 

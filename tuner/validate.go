@@ -106,10 +106,10 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 		return nil, err
 	}
 	runs, err := s.measure(ctx, arms, rounds)
-	if err != nil {
-		return nil, err
-	}
 	batch := time.Now().UnixNano()
+	if err != nil {
+		return nil, s.keepStopped(batch, runs, err)
+	}
 	var verdicts []store.Validation
 	for _, c := range candidates {
 		tuned := runsOf(runs, arms[c.arm].name)
@@ -140,33 +140,43 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	}
 	for _, a := range probes {
 		if err := s.probe(ctx, a); err != nil {
-			return nil, err
+			return nil, s.keepStopped(batch, runs, err)
 		}
 	}
 	// Stored once probed: a campaign whose choices have verdicts runs
 	// nothing on resume (see Finished), and one stopped while probing
 	// would have left a plugin's rules without NCCL's decisions.
-	if err := s.Store.SaveValidation(s.camp.ID, runs, verdicts); err != nil {
+	if err := s.Store.SaveValidation(s.camp.ID, batch, runs, verdicts); err != nil {
 		return nil, err
 	}
 	return verdicts, nil
 }
 
+// keepStopped stores the runs of a validation stopped by err, without verdicts,
+// and returns err: a configuration that gave wrong data or crashed in one
+// of them is held to NCCL's defaults by every later validation (see
+// failedBefore), as if this one had ended.
+func (s *session) keepStopped(batch int64, runs []store.ValidationRun, err error) error {
+	if len(runs) == 0 {
+		return err
+	}
+	if serr := s.Store.SaveValidation(s.camp.ID, batch, runs, nil); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
+}
+
 // failedBefore is, by its environment (envKey), the first run of each
 // configuration that failed by its settings in an earlier validation of
-// the campaign.
+// the campaign, one that was stopped included.
 func (s *session) failedBefore() (map[string]store.ValidationRun, error) {
-	vals, err := s.Store.Validations(s.camp.ID)
+	batches, err := s.Store.ValidationBatches(s.camp.ID)
 	if err != nil {
 		return nil, err
 	}
-	failed, read := map[string]store.ValidationRun{}, map[int64]bool{}
-	for _, v := range vals {
-		if read[v.Batch] {
-			continue
-		}
-		read[v.Batch] = true
-		runs, err := s.Store.ValidationRuns(s.camp.ID, v.Batch)
+	failed := map[string]store.ValidationRun{}
+	for _, batch := range batches {
+		runs, err := s.Store.ValidationRuns(s.camp.ID, batch)
 		if err != nil {
 			return nil, err
 		}
@@ -240,7 +250,8 @@ func (s *session) probe(ctx context.Context, a arm) error {
 }
 
 // measure runs every arm once per round, alternating the order (A B, B A, ...)
-// so that drift and warm-up hit all arms alike.
+// so that drift and warm-up hit all arms alike. Stopped, it returns the
+// runs made so far with the error.
 func (s *session) measure(ctx context.Context, arms []arm, rounds int) ([]store.ValidationRun, error) {
 	sp := s.Space
 	var runs []store.ValidationRun
@@ -254,14 +265,14 @@ func (s *session) measure(ctx context.Context, arms []arm, rounds int) ([]store.
 		}
 		for _, k := range order {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return runs, err
 			}
 			a := arms[k]
 			t := &store.Trial{Env: a.env}
 			s.record(t, s.launch(ctx, s.groups[0], s.work(), a.assignment, a.env, fmt.Sprintf("validate-%d-%d", round, k)), s.measured)
 			if t.State == store.Interrupted {
 				// A node's failure too: its runs would judge nothing.
-				return nil, interruption(ctx, fmt.Sprintf("round %d, %s", round, a.name), t)
+				return runs, interruption(ctx, fmt.Sprintf("round %d, %s", round, a.name), t)
 			}
 			// Only the searched variables are the arm's to confirm; a pinned one is in every arm.
 			// A run whose output has no NCCL INFO lines confirms none of them.

@@ -162,3 +162,60 @@ func TestFailedInAnEarlierValidation(t *testing.T) {
 		}
 	}
 }
+
+// failThenStop fails, with wrong data, every launch of a tuned configuration
+// (arm 1 on) in validation round 0, and stops the campaign (stop) as the
+// launch labelled stopAt starts.
+type failThenStop struct {
+	stop   func()
+	stopAt string
+}
+
+func (w failThenStop) Run(ctx context.Context, job runner.Job) runner.Result {
+	var round, arm int
+	if n, _ := fmt.Sscanf(job.Plan.Label, "validate-%d-%d", &round, &arm); n == 2 && round == 0 && arm > 0 {
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: runner.FailWrong, Reason: "made to fail in this round"}}
+	}
+	if job.Plan.Label == w.stopAt {
+		w.stop()
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestFailedInAStoppedValidation: a configuration whose data was wrong in a
+// validation that was then stopped (Ctrl-C, a node lost), in a later round
+// or while probing, is not tuned by the next validation, in which every
+// round went well: the stopped validation's runs were dropped, its failure
+// with them.
+func TestFailedInAStoppedValidation(t *testing.T) {
+	for _, stopAt := range []string{"validate-1-0", "probe-default"} {
+		sp := loadExample(t, 12)
+		st := openStore(t)
+		if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		tu := newTuner(t, sp, st)
+		tu.Runner = failThenStop{stop: cancel, stopAt: stopAt}
+		if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
+			t.Fatalf("stopped at %s: validation returned %v", stopAt, err)
+		}
+		vals, err := newTuner(t, sp, st).Validate(context.Background(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judged := 0
+		for _, v := range vals {
+			if v.Config == sp.Key(Defaults(sp)) {
+				continue
+			}
+			judged++
+			if v.Verdict == "tuned" || !strings.Contains(v.Reason, "earlier validation") {
+				t.Errorf("stopped at %s after wrong data: range %s, trial %d, is %s: %s", stopAt, v.Range, v.Candidate, v.Verdict, v.Reason)
+			}
+		}
+		if judged == 0 {
+			t.Fatalf("stopped at %s: no range validated a tuned configuration", stopAt)
+		}
+	}
+}
