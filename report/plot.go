@@ -60,6 +60,15 @@ func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 // of each range over that range, and, for one collective, the best any
 // completed trial reached at each size.
 func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial, path string) error {
+	p, err := busBWPlot(sp, choices, trials)
+	if err != nil {
+		return err
+	}
+	return save(p, path)
+}
+
+// busBWPlot is BusBW's plot, not yet saved.
+func busBWPlot(sp *space.Space, choices []results.RangeResult, trials []store.Trial) (*plot.Plot, error) {
 	colls := sp.Collectives()
 	bw := bandwidth(sp, trials)
 	p := plot.New()
@@ -69,7 +78,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 	}
 	p.X.Label.Text, p.Y.Label.Text = "message size (bytes)", bw+" (GB/s)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, plot.LogTicks{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, logTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 
 	line, drawn := 0, 0
@@ -83,11 +92,11 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 		if len(colls) > 1 {
 			prefix = coll + ": "
 		} else if err := counted(p, "best of any trial, per size", envelope(sp, coll, trials), style{color.Gray{Y: 0xa0}, dashes[1], draw.CircleGlyph{}}); err != nil {
-			return err
+			return nil, err
 		}
 		if runs, xy := configLine(sp, trials, nil, coll, nil); xy != nil {
 			if err := counted(p, prefix+"NCCL defaults ("+runs+")", xy, lineStyle(line)); err != nil {
-				return err
+				return nil, err
 			}
 			line++
 		}
@@ -98,7 +107,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 			}
 			runs, xy := configLine(sp, trials, ch.Params, coll, &r.Range)
 			if err := counted(p, prefix+r.Range.Name+": "+runs, xy, lineStyle(line)); err != nil {
-				return err
+				return nil, err
 			}
 			line++
 		}
@@ -110,7 +119,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 		p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
 	}
-	return save(p, path)
+	return p, nil
 }
 
 // Measured plots what each completed trial measured, per range, as the
@@ -393,7 +402,38 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		}
 		ticks = append(ticks, plot.Tick{Value: v, Label: label})
 	}
+	if len(ticks) == 0 {
+		// No power of two on the axis: one size swept (3000 bytes), which
+		// widen centres on it. It was left with no label at all.
+		v := math.Round(math.Sqrt(min * max))
+		ticks = append(ticks, plot.Tick{Value: v, Label: space.FormatSize(int64(v))})
+	}
 	return ticks
+}
+
+// logTicks labels a log axis at powers of ten, and where fewer than two
+// of those lie on it (bus bandwidths of 150 to 380 GB/s, a sweep of large
+// messages alone), at plot.DefaultTicks' round values: plot.LogTicks
+// labels only powers of ten, and such an axis had no number on it.
+type logTicks struct{}
+
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.LogTicks{}.Ticks(min, max)
+	if labelled(ticks, min, max) >= 2 {
+		return ticks
+	}
+	return plot.DefaultTicks{}.Ticks(min, max)
+}
+
+// labelled counts the ticks with a label from min to max.
+func labelled(ticks []plot.Tick, min, max float64) int {
+	n := 0
+	for _, t := range ticks {
+		if t.Label != "" && t.Value >= min && t.Value <= max {
+			n++
+		}
+	}
+	return n
 }
 
 // shorten cuts a label from the space file (a command's metric unit) to n

@@ -423,3 +423,50 @@ func TestLinesTellApart(t *testing.T) {
 		}
 	}
 }
+
+// TestBusBWAxesAreLabelled: a sweep of large messages alone measures bus
+// bandwidths within one decade (150 to 380 GB/s), where plot.LogTicks puts
+// no label, and a sweep of one size that is no power of two (3000 bytes)
+// has no power of two on its axis: both axes were drawn without a number.
+func TestBusBWAxesAreLabelled(t *testing.T) {
+	for _, tc := range []struct {
+		sizes string
+		bw    float64
+	}{{`min = "64M", max = "4G"`, 150}, {`min = "3000", max = "3000"`, 40}, {`min = "8", max = "1G"`, 1e-3}} {
+		sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { "+tc.sizes+", factor = 2 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trial := func(n int, bw float64) store.Trial {
+			tr := store.Trial{Number: n, State: store.Complete}
+			if n == 2 {
+				tr.Params, tr.Env = space.Assignment{"NCCL_ALGO": "Ring"}, []string{"NCCL_ALGO=Ring"}
+			}
+			for i, size := range sp.Sizes.List() {
+				b := bw * (1 + 0.1*float64(i))
+				m := nccltests.Measure{TimeUs: float64(size) / b / 1e3, AlgBW: b, BusBW: b}
+				tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
+			}
+			tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows)[0]}
+			return tr
+		}
+		trials := []store.Trial{trial(0, tc.bw), trial(1, tc.bw), trial(2, 1.3*tc.bw)}
+		p, err := busBWPlot(sp, results.Of(sp, trials, nil), trials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		widen(&p.X)
+		widen(&p.Y)
+		for name, a := range map[string]plot.Axis{"x": p.X, "y": p.Y} {
+			var labels []string
+			for _, tick := range a.Tick.Marker.Ticks(a.Min, a.Max) {
+				if tick.Label != "" && tick.Value >= a.Min && tick.Value <= a.Max {
+					labels = append(labels, tick.Label)
+				}
+			}
+			if len(labels) == 0 || name == "y" && len(labels) < 2 {
+				t.Errorf("sizes %s at %g GB/s: %s axis from %g to %g labelled %q", tc.sizes, tc.bw, name, a.Min, a.Max, labels)
+			}
+		}
+	}
+}
