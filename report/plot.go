@@ -276,17 +276,41 @@ func convergence(sp *space.Space, trials []store.Trial) []plotter.XYs {
 func configLine(sp *space.Space, trials []store.Trial, a space.Assignment, coll string, within *space.Range) (string, plotter.XYs) {
 	key := sp.Key(a)
 	var runs []store.Trial
-	var numbers []string
 	for _, t := range trials {
 		if t.State == store.Complete && sp.Key(t.Params) == key {
-			runs, numbers = append(runs, t), append(numbers, strconv.Itoa(t.Number))
+			runs = append(runs, t)
 		}
 	}
-	label := "trial %s"
-	if len(runs) > 1 {
-		label = "mean of trials %s"
+	return runsLabel(runs), rowsXY(sp, runs, coll, within)
+}
+
+// runsLabel names runs of one configuration in a legend: their numbers,
+// three or more consecutive ones as a range, and past the fourth part only how many.
+// NCCL's defaults run on each of up to 64 groups, and naming every trial
+// made an entry wider than the plot.
+func runsLabel(runs []store.Trial) string {
+	if len(runs) == 1 {
+		return "trial " + strconv.Itoa(runs[0].Number)
 	}
-	return fmt.Sprintf(label, strings.Join(numbers, ", ")), rowsXY(sp, runs, coll, within)
+	var parts []string
+	for i := 0; i < len(runs); {
+		j := i
+		for j+1 < len(runs) && runs[j+1].Number == runs[j].Number+1 {
+			j++
+		}
+		if j < i+2 { // two are named each
+			j = i
+		}
+		part := strconv.Itoa(runs[i].Number)
+		if j > i {
+			part += "-" + strconv.Itoa(runs[j].Number)
+		}
+		parts, i = append(parts, part), j+1
+	}
+	if len(parts) > 4 {
+		return fmt.Sprintf("mean of %d trials %s, …", len(runs), strings.Join(parts[:4], ", "))
+	}
+	return "mean of trials " + strings.Join(parts, ", ")
 }
 
 // rowsXY is the bus bandwidth at each size of collective coll (within a

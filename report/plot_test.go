@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
 
@@ -467,6 +468,36 @@ func TestBusBWAxesAreLabelled(t *testing.T) {
 			if len(labels) == 0 || name == "y" && len(labels) < 2 {
 				t.Errorf("sizes %s at %g GB/s: %s axis from %g to %g labelled %q", tc.sizes, tc.bw, name, a.Min, a.Max, labels)
 			}
+		}
+	}
+}
+
+// TestBusBWLabelOfManyRuns: NCCL's defaults run once on each of up to 64
+// groups (launcher.groups), and their legend entry named every trial,
+// "mean of trials 0, 1, 2, ..., 63", wider than the plot.
+func TestBusBWLabelOfManyRuns(t *testing.T) {
+	sp, trial := sweep(t)
+	var trials []store.Trial
+	for n := range 64 {
+		trials = append(trials, trial(n, 1, nil))
+	}
+	for _, n := range []int{70, 72, 73, 74, 80, 90, 91, 100} {
+		trials = append(trials, trial(n, 1, nil))
+	}
+	label, _ := configLine(sp, trials, nil, sp.Campaign.Collective, nil)
+	if utf8.RuneCountInString(label) > 60 || !strings.HasPrefix(label, "mean of 72 trials 0-63, 70, 72-74") {
+		t.Errorf("label %q, want the 72 runs' numbers in ranges, and at most 60 characters", label)
+	}
+	for _, tc := range []struct {
+		numbers []int
+		want    string
+	}{{[]int{3}, "trial 3"}, {[]int{1, 5}, "mean of trials 1, 5"}, {[]int{0, 1, 2}, "mean of trials 0-2"}} {
+		trials = nil
+		for _, n := range tc.numbers {
+			trials = append(trials, trial(n, 1, nil))
+		}
+		if label, _ := configLine(sp, trials, nil, sp.Campaign.Collective, nil); label != tc.want {
+			t.Errorf("trials %v: label %q, want %q", tc.numbers, label, tc.want)
 		}
 	}
 }
