@@ -501,3 +501,31 @@ func TestBusBWLabelOfManyRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestConvergenceOfALowerIsBetterMeasure: of a time (a command's goal =
+// "min", a workload's seconds) the plotted ratio is NCCL defaults' time
+// over the best, its score being the inverse; the axis called it the "best
+// score relative to defaults", where 1.25 read as a best 25% slower.
+func TestConvergenceOfALowerIsBetterMeasure(t *testing.T) {
+	sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \"ms\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := sp.Ranges[0].Name
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Scores: map[string]float64{name: 1.0 / 10}},
+		{Number: 1, State: store.Complete, Scores: map[string]float64{name: 1.0 / 10}},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{name: 1.0 / 8}},
+	}
+	p, err := convergencePlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xy := convergence(sp, trials)[0]; math.Abs(xy[len(xy)-1].Y-1.25) > 1e-12 {
+		t.Fatalf("convergence %v, want 10 ms / 8 ms = 1.25 at the end", xy)
+	}
+	label := p.Title.Text + " | " + p.Y.Label.Text
+	if !strings.Contains(label, "NCCL defaults' value / best") || !strings.Contains(label, "lower is better") {
+		t.Errorf("a time's convergence labelled %q: the ratio is NCCL defaults' time over the best's", label)
+	}
+}
