@@ -249,7 +249,19 @@ func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) 
 			return nil, err
 		}
 	}
+	roomForLegend(p)
 	return p, nil
+}
+
+// roomForLegend raises the top of p's y axis so that its legend, at the top,
+// lies above every point: a best so far rises to the right, where the
+// legend of the ranges was drawn over the highest ones' lines.
+func roomForLegend(p *plot.Plot) {
+	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
+	data := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
+	if share := float64(legend/data) + 0.02; p.Y.Max > p.Y.Min && share < 0.5 {
+		p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-share)
+	}
 }
 
 // convergence is, per range, the best score so far relative to NCCL's

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner/nccltests"
@@ -527,5 +529,38 @@ func TestConvergenceOfALowerIsBetterMeasure(t *testing.T) {
 	label := p.Title.Text + " | " + p.Y.Label.Text
 	if !strings.Contains(label, "NCCL defaults' value / best") || !strings.Contains(label, "lower is better") {
 		t.Errorf("a time's convergence labelled %q: the ratio is NCCL defaults' time over the best's", label)
+	}
+}
+
+// TestConvergenceLegendAboveTheLines: a best so far rises to the right, and
+// the legend, at the top right, was drawn over the highest ranges' lines.
+func TestConvergenceLegendAboveTheLines(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[[range]]\nname = \"a\"\nmin = \"1K\"\nmax = \"16K\"\n[[range]]\nname = \"b\"\nmin = \"16K\"\nmax = \"256K\"\n[[range]]\nname = \"c\"\nmin = \"256K\"\nmax = \"2M\"\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trials []store.Trial
+	for n := range 12 {
+		tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{"a": 1, "b": 1, "c": 1}}
+		if n >= 2 {
+			tr.Params = map[string]string{"NCCL_ALGO": []string{"Ring", "Tree"}[n%2]}
+			tr.Scores = map[string]float64{"a": 1 + 0.02*float64(n), "b": 1 + 0.05*float64(n), "c": 1 + 0.1*float64(n)}
+		}
+		trials = append(trials, tr)
+	}
+	p, err := convergencePlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := 0.0
+	for _, xy := range convergence(sp, trials) {
+		for _, pt := range xy {
+			top = max(top, pt.Y)
+		}
+	}
+	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
+	data := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
+	if free := (p.Y.Max - top) / (p.Y.Max - p.Y.Min) * float64(data); free < float64(legend) {
+		t.Errorf("the highest line (%g) lies %.0f points below the axis's top (%g), under a legend %.0f points tall", top, free, p.Y.Max, legend)
 	}
 }
