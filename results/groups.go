@@ -53,7 +53,9 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 		if sp.IsDefaults(t.Params) {
 			defaults = config
 		}
-		nodes[t.Group] = t.Nodes
+		if nodes[t.Group] = t.Nodes; t.Nodes == nil {
+			nodes[t.Group] = []string{} // JSON's [] for none, never null
+		}
 	}
 	worst := map[int]GroupSpread{}
 	for config, number := range first {
