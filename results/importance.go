@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -337,8 +338,11 @@ func explained(y []float64, groups []string, total, fitted float64) (share, p fl
 		return 0, 1, true
 	}
 	var between float64
-	for g, s := range sums {
-		m := s / counts[g]
+	// In the groups' order, not the map's: summed in another order each
+	// time, one store's shares differed in their last bits from one report
+	// to the next, and of two parameters that explain alike either came first.
+	for _, g := range slices.Sorted(maps.Keys(sums)) {
+		m := sums[g] / counts[g]
 		between += counts[g] * (m - mean) * (m - mean)
 	}
 	within := (sumSquares(y) - between) / (free - k)

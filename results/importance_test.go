@@ -446,3 +446,28 @@ func TestImportanceOfAnIntegerTriedMostlyAtOneValue(t *testing.T) {
 		t.Errorf("MIN_CTAS at 4 (twice) and 32: %+v, want analysed, significant and most of the variance", ctas)
 	}
 }
+
+// TestImportanceIsReproducible: each step summed its groups in map order,
+// so the shares of one store differed in their last bits from one report
+// to the next, and of two parameters the trials varied together (each
+// explaining exactly what the other does) either could come first.
+func TestImportanceIsReproducible(t *testing.T) {
+	sp := loadExample(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var trials []store.Trial
+	for n := range 40 {
+		k := n % 4
+		a := space.Assignment{"NCCL_ALGO": []string{"default", "Ring", "Tree", "Ring"}[k], "NCCL_PROTO": []string{"default", "LL", "LL128", "Simple"}[k]}
+		score := 100 * math.Exp(0.3*float64(k)+0.05*rng.NormFloat64())
+		trials = append(trials, logged(sp, n, a, map[string]float64{"small": 1, "medium": 1, "large": score}))
+	}
+	first, err := json.Marshal(Importances(sp, trials))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		if again, _ := json.Marshal(Importances(sp, trials)); string(again) != string(first) {
+			t.Fatalf("one store's importance differs:\n%s\n%s", first, again)
+		}
+	}
+}
