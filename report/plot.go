@@ -258,7 +258,10 @@ func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) 
 // legend of the ranges was drawn over the highest ones' lines.
 func roomForLegend(p *plot.Plot) {
 	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
-	data := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
+	// DataCanvas sets an axis of one value to gonum's range about it, which
+	// widen would not then set: measured on a copy.
+	measured := *p
+	data := measured.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
 	if share := float64(legend/data) + 0.02; p.Y.Max > p.Y.Min && share < 0.5 {
 		p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-share)
 	}

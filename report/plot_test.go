@@ -564,3 +564,22 @@ func TestConvergenceLegendAboveTheLines(t *testing.T) {
 		t.Errorf("the highest line (%g) lies %.0f points below the axis's top (%g), under a legend %.0f points tall", top, free, p.Y.Max, legend)
 	}
 }
+
+// TestConvergenceOfOneTrial: making room for the legend measured the plot
+// with gonum's DataCanvas, which set the axis of the one ratio measured to
+// 0..2 before widen could set it about the point.
+func TestConvergenceOfOneTrial(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := []store.Trial{{Number: 0, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: 10}}, {Number: 1, State: store.Running}}
+	p, err := convergencePlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	widen(&p.Y)
+	if !(p.Y.Min > 0.5 && p.Y.Max < 1.5) {
+		t.Errorf("one ratio of 1 on an axis from %g to %g", p.Y.Min, p.Y.Max)
+	}
+}
