@@ -503,10 +503,12 @@ func shorten(s string, n int) string {
 
 // intTicks labels an axis of counts (trial numbers) with whole numbers, at
 // whole numbers: DefaultTicks puts a labelled tick at 2.5 between trials 0
-// and 5, which "%.0f" labelled 2, half a trial off.
+// and 5, which "%.0f" labelled 2, half a trial off. None is below 0: gonum
+// sets the axis of trial 0 alone from -1 to 1, and labelled trial -1.
 type intTicks struct{}
 
 func (intTicks) Ticks(min, max float64) []plot.Tick {
+	min = math.Max(min, 0)
 	if max-min <= 10 {
 		var ticks []plot.Tick
 		for v := math.Ceil(min); v <= max; v++ {

@@ -583,3 +583,16 @@ func TestConvergenceOfOneTrial(t *testing.T) {
 		t.Errorf("one ratio of 1 on an axis from %g to %g", p.Y.Min, p.Y.Max)
 	}
 }
+
+// TestTrialTicksOfTrialZeroAlone: a plot of trial 0 alone (a campaign whose
+// first trial is all that completed) has gonum's axis from -1 to 1, which
+// was labelled with trial -1.
+func TestTrialTicksOfTrialZeroAlone(t *testing.T) {
+	for _, r := range [][2]float64{{-1, 1}, {-3, 40}} {
+		for _, tick := range (intTicks{}).Ticks(r[0], r[1]) {
+			if tick.Value < 0 {
+				t.Errorf("%v: a tick at trial %v", r, tick.Value)
+			}
+		}
+	}
+}
