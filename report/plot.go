@@ -127,6 +127,15 @@ func busBWPlot(sp *space.Space, choices []results.RangeResult, trials []store.Tr
 // in its unit), against the trial number, on linear axes: a benchmark of
 // one objective has no message sizes to plot over.
 func Measured(sp *space.Space, trials []store.Trial, path string) error {
+	p, err := measuredPlot(sp, trials)
+	if err != nil {
+		return err
+	}
+	return save(p, path)
+}
+
+// measuredPlot is Measured's plot, not yet saved.
+func measuredPlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "what each trial measured: NCCL defaults vs the search"
 	m := sp.Measure(sp.Ranges[0])
@@ -166,14 +175,17 @@ func Measured(sp *space.Space, trials []store.Trial, path string) error {
 			}
 			pts, err := plotter.NewScatter(xy)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			pts.Color, pts.Radius, pts.Shape = set.c, vg.Points(2.5), draw.CircleGlyph{}
 			p.Add(pts)
 			p.Legend.Add(set.label, pts)
 		}
 	}
-	return save(p, path)
+	// NCCL's defaults, at the left, are often the slowest: the legend, at
+	// the top left, was drawn over them.
+	roomForLegend(p)
+	return p, nil
 }
 
 // bandwidth is what BusBW plots: "bus bandwidth", or "algorithm bandwidth"
@@ -255,7 +267,8 @@ func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) 
 
 // roomForLegend raises the top of p's y axis so that its legend, at the top,
 // lies above every point: a best so far rises to the right, where the
-// legend of the ranges was drawn over the highest ones' lines.
+// legend of the ranges was drawn over the highest ones' lines, and a time
+// measured is highest at NCCL's defaults, at the left.
 func roomForLegend(p *plot.Plot) {
 	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
 	// DataCanvas sets an axis of one value to gonum's range about it, which

@@ -596,3 +596,30 @@ func TestTrialTicksOfTrialZeroAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestMeasuredLegendAboveThePoints: of a time, NCCL's defaults (trials 0
+// and 1, at the left) are often the slowest, the highest points, and the
+// legend at the top left was drawn over them.
+func TestMeasuredLegendAboveThePoints(t *testing.T) {
+	sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \"ms\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trials []store.Trial
+	for n, v := range []float64{10, 11, 8, 9, 8.5, 9.5, 8.2} {
+		tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: 1 / v}}
+		if n >= 2 {
+			tr.Params = map[string]string{"NCCL_ALGO": "Ring"}
+		}
+		trials = append(trials, tr)
+	}
+	p, err := measuredPlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
+	data := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
+	if free := (p.Y.Max - 11) / (p.Y.Max - p.Y.Min) * float64(data); free < float64(legend) {
+		t.Errorf("the defaults' 11 ms lie %.0f points below the axis's top (%g), under a legend %.0f points tall", free, p.Y.Max, legend)
+	}
+}
