@@ -106,7 +106,11 @@ func busBWPlot(sp *space.Space, choices []results.RangeResult, trials []store.Tr
 				continue
 			}
 			runs, xy := configLine(sp, trials, ch.Params, coll, &r.Range)
-			if err := counted(p, prefix+r.Range.Name+": "+runs, xy, lineStyle(line)); err != nil {
+			label := prefix + r.Range.Name + ": " + runs
+			if r.Range.Name == coll && prefix != "" {
+				label = prefix + "tuned (" + runs + ")" // a workload's range, which the prefix names
+			}
+			if err := counted(p, label, xy, lineStyle(line)); err != nil {
 				return nil, err
 			}
 			line++

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -621,5 +622,50 @@ func TestMeasuredLegendAboveThePoints(t *testing.T) {
 	data := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
 	if free := (p.Y.Max - 11) / (p.Y.Max - p.Y.Min) * float64(data); free < float64(legend) {
 		t.Errorf("the defaults' 11 ms lie %.0f points below the axis's top (%g), under a legend %.0f points tall", free, p.Y.Max, legend)
+	}
+}
+
+// TestBusBWLabelsOfAWorkload: a workload's range is its collective, which
+// the line's prefix already names: the legend read "all_gather: all_gather:
+// trial 2".
+func TestBusBWLabelsOfAWorkload(t *testing.T) {
+	sp, err := space.Parse("w.toml", []byte("[benchmark]\nbinary = \"x\"\ngpus = 16\n[[workload]]\ncollective = \"all_reduce\"\nsize = \"1M\"\ncount = 10\nranks = 16\n"+
+		"[[workload]]\ncollective = \"all_gather\"\nsize = \"1M\"\ncount = 10\nranks = 16\n[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"default\", \"SYS\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, bw float64, params map[string]string) store.Trial {
+		tr := store.Trial{Number: n, State: store.Complete, Params: params}
+		for _, coll := range sp.Collectives() {
+			for _, size := range sp.Sweep(coll).List() {
+				m := nccltests.Measure{TimeUs: float64(size) / bw / 1e3, AlgBW: bw, BusBW: bw}
+				tr.Rows = append(tr.Rows, nccltests.Row{Collective: coll, Size: size, OutOfPlace: m, InPlace: m})
+			}
+		}
+		tr.Scores = map[string]float64{}
+		for i, s := range results.Scores(sp, tr.Rows) {
+			tr.Scores[sp.Ranges[i].Name] = s
+		}
+		return tr
+	}
+	sys := map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"}
+	trials := []store.Trial{trial(0, 10, nil), trial(1, 10, nil), trial(2, 20, sys)}
+	p, err := busBWPlot(sp, results.Of(sp, trials, nil), trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The legend's entries are gonum's own, unexported: read, not set.
+	entries := reflect.ValueOf(p.Legend).FieldByName("entries")
+	var labels []string
+	for i := range entries.Len() {
+		labels = append(labels, entries.Index(i).FieldByName("text").String())
+	}
+	if len(labels) != 4 {
+		t.Fatalf("legend %q, want each collective's defaults and choice", labels)
+	}
+	for _, l := range labels {
+		if strings.Count(l, "all_gather") > 1 || strings.Count(l, "all_reduce") > 1 {
+			t.Errorf("legend entry %q names its collective twice", l)
+		}
 	}
 }
