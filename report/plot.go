@@ -60,6 +60,15 @@ func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 // of each range over that range, and, for one collective, the best any
 // completed trial reached at each size.
 func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial, path string) error {
+	p, err := busBWPlot(sp, choices, trials)
+	if err != nil {
+		return err
+	}
+	return save(p, path)
+}
+
+// busBWPlot is BusBW's plot, not yet saved.
+func busBWPlot(sp *space.Space, choices []results.RangeResult, trials []store.Trial) (*plot.Plot, error) {
 	colls := sp.Collectives()
 	bw := bandwidth(sp, trials)
 	p := plot.New()
@@ -69,7 +78,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 	}
 	p.X.Label.Text, p.Y.Label.Text = "message size (bytes)", bw+" (GB/s)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, plot.LogTicks{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, logTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 
 	line, drawn := 0, 0
@@ -83,11 +92,11 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 		if len(colls) > 1 {
 			prefix = coll + ": "
 		} else if err := counted(p, "best of any trial, per size", envelope(sp, coll, trials), style{color.Gray{Y: 0xa0}, dashes[1], draw.CircleGlyph{}}); err != nil {
-			return err
+			return nil, err
 		}
 		if runs, xy := configLine(sp, trials, nil, coll, nil); xy != nil {
 			if err := counted(p, prefix+"NCCL defaults ("+runs+")", xy, lineStyle(line)); err != nil {
-				return err
+				return nil, err
 			}
 			line++
 		}
@@ -97,8 +106,12 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 				continue
 			}
 			runs, xy := configLine(sp, trials, ch.Params, coll, &r.Range)
-			if err := counted(p, prefix+r.Range.Name+": "+runs, xy, lineStyle(line)); err != nil {
-				return err
+			label := prefix + r.Range.Name + ": " + runs
+			if r.Range.Name == coll && prefix != "" {
+				label = prefix + "tuned (" + runs + ")" // a workload's range, which the prefix names
+			}
+			if err := counted(p, label, xy, lineStyle(line)); err != nil {
+				return nil, err
 			}
 			line++
 		}
@@ -110,7 +123,7 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 		p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
 	}
-	return save(p, path)
+	return p, nil
 }
 
 // Measured plots what each completed trial measured, per range, as the
@@ -118,6 +131,15 @@ func BusBW(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 // in its unit), against the trial number, on linear axes: a benchmark of
 // one objective has no message sizes to plot over.
 func Measured(sp *space.Space, trials []store.Trial, path string) error {
+	p, err := measuredPlot(sp, trials)
+	if err != nil {
+		return err
+	}
+	return save(p, path)
+}
+
+// measuredPlot is Measured's plot, not yet saved.
+func measuredPlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "what each trial measured: NCCL defaults vs the search"
 	m := sp.Measure(sp.Ranges[0])
@@ -157,14 +179,17 @@ func Measured(sp *space.Space, trials []store.Trial, path string) error {
 			}
 			pts, err := plotter.NewScatter(xy)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			pts.Color, pts.Radius, pts.Shape = set.c, vg.Points(2.5), draw.CircleGlyph{}
 			p.Add(pts)
 			p.Legend.Add(set.label, pts)
 		}
 	}
-	return save(p, path)
+	// NCCL's defaults, at the left, are often the slowest: the legend, at
+	// the top left, was drawn over them.
+	roomForLegend(p)
+	return p, nil
 }
 
 // bandwidth is what BusBW plots: "bus bandwidth", or "algorithm bandwidth"
@@ -214,17 +239,49 @@ func envelope(sp *space.Space, coll string, trials []store.Trial) plotter.XYs {
 // trials: the simplification's re-measure the choices, which is not search
 // progress.
 func Convergence(sp *space.Space, trials []store.Trial, path string) error {
+	p, err := convergencePlot(sp, trials)
+	if err != nil {
+		return err
+	}
+	return save(p, path)
+}
+
+// convergencePlot is Convergence's plot, not yet saved. Of a measure where
+// lower is better (a time) the ratio is NCCL defaults' value over the best,
+// since a score is its inverse: labelled "best ... relative to defaults", a
+// ratio of 1.3 read as a best 30% slower.
+func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "search convergence: best so far / NCCL defaults"
 	p.X.Label.Text, p.Y.Label.Text = "trial", "best score relative to defaults"
+	if m := sp.Measure(sp.Ranges[0]); m.Inverse {
+		p.Title.Text = "search convergence: NCCL defaults / best so far (" + shorten(m.Unit, 20) + ", lower is better)"
+		p.Y.Label.Text = "NCCL defaults' value / best so far (higher is better)"
+	}
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
 	for i, xy := range convergence(sp, trials) {
 		if err := addLine(p, sp.Ranges[i].Name, xy, lineStyle(i)); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return save(p, path)
+	roomForLegend(p)
+	return p, nil
+}
+
+// roomForLegend raises the top of p's y axis so that its legend, at the top,
+// lies above every point: a best so far rises to the right, where the
+// legend of the ranges was drawn over the highest ones' lines, and a time
+// measured is highest at NCCL's defaults, at the left.
+func roomForLegend(p *plot.Plot) {
+	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
+	// DataCanvas sets an axis of one value to gonum's range about it, which
+	// widen would not then set: measured on a copy.
+	measured := *p
+	data := measured.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
+	if share := float64(legend/data) + 0.02; p.Y.Max > p.Y.Min && share < 0.5 {
+		p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-share)
+	}
 }
 
 // convergence is, per range, the best score so far relative to NCCL's
@@ -267,17 +324,41 @@ func convergence(sp *space.Space, trials []store.Trial) []plotter.XYs {
 func configLine(sp *space.Space, trials []store.Trial, a space.Assignment, coll string, within *space.Range) (string, plotter.XYs) {
 	key := sp.Key(a)
 	var runs []store.Trial
-	var numbers []string
 	for _, t := range trials {
 		if t.State == store.Complete && sp.Key(t.Params) == key {
-			runs, numbers = append(runs, t), append(numbers, strconv.Itoa(t.Number))
+			runs = append(runs, t)
 		}
 	}
-	label := "trial %s"
-	if len(runs) > 1 {
-		label = "mean of trials %s"
+	return runsLabel(runs), rowsXY(sp, runs, coll, within)
+}
+
+// runsLabel names runs of one configuration in a legend: their numbers,
+// three or more consecutive ones as a range, and past the fourth part only how many.
+// NCCL's defaults run on each of up to 64 groups, and naming every trial
+// made an entry wider than the plot.
+func runsLabel(runs []store.Trial) string {
+	if len(runs) == 1 {
+		return "trial " + strconv.Itoa(runs[0].Number)
 	}
-	return fmt.Sprintf(label, strings.Join(numbers, ", ")), rowsXY(sp, runs, coll, within)
+	var parts []string
+	for i := 0; i < len(runs); {
+		j := i
+		for j+1 < len(runs) && runs[j+1].Number == runs[j].Number+1 {
+			j++
+		}
+		if j < i+2 { // two are named each
+			j = i
+		}
+		part := strconv.Itoa(runs[i].Number)
+		if j > i {
+			part += "-" + strconv.Itoa(runs[j].Number)
+		}
+		parts, i = append(parts, part), j+1
+	}
+	if len(parts) > 4 {
+		return fmt.Sprintf("mean of %d trials %s, …", len(runs), strings.Join(parts[:4], ", "))
+	}
+	return "mean of trials " + strings.Join(parts, ", ")
 }
 
 // rowsXY is the bus bandwidth at each size of collective coll (within a
@@ -393,7 +474,38 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		}
 		ticks = append(ticks, plot.Tick{Value: v, Label: label})
 	}
+	if len(ticks) == 0 {
+		// No power of two on the axis: one size swept (3000 bytes), which
+		// widen centres on it. It was left with no label at all.
+		v := math.Round(math.Sqrt(min * max))
+		ticks = append(ticks, plot.Tick{Value: v, Label: space.FormatSize(int64(v))})
+	}
 	return ticks
+}
+
+// logTicks labels a log axis at powers of ten, and where fewer than two
+// of those lie on it (bus bandwidths of 150 to 380 GB/s, a sweep of large
+// messages alone), at plot.DefaultTicks' round values: plot.LogTicks
+// labels only powers of ten, and such an axis had no number on it.
+type logTicks struct{}
+
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.LogTicks{}.Ticks(min, max)
+	if labelled(ticks, min, max) >= 2 {
+		return ticks
+	}
+	return plot.DefaultTicks{}.Ticks(min, max)
+}
+
+// labelled counts the ticks with a label from min to max.
+func labelled(ticks []plot.Tick, min, max float64) int {
+	n := 0
+	for _, t := range ticks {
+		if t.Label != "" && t.Value >= min && t.Value <= max {
+			n++
+		}
+	}
+	return n
 }
 
 // shorten cuts a label from the space file (a command's metric unit) to n
@@ -408,10 +520,12 @@ func shorten(s string, n int) string {
 
 // intTicks labels an axis of counts (trial numbers) with whole numbers, at
 // whole numbers: DefaultTicks puts a labelled tick at 2.5 between trials 0
-// and 5, which "%.0f" labelled 2, half a trial off.
+// and 5, which "%.0f" labelled 2, half a trial off. None is below 0: gonum
+// sets the axis of trial 0 alone from -1 to 1, and labelled trial -1.
 type intTicks struct{}
 
 func (intTicks) Ticks(min, max float64) []plot.Tick {
+	min = math.Max(min, 0)
 	if max-min <= 10 {
 		var ticks []plot.Tick
 		for v := math.Ceil(min); v <= max; v++ {

@@ -7,11 +7,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner/nccltests"
@@ -420,6 +424,248 @@ func TestLinesTellApart(t *testing.T) {
 		seen[key] = n
 		if n >= 6 && s.glyph == lineStyle(n%6).glyph {
 			t.Errorf("line %d's points are drawn as line %d's", n, n%6)
+		}
+	}
+}
+
+// TestBusBWAxesAreLabelled: a sweep of large messages alone measures bus
+// bandwidths within one decade (150 to 380 GB/s), where plot.LogTicks puts
+// no label, and a sweep of one size that is no power of two (3000 bytes)
+// has no power of two on its axis: both axes were drawn without a number.
+func TestBusBWAxesAreLabelled(t *testing.T) {
+	for _, tc := range []struct {
+		sizes string
+		bw    float64
+	}{{`min = "64M", max = "4G"`, 150}, {`min = "3000", max = "3000"`, 40}, {`min = "8", max = "1G"`, 1e-3}} {
+		sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { "+tc.sizes+", factor = 2 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trial := func(n int, bw float64) store.Trial {
+			tr := store.Trial{Number: n, State: store.Complete}
+			if n == 2 {
+				tr.Params, tr.Env = space.Assignment{"NCCL_ALGO": "Ring"}, []string{"NCCL_ALGO=Ring"}
+			}
+			for i, size := range sp.Sizes.List() {
+				b := bw * (1 + 0.1*float64(i))
+				m := nccltests.Measure{TimeUs: float64(size) / b / 1e3, AlgBW: b, BusBW: b}
+				tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
+			}
+			tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows)[0]}
+			return tr
+		}
+		trials := []store.Trial{trial(0, tc.bw), trial(1, tc.bw), trial(2, 1.3*tc.bw)}
+		p, err := busBWPlot(sp, results.Of(sp, trials, nil), trials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		widen(&p.X)
+		widen(&p.Y)
+		for name, a := range map[string]plot.Axis{"x": p.X, "y": p.Y} {
+			var labels []string
+			for _, tick := range a.Tick.Marker.Ticks(a.Min, a.Max) {
+				if tick.Label != "" && tick.Value >= a.Min && tick.Value <= a.Max {
+					labels = append(labels, tick.Label)
+				}
+			}
+			if len(labels) == 0 || name == "y" && len(labels) < 2 {
+				t.Errorf("sizes %s at %g GB/s: %s axis from %g to %g labelled %q", tc.sizes, tc.bw, name, a.Min, a.Max, labels)
+			}
+		}
+	}
+}
+
+// TestBusBWLabelOfManyRuns: NCCL's defaults run once on each of up to 64
+// groups (launcher.groups), and their legend entry named every trial,
+// "mean of trials 0, 1, 2, ..., 63", wider than the plot.
+func TestBusBWLabelOfManyRuns(t *testing.T) {
+	sp, trial := sweep(t)
+	var trials []store.Trial
+	for n := range 64 {
+		trials = append(trials, trial(n, 1, nil))
+	}
+	for _, n := range []int{70, 72, 73, 74, 80, 90, 91, 100} {
+		trials = append(trials, trial(n, 1, nil))
+	}
+	label, _ := configLine(sp, trials, nil, sp.Campaign.Collective, nil)
+	if utf8.RuneCountInString(label) > 60 || !strings.HasPrefix(label, "mean of 72 trials 0-63, 70, 72-74") {
+		t.Errorf("label %q, want the 72 runs' numbers in ranges, and at most 60 characters", label)
+	}
+	for _, tc := range []struct {
+		numbers []int
+		want    string
+	}{{[]int{3}, "trial 3"}, {[]int{1, 5}, "mean of trials 1, 5"}, {[]int{0, 1, 2}, "mean of trials 0-2"}} {
+		trials = nil
+		for _, n := range tc.numbers {
+			trials = append(trials, trial(n, 1, nil))
+		}
+		if label, _ := configLine(sp, trials, nil, sp.Campaign.Collective, nil); label != tc.want {
+			t.Errorf("trials %v: label %q, want %q", tc.numbers, label, tc.want)
+		}
+	}
+}
+
+// TestConvergenceOfALowerIsBetterMeasure: of a time (a command's goal =
+// "min", a workload's seconds) the plotted ratio is NCCL defaults' time
+// over the best, its score being the inverse; the axis called it the "best
+// score relative to defaults", where 1.25 read as a best 25% slower.
+func TestConvergenceOfALowerIsBetterMeasure(t *testing.T) {
+	sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \"ms\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := sp.Ranges[0].Name
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Scores: map[string]float64{name: 1.0 / 10}},
+		{Number: 1, State: store.Complete, Scores: map[string]float64{name: 1.0 / 10}},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{name: 1.0 / 8}},
+	}
+	p, err := convergencePlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xy := convergence(sp, trials)[0]; math.Abs(xy[len(xy)-1].Y-1.25) > 1e-12 {
+		t.Fatalf("convergence %v, want 10 ms / 8 ms = 1.25 at the end", xy)
+	}
+	label := p.Title.Text + " | " + p.Y.Label.Text
+	if !strings.Contains(label, "NCCL defaults' value / best") || !strings.Contains(label, "lower is better") {
+		t.Errorf("a time's convergence labelled %q: the ratio is NCCL defaults' time over the best's", label)
+	}
+}
+
+// TestConvergenceLegendAboveTheLines: a best so far rises to the right, and
+// the legend, at the top right, was drawn over the highest ranges' lines.
+func TestConvergenceLegendAboveTheLines(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[[range]]\nname = \"a\"\nmin = \"1K\"\nmax = \"16K\"\n[[range]]\nname = \"b\"\nmin = \"16K\"\nmax = \"256K\"\n[[range]]\nname = \"c\"\nmin = \"256K\"\nmax = \"2M\"\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trials []store.Trial
+	for n := range 12 {
+		tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{"a": 1, "b": 1, "c": 1}}
+		if n >= 2 {
+			tr.Params = map[string]string{"NCCL_ALGO": []string{"Ring", "Tree"}[n%2]}
+			tr.Scores = map[string]float64{"a": 1 + 0.02*float64(n), "b": 1 + 0.05*float64(n), "c": 1 + 0.1*float64(n)}
+		}
+		trials = append(trials, tr)
+	}
+	p, err := convergencePlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := 0.0
+	for _, xy := range convergence(sp, trials) {
+		for _, pt := range xy {
+			top = max(top, pt.Y)
+		}
+	}
+	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
+	data := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
+	if free := (p.Y.Max - top) / (p.Y.Max - p.Y.Min) * float64(data); free < float64(legend) {
+		t.Errorf("the highest line (%g) lies %.0f points below the axis's top (%g), under a legend %.0f points tall", top, free, p.Y.Max, legend)
+	}
+}
+
+// TestConvergenceOfOneTrial: making room for the legend measured the plot
+// with gonum's DataCanvas, which set the axis of the one ratio measured to
+// 0..2 before widen could set it about the point.
+func TestConvergenceOfOneTrial(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := []store.Trial{{Number: 0, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: 10}}, {Number: 1, State: store.Running}}
+	p, err := convergencePlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	widen(&p.Y)
+	if !(p.Y.Min > 0.5 && p.Y.Max < 1.5) {
+		t.Errorf("one ratio of 1 on an axis from %g to %g", p.Y.Min, p.Y.Max)
+	}
+}
+
+// TestTrialTicksOfTrialZeroAlone: a plot of trial 0 alone (a campaign whose
+// first trial is all that completed) has gonum's axis from -1 to 1, which
+// was labelled with trial -1.
+func TestTrialTicksOfTrialZeroAlone(t *testing.T) {
+	for _, r := range [][2]float64{{-1, 1}, {-3, 40}} {
+		for _, tick := range (intTicks{}).Ticks(r[0], r[1]) {
+			if tick.Value < 0 {
+				t.Errorf("%v: a tick at trial %v", r, tick.Value)
+			}
+		}
+	}
+}
+
+// TestMeasuredLegendAboveThePoints: of a time, NCCL's defaults (trials 0
+// and 1, at the left) are often the slowest, the highest points, and the
+// legend at the top left was drawn over them.
+func TestMeasuredLegendAboveThePoints(t *testing.T) {
+	sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \"ms\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trials []store.Trial
+	for n, v := range []float64{10, 11, 8, 9, 8.5, 9.5, 8.2} {
+		tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: 1 / v}}
+		if n >= 2 {
+			tr.Params = map[string]string{"NCCL_ALGO": "Ring"}
+		}
+		trials = append(trials, tr)
+	}
+	p, err := measuredPlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
+	data := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
+	if free := (p.Y.Max - 11) / (p.Y.Max - p.Y.Min) * float64(data); free < float64(legend) {
+		t.Errorf("the defaults' 11 ms lie %.0f points below the axis's top (%g), under a legend %.0f points tall", free, p.Y.Max, legend)
+	}
+}
+
+// TestBusBWLabelsOfAWorkload: a workload's range is its collective, which
+// the line's prefix already names: the legend read "all_gather: all_gather:
+// trial 2".
+func TestBusBWLabelsOfAWorkload(t *testing.T) {
+	sp, err := space.Parse("w.toml", []byte("[benchmark]\nbinary = \"x\"\ngpus = 16\n[[workload]]\ncollective = \"all_reduce\"\nsize = \"1M\"\ncount = 10\nranks = 16\n"+
+		"[[workload]]\ncollective = \"all_gather\"\nsize = \"1M\"\ncount = 10\nranks = 16\n[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"default\", \"SYS\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, bw float64, params map[string]string) store.Trial {
+		tr := store.Trial{Number: n, State: store.Complete, Params: params}
+		for _, coll := range sp.Collectives() {
+			for _, size := range sp.Sweep(coll).List() {
+				m := nccltests.Measure{TimeUs: float64(size) / bw / 1e3, AlgBW: bw, BusBW: bw}
+				tr.Rows = append(tr.Rows, nccltests.Row{Collective: coll, Size: size, OutOfPlace: m, InPlace: m})
+			}
+		}
+		tr.Scores = map[string]float64{}
+		for i, s := range results.Scores(sp, tr.Rows) {
+			tr.Scores[sp.Ranges[i].Name] = s
+		}
+		return tr
+	}
+	sys := map[string]string{"NCCL_NET_GDR_LEVEL": "SYS"}
+	trials := []store.Trial{trial(0, 10, nil), trial(1, 10, nil), trial(2, 20, sys)}
+	p, err := busBWPlot(sp, results.Of(sp, trials, nil), trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The legend's entries are gonum's own, unexported: read, not set.
+	entries := reflect.ValueOf(p.Legend).FieldByName("entries")
+	var labels []string
+	for i := range entries.Len() {
+		labels = append(labels, entries.Index(i).FieldByName("text").String())
+	}
+	if len(labels) != 4 {
+		t.Fatalf("legend %q, want each collective's defaults and choice", labels)
+	}
+	for _, l := range labels {
+		if strings.Count(l, "all_gather") > 1 || strings.Count(l, "all_reduce") > 1 {
+			t.Errorf("legend entry %q names its collective twice", l)
 		}
 	}
 }

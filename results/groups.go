@@ -32,11 +32,9 @@ type GroupSpread struct {
 // beyond GroupTolerance: a slow node or link makes every trial on its group
 // look worse, and trials on different groups are compared as if alike.
 func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
-	type key struct {
-		config string
-		group  int
-	}
-	logs := map[key][]map[string]float64{}
+	// Each configuration's runs by group: looked up per configuration, not
+	// found among every configuration's, which took seconds on 10k trials.
+	logs := map[string]map[int][]map[string]float64{}
 	first := map[string]int{}
 	defaults := "" // NCCL's defaults' key, whichever trial first completed them
 	nodes := map[int][]string{}
@@ -44,24 +42,26 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 		if t.State != store.Complete {
 			continue
 		}
-		k := key{sp.Key(t.Params), t.Group}
-		logs[k] = append(logs[k], t.Scores)
-		if n, ok := first[k.config]; !ok || t.Number < n {
-			first[k.config] = t.Number
+		config := sp.Key(t.Params)
+		if logs[config] == nil {
+			logs[config] = map[int][]map[string]float64{}
+		}
+		logs[config][t.Group] = append(logs[config][t.Group], t.Scores)
+		if n, ok := first[config]; !ok || t.Number < n {
+			first[config] = t.Number
 		}
 		if sp.IsDefaults(t.Params) {
-			defaults = k.config
+			defaults = config
 		}
-		nodes[t.Group] = t.Nodes
+		if nodes[t.Group] = t.Nodes; t.Nodes == nil {
+			nodes[t.Group] = []string{} // JSON's [] for none, never null
+		}
 	}
 	worst := map[int]GroupSpread{}
 	for config, number := range first {
 		for _, r := range sp.Ranges {
 			means := map[int]float64{}
-			for k, runs := range logs {
-				if k.config != config {
-					continue
-				}
+			for group, runs := range logs[config] {
 				sum, n := 0.0, 0
 				for _, scores := range runs {
 					if v := scores[r.Name]; v > 0 {
@@ -69,7 +69,7 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 					}
 				}
 				if n > 0 {
-					means[k.group] = math.Exp(sum / float64(n))
+					means[group] = math.Exp(sum / float64(n))
 				}
 			}
 			if len(means) < 2 {

@@ -1,6 +1,8 @@
 package results
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -52,5 +54,21 @@ func TestGroupSpreadOfTheDefaultsWhereTrial0Failed(t *testing.T) {
 	trials := []store.Trial{{Number: 0, State: store.Failed, Group: 0}, defaults(1, 100), defaults(2, 80)}
 	if got := GroupSpreads(sp, trials); len(got) != 1 || got[0].Config != "NCCL's defaults" {
 		t.Errorf("spreads: %+v", got)
+	}
+}
+
+// TestGroupSpreadJSONNodes: groups whose trials named no node (a local
+// launcher, the simulated cluster) had "nodes": null in status --json,
+// where every list is [] for none.
+func TestGroupSpreadJSONNodes(t *testing.T) {
+	sp := &space.Space{Ranges: []space.Range{{Name: "all", Min: 1, Max: 1 << 30}},
+		Params: []space.Param{{Name: "NCCL_PROTO", Values: []string{"default", "LL", "Simple"}}}}
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Group: 0, Params: map[string]string{"NCCL_PROTO": "default"}, Scores: map[string]float64{"all": 100}},
+		{Number: 1, State: store.Complete, Group: 1, Params: map[string]string{"NCCL_PROTO": "default"}, Scores: map[string]float64{"all": 80}},
+	}
+	got, err := json.Marshal(GroupSpreads(sp, trials))
+	if err != nil || !strings.Contains(string(got), `"nodes":[]`) {
+		t.Errorf("JSON %s (%v), want \"nodes\":[]", got, err)
 	}
 }

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -45,7 +46,7 @@ const (
 	// degrees of freedom.
 	TooFewTrials Status = "too few trials"
 	// NotVaried: every completed trial of the range held the parameter at
-	// one value (or one quartile), so the trials cannot tell what it does:
+	// one value, so the trials cannot tell what it does:
 	// not the measured "no effect" of an analysed share of 0.
 	NotVaried Status = "not varied"
 )
@@ -102,7 +103,7 @@ func (i Importance) Significant() bool { return i.Status == Analysed && i.P < Si
 // bystander with the effect of the parameter it travels with. Each step's
 // share is epsilon-squared (what k groups would explain by chance is taken
 // off, so many-valued parameters are not favoured on few trials). Integer
-// parameters are grouped into quartiles; a parameter inactive in a trial forms
+// parameters are grouped into quarters of their values (groupsOf); a parameter inactive in a trial forms
 // a group of its own. Only variables NCCL's log confirmed are analysed (see
 // Unread and Unconfirmed), and of a workload's per-collective NCCL_ALGO and
 // NCCL_PROTO only the range's own collective's part; each step has an
@@ -251,7 +252,12 @@ func removeGroupMeans(y []float64, groups []string) float64 {
 	return float64(len(counts) - 1)
 }
 
-// groupsOf labels each trial with its group for parameter p.
+// groupsOf labels each trial with its group for parameter p: of an integer
+// parameter, the quarter of the distinct values the trials took that its
+// value lies in (each value its own group where they took four or fewer).
+// Quartiles of the trials' values merged every value into one group where
+// most trials took one (a search that settled on 32 and tried 4 twice):
+// the parameter read as held at one value.
 func groupsOf(p space.Param, trials []store.Trial) []string {
 	labels := make([]string, len(trials))
 	var values []float64
@@ -261,6 +267,7 @@ func groupsOf(p space.Param, trials []store.Trial) []string {
 		}
 	}
 	slices.Sort(values)
+	values = slices.Compact(values)
 	for i, t := range trials {
 		v, ok := t.Params[p.Name]
 		switch {
@@ -270,11 +277,8 @@ func groupsOf(p space.Param, trials []store.Trial) []string {
 			labels[i] = v
 		default:
 			x, _ := strconv.ParseFloat(v, 64)
-			q := 0
-			for q < 3 && x > stat.Quantile(float64(q+1)/4, stat.Empirical, values, nil) {
-				q++
-			}
-			labels[i] = "q" + strconv.Itoa(q)
+			k, _ := slices.BinarySearch(values, x)
+			labels[i] = "q" + strconv.Itoa(k*4/max(1, len(values)))
 		}
 	}
 	return labels
@@ -334,8 +338,11 @@ func explained(y []float64, groups []string, total, fitted float64) (share, p fl
 		return 0, 1, true
 	}
 	var between float64
-	for g, s := range sums {
-		m := s / counts[g]
+	// In the groups' order, not the map's: summed in another order each
+	// time, one store's shares differed in their last bits from one report
+	// to the next, and of two parameters that explain alike either came first.
+	for _, g := range slices.Sorted(maps.Keys(sums)) {
+		m := sums[g] / counts[g]
 		between += counts[g] * (m - mean) * (m - mean)
 	}
 	within := (sumSquares(y) - between) / (free - k)

@@ -425,3 +425,49 @@ func TestImportanceOfWhatNoTrialVaried(t *testing.T) {
 		t.Errorf("ALGO held, the rest never set: %+v", large)
 	}
 }
+
+// TestImportanceOfAnIntegerTriedMostlyAtOneValue: a search that settles on
+// NCCL_MIN_CTAS=32 and tried 4 twice had the lower quartile's bound at 32,
+// which put 4 and 32 in one group: the parameter was "held at one value by
+// every trial", and the tenfold slowdown at 4 was nobody's.
+func TestImportanceOfAnIntegerTriedMostlyAtOneValue(t *testing.T) {
+	sp := loadExample(t)
+	var trials []store.Trial
+	for n, ctas := range []string{"4", "32", "32", "4", "32", "32", "32", "32", "32", "32"} {
+		score := 100 + float64(n%3)
+		if ctas == "4" {
+			score /= 10
+		}
+		trials = append(trials, logged(sp, n, space.Assignment{"NCCL_MIN_CTAS": ctas}, map[string]float64{"small": 1, "medium": 1, "large": score}))
+	}
+	large := Importances(sp, trials)[2]
+	ctas := large.Params[slices.IndexFunc(large.Params, func(i Importance) bool { return i.Param == "NCCL_MIN_CTAS" })]
+	if ctas.Status != Analysed || !ctas.Significant() || ctas.Share < 0.9 {
+		t.Errorf("MIN_CTAS at 4 (twice) and 32: %+v, want analysed, significant and most of the variance", ctas)
+	}
+}
+
+// TestImportanceIsReproducible: each step summed its groups in map order,
+// so the shares of one store differed in their last bits from one report
+// to the next, and of two parameters the trials varied together (each
+// explaining exactly what the other does) either could come first.
+func TestImportanceIsReproducible(t *testing.T) {
+	sp := loadExample(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var trials []store.Trial
+	for n := range 40 {
+		k := n % 4
+		a := space.Assignment{"NCCL_ALGO": []string{"default", "Ring", "Tree", "Ring"}[k], "NCCL_PROTO": []string{"default", "LL", "LL128", "Simple"}[k]}
+		score := 100 * math.Exp(0.3*float64(k)+0.05*rng.NormFloat64())
+		trials = append(trials, logged(sp, n, a, map[string]float64{"small": 1, "medium": 1, "large": score}))
+	}
+	first, err := json.Marshal(Importances(sp, trials))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		if again, _ := json.Marshal(Importances(sp, trials)); string(again) != string(first) {
+			t.Fatalf("one store's importance differs:\n%s\n%s", first, again)
+		}
+	}
+}
