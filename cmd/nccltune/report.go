@@ -128,6 +128,7 @@ func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
 	}
 	for i, r := range l.space.Ranges {
 		var parts, chance []string
+		more := 0 // significant, past the four named
 		left := map[results.Status][]string{}
 		for _, p := range imp[i].Params {
 			name := strings.TrimPrefix(p.Param, "NCCL_")
@@ -140,7 +141,12 @@ func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
 				parts = append(parts, name+" <1%")
 			case len(parts) < 4:
 				parts = append(parts, fmt.Sprintf("%s %.0f%%", name, 100*p.Share))
+			default:
+				more++
 			}
+		}
+		if more > 0 {
+			parts = append(parts, fmt.Sprintf("%d more significant (report --json)", more))
 		}
 		if len(chance) > 0 {
 			parts = append(parts, "not significant: "+strings.Join(chance, " "))

@@ -79,3 +79,34 @@ func TestReportImportanceAligned(t *testing.T) {
 		t.Errorf("columns not aligned:\n%s", out.String())
 	}
 }
+
+// TestReportImportanceCountsWhatItLeavesOut: the text names the four
+// parameters that explain most; a fifth significant one appeared nowhere
+// in it. It is now counted, for --json to list.
+func TestReportImportanceCountsWhatItLeavesOut(t *testing.T) {
+	text := "[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[benchmark]\nbinary = \"x\"\n"
+	for _, p := range []string{`"NCCL_ALGO"` + "\nvalues = [\"Ring\", \"Tree\"]", `"NCCL_PROTO"` + "\nvalues = [\"LL\", \"Simple\"]",
+		`"NCCL_NET_GDR_LEVEL"` + "\nvalues = [\"PHB\", \"SYS\"]", `"NCCL_CUMEM_ENABLE"` + "\nvalues = [\"0\", \"1\"]", `"NCCL_BUFFSIZE"` + "\nvalues = [\"1M\", \"16M\"]"} {
+		text += "[[param]]\nname = " + p + "\n"
+	}
+	sp, err := space.Parse("p.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trials []store.Trial
+	for i := range 64 { // the full factorial, twice; each setting's second value pays, by a factor of its own
+		a, read, score := space.Assignment{}, map[string]string{}, 100.0+float64(i%3)
+		for k, p := range sp.Params {
+			bit := i >> k & 1
+			a[p.Name], read[p.Name] = p.Values[bit], p.Values[bit]
+			score *= 1 + float64(bit)*float64(5-k)/5
+		}
+		trials = append(trials, store.Trial{Number: i, State: store.Complete, Params: a, Env: sp.Env(a),
+			Scores: map[string]float64{"all": score}, NCCLLog: nccllog.Log{Debug: true, Read: read}})
+	}
+	var out bytes.Buffer
+	printImportance(&out, &loaded{space: sp}, results.Importances(sp, trials))
+	if line := strings.Split(out.String(), "\n")[1]; strings.Count(line, "%") != 4 || !strings.Contains(line, "1 more significant (report --json)") {
+		t.Errorf("%q: want four shares and one more counted", line)
+	}
+}
