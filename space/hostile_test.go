@@ -66,6 +66,8 @@ func TestHostileSpaces(t *testing.T) {
 		{"a binary read as an option", `binary = "all_reduce_perf"`, `binary = "--help"`, []string{"h.toml:5:", `the program "--help" starts with '-'`}},
 		{"a command read as an option", `binary = "all_reduce_perf"`, "kind = \"command\"\ncommand = [\"--nnodes=64\", \"x.py\"]\nmetric = { regex = 'v=(\\S+)' }\n[launcher]\nkind = \"torchrun\"\ncommand = \"-m\"",
 			[]string{"h.toml:6:", `the program "--nnodes=64" starts with '-'`, "h.toml:10:", `the program "-m" starts with '-'`}},
+		{"a metric's unit that drives the terminal", `binary = "all_reduce_perf"`, "kind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'v=(\\S+)', goal = \"min\", unit = \"ms\\u001b[2J\" }",
+			[]string{"h.toml:7:", `benchmark.metric.unit "ms\x1b[2J" holds a control or invisible character`}},
 		{"NCCL's default pinned (NCCL reads the word)", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},

@@ -1336,6 +1336,10 @@ func (b *builder) command(line func(string) int, bm *BenchmarkSettings) {
 	if m.Goal != "min" && m.Goal != "max" {
 		b.errorf(line("metric"), "benchmark.metric.goal must be \"min\" (a time) or \"max\" (a rate), not %q", m.Goal)
 	}
+	if strings.ContainsFunc(m.Unit, func(r rune) bool { return !unicode.IsGraphic(r) }) || !utf8.ValidString(m.Unit) {
+		// Printed in every table's header and the plots' axes.
+		b.errorf(line("metric"), "benchmark.metric.unit %q holds a control or invisible character", m.Unit)
+	}
 	if m.Skip < 0 || m.Skip > MaxIters {
 		// Beyond the iterations a trial may run, every value is skipped.
 		b.errorf(line("metric"), "benchmark.metric.skip must be 0 to %d, not %d", MaxIters, m.Skip)
