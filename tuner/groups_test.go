@@ -409,3 +409,45 @@ func TestValidateOnMoreGroupsJudgesTheSearch(t *testing.T) {
 	}
 	t.Skip("no seed made trial 2 a range's best")
 }
+
+// TestGroupsRaisedBudgetToldTheSimplification: a campaign on 3 groups ran
+// its search and its simplification, one trial at a time after every trial
+// before it was told; a raised budget searches on past the simplification's
+// trials. Those finished before the new search began: its first trials are
+// proposed from them as measured, never with them counted as pending (the
+// constant liar would tell the sampler the simplified choices failed).
+func TestGroupsRaisedBudgetToldTheSimplification(t *testing.T) {
+	sp := loadExample(t, 10)
+	sp.Launcher.Groups = 3
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{Simplify: true}); err != nil {
+		t.Fatal(err)
+	}
+	simplified := 0
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if !tr.Searched() {
+			simplified++
+		}
+	}
+	if simplified < 2 {
+		t.Skipf("the simplification ran %d trials; the test shows nothing", simplified)
+	}
+	o := Options{Trials: 14, Simplify: true}
+	s, err := newTuner(t, sp, st).open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	todo, err := s.resume(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := todo[0]
+	if err := s.tell(s.need(n)); err != nil {
+		t.Fatal(err)
+	}
+	for m := s.told; m < n; m++ {
+		if tr, ok := s.untold[m]; ok && !tr.Searched() {
+			t.Errorf("search trial %d is proposed with simplification trial %d, finished before it, counted as pending", n, m)
+		}
+	}
+}

@@ -537,13 +537,21 @@ func baselined(sp *space.Space, trials []store.Trial, groups int) error {
 // uninterrupted one would. With one group it is every trial before n. The
 // defaults' trials are proposed from nothing, and every later trial waits
 // for all of them: their log says which remedies the warm start tries, and
-// their noise what the iteration count is.
+// their noise what the iteration count is. A simplification's trials ran
+// one at a time, each after every trial before it was told: none of them
+// is pending for the search trials a raised budget runs past them.
 func (s *session) need(n int) int {
 	d := s.Space.DefaultsTrials()
 	if n < d {
 		return 0
 	}
-	return max(n-len(s.groups)+1, d)
+	from := max(n-len(s.groups)+1, d)
+	for m := n - 1; m >= from; m-- {
+		if t, ok := s.untold[m]; ok && !t.Searched() {
+			return m + 1
+		}
+	}
+	return from
 }
 
 // search runs the trials numbered todo, in order, one on each group at a
