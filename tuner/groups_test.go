@@ -451,3 +451,55 @@ func TestGroupsRaisedBudgetToldTheSimplification(t *testing.T) {
 		}
 	}
 }
+
+// holdDefaults runs trial 0 and then stops the campaign (stop), while
+// every other trial waits for the stop: NCCL's defaults finish on group 0
+// alone, and those of the other groups are interrupted.
+type holdDefaults struct{ stop func() }
+
+func (h holdDefaults) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == "1" || job.Plan.Label == "2" {
+		<-ctx.Done()
+	}
+	res := (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+	if job.Plan.Label == "0" {
+		h.stop()
+	}
+	return res
+}
+
+// TestGroupsResumedDefaultsRunOnEveryGroup: a campaign on 3 groups stopped
+// once NCCL's defaults finished on group 0, their runs on groups 1 and 2
+// interrupted. On resume each runs again on its own group, not on the first
+// idle one: every group measures its own baseline, and the campaign resumes
+// on its 3 groups once past them.
+func TestGroupsResumedDefaultsRunOnEveryGroup(t *testing.T) {
+	sp := loadExample(t, 8)
+	sp.Launcher.Groups = 3
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = holdDefaults{stop: cancel}
+	if err := tu.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 3}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ran := map[int]int{} // group: NCCL's defaults finished on it
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.Number < sp.DefaultsTrials() && tr.State.Finished() {
+			ran[tr.Group]++
+		}
+	}
+	if !reflect.DeepEqual(ran, map[int]int{0: 1, 1: 1, 2: 1}) {
+		t.Errorf("NCCL's defaults finished on groups %v, want once on each of 0, 1 and 2", ran)
+	}
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 4}
+	if err := tu.Run(context.Background(), Options{Trials: 10}); err != nil {
+		t.Errorf("resumed on its 3 groups with a raised budget: %v", err)
+	}
+}

@@ -585,7 +585,11 @@ func (s *session) search(parent context.Context, todo []int) error {
 	}
 	for running := 0; ; {
 		for failure == nil && ctx.Err() == nil && !s.stopped && len(todo) > 0 && len(idle) > 0 && s.ready(todo[0]) {
-			g := idle[0]
+			i := s.groupFor(todo[0], idle)
+			if i < 0 {
+				break // its group is busy
+			}
+			g := idle[i]
 			t, err := s.begin(todo[0], g)
 			if err != nil {
 				fail(err)
@@ -598,7 +602,7 @@ func (s *session) search(parent context.Context, todo []int) error {
 				end(t)
 				continue
 			}
-			idle = idle[1:]
+			idle = slices.Delete(idle, i, i+1)
 			running++
 			w := s.work()
 			go func() {
@@ -618,6 +622,17 @@ func (s *session) search(parent context.Context, todo []int) error {
 		return failure
 	}
 	return parent.Err()
+}
+
+// groupFor returns the index in idle of the group trial n runs on, -1
+// while that group is busy: NCCL's defaults' trial n runs on group n (mod
+// the groups), so that each group measures its own baseline, also where a
+// resume runs one of them again; any other trial runs on the first idle.
+func (s *session) groupFor(n int, idle []*group) int {
+	if n >= s.Space.DefaultsTrials() {
+		return 0
+	}
+	return slices.IndexFunc(idle, func(g *group) bool { return g.index == n%len(s.groups) })
 }
 
 // ready reports whether trial n can be proposed: every trial it is
