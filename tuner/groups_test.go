@@ -503,3 +503,39 @@ func TestGroupsResumedDefaultsRunOnEveryGroup(t *testing.T) {
 		t.Errorf("resumed on its 3 groups with a raised budget: %v", err)
 	}
 }
+
+// deadGroup fails every launch labelled as one of its trials, as a group
+// with a broken node fails whatever it runs, and launches the others.
+type deadGroup struct{ trials []string }
+
+func (d deadGroup) Run(ctx context.Context, job runner.Job) runner.Result {
+	if slices.Contains(d.trials, job.Plan.Label) {
+		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 1}, Failure: &runner.Failure{Kind: runner.FailNCCL, Reason: "unhandled cuda error"}}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestGroupsDeadGroupIsNoSettingsFailure: NCCL's defaults fail on group 1
+// and complete on groups 0 and 2. The failure is the group's, not the
+// settings': it is not held against NCCL's defaults (nor is any later
+// configuration's on that group), the campaign stops before its search
+// burns trials there, and the trial runs again on resume.
+func TestGroupsDeadGroupIsNoSettingsFailure(t *testing.T) {
+	sp := loadExample(t, 8)
+	sp.Launcher.Groups = 3
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = deadGroup{trials: []string{"1"}}
+	err := tu.Run(context.Background(), Options{})
+	if !errors.Is(err, ErrNodeFailed) || !strings.Contains(err.Error(), "group 1") {
+		t.Errorf("run returned %v, want %v naming group 1", err, ErrNodeFailed)
+	}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		switch {
+		case tr.Number >= sp.DefaultsTrials():
+			t.Errorf("search trial %d ran (%s) beside a group that fails NCCL's defaults", tr.Number, tr.State)
+		case tr.Group == 1 && (tr.State != store.Interrupted || tr.FailureKind != string(runner.FailNode)):
+			t.Errorf("trial %d on group 1: %s %s, want interrupted by a node failure", tr.Number, tr.State, tr.FailureKind)
+		}
+	}
+}

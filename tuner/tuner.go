@@ -723,6 +723,9 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return err
 	}
 	s.untold[t.Number] = *t
+	if err := s.brokenGroup(ctx); err != nil {
+		return err
+	}
 	if other != "" {
 		return fmt.Errorf("%w: trial %d %s; resume where the campaign ran, or tune this cluster as a new campaign (another campaign.name)", ErrOtherHardware, t.Number, other)
 	}
@@ -743,6 +746,41 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		}
 	}
 	return failingThroughout(append(others, s.trials...), *t)
+}
+
+// brokenGroup stops the campaign (ErrNodeFailed) where NCCL's defaults
+// failed on one group and completed on another: the group is broken (a
+// node's GPU or link), and whatever it runs fails. The failure is recorded
+// as the node's, not held against NCCL's defaults, and runs again on resume.
+func (s *session) brokenGroup(ctx context.Context) error {
+	sp := s.Space
+	var done []int // groups NCCL's defaults completed on
+	var failed []store.Trial
+	for _, u := range s.untold {
+		if u.Number >= sp.DefaultsTrials() || !sp.IsDefaults(u.Params) {
+			continue
+		}
+		switch u.State {
+		case store.Complete:
+			done = append(done, u.Group)
+		case store.Failed:
+			failed = append(failed, u)
+		}
+	}
+	for _, f := range failed {
+		if len(done) == 0 || slices.Contains(done, f.Group) {
+			continue // failing everywhere, or now and then: not the group's doing
+		}
+		f.State, f.FailureKind = store.Interrupted, string(runner.FailNode)
+		f.FailureReason = fmt.Sprintf("group %d (%s) failed NCCL's defaults, which completed on group %d: a node of it is broken (%s)",
+			f.Group, strings.Join(f.Nodes, ","), slices.Min(done), f.FailureReason)
+		if err := s.Store.FinishTrial(context.WithoutCancel(ctx), &f); err != nil {
+			return err
+		}
+		s.untold[f.Number] = f
+		return fmt.Errorf("%w: trial %d: %s; it runs again on resume", ErrNodeFailed, f.Number, f.FailureReason)
+	}
+	return nil
 }
 
 // ErrOtherHardware stops a campaign whose trial ran on another NCCL, GPU
