@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -537,5 +538,76 @@ func TestGroupsDeadGroupIsNoSettingsFailure(t *testing.T) {
 		case tr.Group == 1 && (tr.State != store.Interrupted || tr.FailureKind != string(runner.FailNode)):
 			t.Errorf("trial %d on group 1: %s %s, want interrupted by a node failure", tr.Number, tr.State, tr.FailureKind)
 		}
+	}
+}
+
+// holdTrial launches every trial but the one labelled label, which waits
+// for the campaign to stop.
+type holdTrial struct{ label string }
+
+func (h holdTrial) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == h.label {
+		<-ctx.Done()
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestGroupsSettledResumeRunsTheInterrupted: on 3 groups, every range
+// settles (patience) while the last search trials run; stopped then, those
+// are interrupted, and a resume runs them again, as it does any search
+// trial the campaign started: it ends as the uninterrupted campaign did.
+func TestGroupsSettledResumeRunsTheInterrupted(t *testing.T) {
+	sp, err := space.Load("../examples/sim-2node-ib-workload.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Campaign.Trials, sp.Campaign.Patience, sp.Launcher.Groups = 40, 4, 3
+	whole := openStore(t)
+	tu := newTuner(t, sp, whole)
+	tu.Runner = &jitter{seed: 1}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := whole.Campaign(sp.Campaign.Name); c.Stopped == "" {
+		t.Fatal("the campaign ran its budget: the test shows nothing")
+	}
+	want := finished(campaignTrials(t, whole, sp.Campaign.Name))
+	last := 0
+	for n := range want {
+		last = max(last, n)
+	}
+
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { // stop the campaign once it has settled, trial last still running
+		for {
+			if c, err := st.Campaign(sp.Campaign.Name); err == nil && c.Stopped != "" {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	tu = newTuner(t, sp, st)
+	tu.Runner = holdTrial{label: strconv.Itoa(last)}
+	if err := tu.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	if newTuner(t, sp, st).finished(Options{}) {
+		t.Error("the campaign, its trial interrupted after it settled, reads as finished: a scale would be skipped without it")
+	}
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 2}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	got := finished(campaignTrials(t, st, sp.Campaign.Name))
+	for n, w := range want {
+		if g, ok := got[n]; !ok || !reflect.DeepEqual(g.Params, w.Params) || !reflect.DeepEqual(g.Scores, w.Scores) {
+			t.Errorf("trial %d: resumed %v %v (finished: %v), uninterrupted %v %v", n, g.Params, g.Scores, ok, w.Params, w.Scores)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d finished trials after resume, %d uninterrupted", len(got), len(want))
 	}
 }

@@ -328,7 +328,9 @@ func (t *Tuner) finished(o Options) bool {
 	vals, err := t.Store.Validations(camp.ID)
 	// Settled (patience), it runs no more unless told a new budget (see
 	// resume); run again without patience, its ranges are searched again.
-	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0
+	// Search trials interrupted after it settled (on groups, those running
+	// as the last range settled) run again first.
+	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0 && len(unfinishedSearch(trials)) == 0
 	// A budget below what the search ran is not met but overrun: the run
 	// goes on to campaign's refusal of it, as for a campaign not validated.
 	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || simplified(t.Space, trials)) &&
@@ -450,7 +452,10 @@ func (s *session) resume(o Options) ([]int, error) {
 	todo := searchTodo(trials, s.camp.Budget)
 	if s.camp.Stopped != "" {
 		if o.Trials == 0 && sp.Campaign.Patience > 0 {
-			todo = nil // it converged: run no more unless told a new budget
+			// It converged: run no more unless told a new budget, save the
+			// trials it started before (on groups, those running as the
+			// last range settled) that were interrupted, first in todo.
+			todo = todo[:min(len(todo), len(unfinishedSearch(trials)))]
 		} else {
 			s.camp.Stopped = ""
 			if err := s.Store.UpdateSettings(s.camp); err != nil {
@@ -468,25 +473,35 @@ func (s *session) resume(o Options) ([]int, error) {
 // trials, and a campaign killed and resumed goes on with the same numbers,
 // neither losing nor repeating one.
 func searchTodo(trials []store.Trial, budget int) []int {
-	finished := map[int]bool{} // per number the search started: whether it finished
 	next := 0
 	for _, t := range trials {
 		next = max(next, t.Number+1)
-		if t.Searched() {
-			finished[t.Number] = finished[t.Number] || t.State.Finished()
-		}
 	}
 	left := budget - searchDone(trials)
-	var todo []int
-	for _, n := range slices.Sorted(maps.Keys(finished)) {
-		if !finished[n] && len(todo) < left {
-			todo = append(todo, n)
-		}
-	}
+	todo := unfinishedSearch(trials)
+	todo = todo[:min(len(todo), max(left, 0))]
 	for ; len(todo) < left; next++ {
 		todo = append(todo, next)
 	}
 	return todo
+}
+
+// unfinishedSearch returns, in order, the numbers of the search trials
+// started and never finished.
+func unfinishedSearch(trials []store.Trial) []int {
+	finished := map[int]bool{} // per number the search started: whether it finished
+	for _, t := range trials {
+		if t.Searched() {
+			finished[t.Number] = finished[t.Number] || t.State.Finished()
+		}
+	}
+	var out []int
+	for _, n := range slices.Sorted(maps.Keys(finished)) {
+		if !finished[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // searchDone counts the search's finished trials, which its budget counts
