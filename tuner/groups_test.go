@@ -611,3 +611,30 @@ func TestGroupsSettledResumeRunsTheInterrupted(t *testing.T) {
 		t.Errorf("%d finished trials after resume, %d uninterrupted", len(got), len(want))
 	}
 }
+
+// TestGroupsProgressBestCountsFinishedTrials: each progress line's best is
+// the best of every trial finished so far, this one and those finished on
+// other groups included, not only of those told to the sampler: "trial 9:
+// 20 GB/s (best 18 GB/s)" contradicts itself.
+func TestGroupsProgressBestCountsFinishedTrials(t *testing.T) {
+	sp := loadExample(t, 16)
+	sp.Launcher.Groups = 3
+	tu := newTuner(t, sp, openStore(t))
+	tu.Runner = &jitter{seed: 5}
+	best := make([]float64, len(sp.Ranges))
+	tu.Progress = func(p Progress) {
+		for i, v := range scoreList(sp, p.Trial) {
+			if p.Trial.State == store.Complete && v > best[i] {
+				best[i] = v
+			}
+		}
+		for i := range best {
+			if p.Best[i] != best[i] {
+				t.Errorf("trial %d: progress gives range %s's best as %g; the best finished so far is %g", p.Trial.Number, sp.Ranges[i].Name, p.Best[i], best[i])
+			}
+		}
+	}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+}

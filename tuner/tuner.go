@@ -594,7 +594,7 @@ func (s *session) search(parent context.Context, todo []int) error {
 		if err := s.end(ctx, t); err != nil {
 			fail(err)
 		} else if s.Progress != nil {
-			s.Progress(Progress{Trial: *t, Done: s.searchedTrials(), Budget: s.camp.Budget, Best: slices.Clone(s.best), Note: s.note})
+			s.Progress(Progress{Trial: *t, Done: s.searchedTrials(), Budget: s.camp.Budget, Best: s.bestSoFar(), Note: s.note})
 			s.note = ""
 		}
 	}
@@ -902,6 +902,23 @@ func (s *session) readsPerCollective(t store.Trial) error {
 // searchedTrials counts the search's finished trials, told or not.
 func (s *session) searchedTrials() int {
 	return searchDone(s.trials) + searchDone(slices.Collect(maps.Values(s.untold)))
+}
+
+// bestSoFar is the best score per range of every trial finished so far:
+// the told trials' (best), and those finished since, on any group.
+func (s *session) bestSoFar() []float64 {
+	best := slices.Clone(s.best)
+	for _, t := range s.untold {
+		if t.State != store.Complete {
+			continue
+		}
+		for i, v := range scoreList(s.Space, t) {
+			if v > best[i] {
+				best[i] = v
+			}
+		}
+	}
+	return best
 }
 
 // tell tells the sampler, in order, every trial numbered below n that is
