@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -408,4 +409,232 @@ func TestValidateOnMoreGroupsJudgesTheSearch(t *testing.T) {
 		return
 	}
 	t.Skip("no seed made trial 2 a range's best")
+}
+
+// TestGroupsRaisedBudgetToldTheSimplification: a campaign on 3 groups ran
+// its search and its simplification, one trial at a time after every trial
+// before it was told; a raised budget searches on past the simplification's
+// trials. Those finished before the new search began: its first trials are
+// proposed from them as measured, never with them counted as pending (the
+// constant liar would tell the sampler the simplified choices failed).
+func TestGroupsRaisedBudgetToldTheSimplification(t *testing.T) {
+	sp := loadExample(t, 10)
+	sp.Launcher.Groups = 3
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{Simplify: true}); err != nil {
+		t.Fatal(err)
+	}
+	simplified := 0
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if !tr.Searched() {
+			simplified++
+		}
+	}
+	if simplified < 2 {
+		t.Skipf("the simplification ran %d trials; the test shows nothing", simplified)
+	}
+	o := Options{Trials: 14, Simplify: true}
+	s, err := newTuner(t, sp, st).open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	todo, err := s.resume(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := todo[0]
+	if err := s.tell(s.need(n)); err != nil {
+		t.Fatal(err)
+	}
+	for m := s.told; m < n; m++ {
+		if tr, ok := s.untold[m]; ok && !tr.Searched() {
+			t.Errorf("search trial %d is proposed with simplification trial %d, finished before it, counted as pending", n, m)
+		}
+	}
+}
+
+// holdDefaults runs trial 0 and then stops the campaign (stop), while
+// every other trial waits for the stop: NCCL's defaults finish on group 0
+// alone, and those of the other groups are interrupted.
+type holdDefaults struct{ stop func() }
+
+func (h holdDefaults) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == "1" || job.Plan.Label == "2" {
+		<-ctx.Done()
+	}
+	res := (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+	if job.Plan.Label == "0" {
+		h.stop()
+	}
+	return res
+}
+
+// TestGroupsResumedDefaultsRunOnEveryGroup: a campaign on 3 groups stopped
+// once NCCL's defaults finished on group 0, their runs on groups 1 and 2
+// interrupted. On resume each runs again on its own group, not on the first
+// idle one: every group measures its own baseline, and the campaign resumes
+// on its 3 groups once past them.
+func TestGroupsResumedDefaultsRunOnEveryGroup(t *testing.T) {
+	sp := loadExample(t, 8)
+	sp.Launcher.Groups = 3
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = holdDefaults{stop: cancel}
+	if err := tu.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 3}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ran := map[int]int{} // group: NCCL's defaults finished on it
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.Number < sp.DefaultsTrials() && tr.State.Finished() {
+			ran[tr.Group]++
+		}
+	}
+	if !reflect.DeepEqual(ran, map[int]int{0: 1, 1: 1, 2: 1}) {
+		t.Errorf("NCCL's defaults finished on groups %v, want once on each of 0, 1 and 2", ran)
+	}
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 4}
+	if err := tu.Run(context.Background(), Options{Trials: 10}); err != nil {
+		t.Errorf("resumed on its 3 groups with a raised budget: %v", err)
+	}
+}
+
+// deadGroup fails every launch labelled as one of its trials, as a group
+// with a broken node fails whatever it runs, and launches the others.
+type deadGroup struct{ trials []string }
+
+func (d deadGroup) Run(ctx context.Context, job runner.Job) runner.Result {
+	if slices.Contains(d.trials, job.Plan.Label) {
+		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 1}, Failure: &runner.Failure{Kind: runner.FailNCCL, Reason: "unhandled cuda error"}}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestGroupsDeadGroupIsNoSettingsFailure: NCCL's defaults fail on group 1
+// and complete on groups 0 and 2. The failure is the group's, not the
+// settings': it is not held against NCCL's defaults (nor is any later
+// configuration's on that group), the campaign stops before its search
+// burns trials there, and the trial runs again on resume.
+func TestGroupsDeadGroupIsNoSettingsFailure(t *testing.T) {
+	sp := loadExample(t, 8)
+	sp.Launcher.Groups = 3
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = deadGroup{trials: []string{"1"}}
+	err := tu.Run(context.Background(), Options{})
+	if !errors.Is(err, ErrNodeFailed) || !strings.Contains(err.Error(), "group 1") {
+		t.Errorf("run returned %v, want %v naming group 1", err, ErrNodeFailed)
+	}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		switch {
+		case tr.Number >= sp.DefaultsTrials():
+			t.Errorf("search trial %d ran (%s) beside a group that fails NCCL's defaults", tr.Number, tr.State)
+		case tr.Group == 1 && (tr.State != store.Interrupted || tr.FailureKind != string(runner.FailNode)):
+			t.Errorf("trial %d on group 1: %s %s, want interrupted by a node failure", tr.Number, tr.State, tr.FailureKind)
+		}
+	}
+}
+
+// holdTrial launches every trial but the one labelled label, which waits
+// for the campaign to stop.
+type holdTrial struct{ label string }
+
+func (h holdTrial) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == h.label {
+		<-ctx.Done()
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestGroupsSettledResumeRunsTheInterrupted: on 3 groups, every range
+// settles (patience) while the last search trials run; stopped then, those
+// are interrupted, and a resume runs them again, as it does any search
+// trial the campaign started: it ends as the uninterrupted campaign did.
+func TestGroupsSettledResumeRunsTheInterrupted(t *testing.T) {
+	sp, err := space.Load("../examples/sim-2node-ib-workload.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Campaign.Trials, sp.Campaign.Patience, sp.Launcher.Groups = 40, 4, 3
+	whole := openStore(t)
+	tu := newTuner(t, sp, whole)
+	tu.Runner = &jitter{seed: 1}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := whole.Campaign(sp.Campaign.Name); c.Stopped == "" {
+		t.Fatal("the campaign ran its budget: the test shows nothing")
+	}
+	want := finished(campaignTrials(t, whole, sp.Campaign.Name))
+	last := 0
+	for n := range want {
+		last = max(last, n)
+	}
+
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { // stop the campaign once it has settled, trial last still running
+		for {
+			if c, err := st.Campaign(sp.Campaign.Name); err == nil && c.Stopped != "" {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	tu = newTuner(t, sp, st)
+	tu.Runner = holdTrial{label: strconv.Itoa(last)}
+	if err := tu.Run(ctx, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	if newTuner(t, sp, st).finished(Options{}) {
+		t.Error("the campaign, its trial interrupted after it settled, reads as finished: a scale would be skipped without it")
+	}
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 2}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	got := finished(campaignTrials(t, st, sp.Campaign.Name))
+	for n, w := range want {
+		if g, ok := got[n]; !ok || !reflect.DeepEqual(g.Params, w.Params) || !reflect.DeepEqual(g.Scores, w.Scores) {
+			t.Errorf("trial %d: resumed %v %v (finished: %v), uninterrupted %v %v", n, g.Params, g.Scores, ok, w.Params, w.Scores)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d finished trials after resume, %d uninterrupted", len(got), len(want))
+	}
+}
+
+// TestGroupsProgressBestCountsFinishedTrials: each progress line's best is
+// the best of every trial finished so far, this one and those finished on
+// other groups included, not only of those told to the sampler: "trial 9:
+// 20 GB/s (best 18 GB/s)" contradicts itself.
+func TestGroupsProgressBestCountsFinishedTrials(t *testing.T) {
+	sp := loadExample(t, 16)
+	sp.Launcher.Groups = 3
+	tu := newTuner(t, sp, openStore(t))
+	tu.Runner = &jitter{seed: 5}
+	best := make([]float64, len(sp.Ranges))
+	tu.Progress = func(p Progress) {
+		for i, v := range scoreList(sp, p.Trial) {
+			if p.Trial.State == store.Complete && v > best[i] {
+				best[i] = v
+			}
+		}
+		for i := range best {
+			if p.Best[i] != best[i] {
+				t.Errorf("trial %d: progress gives range %s's best as %g; the best finished so far is %g", p.Trial.Number, sp.Ranges[i].Name, p.Best[i], best[i])
+			}
+		}
+	}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
 }

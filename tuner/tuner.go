@@ -329,7 +329,9 @@ func (t *Tuner) finished(o Options) bool {
 	vals, err := t.Store.Validations(camp.ID)
 	// Settled (patience), it runs no more unless told a new budget (see
 	// resume); run again without patience, its ranges are searched again.
-	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0
+	// Search trials interrupted after it settled (on groups, those running
+	// as the last range settled) run again first.
+	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0 && len(unfinishedSearch(trials)) == 0
 	// A budget below what the search ran is not met but overrun: the run
 	// goes on to campaign's refusal of it, as for a campaign not validated.
 	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || simplified(t.Space, trials)) &&
@@ -451,7 +453,10 @@ func (s *session) resume(o Options) ([]int, error) {
 	todo := searchTodo(trials, s.camp.Budget)
 	if s.camp.Stopped != "" {
 		if o.Trials == 0 && sp.Campaign.Patience > 0 {
-			todo = nil // it converged: run no more unless told a new budget
+			// It converged: run no more unless told a new budget, save the
+			// trials it started before (on groups, those running as the
+			// last range settled) that were interrupted, first in todo.
+			todo = todo[:min(len(todo), len(unfinishedSearch(trials)))]
 		} else {
 			s.camp.Stopped = ""
 			if err := s.Store.UpdateSettings(s.camp); err != nil {
@@ -469,25 +474,35 @@ func (s *session) resume(o Options) ([]int, error) {
 // trials, and a campaign killed and resumed goes on with the same numbers,
 // neither losing nor repeating one.
 func searchTodo(trials []store.Trial, budget int) []int {
-	finished := map[int]bool{} // per number the search started: whether it finished
 	next := 0
 	for _, t := range trials {
 		next = max(next, t.Number+1)
-		if t.Searched() {
-			finished[t.Number] = finished[t.Number] || t.State.Finished()
-		}
 	}
 	left := budget - searchDone(trials)
-	var todo []int
-	for _, n := range slices.Sorted(maps.Keys(finished)) {
-		if !finished[n] && len(todo) < left {
-			todo = append(todo, n)
-		}
-	}
+	todo := unfinishedSearch(trials)
+	todo = todo[:min(len(todo), max(left, 0))]
 	for ; len(todo) < left; next++ {
 		todo = append(todo, next)
 	}
 	return todo
+}
+
+// unfinishedSearch returns, in order, the numbers of the search trials
+// started and never finished.
+func unfinishedSearch(trials []store.Trial) []int {
+	finished := map[int]bool{} // per number the search started: whether it finished
+	for _, t := range trials {
+		if t.Searched() {
+			finished[t.Number] = finished[t.Number] || t.State.Finished()
+		}
+	}
+	var out []int
+	for _, n := range slices.Sorted(maps.Keys(finished)) {
+		if !finished[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // searchDone counts the search's finished trials, which its budget counts
@@ -538,13 +553,21 @@ func baselined(sp *space.Space, trials []store.Trial, groups int) error {
 // uninterrupted one would. With one group it is every trial before n. The
 // defaults' trials are proposed from nothing, and every later trial waits
 // for all of them: their log says which remedies the warm start tries, and
-// their noise what the iteration count is.
+// their noise what the iteration count is. A simplification's trials ran
+// one at a time, each after every trial before it was told: none of them
+// is pending for the search trials a raised budget runs past them.
 func (s *session) need(n int) int {
 	d := s.Space.DefaultsTrials()
 	if n < d {
 		return 0
 	}
-	return max(n-len(s.groups)+1, d)
+	from := max(n-len(s.groups)+1, d)
+	for m := n - 1; m >= from; m-- {
+		if t, ok := s.untold[m]; ok && !t.Searched() {
+			return m + 1
+		}
+	}
+	return from
 }
 
 // search runs the trials numbered todo, in order, one on each group at a
@@ -572,13 +595,17 @@ func (s *session) search(parent context.Context, todo []int) error {
 		if err := s.end(ctx, t); err != nil {
 			fail(err)
 		} else if s.Progress != nil {
-			s.Progress(Progress{Trial: *t, Done: s.searchedTrials(), Budget: s.camp.Budget, Best: slices.Clone(s.best), Note: s.note})
+			s.Progress(Progress{Trial: *t, Done: s.searchedTrials(), Budget: s.camp.Budget, Best: s.bestSoFar(), Note: s.note})
 			s.note = ""
 		}
 	}
 	for running := 0; ; {
 		for failure == nil && ctx.Err() == nil && !s.stopped && len(todo) > 0 && len(idle) > 0 && s.ready(todo[0]) {
-			g := idle[0]
+			i := s.groupFor(todo[0], idle)
+			if i < 0 {
+				break // its group is busy
+			}
+			g := idle[i]
 			t, err := s.begin(todo[0], g)
 			if err != nil {
 				fail(err)
@@ -591,7 +618,7 @@ func (s *session) search(parent context.Context, todo []int) error {
 				end(t)
 				continue
 			}
-			idle = idle[1:]
+			idle = slices.Delete(idle, i, i+1)
 			running++
 			w := s.work()
 			go func() {
@@ -611,6 +638,17 @@ func (s *session) search(parent context.Context, todo []int) error {
 		return failure
 	}
 	return parent.Err()
+}
+
+// groupFor returns the index in idle of the group trial n runs on, -1
+// while that group is busy: NCCL's defaults' trial n runs on group n (mod
+// the groups), so that each group measures its own baseline, also where a
+// resume runs one of them again; any other trial runs on the first idle.
+func (s *session) groupFor(n int, idle []*group) int {
+	if n >= s.Space.DefaultsTrials() {
+		return 0
+	}
+	return slices.IndexFunc(idle, func(g *group) bool { return g.index == n%len(s.groups) })
 }
 
 // ready reports whether trial n can be proposed: every trial it is
@@ -701,6 +739,9 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return err
 	}
 	s.untold[t.Number] = *t
+	if err := s.brokenGroup(ctx); err != nil {
+		return err
+	}
 	if other != "" {
 		return fmt.Errorf("%w: trial %d %s; resume where the campaign ran, or tune this cluster as a new campaign (another campaign.name)", ErrOtherHardware, t.Number, other)
 	}
@@ -721,6 +762,41 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		}
 	}
 	return failingThroughout(append(others, s.trials...), *t)
+}
+
+// brokenGroup stops the campaign (ErrNodeFailed) where NCCL's defaults
+// failed on one group and completed on another: the group is broken (a
+// node's GPU or link), and whatever it runs fails. The failure is recorded
+// as the node's, not held against NCCL's defaults, and runs again on resume.
+func (s *session) brokenGroup(ctx context.Context) error {
+	sp := s.Space
+	var done []int // groups NCCL's defaults completed on
+	var failed []store.Trial
+	for _, u := range s.untold {
+		if u.Number >= sp.DefaultsTrials() || !sp.IsDefaults(u.Params) {
+			continue
+		}
+		switch u.State {
+		case store.Complete:
+			done = append(done, u.Group)
+		case store.Failed:
+			failed = append(failed, u)
+		}
+	}
+	for _, f := range failed {
+		if len(done) == 0 || slices.Contains(done, f.Group) {
+			continue // failing everywhere, or now and then: not the group's doing
+		}
+		f.State, f.FailureKind = store.Interrupted, string(runner.FailNode)
+		f.FailureReason = fmt.Sprintf("group %d (%s) failed NCCL's defaults, which completed on group %d: a node of it is broken (%s)",
+			f.Group, strings.Join(f.Nodes, ","), slices.Min(done), f.FailureReason)
+		if err := s.Store.FinishTrial(context.WithoutCancel(ctx), &f); err != nil {
+			return err
+		}
+		s.untold[f.Number] = f
+		return fmt.Errorf("%w: trial %d: %s; it runs again on resume", ErrNodeFailed, f.Number, f.FailureReason)
+	}
+	return nil
 }
 
 // ErrOtherHardware stops a campaign whose trial ran on another NCCL, GPU
@@ -827,6 +903,23 @@ func (s *session) readsPerCollective(t store.Trial) error {
 // searchedTrials counts the search's finished trials, told or not.
 func (s *session) searchedTrials() int {
 	return searchDone(s.trials) + searchDone(slices.Collect(maps.Values(s.untold)))
+}
+
+// bestSoFar is the best score per range of every trial finished so far:
+// the told trials' (best), and those finished since, on any group.
+func (s *session) bestSoFar() []float64 {
+	best := slices.Clone(s.best)
+	for _, t := range s.untold {
+		if t.State != store.Complete {
+			continue
+		}
+		for i, v := range scoreList(s.Space, t) {
+			if v > best[i] {
+				best[i] = v
+			}
+		}
+	}
+	return best
 }
 
 // tell tells the sampler, in order, every trial numbered below n that is
