@@ -62,10 +62,9 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 	switch format {
 	case "env":
 		b.WriteString(comment(append(head, "use: . ./"+base+".env"), "# "))
-		if err := writeLines(&b, env, ExportLine); err != nil {
+		if err := writeSourced(&b, sp, env); err != nil {
 			return file{}, err
 		}
-		b.WriteString(sourcedUnset(sp, env))
 		return file{base + ".env", b.String(), 0o644}, nil
 	case "dotenv":
 		b.WriteString(comment(append(head, "use: docker run --env-file "+base+".dotenv ..., or set -a; . ./"+base+".dotenv; set +a"), "# "))
@@ -125,13 +124,15 @@ func leftToNCCL(sp *space.Space, env []string) []string {
 	set := space.EnvMap(env)
 	var names []string
 	for _, p := range sp.Params {
+		// One collective's part names its variable, as others do; a DDP
+		// knob names none.
 		name := p.Variable()
-		if _, ok := set[name]; !ok && envName.MatchString(name) && !slices.Contains(names, name) { // a DDP knob is no variable
+		if _, ok := set[name]; !ok && envName.MatchString(name) {
 			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
 }
 
 // unsetLine unsets leftToNCCL in a POSIX shell script; "" where there are none.
@@ -155,14 +156,17 @@ const (
 	fishUnset  = hasUnset + " || set -eg "
 )
 
-// sourcedUnset unsets leftToNCCL in a file that is sourced; "" where there are none.
-func sourcedUnset(sp *space.Space, env []string) string {
-	names := strings.Join(leftToNCCL(sp, env), " ")
-	if names == "" {
-		return ""
+// writeSourced writes the body of a file in the env format, which a job's
+// shell sources: env's exports, then the unsetting of leftToNCCL.
+func writeSourced(b *strings.Builder, sp *space.Space, env []string) error {
+	if err := writeLines(b, env, ExportLine); err != nil {
+		return err
 	}
-	return comment([]string{"searched, and left to NCCL as measured: unset in the job's shell"}, "# ") +
-		posixUnset + names + "\n" + fishUnset + names + " || true\n"
+	if names := strings.Join(leftToNCCL(sp, env), " "); names != "" {
+		b.WriteString(comment([]string{"searched, and left to NCCL as measured: unset in the job's shell"}, "# ") +
+			posixUnset + names + "\n" + fishUnset + names + " || true\n")
+	}
+	return nil
 }
 
 // dotenvLine renders one variable bare, as a dotenv file sets it.

@@ -259,7 +259,7 @@ func TestHeaderIsReadableByEveryEnvFileReader(t *testing.T) {
 }
 
 // TestReadEnvFileUnsetsAsShellsDo: the env format unsets what a choice
-// leaves to NCCL (sourcedUnset), and a user's own file may unset too. An
+// leaves to NCCL (writeSourced), and a user's own file may unset too. An
 // unset line ReadEnvFile takes must leave, in every POSIX-syntax shell of
 // sourcingShells, what it reads; one they read otherwise (a CRLF line end,
 // a no-break space: a name no shell unsets) is refused.

@@ -87,10 +87,9 @@ func (e Export) jobFile(name string) (file, error) {
 	}
 	var b strings.Builder
 	b.WriteString(comment(append(head, "use: . ./"+name), "# "))
-	if err := writeLines(&b, env, ExportLine); err != nil {
+	if err := writeSourced(&b, sp, env); err != nil {
 		return file{}, err
 	}
-	b.WriteString(sourcedUnset(sp, env))
 	return file{name, b.String(), 0o644}, nil
 }
 

@@ -755,9 +755,8 @@ func (e Export) jobEnvFile(name, what string, env []string, plugin ...[2]string)
 	for _, kv := range plugin {
 		env = append(env, kv[0]+"="+kv[1])
 	}
-	if err := writeLines(&b, env, ExportLine); err != nil {
+	if err := writeSourced(&b, e.Space, env); err != nil {
 		return file{}, err
 	}
-	b.WriteString(sourcedUnset(e.Space, env))
 	return file{name, b.String(), 0o644}, nil
 }
