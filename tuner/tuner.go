@@ -910,16 +910,21 @@ func (s *session) searchedTrials() int {
 func (s *session) bestSoFar() []float64 {
 	best := slices.Clone(s.best)
 	for _, t := range s.untold {
-		if t.State != store.Complete {
-			continue
-		}
-		for i, v := range scoreList(s.Space, t) {
-			if v > best[i] {
-				best[i] = v
-			}
+		if t.State == store.Complete {
+			raise(best, scoreList(s.Space, t))
 		}
 	}
 	return best
+}
+
+// raise raises each range's best to a completed trial's score there; a
+// range the trial did not measure (NaN: settled, out of its sweep) keeps its best.
+func raise(best, scores []float64) {
+	for i, v := range scores {
+		if v > best[i] {
+			best[i] = v
+		}
+	}
 }
 
 // tell tells the sampler, in order, every trial numbered below n that is
@@ -940,16 +945,11 @@ func (s *session) tell(n int) error {
 }
 
 // learn tells the sampler a finished trial and raises the ranges' best
-// scores; a range the trial did not measure (NaN: settled, out of its
-// sweep) leaves its best as it was.
+// scores (raise).
 func (s *session) learn(t store.Trial) error {
 	scores := scoreList(s.Space, t)
 	if t.State == store.Complete {
-		for i, v := range scores {
-			if v > s.best[i] {
-				s.best[i] = v
-			}
-		}
+		raise(s.best, scores)
 	}
 	return s.sampler.Tell(space.Assignment(t.Params), scores)
 }
