@@ -593,3 +593,59 @@ max = 32
 		t.Errorf("small messages' baseline %.4g with the warm-up launch, %.4g without: the cold run still counts", baseline[true], baseline[false])
 	}
 }
+
+// TestSimplificationStaysWithinConditions: leaving out a setting leaves out
+// the settings whose conditions it held, as a trial of the space would
+// (space.Complete), so that no variant run, nor exported, sets a variable
+// the space switches off. Before, dropping NCCL_PROTO=Simple (a choice
+// without "default") kept NCCL_NTHREADS, which is searched only under it.
+func TestSimplificationStaysWithinConditions(t *testing.T) {
+	sp := mustParse(t, "test.toml", `
+[campaign]
+name = "conditions"
+trials = 4
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_PROTO"
+values = ["LL", "Simple"]
+[[param]]
+name = "NCCL_NTHREADS"
+values = ["256", "512"]
+when = { NCCL_PROTO = ["Simple"] }
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["default", "1M"]
+`)
+	trial := func(n int, a space.Assignment, score float64) store.Trial {
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = score
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+	}
+	trials := []store.Trial{
+		trial(0, space.Assignment{}, 10),
+		trial(1, space.Assignment{}, 10),
+		trial(2, space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NTHREADS": "512", "NCCL_BUFFSIZE": "1M"}, 20),
+	}
+	var ran []space.Assignment
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		ran = append(ran, a)
+		return trial(len(trials)+len(ran), a, 20), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) < 2 {
+		t.Fatalf("the simplification ran %v: nothing left out", ran)
+	}
+	for _, a := range ran {
+		for _, p := range sp.Params {
+			if _, set := a[p.Name]; set && !sp.Active(p, a) {
+				t.Errorf("ran %v: %s is set where its condition does not hold", a, p.Name)
+			}
+		}
+	}
+}

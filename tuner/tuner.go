@@ -1100,6 +1100,13 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 			} else {
 				delete(variant, p.Name)
 			}
+			// What p's value switched on goes with it, as in any trial of the
+			// space; a variant that would switch on a setting offering no
+			// "default" is no simpler, and is not run.
+			variant, unset, _ := sp.Complete(variant)
+			if slices.ContainsFunc(unset, func(name string) bool { return name != p.Name }) {
+				continue
+			}
 			t, tried := measured[sp.Key(variant)]
 			if !tried {
 				var err error
