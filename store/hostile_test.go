@@ -497,3 +497,27 @@ func TestAnotherUsersReaderLeavesNoLog(t *testing.T) {
 		t.Errorf("while the owner writes, a reader sees %d campaigns (%v), want 2", len(cs), err)
 	}
 }
+
+// TestLockRefusedTwice: a LockWriter refused because another process writes
+// is refused again when called again, and the store takes no write. Before,
+// the second call reported the lock held (its file was kept open for
+// SQLite's sake) and the writes then failed as "deleted or replaced".
+func TestLockRefusedTwice(t *testing.T) {
+	_, path := openWriter(t)
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for i := range 2 {
+		if err := other.LockWriter(); !errors.Is(err, ErrLocked) {
+			t.Fatalf("call %d: %v, want ErrLocked", i+1, err)
+		}
+	}
+	if f := other.LockFile(); f != nil {
+		t.Errorf("LockFile gave %s without the lock", f.Name())
+	}
+	if _, err := other.MarkInterrupted(1); err == nil || errors.Is(err, ErrReplaced) {
+		t.Errorf("a write without the lock: %v, want the lock asked for", err)
+	}
+}

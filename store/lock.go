@@ -22,17 +22,24 @@ var ErrReplaced = errors.New("the store's file was deleted or replaced while the
 // flocks do not touch.) Readers (status, export, show) take no lock and are
 // never blocked.
 func (s *Store) LockWriter() error {
-	if s.lock != nil {
-		return nil
+	if s.identity != nil {
+		return nil // held
 	}
 	if s.readOnly {
 		return fmt.Errorf("store %s: opened read-only", s.path)
 	}
-	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("store %s: lock: %w", s.path, err)
+	// Kept open until Close, the lock taken or not: closing any descriptor
+	// of the file would drop SQLite's locks. A call after a refusal tries
+	// again on it.
+	if s.lock == nil {
+		f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("store %s: lock: %w", s.path, err)
+		}
+		s.lock = f
 	}
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	f := s.lock
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	// A writer killed mid-trial leaves its trial's supervisor holding the
 	// lock (runner.WithHeld) until the trial's last process is gone, a grace
 	// period at most: wait for that rather than overlap the old trial.
@@ -41,18 +48,16 @@ func (s *Store) LockWriter() error {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	}
 	if err != nil {
-		// Kept open until Close all the same: closing it would drop SQLite's locks.
-		s.lock = f
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return fmt.Errorf("%w (%s%s)", ErrLocked, s.path, s.holder())
 		}
 		return fmt.Errorf("store %s: lock: %w", s.path, err)
 	}
-	if s.identity, err = f.Stat(); err != nil {
-		f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return fmt.Errorf("store %s: lock: %w", s.path, err)
 	}
-	s.lock = f
+	s.identity = fi
 	host, _ := os.Hostname()
 	if _, err := s.db.Exec(`INSERT OR REPLACE INTO writer(id, pid, host, since) VALUES (1, ?, ?, ?)`,
 		os.Getpid(), host, time.Now().UTC().Format(time.RFC3339)); err != nil {
@@ -103,7 +108,7 @@ func (s *Store) holder() string {
 // the file at the store's path is still the one it locked: a store deleted or
 // replaced mid-campaign would take every later trial with it, unnoticed.
 func (s *Store) writable() error {
-	if s.lock == nil {
+	if s.identity == nil {
 		return errors.New("writing needs the writer lock (LockWriter)")
 	}
 	fi, err := os.Stat(s.path)
