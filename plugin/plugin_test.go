@@ -828,14 +828,22 @@ func TestBuild(t *testing.T) {
 // plugin's, and writes nothing there.
 func TestBuildKeepsOthersFiles(t *testing.T) {
 	cc := compiler(t)
-	for _, name := range []string{"Makefile", "src/tuner_abi.h"} {
+	for _, f := range []struct{ name, mine string }{
+		{"Makefile", "# my project\nall:\n\t./train\n"},
+		{"src/tuner_abi.h", "# my project\nall:\n\t./train\n"},
+		// A project's own files may name nccltune, and are no less its own.
+		{"Makefile", "# trains with the NCCL settings nccltune found\ntune:\n\tnccltune run space.toml\n"},
+		{"src/nccltune_tuner.c", "/* my fork of nccltune's plugin */\n"},
+	} {
+		name, mine := f.name, f.mine
 		dir := t.TempDir()
-		mine := "# my project\nall:\n\t./train\n"
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 		os.WriteFile(filepath.Join(dir, name), []byte(mine), 0o644)
 		_, err := Build(dir, cc)
-		if got, _ := os.ReadFile(filepath.Join(dir, name)); err == nil || !strings.Contains(err.Error(), "not the plugin's") || string(got) != mine {
-			t.Errorf("%s: %v; it holds %q", name, err, got)
+		if got, _ := os.ReadFile(filepath.Join(dir, name)); string(got) != mine {
+			t.Errorf("%s of %q: replaced (%v)", name, mine, err)
+		} else if err == nil || !strings.Contains(err.Error(), "not the plugin's") {
+			t.Errorf("%s of %q: %v, want a refusal", name, mine, err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, LibraryName)); err == nil {
 			t.Errorf("%s: built the library beside another's file", name)
