@@ -578,7 +578,7 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 		"the example runs ONE channel wherever no rule matches, and takes the first rule that matches, passing over one whose algorithm and protocol NCCL cannot run there",
 		"so the rules for the communicator measured (its node and rank count) cover every size of the collectives below; then rules for every other communicator (-1: a tensor-parallel or DDP subgroup, another node count) give NCCL's own choice as measured, then ring with that protocol, then ring/simple, all with channels 0",
 		"channels 0: NCCL's own count (the example hands 0 to NCCL, which keeps its own); the example's -1, documented as NCCL's default, runs one channel",
-		"other collectives (sendrecv, alltoall) match no rule: the example runs them on one channel"),
+		"NCCL asks no tuner plugin about sendrecv and alltoall, which it runs as sends and receives: they run as NCCL decides"),
 		verdicts...), "# "))
 	b.WriteString(comment([]string{"colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"}, "# "))
 	write := func(rules []rule, nodes, ranks int) {

@@ -929,3 +929,23 @@ func treeWon(t *testing.T, fixed string, params []string, tuned decider) Export 
 		Job: results.JobOf(sp, trials, nil), Decisions: map[string][]nccllog.Decision{sp.Key(tree): ds},
 		Fingerprint: runner.Fingerprint{NCCL: "2.28.3", Nodes: 2, GPUsPerNode: 8, Ranks: 16}, Now: time.Now()}
 }
+
+// TestTunerCSVTellsWhatNCCLAsks: NCCL asks a tuner plugin about collectives
+// only (ncclGetAlgoInfo); sendrecv and alltoall run as sends and receives,
+// which no plugin steers, so the example cannot run them on one channel,
+// and the file must not say it does.
+func TestTunerCSVTellsWhatNCCLAsks(t *testing.T) {
+	ex := sweepCampaign(t, [][2]string{{"8", "1G"}}, decide("RING", "SIMPLE", 8), decide("RING", "LL", 8))
+	dir := t.TempDir()
+	if _, err := ex.Write("tuner-csv", dir); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "nccl_tuner.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := strings.Join(strings.Fields(string(data)), " ")
+	if strings.Contains(head, "runs them on one channel") || !strings.Contains(head, "NCCL asks no tuner plugin about sendrecv and alltoall") {
+		t.Errorf("the header misstates what NCCL asks the example about:\n%s", data)
+	}
+}

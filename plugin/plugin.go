@@ -69,7 +69,11 @@ func Build(dir, cc string) (string, error) {
 	// --out defaults to ".", where a project's own Makefile may be: every
 	// file is checked before any is written.
 	err := fs.WalkDir(sources, ".", func(name string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && !ours(filepath.Join(dir, name)) {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		src, err := sources.ReadFile(name)
+		if err == nil && !ours(filepath.Join(dir, name), src) {
 			err = fmt.Errorf("%s is not the plugin's: build in a folder of its own (--out DIR)", filepath.Join(dir, name))
 		}
 		return err
@@ -116,16 +120,22 @@ func Build(dir, cc string) (string, error) {
 	return lib, nil
 }
 
-// ours reports whether path is free for the plugin's file of that name:
-// nothing is there, or a file an earlier Build wrote, which names nccltune
-// at its top.
-func ours(path string) bool {
+// ours reports whether path is free for the plugin's file src: nothing is
+// there, or a file an earlier Build wrote, which starts as src does up to
+// the end of src's first line that names nccltune (every version's heading
+// line). Naming nccltune is not enough: a project's own Makefile may.
+func ours(path string, src []byte) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist)
 	}
 	defer f.Close()
-	head := make([]byte, 256)
+	i := bytes.Index(src, []byte("nccltune"))
+	if i < 0 {
+		return false
+	}
+	end := i + bytes.IndexByte(src[i:], '\n') + 1 // src's lines end in '\n'
+	head := make([]byte, end)
 	n, _ := io.ReadFull(f, head)
-	return bytes.Contains(head[:n], []byte("nccltune"))
+	return bytes.Equal(head[:n], src[:end])
 }

@@ -711,17 +711,22 @@ func TestUnreadable(t *testing.T) {
 	if err := os.WriteFile(large, []byte(rules(strings.Repeat("# padding\n", 1<<17))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct{ name, path, reason string }{
-		{"missing", filepath.Join(dir, "missing"), "No such file or directory"},
-		{"directory", dir, "not a regular file"},
-		{"FIFO", fifo, "not a regular file"},
-		{"device", os.DevNull, "not a regular file"},
-		{"larger than 1 MiB", large, "larger than 1048576 bytes"},
+	cannot := func(path, reason string) string {
+		return fmt.Sprintf("nccltune: cannot read rules file %s: %s", path, reason)
+	}
+	cases := []struct{ name, path, want string }{
+		{"missing", filepath.Join(dir, "missing"), cannot(filepath.Join(dir, "missing"), "No such file or directory")},
+		{"directory", dir, cannot(dir, "Is a directory")},
+		{"FIFO", fifo, cannot(fifo, "not a regular file")},
+		{"larger than 1 MiB", large, cannot(large, "larger than 1048576 bytes")},
+		// A device is read as a file is, and never for long.
+		{"empty device", os.DevNull, "nccltune: " + os.DevNull + ":1: end of file before"},
+		{"endless device", "/dev/zero", cannot("/dev/zero", "larger than 1048576 bytes")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			checkRefused(t, asan, tc.path, fmt.Sprintf("nccltune: cannot read rules file %s: %s", tc.path, tc.reason))
+			checkRefused(t, asan, tc.path, tc.want)
 		})
 	}
 	// Just under the limit is fine, however long its lines.
@@ -823,19 +828,55 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestLoadsOnOlderGlibc: the library is often built on one system (a login
+// node, the newest image) and loaded on another (a job's container); a
+// symbol of a newer glibc than the job's makes NCCL fail to load it, which
+// NCCL logs at INFO only, and the job runs untuned. The plugin uses nothing
+// newer than glibc 2.17 (CentOS 7, the oldest NCCL's builds support).
+func TestLoadsOnOlderGlibc(t *testing.T) {
+	lib, err := Build(t.TempDir(), compiler(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.ImportedSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		v, _ := strings.CutPrefix(s.Version, "GLIBC_2.")
+		minor, _, _ := strings.Cut(v, ".")
+		if n, err := strconv.Atoi(minor); err == nil && n > 17 {
+			t.Errorf("%s needs %s@%s: a job whose glibc is older cannot load it", lib, s.Name, s.Version)
+		}
+	}
+}
+
 // TestBuildKeepsOthersFiles: --out defaults to ".", where a project's own
 // Makefile may be; Build refuses to replace a file that is not the
 // plugin's, and writes nothing there.
 func TestBuildKeepsOthersFiles(t *testing.T) {
 	cc := compiler(t)
-	for _, name := range []string{"Makefile", "src/tuner_abi.h"} {
+	for _, f := range []struct{ name, mine string }{
+		{"Makefile", "# my project\nall:\n\t./train\n"},
+		{"src/tuner_abi.h", "# my project\nall:\n\t./train\n"},
+		// A project's own files may name nccltune, and are no less its own.
+		{"Makefile", "# trains with the NCCL settings nccltune found\ntune:\n\tnccltune run space.toml\n"},
+		{"src/nccltune_tuner.c", "/* my fork of nccltune's plugin */\n"},
+	} {
+		name, mine := f.name, f.mine
 		dir := t.TempDir()
-		mine := "# my project\nall:\n\t./train\n"
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 		os.WriteFile(filepath.Join(dir, name), []byte(mine), 0o644)
 		_, err := Build(dir, cc)
-		if got, _ := os.ReadFile(filepath.Join(dir, name)); err == nil || !strings.Contains(err.Error(), "not the plugin's") || string(got) != mine {
-			t.Errorf("%s: %v; it holds %q", name, err, got)
+		if got, _ := os.ReadFile(filepath.Join(dir, name)); string(got) != mine {
+			t.Errorf("%s of %q: replaced (%v)", name, mine, err)
+		} else if err == nil || !strings.Contains(err.Error(), "not the plugin's") {
+			t.Errorf("%s of %q: %v, want a refusal", name, mine, err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, LibraryName)); err == nil {
 			t.Errorf("%s: built the library beside another's file", name)

@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tuner_abi.h"
@@ -349,14 +348,20 @@ fail:
   return false;
 }
 
-/* Reads a regular file of at most MAX_FILE_BYTES, NUL-terminated. */
+/*
+ * Reads a file of at most MAX_FILE_BYTES, NUL-terminated. A pipe, socket or
+ * terminal is refused where it cannot seek, a directory where it cannot be
+ * read; a device is read like a file, its first MAX_FILE_BYTES + 1 bytes at
+ * most. Not fstat: built against glibc 2.33 or later the library would need
+ * fstat@GLIBC_2.33, and a job on an older glibc could not load it.
+ */
 static char* readFile(struct parser* p, size_t* len) {
-  struct stat st;
   char* buf = NULL;
   /* O_NONBLOCK: opening a FIFO must not hang the job; it is refused below. */
   int fd = open(p->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0 || fstat(fd, &st) != 0) goto fail_errno;
-  if (!S_ISREG(st.st_mode)) {
+  if (fd < 0) goto fail_errno;
+  if (lseek(fd, 0, SEEK_CUR) < 0) {
+    if (errno != ESPIPE) goto fail_errno;
     fail(p, "not a regular file");
     goto fail;
   }
