@@ -108,6 +108,11 @@ var (
 	tagRE = regexp.MustCompile(`^(` + MPIRunTime + `?(?:\[\d+,\d+\])?<std(out|err)>:|\d+: )`)
 	// rankRE matches the header's device lines, one per rank.
 	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
+	// pidRE finds a device line's process: "Pid 41234 on node-7".
+	pidRE = regexp.MustCompile(`^#.*\bPid\s+(\d+)\s+on\s+(\S+)`)
+	// recordRE is a record of NCCL's log after its host: ":41234:41234 [0]
+	// NCCL INFO ", the pid captured.
+	recordRE = regexp.MustCompile(`:(\d+):\d+ \[\d+\] NCCL (?:INFO|TRACE) `)
 )
 
 // MPIRunTime is the time that Open MPI's mpirun --timestamp-output puts
@@ -136,11 +141,12 @@ func Parse(r io.Reader) (*Report, error) {
 	// in e-notation, not an old-style error.
 	countsWrong := false
 	var formatErr error
+	rows := splicer{hosts: map[string][]string{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	sc.Split(text.Lines(64 << 10)) // an over-long line is passed over, not the end of the table
 	for sc.Scan() {
-		line := strings.TrimSpace(tagRE.ReplaceAllString(sc.Text(), ""))
+		line := rows.splice(strings.TrimSpace(tagRE.ReplaceAllString(sc.Text(), "")))
 		if m := versionRE.FindStringSubmatch(line); m != nil && rep.Version == "" {
 			rep.Version = m[1]
 		}
@@ -192,6 +198,87 @@ func Parse(r io.Reader) (*Report, error) {
 		return rep, ErrNoResults
 	}
 	return rep, nil
+}
+
+// splicer puts together the rows that NCCL's log breaks. NCCL logs to the
+// stdout nccl-tests prints to, through the same buffer, and an INFO or
+// TRACE record has no newline before it: one logged while a row is printed
+// (with NCCL_DEBUG_SUBSYS=TUNING rank 0 logs every launch) follows the
+// row's start on its line, and the row goes on after the record's newline.
+// A record begins with its process's host and pid, which the "# Rank"
+// lines name, as do the records that begin a line: text before a known
+// host's record is a part of a row.
+type splicer struct {
+	hosts map[string][]string // pid -> hosts
+	part  string              // the row's parts so far
+}
+
+const (
+	maxPart      = 1 << 10 // a row is some 120 bytes
+	maxPidsHosts = 16      // hosts kept per pid, each tried on each record
+	rowChars     = " \t.+-/_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+
+// splice returns line, after the row's parts that records broke off
+// before it; of a line where a record follows a row's part, the record.
+func (s *splicer) splice(line string) string {
+	if s.learn(line) {
+		return line
+	}
+	if i := s.cut(line); i > 0 {
+		if strings.Trim(line[:i], rowChars) != "" {
+			return line // not a row's: the time NCCL_DEBUG_TIMESTAMP_LEVELS puts before a record
+		}
+		s.part += line[:i] + " "
+		if len(s.part) > maxPart {
+			s.part = ""
+		}
+		return line[i:]
+	}
+	if s.part == "" || strings.HasPrefix(line, "#") {
+		s.part = ""
+		return line
+	}
+	line, s.part = s.part+line, ""
+	return line
+}
+
+// learn notes the host and pid of a "# Rank" line, or of a record that
+// begins line, and reports whether line is such a record.
+func (s *splicer) learn(line string) bool {
+	if m := pidRE.FindStringSubmatch(line); m != nil {
+		s.add(m[1], m[2])
+		return false
+	}
+	loc := recordRE.FindStringSubmatchIndex(line)
+	if loc == nil || loc[0] == 0 || strings.ContainsAny(line[:loc[0]], " \t") {
+		return false
+	}
+	s.add(line[loc[2]:loc[3]], line[:loc[0]])
+	return true
+}
+
+// add notes that the process pid of host logs.
+func (s *splicer) add(pid, host string) {
+	if hosts := s.hosts[pid]; len(hosts) < maxPidsHosts && !slices.Contains(hosts, host) {
+		s.hosts[pid] = append(hosts, host)
+	}
+}
+
+// cut is where a known process's record begins in line after other text, 0 if nowhere.
+func (s *splicer) cut(line string) int {
+	for _, loc := range recordRE.FindAllStringSubmatchIndex(line, -1) {
+		cut := 0
+		for _, host := range s.hosts[line[loc[2]:loc[3]]] {
+			if i := loc[0] - len(host); i > 0 && line[i:loc[0]] == host && (cut == 0 || i < cut) {
+				cut = i
+			}
+		}
+		if cut > 0 {
+			return cut
+		}
+	}
+	return 0
 }
 
 // checkHeader refuses the table's column header ("# size count type ...")
