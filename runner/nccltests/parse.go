@@ -110,9 +110,10 @@ var (
 	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
 	// pidRE finds a device line's process: "Pid 41234 on node-7".
 	pidRE = regexp.MustCompile(`^#.*\bPid\s+(\d+)\s+on\s+(\S+)`)
-	// recordRE is a record of NCCL's log after its host: ":41234:41234 [0]
-	// NCCL INFO ", the pid captured.
-	recordRE = regexp.MustCompile(`:(\d+):\d+ \[\d+\] NCCL (?:INFO|TRACE) `)
+	// recordRE is a record of NCCL's log after its host, the pid captured:
+	// ":41234:41234 [0] NCCL INFO ", ":41234:41290 [0] ib_plugin.cc:452
+	// (ncclIbAsyncThreadMain) NCCL WARN ", ":41234:41234 [0] 12.5 f:80 NCCL TRACE ".
+	recordRE = regexp.MustCompile(`:(\d+):\d+ \[\d+\] (?:\S+ ){0,2}?NCCL (?:INFO|WARN|TRACE) `)
 )
 
 // MPIRunTime is the time that Open MPI's mpirun --timestamp-output puts
@@ -201,61 +202,75 @@ func Parse(r io.Reader) (*Report, error) {
 }
 
 // splicer puts together the rows that NCCL's log breaks. NCCL logs to the
-// stdout nccl-tests prints to, through the same buffer, and an INFO or
-// TRACE record has no newline before it: one logged while a row is printed
-// (with NCCL_DEBUG_SUBSYS=TUNING rank 0 logs every launch) follows the
-// row's start on its line, and the row goes on after the record's newline.
-// A record begins with its process's host and pid, which the "# Rank"
-// lines name, as do the records that begin a line: text before a known
-// host's record is a part of a row.
+// stdout nccl-tests prints to, through the same buffer: a record logged
+// while a row is printed (with NCCL_DEBUG_SUBSYS=TUNING rank 0 logs every
+// launch) comes between the row's parts, an INFO or TRACE record on the
+// line of the part before it, a WARN record (which begins with a newline)
+// on a line of its own, and the row goes on after the record's newline. A
+// record begins with its process's host and pid, which the "# Rank" lines
+// name, as do the records that begin a line: a row's start before a known
+// host's record, or on the line before it, is a part of a row.
 type splicer struct {
-	hosts map[string][]string // pid -> hosts
-	part  string              // the row's parts so far
+	hosts  map[string][]string // pid -> hosts
+	part   string              // the row's parts so far
+	broken bool                // a record followed them
 }
 
 const (
 	maxPart      = 1 << 10 // a row is some 120 bytes
 	maxPidsHosts = 16      // hosts kept per pid, each tried on each record
-	rowChars     = " \t.+-/_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 )
 
 // splice returns line, after the row's parts that records broke off
 // before it; of a line where a record follows a row's part, the record.
 func (s *splicer) splice(line string) string {
-	if s.learn(line) {
+	s.learn(line)
+	if i, ok := s.record(line); ok {
+		base := s.part
+		if !s.broken {
+			base = "" // a row's start that ended its line goes on after a record, not before one
+		}
+		if part := base + line[:i]; i > 0 && rowStart(part) {
+			s.part, line = part+" ", line[i:]
+		}
+		s.broken = s.part != ""
 		return line
 	}
-	if i := s.cut(line); i > 0 {
-		if strings.Trim(line[:i], rowChars) != "" {
-			return line // not a row's: the time NCCL_DEBUG_TIMESTAMP_LEVELS puts before a record
-		}
-		s.part += line[:i] + " "
-		if len(s.part) > maxPart {
-			s.part = ""
-		}
-		return line[i:]
+	if s.broken && !strings.HasPrefix(line, "#") {
+		line = s.part + line
 	}
-	if s.part == "" || strings.HasPrefix(line, "#") {
-		s.part = ""
-		return line
+	s.part, s.broken = "", false
+	if rowStart(line) {
+		s.part = line + " "
 	}
-	line, s.part = s.part+line, ""
 	return line
 }
 
+// rowStart reports whether text is a row's start: the size, the count,
+// the type and fewer fields than a row, all of a row's characters (not the
+// time before a record).
+func rowStart(text string) bool {
+	if len(text) > maxPart || strings.ContainsAny(text, "[]:") {
+		return false
+	}
+	f := strings.Fields(text)
+	if len(f) < 3 || len(f) >= 13 {
+		return false
+	}
+	_, err1 := count(f[0])
+	_, err2 := count(f[1])
+	_, _, row := parseRow(f)
+	return err1 == nil && err2 == nil && isWord(f[2]) && !row
+}
+
 // learn notes the host and pid of a "# Rank" line, or of a record that
-// begins line, and reports whether line is such a record.
-func (s *splicer) learn(line string) bool {
+// begins line.
+func (s *splicer) learn(line string) {
 	if m := pidRE.FindStringSubmatch(line); m != nil {
 		s.add(m[1], m[2])
-		return false
+	} else if loc := recordRE.FindStringSubmatchIndex(line); loc != nil && loc[0] > 0 && !strings.ContainsAny(line[:loc[0]], " \t") {
+		s.add(line[loc[2]:loc[3]], line[:loc[0]])
 	}
-	loc := recordRE.FindStringSubmatchIndex(line)
-	if loc == nil || loc[0] == 0 || strings.ContainsAny(line[:loc[0]], " \t") {
-		return false
-	}
-	s.add(line[loc[2]:loc[3]], line[:loc[0]])
-	return true
 }
 
 // add notes that the process pid of host logs.
@@ -265,20 +280,20 @@ func (s *splicer) add(pid, host string) {
 	}
 }
 
-// cut is where a known process's record begins in line after other text, 0 if nowhere.
-func (s *splicer) cut(line string) int {
+// record is where in line a known process's record begins (its host).
+func (s *splicer) record(line string) (int, bool) {
 	for _, loc := range recordRE.FindAllStringSubmatchIndex(line, -1) {
-		cut := 0
+		at := -1
 		for _, host := range s.hosts[line[loc[2]:loc[3]]] {
-			if i := loc[0] - len(host); i > 0 && line[i:loc[0]] == host && (cut == 0 || i < cut) {
-				cut = i
+			if i := loc[0] - len(host); i >= 0 && line[i:loc[0]] == host && (at < 0 || i < at) {
+				at = i
 			}
 		}
-		if cut > 0 {
-			return cut
+		if at >= 0 {
+			return at, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // checkHeader refuses the table's column header ("# size count type ...")

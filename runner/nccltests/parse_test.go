@@ -323,3 +323,29 @@ func TestParseRowsNCCLLogsInto(t *testing.T) {
 		}
 	}
 }
+
+// A WARN record begins with a newline of its own, and the time by default
+// (NCCL_DEBUG_TIMESTAMP_LEVELS): one logged as a row is printed (a proxy
+// thread's "Got async event") leaves the row's start on a line alone.
+func TestParseRowsNCCLWarnsInto(t *testing.T) {
+	info := "node-7:41234:41234 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n"
+	warn := "[2026-12-06 10:00:00] node-7:41234:41290 [0] ib_plugin.cc:452 (ncclIbAsyncThreadMain) NCCL WARN NET/IB : Got async event : GID table change\n"
+	in := header +
+		"#  Rank  0 Group  0 Pid  41234 on node-7 device  0 [0000:18:00] NVIDIA H200\n" +
+		"     1048576        262144     float     sum      -1\n" + warn +
+		"   12.34   84.97   84.97       0\n" + warn +
+		"   12.10   86.66   86.66       0\n" +
+		// A row's start that no record follows is no part of the next row.
+		"     1048576        262144     float     sum      -1\n" +
+		"     1048576        262144     float     sum      -1\n     4096  1024  float  sum  -1" + info + "   1.00  4.10  4.10  0   1.00  4.10  4.10  0\n" +
+		"     2097152        524288     float     sum      -1    20.00  104.86  104.86       0    20.00  104.86  104.86       0\n"
+	rep, err := Parse(strings.NewReader(in))
+	if err != nil || len(rep.Rows) != 3 {
+		t.Fatalf("%d rows, %v", len(rep.Rows), err)
+	}
+	want := Row{Size: 1048576, Count: 262144, Type: "float", Redop: "sum", Root: -1,
+		OutOfPlace: Measure{12.34, 84.97, 84.97, 0}, InPlace: Measure{12.10, 86.66, 86.66, 0}}
+	if rep.Rows[0] != want || rep.Rows[1].Size != 4096 || rep.Rows[2].Size != 2097152 || len(rep.Failures) != 2 {
+		t.Errorf("rows = %+v, failures %q", rep.Rows, rep.Failures)
+	}
+}
