@@ -82,6 +82,11 @@ type Report struct {
 	// NCCL's WARN lines are not among them: NCCL warns of much that does
 	// no harm.
 	Aborted string
+	// Ignored is the first line where nccl-tests says it ran on without an
+	// option's value ("invalid type bf16, defaulting to float ..", "Option
+	// -G (CUDA graph) not supported ... Ignoring"): what it measured is not
+	// what its arguments ask. "" if none.
+	Ignored string
 }
 
 // Device is one rank's GPU, from the header.
@@ -101,6 +106,7 @@ var (
 	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
 	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs`)
+	ignoredRE  = regexp.MustCompile(`^invalid (type|op) .*, defaulting to|^Option -\S+ .*\b(Ignoring|Defaulting to)\b`)
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:"), its --timestamp-output's time before the stream,
 	// with or without the tag ("Sun Dec  6 14:45:56 2026<stdout>:", as
@@ -154,6 +160,9 @@ func Parse(r io.Reader) (*Report, error) {
 		}
 		if abortRE.MatchString(line) && rep.Aborted == "" {
 			rep.Aborted = line
+		}
+		if ignoredRE.MatchString(line) && rep.Ignored == "" {
+			rep.Ignored = line
 		}
 		if failureRE.MatchString(line) {
 			if len(rep.Failures) < maxFailure {
