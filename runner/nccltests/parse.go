@@ -234,8 +234,17 @@ const (
 // splice returns line, after the row's parts that records broke off
 // before it; of a line where a record follows a row's part, the record.
 func (s *splicer) splice(line string) string {
-	s.learn(line)
-	if i, ok := s.record(line); ok {
+	var records [][]int
+	switch {
+	case !strings.Contains(line, " NCCL "): // no record: no regexp's run
+	case s.begins(line): // most of NCCL's lines, each a record of its own
+		s.broken = s.part != ""
+		return line
+	default:
+		records = recordRE.FindAllStringSubmatchIndex(line, -1)
+	}
+	s.learn(line, records)
+	if i, ok := s.record(line, records); ok {
 		base := s.part
 		if !s.broken {
 			base = "" // a row's start that ended its line goes on after a record, not before one
@@ -260,7 +269,7 @@ func (s *splicer) splice(line string) string {
 // the type and fewer fields than a row, all of a row's characters (not the
 // time before a record).
 func rowStart(text string) bool {
-	if len(text) > maxPart || strings.ContainsAny(text, "[]:") {
+	if text == "" || text[0] < '0' || text[0] > '9' || len(text) > maxPart || strings.ContainsAny(text, "[]:") {
 		return false
 	}
 	f := strings.Fields(text)
@@ -274,13 +283,22 @@ func rowStart(text string) bool {
 }
 
 // learn notes the host and pid of a "# Rank" line, or of a record that
-// begins line.
-func (s *splicer) learn(line string) {
-	if m := pidRE.FindStringSubmatch(line); m != nil {
-		s.add(m[1], m[2])
-	} else if loc := recordRE.FindStringSubmatchIndex(line); loc != nil && loc[0] > 0 && !strings.ContainsAny(line[:loc[0]], " \t") {
-		s.add(line[loc[2]:loc[3]], line[:loc[0]])
+// begins line (records are recordRE's matches in line).
+func (s *splicer) learn(line string, records [][]int) {
+	if strings.HasPrefix(line, "#") {
+		if m := pidRE.FindStringSubmatch(line); m != nil {
+			s.add(m[1], m[2])
+		}
+	} else if len(records) > 0 && records[0][0] > 0 && !strings.ContainsAny(line[:records[0][0]], " \t") {
+		s.add(line[records[0][2]:records[0][3]], line[:records[0][0]])
 	}
+}
+
+// begins reports whether line begins with a known process's "host:pid:".
+func (s *splicer) begins(line string) bool {
+	host, rest, ok1 := strings.Cut(line, ":")
+	pid, _, ok2 := strings.Cut(rest, ":")
+	return ok1 && ok2 && slices.Contains(s.hosts[pid], host)
 }
 
 // add notes that the process pid of host logs.
@@ -290,9 +308,10 @@ func (s *splicer) add(pid, host string) {
 	}
 }
 
-// record is where in line a known process's record begins (its host).
-func (s *splicer) record(line string) (int, bool) {
-	for _, loc := range recordRE.FindAllStringSubmatchIndex(line, -1) {
+// record is where in line a known process's record begins (its host), of
+// records, recordRE's matches in line.
+func (s *splicer) record(line string, records [][]int) (int, bool) {
+	for _, loc := range records {
 		at := -1
 		for _, host := range s.hosts[line[loc[2]:loc[3]]] {
 			if i := loc[0] - len(host); i >= 0 && line[i:loc[0]] == host && (at < 0 || i < at) {
