@@ -34,6 +34,11 @@ var hostileTables = []struct {
 	{"a count that is not the size's", strings.Replace(goodTable, "        1024           256", "        1024           255", 1), FailUnparsable},
 	// nccl-tests -C prints the CPU's time to launch where the time was.
 	{"CPU time in the time column", strings.ReplaceAll(goodTable, "    time", " cputime"), FailUnparsable},
+	// nccl-tests runs on without an option's value it cannot take, measuring another thing than asked.
+	{"a data type nccl-tests does not know", "invalid type bf16, defaulting to float .. \n" + goodTable, FailUnparsable},
+	{"an op nccl-tests does not know", "invalid op avg, defaulting to sum .. \n" + goodTable, FailUnparsable},
+	{"CUDA graphs this build cannot run", "Option -G (CUDA graph) not supported before NCCL 2.9 + CUDA 11.3. Ignoring\n" + goodTable, FailUnparsable},
+	{"registration this NCCL cannot do", "Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration\n" + goodTable, FailUnparsable},
 	{"algbw unrelated to the time", "        1048576        262144     float     sum      -1    10.00    500.00    500.00       0    10.00    500.00    500.00       0\n", FailImplausible},
 }
 

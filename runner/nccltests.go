@@ -166,6 +166,8 @@ func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
 	case rep.Aborted != "":
 		// A wrapper that swallowed the exit status: the line says nccl-tests stopped on an error.
 		return &Failure{FailNCCL, "nccl-tests stopped on an error, though the exit status was 0: " + rep.Aborted}
+	case rep.Ignored != "":
+		return &Failure{FailUnparsable, "nccl-tests did not measure what benchmark.args ask: " + rep.Ignored}
 	}
 	// A clean exit with a full table: NCCL WARN lines alone (often harmless) do not fail it.
 	for _, row := range rep.Rows {

@@ -82,6 +82,11 @@ type Report struct {
 	// NCCL's WARN lines are not among them: NCCL warns of much that does
 	// no harm.
 	Aborted string
+	// Ignored is the first line where nccl-tests says it ran on without an
+	// option's value ("invalid type bf16, defaulting to float ..", "Option
+	// -G (CUDA graph) not supported ... Ignoring"): what it measured is not
+	// what its arguments ask. "" if none.
+	Ignored string
 }
 
 // Device is one rank's GPU, from the header.
@@ -101,13 +106,21 @@ var (
 	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
 	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs`)
+	ignoredRE  = regexp.MustCompile(`^invalid (type|op) .*, defaulting to|^Option -\S+ .*\b(Ignoring|Defaulting to)\b`)
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:"), its --timestamp-output's time before the stream,
 	// with or without the tag ("Sun Dec  6 14:45:56 2026<stdout>:", as
-	// ctime writes it), and srun --label ("0: ").
-	tagRE = regexp.MustCompile(`^(` + MPIRunTime + `?(?:\[\d+,\d+\])?<std(out|err)>:|\d+: )`)
+	// ctime writes it), and srun --label ("0: ", " 0: " of ten tasks or
+	// more, as wide as the largest id; "P1 0: " in a heterogeneous job).
+	tagRE = regexp.MustCompile(`^(` + MPIRunTime + `?(?:\[\d+,\d+\])?<std(out|err)>:|(?:P\d+ )? *\d+: )`)
 	// rankRE matches the header's device lines, one per rank.
 	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
+	// pidRE finds a device line's process: "Pid 41234 on node-7".
+	pidRE = regexp.MustCompile(`^#.*\bPid\s+(\d+)\s+on\s+(\S+)`)
+	// recordRE is a record of NCCL's log after its host, the pid captured:
+	// ":41234:41234 [0] NCCL INFO ", ":41234:41290 [0] ib_plugin.cc:452
+	// (ncclIbAsyncThreadMain) NCCL WARN ", ":41234:41234 [0] 12.5 f:80 NCCL TRACE ".
+	recordRE = regexp.MustCompile(`:(\d+):\d+ \[\d+\] (?:\S+ ){0,2}?NCCL (?:INFO|WARN|TRACE) `)
 )
 
 // MPIRunTime is the time that Open MPI's mpirun --timestamp-output puts
@@ -136,16 +149,20 @@ func Parse(r io.Reader) (*Report, error) {
 	// in e-notation, not an old-style error.
 	countsWrong := false
 	var formatErr error
+	rows := splicer{hosts: map[string][]string{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	sc.Split(text.Lines(64 << 10)) // an over-long line is passed over, not the end of the table
 	for sc.Scan() {
-		line := strings.TrimSpace(tagRE.ReplaceAllString(sc.Text(), ""))
+		line := rows.splice(strings.TrimSpace(tagRE.ReplaceAllString(sc.Text(), "")))
 		if m := versionRE.FindStringSubmatch(line); m != nil && rep.Version == "" {
 			rep.Version = m[1]
 		}
 		if abortRE.MatchString(line) && rep.Aborted == "" {
 			rep.Aborted = line
+		}
+		if ignoredRE.MatchString(line) && rep.Ignored == "" {
+			rep.Ignored = line
 		}
 		if failureRE.MatchString(line) {
 			if len(rep.Failures) < maxFailure {
@@ -192,6 +209,120 @@ func Parse(r io.Reader) (*Report, error) {
 		return rep, ErrNoResults
 	}
 	return rep, nil
+}
+
+// splicer puts together the rows that NCCL's log breaks. NCCL logs to the
+// stdout nccl-tests prints to, through the same buffer: a record logged
+// while a row is printed (with NCCL_DEBUG_SUBSYS=TUNING rank 0 logs every
+// launch) comes between the row's parts, an INFO or TRACE record on the
+// line of the part before it, a WARN record (which begins with a newline)
+// on a line of its own, and the row goes on after the record's newline. A
+// record begins with its process's host and pid, which the "# Rank" lines
+// name, as do the records that begin a line: a row's start before a known
+// host's record, or on the line before it, is a part of a row.
+type splicer struct {
+	hosts  map[string][]string // pid -> hosts
+	part   string              // the row's parts so far
+	broken bool                // a record followed them
+}
+
+const (
+	maxPart      = 1 << 10 // a row is some 120 bytes
+	maxPidsHosts = 16      // hosts kept per pid, each tried on each record
+)
+
+// splice returns line, after the row's parts that records broke off
+// before it; of a line where a record follows a row's part, the record.
+func (s *splicer) splice(line string) string {
+	var records [][]int
+	switch {
+	case !strings.Contains(line, " NCCL "): // no record: no regexp's run
+	case s.begins(line): // most of NCCL's lines, each a record of its own
+		s.broken = s.part != ""
+		return line
+	default:
+		records = recordRE.FindAllStringSubmatchIndex(line, -1)
+	}
+	s.learn(line, records)
+	if i, ok := s.record(line, records); ok {
+		base := s.part
+		if !s.broken {
+			base = "" // a row's start that ended its line goes on after a record, not before one
+		}
+		if part := base + line[:i]; i > 0 && rowStart(part) {
+			s.part, line = part+" ", line[i:]
+		}
+		s.broken = s.part != ""
+		return line
+	}
+	if s.broken && !strings.HasPrefix(line, "#") {
+		line = s.part + line
+	}
+	s.part, s.broken = "", false
+	if rowStart(line) {
+		s.part = line + " "
+	}
+	return line
+}
+
+// rowStart reports whether text is a row's start: the size, the count,
+// the type and fewer fields than a row, all of a row's characters (not the
+// time before a record).
+func rowStart(text string) bool {
+	if text == "" || text[0] < '0' || text[0] > '9' || len(text) > maxPart || strings.ContainsAny(text, "[]:") {
+		return false
+	}
+	f := strings.Fields(text)
+	if len(f) < 3 || len(f) >= 13 {
+		return false
+	}
+	_, err1 := count(f[0])
+	_, err2 := count(f[1])
+	_, _, row := parseRow(f)
+	return err1 == nil && err2 == nil && isWord(f[2]) && !row
+}
+
+// learn notes the host and pid of a "# Rank" line, or of a record that
+// begins line (records are recordRE's matches in line).
+func (s *splicer) learn(line string, records [][]int) {
+	if strings.HasPrefix(line, "#") {
+		if m := pidRE.FindStringSubmatch(line); m != nil {
+			s.add(m[1], m[2])
+		}
+	} else if len(records) > 0 && records[0][0] > 0 && !strings.ContainsAny(line[:records[0][0]], " \t") {
+		s.add(line[records[0][2]:records[0][3]], line[:records[0][0]])
+	}
+}
+
+// begins reports whether line begins with a known process's "host:pid:".
+func (s *splicer) begins(line string) bool {
+	host, rest, ok1 := strings.Cut(line, ":")
+	pid, _, ok2 := strings.Cut(rest, ":")
+	return ok1 && ok2 && slices.Contains(s.hosts[pid], host)
+}
+
+// add notes that the process pid of host logs.
+func (s *splicer) add(pid, host string) {
+	if hosts := s.hosts[pid]; len(hosts) < maxPidsHosts && !slices.Contains(hosts, host) {
+		s.hosts[pid] = append(hosts, host)
+	}
+}
+
+// record is where in line a known process's record begins (its host), of
+// records, recordRE's matches in line.
+func (s *splicer) record(line string, records [][]int) (int, bool) {
+	for _, loc := range records {
+		at := -1
+		for _, host := range s.hosts[line[loc[2]:loc[3]]] {
+			if i := loc[0] - len(host); i >= 0 && line[i:loc[0]] == host && (at < 0 || i < at) {
+				at = i
+			}
+		}
+		if at >= 0 {
+			return at, true
+		}
+	}
+	return 0, false
 }
 
 // checkHeader refuses the table's column header ("# size count type ...")

@@ -51,6 +51,10 @@ func TestParseCases(t *testing.T) {
 			"[1,0]<stdout>:node1:12:12 [0] NCCL INFO Using network IB\n" +
 			"[1,0]<stdout>:        1024           32     float    none      -1    20.50    0.05    0.04       0    19.93    0.05    0.05       0\n" +
 			"0:         2048           64     float    none      -1    21.10    0.10    0.08       0    20.01    0.10    0.09       0\n", 2, 0, 0, false},
+		// srun --label pads the task id to the width of the largest: " 0: " of 16 tasks.
+		{"srun labels of many tasks", header +
+			" 0:         1024           32     float    none      -1    20.50    0.05    0.04       0    19.93    0.05    0.05       0\n" +
+			"  0:         2048           64     float    none      -1    21.10    0.10    0.08       0    20.01    0.10    0.09       0\n", 2, 0, 0, false},
 		{"older 12 columns, float error", "#  size count type redop time algbw busbw error time algbw busbw error\n" +
 			"     8      2   float     sum    10.37    0.00    0.00  0e+00    10.16    0.00    0.00  0e+00\n" +
 			"    16      4   float     sum    10.33    0.00    0.00  2e+00    10.11    0.00    0.00  0e+00\n", 2, 1, 0, false},
@@ -290,5 +294,62 @@ func TestWrongCountIsNeverLess(t *testing.T) {
 		if m := rep.Rows[0].OutOfPlace; m.Wrong < 1 {
 			t.Errorf("#wrong %s read as %d wrong results", w, m.Wrong)
 		}
+	}
+}
+
+// NCCL logs to the stdout nccl-tests prints its table to, through the same
+// buffer, and an INFO line has no newline before it: with
+// NCCL_DEBUG_SUBSYS=TUNING (validation's probe) rank 0 logs every launch,
+// in the middle of the row the launch measures.
+func TestParseRowsNCCLLogsInto(t *testing.T) {
+	tuning := func(host string) string {
+		return host + ":41234:41234 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}\n"
+	}
+	for _, host := range []string{"gpu-node-7", "7gpu", "e1"} { // a host may begin as a number's end does
+		// NCCL_DEBUG_TIMESTAMP_LEVELS=INFO puts the time before each record.
+		timed := "[2026-12-06 10:00:00] " + tuning(host)
+		in := header +
+			"#  Rank  0 Group  0 Pid  41234 on " + host + " device  0 [0000:18:00] NVIDIA H200\n" +
+			"#  Rank  1 Group  0 Pid  41235 on " + host + " device  1 [0000:2a:00] NVIDIA H200\n" +
+			host + ":41234:41234 [0] NCCL INFO comm 0x55d0c1d0 rank 0 nranks 2 cudaDev 0 busId 18000 - Init COMPLETE\n" +
+			"     1048576        262144     float     sum      -1" + tuning(host) + tuning(host) +
+			"   12.34   84.97   84.97       0" + tuning(host) + tuning(host) +
+			"   12.10   86.66   86.66       0\n" + timed +
+			"     2097152        524288     float     sum      -1    20.00  104.86  104.86       0    20.00  104.86  104.86       0\n"
+		rep, err := Parse(strings.NewReader(in))
+		if err != nil || len(rep.Rows) != 2 {
+			t.Fatalf("host %s: %d rows, %v", host, len(rep.Rows), err)
+		}
+		want := Row{Size: 1048576, Count: 262144, Type: "float", Redop: "sum", Root: -1,
+			OutOfPlace: Measure{12.34, 84.97, 84.97, 0}, InPlace: Measure{12.10, 86.66, 86.66, 0}}
+		if rep.Rows[0] != want {
+			t.Errorf("host %s: row = %+v\nwant %+v", host, rep.Rows[0], want)
+		}
+	}
+}
+
+// A WARN record begins with a newline of its own, and the time by default
+// (NCCL_DEBUG_TIMESTAMP_LEVELS): one logged as a row is printed (a proxy
+// thread's "Got async event") leaves the row's start on a line alone.
+func TestParseRowsNCCLWarnsInto(t *testing.T) {
+	info := "node-7:41234:41234 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n"
+	warn := "[2026-12-06 10:00:00] node-7:41234:41290 [0] ib_plugin.cc:452 (ncclIbAsyncThreadMain) NCCL WARN NET/IB : Got async event : GID table change\n"
+	in := header +
+		"#  Rank  0 Group  0 Pid  41234 on node-7 device  0 [0000:18:00] NVIDIA H200\n" +
+		"     1048576        262144     float     sum      -1\n" + warn +
+		"   12.34   84.97   84.97       0\n" + warn +
+		"   12.10   86.66   86.66       0\n" +
+		// A row's start that no record follows is no part of the next row.
+		"     1048576        262144     float     sum      -1\n" +
+		"     1048576        262144     float     sum      -1\n     4096  1024  float  sum  -1" + info + "   1.00  4.10  4.10  0   1.00  4.10  4.10  0\n" +
+		"     2097152        524288     float     sum      -1    20.00  104.86  104.86       0    20.00  104.86  104.86       0\n"
+	rep, err := Parse(strings.NewReader(in))
+	if err != nil || len(rep.Rows) != 3 {
+		t.Fatalf("%d rows, %v", len(rep.Rows), err)
+	}
+	want := Row{Size: 1048576, Count: 262144, Type: "float", Redop: "sum", Root: -1,
+		OutOfPlace: Measure{12.34, 84.97, 84.97, 0}, InPlace: Measure{12.10, 86.66, 86.66, 0}}
+	if rep.Rows[0] != want || rep.Rows[1].Size != 4096 || rep.Rows[2].Size != 2097152 || len(rep.Failures) != 2 {
+		t.Errorf("rows = %+v, failures %q", rep.Rows, rep.Failures)
 	}
 }
