@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +48,60 @@ func TestDDPStepPortInUse(t *testing.T) {
 	res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: time.Minute})
 	if res.Failure != nil {
 		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
+	}
+}
+
+// runDDPStep runs the DDP step script on CPU (gloo), one rank under the local
+// launcher, with the model settings of b and the variables env added.
+func runDDPStep(t *testing.T, b space.BenchmarkSettings, env ...string) Result {
+	b.Python, b.Device, b.ScriptDir = torchPython(t), "cpu", t.TempDir()
+	if b.Layers == 0 {
+		b.Layers, b.Batch = 2, 8
+	}
+	bench, err := newDDPStep(b, "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Launcher: Local{}, BaseEnv: append(BaseEnv(), env...)}
+	return r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: time.Minute})
+}
+
+// corruptingHook is a sitecustomize.py that gives every DDP model a
+// communication hook that returns its bucket tripled, not all-reduced: the
+// wrong data an NCCL setting that corrupts its reductions would give.
+const corruptingHook = `import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+init = DDP.__init__
+
+
+def corrupting(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+
+    def hook(state, bucket):
+        fut = torch.futures.Future()
+        fut.set_result(bucket.buffer().mul_(3))
+        return fut
+
+    self.register_comm_hook(None, hook)
+
+
+DDP.__init__ = corrupting
+`
+
+// TestDDPStepWrongReduction: an NCCL setting that corrupts the gradients'
+// all-reduce gives a step as fast as any, or faster; its time is no
+// measurement, or the campaign exports the setting that breaks training.
+func TestDDPStepWrongReduction(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(corruptingHook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, "PYTHONPATH="+dir)
+	if res.Failure == nil || res.Failure.Kind != FailWrong {
+		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
+	}
+	if res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}); res.Failure != nil {
+		t.Fatalf("a right reduction: failure = %v\n%s", res.Failure, res.Output)
 	}
 }

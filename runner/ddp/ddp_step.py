@@ -8,7 +8,9 @@ after --warmup. Each rank prints one line:
 
 Ranks come from torchrun (RANK, WORLD_SIZE, LOCAL_RANK) or from mpirun
 (OMPI_COMM_WORLD_*, PMI_*). Errors are printed as NCCLTUNE_DDP_ERROR lines with
-a kind nccltune classifies (no_torch, no_cuda, no_rendezvous, oom, nccl, error).
+a kind nccltune classifies (no_torch, no_cuda, no_rendezvous, oom, nccl, wrong,
+error). After the timed steps each rank checks one step's all-reduced
+gradients against its own: a wrong reduction is no result.
 """
 import argparse
 import json
@@ -125,6 +127,36 @@ def rank_source(ranks_from):
     return "local"
 
 
+def check(model, ddp, opt, x, dist):
+    """Fails the run where DDP's all-reduce gave wrong gradients (an NCCL
+    setting that corrupts data steps as fast as any: its time must not be
+    a result). Every rank steps on the same model and input, so the average
+    of the ranks' gradients is each rank's own gradient."""
+    import torch
+    params = list(model.parameters())
+    # Through the module, not DDP, and by autograd.grad, which leaves .grad
+    # and DDP's hooks alone: this rank's gradients, not reduced.
+    own = torch.autograd.grad(model(x).float().pow(2).mean(), params)
+    opt.zero_grad(set_to_none=True)
+    ddp(x).float().pow(2).mean().backward()
+    worst = 0.0
+    for p, g in zip(params, own):
+        err = float((p.grad - g).abs().max() / g.abs().max().clamp(min=1e-30))
+        if not err <= worst:  # NaN too
+            worst = err
+    opt.zero_grad(set_to_none=True)
+    # Each rank's verdict is every rank's, so that none goes on to report a
+    # time; a rank whose own check failed fails even where this reduction
+    # is wrong too.
+    wrong = torch.tensor([float(not worst <= 1e-3)], device=x.device)
+    dist.all_reduce(wrong, op=dist.ReduceOp.MAX)
+    if not worst <= 1e-3:
+        fail("wrong", "DDP's all-reduced gradients differ from the rank's own by up to %.3g of their largest "
+             "(every rank steps on the same input, so that they are the same)" % worst)
+    if wrong.item() != 0:
+        fail("wrong", "another rank's all-reduced gradients differ from its own")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--params", default="100M", help="model parameters, e.g. 100M")
@@ -217,6 +249,7 @@ def main():
                 ms = (time.perf_counter() - t0) * 1e3
             if i >= args.warmup:
                 times.append(ms)
+        check(model, ddp, opt, x, dist)
     except torch.cuda.OutOfMemoryError as e:
         fail("oom", "out of GPU memory for a model of about %s parameters: %s" % (args.params, str(e).splitlines()[0]))
     except RuntimeError as e:
