@@ -105,3 +105,16 @@ func TestDDPStepWrongReduction(t *testing.T) {
 		t.Fatalf("a right reduction: failure = %v\n%s", res.Failure, res.Output)
 	}
 }
+
+// TestDDPStepModelSizes: every model_params the space accepts ("4MB",
+// "1 MiB", "64k") is a size the script reads, not a ValueError of every trial.
+func TestDDPStepModelSizes(t *testing.T) {
+	for _, size := range []string{"1 MiB", "64kb"} {
+		if _, err := space.ParseSize(size); err != nil {
+			t.Fatal(err)
+		}
+		if res := runDDPStep(t, space.BenchmarkSettings{Params: size}); res.Failure != nil {
+			t.Errorf("model_params %q: failure = %v\n%s", size, res.Failure, res.Output)
+		}
+	}
+}

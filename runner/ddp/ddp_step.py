@@ -15,6 +15,7 @@ gradients against its own: a wrong reduction is no result.
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -34,11 +35,13 @@ def fail(kind, message, code=2):
 
 
 def parse_size(text):
-    units = {"K": 1e3, "M": 1e6, "G": 1e9}
-    text = text.strip().upper()
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(text)
+    """A parameter count written as nccltune's sizes are ("100M", "4MB",
+    "1 MiB", "64k"), each unit a power of 1000: no form nccltune accepts
+    fails every trial."""
+    m = re.match(r"\s*(\d+(?:\.\d+)?)\s*(?:([KMGT])(?:I?B)?|B)?\s*$", text, re.IGNORECASE)
+    if not m:
+        raise argparse.ArgumentTypeError("invalid size %r (want a count such as 100M or 1G)" % text)
+    return int(float(m.group(1)) * {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get((m.group(2) or "").upper(), 1))
 
 
 # Where each launcher puts a rank's place in the world, read from its own
@@ -159,7 +162,7 @@ def check(model, ddp, opt, x, dist):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--params", default="100M", help="model parameters, e.g. 100M")
+    p.add_argument("--params", type=parse_size, default="100M", help="model parameters, e.g. 100M")
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=20)
@@ -209,7 +212,7 @@ def main():
     except Exception as e:  # noqa: BLE001 - reported, then nccltune classifies it
         fail("nccl" if "NCCL" in str(e) else "error", "init_process_group: %s" % e)
 
-    hidden = max(8, int((parse_size(args.params) / args.layers) ** 0.5))
+    hidden = max(8, int((args.params / args.layers) ** 0.5))
     torch.manual_seed(1234)
     times, n_params = [], 0
     try:
