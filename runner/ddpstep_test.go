@@ -52,8 +52,9 @@ func TestDDPStepPortInUse(t *testing.T) {
 }
 
 // runDDPStep runs the DDP step script on CPU (gloo), one rank under the local
-// launcher, with the model settings of b and the variables env added.
-func runDDPStep(t *testing.T, b space.BenchmarkSettings, env ...string) Result {
+// launcher, with the model settings of b and the variables env added, for
+// at most timeout.
+func runDDPStep(t *testing.T, b space.BenchmarkSettings, timeout time.Duration, env ...string) Result {
 	b.Python, b.Device, b.ScriptDir = torchPython(t), "cpu", t.TempDir()
 	if b.Layers == 0 {
 		b.Layers, b.Batch = 2, 8
@@ -63,7 +64,7 @@ func runDDPStep(t *testing.T, b space.BenchmarkSettings, env ...string) Result {
 		t.Fatal(err)
 	}
 	r := &Runner{Launcher: Local{}, BaseEnv: append(BaseEnv(), env...)}
-	return r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: time.Minute})
+	return r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: timeout})
 }
 
 // corruptingHook is a sitecustomize.py that gives every DDP model a
@@ -97,11 +98,11 @@ func TestDDPStepWrongReduction(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(corruptingHook), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, "PYTHONPATH="+dir)
+	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute, "PYTHONPATH="+dir)
 	if res.Failure == nil || res.Failure.Kind != FailWrong {
 		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
 	}
-	if res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}); res.Failure != nil {
+	if res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute); res.Failure != nil {
 		t.Fatalf("a right reduction: failure = %v\n%s", res.Failure, res.Output)
 	}
 }
@@ -113,8 +114,33 @@ func TestDDPStepModelSizes(t *testing.T) {
 		if _, err := space.ParseSize(size); err != nil {
 			t.Fatal(err)
 		}
-		if res := runDDPStep(t, space.BenchmarkSettings{Params: size}); res.Failure != nil {
+		if res := runDDPStep(t, space.BenchmarkSettings{Params: size}, time.Minute); res.Failure != nil {
 			t.Errorf("model_params %q: failure = %v\n%s", size, res.Failure, res.Output)
+		}
+	}
+}
+
+// TestDDPStepErrorExits: a rank that failed exits at once, whatever its
+// libraries' teardown would wait for (ProcessGroupNCCL's, at exit without
+// destroy_process_group, aborts NCCL's communicators, which waits on the
+// ranks still in a collective): the launcher then ends the others, where the
+// trial otherwise waited for its timeout.
+func TestDDPStepErrorExits(t *testing.T) {
+	const hang = "\nimport atexit, time\natexit.register(time.sleep, 600)\n"
+	for _, tc := range []struct {
+		name, site string
+		kind       FailureKind
+	}{
+		{"an error the script reports", corruptingHook + hang, FailWrong},
+		{"an exception", "import torch\ntorch.optim.SGD = None" + hang, FailExit},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(tc.site), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, 20*time.Second, "PYTHONPATH="+dir)
+		if res.Failure == nil || res.Failure.Kind != tc.kind {
+			t.Errorf("%s: failure = %v, want %s\n%s", tc.name, res.Failure, tc.kind, res.Output)
 		}
 	}
 }

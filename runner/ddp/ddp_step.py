@@ -19,6 +19,7 @@ import re
 import statistics
 import sys
 import time
+import traceback
 
 
 def emit(tag, obj):
@@ -31,7 +32,17 @@ def fail(kind, message, code=2):
     # CUDA's OOM text runs on for a paragraph: its first two sentences say it all.
     message = ". ".join(message.split(". ")[:2])
     emit("NCCLTUNE_DDP_ERROR", {"kind": kind, "message": message})
-    sys.exit(code)
+    leave(code)
+
+
+def leave(code):
+    """Exits at once, past the interpreter's teardown: ProcessGroupNCCL's,
+    without destroy_process_group, aborts NCCL's communicators, which waits
+    on the ranks still in a collective; a failed rank that waited there
+    kept its launcher from ending the others until the trial's timeout."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def parse_size(text):
@@ -279,4 +290,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:  # noqa: BLE001 - its traceback is the trial's reason
+        traceback.print_exc()
+        leave(1)
