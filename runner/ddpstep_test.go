@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,14 +16,22 @@ import (
 
 // torchPython is a python3 that imports torch; the test is skipped without one.
 func torchPython(t *testing.T) string {
+	p := findTorchPython()
+	if p == "" {
+		t.Skip("no python3 with torch")
+	}
+	return p
+}
+
+// findTorchPython looks once: importing torch takes seconds.
+var findTorchPython = sync.OnceValue(func() string {
 	for _, p := range []string{"python3", "/usr/bin/python3"} {
 		if exec.Command(p, "-c", "import torch").Run() == nil {
 			return p
 		}
 	}
-	t.Skip("no python3 with torch")
 	return ""
-}
+})
 
 // TestDDPStepPortInUse: another campaign's DDP step on this host (or any
 // program) holds PyTorch's usual port 29500, and the caller sets no
@@ -51,15 +60,21 @@ func TestDDPStepPortInUse(t *testing.T) {
 	}
 }
 
-// runDDPStep runs the DDP step script on CPU (gloo), one rank under the local
-// launcher, with the model settings of b and the variables env added, for
-// at most timeout.
+// runDDPStep runs the DDP step script on CPU (gloo), one process under the
+// local launcher, with the model settings of b and the variables env added,
+// for at most timeout.
 func runDDPStep(t *testing.T, b space.BenchmarkSettings, timeout time.Duration, env ...string) Result {
+	return runDDPStepFrom(t, "local", b, timeout, env...)
+}
+
+// runDDPStepFrom is runDDPStep with the ranks read from the variables of
+// launcher, the launcher kind.
+func runDDPStepFrom(t *testing.T, launcher string, b space.BenchmarkSettings, timeout time.Duration, env ...string) Result {
 	b.Python, b.Device, b.ScriptDir = torchPython(t), "cpu", t.TempDir()
 	if b.Layers == 0 {
 		b.Layers, b.Batch = 2, 8
 	}
-	bench, err := newDDPStep(b, "local")
+	bench, err := newDDPStep(b, launcher)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +156,25 @@ func TestDDPStepErrorExits(t *testing.T) {
 		res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, 20*time.Second, "PYTHONPATH="+dir)
 		if res.Failure == nil || res.Failure.Kind != tc.kind {
 			t.Errorf("%s: failure = %v, want %s\n%s", tc.name, res.Failure, tc.kind, res.Output)
+		}
+	}
+}
+
+// TestDDPStepRankOutsideWorld: a rank the launcher's variables place outside
+// their world (a rank without its world's size, which reads as 1) has no
+// rank 0 to meet: it fails at once, where it waited for one until the
+// trial's timeout.
+func TestDDPStepRankOutsideWorld(t *testing.T) {
+	for _, env := range [][]string{
+		{"OMPI_COMM_WORLD_RANK=1"},
+		{"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=2"},
+		{"OMPI_COMM_WORLD_RANK=-1", "OMPI_COMM_WORLD_SIZE=2"},
+		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=0"},
+		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=two"},
+	} {
+		res := runDDPStepFrom(t, "mpirun", space.BenchmarkSettings{Params: "100K"}, 15*time.Second, env...)
+		if res.Failure == nil || res.Failure.Kind != FailLaunch {
+			t.Errorf("%s: failure = %v, want %s\n%s", env, res.Failure, FailLaunch, res.Output)
 		}
 	}
 }

@@ -82,6 +82,16 @@ def env_first(*names, default=None):
     return default
 
 
+def env_int(names, default):
+    """The first of the variables names that is set, as an integer."""
+    text = env_first(*names, default=str(default))
+    try:
+        return int(text)
+    except ValueError:
+        fail("no_rendezvous", "%s=%s, from the launcher, is no integer" % (
+            next(n for n in names if os.environ.get(n)), text))
+
+
 def first_host(nodelist):
     """The first host of a Slurm host list: "n[07-08,12],m3" gives "n07"."""
     depth, end = 0, len(nodelist)
@@ -188,16 +198,13 @@ def main():
     p.add_argument("--static-graph", type=int, choices=[0, 1], default=0)
     args = p.parse_args()
 
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError as e:
-        fail("no_torch", "PyTorch is not installed for %s: %s" % (sys.executable, e))
-
     rank_names, world_names, local_names = RANK_SOURCES[args.ranks_from]
-    rank = int(env_first(*rank_names, default="0"))
-    world = int(env_first(*world_names, default="1"))
-    local = int(env_first(*local_names, default="0"))
+    rank, world, local = env_int(rank_names, 0), env_int(world_names, 1), env_int(local_names, 0)
+    if world < 1 or not 0 <= rank < world:
+        # A rank outside its world has no rank 0 to meet: it waited for one
+        # until the trial's timeout.
+        fail("no_rendezvous", "the launcher's variables (%s) make this rank %d of a world of %d"
+             % (", ".join(rank_names + world_names) or "none", rank, world))
     source = rank_source(args.ranks_from)
     host = rendezvous_host(source)
     if host:
@@ -209,6 +216,12 @@ def main():
     if not os.environ.get("MASTER_PORT"):
         os.environ["MASTER_PORT"] = str(args.master_port)
     os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world)
+
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as e:
+        fail("no_torch", "PyTorch is not installed for %s: %s" % (sys.executable, e))
 
     if args.device == "cuda":
         if not torch.cuda.is_available():
