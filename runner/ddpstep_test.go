@@ -178,3 +178,15 @@ func TestDDPStepRankOutsideWorld(t *testing.T) {
 		}
 	}
 }
+
+// TestDDPStepRanksOfOneLauncher: run by hand (--ranks-from any), the script
+// reads its rank, world and local rank from the one launcher whose rank
+// variable is set, not each from whichever launcher's is: mpirun's rank 0 of
+// 1 under a job script's WORLD_SIZE=2 waited for a rank 1 that never came.
+func TestDDPStepRanksOfOneLauncher(t *testing.T) {
+	res := runDDPStepFrom(t, "any", space.BenchmarkSettings{Params: "100K"}, 15*time.Second,
+		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "WORLD_SIZE=2", "RANK=", "LOCAL_RANK=")
+	if res.Failure != nil {
+		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
+	}
+}

@@ -69,9 +69,6 @@ RANK_SOURCES = {
     "mpirun": (("OMPI_COMM_WORLD_RANK", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"),
                ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")),
     "local": ((), (), ()),
-    "any": (("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
-            ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
-            ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")),
 }
 
 
@@ -191,21 +188,21 @@ def main():
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--master-port", type=int, default=29500,
                    help="rank 0's rendezvous port where MASTER_PORT is not set (nccltune's: one free per trial)")
-    p.add_argument("--ranks-from", choices=sorted(RANK_SOURCES), default="any",
-                   help="the launcher whose variables give the ranks")
+    p.add_argument("--ranks-from", choices=sorted(RANK_SOURCES) + ["any"], default="any",
+                   help="the launcher whose variables give the ranks (any: the one whose rank variable is set)")
     p.add_argument("--bucket-cap-mb", type=float, default=25.0)
     p.add_argument("--gradient-as-bucket-view", type=int, choices=[0, 1], default=0)
     p.add_argument("--static-graph", type=int, choices=[0, 1], default=0)
     args = p.parse_args()
 
-    rank_names, world_names, local_names = RANK_SOURCES[args.ranks_from]
+    source = rank_source(args.ranks_from)
+    rank_names, world_names, local_names = RANK_SOURCES[source]
     rank, world, local = env_int(rank_names, 0), env_int(world_names, 1), env_int(local_names, 0)
     if world < 1 or not 0 <= rank < world:
         # A rank outside its world has no rank 0 to meet: it waited for one
         # until the trial's timeout.
         fail("no_rendezvous", "the launcher's variables (%s) make this rank %d of a world of %d"
              % (", ".join(rank_names + world_names) or "none", rank, world))
-    source = rank_source(args.ranks_from)
     host = rendezvous_host(source)
     if host:
         os.environ["MASTER_ADDR"] = host
