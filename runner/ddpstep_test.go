@@ -161,7 +161,7 @@ func TestDDPStepErrorExits(t *testing.T) {
 // TestDDPStepRankOutsideWorld: a rank the launcher's variables place outside
 // their world (a rank without its world's size, which reads as 1) has no
 // rank 0 to meet: it fails at once, where it waited for one until the
-// trial's timeout.
+// trial's timeout; and one whose variables do not read fails as launch too.
 func TestDDPStepRankOutsideWorld(t *testing.T) {
 	for _, env := range [][]string{
 		{"OMPI_COMM_WORLD_RANK=1"},
@@ -169,6 +169,7 @@ func TestDDPStepRankOutsideWorld(t *testing.T) {
 		{"OMPI_COMM_WORLD_RANK=-1", "OMPI_COMM_WORLD_SIZE=2"},
 		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=0"},
 		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=two"},
+		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_SIZE=one"},
 	} {
 		res := runDDPStepFrom(t, "mpirun", space.BenchmarkSettings{Params: "100K"}, 15*time.Second, env...)
 		if res.Failure == nil || res.Failure.Kind != FailLaunch {

@@ -81,12 +81,13 @@ def env_first(*names, default=None):
 
 def env_int(names, default):
     """The first of the variables names that is set, as an integer."""
-    text = env_first(*names, default=str(default))
-    try:
-        return int(text)
-    except ValueError:
-        fail("no_rendezvous", "%s=%s, from the launcher, is no integer" % (
-            next(n for n in names if os.environ.get(n)), text))
+    for name in names:
+        if os.environ.get(name):
+            try:
+                return int(os.environ[name])
+            except ValueError:
+                fail("no_rendezvous", "%s=%s, from the launcher, is no integer" % (name, os.environ[name]))
+    return default
 
 
 def first_host(nodelist):
@@ -115,7 +116,7 @@ def rendezvous_host(source):
     or wait until the timeout."""
     if source == "srun" and os.environ.get("SLURM_STEP_NODELIST"):
         nodes = os.environ["SLURM_STEP_NODELIST"]
-        if int(os.environ.get("SLURM_STEP_NUM_NODES", "1")) <= 1:
+        if env_int(("SLURM_STEP_NUM_NODES",), 1) <= 1:
             return "127.0.0.1"
         # On the job's own nodes, rank 0 runs where the job script's
         # MASTER_ADDR points: it is kept, an address where Slurm's node
@@ -132,9 +133,9 @@ def mpirun_nodes():
     """Whether mpirun's ranks run on several nodes: a node's ranks are fewer
     than the world's (Open MPI's and MPICH's counts; one node where neither
     says)."""
-    local = env_first("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
-    world = env_first("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
-    return local is not None and world is not None and int(local) < int(world)
+    local = env_int(("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"), None)
+    world = env_int(("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"), None)
+    return local is not None and world is not None and local < world
 
 
 def rank_source(ranks_from):
