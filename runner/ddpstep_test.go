@@ -64,21 +64,21 @@ func TestDDPStepPortInUse(t *testing.T) {
 // local launcher, with the model settings of b and the variables env added,
 // for at most timeout.
 func runDDPStep(t *testing.T, b space.BenchmarkSettings, timeout time.Duration, env ...string) Result {
-	return runDDPStepFrom(t, "local", b, timeout, env...)
+	return runDDPStepFrom(t, Local{}, "local", b, timeout, env...)
 }
 
-// runDDPStepFrom is runDDPStep with the ranks read from the variables of
-// launcher, the launcher kind.
-func runDDPStepFrom(t *testing.T, launcher string, b space.BenchmarkSettings, timeout time.Duration, env ...string) Result {
+// runDDPStepFrom is runDDPStep under launcher l, with the ranks read from
+// the variables of the launcher kind.
+func runDDPStepFrom(t *testing.T, l Launcher, kind string, b space.BenchmarkSettings, timeout time.Duration, env ...string) Result {
 	b.Python, b.Device, b.ScriptDir = torchPython(t), "cpu", t.TempDir()
 	if b.Layers == 0 {
 		b.Layers, b.Batch = 2, 8
 	}
-	bench, err := newDDPStep(b, launcher)
+	bench, err := newDDPStep(b, kind)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Launcher: Local{}, BaseEnv: append(BaseEnv(), env...)}
+	r := &Runner{Launcher: l, BaseEnv: append(BaseEnv(), env...)}
 	return r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: timeout})
 }
 
@@ -133,6 +133,27 @@ func TestDDPStepModelSizes(t *testing.T) {
 	}
 }
 
+// TestDDPStepRankLostInReduction: an all-reduce that gives every rank rank
+// 0's gradients, not the average of every rank's, is wrong however alike the
+// ranks' gradients are. (A communication hook's bucket is not divided by the
+// world: it is DDP's default hook that averages.)
+func TestDDPStepRankLostInReduction(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("no mpirun")
+	}
+	dir := t.TempDir()
+	site := strings.Replace(corruptingHook, "bucket.buffer().mul_(3)",
+		"torch.distributed.broadcast(bucket.buffer(), 0) or bucket.buffer()", 1)
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStepFrom(t, MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, "mpirun", space.BenchmarkSettings{Params: "100K"}, time.Minute,
+		"PYTHONPATH="+dir, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	if res.Failure == nil || res.Failure.Kind != FailWrong {
+		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
+	}
+}
+
 // TestDDPStepErrorExits: a rank that failed exits at once, whatever its
 // libraries' teardown would wait for (ProcessGroupNCCL's, at exit without
 // destroy_process_group, aborts NCCL's communicators, which waits on the
@@ -171,7 +192,7 @@ func TestDDPStepRankOutsideWorld(t *testing.T) {
 		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=two"},
 		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_SIZE=one"},
 	} {
-		res := runDDPStepFrom(t, "mpirun", space.BenchmarkSettings{Params: "100K"}, 15*time.Second, env...)
+		res := runDDPStepFrom(t, Local{}, "mpirun", space.BenchmarkSettings{Params: "100K"}, 15*time.Second, env...)
 		if res.Failure == nil || res.Failure.Kind != FailLaunch {
 			t.Errorf("%s: failure = %v, want %s\n%s", env, res.Failure, FailLaunch, res.Output)
 		}
@@ -183,7 +204,7 @@ func TestDDPStepRankOutsideWorld(t *testing.T) {
 // variable is set, not each from whichever launcher's is: mpirun's rank 0 of
 // 1 under a job script's WORLD_SIZE=2 waited for a rank 1 that never came.
 func TestDDPStepRanksOfOneLauncher(t *testing.T) {
-	res := runDDPStepFrom(t, "any", space.BenchmarkSettings{Params: "100K"}, 15*time.Second,
+	res := runDDPStepFrom(t, Local{}, "any", space.BenchmarkSettings{Params: "100K"}, 15*time.Second,
 		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "WORLD_SIZE=2", "RANK=", "LOCAL_RANK=")
 	if res.Failure != nil {
 		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)

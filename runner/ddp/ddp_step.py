@@ -149,20 +149,23 @@ def rank_source(ranks_from):
     return "local"
 
 
-def check(model, ddp, opt, x, dist):
+def check(model, ddp, opt, x, dist, rank, world):
     """Fails the run where DDP's all-reduce gave wrong gradients (an NCCL
     setting that corrupts data steps as fast as any: its time must not be
-    a result). Every rank steps on the same model and input, so the average
-    of the ranks' gradients is each rank's own gradient."""
+    a result). Every rank steps on the same model and input, its loss
+    scaled by rank + 1, so that the average of the ranks' gradients is each
+    rank's own unscaled one times (world + 1) / 2: a rank's part lost or
+    counted twice shows too."""
     import torch
     params = list(model.parameters())
     # Through the module, not DDP, and by autograd.grad, which leaves .grad
     # and DDP's hooks alone: this rank's gradients, not reduced.
     own = torch.autograd.grad(model(x).float().pow(2).mean(), params)
     opt.zero_grad(set_to_none=True)
-    ddp(x).float().pow(2).mean().backward()
+    (ddp(x).float().pow(2).mean() * (rank + 1)).backward()
     worst = 0.0
     for p, g in zip(params, own):
+        g = g * ((world + 1) / 2)
         err = float((p.grad - g).abs().max() / g.abs().max().clamp(min=1e-30))
         if not err <= worst:  # NaN too
             worst = err
@@ -173,8 +176,8 @@ def check(model, ddp, opt, x, dist):
     wrong = torch.tensor([float(not worst <= 1e-3)], device=x.device)
     dist.all_reduce(wrong, op=dist.ReduceOp.MAX)
     if not worst <= 1e-3:
-        fail("wrong", "DDP's all-reduced gradients differ from the rank's own by up to %.3g of their largest "
-             "(every rank steps on the same input, so that they are the same)" % worst)
+        fail("wrong", "DDP's all-reduced gradients differ from those the ranks' steps make by up to %.3g of "
+             "their largest" % worst)
     if wrong.item() != 0:
         fail("wrong", "another rank's all-reduced gradients differ from its own")
 
@@ -274,7 +277,7 @@ def main():
                 ms = (time.perf_counter() - t0) * 1e3
             if i >= args.warmup:
                 times.append(ms)
-        check(model, ddp, opt, x, dist)
+        check(model, ddp, opt, x, dist, rank, world)
     except torch.cuda.OutOfMemoryError as e:
         fail("oom", "out of GPU memory for a model of about %s parameters: %s" % (args.params, str(e).splitlines()[0]))
     except RuntimeError as e:
