@@ -179,7 +179,7 @@ def check(model, ddp, opt, x, dist, rank, world):
         fail("wrong", "DDP's all-reduced gradients differ from those the ranks' steps make by up to %.3g of "
              "their largest" % worst)
     if wrong.item() != 0:
-        fail("wrong", "another rank's all-reduced gradients differ from its own")
+        fail("wrong", "another rank's all-reduced gradients differ from those the ranks' steps make")
 
 
 def main():
