@@ -153,6 +153,31 @@ func TestDDPStepRankLostInReduction(t *testing.T) {
 	}
 }
 
+// TestDDPStepCheckInLowPrecision: matrix products of less precision than
+// fp32 (TF32, which TORCH_ALLOW_TF32_CUBLAS_OVERRIDE or
+// NVIDIA_TF32_OVERRIDE turn on; here bf16's) round a rank's scaled gradients
+// otherwise than its own: a right reduction still passes the check.
+func TestDDPStepCheckInLowPrecision(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("no mpirun")
+	}
+	dir := t.TempDir()
+	site := `import torch
+import torch.nn.functional as F
+
+linear = F.linear
+F.linear = lambda x, w, b=None: linear(x.to(torch.bfloat16).float(), w.to(torch.bfloat16).float(), b)
+`
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStepFrom(t, MPIRun{NP: 3, Args: []string{"--oversubscribe"}}, "mpirun", space.BenchmarkSettings{Params: "1M"}, time.Minute,
+		"PYTHONPATH="+dir, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	if res.Failure != nil {
+		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
+	}
+}
+
 // TestDDPStepErrorExits: a rank that failed exits at once, whatever its
 // libraries' teardown would wait for (ProcessGroupNCCL's, at exit without
 // destroy_process_group, aborts NCCL's communicators, which waits on the

@@ -153,19 +153,22 @@ def check(model, ddp, opt, x, dist, rank, world):
     """Fails the run where DDP's all-reduce gave wrong gradients (an NCCL
     setting that corrupts data steps as fast as any: its time must not be
     a result). Every rank steps on the same model and input, its loss
-    scaled by rank + 1, so that the average of the ranks' gradients is each
-    rank's own unscaled one times (world + 1) / 2: a rank's part lost or
-    counted twice shows too."""
+    scaled by 2 ** (rank % 4), so that the average of the ranks' gradients
+    is each rank's own unscaled one times the scales' mean: a rank's part
+    lost or counted twice shows too. A power of two scales every rounding
+    alike, so matrix products of less precision (TF32) round the scaled
+    gradients as they round the rank's own."""
     import torch
     params = list(model.parameters())
     # Through the module, not DDP, and by autograd.grad, which leaves .grad
     # and DDP's hooks alone: this rank's gradients, not reduced.
     own = torch.autograd.grad(model(x).float().pow(2).mean(), params)
     opt.zero_grad(set_to_none=True)
-    (ddp(x).float().pow(2).mean() * (rank + 1)).backward()
+    (ddp(x).float().pow(2).mean() * 2.0 ** (rank % 4)).backward()
+    mean = sum(2.0 ** (r % 4) for r in range(world)) / world
     worst = 0.0
     for p, g in zip(params, own):
-        g = g * ((world + 1) / 2)
+        g = g * mean
         err = float((p.grad - g).abs().max() / g.abs().max().clamp(min=1e-30))
         if not err <= worst:  # NaN too
             worst = err
