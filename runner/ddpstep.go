@@ -42,7 +42,7 @@ func freePort() int {
 }
 
 // ddpKinds maps the DDP script's own error kinds to failure kinds.
-var ddpKinds = map[string]FailureKind{"no_torch": FailLaunch, "no_cuda": FailLaunch, "no_rendezvous": FailLaunch, "oom": FailOOM, "nccl": FailNCCL}
+var ddpKinds = map[string]FailureKind{"no_torch": FailLaunch, "no_cuda": FailLaunch, "no_rendezvous": FailLaunch, "oom": FailOOM, "nccl": FailNCCL, "wrong": FailWrong}
 
 // A step time outside these bounds (milliseconds) is no training step.
 const minStepMs, maxStepMs = 1e-3, 1e8

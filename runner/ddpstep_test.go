@@ -3,8 +3,11 @@ package runner
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,14 +16,22 @@ import (
 
 // torchPython is a python3 that imports torch; the test is skipped without one.
 func torchPython(t *testing.T) string {
+	p := findTorchPython()
+	if p == "" {
+		t.Skip("no python3 with torch")
+	}
+	return p
+}
+
+// findTorchPython looks once: importing torch takes seconds.
+var findTorchPython = sync.OnceValue(func() string {
 	for _, p := range []string{"python3", "/usr/bin/python3"} {
 		if exec.Command(p, "-c", "import torch").Run() == nil {
 			return p
 		}
 	}
-	t.Skip("no python3 with torch")
 	return ""
-}
+})
 
 // TestDDPStepPortInUse: another campaign's DDP step on this host (or any
 // program) holds PyTorch's usual port 29500, and the caller sets no
@@ -44,6 +55,181 @@ func TestDDPStepPortInUse(t *testing.T) {
 	}
 	r := &Runner{Launcher: Local{}, BaseEnv: env}
 	res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: time.Minute})
+	if res.Failure != nil {
+		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
+	}
+}
+
+// runDDPStep runs the DDP step script on CPU (gloo), one process under the
+// local launcher, with the model settings of b and the variables env added,
+// for at most timeout.
+func runDDPStep(t *testing.T, b space.BenchmarkSettings, timeout time.Duration, env ...string) Result {
+	return runDDPStepFrom(t, Local{}, "local", b, timeout, env...)
+}
+
+// runDDPStepFrom is runDDPStep under launcher l, with the ranks read from
+// the variables of the launcher kind.
+func runDDPStepFrom(t *testing.T, l Launcher, kind string, b space.BenchmarkSettings, timeout time.Duration, env ...string) Result {
+	b.Python, b.Device, b.ScriptDir = torchPython(t), "cpu", t.TempDir()
+	if b.Layers == 0 {
+		b.Layers, b.Batch = 2, 8
+	}
+	bench, err := newDDPStep(b, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Launcher: l, BaseEnv: append(BaseEnv(), env...)}
+	return r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: timeout})
+}
+
+// corruptingHook is a sitecustomize.py that gives every DDP model a
+// communication hook that returns its bucket tripled, not all-reduced: the
+// wrong data an NCCL setting that corrupts its reductions would give.
+const corruptingHook = `import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+init = DDP.__init__
+
+
+def corrupting(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+
+    def hook(state, bucket):
+        fut = torch.futures.Future()
+        fut.set_result(bucket.buffer().mul_(3))
+        return fut
+
+    self.register_comm_hook(None, hook)
+
+
+DDP.__init__ = corrupting
+`
+
+// TestDDPStepWrongReduction: an NCCL setting that corrupts the gradients'
+// all-reduce gives a step as fast as any, or faster; its time is no
+// measurement, or the campaign exports the setting that breaks training.
+func TestDDPStepWrongReduction(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(corruptingHook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute, "PYTHONPATH="+dir)
+	if res.Failure == nil || res.Failure.Kind != FailWrong {
+		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
+	}
+}
+
+// TestDDPStepModelSizes: every model_params the space accepts ("4MB",
+// "1 MiB", "64k") is a size the script reads, not a ValueError of every
+// trial; and the step, its gradients checked, succeeds.
+func TestDDPStepModelSizes(t *testing.T) {
+	const size = "1 MiB"
+	if _, err := space.ParseSize(size); err != nil {
+		t.Fatal(err)
+	}
+	if res := runDDPStep(t, space.BenchmarkSettings{Params: size}, time.Minute); res.Failure != nil {
+		t.Errorf("model_params %q: failure = %v\n%s", size, res.Failure, res.Output)
+	}
+}
+
+// TestDDPStepRankLostInReduction: an all-reduce that gives every rank rank
+// 0's gradients, not the average of every rank's, is wrong however alike the
+// ranks' gradients are. (A communication hook's bucket is not divided by the
+// world: it is DDP's default hook that averages.)
+func TestDDPStepRankLostInReduction(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("no mpirun")
+	}
+	dir := t.TempDir()
+	site := strings.Replace(corruptingHook, "bucket.buffer().mul_(3)",
+		"torch.distributed.broadcast(bucket.buffer(), 0) or bucket.buffer()", 1)
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStepFrom(t, MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, "mpirun", space.BenchmarkSettings{Params: "100K"}, time.Minute,
+		"PYTHONPATH="+dir, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	if res.Failure == nil || res.Failure.Kind != FailWrong {
+		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
+	}
+}
+
+// TestDDPStepCheckInLowPrecision: matrix products of less precision than
+// fp32 (TF32, which TORCH_ALLOW_TF32_CUBLAS_OVERRIDE or
+// NVIDIA_TF32_OVERRIDE turn on; here bf16's) round a rank's scaled gradients
+// otherwise than its own: a right reduction still passes the check.
+func TestDDPStepCheckInLowPrecision(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("no mpirun")
+	}
+	dir := t.TempDir()
+	site := `import torch
+import torch.nn.functional as F
+
+linear = F.linear
+F.linear = lambda x, w, b=None: linear(x.to(torch.bfloat16).float(), w.to(torch.bfloat16).float(), b)
+`
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStepFrom(t, MPIRun{NP: 3, Args: []string{"--oversubscribe"}}, "mpirun", space.BenchmarkSettings{Params: "1M"}, time.Minute,
+		"PYTHONPATH="+dir, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	if res.Failure != nil {
+		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
+	}
+}
+
+// TestDDPStepErrorExits: a rank that failed exits at once, whatever its
+// libraries' teardown would wait for (ProcessGroupNCCL's, at exit without
+// destroy_process_group, aborts NCCL's communicators, which waits on the
+// ranks still in a collective): the launcher then ends the others, where the
+// trial otherwise waited for its timeout.
+func TestDDPStepErrorExits(t *testing.T) {
+	const hang = "\nimport atexit, time\natexit.register(time.sleep, 600)\n"
+	for _, tc := range []struct {
+		name, site string
+		kind       FailureKind
+	}{
+		{"an error the script reports", corruptingHook + hang, FailWrong},
+		{"an exception", "import torch\ntorch.optim.SGD = None" + hang, FailExit},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(tc.site), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, 20*time.Second, "PYTHONPATH="+dir)
+		if res.Failure == nil || res.Failure.Kind != tc.kind {
+			t.Errorf("%s: failure = %v, want %s\n%s", tc.name, res.Failure, tc.kind, res.Output)
+		}
+	}
+}
+
+// TestDDPStepRankOutsideWorld: a rank the launcher's variables place outside
+// their world (a rank without its world's size, which reads as 1) has no
+// rank 0 to meet: it fails at once, where it waited for one until the
+// trial's timeout; and one whose variables do not read fails as launch too.
+func TestDDPStepRankOutsideWorld(t *testing.T) {
+	for _, env := range [][]string{
+		{"OMPI_COMM_WORLD_RANK=1"},
+		{"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=2"},
+		{"OMPI_COMM_WORLD_RANK=-1", "OMPI_COMM_WORLD_SIZE=2"},
+		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=0"},
+		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=two"},
+		{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_SIZE=one"},
+	} {
+		res := runDDPStepFrom(t, Local{}, "mpirun", space.BenchmarkSettings{Params: "100K"}, 15*time.Second, env...)
+		if res.Failure == nil || res.Failure.Kind != FailLaunch {
+			t.Errorf("%s: failure = %v, want %s\n%s", env, res.Failure, FailLaunch, res.Output)
+		}
+	}
+}
+
+// TestDDPStepRanksOfOneLauncher: run by hand (--ranks-from any), the script
+// reads its rank, world and local rank from the one launcher whose rank
+// variable is set, not each from whichever launcher's is: mpirun's rank 0 of
+// 1 under a job script's WORLD_SIZE=2 waited for a rank 1 that never came.
+func TestDDPStepRanksOfOneLauncher(t *testing.T) {
+	res := runDDPStepFrom(t, Local{}, "any", space.BenchmarkSettings{Params: "100K"}, 15*time.Second,
+		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "WORLD_SIZE=2", "RANK=", "LOCAL_RANK=")
 	if res.Failure != nil {
 		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
 	}

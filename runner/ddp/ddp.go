@@ -44,7 +44,7 @@ type Result struct {
 
 // Error is a failure the script reported about itself.
 type Error struct {
-	Kind    string `json:"kind"` // no_torch, no_cuda, no_rendezvous, oom, nccl, error
+	Kind    string `json:"kind"` // no_torch, no_cuda, no_rendezvous, oom, nccl, wrong, error
 	Message string `json:"message"`
 }
 

@@ -8,14 +8,18 @@ after --warmup. Each rank prints one line:
 
 Ranks come from torchrun (RANK, WORLD_SIZE, LOCAL_RANK) or from mpirun
 (OMPI_COMM_WORLD_*, PMI_*). Errors are printed as NCCLTUNE_DDP_ERROR lines with
-a kind nccltune classifies (no_torch, no_cuda, no_rendezvous, oom, nccl, error).
+a kind nccltune classifies (no_torch, no_cuda, no_rendezvous, oom, nccl, wrong,
+error). After the timed steps each rank checks one step's all-reduced
+gradients against its own: a wrong reduction is no result.
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
+import traceback
 
 
 def emit(tag, obj):
@@ -28,15 +32,27 @@ def fail(kind, message, code=2):
     # CUDA's OOM text runs on for a paragraph: its first two sentences say it all.
     message = ". ".join(message.split(". ")[:2])
     emit("NCCLTUNE_DDP_ERROR", {"kind": kind, "message": message})
-    sys.exit(code)
+    leave(code)
+
+
+def leave(code):
+    """Exits at once, past the interpreter's teardown: ProcessGroupNCCL's,
+    without destroy_process_group, aborts NCCL's communicators, which waits
+    on the ranks still in a collective; a failed rank that waited there
+    kept its launcher from ending the others until the trial's timeout."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def parse_size(text):
-    units = {"K": 1e3, "M": 1e6, "G": 1e9}
-    text = text.strip().upper()
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(text)
+    """A parameter count written as nccltune's sizes are ("100M", "4MB",
+    "1 MiB", "64k"), each unit a power of 1000: no form nccltune accepts
+    fails every trial."""
+    m = re.match(r"\s*(\d+(?:\.\d+)?)\s*(?:([KMGT])(?:I?B)?|B)?\s*$", text, re.IGNORECASE)
+    if not m:
+        raise argparse.ArgumentTypeError("invalid size %r (want a count such as 100M or 1G)" % text)
+    return int(float(m.group(1)) * {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get((m.group(2) or "").upper(), 1))
 
 
 # Where each launcher puts a rank's place in the world, read from its own
@@ -53,9 +69,6 @@ RANK_SOURCES = {
     "mpirun": (("OMPI_COMM_WORLD_RANK", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"),
                ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")),
     "local": ((), (), ()),
-    "any": (("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
-            ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
-            ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")),
 }
 
 
@@ -63,6 +76,17 @@ def env_first(*names, default=None):
     for name in names:
         if os.environ.get(name):
             return os.environ[name]
+    return default
+
+
+def env_int(names, default):
+    """The first of the variables names that is set, as an integer."""
+    for name in names:
+        if os.environ.get(name):
+            try:
+                return int(os.environ[name])
+            except ValueError:
+                fail("no_rendezvous", "%s=%s, from the launcher, is no integer" % (name, os.environ[name]))
     return default
 
 
@@ -92,7 +116,7 @@ def rendezvous_host(source):
     or wait until the timeout."""
     if source == "srun" and os.environ.get("SLURM_STEP_NODELIST"):
         nodes = os.environ["SLURM_STEP_NODELIST"]
-        if int(os.environ.get("SLURM_STEP_NUM_NODES", "1")) <= 1:
+        if env_int(("SLURM_STEP_NUM_NODES",), 1) <= 1:
             return "127.0.0.1"
         # On the job's own nodes, rank 0 runs where the job script's
         # MASTER_ADDR points: it is kept, an address where Slurm's node
@@ -109,9 +133,9 @@ def mpirun_nodes():
     """Whether mpirun's ranks run on several nodes: a node's ranks are fewer
     than the world's (Open MPI's and MPICH's counts; one node where neither
     says)."""
-    local = env_first("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
-    world = env_first("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
-    return local is not None and world is not None and int(local) < int(world)
+    local = env_int(("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"), None)
+    world = env_int(("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"), None)
+    return local is not None and world is not None and local < world
 
 
 def rank_source(ranks_from):
@@ -125,9 +149,45 @@ def rank_source(ranks_from):
     return "local"
 
 
+def check(model, ddp, opt, x, dist, rank, world):
+    """Fails the run where DDP's all-reduce gave wrong gradients (an NCCL
+    setting that corrupts data steps as fast as any: its time must not be
+    a result). Every rank steps on the same model and input, its loss
+    scaled by 2 ** (rank % 4), so that the average of the ranks' gradients
+    is each rank's own unscaled one times the scales' mean: a rank's part
+    lost or counted twice shows too. A power of two scales every rounding
+    alike, so matrix products of less precision (TF32) round the scaled
+    gradients as they round the rank's own."""
+    import torch
+    params = list(model.parameters())
+    # Through the module, not DDP, and by autograd.grad, which leaves .grad
+    # and DDP's hooks alone: this rank's gradients, not reduced.
+    own = torch.autograd.grad(model(x).float().pow(2).mean(), params)
+    opt.zero_grad(set_to_none=True)
+    (ddp(x).float().pow(2).mean() * 2.0 ** (rank % 4)).backward()
+    mean = sum(2.0 ** (r % 4) for r in range(world)) / world
+    worst = 0.0
+    for p, g in zip(params, own):
+        g = g * mean
+        err = float((p.grad - g).abs().max() / g.abs().max().clamp(min=1e-30))
+        if not err <= worst:  # NaN too
+            worst = err
+    opt.zero_grad(set_to_none=True)
+    # Each rank's verdict is every rank's, so that none goes on to report a
+    # time; a rank whose own check failed fails even where this reduction
+    # is wrong too.
+    wrong = torch.tensor([float(not worst <= 1e-3)], device=x.device)
+    dist.all_reduce(wrong, op=dist.ReduceOp.MAX)
+    if not worst <= 1e-3:
+        fail("wrong", "DDP's all-reduced gradients differ from those the ranks' steps make by up to %.3g of "
+             "their largest" % worst)
+    if wrong.item() != 0:
+        fail("wrong", "another rank's all-reduced gradients differ from those the ranks' steps make")
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--params", default="100M", help="model parameters, e.g. 100M")
+    p.add_argument("--params", type=parse_size, default="100M", help="model parameters, e.g. 100M")
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=20)
@@ -135,24 +195,21 @@ def main():
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--master-port", type=int, default=29500,
                    help="rank 0's rendezvous port where MASTER_PORT is not set (nccltune's: one free per trial)")
-    p.add_argument("--ranks-from", choices=sorted(RANK_SOURCES), default="any",
-                   help="the launcher whose variables give the ranks")
+    p.add_argument("--ranks-from", choices=sorted(RANK_SOURCES) + ["any"], default="any",
+                   help="the launcher whose variables give the ranks (any: the one whose rank variable is set)")
     p.add_argument("--bucket-cap-mb", type=float, default=25.0)
     p.add_argument("--gradient-as-bucket-view", type=int, choices=[0, 1], default=0)
     p.add_argument("--static-graph", type=int, choices=[0, 1], default=0)
     args = p.parse_args()
 
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError as e:
-        fail("no_torch", "PyTorch is not installed for %s: %s" % (sys.executable, e))
-
-    rank_names, world_names, local_names = RANK_SOURCES[args.ranks_from]
-    rank = int(env_first(*rank_names, default="0"))
-    world = int(env_first(*world_names, default="1"))
-    local = int(env_first(*local_names, default="0"))
     source = rank_source(args.ranks_from)
+    rank_names, world_names, local_names = RANK_SOURCES[source]
+    rank, world, local = env_int(rank_names, 0), env_int(world_names, 1), env_int(local_names, 0)
+    if world < 1 or not 0 <= rank < world:
+        # A rank outside its world has no rank 0 to meet: it waited for one
+        # until the trial's timeout.
+        fail("no_rendezvous", "the launcher's variables (%s) make this rank %d of a world of %d"
+             % (", ".join(rank_names + world_names) or "none", rank, world))
     host = rendezvous_host(source)
     if host:
         os.environ["MASTER_ADDR"] = host
@@ -163,6 +220,12 @@ def main():
     if not os.environ.get("MASTER_PORT"):
         os.environ["MASTER_PORT"] = str(args.master_port)
     os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world)
+
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as e:
+        fail("no_torch", "PyTorch is not installed for %s: %s" % (sys.executable, e))
 
     if args.device == "cuda":
         if not torch.cuda.is_available():
@@ -177,7 +240,7 @@ def main():
     except Exception as e:  # noqa: BLE001 - reported, then nccltune classifies it
         fail("nccl" if "NCCL" in str(e) else "error", "init_process_group: %s" % e)
 
-    hidden = max(8, int((parse_size(args.params) / args.layers) ** 0.5))
+    hidden = max(8, int((args.params / args.layers) ** 0.5))
     torch.manual_seed(1234)
     times, n_params = [], 0
     try:
@@ -217,6 +280,7 @@ def main():
                 ms = (time.perf_counter() - t0) * 1e3
             if i >= args.warmup:
                 times.append(ms)
+        check(model, ddp, opt, x, dist, rank, world)
     except torch.cuda.OutOfMemoryError as e:
         fail("oom", "out of GPU memory for a model of about %s parameters: %s" % (args.params, str(e).splitlines()[0]))
     except RuntimeError as e:
@@ -243,4 +307,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:  # noqa: BLE001 - its traceback is the trial's reason
+        traceback.print_exc()
+        leave(1)
