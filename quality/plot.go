@@ -1,9 +1,9 @@
 package quality
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
-	"os"
 	"slices"
 
 	"gonum.org/v1/plot"
@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/nccltune/nccltune/internal/atomicfile"
 )
 
 var colors = []color.Color{color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
@@ -46,15 +48,11 @@ func Plot(results []Result, families []FamilyResults, trials int, path string) e
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	var b bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&b); err != nil {
 		return err
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.Write(path, b.Bytes(), 0o666)
 }
 
 // FamilyResults are the campaigns on one family of generated scenarios,

@@ -4,6 +4,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"maps"
@@ -19,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/nccltune/nccltune/internal/atomicfile"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -384,11 +386,20 @@ func rowsXY(sp *space.Space, runs []store.Trial, coll string, within *space.Rang
 }
 
 // save writes p as a PNG at path, each axis whose points all hold one
-// value widened around it first.
+// value widened around it first. The file is written whole or not at all:
+// a report that fails (a full disk) or is killed leaves the plot before it.
 func save(p *plot.Plot, path string) error {
 	widen(&p.X)
 	widen(&p.Y)
-	return p.Save(width, height, path)
+	png, err := p.WriterTo(width, height, "png")
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if _, err := png.WriteTo(&b); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, b.Bytes(), 0o666)
 }
 
 // widen gives an axis whose points all hold one positive value (one size

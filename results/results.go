@@ -284,6 +284,13 @@ type Summary struct {
 	Inherited map[string]int
 }
 
+// Finished counts the trials that finished (complete, failed or pruned):
+// those a budget counts, each number once, where Total counts every record,
+// two for a trial interrupted and run again.
+func (s Summary) Finished() int {
+	return s.ByState[store.Complete] + s.ByState[store.Failed] + s.ByState[store.Pruned]
+}
+
 // Summarize counts trials by state and by failure kind.
 func Summarize(trials []store.Trial) Summary {
 	s := Summary{ByState: map[store.State]int{}, Failures: map[string]int{}, Unconfirmed: map[string]int{}, Inherited: map[string]int{}}

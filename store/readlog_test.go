@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/nccltune/nccltune/runner/nccltests"
 )
 
 // TestReaderLeavesNoLog: a reader of a store no campaign has open leaves
@@ -155,4 +159,73 @@ func TestCampaignKilledBesideAReader(t *testing.T) {
 		t.Errorf("the log outlived the next campaign: %v", err)
 	}
 	twoCampaigns(t, OpenReader, path)
+}
+
+// TestTrialsBesideAWriterAreOneSnapshot: a reader beside a running campaign
+// (status, export) reads the trials and their result rows as of one moment.
+// Read in two statements, a trial the campaign started and finished between
+// them had its rows given to the first trial read, NCCL's defaults.
+func TestTrialsBesideAWriterAreOneSnapshot(t *testing.T) {
+	w, path := openWriter(t)
+	c, err := w.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int) error {
+		tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}, Env: []string{}}
+		if err := w.StartTrial(tr); err != nil {
+			return err
+		}
+		// Each row says which trial it is of.
+		tr.State, tr.Rows = Complete, []nccltests.Row{{Size: 8, Count: int64(n), Type: "float", Redop: "sum", Root: -1}}
+		return w.FinishTrial(context.Background(), tr)
+	}
+	// Enough trials that reading them takes a while.
+	const before = 3000
+	for n := range before {
+		if err := trial(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	done := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		for n := before; ; n++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := trial(n); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		ts, err := r.Trials(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range ts {
+			if tr.State == Running && len(tr.Rows) == 0 {
+				continue // read between its start and its end
+			}
+			if len(tr.Rows) != 1 || tr.Rows[0].Count != int64(tr.Number) {
+				t.Fatalf("%s trial %d (of %d read) has %d result rows: %+v", tr.State, tr.Number, len(ts), len(tr.Rows), tr.Rows)
+			}
+		}
+	}
 }

@@ -563,7 +563,15 @@ const trialColumns = `id, campaign_id, number, state, phase, params, env, comman
 // without their output.
 func (s *Store) Trials(campaignID int64) (_ []Trial, err error) {
 	defer s.located(&err)
-	rows, err := s.db.Query(`SELECT `+trialColumns+` FROM trials WHERE campaign_id = ? ORDER BY number, id`, campaignID)
+	// Both statements read one snapshot: beside a running campaign, the
+	// result rows of a trial it started and finished between them were read
+	// without the trial, and went to the first trial, NCCL's defaults.
+	tx, err := s.db.Begin()
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.Query(`SELECT `+trialColumns+` FROM trials WHERE campaign_id = ? ORDER BY number, id`, campaignID)
 	if err != nil {
 		return nil, err
 	}
@@ -582,7 +590,7 @@ func (s *Store) Trials(campaignID int64) (_ []Trial, err error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	res, err := s.db.Query(`SELECT r.trial_id, r.collective, r.size, r.count, r.type, r.redop, r.root,
+	res, err := tx.Query(`SELECT r.trial_id, r.collective, r.size, r.count, r.type, r.redop, r.root,
 		r.oop_time_us, r.oop_algbw, r.oop_busbw, r.oop_wrong, r.ip_time_us, r.ip_algbw, r.ip_busbw, r.ip_wrong
 		FROM results r JOIN trials t ON t.id = r.trial_id WHERE t.campaign_id = ? ORDER BY r.trial_id, r.seq`, campaignID)
 	if err != nil {

@@ -46,3 +46,48 @@ func TestInterruptedSaysWhatGoesOn(t *testing.T) {
 		}
 	}
 }
+
+// TestHangupStopsAsSIGTERM: a closed terminal or ssh session (SIGHUP) stops
+// a campaign as SIGTERM does: exit 130, and the running trial recorded as
+// interrupted, not left running as kill -9 leaves it. Under nohup, which
+// ignores SIGHUP, the campaign runs on.
+func TestHangupStopsAsSIGTERM(t *testing.T) {
+	for _, nohup := range []bool{false, true} {
+		dir := t.TempDir()
+		spaceFile := slowSpace(t, dir, 6)
+		os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
+		trap := ""
+		if nohup {
+			trap = "trap '' HUP; "
+		}
+		cmd := exec.Command("sh", "-c", trap+`exec "$0" run -q --space "$1"`, os.Args[0], spaceFile)
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
+			t.Fatalf("nohup %v: the campaign ended before its held trial: %v\n%s", nohup, *err, stderr.String())
+		}
+		cmd.Process.Signal(syscall.SIGHUP)
+		if nohup {
+			select {
+			case err := <-done:
+				t.Fatalf("under nohup, SIGHUP ended the campaign: %v\n%s", err, stderr.String())
+			case <-time.After(500 * time.Millisecond):
+			}
+			cmd.Process.Signal(syscall.SIGTERM)
+		}
+		err := <-done
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+			t.Errorf("nohup %v: exit %v, want %d\n%s", nohup, err, exitInterrupted, stderr.String())
+		}
+		code, out, _ := nccltune(t, dir, "status", "--json")
+		if code != 0 || strings.Contains(out, `"running"`) || !strings.Contains(out, `"interrupted"`) {
+			t.Errorf("nohup %v: status after the signal: %d\n%s", nohup, code, out)
+		}
+	}
+}

@@ -25,7 +25,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1   // the command failed; the message says why
 	exitUsage       = 2   // bad flags or arguments
-	exitInterrupted = 130 // stopped by SIGINT/SIGTERM; finished trials are stored
+	exitInterrupted = 130 // stopped by SIGINT/SIGTERM/SIGHUP; finished trials are stored
 )
 
 func main() {
@@ -38,8 +38,14 @@ var stopWait = time.Minute
 
 func run(args []string) int {
 	// The first SIGINT/SIGTERM cancels the campaign cleanly; the second, once
-	// the handler is released, ends the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// the handler is released, ends the process at once. So does SIGHUP (a
+	// closed terminal or ssh session), which killed nccltune as kill -9 does,
+	// its trial left running; not under nohup, which ignores it.
+	stopSignals := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		stopSignals = append(stopSignals, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	go func() {
 		<-ctx.Done()

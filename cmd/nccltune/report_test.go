@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -108,5 +111,39 @@ func TestReportImportanceCountsWhatItLeavesOut(t *testing.T) {
 	printImportance(&out, &loaded{space: sp}, results.Importances(sp, trials))
 	if line := strings.Split(out.String(), "\n")[1]; strings.Count(line, "%") != 4 || !strings.Contains(line, "1 more significant (report --json)") {
 		t.Errorf("%q: want four shares and one more counted", line)
+	}
+}
+
+// TestReportPlotsWholeOrNotAtAll: a report that cannot write its plots (a
+// full disk, here a file-size limit) fails and leaves the plots of the
+// report before it as they were; it truncated them and left them torn.
+func TestReportPlotsWholeOrNotAtAll(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := nccltune(t, dir, "report", "--out", dir); code != 0 {
+		t.Fatalf("report: %d\n%s%s", code, out, errOut)
+	}
+	plots, _ := filepath.Glob(filepath.Join(dir, "*.png"))
+	before := map[string][]byte{}
+	for _, p := range plots {
+		before[p], _ = os.ReadFile(p)
+	}
+	if len(before) == 0 {
+		t.Fatal("report wrote no plot")
+	}
+	cmd := exec.Command("bash", "-c", `trap '' XFSZ; ulimit -f 2; exec "$0" report --out "$1"`, os.Args[0], dir)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("report wrote its plots in 2 KiB; the test proves nothing\n%s", out)
+	}
+	for p, b := range before {
+		if now, err := os.ReadFile(p); !bytes.Equal(now, b) {
+			t.Errorf("%s: %d bytes before the failed report, %d after (%v)", filepath.Base(p), len(b), len(now), err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".nccltune-*")); len(left) > 0 {
+		t.Errorf("the failed report left %v", left)
 	}
 }

@@ -633,3 +633,53 @@ func TestResumeTheChangedScalesCampaign(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusJSONCountsTheBudgetsTrials: a trial interrupted and run again
+// under its number is one trial of the budget. status --json's search.total
+// counted both records: a 6-trial campaign stopped once and finished said
+// 7 of 6, and one stopped twice with 4 finished said 6 of 6, which a script
+// waiting for search.total to reach the budget took for done.
+func TestStatusJSONCountsTheBudgetsTrials(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := slowSpace(t, dir, 6)
+	os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
+	cmd := exec.Command(os.Args[0], "run", "-q", "--no-simplify", "--no-validate", "--space", spaceFile)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
+		t.Fatalf("the campaign ended before its held trial: %v\n%s", *err, out.String())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	<-done
+	var st struct {
+		Budget int
+		Search struct {
+			Total   int            `json:"total"`
+			ByState map[string]int `json:"by_state"`
+		} `json:"search"`
+	}
+	status := func() {
+		t.Helper()
+		code, o, errOut := nccltune(t, dir, "status", "--json")
+		if err := json.Unmarshal([]byte(o), &st); code != 0 || err != nil {
+			t.Fatalf("status --json: %d, %v\n%s%s", code, err, o, errOut)
+		}
+	}
+	status()
+	if finished := st.Search.ByState["complete"] + st.Search.ByState["failed"]; st.Search.ByState["interrupted"] != 1 || st.Search.Total != finished {
+		t.Errorf("stopped: search %+v, want 1 interrupted and a total of the %d finished", st.Search, finished)
+	}
+	if code, o, errOut := nccltune(t, dir, "resume", "-q", "--space", spaceFile); code != 0 {
+		t.Fatalf("resume: %d\n%s%s", code, o, errOut)
+	}
+	status()
+	if st.Search.Total != 6 || st.Budget != 6 || st.Search.ByState["interrupted"] != 1 {
+		t.Errorf("finished: budget %d, search %+v, want a total of 6 and the interrupted record by state", st.Budget, st.Search)
+	}
+}

@@ -228,7 +228,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 	searched, simplifying := byPhase(l.trials)
 	sum := results.Summarize(searched)
 	fmt.Fprintf(w, "campaign %q: %d of %d trials finished (%d complete, ", l.camp.Name,
-		sum.ByState[store.Complete]+sum.ByState[store.Failed]+sum.ByState[store.Pruned], l.camp.Budget, sum.ByState[store.Complete])
+		sum.Finished(), l.camp.Budget, sum.ByState[store.Complete])
 	if n := sum.ByState[store.Pruned]; n > 0 {
 		fmt.Fprintf(w, "%d pruned, ", n)
 	}
@@ -460,7 +460,8 @@ func statusJSON(l *loaded) map[string]any {
 	// What the budget counts apart from what follows it: since a budget may
 	// be raised after the simplification, their numbers do not tell.
 	searched, simplifying := byPhase(l.trials)
-	out["search"] = map[string]any{"total": len(searched), "by_state": results.Summarize(searched).ByState}
+	search := results.Summarize(searched)
+	out["search"] = map[string]any{"total": search.Finished(), "by_state": search.ByState}
 	out["simplification"] = len(simplifying)
 	// Only a benchmark with an iteration count has one to report (the user's command runs as written).
 	if l.space.Benchmark.Uses("benchmark.iters") {
