@@ -383,6 +383,11 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 		// signal N. nccl-tests' own statuses are below 8; a user's command
 		// that exits so high by itself is named killed, as a shell would.
 		return &Failure{FailSignal, fmt.Sprintf("exit status %d: a process killed by signal %d (%s)%s", e.Code, e.Code-128, signalName(syscall.Signal(e.Code-128)), suffix)}
+	case e.Code == 126 || e.Code == 127:
+		// The dynamic loader (a missing libnccl.so.2), a shell or env: a
+		// program found no library, or was not found or not executable. No
+		// setting of NCCL's does that, and no rank measured anything.
+		return &Failure{FailLaunch, fmt.Sprintf("exit status %d (a program could not be started)%s", e.Code, suffix)}
 	}
 	if f := describe(e.Code); f != nil {
 		f.Reason += suffix

@@ -64,6 +64,10 @@ func TestRunClassifies(t *testing.T) {
 		{"exit 3 silently", "exit 3", FailNCCL, "exit status 3 (NCCL error)"},
 		{"exit 7", "cat " + table + "; exit 7", FailWrong, "exit status 7"},
 		{"other exit", "cat " + table + "; exit 9", FailExit, "exit status 9"},
+		// As the dynamic loader, a shell or env exit: no rank ran, whatever the settings.
+		{"missing shared library", "echo './all_reduce_perf: error while loading shared libraries: libnccl.so.2: cannot open shared object file: No such file or directory' >&2; exit 127", FailLaunch,
+			"exit status 127 (a program could not be started): ./all_reduce_perf: error while loading shared libraries: libnccl.so.2"},
+		{"not executable", "echo 'sh: 1: ./all_reduce_perf: Permission denied' >&2; exit 126", FailLaunch, "exit status 126 (a program could not be started)"},
 		{"wrong results", "cat " + wrongTable, FailWrong, "5 wrong elements at 1024 bytes"},
 		{"signal", "cat " + table + "; kill -SEGV $$", FailSignal, "segmentation fault"},
 		// As mpirun and srun report a rank killed by SIGSEGV.

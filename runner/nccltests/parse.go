@@ -77,7 +77,8 @@ type Report struct {
 	Failures []string
 	// Aborted is the first line nccl-tests prints only as it stops on an
 	// error (its CUDACHECK, NCCLCHECK and TESTCHECK: "Test NCCL failure
-	// common.cu:1005 ..."; "Invalid number of GPUs"), wherever it comes:
+	// common.cu:1005 ..."; "Invalid number of GPUs"), or the dynamic
+	// loader's as it could not start it, wherever it comes:
 	// after a full table it is the teardown that failed. "" if none.
 	// NCCL's WARN lines are not among them: NCCL warns of much that does
 	// no harm.
@@ -105,7 +106,7 @@ var (
 	oobRE      = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)`)
 	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
-	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs`)
+	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs|error while loading shared libraries`)
 	ignoredRE  = regexp.MustCompile(`^invalid (type|op) .*, defaulting to|^Option -\S+ .*\b(Ignoring|Defaulting to)\b`)
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:"), its --timestamp-output's time before the stream,
