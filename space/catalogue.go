@@ -295,11 +295,15 @@ func (v Var) integers(min, max int64) error {
 // Alike reports whether NCCL reads two normalized values of v alike: a
 // list names a set (of algorithms, of protocols, per collective), so its
 // order and repeats are no difference.
-func (v Var) Alike(a, b string) bool {
+func (v Var) Alike(a, b string) bool { return v.reads(a) == v.reads(b) }
+
+// reads is what NCCL reads a normalized value of v as: values are Alike
+// where it is the same, so that it can key a map of them.
+func (v Var) reads(value string) string {
 	if v.Kind != KindList {
-		return a == b
+		return value
 	}
-	return listSet(a) == listSet(b)
+	return listSet(value)
 }
 
 // listSet is a canonical list's parts and names, each sorted and without

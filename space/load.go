@@ -1578,22 +1578,27 @@ func (b *builder) params(raw *rawFile, s *Space) {
 				// so the flag would be silently ignored.
 				b.errorf(b.loc.field("param", i, "log"), "param %s: log = true applies to a min/max range, not to listed values", p.Name)
 			}
-			catalogued, _ := Lookup(p.Name)
+			// Each value by what NCCL reads it as: a map, as a file may list
+			// hundreds of thousands, which compared pairwise took minutes.
+			listed := map[string]string{}
 			for _, rv := range rp.Values {
+				value, err := b.value(p.Name, rv)
 				if str, ok := rv.(string); ok && str == Unset {
-					p.Values = append(p.Values, Unset)
-				} else if v, err := b.value(p.Name, rv); err != nil {
+					value, err = Unset, nil
+				}
+				if err != nil {
 					b.errorf(b.loc.field("param", i, "values"), "param %v", err)
-				} else if j := slices.IndexFunc(p.Values, func(w string) bool { return w == v || catalogued.Alike(w, v) }); j >= 0 {
-					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice: to NCCL it is %s", p.Name, v, p.Values[j])
+				} else if w, twice := listed[v.reads(value)]; twice {
+					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice: to NCCL it is %s", p.Name, value, w)
 					// Another spelling of one set (a check since 2223c57)
 					// stays, read as stored (ParseStored): trials that ran
 					// it are of the space, and export refused them as altered.
-					if v != p.Values[j] {
-						p.Values = append(p.Values, v)
+					if value != w {
+						p.Values = append(p.Values, value)
 					}
 				} else {
-					p.Values = append(p.Values, v)
+					listed[v.reads(value)] = value
+					p.Values = append(p.Values, value)
 				}
 			}
 		case rp.Min != nil && rp.Max != nil:
