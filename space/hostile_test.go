@@ -70,6 +70,9 @@ func TestHostileSpaces(t *testing.T) {
 		{"a metric's unit that drives the terminal", `binary = "all_reduce_perf"`, "kind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'v=(\\S+)', goal = \"min\", unit = \"ms\\u001b[2J\" }",
 			[]string{"h.toml:7:", `benchmark.metric.unit "ms\x1b[2J" holds a control or invisible character`}},
 		{"NCCL's default pinned (NCCL reads the word)", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
+		// Every trial, NCCL's defaults first, failed as one NCCL refuses.
+		{"pinned values NCCL refuses together", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_SOCKET_NTHREADS = 16\nNCCL_NSOCKS_PERTHREAD = 8",
+			[]string{"h.toml:6:", "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = 128 exceeds NCCL's limit of 64"}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},

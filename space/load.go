@@ -596,6 +596,10 @@ func (b *builder) build(raw *rawFile) *Space {
 			s.Fixed[name] = v
 		}
 	}
+	if err := s.Check(nil); err != nil {
+		// Every trial sets them, NCCL's defaults first: each would fail.
+		b.errorf(b.loc.key(toml.Key{"fixed"}), "fixed: %v, so NCCL would refuse every trial", err)
+	}
 	b.params(raw, s)
 	b.tryFirst(raw, s)
 	return s
