@@ -73,6 +73,11 @@ func TestHostileSpaces(t *testing.T) {
 		// Every trial, NCCL's defaults first, failed as one NCCL refuses.
 		{"pinned values NCCL refuses together", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_SOCKET_NTHREADS = 16\nNCCL_NSOCKS_PERTHREAD = 8",
 			[]string{"h.toml:6:", "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = 128 exceeds NCCL's limit of 64"}},
+		// The flag package reads "-nodes" as nodes, which nccltune's own
+		// reads of the scenario (ranks, the network's bound) missed; "run"
+		// is each launch's label, which nccltune set after it.
+		{"a simulator key the simulator reads as another", "binary = \"all_reduce_perf\"\n", "[simulator]\n\"-nodes\" = 2\n\"nic_gbps=1\" = 2\nrun = 3\n",
+			[]string{"h.toml:6: simulator.-nodes", "simulator.nic_gbps=1 is no setting", "h.toml:8: simulator.run"}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},

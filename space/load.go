@@ -266,6 +266,9 @@ func FileWord(name string) bool { return fileWordRE.MatchString(name) }
 
 var fileWordRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// simKeyRE is a [simulator] key as the simulator's flag names its settings.
+var simKeyRE = regexp.MustCompile(`^[a-z0-9_]+$`)
+
 // typeErrRE reads the decoder's type error: its line, key and complaint.
 var typeErrRE = regexp.MustCompile(`line (\d+) \(last key "([^"]+)"\): (.*)$`)
 
@@ -554,6 +557,12 @@ func (b *builder) build(raw *rawFile) *Space {
 	b.ranges(raw, s)
 	b.benchmark(raw, s)
 	for _, k := range slices.Sorted(maps.Keys(raw.Simulator)) {
+		if !simKeyRE.MatchString(k) || k == "run" {
+			// Passed as -k=v, a key of a '-' or '=' is read as another
+			// ("-nodes" as nodes), which nccltune's own reads of the
+			// scenario miss; run is the label nccltune gives each launch.
+			b.errorf(b.loc.field("simulator", 0, k), "simulator.%s is no setting of the scenario (a word such as nodes or nic_gbps; run is nccltune's own)", k)
+		}
 		v, err := scalar(raw.Simulator[k])
 		if err != nil {
 			b.errorf(b.loc.field("simulator", 0, k), "simulator.%s: %v", k, err)
