@@ -351,7 +351,7 @@ func canonicalList(value string, tokens []string) (string, error) {
 	}
 	var parts []string
 	for i, part := range strings.Split(value, ";") {
-		prefix := ""
+		written, prefix := part, ""
 		coll, rest, ok := strings.Cut(part, ":")
 		if !ok && i > 0 {
 			// NCCL refuses the value ("All entries except the first must have a prefix").
@@ -375,6 +375,10 @@ func canonicalList(value string, tokens []string) (string, error) {
 				return "", fmt.Errorf("%q is not one of %s", tok, strings.Join(tokens, ", "))
 			}
 			names = append(names, canon)
+		}
+		if strings.HasSuffix(prefix, "^") && !slices.ContainsFunc(tokens, func(t string) bool { return !slices.Contains(names, t) }) {
+			// NCCL fails each collective it applies to: "no algorithm/protocol available".
+			return "", fmt.Errorf("%s excludes every one of %s, which leaves NCCL none to run", written, strings.Join(tokens, ", "))
 		}
 		parts = append(parts, prefix+strings.Join(names, ","))
 	}

@@ -78,6 +78,9 @@ func TestHostileSpaces(t *testing.T) {
 		// is each launch's label, which nccltune set after it.
 		{"a simulator key the simulator reads as another", "binary = \"all_reduce_perf\"\n", "[simulator]\n\"-nodes\" = 2\n\"nic_gbps=1\" = 2\nrun = 3\n",
 			[]string{"h.toml:6: simulator.-nodes", "simulator.nic_gbps=1 is no setting", "h.toml:8: simulator.run"}},
+		// NCCL then has nothing to run a collective with ("no algorithm/protocol available").
+		{"a list that excludes every name", "", "[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"default\", \"allreduce:^ll,Simple,LL128,LL\"]\n",
+			[]string{"h.toml:21:", "allreduce:^ll,Simple,LL128,LL excludes every one of LL, LL128, Simple"}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},
