@@ -510,3 +510,16 @@ func TestManyRangesLoadPromptly(t *testing.T) {
 		t.Fatalf("error %.300v; want range r1's", err)
 	}
 }
+
+// TestLoadReadsABoundedFile: a file past any space's size is refused before
+// it is read whole: --space /dev/zero read until memory ran out.
+func TestLoadReadsABoundedFile(t *testing.T) {
+	path := t.TempDir() + "/big.toml"
+	big := hostileBase + "#" + strings.Repeat("x", MaxFile) + "\n"
+	if err := os.WriteFile(path, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path+": over 16 MiB") {
+		t.Fatalf("error %.300v; want over 16 MiB", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -106,11 +107,23 @@ type rawCall struct {
 	Ranks      int
 }
 
+// MaxFile bounds what Load reads: a hundred thousand params or workload
+// calls fit in a few MiB; --space /dev/zero read until memory ran out.
+const MaxFile = 16 << 20
+
 // Load reads and validates a space file.
 func Load(path string) (*Space, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFile {
+		return nil, fmt.Errorf("%s: over %d MiB, more than any space holds", path, MaxFile>>20)
 	}
 	return Parse(path, data)
 }
