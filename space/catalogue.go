@@ -48,6 +48,9 @@ var (
 	protoNames = []string{"LL", "LL128", "Simple"}
 	levelNames = []string{"LOC", "PIX", "PXB", "PHB", "SYS"}
 	p2pLevels  = []string{"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"}
+	// oldLevels are the levels NCCL reads an integer as (its
+	// levelsOldToNew): 4 and 5 are both SYS, and any above 5 is 5.
+	oldLevels = []string{"LOC", "PIX", "PXB", "PHB", "SYS", "SYS"}
 	// collNames are the per-collective prefixes NCCL_ALGO/NCCL_PROTO accept since NCCL 2.24.
 	collNames = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "sendrecv", "send", "recv", "alltoall"}
 )
@@ -256,6 +259,9 @@ func (v Var) Normalize(value string) (string, error) {
 		if n, err := strconv.Atoi(value); err == nil && n >= 0 {
 			// NCCL reads a level's number only if it starts with a digit
 			// ("+1" is no level to it), with strtol's base 0 ("010" is 8).
+			if n >= len(oldLevels) {
+				return "", fmt.Errorf("%s: %d is above %d, NCCL's largest integer level (it reads any above as SYS, and one past a C int as another level)", v.Name, n, len(oldLevels)-1)
+			}
 			return strconv.Itoa(n), nil
 		}
 		if canon, ok := matchToken(value, v.Values); ok {
@@ -300,10 +306,15 @@ func (v Var) Alike(a, b string) bool { return v.reads(a) == v.reads(b) }
 // reads is what NCCL reads a normalized value of v as: values are Alike
 // where it is the same, so that it can key a map of them.
 func (v Var) reads(value string) string {
-	if v.Kind != KindList {
-		return value
+	switch v.Kind {
+	case KindList:
+		return listSet(value)
+	case KindLevel:
+		if n, err := strconv.Atoi(value); err == nil && n >= 0 && n < len(oldLevels) {
+			return oldLevels[n]
+		}
 	}
-	return listSet(value)
+	return value
 }
 
 // listSet is a canonical list's parts and names, each sorted and without

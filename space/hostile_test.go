@@ -304,6 +304,12 @@ func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 			}, ""},
 		{"a try_first with a leading zero", hostileBase + "[[try_first]]\nNCCL_MIN_CTAS = \"04\"\n",
 			func(s *Space) bool { return len(s.TryFirst) == 1 && s.TryFirst[0]["NCCL_MIN_CTAS"] == "4" }, ""},
+		// NCCL reads a level's integer as its old numbering: 4 and above are
+		// SYS, and one past a C int another level, or beyond its table.
+		{"a level above NCCL's integers", hostileBase + "[[param]]\nname = \"NCCL_P2P_LEVEL\"\nvalues = [\"1\", \"4294967296\"]\n", nil, "h.toml:21: param NCCL_P2P_LEVEL: 4294967296 is above 5"},
+		{"a level as its integer and its name", hostileBase + "[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"4\", \"PIX\", \"SYS\", \"1\"]\n", nil, "h.toml:21: param NCCL_NET_GDR_LEVEL: value SYS is listed twice: to NCCL it is 4"},
+		{"a level's condition by its name", hostileBase + "[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"default\", \"4\"]\n[[param]]\nname = \"NCCL_CUMEM_ENABLE\"\nvalues = [\"0\", \"1\"]\nwhen = { NCCL_NET_GDR_LEVEL = \"SYS\" }\n",
+			func(s *Space) bool { return s.Active(s.Params[4], Assignment{"NCCL_NET_GDR_LEVEL": "4"}) }, ""},
 		{"one value in two spellings", hostileBase + "[[param]]\nname = \"NCCL_IB_QPS_PER_CONNECTION\"\nvalues = [\"7\", \"007\", \"+7\"]\n", nil, "h.toml:21: param NCCL_IB_QPS_PER_CONNECTION: value 7 is listed twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
