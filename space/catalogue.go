@@ -226,6 +226,12 @@ func (v Var) Normalize(value string) (string, error) {
 		return "", fmt.Errorf("%s: value %q holds a control or invisible character", v.Name, value)
 	}
 	switch v.Kind {
+	case KindString:
+		if v.Name == "NCCL_SOCKET_IFNAME" && len(value) == 1 {
+			// NCCL takes the list only if longer (strlen > 1), and picks an
+			// interface itself: "e" was no prefix to it. (Empty is unset.)
+			return "", fmt.Errorf("%s: %q is one character, which NCCL reads as not set (it picks the interface itself): give a longer prefix or name", v.Name, value)
+		}
 	case KindBool:
 		if value != "0" && value != "1" {
 			return "", fmt.Errorf("%s: %q is not 0 or 1", v.Name, value)

@@ -81,6 +81,9 @@ func TestHostileSpaces(t *testing.T) {
 		// NCCL then has nothing to run a collective with ("no algorithm/protocol available").
 		{"a list that excludes every name", "", "[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"default\", \"allreduce:^ll,Simple,LL128,LL\"]\n",
 			[]string{"h.toml:21:", "allreduce:^ll,Simple,LL128,LL excludes every one of LL, LL128, Simple"}},
+		// NCCL takes NCCL_SOCKET_IFNAME only if longer than one character:
+		// "e" (every eth and enp) picked its own interface without a word.
+		{"a one-character interface prefix", "", "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"default\", \"e\", \"=e\"]\n", []string{"h.toml:21:", `NCCL_SOCKET_IFNAME: "e" is one character`}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},

@@ -1637,10 +1637,12 @@ func (b *builder) params(raw *rawFile, s *Space) {
 			}
 		case rp.Min != nil && rp.Max != nil:
 			nerr := len(b.errs)
-			p.Min, p.Max = b.bound(line, p.Name, rp.Min), b.bound(line, p.Name, rp.Max)
+			if v.Kind != KindString { // whose bounds, read as text, say less than that it takes none
+				p.Min, p.Max = b.bound(line, p.Name, rp.Min), b.bound(line, p.Name, rp.Max)
+			}
 			switch {
 			case len(b.errs) > nerr: // a bound did not parse; its error says so
-			case p.Max <= p.Min || p.Log && p.Min < 1:
+			case v.Kind != KindString && (p.Max <= p.Min || p.Log && p.Min < 1):
 				b.errorf(line, "param %s: needs min < max (and min >= 1 with log = true)", p.Name)
 			default:
 				if err := v.integers(p.Min, p.Max); err != nil {
