@@ -84,6 +84,10 @@ func TestHostileSpaces(t *testing.T) {
 		// NCCL takes NCCL_SOCKET_IFNAME only if longer than one character:
 		// "e" (every eth and enp) picked its own interface without a word.
 		{"a one-character interface prefix", "", "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"default\", \"e\", \"=e\"]\n", []string{"h.toml:21:", `NCCL_SOCKET_IFNAME: "e" is one character`}},
+		// Each trial that set it failed as invalid, and the campaign ended
+		// with its budget spent on none.
+		{"a param whose every value NCCL refuses with what is pinned", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_SOCKET_NTHREADS = 8\n[[param]]\nname = \"NCCL_NSOCKS_PERTHREAD\"\nvalues = [\"16\", \"32\"]",
+			[]string{"h.toml:10: param NCCL_NSOCKS_PERTHREAD: NCCL refuses each of its values with what [fixed] pins: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = 256 exceeds"}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},

@@ -1585,6 +1585,7 @@ func (b *builder) params(raw *rawFile, s *Space) {
 	seen := map[string]bool{}
 	for i, rp := range raw.Param {
 		line := b.loc.field("param", i, "name")
+		nerr := len(b.errs)
 		p := Param{Name: rp.Name, Log: rp.Log}
 		v, err := Lookup(p.Name)
 		if err != nil {
@@ -1652,6 +1653,9 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		default:
 			b.errorf(line, "param %s: needs values = [...] or both min and max", p.Name)
 		}
+		if err := s.refusedWithFixed(p); err != nil && len(b.errs) == nerr {
+			b.errorf(line, "param %s: NCCL refuses each of its values with what [fixed] pins: %v", p.Name, err)
+		}
 		for _, v := range slices.Sorted(maps.Keys(rp.When)) {
 			c, err := b.condition(s, v, rp.When[v])
 			if err != nil {
@@ -1670,6 +1674,30 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		b.errorf(b.loc.section("param"), "no [[param]] to search")
 	}
 	b.perCollective(s)
+}
+
+// refusedWithFixed is Check's error for every value p offers, each set
+// with what [fixed] pins, or nil if NCCL takes one ("default" included):
+// each trial that set p would fail. Check's limits are monotonic in each
+// variable, so a range's ends stand for it.
+func (s *Space) refusedWithFixed(p Param) error {
+	if s.Check(nil) != nil {
+		return nil // [fixed] alone is refused, and said so at its line
+	}
+	values := p.Values
+	if !p.Categorical() {
+		values = []string{strconv.FormatInt(p.Min, 10), strconv.FormatInt(p.Max, 10)}
+	}
+	var err error
+	for _, v := range values {
+		if v == Unset {
+			return nil
+		}
+		if err = s.Check(Assignment{p.Name: v}); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // perCollective makes NCCL_ALGO and NCCL_PROTO one param per collective
