@@ -536,3 +536,16 @@ func TestLoadReadsABoundedFile(t *testing.T) {
 		t.Fatalf("error %.300v; want over 16 MiB", err)
 	}
 }
+
+// TestInlineTablesAtTheirLines: a table written inline (fixed = { ... },
+// range = [ { ... } ]) has no header; its errors were all at line 1.
+func TestInlineTablesAtTheirLines(t *testing.T) {
+	src := strings.Replace(hostileBase, "[fixed]\nNCCL_NET = \"IB\"\n", "", 1)
+	src = "\n\nfixed = { NCCL_NET = \"IB\", NCCL_FOO = 1 }\nrange = [\n  { name = \"a\", min = \"8\", max = \"4\" },\n]\n" + src
+	_, err := parseWithin(t, src)
+	for _, want := range []string{"h.toml:3: fixed unknown NCCL variable NCCL_FOO", "h.toml:4: range a: max must exceed min"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nlacks %q", err, want)
+		}
+	}
+}
