@@ -399,11 +399,12 @@ func TestValuesTheKernelWouldRefuse(t *testing.T) {
 		{"pinned, exactly at the limit", "NCCL_SOCKET_IFNAME = \"" + fits + "\"", ""},
 		{"a benchmark argument", "args = [\"-d\", \"" + strings.Repeat("x", MaxArgStrlen) + "\"]", "h.toml:6:"},
 		{"searched", "[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"mlx5_0\", \"" + strings.Repeat("m", 200<<10) + "\"]", "MAX_ARG_STRLEN"},
+		{"a launcher's option", "[launcher]\nkind = \"mpirun\"\nmap_by = \"" + strings.Repeat("n", MaxArgStrlen) + "\"", "h.toml:21:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := hostileBase
 			switch {
-			case strings.HasPrefix(tc.new, "[["):
+			case strings.HasPrefix(tc.new, "["):
 				src += tc.new + "\n"
 			case strings.HasPrefix(tc.new, "args"):
 				src = strings.Replace(src, `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n"+tc.new, 1)

@@ -1462,13 +1462,16 @@ func (b *builder) launcherCounts(line func(string) int, s *Space) {
 
 // argStrings refuses an argument of the benchmark or the launcher that Linux
 // would refuse to start a program with (see MaxArgStrlen): every trial would
-// fail to launch.
+// fail to launch. Each setting passed on a command line is one.
 func (b *builder) argStrings(s *Space) {
+	bm, l := s.Benchmark, s.Launcher
 	for _, list := range []struct {
 		section, key string
 		args         []string
-	}{{"benchmark", "args", s.Benchmark.Args}, {"benchmark", "command", s.Benchmark.Command},
-		{"benchmark", "binary", []string{s.Benchmark.Binary}}, {"launcher", "args", s.Launcher.Args}} {
+	}{{"benchmark", "args", bm.Args}, {"benchmark", "command", bm.Command},
+		{"benchmark", "binary", []string{bm.Binary}}, {"benchmark", "python", []string{bm.Python}}, {"benchmark", "script_dir", []string{bm.ScriptDir}},
+		{"launcher", "args", l.Args}, {"launcher", "command", []string{l.Command}}, {"launcher", "hostfile", []string{l.Hostfile}},
+		{"launcher", "map_by", []string{l.MapBy}}, {"launcher", "bind_to", []string{l.BindTo}}, {"launcher", "rdzv_endpoint", []string{l.RdzvEndpoint}}} {
 		for _, a := range list.args {
 			if len(a)+1 > MaxArgStrlen {
 				b.errorf(b.loc.field(list.section, 0, list.key), "%s.%s: an argument of %d bytes: Linux refuses to start a program with one over %d (MAX_ARG_STRLEN), so every trial would fail to launch",
