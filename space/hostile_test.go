@@ -88,6 +88,8 @@ func TestHostileSpaces(t *testing.T) {
 		// with its budget spent on none.
 		{"a param whose every value NCCL refuses with what is pinned", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_SOCKET_NTHREADS = 8\n[[param]]\nname = \"NCCL_NSOCKS_PERTHREAD\"\nvalues = [\"16\", \"32\"]",
 			[]string{"h.toml:10: param NCCL_NSOCKS_PERTHREAD: NCCL refuses each of its values with what [fixed] pins: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = 256 exceeds"}},
+		// A boolean was read as 0 or 1 whatever the variable: NCCL_NET = false set NCCL_NET=0.
+		{"a boolean for a variable that is none", `NCCL_NET = "IB"`, "NCCL_NET = false\nNCCL_IB_QPS_PER_CONNECTION = true", []string{"h.toml:7: fixed NCCL_NET: false is a boolean", "h.toml:8: fixed NCCL_IB_QPS_PER_CONNECTION: true is a boolean"}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},

@@ -1843,6 +1843,10 @@ func (b *builder) value(name string, raw any) (string, error) {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	if t, ok := raw.(bool); ok {
+		if v.Kind != KindBool {
+			// Read as 0 or 1, NCCL_NET = false set NCCL_NET=0.
+			return "", fmt.Errorf("%s: %v is a boolean, which only a variable of 0 or 1 takes", name, t)
+		}
 		text = map[bool]string{false: "0", true: "1"}[t]
 	}
 	return v.Normalize(text)
