@@ -552,3 +552,39 @@ func TestInlineTablesAtTheirLines(t *testing.T) {
 		}
 	}
 }
+
+// TestManyConditionValuesLoadPromptly: a condition listing many values is
+// matched against its param's values, and against the conditions it joins,
+// in time linear in their number; compared pairwise, three params over
+// 100,000 interface names took the loader 70 s.
+func TestManyConditionValuesLoadPromptly(t *testing.T) {
+	var names []string
+	for i := range 50000 {
+		names = append(names, fmt.Sprintf(`"eth%d"`, i))
+	}
+	all := "[" + strings.Join(names, ", ") + "]"
+	src := hostileBase + "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = " + all +
+		"\n[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"default\", \"mlx5\"]\nwhen = { NCCL_SOCKET_IFNAME = " + all + " }" +
+		"\n[[param]]\nname = \"NCCL_BUFFSIZE\"\nvalues = [\"default\", \"4M\"]\nwhen = { NCCL_SOCKET_IFNAME = " + all + ", NCCL_IB_HCA = \"mlx5\" }\n"
+	if _, err := parseWithin(t, src); err != nil {
+		t.Fatalf("refused: %.300v", err)
+	}
+}
+
+// TestManyTryFirstLoadPromptly: each [[try_first]] value is looked up among
+// its param's values without reading them all again: 20,000 tables over a
+// param of 50,000 values read them a billion times.
+func TestManyTryFirstLoadPromptly(t *testing.T) {
+	var names, tables []string
+	for i := range 50000 {
+		names = append(names, fmt.Sprintf(`"eth%d"`, i))
+	}
+	for i := range 20000 {
+		tables = append(tables, fmt.Sprintf("[[try_first]]\nNCCL_SOCKET_IFNAME = \"eth%d\"\n", i))
+	}
+	src := hostileBase + "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"default\", " + strings.Join(names, ", ") + "]\n" + strings.Join(tables, "")
+	sp, err := parseWithin(t, src)
+	if err != nil || len(sp.TryFirst) != 20000 {
+		t.Fatalf("%.300v", err)
+	}
+}

@@ -377,7 +377,12 @@ func (b *builder) jointly(s *Space, p Param, line int) {
 	why := map[string][]string{} // who asks, for the message
 	narrow := func(v string, in []string, by string) {
 		if old, ok := need[v]; ok {
-			in = slices.DeleteFunc(slices.Clone(in), func(x string) bool { return !slices.Contains(old, x) })
+			// A set: a condition may list hundreds of thousands of values.
+			kept := make(map[string]bool, len(old))
+			for _, x := range old {
+				kept[x] = true
+			}
+			in = slices.DeleteFunc(slices.Clone(in), func(x string) bool { return !kept[x] })
 		}
 		need[v] = in
 		why[v] = append(why[v], by)
@@ -630,6 +635,7 @@ func (b *builder) build(raw *rawFile) *Space {
 // tryFirst reads the user's known-good configurations: each sets searched
 // parameters to values the space offers, and leaves the others to NCCL.
 func (b *builder) tryFirst(raw *rawFile, s *Space) {
+	listers := map[string]func(string) (string, bool){} // by param, built once
 	for i, t := range raw.TryFirst {
 		a, ok := Assignment{}, true
 		for _, name := range slices.Sorted(maps.Keys(t)) {
@@ -650,7 +656,10 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 			if str, isStr := t[name].(string); isStr && str == Unset {
 				v, err = Unset, nil
 			}
-			listed, offered := params[0].listed(v)
+			if listers[name] == nil {
+				listers[name] = params[0].lister()
+			}
+			listed, offered := listers[name](v)
 			switch {
 			case err != nil:
 				b.errorf(line, "try_first %v", err)
@@ -1803,6 +1812,11 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 	if len(list) == 0 {
 		return c, fmt.Errorf("condition on %s lists no value, so it can never hold", v)
 	}
+	var listed func(string) (string, bool)
+	offered := false // a value the param offers is among them
+	if k >= 0 {
+		listed = s.Params[k].lister()
+	}
 	for _, x := range list {
 		value, err := b.value(v, x)
 		if str, isStr := x.(string); isStr && str == Unset {
@@ -1813,8 +1827,8 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 		}
 		// A set NCCL reads in any order holds as the value it is listed as.
 		if k >= 0 {
-			if w, ok := s.Params[k].listed(value); ok {
-				value = w
+			if w, ok := listed(value); ok {
+				value, offered = w, true
 			}
 		} else if cat, _ := Lookup(v); cat.Alike(value, fixed) {
 			value = fixed
@@ -1824,7 +1838,7 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 	switch {
 	case isFixed && !slices.Contains(c.In, fixed):
 		return c, fmt.Errorf("condition on %s = %s can never hold: it is fixed to %s", v, strings.Join(c.In, " or "), fixed)
-	case k >= 0 && !slices.ContainsFunc(c.In, s.Params[k].Offers):
+	case k >= 0 && !offered:
 		return c, fmt.Errorf("condition on %s = %s can never hold: %s takes %s", v, strings.Join(c.In, " or "), v, s.Params[k].Describe())
 	case k >= 0 && b.never[v]:
 		return c, fmt.Errorf("condition on %s can never hold: %s itself is never active", v, v)
