@@ -232,6 +232,11 @@ func (v Var) Normalize(value string) (string, error) {
 			// interface itself: "e" was no prefix to it. (Empty is unset.)
 			return "", fmt.Errorf("%s: %q is one character, which NCCL reads as not set (it picks the interface itself): give a longer prefix or name", v.Name, value)
 		}
+		if v.Name == "NCCL_SOCKET_IFNAME" || v.Name == "NCCL_IB_HCA" {
+			if err := v.ifList(value); err != nil {
+				return "", err
+			}
+		}
 	case KindBool:
 		if value != "0" && value != "1" {
 			return "", fmt.Errorf("%s: %q is not 0 or 1", v.Name, value)
@@ -282,6 +287,24 @@ func (v Var) Normalize(value string) (string, error) {
 		return canon, nil
 	}
 	return value, nil
+}
+
+// ifList checks a list of interface or adapter names as NCCL reads it
+// (parseStringList, after a leading ^ and =): it copies each name into 64
+// bytes without a check, and reads what follows a ':' as a port with atoi
+// ("x" is 0, which no adapter has; an interface's port it ignores).
+func (v Var) ifList(value string) error {
+	for _, entry := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(value, "^"), "="), ",") {
+		name, port, hasPort := strings.Cut(entry, ":")
+		n, err := strconv.Atoi(port)
+		switch {
+		case len(name) >= 64:
+			return fmt.Errorf("%s: name %.20s... is %d bytes: NCCL copies it into 64, its NUL included, and writes past them", v.Name, name, len(name))
+		case hasPort && v.Name == "NCCL_IB_HCA" && (err != nil || n < 1 || strconv.Itoa(n) != port):
+			return fmt.Errorf("%s: port %q of %s is no port number (1, 2, ...): NCCL reads its leading digits, and 0 matches no port", v.Name, port, name)
+		}
+	}
+	return nil
 }
 
 // integers checks that every integer of [min, max], each a value of v,

@@ -90,6 +90,14 @@ func TestHostileSpaces(t *testing.T) {
 			[]string{"h.toml:10: param NCCL_NSOCKS_PERTHREAD: NCCL refuses each of its values with what [fixed] pins: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = 256 exceeds"}},
 		// A boolean was read as 0 or 1 whatever the variable: NCCL_NET = false set NCCL_NET=0.
 		{"a boolean for a variable that is none", `NCCL_NET = "IB"`, "NCCL_NET = false\nNCCL_IB_QPS_PER_CONNECTION = true", []string{"h.toml:7: fixed NCCL_NET: false is a boolean", "h.toml:8: fixed NCCL_IB_QPS_PER_CONNECTION: true is a boolean"}},
+		// NCCL's parseStringList copies each name into 64 bytes unchecked,
+		// and reads a port with atoi ("x" is 0, which no adapter has).
+		{"an adapter name past NCCL's buffer", "", "[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"^=mlx5_0:1,mlx5_1:2\", \"=" + strings.Repeat("m", 64) + ":1\"]\n",
+			[]string{"h.toml:21:", "NCCL_IB_HCA: name " + strings.Repeat("m", 20) + "... is 64 bytes"}},
+		{"an adapter's port NCCL reads as another", "", "[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"mlx5_0:1\", \"mlx5_1:x\", \"mlx5_2:\"]\n",
+			[]string{"h.toml:21:", `NCCL_IB_HCA: port "x" of mlx5_1`, `NCCL_IB_HCA: port "" of mlx5_2`}},
+		{"an interface name past NCCL's buffer", "", "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"eth0,eth" + strings.Repeat("1", 70) + "\"]\n",
+			[]string{"h.toml:21:", "NCCL_SOCKET_IFNAME: name eth11111111111111111... is 73 bytes"}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},
@@ -392,7 +400,8 @@ func TestCountsNoRunCouldMean(t *testing.T) {
 // ("fork/exec /proc/self/exe: argument list too long") until the campaign
 // stopped after five.
 func TestValuesTheKernelWouldRefuse(t *testing.T) {
-	fits := strings.Repeat("e", MaxArgStrlen-len("NCCL_SOCKET_IFNAME=")-1)
+	// A list of names, each within the 64 bytes NCCL copies it into.
+	fits := strings.Repeat("e,", MaxArgStrlen)[:MaxArgStrlen-len("NCCL_SOCKET_IFNAME=")-1]
 	for _, tc := range []struct {
 		name, new string
 		want      string // "": accepted
