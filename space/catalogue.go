@@ -48,6 +48,9 @@ var (
 	protoNames = []string{"LL", "LL128", "Simple"}
 	levelNames = []string{"LOC", "PIX", "PXB", "PHB", "SYS"}
 	p2pLevels  = []string{"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"}
+	// oldLevels are the levels NCCL reads an integer as (its
+	// levelsOldToNew): 4 and 5 are both SYS, and any above 5 is 5.
+	oldLevels = []string{"LOC", "PIX", "PXB", "PHB", "SYS", "SYS"}
 	// collNames are the per-collective prefixes NCCL_ALGO/NCCL_PROTO accept since NCCL 2.24.
 	collNames = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "sendrecv", "send", "recv", "alltoall"}
 )
@@ -223,6 +226,17 @@ func (v Var) Normalize(value string) (string, error) {
 		return "", fmt.Errorf("%s: value %q holds a control or invisible character", v.Name, value)
 	}
 	switch v.Kind {
+	case KindString:
+		if v.Name == "NCCL_SOCKET_IFNAME" && len(value) == 1 {
+			// NCCL takes the list only if longer (strlen > 1), and picks an
+			// interface itself: "e" was no prefix to it. (Empty is unset.)
+			return "", fmt.Errorf("%s: %q is one character, which NCCL reads as not set (it picks the interface itself): give a longer prefix or name", v.Name, value)
+		}
+		if v.Name == "NCCL_SOCKET_IFNAME" || v.Name == "NCCL_IB_HCA" {
+			if err := v.ifList(value); err != nil {
+				return "", err
+			}
+		}
 	case KindBool:
 		if value != "0" && value != "1" {
 			return "", fmt.Errorf("%s: %q is not 0 or 1", v.Name, value)
@@ -256,6 +270,9 @@ func (v Var) Normalize(value string) (string, error) {
 		if n, err := strconv.Atoi(value); err == nil && n >= 0 {
 			// NCCL reads a level's number only if it starts with a digit
 			// ("+1" is no level to it), with strtol's base 0 ("010" is 8).
+			if n >= len(oldLevels) {
+				return "", fmt.Errorf("%s: %d is above %d, NCCL's largest integer level (it reads any above as SYS, and one past a C int as another level)", v.Name, n, len(oldLevels)-1)
+			}
 			return strconv.Itoa(n), nil
 		}
 		if canon, ok := matchToken(value, v.Values); ok {
@@ -270,6 +287,24 @@ func (v Var) Normalize(value string) (string, error) {
 		return canon, nil
 	}
 	return value, nil
+}
+
+// ifList checks a list of interface or adapter names as NCCL reads it
+// (parseStringList, after a leading ^ and =): it copies each name into 64
+// bytes without a check, and reads what follows a ':' as a port with atoi
+// ("x" is 0, which no adapter has; an interface's port it ignores).
+func (v Var) ifList(value string) error {
+	for _, entry := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(value, "^"), "="), ",") {
+		name, port, hasPort := strings.Cut(entry, ":")
+		n, err := strconv.Atoi(port)
+		switch {
+		case len(name) >= 64:
+			return fmt.Errorf("%s: name %.20s... is %d bytes: NCCL copies it into 64, its NUL included, and writes past them", v.Name, name, len(name))
+		case hasPort && v.Name == "NCCL_IB_HCA" && (err != nil || n < 1 || strconv.Itoa(n) != port):
+			return fmt.Errorf("%s: port %q of %s is no port number (1, 2, ...): NCCL reads its leading digits, and 0 matches no port", v.Name, port, name)
+		}
+	}
+	return nil
 }
 
 // integers checks that every integer of [min, max], each a value of v,
@@ -295,11 +330,20 @@ func (v Var) integers(min, max int64) error {
 // Alike reports whether NCCL reads two normalized values of v alike: a
 // list names a set (of algorithms, of protocols, per collective), so its
 // order and repeats are no difference.
-func (v Var) Alike(a, b string) bool {
-	if v.Kind != KindList {
-		return a == b
+func (v Var) Alike(a, b string) bool { return v.reads(a) == v.reads(b) }
+
+// reads is what NCCL reads a normalized value of v as: values are Alike
+// where it is the same, so that it can key a map of them.
+func (v Var) reads(value string) string {
+	switch v.Kind {
+	case KindList:
+		return listSet(value)
+	case KindLevel:
+		if n, err := strconv.Atoi(value); err == nil && n >= 0 && n < len(oldLevels) {
+			return oldLevels[n]
+		}
 	}
-	return listSet(a) == listSet(b)
+	return value
 }
 
 // listSet is a canonical list's parts and names, each sorted and without
@@ -347,7 +391,7 @@ func canonicalList(value string, tokens []string) (string, error) {
 	}
 	var parts []string
 	for i, part := range strings.Split(value, ";") {
-		prefix := ""
+		written, prefix := part, ""
 		coll, rest, ok := strings.Cut(part, ":")
 		if !ok && i > 0 {
 			// NCCL refuses the value ("All entries except the first must have a prefix").
@@ -371,6 +415,10 @@ func canonicalList(value string, tokens []string) (string, error) {
 				return "", fmt.Errorf("%q is not one of %s", tok, strings.Join(tokens, ", "))
 			}
 			names = append(names, canon)
+		}
+		if strings.HasSuffix(prefix, "^") && !slices.ContainsFunc(tokens, func(t string) bool { return !slices.Contains(names, t) }) {
+			// NCCL fails each collective it applies to: "no algorithm/protocol available".
+			return "", fmt.Errorf("%s excludes every one of %s, which leaves NCCL none to run", written, strings.Join(tokens, ", "))
 		}
 		parts = append(parts, prefix+strings.Join(names, ","))
 	}

@@ -61,6 +61,7 @@ func TestHostileSpaces(t *testing.T) {
 		{"a list's value twice in another order", "", "[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"LL,LL128\", \"Simple\", \"LL128,LL\", \"^LL,Simple\", \"^Simple,LL\"]\n",
 			[]string{"h.toml:21:", "value LL128,LL is listed twice: to NCCL it is LL,LL128", "value ^Simple,LL is listed twice: to NCCL it is ^LL,Simple"}},
 		{"a list's value with a repeat", "", "[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"LL\", \"LL,LL\"]\n", []string{"h.toml:21:", "value LL,LL is listed twice: to NCCL it is LL"}},
+		{"NCCL's default twice", "", "[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"default\", \"LL\", \"default\"]\n", []string{"h.toml:21:", "value default is listed twice"}},
 		{"a per-collective value twice", `values = ["default", "Ring", "Tree"]`, `values = ["allreduce:ring;broadcast:tree", "broadcast:tree;allreduce:ring"]`,
 			[]string{"h.toml:10:", "is listed twice: to NCCL it is allreduce:Ring;broadcast:Tree"}},
 		{"a binary read as an option", `binary = "all_reduce_perf"`, `binary = "--help"`, []string{"h.toml:5:", `the program "--help" starts with '-'`}},
@@ -69,6 +70,34 @@ func TestHostileSpaces(t *testing.T) {
 		{"a metric's unit that drives the terminal", `binary = "all_reduce_perf"`, "kind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'v=(\\S+)', goal = \"min\", unit = \"ms\\u001b[2J\" }",
 			[]string{"h.toml:7:", `benchmark.metric.unit "ms\x1b[2J" holds a control or invisible character`}},
 		{"NCCL's default pinned (NCCL reads the word)", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
+		// Every trial, NCCL's defaults first, failed as one NCCL refuses.
+		{"pinned values NCCL refuses together", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_SOCKET_NTHREADS = 16\nNCCL_NSOCKS_PERTHREAD = 8",
+			[]string{"h.toml:6:", "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = 128 exceeds NCCL's limit of 64"}},
+		// The flag package reads "-nodes" as nodes, which nccltune's own
+		// reads of the scenario (ranks, the network's bound) missed; "run"
+		// is each launch's label, which nccltune set after it.
+		{"a simulator key the simulator reads as another", "binary = \"all_reduce_perf\"\n", "[simulator]\n\"-nodes\" = 2\n\"nic_gbps=1\" = 2\nrun = 3\n",
+			[]string{"h.toml:6: simulator.-nodes", "simulator.nic_gbps=1 is no setting", "h.toml:8: simulator.run"}},
+		// NCCL then has nothing to run a collective with ("no algorithm/protocol available").
+		{"a list that excludes every name", "", "[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"default\", \"allreduce:^ll,Simple,LL128,LL\"]\n",
+			[]string{"h.toml:21:", "allreduce:^ll,Simple,LL128,LL excludes every one of LL, LL128, Simple"}},
+		// NCCL takes NCCL_SOCKET_IFNAME only if longer than one character:
+		// "e" (every eth and enp) picked its own interface without a word.
+		{"a one-character interface prefix", "", "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"default\", \"e\", \"=e\"]\n", []string{"h.toml:21:", `NCCL_SOCKET_IFNAME: "e" is one character`}},
+		// Each trial that set it failed as invalid, and the campaign ended
+		// with its budget spent on none.
+		{"a param whose every value NCCL refuses with what is pinned", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_SOCKET_NTHREADS = 8\n[[param]]\nname = \"NCCL_NSOCKS_PERTHREAD\"\nvalues = [\"16\", \"32\"]",
+			[]string{"h.toml:10: param NCCL_NSOCKS_PERTHREAD: NCCL refuses each of its values with what [fixed] pins: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = 256 exceeds"}},
+		// A boolean was read as 0 or 1 whatever the variable: NCCL_NET = false set NCCL_NET=0.
+		{"a boolean for a variable that is none", `NCCL_NET = "IB"`, "NCCL_NET = false\nNCCL_IB_QPS_PER_CONNECTION = true", []string{"h.toml:7: fixed NCCL_NET: false is a boolean", "h.toml:8: fixed NCCL_IB_QPS_PER_CONNECTION: true is a boolean"}},
+		// NCCL's parseStringList copies each name into 64 bytes unchecked,
+		// and reads a port with atoi ("x" is 0, which no adapter has).
+		{"an adapter name past NCCL's buffer", "", "[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"^=mlx5_0:1,mlx5_1:2\", \"=" + strings.Repeat("m", 64) + ":1\"]\n",
+			[]string{"h.toml:21:", "NCCL_IB_HCA: name " + strings.Repeat("m", 20) + "... is 64 bytes"}},
+		{"an adapter's port NCCL reads as another", "", "[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"mlx5_0:1\", \"mlx5_1:x\", \"mlx5_2:\"]\n",
+			[]string{"h.toml:21:", `NCCL_IB_HCA: port "x" of mlx5_1`, `NCCL_IB_HCA: port "" of mlx5_2`}},
+		{"an interface name past NCCL's buffer", "", "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"eth0,eth" + strings.Repeat("1", 70) + "\"]\n",
+			[]string{"h.toml:21:", "NCCL_SOCKET_IFNAME: name eth11111111111111111... is 73 bytes"}},
 		{"NCCL's default pinned in capitals", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"Default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		{"NCCL's log without ENV", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_DEBUG_SUBSYS = \"COLL\"", []string{"h.toml:8:", "must include INIT and ENV"}},
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},
@@ -292,6 +321,12 @@ func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 			}, ""},
 		{"a try_first with a leading zero", hostileBase + "[[try_first]]\nNCCL_MIN_CTAS = \"04\"\n",
 			func(s *Space) bool { return len(s.TryFirst) == 1 && s.TryFirst[0]["NCCL_MIN_CTAS"] == "4" }, ""},
+		// NCCL reads a level's integer as its old numbering: 4 and above are
+		// SYS, and one past a C int another level, or beyond its table.
+		{"a level above NCCL's integers", hostileBase + "[[param]]\nname = \"NCCL_P2P_LEVEL\"\nvalues = [\"1\", \"4294967296\"]\n", nil, "h.toml:21: param NCCL_P2P_LEVEL: 4294967296 is above 5"},
+		{"a level as its integer and its name", hostileBase + "[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"4\", \"PIX\", \"SYS\", \"1\"]\n", nil, "h.toml:21: param NCCL_NET_GDR_LEVEL: value SYS is listed twice: to NCCL it is 4"},
+		{"a level's condition by its name", hostileBase + "[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"default\", \"4\"]\n[[param]]\nname = \"NCCL_CUMEM_ENABLE\"\nvalues = [\"0\", \"1\"]\nwhen = { NCCL_NET_GDR_LEVEL = \"SYS\" }\n",
+			func(s *Space) bool { return s.Active(s.Params[4], Assignment{"NCCL_NET_GDR_LEVEL": "4"}) }, ""},
 		{"one value in two spellings", hostileBase + "[[param]]\nname = \"NCCL_IB_QPS_PER_CONNECTION\"\nvalues = [\"7\", \"007\", \"+7\"]\n", nil, "h.toml:21: param NCCL_IB_QPS_PER_CONNECTION: value 7 is listed twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,7 +400,8 @@ func TestCountsNoRunCouldMean(t *testing.T) {
 // ("fork/exec /proc/self/exe: argument list too long") until the campaign
 // stopped after five.
 func TestValuesTheKernelWouldRefuse(t *testing.T) {
-	fits := strings.Repeat("e", MaxArgStrlen-len("NCCL_SOCKET_IFNAME=")-1)
+	// A list of names, each within the 64 bytes NCCL copies it into.
+	fits := strings.Repeat("e,", MaxArgStrlen)[:MaxArgStrlen-len("NCCL_SOCKET_IFNAME=")-1]
 	for _, tc := range []struct {
 		name, new string
 		want      string // "": accepted
@@ -374,11 +410,12 @@ func TestValuesTheKernelWouldRefuse(t *testing.T) {
 		{"pinned, exactly at the limit", "NCCL_SOCKET_IFNAME = \"" + fits + "\"", ""},
 		{"a benchmark argument", "args = [\"-d\", \"" + strings.Repeat("x", MaxArgStrlen) + "\"]", "h.toml:6:"},
 		{"searched", "[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"mlx5_0\", \"" + strings.Repeat("m", 200<<10) + "\"]", "MAX_ARG_STRLEN"},
+		{"a launcher's option", "[launcher]\nkind = \"mpirun\"\nmap_by = \"" + strings.Repeat("n", MaxArgStrlen) + "\"", "h.toml:21:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := hostileBase
 			switch {
-			case strings.HasPrefix(tc.new, "[["):
+			case strings.HasPrefix(tc.new, "["):
 				src += tc.new + "\n"
 			case strings.HasPrefix(tc.new, "args"):
 				src = strings.Replace(src, `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n"+tc.new, 1)
@@ -468,5 +505,95 @@ func TestHashTellsSpacesApart(t *testing.T) {
 		if got := hash(src); got != want {
 			t.Errorf("hash %s, was %s, of\n%s", got, want, src)
 		}
+	}
+}
+
+// TestManyValuesLoadPromptly: a param of many values is checked for
+// repeats in time linear in their number; compared pairwise, 60,000 took
+// the loader a quarter of a minute, 200,000 nearly three.
+func TestManyValuesLoadPromptly(t *testing.T) {
+	var values []string
+	for i := range 60000 {
+		values = append(values, fmt.Sprintf("%q", fmt.Sprint("eth", i)))
+	}
+	src := hostileBase + "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [" + strings.Join(values, ", ") + "]\n"
+	if _, err := parseWithin(t, src); err != nil {
+		t.Fatalf("refused: %.300v", err)
+	}
+}
+
+// TestManyRangesLoadPromptly: each range is checked against the others in
+// time linear in their number; compared pairwise, 100,000 ranges took the
+// loader 40 s.
+func TestManyRangesLoadPromptly(t *testing.T) {
+	var ranges strings.Builder
+	for i := range 60000 {
+		fmt.Fprintf(&ranges, "[[range]]\nname = \"r%d\"\nmin = %d\nmax = %d\n", i, 8+i, 9+i)
+	}
+	_, err := parseWithin(t, hostileBase+ranges.String())
+	if err == nil || !strings.Contains(err.Error(), "h.toml:24: range r1 holds no size of the sweep") {
+		t.Fatalf("error %.300v; want range r1's", err)
+	}
+}
+
+// TestLoadReadsABoundedFile: a file past any space's size is refused before
+// it is read whole: --space /dev/zero read until memory ran out.
+func TestLoadReadsABoundedFile(t *testing.T) {
+	path := t.TempDir() + "/big.toml"
+	big := hostileBase + "#" + strings.Repeat("x", MaxFile) + "\n"
+	if err := os.WriteFile(path, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path+": over 16 MiB") {
+		t.Fatalf("error %.300v; want over 16 MiB", err)
+	}
+}
+
+// TestInlineTablesAtTheirLines: a table written inline (fixed = { ... },
+// range = [ { ... } ]) has no header; its errors were all at line 1.
+func TestInlineTablesAtTheirLines(t *testing.T) {
+	src := strings.Replace(hostileBase, "[fixed]\nNCCL_NET = \"IB\"\n", "", 1)
+	src = "\n\nfixed = { NCCL_NET = \"IB\", NCCL_FOO = 1 }\nrange = [\n  { name = \"a\", min = \"8\", max = \"4\" },\n]\n" + src
+	_, err := parseWithin(t, src)
+	for _, want := range []string{"h.toml:3: fixed unknown NCCL variable NCCL_FOO", "h.toml:4: range a: max must exceed min"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nlacks %q", err, want)
+		}
+	}
+}
+
+// TestManyConditionValuesLoadPromptly: a condition listing many values is
+// matched against its param's values, and against the conditions it joins,
+// in time linear in their number; compared pairwise, three params over
+// 100,000 interface names took the loader 70 s.
+func TestManyConditionValuesLoadPromptly(t *testing.T) {
+	var names []string
+	for i := range 50000 {
+		names = append(names, fmt.Sprintf(`"eth%d"`, i))
+	}
+	all := "[" + strings.Join(names, ", ") + "]"
+	src := hostileBase + "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = " + all +
+		"\n[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = [\"default\", \"mlx5\"]\nwhen = { NCCL_SOCKET_IFNAME = " + all + " }" +
+		"\n[[param]]\nname = \"NCCL_BUFFSIZE\"\nvalues = [\"default\", \"4M\"]\nwhen = { NCCL_SOCKET_IFNAME = " + all + ", NCCL_IB_HCA = \"mlx5\" }\n"
+	if _, err := parseWithin(t, src); err != nil {
+		t.Fatalf("refused: %.300v", err)
+	}
+}
+
+// TestManyTryFirstLoadPromptly: each [[try_first]] value is looked up among
+// its param's values without reading them all again: 20,000 tables over a
+// param of 50,000 values read them a billion times.
+func TestManyTryFirstLoadPromptly(t *testing.T) {
+	var names, tables []string
+	for i := range 50000 {
+		names = append(names, fmt.Sprintf(`"eth%d"`, i))
+	}
+	for i := range 20000 {
+		tables = append(tables, fmt.Sprintf("[[try_first]]\nNCCL_SOCKET_IFNAME = \"eth%d\"\n", i))
+	}
+	src := hostileBase + "[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"default\", " + strings.Join(names, ", ") + "]\n" + strings.Join(tables, "")
+	sp, err := parseWithin(t, src)
+	if err != nil || len(sp.TryFirst) != 20000 {
+		t.Fatalf("%.300v", err)
 	}
 }

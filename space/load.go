@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -106,11 +107,23 @@ type rawCall struct {
 	Ranks      int
 }
 
+// MaxFile bounds what Load reads: a hundred thousand params or workload
+// calls fit in a few MiB; --space /dev/zero read until memory ran out.
+const MaxFile = 16 << 20
+
 // Load reads and validates a space file.
 func Load(path string) (*Space, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFile {
+		return nil, fmt.Errorf("%s: over %d MiB, more than any space holds", path, MaxFile>>20)
 	}
 	return Parse(path, data)
 }
@@ -266,6 +279,9 @@ func FileWord(name string) bool { return fileWordRE.MatchString(name) }
 
 var fileWordRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// simKeyRE is a [simulator] key as the simulator's flag names its settings.
+var simKeyRE = regexp.MustCompile(`^[a-z0-9_]+$`)
+
 // typeErrRE reads the decoder's type error: its line, key and complaint.
 var typeErrRE = regexp.MustCompile(`line (\d+) \(last key "([^"]+)"\): (.*)$`)
 
@@ -361,7 +377,12 @@ func (b *builder) jointly(s *Space, p Param, line int) {
 	why := map[string][]string{} // who asks, for the message
 	narrow := func(v string, in []string, by string) {
 		if old, ok := need[v]; ok {
-			in = slices.DeleteFunc(slices.Clone(in), func(x string) bool { return !slices.Contains(old, x) })
+			// A set: a condition may list hundreds of thousands of values.
+			kept := make(map[string]bool, len(old))
+			for _, x := range old {
+				kept[x] = true
+			}
+			in = slices.DeleteFunc(slices.Clone(in), func(x string) bool { return !kept[x] })
 		}
 		need[v] = in
 		why[v] = append(why[v], by)
@@ -554,6 +575,12 @@ func (b *builder) build(raw *rawFile) *Space {
 	b.ranges(raw, s)
 	b.benchmark(raw, s)
 	for _, k := range slices.Sorted(maps.Keys(raw.Simulator)) {
+		if !simKeyRE.MatchString(k) || k == "run" {
+			// Passed as -k=v, a key of a '-' or '=' is read as another
+			// ("-nodes" as nodes), which nccltune's own reads of the
+			// scenario miss; run is the label nccltune gives each launch.
+			b.errorf(b.loc.field("simulator", 0, k), "simulator.%s is no setting of the scenario (a word such as nodes or nic_gbps; run is nccltune's own)", k)
+		}
 		v, err := scalar(raw.Simulator[k])
 		if err != nil {
 			b.errorf(b.loc.field("simulator", 0, k), "simulator.%s: %v", k, err)
@@ -596,6 +623,10 @@ func (b *builder) build(raw *rawFile) *Space {
 			s.Fixed[name] = v
 		}
 	}
+	if err := s.Check(nil); err != nil {
+		// Every trial sets them, NCCL's defaults first: each would fail.
+		b.errorf(b.loc.key(toml.Key{"fixed"}), "fixed: %v, so NCCL would refuse every trial", err)
+	}
 	b.params(raw, s)
 	b.tryFirst(raw, s)
 	return s
@@ -604,6 +635,7 @@ func (b *builder) build(raw *rawFile) *Space {
 // tryFirst reads the user's known-good configurations: each sets searched
 // parameters to values the space offers, and leaves the others to NCCL.
 func (b *builder) tryFirst(raw *rawFile, s *Space) {
+	listers := map[string]func(string) (string, bool){} // by param, built once
 	for i, t := range raw.TryFirst {
 		a, ok := Assignment{}, true
 		for _, name := range slices.Sorted(maps.Keys(t)) {
@@ -624,7 +656,10 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 			if str, isStr := t[name].(string); isStr && str == Unset {
 				v, err = Unset, nil
 			}
-			listed, offered := params[0].listed(v)
+			if listers[name] == nil {
+				listers[name] = params[0].lister()
+			}
+			listed, offered := listers[name](v)
 			switch {
 			case err != nil:
 				b.errorf(line, "try_first %v", err)
@@ -730,6 +765,11 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 		return
 	}
 	sweep := s.Sizes.List()
+	names := map[string]bool{}
+	// The ranges without a fault: they are disjoint and each holds a size
+	// of the sweep, so they are few however many a file lists, and a range
+	// is compared with them alone (with every range, 100,000 took 40 s).
+	var sound []Range
 	for i, r := range raw.Range {
 		line := b.loc.field("range", i, "name")
 		nerr := len(b.errs)
@@ -742,13 +782,16 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 			b.errorf(line, "range name %q must be letters, digits, '-' or '_' (it names the env file)", r.Name)
 		case rg.Max <= rg.Min:
 			b.errorf(line, "range %s: max must exceed min", r.Name)
-		case slices.ContainsFunc(s.Ranges, func(o Range) bool { return o.Name == r.Name }):
+		case names[r.Name]:
 			b.errorf(line, "range %s is defined twice", r.Name)
-		case slices.ContainsFunc(s.Ranges, func(o Range) bool { return rg.Min < o.Max && o.Min < rg.Max }):
+		case slices.ContainsFunc(sound, func(o Range) bool { return rg.Min < o.Max && o.Min < rg.Max }):
 			b.errorf(line, "range %s overlaps another range", r.Name)
 		case !slices.ContainsFunc(sweep, rg.Contains):
 			b.errorf(line, "range %s holds no size of the sweep %s..%s", r.Name, FormatSize(s.Sizes.Min), FormatSize(s.Sizes.Max))
+		default:
+			sound = append(sound, rg)
 		}
+		names[r.Name] = true
 		s.Ranges = append(s.Ranges, rg)
 	}
 }
@@ -1428,13 +1471,16 @@ func (b *builder) launcherCounts(line func(string) int, s *Space) {
 
 // argStrings refuses an argument of the benchmark or the launcher that Linux
 // would refuse to start a program with (see MaxArgStrlen): every trial would
-// fail to launch.
+// fail to launch. Each setting passed on a command line is one.
 func (b *builder) argStrings(s *Space) {
+	bm, l := s.Benchmark, s.Launcher
 	for _, list := range []struct {
 		section, key string
 		args         []string
-	}{{"benchmark", "args", s.Benchmark.Args}, {"benchmark", "command", s.Benchmark.Command},
-		{"benchmark", "binary", []string{s.Benchmark.Binary}}, {"launcher", "args", s.Launcher.Args}} {
+	}{{"benchmark", "args", bm.Args}, {"benchmark", "command", bm.Command},
+		{"benchmark", "binary", []string{bm.Binary}}, {"benchmark", "python", []string{bm.Python}}, {"benchmark", "script_dir", []string{bm.ScriptDir}},
+		{"launcher", "args", l.Args}, {"launcher", "command", []string{l.Command}}, {"launcher", "hostfile", []string{l.Hostfile}},
+		{"launcher", "map_by", []string{l.MapBy}}, {"launcher", "bind_to", []string{l.BindTo}}, {"launcher", "rdzv_endpoint", []string{l.RdzvEndpoint}}} {
 		for _, a := range list.args {
 			if len(a)+1 > MaxArgStrlen {
 				b.errorf(b.loc.field(list.section, 0, list.key), "%s.%s: an argument of %d bytes: Linux refuses to start a program with one over %d (MAX_ARG_STRLEN), so every trial would fail to launch",
@@ -1551,6 +1597,7 @@ func (b *builder) params(raw *rawFile, s *Space) {
 	seen := map[string]bool{}
 	for i, rp := range raw.Param {
 		line := b.loc.field("param", i, "name")
+		nerr := len(b.errs)
 		p := Param{Name: rp.Name, Log: rp.Log}
 		v, err := Lookup(p.Name)
 		if err != nil {
@@ -1578,30 +1625,37 @@ func (b *builder) params(raw *rawFile, s *Space) {
 				// so the flag would be silently ignored.
 				b.errorf(b.loc.field("param", i, "log"), "param %s: log = true applies to a min/max range, not to listed values", p.Name)
 			}
-			catalogued, _ := Lookup(p.Name)
+			// Each value by what NCCL reads it as: a map, as a file may list
+			// hundreds of thousands, which compared pairwise took minutes.
+			listed := map[string]string{}
 			for _, rv := range rp.Values {
+				value, err := b.value(p.Name, rv)
 				if str, ok := rv.(string); ok && str == Unset {
-					p.Values = append(p.Values, Unset)
-				} else if v, err := b.value(p.Name, rv); err != nil {
+					value, err = Unset, nil
+				}
+				if err != nil {
 					b.errorf(b.loc.field("param", i, "values"), "param %v", err)
-				} else if j := slices.IndexFunc(p.Values, func(w string) bool { return w == v || catalogued.Alike(w, v) }); j >= 0 {
-					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice: to NCCL it is %s", p.Name, v, p.Values[j])
+				} else if w, twice := listed[v.reads(value)]; twice {
+					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice: to NCCL it is %s", p.Name, value, w)
 					// Another spelling of one set (a check since 2223c57)
 					// stays, read as stored (ParseStored): trials that ran
 					// it are of the space, and export refused them as altered.
-					if v != p.Values[j] {
-						p.Values = append(p.Values, v)
+					if value != w {
+						p.Values = append(p.Values, value)
 					}
 				} else {
-					p.Values = append(p.Values, v)
+					listed[v.reads(value)] = value
+					p.Values = append(p.Values, value)
 				}
 			}
 		case rp.Min != nil && rp.Max != nil:
 			nerr := len(b.errs)
-			p.Min, p.Max = b.bound(line, p.Name, rp.Min), b.bound(line, p.Name, rp.Max)
+			if v.Kind != KindString { // whose bounds, read as text, say less than that it takes none
+				p.Min, p.Max = b.bound(line, p.Name, rp.Min), b.bound(line, p.Name, rp.Max)
+			}
 			switch {
 			case len(b.errs) > nerr: // a bound did not parse; its error says so
-			case p.Max <= p.Min || p.Log && p.Min < 1:
+			case v.Kind != KindString && (p.Max <= p.Min || p.Log && p.Min < 1):
 				b.errorf(line, "param %s: needs min < max (and min >= 1 with log = true)", p.Name)
 			default:
 				if err := v.integers(p.Min, p.Max); err != nil {
@@ -1610,6 +1664,9 @@ func (b *builder) params(raw *rawFile, s *Space) {
 			}
 		default:
 			b.errorf(line, "param %s: needs values = [...] or both min and max", p.Name)
+		}
+		if err := s.refusedWithFixed(p); err != nil && len(b.errs) == nerr {
+			b.errorf(line, "param %s: NCCL refuses each of its values with what [fixed] pins: %v", p.Name, err)
 		}
 		for _, v := range slices.Sorted(maps.Keys(rp.When)) {
 			c, err := b.condition(s, v, rp.When[v])
@@ -1629,6 +1686,30 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		b.errorf(b.loc.section("param"), "no [[param]] to search")
 	}
 	b.perCollective(s)
+}
+
+// refusedWithFixed is Check's error for every value p offers, each set
+// with what [fixed] pins, or nil if NCCL takes one ("default" included):
+// each trial that set p would fail. Check's limits are monotonic in each
+// variable, so a range's ends stand for it.
+func (s *Space) refusedWithFixed(p Param) error {
+	if s.Check(nil) != nil {
+		return nil // [fixed] alone is refused, and said so at its line
+	}
+	values := p.Values
+	if !p.Categorical() {
+		values = []string{strconv.FormatInt(p.Min, 10), strconv.FormatInt(p.Max, 10)}
+	}
+	var err error
+	for _, v := range values {
+		if v == Unset {
+			return nil
+		}
+		if err = s.Check(Assignment{p.Name: v}); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // perCollective makes NCCL_ALGO and NCCL_PROTO one param per collective
@@ -1731,6 +1812,11 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 	if len(list) == 0 {
 		return c, fmt.Errorf("condition on %s lists no value, so it can never hold", v)
 	}
+	var listed func(string) (string, bool)
+	offered := false // a value the param offers is among them
+	if k >= 0 {
+		listed = s.Params[k].lister()
+	}
 	for _, x := range list {
 		value, err := b.value(v, x)
 		if str, isStr := x.(string); isStr && str == Unset {
@@ -1741,8 +1827,8 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 		}
 		// A set NCCL reads in any order holds as the value it is listed as.
 		if k >= 0 {
-			if w, ok := s.Params[k].listed(value); ok {
-				value = w
+			if w, ok := listed(value); ok {
+				value, offered = w, true
 			}
 		} else if cat, _ := Lookup(v); cat.Alike(value, fixed) {
 			value = fixed
@@ -1752,7 +1838,7 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 	switch {
 	case isFixed && !slices.Contains(c.In, fixed):
 		return c, fmt.Errorf("condition on %s = %s can never hold: it is fixed to %s", v, strings.Join(c.In, " or "), fixed)
-	case k >= 0 && !slices.ContainsFunc(c.In, s.Params[k].Offers):
+	case k >= 0 && !offered:
 		return c, fmt.Errorf("condition on %s = %s can never hold: %s takes %s", v, strings.Join(c.In, " or "), v, s.Params[k].Describe())
 	case k >= 0 && b.never[v]:
 		return c, fmt.Errorf("condition on %s can never hold: %s itself is never active", v, v)
@@ -1771,6 +1857,10 @@ func (b *builder) value(name string, raw any) (string, error) {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	if t, ok := raw.(bool); ok {
+		if v.Kind != KindBool {
+			// Read as 0 or 1, NCCL_NET = false set NCCL_NET=0.
+			return "", fmt.Errorf("%s: %v is a boolean, which only a variable of 0 or 1 takes", name, t)
+		}
 		text = map[bool]string{false: "0", true: "1"}[t]
 	}
 	return v.Normalize(text)

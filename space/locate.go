@@ -85,9 +85,13 @@ func setFirst[K comparable](m map[K]int, k K, line int) {
 	}
 }
 
-// section returns the line of a table's first header, or 1.
+// section returns the line of a table's first header, or of its key where
+// it is written inline (fixed = { ... }, range = [ { ... } ]), or 1.
 func (l locator) section(name string) int {
 	if n, ok := l.headers[name]; ok {
+		return n
+	}
+	if n, ok := l.keys[locField{key: name}]; ok {
 		return n
 	}
 	return 1

@@ -172,14 +172,27 @@ func (s *Space) offered(p Param, value string) (string, bool) {
 // listed returns v as p lists it, if p offers it: a list NCCL reads as a
 // set ("LL128,LL" of NCCL_PROTO) is the listed value in another order or
 // with a repeat, which NCCL runs alike.
-func (p Param) listed(v string) (string, bool) {
-	if p.Offers(v) {
-		return v, true
+func (p Param) listed(v string) (string, bool) { return p.lister()(v) }
+
+// lister is listed for many values: p's values indexed once, as a
+// condition or the [[try_first]] tables may name hundreds of thousands.
+func (p Param) lister() func(v string) (string, bool) {
+	if !p.Categorical() {
+		return func(v string) (string, bool) { return v, p.Offers(v) }
 	}
-	if cat, err := Lookup(p.Variable()); err == nil && p.Categorical() {
-		if j := slices.IndexFunc(p.Values, func(w string) bool { return cat.Alike(w, v) }); j >= 0 {
-			return p.Values[j], true
+	cat, _ := Lookup(p.Variable())
+	exact, alike := map[string]bool{}, map[string]string{}
+	for _, w := range p.Values {
+		exact[w] = true
+		if _, ok := alike[cat.reads(w)]; !ok {
+			alike[cat.reads(w)] = w
 		}
 	}
-	return "", false
+	return func(v string) (string, bool) {
+		if exact[v] {
+			return v, true
+		}
+		w, ok := alike[cat.reads(v)]
+		return w, ok
+	}
 }

@@ -1481,6 +1481,11 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}
+	// A sampler that cannot search the space (a grid past its points),
+	// stored, would be the campaign's on every run again.
+	if _, err := search.New(camp.Sampler, sp, camp.Seed); err != nil {
+		return camp, err
+	}
 	// A budget below the trials the search ran is one it has overrun.
 	if !fresh && camp.Budget < stored {
 		ts, err := t.Store.Trials(camp.ID)

@@ -963,3 +963,21 @@ func TestResumedOnOtherRanksRunsAgainWhereItRan(t *testing.T) {
 		t.Errorf("resumed where it ran: %d search trials done, want 6", done)
 	}
 }
+
+// TestSamplerRefusedBeforeTheCampaignIsStored: a sampler that cannot search
+// the space (a grid of more than its points) is an error before the store
+// holds the campaign, which then kept the sampler for every run again.
+func TestSamplerRefusedBeforeTheCampaignIsStored(t *testing.T) {
+	var values []string
+	for i := range 70000 {
+		values = append(values, fmt.Sprintf(`"eth%d"`, i))
+	}
+	sp := mustParse(t, "grid.toml", "[campaign]\nname = \"grid\"\ntrials = 4\nsampler = \"grid\"\n[simulator]\nnodes = 1\n[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = ["+strings.Join(values, ", ")+"]\n")
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "grid has more than") {
+		t.Fatalf("a grid of 70,000 points: %v", err)
+	}
+	if _, err := st.Campaign("grid"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the campaign was stored: %v", err)
+	}
+}

@@ -80,6 +80,11 @@ func Lines(max int) bufio.SplitFunc {
 func Nearest(name string, candidates []string) string {
 	best, bestDist := "", min(len(name)/3+2, len(name))
 	for _, c := range candidates {
+		if max(len(name)-len(c), len(c)-len(name)) > bestDist {
+			// The distance is at least the difference in length: a name of
+			// megabytes is near no candidate, and was compared with each.
+			continue
+		}
 		if d := editDistance(name, c); d < bestDist || d == bestDist && c < best {
 			best, bestDist = c, d
 		}

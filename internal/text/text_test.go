@@ -3,11 +3,13 @@ package text
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 func TestGraphic(t *testing.T) {
@@ -113,5 +115,25 @@ func TestPrefix(t *testing.T) {
 		if got := Prefix(tc.s, tc.n); got != tc.want {
 			t.Errorf("Prefix(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestNearestOfAHugeName: a name far longer than every candidate is near
+// none, and is not compared letter by letter with each (a space file's 5 MB
+// variable name took the loader 14 s to suggest nothing).
+func TestNearestOfAHugeName(t *testing.T) {
+	var candidates []string
+	for i := range 100 {
+		candidates = append(candidates, fmt.Sprintf("NCCL_VARIABLE_%d", i))
+	}
+	start := time.Now()
+	if got := Nearest("NCCL_"+strings.Repeat("A", 4<<20), candidates); got != "" {
+		t.Errorf("suggested %q", got)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %s", d)
+	}
+	if got := Nearest("NCCL_VARIABLE_7x", candidates); got != "NCCL_VARIABLE_7" {
+		t.Errorf("NCCL_VARIABLE_7x: suggested %q", got)
 	}
 }
