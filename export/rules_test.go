@@ -89,15 +89,25 @@ func decide(algo, proto string, channels int) decider {
 // into its fields.
 func csvRules(t testing.TB, ex Export) ([][]string, error) {
 	t.Helper()
-	dir := t.TempDir()
-	if _, err := ex.Write("tuner-csv", dir); err != nil {
+	text, err := written(t, ex, "tuner-csv", "nccl_tuner.conf")
+	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "nccl_tuner.conf"))
+	return rulesOf(text, ","), nil
+}
+
+// written writes the export in format and returns the text of its file name.
+func written(t testing.TB, ex Export, format, name string) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := ex.Write(format, dir); err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rulesOf(string(data), ","), nil
+	return string(data), nil
 }
 
 // TestEveryAlgorithmName: NCCL's TUNING log spells algorithms and protocols
@@ -456,15 +466,11 @@ func TestTunerEnvLoadsThePlugin(t *testing.T) {
 // pluginEnv writes the export's plugin format and returns its nccl-plugin.env.
 func pluginEnv(t *testing.T, ex Export) string {
 	t.Helper()
-	dir := t.TempDir()
-	if _, err := ex.Write("plugin", dir); err != nil {
-		t.Fatal(err)
-	}
-	env, err := os.ReadFile(filepath.Join(dir, "nccl-plugin.env"))
+	env, err := written(t, ex, "plugin", "nccl-plugin.env")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(env)
+	return env
 }
 
 // TestPluginEnvNeedsATunedRange: where validation kept NCCL's defaults in
@@ -576,15 +582,11 @@ func exampleRules(text string) [][]string {
 func TestExampleReadsOnlyTheRules(t *testing.T) {
 	ex := pinned(t)
 	ex.Campaign.Name = strings.Repeat("x", 255-len(`# campaign "`)) + "allreduce,0,1099511627776,tree,ll,1,-1,-1"
-	dir := t.TempDir()
-	if _, err := ex.Write("tuner-csv", dir); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "nccl_tuner.conf"))
+	data, err := written(t, ex, "tuner-csv", "nccl_tuner.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := exampleRules(string(data)), rulesOf(string(data), ","); !reflect.DeepEqual(got, want) {
+	if got, want := exampleRules(data), rulesOf(data, ","); !reflect.DeepEqual(got, want) {
 		t.Errorf("the example reads the rules\n%q\nnot those written\n%q", got, want)
 	}
 }
@@ -936,15 +938,11 @@ func treeWon(t *testing.T, fixed string, params []string, tuned decider) Export 
 // and the file must not say it does.
 func TestTunerCSVTellsWhatNCCLAsks(t *testing.T) {
 	ex := sweepCampaign(t, [][2]string{{"8", "1G"}}, decide("RING", "SIMPLE", 8), decide("RING", "LL", 8))
-	dir := t.TempDir()
-	if _, err := ex.Write("tuner-csv", dir); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "nccl_tuner.conf"))
+	data, err := written(t, ex, "tuner-csv", "nccl_tuner.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := strings.Join(strings.Fields(string(data)), " ")
+	head := strings.Join(strings.Fields(data), " ")
 	if strings.Contains(head, "runs them on one channel") || !strings.Contains(head, "NCCL asks no tuner plugin about sendrecv and alltoall") {
 		t.Errorf("the header misstates what NCCL asks the example about:\n%s", data)
 	}

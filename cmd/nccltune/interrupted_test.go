@@ -64,11 +64,7 @@ func TestHangupStopsAsSIGTERM(t *testing.T) {
 		cmd.Dir = dir
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		done := started(t, cmd)
 		if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
 			t.Fatalf("nohup %v: the campaign ended before its held trial: %v\n%s", nohup, *err, stderr.String())
 		}

@@ -89,11 +89,7 @@ func TestKillNineAndResume(t *testing.T) {
 		cmd.Dir = dir
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		done := started(t, cmd)
 		if exited := waitFor(done, func() bool {
 			f, r := storeProgress(db)
 			return f > at || running && r >= at
@@ -149,6 +145,17 @@ func waitFor(done chan error, cond func() bool) *error {
 	return nil
 }
 
+// started starts cmd; done gets what its Wait returns.
+func started(t *testing.T, cmd *exec.Cmd) (done chan error) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return done
+}
+
 // slowSpace writes a campaign whose benchmark is a shell script that sleeps,
 // so that a test can act while a trial runs. Where dir holds a file "hold",
 // the next trial removes it and hangs, its pid in dir/held, for the test to kill.
@@ -192,11 +199,7 @@ func TestOneWriterAndKilledBenchmark(t *testing.T) {
 	first.Dir = dir
 	var out bytes.Buffer
 	first.Stdout, first.Stderr = &out, &out
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- first.Wait() }()
+	done := started(t, first)
 	// Once a trial finished (the unrecorded warm launch is over), the next one hangs, its pid written.
 	if err := waitFor(done, func() bool { finished, _ := storeProgress(filepath.Join(dir, "nccltune.db")); return finished > 0 }); err != nil {
 		t.Fatalf("the campaign ended before a trial finished: %v\n%s", *err, out.String())
@@ -386,11 +389,7 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := started(t, cmd)
 	if exited := waitFor(done, func() bool { f, _ := storeProgress(db); return f >= 2 }); exited != nil {
 		t.Fatalf("the run ended before it was interrupted: %v\n%s", *exited, stderr.String())
 	}
@@ -647,11 +646,7 @@ func TestStatusJSONCountsTheBudgetsTrials(t *testing.T) {
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := started(t, cmd)
 	if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
 		t.Fatalf("the campaign ended before its held trial: %v\n%s", *err, out.String())
 	}
