@@ -286,3 +286,42 @@ func TestFailedConfigurationIsNeverChosen(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedConfigurationIsNeverChosenWhateverItsSpelling: a configuration
+// that failed is one NCCL reads alike however its values are written (a
+// name's case, an integer's zeros, a list's order): its runs under another
+// spelling are not chosen, nor are they a configuration of their own.
+func TestFailedConfigurationIsNeverChosenWhateverItsSpelling(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	for _, tc := range []struct{ name, passed, failed string }{
+		{"NCCL_ALGO", "Ring", "ring"},
+		{"NCCL_MIN_CTAS", "8", "008"},
+		{"NCCL_PROTO", "LL,Simple", "Simple,LL"},
+		{"NCCL_BUFFSIZE", "2M", "2097152"},
+	} {
+		trials := []store.Trial{
+			{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: map[string]string{tc.name: tc.passed}, Scores: scores(120)},
+			{Number: 2, State: store.Failed, FailureKind: "wrong", Params: map[string]string{tc.name: tc.failed}},
+		}
+		for _, r := range Of(sp, trials, nil) {
+			if ch := r.Chosen(); ch == nil || ch.Number != 0 {
+				t.Errorf("%s=%s failed, %s=%s chosen in range %s: %s", tc.name, tc.failed, tc.name, tc.passed, r.Range.Name, r.Describe())
+			}
+		}
+		// A job's environments are told apart as NCCL reads them too.
+		if a := JobOf(sp, trials, nil).Exported(sp); len(sp.Env(a)) != len(sp.Env(nil)) {
+			t.Errorf("%s=%s failed, the job exports %v", tc.name, tc.failed, sp.Env(a))
+		}
+	}
+	// Two spellings that both ran are one configuration, of two runs.
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)},
+		{Number: 1, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: scores(120)},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "RING"}, Scores: scores(120)},
+	}
+	if r := Of(sp, trials, nil)[0]; r.BestRuns != 2 {
+		t.Errorf("Ring and RING: best of %d runs, want 2", r.BestRuns)
+	}
+}

@@ -42,7 +42,7 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 		if t.State != store.Complete {
 			continue
 		}
-		config := sp.Key(t.Params)
+		config := sp.Reading(t.Params)
 		if logs[config] == nil {
 			logs[config] = map[int][]map[string]float64{}
 		}

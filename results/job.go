@@ -48,7 +48,7 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 	groups := map[string][]store.Trial{}
 	var keys []string
 	for _, t := range trials {
-		k := strings.Join(append(JobEnv(sp, t.Params), sp.Args(t.Params)...), " ")
+		k := strings.Join(append(space.ReadingEnv(JobEnv(sp, t.Params)), sp.Args(t.Params)...), " ")
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}

@@ -191,7 +191,7 @@ func Settings(t *store.Trial) int {
 func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeResult {
 	keys := make([]string, len(trials))
 	for j, t := range trials {
-		keys[j] = sp.Key(t.Params)
+		keys[j] = sp.Reading(t.Params)
 	}
 	estimates := estimate(sp, trials)
 	out := make([]RangeResult, len(sp.Ranges))
