@@ -3,6 +3,7 @@ package results
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -323,5 +324,40 @@ func TestFailedConfigurationIsNeverChosenWhateverItsSpelling(t *testing.T) {
 	}
 	if r := Of(sp, trials, nil)[0]; r.BestRuns != 2 {
 		t.Errorf("Ring and RING: best of %d runs, want 2", r.BestRuns)
+	}
+}
+
+// TestChoiceWhateverTheTrialsOrder: the choice is the trials', not their
+// order's: two configurations tied (a range of small messages, whose
+// printed times round alike), and a campaign of more trials than the
+// model is fitted on, read in any order, choose as read in number order.
+func TestChoiceWhateverTheTrialsOrder(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	tied := []store.Trial{
+		{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)},
+		{Number: 1, State: store.Complete, Params: map[string]string{"NCCL_BUFFSIZE": "2M"}, Scores: scores(120)},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_BUFFSIZE": "1M"}, Scores: scores(120)},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	many := []store.Trial{{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)}}
+	for n := 1; n < 400; n++ {
+		p := map[string]string{"NCCL_ALGO": []string{"Ring", "Tree"}[rng.IntN(2)], "NCCL_BUFFSIZE": []string{"1M", "2M", "8M", "16M"}[rng.IntN(4)]}
+		many = append(many, store.Trial{Number: n, State: store.Complete, Params: p, Scores: scores(100 + 10*rng.Float64())})
+	}
+	for _, trials := range [][]store.Trial{tied, many} {
+		want, wantJob := Of(sp, trials, nil), JobOf(sp, trials, nil)
+		for range 5 {
+			shuffled := slices.Clone(trials)
+			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+			for i, r := range Of(sp, shuffled, nil) {
+				if r.Chosen().Number != want[i].Chosen().Number || r.BestScore != want[i].BestScore {
+					t.Errorf("range %s: chose trial %d (%v), in number order %d (%v)", r.Range.Name, r.Chosen().Number, r.BestScore, want[i].Chosen().Number, want[i].BestScore)
+				}
+			}
+			if got := sp.Key(JobOf(sp, shuffled, nil).Exported(sp)); got != sp.Key(wantJob.Exported(sp)) {
+				t.Errorf("job: %s, in number order %s", got, sp.Key(wantJob.Exported(sp)))
+			}
+		}
 	}
 }

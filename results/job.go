@@ -36,6 +36,7 @@ type Job struct {
 // JobOf chooses the job's environment and per-range configurations from the
 // trials, with the validations (by range name) that concern them.
 func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
+	trials = inOrder(trials)
 	defaults := Of(sp, trials, vals)
 	if len(sp.Ranges) == 1 && len(sp.Workload) == 0 {
 		// One range: the job sends what the range measured, and its choice is the range's.

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -189,6 +190,7 @@ func Settings(t *store.Trial) int {
 // or a simpler one within Parsimony of it), with the latest of the
 // validations (oldest first) that concerns it.
 func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeResult {
+	trials = inOrder(trials)
 	keys := make([]string, len(trials))
 	for j, t := range trials {
 		keys[j] = sp.Reading(t.Params)
@@ -221,6 +223,18 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 		out[i] = res
 	}
 	return out
+}
+
+// inOrder is trials in number order (a trial run again after an interrupt
+// after its first row), as a store reads them, so that the choice is the
+// trials' and not their order's: a tie goes to the lower number, the
+// model is fitted on the latest trials, and a mean sums alike.
+func inOrder(trials []store.Trial) []store.Trial {
+	byNumber := func(a, b store.Trial) int { return cmp.Or(cmp.Compare(a.Number, b.Number), cmp.Compare(a.ID, b.ID)) }
+	if slices.IsSortedFunc(trials, byNumber) {
+		return trials
+	}
+	return slices.SortedStableFunc(slices.Values(trials), byNumber)
 }
 
 // estimate is, per range and trial, search.Estimate's log score for the
