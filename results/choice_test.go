@@ -361,3 +361,36 @@ func TestChoiceWhateverTheTrialsOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestScoresThatAreNoMeasurement: a score that is not finite and positive
+// (as results.Score gives every one) measured nothing: NaN, an infinity,
+// zero or below is neither chosen nor fitted, and the range chooses by the
+// rest.
+func TestScoresThatAreNoMeasurement(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	for _, s := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, -120} {
+		trials := []store.Trial{
+			{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: scores(s)},
+			{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Tree"}, Scores: scores(105)},
+			{Number: 3, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Tree", "NCCL_BUFFSIZE": "2M"}, Scores: scores(104)},
+		}
+		for _, r := range Of(sp, trials, nil) {
+			if ch := r.Chosen(); ch == nil || ch.Number != 2 || r.Completed != 3 {
+				t.Errorf("score %v: range %s chose trial %d of %d measured, want trial 2 of 3: %s", s, r.Range.Name, chosenNumber(r), r.Completed, r.Describe())
+			}
+		}
+		if est := estimate(sp, trials); math.IsNaN(est[0][2]) {
+			t.Errorf("score %v: no estimate of trial 2", s)
+		}
+	}
+}
+
+// chosenNumber is the number of r's chosen trial, -1 for none.
+func chosenNumber(r RangeResult) int {
+	if ch := r.Chosen(); ch != nil {
+		return ch.Number
+	}
+	return -1
+}

@@ -64,7 +64,7 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 			for group, runs := range logs[config] {
 				sum, n := 0.0, 0
 				for _, scores := range runs {
-					if v := scores[r.Name]; v > 0 {
+					if v := scores[r.Name]; isScore(v) {
 						sum, n = sum+math.Log(v), n+1
 					}
 				}

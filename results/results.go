@@ -91,6 +91,10 @@ type config struct {
 
 func (c *config) score() float64 { return math.Exp(c.logSum / float64(c.runs)) }
 
+// isScore reports whether s is a score as Score gives them, finite and
+// positive: another (NaN, an infinity, 0) measured nothing.
+func isScore(s float64) bool { return s > 0 && !math.IsInf(s, 1) }
+
 // configsOf groups the completed trials that measured the range by
 // configuration (keys[j] is trials[j]'s key, estimates[j] its estimate of
 // the range), in the order of their first trial, each marked failed where
@@ -106,7 +110,7 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 	for j := range trials {
 		t := &trials[j]
 		s, ok := t.Scores[rangeName]
-		if t.State != store.Complete || !ok || math.IsNaN(s) || s <= 0 {
+		if t.State != store.Complete || !ok || !isScore(s) {
 			continue
 		}
 		c := byKey[keys[j]]
