@@ -58,7 +58,9 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 		}
 	}
 	worst := map[int]GroupSpread{}
-	for config, number := range first {
+	// In the order of their first trials, so that of shortfalls alike the first is reported, every time.
+	for _, config := range slices.SortedFunc(maps.Keys(first), func(a, b string) int { return cmp.Compare(first[a], first[b]) }) {
+		number := first[config]
 		for _, r := range sp.Ranges {
 			means := map[int]float64{}
 			for group, runs := range logs[config] {
