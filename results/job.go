@@ -183,6 +183,20 @@ func (j Job) Uses(r RangeResult) bool {
 	return r.Tuned()
 }
 
+// Composed reports whether the ranges whose choices the job uses set
+// job-wide variables differently, so that no trial ran the job's
+// configuration: only where NCCL's defaults failed in the search (see
+// EnvTrial), each range's best bringing its own environment.
+func (j Job) Composed(sp *space.Space) bool {
+	envs := map[string]bool{}
+	for _, r := range j.Ranges {
+		if j.Uses(r) {
+			envs[strings.Join(space.ReadingEnv(JobEnv(sp, r.Best.Params)), " ")] = true
+		}
+	}
+	return len(envs) > 1
+}
+
 // DefaultsKept reports whether validation rejected the job's configuration,
 // so that NCCL's defaults stand.
 func (j Job) DefaultsKept() bool { return j.Validation != nil && j.Validation.Verdict != "tuned" }
