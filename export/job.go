@@ -51,6 +51,9 @@ func (e Export) jobFile(name string) (file, error) {
 	if err := e.check(e.Job.Assignment(sp)); err != nil {
 		return file{}, fmt.Errorf("job: the job's configuration %w: the store was altered", err)
 	}
+	if e.Job.Validation == nil && e.Job.Composed(sp) {
+		return file{}, errors.New("job: NCCL's defaults failed in the search, so each collective's best brings its own environment, and the job's configuration, composed of them, ran in no trial: `nccltune validate` measures it as a whole (or export each range's env file, --format env)")
+	}
 	a := e.Job.Exported(sp)
 	env, perCollective, agreed := jobEnv(sp, a)
 	if err := e.perCollectiveReadable(a); err != nil {

@@ -195,3 +195,35 @@ func TestJobExportScales(t *testing.T) {
 		}
 	}
 }
+
+// TestJobExportOfNoMeasuredEnvironment: NCCL's defaults failed in the
+// search, so each collective's best brings its own environment (a larger
+// buffer for all_gather's, none for all_reduce's). One job holds one: the
+// job's configuration, composed of both, ran in no trial, and its file is
+// refused, as the plugin formats refuse it, until validation has measured
+// it as a whole.
+func TestJobExportOfNoMeasuredEnvironment(t *testing.T) {
+	sp, err := space.Parse("job.toml", []byte(jobSpace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, ag, ar float64, a space.Assignment) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all_gather": ag, "all_reduce": ar}}
+	}
+	defaults := Defaults(sp)
+	trials := []store.Trial{{Number: 0, State: store.Failed, FailureKind: "wrong", Params: defaults, Env: sp.Env(defaults)},
+		trial(1, 2, 0.5, space.Assignment{"NCCL_ALGO[allgather]": "Ring", "NCCL_ALGO[allreduce]": space.Unset, "NCCL_BUFFSIZE": "16777216"}),
+		trial(2, 0.5, 2, space.Assignment{"NCCL_ALGO[allgather]": space.Unset, "NCCL_ALGO[allreduce]": "Tree", "NCCL_BUFFSIZE": space.Unset})}
+	job := results.JobOf(sp, trials, nil)
+	ex := Export{Space: sp, Campaign: store.Campaign{Name: "job", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+		Job: job, Fingerprint: runner.Fingerprint{NCCL: "2.28.3"}, Now: time.Now()}
+	if text, err := writeJob(t, ex); err == nil {
+		t.Errorf("the job's configuration, %s, ran in no trial; written:\n%s", sp.Key(job.Assignment(sp)), text)
+	}
+	// Validated as a whole, it was measured: its file is what validation judged.
+	vals := []store.Validation{{Range: results.JobRange, Candidate: -1, Config: sp.Key(job.Assignment(sp)), Verdict: "tuned", Reason: "significant"}}
+	ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
+	if _, err := writeJob(t, ex); err != nil {
+		t.Errorf("validated: %v", err)
+	}
+}

@@ -324,10 +324,10 @@ func convergence(sp *space.Space, trials []store.Trial) []plotter.XYs {
 // against the gain. It names the runs; the line is nil where none
 // completed.
 func configLine(sp *space.Space, trials []store.Trial, a space.Assignment, coll string, within *space.Range) (string, plotter.XYs) {
-	key := sp.Key(a)
+	key := sp.Reading(a)
 	var runs []store.Trial
 	for _, t := range trials {
-		if t.State == store.Complete && sp.Key(t.Params) == key {
+		if t.State == store.Complete && sp.Reading(t.Params) == key {
 			runs = append(runs, t)
 		}
 	}

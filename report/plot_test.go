@@ -315,6 +315,16 @@ func TestBusBWChoiceOfEveryRun(t *testing.T) {
 	}
 }
 
+// TestBusBWChoiceOfEverySpelling: runs NCCL reads alike are one
+// configuration, as results scores them, however their values are written.
+func TestBusBWChoiceOfEverySpelling(t *testing.T) {
+	sp, trial := sweep(t)
+	trials := []store.Trial{trial(0, 4, nil), trial(1, 2, map[string]string{"NCCL_ALGO": "Ring"}), trial(5, 1, map[string]string{"NCCL_ALGO": "RING"})}
+	if label, _ := configLine(sp, trials, map[string]string{"NCCL_ALGO": "Ring"}, sp.Campaign.Collective, &sp.Ranges[0]); label != "mean of trials 1, 5" {
+		t.Errorf("%q, want the mean of trials 1 and 5", label)
+	}
+}
+
 // sweep is a space of one collective over sizes from 1K to 1M, and a maker
 // of its completed trials, slow times slower than 1 GB/s at every size.
 func sweep(t *testing.T) (*space.Space, func(n int, slow float64, params map[string]string) store.Trial) {

@@ -3,6 +3,7 @@ package results
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -285,4 +286,111 @@ func TestFailedConfigurationIsNeverChosen(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFailedConfigurationIsNeverChosenWhateverItsSpelling: a configuration
+// that failed is one NCCL reads alike however its values are written (a
+// name's case, an integer's zeros, a list's order): its runs under another
+// spelling are not chosen, nor are they a configuration of their own.
+func TestFailedConfigurationIsNeverChosenWhateverItsSpelling(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	for _, tc := range []struct{ name, passed, failed string }{
+		{"NCCL_ALGO", "Ring", "ring"},
+		{"NCCL_MIN_CTAS", "8", "008"},
+		{"NCCL_PROTO", "LL,Simple", "Simple,LL"},
+		{"NCCL_BUFFSIZE", "2M", "2097152"},
+	} {
+		trials := []store.Trial{
+			{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: map[string]string{tc.name: tc.passed}, Scores: scores(120)},
+			{Number: 2, State: store.Failed, FailureKind: "wrong", Params: map[string]string{tc.name: tc.failed}},
+		}
+		for _, r := range Of(sp, trials, nil) {
+			if ch := r.Chosen(); ch == nil || ch.Number != 0 {
+				t.Errorf("%s=%s failed, %s=%s chosen in range %s: %s", tc.name, tc.failed, tc.name, tc.passed, r.Range.Name, r.Describe())
+			}
+		}
+		// A job's environments are told apart as NCCL reads them too.
+		if a := JobOf(sp, trials, nil).Exported(sp); len(sp.Env(a)) != len(sp.Env(nil)) {
+			t.Errorf("%s=%s failed, the job exports %v", tc.name, tc.failed, sp.Env(a))
+		}
+	}
+	// Two spellings that both ran are one configuration, of two runs.
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)},
+		{Number: 1, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: scores(120)},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "RING"}, Scores: scores(120)},
+	}
+	if r := Of(sp, trials, nil)[0]; r.BestRuns != 2 {
+		t.Errorf("Ring and RING: best of %d runs, want 2", r.BestRuns)
+	}
+}
+
+// TestChoiceWhateverTheTrialsOrder: the choice is the trials', not their
+// order's: two configurations tied (a range of small messages, whose
+// printed times round alike), and a campaign of more trials than the
+// model is fitted on, read in any order, choose as read in number order.
+func TestChoiceWhateverTheTrialsOrder(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	tied := []store.Trial{
+		{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)},
+		{Number: 1, State: store.Complete, Params: map[string]string{"NCCL_BUFFSIZE": "2M"}, Scores: scores(120)},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_BUFFSIZE": "1M"}, Scores: scores(120)},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	many := []store.Trial{{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)}}
+	for n := 1; n < 400; n++ {
+		p := map[string]string{"NCCL_ALGO": []string{"Ring", "Tree"}[rng.IntN(2)], "NCCL_BUFFSIZE": []string{"1M", "2M", "8M", "16M"}[rng.IntN(4)]}
+		many = append(many, store.Trial{Number: n, State: store.Complete, Params: p, Scores: scores(100 + 10*rng.Float64())})
+	}
+	for _, trials := range [][]store.Trial{tied, many} {
+		want, wantJob := Of(sp, trials, nil), JobOf(sp, trials, nil)
+		for range 5 {
+			shuffled := slices.Clone(trials)
+			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+			for i, r := range Of(sp, shuffled, nil) {
+				if r.Chosen().Number != want[i].Chosen().Number || r.BestScore != want[i].BestScore {
+					t.Errorf("range %s: chose trial %d (%v), in number order %d (%v)", r.Range.Name, r.Chosen().Number, r.BestScore, want[i].Chosen().Number, want[i].BestScore)
+				}
+			}
+			if got := sp.Key(JobOf(sp, shuffled, nil).Exported(sp)); got != sp.Key(wantJob.Exported(sp)) {
+				t.Errorf("job: %s, in number order %s", got, sp.Key(wantJob.Exported(sp)))
+			}
+		}
+	}
+}
+
+// TestScoresThatAreNoMeasurement: a score that is not finite and positive
+// (as results.Score gives every one) measured nothing: NaN, an infinity,
+// zero or below is neither chosen nor fitted, and the range chooses by the
+// rest.
+func TestScoresThatAreNoMeasurement(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	for _, s := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, -120} {
+		trials := []store.Trial{
+			{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: scores(s)},
+			{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Tree"}, Scores: scores(105)},
+			{Number: 3, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Tree", "NCCL_BUFFSIZE": "2M"}, Scores: scores(104)},
+		}
+		for _, r := range Of(sp, trials, nil) {
+			if ch := r.Chosen(); ch == nil || ch.Number != 2 || r.Completed != 3 {
+				t.Errorf("score %v: range %s chose trial %d of %d measured, want trial 2 of 3: %s", s, r.Range.Name, chosenNumber(r), r.Completed, r.Describe())
+			}
+		}
+		if est := estimate(sp, trials); math.IsNaN(est[0][2]) {
+			t.Errorf("score %v: no estimate of trial 2", s)
+		}
+	}
+}
+
+// chosenNumber is the number of r's chosen trial, -1 for none.
+func chosenNumber(r RangeResult) int {
+	if ch := r.Chosen(); ch != nil {
+		return ch.Number
+	}
+	return -1
 }

@@ -42,7 +42,7 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 		if t.State != store.Complete {
 			continue
 		}
-		config := sp.Key(t.Params)
+		config := sp.Reading(t.Params)
 		if logs[config] == nil {
 			logs[config] = map[int][]map[string]float64{}
 		}
@@ -58,13 +58,15 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 		}
 	}
 	worst := map[int]GroupSpread{}
-	for config, number := range first {
+	// In the order of their first trials, so that of shortfalls alike the first is reported, every time.
+	for _, config := range slices.SortedFunc(maps.Keys(first), func(a, b string) int { return cmp.Compare(first[a], first[b]) }) {
+		number := first[config]
 		for _, r := range sp.Ranges {
 			means := map[int]float64{}
 			for group, runs := range logs[config] {
 				sum, n := 0.0, 0
 				for _, scores := range runs {
-					if v := scores[r.Name]; v > 0 {
+					if v := scores[r.Name]; isScore(v) {
 						sum, n = sum+math.Log(v), n+1
 					}
 				}

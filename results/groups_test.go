@@ -72,3 +72,21 @@ func TestGroupSpreadJSONNodes(t *testing.T) {
 		t.Errorf("JSON %s (%v), want \"nodes\":[]", got, err)
 	}
 }
+
+// TestGroupSpreadsTied: two configurations measured 10% short on group 1,
+// alike; and two ranges alike. The one reported is the first of each,
+// every time, not whichever a map gave first.
+func TestGroupSpreadsTied(t *testing.T) {
+	sp := &space.Space{Ranges: []space.Range{{Name: "small", Min: 1, Max: 1 << 16}, {Name: "large", Min: 1 << 16, Max: 1 << 30}},
+		Params: []space.Param{{Name: "NCCL_PROTO", Values: []string{"default", "LL", "Simple"}}}}
+	run := func(n, group int, proto string, score float64) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Group: group,
+			Params: map[string]string{"NCCL_PROTO": proto}, Scores: map[string]float64{"small": score, "large": score}}
+	}
+	trials := []store.Trial{run(0, 0, "LL", 100), run(1, 1, "LL", 90), run(2, 0, "Simple", 100), run(3, 1, "Simple", 90)}
+	for range 20 {
+		if got := GroupSpreads(sp, trials); len(got) != 1 || got[0].Config != "trial 0" || got[0].Range != "small" {
+			t.Fatalf("%+v, want trial 0's, in range small", got)
+		}
+	}
+}

@@ -133,7 +133,7 @@ func rangeImportance(name string, ps []space.Param, trials []store.Trial, leftOu
 	var scores []float64
 	var done []store.Trial
 	for _, t := range trials {
-		if s, ok := t.Scores[name]; ok && t.State == store.Complete && s > 0 {
+		if s, ok := t.Scores[name]; ok && t.State == store.Complete && isScore(s) {
 			scores = append(scores, math.Log(s))
 			done = append(done, t)
 		}

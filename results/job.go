@@ -36,6 +36,7 @@ type Job struct {
 // JobOf chooses the job's environment and per-range configurations from the
 // trials, with the validations (by range name) that concern them.
 func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
+	trials = inOrder(trials)
 	defaults := Of(sp, trials, vals)
 	if len(sp.Ranges) == 1 && len(sp.Workload) == 0 {
 		// One range: the job sends what the range measured, and its choice is the range's.
@@ -48,7 +49,7 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 	groups := map[string][]store.Trial{}
 	var keys []string
 	for _, t := range trials {
-		k := strings.Join(append(JobEnv(sp, t.Params), sp.Args(t.Params)...), " ")
+		k := strings.Join(append(space.ReadingEnv(JobEnv(sp, t.Params)), sp.Args(t.Params)...), " ")
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -180,6 +181,20 @@ func (j Job) Uses(r RangeResult) bool {
 		return r.Best != nil && !r.bestIsDefault()
 	}
 	return r.Tuned()
+}
+
+// Composed reports whether the ranges whose choices the job uses set
+// job-wide variables differently, so that no trial ran the job's
+// configuration: only where NCCL's defaults failed in the search (see
+// EnvTrial), each range's best bringing its own environment.
+func (j Job) Composed(sp *space.Space) bool {
+	envs := map[string]bool{}
+	for _, r := range j.Ranges {
+		if j.Uses(r) {
+			envs[strings.Join(space.ReadingEnv(JobEnv(sp, r.Best.Params)), " ")] = true
+		}
+	}
+	return len(envs) > 1
 }
 
 // DefaultsKept reports whether validation rejected the job's configuration,

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -90,6 +91,10 @@ type config struct {
 
 func (c *config) score() float64 { return math.Exp(c.logSum / float64(c.runs)) }
 
+// isScore reports whether s is a score as Score gives them, finite and
+// positive: another (NaN, an infinity, 0) measured nothing.
+func isScore(s float64) bool { return s > 0 && !math.IsInf(s, 1) }
+
 // configsOf groups the completed trials that measured the range by
 // configuration (keys[j] is trials[j]'s key, estimates[j] its estimate of
 // the range), in the order of their first trial, each marked failed where
@@ -105,7 +110,7 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 	for j := range trials {
 		t := &trials[j]
 		s, ok := t.Scores[rangeName]
-		if t.State != store.Complete || !ok || math.IsNaN(s) || s <= 0 {
+		if t.State != store.Complete || !ok || !isScore(s) {
 			continue
 		}
 		c := byKey[keys[j]]
@@ -189,9 +194,10 @@ func Settings(t *store.Trial) int {
 // or a simpler one within Parsimony of it), with the latest of the
 // validations (oldest first) that concerns it.
 func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeResult {
+	trials = inOrder(trials)
 	keys := make([]string, len(trials))
 	for j, t := range trials {
-		keys[j] = sp.Key(t.Params)
+		keys[j] = sp.Reading(t.Params)
 	}
 	estimates := estimate(sp, trials)
 	out := make([]RangeResult, len(sp.Ranges))
@@ -221,6 +227,18 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 		out[i] = res
 	}
 	return out
+}
+
+// inOrder is trials in number order (a trial run again after an interrupt
+// after its first row), as a store reads them, so that the choice is the
+// trials' and not their order's: a tie goes to the lower number, the
+// model is fitted on the latest trials, and a mean sums alike.
+func inOrder(trials []store.Trial) []store.Trial {
+	byNumber := func(a, b store.Trial) int { return cmp.Or(cmp.Compare(a.Number, b.Number), cmp.Compare(a.ID, b.ID)) }
+	if slices.IsSortedFunc(trials, byNumber) {
+		return trials
+	}
+	return slices.SortedStableFunc(slices.Values(trials), byNumber)
 }
 
 // estimate is, per range and trial, search.Estimate's log score for the

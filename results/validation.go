@@ -114,11 +114,17 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 }
 
 // PairedGain returns the relative gain of b over a and its 95% confidence
-// interval, from the log-ratios of paired rounds (Student's t).
+// interval, from the log-ratios of paired rounds (Student's t); NaN for an
+// interval of fewer than 2 rounds, whose spread is unknown (and for a gain
+// of none).
 func PairedGain(a, b []float64) (gain, low, high float64) {
 	d := make([]float64, len(a))
 	for i := range a {
 		d[i] = math.Log(b[i] / a[i])
+	}
+	if len(d) < 2 {
+		// Student's t has no quantile for no degree of freedom.
+		return math.Exp(stat.Mean(d, nil)) - 1, math.NaN(), math.NaN()
 	}
 	mean, sd := stat.MeanStdDev(d, nil)
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(d) - 1)}.Quantile(0.975)

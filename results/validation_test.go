@@ -101,3 +101,19 @@ func TestJudgeSlowerThanDefaults(t *testing.T) {
 		t.Errorf("a configuration 20%% slower: %s (%s), want the defaults kept as significantly slower", v.Verdict, v.Reason)
 	}
 }
+
+// TestJudgeOneRound: one round has a gain but no variance, so no interval:
+// the verdict keeps NCCL's defaults as not significant, where Student's t
+// of no degree of freedom panicked.
+func TestJudgeOneRound(t *testing.T) {
+	rg := space.Range{Name: "r"}
+	def := []store.ValidationRun{{Arm: "default", State: store.Complete, Scores: map[string]float64{"r": 100}}}
+	tuned := []store.ValidationRun{{Arm: "trial 7", State: store.Complete, Scores: map[string]float64{"r": 150}}}
+	v := Judge(RangeResult{Range: rg, Best: &store.Trial{Number: 7}}, tuned, def, 1)
+	if v.Verdict != "default" || math.Abs(v.Gain-0.5) > 1e-12 || !math.IsNaN(v.CILow) || !math.IsNaN(v.CIHigh) {
+		t.Errorf("one round: %s, gain %v (%v to %v): %s; want the defaults kept, +50%% with no interval", v.Verdict, v.Gain, v.CILow, v.CIHigh, v.Reason)
+	}
+	if g, low, high := PairedGain(nil, nil); !math.IsNaN(g) || !math.IsNaN(low) || !math.IsNaN(high) {
+		t.Errorf("no round: gain %v (%v to %v), want NaN", g, low, high)
+	}
+}

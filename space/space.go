@@ -532,6 +532,33 @@ func (s *Space) Key(a Assignment) string {
 	return strings.Join(append(s.Env(a), s.Args(a)...), " ")
 }
 
+// Reading identifies a configuration as NCCL reads it: Key with each
+// catalogued variable's value normalized, and a list as the set it names,
+// so that spellings NCCL reads alike ("ring" and "Ring", "08" and "8",
+// "Simple,LL" and "LL,Simple") are one configuration, whose failure under
+// one spelling is its failure under all.
+func (s *Space) Reading(a Assignment) string {
+	return strings.Join(append(ReadingEnv(s.Env(a)), s.Args(a)...), " ")
+}
+
+// ReadingEnv is env (NAME=value) with each value as Reading writes it.
+func ReadingEnv(env []string) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if v, ok := catalogue[name]; ok {
+			if n, err := v.Normalize(value); err == nil {
+				value = n
+			}
+			if v.Kind == KindList {
+				value = listSet(value)
+			}
+		}
+		out[i] = name + "=" + value
+	}
+	return out
+}
+
 // Args returns the DDP step script's options for the DDP knobs, fixed or assigned.
 func (s *Space) Args(a Assignment) []string {
 	vars := s.settings(a, true)
