@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nccltune/nccltune/runner"
@@ -49,15 +50,20 @@ type Options struct {
 	// cluster), through Launcher; nil skips the check.
 	Probe    *runner.Job
 	Launcher runner.Launcher
-	Env      []string // variables for the all-reduce (the space's pinned ones)
-	Python   string   // for the framework check; "" skips it
-	Timeout  time.Duration
+	Env      []string      // variables for the all-reduce (the space's pinned ones)
+	Python   string        // for the framework check; "" skips it
+	Timeout  time.Duration // each tool's time limit; 0 is 30s
 }
 
 // Run runs every check of this node, layer by layer.
 func Run(ctx context.Context, o Options) []Result {
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
 	if o.Exec == nil {
-		o.Exec = run
+		o.Exec = func(ctx context.Context, name string, args ...string) ([]byte, error) {
+			return run(ctx, o.Timeout, name, args...)
+		}
 	}
 	f := &facts{}
 	var out []Result
@@ -108,10 +114,39 @@ type facts struct {
 	roce        bool
 }
 
-func run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// maxToolOutput bounds what is kept of a tool's output: the checks read a
+// few lines, and a tool gone wrong can print without end.
+const maxToolOutput = 1 << 20
+
+// run runs a tool for at most timeout. On a hung GPU or fabric, tools hang:
+// the tool is killed with its process group (a wrapper script's children
+// too), and output that a child that left the group holds open is given up
+// on a second later.
+func run(ctx context.Context, timeout time.Duration, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return exec.CommandContext(ctx, name, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	var out head
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%s: no answer in %s", name, timeout)
+	}
+	return out.buf.Bytes(), err
+}
+
+// head keeps the first maxToolOutput bytes written to it. (Not an embedded
+// bytes.Buffer, whose ReadFrom io.Copy would call instead of Write.)
+type head struct{ buf bytes.Buffer }
+
+func (h *head) Write(p []byte) (int, error) {
+	if room := maxToolOutput - h.buf.Len(); room > 0 {
+		h.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
 }
 
 func missing(err error) bool { return errors.Is(err, exec.ErrNotFound) }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/runner"
@@ -213,5 +214,36 @@ func TestPortsIbstatFails(t *testing.T) {
 				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
 			}
 		})
+	}
+}
+
+// tool writes an executable script named name into dir.
+func tool(t *testing.T, dir, name, script string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestToolsBounded: a tool that hangs is killed with its children at
+// o.Timeout (a child that kept the output open held the check for as long
+// as it ran), and a tool that prints without end is read only so far.
+func TestToolsBounded(t *testing.T) {
+	dir := t.TempDir()
+	tool(t, dir, "nvidia-smi", "/bin/sleep 60; echo late") // sleep, a child, holds the output open
+	tool(t, dir, "ibstat", "/bin/sh -c '/bin/sleep 60' & echo 'CA '\\''mlx5_0'\\'")
+	t.Setenv("PATH", dir)
+	t.Setenv("MASTER_ADDR", "")
+	start := time.Now()
+	res := byCheck(Run(context.Background(), Options{Root: t.TempDir(), Exec: nil, Timeout: 200 * time.Millisecond}))
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("doctor took %s with a tool timeout of 200ms", d)
+	}
+	if r := res["GPUs"]; r.Status != Fail {
+		t.Errorf("a hung nvidia-smi: %+v", r)
+	}
+	out, err := run(context.Background(), 5*time.Second, "/bin/sh", "-c", "exec /usr/bin/head -c 5000000 /dev/zero")
+	if err != nil || len(out) > maxToolOutput {
+		t.Errorf("a tool's 5 MB: kept %d bytes (%v), want at most %d", len(out), err, maxToolOutput)
 	}
 }
