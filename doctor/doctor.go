@@ -9,10 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -208,20 +210,75 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 	return r
 }
 
+// checkGID judges each active RoCE port's GID table as NCCL picks from it
+// (2.21 and later, NCCL_IB_GID_INDEX unset: a RoCE v2 GID with an IPv4
+// address, each port its own), and an index pinned in the environment
+// against every port.
 func checkGID(_ context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: "RoCE GID index"}
 	if !f.roce {
 		r.Status, r.Detail = Skip, "no active RoCE (Ethernet link layer) port"
 		return r
 	}
-	gids := ReadGIDs(o.Root)
-	idx, ok := SuggestGIDIndex(gids)
-	if !ok {
-		r.Status, r.Detail, r.Fix = Fail, fmt.Sprintf("%d GID entries, none RoCE v2", len(gids)), "configure RoCE v2 on the NIC (cma_roce_mode) and give the interface an IP address"
-		return r
+	pinned, err := strconv.Atoi(os.Getenv("NCCL_IB_GID_INDEX"))
+	if err != nil {
+		pinned = -1 // unset, or a value NCCL ignores too
 	}
-	r.Status, r.Detail = OK, fmt.Sprintf("RoCE v2 at GID index %d", idx)
-	r.Fix = fmt.Sprintf("NCCL_IB_GID_INDEX=%d (a wrong index degrades RoCE to IPoIB-like speed)", idx)
+	all := ReadGIDs(o.Root)
+	var wrong, none, unread, found []string
+	indices := map[int]bool{}
+	for _, p := range f.activePorts {
+		if p.LinkLayer != "Ethernet" {
+			continue
+		}
+		name := fmt.Sprintf("%s/%d", p.CA, p.Num)
+		gids := slices.DeleteFunc(slices.Clone(all), func(g GID) bool { return g.CA != p.CA || g.Port != p.Num })
+		idx, ok := SuggestGIDIndex(gids)
+		switch {
+		case len(gids) == 0:
+			unread = append(unread, name)
+		case !ok:
+			none = append(none, name)
+		case pinned >= 0 && pinned != idx:
+			entry := "unused entry"
+			if i := slices.IndexFunc(gids, func(g GID) bool { return g.Index == pinned }); i >= 0 {
+				entry = gids[i].Type + " GID " + gids[i].GID
+			}
+			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not its RoCE v2 IPv4 one (index %d)", pinned, name, entry, idx))
+		default:
+			found = append(found, fmt.Sprintf("%s at index %d", name, idx))
+			indices[idx] = true
+		}
+	}
+	var details, fixes []string
+	if len(found) > 0 {
+		details = append(details, "RoCE v2 with IPv4: "+strings.Join(found, ", "))
+	}
+	r.Status = OK
+	switch {
+	case pinned >= 0 && len(wrong) == 0:
+		fixes = append(fixes, fmt.Sprintf("NCCL_IB_GID_INDEX=%d is set and fits (NCCL 2.21 and later pick the GID themselves when it is unset)", pinned))
+	case len(indices) == 1:
+		fixes = append(fixes, fmt.Sprintf("NCCL 2.21 and later pick it themselves (NCCL_IB_GID_INDEX unset); older NCCL needs NCCL_IB_GID_INDEX=%d", slices.Collect(maps.Keys(indices))[0]))
+	case len(indices) > 1:
+		fixes = append(fixes, "NCCL 2.21 and later pick each port's own (leave NCCL_IB_GID_INDEX unset); older NCCL takes one index for all ports, and none fits them all")
+	}
+	if len(unread) > 0 {
+		r.Status = Warn
+		details = append(details, "cannot read the GID table of "+strings.Join(unread, ", ")+" under /sys/class/infiniband")
+		fixes = append(fixes, "NCCL reads the same table to pick the GID: give the node (or container) /sys/class/infiniband")
+	}
+	if len(none) > 0 {
+		r.Status = Fail
+		details = append(details, strings.Join(none, ", ")+" has no RoCE v2 GID with an IPv4 address")
+		fixes = append(fixes, "give the interface an IPv4 address and enable RoCE v2 (cma_roce_mode); on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6")
+	}
+	if len(wrong) > 0 {
+		r.Status = Fail
+		details = append(details, wrong...)
+		fixes = append(fixes, "unset NCCL_IB_GID_INDEX: NCCL 2.21 and later pick each port's RoCE v2 IPv4 GID themselves (a wrong index fails or slows RoCE)")
+	}
+	r.Detail, r.Fix = strings.Join(details, "; "), strings.Join(fixes, "; ")
 	return r
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -245,5 +246,78 @@ func TestToolsBounded(t *testing.T) {
 	out, err := run(context.Background(), 5*time.Second, "/bin/sh", "-c", "exec /usr/bin/head -c 5000000 /dev/zero")
 	if err != nil || len(out) > maxToolOutput {
 		t.Errorf("a tool's 5 MB: kept %d bytes (%v), want at most %d", len(out), err, maxToolOutput)
+	}
+}
+
+// gidTable writes a port's sysfs GID table under root: index -> GID, type.
+func gidTable(t *testing.T, root, ca string, entries map[int][2]string) {
+	t.Helper()
+	dir := filepath.Join(root, "sys/class/infiniband", ca, "ports/1")
+	for _, sub := range []string{"gids", "gid_attrs/types"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, e := range entries {
+		name := strconv.Itoa(i)
+		if os.WriteFile(filepath.Join(dir, "gids", name), []byte(e[0]+"\n"), 0o644) != nil ||
+			os.WriteFile(filepath.Join(dir, "gid_attrs/types", name), []byte(e[1]+"\n"), 0o644) != nil {
+			t.Fatal("cannot write the GID table")
+		}
+	}
+}
+
+// TestGIDIndex: the GID check judges the active RoCE ports' own tables as
+// NCCL (2.21 and later, NCCL_IB_GID_INDEX unset) picks from them: a RoCE v2
+// GID with an IPv4 address, on each port. It took the first such index of
+// any port, down or not, called a link-local IPv6 GID fit, and advised
+// pinning an index that NCCL picks by itself and that differs between ports.
+func TestGIDIndex(t *testing.T) {
+	const (
+		linkLocal = "fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10"
+		ipv4      = "0000:0000:0000:0000:0000:ffff:0a00:0001"
+		ipv6      = "fd00:0000:0000:0000:0000:0000:0000:0001"
+		v1, v2    = "IB/RoCE v1", "RoCE v2"
+	)
+	plain := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv4, v1}, 3: {ipv4, v2}}
+	withIPv6 := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv6, v1}, 3: {ipv6, v2}, 4: {ipv4, v1}, 5: {ipv4, v2}}
+	linkLocalOnly := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}}
+	up := func(cas ...string) *facts {
+		f := &facts{roce: true}
+		for _, ca := range cas {
+			f.activePorts = append(f.activePorts, Port{CA: ca, Num: 1, State: "Active", LinkLayer: "Ethernet"})
+		}
+		return f
+	}
+	for _, tc := range []struct {
+		name   string
+		tables map[string]map[int][2]string
+		facts  *facts
+		pinned string // NCCL_IB_GID_INDEX
+		status Status
+		detail string // a part of it
+	}{
+		{"one port", map[string]map[int][2]string{"mlx5_0": plain}, up("mlx5_0"), "", OK, "mlx5_0/1 at index 3"},
+		{"a port down first", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_1"), "", OK, "mlx5_1/1 at index 5"},
+		{"ports differ", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "", OK, "mlx5_0/1 at index 3, mlx5_1/1 at index 5"},
+		{"link-local only", map[string]map[int][2]string{"mlx5_0": linkLocalOnly}, up("mlx5_0"), "", Fail, "mlx5_0/1 has no RoCE v2 GID with an IPv4 address"},
+		{"no table", nil, up("mlx5_0"), "", Warn, "cannot read the GID table of mlx5_0/1"},
+		{"pinned right", map[string]map[int][2]string{"mlx5_0": plain}, up("mlx5_0"), "3", OK, "mlx5_0/1 at index 3"},
+		{"pinned wrong", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "3", Fail, "NCCL_IB_GID_INDEX=3 names mlx5_1/1's RoCE v2 GID fd00:0000:0000:0000:0000:0000:0000:0001, not its RoCE v2 IPv4 one (index 5)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("NCCL_IB_GID_INDEX", tc.pinned)
+			root := t.TempDir()
+			for ca, entries := range tc.tables {
+				gidTable(t, root, ca, entries)
+			}
+			r := checkGID(context.Background(), Options{Root: root}, tc.facts)
+			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+				t.Errorf("%s %q (fix %q); want %s %q", r.Status, r.Detail, r.Fix, tc.status, tc.detail)
+			}
+			if strings.Contains(r.Fix, "NCCL_IB_GID_INDEX=") && tc.name == "ports differ" {
+				t.Errorf("advises one index for ports that differ: %q", r.Fix)
+			}
+		})
 	}
 }

@@ -127,22 +127,17 @@ func ReadGIDs(root string) []GID {
 	return out
 }
 
-// SuggestGIDIndex picks the index NCCL_IB_GID_INDEX should name: the first
-// RoCE v2 entry mapping an IPv4 address, else the first RoCE v2 entry.
+// SuggestGIDIndex picks the index of one port's GID table that NCCL 2.21
+// and later pick themselves (NCCL_IB_GID_INDEX unset, NCCL_IB_ADDR_FAMILY
+// AF_INET): the first RoCE v2 entry mapping an IPv4 address. ok is false
+// where there is none: NCCL then falls back to a RoCE v1 or link-local GID.
 func SuggestGIDIndex(gids []GID) (int, bool) {
-	best := -1
 	for _, g := range gids {
-		if g.Type != "RoCE v2" {
-			continue
-		}
-		if g.IPv4() {
+		if g.Type == "RoCE v2" && g.IPv4() {
 			return g.Index, true
 		}
-		if best < 0 {
-			best = g.Index
-		}
 	}
-	return best, best >= 0
+	return -1, false
 }
 
 // Modules reads /proc/modules (or lsmod's output) into the set of loaded module names.
