@@ -315,11 +315,29 @@ func checkPeermem(_ context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail = OK, "nvidia_peermem loaded: NICs can read and write GPU memory directly"
 	case len(f.activePorts) == 0:
 		r.Status, r.Detail = Skip, "no active RDMA port; GPUDirect RDMA is moot"
+	case o.dmabuf():
+		r.Status, r.Detail = OK, "nvidia_peermem not loaded, but the open GPU kernel module on Linux 5.12 or later gives NICs GPU memory through DMA-BUF"
+		r.Fix = "NCCL uses DMA-BUF by itself (unless NCCL_DMABUF_ENABLE=0); its log says \"DMA-BUF is available\""
 	default:
-		r.Status, r.Detail, r.Fix = Warn, "nvidia_peermem not loaded: inter-node traffic is staged through host memory",
-			"modprobe nvidia_peermem (or use dma-buf with a recent driver and NCCL)"
+		r.Status, r.Detail, r.Fix = Warn, "nvidia_peermem not loaded, and no DMA-BUF (it needs the open GPU kernel module and Linux 5.12 or later): inter-node traffic is staged through host memory",
+			"modprobe nvidia_peermem, or install the open GPU kernel module (Linux 5.12 or later) for DMA-BUF"
 	}
 	return r
+}
+
+// dmabuf reports whether GPU memory can be shared with NICs through DMA-BUF,
+// which CUDA offers with the open GPU kernel module on Linux 5.12 or later.
+func (o Options) dmabuf() bool {
+	version, err1 := os.ReadFile(o.Root + "/proc/driver/nvidia/version")
+	release, err2 := os.ReadFile(o.Root + "/proc/sys/kernel/osrelease")
+	var major, minor int
+	if err1 != nil || err2 != nil || !bytes.Contains(version, []byte("Open Kernel Module")) {
+		return false
+	}
+	if _, err := fmt.Sscanf(string(release), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 5 || major == 5 && minor >= 12
 }
 
 func checkOMPI(ctx context.Context, o Options, _ *facts) Result {
@@ -408,7 +426,7 @@ func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) R
 		r.Fix = "RDMA ports are active but NCCL used sockets: check NCCL_IB_HCA, NCCL_IB_DISABLE, NCCL_NET and that libibverbs is installed"
 	case f.RDMA && log.Network != "" && !log.GDR && f.Peermem:
 		r.Status = Warn
-		r.Fix = "NCCL uses the NICs without GPUDirect RDMA although nvidia_peermem is loaded: the GPU-NIC PCI distance may exceed NCCL_NET_GDR_LEVEL (try PHB)"
+		r.Fix = "NCCL uses the NICs without GPUDirect RDMA although the node offers it (nvidia_peermem or DMA-BUF): the GPU-NIC PCI distance may exceed NCCL_NET_GDR_LEVEL (try PHB)"
 	case ranks == 1:
 		r.Status = Warn
 		r.Fix = "the probe ran one rank, which sends nothing: NCCL chooses no algorithm or protocol and a collective is a local copy; run the benchmark on 2 GPUs or more (benchmark.gpus, the launcher's ranks) to tune anything"

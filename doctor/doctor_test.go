@@ -321,3 +321,47 @@ func TestGIDIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestPeermemDMABUF: without nvidia_peermem, GPUDirect RDMA still works
+// through DMA-BUF, which NCCL uses by itself where the open GPU kernel
+// modules run on Linux 5.12 or later; the check said it was off there.
+func TestPeermemDMABUF(t *testing.T) {
+	const (
+		open        = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build  (dvs-builder@U16-I2-C03-12-4)  Wed Feb 26 01:05:55 UTC 2025\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n"
+		proprietary = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04)\n"
+	)
+	for _, tc := range []struct {
+		name, driver, kernel string
+		status               Status
+	}{
+		{"open module, new kernel", open, "6.8.0-45-generic", OK},
+		{"open module, 5.12", open, "5.12.0", OK},
+		{"open module, old kernel", open, "5.4.0-150-generic", Warn},
+		{"proprietary module", proprietary, "6.8.0-45-generic", Warn},
+		{"no driver version", "", "6.8.0-45-generic", Warn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for path, content := range map[string]string{
+				"proc/modules":               "mlx5_ib 495616 0 - Live 0x0000000000000000\nnvidia 9760768 2 - Live 0x0000000000000000 (POE)\n",
+				"proc/sys/kernel/osrelease":  tc.kernel + "\n",
+				"proc/driver/nvidia/version": tc.driver,
+			} {
+				if path == "proc/driver/nvidia/version" && tc.driver == "" {
+					continue
+				}
+				if os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755) != nil || os.WriteFile(filepath.Join(root, path), []byte(content), 0o644) != nil {
+					t.Fatal("cannot write", path)
+				}
+			}
+			f := &facts{activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "InfiniBand"}}}
+			r := checkPeermem(context.Background(), Options{Root: root}, f)
+			if r.Status != tc.status {
+				t.Errorf("%s %q; want %s", r.Status, r.Detail, tc.status)
+			}
+			if got := HardwareOf([]Result{r}).Peermem; got != (tc.status == OK) {
+				t.Errorf("HardwareOf says GPUDirect RDMA %v", got)
+			}
+		})
+	}
+}
