@@ -169,8 +169,25 @@ func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail, r.Fix = Fail, "nvidia-smi lists no GPU", "check CUDA_VISIBLE_DEVICES and the driver"
 		return r
 	}
+	// Models in the order first seen, each with its count.
+	var models []string
+	count := map[string]int{}
+	for _, g := range gpus {
+		if count[g.Name] == 0 {
+			models = append(models, g.Name)
+		}
+		count[g.Name]++
+	}
+	var kinds []string
+	for _, m := range models {
+		kinds = append(kinds, fmt.Sprintf("%d x %s", count[m], m))
+	}
 	r.Status = OK
-	r.Detail = fmt.Sprintf("%d x %s, driver %s", len(gpus), strings.TrimSpace(gpus[0].Name), strings.TrimSpace(gpus[0].Driver))
+	r.Detail = fmt.Sprintf("%s, driver %s", strings.Join(kinds, ", "), gpus[0].Driver)
+	if len(models) > 1 {
+		r.Status = Warn
+		r.Fix = "GPUs of different models: a collective runs at the slowest one's pace, and a trial's score depends on which GPUs it gets; give the job GPUs of one model (CUDA_VISIBLE_DEVICES)"
+	}
 	return r
 }
 

@@ -365,3 +365,25 @@ func TestPeermemDMABUF(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUsMixed: a node of GPUs of different models was reported as so
+// many of the first one's model.
+func TestGPUsMixed(t *testing.T) {
+	for _, tc := range []struct {
+		name, csv string
+		status    Status
+		detail    string
+	}{
+		{"alike", "index, name, pci.bus_id, memory.total [MiB], driver_version\n0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 81559 MiB, 550.54.15\n1, NVIDIA H100 80GB HBM3, 00000000:2A:00.0, 81559 MiB, 550.54.15\n2, NVIDIA H100 80GB HBM3, 00000000:3A:00.0, 81559 MiB, 550.54.15\n",
+			OK, "3 x NVIDIA H100 80GB HBM3, driver 550.54.15"},
+		{"mixed", "index, name, pci.bus_id, memory.total [MiB], driver_version\n0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 81559 MiB, 550.54.15\n1, NVIDIA A100-SXM4-40GB, 00000000:2A:00.0, 40960 MiB, 550.54.15\n2, NVIDIA H100 80GB HBM3, 00000000:3A:00.0, 81559 MiB, 550.54.15\n",
+			Warn, "2 x NVIDIA H100 80GB HBM3, 1 x NVIDIA A100-SXM4-40GB, driver 550.54.15"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkGPUs(context.Background(), Options{Exec: fakeExec(map[string]string{"nvidia-smi": tc.csv})}, &facts{})
+			if r.Status != tc.status || r.Detail != tc.detail {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}
