@@ -70,7 +70,7 @@ func Run(ctx context.Context, o Options) []Result {
 	f := &facts{}
 	var out []Result
 	for _, check := range []func(context.Context, Options, *facts) Result{
-		checkGPUs, checkPorts, checkGID, checkDrivers, checkPeermem, checkOMPI, checkMaster,
+		checkGPUs, checkPorts, checkGID, checkDrivers, checkPeermem, checkMemlock, checkOMPI, checkMaster,
 	} {
 		out = append(out, check(ctx, o, f))
 	}
@@ -355,6 +355,43 @@ func (o Options) dmabuf() bool {
 		return false
 	}
 	return major > 5 || major == 5 && minor >= 12
+}
+
+// checkMemlock reads the locked-memory limit (ulimit -l) this process, and
+// so a rank started alike, runs under: RDMA pins the buffers it registers,
+// and under a small limit (a container's default) NCCL's IB transport fails
+// to register them.
+func checkMemlock(_ context.Context, o Options, f *facts) Result {
+	r := Result{Layer: "hardware", Check: "locked memory (ulimit -l)"}
+	if len(f.activePorts) == 0 {
+		r.Status, r.Detail = Skip, "no active RDMA port"
+		return r
+	}
+	data, err := os.ReadFile(o.Root + "/proc/self/limits")
+	soft, hard, ok := MemlockLimits(string(data))
+	switch {
+	case err != nil || !ok:
+		r.Status, r.Detail = Skip, "cannot read /proc/self/limits"
+	case soft == "unlimited":
+		r.Status, r.Detail = OK, "unlimited"
+	default:
+		r.Status, r.Detail = Warn, limitText(soft)+" (soft), "+limitText(hard)+" (hard)"
+		r.Fix = "RDMA pins the memory it registers: raise it to unlimited (ulimit -l unlimited; memlock in /etc/security/limits.conf, docker run --ulimit memlock=-1, Slurm's PropagateResourceLimits)"
+	}
+	return r
+}
+
+// limitText writes a limit from /proc/self/limits in MiB where it is a whole number of them.
+func limitText(v string) string {
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil:
+		return v
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
 }
 
 func checkOMPI(ctx context.Context, o Options, _ *facts) Result {

@@ -387,3 +387,34 @@ func TestGPUsMixed(t *testing.T) {
 		})
 	}
 }
+
+// TestMemlock: RDMA registers memory that must stay locked; a small
+// `ulimit -l` (containers get 8 MiB or 64 KiB unless told) makes NCCL's
+// IB transport fail or fall back. The check was missing.
+func TestMemlock(t *testing.T) {
+	active := &facts{activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "InfiniBand"}}}
+	for _, tc := range []struct {
+		name, limits string
+		facts        *facts
+		status       Status
+		detail       string
+	}{
+		{"unlimited", "testdata/limits/unlimited.txt", active, OK, "unlimited"},
+		{"docker's default", "testdata/limits/docker-default.txt", active, Warn, "8 MiB (soft), 8 MiB (hard)"},
+		{"no RDMA", "testdata/limits/docker-default.txt", &facts{}, Skip, "no active RDMA port"},
+		{"unreadable", "", active, Skip, "cannot read /proc/self/limits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.limits != "" {
+				if os.MkdirAll(filepath.Join(root, "proc/self"), 0o755) != nil || os.WriteFile(filepath.Join(root, "proc/self/limits"), []byte(read(t, tc.limits)), 0o644) != nil {
+					t.Fatal("cannot write the limits")
+				}
+			}
+			r := checkMemlock(context.Background(), Options{Root: root}, tc.facts)
+			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}

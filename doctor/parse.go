@@ -151,6 +151,19 @@ func Modules(out string) map[string]bool {
 	return mods
 }
 
+// MemlockLimits reads the soft and hard "Max locked memory" limits from
+// /proc/self/limits ("unlimited" or bytes); ok is false when it has none.
+func MemlockLimits(out string) (soft, hard string, ok bool) {
+	for _, line := range strings.Split(out, "\n") {
+		if rest, found := strings.CutPrefix(line, "Max locked memory"); found {
+			if f := strings.Fields(rest); len(f) >= 2 {
+				return f[0], f[1], true
+			}
+		}
+	}
+	return "", "", false
+}
+
 // OMPICUDA reads `ompi_info --parsable --all` and says whether Open MPI was
 // built with CUDA support; known is false when the output does not say.
 func OMPICUDA(out string) (cuda, known bool) {

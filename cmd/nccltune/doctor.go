@@ -36,7 +36,7 @@ func doctorCommand() *cli.Command {
 		Name:  "doctor",
 		Usage: "layered pre-flight check: hardware and fabric, then NCCL, then the framework",
 		Description: "Checks GPUs (nvidia-smi), InfiniBand/RoCE ports (ibstat), each RoCE port's RoCE v2 GID,\n" +
-			"the mlx5 and nvidia_peermem modules, Open MPI's CUDA support and MASTER_ADDR on every node\n" +
+			"the mlx5 and nvidia_peermem modules, ulimit -l, Open MPI's CUDA support and MASTER_ADDR on every node\n" +
 			"(through the space's mpirun or srun launcher, one process per node), clock skew between\n" +
 			"nodes, then a tiny all-reduce with NCCL_DEBUG=INFO compared with what the fabric says NCCL\n" +
 			"should use, then a torch.distributed all_reduce. Each check prints ok, warn, fail or skip\n" +
