@@ -310,12 +310,22 @@ func checkDrivers(_ context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail = Skip, "no active RDMA port"
 		return r
 	}
+	if !slices.ContainsFunc(f.activePorts, func(p Port) bool { return strings.HasPrefix(p.CA, "mlx5") }) {
+		r.Status, r.Detail = Skip, "no active port is an mlx5 one (another vendor's NIC)"
+		return r
+	}
 	mods, err := o.modules()
+	// A driver built into the kernel has no line in /proc/modules, but a
+	// directory in /sys/module as a loaded one has.
+	loaded := func(name string) bool {
+		_, err := os.Stat(o.Root + "/sys/module/" + name)
+		return mods[name] || err == nil
+	}
 	switch {
+	case loaded("mlx5_core") && loaded("mlx5_ib"):
+		r.Status, r.Detail = OK, "mlx5_core and mlx5_ib loaded"
 	case err != nil:
 		r.Status, r.Detail = Skip, "cannot read /proc/modules"
-	case mods["mlx5_core"] && mods["mlx5_ib"]:
-		r.Status, r.Detail = OK, "mlx5_core and mlx5_ib loaded"
 	default:
 		r.Status, r.Detail, r.Fix = Warn, "mlx5_ib not loaded", "modprobe mlx5_ib (or install the vendor OFED)"
 	}

@@ -418,3 +418,38 @@ func TestMemlock(t *testing.T) {
 		})
 	}
 }
+
+// TestDriversOfTheNICs: the mlx5 check warned "mlx5_ib not loaded" of
+// nodes whose active ports are another vendor's (irdma, bnxt_re, efa), and
+// of kernels with mlx5 built in (no line in /proc/modules, a directory in
+// /sys/module).
+func TestDriversOfTheNICs(t *testing.T) {
+	for _, tc := range []struct {
+		name, ca string
+		modules  string
+		builtin  []string
+		status   Status
+	}{
+		{"mlx5 modules", "mlx5_0", "mlx5_ib 495616 0 - Live 0x0\nmlx5_core 2412544 1 mlx5_ib, Live 0x0\n", nil, OK},
+		{"mlx5 missing", "mlx5_0", "mlx5_core 2412544 0 - Live 0x0\n", nil, Warn},
+		{"mlx5 built in", "mlx5_0", "nvidia 9760768 2 - Live 0x0\n", []string{"mlx5_core", "mlx5_ib"}, OK},
+		{"Intel irdma", "irdma0", "irdma 323584 0 - Live 0x0\n", nil, Skip},
+		{"Broadcom", "bnxt_re0", "bnxt_re 229376 0 - Live 0x0\n", nil, Skip},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if os.MkdirAll(filepath.Join(root, "proc"), 0o755) != nil || os.WriteFile(filepath.Join(root, "proc/modules"), []byte(tc.modules), 0o644) != nil {
+				t.Fatal("cannot write /proc/modules")
+			}
+			for _, m := range tc.builtin {
+				if os.MkdirAll(filepath.Join(root, "sys/module", m, "parameters"), 0o755) != nil {
+					t.Fatal("cannot write /sys/module")
+				}
+			}
+			f := &facts{activePorts: []Port{{CA: tc.ca, Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+			if r := checkDrivers(context.Background(), Options{Root: root}, f); r.Status != tc.status {
+				t.Errorf("%s %q; want %s", r.Status, r.Detail, tc.status)
+			}
+		})
+	}
+}
