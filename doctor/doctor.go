@@ -516,10 +516,11 @@ func checkFramework(ctx context.Context, o Options, _ *facts) Result {
 		r.Status, r.Detail = Skip, "no python configured"
 		return r
 	}
-	script := `import torch, torch.distributed as dist, os
-os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29531")
+	// A world of one needs no rendezvous: an in-process store, not env://,
+	// whose MASTER_ADDR names another node in a job's environment.
+	script := `import torch, torch.distributed as dist
 cuda = torch.cuda.is_available()
-dist.init_process_group("nccl" if cuda else "gloo", rank=0, world_size=1)
+dist.init_process_group("nccl" if cuda else "gloo", store=dist.HashStore(), rank=0, world_size=1)
 t = torch.ones(1024, device="cuda" if cuda else "cpu")
 dist.all_reduce(t)
 print("FRAMEWORK_OK torch", torch.__version__, "backend", "nccl %s" % ".".join(map(str, torch.cuda.nccl.version())) if cuda else "gloo", "sum", float(t[0]))

@@ -453,3 +453,40 @@ func TestDriversOfTheNICs(t *testing.T) {
 		})
 	}
 }
+
+// TestFrameworkNoRendezvous: the torch.distributed check, a world of one,
+// rendezvoused through MASTER_ADDR (env://) where it was set, as it is in a
+// job's environment: on every node but that one, it reached for another
+// node's port, and failed or hung there. It runs here against a stub torch
+// whose env:// rendezvous connects to MASTER_ADDR:MASTER_PORT, as torch's does.
+func TestFrameworkNoRendezvous(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	for path, src := range map[string]string{
+		"torch/__init__.py": "__version__ = '2.9.0+stub'\n" +
+			"class cuda:\n    @staticmethod\n    def is_available(): return False\n" +
+			"def ones(n, device=None): return [1.0] * n\n",
+		"torch/distributed.py": "import os, socket\n" +
+			"class HashStore: pass\n" +
+			"def init_process_group(backend, init_method=None, store=None, rank=-1, world_size=-1):\n" +
+			"    if store is None:\n" +
+			"        socket.create_connection((os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT'])), timeout=5).close()\n" +
+			"def all_reduce(t): pass\n" +
+			"def destroy_process_group(): pass\n",
+	} {
+		if os.MkdirAll(filepath.Join(dir, filepath.Dir(path)), 0o755) != nil || os.WriteFile(filepath.Join(dir, path), []byte(src), 0o644) != nil {
+			t.Fatal("cannot write the stub torch")
+		}
+	}
+	t.Setenv("PYTHONPATH", dir)
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	t.Setenv("MASTER_PORT", "1") // another node's, where nothing listens yet
+	exec := func(ctx context.Context, name string, args ...string) ([]byte, error) { return run(ctx, 20*time.Second, name, args...) }
+	r := checkFramework(context.Background(), Options{Python: python, Exec: exec}, nil)
+	if r.Status != OK || r.Detail != "torch 2.9.0+stub backend gloo sum 1.0" {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
