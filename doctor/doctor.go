@@ -194,11 +194,24 @@ func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 func checkPorts(ctx context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: portsCheck}
 	out, err := o.Exec(ctx, "ibstat")
+	ports := ParseIbstat(string(out))
+	from := ""
+	if len(ports) == 0 && err != nil {
+		// ibstat missing (infiniband-diags, seldom in a container) or failing
+		// (it needs ib_umad, which NCCL does not): the kernel lists the ports
+		// in sysfs too, where NCCL reads them.
+		if sys := ReadPorts(o.Root); len(sys) > 0 {
+			why := "failed"
+			if missing(err) {
+				why = "not found"
+			}
+			ports, from, err = sys, " (read from /sys/class/infiniband: ibstat "+why+")", nil
+		}
+	}
 	if missing(err) {
-		r.Status, r.Detail = Skip, "ibstat not found (infiniband-diags); no RDMA fabric checked"
+		r.Status, r.Detail = Skip, "ibstat not found (infiniband-diags), and no port in /sys/class/infiniband; no RDMA fabric checked"
 		return r
 	}
-	ports := ParseIbstat(string(out))
 	var up, down []string
 	for _, p := range ports {
 		name := fmt.Sprintf("%s/%d %s", p.CA, p.Num, p.LinkLayer)
@@ -224,6 +237,7 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 			r.Detail += "; down: " + strings.Join(down, "; ")
 		}
 	}
+	r.Detail += from
 	return r
 }
 

@@ -210,7 +210,7 @@ func TestPortsIbstatFails(t *testing.T) {
 		{"ibstat fails after a CA", failingExec(map[string]string{"ibstat": read(t, "testdata/ibstat-roce.txt") + panic}), OK, "active: mlx5_0/1 Ethernet 400Gb/s; down: mlx5_1/1 Ethernet Down"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := checkPorts(context.Background(), Options{Exec: tc.exec}, &facts{})
+			r := checkPorts(context.Background(), Options{Root: t.TempDir(), Exec: tc.exec}, &facts{}) // no sysfs ports
 			if r.Status != tc.status || r.Detail != tc.detail {
 				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
 			}
@@ -484,9 +484,45 @@ func TestFrameworkNoRendezvous(t *testing.T) {
 	t.Setenv("PYTHONPATH", dir)
 	t.Setenv("MASTER_ADDR", "127.0.0.1")
 	t.Setenv("MASTER_PORT", "1") // another node's, where nothing listens yet
-	exec := func(ctx context.Context, name string, args ...string) ([]byte, error) { return run(ctx, 20*time.Second, name, args...) }
+	exec := func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		return run(ctx, 20*time.Second, name, args...)
+	}
 	r := checkFramework(context.Background(), Options{Python: python, Exec: exec}, nil)
 	if r.Status != OK || r.Detail != "torch 2.9.0+stub backend gloo sum 1.0" {
 		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
+
+// TestPortsFromSysfs: without ibstat (infiniband-diags, seldom in a
+// container) or with it failing (no ib_umad), the ports went unchecked, and
+// with them every RDMA check after; the kernel lists them in sysfs, where
+// NCCL reads them too.
+func TestPortsFromSysfs(t *testing.T) {
+	root := t.TempDir()
+	for path, content := range map[string]string{
+		"mlx5_0/ports/1/state":      "4: ACTIVE\n",
+		"mlx5_0/ports/1/rate":       "400 Gb/sec (4X NDR)\n",
+		"mlx5_0/ports/1/link_layer": "Ethernet\n",
+		"mlx5_1/ports/1/state":      "1: DOWN\n",
+		"mlx5_1/ports/1/rate":       "40 Gb/sec (4X QDR)\n",
+		"mlx5_1/ports/1/link_layer": "Ethernet\n",
+	} {
+		path = filepath.Join(root, "sys/class/infiniband", path)
+		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
+			t.Fatal("cannot write", path)
+		}
+	}
+	const panic = "ibpanic: [4242] main: can't init UMAD library: (No such file or directory)\n"
+	for name, exec := range map[string]func(context.Context, string, ...string) ([]byte, error){
+		"no ibstat":    fakeExec(nil),
+		"ibstat fails": failingExec(map[string]string{"ibstat": panic}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &facts{}
+			r := checkPorts(context.Background(), Options{Root: root, Exec: exec}, f)
+			if r.Status != OK || !strings.HasPrefix(r.Detail, "active: mlx5_0/1 Ethernet 400Gb/s; down: mlx5_1/1 Ethernet Down") || !f.roce {
+				t.Errorf("%s %q", r.Status, r.Detail)
+			}
+		})
 	}
 }

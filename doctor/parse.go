@@ -80,6 +80,31 @@ func ParseIbstat(out string) []Port {
 	return ports
 }
 
+// ReadPorts reads the ports under root/sys/class/infiniband (root "" is the
+// real one) as ibstat names their state and rate: "4: ACTIVE" is Active,
+// "400 Gb/sec (4X NDR)" is 400.
+func ReadPorts(root string) []Port {
+	var ports []Port
+	dirs, _ := filepath.Glob(filepath.Join(root, "sys/class/infiniband/*/ports/*"))
+	for _, dir := range dirs {
+		num, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil {
+			continue
+		}
+		attr := func(name string) string {
+			data, _ := os.ReadFile(filepath.Join(dir, name))
+			return strings.TrimSpace(string(data))
+		}
+		_, state, _ := strings.Cut(attr("state"), ": ")
+		rate, _, _ := strings.Cut(attr("rate"), " ")
+		if state != "" {
+			state = state[:1] + strings.ToLower(state[1:])
+		}
+		ports = append(ports, Port{CA: filepath.Base(filepath.Dir(filepath.Dir(dir))), Num: num, State: state, Rate: rate, LinkLayer: attr("link_layer")})
+	}
+	return ports
+}
+
 // GID is one entry of a RoCE port's GID table, from sysfs.
 type GID struct {
 	CA    string
