@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
 )
@@ -557,12 +558,19 @@ dist.destroy_process_group()`
 	return r
 }
 
+// maxSummary bounds a summary: it goes into the node's one-line report,
+// which the fan-out reads back through the launcher's bounded output.
+const maxSummary = 500
+
 // summary is the last line of a tool's output (where errors end up), or the error.
 func summary(out []byte, err error) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
 	if last == "" && err != nil {
 		return err.Error()
+	}
+	if len(last) > maxSummary {
+		last = text.Prefix(last, maxSummary) + "…"
 	}
 	return last
 }

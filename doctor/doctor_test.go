@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/runner"
@@ -524,5 +525,16 @@ func TestPortsFromSysfs(t *testing.T) {
 				t.Errorf("%s %q", r.Status, r.Detail)
 			}
 		})
+	}
+}
+
+// TestSummaryBounded: a failed tool's detail is its output's last line,
+// which was kept whole: a megabyte of it went into the node's one-line
+// report, which the fan-out reads back through the launcher's bounded output.
+func TestSummaryBounded(t *testing.T) {
+	long := "Unable to determine the device handle for GPU0000:18:00.0: " + strings.Repeat("é", 1<<19) + "\n"
+	r := checkGPUs(context.Background(), Options{Exec: failingExec(map[string]string{"nvidia-smi": long})}, &facts{})
+	if r.Status != Fail || len(r.Detail) > maxSummary+len("…") || !strings.HasPrefix(r.Detail, "Unable to determine the device handle") || !utf8.ValidString(r.Detail) {
+		t.Errorf("%s, a detail of %d bytes: %.80q", r.Status, len(r.Detail), r.Detail)
 	}
 }
