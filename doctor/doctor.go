@@ -136,10 +136,14 @@ func run(ctx context.Context, timeout time.Duration, name string, args ...string
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		err = fmt.Errorf("%s: no answer in %s", name, timeout)
+		err = fmt.Errorf("%s: %w in %s", name, errNoAnswer, timeout)
 	}
 	return out.buf.Bytes(), err
 }
+
+// errNoAnswer is a tool killed at its time limit: what it printed before
+// is not why it failed.
+var errNoAnswer = errors.New("no answer")
 
 // head keeps the first maxToolOutput bytes written to it. (Not an embedded
 // bytes.Buffer, whose ReadFrom io.Copy would call instead of Write.)
@@ -566,7 +570,7 @@ const maxSummary = 500
 func summary(out []byte, err error) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
-	if last == "" && err != nil {
+	if last == "" && err != nil || errors.Is(err, errNoAnswer) {
 		return err.Error()
 	}
 	if len(last) > maxSummary {

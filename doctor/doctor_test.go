@@ -232,7 +232,7 @@ func tool(t *testing.T, dir, name, script string) {
 // as it ran), and a tool that prints without end is read only so far.
 func TestToolsBounded(t *testing.T) {
 	dir := t.TempDir()
-	tool(t, dir, "nvidia-smi", "/bin/sleep 60; echo late") // sleep, a child, holds the output open
+	tool(t, dir, "nvidia-smi", "echo 'index, name, pci.bus_id, memory.total [MiB], driver_version'; /bin/sleep 60; echo late") // sleep, a child, holds the output open
 	tool(t, dir, "ibstat", "/bin/sh -c '/bin/sleep 60' & echo 'CA '\\''mlx5_0'\\'")
 	t.Setenv("PATH", dir)
 	t.Setenv("MASTER_ADDR", "")
@@ -241,8 +241,8 @@ func TestToolsBounded(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("doctor took %s with a tool timeout of 200ms", d)
 	}
-	if r := res["GPUs"]; r.Status != Fail {
-		t.Errorf("a hung nvidia-smi: %+v", r)
+	if r := res["GPUs"]; r.Status != Fail || r.Detail != "nvidia-smi: no answer in 200ms" {
+		t.Errorf("a hung nvidia-smi, which printed its header: %+v", r)
 	}
 	out, err := run(context.Background(), 5*time.Second, "/bin/sh", "-c", "exec /usr/bin/head -c 5000000 /dev/zero")
 	if err != nil || len(out) > maxToolOutput {
