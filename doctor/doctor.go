@@ -160,7 +160,7 @@ func missing(err error) bool { return errors.Is(err, exec.ErrNotFound) }
 
 func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: "GPUs (nvidia-smi)"}
-	out, err := o.Exec(ctx, "nvidia-smi", "--query-gpu=index,name,pci.bus_id,memory.total,driver_version", "--format=csv")
+	out, err := o.Exec(ctx, "nvidia-smi", "--query-gpu=index,name,pci.bus_id,memory.total,driver_version,mig.mode.current", "--format=csv")
 	switch {
 	case missing(err):
 		r.Status, r.Detail = Skip, "nvidia-smi not found"
@@ -175,13 +175,16 @@ func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 		return r
 	}
 	// Models in the order first seen, each with its count.
-	var models []string
+	var models, mig []string
 	count := map[string]int{}
 	for _, g := range gpus {
 		if count[g.Name] == 0 {
 			models = append(models, g.Name)
 		}
 		count[g.Name]++
+		if g.MIG == "Enabled" {
+			mig = append(mig, strconv.Itoa(g.Index))
+		}
 	}
 	var kinds []string
 	for _, m := range models {
@@ -189,9 +192,16 @@ func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 	}
 	r.Status = OK
 	r.Detail = fmt.Sprintf("%s, driver %s", strings.Join(kinds, ", "), gpus[0].Driver)
+	var fixes []string
 	if len(models) > 1 {
-		r.Status = Warn
-		r.Fix = "GPUs of different models: a collective runs at the slowest one's pace, and a trial's score depends on which GPUs it gets; give the job GPUs of one model (CUDA_VISIBLE_DEVICES)"
+		fixes = append(fixes, "GPUs of different models: a collective runs at the slowest one's pace, and a trial's score depends on which GPUs it gets; give the job GPUs of one model (CUDA_VISIBLE_DEVICES)")
+	}
+	if len(mig) > 0 {
+		r.Detail += "; MIG mode on GPU " + strings.Join(mig, ", ")
+		fixes = append(fixes, "a MIG instance has no NVLink or PCIe peer-to-peer path to another GPU, so NCCL goes through host memory: turn MIG off (nvidia-smi -i N -mig 0) on GPUs that NCCL spans")
+	}
+	if len(fixes) > 0 {
+		r.Status, r.Fix = Warn, strings.Join(fixes, "; ")
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -536,5 +537,23 @@ func TestSummaryBounded(t *testing.T) {
 	r := checkGPUs(context.Background(), Options{Exec: failingExec(map[string]string{"nvidia-smi": long})}, &facts{})
 	if r.Status != Fail || len(r.Detail) > maxSummary+len("…") || !strings.HasPrefix(r.Detail, "Unable to determine the device handle") || !utf8.ValidString(r.Detail) {
 		t.Errorf("%s, a detail of %d bytes: %.80q", r.Status, len(r.Detail), r.Detail)
+	}
+}
+
+// TestGPUsMIG: a GPU in MIG mode was reported as any other; a MIG instance
+// has no peer-to-peer path (NVLink or PCIe) to another GPU, so NCCL goes
+// through host memory, and a process sees one instance.
+func TestGPUsMIG(t *testing.T) {
+	var asked []string
+	exec := func(_ context.Context, name string, args ...string) ([]byte, error) {
+		asked = args
+		return []byte(read(t, "testdata/h100-mig-nvidia-smi-query.csv")), nil
+	}
+	r := checkGPUs(context.Background(), Options{Exec: exec}, &facts{})
+	if !slices.ContainsFunc(asked, func(a string) bool { return strings.Contains(a, "mig.mode.current") }) {
+		t.Errorf("nvidia-smi was not asked for MIG mode: %q", asked)
+	}
+	if r.Status != Warn || !strings.Contains(r.Detail, "MIG mode on GPU 1") {
+		t.Errorf("%s %q", r.Status, r.Detail)
 	}
 }

@@ -9,11 +9,12 @@ import (
 	"strings"
 )
 
-// GPU is one line of nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,driver_version --format=csv.
+// GPU is one line of nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,driver_version,mig.mode.current --format=csv.
 type GPU struct {
 	Index          int
 	Name, BusID    string
 	Memory, Driver string
+	MIG            string // Enabled, Disabled, [N/A]; "" where not asked for
 }
 
 // ParseNvidiaSMI reads nvidia-smi's CSV query output (with or without its
@@ -34,7 +35,11 @@ func ParseNvidiaSMI(out string) []GPU {
 		if err != nil {
 			continue // the header
 		}
-		gpus = append(gpus, GPU{Index: i, Name: rec[1], BusID: rec[2], Memory: rec[3], Driver: rec[4]})
+		g := GPU{Index: i, Name: rec[1], BusID: rec[2], Memory: rec[3], Driver: rec[4]}
+		if len(rec) > 5 {
+			g.MIG = rec[5]
+		}
+		gpus = append(gpus, g)
 	}
 	return gpus
 }
