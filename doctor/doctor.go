@@ -53,9 +53,12 @@ type Options struct {
 	// cluster), through Launcher; nil skips the check.
 	Probe    *runner.Job
 	Launcher runner.Launcher
-	Env      []string      // variables for the all-reduce (the space's pinned ones)
-	Python   string        // for the framework check; "" skips it
-	Timeout  time.Duration // each tool's time limit; 0 is 30s
+	// Env is the space's pinned variables, which every trial runs with: the
+	// all-reduce runs with them, and a check of one (NCCL_IB_GID_INDEX)
+	// reads it here before the environment.
+	Env     []string
+	Python  string        // for the framework check; "" skips it
+	Timeout time.Duration // each tool's time limit; 0 is 30s
 }
 
 // Run runs every check of this node, layer by layer.
@@ -266,7 +269,7 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail = Skip, "no active RoCE (Ethernet link layer) port"
 		return r
 	}
-	pinned, err := strconv.Atoi(os.Getenv("NCCL_IB_GID_INDEX"))
+	pinned, err := strconv.Atoi(o.getenv("NCCL_IB_GID_INDEX"))
 	if err != nil {
 		pinned = -1 // unset, or a value NCCL ignores too
 	}
@@ -326,6 +329,16 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	}
 	r.Detail, r.Fix = strings.Join(details, "; "), strings.Join(fixes, "; ")
 	return r
+}
+
+// getenv is a variable's value in o.Env (the last one set wins), else in the environment.
+func (o Options) getenv(name string) string {
+	for _, kv := range slices.Backward(o.Env) {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return os.Getenv(name)
 }
 
 func (o Options) modules() (map[string]bool, error) {

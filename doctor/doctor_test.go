@@ -557,3 +557,15 @@ func TestGPUsMIG(t *testing.T) {
 		t.Errorf("%s %q", r.Status, r.Detail)
 	}
 }
+
+// TestGIDIndexPinnedInSpace: an NCCL_IB_GID_INDEX the space pins (the
+// variables every trial runs with, Options.Env) was not checked, only one
+// in doctor's own environment.
+func TestGIDIndexPinnedInSpace(t *testing.T) {
+	t.Setenv("NCCL_IB_GID_INDEX", "")
+	f := &facts{roce: true, activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+	r := checkGID(context.Background(), Options{Root: "testdata/roce", Env: []string{"NCCL_IB_GID_INDEX=1"}}, f)
+	if r.Status != Fail || !strings.Contains(r.Detail, "NCCL_IB_GID_INDEX=1 names mlx5_0/1's RoCE v2 GID fe80:") {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
