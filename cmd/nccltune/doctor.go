@@ -40,7 +40,7 @@ func doctorCommand() *cli.Command {
 			"(through the space's mpirun or srun launcher, one process per node), clock skew between\n" +
 			"nodes, then a tiny all-reduce with NCCL_DEBUG=INFO compared with what the fabric says NCCL\n" +
 			"should use, then a torch.distributed all_reduce. Each check prints ok, warn, fail or skip\n" +
-			"(a missing tool), with the fix. Exits 1 if any check fails.",
+			"(a missing tool), with the fix. Exits 1 if any check fails (0 with warnings only).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "space", Usage: "space `FILE` whose launcher and benchmark to check"},
 			&cli.StringFlag{Name: "python", Value: "python3", Usage: "interpreter for the framework check (\"\" to skip)"},
