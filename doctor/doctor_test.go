@@ -3,12 +3,14 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -567,5 +569,23 @@ func TestGIDIndexPinnedInSpace(t *testing.T) {
 	r := checkGID(context.Background(), Options{Root: "testdata/roce", Env: []string{"NCCL_IB_GID_INDEX=1"}}, f)
 	if r.Status != Fail || !strings.Contains(r.Detail, "NCCL_IB_GID_INDEX=1 names mlx5_0/1's RoCE v2 GID fe80:") {
 		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
+
+// TestToolLeavesAChild: a tool that ends well but leaves a child holding its
+// output open (a wrapper script's daemon) failed, and the child ran on.
+func TestToolLeavesAChild(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	out, err := run(context.Background(), 20*time.Second, "/bin/sh", "-c", "echo 0, NVIDIA H200; /bin/sleep 60 & echo $! > "+pidfile)
+	if err != nil || string(out) != "0, NVIDIA H200\n" {
+		t.Errorf("%q, %v", out, err)
+	}
+	data, _ := os.ReadFile(pidfile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	time.Sleep(100 * time.Millisecond)
+	// Killed, it may stay a zombie where nothing reaps orphans (a container's init).
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(stat), ") Z ") {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the tool's child %d runs on: %s", pid, stat)
 	}
 }
