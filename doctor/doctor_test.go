@@ -589,3 +589,12 @@ func TestToolLeavesAChild(t *testing.T) {
 		t.Errorf("the tool's child %d runs on: %s", pid, stat)
 	}
 }
+
+// TestIbstatLongLine: ibstat's output was read with a bufio.Scanner, which
+// stops at a line over 64 KiB and dropped every port after it.
+func TestIbstatLongLine(t *testing.T) {
+	out := "ibwarn: " + strings.Repeat("x", 100<<10) + "\n" + read(t, "testdata/ibstat-roce.txt")
+	if ports := ParseIbstat(out); len(ports) != 2 || !ports[0].Active() {
+		t.Errorf("ports after a long line: %+v", ports)
+	}
+}

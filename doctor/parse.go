@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"sort"
@@ -57,9 +56,8 @@ func (p Port) Active() bool { return p.State == "Active" }
 func ParseIbstat(out string) []Port {
 	var ports []Port
 	ca := ""
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		line := strings.TrimSpace(strings.TrimLeft(sc.Text(), "│ \t"))
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(strings.TrimLeft(line, "│ \t"))
 		switch {
 		case strings.HasPrefix(line, "CA '"):
 			ca = strings.Trim(strings.TrimPrefix(line, "CA "), "'")
