@@ -268,8 +268,8 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 }
 
 // checkGID judges each active RoCE port's GID table as NCCL picks from it
-// (2.21 and later, NCCL_IB_GID_INDEX unset: a RoCE v2 GID with an IPv4
-// address, each port its own), and an index pinned in the environment
+// (2.21 and later, NCCL_IB_GID_INDEX unset: a GID of the kind GIDKind says,
+// each port its own), and an index pinned in the space or the environment
 // against every port.
 func checkGID(_ context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: "RoCE GID index"}
@@ -281,6 +281,10 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	if err != nil {
 		pinned = -1 // unset, or a value NCCL ignores too
 	}
+	kind := GIDKind{IPv6: o.getenv("NCCL_IB_ADDR_FAMILY") == "AF_INET6", Version: 2}
+	if v, err := strconv.Atoi(o.getenv("NCCL_IB_ROCE_VERSION_NUM")); err == nil {
+		kind.Version = v
+	}
 	all := ReadGIDs(o.Root)
 	var wrong, none, unread, found []string
 	indices := map[int]bool{}
@@ -290,7 +294,7 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		}
 		name := fmt.Sprintf("%s/%d", p.CA, p.Num)
 		gids := slices.DeleteFunc(slices.Clone(all), func(g GID) bool { return g.CA != p.CA || g.Port != p.Num })
-		idx, ok := SuggestGIDIndex(gids)
+		idx, ok := SuggestGIDIndex(gids, kind)
 		switch {
 		case len(gids) == 0:
 			unread = append(unread, name)
@@ -301,7 +305,7 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 			if i := slices.IndexFunc(gids, func(g GID) bool { return g.Index == pinned }); i >= 0 {
 				entry = gids[i].Type + " GID " + gids[i].GID
 			}
-			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not its RoCE v2 IPv4 one (index %d)", pinned, name, entry, idx))
+			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not its %s one (index %d)", pinned, name, entry, kind, idx))
 		default:
 			found = append(found, fmt.Sprintf("%s at index %d", name, idx))
 			indices[idx] = true
@@ -309,7 +313,7 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	}
 	var details, fixes []string
 	if len(found) > 0 {
-		details = append(details, "RoCE v2 with IPv4: "+strings.Join(found, ", "))
+		details = append(details, kind.String()+": "+strings.Join(found, ", "))
 	}
 	r.Status = OK
 	switch {
@@ -327,13 +331,13 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	}
 	if len(none) > 0 {
 		r.Status = Fail
-		details = append(details, strings.Join(none, ", ")+" has no RoCE v2 GID with an IPv4 address")
+		details = append(details, fmt.Sprintf("%s has no %s GID", strings.Join(none, ", "), kind))
 		fixes = append(fixes, "give the interface an IPv4 address and enable RoCE v2 (cma_roce_mode); on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6")
 	}
 	if len(wrong) > 0 {
 		r.Status = Fail
 		details = append(details, wrong...)
-		fixes = append(fixes, "unset NCCL_IB_GID_INDEX: NCCL 2.21 and later pick each port's RoCE v2 IPv4 GID themselves (a wrong index fails or slows RoCE)")
+		fixes = append(fixes, "unset NCCL_IB_GID_INDEX: NCCL 2.21 and later pick each port's GID themselves (a wrong index fails or slows RoCE)")
 	}
 	r.Detail, r.Fix = strings.Join(details, "; "), strings.Join(fixes, "; ")
 	return r

@@ -61,7 +61,7 @@ func TestParsers(t *testing.T) {
 	if len(gids) != 4 { // index 4 is all zeros: unused
 		t.Errorf("gids = %+v", gids)
 	}
-	if idx, ok := SuggestGIDIndex(gids); !ok || idx != 3 {
+	if idx, ok := SuggestGIDIndex(gids, GIDKind{Version: 2}); !ok || idx != 3 {
 		t.Errorf("suggested GID index %d, want 3 (RoCE v2 with an IPv4 address)", idx)
 	}
 	if cuda, known := OMPICUDA(read(t, "testdata/h200-ompi_info-cuda.txt")); !known || cuda {
@@ -304,10 +304,10 @@ func TestGIDIndex(t *testing.T) {
 		{"one port", map[string]map[int][2]string{"mlx5_0": plain}, up("mlx5_0"), "", OK, "mlx5_0/1 at index 3"},
 		{"a port down first", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_1"), "", OK, "mlx5_1/1 at index 5"},
 		{"ports differ", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "", OK, "mlx5_0/1 at index 3, mlx5_1/1 at index 5"},
-		{"link-local only", map[string]map[int][2]string{"mlx5_0": linkLocalOnly}, up("mlx5_0"), "", Fail, "mlx5_0/1 has no RoCE v2 GID with an IPv4 address"},
+		{"link-local only", map[string]map[int][2]string{"mlx5_0": linkLocalOnly}, up("mlx5_0"), "", Fail, "mlx5_0/1 has no RoCE v2 with IPv4 GID"},
 		{"no table", nil, up("mlx5_0"), "", Warn, "cannot read the GID table of mlx5_0/1"},
 		{"pinned right", map[string]map[int][2]string{"mlx5_0": plain}, up("mlx5_0"), "3", OK, "mlx5_0/1 at index 3"},
-		{"pinned wrong", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "3", Fail, "NCCL_IB_GID_INDEX=3 names mlx5_1/1's RoCE v2 GID fd00:0000:0000:0000:0000:0000:0000:0001, not its RoCE v2 IPv4 one (index 5)"},
+		{"pinned wrong", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "3", Fail, "NCCL_IB_GID_INDEX=3 names mlx5_1/1's RoCE v2 GID fd00:0000:0000:0000:0000:0000:0000:0001, not its RoCE v2 with IPv4 one (index 5)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("NCCL_IB_GID_INDEX", tc.pinned)
@@ -596,5 +596,32 @@ func TestIbstatLongLine(t *testing.T) {
 	out := "ibwarn: " + strings.Repeat("x", 100<<10) + "\n" + read(t, "testdata/ibstat-roce.txt")
 	if ports := ParseIbstat(out); len(ports) != 2 || !ports[0].Active() {
 		t.Errorf("ports after a long line: %+v", ports)
+	}
+}
+
+// TestGIDIndexFamily: NCCL picks the GID of the address family and RoCE
+// version NCCL_IB_ADDR_FAMILY and NCCL_IB_ROCE_VERSION_NUM name; the check
+// judged IPv4 RoCE v2 alone, and failed an IPv6 fabric set up as NCCL says.
+func TestGIDIndexFamily(t *testing.T) {
+	t.Setenv("NCCL_IB_GID_INDEX", "")
+	root := t.TempDir()
+	gidTable(t, root, "mlx5_0", map[int][2]string{
+		0: {"fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10", "IB/RoCE v1"}, 1: {"fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10", "RoCE v2"},
+		2: {"fd00:0000:0000:0000:0000:0000:0000:0001", "IB/RoCE v1"}, 3: {"fd00:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"},
+	})
+	f := &facts{roce: true, activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+	for _, tc := range []struct {
+		env    []string
+		status Status
+		detail string
+	}{
+		{nil, Fail, "mlx5_0/1 has no RoCE v2 with IPv4 GID"},
+		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6"}, OK, "RoCE v2 with IPv6: mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6", "NCCL_IB_ROCE_VERSION_NUM=1"}, OK, "RoCE v1 with IPv6: mlx5_0/1 at index 2"},
+	} {
+		r := checkGID(context.Background(), Options{Root: root, Env: tc.env}, f)
+		if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+			t.Errorf("%v: %s %q; want %s %q", tc.env, r.Status, r.Detail, tc.status, tc.detail)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -155,13 +156,37 @@ func ReadGIDs(root string) []GID {
 	return out
 }
 
-// SuggestGIDIndex picks the index of one port's GID table that NCCL 2.21
-// and later pick themselves (NCCL_IB_GID_INDEX unset, NCCL_IB_ADDR_FAMILY
-// AF_INET): the first RoCE v2 entry mapping an IPv4 address. ok is false
-// where there is none: NCCL then falls back to a RoCE v1 or link-local GID.
-func SuggestGIDIndex(gids []GID) (int, bool) {
+// GIDKind is what NCCL 2.21 and later look for in a RoCE port's GID table
+// when NCCL_IB_GID_INDEX is unset: an address of a family
+// (NCCL_IB_ADDR_FAMILY, AF_INET by default) and a RoCE version
+// (NCCL_IB_ROCE_VERSION_NUM, 2 by default).
+type GIDKind struct {
+	IPv6    bool
+	Version int
+}
+
+func (k GIDKind) String() string {
+	family := "IPv4"
+	if k.IPv6 {
+		family = "IPv6"
+	}
+	return fmt.Sprintf("RoCE v%d with %s", k.Version, family)
+}
+
+// matches reports whether g is of kind k. NCCL takes no IPv6 link-local
+// GID (fe80::/64): it is no routable address.
+func (k GIDKind) matches(g GID) bool {
+	version := map[string]int{"RoCE v2": 2, "RoCE v1": 1, "IB/RoCE v1": 1}[g.Type]
+	linkLocal := strings.HasPrefix(g.GID, "fe80:0000:0000:0000:")
+	return version == k.Version && g.IPv4() != k.IPv6 && !linkLocal
+}
+
+// SuggestGIDIndex picks the index of one port's GID table that NCCL picks
+// itself: the first entry of kind k. ok is false where there is none: NCCL
+// then falls back to another version, family or a link-local GID.
+func SuggestGIDIndex(gids []GID, k GIDKind) (int, bool) {
 	for _, g := range gids {
-		if g.Type == "RoCE v2" && g.IPv4() {
+		if k.matches(g) {
 			return g.Index, true
 		}
 	}
