@@ -9,13 +9,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
 )
@@ -49,20 +53,28 @@ type Options struct {
 	// cluster), through Launcher; nil skips the check.
 	Probe    *runner.Job
 	Launcher runner.Launcher
-	Env      []string // variables for the all-reduce (the space's pinned ones)
-	Python   string   // for the framework check; "" skips it
-	Timeout  time.Duration
+	// Env is the space's pinned variables, which every trial runs with: the
+	// all-reduce runs with them, and a check of one (NCCL_IB_GID_INDEX)
+	// reads it here before the environment.
+	Env     []string
+	Python  string        // for the framework check; "" skips it
+	Timeout time.Duration // each tool's time limit; 0 is 30s
 }
 
 // Run runs every check of this node, layer by layer.
 func Run(ctx context.Context, o Options) []Result {
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
 	if o.Exec == nil {
-		o.Exec = run
+		o.Exec = func(ctx context.Context, name string, args ...string) ([]byte, error) {
+			return run(ctx, o.Timeout, name, args...)
+		}
 	}
 	f := &facts{}
 	var out []Result
 	for _, check := range []func(context.Context, Options, *facts) Result{
-		checkGPUs, checkPorts, checkGID, checkDrivers, checkPeermem, checkOMPI, checkMaster,
+		checkGPUs, checkPorts, checkGID, checkDrivers, checkPeermem, checkMemlock, checkOMPI, checkMaster,
 	} {
 		out = append(out, check(ctx, o, f))
 	}
@@ -108,17 +120,58 @@ type facts struct {
 	roce        bool
 }
 
-func run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// maxToolOutput bounds what is kept of a tool's output: the checks read a
+// few lines, and a tool gone wrong can print without end.
+const maxToolOutput = 1 << 20
+
+// run runs a tool for at most timeout. On a hung GPU or fabric, tools hang:
+// the tool is killed with its process group (a wrapper script's children
+// too), and output that a child that left the group holds open is given up
+// on a second later.
+func run(ctx context.Context, timeout time.Duration, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return exec.CommandContext(ctx, name, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	var out head
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if cmd.Process != nil {
+		// What the tool left running in its group (a wrapper's daemon) goes
+		// with it; that it held the output open is no failure of the tool's.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, exec.ErrWaitDelay) {
+			err = nil
+		}
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%s: %w in %s", name, errNoAnswer, timeout)
+	}
+	return out.buf.Bytes(), err
+}
+
+// errNoAnswer is a tool killed at its time limit: what it printed before
+// is not why it failed.
+var errNoAnswer = errors.New("no answer")
+
+// head keeps the first maxToolOutput bytes written to it. (Not an embedded
+// bytes.Buffer, whose ReadFrom io.Copy would call instead of Write.)
+type head struct{ buf bytes.Buffer }
+
+func (h *head) Write(p []byte) (int, error) {
+	if room := maxToolOutput - h.buf.Len(); room > 0 {
+		h.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
 }
 
 func missing(err error) bool { return errors.Is(err, exec.ErrNotFound) }
 
 func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: "GPUs (nvidia-smi)"}
-	out, err := o.Exec(ctx, "nvidia-smi", "--query-gpu=index,name,pci.bus_id,memory.total,driver_version", "--format=csv")
+	out, err := o.Exec(ctx, "nvidia-smi", "--query-gpu=index,name,pci.bus_id,memory.total,driver_version,mig.mode.current", "--format=csv")
 	switch {
 	case missing(err):
 		r.Status, r.Detail = Skip, "nvidia-smi not found"
@@ -132,19 +185,59 @@ func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail, r.Fix = Fail, "nvidia-smi lists no GPU", "check CUDA_VISIBLE_DEVICES and the driver"
 		return r
 	}
+	// Models in the order first seen, each with its count.
+	var models, mig []string
+	count := map[string]int{}
+	for _, g := range gpus {
+		if count[g.Name] == 0 {
+			models = append(models, g.Name)
+		}
+		count[g.Name]++
+		if g.MIG == "Enabled" {
+			mig = append(mig, strconv.Itoa(g.Index))
+		}
+	}
+	var kinds []string
+	for _, m := range models {
+		kinds = append(kinds, fmt.Sprintf("%d x %s", count[m], m))
+	}
 	r.Status = OK
-	r.Detail = fmt.Sprintf("%d x %s, driver %s", len(gpus), strings.TrimSpace(gpus[0].Name), strings.TrimSpace(gpus[0].Driver))
+	r.Detail = fmt.Sprintf("%s, driver %s", strings.Join(kinds, ", "), gpus[0].Driver)
+	var fixes []string
+	if len(models) > 1 {
+		fixes = append(fixes, "GPUs of different models: a collective runs at the slowest one's pace, and a trial's score depends on which GPUs it gets; give the job GPUs of one model (CUDA_VISIBLE_DEVICES)")
+	}
+	if len(mig) > 0 {
+		r.Detail += "; MIG mode on GPU " + strings.Join(mig, ", ")
+		fixes = append(fixes, "a MIG instance has no NVLink or PCIe peer-to-peer path to another GPU, so NCCL goes through host memory: turn MIG off (nvidia-smi -i N -mig 0) on GPUs that NCCL spans")
+	}
+	if len(fixes) > 0 {
+		r.Status, r.Fix = Warn, strings.Join(fixes, "; ")
+	}
 	return r
 }
 
 func checkPorts(ctx context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: portsCheck}
 	out, err := o.Exec(ctx, "ibstat")
+	ports := ParseIbstat(string(out))
+	from := ""
+	if len(ports) == 0 && err != nil {
+		// ibstat missing (infiniband-diags, seldom in a container) or failing
+		// (it needs ib_umad, which NCCL does not): the kernel lists the ports
+		// in sysfs too, where NCCL reads them.
+		if sys := ReadPorts(o.Root); len(sys) > 0 {
+			why := "failed"
+			if missing(err) {
+				why = "not found"
+			}
+			ports, from, err = sys, " (read from /sys/class/infiniband: ibstat "+why+")", nil
+		}
+	}
 	if missing(err) {
-		r.Status, r.Detail = Skip, "ibstat not found (infiniband-diags); no RDMA fabric checked"
+		r.Status, r.Detail = Skip, "ibstat not found (infiniband-diags), and no port in /sys/class/infiniband; no RDMA fabric checked"
 		return r
 	}
-	ports := ParseIbstat(string(out))
 	var up, down []string
 	for _, p := range ports {
 		name := fmt.Sprintf("%s/%d %s", p.CA, p.Num, p.LinkLayer)
@@ -170,24 +263,94 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 			r.Detail += "; down: " + strings.Join(down, "; ")
 		}
 	}
+	r.Detail += from
 	return r
 }
 
+// checkGID judges each active RoCE port's GID table as NCCL picks from it
+// (2.21 and later, NCCL_IB_GID_INDEX unset: a GID of the kind GIDKind says,
+// each port its own), and an index pinned in the space or the environment
+// against every port.
 func checkGID(_ context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: "RoCE GID index"}
 	if !f.roce {
 		r.Status, r.Detail = Skip, "no active RoCE (Ethernet link layer) port"
 		return r
 	}
-	gids := ReadGIDs(o.Root)
-	idx, ok := SuggestGIDIndex(gids)
-	if !ok {
-		r.Status, r.Detail, r.Fix = Fail, fmt.Sprintf("%d GID entries, none RoCE v2", len(gids)), "configure RoCE v2 on the NIC (cma_roce_mode) and give the interface an IP address"
-		return r
+	pinned, err := strconv.Atoi(o.getenv("NCCL_IB_GID_INDEX"))
+	if err != nil {
+		pinned = -1 // unset, or a value NCCL ignores too
 	}
-	r.Status, r.Detail = OK, fmt.Sprintf("RoCE v2 at GID index %d", idx)
-	r.Fix = fmt.Sprintf("NCCL_IB_GID_INDEX=%d (a wrong index degrades RoCE to IPoIB-like speed)", idx)
+	kind := GIDKind{IPv6: o.getenv("NCCL_IB_ADDR_FAMILY") == "AF_INET6", Version: 2}
+	if v, err := strconv.Atoi(o.getenv("NCCL_IB_ROCE_VERSION_NUM")); err == nil {
+		kind.Version = v
+	}
+	all := ReadGIDs(o.Root)
+	var wrong, none, unread, found []string
+	indices := map[int]bool{}
+	for _, p := range f.activePorts {
+		if p.LinkLayer != "Ethernet" {
+			continue
+		}
+		name := fmt.Sprintf("%s/%d", p.CA, p.Num)
+		gids := slices.DeleteFunc(slices.Clone(all), func(g GID) bool { return g.CA != p.CA || g.Port != p.Num })
+		idx, ok := SuggestGIDIndex(gids, kind)
+		switch {
+		case len(gids) == 0:
+			unread = append(unread, name)
+		case !ok:
+			none = append(none, name)
+		case pinned >= 0 && pinned != idx:
+			entry := "unused entry"
+			if i := slices.IndexFunc(gids, func(g GID) bool { return g.Index == pinned }); i >= 0 {
+				entry = gids[i].Type + " GID " + gids[i].GID
+			}
+			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not its %s one (index %d)", pinned, name, entry, kind, idx))
+		default:
+			found = append(found, fmt.Sprintf("%s at index %d", name, idx))
+			indices[idx] = true
+		}
+	}
+	var details, fixes []string
+	if len(found) > 0 {
+		details = append(details, kind.String()+": "+strings.Join(found, ", "))
+	}
+	r.Status = OK
+	switch {
+	case pinned >= 0 && len(wrong) == 0:
+		fixes = append(fixes, fmt.Sprintf("NCCL_IB_GID_INDEX=%d is set and fits (NCCL 2.21 and later pick the GID themselves when it is unset)", pinned))
+	case len(indices) == 1:
+		fixes = append(fixes, fmt.Sprintf("NCCL 2.21 and later pick it themselves (NCCL_IB_GID_INDEX unset); older NCCL needs NCCL_IB_GID_INDEX=%d", slices.Collect(maps.Keys(indices))[0]))
+	case len(indices) > 1:
+		fixes = append(fixes, "NCCL 2.21 and later pick each port's own (leave NCCL_IB_GID_INDEX unset); older NCCL takes one index for all ports, and none fits them all")
+	}
+	if len(unread) > 0 {
+		r.Status = Warn
+		details = append(details, "cannot read the GID table of "+strings.Join(unread, ", ")+" under /sys/class/infiniband")
+		fixes = append(fixes, "NCCL reads the same table to pick the GID: give the node (or container) /sys/class/infiniband")
+	}
+	if len(none) > 0 {
+		r.Status = Fail
+		details = append(details, fmt.Sprintf("%s has no %s GID", strings.Join(none, ", "), kind))
+		fixes = append(fixes, "give the interface an IPv4 address and enable RoCE v2 (cma_roce_mode); on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6")
+	}
+	if len(wrong) > 0 {
+		r.Status = Fail
+		details = append(details, wrong...)
+		fixes = append(fixes, "unset NCCL_IB_GID_INDEX: NCCL 2.21 and later pick each port's GID themselves (a wrong index fails or slows RoCE)")
+	}
+	r.Detail, r.Fix = strings.Join(details, "; "), strings.Join(fixes, "; ")
 	return r
+}
+
+// getenv is a variable's value in o.Env (the last one set wins), else in the environment.
+func (o Options) getenv(name string) string {
+	for _, kv := range slices.Backward(o.Env) {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return os.Getenv(name)
 }
 
 func (o Options) modules() (map[string]bool, error) {
@@ -201,12 +364,22 @@ func checkDrivers(_ context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail = Skip, "no active RDMA port"
 		return r
 	}
+	if !slices.ContainsFunc(f.activePorts, func(p Port) bool { return strings.HasPrefix(p.CA, "mlx5") }) {
+		r.Status, r.Detail = Skip, "no active port is an mlx5 one (another vendor's NIC)"
+		return r
+	}
 	mods, err := o.modules()
+	// A driver built into the kernel has no line in /proc/modules, but a
+	// directory in /sys/module as a loaded one has.
+	loaded := func(name string) bool {
+		_, err := os.Stat(o.Root + "/sys/module/" + name)
+		return mods[name] || err == nil
+	}
 	switch {
+	case loaded("mlx5_core") && loaded("mlx5_ib"):
+		r.Status, r.Detail = OK, "mlx5_core and mlx5_ib loaded"
 	case err != nil:
 		r.Status, r.Detail = Skip, "cannot read /proc/modules"
-	case mods["mlx5_core"] && mods["mlx5_ib"]:
-		r.Status, r.Detail = OK, "mlx5_core and mlx5_ib loaded"
 	default:
 		r.Status, r.Detail, r.Fix = Warn, "mlx5_ib not loaded", "modprobe mlx5_ib (or install the vendor OFED)"
 	}
@@ -223,11 +396,66 @@ func checkPeermem(_ context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail = OK, "nvidia_peermem loaded: NICs can read and write GPU memory directly"
 	case len(f.activePorts) == 0:
 		r.Status, r.Detail = Skip, "no active RDMA port; GPUDirect RDMA is moot"
+	case o.dmabuf():
+		r.Status, r.Detail = OK, "nvidia_peermem not loaded, but the open GPU kernel module on Linux 5.12 or later gives NICs GPU memory through DMA-BUF"
+		r.Fix = "NCCL uses DMA-BUF by itself (unless NCCL_DMABUF_ENABLE=0); its log says \"DMA-BUF is available\""
 	default:
-		r.Status, r.Detail, r.Fix = Warn, "nvidia_peermem not loaded: inter-node traffic is staged through host memory",
-			"modprobe nvidia_peermem (or use dma-buf with a recent driver and NCCL)"
+		r.Status, r.Detail, r.Fix = Warn, "nvidia_peermem not loaded, and no DMA-BUF (it needs the open GPU kernel module and Linux 5.12 or later): inter-node traffic is staged through host memory",
+			"modprobe nvidia_peermem, or install the open GPU kernel module (Linux 5.12 or later) for DMA-BUF"
 	}
 	return r
+}
+
+// dmabuf reports whether GPU memory can be shared with NICs through DMA-BUF,
+// which CUDA offers with the open GPU kernel module on Linux 5.12 or later.
+func (o Options) dmabuf() bool {
+	version, err1 := os.ReadFile(o.Root + "/proc/driver/nvidia/version")
+	release, err2 := os.ReadFile(o.Root + "/proc/sys/kernel/osrelease")
+	var major, minor int
+	if err1 != nil || err2 != nil || !bytes.Contains(version, []byte("Open Kernel Module")) {
+		return false
+	}
+	if _, err := fmt.Sscanf(string(release), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 5 || major == 5 && minor >= 12
+}
+
+// checkMemlock reads the locked-memory limit (ulimit -l) this process, and
+// so a rank started alike, runs under: RDMA pins the buffers it registers,
+// and under a small limit (a container's default) NCCL's IB transport fails
+// to register them.
+func checkMemlock(_ context.Context, o Options, f *facts) Result {
+	r := Result{Layer: "hardware", Check: "locked memory (ulimit -l)"}
+	if len(f.activePorts) == 0 {
+		r.Status, r.Detail = Skip, "no active RDMA port"
+		return r
+	}
+	data, err := os.ReadFile(o.Root + "/proc/self/limits")
+	soft, hard, ok := MemlockLimits(string(data))
+	switch {
+	case err != nil || !ok:
+		r.Status, r.Detail = Skip, "cannot read /proc/self/limits"
+	case soft == "unlimited":
+		r.Status, r.Detail = OK, "unlimited"
+	default:
+		r.Status, r.Detail = Warn, limitText(soft)+" (soft), "+limitText(hard)+" (hard)"
+		r.Fix = "RDMA pins the memory it registers: raise it to unlimited (ulimit -l unlimited; memlock in /etc/security/limits.conf, docker run --ulimit memlock=-1, Slurm's PropagateResourceLimits)"
+	}
+	return r
+}
+
+// limitText writes a limit from /proc/self/limits in MiB where it is a whole number of them.
+func limitText(v string) string {
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil:
+		return v
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
 }
 
 func checkOMPI(ctx context.Context, o Options, _ *facts) Result {
@@ -316,7 +544,7 @@ func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) R
 		r.Fix = "RDMA ports are active but NCCL used sockets: check NCCL_IB_HCA, NCCL_IB_DISABLE, NCCL_NET and that libibverbs is installed"
 	case f.RDMA && log.Network != "" && !log.GDR && f.Peermem:
 		r.Status = Warn
-		r.Fix = "NCCL uses the NICs without GPUDirect RDMA although nvidia_peermem is loaded: the GPU-NIC PCI distance may exceed NCCL_NET_GDR_LEVEL (try PHB)"
+		r.Fix = "NCCL uses the NICs without GPUDirect RDMA although the node offers it (nvidia_peermem or DMA-BUF): the GPU-NIC PCI distance may exceed NCCL_NET_GDR_LEVEL (try PHB)"
 	case ranks == 1:
 		r.Status = Warn
 		r.Fix = "the probe ran one rank, which sends nothing: NCCL chooses no algorithm or protocol and a collective is a local copy; run the benchmark on 2 GPUs or more (benchmark.gpus, the launcher's ranks) to tune anything"
@@ -342,10 +570,11 @@ func checkFramework(ctx context.Context, o Options, _ *facts) Result {
 		r.Status, r.Detail = Skip, "no python configured"
 		return r
 	}
-	script := `import torch, torch.distributed as dist, os
-os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29531")
+	// A world of one needs no rendezvous: an in-process store, not env://,
+	// whose MASTER_ADDR names another node in a job's environment.
+	script := `import torch, torch.distributed as dist
 cuda = torch.cuda.is_available()
-dist.init_process_group("nccl" if cuda else "gloo", rank=0, world_size=1)
+dist.init_process_group("nccl" if cuda else "gloo", store=dist.HashStore(), rank=0, world_size=1)
 t = torch.ones(1024, device="cuda" if cuda else "cpu")
 dist.all_reduce(t)
 print("FRAMEWORK_OK torch", torch.__version__, "backend", "nccl %s" % ".".join(map(str, torch.cuda.nccl.version())) if cuda else "gloo", "sum", float(t[0]))
@@ -368,12 +597,19 @@ dist.destroy_process_group()`
 	return r
 }
 
+// maxSummary bounds a summary: it goes into the node's one-line report,
+// which the fan-out reads back through the launcher's bounded output.
+const maxSummary = 500
+
 // summary is the last line of a tool's output (where errors end up), or the error.
 func summary(out []byte, err error) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
-	if last == "" && err != nil {
+	if last == "" && err != nil || errors.Is(err, errNoAnswer) {
 		return err.Error()
+	}
+	if len(last) > maxSummary {
+		last = text.Prefix(last, maxSummary) + "…"
 	}
 	return last
 }

@@ -3,11 +3,17 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/runner"
@@ -55,7 +61,7 @@ func TestParsers(t *testing.T) {
 	if len(gids) != 4 { // index 4 is all zeros: unused
 		t.Errorf("gids = %+v", gids)
 	}
-	if idx, ok := SuggestGIDIndex(gids); !ok || idx != 3 {
+	if idx, ok := SuggestGIDIndex(gids, GIDKind{Version: 2}); !ok || idx != 3 {
 		t.Errorf("suggested GID index %d, want 3 (RoCE v2 with an IPv4 address)", idx)
 	}
 	if cuda, known := OMPICUDA(read(t, "testdata/h200-ompi_info-cuda.txt")); !known || cuda {
@@ -208,10 +214,414 @@ func TestPortsIbstatFails(t *testing.T) {
 		{"ibstat fails after a CA", failingExec(map[string]string{"ibstat": read(t, "testdata/ibstat-roce.txt") + panic}), OK, "active: mlx5_0/1 Ethernet 400Gb/s; down: mlx5_1/1 Ethernet Down"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := checkPorts(context.Background(), Options{Exec: tc.exec}, &facts{})
+			r := checkPorts(context.Background(), Options{Root: t.TempDir(), Exec: tc.exec}, &facts{}) // no sysfs ports
 			if r.Status != tc.status || r.Detail != tc.detail {
 				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
 			}
 		})
+	}
+}
+
+// tool writes an executable script named name into dir.
+func tool(t *testing.T, dir, name, script string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestToolsBounded: a tool that hangs is killed with its children at
+// o.Timeout (a child that kept the output open held the check for as long
+// as it ran), and a tool that prints without end is read only so far.
+func TestToolsBounded(t *testing.T) {
+	dir := t.TempDir()
+	tool(t, dir, "nvidia-smi", "echo 'index, name, pci.bus_id, memory.total [MiB], driver_version'; /bin/sleep 60; echo late") // sleep, a child, holds the output open
+	tool(t, dir, "ibstat", "/bin/sh -c '/bin/sleep 60' & echo 'CA '\\''mlx5_0'\\'")
+	t.Setenv("PATH", dir)
+	t.Setenv("MASTER_ADDR", "")
+	start := time.Now()
+	res := byCheck(Run(context.Background(), Options{Root: t.TempDir(), Exec: nil, Timeout: 200 * time.Millisecond}))
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("doctor took %s with a tool timeout of 200ms", d)
+	}
+	if r := res["GPUs"]; r.Status != Fail || r.Detail != "nvidia-smi: no answer in 200ms" {
+		t.Errorf("a hung nvidia-smi, which printed its header: %+v", r)
+	}
+	out, err := run(context.Background(), 5*time.Second, "/bin/sh", "-c", "exec /usr/bin/head -c 5000000 /dev/zero")
+	if err != nil || len(out) > maxToolOutput {
+		t.Errorf("a tool's 5 MB: kept %d bytes (%v), want at most %d", len(out), err, maxToolOutput)
+	}
+}
+
+// gidTable writes a port's sysfs GID table under root: index -> GID, type.
+func gidTable(t *testing.T, root, ca string, entries map[int][2]string) {
+	t.Helper()
+	dir := filepath.Join(root, "sys/class/infiniband", ca, "ports/1")
+	for _, sub := range []string{"gids", "gid_attrs/types"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, e := range entries {
+		name := strconv.Itoa(i)
+		if os.WriteFile(filepath.Join(dir, "gids", name), []byte(e[0]+"\n"), 0o644) != nil ||
+			os.WriteFile(filepath.Join(dir, "gid_attrs/types", name), []byte(e[1]+"\n"), 0o644) != nil {
+			t.Fatal("cannot write the GID table")
+		}
+	}
+}
+
+// TestGIDIndex: the GID check judges the active RoCE ports' own tables as
+// NCCL (2.21 and later, NCCL_IB_GID_INDEX unset) picks from them: a RoCE v2
+// GID with an IPv4 address, on each port. It took the first such index of
+// any port, down or not, called a link-local IPv6 GID fit, and advised
+// pinning an index that NCCL picks by itself and that differs between ports.
+func TestGIDIndex(t *testing.T) {
+	const (
+		linkLocal = "fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10"
+		ipv4      = "0000:0000:0000:0000:0000:ffff:0a00:0001"
+		ipv6      = "fd00:0000:0000:0000:0000:0000:0000:0001"
+		v1, v2    = "IB/RoCE v1", "RoCE v2"
+	)
+	plain := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv4, v1}, 3: {ipv4, v2}}
+	withIPv6 := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv6, v1}, 3: {ipv6, v2}, 4: {ipv4, v1}, 5: {ipv4, v2}}
+	linkLocalOnly := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}}
+	up := func(cas ...string) *facts {
+		f := &facts{roce: true}
+		for _, ca := range cas {
+			f.activePorts = append(f.activePorts, Port{CA: ca, Num: 1, State: "Active", LinkLayer: "Ethernet"})
+		}
+		return f
+	}
+	for _, tc := range []struct {
+		name   string
+		tables map[string]map[int][2]string
+		facts  *facts
+		pinned string // NCCL_IB_GID_INDEX
+		status Status
+		detail string // a part of it
+	}{
+		{"one port", map[string]map[int][2]string{"mlx5_0": plain}, up("mlx5_0"), "", OK, "mlx5_0/1 at index 3"},
+		{"a port down first", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_1"), "", OK, "mlx5_1/1 at index 5"},
+		{"ports differ", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "", OK, "mlx5_0/1 at index 3, mlx5_1/1 at index 5"},
+		{"link-local only", map[string]map[int][2]string{"mlx5_0": linkLocalOnly}, up("mlx5_0"), "", Fail, "mlx5_0/1 has no RoCE v2 with IPv4 GID"},
+		{"no table", nil, up("mlx5_0"), "", Warn, "cannot read the GID table of mlx5_0/1"},
+		{"pinned right", map[string]map[int][2]string{"mlx5_0": plain}, up("mlx5_0"), "3", OK, "mlx5_0/1 at index 3"},
+		{"pinned wrong", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "3", Fail, "NCCL_IB_GID_INDEX=3 names mlx5_1/1's RoCE v2 GID fd00:0000:0000:0000:0000:0000:0000:0001, not its RoCE v2 with IPv4 one (index 5)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("NCCL_IB_GID_INDEX", tc.pinned)
+			root := t.TempDir()
+			for ca, entries := range tc.tables {
+				gidTable(t, root, ca, entries)
+			}
+			r := checkGID(context.Background(), Options{Root: root}, tc.facts)
+			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+				t.Errorf("%s %q (fix %q); want %s %q", r.Status, r.Detail, r.Fix, tc.status, tc.detail)
+			}
+			if strings.Contains(r.Fix, "NCCL_IB_GID_INDEX=") && tc.name == "ports differ" {
+				t.Errorf("advises one index for ports that differ: %q", r.Fix)
+			}
+		})
+	}
+}
+
+// TestPeermemDMABUF: without nvidia_peermem, GPUDirect RDMA still works
+// through DMA-BUF, which NCCL uses by itself where the open GPU kernel
+// modules run on Linux 5.12 or later; the check said it was off there.
+func TestPeermemDMABUF(t *testing.T) {
+	const (
+		open        = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build  (dvs-builder@U16-I2-C03-12-4)  Wed Feb 26 01:05:55 UTC 2025\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n"
+		proprietary = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04)\n"
+	)
+	for _, tc := range []struct {
+		name, driver, kernel string
+		status               Status
+	}{
+		{"open module, new kernel", open, "6.8.0-45-generic", OK},
+		{"open module, 5.12", open, "5.12.0", OK},
+		{"open module, old kernel", open, "5.4.0-150-generic", Warn},
+		{"proprietary module", proprietary, "6.8.0-45-generic", Warn},
+		{"no driver version", "", "6.8.0-45-generic", Warn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for path, content := range map[string]string{
+				"proc/modules":               "mlx5_ib 495616 0 - Live 0x0000000000000000\nnvidia 9760768 2 - Live 0x0000000000000000 (POE)\n",
+				"proc/sys/kernel/osrelease":  tc.kernel + "\n",
+				"proc/driver/nvidia/version": tc.driver,
+			} {
+				if path == "proc/driver/nvidia/version" && tc.driver == "" {
+					continue
+				}
+				if os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755) != nil || os.WriteFile(filepath.Join(root, path), []byte(content), 0o644) != nil {
+					t.Fatal("cannot write", path)
+				}
+			}
+			f := &facts{activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "InfiniBand"}}}
+			r := checkPeermem(context.Background(), Options{Root: root}, f)
+			if r.Status != tc.status {
+				t.Errorf("%s %q; want %s", r.Status, r.Detail, tc.status)
+			}
+			if got := HardwareOf([]Result{r}).Peermem; got != (tc.status == OK) {
+				t.Errorf("HardwareOf says GPUDirect RDMA %v", got)
+			}
+		})
+	}
+}
+
+// TestGPUsMixed: a node of GPUs of different models was reported as so
+// many of the first one's model.
+func TestGPUsMixed(t *testing.T) {
+	for _, tc := range []struct {
+		name, csv string
+		status    Status
+		detail    string
+	}{
+		{"alike", "index, name, pci.bus_id, memory.total [MiB], driver_version\n0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 81559 MiB, 550.54.15\n1, NVIDIA H100 80GB HBM3, 00000000:2A:00.0, 81559 MiB, 550.54.15\n2, NVIDIA H100 80GB HBM3, 00000000:3A:00.0, 81559 MiB, 550.54.15\n",
+			OK, "3 x NVIDIA H100 80GB HBM3, driver 550.54.15"},
+		{"mixed", "index, name, pci.bus_id, memory.total [MiB], driver_version\n0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 81559 MiB, 550.54.15\n1, NVIDIA A100-SXM4-40GB, 00000000:2A:00.0, 40960 MiB, 550.54.15\n2, NVIDIA H100 80GB HBM3, 00000000:3A:00.0, 81559 MiB, 550.54.15\n",
+			Warn, "2 x NVIDIA H100 80GB HBM3, 1 x NVIDIA A100-SXM4-40GB, driver 550.54.15"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkGPUs(context.Background(), Options{Exec: fakeExec(map[string]string{"nvidia-smi": tc.csv})}, &facts{})
+			if r.Status != tc.status || r.Detail != tc.detail {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}
+
+// TestMemlock: RDMA registers memory that must stay locked; a small
+// `ulimit -l` (containers get 8 MiB or 64 KiB unless told) makes NCCL's
+// IB transport fail or fall back. The check was missing.
+func TestMemlock(t *testing.T) {
+	active := &facts{activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "InfiniBand"}}}
+	for _, tc := range []struct {
+		name, limits string
+		facts        *facts
+		status       Status
+		detail       string
+	}{
+		{"unlimited", "testdata/limits/unlimited.txt", active, OK, "unlimited"},
+		{"docker's default", "testdata/limits/docker-default.txt", active, Warn, "8 MiB (soft), 8 MiB (hard)"},
+		{"no RDMA", "testdata/limits/docker-default.txt", &facts{}, Skip, "no active RDMA port"},
+		{"unreadable", "", active, Skip, "cannot read /proc/self/limits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.limits != "" {
+				if os.MkdirAll(filepath.Join(root, "proc/self"), 0o755) != nil || os.WriteFile(filepath.Join(root, "proc/self/limits"), []byte(read(t, tc.limits)), 0o644) != nil {
+					t.Fatal("cannot write the limits")
+				}
+			}
+			r := checkMemlock(context.Background(), Options{Root: root}, tc.facts)
+			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}
+
+// TestDriversOfTheNICs: the mlx5 check warned "mlx5_ib not loaded" of
+// nodes whose active ports are another vendor's (irdma, bnxt_re, efa), and
+// of kernels with mlx5 built in (no line in /proc/modules, a directory in
+// /sys/module).
+func TestDriversOfTheNICs(t *testing.T) {
+	for _, tc := range []struct {
+		name, ca string
+		modules  string
+		builtin  []string
+		status   Status
+	}{
+		{"mlx5 modules", "mlx5_0", "mlx5_ib 495616 0 - Live 0x0\nmlx5_core 2412544 1 mlx5_ib, Live 0x0\n", nil, OK},
+		{"mlx5 missing", "mlx5_0", "mlx5_core 2412544 0 - Live 0x0\n", nil, Warn},
+		{"mlx5 built in", "mlx5_0", "nvidia 9760768 2 - Live 0x0\n", []string{"mlx5_core", "mlx5_ib"}, OK},
+		{"Intel irdma", "irdma0", "irdma 323584 0 - Live 0x0\n", nil, Skip},
+		{"Broadcom", "bnxt_re0", "bnxt_re 229376 0 - Live 0x0\n", nil, Skip},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if os.MkdirAll(filepath.Join(root, "proc"), 0o755) != nil || os.WriteFile(filepath.Join(root, "proc/modules"), []byte(tc.modules), 0o644) != nil {
+				t.Fatal("cannot write /proc/modules")
+			}
+			for _, m := range tc.builtin {
+				if os.MkdirAll(filepath.Join(root, "sys/module", m, "parameters"), 0o755) != nil {
+					t.Fatal("cannot write /sys/module")
+				}
+			}
+			f := &facts{activePorts: []Port{{CA: tc.ca, Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+			if r := checkDrivers(context.Background(), Options{Root: root}, f); r.Status != tc.status {
+				t.Errorf("%s %q; want %s", r.Status, r.Detail, tc.status)
+			}
+		})
+	}
+}
+
+// TestFrameworkNoRendezvous: the torch.distributed check, a world of one,
+// rendezvoused through MASTER_ADDR (env://) where it was set, as it is in a
+// job's environment: on every node but that one, it reached for another
+// node's port, and failed or hung there. It runs here against a stub torch
+// whose env:// rendezvous connects to MASTER_ADDR:MASTER_PORT, as torch's does.
+func TestFrameworkNoRendezvous(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	for path, src := range map[string]string{
+		"torch/__init__.py": "__version__ = '2.9.0+stub'\n" +
+			"class cuda:\n    @staticmethod\n    def is_available(): return False\n" +
+			"def ones(n, device=None): return [1.0] * n\n",
+		"torch/distributed.py": "import os, socket\n" +
+			"class HashStore: pass\n" +
+			"def init_process_group(backend, init_method=None, store=None, rank=-1, world_size=-1):\n" +
+			"    if store is None:\n" +
+			"        socket.create_connection((os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT'])), timeout=5).close()\n" +
+			"def all_reduce(t): pass\n" +
+			"def destroy_process_group(): pass\n",
+	} {
+		if os.MkdirAll(filepath.Join(dir, filepath.Dir(path)), 0o755) != nil || os.WriteFile(filepath.Join(dir, path), []byte(src), 0o644) != nil {
+			t.Fatal("cannot write the stub torch")
+		}
+	}
+	t.Setenv("PYTHONPATH", dir)
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	t.Setenv("MASTER_PORT", "1") // another node's, where nothing listens yet
+	exec := func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		return run(ctx, 20*time.Second, name, args...)
+	}
+	r := checkFramework(context.Background(), Options{Python: python, Exec: exec}, nil)
+	if r.Status != OK || r.Detail != "torch 2.9.0+stub backend gloo sum 1.0" {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
+
+// TestPortsFromSysfs: without ibstat (infiniband-diags, seldom in a
+// container) or with it failing (no ib_umad), the ports went unchecked, and
+// with them every RDMA check after; the kernel lists them in sysfs, where
+// NCCL reads them too.
+func TestPortsFromSysfs(t *testing.T) {
+	root := t.TempDir()
+	for path, content := range map[string]string{
+		"mlx5_0/ports/1/state":      "4: ACTIVE\n",
+		"mlx5_0/ports/1/rate":       "400 Gb/sec (4X NDR)\n",
+		"mlx5_0/ports/1/link_layer": "Ethernet\n",
+		"mlx5_1/ports/1/state":      "1: DOWN\n",
+		"mlx5_1/ports/1/rate":       "40 Gb/sec (4X QDR)\n",
+		"mlx5_1/ports/1/link_layer": "Ethernet\n",
+	} {
+		path = filepath.Join(root, "sys/class/infiniband", path)
+		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
+			t.Fatal("cannot write", path)
+		}
+	}
+	const panic = "ibpanic: [4242] main: can't init UMAD library: (No such file or directory)\n"
+	for name, exec := range map[string]func(context.Context, string, ...string) ([]byte, error){
+		"no ibstat":    fakeExec(nil),
+		"ibstat fails": failingExec(map[string]string{"ibstat": panic}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &facts{}
+			r := checkPorts(context.Background(), Options{Root: root, Exec: exec}, f)
+			if r.Status != OK || !strings.HasPrefix(r.Detail, "active: mlx5_0/1 Ethernet 400Gb/s; down: mlx5_1/1 Ethernet Down") || !f.roce {
+				t.Errorf("%s %q", r.Status, r.Detail)
+			}
+		})
+	}
+}
+
+// TestSummaryBounded: a failed tool's detail is its output's last line,
+// which was kept whole: a megabyte of it went into the node's one-line
+// report, which the fan-out reads back through the launcher's bounded output.
+func TestSummaryBounded(t *testing.T) {
+	long := "Unable to determine the device handle for GPU0000:18:00.0: " + strings.Repeat("é", 1<<19) + "\n"
+	r := checkGPUs(context.Background(), Options{Exec: failingExec(map[string]string{"nvidia-smi": long})}, &facts{})
+	if r.Status != Fail || len(r.Detail) > maxSummary+len("…") || !strings.HasPrefix(r.Detail, "Unable to determine the device handle") || !utf8.ValidString(r.Detail) {
+		t.Errorf("%s, a detail of %d bytes: %.80q", r.Status, len(r.Detail), r.Detail)
+	}
+}
+
+// TestGPUsMIG: a GPU in MIG mode was reported as any other; a MIG instance
+// has no peer-to-peer path (NVLink or PCIe) to another GPU, so NCCL goes
+// through host memory, and a process sees one instance.
+func TestGPUsMIG(t *testing.T) {
+	var asked []string
+	exec := func(_ context.Context, name string, args ...string) ([]byte, error) {
+		asked = args
+		return []byte(read(t, "testdata/h100-mig-nvidia-smi-query.csv")), nil
+	}
+	r := checkGPUs(context.Background(), Options{Exec: exec}, &facts{})
+	if !slices.ContainsFunc(asked, func(a string) bool { return strings.Contains(a, "mig.mode.current") }) {
+		t.Errorf("nvidia-smi was not asked for MIG mode: %q", asked)
+	}
+	if r.Status != Warn || !strings.Contains(r.Detail, "MIG mode on GPU 1") {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
+
+// TestGIDIndexPinnedInSpace: an NCCL_IB_GID_INDEX the space pins (the
+// variables every trial runs with, Options.Env) was not checked, only one
+// in doctor's own environment.
+func TestGIDIndexPinnedInSpace(t *testing.T) {
+	t.Setenv("NCCL_IB_GID_INDEX", "")
+	f := &facts{roce: true, activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+	r := checkGID(context.Background(), Options{Root: "testdata/roce", Env: []string{"NCCL_IB_GID_INDEX=1"}}, f)
+	if r.Status != Fail || !strings.Contains(r.Detail, "NCCL_IB_GID_INDEX=1 names mlx5_0/1's RoCE v2 GID fe80:") {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
+
+// TestToolLeavesAChild: a tool that ends well but leaves a child holding its
+// output open (a wrapper script's daemon) failed, and the child ran on.
+func TestToolLeavesAChild(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	out, err := run(context.Background(), 20*time.Second, "/bin/sh", "-c", "echo 0, NVIDIA H200; /bin/sleep 60 & echo $! > "+pidfile)
+	if err != nil || string(out) != "0, NVIDIA H200\n" {
+		t.Errorf("%q, %v", out, err)
+	}
+	data, _ := os.ReadFile(pidfile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	time.Sleep(100 * time.Millisecond)
+	// Killed, it may stay a zombie where nothing reaps orphans (a container's init).
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(stat), ") Z ") {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the tool's child %d runs on: %s", pid, stat)
+	}
+}
+
+// TestIbstatLongLine: ibstat's output was read with a bufio.Scanner, which
+// stops at a line over 64 KiB and dropped every port after it.
+func TestIbstatLongLine(t *testing.T) {
+	out := "ibwarn: " + strings.Repeat("x", 100<<10) + "\n" + read(t, "testdata/ibstat-roce.txt")
+	if ports := ParseIbstat(out); len(ports) != 2 || !ports[0].Active() {
+		t.Errorf("ports after a long line: %+v", ports)
+	}
+}
+
+// TestGIDIndexFamily: NCCL picks the GID of the address family and RoCE
+// version NCCL_IB_ADDR_FAMILY and NCCL_IB_ROCE_VERSION_NUM name; the check
+// judged IPv4 RoCE v2 alone, and failed an IPv6 fabric set up as NCCL says.
+func TestGIDIndexFamily(t *testing.T) {
+	t.Setenv("NCCL_IB_GID_INDEX", "")
+	root := t.TempDir()
+	gidTable(t, root, "mlx5_0", map[int][2]string{
+		0: {"fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10", "IB/RoCE v1"}, 1: {"fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10", "RoCE v2"},
+		2: {"fd00:0000:0000:0000:0000:0000:0000:0001", "IB/RoCE v1"}, 3: {"fd00:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"},
+	})
+	f := &facts{roce: true, activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+	for _, tc := range []struct {
+		env    []string
+		status Status
+		detail string
+	}{
+		{nil, Fail, "mlx5_0/1 has no RoCE v2 with IPv4 GID"},
+		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6"}, OK, "RoCE v2 with IPv6: mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6", "NCCL_IB_ROCE_VERSION_NUM=1"}, OK, "RoCE v1 with IPv6: mlx5_0/1 at index 2"},
+	} {
+		r := checkGID(context.Background(), Options{Root: root, Env: tc.env}, f)
+		if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+			t.Errorf("%v: %s %q; want %s %q", tc.env, r.Status, r.Detail, tc.status, tc.detail)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 package doctor
 
 import (
-	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,11 +9,12 @@ import (
 	"strings"
 )
 
-// GPU is one line of nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,driver_version --format=csv.
+// GPU is one line of nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,driver_version,mig.mode.current --format=csv.
 type GPU struct {
 	Index          int
 	Name, BusID    string
 	Memory, Driver string
+	MIG            string // Enabled, Disabled, [N/A]; "" where not asked for
 }
 
 // ParseNvidiaSMI reads nvidia-smi's CSV query output (with or without its
@@ -34,7 +35,11 @@ func ParseNvidiaSMI(out string) []GPU {
 		if err != nil {
 			continue // the header
 		}
-		gpus = append(gpus, GPU{Index: i, Name: rec[1], BusID: rec[2], Memory: rec[3], Driver: rec[4]})
+		g := GPU{Index: i, Name: rec[1], BusID: rec[2], Memory: rec[3], Driver: rec[4]}
+		if len(rec) > 5 {
+			g.MIG = rec[5]
+		}
+		gpus = append(gpus, g)
 	}
 	return gpus
 }
@@ -52,9 +57,8 @@ func (p Port) Active() bool { return p.State == "Active" }
 func ParseIbstat(out string) []Port {
 	var ports []Port
 	ca := ""
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		line := strings.TrimSpace(strings.TrimLeft(sc.Text(), "│ \t"))
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(strings.TrimLeft(line, "│ \t"))
 		switch {
 		case strings.HasPrefix(line, "CA '"):
 			ca = strings.Trim(strings.TrimPrefix(line, "CA "), "'")
@@ -76,6 +80,31 @@ func ParseIbstat(out string) []Port {
 				p.LinkLayer = strings.TrimSpace(v)
 			}
 		}
+	}
+	return ports
+}
+
+// ReadPorts reads the ports under root/sys/class/infiniband (root "" is the
+// real one) as ibstat names their state and rate: "4: ACTIVE" is Active,
+// "400 Gb/sec (4X NDR)" is 400.
+func ReadPorts(root string) []Port {
+	var ports []Port
+	dirs, _ := filepath.Glob(filepath.Join(root, "sys/class/infiniband/*/ports/*"))
+	for _, dir := range dirs {
+		num, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil {
+			continue
+		}
+		attr := func(name string) string {
+			data, _ := os.ReadFile(filepath.Join(dir, name))
+			return strings.TrimSpace(string(data))
+		}
+		_, state, _ := strings.Cut(attr("state"), ": ")
+		rate, _, _ := strings.Cut(attr("rate"), " ")
+		if state != "" {
+			state = state[:1] + strings.ToLower(state[1:])
+		}
+		ports = append(ports, Port{CA: filepath.Base(filepath.Dir(filepath.Dir(dir))), Num: num, State: state, Rate: rate, LinkLayer: attr("link_layer")})
 	}
 	return ports
 }
@@ -127,22 +156,41 @@ func ReadGIDs(root string) []GID {
 	return out
 }
 
-// SuggestGIDIndex picks the index NCCL_IB_GID_INDEX should name: the first
-// RoCE v2 entry mapping an IPv4 address, else the first RoCE v2 entry.
-func SuggestGIDIndex(gids []GID) (int, bool) {
-	best := -1
+// GIDKind is what NCCL 2.21 and later look for in a RoCE port's GID table
+// when NCCL_IB_GID_INDEX is unset: an address of a family
+// (NCCL_IB_ADDR_FAMILY, AF_INET by default) and a RoCE version
+// (NCCL_IB_ROCE_VERSION_NUM, 2 by default).
+type GIDKind struct {
+	IPv6    bool
+	Version int
+}
+
+func (k GIDKind) String() string {
+	family := "IPv4"
+	if k.IPv6 {
+		family = "IPv6"
+	}
+	return fmt.Sprintf("RoCE v%d with %s", k.Version, family)
+}
+
+// matches reports whether g is of kind k. NCCL takes no IPv6 link-local
+// GID (fe80::/64): it is no routable address.
+func (k GIDKind) matches(g GID) bool {
+	version := map[string]int{"RoCE v2": 2, "RoCE v1": 1, "IB/RoCE v1": 1}[g.Type]
+	linkLocal := strings.HasPrefix(g.GID, "fe80:0000:0000:0000:")
+	return version == k.Version && g.IPv4() != k.IPv6 && !linkLocal
+}
+
+// SuggestGIDIndex picks the index of one port's GID table that NCCL picks
+// itself: the first entry of kind k. ok is false where there is none: NCCL
+// then falls back to another version, family or a link-local GID.
+func SuggestGIDIndex(gids []GID, k GIDKind) (int, bool) {
 	for _, g := range gids {
-		if g.Type != "RoCE v2" {
-			continue
-		}
-		if g.IPv4() {
+		if k.matches(g) {
 			return g.Index, true
 		}
-		if best < 0 {
-			best = g.Index
-		}
 	}
-	return best, best >= 0
+	return -1, false
 }
 
 // Modules reads /proc/modules (or lsmod's output) into the set of loaded module names.
@@ -154,6 +202,19 @@ func Modules(out string) map[string]bool {
 		}
 	}
 	return mods
+}
+
+// MemlockLimits reads the soft and hard "Max locked memory" limits from
+// /proc/self/limits ("unlimited" or bytes); ok is false when it has none.
+func MemlockLimits(out string) (soft, hard string, ok bool) {
+	for _, line := range strings.Split(out, "\n") {
+		if rest, found := strings.CutPrefix(line, "Max locked memory"); found {
+			if f := strings.Fields(rest); len(f) >= 2 {
+				return f[0], f[1], true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // OMPICUDA reads `ompi_info --parsable --all` and says whether Open MPI was

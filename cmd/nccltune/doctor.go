@@ -35,12 +35,12 @@ func doctorCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "doctor",
 		Usage: "layered pre-flight check: hardware and fabric, then NCCL, then the framework",
-		Description: "Checks GPUs (nvidia-smi), InfiniBand/RoCE ports (ibstat), the RoCE v2 GID index to use,\n" +
-			"the mlx5 and nvidia_peermem modules, Open MPI's CUDA support and MASTER_ADDR on every node\n" +
+		Description: "Checks GPUs (nvidia-smi), InfiniBand/RoCE ports (ibstat), each RoCE port's RoCE v2 GID,\n" +
+			"the mlx5 and nvidia_peermem modules, ulimit -l, Open MPI's CUDA support and MASTER_ADDR on every node\n" +
 			"(through the space's mpirun or srun launcher, one process per node), clock skew between\n" +
 			"nodes, then a tiny all-reduce with NCCL_DEBUG=INFO compared with what the fabric says NCCL\n" +
 			"should use, then a torch.distributed all_reduce. Each check prints ok, warn, fail or skip\n" +
-			"(a missing tool), with the fix. Exits 1 if any check fails.",
+			"(a missing tool), with the fix. Exits 1 if any check fails (0 with warnings only).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "space", Usage: "space `FILE` whose launcher and benchmark to check"},
 			&cli.StringFlag{Name: "python", Value: "python3", Usage: "interpreter for the framework check (\"\" to skip)"},
@@ -49,7 +49,7 @@ func doctorCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("node") {
-				data, err := json.Marshal(thisNode(c.Context, c.String("python")))
+				data, err := json.Marshal(thisNode(c.Context, c.String("python"), nil)) // the space's variables are in the environment
 				if err != nil {
 					return err
 				}
@@ -79,15 +79,16 @@ func doctorCommand() *cli.Command {
 	}
 }
 
-// thisNode checks this node, timed for the clock skew between nodes.
-func thisNode(ctx context.Context, python string) nodeReport {
-	return nodeReport{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python})}
+// thisNode checks this node, timed for the clock skew between nodes; env is
+// the space's pinned variables.
+func thisNode(ctx context.Context, python string, env []string) nodeReport {
+	return nodeReport{Host: hostname(), Time: time.Now().UnixNano(), Results: doctor.Run(ctx, doctor.Options{Python: python, Env: env})}
 }
 
 // diagnose runs the node checks on every node and the NCCL check across them.
 func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []doctor.Result, error) {
 	if spaceFile == "" {
-		return []nodeReport{thisNode(ctx, python)}, nil, nil
+		return []nodeReport{thisNode(ctx, python, nil)}, nil, nil
 	}
 	sp, err := space.Load(spaceFile)
 	if err != nil {
@@ -112,7 +113,8 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 	if groupsErr == nil {
 		launcher = groups[0].Launcher
 	}
-	nodes, missing, err := fanOut(ctx, sp.Launcher, python)
+	env := sp.Env(space.Assignment{})
+	nodes, missing, err := fanOut(ctx, sp.Launcher, python, env)
 	if u := (unreached{}); errors.As(err, &u) {
 		// The NCCL layer would run through the same launcher: nothing more to check.
 		return []nodeReport{}, []doctor.Result{u.Result}, nil
@@ -128,7 +130,7 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 		nodes[i].Results = slices.DeleteFunc(n.Results, func(r doctor.Result) bool { return r.Layer == "nccl" })
 		all = append(all, nodes[i].Results...)
 	}
-	nccl := doctor.NCCL(ctx, doctor.Options{Probe: probe, Launcher: launcher, Env: sp.Env(space.Assignment{})}, doctor.HardwareOf(all))
+	nccl := doctor.NCCL(ctx, doctor.Options{Probe: probe, Launcher: launcher, Env: env}, doctor.HardwareOf(all))
 	cluster := append([]doctor.Result{nccl, clockSkew(nodes)}, missing...)
 	if sp.Launcher.Groups > 1 {
 		cluster = append(cluster, groupsAlike(groups, groupsErr, nodes))
@@ -159,10 +161,11 @@ func groupsAlike(groups []runner.Group, err error, nodes []nodeReport) doctor.Re
 	return doctor.GroupsAlike(results)
 }
 
-// fanOut runs `nccltune doctor --node` once per node through mpirun or srun;
-// with another launcher only this node is checked. missing is a failed
-// check where fewer nodes reported than were asked to.
-func fanOut(ctx context.Context, l space.LauncherSettings, python string) (nodes []nodeReport, missing []doctor.Result, err error) {
+// fanOut runs `nccltune doctor --node` once per node through mpirun or srun,
+// with env, the space's pinned variables; with another launcher only this
+// node is checked. missing is a failed check where fewer nodes reported than
+// were asked to.
+func fanOut(ctx context.Context, l space.LauncherSettings, python string, env []string) (nodes []nodeReport, missing []doctor.Result, err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
@@ -192,10 +195,10 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string) (nodes
 			return nil, nil, err
 		}
 	default:
-		return []nodeReport{thisNode(ctx, python)}, nil, nil
+		return []nodeReport{thisNode(ctx, python, env)}, nil, nil
 	}
 	rn := &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
-	res := rn.Run(ctx, runner.Job{Benchmark: command{self, "doctor", "--node", "--python", python}, Timeout: 5 * time.Minute})
+	res := rn.Run(ctx, runner.Job{Benchmark: command{self, "doctor", "--node", "--python", python}, Env: env, Timeout: 5 * time.Minute})
 	for _, line := range strings.Split(string(res.Output), "\n") {
 		if i := strings.Index(line, nodeTag); i >= 0 {
 			var n nodeReport
