@@ -249,6 +249,12 @@ func (s *splicer) splice(line string) string {
 		if !s.broken {
 			base = "" // a row's start that ended its line goes on after a record, not before one
 		}
+		// The time NCCL_DEBUG_TIMESTAMP_LEVELS puts before the host ("[%F
+		// %T] " by default) is no part of the row: the row's part ends at the
+		// first character that no row has.
+		if j := strings.IndexFunc(line[:i], notInRow); j >= 0 {
+			i = j
+		}
 		if part := base + line[:i]; i > 0 && rowStart(part) {
 			s.part, line = part+" ", line[i:]
 		}
@@ -280,6 +286,12 @@ func rowStart(text string) bool {
 	_, err2 := count(f[1])
 	_, _, row := parseRow(f)
 	return err1 == nil && err2 == nil && isWord(f[2]) && !row
+}
+
+// notInRow reports whether c is a character that no row has: a row has
+// numbers ("-1", "1.2e+03"), names ("float", "sum") and "N/A".
+func notInRow(c rune) bool {
+	return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.ContainsRune(" .+-/_", c))
 }
 
 // learn notes the host and pid of a "# Rank" line, or of a record that
