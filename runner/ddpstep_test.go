@@ -178,6 +178,43 @@ F.linear = lambda x, w, b=None: linear(x.to(torch.bfloat16).float(), w.to(torch.
 	}
 }
 
+// TestDDPStepCheckFitsBesideTheStep: the gradient check holds no second
+// copy of the model's gradients beside the reduced ones. A model sized to
+// fill the GPU's memory with its parameters, gradients and DDP's buckets
+// (a 7B model's on an 80 GB GPU with gradient_as_bucket_view) steps, and
+// every trial failed as oom in the check after it. Here a memory that
+// holds a step's gradients and half a model's more.
+func TestDDPStepCheckFitsBesideTheStep(t *testing.T) {
+	dir := t.TempDir()
+	site := `import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+init, grad = DDP.__init__, torch.autograd.grad
+total = [0]
+
+
+def counting(self, module, *args, **kwargs):
+    total[0] = sum(p.numel() for p in module.parameters())
+    init(self, module, *args, **kwargs)
+
+
+def bounded(outputs, inputs, *args, **kwargs):
+    if sum(p.numel() for p in inputs) > total[0] / 2:
+        raise RuntimeError("CUDA out of memory. Tried to allocate the model's gradients once more")
+    return grad(outputs, inputs, *args, **kwargs)
+
+
+DDP.__init__, torch.autograd.grad = counting, bounded
+`
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K", Layers: 8, Batch: 8}, time.Minute, "PYTHONPATH="+dir)
+	if res.Failure != nil {
+		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
+	}
+}
+
 // TestDDPStepErrorExits: a rank that failed exits at once, whatever its
 // libraries' teardown would wait for (ProcessGroupNCCL's, at exit without
 // destroy_process_group, aborts NCCL's communicators, which waits on the
