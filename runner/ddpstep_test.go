@@ -119,6 +119,24 @@ func TestDDPStepWrongReduction(t *testing.T) {
 	}
 }
 
+// TestDDPStepNaNInReduction: an all-reduce that gives a NaN in the
+// gradients of one parameter is wrong, whichever parameters are checked
+// after it. (The hook corrupts only the checked step, the fourth: one
+// warm-up and two timed steps before it.)
+func TestDDPStepNaNInReduction(t *testing.T) {
+	dir := t.TempDir()
+	site := strings.Replace(corruptingHook, "fut.set_result(bucket.buffer().mul_(3))",
+		"calls.append(1)\n        if len(calls) > 3:\n            bucket.buffer()[-1] = float('nan')\n        fut.set_result(bucket.buffer())", 1)
+	site = strings.Replace(site, "    def hook(", "    calls = []\n\n    def hook(", 1)
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute, "PYTHONPATH="+dir)
+	if res.Failure == nil || res.Failure.Kind != FailWrong {
+		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
+	}
+}
+
 // TestDDPStepModelSizes: every model_params the space accepts ("4MB",
 // "1 MiB", "64k") is a size the script reads, not a ValueError of every
 // trial; and the step, its gradients checked, succeeds.

@@ -14,6 +14,7 @@ gradients against its own: a wrong reduction is no result.
 """
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -172,8 +173,9 @@ def check(model, ddp, opt, x, dist, rank, world):
         for p, g in zip(group, own):
             largest = float(torch.linalg.vector_norm(g, float("inf")))
             err = float(torch.linalg.vector_norm(g.mul_(mean).sub_(p.grad), float("inf"))) / max(largest, 1e-30)
-            if not err <= worst:  # NaN too
-                worst = err
+            # A NaN is as wrong as can be: kept as one, a later parameter's
+            # number replaced it.
+            worst = max(worst, err if err == err else math.inf)
         del own
     opt.zero_grad(set_to_none=True)
     # Each rank's verdict is every rank's, so that none goes on to report a
