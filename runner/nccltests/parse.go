@@ -255,7 +255,9 @@ func (s *splicer) splice(line string) string {
 		if j := strings.IndexFunc(line[:i], notInRow); j >= 0 {
 			i = j
 		}
-		if part := base + line[:i]; i > 0 && rowStart(part) {
+		// A whole row too: another thread's record (a proxy's) may come
+		// before its newline, which then ends an empty line.
+		if part := base + line[:i]; i > 0 && (rowStart(part) || isRow(part)) {
 			s.part, line = part+" ", line[i:]
 		}
 		s.broken = s.part != ""
@@ -284,8 +286,13 @@ func rowStart(text string) bool {
 	}
 	_, err1 := count(f[0])
 	_, err2 := count(f[1])
-	_, _, row := parseRow(f)
-	return err1 == nil && err2 == nil && isWord(f[2]) && !row
+	return err1 == nil && err2 == nil && isWord(f[2]) && !isRow(text)
+}
+
+// isRow reports whether text is a whole row.
+func isRow(text string) bool {
+	_, _, ok := parseRow(strings.Fields(text))
+	return ok
 }
 
 // notInRow reports whether c is a character that no row has: a row has

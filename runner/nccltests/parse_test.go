@@ -317,9 +317,11 @@ func TestParseRowsNCCLLogsInto(t *testing.T) {
 				"     1048576        262144     float     sum      -1" + tuning(host) + tuning(host) +
 				"   12.34   84.97   84.97       0" + tuning(host) + tuning(host) +
 				"   12.10   86.66   86.66       0\n" + timed +
-				"     2097152        524288     float     sum      -1    20.00  104.86  104.86       0    20.00  104.86  104.86       0\n"
+				"     2097152        524288     float     sum      -1    20.00  104.86  104.86       0    20.00  104.86  104.86       0\n" +
+				// Another thread's record (a proxy's) may come between the row and its newline.
+				"     4194304       1048576     float     sum      -1    30.00  139.81  139.81       0    30.00  139.81  139.81       0" + tuning(host) + "\n"
 			rep, err := Parse(strings.NewReader(in))
-			if err != nil || len(rep.Rows) != 2 {
+			if err != nil || len(rep.Rows) != 3 {
 				t.Fatalf("time %q, host %s: %d rows, %v", time, host, len(rep.Rows), err)
 			}
 			want := Row{Size: 1048576, Count: 262144, Type: "float", Redop: "sum", Root: -1,
