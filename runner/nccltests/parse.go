@@ -250,9 +250,10 @@ func (s *splicer) splice(line string) string {
 			base = "" // a row's start that ended its line goes on after a record, not before one
 		}
 		// The time NCCL_DEBUG_TIMESTAMP_LEVELS puts before the host ("[%F
-		// %T] " by default) is no part of the row: the row's part ends at the
-		// first character that no row has.
-		if j := strings.IndexFunc(line[:i], notInRow); j >= 0 {
+		// %T] " by default) is no part of the row. One without brackets,
+		// digits first ("%T "), is not cut off: glued to the row's last
+		// field ("0" and "10:00:00"), it would put digits in it.
+		if j := strings.LastIndexByte(line[:i], '['); j >= 0 && strings.HasSuffix(strings.TrimRight(line[j:i], " "), "]") {
 			i = j
 		}
 		// A whole row too: another thread's record (a proxy's) may come
@@ -293,12 +294,6 @@ func rowStart(text string) bool {
 func isRow(text string) bool {
 	_, _, ok := parseRow(strings.Fields(text))
 	return ok
-}
-
-// notInRow reports whether c is a character that no row has: a row has
-// numbers ("-1", "1.2e+03"), names ("float", "sum") and "N/A".
-func notInRow(c rune) bool {
-	return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.ContainsRune(" .+-/_", c))
 }
 
 // learn notes the host and pid of a "# Rank" line, or of a record that

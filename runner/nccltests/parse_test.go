@@ -358,3 +358,24 @@ func TestParseRowsNCCLWarnsInto(t *testing.T) {
 		t.Errorf("rows = %+v, failures %q", rep.Rows, rep.Failures)
 	}
 }
+
+// A time NCCL_DEBUG_TIMESTAMP_FORMAT writes without brackets, digits first
+// ("%T.%3f "), cannot be told from the end of the row's part it is glued
+// to ("0" and "10:00:00.123"): such a row is not read, never read with
+// the time's digits in a field (10 wrong elements).
+func TestParseRowsNCCLLogsUnbracketedTimes(t *testing.T) {
+	for _, time := range []string{"10:00:00.123 ", "10:00:00 "} {
+		info := time + "node-7:41234:41234 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}\n"
+		in := header +
+			"#  Rank  0 Group  0 Pid  41234 on node-7 device  0 [0000:18:00] NVIDIA H200\n" +
+			"     1048576        262144     float     sum      -1" + info +
+			"   12.34   84.97   84.97       0" + info +
+			"   12.10   86.66   86.66       0\n"
+		rep, _ := Parse(strings.NewReader(in))
+		for _, row := range rep.Rows {
+			if row.Root != -1 || row.Wrong() != 0 {
+				t.Errorf("time %q: row %+v", time, row)
+			}
+		}
+	}
+}
