@@ -85,8 +85,9 @@ type Report struct {
 	// Ignored is the first line where nccl-tests says it ran on without an
 	// option's value ("invalid type bf16, defaulting to float ..", "Option
 	// -G (CUDA graph) not supported ... Ignoring", "blocking mode (-z 3) is
-	// incompatible with CUDA graph mode (-G). Disabling."): what it measured
-	// is not what its arguments ask. "" if none.
+	// incompatible with CUDA graph mode (-G). Disabling.", "... (-V) ...
+	// Using default value 16."): what it measured is not what its
+	// arguments ask. "" if none.
 	Ignored string
 }
 
@@ -107,7 +108,7 @@ var (
 	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
 	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs`)
-	ignoredRE  = regexp.MustCompile(`^invalid (type|op) .*, defaulting to|^Option -\S+ .*\b(Ignoring|Defaulting to)\b|^[a-z][a-z -]* \(-[A-Za-z][^)]*\) .*\. Disabling\.$`)
+	ignoredRE  = regexp.MustCompile(`^invalid (type|op) .*, defaulting to|^Option -\S+ .*\b(Ignoring|Defaulting to)\b|^[a-z][a-z_ -]* \(-[A-Za-z][^)]*\) .*(\. Disabling|Using default value \S+)\.$`)
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:"), its --timestamp-output's time before the stream,
 	// with or without the tag ("Sun Dec  6 14:45:56 2026<stdout>:", as
