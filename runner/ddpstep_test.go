@@ -119,6 +119,24 @@ func TestDDPStepWrongReduction(t *testing.T) {
 	}
 }
 
+// TestDDPStepNaNInReduction: an all-reduce that gives a NaN in the
+// gradients of one parameter is wrong, whichever parameters are checked
+// after it. (The hook corrupts only the checked step, the fourth: one
+// warm-up and two timed steps before it.)
+func TestDDPStepNaNInReduction(t *testing.T) {
+	dir := t.TempDir()
+	site := strings.Replace(corruptingHook, "fut.set_result(bucket.buffer().mul_(3))",
+		"calls.append(1)\n        if len(calls) > 3:\n            bucket.buffer()[-1] = float('nan')\n        fut.set_result(bucket.buffer())", 1)
+	site = strings.Replace(site, "    def hook(", "    calls = []\n\n    def hook(", 1)
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute, "PYTHONPATH="+dir)
+	if res.Failure == nil || res.Failure.Kind != FailWrong {
+		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
+	}
+}
+
 // TestDDPStepModelSizes: every model_params the space accepts ("4MB",
 // "1 MiB", "64k") is a size the script reads, not a ValueError of every
 // trial; and the step, its gradients checked, succeeds.
@@ -173,6 +191,43 @@ F.linear = lambda x, w, b=None: linear(x.to(torch.bfloat16).float(), w.to(torch.
 	}
 	res := runDDPStepFrom(t, MPIRun{NP: 3, Args: []string{"--oversubscribe"}}, "mpirun", space.BenchmarkSettings{Params: "1M"}, time.Minute,
 		"PYTHONPATH="+dir, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	if res.Failure != nil {
+		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
+	}
+}
+
+// TestDDPStepCheckFitsBesideTheStep: the gradient check holds no second
+// copy of the model's gradients beside the reduced ones. A model sized to
+// fill the GPU's memory with its parameters, gradients and DDP's buckets
+// (a 7B model's on an 80 GB GPU with gradient_as_bucket_view) steps, and
+// every trial failed as oom in the check after it. Here a memory that
+// holds a step's gradients and half a model's more.
+func TestDDPStepCheckFitsBesideTheStep(t *testing.T) {
+	dir := t.TempDir()
+	site := `import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+init, grad = DDP.__init__, torch.autograd.grad
+total = [0]
+
+
+def counting(self, module, *args, **kwargs):
+    total[0] = sum(p.numel() for p in module.parameters())
+    init(self, module, *args, **kwargs)
+
+
+def bounded(outputs, inputs, *args, **kwargs):
+    if sum(p.numel() for p in inputs) > total[0] / 2:
+        raise RuntimeError("CUDA out of memory. Tried to allocate the model's gradients once more")
+    return grad(outputs, inputs, *args, **kwargs)
+
+
+DDP.__init__, torch.autograd.grad = counting, bounded
+`
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K", Layers: 8, Batch: 8}, time.Minute, "PYTHONPATH="+dir)
 	if res.Failure != nil {
 		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
 	}

@@ -39,6 +39,9 @@ var hostileTables = []struct {
 	{"an op nccl-tests does not know", "invalid op avg, defaulting to sum .. \n" + goodTable, FailUnparsable},
 	{"CUDA graphs this build cannot run", "Option -G (CUDA graph) not supported before NCCL 2.9 + CUDA 11.3. Ignoring\n" + goodTable, FailUnparsable},
 	{"registration this NCCL cannot do", "Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration\n" + goodTable, FailUnparsable},
+	{"blocking mode with CUDA graphs", "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.\n" + goodTable, FailUnparsable},
+	{"a device CTA count out of bounds", "device_cta_count (-V) must be positive and less than 128, got 200. Using default value 16.\n" + goodTable, FailUnparsable},
+	{"a per-iteration skip without per-iteration timing", "per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.\n" + goodTable, FailUnparsable},
 	{"algbw unrelated to the time", "        1048576        262144     float     sum      -1    10.00    500.00    500.00       0    10.00    500.00    500.00       0\n", FailImplausible},
 }
 

@@ -649,3 +649,55 @@ values = ["default", "1M"]
 		}
 	}
 }
+
+// TestSimplificationSwitchesOnNoRange: a variant whose setting left out
+// switches on an integer range (searched only under NCCL's own choice)
+// would run that range without a value, a configuration no trial of the
+// space has: a range offers no "default", and the variant is not run.
+func TestSimplificationSwitchesOnNoRange(t *testing.T) {
+	sp := mustParse(t, "test.toml", `
+[campaign]
+name = "conditions"
+trials = 4
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+min = 1
+max = 32
+when = { NCCL_ALGO = ["default"] }
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["default", "1M"]
+`)
+	trial := func(n int, a space.Assignment, score float64) store.Trial {
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = score
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+	}
+	trials := []store.Trial{
+		trial(0, space.Assignment{"NCCL_ALGO": "default", "NCCL_MIN_CTAS": "4", "NCCL_BUFFSIZE": "default"}, 10),
+		trial(1, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "1M"}, 20),
+	}
+	var ran []space.Assignment
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		ran = append(ran, a)
+		return trial(len(trials)+len(ran), a, 20), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ran {
+		for _, p := range sp.Params {
+			if _, set := a[p.Name]; !set && sp.Active(p, a) {
+				t.Errorf("ran %v: %s is searched there, without a value", a, p.Name)
+			}
+		}
+	}
+}

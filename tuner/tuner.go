@@ -1102,9 +1102,13 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 			}
 			// What p's value switched on goes with it, as in any trial of the
 			// space; a variant that would switch on a setting offering no
-			// "default" is no simpler, and is not run.
-			variant, unset, _ := sp.Complete(variant)
-			if slices.ContainsFunc(unset, func(name string) bool { return name != p.Name }) {
+			// "default" (a choice without it, or an integer range) is no
+			// simpler, and is not run.
+			variant, _, _ = sp.Complete(variant)
+			if slices.ContainsFunc(sp.Params, func(q space.Param) bool {
+				_, set := variant[q.Name]
+				return q.Name != p.Name && !set && sp.Active(q, variant)
+			}) {
 				continue
 			}
 			t, tried := measured[sp.Key(variant)]

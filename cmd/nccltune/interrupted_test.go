@@ -87,3 +87,40 @@ func TestHangupStopsAsSIGTERM(t *testing.T) {
 		}
 	}
 }
+
+// TestHangupTwiceStops: a closed terminal sends a foreground campaign
+// SIGHUP twice, the shell handing its jobs the one it got, then the kernel,
+// as the shell exits, sending its foreground group another, while the
+// running trial's benchmark still stops (mpirun takes a while): the second
+// must not kill nccltune as a second Ctrl-C does, leaving the trial running.
+func TestHangupTwiceStops(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "slowstop", 6, `d=$(dirname "$0")
+trap 'sleep 1; exit 143' TERM
+echo $$ > "$d/held.tmp"; mv "$d/held.tmp" "$d/held"
+sleep 60 & wait
+`)
+	cmd := exec.Command(os.Args[0], "run", "-q", "--space", spaceFile)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
+		t.Fatalf("the campaign ended before its held trial: %v\n%s", *err, stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGHUP)
+	err := <-done
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("exit %v, want %d\n%s", err, exitInterrupted, stderr.String())
+	}
+	code, out, _ := nccltune(t, dir, "status", "--json")
+	if code != 0 || strings.Contains(out, `"running"`) || !strings.Contains(out, `"interrupted"`) {
+		t.Errorf("status after the signals: %d\n%s", code, out)
+	}
+}

@@ -49,6 +49,10 @@ func run(args []string) int {
 	defer stop()
 	go func() {
 		<-ctx.Done()
+		// A closed terminal sends SIGHUP twice (the shell's to its jobs,
+		// then the kernel's to its foreground group as it exits): the
+		// second is no second Ctrl-C, and must not end the stop it began.
+		signal.Ignore(syscall.SIGHUP)
 		stop()
 		// Whatever nccltune is doing, a signal ends it: a clean stop ends the
 		// running trials within their grace period; past stopWait it exits

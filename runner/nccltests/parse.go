@@ -85,8 +85,10 @@ type Report struct {
 	Aborted string
 	// Ignored is the first line where nccl-tests says it ran on without an
 	// option's value ("invalid type bf16, defaulting to float ..", "Option
-	// -G (CUDA graph) not supported ... Ignoring"): what it measured is not
-	// what its arguments ask. "" if none.
+	// -G (CUDA graph) not supported ... Ignoring", "blocking mode (-z 3) is
+	// incompatible with CUDA graph mode (-G). Disabling.", "... (-V) ...
+	// Using default value 16."): what it measured is not what its
+	// arguments ask. "" if none.
 	Ignored string
 }
 
@@ -107,7 +109,7 @@ var (
 	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
 	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs|error while loading shared libraries`)
-	ignoredRE  = regexp.MustCompile(`^invalid (type|op) .*, defaulting to|^Option -\S+ .*\b(Ignoring|Defaulting to)\b`)
+	ignoredRE  = regexp.MustCompile(`^invalid (type|op) .*, defaulting to|^Option -\S+ .*\b(Ignoring|Defaulting to)\b|^[a-z][a-z_ -]* \(-[A-Za-z][^)]*\) .*(\. Disabling|Using default value \S+)\.$`)
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:"), its --timestamp-output's time before the stream,
 	// with or without the tag ("Sun Dec  6 14:45:56 2026<stdout>:", as
@@ -250,7 +252,16 @@ func (s *splicer) splice(line string) string {
 		if !s.broken {
 			base = "" // a row's start that ended its line goes on after a record, not before one
 		}
-		if part := base + line[:i]; i > 0 && rowStart(part) {
+		// The time NCCL_DEBUG_TIMESTAMP_LEVELS puts before the host ("[%F
+		// %T] " by default) is no part of the row. One without brackets,
+		// digits first ("%T "), is not cut off: glued to the row's last
+		// field ("0" and "10:00:00"), it would put digits in it.
+		if j := strings.LastIndexByte(line[:i], '['); j >= 0 && strings.HasSuffix(strings.TrimRight(line[j:i], " "), "]") {
+			i = j
+		}
+		// A whole row too: another thread's record (a proxy's) may come
+		// before its newline, which then ends an empty line.
+		if part := base + line[:i]; i > 0 && (rowStart(part) || isRow(part)) {
 			s.part, line = part+" ", line[i:]
 		}
 		s.broken = s.part != ""
@@ -279,8 +290,13 @@ func rowStart(text string) bool {
 	}
 	_, err1 := count(f[0])
 	_, err2 := count(f[1])
-	_, _, row := parseRow(f)
-	return err1 == nil && err2 == nil && isWord(f[2]) && !row
+	return err1 == nil && err2 == nil && isWord(f[2]) && !isRow(text)
+}
+
+// isRow reports whether text is a whole row.
+func isRow(text string) bool {
+	_, _, ok := parseRow(strings.Fields(text))
+	return ok
 }
 
 // learn notes the host and pid of a "# Rank" line, or of a record that

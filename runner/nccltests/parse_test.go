@@ -302,28 +302,33 @@ func TestWrongCountIsNeverLess(t *testing.T) {
 // NCCL_DEBUG_SUBSYS=TUNING (validation's probe) rank 0 logs every launch,
 // in the middle of the row the launch measures.
 func TestParseRowsNCCLLogsInto(t *testing.T) {
-	tuning := func(host string) string {
-		return host + ":41234:41234 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}\n"
-	}
-	for _, host := range []string{"gpu-node-7", "7gpu", "e1"} { // a host may begin as a number's end does
-		// NCCL_DEBUG_TIMESTAMP_LEVELS=INFO puts the time before each record.
-		timed := "[2026-12-06 10:00:00] " + tuning(host)
-		in := header +
-			"#  Rank  0 Group  0 Pid  41234 on " + host + " device  0 [0000:18:00] NVIDIA H200\n" +
-			"#  Rank  1 Group  0 Pid  41235 on " + host + " device  1 [0000:2a:00] NVIDIA H200\n" +
-			host + ":41234:41234 [0] NCCL INFO comm 0x55d0c1d0 rank 0 nranks 2 cudaDev 0 busId 18000 - Init COMPLETE\n" +
-			"     1048576        262144     float     sum      -1" + tuning(host) + tuning(host) +
-			"   12.34   84.97   84.97       0" + tuning(host) + tuning(host) +
-			"   12.10   86.66   86.66       0\n" + timed +
-			"     2097152        524288     float     sum      -1    20.00  104.86  104.86       0    20.00  104.86  104.86       0\n"
-		rep, err := Parse(strings.NewReader(in))
-		if err != nil || len(rep.Rows) != 2 {
-			t.Fatalf("host %s: %d rows, %v", host, len(rep.Rows), err)
+	// NCCL_DEBUG_TIMESTAMP_LEVELS=INFO puts the time before each record,
+	// NCCL_DEBUG_TIMESTAMP_FORMAT's ("[%F %T] " by default).
+	for _, time := range []string{"", "[2026-12-06 10:00:00] ", "[2026-12-06 10:00:00.123456] "} {
+		tuning := func(host string) string {
+			return time + host + ":41234:41234 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}\n"
 		}
-		want := Row{Size: 1048576, Count: 262144, Type: "float", Redop: "sum", Root: -1,
-			OutOfPlace: Measure{12.34, 84.97, 84.97, 0}, InPlace: Measure{12.10, 86.66, 86.66, 0}}
-		if rep.Rows[0] != want {
-			t.Errorf("host %s: row = %+v\nwant %+v", host, rep.Rows[0], want)
+		for _, host := range []string{"gpu-node-7", "7gpu", "e1"} { // a host may begin as a number's end does
+			timed := "[2026-12-06 10:00:00] " + strings.TrimPrefix(tuning(host), time)
+			in := header +
+				"#  Rank  0 Group  0 Pid  41234 on " + host + " device  0 [0000:18:00] NVIDIA H200\n" +
+				"#  Rank  1 Group  0 Pid  41235 on " + host + " device  1 [0000:2a:00] NVIDIA H200\n" +
+				host + ":41234:41234 [0] NCCL INFO comm 0x55d0c1d0 rank 0 nranks 2 cudaDev 0 busId 18000 - Init COMPLETE\n" +
+				"     1048576        262144     float     sum      -1" + tuning(host) + tuning(host) +
+				"   12.34   84.97   84.97       0" + tuning(host) + tuning(host) +
+				"   12.10   86.66   86.66       0\n" + timed +
+				"     2097152        524288     float     sum      -1    20.00  104.86  104.86       0    20.00  104.86  104.86       0\n" +
+				// Another thread's record (a proxy's) may come between the row and its newline.
+				"     4194304       1048576     float     sum      -1    30.00  139.81  139.81       0    30.00  139.81  139.81       0" + tuning(host) + "\n"
+			rep, err := Parse(strings.NewReader(in))
+			if err != nil || len(rep.Rows) != 3 {
+				t.Fatalf("time %q, host %s: %d rows, %v", time, host, len(rep.Rows), err)
+			}
+			want := Row{Size: 1048576, Count: 262144, Type: "float", Redop: "sum", Root: -1,
+				OutOfPlace: Measure{12.34, 84.97, 84.97, 0}, InPlace: Measure{12.10, 86.66, 86.66, 0}}
+			if rep.Rows[0] != want {
+				t.Errorf("time %q, host %s: row = %+v\nwant %+v", time, host, rep.Rows[0], want)
+			}
 		}
 	}
 }
@@ -351,5 +356,26 @@ func TestParseRowsNCCLWarnsInto(t *testing.T) {
 		OutOfPlace: Measure{12.34, 84.97, 84.97, 0}, InPlace: Measure{12.10, 86.66, 86.66, 0}}
 	if rep.Rows[0] != want || rep.Rows[1].Size != 4096 || rep.Rows[2].Size != 2097152 || len(rep.Failures) != 2 {
 		t.Errorf("rows = %+v, failures %q", rep.Rows, rep.Failures)
+	}
+}
+
+// A time NCCL_DEBUG_TIMESTAMP_FORMAT writes without brackets, digits first
+// ("%T.%3f "), cannot be told from the end of the row's part it is glued
+// to ("0" and "10:00:00.123"): such a row is not read, never read with
+// the time's digits in a field (10 wrong elements).
+func TestParseRowsNCCLLogsUnbracketedTimes(t *testing.T) {
+	for _, time := range []string{"10:00:00.123 ", "10:00:00 "} {
+		info := time + "node-7:41234:41234 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}\n"
+		in := header +
+			"#  Rank  0 Group  0 Pid  41234 on node-7 device  0 [0000:18:00] NVIDIA H200\n" +
+			"     1048576        262144     float     sum      -1" + info +
+			"   12.34   84.97   84.97       0" + info +
+			"   12.10   86.66   86.66       0\n"
+		rep, _ := Parse(strings.NewReader(in))
+		for _, row := range rep.Rows {
+			if row.Root != -1 || row.Wrong() != 0 {
+				t.Errorf("time %q: row %+v", time, row)
+			}
+		}
 	}
 }
