@@ -215,6 +215,19 @@ const MaxArgStrlen = 32 * 4096
 // Normalize checks value against the variable's legal values and returns the
 // exact text NCCL should receive (a byte size such as "4M" becomes "4194304").
 func (v Var) Normalize(value string) (string, error) {
+	canon, err := v.read(value)
+	if err == nil {
+		err = v.refuse(canon)
+	}
+	if err != nil {
+		return "", err
+	}
+	return canon, nil
+}
+
+// read is Normalize less refuse: the text NCCL receives for value, or an
+// error where it can be given none.
+func (v Var) read(value string) (string, error) {
 	if n := len(v.Name) + 1 + len(value) + 1; n > MaxArgStrlen {
 		return "", fmt.Errorf("%s: a value of %d bytes: Linux refuses to start a program with an environment string (NAME=value) over %d bytes (MAX_ARG_STRLEN), so every trial would fail to launch", v.Name, len(value), MaxArgStrlen)
 	}
@@ -226,17 +239,6 @@ func (v Var) Normalize(value string) (string, error) {
 		return "", fmt.Errorf("%s: value %q holds a control or invisible character", v.Name, value)
 	}
 	switch v.Kind {
-	case KindString:
-		if v.Name == "NCCL_SOCKET_IFNAME" && len(value) == 1 {
-			// NCCL takes the list only if longer (strlen > 1), and picks an
-			// interface itself: "e" was no prefix to it. (Empty is unset.)
-			return "", fmt.Errorf("%s: %q is one character, which NCCL reads as not set (it picks the interface itself): give a longer prefix or name", v.Name, value)
-		}
-		if v.Name == "NCCL_SOCKET_IFNAME" || v.Name == "NCCL_IB_HCA" {
-			if err := v.ifList(value); err != nil {
-				return "", err
-			}
-		}
 	case KindBool:
 		if value != "0" && value != "1" {
 			return "", fmt.Errorf("%s: %q is not 0 or 1", v.Name, value)
@@ -270,9 +272,6 @@ func (v Var) Normalize(value string) (string, error) {
 		if n, err := strconv.Atoi(value); err == nil && n >= 0 {
 			// NCCL reads a level's number only if it starts with a digit
 			// ("+1" is no level to it), with strtol's base 0 ("010" is 8).
-			if n >= len(oldLevels) {
-				return "", fmt.Errorf("%s: %d is above %d, NCCL's largest integer level (it reads any above as SYS, and one past a C int as another level)", v.Name, n, len(oldLevels)-1)
-			}
 			return strconv.Itoa(n), nil
 		}
 		if canon, ok := matchToken(value, v.Values); ok {
@@ -287,6 +286,45 @@ func (v Var) Normalize(value string) (string, error) {
 		return canon, nil
 	}
 	return value, nil
+}
+
+// refuse checks a normalized value that NCCL is given, but reads otherwise
+// than written or fails each trial of: checks added since campaigns ran
+// with such values, which their stored spaces keep (ParseStored).
+func (v Var) refuse(value string) error {
+	switch {
+	case v.Name == "NCCL_SOCKET_IFNAME" && len(value) == 1:
+		// NCCL takes the list only if longer (strlen > 1), and picks an
+		// interface itself: "e" was no prefix to it. (Empty is unset.)
+		return fmt.Errorf("%s: %q is one character, which NCCL reads as not set (it picks the interface itself): give a longer prefix or name", v.Name, value)
+	case v.Name == "NCCL_SOCKET_IFNAME" || v.Name == "NCCL_IB_HCA":
+		return v.ifList(value)
+	case v.Kind == KindLevel:
+		if n, err := strconv.Atoi(value); err == nil && n >= len(oldLevels) {
+			return fmt.Errorf("%s: %d is above %d, NCCL's largest integer level (it reads any above as SYS, and one past a C int as another level)", v.Name, n, len(oldLevels)-1)
+		}
+	case v.Kind == KindList:
+		if err := excludesAll(value, v.Values); err != nil {
+			return fmt.Errorf("%s: %w", v.Name, err)
+		}
+	}
+	return nil
+}
+
+// excludesAll refuses a canonical list of which a part excludes every
+// name: NCCL fails each collective it applies to ("no algorithm/protocol
+// available").
+func excludesAll(value string, tokens []string) error {
+	for _, part := range strings.Split(value, ";") {
+		_, names, _ := strings.Cut(part, ":")
+		if names == "" {
+			names = part
+		}
+		if rest, ok := strings.CutPrefix(names, "^"); ok && !slices.ContainsFunc(tokens, func(t string) bool { return !slices.Contains(strings.Split(rest, ","), t) }) {
+			return fmt.Errorf("%s excludes every one of %s, which leaves NCCL none to run", part, strings.Join(tokens, ", "))
+		}
+	}
+	return nil
 }
 
 // ifList checks a list of interface or adapter names as NCCL reads it
@@ -391,7 +429,7 @@ func canonicalList(value string, tokens []string) (string, error) {
 	}
 	var parts []string
 	for i, part := range strings.Split(value, ";") {
-		written, prefix := part, ""
+		prefix := ""
 		coll, rest, ok := strings.Cut(part, ":")
 		if !ok && i > 0 {
 			// NCCL refuses the value ("All entries except the first must have a prefix").
@@ -415,10 +453,6 @@ func canonicalList(value string, tokens []string) (string, error) {
 				return "", fmt.Errorf("%q is not one of %s", tok, strings.Join(tokens, ", "))
 			}
 			names = append(names, canon)
-		}
-		if strings.HasSuffix(prefix, "^") && !slices.ContainsFunc(tokens, func(t string) bool { return !slices.Contains(names, t) }) {
-			// NCCL fails each collective it applies to: "no algorithm/protocol available".
-			return "", fmt.Errorf("%s excludes every one of %s, which leaves NCCL none to run", written, strings.Join(tokens, ", "))
 		}
 		parts = append(parts, prefix+strings.Join(names, ","))
 	}
