@@ -51,8 +51,10 @@ var (
 	// oldLevels are the levels NCCL reads an integer as (its
 	// levelsOldToNew): 4 and 5 are both SYS, and any above 5 is 5.
 	oldLevels = []string{"LOC", "PIX", "PXB", "PHB", "SYS", "SYS"}
-	// collNames are the per-collective prefixes NCCL_ALGO/NCCL_PROTO accept since NCCL 2.24.
-	collNames = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "sendrecv", "send", "recv", "alltoall"}
+	// collNames are the per-collective prefixes NCCL_ALGO/NCCL_PROTO accept
+	// since NCCL 2.24: its ncclFuncStr, of NCCL_NUM_FUNCTIONS (5); any other
+	// ("sendrecv:", "alltoall:") fails the communicator's init.
+	collNames = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}
 )
 
 // catalogue lists the NCCL variables nccltune knows (NCCL 2.28 documentation, env.rst).

@@ -650,3 +650,50 @@ when = { NCCL_P2P_LEVEL = ["PIX", "7"] }
 		}
 	}
 }
+
+// TestPerCollectiveOnlyWhereNCCLTakesAPrefix: NCCL_ALGO and NCCL_PROTO take
+// a prefix of broadcast, reduce, allgather, reducescatter or allreduce
+// (ncclFuncStr, NCCL_NUM_FUNCTIONS 5); any other ("alltoall:Ring") fails the
+// communicator's init ("Unrecognized prefix token"), so that a value of one
+// is refused, and a workload's alltoall or sendrecv gets no part of its own.
+func TestPerCollectiveOnlyWhereNCCLTakesAPrefix(t *testing.T) {
+	algo, _ := Lookup("NCCL_ALGO")
+	for _, value := range []string{"sendrecv:Ring", "send:Ring", "recv:Ring", "Ring;alltoall:Tree"} {
+		if _, err := algo.Normalize(value); err == nil {
+			t.Errorf("NCCL_ALGO = %s was taken", value)
+		}
+	}
+	src := `
+[benchmark]
+binary = "all_reduce_perf"
+[launcher]
+kind = "mpirun"
+[[workload]]
+collective = "all_reduce"
+size = "1M"
+count = 10
+[[workload]]
+collective = "alltoall"
+size = "1M"
+count = 10
+[[workload]]
+collective = "sendrecv"
+size = "1M"
+count = 10
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL", "Simple"]
+`
+	s, err := Parse("w.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range s.Params {
+		a := Assignment{p.Name: "LL"}
+		for _, kv := range s.Env(a) {
+			if strings.Contains(kv, "alltoall:") || strings.Contains(kv, "sendrecv:") {
+				t.Errorf("param %s sets %s, whose prefix NCCL refuses", p.Name, kv)
+			}
+		}
+	}
+}
