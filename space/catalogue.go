@@ -53,8 +53,10 @@ var (
 	oldLevels = []string{"LOC", "PIX", "PXB", "PHB", "SYS", "SYS"}
 	// collNames are the per-collective prefixes NCCL_ALGO/NCCL_PROTO accept
 	// since NCCL 2.24: its ncclFuncStr, of NCCL_NUM_FUNCTIONS (5); any other
-	// ("sendrecv:", "alltoall:") fails the communicator's init.
+	// fails the communicator's init. The loader took p2pNames too, which
+	// stored spaces keep (refuse).
 	collNames = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}
+	p2pNames  = []string{"sendrecv", "send", "recv", "alltoall"}
 )
 
 // catalogue lists the NCCL variables nccltune knows (NCCL 2.28 documentation, env.rst).
@@ -306,21 +308,24 @@ func (v Var) refuse(value string) error {
 			return fmt.Errorf("%s: %d is above %d, NCCL's largest integer level (it reads any above as SYS, and one past a C int as another level)", v.Name, n, len(oldLevels)-1)
 		}
 	case v.Kind == KindList:
-		if err := excludesAll(value, v.Values); err != nil {
+		if err := listRefused(value, v.Values); err != nil {
 			return fmt.Errorf("%s: %w", v.Name, err)
 		}
 	}
 	return nil
 }
 
-// excludesAll refuses a canonical list of which a part excludes every
+// listRefused refuses a canonical list of which a part excludes every
 // name: NCCL fails each collective it applies to ("no algorithm/protocol
-// available").
-func excludesAll(value string, tokens []string) error {
+// available"); or a part of a collective NCCL names no prefix of, which
+// fails its init ("Unrecognized prefix token").
+func listRefused(value string, tokens []string) error {
 	for _, part := range strings.Split(value, ";") {
-		_, names, _ := strings.Cut(part, ":")
-		if names == "" {
+		coll, names, prefixed := strings.Cut(part, ":")
+		if !prefixed {
 			names = part
+		} else if !slices.Contains(collNames, coll) {
+			return fmt.Errorf("NCCL takes no prefix %q (only %s): it fails its init", coll, strings.Join(collNames, ", "))
 		}
 		if rest, ok := strings.CutPrefix(names, "^"); ok && !slices.ContainsFunc(tokens, func(t string) bool { return !slices.Contains(strings.Split(rest, ","), t) }) {
 			return fmt.Errorf("%s excludes every one of %s, which leaves NCCL none to run", part, strings.Join(tokens, ", "))
@@ -438,7 +443,7 @@ func canonicalList(value string, tokens []string) (string, error) {
 			return "", fmt.Errorf("part %q names no collective: only the first part may (allreduce:Tree;Ring: Ring;allreduce:Tree)", part)
 		}
 		if ok {
-			canon, known := matchToken(strings.TrimSpace(coll), collNames)
+			canon, known := matchToken(strings.TrimSpace(coll), slices.Concat(collNames, p2pNames))
 			if !known {
 				return "", fmt.Errorf("unknown collective %q (legal: %s)", coll, strings.Join(collNames, ", "))
 			}

@@ -621,6 +621,9 @@ values = ["default", "PIX", "7"]
 name = "NCCL_PROTO"
 values = ["default", "^LL,LL128,Simple"]
 [[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring;sendrecv:Tree"]
+[[param]]
 name = "NCCL_IB_HCA"
 values = ["default", "mlx5_0:x"]
 when = { NCCL_P2P_LEVEL = ["PIX", "7"] }
@@ -639,6 +642,7 @@ when = { NCCL_P2P_LEVEL = ["PIX", "7"] }
 	values := map[string][]string{
 		"NCCL_P2P_LEVEL": {"default", "PIX", "7"},
 		"NCCL_PROTO":     {"default", "^LL,LL128,Simple"},
+		"NCCL_ALGO":      {"default", "Ring;sendrecv:Tree"},
 		"NCCL_IB_HCA":    {"default", "mlx5_0:x"},
 	}
 	for _, p := range s.Params {
