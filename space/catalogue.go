@@ -337,10 +337,13 @@ func listRefused(value string, tokens []string) error {
 // ifList checks a list of interface or adapter names as NCCL reads it
 // (parseStringList, after a leading ^ and =): it copies each name into 64
 // bytes without a check, and reads what follows a ':' as a port with atoi
-// ("x" is 0, which no adapter has; an interface's port it ignores).
+// ("x" is 0, which no adapter has; an interface's port it ignores). Since
+// NCCL 2.30 a rail and a plane may follow ("mlx5_0:1:0:1"), which older
+// versions skip, reading the port's leading digits.
 func (v Var) ifList(value string) error {
 	for _, entry := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(value, "^"), "="), ",") {
 		name, port, hasPort := strings.Cut(entry, ":")
+		port, _, _ = strings.Cut(port, ":")
 		n, err := strconv.Atoi(port)
 		switch {
 		case len(name) >= 64:

@@ -701,3 +701,21 @@ values = ["default", "LL", "Simple"]
 		}
 	}
 }
+
+// TestAdaptersOfRailAndPlane: NCCL_IB_HCA names an adapter as
+// hca:port:rail:plane since NCCL 2.30 (parseStringList, strsep at each
+// ':'), and before it read the port's leading digits ("1:0:1" as 1): the
+// port is the field after the name alone.
+func TestAdaptersOfRailAndPlane(t *testing.T) {
+	hca, _ := Lookup("NCCL_IB_HCA")
+	for _, value := range []string{"mlx5_0:1:0:0", "=mlx5_0:1:0:1,mlx5_1:1:1", "^mlx5_2:2:"} {
+		if _, err := hca.Normalize(value); err != nil {
+			t.Errorf("NCCL_IB_HCA = %s: %v", value, err)
+		}
+	}
+	for _, value := range []string{"mlx5_0:x:0:0", "mlx5_0::1", "mlx5_0:0:1"} {
+		if _, err := hca.Normalize(value); err == nil {
+			t.Errorf("NCCL_IB_HCA = %s was taken", value)
+		}
+	}
+}
