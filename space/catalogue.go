@@ -51,8 +51,12 @@ var (
 	// oldLevels are the levels NCCL reads an integer as (its
 	// levelsOldToNew): 4 and 5 are both SYS, and any above 5 is 5.
 	oldLevels = []string{"LOC", "PIX", "PXB", "PHB", "SYS", "SYS"}
-	// collNames are the per-collective prefixes NCCL_ALGO/NCCL_PROTO accept since NCCL 2.24.
-	collNames = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "sendrecv", "send", "recv", "alltoall"}
+	// collNames are the per-collective prefixes NCCL_ALGO/NCCL_PROTO accept
+	// since NCCL 2.24: its ncclFuncStr, of NCCL_NUM_FUNCTIONS (5); any other
+	// fails the communicator's init. The loader took p2pNames too, which
+	// stored spaces keep (refuse).
+	collNames = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}
+	p2pNames  = []string{"sendrecv", "send", "recv", "alltoall"}
 )
 
 // catalogue lists the NCCL variables nccltune knows (NCCL 2.28 documentation, env.rst).
@@ -215,6 +219,19 @@ const MaxArgStrlen = 32 * 4096
 // Normalize checks value against the variable's legal values and returns the
 // exact text NCCL should receive (a byte size such as "4M" becomes "4194304").
 func (v Var) Normalize(value string) (string, error) {
+	canon, err := v.read(value)
+	if err == nil {
+		err = v.refuse(canon)
+	}
+	if err != nil {
+		return "", err
+	}
+	return canon, nil
+}
+
+// read is Normalize less refuse: the text NCCL receives for value, or an
+// error where it can be given none.
+func (v Var) read(value string) (string, error) {
 	if n := len(v.Name) + 1 + len(value) + 1; n > MaxArgStrlen {
 		return "", fmt.Errorf("%s: a value of %d bytes: Linux refuses to start a program with an environment string (NAME=value) over %d bytes (MAX_ARG_STRLEN), so every trial would fail to launch", v.Name, len(value), MaxArgStrlen)
 	}
@@ -226,17 +243,6 @@ func (v Var) Normalize(value string) (string, error) {
 		return "", fmt.Errorf("%s: value %q holds a control or invisible character", v.Name, value)
 	}
 	switch v.Kind {
-	case KindString:
-		if v.Name == "NCCL_SOCKET_IFNAME" && len(value) == 1 {
-			// NCCL takes the list only if longer (strlen > 1), and picks an
-			// interface itself: "e" was no prefix to it. (Empty is unset.)
-			return "", fmt.Errorf("%s: %q is one character, which NCCL reads as not set (it picks the interface itself): give a longer prefix or name", v.Name, value)
-		}
-		if v.Name == "NCCL_SOCKET_IFNAME" || v.Name == "NCCL_IB_HCA" {
-			if err := v.ifList(value); err != nil {
-				return "", err
-			}
-		}
 	case KindBool:
 		if value != "0" && value != "1" {
 			return "", fmt.Errorf("%s: %q is not 0 or 1", v.Name, value)
@@ -270,9 +276,6 @@ func (v Var) Normalize(value string) (string, error) {
 		if n, err := strconv.Atoi(value); err == nil && n >= 0 {
 			// NCCL reads a level's number only if it starts with a digit
 			// ("+1" is no level to it), with strtol's base 0 ("010" is 8).
-			if n >= len(oldLevels) {
-				return "", fmt.Errorf("%s: %d is above %d, NCCL's largest integer level (it reads any above as SYS, and one past a C int as another level)", v.Name, n, len(oldLevels)-1)
-			}
 			return strconv.Itoa(n), nil
 		}
 		if canon, ok := matchToken(value, v.Values); ok {
@@ -289,13 +292,58 @@ func (v Var) Normalize(value string) (string, error) {
 	return value, nil
 }
 
+// refuse checks a normalized value that NCCL is given, but reads otherwise
+// than written or fails each trial of: checks added since campaigns ran
+// with such values, which their stored spaces keep (ParseStored).
+func (v Var) refuse(value string) error {
+	switch {
+	case v.Name == "NCCL_SOCKET_IFNAME" && len(value) == 1:
+		// NCCL takes the list only if longer (strlen > 1), and picks an
+		// interface itself: "e" was no prefix to it. (Empty is unset.)
+		return fmt.Errorf("%s: %q is one character, which NCCL reads as not set (it picks the interface itself): give a longer prefix or name", v.Name, value)
+	case v.Name == "NCCL_SOCKET_IFNAME" || v.Name == "NCCL_IB_HCA":
+		return v.ifList(value)
+	case v.Kind == KindLevel:
+		if n, err := strconv.Atoi(value); err == nil && n >= len(oldLevels) {
+			return fmt.Errorf("%s: %d is above %d, NCCL's largest integer level (it reads any above as SYS, and one past a C int as another level)", v.Name, n, len(oldLevels)-1)
+		}
+	case v.Kind == KindList:
+		if err := listRefused(value, v.Values); err != nil {
+			return fmt.Errorf("%s: %w", v.Name, err)
+		}
+	}
+	return nil
+}
+
+// listRefused refuses a canonical list of which a part excludes every
+// name: NCCL fails each collective it applies to ("no algorithm/protocol
+// available"); or a part of a collective NCCL names no prefix of, which
+// fails its init ("Unrecognized prefix token").
+func listRefused(value string, tokens []string) error {
+	for _, part := range strings.Split(value, ";") {
+		coll, names, prefixed := strings.Cut(part, ":")
+		if !prefixed {
+			names = part
+		} else if !slices.Contains(collNames, coll) {
+			return fmt.Errorf("NCCL takes no prefix %q (only %s): it fails its init", coll, strings.Join(collNames, ", "))
+		}
+		if rest, ok := strings.CutPrefix(names, "^"); ok && !slices.ContainsFunc(tokens, func(t string) bool { return !slices.Contains(strings.Split(rest, ","), t) }) {
+			return fmt.Errorf("%s excludes every one of %s, which leaves NCCL none to run", part, strings.Join(tokens, ", "))
+		}
+	}
+	return nil
+}
+
 // ifList checks a list of interface or adapter names as NCCL reads it
 // (parseStringList, after a leading ^ and =): it copies each name into 64
 // bytes without a check, and reads what follows a ':' as a port with atoi
-// ("x" is 0, which no adapter has; an interface's port it ignores).
+// ("x" is 0, which no adapter has; an interface's port it ignores). Since
+// NCCL 2.30 a rail and a plane may follow ("mlx5_0:1:0:1"), which older
+// versions skip, reading the port's leading digits.
 func (v Var) ifList(value string) error {
 	for _, entry := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(value, "^"), "="), ",") {
 		name, port, hasPort := strings.Cut(entry, ":")
+		port, _, _ = strings.Cut(port, ":")
 		n, err := strconv.Atoi(port)
 		switch {
 		case len(name) >= 64:
@@ -391,14 +439,14 @@ func canonicalList(value string, tokens []string) (string, error) {
 	}
 	var parts []string
 	for i, part := range strings.Split(value, ";") {
-		written, prefix := part, ""
+		prefix := ""
 		coll, rest, ok := strings.Cut(part, ":")
 		if !ok && i > 0 {
 			// NCCL refuses the value ("All entries except the first must have a prefix").
 			return "", fmt.Errorf("part %q names no collective: only the first part may (allreduce:Tree;Ring: Ring;allreduce:Tree)", part)
 		}
 		if ok {
-			canon, known := matchToken(strings.TrimSpace(coll), collNames)
+			canon, known := matchToken(strings.TrimSpace(coll), slices.Concat(collNames, p2pNames))
 			if !known {
 				return "", fmt.Errorf("unknown collective %q (legal: %s)", coll, strings.Join(collNames, ", "))
 			}
@@ -415,10 +463,6 @@ func canonicalList(value string, tokens []string) (string, error) {
 				return "", fmt.Errorf("%q is not one of %s", tok, strings.Join(tokens, ", "))
 			}
 			names = append(names, canon)
-		}
-		if strings.HasSuffix(prefix, "^") && !slices.ContainsFunc(tokens, func(t string) bool { return !slices.Contains(names, t) }) {
-			// NCCL fails each collective it applies to: "no algorithm/protocol available".
-			return "", fmt.Errorf("%s excludes every one of %s, which leaves NCCL none to run", written, strings.Join(tokens, ", "))
 		}
 		parts = append(parts, prefix+strings.Join(names, ","))
 	}

@@ -1633,10 +1633,17 @@ func (b *builder) params(raw *rawFile, s *Space) {
 				if str, ok := rv.(string); ok && str == Unset {
 					value, err = Unset, nil
 				}
+				w, twice := listed[v.reads(value)]
 				if err != nil {
 					b.errorf(b.loc.field("param", i, "values"), "param %v", err)
-				} else if w, twice := listed[v.reads(value)]; twice {
-					b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice: to NCCL it is %s", p.Name, value, w)
+					if value == "" {
+						continue
+					}
+				}
+				if twice {
+					if err == nil {
+						b.errorf(b.loc.field("param", i, "values"), "param %s: value %s is listed twice: to NCCL it is %s", p.Name, value, w)
+					}
 					// Another spelling of one set (a check since 2223c57)
 					// stays, read as stored (ParseStored): trials that ran
 					// it are of the space, and export refused them as altered.
@@ -1717,7 +1724,9 @@ func (s *Space) refusedWithFixed(p Param) error {
 // and some (Tree for all-gather) fail one another. NCCL >= 2.24 takes them
 // in one value, "allgather:Ring;allreduce:Tree".
 func (b *builder) perCollective(s *Space) {
-	colls := s.Collectives()
+	// Not alltoall or sendrecv: NCCL picks them no algorithm or protocol,
+	// and a prefix of theirs fails its init ("Unrecognized prefix token").
+	colls := slices.DeleteFunc(s.Collectives(), func(c string) bool { return !slices.Contains(collNames, strings.ReplaceAll(c, "_", "")) })
 	if len(s.Workload) == 0 || len(colls) < 2 {
 		return
 	}
@@ -1813,7 +1822,8 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 		return c, fmt.Errorf("condition on %s lists no value, so it can never hold", v)
 	}
 	var listed func(string) (string, bool)
-	offered := false // a value the param offers is among them
+	offered := false  // a value the param offers is among them
+	var refused error // a value's, kept as a stored space ran it
 	if k >= 0 {
 		listed = s.Params[k].lister()
 	}
@@ -1823,7 +1833,10 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 			value, err = Unset, nil
 		}
 		if err != nil {
-			return c, fmt.Errorf("condition on %v", err)
+			refused = fmt.Errorf("condition on %v", err)
+			if value == "" {
+				return c, refused
+			}
 		}
 		// A set NCCL reads in any order holds as the value it is listed as.
 		if k >= 0 {
@@ -1843,10 +1856,13 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 	case k >= 0 && b.never[v]:
 		return c, fmt.Errorf("condition on %s can never hold: %s itself is never active", v, v)
 	}
-	return c, nil
+	return c, refused
 }
 
-// value checks one variable's value, written in TOML as a string, integer or boolean.
+// value checks one variable's value, written in TOML as a string, integer or
+// boolean. One that NCCL can be given but a check refuses (one added since
+// campaigns ran with it) is returned beside the error: a stored space keeps
+// it (ParseStored), its trials having run with it.
 func (b *builder) value(name string, raw any) (string, error) {
 	v, err := Lookup(name)
 	if err != nil {
@@ -1856,14 +1872,19 @@ func (b *builder) value(name string, raw any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	if t, ok := raw.(bool); ok {
-		if v.Kind != KindBool {
-			// Read as 0 or 1, NCCL_NET = false set NCCL_NET=0.
-			return "", fmt.Errorf("%s: %v is a boolean, which only a variable of 0 or 1 takes", name, t)
-		}
+	t, isBool := raw.(bool)
+	if isBool {
 		text = map[bool]string{false: "0", true: "1"}[t]
 	}
-	return v.Normalize(text)
+	value, err := v.read(text)
+	switch {
+	case isBool && v.Kind != KindBool:
+		// Read as 0 or 1, NCCL_NET = false set NCCL_NET=0.
+		err = fmt.Errorf("%s: %v is a boolean, which only a variable of 0 or 1 takes", name, t)
+	case err == nil:
+		err = v.refuse(value)
+	}
+	return value, err
 }
 
 // bound reads an integer bound; byte-sized variables accept "64K" too.
