@@ -352,3 +352,20 @@ func TestAlikeReadsAsNCCLDoes(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMESpaceLoads: the README's space file, the one users copy first,
+// loads. Its `when` once named NCCL_NET, which it neither searched nor pinned.
+func TestREADMESpaceLoads(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```toml\n[campaign]\n")
+	block, _, closed := strings.Cut(block, "\n```")
+	if !ok || !closed {
+		t.Fatal("the README has no ```toml block of a whole space")
+	}
+	if _, err := Parse("README.md", []byte("[campaign]\n"+block)); err != nil {
+		t.Error(err)
+	}
+}
