@@ -117,7 +117,9 @@ func (e Export) settings(t *store.Trial) (space.Assignment, error) {
 			a[name] = v
 		}
 	}
-	if err := e.check(a); err != nil {
+	if err := e.check(a); errors.Is(err, space.ErrSplitOtherwise) {
+		return nil, fmt.Errorf("trial %d %w", t.Number, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("trial %d %w: the store was altered", t.Number, err)
 	}
 	stored := slices.DeleteFunc(slices.Clone(t.Env), func(kv string) bool {

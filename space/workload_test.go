@@ -1,6 +1,7 @@
 package space
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -182,5 +183,44 @@ func TestParseWorkload(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestTrialOfAnOlderSplit: a stored trial's part of NCCL_PROTO that the
+// workload no longer gets (alltoall's, or all_reduce's beside alltoall
+// alone: nccltune before 2026-12-06 made both) is told from an altered
+// store, so that export says to run the campaign again.
+func TestTrialOfAnOlderSplit(t *testing.T) {
+	sp, err := Parse("w.toml", []byte(`[campaign]
+[benchmark]
+gpus = 16
+[simulator]
+nodes = 2
+fabric = "ib"
+[[workload]]
+collective = "all_reduce"
+size = "25M"
+count = 100
+[[workload]]
+collective = "alltoall"
+size = "16M"
+count = 100
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL128", "Simple"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []Assignment{
+		{"NCCL_PROTO[allreduce]": "LL128", "NCCL_PROTO[alltoall]": Unset},
+		{"NCCL_PROTO[alltoall]": "Simple"},
+	} {
+		if err := sp.CheckOffered(a); !errors.Is(err, ErrSplitOtherwise) {
+			t.Errorf("%v: %v, want ErrSplitOtherwise", a, err)
+		}
+	}
+	if err := sp.CheckOffered(Assignment{"NCCL_FOO": "1"}); err == nil || errors.Is(err, ErrSplitOtherwise) {
+		t.Errorf("a variable no nccltune searched: %v", err)
 	}
 }
