@@ -139,16 +139,16 @@ func (p Param) Offers(v string) bool {
 	return err == nil && n >= p.Min && n <= p.Max
 }
 
-// CheckOffered checks that an assignment, a stored trial's, sets only
-// parameters the space searches, each to a value it offers: a store is no
-// authority on what runs or is exported, and one edited could otherwise
-// name any variable (NCCL_NET_PLUGIN, which loads code) or value.
 // ErrSplitOtherwise is a stored trial's part of NCCL_ALGO or NCCL_PROTO
 // that the space's workload no longer gets: nccltune before 2026-12-06
 // searched alltoall's and sendrecv's, which fail NCCL's init, and so split
 // a workload of one other collective.
 var ErrSplitOtherwise = errors.New("a part per collective that this nccltune no longer searches (NCCL takes none for alltoall or sendrecv): the campaign ran under an older nccltune; run it again")
 
+// CheckOffered checks that an assignment, a stored trial's, sets only
+// parameters the space searches, each to a value it offers: a store is no
+// authority on what runs or is exported, and one edited could otherwise
+// name any variable (NCCL_NET_PLUGIN, which loads code) or value.
 func (s *Space) CheckOffered(a Assignment) error {
 	for name, v := range a {
 		k := slices.IndexFunc(s.Params, func(p Param) bool { return p.Name == name })
