@@ -594,19 +594,29 @@ max = 32
 	}
 }
 
-// TestSimplificationStaysWithinConditions: leaving out a setting leaves out
-// the settings whose conditions it held, as a trial of the space would
-// (space.Complete), so that no variant run, nor exported, sets a variable
-// the space switches off. Before, dropping NCCL_PROTO=Simple (a choice
-// without "default") kept NCCL_NTHREADS, which is searched only under it.
+// TestSimplificationStaysWithinConditions: a variant the simplification
+// runs is a trial of the space (space.Complete): leaving out a setting
+// leaves out the settings searched only under it (dropping NCCL_PROTO=Simple,
+// a choice without "default", kept NCCL_NTHREADS), and a variant that would
+// switch on an integer range, which offers no "default", is not run (it ran
+// NCCL_MIN_CTAS, searched only under NCCL's own algorithm, without a value).
 func TestSimplificationStaysWithinConditions(t *testing.T) {
-	sp := mustParse(t, "test.toml", `
+	const head = `
 [campaign]
 name = "conditions"
 trials = 4
 sizes = { min = "1M", max = "4M", factor = 4 }
 [simulator]
 nodes = 1
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["default", "1M"]
+`
+	for _, tc := range []struct {
+		name, params string
+		trials       []space.Assignment // the last the best
+	}{
+		{"switched off", `
 [[param]]
 name = "NCCL_PROTO"
 values = ["LL", "Simple"]
@@ -614,54 +624,8 @@ values = ["LL", "Simple"]
 name = "NCCL_NTHREADS"
 values = ["256", "512"]
 when = { NCCL_PROTO = ["Simple"] }
-[[param]]
-name = "NCCL_BUFFSIZE"
-values = ["default", "1M"]
-`)
-	trial := func(n int, a space.Assignment, score float64) store.Trial {
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = score
-		}
-		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
-	}
-	trials := []store.Trial{
-		trial(0, space.Assignment{}, 10),
-		trial(1, space.Assignment{}, 10),
-		trial(2, space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NTHREADS": "512", "NCCL_BUFFSIZE": "1M"}, 20),
-	}
-	var ran []space.Assignment
-	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
-		ran = append(ran, a)
-		return trial(len(trials)+len(ran), a, 20), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ran) < 2 {
-		t.Fatalf("the simplification ran %v: nothing left out", ran)
-	}
-	for _, a := range ran {
-		for _, p := range sp.Params {
-			if _, set := a[p.Name]; set && !sp.Active(p, a) {
-				t.Errorf("ran %v: %s is set where its condition does not hold", a, p.Name)
-			}
-		}
-	}
-}
-
-// TestSimplificationSwitchesOnNoRange: a variant whose setting left out
-// switches on an integer range (searched only under NCCL's own choice)
-// would run that range without a value, a configuration no trial of the
-// space has: a range offers no "default", and the variant is not run.
-func TestSimplificationSwitchesOnNoRange(t *testing.T) {
-	sp := mustParse(t, "test.toml", `
-[campaign]
-name = "conditions"
-trials = 4
-sizes = { min = "1M", max = "4M", factor = 4 }
-[simulator]
-nodes = 1
+`, []space.Assignment{{}, {}, {"NCCL_PROTO": "Simple", "NCCL_NTHREADS": "512", "NCCL_BUFFSIZE": "1M"}}},
+		{"switched on", `
 [[param]]
 name = "NCCL_ALGO"
 values = ["default", "Ring"]
@@ -670,34 +634,42 @@ name = "NCCL_MIN_CTAS"
 min = 1
 max = 32
 when = { NCCL_ALGO = ["default"] }
-[[param]]
-name = "NCCL_BUFFSIZE"
-values = ["default", "1M"]
-`)
-	trial := func(n int, a space.Assignment, score float64) store.Trial {
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = score
-		}
-		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
-	}
-	trials := []store.Trial{
-		trial(0, space.Assignment{"NCCL_ALGO": "default", "NCCL_MIN_CTAS": "4", "NCCL_BUFFSIZE": "default"}, 10),
-		trial(1, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "1M"}, 20),
-	}
-	var ran []space.Assignment
-	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
-		ran = append(ran, a)
-		return trial(len(trials)+len(ran), a, 20), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range ran {
-		for _, p := range sp.Params {
-			if _, set := a[p.Name]; !set && sp.Active(p, a) {
-				t.Errorf("ran %v: %s is searched there, without a value", a, p.Name)
+`, []space.Assignment{{"NCCL_ALGO": "default", "NCCL_MIN_CTAS": "4", "NCCL_BUFFSIZE": "default"}, {"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "1M"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := mustParse(t, "test.toml", head+tc.params)
+			trial := func(n int, a space.Assignment) store.Trial {
+				scores := map[string]float64{}
+				for _, rg := range sp.Ranges {
+					scores[rg.Name] = float64(10 + 10*min(n, len(tc.trials)-1)/(len(tc.trials)-1))
+				}
+				return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
 			}
-		}
+			var trials []store.Trial
+			for n, a := range tc.trials {
+				trials = append(trials, trial(n, a))
+			}
+			var ran []space.Assignment
+			err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+				ran = append(ran, a)
+				return trial(len(trials)+len(ran), a), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ran) < 2 {
+				t.Fatalf("the simplification ran %v: nothing left out", ran)
+			}
+			for _, a := range ran {
+				for _, p := range sp.Params {
+					switch _, set := a[p.Name]; {
+					case set && !sp.Active(p, a):
+						t.Errorf("ran %v: %s is set where its condition does not hold", a, p.Name)
+					case !set && sp.Active(p, a) && !p.Categorical():
+						t.Errorf("ran %v: range %s is searched there, without a value", a, p.Name)
+					}
+				}
+			}
+		})
 	}
 }
