@@ -496,7 +496,9 @@ func checkMaster(ctx context.Context, _ Options, _ *facts) Result {
 		conn.Close()
 		r.Status, r.Detail = OK, "something listens on "+host+":"+port
 	case errors.As(err, &opErr) && strings.Contains(err.Error(), "refused"):
-		r.Status, r.Detail = OK, host+" answers; port "+port+" is closed (expected before a job starts)"
+		// A firewall that rejects (rather than drops) answers so too: the
+		// route is there, but such a firewall would refuse the job's port.
+		r.Status, r.Detail = OK, host+":"+port+" refused the connection: nothing listens yet (expected before a job starts), or a firewall on the way rejects the port"
 	default:
 		r.Status, r.Detail, r.Fix = Fail, err.Error(), "check the address, routes and firewalls between nodes"
 	}

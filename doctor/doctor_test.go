@@ -128,8 +128,8 @@ func TestMissingToolsSkip(t *testing.T) {
 	res := Run(context.Background(), Options{Root: t.TempDir(), Exec: fakeExec(nil), Python: "no-such-python"})
 	for _, r := range res {
 		if r.Check == "MASTER_ADDR reachable" {
-			if r.Status != OK {
-				t.Errorf("MASTER_ADDR: %+v", r)
+			if r.Status != OK || !strings.Contains(r.Detail, "or a firewall on the way rejects the port") {
+				t.Errorf("MASTER_ADDR: %+v; a refusal may be a firewall's", r)
 			}
 			continue
 		}
