@@ -1,7 +1,6 @@
 package quality
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"slices"
@@ -48,11 +47,7 @@ func Plot(results []Result, families []FamilyResults, trials int, path string) e
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
 	}
-	var b bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&b); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, b.Bytes(), 0o666)
+	return atomicfile.WriteFrom(path, vgimg.PngCanvas{Canvas: img}, 0o666)
 }
 
 // FamilyResults are the campaigns on one family of generated scenarios,

@@ -4,7 +4,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"maps"
@@ -395,11 +394,7 @@ func save(p *plot.Plot, path string) error {
 	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	if _, err := png.WriteTo(&b); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, b.Bytes(), 0o666)
+	return atomicfile.WriteFrom(path, png, 0o666)
 }
 
 // widen gives an axis whose points all hold one positive value (one size

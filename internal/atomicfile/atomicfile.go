@@ -2,8 +2,10 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -46,6 +48,16 @@ func Write(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// WriteFrom is Write of what w writes (a plot's PNG encoder), held in
+// memory until it is whole.
+func WriteFrom(path string, w io.WriterTo, mode os.FileMode) error {
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		return err
+	}
+	return Write(path, b.Bytes(), mode)
 }
 
 // target is the file a write to path replaces, a symbolic link's target
