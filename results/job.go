@@ -49,7 +49,7 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 	groups := map[string][]store.Trial{}
 	var keys []string
 	for _, t := range trials {
-		k := strings.Join(append(space.ReadingEnv(JobEnv(sp, t.Params)), sp.Args(t.Params)...), " ")
+		k := jobKey(sp, t.Params)
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -191,10 +191,16 @@ func (j Job) Composed(sp *space.Space) bool {
 	envs := map[string]bool{}
 	for _, r := range j.Ranges {
 		if j.Uses(r) {
-			envs[strings.Join(space.ReadingEnv(JobEnv(sp, r.Best.Params)), " ")] = true
+			envs[jobKey(sp, r.Best.Params)] = true
 		}
 	}
 	return len(envs) > 1
+}
+
+// jobKey identifies the job-wide part of a configuration as NCCL reads it:
+// its JobEnv and options.
+func jobKey(sp *space.Space, a space.Assignment) string {
+	return strings.Join(append(space.ReadingEnv(JobEnv(sp, a)), sp.Args(a)...), " ")
 }
 
 // DefaultsKept reports whether validation rejected the job's configuration,
