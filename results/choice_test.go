@@ -290,7 +290,7 @@ func TestFailedConfigurationIsNeverChosen(t *testing.T) {
 
 // TestFailedConfigurationIsNeverChosenWhateverItsSpelling: a configuration
 // that failed is one NCCL reads alike however its values are written (a
-// name's case, an integer's zeros, a list's order): its runs under another
+// name's case, an integer's zeros, a list's order, a level's old number): its runs under another
 // spelling are not chosen, nor are they a configuration of their own.
 func TestFailedConfigurationIsNeverChosenWhateverItsSpelling(t *testing.T) {
 	sp := loadExample(t)
@@ -300,6 +300,7 @@ func TestFailedConfigurationIsNeverChosenWhateverItsSpelling(t *testing.T) {
 		{"NCCL_MIN_CTAS", "8", "008"},
 		{"NCCL_PROTO", "LL,Simple", "Simple,LL"},
 		{"NCCL_BUFFSIZE", "2M", "2097152"},
+		{"NCCL_NET_GDR_LEVEL", "SYS", "4"},
 	} {
 		trials := []store.Trial{
 			{Number: 0, State: store.Complete, Params: map[string]string{}, Scores: scores(100)},

@@ -533,9 +533,10 @@ func (s *Space) Key(a Assignment) string {
 }
 
 // Reading identifies a configuration as NCCL reads it: Key with each
-// catalogued variable's value normalized, and a list as the set it names,
-// so that spellings NCCL reads alike ("ring" and "Ring", "08" and "8",
-// "Simple,LL" and "LL,Simple") are one configuration, whose failure under
+// catalogued variable's value normalized, then as NCCL reads it (Var.reads:
+// a list as the set it names, a level's old number as its name), so that
+// spellings NCCL reads alike ("ring" and "Ring", "08" and "8", "Simple,LL"
+// and "LL,Simple", "4" and "SYS") are one configuration, whose failure under
 // one spelling is its failure under all.
 func (s *Space) Reading(a Assignment) string {
 	return strings.Join(append(ReadingEnv(s.Env(a)), s.Args(a)...), " ")
@@ -550,9 +551,7 @@ func ReadingEnv(env []string) []string {
 			if n, err := v.Normalize(value); err == nil {
 				value = n
 			}
-			if v.Kind == KindList {
-				value = listSet(value)
-			}
+			value = v.reads(value)
 		}
 		out[i] = name + "=" + value
 	}
