@@ -64,7 +64,7 @@ type Source struct {
 	Malformed int64  // COLL lines that could not be read
 	// FirstMalformed is the first of them, "line N: text".
 	FirstMalformed string
-	Skipped        int64 // lines neither COLL nor version lines
+	Skipped        int64 // lines (or their CR-ended parts: see line) neither COLL nor version lines
 	Processes      int   // processes that logged calls
 	// Comms says, per communicator size, whose calls were counted.
 	Comms []Comms
@@ -220,12 +220,21 @@ func newParser() *parser {
 	}
 }
 
-// line reads one line of the log.
+// line reads one line of the log. A lone CR in it ends a record, as a
+// terminal shows it: a log of CR line ends, or a progress bar's updates
+// (stderr's, unbuffered, where 2>&1 mixes them in) before NCCL's line.
 func (p *parser) line(b []byte) error {
 	p.src.Lines++
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
+	for rec := range bytes.SplitSeq(bytes.TrimRight(b, "\r\n"), []byte{'\r'}) {
+		if err := p.record(rec); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// record reads one record of a line.
+func (p *parser) record(b []byte) error {
 	proc, dev, msg, isInfo, okProc := splitInfo(b)
 	if !isInfo {
 		// Up to 2.22, NCCL prints its version on stdout, alone.
