@@ -151,14 +151,19 @@ func Read(r io.Reader) (*Workload, error) {
 	return p.workload()
 }
 
-// open returns a reader of the log, gunzipped if it starts with gzip's magic.
+// open returns a reader of the log, gunzipped if it starts with gzip's
+// magic; a log packed otherwise is refused as such, not read as one of no
+// NCCL line.
 func open(r io.Reader) (br *bufio.Reader, gzipped bool, err error) {
 	br = bufio.NewReaderSize(r, maxLine)
-	magic, err := br.Peek(2)
+	magic, err := br.Peek(10)
 	if err != nil && err != io.EOF {
 		return nil, false, fmt.Errorf("reading the log: %w", err)
 	}
-	if !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+	if what, undo := packedAs(magic); what != "" {
+		return nil, false, fmt.Errorf("the log is %s, which profile does not read: %s LOG | nccltune profile -", what, undo)
+	}
+	if !bytes.HasPrefix(magic, []byte{0x1f, 0x8b}) {
 		return br, false, nil
 	}
 	zr, err := gzip.NewReader(br)
@@ -166,6 +171,28 @@ func open(r io.Reader) (br *bufio.Reader, gzipped bool, err error) {
 		return nil, true, fmt.Errorf("reading the log's gzip header: %w", err)
 	}
 	return bufio.NewReaderSize(zr, maxLine), true, nil
+}
+
+// packedAs names what a log that starts with magic is packed with, other
+// than gzip, and the command that unpacks it; "" for anything else.
+func packedAs(magic []byte) (what, undo string) {
+	// bzip2's "BZh" and block size could start a line of text: its first
+	// block's magic (or the empty stream's end) follows them.
+	bzip2 := len(magic) >= 10 && string(magic[:3]) == "BZh" && '1' <= magic[3] && magic[3] <= '9' &&
+		(string(magic[4:10]) == "1AY&SY" || string(magic[4:10]) == "\x17rE8P\x90")
+	switch {
+	case bytes.HasPrefix(magic, []byte("\x28\xb5\x2f\xfd")):
+		return "zstd-compressed", "zstd -dc"
+	case bytes.HasPrefix(magic, []byte("\xfd7zXZ\x00")):
+		return "xz-compressed", "xz -dc"
+	case bzip2:
+		return "bzip2-compressed", "bzip2 -dc"
+	case bytes.HasPrefix(magic, []byte("\x04\x22\x4d\x18")):
+		return "lz4-compressed", "lz4 -dc"
+	case bytes.HasPrefix(magic, []byte("PK\x03\x04")):
+		return "a zip archive", "unzip -p"
+	}
+	return "", ""
 }
 
 // skipLine reads past the rest of an over-long line.

@@ -173,6 +173,12 @@ func TestReadErrors(t *testing.T) {
 		{"only unmeasured", rank0 + strings.Replace(allRed, "AllReduce", "Gather", 1) + "\n", "no call that nccltune can measure, only Gather"},
 		{"truncated gzip", string(truncated.Bytes()[:truncated.Len()-10]), "truncated"},
 		{"gzip magic, no gzip", "\x1f\x8bnot gzip at all", "gzip header"},
+		// Compressed as profile does not read: not "no COLL lines".
+		{"zstd", "\x28\xb5\x2f\xfd\x24\x05\x29\x00", "zstd-compressed, which profile does not read: zstd -dc"},
+		{"xz", "\xfd7zXZ\x00\x00\x04", "xz-compressed, which profile does not read: xz -dc"},
+		{"bzip2", "BZh91AY&SY\x8b", "bzip2-compressed, which profile does not read: bzip2 -dc"},
+		{"lz4", "\x04\x22\x4d\x18\x64\x40", "lz4-compressed, which profile does not read: lz4 -dc"},
+		{"zip", "PK\x03\x04\x14\x00", "a zip archive, which profile does not read: unzip -p"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Read(strings.NewReader(tc.log))

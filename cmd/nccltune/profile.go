@@ -22,10 +22,11 @@ func profileCommand() *cli.Command {
 		Usage:     "read a job's NCCL log and write its workload: the collectives, sizes and calls it made",
 		ArgsUsage: "LOG",
 		Description: "Run the job once with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL (every rank's log, or rank 0's;\n" +
-			"gzip is read as it is; - reads standard input) and give its log: profile writes the [[workload]]\n" +
-			"tables of a space file, per collective and message size the calls of one rank, and a summary of\n" +
-			"each collective's share on standard error. With a workload, a campaign measures every\n" +
-			"collective it names and scores a configuration by the job's predicted communication time.",
+			"gzip is read as it is, zstd, xz, bzip2, lz4 and zip are not; - reads standard input) and give\n" +
+			"its log: profile writes the [[workload]] tables of a space file, per collective and message size\n" +
+			"the calls of one rank, and a summary of each collective's share on standard error. With a\n" +
+			"workload, a campaign measures every collective it names and scores a configuration by the\n" +
+			"job's predicted communication time.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "write the [[workload]] tables to `FILE` (default: standard output)"},
 			&cli.IntFlag{Name: "ranks", Usage: "keep the calls of communicators of `N` ranks only (a campaign measures one size)"},
