@@ -163,14 +163,66 @@ func open(r io.Reader) (br *bufio.Reader, gzipped bool, err error) {
 	if what, undo := packedAs(magic); what != "" {
 		return nil, false, fmt.Errorf("the log is %s, which profile does not read: %s LOG | nccltune profile -", what, undo)
 	}
-	if !bytes.HasPrefix(magic, []byte{0x1f, 0x8b}) {
+	if !bytes.HasPrefix(magic, gzipMagic) {
 		return br, false, nil
 	}
-	zr, err := gzip.NewReader(br)
-	if err != nil {
+	g := &gunzip{br: br, zr: new(gzip.Reader)}
+	if err := g.reset(); err != nil {
 		return nil, true, fmt.Errorf("reading the log's gzip header: %w", err)
 	}
-	return bufio.NewReaderSize(zr, maxLine), true, nil
+	return bufio.NewReaderSize(g, maxLine), true, nil
+}
+
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// gunzip reads the members of a gzip file in turn, as gzip -d does, and
+// ends at zero bytes after the last, which gzip -d ignores too: a file
+// padded to a block (dd conv=sync, a tape) is whole. (gzip.Reader's own
+// multistream reading takes them for a truncated or broken member.)
+type gunzip struct {
+	br *bufio.Reader
+	zr *gzip.Reader
+}
+
+func (g *gunzip) Read(p []byte) (int, error) {
+	for {
+		n, err := g.zr.Read(p)
+		if n > 0 || err != io.EOF {
+			if err == io.EOF {
+				err = nil // the next call starts the next member
+			}
+			return n, err
+		}
+		if err := g.next(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// next starts the member that follows the one read, or returns io.EOF
+// where only zero bytes, or none, follow.
+func (g *gunzip) next() error {
+	if magic, _ := g.br.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic) {
+		return g.reset()
+	}
+	for {
+		b, err := g.br.ReadByte()
+		switch {
+		case err != nil:
+			return err
+		case b != 0:
+			return errors.New("bytes after the gzip stream that are no gzip's (another file appended to it?)")
+		}
+	}
+}
+
+// reset starts reading a member at br, and that member alone.
+func (g *gunzip) reset() error {
+	if err := g.zr.Reset(g.br); err != nil {
+		return err
+	}
+	g.zr.Multistream(false)
+	return nil
 }
 
 // packedAs names what a log that starts with magic is packed with, other

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -145,6 +146,37 @@ func TestReadGzip(t *testing.T) {
 	_, err = Read(bytes.NewReader(z.Bytes()[:z.Len()/2]))
 	if err == nil || !strings.Contains(err.Error(), "truncated") {
 		t.Errorf("half a gzip stream: err = %v, want it to say truncated", err)
+	}
+}
+
+// TestReadGzipPadded: zero bytes after a gzip stream (a file padded to a
+// block, as dd conv=sync or a tape leaves it), which gzip -d ignores, were
+// read as a truncated stream or a broken header, and the log refused;
+// other bytes there still are, as no gzip's.
+func TestReadGzipPadded(t *testing.T) {
+	var z bytes.Buffer
+	for range 2 { // two members, as cat a.gz b.gz makes
+		zw := gzip.NewWriter(&z)
+		zw.Write([]byte(rank0 + allRed + "\n"))
+		zw.Close()
+	}
+	for _, pad := range []int{1, 4, 9, 10, 100, 3 * maxLine} {
+		w, err := Read(io.MultiReader(bytes.NewReader(z.Bytes()), bytes.NewReader(make([]byte, pad))))
+		if err != nil {
+			t.Errorf("%d zero bytes after the stream: %v", pad, err)
+		} else if want := []Entry{{"all_reduce", 4 << 10, 2, 4}}; !slices.Equal(w.Entries, want) {
+			t.Errorf("%d zero bytes after the stream: entries = %v, want %v", pad, w.Entries, want)
+		}
+	}
+	for garbage, want := range map[string]string{
+		"x":            "bytes after the gzip stream that are no gzip's",
+		"\x00\x00x":    "bytes after the gzip stream that are no gzip's",
+		"\x1f\x8b\x08": "truncated", // a member's start
+	} {
+		_, err := Read(strings.NewReader(z.String() + garbage))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q after the stream: err = %v, want %q in it", garbage, err, want)
+		}
 	}
 }
 
