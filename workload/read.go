@@ -92,7 +92,7 @@ type Comms struct {
 }
 
 // ErrNoCalls says that the log has no COLL line at all.
-var ErrNoCalls = errors.New("no NCCL COLL lines: run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL")
+var ErrNoCalls = errors.New("no NCCL COLL lines: run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL; NCCL logs to standard output, not standard error, or to the file NCCL_DEBUG_FILE names")
 
 // maxLine bounds the line buffer. NCCL's lines are under 1 KiB (its log
 // buffer, src/debug.cc); longer ones are someone else's, skipped.

@@ -197,6 +197,9 @@ func TestReadErrors(t *testing.T) {
 	}{
 		{"empty", "", ErrNoCalls.Error()},
 		{"no NCCL", "epoch 1 loss 3.2\nepoch 2 loss 2.9\n", ErrNoCalls.Error()},
+		// A job's stderr alone (2> job.log, as the README said): NCCL's
+		// lines went to its stdout, and the error says so.
+		{"stderr alone", "UserWarning: TypedStorage is deprecated\n", "NCCL logs to standard output"},
 		{"INFO without COLL", rank0 + "Bootstrap : Using eth0:10.0.0.1<0>\n" + version, ErrNoCalls.Error()},
 		{"mixed versions", version + rank0 + allRed + "\nh:2:2 [1] NCCL INFO NCCL version 2.27.7+cuda12.9\n", "mixed NCCL versions: 2.28.3 (line 1) and 2.27.7 (line 3)"},
 		{"bare and INFO versions differ", "NCCL version 2.18.3+cuda12.2\n" + version, "mixed NCCL versions: 2.18.3 (line 1) and 2.28.3 (line 2)"},

@@ -21,9 +21,10 @@ func profileCommand() *cli.Command {
 		Name:      "profile",
 		Usage:     "read a job's NCCL log and write its workload: the collectives, sizes and calls it made",
 		ArgsUsage: "LOG",
-		Description: "Run the job once with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL (every rank's log, or rank 0's;\n" +
-			"gzip is read as it is, zstd, xz, bzip2, lz4 and zip are not; - reads standard input) and give\n" +
-			"its log: profile writes the [[workload]] tables of a space file, per collective and message size\n" +
+		Description: "Run the job once with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL and give its log: its standard\n" +
+			"output, where NCCL logs, or the files NCCL_DEBUG_FILE=nccl.%h.%p.log names, one a process (every\n" +
+			"rank's, or rank 0's; gzip is read as it is, zstd, xz, bzip2, lz4 and zip are not; - reads standard\n" +
+			"input). profile writes the [[workload]] tables of a space file, per collective and message size\n" +
 			"the calls of one rank, and a summary of each collective's share on standard error. With a\n" +
 			"workload, a campaign measures every collective it names and scores a configuration by the\n" +
 			"job's predicted communication time.",
