@@ -105,10 +105,15 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	if err != nil {
 		return nil, err
 	}
-	runs, err := s.measure(ctx, arms, rounds)
+	// Each run is stored as it ends: a failure in a validation that is
+	// stopped, or killed, holds its configuration to NCCL's defaults in
+	// every later one (see failedBefore).
 	batch := time.Now().UnixNano()
+	runs, err := s.measure(ctx, arms, rounds, func(r store.ValidationRun) error {
+		return s.Store.SaveValidation(s.camp.ID, batch, []store.ValidationRun{r}, nil)
+	})
 	if err != nil {
-		return nil, s.keepStopped(batch, runs, err)
+		return nil, err
 	}
 	var verdicts []store.Validation
 	for _, c := range candidates {
@@ -140,30 +145,16 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	}
 	for _, a := range probes {
 		if err := s.probe(ctx, a); err != nil {
-			return nil, s.keepStopped(batch, runs, err)
+			return nil, err
 		}
 	}
 	// Stored once probed: a campaign whose choices have verdicts runs
 	// nothing on resume (see Finished), and one stopped while probing
 	// would have left a plugin's rules without NCCL's decisions.
-	if err := s.Store.SaveValidation(s.camp.ID, batch, runs, verdicts); err != nil {
+	if err := s.Store.SaveValidation(s.camp.ID, batch, nil, verdicts); err != nil {
 		return nil, err
 	}
 	return verdicts, nil
-}
-
-// keepStopped stores the runs of a validation stopped by err, without verdicts,
-// and returns err: a configuration that gave wrong data or crashed in one
-// of them is held to NCCL's defaults by every later validation (see
-// failedBefore), as if this one had ended.
-func (s *session) keepStopped(batch int64, runs []store.ValidationRun, err error) error {
-	if len(runs) == 0 {
-		return err
-	}
-	if serr := s.Store.SaveValidation(s.camp.ID, batch, runs, nil); serr != nil {
-		return errors.Join(err, serr)
-	}
-	return err
 }
 
 // failedBefore is, by its environment (envKey), the first run of each
@@ -250,9 +241,9 @@ func (s *session) probe(ctx context.Context, a arm) error {
 }
 
 // measure runs every arm once per round, alternating the order (A B, B A, ...)
-// so that drift and warm-up hit all arms alike. Stopped, it returns the
-// runs made so far with the error.
-func (s *session) measure(ctx context.Context, arms []arm, rounds int) ([]store.ValidationRun, error) {
+// so that drift and warm-up hit all arms alike, and hands each run to keep,
+// if set, as it ends. Stopped, it returns the runs made so far with the error.
+func (s *session) measure(ctx context.Context, arms []arm, rounds int, keep func(store.ValidationRun) error) ([]store.ValidationRun, error) {
 	sp := s.Space
 	var runs []store.ValidationRun
 	for round := range rounds {
@@ -279,6 +270,11 @@ func (s *session) measure(ctx context.Context, arms []arm, rounds int) ([]store.
 			unconfirmed := slices.DeleteFunc(t.NCCLLog.Unconfirmed(a.env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
 			run := store.ValidationRun{Round: round, Arm: a.name, Env: a.env, State: t.State, Scores: t.Scores,
 				Failure: strings.TrimPrefix(t.FailureKind+": "+t.FailureReason, ": "), Unconfirmed: unconfirmed}
+			if keep != nil {
+				if err := keep(run); err != nil {
+					return runs, err
+				}
+			}
 			runs = append(runs, run)
 			if s.OnValidationRun != nil {
 				s.OnValidationRun(run, len(runs), rounds*len(arms))
