@@ -105,38 +105,55 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	if err != nil {
 		return nil, err
 	}
-	// Each run is stored as it ends: a failure in a validation that is
-	// stopped, or killed, holds its configuration to NCCL's defaults in
-	// every later one (see failedBefore).
 	batch := time.Now().UnixNano()
+	// judge draws the verdicts on the configurations of the arms that in
+	// says, from runs.
+	judge := func(runs []store.ValidationRun, in func(arm int) bool) []store.Validation {
+		var vs []store.Validation
+		for _, c := range candidates {
+			if !in(c.arm) {
+				continue
+			}
+			tuned := runsOf(runs, arms[c.arm].name)
+			if c.arm == 0 {
+				tuned = nil
+			}
+			v := results.Judge(c.result, tuned, runsOf(runs, arms[0].name), rounds)
+			v.Config = sp.Key(arms[c.arm].assignment)
+			vs = append(vs, heldTo(v, arms[c.arm], failed))
+		}
+		if jobArm >= 0 && in(jobArm) {
+			var tuned []store.ValidationRun
+			if jobArm != 0 {
+				tuned = runsOf(runs, arms[jobArm].name)
+			}
+			v := results.JudgeJob(sp, tuned, runsOf(runs, arms[0].name), rounds)
+			v.Config = sp.Key(arms[jobArm].assignment)
+			vs = append(vs, heldTo(v, arms[jobArm], failed))
+		}
+		for i := range vs {
+			vs[i].Batch, vs[i].Created, vs[i].Rounds = batch, time.Now(), rounds
+		}
+		return vs
+	}
+	// Each run is stored as it ends, so that a failure in a validation that
+	// is stopped, or killed, holds its configuration to NCCL's defaults in
+	// every later one (see failedBefore); and a configuration that fails by
+	// its settings is judged at once, with the run: an older verdict on it
+	// would otherwise stand until a validation ends.
+	judged := map[int]bool{}
 	runs, err := s.measure(ctx, arms, rounds, func(r store.ValidationRun) error {
-		return s.Store.SaveValidation(s.camp.ID, batch, []store.ValidationRun{r}, nil)
+		var vs []store.Validation
+		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && failedBySettings(r) {
+			judged[k] = true
+			vs = judge([]store.ValidationRun{r}, func(arm int) bool { return arm == k })
+		}
+		return s.Store.SaveValidation(s.camp.ID, batch, []store.ValidationRun{r}, vs)
 	})
 	if err != nil {
 		return nil, err
 	}
-	var verdicts []store.Validation
-	for _, c := range candidates {
-		tuned := runsOf(runs, arms[c.arm].name)
-		if c.arm == 0 {
-			tuned = nil
-		}
-		v := results.Judge(c.result, tuned, runsOf(runs, arms[0].name), rounds)
-		v.Config = sp.Key(arms[c.arm].assignment)
-		verdicts = append(verdicts, heldTo(v, arms[c.arm], failed))
-	}
-	if jobArm >= 0 {
-		var tuned []store.ValidationRun
-		if jobArm != 0 {
-			tuned = runsOf(runs, arms[jobArm].name)
-		}
-		v := results.JudgeJob(sp, tuned, runsOf(runs, arms[0].name), rounds)
-		v.Config = sp.Key(arms[jobArm].assignment)
-		verdicts = append(verdicts, heldTo(v, arms[jobArm], failed))
-	}
-	for i := range verdicts {
-		verdicts[i].Batch, verdicts[i].Created, verdicts[i].Rounds = batch, time.Now(), rounds
-	}
+	verdicts := judge(runs, func(arm int) bool { return !judged[arm] })
 	// Where the job leaves a range to NCCL, a plugin that must name every
 	// choice needs NCCL's own under the job's environment.
 	probes := slices.Clone(arms)
@@ -172,15 +189,20 @@ func (s *session) failedBefore() (map[string]store.ValidationRun, error) {
 			return nil, err
 		}
 		for _, r := range runs {
-			// Stored as "kind: reason" (measure); a launch that started no
-			// rank did not run the settings.
-			kind, _, _ := strings.Cut(r.Failure, ":")
-			if _, ok := failed[envKey(r.Env)]; !ok && r.State != store.Complete && runner.FailureKind(kind).Settings() {
+			if _, ok := failed[envKey(r.Env)]; !ok && failedBySettings(r) {
 				failed[envKey(r.Env)] = r
 			}
 		}
 	}
 	return failed, nil
+}
+
+// failedBySettings reports whether a validation run failed as its
+// settings may make a job fail: stored as "kind: reason" (measure), a
+// launch that started no rank did not run them.
+func failedBySettings(r store.ValidationRun) bool {
+	kind, _, _ := strings.Cut(r.Failure, ":")
+	return r.State != store.Complete && runner.FailureKind(kind).Settings()
 }
 
 func envKey(env []string) string { return strings.Join(env, "\n") }

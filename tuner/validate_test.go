@@ -273,3 +273,30 @@ func TestFailedInAKilledValidation(t *testing.T) {
 		t.Fatal("no range validated a tuned configuration")
 	}
 }
+
+// TestFailedAfterAVerdict: a configuration validated as tuned whose data
+// was then wrong in a later validation, stopped before its verdicts (Ctrl-C,
+// kill -9 or a lost node in `validate` or in a resume's), is no longer
+// exported: the older verdict stood, and a resume, finding every choice
+// judged, validated nothing again.
+func TestFailedAfterAVerdict(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = failThenStop{stop: cancel, stopAt: "validate-1-0"}
+	if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped validation returned %v", err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials, _ := st.Trials(camp.ID)
+	vals, _ := st.Validations(camp.ID)
+	for _, r := range results.Of(sp, trials, vals) {
+		if r.Tuned() {
+			t.Errorf("range %s keeps trial %d, which gave wrong data after its verdict: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
+		}
+	}
+}
