@@ -24,30 +24,61 @@ import (
 // as they do under os.Create. A path that is a device or a pipe
 // (/dev/stdout) is written into as it is: a rename would replace it.
 func Write(path string, data []byte, mode os.FileMode) error {
-	path, old, err := target(path)
-	switch {
-	case err != nil:
-		return err
-	case old != nil && !old.Mode().IsRegular():
-		return writeInto(path, data)
+	return WriteAll([]File{{path, data, mode}})
+}
+
+// File is one file WriteAll writes: Write's arguments.
+type File struct {
+	Path string
+	Data []byte
+	Mode os.FileMode
+}
+
+// WriteAll writes files as Write writes each, and replaces none of them
+// where one cannot be written (a full disk): each is written to its
+// temporary file before any is renamed, so that an export's files are the
+// new set or the old one, not one range's new beside another's old.
+func WriteAll(files []File) error {
+	type staged struct{ tmp, path string }
+	var ready []staged
+	defer func() {
+		for _, f := range ready {
+			os.Remove(f.tmp) // renamed, it is gone
+		}
+	}()
+	for _, f := range files {
+		path, old, err := target(f.Path)
+		switch {
+		case err != nil:
+			return err
+		case old != nil && !old.Mode().IsRegular():
+			if err := writeInto(path, f.Data); err != nil {
+				return err
+			}
+			continue
+		}
+		tmp, err := createTemp(filepath.Dir(path), f.Mode)
+		if err != nil {
+			return err
+		}
+		ready = append(ready, staged{tmp.Name(), path})
+		err = fill(tmp, f.Data, old)
+		if closeErr := tmp.Close(); err == nil {
+			err = closeErr
+		}
+		if err != nil {
+			return err
+		}
 	}
-	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, mode)
-	if err != nil {
-		return err
+	for _, f := range ready {
+		if err := os.Rename(f.tmp, f.path); err != nil {
+			return err
+		}
+		if err := syncDir(filepath.Dir(f.path)); err != nil {
+			return err
+		}
 	}
-	defer os.Remove(tmp.Name())
-	if err := fill(tmp, data, old); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // WriteFrom is Write of what w writes (a plot's PNG encoder), held in
