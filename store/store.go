@@ -413,6 +413,15 @@ func NoRoom(err error) bool {
 
 // Close closes the store and releases the writer lock.
 func (s *Store) Close() error {
+	// The writer copies its log into the file first: SQLite's checkpoint
+	// on closing needs the store to itself, and one reader through the log
+	// (`watch nccltune status`) left the last trials in the -wal alone,
+	// which a copy of the file lacks. Not under an immutable reader (see
+	// checkpoints); a checkpoint that fails leaves the log, which the next
+	// reader reads through and the next writer copies.
+	if s.identity != nil && s.checkpoints() == nil && s.checkpointing {
+		s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	}
 	err := s.db.Close()
 	// After SQLite's own descriptors: closing any descriptor of the file
 	// drops the POSIX locks this process holds on it.
