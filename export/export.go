@@ -90,6 +90,7 @@ func (e Export) Write(format, dir string) ([]string, error) {
 		return nil, mkErr
 	}
 	var paths []string
+	var writes []atomicfile.File
 	for _, f := range files {
 		if strings.ContainsFunc(strings.ReplaceAll(f.text, "\n", ""), unicode.IsControl) || !utf8.ValidString(f.text) {
 			// A last guard: every line was built from checked parts.
@@ -97,11 +98,11 @@ func (e Export) Write(format, dir string) ([]string, error) {
 			continue
 		}
 		path := filepath.Join(dir, f.name)
-		if wErr := atomicfile.Write(path, []byte(f.text), f.mode); wErr != nil {
-			err = errors.Join(err, wErr)
-			continue
-		}
 		paths = append(paths, path)
+		writes = append(writes, atomicfile.File{Path: path, Data: []byte(f.text), Mode: f.mode})
+	}
+	if wErr := atomicfile.WriteAll(writes); wErr != nil {
+		return nil, errors.Join(err, wErr)
 	}
 	return paths, err
 }

@@ -140,6 +140,32 @@ func TestCampaignCheckpointsWithoutReaders(t *testing.T) {
 	}
 }
 
+// TestCampaignClosedBesideALogReader: a campaign that ends while a reader
+// reads through its log (`watch nccltune status`) leaves everything in the
+// file: SQLite's checkpoint on closing, which needs the store to itself,
+// was skipped, and the last trials stayed in the -wal alone, which a copy
+// of the file (scp nccltune.db) lacked.
+func TestCampaignClosedBesideALogReader(t *testing.T) {
+	w, path := openWriter(t)
+	if _, err := w.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader(path) // through the log, which the campaign made
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if cs, err := r.Campaigns(); err != nil || len(cs) != 1 {
+		t.Fatalf("campaigns %v, %v", cs, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		t.Errorf("the campaign closed with %d bytes of its log not in the file", fi.Size())
+	}
+}
+
 // TestCampaignKilledBesideAReader: a campaign killed while an immutable
 // reader kept its checkpoints off loses nothing: its trials are in its
 // log, which the next reader reads through and the next campaign, once

@@ -345,6 +345,8 @@ func (s *Store) init() error {
 			return fmt.Errorf("cannot be written (%w): a campaign needs write access to the file and to its folder, where SQLite keeps the file's -wal and -shm", err)
 		case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN:
 			return fmt.Errorf("cannot be opened or made (%w): its folder must exist, and a new store's be writable", err)
+		case NoRoom(err):
+			return fmt.Errorf("cannot be opened: %w", err)
 		}
 		return fmt.Errorf("not a readable SQLite database: %w", err)
 	}
@@ -392,8 +394,34 @@ func (s *Store) init() error {
 	}
 }
 
+// NoRoom reports whether err is SQLite's of a write the file system
+// refused, as it refuses them where the disk is full (or a quota or a
+// file-size limit is reached): the store's -shm, which even a reader
+// remakes beside a log left behind, included.
+func NoRoom(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR_WRITE, sqlite3.SQLITE_IOERR_FSYNC, sqlite3.SQLITE_IOERR_TRUNCATE,
+		sqlite3.SQLITE_IOERR_SHMSIZE, sqlite3.SQLITE_IOERR_SHMMAP, sqlite3.SQLITE_IOERR_IN_PAGE:
+		return true
+	}
+	return false
+}
+
 // Close closes the store and releases the writer lock.
 func (s *Store) Close() error {
+	// The writer copies its log into the file first: SQLite's checkpoint
+	// on closing needs the store to itself, and one reader through the log
+	// (`watch nccltune status`) left the last trials in the -wal alone,
+	// which a copy of the file lacks. Not under an immutable reader (see
+	// checkpoints); a checkpoint that fails leaves the log, which the next
+	// reader reads through and the next writer copies.
+	if s.identity != nil && s.checkpoints() == nil && s.checkpointing {
+		s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	}
 	err := s.db.Close()
 	// After SQLite's own descriptors: closing any descriptor of the file
 	// drops the POSIX locks this process holds on it.

@@ -39,8 +39,10 @@ type Validation struct {
 	Created     time.Time
 }
 
-// SaveValidation stores a batch's runs and verdicts in one transaction; a
-// validation that was stopped stores the runs it made, and no verdict.
+// SaveValidation stores runs and verdicts of a batch in one transaction:
+// validation stores each run as it ends, and the verdicts once it ends,
+// so that one stopped or killed keeps the runs it made, and no verdict but
+// those on configurations that failed in them.
 func (s *Store) SaveValidation(campaignID, batch int64, runs []ValidationRun, vs []Validation) error {
 	if err := s.writable(); err != nil {
 		return err

@@ -105,33 +105,55 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	if err != nil {
 		return nil, err
 	}
-	runs, err := s.measure(ctx, arms, rounds)
 	batch := time.Now().UnixNano()
+	// judge draws the verdicts on the configurations of the arms that in
+	// says, from runs.
+	judge := func(runs []store.ValidationRun, in func(arm int) bool) []store.Validation {
+		var vs []store.Validation
+		for _, c := range candidates {
+			if !in(c.arm) {
+				continue
+			}
+			tuned := runsOf(runs, arms[c.arm].name)
+			if c.arm == 0 {
+				tuned = nil
+			}
+			v := results.Judge(c.result, tuned, runsOf(runs, arms[0].name), rounds)
+			v.Config = sp.Key(arms[c.arm].assignment)
+			vs = append(vs, heldTo(v, arms[c.arm], failed))
+		}
+		if jobArm >= 0 && in(jobArm) {
+			var tuned []store.ValidationRun
+			if jobArm != 0 {
+				tuned = runsOf(runs, arms[jobArm].name)
+			}
+			v := results.JudgeJob(sp, tuned, runsOf(runs, arms[0].name), rounds)
+			v.Config = sp.Key(arms[jobArm].assignment)
+			vs = append(vs, heldTo(v, arms[jobArm], failed))
+		}
+		for i := range vs {
+			vs[i].Batch, vs[i].Created, vs[i].Rounds = batch, time.Now(), rounds
+		}
+		return vs
+	}
+	// Each run is stored as it ends, so that a failure in a validation that
+	// is stopped, or killed, holds its configuration to NCCL's defaults in
+	// every later one (see failedBefore); and a configuration that fails by
+	// its settings is judged at once, with the run: an older verdict on it
+	// would otherwise stand until a validation ends.
+	judged := map[int]bool{}
+	runs, err := s.measure(ctx, arms, rounds, func(r store.ValidationRun) error {
+		var vs []store.Validation
+		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && failedBySettings(r) {
+			judged[k] = true
+			vs = judge([]store.ValidationRun{r}, func(arm int) bool { return arm == k })
+		}
+		return s.Store.SaveValidation(s.camp.ID, batch, []store.ValidationRun{r}, vs)
+	})
 	if err != nil {
-		return nil, s.keepStopped(batch, runs, err)
+		return nil, err
 	}
-	var verdicts []store.Validation
-	for _, c := range candidates {
-		tuned := runsOf(runs, arms[c.arm].name)
-		if c.arm == 0 {
-			tuned = nil
-		}
-		v := results.Judge(c.result, tuned, runsOf(runs, arms[0].name), rounds)
-		v.Config = sp.Key(arms[c.arm].assignment)
-		verdicts = append(verdicts, heldTo(v, arms[c.arm], failed))
-	}
-	if jobArm >= 0 {
-		var tuned []store.ValidationRun
-		if jobArm != 0 {
-			tuned = runsOf(runs, arms[jobArm].name)
-		}
-		v := results.JudgeJob(sp, tuned, runsOf(runs, arms[0].name), rounds)
-		v.Config = sp.Key(arms[jobArm].assignment)
-		verdicts = append(verdicts, heldTo(v, arms[jobArm], failed))
-	}
-	for i := range verdicts {
-		verdicts[i].Batch, verdicts[i].Created, verdicts[i].Rounds = batch, time.Now(), rounds
-	}
+	verdicts := judge(runs, func(arm int) bool { return !judged[arm] })
 	// Where the job leaves a range to NCCL, a plugin that must name every
 	// choice needs NCCL's own under the job's environment.
 	probes := slices.Clone(arms)
@@ -140,30 +162,16 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	}
 	for _, a := range probes {
 		if err := s.probe(ctx, a); err != nil {
-			return nil, s.keepStopped(batch, runs, err)
+			return nil, err
 		}
 	}
 	// Stored once probed: a campaign whose choices have verdicts runs
 	// nothing on resume (see Finished), and one stopped while probing
 	// would have left a plugin's rules without NCCL's decisions.
-	if err := s.Store.SaveValidation(s.camp.ID, batch, runs, verdicts); err != nil {
+	if err := s.Store.SaveValidation(s.camp.ID, batch, nil, verdicts); err != nil {
 		return nil, err
 	}
 	return verdicts, nil
-}
-
-// keepStopped stores the runs of a validation stopped by err, without verdicts,
-// and returns err: a configuration that gave wrong data or crashed in one
-// of them is held to NCCL's defaults by every later validation (see
-// failedBefore), as if this one had ended.
-func (s *session) keepStopped(batch int64, runs []store.ValidationRun, err error) error {
-	if len(runs) == 0 {
-		return err
-	}
-	if serr := s.Store.SaveValidation(s.camp.ID, batch, runs, nil); serr != nil {
-		return errors.Join(err, serr)
-	}
-	return err
 }
 
 // failedBefore is, by its environment (envKey), the first run of each
@@ -181,15 +189,20 @@ func (s *session) failedBefore() (map[string]store.ValidationRun, error) {
 			return nil, err
 		}
 		for _, r := range runs {
-			// Stored as "kind: reason" (measure); a launch that started no
-			// rank did not run the settings.
-			kind, _, _ := strings.Cut(r.Failure, ":")
-			if _, ok := failed[envKey(r.Env)]; !ok && r.State != store.Complete && runner.FailureKind(kind).Settings() {
+			if _, ok := failed[envKey(r.Env)]; !ok && failedBySettings(r) {
 				failed[envKey(r.Env)] = r
 			}
 		}
 	}
 	return failed, nil
+}
+
+// failedBySettings reports whether a validation run failed as its
+// settings may make a job fail: stored as "kind: reason" (measure), a
+// launch that started no rank did not run them.
+func failedBySettings(r store.ValidationRun) bool {
+	kind, _, _ := strings.Cut(r.Failure, ":")
+	return r.State != store.Complete && runner.FailureKind(kind).Settings()
 }
 
 func envKey(env []string) string { return strings.Join(env, "\n") }
@@ -250,9 +263,9 @@ func (s *session) probe(ctx context.Context, a arm) error {
 }
 
 // measure runs every arm once per round, alternating the order (A B, B A, ...)
-// so that drift and warm-up hit all arms alike. Stopped, it returns the
-// runs made so far with the error.
-func (s *session) measure(ctx context.Context, arms []arm, rounds int) ([]store.ValidationRun, error) {
+// so that drift and warm-up hit all arms alike, and hands each run to keep,
+// if set, as it ends. Stopped, it returns the runs made so far with the error.
+func (s *session) measure(ctx context.Context, arms []arm, rounds int, keep func(store.ValidationRun) error) ([]store.ValidationRun, error) {
 	sp := s.Space
 	var runs []store.ValidationRun
 	for round := range rounds {
@@ -279,6 +292,11 @@ func (s *session) measure(ctx context.Context, arms []arm, rounds int) ([]store.
 			unconfirmed := slices.DeleteFunc(t.NCCLLog.Unconfirmed(a.env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
 			run := store.ValidationRun{Round: round, Arm: a.name, Env: a.env, State: t.State, Scores: t.Scores,
 				Failure: strings.TrimPrefix(t.FailureKind+": "+t.FailureReason, ": "), Unconfirmed: unconfirmed}
+			if keep != nil {
+				if err := keep(run); err != nil {
+					return runs, err
+				}
+			}
 			runs = append(runs, run)
 			if s.OnValidationRun != nil {
 				s.OnValidationRun(run, len(runs), rounds*len(arms))

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +218,85 @@ func TestFailedInAStoppedValidation(t *testing.T) {
 		}
 		if judged == 0 {
 			t.Fatalf("stopped at %s: no range validated a tuned configuration", stopAt)
+		}
+	}
+}
+
+// TestFailedInAKilledValidation: a configuration whose data was wrong in a
+// validation that was then killed (kill -9, a node's power) is not tuned by
+// the next validation: the failed run was stored as it ended, not kept in
+// memory for the end, which a killed validation never reaches.
+func TestFailedInAKilledValidation(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// What the disk holds as round 1 starts is what a kill there leaves.
+	killed := filepath.Join(t.TempDir(), "killed.db")
+	kill := func() {
+		for _, suffix := range []string{"", "-wal"} {
+			data, err := os.ReadFile(st.Path() + suffix)
+			if err == nil {
+				err = os.WriteFile(killed+suffix, data, 0o666)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tu := newTuner(t, sp, st)
+	tu.Runner = failThenStop{stop: kill, stopAt: "validate-1-0"}
+	if _, err := tu.Validate(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	after, err := store.Open(killed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	vals, err := newTuner(t, sp, after).Validate(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := 0
+	for _, v := range vals {
+		if v.Config == sp.Key(Defaults(sp)) {
+			continue
+		}
+		judged++
+		if v.Verdict == "tuned" || !strings.Contains(v.Reason, "earlier validation") {
+			t.Errorf("killed after wrong data: range %s, trial %d, is %s: %s", v.Range, v.Candidate, v.Verdict, v.Reason)
+		}
+	}
+	if judged == 0 {
+		t.Fatal("no range validated a tuned configuration")
+	}
+}
+
+// TestFailedAfterAVerdict: a configuration validated as tuned whose data
+// was then wrong in a later validation, stopped before its verdicts (Ctrl-C,
+// kill -9 or a lost node in `validate` or in a resume's), is no longer
+// exported: the older verdict stood, and a resume, finding every choice
+// judged, validated nothing again.
+func TestFailedAfterAVerdict(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = failThenStop{stop: cancel, stopAt: "validate-1-0"}
+	if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped validation returned %v", err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials, _ := st.Trials(camp.ID)
+	vals, _ := st.Validations(camp.ID)
+	for _, r := range results.Of(sp, trials, vals) {
+		if r.Tuned() {
+			t.Errorf("range %s keeps trial %d, which gave wrong data after its verdict: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,5 +50,36 @@ func TestHelpToAFullDisk(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "no space left") {
 			t.Errorf("nccltune %v > /dev/full: %v\n%s", args, err, stderr.String())
 		}
+	}
+}
+
+// TestExportToAFullDiskKeepsTheOldSet: an export that cannot write one of
+// its files (a full disk, /dev/full here) replaces none of the older
+// export's: it replaced those before it, and a launch script then sourced
+// one range's new settings beside another's old.
+func TestExportToAFullDiskKeepsTheOldSet(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip(err)
+	}
+	dir := smallCampaign(t)
+	env := filepath.Join(dir, "env")
+	if err := os.Mkdir(env, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(env, "nccl-small.env")
+	if err := os.WriteFile(old, []byte("# the older export\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/full", filepath.Join(env, "nccl-medium.env")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := nccltune(t, dir, "export", "--out", "env"); code != 1 || !strings.Contains(errOut, "no space left") {
+		t.Errorf("export with its second file on a full disk: exit %d\n%s", code, errOut)
+	}
+	if data, _ := os.ReadFile(old); string(data) != "# the older export\n" {
+		t.Errorf("the first file was replaced:\n%s", data)
+	}
+	if _, err := os.Stat(filepath.Join(env, "nccl-large.env")); err == nil {
+		t.Error("the third file was written")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/internal/text"
+	"github.com/nccltune/nccltune/store"
 	"github.com/urfave/cli/v2"
 )
 
@@ -100,7 +101,11 @@ func run(args []string) int {
 			}
 			return ec.ExitCode()
 		}
-		fmt.Fprintln(stderr, "nccltune:", err)
+		msg := err.Error()
+		if store.NoRoom(err) {
+			msg += "; the disk may be full (or a quota or file-size limit reached): make room, and the same command goes on, the store as it was"
+		}
+		fmt.Fprintln(stderr, "nccltune:", msg)
 		return exitFailure
 	}
 }

@@ -273,6 +273,48 @@ func TestFullDisk(t *testing.T) {
 	}
 }
 
+// TestFullDiskReader: a command that cannot open a store's log where the
+// disk is full (a campaign killed there left its -wal; SQLite remakes the
+// -shm beside it) says so, and that the store is as it was: it said "not a
+// readable SQLite database: disk I/O error", which reads as a damaged store.
+func TestFullDiskReader(t *testing.T) {
+	dir := smallCampaign(t)
+	// What a campaign killed mid-trial leaves: the store with its log.
+	killed := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.LockWriter(); err != nil { // writes to the log
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		data, err := os.ReadFile(filepath.Join(dir, "nccltune.db"+suffix))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(killed, "nccltune.db"+suffix), data, 0o666)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	for _, command := range []string{"status", "resume -q"} {
+		// A file-size limit below the -shm's size fails its writes as a full disk does.
+		cmd := exec.Command("bash", "-c", "trap '' XFSZ; ulimit -f 16; exec \"$0\" "+command, os.Args[0])
+		cmd.Dir = killed
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("%s read the store's log in 16 KiB; the test proves nothing\n%s", command, out)
+		}
+		if strings.Contains(string(out), "not a readable") || !strings.Contains(string(out), "full") {
+			t.Errorf("%s, its -shm not written: unclear error:\n%s", command, out)
+		}
+	}
+	if code, out, errOut := nccltune(t, killed, "status"); code != 0 {
+		t.Errorf("status with room: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
 // TestStoredSpaceThatFailsANewerCheck: a campaign whose stored space fails a
 // check added since it ran (here a timeout under a second) keeps its results
 // readable, with the check told; what would run it again refuses it.

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Write writes data to path through a temporary file in its folder, so a
@@ -24,30 +26,80 @@ import (
 // as they do under os.Create. A path that is a device or a pipe
 // (/dev/stdout) is written into as it is: a rename would replace it.
 func Write(path string, data []byte, mode os.FileMode) error {
-	path, old, err := target(path)
-	switch {
-	case err != nil:
-		return err
-	case old != nil && !old.Mode().IsRegular():
-		return writeInto(path, data)
+	return WriteAll([]File{{path, data, mode}})
+}
+
+// File is one file WriteAll writes: Write's arguments.
+type File struct {
+	Path string
+	Data []byte
+	Mode os.FileMode
+}
+
+// WriteAll writes files as Write writes each, and replaces none of them
+// where one cannot be written (a full disk): each is written to its
+// temporary file before any is renamed, so that an export's files are the
+// new set or the old one, not one range's new beside another's old.
+func WriteAll(files []File) error {
+	type staged struct {
+		f    *os.File // open until it has its name
+		tmp  string   // its temporary name, "" while it has none
+		path string
 	}
-	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, mode)
-	if err != nil {
-		return err
+	var ready []staged
+	defer func() {
+		for _, s := range ready {
+			s.f.Close()
+			if s.tmp != "" {
+				os.Remove(s.tmp) // renamed, it is gone
+			}
+		}
+	}()
+	for _, f := range files {
+		path, old, err := target(f.Path)
+		switch {
+		case err != nil:
+			return err
+		case old != nil && !old.Mode().IsRegular():
+			if err := writeInto(path, f.Data); err != nil {
+				return err
+			}
+			continue
+		}
+		tmp, named, err := createTemp(path, f.Mode)
+		if err != nil {
+			return err
+		}
+		s := staged{f: tmp, path: path}
+		if named {
+			s.tmp = tmp.Name()
+		}
+		ready = append(ready, s)
+		if err := fill(tmp, f.Data, old); err != nil {
+			return err
+		}
 	}
-	defer os.Remove(tmp.Name())
-	if err := fill(tmp, data, old); err != nil {
-		tmp.Close()
-		return err
+	for i := range ready {
+		s := &ready[i]
+		dir := filepath.Dir(s.path)
+		if s.tmp == "" {
+			tmp, err := link(s.f, dir)
+			if err != nil {
+				return err
+			}
+			s.tmp = tmp
+		}
+		if err := s.f.Close(); err != nil {
+			return err
+		}
+		if err := os.Rename(s.tmp, s.path); err != nil {
+			return err
+		}
+		if err := syncDir(dir); err != nil {
+			return err
+		}
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // WriteFrom is Write of what w writes (a plot's PNG encoder), held in
@@ -127,15 +179,48 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// createTemp creates a new file in dir of mode less the umask, as a program
-// creates any file: os.CreateTemp's are 0600, and a chmod to mode after it
-// passed over the umask (0644 for a user whose umask is 077).
-func createTemp(dir string, mode os.FileMode) (*os.File, error) {
-	for range 100 {
-		f, err := os.OpenFile(filepath.Join(dir, ".nccltune-"+strconv.FormatUint(rand.Uint64(), 36)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-		if !errors.Is(err, fs.ErrExist) {
-			return f, err
+// createTemp creates the file of the data of path, a new file, in its
+// folder, of mode less
+// the umask, as a program creates any file: os.CreateTemp's are 0600, and a
+// chmod to mode after it passed over the umask (0644 for a user whose umask
+// is 077). Where the file system can, the file has no name (O_TMPFILE)
+// until link gives it one, once it is whole: a process killed while it
+// wrote left its hidden .nccltune-* file behind, one a kill. named says
+// it has one.
+func createTemp(path string, mode os.FileMode) (f *os.File, named bool, err error) {
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(procFD); err == nil { // link names it through /proc
+		fd, err := unix.Open(dir, unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, uint32(mode.Perm()))
+		if err == nil {
+			return os.NewFile(uintptr(fd), path), false, nil // the name its errors give
 		}
 	}
-	return nil, fmt.Errorf("%s: no free name for a temporary file", dir)
+	for range 100 {
+		f, err := os.OpenFile(filepath.Join(dir, tempName()), os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, true, err
+		}
+	}
+	return nil, false, fmt.Errorf("%s: no free name for a temporary file", dir)
 }
+
+// procFD is where the kernel names a process's open files.
+const procFD = "/proc/self/fd"
+
+// link gives f, a file createTemp made without a name, a temporary name in
+// dir, which it returns.
+func link(f *os.File, dir string) (string, error) {
+	for range 100 {
+		tmp := filepath.Join(dir, tempName())
+		err := unix.Linkat(unix.AT_FDCWD, filepath.Join(procFD, strconv.Itoa(int(f.Fd()))), unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW)
+		if !errors.Is(err, fs.ErrExist) {
+			if err != nil {
+				return "", &fs.PathError{Op: "link", Path: tmp, Err: err}
+			}
+			return tmp, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no free name for a temporary file", dir)
+}
+
+func tempName() string { return ".nccltune-" + strconv.FormatUint(rand.Uint64(), 36) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,11 +26,14 @@ func TestWriteSyncsBeforeAndAfterTheRename(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !fi.IsDir() {
-			// The file synced is the temporary one, not yet renamed.
-			if _, err := os.Stat(f.Name()); err != nil || filepath.Dir(f.Name()) != dir {
-				t.Errorf("synced %s after its rename (%v)", f.Name(), err)
+			// The file synced is not yet in place.
+			matches, _ := filepath.Glob(filepath.Join(dir, "*.env"))
+			for _, m := range matches {
+				if in, err := os.Stat(m); err == nil && os.SameFile(fi, in) {
+					t.Errorf("synced %s after its rename", m)
+				}
 			}
-			if matches, _ := filepath.Glob(filepath.Join(dir, "*.env")); len(matches) != len(synced)/2 {
+			if len(matches) != len(synced)/2 {
 				t.Errorf("synced %s with %d files in place, want %d", f.Name(), len(matches), len(synced)/2)
 			}
 			synced = append(synced, "file")
@@ -54,6 +58,32 @@ func TestWriteSyncsBeforeAndAfterTheRename(t *testing.T) {
 		if synced[i] != "file" || synced[i+1] != "folder" {
 			t.Errorf("syncs %v; want each file then its folder", synced)
 			break
+		}
+	}
+}
+
+// TestWriteLeavesNothingToAKill: while the data is written and synced, the
+// time a kill -9 most likely comes in, no name in the folder holds it: each
+// write killed so left a hidden .nccltune-* file behind, which piled up.
+func TestWriteLeavesNothingToAKill(t *testing.T) {
+	dir := t.TempDir()
+	old := fsync
+	t.Cleanup(func() { fsync = old })
+	fsync = func(f *os.File) error {
+		if fi, err := f.Stat(); err == nil && !fi.IsDir() {
+			if entries, _ := os.ReadDir(dir); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() != "a.env" }) {
+				t.Errorf("while its data was synced, the folder held %v", entries)
+			}
+		}
+		return old(f)
+	}
+	path := filepath.Join(dir, "a.env")
+	for _, text := range []string{"X=1\n", "X=2\n"} { // new, then replaced
+		if err := WriteAll([]File{{path, []byte(text), 0o644}}); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := os.ReadFile(path); string(data) != text {
+			t.Errorf("%s = %q (%v), want %q", path, data, err, text)
 		}
 	}
 }
