@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,8 +181,17 @@ func dotenvLine(name, value string) (string, error) {
 	if !zshLiteral(value) {
 		return "", fmt.Errorf("%s=%s: zsh sourcing the file would read '=' at the value's start or after a ':' as a command's path (=word); use the env format", name, value)
 	}
-	return name + "=" + value, nil
+	line := name + "=" + value
+	if len(line) > maxDotenvLine {
+		return "", fmt.Errorf("%s: a line of %d bytes, and docker's and kubectl's env-file readers refuse a file holding one over %d (bufio.Scanner: token too long); use the env format", name, len(line), maxDotenvLine)
+	}
+	return line, nil
 }
+
+// maxDotenvLine is the longest line docker's --env-file and kubectl's
+// --from-env-file read: each scans lines with bufio.Scanner's default
+// buffer, and refuses the whole file at a longer one.
+const maxDotenvLine = bufio.MaxScanTokenSize - 1
 
 // literal is a value that means the same bare to every reader of a dotenv
 // file: docker's --env-file and Kubernetes take it as written, a shell
