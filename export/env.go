@@ -86,9 +86,14 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 			}
 			list = append(list, kv)
 		}
+		arg := "--export=" + strings.Join(list, ",")
+		if len(arg)+1 > space.MaxArgStrlen {
+			// Each value fits, as the trials passed them; one argument of them all may not.
+			return file{}, fmt.Errorf("srun's --export list is %d bytes, and Linux starts no program with one argument over %d (MAX_ARG_STRLEN); use the env format and srun --export=ALL", len(arg), space.MaxArgStrlen-1)
+		}
 		b.WriteString(comment(append(head, "use: . ./"+base+".slurm; srun \"$NCCLTUNE_SRUN_EXPORT\" ..."), "# "))
 		b.WriteString(unsetLine(sp, env)) // --export=ALL would pass them on
-		b.WriteString("NCCLTUNE_SRUN_EXPORT=" + ShellQuote("--export="+strings.Join(list, ",")) + "\n")
+		b.WriteString("NCCLTUNE_SRUN_EXPORT=" + ShellQuote(arg) + "\n")
 		return file{base + ".slurm", b.String(), 0o644}, nil
 	default: // torchrun
 		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+base+".torchrun.sh --nproc-per-node 8 train.py ..."), "# ") + unsetLine(sp, env) + "exec env")
