@@ -270,6 +270,8 @@ func TestReadEnvFileUnsetsAsShellsDo(t *testing.T) {
 		"unset NCCL_PROTO", "unset NCCL_PROTO NCCL_ALGO", "unset  NCCL_PROTO\t", hasUnset + " && unset NCCL_PROTO",
 		"unset NCCL_PROTO\r", hasUnset + " && unset NCCL_PROTO\r", "unset NCCL_PROTO\u00a0", "unset NCCL_PROTO\u2003NCCL_ALGO",
 		"unset NCCL_ALGO\u0085NCCL_PROTO", "unset NCCL_PROTO\vNCCL_ALGO", "unset NCCL_PROTO\fNCCL_ALGO",
+		// fish's line, which a POSIX shell runs no more of than the rest of its list.
+		fishUnset + "NCCL_PROTO || true", fishUnset + "NCCL_PROTO && export NCCL_ALGO='Ring'", fishUnset + "NCCL_PROTO; unset NCCL_ALGO",
 	} {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "user.env")
