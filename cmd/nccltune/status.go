@@ -498,6 +498,10 @@ func exportCommand() *cli.Command {
 			if !slices.Contains(export.Formats, c.String("format")) {
 				return usageError{fmt.Errorf("--format must be one of %s", strings.Join(export.Formats, ", "))}
 			}
+			if f := c.String("format"); c.IsSet("plugin") && f != "plugin" && f != "tuner-csv" {
+				// Dropped, it would leave the user believing the files load it.
+				return usageError{fmt.Errorf("--plugin names the plugin of the plugin and tuner-csv formats' env files; the %s format loads none", f)}
+			}
 			var ex export.Export
 			_, err := readCampaign(c, func(st *store.Store, l *loaded) (err error) {
 				ex, err = exportOfCampaign(c, st, l)
