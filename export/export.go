@@ -51,6 +51,10 @@ type Export struct {
 	// Trusted says Space is the user's own space file's (export --space):
 	// its pinned plugins and files may be written.
 	Trusted bool
+	// Stored is the campaign's space as the store holds it, where Space
+	// leaves out some of it: the store's records (Decisions, and Job's
+	// validation) name configurations by its keys, with what it pins.
+	Stored *space.Space
 	// Scales are the other campaigns of the space's campaign.scales: the
 	// tuner plugins' rules of every node count go in one file.
 	Scales []Export
@@ -130,6 +134,17 @@ func (e Export) settings(t *store.Trial) (space.Assignment, error) {
 		return nil, fmt.Errorf("trial %d's stored environment is not what its settings give: the store was altered", t.Number)
 	}
 	return a, nil
+}
+
+// decisions are NCCL's recorded decisions under configuration a: under
+// what the export writes of it, or, where the space left out what it pins
+// (Stored), under the configuration the campaign ran, with those pins.
+func (e Export) decisions(a space.Assignment) ([]nccllog.Decision, bool) {
+	ds, ok := e.Decisions[e.Space.Key(a)]
+	if !ok && e.Stored != nil {
+		ds, ok = e.Decisions[e.Stored.Key(a)]
+	}
+	return ds, ok
 }
 
 // check checks that an assignment sets only parameters the space searches,

@@ -226,7 +226,7 @@ func (r rule) about() string {
 // of range rg: a rule per run of sizes decided alike, from one decided size
 // to the next.
 func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
-	ds, ok := e.Decisions[e.Space.Key(a)]
+	ds, ok := e.decisions(a)
 	switch {
 	case !ok && e.validated():
 		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, and NCCL logged none when validation probed it (a communicator of one rank makes no decision)")
@@ -682,7 +682,8 @@ func (e Export) alone() (map[string][]point, error) {
 	if err != nil {
 		return nil, err
 	}
-	pts, err := e.points(e.Decisions[e.Space.Key(base)])
+	ds, _ := e.decisions(base)
+	pts, err := e.points(ds)
 	if err != nil {
 		return nil, fmt.Errorf("under the job's environment: %w", err)
 	}

@@ -578,9 +578,10 @@ func exportOf(st *store.Store, l *loaded, pluginPath string, own *space.Space) (
 			sp = own.AtScale(l.camp.Scale)
 		}
 	}
-	return export.Export{Space: sp, Campaign: l.camp, Results: l.results, Job: results.JobOf(sp, l.trials, l.vals),
+	// The store's validations and decisions are under the stored space's keys, as l.results are.
+	return export.Export{Space: sp, Campaign: l.camp, Results: l.results, Job: results.JobOf(l.space, l.trials, l.vals),
 		Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: pluginPath, Now: time.Now(),
-		LeftOut: left, Trusted: own != nil}, nil
+		LeftOut: left, Trusted: own != nil, Stored: l.space}, nil
 }
 
 // fingerprint is what the campaign ran on, as its first completed trial recorded it.
