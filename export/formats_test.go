@@ -61,9 +61,12 @@ values = ["PHB", "SYS"]
 // messages, trial 3 on the others, both with GPUDirect RDMA at every distance,
 // as measured on two simulated nodes of eight GPUs; validation recorded what
 // NCCL decided per size under each.
-func pinned(t *testing.T) Export {
+func pinned(t *testing.T) Export { return pinnedOf(t, pinnedSpace) }
+
+// pinnedOf is pinned's export of another space of its ranges and params.
+func pinnedOf(t *testing.T, text string) Export {
 	t.Helper()
-	sp, err := space.Parse("pinned.toml", []byte(pinnedSpace))
+	sp, err := space.Parse("pinned.toml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,5 +431,42 @@ func TestFilesUnsetWhatTheyLeaveToNCCL(t *testing.T) {
 	cmd.Env = append(os.Environ(), stale...)
 	if out, err := cmd.Output(); err != nil || strings.Contains(nccl(out), "NCCL_PROTO") {
 		t.Errorf("Slurm file: %q (%v), want NCCL_PROTO unset", nccl(out), err)
+	}
+}
+
+// TestPluginFormatsRefuseATunerOfTheSpace: a space that pins a tuner
+// plugin, or its configuration file, ran every trial under it. A job loads
+// one tuner plugin: the plugin formats, which set their own, refuse to write
+// the variable twice, the second replacing the space's, where the export
+// writes the space's (--space, trusted); from the store's space it is left
+// out, and said so, as every variable that loads code or names a file.
+func TestPluginFormatsRefuseATunerOfTheSpace(t *testing.T) {
+	for _, tc := range []struct{ pin, refused, written string }{
+		{`NCCL_TUNER_PLUGIN = "/opt/other/libnccl-tuner-other.so"`, "plugin tuner-csv", ""},
+		// nccltune's plugin reads no NCCL_TUNER_CONFIG_FILE, and its file sets none.
+		{`NCCL_TUNER_CONFIG_FILE = "/opt/other/tuner.conf"`, "tuner-csv", "plugin"},
+	} {
+		ex := pinnedOf(t, strings.Replace(pinnedSpace, "[fixed]\n", "[fixed]\n"+tc.pin+"\n", 1))
+		stored := ex
+		stored.Space, stored.LeftOut = ex.Space.Exportable()
+		stored.Stored = ex.Space
+		ex.Trusted = true
+		name, _, _ := strings.Cut(tc.pin, " ")
+		for _, format := range strings.Fields(tc.refused) {
+			paths, err := ex.Write(format, t.TempDir())
+			if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "one tuner plugin") {
+				t.Errorf("%s, %s: wrote %v, %v", tc.pin, format, paths, err)
+			}
+		}
+		for _, format := range strings.Fields(tc.written) {
+			if paths, err := ex.Write(format, t.TempDir()); err != nil {
+				t.Errorf("%s, %s: %v, %v", tc.pin, format, paths, err)
+			}
+		}
+		for _, format := range []string{"plugin", "tuner-csv"} {
+			if paths, err := stored.Write(format, t.TempDir()); err != nil {
+				t.Errorf("%s, from the store's space, %s: %v, %v", tc.pin, format, paths, err)
+			}
+		}
 	}
 }

@@ -747,13 +747,22 @@ func (e Export) covering(rules []rule) ([]rule, error) {
 	return out, nil
 }
 
+// names reports whether the space pins or searches variable name.
+func (e Export) names(name string) bool {
+	_, pinned := e.Space.Fixed[name]
+	return pinned || slices.ContainsFunc(e.Space.Params, func(p space.Param) bool { return p.Variable() == name })
+}
+
 // jobEnvFile is the env file of a job that runs with a tuner plugin: the
-// job's environment, and the plugin's variables.
+// job's environment, and the plugin's variables, which the space must not set.
 func (e Export) jobEnvFile(name, what string, env []string, plugin ...[2]string) (file, error) {
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: the environment of one job, with "+what), "use: . ./"+name), "# "))
 	env = slices.Clip(env) // the caller's, appended to
 	for _, kv := range plugin {
+		if e.names(kv[0]) {
+			return file{}, fmt.Errorf("the campaign's space sets %s, which every trial ran with, and this file sets it for the tuner plugin it loads: one job loads one tuner plugin; export each range's env file instead (--format env)", kv[0])
+		}
 		env = append(env, kv[0]+"="+kv[1])
 	}
 	if err := writeSourced(&b, e.Space, env); err != nil {
