@@ -220,7 +220,7 @@ const srunSpecial = `,'"`
 type exportJSON struct {
 	Campaign    string                `json:"campaign"`
 	SpaceHash   string                `json:"space_hash"`
-	Collective  string                `json:"collective"`
+	Collective  string                `json:"collective,omitempty"`
 	Simulated   bool                  `json:"simulated"`
 	Fingerprint any                   `json:"fingerprint"`
 	Written     string                `json:"written"`
@@ -228,8 +228,12 @@ type exportJSON struct {
 }
 
 func (e Export) json() ([]file, error) {
-	out := exportJSON{Campaign: e.Campaign.Name, SpaceHash: e.Campaign.SpaceHash, Collective: e.Space.Campaign.Collective,
+	out := exportJSON{Campaign: e.Campaign.Name, SpaceHash: e.Campaign.SpaceHash,
 		Simulated: len(e.Space.Simulator) > 0, Fingerprint: e.Fingerprint, Written: e.Now.UTC().Format(time.RFC3339)}
+	if e.Space.Benchmark.Sweeps() && len(e.Space.Workload) == 0 {
+		// Not a workload's several, each its range's, nor a command's or the DDP step's none.
+		out.Collective = e.Space.Campaign.Collective
+	}
 	var errs []error
 	for _, r := range e.Results {
 		rep := r.Report(e.Space)

@@ -470,3 +470,36 @@ func TestPluginFormatsRefuseATunerOfTheSpace(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONNamesACollectiveOnlyWhereOneIsSwept: nccl-tuned.json's
+// "collective" said all_reduce for a campaign of a training command, whose
+// space names no collective, and all_gather, the first, for a workload's
+// job of several: only a sweep of one collective's sizes has one.
+func TestJSONNamesACollectiveOnlyWhereOneIsSwept(t *testing.T) {
+	for file, want := range map[string]string{"sim-2node-ib.toml": "all_reduce", "command-megatron-gpt.toml": "", "sim-2node-ib-workload.toml": ""} {
+		sp, err := space.Load("../examples/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _, _ := sp.Complete(nil)
+		scores := map[string]float64{}
+		for _, r := range sp.Ranges {
+			scores[r.Name] = 1
+		}
+		trials := []store.Trial{{Number: 0, State: store.Complete, Params: a, Env: sp.Env(a), Scores: scores}}
+		paths, err := Export{Space: sp, Results: results.Of(sp, trials, nil), Now: time.Now()}.Write("json", t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		data, _ := os.ReadFile(paths[0])
+		var got struct {
+			Collective *string `json:"collective"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		if want == "" && got.Collective != nil || want != "" && (got.Collective == nil || *got.Collective != want) {
+			t.Errorf("%s: collective %v, want %q (none where empty)", file, got.Collective, want)
+		}
+	}
+}
