@@ -170,6 +170,10 @@ func (e Export) check(a space.Assignment) error {
 func (e Export) header(what string, verdict ...string) []string {
 	h := []string{what, fmt.Sprintf("campaign %q (space %s)", e.Campaign.Name, e.Campaign.SpaceHash)}
 	h = append(h, verdict...)
+	if len(e.LeftOut) > 0 {
+		h = append(h, "left out, though the campaign's space sets them: "+strings.Join(e.LeftOut, ", ")+
+			" (they load code or name files, which a store is no authority on: `nccltune export --space FILE` writes them)")
+	}
 	h = append(h, "measured on: "+e.Fingerprint.String())
 	if len(e.Space.Simulator) > 0 {
 		h = append(h, "MEASURED ON THE SIMULATED CLUSTER (nccltune sim), NOT ON HARDWARE")

@@ -503,3 +503,27 @@ func TestJSONNamesACollectiveOnlyWhereOneIsSwept(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesSayWhatTheyLeaveOut: exported from the store's space, a file
+// holds none of the variables that load code or name files, though every
+// trial ran with them (NCCL_TOPO_FILE, which cloud VMs need): said only on
+// export's standard error, the file itself claimed the measured gain for
+// settings short of them. Each file names them, never their values.
+func TestFilesSayWhatTheyLeaveOut(t *testing.T) {
+	ex := pinnedOf(t, strings.Replace(pinnedSpace, "[fixed]\n", "[fixed]\nNCCL_TOPO_FILE = \"/opt/topo.xml\"\n", 1))
+	ex.Stored = ex.Space
+	ex.Space, ex.LeftOut = ex.Space.Exportable()
+	dir := t.TempDir()
+	for _, format := range []string{"env", "torchrun", "json", "plugin", "tuner-csv"} {
+		paths, err := ex.Write(format, dir)
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		for _, p := range paths {
+			data, _ := os.ReadFile(p)
+			if !strings.Contains(string(data), "NCCL_TOPO_FILE") || strings.Contains(string(data), "/opt/topo.xml") {
+				t.Errorf("%s does not say it leaves NCCL_TOPO_FILE out:\n%s", filepath.Base(p), data)
+			}
+		}
+	}
+}
