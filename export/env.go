@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,9 +86,14 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 			}
 			list = append(list, kv)
 		}
+		arg := "--export=" + strings.Join(list, ",")
+		if len(arg)+1 > space.MaxArgStrlen {
+			// Each value fits, as the trials passed them; one argument of them all may not.
+			return file{}, fmt.Errorf("srun's --export list is %d bytes, and Linux starts no program with one argument over %d (MAX_ARG_STRLEN); use the env format and srun --export=ALL", len(arg), space.MaxArgStrlen-1)
+		}
 		b.WriteString(comment(append(head, "use: . ./"+base+".slurm; srun \"$NCCLTUNE_SRUN_EXPORT\" ..."), "# "))
 		b.WriteString(unsetLine(sp, env)) // --export=ALL would pass them on
-		b.WriteString("NCCLTUNE_SRUN_EXPORT=" + ShellQuote("--export="+strings.Join(list, ",")) + "\n")
+		b.WriteString("NCCLTUNE_SRUN_EXPORT=" + ShellQuote(arg) + "\n")
 		return file{base + ".slurm", b.String(), 0o644}, nil
 	default: // torchrun
 		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+base+".torchrun.sh --nproc-per-node 8 train.py ..."), "# ") + unsetLine(sp, env) + "exec env")
@@ -180,8 +186,17 @@ func dotenvLine(name, value string) (string, error) {
 	if !zshLiteral(value) {
 		return "", fmt.Errorf("%s=%s: zsh sourcing the file would read '=' at the value's start or after a ':' as a command's path (=word); use the env format", name, value)
 	}
-	return name + "=" + value, nil
+	line := name + "=" + value
+	if len(line) > maxDotenvLine {
+		return "", fmt.Errorf("%s: a line of %d bytes, and docker's and kubectl's env-file readers refuse a file holding one over %d (bufio.Scanner: token too long); use the env format", name, len(line), maxDotenvLine)
+	}
+	return line, nil
 }
+
+// maxDotenvLine is the longest line docker's --env-file and kubectl's
+// --from-env-file read: each scans lines with bufio.Scanner's default
+// buffer, and refuses the whole file at a longer one.
+const maxDotenvLine = bufio.MaxScanTokenSize - 1
 
 // literal is a value that means the same bare to every reader of a dotenv
 // file: docker's --env-file and Kubernetes take it as written, a shell
@@ -205,16 +220,21 @@ const srunSpecial = `,'"`
 type exportJSON struct {
 	Campaign    string                `json:"campaign"`
 	SpaceHash   string                `json:"space_hash"`
-	Collective  string                `json:"collective"`
+	Collective  string                `json:"collective,omitempty"`
 	Simulated   bool                  `json:"simulated"`
 	Fingerprint any                   `json:"fingerprint"`
 	Written     string                `json:"written"`
+	LeftOut     []string              `json:"left_out,omitempty"` // see Export.LeftOut
 	Ranges      []results.RangeReport `json:"ranges"`
 }
 
 func (e Export) json() ([]file, error) {
-	out := exportJSON{Campaign: e.Campaign.Name, SpaceHash: e.Campaign.SpaceHash, Collective: e.Space.Campaign.Collective,
-		Simulated: len(e.Space.Simulator) > 0, Fingerprint: e.Fingerprint, Written: e.Now.UTC().Format(time.RFC3339)}
+	out := exportJSON{Campaign: e.Campaign.Name, SpaceHash: e.Campaign.SpaceHash,
+		Simulated: len(e.Space.Simulator) > 0, Fingerprint: e.Fingerprint, Written: e.Now.UTC().Format(time.RFC3339), LeftOut: e.LeftOut}
+	if e.Space.Benchmark.Sweeps() && len(e.Space.Workload) == 0 {
+		// Not a workload's several, each its range's, nor a command's or the DDP step's none.
+		out.Collective = e.Space.Campaign.Collective
+	}
 	var errs []error
 	for _, r := range e.Results {
 		rep := r.Report(e.Space)

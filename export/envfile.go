@@ -39,8 +39,15 @@ func ReadEnvFile(path string) ([]string, error) {
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		if strings.HasPrefix(text, fishUnset) {
-			continue // the POSIX line beside it says the same
+		if rest, ok := strings.CutPrefix(text, fishUnset); ok {
+			// The POSIX line beside it says the same, but a POSIX shell
+			// runs what follows in its list ("&& export ...", "; unset
+			// ..."): only the line as writeSourced writes it says nothing.
+			names, ok := strings.CutSuffix(rest, " || true")
+			if !ok || slices.ContainsFunc(strings.Split(names, " "), func(n string) bool { return !envName.MatchString(n) }) {
+				errs = append(errs, fmt.Errorf("%s:%d: not fish's line as nccltune writes it (%sNAME ... || true)", path, line, fishUnset))
+			}
+			continue
 		}
 		if names, ok := strings.CutPrefix(strings.TrimPrefix(text, hasUnset+" && "), "unset "); ok {
 			// As the env format writes it: the searched variables a choice

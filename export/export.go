@@ -51,6 +51,10 @@ type Export struct {
 	// Trusted says Space is the user's own space file's (export --space):
 	// its pinned plugins and files may be written.
 	Trusted bool
+	// Stored is the campaign's space as the store holds it, where Space
+	// leaves out some of it: the store's records (Decisions, and Job's
+	// validation) name configurations by its keys, with what it pins.
+	Stored *space.Space
 	// Scales are the other campaigns of the space's campaign.scales: the
 	// tuner plugins' rules of every node count go in one file.
 	Scales []Export
@@ -133,6 +137,17 @@ func (e Export) settings(t *store.Trial) (space.Assignment, error) {
 	return a, nil
 }
 
+// decisions are NCCL's recorded decisions under configuration a: under
+// what the export writes of it, or, where the space left out what it pins
+// (Stored), under the configuration the campaign ran, with those pins.
+func (e Export) decisions(a space.Assignment) ([]nccllog.Decision, bool) {
+	ds, ok := e.Decisions[e.Space.Key(a)]
+	if !ok && e.Stored != nil {
+		ds, ok = e.Decisions[e.Stored.Key(a)]
+	}
+	return ds, ok
+}
+
 // check checks that an assignment sets only parameters the space searches,
 // each to a value it offers, and that each variable it gives can be written.
 func (e Export) check(a space.Assignment) error {
@@ -156,6 +171,10 @@ func (e Export) check(a space.Assignment) error {
 func (e Export) header(what string, verdict ...string) []string {
 	h := []string{what, fmt.Sprintf("campaign %q (space %s)", e.Campaign.Name, e.Campaign.SpaceHash)}
 	h = append(h, verdict...)
+	if len(e.LeftOut) > 0 {
+		h = append(h, "left out, though the campaign's space sets them: "+strings.Join(e.LeftOut, ", ")+
+			" (they load code or name files, which a store is no authority on: `nccltune export --space FILE` writes them)")
+	}
 	h = append(h, "measured on: "+e.Fingerprint.String())
 	if len(e.Space.Simulator) > 0 {
 		h = append(h, "MEASURED ON THE SIMULATED CLUSTER (nccltune sim), NOT ON HARDWARE")

@@ -186,6 +186,8 @@ func TestDotenvIsLiteralForEveryReader(t *testing.T) {
 		{"eth0", true}, {"eth0,=eth1", true}, {"mlx5_0:1,mlx5_1:1", true}, {"^docker0", true}, {"a=b", true},
 		{"$(touch PWNED)", false}, {"a b", false}, {"it's", false}, {"`id`", false}, {"a;b", false}, {"~/x", false}, {"#x", false},
 		{"=eth0,eth1", false}, {"=ls", false}, {"mlx5_0:=ls", false}, {`a\b`, false},
+		// docker's and kubectl's readers refuse a file holding a line of 64 KiB or more.
+		{strings.Repeat("eth0,", 13103), true}, {strings.Repeat("eth0,", 13104), false},
 	} {
 		paths, err := fixedExport(t, tc.value).Write("dotenv", t.TempDir())
 		if tc.ok != (err == nil) {
@@ -268,6 +270,8 @@ func TestReadEnvFileUnsetsAsShellsDo(t *testing.T) {
 		"unset NCCL_PROTO", "unset NCCL_PROTO NCCL_ALGO", "unset  NCCL_PROTO\t", hasUnset + " && unset NCCL_PROTO",
 		"unset NCCL_PROTO\r", hasUnset + " && unset NCCL_PROTO\r", "unset NCCL_PROTO\u00a0", "unset NCCL_PROTO\u2003NCCL_ALGO",
 		"unset NCCL_ALGO\u0085NCCL_PROTO", "unset NCCL_PROTO\vNCCL_ALGO", "unset NCCL_PROTO\fNCCL_ALGO",
+		// fish's line, which a POSIX shell runs no more of than the rest of its list.
+		fishUnset + "NCCL_PROTO || true", fishUnset + "NCCL_PROTO && export NCCL_ALGO='Ring'", fishUnset + "NCCL_PROTO; unset NCCL_ALGO",
 	} {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "user.env")

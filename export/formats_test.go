@@ -61,9 +61,12 @@ values = ["PHB", "SYS"]
 // messages, trial 3 on the others, both with GPUDirect RDMA at every distance,
 // as measured on two simulated nodes of eight GPUs; validation recorded what
 // NCCL decided per size under each.
-func pinned(t *testing.T) Export {
+func pinned(t *testing.T) Export { return pinnedOf(t, pinnedSpace) }
+
+// pinnedOf is pinned's export of another space of its ranges and params.
+func pinnedOf(t *testing.T, text string) Export {
 	t.Helper()
-	sp, err := space.Parse("pinned.toml", []byte(pinnedSpace))
+	sp, err := space.Parse("pinned.toml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,5 +431,99 @@ func TestFilesUnsetWhatTheyLeaveToNCCL(t *testing.T) {
 	cmd.Env = append(os.Environ(), stale...)
 	if out, err := cmd.Output(); err != nil || strings.Contains(nccl(out), "NCCL_PROTO") {
 		t.Errorf("Slurm file: %q (%v), want NCCL_PROTO unset", nccl(out), err)
+	}
+}
+
+// TestPluginFormatsRefuseATunerOfTheSpace: a space that pins a tuner
+// plugin, or its configuration file, ran every trial under it. A job loads
+// one tuner plugin: the plugin formats, which set their own, refuse to write
+// the variable twice, the second replacing the space's, where the export
+// writes the space's (--space, trusted); from the store's space it is left
+// out, and said so, as every variable that loads code or names a file.
+func TestPluginFormatsRefuseATunerOfTheSpace(t *testing.T) {
+	for _, tc := range []struct{ pin, refused, written string }{
+		{`NCCL_TUNER_PLUGIN = "/opt/other/libnccl-tuner-other.so"`, "plugin tuner-csv", ""},
+		// nccltune's plugin reads no NCCL_TUNER_CONFIG_FILE, and its file sets none.
+		{`NCCL_TUNER_CONFIG_FILE = "/opt/other/tuner.conf"`, "tuner-csv", "plugin"},
+	} {
+		ex := pinnedOf(t, strings.Replace(pinnedSpace, "[fixed]\n", "[fixed]\n"+tc.pin+"\n", 1))
+		stored := ex
+		stored.Space, stored.LeftOut = ex.Space.Exportable()
+		stored.Stored = ex.Space
+		ex.Trusted = true
+		name, _, _ := strings.Cut(tc.pin, " ")
+		for _, format := range strings.Fields(tc.refused) {
+			paths, err := ex.Write(format, t.TempDir())
+			if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "one tuner plugin") {
+				t.Errorf("%s, %s: wrote %v, %v", tc.pin, format, paths, err)
+			}
+		}
+		for _, format := range strings.Fields(tc.written) {
+			if paths, err := ex.Write(format, t.TempDir()); err != nil {
+				t.Errorf("%s, %s: %v, %v", tc.pin, format, paths, err)
+			}
+		}
+		for _, format := range []string{"plugin", "tuner-csv"} {
+			if paths, err := stored.Write(format, t.TempDir()); err != nil {
+				t.Errorf("%s, from the store's space, %s: %v, %v", tc.pin, format, paths, err)
+			}
+		}
+	}
+}
+
+// TestJSONNamesACollectiveOnlyWhereOneIsSwept: nccl-tuned.json's
+// "collective" said all_reduce for a campaign of a training command, whose
+// space names no collective, and all_gather, the first, for a workload's
+// job of several: only a sweep of one collective's sizes has one.
+func TestJSONNamesACollectiveOnlyWhereOneIsSwept(t *testing.T) {
+	for file, want := range map[string]string{"sim-2node-ib.toml": "all_reduce", "command-megatron-gpt.toml": "", "sim-2node-ib-workload.toml": ""} {
+		sp, err := space.Load("../examples/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _, _ := sp.Complete(nil)
+		scores := map[string]float64{}
+		for _, r := range sp.Ranges {
+			scores[r.Name] = 1
+		}
+		trials := []store.Trial{{Number: 0, State: store.Complete, Params: a, Env: sp.Env(a), Scores: scores}}
+		paths, err := Export{Space: sp, Results: results.Of(sp, trials, nil), Now: time.Now()}.Write("json", t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		data, _ := os.ReadFile(paths[0])
+		var got struct {
+			Collective *string `json:"collective"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		if want == "" && got.Collective != nil || want != "" && (got.Collective == nil || *got.Collective != want) {
+			t.Errorf("%s: collective %v, want %q (none where empty)", file, got.Collective, want)
+		}
+	}
+}
+
+// TestFilesSayWhatTheyLeaveOut: exported from the store's space, a file
+// holds none of the variables that load code or name files, though every
+// trial ran with them (NCCL_TOPO_FILE, which cloud VMs need): said only on
+// export's standard error, the file itself claimed the measured gain for
+// settings short of them. Each file names them, never their values.
+func TestFilesSayWhatTheyLeaveOut(t *testing.T) {
+	ex := pinnedOf(t, strings.Replace(pinnedSpace, "[fixed]\n", "[fixed]\nNCCL_TOPO_FILE = \"/opt/topo.xml\"\n", 1))
+	ex.Stored = ex.Space
+	ex.Space, ex.LeftOut = ex.Space.Exportable()
+	dir := t.TempDir()
+	for _, format := range []string{"env", "torchrun", "json", "plugin", "tuner-csv"} {
+		paths, err := ex.Write(format, dir)
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		for _, p := range paths {
+			data, _ := os.ReadFile(p)
+			if !strings.Contains(string(data), "NCCL_TOPO_FILE") || strings.Contains(string(data), "/opt/topo.xml") {
+				t.Errorf("%s does not say it leaves NCCL_TOPO_FILE out:\n%s", filepath.Base(p), data)
+			}
+		}
 	}
 }

@@ -226,7 +226,7 @@ func (r rule) about() string {
 // of range rg: a rule per run of sizes decided alike, from one decided size
 // to the next.
 func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
-	ds, ok := e.Decisions[e.Space.Key(a)]
+	ds, ok := e.decisions(a)
 	switch {
 	case !ok && e.validated():
 		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, and NCCL logged none when validation probed it (a communicator of one rank makes no decision)")
@@ -682,7 +682,8 @@ func (e Export) alone() (map[string][]point, error) {
 	if err != nil {
 		return nil, err
 	}
-	pts, err := e.points(e.Decisions[e.Space.Key(base)])
+	ds, _ := e.decisions(base)
+	pts, err := e.points(ds)
 	if err != nil {
 		return nil, fmt.Errorf("under the job's environment: %w", err)
 	}
@@ -746,13 +747,22 @@ func (e Export) covering(rules []rule) ([]rule, error) {
 	return out, nil
 }
 
+// names reports whether the space pins or searches variable name.
+func (e Export) names(name string) bool {
+	_, pinned := e.Space.Fixed[name]
+	return pinned || slices.ContainsFunc(e.Space.Params, func(p space.Param) bool { return p.Variable() == name })
+}
+
 // jobEnvFile is the env file of a job that runs with a tuner plugin: the
-// job's environment, and the plugin's variables.
+// job's environment, and the plugin's variables, which the space must not set.
 func (e Export) jobEnvFile(name, what string, env []string, plugin ...[2]string) (file, error) {
 	var b strings.Builder
 	b.WriteString(comment(append(e.header("nccltune: the environment of one job, with "+what), "use: . ./"+name), "# "))
 	env = slices.Clip(env) // the caller's, appended to
 	for _, kv := range plugin {
+		if e.names(kv[0]) {
+			return file{}, fmt.Errorf("the campaign's space sets %s, which every trial ran with, and this file sets it for the tuner plugin it loads: one job loads one tuner plugin; export each range's env file instead (--format env)", kv[0])
+		}
 		env = append(env, kv[0]+"="+kv[1])
 	}
 	if err := writeSourced(&b, e.Space, env); err != nil {

@@ -82,3 +82,25 @@ func fixedExport(t *testing.T, value string) Export {
 	trials := []store.Trial{{Number: 0, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all": 1}}}
 	return Export{Space: sp, Results: results.Of(sp, trials, nil), Now: time.Now()}
 }
+
+// TestSlurmExportIsOneArgument: NCCLTUNE_SRUN_EXPORT is one argument of
+// srun, which Linux refuses to start with one over MAX_ARG_STRLEN; values
+// that each fit it may not together, and such a file is refused instead.
+func TestSlurmExportIsOneArgument(t *testing.T) {
+	long := strings.Repeat("x", 70000)
+	sp, err := space.Parse("f.toml", []byte("[benchmark]\nbinary = \"x\"\n[fixed]\nNCCL_NET = '"+long+
+		"'\nNCCL_TOPO_FILE = '/"+long+"'\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := space.Assignment{"NCCL_ALGO": space.Unset}
+	trials := []store.Trial{{Number: 0, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all": 1}}}
+	ex := Export{Space: sp, Results: results.Of(sp, trials, nil), Now: time.Now(), Trusted: true}
+	paths, err := ex.Write("slurm", t.TempDir())
+	if err == nil {
+		out, runErr := exec.Command("sh", "-c", `. "$1" && exec true "$NCCLTUNE_SRUN_EXPORT"`, "sh", paths[0]).CombinedOutput()
+		t.Errorf("wrote %v, which no program starts with (%v: %s)", paths, runErr, out)
+	} else if !strings.Contains(err.Error(), "one argument") {
+		t.Errorf("refused for another reason: %.300v", err)
+	}
+}

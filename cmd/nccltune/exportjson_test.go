@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/nccltune/nccltune/examples"
 )
 
 // TestExportJSONWhereDefaultsStandUntried: where validation kept NCCL's
@@ -46,4 +49,38 @@ done
 		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
 	}
 	return dir
+}
+
+// TestExportWithoutTheSpaceKnowsItsValidation: a campaign whose space pins
+// a variable that names a file (NCCL_TOPO_FILE, which cloud VMs need) is
+// exported from the store without it (space.Exportable). The store's
+// validations and NCCL's recorded decisions are under the configurations'
+// keys in the campaign's own space, NCCL_TOPO_FILE in each: looked up in the
+// space without it, the plugin formats found none, and called a validated
+// campaign "not validated" (tuner-csv failed, asking for `nccltune validate`).
+func TestExportWithoutTheSpaceKnowsItsValidation(t *testing.T) {
+	dir := t.TempDir()
+	data, err := examples.Files.ReadFile(examples.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "space.toml")
+	os.WriteFile(own, []byte(strings.Replace(string(data), "[fixed]\n", "[fixed]\nNCCL_TOPO_FILE = \"/opt/topo.xml\"\n", 1)), 0o644)
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", own, "--trials", "6", "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	for _, format := range []string{"plugin", "tuner-csv"} {
+		out := filepath.Join(dir, format)
+		code, stdout, errOut := nccltune(t, dir, "export", "--format", format, "--out", out)
+		if code != 0 {
+			t.Errorf("%s: exit %d\n%s%s", format, code, stdout, errOut)
+			continue
+		}
+		rules, _ := filepath.Glob(filepath.Join(out, "*.conf"))
+		rules = append(rules, filepath.Join(out, "nccltune.rules"))
+		data, _ := os.ReadFile(rules[0])
+		if strings.Contains(string(data), "not validated") || !strings.Contains(string(data), "validated") {
+			t.Errorf("%s:\n%s", rules[0], data)
+		}
+	}
 }

@@ -126,6 +126,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"resume"}, 1, "no store nccltune.db"},
 		{[]string{"run", "--trails", "5"}, 2, "unknown flag --trails; did you mean --trials? (nccltune run --help lists them)"},
 		{[]string{"export", "--fromat", "json"}, 2, "did you mean --format?"},
+		// Read by the plugin formats alone: another's file would load no plugin.
+		{[]string{"export", "--format", "env", "--plugin", "/opt/x.so"}, 2, "--plugin names the plugin of the plugin and tuner-csv formats' env files"},
 		// A one-letter flag is named as the help names it, and nothing is as near to it as another letter.
 		{[]string{"run", "-t", "5"}, 2, "unknown flag -t (nccltune run --help lists them)"},
 		{[]string{"status", "-j"}, 2, "unknown flag -j (nccltune status --help lists them)"},

@@ -498,6 +498,10 @@ func exportCommand() *cli.Command {
 			if !slices.Contains(export.Formats, c.String("format")) {
 				return usageError{fmt.Errorf("--format must be one of %s", strings.Join(export.Formats, ", "))}
 			}
+			if f := c.String("format"); c.IsSet("plugin") && f != "plugin" && f != "tuner-csv" {
+				// Dropped, it would leave the user believing the files load it.
+				return usageError{fmt.Errorf("--plugin names the plugin of the plugin and tuner-csv formats' env files; the %s format loads none", f)}
+			}
 			var ex export.Export
 			_, err := readCampaign(c, func(st *store.Store, l *loaded) (err error) {
 				ex, err = exportOfCampaign(c, st, l)
@@ -574,9 +578,10 @@ func exportOf(st *store.Store, l *loaded, pluginPath string, own *space.Space) (
 			sp = own.AtScale(l.camp.Scale)
 		}
 	}
-	return export.Export{Space: sp, Campaign: l.camp, Results: l.results, Job: results.JobOf(sp, l.trials, l.vals),
+	// The store's validations and decisions are under the stored space's keys, as l.results are.
+	return export.Export{Space: sp, Campaign: l.camp, Results: l.results, Job: results.JobOf(l.space, l.trials, l.vals),
 		Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: pluginPath, Now: time.Now(),
-		LeftOut: left, Trusted: own != nil}, nil
+		LeftOut: left, Trusted: own != nil, Stored: l.space}, nil
 }
 
 // fingerprint is what the campaign ran on, as its first completed trial recorded it.
