@@ -221,7 +221,7 @@ const MaxArgStrlen = 32 * 4096
 func (v Var) Normalize(value string) (string, error) {
 	canon, err := v.read(value)
 	if err == nil {
-		err = v.refuse(canon)
+		err = v.refuse(value, canon)
 	}
 	if err != nil {
 		return "", err
@@ -255,8 +255,8 @@ func (v Var) read(value string) (string, error) {
 		if err := v.checkRange(n); err != nil {
 			return "", err
 		}
-		// Written as NCCL reads it: strtoll(value, NULL, 0) takes "010"
-		// as octal 8, and "+7", "07" and "7" must be one value to compare.
+		// Written in decimal: "+7", "07" and "7" must be one value to
+		// compare (misread refuses one NCCL reads as another number).
 		return strconv.FormatInt(n, 10), nil
 	case KindBytes:
 		n, err := ParseSize(value)
@@ -274,8 +274,8 @@ func (v Var) read(value string) (string, error) {
 		return "", fmt.Errorf("%s: %q is not one of %s", v.Name, value, strings.Join(v.Values, ", "))
 	case KindLevel:
 		if n, err := strconv.Atoi(value); err == nil && n >= 0 {
-			// NCCL reads a level's number only if it starts with a digit
-			// ("+1" is no level to it), with strtol's base 0 ("010" is 8).
+			// Written in decimal, as an integer is (misread refuses one
+			// NCCL reads otherwise: "+1", "010").
 			return strconv.Itoa(n), nil
 		}
 		if canon, ok := matchToken(value, v.Values); ok {
@@ -292,10 +292,14 @@ func (v Var) read(value string) (string, error) {
 	return value, nil
 }
 
-// refuse checks a normalized value that NCCL is given, but reads otherwise
-// than written or fails each trial of: checks added since campaigns ran
-// with such values, which their stored spaces keep (ParseStored).
-func (v Var) refuse(value string) error {
+// refuse checks a value, as written (text) and normalized, that NCCL is
+// given, but reads otherwise than written or fails each trial of: checks
+// added since campaigns ran with such values, which their stored spaces
+// keep (ParseStored).
+func (v Var) refuse(text, value string) error {
+	if err := v.misread(text); err != nil {
+		return err
+	}
 	switch {
 	case v.Name == "NCCL_SOCKET_IFNAME" && len(value) == 1:
 		// NCCL takes the list only if longer (strlen > 1), and picks an
@@ -313,6 +317,42 @@ func (v Var) refuse(value string) error {
 		}
 	}
 	return nil
+}
+
+// misread refuses an integer's text that NCCL would read as another number
+// than nccltune's decimal: strtoll(text, NULL, 0), as NCCL reads each
+// integer setting (and strtol a level's number), takes the digits after a
+// leading 0 as octal, up to an 8 or 9 ("010" is 8, "08" is 0); and a
+// level's number is none to NCCL unless it starts with a digit.
+func (v Var) misread(text string) error {
+	switch v.Kind {
+	case KindLevel:
+		if _, err := strconv.Atoi(text); err == nil && (text[0] < '0' || text[0] > '9') {
+			return fmt.Errorf("%s: NCCL reads a level's number only where it starts with a digit: it ignores %q and picks the level itself", v.Name, text)
+		}
+	case KindInt, KindBytes:
+	default:
+		return nil
+	}
+	digits := strings.TrimLeft(strings.TrimLeftFunc(text, unicode.IsSpace), "+-")
+	digits = digits[:len(digits)-len(strings.TrimLeft(digits, "0123456789"))]
+	if len(digits) < 2 || digits[0] != '0' {
+		return nil
+	}
+	var octal int64
+	for _, c := range digits[1:] {
+		if c > '7' {
+			break
+		}
+		octal = octal*8 + int64(c-'0')
+	}
+	if decimal, err := strconv.ParseInt(digits, 10, 64); err == nil && decimal == octal {
+		return nil // "007", "00"
+	}
+	if strings.HasPrefix(strings.TrimSpace(text), "-") {
+		octal = -octal
+	}
+	return fmt.Errorf("%s: NCCL reads %q as %d (a leading 0 makes it octal, which ends at an 8 or 9), nccltune as decimal: write it without the leading 0s", v.Name, text, octal)
 }
 
 // listRefused refuses a canonical list of which a part excludes every

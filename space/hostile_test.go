@@ -301,11 +301,12 @@ func TestHostileKinds(t *testing.T) {
 }
 
 // TestIntegersAreWrittenAsNCCLReadsThem: NCCL reads an integer setting
-// with strtoll(value, NULL, 0), "010" as octal 8, and a level's number only
-// if it starts with a digit ("+1" is none). An integer is written in
-// decimal, so that what NCCL reads is what the space says, a value listed
-// twice in two spellings is found, and a condition holds for the value the
-// search proposes ("08" never matched "8": the param was never active).
+// with strtoll(value, NULL, 0), "010" as octal 8 and "08" as 0, and a
+// level's number only if it starts with a digit ("+1" it ignores). An
+// integer is written in decimal, so that a value listed twice in two
+// spellings is found and a condition holds for the value the search
+// proposes; one that NCCL reads otherwise than in decimal is refused,
+// naming what NCCL reads, but kept in a stored space, as its trials ran it.
 func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
@@ -313,12 +314,18 @@ func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 		err       string
 	}{
 		{"pinned with a leading zero", strings.Replace(hostileBase, `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_QPS_PER_CONNECTION = \"010\"", 1),
-			func(s *Space) bool { return s.Fixed["NCCL_IB_QPS_PER_CONNECTION"] == "10" }, ""},
+			func(s *Space) bool { return s.Fixed["NCCL_IB_QPS_PER_CONNECTION"] == "10" }, `h.toml:8: fixed NCCL_IB_QPS_PER_CONNECTION: NCCL reads "010" as 8`},
+		{"a byte size with a leading zero", strings.Replace(hostileBase, `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_BUFFSIZE = \"0100000\"", 1),
+			func(s *Space) bool { return s.Fixed["NCCL_BUFFSIZE"] == "100000" }, `NCCL_BUFFSIZE: NCCL reads "0100000" as 32768`},
 		{"a level with a sign", hostileBase + "[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"+1\", \"SYS\"]\n",
-			func(s *Space) bool { return slices.Equal(s.Params[3].Values, []string{"1", "SYS"}) }, ""},
+			func(s *Space) bool { return slices.Equal(s.Params[3].Values, []string{"1", "SYS"}) }, `NCCL_NET_GDR_LEVEL: NCCL reads a level's number only where it starts with a digit: it ignores "+1"`},
+		{"a level with a leading zero", hostileBase + "[[param]]\nname = \"NCCL_P2P_LEVEL\"\nvalues = [\"08\", \"SYS\"]\n",
+			nil, `NCCL_P2P_LEVEL: NCCL reads "08" as 0`},
 		{"a condition with a leading zero", strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_MIN_CTAS = ["08", "+4"] }`, 1),
+			nil, `NCCL_MIN_CTAS: NCCL reads "08" as 0`},
+		{"a condition with a sign", strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_MIN_CTAS = ["+4", "007"] }`, 1),
 			func(s *Space) bool {
-				return s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "8"}) && s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "4"})
+				return s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "7"}) && s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "4"})
 			}, ""},
 		{"a try_first with a leading zero", hostileBase + "[[try_first]]\nNCCL_MIN_CTAS = \"04\"\n",
 			func(s *Space) bool { return len(s.TryFirst) == 1 && s.TryFirst[0]["NCCL_MIN_CTAS"] == "4" }, ""},
@@ -339,6 +346,13 @@ func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 				t.Fatal(err)
 			case tc.err == "" && !tc.check(sp):
 				t.Errorf("fixed %v, params %+v, try_first %v", sp.Fixed, sp.Params, sp.TryFirst)
+			}
+			if tc.err == "" || tc.check == nil {
+				return
+			}
+			// What a campaign's trials ran, its stored space keeps.
+			if sp, _, err := ParseStored("h.toml", []byte(tc.src)); err != nil || !tc.check(sp) {
+				t.Errorf("stored: %v, %+v", err, sp)
 			}
 		})
 	}

@@ -1882,7 +1882,7 @@ func (b *builder) value(name string, raw any) (string, error) {
 		// Read as 0 or 1, NCCL_NET = false set NCCL_NET=0.
 		err = fmt.Errorf("%s: %v is a boolean, which only a variable of 0 or 1 takes", name, t)
 	case err == nil:
-		err = v.refuse(value)
+		err = v.refuse(text, value)
 	}
 	return value, err
 }

@@ -168,6 +168,9 @@ func TestNormalize(t *testing.T) {
 		{"NCCL_NET_GDR_LEVEL", "phb", "PHB", false},
 		{"NCCL_NET_GDR_LEVEL", "5", "5", false},
 		{"NCCL_NET_GDR_LEVEL", "FAR", "", true},
+		{"NCCL_NET_GDR_LEVEL", "+1", "", true}, // NCCL ignores it
+		{"NCCL_IB_TIMEOUT", "010", "", true},   // octal 8 to NCCL
+		{"NCCL_IB_TIMEOUT", "+07", "7", false},
 		{"NCCL_BUFFSIZE", "8M", "8388608", false},
 		{"NCCL_BUFFSIZE", "1", "", true},
 		{"NCCL_IB_GID_INDEX", "-1", "-1", false},
