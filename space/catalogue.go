@@ -31,6 +31,9 @@ type Var struct {
 	Values []string // legal tokens for KindEnum, KindLevel and KindList
 	Min    int64    // for KindInt and KindBytes
 	Max    int64    // for KindInt and KindBytes; 0 means no upper bound
+	// Exact is set for a KindEnum whose names NCCL compares as written
+	// (strcmp), not in any case.
+	Exact bool
 	// Gone is set for variables NCCL no longer reads; old tuning guides still quote them.
 	Gone string
 	// Instead names the variable that replaced a deprecated one (still read by NCCL).
@@ -93,7 +96,7 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_IB_HCA", Kind: KindString},
 	{Name: "NCCL_IB_GID_INDEX", Kind: KindInt, Min: -1, Max: 255},
 	{Name: "NCCL_IB_ROCE_VERSION_NUM", Kind: KindEnum, Values: []string{"1", "2"}},
-	{Name: "NCCL_IB_ADDR_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}},
+	{Name: "NCCL_IB_ADDR_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}, Exact: true},
 	{Name: "NCCL_IB_QPS_PER_CONNECTION", Kind: KindInt, Min: 1, Max: 128},
 	{Name: "NCCL_IB_SPLIT_DATA_ON_QPS", Kind: KindBool},
 	{Name: "NCCL_IB_TIMEOUT", Kind: KindInt, Min: 1, Max: 31},
@@ -106,7 +109,7 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_IB_MERGE_NICS", Kind: KindBool},
 	{Name: "NCCL_CROSS_NIC", Kind: KindEnum, Values: []string{"0", "1", "2"}},
 	{Name: "NCCL_SOCKET_IFNAME", Kind: KindString},
-	{Name: "NCCL_SOCKET_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}},
+	{Name: "NCCL_SOCKET_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}, Exact: true},
 	{Name: "NCCL_SOCKET_NTHREADS", Kind: KindInt, Min: 1, Max: 16},
 	{Name: "NCCL_NSOCKS_PERTHREAD", Kind: KindInt, Min: 1, Max: 64},
 	{Name: "NCCL_LAUNCH_MODE", Kind: KindEnum, Values: []string{"PARALLEL", "GROUP"}},
@@ -297,7 +300,7 @@ func (v Var) read(value string) (string, error) {
 // added since campaigns ran with such values, which their stored spaces
 // keep (ParseStored).
 func (v Var) refuse(text, value string) error {
-	if err := v.misread(text); err != nil {
+	if err := v.misread(text, value); err != nil {
 		return err
 	}
 	switch {
@@ -319,17 +322,35 @@ func (v Var) refuse(text, value string) error {
 	return nil
 }
 
-// misread refuses an integer's text that NCCL would read as another number
-// than nccltune's decimal: strtoll(text, NULL, 0), as NCCL reads each
-// integer setting (and strtol a level's number), takes the digits after a
-// leading 0 as octal, up to an 8 or 9 ("010" is 8, "08" is 0); and a
-// level's number is none to NCCL unless it starts with a digit.
-func (v Var) misread(text string) error {
+// misread refuses a value's text that NCCL would read otherwise than its
+// normalized value: a name it compares as written (a level's, an Exact
+// enum's) in another case; a name it compares ignoring the case of ASCII
+// letters alone (strcasecmp) of a blank or a letter only Unicode folds so
+// ("ſ" for "s"); an integer it reads as another number than nccltune's
+// decimal: strtoll(text, NULL, 0), as NCCL reads each integer setting (and
+// strtol a level's number), takes the digits after a leading 0 as octal,
+// up to an 8 or 9 ("010" is 8, "08" is 0); and a level's number that does
+// not start with a digit, which is none to NCCL.
+func (v Var) misread(text, value string) error {
 	switch v.Kind {
 	case KindLevel:
-		if _, err := strconv.Atoi(text); err == nil && (text[0] < '0' || text[0] > '9') {
+		_, err := strconv.Atoi(text)
+		if err != nil && text != value {
+			return fmt.Errorf("%s: NCCL reads %q as no level (it compares a level's name as written) and picks the level itself: write %s", v.Name, text, value)
+		}
+		if err == nil && (text[0] < '0' || text[0] > '9') {
 			return fmt.Errorf("%s: NCCL reads a level's number only where it starts with a digit: it ignores %q and picks the level itself", v.Name, text)
 		}
+	case KindEnum:
+		if v.Exact && text != value {
+			return fmt.Errorf("%s: NCCL reads %q as none of %s (it compares them as written): write %s", v.Name, text, strings.Join(v.Values, ", "), value)
+		}
+		fallthrough
+	case KindList:
+		if !equalFoldASCII(text, value) {
+			return fmt.Errorf("%s: NCCL reads %q otherwise than %s: it compares each name byte by byte, ignoring the case of ASCII letters alone (a blank is part of a name), and fails on one it does not know", v.Name, text, value)
+		}
+		return nil
 	case KindInt, KindBytes:
 	default:
 		return nil
@@ -353,6 +374,27 @@ func (v Var) misread(text string) error {
 		octal = -octal
 	}
 	return fmt.Errorf("%s: NCCL reads %q as %d (a leading 0 makes it octal, which ends at an 8 or 9), nccltune as decimal: write it without the leading 0s", v.Name, text, octal)
+}
+
+// equalFoldASCII reports whether a and b are equal but for the case of
+// ASCII letters, as C's strcasecmp compares them.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // listRefused refuses a canonical list of which a part excludes every

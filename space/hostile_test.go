@@ -733,3 +733,47 @@ func TestAdaptersOfRailAndPlane(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesAsNCCLReadsThem: NCCL compares a level's name (ncclGetLevel)
+// and an address family with strcmp, so that it ignores "phb" and reads
+// "af_inet6" as AF_INET; and NCCL_ALGO's and NCCL_PROTO's names with
+// strcasecmp, byte by byte, so that a blank is part of the name and fails
+// its init, as a letter only Unicode folds to an ASCII one ("ſ" for "s")
+// does. Each is refused, naming how NCCL reads it, but kept in a stored
+// space as its trials ran it; a name in another case where NCCL ignores
+// the case is taken.
+func TestNamesAsNCCLReadsThem(t *testing.T) {
+	for _, tc := range []struct{ name, value, want, err string }{
+		{"NCCL_NET_GDR_LEVEL", "phb", "PHB", `NCCL_NET_GDR_LEVEL: NCCL reads "phb" as no level`},
+		{"NCCL_P2P_LEVEL", "Nvl", "NVL", `NCCL_P2P_LEVEL: NCCL reads "Nvl" as no level`},
+		{"NCCL_IB_ADDR_FAMILY", "af_inet6", "AF_INET6", `NCCL_IB_ADDR_FAMILY: NCCL reads "af_inet6" as none of AF_INET, AF_INET6`},
+		{"NCCL_SOCKET_FAMILY", "Af_Inet", "AF_INET", `NCCL_SOCKET_FAMILY: NCCL reads "Af_Inet" as none of AF_INET, AF_INET6`},
+		{"NCCL_PROTO", "\u017fimple", "Simple", `NCCL_PROTO: NCCL reads "ſimple" otherwise than Simple`},
+		{"NCCL_ALGO", "Ring, Tree", "Ring,Tree", `NCCL_ALGO: NCCL reads "Ring, Tree" otherwise than Ring,Tree`},
+		{"NCCL_ALGO", "allreduce :Tree", "allreduce:Tree", `NCCL_ALGO: NCCL reads "allreduce :Tree"`},
+		{"NCCL_ALGO", "ring,TREE;ALLREDUCE:^nvls", "Ring,Tree;allreduce:^NVLS", ""},
+		{"NCCL_LAUNCH_MODE", "group", "GROUP", ""},
+		{"NCCL_DEBUG", "warn", "WARN", ""},
+		{"NCCL_DEBUG", "VER\u017fION", "VERSION", `NCCL_DEBUG: NCCL reads "VERſION" otherwise than VERSION`},
+		{"NCCL_NET_GDR_LEVEL", "PHB", "PHB", ""},
+	} {
+		v, _ := Lookup(tc.name)
+		got, err := v.Normalize(tc.value)
+		if tc.err == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("%s = %q: %q, %v; want %q", tc.name, tc.value, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s = %q: error %v, want %q", tc.name, tc.value, err, tc.err)
+		}
+		src := "[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\nname = \"" + tc.name + "\"\nvalues = [\"default\", \"" + tc.value + "\"]\n"
+		if _, err := Parse("n.toml", []byte(src)); err == nil {
+			t.Errorf("%s = %q: Parse took it", tc.name, tc.value)
+		}
+		if s, _, err := ParseStored("n.toml", []byte(src)); err != nil || !slices.Equal(s.Params[0].Values, []string{"default", tc.want}) {
+			t.Errorf("%s = %q: stored as %v, %v; want %q", tc.name, tc.value, s, err, tc.want)
+		}
+	}
+}

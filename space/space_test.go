@@ -160,12 +160,12 @@ func TestNormalize(t *testing.T) {
 	}{
 		{"NCCL_ALGO", "ring,tree", "Ring,Tree", false},
 		{"NCCL_ALGO", "^NVLS", "^NVLS", false},
-		{"NCCL_ALGO", "AllReduce:tree, ring;allgather:^ring", "allreduce:Tree,Ring;allgather:^Ring", false},
+		{"NCCL_ALGO", "AllReduce:tree,ring;allgather:^ring", "allreduce:Tree,Ring;allgather:^Ring", false},
 		{"NCCL_ALGO", "allreduse:tree", "", true},
 		{"NCCL_ALGO", "Ring;allreduce:Tree", "Ring;allreduce:Tree", false},
 		{"NCCL_ALGO", "allreduce:Tree;Ring", "", true}, // NCCL refuses it: only the first part may name no collective
 		{"NCCL_PROTO", "LL,LL9", "", true},
-		{"NCCL_NET_GDR_LEVEL", "phb", "PHB", false},
+		{"NCCL_NET_GDR_LEVEL", "phb", "", true}, // NCCL ignores it
 		{"NCCL_NET_GDR_LEVEL", "5", "5", false},
 		{"NCCL_NET_GDR_LEVEL", "FAR", "", true},
 		{"NCCL_NET_GDR_LEVEL", "+1", "", true}, // NCCL ignores it
