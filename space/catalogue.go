@@ -232,6 +232,23 @@ func (v Var) Normalize(value string) (string, error) {
 	return canon, nil
 }
 
+// Given is Normalize for a value NCCL reads as given, not written in a
+// space file (an env file's): a byte size's unit, the space file's
+// notation, is refused where NCCL reads the number before it alone
+// (strtoll stops at it: "4M" is 4 bytes to NCCL).
+func (v Var) Given(value string) (string, error) {
+	canon, err := v.Normalize(value)
+	if err != nil || v.Kind != KindBytes {
+		return canon, err
+	}
+	digits := strings.TrimLeftFunc(value, unicode.IsSpace)
+	digits = digits[:len(digits)-len(strings.TrimLeft(digits, "0123456789"))]
+	if digits != canon {
+		return "", fmt.Errorf("%s: NCCL reads %q as %s, the number before its unit: write %s", v.Name, value, digits, canon)
+	}
+	return canon, nil
+}
+
 // read is Normalize less refuse: the text NCCL receives for value, or an
 // error where it can be given none.
 func (v Var) read(value string) (string, error) {
