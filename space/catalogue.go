@@ -486,8 +486,11 @@ func (v Var) reads(value string) string {
 	case KindList:
 		return listSet(value)
 	case KindLevel:
-		if n, err := strconv.Atoi(value); err == nil && n >= 0 && n < len(oldLevels) {
-			return oldLevels[n]
+		// NCCL reads the number into a C int (strtol's long cut to its
+		// low 32 bits: 2^32 is 0), any above 5 as 5; a negative int it
+		// reads past its table, as no level of it.
+		if n, err := strconv.ParseInt(value, 10, 64); err == nil && int32(n) >= 0 {
+			return oldLevels[min(int(int32(n)), len(oldLevels)-1)]
 		}
 	}
 	return value

@@ -356,6 +356,34 @@ func TestAlikeReadsAsNCCLDoes(t *testing.T) {
 	}
 }
 
+// TestLevelsAlikeAsNCCLReadsThem: NCCL reads a level's number into a C int
+// (strtol's long cut to its low 32 bits) and any above 5 as 5, SYS
+// (levelsOldToNew): a stored space's 7 (refused since) is SYS, and so
+// 2^32 is LOC, so that a failure under one is a failure under the other.
+func TestLevelsAlikeAsNCCLReadsThem(t *testing.T) {
+	v, err := Lookup("NCCL_NET_GDR_LEVEL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a, b  string
+		alike bool
+	}{
+		{"4", "SYS", true},
+		{"5", "SYS", true},
+		{"7", "SYS", true},
+		{"7", "4", true},
+		{"4294967296", "LOC", true},
+		{"4294967297", "PIX", true},
+		{"4294967297", "0", false},
+		{"3", "SYS", false},
+	} {
+		if got := v.Alike(tc.a, tc.b); got != tc.alike {
+			t.Errorf("Alike(%q, %q) = %v, NCCL reads them %s", tc.a, tc.b, got, map[bool]string{true: "alike", false: "differently"}[tc.alike])
+		}
+	}
+}
+
 // TestREADMESpaceLoads: the README's space file, the one users copy first,
 // loads. Its `when` once named NCCL_NET, which it neither searched nor pinned.
 func TestREADMESpaceLoads(t *testing.T) {
