@@ -475,8 +475,8 @@ func (v Var) integers(min, max int64) error {
 }
 
 // Alike reports whether NCCL reads two normalized values of v alike: a
-// list names a set (of algorithms, of protocols, per collective), so its
-// order and repeats are no difference.
+// list names the set it enables (of algorithms, of protocols, per
+// collective), so its order, its repeats and a '^' are no difference.
 func (v Var) Alike(a, b string) bool { return v.reads(a) == v.reads(b) }
 
 // reads is what NCCL reads a normalized value of v as: values are Alike
@@ -484,7 +484,7 @@ func (v Var) Alike(a, b string) bool { return v.reads(a) == v.reads(b) }
 func (v Var) reads(value string) string {
 	switch v.Kind {
 	case KindList:
-		return listSet(value)
+		return listSet(value, v.Values)
 	case KindLevel:
 		// NCCL reads the number into a C int (strtol's long cut to its
 		// low 32 bits: 2^32 is 0), any above 5 as 5; a negative int it
@@ -496,22 +496,35 @@ func (v Var) reads(value string) string {
 	return value
 }
 
-// listSet is a canonical list's parts and names, each sorted and without
-// repeats. As NCCL's parseList reads them, a part replaces what the parts
-// before it set for its collective: of a collective's parts, the last holds.
-func listSet(value string) string {
-	last := map[string]string{} // by collective, "" for the part that names none
+// listSet is what NCCL enables of a canonical list: as its parseList reads
+// the parts in turn, each sets every collective it names (each, without a
+// prefix) to its names, or to all but them after a '^', replacing what a
+// part before set; a collective no part names keeps NCCL's own choice. A
+// prefix NCCL fails its init on (a stored space's) leaves the value as it is.
+func listSet(value string, tokens []string) string {
+	sets := make([]string, len(collNames)) // "" where no part names it
 	for _, part := range strings.Split(value, ";") {
-		cut := strings.LastIndexAny(part, ":^") + 1
-		names := strings.Split(part[cut:], ",")
-		slices.Sort(names)
-		coll, _, ok := strings.Cut(part[:cut], ":")
-		if !ok {
-			coll = ""
+		coll, names, prefixed := strings.Cut(part, ":")
+		if !prefixed {
+			names = part
+		} else if !slices.Contains(collNames, coll) {
+			return value
 		}
-		last[coll] = part[:cut] + strings.Join(slices.Compact(names), ",")
+		rest, exclude := strings.CutPrefix(names, "^")
+		listed := strings.Split(rest, ",")
+		var set []string
+		for _, t := range tokens {
+			if slices.Contains(listed, t) != exclude {
+				set = append(set, t)
+			}
+		}
+		for i, c := range collNames {
+			if !prefixed || c == coll {
+				sets[i] = c + ":" + strings.Join(set, ",")
+			}
+		}
 	}
-	return strings.Join(slices.Sorted(maps.Values(last)), ";")
+	return strings.Join(sets, ";")
 }
 
 func (v Var) checkRange(n int64) error {

@@ -356,6 +356,33 @@ func TestAlikeReadsAsNCCLDoes(t *testing.T) {
 	}
 }
 
+// TestListsAlikeAsNCCLEnablesThem: parseList sets, for each collective a
+// part names (each, for one without a prefix), the names enabled: "^LL128"
+// enables what "LL,Simple" does, and a part that sets a collective as the
+// part before it did changes nothing, so that a failure under one is a
+// failure under the other. A collective no part names keeps NCCL's own
+// choice (LL128 where NCCL judges it fast), which no list is.
+func TestListsAlikeAsNCCLEnablesThem(t *testing.T) {
+	for _, tc := range []struct {
+		name, a, b string
+		alike      bool
+	}{
+		{"NCCL_PROTO", "^LL128", "LL,Simple", true},
+		{"NCCL_PROTO", "^LL128;allreduce:LL128", "Simple,LL;allreduce:LL128", true},
+		{"NCCL_PROTO", "LL,LL128,Simple", "^LL", false},
+		{"NCCL_PROTO", "allreduce:LL,LL128,Simple", "LL,LL128,Simple", false},
+		{"NCCL_ALGO", "Ring;allreduce:Ring", "Ring", true},
+		{"NCCL_ALGO", "allreduce:Ring;broadcast:Ring;reduce:Ring;allgather:Ring;reducescatter:Ring", "Ring", true},
+		{"NCCL_ALGO", "allreduce:Ring;broadcast:Ring", "Ring", false},
+		{"NCCL_ALGO", "^Tree,CollnetDirect,CollnetChain,NVLS,NVLSTree,PAT", "Ring", true},
+	} {
+		v, _ := Lookup(tc.name)
+		if got := v.Alike(tc.a, tc.b); got != tc.alike {
+			t.Errorf("%s: Alike(%q, %q) = %v, NCCL reads them %s", tc.name, tc.a, tc.b, got, map[bool]string{true: "alike", false: "differently"}[tc.alike])
+		}
+	}
+}
+
 // TestLevelsAlikeAsNCCLReadsThem: NCCL reads a level's number into a C int
 // (strtol's long cut to its low 32 bits) and any above 5 as 5, SYS
 // (levelsOldToNew): a stored space's 7 (refused since) is SYS, and so
