@@ -285,11 +285,21 @@ func (l Log) Unconfirmed(env []string) []string {
 			continue
 		}
 		_, rejected := l.Rejected[name]
-		if got, ok := l.Read[name]; !ok || !strings.EqualFold(got, value) || rejected {
+		if got, ok := l.Read[name]; !ok || !confirms(name, got, value) || rejected {
 			out = append(out, name)
 		}
 	}
 	return out
+}
+
+// confirms reports whether NCCL logging that it read name as got confirms
+// value: a level it logs by its name (ncclGetLevel: 4 and 5 as SYS).
+func confirms(name, got, value string) bool {
+	if strings.EqualFold(got, value) {
+		return true
+	}
+	v, err := space.Lookup(name)
+	return err == nil && v.Kind == space.KindLevel && v.Alike(got, value)
 }
 
 // confFile is read by NCCL with getenv, before and outside its log (NCCL

@@ -191,3 +191,27 @@ node1:123:123 [0] NCCL INFO Using network IB
 		}
 	}
 }
+
+// TestLevelsAreConfirmedByTheirNames: NCCL logs a level it read by its
+// name (ncclGetLevel: "NCCL_NET_GDR_LEVEL set by environment to SYS" for
+// 4 or 5), so that a level's number was never confirmed, and validation
+// refused every configuration that chose one as not confirmed.
+func TestLevelsAreConfirmedByTheirNames(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	for _, tc := range []struct {
+		log, env  string
+		confirmed bool
+	}{
+		{p + "NCCL_NET_GDR_LEVEL set by environment to SYS\n", "NCCL_NET_GDR_LEVEL=4", true},
+		{p + "NCCL_NET_GDR_LEVEL set by environment to SYS\n", "NCCL_NET_GDR_LEVEL=5", true},
+		{p + "NCCL_P2P_LEVEL set by environment to PIX\n", "NCCL_P2P_LEVEL=1", true},
+		{p + "NCCL_P2P_LEVEL set by environment to PIX\n", "NCCL_P2P_LEVEL=2", false},
+		{p + "NCCL_NET_GDR_LEVEL set by environment to PHB\n", "NCCL_NET_GDR_LEVEL=PHB", true},
+		{p + "NCCL_PROTO set by environment to LL\n", "NCCL_PROTO=LL,Simple", false},
+	} {
+		l := Parse([]byte(tc.log))
+		if got := l.Unconfirmed([]string{tc.env}); (len(got) == 0) != tc.confirmed {
+			t.Errorf("%s after %q: unconfirmed %v, want confirmed %v", tc.env, tc.log, got, tc.confirmed)
+		}
+	}
+}
