@@ -215,3 +215,18 @@ func TestLevelsAreConfirmedByTheirNames(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptersAreConfirmed: NCCL logs the NCCL_IB_HCA it reads as "NCCL_IB_HCA
+// set to X" (net_ib, every version since 2.18), never "set by environment
+// to", so that a searched NCCL_IB_HCA was never confirmed and validation
+// refused every configuration that chose one.
+func TestAdaptersAreConfirmed(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	l := Parse([]byte(p + "NCCL_IB_HCA set to =mlx5_0:1,mlx5_1:1\n"))
+	if got := l.Unconfirmed([]string{"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1"}); len(got) != 0 {
+		t.Errorf("unconfirmed %v (read %q)", got, l.Read)
+	}
+	if got := l.Unconfirmed([]string{"NCCL_IB_HCA=mlx5_2"}); len(got) != 1 {
+		t.Errorf("another adapter confirmed: %v (read %q)", got, l.Read)
+	}
+}
