@@ -777,3 +777,20 @@ func TestNamesAsNCCLReadsThem(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultInAnotherCase: "default" is how a param offers NCCL's own
+// choice; "Default" was a value of its own, which NCCL reads as the word
+// (NCCL_IB_HCA=Default matches no adapter, and the job falls back to
+// sockets), where the user meant NCCL's choice. It is refused, as pinned,
+// but kept in a stored space as its trials ran it.
+func TestDefaultInAnotherCase(t *testing.T) {
+	for _, values := range []string{`["Default", "mlx5_0"]`, `["default", "DEFAULT"]`} {
+		src := "[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = " + values + "\n"
+		if _, err := Parse("d.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), `d.toml:5: param NCCL_IB_HCA: "`) || !strings.Contains(err.Error(), `write "default"`) {
+			t.Errorf("values = %s: %v", values, err)
+		}
+		if s, _, err := ParseStored("d.toml", []byte(src)); err != nil || len(s.Params) != 1 || len(s.Params[0].Values) != 2 {
+			t.Errorf("values = %s stored: %+v, %v", values, s, err)
+		}
+	}
+}

@@ -652,10 +652,7 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 				ok = false
 				continue
 			}
-			v, err := b.value(name, t[name])
-			if str, isStr := t[name].(string); isStr && str == Unset {
-				v, err = Unset, nil
-			}
+			v, err := b.choice(name, t[name])
 			if listers[name] == nil {
 				listers[name] = params[0].lister()
 			}
@@ -1629,10 +1626,7 @@ func (b *builder) params(raw *rawFile, s *Space) {
 			// hundreds of thousands, which compared pairwise took minutes.
 			listed := map[string]string{}
 			for _, rv := range rp.Values {
-				value, err := b.value(p.Name, rv)
-				if str, ok := rv.(string); ok && str == Unset {
-					value, err = Unset, nil
-				}
+				value, err := b.choice(p.Name, rv)
 				w, twice := listed[v.reads(value)]
 				if err != nil {
 					b.errorf(b.loc.field("param", i, "values"), "param %v", err)
@@ -1828,10 +1822,7 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 		listed = s.Params[k].lister()
 	}
 	for _, x := range list {
-		value, err := b.value(v, x)
-		if str, isStr := x.(string); isStr && str == Unset {
-			value, err = Unset, nil
-		}
+		value, err := b.choice(v, x)
 		if err != nil {
 			refused = fmt.Errorf("condition on %v", err)
 			if value == "" {
@@ -1883,6 +1874,21 @@ func (b *builder) value(name string, raw any) (string, error) {
 		err = fmt.Errorf("%s: %v is a boolean, which only a variable of 0 or 1 takes", name, t)
 	case err == nil:
 		err = v.refuse(text, value)
+	}
+	return value, err
+}
+
+// choice is value for one a param offers, or a condition or a
+// [[try_first]] names: "default" is NCCL's own choice (Unset), and the word
+// in another case, which NCCL would read as a value, is refused, as pinned.
+func (b *builder) choice(name string, raw any) (string, error) {
+	value, err := b.value(name, raw)
+	str, _ := raw.(string)
+	switch {
+	case str == Unset:
+		return Unset, nil
+	case err == nil && strings.EqualFold(str, Unset):
+		err = fmt.Errorf("%s: %q is no %q, NCCL's own choice, but a value NCCL reads as the word (NCCL_IB_HCA=Default matches no adapter): write \"default\"", name, str, Unset)
 	}
 	return value, err
 }
