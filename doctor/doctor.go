@@ -22,6 +22,7 @@ import (
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/space"
 )
 
 // Status is a check's verdict.
@@ -347,50 +348,13 @@ func (o Options) getenv(name string) string {
 	return os.Getenv(name)
 }
 
-// paramInt is a variable as NCCL reads an integer setting (NCCL_PARAM),
-// def where NCCL keeps its default: strtoll(value, NULL, 0), which reads
-// past leading blanks, in base 16 after "0x" and 8 after a "0", up to the
-// first character that is no digit of it ("0x1" is 1, "1 " 1, "abc" 0),
-// and which NCCL's default replaces where the value is empty or overflows.
+// paramInt is a variable as NCCL reads an integer setting
+// (space.ParamInt), def where NCCL keeps its default.
 func (o Options) paramInt(name string, def int64) int64 {
-	s := strings.TrimLeft(o.getenv(name), " \t\n\v\f\r")
-	if o.getenv(name) == "" {
-		return def
+	if n, ok := space.ParamInt(o.getenv(name)); ok {
+		return n
 	}
-	sign := ""
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		sign, s = s[:1], s[1:]
-	}
-	base := 10
-	switch {
-	case len(s) > 2 && s[0] == '0' && s[1]|0x20 == 'x' && digitOf(s[2], 16):
-		base, s = 16, s[2:]
-	case strings.HasPrefix(s, "0"):
-		base = 8
-	}
-	end := 0
-	for end < len(s) && digitOf(s[end], base) {
-		end++
-	}
-	if end == 0 {
-		return 0
-	}
-	n, err := strconv.ParseInt(sign+s[:end], base, 64)
-	if err != nil {
-		return def // out of range: strtoll sets errno
-	}
-	return n
-}
-
-// digitOf reports whether c is a digit of base (8, 10 or 16).
-func digitOf(c byte, base int) bool {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c-'0') < base
-	case 'a' <= c|0x20 && c|0x20 <= 'f':
-		return base == 16
-	}
-	return false
+	return def
 }
 
 func (o Options) modules() (map[string]bool, error) {

@@ -265,12 +265,12 @@ func (v Var) read(value string) (string, error) {
 	switch v.Kind {
 	case KindBool:
 		if value != "0" && value != "1" {
-			return "", fmt.Errorf("%s: %q is not 0 or 1", v.Name, value)
+			return "", fmt.Errorf("%s: %q is not 0 or 1%s", v.Name, value, v.ncclReads(value))
 		}
 	case KindInt:
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil {
-			return "", fmt.Errorf("%s: %q is not an integer", v.Name, value)
+			return "", fmt.Errorf("%s: %q is not an integer%s", v.Name, value, v.ncclReads(value))
 		}
 		if err := v.checkRange(n); err != nil {
 			return "", err
@@ -281,7 +281,7 @@ func (v Var) read(value string) (string, error) {
 	case KindBytes:
 		n, err := ParseSize(value)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", v.Name, err)
+			return "", fmt.Errorf("%s: %w%s", v.Name, err, v.ncclReads(value))
 		}
 		if err := v.checkRange(n); err != nil {
 			return "", err
@@ -291,7 +291,7 @@ func (v Var) read(value string) (string, error) {
 		if canon, ok := matchToken(value, v.Values); ok {
 			return canon, nil
 		}
-		return "", fmt.Errorf("%s: %q is not one of %s", v.Name, value, strings.Join(v.Values, ", "))
+		return "", fmt.Errorf("%s: %q is not one of %s%s", v.Name, value, strings.Join(v.Values, ", "), v.ncclReads(value))
 	case KindLevel:
 		if n, err := strconv.Atoi(value); err == nil && n >= 0 {
 			// Written in decimal, as an integer is (misread refuses one
@@ -310,6 +310,69 @@ func (v Var) read(value string) (string, error) {
 		return canon, nil
 	}
 	return value, nil
+}
+
+// ParamInt reads value as NCCL reads an integer setting (NCCL_PARAM):
+// strtoll(value, NULL, 0), which reads past leading blanks, in base 16
+// after "0x" and 8 after a "0", up to the first character that is no digit
+// of it ("0x10" is 16, "12 " 12, "true" 0). ok is false where NCCL keeps
+// its default: the value is empty, or out of an int64's range.
+func ParamInt(value string) (n int64, ok bool) {
+	if value == "" {
+		return 0, false
+	}
+	s := strings.TrimLeft(value, " \t\n\v\f\r")
+	sign := ""
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		sign, s = s[:1], s[1:]
+	}
+	base := 10
+	switch {
+	case len(s) > 2 && s[0] == '0' && s[1]|0x20 == 'x' && digitOf(s[2], 16):
+		base, s = 16, s[2:]
+	case strings.HasPrefix(s, "0"):
+		base = 8
+	}
+	end := 0
+	for end < len(s) && digitOf(s[end], base) {
+		end++
+	}
+	if end == 0 {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(sign+s[:end], base, 64)
+	return n, err == nil // out of range, strtoll sets errno
+}
+
+// digitOf reports whether c is a digit of base (8, 10 or 16).
+func digitOf(c byte, base int) bool {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c-'0') < base
+	case 'a' <= c|0x20 && c|0x20 <= 'f':
+		return base == 16
+	}
+	return false
+}
+
+// ncclReads says, for a refusal of value, what NCCL reads it as where v is
+// one of NCCL's integer settings (ParamInt): the same text in the job's own
+// environment means that.
+func (v Var) ncclReads(value string) string {
+	switch {
+	case v.IsArg():
+		return ""
+	case v.Kind == KindEnum:
+		if _, err := strconv.Atoi(v.Values[0]); err != nil {
+			return ""
+		}
+	case v.Kind != KindBool && v.Kind != KindInt && v.Kind != KindBytes:
+		return ""
+	}
+	if n, ok := ParamInt(value); ok {
+		return fmt.Sprintf(" (NCCL reads it as %d)", n)
+	}
+	return " (NCCL keeps its default for it: out of range)"
 }
 
 // refuse checks a value, as written (text) and normalized, that NCCL is

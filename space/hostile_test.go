@@ -794,3 +794,30 @@ func TestDefaultInAnotherCase(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalsSayWhatNCCLReads: NCCL reads each integer setting, a 0 or 1
+// included, with strtoll(value, NULL, 0), whatever follows the number: a
+// value refused (NCCL_CROSS_NIC = "true") says what NCCL reads it as (0),
+// which the same value in the job's own environment means.
+func TestRefusalsSayWhatNCCLReads(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"NCCL_CROSS_NIC", "true", `NCCL_CROSS_NIC: "true" is not one of 0, 1, 2 (NCCL reads it as 0)`},
+		{"NCCL_P2P_DISABLE", "yes", `(NCCL reads it as 0)`},
+		{"NCCL_IB_TIMEOUT", "0x10", `NCCL_IB_TIMEOUT: "0x10" is not an integer (NCCL reads it as 16)`},
+		{"NCCL_IB_TIMEOUT", " 12 ", `(NCCL reads it as 12)`},
+		{"NCCL_IB_GID_INDEX", "-0x1", `(NCCL reads it as -1)`},
+		{"NCCL_BUFFSIZE", "0x400000", `(NCCL reads it as 4194304)`},
+		{"NCCL_IB_TIMEOUT", "99999999999999999999", `(NCCL keeps its default for it: out of range)`},
+	} {
+		v, _ := Lookup(tc.name)
+		if _, err := v.Normalize(tc.value); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s = %q: %v; want %q", tc.name, tc.value, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ name, value string }{{"bucket_cap_mb", "0x10"}, {"NCCL_ALGO", "0x10"}, {"NCCL_NET_GDR_LEVEL", "0x1"}} {
+		v, _ := Lookup(tc.name)
+		if _, err := v.Normalize(tc.value); err == nil || strings.Contains(err.Error(), "NCCL reads it as") {
+			t.Errorf("%s = %q: %v; no integer of NCCL's", tc.name, tc.value, err)
+		}
+	}
+}
