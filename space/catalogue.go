@@ -435,25 +435,14 @@ func (v Var) misread(text, value string) error {
 	default:
 		return nil
 	}
-	digits := strings.TrimLeft(strings.TrimLeftFunc(text, unicode.IsSpace), "+-")
-	digits = digits[:len(digits)-len(strings.TrimLeft(digits, "0123456789"))]
-	if len(digits) < 2 || digits[0] != '0' {
-		return nil
+	// The number before a byte size's unit, which is the space file's.
+	number := strings.TrimLeftFunc(text, unicode.IsSpace)
+	number = strings.TrimRightFunc(number, func(r rune) bool { return r < '0' || r > '9' })
+	decimal, err := strconv.ParseInt(number, 10, 64)
+	if n, _ := ParamInt(number); err == nil && n != decimal {
+		return fmt.Errorf("%s: NCCL reads %q as %d (a leading 0 makes it octal, which ends at an 8 or 9), nccltune as decimal: write it without the leading 0s", v.Name, text, n)
 	}
-	var octal int64
-	for _, c := range digits[1:] {
-		if c > '7' {
-			break
-		}
-		octal = octal*8 + int64(c-'0')
-	}
-	if decimal, err := strconv.ParseInt(digits, 10, 64); err == nil && decimal == octal {
-		return nil // "007", "00"
-	}
-	if strings.HasPrefix(strings.TrimSpace(text), "-") {
-		octal = -octal
-	}
-	return fmt.Errorf("%s: NCCL reads %q as %d (a leading 0 makes it octal, which ends at an 8 or 9), nccltune as decimal: write it without the leading 0s", v.Name, text, octal)
+	return nil
 }
 
 // equalFoldASCII reports whether a and b are equal but for the case of
