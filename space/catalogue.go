@@ -88,7 +88,7 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_NET", Kind: KindString},
 	{Name: "NCCL_NET_PLUGIN", Kind: KindString},
 	{Name: "NCCL_NET_GDR_LEVEL", Kind: KindLevel, Values: levelNames},
-	{Name: "NCCL_IB_GDR_LEVEL", Kind: KindLevel, Values: levelNames, Instead: "NCCL_NET_GDR_LEVEL"},
+	{Name: "NCCL_IB_GDR_LEVEL", Kind: KindLevel, Values: levelNames, Gone: "renamed NCCL_NET_GDR_LEVEL in NCCL 2.4, which reads it no more"},
 	{Name: "NCCL_NET_GDR_READ", Kind: KindBool},
 	{Name: "NCCL_NET_GDR_C2C", Kind: KindBool},
 	{Name: "NCCL_NET_SHARED_BUFFERS", Kind: KindBool},
@@ -192,7 +192,8 @@ func (s *Space) Exportable() (*Space, []string) {
 }
 
 // Lookup returns the catalogue's entry for name, or an error that suggests the
-// nearest known name for a misspelt one and explains variables NCCL no longer reads.
+// nearest known name for a misspelt one and explains variables NCCL no longer
+// reads (beside the entry, which a stored space may pin or search).
 func Lookup(name string) (Var, error) {
 	if v, ok := ddpKnobs[name]; ok {
 		return v, nil
@@ -205,10 +206,15 @@ func Lookup(name string) (Var, error) {
 		return Var{}, fmt.Errorf("unknown NCCL variable %s", name)
 	}
 	if v.Gone != "" {
-		return Var{}, fmt.Errorf("%s is no longer read by NCCL (%s)", name, v.Gone)
+		return v, fmt.Errorf("%s is no longer read by NCCL (%s)", name, v.Gone)
 	}
 	return v, nil
 }
+
+// took reports whether v, a variable NCCL no longer reads, is one nccltune
+// took (the catalogue reads its values), which a stored space may pin or
+// search: its trials set it.
+func (v Var) took() bool { return v.Gone != "" && v.Kind != KindString }
 
 func suggest(name string) string {
 	return text.Nearest(strings.ToUpper(name), slices.Collect(maps.Keys(catalogue)))

@@ -821,3 +821,23 @@ func TestRefusalsSayWhatNCCLReads(t *testing.T) {
 		}
 	}
 }
+
+// TestRenamedGDRLevel: NCCL 2.4 renamed NCCL_IB_GDR_LEVEL NCCL_NET_GDR_LEVEL
+// and has not read it since (env.rst; no NCCL from 2.4 to 2.30 names it),
+// so that a space searching it varied nothing NCCL reads. It is refused,
+// pinned or searched, naming the new name; a stored space keeps it as its
+// trials set it.
+func TestRenamedGDRLevel(t *testing.T) {
+	for _, src := range []string{
+		"[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\nname = \"NCCL_IB_GDR_LEVEL\"\nvalues = [\"default\", \"PHB\", \"SYS\"]\n",
+		"[benchmark]\nbinary = \"all_reduce_perf\"\n[fixed]\nNCCL_IB_GDR_LEVEL = \"PHB\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n",
+	} {
+		if _, err := Parse("g.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), "NCCL_IB_GDR_LEVEL is no longer read by NCCL (renamed NCCL_NET_GDR_LEVEL in NCCL 2.4") {
+			t.Errorf("%s: %v", src, err)
+		}
+		s, _, err := ParseStored("g.toml", []byte(src))
+		if err != nil || s.Fixed["NCCL_IB_GDR_LEVEL"] != "PHB" && (len(s.Params) != 1 || !slices.Equal(s.Params[0].Values, []string{"default", "PHB", "SYS"})) {
+			t.Errorf("stored %s: %+v, %v", src, s, err)
+		}
+	}
+}

@@ -1599,7 +1599,10 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		v, err := Lookup(p.Name)
 		if err != nil {
 			b.errorf(line, "param: %v", err)
-			continue
+			if !v.took() {
+				continue
+			}
+			// Read as stored (ParseStored): its trials set it.
 		}
 		if v.IsArg() && s.Benchmark.Kind != DDP {
 			b.errorf(line, "param %s is a DDP setting: it needs benchmark.kind = \"ddp\"", p.Name)
@@ -1763,7 +1766,11 @@ func (s *Space) CheckSetting(name, value string) error {
 // step (it is the script's option, no variable), and NCCL's log only such that
 // nccltune still reads in it what NCCL set and chose.
 func pinnable(name, value, kind string) error {
-	if v, _ := Lookup(name); v.IsArg() && kind != DDP {
+	v, err := Lookup(name)
+	switch {
+	case err != nil:
+		return err // one NCCL no longer reads
+	case v.IsArg() && kind != DDP:
 		return fmt.Errorf("%s is a DDP setting: it needs benchmark.kind = \"ddp\"", name)
 	}
 	if strings.EqualFold(value, Unset) {
@@ -1855,8 +1862,10 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 // campaigns ran with it) is returned beside the error: a stored space keeps
 // it (ParseStored), its trials having run with it.
 func (b *builder) value(name string, raw any) (string, error) {
+	// A variable NCCL no longer reads that nccltune took is refused where
+	// it is pinned or searched; its values are read, as its trials set them.
 	v, err := Lookup(name)
-	if err != nil {
+	if err != nil && !v.took() {
 		return "", err
 	}
 	text, err := scalar(raw)
@@ -1896,7 +1905,7 @@ func (b *builder) choice(name string, raw any) (string, error) {
 // bound reads an integer bound; byte-sized variables accept "64K" too.
 func (b *builder) bound(line int, name string, raw any) int64 {
 	v, err := Lookup(name)
-	if err != nil {
+	if err != nil && !v.took() {
 		return 0
 	}
 	text, err := scalar(raw)
