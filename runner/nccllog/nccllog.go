@@ -292,7 +292,12 @@ func (l Log) Unconfirmed(env []string) []string {
 			continue
 		}
 		_, rejected := l.Rejected[name]
-		if got, ok := l.Read[name]; !ok || !confirms(name, got, value) || rejected {
+		got, ok := l.Read[name]
+		if !ok && name == "NCCL_NET" && l.Network != "" {
+			// Logged as the network NCCL picked by it (strcasecmp).
+			got, ok = l.Network, true
+		}
+		if !ok || !confirms(name, got, value) || rejected {
 			out = append(out, name)
 		}
 	}

@@ -230,3 +230,19 @@ func TestAdaptersAreConfirmed(t *testing.T) {
 		t.Errorf("another adapter confirmed: %v (read %q)", got, l.Read)
 	}
 }
+
+// TestNetworkIsConfirmedByItsUse: NCCL logs no "set by environment" line
+// of NCCL_NET (init.cc copies it into the communicator's config), but the
+// network it picked by that name, strcasecmp's ("Using network IB"), so
+// that a searched NCCL_NET was never confirmed and validation refused
+// every configuration that chose one.
+func TestNetworkIsConfirmedByItsUse(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	l := Parse([]byte(p + "NCCL_IB_DISABLE set by environment to 0.\n" + p + "Using network IB\n"))
+	if got := l.Unconfirmed([]string{"NCCL_NET=IB", "NCCL_IB_DISABLE=0"}); len(got) != 0 {
+		t.Errorf("unconfirmed %v (network %q)", got, l.Network)
+	}
+	if got := l.Unconfirmed([]string{"NCCL_NET=Socket"}); len(got) != 1 {
+		t.Errorf("NCCL_NET=Socket confirmed by the IB network: %v", got)
+	}
+}
