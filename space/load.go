@@ -1768,8 +1768,8 @@ func (s *Space) CheckSetting(name, value string) error {
 func pinnable(name, value, kind string) error {
 	v, err := Lookup(name)
 	switch {
-	case err != nil:
-		return err // one NCCL no longer reads
+	case v.Gone != "":
+		return err
 	case v.IsArg() && kind != DDP:
 		return fmt.Errorf("%s is a DDP setting: it needs benchmark.kind = \"ddp\"", name)
 	}
