@@ -492,14 +492,19 @@ func listRefused(value string, tokens []string) error {
 }
 
 // ifList checks a list of interface or adapter names as NCCL reads it
-// (parseStringList, after a leading ^ and =): it copies each name into 64
-// bytes without a check, and reads what follows a ':' as a port with atoi
-// ("x" is 0, which no adapter has; an interface's port it ignores). Since
+// (parseStringList, after a leading ^ and =): it reads maxIfNames of them,
+// copies each into 64 bytes without a check, and reads what follows a ':'
+// as a port with atoi ("x" is 0, which no adapter has; an interface's port
+// it ignores). Since
 // NCCL 2.30 a rail and a plane may follow ("mlx5_0:1:0:1"), which older
 // versions skip, reading the port's leading digits.
 func (v Var) ifList(value string) error {
+	names := 0
 	for _, entry := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(value, "^"), "="), ",") {
 		name, port, hasPort := strings.Cut(entry, ":")
+		if name != "" {
+			names++
+		}
 		port, _, _ = strings.Cut(port, ":")
 		n, err := strconv.Atoi(port)
 		switch {
@@ -507,10 +512,16 @@ func (v Var) ifList(value string) error {
 			return fmt.Errorf("%s: name %.20s... is %d bytes: NCCL copies it into 64, its NUL included, and writes past them", v.Name, name, len(name))
 		case hasPort && v.Name == "NCCL_IB_HCA" && (err != nil || n < 1 || strconv.Itoa(n) != port):
 			return fmt.Errorf("%s: port %q of %s is no port number (1, 2, ...): NCCL reads its leading digits, and 0 matches no port", v.Name, port, name)
+		case names > maxIfNames:
+			return fmt.Errorf("%s: more than %d names: NCCL reads the first %d and drops the rest, which neither match nor, after a ^, exclude", v.Name, maxIfNames, maxIfNames)
 		}
 	}
 	return nil
 }
+
+// maxIfNames is the most names of a list NCCL reads (MAX_IFS of
+// NCCL_SOCKET_IFNAME; MAX_IB_DEVS of NCCL_IB_HCA, 32 since 2.19).
+const maxIfNames = 16
 
 // integers checks that every integer of [min, max], each a value of v,
 // is one, as a range searches them all: not so an enum's gaps

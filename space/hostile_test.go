@@ -841,3 +841,32 @@ func TestRenamedGDRLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestInterfaceListsNCCLReadsWhole: NCCL reads at most 16 names of
+// NCCL_SOCKET_IFNAME (MAX_IFS) and of NCCL_IB_HCA (MAX_IB_DEVS, 16 before
+// 2.19) and drops the rest silently: an exclusion's 17th name ("^...,lo")
+// was no exclusion to NCCL. A longer list is refused.
+func TestInterfaceListsNCCLReadsWhole(t *testing.T) {
+	names := func(n int, prefix string) string {
+		var s []string
+		for i := range n {
+			s = append(s, fmt.Sprintf("%s%d", prefix, i))
+		}
+		return strings.Join(s, ",")
+	}
+	for _, tc := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"NCCL_SOCKET_IFNAME", "^" + names(16, "veth"), true},
+		{"NCCL_SOCKET_IFNAME", "^" + names(16, "veth") + ",lo", false},
+		{"NCCL_IB_HCA", "=" + names(17, "mlx5_"), false},
+		{"NCCL_IB_HCA", names(16, "mlx5_") + ",,", true},
+	} {
+		v, _ := Lookup(tc.name)
+		_, err := v.Normalize(tc.value)
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "NCCL reads the first 16") {
+			t.Errorf("%s = %.40q...: %v", tc.name, tc.value, err)
+		}
+	}
+}
