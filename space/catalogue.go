@@ -247,10 +247,8 @@ func (v Var) Given(value string) (string, error) {
 	if err != nil || v.Kind != KindBytes {
 		return canon, err
 	}
-	digits := strings.TrimLeftFunc(value, unicode.IsSpace)
-	digits = digits[:len(digits)-len(strings.TrimLeft(digits, "0123456789"))]
-	if digits != canon {
-		return "", fmt.Errorf("%s: NCCL reads %q as %s, the number before its unit: write %s", v.Name, value, digits, canon)
+	if n, _ := ParamInt(value); strconv.FormatInt(n, 10) != canon {
+		return "", fmt.Errorf("%s: NCCL reads %q as %d, the number before its unit: write %s", v.Name, value, n, canon)
 	}
 	return canon, nil
 }
@@ -495,9 +493,9 @@ func listRefused(value string, tokens []string) error {
 // (parseStringList, after a leading ^ and =): it reads maxIfNames of them,
 // copies each into 64 bytes without a check, and reads what follows a ':'
 // as a port with atoi ("x" is 0, which no adapter has; an interface's port
-// it ignores). Since
-// NCCL 2.30 a rail and a plane may follow ("mlx5_0:1:0:1"), which older
-// versions skip, reading the port's leading digits.
+// it ignores). Since NCCL 2.30 a rail and a plane may follow
+// ("mlx5_0:1:0:1"), which older versions skip, reading the port's leading
+// digits.
 func (v Var) ifList(value string) error {
 	names := 0
 	for _, entry := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(value, "^"), "="), ",") {
