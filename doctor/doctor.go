@@ -22,6 +22,7 @@ import (
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/space"
 )
 
 // Status is a check's verdict.
@@ -277,14 +278,8 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail = Skip, "no active RoCE (Ethernet link layer) port"
 		return r
 	}
-	pinned, err := strconv.Atoi(o.getenv("NCCL_IB_GID_INDEX"))
-	if err != nil {
-		pinned = -1 // unset, or a value NCCL ignores too
-	}
-	kind := GIDKind{IPv6: o.getenv("NCCL_IB_ADDR_FAMILY") == "AF_INET6", Version: 2}
-	if v, err := strconv.Atoi(o.getenv("NCCL_IB_ROCE_VERSION_NUM")); err == nil {
-		kind.Version = v
-	}
+	pinned := int(o.paramInt("NCCL_IB_GID_INDEX", -1))
+	kind := GIDKind{IPv6: o.getenv("NCCL_IB_ADDR_FAMILY") == "AF_INET6", Version: int(o.paramInt("NCCL_IB_ROCE_VERSION_NUM", 2))}
 	all := ReadGIDs(o.Root)
 	var wrong, none, unread, found []string
 	indices := map[int]bool{}
@@ -351,6 +346,15 @@ func (o Options) getenv(name string) string {
 		}
 	}
 	return os.Getenv(name)
+}
+
+// paramInt is a variable as NCCL reads an integer setting
+// (space.ParamInt), def where NCCL keeps its default.
+func (o Options) paramInt(name string, def int64) int64 {
+	if n, ok := space.ParamInt(o.getenv(name)); ok {
+		return n
+	}
+	return def
 }
 
 func (o Options) modules() (map[string]bool, error) {

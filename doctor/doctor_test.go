@@ -625,3 +625,25 @@ func TestGIDIndexFamily(t *testing.T) {
 		}
 	}
 }
+
+// TestGIDIndexAsNCCLReadsIt: NCCL reads NCCL_IB_GID_INDEX and
+// NCCL_IB_ROCE_VERSION_NUM as each integer setting, strtoll(value, NULL, 0):
+// "0x1", "01", " 1" and "1 " are 1 to it, and "abc" is 0; the check read
+// each but "1" as unset, and judged the GID NCCL picks itself.
+func TestGIDIndexAsNCCLReadsIt(t *testing.T) {
+	f := &facts{roce: true, activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+	for value, want := range map[string]string{"0x1": "1", "01": "1", " 1": "1", "1 ": "1", "+1": "1", "abc": "0"} {
+		t.Setenv("NCCL_IB_GID_INDEX", value)
+		r := checkGID(context.Background(), Options{Root: "testdata/roce"}, f)
+		if !strings.Contains(r.Detail, "NCCL_IB_GID_INDEX="+want+" names mlx5_0/1's") {
+			t.Errorf("NCCL_IB_GID_INDEX=%q: %s %q; want it read as %s", value, r.Status, r.Detail, want)
+		}
+	}
+	t.Setenv("NCCL_IB_GID_INDEX", "")
+	root := t.TempDir()
+	gidTable(t, root, "mlx5_0", map[int][2]string{0: {"0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1"}})
+	r := checkGID(context.Background(), Options{Root: root, Env: []string{"NCCL_IB_ROCE_VERSION_NUM=0x1"}}, f)
+	if r.Status != OK || !strings.Contains(r.Detail, "RoCE v1 with IPv4: mlx5_0/1 at index 0") {
+		t.Errorf("NCCL_IB_ROCE_VERSION_NUM=0x1: %s %q", r.Status, r.Detail)
+	}
+}

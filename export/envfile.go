@@ -99,9 +99,10 @@ func lfLines(data []byte, atEOF bool) (int, []byte, error) {
 // at most four quoted (ShellQuote writes a quote or a backslash as four).
 const maxEnvLine = len("export ''") + 4*space.MaxArgStrlen
 
-// checked is a variable's value as the catalogue normalizes it; the
-// plugin's rules file, an absolute path: the benchmark's ranks start in
-// directories of their own, and a plugin that finds no rules applies none.
+// checked is a variable's value as the catalogue normalizes one NCCL
+// reads as written (Var.Given); the plugin's rules file, an absolute path:
+// the benchmark's ranks start in directories of their own, and a plugin
+// that finds no rules applies none.
 func checked(name, value string) (string, error) {
 	if name == plugin.RulesEnv {
 		if !filepath.IsAbs(value) {
@@ -113,7 +114,7 @@ func checked(name, value string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return v.Normalize(value)
+	return v.Given(value)
 }
 
 // unquote reads a value as a POSIX shell would: single-quoted parts joined

@@ -300,3 +300,27 @@ func TestReadEnvFileUnsetsAsShellsDo(t *testing.T) {
 		}
 	}
 }
+
+// TestReadEnvFileReadsSizesAsNCCLDoes: a byte size's unit is the space
+// file's notation; in an env file, which NCCL reads itself, strtoll stops
+// at it ("4M" is 4 bytes to NCCL), so that compare measured 4 MiB where the
+// job the file sets runs with 4 bytes. It is refused, naming what NCCL reads.
+func TestReadEnvFileReadsSizesAsNCCLDoes(t *testing.T) {
+	for _, tc := range []struct{ line, want, err string }{
+		{"NCCL_BUFFSIZE=4M", "", `NCCL_BUFFSIZE: NCCL reads "4M" as 4`},
+		{"export NCCL_P2P_NET_CHUNKSIZE='128KiB'", "", `NCCL_P2P_NET_CHUNKSIZE: NCCL reads "128KiB" as 128`},
+		{"export NCCL_BUFFSIZE='8192B'", "NCCL_BUFFSIZE=8192", ""}, // 8192 to NCCL too
+		{"NCCL_BUFFSIZE=4194304", "NCCL_BUFFSIZE=4194304", ""},
+		{"export NCCL_BUFFSIZE=' 4194304 '", "NCCL_BUFFSIZE=4194304", ""},
+	} {
+		path := filepath.Join(t.TempDir(), "user.env")
+		os.WriteFile(path, []byte(tc.line+"\n"), 0o644)
+		env, err := ReadEnvFile(path)
+		switch {
+		case tc.err == "" && (err != nil || len(env) != 1 || env[0] != tc.want):
+			t.Errorf("%s: %q, %v; want %s", tc.line, env, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %q, error %v; want %q", tc.line, env, err, tc.err)
+		}
+	}
+}

@@ -31,6 +31,9 @@ type Var struct {
 	Values []string // legal tokens for KindEnum, KindLevel and KindList
 	Min    int64    // for KindInt and KindBytes
 	Max    int64    // for KindInt and KindBytes; 0 means no upper bound
+	// Exact is set for a KindEnum whose names NCCL compares as written
+	// (strcmp), not in any case.
+	Exact bool
 	// Gone is set for variables NCCL no longer reads; old tuning guides still quote them.
 	Gone string
 	// Instead names the variable that replaced a deprecated one (still read by NCCL).
@@ -85,7 +88,7 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_NET", Kind: KindString},
 	{Name: "NCCL_NET_PLUGIN", Kind: KindString},
 	{Name: "NCCL_NET_GDR_LEVEL", Kind: KindLevel, Values: levelNames},
-	{Name: "NCCL_IB_GDR_LEVEL", Kind: KindLevel, Values: levelNames, Instead: "NCCL_NET_GDR_LEVEL"},
+	{Name: "NCCL_IB_GDR_LEVEL", Kind: KindLevel, Values: levelNames, Gone: "renamed NCCL_NET_GDR_LEVEL in NCCL 2.4, which reads it no more"},
 	{Name: "NCCL_NET_GDR_READ", Kind: KindBool},
 	{Name: "NCCL_NET_GDR_C2C", Kind: KindBool},
 	{Name: "NCCL_NET_SHARED_BUFFERS", Kind: KindBool},
@@ -93,7 +96,7 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_IB_HCA", Kind: KindString},
 	{Name: "NCCL_IB_GID_INDEX", Kind: KindInt, Min: -1, Max: 255},
 	{Name: "NCCL_IB_ROCE_VERSION_NUM", Kind: KindEnum, Values: []string{"1", "2"}},
-	{Name: "NCCL_IB_ADDR_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}},
+	{Name: "NCCL_IB_ADDR_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}, Exact: true},
 	{Name: "NCCL_IB_QPS_PER_CONNECTION", Kind: KindInt, Min: 1, Max: 128},
 	{Name: "NCCL_IB_SPLIT_DATA_ON_QPS", Kind: KindBool},
 	{Name: "NCCL_IB_TIMEOUT", Kind: KindInt, Min: 1, Max: 31},
@@ -106,7 +109,7 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_IB_MERGE_NICS", Kind: KindBool},
 	{Name: "NCCL_CROSS_NIC", Kind: KindEnum, Values: []string{"0", "1", "2"}},
 	{Name: "NCCL_SOCKET_IFNAME", Kind: KindString},
-	{Name: "NCCL_SOCKET_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}},
+	{Name: "NCCL_SOCKET_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}, Exact: true},
 	{Name: "NCCL_SOCKET_NTHREADS", Kind: KindInt, Min: 1, Max: 16},
 	{Name: "NCCL_NSOCKS_PERTHREAD", Kind: KindInt, Min: 1, Max: 64},
 	{Name: "NCCL_LAUNCH_MODE", Kind: KindEnum, Values: []string{"PARALLEL", "GROUP"}},
@@ -189,7 +192,8 @@ func (s *Space) Exportable() (*Space, []string) {
 }
 
 // Lookup returns the catalogue's entry for name, or an error that suggests the
-// nearest known name for a misspelt one and explains variables NCCL no longer reads.
+// nearest known name for a misspelt one and explains variables NCCL no longer
+// reads (beside the entry, which a stored space may pin or search).
 func Lookup(name string) (Var, error) {
 	if v, ok := ddpKnobs[name]; ok {
 		return v, nil
@@ -202,10 +206,15 @@ func Lookup(name string) (Var, error) {
 		return Var{}, fmt.Errorf("unknown NCCL variable %s", name)
 	}
 	if v.Gone != "" {
-		return Var{}, fmt.Errorf("%s is no longer read by NCCL (%s)", name, v.Gone)
+		return v, fmt.Errorf("%s is no longer read by NCCL (%s)", name, v.Gone)
 	}
 	return v, nil
 }
+
+// took reports whether v, a variable NCCL no longer reads, is one nccltune
+// took (the catalogue reads its values), which a stored space may pin or
+// search: its trials set it.
+func (v Var) took() bool { return v.Gone != "" && v.Kind != KindString }
 
 func suggest(name string) string {
 	return text.Nearest(strings.ToUpper(name), slices.Collect(maps.Keys(catalogue)))
@@ -221,10 +230,25 @@ const MaxArgStrlen = 32 * 4096
 func (v Var) Normalize(value string) (string, error) {
 	canon, err := v.read(value)
 	if err == nil {
-		err = v.refuse(canon)
+		err = v.refuse(value, canon)
 	}
 	if err != nil {
 		return "", err
+	}
+	return canon, nil
+}
+
+// Given is Normalize for a value NCCL reads as given, not written in a
+// space file (an env file's): a byte size's unit, the space file's
+// notation, is refused where NCCL reads the number before it alone
+// (strtoll stops at it: "4M" is 4 bytes to NCCL).
+func (v Var) Given(value string) (string, error) {
+	canon, err := v.Normalize(value)
+	if err != nil || v.Kind != KindBytes {
+		return canon, err
+	}
+	if n, _ := ParamInt(value); strconv.FormatInt(n, 10) != canon {
+		return "", fmt.Errorf("%s: NCCL reads %q as %d, the number before its unit: write %s", v.Name, value, n, canon)
 	}
 	return canon, nil
 }
@@ -245,23 +269,23 @@ func (v Var) read(value string) (string, error) {
 	switch v.Kind {
 	case KindBool:
 		if value != "0" && value != "1" {
-			return "", fmt.Errorf("%s: %q is not 0 or 1", v.Name, value)
+			return "", fmt.Errorf("%s: %q is not 0 or 1%s", v.Name, value, v.ncclReads(value))
 		}
 	case KindInt:
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil {
-			return "", fmt.Errorf("%s: %q is not an integer", v.Name, value)
+			return "", fmt.Errorf("%s: %q is not an integer%s", v.Name, value, v.ncclReads(value))
 		}
 		if err := v.checkRange(n); err != nil {
 			return "", err
 		}
-		// Written as NCCL reads it: strtoll(value, NULL, 0) takes "010"
-		// as octal 8, and "+7", "07" and "7" must be one value to compare.
+		// Written in decimal: "+7", "07" and "7" must be one value to
+		// compare (misread refuses one NCCL reads as another number).
 		return strconv.FormatInt(n, 10), nil
 	case KindBytes:
 		n, err := ParseSize(value)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", v.Name, err)
+			return "", fmt.Errorf("%s: %w%s", v.Name, err, v.ncclReads(value))
 		}
 		if err := v.checkRange(n); err != nil {
 			return "", err
@@ -271,11 +295,11 @@ func (v Var) read(value string) (string, error) {
 		if canon, ok := matchToken(value, v.Values); ok {
 			return canon, nil
 		}
-		return "", fmt.Errorf("%s: %q is not one of %s", v.Name, value, strings.Join(v.Values, ", "))
+		return "", fmt.Errorf("%s: %q is not one of %s%s", v.Name, value, strings.Join(v.Values, ", "), v.ncclReads(value))
 	case KindLevel:
 		if n, err := strconv.Atoi(value); err == nil && n >= 0 {
-			// NCCL reads a level's number only if it starts with a digit
-			// ("+1" is no level to it), with strtol's base 0 ("010" is 8).
+			// Written in decimal, as an integer is (misread refuses one
+			// NCCL reads otherwise: "+1", "010").
 			return strconv.Itoa(n), nil
 		}
 		if canon, ok := matchToken(value, v.Values); ok {
@@ -292,10 +316,77 @@ func (v Var) read(value string) (string, error) {
 	return value, nil
 }
 
-// refuse checks a normalized value that NCCL is given, but reads otherwise
-// than written or fails each trial of: checks added since campaigns ran
-// with such values, which their stored spaces keep (ParseStored).
-func (v Var) refuse(value string) error {
+// ParamInt reads value as NCCL reads an integer setting (NCCL_PARAM):
+// strtoll(value, NULL, 0), which reads past leading blanks, in base 16
+// after "0x" and 8 after a "0", up to the first character that is no digit
+// of it ("0x10" is 16, "12 " 12, "true" 0). ok is false where NCCL keeps
+// its default: the value is empty, or out of an int64's range.
+func ParamInt(value string) (n int64, ok bool) {
+	if value == "" {
+		return 0, false
+	}
+	s := strings.TrimLeft(value, " \t\n\v\f\r")
+	sign := ""
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		sign, s = s[:1], s[1:]
+	}
+	base := 10
+	switch {
+	case len(s) > 2 && s[0] == '0' && s[1]|0x20 == 'x' && digitOf(s[2], 16):
+		base, s = 16, s[2:]
+	case strings.HasPrefix(s, "0"):
+		base = 8
+	}
+	end := 0
+	for end < len(s) && digitOf(s[end], base) {
+		end++
+	}
+	if end == 0 {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(sign+s[:end], base, 64)
+	return n, err == nil // out of range, strtoll sets errno
+}
+
+// digitOf reports whether c is a digit of base (8, 10 or 16).
+func digitOf(c byte, base int) bool {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c-'0') < base
+	case 'a' <= c|0x20 && c|0x20 <= 'f':
+		return base == 16
+	}
+	return false
+}
+
+// ncclReads says, for a refusal of value, what NCCL reads it as where v is
+// one of NCCL's integer settings (ParamInt): the same text in the job's own
+// environment means that.
+func (v Var) ncclReads(value string) string {
+	switch {
+	case v.IsArg():
+		return ""
+	case v.Kind == KindEnum:
+		if _, err := strconv.Atoi(v.Values[0]); err != nil {
+			return ""
+		}
+	case v.Kind != KindBool && v.Kind != KindInt && v.Kind != KindBytes:
+		return ""
+	}
+	if n, ok := ParamInt(value); ok {
+		return fmt.Sprintf(" (NCCL reads it as %d)", n)
+	}
+	return " (NCCL keeps its default for it: out of range)"
+}
+
+// refuse checks a value, as written (text) and normalized, that NCCL is
+// given, but reads otherwise than written or fails each trial of: checks
+// added since campaigns ran with such values, which their stored spaces
+// keep (ParseStored).
+func (v Var) refuse(text, value string) error {
+	if err := v.misread(text, value); err != nil {
+		return err
+	}
 	switch {
 	case v.Name == "NCCL_SOCKET_IFNAME" && len(value) == 1:
 		// NCCL takes the list only if longer (strlen > 1), and picks an
@@ -313,6 +404,70 @@ func (v Var) refuse(value string) error {
 		}
 	}
 	return nil
+}
+
+// misread refuses a value's text that NCCL would read otherwise than its
+// normalized value: a name it compares as written (a level's, an Exact
+// enum's) in another case; a name it compares ignoring the case of ASCII
+// letters alone (strcasecmp) of a blank or a letter only Unicode folds so
+// ("ſ" for "s"); an integer it reads as another number than nccltune's
+// decimal: strtoll(text, NULL, 0), as NCCL reads each integer setting (and
+// strtol a level's number), takes the digits after a leading 0 as octal,
+// up to an 8 or 9 ("010" is 8, "08" is 0); and a level's number that does
+// not start with a digit, which is none to NCCL.
+func (v Var) misread(text, value string) error {
+	switch v.Kind {
+	case KindLevel:
+		_, err := strconv.Atoi(text)
+		if err != nil && text != value {
+			return fmt.Errorf("%s: NCCL reads %q as no level (it compares a level's name as written) and picks the level itself: write %s", v.Name, text, value)
+		}
+		if err == nil && (text[0] < '0' || text[0] > '9') {
+			return fmt.Errorf("%s: NCCL reads a level's number only where it starts with a digit: it ignores %q and picks the level itself", v.Name, text)
+		}
+	case KindEnum:
+		if v.Exact && text != value {
+			return fmt.Errorf("%s: NCCL reads %q as none of %s (it compares them as written): write %s", v.Name, text, strings.Join(v.Values, ", "), value)
+		}
+		fallthrough
+	case KindList:
+		if !equalFoldASCII(text, value) {
+			return fmt.Errorf("%s: NCCL reads %q otherwise than %s: it compares each name byte by byte, ignoring the case of ASCII letters alone (a blank is part of a name), and fails on one it does not know", v.Name, text, value)
+		}
+		return nil
+	case KindInt, KindBytes:
+	default:
+		return nil
+	}
+	// The number before a byte size's unit, which is the space file's.
+	number := strings.TrimLeftFunc(text, unicode.IsSpace)
+	number = strings.TrimRightFunc(number, func(r rune) bool { return r < '0' || r > '9' })
+	decimal, err := strconv.ParseInt(number, 10, 64)
+	if n, _ := ParamInt(number); err == nil && n != decimal {
+		return fmt.Errorf("%s: NCCL reads %q as %d (a leading 0 makes it octal, which ends at an 8 or 9), nccltune as decimal: write it without the leading 0s", v.Name, text, n)
+	}
+	return nil
+}
+
+// equalFoldASCII reports whether a and b are equal but for the case of
+// ASCII letters, as C's strcasecmp compares them.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // listRefused refuses a canonical list of which a part excludes every
@@ -335,14 +490,19 @@ func listRefused(value string, tokens []string) error {
 }
 
 // ifList checks a list of interface or adapter names as NCCL reads it
-// (parseStringList, after a leading ^ and =): it copies each name into 64
-// bytes without a check, and reads what follows a ':' as a port with atoi
-// ("x" is 0, which no adapter has; an interface's port it ignores). Since
-// NCCL 2.30 a rail and a plane may follow ("mlx5_0:1:0:1"), which older
-// versions skip, reading the port's leading digits.
+// (parseStringList, after a leading ^ and =): it reads maxIfNames of them,
+// copies each into 64 bytes without a check, and reads what follows a ':'
+// as a port with atoi ("x" is 0, which no adapter has; an interface's port
+// it ignores). Since NCCL 2.30 a rail and a plane may follow
+// ("mlx5_0:1:0:1"), which older versions skip, reading the port's leading
+// digits.
 func (v Var) ifList(value string) error {
+	names := 0
 	for _, entry := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(value, "^"), "="), ",") {
 		name, port, hasPort := strings.Cut(entry, ":")
+		if name != "" {
+			names++
+		}
 		port, _, _ = strings.Cut(port, ":")
 		n, err := strconv.Atoi(port)
 		switch {
@@ -350,10 +510,16 @@ func (v Var) ifList(value string) error {
 			return fmt.Errorf("%s: name %.20s... is %d bytes: NCCL copies it into 64, its NUL included, and writes past them", v.Name, name, len(name))
 		case hasPort && v.Name == "NCCL_IB_HCA" && (err != nil || n < 1 || strconv.Itoa(n) != port):
 			return fmt.Errorf("%s: port %q of %s is no port number (1, 2, ...): NCCL reads its leading digits, and 0 matches no port", v.Name, port, name)
+		case names > maxIfNames:
+			return fmt.Errorf("%s: more than %d names: NCCL reads the first %d and drops the rest, which neither match nor, after a ^, exclude", v.Name, maxIfNames, maxIfNames)
 		}
 	}
 	return nil
 }
+
+// maxIfNames is the most names of a list NCCL reads (MAX_IFS of
+// NCCL_SOCKET_IFNAME; MAX_IB_DEVS of NCCL_IB_HCA, 32 since 2.19).
+const maxIfNames = 16
 
 // integers checks that every integer of [min, max], each a value of v,
 // is one, as a range searches them all: not so an enum's gaps
@@ -376,8 +542,8 @@ func (v Var) integers(min, max int64) error {
 }
 
 // Alike reports whether NCCL reads two normalized values of v alike: a
-// list names a set (of algorithms, of protocols, per collective), so its
-// order and repeats are no difference.
+// list names the set it enables (of algorithms, of protocols, per
+// collective), so its order, its repeats and a '^' are no difference.
 func (v Var) Alike(a, b string) bool { return v.reads(a) == v.reads(b) }
 
 // reads is what NCCL reads a normalized value of v as: values are Alike
@@ -385,31 +551,47 @@ func (v Var) Alike(a, b string) bool { return v.reads(a) == v.reads(b) }
 func (v Var) reads(value string) string {
 	switch v.Kind {
 	case KindList:
-		return listSet(value)
+		return listSet(value, v.Values)
 	case KindLevel:
-		if n, err := strconv.Atoi(value); err == nil && n >= 0 && n < len(oldLevels) {
-			return oldLevels[n]
+		// NCCL reads the number into a C int (strtol's long cut to its
+		// low 32 bits: 2^32 is 0), any above 5 as 5; a negative int it
+		// reads past its table, as no level of it.
+		if n, err := strconv.ParseInt(value, 10, 64); err == nil && int32(n) >= 0 {
+			return oldLevels[min(int(int32(n)), len(oldLevels)-1)]
 		}
 	}
 	return value
 }
 
-// listSet is a canonical list's parts and names, each sorted and without
-// repeats. As NCCL's parseList reads them, a part replaces what the parts
-// before it set for its collective: of a collective's parts, the last holds.
-func listSet(value string) string {
-	last := map[string]string{} // by collective, "" for the part that names none
+// listSet is what NCCL enables of a canonical list: as its parseList reads
+// the parts in turn, each sets every collective it names (each, without a
+// prefix) to its names, or to all but them after a '^', replacing what a
+// part before set; a collective no part names keeps NCCL's own choice. A
+// prefix NCCL fails its init on (a stored space's) leaves the value as it is.
+func listSet(value string, tokens []string) string {
+	sets := make([]string, len(collNames)) // "" where no part names it
 	for _, part := range strings.Split(value, ";") {
-		cut := strings.LastIndexAny(part, ":^") + 1
-		names := strings.Split(part[cut:], ",")
-		slices.Sort(names)
-		coll, _, ok := strings.Cut(part[:cut], ":")
-		if !ok {
-			coll = ""
+		coll, names, prefixed := strings.Cut(part, ":")
+		if !prefixed {
+			names = part
+		} else if !slices.Contains(collNames, coll) {
+			return value
 		}
-		last[coll] = part[:cut] + strings.Join(slices.Compact(names), ",")
+		rest, exclude := strings.CutPrefix(names, "^")
+		listed := strings.Split(rest, ",")
+		var set []string
+		for _, t := range tokens {
+			if slices.Contains(listed, t) != exclude {
+				set = append(set, t)
+			}
+		}
+		for i, c := range collNames {
+			if !prefixed || c == coll {
+				sets[i] = c + ":" + strings.Join(set, ",")
+			}
+		}
 	}
-	return strings.Join(slices.Sorted(maps.Values(last)), ";")
+	return strings.Join(sets, ";")
 }
 
 func (v Var) checkRange(n int64) error {

@@ -301,11 +301,12 @@ func TestHostileKinds(t *testing.T) {
 }
 
 // TestIntegersAreWrittenAsNCCLReadsThem: NCCL reads an integer setting
-// with strtoll(value, NULL, 0), "010" as octal 8, and a level's number only
-// if it starts with a digit ("+1" is none). An integer is written in
-// decimal, so that what NCCL reads is what the space says, a value listed
-// twice in two spellings is found, and a condition holds for the value the
-// search proposes ("08" never matched "8": the param was never active).
+// with strtoll(value, NULL, 0), "010" as octal 8 and "08" as 0, and a
+// level's number only if it starts with a digit ("+1" it ignores). An
+// integer is written in decimal, so that a value listed twice in two
+// spellings is found and a condition holds for the value the search
+// proposes; one that NCCL reads otherwise than in decimal is refused,
+// naming what NCCL reads, but kept in a stored space, as its trials ran it.
 func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
@@ -313,12 +314,18 @@ func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 		err       string
 	}{
 		{"pinned with a leading zero", strings.Replace(hostileBase, `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_QPS_PER_CONNECTION = \"010\"", 1),
-			func(s *Space) bool { return s.Fixed["NCCL_IB_QPS_PER_CONNECTION"] == "10" }, ""},
+			func(s *Space) bool { return s.Fixed["NCCL_IB_QPS_PER_CONNECTION"] == "10" }, `h.toml:8: fixed NCCL_IB_QPS_PER_CONNECTION: NCCL reads "010" as 8`},
+		{"a byte size with a leading zero", strings.Replace(hostileBase, `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_BUFFSIZE = \"0100000\"", 1),
+			func(s *Space) bool { return s.Fixed["NCCL_BUFFSIZE"] == "100000" }, `NCCL_BUFFSIZE: NCCL reads "0100000" as 32768`},
 		{"a level with a sign", hostileBase + "[[param]]\nname = \"NCCL_NET_GDR_LEVEL\"\nvalues = [\"+1\", \"SYS\"]\n",
-			func(s *Space) bool { return slices.Equal(s.Params[3].Values, []string{"1", "SYS"}) }, ""},
+			func(s *Space) bool { return slices.Equal(s.Params[3].Values, []string{"1", "SYS"}) }, `NCCL_NET_GDR_LEVEL: NCCL reads a level's number only where it starts with a digit: it ignores "+1"`},
+		{"a level with a leading zero", hostileBase + "[[param]]\nname = \"NCCL_P2P_LEVEL\"\nvalues = [\"08\", \"SYS\"]\n",
+			nil, `NCCL_P2P_LEVEL: NCCL reads "08" as 0`},
 		{"a condition with a leading zero", strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_MIN_CTAS = ["08", "+4"] }`, 1),
+			nil, `NCCL_MIN_CTAS: NCCL reads "08" as 0`},
+		{"a condition with a sign", strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = { NCCL_MIN_CTAS = ["+4", "007"] }`, 1),
 			func(s *Space) bool {
-				return s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "8"}) && s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "4"})
+				return s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "7"}) && s.Active(s.Params[2], Assignment{"NCCL_MIN_CTAS": "4"})
 			}, ""},
 		{"a try_first with a leading zero", hostileBase + "[[try_first]]\nNCCL_MIN_CTAS = \"04\"\n",
 			func(s *Space) bool { return len(s.TryFirst) == 1 && s.TryFirst[0]["NCCL_MIN_CTAS"] == "4" }, ""},
@@ -339,6 +346,13 @@ func TestIntegersAreWrittenAsNCCLReadsThem(t *testing.T) {
 				t.Fatal(err)
 			case tc.err == "" && !tc.check(sp):
 				t.Errorf("fixed %v, params %+v, try_first %v", sp.Fixed, sp.Params, sp.TryFirst)
+			}
+			if tc.err == "" || tc.check == nil {
+				return
+			}
+			// What a campaign's trials ran, its stored space keeps.
+			if sp, _, err := ParseStored("h.toml", []byte(tc.src)); err != nil || !tc.check(sp) {
+				t.Errorf("stored: %v, %+v", err, sp)
 			}
 		})
 	}
@@ -401,8 +415,8 @@ func TestCountsNoRunCouldMean(t *testing.T) {
 // ("fork/exec /proc/self/exe: argument list too long") until the campaign
 // stopped after five.
 func TestValuesTheKernelWouldRefuse(t *testing.T) {
-	// A list of names, each within the 64 bytes NCCL copies it into.
-	fits := strings.Repeat("e,", MaxArgStrlen)[:MaxArgStrlen-len("NCCL_SOCKET_IFNAME=")-1]
+	// A list NCCL reads whole: a name, and empty ones, which it skips.
+	fits := ("e" + strings.Repeat(",", MaxArgStrlen))[:MaxArgStrlen-len("NCCL_SOCKET_IFNAME=")-1]
 	for _, tc := range []struct {
 		name, new string
 		want      string // "": accepted
@@ -716,6 +730,143 @@ func TestAdaptersOfRailAndPlane(t *testing.T) {
 	for _, value := range []string{"mlx5_0:x:0:0", "mlx5_0::1", "mlx5_0:0:1"} {
 		if _, err := hca.Normalize(value); err == nil {
 			t.Errorf("NCCL_IB_HCA = %s was taken", value)
+		}
+	}
+}
+
+// TestNamesAsNCCLReadsThem: NCCL compares a level's name (ncclGetLevel)
+// and an address family with strcmp, so that it ignores "phb" and reads
+// "af_inet6" as AF_INET; and NCCL_ALGO's and NCCL_PROTO's names with
+// strcasecmp, byte by byte, so that a blank is part of the name and fails
+// its init, as a letter only Unicode folds to an ASCII one ("ſ" for "s")
+// does. Each is refused, naming how NCCL reads it, but kept in a stored
+// space as its trials ran it; a name in another case where NCCL ignores
+// the case is taken.
+func TestNamesAsNCCLReadsThem(t *testing.T) {
+	for _, tc := range []struct{ name, value, want, err string }{
+		{"NCCL_NET_GDR_LEVEL", "phb", "PHB", `NCCL_NET_GDR_LEVEL: NCCL reads "phb" as no level`},
+		{"NCCL_P2P_LEVEL", "Nvl", "NVL", `NCCL_P2P_LEVEL: NCCL reads "Nvl" as no level`},
+		{"NCCL_IB_ADDR_FAMILY", "af_inet6", "AF_INET6", `NCCL_IB_ADDR_FAMILY: NCCL reads "af_inet6" as none of AF_INET, AF_INET6`},
+		{"NCCL_SOCKET_FAMILY", "Af_Inet", "AF_INET", `NCCL_SOCKET_FAMILY: NCCL reads "Af_Inet" as none of AF_INET, AF_INET6`},
+		{"NCCL_PROTO", "\u017fimple", "Simple", `NCCL_PROTO: NCCL reads "ſimple" otherwise than Simple`},
+		{"NCCL_ALGO", "Ring, Tree", "Ring,Tree", `NCCL_ALGO: NCCL reads "Ring, Tree" otherwise than Ring,Tree`},
+		{"NCCL_ALGO", "allreduce :Tree", "allreduce:Tree", `NCCL_ALGO: NCCL reads "allreduce :Tree"`},
+		{"NCCL_ALGO", "ring,TREE;ALLREDUCE:^nvls", "Ring,Tree;allreduce:^NVLS", ""},
+		{"NCCL_LAUNCH_MODE", "group", "GROUP", ""},
+		{"NCCL_DEBUG", "warn", "WARN", ""},
+		{"NCCL_DEBUG", "VER\u017fION", "VERSION", `NCCL_DEBUG: NCCL reads "VERſION" otherwise than VERSION`},
+		{"NCCL_NET_GDR_LEVEL", "PHB", "PHB", ""},
+	} {
+		v, _ := Lookup(tc.name)
+		got, err := v.Normalize(tc.value)
+		if tc.err == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("%s = %q: %q, %v; want %q", tc.name, tc.value, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s = %q: error %v, want %q", tc.name, tc.value, err, tc.err)
+		}
+		src := "[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\nname = \"" + tc.name + "\"\nvalues = [\"default\", \"" + tc.value + "\"]\n"
+		if _, err := Parse("n.toml", []byte(src)); err == nil {
+			t.Errorf("%s = %q: Parse took it", tc.name, tc.value)
+		}
+		if s, _, err := ParseStored("n.toml", []byte(src)); err != nil || !slices.Equal(s.Params[0].Values, []string{"default", tc.want}) {
+			t.Errorf("%s = %q: stored as %v, %v; want %q", tc.name, tc.value, s, err, tc.want)
+		}
+	}
+}
+
+// TestDefaultInAnotherCase: "default" is how a param offers NCCL's own
+// choice; "Default" was a value of its own, which NCCL reads as the word
+// (NCCL_IB_HCA=Default matches no adapter, and the job falls back to
+// sockets), where the user meant NCCL's choice. It is refused, as pinned,
+// but kept in a stored space as its trials ran it.
+func TestDefaultInAnotherCase(t *testing.T) {
+	for _, values := range []string{`["Default", "mlx5_0"]`, `["default", "DEFAULT"]`} {
+		src := "[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\nname = \"NCCL_IB_HCA\"\nvalues = " + values + "\n"
+		if _, err := Parse("d.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), `d.toml:5: param NCCL_IB_HCA: "`) || !strings.Contains(err.Error(), `write "default"`) {
+			t.Errorf("values = %s: %v", values, err)
+		}
+		if s, _, err := ParseStored("d.toml", []byte(src)); err != nil || len(s.Params) != 1 || len(s.Params[0].Values) != 2 {
+			t.Errorf("values = %s stored: %+v, %v", values, s, err)
+		}
+	}
+}
+
+// TestRefusalsSayWhatNCCLReads: NCCL reads each integer setting, a 0 or 1
+// included, with strtoll(value, NULL, 0), whatever follows the number: a
+// value refused (NCCL_CROSS_NIC = "true") says what NCCL reads it as (0),
+// which the same value in the job's own environment means.
+func TestRefusalsSayWhatNCCLReads(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"NCCL_CROSS_NIC", "true", `NCCL_CROSS_NIC: "true" is not one of 0, 1, 2 (NCCL reads it as 0)`},
+		{"NCCL_P2P_DISABLE", "yes", `(NCCL reads it as 0)`},
+		{"NCCL_IB_TIMEOUT", "0x10", `NCCL_IB_TIMEOUT: "0x10" is not an integer (NCCL reads it as 16)`},
+		{"NCCL_IB_TIMEOUT", " 12 ", `(NCCL reads it as 12)`},
+		{"NCCL_IB_GID_INDEX", "-0x1", `(NCCL reads it as -1)`},
+		{"NCCL_BUFFSIZE", "0x400000", `(NCCL reads it as 4194304)`},
+		{"NCCL_IB_TIMEOUT", "99999999999999999999", `(NCCL keeps its default for it: out of range)`},
+	} {
+		v, _ := Lookup(tc.name)
+		if _, err := v.Normalize(tc.value); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s = %q: %v; want %q", tc.name, tc.value, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ name, value string }{{"bucket_cap_mb", "0x10"}, {"NCCL_ALGO", "0x10"}, {"NCCL_NET_GDR_LEVEL", "0x1"}} {
+		v, _ := Lookup(tc.name)
+		if _, err := v.Normalize(tc.value); err == nil || strings.Contains(err.Error(), "NCCL reads it as") {
+			t.Errorf("%s = %q: %v; no integer of NCCL's", tc.name, tc.value, err)
+		}
+	}
+}
+
+// TestRenamedGDRLevel: NCCL 2.4 renamed NCCL_IB_GDR_LEVEL NCCL_NET_GDR_LEVEL
+// and has not read it since (env.rst; no NCCL from 2.4 to 2.30 names it),
+// so that a space searching it varied nothing NCCL reads. It is refused,
+// pinned or searched, naming the new name; a stored space keeps it as its
+// trials set it.
+func TestRenamedGDRLevel(t *testing.T) {
+	for _, src := range []string{
+		"[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\nname = \"NCCL_IB_GDR_LEVEL\"\nvalues = [\"default\", \"PHB\", \"SYS\"]\n",
+		"[benchmark]\nbinary = \"all_reduce_perf\"\n[fixed]\nNCCL_IB_GDR_LEVEL = \"PHB\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n",
+	} {
+		if _, err := Parse("g.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), "NCCL_IB_GDR_LEVEL is no longer read by NCCL (renamed NCCL_NET_GDR_LEVEL in NCCL 2.4") {
+			t.Errorf("%s: %v", src, err)
+		}
+		s, _, err := ParseStored("g.toml", []byte(src))
+		if err != nil || s.Fixed["NCCL_IB_GDR_LEVEL"] != "PHB" && (len(s.Params) != 1 || !slices.Equal(s.Params[0].Values, []string{"default", "PHB", "SYS"})) {
+			t.Errorf("stored %s: %+v, %v", src, s, err)
+		}
+	}
+}
+
+// TestInterfaceListsNCCLReadsWhole: NCCL reads at most 16 names of
+// NCCL_SOCKET_IFNAME (MAX_IFS) and of NCCL_IB_HCA (MAX_IB_DEVS, 16 before
+// 2.19) and drops the rest silently: an exclusion's 17th name ("^...,lo")
+// was no exclusion to NCCL. A longer list is refused.
+func TestInterfaceListsNCCLReadsWhole(t *testing.T) {
+	names := func(n int, prefix string) string {
+		var s []string
+		for i := range n {
+			s = append(s, fmt.Sprintf("%s%d", prefix, i))
+		}
+		return strings.Join(s, ",")
+	}
+	for _, tc := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"NCCL_SOCKET_IFNAME", "^" + names(16, "veth"), true},
+		{"NCCL_SOCKET_IFNAME", "^" + names(16, "veth") + ",lo", false},
+		{"NCCL_IB_HCA", "=" + names(17, "mlx5_"), false},
+		{"NCCL_IB_HCA", names(16, "mlx5_") + ",,", true},
+	} {
+		v, _ := Lookup(tc.name)
+		_, err := v.Normalize(tc.value)
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "NCCL reads the first 16") {
+			t.Errorf("%s = %.40q...: %v", tc.name, tc.value, err)
 		}
 	}
 }

@@ -652,10 +652,7 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 				ok = false
 				continue
 			}
-			v, err := b.value(name, t[name])
-			if str, isStr := t[name].(string); isStr && str == Unset {
-				v, err = Unset, nil
-			}
+			v, err := b.choice(name, t[name])
 			if listers[name] == nil {
 				listers[name] = params[0].lister()
 			}
@@ -1602,7 +1599,10 @@ func (b *builder) params(raw *rawFile, s *Space) {
 		v, err := Lookup(p.Name)
 		if err != nil {
 			b.errorf(line, "param: %v", err)
-			continue
+			if !v.took() {
+				continue
+			}
+			// Read as stored (ParseStored): its trials set it.
 		}
 		if v.IsArg() && s.Benchmark.Kind != DDP {
 			b.errorf(line, "param %s is a DDP setting: it needs benchmark.kind = \"ddp\"", p.Name)
@@ -1629,10 +1629,7 @@ func (b *builder) params(raw *rawFile, s *Space) {
 			// hundreds of thousands, which compared pairwise took minutes.
 			listed := map[string]string{}
 			for _, rv := range rp.Values {
-				value, err := b.value(p.Name, rv)
-				if str, ok := rv.(string); ok && str == Unset {
-					value, err = Unset, nil
-				}
+				value, err := b.choice(p.Name, rv)
 				w, twice := listed[v.reads(value)]
 				if err != nil {
 					b.errorf(b.loc.field("param", i, "values"), "param %v", err)
@@ -1769,7 +1766,11 @@ func (s *Space) CheckSetting(name, value string) error {
 // step (it is the script's option, no variable), and NCCL's log only such that
 // nccltune still reads in it what NCCL set and chose.
 func pinnable(name, value, kind string) error {
-	if v, _ := Lookup(name); v.IsArg() && kind != DDP {
+	v, err := Lookup(name)
+	switch {
+	case v.Gone != "":
+		return err
+	case v.IsArg() && kind != DDP:
 		return fmt.Errorf("%s is a DDP setting: it needs benchmark.kind = \"ddp\"", name)
 	}
 	if strings.EqualFold(value, Unset) {
@@ -1828,10 +1829,7 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 		listed = s.Params[k].lister()
 	}
 	for _, x := range list {
-		value, err := b.value(v, x)
-		if str, isStr := x.(string); isStr && str == Unset {
-			value, err = Unset, nil
-		}
+		value, err := b.choice(v, x)
 		if err != nil {
 			refused = fmt.Errorf("condition on %v", err)
 			if value == "" {
@@ -1864,8 +1862,10 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 // campaigns ran with it) is returned beside the error: a stored space keeps
 // it (ParseStored), its trials having run with it.
 func (b *builder) value(name string, raw any) (string, error) {
+	// A variable NCCL no longer reads that nccltune took is refused where
+	// it is pinned or searched; its values are read, as its trials set them.
 	v, err := Lookup(name)
-	if err != nil {
+	if err != nil && !v.took() {
 		return "", err
 	}
 	text, err := scalar(raw)
@@ -1882,7 +1882,22 @@ func (b *builder) value(name string, raw any) (string, error) {
 		// Read as 0 or 1, NCCL_NET = false set NCCL_NET=0.
 		err = fmt.Errorf("%s: %v is a boolean, which only a variable of 0 or 1 takes", name, t)
 	case err == nil:
-		err = v.refuse(value)
+		err = v.refuse(text, value)
+	}
+	return value, err
+}
+
+// choice is value for one a param offers, or a condition or a
+// [[try_first]] names: "default" is NCCL's own choice (Unset), and the word
+// in another case, which NCCL would read as a value, is refused, as pinned.
+func (b *builder) choice(name string, raw any) (string, error) {
+	value, err := b.value(name, raw)
+	str, _ := raw.(string)
+	switch {
+	case str == Unset:
+		return Unset, nil
+	case err == nil && strings.EqualFold(str, Unset):
+		err = fmt.Errorf("%s: %q is no %q, NCCL's own choice, but a value NCCL reads as the word (NCCL_IB_HCA=Default matches no adapter): write \"default\"", name, str, Unset)
 	}
 	return value, err
 }
@@ -1890,7 +1905,7 @@ func (b *builder) value(name string, raw any) (string, error) {
 // bound reads an integer bound; byte-sized variables accept "64K" too.
 func (b *builder) bound(line int, name string, raw any) int64 {
 	v, err := Lookup(name)
-	if err != nil {
+	if err != nil && !v.took() {
 		return 0
 	}
 	text, err := scalar(raw)

@@ -535,7 +535,7 @@ func (s *Space) Key(a Assignment) string {
 // Reading identifies a configuration as NCCL reads it: Key with each
 // catalogued variable's value normalized, then as NCCL reads it (Var.reads:
 // a list as the set it names, a level's old number as its name), so that
-// spellings NCCL reads alike ("ring" and "Ring", "08" and "8", "Simple,LL"
+// spellings NCCL reads alike ("ring" and "Ring", "07" and "7", "Simple,LL"
 // and "LL,Simple", "4" and "SYS") are one configuration, whose failure under
 // one spelling is its failure under all.
 func (s *Space) Reading(a Assignment) string {
@@ -548,7 +548,9 @@ func ReadingEnv(env []string) []string {
 	for i, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		if v, ok := catalogue[name]; ok {
-			if n, err := v.Normalize(value); err == nil {
+			// As the loader reads a space's value, refused since or not:
+			// what the trials of its stored space ran.
+			if n, err := v.read(value); err == nil {
 				value = n
 			}
 			value = v.reads(value)

@@ -160,14 +160,17 @@ func TestNormalize(t *testing.T) {
 	}{
 		{"NCCL_ALGO", "ring,tree", "Ring,Tree", false},
 		{"NCCL_ALGO", "^NVLS", "^NVLS", false},
-		{"NCCL_ALGO", "AllReduce:tree, ring;allgather:^ring", "allreduce:Tree,Ring;allgather:^Ring", false},
+		{"NCCL_ALGO", "AllReduce:tree,ring;allgather:^ring", "allreduce:Tree,Ring;allgather:^Ring", false},
 		{"NCCL_ALGO", "allreduse:tree", "", true},
 		{"NCCL_ALGO", "Ring;allreduce:Tree", "Ring;allreduce:Tree", false},
 		{"NCCL_ALGO", "allreduce:Tree;Ring", "", true}, // NCCL refuses it: only the first part may name no collective
 		{"NCCL_PROTO", "LL,LL9", "", true},
-		{"NCCL_NET_GDR_LEVEL", "phb", "PHB", false},
+		{"NCCL_NET_GDR_LEVEL", "phb", "", true}, // NCCL ignores it
 		{"NCCL_NET_GDR_LEVEL", "5", "5", false},
 		{"NCCL_NET_GDR_LEVEL", "FAR", "", true},
+		{"NCCL_NET_GDR_LEVEL", "+1", "", true}, // NCCL ignores it
+		{"NCCL_IB_TIMEOUT", "010", "", true},   // octal 8 to NCCL
+		{"NCCL_IB_TIMEOUT", "+07", "7", false},
 		{"NCCL_BUFFSIZE", "8M", "8388608", false},
 		{"NCCL_BUFFSIZE", "1", "", true},
 		{"NCCL_IB_GID_INDEX", "-1", "-1", false},
@@ -346,6 +349,61 @@ func TestAlikeReadsAsNCCLDoes(t *testing.T) {
 		{"allreduce:Tree;allreduce:Ring", "allreduce:Ring;allreduce:Tree", false},
 		{"allreduce:Tree;allreduce:Ring", "allreduce:Ring", true},
 		{"allreduce:Tree;broadcast:Ring;allreduce:^Tree", "broadcast:Ring;allreduce:^Tree", true},
+	} {
+		if got := v.Alike(tc.a, tc.b); got != tc.alike {
+			t.Errorf("Alike(%q, %q) = %v, NCCL reads them %s", tc.a, tc.b, got, map[bool]string{true: "alike", false: "differently"}[tc.alike])
+		}
+	}
+}
+
+// TestListsAlikeAsNCCLEnablesThem: parseList sets, for each collective a
+// part names (each, for one without a prefix), the names enabled: "^LL128"
+// enables what "LL,Simple" does, and a part that sets a collective as the
+// part before it did changes nothing, so that a failure under one is a
+// failure under the other. A collective no part names keeps NCCL's own
+// choice (LL128 where NCCL judges it fast), which no list is.
+func TestListsAlikeAsNCCLEnablesThem(t *testing.T) {
+	for _, tc := range []struct {
+		name, a, b string
+		alike      bool
+	}{
+		{"NCCL_PROTO", "^LL128", "LL,Simple", true},
+		{"NCCL_PROTO", "^LL128;allreduce:LL128", "Simple,LL;allreduce:LL128", true},
+		{"NCCL_PROTO", "LL,LL128,Simple", "^LL", false},
+		{"NCCL_PROTO", "allreduce:LL,LL128,Simple", "LL,LL128,Simple", false},
+		{"NCCL_ALGO", "Ring;allreduce:Ring", "Ring", true},
+		{"NCCL_ALGO", "allreduce:Ring;broadcast:Ring;reduce:Ring;allgather:Ring;reducescatter:Ring", "Ring", true},
+		{"NCCL_ALGO", "allreduce:Ring;broadcast:Ring", "Ring", false},
+		{"NCCL_ALGO", "^Tree,CollnetDirect,CollnetChain,NVLS,NVLSTree,PAT", "Ring", true},
+	} {
+		v, _ := Lookup(tc.name)
+		if got := v.Alike(tc.a, tc.b); got != tc.alike {
+			t.Errorf("%s: Alike(%q, %q) = %v, NCCL reads them %s", tc.name, tc.a, tc.b, got, map[bool]string{true: "alike", false: "differently"}[tc.alike])
+		}
+	}
+}
+
+// TestLevelsAlikeAsNCCLReadsThem: NCCL reads a level's number into a C int
+// (strtol's long cut to its low 32 bits) and any above 5 as 5, SYS
+// (levelsOldToNew): a stored space's 7 (refused since) is SYS, and so
+// 2^32 is LOC, so that a failure under one is a failure under the other.
+func TestLevelsAlikeAsNCCLReadsThem(t *testing.T) {
+	v, err := Lookup("NCCL_NET_GDR_LEVEL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a, b  string
+		alike bool
+	}{
+		{"4", "SYS", true},
+		{"5", "SYS", true},
+		{"7", "SYS", true},
+		{"7", "4", true},
+		{"4294967296", "LOC", true},
+		{"4294967297", "PIX", true},
+		{"4294967297", "0", false},
+		{"3", "SYS", false},
 	} {
 		if got := v.Alike(tc.a, tc.b); got != tc.alike {
 			t.Errorf("Alike(%q, %q) = %v, NCCL reads them %s", tc.a, tc.b, got, map[bool]string{true: "alike", false: "differently"}[tc.alike])

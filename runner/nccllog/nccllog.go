@@ -92,6 +92,9 @@ var (
 	// device counts across ranks (...). Ignoring due to NCCL_IGNORE_NET_MISMATCH."
 	causeRE = regexp.MustCompile(`\bdue to NCCL_[A-Z0-9_]+\b`)
 	setToRE = regexp.MustCompile(`^NCCL_[A-Z0-9_]+ set to `) // echoes a value, whatever words it holds
+	// NCCL_IB_HCA's read is logged as only such an echo (net_ib, since
+	// 2.18 at least): "NCCL_IB_HCA set to mlx5_0".
+	hcaRE = regexp.MustCompile(`^(NCCL_IB_HCA) set to (.*)$`)
 	// The CTA limits' clamps name the config field, not the variable:
 	// "minCTAs 32 is larger than maxCTAs 16, set both to 16".
 	ctasRE = regexp.MustCompile(`^(min|max)CTAs -?\d+ is larger than`)
@@ -127,6 +130,10 @@ func Parse(output []byte) Log {
 		msg := strings.TrimSpace(m[1])
 		if s := setRE.FindStringSubmatch(msg); s != nil {
 			read.add(s[1], strings.TrimSuffix(s[2], "."))
+			continue
+		}
+		if s := hcaRE.FindStringSubmatch(msg); s != nil {
+			read.add(s[1], s[2])
 			continue
 		}
 		l.reject(msg)
@@ -285,11 +292,26 @@ func (l Log) Unconfirmed(env []string) []string {
 			continue
 		}
 		_, rejected := l.Rejected[name]
-		if got, ok := l.Read[name]; !ok || !strings.EqualFold(got, value) || rejected {
+		got, ok := l.Read[name]
+		if !ok && name == "NCCL_NET" && l.Network != "" {
+			// Logged as the network NCCL picked by it (strcasecmp).
+			got, ok = l.Network, true
+		}
+		if !ok || !confirms(name, got, value) || rejected {
 			out = append(out, name)
 		}
 	}
 	return out
+}
+
+// confirms reports whether NCCL logging that it read name as got confirms
+// value: a level it logs by its name (ncclGetLevel: 4 and 5 as SYS).
+func confirms(name, got, value string) bool {
+	if strings.EqualFold(got, value) {
+		return true
+	}
+	v, err := space.Lookup(name)
+	return err == nil && v.Kind == space.KindLevel && v.Alike(got, value)
 }
 
 // confFile is read by NCCL with getenv, before and outside its log (NCCL

@@ -191,3 +191,58 @@ node1:123:123 [0] NCCL INFO Using network IB
 		}
 	}
 }
+
+// TestLevelsAreConfirmedByTheirNames: NCCL logs a level it read by its
+// name (ncclGetLevel: "NCCL_NET_GDR_LEVEL set by environment to SYS" for
+// 4 or 5), so that a level's number was never confirmed, and validation
+// refused every configuration that chose one as not confirmed.
+func TestLevelsAreConfirmedByTheirNames(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	for _, tc := range []struct {
+		log, env  string
+		confirmed bool
+	}{
+		{p + "NCCL_NET_GDR_LEVEL set by environment to SYS\n", "NCCL_NET_GDR_LEVEL=4", true},
+		{p + "NCCL_NET_GDR_LEVEL set by environment to SYS\n", "NCCL_NET_GDR_LEVEL=5", true},
+		{p + "NCCL_P2P_LEVEL set by environment to PIX\n", "NCCL_P2P_LEVEL=1", true},
+		{p + "NCCL_P2P_LEVEL set by environment to PIX\n", "NCCL_P2P_LEVEL=2", false},
+		{p + "NCCL_NET_GDR_LEVEL set by environment to PHB\n", "NCCL_NET_GDR_LEVEL=PHB", true},
+		{p + "NCCL_PROTO set by environment to LL\n", "NCCL_PROTO=LL,Simple", false},
+	} {
+		l := Parse([]byte(tc.log))
+		if got := l.Unconfirmed([]string{tc.env}); (len(got) == 0) != tc.confirmed {
+			t.Errorf("%s after %q: unconfirmed %v, want confirmed %v", tc.env, tc.log, got, tc.confirmed)
+		}
+	}
+}
+
+// TestAdaptersAreConfirmed: NCCL logs the NCCL_IB_HCA it reads as "NCCL_IB_HCA
+// set to X" (net_ib, every version since 2.18), never "set by environment
+// to", so that a searched NCCL_IB_HCA was never confirmed and validation
+// refused every configuration that chose one.
+func TestAdaptersAreConfirmed(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	l := Parse([]byte(p + "NCCL_IB_HCA set to =mlx5_0:1,mlx5_1:1\n"))
+	if got := l.Unconfirmed([]string{"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1"}); len(got) != 0 {
+		t.Errorf("unconfirmed %v (read %q)", got, l.Read)
+	}
+	if got := l.Unconfirmed([]string{"NCCL_IB_HCA=mlx5_2"}); len(got) != 1 {
+		t.Errorf("another adapter confirmed: %v (read %q)", got, l.Read)
+	}
+}
+
+// TestNetworkIsConfirmedByItsUse: NCCL logs no "set by environment" line
+// of NCCL_NET (init.cc copies it into the communicator's config), but the
+// network it picked by that name, strcasecmp's ("Using network IB"), so
+// that a searched NCCL_NET was never confirmed and validation refused
+// every configuration that chose one.
+func TestNetworkIsConfirmedByItsUse(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	l := Parse([]byte(p + "NCCL_IB_DISABLE set by environment to 0.\n" + p + "Using network IB\n"))
+	if got := l.Unconfirmed([]string{"NCCL_NET=IB", "NCCL_IB_DISABLE=0"}); len(got) != 0 {
+		t.Errorf("unconfirmed %v (network %q)", got, l.Network)
+	}
+	if got := l.Unconfirmed([]string{"NCCL_NET=Socket"}); len(got) != 1 {
+		t.Errorf("NCCL_NET=Socket confirmed by the IB network: %v", got)
+	}
+}
