@@ -189,7 +189,7 @@ func parseWithin(t *testing.T, src string) (*Space, error) {
 	case r := <-done:
 		return r.sp, r.err
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the loader hangs on:\n%s", src)
+		t.Fatalf("the loader hangs on (first 300 bytes):\n%.300s", src)
 		return nil, nil
 	}
 }
