@@ -197,6 +197,18 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 		}
 	}
 	argv = append(argv, m.Args...)
+	if len(m.Hosts) > 0 {
+		// A group's ranks meet where its rank 0 runs, its first host: a
+		// MASTER_ADDR of launcher.args or of the job's shell (which MPICH
+		// hands every rank) is one for every group, where the ranks of the
+		// others waited for a rank 0 of theirs until the trial's timeout.
+		// After launcher.args: mpirun takes the last.
+		if openmpi {
+			argv = append(argv, "-x", "MASTER_ADDR="+m.Hosts[0].Name)
+		} else {
+			argv = append(argv, "-genv", "MASTER_ADDR", m.Hosts[0].Name)
+		}
+	}
 	return append(argv, cmd...), nil
 }
 
