@@ -56,13 +56,6 @@ type LaunchReader interface {
 	LaunchFailure(output []byte, e Exit) string
 }
 
-// A NodeReader is a launcher that can tell from its output that a node of
-// the trial failed under its ranks, which then end killed, or hang, whatever
-// their settings: NodeFailure is the launcher's word of it, "" where none.
-type NodeReader interface {
-	NodeFailure(output []byte) string
-}
-
 // An EnvFilter is a launcher that reads some of its options from its own
 // environment, which a trial's launcher inherits from nccltune's caller:
 // LauncherEnv drops from env the variables that would set what the space
@@ -610,12 +603,15 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 // the timeout too; nor a rank's line with the words.
 var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
 
-// NodeFailure is srun's or slurmstepd's first line saying that a node of
-// the step failed, where Slurm confirms that the job lost a node
-// (lostANode): srun does not label its ranks' lines, so a rank could print
-// the words, and its trial, held as the node's, would stop the campaign on
-// every resume.
-func (Srun) NodeFailure(output []byte) string {
+// nodeFailureLine is srun's or slurmstepd's first line saying that a node of
+// a step failed, where Slurm confirms that the job lost a node
+// (lostANode): the ranks then end killed, or hang, whatever their
+// settings. It is read under every launcher, as any may run srun (the
+// srun launcher, torchrun's wrapper for several nodes, a training
+// script). srun does not label its ranks' lines, so a rank could print
+// the words, and its trial, held as the node's, would stop the campaign
+// on every resume. "" where none.
+func nodeFailureLine(output []byte) string {
 	line := strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r")
 	if line == "" {
 		return ""

@@ -38,7 +38,7 @@ const (
 	FailImplausible FailureKind = "implausible" // numbers no hardware produces: garbled or made up
 	FailOOM         FailureKind = "oom"         // out of GPU memory (DDP step)
 	FailInvalid     FailureKind = "invalid"     // rejected before launch: NCCL would refuse the combination
-	// FailNode: a node of the trial failed under it (NodeReader): the
+	// FailNode: a node of the trial failed under it (nodeFailureLine): the
 	// cluster's fault, not the settings', which the trial does not judge.
 	FailNode FailureKind = "node"
 )
@@ -214,12 +214,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		launchErr = lr.LaunchFailure(res.Output, exit)
 	}
 	res.Exit = exit
-	detail, nodeErr := "", ""
+	detail, nodeErr := "", nodeFailureLine(res.Output)
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
 		detail = dr.FailureDetail(res.Output)
-	}
-	if nr, ok := r.Launcher.(NodeReader); ok {
-		nodeErr = nr.NodeFailure(res.Output)
 	}
 	switch {
 	case ctx.Err() != nil:

@@ -615,8 +615,8 @@ func TestSrunNodeFailure(t *testing.T) {
 			"srun: error: n1: tasks 0-1: Terminated\n", ""},
 		{"retrying: Node failure on n2, DUE TO NODE FAILURE\nsrun: error: n1: task 0: Exited with exit code 1\n", ""},
 	} {
-		if got := (Srun{}).NodeFailure([]byte(tc.output)); got != tc.want {
-			t.Errorf("NodeFailure(%q) = %q, want %q", tc.output, got, tc.want)
+		if got := nodeFailureLine([]byte(tc.output)); got != tc.want {
+			t.Errorf("nodeFailureLine(%q) = %q, want %q", tc.output, got, tc.want)
 		}
 	}
 	srun := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", nodeFailure))
@@ -629,18 +629,34 @@ func TestSrunNodeFailure(t *testing.T) {
 	}
 	// The job's state alone says so too.
 	fakeSlurm(t, "JobId=7 JobState=NODE_FAIL NodeList=n[1-2]", "")
-	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
-		t.Errorf("NodeFailure of a NODE_FAIL job = %q", got)
+	if got := nodeFailureLine([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
+		t.Errorf("nodeFailureLine of a NODE_FAIL job = %q", got)
 	}
 	// A rank that prints srun's words, while Slurm has every node up, is
 	// no node's failure: held as one, it would stop the campaign on every
 	// resume.
 	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "alloc\nmix\ndrain")
-	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "" {
-		t.Errorf("NodeFailure with every node up = %q, want none", got)
+	if got := nodeFailureLine([]byte(nodeFailure)); got != "" {
+		t.Errorf("nodeFailureLine with every node up = %q, want none", got)
 	}
 	if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind == FailNode {
 		t.Errorf("failure = %v with every node up, want the ranks' own", res.Failure)
+	}
+}
+
+// TestNodeFailureUnderAnyLauncher: a srun that another launcher's command
+// runs (torchrun's wrapper for several nodes, a training script) says a
+// node failed as the srun launcher's does, and its trial is the node's,
+// where the ranks' SIGTERM read as the settings' crash.
+func TestNodeFailureUnderAnyLauncher(t *testing.T) {
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "idle\ndown*")
+	wrapper := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", nodeFailure))
+	for _, l := range []Launcher{Local{}, Torchrun{Command: wrapper}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{wrapper}}, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailNode || res.Failure.Reason != "srun: error: Node failure on n2" {
+			t.Errorf("%T: failure = %v, want node: srun: error: Node failure on n2\n%s", l, res.Failure, res.Output)
+		}
 	}
 }
 
@@ -669,8 +685,8 @@ func TestSrunNodeFailureNoKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
-		t.Errorf("NodeFailure of a node the job went on without = %q", got)
+	if got := nodeFailureLine([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
+		t.Errorf("nodeFailureLine of a node the job went on without = %q", got)
 	}
 }
 
@@ -685,10 +701,10 @@ func TestSrunNodeFailureSlurmHangs(t *testing.T) {
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	start := time.Now()
-	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "" {
-		t.Errorf("NodeFailure with Slurm unanswering = %q, want none", got)
+	if got := nodeFailureLine([]byte(nodeFailure)); got != "" {
+		t.Errorf("nodeFailureLine with Slurm unanswering = %q, want none", got)
 	}
 	if d := time.Since(start); d > stopTimeout+5*time.Second {
-		t.Errorf("NodeFailure took %v waiting on scontrol", d)
+		t.Errorf("nodeFailureLine took %v waiting on scontrol", d)
 	}
 }
