@@ -493,9 +493,8 @@ func (s Srun) nodes() (int, error) {
 // task, binding, distribution) stays as the allocation gives it, as the
 // user's job's own srun takes it: a trial measures the job's setting, and
 // without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
-// NCCL's proxy threads. A task prolog (SLURM_TASK_PROLOG), which can set
-// the ranks' variables past the trial's, is dropped, and so is what
-// describes the step nccltune itself may run in (withoutOuterStep).
+// NCCL's proxy threads. What describes the step nccltune itself may run in
+// is dropped (withoutOuterStep); a task prolog is never inherited (BaseEnv).
 // SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
@@ -527,11 +526,6 @@ var srunShape = []string{
 	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SRUN_OUTPUT", "SRUN_ERROR", "SRUN_INPUT",
 	"SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV",
 	"SLURM_EXIT_ERROR", "SLURM_EXIT_IMMEDIATE",
-	// --task-prolog's program, which slurmstepd runs before each task: its
-	// "export NAME=value" lines set the task's variables past srun's, so an
-	// NCCL_* one there overrode every trial's value in every rank, unseen
-	// (as the caller's NCCL_* are dropped, and mpirun's files of variables).
-	"SLURM_TASK_PROLOG",
 }
 
 // srunTaskRE is srun's report of tasks that ended badly: "srun: error: n1:

@@ -317,8 +317,7 @@ func TestSrunEnv(t *testing.T) {
 		"SLURM_NTASKS_PER_NODE=4", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1",
 		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out", "SRUN_EXPORT_ENV=NONE",
 		"SLURM_EXIT_ERROR=137", "SLURM_WORKING_DIR=/elsewhere", "SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_CPU_BIND_TYPE=mask_cpu:",
-		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1",
-		"SLURM_TASK_PROLOG=/home/u/prolog.sh"}
+		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	want := []string{"SLURM_JOB_ID=7", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1", "SLURM_DISTRIBUTION=cyclic",
 		"SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {

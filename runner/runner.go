@@ -90,11 +90,16 @@ type Runner struct {
 }
 
 // BaseEnv returns this process's environment without NCCL_* variables, so that
-// a user's shell settings cannot leak into a trial and skew the comparison.
+// a user's shell settings cannot leak into a trial and skew the comparison;
+// nor a task prolog (SLURM_TASK_PROLOG, srun's --task-prolog), which
+// slurmstepd runs before each task of a step and whose "export NAME=value"
+// lines set its variables past srun's: an NCCL_* one there reached the
+// ranks of every step under any launcher (srun's, torchrun's wrapper,
+// the daemons Open MPI's mpirun starts through srun).
 func BaseEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NCCL_") && !strings.HasPrefix(kv, superviseEnv+"=") {
+		if !strings.HasPrefix(kv, "NCCL_") && !strings.HasPrefix(kv, superviseEnv+"=") && !strings.HasPrefix(kv, "SLURM_TASK_PROLOG=") {
 			env = append(env, kv)
 		}
 	}

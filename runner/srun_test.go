@@ -30,6 +30,7 @@ func TestSrun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("variables", func(t *testing.T) { testSrunVariables(t, srun) })
+	t.Run("task prolog under any launcher", testTaskPrologUnderAnyLauncher)
 	t.Run("simulator", func(t *testing.T) { testSrunSimulator(t, srun) })
 	t.Run("failures", func(t *testing.T) { testSrunFailures(t, srun) })
 	t.Run("launch failures", testSrunLaunchFailures)
@@ -160,6 +161,24 @@ func testSrunVariables(t *testing.T, srun Srun) {
 		if !maps.Equal(got, trial) {
 			t.Errorf("rank %d got NCCL variables\n%q\nwant\n%q", rank, got, trial)
 		}
+	}
+}
+
+// testTaskPrologUnderAnyLauncher: the caller's task prolog, whose "export
+// NAME=value" lines slurmstepd sets in each task past srun's variables,
+// reaches no rank of a step that another launcher's command runs through
+// srun (torchrun's wrapper for several nodes; Open MPI's mpirun starts its
+// daemons, and their ranks, so under Slurm).
+func testTaskPrologUnderAnyLauncher(t *testing.T) {
+	prolog := filepath.Join(t.TempDir(), "prolog.sh")
+	if err := os.WriteFile(prolog, []byte("#!/bin/sh\necho export NCCL_ALGO=Tree\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLURM_TASK_PROLOG", prolog)
+	r := &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"srun", "-N", "1", "-n", "1", "sh", "-c", `echo "rank NCCL_ALGO=$NCCL_ALGO."`}}, Timeout: time.Minute})
+	if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "rank NCCL_ALGO=.") {
+		t.Errorf("exit status %d; want the rank without the prolog's NCCL_ALGO\n%s", res.Exit.Code, res.Output)
 	}
 }
 
