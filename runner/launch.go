@@ -348,6 +348,16 @@ func (m MPIRun) Check() error {
 	if m.Flavor != "" && m.Flavor != "openmpi" && m.Flavor != "mpich" {
 		errs = append(errs, fmt.Errorf("launcher mpirun: flavor %q is not openmpi or mpich", m.Flavor))
 	}
+	if m.Flavor != "mpich" {
+		// Open MPI (4's mpirun, 5's PRRTE) refuses to run where variables
+		// come both by -x, nccltune's, and by mca_base_env_list: every
+		// trial would fail.
+		for _, name := range []string{"OMPI_MCA_mca_base_env_list", "PRTE_MCA_mca_base_env_list"} {
+			if v, ok := os.LookupEnv(name); ok {
+				errs = append(errs, fmt.Errorf("launcher mpirun: %s=%s: Open MPI refuses to run with it beside the -x options by which nccltune hands the ranks each trial's variables; unset it, and give its variables with -x in launcher.args", name, v))
+			}
+		}
+	}
 	if m.Hostfile != "" {
 		slots, err := HostfileSlots(m.Hostfile)
 		switch {

@@ -575,6 +575,32 @@ func TestLauncherChecks(t *testing.T) {
 	}
 }
 
+// TestMPIRunCallersEnvList: Open MPI refuses to run where an
+// mca_base_env_list of the caller's environment stands beside the -x by
+// which nccltune hands the ranks each trial's variables ("does not support
+// mixing these two methods"), so every trial failed: the check refuses it
+// before any trial, for Open MPI alone.
+func TestMPIRunCallersEnvList(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	for _, name := range []string{"OMPI_MCA_mca_base_env_list", "PRTE_MCA_mca_base_env_list"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, "UCX_TLS=rc")
+			if err := (MPIRun{Command: sh}).Check(); err == nil || !strings.Contains(err.Error(), name+"=UCX_TLS=rc") {
+				t.Errorf("Check() = %v; want %s refused", err, name)
+			}
+			if err := (MPIRun{Command: sh, Flavor: "mpich"}).Check(); err != nil {
+				t.Errorf("MPICH: Check() = %v; Hydra reads no MCA parameter", err)
+			}
+		})
+	}
+	env := needMPI(t)
+	r := &Runner{Launcher: MPIRun{NP: 1}, BaseEnv: append(env, "OMPI_MCA_mca_base_env_list=UCX_TLS=rc")}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"true"}}, Env: []string{"NCCL_DEBUG=INFO"}, Timeout: time.Minute})
+	if res.Exit.Code == 0 || !strings.Contains(string(res.Output), "mixing these two methods") {
+		t.Errorf("Open MPI ran with an mca_base_env_list beside -x: exit %d\n%s", res.Exit.Code, res.Output)
+	}
+}
+
 // TestSimulatedCollectivesReadAsNCCLTests runs the simulated cluster for
 // every collective and reads its table as nccl-tests': the sizes nccl-tests
 // prints (a rank's share rounded to 16 bytes), its bus factors, every number
