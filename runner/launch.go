@@ -363,7 +363,7 @@ func (m MPIRun) Check() error {
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("launcher mpirun: %w", err))
-		case slots > 0 && m.NP > 0 && m.NP != slots && !slices.Contains(m.Args, "--oversubscribe"):
+		case slots > 0 && m.NP > 0 && m.NP != slots && !m.oversubscribes():
 			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %d slots of hostfile %s", m.NP, slots, m.Hostfile))
 		}
 	}
@@ -372,11 +372,34 @@ func (m MPIRun) Check() error {
 		for _, h := range m.Hosts {
 			slots += h.Slots
 		}
-		if m.NP > 0 && !slices.ContainsFunc(m.Hosts, func(h Host) bool { return h.Slots == 0 }) && m.NP != slots && !slices.Contains(m.Args, "--oversubscribe") {
+		if m.NP > 0 && !slices.ContainsFunc(m.Hosts, func(h Host) bool { return h.Slots == 0 }) && m.NP != slots && !m.oversubscribes() {
 			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %d slots of its group of launcher.groups (%s): np is each group's rank count", m.NP, slots, hostList(m.Hosts)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// oversubscribes reports whether mpirun is told to place more ranks than a
+// host has slots: --oversubscribe (-oversubscribe: Open MPI 4 reads a long
+// option after one dash), or a mapping policy's OVERSUBSCRIBE modifier
+// (Open MPI 5's spelling), in map_by or in the args' --map-by.
+func (m MPIRun) oversubscribes() bool {
+	policies := []string{m.MapBy}
+	for i, a := range m.Args {
+		name, value, attached := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case name == "oversubscribe":
+			return true
+		case name == "map-by" && attached:
+			policies = append(policies, value)
+		case name == "map-by" && i+1 < len(m.Args):
+			policies = append(policies, m.Args[i+1])
+		}
+	}
+	return slices.ContainsFunc(policies, func(p string) bool {
+		modifiers := strings.FieldsFunc(p, func(r rune) bool { return r == ':' || r == ',' })
+		return slices.ContainsFunc(modifiers, func(f string) bool { return strings.EqualFold(f, "oversubscribe") })
+	})
 }
 
 // LauncherEnv drops the caller's variables by which mpirun would hand the

@@ -563,6 +563,13 @@ func TestLauncherChecks(t *testing.T) {
 		{MPIRun{Command: sh, NP: 16, Hostfile: hosts}, ""},
 		{MPIRun{Command: sh, NP: 12, Hostfile: hosts}, "np = 12 does not match the 16 slots"},
 		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--oversubscribe"}}, ""},
+		// Open MPI's other spellings of it: a long option after one dash, a
+		// mapping policy's modifier (Open MPI 5's own), in map_by or the args.
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"-oversubscribe"}}, ""},
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, MapBy: "ppr:10:node:OVERSUBSCRIBE"}, ""},
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--map-by", "slot:oversubscribe"}}, ""},
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--map-by=slot:PE=1,OVERSUBSCRIBE"}}, ""},
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, MapBy: "slot:NOOVERSUBSCRIBE"}, "np = 20 does not match the 16 slots"},
 		{MPIRun{Command: sh, NP: 2, Hostfile: filepath.Join(dir, "nope")}, "no such file"},
 		{MPIRun{Command: "no-such-mpirun", NP: 2}, "no-such-mpirun"},
 		{MPIRun{Command: sh, Flavor: "lam"}, "flavor"},
