@@ -630,24 +630,38 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 // the timeout too; nor a rank's line with the words.
 var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
 
+// ompiDaemonLostRE is Open MPI's mpirun's word that it lost a node's
+// daemon (help-errmgr-base.txt; 4's ORTE, 5's PRTE), which it gives where
+// a node fails under its ranks: under Slurm it starts its daemons with a
+// srun whose output it discards. ompiRemoteRE is the daemon's node, on a
+// line of the report below it ("Remote daemon: [[16919,0],1] on node n2").
+var (
+	ompiDaemonLostRE = regexp.MustCompile(`(?m)^(?:ORTE|PRTE) has lost communication with a remote daemon\.`)
+	ompiRemoteRE     = regexp.MustCompile(`(?m)^\s*Remote daemon\s*:.* on node (\S+)\s*$`)
+)
+
 // nodeFailureLine is srun's or slurmstepd's first line saying that a node of
-// a step failed, where Slurm confirms that the job lost a node
-// (lostANode): the ranks then end killed, or hang, whatever their
-// settings. It is read under every launcher, as any may run srun (the
-// srun launcher, torchrun's wrapper for several nodes, a training
-// script). srun does not label its ranks' lines, so a rank could print
-// the words, and its trial, held as the node's, would stop the campaign
-// on every resume. "" where none.
+// a step failed, or Open MPI's that it lost a node's daemon, where Slurm
+// confirms that the job lost a node (lostANode): the ranks then end
+// killed, or hang, whatever their settings. It is read under every
+// launcher, as any may run srun (the srun launcher, torchrun's wrapper for
+// several nodes, a training script). Neither srun nor mpirun labels its
+// ranks' lines, so a rank could print the words, and its trial, held as
+// the node's, would stop the campaign on every resume; a daemon that
+// crashed or could not reach mpirun is no node lost either. "" where none.
 func nodeFailureLine(output []byte) string {
-	line := strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r")
-	if line == "" {
-		return ""
-	}
-	var named string
+	line, named := strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r"), ""
 	if m := nodeNamedRE.FindStringSubmatch(line); m != nil {
 		named = m[1]
 	}
-	if !lostANode(os.Getenv("SLURM_JOB_ID"), named) {
+	if loc := ompiDaemonLostRE.FindIndex(output); line == "" && loc != nil {
+		line = string(output[loc[0]:loc[1]])
+		if m := ompiRemoteRE.FindSubmatch(output[loc[1]:]); m != nil {
+			named = string(m[1])
+			line += " (" + strings.TrimSpace(string(m[0])) + ")"
+		}
+	}
+	if line == "" || !lostANode(os.Getenv("SLURM_JOB_ID"), named) {
 		return ""
 	}
 	return line

@@ -679,6 +679,41 @@ func TestNodeFailureUnderAnyLauncher(t *testing.T) {
 	}
 }
 
+// ompiNodeLost is Open MPI 4's mpirun's report of a node lost under its
+// ranks (help-errmgr-base.txt), the ranks' lines first.
+const ompiNodeLost = "started 0\nstarted 1\n" +
+	"--------------------------------------------------------------------------\n" +
+	"ORTE has lost communication with a remote daemon.\n\n" +
+	"  HNP daemon   : [[16919,0],0] on node n1\n" +
+	"  Remote daemon: [[16919,0],1] on node n2\n\n" +
+	"This is usually due to either a failure of the TCP network\n" +
+	"connection to the node, or possibly an internal failure of\n" +
+	"the daemon itself. We cannot recover from this failure, and\n" +
+	"therefore will terminate the job.\n" +
+	"--------------------------------------------------------------------------\n"
+
+// TestMPIRunNodeFailure: Open MPI's mpirun, which starts its daemons under
+// Slurm with a srun whose output it discards, says that it lost a node's
+// daemon; where Slurm confirms the node down, the trial is the node's, not
+// the settings' (exit status 1, nccl-tests' "internal error"). With every
+// node up (a daemon that crashed, a network interface mpirun could not
+// use), it is the trial's.
+func TestMPIRunNodeFailure(t *testing.T) {
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "idle\ndown*")
+	mpirun := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 1", ompiNodeLost))
+	r := &Runner{Launcher: MPIRun{Command: mpirun, NP: 2}, BaseEnv: BaseEnv()}
+	job := tableJob("all_reduce_perf")
+	job.Timeout = time.Minute
+	want := "ORTE has lost communication with a remote daemon. (Remote daemon: [[16919,0],1] on node n2)"
+	if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailNode || res.Failure.Reason != want {
+		t.Errorf("failure = %v, want node: %s\n%s", res.Failure, want, res.Output)
+	}
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "alloc\nmix")
+	if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind == FailNode {
+		t.Errorf("failure = %v with every node up, want the trial's own", res.Failure)
+	}
+}
+
 // fakeSlurm puts on PATH an scontrol that shows job 7 as job and a sinfo
 // that lists states, one a line, and sets SLURM_JOB_ID to 7.
 func fakeSlurm(t *testing.T, job, states string) {
