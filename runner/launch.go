@@ -527,7 +527,8 @@ func (s Srun) nodes() (int, error) {
 // user's job's own srun takes it: a trial measures the job's setting, and
 // without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
 // NCCL's proxy threads. What describes the step nccltune itself may run in
-// is dropped (withoutOuterStep); a task prolog is never inherited (BaseEnv).
+// is dropped (withoutOuterStep); a task prolog and an --export list are
+// never inherited (BaseEnv).
 // SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
@@ -552,12 +553,10 @@ var srunShape = []string{
 	// Where a relative benchmark path resolves.
 	"SLURM_REMOTE_CWD", "SLURM_WORKING_DIR",
 	// Their output and exit, which nccltune reads: labelled, sent to files,
-	// their environment, which carries the trial's variables, not exported,
 	// or srun's own failure given a status of a killed rank (137). -o, -e
 	// and -i are SRUN_OUTPUT, SRUN_ERROR and SRUN_INPUT, the SLURM_*MODE
 	// names kept for backward compatibility (src/srun/opt.c).
 	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SRUN_OUTPUT", "SRUN_ERROR", "SRUN_INPUT",
-	"SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV",
 	"SLURM_EXIT_ERROR", "SLURM_EXIT_IMMEDIATE",
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,21 +91,25 @@ type Runner struct {
 }
 
 // BaseEnv returns this process's environment without NCCL_* variables, so that
-// a user's shell settings cannot leak into a trial and skew the comparison;
-// nor a task prolog (SLURM_TASK_PROLOG, srun's --task-prolog), which
-// slurmstepd runs before each task of a step and whose "export NAME=value"
-// lines set its variables past srun's: an NCCL_* one there reached the
-// ranks of every step under any launcher (srun's, torchrun's wrapper,
-// the daemons Open MPI's mpirun starts through srun).
+// a user's shell settings cannot leak into a trial and skew the comparison,
+// nor those of notInherited.
 func BaseEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NCCL_") && !strings.HasPrefix(kv, superviseEnv+"=") && !strings.HasPrefix(kv, "SLURM_TASK_PROLOG=") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return strings.HasPrefix(name, "NCCL_") || slices.Contains(notInherited, name)
+	})
 }
+
+// notInherited are the caller's variables that no trial gets: the
+// supervisor's own setting, and those by which every Slurm step of a trial,
+// under any launcher (srun's, torchrun's wrapper, the daemons Open MPI's
+// mpirun starts through srun, a training script's), would hand its ranks
+// other variables than the trial's: a task prolog (srun's --task-prolog),
+// which slurmstepd runs before each task, whose "export NAME=value" lines
+// set its variables past srun's; and srun's --export (sbatch --export=NONE
+// sets SLURM_EXPORT_ENV=NONE in the batch script), which kept the trial's
+// variables, NCCL_DEBUG among them, from every rank.
+var notInherited = []string{superviseEnv, "SLURM_TASK_PROLOG", "SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV"}
 
 // maxOutput bounds the output kept per trial; NCCL INFO logs of large jobs are long.
 const maxOutput = 8 << 20

@@ -31,6 +31,7 @@ func TestSrun(t *testing.T) {
 	}
 	t.Run("variables", func(t *testing.T) { testSrunVariables(t, srun) })
 	t.Run("task prolog under any launcher", testTaskPrologUnderAnyLauncher)
+	t.Run("export list under any launcher", testExportListUnderAnyLauncher)
 	t.Run("simulator", func(t *testing.T) { testSrunSimulator(t, srun) })
 	t.Run("failures", func(t *testing.T) { testSrunFailures(t, srun) })
 	t.Run("launch failures", testSrunLaunchFailures)
@@ -179,6 +180,25 @@ func testTaskPrologUnderAnyLauncher(t *testing.T) {
 	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"srun", "-N", "1", "-n", "1", "sh", "-c", `echo "rank NCCL_ALGO=$NCCL_ALGO."`}}, Timeout: time.Minute})
 	if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "rank NCCL_ALGO=.") {
 		t.Errorf("exit status %d; want the rank without the prolog's NCCL_ALGO\n%s", res.Exit.Code, res.Output)
+	}
+}
+
+// testExportListUnderAnyLauncher: the caller's SLURM_EXPORT_ENV (sbatch
+// --export=NONE sets it in the batch script) or SRUN_EXPORT_ENV, which a
+// srun takes as its --export, keeps the trial's variables from no rank of
+// a step that another launcher's command runs through srun (torchrun's
+// wrapper, a training script).
+func testExportListUnderAnyLauncher(t *testing.T) {
+	for _, name := range []string{"SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, "NONE")
+			r := &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+			res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"srun", "-N", "1", "-n", "1", "sh", "-c", `echo "rank NCCL_ALGO=$NCCL_ALGO."`}},
+				Env: []string{"NCCL_ALGO=Ring"}, Timeout: time.Minute})
+			if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "rank NCCL_ALGO=Ring.") {
+				t.Errorf("exit status %d; want the rank to get the trial's NCCL_ALGO\n%s", res.Exit.Code, res.Output)
+			}
+		})
 	}
 }
 
