@@ -844,10 +844,9 @@ func (t Torchrun) command() string { return or(t.Command, "torchrun") }
 // Wrap builds the torchrun command line. torchrun (torch/distributed/run.py)
 // runs its positional script with its own interpreter, "python -u script",
 // or "python -u -m module" with -m; with --no_python it executes the command
-// itself. So a python interpreter that adds nothing torchrun does not (its
-// options are -u at most) is dropped before a script or -m module; any other
-// command (a shell script, a binary, python with other options or -c) runs
-// as written under --no_python. A .py file runs under torchrun's python.
+// itself. A .py file runs under torchrun's python; any other command (a
+// python interpreter and its script, a shell script, a binary) runs as
+// written under --no_python (torchrunTarget).
 func (t Torchrun) Wrap(cmd, _ []string) ([]string, error) {
 	argv := []string{t.command()}
 	if t.NProcPerNode > 0 {
@@ -886,21 +885,24 @@ var torchrunHow = []string{"--no_python", "--no-python", "-m", "--module", "--ru
 
 var pythonRE = regexp.MustCompile(`^python[0-9.]*$`)
 
-// torchrunTarget is what follows torchrun's own options to run cmd.
+// torchrunTarget is what follows torchrun's own options to run cmd. A
+// python interpreter is kept, not left to torchrun's own "python -u",
+// which is the one torchrun's script names (/usr/bin/torchrun's
+// /usr/bin/python3.11) and need not be cmd's (a venv's, the DDP step's
+// benchmark.python) nor have its packages; one that runs a script or a
+// module gets torchrun's -u, so that the workers' lines come as written.
 func torchrunTarget(cmd []string) []string {
+	if strings.HasSuffix(cmd[0], ".py") {
+		return cmd
+	}
 	if pythonRE.MatchString(filepath.Base(cmd[0])) {
 		rest := cmd[1:]
 		for len(rest) > 0 && rest[0] == "-u" {
-			rest = rest[1:] // torchrun's python runs with -u
+			rest = rest[1:]
 		}
-		switch {
-		case len(rest) >= 2 && rest[0] == "-m":
-			return append([]string{"-m"}, rest[1:]...)
-		case len(rest) >= 1 && !strings.HasPrefix(rest[0], "-"):
-			return rest
+		if len(rest) >= 2 && rest[0] == "-m" || len(rest) >= 1 && !strings.HasPrefix(rest[0], "-") {
+			return append([]string{"--no_python", cmd[0], "-u"}, rest...)
 		}
-	} else if strings.HasSuffix(cmd[0], ".py") {
-		return cmd
 	}
 	return append([]string{"--no_python"}, cmd...)
 }

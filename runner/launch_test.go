@@ -252,8 +252,8 @@ func TestLauncherCommandLines(t *testing.T) {
 	py := []string{"/usr/bin/python3", "/tmp/step.py", "--steps", "5"}
 	if argv, _ := (Torchrun{NProcPerNode: 8, NNodes: 2, RdzvEndpoint: "node1:29400"}).Wrap(py, env); len(argv) < 12 ||
 		strings.Join(slices.Delete(argv, 10, 11), " ") != // the rendezvous id, TestTorchrunRdzvID's
-			"torchrun --nproc_per_node 8 --nnodes 2 --rdzv_backend c10d --rdzv_endpoint node1:29400 --rdzv_id /tmp/step.py --steps 5" {
-		t.Errorf("torchrun must run the script itself: %q", argv)
+			"torchrun --nproc_per_node 8 --nnodes 2 --rdzv_backend c10d --rdzv_endpoint node1:29400 --rdzv_id --no_python /usr/bin/python3 -u /tmp/step.py --steps 5" {
+		t.Errorf("torchrun must run the step under its own python: %q", argv)
 	}
 	for _, tc := range []struct {
 		l    Launcher
@@ -515,18 +515,20 @@ func TestTorchrunWorkerKilled(t *testing.T) {
 
 // TestTorchrunTarget: torchrun runs its positional script with its own
 // "python -u", a module with -m, and anything else only under --no_python
-// (torch/distributed/run.py), so the interpreter is dropped only where
-// torchrun's does the same.
+// (torch/distributed/run.py). A command's interpreter is kept, under
+// --no_python with torchrun's -u: torchrun's own is the one its script
+// names (/usr/bin/torchrun's /usr/bin/python3.11), which need not be the
+// command's (a venv's, DDP's benchmark.python), nor have its packages.
 func TestTorchrunTarget(t *testing.T) {
 	for _, tc := range []struct {
 		cmd, args []string
 		want      string
 	}{
-		{[]string{"python3", "train.py", "--lr", "1"}, nil, "train.py --lr 1"},
-		{[]string{"python3", "-u", "train.py"}, nil, "train.py"},
-		{[]string{"/venv/bin/python3.11", "train"}, nil, "train"},
-		{[]string{"python", "-m", "megatron.train", "--x"}, nil, "-m megatron.train --x"},
-		{[]string{"python3", "-u", "-m", "pkg"}, nil, "-m pkg"},
+		{[]string{"python3", "train.py", "--lr", "1"}, nil, "--no_python python3 -u train.py --lr 1"},
+		{[]string{"python3", "-u", "train.py"}, nil, "--no_python python3 -u train.py"},
+		{[]string{"/venv/bin/python3.11", "train"}, nil, "--no_python /venv/bin/python3.11 -u train"},
+		{[]string{"python", "-m", "megatron.train", "--x"}, nil, "--no_python python -u -m megatron.train --x"},
+		{[]string{"python3", "-u", "-m", "pkg"}, nil, "--no_python python3 -u -m pkg"},
 		{[]string{"python3", "-O", "train.py"}, nil, "--no_python python3 -O train.py"},
 		{[]string{"python3", "-c", "print(1)"}, nil, "--no_python python3 -c print(1)"},
 		{[]string{"python3"}, nil, "--no_python python3"},
