@@ -126,6 +126,25 @@ func TestMPIRunGroupHosts(t *testing.T) {
 	}
 }
 
+// TestMPIRunGroupMasterAddr: each group's ranks meet at its own first
+// host, where rank 0 runs, not at a MASTER_ADDR that launcher.args (-x
+// MASTER_ADDR=..., one for every group) or the job's shell (which MPICH
+// hands every rank) name: there every group's ranks after the first waited
+// for a rank 0 of another group until the trial's timeout.
+func TestMPIRunGroupMasterAddr(t *testing.T) {
+	hosts := []Host{{Name: "localhost", Slots: 2}}
+	argv, err := (MPIRun{Flavor: "mpich", NP: 2, Hosts: hosts, Args: []string{"-genv", "MASTER_ADDR", "node1"}}).Wrap([]string{"step"}, nil)
+	if want := "mpirun -np 2 -hosts localhost:2 -genv MASTER_ADDR node1 -genv MASTER_ADDR localhost step"; err != nil || strings.Join(argv, " ") != want {
+		t.Errorf("mpich: %q, %v\nwant %q", strings.Join(argv, " "), err, want)
+	}
+	env := needMPI(t)
+	r := &Runner{Launcher: MPIRun{NP: 2, Hosts: hosts, Args: []string{"-x", "MASTER_ADDR=node1"}}, BaseEnv: append(env, "MASTER_ADDR=node9")}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK meets at $MASTER_ADDR"}}, Timeout: time.Minute})
+	if res.Exit.Code != 0 || strings.Count(string(res.Output), "meets at localhost\n") != 2 {
+		t.Fatalf("exit %d, %v; want both ranks to meet at localhost\n%s", res.Exit.Code, res.Failure, res.Output)
+	}
+}
+
 // TestSrunGroups splits a real allocation of 4 nodes into 2 groups of 2 and
 // runs a step on each at once: each step's ranks run on its group's nodes
 // alone, and both steps run at the same time.

@@ -56,13 +56,6 @@ type LaunchReader interface {
 	LaunchFailure(output []byte, e Exit) string
 }
 
-// A NodeReader is a launcher that can tell from its output that a node of
-// the trial failed under its ranks, which then end killed, or hang, whatever
-// their settings: NodeFailure is the launcher's word of it, "" where none.
-type NodeReader interface {
-	NodeFailure(output []byte) string
-}
-
 // An EnvFilter is a launcher that reads some of its options from its own
 // environment, which a trial's launcher inherits from nccltune's caller:
 // LauncherEnv drops from env the variables that would set what the space
@@ -197,6 +190,18 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 		}
 	}
 	argv = append(argv, m.Args...)
+	if len(m.Hosts) > 0 {
+		// A group's ranks meet where its rank 0 runs, its first host: a
+		// MASTER_ADDR of launcher.args or of the job's shell (which MPICH
+		// hands every rank) is one for every group, where the ranks of the
+		// others waited for a rank 0 of theirs until the trial's timeout.
+		// After launcher.args: mpirun takes the last.
+		if openmpi {
+			argv = append(argv, "-x", "MASTER_ADDR="+m.Hosts[0].Name)
+		} else {
+			argv = append(argv, "-genv", "MASTER_ADDR", m.Hosts[0].Name)
+		}
+	}
 	return append(argv, cmd...), nil
 }
 
@@ -343,12 +348,22 @@ func (m MPIRun) Check() error {
 	if m.Flavor != "" && m.Flavor != "openmpi" && m.Flavor != "mpich" {
 		errs = append(errs, fmt.Errorf("launcher mpirun: flavor %q is not openmpi or mpich", m.Flavor))
 	}
+	if m.Flavor != "mpich" {
+		// Open MPI (4's mpirun, 5's PRRTE) refuses to run where variables
+		// come both by -x, nccltune's, and by mca_base_env_list: every
+		// trial would fail.
+		for _, name := range []string{"OMPI_MCA_mca_base_env_list", "PRTE_MCA_mca_base_env_list"} {
+			if v, ok := os.LookupEnv(name); ok {
+				errs = append(errs, fmt.Errorf("launcher mpirun: %s=%s: Open MPI refuses to run with it beside the -x options by which nccltune hands the ranks each trial's variables; unset it, and give its variables with -x in launcher.args", name, v))
+			}
+		}
+	}
 	if m.Hostfile != "" {
 		slots, err := HostfileSlots(m.Hostfile)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("launcher mpirun: %w", err))
-		case slots > 0 && m.NP > 0 && m.NP != slots && !slices.Contains(m.Args, "--oversubscribe"):
+		case slots > 0 && m.NP > 0 && m.NP != slots && !m.oversubscribes():
 			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %d slots of hostfile %s", m.NP, slots, m.Hostfile))
 		}
 	}
@@ -357,11 +372,34 @@ func (m MPIRun) Check() error {
 		for _, h := range m.Hosts {
 			slots += h.Slots
 		}
-		if m.NP > 0 && !slices.ContainsFunc(m.Hosts, func(h Host) bool { return h.Slots == 0 }) && m.NP != slots && !slices.Contains(m.Args, "--oversubscribe") {
+		if m.NP > 0 && !slices.ContainsFunc(m.Hosts, func(h Host) bool { return h.Slots == 0 }) && m.NP != slots && !m.oversubscribes() {
 			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %d slots of its group of launcher.groups (%s): np is each group's rank count", m.NP, slots, hostList(m.Hosts)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// oversubscribes reports whether mpirun is told to place more ranks than a
+// host has slots: --oversubscribe (-oversubscribe: Open MPI 4 reads a long
+// option after one dash), or a mapping policy's OVERSUBSCRIBE modifier
+// (Open MPI 5's spelling), in map_by or in the args' --map-by.
+func (m MPIRun) oversubscribes() bool {
+	policies := []string{m.MapBy}
+	for i, a := range m.Args {
+		name, value, attached := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case name == "oversubscribe":
+			return true
+		case name == "map-by" && attached:
+			policies = append(policies, value)
+		case name == "map-by" && i+1 < len(m.Args):
+			policies = append(policies, m.Args[i+1])
+		}
+	}
+	return slices.ContainsFunc(policies, func(p string) bool {
+		modifiers := strings.FieldsFunc(p, func(r rune) bool { return r == ':' || r == ',' })
+		return slices.ContainsFunc(modifiers, func(f string) bool { return strings.EqualFold(f, "oversubscribe") })
+	})
 }
 
 // LauncherEnv drops the caller's variables by which mpirun would hand the
@@ -488,9 +526,9 @@ func (s Srun) nodes() (int, error) {
 // task, binding, distribution) stays as the allocation gives it, as the
 // user's job's own srun takes it: a trial measures the job's setting, and
 // without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
-// NCCL's proxy threads. A task prolog (SLURM_TASK_PROLOG), which can set
-// the ranks' variables past the trial's, is dropped, and so is what
-// describes the step nccltune itself may run in (withoutOuterStep).
+// NCCL's proxy threads. What describes the step nccltune itself may run in
+// is dropped (withoutOuterStep); a task prolog and an --export list are
+// never inherited (BaseEnv).
 // SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
@@ -515,18 +553,11 @@ var srunShape = []string{
 	// Where a relative benchmark path resolves.
 	"SLURM_REMOTE_CWD", "SLURM_WORKING_DIR",
 	// Their output and exit, which nccltune reads: labelled, sent to files,
-	// their environment, which carries the trial's variables, not exported,
 	// or srun's own failure given a status of a killed rank (137). -o, -e
 	// and -i are SRUN_OUTPUT, SRUN_ERROR and SRUN_INPUT, the SLURM_*MODE
 	// names kept for backward compatibility (src/srun/opt.c).
 	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SRUN_OUTPUT", "SRUN_ERROR", "SRUN_INPUT",
-	"SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV",
 	"SLURM_EXIT_ERROR", "SLURM_EXIT_IMMEDIATE",
-	// --task-prolog's program, which slurmstepd runs before each task: its
-	// "export NAME=value" lines set the task's variables past srun's, so an
-	// NCCL_* one there overrode every trial's value in every rank, unseen
-	// (as the caller's NCCL_* are dropped, and mpirun's files of variables).
-	"SLURM_TASK_PROLOG",
 }
 
 // srunTaskRE is srun's report of tasks that ended badly: "srun: error: n1:
@@ -598,21 +629,38 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 // the timeout too; nor a rank's line with the words.
 var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
 
-// NodeFailure is srun's or slurmstepd's first line saying that a node of
-// the step failed, where Slurm confirms that the job lost a node
-// (lostANode): srun does not label its ranks' lines, so a rank could print
-// the words, and its trial, held as the node's, would stop the campaign on
-// every resume.
-func (Srun) NodeFailure(output []byte) string {
-	line := strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r")
-	if line == "" {
-		return ""
-	}
-	var named string
+// ompiDaemonLostRE is Open MPI's mpirun's word that it lost a node's
+// daemon (help-errmgr-base.txt; 4's ORTE, 5's PRTE), which it gives where
+// a node fails under its ranks: under Slurm it starts its daemons with a
+// srun whose output it discards. ompiRemoteRE is the daemon's node, on a
+// line of the report below it ("Remote daemon: [[16919,0],1] on node n2").
+var (
+	ompiDaemonLostRE = regexp.MustCompile(`(?m)^(?:ORTE|PRTE) has lost communication with a remote daemon\.`)
+	ompiRemoteRE     = regexp.MustCompile(`(?m)^\s*Remote daemon\s*:.* on node (\S+)\s*$`)
+)
+
+// nodeFailureLine is srun's or slurmstepd's first line saying that a node of
+// a step failed, or Open MPI's that it lost a node's daemon, where Slurm
+// confirms that the job lost a node (lostANode): the ranks then end
+// killed, or hang, whatever their settings. It is read under every
+// launcher, as any may run srun (the srun launcher, torchrun's wrapper for
+// several nodes, a training script). Neither srun nor mpirun labels its
+// ranks' lines, so a rank could print the words, and its trial, held as
+// the node's, would stop the campaign on every resume; a daemon that
+// crashed or could not reach mpirun is no node lost either. "" where none.
+func nodeFailureLine(output []byte) string {
+	line, named := strings.TrimRight(string(srunNodeFailRE.Find(output)), "\r"), ""
 	if m := nodeNamedRE.FindStringSubmatch(line); m != nil {
 		named = m[1]
 	}
-	if !lostANode(os.Getenv("SLURM_JOB_ID"), named) {
+	if loc := ompiDaemonLostRE.FindIndex(output); line == "" && loc != nil {
+		line = string(output[loc[0]:loc[1]])
+		if m := ompiRemoteRE.FindSubmatch(output[loc[1]:]); m != nil {
+			named = string(m[1])
+			line += " (" + strings.TrimSpace(string(m[0])) + ")"
+		}
+	}
+	if line == "" || !lostANode(os.Getenv("SLURM_JOB_ID"), named) {
 		return ""
 	}
 	return line
@@ -796,10 +844,9 @@ func (t Torchrun) command() string { return or(t.Command, "torchrun") }
 // Wrap builds the torchrun command line. torchrun (torch/distributed/run.py)
 // runs its positional script with its own interpreter, "python -u script",
 // or "python -u -m module" with -m; with --no_python it executes the command
-// itself. So a python interpreter that adds nothing torchrun does not (its
-// options are -u at most) is dropped before a script or -m module; any other
-// command (a shell script, a binary, python with other options or -c) runs
-// as written under --no_python. A .py file runs under torchrun's python.
+// itself. A .py file runs under torchrun's python; any other command (a
+// python interpreter and its script, a shell script, a binary) runs as
+// written under --no_python (torchrunTarget).
 func (t Torchrun) Wrap(cmd, _ []string) ([]string, error) {
 	argv := []string{t.command()}
 	if t.NProcPerNode > 0 {
@@ -838,21 +885,24 @@ var torchrunHow = []string{"--no_python", "--no-python", "-m", "--module", "--ru
 
 var pythonRE = regexp.MustCompile(`^python[0-9.]*$`)
 
-// torchrunTarget is what follows torchrun's own options to run cmd.
+// torchrunTarget is what follows torchrun's own options to run cmd. A
+// python interpreter is kept, not left to torchrun's own "python -u",
+// which is the one torchrun's script names (/usr/bin/torchrun's
+// /usr/bin/python3.11) and need not be cmd's (a venv's, the DDP step's
+// benchmark.python) nor have its packages; one that runs a script or a
+// module gets torchrun's -u, so that the workers' lines come as written.
 func torchrunTarget(cmd []string) []string {
+	if strings.HasSuffix(cmd[0], ".py") {
+		return cmd
+	}
 	if pythonRE.MatchString(filepath.Base(cmd[0])) {
 		rest := cmd[1:]
 		for len(rest) > 0 && rest[0] == "-u" {
-			rest = rest[1:] // torchrun's python runs with -u
+			rest = rest[1:]
 		}
-		switch {
-		case len(rest) >= 2 && rest[0] == "-m":
-			return append([]string{"-m"}, rest[1:]...)
-		case len(rest) >= 1 && !strings.HasPrefix(rest[0], "-"):
-			return rest
+		if len(rest) >= 2 && rest[0] == "-m" || len(rest) >= 1 && !strings.HasPrefix(rest[0], "-") {
+			return append([]string{"--no_python", cmd[0], "-u"}, rest...)
 		}
-	} else if strings.HasSuffix(cmd[0], ".py") {
-		return cmd
 	}
 	return append([]string{"--no_python"}, cmd...)
 }

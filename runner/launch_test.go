@@ -252,8 +252,8 @@ func TestLauncherCommandLines(t *testing.T) {
 	py := []string{"/usr/bin/python3", "/tmp/step.py", "--steps", "5"}
 	if argv, _ := (Torchrun{NProcPerNode: 8, NNodes: 2, RdzvEndpoint: "node1:29400"}).Wrap(py, env); len(argv) < 12 ||
 		strings.Join(slices.Delete(argv, 10, 11), " ") != // the rendezvous id, TestTorchrunRdzvID's
-			"torchrun --nproc_per_node 8 --nnodes 2 --rdzv_backend c10d --rdzv_endpoint node1:29400 --rdzv_id /tmp/step.py --steps 5" {
-		t.Errorf("torchrun must run the script itself: %q", argv)
+			"torchrun --nproc_per_node 8 --nnodes 2 --rdzv_backend c10d --rdzv_endpoint node1:29400 --rdzv_id --no_python /usr/bin/python3 -u /tmp/step.py --steps 5" {
+		t.Errorf("torchrun must run the step under its own python: %q", argv)
 	}
 	for _, tc := range []struct {
 		l    Launcher
@@ -315,10 +315,9 @@ func TestSrunShape(t *testing.T) {
 func TestSrunEnv(t *testing.T) {
 	env := []string{"SLURM_JOB_ID=7", "SLURM_NTASKS=16", "SLURM_NPROCS=16", "SLURM_NNODES=4", "SLURM_JOB_NUM_NODES=4",
 		"SLURM_NTASKS_PER_NODE=4", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1",
-		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out", "SRUN_EXPORT_ENV=NONE",
+		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out",
 		"SLURM_EXIT_ERROR=137", "SLURM_WORKING_DIR=/elsewhere", "SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_CPU_BIND_TYPE=mask_cpu:",
-		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1",
-		"SLURM_TASK_PROLOG=/home/u/prolog.sh"}
+		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	want := []string{"SLURM_JOB_ID=7", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1", "SLURM_DISTRIBUTION=cyclic",
 		"SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
@@ -516,18 +515,20 @@ func TestTorchrunWorkerKilled(t *testing.T) {
 
 // TestTorchrunTarget: torchrun runs its positional script with its own
 // "python -u", a module with -m, and anything else only under --no_python
-// (torch/distributed/run.py), so the interpreter is dropped only where
-// torchrun's does the same.
+// (torch/distributed/run.py). A command's interpreter is kept, under
+// --no_python with torchrun's -u: torchrun's own is the one its script
+// names (/usr/bin/torchrun's /usr/bin/python3.11), which need not be the
+// command's (a venv's, DDP's benchmark.python), nor have its packages.
 func TestTorchrunTarget(t *testing.T) {
 	for _, tc := range []struct {
 		cmd, args []string
 		want      string
 	}{
-		{[]string{"python3", "train.py", "--lr", "1"}, nil, "train.py --lr 1"},
-		{[]string{"python3", "-u", "train.py"}, nil, "train.py"},
-		{[]string{"/venv/bin/python3.11", "train"}, nil, "train"},
-		{[]string{"python", "-m", "megatron.train", "--x"}, nil, "-m megatron.train --x"},
-		{[]string{"python3", "-u", "-m", "pkg"}, nil, "-m pkg"},
+		{[]string{"python3", "train.py", "--lr", "1"}, nil, "--no_python python3 -u train.py --lr 1"},
+		{[]string{"python3", "-u", "train.py"}, nil, "--no_python python3 -u train.py"},
+		{[]string{"/venv/bin/python3.11", "train"}, nil, "--no_python /venv/bin/python3.11 -u train"},
+		{[]string{"python", "-m", "megatron.train", "--x"}, nil, "--no_python python -u -m megatron.train --x"},
+		{[]string{"python3", "-u", "-m", "pkg"}, nil, "--no_python python3 -u -m pkg"},
 		{[]string{"python3", "-O", "train.py"}, nil, "--no_python python3 -O train.py"},
 		{[]string{"python3", "-c", "print(1)"}, nil, "--no_python python3 -c print(1)"},
 		{[]string{"python3"}, nil, "--no_python python3"},
@@ -564,6 +565,13 @@ func TestLauncherChecks(t *testing.T) {
 		{MPIRun{Command: sh, NP: 16, Hostfile: hosts}, ""},
 		{MPIRun{Command: sh, NP: 12, Hostfile: hosts}, "np = 12 does not match the 16 slots"},
 		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--oversubscribe"}}, ""},
+		// Open MPI's other spellings of it: a long option after one dash, a
+		// mapping policy's modifier (Open MPI 5's own), in map_by or the args.
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"-oversubscribe"}}, ""},
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, MapBy: "ppr:10:node:OVERSUBSCRIBE"}, ""},
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--map-by", "slot:oversubscribe"}}, ""},
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--map-by=slot:PE=1,OVERSUBSCRIBE"}}, ""},
+		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, MapBy: "slot:NOOVERSUBSCRIBE"}, "np = 20 does not match the 16 slots"},
 		{MPIRun{Command: sh, NP: 2, Hostfile: filepath.Join(dir, "nope")}, "no such file"},
 		{MPIRun{Command: "no-such-mpirun", NP: 2}, "no-such-mpirun"},
 		{MPIRun{Command: sh, Flavor: "lam"}, "flavor"},
@@ -573,6 +581,32 @@ func TestLauncherChecks(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%+v: %v; want %q", tc.c, err, tc.want)
 		}
+	}
+}
+
+// TestMPIRunCallersEnvList: Open MPI refuses to run where an
+// mca_base_env_list of the caller's environment stands beside the -x by
+// which nccltune hands the ranks each trial's variables ("does not support
+// mixing these two methods"), so every trial failed: the check refuses it
+// before any trial, for Open MPI alone.
+func TestMPIRunCallersEnvList(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	for _, name := range []string{"OMPI_MCA_mca_base_env_list", "PRTE_MCA_mca_base_env_list"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, "UCX_TLS=rc")
+			if err := (MPIRun{Command: sh}).Check(); err == nil || !strings.Contains(err.Error(), name+"=UCX_TLS=rc") {
+				t.Errorf("Check() = %v; want %s refused", err, name)
+			}
+			if err := (MPIRun{Command: sh, Flavor: "mpich"}).Check(); err != nil {
+				t.Errorf("MPICH: Check() = %v; Hydra reads no MCA parameter", err)
+			}
+		})
+	}
+	env := needMPI(t)
+	r := &Runner{Launcher: MPIRun{NP: 1}, BaseEnv: append(env, "OMPI_MCA_mca_base_env_list=UCX_TLS=rc")}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"true"}}, Env: []string{"NCCL_DEBUG=INFO"}, Timeout: time.Minute})
+	if res.Exit.Code == 0 || !strings.Contains(string(res.Output), "mixing these two methods") {
+		t.Errorf("Open MPI ran with an mca_base_env_list beside -x: exit %d\n%s", res.Exit.Code, res.Output)
 	}
 }
 

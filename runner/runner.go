@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,7 +39,7 @@ const (
 	FailImplausible FailureKind = "implausible" // numbers no hardware produces: garbled or made up
 	FailOOM         FailureKind = "oom"         // out of GPU memory (DDP step)
 	FailInvalid     FailureKind = "invalid"     // rejected before launch: NCCL would refuse the combination
-	// FailNode: a node of the trial failed under it (NodeReader): the
+	// FailNode: a node of the trial failed under it (nodeFailureLine): the
 	// cluster's fault, not the settings', which the trial does not judge.
 	FailNode FailureKind = "node"
 )
@@ -90,16 +91,25 @@ type Runner struct {
 }
 
 // BaseEnv returns this process's environment without NCCL_* variables, so that
-// a user's shell settings cannot leak into a trial and skew the comparison.
+// a user's shell settings cannot leak into a trial and skew the comparison,
+// nor those of notInherited.
 func BaseEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NCCL_") && !strings.HasPrefix(kv, superviseEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return strings.HasPrefix(name, "NCCL_") || slices.Contains(notInherited, name)
+	})
 }
+
+// notInherited are the caller's variables that no trial gets: the
+// supervisor's own setting, and those by which every Slurm step of a trial,
+// under any launcher (srun's, torchrun's wrapper, the daemons Open MPI's
+// mpirun starts through srun, a training script's), would hand its ranks
+// other variables than the trial's: a task prolog (srun's --task-prolog),
+// which slurmstepd runs before each task, whose "export NAME=value" lines
+// set its variables past srun's; and srun's --export (sbatch --export=NONE
+// sets SLURM_EXPORT_ENV=NONE in the batch script), which kept the trial's
+// variables, NCCL_DEBUG among them, from every rank.
+var notInherited = []string{superviseEnv, "SLURM_TASK_PROLOG", "SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV"}
 
 // maxOutput bounds the output kept per trial; NCCL INFO logs of large jobs are long.
 const maxOutput = 8 << 20
@@ -214,12 +224,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		launchErr = lr.LaunchFailure(res.Output, exit)
 	}
 	res.Exit = exit
-	detail, nodeErr := "", ""
+	detail, nodeErr := "", nodeFailureLine(res.Output)
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
 		detail = dr.FailureDetail(res.Output)
-	}
-	if nr, ok := r.Launcher.(NodeReader); ok {
-		nodeErr = nr.NodeFailure(res.Output)
 	}
 	switch {
 	case ctx.Err() != nil:

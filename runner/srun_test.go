@@ -30,6 +30,8 @@ func TestSrun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("variables", func(t *testing.T) { testSrunVariables(t, srun) })
+	t.Run("task prolog under any launcher", testTaskPrologUnderAnyLauncher)
+	t.Run("export list under any launcher", testExportListUnderAnyLauncher)
 	t.Run("simulator", func(t *testing.T) { testSrunSimulator(t, srun) })
 	t.Run("failures", func(t *testing.T) { testSrunFailures(t, srun) })
 	t.Run("launch failures", testSrunLaunchFailures)
@@ -160,6 +162,43 @@ func testSrunVariables(t *testing.T, srun Srun) {
 		if !maps.Equal(got, trial) {
 			t.Errorf("rank %d got NCCL variables\n%q\nwant\n%q", rank, got, trial)
 		}
+	}
+}
+
+// testTaskPrologUnderAnyLauncher: the caller's task prolog, whose "export
+// NAME=value" lines slurmstepd sets in each task past srun's variables,
+// reaches no rank of a step that another launcher's command runs through
+// srun (torchrun's wrapper for several nodes; Open MPI's mpirun starts its
+// daemons, and their ranks, so under Slurm).
+func testTaskPrologUnderAnyLauncher(t *testing.T) {
+	prolog := filepath.Join(t.TempDir(), "prolog.sh")
+	if err := os.WriteFile(prolog, []byte("#!/bin/sh\necho export NCCL_ALGO=Tree\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLURM_TASK_PROLOG", prolog)
+	r := &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"srun", "-N", "1", "-n", "1", "sh", "-c", `echo "rank NCCL_ALGO=$NCCL_ALGO."`}}, Timeout: time.Minute})
+	if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "rank NCCL_ALGO=.") {
+		t.Errorf("exit status %d; want the rank without the prolog's NCCL_ALGO\n%s", res.Exit.Code, res.Output)
+	}
+}
+
+// testExportListUnderAnyLauncher: the caller's SLURM_EXPORT_ENV (sbatch
+// --export=NONE sets it in the batch script) or SRUN_EXPORT_ENV, which a
+// srun takes as its --export, keeps the trial's variables from no rank of
+// a step that another launcher's command runs through srun (torchrun's
+// wrapper, a training script).
+func testExportListUnderAnyLauncher(t *testing.T) {
+	for _, name := range []string{"SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, "NONE")
+			r := &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+			res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"srun", "-N", "1", "-n", "1", "sh", "-c", `echo "rank NCCL_ALGO=$NCCL_ALGO."`}},
+				Env: []string{"NCCL_ALGO=Ring"}, Timeout: time.Minute})
+			if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "rank NCCL_ALGO=Ring.") {
+				t.Errorf("exit status %d; want the rank to get the trial's NCCL_ALGO\n%s", res.Exit.Code, res.Output)
+			}
+		})
 	}
 }
 
@@ -615,8 +654,8 @@ func TestSrunNodeFailure(t *testing.T) {
 			"srun: error: n1: tasks 0-1: Terminated\n", ""},
 		{"retrying: Node failure on n2, DUE TO NODE FAILURE\nsrun: error: n1: task 0: Exited with exit code 1\n", ""},
 	} {
-		if got := (Srun{}).NodeFailure([]byte(tc.output)); got != tc.want {
-			t.Errorf("NodeFailure(%q) = %q, want %q", tc.output, got, tc.want)
+		if got := nodeFailureLine([]byte(tc.output)); got != tc.want {
+			t.Errorf("nodeFailureLine(%q) = %q, want %q", tc.output, got, tc.want)
 		}
 	}
 	srun := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", nodeFailure))
@@ -629,18 +668,69 @@ func TestSrunNodeFailure(t *testing.T) {
 	}
 	// The job's state alone says so too.
 	fakeSlurm(t, "JobId=7 JobState=NODE_FAIL NodeList=n[1-2]", "")
-	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
-		t.Errorf("NodeFailure of a NODE_FAIL job = %q", got)
+	if got := nodeFailureLine([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
+		t.Errorf("nodeFailureLine of a NODE_FAIL job = %q", got)
 	}
 	// A rank that prints srun's words, while Slurm has every node up, is
 	// no node's failure: held as one, it would stop the campaign on every
 	// resume.
 	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "alloc\nmix\ndrain")
-	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "" {
-		t.Errorf("NodeFailure with every node up = %q, want none", got)
+	if got := nodeFailureLine([]byte(nodeFailure)); got != "" {
+		t.Errorf("nodeFailureLine with every node up = %q, want none", got)
 	}
 	if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind == FailNode {
 		t.Errorf("failure = %v with every node up, want the ranks' own", res.Failure)
+	}
+}
+
+// TestNodeFailureUnderAnyLauncher: a srun that another launcher's command
+// runs (torchrun's wrapper for several nodes, a training script) says a
+// node failed as the srun launcher's does, and its trial is the node's,
+// where the ranks' SIGTERM read as the settings' crash.
+func TestNodeFailureUnderAnyLauncher(t *testing.T) {
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "idle\ndown*")
+	wrapper := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", nodeFailure))
+	for _, l := range []Launcher{Local{}, Torchrun{Command: wrapper}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{wrapper}}, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailNode || res.Failure.Reason != "srun: error: Node failure on n2" {
+			t.Errorf("%T: failure = %v, want node: srun: error: Node failure on n2\n%s", l, res.Failure, res.Output)
+		}
+	}
+}
+
+// ompiNodeLost is Open MPI 4's mpirun's report of a node lost under its
+// ranks (help-errmgr-base.txt), the ranks' lines first.
+const ompiNodeLost = "started 0\nstarted 1\n" +
+	"--------------------------------------------------------------------------\n" +
+	"ORTE has lost communication with a remote daemon.\n\n" +
+	"  HNP daemon   : [[16919,0],0] on node n1\n" +
+	"  Remote daemon: [[16919,0],1] on node n2\n\n" +
+	"This is usually due to either a failure of the TCP network\n" +
+	"connection to the node, or possibly an internal failure of\n" +
+	"the daemon itself. We cannot recover from this failure, and\n" +
+	"therefore will terminate the job.\n" +
+	"--------------------------------------------------------------------------\n"
+
+// TestMPIRunNodeFailure: Open MPI's mpirun, which starts its daemons under
+// Slurm with a srun whose output it discards, says that it lost a node's
+// daemon; where Slurm confirms the node down, the trial is the node's, not
+// the settings' (exit status 1, nccl-tests' "internal error"). With every
+// node up (a daemon that crashed, a network interface mpirun could not
+// use), it is the trial's.
+func TestMPIRunNodeFailure(t *testing.T) {
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "idle\ndown*")
+	mpirun := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 1", ompiNodeLost))
+	r := &Runner{Launcher: MPIRun{Command: mpirun, NP: 2}, BaseEnv: BaseEnv()}
+	job := tableJob("all_reduce_perf")
+	job.Timeout = time.Minute
+	want := "ORTE has lost communication with a remote daemon. (Remote daemon: [[16919,0],1] on node n2)"
+	if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailNode || res.Failure.Reason != want {
+		t.Errorf("failure = %v, want node: %s\n%s", res.Failure, want, res.Output)
+	}
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "alloc\nmix")
+	if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind == FailNode {
+		t.Errorf("failure = %v with every node up, want the trial's own", res.Failure)
 	}
 }
 
@@ -669,8 +759,8 @@ func TestSrunNodeFailureNoKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
-		t.Errorf("NodeFailure of a node the job went on without = %q", got)
+	if got := nodeFailureLine([]byte(nodeFailure)); got != "srun: error: Node failure on n2" {
+		t.Errorf("nodeFailureLine of a node the job went on without = %q", got)
 	}
 }
 
@@ -685,10 +775,10 @@ func TestSrunNodeFailureSlurmHangs(t *testing.T) {
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	start := time.Now()
-	if got := (Srun{}).NodeFailure([]byte(nodeFailure)); got != "" {
-		t.Errorf("NodeFailure with Slurm unanswering = %q, want none", got)
+	if got := nodeFailureLine([]byte(nodeFailure)); got != "" {
+		t.Errorf("nodeFailureLine with Slurm unanswering = %q, want none", got)
 	}
 	if d := time.Since(start); d > stopTimeout+5*time.Second {
-		t.Errorf("NodeFailure took %v waiting on scontrol", d)
+		t.Errorf("nodeFailureLine took %v waiting on scontrol", d)
 	}
 }

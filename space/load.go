@@ -1165,21 +1165,15 @@ func (b *builder) launcherArgs(s *Space) {
 }
 
 // mpirunExports refuses an NCCL variable that launcher.args hands the ranks
-// (Open MPI's -x NAME=value and its mca_base_env_list, MPICH's -genv NAME
-// value and lists), and options that have mpirun read more options or
-// variables from a file (mpirunFileOptions, MCAReadsFile): given after
-// nccltune's own -x, it would override a trial's value of it, which the
-// space sets ([fixed], [[param]]) and NCCL's log is checked against. Each
-// option is known in every spelling mpirun reads (mpirunOption).
+// (Open MPI's -x NAME=value, MPICH's -genv NAME value and lists), and
+// options that have mpirun read more options or variables from a file
+// (mpirunFileOptions, MCAReadsFile): given after nccltune's own -x, it
+// would override a trial's value of it, which the space sets ([fixed],
+// [[param]]) and NCCL's log is checked against. Open MPI's other way of
+// setting the ranks' variables, mca_base_env_list, is refused whatever it
+// names: Open MPI refuses to run with it beside -x. Each option is known
+// in every spelling mpirun reads (mpirunOption).
 func (b *builder) mpirunExports(args []string) {
-	// mca_base_env_list's delimiter, ';' unless mca_base_env_list_delimiter
-	// names another (--mca mca_base_env_list_delimiter : ...).
-	delims := ";,"
-	for i := 0; i+2 < len(args); i++ {
-		if o, _, _ := mpirunOption(args[i]); strings.HasSuffix(o, "mca") && strings.HasSuffix(args[i+1], "mca_base_env_list_delimiter") {
-			delims += args[i+2]
-		}
-	}
 	for i := 0; i < len(args); i++ {
 		opt, operands := args[i], args[i+1:]
 		key, value, attached := mpirunOption(opt)
@@ -1207,15 +1201,12 @@ func (b *builder) mpirunExports(args []string) {
 			if len(operands) > 1 && MCAReadsFile(operands[0]) {
 				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s %s has mpirun read MCA parameters or variables from files, which nccltune does not read: one setting mca_base_env_list or an NCCL variable there would override every trial's value, unseen; give them in launcher.args itself", opt, operands[0], operands[1])
 			}
-			// Open MPI's list of variables to set in every rank:
-			// --mca mca_base_env_list "NCCL_ALGO=Ring;FOO", split at
-			// delims.
-			if len(operands) > 1 && strings.HasSuffix(operands[0], "mca_base_env_list") {
-				shown = operands[0] + " " + operands[1]
-				for _, kv := range strings.FieldsFunc(operands[1], func(r rune) bool { return strings.ContainsRune(delims, r) }) {
-					v, _, _ := strings.Cut(kv, "=")
-					names = append(names, strings.TrimSpace(v))
-				}
+			// Open MPI's list of variables to set in every rank (--mca
+			// mca_base_env_list "FOO=1;BAR"): Open MPI 4's mpirun and 5's
+			// PRRTE refuse to run with it beside -x ("does not support
+			// mixing these two methods"), and so every trial.
+			if len(operands) > 0 && strings.HasSuffix(operands[0], "mca_base_env_list") {
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s: Open MPI refuses to run with it beside the -x options by which nccltune hands the ranks each trial's variables, so every trial would fail; give its variables with -x", strings.Join(append([]string{opt}, operands[:min(len(operands), 2)]...), " "))
 			}
 		}
 		for _, v := range names {

@@ -113,9 +113,10 @@ var (
 	// Launchers may tag each line with its rank: Open MPI's --tag-output
 	// ("[1,0]<stdout>:"), its --timestamp-output's time before the stream,
 	// with or without the tag ("Sun Dec  6 14:45:56 2026<stdout>:", as
-	// ctime writes it), and srun --label ("0: ", " 0: " of ten tasks or
-	// more, as wide as the largest id; "P1 0: " in a heterogeneous job).
-	tagRE = regexp.MustCompile(`^(` + MPIRunTime + `?(?:\[\d+,\d+\])?<std(out|err)>:|(?:P\d+ )? *\d+: )`)
+	// ctime writes it), srun --label ("0: ", " 0: " of ten tasks or
+	// more, as wide as the largest id; "P1 0: " in a heterogeneous job),
+	// and Hydra's -l (-prepend-rank: "[0] ", MPICH's and Intel MPI's).
+	tagRE = regexp.MustCompile(`^(` + MPIRunTime + `?(?:\[\d+,\d+\])?<std(out|err)>:|(?:P\d+ )? *\d+: |\[\d+\] )`)
 	// rankRE matches the header's device lines, one per rank.
 	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
 	// pidRE finds a device line's process: "Pid 41234 on node-7".

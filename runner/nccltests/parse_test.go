@@ -55,6 +55,12 @@ func TestParseCases(t *testing.T) {
 		{"srun labels of many tasks", header +
 			" 0:         1024           32     float    none      -1    20.50    0.05    0.04       0    19.93    0.05    0.05       0\n" +
 			"  0:         2048           64     float    none      -1    21.10    0.10    0.08       0    20.01    0.10    0.09       0\n", 2, 0, 0, false},
+		// MPICH's and Intel MPI's mpiexec -l (-prepend-rank) put "[rank] " before every line.
+		{"Hydra's -prepend-rank", "[0] " + strings.ReplaceAll(strings.TrimSuffix(header, "\n"), "\n", "\n[0] ") + "\n" +
+			"[0] node1:12:12 [0] NCCL INFO Using network IB\n" +
+			"[0]         1024           32     float    none      -1    20.50    0.05    0.04       0    19.93    0.05    0.05       0\n" +
+			"[12] node2:13:13 [4] NCCL INFO Using network IB\n" +
+			"[0]         2048           64     float    none      -1    21.10    0.10    0.08       0    20.01    0.10    0.09       0\n", 2, 0, 0, false},
 		{"older 12 columns, float error", "#  size count type redop time algbw busbw error time algbw busbw error\n" +
 			"     8      2   float     sum    10.37    0.00    0.00  0e+00    10.16    0.00    0.00  0e+00\n" +
 			"    16      4   float     sum    10.33    0.00    0.00  2e+00    10.11    0.00    0.00  0e+00\n", 2, 1, 0, false},
