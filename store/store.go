@@ -336,11 +336,11 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 func (s *Store) init() error {
 	version, err := checkSchema(s.db)
 	if err != nil {
-		return unreadable(err)
+		return s.unreadable(err)
 	}
 	var check string
 	if err := s.db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil {
-		return unreadable(err)
+		return s.unreadable(err)
 	}
 	if check != "ok" {
 		return fmt.Errorf("integrity check failed: %s", check)
@@ -378,11 +378,15 @@ func (s *Store) init() error {
 
 // unreadable says why SQLite could not read the store, an error of its
 // own (not one of the checks') told by its kind.
-func unreadable(err error) error {
+func (s *Store) unreadable(err error) error {
 	var se *sqlite.Error
 	switch {
 	case !errors.As(err, &se):
 		return err
+	// A reader opens a store that exists, and makes nothing but the -shm
+	// where a campaign's log lies beside it without one.
+	case s.readOnly && (se.Code()&0xff == sqlite3.SQLITE_CANTOPEN || se.Code()&0xff == sqlite3.SQLITE_READONLY):
+		return fmt.Errorf("cannot be read (%w): a campaign's log lies beside it, which SQLite reads with it: this user needs read access to its -wal and -shm, and write access to the folder where the -shm is missing", err)
 	// A writer that may not write there is refused before any read:
 	// the database is readable, and saying otherwise sends its owner
 	// after a damage that is not there.
