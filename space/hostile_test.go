@@ -264,6 +264,10 @@ func TestHostileKinds(t *testing.T) {
 		// Each error's line was found by reading every line: seconds per megabyte squared.
 		{"tables by the ten thousand", hostileBase + many.String(), []string{"h.toml:19: unknown key \"x\"", "h.toml:80018: unknown key \"x.q.k39999\""}},
 		{"inline tables nested deep", hostileBase + "x = " + strings.Repeat("{a=", deep) + "1" + strings.Repeat("}", deep) + "\n", []string{"h.toml:19:", "nested more than 16 deep"}},
+		// Arrays the decoder reads by recursion: two million deep (a 4 MB
+		// file) overflowed the goroutine's stack, a fatal error, not a panic.
+		{"arrays nested deep", hostileBase + "x = " + strings.Repeat("[", 2<<20) + "1" + strings.Repeat("]", 2<<20) + "\n", []string{"h.toml:19:", "nested more than 16 deep"}},
+		{"arrays nested deep, each after a comma", hostileBase + "x = [" + strings.Repeat("0,[", deep) + "1" + strings.Repeat("]", deep+1) + "\n", []string{"h.toml:19:", "nested more than 16 deep"}},
 		{"a dotted key of many parts", hostileBase + "x" + strings.Repeat(".a", deep) + " = 1\n", []string{"h.toml:19:", "nested more than 16 deep"}},
 		{"a table header of many parts", hostileBase + "\n[x" + strings.Repeat(".a", deep) + "]\n", []string{"h.toml:20:", "nested more than 16 deep"}},
 		{"when as a string", strings.Replace(hostileBase, `when = { NCCL_ALGO = "Ring" }`, `when = "NCCL_ALGO"`, 1), []string{"h.toml:18:", "param.when must be a table", "not a string"}},

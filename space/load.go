@@ -213,7 +213,7 @@ func ParseStored(filename string, data []byte) (s *Space, checks, err error) {
 // error where the file does not decode.
 func parse(filename string, data []byte) (*Space, error, error) {
 	if line := nesting(data); line > 0 {
-		return nil, nil, fmt.Errorf("%s:%d: keys nested more than %d deep (dotted keys, table headers, inline tables): no setting of a space is", filename, line, maxNesting)
+		return nil, nil, fmt.Errorf("%s:%d: keys nested more than %d deep (dotted keys, table headers, inline tables, arrays): no setting of a space is", filename, line, maxNesting)
 	}
 	var raw rawFile
 	md, err := toml.Decode(string(data), &raw)

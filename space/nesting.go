@@ -1,10 +1,12 @@
 package space
 
 // maxNesting bounds how deep a space file nests its keys: the parts of a
-// dotted key or a table header, and inline tables within one another. The
-// TOML decoder takes time in the square of that depth (an inline table
-// 4,000 deep took 3 s to decode, and the loader decodes a file more than
-// once), so a file of a few hundred kilobytes held the loader for hours. No
+// dotted key or a table header, and inline tables and arrays within one
+// another. The TOML decoder takes time in the square of that depth (an
+// inline table 4,000 deep took 3 s to decode, and the loader decodes a file
+// more than once), so a file of a few hundred kilobytes held the loader for
+// hours, and it reads arrays by recursion, so arrays two million deep
+// overflowed its stack (a fatal error, which no recover catches). No
 // setting of a space is more than 3 deep.
 const maxNesting = 16
 
@@ -13,7 +15,8 @@ const maxNesting = 16
 // commas and '=' outside strings and comments), so it may count a float's
 // dot as a key's part; no legitimate file comes near the bound either way.
 func nesting(data []byte) int {
-	line, braces, parts := 1, 0, 1
+	// depth: the inline tables and arrays open, a table header's brackets too.
+	line, depth, parts := 1, 0, 1
 	inKey := true // reading a key: at a line's start, after '{' or ','
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
@@ -31,10 +34,12 @@ func nesting(data []byte) int {
 			}
 			i, line = end, line+lines
 		case '{':
-			braces++
+			depth++
 			inKey, parts = true, 1
-		case '}':
-			braces = max(braces-1, 0)
+		case '[':
+			depth++
+		case '}', ']':
+			depth = max(depth-1, 0)
 		case ',':
 			inKey, parts = true, 1
 		case '=':
@@ -44,7 +49,7 @@ func nesting(data []byte) int {
 				parts++
 			}
 		}
-		if braces > maxNesting || parts > maxNesting {
+		if depth > maxNesting || parts > maxNesting {
 			return line
 		}
 	}

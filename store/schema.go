@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // migrations[i] takes the schema from version i to i+1 (PRAGMA user_version).
@@ -125,28 +126,104 @@ var migrations = []string{
 // SchemaVersion is the schema version this build writes.
 var SchemaVersion = len(migrations)
 
-// checkVersion is a reader's check: it reads only a store of the current schema.
-func checkVersion(db *sql.DB) error {
+// checkSchema reads the file's schema version and checks, before any SQL
+// of the file's own can run, that its schema is what the migrations make
+// at that version: an object nccltune never makes (a view or trigger, run
+// by every read of the view or write that fires it; an index, a generated
+// column or a CHECK, whose expression the integrity check evaluates for
+// every row) could run for as long as it was written to, and every command
+// ran it. Both are read in one transaction: a writer migrating meanwhile
+// changes them together.
+func checkSchema(db *sql.DB) (int, error) {
+	tx, err := db.Begin()
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
 	var version int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
-		return err
+	if err := tx.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		return 0, err
 	}
 	if err := knownVersion(version); err != nil {
-		return err
+		return 0, err
 	}
+	have, err := schemaOf(tx)
+	if err != nil {
+		return 0, err
+	}
+	// No schema, but tables: another program's database (a mistyped
+	// --store), which nccltune's tables would be written into.
+	if version == 0 && len(have) > 0 {
+		return 0, errors.New("not an nccltune store: a SQLite database of another program (tables, no nccltune schema); nccltune makes a store only in a new or empty file")
+	}
+	want, err := madeSchema(version)
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range have {
+		if i := slices.IndexFunc(want, func(w object) bool { return w.kind == o.kind && w.name == o.name }); i < 0 {
+			return 0, fmt.Errorf("its schema holds %s %q, which nccltune never makes: %w", o.kind, o.name, ErrTampered)
+		} else if want[i] != o {
+			return 0, fmt.Errorf("its %s %q is not as nccltune makes it at schema version %d: %w", o.kind, o.name, version, ErrTampered)
+		}
+	}
+	if len(have) < len(want) {
+		return 0, fmt.Errorf("it lacks tables or indexes of schema version %d: %w", version, ErrTampered)
+	}
+	return version, nil
+}
+
+// object is an entry of a database's schema (sqlite_master).
+type object struct{ kind, name, table, sql string }
+
+// schemaOf is the schema of the database q reads, SQLite's statistics
+// (ANALYZE's, which any user may run) left out.
+func schemaOf(q interface {
+	Query(string, ...any) (*sql.Rows, error)
+}) ([]object, error) {
+	rows, err := q.Query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master
+		WHERE NOT (type = 'table' AND name IN ('sqlite_stat1', 'sqlite_stat4'))`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []object
+	for rows.Next() {
+		var o object
+		if err := rows.Scan(&o.kind, &o.name, &o.table, &o.sql); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// madeSchema is the schema the migrations make up to version, as SQLite
+// writes it (ALTER TABLE rewrites a table's statement), in a database in
+// memory.
+func madeSchema(version int) ([]object, error) {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one database: each connection to :memory: has its own
+	for _, m := range migrations[:version] {
+		if _, err := db.Exec(m); err != nil {
+			return nil, err
+		}
+	}
+	return schemaOf(db)
+}
+
+// checkVersion is a reader's check, of the version checkSchema read: it
+// reads only a store of the current schema.
+func checkVersion(version int) error {
 	switch {
 	case version == 0:
 		// An empty file is the store a campaign starting has made and not
-		// yet given its schema (or one killed before it could): no other
-		// program's database.
-		var tables int
-		if err := db.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
-			return err
-		}
-		if tables == 0 {
-			return errors.New("holds no campaign yet (an empty file: a campaign starting on it makes its tables)")
-		}
-		return errors.New("not an nccltune store (no schema)")
+		// yet given its schema (or one killed before it could).
+		return errors.New("holds no campaign yet (an empty file: a campaign starting on it makes its tables)")
 	case version < SchemaVersion:
 		return fmt.Errorf("schema version %d is older than this nccltune's (%d); `nccltune resume` upgrades it", version, SchemaVersion)
 	}
@@ -204,17 +281,6 @@ func migrateLocked(ctx context.Context, conn *sql.Conn) error {
 	}
 	if err := knownVersion(version); err != nil {
 		return err
-	}
-	// No schema, but tables: another program's database (a mistyped
-	// --store), which nccltune's tables would be written into.
-	if version == 0 {
-		var tables int
-		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
-			return err
-		}
-		if tables > 0 {
-			return errors.New("not an nccltune store: a SQLite database of another program (tables, no nccltune schema); nccltune makes a store only in a new or empty file")
-		}
 	}
 	for v := version; v < SchemaVersion; v++ {
 		if _, err := conn.ExecContext(ctx, migrations[v]); err != nil {

@@ -334,37 +334,19 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 }
 
 func (s *Store) init() error {
+	version, err := checkSchema(s.db)
+	if err != nil {
+		return s.unreadable(err)
+	}
 	var check string
 	if err := s.db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil {
-		// A writer that may not write there is refused before any read:
-		// the database is readable, and saying otherwise sends its owner
-		// after a damage that is not there.
-		var se *sqlite.Error
-		switch {
-		case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY:
-			return fmt.Errorf("cannot be written (%w): a campaign needs write access to the file and to its folder, where SQLite keeps the file's -wal and -shm", err)
-		case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN:
-			return fmt.Errorf("cannot be opened or made (%w): its folder must exist, and a new store's be writable", err)
-		case NoRoom(err):
-			return fmt.Errorf("cannot be opened: %w", err)
-		}
-		return fmt.Errorf("not a readable SQLite database: %w", err)
+		return s.unreadable(err)
 	}
 	if check != "ok" {
 		return fmt.Errorf("integrity check failed: %s", check)
 	}
-	// A view or trigger is SQL of the file's own, run by every read of the
-	// view or write that fires the trigger, before any row can be checked:
-	// a recursive query that never ends wedged every command.
-	var kind, name string
-	switch err := s.db.QueryRow(`SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger')`).Scan(&kind, &name); {
-	case err == nil:
-		return fmt.Errorf("it holds a %s, %q, which nccltune never makes: %w", kind, name, ErrTampered)
-	case !errors.Is(err, sql.ErrNoRows):
-		return err
-	}
 	if s.readOnly {
-		return checkVersion(s.db)
+		return checkVersion(version)
 	}
 	if err := migrate(s.db); err != nil {
 		return err
@@ -392,6 +374,30 @@ func (s *Store) init() error {
 			return err
 		}
 	}
+}
+
+// unreadable says why SQLite could not read the store, an error of its
+// own (not one of the checks') told by its kind.
+func (s *Store) unreadable(err error) error {
+	var se *sqlite.Error
+	switch {
+	case !errors.As(err, &se):
+		return err
+	// A reader opens a store that exists, and makes nothing but the -shm
+	// where a campaign's log lies beside it without one.
+	case s.readOnly && (se.Code()&0xff == sqlite3.SQLITE_CANTOPEN || se.Code()&0xff == sqlite3.SQLITE_READONLY):
+		return fmt.Errorf("cannot be read (%w): a campaign's log lies beside it, which SQLite reads with it: this user needs read access to its -wal and -shm, and write access to the folder where the -shm is missing", err)
+	// A writer that may not write there is refused before any read:
+	// the database is readable, and saying otherwise sends its owner
+	// after a damage that is not there.
+	case se.Code()&0xff == sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("cannot be written (%w): a campaign needs write access to the file and to its folder, where SQLite keeps the file's -wal and -shm", err)
+	case se.Code()&0xff == sqlite3.SQLITE_CANTOPEN:
+		return fmt.Errorf("cannot be opened or made (%w): its folder must exist, and a new store's be writable", err)
+	case NoRoom(err):
+		return fmt.Errorf("cannot be opened: %w", err)
+	}
+	return fmt.Errorf("not a readable SQLite database: %w", err)
 }
 
 // NoRoom reports whether err is SQLite's of a write the file system

@@ -169,6 +169,21 @@ func TestOpenRejects(t *testing.T) {
 
 }
 
+// TestReaderThatCannotOpenTheLog: a reader that SQLite cannot let read the
+// log a campaign keeps beside the store (a -wal this user may not read, no
+// -shm in a folder this user may not write; here a -wal that is a folder)
+// is told so: it was told that the store's folder must exist and a new
+// store's be writable, of a store that exists and that it only reads.
+func TestReaderThatCannotOpenTheLog(t *testing.T) {
+	path := closedStore(t)
+	if err := os.Mkdir(path+"-wal", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReader(path); err == nil || strings.Contains(err.Error(), "a new store") || !strings.Contains(err.Error(), "-wal") {
+		t.Errorf("a reader that cannot open the log: %v", err)
+	}
+}
+
 // TestForeignSchemaVersions: a store whose schema version no nccltune
 // wrote, newer or negative (an edited user_version, a 32-bit integer), is
 // refused by writers and readers alike, with the version named and the file
