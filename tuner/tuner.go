@@ -310,7 +310,7 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 // finished ones again.
 func (t *Tuner) finished(o Options) bool {
 	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
-	if err != nil || camp.SpaceHash != t.Space.Hash() {
+	if err != nil || !ranWith(camp, t.Space) {
 		return false
 	}
 	budget := t.Space.Campaign.Trials
@@ -1459,7 +1459,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 			return camp, err
 		}
 		stored = camp.Budget
-		if camp.SpaceHash == sp.Hash() {
+		if ranWith(camp, sp) {
 			if !o.KeepSettings {
 				camp.Budget, camp.Seed = sp.Campaign.Trials, sp.Campaign.Seed
 				if sp.Campaign.SamplerNamed {
@@ -1514,7 +1514,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 func CampaignName(st Store, sp *space.Space) string {
 	all, _ := st.Campaigns()
 	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].SpaceHash == sp.Hash() && ranAs(all[i].Name, sp.Campaign.Name) {
+		if ranAs(all[i].Name, sp.Campaign.Name) && ranWith(all[i], sp) {
 			return all[i].Name
 		}
 	}
@@ -1530,6 +1530,25 @@ func ranAs(name, base string) bool {
 	suffix, ok := strings.CutPrefix(name, base+"-")
 	n, err := strconv.Atoi(suffix)
 	return ok && err == nil && n >= 2 && strconv.Itoa(n) == suffix
+}
+
+// ranWith reports whether campaign camp ran with space sp: by the hash
+// stored with it or, where they differ, by its stored copy's hash as this
+// nccltune reads it. A hash is of the space's Identity, whose lines have
+// gained fields since early versions: the hash an older nccltune stored
+// differs from this one's for the very same space.
+func ranWith(camp store.Campaign, sp *space.Space) bool {
+	if camp.SpaceHash == sp.Hash() {
+		return true
+	}
+	old, err := space.Parse(camp.Name+" (as stored)", camp.Space)
+	if err != nil {
+		return false
+	}
+	if camp.Scale > 0 {
+		old = old.AtScale(camp.Scale)
+	}
+	return old.Hash() == sp.Hash()
 }
 
 // ErrSpaceChanged means the space differs from the one a stored campaign ran with.

@@ -632,6 +632,41 @@ func TestRaisedBudgetSearchesOn(t *testing.T) {
 	}
 }
 
+// TestResumesACampaignHashedByAnOlderNccltune: a space's hash is of its
+// Identity, whose lines have gained fields since early versions, so the
+// hash an older nccltune stored differs from this one's for the very same
+// space: such a campaign is resumed and found, not refused as changed with
+// an empty difference.
+func TestResumesACampaignHashedByAnOlderNccltune(t *testing.T) {
+	sp := loadExample(t, 4)
+	path := filepath.Join(t.TempDir(), "trials.db")
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE campaigns SET space_hash = '0123456789abcdef'`); err != nil {
+		t.Fatal(err)
+	}
+	if name := CampaignName(st, sp); name != sp.Campaign.Name {
+		t.Errorf("the campaign found for its space: %q, want %q", name, sp.Campaign.Name)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{Trials: 6}); err != nil {
+		t.Fatalf("resume refused: %v", err)
+	}
+	if got := campaignTrials(t, st, sp.Campaign.Name); len(got) != 6 {
+		t.Errorf("resumed campaign has %d trials, want 6", len(got))
+	}
+}
+
 // TestRaisedBudgetResumedOnAClockBehind: a validated campaign raised from
 // 4 trials to 10 and stopped before it simplified again is resumed, its new
 // trials having finished on a host whose clock is behind the one that
