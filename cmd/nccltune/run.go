@@ -7,10 +7,12 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/nccltune/nccltune/examples"
 	"github.com/nccltune/nccltune/internal/text"
@@ -243,7 +245,8 @@ func (l *progressLog) trial(p tuner.Progress) {
 	if p.Note != "" {
 		l.println(p.Note)
 	}
-	if !l.tty || p.Simplifying {
+	desc, fits := l.fit(bestLine(l.sp, p), p.Budget)
+	if !l.tty || p.Simplifying || !fits {
 		l.println(trialLine(l.sp, p))
 		return
 	}
@@ -252,8 +255,32 @@ func (l *progressLog) trial(p tuner.Progress) {
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
 			progressbar.OptionClearOnFinish())
 	}
-	l.bar.Describe(bestLine(l.sp, p))
+	l.bar.Describe(desc)
 	_ = l.bar.Set(p.Done)
+}
+
+// fit cuts desc, the bar's description, so that the bar's line fits the
+// terminal; it reports false where not even the bar's counts do. A longer
+// line wraps, and each redraw, which returns to the start of its last row
+// only, left the rows above it on the screen, one more every trial.
+func (l *progressLog) fit(desc string, budget int) (string, bool) {
+	ws, err := unix.IoctlGetWinsize(int(l.w.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return desc, true
+	}
+	// What the bar writes after desc: " 42% |bar| (5/12) [1m5s:2m10s]",
+	// the bar as narrow as it must be; the elapsed time with room to grow
+	// before the next trial, the predicted one as long as 9999h59m59s.
+	var elapsed time.Duration
+	if l.bar != nil {
+		elapsed = time.Duration(l.bar.State().SecondsSince) * time.Second
+	}
+	counts := len(fmt.Sprintf(" 100%% || (%d/%d) [%s:9999h59m59s]", budget, budget, elapsed)) + 2
+	room := int(ws.Col) - counts
+	if room < len("best") {
+		return "", false
+	}
+	return text.Prefix(desc, room), true
 }
 
 func (l *progressLog) validation(r store.ValidationRun, done, total int) {

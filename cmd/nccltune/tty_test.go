@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -65,6 +66,45 @@ func TestProgressBarLeavesNoLineOnIt(t *testing.T) {
 		}
 		if m := barEnd.FindString(out.String()); m != "" {
 			t.Errorf("run %v: a line began on the bar: %q", args, m)
+		}
+	}
+}
+
+// TestProgressBarFitsTheTerminal: each line the bar draws over fits the
+// terminal's width. The bar's line, each range's best and the counts, was
+// longer than a narrow terminal (or than any, with long range names): it
+// wrapped, and each redraw, which returns to the start of the last row
+// only, left the rows above it on the screen, one more each trial.
+func TestProgressBarFitsTheTerminal(t *testing.T) {
+	dir := t.TempDir()
+	for _, cols := range []uint16{10, 40, 60} {
+		os.Remove(filepath.Join(dir, "nccltune.db"))
+		controller, tty := openPTY(t)
+		if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: cols}); err != nil {
+			t.Skip("no window size:", err)
+		}
+		cmd := exec.Command(os.Args[0], "run", "--trials", "6", "--no-simplify", "--no-validate")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
+		var out bytes.Buffer
+		read := make(chan struct{})
+		go func() { io.Copy(&out, controller); close(read) }()
+		err := cmd.Run()
+		tty.Close()
+		<-read
+		if err != nil {
+			t.Fatalf("run at %d columns: %v\n%s", cols, err, out.String())
+		}
+		if !strings.Contains(out.String(), "(1/6)") {
+			t.Fatalf("run at %d columns showed no progress:\n%q", cols, out.String())
+		}
+		// The terminal ends each line with "\r\n".
+		for _, line := range strings.Split(strings.ReplaceAll(out.String(), "\r\n", "\n"), "\n") {
+			drawn := strings.Split(line, "\r")
+			for _, over := range drawn[:len(drawn)-1] { // each drawn over by the next
+				if w := utf8.RuneCountInString(over); w > int(cols) {
+					t.Errorf("at %d columns, %d drawn over: %q", cols, w, over)
+				}
+			}
 		}
 	}
 }
