@@ -9,7 +9,8 @@ import (
 // --help, and an unknown topic is a usage error. urfave/cli's own help
 // command listed no subcommands under `help bench`, gave bench's help for
 // `help bench search`, and exited 3, no code the README documents, for
-// `help bogus`. `nccltune --help` and `nccltune -h` printed nothing and
+// `help bogus`; a command's own, `nccltune bench help serch`, still did
+// (exit 0, with bench's help). `nccltune --help` and `nccltune -h` printed nothing and
 // exited 2 ("flag: help requested"): the app's own help command kept
 // urfave/cli from defining its --help flag.
 func TestHelpCommand(t *testing.T) {
@@ -31,6 +32,10 @@ func TestHelpCommand(t *testing.T) {
 		{[]string{"help", "plugin", "build"}, 0, "--cc"},
 		{[]string{"help", "bogus"}, 2, `no command "bogus"`},
 		{[]string{"help", "bench", "serch"}, 2, `no command "serch" under nccltune bench`},
+		{[]string{"bench", "help"}, 0, "groups"},
+		{[]string{"bench", "h", "search"}, 0, "--samplers"},
+		{[]string{"plugin", "help", "build"}, 0, "--cc"},
+		{[]string{"bench", "help", "serch"}, 2, `no command "serch" under nccltune bench`},
 	} {
 		code, out, errOut := nccltune(t, dir, tc.args...)
 		if code != tc.code || !strings.Contains(out+errOut, tc.want) {

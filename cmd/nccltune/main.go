@@ -149,12 +149,14 @@ func (e campaignStopped) Unwrap() error { return e.error }
 // "$SPACE": run would run the built-in example, the others do without a
 // space, read the most recent campaign, write into the working folder or
 // to standard output, or name the default plugin).
-func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
+func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...string) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
 		switch {
 		case len(c.Subcommands) > 0:
-			strict(c.Subcommands, onUsageError)
+			under := append(slices.Clip(path), c.Name)
+			strict(c.Subcommands, onUsageError, under...)
+			c.Subcommands = append(c.Subcommands, helpCommand(under...))
 			if c.Action == nil {
 				c.Action = func(ctx *cli.Context) error {
 					if ctx.Args().Present() {
@@ -240,12 +242,12 @@ func newApp() *cli.App {
 	}
 }
 
-// helpCommand answers `nccltune help [COMMAND [SUBCOMMAND]]` as `nccltune
-// COMMAND SUBCOMMAND --help`, so that both say the same: urfave/cli's own
-// listed no subcommands under `help bench`, gave bench's help for `help
-// bench search`, and exited 3 for an unknown topic, where the app's usage
-// error is 2.
-func helpCommand() *cli.Command {
+// helpCommand answers `nccltune [PATH] help [COMMAND [SUBCOMMAND]]` as
+// `nccltune [PATH] COMMAND SUBCOMMAND --help`, so that both say the same:
+// urfave/cli's own listed no subcommands under `help bench`, gave bench's
+// help for `help bench search`, and exited 0 (`bench help serch`) or 3
+// (`help serch`) for an unknown topic, where the app's usage error is 2.
+func helpCommand(path ...string) *cli.Command {
 	return &cli.Command{
 		Name:            "help",
 		Aliases:         []string{"h"},
@@ -253,10 +255,11 @@ func helpCommand() *cli.Command {
 		ArgsUsage:       "[COMMAND [SUBCOMMAND]]",
 		SkipFlagParsing: true,
 		Action: func(c *cli.Context) error {
-			if !c.Args().Present() || strings.HasPrefix(c.Args().First(), "-") { // help, help -h
-				return cli.ShowAppHelp(c)
+			args := append([]string{c.App.Name}, path...)
+			if c.Args().Present() && !strings.HasPrefix(c.Args().First(), "-") { // not help -h
+				args = append(args, c.Args().Slice()...)
 			}
-			return c.App.RunContext(c.Context, append(append([]string{c.App.Name}, c.Args().Slice()...), "--help"))
+			return c.App.RunContext(c.Context, append(args, "--help"))
 		},
 	}
 }
