@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -73,7 +72,7 @@ func compareCommand() *cli.Command {
 				return errors.Join(writeJSON(os.Stdout, rows), failed)
 			}
 			// A failed run's verdict quotes the benchmark's output: escaped, as status's table.
-			tw := tabwriter.NewWriter(terminal{os.Stdout}, 0, 0, 2, ' ', tabwriter.AlignRight)
+			tw := newTable(terminal{os.Stdout})
 			m := sp.Measure(sp.Ranges[0])
 			fmt.Fprintf(tw, "range\tsizes\tA %s\tB %s\tB vs A (95%% CI)\tverdict\t\n", m, m)
 			for _, r := range res {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -274,7 +273,7 @@ func printDoctor(out io.Writer, nodes []nodeReport, cluster []doctor.Result) err
 	// table or drive the terminal.
 	print := func(title string, results []doctor.Result) {
 		fmt.Fprintln(w, text.Clean(title))
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := &table{w: w, left: true}
 		for _, r := range results {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.Clean(strings.ToUpper(string(r.Status))), text.Clean(r.Layer), text.Clean(r.Check), text.Clean(r.Detail))
 			if r.Fix != "" && r.Status != doctor.OK && r.Status != doctor.Skip {
