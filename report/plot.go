@@ -261,10 +261,17 @@ func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) 
 	}
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
+	drawn := false
 	for i, xy := range convergence(sp, trials) {
 		if err := addLine(p, shorten(sp.Ranges[i].Name, nameWidth), xy, lineStyle(i)); err != nil {
 			return nil, err
 		}
+		drawn = drawn || len(finite(xy)) > 0
+	}
+	if !drawn {
+		// Nothing to divide by: the plot was blank, on gonum's axis of no
+		// data, -1 to 1, which reads as a ratio the search lost.
+		p.Title.Text += ": no run of NCCL's defaults completed, nothing to compare with"
 	}
 	roomForLegend(p)
 	return p, nil

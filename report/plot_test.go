@@ -716,3 +716,23 @@ func TestLegendOfALongRangeName(t *testing.T) {
 		}
 	}
 }
+
+// TestConvergenceWithoutTheDefaults: where no run of NCCL's defaults
+// completed, there is nothing to divide by, and the plot says so; it was
+// blank, on an axis from -1 to 1 of a ratio, which reads as the search's
+// trials lost.
+func TestConvergenceWithoutTheDefaults(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := []store.Trial{{Number: 0, State: store.Failed}, {Number: 1, State: store.Failed},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{"all": 1}}}
+	p, err := convergencePlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Title.Text, "no run of NCCL's defaults completed") {
+		t.Errorf("title %q", p.Title.Text)
+	}
+}
