@@ -124,3 +124,35 @@ sleep 60 & wait
 		t.Errorf("status after the signals: %d\n%s", code, out)
 	}
 }
+
+// TestProfileOfAWaitingPipeStops: a signal stops `nccltune profile -`
+// reading a pipe (or a terminal) that has not ended: exit 130 at once.
+// Closing standard input, which a shell opens blocking, ended no read
+// under way, so it read on until the pipe ended or a minute had passed.
+func TestProfileOfAWaitingPipeStops(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "profile", "-")
+	cmd.Dir = t.TempDir()
+	in, err := cmd.StdinPipe() // written to by no one, never closed until the end
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+			t.Errorf("profile - stopped: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Errorf("profile - still read 10 s after the signal")
+	}
+}
