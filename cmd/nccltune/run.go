@@ -221,7 +221,9 @@ type progressLog struct {
 }
 
 func newProgressLog(w *os.File, sp *space.Space) *progressLog {
-	return &progressLog{w: w, sp: sp, tty: isatty.IsTerminal(w.Fd())}
+	// A dumb terminal (Emacs's shell, some CI consoles) may not return to
+	// a line's start, and showed each redraw of the bar on a line of its own.
+	return &progressLog{w: w, sp: sp, tty: isatty.IsTerminal(w.Fd()) && os.Getenv("TERM") != "dumb"}
 }
 
 // clear clears the bar, if one shows; the next trial draws it again.

@@ -52,6 +52,7 @@ func TestProgressBarLeavesNoLineOnIt(t *testing.T) {
 		controller, tty := openPTY(t)
 		cmd := exec.Command(os.Args[0], append([]string{"run", "--space", spaceFile}, args...)...)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
+		cmd.Env = append(os.Environ(), "TERM=xterm") // a bar, wherever the test runs
 		var out bytes.Buffer
 		read := make(chan struct{})
 		go func() { io.Copy(&out, controller); close(read) }()
@@ -85,6 +86,7 @@ func TestProgressBarFitsTheTerminal(t *testing.T) {
 		}
 		cmd := exec.Command(os.Args[0], "run", "--trials", "6", "--no-simplify", "--no-validate")
 		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
+		cmd.Env = append(os.Environ(), "TERM=xterm")
 		var out bytes.Buffer
 		read := make(chan struct{})
 		go func() { io.Copy(&out, controller); close(read) }()
@@ -106,5 +108,29 @@ func TestProgressBarFitsTheTerminal(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestNoProgressBarOnADumbTerminal: a terminal that says it is dumb
+// (TERM=dumb: Emacs's shell, some CI consoles), which may not return to a
+// line's start, gets one line per trial, as a file does; it got the bar,
+// each redraw its own line of bar there.
+func TestNoProgressBarOnADumbTerminal(t *testing.T) {
+	dir := t.TempDir()
+	controller, tty := openPTY(t)
+	cmd := exec.Command(os.Args[0], "run", "--trials", "4", "--no-simplify", "--no-validate")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
+	cmd.Env = append(os.Environ(), "TERM=dumb")
+	var out bytes.Buffer
+	read := make(chan struct{})
+	go func() { io.Copy(&out, controller); close(read) }()
+	err := cmd.Run()
+	tty.Close()
+	<-read
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if got := out.String(); !strings.Contains(got, "trial 3 (4/4)") || strings.Contains(strings.ReplaceAll(got, "\r\n", "\n"), "\r") {
+		t.Errorf("run on TERM=dumb:\n%q", got)
 	}
 }
