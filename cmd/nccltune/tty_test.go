@@ -99,6 +99,9 @@ func TestProgressBarFitsTheTerminal(t *testing.T) {
 		if !strings.Contains(out.String(), "(1/6)") {
 			t.Fatalf("run at %d columns showed no progress:\n%q", cols, out.String())
 		}
+		if bar := strings.Contains(out.String(), "| (1/6)"); bar != (cols >= 40) { // room for the counts, or not
+			t.Errorf("run at %d columns: bar shown %v:\n%q", cols, bar, out.String())
+		}
 		// The terminal ends each line with "\r\n".
 		for _, line := range strings.Split(strings.ReplaceAll(out.String(), "\r\n", "\n"), "\n") {
 			drawn := strings.Split(line, "\r")
