@@ -98,3 +98,25 @@ func TestAppHelpFlagWithAnUnknownTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegerFlagsAreDecimal: an integer flag is read in decimal, as the
+// space file's integers are: Go's flag package read a leading 0 as octal
+// (--rounds 01001 was 513 rounds, --trials 010 eight trials) and took 0x
+// hexadecimal.
+func TestIntegerFlagsAreDecimal(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", "--store", "none.db", "--rounds", "01001"}, "not 1001"},
+		{[]string{"validate", "--store", "none.db", "--rounds=01001"}, "not 1001"},
+		{[]string{"run", "--trials", "0x10"}, `invalid value "0x10" for flag`},
+		{[]string{"bench", "job", "--seeds", "0_1"}, `invalid value "0_1" for flag`},
+	} {
+		code, out, errOut := nccltune(t, dir, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("nccltune %v: exit %d, want 2 and %q\n%s%s", tc.args, code, tc.want, out, errOut)
+		}
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -152,6 +154,14 @@ func (e campaignStopped) Unwrap() error { return e.error }
 func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...string) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
+		for i, f := range c.Flags {
+			switch f := f.(type) {
+			case *cli.IntFlag:
+				c.Flags[i] = decimalInt{f}
+			case *cli.Int64Flag:
+				c.Flags[i] = decimalInt64{f}
+			}
+		}
 		switch {
 		case len(c.Subcommands) > 0:
 			under := append(slices.Clip(path), c.Name)
@@ -185,6 +195,47 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...
 		}
 	}
 }
+
+// decimalInt and decimalInt64 read an integer flag in decimal, as the
+// space file's integers are: Go's flag package, which urfave/cli parses
+// with, reads a leading 0 as octal (--rounds 01001 was 513 rounds) and 0x
+// as hexadecimal.
+type decimalInt struct{ *cli.IntFlag }
+type decimalInt64 struct{ *cli.Int64Flag }
+
+func (f decimalInt) Apply(set *flag.FlagSet) error   { return decimalize(set, f.IntFlag) }
+func (f decimalInt64) Apply(set *flag.FlagSet) error { return decimalize(set, f.Int64Flag) }
+
+// decimalize applies f to set, each of its names then read by one decimal.
+func decimalize(set *flag.FlagSet, f cli.Flag) error {
+	if err := f.Apply(set); err != nil {
+		return err
+	}
+	d := new(decimal)
+	for _, name := range f.Names() {
+		fl := set.Lookup(name)
+		if err := d.Set(fl.Value.String()); err != nil { // the default
+			return err
+		}
+		fl.Value = d
+	}
+	return nil
+}
+
+// decimal is a flag.Value of an integer written in decimal. urfave/cli
+// reads the flag's value back from String.
+type decimal int64
+
+func (d *decimal) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return errors.New("not a decimal integer")
+	}
+	*d = decimal(n)
+	return nil
+}
+
+func (d *decimal) String() string { return strconv.FormatInt(int64(*d), 10) }
 
 // writeJSON writes v as indented JSON, for --json.
 func writeJSON(w io.Writer, v any) error {
