@@ -38,6 +38,11 @@ func compareCommand() *cli.Command {
 			if err := tuner.CheckRounds(c.Int("rounds")); err != nil {
 				return usageError{fmt.Errorf("--rounds: %w", err)}
 			}
+			// Each names the benchmark to compare on; the campaign's was left
+			// unread without a word.
+			if c.IsSet("space") && (c.IsSet("store") || c.IsSet("campaign")) {
+				return usageError{errors.New("--space, or --store and --campaign: give one, the benchmark, launcher and ranges to compare on")}
+			}
 			a, errA := export.ReadEnvFile(c.Args().Get(0))
 			b, errB := export.ReadEnvFile(c.Args().Get(1))
 			if err := errors.Join(errA, errB); err != nil {
