@@ -156,3 +156,25 @@ func TestProfileOfAWaitingPipeStops(t *testing.T) {
 		t.Errorf("profile - still read 10 s after the signal")
 	}
 }
+
+// TestSimDiesOfASignal: the simulated cluster, a stand-in for nccl-tests,
+// dies of SIGINT or SIGTERM as nccl-tests does. nccltune's own handler
+// caught them, so that a paced run went on to its end and exited 0 with a
+// whole table, a stopped benchmark read as one that ran.
+func TestSimDiesOfASignal(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd := exec.Command(os.Args[0], "sim", "-pace=1", "-nodes=2", "-fabric=ib", "all_reduce_perf", "-b", "1G", "-e", "1G", "-g", "16")
+		var stdout bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		start := time.Now()
+		cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != sig || time.Since(start) > 3*time.Second {
+			t.Errorf("sim after %v: %v after %v\n%s", sig, err, time.Since(start), stdout.String())
+		}
+	}
+}

@@ -8,10 +8,12 @@ import (
 	"maps"
 	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -600,6 +602,10 @@ func simCommand() *cli.Command {
 		UsageText:       sim.Usage,
 		SkipFlagParsing: true,
 		Action: func(c *cli.Context) error {
+			// A stand-in for nccl-tests dies of the signals that end it, as
+			// nccl-tests does: caught by nccltune's stop, a paced run went on
+			// to its end and exited 0, a stopped benchmark read as one that ran.
+			signal.Reset(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			// sim.Main drops write errors: output lost (a full disk) fails the command.
 			out := &stickyWriter{w: os.Stdout}
 			if code := sim.Main(c.Args().Slice(), os.Environ(), out, os.Stderr); code != 0 {
