@@ -59,6 +59,11 @@ func doctorCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// A signal stops the check under way, which then reads as failed:
+			// no failure of the cluster, and no report.
+			if err := c.Context.Err(); err != nil {
+				return err
+			}
 			if c.Bool("json") {
 				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": list(cluster)}); err != nil {
 					return err

@@ -178,3 +178,25 @@ func TestSimDiesOfASignal(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorInterrupted: doctor stopped by a signal exits 130, saying it
+// was interrupted; it exited 1 with its report, where the check the signal
+// stopped failed ("interrupted: campaign stopped while the trial ran"), a
+// failure of the cluster that nothing had found.
+func TestDoctorInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "asleep", 4, "sleep 30\n")
+	cmd := exec.Command(os.Args[0], "doctor", "--space", spaceFile, "--python", "")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "nccltune: interrupted") || strings.Contains(stdout.String(), "FAIL") {
+		t.Errorf("doctor stopped: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+}
