@@ -76,7 +76,7 @@ func doctorCommand() *cli.Command {
 				results = append(results, n.Results...)
 			}
 			if slices.ContainsFunc(results, func(r doctor.Result) bool { return r.Status == doctor.Fail }) {
-				return cli.Exit("", exitFailure)
+				return exitCode(exitFailure)
 			}
 			return nil
 		},

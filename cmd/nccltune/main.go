@@ -96,12 +96,9 @@ func run(args []string) int {
 		fmt.Fprintln(stderr, "nccltune:", err)
 		return exitUsage
 	default:
-		var ec cli.ExitCoder
-		if errors.As(err, &ec) {
-			if msg := err.Error(); msg != "" {
-				fmt.Fprintln(stderr, "nccltune:", msg)
-			}
-			return ec.ExitCode()
+		var code exitCode
+		if errors.As(err, &code) { // said already
+			return int(code)
 		}
 		msg := err.Error()
 		if store.NoRoom(err) {
@@ -113,6 +110,14 @@ func run(args []string) int {
 }
 
 type usageError struct{ error }
+
+// exitCode ends nccltune with its code, the command having said why. Not
+// urfave/cli's ExitCoder, which an exec.ExitError that a command's error
+// wraps (a compiler's) also is: nccltune exited with that program's code,
+// or 255 for a signal, codes it does not document.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 // noCommand is the usage error of a command name that names none.
 func noCommand(name string) error {

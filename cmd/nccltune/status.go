@@ -609,7 +609,7 @@ func simCommand() *cli.Command {
 			// sim.Main drops write errors: output lost (a full disk) fails the command.
 			out := &stickyWriter{w: os.Stdout}
 			if code := sim.Main(c.Args().Slice(), os.Environ(), out, os.Stderr); code != 0 {
-				return cli.Exit("", code)
+				return exitCode(code)
 			}
 			return out.err
 		},
