@@ -200,3 +200,25 @@ func TestDoctorInterrupted(t *testing.T) {
 		t.Errorf("doctor stopped: %v\n%s%s", err, stdout.String(), stderr.String())
 	}
 }
+
+// TestPluginBuildInterrupted: Ctrl-C during `plugin build` (its signal to
+// the terminal's whole process group, the compiler with it) exits 130,
+// interrupted; it exited 1, the build failed ("signal: interrupt").
+func TestPluginBuildInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	cc := filepath.Join(dir, "slowcc")
+	os.WriteFile(cc, []byte("#!/bin/sh\nsleep 30\n"), 0o755)
+	cmd := exec.Command(os.Args[0], "plugin", "build", "--cc", cc, "--out", filepath.Join(dir, "out"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "nccltune: interrupted") {
+		t.Errorf("plugin build stopped: %v\n%s", err, stderr.String())
+	}
+}
