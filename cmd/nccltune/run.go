@@ -279,10 +279,16 @@ func (l *progressLog) fit(desc string, budget int) (string, bool) {
 	}
 	counts := len(fmt.Sprintf(" 100%% || (%d/%d) [%s:9999h59m59s]", budget, budget, elapsed)) + 2
 	room := int(ws.Col) - counts
-	if room < len("best") {
+	const more = " ..."
+	switch {
+	case len(desc) <= room:
+		return desc, true
+	case room < len("best"+more):
 		return "", false
 	}
-	return text.Prefix(desc, room), true
+	// Cut between words: a number cut short reads as a smaller one.
+	cut := text.Prefix(desc, room-len(more)+1)
+	return cut[:strings.LastIndexByte(cut, ' ')] + more, true
 }
 
 func (l *progressLog) validation(r store.ValidationRun, done, total int) {
