@@ -107,7 +107,7 @@ func busBWPlot(sp *space.Space, choices []results.RangeResult, trials []store.Tr
 				continue
 			}
 			runs, xy := configLine(sp, trials, ch.Params, coll, &r.Range)
-			label := prefix + r.Range.Name + ": " + runs
+			label := prefix + shorten(r.Range.Name, nameWidth) + ": " + runs
 			if r.Range.Name == coll && prefix != "" {
 				label = prefix + "tuned (" + runs + ")" // a workload's range, which the prefix names
 			}
@@ -167,7 +167,7 @@ func measuredPlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) {
 		}
 		prefix := ""
 		if len(sp.Ranges) > 1 {
-			prefix = r.Name + ": "
+			prefix = shorten(r.Name, nameWidth) + ": "
 		}
 		for _, set := range []struct {
 			label string
@@ -261,10 +261,17 @@ func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) 
 	}
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
+	drawn := false
 	for i, xy := range convergence(sp, trials) {
-		if err := addLine(p, sp.Ranges[i].Name, xy, lineStyle(i)); err != nil {
+		if err := addLine(p, shorten(sp.Ranges[i].Name, nameWidth), xy, lineStyle(i)); err != nil {
 			return nil, err
 		}
+		drawn = drawn || len(finite(xy)) > 0
+	}
+	if !drawn {
+		// Nothing to divide by: the plot was blank, on gonum's axis of no
+		// data, -1 to 1, which reads as a ratio the search lost.
+		p.Title.Text += ": no run of NCCL's defaults completed, nothing to compare with"
 	}
 	roomForLegend(p)
 	return p, nil
@@ -513,6 +520,10 @@ func labelled(ticks []plot.Tick, min, max float64) int {
 	}
 	return n
 }
+
+// nameWidth is as many characters of a range's name as a legend shows: a
+// name as long as the space file takes ran past the plot's edge.
+const nameWidth = 40
 
 // shorten cuts a label from the space file (a command's metric unit) to n
 // runes: the axis is as tall as the plot, and a label longer than it took

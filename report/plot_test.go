@@ -679,3 +679,60 @@ func TestBusBWLabelsOfAWorkload(t *testing.T) {
 		}
 	}
 }
+
+// TestLegendOfALongRangeName: a range's name, as long as the space file
+// takes it, is cut short in the legends; it ran past the plot's edge, the
+// legend over the axis and its labels.
+func TestLegendOfALongRangeName(t *testing.T) {
+	name := strings.Repeat("r", 200)
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[[range]]\nname = \""+name+"\"\nmin = \"1K\"\nmax = \"2M\"\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trials []store.Trial
+	for n, slow := range []float64{1.5, 1.4, 1} {
+		tr := store.Trial{Number: n, State: store.Complete}
+		if n == 2 {
+			tr.Params, tr.Env = map[string]string{"NCCL_ALGO": "Ring"}, []string{"NCCL_ALGO=Ring"}
+		}
+		for _, size := range sp.Sizes.List() {
+			m := nccltests.Measure{TimeUs: slow * (5 + float64(size)/2e4), AlgBW: 1 / slow, BusBW: 2 / slow}
+			tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
+		}
+		tr.Scores = map[string]float64{name: results.Scores(sp, tr.Rows)[0]}
+		trials = append(trials, tr)
+	}
+	busbw, err := busBWPlot(sp, results.Of(sp, trials, nil), trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := convergencePlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for plotName, p := range map[string]*plot.Plot{"busbw": busbw, "convergence": conv} {
+		if w := p.Legend.Rectangle(draw.Canvas{}).Size().X; w > width/2 {
+			t.Errorf("%s's legend is %.0f points wide, of a plot %.0f wide", plotName, w, width)
+		}
+	}
+}
+
+// TestConvergenceWithoutTheDefaults: where no run of NCCL's defaults
+// completed, there is nothing to divide by, and the plot says so; it was
+// blank, on an axis from -1 to 1 of a ratio, which reads as the search's
+// trials lost.
+func TestConvergenceWithoutTheDefaults(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := []store.Trial{{Number: 0, State: store.Failed}, {Number: 1, State: store.Failed},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{"all": 1}}}
+	p, err := convergencePlot(sp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Title.Text, "no run of NCCL's defaults completed") {
+		t.Errorf("title %q", p.Title.Text)
+	}
+}

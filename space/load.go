@@ -277,6 +277,11 @@ func parse(filename string, data []byte) (*Space, error, error) {
 // outside --out.
 func FileWord(name string) bool { return fileWordRE.MatchString(name) }
 
+// MaxRangeName is the longest range name: it names the export's files, of
+// which nccl-NAME.torchrun.sh is the longest, and a file name holds 255
+// bytes (NAME_MAX).
+const MaxRangeName = 255 - len("nccl-.torchrun.sh")
+
 var fileWordRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // simKeyRE is a [simulator] key as the simulator's flag names its settings.
@@ -777,6 +782,8 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 		case len(b.errs) > nerr: // a bound did not parse; its error says so
 		case !FileWord(r.Name):
 			b.errorf(line, "range name %q must be letters, digits, '-' or '_' (it names the env file)", r.Name)
+		case len(r.Name) > MaxRangeName:
+			b.errorf(line, "range name %s... is %d characters long: it names the export's files (nccl-NAME.torchrun.sh), and a file name holds 255 bytes; at most %d", r.Name[:20], len(r.Name), MaxRangeName)
 		case rg.Max <= rg.Min:
 			b.errorf(line, "range %s: max must exceed min", r.Name)
 		case names[r.Name]:

@@ -99,6 +99,10 @@ values = ["LL9"]`, []string{`NCCL_PROTO: "LL9" is not one of LL, LL128, Simple`}
 		{"unknown key", `seed = 7`, `sed = 7`, []string{"bad.toml:5:", `unknown key "campaign.sed"`}},
 		{"bad size", `max = "64K"`, `max = "64Q"`, []string{"bad.toml:11:", `invalid size "64Q"`}},
 		{"overlap", `min = "64K"`, `min = "32K"`, []string{"overlaps another range"}},
+		// It names the export's files, nccl-NAME.torchrun.sh the longest: export failed after the
+		// campaign had run ("file name too long").
+		{"range name past a file name", `name = "small"`, `name = "` + strings.Repeat("s", 239) + `"`,
+			[]string{"bad.toml:9:", "is 239 characters long: it names the export's files (nccl-NAME.torchrun.sh)"}},
 		{"condition order", `when = { NCCL_ALGO = ["Ring", "default"] }`, `when = { NCCL_PROTO = "LL" }`,
 			[]string{"condition on NCCL_PROTO, which is neither an earlier param nor fixed"}},
 		{"timeout", `timeout = "90s"`, `timeout = "soon"`, []string{"bad.toml:21:", "not a positive duration"}},

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -232,7 +231,7 @@ func benchSearch(c *cli.Context) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(os.Stdout)
 	trialsTo := func(n float64) string {
 		if n > float64(o.Trials) {
 			return fmt.Sprintf(">%d", o.Trials)
@@ -285,7 +284,7 @@ type family struct {
 // printFamily prints a family's table: per strategy, the median and 90th
 // percentile over it of the worst range's regret and of the trials to 3%;
 // and, where its misses are diagnosed, why.
-func printFamily(tw *tabwriter.Writer, f family, trialsTo func(float64) string) error {
+func printFamily(tw *table, f family, trialsTo func(float64) string) error {
 	fmt.Printf("%d %s, one campaign per strategy each: median and 90th percentile over them\n", len(f.scenarios), f.name)
 	fmt.Fprintln(tw, "sampler\tregret@40 median\tp90\tregret@80 median\tp90\ttrials to 3% median\tp90\tbest tried@40\t@80\t")
 	for _, row := range f.summary {
@@ -376,7 +375,7 @@ func benchJobCommand() *cli.Command {
 			if c.Bool("json") {
 				return writeJSON(os.Stdout, runs)
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			tw := newTable(os.Stdout)
 			fmt.Fprintln(tw, "scenario\tdefaults s\tbest s\tjob file s (median)\tregret median\tregret worst\tgain over defaults\t")
 			for _, name := range scenarios {
 				rs := runs[name]
@@ -446,7 +445,7 @@ func benchGroupsCommand() *cli.Command {
 			if c.Bool("json") {
 				return writeJSON(os.Stdout, res)
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			tw := newTable(os.Stdout)
 			fmt.Fprintln(tw, "scenario\tgroups\tregret at the end\twall s\tshare\twall s to one group's end regret\tshare\t")
 			var ref quality.GroupsResult
 			for _, r := range res {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -38,6 +37,11 @@ func compareCommand() *cli.Command {
 			}
 			if err := tuner.CheckRounds(c.Int("rounds")); err != nil {
 				return usageError{fmt.Errorf("--rounds: %w", err)}
+			}
+			// Each names the benchmark to compare on; the campaign's was left
+			// unread without a word.
+			if c.IsSet("space") && (c.IsSet("store") || c.IsSet("campaign")) {
+				return usageError{errors.New("--space, or --store and --campaign: give one, the benchmark, launcher and ranges to compare on")}
 			}
 			a, errA := export.ReadEnvFile(c.Args().Get(0))
 			b, errB := export.ReadEnvFile(c.Args().Get(1))
@@ -73,7 +77,7 @@ func compareCommand() *cli.Command {
 				return errors.Join(writeJSON(os.Stdout, rows), failed)
 			}
 			// A failed run's verdict quotes the benchmark's output: escaped, as status's table.
-			tw := tabwriter.NewWriter(terminal{os.Stdout}, 0, 0, 2, ' ', tabwriter.AlignRight)
+			tw := newTable(terminal{os.Stdout})
 			m := sp.Measure(sp.Ranges[0])
 			fmt.Fprintf(tw, "range\tsizes\tA %s\tB %s\tB vs A (95%% CI)\tverdict\t\n", m, m)
 			for _, r := range res {

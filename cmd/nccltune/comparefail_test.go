@@ -77,3 +77,18 @@ done
 	os.WriteFile(filepath.Join(dir, "b.env"), []byte("export NCCL_ALGO='Tree'\n"), 0o644)
 	return dir, spaceFile
 }
+
+// TestCompareOfASpaceAndACampaign: --space and --store or --campaign name
+// two benchmarks to compare on, and compare reads one: a usage error. It
+// ran on the space's, the campaign named left unread without a word.
+func TestCompareOfASpaceAndACampaign(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.env"), []byte("NCCL_ALGO=Ring\n"), 0o644)
+	spaceFile, _ := filepath.Abs("../../examples/sim-2node-ib.toml")
+	for _, flag := range []string{"--campaign=other", "--store=other.db"} {
+		code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, flag, "--rounds", "2", "a.env", "a.env")
+		if code != 2 || !strings.Contains(errOut, "--space") {
+			t.Errorf("compare --space %s: exit %d\n%s%s", flag, code, out, errOut)
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -60,6 +59,11 @@ func doctorCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// A signal stops the check under way, which then reads as failed:
+			// no failure of the cluster, and no report.
+			if err := c.Context.Err(); err != nil {
+				return err
+			}
 			if c.Bool("json") {
 				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": list(cluster)}); err != nil {
 					return err
@@ -72,7 +76,7 @@ func doctorCommand() *cli.Command {
 				results = append(results, n.Results...)
 			}
 			if slices.ContainsFunc(results, func(r doctor.Result) bool { return r.Status == doctor.Fail }) {
-				return cli.Exit("", exitFailure)
+				return exitCode(exitFailure)
 			}
 			return nil
 		},
@@ -274,7 +278,7 @@ func printDoctor(out io.Writer, nodes []nodeReport, cluster []doctor.Result) err
 	// table or drive the terminal.
 	print := func(title string, results []doctor.Result) {
 		fmt.Fprintln(w, text.Clean(title))
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := &table{w: w, left: true}
 		for _, r := range results {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.Clean(strings.ToUpper(string(r.Status))), text.Clean(r.Layer), text.Clean(r.Check), text.Clean(r.Detail))
 			if r.Fix != "" && r.Status != doctor.OK && r.Status != doctor.Skip {

@@ -9,7 +9,8 @@ import (
 // --help, and an unknown topic is a usage error. urfave/cli's own help
 // command listed no subcommands under `help bench`, gave bench's help for
 // `help bench search`, and exited 3, no code the README documents, for
-// `help bogus`. `nccltune --help` and `nccltune -h` printed nothing and
+// `help bogus`; a command's own, `nccltune bench help serch`, still did
+// (exit 0, with bench's help). `nccltune --help` and `nccltune -h` printed nothing and
 // exited 2 ("flag: help requested"): the app's own help command kept
 // urfave/cli from defining its --help flag.
 func TestHelpCommand(t *testing.T) {
@@ -31,6 +32,10 @@ func TestHelpCommand(t *testing.T) {
 		{[]string{"help", "plugin", "build"}, 0, "--cc"},
 		{[]string{"help", "bogus"}, 2, `no command "bogus"`},
 		{[]string{"help", "bench", "serch"}, 2, `no command "serch" under nccltune bench`},
+		{[]string{"bench", "help"}, 0, "groups"},
+		{[]string{"bench", "h", "search"}, 0, "--samplers"},
+		{[]string{"plugin", "help", "build"}, 0, "--cc"},
+		{[]string{"bench", "help", "serch"}, 2, `no command "serch" under nccltune bench`},
 	} {
 		code, out, errOut := nccltune(t, dir, tc.args...)
 		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
@@ -90,6 +95,28 @@ func TestAppHelpFlagWithAnUnknownTopic(t *testing.T) {
 		code, out, errOut := nccltune(t, dir, args...)
 		if code != 2 || !strings.Contains(errOut, `no command "serch"`) || strings.Contains(errOut, "panic") {
 			t.Errorf("nccltune %v: exit %d\nstdout %q\nstderr %q", args, code, out, errOut)
+		}
+	}
+}
+
+// TestIntegerFlagsAreDecimal: an integer flag is read in decimal, as the
+// space file's integers are: Go's flag package read a leading 0 as octal
+// (--rounds 01001 was 513 rounds, --trials 010 eight trials) and took 0x
+// hexadecimal.
+func TestIntegerFlagsAreDecimal(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", "--store", "none.db", "--rounds", "01001"}, "not 1001"},
+		{[]string{"validate", "--store", "none.db", "--rounds=01001"}, "not 1001"},
+		{[]string{"run", "--trials", "0x10"}, `invalid value "0x10" for flag`},
+		{[]string{"bench", "job", "--seeds", "0_1"}, `invalid value "0_1" for flag`},
+	} {
+		code, out, errOut := nccltune(t, dir, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("nccltune %v: exit %d, want 2 and %q\n%s%s", tc.args, code, tc.want, out, errOut)
 		}
 	}
 }

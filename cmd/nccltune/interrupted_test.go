@@ -124,3 +124,101 @@ sleep 60 & wait
 		t.Errorf("status after the signals: %d\n%s", code, out)
 	}
 }
+
+// TestProfileOfAWaitingPipeStops: a signal stops `nccltune profile -`
+// reading a pipe (or a terminal) that has not ended: exit 130 at once.
+// Closing standard input, which a shell opens blocking, ended no read
+// under way, so it read on until the pipe ended or a minute had passed.
+func TestProfileOfAWaitingPipeStops(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "profile", "-")
+	cmd.Dir = t.TempDir()
+	in, err := cmd.StdinPipe() // written to by no one, never closed until the end
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+			t.Errorf("profile - stopped: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Errorf("profile - still read 10 s after the signal")
+	}
+}
+
+// TestSimDiesOfASignal: the simulated cluster, a stand-in for nccl-tests,
+// dies of SIGINT or SIGTERM as nccl-tests does. nccltune's own handler
+// caught them, so that a paced run went on to its end and exited 0 with a
+// whole table, a stopped benchmark read as one that ran.
+func TestSimDiesOfASignal(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd := exec.Command(os.Args[0], "sim", "-pace=1", "-nodes=2", "-fabric=ib", "all_reduce_perf", "-b", "1G", "-e", "1G", "-g", "16")
+		var stdout bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		start := time.Now()
+		cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != sig || time.Since(start) > 3*time.Second {
+			t.Errorf("sim after %v: %v after %v\n%s", sig, err, time.Since(start), stdout.String())
+		}
+	}
+}
+
+// TestDoctorInterrupted: doctor stopped by a signal exits 130, saying it
+// was interrupted; it exited 1 with its report, where the check the signal
+// stopped failed ("interrupted: campaign stopped while the trial ran"), a
+// failure of the cluster that nothing had found.
+func TestDoctorInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "asleep", 4, "sleep 30\n")
+	cmd := exec.Command(os.Args[0], "doctor", "--space", spaceFile, "--python", "")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "nccltune: interrupted") || strings.Contains(stdout.String(), "FAIL") {
+		t.Errorf("doctor stopped: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+}
+
+// TestPluginBuildInterrupted: Ctrl-C during `plugin build` (its signal to
+// the terminal's whole process group, the compiler with it) exits 130,
+// interrupted; it exited 1, the build failed ("signal: interrupt").
+func TestPluginBuildInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	cc := filepath.Join(dir, "slowcc")
+	os.WriteFile(cc, []byte("#!/bin/sh\nsleep 30\n"), 0o755)
+	cmd := exec.Command(os.Args[0], "plugin", "build", "--cc", cc, "--out", filepath.Join(dir, "out"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "nccltune: interrupted") {
+		t.Errorf("plugin build stopped: %v\n%s", err, stderr.String())
+	}
+}

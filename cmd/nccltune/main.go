@@ -7,11 +7,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -94,12 +96,9 @@ func run(args []string) int {
 		fmt.Fprintln(stderr, "nccltune:", err)
 		return exitUsage
 	default:
-		var ec cli.ExitCoder
-		if errors.As(err, &ec) {
-			if msg := err.Error(); msg != "" {
-				fmt.Fprintln(stderr, "nccltune:", msg)
-			}
-			return ec.ExitCode()
+		var code exitCode
+		if errors.As(err, &code) { // said already
+			return int(code)
 		}
 		msg := err.Error()
 		if store.NoRoom(err) {
@@ -111,6 +110,14 @@ func run(args []string) int {
 }
 
 type usageError struct{ error }
+
+// exitCode ends nccltune with its code, the command having said why. Not
+// urfave/cli's ExitCoder, which an exec.ExitError that a command's error
+// wraps (a compiler's) also is: nccltune exited with that program's code,
+// or 255 for a signal, codes it does not document.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 // noCommand is the usage error of a command name that names none.
 func noCommand(name string) error {
@@ -149,12 +156,22 @@ func (e campaignStopped) Unwrap() error { return e.error }
 // "$SPACE": run would run the built-in example, the others do without a
 // space, read the most recent campaign, write into the working folder or
 // to standard output, or name the default plugin).
-func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
+func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...string) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
+		for i, f := range c.Flags {
+			switch f := f.(type) {
+			case *cli.IntFlag:
+				c.Flags[i] = decimalInt{f}
+			case *cli.Int64Flag:
+				c.Flags[i] = decimalInt64{f}
+			}
+		}
 		switch {
 		case len(c.Subcommands) > 0:
-			strict(c.Subcommands, onUsageError)
+			under := append(slices.Clip(path), c.Name)
+			strict(c.Subcommands, onUsageError, under...)
+			c.Subcommands = append(c.Subcommands, helpCommand(under...))
 			if c.Action == nil {
 				c.Action = func(ctx *cli.Context) error {
 					if ctx.Args().Present() {
@@ -183,6 +200,47 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc) {
 		}
 	}
 }
+
+// decimalInt and decimalInt64 read an integer flag in decimal, as the
+// space file's integers are: Go's flag package, which urfave/cli parses
+// with, reads a leading 0 as octal (--rounds 01001 was 513 rounds) and 0x
+// as hexadecimal.
+type decimalInt struct{ *cli.IntFlag }
+type decimalInt64 struct{ *cli.Int64Flag }
+
+func (f decimalInt) Apply(set *flag.FlagSet) error   { return decimalize(set, f.IntFlag) }
+func (f decimalInt64) Apply(set *flag.FlagSet) error { return decimalize(set, f.Int64Flag) }
+
+// decimalize applies f to set, each of its names then read by one decimal.
+func decimalize(set *flag.FlagSet, f cli.Flag) error {
+	if err := f.Apply(set); err != nil {
+		return err
+	}
+	d := new(decimal)
+	for _, name := range f.Names() {
+		fl := set.Lookup(name)
+		if err := d.Set(fl.Value.String()); err != nil { // the default
+			return err
+		}
+		fl.Value = d
+	}
+	return nil
+}
+
+// decimal is a flag.Value of an integer written in decimal. urfave/cli
+// reads the flag's value back from String.
+type decimal int64
+
+func (d *decimal) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return errors.New("not a decimal integer")
+	}
+	*d = decimal(n)
+	return nil
+}
+
+func (d *decimal) String() string { return strconv.FormatInt(int64(*d), 10) }
 
 // writeJSON writes v as indented JSON, for --json.
 func writeJSON(w io.Writer, v any) error {
@@ -240,12 +298,12 @@ func newApp() *cli.App {
 	}
 }
 
-// helpCommand answers `nccltune help [COMMAND [SUBCOMMAND]]` as `nccltune
-// COMMAND SUBCOMMAND --help`, so that both say the same: urfave/cli's own
-// listed no subcommands under `help bench`, gave bench's help for `help
-// bench search`, and exited 3 for an unknown topic, where the app's usage
-// error is 2.
-func helpCommand() *cli.Command {
+// helpCommand answers `nccltune [PATH] help [COMMAND [SUBCOMMAND]]` as
+// `nccltune [PATH] COMMAND SUBCOMMAND --help`, so that both say the same:
+// urfave/cli's own listed no subcommands under `help bench`, gave bench's
+// help for `help bench search`, and exited 0 (`bench help serch`) or 3
+// (`help serch`) for an unknown topic, where the app's usage error is 2.
+func helpCommand(path ...string) *cli.Command {
 	return &cli.Command{
 		Name:            "help",
 		Aliases:         []string{"h"},
@@ -253,10 +311,11 @@ func helpCommand() *cli.Command {
 		ArgsUsage:       "[COMMAND [SUBCOMMAND]]",
 		SkipFlagParsing: true,
 		Action: func(c *cli.Context) error {
-			if !c.Args().Present() || strings.HasPrefix(c.Args().First(), "-") { // help, help -h
-				return cli.ShowAppHelp(c)
+			args := append([]string{c.App.Name}, path...)
+			if c.Args().Present() && !strings.HasPrefix(c.Args().First(), "-") { // not help -h
+				args = append(args, c.Args().Slice()...)
 			}
-			return c.App.RunContext(c.Context, append(append([]string{c.App.Name}, c.Args().Slice()...), "--help"))
+			return c.App.RunContext(c.Context, append(args, "--help"))
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -27,7 +28,8 @@ func pluginCommand() *cli.Command {
 			Action: func(c *cli.Context) error {
 				lib, err := plugin.Build(c.String("out"), c.String("cc"))
 				if err != nil {
-					return err
+					// Ctrl-C signals the compiler too, which then fails the build.
+					return cmp.Or(c.Context.Err(), err)
 				}
 				_, err = fmt.Println(lib) // a listing lost (a full disk) fails the command
 				return err

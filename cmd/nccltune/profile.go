@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -51,15 +50,27 @@ func profileCommand() *cli.Command {
 				in = f
 			}
 			// A signal ends the reading (of a log of many gigabytes, or of a
-			// pipe that waits): closing the file ends a read under way.
-			stop := context.AfterFunc(c.Context, func() { in.Close() })
-			defer stop()
-			w, err := workload.Read(in)
-			if err != nil {
-				if c.Context.Err() != nil {
-					return c.Context.Err()
+			// pipe or terminal that waits), left to itself as nccltune
+			// exits: closing the file ends no read under way of a standard
+			// input that the shell opened blocking.
+			type read struct {
+				w   *workload.Workload
+				err error
+			}
+			done := make(chan read, 1)
+			go func() {
+				w, err := workload.Read(in)
+				done <- read{w, err}
+			}()
+			var w *workload.Workload
+			select {
+			case r := <-done:
+				if r.err != nil {
+					return fmt.Errorf("%s: %w", c.Args().First(), r.err)
 				}
-				return fmt.Errorf("%s: %w", c.Args().First(), err)
+				w = r.w
+			case <-c.Context.Done():
+				return c.Context.Err()
 			}
 			w.Source.File = c.Args().First()
 			if ranks > 0 {

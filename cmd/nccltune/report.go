@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
@@ -82,7 +81,7 @@ func printShares(w io.Writer, l *loaded) {
 		totalDef, totalExp = totalDef+def[i], totalExp+exported[i]
 	}
 	fmt.Fprintln(w, "the job's communication time, predicted from the workload's calls:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "collective\tNCCL defaults s\tshare\texported s\tshare\t")
 	for i, r := range job.Ranges {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, figure(def[i], "%.4g"), figure(100*def[i]/totalDef, "%.0f%%"),

@@ -7,10 +7,12 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/nccltune/nccltune/examples"
 	"github.com/nccltune/nccltune/internal/text"
@@ -219,7 +221,9 @@ type progressLog struct {
 }
 
 func newProgressLog(w *os.File, sp *space.Space) *progressLog {
-	return &progressLog{w: w, sp: sp, tty: isatty.IsTerminal(w.Fd())}
+	// A dumb terminal (Emacs's shell, some CI consoles) may not return to
+	// a line's start, and showed each redraw of the bar on a line of its own.
+	return &progressLog{w: w, sp: sp, tty: isatty.IsTerminal(w.Fd()) && os.Getenv("TERM") != "dumb"}
 }
 
 // clear clears the bar, if one shows; the next trial draws it again.
@@ -243,7 +247,8 @@ func (l *progressLog) trial(p tuner.Progress) {
 	if p.Note != "" {
 		l.println(p.Note)
 	}
-	if !l.tty || p.Simplifying {
+	desc, fits := l.fit(bestLine(l.sp, p), p.Budget)
+	if !l.tty || p.Simplifying || !fits {
 		l.println(trialLine(l.sp, p))
 		return
 	}
@@ -252,8 +257,38 @@ func (l *progressLog) trial(p tuner.Progress) {
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
 			progressbar.OptionClearOnFinish())
 	}
-	l.bar.Describe(bestLine(l.sp, p))
+	l.bar.Describe(desc)
 	_ = l.bar.Set(p.Done)
+}
+
+// fit cuts desc, the bar's description, so that the bar's line fits the
+// terminal; it reports false where not even the bar's counts do. A longer
+// line wraps, and each redraw, which returns to the start of its last row
+// only, left the rows above it on the screen, one more every trial.
+func (l *progressLog) fit(desc string, budget int) (string, bool) {
+	ws, err := unix.IoctlGetWinsize(int(l.w.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return desc, true
+	}
+	// What the bar writes after desc: " 42% |bar| (5/12) [1m5s:2m10s]",
+	// the bar as narrow as it must be; the elapsed time with room to grow
+	// before the next trial, the predicted one as long as 9999h59m59s.
+	var elapsed time.Duration
+	if l.bar != nil {
+		elapsed = time.Duration(l.bar.State().SecondsSince) * time.Second
+	}
+	counts := len(fmt.Sprintf(" 100%% || (%d/%d) [%s:9999h59m59s]", budget, budget, elapsed)) + 2
+	room := int(ws.Col) - counts
+	const more = " ..."
+	switch {
+	case len(desc) <= room:
+		return desc, true
+	case room < len("best"+more):
+		return "", false
+	}
+	// Cut between words: a number cut short reads as a smaller one.
+	cut := text.Prefix(desc, room-len(more)+1)
+	return cut[:strings.LastIndexByte(cut, ' ')] + more, true
 }
 
 func (l *progressLog) validation(r store.ValidationRun, done, total int) {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -131,7 +130,7 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) error {
 		fmt.Fprintln(w)
 	}
 	if len(t.Rows) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := newTable(w)
 		// A workload's trial measures several collectives over the same
 		// sizes: each row names its own, or they read as one sweep.
 		coll := func(r nccltests.Row) string { return "" }

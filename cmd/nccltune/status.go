@@ -8,11 +8,12 @@ import (
 	"maps"
 	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -285,7 +286,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 		fmt.Fprintf(w, "warning: NCCL read %s in %d of %d completed trials, which the campaign does not set (from NCCL_CONF_FILE, ~/.nccl.conf or /etc/nccl.conf, or the ranks' own environment): every configuration ran with it, NCCL's defaults included, and no export carries it%s\n",
 			kv, sum.Inherited[kv], sum.ByState[store.Complete], searched)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(w)
 	m := l.space.Measure(l.space.Ranges[0])
 	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", m, m)
 	prev := ""
@@ -601,10 +602,14 @@ func simCommand() *cli.Command {
 		UsageText:       sim.Usage,
 		SkipFlagParsing: true,
 		Action: func(c *cli.Context) error {
+			// A stand-in for nccl-tests dies of the signals that end it, as
+			// nccl-tests does: caught by nccltune's stop, a paced run went on
+			// to its end and exited 0, a stopped benchmark read as one that ran.
+			signal.Reset(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			// sim.Main drops write errors: output lost (a full disk) fails the command.
 			out := &stickyWriter{w: os.Stdout}
 			if code := sim.Main(c.Args().Slice(), os.Environ(), out, os.Stderr); code != 0 {
-				return cli.Exit("", code)
+				return exitCode(code)
 			}
 			return out.err
 		},

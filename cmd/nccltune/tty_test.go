@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,6 +52,7 @@ func TestProgressBarLeavesNoLineOnIt(t *testing.T) {
 		controller, tty := openPTY(t)
 		cmd := exec.Command(os.Args[0], append([]string{"run", "--space", spaceFile}, args...)...)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
+		cmd.Env = append(os.Environ(), "TERM=xterm") // a bar, wherever the test runs
 		var out bytes.Buffer
 		read := make(chan struct{})
 		go func() { io.Copy(&out, controller); close(read) }()
@@ -66,5 +68,77 @@ func TestProgressBarLeavesNoLineOnIt(t *testing.T) {
 		if m := barEnd.FindString(out.String()); m != "" {
 			t.Errorf("run %v: a line began on the bar: %q", args, m)
 		}
+	}
+}
+
+// TestProgressBarFitsTheTerminal: each line the bar draws over fits the
+// terminal's width. The bar's line, each range's best and the counts, was
+// longer than a narrow terminal (or than any, with long range names): it
+// wrapped, and each redraw, which returns to the start of the last row
+// only, left the rows above it on the screen, one more each trial.
+func TestProgressBarFitsTheTerminal(t *testing.T) {
+	dir := t.TempDir()
+	wholeWords := regexp.MustCompile(`^best( [a-z]+ [0-9.]+)*( [a-z]+)?( GB/s| \.\.\.) +[0-9]+% \|`)
+	for _, cols := range []uint16{10, 50, 60} {
+		os.Remove(filepath.Join(dir, "nccltune.db"))
+		controller, tty := openPTY(t)
+		if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: cols}); err != nil {
+			t.Skip("no window size:", err)
+		}
+		cmd := exec.Command(os.Args[0], "run", "--trials", "6", "--no-simplify", "--no-validate")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
+		cmd.Env = append(os.Environ(), "TERM=xterm")
+		var out bytes.Buffer
+		read := make(chan struct{})
+		go func() { io.Copy(&out, controller); close(read) }()
+		err := cmd.Run()
+		tty.Close()
+		<-read
+		if err != nil {
+			t.Fatalf("run at %d columns: %v\n%s", cols, err, out.String())
+		}
+		if !strings.Contains(out.String(), "(1/6)") {
+			t.Fatalf("run at %d columns showed no progress:\n%q", cols, out.String())
+		}
+		if bar := strings.Contains(out.String(), "| (1/6)"); bar != (cols > 10) { // room for the counts, or not
+			t.Errorf("run at %d columns: bar shown %v:\n%q", cols, bar, out.String())
+		}
+		// The terminal ends each line with "\r\n".
+		for _, line := range strings.Split(strings.ReplaceAll(out.String(), "\r\n", "\n"), "\n") {
+			drawn := strings.Split(line, "\r")
+			for _, over := range drawn[:len(drawn)-1] { // each drawn over by the next
+				if w := utf8.RuneCountInString(over); w > int(cols) {
+					t.Errorf("at %d columns, %d drawn over: %q", cols, w, over)
+				}
+				// A description cut inside a number would show a smaller one.
+				if strings.Contains(over, "| (") && !wholeWords.MatchString(over) {
+					t.Errorf("at %d columns, the bar's description is cut inside a word: %q", cols, over)
+				}
+			}
+		}
+	}
+}
+
+// TestNoProgressBarOnADumbTerminal: a terminal that says it is dumb
+// (TERM=dumb: Emacs's shell, some CI consoles), which may not return to a
+// line's start, gets one line per trial, as a file does; it got the bar,
+// each redraw its own line of bar there.
+func TestNoProgressBarOnADumbTerminal(t *testing.T) {
+	dir := t.TempDir()
+	controller, tty := openPTY(t)
+	cmd := exec.Command(os.Args[0], "run", "--trials", "4", "--no-simplify", "--no-validate")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
+	cmd.Env = append(os.Environ(), "TERM=dumb")
+	var out bytes.Buffer
+	read := make(chan struct{})
+	go func() { io.Copy(&out, controller); close(read) }()
+	err := cmd.Run()
+	tty.Close()
+	<-read
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if got := out.String(); !strings.Contains(got, "trial 3 (4/4)") || strings.Contains(strings.ReplaceAll(got, "\r\n", "\n"), "\r") {
+		t.Errorf("run on TERM=dumb:\n%q", got)
 	}
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rivo/uniseg"
+)
+
+// TestTableOfWideCharacters: status's table lines up on a terminal where a
+// cell holds characters two columns wide (a metric's unit in Chinese, a
+// value) or a combining accent. text/tabwriter counts runes, so the header
+// over such a unit, and the settings of such a value, stood out of line.
+func TestTableOfWideCharacters(t *testing.T) {
+	dir := t.TempDir()
+	bench := filepath.Join(dir, "step.sh")
+	spaceFile := filepath.Join(dir, "space.toml")
+	script := "#!/bin/sh\n[ -n \"$NCCL_SOCKET_IFNAME\" ] && echo 'step: 20' || echo 'step: 10'\n"
+	if err := os.WriteFile(bench, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spaceFile, []byte(`[campaign]
+name = "wide"
+trials = 4
+[benchmark]
+kind = "command"
+command = ["`+bench+`"]
+metric = { regex = 'step: ([0-9]+)', goal = "max", unit = "毫秒" }
+timeout = "10s"
+[[param]]
+name = "NCCL_SOCKET_IFNAME"
+values = ["网卡0", "eth`+"e\u0301"+`"]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--no-validate", "--no-simplify"); code != 0 {
+		t.Fatalf("run exited %d\n%s%s", code, out, errOut)
+	}
+	_, out, _ := nccltune(t, dir, "status")
+	var widths []int
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "  range") || strings.HasPrefix(line, "   step") {
+			widths = append(widths, uniseg.StringWidth(line))
+		}
+	}
+	if len(widths) != 2 || widths[0] != widths[1] {
+		t.Errorf("the table's lines are %v columns wide:\n%s", widths, out)
+	}
+}
