@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -381,9 +382,16 @@ func (m MPIRun) Check() error {
 
 // oversubscribes reports whether mpirun is told to place more ranks than a
 // host has slots: --oversubscribe (-oversubscribe: Open MPI 4 reads a long
-// option after one dash), or a mapping policy's OVERSUBSCRIBE modifier
-// (Open MPI 5's spelling), in map_by or in the args' --map-by.
+// option after one dash), a mapping policy's OVERSUBSCRIBE modifier (Open
+// MPI 5's spelling), in map_by, the args' --map-by or the MCA parameter of
+// the mapping policy, or the MCA parameter rmaps_base_oversubscribe set;
+// an MCA parameter given in the args (--mca NAME VALUE) or in mpirun's
+// environment (OMPI_MCA_NAME, PRTE_MCA_NAME), as container images set it.
 func (m MPIRun) oversubscribes() bool {
+	mca := map[string]string{}
+	for _, name := range []string{"rmaps_base_oversubscribe", "rmaps_base_mapping_policy", "rmaps_default_mapping_policy"} {
+		mca[name] = cmp.Or(os.Getenv("OMPI_MCA_"+name), os.Getenv("PRTE_MCA_"+name))
+	}
 	policies := []string{m.MapBy}
 	for i, a := range m.Args {
 		name, value, attached := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -394,8 +402,17 @@ func (m MPIRun) oversubscribes() bool {
 			policies = append(policies, value)
 		case name == "map-by" && i+1 < len(m.Args):
 			policies = append(policies, m.Args[i+1])
+		case strings.HasSuffix(name, "mca") && i+2 < len(m.Args):
+			if _, known := mca[m.Args[i+1]]; known {
+				mca[m.Args[i+1]] = m.Args[i+2]
+			}
 		}
 	}
+	switch strings.ToLower(strings.TrimSpace(mca["rmaps_base_oversubscribe"])) {
+	case "1", "true", "t", "yes", "y", "enabled":
+		return true
+	}
+	policies = append(policies, mca["rmaps_base_mapping_policy"], mca["rmaps_default_mapping_policy"])
 	return slices.ContainsFunc(policies, func(p string) bool {
 		modifiers := strings.FieldsFunc(p, func(r rune) bool { return r == ':' || r == ',' })
 		return slices.ContainsFunc(modifiers, func(f string) bool { return strings.EqualFold(f, "oversubscribe") })

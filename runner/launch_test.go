@@ -725,3 +725,36 @@ func TestMPIRunInsideAnOuterJob(t *testing.T) {
 		t.Errorf("%d ranks, want the trial's 2", res.Measurement.Ranks)
 	}
 }
+
+// TestMPIRunOversubscribeByMCA: Open MPI oversubscribes for its MCA
+// parameters too, given in the args (--mca rmaps_base_oversubscribe 1, a
+// mapping policy's OVERSUBSCRIBE) or in mpirun's environment
+// (OMPI_MCA_rmaps_base_oversubscribe, which container images set), and the
+// check refused np beyond the slots under them.
+func TestMPIRunOversubscribeByMCA(t *testing.T) {
+	dir := t.TempDir()
+	hosts := filepath.Join(dir, "hosts")
+	os.WriteFile(hosts, []byte("node1 slots=8\nnode2 slots=8\n"), 0o644)
+	sh, _ := exec.LookPath("sh")
+	for _, args := range [][]string{
+		{"--mca", "rmaps_base_oversubscribe", "1"},
+		{"-mca", "rmaps_base_oversubscribe", "true"},
+		{"--mca", "rmaps_base_mapping_policy", "slot:oversubscribe"},
+		{"--prtemca", "rmaps_default_mapping_policy", ":OVERSUBSCRIBE"},
+	} {
+		if err := (MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: args}).Check(); err != nil {
+			t.Errorf("args %q: %v", args, err)
+		}
+	}
+	if err := (MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--mca", "rmaps_base_oversubscribe", "0"}}).Check(); err == nil {
+		t.Errorf("rmaps_base_oversubscribe 0 taken as oversubscribing")
+	}
+	for _, kv := range [][2]string{{"OMPI_MCA_rmaps_base_oversubscribe", "yes"}, {"PRTE_MCA_rmaps_default_mapping_policy", "slot:OVERSUBSCRIBE"}} {
+		t.Run(kv[0], func(t *testing.T) {
+			t.Setenv(kv[0], kv[1])
+			if err := (MPIRun{Command: sh, NP: 20, Hostfile: hosts}).Check(); err != nil {
+				t.Errorf("%s=%s: %v", kv[0], kv[1], err)
+			}
+		})
+	}
+}

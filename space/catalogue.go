@@ -49,8 +49,10 @@ func (v Var) IsArg() bool { return v.Flag != "" }
 var (
 	algoNames  = []string{"Ring", "Tree", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT"}
 	protoNames = []string{"LL", "LL128", "Simple"}
-	levelNames = []string{"LOC", "PIX", "PXB", "PHB", "SYS"}
-	p2pLevels  = []string{"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"}
+	// levelNames are the names NCCL reads a level as (ncclGetLevel: its
+	// path types up to SYS, topoPathTypeStr; C2C and P2C are recent
+	// versions', which older ones ignore as no level).
+	levelNames = []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"}
 	// oldLevels are the levels NCCL reads an integer as (its
 	// levelsOldToNew): 4 and 5 are both SYS, and any above 5 is 5.
 	oldLevels = []string{"LOC", "PIX", "PXB", "PHB", "SYS", "SYS"}
@@ -80,7 +82,7 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_COLLNET_ENABLE", Kind: KindBool},
 	{Name: "NCCL_P2P_DISABLE", Kind: KindBool},
 	{Name: "NCCL_SHM_DISABLE", Kind: KindBool},
-	{Name: "NCCL_P2P_LEVEL", Kind: KindLevel, Values: p2pLevels},
+	{Name: "NCCL_P2P_LEVEL", Kind: KindLevel, Values: levelNames},
 	{Name: "NCCL_P2P_NET_CHUNKSIZE", Kind: KindBytes, Min: 1 << 10, Max: 1 << 30},
 	{Name: "NCCL_P2P_NVL_CHUNKSIZE", Kind: KindBytes, Min: 1 << 10, Max: 1 << 30},
 	{Name: "NCCL_P2P_PCI_CHUNKSIZE", Kind: KindBytes, Min: 1 << 10, Max: 1 << 30},

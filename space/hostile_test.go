@@ -874,3 +874,23 @@ func TestInterfaceListsNCCLReadsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryLevelName: NCCL reads a level's name as any of its path types up
+// to SYS (ncclGetLevel: topoPathTypeStr), NVB, C2C, P2C and PXN among them,
+// for NCCL_P2P_LEVEL and NCCL_NET_GDR_LEVEL alike; they were refused as
+// none of nccltune's five or six.
+func TestEveryLevelName(t *testing.T) {
+	for _, name := range []string{"NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"} {
+		v, _ := Lookup(name)
+		for _, level := range []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"} {
+			if got, err := v.Normalize(level); err != nil || got != level {
+				t.Errorf("%s = %s: %q, %v", name, level, got, err)
+			}
+		}
+		for _, level := range []string{"nvb", "NET", "DIS"} {
+			if got, err := v.Normalize(level); err == nil {
+				t.Errorf("%s = %s taken as %q", name, level, got)
+			}
+		}
+	}
+}

@@ -130,9 +130,10 @@ func Read(r io.Reader) (*Workload, error) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			p.src.Lines++
-			p.src.Skipped++
-			err = skipLine(br)
+			var perr error
+			if err, perr = p.long(br, line); perr != nil {
+				return nil, perr
+			}
 		} else if len(line) > 0 {
 			if perr := p.line(line); perr != nil {
 				return nil, perr
@@ -247,13 +248,50 @@ func packedAs(magic []byte) (what, undo string) {
 	return "", ""
 }
 
-// skipLine reads past the rest of an over-long line.
-func skipLine(br *bufio.Reader) error {
-	for {
-		_, err := br.ReadSlice('\n')
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return err
+// long reads a line longer than the buffer, of which part is the start,
+// as line does a shorter one: its records, each as it ends at a CR (a log
+// of CR line ends, a progress bar's updates), are read, and one longer than
+// maxLine, no NCCL line, is skipped. readErr is what ended the line's
+// reading, err the parser's.
+func (p *parser) long(br *bufio.Reader, part []byte) (readErr, err error) {
+	p.src.Lines++
+	readErr = bufio.ErrBufferFull // part does not end the line
+	var rec []byte                // the record that the parts read end in, so far
+	tooLong := false
+	end := func(b []byte) error {
+		rec = append(rec, b...)
+		defer func() { rec, tooLong = rec[:0], false }()
+		if tooLong || len(rec) > maxLine {
+			p.src.Skipped++
+			return nil
 		}
+		return p.record(rec)
+	}
+	for {
+		ends := !errors.Is(readErr, bufio.ErrBufferFull)
+		if ends {
+			part = bytes.TrimRight(part, "\r\n")
+		}
+		for {
+			i := bytes.IndexByte(part, '\r')
+			if i < 0 {
+				break
+			}
+			if err := end(part[:i]); err != nil {
+				return nil, err
+			}
+			part = part[i+1:]
+		}
+		if ends {
+			if len(rec) > 0 || len(part) > 0 || tooLong {
+				err = end(part)
+			}
+			return readErr, err
+		}
+		if rec = append(rec, part...); len(rec) > maxLine {
+			rec, tooLong = rec[:0], true
+		}
+		part, readErr = br.ReadSlice('\n')
 	}
 }
 

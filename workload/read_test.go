@@ -555,3 +555,25 @@ func TestReadHostsThatStartWithDigits(t *testing.T) {
 		t.Errorf("%d processes, entries %v; want 2 processes, %v", w.Source.Processes, w.Entries, want)
 	}
 }
+
+// TestReadLongCRLine: a line longer than the read buffer that holds lone
+// CRs (a log of CR line ends past 64 KiB, a progress bar's thousands of
+// updates before NCCL's line) was skipped whole, its NCCL records lost
+// without a word; its records are read as those of a shorter line.
+func TestReadLongCRLine(t *testing.T) {
+	good := rank0 + allRed
+	bar := strings.Repeat(" 10%|#         | 1/10\r", 5000) // 110 KB
+	log := strings.Repeat(good+"\r", 1000) +               // CR line ends, 190 KB
+		bar + good + "\n" +
+		bar + strings.Repeat("x", 70<<10) + "\r" + good + "\n" // a record longer than any NCCL line
+	w, err := Read(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Entry{{"all_reduce", 4 << 10, 1002, 4}}; !slices.Equal(w.Entries, want) {
+		t.Errorf("entries = %v, want %v", w.Entries, want)
+	}
+	if s := w.Source; s.Lines != 2 || s.Calls != 1002 || s.Skipped != 10001 {
+		t.Errorf("lines %d, calls %d, skipped %d; want 2, 1002, 10001", s.Lines, s.Calls, s.Skipped)
+	}
+}

@@ -68,7 +68,8 @@ var (
 	warnRE    = regexp.MustCompile(`NCCL WARN (.*)$`)
 	setRE     = regexp.MustCompile(`^(NCCL_[A-Z0-9_]+) set by environment to (.*)$`)
 	versionRE = regexp.MustCompile(`NCCL version (\S+)`)
-	networkRE = regexp.MustCompile(`^Using network (\S+)`)
+	// The network's name, whole: a plugin's may hold blanks ("AWS Libfabric").
+	networkRE = regexp.MustCompile(`^Using network (\S.*?)\s*$`)
 	// GPUDirect RDMA in use: a connection's "via NET/IB/0/GDRDMA", or a GPU's
 	// "GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 4 <= 4)", not an
 	// HCA's "NET/IB : GPU Direct RDMA Enabled for HCA 0", which says it could

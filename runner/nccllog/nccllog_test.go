@@ -246,3 +246,17 @@ func TestNetworkIsConfirmedByItsUse(t *testing.T) {
 		t.Errorf("NCCL_NET=Socket confirmed by the IB network: %v", got)
 	}
 }
+
+// TestNetworkOfAPluginConfirms: a net plugin's name may hold a blank (the
+// AWS OFI plugin's "AWS Libfabric", which NCCL_NET names): the network was
+// read up to it, "AWS", which confirmed no NCCL_NET of the plugin's name.
+func TestNetworkOfAPluginConfirms(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	l := Parse([]byte(p + "Using network AWS Libfabric\n"))
+	if got := l.Unconfirmed([]string{"NCCL_NET=AWS Libfabric"}); len(got) != 0 || l.Network != "AWS Libfabric" {
+		t.Errorf("unconfirmed %v (network %q)", got, l.Network)
+	}
+	if got := l.Unconfirmed([]string{"NCCL_NET=AWS"}); len(got) != 1 {
+		t.Errorf("NCCL_NET=AWS confirmed by the network AWS Libfabric: %v", got)
+	}
+}
