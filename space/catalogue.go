@@ -513,7 +513,11 @@ func (v Var) ifList(value string) error {
 		case hasPort && v.Name == "NCCL_IB_HCA" && (err != nil || n < 1 || strconv.Itoa(n) != port):
 			return fmt.Errorf("%s: port %q of %s is no port number (1, 2, ...): NCCL reads its leading digits, and 0 matches no port", v.Name, port, name)
 		case names > maxIfNames:
-			return fmt.Errorf("%s: more than %d names: NCCL reads the first %d and drops the rest, which neither match nor, after a ^, exclude", v.Name, maxIfNames, maxIfNames)
+			reads := ""
+			if v.Name == "NCCL_IB_HCA" {
+				reads = " (before 2.19; 32 since)"
+			}
+			return fmt.Errorf("%s: more than %d names: NCCL reads the first %d%s and drops the rest, which neither match nor, after a ^, exclude", v.Name, maxIfNames, maxIfNames, reads)
 		}
 	}
 	return nil

@@ -872,6 +872,9 @@ func TestInterfaceListsNCCLReadsWhole(t *testing.T) {
 		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "NCCL reads the first 16") {
 			t.Errorf("%s = %.40q...: %v", tc.name, tc.value, err)
 		}
+		if err != nil && tc.name == "NCCL_IB_HCA" && !strings.Contains(err.Error(), "(before 2.19; 32 since)") {
+			t.Errorf("%s: %v, which does not say NCCL 2.19 reads 32", tc.name, err)
+		}
 	}
 }
 
