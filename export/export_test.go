@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -180,16 +181,18 @@ func TestReadEnvFileReadsAsShellsDo(t *testing.T) {
 // sourcingShells sources what is written (zsh expands a leading '=').
 func TestDotenvIsLiteralForEveryReader(t *testing.T) {
 	for _, tc := range []struct {
-		value string
-		ok    bool
+		name, value string
+		ok          bool
 	}{
-		{"eth0", true}, {"eth0,=eth1", true}, {"mlx5_0:1,mlx5_1:1", true}, {"^docker0", true}, {"a=b", true},
-		{"$(touch PWNED)", false}, {"a b", false}, {"it's", false}, {"`id`", false}, {"a;b", false}, {"~/x", false}, {"#x", false},
-		{"=eth0,eth1", false}, {"=ls", false}, {"mlx5_0:=ls", false}, {`a\b`, false},
-		// docker's and kubectl's readers refuse a file holding a line of 64 KiB or more.
-		{strings.Repeat("eth0,", 13103), true}, {strings.Repeat("eth0,", 13104), false},
+		{"", "eth0", true}, {"", "eth0,=eth1", true}, {"", "mlx5_0:1,mlx5_1:1", true}, {"", "^docker0", true}, {"", "a=b", true},
+		{"", "$(touch PWNED)", false}, {"", "a b", false}, {"", "it's", false}, {"", "`id`", false}, {"", "a;b", false}, {"", "~/x", false}, {"", "#x", false},
+		{"", "=eth0,eth1", false}, {"", "=ls", false}, {"", "mlx5_0:=ls", false}, {"", `a\b`, false},
+		// docker's and kubectl's readers refuse a file holding a line of 64 KiB or
+		// more: "NCCL_NET=" and the value, the interface lists being 16 names at most.
+		{"NCCL_NET", strings.Repeat("x", 65526), true}, {"NCCL_NET", strings.Repeat("x", 65527), false},
 	} {
-		paths, err := fixedExport(t, tc.value).Write("dotenv", t.TempDir())
+		name := cmp.Or(tc.name, "NCCL_SOCKET_IFNAME")
+		paths, err := fixedExport(t, name, tc.value).Write("dotenv", t.TempDir())
 		if tc.ok != (err == nil) {
 			t.Errorf("%q: wrote %v, %v", tc.value, paths, err)
 		}
@@ -200,7 +203,7 @@ func TestDotenvIsLiteralForEveryReader(t *testing.T) {
 			if _, err := exec.LookPath(sh.argv[0]); err != nil || sh.name == "fish" {
 				continue // fish has no NAME=value assignment to source
 			}
-			out, err := exec.Command(sh.argv[0], append(sh.argv[1:], `set -a; . "$1"; set +a; printf %s "$NCCL_SOCKET_IFNAME"`, "sh", paths[0])...).Output()
+			out, err := exec.Command(sh.argv[0], append(sh.argv[1:], `set -a; . "$1"; set +a; printf %s "$`+name+`"`, "sh", paths[0])...).Output()
 			if err != nil || string(out) != tc.value {
 				t.Errorf("%q: %s read %q (%v)", tc.value, sh.name, out, err)
 			}
@@ -222,7 +225,7 @@ func TestHeaderIsReadableByEveryEnvFileReader(t *testing.T) {
 		return ex
 	}
 	// pinned's NCCL_SOCKET_IFNAME, =eth0,eth1, is no value for dotenv or srun.
-	pinned, plain := hostile(pinned(t)), hostile(fixedExport(t, "eth0"))
+	pinned, plain := hostile(pinned(t)), hostile(fixedExport(t, "NCCL_SOCKET_IFNAME", "eth0"))
 	dir := t.TempDir()
 	var paths []string
 	for _, format := range []string{"env", "dotenv", "slurm", "torchrun", "plugin", "tuner-csv"} {

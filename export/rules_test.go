@@ -239,7 +239,7 @@ func TestTamperedDecisions(t *testing.T) {
 // values itself, whatever let them through before it.
 func TestSlurmRefusesControlCharacters(t *testing.T) {
 	for _, v := range []string{"eth0\nexport X=1", "eth0\x1b[2J", "eth0\rx"} {
-		ex := fixedExport(t, "eth0")
+		ex := fixedExport(t, "NCCL_SOCKET_IFNAME", "eth0")
 		ex.Space.Fixed["NCCL_SOCKET_IFNAME"] = v
 		r := ex.Results[0]
 		if f, err := ex.rangeFile("slurm", r, space.Assignment(r.Best.Params)); err == nil || !strings.Contains(err.Error(), "control character") {

@@ -37,7 +37,7 @@ func TestSlurmExportThroughRealSrun(t *testing.T) {
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			dir := t.TempDir()
-			ex := fixedExport(t, tc.value)
+			ex := fixedExport(t, "NCCL_SOCKET_IFNAME", tc.value)
 			paths, err := ex.Write("slurm", dir)
 			if tc.refused {
 				if err == nil || !strings.Contains(err.Error(), "srun --export") {
@@ -71,9 +71,9 @@ func TestSlurmExportThroughRealSrun(t *testing.T) {
 
 // fixedExport is the export of a one-range campaign whose chosen trial sets
 // only what the space pins: NCCL_SOCKET_IFNAME = value.
-func fixedExport(t *testing.T, value string) Export {
+func fixedExport(t *testing.T, name, value string) Export {
 	t.Helper()
-	sp, err := space.Parse("f.toml", []byte("[benchmark]\nbinary = \"x\"\n[fixed]\nNCCL_SOCKET_IFNAME = "+
+	sp, err := space.Parse("f.toml", []byte("[benchmark]\nbinary = \"x\"\n[fixed]\n"+name+" = "+
 		`'''`+value+`'''`+"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
 	if err != nil {
 		t.Fatal(err)
