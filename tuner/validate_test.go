@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,5 +299,67 @@ func TestFailedAfterAVerdict(t *testing.T) {
 		if r.Tuned() {
 			t.Errorf("range %s keeps trial %d, which gave wrong data after its verdict: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
 		}
+	}
+}
+
+// wrongAlways fails, with wrong data, every validation launch of a tuned
+// configuration (arm 1 on).
+type wrongAlways struct{}
+
+func (wrongAlways) Run(ctx context.Context, job runner.Job) runner.Result {
+	var round, arm int
+	if n, _ := fmt.Sscanf(job.Plan.Label, "validate-%d-%d", &round, &arm); n == 2 && arm > 0 {
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: runner.FailWrong, Reason: "made to fail"}}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestFailedEveryRoundJudgedOnce: a configuration that fails in every
+// round has one verdict per range, stored and returned: each failed run
+// stored its verdicts again, and the verdicts returned lacked them.
+func TestFailedEveryRoundJudgedOnce(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	tu := newTuner(t, sp, st)
+	tu.Runner = wrongAlways{}
+	vals, err := tu.Validate(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	stored, err := st.Validations(camp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The campaign's own validation, where every run went well, judged
+	// each candidate once.
+	want, ranges := map[string]int{}, map[string]int{}
+	for _, v := range stored {
+		if v.Batch == stored[0].Batch {
+			want[v.Range]++
+		} else {
+			ranges[v.Range]++
+		}
+	}
+	if !maps.Equal(ranges, want) {
+		t.Errorf("verdicts stored by range %v, want %v", ranges, want)
+	}
+	if n := len(stored) - len(vals); n != len(vals) {
+		t.Errorf("returned %d verdicts, the validation stored %d", len(vals), n)
+	}
+	rejected := 0
+	for _, v := range vals {
+		if v.Config != sp.Key(Defaults(sp)) {
+			rejected++
+			if v.Verdict == "tuned" {
+				t.Errorf("range %s, trial %d, wrong in every round, is tuned", v.Range, v.Candidate)
+			}
+		}
+	}
+	if rejected == 0 {
+		t.Fatal("no range validated a tuned configuration")
 	}
 }
