@@ -140,35 +140,26 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	// is stopped, or killed, holds its configuration to NCCL's defaults in
 	// every later one (see failedBefore); and a configuration that fails by
 	// its settings is judged at once, with the run: an older verdict on it
-	// would otherwise stand until a validation ends.
-	// Once: a configuration fails in every round as a rule.
+	// would otherwise stand until a validation ends. Judged once, and in
+	// the one round it is drawn from, short of those asked: the validation
+	// has not ended (see validatedAs), and a resume runs it again if it
+	// does not end; if it does, its verdicts follow.
 	judged := map[int]bool{}
-	var early []store.Validation
 	runs, err := s.measure(ctx, arms, rounds, func(r store.ValidationRun) error {
 		var vs []store.Validation
 		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && !judged[k] && failedBySettings(r) {
 			judged[k] = true
 			vs = judge([]store.ValidationRun{r}, func(arm int) bool { return arm == k })
-			early = append(early, vs...)
+			for i := range vs {
+				vs[i].Rounds = 1
+			}
 		}
 		return s.Store.SaveValidation(s.camp.ID, batch, []store.ValidationRun{r}, vs)
 	})
 	if err != nil {
 		return nil, err
 	}
-	// Every verdict is returned, in the candidates' order, those stored at
-	// once as they were stored.
 	verdicts := judge(runs, func(int) bool { return true })
-	var late []store.Validation
-	for i, v := range verdicts {
-		if j := slices.IndexFunc(early, func(e store.Validation) bool {
-			return e.Range == v.Range && e.Candidate == v.Candidate && e.Config == v.Config
-		}); j >= 0 {
-			verdicts[i] = early[j]
-		} else {
-			late = append(late, v)
-		}
-	}
 	// Where the job leaves a range to NCCL, a plugin that must name every
 	// choice needs NCCL's own under the job's environment.
 	probes := slices.Clone(arms)
@@ -183,7 +174,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	// Stored once probed: a campaign whose choices have verdicts runs
 	// nothing on resume (see Finished), and one stopped while probing
 	// would have left a plugin's rules without NCCL's decisions.
-	if err := s.Store.SaveValidation(s.camp.ID, batch, nil, late); err != nil {
+	if err := s.Store.SaveValidation(s.camp.ID, batch, nil, verdicts); err != nil {
 		return nil, err
 	}
 	return verdicts, nil

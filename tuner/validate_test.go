@@ -315,8 +315,9 @@ func (wrongAlways) Run(ctx context.Context, job runner.Job) runner.Result {
 }
 
 // TestFailedEveryRoundJudgedOnce: a configuration that fails in every
-// round has one verdict per range, stored and returned: each failed run
-// stored its verdicts again, and the verdicts returned lacked them.
+// round is judged once at its first failure, and once as the validation
+// ends, each range's verdict returned: each failed run stored its
+// verdicts again, and the verdicts returned lacked those judged at once.
 func TestFailedEveryRoundJudgedOnce(t *testing.T) {
 	sp := loadExample(t, 12)
 	st := openStore(t)
@@ -336,30 +337,63 @@ func TestFailedEveryRoundJudgedOnce(t *testing.T) {
 	}
 	// The campaign's own validation, where every run went well, judged
 	// each candidate once.
-	want, ranges := map[string]int{}, map[string]int{}
+	want, ended, atOnce := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, v := range stored {
-		if v.Batch == stored[0].Batch {
+		switch {
+		case v.Batch == stored[0].Batch:
 			want[v.Range]++
-		} else {
-			ranges[v.Range]++
+		case v.Rounds == 3:
+			ended[v.Range]++
+		default:
+			atOnce[fmt.Sprintf("range %s, trial %d", v.Range, v.Candidate)]++
 		}
 	}
-	if !maps.Equal(ranges, want) {
-		t.Errorf("verdicts stored by range %v, want %v", ranges, want)
+	if !maps.Equal(ended, want) {
+		t.Errorf("verdicts stored as the validation ended, by range: %v, want %v", ended, want)
 	}
-	if n := len(stored) - len(vals); n != len(vals) {
-		t.Errorf("returned %d verdicts, the validation stored %d", len(vals), n)
+	for c, n := range atOnce {
+		if n != 1 {
+			t.Errorf("%s: judged at once %d times", c, n)
+		}
 	}
-	rejected := 0
+	returned := map[string]int{}
 	for _, v := range vals {
-		if v.Config != sp.Key(Defaults(sp)) {
-			rejected++
-			if v.Verdict == "tuned" {
-				t.Errorf("range %s, trial %d, wrong in every round, is tuned", v.Range, v.Candidate)
-			}
+		returned[v.Range]++
+		if v.Config != sp.Key(Defaults(sp)) && v.Verdict == "tuned" {
+			t.Errorf("range %s, trial %d, wrong in every round, is tuned", v.Range, v.Candidate)
 		}
 	}
-	if rejected == 0 {
+	if !maps.Equal(returned, want) {
+		t.Errorf("verdicts returned by range: %v, want %v", returned, want)
+	}
+	if len(atOnce) == 0 {
 		t.Fatal("no range validated a tuned configuration")
+	}
+}
+
+// TestFailedThenStoppedWhileProbing: a validation stopped while it probed,
+// after every tuned configuration failed, has not ended: a resume runs it
+// again, so that NCCL's decisions, which a plugin's rules need, are
+// recorded. The verdicts drawn at once from the failed runs made the
+// campaign finished, and a resume ran nothing.
+func TestFailedThenStoppedWhileProbing(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = failThenStop{stop: cancel, stopAt: "probe-default"}
+	if err := tu.Run(ctx, Options{ValidateRounds: 3}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped validation returned %v", err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials, _ := st.Trials(camp.ID)
+	vals, _ := st.Validations(camp.ID)
+	for _, r := range results.Of(sp, trials, vals) {
+		if r.Tuned() {
+			t.Errorf("range %s keeps trial %d, which gave wrong data: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
+		}
+	}
+	if newTuner(t, sp, st).Finished(Options{KeepSettings: true}) {
+		t.Error("a resume would run nothing: the validation stopped while probing is taken as ended")
 	}
 }
