@@ -73,7 +73,13 @@ func TestSlurmExportThroughRealSrun(t *testing.T) {
 // only what the space pins: NCCL_SOCKET_IFNAME = value.
 func fixedExport(t *testing.T, value string) Export {
 	t.Helper()
-	sp, err := space.Parse("f.toml", []byte("[benchmark]\nbinary = \"x\"\n[fixed]\nNCCL_SOCKET_IFNAME = "+
+	return fixedExportOf(t, "NCCL_SOCKET_IFNAME", value)
+}
+
+// fixedExportOf is fixedExport of variable name pinned to value.
+func fixedExportOf(t *testing.T, name, value string) Export {
+	t.Helper()
+	sp, err := space.Parse("f.toml", []byte("[benchmark]\nbinary = \"x\"\n[fixed]\n"+name+" = "+
 		`'''`+value+`'''`+"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
 	if err != nil {
 		t.Fatal(err)
