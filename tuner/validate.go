@@ -140,20 +140,26 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	// is stopped, or killed, holds its configuration to NCCL's defaults in
 	// every later one (see failedBefore); and a configuration that fails by
 	// its settings is judged at once, with the run: an older verdict on it
-	// would otherwise stand until a validation ends.
+	// would otherwise stand until a validation ends. Judged once, and in
+	// the one round it is drawn from, short of those asked: the validation
+	// has not ended (see validatedAs), and a resume runs it again if it
+	// does not end; if it does, its verdicts follow.
 	judged := map[int]bool{}
 	runs, err := s.measure(ctx, arms, rounds, func(r store.ValidationRun) error {
 		var vs []store.Validation
-		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && failedBySettings(r) {
+		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && !judged[k] && failedBySettings(r) {
 			judged[k] = true
 			vs = judge([]store.ValidationRun{r}, func(arm int) bool { return arm == k })
+			for i := range vs {
+				vs[i].Rounds = 1
+			}
 		}
 		return s.Store.SaveValidation(s.camp.ID, batch, []store.ValidationRun{r}, vs)
 	})
 	if err != nil {
 		return nil, err
 	}
-	verdicts := judge(runs, func(arm int) bool { return !judged[arm] })
+	verdicts := judge(runs, func(int) bool { return true })
 	// Where the job leaves a range to NCCL, a plugin that must name every
 	// choice needs NCCL's own under the job's environment.
 	probes := slices.Clone(arms)

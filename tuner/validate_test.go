@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,5 +299,101 @@ func TestFailedAfterAVerdict(t *testing.T) {
 		if r.Tuned() {
 			t.Errorf("range %s keeps trial %d, which gave wrong data after its verdict: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
 		}
+	}
+}
+
+// wrongAlways fails, with wrong data, every validation launch of a tuned
+// configuration (arm 1 on).
+type wrongAlways struct{}
+
+func (wrongAlways) Run(ctx context.Context, job runner.Job) runner.Result {
+	var round, arm int
+	if n, _ := fmt.Sscanf(job.Plan.Label, "validate-%d-%d", &round, &arm); n == 2 && arm > 0 {
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: runner.FailWrong, Reason: "made to fail"}}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestFailedEveryRoundJudgedOnce: a configuration that fails in every
+// round is judged once at its first failure, and once as the validation
+// ends, each range's verdict returned: each failed run stored its
+// verdicts again, and the verdicts returned lacked those judged at once.
+func TestFailedEveryRoundJudgedOnce(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	tu := newTuner(t, sp, st)
+	tu.Runner = wrongAlways{}
+	vals, err := tu.Validate(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	stored, err := st.Validations(camp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The campaign's own validation, where every run went well, judged
+	// each candidate once.
+	want, ended, atOnce := map[string]int{}, map[string]int{}, map[string]int{}
+	for _, v := range stored {
+		switch {
+		case v.Batch == stored[0].Batch:
+			want[v.Range]++
+		case v.Rounds == 3:
+			ended[v.Range]++
+		default:
+			atOnce[fmt.Sprintf("range %s, trial %d", v.Range, v.Candidate)]++
+		}
+	}
+	if !maps.Equal(ended, want) {
+		t.Errorf("verdicts stored as the validation ended, by range: %v, want %v", ended, want)
+	}
+	for c, n := range atOnce {
+		if n != 1 {
+			t.Errorf("%s: judged at once %d times", c, n)
+		}
+	}
+	returned := map[string]int{}
+	for _, v := range vals {
+		returned[v.Range]++
+		if v.Config != sp.Key(Defaults(sp)) && v.Verdict == "tuned" {
+			t.Errorf("range %s, trial %d, wrong in every round, is tuned", v.Range, v.Candidate)
+		}
+	}
+	if !maps.Equal(returned, want) {
+		t.Errorf("verdicts returned by range: %v, want %v", returned, want)
+	}
+	if len(atOnce) == 0 {
+		t.Fatal("no range validated a tuned configuration")
+	}
+}
+
+// TestFailedThenStoppedWhileProbing: a validation stopped while it probed,
+// after every tuned configuration failed, has not ended: a resume runs it
+// again, so that NCCL's decisions, which a plugin's rules need, are
+// recorded. The verdicts drawn at once from the failed runs made the
+// campaign finished, and a resume ran nothing.
+func TestFailedThenStoppedWhileProbing(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = failThenStop{stop: cancel, stopAt: "probe-default"}
+	if err := tu.Run(ctx, Options{ValidateRounds: 3}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped validation returned %v", err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials, _ := st.Trials(camp.ID)
+	vals, _ := st.Validations(camp.ID)
+	for _, r := range results.Of(sp, trials, vals) {
+		if r.Tuned() {
+			t.Errorf("range %s keeps trial %d, which gave wrong data: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
+		}
+	}
+	if newTuner(t, sp, st).Finished(Options{KeepSettings: true}) {
+		t.Error("a resume would run nothing: the validation stopped while probing is taken as ended")
 	}
 }

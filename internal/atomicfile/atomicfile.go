@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -79,11 +80,13 @@ func WriteAll(files []File) error {
 			return err
 		}
 	}
+	// Every file has its name before the first rename, and the folders are
+	// synced after the last: a step that fails (a full disk refuses a
+	// folder's new entry) leaves the old set.
 	for i := range ready {
 		s := &ready[i]
-		dir := filepath.Dir(s.path)
 		if s.tmp == "" {
-			tmp, err := link(s.f, dir)
+			tmp, err := link(s.f, filepath.Dir(s.path))
 			if err != nil {
 				return err
 			}
@@ -92,9 +95,17 @@ func WriteAll(files []File) error {
 		if err := s.f.Close(); err != nil {
 			return err
 		}
+	}
+	var dirs []string
+	for _, s := range ready {
 		if err := os.Rename(s.tmp, s.path); err != nil {
 			return err
 		}
+		if dir := filepath.Dir(s.path); !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	for _, dir := range dirs {
 		if err := syncDir(dir); err != nil {
 			return err
 		}

@@ -111,6 +111,44 @@ func TestWriteFailsWhole(t *testing.T) {
 	}
 }
 
+// TestWriteAllFailsWhole: where a file cannot be given its name in its
+// folder (a full disk, a folder gone or made read-only meanwhile), no file
+// is replaced: the name was given in the loop of renames, after the files
+// before it had replaced their old ones.
+func TestWriteAllFailsWhole(t *testing.T) {
+	dir := t.TempDir()
+	first, gone := filepath.Join(dir, "a.env"), filepath.Join(dir, "gone")
+	if err := os.WriteFile(first, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := fsync
+	t.Cleanup(func() { fsync = old })
+	fsync = func(f *os.File) error {
+		// Once the second file is written, its folder goes: a file
+		// without a name leaves it empty.
+		if filepath.Dir(f.Name()) != gone {
+			return old(f)
+		}
+		if err := os.Remove(gone); err != nil {
+			t.Skipf("the file system names files as they are made: %v", err)
+		}
+		return old(f)
+	}
+	err := WriteAll([]File{{first, []byte("new\n"), 0o644}, {filepath.Join(gone, "b.env"), []byte("new\n"), 0o644}})
+	if err == nil {
+		t.Fatal("written into a folder that is gone")
+	}
+	if data, err := os.ReadFile(first); string(data) != "old\n" {
+		t.Errorf("%s = %q (%v), want it as it was", first, data, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left %v in the folder", entries)
+	}
+}
+
 // TestWriteThroughALink: a symbolic link is written through, as os.Create
 // writes through it: the rename replaced the link with a file, and the
 // file it named kept the old text.
