@@ -38,6 +38,22 @@ func openPTY(t *testing.T) (controller, terminal *os.File) {
 	return c, tty
 }
 
+// runOnTerminal runs nccltune with args in dir, its standard output and
+// error the terminal tty whose controller is controller, TERM term, and
+// returns what the terminal showed.
+func runOnTerminal(dir string, controller, tty *os.File, term string, args ...string) (string, error) {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
+	cmd.Env = append(os.Environ(), "TERM="+term)
+	var out bytes.Buffer
+	read := make(chan struct{})
+	go func() { io.Copy(&out, controller); close(read) }()
+	err := cmd.Run()
+	tty.Close()
+	<-read
+	return out.String(), err
+}
+
 // TestProgressBarLeavesNoLineOnIt: on a terminal, what follows the
 // progress bar starts on a line of its own. A campaign that stopped short
 // of its budget (patience here) left the bar unfinished, so not cleared,
@@ -50,22 +66,14 @@ func TestProgressBarLeavesNoLineOnIt(t *testing.T) {
 	for _, args := range [][]string{{"--no-simplify", "--no-validate"}, {"--no-validate"}, {"--no-simplify", "--validate-rounds", "2"}} {
 		os.Remove(filepath.Join(dir, "nccltune.db"))
 		controller, tty := openPTY(t)
-		cmd := exec.Command(os.Args[0], append([]string{"run", "--space", spaceFile}, args...)...)
-		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
-		cmd.Env = append(os.Environ(), "TERM=xterm") // a bar, wherever the test runs
-		var out bytes.Buffer
-		read := make(chan struct{})
-		go func() { io.Copy(&out, controller); close(read) }()
-		err := cmd.Run()
-		tty.Close()
-		<-read
+		out, err := runOnTerminal(dir, controller, tty, "xterm", append([]string{"run", "--space", spaceFile}, args...)...) // a bar, wherever the test runs
 		if err != nil {
-			t.Fatalf("run %v: %v\n%s", args, err, out.String())
+			t.Fatalf("run %v: %v\n%s", args, err, out)
 		}
-		if !strings.Contains(out.String(), "(1/60)") {
-			t.Fatalf("run %v showed no bar:\n%q", args, out.String())
+		if !strings.Contains(out, "(1/60)") {
+			t.Fatalf("run %v showed no bar:\n%q", args, out)
 		}
-		if m := barEnd.FindString(out.String()); m != "" {
+		if m := barEnd.FindString(out); m != "" {
 			t.Errorf("run %v: a line began on the bar: %q", args, m)
 		}
 	}
@@ -85,26 +93,18 @@ func TestProgressBarFitsTheTerminal(t *testing.T) {
 		if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: cols}); err != nil {
 			t.Skip("no window size:", err)
 		}
-		cmd := exec.Command(os.Args[0], "run", "--trials", "6", "--no-simplify", "--no-validate")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
-		cmd.Env = append(os.Environ(), "TERM=xterm")
-		var out bytes.Buffer
-		read := make(chan struct{})
-		go func() { io.Copy(&out, controller); close(read) }()
-		err := cmd.Run()
-		tty.Close()
-		<-read
+		out, err := runOnTerminal(dir, controller, tty, "xterm", "run", "--trials", "6", "--no-simplify", "--no-validate")
 		if err != nil {
-			t.Fatalf("run at %d columns: %v\n%s", cols, err, out.String())
+			t.Fatalf("run at %d columns: %v\n%s", cols, err, out)
 		}
-		if !strings.Contains(out.String(), "(1/6)") {
-			t.Fatalf("run at %d columns showed no progress:\n%q", cols, out.String())
+		if !strings.Contains(out, "(1/6)") {
+			t.Fatalf("run at %d columns showed no progress:\n%q", cols, out)
 		}
-		if bar := strings.Contains(out.String(), "| (1/6)"); bar != (cols > 10) { // room for the counts, or not
-			t.Errorf("run at %d columns: bar shown %v:\n%q", cols, bar, out.String())
+		if bar := strings.Contains(out, "| (1/6)"); bar != (cols > 10) { // room for the counts, or not
+			t.Errorf("run at %d columns: bar shown %v:\n%q", cols, bar, out)
 		}
 		// The terminal ends each line with "\r\n".
-		for _, line := range strings.Split(strings.ReplaceAll(out.String(), "\r\n", "\n"), "\n") {
+		for _, line := range strings.Split(strings.ReplaceAll(out, "\r\n", "\n"), "\n") {
 			drawn := strings.Split(line, "\r")
 			for _, over := range drawn[:len(drawn)-1] { // each drawn over by the next
 				if w := utf8.RuneCountInString(over); w > int(cols) {
@@ -126,19 +126,11 @@ func TestProgressBarFitsTheTerminal(t *testing.T) {
 func TestNoProgressBarOnADumbTerminal(t *testing.T) {
 	dir := t.TempDir()
 	controller, tty := openPTY(t)
-	cmd := exec.Command(os.Args[0], "run", "--trials", "4", "--no-simplify", "--no-validate")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, tty, tty
-	cmd.Env = append(os.Environ(), "TERM=dumb")
-	var out bytes.Buffer
-	read := make(chan struct{})
-	go func() { io.Copy(&out, controller); close(read) }()
-	err := cmd.Run()
-	tty.Close()
-	<-read
+	got, err := runOnTerminal(dir, controller, tty, "dumb", "run", "--trials", "4", "--no-simplify", "--no-validate")
 	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
+		t.Fatalf("run: %v\n%s", err, got)
 	}
-	if got := out.String(); !strings.Contains(got, "trial 3 (4/4)") || strings.Contains(strings.ReplaceAll(got, "\r\n", "\n"), "\r") {
+	if !strings.Contains(got, "trial 3 (4/4)") || strings.Contains(strings.ReplaceAll(got, "\r\n", "\n"), "\r") {
 		t.Errorf("run on TERM=dumb:\n%q", got)
 	}
 }
