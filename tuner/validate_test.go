@@ -14,6 +14,7 @@ import (
 
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
 
@@ -207,19 +208,27 @@ func TestFailedInAStoppedValidation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		judged := 0
-		for _, v := range vals {
-			if v.Config == sp.Key(Defaults(sp)) {
-				continue
-			}
-			judged++
-			if v.Verdict == "tuned" || !strings.Contains(v.Reason, "earlier validation") {
-				t.Errorf("stopped at %s after wrong data: range %s, trial %d, is %s: %s", stopAt, v.Range, v.Candidate, v.Verdict, v.Reason)
-			}
+		heldByEarlierFailure(t, sp, vals, "stopped at "+stopAt)
+	}
+}
+
+// heldByEarlierFailure checks that vals, a validation's verdicts after one
+// in which the tuned configurations gave wrong data (what ended it says
+// how), hold every one of them to NCCL's defaults for that failure.
+func heldByEarlierFailure(t *testing.T, sp *space.Space, vals []store.Validation, ended string) {
+	t.Helper()
+	judged := 0
+	for _, v := range vals {
+		if v.Config == sp.Key(Defaults(sp)) {
+			continue
 		}
-		if judged == 0 {
-			t.Fatalf("stopped at %s: no range validated a tuned configuration", stopAt)
+		judged++
+		if v.Verdict == "tuned" || !strings.Contains(v.Reason, "earlier validation") {
+			t.Errorf("%s after wrong data: range %s, trial %d, is %s: %s", ended, v.Range, v.Candidate, v.Verdict, v.Reason)
 		}
+	}
+	if judged == 0 {
+		t.Fatalf("%s: no range validated a tuned configuration", ended)
 	}
 }
 
@@ -260,19 +269,7 @@ func TestFailedInAKilledValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	judged := 0
-	for _, v := range vals {
-		if v.Config == sp.Key(Defaults(sp)) {
-			continue
-		}
-		judged++
-		if v.Verdict == "tuned" || !strings.Contains(v.Reason, "earlier validation") {
-			t.Errorf("killed after wrong data: range %s, trial %d, is %s: %s", v.Range, v.Candidate, v.Verdict, v.Reason)
-		}
-	}
-	if judged == 0 {
-		t.Fatal("no range validated a tuned configuration")
-	}
+	heldByEarlierFailure(t, sp, vals, "killed")
 }
 
 // TestFailedAfterAVerdict: a configuration validated as tuned whose data
