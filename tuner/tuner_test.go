@@ -639,16 +639,11 @@ func TestRaisedBudgetSearchesOn(t *testing.T) {
 // an empty difference.
 func TestResumesACampaignHashedByAnOlderNccltune(t *testing.T) {
 	sp := loadExample(t, 4)
-	path := filepath.Join(t.TempDir(), "trials.db")
-	st, err := store.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", st.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,12 +670,7 @@ func TestResumesACampaignHashedByAnOlderNccltune(t *testing.T) {
 // old validation.
 func TestRaisedBudgetResumedOnAClockBehind(t *testing.T) {
 	sp := loadExample(t, 4)
-	path := filepath.Join(t.TempDir(), "trials.db")
-	st, err := store.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	validated := Options{Simplify: true, ValidateRounds: 2}
 	if err := newTuner(t, sp, st).Run(context.Background(), validated); err != nil {
 		t.Fatal(err)
@@ -698,7 +688,7 @@ func TestRaisedBudgetResumedOnAClockBehind(t *testing.T) {
 	if err := c.Run(ctx, raised); !errors.Is(err, context.Canceled) {
 		t.Fatalf("stopped run returned %v", err)
 	}
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", st.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
