@@ -265,3 +265,33 @@ func TestGridPointsFarFromZero(t *testing.T) {
 		}
 	}
 }
+
+// TestModelsWithoutMeasurementsProposeUntried: where no trial measured a
+// range (every one failed) or every candidate was tried, the Gaussian
+// process (tpe-gp's first forty trials) and the sparse regression fell
+// back to a uniform draw, which in a space of 36 configurations proposed
+// one already run, and failed, again and again while a third of the space
+// was never tried. They fall back to a covering draw, the Gaussian
+// process's start-up, which passes over what was told. (Sparse's start-up
+// draws uniformly, as TPE's does: those proposals are not held here.)
+func TestModelsWithoutMeasurementsProposeUntried(t *testing.T) {
+	sp := hostileSpace(t, 2, param("NCCL_ALGO", `values = ["default", "Ring", "Tree"]`)+
+		param("NCCL_PROTO", `values = ["default", "LL", "Simple"]`)+param("NCCL_BUFFSIZE", `values = ["default", "1M", "2M", "4M"]`))
+	for _, name := range []string{"tpe-gp", "gp", "sparse"} {
+		s := mustNew(t, name, sp)
+		seen := map[string]bool{}
+		for n := range 30 {
+			a, err := s.Ask(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[sp.Key(a)] && n >= startupTrials {
+				t.Errorf("%s: trial %d proposed %v again, %d of 36 configurations tried", name, n, a, len(seen))
+			}
+			seen[sp.Key(a)] = true
+			if err := s.Tell(a, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

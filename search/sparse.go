@@ -356,8 +356,10 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 		d.incumbent = d.model.value(u)
 		draws = append(draws, d)
 	}
+	// With no range measured, or no untried configuration climbed to, a
+	// uniform draw would propose one told (and failed) again.
 	if len(draws) == 0 {
-		return draw(s.sp, rng), nil
+		return coveringDraw(s.sp, &s.history, rng), nil
 	}
 	for range sparseStarts * len(draws) {
 		starts = append(starts, draw(s.sp, rng))
@@ -378,7 +380,7 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	if a, ok := s.maximise(gain, starts); ok {
 		return s.withinCells(a, rng), nil
 	}
-	return draw(s.sp, rng), nil
+	return coveringDraw(s.sp, &s.history, rng), nil
 }
 
 // withinCells is a with each integer the maximiser put on a grid value
