@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -293,5 +294,44 @@ func TestModelsWithoutMeasurementsProposeUntried(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestSparseProposalCostIsLinearInRanges: sparse climbed from four best
+// and four random configurations per range, and each climb weighs every
+// range's draw, so a proposal's cost grew with the square of the ranges:
+// 35 ranges (one per size of a sweep) took half a minute to minutes a
+// proposal. The climbs' starts are bounded; a space of up to four ranges
+// keeps them all.
+func TestSparseProposalCostIsLinearInRanges(t *testing.T) {
+	params := "[[param]]\n" + strings.Join(wideParams, "\n[[param]]\n")
+	cost := func(ranges int) time.Duration {
+		sp := hostileSpace(t, ranges, params)
+		s := mustNew(t, "sparse", sp)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 2 * startupTrials {
+			scores := make([]float64, ranges)
+			for r := range scores {
+				scores[r] = 1 + rng.Float64()
+			}
+			if err := s.Tell(draw(sp, rng), scores); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fastest := time.Duration(math.MaxInt64)
+		for n := range 2 {
+			start := time.Now()
+			if _, err := s.Ask(2*startupTrials + n); err != nil {
+				t.Fatal(err)
+			}
+			fastest = min(fastest, time.Since(start))
+		}
+		return fastest
+	}
+	// Eight times the ranges cost 48 times as much; the climbs' starts
+	// bounded, 13 times (a model per range remains).
+	few, many := cost(3), cost(24)
+	if many > 25*few {
+		t.Errorf("a proposal for 24 ranges took %v, for 3 ranges %v", many, few)
 	}
 }
