@@ -70,9 +70,6 @@ func (s *session) exhausted(n int) (bool, int) {
 		// The session runs at most the budget's trials past those it holds.
 		s.configs = configurations(s.Space, s.camp.Budget+len(s.trials)+len(s.untold))
 	}
-	if len(s.configs) == 0 {
-		return false, 0 // too many to run out of: spare the pass over every trial
-	}
 	_, tried := s.pending(n)
 	return allTried(s.configs, tried), len(s.configs)
 }
