@@ -182,8 +182,10 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 			}
 		}
 	}
+	// With no range measured, or every candidate tried, a uniform draw
+	// would propose a configuration told (and failed) again.
 	if len(models) == 0 {
-		return draw(g.sp, rng), nil
+		return coveringDraw(g.sp, &g.history, rng), nil
 	}
 	seen := map[string]bool{}
 	var cands []space.Assignment
@@ -194,7 +196,7 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 		}
 	}
 	if len(cands) == 0 {
-		return draw(g.sp, rng), nil
+		return coveringDraw(g.sp, &g.history, rng), nil
 	}
 	ks := make([]*mat.Dense, len(models))
 	for r := range models {

@@ -61,6 +61,10 @@ const (
 	// best configuration: the range's best configurations told, and as
 	// many random draws.
 	sparseStarts = 4
+	// sparseMaxStarts bounds the starts of a proposal, of four ranges or
+	// more: each climb weighs every range's draw, so starts per range made
+	// a proposal's cost grow with the square of the ranges.
+	sparseMaxStarts = 2 * 4 * sparseStarts
 )
 
 // encoding maps an assignment to its unit features, indicators per
@@ -328,7 +332,7 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	}
 	ranges := s.focused()
 	var draws []rangeDraw
-	var starts []space.Assignment
+	var tops [][]space.Assignment // per range modelled, its best configurations told, best first
 	u := make([]float64, s.enc.units)
 	for _, r := range ranges {
 		obs := slices.DeleteFunc(slices.Clone(s.observed([]int{r}, sparseObservations)),
@@ -348,18 +352,23 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 			order[i] = i
 		}
 		slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(ys[b], ys[a]) })
+		var top []space.Assignment
 		for _, i := range order[:min(sparseStarts, len(order))] {
-			starts = append(starts, obs[i].a)
+			top = append(top, obs[i].a)
 		}
+		tops = append(tops, top)
 		d := rangeDraw{model: s.enc.linear(horseshoe(rows, s.enc.features(), ys, rng)), scale: sd}
 		s.enc.unitsOf(obs[order[0]].a, u)
 		d.incumbent = d.model.value(u)
 		draws = append(draws, d)
 	}
+	// With no range measured, or no untried configuration climbed to, a
+	// uniform draw would propose one told (and failed) again.
 	if len(draws) == 0 {
-		return draw(s.sp, rng), nil
+		return coveringDraw(s.sp, &s.history, rng), nil
 	}
-	for range sparseStarts * len(draws) {
+	starts := climbStarts(tops)
+	for range min(sparseStarts*len(draws), sparseMaxStarts/2) {
 		starts = append(starts, draw(s.sp, rng))
 	}
 	fails := s.culprits()
@@ -378,7 +387,30 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	if a, ok := s.maximise(gain, starts); ok {
 		return s.withinCells(a, rng), nil
 	}
-	return draw(s.sp, rng), nil
+	return coveringDraw(s.sp, &s.history, rng), nil
+}
+
+// climbStarts is the configurations told that a proposal climbs from, of
+// tops, each modelled range's best, best first: all of them, range by
+// range, where they are at most sparseMaxStarts/2; else that many, each
+// range's best before any range's second.
+func climbStarts(tops [][]space.Assignment) []space.Assignment {
+	var out []space.Assignment
+	for _, top := range tops {
+		out = append(out, top...)
+	}
+	if len(out) <= sparseMaxStarts/2 {
+		return out
+	}
+	out = out[:0]
+	for i := 0; len(out) < sparseMaxStarts/2; i++ {
+		for _, top := range tops {
+			if i < len(top) && len(out) < sparseMaxStarts/2 {
+				out = append(out, top[i])
+			}
+		}
+	}
+	return out
 }
 
 // withinCells is a with each integer the maximiser put on a grid value
