@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -297,41 +296,37 @@ func TestModelsWithoutMeasurementsProposeUntried(t *testing.T) {
 	}
 }
 
-// TestSparseProposalCostIsLinearInRanges: sparse climbed from four best
-// and four random configurations per range, and each climb weighs every
-// range's draw, so a proposal's cost grew with the square of the ranges:
-// 35 ranges (one per size of a sweep) took half a minute to minutes a
-// proposal. The climbs' starts are bounded; a space of up to four ranges
-// keeps them all.
-func TestSparseProposalCostIsLinearInRanges(t *testing.T) {
-	params := "[[param]]\n" + strings.Join(wideParams, "\n[[param]]\n")
-	cost := func(ranges int) time.Duration {
-		sp := hostileSpace(t, ranges, params)
-		s := mustNew(t, "sparse", sp)
-		rng := rand.New(rand.NewPCG(1, 2))
-		for range 2 * startupTrials {
-			scores := make([]float64, ranges)
-			for r := range scores {
-				scores[r] = 1 + rng.Float64()
-			}
-			if err := s.Tell(draw(sp, rng), scores); err != nil {
-				t.Fatal(err)
+// TestSparseClimbStartsAreBounded: sparse climbed from four best and four
+// random configurations per range, and each climb weighs every range's
+// draw, so a proposal's cost grew with the square of the ranges: 35 ranges
+// (one per size of a sweep) took half a minute to minutes a proposal. The
+// climbs' starts are bounded, each range's best before any range's second;
+// a space of up to four ranges keeps them all.
+func TestSparseClimbStartsAreBounded(t *testing.T) {
+	tops := func(ranges int) [][]space.Assignment {
+		out := make([][]space.Assignment, ranges)
+		for r := range out {
+			for i := range sparseStarts {
+				out[r] = append(out[r], space.Assignment{"range": strconv.Itoa(r), "rank": strconv.Itoa(i)})
 			}
 		}
-		fastest := time.Duration(math.MaxInt64)
-		for n := range 2 {
-			start := time.Now()
-			if _, err := s.Ask(2*startupTrials + n); err != nil {
-				t.Fatal(err)
-			}
-			fastest = min(fastest, time.Since(start))
-		}
-		return fastest
+		return out
 	}
-	// Eight times the ranges cost 48 times as much; the climbs' starts
-	// bounded, 13 times (a model per range remains).
-	few, many := cost(3), cost(24)
-	if many > 25*few {
-		t.Errorf("a proposal for 24 ranges took %v, for 3 ranges %v", many, few)
+	for _, tc := range []struct {
+		ranges int
+		want   []string // range/rank of each start
+	}{
+		{1, []string{"0/0", "0/1", "0/2", "0/3"}},
+		{4, []string{"0/0", "0/1", "0/2", "0/3", "1/0", "1/1", "1/2", "1/3", "2/0", "2/1", "2/2", "2/3", "3/0", "3/1", "3/2", "3/3"}},
+		{5, []string{"0/0", "1/0", "2/0", "3/0", "4/0", "0/1", "1/1", "2/1", "3/1", "4/1", "0/2", "1/2", "2/2", "3/2", "4/2", "0/3"}},
+		{24, []string{"0/0", "1/0", "2/0", "3/0", "4/0", "5/0", "6/0", "7/0", "8/0", "9/0", "10/0", "11/0", "12/0", "13/0", "14/0", "15/0"}},
+	} {
+		var got []string
+		for _, a := range climbStarts(tops(tc.ranges)) {
+			got = append(got, a["range"]+"/"+a["rank"])
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%d ranges: starts %v, want %v", tc.ranges, got, tc.want)
+		}
 	}
 }
