@@ -129,38 +129,41 @@ sleep 60 & wait
 // reading a pipe (or a terminal) that has not ended: exit 130 at once.
 // Closing standard input, which a shell opens blocking, ended no read
 // under way, so it read on until the pipe ended or a minute had passed.
+// So does a named pipe that no job writes yet, whose opening waits.
 func TestProfileOfAWaitingPipeStops(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "profile", "-")
-	cmd.Dir = t.TempDir()
-	in, err := cmd.StdinPipe() // written to by no one, never closed until the end
-	if err != nil {
+	fifo := filepath.Join(t.TempDir(), "nccl.log")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
-			t.Errorf("profile - stopped: %v\n%s", err, stderr.String())
+	for _, log := range []string{"-", fifo} {
+		cmd := exec.Command(os.Args[0], "profile", log)
+		cmd.Dir = t.TempDir()
+		in, err := cmd.StdinPipe() // written to by no one, never closed until the end
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Errorf("profile - still read 10 s after the signal")
+		defer in.Close()
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+				t.Errorf("profile %s stopped: %v\n%s", log, err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("profile %s still read 10 s after the signal", log)
+		}
 	}
 }
 
-// TestSimDiesOfASignal: the simulated cluster, a stand-in for nccl-tests,
-// dies of SIGINT or SIGTERM as nccl-tests does. nccltune's own handler
-// caught them, so that a paced run went on to its end and exited 0 with a
-// whole table, a stopped benchmark read as one that ran.
 func TestSimDiesOfASignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		cmd := exec.Command(os.Args[0], "sim", "-pace=1", "-nodes=2", "-fabric=ib", "all_reduce_perf", "-b", "1G", "-e", "1G", "-g", "16")

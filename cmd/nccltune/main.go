@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -233,7 +234,10 @@ type decimal int64
 
 func (d *decimal) Set(s string) error {
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
+	switch {
+	case errors.Is(err, strconv.ErrRange): // decimal, but "not a decimal integer" would say it is not
+		return fmt.Errorf("out of range (%d to %d)", math.MinInt64, math.MaxInt64)
+	case err != nil:
 		return errors.New("not a decimal integer")
 	}
 	*d = decimal(n)

@@ -40,33 +40,25 @@ func profileCommand() *cli.Command {
 			if ranks < 0 {
 				return usageError{fmt.Errorf("--ranks must be a communicator's rank count, not %d", ranks)}
 			}
-			in := os.Stdin
-			if name := c.Args().First(); name != "-" {
-				f, err := os.Open(name)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				in = f
-			}
 			// A signal ends the reading (of a log of many gigabytes, or of a
 			// pipe or terminal that waits), left to itself as nccltune
 			// exits: closing the file ends no read under way of a standard
-			// input that the shell opened blocking.
+			// input that the shell opened blocking, and the opening of a
+			// named pipe waits for its writer.
 			type read struct {
 				w   *workload.Workload
 				err error
 			}
 			done := make(chan read, 1)
 			go func() {
-				w, err := workload.Read(in)
+				w, err := readLog(c.Args().First())
 				done <- read{w, err}
 			}()
 			var w *workload.Workload
 			select {
 			case r := <-done:
 				if r.err != nil {
-					return fmt.Errorf("%s: %w", c.Args().First(), r.err)
+					return r.err
 				}
 				w = r.w
 			case <-c.Context.Done():
@@ -95,6 +87,24 @@ func profileCommand() *cli.Command {
 			return w.WriteSummary(os.Stderr)
 		},
 	}
+}
+
+// readLog reads the NCCL log file name, or standard input for "-".
+func readLog(name string) (*workload.Workload, error) {
+	in := os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	w, err := workload.Read(in)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return w, nil
 }
 
 // render returns w as JSON, or as [[workload]] tables loaded first as a

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rivo/uniseg"
+
+	"github.com/nccltune/nccltune/internal/text"
 )
 
 // table lines up tab-terminated cells in columns as text/tabwriter does
@@ -32,7 +34,12 @@ func (t *table) Flush() error {
 	t.buf.Reset()
 	cells := make([][]string, len(lines))
 	for i, l := range lines {
+		// Escaped as the terminal's writer would escape them after the
+		// table (a control character as \u001b), so measured as shown.
 		cells[i] = strings.Split(strings.TrimSuffix(l, "\n"), "\t")
+		for c, cell := range cells[i] {
+			cells[i][c] = text.Clean(cell)
+		}
 	}
 	// widths[i][c]: column c's width in line i's block of it.
 	widths := make([][]int, len(lines))

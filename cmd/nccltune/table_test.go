@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
 )
@@ -47,5 +49,27 @@ values = ["网卡0", "eth`+"e\u0301"+`"]
 	}
 	if len(widths) != 2 || widths[0] != widths[1] {
 		t.Errorf("the table's lines are %v columns wide:\n%s", widths, out)
+	}
+}
+
+// TestTableOfEscapedCharacters: a cell that quotes a benchmark's output
+// (compare's verdict of a failed run) may hold a control character, which
+// the terminal's writer shows escaped (\u001b): its column lines up as
+// shown, not as the character it was.
+func TestTableOfEscapedCharacters(t *testing.T) {
+	var b strings.Builder
+	tw := newTable(terminal{&b})
+	for _, cell := range []string{"verdict", "failed: \x1b[31mcuda\r", "bad \xff byte"} {
+		fmt.Fprintf(tw, "range\t%s\t1\t\n", cell)
+	}
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	for _, l := range lines {
+		if uniseg.StringWidth(l) != uniseg.StringWidth(lines[0]) || !utf8.ValidString(l) {
+			t.Errorf("the table's lines are not alike in width:\n%s", b.String())
+			break
+		}
 	}
 }

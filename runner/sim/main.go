@@ -118,21 +118,43 @@ func scenarioFlags(stderr io.Writer) (*Scenario, *flag.FlagSet) {
 	}
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, Usage+"\n\nScenario flags:"); fs.PrintDefaults() }
-	fs.IntVar(&sc.Nodes, "nodes", sc.Nodes, "nodes in the cluster")
-	fs.IntVar(&sc.GPUsPerNode, "gpus_per_node", sc.GPUsPerNode, "GPUs per node")
+	fs.Var(decimal[int]{&sc.Nodes}, "nodes", "`N` nodes in the cluster")
+	fs.Var(decimal[int]{&sc.GPUsPerNode}, "gpus_per_node", "`N` GPUs per node")
 	fs.StringVar(&sc.Fabric, "fabric", sc.Fabric, "interconnect between nodes: nvlink (one node), ib, roce, tcp")
-	fs.IntVar(&sc.NICsPerNode, "nics_per_node", sc.NICsPerNode, "network ports per node")
+	fs.Var(decimal[int]{&sc.NICsPerNode}, "nics_per_node", "`N` network ports per node")
 	fs.Float64Var(&sc.NICGbps, "nic_gbps", sc.NICGbps, "speed of each port, Gbit/s")
 	fs.BoolVar(&sc.GDR, "gdr", sc.GDR, "GPUDirect RDMA is possible (nvidia_peermem loaded)")
 	fs.StringVar(&sc.GPUNIC, "gpu_nic", sc.GPUNIC, "PCI distance between GPU and NIC: PIX, PXB, PHB, SYS")
-	fs.IntVar(&sc.RoCEGID, "roce_gid", sc.RoCEGID, "GID index holding RoCE v2 (roce)")
-	fs.IntVar(&sc.GIDs, "gids", sc.GIDs, "entries in the GID table (roce)")
+	fs.Var(decimal[int]{&sc.RoCEGID}, "roce_gid", "GID index `N` holding RoCE v2 (roce)")
+	fs.Var(decimal[int]{&sc.GIDs}, "gids", "`N` entries in the GID table (roce)")
 	fs.Float64Var(&sc.Noise, "noise", sc.Noise, "relative standard deviation of measurements")
-	fs.Int64Var(&sc.Seed, "seed", sc.Seed, "noise seed")
-	fs.IntVar(&sc.Landscape, "landscape", sc.Landscape, "number of a generated landscape laid over the physics: settings then pay only as it says (0: off)")
+	fs.Var(decimal[int64]{&sc.Seed}, "seed", "noise seed `N`")
+	fs.Var(decimal[int]{&sc.Landscape}, "landscape", "number `N` of a generated landscape laid over the physics: settings then pay only as it says (0: off)")
 	fs.StringVar(&sc.LandscapeKind, "landscape_kind", sc.LandscapeKind, "kind of the generated landscape: levels (every variable a few levels) or smooth (integers pay through smooth curves)")
 	fs.Float64Var(&sc.Pace, "pace", sc.Pace, "seconds to sleep per second the run takes on the modelled hardware (0: answer at once)")
 	return &sc, fs
+}
+
+// decimal is an integer flag read in decimal, as the space that gives the
+// scenario in its [simulator] table reads its integers: the flag package
+// read a leading 0 as octal (gpus_per_node = "010" was 8 GPUs, 10 to the
+// space's rank count) and took 0x hexadecimal.
+type decimal[T int | int64] struct{ p *T }
+
+func (d decimal[T]) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || int64(T(n)) != n {
+		return errors.New("not a decimal integer")
+	}
+	*d.p = T(n)
+	return nil
+}
+
+func (d decimal[T]) String() string {
+	if d.p == nil { // the flag package's zero value, for its help
+		return "0"
+	}
+	return strconv.FormatInt(int64(*d.p), 10)
 }
 
 func knownCollective(bin string) bool {

@@ -276,3 +276,22 @@ func TestConfFileCannotWedgeTheSimulator(t *testing.T) {
 		}
 	}
 }
+
+// TestScenarioIntegersAreDecimal: the scenario's integer flags, which a
+// space's [simulator] table gives, are read in decimal, as the space reads
+// them (gpus_per_node = "010" is 10 GPUs to its rank count): the flag
+// package read a leading 0 as octal, 8 GPUs, and took 0x hexadecimal.
+func TestScenarioIntegersAreDecimal(t *testing.T) {
+	sc, fs := scenarioFlags(nil)
+	if err := fs.Parse([]string{"-nodes=010", "-gpus_per_node=08", "-seed=010"}); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Nodes != 10 || sc.GPUsPerNode != 8 || sc.Seed != 10 {
+		t.Errorf("-nodes=010 -gpus_per_node=08 -seed=010: %d nodes, %d GPUs per node, seed %d; want 10, 8, 10", sc.Nodes, sc.GPUsPerNode, sc.Seed)
+	}
+	for _, arg := range []string{"-nodes=0x2", "-gids=1_0", "-seed=0b1"} {
+		if err := CheckScenario([]string{arg}); err == nil {
+			t.Errorf("%s: taken", arg)
+		}
+	}
+}
