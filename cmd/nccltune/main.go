@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -233,12 +232,9 @@ func decimalize(set *flag.FlagSet, f cli.Flag) error {
 type decimal int64
 
 func (d *decimal) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 64)
-	switch {
-	case errors.Is(err, strconv.ErrRange): // decimal, but "not a decimal integer" would say it is not
-		return fmt.Errorf("out of range (%d to %d)", math.MinInt64, math.MaxInt64)
-	case err != nil:
-		return errors.New("not a decimal integer")
+	n, err := text.Integer(s)
+	if err != nil {
+		return err
 	}
 	*d = decimal(n)
 	return nil

@@ -37,6 +37,21 @@ func Decimal(s string) (float64, error) {
 	return v, nil
 }
 
+// Integer reads s as an integer written in decimal, as a space file's
+// integers are: Go's flag package reads a leading 0 as octal and 0x as
+// hexadecimal. One past int64 is out of range, with the range: it is
+// decimal, which "not a decimal integer" would deny.
+func Integer(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("out of range (%d to %d)", math.MinInt64, math.MaxInt64)
+	case err != nil:
+		return 0, errors.New("not a decimal integer")
+	}
+	return n, nil
+}
+
 // Member is one member of a JSON object: its key, decoded, and its value.
 type Member struct {
 	Key   string

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
 )
@@ -142,9 +143,12 @@ func scenarioFlags(stderr io.Writer) (*Scenario, *flag.FlagSet) {
 type decimal[T int | int64] struct{ p *T }
 
 func (d decimal[T]) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || int64(T(n)) != n {
-		return errors.New("not a decimal integer")
+	n, err := text.Integer(s)
+	if err != nil {
+		return err
+	}
+	if int64(T(n)) != n {
+		return fmt.Errorf("out of range (%d to %d)", math.MinInt32, math.MaxInt32) // an int of 32 bits
 	}
 	*d.p = T(n)
 	return nil

@@ -295,3 +295,14 @@ func TestScenarioIntegersAreDecimal(t *testing.T) {
 		}
 	}
 }
+
+// TestScenarioIntegerOutOfRange: an integer flag past int64
+// (seed = "99999999999999999999") was refused as not a decimal integer,
+// which it is, as nccltune's own flags were before 9cc9d8c.
+func TestScenarioIntegerOutOfRange(t *testing.T) {
+	for _, arg := range []string{"-seed=99999999999999999999", "-nodes=-99999999999999999999"} {
+		if err := CheckScenario([]string{arg}); err == nil || !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("%s: %v, want out of range", arg, err)
+		}
+	}
+}
