@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/tuner"
@@ -76,7 +77,9 @@ func compareCommand() *cli.Command {
 				}
 				return errors.Join(writeJSON(os.Stdout, rows), failed)
 			}
-			// A failed run's verdict quotes the benchmark's output: escaped, as status's table.
+			// A failed run's verdict quotes the benchmark's output: escaped, as
+			// status's table, its tab and line feed too, which the table
+			// would read as the end of its cell and of its line.
 			tw := newTable(terminal{os.Stdout})
 			m := sp.Measure(sp.Ranges[0])
 			fmt.Fprintf(tw, "range\tsizes\tA %s\tB %s\tB vs A (95%% CI)\tverdict\t\n", m, m)
@@ -86,7 +89,7 @@ func compareCommand() *cli.Command {
 					ci = fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*r.Gain, 100*r.CILow, 100*r.CIHigh)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(sp, r.Range),
-					figureOf(m, r.MeanA), figureOf(m, r.MeanB), ci, r.Verdict)
+					figureOf(m, r.MeanA), figureOf(m, r.MeanB), ci, text.Clean(r.Verdict))
 			}
 			return errors.Join(tw.Flush(), failed)
 		},

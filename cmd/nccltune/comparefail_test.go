@@ -92,3 +92,17 @@ func TestCompareOfASpaceAndACampaign(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareVerdictIsOneCell: a failed run's verdict quotes the
+// benchmark's output, whose tab the table read as the end of the verdict's
+// cell, a column more on its line, and whose line feed (a DDP script's
+// message) as the end of its line, the rest a row of its own. Both are
+// escaped with the rest of the cell.
+func TestCompareVerdictIsOneCell(t *testing.T) {
+	dir, spaceFile := treeFails(t, `{ printf 'NCCL WARN bad\tthing\n'; exit 3; }`)
+	code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "a.env", "b.env")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 1 || len(lines) != 2 || !strings.Contains(lines[1], `bad\u0009thing`) {
+		t.Errorf("compare with B failing: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}
