@@ -70,7 +70,7 @@ func TestSlurmExportThroughRealSrun(t *testing.T) {
 }
 
 // fixedExport is the export of a one-range campaign whose chosen trial sets
-// only what the space pins: NCCL_SOCKET_IFNAME = value.
+// only what the space pins: name = value.
 func fixedExport(t *testing.T, name, value string) Export {
 	t.Helper()
 	sp, err := space.Parse("f.toml", []byte("[benchmark]\nbinary = \"x\"\n[fixed]\n"+name+" = "+

@@ -164,6 +164,10 @@ func TestProfileOfAWaitingPipeStops(t *testing.T) {
 	}
 }
 
+// TestSimDiesOfASignal: the simulated cluster, a stand-in for nccl-tests,
+// dies of SIGINT or SIGTERM as nccl-tests does. nccltune's own handler
+// caught them, so that a paced run went on to its end and exited 0 with a
+// whole table, a stopped benchmark read as one that ran.
 func TestSimDiesOfASignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		cmd := exec.Command(os.Args[0], "sim", "-pace=1", "-nodes=2", "-fabric=ib", "all_reduce_perf", "-b", "1G", "-e", "1G", "-g", "16")
