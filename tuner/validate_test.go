@@ -289,12 +289,19 @@ func TestFailedAfterAVerdict(t *testing.T) {
 	if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
 		t.Fatalf("stopped validation returned %v", err)
 	}
+	noneTuned(t, sp, st, "after its verdict")
+}
+
+// noneTuned checks that no range of sp's campaign in st keeps a tuned
+// choice, each having given wrong data (when says when).
+func noneTuned(t *testing.T, sp *space.Space, st *store.Store, when string) {
+	t.Helper()
 	camp, _ := st.Campaign(sp.Campaign.Name)
 	trials, _ := st.Trials(camp.ID)
 	vals, _ := st.Validations(camp.ID)
 	for _, r := range results.Of(sp, trials, vals) {
 		if r.Tuned() {
-			t.Errorf("range %s keeps trial %d, which gave wrong data after its verdict: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
+			t.Errorf("range %s keeps trial %d, which gave wrong data %s: %s", r.Range.Name, r.Best.Number, when, r.Validation.Reason)
 		}
 	}
 }
@@ -382,14 +389,7 @@ func TestFailedThenStoppedWhileProbing(t *testing.T) {
 	if err := tu.Run(ctx, Options{ValidateRounds: 3}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("stopped validation returned %v", err)
 	}
-	camp, _ := st.Campaign(sp.Campaign.Name)
-	trials, _ := st.Trials(camp.ID)
-	vals, _ := st.Validations(camp.ID)
-	for _, r := range results.Of(sp, trials, vals) {
-		if r.Tuned() {
-			t.Errorf("range %s keeps trial %d, which gave wrong data: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
-		}
-	}
+	noneTuned(t, sp, st, "in the validation")
 	if newTuner(t, sp, st).Finished(Options{KeepSettings: true}) {
 		t.Error("a resume would run nothing: the validation stopped while probing is taken as ended")
 	}
