@@ -229,3 +229,20 @@ func TestPluginBuildInterrupted(t *testing.T) {
 		t.Errorf("plugin build stopped: %v\n%s", err, stderr.String())
 	}
 }
+
+// TestPluginBuildCompilerStoppedFirst: the Ctrl-C that reaches the
+// compiler may end it before nccltune's own handler has run (a loaded
+// machine): the build is interrupted all the same, not failed, exit 1
+// ("signal: interrupt"). Here the compiler alone gets it.
+func TestPluginBuildCompilerStoppedFirst(t *testing.T) {
+	dir := t.TempDir()
+	cc := filepath.Join(dir, "stoppedcc")
+	os.WriteFile(cc, []byte("#!/bin/sh\nkill -INT $$\nsleep 30\n"), 0o755)
+	cmd := exec.Command(os.Args[0], "plugin", "build", "--cc", cc, "--out", filepath.Join(dir, "out"))
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "nccltune: interrupted") {
+		t.Errorf("plugin build whose compiler was stopped: %v\n%s", err, stderr.String())
+	}
+}

@@ -2,7 +2,12 @@ package main
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
+	"os/exec"
+	"slices"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,7 +33,11 @@ func pluginCommand() *cli.Command {
 			Action: func(c *cli.Context) error {
 				lib, err := plugin.Build(c.String("out"), c.String("cc"))
 				if err != nil {
-					// Ctrl-C signals the compiler too, which then fails the build.
+					// Ctrl-C signals the compiler too, which then fails the
+					// build, maybe before nccltune's own handler has run.
+					if diedOfStop(err) {
+						return context.Canceled
+					}
 					return cmp.Or(c.Context.Err(), err)
 				}
 				_, err = fmt.Println(lib) // a listing lost (a full disk) fails the command
@@ -36,4 +45,16 @@ func pluginCommand() *cli.Command {
 			},
 		}},
 	}
+}
+
+// diedOfStop reports whether err is a program's death by a signal that
+// stops nccltune (SIGINT, SIGTERM, SIGHUP): sent to the terminal's whole
+// process group, it may end the program before it reaches nccltune.
+func diedOfStop(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && slices.Contains([]syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}, ws.Signal())
 }
