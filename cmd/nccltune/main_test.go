@@ -567,13 +567,15 @@ func TestDoctorNodeMissing(t *testing.T) {
 }
 
 // TestExitCodesOfAProgramsFailure: a program nccltune starts (the plugin's
-// C compiler) that exits with a code of its own, or dies of a signal, fails
-// the command with exit 1; nccltune exited with the program's code (4), or
-// 255 for a signal, codes the README does not document, since urfave/cli
-// took the exec.ExitError it wrapped for one of its own exit codes.
+// C compiler) that exits with a code of its own, or dies of a signal other
+// than one that stops nccltune (the OOM killer's SIGKILL), fails the
+// command with exit 1; nccltune exited with the program's code (4), or 255
+// for a signal, codes the README does not document, since urfave/cli took
+// the exec.ExitError it wrapped for one of its own exit codes. A stop
+// signal is an interruption (TestPluginBuildCompilerStoppedFirst).
 func TestExitCodesOfAProgramsFailure(t *testing.T) {
 	dir := t.TempDir()
-	for _, script := range []string{"exit 4", "kill -TERM $$"} {
+	for _, script := range []string{"exit 4", "kill -KILL $$"} {
 		cc := filepath.Join(dir, "cc")
 		os.WriteFile(cc, []byte("#!/bin/sh\n"+script+"\n"), 0o755)
 		code, out, errOut := nccltune(t, dir, "plugin", "build", "--cc", cc, "--out", filepath.Join(dir, "out"))
