@@ -39,16 +39,21 @@ func main() {
 // (a variable for the tests, which cannot wait a minute).
 var stopWait = time.Minute
 
-func run(args []string) int {
-	// The first SIGINT/SIGTERM cancels the campaign cleanly; the second, once
-	// the handler is released, ends the process at once. So does SIGHUP (a
-	// closed terminal or ssh session), which killed nccltune as kill -9 does,
-	// its trial left running; not under nohup, which ignores it.
-	stopSignals := []os.Signal{os.Interrupt, syscall.SIGTERM}
+// stopSignals are the signals that stop nccltune cleanly: SIGINT, SIGTERM
+// and SIGHUP (a closed terminal or ssh session), which killed nccltune as
+// kill -9 does, its trial left running; not under nohup, which ignores it.
+func stopSignals() []os.Signal {
+	signals := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if !signal.Ignored(syscall.SIGHUP) {
-		stopSignals = append(stopSignals, syscall.SIGHUP)
+		signals = append(signals, syscall.SIGHUP)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	return signals
+}
+
+func run(args []string) int {
+	// The first stop signal cancels the campaign cleanly; the second, once
+	// the handler is released, ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 	go func() {
 		<-ctx.Done()

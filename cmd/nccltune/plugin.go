@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"syscall"
@@ -48,13 +49,13 @@ func pluginCommand() *cli.Command {
 }
 
 // diedOfStop reports whether err is a program's death by a signal that
-// stops nccltune (SIGINT, SIGTERM, SIGHUP): sent to the terminal's whole
-// process group, it may end the program before it reaches nccltune.
+// stops nccltune (stopSignals): sent to the terminal's whole process
+// group, it may end the program before it reaches nccltune.
 func diedOfStop(err error) bool {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		return false
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && slices.Contains([]syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}, ws.Signal())
+	return ok && ws.Signaled() && slices.Contains(stopSignals(), os.Signal(ws.Signal()))
 }
