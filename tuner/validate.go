@@ -109,25 +109,25 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	// judge draws the verdicts on the configurations of the arms that in
 	// says, from runs.
 	judge := func(runs []store.ValidationRun, in func(arm int) bool) []store.Validation {
+		defaults := runsOf(runs, arms[0].name)
+		// tuned are an arm's runs; none for NCCL's defaults, judged as themselves.
+		tuned := func(arm int) []store.ValidationRun {
+			if arm == 0 {
+				return nil
+			}
+			return runsOf(runs, arms[arm].name)
+		}
 		var vs []store.Validation
 		for _, c := range candidates {
 			if !in(c.arm) {
 				continue
 			}
-			tuned := runsOf(runs, arms[c.arm].name)
-			if c.arm == 0 {
-				tuned = nil
-			}
-			v := results.Judge(c.result, tuned, runsOf(runs, arms[0].name), rounds)
+			v := results.Judge(c.result, tuned(c.arm), defaults, rounds)
 			v.Config = sp.Key(arms[c.arm].assignment)
 			vs = append(vs, heldTo(v, arms[c.arm], failed))
 		}
 		if jobArm >= 0 && in(jobArm) {
-			var tuned []store.ValidationRun
-			if jobArm != 0 {
-				tuned = runsOf(runs, arms[jobArm].name)
-			}
-			v := results.JudgeJob(sp, tuned, runsOf(runs, arms[0].name), rounds)
+			v := results.JudgeJob(sp, tuned(jobArm), defaults, rounds)
 			v.Config = sp.Key(arms[jobArm].assignment)
 			vs = append(vs, heldTo(v, arms[jobArm], failed))
 		}
