@@ -1541,26 +1541,27 @@ func ranWith(camp store.Campaign, sp *space.Space) bool {
 	if camp.SpaceHash == sp.Hash() {
 		return true
 	}
+	old, err := storedSpace(camp)
+	return err == nil && old.Hash() == sp.Hash()
+}
+
+// storedSpace is the space campaign camp ran with, its stored copy read as
+// this nccltune reads a space file, at the campaign's scale.
+func storedSpace(camp store.Campaign) (*space.Space, error) {
 	old, err := space.Parse(camp.Name+" (as stored)", camp.Space)
-	if err != nil {
-		return false
-	}
-	if camp.Scale > 0 {
+	if err == nil && camp.Scale > 0 {
 		old = old.AtScale(camp.Scale)
 	}
-	return old.Hash() == sp.Hash()
+	return old, err
 }
 
 // ErrSpaceChanged means the space differs from the one a stored campaign ran with.
 var ErrSpaceChanged = errors.New("the space differs from the one the stored campaign ran with")
 
 func spaceChanged(camp store.Campaign, sp *space.Space) error {
-	old, err := space.Parse(camp.Name+" (as stored)", camp.Space)
+	old, err := storedSpace(camp)
 	if err != nil {
 		return fmt.Errorf("campaign %q: %w, and the stored copy no longer loads: %v", camp.Name, ErrSpaceChanged, err)
-	}
-	if camp.Scale > 0 {
-		old = old.AtScale(camp.Scale)
 	}
 	return fmt.Errorf("campaign %q: %w:\n  %s\nrun with --allow-space-change to continue as a new campaign in the same store, or rename the campaign",
 		camp.Name, ErrSpaceChanged, strings.Join(space.Diff(old, sp), "\n  "))
