@@ -366,6 +366,9 @@ func TestRules(t *testing.T) {
 	// algorithms within one tuner interface, v3).
 	larger := costs{{5, 6, 7, 4}, {8, 9, 10, 11}, {ignore, ignore, ignore, ignore}, {ignore, ignore, ignore, ignore},
 		{ignore, ignore, ignore, ignore}, {ignore, ignore, ignore, ignore}, {ignore, ignore, ignore, ignore}, {1, 2, 3, 0.5}}
+	// CollNet available, and cheapest: collnet_direct/simple overall, collnet_chain with LL128.
+	collnet := costs{{10, 12, 30}, {20, 8, 15}, {ignore, ignore, 1}, {ignore, 5, 3}, {ignore, ignore, 25},
+		{ignore, ignore, ignore}, {ignore, ignore, ignore}}
 
 	cases := []struct {
 		name    string
@@ -449,10 +452,11 @@ func TestRules(t *testing.T) {
 			want:    []string{untouched, "tree/simple=0, channels untouched"},
 		},
 		{
-			name:    "a larger table than the plugin knows: its own names, NCCL's cheapest for *",
+			// Channels only where NCCL bounds them: it may not for an algorithm the plugin does not know.
+			name:    "a larger table than the plugin knows: its own names, NCCL's cheapest for *, no channels for a later algorithm",
 			rules:   rules("allreduce 0 - * * * ll 0", "allgather 0 - * * tree * 0", "broadcast 0 - * * ring simple 2", "reduce 0 - * * * * 3"),
 			queries: []query{{"allreduce", 1, larger}, {"allgather", 1, larger}, {"broadcast", 1, larger}, {"reduce", 1, larger}},
-			want:    []string{"#7/ll=0, channels untouched", "tree/#3=0, channels untouched", "ring/simple=0, channels 2", "table untouched, channels 3"},
+			want:    []string{"#7/ll=0, channels untouched", "tree/#3=0, channels untouched", "ring/simple=0, channels 2", untouched},
 		},
 		{
 			name:    "no rule for the collective or size: NCCL's choice, byte for byte",
@@ -473,6 +477,25 @@ func TestRules(t *testing.T) {
 			queries: []query{{"allreduce", 0, sixAlgos}, {"allreduce", 1, sixAlgos}, {"allreduce", 2, sixAlgos}, {"allreduce", 3, sixAlgos}, {"allreduce", 4, sixAlgos}, {"allreduce", 5, sixAlgos}, {"allreduce", 6, append(slices.Clone(sixAlgos), []float32{1, 2, 3})}, {"allreduce", 7, append(slices.Clone(sixAlgos), []float32{1, 2, 3})}},
 			want: []string{"tree/ll=0, channels untouched", "ring/ll128=0, channels untouched", "collnet_direct/simple=0, channels untouched", "collnet_chain/ll=0, channels untouched",
 				"nvls/ll128=0, channels untouched", "nvls_tree/simple=0, channels untouched", "pat/ll=0, channels untouched", "pat/simple=0, channels 64"},
+		},
+		{
+			// NCCL runs CollNet, and NVLS across nodes (CollNet+NVLS), on
+			// exactly the channels a plugin gives, not bounded by those it set
+			// up: more crash it. Ring, tree, PAT and NVLS within a node are bounded.
+			name: "channels never steer what NCCL runs on as many channels as it is given",
+			rules: rules("allreduce 0 0 * * collnet_direct simple 32", "allreduce 1 1 * * collnet_chain * 32", "allreduce 2 2 * * nvls simple 32",
+				"allreduce 3 3 * * * * 8", "allreduce 4 4 * * * ll128 8", "allreduce 5 5 * * ring simple 8", "allreduce 6 6 * * tree * 8", "allreduce 7 7 * * * * 8"),
+			queries: []query{{"allreduce", 0, collnet}, {"allreduce", 1, collnet}, {"allreduce", 2, collnet}, {"allreduce", 3, collnet},
+				{"allreduce", 4, collnet}, {"allreduce", 5, collnet}, {"allreduce", 6, collnet}, {"allreduce", 7, nil}},
+			want: []string{"collnet_direct/simple=0, channels untouched", "collnet_chain/simple=0, channels untouched", "nvls/simple=0, channels untouched",
+				untouched, "collnet_chain/ll128=0, channels untouched", "ring/simple=0, channels 8", "tree/ll=0, channels 8", "table untouched, channels 8"},
+		},
+		{
+			name:    "channels steer NVLS within a node",
+			rules:   rules("allreduce 0 - 1 8 nvls simple 8"),
+			comm:    comm{version: 5, nodes: 1, ranks: 8},
+			queries: []query{{"allreduce", 1, collnet}},
+			want:    []string{"nvls/simple=0, channels 8"},
 		},
 		{
 			name:    "rules for other node and rank counts are not kept",
@@ -539,23 +562,27 @@ func TestLog(t *testing.T) {
 		"allreduce 0 - 1 8 ring simple 16\n"+
 		"allgather 0 - * * ring * 0\n"+
 		"broadcast 0 - * * * * 2\n"+
-		"reduce 0 - * * collnet_chain simple 0\n")
+		"reduce 0 - * * collnet_chain simple 0\n"+
+		"reducescatter 0 - * * nvls simple 8\n")
 	q := []query{{"allreduce", 100, nil}, {"allreduce", 100, nil}, {"allreduce", 1 << 20, nil}, {"allgather", 1, nil},
-		{"allgather", 1, nil}, {"broadcast", 1, nil}, {"reduce", 1, nil}, {"reduce", 1, nil}, {"sendrecv", 1, nil}}
+		{"allgather", 1, nil}, {"broadcast", 1, nil}, {"reduce", 1, nil}, {"reduce", 1, nil}, {"sendrecv", 1, nil},
+		{"reducescatter", 1, nil}, {"reducescatter", 1, nil}}
 	out := runHarness(t, asan, withRules(path), defaultComm, q...)
 	const init, tuning = 0x41, 0x40 // NCCL_INIT|NCCL_TUNING, NCCL_TUNING
 	want := []logLine{
-		{"INFO", init, "nccltune: loaded " + path + ": 6 rules, 5 for this communicator (2 nodes, 16 ranks)"},
+		{"INFO", init, "nccltune: loaded " + path + ": 7 rules, 6 for this communicator (2 nodes, 16 ranks)"},
 		{"INFO", init, "nccltune: rule 1 (line 3): allreduce 0 65535 2 16 tree ll 0"},
 		{"INFO", init, "nccltune: rule 2 (line 4): allreduce 65536 - 2 16 ring simple 16"},
 		{"INFO", init, "nccltune: rule 4 (line 6): allgather 0 - * * ring * 0"},
 		{"INFO", init, "nccltune: rule 5 (line 7): broadcast 0 - * * * * 2"},
 		{"INFO", init, "nccltune: rule 6 (line 8): reduce 0 - * * collnet_chain simple 0"},
+		{"INFO", init, "nccltune: rule 7 (line 9): reducescatter 0 - * * nvls simple 8"},
 		{"INFO", tuning, "nccltune: rule 1 (allreduce 0-65535) -> tree/ll"},
 		{"INFO", tuning, "nccltune: rule 2 (allreduce 65536-inf) -> ring/simple channels 16"},
 		{"INFO", tuning, "nccltune: rule 4 (allgather 0-inf) -> ring/ll128"},
 		{"INFO", tuning, "nccltune: rule 5 (broadcast 0-inf) -> NCCL's algorithm and protocol channels 2"},
 		{"INFO", tuning, "nccltune: rule 6 (reduce 0-inf): collnet_chain/simple is not available, NCCL's choice stands (logged once)"},
+		{"INFO", tuning, "nccltune: rule 7 (reducescatter 0-inf) -> nvls/simple, NCCL's channels (it runs nvls on exactly the 8 given, set up or not)"},
 	}
 	if !slices.Equal(out.logs, want) {
 		t.Errorf("log:\n got %+v\nwant %+v", out.logs, want)

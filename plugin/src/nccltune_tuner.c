@@ -99,6 +99,7 @@ struct rule {
 
 struct context {
   ncclDebugLogger_t log;
+  size_t nNodes;
   size_t nRules;
   struct rule rules[];
 };
@@ -341,6 +342,7 @@ static bool parseRules(struct parser* p, char* text, size_t len, size_t nNodes, 
     fail(p, "end of file before the \"" RULES_HEADER " " RULES_VERSION "\" line");
     goto fail;
   }
+  if (c) c->nNodes = nNodes;
   *out = c;
   return true;
 fail:
@@ -470,6 +472,38 @@ static bool firstTime(struct rule* r, unsigned what) {
          !(atomic_fetch_or_explicit(&r->logged, what, memory_order_relaxed) & what);
 }
 
+/* The pair NCCL picks from the table (topoGetAlgoInfo): the first of the
+ * cheapest available; -1 for none. */
+static int picked(const float* table, int n) {
+  int best = -1;
+  for (int i = 0; i < n; i++) {
+    if (table[i] >= 0.0f && (best < 0 || table[i] < table[best])) best = i;
+  }
+  return best;
+}
+
+/*
+ * Whether NCCL bounds a plugin's channel count by the channels it set up
+ * when it runs algorithm algo. It schedules CollNet, and NVLS across nodes
+ * (CollNet+NVLS), on exactly the channels it is given (enqueue.cc,
+ * scheduleCollTasksToPlan's isCollnet), beyond those it set up or
+ * MAXCHANNELS (32 in 2.24): more than it set up crash the job.
+ * An algorithm of a later NCCL may be scheduled so too.
+ */
+static bool boundsChannels(int algo, size_t nNodes) {
+  switch (algo) {
+    case NCCL_ALGO_TREE:
+    case NCCL_ALGO_RING:
+    case NCCL_ALGO_NVLS_TREE:
+    case NCCL_ALGO_PAT:
+      return true;
+    case NCCL_ALGO_NVLS:
+      return nNodes == 1;
+    default:
+      return false;
+  }
+}
+
 /*
  * Steers NCCL to the rule's algorithm and protocol by setting their cost to
  * 0.0. Where the rule leaves one of the two to NCCL, the pair NCCL rated
@@ -478,11 +512,12 @@ static bool firstTime(struct rule* r, unsigned what) {
  * unavailable (negative: NCCL_ALGO_PROTO_IGNORE) are never touched: NCCL
  * cannot run them. A rule whose pair is unavailable for this call leaves
  * NCCL's choice alone, its channel count too, since that was tuned for its
- * pair.
+ * pair. The channel count applies only where NCCL bounds it (boundsChannels)
+ * for the pair it will pick.
  */
 static void apply(struct context* c, struct rule* r, float* table, int numAlgo, int numProto, int* nChannels) {
   char title[TITLE_LEN];
-  int best = -1;
+  int best = -1, pick;
   if (r->algo != ANY || r->proto != ANY) {
     int a0 = r->algo == ANY ? 0 : r->algo, a1 = r->algo == ANY ? numAlgo : r->algo + 1;
     int p0 = r->proto == ANY ? 0 : r->proto, p1 = r->proto == ANY ? numProto : r->proto + 1;
@@ -502,10 +537,17 @@ static void apply(struct context* c, struct rule* r, float* table, int numAlgo, 
     }
     table[best] = 0.0f;
   }
-  if (r->channels > 0) *nChannels = r->channels;
+  pick = picked(table, numAlgo * numProto);
+  bool bounded = pick >= 0 && boundsChannels(pick / numProto, c->nNodes);
+  if (r->channels > 0 && bounded) *nChannels = r->channels;
   if (firstTime(r, LOGGED_APPLIED)) {
-    char channels[24] = "", algo[24], proto[24];
-    if (r->channels > 0) snprintf(channels, sizeof(channels), " channels %d", r->channels);
+    char channels[128] = "", algo[24], proto[24];
+    if (r->channels > 0 && bounded) {
+      snprintf(channels, sizeof(channels), " channels %d", r->channels);
+    } else if (r->channels > 0 && pick >= 0) {
+      snprintf(channels, sizeof(channels), ", NCCL's channels (it runs %s on exactly the %d given, set up or not)",
+               indexName(algoNames, NCCL_NUM_ALGORITHMS, pick / numProto, algo), r->channels);
+    }
     ruleTitle(r, title);
     if (best >= 0) {
       TUNING(c->log, "%s -> %s/%s%s", title, indexName(algoNames, NCCL_NUM_ALGORITHMS, best / numProto, algo),
