@@ -17,7 +17,8 @@
  *   - each kept rule, written out as the plugin logs it, parses back to the
  *     same rule;
  *   - getCollInfo on each kept rule's collective and sizes touches only NCCL's
- *     cost table and channel count.
+ *     cost table and channel count, and sets the count only where NCCL will
+ *     bound it (not CollNet, nor NVLS across nodes).
  */
 #include "../src/nccltune_tuner.c"
 
@@ -133,6 +134,16 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         &channels) == ncclSuccess,
             "getCollInfo failed");
       check(channels >= 0 && channels <= MAX_CHANNELS, "getCollInfo set a channel count NCCL cannot run");
+      /* NCCL's pick from the table as getCollInfo left it (topoGetAlgoInfo): channels only
+       * where NCCL bounds them, never for CollNet or, across nodes, NVLS. */
+      int pick = -1;
+      for (int i = 0; i < NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i++) {
+        float v = table[i / NCCL_NUM_PROTOCOLS][i % NCCL_NUM_PROTOCOLS];
+        if (v >= 0.0f && (pick < 0 || v < table[pick / NCCL_NUM_PROTOCOLS][pick % NCCL_NUM_PROTOCOLS])) pick = i;
+      }
+      int algo = pick / NCCL_NUM_PROTOCOLS;
+      check(channels == 0 || (algo != NCCL_ALGO_COLLNET_DIRECT && algo != NCCL_ALGO_COLLNET_CHAIN && algo != NCCL_ALGO_NVLS),
+            "getCollInfo set a channel count for an algorithm NCCL runs on exactly that many channels");
     }
   }
   free(c);
