@@ -524,6 +524,13 @@ func TestRules(t *testing.T) {
 			want:    []string{"ring/simple=0, channels 4"},
 		},
 		{
+			// What Windows editors write first; invisible, so a refusal would name a line that looks right.
+			name:    "a UTF-8 byte order mark",
+			rules:   "\ufeffnccltune-rules 1\r\nallreduce 0 - * * ring simple 4\r\n",
+			queries: []query{{"allreduce", 1, nil}},
+			want:    []string{"ring/simple=0, channels 4"},
+		},
+		{
 			name:    "no line end at the end of the file",
 			rules:   "nccltune-rules 1\nallreduce 0 - * * ring simple 4",
 			queries: []query{{"allreduce", 1, nil}},

@@ -316,6 +316,8 @@ static bool parseRules(struct parser* p, char* text, size_t len, size_t nNodes, 
   bool header = false;
   char* end = text + len;
   *total = 0;
+  /* A UTF-8 byte order mark, which Windows editors write first and no one sees. */
+  if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3;
   for (char *s = text, *next; s < end; s = next, p->line++) {
     char* nl = memchr(s, '\n', (size_t)(end - s));
     char* f[RULE_FIELDS + 1];
