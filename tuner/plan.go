@@ -28,19 +28,7 @@ func (s *session) next(n int) (space.Assignment, error) {
 	if sp.Campaign.WarmStart {
 		queued = append(slices.Clone(queued), sp.WarmStart(fabric(sp, s.trials))...)
 	}
-	var pending []space.Assignment // launched before n, not yet told
-	for m := s.told; m < n; m++ {
-		if t, ok := s.untold[m]; ok {
-			pending = append(pending, t.Params)
-		}
-	}
-	tried := map[string]bool{}
-	for _, t := range s.trials {
-		tried[sp.Key(t.Params)] = true
-	}
-	for _, a := range pending {
-		tried[sp.Key(a)] = true
-	}
+	pending, tried := s.pending(n)
 	for _, a := range queued {
 		if !tried[sp.Key(a)] {
 			return a, nil
@@ -54,6 +42,61 @@ func (s *session) next(n int) (space.Assignment, error) {
 		f.Focus(searched(s.settled))
 	}
 	return sampler.Ask(n)
+}
+
+// pending lists the configurations launched before trial n and not yet
+// told, and tried holds (by Space.Key) those and every one told.
+func (s *session) pending(n int) (pending []space.Assignment, tried map[string]bool) {
+	for m := s.told; m < n; m++ {
+		if t, ok := s.untold[m]; ok {
+			pending = append(pending, t.Params)
+		}
+	}
+	tried = map[string]bool{}
+	for _, t := range s.trials {
+		tried[s.Space.Key(t.Params)] = true
+	}
+	for _, a := range pending {
+		tried[s.Space.Key(a)] = true
+	}
+	return pending, tried
+}
+
+// exhausted reports whether trial n would find every configuration of the
+// space tried or running, and how many there are: a sampler could only
+// propose one again.
+func (s *session) exhausted(n int) (bool, int) {
+	if s.configs == nil {
+		// The session runs at most the budget's trials past those it holds.
+		s.configs = configurations(s.Space, s.camp.Budget+len(s.trials)+len(s.untold))
+	}
+	_, tried := s.pending(n)
+	return allTried(s.configs, tried), len(s.configs)
+}
+
+// configurations holds (by Space.Key) every configuration of sp, NCCL's
+// defaults among them, where there are at most limit, the trials that
+// could have tried them, and none where there are more: listing those
+// would cost what no campaign of them can use.
+func configurations(sp *space.Space, limit int) map[string]bool {
+	keys := map[string]bool{}
+	if all, ok := search.Enumerate(sp, 0, limit); ok {
+		keys[sp.Key(Defaults(sp))] = true
+		for _, a := range all {
+			keys[sp.Key(a)] = true
+		}
+	}
+	return keys
+}
+
+// allTried reports whether configs has a configuration and tried holds each.
+func allTried(configs, tried map[string]bool) bool {
+	for k := range configs {
+		if !tried[k] {
+			return false
+		}
+	}
+	return len(configs) > 0
 }
 
 // liar returns the sampler to propose from while the pending configurations

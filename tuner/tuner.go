@@ -149,7 +149,10 @@ type session struct {
 	plan     runner.Plan         // of the next launches
 	measured []bool              // per range: the plan's sweep measures it
 	note     string              // how the next launches changed, for the next Progress
-	stopped  bool                // every range settled: no more trials are proposed
+	stopped  bool                // every range settled, or every configuration was tried: no more trials are proposed
+	// configs are the space's configurations (Space.Key), listed once where
+	// they are few enough to be tried (see exhausted); nil before, or empty.
+	configs map[string]bool
 	// searchEnd is the first number past every search trial stored or
 	// started: the simplification's are numbered from there, past any the
 	// search left interrupted when its ranges settled.
@@ -330,8 +333,14 @@ func (t *Tuner) finished(o Options) bool {
 	// Settled (patience), it runs no more unless told a new budget (see
 	// resume); run again without patience, its ranges are searched again.
 	// Search trials interrupted after it settled (on groups, those running
-	// as the last range settled) run again first.
-	stopped := camp.Stopped != "" && o.Trials == 0 && t.Space.Campaign.Patience > 0 && len(unfinishedSearch(trials)) == 0
+	// as the last range settled) run again first. Stopped with every
+	// configuration tried, it has nothing left to search.
+	tried := map[string]bool{}
+	for _, tr := range trials {
+		tried[t.Space.Key(tr.Params)] = true
+	}
+	stopped := camp.Stopped != "" && o.Trials == 0 && len(unfinishedSearch(trials)) == 0 &&
+		(t.Space.Campaign.Patience > 0 || allTried(configurations(t.Space, len(trials)), tried))
 	// A budget below what the search ran is not met but overrun: the run
 	// goes on to campaign's refusal of it, as for a campaign not validated.
 	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || simplified(t.Space, trials)) &&
@@ -664,7 +673,7 @@ func (s *session) ready(n int) bool {
 
 // begin proposes trial n from the trials before need(n) and starts it on
 // group g (see start). It returns nil, and records that the campaign
-// stopped, once every range has settled.
+// stopped, once every range has settled or every configuration was tried.
 func (s *session) begin(n int, g *group) (*store.Trial, error) {
 	if err := s.tell(s.need(n)); err != nil {
 		return nil, err
@@ -679,6 +688,12 @@ func (s *session) begin(n int, g *group) (*store.Trial, error) {
 		// told may be the simplification's, of a budget raised after it.
 		s.camp.Stopped = fmt.Sprintf("stopped after trial %d: every range settled (patience): %s",
 			slices.Max(s.settled), describeSettled(s.Space, s.settled))
+		return nil, s.Store.UpdateSettings(s.camp)
+	}
+	if done, configs := s.exhausted(n); done {
+		// Running one again measures nothing new: the rest of the budget would only repeat them.
+		s.stopped = true
+		s.camp.Stopped = fmt.Sprintf("stopped after trial %d: every one of the space's %d configurations was tried", n-1, configs)
 		return nil, s.Store.UpdateSettings(s.camp)
 	}
 	a, err := s.next(n)

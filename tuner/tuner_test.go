@@ -1006,3 +1006,52 @@ func TestSamplerRefusedBeforeTheCampaignIsStored(t *testing.T) {
 		t.Errorf("the campaign was stored: %v", err)
 	}
 }
+
+// TestExhaustedSpaceStops: a space of three configurations (NCCL's
+// defaults, Ring, Tree) under a budget of twelve ran each again and again
+// to the end of the budget, measuring nothing new; the campaign stops
+// once every configuration was tried, saying so, and running it again
+// runs nothing, its validation included.
+func TestExhaustedSpaceStops(t *testing.T) {
+	src := `
+[campaign]
+name = "three"
+trials = 12
+seed = 1
+sizes = { min = "1M", max = "64M", factor = 4 }
+[benchmark]
+gpus = 16
+[simulator]
+nodes = 2
+fabric = "ib"
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[param]]
+name = "NCCL_ALGO"
+values = ["Ring", "Tree"]
+`
+	sp, st := mustParse(t, "three.toml", src), openStore(t)
+	o := Options{ValidateRounds: 2}
+	if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, "three")
+	searched := 0
+	for _, tr := range trials {
+		if tr.Searched() {
+			searched++
+		}
+	}
+	camp, _ := st.Campaign("three")
+	if searched != 4 || !strings.Contains(camp.Stopped, "every one of the space's 3 configurations was tried") {
+		t.Errorf("%d search trials, stopped %q; want NCCL's defaults twice, Ring and Tree, and a stop", searched, camp.Stopped)
+	}
+	vals, _ := st.Validations(camp.ID)
+	if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	valsAgain, _ := st.Validations(camp.ID)
+	if again := campaignTrials(t, st, "three"); len(again) != len(trials) || len(valsAgain) != len(vals) {
+		t.Errorf("run again: %d trials and %d validations, before %d and %d", len(again), len(valsAgain), len(trials), len(vals))
+	}
+}

@@ -171,7 +171,9 @@ done
 }
 
 // scriptSpace writes a space file in dir for a campaign name of trials
-// over NCCL_ALGO whose benchmark is the shell script, and returns its path.
+// over NCCL_ALGO and NCCL_MIN_NCHANNELS (more configurations than any test's
+// budget, so that none stops for want of untried ones) whose benchmark is
+// the shell script, and returns its path.
 func scriptSpace(t *testing.T, dir, name string, trials int, script string) string {
 	t.Helper()
 	bench := filepath.Join(dir, name+"_perf.sh")
@@ -185,6 +187,10 @@ binary = "`+bench+`"
 [[param]]
 name = "NCCL_ALGO"
 values = ["Ring", "Tree"]
+[[param]]
+name = "NCCL_MIN_NCHANNELS"
+min = 1
+max = 32
 `), 0o644))
 	if err != nil {
 		t.Fatal(err)
