@@ -371,20 +371,13 @@ const (
 )
 
 // printed is the rounding of a number as nccl-tests prints it in a column
-// of width characters (getFloatStr): two decimals while they fit, then one,
-// then none, then one significant digit and an exponent (two in the time's
-// wider column): 1e+06 GB/s is anything from 500,000 to 1,500,000.
+// of width characters (nccltests.FormatFloat): half its last digit, so
+// that 1e+06 GB/s is anything from 500,000 to 1,500,000.
 func printed(v float64, width int) float64 {
-	for decimals := 2; decimals >= 0; decimals-- {
-		if len(strconv.FormatFloat(v, 'f', decimals, 64)) <= width {
-			return 0.5 * math.Pow(10, -float64(decimals))
-		}
-	}
-	digits := 0.0 // after the point, in the exponent form
-	if width >= 7 {
-		digits = 1
-	}
-	return 0.5 * math.Pow(10, math.Floor(math.Log10(v))-digits)
+	mantissa, exp, _ := strings.Cut(strings.TrimSpace(nccltests.FormatFloat(v, width)), "e")
+	_, decimals, _ := strings.Cut(mantissa, ".")
+	e, _ := strconv.Atoi(exp) // 0 without an exponent
+	return 0.5 * math.Pow(10, float64(e-len(decimals)))
 }
 
 // busFactor is nccl-tests' ratio of bus to algorithm bandwidth for coll over

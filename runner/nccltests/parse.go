@@ -579,3 +579,44 @@ func PrintedCount(coll string, size int64, dataType string, ranks int) (int64, b
 	}
 	return size / elt, true
 }
+
+// FormatFloat writes v as nccl-tests (2.19.6) writes a time or a bandwidth
+// in a column width characters wide (getFloatStr in its src/util.cu): two
+// decimals where they fit, then one, then none, then an exponent, with one
+// decimal in a column of 7 or more; cut to the column's width where even
+// that is wider.
+func FormatFloat(v float64, width int) string {
+	for decimals := 2; decimals >= 0; decimals-- {
+		if s := fmt.Sprintf("%*.*f", width, decimals, v); len(s) <= width {
+			return s
+		}
+	}
+	digits := 0
+	if width >= 7 {
+		digits = 1
+	}
+	s := fmt.Sprintf("%*.*e", width, digits, v)
+	return s[:min(len(s), width)]
+}
+
+// FormatWrong writes a #wrong column as nccl-tests does: the count as a
+// double, with "%6g" (1e+06 from a million), or N/A where the results were
+// not checked (n < 0), in a column of 7.
+func FormatWrong(n int64) string {
+	if n < 0 {
+		return "    N/A"
+	}
+	return fmt.Sprintf("  %6s", strconv.FormatFloat(float64(n), 'g', 6, 64))
+}
+
+// FormatRow writes a row as nccl-tests (2.19.6) prints it: the size, the
+// count, the type, the redop and the root, then the out-of-place and the
+// in-place halves (writeBenchmarkLinePreamble and writeBenchmarkLineBody
+// in its src/util.cu).
+func FormatRow(r Row) string {
+	s := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", r.Size, r.Count, r.Type, r.Redop, r.Root)
+	for _, m := range []Measure{r.OutOfPlace, r.InPlace} {
+		s += "  " + FormatFloat(m.TimeUs, 7) + "  " + FormatFloat(m.AlgBW, 6) + "  " + FormatFloat(m.BusBW, 6) + FormatWrong(m.Wrong)
+	}
+	return s
+}

@@ -327,8 +327,9 @@ func (r *run) main() int {
 		// The simulated GPUs do not support NVLink SHARP; NCCL would print this and go on.
 		r.debug("WARN", "NVLS is not supported on this simulated platform")
 	}
-	var rows []string
+	var rows []nccltests.Row
 	var sum float64
+	wrongHalves := 0 // halves of rows with wrong elements, as nccl-tests counts them (its errors)
 	dt := nccltests.ElementSizes[r.opts.dtype]
 	redop, root := collectives[r.coll].redop, -1
 	if r.coll == "broadcast" || r.coll == "reduce" {
@@ -347,33 +348,36 @@ func (r *run) main() int {
 			return 3
 		}
 		r.decision(size, algo, proto, cfg, ranks)
-		cols := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", size, r.count(size, dt, ranks), r.opts.dtype, redop, root)
+		row := nccltests.Row{Size: size, Count: r.count(size, dt, ranks), Type: r.opts.dtype, Redop: redop, Root: root}
 		truth := r.sc.predict(r.coll, float64(size), algo, proto, cfg, r.sc.truth())
 		if gain != nil {
 			truth = r.sc.landscapeTime(gain, r.sc.baseTable(r.coll), r.coll, float64(size))
 		}
 		r.seconds += 2 * float64(r.opts.warmup+r.opts.iters) * truth / 1e6
-		for inPlace := range 2 {
-			t := truth * r.noise(size, inPlace)
-			algBW := float64(size) / t / 1e3
-			busBW := algBW * collectives[r.coll].busFactor(float64(ranks))
-			sum += busBW
-			wrong := "0"
-			if !r.opts.check {
-				wrong = "N/A"
-			} else if proto == protoLL128 && cfg.ll128Corrupts && size >= 64<<10 {
-				wrong = strconv.FormatInt(size/dt/997+1, 10)
+		for inPlace, m := range []*nccltests.Measure{&row.OutOfPlace, &row.InPlace} {
+			m.TimeUs = truth * r.noise(size, inPlace)
+			m.AlgBW = float64(size) / m.TimeUs / 1e3
+			m.BusBW = m.AlgBW * collectives[r.coll].busFactor(float64(ranks))
+			sum += m.BusBW
+			switch {
+			case !r.opts.check || inPlace == 1 && nccltests.InPlaceUnsupported(r.coll):
+				m.Wrong = -1 // nccl-tests checks neither
+			case proto == protoLL128 && cfg.ll128Corrupts && size >= 64<<10:
+				m.Wrong = size/dt/997 + 1
+				wrongHalves += r.procs * r.opts.threads // each thread of each process finds its own
 			}
-			cols += fmt.Sprintf("  %7s  %6.2f  %6.2f  %6s", formatTime(t), algBW, busBW, wrong)
 		}
-		rows = append(rows, cols)
+		rows = append(rows, row)
 	}
 	for _, row := range rows {
-		fmt.Fprintln(r.out, row)
+		fmt.Fprintln(r.out, nccltests.FormatRow(row))
 	}
-	fmt.Fprintln(r.out, "# Out of bounds values : 0 OK")
+	fmt.Fprintf(r.out, "# Out of bounds values : %d %s\n", wrongHalves, map[bool]string{false: "OK", true: "FAILED"}[wrongHalves > 0])
 	fmt.Fprintf(r.out, "# Avg bus bandwidth    : %g \n#\n", math.Round(sum/float64(2*len(rows))*1e4)/1e4)
 	fmt.Fprintf(r.out, "# Collective test concluded: %s_perf\n#\n", r.coll)
+	if wrongHalves > 0 {
+		return 7 // nccl-tests' testNumResults
+	}
 	return 0
 }
 
@@ -440,18 +444,6 @@ func (r *run) noise(size int64, inPlace int) float64 {
 // to run (clocks, placement, other jobs on the fabric) whatever the count.
 func (s Scenario) MeasurementNoise(iters int) float64 {
 	return s.Noise * math.Sqrt(0.25+0.75*20/float64(max(iters, 1)))
-}
-
-// formatTime prints a time the way nccl-tests does: two decimals while it fits in 7 characters.
-func formatTime(us float64) string {
-	switch {
-	case us < 1e4:
-		return strconv.FormatFloat(us, 'f', 2, 64)
-	case us < 1e5:
-		return strconv.FormatFloat(us, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(us, 'f', 0, 64)
-	}
 }
 
 func (r *run) header(ranks int) {

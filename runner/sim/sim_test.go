@@ -88,7 +88,7 @@ func TestFabricTraps(t *testing.T) {
 
 	tcp := []string{"-nodes=2", "-fabric=tcp", "-noise=0"}
 	rep, code, _ := simulate(t, tcp, []string{"NCCL_PROTO=LL128"}, "-b", "1M", "-e", "1M", "-g", "16")
-	if code != 0 || rep.Rows[0].Wrong() == 0 {
+	if code != 7 || rep.Rows[0].Wrong() == 0 {
 		t.Errorf("LL128 forced over sockets must corrupt data: exit %d, wrong %d", code, rep.Rows[0].Wrong())
 	}
 	unchecked, _, _ := simulate(t, tcp, []string{"NCCL_PROTO=LL128"}, "-b", "1M", "-e", "1M", "-g", "16", "-c", "0")
@@ -303,6 +303,57 @@ func TestScenarioIntegerOutOfRange(t *testing.T) {
 	for _, arg := range []string{"-seed=99999999999999999999", "-nodes=-99999999999999999999"} {
 		if err := CheckScenario([]string{arg}); err == nil || !strings.Contains(err.Error(), "out of range") {
 			t.Errorf("%s: %v, want out of range", arg, err)
+		}
+	}
+}
+
+// TestRowsArePrintedAsNCCLTestsPrintsThem: every row the simulator prints is
+// the line nccl-tests 2.19.6 prints for its numbers (nccltests.FormatRow,
+// checked against its recorded output): 1250.6 GB/s, not 1250.61; a
+// count of wrong elements of 1.72316e+07; N/A in the in-place check of
+// alltoall and sendrecv, which nccl-tests does not check; and a footer
+// that counts the wrong halves, with exit status 7, as nccl-tests does.
+func TestRowsArePrintedAsNCCLTestsPrintsThem(t *testing.T) {
+	oneGPU := []string{"-nodes=1", "-gpus_per_node=1", "-noise=0"}
+	for _, tc := range []struct {
+		scenario, env, args []string
+		code, halvesWrong   int
+	}{
+		{oneGPU, nil, []string{"-b", "8", "-e", "8G", "-f", "8", "-g", "1"}, 0, 0},
+		{[]string{"-nodes=2", "-fabric=tcp", "-noise=0"}, []string{"NCCL_PROTO=LL128"}, []string{"-b", "1G", "-e", "16G", "-f", "4", "-g", "16", "-d", "int8"}, 7, 6},
+		{[]string{"-nodes=2", "-fabric=tcp", "-noise=0"}, []string{"NCCL_PROTO=LL128"}, []string{"-b", "1G", "-e", "1G", "-g", "16", "-c", "0"}, 0, 0},
+	} {
+		for coll := range collectives {
+			var out, errOut bytes.Buffer
+			argv := append(append(slices.Clone(tc.scenario), coll+"_perf"), tc.args...)
+			code := Main(argv, tc.env, &out, &errOut)
+			rep, err := nccltests.Parse(bytes.NewReader(out.Bytes()))
+			halves := tc.halvesWrong
+			if nccltests.InPlaceUnsupported(coll) {
+				halves /= 2
+			}
+			if err != nil || code != tc.code || rep.OutOfBounds != int64(halves) && (coll == "all_reduce" || tc.halvesWrong == 0) {
+				t.Errorf("%s %v: exit %d, %v, out of bounds %d; want exit %d, %d\n%s%s", coll, tc.args, code, err, rep.OutOfBounds, tc.code, halves, out.String(), errOut.String())
+			}
+			var lines []string // the table's rows: what is neither a comment nor NCCL's log
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "simnode") {
+					lines = append(lines, line)
+				}
+			}
+			if len(lines) != len(rep.Rows) {
+				t.Fatalf("%s: %d rows read of\n%s", coll, len(rep.Rows), strings.Join(lines, "\n"))
+			}
+			for i, line := range lines {
+				if want := nccltests.FormatRow(rep.Rows[i]); line != want {
+					t.Errorf("%s printed\n%q\nwhere nccl-tests prints\n%q", coll, line, want)
+				}
+			}
+			for _, row := range rep.Rows {
+				if nccltests.InPlaceUnsupported(coll) && row.InPlace.Wrong != -1 {
+					t.Errorf("%s: in-place #wrong %d; nccl-tests prints N/A", coll, row.InPlace.Wrong)
+				}
+			}
 		}
 	}
 }
