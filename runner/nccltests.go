@@ -319,7 +319,7 @@ func busCeiling(ranks int, log nccllog.Log, nodeNet float64) (float64, string) {
 // nothing moves) only to the table's own arithmetic.
 func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log, nodeNet float64) *Failure {
 	limit, fabric := busCeiling(ranks, log, nodeNet)
-	factor, known := busFactor(coll, ranks)
+	factor, known := nccltests.BusFactor(coll, ranks)
 	widest := factor
 	if !known {
 		widest = 2 // the largest bus factor of any collective
@@ -378,20 +378,4 @@ func printed(v float64, width int) float64 {
 	_, decimals, _ := strings.Cut(mantissa, ".")
 	e, _ := strconv.Atoi(exp) // 0 without an exponent
 	return 0.5 * math.Pow(10, float64(e-len(decimals)))
-}
-
-// busFactor is nccl-tests' ratio of bus to algorithm bandwidth for coll over
-// ranks ranks (its *GetBw functions); false where the rank count is unknown.
-func busFactor(coll string, ranks int) (float64, bool) {
-	if ranks <= 0 {
-		return 0, false
-	}
-	n := float64(ranks)
-	switch coll {
-	case "all_reduce":
-		return 2 * (n - 1) / n, true
-	case "all_gather", "reduce_scatter", "alltoall":
-		return (n - 1) / n, true
-	}
-	return 1, true
 }

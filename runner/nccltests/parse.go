@@ -620,3 +620,23 @@ func FormatRow(r Row) string {
 	}
 	return s
 }
+
+// BusFactor is nccl-tests' ratio of bus to algorithm bandwidth for
+// collective coll over ranks ranks (its *GetBw functions): 0 for one rank
+// of all_reduce, all_gather, reduce_scatter and alltoall. It is false where
+// the rank count is unknown, or the collective is none of nccltune's.
+func BusFactor(coll string, ranks int) (float64, bool) {
+	if ranks <= 0 {
+		return 0, false
+	}
+	n := float64(ranks)
+	switch coll {
+	case "all_reduce":
+		return 2 * (n - 1) / n, true
+	case "all_gather", "reduce_scatter", "alltoall":
+		return (n - 1) / n, true
+	case "broadcast", "reduce", "sendrecv":
+		return 1, true
+	}
+	return 0, false
+}
