@@ -149,6 +149,11 @@ func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
 	if detail == "" && len(rep.Failures) > 0 {
 		detail = rep.Failures[0]
 	}
+	wrong := slices.IndexFunc(rep.Rows, func(r nccltests.Row) bool { return r.Wrong() > 0 })
+	if detail == "" && wrong >= 0 {
+		// nccl-tests exits 7 where it found wrong data: its table says where.
+		detail = wrongElements(rep.Rows[wrong])
+	}
 	f := exitFailure(e, detail, func(code int) *Failure {
 		m, ok := exitMeaning[code]
 		if !ok {
@@ -170,15 +175,18 @@ func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
 		return &Failure{FailUnparsable, "nccl-tests did not measure what benchmark.args ask: " + rep.Ignored}
 	}
 	// A clean exit with a full table: NCCL WARN lines alone (often harmless) do not fail it.
-	for _, row := range rep.Rows {
-		if w := row.Wrong(); w > 0 {
-			return &Failure{FailWrong, fmt.Sprintf("%d wrong elements at %d bytes", w, row.Size)}
-		}
+	if wrong >= 0 {
+		return &Failure{FailWrong, wrongElements(rep.Rows[wrong])}
 	}
 	if rep.OutOfBounds > 0 {
 		return &Failure{FailWrong, fmt.Sprintf("%d out-of-bounds values", rep.OutOfBounds)}
 	}
 	return nil
+}
+
+// wrongElements says how many elements of row were wrong.
+func wrongElements(row nccltests.Row) string {
+	return fmt.Sprintf("%d wrong elements at %d bytes", row.Wrong(), row.Size)
 }
 
 // matchSweep checks the table size by size against the sweep asked for: a
