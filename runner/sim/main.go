@@ -27,7 +27,8 @@ Runs a simulated cluster that behaves like nccl-tests on real hardware: it reads
 NCCL_* variables from the environment and prints nccl-tests' result table.
 Its numbers are a model, not a measurement.
 
-nccl-tests flags understood: -b -e -f -i -g -t -n -w -c -d -o -r -T (others are errors).
+nccl-tests flags modelled: -b -e -f -i -g -t -n -w -c -d -o -r; the others are
+taken and change nothing, but -S, -I and -C, which change the table, and -h.
 Under mpirun or srun each process is one rank; only rank 0 prints the table.`
 
 // Main runs the simulator with the given arguments (without the program name)
@@ -175,30 +176,43 @@ type testOpts struct {
 	root                          int
 }
 
+// parseTestFlags reads nccl-tests' options as nccl-tests does
+// (space.NCCLTestsOptions: "-G1", "--stepf 8"). Those that change no
+// simulated number (CUDA graphs, blocking, the average over ranks, the
+// timeout, ...) are taken and left alone, as a space's benchmark.args may
+// give any that nccl-tests takes; those that add or change the table's
+// columns are refused, as the simulator prints only its plain table.
 func parseTestFlags(args []string) (testOpts, error) {
 	o := testOpts{minBytes: 32 << 20, maxBytes: 32 << 20, stepBytes: 1 << 20, gpus: 1, threads: 1,
 		iters: 20, warmup: 5, check: true, dtype: "float", op: "sum"}
-	fs := flag.NewFlagSet("nccl-tests", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	sizes := map[string]*int64{"b": &o.minBytes, "e": &o.maxBytes, "i": &o.stepBytes}
-	for name, dst := range sizes {
-		fs.Func(name, "size", func(v string) (err error) { *dst, err = space.ParseSize(v); return err })
-	}
-	fs.Int64Var(&o.factor, "f", 0, "")
-	fs.IntVar(&o.gpus, "g", o.gpus, "")
-	fs.IntVar(&o.threads, "t", o.threads, "")
-	fs.IntVar(&o.iters, "n", o.iters, "")
-	fs.IntVar(&o.warmup, "w", o.warmup, "")
-	fs.Func("c", "", func(v string) error { o.check = v != "0"; return nil })
-	fs.StringVar(&o.dtype, "d", o.dtype, "")
-	fs.StringVar(&o.op, "o", o.op, "")
-	fs.IntVar(&o.root, "r", 0, "")
-	fs.Int("T", 0, "")
-	if err := fs.Parse(args); err != nil {
+	opts, err := space.NCCLTestsOptions(args)
+	if err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	for _, opt := range opts {
+		n, isInt := opt.Int()
+		ints := map[string]*int{"ngpus": &o.gpus, "nthreads": &o.threads, "iters": &o.iters, "warmup_iters": &o.warmup, "root": &o.root}
+		sizes := map[string]*int64{"minbytes": &o.minBytes, "maxbytes": &o.maxBytes, "stepbytes": &o.stepBytes}
+		switch name := opt.Long; {
+		case sizes[name] != nil:
+			if *sizes[name], err = space.ParseSize(opt.Value); err != nil {
+				return o, fmt.Errorf("%s: %w", opt.Written, err)
+			}
+		case !isInt && (ints[name] != nil || slices.Contains([]string{"stepfactor", "check", "report_timestamps", "per_iter_timing", "report_cputime"}, name)):
+			return o, fmt.Errorf("%s %q: not an integer", opt.Written, opt.Value)
+		case ints[name] != nil:
+			*ints[name] = n
+		case name == "stepfactor":
+			o.factor = int64(n)
+		case name == "check":
+			o.check = n != 0
+		case name == "datatype":
+			o.dtype = opt.Value
+		case name == "op":
+			o.op = opt.Value
+		case name == "help" || slices.Contains([]string{"report_timestamps", "per_iter_timing", "report_cputime"}, name) && n != 0:
+			return o, fmt.Errorf("%s %s changes nccl-tests' table, which the simulator does not model", opt.Written, opt.Value)
+		}
 	}
 	if o.minBytes < 1 || o.maxBytes < o.minBytes || o.gpus < 1 || o.threads < 1 || o.iters < 1 || o.factor == 1 {
 		return o, fmt.Errorf("invalid sizes, step or counts")

@@ -110,7 +110,7 @@ func TestNCCLErrors(t *testing.T) {
 		{[]string{"-nodes=2", "-fabric=roce"}, []string{"NCCL_IB_GID_INDEX=7"}, []string{"-g", "16"}, 3, "unhandled system error"},
 		{[]string{"-nodes=2", "-fabric=tcp"}, []string{"NCCL_SOCKET_NTHREADS=16", "NCCL_NSOCKS_PERTHREAD=8"}, []string{"-g", "16"}, 3, "exceeds the maximum of 64"},
 		{nil, nil, []string{"-g", "9"}, 2, "Test CUDA failure"},
-		{nil, nil, []string{"-x", "1"}, 1, ""},
+		{nil, nil, []string{"-S", "1"}, 1, ""}, // a timestamp column the simulator does not print
 		{[]string{"-fabric=warp"}, nil, nil, 1, ""},
 	} {
 		rep, code, out := simulate(t, tc.scenario, tc.env, tc.args...)
@@ -354,6 +354,24 @@ func TestRowsArePrintedAsNCCLTestsPrintsThem(t *testing.T) {
 					t.Errorf("%s: in-place #wrong %d; nccl-tests prints N/A", coll, row.InPlace.Wrong)
 				}
 			}
+		}
+	}
+}
+
+// TestTakesNCCLTestsOptions: the simulator takes every option nccl-tests
+// takes, as its getopt_long reads them (a value attached, a long name or
+// its prefix), where it measured nothing before: a space's benchmark.args
+// of -G 1 -z 1 -a 1 failed every trial on the simulated cluster, exit 1,
+// though nccl-tests runs them and prints the same table.
+func TestTakesNCCLTestsOptions(t *testing.T) {
+	for _, args := range [][]string{
+		{"-G", "1", "-z", "1", "-a", "1", "-m", "1", "-p", "0", "-y", "0", "-R", "0", "-u", "0", "-C", "0", "-S", "0", "-I", "0", "-M", "1", "-T", "60"},
+		{"-G1", "--cudagraph=1", "--average", "2", "--blocking=1", "-b8", "--maxbytes=1M", "--stepf", "8", "-g16"},
+	} {
+		args = append([]string{"-b", "8", "-e", "1M", "-f", "8", "-g", "16"}, args...)
+		rep, code, out := simulate(t, twoNodeIB, nil, args...)
+		if code != 0 || len(rep.Rows) != 6 {
+			t.Errorf("%q: exit %d, %d rows\n%s", args, code, len(rep.Rows), out)
 		}
 	}
 }
