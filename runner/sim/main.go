@@ -471,10 +471,10 @@ func (r *run) header(ranks int) {
 	}
 	fmt.Fprintf(r.out, "# nccltune-sim: a simulated cluster, not a measurement: %d node(s) x %d GPU(s), fabric %s%s\n", r.sc.Nodes, r.sc.GPUsPerNode, r.sc.Fabric, land)
 	fmt.Fprintf(r.out, "# Collective test starting: %s_perf\n", r.coll)
-	fmt.Fprintf(r.out, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n#\n# Using devices\n",
+	fmt.Fprintf(r.out, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0 unalign: 0\n#\n# Using devices\n",
 		o.threads, o.gpus, o.minBytes, o.maxBytes, o.factor, o.warmup, o.iters, map[bool]int{false: 0, true: 1}[o.check])
 	for i := range ranks {
-		fmt.Fprintf(r.out, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [0x%02x] Simulated GPU\n", i, 1000+i, fmt.Sprintf("simnode%d", i/r.sc.GPUsPerNode), i%r.sc.GPUsPerNode, i)
+		fmt.Fprintf(r.out, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [0000:%02x:00] Simulated GPU\n", i, 1000+i, fmt.Sprintf("simnode%d", i/r.sc.GPUsPerNode), i%r.sc.GPUsPerNode, i)
 	}
 	fmt.Fprint(r.out, "#\n#                                                              out-of-place                       in-place          \n")
 	fmt.Fprint(r.out, "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong \n")

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -372,6 +373,32 @@ func TestTakesNCCLTestsOptions(t *testing.T) {
 		rep, code, out := simulate(t, twoNodeIB, nil, args...)
 		if code != 0 || len(rep.Rows) != 6 {
 			t.Errorf("%q: exit %d, %d rows\n%s", args, code, len(rep.Rows), out)
+		}
+	}
+}
+
+// TestHeaderIsNCCLTests: the simulator's header lines are nccl-tests
+// 2.19.6's, numbers aside: its parameters end in "unalign: 0", and a
+// rank's GPU has a PCI address, as recorded on an H200.
+func TestHeaderIsNCCLTests(t *testing.T) {
+	real, err := os.ReadFile("../nccltests/testdata/h200-nccl2.28.3-tests2.19.6/all_reduce_perf.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, number := regexp.MustCompile(` on \S+`), regexp.MustCompile(`[0-9a-f]*[0-9][0-9a-f]*`)
+	shape := func(line string) string {
+		return number.ReplaceAllString(host.ReplaceAllString(strings.Join(strings.Fields(line), " "), " on HOST"), "N")
+	}
+	want := map[string]string{}
+	for _, line := range strings.Split(string(real), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && (f[1] == "nThread" || f[1] == "Rank") {
+			want[f[1]] = shape(strings.TrimSuffix(line, " NVIDIA H200"))
+		}
+	}
+	_, _, out := simulate(t, twoNodeIB, nil, "-g", "16")
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && want[f[1]] != "" && shape(strings.TrimSuffix(line, " Simulated GPU")) != want[f[1]] {
+			t.Errorf("%s\nis not shaped as nccl-tests'\n%s", shape(line), want[f[1]])
 		}
 	}
 }
