@@ -102,6 +102,9 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 	}
 	ranks := len(rep.Devices)
 	if f := b.matchSweep(p.Sizes, rep.Rows, ranks); f != nil {
+		if rep.Cut != "" {
+			f.Reason += "; nccl-tests said: " + rep.Cut + " (a smaller sizes.max fits)"
+		}
 		return nil, f
 	}
 	if f := b.matchRanks(ranks); f != nil {

@@ -90,6 +90,10 @@ type Report struct {
 	// Using default value 16."): what it measured is not what its
 	// arguments ask. "" if none.
 	Ignored string
+	// Cut is where nccl-tests says it cut the sweep short, to buffers the
+	// GPU's memory holds ("# Reducing maxBytes to 42949672960 due to
+	// memory limitation"). "" if it did not.
+	Cut string
 }
 
 // Device is one rank's GPU, from the header.
@@ -106,6 +110,7 @@ var (
 	versionRE  = regexp.MustCompile(`nccl-tests version (\S+)`)
 	avgRE      = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
 	oobRE      = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)`)
+	cutRE      = regexp.MustCompile(`^#\s*Reducing maxBytes to \d+ due to memory limitation`)
 	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
 	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs|error while loading shared libraries`)
@@ -180,6 +185,9 @@ func Parse(r io.Reader) (*Report, error) {
 			}
 			if f := strings.Fields(line); len(f) > 2 && f[1] == "size" && f[2] == "count" {
 				countsWrong = slices.Contains(f, "#wrong")
+			}
+			if cutRE.MatchString(line) && rep.Cut == "" {
+				rep.Cut = line
 			}
 			if m := rankRE.FindStringSubmatch(line); m != nil {
 				ranks++
