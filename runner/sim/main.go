@@ -27,8 +27,9 @@ Runs a simulated cluster that behaves like nccl-tests on real hardware: it reads
 NCCL_* variables from the environment and prints nccl-tests' result table.
 Its numbers are a model, not a measurement.
 
-nccl-tests flags modelled: -b -e -f -i -g -t -n -w -c -d -o -r; the others are
-taken and change nothing, but -S, -I and -C, which change the table, and -h.
+nccl-tests flags modelled: -b -e -f -i -g -t -n -w -c -d -o -r. Its other flags
+are taken and change nothing, except -S, -I and -C, which change the table, and
+-h: those are errors.
 Under mpirun or srun each process is one rank; only rank 0 prints the table.`
 
 // Main runs the simulator with the given arguments (without the program name)
