@@ -201,7 +201,7 @@ func bandwidth(sp *space.Space, trials []store.Trial) string {
 	for _, t := range trials {
 		for _, coll := range sp.Collectives() {
 			if rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective); t.State == store.Complete && len(rows) > 0 {
-				if !results.AlgorithmBandwidth(rows) {
+				if !results.AlgorithmBandwidth(rows, t.Fingerprint.Ranks) {
 					return "bus bandwidth"
 				}
 				oneRank = true
@@ -222,7 +222,7 @@ func envelope(sp *space.Space, coll string, trials []store.Trial) plotter.XYs {
 			continue
 		}
 		rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective)
-		for i, bw := range results.BusBW(rows) {
+		for i, bw := range results.BusBW(rows, t.Fingerprint.Ranks) {
 			best[rows[i].Size] = math.Max(best[rows[i].Size], bw)
 		}
 	}
@@ -377,7 +377,7 @@ func rowsXY(sp *space.Space, runs []store.Trial, coll string, within *space.Rang
 	logSum, count := map[int64]float64{}, map[int64]float64{}
 	for _, t := range runs {
 		rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective)
-		for i, bw := range results.BusBW(rows) {
+		for i, bw := range results.BusBW(rows, t.Fingerprint.Ranks) {
 			if size := rows[i].Size; bw > 0 && (within == nil || within.Contains(size)) {
 				logSum[size] += math.Log(bw)
 				count[size]++

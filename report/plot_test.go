@@ -34,7 +34,7 @@ func TestPlots(t *testing.T) {
 			m := nccltests.Measure{TimeUs: slow * (5 + float64(size)/2e4), AlgBW: 1, BusBW: 2}
 			tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
 		}
-		tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows)[0]}
+		tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows, tr.Fingerprint.Ranks)[0]}
 		return tr
 	}
 	trials := []store.Trial{trial(0, 1.5), trial(1, 1), {Number: 2, State: store.Failed}, trial(3, 1.2)}
@@ -398,7 +398,7 @@ func TestPlotsOfOneValue(t *testing.T) {
 	}
 	m := nccltests.Measure{TimeUs: 1e6, AlgBW: 0, BusBW: 0}
 	tr := store.Trial{Number: 0, State: store.Complete, Rows: []nccltests.Row{{Size: 1024, OutOfPlace: m, InPlace: m}}}
-	tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows)[0]}
+	tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows, tr.Fingerprint.Ranks)[0]}
 	again := tr
 	again.Number = 1
 	for _, trials := range [][]store.Trial{{tr, again}, {tr, {Number: 1, State: store.Failed}}} {
@@ -461,7 +461,7 @@ func TestBusBWAxesAreLabelled(t *testing.T) {
 				m := nccltests.Measure{TimeUs: float64(size) / b / 1e3, AlgBW: b, BusBW: b}
 				tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
 			}
-			tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows)[0]}
+			tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows, tr.Fingerprint.Ranks)[0]}
 			return tr
 		}
 		trials := []store.Trial{trial(0, tc.bw), trial(1, tc.bw), trial(2, 1.3*tc.bw)}
@@ -653,7 +653,7 @@ func TestBusBWLabelsOfAWorkload(t *testing.T) {
 			}
 		}
 		tr.Scores = map[string]float64{}
-		for i, s := range results.Scores(sp, tr.Rows) {
+		for i, s := range results.Scores(sp, tr.Rows, tr.Fingerprint.Ranks) {
 			tr.Scores[sp.Ranges[i].Name] = s
 		}
 		return tr
@@ -699,7 +699,7 @@ func TestLegendOfALongRangeName(t *testing.T) {
 			m := nccltests.Measure{TimeUs: slow * (5 + float64(size)/2e4), AlgBW: 1 / slow, BusBW: 2 / slow}
 			tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
 		}
-		tr.Scores = map[string]float64{name: results.Scores(sp, tr.Rows)[0]}
+		tr.Scores = map[string]float64{name: results.Scores(sp, tr.Rows, tr.Fingerprint.Ranks)[0]}
 		trials = append(trials, tr)
 	}
 	busbw, err := busBWPlot(sp, results.Of(sp, trials, nil), trials)

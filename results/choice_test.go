@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -394,4 +395,20 @@ func chosenNumber(r RangeResult) int {
 		return ch.Number
 	}
 	return -1
+}
+
+// TestDefaultsThatFailedAreNotUnmeasured: where NCCL's defaults ran and
+// failed (LL128 corrupting data over sockets, NCCL's own choice), a range's
+// outcome says so, not that they were not measured.
+func TestDefaultsThatFailedAreNotUnmeasured(t *testing.T) {
+	sp := loadExample(t)
+	trials := []store.Trial{
+		{Number: 0, State: store.Failed, FailureKind: "wrong", FailureReason: "exit status 7 (wrong data, or bus bandwidth under NCCL_TESTS_MIN_BW): 3 wrong elements at 65536 bytes", Params: map[string]string{"NCCL_ALGO": space.Unset}},
+		{Number: 1, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{"small": 100, "medium": 100, "large": 100}},
+	}
+	for _, r := range Of(sp, trials, nil) {
+		if d := r.Describe(); !strings.Contains(d, "NCCL's defaults failed (trial 0, wrong: exit status 7") || strings.Contains(d, "not measured") {
+			t.Errorf("range %s: %s", r.Range.Name, d)
+		}
+	}
 }

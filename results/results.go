@@ -30,6 +30,9 @@ type RangeResult struct {
 	BestRuns     int           // how many trials measured Best's configuration
 	Completed    int           // trials that measured this range
 	Measure      space.Measure // how the scores read as measured
+	// DefaultFailed is NCCL's defaults' first trial that failed by its
+	// settings (wrong data, a hang, a crash), nil if none did.
+	DefaultFailed *store.Trial
 	// Validation is the latest verdict on Best, if Best was validated (a
 	// verdict on an earlier best is stale and left out).
 	Validation *store.Validation
@@ -200,9 +203,15 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 		keys[j] = sp.Reading(t.Params)
 	}
 	estimates := estimate(sp, trials)
+	var defaultFailed *store.Trial
+	if k := slices.IndexFunc(trials, func(t store.Trial) bool {
+		return t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() && sp.IsDefaults(t.Params)
+	}); k >= 0 {
+		defaultFailed = &trials[k]
+	}
 	out := make([]RangeResult, len(sp.Ranges))
 	for i, rg := range sp.Ranges {
-		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Measure: sp.Measure(rg)}
+		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Measure: sp.Measure(rg), DefaultFailed: defaultFailed}
 		configs := configsOf(rg.Name, trials, keys, estimates[i])
 		for _, c := range configs {
 			res.Completed += c.runs
@@ -362,6 +371,9 @@ func (r RangeResult) Describe() string {
 		return "every configuration measured failed in some trial, and NCCL's defaults in every one"
 	case r.Best == nil:
 		return "no trial measured this range"
+	case math.IsNaN(r.DefaultScore) && r.DefaultFailed != nil:
+		return fmt.Sprintf("best %.3g %s (trial %d); NCCL's defaults failed (trial %d, %s: %s)", r.Measure.Value(r.BestScore), r.Measure.Unit, r.Best.Number,
+			r.DefaultFailed.Number, r.DefaultFailed.FailureKind, r.DefaultFailed.FailureReason)
 	case math.IsNaN(r.DefaultScore):
 		return fmt.Sprintf("best %.3g %s (trial %d); NCCL's defaults were not measured", r.Measure.Value(r.BestScore), r.Measure.Unit, r.Best.Number)
 	case r.Tuned():

@@ -32,7 +32,8 @@ func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]
 		scores[sp.Ranges[0].Name] = m.Value
 		return scores, nil
 	}
-	for i, s := range Scores(sp, m.Rows) {
+	// A table that names no rank (a wrapper's) ran as many as the space launches, where it says.
+	for i, s := range Scores(sp, m.Rows, cmp.Or(m.Ranks, sp.LaunchRanks())) {
 		moved := slices.ContainsFunc(RowsOf(m.Rows, sp.Ranges[i].Collective, sp.Campaign.Collective), func(row nccltests.Row) bool {
 			return row.Size > 0 && sp.Ranges[i].Contains(row.Size)
 		})
@@ -58,8 +59,9 @@ func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]
 // the rows measure none: a range of sizes scores the geometric mean over its
 // collective's sizes in it of the bus bandwidth (GB/s); a workload's range,
 // the inverse of its calls' predicted time (1/s). Bandwidth is recomputed from
-// the printed time, which keeps precision where nccl-tests prints 0.00 GB/s.
-func Scores(sp *space.Space, rows []nccltests.Row) []float64 {
+// the printed time, which keeps precision where nccl-tests prints 0.00 GB/s,
+// with the bus factor of ranks, the rank count of the run (BusBW).
+func Scores(sp *space.Space, rows []nccltests.Row, ranks int) []float64 {
 	out := make([]float64, len(sp.Ranges))
 	for i, r := range sp.Ranges {
 		mine := RowsOf(rows, r.Collective, sp.Campaign.Collective)
@@ -71,7 +73,7 @@ func Scores(sp *space.Space, rows []nccltests.Row) []float64 {
 		for j, row := range mine {
 			sizes[j] = row.Size
 		}
-		out[i] = rangeScore(r, sizes, BusBW(mine))
+		out[i] = rangeScore(r, sizes, BusBW(mine, ranks))
 	}
 	return out
 }
@@ -151,16 +153,19 @@ func CallTime(rows []nccltests.Row, calls []space.Call) float64 {
 }
 
 // BusBW returns each row's bus bandwidth in GB/s, from its time of one
-// operation (nccltests.Row.TimeUs; 0 where the row has no usable time), with
-// each collective's bus factor; its algorithm bandwidth where nccl-tests
-// reported no bus bandwidth (AlgorithmBandwidth).
-func BusBW(rows []nccltests.Row) []float64 {
+// operation (nccltests.Row.TimeUs; 0 where the row has no usable time),
+// with each collective's bus factor over ranks, the rank count of the run
+// that printed them; its algorithm bandwidth where nccl-tests reported no
+// bus bandwidth (AlgorithmBandwidth). Where the rank count is unknown (0:
+// a table without nccl-tests' "# Rank" lines), the factor is read off the
+// rows.
+func BusBW(rows []nccltests.Row, ranks int) []float64 {
 	factors := map[string]float64{}
 	out := make([]float64, len(rows))
 	for i, r := range rows {
 		f, ok := factors[r.Collective]
 		if !ok {
-			f, _ = busFactor(RowsOf(rows, r.Collective, r.Collective))
+			f, _ = busFactor(RowsOf(rows, r.Collective, r.Collective), ranks)
 			factors[r.Collective] = f
 		}
 		if t := r.TimeUs(); t > 0 && r.Size > 0 {
@@ -171,19 +176,33 @@ func BusBW(rows []nccltests.Row) []float64 {
 }
 
 // AlgorithmBandwidth reports whether BusBW gives the algorithm bandwidth of
-// rows (of one collective): nccl-tests reported a bus bandwidth of 0, as it
-// does for one rank.
-func AlgorithmBandwidth(rows []nccltests.Row) bool {
-	_, bus := busFactor(rows)
+// rows (of one collective, printed by a run of ranks ranks): nccl-tests
+// reported a bus bandwidth of 0, as it does for one rank.
+func AlgorithmBandwidth(rows []nccltests.Row, ranks int) bool {
+	_, bus := busFactor(rows, ranks)
 	return !bus
 }
 
-// busFactor is the ratio of bus to algorithm bandwidth that nccl-tests applied
-// (2(n-1)/n for all_reduce over n ranks), read off the rows whose figures are
-// large enough to be precise, and 1 where none is. With one rank nccl-tests
-// reports a bus bandwidth of 0: the factor is 1 then, and bus false, so that
-// configurations can still be compared by their algorithm bandwidth.
-func busFactor(rows []nccltests.Row) (f float64, bus bool) {
+// busFactor is the ratio of bus to algorithm bandwidth that nccl-tests
+// applied to rows (of one collective) over ranks (2(n-1)/n for all_reduce
+// over n), and 1 for one rank, whose bus bandwidth nccl-tests reports as 0,
+// with bus false, so that configurations can still be compared by their
+// algorithm bandwidth. Every run of a campaign has its one factor: read
+// off each run's rows, it was 1 in a run whose every row was below 1
+// GB/s, too imprecise to read it, and 1.875 (16 ranks) in a run whose
+// largest size reached 1.01 GB/s, which scored 87% more for 2% faster.
+// So it is read off the rows only where the rank count is unknown.
+func busFactor(rows []nccltests.Row, ranks int) (f float64, bus bool) {
+	coll := ""
+	if len(rows) > 0 {
+		coll = rows[0].Collective
+	}
+	if f, ok := nccltests.BusFactor(coll, ranks); ok {
+		if f == 0 { // one rank
+			return 1, false
+		}
+		return f, true
+	}
 	var ratios []float64
 	for _, r := range rows {
 		if m := r.OutOfPlace; m.AlgBW >= 1 {

@@ -72,7 +72,7 @@ func TestInPlaceUnsupportedIsNoMeasure(t *testing.T) {
 		for i := range rows {
 			rows[i].Collective = coll
 		}
-		for i, bw := range BusBW(rows) {
+		for i, bw := range BusBW(rows, 1) {
 			r := rows[i]
 			want := float64(r.Size) / r.OutOfPlace.TimeUs / 1e3
 			if coll == "all_reduce" {
@@ -81,6 +81,51 @@ func TestInPlaceUnsupportedIsNoMeasure(t *testing.T) {
 			if r.Size > 0 && math.Abs(bw-want) > 1e-9*want {
 				t.Errorf("%s at %d bytes: %.4g GB/s, want %.4g", coll, r.Size, bw, want)
 			}
+		}
+	}
+}
+
+// TestScoreIsContinuousInTime: two runs of a sweep of small sizes over 16
+// ranks alike but for the largest size, 0.99 GB/s of algbw in one and 1.01
+// in the other, score alike: the bus factor (1.875) is all_reduce's over
+// the ranks, whether or not some row's figures are large enough to read it
+// off (it was 1, algbw, in the first run and 1.875 in the second).
+func TestScoreIsContinuousInTime(t *testing.T) {
+	sp, err := space.Parse("s.toml", []byte(`
+[campaign]
+sizes = { min = "8", max = "32K", factor = 2 }
+[benchmark]
+binary = "all_reduce_perf"
+gpus = 16
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(topAlgBW float64, ranks int) float64 {
+		var rows []nccltests.Row
+		for size := int64(8); size <= 32<<10; size *= 2 {
+			us := 20.0
+			if size == 32<<10 {
+				us = float64(size) / topAlgBW / 1e3
+			}
+			alg := math.Round(float64(size)/us/1e3*100) / 100
+			m := nccltests.Measure{TimeUs: math.Round(us*100) / 100, AlgBW: alg, BusBW: math.Round(alg*1.875*100) / 100}
+			rows = append(rows, nccltests.Row{Collective: "all_reduce", Size: size, Count: size / 4, Type: "float", Redop: "sum", Root: -1, OutOfPlace: m, InPlace: m})
+		}
+		scores, err := Score(sp, &runner.Measurement{Ranks: ranks, Rows: rows}, []bool{true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return scores["all"]
+	}
+	// 0: a wrapper's table, which names no rank; the space launches 16.
+	for _, ranks := range []int{16, 0} {
+		slow, fast := run(0.99, ranks), run(1.01, ranks)
+		if gain := fast/slow - 1; gain < 0 || gain > 0.01 {
+			t.Errorf("%d ranks named: a run 2%% faster at one size of 13 scores %+.1f%% over the other", ranks, 100*gain)
 		}
 	}
 }

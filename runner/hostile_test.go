@@ -42,6 +42,8 @@ var hostileTables = []struct {
 	{"blocking mode with CUDA graphs", "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.\n" + goodTable, FailUnparsable},
 	{"a device CTA count out of bounds", "device_cta_count (-V) must be positive and less than 128, got 200. Using default value 16.\n" + goodTable, FailUnparsable},
 	{"a per-iteration skip without per-iteration timing", "per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.\n" + goodTable, FailUnparsable},
+	// nccl-tests cuts the sweep to what the GPU's memory holds, and says so.
+	{"a sweep cut for memory", "#\n# Reducing maxBytes to 1024 due to memory limitation\n" + goodTable, FailUnparsable},
 	{"algbw unrelated to the time", "        1048576        262144     float     sum      -1    10.00    500.00    500.00       0    10.00    500.00    500.00       0\n", FailImplausible},
 }
 
@@ -49,15 +51,31 @@ func TestHostileBenchmarkOutput(t *testing.T) {
 	for _, tc := range hostileTables {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := Plan{Sizes: space.Sizes{Min: 1024, Max: 1024, Factor: 2}}
-			if tc.name == "algbw unrelated to the time" {
+			switch tc.name {
+			case "algbw unrelated to the time":
 				plan.Sizes = space.Sizes{Min: 1 << 20, Max: 1 << 20, Factor: 2}
+			case "a sweep cut for memory":
+				plan.Sizes.Max = 2048
 			}
 			b := NCCLTests{Collective: "all_reduce", Check: true}
 			m, f := b.Read(plan, Output{Text: []byte(tc.out), Log: nccllog.Log{Nodes: 2, Network: "IB"}})
+			if tc.name == "a sweep cut for memory" && (f == nil || !strings.Contains(f.Reason, "Reducing maxBytes to 1024 due to memory limitation")) {
+				t.Errorf("failure %v does not say why the sweep was cut", f)
+			}
 			if f == nil || f.Kind != tc.kind {
 				t.Errorf("measurement %+v, failure %v; want %s", m, f, tc.kind)
 			}
 		})
+	}
+}
+
+// TestSweepCutAboveItsSizes: nccl-tests' maxBytes cut for memory above the
+// sweep's largest size (-e 1500 of sizes 1024 x2) cost it no row.
+func TestSweepCutAboveItsSizes(t *testing.T) {
+	out := "#\n# Reducing maxBytes to 1100 due to memory limitation\n" + goodTable
+	plan := Plan{Sizes: space.Sizes{Min: 1024, Max: 1500, Factor: 2}}
+	if _, f := (NCCLTests{Collective: "all_reduce", Check: true}).Read(plan, Output{Text: []byte(out)}); f != nil {
+		t.Error(f)
 	}
 }
 

@@ -102,6 +102,9 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 	}
 	ranks := len(rep.Devices)
 	if f := b.matchSweep(p.Sizes, rep.Rows, ranks); f != nil {
+		if rep.Cut != "" {
+			f.Reason += "; nccl-tests said: " + rep.Cut + " (a smaller sizes.max fits)"
+		}
 		return nil, f
 	}
 	if f := b.matchRanks(ranks); f != nil {
@@ -149,6 +152,11 @@ func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
 	if detail == "" && len(rep.Failures) > 0 {
 		detail = rep.Failures[0]
 	}
+	wrong := slices.IndexFunc(rep.Rows, func(r nccltests.Row) bool { return r.Wrong() > 0 })
+	if detail == "" && wrong >= 0 {
+		// nccl-tests exits 7 where it found wrong data: its table says where.
+		detail = wrongElements(rep.Rows[wrong])
+	}
 	f := exitFailure(e, detail, func(code int) *Failure {
 		m, ok := exitMeaning[code]
 		if !ok {
@@ -170,15 +178,18 @@ func judge(e Exit, rep *nccltests.Report, parseErr error) *Failure {
 		return &Failure{FailUnparsable, "nccl-tests did not measure what benchmark.args ask: " + rep.Ignored}
 	}
 	// A clean exit with a full table: NCCL WARN lines alone (often harmless) do not fail it.
-	for _, row := range rep.Rows {
-		if w := row.Wrong(); w > 0 {
-			return &Failure{FailWrong, fmt.Sprintf("%d wrong elements at %d bytes", w, row.Size)}
-		}
+	if wrong >= 0 {
+		return &Failure{FailWrong, wrongElements(rep.Rows[wrong])}
 	}
 	if rep.OutOfBounds > 0 {
 		return &Failure{FailWrong, fmt.Sprintf("%d out-of-bounds values", rep.OutOfBounds)}
 	}
 	return nil
+}
+
+// wrongElements says how many elements of row were wrong.
+func wrongElements(row nccltests.Row) string {
+	return fmt.Sprintf("%d wrong elements at %d bytes", row.Wrong(), row.Size)
 }
 
 // matchSweep checks the table size by size against the sweep asked for: a
@@ -319,7 +330,7 @@ func busCeiling(ranks int, log nccllog.Log, nodeNet float64) (float64, string) {
 // nothing moves) only to the table's own arithmetic.
 func plausible(coll string, row nccltests.Row, ranks int, log nccllog.Log, nodeNet float64) *Failure {
 	limit, fabric := busCeiling(ranks, log, nodeNet)
-	factor, known := busFactor(coll, ranks)
+	factor, known := nccltests.BusFactor(coll, ranks)
 	widest := factor
 	if !known {
 		widest = 2 // the largest bus factor of any collective
@@ -371,34 +382,11 @@ const (
 )
 
 // printed is the rounding of a number as nccl-tests prints it in a column
-// of width characters (getFloatStr): two decimals while they fit, then one,
-// then none, then one significant digit and an exponent (two in the time's
-// wider column): 1e+06 GB/s is anything from 500,000 to 1,500,000.
+// of width characters (nccltests.FormatFloat): half its last digit, so
+// that 1e+06 GB/s is anything from 500,000 to 1,500,000.
 func printed(v float64, width int) float64 {
-	for decimals := 2; decimals >= 0; decimals-- {
-		if len(strconv.FormatFloat(v, 'f', decimals, 64)) <= width {
-			return 0.5 * math.Pow(10, -float64(decimals))
-		}
-	}
-	digits := 0.0 // after the point, in the exponent form
-	if width >= 7 {
-		digits = 1
-	}
-	return 0.5 * math.Pow(10, math.Floor(math.Log10(v))-digits)
-}
-
-// busFactor is nccl-tests' ratio of bus to algorithm bandwidth for coll over
-// ranks ranks (its *GetBw functions); false where the rank count is unknown.
-func busFactor(coll string, ranks int) (float64, bool) {
-	if ranks <= 0 {
-		return 0, false
-	}
-	n := float64(ranks)
-	switch coll {
-	case "all_reduce":
-		return 2 * (n - 1) / n, true
-	case "all_gather", "reduce_scatter", "alltoall":
-		return (n - 1) / n, true
-	}
-	return 1, true
+	mantissa, exp, _ := strings.Cut(strings.TrimSpace(nccltests.FormatFloat(v, width)), "e")
+	_, decimals, _ := strings.Cut(mantissa, ".")
+	e, _ := strconv.Atoi(exp) // 0 without an exponent
+	return 0.5 * math.Pow(10, float64(e-len(decimals)))
 }

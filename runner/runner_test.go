@@ -69,6 +69,8 @@ func TestRunClassifies(t *testing.T) {
 			"exit status 127 (a program could not be started): ./all_reduce_perf: error while loading shared libraries: libnccl.so.2"},
 		{"not executable", "echo 'sh: 1: ./all_reduce_perf: Permission denied' >&2; exit 126", FailLaunch, "exit status 126 (a program could not be started)"},
 		{"wrong results", "cat " + wrongTable, FailWrong, "5 wrong elements at 1024 bytes"},
+		// As nccl-tests exits where it found wrong data: the table says where.
+		{"wrong results, exit 7", "cat " + wrongTable + "; exit 7", FailWrong, "exit status 7 (wrong data, or bus bandwidth under NCCL_TESTS_MIN_BW): 5 wrong elements at 1024 bytes"},
 		{"signal", "cat " + table + "; kill -SEGV $$", FailSignal, "segmentation fault"},
 		// As mpirun and srun report a rank killed by SIGSEGV.
 		{"signal of a rank", "cat " + table + "; exit 139", FailSignal, "exit status 139: a process killed by signal 11 (segmentation fault)"},

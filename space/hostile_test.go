@@ -104,6 +104,9 @@ func TestHostileSpaces(t *testing.T) {
 		{"sweep flags in args", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-N\", \"2\", \"-d\", \"all\"]", []string{"-N (--run_cycles) is set by nccltune", "-d (--datatype) all prints a table per value"}},
 		{"sweep flags spelt otherwise", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-b1024\", \"--minb=8\", \"-N2\", \"--datatype=all\"]",
 			[]string{"-b (--minbytes) is set by nccltune", "--minb (--minbytes) is set by nccltune", "-N (--run_cycles) is set by nccltune", "--datatype all prints a table per value"}},
+		// nccl-tests reads the root with strtol: -1 runs every rank as the root in turn, a table each; "all" is root 0.
+		{"every root", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-r\", \"-1\", \"--root=-0x1\", \"-rall\"]",
+			[]string{"-r (--root) -1 runs every rank as the root in turn", "--root -0x1 runs every rank", "-r (--root) all is root 0 to nccl-tests"}},
 		// Options that change the table would fail every trial as "no result rows".
 		{"timestamps in the table", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"-S\", \"1\"]", []string{"h.toml:6:", "-S (--report_timestamps) 1 adds a timestamp to each row"}},
 		{"per-iteration columns", `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\nargs = [\"--per_iter_timing=1\"]", []string{"--per_iter_timing 1 adds per-iteration columns"}},

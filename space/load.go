@@ -1034,8 +1034,14 @@ func (b *builder) ncclTestsArgs(line int, args []string) {
 			b.errorf(line, "benchmark.args: %s is set by nccltune (the sweep, iterations and check come from the space)", named)
 		case o.Long == "help":
 			b.errorf(line, "benchmark.args: %s prints nccl-tests' usage and runs nothing", named)
-		case slices.Contains([]string{"datatype", "op", "root"}, o.Long) && o.Value == "all":
+		case slices.Contains([]string{"datatype", "op"}, o.Long) && o.Value == "all":
 			b.errorf(line, "benchmark.args: %s all prints a table per value; nccltune reads one", named)
+		// nccl-tests reads the root with strtol: -1 is every root of
+		// broadcast and reduce in turn, and "all" no word but 0.
+		case o.Long == "root" && isInt && n == -1:
+			b.errorf(line, "benchmark.args: %s %s runs every rank as the root in turn (broadcast, reduce), a table per root; nccltune reads one", named, o.Value)
+		case o.Long == "root" && o.Value == "all":
+			b.errorf(line, "benchmark.args: %s all is root 0 to nccl-tests, which reads a number (-1 runs every root, a table each, which nccltune does not read)", named)
 		case formatOptions[o.Long] != "" && (!isInt || n != 0):
 			b.errorf(line, "benchmark.args: %s %s %s, which nccltune does not read (leave it out, or 0)", named, o.Value, formatOptions[o.Long])
 		}

@@ -285,7 +285,7 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 		return b.Iters, ""
 	}
 	logRatios := make([][]float64, len(sp.Ranges))
-	bw0, bw1 := results.BusBW(runs[0].Rows), results.BusBW(runs[1].Rows)
+	bw0, bw1 := results.BusBW(runs[0].Rows, runs[0].Fingerprint.Ranks), results.BusBW(runs[1].Rows, runs[1].Fingerprint.Ranks)
 	for i, row := range runs[0].Rows {
 		if r := sp.RangeOf(row.Collective, row.Size); r >= 0 && bw0[i] > 0 && bw1[i] > 0 {
 			logRatios[r] = append(logRatios[r], math.Log(bw0[i]/bw1[i]))

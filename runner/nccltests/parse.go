@@ -90,6 +90,10 @@ type Report struct {
 	// Using default value 16."): what it measured is not what its
 	// arguments ask. "" if none.
 	Ignored string
+	// Cut is where nccl-tests says it cut the sweep short, to buffers the
+	// GPU's memory holds ("# Reducing maxBytes to 42949672960 due to
+	// memory limitation"). "" if it did not.
+	Cut string
 }
 
 // Device is one rank's GPU, from the header.
@@ -106,6 +110,7 @@ var (
 	versionRE  = regexp.MustCompile(`nccl-tests version (\S+)`)
 	avgRE      = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
 	oobRE      = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)`)
+	cutRE      = regexp.MustCompile(`^#\s*Reducing maxBytes to \d+ due to memory limitation`)
 	failureRE  = regexp.MustCompile(`Test (NCCL|CUDA) failure|Test failure|NCCL WARN|NCCL error|ncclInvalidUsage|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|unhandled (system|cuda) error|Invalid number of GPUs|Duplicate GPU detected`)
 	maxFailure = 50
 	abortRE    = regexp.MustCompile(`Test (NCCL |CUDA )?failure \S+:\d+|Invalid number of GPUs|error while loading shared libraries`)
@@ -180,6 +185,9 @@ func Parse(r io.Reader) (*Report, error) {
 			}
 			if f := strings.Fields(line); len(f) > 2 && f[1] == "size" && f[2] == "count" {
 				countsWrong = slices.Contains(f, "#wrong")
+			}
+			if cutRE.MatchString(line) && rep.Cut == "" {
+				rep.Cut = line
 			}
 			if m := rankRE.FindStringSubmatch(line); m != nil {
 				ranks++
@@ -578,4 +586,65 @@ func PrintedCount(coll string, size int64, dataType string, ranks int) (int64, b
 		return -1, true
 	}
 	return size / elt, true
+}
+
+// FormatFloat writes v as nccl-tests (2.19.6) writes a time or a bandwidth
+// in a column width characters wide (getFloatStr in its src/util.cu): two
+// decimals where they fit, then one, then none, then an exponent, with one
+// decimal in a column of 7 or more; cut to the column's width where even
+// that is wider.
+func FormatFloat(v float64, width int) string {
+	for decimals := 2; decimals >= 0; decimals-- {
+		if s := fmt.Sprintf("%*.*f", width, decimals, v); len(s) <= width {
+			return s
+		}
+	}
+	digits := 0
+	if width >= 7 {
+		digits = 1
+	}
+	s := fmt.Sprintf("%*.*e", width, digits, v)
+	return s[:min(len(s), width)]
+}
+
+// FormatWrong writes a #wrong column as nccl-tests does: the count as a
+// double, with "%6g" (1e+06 from a million), or N/A where the results were
+// not checked (n < 0), in a column of 7.
+func FormatWrong(n int64) string {
+	if n < 0 {
+		return "    N/A"
+	}
+	return fmt.Sprintf("  %6s", strconv.FormatFloat(float64(n), 'g', 6, 64))
+}
+
+// FormatRow writes a row as nccl-tests (2.19.6) prints it: the size, the
+// count, the type, the redop and the root, then the out-of-place and the
+// in-place halves (writeBenchmarkLinePreamble and writeBenchmarkLineBody
+// in its src/util.cu).
+func FormatRow(r Row) string {
+	s := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", r.Size, r.Count, r.Type, r.Redop, r.Root)
+	for _, m := range []Measure{r.OutOfPlace, r.InPlace} {
+		s += "  " + FormatFloat(m.TimeUs, 7) + "  " + FormatFloat(m.AlgBW, 6) + "  " + FormatFloat(m.BusBW, 6) + FormatWrong(m.Wrong)
+	}
+	return s
+}
+
+// BusFactor is nccl-tests' ratio of bus to algorithm bandwidth for
+// collective coll over ranks ranks (its *GetBw functions): 0 for one rank
+// of all_reduce, all_gather, reduce_scatter and alltoall. It is false where
+// the rank count is unknown, or the collective is none of nccltune's.
+func BusFactor(coll string, ranks int) (float64, bool) {
+	if ranks <= 0 {
+		return 0, false
+	}
+	n := float64(ranks)
+	switch coll {
+	case "all_reduce":
+		return 2 * (n - 1) / n, true
+	case "all_gather", "reduce_scatter", "alltoall":
+		return (n - 1) / n, true
+	case "broadcast", "reduce", "sendrecv":
+		return 1, true
+	}
+	return 0, false
 }

@@ -385,3 +385,42 @@ func TestParseRowsNCCLLogsUnbracketedTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatIsNCCLTests: FormatFloat and FormatWrong write every number of
+// what nccl-tests 2.19.6 printed on an H200 as it printed it (1e+06 GB/s,
+// 1124.2, 0.00, N/A), and the widest numbers as its getFloatStr does.
+func TestFormatIsNCCLTests(t *testing.T) {
+	files, _ := filepath.Glob("testdata/h200-nccl2.28.3-tests2.19.6/*.txt")
+	lines := 0
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			row, _, ok := parseRow(strings.Fields(line))
+			if !ok {
+				continue
+			}
+			lines++
+			if got := FormatRow(row); got != line {
+				t.Errorf("%s:\n got %q\nwant %q", filepath.Base(name), got, line)
+			}
+		}
+	}
+	if lines < 50 {
+		t.Fatalf("%d rows in the recordings", lines)
+	}
+	for _, tc := range []struct {
+		v     float64
+		width int
+		want  string
+	}{{12345678, 7, "1.2e+07"}, {1e100, 7, "1.0e+10"}, {9999999, 7, "9999999"}, {1234.567, 6, "1234.6"}, {12345.6, 6, " 12346"}, {1234567, 6, " 1e+06"}, {999.999, 6, "1000.0"}} {
+		if got := FormatFloat(tc.v, tc.width); got != tc.want {
+			t.Errorf("FormatFloat(%g, %d) = %q, want %q", tc.v, tc.width, got, tc.want)
+		}
+	}
+	if got := FormatWrong(16048145); got != "  1.60481e+07" {
+		t.Errorf("FormatWrong(16048145) = %q", got)
+	}
+}

@@ -27,7 +27,9 @@ Runs a simulated cluster that behaves like nccl-tests on real hardware: it reads
 NCCL_* variables from the environment and prints nccl-tests' result table.
 Its numbers are a model, not a measurement.
 
-nccl-tests flags understood: -b -e -f -i -g -t -n -w -c -d -o -r -T (others are errors).
+nccl-tests flags modelled: -b -e -f -i -g -t -n -w -c -d -o -r. Its other flags
+are taken and change nothing, except -S, -I and -C, which change the table, and
+-h: those are errors.
 Under mpirun or srun each process is one rank; only rank 0 prints the table.`
 
 // Main runs the simulator with the given arguments (without the program name)
@@ -175,30 +177,43 @@ type testOpts struct {
 	root                          int
 }
 
+// parseTestFlags reads nccl-tests' options as nccl-tests does
+// (space.NCCLTestsOptions: "-G1", "--stepf 8"). Those that change no
+// simulated number (CUDA graphs, blocking, the average over ranks, the
+// timeout, ...) are taken and left alone, as a space's benchmark.args may
+// give any that nccl-tests takes; those that add or change the table's
+// columns are refused, as the simulator prints only its plain table.
 func parseTestFlags(args []string) (testOpts, error) {
 	o := testOpts{minBytes: 32 << 20, maxBytes: 32 << 20, stepBytes: 1 << 20, gpus: 1, threads: 1,
 		iters: 20, warmup: 5, check: true, dtype: "float", op: "sum"}
-	fs := flag.NewFlagSet("nccl-tests", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	sizes := map[string]*int64{"b": &o.minBytes, "e": &o.maxBytes, "i": &o.stepBytes}
-	for name, dst := range sizes {
-		fs.Func(name, "size", func(v string) (err error) { *dst, err = space.ParseSize(v); return err })
-	}
-	fs.Int64Var(&o.factor, "f", 0, "")
-	fs.IntVar(&o.gpus, "g", o.gpus, "")
-	fs.IntVar(&o.threads, "t", o.threads, "")
-	fs.IntVar(&o.iters, "n", o.iters, "")
-	fs.IntVar(&o.warmup, "w", o.warmup, "")
-	fs.Func("c", "", func(v string) error { o.check = v != "0"; return nil })
-	fs.StringVar(&o.dtype, "d", o.dtype, "")
-	fs.StringVar(&o.op, "o", o.op, "")
-	fs.IntVar(&o.root, "r", 0, "")
-	fs.Int("T", 0, "")
-	if err := fs.Parse(args); err != nil {
+	opts, err := space.NCCLTestsOptions(args)
+	if err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	for _, opt := range opts {
+		n, isInt := opt.Int()
+		ints := map[string]*int{"ngpus": &o.gpus, "nthreads": &o.threads, "iters": &o.iters, "warmup_iters": &o.warmup, "root": &o.root}
+		sizes := map[string]*int64{"minbytes": &o.minBytes, "maxbytes": &o.maxBytes, "stepbytes": &o.stepBytes}
+		switch name := opt.Long; {
+		case sizes[name] != nil:
+			if *sizes[name], err = space.ParseSize(opt.Value); err != nil {
+				return o, fmt.Errorf("%s: %w", opt.Written, err)
+			}
+		case !isInt && (ints[name] != nil || slices.Contains([]string{"stepfactor", "check", "report_timestamps", "per_iter_timing", "report_cputime"}, name)):
+			return o, fmt.Errorf("%s %q: not an integer", opt.Written, opt.Value)
+		case ints[name] != nil:
+			*ints[name] = n
+		case name == "stepfactor":
+			o.factor = int64(n)
+		case name == "check":
+			o.check = n != 0
+		case name == "datatype":
+			o.dtype = opt.Value
+		case name == "op":
+			o.op = opt.Value
+		case name == "help" || slices.Contains([]string{"report_timestamps", "per_iter_timing", "report_cputime"}, name) && n != 0:
+			return o, fmt.Errorf("%s %s changes nccl-tests' table, which the simulator does not model", opt.Written, opt.Value)
+		}
 	}
 	if o.minBytes < 1 || o.maxBytes < o.minBytes || o.gpus < 1 || o.threads < 1 || o.iters < 1 || o.factor == 1 {
 		return o, fmt.Errorf("invalid sizes, step or counts")
@@ -327,8 +342,9 @@ func (r *run) main() int {
 		// The simulated GPUs do not support NVLink SHARP; NCCL would print this and go on.
 		r.debug("WARN", "NVLS is not supported on this simulated platform")
 	}
-	var rows []string
+	var rows []nccltests.Row
 	var sum float64
+	wrongHalves := 0 // halves of rows with wrong elements, as nccl-tests counts them (its errors)
 	dt := nccltests.ElementSizes[r.opts.dtype]
 	redop, root := collectives[r.coll].redop, -1
 	if r.coll == "broadcast" || r.coll == "reduce" {
@@ -347,33 +363,36 @@ func (r *run) main() int {
 			return 3
 		}
 		r.decision(size, algo, proto, cfg, ranks)
-		cols := fmt.Sprintf("%12d  %12d  %8s  %6s  %6d", size, r.count(size, dt, ranks), r.opts.dtype, redop, root)
+		row := nccltests.Row{Size: size, Count: r.count(size, dt, ranks), Type: r.opts.dtype, Redop: redop, Root: root}
 		truth := r.sc.predict(r.coll, float64(size), algo, proto, cfg, r.sc.truth())
 		if gain != nil {
 			truth = r.sc.landscapeTime(gain, r.sc.baseTable(r.coll), r.coll, float64(size))
 		}
 		r.seconds += 2 * float64(r.opts.warmup+r.opts.iters) * truth / 1e6
-		for inPlace := range 2 {
-			t := truth * r.noise(size, inPlace)
-			algBW := float64(size) / t / 1e3
-			busBW := algBW * collectives[r.coll].busFactor(float64(ranks))
-			sum += busBW
-			wrong := "0"
-			if !r.opts.check {
-				wrong = "N/A"
-			} else if proto == protoLL128 && cfg.ll128Corrupts && size >= 64<<10 {
-				wrong = strconv.FormatInt(size/dt/997+1, 10)
+		for inPlace, m := range []*nccltests.Measure{&row.OutOfPlace, &row.InPlace} {
+			m.TimeUs = truth * r.noise(size, inPlace)
+			m.AlgBW = float64(size) / m.TimeUs / 1e3
+			m.BusBW = m.AlgBW * collectives[r.coll].busFactor(float64(ranks))
+			sum += m.BusBW
+			switch {
+			case !r.opts.check || inPlace == 1 && nccltests.InPlaceUnsupported(r.coll):
+				m.Wrong = -1 // nccl-tests checks neither
+			case proto == protoLL128 && cfg.ll128Corrupts && size >= 64<<10:
+				m.Wrong = size/dt/997 + 1
+				wrongHalves += r.procs * r.opts.threads // each thread of each process finds its own
 			}
-			cols += fmt.Sprintf("  %7s  %6.2f  %6.2f  %6s", formatTime(t), algBW, busBW, wrong)
 		}
-		rows = append(rows, cols)
+		rows = append(rows, row)
 	}
 	for _, row := range rows {
-		fmt.Fprintln(r.out, row)
+		fmt.Fprintln(r.out, nccltests.FormatRow(row))
 	}
-	fmt.Fprintln(r.out, "# Out of bounds values : 0 OK")
+	fmt.Fprintf(r.out, "# Out of bounds values : %d %s\n", wrongHalves, map[bool]string{false: "OK", true: "FAILED"}[wrongHalves > 0])
 	fmt.Fprintf(r.out, "# Avg bus bandwidth    : %g \n#\n", math.Round(sum/float64(2*len(rows))*1e4)/1e4)
 	fmt.Fprintf(r.out, "# Collective test concluded: %s_perf\n#\n", r.coll)
+	if wrongHalves > 0 {
+		return 7 // nccl-tests' testNumResults
+	}
 	return 0
 }
 
@@ -442,18 +461,6 @@ func (s Scenario) MeasurementNoise(iters int) float64 {
 	return s.Noise * math.Sqrt(0.25+0.75*20/float64(max(iters, 1)))
 }
 
-// formatTime prints a time the way nccl-tests does: two decimals while it fits in 7 characters.
-func formatTime(us float64) string {
-	switch {
-	case us < 1e4:
-		return strconv.FormatFloat(us, 'f', 2, 64)
-	case us < 1e5:
-		return strconv.FormatFloat(us, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(us, 'f', 0, 64)
-	}
-}
-
 func (r *run) header(ranks int) {
 	o := r.opts
 	land := ""
@@ -465,10 +472,10 @@ func (r *run) header(ranks int) {
 	}
 	fmt.Fprintf(r.out, "# nccltune-sim: a simulated cluster, not a measurement: %d node(s) x %d GPU(s), fabric %s%s\n", r.sc.Nodes, r.sc.GPUsPerNode, r.sc.Fabric, land)
 	fmt.Fprintf(r.out, "# Collective test starting: %s_perf\n", r.coll)
-	fmt.Fprintf(r.out, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n#\n# Using devices\n",
+	fmt.Fprintf(r.out, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0 unalign: 0\n#\n# Using devices\n",
 		o.threads, o.gpus, o.minBytes, o.maxBytes, o.factor, o.warmup, o.iters, map[bool]int{false: 0, true: 1}[o.check])
 	for i := range ranks {
-		fmt.Fprintf(r.out, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [0x%02x] Simulated GPU\n", i, 1000+i, fmt.Sprintf("simnode%d", i/r.sc.GPUsPerNode), i%r.sc.GPUsPerNode, i)
+		fmt.Fprintf(r.out, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [0000:%02x:00] Simulated GPU\n", i, 1000+i, fmt.Sprintf("simnode%d", i/r.sc.GPUsPerNode), i%r.sc.GPUsPerNode, i)
 	}
 	fmt.Fprint(r.out, "#\n#                                                              out-of-place                       in-place          \n")
 	fmt.Fprint(r.out, "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong \n")

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -88,7 +89,7 @@ func TestFabricTraps(t *testing.T) {
 
 	tcp := []string{"-nodes=2", "-fabric=tcp", "-noise=0"}
 	rep, code, _ := simulate(t, tcp, []string{"NCCL_PROTO=LL128"}, "-b", "1M", "-e", "1M", "-g", "16")
-	if code != 0 || rep.Rows[0].Wrong() == 0 {
+	if code != 7 || rep.Rows[0].Wrong() == 0 {
 		t.Errorf("LL128 forced over sockets must corrupt data: exit %d, wrong %d", code, rep.Rows[0].Wrong())
 	}
 	unchecked, _, _ := simulate(t, tcp, []string{"NCCL_PROTO=LL128"}, "-b", "1M", "-e", "1M", "-g", "16", "-c", "0")
@@ -110,7 +111,7 @@ func TestNCCLErrors(t *testing.T) {
 		{[]string{"-nodes=2", "-fabric=roce"}, []string{"NCCL_IB_GID_INDEX=7"}, []string{"-g", "16"}, 3, "unhandled system error"},
 		{[]string{"-nodes=2", "-fabric=tcp"}, []string{"NCCL_SOCKET_NTHREADS=16", "NCCL_NSOCKS_PERTHREAD=8"}, []string{"-g", "16"}, 3, "exceeds the maximum of 64"},
 		{nil, nil, []string{"-g", "9"}, 2, "Test CUDA failure"},
-		{nil, nil, []string{"-x", "1"}, 1, ""},
+		{nil, nil, []string{"-S", "1"}, 1, ""}, // a timestamp column the simulator does not print
 		{[]string{"-fabric=warp"}, nil, nil, 1, ""},
 	} {
 		rep, code, out := simulate(t, tc.scenario, tc.env, tc.args...)
@@ -303,6 +304,101 @@ func TestScenarioIntegerOutOfRange(t *testing.T) {
 	for _, arg := range []string{"-seed=99999999999999999999", "-nodes=-99999999999999999999"} {
 		if err := CheckScenario([]string{arg}); err == nil || !strings.Contains(err.Error(), "out of range") {
 			t.Errorf("%s: %v, want out of range", arg, err)
+		}
+	}
+}
+
+// TestRowsArePrintedAsNCCLTestsPrintsThem: every row the simulator prints is
+// the line nccl-tests 2.19.6 prints for its numbers (nccltests.FormatRow,
+// checked against its recorded output): 1250.6 GB/s, not 1250.61; a
+// count of wrong elements of 1.72316e+07; N/A in the in-place check of
+// alltoall and sendrecv, which nccl-tests does not check; and a footer
+// that counts the wrong halves, with exit status 7, as nccl-tests does.
+func TestRowsArePrintedAsNCCLTestsPrintsThem(t *testing.T) {
+	oneGPU := []string{"-nodes=1", "-gpus_per_node=1", "-noise=0"}
+	for _, tc := range []struct {
+		scenario, env, args []string
+		code, halvesWrong   int
+	}{
+		{oneGPU, nil, []string{"-b", "8", "-e", "8G", "-f", "8", "-g", "1"}, 0, 0},
+		{[]string{"-nodes=2", "-fabric=tcp", "-noise=0"}, []string{"NCCL_PROTO=LL128"}, []string{"-b", "1G", "-e", "16G", "-f", "4", "-g", "16", "-d", "int8"}, 7, 6},
+		{[]string{"-nodes=2", "-fabric=tcp", "-noise=0"}, []string{"NCCL_PROTO=LL128"}, []string{"-b", "1G", "-e", "1G", "-g", "16", "-c", "0"}, 0, 0},
+	} {
+		for coll := range collectives {
+			var out, errOut bytes.Buffer
+			argv := append(append(slices.Clone(tc.scenario), coll+"_perf"), tc.args...)
+			code := Main(argv, tc.env, &out, &errOut)
+			rep, err := nccltests.Parse(bytes.NewReader(out.Bytes()))
+			halves := tc.halvesWrong
+			if nccltests.InPlaceUnsupported(coll) {
+				halves /= 2
+			}
+			if err != nil || code != tc.code || rep.OutOfBounds != int64(halves) && (coll == "all_reduce" || tc.halvesWrong == 0) {
+				t.Errorf("%s %v: exit %d, %v, out of bounds %d; want exit %d, %d\n%s%s", coll, tc.args, code, err, rep.OutOfBounds, tc.code, halves, out.String(), errOut.String())
+			}
+			var lines []string // the table's rows: what is neither a comment nor NCCL's log
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "simnode") {
+					lines = append(lines, line)
+				}
+			}
+			if len(lines) != len(rep.Rows) {
+				t.Fatalf("%s: %d rows read of\n%s", coll, len(rep.Rows), strings.Join(lines, "\n"))
+			}
+			for i, line := range lines {
+				if want := nccltests.FormatRow(rep.Rows[i]); line != want {
+					t.Errorf("%s printed\n%q\nwhere nccl-tests prints\n%q", coll, line, want)
+				}
+			}
+			for _, row := range rep.Rows {
+				if nccltests.InPlaceUnsupported(coll) && row.InPlace.Wrong != -1 {
+					t.Errorf("%s: in-place #wrong %d; nccl-tests prints N/A", coll, row.InPlace.Wrong)
+				}
+			}
+		}
+	}
+}
+
+// TestTakesNCCLTestsOptions: the simulator takes every option nccl-tests
+// takes, as its getopt_long reads them (a value attached, a long name or
+// its prefix), where it measured nothing before: a space's benchmark.args
+// of -G 1 -z 1 -a 1 failed every trial on the simulated cluster, exit 1,
+// though nccl-tests runs them and prints the same table.
+func TestTakesNCCLTestsOptions(t *testing.T) {
+	for _, args := range [][]string{
+		{"-G", "1", "-z", "1", "-a", "1", "-m", "1", "-p", "0", "-y", "0", "-R", "0", "-u", "0", "-C", "0", "-S", "0", "-I", "0", "-M", "1", "-T", "60"},
+		{"-G1", "--cudagraph=1", "--average", "2", "--blocking=1", "-b8", "--maxbytes=1M", "--stepf", "8", "-g16"},
+	} {
+		args = append([]string{"-b", "8", "-e", "1M", "-f", "8", "-g", "16"}, args...)
+		rep, code, out := simulate(t, twoNodeIB, nil, args...)
+		if code != 0 || len(rep.Rows) != 6 {
+			t.Errorf("%q: exit %d, %d rows\n%s", args, code, len(rep.Rows), out)
+		}
+	}
+}
+
+// TestHeaderIsNCCLTests: the simulator's header lines are nccl-tests
+// 2.19.6's, numbers aside: its parameters end in "unalign: 0", and a
+// rank's GPU has a PCI address, as recorded on an H200.
+func TestHeaderIsNCCLTests(t *testing.T) {
+	real, err := os.ReadFile("../nccltests/testdata/h200-nccl2.28.3-tests2.19.6/all_reduce_perf.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, number := regexp.MustCompile(` on \S+`), regexp.MustCompile(`[0-9a-f]*[0-9][0-9a-f]*`)
+	shape := func(line string) string {
+		return number.ReplaceAllString(host.ReplaceAllString(strings.Join(strings.Fields(line), " "), " on HOST"), "N")
+	}
+	want := map[string]string{}
+	for _, line := range strings.Split(string(real), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && (f[1] == "nThread" || f[1] == "Rank") {
+			want[f[1]] = shape(strings.TrimSuffix(line, " NVIDIA H200"))
+		}
+	}
+	_, _, out := simulate(t, twoNodeIB, nil, "-g", "16")
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && want[f[1]] != "" && shape(strings.TrimSuffix(line, " Simulated GPU")) != want[f[1]] {
+			t.Errorf("%s\nis not shaped as nccl-tests'\n%s", shape(line), want[f[1]])
 		}
 	}
 }
