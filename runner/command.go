@@ -225,7 +225,7 @@ func (c UserCommand) match(line string) ([]string, error) {
 	if i < 0 {
 		return nil, nil
 	}
-	members, err := text.JSONMembers([]byte(line[i:]))
+	members, err := text.JSONMembers([]byte(quoteNonFinite(line[i:])))
 	if err != nil {
 		// Objects run together: each, where the line is lines of one form.
 		// As many as the form repeats, not as the key is named: an object
@@ -260,6 +260,44 @@ func (c UserCommand) match(line string) ([]string, error) {
 		return []string{s}, nil // a number written as a string
 	}
 	return []string{string(values[0])}, nil
+}
+
+// nonFinite are the bare words Python's json module writes for the floats
+// JSON has no form of (json.dumps(float("nan"))).
+var nonFinite = []string{"NaN", "-Infinity", "Infinity"}
+
+// quoteNonFinite is s, a JSON text as Python writes it, with each of
+// nonFinite outside a string quoted, so that it reads: a metric of one is a
+// number but no plausible one, and fails as "nan" does under a regex, and
+// another key's (a NaN loss) does not hide the metric's line.
+func quoteNonFinite(s string) string {
+	if !strings.Contains(s, "NaN") && !strings.Contains(s, "Infinity") {
+		return s // most lines, which cost no copy
+	}
+	var b strings.Builder
+	inString, escaped := false, false
+next:
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString:
+			escaped, inString = c == '\\', c != '"'
+		case c == '"':
+			inString = true
+		default:
+			for _, word := range nonFinite {
+				if strings.HasPrefix(s[i:], word) {
+					b.WriteString(strconv.Quote(word))
+					i += len(word) - 1
+					continue next
+				}
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // runTogether is line cut into the k lines of one form, their numbers

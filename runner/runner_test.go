@@ -298,6 +298,11 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		{"underscores", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=1_000", 0, FailImplausible, `"1_000", not a positive number`},
 		{"+Inf", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=+Inf", 0, FailImplausible, `"+Inf", not a positive number`},
 		{"a JSON string in Go's form", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": "0x1p3"}'`, 0, FailImplausible, `"0x1p3", not a positive number`},
+		// Python's json writes a float JSON has no form of as a bare NaN or Infinity: a metric of
+		// one fails as "nan" does under a regex, and another key's hides no line of the metric.
+		{"a JSON NaN, as Python writes it", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": NaN}'; echo '{"ms": 5}'`, 0, FailImplausible, `"NaN", not a positive number`},
+		{"a JSON -Infinity", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": 5}'; echo '{"ms": -Infinity}'`, 0, FailImplausible, `"-Infinity", not a positive number`},
+		{"another JSON key's NaN", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"loss": NaN, "ms": 5}'; echo '{"loss": Infinity, "ms": 7, "note": "NaN"}'`, 1.0 / 6, "", ""},
 		// The metric given twice on one line is ambiguous, not its first (or last) value.
 		{"two numbers on a line", space.Metric{Regex: `time: ([0-9.]+)`, Goal: "min"}, "echo 'time: 5 ms, data time: 1 ms'", 0, FailUnparsable, "its regex matches 2 numbers on one line (5, 1)"},
 		// Two ranks' lines run together (PYTHONUNBUFFERED=1: text and newline in two writes) are each read.
