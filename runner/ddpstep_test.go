@@ -137,6 +137,28 @@ func TestDDPStepNaNInReduction(t *testing.T) {
 	}
 }
 
+// TestDDPStepStaleReduction: an all-reduce that gives the step before's
+// gradients (a buffer read before it was written) is wrong. Rank 0's loss
+// was scaled by 1 in the check as in the timed steps, so that the step
+// before's gradients were its check step's, to within a step of SGD.
+// (The hook gives the stale buffer from the fourth step on, the check's:
+// one warm-up and two timed steps before it.)
+func TestDDPStepStaleReduction(t *testing.T) {
+	dir := t.TempDir()
+	site := strings.Replace(corruptingHook, "fut.set_result(bucket.buffer().mul_(3))", `calls.append(bucket.buffer().clone())
+        if len(calls) > 3:
+            bucket.buffer().copy_(calls[-2])
+        fut.set_result(bucket.buffer())`, 1)
+	site = strings.Replace(site, "    def hook(", "    calls = []\n\n    def hook(", 1)
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute, "PYTHONPATH="+dir)
+	if res.Failure == nil || res.Failure.Kind != FailWrong {
+		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
+	}
+}
+
 // TestDDPStepModelSizes: every model_params the space accepts ("4MB",
 // "1 MiB", "64k") is a size the script reads, not a ValueError of every
 // trial; and the step, its gradients checked, succeeds.

@@ -160,14 +160,15 @@ def check(model, ddp, opt, x, dist, rank, world):
     A power of two scales every rounding alike, so matrix products of less
     precision (TF32) round the scaled gradients as they round the rank's
     own. A scale of 2 ** (rank % 4) alone made ranks 4 apart alike; there is
-    a step for each base-4 digit of the ranks, scaled by 2 ** digit, so that
-    any two ranks differ in one of them, while the smallest part stays a
-    sixteenth of the largest."""
+    a step for each base-4 digit of the ranks, scaled by 2 ** (digit + 1),
+    so that any two ranks differ in one of them, while the smallest part
+    stays an eighth of the largest; and none is 1, the timed steps' scale,
+    so that a reduction that gives the step before's data shows."""
     worst, digits = 0.0, 1
     while 4 ** digits < world:
         digits += 1
     for digit in range(digits):
-        worst = max(worst, check_step(model, ddp, opt, x, rank, world, lambda r: 2.0 ** (r // 4 ** digit % 4)))
+        worst = max(worst, check_step(model, ddp, opt, x, rank, world, lambda r: 2.0 ** (r // 4 ** digit % 4 + 1)))
     # Each rank's verdict is every rank's, so that none goes on to report a
     # time; a rank whose own check failed fails even where this reduction
     # is wrong too.
