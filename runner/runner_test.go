@@ -328,6 +328,9 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 			"echo '[rank0]: t=100'; echo '[rank1]: t=100'; echo '[rank0]: t=5'; echo '[rank1]: t=7'", 1.0 / 6, "", ""},
 		{"skip per mpirun rank", space.Metric{Regex: `t=(\S+)`, Goal: "max", Skip: 1},
 			"echo '[1,0]<stdout>: t=100'; echo '[1,1]<stdout>: t=100'; echo '[1,1]<stdout>: t=7'; echo '[1,0]<stdout>: t=5'", 6, "", ""},
+		// A launcher's tag is no part of the line the program printed: a regex anchored at its start matches.
+		{"an anchored regex on tagged lines", space.Metric{Regex: `^t=([0-9.]+)$`, Goal: "max", Skip: 1},
+			"echo '[1,0]<stdout>:t=100'; echo '[1,1]<stdout>:t=100'; echo '[1,0]<stdout>:t=5'; echo '[default1]:[rank1]:t=7'", 6, "", ""},
 		// A progress bar rewrites its line with '\r': each value counts, the first (warm-up) is skipped.
 		{"a progress bar", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min", Skip: 1}, `printf 't=500\rt=5\rt=6\rt=7\r\n'`, 1.0 / 6, "", ""},
 		{"a progress bar, no warm-up", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, `printf 't=500\rt=5\rt=6\rt=7\rt=8'`, 1.0 / 7, "", ""},
