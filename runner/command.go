@@ -117,6 +117,9 @@ var rankRE = regexp.MustCompile(`^\[(?:rank|default)?(\d+)\]:|^` + nccltests.MPI
 // which a line's own text has ("gpu[3]: 5 ms").
 var tagRE = regexp.MustCompile(`\[(?:rank|default)\d+\]:|` + nccltests.MPIRunTime + `?\[\d+,\d+\]<std(?:out|err)>:`)
 
+// leadingTagsRE are the tags (tagRE) a line begins with.
+var leadingTagsRE = regexp.MustCompile(`^(?:` + tagRE.String() + `)+`)
+
 // rankLines are a tagged line cut where a rank's tag begins a part of it:
 // a launcher tags each write it passes on, not each line, so ranks' lines
 // run together under PYTHONUNBUFFERED=1 (a line and its newline written
@@ -195,15 +198,18 @@ func isNumber(s string) bool {
 }
 
 // match returns the metric's texts on a line: the regex's group, or the
-// JSON key's value on a line that is a JSON object (after any prefix a
-// launcher adds); none where the line is not the metric's. A line that
+// JSON key's value on a line that is a JSON object, either after any
+// prefix a launcher adds; none where the line is not the metric's. A line that
 // gives the metric twice is an error: the regex matching two numbers
 // ("time: 5 ms, data time: 1 ms"), or the key given twice in the object
 // (encoding/json would keep the last). Ranks' lines run together
 // (runTogether) are each read.
 func (c UserCommand) match(line string) ([]string, error) {
 	if c.regex != nil {
-		ms := c.regex.FindAllStringSubmatch(line, -1)
+		// The regex is of the program's own lines: a launcher's tags,
+		// which only some launchers and options add, are none of it.
+		text := leadingTagsRE.ReplaceAllString(line, "")
+		ms := c.regex.FindAllStringSubmatch(text, -1)
 		if ms == nil {
 			return nil, nil
 		}
@@ -214,7 +220,7 @@ func (c UserCommand) match(line string) ([]string, error) {
 			}
 		}
 		switch {
-		case len(numbers) > 1 && runTogether(line, len(numbers)) == nil:
+		case len(numbers) > 1 && runTogether(text, len(numbers)) == nil:
 			return nil, fmt.Errorf("its regex matches %d numbers on one line (%s): %q", len(numbers), strings.Join(numbers, ", "), line)
 		case len(numbers) > 0:
 			return numbers, nil
@@ -225,7 +231,7 @@ func (c UserCommand) match(line string) ([]string, error) {
 	if i < 0 {
 		return nil, nil
 	}
-	members, err := text.JSONMembers([]byte(line[i:]))
+	members, err := text.JSONMembers([]byte(quoteNonFinite(line[i:])))
 	if err != nil {
 		// Objects run together: each, where the line is lines of one form.
 		// As many as the form repeats, not as the key is named: an object
@@ -260,6 +266,44 @@ func (c UserCommand) match(line string) ([]string, error) {
 		return []string{s}, nil // a number written as a string
 	}
 	return []string{string(values[0])}, nil
+}
+
+// nonFinite are the bare words Python's json module writes for the floats
+// JSON has no form of (json.dumps(float("nan"))).
+var nonFinite = []string{"NaN", "-Infinity", "Infinity"}
+
+// quoteNonFinite is s, a JSON text as Python writes it, with each of
+// nonFinite outside a string quoted, so that it reads: a metric of one is a
+// number but no plausible one, and fails as "nan" does under a regex, and
+// another key's (a NaN loss) does not hide the metric's line.
+func quoteNonFinite(s string) string {
+	if !strings.Contains(s, "NaN") && !strings.Contains(s, "Infinity") {
+		return s // most lines, which cost no copy
+	}
+	var b strings.Builder
+	inString, escaped := false, false
+next:
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString:
+			escaped, inString = c == '\\', c != '"'
+		case c == '"':
+			inString = true
+		default:
+			for _, word := range nonFinite {
+				if strings.HasPrefix(s[i:], word) {
+					b.WriteString(strconv.Quote(word))
+					i += len(word) - 1
+					continue next
+				}
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // runTogether is line cut into the k lines of one form, their numbers

@@ -137,6 +137,28 @@ func TestDDPStepNaNInReduction(t *testing.T) {
 	}
 }
 
+// TestDDPStepStaleReduction: an all-reduce that gives the step before's
+// gradients (a buffer read before it was written) is wrong. Rank 0's loss
+// was scaled by 1 in the check as in the timed steps, so that the step
+// before's gradients were its check step's, to within a step of SGD.
+// (The hook gives the stale buffer from the fourth step on, the check's:
+// one warm-up and two timed steps before it.)
+func TestDDPStepStaleReduction(t *testing.T) {
+	dir := t.TempDir()
+	site := strings.Replace(corruptingHook, "fut.set_result(bucket.buffer().mul_(3))", `calls.append(bucket.buffer().clone())
+        if len(calls) > 3:
+            bucket.buffer().copy_(calls[-2])
+        fut.set_result(bucket.buffer())`, 1)
+	site = strings.Replace(site, "    def hook(", "    calls = []\n\n    def hook(", 1)
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute, "PYTHONPATH="+dir)
+	if res.Failure == nil || res.Failure.Kind != FailWrong {
+		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
+	}
+}
+
 // TestDDPStepModelSizes: every model_params the space accepts ("4MB",
 // "1 MiB", "64k") is a size the script reads, not a ValueError of every
 // trial; and the step, its gradients checked, succeeds.
@@ -171,10 +193,37 @@ func TestDDPStepRankLostInReduction(t *testing.T) {
 	}
 }
 
+// TestDDPStepRankRepeatedInReduction: an all-reduce that takes rank 0's
+// part in place of rank 4's is wrong, though the two ranks step on the same
+// input: the check gave ranks 4 apart the same scale, so that their parts
+// were alike, and passed it.
+func TestDDPStepRankRepeatedInReduction(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("no mpirun")
+	}
+	dir := t.TempDir()
+	site := strings.Replace(corruptingHook, "fut.set_result(bucket.buffer().mul_(3))", `buf = bucket.buffer()
+        first = buf.clone()
+        torch.distributed.broadcast(first, 0)
+        if torch.distributed.get_rank() == 4:
+            buf.copy_(first)
+        torch.distributed.all_reduce(buf)
+        fut.set_result(buf.div_(torch.distributed.get_world_size()))`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDDPStepFrom(t, MPIRun{NP: 5, Args: []string{"--oversubscribe"}}, "mpirun", space.BenchmarkSettings{Params: "100K"}, 2*time.Minute,
+		"PYTHONPATH="+dir, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	if res.Failure == nil || res.Failure.Kind != FailWrong {
+		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
+	}
+}
+
 // TestDDPStepCheckInLowPrecision: matrix products of less precision than
 // fp32 (TF32, which TORCH_ALLOW_TF32_CUBLAS_OVERRIDE or
 // NVIDIA_TF32_OVERRIDE turn on; here bf16's) round a rank's scaled gradients
-// otherwise than its own: a right reduction still passes the check.
+// otherwise than its own: a right reduction still passes the check, in
+// each of its steps (five ranks: two base-4 digits).
 func TestDDPStepCheckInLowPrecision(t *testing.T) {
 	if _, err := exec.LookPath("mpirun"); err != nil {
 		t.Skip("no mpirun")
@@ -189,7 +238,7 @@ F.linear = lambda x, w, b=None: linear(x.to(torch.bfloat16).float(), w.to(torch.
 	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := runDDPStepFrom(t, MPIRun{NP: 3, Args: []string{"--oversubscribe"}}, "mpirun", space.BenchmarkSettings{Params: "1M"}, time.Minute,
+	res := runDDPStepFrom(t, MPIRun{NP: 5, Args: []string{"--oversubscribe"}}, "mpirun", space.BenchmarkSettings{Params: "1M"}, 2*time.Minute,
 		"PYTHONPATH="+dir, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 	if res.Failure != nil {
 		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)

@@ -300,6 +300,11 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		{"underscores", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=1_000", 0, FailImplausible, `"1_000", not a positive number`},
 		{"+Inf", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=+Inf", 0, FailImplausible, `"+Inf", not a positive number`},
 		{"a JSON string in Go's form", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": "0x1p3"}'`, 0, FailImplausible, `"0x1p3", not a positive number`},
+		// Python's json writes a float JSON has no form of as a bare NaN or Infinity: a metric of
+		// one fails as "nan" does under a regex, and another key's hides no line of the metric.
+		{"a JSON NaN, as Python writes it", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": NaN}'; echo '{"ms": 5}'`, 0, FailImplausible, `"NaN", not a positive number`},
+		{"a JSON -Infinity", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"ms": 5}'; echo '{"ms": -Infinity}'`, 0, FailImplausible, `"-Infinity", not a positive number`},
+		{"another JSON key's NaN", space.Metric{JSON: "ms", Goal: "min"}, `echo '{"loss": NaN, "ms": 5}'; echo '{"loss": Infinity, "ms": 7, "note": "NaN"}'`, 1.0 / 6, "", ""},
 		// The metric given twice on one line is ambiguous, not its first (or last) value.
 		{"two numbers on a line", space.Metric{Regex: `time: ([0-9.]+)`, Goal: "min"}, "echo 'time: 5 ms, data time: 1 ms'", 0, FailUnparsable, "its regex matches 2 numbers on one line (5, 1)"},
 		// Two ranks' lines run together (PYTHONUNBUFFERED=1: text and newline in two writes) are each read.
@@ -325,6 +330,9 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 			"echo '[rank0]: t=100'; echo '[rank1]: t=100'; echo '[rank0]: t=5'; echo '[rank1]: t=7'", 1.0 / 6, "", ""},
 		{"skip per mpirun rank", space.Metric{Regex: `t=(\S+)`, Goal: "max", Skip: 1},
 			"echo '[1,0]<stdout>: t=100'; echo '[1,1]<stdout>: t=100'; echo '[1,1]<stdout>: t=7'; echo '[1,0]<stdout>: t=5'", 6, "", ""},
+		// A launcher's tag is no part of the line the program printed: a regex anchored at its start matches.
+		{"an anchored regex on tagged lines", space.Metric{Regex: `^t=([0-9.]+)$`, Goal: "max", Skip: 1},
+			"echo '[1,0]<stdout>:t=100'; echo '[1,1]<stdout>:t=100'; echo '[1,0]<stdout>:t=5'; echo '[default1]:[rank1]:t=7'", 6, "", ""},
 		// A progress bar rewrites its line with '\r': each value counts, the first (warm-up) is skipped.
 		{"a progress bar", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min", Skip: 1}, `printf 't=500\rt=5\rt=6\rt=7\r\n'`, 1.0 / 6, "", ""},
 		{"a progress bar, no warm-up", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, `printf 't=500\rt=5\rt=6\rt=7\rt=8'`, 1.0 / 7, "", ""},

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 
 	"github.com/nccltune/nccltune/internal/text"
 )
@@ -179,13 +180,27 @@ func tagged(line, tag string) []json.RawMessage {
 // another nccltune's version has a file of its own, and is written whole
 // under a temporary name and renamed into place, so that no trial starting
 // on it reads it cut short.
+//
+// Every trial runs the script as this user: dir, and each folder above it,
+// must be one nobody else can change (see private); the path returned is
+// dir's own, past any link, which its owner could point elsewhere later.
 func WriteScript(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("ddp script: %w", err)
 	}
+	dir, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		dir, err = filepath.Abs(dir)
+	}
+	if err == nil {
+		err = private(dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("ddp script: %w (give benchmark.script_dir, a folder of your own)", err)
+	}
 	sum := sha256.Sum256(Script)
 	path := filepath.Join(dir, "nccltune_ddp_step_"+hex.EncodeToString(sum[:6])+".py")
-	if data, err := os.ReadFile(path); err == nil && bytes.Equal(data, Script) {
+	if data, err := os.ReadFile(path); err == nil && bytes.Equal(data, Script) && private(path) == nil {
 		return path, nil
 	}
 	f, err := os.CreateTemp(dir, ".nccltune_ddp_step_*.py")
@@ -202,4 +217,31 @@ func WriteScript(dir string) (string, error) {
 		return "", fmt.Errorf("ddp script: %w", err)
 	}
 	return path, nil
+}
+
+// private reports an error where someone other than this user (or root)
+// could replace or change path, a file or a folder: it, or a folder above
+// it, belongs to another user or may be written by others (but for a
+// sticky folder, such as /tmp, where only an entry's owner may replace it).
+// The default folder's name in /tmp is known in advance: another user who
+// made it first, or made the script in it, had their code run as this one.
+func private(path string) error {
+	for p := path; ; p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: no owner to check", p)
+		case int(st.Uid) != os.Getuid() && st.Uid != 0:
+			return fmt.Errorf("%s belongs to another user (uid %d), who could replace the script every trial runs", p, st.Uid)
+		case fi.Mode().Perm()&0o022 != 0 && !(fi.IsDir() && fi.Mode()&os.ModeSticky != 0):
+			return fmt.Errorf("%s may be written by others (%v), who could replace the script every trial runs", p, fi.Mode())
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
 }

@@ -154,15 +154,42 @@ def check(model, ddp, opt, x, dist, rank, world):
     """Fails the run where DDP's all-reduce gave wrong gradients (an NCCL
     setting that corrupts data steps as fast as any: its time must not be
     a result). Every rank steps on the same model and input, its loss
-    scaled by 2 ** (rank % 4), so that the average of the ranks' gradients
-    is each rank's own unscaled one times the scales' mean: a rank's part
-    lost or counted twice shows too. A power of two scales every rounding
-    alike, so matrix products of less precision (TF32) round the scaled
-    gradients as they round the rank's own."""
+    scaled by a power of two of its own, so that the average of the ranks'
+    gradients is each rank's own unscaled one times the scales' mean: a
+    rank's part lost, counted twice or taken in another's place shows too.
+    A power of two scales every rounding alike, so matrix products of less
+    precision (TF32) round the scaled gradients as they round the rank's
+    own. A scale of 2 ** (rank % 4) alone made ranks 4 apart alike; there is
+    a step for each base-4 digit of the ranks, scaled by 2 ** (digit + 1),
+    so that any two ranks differ in one of them, while the smallest part
+    stays an eighth of the largest; and none is 1, the timed steps' scale,
+    so that a reduction that gives the step before's data shows."""
+    worst, digits = 0.0, 1
+    while 4 ** digits < world:
+        digits += 1
+    for digit in range(digits):
+        worst = max(worst, check_step(model, ddp, opt, x, rank, world, lambda r: 2.0 ** (r // 4 ** digit % 4 + 1)))
+    # Each rank's verdict is every rank's, so that none goes on to report a
+    # time; a rank whose own check failed fails even where this reduction
+    # is wrong too.
+    import torch
+    wrong = torch.tensor([float(not worst <= 1e-3)], device=x.device)
+    dist.all_reduce(wrong, op=dist.ReduceOp.MAX)
+    if not worst <= 1e-3:
+        fail("wrong", "DDP's all-reduced gradients differ from those the ranks' steps make by up to %.3g of "
+             "their largest" % worst)
+    if wrong.item() != 0:
+        fail("wrong", "another rank's all-reduced gradients differ from those the ranks' steps make")
+
+
+def check_step(model, ddp, opt, x, rank, world, scale):
+    """One step of check, each rank's loss scaled by scale(rank): how far,
+    relative to its largest, a parameter's reduced gradient is from the one
+    the ranks' scales make of this rank's own (inf for a NaN)."""
     import torch
     opt.zero_grad(set_to_none=True)
-    (ddp(x).float().pow(2).mean() * 2.0 ** (rank % 4)).backward()
-    mean = sum(2.0 ** (r % 4) for r in range(world)) / world
+    (ddp(x).float().pow(2).mean() * scale(rank)).backward()
+    mean = sum(scale(r) for r in range(world)) / world
     worst = 0.0
     for group in groups(list(model.parameters()), 8):
         # Through the module, not DDP, and by autograd.grad, which leaves
@@ -178,16 +205,7 @@ def check(model, ddp, opt, x, dist, rank, world):
             worst = max(worst, err if err == err else math.inf)
         del own
     opt.zero_grad(set_to_none=True)
-    # Each rank's verdict is every rank's, so that none goes on to report a
-    # time; a rank whose own check failed fails even where this reduction
-    # is wrong too.
-    wrong = torch.tensor([float(not worst <= 1e-3)], device=x.device)
-    dist.all_reduce(wrong, op=dist.ReduceOp.MAX)
-    if not worst <= 1e-3:
-        fail("wrong", "DDP's all-reduced gradients differ from those the ranks' steps make by up to %.3g of "
-             "their largest" % worst)
-    if wrong.item() != 0:
-        fail("wrong", "another rank's all-reduced gradients differ from those the ranks' steps make")
+    return worst
 
 
 def groups(params, n):

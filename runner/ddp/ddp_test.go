@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -144,6 +145,62 @@ func TestParseH200(t *testing.T) {
 			t.Errorf("%s: %v", tc.file, err)
 		case tc.errKind == "" && (err != nil || r.Backend != tc.backend || r.World != 1 || r.StepMsMean <= 0 || r.NCCL == ""):
 			t.Errorf("%s: %+v, %v", tc.file, r, err)
+		}
+	}
+}
+
+// TestWriteScriptOthersCannotReplaceIt: every trial runs the script as the
+// user who runs nccltune, so nobody else may be able to change it between
+// its writing and a trial's start. The default folder's name in /tmp is
+// known in advance: another user who made it first (or made the script in
+// it, right or not, or left it writable by others) would have had their
+// code run as this user.
+func TestWriteScriptOthersCannotReplaceIt(t *testing.T) {
+	const other = 4321 // a user who is not this one, nor root
+	if os.Getuid() != 0 {
+		t.Skip("making another user's files takes root")
+	}
+	for _, tc := range []struct {
+		name  string
+		setUp func(dir string) error
+	}{
+		{"a folder of another user's", func(dir string) error { return os.Chown(dir, other, other) }},
+		{"a folder others may write", func(dir string) error { return os.Chmod(dir, 0o777) }},
+		{"a folder its group may write", func(dir string) error { return os.Chmod(dir, 0o775) }},
+		{"a link to another user's folder", func(dir string) error {
+			theirs := dir + ".theirs"
+			return errors.Join(os.Rename(dir, theirs), os.Chown(theirs, other, other), os.Symlink(theirs, dir))
+		}},
+	} {
+		dir := filepath.Join(t.TempDir(), "nccltune-0")
+		if err := errors.Join(os.Mkdir(dir, 0o755), tc.setUp(dir)); err != nil {
+			t.Fatal(err)
+		}
+		if path, err := WriteScript(dir); err == nil {
+			t.Errorf("%s: the script is written to %s, where another user may replace it", tc.name, path)
+		}
+	}
+	// A script of the right content that another user owns, or may write,
+	// is replaced by one of this user's own.
+	for _, tc := range []struct {
+		name  string
+		setUp func(path string) error
+	}{
+		{"another user's script", func(path string) error { return os.Chown(path, other, other) }},
+		{"a script others may write", func(path string) error { return os.Chmod(path, 0o666) }},
+	} {
+		path, err := WriteScript(t.TempDir())
+		if err == nil {
+			err = tc.setUp(path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := WriteScript(filepath.Dir(path)); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) || fi.Mode().Perm()&0o022 != 0 {
+			t.Errorf("%s: kept, as %v (%v)", tc.name, fi.Mode(), err)
 		}
 	}
 }
