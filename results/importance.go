@@ -46,8 +46,8 @@ const (
 	// degrees of freedom.
 	TooFewTrials Status = "too few trials"
 	// NotVaried: every completed trial of the range held the parameter at
-	// one value, so the trials cannot tell what it does:
-	// not the measured "no effect" of an analysed share of 0.
+	// one value (NCCL's default, where none set it), so the trials cannot
+	// tell what it does: not the measured "no effect" of an analysed share of 0.
 	NotVaried Status = "not varied"
 )
 
@@ -83,9 +83,9 @@ type RangeImportance struct {
 	// left out, each with its Status. Never nil, so JSON has a list.
 	Params []Importance `json:"params"`
 	// Reason is why no parameter was analysed, "" where one was:
-	// TooFewTrials, else NotVaried where the trials held every parameter
-	// NCCL's log confirmed at one value, else Unconfirmed where it
-	// confirmed none.
+	// TooFewTrials, else Unconfirmed where NCCL's log did not confirm
+	// some parameter the trials set, else NotVaried (the trials held
+	// every parameter at one value, or left it to NCCL).
 	Reason Status `json:"reason"`
 }
 
@@ -171,17 +171,19 @@ func rangeImportance(name string, ps []space.Param, trials []store.Trial, leftOu
 	return out
 }
 
-// reasonOf is why none of ps was analysed: "" where one was.
+// reasonOf is why none of ps was analysed: "" where one was, else the
+// first of TooFewTrials, Unconfirmed (some parameter's log did not confirm
+// it, or showed it unread) and NotVaried that some parameter has.
 func reasonOf(ps []Importance) Status {
-	reason := Unconfirmed
+	reason := NotVaried
 	for _, p := range ps {
 		switch {
 		case p.Status == Analysed:
 			return ""
 		case p.Status == TooFewTrials:
 			reason = TooFewTrials
-		case p.Status == NotVaried && reason == Unconfirmed:
-			reason = NotVaried
+		case (p.Status == Unconfirmed || p.Status == Unread) && reason == NotVaried:
+			reason = Unconfirmed
 		}
 	}
 	return reason
@@ -288,7 +290,9 @@ func groupsOf(p space.Param, trials []store.Trial) []string {
 // variable, why: Unread where the log of some completed trial that set it
 // shows NCCL did not read it as set, else Unconfirmed where no such log
 // shows NCCL read it (a trial without NCCL's INFO lines says nothing either
-// way, so a campaign of such trials confirms nothing). The DDP step's own
+// way, so a campaign of such trials confirms nothing), and NotVaried where
+// no completed trial set it: every one left it to NCCL, which no log can
+// confirm, and no fault of the logs is to be looked for. The DDP step's own
 // knobs are not NCCL's to confirm.
 func unconfirmed(sp *space.Space, trials []store.Trial) map[string]Status {
 	out := map[string]Status{}
@@ -297,9 +301,15 @@ func unconfirmed(sp *space.Space, trials []store.Trial) map[string]Status {
 		if v, err := space.Lookup(name); err == nil && v.IsArg() {
 			continue
 		}
-		why := Unconfirmed
+		why := NotVaried
 		for _, t := range trials {
-			if t.State != store.Complete || !t.NCCLLog.Debug || !slices.ContainsFunc(t.Env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }) {
+			if t.State != store.Complete || !slices.ContainsFunc(t.Env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }) {
+				continue
+			}
+			if why == NotVaried {
+				why = Unconfirmed
+			}
+			if !t.NCCLLog.Debug {
 				continue
 			}
 			if slices.Contains(t.NCCLLog.Unconfirmed(t.Env), name) {

@@ -471,3 +471,34 @@ func TestImportanceIsReproducible(t *testing.T) {
 		}
 	}
 }
+
+// TestImportanceOfWhatNoTrialSet: a parameter that no completed trial set
+// (every one left it to NCCL, as early in a campaign whose warm start sets
+// a few variables) is held at one value, NCCL's default; it was reported
+// "not confirmed by NCCL's log", which sends the user after a logging
+// fault where every trial logged. A range is unconfirmed only where what
+// the trials set is, whatever they never set.
+func TestImportanceOfWhatNoTrialSet(t *testing.T) {
+	sp := loadExample(t)
+	var trials, silent []store.Trial
+	for n := range 8 {
+		a := space.Assignment{"NCCL_ALGO": []string{"Ring", "Tree"}[n%2], "NCCL_NET_GDR_LEVEL": []string{space.Unset, "SYS"}[n/2%2]}
+		for _, p := range sp.Params {
+			if _, ok := a[p.Name]; !ok && p.Categorical() {
+				a[p.Name] = space.Unset
+			}
+		}
+		tr := logged(sp, n, a, map[string]float64{"small": 1, "medium": 1, "large": 100 + float64(n%3)})
+		trials = append(trials, tr)
+		tr.NCCLLog = nccllog.Log{}
+		silent = append(silent, tr)
+	}
+	for _, p := range Importances(sp, trials)[2].Params {
+		if want := map[bool]Status{true: Analysed, false: NotVaried}[p.Param == "NCCL_ALGO" || p.Param == "NCCL_NET_GDR_LEVEL"]; p.Status != want {
+			t.Errorf("%s: %s, want %s", p.Param, p.Status, want)
+		}
+	}
+	if large := Importances(sp, silent)[2]; large.Reason != Unconfirmed {
+		t.Errorf("no trial logged what it set: reason %q, want %q", large.Reason, Unconfirmed)
+	}
+}
