@@ -499,11 +499,13 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 // logTicks labels a log axis at powers of ten, and where fewer than two
 // of those lie on it (bus bandwidths of 150 to 380 GB/s, a sweep of large
 // messages alone), at plot.DefaultTicks' round values: plot.LogTicks
-// labels only powers of ten, and such an axis had no number on it.
+// labels only powers of ten, and such an axis had no number on it. Each
+// label is the shortest that reads back as its value: plot.LogTicks' own
+// precision, 0, wrote 10 as "1e+01".
 type logTicks struct{}
 
 func (logTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.LogTicks{}.Ticks(min, max)
+	ticks := plot.LogTicks{Prec: -1}.Ticks(min, max)
 	if labelled(ticks, min, max) >= 2 {
 		return ticks
 	}

@@ -736,3 +736,19 @@ func TestConvergenceWithoutTheDefaults(t *testing.T) {
 		t.Errorf("title %q", p.Title.Text)
 	}
 }
+
+// TestBusBWTicksReadAsNumbers: plot.LogTicks formats its labels with no
+// precision given, which writes 10 and 100 GB/s as "1e+01" and "1e+02"
+// beside "1" and "0.1" on one axis; each is written as the number it is.
+func TestBusBWTicksReadAsNumbers(t *testing.T) {
+	want := []string{"0.001", "0.01", "0.1", "1", "10", "100", "1000"}
+	var got []string
+	for _, tick := range (logTicks{}).Ticks(0.0005, 900) {
+		if tick.Label != "" {
+			got = append(got, tick.Label)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("labels %q, want %q", got, want)
+	}
+}
