@@ -296,26 +296,57 @@ func roomForLegend(p *plot.Plot) {
 // defaults at each finished search trial (a failed one repeats the
 // best before it); nil for a range without a measurement of the defaults.
 // Before the range's first measurement there is no best to plot: a ratio of
-// 0 there would read as a search 100% below the defaults.
+// 0 there would read as a search 100% below the defaults. A configuration
+// scores the geometric mean of its runs so far, as the gain combines them:
+// the luckier of NCCL's defaults' two runs, taken alone, put a search that
+// found nothing better than them above them.
 func convergence(sp *space.Space, trials []store.Trial) []plotter.XYs {
 	out := make([]plotter.XYs, len(sp.Ranges))
 	choices := results.Of(sp, trials, nil)
+	keys := make([]string, len(trials))
+	for j, t := range trials {
+		if t.Searched() && t.State == store.Complete {
+			keys[j] = sp.Reading(t.Params)
+		}
+	}
+	type runs struct {
+		logSum float64
+		n      int
+	}
 	for i, r := range sp.Ranges {
 		// NCCL's defaults over all their runs (trials 0 and 1 at least), as the gain is computed.
 		base := choices[i].DefaultScore
 		if math.IsNaN(base) || base <= 0 {
 			continue
 		}
-		best := 0.0
-		for _, t := range trials {
+		configs := map[string]*runs{}
+		best, leader := math.Inf(-1), "" // the highest mean log score so far, and whose
+		for j, t := range trials {
 			if !t.Searched() {
 				continue
 			}
-			if s, ok := t.Scores[r.Name]; ok && t.State == store.Complete {
-				best = math.Max(best, s)
+			if s, ok := t.Scores[r.Name]; ok && t.State == store.Complete && s > 0 && !math.IsInf(s, 1) {
+				c := configs[keys[j]]
+				if c == nil {
+					c = &runs{}
+					configs[keys[j]] = c
+				}
+				c.logSum, c.n = c.logSum+math.Log(s), c.n+1
+				switch m := c.logSum / float64(c.n); {
+				case m >= best:
+					best, leader = m, keys[j]
+				case keys[j] == leader:
+					// The best, measured again, fell: another may lead now.
+					best = math.Inf(-1)
+					for key, c := range configs {
+						if m := c.logSum / float64(c.n); m > best || m == best && key < leader {
+							best, leader = m, key
+						}
+					}
+				}
 			}
-			if best > 0 && (t.State == store.Complete || t.State == store.Failed) {
-				out[i] = append(out[i], plotter.XY{X: float64(t.Number), Y: best / base})
+			if len(configs) > 0 && (t.State == store.Complete || t.State == store.Failed) {
+				out[i] = append(out[i], plotter.XY{X: float64(t.Number), Y: math.Exp(best) / base})
 			}
 		}
 	}
