@@ -50,7 +50,7 @@ func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 			return nil, fmt.Errorf("measured plot: %w", err)
 		}
 	}
-	if err := Convergence(sp, trials, plots["convergence"]); err != nil {
+	if err := Convergence(sp, choices, trials, plots["convergence"]); err != nil {
 		return nil, fmt.Errorf("convergence plot: %w", err)
 	}
 	return plots, nil
@@ -236,11 +236,12 @@ func envelope(sp *space.Space, coll string, trials []store.Trial) plotter.XYs {
 }
 
 // Convergence plots, per range, the best score the search found so far
-// relative to NCCL's defaults, against the trial number, over the search's
-// trials: the simplification's re-measure the choices, which is not search
-// progress.
-func Convergence(sp *space.Space, trials []store.Trial, path string) error {
-	p, err := convergencePlot(sp, trials)
+// relative to NCCL's defaults (the score of choices, as results.Of gives
+// them, indexed like sp.Ranges), against the trial number, over the
+// search's trials: the simplification's re-measure the choices, which is
+// not search progress.
+func Convergence(sp *space.Space, choices []results.RangeResult, trials []store.Trial, path string) error {
+	p, err := convergencePlot(sp, choices, trials)
 	if err != nil {
 		return err
 	}
@@ -251,7 +252,7 @@ func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 // lower is better (a time) the ratio is NCCL defaults' value over the best,
 // since a score is its inverse: labelled "best ... relative to defaults", a
 // ratio of 1.3 read as a best 30% slower.
-func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) {
+func convergencePlot(sp *space.Space, choices []results.RangeResult, trials []store.Trial) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "search convergence: best so far / NCCL defaults"
 	p.X.Label.Text, p.Y.Label.Text = "trial", "best score relative to defaults"
@@ -262,7 +263,7 @@ func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) 
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
 	drawn := false
-	for i, xy := range convergence(sp, trials) {
+	for i, xy := range convergence(sp, choices, trials) {
 		if err := addLine(p, shorten(sp.Ranges[i].Name, nameWidth), xy, lineStyle(i)); err != nil {
 			return nil, err
 		}
@@ -299,10 +300,11 @@ func roomForLegend(p *plot.Plot) {
 // 0 there would read as a search 100% below the defaults. A configuration
 // scores the geometric mean of its runs so far, as the gain combines them:
 // the luckier of NCCL's defaults' two runs, taken alone, put a search that
-// found nothing better than them above them.
-func convergence(sp *space.Space, trials []store.Trial) []plotter.XYs {
+// found nothing better than them above them. NCCL's defaults' score is
+// choices', which the report has: computed again, it was a third of the
+// plots' time (a model fitted on every trial).
+func convergence(sp *space.Space, choices []results.RangeResult, trials []store.Trial) []plotter.XYs {
 	out := make([]plotter.XYs, len(sp.Ranges))
-	choices := results.Of(sp, trials, nil)
 	keys := make([]string, len(trials))
 	for j, t := range trials {
 		if t.Searched() && t.State == store.Complete {

@@ -41,7 +41,7 @@ func TestPlots(t *testing.T) {
 	dir := t.TempDir()
 	for name, draw := range map[string]func(string) error{
 		"busbw.png":       func(p string) error { return BusBW(sp, results.Of(sp, trials, nil), trials, p) },
-		"convergence.png": func(p string) error { return Convergence(sp, trials, p) },
+		"convergence.png": func(p string) error { return Convergence(sp, results.Of(sp, trials, nil), trials, p) },
 		"no-defaults.png": func(p string) error { return BusBW(sp, results.Of(sp, trials[1:], nil), trials[1:], p) },
 	} {
 		path := filepath.Join(dir, name)
@@ -161,7 +161,7 @@ func TestConvergenceStartsAtTheFirstMeasurement(t *testing.T) {
 		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{name: 12}},
 		{Number: 3, State: store.Failed, Params: map[string]string{"NCCL_ALGO": "Ring"}},
 	}
-	got := convergence(sp, trials)[0]
+	got := convergence(sp, results.Of(sp, trials, nil), trials)[0]
 	want := []float64{1, 1.2, 1.2}
 	if len(got) != len(want) || got[0].X != 1 {
 		t.Fatalf("convergence %v, want trials 1 to 3 at %v", got, want)
@@ -195,7 +195,7 @@ func TestConvergenceOfTheSearchAlone(t *testing.T) {
 		}
 		trials = append(trials, tr)
 	}
-	got := convergence(sp, trials)[0]
+	got := convergence(sp, results.Of(sp, trials, nil), trials)[0]
 	// The ring as the search measured it, in trials 2 and 5.
 	if end := math.Sqrt(12*11.5) / 10; len(got) != 4 || got[2].X != 2 || got[3].X != 5 || math.Abs(got[3].Y-end) > 1e-12 {
 		t.Errorf("convergence %v, want trials 0 to 2 and 5, ending at %v", got, end)
@@ -531,11 +531,11 @@ func TestConvergenceOfALowerIsBetterMeasure(t *testing.T) {
 		{Number: 1, State: store.Complete, Scores: map[string]float64{name: 1.0 / 10}},
 		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{name: 1.0 / 8}},
 	}
-	p, err := convergencePlot(sp, trials)
+	p, err := convergencePlot(sp, results.Of(sp, trials, nil), trials)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if xy := convergence(sp, trials)[0]; math.Abs(xy[len(xy)-1].Y-1.25) > 1e-12 {
+	if xy := convergence(sp, results.Of(sp, trials, nil), trials)[0]; math.Abs(xy[len(xy)-1].Y-1.25) > 1e-12 {
 		t.Fatalf("convergence %v, want 10 ms / 8 ms = 1.25 at the end", xy)
 	}
 	label := p.Title.Text + " | " + p.Y.Label.Text
@@ -560,12 +560,12 @@ func TestConvergenceLegendAboveTheLines(t *testing.T) {
 		}
 		trials = append(trials, tr)
 	}
-	p, err := convergencePlot(sp, trials)
+	p, err := convergencePlot(sp, results.Of(sp, trials, nil), trials)
 	if err != nil {
 		t.Fatal(err)
 	}
 	top := 0.0
-	for _, xy := range convergence(sp, trials) {
+	for _, xy := range convergence(sp, results.Of(sp, trials, nil), trials) {
 		for _, pt := range xy {
 			top = max(top, pt.Y)
 		}
@@ -586,7 +586,7 @@ func TestConvergenceOfOneTrial(t *testing.T) {
 		t.Fatal(err)
 	}
 	trials := []store.Trial{{Number: 0, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: 10}}, {Number: 1, State: store.Running}}
-	p, err := convergencePlot(sp, trials)
+	p, err := convergencePlot(sp, results.Of(sp, trials, nil), trials)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,7 +707,7 @@ func TestLegendOfALongRangeName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv, err := convergencePlot(sp, trials)
+	conv, err := convergencePlot(sp, results.Of(sp, trials, nil), trials)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -729,7 +729,7 @@ func TestConvergenceWithoutTheDefaults(t *testing.T) {
 	}
 	trials := []store.Trial{{Number: 0, State: store.Failed}, {Number: 1, State: store.Failed},
 		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{"all": 1}}}
-	p, err := convergencePlot(sp, trials)
+	p, err := convergencePlot(sp, results.Of(sp, trials, nil), trials)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -775,7 +775,7 @@ func TestConvergenceCombinesEachConfigurationsRuns(t *testing.T) {
 	}
 	base := math.Sqrt(100 * 104)
 	want := []float64{100 / base, 1, 1, 1}
-	got := convergence(sp, trials)[0]
+	got := convergence(sp, results.Of(sp, trials, nil), trials)[0]
 	if len(got) != len(want) {
 		t.Fatalf("convergence %v, want %v", got, want)
 	}
