@@ -21,6 +21,7 @@ import (
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -300,20 +301,24 @@ func roomForLegend(p *plot.Plot) {
 // 0 there would read as a search 100% below the defaults. A configuration
 // scores the geometric mean of its runs so far, as the gain combines them:
 // the luckier of NCCL's defaults' two runs, taken alone, put a search that
-// found nothing better than them above them. NCCL's defaults' score is
+// found nothing better than them above them. From a failure by its
+// settings on, a configuration is no best, as results never chooses it:
+// the plot ended above the table's gain. NCCL's defaults' score is
 // choices', which the report has: computed again, it was a third of the
 // plots' time (a model fitted on every trial).
 func convergence(sp *space.Space, choices []results.RangeResult, trials []store.Trial) []plotter.XYs {
 	out := make([]plotter.XYs, len(sp.Ranges))
 	keys := make([]string, len(trials))
 	for j, t := range trials {
-		if t.Searched() && t.State == store.Complete {
+		if t.Searched() && (t.State == store.Complete || t.State == store.Failed) {
 			keys[j] = sp.Reading(t.Params)
 		}
 	}
+	defaults := sp.Reading(nil)
 	type runs struct {
 		logSum float64
 		n      int
+		failed bool
 	}
 	for i, r := range sp.Ranges {
 		// NCCL's defaults over all their runs (trials 0 and 1 at least), as the gain is computed.
@@ -323,31 +328,42 @@ func convergence(sp *space.Space, choices []results.RangeResult, trials []store.
 		}
 		configs := map[string]*runs{}
 		best, leader := math.Inf(-1), "" // the highest mean log score so far, and whose
+		// lead finds the best anew, where the leader fell or failed.
+		lead := func() {
+			best, leader = math.Inf(-1), ""
+			for key, c := range configs {
+				if m := c.logSum / float64(c.n); !c.failed && c.n > 0 && (m > best || m == best && key < leader) {
+					best, leader = m, key
+				}
+			}
+		}
 		for j, t := range trials {
-			if !t.Searched() {
+			if !t.Searched() || t.State != store.Complete && t.State != store.Failed {
 				continue
 			}
-			if s, ok := t.Scores[r.Name]; ok && t.State == store.Complete && s > 0 && !math.IsInf(s, 1) {
-				c := configs[keys[j]]
-				if c == nil {
-					c = &runs{}
-					configs[keys[j]] = c
+			c := configs[keys[j]]
+			if c == nil {
+				c = &runs{}
+				configs[keys[j]] = c
+			}
+			s, ok := t.Scores[r.Name]
+			switch {
+			case t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() && keys[j] != defaults:
+				c.failed = true
+				if keys[j] == leader {
+					lead()
 				}
+			case t.State == store.Complete && ok && s > 0 && !math.IsInf(s, 1):
 				c.logSum, c.n = c.logSum+math.Log(s), c.n+1
 				switch m := c.logSum / float64(c.n); {
+				case c.failed:
 				case m >= best:
 					best, leader = m, keys[j]
 				case keys[j] == leader:
-					// The best, measured again, fell: another may lead now.
-					best = math.Inf(-1)
-					for key, c := range configs {
-						if m := c.logSum / float64(c.n); m > best || m == best && key < leader {
-							best, leader = m, key
-						}
-					}
+					lead() // the best, measured again, fell: another may lead now
 				}
 			}
-			if len(configs) > 0 && (t.State == store.Complete || t.State == store.Failed) {
+			if !math.IsInf(best, -1) {
 				out[i] = append(out[i], plotter.XY{X: float64(t.Number), Y: math.Exp(best) / base})
 			}
 		}

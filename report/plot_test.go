@@ -159,7 +159,8 @@ func TestConvergenceStartsAtTheFirstMeasurement(t *testing.T) {
 		{Number: 0, State: store.Failed},
 		{Number: 1, State: store.Complete, Scores: map[string]float64{name: 10}},
 		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: map[string]float64{name: 12}},
-		{Number: 3, State: store.Failed, Params: map[string]string{"NCCL_ALGO": "Ring"}},
+		// Not the settings' failure (a launch that started no rank): the ring stays the best.
+		{Number: 3, State: store.Failed, Params: map[string]string{"NCCL_ALGO": "Ring"}, FailureKind: "launch"},
 	}
 	got := convergence(sp, results.Of(sp, trials, nil), trials)[0]
 	want := []float64{1, 1.2, 1.2}
@@ -783,5 +784,42 @@ func TestConvergenceCombinesEachConfigurationsRuns(t *testing.T) {
 		if math.Abs(pt.Y-want[i]) > 1e-12 {
 			t.Errorf("trial %v at %v, want %v", pt.X, pt.Y, want[i])
 		}
+	}
+}
+
+// TestConvergenceLeavesOutWhatFailed: a configuration that failed in some
+// trial by its settings (wrong data, a hang) is never chosen, as a job may
+// fail with it however fast its other runs were; from its failure on it is
+// no best so far either, which ended the plot above the table's gain.
+func TestConvergenceLeavesOutWhatFailed(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := sp.Ranges[0].Name
+	ring, tree := map[string]string{"NCCL_ALGO": "Ring"}, map[string]string{"NCCL_ALGO": "Tree"}
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Scores: map[string]float64{name: 100}},
+		{Number: 1, State: store.Complete, Scores: map[string]float64{name: 100}},
+		{Number: 2, State: store.Complete, Params: ring, Scores: map[string]float64{name: 150}},
+		{Number: 3, State: store.Complete, Params: tree, Scores: map[string]float64{name: 120}},
+		{Number: 4, State: store.Failed, Params: ring, FailureKind: "timeout"},
+		{Number: 5, State: store.Complete, Params: ring, Scores: map[string]float64{name: 150}},
+	}
+	for i := range trials {
+		trials[i].Phase = store.Search
+	}
+	want := []float64{1, 1, 1.5, 1.5, 1.2, 1.2}
+	got := convergence(sp, results.Of(sp, trials, nil), trials)[0]
+	if len(got) != len(want) {
+		t.Fatalf("convergence %v, want %v", got, want)
+	}
+	for i, pt := range got {
+		if math.Abs(pt.Y-want[i]) > 1e-12 {
+			t.Errorf("trial %v at %v, want %v", pt.X, pt.Y, want[i])
+		}
+	}
+	if ch := results.Of(sp, trials, nil)[0].Chosen(); ch == nil || ch.Number != 3 {
+		t.Fatalf("the table chose %v, want trial 3: the test proves nothing", ch)
 	}
 }
