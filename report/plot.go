@@ -21,6 +21,7 @@ import (
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -50,7 +51,7 @@ func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial,
 			return nil, fmt.Errorf("measured plot: %w", err)
 		}
 	}
-	if err := Convergence(sp, trials, plots["convergence"]); err != nil {
+	if err := Convergence(sp, choices, trials, plots["convergence"]); err != nil {
 		return nil, fmt.Errorf("convergence plot: %w", err)
 	}
 	return plots, nil
@@ -236,11 +237,12 @@ func envelope(sp *space.Space, coll string, trials []store.Trial) plotter.XYs {
 }
 
 // Convergence plots, per range, the best score the search found so far
-// relative to NCCL's defaults, against the trial number, over the search's
-// trials: the simplification's re-measure the choices, which is not search
-// progress.
-func Convergence(sp *space.Space, trials []store.Trial, path string) error {
-	p, err := convergencePlot(sp, trials)
+// relative to NCCL's defaults (the score of choices, as results.Of gives
+// them, indexed like sp.Ranges), against the trial number, over the
+// search's trials: the simplification's re-measure the choices, which is
+// not search progress.
+func Convergence(sp *space.Space, choices []results.RangeResult, trials []store.Trial, path string) error {
+	p, err := convergencePlot(sp, choices, trials)
 	if err != nil {
 		return err
 	}
@@ -251,7 +253,7 @@ func Convergence(sp *space.Space, trials []store.Trial, path string) error {
 // lower is better (a time) the ratio is NCCL defaults' value over the best,
 // since a score is its inverse: labelled "best ... relative to defaults", a
 // ratio of 1.3 read as a best 30% slower.
-func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) {
+func convergencePlot(sp *space.Space, choices []results.RangeResult, trials []store.Trial) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "search convergence: best so far / NCCL defaults"
 	p.X.Label.Text, p.Y.Label.Text = "trial", "best score relative to defaults"
@@ -262,7 +264,7 @@ func convergencePlot(sp *space.Space, trials []store.Trial) (*plot.Plot, error) 
 	p.X.Tick.Marker = intTicks{}
 	p.Legend.Top, p.Legend.Left = true, false
 	drawn := false
-	for i, xy := range convergence(sp, trials) {
+	for i, xy := range convergence(sp, choices, trials) {
 		if err := addLine(p, shorten(sp.Ranges[i].Name, nameWidth), xy, lineStyle(i)); err != nil {
 			return nil, err
 		}
@@ -296,26 +298,73 @@ func roomForLegend(p *plot.Plot) {
 // defaults at each finished search trial (a failed one repeats the
 // best before it); nil for a range without a measurement of the defaults.
 // Before the range's first measurement there is no best to plot: a ratio of
-// 0 there would read as a search 100% below the defaults.
-func convergence(sp *space.Space, trials []store.Trial) []plotter.XYs {
+// 0 there would read as a search 100% below the defaults. A configuration
+// scores the geometric mean of its runs so far, as the gain combines them:
+// the luckier of NCCL's defaults' two runs, taken alone, put a search that
+// found nothing better than them above them. From a failure by its
+// settings on, a configuration is no best, as results never chooses it:
+// the plot ended above the table's gain. NCCL's defaults' score is
+// choices', which the report has: computed again, it was a third of the
+// plots' time (a model fitted on every trial).
+func convergence(sp *space.Space, choices []results.RangeResult, trials []store.Trial) []plotter.XYs {
 	out := make([]plotter.XYs, len(sp.Ranges))
-	choices := results.Of(sp, trials, nil)
+	keys := make([]string, len(trials))
+	for j, t := range trials {
+		if t.Searched() && (t.State == store.Complete || t.State == store.Failed) {
+			keys[j] = sp.Reading(t.Params)
+		}
+	}
+	defaults := sp.Reading(nil)
+	type runs struct {
+		logSum float64
+		n      int
+		failed bool
+	}
 	for i, r := range sp.Ranges {
 		// NCCL's defaults over all their runs (trials 0 and 1 at least), as the gain is computed.
 		base := choices[i].DefaultScore
 		if math.IsNaN(base) || base <= 0 {
 			continue
 		}
-		best := 0.0
-		for _, t := range trials {
-			if !t.Searched() {
+		configs := map[string]*runs{}
+		best, leader := math.Inf(-1), "" // the highest mean log score so far, and whose
+		// lead finds the best anew, where the leader fell or failed.
+		lead := func() {
+			best, leader = math.Inf(-1), ""
+			for key, c := range configs {
+				if m := c.logSum / float64(c.n); !c.failed && c.n > 0 && (m > best || m == best && key < leader) {
+					best, leader = m, key
+				}
+			}
+		}
+		for j, t := range trials {
+			if !t.Searched() || t.State != store.Complete && t.State != store.Failed {
 				continue
 			}
-			if s, ok := t.Scores[r.Name]; ok && t.State == store.Complete {
-				best = math.Max(best, s)
+			c := configs[keys[j]]
+			if c == nil {
+				c = &runs{}
+				configs[keys[j]] = c
 			}
-			if best > 0 && (t.State == store.Complete || t.State == store.Failed) {
-				out[i] = append(out[i], plotter.XY{X: float64(t.Number), Y: best / base})
+			s, ok := t.Scores[r.Name]
+			switch {
+			case t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() && keys[j] != defaults:
+				c.failed = true
+				if keys[j] == leader {
+					lead()
+				}
+			case t.State == store.Complete && ok && s > 0 && !math.IsInf(s, 1):
+				c.logSum, c.n = c.logSum+math.Log(s), c.n+1
+				switch m := c.logSum / float64(c.n); {
+				case c.failed:
+				case m >= best:
+					best, leader = m, keys[j]
+				case keys[j] == leader:
+					lead() // the best, measured again, fell: another may lead now
+				}
+			}
+			if !math.IsInf(best, -1) {
+				out[i] = append(out[i], plotter.XY{X: float64(t.Number), Y: math.Exp(best) / base})
 			}
 		}
 	}
@@ -499,11 +548,13 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 // logTicks labels a log axis at powers of ten, and where fewer than two
 // of those lie on it (bus bandwidths of 150 to 380 GB/s, a sweep of large
 // messages alone), at plot.DefaultTicks' round values: plot.LogTicks
-// labels only powers of ten, and such an axis had no number on it.
+// labels only powers of ten, and such an axis had no number on it. Each
+// label is the shortest that reads back as its value: plot.LogTicks' own
+// precision, 0, wrote 10 as "1e+01".
 type logTicks struct{}
 
 func (logTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.LogTicks{}.Ticks(min, max)
+	ticks := plot.LogTicks{Prec: -1}.Ticks(min, max)
 	if labelled(ticks, min, max) >= 2 {
 		return ticks
 	}

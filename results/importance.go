@@ -27,6 +27,8 @@ type Importance struct {
 	// the candidates of the step (Bonferroni): the chance that groups of no
 	// effect would explain as much.
 	P float64
+	// With is, of an Aliased parameter, the analysed one it was set with.
+	With string
 }
 
 // Status is what the analysis could say of a parameter, or of a range.
@@ -45,9 +47,15 @@ const (
 	// TooFewTrials: the F-test would have fewer than MinResidualDF residual
 	// degrees of freedom.
 	TooFewTrials Status = "too few trials"
+	// Aliased: every trial's value of the parameter went with one of an
+	// analysed parameter's (With), and the other way round: the trials set
+	// them together (a warm start's ring with 16 MiB buffers), so what that
+	// one explains may be this one's doing. Tested after it, this one would
+	// read as a measured no-effect.
+	Aliased Status = "aliased"
 	// NotVaried: every completed trial of the range held the parameter at
-	// one value, so the trials cannot tell what it does:
-	// not the measured "no effect" of an analysed share of 0.
+	// one value (NCCL's default, where none set it), so the trials cannot
+	// tell what it does: not the measured "no effect" of an analysed share of 0.
 	NotVaried Status = "not varied"
 )
 
@@ -70,7 +78,8 @@ func (i Importance) MarshalJSON() ([]byte, error) {
 		Status Status   `json:"status"`
 		Share  *float64 `json:"share"`
 		P      *float64 `json:"p"`
-	}{Param: i.Param, Status: i.Status}
+		With   string   `json:"with,omitempty"`
+	}{Param: i.Param, Status: i.Status, With: i.With}
 	if i.Status == Analysed {
 		out.Share, out.P = &i.Share, &i.P
 	}
@@ -83,9 +92,9 @@ type RangeImportance struct {
 	// left out, each with its Status. Never nil, so JSON has a list.
 	Params []Importance `json:"params"`
 	// Reason is why no parameter was analysed, "" where one was:
-	// TooFewTrials, else NotVaried where the trials held every parameter
-	// NCCL's log confirmed at one value, else Unconfirmed where it
-	// confirmed none.
+	// TooFewTrials, else Unconfirmed where NCCL's log did not confirm
+	// some parameter the trials set, else NotVaried (the trials held
+	// every parameter at one value, or left it to NCCL).
 	Reason Status `json:"reason"`
 }
 
@@ -104,7 +113,8 @@ func (i Importance) Significant() bool { return i.Status == Analysed && i.P < Si
 // share is epsilon-squared (what k groups would explain by chance is taken
 // off, so many-valued parameters are not favoured on few trials). Integer
 // parameters are grouped into quarters of their values (groupsOf); a parameter inactive in a trial forms
-// a group of its own. Only variables NCCL's log confirmed are analysed (see
+// a group of its own. A parameter the trials grouped exactly as one a step
+// took is Aliased with it, not tested after it. Only variables NCCL's log confirmed are analysed (see
 // Unread and Unconfirmed), and of a workload's per-collective NCCL_ALGO and
 // NCCL_PROTO only the range's own collective's part; each step has an
 // F-test, run only with MinResidualDF. The result is indexed like sp.Ranges.
@@ -171,17 +181,19 @@ func rangeImportance(name string, ps []space.Param, trials []store.Trial, leftOu
 	return out
 }
 
-// reasonOf is why none of ps was analysed: "" where one was.
+// reasonOf is why none of ps was analysed: "" where one was, else the
+// first of TooFewTrials, Unconfirmed (some parameter's log did not confirm
+// it, or showed it unread) and NotVaried that some parameter has.
 func reasonOf(ps []Importance) Status {
-	reason := Unconfirmed
+	reason := NotVaried
 	for _, p := range ps {
 		switch {
 		case p.Status == Analysed:
 			return ""
 		case p.Status == TooFewTrials:
 			reason = TooFewTrials
-		case p.Status == NotVaried && reason == Unconfirmed:
-			reason = NotVaried
+		case (p.Status == Unconfirmed || p.Status == Unread) && reason == NotVaried:
+			reason = Unconfirmed
 		}
 	}
 	return reason
@@ -189,7 +201,8 @@ func reasonOf(ps []Importance) Status {
 
 // stepwise is the stepwise analysis of the log scores of trials over the
 // parameters ps; a parameter that never has the degrees of freedom for its
-// F-test is TooFewTrials, one the trials held in one group NotVaried.
+// F-test is TooFewTrials, one the trials held in one group NotVaried, one
+// grouped as a parameter a step took Aliased with it.
 func stepwise(scores []float64, ps []space.Param, trials []store.Trial) []Importance {
 	groups := make([][]string, len(ps))
 	var out []Importance
@@ -222,11 +235,36 @@ func stepwise(scores []float64, ps []space.Param, trials []store.Trial) []Import
 		out = append(out, Importance{Param: ps[j].Name, Status: Analysed, Share: bestShare, P: min(1, bestP*float64(len(left)))})
 		fitted += removeGroupMeans(residual, groups[j])
 		left = slices.Delete(left, best, best+1)
+		// Those grouped as it is explained exactly as much: which of them
+		// does it, the trials cannot tell, and the space's order chose.
+		left = slices.DeleteFunc(left, func(k int) bool {
+			if !samePartition(groups[j], groups[k]) {
+				return false
+			}
+			out = append(out, Importance{Param: ps[k].Name, Status: Aliased, P: 1, With: ps[j].Name})
+			return true
+		})
 	}
 	for _, j := range left {
 		out = append(out, Importance{Param: ps[j].Name, Status: TooFewTrials, P: 1})
 	}
 	return out
+}
+
+// samePartition reports whether labels a and b group the trials alike:
+// each label of one always goes with one label of the other.
+func samePartition(a, b []string) bool {
+	ab, ba := map[string]string{}, map[string]string{}
+	for i := range a {
+		if x, ok := ab[a[i]]; ok && x != b[i] {
+			return false
+		}
+		if y, ok := ba[b[i]]; ok && y != a[i] {
+			return false
+		}
+		ab[a[i]], ba[b[i]] = b[i], a[i]
+	}
+	return true
 }
 
 func sumSquares(y []float64) float64 {
@@ -288,7 +326,9 @@ func groupsOf(p space.Param, trials []store.Trial) []string {
 // variable, why: Unread where the log of some completed trial that set it
 // shows NCCL did not read it as set, else Unconfirmed where no such log
 // shows NCCL read it (a trial without NCCL's INFO lines says nothing either
-// way, so a campaign of such trials confirms nothing). The DDP step's own
+// way, so a campaign of such trials confirms nothing), and NotVaried where
+// no completed trial set it: every one left it to NCCL, which no log can
+// confirm, and no fault of the logs is to be looked for. The DDP step's own
 // knobs are not NCCL's to confirm.
 func unconfirmed(sp *space.Space, trials []store.Trial) map[string]Status {
 	out := map[string]Status{}
@@ -297,9 +337,15 @@ func unconfirmed(sp *space.Space, trials []store.Trial) map[string]Status {
 		if v, err := space.Lookup(name); err == nil && v.IsArg() {
 			continue
 		}
-		why := Unconfirmed
+		why := NotVaried
 		for _, t := range trials {
-			if t.State != store.Complete || !t.NCCLLog.Debug || !slices.ContainsFunc(t.Env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }) {
+			if t.State != store.Complete || !slices.ContainsFunc(t.Env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }) {
+				continue
+			}
+			if why == NotVaried {
+				why = Unconfirmed
+			}
+			if !t.NCCLLog.Debug {
 				continue
 			}
 			if slices.Contains(t.NCCLLog.Unconfirmed(t.Env), name) {

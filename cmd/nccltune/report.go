@@ -129,17 +129,28 @@ func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
 		var parts, chance []string
 		more := 0 // significant, past the four named
 		left := map[results.Status][]string{}
+		// Named beside the parameter it went with: its share may be theirs.
+		aliases := map[string][]string{}
 		for _, p := range imp[i].Params {
-			name := strings.TrimPrefix(p.Param, "NCCL_")
+			if p.Status == results.Aliased {
+				aliases[p.With] = append(aliases[p.With], strings.TrimPrefix(p.Param, "NCCL_"))
+			}
+		}
+		for _, p := range imp[i].Params {
+			name, also := strings.TrimPrefix(p.Param, "NCCL_"), ""
+			if a := aliases[p.Param]; len(a) > 0 {
+				also = " (or " + strings.Join(a, " or ") + ", set with it by every trial)"
+			}
 			switch {
+			case p.Status == results.Aliased:
 			case p.Status != results.Analysed:
 				left[p.Status] = append(left[p.Status], name)
 			case !p.Significant():
-				chance = append(chance, name)
+				chance = append(chance, name+also)
 			case len(parts) < 4 && p.Share < 0.005:
-				parts = append(parts, name+" <1%")
+				parts = append(parts, name+" <1%"+also)
 			case len(parts) < 4:
-				parts = append(parts, fmt.Sprintf("%s %.0f%%", name, 100*p.Share))
+				parts = append(parts, fmt.Sprintf("%s %.0f%%%s", name, 100*p.Share, also))
 			default:
 				more++
 			}

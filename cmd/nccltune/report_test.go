@@ -147,3 +147,23 @@ func TestReportPlotsWholeOrNotAtAll(t *testing.T) {
 		t.Errorf("the failed report left %v", left)
 	}
 }
+
+// TestReportImportanceNamesAliases: a parameter the trials always set with
+// an analysed one is named beside it, never left out of the text.
+func TestReportImportanceNamesAliases(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte(reportSpace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := reportTrials(sp, 16, true)
+	for i := range trials {
+		a := trials[i].Params
+		a["NCCL_ALGO"] = map[string]string{"LL": "Ring", "Simple": "Tree"}[a["NCCL_PROTO"]]
+		trials[i].Env, trials[i].NCCLLog.Read["NCCL_ALGO"] = sp.Env(a), a["NCCL_ALGO"]
+	}
+	var out bytes.Buffer
+	printImportance(&out, &loaded{space: sp}, results.Importances(sp, trials))
+	if line := strings.Split(out.String(), "\n")[1]; !strings.Contains(line, "ALGO 100% (or PROTO, set with it by every trial)") {
+		t.Errorf("%q: want PROTO named beside ALGO", line)
+	}
+}
