@@ -41,7 +41,7 @@ func BenchmarkWriteOf10kTrials(b *testing.B) {
 			t.Rows = append(t.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
 		}
 		t.Scores = map[string]float64{}
-		for i, s := range results.Scores(sp, t.Rows) {
+		for i, s := range results.Scores(sp, t.Rows, sp.LaunchRanks()) {
 			t.Scores[sp.Ranges[i].Name] = s
 		}
 		trials[n] = t
