@@ -184,7 +184,7 @@ func TestFamilySpread(t *testing.T) {
 		for _, s := range ranges {
 			run.Regret, run.Tried, run.Miss = append(run.Regret, s.regret), append(run.Tried, s.tried), append(run.Miss, s.miss)
 		}
-		res = append(res, Result{Scenario: fmt.Sprint("landscape-", i+1), Sampler: "tpe", Ranges: []string{"a", "b"}, Runs: []Run{run}})
+		res = append(res, Result{Scenario: fmt.Sprint("landscape-", i+1), Sampler: "tpe", Ranges: []string{"a", "b"}, Trials: 3, Runs: []Run{run}})
 	}
 	rows := Family(res, []int{2, 3})
 	if len(rows) != 1 || rows[0].Scenarios != 3 || len(rows[0].Each) != 3 {

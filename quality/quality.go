@@ -299,6 +299,7 @@ const Tolerance = 0.03
 type Result struct {
 	Scenario, Sampler string
 	Ranges            []string
+	Trials            int // the campaigns' budget: a run may stop before it (patience)
 	Runs              []Run
 }
 
@@ -581,7 +582,7 @@ func Measure(ctx context.Context, scenarios []Scenario, o Options, progress func
 	for _, p := range preps {
 		truths[p.Name] = p.truth
 		for _, name := range o.Samplers {
-			res := Result{Scenario: p.Name, Sampler: name, Runs: make([]Run, o.Seeds)}
+			res := Result{Scenario: p.Name, Sampler: name, Trials: o.Trials, Runs: make([]Run, o.Seeds)}
 			for _, r := range p.sp.Ranges {
 				res.Ranges = append(res.Ranges, r.Name)
 			}
@@ -684,11 +685,12 @@ func (r Result) Misses(n int) map[Miss]int {
 }
 
 // TrialsToWithin is the median over seeds of the first trial count after
-// which every range is within tol of its optimum (trials+1 if never).
+// which every range is within tol of its optimum (the budget+1 if never: a
+// campaign that stopped early, by patience, ran no more).
 func (r Result) TrialsToWithin(tol float64) float64 {
 	var v []float64
 	for _, run := range r.Runs {
-		n := len(run.Seconds) + 1
+		n := r.Trials + 1
 		for t := range run.Seconds {
 			ok := true
 			for i := range r.Ranges {

@@ -85,3 +85,13 @@ func TestScenarioNamedTwiceRunsTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestTrialsToWithinOfAStoppedCampaign: a campaign that stopped before its
+// budget (patience, or five failures alike) and never came within 3% counts
+// as never, past the budget, not as the trial after its last.
+func TestTrialsToWithinOfAStoppedCampaign(t *testing.T) {
+	r := Result{Ranges: []string{"a"}, Trials: 10, Runs: []Run{{Regret: [][]float64{{0.5, 0.2, 0.1}}, Seconds: []float64{1, 2, 3}}}}
+	if got := r.TrialsToWithin(Tolerance); got != 11 {
+		t.Errorf("a 10-trial campaign that stopped after 3, 10%% off: within 3%% after %g trials, want 11 (never)", got)
+	}
+}
