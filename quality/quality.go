@@ -703,7 +703,19 @@ func (r Result) TrialsToWithin(tol float64) float64 {
 		}
 		v = append(v, float64(n))
 	}
-	return Median(v)
+	return trialsQuantile(v, 0.5, r.Trials+1)
+}
+
+// trialsQuantile is Quantile of trial counts v where never stands for a
+// campaign that did not come within: a mark, not a count, so a quantile
+// that would lie between it and a count (the mean of 40 and never) is never.
+func trialsQuantile(v []float64, q float64, never int) float64 {
+	x := Quantile(v, q)
+	counts := slices.DeleteFunc(slices.Clone(v), func(n float64) bool { return n >= float64(never) })
+	if len(counts) == 0 || x > slices.Max(counts) {
+		return float64(never)
+	}
+	return x
 }
 
 // MedianSeconds is the median benchmark time spent by n trials.
@@ -753,7 +765,8 @@ func SpreadOf(v []float64) Spread { return Spread{Quantile(v, 0.5), Quantile(v, 
 // FamilyRow is one strategy over a family of scenarios (the generated
 // landscapes): over them, the spread of its worst-range regret after each
 // number of trials asked for, and of its trials until every range is
-// within 3% (trials+1 where never).
+// within 3% (trials+1 where never, and where a quantile would lie between
+// never and a count).
 type FamilyRow struct {
 	Sampler   string         `json:"sampler"`
 	Scenarios int            `json:"landscapes"`
@@ -765,6 +778,7 @@ type FamilyRow struct {
 	Misses    map[int]map[Miss]int `json:"misses,omitempty"` // why the worst range is more than 3% off, summed over the scenarios; nil where the family's misses are not diagnosed
 	TrialsTo3 Spread               `json:"trials_to_3pct"`
 	Each      []FamilyOutcome      `json:"per_landscape"`
+	never     int                  // TrialsTo3's mark of never: the budget + 1
 }
 
 // FamilyOutcome is one scenario's figures in a FamilyRow.
@@ -783,7 +797,7 @@ func Family(results []Result, at []int) []FamilyRow {
 	for _, r := range results {
 		k := slices.IndexFunc(rows, func(f FamilyRow) bool { return f.Sampler == r.Sampler })
 		if k < 0 {
-			rows = append(rows, FamilyRow{Sampler: r.Sampler, Regret: map[int]Spread{}, Tried: map[int]Spread{}, Misses: map[int]map[Miss]int{}})
+			rows = append(rows, FamilyRow{Sampler: r.Sampler, Regret: map[int]Spread{}, Tried: map[int]Spread{}, Misses: map[int]map[Miss]int{}, never: r.Trials + 1})
 			k = len(rows) - 1
 		}
 		e := FamilyOutcome{Scenario: r.Scenario, Regret: map[int]float64{}, Tried: map[int]float64{}, Misses: map[int]map[Miss]int{},
@@ -808,7 +822,7 @@ func Family(results []Result, at []int) []FamilyRow {
 		for _, e := range rows[k].Each {
 			trials = append(trials, e.TrialsTo3)
 		}
-		rows[k].TrialsTo3 = SpreadOf(trials)
+		rows[k].TrialsTo3 = Spread{trialsQuantile(trials, 0.5, rows[k].never), trialsQuantile(trials, 0.9, rows[k].never)}
 		for _, n := range at {
 			var regret, tried []float64
 			for _, e := range rows[k].Each {

@@ -2,6 +2,7 @@ package quality
 
 import (
 	"context"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -93,5 +94,41 @@ func TestTrialsToWithinOfAStoppedCampaign(t *testing.T) {
 	r := Result{Ranges: []string{"a"}, Trials: 10, Runs: []Run{{Regret: [][]float64{{0.5, 0.2, 0.1}}, Seconds: []float64{1, 2, 3}}}}
 	if got := r.TrialsToWithin(Tolerance); got != 11 {
 		t.Errorf("a 10-trial campaign that stopped after 3, 10%% off: within 3%% after %g trials, want 11 (never)", got)
+	}
+}
+
+// TestTrialsToWithinNeverIsNoCount: never (the budget + 1) marks a campaign
+// that did not come within 3%, not a count, so a median or 90th percentile
+// that would lie between it and a count is never too, not a count made up
+// between the two (one seed within after 4 of 10 trials, the other never:
+// not 7.5).
+func TestTrialsToWithinNeverIsNoCount(t *testing.T) {
+	within := func(n int) Run {
+		run := Run{Regret: [][]float64{make([]float64, 10)}, Seconds: make([]float64, 10)}
+		for i := range run.Regret[0] {
+			run.Regret[0][i] = 0.1
+			if i >= n-1 {
+				run.Regret[0][i] = 0
+			}
+		}
+		return run
+	}
+	never := within(11)
+	r := Result{Ranges: []string{"a"}, Trials: 10, Runs: []Run{within(4), never}}
+	if got := r.TrialsToWithin(Tolerance); got != 11 {
+		t.Errorf("median of 4 and never: %g, want 11 (never)", got)
+	}
+	r.Runs = append(r.Runs, within(6))
+	if got := r.TrialsToWithin(Tolerance); got != 6 {
+		t.Errorf("median of 4, 6 and never: %g, want 6", got)
+	}
+	// Over a family: within after 2, 3 and never; the 90th percentile lies
+	// past the last count.
+	var res []Result
+	for i, n := range []int{2, 3, 11} {
+		res = append(res, Result{Scenario: fmt.Sprint("landscape-", i+1), Sampler: "tpe", Ranges: []string{"a"}, Trials: 10, Runs: []Run{within(n)}})
+	}
+	if got := Family(res, nil)[0].TrialsTo3; got != (Spread{3, 11}) {
+		t.Errorf("spread of 2, 3 and never: %+v, want {3 11}", got)
 	}
 }
