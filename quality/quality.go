@@ -685,21 +685,19 @@ func (r Result) Misses(n int) map[Miss]int {
 }
 
 // TrialsToWithin is the median over seeds of the first trial count after
-// which every range is within tol of its optimum (the budget+1 if never: a
-// campaign that stopped early, by patience, ran no more).
+// which every range is within tol of its optimum and stays so to the end of
+// the campaign (the budget+1 if never: a campaign that stopped early, by
+// patience, ran no more). A choice that a noisy measurement moves off
+// again has not come within for a campaign stopped at that count.
 func (r Result) TrialsToWithin(tol float64) float64 {
 	var v []float64
 	for _, run := range r.Runs {
 		n := r.Trials + 1
-		for t := range run.Seconds {
-			ok := true
-			for i := range r.Ranges {
-				ok = ok && run.Regret[i][t] <= tol
-			}
-			if ok {
-				n = t + 1
+		for t := len(run.Seconds) - 1; t >= 0; t-- {
+			if slices.ContainsFunc(run.Regret, func(regret []float64) bool { return regret[t] > tol }) {
 				break
 			}
+			n = t + 1
 		}
 		v = append(v, float64(n))
 	}

@@ -132,3 +132,21 @@ func TestTrialsToWithinNeverIsNoCount(t *testing.T) {
 		t.Errorf("spread of 2, 3 and never: %+v, want {3 11}", got)
 	}
 }
+
+// TestTrialsToWithinStaysWithin: the count is the trials after which the
+// choice stays within 3% for the rest of the campaign, not the first that
+// touched it: a choice within after 2 trials that a noisy measurement then
+// moves 10% off until trial 5 is within after 5.
+func TestTrialsToWithinStaysWithin(t *testing.T) {
+	r := Result{Ranges: []string{"a", "b"}, Trials: 6, Runs: []Run{{
+		Regret:  [][]float64{{0.2, 0, 0.1, 0.1, 0, 0}, {0.2, 0.01, 0.01, 0.01, 0.01, 0.02}},
+		Seconds: make([]float64, 6),
+	}}}
+	if got := r.TrialsToWithin(Tolerance); got != 5 {
+		t.Errorf("within after 2 trials, off after 3 and 4, within from 5: %g, want 5", got)
+	}
+	r.Runs[0].Regret[1][5] = 0.04
+	if got := r.TrialsToWithin(Tolerance); got != 7 {
+		t.Errorf("off after the last trial: %g, want 7 (never)", got)
+	}
+}

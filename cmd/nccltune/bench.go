@@ -30,7 +30,7 @@ func benchCommand() *cli.Command {
 				"campaigns of --trials trials (the simulator in process) with --noise on every measurement,\n" +
 				"each range choosing what `export` would. The\n" +
 				"table gives the median regret of that choice (its true shortfall from the optimum) on\n" +
-				"the worst range after 10/20/40/50/80/100 trials, the trials until every range is within 3%,\n" +
+				"the worst range after 10/20/40/50/80/100 trials, the trials after which every range stays within 3%,\n" +
 				"and the benchmark time 50 trials (and the whole campaign) would take on the hardware the\n" +
 				"scenario models. Strategies: tpe-gp is nccltune's default campaign (the warm start, then a Gaussian\n" +
 				"process, then it and TPE in turn), tpe-gp-cold the same without the warm start; tpe is TPE alone after the\n" +
