@@ -117,6 +117,19 @@ func checkCampaignFlags(c *cli.Context) error {
 	return nil
 }
 
+// names is a comma-separated flag's names, refusing one named twice: its
+// campaigns would repeat the first's (the same seeds) and count twice in
+// every median and percentile over them.
+func names(c *cli.Context, flag string) ([]string, error) {
+	list := strings.Split(c.String(flag), ",")
+	for i, name := range list {
+		if slices.Contains(list[:i], name) {
+			return nil, usageError{fmt.Errorf("--%s: %q named twice", flag, name)}
+		}
+	}
+	return list, nil
+}
+
 // defaultLandscapes is how many generated landscapes `bench search` adds by default.
 const defaultLandscapes = 50
 
@@ -130,7 +143,10 @@ func benchSearch(c *cli.Context) error {
 	if err := checkCampaignFlags(c); err != nil {
 		return err
 	}
-	samplers := strings.Split(c.String("samplers"), ",")
+	samplers, err := names(c, "samplers")
+	if err != nil {
+		return err
+	}
 	if err := quality.CheckStrategies(samplers); err != nil {
 		return usageError{fmt.Errorf("--samplers: %w", err)}
 	}
@@ -138,8 +154,11 @@ func benchSearch(c *cli.Context) error {
 	if c.IsSet("scenarios") {
 		scenarios = nil
 		if c.String("scenarios") != "" {
-			var err error
-			if scenarios, err = quality.ScenariosNamed(strings.Split(c.String("scenarios"), ",")); err != nil {
+			named, err := names(c, "scenarios")
+			if err != nil {
+				return err
+			}
+			if scenarios, err = quality.ScenariosNamed(named); err != nil {
 				return usageError{fmt.Errorf("--scenarios: %w", err)}
 			}
 		}
@@ -358,7 +377,10 @@ func benchJobCommand() *cli.Command {
 				return err
 			}
 			// Every name before the first campaign, which an unknown one after it would waste.
-			scenarios := strings.Split(c.String("scenarios"), ",")
+			scenarios, err := names(c, "scenarios")
+			if err != nil {
+				return err
+			}
 			if _, err := quality.ScenariosNamed(scenarios); err != nil {
 				return usageError{fmt.Errorf("--scenarios: %w", err)}
 			}
@@ -428,7 +450,11 @@ func benchGroupsCommand() *cli.Command {
 			if err := checkCampaignFlags(c); err != nil {
 				return err
 			}
-			scenarios, err := quality.ScenariosNamed(strings.Split(c.String("scenarios"), ","))
+			named, err := names(c, "scenarios")
+			if err != nil {
+				return err
+			}
+			scenarios, err := quality.ScenariosNamed(named)
 			if err != nil {
 				return usageError{err}
 			}

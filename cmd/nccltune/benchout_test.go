@@ -65,3 +65,23 @@ func TestBenchCampaignFlagsAreUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchNamesTwiceAreUsageErrors: a strategy or scenario named twice is
+// refused before any campaign: the second's campaigns repeated the first's
+// (the same seeds), and a family's row then held every landscape twice (its
+// count doubled, its 90th percentile over the copies), the plot's median
+// over scenarios weighed the one named twice double.
+func TestBenchNamesTwiceAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"bench", "search", "--scenarios", "", "--landscapes", "2", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random,random"},
+		{"bench", "search", "--scenarios", "2node-tcp,2node-tcp", "--landscapes", "0", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random"},
+		{"bench", "job", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10", "--rounds", "2"},
+		{"bench", "groups", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10"},
+	} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 2 || strings.Contains(errOut, "done") || !strings.Contains(errOut, "twice") {
+			t.Errorf("nccltune %v: exit %d, want 2 before any campaign\n%s%s", args, code, out, errOut)
+		}
+	}
+}
