@@ -85,3 +85,19 @@ func TestBenchNamesTwiceAreUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSearchTimeAt50OnlyWith50Trials: with fewer than 50 trials the
+// time at 50 trials is not known; --json gave the whole campaign's under
+// seconds_at_50 and the table under "bench s @50", as if 50 had run.
+func TestBenchSearchTimeAt50OnlyWith50Trials(t *testing.T) {
+	args := []string{"bench", "search", "--scenarios", "2node-ib-gdr", "--landscapes", "0", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random"}
+	code, out, errOut := nccltune(t, t.TempDir(), append(args, "--json")...)
+	if code != 0 || strings.Contains(out, "seconds_at_50") || !strings.Contains(out, "seconds_total") {
+		t.Errorf("--json with 10 trials: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = nccltune(t, t.TempDir(), args...)
+	lines := strings.Split(out, "\n")
+	if fields := strings.Fields(lines[1]); code != 0 || len(fields) < 2 || fields[len(fields)-2] != "-" {
+		t.Errorf("table with 10 trials: exit %d\n%s%s", code, out, errOut)
+	}
+}
