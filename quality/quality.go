@@ -202,29 +202,40 @@ func numbered(scenario func(k int) Scenario, n int) []Scenario {
 }
 
 // ScenariosNamed returns the named scenarios, in the order given: those of
-// Scenarios, or a generated landscape-K or smooth-K.
+// Scenarios, or a generated landscape-K or smooth-K. A scenario named twice
+// (landscape-01 is landscape-1) is refused: its campaigns would repeat the
+// first's and weigh twice in every median over scenarios.
 func ScenariosNamed(names []string) ([]Scenario, error) {
 	var out []Scenario
 	for _, name := range names {
-		if k, ok := numberAfter(name, landscapePrefix); ok {
-			out = append(out, Landscape(k))
-			continue
+		s, err := scenarioNamed(name)
+		if err != nil {
+			return nil, err
 		}
-		if k, ok := numberAfter(name, smoothPrefix); ok {
-			out = append(out, Smooth(k))
-			continue
+		if slices.ContainsFunc(out, func(o Scenario) bool { return o.Name == s.Name }) {
+			return nil, fmt.Errorf("scenario %s named twice", s.Name)
 		}
-		k := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
-		if k < 0 {
-			var known []string
-			for _, s := range Scenarios {
-				known = append(known, s.Name)
-			}
-			return nil, fmt.Errorf("unknown scenario %q (known: %s, %s1, %s2, ..., %s1, ...)", name, strings.Join(known, ", "), landscapePrefix, landscapePrefix, smoothPrefix)
-		}
-		out = append(out, Scenarios[k])
+		out = append(out, s)
 	}
 	return out, nil
+}
+
+func scenarioNamed(name string) (Scenario, error) {
+	if k, ok := numberAfter(name, landscapePrefix); ok {
+		return Landscape(k), nil
+	}
+	if k, ok := numberAfter(name, smoothPrefix); ok {
+		return Smooth(k), nil
+	}
+	k := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
+	if k < 0 {
+		var known []string
+		for _, s := range Scenarios {
+			known = append(known, s.Name)
+		}
+		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %s, %s1, %s2, ..., %s1, ...)", name, strings.Join(known, ", "), landscapePrefix, landscapePrefix, smoothPrefix)
+	}
+	return Scenarios[k], nil
 }
 
 // freshStore opens a new store for campaign name, in a folder of its own

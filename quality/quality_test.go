@@ -6,6 +6,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -148,5 +149,19 @@ func TestTrialsToWithinStaysWithin(t *testing.T) {
 	r.Runs[0].Regret[1][5] = 0.04
 	if got := r.TrialsToWithin(Tolerance); got != 7 {
 		t.Errorf("off after the last trial: %g, want 7 (never)", got)
+	}
+}
+
+// TestScenarioNamedTwiceIsRefused: a scenario named twice, if in two
+// spellings (landscape-01 is landscape-1), is refused: its campaigns
+// would repeat the first's and weigh twice in the medians over scenarios.
+func TestScenarioNamedTwiceIsRefused(t *testing.T) {
+	for _, names := range [][]string{{"2node-tcp", "2node-tcp"}, {"landscape-1", "landscape-01"}, {"smooth-2", "smooth-+2"}} {
+		if _, err := ScenariosNamed(names); err == nil || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("%v: %v", names, err)
+		}
+	}
+	if s, err := ScenariosNamed([]string{"landscape-1", "smooth-1"}); err != nil || len(s) != 2 {
+		t.Errorf("landscape-1 and smooth-1: %v, %v", s, err)
 	}
 }

@@ -117,15 +117,18 @@ func checkCampaignFlags(c *cli.Context) error {
 	return nil
 }
 
-// names is a comma-separated flag's names, refusing one named twice: its
-// campaigns would repeat the first's (the same seeds) and count twice in
-// every median and percentile over them.
-func names(c *cli.Context, flag string) ([]string, error) {
-	list := strings.Split(c.String(flag), ",")
+// strategies is --samplers' names, refusing one named twice: its campaigns
+// would repeat the first's (the same seeds) and count twice in every median
+// and percentile over them (ScenariosNamed refuses a scenario so).
+func strategies(c *cli.Context) ([]string, error) {
+	list := strings.Split(c.String("samplers"), ",")
 	for i, name := range list {
 		if slices.Contains(list[:i], name) {
-			return nil, usageError{fmt.Errorf("--%s: %q named twice", flag, name)}
+			return nil, usageError{fmt.Errorf("--samplers: %q named twice", name)}
 		}
+	}
+	if err := quality.CheckStrategies(list); err != nil {
+		return nil, usageError{fmt.Errorf("--samplers: %w", err)}
 	}
 	return list, nil
 }
@@ -147,22 +150,15 @@ func benchSearch(c *cli.Context) error {
 	if err := checkCampaignFlags(c); err != nil {
 		return err
 	}
-	samplers, err := names(c, "samplers")
+	samplers, err := strategies(c)
 	if err != nil {
 		return err
-	}
-	if err := quality.CheckStrategies(samplers); err != nil {
-		return usageError{fmt.Errorf("--samplers: %w", err)}
 	}
 	scenarios := quality.Scenarios
 	if c.IsSet("scenarios") {
 		scenarios = nil
 		if c.String("scenarios") != "" {
-			named, err := names(c, "scenarios")
-			if err != nil {
-				return err
-			}
-			if scenarios, err = quality.ScenariosNamed(named); err != nil {
+			if scenarios, err = quality.ScenariosNamed(strings.Split(c.String("scenarios"), ",")); err != nil {
 				return usageError{fmt.Errorf("--scenarios: %w", err)}
 			}
 		}
@@ -388,10 +384,7 @@ func benchJobCommand() *cli.Command {
 				return err
 			}
 			// Every name before the first campaign, which an unknown one after it would waste.
-			scenarios, err := names(c, "scenarios")
-			if err != nil {
-				return err
-			}
+			scenarios := strings.Split(c.String("scenarios"), ",")
 			if _, err := quality.ScenariosNamed(scenarios); err != nil {
 				return usageError{fmt.Errorf("--scenarios: %w", err)}
 			}
@@ -461,11 +454,7 @@ func benchGroupsCommand() *cli.Command {
 			if err := checkCampaignFlags(c); err != nil {
 				return err
 			}
-			named, err := names(c, "scenarios")
-			if err != nil {
-				return err
-			}
-			scenarios, err := quality.ScenariosNamed(named)
+			scenarios, err := quality.ScenariosNamed(strings.Split(c.String("scenarios"), ","))
 			if err != nil {
 				return usageError{err}
 			}

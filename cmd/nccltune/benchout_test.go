@@ -75,7 +75,7 @@ func TestBenchNamesTwiceAreUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"bench", "search", "--scenarios", "", "--landscapes", "2", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random,random"},
-		{"bench", "search", "--scenarios", "2node-tcp,2node-tcp", "--landscapes", "0", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random"},
+		{"bench", "search", "--scenarios", "2node-tcp,landscape-1,landscape-01", "--landscapes", "0", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random"},
 		{"bench", "job", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10", "--rounds", "2"},
 		{"bench", "groups", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10"},
 	} {
