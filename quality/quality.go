@@ -202,29 +202,40 @@ func numbered(scenario func(k int) Scenario, n int) []Scenario {
 }
 
 // ScenariosNamed returns the named scenarios, in the order given: those of
-// Scenarios, or a generated landscape-K or smooth-K.
+// Scenarios, or a generated landscape-K or smooth-K. A scenario named twice
+// (landscape-01 is landscape-1) is refused: its campaigns would repeat the
+// first's and weigh twice in every median over scenarios.
 func ScenariosNamed(names []string) ([]Scenario, error) {
 	var out []Scenario
 	for _, name := range names {
-		if k, ok := numberAfter(name, landscapePrefix); ok {
-			out = append(out, Landscape(k))
-			continue
+		s, err := scenarioNamed(name)
+		if err != nil {
+			return nil, err
 		}
-		if k, ok := numberAfter(name, smoothPrefix); ok {
-			out = append(out, Smooth(k))
-			continue
+		if slices.ContainsFunc(out, func(o Scenario) bool { return o.Name == s.Name }) {
+			return nil, fmt.Errorf("scenario %s named twice", s.Name)
 		}
-		k := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
-		if k < 0 {
-			var known []string
-			for _, s := range Scenarios {
-				known = append(known, s.Name)
-			}
-			return nil, fmt.Errorf("unknown scenario %q (known: %s, %s1, %s2, ..., %s1, ...)", name, strings.Join(known, ", "), landscapePrefix, landscapePrefix, smoothPrefix)
-		}
-		out = append(out, Scenarios[k])
+		out = append(out, s)
 	}
 	return out, nil
+}
+
+func scenarioNamed(name string) (Scenario, error) {
+	if k, ok := numberAfter(name, landscapePrefix); ok {
+		return Landscape(k), nil
+	}
+	if k, ok := numberAfter(name, smoothPrefix); ok {
+		return Smooth(k), nil
+	}
+	k := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
+	if k < 0 {
+		var known []string
+		for _, s := range Scenarios {
+			known = append(known, s.Name)
+		}
+		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %s, %s1, %s2, ..., %s1, ...)", name, strings.Join(known, ", "), landscapePrefix, landscapePrefix, smoothPrefix)
+	}
+	return Scenarios[k], nil
 }
 
 // freshStore opens a new store for campaign name, in a folder of its own
@@ -299,6 +310,7 @@ const Tolerance = 0.03
 type Result struct {
 	Scenario, Sampler string
 	Ranges            []string
+	Trials            int // the campaigns' budget: a run may stop before it (patience)
 	Runs              []Run
 }
 
@@ -342,7 +354,7 @@ func prepare(s Scenario) (*prepared, error) {
 		return nil, fmt.Errorf("scenario %s: NCCL's defaults fail", s.Name)
 	}
 	copy(p.truth.Optimum, p.truth.Default)
-	all, ok := search.Enumerate(sp, 0, 1<<22)
+	all, ok := reachable(sp, 1<<22)
 	if !ok {
 		return nil, fmt.Errorf("scenario %s: too many configurations to find the optimum by enumeration", s.Name)
 	}
@@ -361,6 +373,30 @@ func prepare(s Scenario) (*prepared, error) {
 		p.ways = p.waysWithin(all, memo)
 	}
 	return p, nil
+}
+
+// reachable is every configuration a campaign may try and choose, if no
+// more than limit: the space's assignments with each integer parameter also
+// left out, at NCCL's default, as the warm start's ideas leave those they do
+// not set, and coordinate descent those it has not moved (a generated
+// landscape treats an integer left out apart from each of its values).
+func reachable(sp *space.Space, limit int) ([]space.Assignment, bool) {
+	wide := *sp
+	wide.Params = slices.Clone(sp.Params)
+	for i, p := range wide.Params {
+		if p.Categorical() {
+			continue
+		}
+		if p.Max-p.Min >= int64(limit) {
+			return nil, false
+		}
+		values := []string{space.Unset}
+		for v := p.Min; v <= p.Max; v++ {
+			values = append(values, strconv.FormatInt(v, 10))
+		}
+		wide.Params[i].Values = values
+	}
+	return search.Enumerate(&wide, 0, limit)
 }
 
 // waysWithin are prepared.ways, found by enumerating all again (NCCL's
@@ -581,7 +617,7 @@ func Measure(ctx context.Context, scenarios []Scenario, o Options, progress func
 	for _, p := range preps {
 		truths[p.Name] = p.truth
 		for _, name := range o.Samplers {
-			res := Result{Scenario: p.Name, Sampler: name, Runs: make([]Run, o.Seeds)}
+			res := Result{Scenario: p.Name, Sampler: name, Trials: o.Trials, Runs: make([]Run, o.Seeds)}
 			for _, r := range p.sp.Ranges {
 				res.Ranges = append(res.Ranges, r.Name)
 			}
@@ -684,24 +720,35 @@ func (r Result) Misses(n int) map[Miss]int {
 }
 
 // TrialsToWithin is the median over seeds of the first trial count after
-// which every range is within tol of its optimum (trials+1 if never).
+// which every range is within tol of its optimum and stays so to the end of
+// the campaign (the budget+1 if never: a campaign that stopped early, by
+// patience, ran no more). A choice that a noisy measurement moves off
+// again has not come within for a campaign stopped at that count.
 func (r Result) TrialsToWithin(tol float64) float64 {
 	var v []float64
 	for _, run := range r.Runs {
-		n := len(run.Seconds) + 1
-		for t := range run.Seconds {
-			ok := true
-			for i := range r.Ranges {
-				ok = ok && run.Regret[i][t] <= tol
-			}
-			if ok {
-				n = t + 1
+		n := r.Trials + 1
+		for t := len(run.Seconds) - 1; t >= 0; t-- {
+			if slices.ContainsFunc(run.Regret, func(regret []float64) bool { return regret[t] > tol }) {
 				break
 			}
+			n = t + 1
 		}
 		v = append(v, float64(n))
 	}
-	return Median(v)
+	return trialsQuantile(v, 0.5, r.Trials+1)
+}
+
+// trialsQuantile is Quantile of trial counts v where never stands for a
+// campaign that did not come within: a mark, not a count, so a quantile
+// that would lie between it and a count (the mean of 40 and never) is never.
+func trialsQuantile(v []float64, q float64, never int) float64 {
+	x := Quantile(v, q)
+	counts := slices.DeleteFunc(slices.Clone(v), func(n float64) bool { return n >= float64(never) })
+	if len(counts) == 0 || x > slices.Max(counts) {
+		return float64(never)
+	}
+	return x
 }
 
 // MedianSeconds is the median benchmark time spent by n trials.
@@ -751,7 +798,8 @@ func SpreadOf(v []float64) Spread { return Spread{Quantile(v, 0.5), Quantile(v, 
 // FamilyRow is one strategy over a family of scenarios (the generated
 // landscapes): over them, the spread of its worst-range regret after each
 // number of trials asked for, and of its trials until every range is
-// within 3% (trials+1 where never).
+// within 3% (trials+1 where never, and where a quantile would lie between
+// never and a count).
 type FamilyRow struct {
 	Sampler   string         `json:"sampler"`
 	Scenarios int            `json:"landscapes"`
@@ -763,6 +811,7 @@ type FamilyRow struct {
 	Misses    map[int]map[Miss]int `json:"misses,omitempty"` // why the worst range is more than 3% off, summed over the scenarios; nil where the family's misses are not diagnosed
 	TrialsTo3 Spread               `json:"trials_to_3pct"`
 	Each      []FamilyOutcome      `json:"per_landscape"`
+	never     int                  // TrialsTo3's mark of never: the budget + 1
 }
 
 // FamilyOutcome is one scenario's figures in a FamilyRow.
@@ -781,7 +830,7 @@ func Family(results []Result, at []int) []FamilyRow {
 	for _, r := range results {
 		k := slices.IndexFunc(rows, func(f FamilyRow) bool { return f.Sampler == r.Sampler })
 		if k < 0 {
-			rows = append(rows, FamilyRow{Sampler: r.Sampler, Regret: map[int]Spread{}, Tried: map[int]Spread{}, Misses: map[int]map[Miss]int{}})
+			rows = append(rows, FamilyRow{Sampler: r.Sampler, Regret: map[int]Spread{}, Tried: map[int]Spread{}, Misses: map[int]map[Miss]int{}, never: r.Trials + 1})
 			k = len(rows) - 1
 		}
 		e := FamilyOutcome{Scenario: r.Scenario, Regret: map[int]float64{}, Tried: map[int]float64{}, Misses: map[int]map[Miss]int{},
@@ -806,7 +855,7 @@ func Family(results []Result, at []int) []FamilyRow {
 		for _, e := range rows[k].Each {
 			trials = append(trials, e.TrialsTo3)
 		}
-		rows[k].TrialsTo3 = SpreadOf(trials)
+		rows[k].TrialsTo3 = Spread{trialsQuantile(trials, 0.5, rows[k].never), trialsQuantile(trials, 0.9, rows[k].never)}
 		for _, n := range at {
 			var regret, tried []float64
 			for _, e := range rows[k].Each {

@@ -2,9 +2,11 @@ package quality
 
 import (
 	"context"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/space"
@@ -83,5 +85,83 @@ func TestScenarioNamedTwiceRunsTwice(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTrialsToWithinOfAStoppedCampaign: a campaign that stopped before its
+// budget (patience, or five failures alike) and never came within 3% counts
+// as never, past the budget, not as the trial after its last.
+func TestTrialsToWithinOfAStoppedCampaign(t *testing.T) {
+	r := Result{Ranges: []string{"a"}, Trials: 10, Runs: []Run{{Regret: [][]float64{{0.5, 0.2, 0.1}}, Seconds: []float64{1, 2, 3}}}}
+	if got := r.TrialsToWithin(Tolerance); got != 11 {
+		t.Errorf("a 10-trial campaign that stopped after 3, 10%% off: within 3%% after %g trials, want 11 (never)", got)
+	}
+}
+
+// TestTrialsToWithinNeverIsNoCount: never (the budget + 1) marks a campaign
+// that did not come within 3%, not a count, so a median or 90th percentile
+// that would lie between it and a count is never too, not a count made up
+// between the two (one seed within after 4 of 10 trials, the other never:
+// not 7.5).
+func TestTrialsToWithinNeverIsNoCount(t *testing.T) {
+	within := func(n int) Run {
+		run := Run{Regret: [][]float64{make([]float64, 10)}, Seconds: make([]float64, 10)}
+		for i := range run.Regret[0] {
+			run.Regret[0][i] = 0.1
+			if i >= n-1 {
+				run.Regret[0][i] = 0
+			}
+		}
+		return run
+	}
+	never := within(11)
+	r := Result{Ranges: []string{"a"}, Trials: 10, Runs: []Run{within(4), never}}
+	if got := r.TrialsToWithin(Tolerance); got != 11 {
+		t.Errorf("median of 4 and never: %g, want 11 (never)", got)
+	}
+	r.Runs = append(r.Runs, within(6))
+	if got := r.TrialsToWithin(Tolerance); got != 6 {
+		t.Errorf("median of 4, 6 and never: %g, want 6", got)
+	}
+	// Over a family: within after 2, 3 and never; the 90th percentile lies
+	// past the last count.
+	var res []Result
+	for i, n := range []int{2, 3, 11} {
+		res = append(res, Result{Scenario: fmt.Sprint("landscape-", i+1), Sampler: "tpe", Ranges: []string{"a"}, Trials: 10, Runs: []Run{within(n)}})
+	}
+	if got := Family(res, nil)[0].TrialsTo3; got != (Spread{3, 11}) {
+		t.Errorf("spread of 2, 3 and never: %+v, want {3 11}", got)
+	}
+}
+
+// TestTrialsToWithinStaysWithin: the count is the trials after which the
+// choice stays within 3% for the rest of the campaign, not the first that
+// touched it: a choice within after 2 trials that a noisy measurement then
+// moves 10% off until trial 5 is within after 5.
+func TestTrialsToWithinStaysWithin(t *testing.T) {
+	r := Result{Ranges: []string{"a", "b"}, Trials: 6, Runs: []Run{{
+		Regret:  [][]float64{{0.2, 0, 0.1, 0.1, 0, 0}, {0.2, 0.01, 0.01, 0.01, 0.01, 0.02}},
+		Seconds: make([]float64, 6),
+	}}}
+	if got := r.TrialsToWithin(Tolerance); got != 5 {
+		t.Errorf("within after 2 trials, off after 3 and 4, within from 5: %g, want 5", got)
+	}
+	r.Runs[0].Regret[1][5] = 0.04
+	if got := r.TrialsToWithin(Tolerance); got != 7 {
+		t.Errorf("off after the last trial: %g, want 7 (never)", got)
+	}
+}
+
+// TestScenarioNamedTwiceIsRefused: a scenario named twice, if in two
+// spellings (landscape-01 is landscape-1), is refused: its campaigns
+// would repeat the first's and weigh twice in the medians over scenarios.
+func TestScenarioNamedTwiceIsRefused(t *testing.T) {
+	for _, names := range [][]string{{"2node-tcp", "2node-tcp"}, {"landscape-1", "landscape-01"}, {"smooth-2", "smooth-+2"}} {
+		if _, err := ScenariosNamed(names); err == nil || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("%v: %v", names, err)
+		}
+	}
+	if s, err := ScenariosNamed([]string{"landscape-1", "smooth-1"}); err != nil || len(s) != 2 {
+		t.Errorf("landscape-1 and smooth-1: %v, %v", s, err)
 	}
 }

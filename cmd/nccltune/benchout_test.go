@@ -65,3 +65,39 @@ func TestBenchCampaignFlagsAreUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchNamesTwiceAreUsageErrors: a strategy or scenario named twice is
+// refused before any campaign: the second's campaigns repeated the first's
+// (the same seeds), and a family's row then held every landscape twice (its
+// count doubled, its 90th percentile over the copies), the plot's median
+// over scenarios weighed the one named twice double.
+func TestBenchNamesTwiceAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"bench", "search", "--scenarios", "", "--landscapes", "2", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random,random"},
+		{"bench", "search", "--scenarios", "2node-tcp,landscape-1,landscape-01", "--landscapes", "0", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random"},
+		{"bench", "job", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10", "--rounds", "2"},
+		{"bench", "groups", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10"},
+	} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 2 || strings.Contains(errOut, "done") || !strings.Contains(errOut, "twice") {
+			t.Errorf("nccltune %v: exit %d, want 2 before any campaign\n%s%s", args, code, out, errOut)
+		}
+	}
+}
+
+// TestBenchSearchTimeAt50OnlyWith50Trials: with fewer than 50 trials the
+// time at 50 trials is not known; --json gave the whole campaign's under
+// seconds_at_50 and the table under "bench s @50", as if 50 had run.
+func TestBenchSearchTimeAt50OnlyWith50Trials(t *testing.T) {
+	args := []string{"bench", "search", "--scenarios", "2node-ib-gdr", "--landscapes", "0", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random"}
+	code, out, errOut := nccltune(t, t.TempDir(), append(args, "--json")...)
+	if code != 0 || strings.Contains(out, "seconds_at_50") || !strings.Contains(out, "seconds_total") {
+		t.Errorf("--json with 10 trials: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = nccltune(t, t.TempDir(), args...)
+	lines := strings.Split(out, "\n")
+	if fields := strings.Fields(lines[1]); code != 0 || len(fields) < 2 || fields[len(fields)-2] != "-" {
+		t.Errorf("table with 10 trials: exit %d\n%s%s", code, out, errOut)
+	}
+}
