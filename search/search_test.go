@@ -762,3 +762,27 @@ func TestEnumerateStopsAtItsLimit(t *testing.T) {
 		t.Errorf("grid of %d, ok=%v; want %d", len(grid), ok, 1+gridPoints)
 	}
 }
+
+// TestTPEProposesUntried: once TPE's densities settle on a range's best, its
+// draws are that configuration again and again; a proposal told already
+// measures nothing new while untried ones remain, so it is a local move
+// from the best instead.
+func TestTPEProposesUntried(t *testing.T) {
+	for _, name := range []string{"tpe", "tpe-independent"} {
+		sp := loadSpace(t)
+		s := mustNew(t, name, sp)
+		seen := map[string]bool{}
+		repeats := 0
+		for n := range 100 {
+			a, _ := s.Ask(n)
+			if seen[sp.Key(a)] {
+				repeats++
+			}
+			seen[sp.Key(a)] = true
+			s.Tell(a, objective(a))
+		}
+		if repeats > 2 {
+			t.Errorf("%s: %d of 100 proposals repeated a configuration tried before", name, repeats)
+		}
+	}
+}

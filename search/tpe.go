@@ -66,6 +66,28 @@ func newTPE(sp *space.Space, seed int64, multivariate bool) (*tpeSampler, error)
 }
 
 func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
+	a, err := t.ask(n)
+	if err != nil || !t.tried(a) {
+		return a, err
+	}
+	// Settled on a range's best, TPE's densities draw it again and again, and
+	// a configuration told already measures nothing new: a local move from the
+	// best instead, or where its neighbours were all tried, a draw untried.
+	r, _ := t.rangeFor(n)
+	rng := rand.New(rand.NewPCG(uint64(t.seed), trialSeed(t.seed, n, "untried")))
+	if b, ok := t.localMove(t.sp, r, rng); ok {
+		return b, nil
+	}
+	for range 20 {
+		if b := draw(t.sp, rng); !t.tried(b) {
+			return b, nil
+		}
+	}
+	return a, nil
+}
+
+// ask is TPE's proposal for trial n, tried or not.
+func (t *tpeSampler) ask(n int) (space.Assignment, error) {
 	r, turn := t.rangeFor(n)
 	st := t.studies[r]
 	if len(t.told) >= startupTrials && turn%localEvery == 0 {
