@@ -290,17 +290,23 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		name := fmt.Sprintf("%s/%d", p.CA, p.Num)
 		gids := slices.DeleteFunc(slices.Clone(all), func(g GID) bool { return g.CA != p.CA || g.Port != p.Num })
 		idx, ok := SuggestGIDIndex(gids, kind)
+		// A pinned index fits where it names a GID of the kind, not only
+		// the one NCCL would pick (a second address's is as good).
+		at := slices.IndexFunc(gids, func(g GID) bool { return g.Index == pinned })
 		switch {
 		case len(gids) == 0:
 			unread = append(unread, name)
 		case !ok:
 			none = append(none, name)
-		case pinned >= 0 && pinned != idx:
+		case pinned >= 0 && (at < 0 || !kind.matches(gids[at])):
 			entry := "unused entry"
-			if i := slices.IndexFunc(gids, func(g GID) bool { return g.Index == pinned }); i >= 0 {
-				entry = gids[i].Type + " GID " + gids[i].GID
+			if at >= 0 {
+				entry = gids[at].Type + " GID " + gids[at].GID
 			}
 			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not its %s one (index %d)", pinned, name, entry, kind, idx))
+		case pinned >= 0:
+			found = append(found, fmt.Sprintf("%s at index %d", name, pinned))
+			indices[pinned] = true
 		default:
 			found = append(found, fmt.Sprintf("%s at index %d", name, idx))
 			indices[idx] = true

@@ -281,11 +281,13 @@ func TestGIDIndex(t *testing.T) {
 		linkLocal = "fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10"
 		ipv4      = "0000:0000:0000:0000:0000:ffff:0a00:0001"
 		ipv6      = "fd00:0000:0000:0000:0000:0000:0000:0001"
+		ipv4b     = "0000:0000:0000:0000:0000:ffff:0a01:0001"
 		v1, v2    = "IB/RoCE v1", "RoCE v2"
 	)
 	plain := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv4, v1}, 3: {ipv4, v2}}
 	withIPv6 := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv6, v1}, 3: {ipv6, v2}, 4: {ipv4, v1}, 5: {ipv4, v2}}
 	linkLocalOnly := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}}
+	twoAddresses := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv4, v1}, 3: {ipv4, v2}, 4: {ipv4b, v1}, 5: {ipv4b, v2}}
 	up := func(cas ...string) *facts {
 		f := &facts{roce: true}
 		for _, ca := range cas {
@@ -307,6 +309,8 @@ func TestGIDIndex(t *testing.T) {
 		{"link-local only", map[string]map[int][2]string{"mlx5_0": linkLocalOnly}, up("mlx5_0"), "", Fail, "mlx5_0/1 has no RoCE v2 with IPv4 GID"},
 		{"no table", nil, up("mlx5_0"), "", Warn, "cannot read the GID table of mlx5_0/1"},
 		{"pinned right", map[string]map[int][2]string{"mlx5_0": plain}, up("mlx5_0"), "3", OK, "mlx5_0/1 at index 3"},
+		// Another address's RoCE v2 GID, which NCCL uses as well as the first.
+		{"pinned to a second address", map[string]map[int][2]string{"mlx5_0": twoAddresses}, up("mlx5_0"), "5", OK, "mlx5_0/1 at index 5"},
 		{"pinned wrong", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "3", Fail, "NCCL_IB_GID_INDEX=3 names mlx5_1/1's RoCE v2 GID fd00:0000:0000:0000:0000:0000:0000:0001, not its RoCE v2 with IPv4 one (index 5)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
