@@ -280,6 +280,7 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	}
 	pinned := int(o.paramInt("NCCL_IB_GID_INDEX", -1))
 	kind := GIDKind{IPv6: o.getenv("NCCL_IB_ADDR_FAMILY") == "AF_INET6", Version: int(o.paramInt("NCCL_IB_ROCE_VERSION_NUM", 2))}
+	kind.Range, _ = AddrRange(o.getenv("NCCL_IB_ADDR_RANGE"), kind.IPv6)
 	all := ReadGIDs(o.Root)
 	var wrong, none, unread, found []string
 	indices := map[int]bool{}
@@ -333,7 +334,11 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	if len(none) > 0 {
 		r.Status = Fail
 		details = append(details, fmt.Sprintf("%s has no %s GID", strings.Join(none, ", "), kind))
-		fixes = append(fixes, "give the interface an IPv4 address and enable RoCE v2 (cma_roce_mode); on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6")
+		fix := "give the interface an IPv4 address and enable RoCE v2 (cma_roce_mode); on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6"
+		if kind.Range.IsValid() {
+			fix += "; or set NCCL_IB_ADDR_RANGE to the fabric's addresses"
+		}
+		fixes = append(fixes, fix)
 	}
 	if len(wrong) > 0 {
 		r.Status = Fail

@@ -651,3 +651,38 @@ func TestGIDIndexAsNCCLReadsIt(t *testing.T) {
 		t.Errorf("NCCL_IB_ROCE_VERSION_NUM=0x1: %s %q", r.Status, r.Detail)
 	}
 }
+
+// TestGIDIndexAddrRange: with NCCL_IB_ADDR_RANGE set, NCCL (2.21 and later)
+// picks the first GID of the kind whose address lies in that range; the
+// check ignored it and judged the port's first address.
+func TestGIDIndexAddrRange(t *testing.T) {
+	t.Setenv("NCCL_IB_GID_INDEX", "")
+	root := t.TempDir()
+	const linkLocal = "fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10"
+	gidTable(t, root, "mlx5_0", map[int][2]string{
+		0: {linkLocal, "IB/RoCE v1"}, 1: {linkLocal, "RoCE v2"},
+		2: {"0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1"}, 3: {"0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2"},
+		4: {"0000:0000:0000:0000:0000:ffff:0a01:0001", "IB/RoCE v1"}, 5: {"0000:0000:0000:0000:0000:ffff:0a01:0001", "RoCE v2"},
+		6: {"fd00:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"}, 7: {"fd01:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"},
+	})
+	f := &facts{roce: true, activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+	for _, tc := range []struct {
+		env    []string
+		status Status
+		detail string
+	}{
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/16"}, OK, "mlx5_0/1 at index 5"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.0.0.0/8"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.2.0.0/16"}, Fail, "mlx5_0/1 has no RoCE v2 with IPv4 in 10.2.0.0/16 GID"},
+		// NCCL filters nothing by a range it cannot read: no mask, another family's, a mask too long.
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=fd01::/16"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/33"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6", "NCCL_IB_ADDR_RANGE=fd01::/16"}, OK, "mlx5_0/1 at index 7"},
+	} {
+		r := checkGID(context.Background(), Options{Root: root, Env: tc.env}, f)
+		if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+			t.Errorf("%v: %s %q; want %s %q", tc.env, r.Status, r.Detail, tc.status, tc.detail)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -163,12 +164,18 @@ func ReadGIDs(root string) []GID {
 type GIDKind struct {
 	IPv6    bool
 	Version int
+	// Range is NCCL_IB_ADDR_RANGE as NCCL reads it (AddrRange): the
+	// addresses to take a GID of; the zero Prefix takes any.
+	Range netip.Prefix
 }
 
 func (k GIDKind) String() string {
 	family := "IPv4"
 	if k.IPv6 {
 		family = "IPv6"
+	}
+	if k.Range.IsValid() {
+		family += " in " + k.Range.String()
 	}
 	return fmt.Sprintf("RoCE v%d with %s", k.Version, family)
 }
@@ -178,7 +185,32 @@ func (k GIDKind) String() string {
 func (k GIDKind) matches(g GID) bool {
 	version := map[string]int{"RoCE v2": 2, "RoCE v1": 1, "IB/RoCE v1": 1}[g.Type]
 	linkLocal := strings.HasPrefix(g.GID, "fe80:0000:0000:0000:")
-	return version == k.Version && g.IPv4() != k.IPv6 && !linkLocal
+	if version != k.Version || g.IPv4() == k.IPv6 || linkLocal {
+		return false
+	}
+	if !k.Range.IsValid() {
+		return true
+	}
+	addr, err := netip.ParseAddr(g.GID)
+	return err == nil && k.Range.Contains(addr.Unmap())
+}
+
+// AddrRange reads NCCL_IB_ADDR_RANGE as NCCL does: an address of the
+// family asked for, a slash and a mask length ("10.1.0.0/16"). NCCL
+// filters by nothing it cannot read so (ok false): no mask, an address of
+// the other family, a mask beyond the address's bits, or one of 0.
+func AddrRange(v string, ipv6 bool) (p netip.Prefix, ok bool) {
+	a, bits, found := strings.Cut(v, "/")
+	addr, err := netip.ParseAddr(a)
+	if !found || err != nil || addr.Is4() == ipv6 {
+		return netip.Prefix{}, false
+	}
+	// NCCL reads the mask with strtol: the digits it begins with.
+	n, _ := strconv.Atoi(bits[:len(bits)-len(strings.TrimLeft(bits, "0123456789"))])
+	if n == 0 || n > addr.BitLen() {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(addr, n).Masked(), true
 }
 
 // SuggestGIDIndex picks the index of one port's GID table that NCCL picks
