@@ -96,6 +96,9 @@ const (
 	masterCheck  = "MASTER_ADDR reachable"
 )
 
+// GroupsCheck is the check that launcher.groups' groups of nodes are alike.
+const GroupsCheck = "groups of nodes alike (launcher.groups)"
+
 // HardwareOf reads the fabric from hardware results, of one node or of all:
 // RDMA if any node has an active port, GPUDirect if every node that said has it.
 func HardwareOf(results []Result) Hardware {
@@ -643,7 +646,7 @@ func orDash(s string) string {
 // another, so the groups must be of one kind. Each node is known by its
 // hardware checks' verdicts (GPUs, ports, drivers, ...).
 func GroupsAlike(groups [][][]Result) Result {
-	r := Result{Layer: "hardware", Check: "groups of nodes alike (launcher.groups)"}
+	r := Result{Layer: "hardware", Check: GroupsCheck}
 	if len(groups) == 0 || len(groups[0]) == 0 {
 		r.Status, r.Detail = Skip, "the groups name no nodes (each is a simulated cluster of its own)"
 		return r

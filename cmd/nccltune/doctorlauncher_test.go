@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nccltune/nccltune/doctor"
+	"github.com/nccltune/nccltune/runner"
 )
 
 // TestDoctorOfABrokenLauncher: a launcher that reaches no node (srun
@@ -52,5 +53,26 @@ func TestDoctorEscapesToolOutput(t *testing.T) {
 	}
 	if strings.ContainsAny(out.String(), "\x1b\x07") || strings.Count(out.String(), "\n") != 3 {
 		t.Errorf("doctor printed control characters or split a field:\n%q", out.String())
+	}
+}
+
+// TestDoctorGroupsMatchNodesToReports: each group's nodes are found among
+// the reports by host name; a node named otherwise than its report's host
+// (a hostfile of addresses, a Slurm NodeName apart from the hostname) had
+// none, read as "no hardware checked" on every node alike, and the groups
+// passed as alike unchecked. A name as mpirun and DNS take it (another case,
+// a domain) is the host it names.
+func TestDoctorGroupsMatchNodesToReports(t *testing.T) {
+	gpus := func(model string) []doctor.Result {
+		return []doctor.Result{{Layer: "hardware", Check: "GPUs (nvidia-smi)", Status: doctor.OK, Detail: "8 x " + model}}
+	}
+	reports := []nodeReport{{Host: "gpu-01", Results: gpus("H100")}, {Host: "gpu-02", Results: gpus("H100")}}
+	groups := []runner.Group{{Nodes: []string{"10.0.0.1"}}, {Nodes: []string{"10.0.0.2"}}}
+	if r := groupsAlike(groups, nil, reports); r.Status != doctor.Warn || !strings.Contains(r.Detail, "10.0.0.1, 10.0.0.2") {
+		t.Errorf("nodes that sent no report: %s %q", r.Status, r.Detail)
+	}
+	groups = []runner.Group{{Nodes: []string{"GPU-01.cluster"}}, {Nodes: []string{"gpu-02"}}}
+	if r := groupsAlike(groups, nil, reports); r.Status != doctor.OK {
+		t.Errorf("nodes named as mpirun reads them: %s %q", r.Status, r.Detail)
 	}
 }
