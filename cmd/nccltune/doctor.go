@@ -197,10 +197,11 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string, env []
 				return nil, nil, err
 			}
 			// One process a node: a host on several lines (MPICH's
-			// hostfile, a line a slot) is one node.
+			// hostfile, a line a slot), or named with its domain or in
+			// another case, is one node.
 			names := map[string]bool{}
 			for _, h := range hosts {
-				names[h.Name] = true
+				names[runner.HostKey(h.Name)] = true
 			}
 			want = len(names)
 		}

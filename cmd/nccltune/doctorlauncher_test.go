@@ -76,3 +76,33 @@ func TestDoctorGroupsMatchNodesToReports(t *testing.T) {
 		t.Errorf("nodes named as mpirun reads them: %s %q", r.Status, r.Detail)
 	}
 }
+
+// TestDoctorCountsHostsAsMPIRunDoes: a hostfile that names one host twice,
+// once with its domain or in another case, starts one process there under
+// ppr:1:node, as mpirun takes both names for one host; doctor counted two
+// nodes and failed the one report as "1 of 2 nodes reported".
+func TestDoctorCountsHostsAsMPIRunDoes(t *testing.T) {
+	dir := t.TempDir()
+	mpirun := filepath.Join(dir, "mpirun")
+	os.WriteFile(mpirun, []byte("#!/bin/sh\necho 'NCCLTUNE_DOCTOR {\"host\":\"node1\",\"unix_nano\":1,\"results\":[]}'\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "hosts"), []byte("node1 slots=4\nNODE1.cluster slots=4\n"), 0o644)
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaceFile := filepath.Join(dir, "space.toml")
+	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]",
+		"[launcher]\nkind = \"mpirun\"\ncommand = \""+mpirun+"\"\nhostfile = \""+filepath.Join(dir, "hosts")+"\"\n\n[benchmark]", 1)), 0o644)
+	_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+	var rep struct {
+		Cluster []struct{ Check, Status, Detail string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	for _, r := range rep.Cluster {
+		if r.Check == "per-node checks" {
+			t.Errorf("one host named twice counted as two: %s %q", r.Status, r.Detail)
+		}
+	}
+}
