@@ -35,6 +35,9 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 	if n == 1 {
 		if l.Kind == "srun" {
 			launcher, err := SrunStep(l)
+			if err == nil {
+				err = allocationHolds(l.Nodes)
+			}
 			return []Group{{Launcher: launcher, Nodes: launcher.NodeList}}, err
 		}
 		return []Group{{Launcher: NewLauncher(l)}}, nil
@@ -177,6 +180,23 @@ func SrunStep(l space.LauncherSettings) (Srun, error) {
 	launcher.NodeList = names[:l.Nodes]
 	_, launcher.GPUs = onNodes(held, launcher.NodeList)
 	return launcher, err
+}
+
+// allocationHolds refuses a step of more nodes than the Slurm allocation
+// this process runs in holds, which srun would refuse at every trial.
+// Outside an allocation srun allocates each step's nodes itself.
+func allocationHolds(nodes int) error {
+	if nodes < 1 || os.Getenv("SLURM_JOB_NODELIST") == "" {
+		return nil
+	}
+	names, err := AllocationNodes()
+	if err != nil {
+		return err
+	}
+	if len(names) < nodes {
+		return fmt.Errorf("launcher srun: %d nodes asked for; the allocation has %d (%s)", nodes, len(names), strings.Join(names, ","))
+	}
+	return nil
 }
 
 // gpuArgs reports whether srun arguments ask for GPUs themselves.
