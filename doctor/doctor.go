@@ -226,14 +226,18 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 	out, err := o.Exec(ctx, "ibstat")
 	ports := ParseIbstat(string(out))
 	from := ""
-	if len(ports) == 0 && err != nil {
-		// ibstat missing (infiniband-diags, seldom in a container) or failing
-		// (it needs ib_umad, which NCCL does not): the kernel lists the ports
-		// in sysfs too, where NCCL reads them.
+	if err != nil {
+		// ibstat missing (infiniband-diags, seldom in a container), failing
+		// (it needs ib_umad, which NCCL does not), or stopped part-way (its
+		// list may lack the ports after): the kernel lists the ports in
+		// sysfs too, where NCCL reads them.
 		if sys := ReadPorts(o.Root); len(sys) > 0 {
 			why := "failed"
-			if missing(err) {
+			switch {
+			case missing(err):
 				why = "not found"
+			case errors.Is(err, errNoAnswer):
+				why = "hung"
 			}
 			ports, from, err = sys, " (read from /sys/class/infiniband: ibstat "+why+")", nil
 		}

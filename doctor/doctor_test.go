@@ -686,3 +686,29 @@ func TestGIDIndexAddrRange(t *testing.T) {
 		}
 	}
 }
+
+// TestPortsIbstatStopsPartWay: ibstat that failed or hung after listing
+// some ports (a port's MAD query hanging, killed at the time limit) was
+// read as the node's every port: a node whose active port came later
+// failed "no port is Active". The kernel's list in sysfs is whole.
+func TestPortsIbstatStopsPartWay(t *testing.T) {
+	root := t.TempDir()
+	for path, content := range map[string]string{
+		"mlx5_0/ports/1/state": "1: DOWN\n", "mlx5_0/ports/1/rate": "40 Gb/sec (4X QDR)\n", "mlx5_0/ports/1/link_layer": "Ethernet\n",
+		"mlx5_1/ports/1/state": "4: ACTIVE\n", "mlx5_1/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_1/ports/1/link_layer": "Ethernet\n",
+	} {
+		path = filepath.Join(root, "sys/class/infiniband", path)
+		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
+			t.Fatal("cannot write", path)
+		}
+	}
+	partial := "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Down\n\t\tRate: 40\n\t\tLink layer: Ethernet\n"
+	hung := func(context.Context, string, ...string) ([]byte, error) {
+		return []byte(partial), fmt.Errorf("ibstat: %w in 30s", errNoAnswer)
+	}
+	f := &facts{}
+	r := checkPorts(context.Background(), Options{Root: root, Exec: hung}, f)
+	if r.Status != OK || !strings.HasPrefix(r.Detail, "active: mlx5_1/1 Ethernet 400Gb/s; down: mlx5_0/1 Ethernet Down") || len(f.activePorts) != 1 {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
