@@ -489,6 +489,8 @@ func checkOMPI(ctx context.Context, o Options, _ *facts) Result {
 	}
 	cuda, known := OMPICUDA(string(out))
 	switch {
+	case !known && err != nil:
+		r.Status, r.Detail = Skip, "ompi_info failed: "+summary(out, err)
 	case !known:
 		r.Status, r.Detail = Skip, "ompi_info does not say"
 	case cuda:

@@ -712,3 +712,14 @@ func TestPortsIbstatStopsPartWay(t *testing.T) {
 		t.Errorf("%s %q", r.Status, r.Detail)
 	}
 }
+
+// TestOMPIInfoFails: ompi_info that hung or failed before saying was
+// skipped as "ompi_info does not say", as if it had answered.
+func TestOMPIInfoFails(t *testing.T) {
+	hung := func(context.Context, string, ...string) ([]byte, error) {
+		return []byte("                 Package: Open MPI\n"), fmt.Errorf("ompi_info: %w in 30s", errNoAnswer)
+	}
+	if r := checkOMPI(context.Background(), Options{Exec: hung}, &facts{}); r.Status != Skip || !strings.Contains(r.Detail, "no answer in 30s") {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
