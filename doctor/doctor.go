@@ -568,7 +568,8 @@ func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) R
 	case f.RDMA && log.Network == "Socket":
 		r.Status = Fail
 		r.Fix = "RDMA ports are active but NCCL used sockets: check NCCL_IB_HCA, NCCL_IB_DISABLE, NCCL_NET and that libibverbs is installed"
-	case f.RDMA && log.Network != "" && !log.GDR && f.Peermem:
+	// On one node no GPU connects to a NIC, and NCCL has no GPUDirect RDMA to log.
+	case f.RDMA && log.Network != "" && !log.GDR && f.Peermem && log.Nodes != 1:
 		r.Status = Warn
 		r.Fix = "NCCL uses the NICs without GPUDirect RDMA although the node offers it (nvidia_peermem or DMA-BUF): the GPU-NIC PCI distance may exceed NCCL_NET_GDR_LEVEL (try PHB)"
 	case ranks == 1:

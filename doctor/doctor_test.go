@@ -17,6 +17,7 @@ import (
 
 	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -721,5 +722,21 @@ func TestOMPIInfoFails(t *testing.T) {
 	}
 	if r := checkOMPI(context.Background(), Options{Exec: hung}, &facts{}); r.Status != Skip || !strings.Contains(r.Detail, "no answer in 30s") {
 		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
+
+// TestNCCLOneNodeUsesNoNIC: a probe on one node connects no GPU to a NIC,
+// so NCCL logs no GPUDirect RDMA use (2.30 logs its per-GPU choice at
+// TRACE only); doctor warned that NCCL used the NICs without it.
+func TestNCCLOneNodeUsesNoNIC(t *testing.T) {
+	hw := Hardware{RDMA: true, Peermem: true}
+	for _, tc := range []struct {
+		nodes  int // 0: not logged (NCCL before 2.20)
+		status Status
+	}{{1, OK}, {2, Warn}, {0, Warn}} {
+		r := judgeNCCL(Result{}, nccllog.Log{Network: "IB", Nodes: tc.nodes}, nil, 16, hw)
+		if r.Status != tc.status {
+			t.Errorf("%d nodes: %s %q (fix %q), want %s", tc.nodes, r.Status, r.Detail, r.Fix, tc.status)
+		}
 	}
 }
