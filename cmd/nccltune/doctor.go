@@ -207,10 +207,14 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string, env []
 		}
 		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: want, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: l.Args}
 	case "srun":
-		want = l.Nodes * max(l.Groups, 1)
-		if launcher, err = runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: want, TasksPerNode: 1, Args: l.Args}); err != nil {
+		step, err := runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: l.Args})
+		if err != nil {
 			return nil, nil, err
 		}
+		// Without launcher.nodes, every node of the allocation; unknown, the
+		// launch fails and says so.
+		want, _ = step.NodeCount()
+		launcher = step
 	default:
 		return []nodeReport{thisNode(ctx, python, env)}, nil, nil
 	}

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/doctor"
+	"github.com/nccltune/nccltune/internal/slurmtest"
 	"github.com/nccltune/nccltune/runner"
 )
 
@@ -104,5 +106,35 @@ func TestDoctorCountsHostsAsMPIRunDoes(t *testing.T) {
 		if r.Check == "per-node checks" {
 			t.Errorf("one host named twice counted as two: %s %q", r.Status, r.Detail)
 		}
+	}
+}
+
+// TestDoctorCountsTheAllocationsNodes: srun without launcher.nodes runs
+// the per-node checks on every node of the allocation; with no count to
+// expect, a node that reported nothing passed unseen.
+func TestDoctorCountsTheAllocationsNodes(t *testing.T) {
+	dir := t.TempDir()
+	slurmtest.FakeAllocation(t, "n1", "n2", "n3")
+	t.Setenv("SLURM_JOB_NUM_NODES", "3")
+	srun := filepath.Join(dir, "srun")
+	os.WriteFile(srun, []byte("#!/bin/sh\nfor h in n1 n2; do echo 'NCCLTUNE_DOCTOR {\"host\":\"'$h'\",\"unix_nano\":1,\"results\":[]}'; done\n"), 0o755)
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaceFile := filepath.Join(dir, "space.toml")
+	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]",
+		"[launcher]\nkind = \"srun\"\ncommand = \""+srun+"\"\nntasks_per_node = 8\n\n[benchmark]", 1)), 0o644)
+	_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+	var rep struct {
+		Cluster []struct{ Check, Status, Detail string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	if !slices.ContainsFunc(rep.Cluster, func(r struct{ Check, Status, Detail string }) bool {
+		return r.Check == "per-node checks" && r.Status == "fail" && strings.Contains(r.Detail, "2 of 3 nodes reported")
+	}) {
+		t.Errorf("a node of three reported nothing: %+v", rep.Cluster)
 	}
 }
