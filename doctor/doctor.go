@@ -298,35 +298,45 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		name := fmt.Sprintf("%s/%d", p.CA, p.Num)
 		gids := slices.DeleteFunc(slices.Clone(all), func(g GID) bool { return g.CA != p.CA || g.Port != p.Num })
 		idx, ok := SuggestGIDIndex(gids, kind)
-		// A pinned index fits where it names a GID of the kind, not only
-		// the one NCCL would pick (a second address's is as good).
+		// NCCL takes a pinned index as is, whatever NCCL_IB_ADDR_FAMILY and
+		// NCCL_IB_ADDR_RANGE say: it fits where it names a routable GID, of
+		// the family asked for where the port has one (an IPv6-only port's
+		// any).
 		at := slices.IndexFunc(gids, func(g GID) bool { return g.Index == pinned })
+		_, offered := SuggestGIDIndex(gids, GIDKind{IPv6: kind.IPv6, Version: kind.Version})
+		fits := at >= 0 && kind.routable(gids[at]) && (!offered || gids[at].IPv4() != kind.IPv6)
 		switch {
 		case len(gids) == 0:
 			unread = append(unread, name)
-		case !ok:
-			none = append(none, name)
-		case pinned >= 0 && (at < 0 || !kind.matches(gids[at])):
+		case pinned >= 0 && !fits:
 			entry := "unused entry"
 			if at >= 0 {
 				entry = gids[at].Type + " GID " + gids[at].GID
 			}
-			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not its %s one (index %d)", pinned, name, entry, kind, idx))
+			want := fmt.Sprintf("a routable RoCE v%d one", kind.Version)
+			if ok {
+				want = fmt.Sprintf("its %s one (index %d)", kind, idx)
+			}
+			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not %s", pinned, name, entry, want))
 		case pinned >= 0:
 			found = append(found, fmt.Sprintf("%s at index %d", name, pinned))
-			indices[pinned] = true
+		case !ok:
+			none = append(none, name)
 		default:
 			found = append(found, fmt.Sprintf("%s at index %d", name, idx))
 			indices[idx] = true
 		}
 	}
 	var details, fixes []string
-	if len(found) > 0 {
-		details = append(details, kind.String()+": "+strings.Join(found, ", "))
+	if label := kind.String(); len(found) > 0 {
+		if pinned >= 0 {
+			label = fmt.Sprintf("NCCL_IB_GID_INDEX=%d, a routable RoCE v%d GID", pinned, kind.Version)
+		}
+		details = append(details, label+": "+strings.Join(found, ", "))
 	}
 	r.Status = OK
 	switch {
-	case pinned >= 0 && len(wrong) == 0:
+	case pinned >= 0 && len(wrong) == 0 && len(found) > 0:
 		fixes = append(fixes, fmt.Sprintf("NCCL_IB_GID_INDEX=%d is set and fits (NCCL 2.21 and later pick the GID themselves when it is unset)", pinned))
 	case len(indices) == 1:
 		fixes = append(fixes, fmt.Sprintf("NCCL 2.21 and later pick it themselves (NCCL_IB_GID_INDEX unset); older NCCL needs NCCL_IB_GID_INDEX=%d", slices.Collect(maps.Keys(indices))[0]))

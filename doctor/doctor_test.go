@@ -288,6 +288,7 @@ func TestGIDIndex(t *testing.T) {
 	plain := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv4, v1}, 3: {ipv4, v2}}
 	withIPv6 := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv6, v1}, 3: {ipv6, v2}, 4: {ipv4, v1}, 5: {ipv4, v2}}
 	linkLocalOnly := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}}
+	ipv6Only := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv6, v1}, 3: {ipv6, v2}}
 	twoAddresses := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv4, v1}, 3: {ipv4, v2}, 4: {ipv4b, v1}, 5: {ipv4b, v2}}
 	up := func(cas ...string) *facts {
 		f := &facts{roce: true}
@@ -310,6 +311,9 @@ func TestGIDIndex(t *testing.T) {
 		{"link-local only", map[string]map[int][2]string{"mlx5_0": linkLocalOnly}, up("mlx5_0"), "", Fail, "mlx5_0/1 has no RoCE v2 with IPv4 GID"},
 		{"no table", nil, up("mlx5_0"), "", Warn, "cannot read the GID table of mlx5_0/1"},
 		{"pinned right", map[string]map[int][2]string{"mlx5_0": plain}, up("mlx5_0"), "3", OK, "mlx5_0/1 at index 3"},
+		// NCCL takes a pinned index as is, whatever NCCL_IB_ADDR_FAMILY says: an IPv6 fabric's.
+		{"pinned to an IPv6 address", map[string]map[int][2]string{"mlx5_0": ipv6Only}, up("mlx5_0"), "3", OK, "mlx5_0/1 at index 3"},
+		{"pinned to link-local", map[string]map[int][2]string{"mlx5_0": ipv6Only}, up("mlx5_0"), "1", Fail, "NCCL_IB_GID_INDEX=1 names mlx5_0/1's RoCE v2 GID fe80:"},
 		// Another address's RoCE v2 GID, which NCCL uses as well as the first.
 		{"pinned to a second address", map[string]map[int][2]string{"mlx5_0": twoAddresses}, up("mlx5_0"), "5", OK, "mlx5_0/1 at index 5"},
 		{"pinned wrong", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "3", Fail, "NCCL_IB_GID_INDEX=3 names mlx5_1/1's RoCE v2 GID fd00:0000:0000:0000:0000:0000:0000:0001, not its RoCE v2 with IPv4 one (index 5)"},

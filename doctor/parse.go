@@ -180,12 +180,16 @@ func (k GIDKind) String() string {
 	return fmt.Sprintf("RoCE v%d with %s", k.Version, family)
 }
 
-// matches reports whether g is of kind k. NCCL takes no IPv6 link-local
-// GID (fe80::/64): it is no routable address.
-func (k GIDKind) matches(g GID) bool {
+// routable reports whether g is of k's RoCE version and no IPv6
+// link-local GID (fe80::/64), which is no routable address.
+func (k GIDKind) routable(g GID) bool {
 	version := map[string]int{"RoCE v2": 2, "RoCE v1": 1, "IB/RoCE v1": 1}[g.Type]
-	linkLocal := strings.HasPrefix(g.GID, "fe80:0000:0000:0000:")
-	if version != k.Version || g.IPv4() == k.IPv6 || linkLocal {
+	return version == k.Version && !strings.HasPrefix(g.GID, "fe80:0000:0000:0000:")
+}
+
+// matches reports whether g is of kind k: routable, of its family, in its range.
+func (k GIDKind) matches(g GID) bool {
+	if !k.routable(g) || g.IPv4() == k.IPv6 {
 		return false
 	}
 	if !k.Range.IsValid() {
