@@ -96,6 +96,9 @@ const (
 	masterCheck  = "MASTER_ADDR reachable"
 )
 
+// GroupsCheck is the check that launcher.groups' groups of nodes are alike.
+const GroupsCheck = "groups of nodes alike (launcher.groups)"
+
 // HardwareOf reads the fabric from hardware results, of one node or of all:
 // RDMA if any node has an active port, GPUDirect if every node that said has it.
 func HardwareOf(results []Result) Hardware {
@@ -223,14 +226,18 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 	out, err := o.Exec(ctx, "ibstat")
 	ports := ParseIbstat(string(out))
 	from := ""
-	if len(ports) == 0 && err != nil {
-		// ibstat missing (infiniband-diags, seldom in a container) or failing
-		// (it needs ib_umad, which NCCL does not): the kernel lists the ports
-		// in sysfs too, where NCCL reads them.
+	if err != nil {
+		// ibstat missing (infiniband-diags, seldom in a container), failing
+		// (it needs ib_umad, which NCCL does not), or stopped part-way (its
+		// list may lack the ports after): the kernel lists the ports in
+		// sysfs too, where NCCL reads them.
 		if sys := ReadPorts(o.Root); len(sys) > 0 {
 			why := "failed"
-			if missing(err) {
+			switch {
+			case missing(err):
 				why = "not found"
+			case errors.Is(err, errNoAnswer):
+				why = "hung"
 			}
 			ports, from, err = sys, " (read from /sys/class/infiniband: ibstat "+why+")", nil
 		}
@@ -280,6 +287,7 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	}
 	pinned := int(o.paramInt("NCCL_IB_GID_INDEX", -1))
 	kind := GIDKind{IPv6: o.getenv("NCCL_IB_ADDR_FAMILY") == "AF_INET6", Version: int(o.paramInt("NCCL_IB_ROCE_VERSION_NUM", 2))}
+	kind.Range, _ = AddrRange(o.getenv("NCCL_IB_ADDR_RANGE"), kind.IPv6)
 	all := ReadGIDs(o.Root)
 	var wrong, none, unread, found []string
 	indices := map[int]bool{}
@@ -290,29 +298,45 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		name := fmt.Sprintf("%s/%d", p.CA, p.Num)
 		gids := slices.DeleteFunc(slices.Clone(all), func(g GID) bool { return g.CA != p.CA || g.Port != p.Num })
 		idx, ok := SuggestGIDIndex(gids, kind)
+		// NCCL takes a pinned index as is, whatever NCCL_IB_ADDR_FAMILY and
+		// NCCL_IB_ADDR_RANGE say: it fits where it names a routable GID, of
+		// the family asked for where the port has one (an IPv6-only port's
+		// any).
+		at := slices.IndexFunc(gids, func(g GID) bool { return g.Index == pinned })
+		_, offered := SuggestGIDIndex(gids, GIDKind{IPv6: kind.IPv6, Version: kind.Version})
+		fits := at >= 0 && kind.routable(gids[at]) && (!offered || gids[at].IPv4() != kind.IPv6)
 		switch {
 		case len(gids) == 0:
 			unread = append(unread, name)
+		case pinned >= 0 && !fits:
+			entry := "unused entry"
+			if at >= 0 {
+				entry = gids[at].Type + " GID " + gids[at].GID
+			}
+			want := fmt.Sprintf("a routable RoCE v%d one", kind.Version)
+			if ok {
+				want = fmt.Sprintf("its %s one (index %d)", kind, idx)
+			}
+			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not %s", pinned, name, entry, want))
+		case pinned >= 0:
+			found = append(found, fmt.Sprintf("%s at index %d", name, pinned))
 		case !ok:
 			none = append(none, name)
-		case pinned >= 0 && pinned != idx:
-			entry := "unused entry"
-			if i := slices.IndexFunc(gids, func(g GID) bool { return g.Index == pinned }); i >= 0 {
-				entry = gids[i].Type + " GID " + gids[i].GID
-			}
-			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not its %s one (index %d)", pinned, name, entry, kind, idx))
 		default:
 			found = append(found, fmt.Sprintf("%s at index %d", name, idx))
 			indices[idx] = true
 		}
 	}
 	var details, fixes []string
-	if len(found) > 0 {
-		details = append(details, kind.String()+": "+strings.Join(found, ", "))
+	if label := kind.String(); len(found) > 0 {
+		if pinned >= 0 {
+			label = fmt.Sprintf("NCCL_IB_GID_INDEX=%d, a routable RoCE v%d GID", pinned, kind.Version)
+		}
+		details = append(details, label+": "+strings.Join(found, ", "))
 	}
 	r.Status = OK
 	switch {
-	case pinned >= 0 && len(wrong) == 0:
+	case pinned >= 0 && len(wrong) == 0 && len(found) > 0:
 		fixes = append(fixes, fmt.Sprintf("NCCL_IB_GID_INDEX=%d is set and fits (NCCL 2.21 and later pick the GID themselves when it is unset)", pinned))
 	case len(indices) == 1:
 		fixes = append(fixes, fmt.Sprintf("NCCL 2.21 and later pick it themselves (NCCL_IB_GID_INDEX unset); older NCCL needs NCCL_IB_GID_INDEX=%d", slices.Collect(maps.Keys(indices))[0]))
@@ -327,7 +351,11 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	if len(none) > 0 {
 		r.Status = Fail
 		details = append(details, fmt.Sprintf("%s has no %s GID", strings.Join(none, ", "), kind))
-		fixes = append(fixes, "give the interface an IPv4 address and enable RoCE v2 (cma_roce_mode); on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6")
+		fix := "give the interface an IPv4 address and enable RoCE v2 (cma_roce_mode); on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6"
+		if kind.Range.IsValid() {
+			fix += "; or set NCCL_IB_ADDR_RANGE to the fabric's addresses"
+		}
+		fixes = append(fixes, fix)
 	}
 	if len(wrong) > 0 {
 		r.Status = Fail
@@ -471,6 +499,8 @@ func checkOMPI(ctx context.Context, o Options, _ *facts) Result {
 	}
 	cuda, known := OMPICUDA(string(out))
 	switch {
+	case !known && err != nil:
+		r.Status, r.Detail = Skip, "ompi_info failed: "+summary(out, err)
 	case !known:
 		r.Status, r.Detail = Skip, "ompi_info does not say"
 	case cuda:
@@ -548,7 +578,8 @@ func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) R
 	case f.RDMA && log.Network == "Socket":
 		r.Status = Fail
 		r.Fix = "RDMA ports are active but NCCL used sockets: check NCCL_IB_HCA, NCCL_IB_DISABLE, NCCL_NET and that libibverbs is installed"
-	case f.RDMA && log.Network != "" && !log.GDR && f.Peermem:
+	// On one node no GPU connects to a NIC, and NCCL has no GPUDirect RDMA to log.
+	case f.RDMA && log.Network != "" && !log.GDR && f.Peermem && log.Nodes != 1:
 		r.Status = Warn
 		r.Fix = "NCCL uses the NICs without GPUDirect RDMA although the node offers it (nvidia_peermem or DMA-BUF): the GPU-NIC PCI distance may exceed NCCL_NET_GDR_LEVEL (try PHB)"
 	case ranks == 1:
@@ -632,7 +663,7 @@ func orDash(s string) string {
 // another, so the groups must be of one kind. Each node is known by its
 // hardware checks' verdicts (GPUs, ports, drivers, ...).
 func GroupsAlike(groups [][][]Result) Result {
-	r := Result{Layer: "hardware", Check: "groups of nodes alike (launcher.groups)"}
+	r := Result{Layer: "hardware", Check: GroupsCheck}
 	if len(groups) == 0 || len(groups[0]) == 0 {
 		r.Status, r.Detail = Skip, "the groups name no nodes (each is a simulated cluster of its own)"
 		return r

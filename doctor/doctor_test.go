@@ -17,6 +17,7 @@ import (
 
 	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -281,11 +282,14 @@ func TestGIDIndex(t *testing.T) {
 		linkLocal = "fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10"
 		ipv4      = "0000:0000:0000:0000:0000:ffff:0a00:0001"
 		ipv6      = "fd00:0000:0000:0000:0000:0000:0000:0001"
+		ipv4b     = "0000:0000:0000:0000:0000:ffff:0a01:0001"
 		v1, v2    = "IB/RoCE v1", "RoCE v2"
 	)
 	plain := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv4, v1}, 3: {ipv4, v2}}
 	withIPv6 := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv6, v1}, 3: {ipv6, v2}, 4: {ipv4, v1}, 5: {ipv4, v2}}
 	linkLocalOnly := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}}
+	ipv6Only := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv6, v1}, 3: {ipv6, v2}}
+	twoAddresses := map[int][2]string{0: {linkLocal, v1}, 1: {linkLocal, v2}, 2: {ipv4, v1}, 3: {ipv4, v2}, 4: {ipv4b, v1}, 5: {ipv4b, v2}}
 	up := func(cas ...string) *facts {
 		f := &facts{roce: true}
 		for _, ca := range cas {
@@ -307,6 +311,11 @@ func TestGIDIndex(t *testing.T) {
 		{"link-local only", map[string]map[int][2]string{"mlx5_0": linkLocalOnly}, up("mlx5_0"), "", Fail, "mlx5_0/1 has no RoCE v2 with IPv4 GID"},
 		{"no table", nil, up("mlx5_0"), "", Warn, "cannot read the GID table of mlx5_0/1"},
 		{"pinned right", map[string]map[int][2]string{"mlx5_0": plain}, up("mlx5_0"), "3", OK, "mlx5_0/1 at index 3"},
+		// NCCL takes a pinned index as is, whatever NCCL_IB_ADDR_FAMILY says: an IPv6 fabric's.
+		{"pinned to an IPv6 address", map[string]map[int][2]string{"mlx5_0": ipv6Only}, up("mlx5_0"), "3", OK, "mlx5_0/1 at index 3"},
+		{"pinned to link-local", map[string]map[int][2]string{"mlx5_0": ipv6Only}, up("mlx5_0"), "1", Fail, "NCCL_IB_GID_INDEX=1 names mlx5_0/1's RoCE v2 GID fe80:"},
+		// Another address's RoCE v2 GID, which NCCL uses as well as the first.
+		{"pinned to a second address", map[string]map[int][2]string{"mlx5_0": twoAddresses}, up("mlx5_0"), "5", OK, "mlx5_0/1 at index 5"},
 		{"pinned wrong", map[string]map[int][2]string{"mlx5_0": plain, "mlx5_1": withIPv6}, up("mlx5_0", "mlx5_1"), "3", Fail, "NCCL_IB_GID_INDEX=3 names mlx5_1/1's RoCE v2 GID fd00:0000:0000:0000:0000:0000:0000:0001, not its RoCE v2 with IPv4 one (index 5)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -645,5 +654,93 @@ func TestGIDIndexAsNCCLReadsIt(t *testing.T) {
 	r := checkGID(context.Background(), Options{Root: root, Env: []string{"NCCL_IB_ROCE_VERSION_NUM=0x1"}}, f)
 	if r.Status != OK || !strings.Contains(r.Detail, "RoCE v1 with IPv4: mlx5_0/1 at index 0") {
 		t.Errorf("NCCL_IB_ROCE_VERSION_NUM=0x1: %s %q", r.Status, r.Detail)
+	}
+}
+
+// TestGIDIndexAddrRange: with NCCL_IB_ADDR_RANGE set, NCCL (2.21 and later)
+// picks the first GID of the kind whose address lies in that range; the
+// check ignored it and judged the port's first address.
+func TestGIDIndexAddrRange(t *testing.T) {
+	t.Setenv("NCCL_IB_GID_INDEX", "")
+	root := t.TempDir()
+	const linkLocal = "fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10"
+	gidTable(t, root, "mlx5_0", map[int][2]string{
+		0: {linkLocal, "IB/RoCE v1"}, 1: {linkLocal, "RoCE v2"},
+		2: {"0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1"}, 3: {"0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2"},
+		4: {"0000:0000:0000:0000:0000:ffff:0a01:0001", "IB/RoCE v1"}, 5: {"0000:0000:0000:0000:0000:ffff:0a01:0001", "RoCE v2"},
+		6: {"fd00:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"}, 7: {"fd01:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"},
+	})
+	f := &facts{roce: true, activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+	for _, tc := range []struct {
+		env    []string
+		status Status
+		detail string
+	}{
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/16"}, OK, "mlx5_0/1 at index 5"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.0.0.0/8"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.2.0.0/16"}, Fail, "mlx5_0/1 has no RoCE v2 with IPv4 in 10.2.0.0/16 GID"},
+		// NCCL filters nothing by a range it cannot read: no mask, another family's, a mask too long.
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=fd01::/16"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/33"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6", "NCCL_IB_ADDR_RANGE=fd01::/16"}, OK, "mlx5_0/1 at index 7"},
+	} {
+		r := checkGID(context.Background(), Options{Root: root, Env: tc.env}, f)
+		if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+			t.Errorf("%v: %s %q; want %s %q", tc.env, r.Status, r.Detail, tc.status, tc.detail)
+		}
+	}
+}
+
+// TestPortsIbstatStopsPartWay: ibstat that failed or hung after listing
+// some ports (a port's MAD query hanging, killed at the time limit) was
+// read as the node's every port: a node whose active port came later
+// failed "no port is Active". The kernel's list in sysfs is whole.
+func TestPortsIbstatStopsPartWay(t *testing.T) {
+	root := t.TempDir()
+	for path, content := range map[string]string{
+		"mlx5_0/ports/1/state": "1: DOWN\n", "mlx5_0/ports/1/rate": "40 Gb/sec (4X QDR)\n", "mlx5_0/ports/1/link_layer": "Ethernet\n",
+		"mlx5_1/ports/1/state": "4: ACTIVE\n", "mlx5_1/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_1/ports/1/link_layer": "Ethernet\n",
+	} {
+		path = filepath.Join(root, "sys/class/infiniband", path)
+		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
+			t.Fatal("cannot write", path)
+		}
+	}
+	partial := "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Down\n\t\tRate: 40\n\t\tLink layer: Ethernet\n"
+	hung := func(context.Context, string, ...string) ([]byte, error) {
+		return []byte(partial), fmt.Errorf("ibstat: %w in 30s", errNoAnswer)
+	}
+	f := &facts{}
+	r := checkPorts(context.Background(), Options{Root: root, Exec: hung}, f)
+	if r.Status != OK || !strings.HasPrefix(r.Detail, "active: mlx5_1/1 Ethernet 400Gb/s; down: mlx5_0/1 Ethernet Down") || len(f.activePorts) != 1 {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
+
+// TestOMPIInfoFails: ompi_info that hung or failed before saying was
+// skipped as "ompi_info does not say", as if it had answered.
+func TestOMPIInfoFails(t *testing.T) {
+	hung := func(context.Context, string, ...string) ([]byte, error) {
+		return []byte("                 Package: Open MPI\n"), fmt.Errorf("ompi_info: %w in 30s", errNoAnswer)
+	}
+	if r := checkOMPI(context.Background(), Options{Exec: hung}, &facts{}); r.Status != Skip || !strings.Contains(r.Detail, "no answer in 30s") {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
+
+// TestNCCLOneNodeUsesNoNIC: a probe on one node connects no GPU to a NIC,
+// so NCCL logs no GPUDirect RDMA use (2.30 logs its per-GPU choice at
+// TRACE only); doctor warned that NCCL used the NICs without it.
+func TestNCCLOneNodeUsesNoNIC(t *testing.T) {
+	hw := Hardware{RDMA: true, Peermem: true}
+	for _, tc := range []struct {
+		nodes  int // 0: not logged (NCCL before 2.20)
+		status Status
+	}{{1, OK}, {2, Warn}, {0, Warn}} {
+		r := judgeNCCL(Result{}, nccllog.Log{Network: "IB", Nodes: tc.nodes}, nil, 16, hw)
+		if r.Status != tc.status {
+			t.Errorf("%d nodes: %s %q (fix %q), want %s", tc.nodes, r.Status, r.Detail, r.Fix, tc.status)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -163,6 +164,9 @@ func ReadGIDs(root string) []GID {
 type GIDKind struct {
 	IPv6    bool
 	Version int
+	// Range is NCCL_IB_ADDR_RANGE as NCCL reads it (AddrRange): the
+	// addresses to take a GID of; the zero Prefix takes any.
+	Range netip.Prefix
 }
 
 func (k GIDKind) String() string {
@@ -170,15 +174,47 @@ func (k GIDKind) String() string {
 	if k.IPv6 {
 		family = "IPv6"
 	}
+	if k.Range.IsValid() {
+		family += " in " + k.Range.String()
+	}
 	return fmt.Sprintf("RoCE v%d with %s", k.Version, family)
 }
 
-// matches reports whether g is of kind k. NCCL takes no IPv6 link-local
-// GID (fe80::/64): it is no routable address.
-func (k GIDKind) matches(g GID) bool {
+// routable reports whether g is of k's RoCE version and no IPv6
+// link-local GID (fe80::/64), which is no routable address.
+func (k GIDKind) routable(g GID) bool {
 	version := map[string]int{"RoCE v2": 2, "RoCE v1": 1, "IB/RoCE v1": 1}[g.Type]
-	linkLocal := strings.HasPrefix(g.GID, "fe80:0000:0000:0000:")
-	return version == k.Version && g.IPv4() != k.IPv6 && !linkLocal
+	return version == k.Version && !strings.HasPrefix(g.GID, "fe80:0000:0000:0000:")
+}
+
+// matches reports whether g is of kind k: routable, of its family, in its range.
+func (k GIDKind) matches(g GID) bool {
+	if !k.routable(g) || g.IPv4() == k.IPv6 {
+		return false
+	}
+	if !k.Range.IsValid() {
+		return true
+	}
+	addr, err := netip.ParseAddr(g.GID)
+	return err == nil && k.Range.Contains(addr.Unmap())
+}
+
+// AddrRange reads NCCL_IB_ADDR_RANGE as NCCL does: an address of the
+// family asked for, a slash and a mask length ("10.1.0.0/16"). NCCL
+// filters by nothing it cannot read so (ok false): no mask, an address of
+// the other family, a mask beyond the address's bits, or one of 0.
+func AddrRange(v string, ipv6 bool) (p netip.Prefix, ok bool) {
+	a, bits, found := strings.Cut(v, "/")
+	addr, err := netip.ParseAddr(a)
+	if !found || err != nil || addr.Is4() == ipv6 {
+		return netip.Prefix{}, false
+	}
+	// NCCL reads the mask with strtol: the digits it begins with.
+	n, _ := strconv.Atoi(bits[:len(bits)-len(strings.TrimLeft(bits, "0123456789"))])
+	if n == 0 || n > addr.BitLen() {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(addr, n).Masked(), true
 }
 
 // SuggestGIDIndex picks the index of one port's GID table that NCCL picks

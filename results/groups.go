@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -25,45 +26,57 @@ type GroupSpread struct {
 	Config string   `json:"config"` // "NCCL's defaults", or the first trial of the configuration
 	Below  float64  `json:"below"`  // how far below the best group's score, a fraction
 	Best   int      `json:"best_group"`
+	// BestNodes are the best group's nodes, where its trials recorded them.
+	BestNodes []string `json:"best_nodes"`
 }
 
 // GroupSpreads finds, among the configurations measured on several groups
 // (NCCL's defaults are, on every one), each group's largest shortfall
 // beyond GroupTolerance: a slow node or link makes every trial on its group
-// look worse, and trials on different groups are compared as if alike.
+// look worse, and trials on different groups are compared as if alike. A
+// group is told apart by its nodes too: a campaign resumed in another
+// allocation runs its groups on other nodes, whose runs are not the
+// first nodes' measurements.
 func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
-	// Each configuration's runs by group: looked up per configuration, not
+	// A group on one set of nodes: its index, and its nodes joined.
+	type unit struct {
+		group int
+		nodes string
+	}
+	// Each configuration's runs by unit: looked up per configuration, not
 	// found among every configuration's, which took seconds on 10k trials.
-	logs := map[string]map[int][]map[string]float64{}
+	logs := map[string]map[unit][]map[string]float64{}
 	first := map[string]int{}
 	defaults := "" // NCCL's defaults' key, whichever trial first completed them
-	nodes := map[int][]string{}
+	nodes := map[unit][]string{}
 	for _, t := range trials {
 		if t.State != store.Complete {
 			continue
 		}
 		config := sp.Reading(t.Params)
 		if logs[config] == nil {
-			logs[config] = map[int][]map[string]float64{}
+			logs[config] = map[unit][]map[string]float64{}
 		}
-		logs[config][t.Group] = append(logs[config][t.Group], t.Scores)
+		u := unit{t.Group, strings.Join(t.Nodes, ",")}
+		logs[config][u] = append(logs[config][u], t.Scores)
 		if n, ok := first[config]; !ok || t.Number < n {
 			first[config] = t.Number
 		}
 		if sp.IsDefaults(t.Params) {
 			defaults = config
 		}
-		if nodes[t.Group] = t.Nodes; t.Nodes == nil {
-			nodes[t.Group] = []string{} // JSON's [] for none, never null
+		if nodes[u] = t.Nodes; t.Nodes == nil {
+			nodes[u] = []string{} // JSON's [] for none, never null
 		}
 	}
-	worst := map[int]GroupSpread{}
+	before := func(a, b unit) bool { return a.group < b.group || a.group == b.group && a.nodes < b.nodes }
+	worst := map[unit]GroupSpread{}
 	// In the order of their first trials, so that of shortfalls alike the first is reported, every time.
 	for _, config := range slices.SortedFunc(maps.Keys(first), func(a, b string) int { return cmp.Compare(first[a], first[b]) }) {
 		number := first[config]
 		for _, r := range sp.Ranges {
-			means := map[int]float64{}
-			for group, runs := range logs[config] {
+			means := map[unit]float64{}
+			for u, runs := range logs[config] {
 				sum, n := 0.0, 0
 				for _, scores := range runs {
 					if v := scores[r.Name]; isScore(v) {
@@ -71,31 +84,34 @@ func GroupSpreads(sp *space.Space, trials []store.Trial) []GroupSpread {
 					}
 				}
 				if n > 0 {
-					means[group] = math.Exp(sum / float64(n))
+					means[u] = math.Exp(sum / float64(n))
 				}
 			}
 			if len(means) < 2 {
 				continue
 			}
-			best := -1
-			for g, m := range means {
-				if best < 0 || m > means[best] || m == means[best] && g < best {
-					best = g
+			var best unit
+			found := false
+			for u, m := range means {
+				if !found || m > means[best] || m == means[best] && before(u, best) {
+					best, found = u, true
 				}
 			}
-			for g, m := range means {
+			for u, m := range means {
 				below := 1 - m/means[best]
-				if below > GroupTolerance && below > worst[g].Below {
+				if below > GroupTolerance && below > worst[u].Below {
 					name := "trial " + strconv.Itoa(number)
 					if config == defaults {
 						name = "NCCL's defaults"
 					}
-					worst[g] = GroupSpread{Group: g, Nodes: nodes[g], Range: r.Name, Config: name, Below: below, Best: best}
+					worst[u] = GroupSpread{Group: u.group, Nodes: nodes[u], Range: r.Name, Config: name, Below: below, Best: best.group, BestNodes: nodes[best]}
 				}
 			}
 		}
 	}
 	out := slices.Collect(maps.Values(worst))
-	slices.SortFunc(out, func(a, b GroupSpread) int { return cmp.Compare(a.Group, b.Group) })
+	slices.SortFunc(out, func(a, b GroupSpread) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(strings.Join(a.Nodes, ","), strings.Join(b.Nodes, ",")))
+	})
 	return out
 }

@@ -90,3 +90,25 @@ func TestGroupSpreadsTied(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupSpreadsOfNodesResumedElsewhere: a campaign resumed in another
+// allocation runs its group 1 on other nodes; a shortfall measured on the
+// group's first nodes was told with the nodes it ran on last, which had
+// measured alike, and the two sets' runs were averaged as one group's.
+func TestGroupSpreadsOfNodesResumedElsewhere(t *testing.T) {
+	sp := &space.Space{Ranges: []space.Range{{Name: "all", Min: 1, Max: 1 << 30}},
+		Params: []space.Param{{Name: "NCCL_PROTO", Values: []string{"default", "LL", "Simple"}}}}
+	run := func(n, group int, node, proto string, score float64) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Group: group, Nodes: []string{node},
+			Params: map[string]string{"NCCL_PROTO": proto}, Scores: map[string]float64{"all": score}}
+	}
+	trials := []store.Trial{
+		run(0, 0, "a", "default", 100), run(1, 1, "b", "default", 80), // b is slow
+		run(2, 0, "a", "LL", 100), run(3, 1, "c", "LL", 100), // resumed: group 1 is c
+		run(4, 0, "a", "Simple", 100), run(5, 1, "b", "Simple", 80), run(6, 1, "c", "Simple", 100),
+	}
+	got := GroupSpreads(sp, trials)
+	if len(got) != 1 || got[0].Group != 1 || strings.Join(got[0].Nodes, ",") != "b" || got[0].Below < 0.19 {
+		t.Errorf("spreads %+v, want group 1 on node b 20%% below", got)
+	}
+}

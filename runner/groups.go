@@ -35,6 +35,9 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 	if n == 1 {
 		if l.Kind == "srun" {
 			launcher, err := SrunStep(l)
+			if err == nil {
+				err = allocationHolds(l.Nodes)
+			}
 			return []Group{{Launcher: launcher, Nodes: launcher.NodeList}}, err
 		}
 		return []Group{{Launcher: NewLauncher(l)}}, nil
@@ -63,20 +66,20 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 		if len(all)%n != 0 {
 			return nil, fmt.Errorf("launcher.groups: hostfile %s lists %d hosts, which do not split into %d groups of one shape", l.Hostfile, len(all), n)
 		}
-		seen := map[string]string{} // hostKey → the name first listed
+		seen := map[string]string{} // HostKey → the name first listed
 		for _, h := range all {
 			if h.Slots == 0 {
 				return nil, fmt.Errorf("launcher.groups: hostfile %s gives host %s no slot count (host slots=N, or host:N): a group's host list must carry it", l.Hostfile, h.Name)
 			}
 			// mpirun takes a host's lines as one host: split apart, its
 			// lines would put two groups' trials on it at once.
-			if first, ok := seen[hostKey(h.Name)]; ok {
+			if first, ok := seen[HostKey(h.Name)]; ok {
 				if first != h.Name {
 					first += " (also as " + h.Name + ")"
 				}
 				return nil, fmt.Errorf("launcher.groups: hostfile %s lists host %s twice: list each host once, with all its slots, so that no two groups share it", l.Hostfile, first)
 			}
-			seen[hostKey(h.Name)] = h.Name
+			seen[HostKey(h.Name)] = h.Name
 		}
 		hosts = all
 	default:
@@ -177,6 +180,23 @@ func SrunStep(l space.LauncherSettings) (Srun, error) {
 	launcher.NodeList = names[:l.Nodes]
 	_, launcher.GPUs = onNodes(held, launcher.NodeList)
 	return launcher, err
+}
+
+// allocationHolds refuses a step of more nodes than the Slurm allocation
+// this process runs in holds, which srun would refuse at every trial.
+// Outside an allocation srun allocates each step's nodes itself.
+func allocationHolds(nodes int) error {
+	if nodes < 1 || os.Getenv("SLURM_JOB_NODELIST") == "" {
+		return nil
+	}
+	names, err := AllocationNodes()
+	if err != nil {
+		return err
+	}
+	if len(names) < nodes {
+		return fmt.Errorf("launcher srun: %d nodes asked for; the allocation has %d (%s)", nodes, len(names), strings.Join(names, ","))
+	}
+	return nil
 }
 
 // gpuArgs reports whether srun arguments ask for GPUs themselves.
@@ -344,9 +364,9 @@ func (h Host) String() string {
 	return h.Name + ":" + strconv.Itoa(h.Slots)
 }
 
-// hostKey is the host a hostfile's name names, as Open MPI reads it: a
+// HostKey is the host a hostfile's name names, as Open MPI reads it: a
 // name less its domain (an address whole), in DNS's one case.
-func hostKey(name string) string {
+func HostKey(name string) string {
 	if net.ParseIP(name) == nil {
 		name, _, _ = strings.Cut(name, ".")
 	}

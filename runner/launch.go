@@ -495,7 +495,7 @@ func (s Srun) command() string { return or(s.Command, "srun") }
 // given from it (srun -N 2 under salloc -n 16 runs 16 tasks; without -N,
 // --ntasks-per-node 3 ran 3 tasks in all on 2 nodes).
 func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
-	nodes, err := s.nodes()
+	nodes, err := s.NodeCount()
 	if err != nil {
 		return nil, err
 	}
@@ -522,8 +522,8 @@ func (s Srun) Wrap(cmd, _ []string) ([]string, error) {
 	return append(argv, cmd...), nil
 }
 
-// nodes is the step's node count: Nodes, or every node of the allocation.
-func (s Srun) nodes() (int, error) {
+// NodeCount is the step's node count: Nodes, or every node of the allocation.
+func (s Srun) NodeCount() (int, error) {
 	if s.Nodes > 0 {
 		return s.Nodes, nil
 	}
@@ -755,7 +755,7 @@ func (s Srun) Check() error {
 	}
 	if os.Getenv("SLURM_JOB_ID") == "" {
 		errs = append(errs, errors.New("launcher srun: not inside a Slurm allocation (run nccltune under salloc or sbatch)"))
-	} else if _, err := s.nodes(); err != nil {
+	} else if _, err := s.NodeCount(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

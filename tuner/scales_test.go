@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,12 +88,20 @@ func TestScales(t *testing.T) {
 // scale is refused before the smallest scale runs.
 func TestScalesGroupsNeedTheLargestScale(t *testing.T) {
 	slurmtest.FakeAllocation(t, "n1", "n2", "n3", "n4", "n5", "n6")
-	refusedBeforeAnyScaleRuns(t, "[1, 4]", "s@4n: launcher.groups: 2 groups of 4 nodes need 8 nodes; the allocation has 6")
+	refusedBeforeAnyScaleRuns(t, "[1, 4]", 2, "s@4n: launcher.groups: 2 groups of 4 nodes need 8 nodes; the allocation has 6")
 }
 
-// refusedBeforeAnyScaleRuns runs a campaign of 2 srun groups at scales
+// TestScalesNeedTheLargestScale: without groups too, a scale of more nodes
+// than the allocation holds is refused before the smallest scale runs; it
+// ran the scales before it, for hours, and then failed its every trial.
+func TestScalesNeedTheLargestScale(t *testing.T) {
+	slurmtest.FakeAllocation(t, "n1", "n2", "n3", "n4", "n5", "n6")
+	refusedBeforeAnyScaleRuns(t, "[1, 8]", 1, "s@8n: launcher srun: 8 nodes asked for; the allocation has 6")
+}
+
+// refusedBeforeAnyScaleRuns runs a campaign of srun groups at scales
 // (a TOML list), which must be refused with want before its smallest runs.
-func refusedBeforeAnyScaleRuns(t *testing.T, scales, want string) {
+func refusedBeforeAnyScaleRuns(t *testing.T, scales string, groups int, want string) {
 	t.Helper()
 	sp := mustParse(t, "scales.toml", `
 [campaign]
@@ -103,7 +112,7 @@ binary = "all_reduce_perf"
 [launcher]
 kind = "srun"
 ntasks_per_node = 2
-groups = 2
+groups = `+strconv.Itoa(groups)+`
 [[param]]
 name = "NCCL_MIN_CTAS"
 values = ["default", "4"]
@@ -240,7 +249,7 @@ esac
 	t.Setenv("SLURM_JOB_NODELIST", "n1,n2,n3,n4,n5,n6")
 	t.Setenv("SLURM_JOB_ID", "7")
 	t.Setenv("SLURM_GPUS", "20")
-	refusedBeforeAnyScaleRuns(t, "[1, 2, 3]", "s@2n: launcher.groups: the job's GPUs are spread unevenly over its nodes: group 1 (n3,n4) holds 2+4, group 0 (n1,n2) 4+4")
+	refusedBeforeAnyScaleRuns(t, "[1, 2, 3]", 2, "s@2n: launcher.groups: the job's GPUs are spread unevenly over its nodes: group 1 (n3,n4) holds 2+4, group 0 (n1,n2) 4+4")
 }
 
 // TestResumedScalesKeepARaisedBudget: a finished campaign of scales

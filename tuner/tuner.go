@@ -223,12 +223,12 @@ func (t *Tuner) runScales(ctx context.Context, o Options) error {
 	if t.Benchmark != nil {
 		return errors.New("campaign.scales: each node count needs a benchmark of its own, built from its space; Tuner.Benchmark cannot serve them all")
 	}
-	// With groups, each scale's groups take groups x its node count of the
-	// allocation, and in a job that asked for its GPUs job-wide must hold
-	// as many of them each: every scale's groups, the largest's first, must
-	// be good before the smallest runs, not only once the scales before
-	// them have run.
-	if l := t.Space.Launcher; l.Kind == "srun" && l.Groups > 1 && t.Runner == nil {
+	// Each scale's groups (one, or launcher.groups) take groups x its node
+	// count of the allocation, and in a job that asked for its GPUs
+	// job-wide must hold as many of them each: every scale's groups, the
+	// largest's first, must be good before the smallest runs, not only once
+	// the scales before them have run.
+	if l := t.Space.Launcher; l.Kind == "srun" && t.Runner == nil {
 		scales := slices.Clone(t.Space.Campaign.Scales)
 		slices.Sort(scales)
 		for _, nodes := range slices.Backward(scales) {

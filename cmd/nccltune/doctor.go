@@ -146,21 +146,33 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 // one kind, from the nodes' own reports (err: why it does not split them).
 func groupsAlike(groups []runner.Group, err error, nodes []nodeReport) doctor.Result {
 	if err != nil {
-		return doctor.Result{Layer: "hardware", Check: "groups of nodes alike (launcher.groups)", Status: doctor.Fail, Detail: err.Error(),
+		return doctor.Result{Layer: "hardware", Check: doctor.GroupsCheck, Status: doctor.Fail, Detail: err.Error(),
 			Fix: "make the allocation (or hostfile) hold launcher.groups groups of one shape: as many nodes (and slots) each, and GPUs asked for per node"}
 	}
-	short := func(h string) string { h, _, _ = strings.Cut(h, "."); return h }
 	byHost := map[string][]doctor.Result{}
+	var hosts []string
 	for _, n := range nodes {
-		byHost[short(n.Host)] = n.Results
+		byHost[runner.HostKey(n.Host)] = n.Results
+		hosts = append(hosts, n.Host)
 	}
 	var results [][][]doctor.Result
+	var unmatched []string
 	for _, g := range groups {
 		var nodes [][]doctor.Result
 		for _, name := range g.Nodes {
-			nodes = append(nodes, byHost[short(name)])
+			r, ok := byHost[runner.HostKey(name)]
+			if !ok {
+				unmatched = append(unmatched, name)
+			}
+			nodes = append(nodes, r)
 		}
 		results = append(results, nodes)
+	}
+	// A node without its report would count as checked and alike.
+	if len(unmatched) > 0 {
+		return doctor.Result{Layer: "hardware", Check: doctor.GroupsCheck, Status: doctor.Warn,
+			Detail: fmt.Sprintf("no report names node %s (the reports came from %s): the groups are not compared", strings.Join(unmatched, ", "), strings.Join(hosts, ", ")),
+			Fix:    "name the nodes in the hostfile (or Slurm) as their hostnames, so that each group's nodes are known by their reports"}
 	}
 	return doctor.GroupsAlike(results)
 }
@@ -185,19 +197,24 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string, env []
 				return nil, nil, err
 			}
 			// One process a node: a host on several lines (MPICH's
-			// hostfile, a line a slot) is one node.
+			// hostfile, a line a slot), or named with its domain or in
+			// another case, is one node.
 			names := map[string]bool{}
 			for _, h := range hosts {
-				names[h.Name] = true
+				names[runner.HostKey(h.Name)] = true
 			}
 			want = len(names)
 		}
 		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: want, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: l.Args}
 	case "srun":
-		want = l.Nodes * max(l.Groups, 1)
-		if launcher, err = runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: want, TasksPerNode: 1, Args: l.Args}); err != nil {
+		step, err := runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: l.Args})
+		if err != nil {
 			return nil, nil, err
 		}
+		// Without launcher.nodes, every node of the allocation; unknown, the
+		// launch fails and says so.
+		want, _ = step.NodeCount()
+		launcher = step
 	default:
 		return []nodeReport{thisNode(ctx, python, env)}, nil, nil
 	}

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nccltune/nccltune/doctor"
+	"github.com/nccltune/nccltune/internal/slurmtest"
+	"github.com/nccltune/nccltune/runner"
 )
 
 // TestDoctorOfABrokenLauncher: a launcher that reaches no node (srun
@@ -52,5 +55,86 @@ func TestDoctorEscapesToolOutput(t *testing.T) {
 	}
 	if strings.ContainsAny(out.String(), "\x1b\x07") || strings.Count(out.String(), "\n") != 3 {
 		t.Errorf("doctor printed control characters or split a field:\n%q", out.String())
+	}
+}
+
+// TestDoctorGroupsMatchNodesToReports: each group's nodes are found among
+// the reports by host name; a node named otherwise than its report's host
+// (a hostfile of addresses, a Slurm NodeName apart from the hostname) had
+// none, read as "no hardware checked" on every node alike, and the groups
+// passed as alike unchecked. A name as mpirun and DNS take it (another case,
+// a domain) is the host it names.
+func TestDoctorGroupsMatchNodesToReports(t *testing.T) {
+	gpus := func(model string) []doctor.Result {
+		return []doctor.Result{{Layer: "hardware", Check: "GPUs (nvidia-smi)", Status: doctor.OK, Detail: "8 x " + model}}
+	}
+	reports := []nodeReport{{Host: "gpu-01", Results: gpus("H100")}, {Host: "gpu-02", Results: gpus("H100")}}
+	groups := []runner.Group{{Nodes: []string{"10.0.0.1"}}, {Nodes: []string{"10.0.0.2"}}}
+	if r := groupsAlike(groups, nil, reports); r.Status != doctor.Warn || !strings.Contains(r.Detail, "10.0.0.1, 10.0.0.2") {
+		t.Errorf("nodes that sent no report: %s %q", r.Status, r.Detail)
+	}
+	groups = []runner.Group{{Nodes: []string{"GPU-01.cluster"}}, {Nodes: []string{"gpu-02"}}}
+	if r := groupsAlike(groups, nil, reports); r.Status != doctor.OK {
+		t.Errorf("nodes named as mpirun reads them: %s %q", r.Status, r.Detail)
+	}
+}
+
+// TestDoctorCountsHostsAsMPIRunDoes: a hostfile that names one host twice,
+// once with its domain or in another case, starts one process there under
+// ppr:1:node, as mpirun takes both names for one host; doctor counted two
+// nodes and failed the one report as "1 of 2 nodes reported".
+func TestDoctorCountsHostsAsMPIRunDoes(t *testing.T) {
+	dir := t.TempDir()
+	mpirun := filepath.Join(dir, "mpirun")
+	os.WriteFile(mpirun, []byte("#!/bin/sh\necho 'NCCLTUNE_DOCTOR {\"host\":\"node1\",\"unix_nano\":1,\"results\":[]}'\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "hosts"), []byte("node1 slots=4\nNODE1.cluster slots=4\n"), 0o644)
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaceFile := filepath.Join(dir, "space.toml")
+	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]",
+		"[launcher]\nkind = \"mpirun\"\ncommand = \""+mpirun+"\"\nhostfile = \""+filepath.Join(dir, "hosts")+"\"\n\n[benchmark]", 1)), 0o644)
+	_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+	var rep struct {
+		Cluster []struct{ Check, Status, Detail string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	for _, r := range rep.Cluster {
+		if r.Check == "per-node checks" {
+			t.Errorf("one host named twice counted as two: %s %q", r.Status, r.Detail)
+		}
+	}
+}
+
+// TestDoctorCountsTheAllocationsNodes: srun without launcher.nodes runs
+// the per-node checks on every node of the allocation; with no count to
+// expect, a node that reported nothing passed unseen.
+func TestDoctorCountsTheAllocationsNodes(t *testing.T) {
+	dir := t.TempDir()
+	slurmtest.FakeAllocation(t, "n1", "n2", "n3")
+	t.Setenv("SLURM_JOB_NUM_NODES", "3")
+	srun := filepath.Join(dir, "srun")
+	os.WriteFile(srun, []byte("#!/bin/sh\nfor h in n1 n2; do echo 'NCCLTUNE_DOCTOR {\"host\":\"'$h'\",\"unix_nano\":1,\"results\":[]}'; done\n"), 0o755)
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaceFile := filepath.Join(dir, "space.toml")
+	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]",
+		"[launcher]\nkind = \"srun\"\ncommand = \""+srun+"\"\nntasks_per_node = 8\n\n[benchmark]", 1)), 0o644)
+	_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+	var rep struct {
+		Cluster []struct{ Check, Status, Detail string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	if !slices.ContainsFunc(rep.Cluster, func(r struct{ Check, Status, Detail string }) bool {
+		return r.Check == "per-node checks" && r.Status == "fail" && strings.Contains(r.Detail, "2 of 3 nodes reported")
+	}) {
+		t.Errorf("a node of three reported nothing: %+v", rep.Cluster)
 	}
 }

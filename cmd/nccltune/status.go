@@ -317,9 +317,9 @@ func printLoaded(out io.Writer, l *loaded) error {
 		}
 	}
 	for _, g := range results.GroupSpreads(l.space, l.trials) {
-		fmt.Fprintf(w, "warning: group %d%s measured %s %.0f%% below group %d in range %s: a slow node or link? "+
+		fmt.Fprintf(w, "warning: group %d%s measured %s %.0f%% below group %d%s in range %s: a slow node or link? "+
 			"Trials on different groups are compared as if alike; `nccltune doctor --space FILE` compares the groups' hardware\n",
-			g.Group, nodeList(g.Nodes), g.Config, 100*g.Below, g.Best, g.Range)
+			g.Group, nodeList(g.Nodes), g.Config, 100*g.Below, g.Best, nodeList(g.BestNodes), g.Range)
 	}
 	return nil
 }

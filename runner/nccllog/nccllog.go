@@ -71,10 +71,11 @@ var (
 	// The network's name, whole: a plugin's may hold blanks ("AWS Libfabric").
 	networkRE = regexp.MustCompile(`^Using network (\S.*?)\s*$`)
 	// GPUDirect RDMA in use: a connection's "via NET/IB/0/GDRDMA", or a GPU's
-	// "GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 4 <= 4)", not an
-	// HCA's "NET/IB : GPU Direct RDMA Enabled for HCA 0", which says it could
-	// (paths.cc, topo.cc).
-	gdrRE     = regexp.MustCompile(`\[GDR\]|GDRDMA|GPU Direct RDMA Enabled for GPU `)
+	// "GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 4 <= 4)" (2.29:
+	// "for GPU/0-110592 (rank 0) - NET/0-0 (...)"; 2.30 logs it at TRACE
+	// only), not an HCA's "NET/IB : GPU Direct RDMA Enabled for HCA 0",
+	// which says it could (paths.cc, topo.cc).
+	gdrRE     = regexp.MustCompile(`\[GDR\]|GDRDMA|GPU Direct RDMA Enabled for GPU[ /]`)
 	roceRE    = regexp.MustCompile(`^NET/IB ?: Using .*/RoCE`)
 	channelRE = regexp.MustCompile(`^Channel \d+/(\d+) `)
 	nodesRE   = regexp.MustCompile(`\bnNodes (\d+)\b`)

@@ -185,6 +185,9 @@ node1:123:123 [0] NCCL INFO Using network IB
 		{"near (2.28)", head + "node1:123:123 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 4 <= 4), read 1 mode Default\n" +
 			"node1:123:145 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n", true},
 		{"near (2.18), no connection logged", head + "node1:123:123 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 1b000 / HCA 0 (distance 4 <= 4), read 1\n", true},
+		// NCCL 2.29 names the GPU and NIC by their topology ids (paths.cc).
+		{"near (2.29), no connection logged", head + "node1:123:123 [0] NCCL INFO GPU Direct RDMA Enabled for GPU/0-110592 (rank 0) - NET/0-0 (distance 4 <= 4, read 1, mode Default)\n", true},
+		{"too far (2.29)", head + "node1:123:123 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-110592 (rank 0) - NET/0-0 (distance 5 > 4)\n", false},
 	} {
 		if l := Parse([]byte(tc.log)); l.GDR != tc.gdr {
 			t.Errorf("%s: GDR %t, want %t", tc.name, l.GDR, tc.gdr)
