@@ -277,6 +277,11 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	iters = int(math.Round(float64(b.Iters) * min(max(factor, minItersFactor), maxItersFactor)))
 	why = fmt.Sprintf("%d iterations (from %d): NCCL's defaults measured twice put range %s's score at ±%.2f%%, noise_target is ±%.2f%%",
 		iters, b.Iters, worstRange, 100*worst, 100*b.NoiseTarget)
+	if factor > maxItersFactor {
+		// Timing jitter's variance falls as 1/iterations: the cap leaves more than the target.
+		why += fmt.Sprintf("; %d is the most (%dx benchmark.iters), so scores stay at about ±%.2f%%",
+			iters, maxItersFactor, 100*worst*math.Sqrt(float64(b.Iters)/float64(iters)))
+	}
 	if shift > b.NoiseTarget {
 		why += fmt.Sprintf("; the two launches also differed as a whole by ±%.1f%%, which no iteration count reduces (validation's interleaved rounds allow for it)", 100*shift)
 	}

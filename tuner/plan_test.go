@@ -673,3 +673,37 @@ when = { NCCL_ALGO = ["default"] }
 		})
 	}
 }
+
+// TestIterationsSayTheirCap: a count held at its cap leaves the scores
+// noisier than noise_target, and the reason says so, with the noise left.
+func TestIterationsSayTheirCap(t *testing.T) {
+	sp := mustParse(t, "cap.toml", `
+[campaign]
+sizes = { min = "8", max = "64M", factor = 1024 }
+[[range]]
+name = "small"
+min = "8"
+max = "1M"
+[[range]]
+name = "large"
+min = "1M"
+max = "1G"
+[benchmark]
+binary = "all_reduce_perf"
+iters = 20
+noise_target = 0.005
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+`)
+	// The large range at ±11.5% at 20 iterations: 8x (the cap) leaves ±4.08%.
+	got, why := Iterations(sp, []store.Trial{sweepRun(0, 1, 10, 100, 200), sweepRun(1, 1, 10, 100*math.Exp(0.2), 200*math.Exp(-0.2))})
+	if got != 160 || !strings.Contains(why, "8x benchmark.iters") || !strings.Contains(why, "±4.08%") {
+		t.Errorf("at the cap: %d iterations (%s)", got, why)
+	}
+	// Below it, the target is met and nothing more is said.
+	sp.Benchmark.NoiseTarget = 0.05
+	if got, why := Iterations(sp, []store.Trial{sweepRun(0, 1, 10, 100, 200), sweepRun(1, 1, 10, 100*math.Exp(0.2), 200*math.Exp(-0.2))}); got != 107 || strings.Contains(why, "benchmark.iters") {
+		t.Errorf("within the cap: %d iterations (%s)", got, why)
+	}
+}
