@@ -69,7 +69,6 @@ values = ["default", "Ring"]
 		{"very noisy: at most 8x", sweepRun(1, 1, 10, 100*e(0.2), 200), 0.005, 160, 0},
 		{"quiet: at least half", sweepRun(1, 1, 10, 100, 200), 0.005, 10, 0},
 		{"target off", sweepRun(1, 1, 10, 100*e(0.2), 200), 0, 20, 0},
-		{"second run failed", store.Trial{Number: 1, State: store.Failed}, 0.005, 20, 0},
 		// One iteration of the sweep takes 0.69 ms (out of place and in place);
 		// a 30 ms timeout allows 10 ms of sweep: 14 iterations, 5 of them warm-up.
 		{"timeout", sweepRun(1, 1, 10, 100*e(0.2), 200), 0.005, 9, 30 * time.Millisecond},
@@ -705,5 +704,36 @@ values = ["default", "Ring"]
 	sp.Benchmark.NoiseTarget = 0.05
 	if got, why := Iterations(sp, []store.Trial{sweepRun(0, 1, 10, 100, 200), sweepRun(1, 1, 10, 100*math.Exp(0.2), 200*math.Exp(-0.2))}); got != 107 || strings.Contains(why, "benchmark.iters") {
 		t.Errorf("within the cap: %d iterations (%s)", got, why)
+	}
+}
+
+// TestIterationsSayWhyNotAdapted: where a run of NCCL's defaults failed,
+// the noise is unknown and the count stays benchmark.iters; the campaign
+// says so, in its progress and its reason, rather than nothing.
+func TestIterationsSayWhyNotAdapted(t *testing.T) {
+	sp := loadExample(t, 4)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = failTrials{fail: func(n int) bool { return n == 1 }, kind: runner.FailNCCL}
+	var notes []string
+	tu.Progress = func(p Progress) {
+		if p.Note != "" {
+			notes = append(notes, p.Note)
+		}
+	}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	iters, why := Iterations(sp, campaignTrials(t, st, sp.Campaign.Name))
+	if iters != sp.Benchmark.Iters || !strings.Contains(why, "trial 1") || !strings.Contains(why, "not adapted") {
+		t.Errorf("%d iterations (%q)", iters, why)
+	}
+	if len(notes) != 1 || notes[0] != why {
+		t.Errorf("progress notes %q, want the reason once", notes)
+	}
+	// A DDP step's count is never adapted: nothing to say.
+	sp.Benchmark.Kind = space.DDP
+	if _, why := Iterations(sp, campaignTrials(t, st, sp.Campaign.Name)); why != "" {
+		t.Errorf("DDP: %q", why)
 	}
 }

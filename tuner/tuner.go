@@ -149,6 +149,7 @@ type session struct {
 	plan     runner.Plan         // of the next launches
 	measured []bool              // per range: the plan's sweep measures it
 	note     string              // how the next launches changed, for the next Progress
+	itersWhy string              // the iteration count's reason last said (Iterations)
 	stopped  bool                // every range settled: no more trials are proposed
 	// searchEnd is the first number past every search trial stored or
 	// started: the simplification's are numbered from there, past any the
@@ -1128,11 +1129,13 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 
 // prepare sets the plan of the next launches: the iteration count
 // Iterations gives for the trials so far, over the sweep sw. It says why
-// when the iteration count changed.
+// when the reason changed: the count was adapted, or could not be.
 func (s *session) prepare(sw sweep) string {
 	iters, why := Iterations(s.Space, s.trials)
-	if iters == s.plan.Iters {
+	if why == s.itersWhy {
 		why = ""
+	} else {
+		s.itersWhy = why
 	}
 	s.plan = runner.Plan{Sizes: sw.sizes, Iters: iters, Warmup: s.Space.Benchmark.Warmup}
 	s.measured = sw.ranges
