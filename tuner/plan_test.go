@@ -737,3 +737,44 @@ func TestIterationsSayWhyNotAdapted(t *testing.T) {
 		t.Errorf("DDP: %q", why)
 	}
 }
+
+// failWarmUp fails the warm-up launch as a hang does, and runs the rest.
+type failWarmUp struct{}
+
+func (failWarmUp) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == "warm-up" {
+		return runner.Result{Started: time.Now(), Duration: job.Timeout, Failure: &runner.Failure{Kind: runner.FailTimeout, Reason: "made to hang"}}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestWarmLaunchFailureIsSaid: a warm-up launch that fails (here, hangs
+// until the timeout) records nothing, and the campaign goes on, but the
+// progress says it, once, at the trial that followed it: that trial may
+// have run on cold GPUs, and the time went somewhere. Other notes of the
+// same progress line stay.
+func TestWarmLaunchFailureIsSaid(t *testing.T) {
+	sp := loadExample(t, 3)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = failWarmUp{}
+	notes := map[int]string{}
+	tu.Progress = func(p Progress) { notes[p.Trial.Number] = p.Note }
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.State != store.Complete {
+			t.Errorf("trial %d %s: %s", tr.Number, tr.State, tr.FailureReason)
+		}
+	}
+	if !strings.Contains(notes[0], "warm-up launch") || !strings.Contains(notes[0], "made to hang") {
+		t.Errorf("trial 0's note %q does not say the warm-up failed", notes[0])
+	}
+	if strings.Contains(notes[1]+notes[2], "warm-up") {
+		t.Errorf("the warm-up's failure said again: %v", notes)
+	}
+	if !strings.Contains(notes[2], "iterations") {
+		t.Errorf("trial 2's note %q lost the iteration count's", notes[2])
+	}
+}

@@ -123,7 +123,8 @@ type Progress struct {
 	// Simplifying marks the trials after the search that try choices with fewer settings.
 	Simplifying bool
 	// Note, if not empty, tells of a change in how the following trials run
-	// (the iteration count adapted to the measured noise).
+	// (the iteration count adapted to the measured noise), or of a failed
+	// warm-up launch before this trial's.
 	Note string
 }
 
@@ -167,6 +168,16 @@ type group struct {
 	nodes []string
 	run   Runner
 	warm  bool // its warm-up launch has run
+	// warmFailed says how its warm-up launch failed, until a progress line
+	// has said it: the launch after it may have found the GPUs cold.
+	warmFailed string
+}
+
+// warmNote returns, once, what a progress line says of g's warm-up launch.
+func (g *group) warmNote() string {
+	note := g.warmFailed
+	g.warmFailed = ""
+	return note
 }
 
 // Run runs the campaign until its trial budget is spent, resuming it if the
@@ -633,12 +644,22 @@ func (s *session) search(parent context.Context, todo []int) error {
 		b := <-finished
 		running--
 		idle = append(idle, b.group)
+		s.say(b.group.warmNote())
 		end(b.trial)
 	}
 	if failure != nil {
 		return failure
 	}
 	return parent.Err()
+}
+
+// say adds a note to those the next progress line gives, each on a line
+// of its own: one does not replace another.
+func (s *session) say(note string) {
+	if note != "" && s.note != "" {
+		s.note += "\n"
+	}
+	s.note += note
 }
 
 // groupFor returns the index in idle of the group trial n runs on, -1
@@ -671,9 +692,7 @@ func (s *session) begin(n int, g *group) (*store.Trial, error) {
 		return nil, err
 	}
 	s.settled = Settled(s.Space, s.trials)
-	if note := s.prepare(searchSweep(s.Space, s.settled)); note != "" {
-		s.note = note
-	}
+	s.say(s.prepare(searchSweep(s.Space, s.settled)))
 	if !slices.Contains(s.settled, -1) {
 		s.stopped = true
 		// After the search trial that settled the last range: the last
@@ -870,7 +889,7 @@ func (s *session) fits(t store.Trial) error {
 			ErrRanks, t.Number, got, want, want, got)
 	case !s.ranksSaid:
 		s.ranksSaid = true
-		s.note = fmt.Sprintf("this scale runs %d ranks; the workload's calls were made on %d", got, want)
+		s.say(fmt.Sprintf("this scale runs %d ranks; the workload's calls were made on %d", got, want))
 	}
 	return s.readsPerCollective(t)
 }
@@ -893,7 +912,7 @@ func (s *session) readsPerCollective(t store.Trial) error {
 	switch {
 	case !known && !s.versionUnknown && len(s.Space.Simulator) == 0: // the simulated cluster is no NCCL
 		s.versionUnknown = true
-		s.note = "NCCL's log gives no version: the space sets NCCL_ALGO/NCCL_PROTO per collective, which NCCL reads from " + nccllog.PerCollectiveSince
+		s.say("NCCL's log gives no version: the space sets NCCL_ALGO/NCCL_PROTO per collective, which NCCL reads from " + nccllog.PerCollectiveSince)
 	case known && !yes:
 		return fmt.Errorf("%w: trial %d ran NCCL %s, and NCCL reads NCCL_ALGO and NCCL_PROTO per collective (as a workload of several collectives searches them) from %s; "+
 			"use a newer NCCL, or search NCCL_ALGO/NCCL_PROTO in a campaign of one collective each", ErrPerCollective, t.Number, t.NCCLLog.Version, nccllog.PerCollectiveSince)
@@ -1003,7 +1022,7 @@ func (s *session) simplify(ctx context.Context) error {
 			return store.Trial{}, err
 		}
 		if s.Progress != nil {
-			s.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(s.best), Simplifying: true})
+			s.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(s.best), Simplifying: true, Note: s.groups[0].warmNote()})
 		}
 		n++
 		return *t, nil
@@ -1333,7 +1352,13 @@ func (s *session) launch(ctx context.Context, g *group, w work, a space.Assignme
 	if !g.warm && s.Space.Benchmark.WarmLaunch {
 		g.warm = true
 		defaults := Defaults(s.Space)
-		s.launch(ctx, g, w, defaults, s.Space.Env(defaults), "warm-up") // not recorded: a cold GPU's first launch runs slow
+		// Not recorded: a cold GPU's first launch runs slow. Its failure is
+		// said, not held against anything: the launch after it tells.
+		res := s.launch(ctx, g, w, defaults, s.Space.Env(defaults), "warm-up")
+		if f := res.Failure; f != nil && f.Kind != runner.FailInterrupted {
+			g.warmFailed = fmt.Sprintf("the warm-up launch of NCCL's defaults on group %d (not recorded) failed after %s (%s: %s), so the launch after it may have found the GPUs cold",
+				g.index, res.Duration.Round(time.Millisecond), f.Kind, f.Reason)
+		}
 	}
 	p := w.plan
 	p.Args, p.Label = s.Space.Args(a), label
