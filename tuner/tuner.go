@@ -742,7 +742,7 @@ func (s *session) work() work {
 // execute runs trial t on group g: its quick pass if the campaign prunes,
 // then, unless that settled it, its full run.
 func (s *session) execute(ctx context.Context, g *group, t *store.Trial, w work) {
-	if !s.prune(ctx, g, t, w.best) {
+	if !s.prune(ctx, g, t, w) {
 		s.record(t, s.launch(ctx, g, w, t.Params, t.Env, strconv.Itoa(t.Number)), w.measured)
 	}
 }
@@ -1171,15 +1171,18 @@ const quickIters = 2
 
 // prune runs the quick pass of trial t on group g when the campaign prunes;
 // it reports whether that settled the trial (failed, or pruned, against the
-// best scores best), so that the full run is not needed.
-func (s *session) prune(ctx context.Context, g *group, t *store.Trial, best []float64) bool {
+// best scores w.best), so that the full run is not needed. The quick pass
+// measures the full run's sweep (w's): a settled range's sizes would cost
+// what settling saves, and a quick score there would keep a trial for a
+// full run that does not measure the range.
+func (s *session) prune(ctx context.Context, g *group, t *store.Trial, w work) bool {
 	sp := s.Space
-	if !sp.Campaign.Prune || t.Number == 0 || !slices.ContainsFunc(best, func(b float64) bool { return b > 0 }) {
+	if !sp.Campaign.Prune || t.Number == 0 || !slices.ContainsFunc(w.best, func(b float64) bool { return b > 0 }) {
 		return false
 	}
-	full := fullSweep(sp)
-	quick := runner.Plan{Sizes: full.sizes, Iters: quickIters, Warmup: 1}
-	s.record(t, s.launch(ctx, g, work{plan: quick, measured: full.ranges}, t.Params, t.Env, strconv.Itoa(t.Number)+"-quick"), full.ranges)
+	quick := w
+	quick.plan = runner.Plan{Sizes: w.plan.Sizes, Iters: quickIters, Warmup: 1}
+	s.record(t, s.launch(ctx, g, quick, t.Params, t.Env, strconv.Itoa(t.Number)+"-quick"), w.measured)
 	if t.State != store.Complete {
 		return true // a failure (or an interrupt) is as telling in a quick pass
 	}
@@ -1187,7 +1190,7 @@ func (s *session) prune(ctx context.Context, g *group, t *store.Trial, best []fl
 		// A range the quick pass measured no size of is no reason to run in
 		// full (with no trial measuring it either, its best stays 0, and
 		// "0 >= 0" would keep every trial); a range's first measurement is.
-		if v, ok := t.Scores[r.Name]; ok && v >= best[i]*(1-PruneMargin) {
+		if v, ok := t.Scores[r.Name]; ok && v >= w.best[i]*(1-PruneMargin) {
 			return false // it may compete somewhere: run it in full
 		}
 	}
