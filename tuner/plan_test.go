@@ -778,3 +778,66 @@ func TestWarmLaunchFailureIsSaid(t *testing.T) {
 		t.Errorf("trial 2's note %q lost the iteration count's", notes[2])
 	}
 }
+
+// iterCounts records the iteration count of each launch, by its label.
+type iterCounts struct {
+	Runner
+	iters map[string]int
+}
+
+func (c *iterCounts) Run(ctx context.Context, job runner.Job) runner.Result {
+	c.iters[job.Plan.Label] = job.Plan.Iters
+	return c.Runner.Run(ctx, job)
+}
+
+// TestResumeKeepsTheIterationCount: benchmark.timeout is no part of a
+// space's identity, so a resume may raise it; the iteration count it
+// capped must stay, or trials before and after the resume are measured at
+// different counts, and status, which reads the stored space, reports the
+// old one.
+func TestResumeKeepsTheIterationCount(t *testing.T) {
+	src, err := os.ReadFile("../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noisy := strings.Replace(strings.Replace(string(src), "noise = 0.02", "noise = 0.2", 1), "trials = 60", "trials = 4", 1)
+	st := openStore(t)
+	rec := &iterCounts{Runner: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}, iters: map[string]int{}}
+	var sp *space.Space
+	for _, run := range []struct {
+		timeout string
+		trials  int
+	}{{"3s", 4}, {"1m", 6}} {
+		sp = mustParse(t, "noisy.toml", strings.Replace(noisy, `timeout = "2m"`, "timeout = \""+run.timeout+"\"", 1))
+		tu := newTuner(t, sp, st)
+		tu.Runner = rec
+		if err := tu.Run(context.Background(), Options{Trials: run.trials}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	camp, err := st.Campaign(sp.Campaign.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	if len(trials) != 6 {
+		t.Fatalf("%d trials", len(trials))
+	}
+	want := rec.iters["2"]
+	if want >= 160 {
+		t.Fatalf("trial 2 ran %d iterations: the 3s timeout capped nothing; the test needs a shorter one", want)
+	}
+	for n := 3; n < 6; n++ {
+		if got := rec.iters[strconv.Itoa(n)]; got != want {
+			t.Errorf("trial %d ran %d iterations, trial 2 %d", n, got, want)
+		}
+	}
+	// What status reports, from the stored space.
+	stored, err := storedSpace(camp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, why := Iterations(stored, trials); got != want {
+		t.Errorf("status would say %d iterations (%s); the trials ran %d", got, why, want)
+	}
+}

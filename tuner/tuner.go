@@ -151,6 +151,7 @@ type session struct {
 	measured []bool              // per range: the plan's sweep measures it
 	note     string              // how the next launches changed, for the next Progress
 	itersWhy string              // the iteration count's reason last said (Iterations)
+	counted  *space.Space        // the space Iterations reads, if not Space: see countedSpace
 	stopped  bool                // every range settled: no more trials are proposed
 	// searchEnd is the first number past every search trial stored or
 	// started: the simplification's are numbered from there, past any the
@@ -1150,7 +1151,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 // Iterations gives for the trials so far, over the sweep sw. It says why
 // when the reason changed: the count was adapted, or could not be.
 func (s *session) prepare(sw sweep) string {
-	iters, why := Iterations(s.Space, s.trials)
+	iters, why := Iterations(cmp.Or(s.counted, s.Space), s.trials)
 	if why == s.itersWhy {
 		why = ""
 	} else {
@@ -1226,9 +1227,25 @@ func (t *Tuner) open(o Options) (*session, error) {
 	if _, err := t.Store.MarkInterrupted(camp.ID); err != nil {
 		return nil, err
 	}
-	s := &session{Tuner: t, camp: camp, benches: benches, groups: groups}
+	s := &session{Tuner: t, camp: camp, benches: benches, groups: groups, counted: countedSpace(camp, t.Space)}
 	s.prepare(fullSweep(t.Space))
 	return s, nil
+}
+
+// countedSpace is sp with the benchmark.timeout camp started with, for
+// Iterations. The timeout is no part of a space's identity, so a resume may
+// change it; the count it capped must not change with it: trials before
+// and after would be measured at different counts, and status, which
+// reads the stored space, would report the old one. A stored copy that no
+// longer loads leaves sp.
+func countedSpace(camp store.Campaign, sp *space.Space) *space.Space {
+	old, err := storedSpace(camp)
+	if err != nil || old.Benchmark.Timeout == sp.Benchmark.Timeout {
+		return sp
+	}
+	c := *sp
+	c.Benchmark.Timeout = old.Benchmark.Timeout
+	return &c
 }
 
 // launchable checks that the benchmark of every collective the trials
