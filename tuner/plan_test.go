@@ -743,7 +743,7 @@ type failWarmUp struct{}
 
 func (failWarmUp) Run(ctx context.Context, job runner.Job) runner.Result {
 	if job.Plan.Label == "warm-up" {
-		return runner.Result{Started: time.Now(), Duration: job.Timeout, Failure: &runner.Failure{Kind: runner.FailTimeout, Reason: "made to hang"}}
+		return runner.Result{Started: time.Now(), Duration: job.Timeout, Failure: &runner.Failure{Kind: runner.FailTimeout, Reason: "made to hang\nits output"}}
 	}
 	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
 }
@@ -768,7 +768,7 @@ func TestWarmLaunchFailureIsSaid(t *testing.T) {
 			t.Errorf("trial %d %s: %s", tr.Number, tr.State, tr.FailureReason)
 		}
 	}
-	if !strings.Contains(notes[0], "warm-up launch") || !strings.Contains(notes[0], "made to hang") {
+	if !strings.Contains(notes[0], "warm-up launch") || !strings.Contains(notes[0], "made to hang") || strings.Contains(notes[0], "its output") {
 		t.Errorf("trial 0's note %q does not say the warm-up failed", notes[0])
 	}
 	if strings.Contains(notes[1]+notes[2], "warm-up") {

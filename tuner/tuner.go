@@ -1377,7 +1377,7 @@ func (s *session) launch(ctx context.Context, g *group, w work, a space.Assignme
 		res := s.launch(ctx, g, w, defaults, s.Space.Env(defaults), "warm-up")
 		if f := res.Failure; f != nil && f.Kind != runner.FailInterrupted {
 			g.warmFailed = fmt.Sprintf("the warm-up launch of NCCL's defaults on group %d (not recorded) failed after %s (%s: %s), so the launch after it may have found the GPUs cold",
-				g.index, res.Duration.Round(time.Millisecond), f.Kind, f.Reason)
+				g.index, res.Duration.Round(time.Millisecond), f.Kind, strings.SplitN(f.Reason, "\n", 2)[0])
 		}
 	}
 	p := w.plan
