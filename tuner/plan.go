@@ -268,21 +268,37 @@ const (
 // range's score has a standard deviation, and since timing jitter averages
 // out over iterations, the count is scaled so that the noisiest range's comes
 // to benchmark.noise_target. It is
-// benchmark.iters, with an empty reason, until both runs completed, with a
-// noise target of 0, and for benchmarks that do not sweep message sizes.
+// benchmark.iters, with an empty reason, until both runs finished, with a
+// noise target of 0, and for benchmarks that do not sweep message sizes;
+// where a run failed, or the two do not compare, the reason says the
+// count was not adapted.
 func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	b := sp.Benchmark
-	if b.NoiseTarget == 0 {
+	if b.NoiseTarget == 0 || !b.Uses("benchmark.noise_target") {
 		return b.Iters, ""
 	}
 	var runs [2]*store.Trial
+	var failed []string
 	for i := range trials {
-		if t := &trials[i]; t.Number < 2 && t.State == store.Complete {
+		switch t := &trials[i]; {
+		case t.Number >= 2:
+		case t.State == store.Complete:
 			runs[t.Number] = t
+		case t.State == store.Failed:
+			failed = append(failed, fmt.Sprintf("trial %d (%s)", t.Number, t.FailureKind))
 		}
 	}
-	if runs[0] == nil || runs[1] == nil || len(runs[0].Rows) == 0 || len(runs[0].Rows) != len(runs[1].Rows) {
+	unadapted := func(cause string) (int, string) {
+		return b.Iters, fmt.Sprintf("%d iterations (benchmark.iters, not adapted): %s, so the run-to-run noise is unknown", b.Iters, cause)
+	}
+	if len(failed) > 0 {
+		return unadapted("NCCL's defaults failed in " + strings.Join(failed, " and "))
+	}
+	if runs[0] == nil || runs[1] == nil || len(runs[0].Rows) == 0 {
 		return b.Iters, ""
+	}
+	if len(runs[0].Rows) != len(runs[1].Rows) {
+		return unadapted(fmt.Sprintf("NCCL's defaults' two runs measured %d and %d sizes", len(runs[0].Rows), len(runs[1].Rows)))
 	}
 	logRatios := make([][]float64, len(sp.Ranges))
 	bw0, bw1 := results.BusBW(runs[0].Rows, runs[0].Fingerprint.Ranks), results.BusBW(runs[1].Rows, runs[1].Fingerprint.Ranks)
@@ -314,12 +330,17 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 		}
 	}
 	if worstRange == "" {
-		return b.Iters, ""
+		return unadapted("NCCL's defaults' two runs measured no size of a range at a bus bandwidth above 0")
 	}
 	factor := math.Pow(worst/b.NoiseTarget, 2)
 	iters = int(math.Round(float64(b.Iters) * min(max(factor, minItersFactor), maxItersFactor)))
 	why = fmt.Sprintf("%d iterations (from %d): NCCL's defaults measured twice put range %s's score at ±%.2f%%, noise_target is ±%.2f%%",
 		iters, b.Iters, worstRange, 100*worst, 100*b.NoiseTarget)
+	if factor > maxItersFactor {
+		// Timing jitter's variance falls as 1/iterations: the cap leaves more than the target.
+		why += fmt.Sprintf("; %d is the most (%dx benchmark.iters), so scores stay at about ±%.2f%%",
+			iters, maxItersFactor, 100*worst*math.Sqrt(float64(b.Iters)/float64(iters)))
+	}
 	if shift > b.NoiseTarget {
 		why += fmt.Sprintf("; the two launches also differed as a whole by ±%.1f%%, which no iteration count reduces (validation's interleaved rounds allow for it)", 100*shift)
 	}

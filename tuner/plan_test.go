@@ -69,7 +69,6 @@ values = ["default", "Ring"]
 		{"very noisy: at most 8x", sweepRun(1, 1, 10, 100*e(0.2), 200), 0.005, 160, 0},
 		{"quiet: at least half", sweepRun(1, 1, 10, 100, 200), 0.005, 10, 0},
 		{"target off", sweepRun(1, 1, 10, 100*e(0.2), 200), 0, 20, 0},
-		{"second run failed", store.Trial{Number: 1, State: store.Failed}, 0.005, 20, 0},
 		// One iteration of the sweep takes 0.69 ms (out of place and in place);
 		// a 30 ms timeout allows 10 ms of sweep: 14 iterations, 5 of them warm-up.
 		{"timeout", sweepRun(1, 1, 10, 100*e(0.2), 200), 0.005, 9, 30 * time.Millisecond},
@@ -671,5 +670,174 @@ when = { NCCL_ALGO = ["default"] }
 				}
 			}
 		})
+	}
+}
+
+// TestIterationsSayTheirCap: a count held at its cap leaves the scores
+// noisier than noise_target, and the reason says so, with the noise left.
+func TestIterationsSayTheirCap(t *testing.T) {
+	sp := mustParse(t, "cap.toml", `
+[campaign]
+sizes = { min = "8", max = "64M", factor = 1024 }
+[[range]]
+name = "small"
+min = "8"
+max = "1M"
+[[range]]
+name = "large"
+min = "1M"
+max = "1G"
+[benchmark]
+binary = "all_reduce_perf"
+iters = 20
+noise_target = 0.005
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+`)
+	// The large range at ±11.5% at 20 iterations: 8x (the cap) leaves ±4.08%.
+	got, why := Iterations(sp, []store.Trial{sweepRun(0, 1, 10, 100, 200), sweepRun(1, 1, 10, 100*math.Exp(0.2), 200*math.Exp(-0.2))})
+	if got != 160 || !strings.Contains(why, "8x benchmark.iters") || !strings.Contains(why, "±4.08%") {
+		t.Errorf("at the cap: %d iterations (%s)", got, why)
+	}
+	// Below it, the target is met and nothing more is said.
+	sp.Benchmark.NoiseTarget = 0.05
+	if got, why := Iterations(sp, []store.Trial{sweepRun(0, 1, 10, 100, 200), sweepRun(1, 1, 10, 100*math.Exp(0.2), 200*math.Exp(-0.2))}); got != 107 || strings.Contains(why, "benchmark.iters") {
+		t.Errorf("within the cap: %d iterations (%s)", got, why)
+	}
+}
+
+// TestIterationsSayWhyNotAdapted: where a run of NCCL's defaults failed,
+// the noise is unknown and the count stays benchmark.iters; the campaign
+// says so, in its progress and its reason, rather than nothing.
+func TestIterationsSayWhyNotAdapted(t *testing.T) {
+	sp := loadExample(t, 4)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = failTrials{fail: func(n int) bool { return n == 1 }, kind: runner.FailNCCL}
+	var notes []string
+	tu.Progress = func(p Progress) {
+		if p.Note != "" {
+			notes = append(notes, p.Note)
+		}
+	}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	iters, why := Iterations(sp, campaignTrials(t, st, sp.Campaign.Name))
+	if iters != sp.Benchmark.Iters || !strings.Contains(why, "trial 1") || !strings.Contains(why, "not adapted") {
+		t.Errorf("%d iterations (%q)", iters, why)
+	}
+	if len(notes) != 1 || notes[0] != why {
+		t.Errorf("progress notes %q, want the reason once", notes)
+	}
+	// A DDP step's count is never adapted: nothing to say.
+	sp.Benchmark.Kind = space.DDP
+	if _, why := Iterations(sp, campaignTrials(t, st, sp.Campaign.Name)); why != "" {
+		t.Errorf("DDP: %q", why)
+	}
+}
+
+// failWarmUp fails the warm-up launch as a hang does, and runs the rest.
+type failWarmUp struct{}
+
+func (failWarmUp) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == "warm-up" {
+		return runner.Result{Started: time.Now(), Duration: job.Timeout, Failure: &runner.Failure{Kind: runner.FailTimeout, Reason: "made to hang\nits output"}}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestWarmLaunchFailureIsSaid: a warm-up launch that fails (here, hangs
+// until the timeout) records nothing, and the campaign goes on, but the
+// progress says it, once, at the trial that followed it: that trial may
+// have run on cold GPUs, and the time went somewhere. Other notes of the
+// same progress line stay.
+func TestWarmLaunchFailureIsSaid(t *testing.T) {
+	sp := loadExample(t, 3)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = failWarmUp{}
+	notes := map[int]string{}
+	tu.Progress = func(p Progress) { notes[p.Trial.Number] = p.Note }
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.State != store.Complete {
+			t.Errorf("trial %d %s: %s", tr.Number, tr.State, tr.FailureReason)
+		}
+	}
+	if !strings.Contains(notes[0], "warm-up launch") || !strings.Contains(notes[0], "made to hang") || strings.Contains(notes[0], "its output") {
+		t.Errorf("trial 0's note %q does not say the warm-up failed", notes[0])
+	}
+	if strings.Contains(notes[1]+notes[2], "warm-up") {
+		t.Errorf("the warm-up's failure said again: %v", notes)
+	}
+	if !strings.Contains(notes[2], "iterations") {
+		t.Errorf("trial 2's note %q lost the iteration count's", notes[2])
+	}
+}
+
+// iterCounts records the iteration count of each launch, by its label.
+type iterCounts struct {
+	Runner
+	iters map[string]int
+}
+
+func (c *iterCounts) Run(ctx context.Context, job runner.Job) runner.Result {
+	c.iters[job.Plan.Label] = job.Plan.Iters
+	return c.Runner.Run(ctx, job)
+}
+
+// TestResumeKeepsTheIterationCount: benchmark.timeout is no part of a
+// space's identity, so a resume may raise it; the iteration count it
+// capped must stay, or trials before and after the resume are measured at
+// different counts, and status, which reads the stored space, reports the
+// old one.
+func TestResumeKeepsTheIterationCount(t *testing.T) {
+	src, err := os.ReadFile("../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noisy := strings.Replace(strings.Replace(string(src), "noise = 0.02", "noise = 0.2", 1), "trials = 60", "trials = 4", 1)
+	st := openStore(t)
+	rec := &iterCounts{Runner: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}, iters: map[string]int{}}
+	var sp *space.Space
+	for _, run := range []struct {
+		timeout string
+		trials  int
+	}{{"3s", 4}, {"1m", 6}} {
+		sp = mustParse(t, "noisy.toml", strings.Replace(noisy, `timeout = "2m"`, "timeout = \""+run.timeout+"\"", 1))
+		tu := newTuner(t, sp, st)
+		tu.Runner = rec
+		if err := tu.Run(context.Background(), Options{Trials: run.trials}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	camp, err := st.Campaign(sp.Campaign.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	if len(trials) != 6 {
+		t.Fatalf("%d trials", len(trials))
+	}
+	want := rec.iters["2"]
+	if want >= 160 {
+		t.Fatalf("trial 2 ran %d iterations: the 3s timeout capped nothing; the test needs a shorter one", want)
+	}
+	for n := 3; n < 6; n++ {
+		if got := rec.iters[strconv.Itoa(n)]; got != want {
+			t.Errorf("trial %d ran %d iterations, trial 2 %d", n, got, want)
+		}
+	}
+	// What status reports, from the stored space.
+	stored, err := storedSpace(camp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, why := Iterations(stored, trials); got != want {
+		t.Errorf("status would say %d iterations (%s); the trials ran %d", got, why, want)
 	}
 }

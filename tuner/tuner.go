@@ -123,7 +123,8 @@ type Progress struct {
 	// Simplifying marks the trials after the search that try choices with fewer settings.
 	Simplifying bool
 	// Note, if not empty, tells of a change in how the following trials run
-	// (the iteration count adapted to the measured noise).
+	// (the iteration count adapted to the measured noise), or of a failed
+	// warm-up launch before this trial's.
 	Note string
 }
 
@@ -149,6 +150,8 @@ type session struct {
 	plan     runner.Plan         // of the next launches
 	measured []bool              // per range: the plan's sweep measures it
 	note     string              // how the next launches changed, for the next Progress
+	itersWhy string              // the iteration count's reason last said (Iterations)
+	counted  *space.Space        // the space Iterations reads, if not Space: see countedSpace
 	stopped  bool                // every range settled, or every configuration was tried: no more trials are proposed
 	// configs are the space's configurations (Space.Key), listed once where
 	// they are few enough to be tried (see exhausted); nil before, or empty.
@@ -169,6 +172,16 @@ type group struct {
 	nodes []string
 	run   Runner
 	warm  bool // its warm-up launch has run
+	// warmFailed says how its warm-up launch failed, until a progress line
+	// has said it: the launch after it may have found the GPUs cold.
+	warmFailed string
+}
+
+// warmNote returns, once, what a progress line says of g's warm-up launch.
+func (g *group) warmNote() string {
+	note := g.warmFailed
+	g.warmFailed = ""
+	return note
 }
 
 // Run runs the campaign until its trial budget is spent, resuming it if the
@@ -641,12 +654,22 @@ func (s *session) search(parent context.Context, todo []int) error {
 		b := <-finished
 		running--
 		idle = append(idle, b.group)
+		s.say(b.group.warmNote())
 		end(b.trial)
 	}
 	if failure != nil {
 		return failure
 	}
 	return parent.Err()
+}
+
+// say adds a note to those the next progress line gives, each on a line
+// of its own: one does not replace another.
+func (s *session) say(note string) {
+	if note != "" && s.note != "" {
+		s.note += "\n"
+	}
+	s.note += note
 }
 
 // groupFor returns the index in idle of the group trial n runs on, -1
@@ -679,9 +702,7 @@ func (s *session) begin(n int, g *group) (*store.Trial, error) {
 		return nil, err
 	}
 	s.settled = Settled(s.Space, s.trials)
-	if note := s.prepare(searchSweep(s.Space, s.settled)); note != "" {
-		s.note = note
-	}
+	s.say(s.prepare(searchSweep(s.Space, s.settled)))
 	if !slices.Contains(s.settled, -1) {
 		s.stopped = true
 		// After the search trial that settled the last range: the last
@@ -737,7 +758,7 @@ func (s *session) work() work {
 // execute runs trial t on group g: its quick pass if the campaign prunes,
 // then, unless that settled it, its full run.
 func (s *session) execute(ctx context.Context, g *group, t *store.Trial, w work) {
-	if !s.prune(ctx, g, t, w.best) {
+	if !s.prune(ctx, g, t, w) {
 		s.record(t, s.launch(ctx, g, w, t.Params, t.Env, strconv.Itoa(t.Number)), w.measured)
 	}
 }
@@ -884,7 +905,7 @@ func (s *session) fits(t store.Trial) error {
 			ErrRanks, t.Number, got, want, want, got)
 	case !s.ranksSaid:
 		s.ranksSaid = true
-		s.note = fmt.Sprintf("this scale runs %d ranks; the workload's calls were made on %d", got, want)
+		s.say(fmt.Sprintf("this scale runs %d ranks; the workload's calls were made on %d", got, want))
 	}
 	return s.readsPerCollective(t)
 }
@@ -907,7 +928,7 @@ func (s *session) readsPerCollective(t store.Trial) error {
 	switch {
 	case !known && !s.versionUnknown && len(s.Space.Simulator) == 0: // the simulated cluster is no NCCL
 		s.versionUnknown = true
-		s.note = "NCCL's log gives no version: the space sets NCCL_ALGO/NCCL_PROTO per collective, which NCCL reads from " + nccllog.PerCollectiveSince
+		s.say("NCCL's log gives no version: the space sets NCCL_ALGO/NCCL_PROTO per collective, which NCCL reads from " + nccllog.PerCollectiveSince)
 	case known && !yes:
 		return fmt.Errorf("%w: trial %d ran NCCL %s, and NCCL reads NCCL_ALGO and NCCL_PROTO per collective (as a workload of several collectives searches them) from %s; "+
 			"use a newer NCCL, or search NCCL_ALGO/NCCL_PROTO in a campaign of one collective each", ErrPerCollective, t.Number, t.NCCLLog.Version, nccllog.PerCollectiveSince)
@@ -1017,7 +1038,7 @@ func (s *session) simplify(ctx context.Context) error {
 			return store.Trial{}, err
 		}
 		if s.Progress != nil {
-			s.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(s.best), Simplifying: true})
+			s.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(s.best), Simplifying: true, Note: s.groups[0].warmNote()})
 		}
 		n++
 		return *t, nil
@@ -1143,11 +1164,13 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 
 // prepare sets the plan of the next launches: the iteration count
 // Iterations gives for the trials so far, over the sweep sw. It says why
-// when the iteration count changed.
+// when the reason changed: the count was adapted, or could not be.
 func (s *session) prepare(sw sweep) string {
-	iters, why := Iterations(s.Space, s.trials)
-	if iters == s.plan.Iters {
+	iters, why := Iterations(cmp.Or(s.counted, s.Space), s.trials)
+	if why == s.itersWhy {
 		why = ""
+	} else {
+		s.itersWhy = why
 	}
 	s.plan = runner.Plan{Sizes: sw.sizes, Iters: iters, Warmup: s.Space.Benchmark.Warmup}
 	s.measured = sw.ranges
@@ -1164,15 +1187,18 @@ const quickIters = 2
 
 // prune runs the quick pass of trial t on group g when the campaign prunes;
 // it reports whether that settled the trial (failed, or pruned, against the
-// best scores best), so that the full run is not needed.
-func (s *session) prune(ctx context.Context, g *group, t *store.Trial, best []float64) bool {
+// best scores w.best), so that the full run is not needed. The quick pass
+// measures the full run's sweep (w's): a settled range's sizes would cost
+// what settling saves, and a quick score there would keep a trial for a
+// full run that does not measure the range.
+func (s *session) prune(ctx context.Context, g *group, t *store.Trial, w work) bool {
 	sp := s.Space
-	if !sp.Campaign.Prune || t.Number == 0 || !slices.ContainsFunc(best, func(b float64) bool { return b > 0 }) {
+	if !sp.Campaign.Prune || t.Number == 0 || !slices.ContainsFunc(w.best, func(b float64) bool { return b > 0 }) {
 		return false
 	}
-	full := fullSweep(sp)
-	quick := runner.Plan{Sizes: full.sizes, Iters: quickIters, Warmup: 1}
-	s.record(t, s.launch(ctx, g, work{plan: quick, measured: full.ranges}, t.Params, t.Env, strconv.Itoa(t.Number)+"-quick"), full.ranges)
+	quick := w
+	quick.plan = runner.Plan{Sizes: w.plan.Sizes, Iters: quickIters, Warmup: 1}
+	s.record(t, s.launch(ctx, g, quick, t.Params, t.Env, strconv.Itoa(t.Number)+"-quick"), w.measured)
 	if t.State != store.Complete {
 		return true // a failure (or an interrupt) is as telling in a quick pass
 	}
@@ -1180,7 +1206,7 @@ func (s *session) prune(ctx context.Context, g *group, t *store.Trial, best []fl
 		// A range the quick pass measured no size of is no reason to run in
 		// full (with no trial measuring it either, its best stays 0, and
 		// "0 >= 0" would keep every trial); a range's first measurement is.
-		if v, ok := t.Scores[r.Name]; ok && v >= best[i]*(1-PruneMargin) {
+		if v, ok := t.Scores[r.Name]; ok && v >= w.best[i]*(1-PruneMargin) {
 			return false // it may compete somewhere: run it in full
 		}
 	}
@@ -1216,9 +1242,25 @@ func (t *Tuner) open(o Options) (*session, error) {
 	if _, err := t.Store.MarkInterrupted(camp.ID); err != nil {
 		return nil, err
 	}
-	s := &session{Tuner: t, camp: camp, benches: benches, groups: groups}
+	s := &session{Tuner: t, camp: camp, benches: benches, groups: groups, counted: countedSpace(camp, t.Space)}
 	s.prepare(fullSweep(t.Space))
 	return s, nil
+}
+
+// countedSpace is sp with the benchmark.timeout camp started with, for
+// Iterations. The timeout is no part of a space's identity, so a resume may
+// change it; the count it capped must not change with it: trials before
+// and after would be measured at different counts, and status, which
+// reads the stored space, would report the old one. A stored copy that no
+// longer loads leaves sp.
+func countedSpace(camp store.Campaign, sp *space.Space) *space.Space {
+	old, err := storedSpace(camp)
+	if err != nil || old.Benchmark.Timeout == sp.Benchmark.Timeout {
+		return sp
+	}
+	c := *sp
+	c.Benchmark.Timeout = old.Benchmark.Timeout
+	return &c
 }
 
 // launchable checks that the benchmark of every collective the trials
@@ -1345,7 +1387,13 @@ func (s *session) launch(ctx context.Context, g *group, w work, a space.Assignme
 	if !g.warm && s.Space.Benchmark.WarmLaunch {
 		g.warm = true
 		defaults := Defaults(s.Space)
-		s.launch(ctx, g, w, defaults, s.Space.Env(defaults), "warm-up") // not recorded: a cold GPU's first launch runs slow
+		// Not recorded: a cold GPU's first launch runs slow. Its failure is
+		// said, not held against anything: the launch after it tells.
+		res := s.launch(ctx, g, w, defaults, s.Space.Env(defaults), "warm-up")
+		if f := res.Failure; f != nil && f.Kind != runner.FailInterrupted {
+			g.warmFailed = fmt.Sprintf("the warm-up launch of NCCL's defaults on group %d (not recorded) failed after %s (%s: %s), so the launch after it may have found the GPUs cold",
+				g.index, res.Duration.Round(time.Millisecond), f.Kind, strings.SplitN(f.Reason, "\n", 2)[0])
+		}
 	}
 	p := w.plan
 	p.Args, p.Label = s.Space.Args(a), label

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -1053,5 +1054,52 @@ values = ["Ring", "Tree"]
 	valsAgain, _ := st.Validations(camp.ID)
 	if again := campaignTrials(t, st, "three"); len(again) != len(trials) || len(valsAgain) != len(vals) {
 		t.Errorf("run again: %d trials and %d validations, before %d and %d", len(again), len(valsAgain), len(trials), len(vals))
+	}
+}
+
+// sweeps records the message sizes of each launch, by its label.
+type sweeps struct {
+	Runner
+	sizes map[string]space.Sizes
+}
+
+func (s *sweeps) Run(ctx context.Context, job runner.Job) runner.Result {
+	s.sizes[job.Plan.Label] = job.Plan.Sizes
+	return s.Runner.Run(ctx, job)
+}
+
+// TestQuickPassLeavesSettledRangesOut: once a range has settled, a quick
+// pass measures the sweep the full run would, not the settled range's
+// sizes: those cost what settling saves, and a quick score there kept a
+// trial alive for a full run that does not measure the range at all.
+func TestQuickPassLeavesSettledRangesOut(t *testing.T) {
+	sp := loadExample(t, 40)
+	sp.Campaign.Patience, sp.Campaign.Prune = 5, true
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	rec := &sweeps{Runner: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}, sizes: map[string]space.Sizes{}}
+	tu.Runner = rec
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	narrowed := false
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		n := strconv.Itoa(tr.Number)
+		quick, ok := rec.sizes[n+"-quick"]
+		if !ok {
+			continue
+		}
+		narrowed = narrowed || quick != sp.Sizes
+		if full, ok := rec.sizes[n]; ok && full != quick {
+			t.Errorf("trial %d: quick pass over %v, full run over %v", tr.Number, quick, full)
+		}
+		for _, r := range sp.Ranges {
+			if _, ok := tr.Scores[r.Name]; ok && tr.State == store.Pruned && !slices.ContainsFunc(quick.List(), r.Contains) {
+				t.Errorf("pruned trial %d scores range %s, which its quick pass left out", tr.Number, r.Name)
+			}
+		}
+	}
+	if !narrowed {
+		t.Fatal("no quick pass ran after a range settled; the test needs another patience")
 	}
 }

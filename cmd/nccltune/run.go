@@ -245,7 +245,11 @@ func (l *progressLog) trial(p tuner.Progress) {
 		l.campaign, l.bar = p.Trial.CampaignID, nil
 	}
 	if p.Note != "" {
-		l.println(p.Note)
+		// A note may quote a benchmark's output (a failed warm-up's): each
+		// of its lines is escaped, as a trial's failure is.
+		for _, line := range strings.Split(p.Note, "\n") {
+			l.println(text.Graphic(line, ""))
+		}
 	}
 	desc, fits := l.fit(bestLine(l.sp, p), p.Budget)
 	if !l.tty || p.Simplifying || !fits {
