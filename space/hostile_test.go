@@ -254,6 +254,10 @@ func TestHostileKinds(t *testing.T) {
 	for i := range 40000 {
 		fmt.Fprintf(&many, "[[x]]\nq = { k%d = 1 }\n", i)
 	}
+	var quoted strings.Builder // keys no word names: each one's line was looked for in every line
+	for i := range 100000 {
+		fmt.Fprintf(&quoted, "\"\\u00e9%d\" = 1\n", i)
+	}
 	for _, tc := range []struct {
 		name, src string
 		want      []string
@@ -266,6 +270,8 @@ func TestHostileKinds(t *testing.T) {
 			[]string{"h.toml:4: campaign.name: incompatible types", "h.toml:41: launcher.groups: incompatible types"}},
 		// Each error's line was found by reading every line: seconds per megabyte squared.
 		{"tables by the ten thousand", hostileBase + many.String(), []string{"h.toml:19: unknown key \"x\"", "h.toml:80018: unknown key \"x.q.k39999\""}},
+		{"quoted keys by the hundred thousand", hostileBase + "[x]\n" + quoted.String() + "y = { 'a b' = 1, \"\\e\" = 2 }\n",
+			[]string{"h.toml:20: unknown key \"x.\\\"é0\\\"\"", "h.toml:100019: unknown key \"x.\\\"é99999\\\"\"", "h.toml:100020: unknown key \"x.y.\\\"a b\\\"\"", "h.toml:100020: unknown key \"x.y.\\\"\\\\u001b\\\"\""}},
 		{"inline tables nested deep", hostileBase + "x = " + strings.Repeat("{a=", deep) + "1" + strings.Repeat("}", deep) + "\n", []string{"h.toml:19:", "nested more than 16 deep"}},
 		// Arrays the decoder reads by recursion: two million deep (a 4 MB
 		// file) overflowed the goroutine's stack, a fatal error, not a panic.
