@@ -1615,7 +1615,12 @@ func (b *builder) params(raw *rawFile, s *Space) {
 			b.errorf(line, "param %s: nccltune sets NCCL's log itself (it reads it to confirm each setting); it cannot be searched", p.Name)
 		}
 		if seen[p.Name] {
+			// Left out, as no space holds it: the params stay as few as
+			// the variables, and each check that goes over them (a
+			// condition's, a [[try_first]]'s) as quick, for a file that
+			// lists one param a hundred thousand times.
 			b.errorf(line, "param %s is searched twice", p.Name)
+			continue
 		}
 		if _, ok := s.Fixed[p.Name]; ok {
 			b.errorf(line, "param %s is also in [fixed]; a variable is either pinned or searched", p.Name)
