@@ -369,6 +369,23 @@ type builder struct {
 	// to be active: its own conditions and, since a condition on a param
 	// holds only while that param is active, that param's needs too.
 	needs map[string]map[string][]string
+	// listers are the params' listers (Param.lister), each built once:
+	// built for each condition on a param, dozens of conditions on one
+	// of a million values held the loader for minutes.
+	listers map[string]func(string) (string, bool)
+}
+
+// lister is p's lister, built at its first use.
+func (b *builder) lister(p Param) func(string) (string, bool) {
+	if b.listers == nil {
+		b.listers = map[string]func(string) (string, bool){}
+	}
+	l, ok := b.listers[p.Name]
+	if !ok {
+		l = p.lister()
+		b.listers[p.Name] = l
+	}
+	return l
 }
 
 // jointly checks that p's conditions, together with those of the params
@@ -640,7 +657,6 @@ func (b *builder) build(raw *rawFile) *Space {
 // tryFirst reads the user's known-good configurations: each sets searched
 // parameters to values the space offers, and leaves the others to NCCL.
 func (b *builder) tryFirst(raw *rawFile, s *Space) {
-	listers := map[string]func(string) (string, bool){} // by param, built once
 	for i, t := range raw.TryFirst {
 		a, ok := Assignment{}, true
 		for _, name := range slices.Sorted(maps.Keys(t)) {
@@ -658,10 +674,7 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 				continue
 			}
 			v, err := b.choice(name, t[name])
-			if listers[name] == nil {
-				listers[name] = params[0].lister()
-			}
-			listed, offered := listers[name](v)
+			listed, offered := b.lister(params[0])(v)
 			switch {
 			case err != nil:
 				b.errorf(line, "try_first %v", err)
@@ -1835,7 +1848,7 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 	offered := false  // a value the param offers is among them
 	var refused error // a value's, kept as a stored space ran it
 	if k >= 0 {
-		listed = s.Params[k].lister()
+		listed = b.lister(s.Params[k])
 	}
 	for _, x := range list {
 		value, err := b.choice(v, x)
