@@ -2,12 +2,14 @@ package space
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/nccltune/nccltune/internal/text"
 )
 
 // Collectives are the nccl-tests benchmarks a campaign can tune.
@@ -258,7 +262,7 @@ func parse(filename string, data []byte) (*Space, error, error) {
 	}
 	b := &builder{file: filename, loc: loc, never: map[string]bool{}, errs: typeErrs}
 	for _, key := range md.Undecoded() {
-		b.errorf(b.loc.key(key), "unknown key %q", key.String())
+		b.errorf(b.loc.key(key), "unknown key %q%s", key.String(), didYouMean(key))
 	}
 	var all map[string]any
 	if _, err := toml.Decode(string(data), &all); err == nil {
@@ -269,6 +273,37 @@ func parse(filename string, data []byte) (*Space, error, error) {
 	s := b.build(&raw)
 	s.Source = data
 	return s, errors.Join(b.errs...), nil
+}
+
+// knownKeys are the keys of a space file by the table that holds them
+// ("" the file's own, "campaign.sizes"), as the decoder matches them to
+// rawFile's fields: a field's toml tag, else its name in any case.
+var knownKeys = fieldKeys(reflect.TypeFor[rawFile](), "", map[string][]string{})
+
+func fieldKeys(t reflect.Type, table string, keys map[string][]string) map[string][]string {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := cmp.Or(f.Tag.Get("toml"), strings.ToLower(f.Name))
+		keys[table] = append(keys[table], name)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct {
+			fieldKeys(ft, strings.TrimPrefix(table+"."+name, "."), keys)
+		}
+	}
+	return keys
+}
+
+// didYouMean suggests the key of the same table that an unknown key
+// misspells, if one is near enough.
+func didYouMean(key toml.Key) string {
+	table := strings.Join(key[:len(key)-1], ".")
+	if near := text.Nearest(strings.ToLower(key[len(key)-1]), knownKeys[table]); near != "" {
+		return "; did you mean " + strings.TrimPrefix(table+"."+near, ".") + "?"
+	}
+	return ""
 }
 
 // FileWord reports whether name can name a file as a word: letters,
