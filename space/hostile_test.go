@@ -254,6 +254,31 @@ func TestHostileKinds(t *testing.T) {
 	for i := range 40000 {
 		fmt.Fprintf(&many, "[[x]]\nq = { k%d = 1 }\n", i)
 	}
+	var twice strings.Builder // a param listed again and again, each conditioned on one of many values
+	twice.WriteString("[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"eth0\"")
+	for i := range 20000 {
+		fmt.Fprintf(&twice, ", \"ib%d\"", i)
+	}
+	twice.WriteString("]\n")
+	for range 20000 {
+		twice.WriteString("[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"LL\"]\nwhen = { NCCL_SOCKET_IFNAME = \"eth0\", NCCL_NET = \"IB\" }\n")
+	}
+	var conditioned strings.Builder // every param conditioned on one of a variable's many values
+	conditioned.WriteString("[[param]]\nname = \"NCCL_SOCKET_IFNAME\"\nvalues = [\"eth0\"")
+	for i := range 200000 {
+		fmt.Fprintf(&conditioned, ", \"ib%d\"", i)
+	}
+	conditioned.WriteString("]\n")
+	for _, name := range slices.Sorted(maps.Keys(catalogue)) {
+		if catalogue[name].Gone == "" && !LogVars[name] && !strings.Contains(hostileBase+"NCCL_SOCKET_IFNAME NCCL_BUFFSIZE", name) {
+			fmt.Fprintf(&conditioned, "[[param]]\nname = %q\nvalues = [\"default\"]\nwhen = { NCCL_SOCKET_IFNAME = \"eth0\" }\n", name)
+		}
+	}
+	conditioned.WriteString("[[param]]\nname = \"NCCL_BUFFSIZE\"\nvalues = [\"4M\"]\nwhen = { NCCL_SOCKET_IFNAME = \"eth1\" }\n")
+	var quoted strings.Builder // keys no word names: each one's line was looked for in every line
+	for i := range 100000 {
+		fmt.Fprintf(&quoted, "\"\\u00e9%d\" = 1\n", i)
+	}
 	for _, tc := range []struct {
 		name, src string
 		want      []string
@@ -266,6 +291,10 @@ func TestHostileKinds(t *testing.T) {
 			[]string{"h.toml:4: campaign.name: incompatible types", "h.toml:41: launcher.groups: incompatible types"}},
 		// Each error's line was found by reading every line: seconds per megabyte squared.
 		{"tables by the ten thousand", hostileBase + many.String(), []string{"h.toml:19: unknown key \"x\"", "h.toml:80018: unknown key \"x.q.k39999\""}},
+		{"a param listed by the ten thousand", hostileBase + twice.String(), []string{"h.toml:27: param NCCL_PROTO is searched twice", "h.toml:80019: param NCCL_PROTO is searched twice"}},
+		{"params conditioned on one of many values", hostileBase + conditioned.String(), []string{"condition on NCCL_SOCKET_IFNAME = eth1 can never hold"}},
+		{"quoted keys by the hundred thousand", hostileBase + "[x]\n" + quoted.String() + "y = { 'a b' = 1, \"\\e\" = 2 }\n",
+			[]string{"h.toml:20: unknown key \"x.\\\"é0\\\"\"", "h.toml:100019: unknown key \"x.\\\"é99999\\\"\"", "h.toml:100020: unknown key \"x.y.\\\"a b\\\"\"", "h.toml:100020: unknown key \"x.y.\\\"\\\\u001b\\\"\""}},
 		{"inline tables nested deep", hostileBase + "x = " + strings.Repeat("{a=", deep) + "1" + strings.Repeat("}", deep) + "\n", []string{"h.toml:19:", "nested more than 16 deep"}},
 		// Arrays the decoder reads by recursion: two million deep (a 4 MB
 		// file) overflowed the goroutine's stack, a fatal error, not a panic.

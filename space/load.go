@@ -2,12 +2,14 @@ package space
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/nccltune/nccltune/internal/text"
 )
 
 // Collectives are the nccl-tests benchmarks a campaign can tune.
@@ -129,32 +133,33 @@ func Load(path string) (*Space, error) {
 }
 
 // simulator checks the [simulator] table as the simulator will read it,
-// each bad key at its line: a key the simulator does not know is left out
-// and the rest checked again.
+// each bad key at its line: each key alone first, as the flag package reads
+// one (a key it does not define, a value it cannot parse), then the rest
+// together. (Checked whole again after each bad key, a table of 30,000 took
+// the square of them.)
 func (b *builder) simulator(s *Space) {
 	if CheckSimulator == nil || len(s.Simulator) == 0 {
 		return
 	}
-	keys := slices.Sorted(maps.Keys(s.Simulator))
-	for range len(keys) + 1 {
-		var flags []string
-		for _, k := range keys {
-			flags = append(flags, "-"+k+"="+s.Simulator[k])
+	flag := func(k string) string { return "-" + k + "=" + s.Simulator[k] }
+	names := func(err error, k string) bool {
+		// The flag package's words: "not defined: -k", "for flag -k: ...".
+		return strings.HasSuffix(err.Error(), "-"+k) || strings.Contains(err.Error(), "flag -"+k+":")
+	}
+	var keys, flags []string
+	for _, k := range slices.Sorted(maps.Keys(s.Simulator)) {
+		if err := CheckSimulator([]string{flag(k)}); err != nil && names(err, k) {
+			b.errorf(b.loc.field("simulator", 0, k), "%v", err)
+			continue
 		}
-		err := CheckSimulator(flags)
-		if err == nil {
-			return
+		keys, flags = append(keys, k), append(flags, flag(k))
+	}
+	if err := CheckSimulator(flags); err != nil {
+		line := b.loc.section("simulator")
+		if at := slices.IndexFunc(keys, func(k string) bool { return names(err, k) }); at >= 0 {
+			line = b.loc.field("simulator", 0, keys[at])
 		}
-		at := slices.IndexFunc(keys, func(k string) bool {
-			// The flag package's words: "not defined: -k", "for flag -k: ...".
-			return strings.HasSuffix(err.Error(), "-"+k) || strings.Contains(err.Error(), "flag -"+k+":")
-		})
-		if at < 0 {
-			b.errorf(b.loc.section("simulator"), "%v", err)
-			return
-		}
-		b.errorf(b.loc.field("simulator", 0, keys[at]), "%v", err)
-		keys = slices.Delete(keys, at, at+1)
+		b.errorf(line, "%v", err)
 	}
 }
 
@@ -257,7 +262,7 @@ func parse(filename string, data []byte) (*Space, error, error) {
 	}
 	b := &builder{file: filename, loc: loc, never: map[string]bool{}, errs: typeErrs}
 	for _, key := range md.Undecoded() {
-		b.errorf(b.loc.key(key), "unknown key %q", key.String())
+		b.errorf(b.loc.key(key), "unknown key %q%s", key.String(), didYouMean(key))
 	}
 	var all map[string]any
 	if _, err := toml.Decode(string(data), &all); err == nil {
@@ -268,6 +273,37 @@ func parse(filename string, data []byte) (*Space, error, error) {
 	s := b.build(&raw)
 	s.Source = data
 	return s, errors.Join(b.errs...), nil
+}
+
+// knownKeys are the keys of a space file by the table that holds them
+// ("" the file's own, "campaign.sizes"), as the decoder matches them to
+// rawFile's fields: a field's toml tag, else its name in any case.
+var knownKeys = fieldKeys(reflect.TypeFor[rawFile](), "", map[string][]string{})
+
+func fieldKeys(t reflect.Type, table string, keys map[string][]string) map[string][]string {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := cmp.Or(f.Tag.Get("toml"), strings.ToLower(f.Name))
+		keys[table] = append(keys[table], name)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct {
+			fieldKeys(ft, strings.TrimPrefix(table+"."+name, "."), keys)
+		}
+	}
+	return keys
+}
+
+// didYouMean suggests the key of the same table that an unknown key
+// misspells, if one is near enough.
+func didYouMean(key toml.Key) string {
+	table := strings.Join(key[:len(key)-1], ".")
+	if near := text.Nearest(strings.ToLower(key[len(key)-1]), knownKeys[table]); near != "" {
+		return "; did you mean " + strings.TrimPrefix(table+"."+near, ".") + "?"
+	}
+	return ""
 }
 
 // FileWord reports whether name can name a file as a word: letters,
@@ -369,6 +405,23 @@ type builder struct {
 	// to be active: its own conditions and, since a condition on a param
 	// holds only while that param is active, that param's needs too.
 	needs map[string]map[string][]string
+	// listers are the params' listers (Param.lister), each built once:
+	// built for each condition on a param, dozens of conditions on one
+	// of a million values held the loader for minutes.
+	listers map[string]func(string) (string, bool)
+}
+
+// lister is p's lister, built at its first use.
+func (b *builder) lister(p Param) func(string) (string, bool) {
+	if b.listers == nil {
+		b.listers = map[string]func(string) (string, bool){}
+	}
+	l, ok := b.listers[p.Name]
+	if !ok {
+		l = p.lister()
+		b.listers[p.Name] = l
+	}
+	return l
 }
 
 // jointly checks that p's conditions, together with those of the params
@@ -640,7 +693,6 @@ func (b *builder) build(raw *rawFile) *Space {
 // tryFirst reads the user's known-good configurations: each sets searched
 // parameters to values the space offers, and leaves the others to NCCL.
 func (b *builder) tryFirst(raw *rawFile, s *Space) {
-	listers := map[string]func(string) (string, bool){} // by param, built once
 	for i, t := range raw.TryFirst {
 		a, ok := Assignment{}, true
 		for _, name := range slices.Sorted(maps.Keys(t)) {
@@ -658,10 +710,7 @@ func (b *builder) tryFirst(raw *rawFile, s *Space) {
 				continue
 			}
 			v, err := b.choice(name, t[name])
-			if listers[name] == nil {
-				listers[name] = params[0].lister()
-			}
-			listed, offered := listers[name](v)
+			listed, offered := b.lister(params[0])(v)
 			switch {
 			case err != nil:
 				b.errorf(line, "try_first %v", err)
@@ -1615,7 +1664,12 @@ func (b *builder) params(raw *rawFile, s *Space) {
 			b.errorf(line, "param %s: nccltune sets NCCL's log itself (it reads it to confirm each setting); it cannot be searched", p.Name)
 		}
 		if seen[p.Name] {
+			// Left out, as no space holds it: the params stay as few as
+			// the variables, and each check that goes over them (a
+			// condition's, a [[try_first]]'s) as quick, for a file that
+			// lists one param a hundred thousand times.
 			b.errorf(line, "param %s is searched twice", p.Name)
+			continue
 		}
 		if _, ok := s.Fixed[p.Name]; ok {
 			b.errorf(line, "param %s is also in [fixed]; a variable is either pinned or searched", p.Name)
@@ -1830,7 +1884,7 @@ func (b *builder) condition(s *Space, v string, raw any) (Condition, error) {
 	offered := false  // a value the param offers is among them
 	var refused error // a value's, kept as a stored space ran it
 	if k >= 0 {
-		listed = s.Params[k].lister()
+		listed = b.lister(s.Params[k])
 	}
 	for _, x := range list {
 		value, err := b.choice(v, x)

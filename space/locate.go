@@ -2,6 +2,7 @@ package space
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -18,7 +19,10 @@ type locator struct {
 	tables  map[locTable]int // each [[array]] element's header
 	fields  map[locField]int // each key in each element of each table
 	keys    map[locField]int // each key in each table, any element
-	words   map[string]int   // each word (letters, digits, '_', '-') of the text
+	// words indexes each word (letters, digits, '_', '-') of the text, and
+	// each quoted string as the decoder reads it ("\u00e9" as "é"): every
+	// part of a key is one or the other.
+	words map[string]int
 }
 
 type locTable struct {
@@ -42,8 +46,9 @@ type locLine struct {
 var (
 	// A name may be quoted, "campaign" or 'sampler', as TOML allows.
 	headerRE = regexp.MustCompile(`^\[\[?\s*["']?([A-Za-z0-9_.-]+)["']?\s*\]\]?`)
-	keyRE    = regexp.MustCompile(`^["']?([A-Za-z0-9_.-]+)["']?\s*=`)
+	keyRE    = regexp.MustCompile(`^(?:` + quotedRE.String() + `|([A-Za-z0-9_.-]+))\s*=`)
 	wordRE   = regexp.MustCompile(`[A-Za-z0-9_-]+`)
+	quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`)
 )
 
 func locate(data []byte) locator {
@@ -61,6 +66,9 @@ func locate(data []byte) locator {
 			line.header = true
 		} else if m := keyRE.FindStringSubmatch(t); m != nil {
 			line.key = m[1]
+			if m[1] == "" {
+				line.key = unquote(m[0][:strings.LastIndexAny(m[0], `"'`)+1])
+			}
 		}
 		line.section, line.index = section, index
 		l.lines = append(l.lines, line)
@@ -75,8 +83,35 @@ func locate(data []byte) locator {
 		for _, w := range wordRE.FindAllString(t, -1) {
 			setFirst(l.words, w, n)
 		}
+		for _, q := range quotedRE.FindAllString(t, -1) {
+			setFirst(l.words, unquote(q), n)
+		}
 	}
 	return l
+}
+
+// unquote reads a TOML string of one line, basic ("...", with escapes) or
+// literal ('...'), as the decoder does; a malformed one as written.
+func unquote(q string) string {
+	s := q[1 : len(q)-1]
+	if q[0] == '\'' {
+		return s
+	}
+	var b strings.Builder
+	for s != "" {
+		if rest, ok := strings.CutPrefix(s, `\e`); ok { // TOML's escape, which Go has not
+			b.WriteByte(0x1b)
+			s = rest
+			continue
+		}
+		r, _, rest, err := strconv.UnquoteChar(s, '"')
+		if err != nil {
+			return q[1 : len(q)-1]
+		}
+		b.WriteRune(r)
+		s = rest
+	}
+	return b.String()
 }
 
 func setFirst[K comparable](m map[K]int, k K, line int) {
@@ -130,10 +165,7 @@ func (l locator) key(k toml.Key) int {
 	if n, ok := l.words[last]; ok {
 		return n
 	}
-	for i, ln := range l.lines {
-		if strings.Contains(ln.text, last) {
-			return i + 1
-		}
-	}
+	// Not a line scanned for it: a file of keys that are found nowhere
+	// (each written otherwise than read) took the square of its lines.
 	return 1
 }

@@ -96,7 +96,10 @@ values = ["default", "Ring", "Tree"]`, `name = "NCCL_PROTO"
 values = ["LL9"]`, []string{`NCCL_PROTO: "LL9" is not one of LL, LL128, Simple`}},
 		{"removed variable", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_LL_THRESHOLD = 0",
 			[]string{"bad.toml:26:", "NCCL_LL_THRESHOLD is no longer read by NCCL (removed in NCCL 2.5"}},
-		{"unknown key", `seed = 7`, `sed = 7`, []string{"bad.toml:5:", `unknown key "campaign.sed"`}},
+		{"unknown key", `seed = 7`, `sed = 7`, []string{"bad.toml:5:", `unknown key "campaign.sed"; did you mean campaign.seed?`}},
+		{"unknown table", `seed = 7`, "seed = 7\n[benchmrk]\nx = 1", []string{`unknown key "benchmrk"; did you mean benchmark?`}},
+		{"unknown key of a table's table", `factor = 4 }`, `factor = 4, fator = 2 }`, []string{`unknown key "campaign.sizes.fator"; did you mean campaign.sizes.factor?`}},
+		{"unknown key of an array's table", `seed = 7`, "seed = 7\n[[range]]\nnam = \"x\"", []string{`unknown key "range.nam"; did you mean range.name?`}},
 		{"bad size", `max = "64K"`, `max = "64Q"`, []string{"bad.toml:11:", `invalid size "64Q"`}},
 		{"overlap", `min = "64K"`, `min = "32K"`, []string{"overlaps another range"}},
 		// It names the export's files, nccl-NAME.torchrun.sh the longest: export failed after the

@@ -16,6 +16,8 @@ func FuzzParseStored(f *testing.F) {
 	f.Add(hostileBase)
 	f.Add(strings.Replace(hostileBase, "factor = 4", "factor = 1", 1))
 	f.Add(strings.Replace(workloadSpace, `size = "8"`, `size = "257G"`, 1))
+	// Quoted and escaped keys, a param listed twice, conditions on it.
+	f.Add(hostileBase + "[x]\n\"\\u00e9\" = 1\n'a b' = { \"\\e\" = 2 }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\"]\nwhen = { NCCL_NET = \"IB\" }\n[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"LL\"]\nwhen = { NCCL_ALGO = \"Ring\" }\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		s, checks, err := ParseStored("stored.toml", []byte(in))
 		if (s == nil) != (err != nil) {

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -68,5 +70,29 @@ func TestScenarioNumbers(t *testing.T) {
 			// The scenario's own checks are at the table's line, naming the key.
 			t.Errorf("%s = %s: %v: no line, or not naming the key", tc.key, tc.value, err)
 		}
+	}
+}
+
+// TestSpaceChecksManyKeysPromptly: each key the simulator refuses is told
+// at its line, and a table of tens of thousands of them loads promptly: the
+// whole table was checked again after each, the square of its keys.
+func TestSpaceChecksManyKeysPromptly(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("[campaign]\ntrials = 10\n[simulator]\nnodes = 2\n")
+	for i := range 30000 {
+		fmt.Fprintf(&src, "k%d = 1\n", i)
+	}
+	src.WriteString("noise = \"lots\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n")
+	done := make(chan error, 1)
+	go func() { _, err := space.Parse("s.toml", []byte(src.String())); done <- err }()
+	select {
+	case err := <-done:
+		for _, want := range []string{"s.toml:5: simulator: flag provided but not defined: -k0\n", "s.toml:30004: simulator: flag provided but not defined: -k29999\n", "s.toml:30005: simulator: invalid value \"lots\" for flag -noise"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%q not in:\n%.300v", want, err)
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loader hangs on a [simulator] table of 30,000 unknown keys")
 	}
 }
