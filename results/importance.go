@@ -48,10 +48,10 @@ const (
 	// degrees of freedom.
 	TooFewTrials Status = "too few trials"
 	// Aliased: every trial's value of the parameter went with one of an
-	// analysed parameter's (With), and the other way round: the trials set
-	// them together (a warm start's ring with 16 MiB buffers), so what that
-	// one explains may be this one's doing. Tested after it, this one would
-	// read as a measured no-effect.
+	// analysed parameter's (With) group: the trials set them together (a
+	// warm start's ring with 16 MiB buffers, trees tried too or not), so
+	// what that one explains may be this one's doing. Tested after it, this
+	// one would read as a measured no-effect.
 	Aliased Status = "aliased"
 	// NotVaried: every completed trial of the range held the parameter at
 	// one value (NCCL's default, where none set it), so the trials cannot
@@ -113,8 +113,8 @@ func (i Importance) Significant() bool { return i.Status == Analysed && i.P < Si
 // share is epsilon-squared (what k groups would explain by chance is taken
 // off, so many-valued parameters are not favoured on few trials). Integer
 // parameters are grouped into quarters of their values (groupsOf); a parameter inactive in a trial forms
-// a group of its own. A parameter the trials grouped exactly as one a step
-// took is Aliased with it, not tested after it. Only variables NCCL's log confirmed are analysed (see
+// a group of its own. A parameter whose groups those of one a step took
+// decide is Aliased with it, not tested after it. Only variables NCCL's log confirmed are analysed (see
 // Unread and Unconfirmed), and of a workload's per-collective NCCL_ALGO and
 // NCCL_PROTO only the range's own collective's part; each step has an
 // F-test, run only with MinResidualDF. The result is indexed like sp.Ranges.
@@ -202,7 +202,7 @@ func reasonOf(ps []Importance) Status {
 // stepwise is the stepwise analysis of the log scores of trials over the
 // parameters ps; a parameter that never has the degrees of freedom for its
 // F-test is TooFewTrials, one the trials held in one group NotVaried, one
-// grouped as a parameter a step took Aliased with it.
+// whose groups a step's parameter's decide Aliased with it.
 func stepwise(scores []float64, ps []space.Param, trials []store.Trial) []Importance {
 	groups := make([][]string, len(ps))
 	var out []Importance
@@ -235,10 +235,12 @@ func stepwise(scores []float64, ps []space.Param, trials []store.Trial) []Import
 		out = append(out, Importance{Param: ps[j].Name, Status: Analysed, Share: bestShare, P: min(1, bestP*float64(len(left)))})
 		fitted += removeGroupMeans(residual, groups[j])
 		left = slices.Delete(left, best, best+1)
-		// Those grouped as it is explained exactly as much: which of them
-		// does it, the trials cannot tell, and the space's order chose.
+		// Those whose groups its groups decide (grouped as it is, or
+		// more coarsely: 16 MiB buffers with every ring, and trees tried
+		// too) have nothing left to explain: whether it or they do what
+		// its share says, the trials cannot tell, and the steps chose.
 		left = slices.DeleteFunc(left, func(k int) bool {
-			if !samePartition(groups[j], groups[k]) {
+			if !decides(groups[j], groups[k]) {
 				return false
 			}
 			out = append(out, Importance{Param: ps[k].Name, Status: Aliased, P: 1, With: ps[j].Name})
@@ -251,18 +253,15 @@ func stepwise(scores []float64, ps []space.Param, trials []store.Trial) []Import
 	return out
 }
 
-// samePartition reports whether labels a and b group the trials alike:
-// each label of one always goes with one label of the other.
-func samePartition(a, b []string) bool {
-	ab, ba := map[string]string{}, map[string]string{}
+// decides reports whether labels a decide labels b: each label of a always
+// goes with one label of b, so that b's groups are a's or unions of them.
+func decides(a, b []string) bool {
+	ab := map[string]string{}
 	for i := range a {
 		if x, ok := ab[a[i]]; ok && x != b[i] {
 			return false
 		}
-		if y, ok := ba[b[i]]; ok && y != a[i] {
-			return false
-		}
-		ab[a[i]], ba[b[i]] = b[i], a[i]
+		ab[a[i]] = b[i]
 	}
 	return true
 }

@@ -541,3 +541,37 @@ func TestImportanceOfParametersSetTogether(t *testing.T) {
 		t.Errorf("JSON %s, %v; want %s", got, err, want)
 	}
 }
+
+// TestImportanceOfAParameterSetWithOneValueOfAnother: where 16 MiB buffers
+// went with every ring and with nothing else, but the trials also tried
+// trees, the buffers' grouping is a coarser one of the algorithm's: once
+// the algorithm took its share, theirs is 0 by construction, not a
+// measured no-effect. They are aliased with it.
+func TestImportanceOfAParameterSetWithOneValueOfAnother(t *testing.T) {
+	sp := loadExample(t)
+	rng := rand.New(rand.NewPCG(2, 3))
+	var trials []store.Trial
+	for n := range 12 {
+		a := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_BUFFSIZE": space.Unset, "NCCL_PROTO": []string{"LL", "Simple"}[rng.IntN(2)]}
+		score := 100 * math.Exp(0.02*rng.NormFloat64())
+		switch n % 3 {
+		case 0:
+			a["NCCL_ALGO"], a["NCCL_BUFFSIZE"] = "Ring", "16M"
+			score *= 2
+		case 1:
+			a["NCCL_ALGO"] = "Tree"
+			score *= 1.5
+		}
+		trials = append(trials, logged(sp, n, a, map[string]float64{"small": 1, "medium": 1, "large": score}))
+	}
+	byName := map[string]Importance{}
+	for _, i := range Importances(sp, trials)[2].Params {
+		byName[i.Param] = i
+	}
+	if algo := byName["NCCL_ALGO"]; algo.Status != Analysed || !algo.Significant() {
+		t.Errorf("NCCL_ALGO: %+v, want analysed and significant", algo)
+	}
+	if buf := byName["NCCL_BUFFSIZE"]; buf.Status != Aliased || buf.With != "NCCL_ALGO" {
+		t.Errorf("NCCL_BUFFSIZE: %+v, want aliased with NCCL_ALGO", buf)
+	}
+}

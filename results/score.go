@@ -32,8 +32,7 @@ func Score(sp *space.Space, m *runner.Measurement, measured []bool) (map[string]
 		scores[sp.Ranges[0].Name] = m.Value
 		return scores, nil
 	}
-	// A table that names no rank (a wrapper's) ran as many as the space launches, where it says.
-	for i, s := range Scores(sp, m.Rows, cmp.Or(m.Ranks, sp.LaunchRanks())) {
+	for i, s := range Scores(sp, m.Rows, m.Ranks) {
 		moved := slices.ContainsFunc(RowsOf(m.Rows, sp.Ranges[i].Collective, sp.Campaign.Collective), func(row nccltests.Row) bool {
 			return row.Size > 0 && sp.Ranges[i].Contains(row.Size)
 		})

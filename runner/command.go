@@ -207,9 +207,15 @@ func isNumber(s string) bool {
 func (c UserCommand) match(line string) ([]string, error) {
 	if c.regex != nil {
 		// The regex is of the program's own lines: a launcher's tags,
-		// which only some launchers and options add, are none of it.
+		// which only some launchers and options add, are none of it;
+		// but one that names a tag (^\[rank0\]: to take rank 0's lines)
+		// is of the whole line.
 		text := leadingTagsRE.ReplaceAllString(line, "")
 		ms := c.regex.FindAllStringSubmatch(text, -1)
+		if ms == nil && text != line {
+			text = line
+			ms = c.regex.FindAllStringSubmatch(text, -1)
+		}
 		if ms == nil {
 			return nil, nil
 		}

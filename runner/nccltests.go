@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"os/exec"
@@ -124,7 +125,9 @@ func (b NCCLTests) Read(p Plan, out Output) (*Measurement, *Failure) {
 	for i := range rep.Rows {
 		rep.Rows[i].Collective = b.Collective
 	}
-	m := &Measurement{Rows: rep.Rows, Ranks: ranks, Hosts: hosts(rep.Devices)}
+	// A table that names no rank (a wrapper's) ran the ranks launched,
+	// where the space says: what its bus factor is of, in every use of it.
+	m := &Measurement{Rows: rep.Rows, Ranks: cmp.Or(ranks, b.Ranks*threads(b.Args)), Hosts: hosts(rep.Devices)}
 	if ranks > 0 {
 		m.GPU = rep.Devices[0].GPU
 	}

@@ -158,3 +158,34 @@ func TestSweepTakesEveryNCCLTestsRounding(t *testing.T) {
 		}
 	}
 }
+
+// TestRanksOfATableNamingNone: a table without "# Rank" lines (a wrapper's)
+// ran the ranks launched, nccl-tests' threads counted: the measurement says
+// so, and its bus factor (results.BusBW) is that of those ranks in every
+// use of the stored trial, not read off the rows of one run.
+func TestRanksOfATableNamingNone(t *testing.T) {
+	two, err := os.ReadFile("nccltests/testdata/v2.18.3-2x8-ompi-warnings.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := regexp.MustCompile(`(?m)^#\s+Rank\s+\d+ .*\n`).ReplaceAll(two, nil)
+	plan := Plan{Sizes: space.Sizes{Min: 1 << 10, Max: 8 << 30, Factor: 2}, Iters: 20}
+	for _, tc := range []struct {
+		launched int
+		args     []string
+		want     int
+	}{
+		{16, nil, 16},
+		{8, []string{"-t", "2"}, 16},
+		{0, nil, 0}, // the space does not say
+	} {
+		b := NCCLTests{Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true, Ranks: tc.launched, Args: tc.args}
+		m, f := b.Read(plan, Output{Text: out, Log: nccllog.Parse(out)})
+		if f != nil {
+			t.Fatalf("%d launched, %q: %v", tc.launched, tc.args, f)
+		}
+		if m.Ranks != tc.want {
+			t.Errorf("%d launched, %q: the measurement has %d ranks, want %d", tc.launched, tc.args, m.Ranks, tc.want)
+		}
+	}
+}

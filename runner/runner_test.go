@@ -333,6 +333,11 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// A launcher's tag is no part of the line the program printed: a regex anchored at its start matches.
 		{"an anchored regex on tagged lines", space.Metric{Regex: `^t=([0-9.]+)$`, Goal: "max", Skip: 1},
 			"echo '[1,0]<stdout>:t=100'; echo '[1,1]<stdout>:t=100'; echo '[1,0]<stdout>:t=5'; echo '[default1]:[rank1]:t=7'", 6, "", ""},
+		// A regex that names a tag picks that rank's lines, as it did before tags were taken off.
+		{"a regex naming rank 0's tag", space.Metric{Regex: `^\[rank0\]: t=([0-9.]+)$`, Goal: "max"},
+			"echo '[rank0]: t=5'; echo '[rank1]: t=100'; echo '[rank0]: t=7'", 6, "", ""},
+		{"a regex naming an mpirun tag", space.Metric{Regex: `\[1,0\]<stdout>:t=([0-9.]+)`, Goal: "max"},
+			"echo '[1,0]<stdout>:t=5'; echo '[1,1]<stdout>:t=100'", 5, "", ""},
 		// A progress bar rewrites its line with '\r': each value counts, the first (warm-up) is skipped.
 		{"a progress bar", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min", Skip: 1}, `printf 't=500\rt=5\rt=6\rt=7\r\n'`, 1.0 / 6, "", ""},
 		{"a progress bar, no warm-up", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, `printf 't=500\rt=5\rt=6\rt=7\rt=8'`, 1.0 / 7, "", ""},

@@ -590,14 +590,22 @@ func PrintedCount(coll string, size int64, dataType string, ranks int) (int64, b
 
 // FormatFloat writes v as nccl-tests (2.19.6) writes a time or a bandwidth
 // in a column width characters wide (getFloatStr in its src/util.cu): two
-// decimals where they fit, then one, then none, then an exponent, with one
-// decimal in a column of 7 or more; cut to the column's width where even
-// that is wider.
+// decimals where the digits before the point leave room, then one, then
+// none, then an exponent, with one decimal in a column of 7 or more; cut to
+// the column's width where even that is wider. The digits are counted
+// before rounding, as getFloatStr does: 999.999 is 1000.00, wider than 6.
 func FormatFloat(v float64, width int) string {
-	for decimals := 2; decimals >= 0; decimals-- {
-		if s := fmt.Sprintf("%*.*f", width, decimals, v); len(s) <= width {
-			return s
-		}
+	power := 0
+	for p := 1.0; v >= p && power <= width; p *= 10 {
+		power++
+	}
+	switch {
+	case power < width-2:
+		return fmt.Sprintf("%*.2f", width, v)
+	case power < width-1:
+		return fmt.Sprintf("%*.1f", width, v)
+	case power < width+1:
+		return fmt.Sprintf("%*.0f", width, v)
 	}
 	digits := 0
 	if width >= 7 {

@@ -415,7 +415,10 @@ func TestFormatIsNCCLTests(t *testing.T) {
 		v     float64
 		width int
 		want  string
-	}{{12345678, 7, "1.2e+07"}, {1e100, 7, "1.0e+10"}, {9999999, 7, "9999999"}, {1234.567, 6, "1234.6"}, {12345.6, 6, " 12346"}, {1234567, 6, " 1e+06"}, {999.999, 6, "1000.0"}} {
+	}{{12345678, 7, "1.2e+07"}, {1e100, 7, "1.0e+10"}, {9999999, 7, "9999999"}, {1234.567, 6, "1234.6"}, {12345.6, 6, " 12346"}, {1234567, 6, " 1e+06"},
+		// getFloatStr picks the decimals by the digits before the point
+		// before rounding: a value that rounds up to more is printed wider.
+		{999.999, 6, "1000.00"}, {9999.96, 6, "10000.0"}, {999999.6, 6, "1000000"}, {9999.996, 7, "10000.00"}} {
 		if got := FormatFloat(tc.v, tc.width); got != tc.want {
 			t.Errorf("FormatFloat(%g, %d) = %q, want %q", tc.v, tc.width, got, tc.want)
 		}
