@@ -218,14 +218,22 @@ func zshLiteral(value string) bool {
 const srunSpecial = `,'"`
 
 type exportJSON struct {
-	Campaign    string                `json:"campaign"`
-	SpaceHash   string                `json:"space_hash"`
-	Collective  string                `json:"collective,omitempty"`
-	Simulated   bool                  `json:"simulated"`
-	Fingerprint any                   `json:"fingerprint"`
-	Written     string                `json:"written"`
-	LeftOut     []string              `json:"left_out,omitempty"` // see Export.LeftOut
-	Ranges      []results.RangeReport `json:"ranges"`
+	Campaign    string      `json:"campaign"`
+	SpaceHash   string      `json:"space_hash"`
+	Collective  string      `json:"collective,omitempty"`
+	Simulated   bool        `json:"simulated"`
+	Fingerprint any         `json:"fingerprint"`
+	Written     string      `json:"written"`
+	LeftOut     []string    `json:"left_out,omitempty"` // see Export.LeftOut
+	Ranges      []rangeJSON `json:"ranges"`
+}
+
+// rangeJSON is a range's outcome with the searched variables its choice
+// leaves to NCCL (leftToNCCL), which a job's environment must not hold,
+// as the env file unsets them.
+type rangeJSON struct {
+	results.RangeReport
+	Unset []string `json:"unset"`
 }
 
 func (e Export) json() ([]file, error) {
@@ -237,7 +245,7 @@ func (e Export) json() ([]file, error) {
 	}
 	var errs []error
 	for _, r := range e.Results {
-		rep := r.Report(e.Space)
+		rep := rangeJSON{RangeReport: r.Report(e.Space), Unset: []string{}} // [], never null
 		if r.Best != nil {
 			a, err := e.choice(r)
 			if err != nil {
@@ -245,7 +253,9 @@ func (e Export) json() ([]file, error) {
 				continue
 			}
 			// The space's word, not the store's: what settings checked, less what it left out.
-			rep.Env, rep.DDP = space.EnvMap(e.Space.Env(a)), e.Space.Args(a)
+			env := e.Space.Env(a)
+			rep.Env, rep.DDP = space.EnvMap(env), e.Space.Args(a)
+			rep.Unset = append(rep.Unset, leftToNCCL(e.Space, env)...)
 		}
 		out.Ranges = append(out.Ranges, rep)
 	}

@@ -527,3 +527,29 @@ func TestFilesSayWhatTheyLeaveOut(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONNamesWhatARangeLeavesToNCCL: nccl-tuned.json gave each range's
+// variables to set, and not the searched ones its choice leaves to NCCL,
+// which every trial ran without: a script building a job's environment
+// from it on top of a shell holding NCCL_PROTO=LL ran what no trial
+// measured, where the env file unsets it. Its "unset" lists them.
+func TestJSONNamesWhatARangeLeavesToNCCL(t *testing.T) {
+	ex := treeWon(t, "NCCL_NVLS_ENABLE = \"0\"", []string{"NCCL_ALGO", "NCCL_PROTO"}, nil)
+	dir := t.TempDir()
+	if _, err := ex.Write("json", dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
+	var out struct {
+		Ranges []struct {
+			Env   map[string]string
+			Unset []string
+		}
+	}
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if r := out.Ranges[0]; r.Env["NCCL_ALGO"] != "Tree" || !slices.Equal(r.Unset, []string{"NCCL_PROTO"}) {
+		t.Errorf("env %v, unset %q; want NCCL_PROTO unset", r.Env, r.Unset)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -409,6 +410,42 @@ func TestDefaultsThatFailedAreNotUnmeasured(t *testing.T) {
 	for _, r := range Of(sp, trials, nil) {
 		if d := r.Describe(); !strings.Contains(d, "NCCL's defaults failed (trial 0, wrong: exit status 7") || strings.Contains(d, "not measured") {
 			t.Errorf("range %s: %s", r.Range.Name, d)
+		}
+	}
+}
+
+// TestUnvalidatedChoiceSaysWhatNCCLDidNotConfirm: a choice exported
+// unvalidated (--no-validate, or a validation not yet run to its end) whose
+// NCCL log did not show NCCL reading its settings (no INFO lines, or another
+// value) was described as tuned by its gain alone, though validation would
+// keep NCCL's defaults for it; its description now says which settings NCCL
+// did not confirm. A pinned variable is in every configuration, and not its.
+func TestUnvalidatedChoiceSaysWhatNCCLDidNotConfirm(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	defaults := space.Assignment{}
+	ring := space.Assignment{"NCCL_ALGO": "Ring"}
+	confirmed := nccllog.Parse([]byte("NCCL INFO NCCL_ALGO set by environment to Ring\n"))
+	for _, tc := range []struct {
+		name string
+		log  nccllog.Log
+		want string
+	}{
+		{"silent", nccllog.Log{}, "NCCL_ALGO"},
+		{"another value", nccllog.Parse([]byte("NCCL INFO NCCL_ALGO set by environment to Tree\n")), "NCCL_ALGO"},
+		{"confirmed", confirmed, ""},
+	} {
+		trials := []store.Trial{
+			{Number: 0, State: store.Complete, Params: defaults, Env: sp.Env(defaults), Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: ring, Env: sp.Env(ring), Scores: scores(130), NCCLLog: tc.log},
+		}
+		r := Of(sp, trials, nil)[0]
+		d := r.Describe()
+		if !r.Tuned() || !strings.HasPrefix(d, "not validated") {
+			t.Fatalf("%s: %s", tc.name, d)
+		}
+		if got := strings.Contains(d, "not confirmed"); got != (tc.want != "") || tc.want != "" && !strings.Contains(d, tc.want) || strings.Contains(d, "NCCL_NVLS_ENABLE") {
+			t.Errorf("%s: %q; want it to name %q as not confirmed, and nothing pinned", tc.name, d, tc.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/search"
@@ -36,6 +37,10 @@ type RangeResult struct {
 	// Validation is the latest verdict on Best, if Best was validated (a
 	// verdict on an earlier best is stale and left out).
 	Validation *store.Validation
+	// Unconfirmed are the searched variables Best sets that its NCCL log
+	// did not show NCCL reading as set (nccllog.Log.Unconfirmed): what
+	// validation would keep NCCL's defaults for, said where there is none.
+	Unconfirmed []string
 }
 
 // Gain is the best score's relative improvement over the default (NaN if unknown).
@@ -227,6 +232,8 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 		if len(choosable) > 0 {
 			best := simplest(choosable)
 			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
+			// A pinned variable is in every configuration, NCCL's defaults' too: not the choice's to confirm.
+			res.Unconfirmed = slices.DeleteFunc(best.first.NCCLLog.Unconfirmed(best.first.Env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
 		}
 		for _, v := range vals {
 			if res.Best != nil && v.Range == rg.Name && (v.Config == sp.Key(res.Best.Params) || v.Config == "" && v.Candidate == res.Best.Number) {
@@ -381,8 +388,13 @@ func (r RangeResult) Describe() string {
 		if r.BestRuns > 1 {
 			runs = fmt.Sprintf("over %d runs", r.BestRuns)
 		}
-		return fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) %s, trial %d", r.Measure.Value(r.BestScore), r.Measure.Unit,
+		d := fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) %s, trial %d", r.Measure.Value(r.BestScore), r.Measure.Unit,
 			r.Measure.Value(r.DefaultScore), r.Measure.Unit, 100*r.Gain(), runs, r.Best.Number)
+		if len(r.Unconfirmed) > 0 {
+			d += fmt.Sprintf("; settings not confirmed: NCCL's log did not show it reading %s as set (`nccltune show %d` says why), and validation would keep NCCL's defaults",
+				strings.Join(r.Unconfirmed, ", "), r.Best.Number)
+		}
+		return d
 	default:
 		return fmt.Sprintf("NCCL's defaults are best: %.3g %s (no trial gained %.0f%% or more)", r.Measure.Value(r.DefaultScore), r.Measure.Unit, 100*MinGain)
 	}

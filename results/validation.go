@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -17,7 +18,8 @@ import (
 // defaults, rounds each. The range keeps its tuned settings only if every
 // run of them was correct, NCCL's log confirmed every variable (a run whose
 // output has no NCCL INFO lines confirms none, and is not validated), and the 95%
-// confidence interval of the paired gain lies above zero.
+// confidence interval of the paired gain lies above zero, or, with no gain
+// to compute, NCCL's defaults failed by their settings (FailedBySettings).
 func Judge(r RangeResult, tuned, defaults []store.ValidationRun, rounds int) store.Validation {
 	v := store.Validation{Range: r.Range.Name, Verdict: "default", DefaultMean: math.NaN(), TunedMean: math.NaN(),
 		Gain: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN()}
@@ -76,12 +78,6 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 			return v
 		}
 	}
-	for _, run := range defaults {
-		if run.State != store.Complete {
-			v.Reason = fmt.Sprintf("NCCL's defaults failed in round %d (%s); nothing to compare with", run.Round, run.Failure)
-			return v
-		}
-	}
 	var a, b []float64
 	for _, runs := range []struct {
 		runs []store.ValidationRun
@@ -91,6 +87,22 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 			if s, ok := score(run); ok {
 				*runs.dst = append(*runs.dst, s)
 			}
+		}
+	}
+	for _, run := range defaults {
+		if FailedBySettings(run) && len(b) == rounds {
+			// The tuned configuration ran correctly in every round where
+			// NCCL's defaults failed as they may in a job: keeping them
+			// would export what validation saw fail. No gain to compute.
+			v.Verdict, v.TunedMean = "tuned", stat.GeometricMean(b, nil)
+			v.Reason = fmt.Sprintf("NCCL's defaults failed in round %d (%s); the tuned configuration ran correctly in all %d rounds", run.Round, run.Failure, rounds)
+			return v
+		}
+	}
+	for _, run := range defaults {
+		if run.State != store.Complete {
+			v.Reason = fmt.Sprintf("NCCL's defaults failed in round %d (%s); nothing to compare with", run.Round, run.Failure)
+			return v
 		}
 	}
 	if len(a) != rounds || len(b) != rounds {
@@ -111,6 +123,14 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 		v.Reason = "gain not significant: " + ci
 	}
 	return v
+}
+
+// FailedBySettings reports whether a validation run failed as its
+// settings may make a job fail: stored as "kind: reason", a launch that
+// started no rank, an interrupt or a node's failure did not run them.
+func FailedBySettings(r store.ValidationRun) bool {
+	kind, _, _ := strings.Cut(r.Failure, ":")
+	return r.State != store.Complete && runner.FailureKind(kind).Settings()
 }
 
 // PairedGain returns the relative gain of b over a and its 95% confidence

@@ -117,3 +117,39 @@ func TestJudgeOneRound(t *testing.T) {
 		t.Errorf("no round: gain %v (%v to %v), want NaN", g, low, high)
 	}
 }
+
+// TestJudgeWhereTheDefaultsFail: where NCCL's defaults fail by their
+// settings in validation (LL128 corrupting data over sockets, NCCL's own
+// choice) and the tuned configuration ran correctly in every round, the
+// range keeps it: keeping the defaults exported what validation saw give
+// wrong data. A launch of the defaults that started no rank says nothing
+// of them, and nothing is compared.
+func TestJudgeWhereTheDefaultsFail(t *testing.T) {
+	rg := space.Range{Name: "r"}
+	best := &store.Trial{Number: 7}
+	tuned := []store.ValidationRun{
+		{Round: 0, Arm: "trial 7", State: store.Complete, Scores: map[string]float64{"r": 120}},
+		{Round: 1, Arm: "trial 7", State: store.Complete, Scores: map[string]float64{"r": 121}},
+	}
+	for _, tc := range []struct {
+		failure, verdict, reason string
+	}{
+		{"wrong: 3 wrong elements at 65536 bytes", "tuned", "NCCL's defaults failed in round 1 (wrong: 3 wrong elements at 65536 bytes)"},
+		{"launch: srun: step creation temporarily disabled", "default", "nothing to compare with"},
+	} {
+		defaults := []store.ValidationRun{
+			{Round: 0, Arm: "default", State: store.Complete, Scores: map[string]float64{"r": 100}},
+			{Round: 1, Arm: "default", State: store.Failed, Failure: tc.failure},
+		}
+		v := Judge(RangeResult{Range: rg, Best: best}, tuned, defaults, 2)
+		if v.Verdict != tc.verdict || !strings.Contains(v.Reason, tc.reason) || !math.IsNaN(v.Gain) {
+			t.Errorf("defaults failing as %q: %s (%s), gain %g; want %s containing %q", tc.failure, v.Verdict, v.Reason, v.Gain, tc.verdict, tc.reason)
+		}
+	}
+	// A tuned run that failed still keeps the defaults, failing or not.
+	failed := append(tuned[:1:1], store.ValidationRun{Round: 1, Arm: "trial 7", State: store.Failed, Failure: "hang: timeout"})
+	defaults := []store.ValidationRun{{Round: 0, Arm: "default", State: store.Failed, Failure: "wrong: 1 wrong element"}, {Round: 1, Arm: "default", State: store.Complete, Scores: map[string]float64{"r": 100}}}
+	if v := Judge(RangeResult{Range: rg, Best: best}, failed, defaults, 2); v.Verdict != "default" {
+		t.Errorf("both failing: %s (%s)", v.Verdict, v.Reason)
+	}
+}

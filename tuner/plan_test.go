@@ -841,3 +841,54 @@ func TestResumeKeepsTheIterationCount(t *testing.T) {
 		t.Errorf("status would say %d iterations (%s); the trials ran %d", got, why, want)
 	}
 }
+
+// TestSimplificationOfAChoiceLeavingAnIntegerToNCCL: a warm start leaves to
+// NCCL a parameter whose value it does not offer (here the integer
+// NCCL_IB_QPS_PER_CONNECTION, which has no "default"); leaving out one of
+// such a choice's settings switches nothing on that the choice did not
+// leave to NCCL already, so its variants are run, not passed over: else a
+// warm start's choice, the most common winner, kept every setting it had.
+func TestSimplificationOfAChoiceLeavingAnIntegerToNCCL(t *testing.T) {
+	sp := mustParse(t, "test.toml", `
+[campaign]
+name = "integer-left"
+trials = 3
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["default", "1M"]
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+[[param]]
+name = "NCCL_IB_QPS_PER_CONNECTION"
+min = 1
+max = 8
+`)
+	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "1M"} // as a warm start sets it: no IB_QPS_PER_CONNECTION
+	trial := func(n int, a space.Assignment) store.Trial {
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = 10
+			if sp.Key(a) == sp.Key(best) || a["NCCL_ALGO"] == "Ring" {
+				scores[rg.Name] = 20 // the algorithm pays; the buffer size does not
+			}
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+	}
+	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}), trial(2, best)}
+	var ran []string
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		ran = append(ran, sp.Key(a))
+		return trial(len(trials)+len(ran), a), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sp.Key(space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "default"})
+	if !slices.Contains(ran, want) {
+		t.Errorf("the simplification ran %q, not the choice without its buffer size (%q)", ran, want)
+	}
+}

@@ -1139,11 +1139,13 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 			// What p's value switched on goes with it, as in any trial of the
 			// space; a variant that would switch on a setting offering no
 			// "default" (a choice without it, or an integer range) is no
-			// simpler, and is not run.
+			// simpler, and is not run. One the choice already leaves to NCCL
+			// while searched (a warm start's value the space does not offer)
+			// stays so, and is switched on by nothing.
 			variant, _, _ = sp.Complete(variant)
 			if slices.ContainsFunc(sp.Params, func(q space.Param) bool {
 				_, set := variant[q.Name]
-				return q.Name != p.Name && !set && sp.Active(q, variant)
+				return q.Name != p.Name && !set && sp.Active(q, variant) && !sp.Active(q, cur)
 			}) {
 				continue
 			}

@@ -147,7 +147,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	judged := map[int]bool{}
 	runs, err := s.measure(ctx, arms, rounds, func(r store.ValidationRun) error {
 		var vs []store.Validation
-		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && !judged[k] && failedBySettings(r) {
+		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && !judged[k] && results.FailedBySettings(r) {
 			judged[k] = true
 			vs = judge([]store.ValidationRun{r}, func(arm int) bool { return arm == k })
 			for i := range vs {
@@ -195,20 +195,12 @@ func (s *session) failedBefore() (map[string]store.ValidationRun, error) {
 			return nil, err
 		}
 		for _, r := range runs {
-			if _, ok := failed[envKey(r.Env)]; !ok && failedBySettings(r) {
+			if _, ok := failed[envKey(r.Env)]; !ok && results.FailedBySettings(r) {
 				failed[envKey(r.Env)] = r
 			}
 		}
 	}
 	return failed, nil
-}
-
-// failedBySettings reports whether a validation run failed as its
-// settings may make a job fail: stored as "kind: reason" (measure), a
-// launch that started no rank did not run them.
-func failedBySettings(r store.ValidationRun) bool {
-	kind, _, _ := strings.Cut(r.Failure, ":")
-	return r.State != store.Complete && runner.FailureKind(kind).Settings()
 }
 
 func envKey(env []string) string { return strings.Join(env, "\n") }

@@ -312,8 +312,11 @@ func printLoaded(out io.Writer, l *loaded) error {
 		return err
 	}
 	for _, r := range l.results {
-		if v := r.Validation; v != nil && v.Verdict != "tuned" {
+		switch v := r.Validation; {
+		case v != nil && v.Verdict != "tuned":
 			fmt.Fprintf(w, "%s: NCCL's defaults kept: %s\n", r.Range.Name, v.Reason)
+		case v != nil && math.IsNaN(v.Gain):
+			fmt.Fprintf(w, "%s: tuned settings kept: %s\n", r.Range.Name, v.Reason)
 		}
 	}
 	for _, g := range results.GroupSpreads(l.space, l.trials) {
@@ -350,6 +353,8 @@ func validated(r results.RangeResult) string {
 	switch {
 	case v == nil:
 		return "not validated"
+	case math.IsNaN(v.Gain) && v.Verdict == "tuned":
+		return "defaults failed" // no gain to measure; the reason says how
 	case math.IsNaN(v.Gain):
 		return "defaults kept"
 	}

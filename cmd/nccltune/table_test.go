@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
+
+	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/store"
 )
 
 // TestTableOfWideCharacters: status's table lines up on a terminal where a
@@ -71,5 +75,19 @@ func TestTableOfEscapedCharacters(t *testing.T) {
 			t.Errorf("the table's lines are not alike in width:\n%s", b.String())
 			break
 		}
+	}
+}
+
+// TestValidatedCellWhereTheDefaultsFailed: a range that validation kept
+// tuned because NCCL's defaults failed there has no gain to show; its
+// cell said "defaults kept", the opposite of what is exported.
+func TestValidatedCellWhereTheDefaultsFailed(t *testing.T) {
+	v := store.Validation{Verdict: "tuned", Gain: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN()}
+	if got := validated(results.RangeResult{Validation: &v}); strings.Contains(got, "defaults kept") || !strings.Contains(got, "defaults failed") {
+		t.Errorf("tuned where the defaults failed: %q", got)
+	}
+	v.Verdict = "default"
+	if got := validated(results.RangeResult{Validation: &v}); got != "defaults kept" {
+		t.Errorf("defaults kept without a gain: %q", got)
 	}
 }
