@@ -38,7 +38,7 @@ const (
 	FailUnparsable  FailureKind = "unparsable"  // no result, or not the result asked for
 	FailImplausible FailureKind = "implausible" // numbers no hardware produces: garbled or made up
 	FailOOM         FailureKind = "oom"         // out of GPU memory (DDP step)
-	FailInvalid     FailureKind = "invalid"     // rejected before launch: NCCL would refuse the combination
+	FailInvalid     FailureKind = "invalid"     // not launched: NCCL would override the combination (space.Check)
 	// FailNode: a node of the trial failed under it (nodeFailureLine): the
 	// cluster's fault, not the settings', which the trial does not judge.
 	FailNode FailureKind = "node"

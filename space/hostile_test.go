@@ -73,7 +73,7 @@ func TestHostileSpaces(t *testing.T) {
 		{"NCCL's default pinned (NCCL reads the word)", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_IB_HCA = \"default\"", []string{"h.toml:8:", "pinned, NCCL reads the word itself"}},
 		// Every trial, NCCL's defaults first, failed as one NCCL refuses.
 		{"pinned values NCCL refuses together", `NCCL_NET = "IB"`, "NCCL_NET = \"IB\"\nNCCL_SOCKET_NTHREADS = 16\nNCCL_NSOCKS_PERTHREAD = 8",
-			[]string{"h.toml:6:", "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = 128 exceeds NCCL's limit of 64"}},
+			[]string{"h.toml:6:", "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = 128 exceeds NCCL's limit of 64 sockets"}},
 		// The flag package reads "-nodes" as nodes, which nccltune's own
 		// reads of the scenario (ranks, the network's bound) missed; "run"
 		// is each launch's label, which nccltune set after it.

@@ -683,7 +683,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	}
 	if err := s.Check(nil); err != nil {
 		// Every trial sets them, NCCL's defaults first: each would fail.
-		b.errorf(b.loc.key(toml.Key{"fixed"}), "fixed: %v, so NCCL would refuse every trial", err)
+		b.errorf(b.loc.key(toml.Key{"fixed"}), "fixed: %v: every trial would run another configuration than the space says", err)
 	}
 	b.params(raw, s)
 	b.tryFirst(raw, s)

@@ -502,8 +502,12 @@ func words(list []string) string {
 	return strings.Join(out, " ")
 }
 
-// Check applies the rules NCCL enforces across variables, so that a
-// configuration it would reject is not launched at all.
+// Check applies the rules by which NCCL overrides a combination of
+// variables (NCCL 2.28-2.30: net_socket.cc cuts the sockets per thread to
+// 64 in all, init.cc sets NCCL_MIN_CTAS to NCCL_MAX_CTAS, connect.cc
+// reconciles the channel bounds), so that a configuration NCCL would not
+// run as written, but as another one the space holds, is not launched: its
+// measurement would be that other configuration's under a wrong name.
 func (s *Space) Check(a Assignment) error {
 	vars := map[string]int64{}
 	for name, value := range EnvMap(s.Env(a)) {
@@ -514,13 +518,13 @@ func (s *Space) Check(a Assignment) error {
 	t, okT := vars["NCCL_SOCKET_NTHREADS"]
 	n, okN := vars["NCCL_NSOCKS_PERTHREAD"]
 	if okT && okN && t*n > 64 {
-		return fmt.Errorf("NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = %d exceeds NCCL's limit of 64", t*n)
+		return fmt.Errorf("NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = %d exceeds NCCL's limit of 64 sockets, so NCCL would cut NCCL_NSOCKS_PERTHREAD to %d", t*n, 64/max(t, 1))
 	}
 	for _, pair := range [][2]string{{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}, {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}} {
 		lo, okLo := vars[pair[0]]
 		hi, okHi := vars[pair[1]]
 		if okLo && okHi && lo > hi {
-			return fmt.Errorf("%s = %d exceeds %s = %d", pair[0], lo, pair[1], hi)
+			return fmt.Errorf("%s = %d exceeds %s = %d, which NCCL does not run as written but overrides", pair[0], lo, pair[1], hi)
 		}
 	}
 	return nil

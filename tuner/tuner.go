@@ -737,7 +737,7 @@ func (s *session) start(n int, a space.Assignment, g *group, ph store.Phase) (*s
 	}
 	s.untold[n] = *t
 	if err := sp.Check(a); err != nil {
-		// NCCL would refuse it. It costs nothing and teaches the sampler.
+		// NCCL would run it as another configuration. It costs nothing and teaches the sampler.
 		t.State, t.FailureKind, t.FailureReason, t.Finished = store.Failed, string(runner.FailInvalid), err.Error(), time.Now()
 	}
 	return t, nil
