@@ -347,13 +347,14 @@ func (t *Tuner) finished(o Options) bool {
 	// resume); run again without patience, its ranges are searched again.
 	// Search trials interrupted after it settled (on groups, those running
 	// as the last range settled) run again first. Stopped with every
-	// configuration tried, it has nothing left to search.
+	// configuration tried, it has nothing left to search, under a new
+	// budget too: that would only validate its choices again.
 	tried := map[string]bool{}
 	for _, tr := range trials {
 		tried[t.Space.Key(tr.Params)] = true
 	}
-	stopped := camp.Stopped != "" && o.Trials == 0 && len(unfinishedSearch(trials)) == 0 &&
-		(t.Space.Campaign.Patience > 0 || allTried(configurations(t.Space, len(trials)), tried))
+	stopped := camp.Stopped != "" && len(unfinishedSearch(trials)) == 0 &&
+		(o.Trials == 0 && t.Space.Campaign.Patience > 0 || allTried(configurations(t.Space, len(trials)), tried))
 	// A budget below what the search ran is not met but overrun: the run
 	// goes on to campaign's refusal of it, as for a campaign not validated.
 	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || simplified(t.Space, trials)) &&
@@ -361,7 +362,7 @@ func (t *Tuner) finished(o Options) bool {
 }
 
 // Finished reports whether the space's stored campaign has run its budget
-// (or settled) and its choices have been validated: running
+// (or settled, or tried every configuration) and its choices have been validated: running
 // it again, or resuming it, would only validate its choices once more,
 // which is what `nccltune validate` is for. A campaign that is not
 // validated (--no-validate) is never finished by this measure: simplifying

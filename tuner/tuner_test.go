@@ -1012,7 +1012,8 @@ func TestSamplerRefusedBeforeTheCampaignIsStored(t *testing.T) {
 // defaults, Ring, Tree) under a budget of twelve ran each again and again
 // to the end of the budget, measuring nothing new; the campaign stops
 // once every configuration was tried, saying so, and running it again
-// runs nothing, its validation included.
+// runs nothing, its validation included, under a budget raised too
+// (--trials): it has nothing left to try.
 func TestExhaustedSpaceStops(t *testing.T) {
 	src := `
 [campaign]
@@ -1048,12 +1049,14 @@ values = ["Ring", "Tree"]
 		t.Errorf("%d search trials, stopped %q; want NCCL's defaults twice, Ring and Tree, and a stop", searched, camp.Stopped)
 	}
 	vals, _ := st.Validations(camp.ID)
-	if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
-	valsAgain, _ := st.Validations(camp.ID)
-	if again := campaignTrials(t, st, "three"); len(again) != len(trials) || len(valsAgain) != len(vals) {
-		t.Errorf("run again: %d trials and %d validations, before %d and %d", len(again), len(valsAgain), len(trials), len(vals))
+	for _, again := range []Options{o, {ValidateRounds: 2, Trials: 20}} {
+		if err := newTuner(t, sp, st).Run(context.Background(), again); err != nil {
+			t.Fatal(err)
+		}
+		valsAgain, _ := st.Validations(camp.ID)
+		if trialsAgain := campaignTrials(t, st, "three"); len(trialsAgain) != len(trials) || len(valsAgain) != len(vals) {
+			t.Errorf("run again with --trials %d: %d trials and %d validations, before %d and %d", again.Trials, len(trialsAgain), len(valsAgain), len(trials), len(vals))
+		}
 	}
 }
 

@@ -161,7 +161,7 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		}
 	}
 	if tu.Finished(o) {
-		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget and been validated: nothing to run (--trials N extends it; `nccltune validate` measures its choices again)\n", sp.Campaign.Name)
+		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget (or stopped, as its status says) and been validated: nothing to run (--trials N extends it where configurations are left to try; `nccltune validate` measures its choices again)\n", sp.Campaign.Name)
 	}
 	runErr := tu.Run(c.Context, o)
 	log.clear() // the status table, or the error, on a line of its own
