@@ -400,21 +400,27 @@ func TestMultivariateNeverLearnsFromFailures(t *testing.T) {
 // TestCoordinateDrawsUntriedAfterConverging: once the descent has converged,
 // its random draws skip what was tried.
 func TestCoordinateDrawsUntriedAfterConverging(t *testing.T) {
+	if n := repeats(t, "coordinate", 200); n > 2 {
+		t.Errorf("%d of 200 proposals repeated a configuration tried before", n)
+	}
+}
+
+// repeats is how many of a campaign's proposals on the test space repeat
+// a configuration tried before.
+func repeats(t *testing.T, name string, trials int) int {
 	sp := loadSpace(t)
-	s := mustNew(t, "coordinate", sp)
+	s := mustNew(t, name, sp)
 	seen := map[string]bool{}
-	repeats := 0
-	for n := range 200 {
-		a, _ := s.Ask(n)
+	n := 0
+	for i := range trials {
+		a, _ := s.Ask(i)
 		if seen[sp.Key(a)] {
-			repeats++
+			n++
 		}
 		seen[sp.Key(a)] = true
 		s.Tell(a, objective(a))
 	}
-	if repeats > 2 {
-		t.Errorf("%d of 200 proposals repeated a configuration tried before", repeats)
-	}
+	return n
 }
 
 // BenchmarkAskAt500 is one proposal of each sampler after 500 trials told:
@@ -769,20 +775,8 @@ func TestEnumerateStopsAtItsLimit(t *testing.T) {
 // from the best instead.
 func TestTPEProposesUntried(t *testing.T) {
 	for _, name := range []string{"tpe", "tpe-independent"} {
-		sp := loadSpace(t)
-		s := mustNew(t, name, sp)
-		seen := map[string]bool{}
-		repeats := 0
-		for n := range 100 {
-			a, _ := s.Ask(n)
-			if seen[sp.Key(a)] {
-				repeats++
-			}
-			seen[sp.Key(a)] = true
-			s.Tell(a, objective(a))
-		}
-		if repeats > 2 {
-			t.Errorf("%s: %d of 100 proposals repeated a configuration tried before", name, repeats)
+		if n := repeats(t, name, 100); n > 2 {
+			t.Errorf("%s: %d of 100 proposals repeated a configuration tried before", name, n)
 		}
 	}
 }
