@@ -33,8 +33,10 @@ func sweepRun(number int, bw ...float64) store.Trial {
 	return t
 }
 
-func TestIterations(t *testing.T) {
-	sp := mustParse(t, "iters.toml", `
+// itersSpace is a space of two ranges, small and large, whose benchmark
+// runs 20 iterations, with benchmark keys extra.
+func itersSpace(t *testing.T, extra string) *space.Space {
+	return mustParse(t, "iters.toml", `
 [campaign]
 sizes = { min = "8", max = "64M", factor = 1024 }
 [[range]]
@@ -48,10 +50,15 @@ max = "1G"
 [benchmark]
 binary = "all_reduce_perf"
 iters = 20
+`+extra+`
 [[param]]
 name = "NCCL_ALGO"
 values = ["default", "Ring"]
 `)
+}
+
+func TestIterations(t *testing.T) {
+	sp := itersSpace(t, "")
 	base := sweepRun(0, 1, 10, 100, 200)
 	e := math.Exp
 	for _, tc := range []struct {
@@ -676,25 +683,7 @@ when = { NCCL_ALGO = ["default"] }
 // TestIterationsSayTheirCap: a count held at its cap leaves the scores
 // noisier than noise_target, and the reason says so, with the noise left.
 func TestIterationsSayTheirCap(t *testing.T) {
-	sp := mustParse(t, "cap.toml", `
-[campaign]
-sizes = { min = "8", max = "64M", factor = 1024 }
-[[range]]
-name = "small"
-min = "8"
-max = "1M"
-[[range]]
-name = "large"
-min = "1M"
-max = "1G"
-[benchmark]
-binary = "all_reduce_perf"
-iters = 20
-noise_target = 0.005
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring"]
-`)
+	sp := itersSpace(t, "noise_target = 0.005")
 	// The large range at ±11.5% at 20 iterations: 8x (the cap) leaves ±4.08%.
 	got, why := Iterations(sp, []store.Trial{sweepRun(0, 1, 10, 100, 200), sweepRun(1, 1, 10, 100*math.Exp(0.2), 200*math.Exp(-0.2))})
 	if got != 160 || !strings.Contains(why, "8x benchmark.iters") || !strings.Contains(why, "±4.08%") {
