@@ -881,3 +881,38 @@ max = 8
 		t.Errorf("the simplification ran %q, not the choice without its buffer size (%q)", ran, want)
 	}
 }
+
+// TestResumeWithAShorterTimeoutFitsIt: a resume may lower benchmark.timeout
+// (hangs cost too long); the count the longer one allowed would then take
+// more than a third of it, and trials would time out, failing as hangs
+// their settings did not cause. The count fits the shorter timeout.
+func TestResumeWithAShorterTimeoutFitsIt(t *testing.T) {
+	src, err := os.ReadFile("../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noisy := strings.Replace(strings.Replace(string(src), "noise = 0.02", "noise = 0.2", 1), "trials = 60", "trials = 4", 1)
+	st := openStore(t)
+	rec := &iterCounts{Runner: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}, iters: map[string]int{}}
+	var sp *space.Space
+	for _, run := range []struct {
+		timeout string
+		trials  int
+	}{{"1m", 4}, {"3s", 6}} {
+		sp = mustParse(t, "noisy.toml", strings.Replace(noisy, `timeout = "2m"`, "timeout = \""+run.timeout+"\"", 1))
+		tu := newTuner(t, sp, st)
+		tu.Runner = rec
+		if err := tu.Run(context.Background(), Options{Trials: run.trials}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := Iterations(sp, campaignTrials(t, st, sp.Campaign.Name))
+	if want >= rec.iters["2"] {
+		t.Fatalf("the 3s timeout caps at %d, trial 2 ran %d: the test needs a shorter one", want, rec.iters["2"])
+	}
+	for n := 4; n < 6; n++ {
+		if got := rec.iters[strconv.Itoa(n)]; got > want {
+			t.Errorf("trial %d, after the resume with a 3s timeout, ran %d iterations; %d fit it", n, got, want)
+		}
+	}
+}

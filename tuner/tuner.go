@@ -1251,14 +1251,17 @@ func (t *Tuner) open(o Options) (*session, error) {
 }
 
 // countedSpace is sp with the benchmark.timeout camp started with, for
-// Iterations. The timeout is no part of a space's identity, so a resume may
-// change it; the count it capped must not change with it: trials before
-// and after would be measured at different counts, and status, which
-// reads the stored space, would report the old one. A stored copy that no
-// longer loads leaves sp.
+// Iterations, where that is the shorter. The timeout is no part of a
+// space's identity, so a resume may change it; a longer one must not raise
+// the count it capped: trials before and after would be measured at
+// different counts, and status, which reads the stored space, would report
+// the old one. A shorter one (0 is none) caps it, or a sweep could outlast
+// it and trials fail as hangs their settings did not cause. A stored copy
+// that no longer loads leaves sp.
 func countedSpace(camp store.Campaign, sp *space.Space) *space.Space {
 	old, err := storedSpace(camp)
-	if err != nil || old.Benchmark.Timeout == sp.Benchmark.Timeout {
+	if err != nil || old.Benchmark.Timeout == sp.Benchmark.Timeout ||
+		sp.Benchmark.Timeout > 0 && (old.Benchmark.Timeout == 0 || sp.Benchmark.Timeout < old.Benchmark.Timeout) {
 		return sp
 	}
 	c := *sp
