@@ -449,3 +449,21 @@ func TestUnvalidatedChoiceSaysWhatNCCLDidNotConfirm(t *testing.T) {
 		}
 	}
 }
+
+// TestUnvalidatedChoiceBeyondFailedDefaultsSaysWhatNCCLDidNotConfirm: a
+// choice exported unvalidated where NCCL's defaults failed, or were not
+// measured, is as unconfirmed as one with a gain to show; its description
+// names the settings NCCL's log did not show it reading, too.
+func TestUnvalidatedChoiceBeyondFailedDefaultsSaysWhatNCCLDidNotConfirm(t *testing.T) {
+	sp := loadExample(t)
+	scores := map[string]float64{"small": 130, "medium": 130, "large": 130}
+	ring := space.Assignment{"NCCL_ALGO": "Ring"}
+	defaults := store.Trial{Number: 0, State: store.Failed, Params: space.Assignment{}, Env: sp.Env(space.Assignment{}), FailureKind: "wrong", FailureReason: "#wrong 3"}
+	tuned := store.Trial{Number: 1, State: store.Complete, Params: ring, Env: sp.Env(ring), Scores: scores}
+	for name, trials := range map[string][]store.Trial{"defaults failed": {defaults, tuned}, "defaults not measured": {tuned}} {
+		r := Of(sp, trials, nil)[0]
+		if d := r.Describe(); !r.Tuned() || !strings.Contains(d, "not confirmed") || !strings.Contains(d, "NCCL_ALGO") {
+			t.Errorf("%s: %q (tuned %v); want it to name NCCL_ALGO as not confirmed", name, d, r.Tuned())
+		}
+	}
+}

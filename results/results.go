@@ -367,8 +367,19 @@ func (s Summary) FailureKinds() []string {
 	return kinds
 }
 
-// Describe explains a range's outcome in one line.
+// Describe explains a range's outcome in one line. An unvalidated choice
+// whose settings NCCL's log did not confirm says so, however it is
+// described: validation would keep NCCL's defaults for it.
 func (r RangeResult) Describe() string {
+	d := r.describe()
+	if r.Validation == nil && r.Tuned() && len(r.Unconfirmed) > 0 {
+		d += fmt.Sprintf("; settings not confirmed: NCCL's log did not show it reading %s as set (`nccltune show %d` says why), and validation would keep NCCL's defaults",
+			strings.Join(r.Unconfirmed, ", "), r.Best.Number)
+	}
+	return d
+}
+
+func (r RangeResult) describe() string {
 	switch {
 	case r.Validation != nil && r.Tuned():
 		return fmt.Sprintf("validated: trial %d, %s", r.Best.Number, r.Validation.Reason)
@@ -388,13 +399,8 @@ func (r RangeResult) Describe() string {
 		if r.BestRuns > 1 {
 			runs = fmt.Sprintf("over %d runs", r.BestRuns)
 		}
-		d := fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) %s, trial %d", r.Measure.Value(r.BestScore), r.Measure.Unit,
+		return fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) %s, trial %d", r.Measure.Value(r.BestScore), r.Measure.Unit,
 			r.Measure.Value(r.DefaultScore), r.Measure.Unit, 100*r.Gain(), runs, r.Best.Number)
-		if len(r.Unconfirmed) > 0 {
-			d += fmt.Sprintf("; settings not confirmed: NCCL's log did not show it reading %s as set (`nccltune show %d` says why), and validation would keep NCCL's defaults",
-				strings.Join(r.Unconfirmed, ", "), r.Best.Number)
-		}
-		return d
 	default:
 		return fmt.Sprintf("NCCL's defaults are best: %.3g %s (no trial gained %.0f%% or more)", r.Measure.Value(r.DefaultScore), r.Measure.Unit, 100*MinGain)
 	}
