@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -19,7 +20,7 @@ import (
 // run of them was correct, NCCL's log confirmed every variable (a run whose
 // output has no NCCL INFO lines confirms none, and is not validated), and the 95%
 // confidence interval of the paired gain lies above zero, or, with no gain
-// to compute, NCCL's defaults failed by their settings (FailedBySettings).
+// to compute, NCCL's defaults failed as they would in a job (failedInAJob).
 func Judge(r RangeResult, tuned, defaults []store.ValidationRun, rounds int) store.Validation {
 	v := store.Validation{Range: r.Range.Name, Verdict: "default", DefaultMean: math.NaN(), TunedMean: math.NaN(),
 		Gain: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN()}
@@ -90,7 +91,7 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 		}
 	}
 	for _, run := range defaults {
-		if FailedBySettings(run) && len(b) == rounds {
+		if failedInAJob(run) && len(b) == rounds {
 			// The tuned configuration ran correctly in every round where
 			// NCCL's defaults failed as they may in a job: keeping them
 			// would export what validation saw fail. No gain to compute.
@@ -123,6 +124,16 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 		v.Reason = "gain not significant: " + ci
 	}
 	return v
+}
+
+// failedInAJob reports whether a validation run of NCCL's defaults failed
+// as a job under them would: wrong data, an NCCL error, a hang. Not every
+// failure FailedBySettings counts: one round's garbled or implausible
+// output, a crash with no NCCL error, says too little of NCCL's defaults
+// to export tuned settings with no gain measured.
+func failedInAJob(r store.ValidationRun) bool {
+	kind, _, _ := strings.Cut(r.Failure, ":")
+	return r.State != store.Complete && slices.Contains([]runner.FailureKind{runner.FailWrong, runner.FailNCCL, runner.FailTimeout}, runner.FailureKind(kind))
 }
 
 // FailedBySettings reports whether a validation run failed as its

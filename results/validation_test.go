@@ -136,6 +136,11 @@ func TestJudgeWhereTheDefaultsFail(t *testing.T) {
 	}{
 		{"wrong: 3 wrong elements at 65536 bytes", "tuned", "NCCL's defaults failed in round 1 (wrong: 3 wrong elements at 65536 bytes)"},
 		{"launch: srun: step creation temporarily disabled", "default", "nothing to compare with"},
+		{"timeout: ran past 10m0s", "tuned", "NCCL's defaults failed in round 1 (timeout"},
+		// One round's garbled output or a crash says too little of the defaults.
+		{"unparsable: no result rows in the benchmark output", "default", "nothing to compare with"},
+		{"implausible: 9000 GB/s", "default", "nothing to compare with"},
+		{"exit: exit status 1", "default", "nothing to compare with"},
 	} {
 		defaults := []store.ValidationRun{
 			{Round: 0, Arm: "default", State: store.Complete, Scores: map[string]float64{"r": 100}},
