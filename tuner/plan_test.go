@@ -779,12 +779,11 @@ func (c *iterCounts) Run(ctx context.Context, job runner.Job) runner.Result {
 	return c.Runner.Run(ctx, job)
 }
 
-// TestResumeKeepsTheIterationCount: benchmark.timeout is no part of a
-// space's identity, so a resume may raise it; the iteration count it
-// capped must stay, or trials before and after the resume are measured at
-// different counts, and status, which reads the stored space, reports the
-// old one.
-func TestResumeKeepsTheIterationCount(t *testing.T) {
+// resumedWithTimeouts runs a noisy campaign of the IB example for 4 trials
+// under benchmark.timeout first, then resumes it to 6 under second, and
+// returns the space of the resume, the store and each launch's iterations.
+func resumedWithTimeouts(t *testing.T, first, second string) (*space.Space, *store.Store, *iterCounts) {
+	t.Helper()
 	src, err := os.ReadFile("../examples/sim-2node-ib.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -796,7 +795,7 @@ func TestResumeKeepsTheIterationCount(t *testing.T) {
 	for _, run := range []struct {
 		timeout string
 		trials  int
-	}{{"3s", 4}, {"1m", 6}} {
+	}{{first, 4}, {second, 6}} {
 		sp = mustParse(t, "noisy.toml", strings.Replace(noisy, `timeout = "2m"`, "timeout = \""+run.timeout+"\"", 1))
 		tu := newTuner(t, sp, st)
 		tu.Runner = rec
@@ -804,6 +803,16 @@ func TestResumeKeepsTheIterationCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return sp, st, rec
+}
+
+// TestResumeKeepsTheIterationCount: benchmark.timeout is no part of a
+// space's identity, so a resume may raise it; the iteration count it
+// capped must stay, or trials before and after the resume are measured at
+// different counts, and status, which reads the stored space, reports the
+// old one.
+func TestResumeKeepsTheIterationCount(t *testing.T) {
+	sp, st, rec := resumedWithTimeouts(t, "3s", "1m")
 	camp, err := st.Campaign(sp.Campaign.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -887,25 +896,7 @@ max = 8
 // more than a third of it, and trials would time out, failing as hangs
 // their settings did not cause. The count fits the shorter timeout.
 func TestResumeWithAShorterTimeoutFitsIt(t *testing.T) {
-	src, err := os.ReadFile("../examples/sim-2node-ib.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	noisy := strings.Replace(strings.Replace(string(src), "noise = 0.02", "noise = 0.2", 1), "trials = 60", "trials = 4", 1)
-	st := openStore(t)
-	rec := &iterCounts{Runner: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}, iters: map[string]int{}}
-	var sp *space.Space
-	for _, run := range []struct {
-		timeout string
-		trials  int
-	}{{"1m", 4}, {"3s", 6}} {
-		sp = mustParse(t, "noisy.toml", strings.Replace(noisy, `timeout = "2m"`, "timeout = \""+run.timeout+"\"", 1))
-		tu := newTuner(t, sp, st)
-		tu.Runner = rec
-		if err := tu.Run(context.Background(), Options{Trials: run.trials}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sp, st, rec := resumedWithTimeouts(t, "1m", "3s")
 	want, _ := Iterations(sp, campaignTrials(t, st, sp.Campaign.Name))
 	if want >= rec.iters["2"] {
 		t.Fatalf("the 3s timeout caps at %d, trial 2 ran %d: the test needs a shorter one", want, rec.iters["2"])
