@@ -14,7 +14,9 @@ package sim
 // without a landscape (and forced LL128 over sockets still corrupts data).
 //
 // L is laid over a small catalogue of variables (landscapeKnobs), each read
-// as a level: 0 is unset, NCCL's default, and so is any value in no level.
+// as a level: 0 is unset, NCCL's default, and so is the value NCCL takes
+// when it is unset (NCCL_MIN_CTAS and NCCL_IB_QPS_PER_CONNECTION 1, 4 MiB
+// buffers, GDR up to PXB), which NCCL runs alike, and any value in no level.
 // A landscape is drawn from a PCG generator seeded by its number:
 //
 //   - a main effect for every (variable, level >= 1): a + b(x-17)/14,
@@ -55,7 +57,7 @@ import (
 type LandscapeKnob struct {
 	Name string
 	// Levels names levels 1..n; level 0 is unset, NCCL's default, and so
-	// is any value that falls in no level.
+	// are the value NCCL takes unset and any value that falls in no level.
 	Levels []string
 	level  func(value string) int
 }
@@ -63,8 +65,8 @@ type LandscapeKnob struct {
 var landscapeKnobs = []LandscapeKnob{
 	{"NCCL_ALGO", []string{"Ring", "Tree"}, tokenLevel("Ring", "Tree")},
 	{"NCCL_PROTO", []string{"LL", "LL128", "Simple"}, tokenLevel("LL", "LL128", "Simple")},
-	{"NCCL_MIN_CTAS", []string{"1-3", "4-11", "12-64"}, func(v string) int {
-		return intLevel(v, func(n int64) int { return bin(n, 1, 4, 12, 65) })
+	{"NCCL_MIN_CTAS", []string{"2-3", "4-11", "12-64"}, func(v string) int {
+		return intLevel(v, func(n int64) int { return bin(n, 2, 4, 12, 65) })
 	}},
 	{"NCCL_BUFFSIZE", []string{"below 4 MiB", "above 4 MiB"}, func(v string) int {
 		return intLevel(v, func(n int64) int {
@@ -80,8 +82,8 @@ var landscapeKnobs = []LandscapeKnob{
 	{"NCCL_NET_GDR_LEVEL", []string{"PHB", "SYS"}, func(v string) int {
 		return max(0, pciRank(v)-2) // PHB is rank 3, SYS (or any larger integer) 4
 	}},
-	{"NCCL_IB_QPS_PER_CONNECTION", []string{"1", "2-3", "4+"}, func(v string) int {
-		return intLevel(v, func(n int64) int { return bin(n, 1, 2, 4, 129) })
+	{"NCCL_IB_QPS_PER_CONNECTION", []string{"2-3", "4-7", "8+"}, func(v string) int {
+		return intLevel(v, func(n int64) int { return bin(n, 2, 4, 8, 129) })
 	}},
 	{"NCCL_NTHREADS", []string{"64-128", "256", "512"}, func(v string) int {
 		return intLevel(v, func(n int64) int {

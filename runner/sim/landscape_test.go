@@ -14,7 +14,7 @@ var fourNodeIB = []string{"-nodes=4", "-gpus_per_node=8", "-fabric=ib", "-noise=
 // value is a setting of a landscape variable that falls in the level.
 var value = [nKnobs][]string{
 	{"Ring", "Tree"}, {"LL", "LL128", "Simple"}, {"2", "8", "32"}, {"1048576", "16777216"},
-	{"PHB", "SYS"}, {"1", "2", "4"}, {"128", "256", "512"},
+	{"PHB", "SYS"}, {"2", "4", "8"}, {"128", "256", "512"},
 }
 
 func envOf(conds ...cond) map[string]string {
@@ -49,12 +49,30 @@ func TestLandscapeLevels(t *testing.T) {
 		level       int
 	}{
 		{"NCCL_ALGO", "Ring,Tree", 0}, {"NCCL_ALGO", "tree", 2}, {"NCCL_MIN_CTAS", "3", 1}, {"NCCL_MIN_CTAS", "4", 2},
-		{"NCCL_MIN_CTAS", "12", 3}, {"NCCL_BUFFSIZE", "4194304", 0}, {"NCCL_BUFFSIZE", "2097152", 1}, {"NCCL_NET_GDR_LEVEL", "PXB", 0},
-		{"NCCL_NET_GDR_LEVEL", "4", 2}, {"NCCL_IB_QPS_PER_CONNECTION", "3", 2}, {"NCCL_IB_QPS_PER_CONNECTION", "8", 3},
+		{"NCCL_MIN_CTAS", "12", 3}, {"NCCL_BUFFSIZE", "2097152", 1},
+		{"NCCL_NET_GDR_LEVEL", "4", 2}, {"NCCL_IB_QPS_PER_CONNECTION", "3", 1}, {"NCCL_IB_QPS_PER_CONNECTION", "7", 2},
+		{"NCCL_IB_QPS_PER_CONNECTION", "128", 3},
 		{"NCCL_NTHREADS", "64", 1}, {"NCCL_NTHREADS", "192", 0}, {"NCCL_CUMEM_ENABLE", "0", 0},
 	} {
 		if got := LandscapeLevel(tc.name, tc.value); got != tc.level {
 			t.Errorf("%s=%s: level %d, want %d", tc.name, tc.value, got, tc.level)
+		}
+	}
+}
+
+// TestLandscapeReadsNCCLDefaultsAsUnset: a variable set to the value NCCL
+// takes when it is unset is NCCL's default, level 0, as it is to NCCL: were
+// it a level of its own, a landscape's optimum could lie where only leaving
+// the variable out reaches it, a search problem NCCL does not pose.
+func TestLandscapeReadsNCCLDefaultsAsUnset(t *testing.T) {
+	for name, value := range map[string]string{
+		"NCCL_MIN_CTAS":              "1",       // init.cc: minCTAs defaults to 1
+		"NCCL_IB_QPS_PER_CONNECTION": "1",       // net_ib.cc: NCCL_PARAM(IbQpsPerConn, ..., 1)
+		"NCCL_BUFFSIZE":              "4194304", // DEFAULT_BUFFSIZE
+		"NCCL_NET_GDR_LEVEL":         "PXB",     // the GDR level NCCL takes without one
+	} {
+		if got := LandscapeLevel(name, value); got != 0 {
+			t.Errorf("%s=%s, NCCL's default: level %d, want 0", name, value, got)
 		}
 	}
 }
