@@ -446,6 +446,10 @@ func benchGroupsCommand() *cli.Command {
 				if err != nil || n < 1 || n > space.MaxGroups {
 					return usageError{fmt.Errorf("--groups: %q is not a group count of 1 to %d", g, space.MaxGroups)}
 				}
+				// Its campaigns would repeat the first's (the same seeds), a row each.
+				if slices.Contains(groups, n) {
+					return usageError{fmt.Errorf("--groups: %d named twice", n)}
+				}
 				groups = append(groups, n)
 			}
 			if c.Int("trials") <= slices.Max(groups)+1 || c.Int("seeds") < 1 || !(c.Float64("pace") > 0 && c.Float64("pace") <= 1) {

@@ -78,6 +78,8 @@ func TestBenchNamesTwiceAreUsageErrors(t *testing.T) {
 		{"bench", "search", "--scenarios", "2node-tcp,landscape-1,landscape-01", "--landscapes", "0", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random"},
 		{"bench", "job", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10", "--rounds", "2"},
 		{"bench", "groups", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10"},
+		// A group count twice ran its campaigns twice, a table row each.
+		{"bench", "groups", "--scenarios", "2node-tcp", "--groups", "1,2,02", "--seeds", "1", "--trials", "10"},
 	} {
 		code, out, errOut := nccltune(t, dir, args...)
 		if code != 2 || strings.Contains(errOut, "done") || !strings.Contains(errOut, "twice") {
