@@ -160,7 +160,9 @@ func TestExitCodes(t *testing.T) {
 // built-in example's announcement, as if it had started.
 func TestFlagErrorsBeforeTheSpace(t *testing.T) {
 	dir := t.TempDir()
-	for _, args := range [][]string{{"run", "--sampler", "foo"}, {"run", "--validate-rounds", "1"}, {"resume", "--sampler", "foo"}} {
+	for _, args := range [][]string{{"run", "--sampler", "foo"}, {"run", "--validate-rounds", "1"}, {"resume", "--sampler", "foo"},
+		// Rounds of a validation that --no-validate skips were dropped unread.
+		{"run", "--no-validate", "--validate-rounds", "3"}, {"resume", "--validate-rounds", "3", "--no-validate"}} {
 		code, _, errOut := nccltune(t, dir, args...)
 		if code != 2 || strings.Contains(errOut, "built-in example") || strings.Contains(errOut, "no store") {
 			t.Errorf("nccltune %v: exit %d, stderr %q; want exit 2 and the flag's error alone", args, code, errOut)

@@ -111,10 +111,12 @@ func checkFlags(c *cli.Context) error {
 	if s := c.String("sampler"); s != "" && !slices.Contains(space.Samplers, s) {
 		return usageError{fmt.Errorf("--sampler must be one of %s", strings.Join(space.Samplers, ", "))}
 	}
-	if !c.Bool("no-validate") {
-		if err := tuner.CheckRounds(c.Int("validate-rounds")); err != nil {
-			return usageError{fmt.Errorf("--validate-rounds: %w", err)}
-		}
+	if c.Bool("no-validate") && c.IsSet("validate-rounds") {
+		// Rounds of a validation it skips, which would go unread.
+		return usageError{errors.New("--validate-rounds with --no-validate: give one or the other")}
+	}
+	if err := tuner.CheckRounds(c.Int("validate-rounds")); err != nil {
+		return usageError{fmt.Errorf("--validate-rounds: %w", err)}
 	}
 	return nil
 }
