@@ -162,7 +162,9 @@ func TestFlagErrorsBeforeTheSpace(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{{"run", "--sampler", "foo"}, {"run", "--validate-rounds", "1"}, {"resume", "--sampler", "foo"},
 		// Rounds of a validation that --no-validate skips were dropped unread.
-		{"run", "--no-validate", "--validate-rounds", "3"}, {"resume", "--validate-rounds", "3", "--no-validate"}} {
+		{"run", "--no-validate", "--validate-rounds", "3"}, {"resume", "--validate-rounds", "3", "--no-validate"},
+		// A budget no space takes: the built-in example was announced first.
+		{"run", "--trials", "0"}, {"run", "--trials", "70000"}, {"resume", "--trials", "-1"}} {
 		code, _, errOut := nccltune(t, dir, args...)
 		if code != 2 || strings.Contains(errOut, "built-in example") || strings.Contains(errOut, "no store") {
 			t.Errorf("nccltune %v: exit %d, stderr %q; want exit 2 and the flag's error alone", args, code, errOut)

@@ -111,6 +111,13 @@ func checkFlags(c *cli.Context) error {
 	if s := c.String("sampler"); s != "" && !slices.Contains(space.Samplers, s) {
 		return usageError{fmt.Errorf("--sampler must be one of %s", strings.Join(space.Samplers, ", "))}
 	}
+	if c.IsSet("trials") {
+		// The bounds of every space; one of groups raises the least, which
+		// runCampaign checks once the space is read.
+		if err := new(space.Space).CheckTrials(c.Int("trials")); err != nil {
+			return usageError{fmt.Errorf("--trials: %w", err)}
+		}
+	}
 	if c.Bool("no-validate") && c.IsSet("validate-rounds") {
 		// Rounds of a validation it skips, which would go unread.
 		return usageError{errors.New("--validate-rounds with --no-validate: give one or the other")}
