@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -330,8 +331,12 @@ var campaignFlag = &cli.StringFlag{Name: "campaign", Usage: "campaign `NAME` in 
 
 // flagHint rewords urfave/cli's "flag provided but not defined: -trails"
 // (one dash, whatever the user typed) to name the flag as the help does,
-// the nearest one it knows, and where to see them all.
+// the nearest one it knows, and where to see them all; an error of a flag's
+// value names the flag as the help does too.
 func flagHint(c *cli.Context, err error) error {
+	if m := flagValueError.FindStringSubmatch(err.Error()); m != nil {
+		return errors.New(m[1] + dashed(m[2]) + m[3])
+	}
 	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
 	if !ok || c == nil || c.Command == nil {
 		return err
@@ -350,6 +355,11 @@ func flagHint(c *cli.Context, err error) error {
 	}
 	return fmt.Errorf("%s (%s --help lists them)", msg, c.Command.HelpName)
 }
+
+// flagValueError matches Go's flag package's errors of a flag's bad or
+// missing value, which name it with one dash (-trials) whatever the user
+// typed: the flag's name, between what comes before and after it.
+var flagValueError = regexp.MustCompile(`^(invalid (?:boolean )?value "(?:[^"\\]|\\.)*" for |flag needs an argument: )(?:flag )?-([^\s:]+)(.*)$`)
 
 // dashed is a flag's name as the help writes it: -q, --quiet.
 func dashed(name string) string {

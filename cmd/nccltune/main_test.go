@@ -132,6 +132,11 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "-t", "5"}, 2, "unknown flag -t (nccltune run --help lists them)"},
 		{[]string{"status", "-j"}, 2, "unknown flag -j (nccltune status --help lists them)"},
 		{[]string{"--store", "x.db", "status"}, 2, "flags go after the command they belong to"},
+		// A flag's bad or missing value names it as the help does, not as Go's flag package (-trials).
+		{[]string{"run", "--trials", "abc"}, 2, `invalid value "abc" for --trials: not a decimal integer`},
+		{[]string{"run", "--trials"}, 2, "flag needs an argument: --trials"},
+		{[]string{"status", "--json=maybe"}, 2, `invalid boolean value "maybe" for --json: parse error`},
+		{[]string{"run", "-q=x: for -y"}, 2, `invalid boolean value "x: for -y" for -q: parse error`},
 		{[]string{"export", "--store", bad}, 1, "not a readable SQLite database"},
 		{[]string{"sim", "-fabric=warp", "all_reduce_perf"}, 1, "fabric"},
 		{[]string{"run", "--validate-rounds", "100000000"}, 2, "--validate-rounds: the rounds must be 2 to 1000, not 100000000"},
