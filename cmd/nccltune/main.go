@@ -344,6 +344,9 @@ func flagHint(c *cli.Context, err error) error {
 	name = strings.TrimLeft(name, "-")
 	msg := "unknown flag " + dashed(name)
 	if c.Command.HelpName == "" || c.App != nil && c.Command.HelpName == c.App.Name { // before any command: nccltune --store x status
+		if c.App != nil && !takenBy(c.App.Commands, name) { // nccltune --version
+			return fmt.Errorf("%s: no command takes it (nccltune --help lists the commands)", msg)
+		}
 		return fmt.Errorf("%s: flags go after the command they belong to (nccltune COMMAND --help lists them)", msg)
 	}
 	var names []string
@@ -354,6 +357,14 @@ func flagHint(c *cli.Context, err error) error {
 		msg += fmt.Sprintf("; did you mean %s?", dashed(best))
 	}
 	return fmt.Errorf("%s (%s --help lists them)", msg, c.Command.HelpName)
+}
+
+// takenBy reports whether one of commands, or of their subcommands, has
+// the flag name.
+func takenBy(commands []*cli.Command, name string) bool {
+	return slices.ContainsFunc(commands, func(c *cli.Command) bool {
+		return takenBy(c.Subcommands, name) || slices.ContainsFunc(c.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) })
+	})
 }
 
 // flagValueError matches Go's flag package's errors of a flag's bad or

@@ -132,6 +132,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "-t", "5"}, 2, "unknown flag -t (nccltune run --help lists them)"},
 		{[]string{"status", "-j"}, 2, "unknown flag -j (nccltune status --help lists them)"},
 		{[]string{"--store", "x.db", "status"}, 2, "flags go after the command they belong to"},
+		// One that no command takes belongs after none.
+		{[]string{"--version"}, 2, "unknown flag --version: no command takes it (nccltune --help lists the commands)"},
 		// A flag's bad or missing value names it as the help does, not as Go's flag package (-trials).
 		{[]string{"run", "--trials", "abc"}, 2, `invalid value "abc" for --trials: not a decimal integer`},
 		{[]string{"run", "--trials"}, 2, "flag needs an argument: --trials"},
