@@ -243,7 +243,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 	}
 	fmt.Fprintln(w, ")")
 	if len(simplifying) > 0 {
-		fmt.Fprintf(w, "then %d trials tried each range's choice without each of its settings\n", len(simplifying))
+		fmt.Fprintf(w, "then %s tried each range's choice without each of its settings\n", text.Count(len(simplifying), "trial", "trials"))
 	}
 	if why := stoppedWhy(l); why != "" {
 		fmt.Fprintln(w, why)

@@ -111,3 +111,11 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Count is n and the noun that counts it: "1 call", "2 calls".
+func Count[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprint(n) + " " + many
+}
