@@ -158,10 +158,10 @@ func (e campaignStopped) Unwrap() error { return e.error }
 // argument to a command that takes none (`nccltune run space.toml` would run
 // the built-in example, and flags after it would be dropped unread), an
 // unknown subcommand (urfave/cli's exit 3 without a word), and an empty
-// --space, --campaign, --store, --out or --plugin (a script's unset
-// "$SPACE": run would run the built-in example, the others do without a
-// space, read the most recent campaign, write into the working folder or
-// to standard output, or name the default plugin).
+// text flag, save emptySays (a script's unset "$SPACE": run would run the
+// built-in example, the others do without a space, read the most recent
+// campaign, write into the working folder or to standard output, name the
+// default plugin, search with the space's sampler or compile with cc).
 func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...string) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
@@ -189,8 +189,9 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...
 		case !c.SkipFlagParsing:
 			takesArgs := c.ArgsUsage != ""
 			c.Before = func(ctx *cli.Context) error {
-				for _, name := range []string{"space", "campaign", "store", "out", "plugin"} {
-					if ctx.IsSet(name) && ctx.String(name) == "" {
+				for _, f := range ctx.Command.Flags {
+					name := f.Names()[0]
+					if _, text := f.(*cli.StringFlag); text && !emptySays[name] && ctx.IsSet(name) && ctx.String(name) == "" {
 						return usageError{fmt.Errorf("--%s is empty; leave the flag out for its default", name)}
 					}
 				}
@@ -206,6 +207,11 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...
 		}
 	}
 }
+
+// emptySays are the text flags whose empty value says something: doctor
+// --python "" skips the framework check, bench search --scenarios "" runs
+// the generated landscapes alone.
+var emptySays = map[string]bool{"python": true, "scenarios": true}
 
 // decimalInt and decimalInt64 read an integer flag in decimal, as the
 // space file's integers are: Go's flag package, which urfave/cli parses
