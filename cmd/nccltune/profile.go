@@ -36,6 +36,9 @@ func profileCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return usageError{fmt.Errorf("profile needs one log file (or - for standard input), after the flags")}
 			}
+			if out := c.String("out"); out != "" && isLog(out, c.Args().First()) {
+				return usageError{fmt.Errorf("--out %s is the log it reads, which the tables would replace", out)}
+			}
 			ranks := c.Int("ranks")
 			if ranks < 0 {
 				return usageError{fmt.Errorf("--ranks must be a communicator's rank count, not %d", ranks)}
@@ -105,6 +108,22 @@ func readLog(name string) (*workload.Workload, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return w, nil
+}
+
+// isLog reports whether out is the regular file that log names (standard
+// input for "-"), under another name or through a link.
+func isLog(out, log string) bool {
+	o, err := os.Stat(out)
+	if err != nil || !o.Mode().IsRegular() {
+		return false
+	}
+	var l os.FileInfo
+	if log == "-" {
+		l, err = os.Stdin.Stat()
+	} else {
+		l, err = os.Stat(log)
+	}
+	return err == nil && os.SameFile(o, l)
 }
 
 // render returns w as JSON, or as [[workload]] tables loaded first as a

@@ -238,3 +238,40 @@ func TestProfileStopsOnASignal(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileOutIsNotTheLog: --out naming the log it reads (a typo, or a
+// link to it) replaced the job's log with the tables; it is refused, and
+// the log is left as it was.
+func TestProfileOutIsNotTheLog(t *testing.T) {
+	dir := t.TempDir()
+	const log = "gpu-a:100:100 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 8 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x5500\n"
+	if err := os.WriteFile(filepath.Join(dir, "job.log"), []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("job.log", filepath.Join(dir, "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{"job.log", "./job.log", "link.log"} {
+		code, stdout, errOut := nccltune(t, dir, "profile", "--out", out, "job.log")
+		if code != 2 || !strings.Contains(errOut, "is the log") {
+			t.Errorf("profile --out %s job.log: exit %d, want 2\n%s%s", out, code, stdout, errOut)
+		}
+		if text, err := os.ReadFile(filepath.Join(dir, "job.log")); string(text) != log {
+			t.Fatalf("profile --out %s job.log left the log as %q (%v)", out, text, err)
+		}
+	}
+	// The log on standard input: profile --out job.log - < job.log.
+	in, err := os.Open(filepath.Join(dir, "job.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	cmd := exec.Command(os.Args[0], "profile", "--out", "job.log", "-")
+	cmd.Dir, cmd.Stdin = dir, in
+	if out, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 {
+		t.Errorf("profile --out job.log - < job.log: %v, want exit 2\n%s", err, out)
+	}
+	if text, _ := os.ReadFile(filepath.Join(dir, "job.log")); string(text) != log {
+		t.Errorf("profile --out job.log - < job.log left the log as %q", text)
+	}
+}
