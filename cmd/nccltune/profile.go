@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/workload"
 )
@@ -168,7 +169,7 @@ func commSizes(w *workload.Workload) []string {
 	}
 	var out []string
 	for _, n := range slices.Sorted(maps.Keys(calls)) {
-		out = append(out, fmt.Sprintf("%d (%d calls)", n, calls[n]))
+		out = append(out, fmt.Sprintf("%d (%s)", n, text.Count(calls[n], "call", "calls")))
 	}
 	return out
 }

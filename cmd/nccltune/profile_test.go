@@ -78,7 +78,7 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 	}
 
 	write("sizes.log", call("262144", "8"), call("262144", "16"))
-	if code, out, errOut := nccltune(t, dir, "profile", "sizes.log"); code != 1 || out != "" || !strings.Contains(errOut, "communicators of 8 (1 calls), 16 (1 calls) ranks") || !strings.Contains(errOut, "--ranks N") {
+	if code, out, errOut := nccltune(t, dir, "profile", "sizes.log"); code != 1 || out != "" || !strings.Contains(errOut, "communicators of 8 (1 call), 16 (1 call) ranks") || !strings.Contains(errOut, "--ranks N") {
 		t.Errorf("several sizes: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, out, errOut := nccltune(t, dir, "profile", "--json", "--out", "w.json", "sizes.log"); code != 0 || out != "" {
@@ -91,6 +91,9 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 	write("sizes0.log", call("262144", "8"), call("0", "16"))
 	if code, out, errOut := nccltune(t, dir, "profile", "--ranks", "8", "sizes0.log"); code != 0 || strings.Contains(out+errOut, "left out") || strings.Contains(out, "of 16 ranks") {
 		t.Errorf("--ranks 8: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "1", "sizes.log"); code != 1 || !strings.Contains(errOut, "no calls on communicators of 1 rank\n") {
+		t.Errorf("--ranks 1: exit %d, %s", code, errOut)
 	}
 	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "-3", "sizes.log"); code != 2 {
 		t.Errorf("--ranks -3: exit %d, %s", code, errOut)

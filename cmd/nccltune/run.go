@@ -166,7 +166,7 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		log = newProgressLog(os.Stderr, sp)
 		tu.Progress, tu.OnValidationRun = log.trial, log.validation
 		tu.OnScale = func(at *space.Space) {
-			log.println(fmt.Sprintf("%d nodes: campaign %q", at.Campaign.Scale, at.Campaign.Name))
+			log.println(fmt.Sprintf("%s: campaign %q", text.Count(at.Campaign.Scale, "node", "nodes"), at.Campaign.Name))
 		}
 	}
 	if tu.Finished(o) {
