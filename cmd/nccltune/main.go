@@ -93,8 +93,8 @@ func run(args []string) int {
 		return exitOK
 	case errors.Is(err, context.Canceled):
 		msg := "nccltune: interrupted"
-		if errors.As(err, &campaignStopped{}) {
-			msg += "; finished trials are stored: the same `nccltune run` command, or `nccltune resume` (its stored budget), goes on"
+		if stopped := (campaignStopped{}); errors.As(err, &stopped) {
+			msg += "; finished trials are stored: the same `nccltune run` command, or `" + stopped.resume + "` (its stored budget), goes on"
 		}
 		fmt.Fprintln(os.Stderr, msg)
 		return exitInterrupted
@@ -149,8 +149,12 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 }
 
 // campaignStopped is a campaign's interruption, which its stored trials
-// let it go on from; compare, doctor and bench store nothing to go on from.
-type campaignStopped struct{ error }
+// let it go on from, by the resume command; compare, doctor and bench
+// store nothing to go on from.
+type campaignStopped struct {
+	error
+	resume string
+}
 
 func (e campaignStopped) Unwrap() error { return e.error }
 

@@ -175,7 +175,15 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	runErr := tu.Run(c.Context, o)
 	log.clear() // the status table, or the error, on a line of its own
 	if errors.Is(runErr, context.Canceled) {
-		runErr = campaignStopped{runErr}
+		resume := append([]string{"nccltune", "resume"}, campaignFlags(c)...)
+		if path := c.String("space"); path != "" { // a space that starts a program needs it
+			resume = append(resume, "--space", path)
+		}
+		runErr = campaignStopped{runErr, shellJoin(resume)}
+	}
+	if flags := campaignFlags(c); len(flags) > 0 && (errors.Is(runErr, tuner.ErrAllFailed) || errors.Is(runErr, tuner.ErrAllFailing)) {
+		// They name status and show, which without them read the default store.
+		runErr = fmt.Errorf("%w; the commands it names need %s", runErr, shellJoin(flags))
 	}
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
 		return runErr
@@ -188,6 +196,18 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		}
 	}
 	return runErr
+}
+
+// campaignFlags are the --store and --campaign given to c, which a command
+// nccltune suggests needs to read the same campaign.
+func campaignFlags(c *cli.Context) []string {
+	var flags []string
+	for _, name := range []string{"store", "campaign"} {
+		if c.IsSet(name) {
+			flags = append(flags, "--"+name, c.String(name))
+		}
+	}
+	return flags
 }
 
 // scales are the spaces of the campaigns sp runs: its own, or one per
