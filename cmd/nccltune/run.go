@@ -170,16 +170,12 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		}
 	}
 	if tu.Finished(o) {
-		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget (or stopped, as its status says) and been validated: nothing to run (--trials N extends it where configurations are left to try; `nccltune validate` measures its choices again)\n", sp.Campaign.Name)
+		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget (or stopped, as its status says) and been validated: nothing to run (--trials N extends it where configurations are left to try; `%s` measures its choices again)\n", sp.Campaign.Name, suggested(c, "validate"))
 	}
 	runErr := tu.Run(c.Context, o)
 	log.clear() // the status table, or the error, on a line of its own
 	if errors.Is(runErr, context.Canceled) {
-		resume := append([]string{"nccltune", "resume"}, campaignFlags(c)...)
-		if path := c.String("space"); path != "" { // a space that starts a program needs it
-			resume = append(resume, "--space", path)
-		}
-		runErr = campaignStopped{runErr, shellJoin(resume)}
+		runErr = campaignStopped{runErr, suggested(c, "resume")}
 	}
 	if flags := campaignFlags(c); len(flags) > 0 && (errors.Is(runErr, tuner.ErrAllFailed) || errors.Is(runErr, tuner.ErrAllFailing)) {
 		// They name status and show, which without them read the default store.
@@ -208,6 +204,17 @@ func campaignFlags(c *cli.Context) []string {
 		}
 	}
 	return flags
+}
+
+// suggested is the nccltune command that launches the campaign of c again
+// (resume, validate): with its campaignFlags, and its --space, which a
+// space that starts a program needs.
+func suggested(c *cli.Context, command string) string {
+	args := append([]string{"nccltune", command}, campaignFlags(c)...)
+	if path := c.String("space"); path != "" {
+		args = append(args, "--space", path)
+	}
+	return shellJoin(args)
 }
 
 // scales are the spaces of the campaigns sp runs: its own, or one per

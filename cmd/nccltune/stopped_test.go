@@ -61,4 +61,8 @@ func TestSuggestionsNameTheStore(t *testing.T) {
 	if code, out, errOut := nccltune(t, dir, resume...); code != 0 || !strings.Contains(out, "4 of 4 trials finished") {
 		t.Errorf("the suggested resume: exit %d\n%s%s", code, out, errOut)
 	}
+	// Run again, a finished campaign suggests validating it.
+	if code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile, "--store", "s.db"); code != 0 || !strings.Contains(errOut, "`"+shellJoin([]string{"nccltune", "validate", "--store", "s.db", "--space", spaceFile})+"` measures") {
+		t.Errorf("run of a finished campaign: exit %d\n%s%s", code, out, errOut)
+	}
 }
