@@ -122,7 +122,7 @@ func printShares(w io.Writer, l *loaded) {
 	tw.Flush()
 	switch v := j.job.Validation; {
 	case v == nil:
-		fmt.Fprintln(w, "the job's configuration is not validated: run `nccltune validate`")
+		fmt.Fprintf(w, "the job's configuration is not validated: run `%s`\n", l.command("validate"))
 	case j.job.DefaultsKept():
 		fmt.Fprintf(w, "the job's validation kept NCCL's defaults (%s): they are exported\n", v.Reason)
 	default:

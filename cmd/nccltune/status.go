@@ -40,6 +40,20 @@ type loaded struct {
 	trials  []store.Trial
 	vals    []store.Validation
 	results []results.RangeResult
+	// flags are the --store and --campaign that read it, where not the
+	// defaults, for the commands nccltune suggests (command).
+	flags []string
+}
+
+// command is the nccltune command name that goes on with l's campaign: with
+// the flags that read it, and --space FILE where its space starts a
+// program, which nccltune starts only from the user's own file.
+func (l *loaded) command(name string) string {
+	cmd := shellJoin(append([]string{"nccltune", name}, l.flags...))
+	if len(l.family.Programs()) > 0 {
+		cmd += " --space FILE"
+	}
+	return cmd
 }
 
 // spaceParser reads a campaign's stored space: space.Parse for a command
@@ -111,7 +125,14 @@ func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{camp: camp, space: sp, family: family, trials: trials, vals: vals, results: results.Of(sp, trials, vals)}, nil
+	var flags []string
+	if st.Path() != storeFlag.Value {
+		flags = append(flags, "--store", st.Path())
+	}
+	if name != "" {
+		flags = append(flags, "--campaign", name)
+	}
+	return &loaded{camp: camp, space: sp, family: family, trials: trials, vals: vals, results: results.Of(sp, trials, vals), flags: flags}, nil
 }
 
 // openCampaign opens the --store (which must exist) and loads its --campaign;
@@ -217,7 +238,7 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 // settled (patience), or its trials all failed the same way; "" if neither.
 func stoppedWhy(l *loaded) string {
 	if err := tuner.StoppedFailing(l.trials, l.camp.Budget); err != nil {
-		return err.Error() + ": fix what fails them, then `nccltune resume`"
+		return err.Error() + ": fix what fails them, then `" + l.command("resume") + "`"
 	}
 	return l.camp.Stopped
 }

@@ -41,6 +41,10 @@ func TestSuggestionsNameTheStore(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "see `nccltune show 4`; the commands it names need --store b.db") {
 		t.Errorf("run of a broken benchmark: exit %d\n%s%s", code, out, errOut)
 	}
+	// status, which has no --space, names the file the resume needs.
+	if _, out, _ := nccltune(t, dir, "status", "--store", "b.db", "--campaign", "broken"); !strings.Contains(out, "then `nccltune resume --store b.db --campaign broken --space FILE`") {
+		t.Errorf("status of a campaign stopped failing:\n%s", out)
+	}
 
 	spaceFile = slowSpace(t, dir, 4)
 	os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
