@@ -179,7 +179,7 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	}
 	if flags := campaignFlags(c); len(flags) > 0 && (errors.Is(runErr, tuner.ErrAllFailed) || errors.Is(runErr, tuner.ErrAllFailing)) {
 		// They name status and show, which without them read the default store.
-		runErr = fmt.Errorf("%w; the commands it names need %s", runErr, shellJoin(flags))
+		runErr = fmt.Errorf("%w%s%s", runErr, commandsNeed, shellJoin(flags))
 	}
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
 		return runErr
@@ -193,6 +193,10 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	}
 	return runErr
 }
+
+// commandsNeed tells the flags that the commands a tuner error names
+// (`nccltune status`, `nccltune show N`) need to read the same campaign.
+const commandsNeed = "; the commands it names need "
 
 // campaignFlags are the --store and --campaign given to c, which a command
 // nccltune suggests needs to read the same campaign.

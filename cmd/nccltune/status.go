@@ -238,7 +238,11 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 // settled (patience), or its trials all failed the same way; "" if neither.
 func stoppedWhy(l *loaded) string {
 	if err := tuner.StoppedFailing(l.trials, l.camp.Budget); err != nil {
-		return err.Error() + ": fix what fails them, then `" + l.command("resume") + "`"
+		why := err.Error()
+		if len(l.flags) > 0 { // the show it names, which without them reads another campaign
+			why += commandsNeed + shellJoin(l.flags)
+		}
+		return why + ": fix what fails them, then `" + l.command("resume") + "`"
 	}
 	return l.camp.Stopped
 }

@@ -42,7 +42,8 @@ func TestSuggestionsNameTheStore(t *testing.T) {
 		t.Errorf("run of a broken benchmark: exit %d\n%s%s", code, out, errOut)
 	}
 	// status, which has no --space, names the file the resume needs.
-	if _, out, _ := nccltune(t, dir, "status", "--store", "b.db", "--campaign", "broken"); !strings.Contains(out, "then `nccltune resume --store b.db --campaign broken --space FILE`") {
+	if _, out, _ := nccltune(t, dir, "status", "--store", "b.db", "--campaign", "broken"); !strings.Contains(out, "see `nccltune show 4`; the commands it names need --store b.db --campaign broken") ||
+		!strings.Contains(out, "then `nccltune resume --store b.db --campaign broken --space FILE`") {
 		t.Errorf("status of a campaign stopped failing:\n%s", out)
 	}
 
