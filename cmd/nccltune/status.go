@@ -534,7 +534,7 @@ func exportCommand() *cli.Command {
 				return usageError{fmt.Errorf("--plugin names the plugin of the plugin and tuner-csv formats' env files; the %s format loads none", f)}
 			}
 			var ex export.Export
-			_, err := readCampaign(c, func(st *store.Store, l *loaded) (err error) {
+			l, err := readCampaign(c, func(st *store.Store, l *loaded) (err error) {
 				ex, err = exportOfCampaign(c, st, l)
 				return err
 			})
@@ -551,6 +551,10 @@ func exportCommand() *cli.Command {
 				if _, werr := fmt.Println(strings.Join(paths, "\n")); werr != nil {
 					err = errors.Join(err, werr)
 				}
+			}
+			if validate := l.command("validate"); errors.Is(err, export.ErrUnvalidated) && validate != "nccltune validate" {
+				// Without the flags that read the campaign, it validates another.
+				err = fmt.Errorf("%w\n`nccltune validate` here is `%s`", err, validate)
 			}
 			if c.String("format") == "plugin" && c.String("plugin") == "" {
 				if _, statErr := os.Stat(filepath.Join(c.String("out"), plugin.LibraryName)); statErr != nil {

@@ -71,3 +71,17 @@ func TestSuggestionsNameTheStore(t *testing.T) {
 		t.Errorf("run of a finished campaign: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestExportSuggestsValidatingTheStore: export of rules that need
+// validation said "run `nccltune validate`", which without the --store the
+// export read validates the default store's campaign, or none.
+func TestExportSuggestsValidatingTheStore(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--store", "nv.db", "--trials", "3", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "export", "--store", "nv.db", "--format", "tuner-csv")
+	if code != 1 || !strings.Contains(errOut, "run `nccltune validate`\n`nccltune validate` here is `nccltune validate --store nv.db`") {
+		t.Errorf("export --format tuner-csv of an unvalidated campaign: exit %d\n%s%s", code, out, errOut)
+	}
+}
