@@ -27,6 +27,10 @@ func ReadEnvFile(path string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// Read, a directory fails at its first line, as if that line were bad.
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not an env file", path)
+	}
 	var env []string
 	var errs []error
 	sc := bufio.NewScanner(f)

@@ -26,6 +26,10 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
+// ErrUnvalidated is what an export that needs the campaign validated first
+// fails with; its text says how.
+var ErrUnvalidated = errors.New("run `nccltune validate`")
+
 // Formats are the export formats, the first being the default.
 var Formats = []string{"env", "dotenv", "json", "slurm", "torchrun", "plugin", "tuner-csv", "job"}
 

@@ -327,3 +327,13 @@ func TestReadEnvFileReadsSizesAsNCCLDoes(t *testing.T) {
 		}
 	}
 }
+
+// TestReadEnvFileOfADirectory: a directory given for an env file (compare
+// DIR b.env) was told as a read error at its first line, "DIR:1: read DIR:
+// is a directory"; it is told as what it is.
+func TestReadEnvFileOfADirectory(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ReadEnvFile(dir); err == nil || err.Error() != dir+" is a directory, not an env file" {
+		t.Errorf("ReadEnvFile of a directory: %v", err)
+	}
+}

@@ -52,7 +52,7 @@ func (e Export) jobFile(name string) (file, error) {
 		return file{}, fmt.Errorf("job: the job's configuration %w: the store was altered", err)
 	}
 	if e.Job.Validation == nil && e.Job.Composed(sp) {
-		return file{}, errors.New("job: NCCL's defaults failed in the search, so each collective's best brings its own environment, and the job's configuration, composed of them, ran in no trial: `nccltune validate` measures it as a whole (or export each range's env file, --format env)")
+		return file{}, fmt.Errorf("job: NCCL's defaults failed in the search, so each collective's best brings its own environment, and the job's configuration, composed of them, ran in no trial, which validation measures as a whole (or export each range's env file, --format env): %w", ErrUnvalidated)
 	}
 	a := e.Job.Exported(sp)
 	env, perCollective, agreed := jobEnv(sp, a)

@@ -231,7 +231,7 @@ func (e Export) decided(rg space.Range, a space.Assignment) ([]rule, error) {
 	case !ok && e.validated():
 		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, and NCCL logged none when validation probed it (a communicator of one rank makes no decision)")
 	case !ok:
-		return nil, errors.New("the rules need NCCL's own per-size decisions under its configuration, which validation records: run `nccltune validate`")
+		return nil, fmt.Errorf("the rules need NCCL's own per-size decisions under its configuration, which validation records: %w", ErrUnvalidated)
 	}
 	byColl, err := e.points(ds)
 	if err != nil {

@@ -73,10 +73,13 @@ func Build(dir, cc string) (string, error) {
 			return err
 		}
 		src, err := sources.ReadFile(name)
-		if err == nil && !ours(filepath.Join(dir, name), src) {
-			err = fmt.Errorf("%s is not the plugin's: build in a folder of its own (--out DIR)", filepath.Join(dir, name))
+		if err != nil {
+			return err
 		}
-		return err
+		if mine, err := ours(filepath.Join(dir, name), src); err != nil || !mine {
+			return cmp.Or(err, fmt.Errorf("%s is not the plugin's: build in a folder of its own (--out DIR)", filepath.Join(dir, name)))
+		}
+		return nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("plugin: %w", err)
@@ -123,19 +126,24 @@ func Build(dir, cc string) (string, error) {
 // ours reports whether path is free for the plugin's file src: nothing is
 // there, or a file an earlier Build wrote, which starts as src does up to
 // the end of src's first line that names nccltune (every version's heading
-// line). Naming nccltune is not enough: a project's own Makefile may.
-func ours(path string, src []byte) bool {
+// line). Naming nccltune is not enough: a project's own Makefile may. It
+// fails where path cannot be read: a file said not to be the plugin's that
+// is not there misled.
+func ours(path string, src []byte) (bool, error) {
 	f, err := os.Open(path)
-	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil { // --out a file ("not a directory"), a file it may not read
+		return false, err
 	}
 	defer f.Close()
 	i := bytes.Index(src, []byte("nccltune"))
 	if i < 0 {
-		return false
+		return false, nil
 	}
 	end := i + bytes.IndexByte(src[i:], '\n') + 1 // src's lines end in '\n'
 	head := make([]byte, end)
 	n, _ := io.ReadFull(f, head)
-	return bytes.Equal(head[:n], src[:end])
+	return bytes.Equal(head[:n], src[:end]), nil
 }

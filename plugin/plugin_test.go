@@ -1153,3 +1153,16 @@ func FuzzRules(f *testing.F) {
 		}
 	})
 }
+
+// TestBuildIntoAFile: --out naming a file was refused as "FILE/Makefile is
+// not the plugin's", a Makefile that is not there; it says what is wrong.
+func TestBuildIntoAFile(t *testing.T) {
+	compiler(t)
+	file := filepath.Join(t.TempDir(), "lib")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(file, ""); err == nil || strings.Contains(err.Error(), "is not the plugin's") || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Build into a file: %v, want it said to be no directory", err)
+	}
+}

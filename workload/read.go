@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -48,7 +49,7 @@ func newLeft() *left { return &left{map[string]int64{}, map[string]int64{}, map[
 func (w *Workload) Keep(ranks int) error {
 	w.Entries = slices.DeleteFunc(w.Entries, func(e Entry) bool { return e.Ranks != ranks })
 	if len(w.Entries) == 0 {
-		return fmt.Errorf("no calls on communicators of %d ranks", ranks)
+		return fmt.Errorf("no calls on communicators of %s", text.Count(ranks, "rank", "ranks"))
 	}
 	w.Source.Comms = slices.DeleteFunc(w.Source.Comms, func(c Comms) bool { return c.Ranks != ranks })
 	l := cmp.Or(w.left[ranks], newLeft())

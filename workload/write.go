@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -32,12 +33,12 @@ func (w *Workload) WriteTOML(out io.Writer) error {
 	for _, e := range w.Entries {
 		calls += e.Count
 	}
-	fmt.Fprintf(bw, "# written by nccltune profile%s (%s): %d collectives, %d sizes, %d calls\n",
-		from, version, len(w.Summary()), len(w.Entries), calls)
+	fmt.Fprintf(bw, "# written by nccltune profile%s (%s): %s, %s, %s\n", from, version,
+		text.Count(len(w.Summary()), "collective", "collectives"), text.Count(len(w.Entries), "size", "sizes"), text.Count(calls, "call", "calls"))
 	for _, c := range w.Source.Comms {
-		fmt.Fprintf(bw, "# communicators of %d ranks: %s, counted %s", c.Ranks, plural(c.Processes, "process", "processes"), printable(c.Process))
+		fmt.Fprintf(bw, "# communicators of %s: %s, counted %s", text.Count(c.Ranks, "rank", "ranks"), text.Count(c.Processes, "process", "processes"), printable(c.Process))
 		if c.Fewest < c.Calls {
-			fmt.Fprintf(bw, " (%d calls; the fewest of any process %d)", c.Calls, c.Fewest)
+			fmt.Fprintf(bw, " (%s; the fewest of any process %d)", text.Count(c.Calls, "call", "calls"), c.Fewest)
 		}
 		fmt.Fprintln(bw)
 	}
@@ -75,16 +76,9 @@ func (w *Workload) caveats() []string {
 			space.FormatSize(space.MaxSize), space.FormatSize(space.MaxSize), calls(w.Source.Oversize)))
 	}
 	if m := w.Source.Malformed; m > 0 {
-		out = append(out, fmt.Sprintf("left out, as they could not be read: %s (the first: %s)", plural(int(m), "COLL line", "COLL lines"), printable(w.Source.FirstMalformed)))
+		out = append(out, fmt.Sprintf("left out, as they could not be read: %s (the first: %s)", text.Count(m, "COLL line", "COLL lines"), printable(w.Source.FirstMalformed)))
 	}
 	return out
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }
 
 // printable returns s, quoted if it has characters a TOML comment cannot

@@ -148,3 +148,19 @@ func TestWriteTOMLOfALogNotUTF8(t *testing.T) {
 		t.Errorf("%v (%d tables) in\n%s", err, len(file.Workload), out.String())
 	}
 }
+
+// TestWriteTOMLCountsOne: the header counted one of anything as many ("1
+// collectives, 1 sizes, 1 calls").
+func TestWriteTOMLCountsOne(t *testing.T) {
+	w := &Workload{Entries: []Entry{{Collective: "all_reduce", Bytes: 8, Count: 1, Ranks: 1}},
+		Source: Source{Comms: []Comms{{Ranks: 1, Process: "node001:1 [0]", Processes: 2, Calls: 1, Fewest: 0}}}}
+	var out strings.Builder
+	if err := w.WriteTOML(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{": 1 collective, 1 size, 1 call\n", "# communicators of 1 rank: 2 processes", "(1 call; the fewest of any process 0)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, out.String())
+		}
+	}
+}

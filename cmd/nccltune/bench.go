@@ -93,17 +93,23 @@ const maxBenchCount = 10000
 // checkCampaignFlags refuses, before any campaign runs, the bench flags
 // that every campaign's space would refuse (the campaigns failed one by one,
 // naming temporary space files): --noise past the simulator's [0, 0.5], a
-// --trials budget past space.MaxTrials, and where the command has them
+// --trials budget below the command's minTrials (why says why, where it
+// is not plain) or past space.MaxTrials, and where the command has them
 // --noise-target past [0, 0.5) and --patience that is neither 0 nor at
-// least 5; and counts past maxBenchCount.
-func checkCampaignFlags(c *cli.Context) error {
-	for _, name := range []string{"seeds", "landscapes", "smooth"} {
-		if n := c.Int(name); n > maxBenchCount {
-			return usageError{fmt.Errorf("--%s must be at most %d, not %d", name, maxBenchCount, n)}
+// least 5; and counts below one seed or past maxBenchCount. Each names
+// its flag and value: one message of every bound left the user to find
+// which was wrong.
+func checkCampaignFlags(c *cli.Context, minTrials int, why string) error {
+	for _, f := range []struct {
+		name string
+		min  int
+	}{{"seeds", 1}, {"landscapes", 0}, {"smooth", 0}} {
+		if n := c.Int(f.name); n < f.min || n > maxBenchCount {
+			return usageError{fmt.Errorf("--%s must be %d to %d, not %d", f.name, f.min, maxBenchCount, n)}
 		}
 	}
-	if n := c.Int("trials"); n > space.MaxTrials {
-		return usageError{fmt.Errorf("--trials must be at most %d, not %d", space.MaxTrials, n)}
+	if n := c.Int("trials"); n < minTrials || n > space.MaxTrials {
+		return usageError{fmt.Errorf("--trials must be %d%s to %d, not %d", minTrials, why, space.MaxTrials, n)}
 	}
 	if n := c.Float64("noise"); !(n >= 0 && n <= 0.5) {
 		return usageError{fmt.Errorf("--noise must be within [0, 0.5], not %g", n)}
@@ -144,10 +150,7 @@ const timedAt = 50
 var familyAt = []int{40, 80}
 
 func benchSearch(c *cli.Context) error {
-	if c.Int("trials") < 10 || c.Int("seeds") < 1 || c.Int("landscapes") < 0 || c.Int("smooth") < 0 {
-		return usageError{fmt.Errorf("--trials must be at least 10, --seeds at least 1, --landscapes and --smooth at least 0")}
-	}
-	if err := checkCampaignFlags(c); err != nil {
+	if err := checkCampaignFlags(c, 10, ""); err != nil {
 		return err
 	}
 	samplers, err := strategies(c)
@@ -377,11 +380,11 @@ func benchJobCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Int("trials") < space.MinTrials || c.Int("seeds") < 1 || tuner.CheckRounds(c.Int("rounds")) != nil {
-				return usageError{fmt.Errorf("--trials must be at least %d, --seeds at least 1, --rounds 2 to %d", space.MinTrials, tuner.MaxRounds)}
-			}
-			if err := checkCampaignFlags(c); err != nil {
+			if err := checkCampaignFlags(c, space.MinTrials, ""); err != nil {
 				return err
+			}
+			if err := tuner.CheckRounds(c.Int("rounds")); err != nil {
+				return usageError{fmt.Errorf("--rounds: %w", err)}
 			}
 			// Every name before the first campaign, which an unknown one after it would waste.
 			scenarios := strings.Split(c.String("scenarios"), ",")
@@ -446,13 +449,19 @@ func benchGroupsCommand() *cli.Command {
 				if err != nil || n < 1 || n > space.MaxGroups {
 					return usageError{fmt.Errorf("--groups: %q is not a group count of 1 to %d", g, space.MaxGroups)}
 				}
+				// Its campaigns would repeat the first's (the same seeds), a row each.
+				if slices.Contains(groups, n) {
+					return usageError{fmt.Errorf("--groups: %d named twice", n)}
+				}
 				groups = append(groups, n)
 			}
-			if c.Int("trials") <= slices.Max(groups)+1 || c.Int("seeds") < 1 || !(c.Float64("pace") > 0 && c.Float64("pace") <= 1) {
-				return usageError{fmt.Errorf("--trials must exceed the largest group count by 2, --seeds be at least 1, --pace within (0, 1]")}
-			}
-			if err := checkCampaignFlags(c); err != nil {
+			// NCCL's defaults run once on each group, then the search.
+			largest := slices.Max(groups)
+			if err := checkCampaignFlags(c, largest+2, fmt.Sprintf(" (2 more than the largest of --groups, %d)", largest)); err != nil {
 				return err
+			}
+			if pace := c.Float64("pace"); !(pace > 0 && pace <= 1) {
+				return usageError{fmt.Errorf("--pace must be within (0, 1], not %g", pace)}
 			}
 			scenarios, err := quality.ScenariosNamed(strings.Split(c.String("scenarios"), ","))
 			if err != nil {

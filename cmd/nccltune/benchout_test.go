@@ -78,6 +78,8 @@ func TestBenchNamesTwiceAreUsageErrors(t *testing.T) {
 		{"bench", "search", "--scenarios", "2node-tcp,landscape-1,landscape-01", "--landscapes", "0", "--smooth", "0", "--seeds", "1", "--trials", "10", "--samplers", "random"},
 		{"bench", "job", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10", "--rounds", "2"},
 		{"bench", "groups", "--scenarios", "2node-tcp,2node-tcp", "--seeds", "1", "--trials", "10"},
+		// A group count twice ran its campaigns twice, a table row each.
+		{"bench", "groups", "--scenarios", "2node-tcp", "--groups", "1,2,02", "--seeds", "1", "--trials", "10"},
 	} {
 		code, out, errOut := nccltune(t, dir, args...)
 		if code != 2 || strings.Contains(errOut, "done") || !strings.Contains(errOut, "twice") {
@@ -99,5 +101,40 @@ func TestBenchSearchTimeAt50OnlyWith50Trials(t *testing.T) {
 	lines := strings.Split(out, "\n")
 	if fields := strings.Fields(lines[1]); code != 0 || len(fields) < 2 || fields[len(fields)-2] != "-" {
 		t.Errorf("table with 10 trials: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestBenchFlagErrorsNameTheirFlag: a bench count out of range was refused
+// by one message naming every flag's bounds (`--rounds 1`: "--trials must be
+// at least 3, --seeds at least 1, --rounds 2 to 1000"), leaving the user to
+// find which of them was wrong; the message names the flag and its value.
+func TestBenchFlagErrorsNameTheirFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args       []string
+		flag, text string
+	}{
+		{[]string{"search", "--trials", "9"}, "--trials", "9"},
+		{[]string{"search", "--seeds", "0"}, "--seeds", "0"},
+		{[]string{"search", "--landscapes", "-1"}, "--landscapes", "-1"},
+		{[]string{"search", "--smooth", "-2"}, "--smooth", "-2"},
+		{[]string{"job", "--rounds", "1"}, "--rounds", "1"},
+		{[]string{"job", "--trials", "2"}, "--trials", "2"},
+		{[]string{"job", "--seeds", "-1"}, "--seeds", "-1"},
+		{[]string{"groups", "--trials", "5"}, "--trials", "5"},
+		{[]string{"groups", "--seeds", "0"}, "--seeds", "0"},
+		{[]string{"groups", "--pace", "0"}, "--pace", "0"},
+	} {
+		args := append([]string{"bench"}, c.args...)
+		code, _, errOut := nccltune(t, dir, args...)
+		others := 0
+		for _, f := range []string{"--trials", "--seeds", "--rounds", "--pace", "--landscapes"} {
+			if f != c.flag && strings.Contains(errOut, f) {
+				others++
+			}
+		}
+		if code != 2 || !strings.Contains(errOut, c.flag) || !strings.Contains(errOut, "not "+c.text) || others > 0 {
+			t.Errorf("nccltune %v: exit %d, stderr %q; want exit 2 and %s's error alone, with its value", args, code, errOut, c.flag)
+		}
 	}
 }

@@ -123,7 +123,8 @@ func compareSpace(c *cli.Context) (*space.Space, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := startsNothing(l); err != nil {
+	// compare reads the space file alone: with --store, it is a usage error.
+	if err := startsNothing(l, "compare on the space file the campaign ran with, --space FILE in place of --store and --campaign"); err != nil {
 		return nil, err
 	}
 	return l.space, nil

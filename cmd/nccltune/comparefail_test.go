@@ -106,3 +106,21 @@ func TestCompareVerdictIsOneCell(t *testing.T) {
 		t.Errorf("compare with B failing: exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
 }
+
+// TestCompareOfAStoredProgram: compare on a stored campaign whose space
+// starts a program advised "give the space file ..., --space FILE", which
+// with the --store it was given is a usage error; it says to give the
+// space file in place of the store, and doing so compares.
+func TestCompareOfAStoredProgram(t *testing.T) {
+	dir, spaceFile := treeFails(t, "exit 3")
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--trials", "3", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "compare", "--store", "nccltune.db", "--rounds", "2", "a.env", "a.env")
+	if code != 1 || !strings.Contains(errOut, "--space FILE in place of --store and --campaign") {
+		t.Errorf("compare --store of a campaign that starts a program: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := nccltune(t, dir, "compare", "--space", spaceFile, "--rounds", "2", "a.env", "a.env"); code != 0 {
+		t.Errorf("compare --space as advised: exit %d\n%s%s", code, out, errOut)
+	}
+}

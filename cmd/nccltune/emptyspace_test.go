@@ -15,6 +15,8 @@ import (
 // too: report and export failed with exit 1 ("mkdir : no such file or
 // directory"), plugin build built into the working folder, profile wrote
 // to standard output, and export --format plugin named the default plugin.
+// So is any other text flag's but --python's and bench search --scenarios',
+// whose "" says something.
 func TestEmptySpaceIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
@@ -34,6 +36,14 @@ func TestEmptySpaceIsRefused(t *testing.T) {
 		{"plugin", "build", "--out", ""},
 		{"profile", "--out", "", "job.log"},
 		{"bench", "search", "--out", ""},
+		// Any text flag whose empty value means nothing: run and resume ran
+		// the space's sampler, plugin build compiled with cc, bench ran its
+		// default samplers' names through as "" was none.
+		{"run", "--sampler", "", "--trials", "4"},
+		{"resume", "--sampler", ""},
+		{"plugin", "build", "--cc", ""},
+		{"export", "--format", ""},
+		{"bench", "groups", "--groups", ""},
 	} {
 		code, out, errOut := nccltune(t, dir, args...)
 		if code != 2 || !strings.Contains(errOut, "is empty") || strings.Contains(errOut, "built-in example") {

@@ -111,8 +111,8 @@ func TestIntegerFlagsAreDecimal(t *testing.T) {
 	}{
 		{[]string{"validate", "--store", "none.db", "--rounds", "01001"}, "not 1001"},
 		{[]string{"validate", "--store", "none.db", "--rounds=01001"}, "not 1001"},
-		{[]string{"run", "--trials", "0x10"}, `invalid value "0x10" for flag`},
-		{[]string{"bench", "job", "--seeds", "0_1"}, `invalid value "0_1" for flag`},
+		{[]string{"run", "--trials", "0x10"}, `invalid value "0x10" for --trials`},
+		{[]string{"bench", "job", "--seeds", "0_1"}, `invalid value "0_1" for --seeds`},
 		{[]string{"run", "--trials", "99999999999999999999"}, "out of range"},
 	} {
 		code, out, errOut := nccltune(t, dir, tc.args...)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,8 +93,8 @@ func run(args []string) int {
 		return exitOK
 	case errors.Is(err, context.Canceled):
 		msg := "nccltune: interrupted"
-		if errors.As(err, &campaignStopped{}) {
-			msg += "; finished trials are stored: the same `nccltune run` command, or `nccltune resume` (its stored budget), goes on"
+		if stopped := (campaignStopped{}); errors.As(err, &stopped) {
+			msg += "; finished trials are stored: the same `nccltune run` command, or `" + stopped.resume + "` (its stored budget), goes on"
 		}
 		fmt.Fprintln(os.Stderr, msg)
 		return exitInterrupted
@@ -148,8 +149,12 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 }
 
 // campaignStopped is a campaign's interruption, which its stored trials
-// let it go on from; compare, doctor and bench store nothing to go on from.
-type campaignStopped struct{ error }
+// let it go on from, by the resume command; compare, doctor and bench
+// store nothing to go on from.
+type campaignStopped struct {
+	error
+	resume string
+}
 
 func (e campaignStopped) Unwrap() error { return e.error }
 
@@ -157,10 +162,10 @@ func (e campaignStopped) Unwrap() error { return e.error }
 // argument to a command that takes none (`nccltune run space.toml` would run
 // the built-in example, and flags after it would be dropped unread), an
 // unknown subcommand (urfave/cli's exit 3 without a word), and an empty
-// --space, --campaign, --store, --out or --plugin (a script's unset
-// "$SPACE": run would run the built-in example, the others do without a
-// space, read the most recent campaign, write into the working folder or
-// to standard output, or name the default plugin).
+// text flag, save emptySays (a script's unset "$SPACE": run would run the
+// built-in example, the others do without a space, read the most recent
+// campaign, write into the working folder or to standard output, name the
+// default plugin, search with the space's sampler or compile with cc).
 func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...string) {
 	for _, c := range commands {
 		c.OnUsageError = onUsageError
@@ -188,8 +193,9 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...
 		case !c.SkipFlagParsing:
 			takesArgs := c.ArgsUsage != ""
 			c.Before = func(ctx *cli.Context) error {
-				for _, name := range []string{"space", "campaign", "store", "out", "plugin"} {
-					if ctx.IsSet(name) && ctx.String(name) == "" {
+				for _, f := range ctx.Command.Flags {
+					name := f.Names()[0]
+					if _, text := f.(*cli.StringFlag); text && !emptySays[name] && ctx.IsSet(name) && ctx.String(name) == "" {
 						return usageError{fmt.Errorf("--%s is empty; leave the flag out for its default", name)}
 					}
 				}
@@ -205,6 +211,11 @@ func strict(commands []*cli.Command, onUsageError cli.OnUsageErrorFunc, path ...
 		}
 	}
 }
+
+// emptySays are the text flags whose empty value says something: doctor
+// --python "" skips the framework check, bench search --scenarios "" runs
+// the generated landscapes alone.
+var emptySays = map[string]bool{"python": true, "scenarios": true}
 
 // decimalInt and decimalInt64 read an integer flag in decimal, as the
 // space file's integers are: Go's flag package, which urfave/cli parses
@@ -330,8 +341,12 @@ var campaignFlag = &cli.StringFlag{Name: "campaign", Usage: "campaign `NAME` in 
 
 // flagHint rewords urfave/cli's "flag provided but not defined: -trails"
 // (one dash, whatever the user typed) to name the flag as the help does,
-// the nearest one it knows, and where to see them all.
+// the nearest one it knows, and where to see them all; an error of a flag's
+// value names the flag as the help does too.
 func flagHint(c *cli.Context, err error) error {
+	if m := flagValueError.FindStringSubmatch(err.Error()); m != nil {
+		return errors.New(m[1] + dashed(m[2]) + m[3])
+	}
 	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
 	if !ok || c == nil || c.Command == nil {
 		return err
@@ -339,6 +354,9 @@ func flagHint(c *cli.Context, err error) error {
 	name = strings.TrimLeft(name, "-")
 	msg := "unknown flag " + dashed(name)
 	if c.Command.HelpName == "" || c.App != nil && c.Command.HelpName == c.App.Name { // before any command: nccltune --store x status
+		if c.App != nil && !takenBy(c.App.Commands, name) { // nccltune --version
+			return fmt.Errorf("%s: no command takes it (nccltune --help lists the commands)", msg)
+		}
 		return fmt.Errorf("%s: flags go after the command they belong to (nccltune COMMAND --help lists them)", msg)
 	}
 	var names []string
@@ -350,6 +368,19 @@ func flagHint(c *cli.Context, err error) error {
 	}
 	return fmt.Errorf("%s (%s --help lists them)", msg, c.Command.HelpName)
 }
+
+// takenBy reports whether one of commands, or of their subcommands, has
+// the flag name.
+func takenBy(commands []*cli.Command, name string) bool {
+	return slices.ContainsFunc(commands, func(c *cli.Command) bool {
+		return takenBy(c.Subcommands, name) || slices.ContainsFunc(c.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) })
+	})
+}
+
+// flagValueError matches Go's flag package's errors of a flag's bad or
+// missing value, which name it with one dash (-trials) whatever the user
+// typed: the flag's name, between what comes before and after it.
+var flagValueError = regexp.MustCompile(`^(invalid (?:boolean )?value "(?:[^"\\]|\\.)*" for |flag needs an argument: )(?:flag )?-([^\s:]+)(.*)$`)
 
 // dashed is a flag's name as the help writes it: -q, --quiet.
 func dashed(name string) string {

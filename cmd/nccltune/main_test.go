@@ -132,6 +132,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "-t", "5"}, 2, "unknown flag -t (nccltune run --help lists them)"},
 		{[]string{"status", "-j"}, 2, "unknown flag -j (nccltune status --help lists them)"},
 		{[]string{"--store", "x.db", "status"}, 2, "flags go after the command they belong to"},
+		// One that no command takes belongs after none.
+		{[]string{"--version"}, 2, "unknown flag --version: no command takes it (nccltune --help lists the commands)"},
+		// A flag's bad or missing value names it as the help does, not as Go's flag package (-trials).
+		{[]string{"run", "--trials", "abc"}, 2, `invalid value "abc" for --trials: not a decimal integer`},
+		{[]string{"run", "--trials"}, 2, "flag needs an argument: --trials"},
+		{[]string{"status", "--json=maybe"}, 2, `invalid boolean value "maybe" for --json: parse error`},
+		{[]string{"run", "-q=x: for -y"}, 2, `invalid boolean value "x: for -y" for -q: parse error`},
 		{[]string{"export", "--store", bad}, 1, "not a readable SQLite database"},
 		{[]string{"sim", "-fabric=warp", "all_reduce_perf"}, 1, "fabric"},
 		{[]string{"run", "--validate-rounds", "100000000"}, 2, "--validate-rounds: the rounds must be 2 to 1000, not 100000000"},
@@ -160,7 +167,11 @@ func TestExitCodes(t *testing.T) {
 // built-in example's announcement, as if it had started.
 func TestFlagErrorsBeforeTheSpace(t *testing.T) {
 	dir := t.TempDir()
-	for _, args := range [][]string{{"run", "--sampler", "foo"}, {"run", "--validate-rounds", "1"}, {"resume", "--sampler", "foo"}} {
+	for _, args := range [][]string{{"run", "--sampler", "foo"}, {"run", "--validate-rounds", "1"}, {"resume", "--sampler", "foo"},
+		// Rounds of a validation that --no-validate skips were dropped unread.
+		{"run", "--no-validate", "--validate-rounds", "3"}, {"resume", "--validate-rounds", "3", "--no-validate"},
+		// A budget no space takes: the built-in example was announced first.
+		{"run", "--trials", "0"}, {"run", "--trials", "70000"}, {"resume", "--trials", "-1"}} {
 		code, _, errOut := nccltune(t, dir, args...)
 		if code != 2 || strings.Contains(errOut, "built-in example") || strings.Contains(errOut, "no store") {
 			t.Errorf("nccltune %v: exit %d, stderr %q; want exit 2 and the flag's error alone", args, code, errOut)

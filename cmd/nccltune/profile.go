@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/workload"
 )
@@ -35,6 +36,9 @@ func profileCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError{fmt.Errorf("profile needs one log file (or - for standard input), after the flags")}
+			}
+			if out := c.String("out"); out != "" && isLog(out, c.Args().First()) {
+				return usageError{fmt.Errorf("--out %s is the log it reads, which the tables would replace", out)}
 			}
 			ranks := c.Int("ranks")
 			if ranks < 0 {
@@ -107,6 +111,22 @@ func readLog(name string) (*workload.Workload, error) {
 	return w, nil
 }
 
+// isLog reports whether out is the regular file that log names (standard
+// input for "-"), under another name or through a link.
+func isLog(out, log string) bool {
+	o, err := os.Stat(out)
+	if err != nil || !o.Mode().IsRegular() {
+		return false
+	}
+	var l os.FileInfo
+	if log == "-" {
+		l, err = os.Stdin.Stat()
+	} else {
+		l, err = os.Stat(log)
+	}
+	return err == nil && os.SameFile(o, l)
+}
+
 // render returns w as JSON, or as [[workload]] tables loaded first as a
 // space would load them: they are for a space file, and tables it refused
 // would be profile's bug, not the user's to find at the campaign's start.
@@ -149,7 +169,7 @@ func commSizes(w *workload.Workload) []string {
 	}
 	var out []string
 	for _, n := range slices.Sorted(maps.Keys(calls)) {
-		out = append(out, fmt.Sprintf("%d (%d calls)", n, calls[n]))
+		out = append(out, fmt.Sprintf("%d (%s)", n, text.Count(calls[n], "call", "calls")))
 	}
 	return out
 }

@@ -78,7 +78,7 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 	}
 
 	write("sizes.log", call("262144", "8"), call("262144", "16"))
-	if code, out, errOut := nccltune(t, dir, "profile", "sizes.log"); code != 1 || out != "" || !strings.Contains(errOut, "communicators of 8 (1 calls), 16 (1 calls) ranks") || !strings.Contains(errOut, "--ranks N") {
+	if code, out, errOut := nccltune(t, dir, "profile", "sizes.log"); code != 1 || out != "" || !strings.Contains(errOut, "communicators of 8 (1 call), 16 (1 call) ranks") || !strings.Contains(errOut, "--ranks N") {
 		t.Errorf("several sizes: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, out, errOut := nccltune(t, dir, "profile", "--json", "--out", "w.json", "sizes.log"); code != 0 || out != "" {
@@ -91,6 +91,9 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 	write("sizes0.log", call("262144", "8"), call("0", "16"))
 	if code, out, errOut := nccltune(t, dir, "profile", "--ranks", "8", "sizes0.log"); code != 0 || strings.Contains(out+errOut, "left out") || strings.Contains(out, "of 16 ranks") {
 		t.Errorf("--ranks 8: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "1", "sizes.log"); code != 1 || !strings.Contains(errOut, "no calls on communicators of 1 rank\n") {
+		t.Errorf("--ranks 1: exit %d, %s", code, errOut)
 	}
 	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "-3", "sizes.log"); code != 2 {
 		t.Errorf("--ranks -3: exit %d, %s", code, errOut)
@@ -236,5 +239,42 @@ func TestProfileStopsOnASignal(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || time.Since(start) > 10*time.Second || !strings.Contains(stderr.String(), "nccltune: interrupted") {
 			t.Errorf("profile %s: %v, %s after the signal\n%s", log, err, time.Since(start).Round(time.Second), stderr.String())
 		}
+	}
+}
+
+// TestProfileOutIsNotTheLog: --out naming the log it reads (a typo, or a
+// link to it) replaced the job's log with the tables; it is refused, and
+// the log is left as it was.
+func TestProfileOutIsNotTheLog(t *testing.T) {
+	dir := t.TempDir()
+	const log = "gpu-a:100:100 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 8 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x5500\n"
+	if err := os.WriteFile(filepath.Join(dir, "job.log"), []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("job.log", filepath.Join(dir, "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{"job.log", "./job.log", "link.log"} {
+		code, stdout, errOut := nccltune(t, dir, "profile", "--out", out, "job.log")
+		if code != 2 || !strings.Contains(errOut, "is the log") {
+			t.Errorf("profile --out %s job.log: exit %d, want 2\n%s%s", out, code, stdout, errOut)
+		}
+		if text, err := os.ReadFile(filepath.Join(dir, "job.log")); string(text) != log {
+			t.Fatalf("profile --out %s job.log left the log as %q (%v)", out, text, err)
+		}
+	}
+	// The log on standard input: profile --out job.log - < job.log.
+	in, err := os.Open(filepath.Join(dir, "job.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	cmd := exec.Command(os.Args[0], "profile", "--out", "job.log", "-")
+	cmd.Dir, cmd.Stdin = dir, in
+	if out, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 {
+		t.Errorf("profile --out job.log - < job.log: %v, want exit 2\n%s", err, out)
+	}
+	if text, _ := os.ReadFile(filepath.Join(dir, "job.log")); string(text) != log {
+		t.Errorf("profile --out job.log - < job.log left the log as %q", text)
 	}
 }

@@ -54,6 +54,9 @@ func reportCommand() *cli.Command {
 					byRange[r.Name] = imp[i]
 				}
 				out["importance"], out["plots"] = byRange, plots
+				if len(l.space.Workload) > 0 {
+					out["job"] = jobJSON(jobTimesOf(l))
+				}
 				return writeJSON(os.Stdout, out)
 			}
 			if err := printLoaded(os.Stdout, l); err != nil {
@@ -73,26 +76,54 @@ func reportCommand() *cli.Command {
 // communication time, with NCCL's defaults and with the configuration
 // `export --format job` writes (NCCL's defaults where validation rejected
 // the job's).
-func printShares(w io.Writer, l *loaded) {
-	job := results.JobOf(l.space, l.trials, l.vals)
-	def, exported := job.Times()
-	var totalDef, totalExp float64
-	for i := range def {
-		totalDef, totalExp = totalDef+def[i], totalExp+exported[i]
+// jobTimes is a workload's job as report shows it: per collective, and in
+// all, its predicted time with NCCL's defaults and as exported.
+type jobTimes struct {
+	job                results.Job
+	def, exported      []float64
+	totalDef, totalExp float64
+}
+
+func jobTimesOf(l *loaded) jobTimes {
+	j := jobTimes{job: results.JobOf(l.space, l.trials, l.vals)}
+	j.def, j.exported = j.job.Times()
+	for i := range j.def {
+		j.totalDef, j.totalExp = j.totalDef+j.def[i], j.totalExp+j.exported[i]
 	}
+	return j
+}
+
+// jobJSON is report --json's "job": the times in seconds (null where not
+// measured), and the job's verdict (null where not validated).
+func jobJSON(j jobTimes) map[string]any {
+	collectives := []map[string]any{}
+	for i, r := range j.job.Ranges {
+		collectives = append(collectives, map[string]any{"collective": r.Range.Name,
+			"default_s": results.Finite(j.def[i]), "exported_s": results.Finite(j.exported[i])})
+	}
+	var verdict map[string]any
+	if v := j.job.Validation; v != nil {
+		verdict = map[string]any{"verdict": v.Verdict, "reason": v.Reason, "defaults_exported": j.job.DefaultsKept()}
+	}
+	return map[string]any{"collectives": collectives, "default_s": results.Finite(j.totalDef),
+		"exported_s": results.Finite(j.totalExp), "validation": verdict}
+}
+
+func printShares(w io.Writer, l *loaded) {
+	j := jobTimesOf(l)
 	fmt.Fprintln(w, "the job's communication time, predicted from the workload's calls:")
 	tw := newTable(w)
 	fmt.Fprintln(tw, "collective\tNCCL defaults s\tshare\texported s\tshare\t")
-	for i, r := range job.Ranges {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, figure(def[i], "%.4g"), figure(100*def[i]/totalDef, "%.0f%%"),
-			figure(exported[i], "%.4g"), figure(100*exported[i]/totalExp, "%.0f%%"))
+	for i, r := range j.job.Ranges {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, figure(j.def[i], "%.4g"), figure(100*j.def[i]/j.totalDef, "%.0f%%"),
+			figure(j.exported[i], "%.4g"), figure(100*j.exported[i]/j.totalExp, "%.0f%%"))
 	}
-	fmt.Fprintf(tw, "job\t%s\t\t%s\t%s\t\n", figure(totalDef, "%.4g"), figure(totalExp, "%.4g"), figure(totalDef/totalExp, "%.2fx as fast"))
+	fmt.Fprintf(tw, "job\t%s\t\t%s\t%s\t\n", figure(j.totalDef, "%.4g"), figure(j.totalExp, "%.4g"), figure(j.totalDef/j.totalExp, "%.2fx as fast"))
 	tw.Flush()
-	switch v := job.Validation; {
+	switch v := j.job.Validation; {
 	case v == nil:
-		fmt.Fprintln(w, "the job's configuration is not validated: run `nccltune validate`")
-	case job.DefaultsKept():
+		fmt.Fprintf(w, "the job's configuration is not validated: run `%s`\n", l.command("validate"))
+	case j.job.DefaultsKept():
 		fmt.Fprintf(w, "the job's validation kept NCCL's defaults (%s): they are exported\n", v.Reason)
 	default:
 		fmt.Fprintf(w, "the job's configuration is validated: %s\n", v.Reason)

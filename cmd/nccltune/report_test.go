@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,5 +166,40 @@ func TestReportImportanceNamesAliases(t *testing.T) {
 	printImportance(&out, &loaded{space: sp}, results.Importances(sp, trials))
 	if line := strings.Split(out.String(), "\n")[1]; !strings.Contains(line, "ALGO 100% (or PROTO, set with it by every trial)") {
 		t.Errorf("%q: want PROTO named beside ALGO", line)
+	}
+}
+
+// TestReportJSONOfAWorkload: report's table of a workload's job (each
+// collective's predicted time with NCCL's defaults and as exported, the
+// job's verdict) was left out of --json, which a script reads instead.
+func TestReportJSONOfAWorkload(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile, _ := filepath.Abs("../../examples/sim-2node-ib-workload.toml")
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--trials", "3", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "report", "--json")
+	var got struct {
+		Job *struct {
+			Collectives []struct {
+				Collective string
+				DefaultS   *float64 `json:"default_s"`
+				ExportedS  *float64 `json:"exported_s"`
+			}
+			DefaultS   *float64 `json:"default_s"`
+			ExportedS  *float64 `json:"exported_s"`
+			Validation *struct{ Verdict, Reason string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("report --json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if got.Job == nil || len(got.Job.Collectives) != 3 || got.Job.DefaultS == nil || got.Job.ExportedS == nil || got.Job.Validation != nil {
+		t.Fatalf("report --json has no unvalidated job of 3 collectives:\n%s", out)
+	}
+	for _, c := range got.Job.Collectives {
+		if c.Collective == "" || c.DefaultS == nil || c.ExportedS == nil {
+			t.Errorf("collective %+v lacks its times:\n%s", c, out)
+		}
 	}
 }

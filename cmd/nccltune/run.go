@@ -111,10 +111,19 @@ func checkFlags(c *cli.Context) error {
 	if s := c.String("sampler"); s != "" && !slices.Contains(space.Samplers, s) {
 		return usageError{fmt.Errorf("--sampler must be one of %s", strings.Join(space.Samplers, ", "))}
 	}
-	if !c.Bool("no-validate") {
-		if err := tuner.CheckRounds(c.Int("validate-rounds")); err != nil {
-			return usageError{fmt.Errorf("--validate-rounds: %w", err)}
+	if c.IsSet("trials") {
+		// The bounds of every space; one of groups raises the least, which
+		// runCampaign checks once the space is read.
+		if err := new(space.Space).CheckTrials(c.Int("trials")); err != nil {
+			return usageError{fmt.Errorf("--trials: %w", err)}
 		}
+	}
+	if c.Bool("no-validate") && c.IsSet("validate-rounds") {
+		// Rounds of a validation it skips, which would go unread.
+		return usageError{errors.New("--validate-rounds with --no-validate: give one or the other")}
+	}
+	if err := tuner.CheckRounds(c.Int("validate-rounds")); err != nil {
+		return usageError{fmt.Errorf("--validate-rounds: %w", err)}
 	}
 	return nil
 }
@@ -157,16 +166,20 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		log = newProgressLog(os.Stderr, sp)
 		tu.Progress, tu.OnValidationRun = log.trial, log.validation
 		tu.OnScale = func(at *space.Space) {
-			log.println(fmt.Sprintf("%d nodes: campaign %q", at.Campaign.Scale, at.Campaign.Name))
+			log.println(fmt.Sprintf("%s: campaign %q", text.Count(at.Campaign.Scale, "node", "nodes"), at.Campaign.Name))
 		}
 	}
 	if tu.Finished(o) {
-		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget (or stopped, as its status says) and been validated: nothing to run (--trials N extends it where configurations are left to try; `nccltune validate` measures its choices again)\n", sp.Campaign.Name)
+		fmt.Fprintf(terminal{os.Stderr}, "nccltune: campaign %q has run its budget (or stopped, as its status says) and been validated: nothing to run (--trials N extends it where configurations are left to try; `%s` measures its choices again)\n", sp.Campaign.Name, suggested(c, "validate"))
 	}
 	runErr := tu.Run(c.Context, o)
 	log.clear() // the status table, or the error, on a line of its own
 	if errors.Is(runErr, context.Canceled) {
-		runErr = campaignStopped{runErr}
+		runErr = campaignStopped{runErr, suggested(c, "resume")}
+	}
+	if flags := campaignFlags(c); len(flags) > 0 && (errors.Is(runErr, tuner.ErrAllFailed) || errors.Is(runErr, tuner.ErrAllFailing)) {
+		// They name status and show, which without them read the default store.
+		runErr = fmt.Errorf("%w%s%s", runErr, commandsNeed, shellJoin(flags))
 	}
 	if errors.Is(runErr, store.ErrLocked) || errors.Is(runErr, tuner.ErrSpaceChanged) {
 		return runErr
@@ -179,6 +192,33 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 		}
 	}
 	return runErr
+}
+
+// commandsNeed tells the flags that the commands a tuner error names
+// (`nccltune status`, `nccltune show N`) need to read the same campaign.
+const commandsNeed = "; the commands it names need "
+
+// campaignFlags are the --store and --campaign given to c, which a command
+// nccltune suggests needs to read the same campaign.
+func campaignFlags(c *cli.Context) []string {
+	var flags []string
+	for _, name := range []string{"store", "campaign"} {
+		if c.IsSet(name) {
+			flags = append(flags, "--"+name, c.String(name))
+		}
+	}
+	return flags
+}
+
+// suggested is the nccltune command that launches the campaign of c again
+// (resume, validate): with its campaignFlags, and its --space, which a
+// space that starts a program needs.
+func suggested(c *cli.Context, command string) string {
+	args := append([]string{"nccltune", command}, campaignFlags(c)...)
+	if path := c.String("space"); path != "" {
+		args = append(args, "--space", path)
+	}
+	return shellJoin(args)
 }
 
 // scales are the spaces of the campaigns sp runs: its own, or one per

@@ -56,3 +56,12 @@ func TestSizesOfTheWholeSweep(t *testing.T) {
 		t.Errorf("sizes of the whole sweep: %q, want 8-1G", got)
 	}
 }
+
+// TestStatusCountsOneSimplifyingTrial: status counted one of the
+// simplification's trials as many ("then 1 trials tried ...").
+func TestStatusCountsOneSimplifyingTrial(t *testing.T) {
+	code, out, errOut := nccltune(t, t.TempDir(), "run", "--trials", "3", "--no-validate", "--quiet")
+	if code != 0 || !strings.Contains(out, "then 1 trial tried each range's choice") {
+		t.Errorf("run --trials 3: exit %d\n%s%s", code, out, errOut)
+	}
+}

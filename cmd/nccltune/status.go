@@ -40,6 +40,20 @@ type loaded struct {
 	trials  []store.Trial
 	vals    []store.Validation
 	results []results.RangeResult
+	// flags are the --store and --campaign that read it, where not the
+	// defaults, for the commands nccltune suggests (command).
+	flags []string
+}
+
+// command is the nccltune command name that goes on with l's campaign: with
+// the flags that read it, and --space FILE where its space starts a
+// program, which nccltune starts only from the user's own file.
+func (l *loaded) command(name string) string {
+	cmd := shellJoin(append([]string{"nccltune", name}, l.flags...))
+	if len(l.family.Programs()) > 0 {
+		cmd += " --space FILE"
+	}
+	return cmd
 }
 
 // spaceParser reads a campaign's stored space: space.Parse for a command
@@ -111,7 +125,14 @@ func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{camp: camp, space: sp, family: family, trials: trials, vals: vals, results: results.Of(sp, trials, vals)}, nil
+	var flags []string
+	if st.Path() != storeFlag.Value {
+		flags = append(flags, "--store", st.Path())
+	}
+	if name != "" {
+		flags = append(flags, "--campaign", name)
+	}
+	return &loaded{camp: camp, space: sp, family: family, trials: trials, vals: vals, results: results.Of(sp, trials, vals), flags: flags}, nil
 }
 
 // openCampaign opens the --store (which must exist) and loads its --campaign;
@@ -217,7 +238,11 @@ func printStatus(out io.Writer, st *store.Store, name string) error {
 // settled (patience), or its trials all failed the same way; "" if neither.
 func stoppedWhy(l *loaded) string {
 	if err := tuner.StoppedFailing(l.trials, l.camp.Budget); err != nil {
-		return err.Error() + ": fix what fails them, then `nccltune resume`"
+		why := err.Error()
+		if len(l.flags) > 0 { // the show it names, which without them reads another campaign
+			why += commandsNeed + shellJoin(l.flags)
+		}
+		return why + ": fix what fails them, then `" + l.command("resume") + "`"
 	}
 	return l.camp.Stopped
 }
@@ -243,7 +268,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 	}
 	fmt.Fprintln(w, ")")
 	if len(simplifying) > 0 {
-		fmt.Fprintf(w, "then %d trials tried each range's choice without each of its settings\n", len(simplifying))
+		fmt.Fprintf(w, "then %s tried each range's choice without each of its settings\n", text.Count(len(simplifying), "trial", "trials"))
 	}
 	if why := stoppedWhy(l); why != "" {
 		fmt.Fprintln(w, why)
@@ -509,7 +534,7 @@ func exportCommand() *cli.Command {
 				return usageError{fmt.Errorf("--plugin names the plugin of the plugin and tuner-csv formats' env files; the %s format loads none", f)}
 			}
 			var ex export.Export
-			_, err := readCampaign(c, func(st *store.Store, l *loaded) (err error) {
+			l, err := readCampaign(c, func(st *store.Store, l *loaded) (err error) {
 				ex, err = exportOfCampaign(c, st, l)
 				return err
 			})
@@ -526,6 +551,10 @@ func exportCommand() *cli.Command {
 				if _, werr := fmt.Println(strings.Join(paths, "\n")); werr != nil {
 					err = errors.Join(err, werr)
 				}
+			}
+			if validate := l.command("validate"); errors.Is(err, export.ErrUnvalidated) && validate != "nccltune validate" {
+				// Without the flags that read the campaign, it validates another.
+				err = fmt.Errorf("%w\n`nccltune validate` here is `%s`", err, validate)
 			}
 			if c.String("format") == "plugin" && c.String("plugin") == "" {
 				if _, statErr := os.Stat(filepath.Join(c.String("out"), plugin.LibraryName)); statErr != nil {

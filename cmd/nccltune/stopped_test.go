@@ -1,7 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -20,5 +26,62 @@ func TestStatusOfACampaignStoppedFailing(t *testing.T) {
 	}
 	if _, out, _ = nccltune(t, dir, "status", "--json"); !strings.Contains(out, `"stopped": "stopping early: every trial so far failed the same way`) {
 		t.Errorf("status --json of a campaign stopped failing:\n%s", out)
+	}
+}
+
+// TestSuggestionsNameTheStore: the commands a failed or stopped run
+// suggests named neither its --store nor, for resume, the --space file a
+// campaign that starts a program needs: `nccltune resume` read the default
+// store (no store nccltune.db), or refused to start the stored program.
+// The resume it suggests goes on, and the others name the store.
+func TestSuggestionsNameTheStore(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "broken", 40, "echo 'cudaErrorNoDevice' >&2\nexit 3\n")
+	code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile, "--store", "b.db")
+	if code != 1 || !strings.Contains(errOut, "see `nccltune show 4`; the commands it names need --store b.db") {
+		t.Errorf("run of a broken benchmark: exit %d\n%s%s", code, out, errOut)
+	}
+	// status, which has no --space, names the file the resume needs.
+	if _, out, _ := nccltune(t, dir, "status", "--store", "b.db", "--campaign", "broken"); !strings.Contains(out, "see `nccltune show 4`; the commands it names need --store b.db --campaign broken") ||
+		!strings.Contains(out, "then `nccltune resume --store b.db --campaign broken --space FILE`") {
+		t.Errorf("status of a campaign stopped failing:\n%s", out)
+	}
+
+	spaceFile = slowSpace(t, dir, 4)
+	os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
+	cmd := exec.Command(os.Args[0], "run", "--space", spaceFile, "--store", "s.db")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	done := started(t, cmd)
+	if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
+		t.Fatalf("the campaign ended before its held trial: %v\n%s", *err, stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	<-done
+	resume := []string{"resume", "--store", "s.db", "--space", spaceFile}
+	if !strings.Contains(stderr.String(), "`"+shellJoin(append([]string{"nccltune"}, resume...))+"`") {
+		t.Fatalf("interrupted run does not suggest its resume:\n%s", stderr.String())
+	}
+	if code, out, errOut := nccltune(t, dir, resume...); code != 0 || !strings.Contains(out, "4 of 4 trials finished") {
+		t.Errorf("the suggested resume: exit %d\n%s%s", code, out, errOut)
+	}
+	// Run again, a finished campaign suggests validating it.
+	if code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile, "--store", "s.db"); code != 0 || !strings.Contains(errOut, "`"+shellJoin([]string{"nccltune", "validate", "--store", "s.db", "--space", spaceFile})+"` measures") {
+		t.Errorf("run of a finished campaign: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestExportSuggestsValidatingTheStore: export of rules that need
+// validation said "run `nccltune validate`", which without the --store the
+// export read validates the default store's campaign, or none.
+func TestExportSuggestsValidatingTheStore(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--store", "nv.db", "--trials", "3", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "export", "--store", "nv.db", "--format", "tuner-csv")
+	if code != 1 || !strings.Contains(errOut, "run `nccltune validate`\n`nccltune validate` here is `nccltune validate --store nv.db`") {
+		t.Errorf("export --format tuner-csv of an unvalidated campaign: exit %d\n%s%s", code, out, errOut)
 	}
 }

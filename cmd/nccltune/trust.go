@@ -23,7 +23,7 @@ func ownSpace(c *cli.Context, l *loaded) (*space.Space, error) {
 	if err != nil || own != nil {
 		return own, err
 	}
-	if err := startsNothing(l); err != nil {
+	if err := startsNothing(l, "give the space file the campaign ran with, --space FILE"); err != nil {
 		return nil, err
 	}
 	return l.family, nil
@@ -31,11 +31,11 @@ func ownSpace(c *cli.Context, l *loaded) (*space.Space, error) {
 
 // startsNothing refuses to launch the stored campaign's own space where it
 // starts a program: what validate, resume and compare launch without the
-// user's --space file.
-func startsNothing(l *loaded) error {
+// user's --space file. advice says how the command takes that file.
+func startsNothing(l *loaded, advice string) error {
 	if progs := l.family.Programs(); len(progs) > 0 {
-		return fmt.Errorf("campaign %s: its stored space starts %s; nccltune does not start a program that only a store names (anyone who can write the store could have put it there): give the space file the campaign ran with, --space FILE",
-			l.camp.Name, strings.Join(progs, ", "))
+		return fmt.Errorf("campaign %s: its stored space starts %s; nccltune does not start a program that only a store names (anyone who can write the store could have put it there): %s",
+			l.camp.Name, strings.Join(progs, ", "), advice)
 	}
 	return nil
 }

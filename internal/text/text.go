@@ -1,7 +1,8 @@
 // Package text is for text from untrusted places (a store anyone could
 // have altered, a benchmark's output): it makes it safe to write where it
 // would be read as more than text (a comment in a file a shell sources, a
-// terminal), and reads lines, numbers and JSON objects from it strictly.
+// terminal), and reads lines, numbers and JSON objects from it strictly;
+// Count writes a count in words for the messages that quote such text.
 package text
 
 import (
@@ -110,4 +111,12 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// Count is n and the noun that counts it: "1 call", "2 calls".
+func Count[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprint(n) + " " + many
 }
