@@ -56,6 +56,7 @@ func WriteAll(files []File) error {
 			}
 		}
 	}()
+	written := map[string]string{} // by the file each path replaces (identity), the path
 	for _, f := range files {
 		path, old, err := target(f.Path)
 		switch {
@@ -67,6 +68,16 @@ func WriteAll(files []File) error {
 			}
 			continue
 		}
+		// Two paths of one file (a link to another of the set) would each
+		// be renamed over it, the second's data kept under both names.
+		id, err := identity(path)
+		if err != nil {
+			return err
+		}
+		if other, ok := written[id]; ok {
+			return fmt.Errorf("%s and %s are one file (a symbolic link names it): refusing to write one over the other", other, f.Path)
+		}
+		written[id] = f.Path
 		tmp, named, err := createTemp(path, f.Mode)
 		if err != nil {
 			return err
@@ -143,6 +154,16 @@ func target(path string) (string, os.FileInfo, error) {
 	}
 	real, err := filepath.EvalSymlinks(path)
 	return real, fi, err
+}
+
+// identity is the file that path, as target gives it, names: its absolute
+// path with the links of its folders resolved, the same for two paths of it.
+func identity(path string) (string, error) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(filepath.Join(dir, filepath.Base(path)))
 }
 
 // fill writes data to the temporary file tmp and flushes it to the disk,
