@@ -527,7 +527,7 @@ func exportCommand() *cli.Command {
 					err = errors.Join(err, werr)
 				}
 			}
-			if c.String("format") == "plugin" && c.String("plugin") == "" {
+			if c.String("format") == "plugin" && c.String("plugin") == "" && len(paths) > 0 { // rules written
 				if _, statErr := os.Stat(filepath.Join(c.String("out"), plugin.LibraryName)); statErr != nil {
 					fmt.Fprintf(os.Stderr, "nccltune: build the plugin beside the rules: %s\n", shellJoin([]string{"nccltune", "plugin", "build", "--out", c.String("out")}))
 				}
