@@ -243,10 +243,13 @@ func (e Export) json() ([]file, error) {
 		// Not a workload's several, each its range's, nor a command's or the DDP step's none.
 		out.Collective = e.Space.Campaign.Collective
 	}
-	var errs []error
+	var errs, unmeasured []error
 	for _, r := range e.Results {
 		rep := rangeJSON{RangeReport: r.Report(e.Space), Unset: []string{}} // [], never null
-		if r.Best != nil {
+		if r.Best == nil {
+			// As the other formats fail for it: its empty env is no choice.
+			unmeasured = append(unmeasured, fmt.Errorf("range %s: no completed trial measured it; nccl-tuned.json gives it no settings", r.Range.Name))
+		} else {
 			a, err := e.choice(r)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
@@ -269,7 +272,10 @@ func (e Export) json() ([]file, error) {
 		return nil, errors.New("no completed trial measured any range; nothing to export")
 	}
 	data, err := json.MarshalIndent(out, "", "  ")
-	return []file{{"nccl-tuned.json", string(data) + "\n", 0o644}}, err
+	if err != nil {
+		return nil, err
+	}
+	return []file{{"nccl-tuned.json", string(data) + "\n", 0o644}}, errors.Join(unmeasured...)
 }
 
 // envName is a variable an export may set: NCCL's, and nccltune's plugin's own.

@@ -553,3 +553,20 @@ func TestJSONNamesWhatARangeLeavesToNCCL(t *testing.T) {
 		t.Errorf("env %v, unset %q; want NCCL_PROTO unset", r.Env, r.Unset)
 	}
 }
+
+// TestEveryFormatFailsForARangeNoTrialMeasured: a range no completed trial
+// measured gets no settings, and the export fails naming it, whatever the
+// format: json wrote the range with no variables to set and none to unset,
+// which reads as NCCL's defaults measured best, and succeeded, where the
+// env formats fail. The ranges measured are still written.
+func TestEveryFormatFailsForARangeNoTrialMeasured(t *testing.T) {
+	ex := pinned(t)
+	mid := slices.IndexFunc(ex.Results, func(r results.RangeResult) bool { return r.Range.Name == "mid" })
+	ex.Results[mid].Best = nil
+	for _, format := range []string{"env", "json"} {
+		paths, err := ex.Write(format, t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), "range mid: no completed trial measured it") || len(paths) == 0 {
+			t.Errorf("%s: wrote %v, %v; want the others written and an error naming range mid", format, paths, err)
+		}
+	}
+}
