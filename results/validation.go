@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -160,8 +161,9 @@ func FailedEarlier(run store.ValidationRun) string {
 // range whose choice it became since (a search resumed without validating)
 // had none, or an older one that kept it, and exported it. Where the latest
 // verdict on it in a range already keeps NCCL's defaults, that one says why.
-// A run names its configuration by its environment alone, as validation's
-// hold does: DDP knobs set apart no configuration here.
+// A run of a trial's arm names that trial's configuration; another (the
+// job's) names the configurations of its environment, as validation's hold
+// does.
 func WithHeld(sp *space.Space, trials []store.Trial, vals []store.Validation, runs []store.ValidationRun) []store.Validation {
 	names := make([]string, 0, len(sp.Ranges)+1)
 	for _, r := range sp.Ranges {
@@ -173,12 +175,13 @@ func WithHeld(sp *space.Space, trials []store.Trial, vals []store.Validation, ru
 	out := slices.Clip(vals)
 	held := map[string]bool{}
 	for _, run := range runs {
-		if !FailedBySettings(run) {
+		// NCCL's defaults are what the verdict falls back on.
+		if !FailedBySettings(run) || run.Arm == "default" {
 			continue
 		}
+		number, err := strconv.Atoi(strings.TrimPrefix(run.Arm, "trial "))
 		for _, t := range trials {
-			// NCCL's defaults are what the verdict falls back on.
-			if !slices.Equal(t.Env, run.Env) || sp.IsDefaults(t.Params) {
+			if !slices.Equal(t.Env, run.Env) || sp.IsDefaults(t.Params) || err == nil && t.Number != number {
 				continue
 			}
 			key := sp.Key(t.Params)

@@ -180,6 +180,10 @@ func TestWithHeldKeepsAFailedConfigurationOut(t *testing.T) {
 	hung := store.ValidationRun{Round: 2, Arm: "trial 1", Env: sp.Env(ring), State: store.Failed, Failure: "timeout: hung"}
 	node := hung
 	node.Failure = "node: node-b went down"
+	// A failed run of NCCL's defaults, of an environment of their own (as a
+	// DDP knob's configuration has), and of another trial's arm.
+	defaults, other := hung, hung
+	defaults.Arm, other.Arm = "default", "trial 5"
 	for _, tc := range []struct {
 		name   string
 		vals   []store.Validation
@@ -189,6 +193,8 @@ func TestWithHeldKeepsAFailedConfigurationOut(t *testing.T) {
 		{"kept before it hung", []store.Validation{tuned, failedA}, hung, map[string]string{"a": "failed in round 2", "b": "failed in an earlier validation, in its round 2 (timeout: hung)"}},
 		{"never judged", []store.Validation{failedA}, hung, map[string]string{"a": "failed in round 2", "b": "failed in an earlier validation"}},
 		{"a node's failure", []store.Validation{tuned}, node, map[string]string{"a": "", "b": ""}},
+		{"NCCL's defaults' failure", []store.Validation{tuned}, defaults, map[string]string{"a": "", "b": ""}},
+		{"another trial's failure", []store.Validation{tuned}, other, map[string]string{"a": "", "b": ""}},
 	} {
 		for _, r := range Of(sp, trials, WithHeld(sp, trials, tc.vals, []store.ValidationRun{tc.run})) {
 			want := tc.reason[r.Range.Name]

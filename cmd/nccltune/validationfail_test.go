@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,9 +57,9 @@ func TestExportNeverAConfigurationThatFailedValidation(t *testing.T) {
 	hung, other := rs[i].Best, rs[(i+1)%len(rs)]
 	runs := []store.ValidationRun{
 		{Round: 1, Arm: "default", Env: sp.Env(space.Assignment{}), State: store.Complete, Scores: map[string]float64{other.Range.Name: 1}},
-		{Round: 1, Arm: "trial 99", Env: hung.Env, State: store.Failed, Failure: "timeout: no output for 120s"},
+		{Round: 1, Arm: fmt.Sprintf("trial %d", hung.Number), Env: hung.Env, State: store.Failed, Failure: "timeout: no output for 120s"},
 	}
-	verdict := store.Validation{Range: other.Range.Name, Candidate: 99, Config: sp.Key(hung.Params), Rounds: 1, Verdict: "default",
+	verdict := store.Validation{Range: other.Range.Name, Candidate: hung.Number, Config: sp.Key(hung.Params), Rounds: 1, Verdict: "default",
 		Reason: "the tuned configuration failed in round 1 (timeout: no output for 120s)"}
 	if err = st.LockWriter(); err == nil {
 		err = st.SaveValidation(camp.ID, 1, runs, []store.Validation{verdict})
