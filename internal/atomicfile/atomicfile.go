@@ -23,8 +23,8 @@ import (
 // the rename may be kept and the data lost, an empty file after a power
 // cut on ext4 or XFS), and the folder after it, so that the new name is
 // kept. A new file's mode is mode less the umask, as os.Create's is; a
-// file that exists keeps its permissions, and a symbolic link its place,
-// as they do under os.Create. A path that is a device or a pipe
+// file that exists keeps its permissions (made executable where mode is,
+// see fill), and a symbolic link its place, as they do under os.Create. A path that is a device or a pipe
 // (/dev/stdout) is written into as it is: a rename would replace it.
 func Write(path string, data []byte, mode os.FileMode) error {
 	return WriteAll([]File{{path, data, mode}})
@@ -87,7 +87,7 @@ func WriteAll(files []File) error {
 			s.tmp = tmp.Name()
 		}
 		ready = append(ready, s)
-		if err := fill(tmp, f.Data, old); err != nil {
+		if err := fill(tmp, f.Data, old, f.Mode); err != nil {
 			return err
 		}
 	}
@@ -168,10 +168,16 @@ func identity(path string) (string, error) {
 
 // fill writes data to the temporary file tmp and flushes it to the disk,
 // with the permissions of the file old it replaces, if any: chmod, since
-// the umask took its part when tmp was made.
-func fill(tmp *os.File, data []byte, old os.FileInfo) error {
+// the umask took its part when tmp was made. Where mode is executable, so
+// is the file, for whoever may read it: a wrapper written over a copy that
+// lost its modes could not be run.
+func fill(tmp *os.File, data []byte, old os.FileInfo, mode os.FileMode) error {
 	if old != nil {
-		if err := tmp.Chmod(old.Mode().Perm()); err != nil {
+		perm := old.Mode().Perm()
+		if mode&0o111 != 0 {
+			perm |= (perm & 0o444) >> 2
+		}
+		if err := tmp.Chmod(perm); err != nil {
 			return err
 		}
 	}
