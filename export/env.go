@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
@@ -243,10 +244,13 @@ func (e Export) json() ([]file, error) {
 		// Not a workload's several, each its range's, nor a command's or the DDP step's none.
 		out.Collective = e.Space.Campaign.Collective
 	}
-	var errs []error
+	var errs, unmeasured []error
 	for _, r := range e.Results {
 		rep := rangeJSON{RangeReport: r.Report(e.Space), Unset: []string{}} // [], never null
-		if r.Best != nil {
+		if r.Best == nil {
+			// As the other formats fail for it: its empty env is no choice.
+			unmeasured = append(unmeasured, fmt.Errorf("range %s: no completed trial measured it; nccl-tuned.json gives it no settings", r.Range.Name))
+		} else {
 			a, err := e.choice(r)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("range %s: %w", r.Range.Name, err))
@@ -269,8 +273,20 @@ func (e Export) json() ([]file, error) {
 		return nil, errors.New("no completed trial measured any range; nothing to export")
 	}
 	data, err := json.MarshalIndent(out, "", "  ")
-	return []file{{"nccl-tuned.json", string(data) + "\n", 0o644}}, err
+	if err != nil {
+		return nil, err
+	}
+	// Escaped as json.Marshal escapes C0's, inside the strings it quotes
+	// from the store (a benchmark's failure): no file holds them (see Write).
+	text := rawControl.ReplaceAllStringFunc(string(data), func(c string) string {
+		r, _ := utf8.DecodeRuneInString(c)
+		return fmt.Sprintf(`\u%04x`, r)
+	})
+	return []file{{"nccl-tuned.json", text + "\n", 0o644}}, errors.Join(unmeasured...)
 }
+
+// rawControl are the control characters json.Marshal writes raw: DEL and C1.
+var rawControl = regexp.MustCompile("[\u007f-\u009f]")
 
 // envName is a variable an export may set: NCCL's, and nccltune's plugin's own.
 var envName = regexp.MustCompile(`^NCCL(TUNE)?_[A-Z0-9_]+$`)

@@ -553,3 +553,47 @@ func TestJSONNamesWhatARangeLeavesToNCCL(t *testing.T) {
 		t.Errorf("env %v, unset %q; want NCCL_PROTO unset", r.Env, r.Unset)
 	}
 }
+
+// TestEveryFormatFailsForARangeNoTrialMeasured: a range no completed trial
+// measured gets no settings, and the export fails naming it, whatever the
+// format: json wrote the range with no variables to set and none to unset,
+// which reads as NCCL's defaults measured best, and succeeded, where the
+// env formats fail. The ranges measured are still written.
+func TestEveryFormatFailsForARangeNoTrialMeasured(t *testing.T) {
+	ex := pinned(t)
+	mid := slices.IndexFunc(ex.Results, func(r results.RangeResult) bool { return r.Range.Name == "mid" })
+	ex.Results[mid].Best = nil
+	for _, format := range []string{"env", "json"} {
+		paths, err := ex.Write(format, t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), "range mid: no completed trial measured it") || len(paths) == 0 {
+			t.Errorf("%s: wrote %v, %v; want the others written and an error naming range mid", format, paths, err)
+		}
+	}
+}
+
+// TestJSONHoldsAnyTextOfTheStore: a range's summary quotes what the store
+// holds, a benchmark's failure among it, as it was; json.Marshal escapes C0
+// control characters but writes DEL and the C1 ones (U+0085, U+009B, CSI
+// to a terminal) raw, which Write refuses, so nccl-tuned.json was not
+// written where every other format was. They are escaped, and read back.
+func TestJSONHoldsAnyTextOfTheStore(t *testing.T) {
+	sp, err := space.Parse("f.toml", []byte("[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reason = "rank 3: a\u0085b\x7fc\u009b31m\x1bd"
+	def, ring := space.Assignment{"NCCL_ALGO": space.Unset}, space.Assignment{"NCCL_ALGO": "Ring"}
+	trials := []store.Trial{
+		{Number: 0, State: store.Failed, FailureKind: "exit", FailureReason: reason, Params: def, Env: sp.Env(def)},
+		{Number: 1, State: store.Complete, Params: ring, Env: sp.Env(ring), Scores: map[string]float64{"all": 1}},
+	}
+	paths, err := Export{Space: sp, Results: results.Of(sp, trials, nil), Now: time.Now()}.Write("json", t.TempDir())
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("wrote %v, %v", paths, err)
+	}
+	data, _ := os.ReadFile(paths[0])
+	var got exportJSON
+	if err := json.Unmarshal(data, &got); err != nil || len(got.Ranges) != 1 || !strings.Contains(got.Ranges[0].Summary, reason) {
+		t.Errorf("%v: summary %q, want it to quote %q", err, got.Ranges[0].Summary, reason)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -142,6 +143,73 @@ func failedInAJob(r store.ValidationRun) bool {
 func FailedBySettings(r store.ValidationRun) bool {
 	kind, _, _ := strings.Cut(r.Failure, ":")
 	return r.State != store.Complete && runner.FailureKind(kind).Settings()
+}
+
+// FailedEarlier is the reason of a verdict that holds a configuration to
+// NCCL's defaults for its run that failed by its settings in an earlier
+// validation: one that once gave wrong data or hung may do so in a
+// training job, however well it ran since.
+func FailedEarlier(run store.ValidationRun) string {
+	return fmt.Sprintf("the tuned configuration failed in an earlier validation, in its round %d (%s)", run.Round, run.Failure)
+}
+
+// WithHeld is vals (oldest first) followed by the verdicts that hold to
+// NCCL's defaults, in every range and a workload's job, each configuration
+// of the trials that failed by its settings in a validation run (runs, of
+// every batch), as validation holds it wherever it measures it again.
+// Validation gave verdicts only in the ranges it was then the choice of: a
+// range whose choice it became since (a search resumed without validating)
+// had none, or an older one that kept it, and exported it. Where the latest
+// verdict on it in a range already keeps NCCL's defaults, that one says why.
+// A run of a trial's arm names that trial's configuration; another (the
+// job's) names the configurations of its environment, as validation's hold
+// does.
+func WithHeld(sp *space.Space, trials []store.Trial, vals []store.Validation, runs []store.ValidationRun) []store.Validation {
+	names := make([]string, 0, len(sp.Ranges)+1)
+	for _, r := range sp.Ranges {
+		names = append(names, r.Name)
+	}
+	if len(sp.Workload) > 0 {
+		names = append(names, JobRange)
+	}
+	out := slices.Clip(vals)
+	held := map[string]bool{}
+	for _, run := range runs {
+		// NCCL's defaults are what the verdict falls back on.
+		if !FailedBySettings(run) || run.Arm == "default" {
+			continue
+		}
+		number, err := strconv.Atoi(strings.TrimPrefix(run.Arm, "trial "))
+		for _, t := range trials {
+			if !slices.Equal(t.Env, run.Env) || sp.IsDefaults(t.Params) || err == nil && t.Number != number {
+				continue
+			}
+			key := sp.Key(t.Params)
+			if held[key] {
+				continue
+			}
+			held[key] = true
+			for _, name := range names {
+				if latest := latestOn(vals, name, key, t.Number); latest != nil && latest.Verdict != "tuned" {
+					continue
+				}
+				out = append(out, store.Validation{Range: name, Candidate: t.Number, Config: key, Rounds: 1, Verdict: "default", Reason: FailedEarlier(run),
+					DefaultMean: math.NaN(), TunedMean: math.NaN(), Gain: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN()})
+			}
+		}
+	}
+	return out
+}
+
+// latestOn is the latest of vals on configuration key (trial number's) in
+// range name, matched as Of matches a verdict to a range's choice; nil if none.
+func latestOn(vals []store.Validation, name, key string, number int) *store.Validation {
+	for i := len(vals) - 1; i >= 0; i-- {
+		if v := &vals[i]; v.Range == name && (v.Config == key || v.Config == "" && v.Candidate == number) {
+			return v
+		}
+	}
+	return nil
 }
 
 // PairedGain returns the relative gain of b over a and its 95% confidence

@@ -158,3 +158,52 @@ func TestJudgeWhereTheDefaultsFail(t *testing.T) {
 		t.Errorf("both failing: %s (%s)", v.Verdict, v.Reason)
 	}
 }
+
+// TestWithHeldKeepsAFailedConfigurationOut: a configuration that hung in a
+// validation run is held to NCCL's defaults in a range whose latest verdict
+// on it kept it (one from before it hung) or where none judged it; where
+// the latest already keeps NCCL's defaults, its reason stands. A run that
+// failed not by its settings (a node's failure) holds nothing.
+func TestWithHeldKeepsAFailedConfigurationOut(t *testing.T) {
+	sp, err := space.Parse("s.toml", []byte("[benchmark]\nbinary = \"x\"\n[[range]]\nname = \"a\"\nmin = \"8\"\nmax = \"1M\"\n[[range]]\nname = \"b\"\nmin = \"1M\"\nmax = \"1G\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, ring := space.Assignment{"NCCL_ALGO": space.Unset}, space.Assignment{"NCCL_ALGO": "Ring"}
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Params: def, Env: sp.Env(def), Scores: map[string]float64{"a": 1, "b": 1}},
+		{Number: 1, State: store.Complete, Params: ring, Env: sp.Env(ring), Scores: map[string]float64{"a": 2, "b": 2}},
+	}
+	key := sp.Key(ring)
+	tuned := store.Validation{Range: "b", Candidate: 1, Config: key, Rounds: 5, Verdict: "tuned", Reason: "gain +100%"}
+	failedA := store.Validation{Range: "a", Candidate: 1, Config: key, Rounds: 1, Verdict: "default", Reason: "the tuned configuration failed in round 2 (timeout: hung)"}
+	hung := store.ValidationRun{Round: 2, Arm: "trial 1", Env: sp.Env(ring), State: store.Failed, Failure: "timeout: hung"}
+	node := hung
+	node.Failure = "node: node-b went down"
+	// A failed run of NCCL's defaults, of an environment of their own (as a
+	// DDP knob's configuration has), and of another trial's arm.
+	defaults, other := hung, hung
+	defaults.Arm, other.Arm = "default", "trial 5"
+	for _, tc := range []struct {
+		name   string
+		vals   []store.Validation
+		run    store.ValidationRun
+		reason map[string]string // per range, "" where tuned
+	}{
+		{"kept before it hung", []store.Validation{tuned, failedA}, hung, map[string]string{"a": "failed in round 2", "b": "failed in an earlier validation, in its round 2 (timeout: hung)"}},
+		{"never judged", []store.Validation{failedA}, hung, map[string]string{"a": "failed in round 2", "b": "failed in an earlier validation"}},
+		{"a node's failure", []store.Validation{tuned}, node, map[string]string{"a": "", "b": ""}},
+		{"NCCL's defaults' failure", []store.Validation{tuned}, defaults, map[string]string{"a": "", "b": ""}},
+		{"another trial's failure", []store.Validation{tuned}, other, map[string]string{"a": "", "b": ""}},
+	} {
+		for _, r := range Of(sp, trials, WithHeld(sp, trials, tc.vals, []store.ValidationRun{tc.run})) {
+			want := tc.reason[r.Range.Name]
+			switch {
+			case want == "" && !r.Tuned():
+				t.Errorf("%s: range %s keeps NCCL's defaults: %s", tc.name, r.Range.Name, r.Describe())
+			case want != "" && (r.Tuned() || r.Validation == nil || !strings.Contains(r.Validation.Reason, want)):
+				t.Errorf("%s: range %s: %s, want NCCL's defaults for %q", tc.name, r.Range.Name, r.Describe(), want)
+			}
+		}
+	}
+}

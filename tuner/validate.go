@@ -212,7 +212,7 @@ func envKey(env []string) string { return strings.Join(env, "\n") }
 // well would export it.
 func heldTo(v store.Validation, a arm, failed map[string]store.ValidationRun) store.Validation {
 	if run, ok := failed[envKey(a.env)]; ok && a.name != "default" { // NCCL's defaults are what the verdict falls back on
-		v.Verdict, v.Reason = "default", fmt.Sprintf("the tuned configuration failed in an earlier validation, in its round %d (%s)", run.Round, run.Failure)
+		v.Verdict, v.Reason = "default", results.FailedEarlier(run)
 	}
 	return v
 }

@@ -29,3 +29,18 @@ func TestSuggestedCommandsPaste(t *testing.T) {
 		t.Errorf("export --format plugin: stderr %q", errOut)
 	}
 }
+
+// TestNoPluginBuildAdviceWithoutRules: an export of the plugin format that
+// wrote no rules (no trial completed) still told the user to build the
+// plugin "beside the rules", of which there were none.
+func TestNoPluginBuildAdviceWithoutRules(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "broken", 4, "exit 3\n")
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--no-validate"); code != 1 {
+		t.Fatalf("run of a benchmark that always fails: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "export", "--format", "plugin", "--out", "out")
+	if code != 1 || strings.Contains(errOut, "plugin build") {
+		t.Errorf("export --format plugin with nothing to export: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

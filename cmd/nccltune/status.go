@@ -56,6 +56,24 @@ func (l *loaded) command(name string) string {
 	return cmd
 }
 
+// validationRuns are every run of a campaign's validations, batch by batch
+// in the order stored, those of a validation that was stopped included.
+func validationRuns(st *store.Store, campaignID int64) ([]store.ValidationRun, error) {
+	batches, err := st.ValidationBatches(campaignID)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.ValidationRun
+	for _, b := range batches {
+		runs, err := st.ValidationRuns(campaignID, b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, runs...)
+	}
+	return out, nil
+}
+
 // spaceParser reads a campaign's stored space: space.Parse for a command
 // that runs the campaign's programs, readStored for one that reads results.
 type spaceParser func(filename string, data []byte) (*space.Space, error)
@@ -125,6 +143,11 @@ func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	runs, err := validationRuns(st, camp.ID)
+	if err != nil {
+		return nil, err
+	}
+	vals = results.WithHeld(sp, trials, vals, runs)
 	var flags []string
 	if st.Path() != storeFlag.Value {
 		flags = append(flags, "--store", st.Path())
@@ -556,7 +579,7 @@ func exportCommand() *cli.Command {
 				// Without the flags that read the campaign, it validates another.
 				err = fmt.Errorf("%w\n`nccltune validate` here is `%s`", err, validate)
 			}
-			if c.String("format") == "plugin" && c.String("plugin") == "" {
+			if c.String("format") == "plugin" && c.String("plugin") == "" && len(paths) > 0 { // rules written
 				if _, statErr := os.Stat(filepath.Join(c.String("out"), plugin.LibraryName)); statErr != nil {
 					fmt.Fprintf(os.Stderr, "nccltune: build the plugin beside the rules: %s\n", shellJoin([]string{"nccltune", "plugin", "build", "--out", c.String("out")}))
 				}

@@ -23,8 +23,8 @@ import (
 // the rename may be kept and the data lost, an empty file after a power
 // cut on ext4 or XFS), and the folder after it, so that the new name is
 // kept. A new file's mode is mode less the umask, as os.Create's is; a
-// file that exists keeps its permissions, and a symbolic link its place,
-// as they do under os.Create. A path that is a device or a pipe
+// file that exists keeps its permissions (made executable where mode is,
+// see fill), and a symbolic link its place, as they do under os.Create. A path that is a device or a pipe
 // (/dev/stdout) is written into as it is: a rename would replace it.
 func Write(path string, data []byte, mode os.FileMode) error {
 	return WriteAll([]File{{path, data, mode}})
@@ -56,6 +56,7 @@ func WriteAll(files []File) error {
 			}
 		}
 	}()
+	written := map[string]string{} // by the file each path replaces (identity), the path
 	for _, f := range files {
 		path, old, err := target(f.Path)
 		switch {
@@ -67,6 +68,16 @@ func WriteAll(files []File) error {
 			}
 			continue
 		}
+		// Two paths of one file (a link to another of the set) would each
+		// be renamed over it, the second's data kept under both names.
+		id, err := identity(path)
+		if err != nil {
+			return err
+		}
+		if other, ok := written[id]; ok {
+			return fmt.Errorf("%s and %s are one file (a symbolic link names it): refusing to write one over the other", other, f.Path)
+		}
+		written[id] = f.Path
 		tmp, named, err := createTemp(path, f.Mode)
 		if err != nil {
 			return err
@@ -76,7 +87,7 @@ func WriteAll(files []File) error {
 			s.tmp = tmp.Name()
 		}
 		ready = append(ready, s)
-		if err := fill(tmp, f.Data, old); err != nil {
+		if err := fill(tmp, f.Data, old, f.Mode); err != nil {
 			return err
 		}
 	}
@@ -145,12 +156,28 @@ func target(path string) (string, os.FileInfo, error) {
 	return real, fi, err
 }
 
+// identity is the file that path, as target gives it, names: its absolute
+// path with the links of its folders resolved, the same for two paths of it.
+func identity(path string) (string, error) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(filepath.Join(dir, filepath.Base(path)))
+}
+
 // fill writes data to the temporary file tmp and flushes it to the disk,
 // with the permissions of the file old it replaces, if any: chmod, since
-// the umask took its part when tmp was made.
-func fill(tmp *os.File, data []byte, old os.FileInfo) error {
+// the umask took its part when tmp was made. Where mode is executable, so
+// is the file, for whoever may read it: a wrapper written over a copy that
+// lost its modes could not be run.
+func fill(tmp *os.File, data []byte, old os.FileInfo, mode os.FileMode) error {
 	if old != nil {
-		if err := tmp.Chmod(old.Mode().Perm()); err != nil {
+		perm := old.Mode().Perm()
+		if mode&0o111 != 0 {
+			perm |= (perm & 0o444) >> 2
+		}
+		if err := tmp.Chmod(perm); err != nil {
 			return err
 		}
 	}

@@ -248,3 +248,32 @@ func TestWriteIntoAPipe(t *testing.T) {
 	}
 	w.Close()
 }
+
+// TestWriteAllRefusesOneFileTwice: two paths of one set that name one file
+// (a symbolic link to the other, under a name or a path of its own) were
+// each written through, the second over the first, and both reported
+// written: an export's nccl-small.env then held the large range's settings.
+// The set is refused, and nothing is replaced.
+func TestWriteAllRefusesOneFileTwice(t *testing.T) {
+	dir := t.TempDir()
+	large, small := filepath.Join(dir, "nccl-large.env"), filepath.Join(dir, "nccl-small.env")
+	if err := os.WriteFile(large, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []string{"nccl-large.env", large, "./../" + filepath.Base(dir) + "/nccl-large.env"} {
+		os.Remove(small)
+		if err := os.Symlink(to, small); err != nil {
+			t.Fatal(err)
+		}
+		err := WriteAll([]File{{small, []byte("small\n"), 0o644}, {large, []byte("large\n"), 0o644}})
+		if err == nil || !strings.Contains(err.Error(), "one file") {
+			t.Errorf("link to %s: err = %v, want one that says the two are one file", to, err)
+		}
+		if data, err := os.ReadFile(large); string(data) != "old\n" {
+			t.Errorf("link to %s: %s = %q (%v), want it as it was", to, large, data, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+			t.Errorf("link to %s: left %v in the folder", to, entries)
+		}
+	}
+}
