@@ -622,16 +622,33 @@ var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:(?:error|fatal): |unrecogniz
 // created (src/srun/libsrun/launch.c).
 var srunPendingRE = regexp.MustCompile(`(?m)^srun: Job [0-9]+ step creation temporarily disabled.*$`)
 
+// srunExecRE is slurmstepd's word that it could not exec a task's program
+// (src/slurmd/slurmstepd/task.c): "slurmstepd-n1: error: execve():
+// /bin/all_reduce_perf: No such file or directory", or "execve(): bad
+// interpreter(/usr/bin/python3.9): ..." for a script's. The task then
+// exits with execve's errno, 2 (ENOENT) or 13 (EACCES), which srun reports
+// as a rank's exit status.
+var srunExecRE = regexp.MustCompile(`(?m)^slurmstepd(?:-[^:\s]+)?: error: execve\(\): .*$`)
+
 // LaunchFailure is srun's own error where it failed without a rank's
 // report (srunTaskRE): the step was not created or not launched, and its
 // status (1) is srun's, not a rank's. A step still waiting to be created
 // when srun ended (stopped at the trial's timeout) never ran a rank either,
 // whatever srun's status: the trial did not hang, its step never started.
+// Nor did a task whose program slurmstepd could not exec (srunExecRE),
+// whose status is execve's errno, not the benchmark's: the benchmark or
+// its interpreter missing or not executable on a node.
 func (Srun) LaunchFailure(output []byte, e Exit) string {
 	if loc := srunPendingRE.FindIndex(output); loc != nil && !bytes.Contains(output[loc[1]:], []byte("\nsrun: Step created for ")) {
 		return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r") + ": the step was never created"
 	}
-	if e.Code == 0 || e.Signal != 0 || srunTaskRE.Match(output) {
+	if e.Code == 0 || e.Signal != 0 {
+		return ""
+	}
+	if m := srunExecRE.Find(output); m != nil {
+		return clip(strings.TrimRight(string(m), "\r"))
+	}
+	if srunTaskRE.Match(output) {
 		return ""
 	}
 	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")

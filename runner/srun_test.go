@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -281,21 +282,38 @@ func testSrunFailures(t *testing.T, srun Srun) {
 // testSrunLaunchFailures: a step srun cannot create or launch fails the
 // trial as a launch, with srun's own error, where srun's status (1) was read
 // as nccl-tests' own ("exit status 1 (nccl-tests internal error)") and its
-// error was not in the reason.
+// error was not in the reason; so does a step whose tasks slurmstepd could
+// not exec (a benchmark missing or not executable on a node, a script's
+// interpreter missing), which exit with execve's errno: 2 read as
+// nccl-tests' CUDA error, 13 as an exit of the settings.
 func testSrunLaunchFailures(t *testing.T) {
+	dir := t.TempDir()
+	notExecutable, badInterpreter := filepath.Join(dir, "all_reduce_perf"), filepath.Join(dir, "bad.sh")
+	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(badInterpreter, []byte("#!/nonexistent/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	one := Srun{Nodes: 1, TasksPerNode: 2}
 	for _, tc := range []struct {
-		srun   Srun
-		reason string
+		srun    Srun
+		reason  string
+		program string // default all_reduce_perf
 	}{
-		{Srun{Nodes: 2, TasksPerNode: 1}, "srun: error: Only allocated 1 nodes asked for 2"},
-		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Step requested GRES but job doesn't have GRES"},
-		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--nodelist=nosuch"}}, "srun: error: Unable to create step for job"},
+		{Srun{Nodes: 2, TasksPerNode: 1}, "srun: error: Only allocated 1 nodes asked for 2", ""},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Step requested GRES but job doesn't have GRES", ""},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--nodelist=nosuch"}}, "srun: error: Unable to create step for job", ""},
 		// An option srun does not know, or a value it cannot read, in launcher.args.
-		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--no-such-option"}}, "srun: unrecognized option '--no-such-option'"},
-		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--distribution=nosuch"}}, "srun: "},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--no-such-option"}}, "srun: unrecognized option '--no-such-option'", ""},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--distribution=nosuch"}}, "srun: ", ""},
+		{one, "slurmstepd-n1: error: execve(): /nonexistent/all_reduce_perf: No such file or directory", "/nonexistent/all_reduce_perf"},
+		{one, "slurmstepd-n1: error: execve(): no_such_perf: No such file or directory", "no_such_perf"},
+		{one, "slurmstepd-n1: error: execve(): " + notExecutable + ": Permission denied", notExecutable},
+		{one, "slurmstepd-n1: error: execve(): bad interpreter(/nonexistent/sh): No such file or directory", badInterpreter},
 	} {
 		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
-		job := tableJob("all_reduce_perf")
+		job := tableJob(cmp.Or(tc.program, "all_reduce_perf"))
 		job.Timeout = 30 * time.Second
 		res := r.Run(context.Background(), job)
 		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
@@ -511,6 +529,12 @@ func TestSrunLaunchFailure(t *testing.T) {
 		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: 0}, ""},
 		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: -1, Signal: syscall.SIGKILL}, ""},
 		{"nccl-tests: internal error\n", Exit{Code: 1}, ""},
+		// Tasks slurmstepd could not exec: they exit with execve's errno.
+		{"slurmstepd-n1: error: execve(): /nonexistent/all_reduce_perf: No such file or directory\r\nslurmstepd-n1: error: execve(): /nonexistent/all_reduce_perf: No such file or directory\n" +
+			"srun: error: n1: tasks 0-1: Exited with exit code 2\nsrun: launch/slurm: _step_signal: Terminating StepId=1.0\n", Exit{Code: 2},
+			"slurmstepd-n1: error: execve(): /nonexistent/all_reduce_perf: No such file or directory"},
+		{"# nccl-tests table\nslurmstepd: error: execve(): bad interpreter(/nonexistent/sh): No such file or directory\nsrun: error: n2: task 1: Exited with exit code 2\n", Exit{Code: 2},
+			"slurmstepd: error: execve(): bad interpreter(/nonexistent/sh): No such file or directory"},
 		// A step that waited for resources: never created, whatever srun's status; or created, and ran.
 		{"srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)\nsrun: Job 7 step creation still disabled, retrying (Requested nodes are busy)\nsrun: Cancelled pending step for job 7\n",
 			Exit{Code: -1, Signal: syscall.SIGTERM}, "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"},
