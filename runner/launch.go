@@ -215,8 +215,13 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 // cores per rank than there are; help-orte-rmaps-base.txt,
 // help-orte-odls-default.txt), a run as root without Open MPI's consent
 // (OMPI_ALLOW_RUN_AS_ROOT), and an option it does not know (`mpirun:
-// Error: unknown option "--foo"`), each exit 1 too.
+// Error: unknown option "--foo"`), each exit 1 too; an execve that failed
+// past Open MPI's own checks (a script's interpreter missing), exit 131,
+// which reads as a rank killed by SIGQUIT; and the count of ranks that did
+// not start, which follows any report of it, also one not listed here.
 var mpirunLaunchErrors = []string{
+	`tried to fork a new process via the "execve" system call but`, "was unable to start the specified application",
+	"total processes failed to start", "total process failed to start",
 	"was unable to launch the specified application", "was unable to find the specified executable file",
 	"There are not enough slots available in the system", "was unable to reliably start one or more daemons",
 	"has detected an attempt to run as root", "Error: unknown option",
