@@ -719,18 +719,12 @@ func lostANode(id, named string) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	out, err := slurmOutput(ctx, "scontrol", "-o", "show", "job", id)
-	if err != nil {
+	state, nodes, err := showJob(ctx, id)
+	switch {
+	case err != nil:
 		return false
-	}
-	var nodes string
-	for _, f := range strings.Fields(string(out)) {
-		if f == "JobState=NODE_FAIL" {
-			return true
-		}
-		if v, ok := strings.CutPrefix(f, "NodeList="); ok {
-			nodes = v
-		}
+	case state == "NODE_FAIL":
+		return true
 	}
 	if named != "" {
 		nodes = strings.TrimPrefix(nodes+","+named, ",")
@@ -747,10 +741,64 @@ func lostANode(id, named string) bool {
 	})
 }
 
+// errNoSuchJob is scontrol's answer for a job that slurmctld does not
+// know: one that ended and was purged (MinJobAge), or never was.
+var errNoSuchJob = errors.New("no such job")
+
+// showJob is job id's state (JobState=RUNNING: "RUNNING") and node list,
+// as scontrol shows them.
+func showJob(ctx context.Context, id string) (state, nodes string, err error) {
+	out, err := slurmOutput(ctx, "scontrol", "-o", "show", "job", id)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && bytes.Contains(exit.Stderr, []byte("Invalid job id")) {
+		return "", "", errNoSuchJob
+	}
+	if err != nil {
+		return "", "", err
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "JobState="); ok {
+			state = v
+		} else if v, ok := strings.CutPrefix(f, "NodeList="); ok {
+			nodes = v
+		}
+	}
+	return state, nodes, nil
+}
+
+// allocationEnded says why a failed trial is the allocation's: where its
+// output has Slurm's own lines (srun's, slurmstepd's: any launcher's
+// command may run srun) or Open MPI's word that it lost a daemon (which it
+// starts under Slurm with srun), and Slurm says that the job no longer
+// runs. Its time limit, scancel of the job or its preemption end every step
+// ("*** STEP 7.0 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***", the ranks
+// Terminated), and srun then creates none ("srun: error: Slurm job 7 has
+// expired"): neither is the settings' doing, and no later trial can run
+// in the allocation. "" where the job runs, or Slurm cannot be asked.
+func allocationEnded(output []byte) string {
+	id := os.Getenv("SLURM_JOB_ID")
+	if id == "" || !slurmSaysRE.Match(output) && !ompiDaemonLostRE.Match(output) {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	state, _, err := showJob(ctx, id)
+	switch {
+	case errors.Is(err, errNoSuchJob):
+		return fmt.Sprintf("Slurm job %s no longer exists: its allocation ended under the trial", id)
+	case err != nil, state == "", state == "RUNNING":
+		return ""
+	}
+	return fmt.Sprintf("Slurm job %s is %s: its allocation ended under the trial", id, state)
+}
+
 // slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force
 // Terminated StepId=7.0", "slurmstepd-n1: error: *** STEP 7.0 ON n1
 // CANCELLED AT ... ***"), not a rank's.
 var slurmLineRE = regexp.MustCompile(`^(?:srun|slurmstepd(?:-[^:\s]+)?): `)
+
+// slurmSaysRE is such a line anywhere in the output.
+var slurmSaysRE = regexp.MustCompile(`(?m)` + slurmLineRE.String())
 
 // FailureDetail is the last line with words that the ranks printed, NCCL's
 // INFO lines aside (nccltune sets NCCL_DEBUG=INFO): as --kill-on-bad-exit

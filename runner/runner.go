@@ -42,14 +42,19 @@ const (
 	// FailNode: a node of the trial failed under it (nodeFailureLine): the
 	// cluster's fault, not the settings', which the trial does not judge.
 	FailNode FailureKind = "node"
+	// FailAllocation: the Slurm job's allocation ended under it (its time
+	// limit, scancel of the job, preemption; allocationEnded): the trial's
+	// ranks were ended, or its step could not be created, whatever its
+	// settings, and no later trial can run in the allocation.
+	FailAllocation FailureKind = "allocation"
 )
 
 // Settings reports whether a failure of kind k may be its settings' doing,
 // and so come again with them: not a launch that started no rank (srun's
 // step never created, mpirun's daemons, torchrun's rendezvous), nor an
-// interrupt or a node's failure.
+// interrupt, a node's failure or the end of the allocation.
 func (k FailureKind) Settings() bool {
-	return k != FailLaunch && k != FailInterrupted && k != FailNode
+	return k != FailLaunch && k != FailInterrupted && k != FailNode && k != FailAllocation
 }
 
 // Failure is why a trial produced no usable result.
@@ -224,15 +229,20 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		launchErr = lr.LaunchFailure(res.Output, exit)
 	}
 	res.Exit = exit
-	detail, nodeErr := "", nodeFailureLine(res.Output)
+	detail, nodeErr, ended := "", nodeFailureLine(res.Output), ""
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
 		detail = dr.FailureDetail(res.Output)
+	}
+	if nodeErr == "" && ctx.Err() == nil && (exit.Code != 0 || runCtx.Err() != nil) {
+		ended = allocationEnded(res.Output)
 	}
 	switch {
 	case ctx.Err() != nil:
 		res.Failure = &Failure{FailInterrupted, "campaign stopped while the trial ran"}
 	case nodeErr != "": // the ranks' exit, or hang, is the node's doing
 		res.Failure = &Failure{FailNode, nodeErr}
+	case ended != "": // and so is the allocation's end
+		res.Failure = &Failure{FailAllocation, ended}
 	case runCtx.Err() != nil && launchErr == "": // one that never launched its ranks did not hang
 		res.Failure = &Failure{FailTimeout, fmt.Sprintf("no exit within %s; every process of the trial was killed", job.Timeout)}
 	case launchErr != "":

@@ -806,3 +806,66 @@ func TestSrunNodeFailureSlurmHangs(t *testing.T) {
 		t.Errorf("nodeFailureLine took %v waiting on scontrol", d)
 	}
 }
+
+// TestSrunAllocationEnded: a trial whose step Slurm ends with the job's
+// allocation (here scancel of the job; its time limit and preemption end it
+// alike) fails as the allocation's, where its ranks' SIGTERM read as the
+// settings' crash; so does the next trial, whose srun finds the job gone,
+// where it read as a launch failure and the campaign went on through its
+// budget.
+func TestSrunAllocationEnded(t *testing.T) {
+	c := slurmtest.Start(t, 1)
+	job := c.Alloc(t, 4)
+	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: BaseEnv(), Grace: time.Second}
+	hang := Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Env: []string{marker}, Timeout: time.Minute}
+	done := make(chan Result, 1)
+	go func() { done <- r.Run(context.Background(), hang) }()
+	waitRanks(t, marker)
+	c.Output(t, "scancel", job)
+	for i, res := range []Result{<-done, r.Run(context.Background(), hang)} {
+		if res.Failure == nil || res.Failure.Kind != FailAllocation || !strings.Contains(res.Failure.Reason, "Slurm job "+job) {
+			t.Errorf("trial %d: failure = %v, want allocation: Slurm job %s ...\n%s", i, res.Failure, job, res.Output)
+		}
+	}
+	waitGone(t, c, job, marker)
+}
+
+// TestAllocationEndedUnderAnyLauncher: where Slurm says the job no longer
+// runs (its time limit: JobState=TIMEOUT), a failed trial whose output has
+// Slurm's lines is the allocation's under any launcher that runs srun; where
+// the job still runs, or nothing of Slurm's is in the output, it is the trial's.
+func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
+	timeLimit := "started 0\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n" +
+		"slurmstepd-n1: error: *** STEP 7.0 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***\nsrun: error: n1: tasks 0-1: Terminated\n"
+	wrapper := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", timeLimit))
+	for _, l := range []Launcher{Srun{Command: wrapper, Nodes: 1, TasksPerNode: 2}, Local{}, Torchrun{Command: wrapper}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		job := Job{Benchmark: DDPStep{Program: []string{wrapper}}, Timeout: time.Minute}
+		fakeSlurm(t, "JobId=7 JobState=TIMEOUT NodeList=n1", "idle")
+		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailAllocation || res.Failure.Reason != "Slurm job 7 is TIMEOUT: its allocation ended under the trial" {
+			t.Errorf("%T: failure = %v, want allocation\n%s", l, res.Failure, res.Output)
+		}
+		fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
+		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailSignal {
+			t.Errorf("%T: failure = %v with the job running, want the trial's own", l, res.Failure)
+		}
+	}
+	// A job slurmctld purged, once ended: the next trial's srun finds it gone.
+	fakeSlurm(t, "", "")
+	gone := filepath.Join(t.TempDir(), "scontrol")
+	if err := os.WriteFile(gone, []byte("#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Dir(gone)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	expired := script(t, `echo "srun: error: Slurm job 7 has expired" >&2; exit 1`)
+	r := &Runner{Launcher: Srun{Command: expired, Nodes: 1, TasksPerNode: 2}, BaseEnv: BaseEnv()}
+	if res := r.Run(context.Background(), tableJob("all_reduce_perf")); res.Failure == nil || res.Failure.Kind != FailAllocation || res.Failure.Reason != "Slurm job 7 no longer exists: its allocation ended under the trial" {
+		t.Errorf("failure = %v of a purged job, want allocation\n%s", res.Failure, res.Output)
+	}
+	fakeSlurm(t, "JobId=7 JobState=TIMEOUT NodeList=n1", "idle")
+	r = &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo no Slurm here; exit 3"}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind != FailExit {
+		t.Errorf("failure = %v of a trial that ran no srun, want the trial's own", res.Failure)
+	}
+}
