@@ -1038,7 +1038,8 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 // command line refused ("torchrun: error: unrecognized arguments: --foo",
 // exit 2, which nccl-tests' codes read as a CUDA error), or its exception
 // where its rendezvous failed (a node that never joined within the join
-// timeout, a store it could not reach; exit 1, as for a failed worker).
+// timeout, a store it could not reach; exit 1, as for a failed worker) or
+// as it started its workers (torchrunStartFailure).
 // The exception is torchrun's last line, unprefixed (a worker's lines
 // under torchrun 2.x's or --tee's prefixes are not torchrun's); "" where
 // workers ran and failed (its ChildFailedError's report), whatever came
@@ -1055,19 +1056,50 @@ func (Torchrun) LaunchFailure(output []byte, e Exit) string {
 	}
 	all := torchrunRdzvRE.FindAllIndex(output, -1)
 	if all == nil {
-		return ""
+		return torchrunStartFailure(output)
 	}
 	last := all[len(all)-1]
-	tb := output[max(bytes.LastIndex(output[:last[0]], []byte("Traceback (most recent call last):")), 0):last[0]]
-	if slices.ContainsFunc(torchrunStarted, func(f string) bool { return bytes.Contains(tb, []byte(f)) }) {
+	tb := output[max(bytes.LastIndex(output[:last[0]], []byte(pyTraceback)), 0):last[0]]
+	if workersStarted(tb) {
 		return ""
 	}
 	return "torchrun's rendezvous failed: " + clip(strings.TrimSpace(string(output[last[0]:last[1]])))
 }
 
+// torchrunStartFailure is the exception that torchrun's agent raised as it
+// started its workers (agent/server/api.py's _initialize_workers), where
+// its last traceback shows one: none of them ran. Its processes could not
+// be made (a program under --no_python missing or not executable:
+// FileNotFoundError, PermissionError), or torchrun itself is broken
+// (PyTorch 1.13 under Python 3.11: "AttributeError: 'NoneType' object has
+// no attribute 'get'"). "" otherwise, and where the workers had run: it
+// was restarting them.
+func torchrunStartFailure(output []byte) string {
+	i := bytes.LastIndex(output, []byte(pyTraceback))
+	if i < 0 {
+		return ""
+	}
+	tb := output[i:]
+	if !bytes.Contains(tb, []byte(", in _initialize_workers")) || workersStarted(tb) {
+		return ""
+	}
+	if exc, _, _ := lastException(strings.Split(string(tb), "\n"), nil); exc != "" {
+		return "torchrun failed as it started its workers: " + clip(exc)
+	}
+	return ""
+}
+
+const pyTraceback = "Traceback (most recent call last):"
+
 // torchrunStarted are the frames of torchrun's elastic agent
 // (agent/server/api.py) that run once its workers have started.
 var torchrunStarted = []string{", in num_nodes_waiting", ", in _restart_workers"}
+
+// workersStarted reports whether torchrun's traceback tb shows that its
+// workers had started (torchrunStarted).
+func workersStarted(tb []byte) bool {
+	return slices.ContainsFunc(torchrunStarted, func(f string) bool { return bytes.Contains(tb, []byte(f)) })
+}
 
 // torchrunUsageRE is argparse's error on torchrun's command line.
 var torchrunUsageRE = regexp.MustCompile(`(?m)^torchrun: error: .*$`)
