@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -400,10 +401,11 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 		// signal N. nccl-tests' own statuses are below 8; a user's command
 		// that exits so high by itself is named killed, as a shell would.
 		return &Failure{FailSignal, fmt.Sprintf("exit status %d: a process killed by signal %d (%s)%s", e.Code, e.Code-128, signalName(syscall.Signal(e.Code-128)), suffix)}
-	case e.Code == 126 || e.Code == 127:
+	case e.Code == 126 || e.Code == 127 || pythonNotStartedRE.MatchString(detail):
 		// The dynamic loader (a missing libnccl.so.2), a shell or env: a
-		// program found no library, or was not found or not executable. No
-		// setting of NCCL's does that, and no rank measured anything.
+		// program found no library, or was not found or not executable; or
+		// Python found no script or module to run (exit 2 or 1). No setting
+		// of NCCL's does that, and no rank measured anything.
 		return &Failure{FailLaunch, fmt.Sprintf("exit status %d (a program could not be started)%s", e.Code, suffix)}
 	}
 	if f := describe(e.Code); f != nil {
@@ -412,6 +414,13 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 	}
 	return &Failure{FailExit, fmt.Sprintf("exit status %d%s", e.Code, suffix)}
 }
+
+// pythonNotStartedRE is the interpreter's word that it found nothing to run:
+// "/usr/bin/python3: can't open file '/tmp/ddp_step.py': [Errno 2] No such
+// file or directory" (the DDP step's script on a node that benchmark.
+// script_dir is not shared with, a training script's path mistyped), or
+// for -m "/usr/bin/python3: No module named megatron".
+var pythonNotStartedRE = regexp.MustCompile(`\bpython[0-9.]*: (?:can't open file '[^']*': \[Errno [0-9]+\]|No module named \S+)`)
 
 // maxSignal is Linux's highest signal number (SIGRTMAX).
 const maxSignal = 64
