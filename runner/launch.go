@@ -213,7 +213,9 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 // that did not start; ranks it would not map or bind as launcher.map_by,
 // bind_to or args ask (an unknown policy, more ranks bound than cores, more
 // cores per rank than there are; help-orte-rmaps-base.txt,
-// help-orte-odls-default.txt), a run as root without Open MPI's consent
+// help-orte-odls-default.txt), daemons that died before they called back
+// (under Slurm, started by a srun whose output mpirun discards), a run as
+// root without Open MPI's consent
 // (OMPI_ALLOW_RUN_AS_ROOT), and an option it does not know (`mpirun:
 // Error: unknown option "--foo"`), each exit 1 too; an execve that failed
 // past Open MPI's own checks (a script's interpreter missing), exit 131,
@@ -224,6 +226,7 @@ var mpirunLaunchErrors = []string{
 	"total processes failed to start", "total process failed to start",
 	"was unable to launch the specified application", "was unable to find the specified executable file",
 	"There are not enough slots available in the system", "was unable to reliably start one or more daemons",
+	"daemon has unexpectedly failed after launch",
 	"has detected an attempt to run as root", "Error: unknown option",
 	"policy is not recognized:", "An unrecognized value was given for the number of processes",
 	"The mapping request contains", "A request for multiple cpus-per-proc was given",

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/internal/slurmtest"
 	"github.com/nccltune/nccltune/space"
 )
@@ -867,5 +868,22 @@ func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
 	r = &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
 	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo no Slurm here; exit 3"}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind != FailExit {
 		t.Errorf("failure = %v of a trial that ran no srun, want the trial's own", res.Failure)
+	}
+}
+
+// TestMPIRunDaemonsFailedUnderSlurm: Open MPI's mpirun in an allocation
+// starts its daemons with srun; daemons that died before they called back
+// (here an orte_launch_agent that exits at once; a network mpirun cannot be
+// reached on) started no rank, and mpirun exits 1: a launch that failed,
+// where it read as an exit of the settings.
+func TestMPIRunDaemonsFailedUnderSlurm(t *testing.T) {
+	simtest.RequireMPI(t)
+	c := slurmtest.Start(t, 2)
+	c.Alloc(t, 4)
+	r := &Runner{Launcher: MPIRun{NP: 4, Args: []string{"--oversubscribe", "--mca", "orte_launch_agent", "/bin/false"}}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started"}}, Timeout: time.Minute})
+	want := "An ORTE daemon has unexpectedly failed after launch and before communicating back to mpirun."
+	if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, want) {
+		t.Errorf("failure = %v, want launch: %s\n%s", res.Failure, want, res.Output)
 	}
 }
