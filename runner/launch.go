@@ -769,18 +769,19 @@ func showJob(ctx context.Context, id string) (state, nodes string, err error) {
 	return state, nodes, nil
 }
 
-// allocationEnded says why a failed trial is the allocation's: where its
-// output has Slurm's own lines (srun's, slurmstepd's: any launcher's
-// command may run srun) or Open MPI's word that it lost a daemon (which it
-// starts under Slurm with srun), and Slurm says that the job no longer
-// runs. Its time limit, scancel of the job or its preemption end every step
-// ("*** STEP 7.0 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***", the ranks
-// Terminated), and srun then creates none ("srun: error: Slurm job 7 has
-// expired"): neither is the settings' doing, and no later trial can run
+// allocationEnded says why a failed trial is the allocation's: where it
+// failed to launch, or its output has Slurm's own lines (srun's,
+// slurmstepd's: any launcher's command may run srun) or Open MPI's word
+// that it lost a daemon (which it starts under Slurm with srun, its output
+// discarded), and Slurm says that the job no longer runs. Its time limit,
+// scancel of the job or its preemption end every step ("*** STEP 7.0 ON n1
+// CANCELLED AT ... DUE TO TIME LIMIT ***", the ranks Terminated), and srun
+// then creates none ("srun: error: Slurm job 7 has expired"; mpirun's
+// daemons fail): neither is the settings' doing, and no later trial can run
 // in the allocation. "" where the job runs, or Slurm cannot be asked.
-func allocationEnded(output []byte) string {
+func allocationEnded(output []byte, launchFailed bool) string {
 	id := os.Getenv("SLURM_JOB_ID")
-	if id == "" || !slurmSaysRE.Match(output) && !ompiDaemonLostRE.Match(output) {
+	if id == "" || !launchFailed && !slurmSaysRE.Match(output) && !ompiDaemonLostRE.Match(output) {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)

@@ -813,23 +813,34 @@ func TestSrunNodeFailureSlurmHangs(t *testing.T) {
 // alike) fails as the allocation's, where its ranks' SIGTERM read as the
 // settings' crash; so does the next trial, whose srun finds the job gone,
 // where it read as a launch failure and the campaign went on through its
-// budget.
+// budget. Open MPI's mpirun, which starts its daemons with srun and
+// discards srun's output, says only that it lost a daemon, and then that
+// its daemons failed.
 func TestSrunAllocationEnded(t *testing.T) {
-	c := slurmtest.Start(t, 1)
-	job := c.Alloc(t, 4)
-	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
-	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: BaseEnv(), Grace: time.Second}
-	hang := Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Env: []string{marker}, Timeout: time.Minute}
-	done := make(chan Result, 1)
-	go func() { done <- r.Run(context.Background(), hang) }()
-	waitRanks(t, marker)
-	c.Output(t, "scancel", job)
-	for i, res := range []Result{<-done, r.Run(context.Background(), hang)} {
-		if res.Failure == nil || res.Failure.Kind != FailAllocation || !strings.Contains(res.Failure.Reason, "Slurm job "+job) {
-			t.Errorf("trial %d: failure = %v, want allocation: Slurm job %s ...\n%s", i, res.Failure, job, res.Output)
-		}
+	launchers := []Launcher{Srun{Nodes: 1, TasksPerNode: 4}}
+	if _, err := exec.LookPath("mpirun"); err == nil {
+		simtest.RequireMPI(t)
+		launchers = append(launchers, MPIRun{NP: 4, Args: []string{"--oversubscribe"}})
 	}
-	waitGone(t, c, job, marker)
+	for _, l := range launchers {
+		t.Run(fmt.Sprintf("%T", l), func(t *testing.T) {
+			c := slurmtest.Start(t, 1)
+			job := c.Alloc(t, 4)
+			marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+			r := &Runner{Launcher: l, BaseEnv: BaseEnv(), Grace: time.Second}
+			hang := Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Env: []string{marker}, Timeout: time.Minute}
+			done := make(chan Result, 1)
+			go func() { done <- r.Run(context.Background(), hang) }()
+			waitRanks(t, marker)
+			c.Output(t, "scancel", job)
+			for i, res := range []Result{<-done, r.Run(context.Background(), hang)} {
+				if res.Failure == nil || res.Failure.Kind != FailAllocation || !strings.Contains(res.Failure.Reason, "Slurm job "+job) {
+					t.Errorf("trial %d: failure = %v, want allocation: Slurm job %s ...\n%s", i, res.Failure, job, res.Output)
+				}
+			}
+			waitGone(t, c, job, marker)
+		})
+	}
 }
 
 // TestAllocationEndedUnderAnyLauncher: where Slurm says the job no longer
