@@ -898,3 +898,32 @@ func TestMPIRunDaemonsFailedUnderSlurm(t *testing.T) {
 		t.Errorf("failure = %v, want launch: %s\n%s", res.Failure, want, res.Output)
 	}
 }
+
+// TestKilledNCCLTuneCancelsSteps: nccltune killed (kill -9) while a trial's
+// srun cannot act on SIGTERM (stopped here, as one stuck would be): the
+// trial's supervisor, told by Pdeathsig, ends the tree, srun and the child
+// that would cancel its step with it, and must cancel the step itself;
+// nccltune, which cancels it otherwise, is gone. Its ranks ran on until
+// the job ended.
+func TestKilledNCCLTuneCancelsSteps(t *testing.T) {
+	if os.Getenv("RUNNER_TEST_STUCK_SRUN") != "" {
+		r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: BaseEnv(), Grace: time.Second}
+		r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Timeout: time.Hour})
+		return
+	}
+	c := slurmtest.Start(t, 1)
+	job := c.Alloc(t, 4)
+	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledNCCLTuneCancelsSteps$")
+	cmd.Env = append(os.Environ(), "RUNNER_TEST_STUCK_SRUN=1", marker, simtest.Env+"=0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srun := waitRanks(t, marker)
+	if err := syscall.Kill(srun, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitGone(t, c, job, marker)
+}
