@@ -789,11 +789,11 @@ func allocationEnded(output []byte, launchFailed bool) string {
 	state, _, err := showJob(ctx, id)
 	switch {
 	case errors.Is(err, errNoSuchJob):
-		return fmt.Sprintf("Slurm job %s no longer exists: its allocation ended under the trial", id)
+		return fmt.Sprintf("Slurm job %s no longer runs: slurmctld no longer knows it", id)
 	case err != nil, state == "", state == "RUNNING":
 		return ""
 	}
-	return fmt.Sprintf("Slurm job %s is %s: its allocation ended under the trial", id, state)
+	return fmt.Sprintf("Slurm job %s no longer runs (JobState=%s)", id, state)
 }
 
 // slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force

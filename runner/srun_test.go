@@ -855,7 +855,7 @@ func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
 		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
 		job := Job{Benchmark: DDPStep{Program: []string{wrapper}}, Timeout: time.Minute}
 		fakeSlurm(t, "JobId=7 JobState=TIMEOUT NodeList=n1", "idle")
-		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailAllocation || res.Failure.Reason != "Slurm job 7 is TIMEOUT: its allocation ended under the trial" {
+		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailAllocation || res.Failure.Reason != "Slurm job 7 no longer runs (JobState=TIMEOUT)" {
 			t.Errorf("%T: failure = %v, want allocation\n%s", l, res.Failure, res.Output)
 		}
 		fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
@@ -872,7 +872,7 @@ func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
 	t.Setenv("PATH", filepath.Dir(gone)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	expired := script(t, `echo "srun: error: Slurm job 7 has expired" >&2; exit 1`)
 	r := &Runner{Launcher: Srun{Command: expired, Nodes: 1, TasksPerNode: 2}, BaseEnv: BaseEnv()}
-	if res := r.Run(context.Background(), tableJob("all_reduce_perf")); res.Failure == nil || res.Failure.Kind != FailAllocation || res.Failure.Reason != "Slurm job 7 no longer exists: its allocation ended under the trial" {
+	if res := r.Run(context.Background(), tableJob("all_reduce_perf")); res.Failure == nil || res.Failure.Kind != FailAllocation || res.Failure.Reason != "Slurm job 7 no longer runs: slurmctld no longer knows it" {
 		t.Errorf("failure = %v of a purged job, want allocation\n%s", res.Failure, res.Output)
 	}
 	fakeSlurm(t, "JobId=7 JobState=TIMEOUT NodeList=n1", "idle")

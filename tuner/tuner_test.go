@@ -809,7 +809,7 @@ func TestNodeFailureStopsWithoutBlame(t *testing.T) {
 		err     error
 	}{
 		{runner.Failure{Kind: runner.FailNode, Reason: "srun: error: Node failure on n2"}, ErrNodeFailed},
-		{runner.Failure{Kind: runner.FailAllocation, Reason: "Slurm job 7 is TIMEOUT: its allocation ended under the trial"}, ErrAllocationEnded},
+		{runner.Failure{Kind: runner.FailAllocation, Reason: "Slurm job 7 no longer runs (JobState=TIMEOUT)"}, ErrAllocationEnded},
 	} {
 		t.Run(string(tc.failure.Kind), func(t *testing.T) {
 			sp := loadExample(t, 8)
