@@ -213,12 +213,20 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 // that did not start; ranks it would not map or bind as launcher.map_by,
 // bind_to or args ask (an unknown policy, more ranks bound than cores, more
 // cores per rank than there are; help-orte-rmaps-base.txt,
-// help-orte-odls-default.txt), a run as root without Open MPI's consent
+// help-orte-odls-default.txt), daemons that died before they called back
+// (under Slurm, started by a srun whose output mpirun discards), a run as
+// root without Open MPI's consent
 // (OMPI_ALLOW_RUN_AS_ROOT), and an option it does not know (`mpirun:
-// Error: unknown option "--foo"`), each exit 1 too.
+// Error: unknown option "--foo"`), each exit 1 too; an execve that failed
+// past Open MPI's own checks (a script's interpreter missing), exit 131,
+// which reads as a rank killed by SIGQUIT; and the count of ranks that did
+// not start, which follows any report of it, also one not listed here.
 var mpirunLaunchErrors = []string{
+	`tried to fork a new process via the "execve" system call but`, "was unable to start the specified application",
+	"total processes failed to start", "total process failed to start",
 	"was unable to launch the specified application", "was unable to find the specified executable file",
 	"There are not enough slots available in the system", "was unable to reliably start one or more daemons",
+	"daemon has unexpectedly failed after launch",
 	"has detected an attempt to run as root", "Error: unknown option",
 	"policy is not recognized:", "An unrecognized value was given for the number of processes",
 	"The mapping request contains", "A request for multiple cpus-per-proc was given",
@@ -622,16 +630,33 @@ var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:(?:error|fatal): |unrecogniz
 // created (src/srun/libsrun/launch.c).
 var srunPendingRE = regexp.MustCompile(`(?m)^srun: Job [0-9]+ step creation temporarily disabled.*$`)
 
+// srunExecRE is slurmstepd's word that it could not exec a task's program
+// (src/slurmd/slurmstepd/task.c): "slurmstepd-n1: error: execve():
+// /bin/all_reduce_perf: No such file or directory", or "execve(): bad
+// interpreter(/usr/bin/python3.9): ..." for a script's. The task then
+// exits with execve's errno, 2 (ENOENT) or 13 (EACCES), which srun reports
+// as a rank's exit status.
+var srunExecRE = regexp.MustCompile(`(?m)^slurmstepd(?:-[^:\s]+)?: error: execve\(\): .*$`)
+
 // LaunchFailure is srun's own error where it failed without a rank's
 // report (srunTaskRE): the step was not created or not launched, and its
 // status (1) is srun's, not a rank's. A step still waiting to be created
 // when srun ended (stopped at the trial's timeout) never ran a rank either,
 // whatever srun's status: the trial did not hang, its step never started.
+// Nor did a task whose program slurmstepd could not exec (srunExecRE),
+// whose status is execve's errno, not the benchmark's: the benchmark or
+// its interpreter missing or not executable on a node.
 func (Srun) LaunchFailure(output []byte, e Exit) string {
 	if loc := srunPendingRE.FindIndex(output); loc != nil && !bytes.Contains(output[loc[1]:], []byte("\nsrun: Step created for ")) {
 		return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r") + ": the step was never created"
 	}
-	if e.Code == 0 || e.Signal != 0 || srunTaskRE.Match(output) {
+	if e.Code == 0 || e.Signal != 0 {
+		return ""
+	}
+	if m := srunExecRE.Find(output); m != nil {
+		return clip(strings.TrimRight(string(m), "\r"))
+	}
+	if srunTaskRE.Match(output) {
 		return ""
 	}
 	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")
@@ -697,18 +722,12 @@ func lostANode(id, named string) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	out, err := slurmOutput(ctx, "scontrol", "-o", "show", "job", id)
-	if err != nil {
+	state, nodes, err := showJob(ctx, id)
+	switch {
+	case err != nil:
 		return false
-	}
-	var nodes string
-	for _, f := range strings.Fields(string(out)) {
-		if f == "JobState=NODE_FAIL" {
-			return true
-		}
-		if v, ok := strings.CutPrefix(f, "NodeList="); ok {
-			nodes = v
-		}
+	case state == "NODE_FAIL":
+		return true
 	}
 	if named != "" {
 		nodes = strings.TrimPrefix(nodes+","+named, ",")
@@ -725,10 +744,65 @@ func lostANode(id, named string) bool {
 	})
 }
 
+// errNoSuchJob is scontrol's answer for a job that slurmctld does not
+// know: one that ended and was purged (MinJobAge), or never was.
+var errNoSuchJob = errors.New("no such job")
+
+// showJob is job id's state (JobState=RUNNING: "RUNNING") and node list,
+// as scontrol shows them.
+func showJob(ctx context.Context, id string) (state, nodes string, err error) {
+	out, err := slurmOutput(ctx, "scontrol", "-o", "show", "job", id)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && bytes.Contains(exit.Stderr, []byte("Invalid job id")) {
+		return "", "", errNoSuchJob
+	}
+	if err != nil {
+		return "", "", err
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "JobState="); ok {
+			state = v
+		} else if v, ok := strings.CutPrefix(f, "NodeList="); ok {
+			nodes = v
+		}
+	}
+	return state, nodes, nil
+}
+
+// allocationEnded says why a failed trial is the allocation's: where it
+// failed to launch, or its output has Slurm's own lines (srun's,
+// slurmstepd's: any launcher's command may run srun) or Open MPI's word
+// that it lost a daemon (which it starts under Slurm with srun, its output
+// discarded), and Slurm says that the job no longer runs. Its time limit,
+// scancel of the job or its preemption end every step ("*** STEP 7.0 ON n1
+// CANCELLED AT ... DUE TO TIME LIMIT ***", the ranks Terminated), and srun
+// then creates none ("srun: error: Slurm job 7 has expired"; mpirun's
+// daemons fail): neither is the settings' doing, and no later trial can run
+// in the allocation. "" where the job runs, or Slurm cannot be asked.
+func allocationEnded(output []byte, launchFailed bool) string {
+	id := os.Getenv("SLURM_JOB_ID")
+	if id == "" || !launchFailed && !slurmSaysRE.Match(output) && !ompiDaemonLostRE.Match(output) {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	state, _, err := showJob(ctx, id)
+	switch {
+	case errors.Is(err, errNoSuchJob):
+		return fmt.Sprintf("Slurm job %s no longer runs: slurmctld no longer knows it", id)
+	case err != nil, state == "", state == "RUNNING":
+		return ""
+	}
+	return fmt.Sprintf("Slurm job %s no longer runs (JobState=%s)", id, state)
+}
+
 // slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force
 // Terminated StepId=7.0", "slurmstepd-n1: error: *** STEP 7.0 ON n1
 // CANCELLED AT ... ***"), not a rank's.
 var slurmLineRE = regexp.MustCompile(`^(?:srun|slurmstepd(?:-[^:\s]+)?): `)
+
+// slurmSaysRE is such a line anywhere in the output.
+var slurmSaysRE = regexp.MustCompile(`(?m)` + slurmLineRE.String())
 
 // FailureDetail is the last line with words that the ranks printed, NCCL's
 // INFO lines aside (nccltune sets NCCL_DEBUG=INFO): as --kill-on-bad-exit
@@ -968,7 +1042,8 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 // command line refused ("torchrun: error: unrecognized arguments: --foo",
 // exit 2, which nccl-tests' codes read as a CUDA error), or its exception
 // where its rendezvous failed (a node that never joined within the join
-// timeout, a store it could not reach; exit 1, as for a failed worker).
+// timeout, a store it could not reach; exit 1, as for a failed worker) or
+// as it started its workers (torchrunStartFailure).
 // The exception is torchrun's last line, unprefixed (a worker's lines
 // under torchrun 2.x's or --tee's prefixes are not torchrun's); "" where
 // workers ran and failed (its ChildFailedError's report), whatever came
@@ -985,19 +1060,50 @@ func (Torchrun) LaunchFailure(output []byte, e Exit) string {
 	}
 	all := torchrunRdzvRE.FindAllIndex(output, -1)
 	if all == nil {
-		return ""
+		return torchrunStartFailure(output)
 	}
 	last := all[len(all)-1]
-	tb := output[max(bytes.LastIndex(output[:last[0]], []byte("Traceback (most recent call last):")), 0):last[0]]
-	if slices.ContainsFunc(torchrunStarted, func(f string) bool { return bytes.Contains(tb, []byte(f)) }) {
+	tb := output[max(bytes.LastIndex(output[:last[0]], []byte(pyTraceback)), 0):last[0]]
+	if workersStarted(tb) {
 		return ""
 	}
 	return "torchrun's rendezvous failed: " + clip(strings.TrimSpace(string(output[last[0]:last[1]])))
 }
 
+// torchrunStartFailure is the exception that torchrun's agent raised as it
+// started its workers (agent/server/api.py's _initialize_workers), where
+// its last traceback shows one: none of them ran. Its processes could not
+// be made (a program under --no_python missing or not executable:
+// FileNotFoundError, PermissionError), or torchrun itself is broken
+// (PyTorch 1.13 under Python 3.11: "AttributeError: 'NoneType' object has
+// no attribute 'get'"). "" otherwise, and where the workers had run: it
+// was restarting them.
+func torchrunStartFailure(output []byte) string {
+	i := bytes.LastIndex(output, []byte(pyTraceback))
+	if i < 0 {
+		return ""
+	}
+	tb := output[i:]
+	if !bytes.Contains(tb, []byte(", in _initialize_workers")) || workersStarted(tb) {
+		return ""
+	}
+	if exc, _, _ := lastException(strings.Split(string(tb), "\n"), nil); exc != "" {
+		return "torchrun failed as it started its workers: " + clip(exc)
+	}
+	return ""
+}
+
+const pyTraceback = "Traceback (most recent call last):"
+
 // torchrunStarted are the frames of torchrun's elastic agent
 // (agent/server/api.py) that run once its workers have started.
 var torchrunStarted = []string{", in num_nodes_waiting", ", in _restart_workers"}
+
+// workersStarted reports whether torchrun's traceback tb shows that its
+// workers had started (torchrunStarted).
+func workersStarted(tb []byte) bool {
+	return slices.ContainsFunc(torchrunStarted, func(f string) bool { return bytes.Contains(tb, []byte(f)) })
+}
 
 // torchrunUsageRE is argparse's error on torchrun's command line.
 var torchrunUsageRE = regexp.MustCompile(`(?m)^torchrun: error: .*$`)

@@ -126,6 +126,12 @@ func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 // rank killed by SIGILL.
 func TestMPIRunLaunchFailure(t *testing.T) {
 	env := needMPI(t)
+	// A script whose interpreter is missing: Open MPI's execve fails past its
+	// own checks, and mpirun exits 131, read as a rank killed by SIGQUIT.
+	badInterpreter := filepath.Join(t.TempDir(), "all_reduce_perf")
+	if err := os.WriteFile(badInterpreter, []byte("#!/nonexistent/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		mpirun  MPIRun
 		program string
@@ -133,6 +139,9 @@ func TestMPIRunLaunchFailure(t *testing.T) {
 	}{
 		{MPIRun{NP: 4096}, "true", "There are not enough slots available in the system to satisfy the 4096 slots that were requested by the application:"},
 		{MPIRun{NP: 1}, "/nonexistent/all_reduce_perf", "mpirun was unable to launch the specified application as it could not access or execute an executable:"},
+		{MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, badInterpreter, `Open MPI tried to fork a new process via the "execve" system call but failed.  ` +
+			"Open MPI checks many things before attempting to launch a child process, but nothing is perfect. This error may be indicative of another problem on the target host," +
+			" or even something as silly as having specified a directory for your application. Your job will now abort."},
 	} {
 		r := &Runner{Launcher: tc.mpirun, BaseEnv: env}
 		job := tableJob(tc.program)
@@ -140,6 +149,16 @@ func TestMPIRunLaunchFailure(t *testing.T) {
 		if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != tc.reason {
 			t.Errorf("%+v: failure = %v; want launch: %s\noutput: %s", tc.mpirun, res.Failure, tc.reason, res.Output)
 		}
+	}
+}
+
+// TestMPIRunUnlistedLaunchFailure: a report of Open MPI's that nccltune
+// does not know is still a launch's where mpirun counts ranks that did not start.
+func TestMPIRunUnlistedLaunchFailure(t *testing.T) {
+	rule := strings.Repeat("-", 74)
+	output := rule + "\nmpirun could not do something new:\n\n  Node: vm\n" + rule + "\n1 total process failed to start\n"
+	if got, want := (MPIRun{}).LaunchFailure([]byte(output), Exit{Code: 1}), "1 total process failed to start"; got != want {
+		t.Errorf("LaunchFailure = %q, want %q", got, want)
 	}
 }
 

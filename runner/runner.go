@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -42,14 +43,19 @@ const (
 	// FailNode: a node of the trial failed under it (nodeFailureLine): the
 	// cluster's fault, not the settings', which the trial does not judge.
 	FailNode FailureKind = "node"
+	// FailAllocation: the Slurm job's allocation ended under it (its time
+	// limit, scancel of the job, preemption; allocationEnded): the trial's
+	// ranks were ended, or its step could not be created, whatever its
+	// settings, and no later trial can run in the allocation.
+	FailAllocation FailureKind = "allocation"
 )
 
 // Settings reports whether a failure of kind k may be its settings' doing,
 // and so come again with them: not a launch that started no rank (srun's
 // step never created, mpirun's daemons, torchrun's rendezvous), nor an
-// interrupt or a node's failure.
+// interrupt, a node's failure or the end of the allocation.
 func (k FailureKind) Settings() bool {
-	return k != FailLaunch && k != FailInterrupted && k != FailNode
+	return k != FailLaunch && k != FailInterrupted && k != FailNode && k != FailAllocation
 }
 
 // Failure is why a trial produced no usable result.
@@ -224,15 +230,20 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		launchErr = lr.LaunchFailure(res.Output, exit)
 	}
 	res.Exit = exit
-	detail, nodeErr := "", nodeFailureLine(res.Output)
+	detail, nodeErr, ended := "", nodeFailureLine(res.Output), ""
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
 		detail = dr.FailureDetail(res.Output)
+	}
+	if nodeErr == "" && ctx.Err() == nil && (exit.Code != 0 || runCtx.Err() != nil) {
+		ended = allocationEnded(res.Output, launchErr != "")
 	}
 	switch {
 	case ctx.Err() != nil:
 		res.Failure = &Failure{FailInterrupted, "campaign stopped while the trial ran"}
 	case nodeErr != "": // the ranks' exit, or hang, is the node's doing
 		res.Failure = &Failure{FailNode, nodeErr}
+	case ended != "": // and so is the allocation's end
+		res.Failure = &Failure{FailAllocation, ended}
 	case runCtx.Err() != nil && launchErr == "": // one that never launched its ranks did not hang
 		res.Failure = &Failure{FailTimeout, fmt.Sprintf("no exit within %s; every process of the trial was killed", job.Timeout)}
 	case launchErr != "":
@@ -390,10 +401,11 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 		// signal N. nccl-tests' own statuses are below 8; a user's command
 		// that exits so high by itself is named killed, as a shell would.
 		return &Failure{FailSignal, fmt.Sprintf("exit status %d: a process killed by signal %d (%s)%s", e.Code, e.Code-128, signalName(syscall.Signal(e.Code-128)), suffix)}
-	case e.Code == 126 || e.Code == 127:
+	case e.Code == 126 || e.Code == 127 || pythonNotStartedRE.MatchString(detail):
 		// The dynamic loader (a missing libnccl.so.2), a shell or env: a
-		// program found no library, or was not found or not executable. No
-		// setting of NCCL's does that, and no rank measured anything.
+		// program found no library, or was not found or not executable; or
+		// Python found no script or module to run (exit 2 or 1). No setting
+		// of NCCL's does that, and no rank measured anything.
 		return &Failure{FailLaunch, fmt.Sprintf("exit status %d (a program could not be started)%s", e.Code, suffix)}
 	}
 	if f := describe(e.Code); f != nil {
@@ -402,6 +414,13 @@ func exitFailure(e Exit, detail string, describe func(code int) *Failure) *Failu
 	}
 	return &Failure{FailExit, fmt.Sprintf("exit status %d%s", e.Code, suffix)}
 }
+
+// pythonNotStartedRE is the interpreter's word that it found nothing to run:
+// "/usr/bin/python3: can't open file '/tmp/ddp_step.py': [Errno 2] No such
+// file or directory" (the DDP step's script on a node that benchmark.
+// script_dir is not shared with, a training script's path mistyped), or
+// for -m "/usr/bin/python3: No module named megatron".
+var pythonNotStartedRE = regexp.MustCompile(`\bpython[0-9.]*: (?:can't open file '[^']*': \[Errno [0-9]+\]|No module named \S+)`)
 
 // maxSignal is Linux's highest signal number (SIGRTMAX).
 const maxSignal = 64

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,6 +117,35 @@ func TestExitFailureSignalNames(t *testing.T) {
 		f := exitFailure(tc.exit, "boom", none)
 		if f == nil || f.Kind != tc.kind || f.Reason != tc.reason {
 			t.Errorf("exitFailure(%+v) = %v, want %s: %s", tc.exit, f, tc.kind, tc.reason)
+		}
+	}
+}
+
+// TestPythonCouldNotStart: a Python program whose interpreter could not
+// open its script (the DDP step's, where benchmark.script_dir is not shared
+// with a node; a training script's path mistyped) or find its module (-m)
+// ran nothing, whatever the settings, as a missing binary: Python exits 2
+// (or 1), which read as the settings' exit.
+func TestPythonCouldNotStart(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	user := func(argv ...string) Benchmark {
+		return UserCommand{Argv: argv, Metric: space.Metric{Regex: `step ([0-9.]+)`, Goal: "min"}, regex: regexp.MustCompile(`step ([0-9.]+)`)}
+	}
+	for _, tc := range []struct {
+		bench        Benchmark
+		status, says string
+	}{
+		{DDPStep{Program: []string{python, "/nonexistent/ddp_step.py"}}, "exit status 2", "python3: can't open file '/nonexistent/ddp_step.py': [Errno 2] No such file or directory"},
+		{user(python, "/nonexistent/pretrain_gpt.py"), "exit status 2", "python3: can't open file '/nonexistent/pretrain_gpt.py'"},
+		{user(python, "-m", "no_such_module_of_nccltune"), "exit status 1", "python3: No module named no_such_module_of_nccltune"},
+	} {
+		r := &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: tc.bench, Timeout: time.Minute})
+		if f := res.Failure; f == nil || f.Kind != FailLaunch || !strings.HasPrefix(f.Reason, tc.status+" (a program could not be started): ") || !strings.Contains(f.Reason, tc.says) {
+			t.Errorf("%v: failure = %v, want launch: %s (a program could not be started): ...%s\n%s", tc.bench, f, tc.status, tc.says, res.Output)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/internal/slurmtest"
 	"github.com/nccltune/nccltune/space"
 )
@@ -281,21 +283,38 @@ func testSrunFailures(t *testing.T, srun Srun) {
 // testSrunLaunchFailures: a step srun cannot create or launch fails the
 // trial as a launch, with srun's own error, where srun's status (1) was read
 // as nccl-tests' own ("exit status 1 (nccl-tests internal error)") and its
-// error was not in the reason.
+// error was not in the reason; so does a step whose tasks slurmstepd could
+// not exec (a benchmark missing or not executable on a node, a script's
+// interpreter missing), which exit with execve's errno: 2 read as
+// nccl-tests' CUDA error, 13 as an exit of the settings.
 func testSrunLaunchFailures(t *testing.T) {
+	dir := t.TempDir()
+	notExecutable, badInterpreter := filepath.Join(dir, "all_reduce_perf"), filepath.Join(dir, "bad.sh")
+	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(badInterpreter, []byte("#!/nonexistent/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	one := Srun{Nodes: 1, TasksPerNode: 2}
 	for _, tc := range []struct {
-		srun   Srun
-		reason string
+		srun    Srun
+		reason  string
+		program string // default all_reduce_perf
 	}{
-		{Srun{Nodes: 2, TasksPerNode: 1}, "srun: error: Only allocated 1 nodes asked for 2"},
-		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Step requested GRES but job doesn't have GRES"},
-		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--nodelist=nosuch"}}, "srun: error: Unable to create step for job"},
+		{Srun{Nodes: 2, TasksPerNode: 1}, "srun: error: Only allocated 1 nodes asked for 2", ""},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--gres=gpu:1"}}, "srun: error: Step requested GRES but job doesn't have GRES", ""},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--nodelist=nosuch"}}, "srun: error: Unable to create step for job", ""},
 		// An option srun does not know, or a value it cannot read, in launcher.args.
-		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--no-such-option"}}, "srun: unrecognized option '--no-such-option'"},
-		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--distribution=nosuch"}}, "srun: "},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--no-such-option"}}, "srun: unrecognized option '--no-such-option'", ""},
+		{Srun{Nodes: 1, TasksPerNode: 1, Args: []string{"--distribution=nosuch"}}, "srun: ", ""},
+		{one, "slurmstepd-n1: error: execve(): /nonexistent/all_reduce_perf: No such file or directory", "/nonexistent/all_reduce_perf"},
+		{one, "slurmstepd-n1: error: execve(): no_such_perf: No such file or directory", "no_such_perf"},
+		{one, "slurmstepd-n1: error: execve(): " + notExecutable + ": Permission denied", notExecutable},
+		{one, "slurmstepd-n1: error: execve(): bad interpreter(/nonexistent/sh): No such file or directory", badInterpreter},
 	} {
 		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
-		job := tableJob("all_reduce_perf")
+		job := tableJob(cmp.Or(tc.program, "all_reduce_perf"))
 		job.Timeout = 30 * time.Second
 		res := r.Run(context.Background(), job)
 		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
@@ -511,6 +530,12 @@ func TestSrunLaunchFailure(t *testing.T) {
 		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: 0}, ""},
 		{"srun: error: Only allocated 1 nodes asked for 2\n", Exit{Code: -1, Signal: syscall.SIGKILL}, ""},
 		{"nccl-tests: internal error\n", Exit{Code: 1}, ""},
+		// Tasks slurmstepd could not exec: they exit with execve's errno.
+		{"slurmstepd-n1: error: execve(): /nonexistent/all_reduce_perf: No such file or directory\r\nslurmstepd-n1: error: execve(): /nonexistent/all_reduce_perf: No such file or directory\n" +
+			"srun: error: n1: tasks 0-1: Exited with exit code 2\nsrun: launch/slurm: _step_signal: Terminating StepId=1.0\n", Exit{Code: 2},
+			"slurmstepd-n1: error: execve(): /nonexistent/all_reduce_perf: No such file or directory"},
+		{"# nccl-tests table\nslurmstepd: error: execve(): bad interpreter(/nonexistent/sh): No such file or directory\nsrun: error: n2: task 1: Exited with exit code 2\n", Exit{Code: 2},
+			"slurmstepd: error: execve(): bad interpreter(/nonexistent/sh): No such file or directory"},
 		// A step that waited for resources: never created, whatever srun's status; or created, and ran.
 		{"srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)\nsrun: Job 7 step creation still disabled, retrying (Requested nodes are busy)\nsrun: Cancelled pending step for job 7\n",
 			Exit{Code: -1, Signal: syscall.SIGTERM}, "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"},
@@ -781,4 +806,124 @@ func TestSrunNodeFailureSlurmHangs(t *testing.T) {
 	if d := time.Since(start); d > stopTimeout+5*time.Second {
 		t.Errorf("nodeFailureLine took %v waiting on scontrol", d)
 	}
+}
+
+// TestSrunAllocationEnded: a trial whose step Slurm ends with the job's
+// allocation (here scancel of the job; its time limit and preemption end it
+// alike) fails as the allocation's, where its ranks' SIGTERM read as the
+// settings' crash; so does the next trial, whose srun finds the job gone,
+// where it read as a launch failure and the campaign went on through its
+// budget. Open MPI's mpirun, which starts its daemons with srun and
+// discards srun's output, says only that it lost a daemon, and then that
+// its daemons failed.
+func TestSrunAllocationEnded(t *testing.T) {
+	launchers := []Launcher{Srun{Nodes: 1, TasksPerNode: 4}}
+	if _, err := exec.LookPath("mpirun"); err == nil {
+		simtest.RequireMPI(t)
+		launchers = append(launchers, MPIRun{NP: 4, Args: []string{"--oversubscribe"}})
+	}
+	for _, l := range launchers {
+		t.Run(fmt.Sprintf("%T", l), func(t *testing.T) {
+			c := slurmtest.Start(t, 1)
+			job := c.Alloc(t, 4)
+			marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+			r := &Runner{Launcher: l, BaseEnv: BaseEnv(), Grace: time.Second}
+			hang := Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Env: []string{marker}, Timeout: time.Minute}
+			done := make(chan Result, 1)
+			go func() { done <- r.Run(context.Background(), hang) }()
+			waitRanks(t, marker)
+			c.Output(t, "scancel", job)
+			for i, res := range []Result{<-done, r.Run(context.Background(), hang)} {
+				if res.Failure == nil || res.Failure.Kind != FailAllocation || !strings.Contains(res.Failure.Reason, "Slurm job "+job) {
+					t.Errorf("trial %d: failure = %v, want allocation: Slurm job %s ...\n%s", i, res.Failure, job, res.Output)
+				}
+			}
+			waitGone(t, c, job, marker)
+		})
+	}
+}
+
+// TestAllocationEndedUnderAnyLauncher: where Slurm says the job no longer
+// runs (its time limit: JobState=TIMEOUT), a failed trial whose output has
+// Slurm's lines is the allocation's under any launcher that runs srun; where
+// the job still runs, or nothing of Slurm's is in the output, it is the trial's.
+func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
+	timeLimit := "started 0\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n" +
+		"slurmstepd-n1: error: *** STEP 7.0 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***\nsrun: error: n1: tasks 0-1: Terminated\n"
+	wrapper := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", timeLimit))
+	for _, l := range []Launcher{Srun{Command: wrapper, Nodes: 1, TasksPerNode: 2}, Local{}, Torchrun{Command: wrapper}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		job := Job{Benchmark: DDPStep{Program: []string{wrapper}}, Timeout: time.Minute}
+		fakeSlurm(t, "JobId=7 JobState=TIMEOUT NodeList=n1", "idle")
+		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailAllocation || res.Failure.Reason != "Slurm job 7 no longer runs (JobState=TIMEOUT)" {
+			t.Errorf("%T: failure = %v, want allocation\n%s", l, res.Failure, res.Output)
+		}
+		fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
+		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailSignal {
+			t.Errorf("%T: failure = %v with the job running, want the trial's own", l, res.Failure)
+		}
+	}
+	// A job slurmctld purged, once ended: the next trial's srun finds it gone.
+	fakeSlurm(t, "", "")
+	gone := filepath.Join(t.TempDir(), "scontrol")
+	if err := os.WriteFile(gone, []byte("#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Dir(gone)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	expired := script(t, `echo "srun: error: Slurm job 7 has expired" >&2; exit 1`)
+	r := &Runner{Launcher: Srun{Command: expired, Nodes: 1, TasksPerNode: 2}, BaseEnv: BaseEnv()}
+	if res := r.Run(context.Background(), tableJob("all_reduce_perf")); res.Failure == nil || res.Failure.Kind != FailAllocation || res.Failure.Reason != "Slurm job 7 no longer runs: slurmctld no longer knows it" {
+		t.Errorf("failure = %v of a purged job, want allocation\n%s", res.Failure, res.Output)
+	}
+	fakeSlurm(t, "JobId=7 JobState=TIMEOUT NodeList=n1", "idle")
+	r = &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo no Slurm here; exit 3"}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind != FailExit {
+		t.Errorf("failure = %v of a trial that ran no srun, want the trial's own", res.Failure)
+	}
+}
+
+// TestMPIRunDaemonsFailedUnderSlurm: Open MPI's mpirun in an allocation
+// starts its daemons with srun; daemons that died before they called back
+// (here an orte_launch_agent that exits at once; a network mpirun cannot be
+// reached on) started no rank, and mpirun exits 1: a launch that failed,
+// where it read as an exit of the settings.
+func TestMPIRunDaemonsFailedUnderSlurm(t *testing.T) {
+	simtest.RequireMPI(t)
+	c := slurmtest.Start(t, 2)
+	c.Alloc(t, 4)
+	r := &Runner{Launcher: MPIRun{NP: 4, Args: []string{"--oversubscribe", "--mca", "orte_launch_agent", "/bin/false"}}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started"}}, Timeout: time.Minute})
+	want := "An ORTE daemon has unexpectedly failed after launch and before communicating back to mpirun."
+	if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, want) {
+		t.Errorf("failure = %v, want launch: %s\n%s", res.Failure, want, res.Output)
+	}
+}
+
+// TestKilledNCCLTuneCancelsSteps: nccltune killed (kill -9) while a trial's
+// srun cannot act on SIGTERM (stopped here, as one stuck would be): the
+// trial's supervisor, told by Pdeathsig, ends the tree, srun and the child
+// that would cancel its step with it, and must cancel the step itself;
+// nccltune, which cancels it otherwise, is gone. Its ranks ran on until
+// the job ended.
+func TestKilledNCCLTuneCancelsSteps(t *testing.T) {
+	if os.Getenv("RUNNER_TEST_STUCK_SRUN") != "" {
+		r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: BaseEnv(), Grace: time.Second}
+		r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Timeout: time.Hour})
+		return
+	}
+	c := slurmtest.Start(t, 1)
+	job := c.Alloc(t, 4)
+	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledNCCLTuneCancelsSteps$")
+	cmd.Env = append(os.Environ(), "RUNNER_TEST_STUCK_SRUN=1", marker, simtest.Env+"=0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srun := waitRanks(t, marker)
+	if err := syscall.Kill(srun, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitGone(t, c, job, marker)
 }

@@ -126,6 +126,13 @@ func (t *tree) watch(sigs chan os.Signal, grace time.Duration) {
 		case <-tick.C:
 		case <-kill:
 			killSent = true
+			// A srun that outlived the grace did not end its step, and
+			// SIGKILL takes the child that would with it: its ranks run
+			// under slurmstepd, out of reach. nccltune cancels the steps
+			// as it stops a trial, but it may be gone (killed, whence
+			// Pdeathsig brought the SIGTERM): cancel them while their
+			// sruns, which name them, still live.
+			_ = stopSteps(t.self)
 			// A process stuck in the kernel cannot be killed; do not wait for it forever.
 			giveUp = time.After(5 * time.Second)
 		case <-giveUp:

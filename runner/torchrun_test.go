@@ -501,3 +501,88 @@ func TestTorchrunRendezvousLostAfterStart(t *testing.T) {
 		}
 	}
 }
+
+// torchrunBroken is how Debian's torchrun (PyTorch 1.13 under Python 3.11)
+// ends on this machine, whatever it runs: its agent raises as it starts the
+// workers, before any of them runs, and it exits 1, a failed worker's status.
+const torchrunBroken = `WARNING:torch.distributed.run:
+*****************************************
+Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. 
+*****************************************
+Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 33, in <module>
+    sys.exit(load_entry_point('torch==1.13.0a0+gitunknown', 'console_scripts', 'torchrun')())
+             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 762, in main
+    run(args)
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 753, in run
+    elastic_launch(
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 132, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 237, in launch_agent
+    result = agent.run()
+             ^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/metrics/api.py", line 129, in wrapper
+    result = f(*args, **kwargs)
+             ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py", line 709, in run
+    result = self._invoke_run(role)
+             ^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py", line 844, in _invoke_run
+    self._initialize_workers(self._worker_group)
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/metrics/api.py", line 129, in wrapper
+    result = f(*args, **kwargs)
+             ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py", line 681, in _initialize_workers
+    worker_ids = self._start_workers(worker_group)
+                 ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/metrics/api.py", line 129, in wrapper
+    result = f(*args, **kwargs)
+             ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/local_elastic_agent.py", line 271, in _start_workers
+    self._pcontext = start_processes(
+                     ^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/__init__.py", line 207, in start_processes
+    redirs = to_map(redirects, nprocs)
+             ^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/api.py", line 162, in to_map
+    map[i] = val_or_map.get(i, Std.NONE)
+             ^^^^^^^^^^^^^^
+AttributeError: 'NoneType' object has no attribute 'get'
+`
+
+// TestTorchrunFailedToStartWorkers: a torchrun whose agent raised as it
+// started its workers ran none of them (its own installation broken, as
+// Debian's here; a program it could not execute under --no_python), and
+// exits 1: the trial is a launch that failed, where it read as nccl-tests'
+// "internal error" or an exit of the settings. An exception it raises after
+// its workers ran (restarting them) is not.
+func TestTorchrunFailedToStartWorkers(t *testing.T) {
+	missing := strings.Replace(torchrunBroken, "AttributeError: 'NoneType' object has no attribute 'get'",
+		"FileNotFoundError: [Errno 2] No such file or directory: '/opt/nccl-tests/build/all_reduce_perf'", 1)
+	restarted := strings.Replace(torchrunBroken, "    self._initialize_workers(self._worker_group)\n",
+		"    self._restart_workers(self._worker_group)\n  File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py\", line 700, in _restart_workers\n    self._initialize_workers(worker_group)\n", 1)
+	for _, tc := range []struct {
+		name, output, reason string
+	}{
+		{"torchrun broken", torchrunBroken, "torchrun failed as it started its workers: AttributeError: 'NoneType' object has no attribute 'get'"},
+		{"program missing", missing, "torchrun failed as it started its workers: FileNotFoundError: [Errno 2] No such file or directory: '/opt/nccl-tests/build/all_reduce_perf'"},
+		{"restarting workers", restarted, ""},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		if err := os.WriteFile(out, []byte(tc.output), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := &Runner{Launcher: Torchrun{Command: script(t, "cat "+out+" >&2; exit 1"), NProcPerNode: 2}, BaseEnv: BaseEnv()}
+		for _, bench := range []Benchmark{tableJob("all_reduce_perf").Benchmark, DDPStep{Program: []string{"python3", "step.py"}}} {
+			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
+			if got := res.Failure; got == nil || (got.Kind == FailLaunch) != (tc.reason != "") || tc.reason != "" && got.Reason != tc.reason {
+				t.Errorf("%s, %T: failure %v, want launch: %q", tc.name, bench, got, tc.reason)
+			}
+		}
+	}
+}

@@ -105,6 +105,16 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numDDP, torchrun, `["--standalone"]`, "(launcher.rdzv_endpoint)"},
 		{numDDP, torchrun, `["--rdzv-endpoint=h:29400"]`, "(launcher.rdzv_endpoint)"},
 		{numDDP, torchrun, `["--max_restarts", "0", "--rdzv_id", "x", "--no_python", "--log_dir", "/tmp/l"]`, ""},
+		// Options that send the ranks' output elsewhere than nccltune reads it.
+		{numNCCLTests, srun, `["-o", "/dev/null"]`, "launcher.args: -o sends the ranks' output"},
+		{numNCCLTests, srun, `["--output=out.%t"]`, "--output=out.%t sends the ranks' output"},
+		{numNCCLTests, srun, `["-lo", "out"]`, "-lo sends the ranks' output"},
+		{numNCCLTests, srun, `["--error", "err.%t"]`, "--error sends the ranks' output"},
+		{numNCCLTests, srun, `["-l", "--unbuffered", "-Q"]`, ""},
+		{numDDP, torchrun, `["--redirects", "3"]`, "--redirects sends the ranks' output"},
+		{numDDP, torchrun, `["-r", "3"]`, "-r sends the ranks' output"},
+		{numDDP, torchrun, `["--local-ranks-filter=0"]`, "--local-ranks-filter=0 sends the ranks' output"},
+		{numDDP, torchrun, `["--tee", "3"]`, ""},
 	} {
 		src := strings.TrimSuffix(tc.base, "\n") + "\n" + tc.launcher + "args = " + tc.args + "\n"
 		_, err := parseWithin(t, src)

@@ -1180,6 +1180,18 @@ var groupsOwn = map[string][]ownOptions{
 	"mpirun": {{[]string{"-H", "--host", "-host", "-hosts"}, "launcher.groups, which gives each trial its group's hosts"}},
 }
 
+// launcherOutput are, for each launcher, the options that send the ranks'
+// output to files, or keep some of it back (torchrun's filter of local
+// ranks), where nccltune reads each trial's result and errors from the
+// launcher's own output: every trial would fail with nothing to read. The
+// variables that set them from the caller's environment (SRUN_OUTPUT,
+// PET_REDIRECTS) are dropped from the launcher's for the same reason.
+// Open MPI 4's --output-filename copies the output, and stays allowed.
+var launcherOutput = map[string][]string{
+	"srun":     {"-o", "--output", "-e", "--error"},
+	"torchrun": {"-r", "--redirects", "--local_ranks_filter", "--local-ranks-filter"},
+}
+
 // srunAsNccltune are srun's own options as nccltune passes them
 // (--export=ALL, --kill-on-bad-exit=1), which a space written for srun by
 // habit gives again: the step is the same, so they are no reason to refuse it.
@@ -1213,6 +1225,9 @@ func (b *builder) launcherArgs(s *Space) {
 			// Refused rather than read, as mpirun's files of variables are:
 			// it is a program, run on each node at each trial.
 			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s has slurmstepd run a program before each task, whose \"export NAME=value\" lines set the task's variables, which nccltune does not see: an NCCL variable set there would override every trial's value, unseen", a)
+		}
+		if slices.ContainsFunc(launcherOutput[l.Kind], func(opt string) bool { return givesOption(a, opt, style) }) {
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s sends the ranks' output elsewhere than to %s's own, which nccltune reads each trial's result and errors from: every trial would fail with nothing to read", a, l.Kind)
 		}
 		for _, o := range own {
 			gives := func(opt string) bool { return givesOption(a, opt, style) }

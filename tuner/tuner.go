@@ -784,7 +784,7 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 	}
 	if t.State == store.Interrupted {
 		err := interruption(ctx, fmt.Sprintf("trial %d", t.Number), t)
-		if errors.Is(err, ErrNodeFailed) {
+		if errors.Is(err, ErrNodeFailed) || errors.Is(err, ErrAllocationEnded) {
 			err = fmt.Errorf("%w; it runs again on resume", err)
 		}
 		return err
@@ -1327,11 +1327,20 @@ var ErrAllFailing = errors.New("stopping early: every trial so far failed the sa
 // job's allocation with it, and every later trial would fail to launch.
 var ErrNodeFailed = errors.New("a node of the allocation failed")
 
+// ErrAllocationEnded stops a campaign whose trial outlived the Slurm job's
+// allocation (its time limit, scancel of the job, preemption): every later
+// trial would fail to launch.
+var ErrAllocationEnded = errors.New("the Slurm job's allocation ended")
+
 // interruption is why launch what, recorded in t as interrupted, stops the
-// campaign: its node's failure (ErrNodeFailed), or else ctx's cancel.
+// campaign: its node's failure (ErrNodeFailed), the end of the job's
+// allocation (ErrAllocationEnded), or else ctx's cancel.
 func interruption(ctx context.Context, what string, t *store.Trial) error {
-	if t.FailureKind == string(runner.FailNode) {
+	switch t.FailureKind {
+	case string(runner.FailNode):
 		return fmt.Errorf("%w: %s: %s", ErrNodeFailed, what, t.FailureReason)
+	case string(runner.FailAllocation):
+		return fmt.Errorf("%w: %s: %s", ErrAllocationEnded, what, t.FailureReason)
 	}
 	return ctx.Err()
 }
@@ -1485,7 +1494,7 @@ func (s *session) record(t *store.Trial, res runner.Result, measured []bool) {
 	switch {
 	case failure == nil:
 		t.State = store.Complete
-	case failure.Kind == runner.FailInterrupted, failure.Kind == runner.FailNode:
+	case failure.Kind == runner.FailInterrupted, failure.Kind == runner.FailNode, failure.Kind == runner.FailAllocation:
 		// Not the settings' failure: the trial runs again on resume, and
 		// the sampler is never told it.
 		t.State, t.FailureKind, t.FailureReason = store.Interrupted, string(failure.Kind), failure.Reason

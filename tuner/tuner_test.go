@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -782,47 +783,60 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 	}
 }
 
-// nodeLoss runs launches with run, but for those labelled lost, whose node fails.
+// nodeLoss runs launches with run, but for those labelled lost, whose node
+// fails (or, with failure set, which fail so).
 type nodeLoss struct {
-	lost string
-	run  Runner
+	lost    string
+	run     Runner
+	failure *runner.Failure
 }
 
 func (n nodeLoss) Run(ctx context.Context, job runner.Job) runner.Result {
 	if job.Plan.Label == n.lost {
-		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 143}, Failure: &runner.Failure{Kind: runner.FailNode, Reason: "srun: error: Node failure on n2"}}
+		f := cmp.Or(n.failure, &runner.Failure{Kind: runner.FailNode, Reason: "srun: error: Node failure on n2"})
+		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 143}, Failure: f}
 	}
 	return n.run.Run(ctx, job)
 }
 
-// TestNodeFailureStopsWithoutBlame: a trial whose node failed stops the
-// campaign (the allocation is gone) and is kept as interrupted, not failed:
-// the sampler never learns it as a bad configuration, and a resume runs it
-// again.
+// TestNodeFailureStopsWithoutBlame: a trial whose node failed, or whose
+// job's allocation ended (its time limit), stops the campaign (the
+// allocation is gone) and is kept as interrupted, not failed: the sampler
+// never learns it as a bad configuration, and a resume runs it again.
 func TestNodeFailureStopsWithoutBlame(t *testing.T) {
-	sp := loadExample(t, 8)
-	st := openStore(t)
-	tu := newTuner(t, sp, st)
-	tu.Runner = nodeLoss{lost: "3", run: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}}
-	if err := tu.Run(context.Background(), Options{}); !errors.Is(err, ErrNodeFailed) || !strings.Contains(err.Error(), "trial 3: srun: error: Node failure on n2") {
-		t.Fatalf("err = %v, want %v of trial 3", err, ErrNodeFailed)
-	}
-	trials := campaignTrials(t, st, sp.Campaign.Name)
-	if len(trials) != 4 || trials[3].State != store.Interrupted || trials[3].FailureKind != string(runner.FailNode) {
-		t.Fatalf("trials %+v; want 4, the last interrupted by its node", trials)
-	}
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
-		t.Fatal(err)
-	}
-	// The interrupted run stays in the store beside its rerun.
-	complete := map[int]bool{}
-	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
-		complete[tr.Number] = complete[tr.Number] || tr.State == store.Complete
-	}
-	for n := range 8 {
-		if !complete[n] {
-			t.Errorf("trial %d did not complete on resume", n)
-		}
+	for _, tc := range []struct {
+		failure runner.Failure
+		err     error
+	}{
+		{runner.Failure{Kind: runner.FailNode, Reason: "srun: error: Node failure on n2"}, ErrNodeFailed},
+		{runner.Failure{Kind: runner.FailAllocation, Reason: "Slurm job 7 no longer runs (JobState=TIMEOUT)"}, ErrAllocationEnded},
+	} {
+		t.Run(string(tc.failure.Kind), func(t *testing.T) {
+			sp := loadExample(t, 8)
+			st := openStore(t)
+			tu := newTuner(t, sp, st)
+			tu.Runner = nodeLoss{lost: "3", run: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}, failure: &tc.failure}
+			if err := tu.Run(context.Background(), Options{}); !errors.Is(err, tc.err) || !strings.Contains(err.Error(), "trial 3: "+tc.failure.Reason) {
+				t.Fatalf("err = %v, want %v of trial 3", err, tc.err)
+			}
+			trials := campaignTrials(t, st, sp.Campaign.Name)
+			if len(trials) != 4 || trials[3].State != store.Interrupted || trials[3].FailureKind != string(tc.failure.Kind) {
+				t.Fatalf("trials %+v; want 4, the last interrupted (%s)", trials, tc.failure.Kind)
+			}
+			if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+				t.Fatal(err)
+			}
+			// The interrupted run stays in the store beside its rerun.
+			complete := map[int]bool{}
+			for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+				complete[tr.Number] = complete[tr.Number] || tr.State == store.Complete
+			}
+			for n := range 8 {
+				if !complete[n] {
+					t.Errorf("trial %d did not complete on resume", n)
+				}
+			}
+		})
 	}
 }
 
