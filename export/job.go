@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 )
@@ -77,11 +78,14 @@ func (e Export) jobFile(name string) (file, error) {
 		totalDef, totalExp = totalDef+def[i], totalExp+exported[i]
 		choice := "NCCL's own choice"
 		if e.Job.Uses(r) && !e.Job.DefaultsKept() {
-			choice = fmt.Sprintf("trial %d's choice, %+.1f%% in the search", r.Best.Number, 100*r.Gain())
+			choice = fmt.Sprintf("trial %d's choice", r.Best.Number)
+			if !math.IsNaN(r.DefaultScore) {
+				choice += fmt.Sprintf(", %+.1f%% in the search", 100*r.Gain())
+			}
 		}
-		head = append(head, fmt.Sprintf("%s: %s of communication with NCCL's defaults, %s as exported (%s)", r.Range.Name, Seconds(def[i]), Seconds(exported[i]), choice))
+		head = append(head, fmt.Sprintf("%s: %s, %s as exported (%s)", r.Range.Name, withDefaults(def[i], r.DefaultFailed != nil), Seconds(exported[i]), choice))
 	}
-	head = append(head, fmt.Sprintf("the job: %s of communication with NCCL's defaults, %s predicted as exported", Seconds(totalDef), Seconds(totalExp)))
+	head = append(head, fmt.Sprintf("the job: %s, %s predicted as exported", withDefaults(totalDef, slices.ContainsFunc(e.Job.Ranges, func(r results.RangeResult) bool { return r.DefaultFailed != nil })), Seconds(totalExp)))
 	for _, name := range perCollective {
 		head = append(head, name+" per collective: needs NCCL "+nccllog.PerCollectiveSince+" or later")
 	}
@@ -94,6 +98,18 @@ func (e Export) jobFile(name string) (file, error) {
 		return file{}, err
 	}
 	return file{name, b.String(), 0o644}, nil
+}
+
+// withDefaults says how long communication takes with NCCL's defaults, or
+// that they failed or were not measured.
+func withDefaults(seconds float64, failed bool) string {
+	switch {
+	case !math.IsNaN(seconds):
+		return Seconds(seconds) + " of communication with NCCL's defaults"
+	case failed:
+		return "NCCL's defaults failed in the search"
+	}
+	return "NCCL's defaults not measured"
 }
 
 // Seconds writes a predicted time, or says it was not measured (never NaN).

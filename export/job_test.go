@@ -227,3 +227,27 @@ func TestJobExportOfNoMeasuredEnvironment(t *testing.T) {
 		t.Errorf("validated: %v", err)
 	}
 }
+
+// TestJobExportWhereTheDefaultsFailed: where NCCL's defaults failed in the
+// search, the job file's header says so instead of a gain over them (NaN).
+func TestJobExportWhereTheDefaultsFailed(t *testing.T) {
+	sp, err := space.Parse("job.toml", []byte(jobSpace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned := space.Assignment{"NCCL_BUFFSIZE": "16777216", "NCCL_ALGO": "Ring"}
+	trials := []store.Trial{
+		{Number: 0, State: store.Failed, FailureKind: string(runner.FailWrong), Params: Defaults(sp), Env: sp.Env(Defaults(sp))},
+		{Number: 1, State: store.Complete, Params: tuned, Env: sp.Env(tuned), Scores: map[string]float64{"all_gather": 1.1, "all_reduce": 1.1}},
+	}
+	ex := Export{Space: sp, Campaign: store.Campaign{Name: "job", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+		Job: results.JobOf(sp, trials, nil), Fingerprint: runner.Fingerprint{NCCL: "2.28.3"}, Now: time.Now()}
+	text, err := writeJob(t, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text, "NaN") || !strings.Contains(text, "all_gather: NCCL's defaults failed in the search, 0.9091 s as exported (trial 1's choice)") ||
+		!strings.Contains(text, "the job: NCCL's defaults failed in the search, 1.818 s predicted") {
+		t.Errorf("job file:\n%s", text)
+	}
+}
