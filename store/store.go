@@ -348,7 +348,7 @@ func (s *Store) init() error {
 	if s.readOnly {
 		return checkVersion(version)
 	}
-	if err := migrate(s.db); err != nil {
+	if err := s.migrate(); err != nil {
 		return err
 	}
 	// A row whose trial or campaign is gone (deleted with foreign keys

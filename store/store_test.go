@@ -222,22 +222,28 @@ func TestForeignSchemaVersions(t *testing.T) {
 	}
 }
 
-// migrated is the store that Open makes of a database built by stmts (an
-// older schema's), closed when the test ends.
-func migrated(t *testing.T, stmts []string) *Store {
+// built is the path of a database built by stmts (an older schema's).
+func built(t *testing.T, stmts []string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer db.Close()
 	for _, stmt := range stmts {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
-	db.Close()
-	s, err := Open(path)
+	return path
+}
+
+// migrated is the store that Open makes of a database built by stmts (an
+// older schema's), closed when the test ends.
+func migrated(t *testing.T, stmts []string) *Store {
+	t.Helper()
+	s, err := Open(built(t, stmts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,6 +296,59 @@ func TestMigrationClassesTrialsByNumber(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNoMigrationUnderARunningCampaign: an older nccltune's campaign
+// running on the store (holding the writer lock) writes on as its schema
+// says, so the schema is not upgraded under it (its later trials would
+// take the new columns' defaults: a simplification trial the search's);
+// the opener is refused as a second writer is, and upgrades it once the
+// campaign has let go.
+func TestNoMigrationUnderARunningCampaign(t *testing.T) {
+	path := built(t, append(slices.Clone(migrations[:SchemaVersion-1]), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1),
+		`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at) VALUES (1, 'c', 'h', 'x', 2, 'tpe', 1, '2026-01-01T00:00:00Z')`,
+		fmt.Sprintf(`INSERT INTO writer VALUES (1, %d, '%s', '2026-01-01T00:00:00Z')`, os.Getpid(), hostname(t))))
+	old, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := syscall.Flock(int(old.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(path); !errors.Is(err, ErrLocked) {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("opened under a running campaign: %v", err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var version int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != SchemaVersion-1 {
+		t.Errorf("schema version %d under the running campaign (%v), want %d", version, err, SchemaVersion-1)
+	}
+	syscall.Flock(int(old.Fd()), syscall.LOCK_UN)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("once the campaign ended: %v", err)
+	}
+	defer s.Close()
+	if err := s.LockWriter(); err != nil {
+		t.Errorf("after the upgrade: %v", err)
+	}
+}
+
+func hostname(t *testing.T) string {
+	t.Helper()
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // TestCampaignKeepsHowItEnds: whether a campaign simplifies and how many
