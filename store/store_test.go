@@ -351,6 +351,49 @@ func hostname(t *testing.T) string {
 	return h
 }
 
+// TestOverlongPathIsSaidSo: SQLite opens no database whose absolute path,
+// with the "-journal" it derives from it, is past 512 bytes; such a store,
+// a campaign's moved deep into an archive or a new one's in a deep folder,
+// is refused as that, not as a folder that does not exist or a damaged
+// file, and a writer leaves no empty store behind.
+func TestOverlongPathIsSaidSo(t *testing.T) {
+	data, err := os.ReadFile(closedStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// at is a path of n bytes in a folder of its own.
+	at := func(n int) string {
+		dir := t.TempDir()
+		for len(dir)+101 < n-10 {
+			dir = filepath.Join(dir, strings.Repeat("d", 100))
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(dir, strings.Repeat("f", n-len(dir)-4)+".db")
+	}
+	s, err := Open(at(maxPath))
+	if err != nil {
+		t.Fatalf("a path of %d bytes: %v", maxPath, err)
+	}
+	s.Close()
+	long := at(maxPath + 1)
+	if _, err := Open(long); err == nil || !strings.Contains(err.Error(), "bytes long") {
+		t.Errorf("a new store at a path of %d bytes: %v", maxPath+1, err)
+	}
+	if _, err := os.Stat(long); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a store refused left its file: %v", err)
+	}
+	if err := os.WriteFile(long, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+		if _, err := open(long); err == nil || !strings.Contains(err.Error(), "bytes long") {
+			t.Errorf("a store at a path of %d bytes: %v", maxPath+1, err)
+		}
+	}
+}
+
 // TestCampaignKeepsHowItEnds: whether a campaign simplifies and how many
 // rounds validate it, as its run asked, read back as written, for a
 // resume to keep.
