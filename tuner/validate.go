@@ -234,17 +234,25 @@ func (s *session) measuredBefore(arms []arm, rounds int) (int64, []store.Validat
 	if err != nil {
 		return 0, nil, err
 	}
+	// Each arm's last run of a round: a round measured again whole after
+	// a stop cut it short holds the earlier runs too.
+	type of struct {
+		round    int
+		arm, env string
+	}
+	last := map[of]store.ValidationRun{}
+	for _, r := range stored {
+		last[of{r.Round, r.Arm, envKey(r.Env)}] = r
+	}
 	var done []store.ValidationRun
 	for round := range rounds {
 		var these []store.ValidationRun
 		for _, k := range roundOrder(len(arms), round) {
-			i := slices.IndexFunc(stored, func(r store.ValidationRun) bool {
-				return r.Round == round && r.Arm == arms[k].name && envKey(r.Env) == envKey(arms[k].env)
-			})
-			if i < 0 {
+			r, ok := last[of{round, arms[k].name, envKey(arms[k].env)}]
+			if !ok {
 				return batch, done, nil
 			}
-			these = append(these, stored[i])
+			these = append(these, r)
 		}
 		done = append(done, these...)
 	}

@@ -464,3 +464,35 @@ func TestStoppedValidationGoesOn(t *testing.T) {
 		t.Errorf("the batch's %d runs are not 3 rounds interleaved A B, B A, A B", len(runs))
 	}
 }
+
+// TestStoppedTwiceInOneRound: a round cut short, then measured again whole
+// by the next resume, which was stopped in a later round, is taken from
+// that whole measurement, not from the runs of the first: a round's runs
+// are paired, made together.
+func TestStoppedTwiceInOneRound(t *testing.T) {
+	sp := loadExample(t, 3)
+	st := openStore(t)
+	s, err := newTuner(t, sp, st).open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arms := []arm{{name: "default", env: []string{"NCCL_NVLS_ENABLE=0"}}, {name: "trial 1", env: []string{"NCCL_ALGO=Ring"}}}
+	run := func(round, a int, score float64) store.ValidationRun {
+		return store.ValidationRun{Round: round, Arm: arms[a].name, Env: arms[a].env, State: store.Complete, Scores: map[string]float64{"small": score}}
+	}
+	// The first stop cut round 0 after its first arm; the resume measured
+	// round 0 whole and was stopped in round 1.
+	stored := []store.ValidationRun{run(0, 0, 1), run(0, 0, 2), run(0, 1, 2), run(1, 1, 2)}
+	if err := st.SaveValidation(s.camp.ID, 7, stored, nil); err != nil {
+		t.Fatal(err)
+	}
+	batch, done, err := s.measuredBefore(arms, 3)
+	if err != nil || batch != 7 || len(done) != 2 {
+		t.Fatalf("batch %d, %d runs (%v), want batch 7's round 0", batch, len(done), err)
+	}
+	for _, r := range done {
+		if r.Scores["small"] != 2 {
+			t.Errorf("round 0 reads %s's run of the stopped measurement", r.Arm)
+		}
+	}
+}
