@@ -28,32 +28,13 @@ func (s *Store) LockWriter() error {
 	if s.readOnly {
 		return fmt.Errorf("store %s: opened read-only", s.path)
 	}
-	// Kept open until Close, the lock taken or not: closing any descriptor
-	// of the file would drop SQLite's locks. A call after a refusal tries
-	// again on it.
-	if s.lock == nil {
-		f, err := os.OpenFile(s.path, os.O_RDWR, 0)
-		if err != nil {
-			return fmt.Errorf("store %s: lock: %w", s.path, err)
-		}
-		s.lock = f
-	}
-	f := s.lock
-	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	// A writer killed mid-trial leaves its trial's supervisor holding the
 	// lock (runner.WithHeld) until the trial's last process is gone, a grace
 	// period at most: wait for that rather than overlap the old trial.
-	for deadline := time.Now().Add(HeldWait); errors.Is(err, syscall.EWOULDBLOCK) && s.holderDead() && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err := s.flock(HeldWait, func() bool { known, runs := s.recordedWriter(); return known && !runs }); err != nil {
+		return err
 	}
-	if err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return fmt.Errorf("%w (%s%s)", ErrLocked, s.path, s.holder())
-		}
-		return fmt.Errorf("store %s: lock: %w", s.path, err)
-	}
-	fi, err := f.Stat()
+	fi, err := s.lock.Stat()
 	if err != nil {
 		return fmt.Errorf("store %s: lock: %w", s.path, err)
 	}
@@ -70,18 +51,46 @@ func (s *Store) LockWriter() error {
 // died to end (their supervisors hold the lock until then).
 var HeldWait = 30 * time.Second
 
-// holderDead reports whether the writer recorded in the store is a process of
-// this host that no longer runs: the lock is then held by its trials.
-func (s *Store) holderDead() bool {
+// flock takes the flock on the store's file, trying again for up to
+// patience while wait says that its holder is about to let it go.
+func (s *Store) flock(patience time.Duration, wait func() bool) error {
+	// Kept open until Close, the lock taken or not: closing any descriptor
+	// of the file would drop SQLite's locks. A call after a refusal tries
+	// again on it.
+	if s.lock == nil {
+		f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("store %s: lock: %w", s.path, err)
+		}
+		s.lock = f
+	}
+	fd := int(s.lock.Fd())
+	err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	for deadline := time.Now().Add(patience); errors.Is(err, syscall.EWOULDBLOCK) && wait() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	switch {
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return fmt.Errorf("%w (%s%s)", ErrLocked, s.path, s.holder())
+	case err != nil:
+		return fmt.Errorf("store %s: lock: %w", s.path, err)
+	}
+	return nil
+}
+
+// recordedWriter says whether the writer recorded in the store is a
+// process of this host (known), and if so whether it still runs.
+func (s *Store) recordedWriter() (known, runs bool) {
 	var pid int
 	var host string
 	if s.db.QueryRow(`SELECT pid, host FROM writer WHERE id = 1`).Scan(&pid, &host) != nil || pid <= 0 {
-		return false
+		return false, false
 	}
 	if h, _ := os.Hostname(); h != host {
-		return false
+		return false, false
 	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	return true, !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 // LockFile is the file the writer lock is held on (nil before LockWriter):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"syscall"
 )
 
 // migrations[i] takes the schema from version i to i+1 (PRAGMA user_version).
@@ -243,7 +244,8 @@ func knownVersion(version int) error {
 	return nil
 }
 
-func migrate(db *sql.DB) error {
+func (s *Store) migrate() error {
+	db := s.db
 	var version int
 	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
 		return err
@@ -251,6 +253,15 @@ func migrate(db *sql.DB) error {
 	if version == SchemaVersion {
 		return nil
 	}
+	// Under the writer lock: an older nccltune's campaign running on the
+	// store writes on as its own schema says, and would leave the columns
+	// an upgrade adds at their defaults (its simplification's trials read
+	// as the search's). Waited for where no live writer is recorded: another
+	// process upgrading it, or a dead writer's trials ending (LockWriter).
+	if err := s.flock(busyTimeout, func() bool { known, runs := s.recordedWriter(); return !known || !runs }); err != nil {
+		return fmt.Errorf("schema version %d is not upgraded under a running campaign: %w", version, err)
+	}
+	defer syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
 	// The version is read again under the write lock (BEGIN IMMEDIATE,
 	// which waits out the busy timeout for it): two nccltune processes
 	// opening one new or older store at once both migrated it, and the

@@ -159,6 +159,11 @@ func open(path string, readOnly bool) (*Store, error) {
 	} else if readOnly {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	// SQLite refuses a longer one as "unable to open database file", which
+	// sent its owner after a missing folder or a campaign's log.
+	if abs, err := filepath.Abs(real); err == nil && len(abs) > maxPath {
+		return nil, fmt.Errorf("store %s: its absolute path (links resolved) is %d bytes long, and SQLite opens a database at a path of %d bytes at most: move it, or name one in a shallower folder", path, len(abs), maxPath)
+	}
 	// A writer that may not write the file is refused before SQLite opens
 	// it: SQLite would fall back to reading it, and make its -wal and -shm
 	// as this user's, which another user who owns the store cannot then
@@ -299,6 +304,10 @@ func createHonouringUmask(path string) {
 	}
 }
 
+// maxPath is the longest absolute path of a database that SQLite opens:
+// its MAX_PATHNAME, less the "-journal" it adds for the journal's name.
+const maxPath = 512 - len("-journal")
+
 // busyTimeout is how long a connection waits for another's lock.
 const busyTimeout = 10 * time.Second
 
@@ -348,7 +357,7 @@ func (s *Store) init() error {
 	if s.readOnly {
 		return checkVersion(version)
 	}
-	if err := migrate(s.db); err != nil {
+	if err := s.migrate(); err != nil {
 		return err
 	}
 	// A row whose trial or campaign is gone (deleted with foreign keys

@@ -222,22 +222,28 @@ func TestForeignSchemaVersions(t *testing.T) {
 	}
 }
 
-// migrated is the store that Open makes of a database built by stmts (an
-// older schema's), closed when the test ends.
-func migrated(t *testing.T, stmts []string) *Store {
+// built is the path of a database built by stmts (an older schema's).
+func built(t *testing.T, stmts []string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer db.Close()
 	for _, stmt := range stmts {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
-	db.Close()
-	s, err := Open(path)
+	return path
+}
+
+// migrated is the store that Open makes of a database built by stmts (an
+// older schema's), closed when the test ends.
+func migrated(t *testing.T, stmts []string) *Store {
+	t.Helper()
+	s, err := Open(built(t, stmts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +294,102 @@ func TestMigrationClassesTrialsByNumber(t *testing.T) {
 			if want := map[bool]Phase{true: Search, false: Simplification}[tr.Number < budget]; tr.Phase != want {
 				t.Errorf("campaign c%d (budget %d), trial %d: phase %q, want %q", id+1, budget, tr.Number, tr.Phase, want)
 			}
+		}
+	}
+}
+
+// TestNoMigrationUnderARunningCampaign: an older nccltune's campaign
+// running on the store (holding the writer lock) writes on as its schema
+// says, so the schema is not upgraded under it (its later trials would
+// take the new columns' defaults: a simplification trial the search's);
+// the opener is refused as a second writer is, and upgrades it once the
+// campaign has let go.
+func TestNoMigrationUnderARunningCampaign(t *testing.T) {
+	path := built(t, append(slices.Clone(migrations[:SchemaVersion-1]), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1),
+		`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at) VALUES (1, 'c', 'h', 'x', 2, 'tpe', 1, '2026-01-01T00:00:00Z')`,
+		fmt.Sprintf(`INSERT INTO writer VALUES (1, %d, '%s', '2026-01-01T00:00:00Z')`, os.Getpid(), hostname(t))))
+	old, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := syscall.Flock(int(old.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(path); !errors.Is(err, ErrLocked) {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("opened under a running campaign: %v", err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var version int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != SchemaVersion-1 {
+		t.Errorf("schema version %d under the running campaign (%v), want %d", version, err, SchemaVersion-1)
+	}
+	syscall.Flock(int(old.Fd()), syscall.LOCK_UN)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("once the campaign ended: %v", err)
+	}
+	defer s.Close()
+	if err := s.LockWriter(); err != nil {
+		t.Errorf("after the upgrade: %v", err)
+	}
+}
+
+func hostname(t *testing.T) string {
+	t.Helper()
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestOverlongPathIsSaidSo: SQLite opens no database whose absolute path,
+// with the "-journal" it derives from it, is past 512 bytes; such a store,
+// a campaign's moved deep into an archive or a new one's in a deep folder,
+// is refused as that, not as a folder that does not exist or a damaged
+// file, and a writer leaves no empty store behind.
+func TestOverlongPathIsSaidSo(t *testing.T) {
+	data, err := os.ReadFile(closedStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// at is a path of n bytes in a folder of its own.
+	at := func(n int) string {
+		dir := t.TempDir()
+		for len(dir)+101 < n-10 {
+			dir = filepath.Join(dir, strings.Repeat("d", 100))
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(dir, strings.Repeat("f", n-len(dir)-4)+".db")
+	}
+	s, err := Open(at(maxPath))
+	if err != nil {
+		t.Fatalf("a path of %d bytes: %v", maxPath, err)
+	}
+	s.Close()
+	long := at(maxPath + 1)
+	if _, err := Open(long); err == nil || !strings.Contains(err.Error(), "bytes long") {
+		t.Errorf("a new store at a path of %d bytes: %v", maxPath+1, err)
+	}
+	if _, err := os.Stat(long); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a store refused left its file: %v", err)
+	}
+	if err := os.WriteFile(long, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+		if _, err := open(long); err == nil || !strings.Contains(err.Error(), "bytes long") {
+			t.Errorf("a store at a path of %d bytes: %v", maxPath+1, err)
 		}
 	}
 }

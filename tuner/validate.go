@@ -105,7 +105,13 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	if err != nil {
 		return nil, err
 	}
-	batch := time.Now().UnixNano()
+	batch, done, err := s.measuredBefore(arms, rounds)
+	if err != nil {
+		return nil, err
+	}
+	if len(done) == 0 {
+		batch = time.Now().UnixNano()
+	}
 	// judge draws the verdicts on the configurations of the arms that in
 	// says, from runs.
 	judge := func(runs []store.ValidationRun, in func(arm int) bool) []store.Validation {
@@ -145,7 +151,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	// has not ended (see validatedAs), and a resume runs it again if it
 	// does not end; if it does, its verdicts follow.
 	judged := map[int]bool{}
-	runs, err := s.measure(ctx, arms, rounds, func(r store.ValidationRun) error {
+	runs, err := s.measure(ctx, arms, rounds, done, func(r store.ValidationRun) error {
 		var vs []store.Validation
 		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && !judged[k] && results.FailedBySettings(r) {
 			judged[k] = true
@@ -201,6 +207,56 @@ func (s *session) failedBefore() (map[string]store.ValidationRun, error) {
 		}
 	}
 	return failed, nil
+}
+
+// measuredBefore is the batch of the campaign's last validation, where it was
+// stopped before its verdicts, and its runs of the rounds from the first
+// that measured each of arms, up to rounds: a validation goes on after
+// them, as the search goes on after its finished trials, or one stopped
+// again and again (a campaign resumed in allocations each shorter than its
+// validation) would never end. Each round pairs its arms' runs; a round
+// the stop cut short is measured again whole.
+func (s *session) measuredBefore(arms []arm, rounds int) (int64, []store.ValidationRun, error) {
+	batches, err := s.Store.ValidationBatches(s.camp.ID)
+	if err != nil || len(batches) == 0 {
+		return 0, nil, err
+	}
+	batch := batches[len(batches)-1]
+	vals, err := s.Store.Validations(s.camp.ID)
+	if err != nil {
+		return 0, nil, err
+	}
+	// A verdict in fewer than 2 rounds is one drawn at once on a failure (see validate).
+	if slices.ContainsFunc(vals, func(v store.Validation) bool { return v.Batch == batch && v.Rounds >= 2 }) {
+		return 0, nil, nil
+	}
+	stored, err := s.Store.ValidationRuns(s.camp.ID, batch)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Each arm's last run of a round: a round measured again whole after
+	// a stop cut it short holds the earlier runs too.
+	type of struct {
+		round    int
+		arm, env string
+	}
+	last := map[of]store.ValidationRun{}
+	for _, r := range stored {
+		last[of{r.Round, r.Arm, envKey(r.Env)}] = r
+	}
+	var done []store.ValidationRun
+	for round := range rounds {
+		var these []store.ValidationRun
+		for _, k := range roundOrder(len(arms), round) {
+			r, ok := last[of{round, arms[k].name, envKey(arms[k].env)}]
+			if !ok {
+				return batch, done, nil
+			}
+			these = append(these, r)
+		}
+		done = append(done, these...)
+	}
+	return batch, done, nil
 }
 
 func envKey(env []string) string { return strings.Join(env, "\n") }
@@ -260,21 +316,28 @@ func (s *session) probe(ctx context.Context, a arm) error {
 	return s.Store.SaveDecisions(s.camp.ID, sp.Key(a.assignment), res.Log.Decisions)
 }
 
-// measure runs every arm once per round, alternating the order (A B, B A, ...)
-// so that drift and warm-up hit all arms alike, and hands each run to keep,
-// if set, as it ends. Stopped, it returns the runs made so far with the error.
-func (s *session) measure(ctx context.Context, arms []arm, rounds int, keep func(store.ValidationRun) error) ([]store.ValidationRun, error) {
+// roundOrder is the order in which a round measures n arms: A B, B A, ...,
+// so that drift and warm-up hit all arms alike.
+func roundOrder(n, round int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	if round%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
+}
+
+// measure runs every arm once per round, in roundOrder, after the rounds
+// that done holds (whole rounds, measured before), and hands each run to
+// keep, if set, as it ends. Stopped, it returns the runs made so far with
+// the error.
+func (s *session) measure(ctx context.Context, arms []arm, rounds int, done []store.ValidationRun, keep func(store.ValidationRun) error) ([]store.ValidationRun, error) {
 	sp := s.Space
-	var runs []store.ValidationRun
-	for round := range rounds {
-		order := make([]int, len(arms))
-		for i := range order {
-			order[i] = i
-		}
-		if round%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, k := range order {
+	runs := slices.Clone(done)
+	for round := len(done) / len(arms); round < rounds; round++ {
+		for _, k := range roundOrder(len(arms), round) {
 			if err := ctx.Err(); err != nil {
 				return runs, err
 			}

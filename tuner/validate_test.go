@@ -8,7 +8,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -392,5 +394,105 @@ func TestFailedThenStoppedWhileProbing(t *testing.T) {
 	noneTuned(t, sp, st, "in the validation")
 	if newTuner(t, sp, st).Finished(Options{KeepSettings: true}) {
 		t.Error("a resume would run nothing: the validation stopped while probing is taken as ended")
+	}
+}
+
+// labelled runs every launch, calling stop, if set, as the one labelled
+// stopAt starts, and records the labels launched.
+type labelled struct {
+	stop   func()
+	stopAt string
+	mu     sync.Mutex
+	ran    []string
+}
+
+func (l *labelled) Run(ctx context.Context, job runner.Job) runner.Result {
+	if l.stop != nil && job.Plan.Label == l.stopAt {
+		l.stop()
+	}
+	l.mu.Lock()
+	l.ran = append(l.ran, job.Plan.Label)
+	l.mu.Unlock()
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestStoppedValidationGoesOn: a validation stopped in its third round
+// (Ctrl-C, kill -9, an allocation's time limit) measures, resumed, its
+// third round alone, and judges on all three: it measured every round
+// again, so a campaign resumed in allocations each shorter than its
+// validation never ended.
+func TestStoppedValidationGoesOn(t *testing.T) {
+	sp := loadExample(t, 6)
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = &labelled{stop: cancel, stopAt: "validate-2-0"}
+	if err := tu.Run(ctx, Options{ValidateRounds: 3}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped run returned %v", err)
+	}
+	resumed := &labelled{}
+	tu = newTuner(t, sp, st)
+	tu.Runner = resumed
+	if err := tu.Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatal(err)
+	}
+	rounds := map[string]bool{}
+	for _, label := range resumed.ran {
+		if round, _, ok := strings.Cut(strings.TrimPrefix(label, "validate-"), "-"); ok && strings.HasPrefix(label, "validate-") {
+			rounds[round] = true
+		}
+	}
+	if len(rounds) != 1 || !rounds["2"] {
+		t.Errorf("resumed, the validation measured rounds %v; it had measured 0 and 1", slices.Sorted(maps.Keys(rounds)))
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	vals, err := st.Validations(camp.ID)
+	if err != nil || len(vals) == 0 {
+		t.Fatalf("verdicts %v, %v", vals, err)
+	}
+	last := vals[len(vals)-1]
+	runs, err := st.ValidationRuns(camp.ID, last.Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vals {
+		if v.Rounds != 3 || v.Batch != last.Batch {
+			t.Errorf("range %s: verdict of batch %d in %d rounds, want batch %d in 3", v.Range, v.Batch, v.Rounds, last.Batch)
+		}
+	}
+	if arms := len(runs) / 3; len(runs)%3 != 0 || runs[0].Arm != "default" || runs[2*arms-1].Arm != "default" || runs[2*arms].Arm != "default" {
+		t.Errorf("the batch's %d runs are not 3 rounds interleaved A B, B A, A B", len(runs))
+	}
+}
+
+// TestStoppedTwiceInOneRound: a round cut short, then measured again whole
+// by the next resume, which was stopped in a later round, is taken from
+// that whole measurement, not from the runs of the first: a round's runs
+// are paired, made together.
+func TestStoppedTwiceInOneRound(t *testing.T) {
+	sp := loadExample(t, 3)
+	st := openStore(t)
+	s, err := newTuner(t, sp, st).open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arms := []arm{{name: "default", env: []string{"NCCL_NVLS_ENABLE=0"}}, {name: "trial 1", env: []string{"NCCL_ALGO=Ring"}}}
+	run := func(round, a int, score float64) store.ValidationRun {
+		return store.ValidationRun{Round: round, Arm: arms[a].name, Env: arms[a].env, State: store.Complete, Scores: map[string]float64{"small": score}}
+	}
+	// The first stop cut round 0 after its first arm; the resume measured
+	// round 0 whole and was stopped in round 1.
+	stored := []store.ValidationRun{run(0, 0, 1), run(0, 0, 2), run(0, 1, 2), run(1, 1, 2)}
+	if err := st.SaveValidation(s.camp.ID, 7, stored, nil); err != nil {
+		t.Fatal(err)
+	}
+	batch, done, err := s.measuredBefore(arms, 3)
+	if err != nil || batch != 7 || len(done) != 2 {
+		t.Fatalf("batch %d, %d runs (%v), want batch 7's round 0", batch, len(done), err)
+	}
+	for _, r := range done {
+		if r.Scores["small"] != 2 {
+			t.Errorf("round 0 reads %s's run of the stopped measurement", r.Arm)
+		}
 	}
 }
