@@ -82,8 +82,8 @@ var landscapeKnobs = []LandscapeKnob{
 	{"NCCL_NET_GDR_LEVEL", []string{"PHB", "SYS"}, func(v string) int {
 		return max(0, pciRank(v)-2) // PHB is rank 3, SYS (or any larger integer) 4
 	}},
-	{"NCCL_IB_QPS_PER_CONNECTION", []string{"2-3", "4-7", "8+"}, func(v string) int {
-		return intLevel(v, func(n int64) int { return bin(n, 2, 4, 8, 129) })
+	{"NCCL_IB_QPS_PER_CONNECTION", []string{"2", "3", "4+"}, func(v string) int {
+		return intLevel(v, func(n int64) int { return bin(n, 2, 3, 4, 129) })
 	}},
 	{"NCCL_NTHREADS", []string{"64-128", "256", "512"}, func(v string) int {
 		return intLevel(v, func(n int64) int {

@@ -14,7 +14,7 @@ var fourNodeIB = []string{"-nodes=4", "-gpus_per_node=8", "-fabric=ib", "-noise=
 // value is a setting of a landscape variable that falls in the level.
 var value = [nKnobs][]string{
 	{"Ring", "Tree"}, {"LL", "LL128", "Simple"}, {"2", "8", "32"}, {"1048576", "16777216"},
-	{"PHB", "SYS"}, {"2", "4", "8"}, {"128", "256", "512"},
+	{"PHB", "SYS"}, {"2", "3", "8"}, {"128", "256", "512"},
 }
 
 func envOf(conds ...cond) map[string]string {
@@ -50,7 +50,7 @@ func TestLandscapeLevels(t *testing.T) {
 	}{
 		{"NCCL_ALGO", "Ring,Tree", 0}, {"NCCL_ALGO", "tree", 2}, {"NCCL_MIN_CTAS", "3", 1}, {"NCCL_MIN_CTAS", "4", 2},
 		{"NCCL_MIN_CTAS", "12", 3}, {"NCCL_BUFFSIZE", "2097152", 1},
-		{"NCCL_NET_GDR_LEVEL", "4", 2}, {"NCCL_IB_QPS_PER_CONNECTION", "3", 1}, {"NCCL_IB_QPS_PER_CONNECTION", "7", 2},
+		{"NCCL_NET_GDR_LEVEL", "4", 2}, {"NCCL_IB_QPS_PER_CONNECTION", "3", 2}, {"NCCL_IB_QPS_PER_CONNECTION", "4", 3},
 		{"NCCL_IB_QPS_PER_CONNECTION", "128", 3},
 		{"NCCL_NTHREADS", "64", 1}, {"NCCL_NTHREADS", "192", 0}, {"NCCL_CUMEM_ENABLE", "0", 0},
 	} {
@@ -284,9 +284,9 @@ func TestLandscapeFailure(t *testing.T) {
 func TestTruthKey(t *testing.T) {
 	sc, _ := ParseScenario(append(fourNodeIB, "-landscape=4"))
 	sizes := []int64{1 << 10, 1 << 20, 1 << 28}
-	a := map[string]string{"NCCL_MIN_CTAS": "4", "NCCL_IB_QPS_PER_CONNECTION": "2", "NCCL_NVLS_ENABLE": "0"}
-	b := map[string]string{"NCCL_MIN_CTAS": "11", "NCCL_IB_QPS_PER_CONNECTION": "3"}
-	c := map[string]string{"NCCL_MIN_CTAS": "12", "NCCL_IB_QPS_PER_CONNECTION": "3"}
+	a := map[string]string{"NCCL_MIN_CTAS": "4", "NCCL_IB_QPS_PER_CONNECTION": "4", "NCCL_NVLS_ENABLE": "0"}
+	b := map[string]string{"NCCL_MIN_CTAS": "11", "NCCL_IB_QPS_PER_CONNECTION": "7"}
+	c := map[string]string{"NCCL_MIN_CTAS": "12", "NCCL_IB_QPS_PER_CONNECTION": "7"}
 	ka, kb, kc := TruthKey(sc, "all_reduce", a), TruthKey(sc, "all_reduce", b), TruthKey(sc, "all_reduce", c)
 	ta, _ := Times(sc, "all_reduce", a, sizes)
 	tb, _ := Times(sc, "all_reduce", b, sizes)
