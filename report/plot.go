@@ -285,8 +285,12 @@ func convergencePlot(sp *space.Space, choices []results.RangeResult, trials []st
 // measured is highest at NCCL's defaults, at the left.
 func roomForLegend(p *plot.Plot) {
 	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
-	// DataCanvas sets an axis of one value to gonum's range about it, which
-	// widen would not then set: measured on a copy.
+	// DataCanvas sets an axis of one value to gonum's range about it, 1
+	// either way, which leaves one of 2^53 or more (a metric in FLOP/s) a
+	// range from it to itself, where its ticks panic: widened first, and
+	// measured on a copy, which DataCanvas changes.
+	widen(&p.X)
+	widen(&p.Y)
 	measured := *p
 	data := measured.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
 	if share := float64(legend/data) + 0.02; p.Y.Max > p.Y.Min && share < 0.5 {

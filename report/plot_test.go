@@ -823,3 +823,28 @@ func TestConvergenceLeavesOutWhatFailed(t *testing.T) {
 		t.Fatalf("the table chose %v, want trial 3: the test proves nothing", ch)
 	}
 }
+
+// TestPlotsOfOneLargeValue: an axis whose points all hold one value of 2^53
+// or more (a command's metric in FLOP/s that only NCCL's defaults measured)
+// was widened by gonum by 1 either way, which such a value does not change:
+// its tick marker was asked for ticks from the value to itself, and report
+// panicked.
+func TestPlotsOfOneLargeValue(t *testing.T) {
+	sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'flops: ([0-9.e+]+)', goal = \"max\", unit = \"FLOP/s\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []float64{3e16, 1e300} {
+		trials := []store.Trial{{Number: 0, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: v}}}
+		func() {
+			defer func() {
+				if e := recover(); e != nil {
+					t.Errorf("%g: %v", v, e)
+				}
+			}()
+			if _, err := Write(sp, results.Of(sp, trials, nil), trials, t.TempDir()); err != nil {
+				t.Errorf("%g: %v", v, err)
+			}
+		}()
+	}
+}
