@@ -848,3 +848,41 @@ func TestPlotsOfOneLargeValue(t *testing.T) {
 		}()
 	}
 }
+
+// TestBusBWOfAnInfiniteBandwidth: a stored time so small that a size over
+// it overflows to an infinite bandwidth (5e-324 µs, which a store holds as
+// a finite time) was a point of busbw.png, which the plotter left out: a
+// sweep of such rows drew nothing on log axes, and report panicked; beside
+// other runs it hid their size's bandwidth. It is no measurement.
+func TestBusBWOfAnInfiniteBandwidth(t *testing.T) {
+	sp, trial := sweep(t)
+	broken := trial(1, 1, nil)
+	for i := range broken.Rows {
+		broken.Rows[i].OutOfPlace.TimeUs, broken.Rows[i].InPlace.TimeUs = 5e-324, 5e-324
+	}
+	for name, trials := range map[string][]store.Trial{
+		"alone":  {broken},
+		"beside": {trial(0, 1, nil), broken},
+	} {
+		var p *plot.Plot
+		func() {
+			defer func() {
+				if e := recover(); e != nil {
+					t.Errorf("%s: %v", name, e)
+				}
+			}()
+			var err error
+			if p, err = busBWPlot(sp, results.Of(sp, trials, nil), trials); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if err := save(p, filepath.Join(t.TempDir(), "busbw.png")); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}()
+		if name == "beside" {
+			if env := envelope(sp, sp.Campaign.Collective, trials); len(env) != len(sp.Sizes.List()) {
+				t.Errorf("beside: the best per size has %d of %d sizes: %v", len(env), len(sp.Sizes.List()), env)
+			}
+		}
+	}
+}
