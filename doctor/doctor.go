@@ -241,9 +241,9 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 		}
 		if sys := ReadPorts(o.Root); len(sys) > 0 {
 			ports, from, err = sys, " (read from /sys/class/infiniband: ibstat "+why+")", nil
-		} else if !missing(err) && len(ports) == 0 && noHCA(o.Root) {
-			// ibstat fails for want of ib_umad, which no HCA loads: a node
-			// without one is no fabric left unchecked.
+		} else if len(ports) == 0 && noHCA(o.Root) {
+			// ibstat, missing or failing for want of ib_umad, which no HCA
+			// loads: a node without one is no fabric left unchecked.
 			from, err = " (none in /sys/class/infiniband; ibstat "+why+")", nil
 		}
 	}
