@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"os"
@@ -231,15 +232,19 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 		// (it needs ib_umad, which NCCL does not), or stopped part-way (its
 		// list may lack the ports after): the kernel lists the ports in
 		// sysfs too, where NCCL reads them.
+		why := "failed"
+		switch {
+		case missing(err):
+			why = "not found"
+		case errors.Is(err, errNoAnswer):
+			why = "hung"
+		}
 		if sys := ReadPorts(o.Root); len(sys) > 0 {
-			why := "failed"
-			switch {
-			case missing(err):
-				why = "not found"
-			case errors.Is(err, errNoAnswer):
-				why = "hung"
-			}
 			ports, from, err = sys, " (read from /sys/class/infiniband: ibstat "+why+")", nil
+		} else if len(ports) == 0 && noHCA(o.Root) {
+			// ibstat, missing or failing for want of ib_umad, which no HCA
+			// loads: a node without one is no fabric left unchecked.
+			from, err = " (none in /sys/class/infiniband; ibstat "+why+")", nil
 		}
 	}
 	if missing(err) {
@@ -273,6 +278,14 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 	}
 	r.Detail += from
 	return r
+}
+
+// noHCA reports whether sysfs, which lists every RDMA device the kernel
+// has, lists none: its class folder is there, and no infiniband class in it.
+func noHCA(root string) bool {
+	_, err := os.Stat(root + "/sys/class/infiniband")
+	_, classes := os.Stat(root + "/sys/class")
+	return errors.Is(err, fs.ErrNotExist) && classes == nil
 }
 
 // checkGID judges each active RoCE port's GID table as NCCL picks from it

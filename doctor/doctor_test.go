@@ -223,6 +223,29 @@ func TestPortsIbstatFails(t *testing.T) {
 	}
 }
 
+// TestPortsWithoutHCA: on a node with no RDMA device (a GPU node with
+// rdma-core installed), ibstat fails for want of ib_umad, which no HCA
+// loads; sysfs, which lists every HCA, lists none. It was told to modprobe
+// ib_umad, its fabric unchecked; it has no HCA.
+func TestPortsWithoutHCA(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "sys/class/net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const panic = "ibpanic: [4242] main: can't init UMAD library: (No such file or directory)\n"
+	for name, exec := range map[string]func(context.Context, string, ...string) ([]byte, error){
+		"ibstat fails": failingExec(map[string]string{"ibstat": panic}),
+		// Skipped as no fabric checked, where ibstat that printed nothing
+		// said "no HCA found" of the same node.
+		"no ibstat": fakeExec(nil),
+	} {
+		r := checkPorts(context.Background(), Options{Root: root, Exec: exec}, &facts{})
+		if r.Status != Warn || !strings.HasPrefix(r.Detail, "no HCA found") || strings.Contains(r.Fix, "ib_umad") {
+			t.Errorf("%s: %s %q, fix %q; want no HCA found", name, r.Status, r.Detail, r.Fix)
+		}
+	}
+}
+
 // tool writes an executable script named name into dir.
 func tool(t *testing.T, dir, name, script string) {
 	t.Helper()

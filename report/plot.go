@@ -224,17 +224,24 @@ func envelope(sp *space.Space, coll string, trials []store.Trial) plotter.XYs {
 		}
 		rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective)
 		for i, bw := range results.BusBW(rows, t.Fingerprint.Ranks) {
-			best[rows[i].Size] = math.Max(best[rows[i].Size], bw)
+			if measured(bw) {
+				best[rows[i].Size] = math.Max(best[rows[i].Size], bw)
+			}
 		}
 	}
 	var xy plotter.XYs
 	for _, size := range slices.Sorted(maps.Keys(best)) {
-		if bw := best[size]; bw > 0 {
-			xy = append(xy, plotter.XY{X: float64(size), Y: bw})
-		}
+		xy = append(xy, plotter.XY{X: float64(size), Y: best[size]})
 	}
 	return xy
 }
+
+// measured reports whether bw, a bandwidth of a stored row, is one: positive,
+// and finite (a stored time of 5e-324 µs overflows a size over it to an
+// infinite one, which, as the best of a size or in a mean of its runs, left
+// the size out of the plot, and where every size was so, the plot was of
+// nothing on log axes, which panicked).
+func measured(bw float64) bool { return bw > 0 && !math.IsInf(bw, 1) }
 
 // Convergence plots, per range, the best score the search found so far
 // relative to NCCL's defaults (the score of choices, as results.Of gives
@@ -285,8 +292,12 @@ func convergencePlot(sp *space.Space, choices []results.RangeResult, trials []st
 // measured is highest at NCCL's defaults, at the left.
 func roomForLegend(p *plot.Plot) {
 	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
-	// DataCanvas sets an axis of one value to gonum's range about it, which
-	// widen would not then set: measured on a copy.
+	// DataCanvas sets an axis of one value to gonum's range about it, 1
+	// either way, which leaves one of 2^53 or more (a metric in FLOP/s) a
+	// range from it to itself, where its ticks panic: widened first, and
+	// measured on a copy, which DataCanvas changes.
+	widen(&p.X)
+	widen(&p.Y)
 	measured := *p
 	data := measured.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
 	if share := float64(legend/data) + 0.02; p.Y.Max > p.Y.Min && share < 0.5 {
@@ -427,7 +438,7 @@ func rowsXY(sp *space.Space, runs []store.Trial, coll string, within *space.Rang
 	for _, t := range runs {
 		rows := results.RowsOf(t.Rows, coll, sp.Campaign.Collective)
 		for i, bw := range results.BusBW(rows, t.Fingerprint.Ranks) {
-			if size := rows[i].Size; bw > 0 && (within == nil || within.Contains(size)) {
+			if size := rows[i].Size; measured(bw) && (within == nil || within.Contains(size)) {
 				logSum[size] += math.Log(bw)
 				count[size]++
 			}

@@ -823,3 +823,66 @@ func TestConvergenceLeavesOutWhatFailed(t *testing.T) {
 		t.Fatalf("the table chose %v, want trial 3: the test proves nothing", ch)
 	}
 }
+
+// TestPlotsOfOneLargeValue: an axis whose points all hold one value of 2^53
+// or more (a command's metric in FLOP/s that only NCCL's defaults measured)
+// was widened by gonum by 1 either way, which such a value does not change:
+// its tick marker was asked for ticks from the value to itself, and report
+// panicked.
+func TestPlotsOfOneLargeValue(t *testing.T) {
+	sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'flops: ([0-9.e+]+)', goal = \"max\", unit = \"FLOP/s\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []float64{3e16, 1e300} {
+		trials := []store.Trial{{Number: 0, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: v}}}
+		func() {
+			defer func() {
+				if e := recover(); e != nil {
+					t.Errorf("%g: %v", v, e)
+				}
+			}()
+			if _, err := Write(sp, results.Of(sp, trials, nil), trials, t.TempDir()); err != nil {
+				t.Errorf("%g: %v", v, err)
+			}
+		}()
+	}
+}
+
+// TestBusBWOfAnInfiniteBandwidth: a stored time so small that a size over
+// it overflows to an infinite bandwidth (5e-324 µs, which a store holds as
+// a finite time) was a point of busbw.png, which the plotter left out: a
+// sweep of such rows drew nothing on log axes, and report panicked; beside
+// other runs it hid their size's bandwidth. It is no measurement.
+func TestBusBWOfAnInfiniteBandwidth(t *testing.T) {
+	sp, trial := sweep(t)
+	broken := trial(1, 1, nil)
+	for i := range broken.Rows {
+		broken.Rows[i].OutOfPlace.TimeUs, broken.Rows[i].InPlace.TimeUs = 5e-324, 5e-324
+	}
+	for name, trials := range map[string][]store.Trial{
+		"alone":  {broken},
+		"beside": {trial(0, 1, nil), broken},
+	} {
+		var p *plot.Plot
+		func() {
+			defer func() {
+				if e := recover(); e != nil {
+					t.Errorf("%s: %v", name, e)
+				}
+			}()
+			var err error
+			if p, err = busBWPlot(sp, results.Of(sp, trials, nil), trials); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if err := save(p, filepath.Join(t.TempDir(), "busbw.png")); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}()
+		if name == "beside" {
+			if env := envelope(sp, sp.Campaign.Collective, trials); len(env) != len(sp.Sizes.List()) {
+				t.Errorf("beside: the best per size has %d of %d sizes: %v", len(env), len(sp.Sizes.List()), env)
+			}
+		}
+	}
+}

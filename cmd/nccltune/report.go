@@ -161,6 +161,8 @@ func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
 		more := 0 // significant, past the four named
 		left := map[results.Status][]string{}
 		// Named beside the parameter it went with: its share may be theirs.
+		// Varied only with it, not set with it: one of fewer values (Simple
+		// with trees and PAT alike) is aliased too.
 		aliases := map[string][]string{}
 		for _, p := range imp[i].Params {
 			if p.Status == results.Aliased {
@@ -170,7 +172,7 @@ func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
 		for _, p := range imp[i].Params {
 			name, also := strings.TrimPrefix(p.Param, "NCCL_"), ""
 			if a := aliases[p.Param]; len(a) > 0 {
-				also = " (or " + strings.Join(a, " or ") + ", set with it by every trial)"
+				also = " (or " + strings.Join(a, " or ") + ", which the trials varied only with it)"
 			}
 			switch {
 			case p.Status == results.Aliased:

@@ -164,8 +164,36 @@ func TestReportImportanceNamesAliases(t *testing.T) {
 	}
 	var out bytes.Buffer
 	printImportance(&out, &loaded{space: sp}, results.Importances(sp, trials))
-	if line := strings.Split(out.String(), "\n")[1]; !strings.Contains(line, "ALGO 100% (or PROTO, set with it by every trial)") {
+	if line := strings.Split(out.String(), "\n")[1]; !strings.Contains(line, "ALGO 100% (or PROTO, which the trials varied only with it)") {
 		t.Errorf("%q: want PROTO named beside ALGO", line)
+	}
+}
+
+// TestReportImportanceAliasOfFewerValues: a parameter aliased with an
+// analysed one that has more values (each protocol went with one algorithm
+// or more) was said to be "set with it by every trial", which the trials
+// did not do: Simple went with both trees and PAT. It is said to have
+// varied only with it, which both kinds of alias did.
+func TestReportImportanceAliasOfFewerValues(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte(strings.Replace(reportSpace, `["Ring", "Tree"]`, `["Ring", "Tree", "PAT"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := reportTrials(sp, 18, true)
+	for i := range trials {
+		algo := []string{"Ring", "Tree", "PAT"}[i%3]
+		a := space.Assignment{"NCCL_ALGO": algo, "NCCL_PROTO": map[string]string{"Ring": "LL", "Tree": "Simple", "PAT": "Simple"}[algo]}
+		trials[i].Params, trials[i].Env = a, sp.Env(a)
+		trials[i].NCCLLog.Read = map[string]string{"NCCL_ALGO": a["NCCL_ALGO"], "NCCL_PROTO": a["NCCL_PROTO"]}
+		for r := range trials[i].Scores {
+			trials[i].Scores[r] = float64(1+i%3) * (1 + float64(i%2)/100)
+		}
+	}
+	var out bytes.Buffer
+	printImportance(&out, &loaded{space: sp}, results.Importances(sp, trials))
+	line := strings.Split(out.String(), "\n")[1]
+	if !strings.Contains(line, "ALGO ") || !strings.Contains(line, "(or PROTO, which the trials varied only with it)") {
+		t.Errorf("%q: want PROTO named beside ALGO as varied only with it", line)
 	}
 }
 
