@@ -55,19 +55,12 @@ func TestHangupStopsAsSIGTERM(t *testing.T) {
 	for _, nohup := range []bool{false, true} {
 		dir := t.TempDir()
 		spaceFile := slowSpace(t, dir, 6)
-		os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
 		trap := ""
 		if nohup {
 			trap = "trap '' HUP; "
 		}
 		cmd := exec.Command("sh", "-c", trap+`exec "$0" run -q --space "$1"`, os.Args[0], spaceFile)
-		cmd.Dir = dir
-		var stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-		done := started(t, cmd)
-		if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
-			t.Fatalf("nohup %v: the campaign ended before its held trial: %v\n%s", nohup, *err, stderr.String())
-		}
+		done, stderr := startHeld(t, dir, cmd)
 		cmd.Process.Signal(syscall.SIGHUP)
 		if nohup {
 			select {
@@ -101,17 +94,7 @@ echo $$ > "$d/held.tmp"; mv "$d/held.tmp" "$d/held"
 sleep 60 & wait
 `)
 	cmd := exec.Command(os.Args[0], "run", "-q", "--space", spaceFile)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
-		t.Fatalf("the campaign ended before its held trial: %v\n%s", *err, stderr.String())
-	}
+	done, stderr := startHeld(t, dir, cmd)
 	cmd.Process.Signal(syscall.SIGHUP)
 	time.Sleep(200 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGHUP)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"image/png"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -186,15 +185,8 @@ func TestInterruptAndResume(t *testing.T) {
 	spaceFile := slowSpace(t, dir, 6)
 	// A launch hangs (slowSpace's hold), so the signal finds a trial running,
 	// not the moment between two, as a second's sleep could on a loaded machine.
-	os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
 	cmd := exec.Command(os.Args[0], "run", "--space", spaceFile)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	done := started(t, cmd)
-	if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
-		t.Fatalf("the campaign ended before its held trial: %v\n%s", *err, stderr.String())
-	}
+	done, stderr := startHeld(t, dir, cmd)
 	cmd.Process.Signal(syscall.SIGINT)
 	err := <-done
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {

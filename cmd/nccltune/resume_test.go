@@ -158,6 +158,25 @@ func started(t *testing.T, cmd *exec.Cmd) (done chan error) {
 
 // slowSpace writes a campaign whose benchmark is a shell script that sleeps,
 // so that a test can act while a trial runs. Where dir holds a file "hold",
+// startHeld starts cmd, a campaign whose launch writes dir/held as it
+// hangs (slowSpace's, told to by dir/hold, which startHeld writes), in dir,
+// and returns once a launch hangs, with cmd's stderr; its standard output
+// is discarded unless cmd has one.
+func startHeld(t *testing.T, dir string, cmd *exec.Cmd) (done chan error, stderr *bytes.Buffer) {
+	t.Helper()
+	os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
+	stderr = &bytes.Buffer{}
+	cmd.Dir, cmd.Stderr = dir, stderr
+	if cmd.Stdout == nil {
+		cmd.Stdout = io.Discard
+	}
+	done = started(t, cmd)
+	if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
+		t.Fatalf("the campaign ended before its held trial: %v\n%s", *err, stderr.String())
+	}
+	return done, stderr
+}
+
 // the next trial removes it and hangs, its pid in dir/held, for the test to kill.
 func slowSpace(t *testing.T, dir string, trials int) string {
 	t.Helper()
@@ -689,15 +708,8 @@ func TestResumeTheChangedScalesCampaign(t *testing.T) {
 func TestStatusJSONCountsTheBudgetsTrials(t *testing.T) {
 	dir := t.TempDir()
 	spaceFile := slowSpace(t, dir, 6)
-	os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
 	cmd := exec.Command(os.Args[0], "run", "-q", "--no-simplify", "--no-validate", "--space", spaceFile)
-	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	done := started(t, cmd)
-	if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
-		t.Fatalf("the campaign ended before its held trial: %v\n%s", *err, out.String())
-	}
+	done, _ := startHeld(t, dir, cmd)
 	cmd.Process.Signal(syscall.SIGTERM)
 	<-done
 	var st struct {

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,15 +45,8 @@ func TestSuggestionsNameTheStore(t *testing.T) {
 	}
 
 	spaceFile = slowSpace(t, dir, 4)
-	os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644)
 	cmd := exec.Command(os.Args[0], "run", "--space", spaceFile, "--store", "s.db")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	done := started(t, cmd)
-	if err := waitFor(done, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil }); err != nil {
-		t.Fatalf("the campaign ended before its held trial: %v\n%s", *err, stderr.String())
-	}
+	done, stderr := startHeld(t, dir, cmd)
 	cmd.Process.Signal(syscall.SIGTERM)
 	<-done
 	resume := []string{"resume", "--store", "s.db", "--space", spaceFile}
