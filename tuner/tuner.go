@@ -783,7 +783,7 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return fmt.Errorf("%w: trial %d %s; resume where the campaign ran, or tune this cluster as a new campaign (another campaign.name)", ErrOtherHardware, t.Number, other)
 	}
 	if t.State == store.Interrupted {
-		err := interruption(ctx, fmt.Sprintf("trial %d", t.Number), t)
+		err := interruption(ctx, fmt.Sprintf("trial %d", t.Number), t.FailureKind, t.FailureReason)
 		if errors.Is(err, ErrNodeFailed) || errors.Is(err, ErrAllocationEnded) {
 			err = fmt.Errorf("%w; it runs again on resume", err)
 		}
@@ -1332,15 +1332,15 @@ var ErrNodeFailed = errors.New("a node of the allocation failed")
 // trial would fail to launch.
 var ErrAllocationEnded = errors.New("the Slurm job's allocation ended")
 
-// interruption is why launch what, recorded in t as interrupted, stops the
-// campaign: its node's failure (ErrNodeFailed), the end of the job's
-// allocation (ErrAllocationEnded), or else ctx's cancel.
-func interruption(ctx context.Context, what string, t *store.Trial) error {
-	switch t.FailureKind {
+// interruption is why launch what, which failed as kind for reason, stops
+// the campaign: its node's failure (ErrNodeFailed), the end of the job's
+// allocation (ErrAllocationEnded), or else ctx's cancel (nil if none).
+func interruption(ctx context.Context, what, kind, reason string) error {
+	switch kind {
 	case string(runner.FailNode):
-		return fmt.Errorf("%w: %s: %s", ErrNodeFailed, what, t.FailureReason)
+		return fmt.Errorf("%w: %s: %s", ErrNodeFailed, what, reason)
 	case string(runner.FailAllocation):
-		return fmt.Errorf("%w: %s: %s", ErrAllocationEnded, what, t.FailureReason)
+		return fmt.Errorf("%w: %s: %s", ErrAllocationEnded, what, reason)
 	}
 	return ctx.Err()
 }

@@ -254,6 +254,14 @@ func (s *session) probe(ctx context.Context, a arm) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if f := res.Failure; f != nil {
+		// A node lost, or the allocation's end, stops validation as under
+		// its runs: its verdicts, stored, would count it done, and a resume
+		// would never probe again.
+		if err := interruption(ctx, "probe of "+a.name, string(f.Kind), f.Reason); err != nil {
+			return err
+		}
+	}
 	if res.Failure != nil || len(res.Log.Decisions) == 0 {
 		return nil
 	}
@@ -283,7 +291,7 @@ func (s *session) measure(ctx context.Context, arms []arm, rounds int, keep func
 			s.record(t, s.launch(ctx, s.groups[0], s.work(), a.assignment, a.env, fmt.Sprintf("validate-%d-%d", round, k)), s.measured)
 			if t.State == store.Interrupted {
 				// A node's failure too: its runs would judge nothing.
-				return runs, interruption(ctx, fmt.Sprintf("round %d, %s", round, a.name), t)
+				return runs, interruption(ctx, fmt.Sprintf("round %d, %s", round, a.name), t.FailureKind, t.FailureReason)
 			}
 			// Only the searched variables are the arm's to confirm; a pinned one is in every arm.
 			// A run whose output has no NCCL INFO lines confirms none of them.
