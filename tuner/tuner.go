@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -902,11 +903,11 @@ func (s *session) fits(t store.Trial) error {
 	switch {
 	case want == 0 || got == 0 || want == got:
 	case s.Space.Campaign.Scale == 0:
-		return fmt.Errorf("%w: trial %d ran %d ranks, and workload.ranks is %d: the calls' sizes and costs are those of %d ranks; launch as many, or leave workload.ranks out to tune the calls on %d",
-			ErrRanks, t.Number, got, want, want, got)
+		return fmt.Errorf("%w: trial %d ran %s, and workload.ranks is %d: the calls' sizes and costs are those of %s; launch as many, or leave workload.ranks out to tune the calls on %d",
+			ErrRanks, t.Number, text.Count(got, "rank", "ranks"), want, text.Count(want, "rank", "ranks"), got)
 	case !s.ranksSaid:
 		s.ranksSaid = true
-		s.say(fmt.Sprintf("this scale runs %d ranks; the workload's calls were made on %d", got, want))
+		s.say(fmt.Sprintf("this scale runs %s; the workload's calls were made on %d", text.Count(got, "rank", "ranks"), want))
 	}
 	return s.readsPerCollective(t)
 }
