@@ -585,7 +585,7 @@ func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) R
 	if net == "" {
 		net = "none (one node, or not logged)"
 	}
-	r.Detail = fmt.Sprintf("NCCL %s, %d ranks, network %s, GPUDirect RDMA %v, %d channels", orDash(log.Version), ranks, net, log.GDR, log.Channels)
+	r.Detail = fmt.Sprintf("NCCL %s, %s, network %s, GPUDirect RDMA %v, %s", orDash(log.Version), text.Count(ranks, "rank", "ranks"), net, log.GDR, text.Count(log.Channels, "channel", "channels"))
 	r.Status = OK
 	switch {
 	case f.RDMA && log.Network == "Socket":
@@ -699,7 +699,7 @@ func GroupsAlike(groups [][][]Result) Result {
 		r.Fix = "give launcher.groups nodes of one kind (srun --constraint, or a hostfile of like hosts): a trial's score depends on its group's hardware"
 		return r
 	}
-	r.Status, r.Detail = OK, fmt.Sprintf("%d groups of %d node(s), each: %s", len(groups), len(kinds[0]), strings.Join(slices.Compact(slices.Clone(kinds[0])), "; "))
+	r.Status, r.Detail = OK, fmt.Sprintf("%s of %s, each: %s", text.Count(len(groups), "group", "groups"), text.Count(len(kinds[0]), "node", "nodes"), strings.Join(slices.Compact(slices.Clone(kinds[0])), "; "))
 	return r
 }
 

@@ -767,3 +767,11 @@ func TestNCCLOneNodeUsesNoNIC(t *testing.T) {
 		}
 	}
 }
+
+// TestNCCLCountsOneRank: a probe on one GPU was told as "1 ranks".
+func TestNCCLCountsOneRank(t *testing.T) {
+	r := judgeNCCL(Result{}, nccllog.Log{Version: "2.28.3", Nodes: 1}, nil, 1, Hardware{})
+	if !strings.Contains(r.Detail, "NCCL 2.28.3, 1 rank, ") {
+		t.Errorf("detail %q, want NCCL 2.28.3, 1 rank, ...", r.Detail)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
 )
@@ -55,7 +56,7 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 		return file{}, errors.New("its name cannot name a file (letters, digits, '-' or '_'): the store was altered")
 	}
 	base := "nccl-" + r.Range.Name
-	head := e.header("nccltune: NCCL settings for "+e.measures(r.Range), fmt.Sprintf("%d trials measured it", r.Completed), r.Describe())
+	head := e.header("nccltune: NCCL settings for "+e.measures(r.Range), text.Count(r.Completed, "trial", "trials")+" measured it", r.Describe())
 	if args := sp.Args(a); len(args) > 0 {
 		head = append(head, "DistributedDataParallel settings (pass them to DDP in your code): "+strings.Join(args, " "))
 	}

@@ -337,3 +337,25 @@ func TestReadEnvFileOfADirectory(t *testing.T) {
 		t.Errorf("ReadEnvFile of a directory: %v", err)
 	}
 }
+
+// TestHeaderCountsOne: a range one trial measured, or a campaign of one
+// node (campaign.scales = [1, 2]), was counted as many ("1 trials measured
+// it", "1 nodes, range small: ...").
+func TestHeaderCountsOne(t *testing.T) {
+	ex := fixedExport(t, "NCCL_SOCKET_IFNAME", "eth0")
+	paths, err := ex.Write("env", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "1 trial measured it") {
+		t.Errorf("%s lacks '1 trial measured it':\n%s", paths[0], data)
+	}
+	ex.Campaign.Scale = 1
+	if got := ex.scale(); got != "1 node, " {
+		t.Errorf("scale() = %q, want '1 node, '", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/plugin"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -438,7 +439,7 @@ func (e Export) scale() string {
 	if e.Campaign.Scale == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d nodes, ", e.Campaign.Scale)
+	return text.Count(e.Campaign.Scale, "node", "nodes") + ", "
 }
 
 // scaled are the campaigns whose rules one rules file holds: this one, and

@@ -155,15 +155,12 @@ func FailedEarlier(run store.ValidationRun) string {
 
 // WithHeld is vals (oldest first) followed by the verdicts that hold to
 // NCCL's defaults, in every range and a workload's job, each configuration
-// of the trials that failed by its settings in a validation run (runs, of
-// every batch), as validation holds it wherever it measures it again.
+// that a validation run failed by its settings holds (runs, of every batch;
+// see HeldBy), as validation holds it wherever it measures it again.
 // Validation gave verdicts only in the ranges it was then the choice of: a
 // range whose choice it became since (a search resumed without validating)
 // had none, or an older one that kept it, and exported it. Where the latest
 // verdict on it in a range already keeps NCCL's defaults, that one says why.
-// A run of a trial's arm names that trial's configuration; another (the
-// job's) names the configurations of its environment, as validation's hold
-// does.
 func WithHeld(sp *space.Space, trials []store.Trial, vals []store.Validation, runs []store.ValidationRun) []store.Validation {
 	names := make([]string, 0, len(sp.Ranges)+1)
 	for _, r := range sp.Ranges {
@@ -175,13 +172,9 @@ func WithHeld(sp *space.Space, trials []store.Trial, vals []store.Validation, ru
 	out := slices.Clip(vals)
 	held := map[string]bool{}
 	for _, run := range runs {
-		// NCCL's defaults are what the verdict falls back on.
-		if !FailedBySettings(run) || run.Arm == "default" {
-			continue
-		}
-		number, err := strconv.Atoi(strings.TrimPrefix(run.Arm, "trial "))
+		holds := HeldBy(sp, trials, run)
 		for _, t := range trials {
-			if !slices.Equal(t.Env, run.Env) || sp.IsDefaults(t.Params) || err == nil && t.Number != number {
+			if !holds(t.Params) {
 				continue
 			}
 			key := sp.Key(t.Params)
@@ -199,6 +192,28 @@ func WithHeld(sp *space.Space, trials []store.Trial, vals []store.Validation, ru
 		}
 	}
 	return out
+}
+
+// HeldBy reports which configurations validation run holds to NCCL's
+// defaults: none where it did not fail by its settings; that of the trial
+// its arm names ("trial N"); for another arm (a workload's job), every one
+// of its environment. NCCL's defaults are what a verdict falls back on:
+// their run holds nothing, not even a configuration of DDP knobs alone,
+// whose environment is theirs.
+func HeldBy(sp *space.Space, trials []store.Trial, run store.ValidationRun) func(space.Assignment) bool {
+	none := func(space.Assignment) bool { return false }
+	if !FailedBySettings(run) || run.Arm == "default" {
+		return none
+	}
+	if number, err := strconv.Atoi(strings.TrimPrefix(run.Arm, "trial ")); err == nil {
+		i := slices.IndexFunc(trials, func(t store.Trial) bool { return t.Number == number })
+		if i < 0 {
+			return none
+		}
+		key := sp.Key(trials[i].Params)
+		return func(a space.Assignment) bool { return !sp.IsDefaults(a) && sp.Key(a) == key }
+	}
+	return func(a space.Assignment) bool { return !sp.IsDefaults(a) && slices.Equal(sp.Env(a), run.Env) }
 }
 
 // latestOn is the latest of vals on configuration key (trial number's) in

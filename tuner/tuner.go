@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -783,7 +784,7 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return fmt.Errorf("%w: trial %d %s; resume where the campaign ran, or tune this cluster as a new campaign (another campaign.name)", ErrOtherHardware, t.Number, other)
 	}
 	if t.State == store.Interrupted {
-		err := interruption(ctx, fmt.Sprintf("trial %d", t.Number), t)
+		err := interruption(ctx, fmt.Sprintf("trial %d", t.Number), t.FailureKind, t.FailureReason)
 		if errors.Is(err, ErrNodeFailed) || errors.Is(err, ErrAllocationEnded) {
 			err = fmt.Errorf("%w; it runs again on resume", err)
 		}
@@ -902,11 +903,11 @@ func (s *session) fits(t store.Trial) error {
 	switch {
 	case want == 0 || got == 0 || want == got:
 	case s.Space.Campaign.Scale == 0:
-		return fmt.Errorf("%w: trial %d ran %d ranks, and workload.ranks is %d: the calls' sizes and costs are those of %d ranks; launch as many, or leave workload.ranks out to tune the calls on %d",
-			ErrRanks, t.Number, got, want, want, got)
+		return fmt.Errorf("%w: trial %d ran %s, and workload.ranks is %d: the calls' sizes and costs are those of %s; launch as many, or leave workload.ranks out to tune the calls on %d",
+			ErrRanks, t.Number, text.Count(got, "rank", "ranks"), want, text.Count(want, "rank", "ranks"), got)
 	case !s.ranksSaid:
 		s.ranksSaid = true
-		s.say(fmt.Sprintf("this scale runs %d ranks; the workload's calls were made on %d", got, want))
+		s.say(fmt.Sprintf("this scale runs %s; the workload's calls were made on %d", text.Count(got, "rank", "ranks"), want))
 	}
 	return s.readsPerCollective(t)
 }
@@ -1332,15 +1333,15 @@ var ErrNodeFailed = errors.New("a node of the allocation failed")
 // trial would fail to launch.
 var ErrAllocationEnded = errors.New("the Slurm job's allocation ended")
 
-// interruption is why launch what, recorded in t as interrupted, stops the
-// campaign: its node's failure (ErrNodeFailed), the end of the job's
-// allocation (ErrAllocationEnded), or else ctx's cancel.
-func interruption(ctx context.Context, what string, t *store.Trial) error {
-	switch t.FailureKind {
+// interruption is why launch what, which failed as kind for reason, stops
+// the campaign: its node's failure (ErrNodeFailed), the end of the job's
+// allocation (ErrAllocationEnded), or else ctx's cancel (nil if none).
+func interruption(ctx context.Context, what, kind, reason string) error {
+	switch kind {
 	case string(runner.FailNode):
-		return fmt.Errorf("%w: %s: %s", ErrNodeFailed, what, t.FailureReason)
+		return fmt.Errorf("%w: %s: %s", ErrNodeFailed, what, reason)
 	case string(runner.FailAllocation):
-		return fmt.Errorf("%w: %s: %s", ErrAllocationEnded, what, t.FailureReason)
+		return fmt.Errorf("%w: %s: %s", ErrAllocationEnded, what, reason)
 	}
 	return ctx.Err()
 }

@@ -840,6 +840,39 @@ func TestNodeFailureStopsWithoutBlame(t *testing.T) {
 	}
 }
 
+// TestProbeStoppedWithoutBlame: a node lost, or the job's allocation ended,
+// under validation's probe of NCCL's decisions stops the campaign as under
+// its measured runs, with no verdict stored, so that a resume (in a new
+// allocation) validates again: stored, the verdicts counted the campaign
+// validated, and a plugin's rules would lack the decisions the probes
+// found none of.
+func TestProbeStoppedWithoutBlame(t *testing.T) {
+	for _, tc := range []struct {
+		failure runner.Failure
+		err     error
+	}{
+		{runner.Failure{Kind: runner.FailNode, Reason: "srun: error: Node failure on n2"}, ErrNodeFailed},
+		{runner.Failure{Kind: runner.FailAllocation, Reason: "Slurm job 7 no longer runs (JobState=TIMEOUT)"}, ErrAllocationEnded},
+	} {
+		t.Run(string(tc.failure.Kind), func(t *testing.T) {
+			sp := loadExample(t, 8)
+			st := openStore(t)
+			tu := newTuner(t, sp, st)
+			tu.Runner = nodeLoss{lost: "probe-default", run: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}, failure: &tc.failure}
+			if err := tu.Run(context.Background(), Options{ValidateRounds: 2}); !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.failure.Reason) {
+				t.Fatalf("err = %v, want %v", err, tc.err)
+			}
+			camp, err := st.Campaign(sp.Campaign.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if vals, err := st.Validations(camp.ID); err != nil || len(vals) > 0 {
+				t.Errorf("verdicts %+v (%v) stored by a validation whose probes did not run", vals, err)
+			}
+		})
+	}
+}
+
 // TestNodeFailureDuringValidation: a node that fails under a validation's
 // run stops the campaign as one under a trial does, and no validation is
 // stored: the verdicts had no runs to judge (all of them "no significant

@@ -186,27 +186,34 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	return verdicts, nil
 }
 
-// failedBefore is, by its environment (envKey), the first run of each
-// configuration that failed by its settings in an earlier validation of
-// the campaign, one that was stopped included.
-func (s *session) failedBefore() (map[string]store.ValidationRun, error) {
+// hold is a run of an earlier validation of the campaign, one that was
+// stopped included, and the configurations it holds to NCCL's defaults
+// (results.HeldBy): it failed by its settings.
+type hold struct {
+	run   store.ValidationRun
+	holds func(space.Assignment) bool
+}
+
+// failedBefore are the holds of the campaign's earlier validations, in the
+// order they ran.
+func (s *session) failedBefore() ([]hold, error) {
 	batches, err := s.Store.ValidationBatches(s.camp.ID)
 	if err != nil {
 		return nil, err
 	}
-	failed := map[string]store.ValidationRun{}
+	var holds []hold
 	for _, batch := range batches {
 		runs, err := s.Store.ValidationRuns(s.camp.ID, batch)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range runs {
-			if _, ok := failed[envKey(r.Env)]; !ok && results.FailedBySettings(r) {
-				failed[envKey(r.Env)] = r
+			if results.FailedBySettings(r) {
+				holds = append(holds, hold{r, results.HeldBy(s.Space, s.trials, r)})
 			}
 		}
 	}
-	return failed, nil
+	return holds, nil
 }
 
 // measuredBefore is the batch of the campaign's last validation, where it was
@@ -261,14 +268,16 @@ func (s *session) measuredBefore(arms []arm, rounds int) (int64, []store.Validat
 
 func envKey(env []string) string { return strings.Join(env, "\n") }
 
-// heldTo is verdict v on arm a, kept to NCCL's defaults where a's
-// configuration failed in an earlier validation (failed, see
-// failedBefore): a configuration that once gave wrong data or crashed may
-// do so in a training job, and validating it again until every round went
-// well would export it.
-func heldTo(v store.Validation, a arm, failed map[string]store.ValidationRun) store.Validation {
-	if run, ok := failed[envKey(a.env)]; ok && a.name != "default" { // NCCL's defaults are what the verdict falls back on
-		v.Verdict, v.Reason = "default", results.FailedEarlier(run)
+// heldTo is verdict v on arm a, kept to NCCL's defaults where the first of
+// failed that holds a's configuration says why: a configuration that once
+// gave wrong data or crashed may do so in a training job, and validating
+// it again until every round went well would export it.
+func heldTo(v store.Validation, a arm, failed []hold) store.Validation {
+	for _, h := range failed {
+		if h.holds(a.assignment) {
+			v.Verdict, v.Reason = "default", results.FailedEarlier(h.run)
+			break
+		}
 	}
 	return v
 }
@@ -310,6 +319,14 @@ func (s *session) probe(ctx context.Context, a arm) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if f := res.Failure; f != nil {
+		// A node lost, or the allocation's end, stops validation as under
+		// its runs: its verdicts, stored, would count it done, and a resume
+		// would never probe again.
+		if err := interruption(ctx, "probe of "+a.name, string(f.Kind), f.Reason); err != nil {
+			return err
+		}
+	}
 	if res.Failure != nil || len(res.Log.Decisions) == 0 {
 		return nil
 	}
@@ -346,7 +363,7 @@ func (s *session) measure(ctx context.Context, arms []arm, rounds int, done []st
 			s.record(t, s.launch(ctx, s.groups[0], s.work(), a.assignment, a.env, fmt.Sprintf("validate-%d-%d", round, k)), s.measured)
 			if t.State == store.Interrupted {
 				// A node's failure too: its runs would judge nothing.
-				return runs, interruption(ctx, fmt.Sprintf("round %d, %s", round, a.name), t)
+				return runs, interruption(ctx, fmt.Sprintf("round %d, %s", round, a.name), t.FailureKind, t.FailureReason)
 			}
 			// Only the searched variables are the arm's to confirm; a pinned one is in every arm.
 			// A run whose output has no NCCL INFO lines confirms none of them.

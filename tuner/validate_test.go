@@ -16,6 +16,7 @@ import (
 
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -494,5 +495,60 @@ func TestStoppedTwiceInOneRound(t *testing.T) {
 		if r.Scores["small"] != 2 {
 			t.Errorf("round 0 reads %s's run of the stopped measurement", r.Arm)
 		}
+	}
+}
+
+// ddpSteps runs no DDP step: each trial measures 100 steps a second, and
+// one more per character of its DDP options, so that a configuration of
+// DDP knobs alone, whose environment is NCCL's defaults', is a choice.
+type ddpSteps struct{}
+
+func (ddpSteps) Run(_ context.Context, job runner.Job) runner.Result {
+	return runner.Result{Started: time.Now(), Duration: time.Millisecond, Log: nccllog.Log{Debug: true},
+		Measurement: &runner.Measurement{Value: 100 + float64(len(strings.Join(job.Plan.Args, ""))), Ranks: 2}}
+}
+
+// TestValidationHoldsOnlyWhatFailed: a configuration is held to NCCL's
+// defaults for an earlier validation run that failed by its settings: the
+// run of its own arm. Validation held every configuration of the failed
+// run's environment: a DDP knob's choice, whose environment is NCCL's
+// defaults', for their failure ("the tuned configuration failed"), and
+// another trial's for that trial's, as results.WithHeld no longer does.
+func TestValidationHoldsOnlyWhatFailed(t *testing.T) {
+	sp := mustParse(t, "ddp.toml", fmt.Sprintf(ddpSpace, "kind = \"torchrun\"\nnproc_per_node = 2", "/usr/bin/python3"))
+	for _, tc := range []struct {
+		arm  string // of the earlier run that hung; "choice": the choice's trial
+		held bool
+	}{{"default", false}, {"trial 99", false}, {"choice", true}} {
+		t.Run(tc.arm, func(t *testing.T) {
+			st := openStore(t)
+			tu := newTuner(t, sp, st)
+			tu.Runner, tu.Benchmark = ddpSteps{}, runner.DDPStep{}
+			if err := tu.Run(context.Background(), Options{}); err != nil {
+				t.Fatal(err)
+			}
+			camp, err := st.Campaign("ddp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			choice := results.Of(sp, campaignTrials(t, st, "ddp"), nil)[0].Best
+			if choice == nil || sp.IsDefaults(choice.Params) || !slices.Equal(choice.Env, sp.Env(space.Assignment{})) {
+				t.Fatalf("choice %+v, want DDP knobs alone", choice)
+			}
+			arm := cmp.Or(map[string]string{"choice": fmt.Sprintf("trial %d", choice.Number)}[tc.arm], tc.arm)
+			hung := store.ValidationRun{Round: 1, Arm: arm, Env: choice.Env, State: store.Failed, Failure: "timeout: hung"}
+			if err := st.SaveValidation(camp.ID, 1, []store.ValidationRun{hung}, nil); err != nil {
+				t.Fatal(err)
+			}
+			vals, err := tu.Validate(context.Background(), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vals {
+				if got := strings.Contains(v.Reason, "failed in an earlier validation"); got != tc.held || v.Verdict == "tuned" == tc.held {
+					t.Errorf("earlier run of %s hung: range %s: %s (%s), want held %v", arm, v.Range, v.Verdict, v.Reason, tc.held)
+				}
+			}
+		})
 	}
 }

@@ -177,6 +177,11 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	if errors.Is(runErr, context.Canceled) {
 		runErr = campaignStopped{runErr, suggested(c, "resume")}
 	}
+	if errors.Is(runErr, tuner.ErrNodeFailed) || errors.Is(runErr, tuner.ErrAllocationEnded) {
+		// Its "on resume" names no command, and one without the run's
+		// flags reads another store.
+		runErr = fmt.Errorf("%w; in an allocation whose nodes are up, `%s` goes on", runErr, suggested(c, "resume"))
+	}
 	if flags := campaignFlags(c); len(flags) > 0 && (errors.Is(runErr, tuner.ErrAllFailed) || errors.Is(runErr, tuner.ErrAllFailing)) {
 		// They name status and show, which without them read the default store.
 		runErr = fmt.Errorf("%w%s%s", runErr, commandsNeed, shellJoin(flags))

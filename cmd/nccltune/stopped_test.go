@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,5 +74,25 @@ func TestExportSuggestsValidatingTheStore(t *testing.T) {
 	code, out, errOut := nccltune(t, dir, "export", "--store", "nv.db", "--format", "tuner-csv")
 	if code != 1 || !strings.Contains(errOut, "run `nccltune validate`\n`nccltune validate` here is `nccltune validate --store nv.db`") {
 		t.Errorf("export --format tuner-csv of an unvalidated campaign: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestAllocationEndedSuggestsItsResume: a campaign stopped as the Slurm
+// job's allocation ended said its trial "runs again on resume", and no
+// more: `nccltune resume` without the run's --store and --space resumed
+// the default store's campaign, or refused the stored program.
+func TestAllocationEndedSuggestsItsResume(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "ended", 10, "echo 'srun: error: Slurm job 7 has expired' >&2\nexit 1\n")
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "scontrol"), []byte("#!/bin/sh\necho 'JobId=7 JobState=TIMEOUT NodeList=n1'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SLURM_JOB_ID", "7")
+	code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile, "--store", "a.db", "-q")
+	resume := "`" + shellJoin([]string{"nccltune", "resume", "--store", "a.db", "--space", spaceFile}) + "`"
+	if code != 1 || !strings.Contains(errOut, "allocation ended") || !strings.Contains(errOut, resume) {
+		t.Errorf("run whose allocation ended: exit %d, want 1 naming %s\n%s%s", code, resume, out, errOut)
 	}
 }
