@@ -796,6 +796,20 @@ func allocationEnded(output []byte, launchFailed bool) string {
 	return fmt.Sprintf("Slurm job %s no longer runs (JobState=%s)", id, state)
 }
 
+// throughSlurm reports whether l starts its ranks through Slurm (srun, or
+// Open MPI's mpirun, whose daemons srun starts in an allocation), so that
+// the allocation's end is why a launch of it can fail. Another launcher
+// launches as well after the job ended (a shell kept from a finished
+// salloc, its SLURM_JOB_ID with it): there it is the trial's failure,
+// unless the output has Slurm's own lines (its command ran srun).
+func throughSlurm(l Launcher) bool {
+	switch l.(type) {
+	case Srun, MPIRun:
+		return true
+	}
+	return false
+}
+
 // slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force
 // Terminated StepId=7.0", "slurmstepd-n1: error: *** STEP 7.0 ON n1
 // CANCELLED AT ... ***"), not a rank's.

@@ -235,7 +235,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		detail = dr.FailureDetail(res.Output)
 	}
 	if nodeErr == "" && ctx.Err() == nil && (exit.Code != 0 || runCtx.Err() != nil) {
-		ended = allocationEnded(res.Output, launchErr != "")
+		ended = allocationEnded(res.Output, launchErr != "" && throughSlurm(r.Launcher))
 	}
 	switch {
 	case ctx.Err() != nil:

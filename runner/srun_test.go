@@ -880,6 +880,13 @@ func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
 	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo no Slurm here; exit 3"}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind != FailExit {
 		t.Errorf("failure = %v of a trial that ran no srun, want the trial's own", res.Failure)
 	}
+	// A launch that failed under a launcher that starts nothing through
+	// Slurm, with an ended job's id left in the environment (a shell kept
+	// from a finished salloc): the program is missing, whatever Slurm says.
+	r = &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{filepath.Join(t.TempDir(), "missing")}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind != FailLaunch {
+		t.Errorf("failure = %v of a program that is not there, want launch\n%s", res.Failure, res.Output)
+	}
 }
 
 // TestMPIRunDaemonsFailedUnderSlurm: Open MPI's mpirun in an allocation
