@@ -191,7 +191,7 @@ func (e Export) measures(r space.Range) string {
 	b := e.Space.Benchmark
 	switch {
 	case b.Kind == space.DDP:
-		return fmt.Sprintf("a DistributedDataParallel training step (%s parameters, %d layers)", b.Params, b.Layers)
+		return fmt.Sprintf("a DistributedDataParallel training step (%s parameters, %s)", b.Params, text.Count(b.Layers, "layer", "layers"))
 	case b.Kind == space.Command:
 		return fmt.Sprintf("the command %q, by its metric (%s)", b.Command, b.Metric)
 	}

@@ -251,3 +251,11 @@ func TestJobExportWhereTheDefaultsFailed(t *testing.T) {
 		t.Errorf("job file:\n%s", text)
 	}
 }
+
+// TestMeasuresCountsOneLayer: a DDP step of one layer was described as "1 layers".
+func TestMeasuresCountsOneLayer(t *testing.T) {
+	ex := Export{Space: &space.Space{Benchmark: space.BenchmarkSettings{Kind: space.DDP, Params: "100M", Layers: 1}}}
+	if got := ex.measures(space.Range{}); !strings.Contains(got, "(100M parameters, 1 layer)") {
+		t.Errorf("measures %q, want (100M parameters, 1 layer)", got)
+	}
+}

@@ -347,7 +347,7 @@ func prepare(s Scenario) (*prepared, error) {
 	p := &prepared{Scenario: s, sc: sc, sp: sp, sizes: sp.Sizes.List()}
 	p.truth = Truth{Optimum: make([]float64, len(sp.Ranges)), Best: make([]space.Assignment, len(sp.Ranges))}
 	// NCCL's defaults are a choice too, though the space may not hold them
-	// (an integer parameter offers no "default"; on a generated landscape
+	// (an integer parameter offers no "default"; on a smooth landscape
 	// NCCL_IB_QPS_PER_CONNECTION=1 is not the same as leaving it unset).
 	var ok bool
 	if p.truth.Default, ok = p.trueScores(sp.Env(tuner.Defaults(sp))); !ok {
@@ -378,8 +378,9 @@ func prepare(s Scenario) (*prepared, error) {
 // reachable is every configuration a campaign may try and choose, if no
 // more than limit: the space's assignments with each integer parameter also
 // left out, at NCCL's default, as the warm start's ideas leave those they do
-// not set, and coordinate descent those it has not moved (a generated
-// landscape treats an integer left out apart from each of its values).
+// not set, and coordinate descent those it has not moved (a smooth
+// landscape treats an integer left out apart from each of its values, as
+// the levels family did before 919d499).
 func reachable(sp *space.Space, limit int) ([]space.Assignment, bool) {
 	wide := *sp
 	wide.Params = slices.Clone(sp.Params)

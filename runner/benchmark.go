@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner/ddp"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/runner/nccltests"
@@ -148,7 +149,7 @@ func (f Fingerprint) String() string {
 		}
 		parts = append(parts, fmt.Sprintf("%d node(s) x %d %s", f.Nodes, f.GPUsPerNode, gpu))
 	case f.Ranks > 0:
-		parts = append(parts, fmt.Sprintf("%d ranks", f.Ranks))
+		parts = append(parts, text.Count(f.Ranks, "rank", "ranks"))
 	}
 	if f.Network != "" {
 		gdr := map[bool]string{false: "off", true: "on"}[f.GDR]

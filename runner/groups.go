@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -53,7 +54,7 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 			return nil, err
 		}
 		if need := n * l.Nodes; len(names) < need {
-			return nil, fmt.Errorf("launcher.groups: %d groups of %d nodes need %d nodes; the allocation has %d (%s)", n, l.Nodes, need, len(names), strings.Join(names, ","))
+			return nil, fmt.Errorf("launcher.groups: %d groups of %s need %d nodes; the allocation has %d (%s)", n, text.Count(l.Nodes, "node", "nodes"), need, len(names), strings.Join(names, ","))
 		}
 		for _, name := range names[:n*l.Nodes] {
 			hosts = append(hosts, Host{Name: name})
@@ -64,7 +65,7 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 			return nil, err
 		}
 		if len(all)%n != 0 {
-			return nil, fmt.Errorf("launcher.groups: hostfile %s lists %d hosts, which do not split into %d groups of one shape", l.Hostfile, len(all), n)
+			return nil, fmt.Errorf("launcher.groups: hostfile %s lists %s, which cannot be split into %d groups of one shape", l.Hostfile, text.Count(len(all), "host", "hosts"), n)
 		}
 		seen := map[string]string{} // HostKey → the name first listed
 		for _, h := range all {

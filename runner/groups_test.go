@@ -49,7 +49,8 @@ func TestGroupsOfAHostfile(t *testing.T) {
 		groups   int
 		want     string
 	}{
-		{four, 3, "4 hosts, which do not split into 3 groups"},
+		{four, 3, "4 hosts, which cannot be split into 3 groups"},
+		{write("one", "node1 slots=8\n"), 2, "lists 1 host, which cannot be split into 2 groups"},
 		{write("noslots", "node1\nnode2 slots=4\n"), 2, "gives host node1 no slot count"},
 		{write("zero", "node1 slots=0\nnode2\n"), 2, "zero slots"},
 		{write("empty", "# nothing\n"), 2, "lists no host"},
@@ -112,6 +113,17 @@ func TestMPIRunGroupNPFitsItsSlots(t *testing.T) {
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("np %d: %v; want %q", np, err, want)
 		}
+	}
+	// One slot a group is counted as one.
+	if err := os.WriteFile(hostfile, []byte("a slots=1\nb slots=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := Groups(space.LauncherSettings{Kind: "mpirun", Command: mpirun, NP: 2, Hostfile: hostfile, Groups: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groups[0].Launcher.(Checker).Check(); err == nil || !strings.Contains(err.Error(), "np = 2 does not match the 1 slot of its group") {
+		t.Errorf("np 2 in groups of one slot: %v", err)
 	}
 }
 
@@ -193,6 +205,10 @@ func TestSrunGroups(t *testing.T) {
 	l.Groups = 3
 	if _, err := Groups(l); err == nil || !strings.Contains(err.Error(), "3 groups of 2 nodes need 6 nodes; the allocation has 4") {
 		t.Errorf("3 groups of 2 in 4 nodes: %v", err)
+	}
+	l.Groups, l.Nodes = 5, 1
+	if _, err := Groups(l); err == nil || !strings.Contains(err.Error(), "5 groups of 1 node need 5 nodes; the allocation has 4") {
+		t.Errorf("5 groups of 1 in 4 nodes: %v", err)
 	}
 }
 

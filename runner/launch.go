@@ -373,7 +373,7 @@ func (m MPIRun) Check() error {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("launcher mpirun: %w", err))
 		case slots > 0 && m.NP > 0 && m.NP != slots && !m.oversubscribes():
-			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %d slots of hostfile %s", m.NP, slots, m.Hostfile))
+			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %s of hostfile %s", m.NP, text.Count(slots, "slot", "slots"), m.Hostfile))
 		}
 	}
 	if len(m.Hosts) > 0 {
@@ -382,7 +382,7 @@ func (m MPIRun) Check() error {
 			slots += h.Slots
 		}
 		if m.NP > 0 && !slices.ContainsFunc(m.Hosts, func(h Host) bool { return h.Slots == 0 }) && m.NP != slots && !m.oversubscribes() {
-			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %d slots of its group of launcher.groups (%s): np is each group's rank count", m.NP, slots, hostList(m.Hosts)))
+			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %s of its group of launcher.groups (%s): np is each group's rank count", m.NP, text.Count(slots, "slot", "slots"), hostList(m.Hosts)))
 		}
 	}
 	return errors.Join(errs...)

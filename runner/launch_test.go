@@ -573,6 +573,8 @@ func TestLauncherChecks(t *testing.T) {
 	os.WriteFile(hosts, []byte("# two nodes\nnode1 slots=8\nnode2 slots=8 max_slots=8\n"), 0o644)
 	mpichHosts := filepath.Join(dir, "mpich-hosts")
 	os.WriteFile(mpichHosts, []byte("node1:8\nnode2:4\n"), 0o644)
+	oneSlot := filepath.Join(dir, "one-slot")
+	os.WriteFile(oneSlot, []byte("node1 slots=1\n"), 0o644)
 	if n, err := HostfileSlots(mpichHosts); n != 12 || err != nil {
 		t.Errorf("MPICH hostfile: %d slots, %v", n, err)
 	}
@@ -591,6 +593,7 @@ func TestLauncherChecks(t *testing.T) {
 		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--map-by", "slot:oversubscribe"}}, ""},
 		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, Args: []string{"--map-by=slot:PE=1,OVERSUBSCRIBE"}}, ""},
 		{MPIRun{Command: sh, NP: 20, Hostfile: hosts, MapBy: "slot:NOOVERSUBSCRIBE"}, "np = 20 does not match the 16 slots"},
+		{MPIRun{Command: sh, NP: 2, Hostfile: oneSlot}, "np = 2 does not match the 1 slot of hostfile"},
 		{MPIRun{Command: sh, NP: 2, Hostfile: filepath.Join(dir, "nope")}, "no such file"},
 		{MPIRun{Command: "no-such-mpirun", NP: 2}, "no-such-mpirun"},
 		{MPIRun{Command: sh, Flavor: "lam"}, "flavor"},

@@ -482,3 +482,11 @@ func TestFailureReasonBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestFingerprintCountsOneRank: a trial of one rank, on nodes no log
+// named, was described as "1 ranks".
+func TestFingerprintCountsOneRank(t *testing.T) {
+	if got := (Fingerprint{NCCL: "2.28.3", Ranks: 1}).String(); got != "NCCL 2.28.3, 1 rank" {
+		t.Errorf("fingerprint %q, want NCCL 2.28.3, 1 rank", got)
+	}
+}

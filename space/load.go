@@ -948,8 +948,8 @@ func (b *builder) workloadRanks(raw *rawFile, s *Space) {
 		return
 	}
 	i := slices.IndexFunc(raw.Workload, func(w rawCall) bool { return w.Ranks > 0 })
-	b.errorf(b.loc.field("workload", i, "ranks"), "workload.ranks = %d, but each trial runs %d ranks (launcher %s, benchmark.gpus %d): the calls were made on %d; launch as many, or leave ranks out to tune them on %d",
-		want, launched, s.Launcher.Kind, s.Benchmark.GPUs, want, launched)
+	b.errorf(b.loc.field("workload", i, "ranks"), "workload.ranks = %d, but each trial runs %s (launcher %s, benchmark.gpus %d): the calls were made on %d; launch as many, or leave ranks out to tune them on %d",
+		want, text.Count(launched, "rank", "ranks"), s.Launcher.Kind, s.Benchmark.GPUs, want, launched)
 }
 
 func (b *builder) benchmark(raw *rawFile, s *Space) {

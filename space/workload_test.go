@@ -81,6 +81,7 @@ func TestWorkload(t *testing.T) {
 		{`count = 4000`, "count = 4000\nranks = 8", "one communicator size"},
 		// The trials run the communicator the calls were made on.
 		{`gpus = 16`, `gpus = 8`, "w.toml:10: workload.ranks = 16, but each trial runs 8 ranks (launcher local, benchmark.gpus 8)"},
+		{`gpus = 16`, `gpus = 1`, "w.toml:10: workload.ranks = 16, but each trial runs 1 rank (launcher local, benchmark.gpus 1)"},
 		{`collective = "all_gather"`, `collective = "gather"`, `"gather" is not one of`},
 		{`count = 250`, `weight = nan`, "not a finite number"},
 		// Calls per job and relative shares are not one unit.

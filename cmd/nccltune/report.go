@@ -72,10 +72,6 @@ func reportCommand() *cli.Command {
 	}
 }
 
-// printShares shows each collective's share of the job's predicted
-// communication time, with NCCL's defaults and with the configuration
-// `export --format job` writes (NCCL's defaults where validation rejected
-// the job's).
 // jobTimes is a workload's job as report shows it: per collective, and in
 // all, its predicted time with NCCL's defaults and as exported.
 type jobTimes struct {
@@ -109,6 +105,10 @@ func jobJSON(j jobTimes) map[string]any {
 		"exported_s": results.Finite(j.totalExp), "validation": verdict}
 }
 
+// printShares shows each collective's share of the job's predicted
+// communication time, with NCCL's defaults and with the configuration
+// `export --format job` writes (NCCL's defaults where validation rejected
+// the job's).
 func printShares(w io.Writer, l *loaded) {
 	j := jobTimesOf(l)
 	fmt.Fprintln(w, "the job's communication time, predicted from the workload's calls:")

@@ -156,8 +156,6 @@ func started(t *testing.T, cmd *exec.Cmd) (done chan error) {
 	return done
 }
 
-// slowSpace writes a campaign whose benchmark is a shell script that sleeps,
-// so that a test can act while a trial runs. Where dir holds a file "hold",
 // startHeld starts cmd, a campaign whose launch writes dir/held as it
 // hangs (slowSpace's, told to by dir/hold, which startHeld writes), in dir,
 // and returns once a launch hangs, with cmd's stderr; its standard output
@@ -177,6 +175,8 @@ func startHeld(t *testing.T, dir string, cmd *exec.Cmd) (done chan error, stderr
 	return done, stderr
 }
 
+// slowSpace writes a campaign whose benchmark is a shell script that sleeps,
+// so that a test can act while a trial runs. Where dir holds a file "hold",
 // the next trial removes it and hangs, its pid in dir/held, for the test to kill.
 func slowSpace(t *testing.T, dir string, trials int) string {
 	t.Helper()

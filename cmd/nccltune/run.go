@@ -177,11 +177,7 @@ func runCampaign(c *cli.Context, sp *space.Space, o tuner.Options) error {
 	if errors.Is(runErr, context.Canceled) {
 		runErr = campaignStopped{runErr, suggested(c, "resume")}
 	}
-	if errors.Is(runErr, tuner.ErrNodeFailed) || errors.Is(runErr, tuner.ErrAllocationEnded) {
-		// Its "on resume" names no command, and one without the run's
-		// flags reads another store.
-		runErr = fmt.Errorf("%w; in an allocation whose nodes are up, `%s` goes on", runErr, suggested(c, "resume"))
-	}
+	runErr = goesOn(runErr, c, "resume")
 	if flags := campaignFlags(c); len(flags) > 0 && (errors.Is(runErr, tuner.ErrAllFailed) || errors.Is(runErr, tuner.ErrAllFailing)) {
 		// They name status and show, which without them read the default store.
 		runErr = fmt.Errorf("%w%s%s", runErr, commandsNeed, shellJoin(flags))
@@ -224,6 +220,16 @@ func suggested(c *cli.Context, command string) string {
 		args = append(args, "--space", path)
 	}
 	return shellJoin(args)
+}
+
+// goesOn is err, where a node failed or the Slurm job's allocation ended,
+// naming the command (resume, validate) that goes on: the tuner's error
+// names none, and one without c's flags reads another store.
+func goesOn(err error, c *cli.Context, command string) error {
+	if errors.Is(err, tuner.ErrNodeFailed) || errors.Is(err, tuner.ErrAllocationEnded) {
+		return fmt.Errorf("%w; in an allocation whose nodes are up, `%s` goes on", err, suggested(c, command))
+	}
+	return err
 }
 
 // scales are the spaces of the campaigns sp runs: its own, or one per

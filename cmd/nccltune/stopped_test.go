@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,5 +95,36 @@ func TestAllocationEndedSuggestsItsResume(t *testing.T) {
 	resume := "`" + shellJoin([]string{"nccltune", "resume", "--store", "a.db", "--space", spaceFile}) + "`"
 	if code != 1 || !strings.Contains(errOut, "allocation ended") || !strings.Contains(errOut, resume) {
 		t.Errorf("run whose allocation ended: exit %d, want 1 naming %s\n%s%s", code, resume, out, errOut)
+	}
+}
+
+// TestValidationAllocationEndedSuggestsItsValidate: `nccltune validate`
+// stopped as the Slurm job's allocation ended said so and no more, though
+// it stored nothing and the same validate, with its --store and --space,
+// in an allocation whose nodes are up, goes on.
+func TestValidationAllocationEndedSuggestsItsValidate(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "ended", 4, `d=$(dirname "$0")
+if [ -e "$d/ended" ]; then echo 'srun: error: Slurm job 7 has expired' >&2; exit 1; fi
+t=20.5; [ "$NCCL_ALGO" = Tree ] && t=10.25
+for s in 1024 2048 4096; do
+  awk -v s=$s -v t=$t 'BEGIN { a = s / t / 1000; printf "  %d  %d  float  sum  -1  %.2f  %.4f  %.4f  0  %.2f  %.4f  %.4f  0\n", s, s/4, t, a, 1.8*a, t, a, 1.8*a }'
+done
+`)
+	if code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile, "--store", "a.db", "-q", "--no-validate", "--no-simplify"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	bin := t.TempDir()
+	err := errors.Join(os.WriteFile(filepath.Join(dir, "ended"), nil, 0o644),
+		os.WriteFile(filepath.Join(bin, "scontrol"), []byte("#!/bin/sh\necho 'JobId=7 JobState=TIMEOUT NodeList=n1'\n"), 0o755))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SLURM_JOB_ID", "7")
+	code, out, errOut := nccltune(t, dir, "validate", "--space", spaceFile, "--store", "a.db", "-q")
+	validate := "`" + shellJoin([]string{"nccltune", "validate", "--store", "a.db", "--space", spaceFile}) + "`"
+	if code != 1 || !strings.Contains(errOut, "allocation ended") || !strings.Contains(errOut, validate) {
+		t.Errorf("validate whose allocation ended: exit %d, want 1 naming %s\n%s%s", code, validate, out, errOut)
 	}
 }

@@ -43,7 +43,7 @@ func validateCommand() *cli.Command {
 				tu.OnValidationRun = newProgressLog(os.Stderr, sp).validation
 			}
 			if _, err := tu.Validate(c.Context, c.Int("rounds")); err != nil {
-				return err
+				return goesOn(err, c, "validate")
 			}
 			return printStatus(os.Stdout, st, l.camp.Name)
 		},
