@@ -799,18 +799,22 @@ func (n nodeLoss) Run(ctx context.Context, job runner.Job) runner.Result {
 	return n.run.Run(ctx, job)
 }
 
+// lostAllocations are the failures that are a lost node's or allocation's,
+// not the settings': each stops the campaign with its error.
+var lostAllocations = []struct {
+	failure runner.Failure
+	err     error
+}{
+	{runner.Failure{Kind: runner.FailNode, Reason: "srun: error: Node failure on n2"}, ErrNodeFailed},
+	{runner.Failure{Kind: runner.FailAllocation, Reason: "Slurm job 7 no longer runs (JobState=TIMEOUT)"}, ErrAllocationEnded},
+}
+
 // TestNodeFailureStopsWithoutBlame: a trial whose node failed, or whose
 // job's allocation ended (its time limit), stops the campaign (the
 // allocation is gone) and is kept as interrupted, not failed: the sampler
 // never learns it as a bad configuration, and a resume runs it again.
 func TestNodeFailureStopsWithoutBlame(t *testing.T) {
-	for _, tc := range []struct {
-		failure runner.Failure
-		err     error
-	}{
-		{runner.Failure{Kind: runner.FailNode, Reason: "srun: error: Node failure on n2"}, ErrNodeFailed},
-		{runner.Failure{Kind: runner.FailAllocation, Reason: "Slurm job 7 no longer runs (JobState=TIMEOUT)"}, ErrAllocationEnded},
-	} {
+	for _, tc := range lostAllocations {
 		t.Run(string(tc.failure.Kind), func(t *testing.T) {
 			sp := loadExample(t, 8)
 			st := openStore(t)
@@ -847,13 +851,7 @@ func TestNodeFailureStopsWithoutBlame(t *testing.T) {
 // validated, and a plugin's rules would lack the decisions the probes
 // found none of.
 func TestProbeStoppedWithoutBlame(t *testing.T) {
-	for _, tc := range []struct {
-		failure runner.Failure
-		err     error
-	}{
-		{runner.Failure{Kind: runner.FailNode, Reason: "srun: error: Node failure on n2"}, ErrNodeFailed},
-		{runner.Failure{Kind: runner.FailAllocation, Reason: "Slurm job 7 no longer runs (JobState=TIMEOUT)"}, ErrAllocationEnded},
-	} {
+	for _, tc := range lostAllocations {
 		t.Run(string(tc.failure.Kind), func(t *testing.T) {
 			sp := loadExample(t, 8)
 			st := openStore(t)

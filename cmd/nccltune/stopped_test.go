@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,6 +77,18 @@ func TestExportSuggestsValidatingTheStore(t *testing.T) {
 	}
 }
 
+// jobEnded runs the test in Slurm job 7, which scontrol says its time
+// limit ended.
+func jobEnded(t *testing.T) {
+	t.Helper()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "scontrol"), []byte("#!/bin/sh\necho 'JobId=7 JobState=TIMEOUT NodeList=n1'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SLURM_JOB_ID", "7")
+}
+
 // TestAllocationEndedSuggestsItsResume: a campaign stopped as the Slurm
 // job's allocation ended said its trial "runs again on resume", and no
 // more: `nccltune resume` without the run's --store and --space resumed
@@ -85,12 +96,7 @@ func TestExportSuggestsValidatingTheStore(t *testing.T) {
 func TestAllocationEndedSuggestsItsResume(t *testing.T) {
 	dir := t.TempDir()
 	spaceFile := scriptSpace(t, dir, "ended", 10, "echo 'srun: error: Slurm job 7 has expired' >&2\nexit 1\n")
-	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, "scontrol"), []byte("#!/bin/sh\necho 'JobId=7 JobState=TIMEOUT NodeList=n1'\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("SLURM_JOB_ID", "7")
+	jobEnded(t)
 	code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile, "--store", "a.db", "-q")
 	resume := "`" + shellJoin([]string{"nccltune", "resume", "--store", "a.db", "--space", spaceFile}) + "`"
 	if code != 1 || !strings.Contains(errOut, "allocation ended") || !strings.Contains(errOut, resume) {
@@ -114,14 +120,10 @@ done
 	if code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile, "--store", "a.db", "-q", "--no-validate", "--no-simplify"); code != 0 {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
 	}
-	bin := t.TempDir()
-	err := errors.Join(os.WriteFile(filepath.Join(dir, "ended"), nil, 0o644),
-		os.WriteFile(filepath.Join(bin, "scontrol"), []byte("#!/bin/sh\necho 'JobId=7 JobState=TIMEOUT NodeList=n1'\n"), 0o755))
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "ended"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("SLURM_JOB_ID", "7")
+	jobEnded(t)
 	code, out, errOut := nccltune(t, dir, "validate", "--space", spaceFile, "--store", "a.db", "-q")
 	validate := "`" + shellJoin([]string{"nccltune", "validate", "--store", "a.db", "--space", spaceFile}) + "`"
 	if code != 1 || !strings.Contains(errOut, "allocation ended") || !strings.Contains(errOut, validate) {
