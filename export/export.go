@@ -48,7 +48,11 @@ type Export struct {
 	// path of nccltune's plugin (plugin; "": beside the rules) or of NVIDIA's
 	// example (tuner-csv; "": ExampleLibrary).
 	Plugin string
-	Now    time.Time
+	// Validate is the command that validates the campaign (nccltune
+	// validate with the flags that read it), which a file exported before
+	// validation names; "" is `nccltune validate`.
+	Validate string
+	Now      time.Time
 	// LeftOut are the variables of the stored space that the export leaves
 	// out (see space.Exportable): Space is the space without them.
 	LeftOut []string

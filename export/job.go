@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -60,7 +61,7 @@ func (e Export) jobFile(name string) (file, error) {
 	if err := e.perCollectiveReadable(a); err != nil {
 		return file{}, fmt.Errorf("job: %w", err)
 	}
-	verdict := "not validated: run `nccltune validate`"
+	verdict := "not validated: run `" + cmp.Or(e.Validate, "nccltune validate") + "`"
 	if v := e.Job.Validation; v != nil {
 		verdict = "validated: " + v.Reason
 		if e.Job.DefaultsKept() {

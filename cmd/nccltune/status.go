@@ -638,7 +638,7 @@ func exportOf(st *store.Store, l *loaded, pluginPath string, own *space.Space) (
 	}
 	// The store's validations and decisions are under the stored space's keys, as l.results are.
 	return export.Export{Space: sp, Campaign: l.camp, Results: l.results, Job: results.JobOf(l.space, l.trials, l.vals),
-		Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: pluginPath, Now: time.Now(),
+		Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: pluginPath, Validate: l.command("validate"), Now: time.Now(),
 		LeftOut: left, Trusted: own != nil, Stored: l.space}, nil
 }
 

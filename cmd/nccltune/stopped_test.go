@@ -130,3 +130,21 @@ done
 		t.Errorf("validate whose allocation ended: exit %d, want 1 naming %s\n%s%s", code, validate, out, errOut)
 	}
 }
+
+// TestJobFileNamesItsValidate: a workload's job file, exported before
+// validation, told the reader to run `nccltune validate`, which without
+// the campaign's --store validates another store's campaign, or none.
+func TestJobFileNamesItsValidate(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile, _ := filepath.Abs("../../examples/sim-2node-ib-workload.toml")
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--store", "w.db", "--trials", "3", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := nccltune(t, dir, "export", "--store", "w.db", "--format", "job", "--out", "env"); code != 0 {
+		t.Fatalf("export: %d\n%s%s", code, out, errOut)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, "env", "nccl-job.env"))
+	if want := "# not validated: run `nccltune validate --store w.db`"; err != nil || !strings.Contains(string(text), want) {
+		t.Errorf("job file (%v), want %q:\n%s", err, want, text)
+	}
+}
