@@ -235,10 +235,8 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 			// A pinned variable is in every configuration, NCCL's defaults' too: not the choice's to confirm.
 			res.Unconfirmed = slices.DeleteFunc(best.first.NCCLLog.Unconfirmed(best.first.Env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
 		}
-		for _, v := range vals {
-			if res.Best != nil && v.Range == rg.Name && (v.Config == sp.Key(res.Best.Params) || v.Config == "" && v.Candidate == res.Best.Number) {
-				res.Validation = &v
-			}
+		if res.Best != nil {
+			res.Validation = latestOn(vals, rg.Name, sp.Key(res.Best.Params), res.Best.Number)
 		}
 		out[i] = res
 	}

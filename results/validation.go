@@ -133,16 +133,20 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 // output, a crash with no NCCL error, says too little of NCCL's defaults
 // to export tuned settings with no gain measured.
 func failedInAJob(r store.ValidationRun) bool {
-	kind, _, _ := strings.Cut(r.Failure, ":")
-	return r.State != store.Complete && slices.Contains([]runner.FailureKind{runner.FailWrong, runner.FailNCCL, runner.FailTimeout}, runner.FailureKind(kind))
+	return r.State != store.Complete && slices.Contains([]runner.FailureKind{runner.FailWrong, runner.FailNCCL, runner.FailTimeout}, failureKind(r))
 }
 
 // FailedBySettings reports whether a validation run failed as its
 // settings may make a job fail: stored as "kind: reason", a launch that
 // started no rank, an interrupt or a node's failure did not run them.
 func FailedBySettings(r store.ValidationRun) bool {
+	return r.State != store.Complete && failureKind(r).Settings()
+}
+
+// failureKind is the kind of a failed run's failure, stored as "kind: reason".
+func failureKind(r store.ValidationRun) runner.FailureKind {
 	kind, _, _ := strings.Cut(r.Failure, ":")
-	return r.State != store.Complete && runner.FailureKind(kind).Settings()
+	return runner.FailureKind(kind)
 }
 
 // FailedEarlier is the reason of a verdict that holds a configuration to
@@ -217,7 +221,8 @@ func HeldBy(sp *space.Space, trials []store.Trial, run store.ValidationRun) func
 }
 
 // latestOn is the latest of vals on configuration key (trial number's) in
-// range name, matched as Of matches a verdict to a range's choice; nil if none.
+// range name, nil if none: a verdict stored before verdicts named their
+// configuration names its trial. Of reads a range's verdict so too.
 func latestOn(vals []store.Validation, name, key string, number int) *store.Validation {
 	for i := len(vals) - 1; i >= 0; i-- {
 		if v := &vals[i]; v.Range == name && (v.Config == key || v.Config == "" && v.Candidate == number) {
