@@ -123,6 +123,25 @@ func (s *Store) ValidationBatches(campaignID int64) (_ []int64, err error) {
 	return out, rows.Err()
 }
 
+// AllValidationRuns returns every run of a campaign's validations, batch
+// by batch in the order stored, those of a validation that was stopped
+// included.
+func (s *Store) AllValidationRuns(campaignID int64) ([]ValidationRun, error) {
+	batches, err := s.ValidationBatches(campaignID)
+	if err != nil {
+		return nil, err
+	}
+	var out []ValidationRun
+	for _, b := range batches {
+		runs, err := s.ValidationRuns(campaignID, b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, runs...)
+	}
+	return out, nil
+}
+
 // ValidationRuns returns the runs of one batch, in order.
 func (s *Store) ValidationRuns(campaignID, batch int64) (_ []ValidationRun, err error) {
 	defer s.located(&err)

@@ -49,6 +49,7 @@ type Store interface {
 	Validations(campaignID int64) ([]store.Validation, error)
 	ValidationBatches(campaignID int64) ([]int64, error)
 	ValidationRuns(campaignID, batch int64) ([]store.ValidationRun, error)
+	AllValidationRuns(campaignID int64) ([]store.ValidationRun, error)
 }
 
 // Tuner runs the campaign of one space on one store.

@@ -197,20 +197,14 @@ type hold struct {
 // failedBefore are the holds of the campaign's earlier validations, in the
 // order they ran.
 func (s *session) failedBefore() ([]hold, error) {
-	batches, err := s.Store.ValidationBatches(s.camp.ID)
+	runs, err := s.Store.AllValidationRuns(s.camp.ID)
 	if err != nil {
 		return nil, err
 	}
 	var holds []hold
-	for _, batch := range batches {
-		runs, err := s.Store.ValidationRuns(s.camp.ID, batch)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range runs {
-			if results.FailedBySettings(r) {
-				holds = append(holds, hold{r, results.HeldBy(s.Space, s.trials, r)})
-			}
+	for _, r := range runs {
+		if results.FailedBySettings(r) {
+			holds = append(holds, hold{r, results.HeldBy(s.Space, s.trials, r)})
 		}
 	}
 	return holds, nil

@@ -56,24 +56,6 @@ func (l *loaded) command(name string) string {
 	return cmd
 }
 
-// validationRuns are every run of a campaign's validations, batch by batch
-// in the order stored, those of a validation that was stopped included.
-func validationRuns(st *store.Store, campaignID int64) ([]store.ValidationRun, error) {
-	batches, err := st.ValidationBatches(campaignID)
-	if err != nil {
-		return nil, err
-	}
-	var out []store.ValidationRun
-	for _, b := range batches {
-		runs, err := st.ValidationRuns(campaignID, b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, runs...)
-	}
-	return out, nil
-}
-
 // spaceParser reads a campaign's stored space: space.Parse for a command
 // that runs the campaign's programs, readStored for one that reads results.
 type spaceParser func(filename string, data []byte) (*space.Space, error)
@@ -143,7 +125,7 @@ func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	runs, err := validationRuns(st, camp.ID)
+	runs, err := st.AllValidationRuns(camp.ID)
 	if err != nil {
 		return nil, err
 	}
