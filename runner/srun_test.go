@@ -883,9 +883,15 @@ func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
 	// A launch that failed under a launcher that starts nothing through
 	// Slurm, with an ended job's id left in the environment (a shell kept
 	// from a finished salloc): the program is missing, whatever Slurm says.
-	r = &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
-	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{filepath.Join(t.TempDir(), "missing")}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind != FailLaunch {
-		t.Errorf("failure = %v of a program that is not there, want launch\n%s", res.Failure, res.Output)
+	broken := filepath.Join(t.TempDir(), "torchrun.out")
+	if err := os.WriteFile(broken, []byte(torchrunBroken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []Launcher{Local{}, Torchrun{Command: script(t, `cat '`+broken+`' >&2; exit 1`)}} {
+		r = &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{filepath.Join(t.TempDir(), "missing")}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind != FailLaunch {
+			t.Errorf("%T: failure = %v of a program that never started, want launch\n%s", l, res.Failure, res.Output)
+		}
 	}
 }
 
