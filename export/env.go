@@ -279,11 +279,11 @@ func (e Export) json() ([]file, error) {
 	}
 	// Escaped as json.Marshal escapes C0's, inside the strings it quotes
 	// from the store (a benchmark's failure): no file holds them (see Write).
-	text := rawControl.ReplaceAllStringFunc(string(data), func(c string) string {
+	escaped := rawControl.ReplaceAllStringFunc(string(data), func(c string) string {
 		r, _ := utf8.DecodeRuneInString(c)
 		return fmt.Sprintf(`\u%04x`, r)
 	})
-	return []file{{"nccl-tuned.json", text + "\n", 0o644}}, errors.Join(unmeasured...)
+	return []file{{"nccl-tuned.json", escaped + "\n", 0o644}}, errors.Join(unmeasured...)
 }
 
 // rawControl are the control characters json.Marshal writes raw: DEL and C1.
