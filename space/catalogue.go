@@ -41,6 +41,12 @@ type Var struct {
 	// Flag, for a DDP knob, is the DDP step script's option that takes it:
 	// it is passed as an argument, not through the environment.
 	Flag string
+	// Default is the value NCCL takes when the variable is unset, where
+	// that is one value whatever the system, the application and the
+	// release (NCCL 2.28's NCCL_PARAM and config defaults, unchanged for
+	// years): set to it, the variable runs as left out. "" where NCCL
+	// chooses (by topology, NIC or version).
+	Default string
 }
 
 // IsArg reports whether the variable is a DDP knob passed to the script.
@@ -68,25 +74,25 @@ var (
 var catalogue = indexVars([]Var{
 	{Name: "NCCL_ALGO", Kind: KindList, Values: algoNames},
 	{Name: "NCCL_PROTO", Kind: KindList, Values: protoNames},
-	{Name: "NCCL_MIN_CTAS", Kind: KindInt, Min: 1, Max: 64},
+	{Name: "NCCL_MIN_CTAS", Kind: KindInt, Min: 1, Max: 64, Default: "1"},
 	{Name: "NCCL_MAX_CTAS", Kind: KindInt, Min: 1, Max: 64},
 	{Name: "NCCL_MIN_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MIN_CTAS"},
 	{Name: "NCCL_MAX_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MAX_CTAS"},
 	{Name: "NCCL_NCHANNELS_PER_NET_PEER", Kind: KindInt, Min: 1, Max: 64},
 	{Name: "NCCL_MIN_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
 	{Name: "NCCL_MAX_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
-	{Name: "NCCL_BUFFSIZE", Kind: KindBytes, Min: 1 << 12, Max: 1 << 30},
+	{Name: "NCCL_BUFFSIZE", Kind: KindBytes, Min: 1 << 12, Max: 1 << 30, Default: "4194304"},
 	{Name: "NCCL_NTHREADS", Kind: KindEnum, Values: []string{"64", "128", "256", "512"}},
 	{Name: "NCCL_CUMEM_ENABLE", Kind: KindBool},
 	{Name: "NCCL_NVLS_ENABLE", Kind: KindBool},
 	{Name: "NCCL_COLLNET_ENABLE", Kind: KindBool},
 	{Name: "NCCL_P2P_DISABLE", Kind: KindBool},
-	{Name: "NCCL_SHM_DISABLE", Kind: KindBool},
+	{Name: "NCCL_SHM_DISABLE", Kind: KindBool, Default: "0"},
 	{Name: "NCCL_P2P_LEVEL", Kind: KindLevel, Values: levelNames},
 	{Name: "NCCL_P2P_NET_CHUNKSIZE", Kind: KindBytes, Min: 1 << 10, Max: 1 << 30},
 	{Name: "NCCL_P2P_NVL_CHUNKSIZE", Kind: KindBytes, Min: 1 << 10, Max: 1 << 30},
 	{Name: "NCCL_P2P_PCI_CHUNKSIZE", Kind: KindBytes, Min: 1 << 10, Max: 1 << 30},
-	{Name: "NCCL_PXN_DISABLE", Kind: KindBool},
+	{Name: "NCCL_PXN_DISABLE", Kind: KindBool, Default: "0"},
 	{Name: "NCCL_NET", Kind: KindString},
 	{Name: "NCCL_NET_PLUGIN", Kind: KindString},
 	{Name: "NCCL_NET_GDR_LEVEL", Kind: KindLevel, Values: levelNames},
@@ -94,22 +100,22 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_NET_GDR_READ", Kind: KindBool},
 	{Name: "NCCL_NET_GDR_C2C", Kind: KindBool},
 	{Name: "NCCL_NET_SHARED_BUFFERS", Kind: KindBool},
-	{Name: "NCCL_IB_DISABLE", Kind: KindBool},
+	{Name: "NCCL_IB_DISABLE", Kind: KindBool, Default: "0"},
 	{Name: "NCCL_IB_HCA", Kind: KindString},
 	{Name: "NCCL_IB_GID_INDEX", Kind: KindInt, Min: -1, Max: 255},
 	{Name: "NCCL_IB_ROCE_VERSION_NUM", Kind: KindEnum, Values: []string{"1", "2"}},
 	{Name: "NCCL_IB_ADDR_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}, Exact: true},
-	{Name: "NCCL_IB_QPS_PER_CONNECTION", Kind: KindInt, Min: 1, Max: 128},
+	{Name: "NCCL_IB_QPS_PER_CONNECTION", Kind: KindInt, Min: 1, Max: 128, Default: "1"},
 	{Name: "NCCL_IB_SPLIT_DATA_ON_QPS", Kind: KindBool},
 	{Name: "NCCL_IB_TIMEOUT", Kind: KindInt, Min: 1, Max: 31},
-	{Name: "NCCL_IB_RETRY_CNT", Kind: KindInt, Min: 0, Max: 7},
+	{Name: "NCCL_IB_RETRY_CNT", Kind: KindInt, Min: 0, Max: 7, Default: "7"},
 	{Name: "NCCL_IB_SL", Kind: KindInt, Min: 0, Max: 15},
 	{Name: "NCCL_IB_TC", Kind: KindInt, Min: 0, Max: 255},
 	{Name: "NCCL_IB_PCI_RELAXED_ORDERING", Kind: KindEnum, Values: []string{"0", "1", "2"}},
 	{Name: "NCCL_IB_ADAPTIVE_ROUTING", Kind: KindBool},
 	{Name: "NCCL_IB_ECE_ENABLE", Kind: KindBool},
 	{Name: "NCCL_IB_MERGE_NICS", Kind: KindBool},
-	{Name: "NCCL_CROSS_NIC", Kind: KindEnum, Values: []string{"0", "1", "2"}},
+	{Name: "NCCL_CROSS_NIC", Kind: KindEnum, Values: []string{"0", "1", "2"}, Default: "2"},
 	{Name: "NCCL_SOCKET_IFNAME", Kind: KindString},
 	{Name: "NCCL_SOCKET_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}, Exact: true},
 	{Name: "NCCL_SOCKET_NTHREADS", Kind: KindInt, Min: 1, Max: 16},

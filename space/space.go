@@ -374,6 +374,18 @@ func (p Param) Variable() string {
 	return p.Name
 }
 
+// NCCLDefault is the value NCCL takes when p's variable is unset (the
+// catalogue's Default), where p can take it: p set to it, or left out, runs
+// as NCCL's default. False for one collective's part, which NCCL reads in a
+// list.
+func (p Param) NCCLDefault() (string, bool) {
+	v, ok := catalogue[p.Variable()]
+	if p.Collective != "" || !ok || v.Default == "" || !p.Offers(v.Default) {
+		return "", false
+	}
+	return v.Default, true
+}
+
 // Categorical reports whether the parameter chooses among Values.
 func (p Param) Categorical() bool { return len(p.Values) > 0 }
 
@@ -541,15 +553,17 @@ func (s *Space) Key(a Assignment) string {
 // a list as the set it names, a level's old number as its name), so that
 // spellings NCCL reads alike ("ring" and "Ring", "07" and "7", "Simple,LL"
 // and "LL,Simple", "4" and "SYS") are one configuration, whose failure under
-// one spelling is its failure under all.
+// one spelling is its failure under all; and a variable set to the value
+// NCCL takes when it is unset (Var.Default: NCCL_MIN_CTAS=1) is left out,
+// as NCCL runs it.
 func (s *Space) Reading(a Assignment) string {
 	return strings.Join(append(ReadingEnv(s.Env(a)), s.Args(a)...), " ")
 }
 
 // ReadingEnv is env (NAME=value) with each value as Reading writes it.
 func ReadingEnv(env []string) []string {
-	out := make([]string, len(env))
-	for i, kv := range env {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		if v, ok := catalogue[name]; ok {
 			// As the loader reads a space's value, refused since or not:
@@ -558,8 +572,11 @@ func ReadingEnv(env []string) []string {
 				value = n
 			}
 			value = v.reads(value)
+			if v.Default != "" && value == v.Default {
+				continue
+			}
 		}
-		out[i] = name + "=" + value
+		out = append(out, name+"="+value)
 	}
 	return out
 }

@@ -418,6 +418,40 @@ func TestLevelsAlikeAsNCCLReadsThem(t *testing.T) {
 	}
 }
 
+// TestReadingLeavesOutNCCLDefaults: a variable set to the value NCCL takes
+// when it is unset runs as left out, in any spelling NCCL reads as that
+// value; one whose default NCCL chooses by the system stays.
+func TestReadingLeavesOutNCCLDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		env, want []string
+	}{
+		{[]string{"NCCL_NET_GDR_LEVEL=SYS", "NCCL_IB_QPS_PER_CONNECTION=1", "NCCL_MIN_CTAS=01"}, []string{"NCCL_NET_GDR_LEVEL=SYS"}},
+		{[]string{"NCCL_BUFFSIZE=4M"}, nil},
+		{[]string{"NCCL_BUFFSIZE=4194304", "NCCL_IB_RETRY_CNT=7", "NCCL_CROSS_NIC=2"}, nil},
+		{[]string{"NCCL_BUFFSIZE=8M", "NCCL_MIN_CTAS=2"}, []string{"NCCL_BUFFSIZE=8388608", "NCCL_MIN_CTAS=2"}},
+		{[]string{"NCCL_SOCKET_NTHREADS=1", "NCCL_IB_GID_INDEX=-1"}, []string{"NCCL_SOCKET_NTHREADS=1", "NCCL_IB_GID_INDEX=-1"}},
+	} {
+		if got := ReadingEnv(tc.env); !slices.Equal(got, tc.want) {
+			t.Errorf("ReadingEnv(%q) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+	// A parameter takes NCCL's default only where it offers it, and not as one collective's part.
+	for _, tc := range []struct {
+		p    Param
+		want bool
+	}{
+		{Param{Name: "NCCL_MIN_CTAS", Min: 1, Max: 8}, true},
+		{Param{Name: "NCCL_MIN_CTAS", Min: 2, Max: 8}, false},
+		{Param{Name: "NCCL_BUFFSIZE", Values: []string{Unset, "4194304"}}, true},
+		{Param{Name: "NCCL_BUFFSIZE", Values: []string{Unset, "1048576"}}, false},
+		{Param{Name: "NCCL_SOCKET_NTHREADS", Min: 1, Max: 8}, false},
+	} {
+		if _, got := tc.p.NCCLDefault(); got != tc.want {
+			t.Errorf("%+v takes NCCL's default: %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
 // TestREADMESpaceLoads: the README's space file, the one users copy first,
 // loads. Its `when` once named NCCL_NET, which it neither searched nor pinned.
 func TestREADMESpaceLoads(t *testing.T) {
