@@ -19,10 +19,11 @@ const coverDraws = 64
 // untried for long, a draw chosen to hold the most untried pairs leaves
 // few: a greedy pairwise design, as Cohen et al.'s AETG builds one, though
 // chosen among random draws rather than value by value.
-// A parameter left out (switched off by a condition, or an integer at
-// NCCL's default) holds a value of its own, "unset": every configuration
-// then holds a pair of every two parameters, and a draw that switches
-// parameters off is not passed over for holding fewer pairs.
+// A parameter is read as NCCL reads it (reading): left out, or "default",
+// it holds the value NCCL takes unset where that is one value, else a value
+// of its own, "unset": every configuration then holds a pair of every two
+// parameters, and a draw that switches parameters off is not passed over
+// for holding fewer pairs.
 type coverage struct {
 	sp    *space.Space
 	grids [][]string
@@ -40,13 +41,13 @@ func newCoverage(sp *space.Space, h *history) *coverage {
 	return c
 }
 
-// each calls f with every pair a holds, its integers at their nearest
-// grid value; len(grid) stands for unset.
+// each calls f with every pair a holds as NCCL reads it (reading), its
+// integers at their nearest grid value; len(grid) stands for NCCL's choice.
 func (c *coverage) each(a space.Assignment, f func([4]int)) {
 	idx := make([]int, len(c.sp.Params))
 	for i, p := range c.sp.Params {
 		idx[i] = len(c.grids[i])
-		if v, ok := a[p.Name]; ok {
+		if v, ok := reading(p, a); ok {
 			if !p.Categorical() {
 				v = nearest(p, c.grids[i], v)
 			}

@@ -10,7 +10,7 @@ import (
 // pairsOf is how many pairs of values the configurations hold, integers
 // at coverPoints points and a parameter left out as unset.
 func pairsOf(sp *space.Space, as []space.Assignment) int {
-	var h history
+	h := history{sp: sp}
 	for _, a := range as {
 		h.remember(a, nil)
 	}
@@ -28,7 +28,7 @@ func TestCoveringDrawsHoldUntriedPairs(t *testing.T) {
 	every, _ := Enumerate(sp, coverPoints, 1<<20)
 	all := pairsOf(sp, every)
 	trialsToCover := func(seed uint64, next func(h *history, rng *rand.Rand) space.Assignment) int {
-		var h history
+		h := history{sp: sp}
 		rng := rand.New(rand.NewPCG(seed, 1))
 		for n := 1; n <= 300; n++ {
 			h.remember(next(&h, rng), nil)
@@ -49,7 +49,7 @@ func TestCoveringDrawsHoldUntriedPairs(t *testing.T) {
 		}
 	}
 
-	var h history
+	h := history{sp: sp}
 	h.remember(space.Assignment{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL", "NCCL_MIN_CTAS": "6"}, []float64{1, 1})
 	c := newCoverage(sp, &h)
 	for _, tc := range []struct {
@@ -59,7 +59,9 @@ func TestCoveringDrawsHoldUntriedPairs(t *testing.T) {
 		{space.Assignment{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL", "NCCL_MIN_CTAS": "5"}, 0}, // 5 is nearest the grid's 6
 		{space.Assignment{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL", "NCCL_MIN_CTAS": "32"}, 3},
 		{space.Assignment{"NCCL_ALGO": "default", "NCCL_PROTO": "LL", "NCCL_MIN_CTAS": "6"}, 3}, // with LL, 6 and QPs unset
-		{space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_MIN_CTAS": "6", "NCCL_IB_QPS_PER_CONNECTION": "1"}, 5},
+		{space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_MIN_CTAS": "6", "NCCL_IB_QPS_PER_CONNECTION": "8"}, 5},
+		// NCCL takes 1 queue pair per connection unset: 1 is the pairs of the trial that left it out.
+		{space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_MIN_CTAS": "6", "NCCL_IB_QPS_PER_CONNECTION": "1"}, 3},
 	} {
 		if got := c.fresh(tc.a); got != tc.want {
 			t.Errorf("%v holds %d untried pairs, want %d", tc.a, got, tc.want)
@@ -84,7 +86,7 @@ func TestCoveringDrawsKeepValuesThatSwitchParametersOff(t *testing.T) {
 	sp := loadSpace(t)
 	notRing, draws := 0, 0
 	for seed := range uint64(200) {
-		var h history
+		h := history{sp: sp}
 		h.remember(space.Assignment{"NCCL_ALGO": "default", "NCCL_PROTO": "default"}, []float64{1, 1}) // NCCL's defaults
 		rng := rand.New(rand.NewPCG(seed, 3))
 		for range 4 {

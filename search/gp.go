@@ -35,14 +35,13 @@ import (
 // gpFitObservations, which bounds a proposal's cost whatever the
 // campaign's length.
 type gpSampler struct {
-	sp   *space.Space
 	seed int64
 	history
 	rotation
 }
 
 func newGP(sp *space.Space, seed int64) *gpSampler {
-	return &gpSampler{sp: sp, seed: seed, rotation: rotation{ranges: len(sp.Ranges)}}
+	return &gpSampler{history: history{sp: sp}, seed: seed, rotation: rotation{ranges: len(sp.Ranges)}}
 }
 
 func (g *gpSampler) Tell(a space.Assignment, scores []float64) error {
@@ -87,9 +86,10 @@ const (
 	gpExploration = 0.4
 )
 
-// gpPoint is an assignment as the kernel reads it: per parameter, NaN if
-// inactive, a categorical's value index, or an integer's value (its log
-// where the space says log) in units of its Gaussian width. Encoding once
+// gpPoint is an assignment as the kernel reads it: per parameter, as NCCL
+// reads it (reading), NaN where NCCL chooses, a categorical's value index,
+// or an integer's value (its log where the space says log) in units of its
+// Gaussian width. Encoding once
 // keeps string parsing out of the kernel, which a proposal evaluates
 // hundreds of thousands of times.
 type gpPoint []float64
@@ -97,7 +97,7 @@ type gpPoint []float64
 func (g *gpSampler) point(a space.Assignment) gpPoint {
 	out := make(gpPoint, len(g.sp.Params))
 	for i, p := range g.sp.Params {
-		v, ok := a[p.Name]
+		v, ok := reading(p, a)
 		switch {
 		case !ok:
 			out[i] = math.NaN()

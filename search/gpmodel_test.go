@@ -209,7 +209,7 @@ func TestExpectedImprovementIsThePosteriors(t *testing.T) {
 // and the fewer its weights are fitted on each hold the latest half of
 // theirs, in the order told.
 func TestModelsKeepTheLatestTrials(t *testing.T) {
-	var h history
+	h := history{sp: &space.Space{}}
 	rng := rand.New(rand.NewPCG(9, 10))
 	for n := range 300 {
 		h.remember(space.Assignment{"n": strconv.Itoa(n)}, []float64{rng.Float64()})

@@ -276,7 +276,7 @@ func TestGridPointsFarFromZero(t *testing.T) {
 // draws uniformly, as TPE's does: those proposals are not held here.)
 func TestModelsWithoutMeasurementsProposeUntried(t *testing.T) {
 	sp := hostileSpace(t, 2, param("NCCL_ALGO", `values = ["default", "Ring", "Tree"]`)+
-		param("NCCL_PROTO", `values = ["default", "LL", "Simple"]`)+param("NCCL_BUFFSIZE", `values = ["default", "1M", "2M", "4M"]`))
+		param("NCCL_PROTO", `values = ["default", "LL", "Simple"]`)+param("NCCL_BUFFSIZE", `values = ["default", "1M", "2M", "8M"]`))
 	for _, name := range []string{"tpe-gp", "gp", "sparse"} {
 		s := mustNew(t, name, sp)
 		seen := map[string]bool{}

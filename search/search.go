@@ -183,10 +183,11 @@ func (t told) score(r int) float64 {
 // ran but left r out (a settled range, out of its sweep) tells r nothing.
 func (t told) about(r int) bool { return t.scores == nil || t.ran(r) }
 
-// history is what a sampler was told, in order.
+// history is what a sampler was told, in order, in the space searched.
 type history struct {
+	sp   *space.Space
 	told []told
-	seen map[string]bool // assignmentKey of each told assignment
+	seen map[string]bool // readingKey of each told assignment
 }
 
 // toldOf is a and its scores as every sampler takes them in: an infinite
@@ -208,23 +209,43 @@ func (h *history) remember(a space.Assignment, scores []float64) {
 	if h.seen == nil {
 		h.seen = map[string]bool{}
 	}
-	h.seen[assignmentKey(a)] = true
+	h.seen[readingKey(h.sp, a)] = true
 }
 
-// tried reports whether a was told already; samplers ask it of thousands of
-// candidates a proposal, so it looks a up instead of scanning the history.
-func (h *history) tried(a space.Assignment) bool { return h.seen[assignmentKey(a)] }
+// tried reports whether a, or one NCCL reads alike (reading), was told
+// already; samplers ask it of thousands of candidates a proposal, so it
+// looks a up instead of scanning the history.
+func (h *history) tried(a space.Assignment) bool { return h.seen[readingKey(h.sp, a)] }
 
-// assignmentKey identifies an assignment: two are equal exactly when their keys are.
-func assignmentKey(a space.Assignment) string {
+// readingKey identifies an assignment as NCCL reads it: two are equal
+// exactly when every parameter's reading is.
+func readingKey(sp *space.Space, a space.Assignment) string {
 	var b strings.Builder
-	for _, name := range slices.Sorted(maps.Keys(a)) {
-		b.WriteString(name)
-		b.WriteByte(0)
-		b.WriteString(a[name])
-		b.WriteByte(0)
+	for _, p := range sp.Params {
+		if v, ok := reading(p, a); ok {
+			b.WriteString(p.Name)
+			b.WriteByte(0)
+			b.WriteString(v)
+			b.WriteByte(0)
+		}
 	}
 	return b.String()
+}
+
+// reading is the value NCCL reads p's variable as under a, false where NCCL
+// chooses: a's value, or, where NCCL takes one value when the variable is
+// unset (space.Param.NCCLDefault), that value for a's "default" and where a
+// leaves p out (unset, or switched off by a condition). A configuration that
+// differs from another only so runs as it: samplers try it once, and their
+// models take it for one point, not two that tell each other nothing.
+func reading(p space.Param, a space.Assignment) (string, bool) {
+	v, ok := a[p.Name]
+	if !ok || v == space.Unset {
+		if d, known := p.NCCLDefault(); known {
+			return d, true
+		}
+	}
+	return v, ok
 }
 
 // localMove changes one parameter of range r's best measured configuration

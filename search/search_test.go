@@ -627,7 +627,7 @@ func TestLocalMovesStartFromTheBestMeasured(t *testing.T) {
 	sp := loadSpace(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, first := range []float64{math.NaN(), math.Inf(1)} {
-		var h history
+		h := history{sp: sp}
 		var best space.Assignment
 		for i, score := range []float64{first, 2, 5, 3} {
 			a := draw(sp, rng)
@@ -777,6 +777,41 @@ func TestTPEProposesUntried(t *testing.T) {
 	for _, name := range []string{"tpe", "tpe-independent"} {
 		if n := repeats(t, name, 100); n > 2 {
 			t.Errorf("%s: %d of 100 proposals repeated a configuration tried before", name, n)
+		}
+	}
+}
+
+// TestSamplersReadNCCLDefaultsAsUnset: NCCL takes 1 queue pair per
+// connection and 4 MiB buffers when the variables are unset, so a
+// configuration setting them so runs as one leaving them out. The samplers
+// took the two for different configurations: they ran both (in a campaign
+// on a generated landscape, six of eighty were such repeats), and
+// the Gaussian process's kernel saw nothing alike in them. A variable
+// whose default NCCL chooses by the system (NCCL_SOCKET_NTHREADS) is not
+// read so.
+func TestSamplersReadNCCLDefaultsAsUnset(t *testing.T) {
+	sp := hostileSpace(t, 1, param("NCCL_IB_QPS_PER_CONNECTION", "min = 1\nmax = 8")+
+		param("NCCL_BUFFSIZE", `values = ["default", "1M", "4M"]`)+param("NCCL_SOCKET_NTHREADS", "min = 1\nmax = 4"))
+	g := newGP(sp, 1)
+	told := space.Assignment{"NCCL_BUFFSIZE": "default", "NCCL_SOCKET_NTHREADS": "2"} // QPs unset
+	if err := g.Tell(told, []float64{1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a     space.Assignment
+		tried bool
+	}{
+		{space.Assignment{"NCCL_BUFFSIZE": "default", "NCCL_SOCKET_NTHREADS": "2", "NCCL_IB_QPS_PER_CONNECTION": "1"}, true},
+		{space.Assignment{"NCCL_BUFFSIZE": "4194304", "NCCL_SOCKET_NTHREADS": "2", "NCCL_IB_QPS_PER_CONNECTION": "1"}, true},
+		{space.Assignment{"NCCL_BUFFSIZE": "4194304", "NCCL_SOCKET_NTHREADS": "2", "NCCL_IB_QPS_PER_CONNECTION": "2"}, false},
+		{space.Assignment{"NCCL_BUFFSIZE": "1048576", "NCCL_SOCKET_NTHREADS": "2"}, false},
+		{space.Assignment{"NCCL_BUFFSIZE": "default"}, false}, // NCCL chooses the socket threads
+	} {
+		if got := g.tried(tc.a); got != tc.tried {
+			t.Errorf("%v tried: %v, want %v", tc.a, got, tc.tried)
+		}
+		if p, q := g.point(told), g.point(tc.a); tc.tried && !slices.EqualFunc(p, q, same) {
+			t.Errorf("%v is %v to the Gaussian process, %v told is %v", tc.a, q, told, p)
 		}
 	}
 }

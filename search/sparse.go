@@ -27,7 +27,6 @@ import (
 // out of the regression: a failure says that some pair of settings is
 // invalid, not that each of its settings is slow.
 type sparseSampler struct {
-	sp   *space.Space
 	seed int64
 	history
 	rotation
@@ -44,7 +43,7 @@ func newSparse(sp *space.Space, seed int64) (*sparseSampler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sampler sparse: %w", err)
 	}
-	return &sparseSampler{sp: sp, seed: seed, rotation: rotation{ranges: len(sp.Ranges)}, enc: enc}, nil
+	return &sparseSampler{history: history{sp: sp}, seed: seed, rotation: rotation{ranges: len(sp.Ranges)}, enc: enc}, nil
 }
 
 func (s *sparseSampler) Tell(a space.Assignment, scores []float64) error {

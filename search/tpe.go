@@ -24,7 +24,6 @@ import (
 // model learns from it (all but that of a range it left out, which it tells
 // nothing).
 type tpeSampler struct {
-	sp       *space.Space
 	seed     int64
 	studies  []*goptuna.Study
 	observed map[string]int // told trials that set each parameter
@@ -52,7 +51,7 @@ const startupTrials = 10
 var globalRandMu sync.Mutex
 
 func newTPE(sp *space.Space, seed int64, multivariate bool) (*tpeSampler, error) {
-	t := &tpeSampler{sp: sp, seed: seed, observed: map[string]int{}, rotation: rotation{ranges: len(sp.Ranges)}, multivariate: multivariate}
+	t := &tpeSampler{history: history{sp: sp}, seed: seed, observed: map[string]int{}, rotation: rotation{ranges: len(sp.Ranges)}, multivariate: multivariate}
 	for _, r := range sp.Ranges {
 		st, err := goptuna.CreateStudy(r.Name,
 			goptuna.StudyOptionDirection(goptuna.StudyDirectionMaximize),
