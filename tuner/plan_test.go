@@ -907,3 +907,55 @@ func TestResumeWithAShorterTimeoutFitsIt(t *testing.T) {
 		}
 	}
 }
+
+// TestSimplificationDropsNCCLDefaultsWithoutARun: a choice that sets a
+// variable to the value NCCL takes unset (one queue pair per connection,
+// 4 MiB buffers) runs as the choice without it; the simplification ran
+// that variant, a trial that could tell nothing (results take the two for
+// one configuration). It leaves the setting out unrun.
+func TestSimplificationDropsNCCLDefaultsWithoutARun(t *testing.T) {
+	sp := mustParse(t, "test.toml", `
+[campaign]
+name = "defaults-set"
+trials = 3
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["default", "1M", "4M"]
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+[[param]]
+name = "NCCL_IB_QPS_PER_CONNECTION"
+min = 1
+max = 8
+`)
+	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "4194304", "NCCL_IB_QPS_PER_CONNECTION": "1"}
+	trial := func(n int, a space.Assignment) store.Trial {
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = 10
+			if a["NCCL_ALGO"] == "Ring" {
+				scores[rg.Name] = 20 - float64(n)/100 // each run measures a little lower
+			}
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+	}
+	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}), trial(2, best)}
+	var ran []string
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		ran = append(ran, sp.Key(a))
+		return trial(len(trials)+len(ran), a), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The choice's fresh run, then the variant without the algorithm (its
+	// buffer size left to NCCL unrun before it): nothing else.
+	want := []string{sp.Key(best), sp.Key(space.Assignment{"NCCL_ALGO": "default", "NCCL_BUFFSIZE": "default", "NCCL_IB_QPS_PER_CONNECTION": "1"})}
+	if !slices.Equal(ran, want) {
+		t.Errorf("the simplification ran %q, want %q", ran, want)
+	}
+}

@@ -1152,6 +1152,11 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 			}) {
 				continue
 			}
+			// A setting NCCL takes unset anyway goes without a run.
+			if sp.Reading(variant) == sp.Reading(cur) {
+				cur = variant
+				continue
+			}
 			t, tried := measured[sp.Key(variant)]
 			if !tried {
 				var err error
