@@ -90,6 +90,10 @@ type Comms struct {
 	// Fewest is the fewest calls any of those processes made: below Calls,
 	// the processes differ (pipeline stages do), or the log ends early.
 	Fewest int64
+	// Communicators is how many communicators of this size Process called
+	// on. Above 1 (tensor- and data-parallel groups of one size), their
+	// calls are added up, though the groups may span nodes differently.
+	Communicators int
 }
 
 // ErrNoCalls says that the log has no COLL line at all.
@@ -324,7 +328,8 @@ type parser struct {
 	tallies     map[tally]*counts
 	oversize    map[tally]counts // the calls of a tally that were larger
 	runs        map[runKey]*run
-	unmeasured  map[string]string // interned NCCL names
+	calledOn    map[commKey]struct{} // the communicators each process called on
+	unmeasured  map[string]string    // interned NCCL names
 	key         []byte
 }
 
@@ -334,6 +339,7 @@ func newParser() *parser {
 		tallies:    map[tally]*counts{},
 		oversize:   map[tally]counts{},
 		runs:       map[runKey]*run{},
+		calledOn:   map[commKey]struct{}{},
 		unmeasured: map[string]string{},
 	}
 }
@@ -430,14 +436,27 @@ func lookup[K comparable, V any](p *parser, m map[K]*V, k K) (*V, error) {
 
 // grow checks that there is room for one more thing to keep.
 func (p *parser) grow() error {
-	if len(p.procs)+len(p.tallies)+len(p.runs) >= maxState {
+	if len(p.procs)+len(p.tallies)+len(p.runs)+len(p.calledOn) >= maxState {
 		return fmt.Errorf("line %d: over %d distinct processes, communicators and message sizes: is this one job's NCCL log?", p.src.Lines, maxState)
 	}
 	return nil
 }
 
+// commKey is a communicator of one process, and its size.
+type commKey struct {
+	proc, nranks int32
+	comm         uint64
+}
+
 // count counts one call of process id.
 func (p *parser) count(id int32, c call) error {
+	k := commKey{id, int32(c.nranks), c.comm}
+	if _, ok := p.calledOn[k]; !ok {
+		if err := p.grow(); err != nil {
+			return err
+		}
+		p.calledOn[k] = struct{}{}
+	}
 	o, measured := ops[string(c.op)]
 	if !measured {
 		name, ok := p.unmeasured[string(c.op)]
@@ -576,6 +595,11 @@ func (p *parser) comms() []Comms {
 		}
 		c.Processes++
 		c.Fewest = min(c.Fewest, n)
+	}
+	for k := range p.calledOn {
+		if c := bySize[k.nranks]; c.Process == p.procNames[k.proc] {
+			c.Communicators++
+		}
 	}
 	out := make([]Comms, 0, len(bySize))
 	for _, size := range slices.Sorted(maps.Keys(bySize)) {

@@ -115,9 +115,9 @@ func TestReadOneRankOrAll(t *testing.T) {
 	}
 	w := readFile(t, "nccl-2.28.3-all.log")
 	want := []Comms{
-		{Ranks: 2, Process: "gpu-a:31000 [0]", Processes: 8, Calls: 8, Fewest: 8},
-		{Ranks: 4, Process: "gpu-a:31000 [0]", Processes: 8, Calls: 8, Fewest: 8},
-		{Ranks: 8, Process: "gpu-a:31000 [0]", Processes: 8, Calls: 6, Fewest: 6},
+		{Ranks: 2, Process: "gpu-a:31000 [0]", Processes: 8, Calls: 8, Fewest: 8, Communicators: 1},
+		{Ranks: 4, Process: "gpu-a:31000 [0]", Processes: 8, Calls: 8, Fewest: 8, Communicators: 1},
+		{Ranks: 8, Process: "gpu-a:31000 [0]", Processes: 8, Calls: 6, Fewest: 6, Communicators: 1},
 	}
 	if !slices.Equal(w.Source.Comms, want) {
 		t.Errorf("comms:\n got %+v\nwant %+v", w.Source.Comms, want)
@@ -372,8 +372,8 @@ func TestReadProcessChoice(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Comms{
-		{Ranks: 2, Process: "b:2 [0]", Processes: 2, Calls: 3, Fewest: 1},
-		{Ranks: 4, Process: "a:1 [0]", Processes: 2, Calls: 1, Fewest: 1},
+		{Ranks: 2, Process: "b:2 [0]", Processes: 2, Calls: 3, Fewest: 1, Communicators: 1},
+		{Ranks: 4, Process: "a:1 [0]", Processes: 2, Calls: 1, Fewest: 1, Communicators: 1},
 	}
 	if !slices.Equal(w.Source.Comms, want) {
 		t.Errorf("comms:\n got %+v\nwant %+v", w.Source.Comms, want)
@@ -393,7 +393,7 @@ func TestReadBounded(t *testing.T) {
 		log.WriteString(rank0 + strings.Replace(allRed, "count 1024", "count "+strconv.Itoa(i), 1) + "\n")
 	}
 	_, err := Read(strings.NewReader(log.String()))
-	if err == nil || !strings.Contains(err.Error(), "line 100: over 100 distinct processes, communicators and message sizes") {
+	if err == nil || !strings.Contains(err.Error(), "line 99: over 100 distinct processes, communicators and message sizes") {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -75,6 +75,12 @@ func (w *Workload) caveats() []string {
 		out = append(out, fmt.Sprintf("measured at %s, the largest size a space takes, each as one call per %s it moves (rounded up): calls of %s",
 			space.FormatSize(space.MaxSize), space.FormatSize(space.MaxSize), calls(w.Source.Oversize)))
 	}
+	for _, c := range w.Source.Comms {
+		if c.Communicators > 1 {
+			out = append(out, fmt.Sprintf("the counted process called on %d communicators of %s (tensor- and data-parallel groups of one size, say): their calls are added up, and a campaign measures them all on the one layout of ranks it launches, though the groups may span nodes differently",
+				c.Communicators, text.Count(c.Ranks, "rank", "ranks")))
+		}
+	}
 	if m := w.Source.Malformed; m > 0 {
 		out = append(out, fmt.Sprintf("left out, as they could not be read: %s (the first: %s)", text.Count(m, "COLL line", "COLL lines"), printable(w.Source.FirstMalformed)))
 	}

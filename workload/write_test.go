@@ -164,3 +164,34 @@ func TestWriteTOMLCountsOne(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTOMLSaysCommunicatorsOfOneSizeAddUp: the 2.18.3 job's rank made
+// its calls on a tensor-parallel and a data-parallel group, both of 2
+// ranks, one within its node and one across nodes. Their size cannot tell
+// them apart, so their calls are added up, and a campaign measures all of
+// them on the one layout of 2 ranks it launches: the tables and the
+// summary say so, where they said nothing (and the README promised that
+// profile asks for --ranks for such a job).
+func TestWriteTOMLSaysCommunicatorsOfOneSizeAddUp(t *testing.T) {
+	w := readFile(t, "nccl-2.18.3-rank0.log")
+	want := "the counted process called on 2 communicators of 2 ranks"
+	var tables, summary strings.Builder
+	if err := w.WriteTOML(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteSummary(&summary); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"tables": tables.String(), "summary": summary.String()} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s do not say %q:\n%s", name, want, out)
+		}
+	}
+	if err := w.Keep(4); err != nil {
+		t.Fatal(err)
+	}
+	tables.Reset()
+	if err := w.WriteTOML(&tables); err != nil || strings.Contains(tables.String(), "called on") {
+		t.Errorf("the 4-rank tables (one communicator a process) say that several add up (%v):\n%s", err, tables.String())
+	}
+}

@@ -123,6 +123,16 @@ func checkCampaignFlags(c *cli.Context, minTrials int, why string) error {
 	return nil
 }
 
+// scenariosNamed are the scenarios of --scenarios' comma-separated names,
+// an unknown or repeated one a usage error that names the flag.
+func scenariosNamed(names string) ([]quality.Scenario, error) {
+	s, err := quality.ScenariosNamed(strings.Split(names, ","))
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--scenarios: %w", err)}
+	}
+	return s, nil
+}
+
 // strategies is --samplers' names, refusing one named twice: its campaigns
 // would repeat the first's (the same seeds) and count twice in every median
 // and percentile over them (ScenariosNamed refuses a scenario so).
@@ -161,8 +171,8 @@ func benchSearch(c *cli.Context) error {
 	if c.IsSet("scenarios") {
 		scenarios = nil
 		if c.String("scenarios") != "" {
-			if scenarios, err = quality.ScenariosNamed(strings.Split(c.String("scenarios"), ",")); err != nil {
-				return usageError{fmt.Errorf("--scenarios: %w", err)}
+			if scenarios, err = scenariosNamed(c.String("scenarios")); err != nil {
+				return err
 			}
 		}
 	}
@@ -387,10 +397,10 @@ func benchJobCommand() *cli.Command {
 				return usageError{fmt.Errorf("--rounds: %w", err)}
 			}
 			// Every name before the first campaign, which an unknown one after it would waste.
-			scenarios := strings.Split(c.String("scenarios"), ",")
-			if _, err := quality.ScenariosNamed(scenarios); err != nil {
-				return usageError{fmt.Errorf("--scenarios: %w", err)}
+			if _, err := scenariosNamed(c.String("scenarios")); err != nil {
+				return err
 			}
+			scenarios := strings.Split(c.String("scenarios"), ",")
 			dir, err := os.MkdirTemp("", "nccltune-bench-")
 			if err != nil {
 				return err
@@ -463,9 +473,9 @@ func benchGroupsCommand() *cli.Command {
 			if pace := c.Float64("pace"); !(pace > 0 && pace <= 1) {
 				return usageError{fmt.Errorf("--pace must be within (0, 1], not %g", pace)}
 			}
-			scenarios, err := quality.ScenariosNamed(strings.Split(c.String("scenarios"), ","))
+			scenarios, err := scenariosNamed(c.String("scenarios"))
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			dir, err := os.MkdirTemp("", "nccltune-bench-")
 			if err != nil {

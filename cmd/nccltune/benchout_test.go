@@ -138,3 +138,15 @@ func TestBenchFlagErrorsNameTheirFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchScenarioErrorsNameTheirFlag: an unknown scenario is --scenarios'
+// error in every bench command; bench groups alone left the flag unnamed.
+func TestBenchScenarioErrorsNameTheirFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range []string{"search", "job", "groups"} {
+		code, _, errOut := nccltune(t, dir, "bench", cmd, "--scenarios", "nope")
+		if code != 2 || !strings.Contains(errOut, `--scenarios: unknown scenario "nope"`) {
+			t.Errorf("nccltune bench %s --scenarios nope: exit %d, stderr %q; want exit 2 and --scenarios named", cmd, code, errOut)
+		}
+	}
+}

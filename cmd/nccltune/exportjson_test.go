@@ -84,3 +84,38 @@ func TestExportWithoutTheSpaceKnowsItsValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestTunerCSVOfAWorkloadWithSendRecv: NCCL asks no tuner plugin about
+// sendrecv and alltoall, which run as NCCL decides, as the export's own
+// header says. A workload holding them (a pipeline's sends, an expert
+// layer's alltoall) was refused the example plugin's rules as a whole ("does
+// not handle sendrecv"), then for want of NCCL's decisions on their sizes,
+// which NCCL's log never holds: its collectives get their rules, and the
+// sendrecv none.
+func TestTunerCSVOfAWorkloadWithSendRecv(t *testing.T) {
+	dir := t.TempDir()
+	data, err := examples.Files.ReadFile("sim-2node-ib-workload.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2p := "[[workload]]\ncollective = \"sendrecv\"\nsize = \"4M\"\ncount = 800\nranks = 16\n\n[[workload]]\ncollective = \"alltoall\"\nsize = \"16M\"\ncount = 100\nranks = 16\n\n[[param]]"
+	own := filepath.Join(dir, "space.toml")
+	os.WriteFile(own, []byte(strings.Replace(string(data), "[[param]]", p2p, 1)), 0o644)
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", own, "--trials", "6", "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := nccltune(t, dir, "export", "--format", "tuner-csv", "--out", "csv"); code != 0 {
+		t.Fatalf("export --format tuner-csv: exit %d\n%s%s", code, out, errOut)
+	}
+	conf, _ := os.ReadFile(filepath.Join(dir, "csv", "nccl_tuner.conf"))
+	for _, line := range strings.Split(string(conf), "\n") {
+		if strings.HasPrefix(line, "sendrecv,") || strings.HasPrefix(line, "alltoall,") {
+			t.Errorf("a rule NCCL never asks about: %s", line)
+		}
+	}
+	for _, coll := range []string{"allreduce,", "allgather,", "reducescatter,"} {
+		if !strings.Contains(string(conf), "\n"+coll) {
+			t.Errorf("no %s rule:\n%s", coll, conf)
+		}
+	}
+}
