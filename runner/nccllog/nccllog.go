@@ -290,7 +290,7 @@ func (l Log) Unconfirmed(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "NCCL_") || name == confFile {
+		if !strings.HasPrefix(name, "NCCL_") || unlogged(name, value) {
 			continue
 		}
 		_, rejected := l.Rejected[name]
@@ -316,10 +316,22 @@ func confirms(name, got, value string) bool {
 	return err == nil && v.Kind == space.KindLevel && v.Alike(got, value)
 }
 
-// confFile is read by NCCL with getenv, before and outside its log (NCCL
-// 2.28.9 logs no line of it): what it names is seen in the variables NCCL
-// read from it (Inherited), so it is not held unconfirmed.
-const confFile = "NCCL_CONF_FILE"
+// unlogged reports whether NCCL (2.28.9) reads name as value without a line
+// of its log, so that none confirms it: NCCL_CONF_FILE, which it reads with
+// getenv before its log starts (what it names is seen in the variables NCCL
+// read from it: Inherited); NCCL_TUNER_CONFIG_FILE, which a tuner plugin
+// reads with getenv; and NCCL_P2P_DISABLE, which ncclGetLevel logs only
+// where it is 1, disabling P2P.
+func unlogged(name, value string) bool {
+	switch name {
+	case "NCCL_CONF_FILE", "NCCL_TUNER_CONFIG_FILE":
+		return true
+	case "NCCL_P2P_DISABLE":
+		n, _ := space.ParamInt(value)
+		return n != 1
+	}
+	return false
+}
 
 // Inherited returns, as sorted NAME=value, the variables NCCL's log shows
 // it read that env does not set, NCCL's own log settings aside: NCCL loads

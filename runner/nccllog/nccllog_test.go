@@ -263,3 +263,27 @@ func TestNetworkOfAPluginConfirms(t *testing.T) {
 		t.Errorf("NCCL_NET=AWS confirmed by the network AWS Libfabric: %v", got)
 	}
 }
+
+// TestValuesNCCLReadsWithoutALine: NCCL 2.28.9 reads NCCL_P2P_DISABLE in
+// ncclGetLevel, which logs it only where it is 1 (paths.cc), and a tuner
+// plugin reads NCCL_TUNER_CONFIG_FILE with getenv, which NCCL never logs:
+// a trial with NCCL_P2P_DISABLE=0 was held unconfirmed whatever its log
+// said, so that validation refused every configuration that chose it.
+func TestValuesNCCLReadsWithoutALine(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	quiet := Parse([]byte(p + "NCCL_ALGO set by environment to Ring\n"))
+	for _, tc := range []struct {
+		log       Log
+		env       string
+		confirmed bool
+	}{
+		{quiet, "NCCL_P2P_DISABLE=0", true},
+		{quiet, "NCCL_TUNER_CONFIG_FILE=/etc/tuner.conf", true},
+		{quiet, "NCCL_P2P_DISABLE=1", false},
+		{Parse([]byte(p + "NCCL_P2P_DISABLE set by environment to 1\n")), "NCCL_P2P_DISABLE=1", true},
+	} {
+		if got := tc.log.Unconfirmed([]string{tc.env}); (len(got) == 0) != tc.confirmed {
+			t.Errorf("%s: unconfirmed %v, want confirmed %v", tc.env, got, tc.confirmed)
+		}
+	}
+}
