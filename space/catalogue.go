@@ -76,7 +76,7 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_MIN_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
 	{Name: "NCCL_MAX_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
 	{Name: "NCCL_BUFFSIZE", Kind: KindBytes, Min: 1 << 12, Max: 1 << 30},
-	{Name: "NCCL_NTHREADS", Kind: KindEnum, Values: []string{"64", "128", "256", "512"}},
+	{Name: "NCCL_NTHREADS", Kind: KindEnum, Values: nthreads()},
 	{Name: "NCCL_CUMEM_ENABLE", Kind: KindBool},
 	{Name: "NCCL_NVLS_ENABLE", Kind: KindBool},
 	{Name: "NCCL_COLLNET_ENABLE", Kind: KindBool},
@@ -138,6 +138,17 @@ var ddpKnobs = indexVars([]Var{
 	{Name: "gradient_as_bucket_view", Kind: KindBool, Flag: "--gradient-as-bucket-view"},
 	{Name: "static_graph", Kind: KindBool, Flag: "--static-graph"},
 })
+
+// nthreads are the values NCCL_NTHREADS takes: getNthreads (tuning.cc)
+// takes a multiple of the warp (32) from two warps to 512, and replaces any
+// other by its maximum or minimum.
+func nthreads() []string {
+	var vs []string
+	for n := 64; n <= 512; n += 32 {
+		vs = append(vs, strconv.Itoa(n))
+	}
+	return vs
+}
 
 func indexVars(vs []Var) map[string]Var {
 	m := make(map[string]Var, len(vs))

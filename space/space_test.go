@@ -184,6 +184,11 @@ func TestNormalize(t *testing.T) {
 		{"NCCL_CUMEM_ENABLE", "2", "", true},
 		{"NCCL_SOCKET_IFNAME", "eth0\n", "", true},
 		{"NCCL_NTHREADS", "300", "", true},
+		// getNthreads (tuning.cc) takes any multiple of the warp in [64, 512].
+		{"NCCL_NTHREADS", "96", "96", false},
+		{"NCCL_NTHREADS", "480", "480", false},
+		{"NCCL_NTHREADS", "32", "", true},
+		{"NCCL_NTHREADS", "544", "", true},
 	} {
 		v, err := Lookup(tc.name)
 		if err != nil {

@@ -27,7 +27,7 @@ type Log struct {
 	// readApart, which no setting's value equals.
 	Read map[string]string `json:"read,omitempty"`
 	// Rejected is NCCL_X -> NCCL's own words where it said it would not use
-	// the value as given ("Invalid NCCL_NTHREADS 96 (must be a multiple of
+	// the value as given ("Invalid NCCL_NTHREADS 100 (must be a multiple of
 	// 32)"): it may have logged reading the value first.
 	Rejected map[string]string `json:"rejected,omitempty"`
 	Network  string            `json:"network,omitempty"` // "IB", "Socket", or a plugin's name
@@ -85,7 +85,7 @@ var (
 	nicRE     = regexp.MustCompile(`\[\d+\]\S`)
 	noteRE    = regexp.MustCompile(`No device found|No capable device found|Failed to initialize NET plugin|falling back|NET/Socket : Using`)
 	// NCCL's words for a value it does not use as given: "Invalid value X for
-	// NCCL_Y, using default", "Invalid NCCL_NTHREADS 96 (...)", "NCCL_MIN_CTAS
+	// NCCL_Y, using default", "Invalid NCCL_NTHREADS 100 (...)", "NCCL_MIN_CTAS
 	// 0 is too low, leaving it set at", "NCCL_NET_MERGE_POLICY: unknown value",
 	// "failed to decode NCCL_PROXY_CPUSET=... Ignoring", "... is out of range".
 	rejectRE = regexp.MustCompile(`(?i)\b(invalid|unknown|unrecognized|ignor(e|ed|ing)|too (low|big|high|large)|out of range|using (the )?default|using built-in default|defaulting)\b`)

@@ -103,13 +103,13 @@ func TestRejectedIsNotConfirmed(t *testing.T) {
 		name, log, env string
 		rejected       bool
 	}{
-		{"threads not a multiple of the warp", p + "NCCL_NTHREADS set by environment to 96.\n" + p + "Invalid NCCL_NTHREADS 96 (must be a multiple of 32)\n", "NCCL_NTHREADS=96", true},
+		{"threads not a multiple of the warp", p + "NCCL_NTHREADS set by environment to 100.\n" + p + "Invalid NCCL_NTHREADS 100 (must be a multiple of 32)\n", "NCCL_NTHREADS=100", true},
 		{"threads above the maximum", p + "NCCL_NTHREADS set by environment to 1024.\n" + p + "Invalid NCCL_NTHREADS 1024 (maximum 512).\n", "NCCL_NTHREADS=1024", true},
 		{"an unparsable number", p + "Invalid value 99999999999999999999 for NCCL_IB_TIMEOUT, using default 20.\n", "NCCL_IB_TIMEOUT=99999999999999999999", true},
 		{"too low", p + "NCCL_MIN_CTAS set by environment to 0.\n" + p + "NCCL_MIN_CTAS 0 is too low, leaving it set at 1\n", "NCCL_MIN_CTAS=0", true},
 		{"clamped to the config's maximum", p + "NCCL_MIN_CTAS set by environment to 32.\n" + p + "minCTAs 32 is larger than maxCTAs 16, set both to 16\n", "NCCL_MIN_CTAS=32", true},
 		{"a warning", p + "NCCL_NET_MERGE_POLICY set by environment to RAIL\n" + "node1:12:12 [0] NCCL WARN NCCL_NET_MERGE_POLICY: unknown value 'RAIL', defaulting to ALL\n", "NCCL_NET_MERGE_POLICY=RAIL", true},
-		{"on another rank, tagged", p + "NCCL_NTHREADS set by environment to 96.\n[1,1]<stdout>:node2:7:7 [1] NCCL INFO Invalid NCCL_NTHREADS 96 (must be a multiple of 32)\n", "NCCL_NTHREADS=96", true},
+		{"on another rank, tagged", p + "NCCL_NTHREADS set by environment to 100.\n[1,1]<stdout>:node2:7:7 [1] NCCL INFO Invalid NCCL_NTHREADS 100 (must be a multiple of 32)\n", "NCCL_NTHREADS=100", true},
 		{"a value that holds the words", p + "NCCL_SOCKET_IFNAME set by environment to =ignored-invalid0\n" + p + "NCCL_SOCKET_IFNAME set to =ignored-invalid0\n", "NCCL_SOCKET_IFNAME==ignored-invalid0", false},
 		{"the variable that made NCCL ignore something", p + "NCCL_IGNORE_NET_MISMATCH set by environment to 1.\n" + p + "Detected mixed local Net device counts across ranks (min 1, max 2). Ignoring due to NCCL_IGNORE_NET_MISMATCH.\n", "NCCL_IGNORE_NET_MISMATCH=1", false},
 		{"a hint naming a variable", p + "NCCL_CROSS_NIC set by environment to 1.\n" + p + "HINT: To confirm, you can set NCCL_CROSS_NIC=0 to disable cross-rail communication.\n", "NCCL_CROSS_NIC=1", false},

@@ -198,7 +198,7 @@ func (s Scenario) parseConfig(env map[string]string, coll string) (config, error
 	}
 	if v, ok := env["NCCL_NTHREADS"]; ok {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 64 || n > 512 || n%64 != 0 {
+		if err != nil || n < 64 || n > 512 || n%32 != 0 {
 			return c, fmt.Errorf("invalid NCCL_NTHREADS=%q", v)
 		}
 		c.nThreads = float64(n)

@@ -402,3 +402,21 @@ func TestHeaderIsNCCLTests(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsAreAnyMultipleOfTheWarp: NCCL takes NCCL_NTHREADS as any
+// multiple of 32 from 64 to 512 (getNthreads, tuning.cc), which the space
+// loads; the simulator failed 96 as invalid.
+func TestThreadsAreAnyMultipleOfTheWarp(t *testing.T) {
+	sc, err := ParseScenario(twoNodeIB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{{"96", true}, {"480", true}, {"100", false}, {"544", false}} {
+		if _, err := Evaluate(sc, "all_reduce", map[string]string{"NCCL_NTHREADS": tc.value}, []int64{1 << 20}); (err == nil) != tc.ok {
+			t.Errorf("NCCL_NTHREADS=%s: %v", tc.value, err)
+		}
+	}
+}
