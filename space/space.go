@@ -504,8 +504,10 @@ func words(list []string) string {
 
 // Check applies the rules by which NCCL overrides a combination of
 // variables (NCCL 2.28-2.30: net_socket.cc cuts the sockets per thread to
-// 64 in all, init.cc sets NCCL_MIN_CTAS to NCCL_MAX_CTAS, connect.cc
-// reconciles the channel bounds), so that a configuration NCCL would not
+// 64 in all, init.cc sets NCCL_MIN_CTAS to NCCL_MAX_CTAS, paths.cc takes
+// NCCL_MIN_P2P_NCHANNELS over NCCL_MAX_P2P_NCHANNELS; connect.cc runs
+// NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS as written, duplicating the
+// first channels), so that a configuration NCCL would not
 // run as written, but as another one the space holds, is not launched: its
 // measurement would be that other configuration's under a wrong name.
 func (s *Space) Check(a Assignment) error {
@@ -520,7 +522,7 @@ func (s *Space) Check(a Assignment) error {
 	if okT && okN && t*n > 64 {
 		return fmt.Errorf("NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = %d exceeds NCCL's limit of 64 sockets, so NCCL would cut NCCL_NSOCKS_PERTHREAD to %d", t*n, 64/max(t, 1))
 	}
-	for _, pair := range [][2]string{{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}, {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}} {
+	for _, pair := range [][2]string{{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}, {"NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS"}} {
 		lo, okLo := vars[pair[0]]
 		hi, okHi := vars[pair[1]]
 		if okLo && okHi && lo > hi {

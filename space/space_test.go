@@ -308,6 +308,30 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckChannelBounds: NCCL 2.28.9 runs NCCL_MIN_NCHANNELS above
+// NCCL_MAX_NCHANNELS as written, the first channels duplicated up to the
+// minimum ("We permit combining max, then min", connect.cc), which Check
+// refused; NCCL_MIN_P2P_NCHANNELS above NCCL_MAX_P2P_NCHANNELS it does not
+// (paths.cc takes the minimum over the maximum), which Check ran.
+func TestCheckChannelBounds(t *testing.T) {
+	sp, err := Parse("c.toml", []byte("[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_MIN_NCHANNELS\"\nmin = 1\nmax = 32\n[[param]]\nname = \"NCCL_MAX_NCHANNELS\"\nmin = 1\nmax = 32\n[[param]]\nname = \"NCCL_MIN_P2P_NCHANNELS\"\nmin = 1\nmax = 32\n[[param]]\nname = \"NCCL_MAX_P2P_NCHANNELS\"\nmin = 1\nmax = 32\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a   Assignment
+		bad bool
+	}{
+		{Assignment{"NCCL_MIN_NCHANNELS": "16", "NCCL_MAX_NCHANNELS": "4"}, false},
+		{Assignment{"NCCL_MIN_P2P_NCHANNELS": "4", "NCCL_MAX_P2P_NCHANNELS": "4"}, false},
+		{Assignment{"NCCL_MIN_P2P_NCHANNELS": "16", "NCCL_MAX_P2P_NCHANNELS": "4"}, true},
+	} {
+		if err := sp.Check(tc.a); (err != nil) != tc.bad {
+			t.Errorf("Check(%v) = %v", tc.a, err)
+		}
+	}
+}
+
 // TestKindSettings: a setting the benchmark's kind does not use is refused
 // with its line, whichever kind and setting (none is silently ignored), and
 // what a kind uses loads.
