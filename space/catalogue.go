@@ -3,6 +3,7 @@ package space
 import (
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ type Var struct {
 	Gone string
 	// Instead names the variable that replaced a deprecated one (still read by NCCL).
 	Instead string
+	// Pow2 is set for an integer NCCL rounds up to a power of two before
+	// use, so that 3 and 4 are one setting to it.
+	Pow2 bool
 	// Flag, for a DDP knob, is the DDP step script's option that takes it:
 	// it is passed as an argument, not through the environment.
 	Flag string
@@ -73,8 +77,9 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_MIN_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MIN_CTAS"},
 	{Name: "NCCL_MAX_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MAX_CTAS"},
 	{Name: "NCCL_NCHANNELS_PER_NET_PEER", Kind: KindInt, Min: 1, Max: 64},
-	{Name: "NCCL_MIN_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
-	{Name: "NCCL_MAX_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
+	// ncclTopoComputeP2pChannels rounds the P2P channels they bound up to a power of two.
+	{Name: "NCCL_MIN_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Pow2: true},
+	{Name: "NCCL_MAX_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Pow2: true},
 	{Name: "NCCL_BUFFSIZE", Kind: KindBytes, Min: 1 << 12, Max: 1 << 30},
 	{Name: "NCCL_NTHREADS", Kind: KindEnum, Values: nthreads()},
 	{Name: "NCCL_CUMEM_ENABLE", Kind: KindBool},
@@ -560,13 +565,18 @@ func (v Var) integers(min, max int64) error {
 
 // Alike reports whether NCCL reads two normalized values of v alike: a
 // list names the set it enables (of algorithms, of protocols, per
-// collective), so its order, its repeats and a '^' are no difference.
+// collective), so its order, its repeats and a '^' are no difference; a
+// Pow2 integer is the power of two it is rounded up to.
 func (v Var) Alike(a, b string) bool { return v.reads(a) == v.reads(b) }
 
 // reads is what NCCL reads a normalized value of v as: values are Alike
 // where it is the same, so that it can key a map of them.
 func (v Var) reads(value string) string {
 	switch v.Kind {
+	case KindInt:
+		if n, err := strconv.ParseInt(value, 10, 64); err == nil && v.Pow2 && n > 0 {
+			return strconv.FormatUint(1<<bits.Len64(uint64(n-1)), 10)
+		}
 	case KindList:
 		return listSet(value, v.Values)
 	case KindLevel:

@@ -392,6 +392,27 @@ func TestAlikeReadsAsNCCLDoes(t *testing.T) {
 	}
 }
 
+// TestP2PChannelsAlikeAsNCCLRoundsThem: NCCL 2.28.9 rounds the P2P
+// channel count it takes from NCCL_MIN_P2P_NCHANNELS and
+// NCCL_MAX_P2P_NCHANNELS up to a power of two (ncclTopoComputeP2pChannels):
+// 3 and 4, or 5 and 8, are one setting, whose trials are one configuration's.
+func TestP2PChannelsAlikeAsNCCLRoundsThem(t *testing.T) {
+	for _, name := range []string{"NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS"} {
+		v := mustLookup(name)
+		for _, tc := range []struct {
+			a, b  string
+			alike bool
+		}{{"3", "4", true}, {"5", "8", true}, {"8", "9", false}, {"33", "64", true}, {"1", "2", false}} {
+			if got := v.Alike(tc.a, tc.b); got != tc.alike {
+				t.Errorf("%s: Alike(%s, %s) = %v", name, tc.a, tc.b, got)
+			}
+		}
+	}
+	if _, err := Parse("p.toml", []byte("[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_MIN_P2P_NCHANNELS\"\nvalues = [\"3\", \"4\"]\n")); err == nil || !strings.Contains(err.Error(), "listed twice") {
+		t.Errorf("3 and 4 listed as two values: %v", err)
+	}
+}
+
 // TestListsAlikeAsNCCLEnablesThem: parseList sets, for each collective a
 // part names (each, for one without a prefix), the names enabled: "^LL128"
 // enables what "LL,Simple" does, and a part that sets a collective as the
