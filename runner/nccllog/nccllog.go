@@ -87,8 +87,10 @@ var (
 	// NCCL's words for a value it does not use as given: "Invalid value X for
 	// NCCL_Y, using default", "Invalid NCCL_NTHREADS 100 (...)", "NCCL_MIN_CTAS
 	// 0 is too low, leaving it set at", "NCCL_NET_MERGE_POLICY: unknown value",
-	// "failed to decode NCCL_PROXY_CPUSET=... Ignoring", "... is out of range".
-	rejectRE = regexp.MustCompile(`(?i)\b(invalid|unknown|unrecognized|ignor(e|ed|ing)|too (low|big|high|large)|out of range|using (the )?default|using built-in default|defaulting)\b`)
+	// "failed to decode NCCL_PROXY_CPUSET=... Ignoring", "... is out of range",
+	// "the total number of sockets is greater than the maximum allowed,
+	// setting NCCL_NSOCKS_PERTHREAD to 16".
+	rejectRE = regexp.MustCompile(`(?i)\b(invalid|unknown|unrecognized|ignor(e|ed|ing)|too (low|big|high|large)|out of range|greater than the maximum|using (the )?default|using built-in default|defaulting)\b`)
 	varRE    = regexp.MustCompile(`\bNCCL_[A-Z0-9_]+\b`)
 	// A variable given as the cause was used: "Detected mixed local Net
 	// device counts across ranks (...). Ignoring due to NCCL_IGNORE_NET_MISMATCH."

@@ -108,6 +108,8 @@ func TestRejectedIsNotConfirmed(t *testing.T) {
 		{"an unparsable number", p + "Invalid value 99999999999999999999 for NCCL_IB_TIMEOUT, using default 20.\n", "NCCL_IB_TIMEOUT=99999999999999999999", true},
 		{"too low", p + "NCCL_MIN_CTAS set by environment to 0.\n" + p + "NCCL_MIN_CTAS 0 is too low, leaving it set at 1\n", "NCCL_MIN_CTAS=0", true},
 		{"clamped to the config's maximum", p + "NCCL_MIN_CTAS set by environment to 32.\n" + p + "minCTAs 32 is larger than maxCTAs 16, set both to 16\n", "NCCL_MIN_CTAS=32", true},
+		// net_socket.cc: NCCL's own thread count (2 on AWS, 4 on GCP) times it is over 64.
+		{"sockets cut to 64", p + "NCCL_NSOCKS_PERTHREAD set by environment to 32.\n" + "node1:12:12 [0] net_socket.cc:331 NCCL WARN NET/Socket : the total number of sockets is greater than the maximum allowed, setting NCCL_NSOCKS_PERTHREAD to 16\n", "NCCL_NSOCKS_PERTHREAD=32", true},
 		{"a warning", p + "NCCL_NET_MERGE_POLICY set by environment to RAIL\n" + "node1:12:12 [0] NCCL WARN NCCL_NET_MERGE_POLICY: unknown value 'RAIL', defaulting to ALL\n", "NCCL_NET_MERGE_POLICY=RAIL", true},
 		{"on another rank, tagged", p + "NCCL_NTHREADS set by environment to 100.\n[1,1]<stdout>:node2:7:7 [1] NCCL INFO Invalid NCCL_NTHREADS 100 (must be a multiple of 32)\n", "NCCL_NTHREADS=100", true},
 		{"a value that holds the words", p + "NCCL_SOCKET_IFNAME set by environment to =ignored-invalid0\n" + p + "NCCL_SOCKET_IFNAME set to =ignored-invalid0\n", "NCCL_SOCKET_IFNAME==ignored-invalid0", false},
