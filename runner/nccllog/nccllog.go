@@ -133,11 +133,11 @@ func Parse(output []byte) Log {
 		l.Debug = true
 		msg := strings.TrimSpace(m[1])
 		if s := setRE.FindStringSubmatch(msg); s != nil {
-			read.add(s[1], strings.TrimSuffix(s[2], "."))
+			read.add(s[1], marked(line, strings.TrimSuffix(s[2], ".")))
 			continue
 		}
 		if s := hcaRE.FindStringSubmatch(msg); s != nil {
-			read.add(s[1], s[2])
+			read.add(s[1], marked(line, s[2]))
 			continue
 		}
 		l.reject(msg)
@@ -175,6 +175,23 @@ func Parse(output []byte) Log {
 	}
 	l.Read = read.joined()
 	return l
+}
+
+// maxRecord is the longest record NCCL (2.28.9) logs, its newline aside: it
+// writes each from a buffer of 1024 bytes (debug.cc), cutting a longer one.
+const maxRecord = 1023
+
+// cutMark ends a value read from a line NCCL may have cut (maxRecord bytes,
+// or more with a launcher's tag before them): NCCL read a value that starts
+// with what comes before the mark, and logged no more of it.
+const cutMark = "…"
+
+// marked is value as read from line: with cutMark where NCCL may have cut it.
+func marked(line, value string) string {
+	if len(line) >= maxRecord {
+		return value + cutMark
+	}
+	return value
 }
 
 // readApart joins the values of a variable that ranks read differently.
@@ -309,13 +326,24 @@ func (l Log) Unconfirmed(env []string) []string {
 }
 
 // confirms reports whether NCCL logging that it read name as got confirms
-// value: a level it logs by its name (ncclGetLevel: 4 and 5 as SYS).
+// value: a level it logs by its name (ncclGetLevel: 4 and 5 as SYS); a
+// value it cut by its start; and where ranks read it apart (their lines cut
+// at other lengths, their hosts' names being of other lengths), each of theirs.
 func confirms(name, got, value string) bool {
 	if strings.EqualFold(got, value) {
 		return true
 	}
-	v, err := space.Lookup(name)
-	return err == nil && v.Kind == space.KindLevel && v.Alike(got, value)
+	for _, g := range strings.Split(got, readApart) {
+		cut, isCut := strings.CutSuffix(g, cutMark)
+		switch v, err := space.Lookup(name); {
+		case strings.EqualFold(g, value):
+		case isCut && len(value) >= len(cut) && strings.EqualFold(value[:len(cut)], cut):
+		case err == nil && v.Kind == space.KindLevel && v.Alike(g, value):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // unlogged reports whether NCCL (2.28.9) reads name as value without a line

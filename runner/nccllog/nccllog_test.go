@@ -289,3 +289,37 @@ func TestValuesNCCLReadsWithoutALine(t *testing.T) {
 		}
 	}
 }
+
+// TestValueCutByNCCLsLineIsConfirmed: NCCL 2.28.9 writes each record of its
+// log from a buffer of 1024 bytes (debug.cc), its newline the last: a
+// value whose line is longer, a long NCCL_TOPO_FILE path or NCCL_IB_HCA
+// list, is logged cut at 1023 bytes, and was never confirmed, so that
+// validation refused every configuration that set it. A value cut short in
+// a line under the cap is another value.
+func TestValueCutByNCCLsLineIsConfirmed(t *testing.T) {
+	value := "/shared/topology/" + strings.Repeat("x", 1500) + ".xml"
+	record := func(prefix string) string {
+		line := prefix + "node1:12:12 [0] NCCL INFO NCCL_TOPO_FILE set by environment to " + value
+		return line[:len(prefix)+1023] + "\n"
+	}
+	onNode10 := strings.Replace(record(""), "node1:", "node10:", 1)[:1023] + "\n"
+	env := []string{"NCCL_TOPO_FILE=" + value}
+	for _, tc := range []struct {
+		name, log string
+		confirmed bool
+	}{
+		{"cut at 1023 bytes", record(""), true},
+		{"cut, tagged by srun --label", record(" 3: "), true},
+		{"cut by both ranks", record("") + record("[1,1]<stdout>:"), true},
+		{"cut at another length on a host of a longer name", record("") + onNode10, true},
+		{"short of the cap", "node1:12:12 [0] NCCL INFO NCCL_TOPO_FILE set by environment to " + value[:100] + "\n", false},
+	} {
+		l := Parse([]byte(tc.log))
+		if got := l.Unconfirmed(env); (len(got) == 0) != tc.confirmed {
+			t.Errorf("%s: unconfirmed %v, want confirmed %v (read %.40q...)", tc.name, got, tc.confirmed, l.Read["NCCL_TOPO_FILE"])
+		}
+	}
+	if got := Parse([]byte(record(""))).Unconfirmed([]string{"NCCL_TOPO_FILE=/other" + value}); len(got) != 1 {
+		t.Errorf("another path confirmed by a cut one: %v", got)
+	}
+}
