@@ -117,8 +117,9 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_CROSS_NIC", Kind: KindEnum, Values: []string{"0", "1", "2"}},
 	{Name: "NCCL_SOCKET_IFNAME", Kind: KindString},
 	{Name: "NCCL_SOCKET_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}, Exact: true},
-	{Name: "NCCL_SOCKET_NTHREADS", Kind: KindInt, Min: 1, Max: 16},
-	{Name: "NCCL_NSOCKS_PERTHREAD", Kind: KindInt, Min: 1, Max: 64},
+	// 0 of either: no helper sockets, the control socket carries the data.
+	{Name: "NCCL_SOCKET_NTHREADS", Kind: KindInt, Min: 0, Max: 16},
+	{Name: "NCCL_NSOCKS_PERTHREAD", Kind: KindInt, Min: 0, Max: 64},
 	{Name: "NCCL_LAUNCH_MODE", Kind: KindEnum, Values: []string{"PARALLEL", "GROUP"}},
 	{Name: "NCCL_IGNORE_CPU_AFFINITY", Kind: KindBool},
 	{Name: "NCCL_GRAPH_MIXING_SUPPORT", Kind: KindBool},

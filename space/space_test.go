@@ -184,6 +184,11 @@ func TestNormalize(t *testing.T) {
 		{"NCCL_CUMEM_ENABLE", "2", "", true},
 		{"NCCL_SOCKET_IFNAME", "eth0\n", "", true},
 		{"NCCL_NTHREADS", "300", "", true},
+		// net_socket.cc: no helper threads, or no sockets of theirs, sends
+		// on the control socket alone (AWS's default is 2 threads of 8).
+		{"NCCL_SOCKET_NTHREADS", "0", "0", false},
+		{"NCCL_NSOCKS_PERTHREAD", "0", "0", false},
+		{"NCCL_SOCKET_NTHREADS", "-1", "", true},
 		// getNthreads (tuning.cc) takes any multiple of the warp in [64, 512].
 		{"NCCL_NTHREADS", "96", "96", false},
 		{"NCCL_NTHREADS", "480", "480", false},

@@ -420,3 +420,15 @@ func TestThreadsAreAnyMultipleOfTheWarp(t *testing.T) {
 		}
 	}
 }
+
+// TestNoHelperSockets: NCCL 2.28.9 takes NCCL_SOCKET_NTHREADS=0 or
+// NCCL_NSOCKS_PERTHREAD=0 as no helper sockets, its control socket carrying
+// the data (net_socket.cc), which the space loads; the simulator failed it.
+func TestNoHelperSockets(t *testing.T) {
+	tcp := []string{"-nodes=2", "-fabric=tcp", "-noise=0"}
+	for _, env := range [][]string{{"NCCL_SOCKET_NTHREADS=0"}, {"NCCL_SOCKET_NTHREADS=4", "NCCL_NSOCKS_PERTHREAD=0"}} {
+		if rep, code, out := simulate(t, tcp, env, "-b", "1M", "-e", "1M", "-g", "16"); code != 0 || len(rep.Rows) != 1 {
+			t.Errorf("%v: exit %d\n%s", env, code, out)
+		}
+	}
+}
