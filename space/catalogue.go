@@ -512,9 +512,9 @@ func listRefused(value string, tokens []string) error {
 // (parseStringList, after a leading ^ and =): it reads maxIfNames of them,
 // copies each into 64 bytes without a check, and reads what follows a ':'
 // as a port with atoi ("x" is 0, which no adapter has; an interface's port
-// it ignores). Since NCCL 2.30 a rail and a plane may follow
-// ("mlx5_0:1:0:1"), which older versions skip, reading the port's leading
-// digits.
+// it ignores); a blank is part of a name. Since NCCL 2.30 a rail and a
+// plane may follow ("mlx5_0:1:0:1"), which older versions skip, reading
+// the port's leading digits.
 func (v Var) ifList(value string) error {
 	names := 0
 	for _, entry := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(value, "^"), "="), ",") {
@@ -527,6 +527,9 @@ func (v Var) ifList(value string) error {
 		switch {
 		case len(name) >= 64:
 			return fmt.Errorf("%s: name %.20s... is %d bytes: NCCL copies it into 64, its NUL included, and writes past them", v.Name, name, len(name))
+		case strings.ContainsFunc(name, unicode.IsSpace):
+			// Linux takes no blank in an interface's or an adapter's name.
+			return fmt.Errorf("%s: name %q holds a blank, which no interface or adapter's name does: NCCL matches nothing by it (write the list without blanks)", v.Name, name)
 		case hasPort && v.Name == "NCCL_IB_HCA" && (err != nil || n < 1 || strconv.Itoa(n) != port):
 			return fmt.Errorf("%s: port %q of %s is no port number (1, 2, ...): NCCL reads its leading digits, and 0 matches no port", v.Name, port, name)
 		case names > maxIfNames:

@@ -183,6 +183,13 @@ func TestNormalize(t *testing.T) {
 		{"NCCL_IB_GID_INDEX", "-1", "-1", false},
 		{"NCCL_CUMEM_ENABLE", "2", "", true},
 		{"NCCL_SOCKET_IFNAME", "eth0\n", "", true},
+		// A name with a blank matches no interface or adapter: NCCL
+		// compares bytes, and Linux takes no blank in a name ("eth0,
+		// eth1" ran on eth0 alone).
+		{"NCCL_SOCKET_IFNAME", "eth0, eth1", "", true},
+		{"NCCL_SOCKET_IFNAME", "^docker,lo", "^docker,lo", false},
+		{"NCCL_IB_HCA", "=mlx5_0:1, mlx5_1:1", "", true},
+		{"NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1", "=mlx5_0:1,mlx5_1:1", false},
 		{"NCCL_NTHREADS", "300", "", true},
 		// net_socket.cc: no helper threads, or no sockets of theirs, sends
 		// on the control socket alone (AWS's default is 2 threads of 8).
