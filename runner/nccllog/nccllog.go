@@ -309,11 +309,14 @@ func (l Log) Unconfirmed(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "NCCL_") || unlogged(name, value) {
+		if !strings.HasPrefix(name, "NCCL_") {
 			continue
 		}
 		_, rejected := l.Rejected[name]
 		got, ok := l.Read[name]
+		if !ok && unlogged(name, value) {
+			continue
+		}
 		if !ok && name == "NCCL_NET" && l.Network != "" {
 			// Logged as the network NCCL picked by it (strcasecmp).
 			got, ok = l.Network, true

@@ -283,6 +283,8 @@ func TestValuesNCCLReadsWithoutALine(t *testing.T) {
 		{quiet, "NCCL_TUNER_CONFIG_FILE=/etc/tuner.conf", true},
 		{quiet, "NCCL_P2P_DISABLE=1", false},
 		{Parse([]byte(p + "NCCL_P2P_DISABLE set by environment to 1\n")), "NCCL_P2P_DISABLE=1", true},
+		// A line that says otherwise (a rank's config file) still contradicts it.
+		{Parse([]byte(p + "NCCL_P2P_DISABLE set by environment to 1\n")), "NCCL_P2P_DISABLE=0", false},
 	} {
 		if got := tc.log.Unconfirmed([]string{tc.env}); (len(got) == 0) != tc.confirmed {
 			t.Errorf("%s: unconfirmed %v, want confirmed %v", tc.env, got, tc.confirmed)
