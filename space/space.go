@@ -504,12 +504,13 @@ func words(list []string) string {
 
 // Check applies the rules by which NCCL overrides a combination of
 // variables (NCCL 2.28-2.30: net_socket.cc cuts the sockets per thread to
-// 64 in all, init.cc sets NCCL_MIN_CTAS to NCCL_MAX_CTAS, paths.cc takes
+// 64 in all, init.cc sets NCCL_MIN_CTAS to NCCL_MAX_CTAS and cuts the P2P
+// chunk to an eighth of NCCL_BUFFSIZE (NCCL_STEPS), paths.cc takes
 // NCCL_MIN_P2P_NCHANNELS over NCCL_MAX_P2P_NCHANNELS; connect.cc runs
 // NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS as written, duplicating the
-// first channels), so that a configuration NCCL would not
-// run as written, but as another one the space holds, is not launched: its
-// measurement would be that other configuration's under a wrong name.
+// first channels), so that a configuration NCCL would not run as written,
+// but as another one the space holds, is not launched: its measurement
+// would be that other configuration's under a wrong name.
 func (s *Space) Check(a Assignment) error {
 	vars := map[string]int64{}
 	for name, value := range EnvMap(s.Env(a)) {
@@ -521,6 +522,15 @@ func (s *Space) Check(a Assignment) error {
 	n, okN := vars["NCCL_NSOCKS_PERTHREAD"]
 	if okT && okN && t*n > 64 {
 		return fmt.Errorf("NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = %d exceeds NCCL's limit of 64 sockets, so NCCL would cut NCCL_NSOCKS_PERTHREAD to %d", t*n, 64/max(t, 1))
+	}
+	buffer, ok := vars["NCCL_BUFFSIZE"]
+	if !ok {
+		buffer = 4 << 20 // NCCL's default
+	}
+	for _, name := range []string{"NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE"} {
+		if chunk, ok := vars[name]; ok && chunk > buffer/8 {
+			return fmt.Errorf("%s = %d is above an eighth of NCCL_BUFFSIZE (%d), which NCCL cuts it to", name, chunk, buffer)
+		}
 	}
 	for _, pair := range [][2]string{{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}, {"NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS"}} {
 		lo, okLo := vars[pair[0]]

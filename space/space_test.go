@@ -344,6 +344,30 @@ func TestCheckChannelBounds(t *testing.T) {
 	}
 }
 
+// TestCheckP2PChunkAgainstBuffer: NCCL 2.28.9 cuts the P2P chunk to an
+// eighth of NCCL_BUFFSIZE (4 MiB unless set) where it is larger
+// (computeBuffSizes, init.cc): NCCL_P2P_NET_CHUNKSIZE = 1M ran as 512K.
+func TestCheckP2PChunkAgainstBuffer(t *testing.T) {
+	sp, err := Parse("c.toml", []byte("[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_P2P_NET_CHUNKSIZE\"\nvalues = [\"default\", \"512K\", \"1M\"]\n[[param]]\nname = \"NCCL_P2P_NVL_CHUNKSIZE\"\nvalues = [\"default\", \"1M\"]\n[[param]]\nname = \"NCCL_BUFFSIZE\"\nvalues = [\"default\", \"1M\", \"8M\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a   Assignment
+		bad bool
+	}{
+		{Assignment{"NCCL_P2P_NET_CHUNKSIZE": "524288"}, false},
+		{Assignment{"NCCL_P2P_NET_CHUNKSIZE": "1048576"}, true},
+		{Assignment{"NCCL_P2P_NET_CHUNKSIZE": "1048576", "NCCL_BUFFSIZE": "8388608"}, false},
+		{Assignment{"NCCL_P2P_NVL_CHUNKSIZE": "1048576", "NCCL_BUFFSIZE": "8388608"}, false},
+		{Assignment{"NCCL_P2P_NET_CHUNKSIZE": "524288", "NCCL_BUFFSIZE": "1048576"}, true},
+	} {
+		if err := sp.Check(tc.a); (err != nil) != tc.bad {
+			t.Errorf("Check(%v) = %v", tc.a, err)
+		}
+	}
+}
+
 // TestKindSettings: a setting the benchmark's kind does not use is refused
 // with its line, whichever kind and setting (none is silently ignored), and
 // what a kind uses loads.
