@@ -594,23 +594,41 @@ func (v Var) reads(value string) string {
 	return value
 }
 
-// listSet is what NCCL enables of a canonical list: as its parseList reads
-// the parts in turn, each sets every collective it names (each, without a
-// prefix) to its names, or to all but them after a '^', replacing what a
-// part before set; a collective no part names keeps NCCL's own choice. A
-// prefix NCCL fails its init on (a stored space's) leaves the value as it is.
+// listSet is what NCCL enables of a canonical list (enabledSets), each
+// collective's names joined, "" for one no part names. A prefix NCCL fails
+// its init on (a stored space's) leaves the value as it is.
 func listSet(value string, tokens []string) string {
-	sets := make([]string, len(collNames)) // "" where no part names it
+	sets, ok := enabledSets(value, tokens)
+	if !ok {
+		return value
+	}
+	out := make([]string, len(collNames))
+	for i, set := range sets {
+		if set != nil {
+			out[i] = collNames[i] + ":" + strings.Join(set, ",")
+		}
+	}
+	return strings.Join(out, ";")
+}
+
+// enabledSets is, per collective of collNames, the names NCCL enables of
+// a canonical list: as its parseList reads the parts in turn, each sets
+// every collective it names (each, without a prefix) to its names, or to
+// all but them after a '^', replacing what a part before set. A collective
+// no part names is nil: it keeps NCCL's own choice. ok is false for a
+// prefix NCCL fails its init on (a stored space's).
+func enabledSets(value string, tokens []string) (sets [][]string, ok bool) {
+	sets = make([][]string, len(collNames))
 	for _, part := range strings.Split(value, ";") {
 		coll, names, prefixed := strings.Cut(part, ":")
 		if !prefixed {
 			names = part
 		} else if !slices.Contains(collNames, coll) {
-			return value
+			return nil, false
 		}
 		rest, exclude := strings.CutPrefix(names, "^")
 		listed := strings.Split(rest, ",")
-		var set []string
+		set := []string{} // named, if to none
 		for _, t := range tokens {
 			if slices.Contains(listed, t) != exclude {
 				set = append(set, t)
@@ -618,11 +636,52 @@ func listSet(value string, tokens []string) string {
 		}
 		for i, c := range collNames {
 			if !prefixed || c == coll {
-				sets[i] = c + ":" + strings.Join(set, ",")
+				sets[i] = set
 			}
 		}
 	}
-	return strings.Join(sets, ";")
+	return sets, true
+}
+
+// algosOf are the algorithms NCCL implements for each collective
+// (algos_of_coll in its src/device/generate.py, 2.24 to 2.30); any but
+// Ring and Tree with the Simple protocol alone.
+var algosOf = map[string][]string{
+	"allreduce":     {"Tree", "Ring", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree"},
+	"allgather":     {"Ring", "CollnetDirect", "NVLS", "PAT"},
+	"reducescatter": {"Ring", "CollnetDirect", "NVLS", "PAT"},
+	"broadcast":     {"Ring"},
+	"reduce":        {"Ring"},
+}
+
+// implemented reports whether NCCL_ALGO and NCCL_PROTO (normalized, "" where
+// unset) leave collective coll (of collNames) an algorithm and protocol NCCL
+// implements for it: since 2.24 it fails each call they leave none ("no
+// algorithm/protocol available"; before, it ran Ring instead).
+func implemented(coll, algo, proto string) bool {
+	i := slices.Index(collNames, coll)
+	algos, protos := enabledFor(i, algo, algoNames), enabledFor(i, proto, protoNames)
+	for _, a := range algos {
+		for _, p := range protos {
+			if slices.Contains(algosOf[coll], a) && (a == "Ring" || a == "Tree" || p == "Simple") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// enabledFor is what a list (normalized, "" where unset) enables for the
+// collective collNames[i]: every name where it names none, or unreadable.
+func enabledFor(i int, value string, tokens []string) []string {
+	if value == "" {
+		return tokens
+	}
+	sets, ok := enabledSets(value, tokens)
+	if !ok || sets[i] == nil {
+		return tokens
+	}
+	return sets[i]
 }
 
 func (v Var) checkRange(n int64) error {

@@ -510,10 +510,15 @@ func words(list []string) string {
 // NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS as written, duplicating the
 // first channels), so that a configuration NCCL would not run as written,
 // but as another one the space holds, is not launched: its measurement
-// would be that other configuration's under a wrong name.
+// would be that other configuration's under a wrong name. Nor is one that
+// NCCL fails each call of a collective the space measures by (algorithms).
 func (s *Space) Check(a Assignment) error {
+	env := EnvMap(s.Env(a))
+	if err := s.algorithms(env); err != nil {
+		return err
+	}
 	vars := map[string]int64{}
-	for name, value := range EnvMap(s.Env(a)) {
+	for name, value := range env {
 		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
 			vars[name] = n
 		}
@@ -537,6 +542,29 @@ func (s *Space) Check(a Assignment) error {
 		hi, okHi := vars[pair[1]]
 		if okLo && okHi && lo > hi {
 			return fmt.Errorf("%s = %d exceeds %s = %d, which NCCL does not run as written but overrides", pair[0], lo, pair[1], hi)
+		}
+	}
+	return nil
+}
+
+// algorithms refuses NCCL_ALGO and NCCL_PROTO that leave a collective the
+// space measures no algorithm and protocol NCCL implements for it (Tree for
+// all-gather): NCCL fails each call of it. The DDP step broadcasts too, as
+// DistributedDataParallel syncs the model's state at its construction.
+func (s *Space) algorithms(env map[string]string) error {
+	algo, proto := env["NCCL_ALGO"], env["NCCL_PROTO"]
+	if algo == "" && proto == "" {
+		return nil
+	}
+	colls := s.Collectives()
+	if s.Benchmark.Kind == DDP {
+		colls = append(colls, "broadcast")
+	}
+	for _, coll := range colls {
+		c := strings.ReplaceAll(coll, "_", "")
+		if slices.Contains(collNames, c) && !implemented(c, algo, proto) {
+			return fmt.Errorf("NCCL_ALGO = %s, NCCL_PROTO = %s leave %s none of the algorithms NCCL implements for it (%s; all but Ring and Tree with Simple alone): NCCL fails each call of it",
+				cmp.Or(algo, Unset), cmp.Or(proto, Unset), coll, strings.Join(algosOf[c], ", "))
 		}
 	}
 	return nil

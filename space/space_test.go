@@ -368,6 +368,54 @@ func TestCheckP2PChunkAgainstBuffer(t *testing.T) {
 	}
 }
 
+// TestCheckAlgorithmsNCCLImplements: NCCL implements Tree for all-reduce
+// alone, broadcast and reduce as Ring alone, and any algorithm but Ring and
+// Tree with the Simple protocol alone (generate.py); since 2.24 it fails
+// each call a setting leaves none of them ("no algorithm/protocol
+// available"; before, it ran Ring instead). Every trial of NCCL_ALGO =
+// Tree on all_gather failed.
+func TestCheckAlgorithmsNCCLImplements(t *testing.T) {
+	load := func(coll, extra string) *Space {
+		sp, err := Parse("c.toml", []byte("[campaign]\ncollective = \""+coll+"\"\n[benchmark]\nbinary = \"all_reduce_perf\"\n"+extra+"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\", \"Ring\"]\n[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"default\", \"LL\", \"Simple\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp
+	}
+	allGather, allReduce := load("all_gather", ""), load("all_reduce", "")
+	for _, tc := range []struct {
+		sp  *Space
+		a   Assignment
+		bad bool
+	}{
+		{allGather, Assignment{"NCCL_ALGO": "Tree"}, true},
+		{allGather, Assignment{"NCCL_ALGO": "Ring"}, false},
+		{allReduce, Assignment{"NCCL_ALGO": "Tree"}, false},
+		{allReduce, Assignment{"NCCL_ALGO": "PAT"}, true},
+		{allReduce, Assignment{"NCCL_ALGO": "NVLS", "NCCL_PROTO": "LL"}, true},
+		{allReduce, Assignment{"NCCL_ALGO": "NVLS", "NCCL_PROTO": "Simple"}, false},
+		{allReduce, Assignment{"NCCL_ALGO": "NVLS,Ring", "NCCL_PROTO": "LL"}, false},
+		{allGather, Assignment{"NCCL_ALGO": "allreduce:Tree"}, false},
+		{allGather, Assignment{"NCCL_ALGO": "Ring;allgather:Tree"}, true},
+		{allReduce, Assignment{"NCCL_PROTO": "LL"}, false},
+	} {
+		if err := tc.sp.Check(tc.a); (err != nil) != tc.bad {
+			t.Errorf("%s: Check(%v) = %v", tc.sp.Campaign.Collective, tc.a, err)
+		}
+	}
+	// DistributedDataParallel broadcasts the model's state as it is built.
+	ddp, err := Parse("c.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ddp.Check(Assignment{"NCCL_ALGO": "Tree"}); err == nil || !strings.Contains(err.Error(), "broadcast") {
+		t.Errorf("NCCL_ALGO = Tree for the DDP step: %v", err)
+	}
+	if _, err := Parse("c.toml", []byte("[campaign]\ncollective = \"broadcast\"\n[benchmark]\nbinary = \"all_reduce_perf\"\n[fixed]\nNCCL_ALGO = \"Tree\"\n[[param]]\nname = \"NCCL_MIN_CTAS\"\nvalues = [\"1\", \"2\"]\n")); err == nil || !strings.Contains(err.Error(), "broadcast") {
+		t.Errorf("NCCL_ALGO = Tree pinned for broadcast_perf: %v", err)
+	}
+}
+
 // TestKindSettings: a setting the benchmark's kind does not use is refused
 // with its line, whichever kind and setting (none is silently ignored), and
 // what a kind uses loads.
