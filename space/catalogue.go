@@ -657,7 +657,7 @@ var algosOf = map[string][]string{
 // implemented reports whether NCCL_ALGO and NCCL_PROTO (normalized, "" where
 // unset) leave collective coll (of collNames) an algorithm and protocol NCCL
 // implements for it: since 2.24 it fails each call they leave none ("no
-// algorithm/protocol available"; before, it ran Ring instead).
+// algorithm/protocol available"), as 2.18 did; 2.19 to 2.23 ran Ring instead.
 func implemented(coll, algo, proto string) bool {
 	i := slices.Index(collNames, coll)
 	algos, protos := enabledFor(i, algo, algoNames), enabledFor(i, proto, protoNames)

@@ -372,7 +372,7 @@ func TestCheckP2PChunkAgainstBuffer(t *testing.T) {
 // alone, broadcast and reduce as Ring alone, and any algorithm but Ring and
 // Tree with the Simple protocol alone (generate.py); since 2.24 it fails
 // each call a setting leaves none of them ("no algorithm/protocol
-// available"; before, it ran Ring instead). Every trial of NCCL_ALGO =
+// available"; 2.19 to 2.23 ran Ring instead). Every trial of NCCL_ALGO =
 // Tree on all_gather failed.
 func TestCheckAlgorithmsNCCLImplements(t *testing.T) {
 	load := func(coll, extra string) *Space {
