@@ -185,7 +185,7 @@ func TestDotenvIsLiteralForEveryReader(t *testing.T) {
 		ok          bool
 	}{
 		{"", "eth0", true}, {"", "eth0,=eth1", true}, {"", "mlx5_0:1,mlx5_1:1", true}, {"", "^docker0", true}, {"", "a=b", true},
-		{"", "$(touch PWNED)", false}, {"", "a b", false}, {"", "it's", false}, {"", "`id`", false}, {"", "a;b", false}, {"", "~/x", false}, {"", "#x", false},
+		{"NCCL_NET", "$(touch PWNED)", false}, {"NCCL_NET", "a b", false}, {"", "it's", false}, {"", "`id`", false}, {"", "a;b", false}, {"", "~/x", false}, {"", "#x", false},
 		{"", "=eth0,eth1", false}, {"", "=ls", false}, {"", "mlx5_0:=ls", false}, {"", `a\b`, false},
 		// docker's and kubectl's readers refuse a file holding a line of 64 KiB or
 		// more: "NCCL_NET=" and the value, the interface lists being 16 names at most.

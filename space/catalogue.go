@@ -3,6 +3,7 @@ package space
 import (
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ type Var struct {
 	Gone string
 	// Instead names the variable that replaced a deprecated one (still read by NCCL).
 	Instead string
+	// Pow2 is set for an integer NCCL rounds up to a power of two before
+	// use, so that 3 and 4 are one setting to it.
+	Pow2 bool
 	// Flag, for a DDP knob, is the DDP step script's option that takes it:
 	// it is passed as an argument, not through the environment.
 	Flag string
@@ -79,10 +83,11 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_MIN_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MIN_CTAS"},
 	{Name: "NCCL_MAX_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MAX_CTAS"},
 	{Name: "NCCL_NCHANNELS_PER_NET_PEER", Kind: KindInt, Min: 1, Max: 64},
-	{Name: "NCCL_MIN_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
-	{Name: "NCCL_MAX_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64},
+	// ncclTopoComputeP2pChannels rounds the P2P channels they bound up to a power of two.
+	{Name: "NCCL_MIN_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Pow2: true},
+	{Name: "NCCL_MAX_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Pow2: true},
 	{Name: "NCCL_BUFFSIZE", Kind: KindBytes, Min: 1 << 12, Max: 1 << 30, Default: "4194304"},
-	{Name: "NCCL_NTHREADS", Kind: KindEnum, Values: []string{"64", "128", "256", "512"}},
+	{Name: "NCCL_NTHREADS", Kind: KindEnum, Values: nthreads()},
 	{Name: "NCCL_CUMEM_ENABLE", Kind: KindBool},
 	{Name: "NCCL_NVLS_ENABLE", Kind: KindBool},
 	{Name: "NCCL_COLLNET_ENABLE", Kind: KindBool},
@@ -118,8 +123,9 @@ var catalogue = indexVars([]Var{
 	{Name: "NCCL_CROSS_NIC", Kind: KindEnum, Values: []string{"0", "1", "2"}, Default: "2"},
 	{Name: "NCCL_SOCKET_IFNAME", Kind: KindString},
 	{Name: "NCCL_SOCKET_FAMILY", Kind: KindEnum, Values: []string{"AF_INET", "AF_INET6"}, Exact: true},
-	{Name: "NCCL_SOCKET_NTHREADS", Kind: KindInt, Min: 1, Max: 16},
-	{Name: "NCCL_NSOCKS_PERTHREAD", Kind: KindInt, Min: 1, Max: 64},
+	// 0 of either: no helper sockets, the control socket carries the data.
+	{Name: "NCCL_SOCKET_NTHREADS", Kind: KindInt, Min: 0, Max: 16},
+	{Name: "NCCL_NSOCKS_PERTHREAD", Kind: KindInt, Min: 0, Max: 64},
 	{Name: "NCCL_LAUNCH_MODE", Kind: KindEnum, Values: []string{"PARALLEL", "GROUP"}},
 	{Name: "NCCL_IGNORE_CPU_AFFINITY", Kind: KindBool},
 	{Name: "NCCL_GRAPH_MIXING_SUPPORT", Kind: KindBool},
@@ -144,6 +150,17 @@ var ddpKnobs = indexVars([]Var{
 	{Name: "gradient_as_bucket_view", Kind: KindBool, Flag: "--gradient-as-bucket-view"},
 	{Name: "static_graph", Kind: KindBool, Flag: "--static-graph"},
 })
+
+// nthreads are the values NCCL_NTHREADS takes: getNthreads (tuning.cc)
+// takes a multiple of the warp (32) from two warps to 512, and replaces any
+// other by its maximum or minimum.
+func nthreads() []string {
+	var vs []string
+	for n := 64; n <= 512; n += 32 {
+		vs = append(vs, strconv.Itoa(n))
+	}
+	return vs
+}
 
 func indexVars(vs []Var) map[string]Var {
 	m := make(map[string]Var, len(vs))
@@ -501,9 +518,9 @@ func listRefused(value string, tokens []string) error {
 // (parseStringList, after a leading ^ and =): it reads maxIfNames of them,
 // copies each into 64 bytes without a check, and reads what follows a ':'
 // as a port with atoi ("x" is 0, which no adapter has; an interface's port
-// it ignores). Since NCCL 2.30 a rail and a plane may follow
-// ("mlx5_0:1:0:1"), which older versions skip, reading the port's leading
-// digits.
+// it ignores); a blank is part of a name. Since NCCL 2.30 a rail and a
+// plane may follow ("mlx5_0:1:0:1"), which older versions skip, reading
+// the port's leading digits.
 func (v Var) ifList(value string) error {
 	names := 0
 	for _, entry := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(value, "^"), "="), ",") {
@@ -516,6 +533,9 @@ func (v Var) ifList(value string) error {
 		switch {
 		case len(name) >= 64:
 			return fmt.Errorf("%s: name %.20s... is %d bytes: NCCL copies it into 64, its NUL included, and writes past them", v.Name, name, len(name))
+		case strings.ContainsFunc(name, unicode.IsSpace):
+			// Linux takes no blank in an interface's or an adapter's name.
+			return fmt.Errorf("%s: name %q holds a blank, which no interface or adapter's name does: NCCL matches nothing by it (write the list without blanks)", v.Name, name)
 		case hasPort && v.Name == "NCCL_IB_HCA" && (err != nil || n < 1 || strconv.Itoa(n) != port):
 			return fmt.Errorf("%s: port %q of %s is no port number (1, 2, ...): NCCL reads its leading digits, and 0 matches no port", v.Name, port, name)
 		case names > maxIfNames:
@@ -555,13 +575,18 @@ func (v Var) integers(min, max int64) error {
 
 // Alike reports whether NCCL reads two normalized values of v alike: a
 // list names the set it enables (of algorithms, of protocols, per
-// collective), so its order, its repeats and a '^' are no difference.
+// collective), so its order, its repeats and a '^' are no difference; a
+// Pow2 integer is the power of two it is rounded up to.
 func (v Var) Alike(a, b string) bool { return v.reads(a) == v.reads(b) }
 
 // reads is what NCCL reads a normalized value of v as: values are Alike
 // where it is the same, so that it can key a map of them.
 func (v Var) reads(value string) string {
 	switch v.Kind {
+	case KindInt:
+		if n, err := strconv.ParseInt(value, 10, 64); err == nil && v.Pow2 && n > 0 {
+			return strconv.FormatUint(1<<bits.Len64(uint64(n-1)), 10)
+		}
 	case KindList:
 		return listSet(value, v.Values)
 	case KindLevel:
@@ -575,23 +600,41 @@ func (v Var) reads(value string) string {
 	return value
 }
 
-// listSet is what NCCL enables of a canonical list: as its parseList reads
-// the parts in turn, each sets every collective it names (each, without a
-// prefix) to its names, or to all but them after a '^', replacing what a
-// part before set; a collective no part names keeps NCCL's own choice. A
-// prefix NCCL fails its init on (a stored space's) leaves the value as it is.
+// listSet is what NCCL enables of a canonical list (enabledSets), each
+// collective's names joined, "" for one no part names. A prefix NCCL fails
+// its init on (a stored space's) leaves the value as it is.
 func listSet(value string, tokens []string) string {
-	sets := make([]string, len(collNames)) // "" where no part names it
+	sets, ok := enabledSets(value, tokens)
+	if !ok {
+		return value
+	}
+	out := make([]string, len(collNames))
+	for i, set := range sets {
+		if set != nil {
+			out[i] = collNames[i] + ":" + strings.Join(set, ",")
+		}
+	}
+	return strings.Join(out, ";")
+}
+
+// enabledSets is, per collective of collNames, the names NCCL enables of
+// a canonical list: as its parseList reads the parts in turn, each sets
+// every collective it names (each, without a prefix) to its names, or to
+// all but them after a '^', replacing what a part before set. A collective
+// no part names is nil: it keeps NCCL's own choice. ok is false for a
+// prefix NCCL fails its init on (a stored space's).
+func enabledSets(value string, tokens []string) (sets [][]string, ok bool) {
+	sets = make([][]string, len(collNames))
 	for _, part := range strings.Split(value, ";") {
 		coll, names, prefixed := strings.Cut(part, ":")
 		if !prefixed {
 			names = part
 		} else if !slices.Contains(collNames, coll) {
-			return value
+			return nil, false
 		}
 		rest, exclude := strings.CutPrefix(names, "^")
 		listed := strings.Split(rest, ",")
-		var set []string
+		set := []string{} // named, if to none
 		for _, t := range tokens {
 			if slices.Contains(listed, t) != exclude {
 				set = append(set, t)
@@ -599,11 +642,52 @@ func listSet(value string, tokens []string) string {
 		}
 		for i, c := range collNames {
 			if !prefixed || c == coll {
-				sets[i] = c + ":" + strings.Join(set, ",")
+				sets[i] = set
 			}
 		}
 	}
-	return strings.Join(sets, ";")
+	return sets, true
+}
+
+// algosOf are the algorithms NCCL implements for each collective
+// (algos_of_coll in its src/device/generate.py, 2.24 to 2.30); any but
+// Ring and Tree with the Simple protocol alone.
+var algosOf = map[string][]string{
+	"allreduce":     {"Tree", "Ring", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree"},
+	"allgather":     {"Ring", "CollnetDirect", "NVLS", "PAT"},
+	"reducescatter": {"Ring", "CollnetDirect", "NVLS", "PAT"},
+	"broadcast":     {"Ring"},
+	"reduce":        {"Ring"},
+}
+
+// implemented reports whether NCCL_ALGO and NCCL_PROTO (normalized, "" where
+// unset) leave collective coll (of collNames) an algorithm and protocol NCCL
+// implements for it: since 2.24 it fails each call they leave none ("no
+// algorithm/protocol available"), as 2.18 did; 2.19 to 2.23 ran Ring instead.
+func implemented(coll, algo, proto string) bool {
+	i := slices.Index(collNames, coll)
+	algos, protos := enabledFor(i, algo, algoNames), enabledFor(i, proto, protoNames)
+	for _, a := range algos {
+		for _, p := range protos {
+			if slices.Contains(algosOf[coll], a) && (a == "Ring" || a == "Tree" || p == "Simple") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// enabledFor is what a list (normalized, "" where unset) enables for the
+// collective collNames[i]: every name where it names none, or unreadable.
+func enabledFor(i int, value string, tokens []string) []string {
+	if value == "" {
+		return tokens
+	}
+	sets, ok := enabledSets(value, tokens)
+	if !ok || sets[i] == nil {
+		return tokens
+	}
+	return sets[i]
 }
 
 func (v Var) checkRange(n int64) error {

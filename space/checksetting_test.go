@@ -37,3 +37,15 @@ values = ["", "eth0"]
 		t.Errorf("NCCL_IB_HCA=default: %v, want refused", err)
 	}
 }
+
+// TestCheckSettingReadsTheLogLevelAsNCCLDoes: NCCL reads NCCL_DEBUG in any
+// case (strcasecmp, debug.cc), so an env file's NCCL_DEBUG=info shows the
+// INFO lines; it was refused as hiding them.
+func TestCheckSettingReadsTheLogLevelAsNCCLDoes(t *testing.T) {
+	var sp Space
+	for value, ok := range map[string]bool{"info": true, "Trace": true, "INFO": true, "warn": false} {
+		if err := sp.CheckSetting("NCCL_DEBUG", value); (err == nil) != ok {
+			t.Errorf("NCCL_DEBUG=%s: %v", value, err)
+		}
+	}
+}

@@ -1854,7 +1854,7 @@ func pinnable(name, value, kind string) error {
 	}
 	switch name {
 	case "NCCL_DEBUG":
-		if value != "INFO" && value != "TRACE" {
+		if !strings.EqualFold(value, "INFO") && !strings.EqualFold(value, "TRACE") { // NCCL's strcasecmp
 			return fmt.Errorf("NCCL_DEBUG = %s would hide the INFO lines that confirm each setting; nccltune sets INFO itself", value)
 		}
 	case "NCCL_DEBUG_FILE":

@@ -516,13 +516,21 @@ func words(list []string) string {
 
 // Check applies the rules by which NCCL overrides a combination of
 // variables (NCCL 2.28-2.30: net_socket.cc cuts the sockets per thread to
-// 64 in all, init.cc sets NCCL_MIN_CTAS to NCCL_MAX_CTAS, connect.cc
-// reconciles the channel bounds), so that a configuration NCCL would not
-// run as written, but as another one the space holds, is not launched: its
-// measurement would be that other configuration's under a wrong name.
+// 64 in all, init.cc sets NCCL_MIN_CTAS to NCCL_MAX_CTAS and cuts the P2P
+// chunk to an eighth of NCCL_BUFFSIZE (NCCL_STEPS), paths.cc takes
+// NCCL_MIN_P2P_NCHANNELS over NCCL_MAX_P2P_NCHANNELS; connect.cc runs
+// NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS as written, duplicating the
+// first channels), so that a configuration NCCL would not run as written,
+// but as another one the space holds, is not launched: its measurement
+// would be that other configuration's under a wrong name. Nor is one that
+// NCCL fails each call of a collective the space measures by (algorithms).
 func (s *Space) Check(a Assignment) error {
+	env := EnvMap(s.Env(a))
+	if err := s.algorithms(env); err != nil {
+		return err
+	}
 	vars := map[string]int64{}
-	for name, value := range EnvMap(s.Env(a)) {
+	for name, value := range env {
 		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
 			vars[name] = n
 		}
@@ -532,11 +540,43 @@ func (s *Space) Check(a Assignment) error {
 	if okT && okN && t*n > 64 {
 		return fmt.Errorf("NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = %d exceeds NCCL's limit of 64 sockets, so NCCL would cut NCCL_NSOCKS_PERTHREAD to %d", t*n, 64/max(t, 1))
 	}
-	for _, pair := range [][2]string{{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}, {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}} {
+	buffer, ok := vars["NCCL_BUFFSIZE"]
+	if !ok {
+		buffer = 4 << 20 // NCCL's default
+	}
+	for _, name := range []string{"NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE"} {
+		if chunk, ok := vars[name]; ok && chunk > buffer/8 {
+			return fmt.Errorf("%s = %d is above an eighth of NCCL_BUFFSIZE (%d), which NCCL cuts it to", name, chunk, buffer)
+		}
+	}
+	for _, pair := range [][2]string{{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}, {"NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS"}} {
 		lo, okLo := vars[pair[0]]
 		hi, okHi := vars[pair[1]]
 		if okLo && okHi && lo > hi {
 			return fmt.Errorf("%s = %d exceeds %s = %d, which NCCL does not run as written but overrides", pair[0], lo, pair[1], hi)
+		}
+	}
+	return nil
+}
+
+// algorithms refuses NCCL_ALGO and NCCL_PROTO that leave a collective the
+// space measures no algorithm and protocol NCCL implements for it (Tree for
+// all-gather): NCCL fails each call of it. The DDP step broadcasts too, as
+// DistributedDataParallel syncs the model's state at its construction.
+func (s *Space) algorithms(env map[string]string) error {
+	algo, proto := env["NCCL_ALGO"], env["NCCL_PROTO"]
+	if algo == "" && proto == "" {
+		return nil
+	}
+	colls := s.Collectives()
+	if s.Benchmark.Kind == DDP {
+		colls = append(colls, "broadcast")
+	}
+	for _, coll := range colls {
+		c := strings.ReplaceAll(coll, "_", "")
+		if slices.Contains(collNames, c) && !implemented(c, algo, proto) {
+			return fmt.Errorf("NCCL_ALGO = %s, NCCL_PROTO = %s leave %s none of the algorithms NCCL implements for it (%s; all but Ring and Tree with Simple alone): NCCL fails each call of it",
+				cmp.Or(algo, Unset), cmp.Or(proto, Unset), coll, strings.Join(algosOf[c], ", "))
 		}
 	}
 	return nil

@@ -183,7 +183,24 @@ func TestNormalize(t *testing.T) {
 		{"NCCL_IB_GID_INDEX", "-1", "-1", false},
 		{"NCCL_CUMEM_ENABLE", "2", "", true},
 		{"NCCL_SOCKET_IFNAME", "eth0\n", "", true},
+		// A name with a blank matches no interface or adapter: NCCL
+		// compares bytes, and Linux takes no blank in a name ("eth0,
+		// eth1" ran on eth0 alone).
+		{"NCCL_SOCKET_IFNAME", "eth0, eth1", "", true},
+		{"NCCL_SOCKET_IFNAME", "^docker,lo", "^docker,lo", false},
+		{"NCCL_IB_HCA", "=mlx5_0:1, mlx5_1:1", "", true},
+		{"NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1", "=mlx5_0:1,mlx5_1:1", false},
 		{"NCCL_NTHREADS", "300", "", true},
+		// net_socket.cc: no helper threads, or no sockets of theirs, sends
+		// on the control socket alone (AWS's default is 2 threads of 8).
+		{"NCCL_SOCKET_NTHREADS", "0", "0", false},
+		{"NCCL_NSOCKS_PERTHREAD", "0", "0", false},
+		{"NCCL_SOCKET_NTHREADS", "-1", "", true},
+		// getNthreads (tuning.cc) takes any multiple of the warp in [64, 512].
+		{"NCCL_NTHREADS", "96", "96", false},
+		{"NCCL_NTHREADS", "480", "480", false},
+		{"NCCL_NTHREADS", "32", "", true},
+		{"NCCL_NTHREADS", "544", "", true},
 	} {
 		v, err := Lookup(tc.name)
 		if err != nil {
@@ -303,6 +320,102 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckChannelBounds: NCCL 2.28.9 runs NCCL_MIN_NCHANNELS above
+// NCCL_MAX_NCHANNELS as written, the first channels duplicated up to the
+// minimum ("We permit combining max, then min", connect.cc), which Check
+// refused; NCCL_MIN_P2P_NCHANNELS above NCCL_MAX_P2P_NCHANNELS it does not
+// (paths.cc takes the minimum over the maximum), which Check ran.
+func TestCheckChannelBounds(t *testing.T) {
+	sp, err := Parse("c.toml", []byte("[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_MIN_NCHANNELS\"\nmin = 1\nmax = 32\n[[param]]\nname = \"NCCL_MAX_NCHANNELS\"\nmin = 1\nmax = 32\n[[param]]\nname = \"NCCL_MIN_P2P_NCHANNELS\"\nmin = 1\nmax = 32\n[[param]]\nname = \"NCCL_MAX_P2P_NCHANNELS\"\nmin = 1\nmax = 32\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a   Assignment
+		bad bool
+	}{
+		{Assignment{"NCCL_MIN_NCHANNELS": "16", "NCCL_MAX_NCHANNELS": "4"}, false},
+		{Assignment{"NCCL_MIN_P2P_NCHANNELS": "4", "NCCL_MAX_P2P_NCHANNELS": "4"}, false},
+		{Assignment{"NCCL_MIN_P2P_NCHANNELS": "16", "NCCL_MAX_P2P_NCHANNELS": "4"}, true},
+	} {
+		if err := sp.Check(tc.a); (err != nil) != tc.bad {
+			t.Errorf("Check(%v) = %v", tc.a, err)
+		}
+	}
+}
+
+// TestCheckP2PChunkAgainstBuffer: NCCL 2.28.9 cuts the P2P chunk to an
+// eighth of NCCL_BUFFSIZE (4 MiB unless set) where it is larger
+// (computeBuffSizes, init.cc): NCCL_P2P_NET_CHUNKSIZE = 1M ran as 512K.
+func TestCheckP2PChunkAgainstBuffer(t *testing.T) {
+	sp, err := Parse("c.toml", []byte("[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_P2P_NET_CHUNKSIZE\"\nvalues = [\"default\", \"512K\", \"1M\"]\n[[param]]\nname = \"NCCL_P2P_NVL_CHUNKSIZE\"\nvalues = [\"default\", \"1M\"]\n[[param]]\nname = \"NCCL_BUFFSIZE\"\nvalues = [\"default\", \"1M\", \"8M\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a   Assignment
+		bad bool
+	}{
+		{Assignment{"NCCL_P2P_NET_CHUNKSIZE": "524288"}, false},
+		{Assignment{"NCCL_P2P_NET_CHUNKSIZE": "1048576"}, true},
+		{Assignment{"NCCL_P2P_NET_CHUNKSIZE": "1048576", "NCCL_BUFFSIZE": "8388608"}, false},
+		{Assignment{"NCCL_P2P_NVL_CHUNKSIZE": "1048576", "NCCL_BUFFSIZE": "8388608"}, false},
+		{Assignment{"NCCL_P2P_NET_CHUNKSIZE": "524288", "NCCL_BUFFSIZE": "1048576"}, true},
+	} {
+		if err := sp.Check(tc.a); (err != nil) != tc.bad {
+			t.Errorf("Check(%v) = %v", tc.a, err)
+		}
+	}
+}
+
+// TestCheckAlgorithmsNCCLImplements: NCCL implements Tree for all-reduce
+// alone, broadcast and reduce as Ring alone, and any algorithm but Ring and
+// Tree with the Simple protocol alone (generate.py); since 2.24 it fails
+// each call a setting leaves none of them ("no algorithm/protocol
+// available"; 2.19 to 2.23 ran Ring instead). Every trial of NCCL_ALGO =
+// Tree on all_gather failed.
+func TestCheckAlgorithmsNCCLImplements(t *testing.T) {
+	load := func(coll, extra string) *Space {
+		sp, err := Parse("c.toml", []byte("[campaign]\ncollective = \""+coll+"\"\n[benchmark]\nbinary = \"all_reduce_perf\"\n"+extra+"[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\", \"Ring\"]\n[[param]]\nname = \"NCCL_PROTO\"\nvalues = [\"default\", \"LL\", \"Simple\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp
+	}
+	allGather, allReduce := load("all_gather", ""), load("all_reduce", "")
+	for _, tc := range []struct {
+		sp  *Space
+		a   Assignment
+		bad bool
+	}{
+		{allGather, Assignment{"NCCL_ALGO": "Tree"}, true},
+		{allGather, Assignment{"NCCL_ALGO": "Ring"}, false},
+		{allReduce, Assignment{"NCCL_ALGO": "Tree"}, false},
+		{allReduce, Assignment{"NCCL_ALGO": "PAT"}, true},
+		{allReduce, Assignment{"NCCL_ALGO": "NVLS", "NCCL_PROTO": "LL"}, true},
+		{allReduce, Assignment{"NCCL_ALGO": "NVLS", "NCCL_PROTO": "Simple"}, false},
+		{allReduce, Assignment{"NCCL_ALGO": "NVLS,Ring", "NCCL_PROTO": "LL"}, false},
+		{allGather, Assignment{"NCCL_ALGO": "allreduce:Tree"}, false},
+		{allGather, Assignment{"NCCL_ALGO": "Ring;allgather:Tree"}, true},
+		{allReduce, Assignment{"NCCL_PROTO": "LL"}, false},
+	} {
+		if err := tc.sp.Check(tc.a); (err != nil) != tc.bad {
+			t.Errorf("%s: Check(%v) = %v", tc.sp.Campaign.Collective, tc.a, err)
+		}
+	}
+	// DistributedDataParallel broadcasts the model's state as it is built.
+	ddp, err := Parse("c.toml", []byte("[benchmark]\nkind = \"ddp\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ddp.Check(Assignment{"NCCL_ALGO": "Tree"}); err == nil || !strings.Contains(err.Error(), "broadcast") {
+		t.Errorf("NCCL_ALGO = Tree for the DDP step: %v", err)
+	}
+	if _, err := Parse("c.toml", []byte("[campaign]\ncollective = \"broadcast\"\n[benchmark]\nbinary = \"all_reduce_perf\"\n[fixed]\nNCCL_ALGO = \"Tree\"\n[[param]]\nname = \"NCCL_MIN_CTAS\"\nvalues = [\"1\", \"2\"]\n")); err == nil || !strings.Contains(err.Error(), "broadcast") {
+		t.Errorf("NCCL_ALGO = Tree pinned for broadcast_perf: %v", err)
+	}
+}
+
 // TestKindSettings: a setting the benchmark's kind does not use is refused
 // with its line, whichever kind and setting (none is silently ignored), and
 // what a kind uses loads.
@@ -360,6 +473,27 @@ func TestAlikeReadsAsNCCLDoes(t *testing.T) {
 		if got := v.Alike(tc.a, tc.b); got != tc.alike {
 			t.Errorf("Alike(%q, %q) = %v, NCCL reads them %s", tc.a, tc.b, got, map[bool]string{true: "alike", false: "differently"}[tc.alike])
 		}
+	}
+}
+
+// TestP2PChannelsAlikeAsNCCLRoundsThem: NCCL 2.28.9 rounds the P2P
+// channel count it takes from NCCL_MIN_P2P_NCHANNELS and
+// NCCL_MAX_P2P_NCHANNELS up to a power of two (ncclTopoComputeP2pChannels):
+// 3 and 4, or 5 and 8, are one setting, whose trials are one configuration's.
+func TestP2PChannelsAlikeAsNCCLRoundsThem(t *testing.T) {
+	for _, name := range []string{"NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS"} {
+		v := mustLookup(name)
+		for _, tc := range []struct {
+			a, b  string
+			alike bool
+		}{{"3", "4", true}, {"5", "8", true}, {"8", "9", false}, {"33", "64", true}, {"1", "2", false}} {
+			if got := v.Alike(tc.a, tc.b); got != tc.alike {
+				t.Errorf("%s: Alike(%s, %s) = %v", name, tc.a, tc.b, got)
+			}
+		}
+	}
+	if _, err := Parse("p.toml", []byte("[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_MIN_P2P_NCHANNELS\"\nvalues = [\"3\", \"4\"]\n")); err == nil || !strings.Contains(err.Error(), "listed twice") {
+		t.Errorf("3 and 4 listed as two values: %v", err)
 	}
 }
 

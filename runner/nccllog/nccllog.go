@@ -27,7 +27,7 @@ type Log struct {
 	// readApart, which no setting's value equals.
 	Read map[string]string `json:"read,omitempty"`
 	// Rejected is NCCL_X -> NCCL's own words where it said it would not use
-	// the value as given ("Invalid NCCL_NTHREADS 96 (must be a multiple of
+	// the value as given ("Invalid NCCL_NTHREADS 100 (must be a multiple of
 	// 32)"): it may have logged reading the value first.
 	Rejected map[string]string `json:"rejected,omitempty"`
 	Network  string            `json:"network,omitempty"` // "IB", "Socket", or a plugin's name
@@ -85,10 +85,12 @@ var (
 	nicRE     = regexp.MustCompile(`\[\d+\]\S`)
 	noteRE    = regexp.MustCompile(`No device found|No capable device found|Failed to initialize NET plugin|falling back|NET/Socket : Using`)
 	// NCCL's words for a value it does not use as given: "Invalid value X for
-	// NCCL_Y, using default", "Invalid NCCL_NTHREADS 96 (...)", "NCCL_MIN_CTAS
+	// NCCL_Y, using default", "Invalid NCCL_NTHREADS 100 (...)", "NCCL_MIN_CTAS
 	// 0 is too low, leaving it set at", "NCCL_NET_MERGE_POLICY: unknown value",
-	// "failed to decode NCCL_PROXY_CPUSET=... Ignoring", "... is out of range".
-	rejectRE = regexp.MustCompile(`(?i)\b(invalid|unknown|unrecognized|ignor(e|ed|ing)|too (low|big|high|large)|out of range|using (the )?default|using built-in default|defaulting)\b`)
+	// "failed to decode NCCL_PROXY_CPUSET=... Ignoring", "... is out of range",
+	// "the total number of sockets is greater than the maximum allowed,
+	// setting NCCL_NSOCKS_PERTHREAD to 16".
+	rejectRE = regexp.MustCompile(`(?i)\b(invalid|unknown|unrecognized|ignor(e|ed|ing)|too (low|big|high|large)|out of range|greater than the maximum|using (the )?default|using built-in default|defaulting)\b`)
 	varRE    = regexp.MustCompile(`\bNCCL_[A-Z0-9_]+\b`)
 	// A variable given as the cause was used: "Detected mixed local Net
 	// device counts across ranks (...). Ignoring due to NCCL_IGNORE_NET_MISMATCH."
@@ -131,11 +133,11 @@ func Parse(output []byte) Log {
 		l.Debug = true
 		msg := strings.TrimSpace(m[1])
 		if s := setRE.FindStringSubmatch(msg); s != nil {
-			read.add(s[1], strings.TrimSuffix(s[2], "."))
+			read.add(s[1], marked(line, strings.TrimSuffix(s[2], ".")))
 			continue
 		}
 		if s := hcaRE.FindStringSubmatch(msg); s != nil {
-			read.add(s[1], s[2])
+			read.add(s[1], marked(line, s[2]))
 			continue
 		}
 		l.reject(msg)
@@ -173,6 +175,23 @@ func Parse(output []byte) Log {
 	}
 	l.Read = read.joined()
 	return l
+}
+
+// maxRecord is the longest record NCCL (2.28.9) logs, its newline aside: it
+// writes each from a buffer of 1024 bytes (debug.cc), cutting a longer one.
+const maxRecord = 1023
+
+// cutMark ends a value read from a line NCCL may have cut (maxRecord bytes,
+// or more with a launcher's tag before them): NCCL read a value that starts
+// with what comes before the mark, and logged no more of it.
+const cutMark = "…"
+
+// marked is value as read from line: with cutMark where NCCL may have cut it.
+func marked(line, value string) string {
+	if len(line) >= maxRecord {
+		return value + cutMark
+	}
+	return value
 }
 
 // readApart joins the values of a variable that ranks read differently.
@@ -290,11 +309,14 @@ func (l Log) Unconfirmed(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "NCCL_") || name == confFile {
+		if !strings.HasPrefix(name, "NCCL_") {
 			continue
 		}
 		_, rejected := l.Rejected[name]
 		got, ok := l.Read[name]
+		if !ok && unlogged(name, value) {
+			continue
+		}
 		if !ok && name == "NCCL_NET" && l.Network != "" {
 			// Logged as the network NCCL picked by it (strcasecmp).
 			got, ok = l.Network, true
@@ -307,19 +329,42 @@ func (l Log) Unconfirmed(env []string) []string {
 }
 
 // confirms reports whether NCCL logging that it read name as got confirms
-// value: a level it logs by its name (ncclGetLevel: 4 and 5 as SYS).
+// value: a level it logs by its name (ncclGetLevel: 4 and 5 as SYS); a
+// value it cut by its start; and where ranks read it apart (their lines cut
+// at other lengths, their hosts' names being of other lengths), each of theirs.
 func confirms(name, got, value string) bool {
 	if strings.EqualFold(got, value) {
 		return true
 	}
-	v, err := space.Lookup(name)
-	return err == nil && v.Kind == space.KindLevel && v.Alike(got, value)
+	for _, g := range strings.Split(got, readApart) {
+		cut, isCut := strings.CutSuffix(g, cutMark)
+		switch v, err := space.Lookup(name); {
+		case strings.EqualFold(g, value):
+		case isCut && len(value) >= len(cut) && strings.EqualFold(value[:len(cut)], cut):
+		case err == nil && v.Kind == space.KindLevel && v.Alike(g, value):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
-// confFile is read by NCCL with getenv, before and outside its log (NCCL
-// 2.28.9 logs no line of it): what it names is seen in the variables NCCL
-// read from it (Inherited), so it is not held unconfirmed.
-const confFile = "NCCL_CONF_FILE"
+// unlogged reports whether NCCL (2.28.9) reads name as value without a line
+// of its log, so that none confirms it: NCCL_CONF_FILE, which it reads with
+// getenv before its log starts (what it names is seen in the variables NCCL
+// read from it: Inherited); NCCL_TUNER_CONFIG_FILE, which a tuner plugin
+// reads with getenv; and NCCL_P2P_DISABLE, which ncclGetLevel logs only
+// where it is 1, disabling P2P.
+func unlogged(name, value string) bool {
+	switch name {
+	case "NCCL_CONF_FILE", "NCCL_TUNER_CONFIG_FILE":
+		return true
+	case "NCCL_P2P_DISABLE":
+		n, _ := space.ParamInt(value)
+		return n != 1
+	}
+	return false
+}
 
 // Inherited returns, as sorted NAME=value, the variables NCCL's log shows
 // it read that env does not set, NCCL's own log settings aside: NCCL loads

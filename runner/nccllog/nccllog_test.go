@@ -103,13 +103,15 @@ func TestRejectedIsNotConfirmed(t *testing.T) {
 		name, log, env string
 		rejected       bool
 	}{
-		{"threads not a multiple of the warp", p + "NCCL_NTHREADS set by environment to 96.\n" + p + "Invalid NCCL_NTHREADS 96 (must be a multiple of 32)\n", "NCCL_NTHREADS=96", true},
+		{"threads not a multiple of the warp", p + "NCCL_NTHREADS set by environment to 100.\n" + p + "Invalid NCCL_NTHREADS 100 (must be a multiple of 32)\n", "NCCL_NTHREADS=100", true},
 		{"threads above the maximum", p + "NCCL_NTHREADS set by environment to 1024.\n" + p + "Invalid NCCL_NTHREADS 1024 (maximum 512).\n", "NCCL_NTHREADS=1024", true},
 		{"an unparsable number", p + "Invalid value 99999999999999999999 for NCCL_IB_TIMEOUT, using default 20.\n", "NCCL_IB_TIMEOUT=99999999999999999999", true},
 		{"too low", p + "NCCL_MIN_CTAS set by environment to 0.\n" + p + "NCCL_MIN_CTAS 0 is too low, leaving it set at 1\n", "NCCL_MIN_CTAS=0", true},
 		{"clamped to the config's maximum", p + "NCCL_MIN_CTAS set by environment to 32.\n" + p + "minCTAs 32 is larger than maxCTAs 16, set both to 16\n", "NCCL_MIN_CTAS=32", true},
+		// net_socket.cc: NCCL's own thread count (2 on AWS, 4 on GCP) times it is over 64.
+		{"sockets cut to 64", p + "NCCL_NSOCKS_PERTHREAD set by environment to 32.\n" + "node1:12:12 [0] net_socket.cc:331 NCCL WARN NET/Socket : the total number of sockets is greater than the maximum allowed, setting NCCL_NSOCKS_PERTHREAD to 16\n", "NCCL_NSOCKS_PERTHREAD=32", true},
 		{"a warning", p + "NCCL_NET_MERGE_POLICY set by environment to RAIL\n" + "node1:12:12 [0] NCCL WARN NCCL_NET_MERGE_POLICY: unknown value 'RAIL', defaulting to ALL\n", "NCCL_NET_MERGE_POLICY=RAIL", true},
-		{"on another rank, tagged", p + "NCCL_NTHREADS set by environment to 96.\n[1,1]<stdout>:node2:7:7 [1] NCCL INFO Invalid NCCL_NTHREADS 96 (must be a multiple of 32)\n", "NCCL_NTHREADS=96", true},
+		{"on another rank, tagged", p + "NCCL_NTHREADS set by environment to 100.\n[1,1]<stdout>:node2:7:7 [1] NCCL INFO Invalid NCCL_NTHREADS 100 (must be a multiple of 32)\n", "NCCL_NTHREADS=100", true},
 		{"a value that holds the words", p + "NCCL_SOCKET_IFNAME set by environment to =ignored-invalid0\n" + p + "NCCL_SOCKET_IFNAME set to =ignored-invalid0\n", "NCCL_SOCKET_IFNAME==ignored-invalid0", false},
 		{"the variable that made NCCL ignore something", p + "NCCL_IGNORE_NET_MISMATCH set by environment to 1.\n" + p + "Detected mixed local Net device counts across ranks (min 1, max 2). Ignoring due to NCCL_IGNORE_NET_MISMATCH.\n", "NCCL_IGNORE_NET_MISMATCH=1", false},
 		{"a hint naming a variable", p + "NCCL_CROSS_NIC set by environment to 1.\n" + p + "HINT: To confirm, you can set NCCL_CROSS_NIC=0 to disable cross-rail communication.\n", "NCCL_CROSS_NIC=1", false},
@@ -261,5 +263,65 @@ func TestNetworkOfAPluginConfirms(t *testing.T) {
 	}
 	if got := l.Unconfirmed([]string{"NCCL_NET=AWS"}); len(got) != 1 {
 		t.Errorf("NCCL_NET=AWS confirmed by the network AWS Libfabric: %v", got)
+	}
+}
+
+// TestValuesNCCLReadsWithoutALine: NCCL 2.28.9 reads NCCL_P2P_DISABLE in
+// ncclGetLevel, which logs it only where it is 1 (paths.cc), and a tuner
+// plugin reads NCCL_TUNER_CONFIG_FILE with getenv, which NCCL never logs:
+// a trial with NCCL_P2P_DISABLE=0 was held unconfirmed whatever its log
+// said, so that validation refused every configuration that chose it.
+func TestValuesNCCLReadsWithoutALine(t *testing.T) {
+	const p = "node1:12:12 [0] NCCL INFO "
+	quiet := Parse([]byte(p + "NCCL_ALGO set by environment to Ring\n"))
+	for _, tc := range []struct {
+		log       Log
+		env       string
+		confirmed bool
+	}{
+		{quiet, "NCCL_P2P_DISABLE=0", true},
+		{quiet, "NCCL_TUNER_CONFIG_FILE=/etc/tuner.conf", true},
+		{quiet, "NCCL_P2P_DISABLE=1", false},
+		{Parse([]byte(p + "NCCL_P2P_DISABLE set by environment to 1\n")), "NCCL_P2P_DISABLE=1", true},
+		// A line that says otherwise (a rank's config file) still contradicts it.
+		{Parse([]byte(p + "NCCL_P2P_DISABLE set by environment to 1\n")), "NCCL_P2P_DISABLE=0", false},
+	} {
+		if got := tc.log.Unconfirmed([]string{tc.env}); (len(got) == 0) != tc.confirmed {
+			t.Errorf("%s: unconfirmed %v, want confirmed %v", tc.env, got, tc.confirmed)
+		}
+	}
+}
+
+// TestValueCutByNCCLsLineIsConfirmed: NCCL 2.28.9 writes each record of its
+// log from a buffer of 1024 bytes (debug.cc), its newline the last: a
+// value whose line is longer, a long NCCL_TOPO_FILE path or NCCL_IB_HCA
+// list, is logged cut at 1023 bytes, and was never confirmed, so that
+// validation refused every configuration that set it. A value cut short in
+// a line under the cap is another value.
+func TestValueCutByNCCLsLineIsConfirmed(t *testing.T) {
+	value := "/shared/topology/" + strings.Repeat("x", 1500) + ".xml"
+	record := func(prefix string) string {
+		line := prefix + "node1:12:12 [0] NCCL INFO NCCL_TOPO_FILE set by environment to " + value
+		return line[:len(prefix)+1023] + "\n"
+	}
+	onNode10 := strings.Replace(record(""), "node1:", "node10:", 1)[:1023] + "\n"
+	env := []string{"NCCL_TOPO_FILE=" + value}
+	for _, tc := range []struct {
+		name, log string
+		confirmed bool
+	}{
+		{"cut at 1023 bytes", record(""), true},
+		{"cut, tagged by srun --label", record(" 3: "), true},
+		{"cut by both ranks", record("") + record("[1,1]<stdout>:"), true},
+		{"cut at another length on a host of a longer name", record("") + onNode10, true},
+		{"short of the cap", "node1:12:12 [0] NCCL INFO NCCL_TOPO_FILE set by environment to " + value[:100] + "\n", false},
+	} {
+		l := Parse([]byte(tc.log))
+		if got := l.Unconfirmed(env); (len(got) == 0) != tc.confirmed {
+			t.Errorf("%s: unconfirmed %v, want confirmed %v (read %.40q...)", tc.name, got, tc.confirmed, l.Read["NCCL_TOPO_FILE"])
+		}
+	}
+	if got := Parse([]byte(record(""))).Unconfirmed([]string{"NCCL_TOPO_FILE=/other" + value}); len(got) != 1 {
+		t.Errorf("another path confirmed by a cut one: %v", got)
 	}
 }

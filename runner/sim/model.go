@@ -198,7 +198,7 @@ func (s Scenario) parseConfig(env map[string]string, coll string) (config, error
 	}
 	if v, ok := env["NCCL_NTHREADS"]; ok {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 64 || n > 512 || n%64 != 0 {
+		if err != nil || n < 64 || n > 512 || n%32 != 0 {
 			return c, fmt.Errorf("invalid NCCL_NTHREADS=%q", v)
 		}
 		c.nThreads = float64(n)
@@ -279,14 +279,15 @@ func (s Scenario) network(env map[string]string, c *config) error {
 	if sockets {
 		c.ibFallbackToSocket = s.Fabric != "tcp"
 		threads, socks := envInt(env, "NCCL_SOCKET_NTHREADS", 1), envInt(env, "NCCL_NSOCKS_PERTHREAD", 1)
-		if threads < 1 || socks < 1 || threads*socks > 64 {
+		if threads < 0 || socks < 0 || threads*socks > 64 {
 			return fmt.Errorf("NCCL_SOCKET_NTHREADS*NCCL_NSOCKS_PERTHREAD (%d*%d) exceeds the maximum of 64", threads, socks)
 		}
 		if s.Fabric != "tcp" {
 			portBW = float64(s.NICsPerNode) * 12.5 // IPoIB-like kernel path over the same ports
 		}
 		// One socket gets a quarter of the link; parallel sockets fill it.
-		c.netBW = portBW * math.Min(0.9, 0.25*math.Sqrt(float64(threads*socks)))
+		// Without any, the control socket carries the data.
+		c.netBW = portBW * math.Min(0.9, 0.25*math.Sqrt(float64(max(threads*socks, 1))))
 		c.netLatExtra = 20 + 0.8*float64(threads)
 		c.ll128Corrupts = true
 		return nil

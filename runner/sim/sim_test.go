@@ -402,3 +402,33 @@ func TestHeaderIsNCCLTests(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsAreAnyMultipleOfTheWarp: NCCL takes NCCL_NTHREADS as any
+// multiple of 32 from 64 to 512 (getNthreads, tuning.cc), which the space
+// loads; the simulator failed 96 as invalid.
+func TestThreadsAreAnyMultipleOfTheWarp(t *testing.T) {
+	sc, err := ParseScenario(twoNodeIB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{{"96", true}, {"480", true}, {"100", false}, {"544", false}} {
+		if _, err := Evaluate(sc, "all_reduce", map[string]string{"NCCL_NTHREADS": tc.value}, []int64{1 << 20}); (err == nil) != tc.ok {
+			t.Errorf("NCCL_NTHREADS=%s: %v", tc.value, err)
+		}
+	}
+}
+
+// TestNoHelperSockets: NCCL 2.28.9 takes NCCL_SOCKET_NTHREADS=0 or
+// NCCL_NSOCKS_PERTHREAD=0 as no helper sockets, its control socket carrying
+// the data (net_socket.cc), which the space loads; the simulator failed it.
+func TestNoHelperSockets(t *testing.T) {
+	tcp := []string{"-nodes=2", "-fabric=tcp", "-noise=0"}
+	for _, env := range [][]string{{"NCCL_SOCKET_NTHREADS=0"}, {"NCCL_SOCKET_NTHREADS=4", "NCCL_NSOCKS_PERTHREAD=0"}} {
+		if rep, code, out := simulate(t, tcp, env, "-b", "1M", "-e", "1M", "-g", "16"); code != 0 || len(rep.Rows) != 1 {
+			t.Errorf("%v: exit %d\n%s", env, code, out)
+		}
+	}
+}
