@@ -831,6 +831,19 @@ func TestDefaultInAnotherCase(t *testing.T) {
 	}
 }
 
+// TestEmptyPinRefused: [fixed] NCCL_SOCKET_IFNAME = "" loaded, and no
+// trial set the variable, without a word; it is refused, saying so, and a
+// stored space still loads without it, as its trials ran.
+func TestEmptyPinRefused(t *testing.T) {
+	src := "[benchmark]\nbinary = \"all_reduce_perf\"\n[fixed]\nNCCL_SOCKET_IFNAME = \"\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+	if _, err := Parse("e.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), `e.toml:4: fixed NCCL_SOCKET_IFNAME = "": an empty value`) {
+		t.Errorf("empty pin: %v", err)
+	}
+	if s, _, err := ParseStored("e.toml", []byte(src)); err != nil || len(s.Fixed) != 0 {
+		t.Errorf("empty pin stored: %v, %v", s, err)
+	}
+}
+
 // TestRefusalsSayWhatNCCLReads: NCCL reads each integer setting, a 0 or 1
 // included, with strtoll(value, NULL, 0), whatever follows the number: a
 // value refused (NCCL_CROSS_NIC = "true") says what NCCL reads it as (0),

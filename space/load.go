@@ -666,7 +666,11 @@ func (b *builder) build(raw *rawFile) *Space {
 	for _, name := range slices.Sorted(maps.Keys(raw.Fixed)) {
 		line := b.loc.field("fixed", 0, name)
 		v, err := b.value(name, raw.Fixed[name])
-		if err == nil {
+		switch {
+		case err == nil && v == "":
+			// Dropped below, as a stored space's was, whose trials ran without it.
+			err = fmt.Errorf("%s = \"\": an empty value, which nccltune pins as no value at all (no trial sets it); leave %s out to let NCCL choose", name, name)
+		case err == nil:
 			err = pinnable(name, v, s.Benchmark.Kind)
 		}
 		if err != nil {
