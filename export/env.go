@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
@@ -277,17 +276,10 @@ func (e Export) json() ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Escaped as json.Marshal escapes C0's, inside the strings it quotes
-	// from the store (a benchmark's failure): no file holds them (see Write).
-	escaped := rawControl.ReplaceAllStringFunc(string(data), func(c string) string {
-		r, _ := utf8.DecodeRuneInString(c)
-		return fmt.Sprintf(`\u%04x`, r)
-	})
-	return []file{{"nccl-tuned.json", escaped + "\n", 0o644}}, errors.Join(unmeasured...)
+	// No file holds a control character (see Write): those json.Marshal
+	// writes raw in the strings it quotes from the store are escaped.
+	return []file{{"nccl-tuned.json", text.JSON(string(data)) + "\n", 0o644}}, errors.Join(unmeasured...)
 }
-
-// rawControl are the control characters json.Marshal writes raw: DEL and C1.
-var rawControl = regexp.MustCompile("[\u007f-\u009f]")
 
 // envName is a variable an export may set: NCCL's, and nccltune's plugin's own.
 var envName = regexp.MustCompile(`^NCCL(TUNE)?_[A-Z0-9_]+$`)

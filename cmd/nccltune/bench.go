@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -262,9 +261,7 @@ func benchSearch(c *cli.Context) error {
 				out[f.key] = map[string]any{"count": len(f.scenarios), "campaigns_each": 1, "trials": o.Trials, "summary": f.summary}
 			}
 		}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(os.Stdout, out)
 	}
 	tw := newTable(os.Stdout)
 	trialsTo := func(n float64) string {

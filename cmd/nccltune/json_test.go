@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // smallCampaign runs a campaign of 4 trials, unsimplified and unvalidated,
@@ -103,5 +105,23 @@ func TestJSONEnvIsNeverNull(t *testing.T) {
 		if env := string(got.Ranges[0]["env"]); env != "{}" {
 			t.Errorf("nccltune %v: env is %s, want {}", args, env)
 		}
+	}
+}
+
+// TestJSONEscapesControlCharacters: --json quoted a benchmark's output (and
+// its failure, a store's text) as encoding/json writes them, C1 (a terminal's CSI, U+009B) and
+// a bidirectional override raw, which a script printing the text hands to
+// the terminal; they are escaped, and the text decodes as it was.
+func TestJSONEscapesControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile := scriptSpace(t, dir, "hostile", 3, "printf 'NCCL WARN \\302\\2332J \\342\\200\\256gnp.exe\\n'\nexit 3\n")
+	nccltune(t, dir, "run", "-q", "--space", spaceFile)
+	code, out, errOut := nccltune(t, dir, "show", "--json", "--output", "0")
+	if strings.ContainsFunc(out, func(r rune) bool { return !unicode.IsGraphic(r) && r != '\n' }) || !strings.Contains(out, `\u009b2J \u202egnp.exe`) {
+		t.Errorf("show --json: exit %d, a character that is not graphic raw, or not escaped:\n%q%s", code, out, errOut)
+	}
+	var got struct{ Output string }
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Output != "NCCL WARN \u009b2J \u202egnp.exe\n" {
+		t.Errorf("show --json --output: Output %q (%v), want the output as it was", got.Output, err)
 	}
 }

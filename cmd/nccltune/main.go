@@ -258,11 +258,18 @@ func (d *decimal) Set(s string) error {
 
 func (d *decimal) String() string { return strconv.FormatInt(int64(*d), 10) }
 
-// writeJSON writes v as indented JSON, for --json.
+// writeJSON writes v as indented JSON, for --json, with no character
+// that is not graphic raw in it (text.JSON): its strings quote stores and
+// benchmarks' output, and scripts print them.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, text.JSON(buf.String()))
+	return err
 }
 
 // list is s, or an empty list where s is nil: --json writes [] for none,

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -26,6 +27,33 @@ func Graphic(s, keep string) string {
 		if unicode.IsGraphic(r) || strings.ContainsRune(keep, r) {
 			b.WriteRune(r)
 		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
+// JSON is JSON text s with every character that is not graphic escaped as
+// \uXXXX (a surrogate pair past U+FFFF) but its line breaks: encoding/json
+// writes raw, inside the strings it quotes, DEL, C1 (a terminal's CSI), a
+// bidirectional override or a zero-width space from an untrusted place (a
+// benchmark's failure), which the text then still decodes to, and no
+// terminal or file gets raw. Outside strings JSON has only graphic
+// characters and the line breaks of its indentation (one inside a string
+// json escapes), which stay.
+func JSON(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) && r != '\n' }) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case unicode.IsGraphic(r) || r == '\n':
+			b.WriteRune(r)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", hi, lo)
+		default:
 			fmt.Fprintf(&b, "\\u%04x", r)
 		}
 	}

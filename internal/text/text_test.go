@@ -2,6 +2,7 @@ package text
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+	"unicode"
 )
 
 func TestGraphic(t *testing.T) {
@@ -135,5 +137,25 @@ func TestNearestOfAHugeName(t *testing.T) {
 	}
 	if got := Nearest("NCCL_VARIABLE_7x", candidates); got != "NCCL_VARIABLE_7" {
 		t.Errorf("NCCL_VARIABLE_7x: suggested %q", got)
+	}
+}
+
+// TestJSON: every character that is not graphic is escaped in JSON text,
+// past U+FFFF as a surrogate pair (a plain \u takes four digits), and the
+// text decodes to the values it held.
+func TestJSON(t *testing.T) {
+	for _, s := range []string{"plain ✓", "csi \u009b2J", "del \u007f", "bidi \u202e", "tag \U000E0041", "nl\n tab\t", ""} {
+		data, err := json.MarshalIndent(map[string]string{"s": s}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := JSON(string(data))
+		if strings.ContainsFunc(got, func(r rune) bool { return !unicode.IsGraphic(r) && r != '\n' }) {
+			t.Errorf("JSON(%q) = %q: a character that is not graphic raw", data, got)
+		}
+		var back map[string]string
+		if err := json.Unmarshal([]byte(got), &back); err != nil || back["s"] != s {
+			t.Errorf("JSON(%q) = %q decodes to %q (%v)", data, got, back["s"], err)
+		}
 	}
 }
