@@ -831,6 +831,23 @@ func TestDefaultInAnotherCase(t *testing.T) {
 	}
 }
 
+// TestRangeNamesOfWholeJobFiles: a range named job wrote nccl-job.env,
+// the file --format job writes for the whole job, so that exports of both
+// into one folder left one of them (plugin and tuner-csv alike, and their
+// files per node count); such a name is refused, and a stored space loads.
+func TestRangeNamesOfWholeJobFiles(t *testing.T) {
+	for name, refused := range map[string]bool{"job": true, "Plugin": true, "tuner-4n": true, "jobs": false, "job-4": false, "small": false} {
+		src := "[campaign]\nsizes = { min = \"8\", max = \"1M\", factor = 4 }\n[[range]]\nname = \"" + name + "\"\nmin = \"8\"\nmax = \"1M\"\n[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+		_, err := Parse("r.toml", []byte(src))
+		if got := err != nil && strings.Contains(err.Error(), "r.toml:4: range name"); got != refused {
+			t.Errorf("range %s: %v, refused: %v", name, err, refused)
+		}
+		if _, _, err := ParseStored("r.toml", []byte(src)); err != nil {
+			t.Errorf("range %s stored: %v", name, err)
+		}
+	}
+}
+
 // TestEmptyPinRefused: [fixed] NCCL_SOCKET_IFNAME = "" loaded, and no
 // trial set the variable, without a word; it is refused, saying so, and a
 // stored space still loads without it, as its trials ran.

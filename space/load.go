@@ -313,6 +313,11 @@ func didYouMean(key toml.Key) string {
 // outside --out.
 func FileWord(name string) bool { return fileWordRE.MatchString(name) }
 
+// formatFileRE matches the range names whose env file is a whole-job
+// format's (nccl-job.env, nccl-plugin-4n.env, ...; in any case, as a
+// file system that folds case reads them).
+var formatFileRE = regexp.MustCompile(`(?i)^(job|plugin|tuner)(-[0-9]+n)?$`)
+
 // MaxRangeName is the longest range name: it names the export's files, of
 // which nccl-NAME.torchrun.sh is the longest, and a file name holds 255
 // bytes (NAME_MAX).
@@ -835,6 +840,8 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 		case len(b.errs) > nerr: // a bound did not parse; its error says so
 		case !FileWord(r.Name):
 			b.errorf(line, "range name %q must be letters, digits, '-' or '_' (it names the env file)", r.Name)
+		case formatFileRE.MatchString(r.Name):
+			b.errorf(line, "range name %q: its env file, nccl-%s.env, is the one export's --format job, plugin or tuner-csv writes, which one export into a folder would write over the other's; name it otherwise", r.Name, r.Name)
 		case len(r.Name) > MaxRangeName:
 			b.errorf(line, "range name %s... is %d characters long: it names the export's files (nccl-NAME.torchrun.sh), and a file name holds 255 bytes; at most %d", r.Name[:20], len(r.Name), MaxRangeName)
 		case rg.Max <= rg.Min:
