@@ -334,16 +334,6 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	}
 	factor := math.Pow(worst/b.NoiseTarget, 2)
 	iters = int(math.Round(float64(b.Iters) * min(max(factor, minItersFactor), maxItersFactor)))
-	why = fmt.Sprintf("%d iterations (from %d): NCCL's defaults measured twice put range %s's score at ±%.2f%%, noise_target is ±%.2f%%",
-		iters, b.Iters, worstRange, 100*worst, 100*b.NoiseTarget)
-	if factor > maxItersFactor {
-		// Timing jitter's variance falls as 1/iterations: the cap leaves more than the target.
-		why += fmt.Sprintf("; %d is the most (%dx benchmark.iters), so scores stay at about ±%.2f%%",
-			iters, maxItersFactor, 100*worst*math.Sqrt(float64(b.Iters)/float64(iters)))
-	}
-	if shift > b.NoiseTarget {
-		why += fmt.Sprintf("; the two launches also differed as a whole by ±%.1f%%, which no iteration count reduces (validation's interleaved rounds allow for it)", 100*shift)
-	}
 	// A sweep must stay well inside the trial timeout: a third of it, by the
 	// defaults' own per-iteration times (a slower configuration has the rest).
 	perIter := 0.0
@@ -352,10 +342,33 @@ func Iterations(sp *space.Space, trials []store.Trial) (iters int, why string) {
 	}
 	// In floating point: a sweep timed at next to nothing (sizes that print
 	// as 0 bytes) under a long timeout is a limit past any int.
-	if limit := b.Timeout.Seconds()/3/perIter - float64(b.Warmup); b.Timeout > 0 && perIter > 0 && float64(iters) > limit {
+	limit := b.Timeout.Seconds()/3/perIter - float64(b.Warmup)
+	timed := b.Timeout > 0 && perIter > 0 && float64(iters) > limit
+	held := factor > maxItersFactor // below the count noise_target asks
+	if timed {
 		iters = max(int(limit), 1) // below iters, so it fits
-		why = fmt.Sprintf("%d iterations (from %d; noise_target would want more, but a sweep must stay within a third of the %s timeout): NCCL's defaults measured twice put range %s's score at ±%.2f%%",
-			iters, b.Iters, b.Timeout, worstRange, 100*worst)
+		held = float64(iters) < float64(b.Iters)*factor
+		wants := "" // the floor of half benchmark.iters may be what the timeout cut
+		if held {
+			wants = "noise_target would want more, but "
+		}
+		why = fmt.Sprintf("%d iterations (from %d; %sa sweep must stay within a third of the %s timeout): NCCL's defaults measured twice put range %s's score at ±%.2f%%",
+			iters, b.Iters, wants, b.Timeout, worstRange, 100*worst)
+	} else {
+		why = fmt.Sprintf("%d iterations (from %d): NCCL's defaults measured twice put range %s's score at ±%.2f%%, noise_target is ±%.2f%%",
+			iters, b.Iters, worstRange, 100*worst, 100*b.NoiseTarget)
+	}
+	if held {
+		// Timing jitter's variance falls as 1/iterations: a count held below
+		// the target's, by the cap or the timeout, leaves more than it.
+		stay := fmt.Sprintf("scores stay at about ±%.2f%%", 100*worst*math.Sqrt(float64(b.Iters)/float64(iters)))
+		if !timed {
+			stay = fmt.Sprintf("%d is the most (%dx benchmark.iters), so %s", iters, maxItersFactor, stay)
+		}
+		why += "; " + stay
+	}
+	if shift > b.NoiseTarget {
+		why += fmt.Sprintf("; the two launches also differed as a whole by ±%.1f%%, which no iteration count reduces (validation's interleaved rounds allow for it)", 100*shift)
 	}
 	return max(iters, 1), why
 }

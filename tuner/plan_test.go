@@ -696,6 +696,27 @@ func TestIterationsSayTheirCap(t *testing.T) {
 	}
 }
 
+// TestIterationsSayTheTimeoutsCap: a count the timeout holds below what
+// noise_target asks leaves the scores noisier than it, as the cap of 8x
+// does, and the reason says how noisy; a launch's shift is said there too.
+func TestIterationsSayTheTimeoutsCap(t *testing.T) {
+	sp := itersSpace(t, "noise_target = 0.005")
+	sp.Benchmark.Timeout = 30 * time.Millisecond // as TestIterations sets it
+	// The large range at ±6.45% at 20 iterations, the sweep's shift 3.5%
+	// (see TestIterations): the timeout allows 9, which leave ±9.62%.
+	got, why := Iterations(sp, []store.Trial{sweepRun(0, 1, 10, 100, 200), sweepRun(1, 1, 10, 100*math.Exp(0.2), 200)})
+	if got != 9 || !strings.Contains(why, "30ms timeout") || !strings.Contains(why, "±9.62%") || !strings.Contains(why, "as a whole by ±3.5%") {
+		t.Errorf("held by the timeout: %d iterations (%s)", got, why)
+	}
+	// A timeout that cuts only the floor of half benchmark.iters leaves the
+	// target met: nothing wants more, and the scores are within it.
+	sp.Benchmark.NoiseTarget, sp.Benchmark.Timeout = 0.5, 13*time.Millisecond
+	got, why = Iterations(sp, []store.Trial{sweepRun(0, 1, 10, 100, 200), sweepRun(1, 1, 10, 100*math.Exp(0.2), 200)})
+	if got != 1 || !strings.Contains(why, "13ms timeout") || strings.Contains(why, "want more") || strings.Contains(why, "scores stay") {
+		t.Errorf("the floor cut by the timeout: %d iterations (%s)", got, why)
+	}
+}
+
 // TestIterationsSayWhyNotAdapted: where a run of NCCL's defaults failed,
 // the noise is unknown and the count stays benchmark.iters; the campaign
 // says so, in its progress and its reason, rather than nothing.
