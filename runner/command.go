@@ -69,6 +69,11 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 		}
 		return nil, f
 	}
+	if out.Dropped > 0 {
+		// The median of the first values alone is no measurement of the run.
+		return nil, &Failure{FailUnparsable, fmt.Sprintf("the output has more lines of the metric (%s) than a trial keeps (%d MiB of them), and the %d past them would not count: give a metric that matches only the step's lines",
+			c.Metric, maxOutput>>20, out.Dropped)}
+	}
 	perRank, f := c.values(out.Kept)
 	if f != nil {
 		return nil, f

@@ -379,6 +379,10 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// Metric lines amid more output than is kept (NCCL's INFO log) are all read.
 		{"past the cap", space.Metric{Regex: `^step t=(\S+)`, Goal: "max"},
 			"yes 'NCCL INFO xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -c 5000000; echo; echo step t=4; echo step t=6; yes 'NCCL INFO yyyyyyyyyyyyyyy' | head -c 7000000", 5, "", ""},
+		// More lines of the metric than a trial keeps: the values past them would not count (the
+		// last half here, whose median is another), so the trial is no measurement of the run.
+		{"more metric lines than are kept", space.Metric{Regex: `time: ([0-9.]+) ms`, Goal: "min"},
+			`awk 'BEGIN { for (i = 0; i < 300000; i++) printf "step %d time: %d ms\n", i, i < 150000 ? 100 : 50 }'`, 0, FailUnparsable, "than a trial keeps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{script(t, tc.body)}, Metric: tc.metric})
@@ -448,7 +452,8 @@ func outputOf(b Benchmark, text []byte) Output {
 		c.keep = k.Keep
 	}
 	c.Write(text)
-	return Output{Text: c.Bytes(), Kept: c.Kept(), Log: nccllog.Parse(text)}
+	kept := c.Kept()
+	return Output{Text: c.Bytes(), Kept: kept, Dropped: c.dropped, Log: nccllog.Parse(text)}
 }
 
 // TestFailureReasonBounded: a failed trial's reason ends with what its output
