@@ -325,6 +325,9 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// A text in the metric's place that is no number does not match it; a number that is no plausible value fails.
 		{"no number", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, "echo t=5; echo 'version t=1.2.3'; echo t=7", 1.0 / 6, "", ""},
 		{"only no numbers", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, "echo t=1.2.3", 0, FailUnparsable, "0 values"},
+		// Where every match is no number, the reason names one, as a unit or a locale's comma in the group.
+		{"a unit in the group", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=5ms; echo t=6ms", 0, FailUnparsable, `2 matches of it held no number, such as "5ms"`},
+		{"a decimal comma", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=5,25", 0, FailUnparsable, `1 match of it held no number, such as "5,25"`},
 		// A number is read as printf writes one: Go's own forms fail, as an infinity does.
 		{"a hexadecimal float", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=0x1p3; echo t=5", 0, FailImplausible, `"0x1p3", not a positive number`},
 		{"underscores", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=1_000", 0, FailImplausible, `"1_000", not a positive number`},
