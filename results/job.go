@@ -200,7 +200,7 @@ func (j Job) Composed(sp *space.Space) bool {
 // jobKey identifies the job-wide part of a configuration as NCCL reads it:
 // its JobEnv and options.
 func jobKey(sp *space.Space, a space.Assignment) string {
-	return strings.Join(append(space.ReadingEnv(JobEnv(sp, a)), sp.Args(a)...), " ")
+	return strings.Join(append(space.ReadingEnv(JobEnv(sp, a)), sp.ReadingArgs(a)...), " ")
 }
 
 // DefaultsKept reports whether validation rejected the job's configuration,

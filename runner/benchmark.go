@@ -64,6 +64,9 @@ type Output struct {
 	Kept []string    // a LineKeeper's lines of the whole output, in order
 	Exit Exit        // how it ended
 	Log  nccllog.Log // what NCCL logged in Text
+	// Dropped counts the LineKeeper's lines past the bound on those kept
+	// (maxOutput bytes): Kept lacks them.
+	Dropped int
 	// Detail is what the launcher says made the failed rank fail
 	// (DetailReader: the exception a worker under torchrun raised); "" where
 	// it says nothing.

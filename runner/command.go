@@ -69,7 +69,12 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 		}
 		return nil, f
 	}
-	perRank, f := c.values(out.Kept)
+	if out.Dropped > 0 {
+		// The median of the first values alone is no measurement of the run.
+		return nil, &Failure{FailUnparsable, fmt.Sprintf("the output has more lines of the metric (%s) than a trial keeps (%d MiB of them), and the %d past them would not count: give a metric that matches only the step's lines",
+			c.Metric, maxOutput>>20, out.Dropped)}
+	}
+	perRank, others, f := c.values(out.Kept)
 	if f != nil {
 		return nil, f
 	}
@@ -82,8 +87,15 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 		}
 	}
 	if len(values) == 0 {
-		return nil, &Failure{FailUnparsable, fmt.Sprintf("the output has %d values of the metric (%s) from %d rank(s), and the first %d of each rank's are warm-up",
-			total, c.Metric, len(perRank), c.Metric.Skip)}
+		reason := fmt.Sprintf("the output has %d values of the metric (%s) from %d rank(s)", total, c.Metric, len(perRank))
+		if c.Metric.Skip > 0 {
+			reason += fmt.Sprintf(", and the first %d of each rank's are warm-up", c.Metric.Skip)
+		}
+		if others.n > 0 {
+			// A unit or a locale's decimal comma in the regex's group.
+			reason += fmt.Sprintf("; %s of it held no number, such as %q", text.Count(others.n, "match", "matches"), others.first)
+		}
+		return nil, &Failure{FailUnparsable, reason}
 	}
 	v := median(values)
 	if c.Metric.Goal == "min" {
@@ -153,8 +165,8 @@ func rankLines(line string) []string {
 // writes one (text.Decimal), and positive and finite, as a time or a rate
 // is: one that is not ("0x1p3", "Inf", "1e400", "-3"), or a line that names
 // the metric twice, fails the trial.
-func (c UserCommand) values(lines []string) (map[string][]float64, *Failure) {
-	out := map[string][]float64{}
+func (c UserCommand) values(lines []string) (map[string][]float64, passedOver, *Failure) {
+	out, others := map[string][]float64{}, passedOver{}
 	for _, tagged := range lines {
 		parts := rankLines(tagged)
 		if parts == nil {
@@ -163,22 +175,36 @@ func (c UserCommand) values(lines []string) (map[string][]float64, *Failure) {
 		for _, line := range parts {
 			raws, err := c.match(line)
 			if err != nil {
-				return nil, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
+				return nil, others, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
 			}
 			rank := lineRank(line)
 			for _, raw := range raws {
 				if !isNumber(raw) {
-					continue // not the metric
+					others.add(raw) // not the metric
+					continue
 				}
 				v, err := text.Decimal(strings.TrimSpace(raw))
 				if err != nil || !(v > 0) || v > 1e300 || v < 1e-300 {
-					return nil, &Failure{FailImplausible, fmt.Sprintf("the metric (%s) read %q, not a positive number (finite and decimal, as printf writes one)", c.Metric, raw)}
+					return nil, others, &Failure{FailImplausible, fmt.Sprintf("the metric (%s) read %q, not a positive number (finite and decimal, as printf writes one)", c.Metric, raw)}
 				}
 				out[rank] = append(out[rank], v)
 			}
 		}
 	}
-	return out, nil
+	return out, others, nil
+}
+
+// passedOver are the texts in the metric's place that were no number: how
+// many, and the first, for the reason of a trial that read none that was.
+type passedOver struct {
+	n     int
+	first string
+}
+
+func (p *passedOver) add(raw string) {
+	if p.n++; p.n == 1 {
+		p.first = raw
+	}
 }
 
 // lineRank is the rank that printed line, where a launcher says; "" where not.

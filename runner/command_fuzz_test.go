@@ -32,11 +32,11 @@ func FuzzMetric(f *testing.F) {
 	f.Fuzz(func(t *testing.T, out string) {
 		for _, c := range metrics {
 			for _, line := range strings.Split(out, "\n") {
-				if vs, fail := c.values([]string{line}); !c.Keep(line) && (fail != nil || len(vs) > 0) {
+				if vs, _, fail := c.values([]string{line}); !c.Keep(line) && (fail != nil || len(vs) > 0) {
 					t.Fatalf("%s: %q passed over, yet it reads %v, %v", c.Metric, line, vs, fail)
 				}
 			}
-			perRank, fail := c.values(strings.Split(out, "\n"))
+			perRank, _, fail := c.values(strings.Split(out, "\n"))
 			if fail != nil {
 				continue
 			}

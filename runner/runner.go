@@ -249,7 +249,8 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	case launchErr != "":
 		res.Failure = &Failure{FailLaunch, launchErr}
 	default:
-		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: out.Kept(), Exit: exit, Log: res.Log, Detail: detail})
+		kept := out.Kept() // its last line offered, which may be dropped
+		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: kept, Dropped: out.dropped, Exit: exit, Log: res.Log, Detail: detail})
 	}
 	if res.Failure != nil {
 		// It ends with a line of the output, which may be of megabytes (a
@@ -456,6 +457,9 @@ type capture struct {
 	tag   string // the rank prefix (rankRE) of that line's first part
 	kept  []string
 	size  int // bytes kept
+	// dropped counts the lines keep kept once limit bytes of them were:
+	// their values are missing from kept.
+	dropped int
 }
 
 func (c *capture) Write(p []byte) (int, error) {
@@ -535,7 +539,11 @@ func (c *capture) offer() {
 	// empty lines (which a metric such as '^(\d*)$' keeps) cannot pile up
 	// without bound.
 	cost := len(line) + stringHeader
-	if c.size+cost <= c.limit && c.keep(line) {
+	switch {
+	case !c.keep(line):
+	case c.size+cost > c.limit:
+		c.dropped++
+	default:
 		c.kept = append(c.kept, line)
 		c.size += cost
 	}

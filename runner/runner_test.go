@@ -325,6 +325,9 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// A text in the metric's place that is no number does not match it; a number that is no plausible value fails.
 		{"no number", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, "echo t=5; echo 'version t=1.2.3'; echo t=7", 1.0 / 6, "", ""},
 		{"only no numbers", space.Metric{Regex: `t=([0-9.]+)`, Goal: "min"}, "echo t=1.2.3", 0, FailUnparsable, "0 values"},
+		// Where every match is no number, the reason names one, as a unit or a locale's comma in the group.
+		{"a unit in the group", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=5ms; echo t=6ms", 0, FailUnparsable, `2 matches of it held no number, such as "5ms"`},
+		{"a decimal comma", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=5,25", 0, FailUnparsable, `1 match of it held no number, such as "5,25"`},
 		// A number is read as printf writes one: Go's own forms fail, as an infinity does.
 		{"a hexadecimal float", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=0x1p3; echo t=5", 0, FailImplausible, `"0x1p3", not a positive number`},
 		{"underscores", space.Metric{Regex: `t=(\S+)`, Goal: "min"}, "echo t=1_000", 0, FailImplausible, `"1_000", not a positive number`},
@@ -379,6 +382,10 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// Metric lines amid more output than is kept (NCCL's INFO log) are all read.
 		{"past the cap", space.Metric{Regex: `^step t=(\S+)`, Goal: "max"},
 			"yes 'NCCL INFO xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -c 5000000; echo; echo step t=4; echo step t=6; yes 'NCCL INFO yyyyyyyyyyyyyyy' | head -c 7000000", 5, "", ""},
+		// More lines of the metric than a trial keeps: the values past them would not count (the
+		// last half here, whose median is another), so the trial is no measurement of the run.
+		{"more metric lines than are kept", space.Metric{Regex: `time: ([0-9.]+) ms`, Goal: "min"},
+			`awk 'BEGIN { for (i = 0; i < 300000; i++) printf "step %d time: %d ms\n", i, i < 150000 ? 100 : 50 }'`, 0, FailUnparsable, "than a trial keeps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{script(t, tc.body)}, Metric: tc.metric})
@@ -448,7 +455,8 @@ func outputOf(b Benchmark, text []byte) Output {
 		c.keep = k.Keep
 	}
 	c.Write(text)
-	return Output{Text: c.Bytes(), Kept: c.Kept(), Log: nccllog.Parse(text)}
+	kept := c.Kept()
+	return Output{Text: c.Bytes(), Kept: kept, Dropped: c.dropped, Log: nccllog.Parse(text)}
 }
 
 // TestFailureReasonBounded: a failed trial's reason ends with what its output

@@ -49,7 +49,8 @@ type Var struct {
 	// that is one value whatever the system, the application and the
 	// release (NCCL 2.28's NCCL_PARAM and config defaults, unchanged for
 	// years): set to it, the variable runs as left out. "" where NCCL
-	// chooses (by topology, NIC or version).
+	// chooses (by topology, NIC or version). A DDP knob's is DDP's, which
+	// the step script takes when not given the option.
 	Default string
 }
 
@@ -146,9 +147,9 @@ var catalogue = indexVars([]Var{
 // ddpKnobs are DistributedDataParallel's own communication settings,
 // searchable beside NCCL's with benchmark kind "ddp".
 var ddpKnobs = indexVars([]Var{
-	{Name: "bucket_cap_mb", Kind: KindInt, Min: 1, Max: 4096, Flag: "--bucket-cap-mb"},
-	{Name: "gradient_as_bucket_view", Kind: KindBool, Flag: "--gradient-as-bucket-view"},
-	{Name: "static_graph", Kind: KindBool, Flag: "--static-graph"},
+	{Name: "bucket_cap_mb", Kind: KindInt, Min: 1, Max: 4096, Flag: "--bucket-cap-mb", Default: "25"},
+	{Name: "gradient_as_bucket_view", Kind: KindBool, Flag: "--gradient-as-bucket-view", Default: "0"},
+	{Name: "static_graph", Kind: KindBool, Flag: "--static-graph", Default: "0"},
 })
 
 // nthreads are the values NCCL_NTHREADS takes: getNthreads (tuning.cc)

@@ -375,11 +375,14 @@ func (p Param) Variable() string {
 }
 
 // NCCLDefault is the value NCCL takes when p's variable is unset (the
-// catalogue's Default), where p can take it: p set to it, or left out, runs
-// as NCCL's default. False for one collective's part, which NCCL reads in a
-// list.
+// catalogue's Default; DDP's, for a DDP knob), where p can take it: p set
+// to it, or left out, runs as the default. False for one collective's
+// part, which NCCL reads in a list.
 func (p Param) NCCLDefault() (string, bool) {
 	v, ok := catalogue[p.Variable()]
+	if knob, isKnob := ddpKnobs[p.Name]; isKnob {
+		v, ok = knob, true
+	}
 	if p.Collective != "" || !ok || v.Default == "" || !p.Offers(v.Default) {
 		return "", false
 	}
@@ -595,9 +598,9 @@ func (s *Space) Key(a Assignment) string {
 // and "LL,Simple", "4" and "SYS") are one configuration, whose failure under
 // one spelling is its failure under all; and a variable set to the value
 // NCCL takes when it is unset (Var.Default: NCCL_MIN_CTAS=1) is left out,
-// as NCCL runs it.
+// as NCCL runs it, and so is a DDP knob set to DDP's default.
 func (s *Space) Reading(a Assignment) string {
-	return strings.Join(append(ReadingEnv(s.Env(a)), s.Args(a)...), " ")
+	return strings.Join(append(ReadingEnv(s.Env(a)), s.ReadingArgs(a)...), " ")
 }
 
 // ReadingEnv is env (NAME=value) with each value as Reading writes it.
@@ -622,11 +625,19 @@ func ReadingEnv(env []string) []string {
 }
 
 // Args returns the DDP step script's options for the DDP knobs, fixed or assigned.
-func (s *Space) Args(a Assignment) []string {
+func (s *Space) Args(a Assignment) []string { return s.args(a, false) }
+
+// ReadingArgs are Args as DDP runs them: a knob set to its default
+// (Var.Default) left out.
+func (s *Space) ReadingArgs(a Assignment) []string { return s.args(a, true) }
+
+func (s *Space) args(a Assignment, reading bool) []string {
 	vars := s.settings(a, true)
 	var args []string
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
-		args = append(args, ddpKnobs[name].Flag+"="+vars[name])
+		if knob := ddpKnobs[name]; !reading || vars[name] != knob.Default {
+			args = append(args, knob.Flag+"="+vars[name])
+		}
 	}
 	return args
 }

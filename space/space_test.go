@@ -586,6 +586,44 @@ func TestReadingLeavesOutNCCLDefaults(t *testing.T) {
 	}
 }
 
+// TestReadingLeavesOutDDPDefaults: a DDP knob set to the value DDP (and
+// the step script) takes when it is not given runs as left out: a
+// configuration that differs from another only so is one configuration,
+// to the samplers and to the simplification, which ran such a variant (a
+// trial that could tell nothing).
+func TestReadingLeavesOutDDPDefaults(t *testing.T) {
+	sp, err := Parse("ddp.toml", []byte(`[campaign]
+trials = 10
+[benchmark]
+kind = "ddp"
+[[param]]
+name = "bucket_cap_mb"
+min = 1
+max = 100
+[[param]]
+name = "gradient_as_bucket_view"
+values = ["0", "1"]
+[[param]]
+name = "static_graph"
+values = ["0", "1"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := Assignment{"bucket_cap_mb": "25", "gradient_as_bucket_view": "0", "static_graph": "0"}
+	if got, want := sp.Reading(defaults), sp.Reading(nil); got != want {
+		t.Errorf("DDP's defaults read %q, not as left out (%q)", got, want)
+	}
+	if got := sp.Reading(Assignment{"bucket_cap_mb": "26", "static_graph": "1"}); got != "--bucket-cap-mb=26 --static-graph=1" {
+		t.Errorf("settings other than DDP's defaults read %q", got)
+	}
+	for _, p := range sp.Params {
+		if _, known := p.NCCLDefault(); !known {
+			t.Errorf("%s: its default unknown", p.Name)
+		}
+	}
+}
+
 // TestREADMESpaceLoads: the README's space file, the one users copy first,
 // loads. Its `when` once named NCCL_NET, which it neither searched nor pinned.
 func TestREADMESpaceLoads(t *testing.T) {

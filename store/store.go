@@ -575,9 +575,13 @@ func (s *Store) FinishTrial(ctx context.Context, t *Trial) error {
 		return fmt.Errorf("store %s: finish trial %d: %w", s.path, t.Number, err)
 	}
 	defer tx.Rollback()
-	_, err = tx.Exec(`UPDATE trials SET state = ?, env = ?, command = ?, finished_at = ?, exit_code = ?,
+	var started any // the launch's start, where the trial has one; else the start stored
+	if !t.Started.IsZero() {
+		started = t.Started.Format(time.RFC3339Nano)
+	}
+	_, err = tx.Exec(`UPDATE trials SET state = ?, env = ?, command = ?, started_at = COALESCE(?, started_at), finished_at = ?, exit_code = ?,
 		failure_kind = ?, failure_reason = ?, output = ?, scores = ?, nccl_log = ?, fingerprint = ? WHERE id = ?`,
-		t.State, cols[0], cols[1], t.Finished.Format(time.RFC3339Nano), t.ExitCode,
+		t.State, cols[0], cols[1], started, t.Finished.Format(time.RFC3339Nano), t.ExitCode,
 		t.FailureKind, t.FailureReason, t.Output, cols[2], cols[3], cols[4], t.ID)
 	if err != nil {
 		return fmt.Errorf("store %s: finish trial %d: %w", s.path, t.Number, err)

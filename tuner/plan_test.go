@@ -980,3 +980,32 @@ max = 8
 		t.Errorf("the simplification ran %q, want %q", ran, want)
 	}
 }
+
+// slowWarmUp takes its time over the warm-up launch, before it runs it.
+type slowWarmUp struct{ runner.Runner }
+
+func (s *slowWarmUp) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == "warm-up" {
+		time.Sleep(time.Second)
+	}
+	return s.Runner.Run(ctx, job)
+}
+
+// TestWarmLaunchIsNoPartOfTrialZerosTime: trial 0 ran from its own launch's
+// start, not from before the unrecorded warm-up launch, whose time `show`
+// counted as trial 0's (18 s for a trial that timed out at 4 s plus its 5 s
+// grace, its warm-up having done the same).
+func TestWarmLaunchIsNoPartOfTrialZerosTime(t *testing.T) {
+	sp := loadExample(t, 3)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = &slowWarmUp{runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if ran := tr.Finished.Sub(tr.Started); ran >= time.Second {
+			t.Errorf("trial %d ran %s, its warm-up's second included", tr.Number, ran)
+		}
+	}
+}

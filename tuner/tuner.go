@@ -1488,6 +1488,9 @@ func fullSweep(sp *space.Space) sweep {
 func (s *session) record(t *store.Trial, res runner.Result, measured []bool) {
 	t.Scores, t.Rows, t.FailureKind, t.FailureReason = nil, nil, "", ""
 	t.Command, t.Output, t.ExitCode, t.Finished = res.Command, res.Output, res.Exit.Code, res.Started.Add(res.Duration)
+	if !res.Started.IsZero() {
+		t.Started = res.Started.UTC() // its launch's: not a warm-up launch's before it
+	}
 	t.NCCLLog = res.Log
 	failure := res.Failure
 	if m := res.Measurement; failure == nil {

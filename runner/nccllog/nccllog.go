@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/nccltune/nccltune/internal/text"
+	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -118,59 +119,8 @@ func Parse(output []byte) Log {
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	sc.Split(text.Lines(64 << 10)) // an over-long line is passed over, not the end of the log
 	for sc.Scan() {
-		line := sc.Text()
-		if m := versionRE.FindStringSubmatch(line); m != nil && l.Version == "" {
-			l.Version = m[1]
-		}
-		if w := warnRE.FindStringSubmatch(line); w != nil {
-			l.reject(strings.TrimSpace(w[1]))
-			continue
-		}
-		m := infoRE.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		l.Debug = true
-		msg := strings.TrimSpace(m[1])
-		if s := setRE.FindStringSubmatch(msg); s != nil {
-			read.add(s[1], marked(line, strings.TrimSuffix(s[2], ".")))
-			continue
-		}
-		if s := hcaRE.FindStringSubmatch(msg); s != nil {
-			read.add(s[1], marked(line, s[2]))
-			continue
-		}
-		l.reject(msg)
-		if c := channelRE.FindStringSubmatch(msg); c != nil {
-			n, _ := strconv.Atoi(c[1])
-			l.Channels = max(l.Channels, n)
-		}
-		if m := nodesRE.FindStringSubmatch(msg); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			l.Nodes = max(l.Nodes, n)
-		}
-		if m := ranksRE.FindStringSubmatch(msg); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			l.Ranks = max(l.Ranks, n)
-		}
-		if m := tuningRE.FindStringSubmatch(msg); m != nil {
-			l.decide(m)
-			continue
-		}
-		if n := networkRE.FindStringSubmatch(msg); n != nil {
-			l.Network = n[1]
-		}
-		if m := nicsRE.FindStringSubmatch(msg); m != nil {
-			l.NICs = max(l.NICs, len(nicRE.FindAllString(m[1], -1)))
-		}
-		if gdrRE.MatchString(msg) {
-			l.GDR = true
-		}
-		if roceRE.MatchString(msg) {
-			l.RoCE = true
-		}
-		if noteRE.MatchString(msg) && len(l.Notes) < maxNotes && !slices.Contains(l.Notes, msg) {
-			l.Notes = append(l.Notes, msg)
+		for _, line := range untagged(sc.Text()) {
+			l.line(line, read)
 		}
 	}
 	l.Read = read.joined()
@@ -192,6 +142,79 @@ func marked(line, value string) string {
 		return value + cutMark
 	}
 	return value
+}
+
+// line reads one line of NCCL's log into l, the values read into read.
+func (l *Log) line(line string, read values) {
+	if m := versionRE.FindStringSubmatch(line); m != nil && l.Version == "" {
+		l.Version = m[1]
+	}
+	if w := warnRE.FindStringSubmatch(line); w != nil {
+		l.reject(strings.TrimSpace(w[1]))
+		return
+	}
+	m := infoRE.FindStringSubmatch(line)
+	if m == nil {
+		return
+	}
+	l.Debug = true
+	msg := strings.TrimSpace(m[1])
+	if s := setRE.FindStringSubmatch(msg); s != nil {
+		read.add(s[1], marked(line, strings.TrimSuffix(s[2], ".")))
+		return
+	}
+	if s := hcaRE.FindStringSubmatch(msg); s != nil {
+		read.add(s[1], marked(line, s[2]))
+		return
+	}
+	l.reject(msg)
+	if c := channelRE.FindStringSubmatch(msg); c != nil {
+		n, _ := strconv.Atoi(c[1])
+		l.Channels = max(l.Channels, n)
+	}
+	if m := nodesRE.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		l.Nodes = max(l.Nodes, n)
+	}
+	if m := ranksRE.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		l.Ranks = max(l.Ranks, n)
+	}
+	if m := tuningRE.FindStringSubmatch(msg); m != nil {
+		l.decide(m)
+		return
+	}
+	if n := networkRE.FindStringSubmatch(msg); n != nil {
+		l.Network = n[1]
+	}
+	if m := nicsRE.FindStringSubmatch(msg); m != nil {
+		l.NICs = max(l.NICs, len(nicRE.FindAllString(m[1], -1)))
+	}
+	if gdrRE.MatchString(msg) {
+		l.GDR = true
+	}
+	if roceRE.MatchString(msg) {
+		l.RoCE = true
+	}
+	if noteRE.MatchString(msg) && len(l.Notes) < maxNotes && !slices.Contains(l.Notes, msg) {
+		l.Notes = append(l.Notes, msg)
+	}
+}
+
+// mpiTagRE is Open MPI's mpirun --tag-output tag, after --timestamp-output's
+// time where given.
+var mpiTagRE = regexp.MustCompile(nccltests.MPIRunTime + `?\[\d+,\d+\]<std(?:out|err)>:`)
+
+// untagged are a line's parts between Open MPI's tags. Its mpirun 4.1 tags
+// each chunk it passes on, not each line: a line may end in a tag of its own
+// ("... NCCL version 2.21.5+cuda12.4[1,0]<stdout>:"), which read as part of
+// the version or of a value NCCL read, or run into another rank's line. Most
+// lines hold no tag, and cost no regexp's run.
+func untagged(line string) []string {
+	if !strings.Contains(line, "]<std") {
+		return []string{line}
+	}
+	return mpiTagRE.Split(line, -1)
 }
 
 // readApart joins the values of a variable that ranks read differently.

@@ -325,3 +325,24 @@ func TestValueCutByNCCLsLineIsConfirmed(t *testing.T) {
 		t.Errorf("another path confirmed by a cut one: %v", got)
 	}
 }
+
+// TestOpenMPITagsAreNoPartOfValues: Open MPI 4.1's mpirun --tag-output tags
+// each chunk it passes on, so a line may end in a tag of its own (before its
+// newline) or run into another rank's, as seen with mpirun 4.1.4; the tag is
+// no part of the version or of a value NCCL read.
+func TestOpenMPITagsAreNoPartOfValues(t *testing.T) {
+	log := "[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL version 2.21.5+cuda12.4[1,1]<stdout>:\n" +
+		"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL_MIN_CTAS set by environment to 32[1,1]<stdout>:\n" +
+		"[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n" +
+		"[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_MIN_CTAS set by environment to 32" +
+		"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL_ALGO set by environment to Ring[1,0]<stdout>:\n" +
+		"Mon Dec  7 04:05:01 2026[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring" +
+		"Mon Dec  7 04:05:01 2026[1,0]<stdout>:\n"
+	l := Parse([]byte(log))
+	if l.Version != "2.21.5+cuda12.4" {
+		t.Errorf("version %q", l.Version)
+	}
+	if got := l.Unconfirmed([]string{"NCCL_MIN_CTAS=32", "NCCL_ALGO=Ring"}); got != nil {
+		t.Errorf("unconfirmed %v (read %q)", got, l.Read)
+	}
+}
