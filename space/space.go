@@ -554,7 +554,7 @@ func (s *Space) Key(a Assignment) string {
 // spellings NCCL reads alike ("ring" and "Ring", "07" and "7", "Simple,LL"
 // and "LL,Simple", "4" and "SYS") are one configuration, whose failure under
 // one spelling is its failure under all; and a variable set to the value
-// NCCL takes when it is unset (Var.Default: NCCL_MIN_CTAS=1) is left out,
+// NCCL takes when it is unset (Var.Default: NCCL_IB_QPS_PER_CONNECTION=1) is left out,
 // as NCCL runs it.
 func (s *Space) Reading(a Assignment) string {
 	return strings.Join(append(ReadingEnv(s.Env(a)), s.Args(a)...), " ")

@@ -910,7 +910,7 @@ func TestResumeWithAShorterTimeoutFitsIt(t *testing.T) {
 
 // TestSimplificationDropsNCCLDefaultsWithoutARun: a choice that sets a
 // variable to the value NCCL takes unset (one queue pair per connection,
-// 4 MiB buffers) runs as the choice without it; the simplification ran
+// NCCL_CROSS_NIC 2) runs as the choice without it; the simplification ran
 // that variant, a trial that could tell nothing (results take the two for
 // one configuration). It leaves the setting out unrun.
 func TestSimplificationDropsNCCLDefaultsWithoutARun(t *testing.T) {
@@ -922,8 +922,8 @@ sizes = { min = "1M", max = "4M", factor = 4 }
 [simulator]
 nodes = 1
 [[param]]
-name = "NCCL_BUFFSIZE"
-values = ["default", "1M", "4M"]
+name = "NCCL_CROSS_NIC"
+values = ["default", "1", "2"]
 [[param]]
 name = "NCCL_ALGO"
 values = ["default", "Ring"]
@@ -932,7 +932,7 @@ name = "NCCL_IB_QPS_PER_CONNECTION"
 min = 1
 max = 8
 `)
-	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "4194304", "NCCL_IB_QPS_PER_CONNECTION": "1"}
+	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_CROSS_NIC": "2", "NCCL_IB_QPS_PER_CONNECTION": "1"}
 	trial := func(n int, a space.Assignment) store.Trial {
 		scores := map[string]float64{}
 		for _, rg := range sp.Ranges {
@@ -953,8 +953,8 @@ max = 8
 		t.Fatal(err)
 	}
 	// The choice's fresh run, then the variant without the algorithm (its
-	// buffer size left to NCCL unrun before it): nothing else.
-	want := []string{sp.Key(best), sp.Key(space.Assignment{"NCCL_ALGO": "default", "NCCL_BUFFSIZE": "default", "NCCL_IB_QPS_PER_CONNECTION": "1"})}
+	// NCCL_CROSS_NIC left to NCCL unrun before it): nothing else.
+	want := []string{sp.Key(best), sp.Key(space.Assignment{"NCCL_ALGO": "default", "NCCL_CROSS_NIC": "default", "NCCL_IB_QPS_PER_CONNECTION": "1"})}
 	if !slices.Equal(ran, want) {
 		t.Errorf("the simplification ran %q, want %q", ran, want)
 	}
