@@ -159,7 +159,7 @@ func TestSimplest(t *testing.T) {
 		{"not one its measurements contradict", []*config{lucky, contradicted, lead}, "lead"},
 		{"by measurement without every estimate", []*config{lead, lucky, unestimated}, "lucky"},
 	} {
-		if got := simplest(tc.configs).first.Params["NAME"]; got != tc.want {
+		if got := simplest(&space.Space{}, tc.configs).first.Params["NAME"]; got != tc.want {
 			t.Errorf("%s: chose %s, want %s", tc.name, got, tc.want)
 		}
 	}

@@ -313,7 +313,7 @@ func TestSimplifyAgainstAFreshRun(t *testing.T) {
 				top = max(top, meanScore(sp, trials, &trials[j], r.Range.Name))
 			}
 		}
-		if results.Settings(final.Best) > results.Settings(r.Best) && meanScore(sp, trials, r.Best, r.Range.Name) >= top*(1-results.Parsimony) {
+		if results.Settings(sp, final.Best) > results.Settings(sp, r.Best) && meanScore(sp, trials, r.Best, r.Range.Name) >= top*(1-results.Parsimony) {
 			t.Errorf("range %s: simplified to %v from %v", r.Range.Name, final.Best.Env, r.Best.Env)
 		}
 	}
