@@ -467,3 +467,25 @@ func TestUnvalidatedChoiceBeyondFailedDefaultsSaysWhatNCCLDidNotConfirm(t *testi
 		}
 	}
 }
+
+// TestDefaultsInAnySpellingNCCLReadsAlike: NCCL's defaults' trials failed
+// with their nodes; trial 2 set NCCL_IB_QPS_PER_CONNECTION=1 alone, which
+// NCCL runs as its defaults and results group with them (Reading). It
+// measured the defaults, the baseline of the ranges: read as another
+// configuration, the ranges had none, and it was the choice, tuned.
+func TestDefaultsInAnySpellingNCCLReadsAlike(t *testing.T) {
+	sp := loadExample(t)
+	defaults := map[string]string{"NCCL_ALGO": space.Unset}
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	trials := []store.Trial{
+		{Number: 0, State: store.Failed, FailureKind: "node", Params: defaults},
+		{Number: 1, State: store.Failed, FailureKind: "node", Params: defaults},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": space.Unset, "NCCL_IB_QPS_PER_CONNECTION": "1"}, Scores: scores(100)},
+		{Number: 3, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: scores(90)},
+	}
+	for _, r := range Of(sp, trials, nil) {
+		if r.Default == nil || r.Default.Number != 2 || r.Tuned() {
+			t.Errorf("range %s: %s; want trial 2's defaults, not tuned", r.Range.Name, r.Describe())
+		}
+	}
+}

@@ -111,11 +111,13 @@ const MinTrials = 3
 // of nodes, so that every group's baseline is known and a slow group shows.
 func (s *Space) DefaultsTrials() int { return max(MinTrials-1, s.Launcher.Groups) }
 
-// IsDefaults reports whether a is NCCL's defaults: it sets nothing the
-// space's Key sees. Trials are matched to the defaults by this, not by
-// number, since DefaultsTrials follows launcher.groups, which a space file
-// may change between runs of one campaign (the groups are no part of its hash).
-func (s *Space) IsDefaults(a Assignment) bool { return s.Key(a) == s.Key(nil) }
+// IsDefaults reports whether a is NCCL's defaults: it sets nothing NCCL
+// reads otherwise than unset (Reading, which results group trials by:
+// NCCL_IB_QPS_PER_CONNECTION=1 alone is a run of the defaults). Trials are
+// matched to the defaults by this, not by number, since DefaultsTrials
+// follows launcher.groups, which a space file may change between runs of
+// one campaign (the groups are no part of its hash).
+func (s *Space) IsDefaults(a Assignment) bool { return s.Reading(a) == s.Reading(nil) }
 
 // MaxTrials is the largest trial budget: days of trials at a second each, as
 // many as the largest grid, and far below the trial numbers a store holds
