@@ -85,9 +85,9 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		best.Ranges = defaults
 	}
 	best.whole = len(sp.Workload) > 0
-	key := sp.Key(best.Assignment(sp))
+	reading := space.KeyReading(sp.Key(best.Assignment(sp)))
 	for _, v := range vals {
-		if v.Range == JobRange && v.Config == key {
+		if v.Range == JobRange && space.KeyReading(v.Config) == reading {
 			best.Validation = &v
 		}
 	}

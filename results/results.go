@@ -216,7 +216,6 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 		keys[j] = sp.Reading(t.Params)
 	}
 	estimates := estimate(sp, trials)
-	same := alike(sp, trials)
 	var defaultFailed *store.Trial
 	if k := slices.IndexFunc(trials, func(t store.Trial) bool {
 		return t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() && sp.IsDefaults(t.Params)
@@ -245,7 +244,7 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 			res.Unconfirmed = slices.DeleteFunc(best.first.NCCLLog.Unconfirmed(best.first.Env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
 		}
 		if res.Best != nil {
-			res.Validation = latestOn(vals, rg.Name, sp.Key(res.Best.Params), res.Best.Number, same)
+			res.Validation = latestOn(vals, rg.Name, sp.Key(res.Best.Params), res.Best.Number)
 		}
 		out[i] = res
 	}

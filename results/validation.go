@@ -174,7 +174,6 @@ func WithHeld(sp *space.Space, trials []store.Trial, vals []store.Validation, ru
 		names = append(names, JobRange)
 	}
 	out := slices.Clip(vals)
-	same := alike(sp, trials)
 	held := map[string]bool{}
 	for _, run := range runs {
 		holds := HeldBy(sp, trials, run)
@@ -188,7 +187,7 @@ func WithHeld(sp *space.Space, trials []store.Trial, vals []store.Validation, ru
 			}
 			held[key] = true
 			for _, name := range names {
-				if latest := latestOn(vals, name, key, t.Number, same); latest != nil && latest.Verdict != "tuned" {
+				if latest := latestOn(vals, name, key, t.Number); latest != nil && latest.Verdict != "tuned" {
 					continue
 				}
 				out = append(out, store.Validation{Range: name, Candidate: t.Number, Config: key, Rounds: 1, Verdict: "default", Reason: FailedEarlier(run),
@@ -224,30 +223,15 @@ func HeldBy(sp *space.Space, trials []store.Trial, run store.ValidationRun) func
 	}
 }
 
-// alike reports whether two configurations, by their keys (space.Space.Key),
-// are one as NCCL reads them (Reading, which results group trials by): a
-// verdict stored on one spelling, NCCL_IB_QPS_PER_CONNECTION=1 set or not,
-// concerns the other, which may since represent the configuration. A key
-// no trial holds is only itself.
-func alike(sp *space.Space, trials []store.Trial) func(a, b string) bool {
-	reading := make(map[string]string, len(trials))
-	for _, t := range trials {
-		reading[sp.Key(t.Params)] = sp.Reading(t.Params)
-	}
-	return func(a, b string) bool {
-		ra, okA := reading[a]
-		rb, okB := reading[b]
-		return a == b || okA && okB && ra == rb
-	}
-}
-
 // latestOn is the latest of vals on configuration key (trial number's) in
-// range name, nil if none, a verdict on a key alike to it (see alike)
-// included: a verdict stored before verdicts named their configuration
-// names its trial. Of reads a range's verdict so too.
-func latestOn(vals []store.Validation, name, key string, number int, same func(a, b string) bool) *store.Validation {
+// range name, nil if none: a verdict on a spelling NCCL reads alike
+// (space.KeyReading) concerns it, as results group trials so, and a verdict
+// stored before verdicts named their configuration names its trial. Of
+// reads a range's verdict so too.
+func latestOn(vals []store.Validation, name, key string, number int) *store.Validation {
+	reading := space.KeyReading(key)
 	for i := len(vals) - 1; i >= 0; i-- {
-		if v := &vals[i]; v.Range == name && (same(v.Config, key) || v.Config == "" && v.Candidate == number) {
+		if v := &vals[i]; v.Range == name && (space.KeyReading(v.Config) == reading || v.Config == "" && v.Candidate == number) {
 			return v
 		}
 	}

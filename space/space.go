@@ -562,6 +562,14 @@ func (s *Space) Reading(a Assignment) string {
 	return strings.Join(append(ReadingEnv(s.Env(a)), s.Args(a)...), " ")
 }
 
+// KeyReading is the Reading of the configuration whose Key is key: a
+// stored key (a verdict's) compares with another as NCCL reads the two.
+// Key's words are its environment's NAME=value and its options'
+// --flag=value, which ReadingEnv passes as they are.
+func KeyReading(key string) string {
+	return strings.Join(ReadingEnv(strings.Fields(key)), " ")
+}
+
 // ReadingEnv is env (NAME=value) with each value as Reading writes it.
 func ReadingEnv(env []string) []string {
 	out := make([]string, 0, len(env))

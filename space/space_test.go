@@ -486,3 +486,30 @@ func TestREADMESpaceLoads(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestKeyReadingIsReading: a configuration's key, as a verdict stores it,
+// reads as the configuration does, its options included.
+func TestKeyReadingIsReading(t *testing.T) {
+	sp, err := Parse("ddp.toml", []byte(`
+[benchmark]
+kind = "ddp"
+[[param]]
+name = "bucket_cap_mb"
+min = 1
+max = 64
+[[param]]
+name = "NCCL_CROSS_NIC"
+values = ["default", "1", "2"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL,Simple", "Simple"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []Assignment{nil, {"NCCL_CROSS_NIC": "2"}, {"NCCL_CROSS_NIC": "1", "bucket_cap_mb": "25", "NCCL_PROTO": "LL,Simple"}, {"bucket_cap_mb": "4", "NCCL_CROSS_NIC": "2"}} {
+		if got, want := KeyReading(sp.Key(a)), sp.Reading(a); got != want {
+			t.Errorf("%v: KeyReading(%q) = %q, want %q", a, sp.Key(a), got, want)
+		}
+	}
+}
