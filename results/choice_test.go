@@ -159,7 +159,7 @@ func TestSimplest(t *testing.T) {
 		{"not one its measurements contradict", []*config{lucky, contradicted, lead}, "lead"},
 		{"by measurement without every estimate", []*config{lead, lucky, unestimated}, "lucky"},
 	} {
-		if got := simplest(tc.configs).first.Params["NAME"]; got != tc.want {
+		if got := simplest(&space.Space{}, tc.configs).first.Params["NAME"]; got != tc.want {
 			t.Errorf("%s: chose %s, want %s", tc.name, got, tc.want)
 		}
 	}
@@ -464,6 +464,28 @@ func TestUnvalidatedChoiceBeyondFailedDefaultsSaysWhatNCCLDidNotConfirm(t *testi
 		r := Of(sp, trials, nil)[0]
 		if d := r.Describe(); !r.Tuned() || !strings.Contains(d, "not confirmed") || !strings.Contains(d, "NCCL_ALGO") {
 			t.Errorf("%s: %q (tuned %v); want it to name NCCL_ALGO as not confirmed", name, d, r.Tuned())
+		}
+	}
+}
+
+// TestDefaultsInAnySpellingNCCLReadsAlike: NCCL's defaults' trials failed
+// with their nodes; trial 2 set NCCL_IB_QPS_PER_CONNECTION=1 alone, which
+// NCCL runs as its defaults and results group with them (Reading). It
+// measured the defaults, the baseline of the ranges: read as another
+// configuration, the ranges had none, and it was the choice, tuned.
+func TestDefaultsInAnySpellingNCCLReadsAlike(t *testing.T) {
+	sp := loadExample(t)
+	defaults := map[string]string{"NCCL_ALGO": space.Unset}
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	trials := []store.Trial{
+		{Number: 0, State: store.Failed, FailureKind: "node", Params: defaults},
+		{Number: 1, State: store.Failed, FailureKind: "node", Params: defaults},
+		{Number: 2, State: store.Complete, Params: map[string]string{"NCCL_ALGO": space.Unset, "NCCL_IB_QPS_PER_CONNECTION": "1"}, Scores: scores(100)},
+		{Number: 3, State: store.Complete, Params: map[string]string{"NCCL_ALGO": "Ring"}, Scores: scores(90)},
+	}
+	for _, r := range Of(sp, trials, nil) {
+		if r.Default == nil || r.Default.Number != 2 || r.Tuned() {
+			t.Errorf("range %s: %s; want trial 2's defaults, not tuned", r.Range.Name, r.Describe())
 		}
 	}
 }

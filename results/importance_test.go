@@ -620,3 +620,28 @@ func TestImportanceOfABystanderAfterTheCauses(t *testing.T) {
 		t.Errorf("the buffer size, tested after the algorithm and the protocol, significant in %d of %d campaigns (%.1f%%), want 5%%", significant, tested, 100*rate)
 	}
 }
+
+// TestResultsCountSettingsAsNCCLReadsThem: a trial setting
+// NCCL_IB_QPS_PER_CONNECTION=1, NCCL's default, sets one variable fewer
+// than it spells, as results read it (space.Space.Reading); counted as
+// set, a configuration of two real settings within 1% was chosen over it.
+// The search no longer runs the spelling without it, nor the
+// simplification, so the count is all that tells them apart.
+func TestResultsCountSettingsAsNCCLReadsThem(t *testing.T) {
+	sp := loadExample(t)
+	trial := func(n int, score float64, params map[string]string) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: params,
+			Scores: map[string]float64{"small": score, "medium": score, "large": score}}
+	}
+	trials := []store.Trial{
+		trial(0, 100, map[string]string{}),
+		trial(1, 150, map[string]string{"NCCL_ALGO": "Ring", "NCCL_IB_QPS_PER_CONNECTION": "1"}),
+		trial(2, 150.5, map[string]string{"NCCL_ALGO": "Tree", "NCCL_PROTO": "Simple"}),
+	}
+	if got := Settings(sp, &trials[1]); got != 1 {
+		t.Errorf("trial 1 sets %d variables as NCCL reads them, want 1", got)
+	}
+	if r := Of(sp, trials, nil)[0]; r.Best.Number != 1 {
+		t.Errorf("chose trial %d; want 1: within 1%% of the best with one setting fewer", r.Best.Number)
+	}
+}

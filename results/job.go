@@ -70,7 +70,7 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 			continue // a range none of its trials measured, or no defaults to compare with
 		}
 		jobs, gains = append(jobs, Job{Env: JobEnv(sp, groups[k][0].Params), Ranges: rs}), append(gains, gain)
-		settings = append(settings, Settings(&groups[k][0])-perSizeSettings(sp, groups[k][0].Params))
+		settings = append(settings, Settings(sp, &groups[k][0])-perSizeSettings(sp, groups[k][0].Params))
 	}
 	// Within Parsimony (per range where the ranges are weighed alike), the fewer job-wide settings the better.
 	tolerance := -math.Log1p(-Parsimony)
@@ -85,9 +85,9 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		best.Ranges = defaults
 	}
 	best.whole = len(sp.Workload) > 0
-	key := sp.Key(best.Assignment(sp))
+	reading := space.KeyReading(sp.Key(best.Assignment(sp)))
 	for _, v := range vals {
-		if v.Range == JobRange && v.Config == key {
+		if v.Range == JobRange && space.KeyReading(v.Config) == reading {
 			best.Validation = &v
 		}
 	}

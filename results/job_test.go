@@ -171,3 +171,47 @@ func ctasTrial(n int, agAlgo, arAlgo, ctas string, ag, ar float64) store.Trial {
 	return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO[allgather]": agAlgo, "NCCL_ALGO[allreduce]": arAlgo, "NCCL_MIN_CTAS": ctas},
 		Scores: map[string]float64{"all_gather": ag, "all_reduce": ar}}
 }
+
+// TestJobVerdictHoldsForSpellingsNCCLReadsAlike: the job was validated as
+// trial 2's configuration; trial 1, which sets NCCL_CROSS_NIC=2, NCCL's
+// default, besides, now reads alike and, first, represents it (a store
+// written before NCCL's defaults read as unset). The verdict, stored under
+// trial 2's key, was not found for it.
+func TestJobVerdictHoldsForSpellingsNCCLReadsAlike(t *testing.T) {
+	sp, err := space.Parse("w.toml", []byte(`
+[simulator]
+nodes = 2
+fabric = "ib"
+[[workload]]
+collective = "all_reduce"
+size = "1M"
+count = 10
+[[workload]]
+collective = "all_gather"
+size = "1M"
+count = 10
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_CROSS_NIC"
+values = ["default", "1", "2"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, nic string, score float64) store.Trial {
+		algo := "Ring"
+		if n == 0 {
+			algo = space.Unset
+		}
+		return store.Trial{Number: n, State: store.Complete, Params: map[string]string{"NCCL_ALGO[allgather]": algo, "NCCL_ALGO[allreduce]": algo, "NCCL_CROSS_NIC": nic},
+			Scores: map[string]float64{"all_gather": score, "all_reduce": score}}
+	}
+	trials := []store.Trial{trial(0, space.Unset, 1), trial(1, "2", 2), trial(2, space.Unset, 2)}
+	judged := JobOf(sp, []store.Trial{trials[0], trials[2]}, nil)
+	vals := []store.Validation{{Range: JobRange, Candidate: -1, Config: sp.Key(judged.Assignment(sp)), Verdict: "default", Reason: "loses 2%"}}
+	if job := JobOf(sp, trials, vals); job.Validation == nil {
+		t.Errorf("the job %v, validated as %q, has no verdict", job.Assignment(sp), vals[0].Config)
+	}
+}

@@ -145,11 +145,11 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 // what it does. The estimates pool similar configurations, so they lie
 // closer together than the measurements: within Parsimony by the estimate
 // alone, a simpler neighbour would be chosen where it is measurably slower.
-func simplest(configs []*config) *config {
+func simplest(sp *space.Space, configs []*config) *config {
 	tolerance := -math.Log1p(-Parsimony)
 	measured, settings := make([]float64, len(configs)), make([]int, len(configs))
 	for i, c := range configs {
-		measured[i], settings[i] = math.Log(c.score()), Settings(c.first)
+		measured[i], settings[i] = math.Log(c.score()), Settings(sp, c.first)
 	}
 	if slices.ContainsFunc(configs, func(c *config) bool { return math.IsNaN(c.estimate) }) {
 		return configs[parsimonious(measured, settings, tolerance)]
@@ -186,13 +186,21 @@ func parsimonious(logScores []float64, settings []int, tolerance float64) int {
 	return chosen
 }
 
-// Settings counts the searched variables a trial sets (NCCL's default is not one).
-func Settings(t *store.Trial) int {
+// Settings counts the searched variables a trial sets, as NCCL reads them:
+// "default", or the value NCCL takes unset (space.Param.NCCLDefault), is
+// none, as Reading leaves it out of the configuration.
+func Settings(sp *space.Space, t *store.Trial) int {
 	n := 0
-	for _, v := range t.Params {
-		if v != space.Unset {
-			n++
+	for name, v := range t.Params {
+		if v == space.Unset {
+			continue
 		}
+		if k := slices.IndexFunc(sp.Params, func(p space.Param) bool { return p.Name == name }); k >= 0 {
+			if d, known := sp.Params[k].NCCLDefault(); known && v == d {
+				continue
+			}
+		}
+		n++
 	}
 	return n
 }
@@ -230,7 +238,7 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 		// defaults, which a job gets by setting nothing, stay choosable.
 		choosable := slices.DeleteFunc(slices.Clone(configs), func(c *config) bool { return c.failed && !sp.IsDefaults(c.first.Params) })
 		if len(choosable) > 0 {
-			best := simplest(choosable)
+			best := simplest(sp, choosable)
 			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
 			// A pinned variable is in every configuration, NCCL's defaults' too: not the choice's to confirm.
 			res.Unconfirmed = slices.DeleteFunc(best.first.NCCLLog.Unconfirmed(best.first.Env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })

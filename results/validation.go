@@ -214,18 +214,24 @@ func HeldBy(sp *space.Space, trials []store.Trial, run store.ValidationRun) func
 		if i < 0 {
 			return none
 		}
-		key := sp.Key(trials[i].Params)
-		return func(a space.Assignment) bool { return !sp.IsDefaults(a) && sp.Key(a) == key }
+		reading := sp.Reading(trials[i].Params)
+		return func(a space.Assignment) bool { return !sp.IsDefaults(a) && sp.Reading(a) == reading }
 	}
-	return func(a space.Assignment) bool { return !sp.IsDefaults(a) && slices.Equal(sp.Env(a), run.Env) }
+	env := space.ReadingEnv(run.Env)
+	return func(a space.Assignment) bool {
+		return !sp.IsDefaults(a) && slices.Equal(space.ReadingEnv(sp.Env(a)), env)
+	}
 }
 
 // latestOn is the latest of vals on configuration key (trial number's) in
-// range name, nil if none: a verdict stored before verdicts named their
-// configuration names its trial. Of reads a range's verdict so too.
+// range name, nil if none: a verdict on a spelling NCCL reads alike
+// (space.KeyReading) concerns it, as results group trials so, and a verdict
+// stored before verdicts named their configuration names its trial. Of
+// reads a range's verdict so too.
 func latestOn(vals []store.Validation, name, key string, number int) *store.Validation {
+	reading := space.KeyReading(key)
 	for i := len(vals) - 1; i >= 0; i-- {
-		if v := &vals[i]; v.Range == name && (v.Config == key || v.Config == "" && v.Candidate == number) {
+		if v := &vals[i]; v.Range == name && (space.KeyReading(v.Config) == reading || v.Config == "" && v.Candidate == number) {
 			return v
 		}
 	}

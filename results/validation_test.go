@@ -207,3 +207,35 @@ func TestWithHeldKeepsAFailedConfigurationOut(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictsHoldForSpellingsNCCLReadsAlike: a campaign run before
+// results read NCCL_IB_QPS_PER_CONNECTION=1 as unset holds trial 1 of it
+// and trial 2 without it, two configurations then: validation rejected
+// trial 2's, the choice, and a validation run of trial 1 failed by its
+// settings. Read as one configuration now, represented by trial 1, both
+// verdicts concern it: neither was found (they name the other spelling),
+// and the rejected configuration was exported as tuned.
+func TestVerdictsHoldForSpellingsNCCLReadsAlike(t *testing.T) {
+	sp, err := space.Parse("s.toml", []byte("[benchmark]\nbinary = \"x\"\n[[range]]\nname = \"a\"\nmin = \"8\"\nmax = \"1M\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n[[param]]\nname = \"NCCL_IB_QPS_PER_CONNECTION\"\nmin = 1\nmax = 8\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, ring := space.Assignment{"NCCL_ALGO": space.Unset}, space.Assignment{"NCCL_ALGO": "Ring"}
+	spelled := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_IB_QPS_PER_CONNECTION": "1"}
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Params: def, Env: sp.Env(def), Scores: map[string]float64{"a": 1}},
+		{Number: 1, State: store.Complete, Params: spelled, Env: sp.Env(spelled), Scores: map[string]float64{"a": 2}},
+		{Number: 2, State: store.Complete, Params: ring, Env: sp.Env(ring), Scores: map[string]float64{"a": 2}},
+	}
+	rejected := store.Validation{Range: "a", Candidate: 2, Config: sp.Key(ring), Rounds: 5, Verdict: "default", Reason: "loses 3%"}
+	r := Of(sp, trials, []store.Validation{rejected})[0]
+	if r.Validation == nil || r.Tuned() {
+		t.Errorf("rejected by validation as trial 2: %s", r.Describe())
+	}
+	failed := store.ValidationRun{Round: 1, Arm: "trial 2", Env: sp.Env(ring), State: store.Failed, Failure: "timeout: hung"}
+	for _, run := range []store.ValidationRun{failed, {Round: 1, Arm: "job", Env: sp.Env(ring), State: store.Failed, Failure: "timeout: hung"}} {
+		if !HeldBy(sp, trials, run)(spelled) {
+			t.Errorf("%s failed by its settings, but %v, which NCCL reads alike, is not held", run.Arm, spelled)
+		}
+	}
+}

@@ -782,7 +782,7 @@ func TestTPEProposesUntried(t *testing.T) {
 }
 
 // TestSamplersReadNCCLDefaultsAsUnset: NCCL takes 1 queue pair per
-// connection and 4 MiB buffers when the variables are unset, so a
+// connection and NCCL_CROSS_NIC 2 when the variables are unset, so a
 // configuration setting them so runs as one leaving them out. The samplers
 // took the two for different configurations: they ran both (in a campaign
 // on a generated landscape, six of eighty were such repeats), and
@@ -791,9 +791,9 @@ func TestTPEProposesUntried(t *testing.T) {
 // read so.
 func TestSamplersReadNCCLDefaultsAsUnset(t *testing.T) {
 	sp := hostileSpace(t, 1, param("NCCL_IB_QPS_PER_CONNECTION", "min = 1\nmax = 8")+
-		param("NCCL_BUFFSIZE", `values = ["default", "1M", "4M"]`)+param("NCCL_SOCKET_NTHREADS", "min = 1\nmax = 4"))
+		param("NCCL_CROSS_NIC", `values = ["default", "1", "2"]`)+param("NCCL_SOCKET_NTHREADS", "min = 1\nmax = 4"))
 	g := newGP(sp, 1)
-	told := space.Assignment{"NCCL_BUFFSIZE": "default", "NCCL_SOCKET_NTHREADS": "2"} // QPs unset
+	told := space.Assignment{"NCCL_CROSS_NIC": "default", "NCCL_SOCKET_NTHREADS": "2"} // QPs unset
 	if err := g.Tell(told, []float64{1}); err != nil {
 		t.Fatal(err)
 	}
@@ -801,11 +801,11 @@ func TestSamplersReadNCCLDefaultsAsUnset(t *testing.T) {
 		a     space.Assignment
 		tried bool
 	}{
-		{space.Assignment{"NCCL_BUFFSIZE": "default", "NCCL_SOCKET_NTHREADS": "2", "NCCL_IB_QPS_PER_CONNECTION": "1"}, true},
-		{space.Assignment{"NCCL_BUFFSIZE": "4194304", "NCCL_SOCKET_NTHREADS": "2", "NCCL_IB_QPS_PER_CONNECTION": "1"}, true},
-		{space.Assignment{"NCCL_BUFFSIZE": "4194304", "NCCL_SOCKET_NTHREADS": "2", "NCCL_IB_QPS_PER_CONNECTION": "2"}, false},
-		{space.Assignment{"NCCL_BUFFSIZE": "1048576", "NCCL_SOCKET_NTHREADS": "2"}, false},
-		{space.Assignment{"NCCL_BUFFSIZE": "default"}, false}, // NCCL chooses the socket threads
+		{space.Assignment{"NCCL_CROSS_NIC": "default", "NCCL_SOCKET_NTHREADS": "2", "NCCL_IB_QPS_PER_CONNECTION": "1"}, true},
+		{space.Assignment{"NCCL_CROSS_NIC": "2", "NCCL_SOCKET_NTHREADS": "2", "NCCL_IB_QPS_PER_CONNECTION": "1"}, true},
+		{space.Assignment{"NCCL_CROSS_NIC": "2", "NCCL_SOCKET_NTHREADS": "2", "NCCL_IB_QPS_PER_CONNECTION": "2"}, false},
+		{space.Assignment{"NCCL_CROSS_NIC": "1", "NCCL_SOCKET_NTHREADS": "2"}, false},
+		{space.Assignment{"NCCL_CROSS_NIC": "default"}, false}, // NCCL chooses the socket threads
 	} {
 		if got := g.tried(tc.a); got != tc.tried {
 			t.Errorf("%v tried: %v, want %v", tc.a, got, tc.tried)

@@ -47,10 +47,12 @@ type Var struct {
 	Flag string
 	// Default is the value NCCL takes when the variable is unset, where
 	// that is one value whatever the system, the application and the
-	// release (NCCL 2.28's NCCL_PARAM and config defaults, unchanged for
-	// years): set to it, the variable runs as left out. "" where NCCL
-	// chooses (by topology, NIC or version). A DDP knob's is DDP's, which
-	// the step script takes when not given the option.
+	// release (NCCL_PARAM defaults, 2.18 to 2.29): set to it, the variable
+	// runs as left out. "" where NCCL chooses (by topology, NIC, CPU or
+	// version) or the application may: NCCL_MIN_CTAS overrides the minCTAs
+	// of an application's ncclConfig_t (Megatron-LM's communicator
+	// configs), and NCCL 2.18 takes 1 MiB buffers on ARM, not 4 MiB. A DDP
+	// knob's is DDP's, which the step script takes when not given the option.
 	Default string
 }
 
@@ -79,7 +81,7 @@ var (
 var catalogue = indexVars([]Var{
 	{Name: "NCCL_ALGO", Kind: KindList, Values: algoNames},
 	{Name: "NCCL_PROTO", Kind: KindList, Values: protoNames},
-	{Name: "NCCL_MIN_CTAS", Kind: KindInt, Min: 1, Max: 64, Default: "1"},
+	{Name: "NCCL_MIN_CTAS", Kind: KindInt, Min: 1, Max: 64},
 	{Name: "NCCL_MAX_CTAS", Kind: KindInt, Min: 1, Max: 64},
 	{Name: "NCCL_MIN_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MIN_CTAS"},
 	{Name: "NCCL_MAX_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Instead: "NCCL_MAX_CTAS"},
@@ -87,7 +89,7 @@ var catalogue = indexVars([]Var{
 	// ncclTopoComputeP2pChannels rounds the P2P channels they bound up to a power of two.
 	{Name: "NCCL_MIN_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Pow2: true},
 	{Name: "NCCL_MAX_P2P_NCHANNELS", Kind: KindInt, Min: 1, Max: 64, Pow2: true},
-	{Name: "NCCL_BUFFSIZE", Kind: KindBytes, Min: 1 << 12, Max: 1 << 30, Default: "4194304"},
+	{Name: "NCCL_BUFFSIZE", Kind: KindBytes, Min: 1 << 12, Max: 1 << 30},
 	{Name: "NCCL_NTHREADS", Kind: KindEnum, Values: nthreads()},
 	{Name: "NCCL_CUMEM_ENABLE", Kind: KindBool},
 	{Name: "NCCL_NVLS_ENABLE", Kind: KindBool},

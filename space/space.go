@@ -111,11 +111,13 @@ const MinTrials = 3
 // of nodes, so that every group's baseline is known and a slow group shows.
 func (s *Space) DefaultsTrials() int { return max(MinTrials-1, s.Launcher.Groups) }
 
-// IsDefaults reports whether a is NCCL's defaults: it sets nothing the
-// space's Key sees. Trials are matched to the defaults by this, not by
-// number, since DefaultsTrials follows launcher.groups, which a space file
-// may change between runs of one campaign (the groups are no part of its hash).
-func (s *Space) IsDefaults(a Assignment) bool { return s.Key(a) == s.Key(nil) }
+// IsDefaults reports whether a is NCCL's defaults: it sets nothing NCCL
+// reads otherwise than unset (Reading, which results group trials by:
+// NCCL_IB_QPS_PER_CONNECTION=1 alone is a run of the defaults). Trials are
+// matched to the defaults by this, not by number, since DefaultsTrials
+// follows launcher.groups, which a space file may change between runs of
+// one campaign (the groups are no part of its hash).
+func (s *Space) IsDefaults(a Assignment) bool { return s.Reading(a) == s.Reading(nil) }
 
 // MaxTrials is the largest trial budget: days of trials at a second each, as
 // many as the largest grid, and far below the trial numbers a store holds
@@ -597,10 +599,33 @@ func (s *Space) Key(a Assignment) string {
 // spellings NCCL reads alike ("ring" and "Ring", "07" and "7", "Simple,LL"
 // and "LL,Simple", "4" and "SYS") are one configuration, whose failure under
 // one spelling is its failure under all; and a variable set to the value
-// NCCL takes when it is unset (Var.Default: NCCL_MIN_CTAS=1) is left out,
-// as NCCL runs it, and so is a DDP knob set to DDP's default.
+// NCCL takes when it is unset (Var.Default: NCCL_IB_QPS_PER_CONNECTION=1)
+// is left out, as NCCL runs it, and so is a DDP knob set to DDP's default.
 func (s *Space) Reading(a Assignment) string {
 	return strings.Join(append(ReadingEnv(s.Env(a)), s.ReadingArgs(a)...), " ")
+}
+
+// KeyReading is the Reading of the configuration whose Key is key: a
+// stored key (a verdict's) compares with another as NCCL reads the two.
+// Key's words are its environment's NAME=value and its options'
+// --flag=value, the options after the environment; an option at DDP's
+// default is left out, as ReadingArgs leaves it.
+func KeyReading(key string) string {
+	words := strings.Fields(key)
+	first := slices.IndexFunc(words, func(w string) bool { return strings.HasPrefix(w, "--") })
+	if first < 0 {
+		first = len(words)
+	}
+	args := slices.DeleteFunc(words[first:], func(w string) bool {
+		flag, value, _ := strings.Cut(w, "=")
+		for _, knob := range ddpKnobs {
+			if knob.Flag == flag {
+				return value == knob.Default
+			}
+		}
+		return false
+	})
+	return strings.Join(append(ReadingEnv(words[:first]), args...), " ")
 }
 
 // ReadingEnv is env (NAME=value) with each value as Reading writes it.

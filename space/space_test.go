@@ -559,10 +559,9 @@ func TestReadingLeavesOutNCCLDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		env, want []string
 	}{
-		{[]string{"NCCL_NET_GDR_LEVEL=SYS", "NCCL_IB_QPS_PER_CONNECTION=1", "NCCL_MIN_CTAS=01"}, []string{"NCCL_NET_GDR_LEVEL=SYS"}},
-		{[]string{"NCCL_BUFFSIZE=4M"}, nil},
-		{[]string{"NCCL_BUFFSIZE=4194304", "NCCL_IB_RETRY_CNT=7", "NCCL_CROSS_NIC=2"}, nil},
-		{[]string{"NCCL_BUFFSIZE=8M", "NCCL_MIN_CTAS=2"}, []string{"NCCL_BUFFSIZE=8388608", "NCCL_MIN_CTAS=2"}},
+		{[]string{"NCCL_NET_GDR_LEVEL=SYS", "NCCL_IB_QPS_PER_CONNECTION=01"}, []string{"NCCL_NET_GDR_LEVEL=SYS"}},
+		{[]string{"NCCL_IB_RETRY_CNT=7", "NCCL_CROSS_NIC=2"}, nil},
+		{[]string{"NCCL_IB_RETRY_CNT=6", "NCCL_CROSS_NIC=1"}, []string{"NCCL_IB_RETRY_CNT=6", "NCCL_CROSS_NIC=1"}},
 		{[]string{"NCCL_SOCKET_NTHREADS=1", "NCCL_IB_GID_INDEX=-1"}, []string{"NCCL_SOCKET_NTHREADS=1", "NCCL_IB_GID_INDEX=-1"}},
 	} {
 		if got := ReadingEnv(tc.env); !slices.Equal(got, tc.want) {
@@ -574,10 +573,10 @@ func TestReadingLeavesOutNCCLDefaults(t *testing.T) {
 		p    Param
 		want bool
 	}{
-		{Param{Name: "NCCL_MIN_CTAS", Min: 1, Max: 8}, true},
-		{Param{Name: "NCCL_MIN_CTAS", Min: 2, Max: 8}, false},
-		{Param{Name: "NCCL_BUFFSIZE", Values: []string{Unset, "4194304"}}, true},
-		{Param{Name: "NCCL_BUFFSIZE", Values: []string{Unset, "1048576"}}, false},
+		{Param{Name: "NCCL_IB_QPS_PER_CONNECTION", Min: 1, Max: 8}, true},
+		{Param{Name: "NCCL_IB_QPS_PER_CONNECTION", Min: 2, Max: 8}, false},
+		{Param{Name: "NCCL_CROSS_NIC", Values: []string{Unset, "2"}}, true},
+		{Param{Name: "NCCL_CROSS_NIC", Values: []string{Unset, "1"}}, false},
 		{Param{Name: "NCCL_SOCKET_NTHREADS", Min: 1, Max: 8}, false},
 	} {
 		if _, got := tc.p.NCCLDefault(); got != tc.want {
@@ -624,6 +623,25 @@ values = ["0", "1"]
 	}
 }
 
+// TestReadingKeepsDefaultsAnotherSourceSets: NCCL_MIN_CTAS overrides the
+// minCTAs an application gives its communicators (ncclConfig_t, which
+// PyTorch's NCCLConfig and Megatron-LM's --nccl-communicator-config-path
+// set; NCCL 2.18 to 2.29), so under a training command NCCL_MIN_CTAS=1 runs
+// otherwise than leaving it out; and NCCL 2.18 takes 1 MiB buffers on an
+// ARM CPU (Grace), where NCCL_BUFFSIZE=4M is no default. Neither is left out.
+func TestReadingKeepsDefaultsAnotherSourceSets(t *testing.T) {
+	env := []string{"NCCL_MIN_CTAS=01", "NCCL_BUFFSIZE=4M"}
+	want := []string{"NCCL_MIN_CTAS=1", "NCCL_BUFFSIZE=4194304"}
+	if got := ReadingEnv(env); !slices.Equal(got, want) {
+		t.Errorf("ReadingEnv(%q) = %q, want %q", env, got, want)
+	}
+	for _, p := range []Param{{Name: "NCCL_MIN_CTAS", Min: 1, Max: 8}, {Name: "NCCL_BUFFSIZE", Values: []string{Unset, "4194304"}}} {
+		if d, ok := p.NCCLDefault(); ok {
+			t.Errorf("%s takes NCCL's default %s when unset, which another source sets", p.Name, d)
+		}
+	}
+}
+
 // TestREADMESpaceLoads: the README's space file, the one users copy first,
 // loads. Its `when` once named NCCL_NET, which it neither searched nor pinned.
 func TestREADMESpaceLoads(t *testing.T) {
@@ -638,5 +656,32 @@ func TestREADMESpaceLoads(t *testing.T) {
 	}
 	if _, err := Parse("README.md", []byte("[campaign]\n"+block)); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestKeyReadingIsReading: a configuration's key, as a verdict stores it,
+// reads as the configuration does, its options included.
+func TestKeyReadingIsReading(t *testing.T) {
+	sp, err := Parse("ddp.toml", []byte(`
+[benchmark]
+kind = "ddp"
+[[param]]
+name = "bucket_cap_mb"
+min = 1
+max = 64
+[[param]]
+name = "NCCL_CROSS_NIC"
+values = ["default", "1", "2"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL,Simple", "Simple"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []Assignment{nil, {"NCCL_CROSS_NIC": "2"}, {"NCCL_CROSS_NIC": "1", "bucket_cap_mb": "25", "NCCL_PROTO": "LL,Simple"}, {"bucket_cap_mb": "4", "NCCL_CROSS_NIC": "2"}} {
+		if got, want := KeyReading(sp.Key(a)), sp.Reading(a); got != want {
+			t.Errorf("%v: KeyReading(%q) = %q, want %q", a, sp.Key(a), got, want)
+		}
 	}
 }

@@ -313,7 +313,7 @@ func TestSimplifyAgainstAFreshRun(t *testing.T) {
 				top = max(top, meanScore(sp, trials, &trials[j], r.Range.Name))
 			}
 		}
-		if results.Settings(final.Best) > results.Settings(r.Best) && meanScore(sp, trials, r.Best, r.Range.Name) >= top*(1-results.Parsimony) {
+		if results.Settings(sp, final.Best) > results.Settings(sp, r.Best) && meanScore(sp, trials, r.Best, r.Range.Name) >= top*(1-results.Parsimony) {
 			t.Errorf("range %s: simplified to %v from %v", r.Range.Name, final.Best.Env, r.Best.Env)
 		}
 	}
@@ -931,7 +931,7 @@ func TestResumeWithAShorterTimeoutFitsIt(t *testing.T) {
 
 // TestSimplificationDropsNCCLDefaultsWithoutARun: a choice that sets a
 // variable to the value NCCL takes unset (one queue pair per connection,
-// 4 MiB buffers) runs as the choice without it; the simplification ran
+// NCCL_CROSS_NIC 2) runs as the choice without it; the simplification ran
 // that variant, a trial that could tell nothing (results take the two for
 // one configuration). It leaves the setting out unrun.
 func TestSimplificationDropsNCCLDefaultsWithoutARun(t *testing.T) {
@@ -943,8 +943,8 @@ sizes = { min = "1M", max = "4M", factor = 4 }
 [simulator]
 nodes = 1
 [[param]]
-name = "NCCL_BUFFSIZE"
-values = ["default", "1M", "4M"]
+name = "NCCL_CROSS_NIC"
+values = ["default", "1", "2"]
 [[param]]
 name = "NCCL_ALGO"
 values = ["default", "Ring"]
@@ -953,7 +953,7 @@ name = "NCCL_IB_QPS_PER_CONNECTION"
 min = 1
 max = 8
 `)
-	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "4194304", "NCCL_IB_QPS_PER_CONNECTION": "1"}
+	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_CROSS_NIC": "2", "NCCL_IB_QPS_PER_CONNECTION": "1"}
 	trial := func(n int, a space.Assignment) store.Trial {
 		scores := map[string]float64{}
 		for _, rg := range sp.Ranges {
@@ -973,9 +973,10 @@ max = 8
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The choice's fresh run, then the variant without the algorithm (its
-	// buffer size left to NCCL unrun before it): nothing else.
-	want := []string{sp.Key(best), sp.Key(space.Assignment{"NCCL_ALGO": "default", "NCCL_BUFFSIZE": "default", "NCCL_IB_QPS_PER_CONNECTION": "1"})}
+	// The choice's fresh run alone: its NCCL_CROSS_NIC left to NCCL unrun,
+	// the variant without the algorithm reads as NCCL's defaults, which
+	// trials 0 and 1 measured.
+	want := []string{sp.Key(best)}
 	if !slices.Equal(ran, want) {
 		t.Errorf("the simplification ran %q, want %q", ran, want)
 	}
@@ -1007,5 +1008,48 @@ func TestWarmLaunchIsNoPartOfTrialZerosTime(t *testing.T) {
 		if ran := tr.Finished.Sub(tr.Started); ran >= time.Second {
 			t.Errorf("trial %d ran %s, its warm-up's second included", tr.Number, ran)
 		}
+	}
+}
+
+// TestSimplifiedStoreStaysSimplified: a campaign simplified before results
+// read NCCL_IB_QPS_PER_CONNECTION=1 as unset chose {Ring} (trial 3) over
+// {Ring, one queue pair} (trial 2), two configurations then, and ran its
+// fresh run (trial 4). Read as one now, represented by trial 2, the
+// simplification looked up a fresh run of trial 2's spelling alone and ran
+// the configuration again: the finished campaign was no longer simplified.
+// A run of any spelling NCCL reads alike is the configuration's.
+func TestSimplifiedStoreStaysSimplified(t *testing.T) {
+	sp := mustParse(t, "test.toml", `
+[campaign]
+name = "simplified-before"
+trials = 4
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+[[param]]
+name = "NCCL_IB_QPS_PER_CONNECTION"
+min = 1
+max = 8
+`)
+	trial := func(n int, phase store.Phase, a space.Assignment, score float64) store.Trial {
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = score
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: phase, Params: a, Scores: scores}
+	}
+	ring := space.Assignment{"NCCL_ALGO": "Ring"}
+	trials := []store.Trial{
+		trial(0, store.Search, space.Assignment{"NCCL_ALGO": space.Unset}, 10),
+		trial(1, store.Search, space.Assignment{"NCCL_ALGO": space.Unset}, 10),
+		trial(2, store.Search, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_IB_QPS_PER_CONNECTION": "1"}, 20),
+		trial(3, store.Search, ring, 20),
+		trial(4, store.Simplification, ring, 20),
+	}
+	if !simplified(sp, trials) {
+		t.Error("the campaign simplified under the older reading is not simplified")
 	}
 }

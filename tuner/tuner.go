@@ -1067,15 +1067,19 @@ func simplified(sp *space.Space, trials []store.Trial) bool {
 // number order), calling run for each configuration it needs measured that
 // none of them measured.
 func simplification(sp *space.Space, trials []store.Trial, run func(space.Assignment) (store.Trial, error)) error {
-	measured := map[string]store.Trial{} // every finished trial, by configuration
+	// By configuration as NCCL reads it (Reading), as results group the
+	// trials: a run of one spelling is a run of every other, which a choice
+	// may since be represented by (a store written before NCCL's defaults
+	// read as unset).
+	measured := map[string]store.Trial{} // every finished trial
 	fresh := map[string]store.Trial{}    // the simplification's: not picked as a maximum
 	var searched []store.Trial           // the search's alone, so that a resumed campaign retraces the same path
 	for _, t := range trials {
-		measured[sp.Key(t.Params)] = t
+		measured[sp.Reading(t.Params)] = t
 		if t.Searched() {
 			searched = append(searched, t)
 		} else {
-			fresh[sp.Key(t.Params)] = t
+			fresh[sp.Reading(t.Params)] = t
 		}
 	}
 	measure := func(a space.Assignment) (store.Trial, error) {
@@ -1083,7 +1087,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 		if err != nil {
 			return store.Trial{}, err
 		}
-		measured[sp.Key(a)], fresh[sp.Key(a)] = t, t
+		measured[sp.Reading(a)], fresh[sp.Reading(a)] = t, t
 		return t, nil
 	}
 	// The choices' fresh runs that failed by their settings, in the order
@@ -1103,7 +1107,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 				break // NCCL's defaults: nothing to simplify
 			}
 			a := space.Assignment(maps.Clone(best.Params))
-			ref, ok := fresh[sp.Key(a)]
+			ref, ok := fresh[sp.Reading(a)]
 			if !ok {
 				var err error
 				if ref, err = measure(a); err != nil {
@@ -1157,7 +1161,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 				cur = variant
 				continue
 			}
-			t, tried := measured[sp.Key(variant)]
+			t, tried := measured[sp.Reading(variant)]
 			if !tried {
 				var err error
 				if t, err = measure(variant); err != nil {
