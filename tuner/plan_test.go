@@ -887,25 +887,7 @@ min = 1
 max = 8
 `)
 	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "1M"} // as a warm start sets it: no IB_QPS_PER_CONNECTION
-	trial := func(n int, a space.Assignment) store.Trial {
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = 10
-			if sp.Key(a) == sp.Key(best) || a["NCCL_ALGO"] == "Ring" {
-				scores[rg.Name] = 20 // the algorithm pays; the buffer size does not
-			}
-		}
-		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
-	}
-	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}), trial(2, best)}
-	var ran []string
-	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
-		ran = append(ran, sp.Key(a))
-		return trial(len(trials)+len(ran), a), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ran := simplificationRuns(t, sp, best, func(int) float64 { return 20 }) // the algorithm pays; the buffer size does not
 	want := sp.Key(space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "default"})
 	if !slices.Contains(ran, want) {
 		t.Errorf("the simplification ran %q, not the choice without its buffer size (%q)", ran, want)
@@ -927,6 +909,34 @@ func TestResumeWithAShorterTimeoutFitsIt(t *testing.T) {
 			t.Errorf("trial %d, after the resume with a 3s timeout, ran %d iterations; %d fit it", n, got, want)
 		}
 	}
+}
+
+// simplificationRuns simplifies trials 0 and 1, NCCL's defaults, scoring 10
+// in every range, and trial 2, best: it returns the keys of the
+// configurations the simplification ran. A configuration with the ring
+// scores ring(n), trial n's, the others 10.
+func simplificationRuns(t *testing.T, sp *space.Space, best space.Assignment, ring func(n int) float64) []string {
+	t.Helper()
+	trial := func(n int, a space.Assignment) store.Trial {
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = 10
+			if a["NCCL_ALGO"] == "Ring" {
+				scores[rg.Name] = ring(n)
+			}
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+	}
+	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}), trial(2, best)}
+	var ran []string
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		ran = append(ran, sp.Key(a))
+		return trial(len(trials)+len(ran), a), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ran
 }
 
 // TestSimplificationDropsNCCLDefaultsWithoutARun: a choice that sets a
@@ -954,25 +964,7 @@ min = 1
 max = 8
 `)
 	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_CROSS_NIC": "2", "NCCL_IB_QPS_PER_CONNECTION": "1"}
-	trial := func(n int, a space.Assignment) store.Trial {
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = 10
-			if a["NCCL_ALGO"] == "Ring" {
-				scores[rg.Name] = 20 - float64(n)/100 // each run measures a little lower
-			}
-		}
-		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
-	}
-	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}), trial(2, best)}
-	var ran []string
-	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
-		ran = append(ran, sp.Key(a))
-		return trial(len(trials)+len(ran), a), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ran := simplificationRuns(t, sp, best, func(n int) float64 { return 20 - float64(n)/100 }) // each run measures a little lower
 	// The choice's fresh run alone: its NCCL_CROSS_NIC left to NCCL unrun,
 	// the variant without the algorithm reads as NCCL's defaults, which
 	// trials 0 and 1 measured.
