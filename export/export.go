@@ -9,6 +9,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,13 +148,29 @@ func (e Export) settings(t *store.Trial) (space.Assignment, error) {
 
 // decisions are NCCL's recorded decisions under configuration a: under
 // what the export writes of it, or, where the space left out what it pins
-// (Stored), under the configuration the campaign ran, with those pins.
+// (Stored), under the configuration the campaign ran, with those pins; by
+// its key, or else under a spelling NCCL reads alike (space.KeyReading):
+// validation probed the trial chosen then, and the results may now
+// represent the choice by another trial's spelling.
 func (e Export) decisions(a space.Assignment) ([]nccllog.Decision, bool) {
-	ds, ok := e.Decisions[e.Space.Key(a)]
-	if !ok && e.Stored != nil {
-		ds, ok = e.Decisions[e.Stored.Key(a)]
+	spaces := []*space.Space{e.Space}
+	if e.Stored != nil {
+		spaces = append(spaces, e.Stored)
 	}
-	return ds, ok
+	for _, sp := range spaces {
+		if ds, ok := e.Decisions[sp.Key(a)]; ok {
+			return ds, true
+		}
+	}
+	for _, sp := range spaces {
+		reading := space.KeyReading(sp.Key(a))
+		for _, key := range slices.Sorted(maps.Keys(e.Decisions)) {
+			if space.KeyReading(key) == reading {
+				return e.Decisions[key], true
+			}
+		}
+	}
+	return nil, false
 }
 
 // check checks that an assignment sets only parameters the space searches,

@@ -947,3 +947,31 @@ func TestTunerCSVTellsWhatNCCLAsks(t *testing.T) {
 		t.Errorf("the header misstates what NCCL asks the example about:\n%s", data)
 	}
 }
+
+// TestDecisionsUnderAnotherSpelling: validation probed the choice as the
+// trial chosen then spelled it (NCCL_PROTO=simple), and the results now
+// represent it by another trial's spelling, which NCCL reads alike: the
+// rules are NCCL's decisions under it, not refused as never probed.
+func TestDecisionsUnderAnotherSpelling(t *testing.T) {
+	ex := sweepCampaign(t, [][2]string{{"8", "2G"}}, decide("RING", "SIMPLE", 8), decide("TREE", "LL", 4))
+	respell := map[string]string{
+		ex.Space.Key(space.Assignment{"NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": "SYS"}): "NCCL_NET_GDR_LEVEL=sys NCCL_PROTO=simple",
+		ex.Space.Key(space.Assignment{"NCCL_NET_GDR_LEVEL": "SYS"}):                         "NCCL_NET_GDR_LEVEL=sys",
+	}
+	for key, other := range respell {
+		if space.KeyReading(key) != space.KeyReading(other) {
+			t.Fatalf("%q and %q read apart", key, other)
+		}
+		ds, ok := ex.Decisions[key]
+		if !ok {
+			t.Fatalf("no decisions under %q: %v", key, slices.Collect(maps.Keys(ex.Decisions)))
+		}
+		delete(ex.Decisions, key)
+		ex.Decisions[other] = ds
+	}
+	for _, format := range []string{"tuner-csv", "plugin"} {
+		if _, err := ex.Write(format, t.TempDir()); err != nil {
+			t.Errorf("%s: %v", format, err)
+		}
+	}
+}

@@ -959,3 +959,17 @@ func TestEveryLevelName(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeNamesApartByCaseAlone: ranges named small and Small wrote
+// nccl-small.env and nccl-Small.env, one file where the file system folds
+// case (macOS, Windows), so that one export left one of them; the second
+// is refused as defined twice, and a stored space loads.
+func TestRangeNamesApartByCaseAlone(t *testing.T) {
+	src := "[campaign]\nsizes = { min = \"8\", max = \"1M\", factor = 4 }\n[[range]]\nname = \"small\"\nmin = \"8\"\nmax = \"1K\"\n[[range]]\nname = \"Small\"\nmin = \"1K\"\nmax = \"1M\"\n[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+	if _, err := Parse("r.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), "r.toml:8: range Small") {
+		t.Errorf("ranges small and Small: %v", err)
+	}
+	if s, _, err := ParseStored("r.toml", []byte(src)); err != nil || len(s.Ranges) != 2 {
+		t.Errorf("stored: %v", err)
+	}
+}

@@ -846,8 +846,10 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 			b.errorf(line, "range name %s... is %d characters long: it names the export's files (nccl-NAME.torchrun.sh), and a file name holds 255 bytes; at most %d", r.Name[:20], len(r.Name), MaxRangeName)
 		case rg.Max <= rg.Min:
 			b.errorf(line, "range %s: max must exceed min", r.Name)
-		case names[r.Name]:
-			b.errorf(line, "range %s is defined twice", r.Name)
+		case names[strings.ToLower(r.Name)]:
+			// In any case: a file system that folds case (macOS, Windows)
+			// holds the two env files as one.
+			b.errorf(line, "range %s is defined twice (its name in any case names its env file)", r.Name)
 		case slices.ContainsFunc(sound, func(o Range) bool { return rg.Min < o.Max && o.Min < rg.Max }):
 			b.errorf(line, "range %s overlaps another range", r.Name)
 		case !slices.ContainsFunc(sweep, rg.Contains):
@@ -855,7 +857,7 @@ func (b *builder) ranges(raw *rawFile, s *Space) {
 		default:
 			sound = append(sound, rg)
 		}
-		names[r.Name] = true
+		names[strings.ToLower(r.Name)] = true
 		s.Ranges = append(s.Ranges, rg)
 	}
 }

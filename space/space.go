@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -608,10 +609,22 @@ func (s *Space) Reading(a Assignment) string {
 // KeyReading is the Reading of the configuration whose Key is key: a
 // stored key (a verdict's) compares with another as NCCL reads the two.
 // Key's words are its environment's NAME=value and its options'
-// --flag=value, the options after the environment; an option at DDP's
-// default is left out, as ReadingArgs leaves it.
+// --flag=value, the options after the environment, joined by a blank; a
+// value may hold blanks ("NCCL_NET=AWS Libfabric"), so a word that starts
+// no NAME= or --flag= is the value's, as is a blank in it. An option at
+// DDP's default is left out, as ReadingArgs leaves it.
 func KeyReading(key string) string {
-	words := strings.Fields(key)
+	if key == "" {
+		return "" // NCCL's defaults
+	}
+	var words []string
+	for i, w := range strings.Split(key, " ") {
+		if i > 0 && !keyWordRE.MatchString(w) {
+			words[len(words)-1] += " " + w
+			continue
+		}
+		words = append(words, w)
+	}
 	first := slices.IndexFunc(words, func(w string) bool { return strings.HasPrefix(w, "--") })
 	if first < 0 {
 		first = len(words)
@@ -627,6 +640,9 @@ func KeyReading(key string) string {
 	})
 	return strings.Join(append(ReadingEnv(words[:first]), args...), " ")
 }
+
+// keyWordRE starts a word of a Key: NAME= or --flag=.
+var keyWordRE = regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*|--[a-z][a-z-]*)=`)
 
 // ReadingEnv is env (NAME=value) with each value as Reading writes it.
 func ReadingEnv(env []string) []string {

@@ -1,6 +1,7 @@
 package space
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -682,6 +683,70 @@ values = ["default", "LL,Simple", "Simple"]
 	for _, a := range []Assignment{nil, {"NCCL_CROSS_NIC": "2"}, {"NCCL_CROSS_NIC": "1", "bucket_cap_mb": "25", "NCCL_PROTO": "LL,Simple"}, {"bucket_cap_mb": "4", "NCCL_CROSS_NIC": "2"}} {
 		if got, want := KeyReading(sp.Key(a)), sp.Reading(a); got != want {
 			t.Errorf("%v: KeyReading(%q) = %q, want %q", a, sp.Key(a), got, want)
+		}
+	}
+}
+
+// TestKeyReadingIsReadingOfEveryAssignment: KeyReading(Key(a)) is
+// Reading(a) for assignments drawn at random from spaces of DDP knobs
+// (fixed at DDP's default and searched), per-collective parts, values NCCL
+// takes unset, and fixed free text holding blanks and '='.
+func TestKeyReadingIsReadingOfEveryAssignment(t *testing.T) {
+	ddp := `
+[benchmark]
+kind = "ddp"
+[fixed]
+gradient_as_bucket_view = 0
+[[param]]
+name = "bucket_cap_mb"
+values = ["default", "1", "25", "64"]
+[[param]]
+name = "static_graph"
+values = ["default", "0", "1"]
+[[param]]
+name = "NCCL_IB_QPS_PER_CONNECTION"
+values = ["default", "1", "4"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL,Simple", "Simple"]
+`
+	workload := `
+[benchmark]
+binary = "all_reduce_perf"
+[[workload]]
+collective = "all_reduce"
+size = "1M"
+count = 10
+[[workload]]
+collective = "all_gather"
+size = "1M"
+count = 10
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "ring,Tree"]
+[[param]]
+name = "NCCL_NET"
+values = ["default", "IB", "Socket"]
+`
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, src := range []string{ddp, workload} {
+		sp, err := Parse("k.toml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, free := range []string{"", "AWS Libfabric", "a=b  c", " x", "y "} {
+			if free != "" {
+				sp.Fixed["NCCL_NET_PLUGIN"] = free
+			}
+			for range 50 {
+				a := Assignment{}
+				for _, p := range sp.Params {
+					a[p.Name] = p.Values[rng.IntN(len(p.Values))]
+				}
+				if got, want := KeyReading(sp.Key(a)), sp.Reading(a); got != want {
+					t.Errorf("%v, fixed %v: KeyReading(%q) = %q, want %q", a, sp.Fixed, sp.Key(a), got, want)
+				}
+			}
 		}
 	}
 }

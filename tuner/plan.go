@@ -30,7 +30,7 @@ func (s *session) next(n int) (space.Assignment, error) {
 	}
 	pending, tried := s.pending(n)
 	for _, a := range queued {
-		if !tried[sp.Key(a)] {
+		if !tried[sp.Reading(a)] {
 			return a, nil
 		}
 	}
@@ -45,7 +45,8 @@ func (s *session) next(n int) (space.Assignment, error) {
 }
 
 // pending lists the configurations launched before trial n and not yet
-// told, and tried holds (by Space.Key) those and every one told.
+// told, and tried holds (by Space.Reading: spellings NCCL reads alike are
+// one configuration, as the samplers read them) those and every one told.
 func (s *session) pending(n int) (pending []space.Assignment, tried map[string]bool) {
 	for m := s.told; m < n; m++ {
 		if t, ok := s.untold[m]; ok {
@@ -54,10 +55,10 @@ func (s *session) pending(n int) (pending []space.Assignment, tried map[string]b
 	}
 	tried = map[string]bool{}
 	for _, t := range s.trials {
-		tried[s.Space.Key(t.Params)] = true
+		tried[s.Space.Reading(t.Params)] = true
 	}
 	for _, a := range pending {
-		tried[s.Space.Key(a)] = true
+		tried[s.Space.Reading(a)] = true
 	}
 	return pending, tried
 }
@@ -74,16 +75,16 @@ func (s *session) exhausted(n int) (bool, int) {
 	return allTried(s.configs, tried), len(s.configs)
 }
 
-// configurations holds (by Space.Key) every configuration of sp, NCCL's
+// configurations holds (by Space.Reading) every configuration of sp, NCCL's
 // defaults among them, where there are at most limit, the trials that
 // could have tried them, and none where there are more: listing those
 // would cost what no campaign of them can use.
 func configurations(sp *space.Space, limit int) map[string]bool {
 	keys := map[string]bool{}
 	if all, ok := search.Enumerate(sp, 0, limit); ok {
-		keys[sp.Key(Defaults(sp))] = true
+		keys[sp.Reading(Defaults(sp))] = true
 		for _, a := range all {
-			keys[sp.Key(a)] = true
+			keys[sp.Reading(a)] = true
 		}
 	}
 	return keys

@@ -886,7 +886,7 @@ name = "NCCL_IB_QPS_PER_CONNECTION"
 min = 1
 max = 8
 `)
-	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "1M"} // as a warm start sets it: no IB_QPS_PER_CONNECTION
+	best := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "1M"}    // as a warm start sets it: no IB_QPS_PER_CONNECTION
 	ran := simplificationRuns(t, sp, best, func(int) float64 { return 20 }) // the algorithm pays; the buffer size does not
 	want := sp.Key(space.Assignment{"NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "default"})
 	if !slices.Contains(ran, want) {

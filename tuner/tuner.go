@@ -353,7 +353,7 @@ func (t *Tuner) finished(o Options) bool {
 	// budget too: that would only validate its choices again.
 	tried := map[string]bool{}
 	for _, tr := range trials {
-		tried[t.Space.Key(tr.Params)] = true
+		tried[t.Space.Reading(tr.Params)] = true
 	}
 	stopped := camp.Stopped != "" && len(unfinishedSearch(trials)) == 0 &&
 		(o.Trials == 0 && t.Space.Campaign.Patience > 0 || allTried(configurations(t.Space, len(trials)), tried))

@@ -1058,7 +1058,10 @@ func TestSamplerRefusedBeforeTheCampaignIsStored(t *testing.T) {
 // to the end of the budget, measuring nothing new; the campaign stops
 // once every configuration was tried, saying so, and running it again
 // runs nothing, its validation included, under a budget raised too
-// (--trials): it has nothing left to try.
+// (--trials): it has nothing left to try. A setting NCCL takes unset
+// (NCCL_IB_QPS_PER_CONNECTION=1) makes no other configuration: with it
+// the space still has three, which the samplers run (they read it so),
+// where it ran the budget out.
 func TestExhaustedSpaceStops(t *testing.T) {
 	src := `
 [campaign]
@@ -1077,30 +1080,32 @@ NCCL_NVLS_ENABLE = 0
 name = "NCCL_ALGO"
 values = ["Ring", "Tree"]
 `
-	sp, st := mustParse(t, "three.toml", src), openStore(t)
-	o := Options{ValidateRounds: 2}
-	if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
-	trials := campaignTrials(t, st, "three")
-	searched := 0
-	for _, tr := range trials {
-		if tr.Searched() {
-			searched++
-		}
-	}
-	camp, _ := st.Campaign("three")
-	if searched != 4 || !strings.Contains(camp.Stopped, "every one of the space's 3 configurations was tried") {
-		t.Errorf("%d search trials, stopped %q; want NCCL's defaults twice, Ring and Tree, and a stop", searched, camp.Stopped)
-	}
-	vals, _ := st.Validations(camp.ID)
-	for _, again := range []Options{o, {ValidateRounds: 2, Trials: 20}} {
-		if err := newTuner(t, sp, st).Run(context.Background(), again); err != nil {
+	for _, extra := range []string{"", "[[param]]\nname = \"NCCL_IB_QPS_PER_CONNECTION\"\nvalues = [\"default\", \"1\"]\n"} {
+		sp, st := mustParse(t, "three.toml", src+extra), openStore(t)
+		o := Options{ValidateRounds: 2}
+		if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
-		valsAgain, _ := st.Validations(camp.ID)
-		if trialsAgain := campaignTrials(t, st, "three"); len(trialsAgain) != len(trials) || len(valsAgain) != len(vals) {
-			t.Errorf("run again with --trials %d: %d trials and %d validations, before %d and %d", again.Trials, len(trialsAgain), len(valsAgain), len(trials), len(vals))
+		trials := campaignTrials(t, st, "three")
+		searched := 0
+		for _, tr := range trials {
+			if tr.Searched() {
+				searched++
+			}
+		}
+		camp, _ := st.Campaign("three")
+		if searched != 4 || !strings.Contains(camp.Stopped, "every one of the space's 3 configurations was tried") {
+			t.Errorf("%q: %d search trials, stopped %q; want NCCL's defaults twice, Ring and Tree, and a stop", extra, searched, camp.Stopped)
+		}
+		vals, _ := st.Validations(camp.ID)
+		for _, again := range []Options{o, {ValidateRounds: 2, Trials: 20}} {
+			if err := newTuner(t, sp, st).Run(context.Background(), again); err != nil {
+				t.Fatal(err)
+			}
+			valsAgain, _ := st.Validations(camp.ID)
+			if trialsAgain := campaignTrials(t, st, "three"); len(trialsAgain) != len(trials) || len(valsAgain) != len(vals) {
+				t.Errorf("%q: run again with --trials %d: %d trials and %d validations, before %d and %d", extra, again.Trials, len(trialsAgain), len(valsAgain), len(trials), len(vals))
+			}
 		}
 	}
 }

@@ -346,3 +346,32 @@ func TestOpenMPITagsAreNoPartOfValues(t *testing.T) {
 		t.Errorf("unconfirmed %v (read %q)", got, l.Read)
 	}
 }
+
+// TestOpenMPIChunksOfARecordAreOneRecord: mpirun --tag-output tags each
+// chunk it reads of a rank's output, and a record may come in two (its
+// newline apart, as seen with mpirun 4.1.4, or cut inside), with another
+// rank's between them: the rank's parts are one record, its value whole,
+// and one cut at 1023 bytes confirms the value it starts.
+func TestOpenMPIChunksOfARecordAreOneRecord(t *testing.T) {
+	long := "/shared/topology/" + strings.Repeat("x", 1500) + ".xml"
+	cut := ("h:1:1 [0] NCCL INFO NCCL_TOPO_FILE set by environment to " + long)[:1023]
+	for _, tc := range []struct {
+		name, log string
+		env       []string
+	}{
+		{"a value in two chunks", "[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0,ml[1,0]<stdout>:x5_1\n",
+			[]string{"NCCL_IB_HCA=mlx5_0,mlx5_1"}},
+		{"another rank's line between", "[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ri" +
+			"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL_ALGO set by environment to Ring\n[1,0]<stdout>:ng\n",
+			[]string{"NCCL_ALGO=Ring"}},
+		{"a record cut at 1023 bytes in two chunks", "[1,0]<stdout>:" + cut[:600] +
+			"[1,1]<stdout>:" + cut + "[1,1]<stdout>:\n" +
+			"Mon Dec  7 04:05:01 2026[1,0]<stdout>:" + cut[600:] + "[1,0]<stdout>:\n",
+			[]string{"NCCL_TOPO_FILE=" + long}},
+	} {
+		l := Parse([]byte(tc.log))
+		if got := l.Unconfirmed(tc.env); got != nil {
+			t.Errorf("%s: unconfirmed %v (read %.80q)", tc.name, got, l.Read)
+		}
+	}
+}
