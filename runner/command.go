@@ -147,16 +147,36 @@ func rankLines(line string) []string {
 		return nil
 	}
 	var out []string
+	add := func(part string) {
+		// A part that follows its rank's own on the line is the rest of that
+		// part's line: the rank wrote no newline between them, and a write
+		// the launcher passed on in two chunks ("step 0 ms: 10", "0") is one
+		// number.
+		if n := len(out); n > 0 {
+			if tags := leadingTagsRE.FindString(part); rankOf(tags) == rankOf(leadingTagsRE.FindString(out[n-1])) {
+				out[n-1] += part[len(tags):]
+				return
+			}
+		}
+		out = append(out, part)
+	}
 	start, end := 0, 0
 	for _, loc := range tagRE.FindAllStringIndex(line, -1) {
 		if loc[0] > end && loc[0] > start {
-			out = append(out, line[start:loc[0]])
+			add(line[start:loc[0]])
 			start = loc[0]
 		}
 		end = loc[1]
 	}
-	return append(out, line[start:])
+	add(line[start:])
+	return out
 }
+
+// rankOf is a part's leading tags less mpirun's time, which each chunk of
+// a rank's has its own of.
+func rankOf(tags string) string { return mpiRunTimeRE.ReplaceAllString(tags, "") }
+
+var mpiRunTimeRE = regexp.MustCompile(nccltests.MPIRunTime)
 
 // values are the metric's values per rank, each in output order (lines
 // without a rank's prefix are one rank's). A line whose text in the

@@ -347,6 +347,9 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// the newline's own tag follows them (Open MPI 4.1.4's mpirun --tag-output, PYTHONUNBUFFERED=1).
 		{"mpirun ranks' lines run together", space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max", Skip: 1},
 			`printf '[1,1]<stdout>:step 0 ms: 100[1,0]<stdout>:step 0 ms: 100[1,1]<stdout>:\n[1,0]<stdout>:\n[1,0]<stdout>:step 1 ms: 5\n[1,1]<stdout>:step 1 ms: 7\n'`, 6, "", ""},
+		// A write mpirun passed on in two chunks of its rank's, on one line, is one line's text, not two.
+		{"a rank's line in two chunks", space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max"},
+			`printf '[1,0]<stdout>:step 0 ms: 10[1,0]<stdout>:0\n[1,1]<stdout>:step 0 ms: 100\nSun Dec  6 14:45:56 2026[1,0]<stdout>:step 1 ms: 1Sun Dec  6 14:45:57 2026[1,0]<stdout>:00\n'`, 100, "", ""},
 		{"tagged ranks' lines run together", space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max", Skip: 1},
 			`printf '[default1]:step 0 ms: 100[default0]:step 0 ms: 100\n[default0]:step 1 ms: 5\n[default1]:step 1 ms: 7\n'`, 6, "", ""},
 		{"a tag's form in a tagged line's text", space.Metric{Regex: `gpu\[0\]: ([0-9.]+)`, Goal: "max"}, `echo '[1,0]<stdout>:gpu[0]: 5 gpu[1]: 9'`, 5, "", ""},
