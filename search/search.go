@@ -233,8 +233,9 @@ func readingKey(sp *space.Space, a space.Assignment) string {
 }
 
 // reading is the value NCCL reads p's variable as under a, false where NCCL
-// chooses: a's value, or, where NCCL takes one value when the variable is
-// unset (space.Param.NCCLDefault), that value for a's "default" and where a
+// chooses: a's value as NCCL reads it (space.Param.NCCLReads: 3 channels as
+// 4), or, where NCCL takes one value when the variable is unset
+// (space.Param.NCCLDefault), that value for a's "default" and where a
 // leaves p out (unset, or switched off by a condition). A configuration that
 // differs from another only so runs as it: samplers try it once, and their
 // models take it for one point, not two that tell each other nothing.
@@ -245,7 +246,10 @@ func reading(p space.Param, a space.Assignment) (string, bool) {
 			return d, true
 		}
 	}
-	return v, ok
+	if !ok {
+		return "", false
+	}
+	return p.NCCLReads(v), true
 }
 
 // localMove changes one parameter of range r's best measured configuration

@@ -815,3 +815,26 @@ func TestSamplersReadNCCLDefaultsAsUnset(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplersReadPowersOfTwoAsNCCLDoes: NCCL rounds NCCL_MIN_P2P_NCHANNELS
+// up to a power of two, so 3 runs as 4, which results pool as one
+// configuration (space.Reading); the samplers took them for two, ran both,
+// and the Gaussian process put them apart on the axis. They read the value
+// as NCCL does.
+func TestSamplersReadPowersOfTwoAsNCCLDoes(t *testing.T) {
+	sp := hostileSpace(t, 1, param("NCCL_MIN_P2P_NCHANNELS", "min = 1\nmax = 16"))
+	g := newGP(sp, 1)
+	told := space.Assignment{"NCCL_MIN_P2P_NCHANNELS": "4"}
+	if err := g.Tell(told, []float64{1}); err != nil {
+		t.Fatal(err)
+	}
+	for v, alike := range map[string]bool{"3": true, "4": true, "5": false, "2": false} {
+		a := space.Assignment{"NCCL_MIN_P2P_NCHANNELS": v}
+		if got := g.tried(a); got != alike {
+			t.Errorf("%s tried after 4: %v, want %v", v, got, alike)
+		}
+		if p, q := g.point(told), g.point(a); alike != slices.EqualFunc(p, q, same) {
+			t.Errorf("%s is %v to the Gaussian process, 4 is %v", v, q, p)
+		}
+	}
+}

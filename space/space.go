@@ -392,6 +392,16 @@ func (p Param) NCCLDefault() (string, bool) {
 	return v.Default, true
 }
 
+// NCCLReads is the value NCCL reads p's value v as (Var.reads): a Pow2
+// integer's power of two, 3 as 4. A categorical's values are apart to NCCL
+// already (the loader refuses two it reads alike) and stay as listed.
+func (p Param) NCCLReads(v string) string {
+	if cat, ok := catalogue[p.Variable()]; ok && !p.Categorical() {
+		return cat.reads(v)
+	}
+	return v
+}
+
 // Categorical reports whether the parameter chooses among Values.
 func (p Param) Categorical() bool { return len(p.Values) > 0 }
 
