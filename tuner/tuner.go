@@ -1157,11 +1157,12 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 				continue
 			}
 			// A setting NCCL takes unset anyway goes without a run.
-			if sp.Reading(variant) == sp.Reading(cur) {
+			reading := sp.Reading(variant)
+			if reading == sp.Reading(cur) {
 				cur = variant
 				continue
 			}
-			t, tried := measured[sp.Reading(variant)]
+			t, tried := measured[reading]
 			if !tried {
 				var err error
 				if t, err = measure(variant); err != nil {
