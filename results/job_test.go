@@ -140,6 +140,13 @@ func TestJobOfWeighsWhatItExports(t *testing.T) {
 // and NCCL_MIN_CTAS are searched.
 func ctasWorkload(t *testing.T) *space.Space {
 	t.Helper()
+	return algoWorkload(t, "NCCL_MIN_CTAS", `["default", "4"]`)
+}
+
+// algoWorkload is a workload of all_reduce and all_gather, whose
+// algorithms and the values of variable name are searched.
+func algoWorkload(t *testing.T, name, values string) *space.Space {
+	t.Helper()
 	sp, err := space.Parse("w.toml", []byte(`
 [simulator]
 nodes = 2
@@ -156,8 +163,8 @@ count = 10
 name = "NCCL_ALGO"
 values = ["default", "Ring", "Tree"]
 [[param]]
-name = "NCCL_MIN_CTAS"
-values = ["default", "4"]
+name = "`+name+`"
+values = `+values+`
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -178,28 +185,7 @@ func ctasTrial(n int, agAlgo, arAlgo, ctas string, ag, ar float64) store.Trial {
 // written before NCCL's defaults read as unset). The verdict, stored under
 // trial 2's key, was not found for it.
 func TestJobVerdictHoldsForSpellingsNCCLReadsAlike(t *testing.T) {
-	sp, err := space.Parse("w.toml", []byte(`
-[simulator]
-nodes = 2
-fabric = "ib"
-[[workload]]
-collective = "all_reduce"
-size = "1M"
-count = 10
-[[workload]]
-collective = "all_gather"
-size = "1M"
-count = 10
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring", "Tree"]
-[[param]]
-name = "NCCL_CROSS_NIC"
-values = ["default", "1", "2"]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := algoWorkload(t, "NCCL_CROSS_NIC", `["default", "1", "2"]`)
 	trial := func(n int, nic string, score float64) store.Trial {
 		algo := "Ring"
 		if n == 0 {
