@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,6 +17,9 @@ import (
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
 )
+
+// rangeHeading starts every per-range file's first line.
+const rangeHeading = "nccltune: NCCL settings for "
 
 // perRange writes a file per range, of the variables its choice sets.
 func (e Export) perRange(format string) ([]file, error) {
@@ -38,6 +44,51 @@ func (e Export) perRange(format string) ([]file, error) {
 	return files, errors.Join(errs...)
 }
 
+// rangeBase is the name of a range's files, less the format's extension.
+func rangeBase(name string) string { return "nccl-" + name }
+
+// rangeExt are the per-range formats' extensions.
+var rangeExt = map[string]string{"env": ".env", "dotenv": ".dotenv", "slurm": ".slurm", "torchrun": ".torchrun.sh"}
+
+// removeStale removes the file of format that an earlier export wrote for
+// each range this one wrote none for, lest a launch script source it beside
+// this export's files as if it were this campaign's choice. A file that
+// does not start as nccltune's do is someone else's, and kept.
+func (e Export) removeStale(format, dir string, written []string) error {
+	var removed []error
+	for _, r := range e.Results {
+		if !space.FileWord(r.Range.Name) {
+			continue // no file of it was ever written
+		}
+		path := filepath.Join(dir, rangeBase(r.Range.Name)+rangeExt[format])
+		if slices.Contains(written, path) || !writtenByNCCLTune(path) {
+			continue
+		}
+		if err := os.Remove(path); err != nil {
+			removed = append(removed, fmt.Errorf("range %s: an earlier export's %s is still there: %w", r.Range.Name, path, err))
+			continue
+		}
+		removed = append(removed, fmt.Errorf("range %s: removed %s, an earlier export's", r.Range.Name, path))
+	}
+	return errors.Join(removed...)
+}
+
+// writtenByNCCLTune reports whether the regular file at path starts as a
+// per-range file of nccltune's does.
+func writtenByNCCLTune(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return false
+	}
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	return strings.HasPrefix(strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n"), "# "+rangeHeading)
+}
+
 // choice is what a range's files set: its chosen trial's settings, or NCCL's
 // defaults (none set) where no trial holds the choice (Chosen).
 func (e Export) choice(r results.RangeResult) (space.Assignment, error) {
@@ -54,8 +105,8 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 	if !space.FileWord(r.Range.Name) {
 		return file{}, errors.New("its name cannot name a file (letters, digits, '-' or '_'): the store was altered")
 	}
-	base := "nccl-" + r.Range.Name
-	head := e.header("nccltune: NCCL settings for "+e.measures(r.Range), text.Count(r.Completed, "trial", "trials")+" measured it", r.Describe())
+	base := rangeBase(r.Range.Name)
+	head := e.header(rangeHeading+e.measures(r.Range), text.Count(r.Completed, "trial", "trials")+" measured it", r.Describe())
 	if args := sp.Args(a); len(args) > 0 {
 		head = append(head, "DistributedDataParallel settings (pass them to DDP in your code): "+strings.Join(args, " "))
 	}

@@ -96,7 +96,11 @@ func (e Export) Write(format, dir string) ([]string, error) {
 	default:
 		return nil, fmt.Errorf("unknown format %q (known: %s)", format, strings.Join(Formats, ", "))
 	}
+	_, perRange := rangeExt[format]
 	if len(files) == 0 {
+		if perRange {
+			err = errors.Join(err, e.removeStale(format, dir, nil))
+		}
 		return nil, err
 	}
 	if mkErr := os.MkdirAll(dir, 0o755); mkErr != nil {
@@ -116,6 +120,9 @@ func (e Export) Write(format, dir string) ([]string, error) {
 	}
 	if wErr := atomicfile.WriteAll(writes); wErr != nil {
 		return nil, errors.Join(err, wErr)
+	}
+	if perRange {
+		err = errors.Join(err, e.removeStale(format, dir, paths))
 	}
 	return paths, err
 }

@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -595,5 +596,54 @@ func TestJSONHoldsAnyTextOfTheStore(t *testing.T) {
 	var got exportJSON
 	if err := json.Unmarshal(data, &got); err != nil || len(got.Ranges) != 1 || !strings.Contains(got.Ranges[0].Summary, reason) {
 		t.Errorf("%v: summary %q, want it to quote %q", err, got.Ranges[0].Summary, reason)
+	}
+}
+
+// TestARangeWithNoFileLeavesNoOlderOne: a range that an export writes no
+// file for kept the file an earlier export wrote, beside the fresh files of
+// the other ranges, for a launch script to source as if it were this
+// campaign's. The older file is removed where nccltune wrote it, and kept
+// where it is someone else's.
+func TestARangeWithNoFileLeavesNoOlderOne(t *testing.T) {
+	plain := strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1) // a value every format takes
+	for _, format := range []string{"env", "dotenv", "slurm", "torchrun"} {
+		dir := t.TempDir()
+		ex := pinnedOf(t, plain)
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+		mid := slices.IndexFunc(ex.Results, func(r results.RangeResult) bool { return r.Range.Name == "mid" })
+		old, _ := filepath.Glob(filepath.Join(dir, "nccl-mid.*"))
+		if len(old) != 1 {
+			t.Fatalf("%s: files of range mid %v", format, old)
+		}
+		ex.Results[mid].Best = nil
+		paths, err := ex.Write(format, dir)
+		if err == nil || !strings.Contains(err.Error(), "removed "+old[0]) || len(paths) == 0 {
+			t.Errorf("%s: wrote %v, %v; want the others written and an error saying %s was removed", format, paths, err, old[0])
+		}
+		if _, statErr := os.Stat(old[0]); !errors.Is(statErr, os.ErrNotExist) {
+			t.Errorf("%s: %s is still there (%v)", format, old[0], statErr)
+		}
+		// Nor where no range has a file.
+		if _, err := pinnedOf(t, plain).Write(format, dir); err != nil { // mid's again
+			t.Fatal(err)
+		}
+		for i := range ex.Results {
+			ex.Results[i].Best = nil
+		}
+		if paths, err := ex.Write(format, dir); len(paths) > 0 || err == nil || !strings.Contains(err.Error(), "removed "+old[0]) {
+			t.Errorf("%s, no range measured: wrote %v, %v; want nothing written and %s removed", format, paths, err, old[0])
+		}
+		// Someone else's file of that name is not ours to remove.
+		if err := os.WriteFile(old[0], []byte("export NCCL_ALGO=Ring\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ex.Write(format, dir); err == nil || strings.Contains(err.Error(), "removed") {
+			t.Errorf("%s: %v; want the range's error, nothing removed", format, err)
+		}
+		if _, statErr := os.Stat(old[0]); statErr != nil {
+			t.Errorf("%s: a file nccltune did not write was removed: %v", format, statErr)
+		}
 	}
 }
