@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1   // the command failed; the message says why
 	exitUsage       = 2   // bad flags or arguments
+	exitInternal    = 70  // a bug in nccltune (sysexits' EX_SOFTWARE); the message holds its trace
 	exitInterrupted = 130 // stopped by SIGINT/SIGTERM/SIGHUP; finished trials are stored
 )
 
@@ -51,7 +53,19 @@ func stopSignals() []os.Signal {
 	return signals
 }
 
-func run(args []string) int {
+func run(args []string) int { return runApp(newApp(), args) }
+
+// runApp runs app on args and returns the exit code. A panic, a bug of
+// nccltune's, exits exitInternal with its trace: Go's runtime exits 2 on
+// one, which scripts read as their own usage error. Deferred clean-ups (the
+// store's lock, a trial's processes) have run by the time it is recovered.
+func runApp(app *cli.App, args []string) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(os.Stderr, "nccltune: internal error (a bug: please report it with what follows): %v\n%s", p, debug.Stack())
+			code = exitInternal
+		}
+	}()
 	// The first stop signal cancels the campaign cleanly; the second, once
 	// the handler is released, ends the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
@@ -71,7 +85,6 @@ func run(args []string) int {
 		os.Exit(exitInterrupted)
 	}()
 
-	app := newApp()
 	// urfave/cli prints help to app.Writer and drops its write errors: help
 	// lost (a full disk) is the command's failure, as other output is.
 	help := &stickyWriter{w: os.Stdout}
@@ -291,7 +304,7 @@ func newApp() *cli.App {
 		Description: "Runs nccl-tests with configurations proposed by a Bayesian search (a Gaussian process,\n" +
 			"then it and TPE in turn), keeps every trial in a SQLite store, and exports the best NCCL_*\n" +
 			"settings per size range.\n\n" +
-			"Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted (resume with `run`).",
+			"Exit codes: 0 success, 1 failure, 2 usage error, 70 internal error (a bug), 130 interrupted (resume with `run`).",
 		HideVersion: true,
 		// The help command above keeps urfave/cli from defining --help and
 		// -h for the app itself; without them `nccltune --help` was an

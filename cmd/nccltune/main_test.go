@@ -17,6 +17,7 @@ import (
 
 	"github.com/nccltune/nccltune/quality"
 	"github.com/nccltune/nccltune/space"
+	"github.com/urfave/cli/v2"
 )
 
 // The test binary doubles as nccltune itself, so that `run` can start `nccltune
@@ -588,5 +589,31 @@ func TestExitCodesOfAProgramsFailure(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, "building") {
 			t.Errorf("plugin build with a compiler that runs %q: exit %d\n%s%s", script, code, out, errOut)
 		}
+	}
+}
+
+// TestAPanicIsAnInternalError: a panic of nccltune's own exited 2 (Go's
+// runtime), which scripts read as their usage error; it exits 70 with its
+// trace, after the command's deferred clean-ups ran.
+func TestAPanicIsAnInternalError(t *testing.T) {
+	cleaned := false
+	app := newApp()
+	app.Commands = append(app.Commands, &cli.Command{Name: "crash", Action: func(*cli.Context) error {
+		defer func() { cleaned = true }()
+		var m map[string]int
+		m["x"]++ // a bug's panic
+		return nil
+	}})
+	errFile, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = errFile
+	code := runApp(app, []string{"nccltune", "crash"})
+	os.Stderr = stderr
+	out, _ := os.ReadFile(errFile.Name())
+	if code != exitInternal || !cleaned || !strings.Contains(string(out), "internal error (a bug") || !strings.Contains(string(out), "main_test.go") {
+		t.Errorf("exit %d, clean-up ran %v, stderr %q; want exit %d, the clean-up run and a trace", code, cleaned, out, exitInternal)
 	}
 }
