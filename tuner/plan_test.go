@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -1043,5 +1044,46 @@ max = 8
 	}
 	if !simplified(sp, trials) {
 		t.Error("the campaign simplified under the older reading is not simplified")
+	}
+}
+
+// panicAt panics in the launch labelled label, a bug's stand-in, and runs the rest.
+type panicAt struct{ label string }
+
+func (p panicAt) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == p.label {
+		var m map[string]int
+		m["x"]++
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestAPanicInATrialReachesTheCaller: a panic in a trial's goroutine ended
+// the process with Go's exit status 2, which nothing could recover, and
+// scripts read as their usage error. It reaches Run's caller, with the
+// trial's trace, and the campaign resumes without losing a trial.
+func TestAPanicInATrialReachesTheCaller(t *testing.T) {
+	const budget = 6
+	sp := loadExample(t, budget)
+	st := openStore(t)
+	func() {
+		defer func() {
+			p, ok := recover().(safego.Panic)
+			if !ok || !strings.Contains(p.String(), "panicAt") {
+				t.Errorf("recovered %v; want the trial's panic with its trace", p)
+			}
+		}()
+		tu := newTuner(t, sp, st)
+		tu.Runner = panicAt{"3"}
+		_ = tu.Run(context.Background(), Options{})
+		t.Error("Run returned; want its trial's panic")
+	}()
+	tu := newTuner(t, sp, st)
+	tu.Runner = panicAt{}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if ran := finished(campaignTrials(t, st, sp.Campaign.Name)); len(ran) != budget {
+		t.Errorf("%d trials finished; want %d", len(ran), budget)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
@@ -608,6 +609,7 @@ func (s *session) search(parent context.Context, todo []int) error {
 		group *group
 	}
 	finished := make(chan back)
+	panics := make(chan safego.Panic)
 	idle := slices.Clone(s.groups)
 	var failure error
 	fail := func(err error) {
@@ -646,15 +648,20 @@ func (s *session) search(parent context.Context, todo []int) error {
 			idle = slices.Delete(idle, i, i+1)
 			running++
 			w := s.work()
-			go func() {
+			safego.Go(panics, func() {
 				s.execute(ctx, g, t, w)
 				finished <- back{t, g}
-			}()
+			})
 		}
 		if running == 0 {
 			break
 		}
-		b := <-finished
+		var b back
+		select {
+		case b = <-finished:
+		case p := <-panics:
+			panic(p) // the caller's to report: the trials still running are cancelled on the way
+		}
 		running--
 		idle = append(idle, b.group)
 		s.say(b.group.warmNote())

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
+	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/workload"
@@ -54,12 +55,15 @@ func profileCommand() *cli.Command {
 				err error
 			}
 			done := make(chan read, 1)
-			go func() {
+			panics := make(chan safego.Panic)
+			safego.Go(panics, func() {
 				w, err := readLog(c.Args().First())
 				done <- read{w, err}
-			}()
+			})
 			var w *workload.Workload
 			select {
+			case p := <-panics:
+				panic(p)
 			case r := <-done:
 				if r.err != nil {
 					return r.err
