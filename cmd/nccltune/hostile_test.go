@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rivo/uniseg"
+
 	"github.com/nccltune/nccltune/examples"
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 	_ "modernc.org/sqlite"
 )
@@ -556,5 +559,36 @@ func TestTamperedSettingsRunNothing(t *testing.T) {
 		if runs, trials := counts(db); runs != 0 || trials != ran {
 			t.Errorf("after setting %s: %d validation runs and %d trials launched", set, runs, trials-ran)
 		}
+	}
+}
+
+// TestTamperedRangeNamesDriveNoTerminal: report's importance lines quoted
+// a stored range's name raw (an escape sequence reached the terminal) and
+// aligned the lines by the name's runes, not by the columns it takes
+// (a name in Chinese pushed its line's importances left of the others').
+func TestTamperedRangeNamesDriveNoTerminal(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "8", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	const name = "sm\x1b[2J中文"
+	tamper(t, filepath.Join(dir, "nccltune.db"),
+		`UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), 'name = "small"', 'name = "sm\u001b[2J中文"') AS BLOB)`,
+		`UPDATE trials SET scores = replace(scores, '"small":', '"sm\u001b[2J中文":')`)
+	code, out, errOut := nccltune(t, dir, "report", "--out", "r")
+	if code != 0 || strings.ContainsRune(out, '\x1b') || !strings.Contains(out, text.Clean(name)) {
+		t.Fatalf("report: exit %d, standard output %q\n%s", code, out, errOut)
+	}
+	_, imp, _ := strings.Cut(out, "what matters most")
+	var columns []int
+	for i, line := range strings.Split(imp, "\n")[1:4] {
+		rest, ok := strings.CutPrefix(line, "  "+[]string{text.Clean(name), "medium", "large"}[i])
+		if !ok {
+			t.Fatalf("importance line %q", line)
+		}
+		columns = append(columns, uniseg.StringWidth(line)-uniseg.StringWidth(strings.TrimLeft(rest, " ")))
+	}
+	if columns[0] != columns[1] || columns[1] != columns[2] {
+		t.Errorf("importance columns %v, not aligned:\n%s", columns, imp)
 	}
 }
