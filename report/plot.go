@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -608,14 +610,33 @@ func labelled(ticks []plot.Tick, min, max float64) int {
 // name as long as the space file takes ran past the plot's edge.
 const nameWidth = 40
 
-// shorten cuts a label from the space file (a command's metric unit) to n
-// runes: the axis is as tall as the plot, and a label longer than it took
-// the plot's whole height, which then drew no axis and no point.
+// shorten cuts a label from the space file (a command's metric unit) or the
+// store (a range's name) to n runes, once drawable: the axis is as tall as
+// the plot, and a label longer than it took the plot's whole height, which
+// then drew no axis and no point.
 func shorten(s string, n int) string {
+	s = drawable(s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// drawable is s with each character that the plots' font has no glyph
+// for (a unit in Chinese, which vanished from the axis), or that is not
+// graphic (a stored name's ESC), escaped as \uXXXX, as the terminal shows
+// the name.
+func drawable(s string) string {
+	var b strings.Builder
+	face := font.DefaultCache.Lookup(plot.DefaultFont, 12).Face
+	for _, r := range s {
+		if g, err := face.GlyphIndex(nil, r); err == nil && g != 0 && unicode.IsGraphic(r) {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
 }
 
 // intTicks labels an axis of counts (trial numbers) with whole numbers, at

@@ -950,3 +950,43 @@ func TestLegendOfManyRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestPlotTextTheFontLacks: a metric's unit in Chinese, which the plots'
+// font has no glyph for, vanished from measured.png's axis ("(lower is
+// better)" alone) and convergence.png's title; a character the font
+// lacks, or a control character of a stored name, is written escaped, as
+// the terminal shows it, and one it has (µ) as it is.
+func TestPlotTextTheFontLacks(t *testing.T) {
+	for unit, want := range map[string]string{"毫秒": `\u6beb\u79d2`, "µs": "µs"} {
+		sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \""+
+			unit+"\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var trials []store.Trial
+		for n, v := range []float64{10, 11, 8, 9} {
+			tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: 1 / v}}
+			if n >= 2 {
+				tr.Params = map[string]string{"NCCL_ALGO": "Ring"}
+			}
+			trials = append(trials, tr)
+		}
+		measured, err := measuredPlot(sp, trials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv, err := convergencePlot(sp, results.Of(sp, trials, nil), trials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := measured.Y.Label.Text; got != want+" (lower is better)" {
+			t.Errorf("unit %s: measured.png's axis %q, want %q", unit, got, want+" (lower is better)")
+		}
+		if got := conv.Title.Text; !strings.Contains(got, "("+want+", lower is better)") {
+			t.Errorf("unit %s: convergence.png's title %q, want the unit as %s", unit, got, want)
+		}
+	}
+	if got, want := shorten("sm\x1b[2J", nameWidth), `sm\u001b[2J`; got != want {
+		t.Errorf("a stored range name: %q, want %q", got, want)
+	}
+}
