@@ -183,3 +183,55 @@ func TestJSONKeysAreAlwaysThere(t *testing.T) {
 		t.Errorf("nccl-tuned.json's left_out of an export that left out nothing: %q, want []", got)
 	}
 }
+
+// TestJSONKeysAreDocumented: every key status --json and report --json
+// write is named in the README (`key`, or "key" in a JSON sketch), for a
+// script to rely on; most of
+// status's (a range's default, best, search_gain, tuned, ...) were named
+// nowhere. The keys of maps keyed by data (a range's env, the trials'
+// by_state, report's importance by range) are data, not names.
+func TestJSONKeysAreDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	data := map[string]bool{"env": true, "settled": true, "by_state": true, "failures": true, "unconfirmed": true, "inherited": true, "importance": true, "plots": true}
+	undocumented := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if !strings.Contains(string(readme), "`"+k+"`") && !strings.Contains(string(readme), `"`+k+`"`) {
+					undocumented[k] = true
+				}
+				if m, ok := x.(map[string]any); ok && data[k] {
+					for _, y := range m {
+						walk(y)
+					}
+				} else {
+					walk(x)
+				}
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	for _, args := range [][]string{{"status", "--json"}, {"report", "--json", "--out", "plots"}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		var doc any
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+			t.Fatalf("nccltune %v: exit %d, %v\n%s", args, code, err, errOut)
+		}
+		walk(doc)
+	}
+	if len(undocumented) > 0 {
+		t.Errorf("keys the README does not name: %v", slices.Sorted(maps.Keys(undocumented)))
+	}
+}
