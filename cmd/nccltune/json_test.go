@@ -184,8 +184,8 @@ func TestJSONKeysAreAlwaysThere(t *testing.T) {
 	}
 }
 
-// TestJSONKeysAreDocumented: every key status --json and report --json
-// write is named in the README (`key`, or "key" in a JSON sketch), for a
+// TestJSONKeysAreDocumented: every key status --json, report --json and
+// nccl-tuned.json hold is named in the README (`key`, or "key" in a JSON sketch), for a
 // script to rely on; most of
 // status's (a range's default, best, search_gain, tuned, ...) were named
 // nowhere. The keys of maps keyed by data (a range's env, the trials'
@@ -231,6 +231,18 @@ func TestJSONKeysAreDocumented(t *testing.T) {
 		}
 		walk(doc)
 	}
+	if code, out, errOut := nccltune(t, dir, "export", "--format", "json", "--out", "x"); code != 0 {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	tuned, err := os.ReadFile(filepath.Join(dir, "x", "nccl-tuned.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(tuned, &doc); err != nil {
+		t.Fatal(err)
+	}
+	walk(doc)
 	if len(undocumented) > 0 {
 		t.Errorf("keys the README does not name: %v", slices.Sorted(maps.Keys(undocumented)))
 	}
