@@ -434,13 +434,14 @@ func score(t store.Trial, rangeName string) float64 {
 
 // figureOf prints a score as measured (in m's unit) with three significant
 // digits, so that the small-message range (hundredths of a GB/s) stays
-// readable beside the large; "-" for none (a best of 0 is none yet: no
-// trial has measured the range).
+// readable beside the large, whole from 100 to a million (285 GB/s, not
+// 2.85e+02); "-" for none (a best of 0 is none yet: no trial has measured
+// the range).
 func figureOf(m space.Measure, score float64) string {
 	switch v := m.Value(score); {
 	case !(score > 0) || math.IsInf(v, 0):
 		return "-"
-	case v >= 100:
+	case v >= 100 && v < 1e6:
 		return fmt.Sprintf("%.0f", v)
 	default:
 		return strconv.FormatFloat(v, 'g', 3, 64)
