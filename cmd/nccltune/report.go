@@ -116,12 +116,12 @@ func printShares(w io.Writer, l *loaded) {
 	j := jobTimesOf(l)
 	fmt.Fprintln(w, "the job's communication time, predicted from the workload's calls:")
 	tw := newTable(w)
-	fmt.Fprintln(tw, "collective\tNCCL defaults s\tshare\texported s\tshare\t")
+	row(tw, "collective", "NCCL defaults s", "share", "exported s", "share", "")
 	for i, r := range j.job.Ranges {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, figure(j.def[i], "%.4g"), figure(100*j.def[i]/j.totalDef, "%.0f%%"),
-			figure(j.exported[i], "%.4g"), figure(100*j.exported[i]/j.totalExp, "%.0f%%"))
+		row(tw, r.Range.Name, figure(j.def[i], "%.4g"), figure(100*j.def[i]/j.totalDef, "%.0f%%"),
+			figure(j.exported[i], "%.4g"), figure(100*j.exported[i]/j.totalExp, "%.0f%%"), "")
 	}
-	fmt.Fprintf(tw, "job\t%s\t\t%s\t%s\t\n", figure(j.totalDef, "%.4g"), figure(j.totalExp, "%.4g"), figure(j.totalDef/j.totalExp, "%.2fx as fast"))
+	row(tw, "job", figure(j.totalDef, "%.4g"), "", figure(j.totalExp, "%.4g"), figure(j.totalDef/j.totalExp, "%.2fx as fast"), "")
 	tw.Flush()
 	switch v := j.job.Validation; {
 	case v == nil:
@@ -201,7 +201,7 @@ func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) erro
 				parts = append(parts, why.label+": "+strings.Join(names, " "))
 			}
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", r.Name, strings.Join(parts, "; "))
+		row(tw, "  "+r.Name, strings.Join(parts, "; "))
 	}
 	return tw.Flush()
 }

@@ -318,7 +318,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 	}
 	tw := newTable(w)
 	m := l.space.Measure(l.space.Ranges[0])
-	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", m, m)
+	row(tw, "range", "sizes", "default "+m.String(), "best "+m.String(), "gain", "validated gain (95% CI)", "trial", "chosen settings", "")
 	prev := ""
 	for i, r := range l.results {
 		trial, settings := "-", "-"
@@ -336,7 +336,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 				settings = "NCCL defaults" // validation kept them, though no trial of them completed
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(l.space, r.Range), figureOf(r.Measure, r.DefaultScore), figureOf(r.Measure, r.BestScore), gain(r), validated(r), trial, settings)
+		row(tw, r.Range.Name, sizes(l.space, r.Range), figureOf(r.Measure, r.DefaultScore), figureOf(r.Measure, r.BestScore), gain(r), validated(r), trial, settings, "")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
