@@ -42,7 +42,7 @@ type Result struct {
 	Check  string `json:"check"`
 	Status Status `json:"status"`
 	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
+	Fix    string `json:"fix"` // "" where there is none: a key scripts may read on every result
 }
 
 // Options says where to look and what to run.

@@ -276,7 +276,7 @@ type exportJSON struct {
 	Simulated   bool        `json:"simulated"`
 	Fingerprint any         `json:"fingerprint"`
 	Written     string      `json:"written"`
-	LeftOut     []string    `json:"left_out,omitempty"` // see Export.LeftOut
+	LeftOut     []string    `json:"left_out"` // see Export.LeftOut; [] where none, a key scripts may read
 	Ranges      []rangeJSON `json:"ranges"`
 }
 
@@ -290,7 +290,7 @@ type rangeJSON struct {
 
 func (e Export) json() ([]file, error) {
 	out := exportJSON{Campaign: e.Campaign.Name, SpaceHash: e.Campaign.SpaceHash,
-		Simulated: len(e.Space.Simulator) > 0, Fingerprint: e.Fingerprint, Written: e.Now.UTC().Format(time.RFC3339), LeftOut: e.LeftOut}
+		Simulated: len(e.Space.Simulator) > 0, Fingerprint: e.Fingerprint, Written: e.Now.UTC().Format(time.RFC3339), LeftOut: append([]string{}, e.LeftOut...)}
 	if e.Space.Benchmark.Sweeps() && len(e.Space.Workload) == 0 {
 		// Not a workload's several, each its range's, nor a command's or the DDP step's none.
 		out.Collective = e.Space.Campaign.Collective

@@ -12,12 +12,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
 	"github.com/nccltune/nccltune/results"
@@ -291,6 +294,18 @@ func convergencePlot(sp *space.Space, choices []results.RangeResult, trials []st
 // legend of the ranges was drawn over the highest ones' lines, and a time
 // measured is highest at NCCL's defaults, at the left.
 func roomForLegend(p *plot.Plot) {
+	if share := legendShare(p); p.Y.Max > p.Y.Min && share < maxLegendShare {
+		p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-share)
+	}
+}
+
+// maxLegendShare is the share of the data's height from which a legend
+// goes below the plot (save): over the data, it would hide half of it.
+const maxLegendShare = 0.5
+
+// legendShare is the share of p's data area's height that its legend
+// takes, with a margin.
+func legendShare(p *plot.Plot) float64 {
 	legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
 	// DataCanvas sets an axis of one value to gonum's range about it, 1
 	// either way, which leaves one of 2^53 or more (a metric in FLOP/s) a
@@ -300,9 +315,7 @@ func roomForLegend(p *plot.Plot) {
 	widen(&p.Y)
 	measured := *p
 	data := measured.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: width, Y: height}}}).Size().Y
-	if share := float64(legend/data) + 0.02; p.Y.Max > p.Y.Min && share < 0.5 {
-		p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-share)
-	}
+	return float64(legend/data) + 0.02
 }
 
 // convergence is, per range, the best score so far relative to NCCL's
@@ -455,13 +468,23 @@ func rowsXY(sp *space.Space, runs []store.Trial, coll string, within *space.Rang
 // value widened around it first. The file is written whole or not at all:
 // a report that fails (a full disk) or is killed leaves the plot before it.
 func save(p *plot.Plot, path string) error {
-	widen(&p.X)
-	widen(&p.Y)
-	png, err := p.WriterTo(width, height, "png")
-	if err != nil {
-		return err
+	if legendShare(p) < maxLegendShare { // it widens the axes
+		c := vgimg.New(width, height)
+		p.Draw(draw.New(c))
+		return atomicfile.WriteFrom(path, vgimg.PngCanvas{Canvas: c}, 0o666)
 	}
-	return atomicfile.WriteFrom(path, png, 0o666)
+	// A legend of many lines (a space of many ranges) would hide the data
+	// and run over the axes, and past the image's foot: it goes below.
+	legend := p.Legend
+	legend.Top, legend.Left = true, true
+	below := legend.Rectangle(draw.Canvas{}).Size().Y + 2*legend.TextStyle.Font.Size
+	c := vgimg.New(width, height+below)
+	dc := draw.New(c)
+	bare := *p
+	bare.Legend = plot.NewLegend()
+	bare.Draw(draw.Crop(dc, 0, 0, below, 0))
+	legend.Draw(draw.Crop(dc, legend.TextStyle.Font.Size, 0, 0, -height-legend.TextStyle.Font.Size))
+	return atomicfile.WriteFrom(path, vgimg.PngCanvas{Canvas: c}, 0o666)
 }
 
 // widen gives an axis whose points all hold one positive value (one size
@@ -587,14 +610,33 @@ func labelled(ticks []plot.Tick, min, max float64) int {
 // name as long as the space file takes ran past the plot's edge.
 const nameWidth = 40
 
-// shorten cuts a label from the space file (a command's metric unit) to n
-// runes: the axis is as tall as the plot, and a label longer than it took
-// the plot's whole height, which then drew no axis and no point.
+// shorten cuts a label from the space file (a command's metric unit) or the
+// store (a range's name) to n runes, once drawable: the axis is as tall as
+// the plot, and a label longer than it took the plot's whole height, which
+// then drew no axis and no point.
 func shorten(s string, n int) string {
+	s = drawable(s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// drawable is s with each character that the plots' font has no glyph
+// for (a unit in Chinese, which vanished from the axis), or that is not
+// graphic (a stored name's ESC), escaped as \uXXXX, as the terminal shows
+// the name.
+func drawable(s string) string {
+	var b strings.Builder
+	face := font.DefaultCache.Lookup(plot.DefaultFont, 12).Face
+	for _, r := range s {
+		if g, err := face.GlyphIndex(nil, r); err == nil && g != 0 && unicode.IsGraphic(r) {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
 }
 
 // intTicks labels an axis of counts (trial numbers) with whole numbers, at

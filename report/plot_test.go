@@ -886,3 +886,107 @@ func TestBusBWOfAnInfiniteBandwidth(t *testing.T) {
 		}
 	}
 }
+
+// TestLegendOfManyRanges: the legend of a space of 38 ranges, one line
+// each, is taller than the plot: drawn over it, it hid the lines and ran
+// over the axis's labels, and off the image. It goes below the plot, on an
+// image taller by it, and a plot of few ranges keeps its size.
+func TestLegendOfManyRanges(t *testing.T) {
+	for _, n := range []int{3, 38} {
+		text := "[campaign]\nsizes = { min = \"1\", max = \"256G\", factor = 2 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+		for r := range n {
+			text += fmt.Sprintf("[[range]]\nname = \"r%d\"\nmin = \"%d\"\nmax = \"%d\"\n", r, int64(1)<<(r*38/n), int64(1)<<((r+1)*38/n))
+		}
+		sp, err := space.Parse("p.toml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var trials []store.Trial
+		for k, slow := range []float64{1.5, 1.4, 1} {
+			tr := store.Trial{Number: k, State: store.Complete}
+			if k == 2 {
+				tr.Params, tr.Env = map[string]string{"NCCL_ALGO": "Ring"}, []string{"NCCL_ALGO=Ring"}
+			}
+			for _, size := range sp.Sizes.List() {
+				m := nccltests.Measure{TimeUs: slow * (5 + float64(size)/2e4), AlgBW: 1 / slow, BusBW: 2 / slow}
+				tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
+			}
+			tr.Scores = map[string]float64{}
+			for i, s := range results.Scores(sp, tr.Rows, tr.Fingerprint.Ranks) {
+				tr.Scores[sp.Ranges[i].Name] = s
+			}
+			trials = append(trials, tr)
+		}
+		dir := t.TempDir()
+		plots, err := Write(sp, results.Of(sp, trials, nil), trials, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, path := range plots {
+			p, err := busBWPlot(sp, results.Of(sp, trials, nil), trials)
+			if name == "convergence" {
+				p, err = convergencePlot(sp, results.Of(sp, trials, nil), trials)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
+			got, plain := img.Bounds().Dy(), int(height.Dots(96)+0.5)
+			switch {
+			case n == 3 && got != plain:
+				t.Errorf("%d ranges: %s is %d pixels tall, want %d", n, name, got, plain)
+			case n > 3 && got < plain+int(legend.Dots(96)):
+				t.Errorf("%d ranges: %s is %d pixels tall, no room below the plot for its legend of %.0f", n, name, got, legend.Dots(96))
+			}
+		}
+	}
+}
+
+// TestPlotTextTheFontLacks: a metric's unit in Chinese, which the plots'
+// font has no glyph for, vanished from measured.png's axis ("(lower is
+// better)" alone) and convergence.png's title; a character the font
+// lacks, or a control character of a stored name, is written escaped, as
+// the terminal shows it, and one it has (µ) as it is.
+func TestPlotTextTheFontLacks(t *testing.T) {
+	for unit, want := range map[string]string{"毫秒": `\u6beb\u79d2`, "µs": "µs"} {
+		sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \""+
+			unit+"\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var trials []store.Trial
+		for n, v := range []float64{10, 11, 8, 9} {
+			tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: 1 / v}}
+			if n >= 2 {
+				tr.Params = map[string]string{"NCCL_ALGO": "Ring"}
+			}
+			trials = append(trials, tr)
+		}
+		measured, err := measuredPlot(sp, trials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv, err := convergencePlot(sp, results.Of(sp, trials, nil), trials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := measured.Y.Label.Text; got != want+" (lower is better)" {
+			t.Errorf("unit %s: measured.png's axis %q, want %q", unit, got, want+" (lower is better)")
+		}
+		if got := conv.Title.Text; !strings.Contains(got, "("+want+", lower is better)") {
+			t.Errorf("unit %s: convergence.png's title %q, want the unit as %s", unit, got, want)
+		}
+	}
+	if got, want := shorten("sm\x1b[2J", nameWidth), `sm\u001b[2J`; got != want {
+		t.Errorf("a stored range name: %q, want %q", got, want)
+	}
+}

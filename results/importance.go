@@ -78,7 +78,7 @@ func (i Importance) MarshalJSON() ([]byte, error) {
 		Status Status   `json:"status"`
 		Share  *float64 `json:"share"`
 		P      *float64 `json:"p"`
-		With   string   `json:"with,omitempty"`
+		With   string   `json:"with"` // "" unless aliased: a key scripts may read on every parameter
 	}{Param: i.Param, Status: i.Status, With: i.With}
 	if i.Status == Analysed {
 		out.Share, out.P = &i.Share, &i.P

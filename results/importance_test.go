@@ -375,7 +375,7 @@ func TestImportanceJSON(t *testing.T) {
 		}
 	}
 	got, err = json.Marshal(Importance{Param: "NCCL_PROTO", Status: Analysed, Share: 0.5, P: 0.01})
-	if want := `{"param":"NCCL_PROTO","status":"analysed","share":0.5,"p":0.01}`; err != nil || string(got) != want {
+	if want := `{"param":"NCCL_PROTO","status":"analysed","share":0.5,"p":0.01,"with":""}`; err != nil || string(got) != want {
 		t.Errorf("JSON %s, %v; want %s", got, err, want)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/export"
-	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/tuner"
@@ -82,14 +81,13 @@ func compareCommand() *cli.Command {
 			// would read as the end of its cell and of its line.
 			tw := newTable(terminal{os.Stdout})
 			m := sp.Measure(sp.Ranges[0])
-			fmt.Fprintf(tw, "range\tsizes\tA %s\tB %s\tB vs A (95%% CI)\tverdict\t\n", m, m)
+			row(tw, "range", "sizes", "A "+m.String(), "B "+m.String(), "B vs A (95% CI)", "verdict", "")
 			for _, r := range res {
 				ci := "-"
 				if results.Finite(r.Gain) != nil {
 					ci = fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*r.Gain, 100*r.CILow, 100*r.CIHigh)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(sp, r.Range),
-					figureOf(m, r.MeanA), figureOf(m, r.MeanB), ci, text.Clean(r.Verdict))
+				row(tw, r.Range.Name, sizes(sp, r.Range), figureOf(m, r.MeanA), figureOf(m, r.MeanB), ci, r.Verdict, "")
 			}
 			return errors.Join(tw.Flush(), failed)
 		},

@@ -297,11 +297,11 @@ func printDoctor(out io.Writer, nodes []nodeReport, cluster []doctor.Result) err
 		fmt.Fprintln(w, text.Clean(title))
 		tw := &table{w: w, left: true}
 		for _, r := range results {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.Clean(strings.ToUpper(string(r.Status))), text.Clean(r.Layer), text.Clean(r.Check), text.Clean(r.Detail))
+			row(tw, "  "+strings.ToUpper(string(r.Status)), r.Layer, r.Check, r.Detail)
 			if r.Fix != "" && r.Status != doctor.OK && r.Status != doctor.Skip {
-				fmt.Fprintf(tw, "  \t\t\tfix: %s\n", text.Clean(r.Fix))
+				row(tw, "  ", "", "", "fix: "+r.Fix)
 			} else if r.Fix != "" {
-				fmt.Fprintf(tw, "  \t\t\tnote: %s\n", text.Clean(r.Fix))
+				row(tw, "  ", "", "", "note: "+r.Fix)
 			}
 		}
 		tw.Flush()

@@ -9,14 +9,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rivo/uniseg"
+
 	"github.com/nccltune/nccltune/examples"
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 	_ "modernc.org/sqlite"
 )
@@ -555,6 +559,69 @@ func TestTamperedSettingsRunNothing(t *testing.T) {
 		}
 		if runs, trials := counts(db); runs != 0 || trials != ran {
 			t.Errorf("after setting %s: %d validation runs and %d trials launched", set, runs, trials-ran)
+		}
+	}
+}
+
+// TestTamperedRangeNamesDriveNoTerminal: report's importance lines quoted
+// a stored range's name raw (an escape sequence reached the terminal) and
+// aligned the lines by the name's runes, not by the columns it takes
+// (a name in Chinese pushed its line's importances left of the others').
+func TestTamperedRangeNamesDriveNoTerminal(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "8", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	const name = "sm\x1b[2J中文"
+	tamper(t, filepath.Join(dir, "nccltune.db"),
+		`UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), 'name = "small"', 'name = "sm\u001b[2J中文"') AS BLOB)`,
+		`UPDATE trials SET scores = replace(scores, '"small":', '"sm\u001b[2J中文":')`)
+	code, out, errOut := nccltune(t, dir, "report", "--out", "r")
+	if code != 0 || strings.ContainsRune(out, '\x1b') || !strings.Contains(out, text.Clean(name)) {
+		t.Fatalf("report: exit %d, standard output %q\n%s", code, out, errOut)
+	}
+	_, imp, _ := strings.Cut(out, "what matters most")
+	var columns []int
+	for i, line := range strings.Split(imp, "\n")[1:4] {
+		rest, ok := strings.CutPrefix(line, "  "+[]string{text.Clean(name), "medium", "large"}[i])
+		if !ok {
+			t.Fatalf("importance line %q", line)
+		}
+		columns = append(columns, uniseg.StringWidth(line)-uniseg.StringWidth(strings.TrimLeft(rest, " ")))
+	}
+	if columns[0] != columns[1] || columns[1] != columns[2] {
+		t.Errorf("importance columns %v, not aligned:\n%s", columns, imp)
+	}
+}
+
+// TestTamperedNamesKeepTheTables: a stored range's name holding a tab or
+// a newline split its table cell, as a column or a line of its own, in
+// status's and report's tables: the rows after it stood out of line, and
+// the importance line of the range began with part of its name. The name
+// is one cell, escaped.
+func TestTamperedNamesKeepTheTables(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "8", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	tamper(t, filepath.Join(dir, "nccltune.db"),
+		`UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), 'name = "small"', 'name = "sm\tall\nX"') AS BLOB)`,
+		`UPDATE trials SET scores = replace(scores, '"small":', '"sm\tall\nX":')`)
+	for _, args := range [][]string{{"status"}, {"report", "--out", "r"}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		if code != 0 || strings.Contains(out, "\t") || !strings.Contains(out, `sm\u0009all\u000aX`) {
+			t.Errorf("%v: exit %d, standard output %q\n%s", args, code, out, errOut)
+			continue
+		}
+		// Each table's rows: the header's line, then one line per range.
+		lines := strings.Split(out, "\n")
+		header := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "chosen settings") })
+		if header < 0 || !strings.Contains(lines[header+1], "8-64K") || !strings.Contains(lines[header+2], "medium") {
+			t.Errorf("%v: the table's rows are split:\n%s", args, out)
+		}
+		if imp := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "what matters most") }); imp >= 0 &&
+			(!strings.HasPrefix(lines[imp+1], `  sm\u0009all\u000aX `) || !strings.HasPrefix(lines[imp+2], "  medium ")) {
+			t.Errorf("%v: the importance lines are split:\n%s", args, out)
 		}
 	}
 }

@@ -2,6 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +127,123 @@ func TestJSONEscapesControlCharacters(t *testing.T) {
 	var got struct{ Output string }
 	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Output != "NCCL WARN \u009b2J \u202egnp.exe\n" {
 		t.Errorf("show --json --output: Output %q (%v), want the output as it was", got.Output, err)
+	}
+}
+
+// TestJSONKeysAreAlwaysThere: a key the README documents is in every
+// object that it documents it for, "" or [] where it holds nothing: a
+// script reading it (Python's r["fix"]) failed where it was left out,
+// doctor's fix of a check that passed, an importance's with of a parameter
+// not aliased, and nccl-tuned.json's left_out of an export that left out
+// nothing.
+func TestJSONKeysAreAlwaysThere(t *testing.T) {
+	dir := smallCampaign(t)
+	decode := func(what, data string, v any) {
+		t.Helper()
+		if err := json.Unmarshal([]byte(data), v); err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, data)
+		}
+	}
+	has := func(what string, obj map[string]json.RawMessage, keys ...string) {
+		t.Helper()
+		for _, k := range keys {
+			if _, ok := obj[k]; !ok {
+				t.Errorf("%s: no key %s, only %v", what, k, slices.Sorted(maps.Keys(obj)))
+			}
+		}
+	}
+	_, out, _ := nccltune(t, dir, "doctor", "--json", "--python", "")
+	var doc struct {
+		Nodes []struct{ Results []map[string]json.RawMessage }
+	}
+	decode("doctor --json", out, &doc)
+	for _, r := range doc.Nodes[0].Results {
+		has("doctor --json's result", r, "layer", "check", "status", "detail", "fix")
+	}
+	_, out, _ = nccltune(t, dir, "report", "--json", "--out", "plots")
+	var rep struct {
+		Importance map[string]struct{ Params []map[string]json.RawMessage }
+	}
+	decode("report --json", out, &rep)
+	for _, imp := range rep.Importance {
+		for _, p := range imp.Params {
+			has("report --json's importance", p, "param", "status", "share", "p", "with")
+		}
+	}
+	if code, out, errOut := nccltune(t, dir, "export", "--format", "json", "--out", "x"); code != 0 {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "x", "nccl-tuned.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tuned map[string]json.RawMessage
+	decode("nccl-tuned.json", string(data), &tuned)
+	if got := string(tuned["left_out"]); got != "[]" {
+		t.Errorf("nccl-tuned.json's left_out of an export that left out nothing: %q, want []", got)
+	}
+}
+
+// TestJSONKeysAreDocumented: every key status --json, report --json and
+// nccl-tuned.json hold is named in the README (`key`, or "key" in a JSON sketch), for a
+// script to rely on; most of
+// status's (a range's default, best, search_gain, tuned, ...) were named
+// nowhere. The keys of maps keyed by data (a range's env, the trials'
+// by_state, report's importance by range) are data, not names.
+func TestJSONKeysAreDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	data := map[string]bool{"env": true, "settled": true, "by_state": true, "failures": true, "unconfirmed": true, "inherited": true, "importance": true, "plots": true}
+	undocumented := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if !strings.Contains(string(readme), "`"+k+"`") && !strings.Contains(string(readme), `"`+k+`"`) {
+					undocumented[k] = true
+				}
+				if m, ok := x.(map[string]any); ok && data[k] {
+					for _, y := range m {
+						walk(y)
+					}
+				} else {
+					walk(x)
+				}
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	for _, args := range [][]string{{"status", "--json"}, {"report", "--json", "--out", "plots"}} {
+		code, out, errOut := nccltune(t, dir, args...)
+		var doc any
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+			t.Fatalf("nccltune %v: exit %d, %v\n%s", args, code, err, errOut)
+		}
+		walk(doc)
+	}
+	if code, out, errOut := nccltune(t, dir, "export", "--format", "json", "--out", "x"); code != 0 {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	tuned, err := os.ReadFile(filepath.Join(dir, "x", "nccl-tuned.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(tuned, &doc); err != nil {
+		t.Fatal(err)
+	}
+	walk(doc)
+	if len(undocumented) > 0 {
+		t.Errorf("keys the README does not name: %v", slices.Sorted(maps.Keys(undocumented)))
 	}
 }

@@ -484,6 +484,18 @@ func TestFigureOfNoScore(t *testing.T) {
 	}
 }
 
+// TestFigureOfALargeScore: a score of a metric in large units (FLOP/s,
+// 3e16) filled its table cell with all 17 digits, where the summary and
+// the exported file's header give three significant ones (3e+16); from a
+// million on, the cell gives three too.
+func TestFigureOfALargeScore(t *testing.T) {
+	for score, want := range map[float64]string{3e16: "3e+16", 1234567: "1.23e+06", 999999.4: "999999", 150: "150"} {
+		if got := figureOf(space.Measure{Unit: "FLOP/s"}, score); got != want {
+			t.Errorf("figureOf(%g) = %q, want %q", score, got, want)
+		}
+	}
+}
+
 // TestBenchSearchSmooth: the smooth family alone runs and reports under
 // "smooth", without a misses field (its misses are not diagnosed: an empty
 // count would say there were none); with no family and no scenario there

@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -59,15 +58,19 @@ func reportCommand() *cli.Command {
 				}
 				return writeJSON(os.Stdout, out)
 			}
-			if err := printLoaded(os.Stdout, l); err != nil {
+			// Names and reasons come from the store: escaped, as status's.
+			w := terminal{os.Stdout}
+			if err := printLoaded(w, l); err != nil {
 				return err
 			}
 			if len(l.space.Workload) > 0 {
-				printShares(os.Stdout, l)
+				printShares(w, l)
 			}
-			printImportance(os.Stdout, l, imp)
-			fmt.Printf("plots: %s\n", strings.Join(slices.Sorted(maps.Values(plots)), ", "))
-			return nil
+			if err := printImportance(w, l, imp); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(w, "plots: %s\n", strings.Join(slices.Sorted(maps.Values(plots)), ", "))
+			return err
 		},
 	}
 }
@@ -113,12 +116,12 @@ func printShares(w io.Writer, l *loaded) {
 	j := jobTimesOf(l)
 	fmt.Fprintln(w, "the job's communication time, predicted from the workload's calls:")
 	tw := newTable(w)
-	fmt.Fprintln(tw, "collective\tNCCL defaults s\tshare\texported s\tshare\t")
+	row(tw, "collective", "NCCL defaults s", "share", "exported s", "share", "")
 	for i, r := range j.job.Ranges {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, figure(j.def[i], "%.4g"), figure(100*j.def[i]/j.totalDef, "%.0f%%"),
-			figure(j.exported[i], "%.4g"), figure(100*j.exported[i]/j.totalExp, "%.0f%%"))
+		row(tw, r.Range.Name, figure(j.def[i], "%.4g"), figure(100*j.def[i]/j.totalDef, "%.0f%%"),
+			figure(j.exported[i], "%.4g"), figure(100*j.exported[i]/j.totalExp, "%.0f%%"), "")
 	}
-	fmt.Fprintf(tw, "job\t%s\t\t%s\t%s\t\n", figure(j.totalDef, "%.4g"), figure(j.totalExp, "%.4g"), figure(j.totalDef/j.totalExp, "%.2fx as fast"))
+	row(tw, "job", figure(j.totalDef, "%.4g"), "", figure(j.totalExp, "%.4g"), figure(j.totalDef/j.totalExp, "%.2fx as fast"), "")
 	tw.Flush()
 	switch v := j.job.Validation; {
 	case v == nil:
@@ -149,13 +152,12 @@ var leftOut = []struct {
 	{results.Unconfirmed, "not confirmed by NCCL's log, left out"},
 }
 
-func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
+// printImportance writes what matters most per range, each range's on a
+// line, after its name in a column as wide as the widest shows.
+func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) error {
 	fmt.Fprintf(w, "what matters most (share of the variance of log score explained, epsilon-squared; F-test p < %g, Bonferroni-corrected, on %d residual degrees of freedom or more):\n",
 		results.Significance, results.MinResidualDF)
-	width := 0
-	for _, r := range l.space.Ranges {
-		width = max(width, utf8.RuneCountInString(r.Name))
-	}
+	tw := &table{w: w, left: true}
 	for i, r := range l.space.Ranges {
 		var parts, chance []string
 		more := 0 // significant, past the four named
@@ -199,6 +201,7 @@ func printImportance(w io.Writer, l *loaded, imp []results.RangeImportance) {
 				parts = append(parts, why.label+": "+strings.Join(names, " "))
 			}
 		}
-		fmt.Fprintf(w, "  %-*s %s\n", width, r.Name, strings.Join(parts, "; "))
+		row(tw, "  "+r.Name, strings.Join(parts, "; "))
 	}
+	return tw.Flush()
 }

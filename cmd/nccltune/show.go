@@ -133,15 +133,17 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) error {
 		tw := newTable(w)
 		// A workload's trial measures several collectives over the same
 		// sizes: each row names its own, or they read as one sweep.
-		coll := func(r nccltests.Row) string { return "" }
-		if len(l.space.Collectives()) > 1 {
-			coll = func(r nccltests.Row) string { return r.Collective + "\t" }
-			fmt.Fprint(tw, "collective\t")
+		many := len(l.space.Collectives()) > 1
+		cells := func(collective string, rest ...string) []string {
+			if many {
+				return append([]string{collective}, rest...)
+			}
+			return rest
 		}
-		fmt.Fprintln(tw, "size\ttime us\talgbw\tbusbw\t#wrong\tin-place us\tbusbw\t#wrong\t")
+		row(tw, cells("collective", "size", "time us", "algbw", "busbw", "#wrong", "in-place us", "busbw", "#wrong", "")...)
 		for _, r := range t.Rows {
-			fmt.Fprintf(tw, "%s%d\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%s\t\n", coll(r), r.Size, r.OutOfPlace.TimeUs, r.OutOfPlace.AlgBW,
-				r.OutOfPlace.BusBW, wrong(r.OutOfPlace), r.InPlace.TimeUs, r.InPlace.BusBW, wrong(r.InPlace))
+			row(tw, cells(r.Collective, strconv.FormatInt(r.Size, 10), fmt.Sprintf("%.2f", r.OutOfPlace.TimeUs), fmt.Sprintf("%.2f", r.OutOfPlace.AlgBW),
+				fmt.Sprintf("%.2f", r.OutOfPlace.BusBW), wrong(r.OutOfPlace), fmt.Sprintf("%.2f", r.InPlace.TimeUs), fmt.Sprintf("%.2f", r.InPlace.BusBW), wrong(r.InPlace), "")...)
 		}
 		tw.Flush()
 	}

@@ -65,3 +65,19 @@ func TestStatusCountsOneSimplifyingTrial(t *testing.T) {
 		t.Errorf("run --trials 3: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestShowOfATamperedCollective: show's per-size table wrote a stored
+// row's collective raw, so one holding a tab or a newline (an altered
+// store's) split the row; the collective is one cell, escaped.
+func TestShowOfATamperedCollective(t *testing.T) {
+	dir := t.TempDir()
+	spaceFile, _ := filepath.Abs("../../examples/sim-2node-ib-workload.toml")
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--trials", "3", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE results SET collective = 'all' || char(9) || 'gather' || char(10) || 'X' WHERE collective = 'all_gather'`)
+	code, out, errOut := nccltune(t, dir, "show", "0")
+	if code != 0 || strings.Contains(out, "\t") || !strings.Contains(out, `all\u0009gather\u000aX  67108864`) {
+		t.Errorf("show: exit %d, standard output %q\n%s", code, out, errOut)
+	}
+}

@@ -318,7 +318,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 	}
 	tw := newTable(w)
 	m := l.space.Measure(l.space.Ranges[0])
-	fmt.Fprintf(tw, "range\tsizes\tdefault %s\tbest %s\tgain\tvalidated gain (95%% CI)\ttrial\tchosen settings\t\n", m, m)
+	row(tw, "range", "sizes", "default "+m.String(), "best "+m.String(), "gain", "validated gain (95% CI)", "trial", "chosen settings", "")
 	prev := ""
 	for i, r := range l.results {
 		trial, settings := "-", "-"
@@ -336,7 +336,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 				settings = "NCCL defaults" // validation kept them, though no trial of them completed
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Range.Name, sizes(l.space, r.Range), figureOf(r.Measure, r.DefaultScore), figureOf(r.Measure, r.BestScore), gain(r), validated(r), trial, settings)
+		row(tw, r.Range.Name, sizes(l.space, r.Range), figureOf(r.Measure, r.DefaultScore), figureOf(r.Measure, r.BestScore), gain(r), validated(r), trial, settings, "")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -434,13 +434,14 @@ func score(t store.Trial, rangeName string) float64 {
 
 // figureOf prints a score as measured (in m's unit) with three significant
 // digits, so that the small-message range (hundredths of a GB/s) stays
-// readable beside the large; "-" for none (a best of 0 is none yet: no
-// trial has measured the range).
+// readable beside the large, whole from 100 to a million (285 GB/s, not
+// 2.85e+02); "-" for none (a best of 0 is none yet: no trial has measured
+// the range).
 func figureOf(m space.Measure, score float64) string {
 	switch v := m.Value(score); {
 	case !(score > 0) || math.IsInf(v, 0):
 		return "-"
-	case v >= 100:
+	case v >= 100 && v < 1e6:
 		return fmt.Sprintf("%.0f", v)
 	default:
 		return strconv.FormatFloat(v, 'g', 3, 64)

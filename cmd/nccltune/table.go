@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 
@@ -21,6 +22,17 @@ type table struct {
 	w    io.Writer
 	left bool // cells aligned left; right otherwise
 	buf  bytes.Buffer
+}
+
+// row writes cells as one line of a table on w, each escaped whole
+// (text.Clean): a tab or a newline in a cell's text (a stored name, a
+// node's output) split it into two cells or two lines. An empty last cell
+// aligns the one before it.
+func row(w io.Writer, cells ...string) {
+	for i, c := range cells {
+		cells[i] = text.Clean(c)
+	}
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
 }
 
 // newTable is a table of right-aligned cells on w.
