@@ -531,6 +531,51 @@ func TestRunReadsEachRanksLineWhole(t *testing.T) {
 	}
 }
 
+// TestNCCLLogReadsRanksLinesWhole: mpirun --tag-output tags each chunk it
+// reads of a rank's output, and a record of NCCL's may come in several (its
+// newline apart, as seen with Open MPI 4.1.4, or cut inside a value), with
+// another rank's between them: read from the capture, each rank's parts
+// are one record, its value whole and no tag a part of it, and one cut at
+// 1023 bytes confirms the value it starts.
+func TestNCCLLogReadsRanksLinesWhole(t *testing.T) {
+	long := "/shared/topology/" + strings.Repeat("x", 1500) + ".xml"
+	cut := ("h:1:1 [0] NCCL INFO NCCL_TOPO_FILE set by environment to " + long)[:1023]
+	for _, tc := range []struct {
+		name, log string
+		env       []string
+		version   string
+	}{
+		{"a line's tag before its newline, a line run into another rank's",
+			"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL version 2.21.5+cuda12.4[1,1]<stdout>:\n" +
+				"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL_MIN_CTAS set by environment to 32[1,1]<stdout>:\n" +
+				"[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n" +
+				"[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_MIN_CTAS set by environment to 32" +
+				"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL_ALGO set by environment to Ring[1,0]<stdout>:\n" +
+				"Mon Dec  7 04:05:01 2026[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring" +
+				"Mon Dec  7 04:05:01 2026[1,0]<stdout>:\n",
+			[]string{"NCCL_MIN_CTAS=32", "NCCL_ALGO=Ring"}, "2.21.5+cuda12.4"},
+		{"a value in two chunks", "[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0,ml[1,0]<stdout>:x5_1\n",
+			[]string{"NCCL_IB_HCA=mlx5_0,mlx5_1"}, ""},
+		{"another rank's line between", "[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ri" +
+			"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL_ALGO set by environment to Ring\n[1,0]<stdout>:ng\n",
+			[]string{"NCCL_ALGO=Ring"}, ""},
+		{"a record cut at 1023 bytes in two chunks", "[1,0]<stdout>:" + cut[:600] +
+			"[1,1]<stdout>:" + cut + "[1,1]<stdout>:\n" +
+			"Mon Dec  7 04:05:01 2026[1,0]<stdout>:" + cut[600:] + "[1,0]<stdout>:\n",
+			[]string{"NCCL_TOPO_FILE=" + long}, ""},
+	} {
+		c := &capture{limit: maxOutput}
+		c.Write([]byte(tc.log))
+		l := nccllog.Parse(c.Bytes())
+		if got := l.Unconfirmed(tc.env); got != nil {
+			t.Errorf("%s: unconfirmed %v (read %.80q)", tc.name, got, l.Read)
+		}
+		if l.Version != tc.version && tc.version != "" {
+			t.Errorf("%s: version %q", tc.name, l.Version)
+		}
+	}
+}
+
 // TestWorkloadRunsEachCollectivesBinary: benchmark.binary only says where
 // nccl-tests is; every collective of a workload runs its own *_perf binary,
 // the first one (alphabetically all_gather, which the campaign is keyed
@@ -583,8 +628,8 @@ func outputOf(b Benchmark, text []byte) Output {
 		c.keep = k.Keep
 	}
 	c.Write(text)
-	kept := c.Kept()
-	return Output{Text: c.Bytes(), Kept: kept, Dropped: c.dropped, Log: nccllog.Parse(text)}
+	kept, out := c.Kept(), c.Bytes()
+	return Output{Text: out, Kept: kept, Dropped: c.dropped, Log: nccllog.Parse(out)}
 }
 
 // TestFailureReasonBounded: a failed trial's reason ends with what its output
