@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -23,8 +22,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nccltune/nccltune/runner/mpitag"
 	"github.com/nccltune/nccltune/runner/nccllog"
-	"github.com/nccltune/nccltune/runner/nccltests"
 )
 
 // FailureKind says how a trial failed; the store and reports count by it.
@@ -445,11 +444,11 @@ const stringHeader = 16
 
 // capture keeps the first and the last part of a long output, and every
 // line that keep (if set) keeps, up to limit bytes of them (string headers
-// included). Both take the output with each rank's chunks joined into its
-// lines (ranks), as every reader of it reads it.
+// included). Both take the output with each mpirun rank's chunks joined
+// into its lines (mpitag), as every reader of it reads it.
 type capture struct {
 	limit int
-	ranks ranks
+	ranks mpitag.Joiner
 	head  bytes.Buffer
 	tail  []byte
 	lost  int64
@@ -467,7 +466,7 @@ type capture struct {
 }
 
 func (c *capture) Write(p []byte) (int, error) {
-	c.ranks.write(p, c.store)
+	c.ranks.Write(p, c.store)
 	return len(p), nil
 }
 
@@ -559,7 +558,7 @@ func (c *capture) offer() {
 
 // Kept are the lines keep kept, the last one included if unfinished.
 func (c *capture) Kept() []string {
-	c.ranks.flush(c.store)
+	c.ranks.Flush(c.store)
 	if c.keep != nil && len(c.line) > 0 {
 		c.offer()
 	}
@@ -567,227 +566,11 @@ func (c *capture) Kept() []string {
 }
 
 func (c *capture) Bytes() []byte {
-	c.ranks.flush(c.store)
+	c.ranks.Flush(c.store)
 	c.trim()
 	out := append([]byte{}, c.head.Bytes()...)
 	if c.lost > 0 {
 		out = fmt.Appendf(out, "\n[nccltune: %d bytes of output dropped here]\n", c.lost)
 	}
 	return append(out, c.tail...)
-}
-
-// ranks joins each rank's chunks of output into its lines, where Open MPI's
-// mpirun --tag-output tags them ("[1,0]<stdout>:", after --timestamp-
-// output's time where given). Its mpirun 4.1 tags each chunk it reads of a
-// rank's stdout or stderr, and again after each newline in it, not each
-// line: a rank's line may come in several chunks, other ranks' chunks and
-// lines between them, and a chunk may end without a newline. A rank's line
-// is passed on when its newline comes (or a '\r', which ends a line for
-// keep too: each of a progress bar's values), whole, under its first
-// chunk's tag, so that every reader of the output (a metric, nccl-tests'
-// table, the DDP step's result, NCCL's log) reads it whole. Text outside a
-// rank's chunk (untagged output, mpirun's own lines) passes on as it came.
-type ranks struct {
-	held    []byte               // the last write's end, which may begin a tag that the next one ends
-	rank    string               // whose chunk the text now is ("[1,0]<stdout>"); "" outside one
-	lines   map[string]*rankLine // the ranks' unfinished lines
-	pending int                  // what they take (lineCost each)
-	begun   int                  // lines begun, which order them
-}
-
-// rankLine is a rank's unfinished line.
-type rankLine struct {
-	rank string // its key in ranks.lines
-	tag  []byte // its first chunk's
-	text []byte
-	// cut: it ran past the bound on a line (maxLine) or on the ranks'
-	// unfinished lines (maxPending), and is dropped up to its newline: no
-	// reader reads so long a line, and one cut could be read as a shorter
-	// one ("ms: 1" of "ms: 100").
-	cut   bool
-	begun int
-}
-
-const (
-	// maxTag is longer than any tag tagAt reads.
-	maxTag = 64
-	// maxPending bounds what the ranks' unfinished lines hold together.
-	maxPending = maxOutput
-	// lineCost is what an unfinished line takes besides its text.
-	lineCost = 64
-)
-
-// lineCutNote stands in the output for a rank's line that was cut. It
-// holds no number, which a metric could read.
-const lineCutNote = "[nccltune: this rank's line is left out, longer than a trial holds of one]"
-
-// tagEnd is in each tag, and begins its end ("]<stdout>:").
-var tagEnd = []byte("]<std")
-
-// mpiRunTimeRE is --timestamp-output's time, as it begins a tag.
-var mpiRunTimeRE = regexp.MustCompile(`^` + nccltests.MPIRunTime + `$`)
-
-// mpiRunTimeLen is its length, as ctime writes it: "Sun Dec  6 14:45:56 2026".
-const mpiRunTimeLen = 24
-
-// write passes p on to out, each rank's lines joined.
-func (r *ranks) write(p []byte, out func([]byte)) {
-	if len(r.held) > 0 {
-		p = append(r.held, p...)
-		r.held = nil
-	}
-	for len(p) > 0 {
-		at, end, rank := nextTag(p)
-		if at < 0 {
-			// A tag that the next write ends begins past the last newline.
-			n := min(len(p), maxTag-1, len(p)-1-bytes.LastIndexByte(p, '\n'))
-			r.text(p[:len(p)-n], out)
-			r.held = append([]byte(nil), p[len(p)-n:]...)
-			return
-		}
-		r.text(p[:at], out)
-		r.open(rank, p[at:end], out)
-		p = p[end:]
-	}
-}
-
-// nextTag finds the first whole tag in p, "[1,0]<stdout>:" after
-// --timestamp-output's time where given: where it begins and ends, and the
-// rank and stream it names ("[1,0]<stdout>"); at is -1 where p holds none.
-// It reads a tag by hand, not by a regexp: mpirun tags every line.
-func nextTag(p []byte) (at, end int, rank []byte) {
-	for from := 0; ; from++ {
-		i := bytes.Index(p[from:], tagEnd)
-		if i < 0 {
-			return -1, 0, nil
-		}
-		from += i
-		end := from + len("]<stdout>:")
-		if end > len(p) {
-			return -1, 0, nil
-		}
-		if stream := string(p[from+len(tagEnd) : end]); stream != "out>:" && stream != "err>:" {
-			continue
-		}
-		comma := digitsBefore(p, from)
-		if comma <= 0 || comma == from || p[comma-1] != ',' {
-			continue
-		}
-		open := digitsBefore(p, comma-1)
-		if open <= 0 || open == comma-1 || p[open-1] != '[' {
-			continue
-		}
-		at = open - 1
-		if at >= mpiRunTimeLen && mpiRunTimeRE.Match(p[at-mpiRunTimeLen:at]) {
-			at -= mpiRunTimeLen
-		}
-		return at, end, p[open-1 : end-1]
-	}
-}
-
-// digitsBefore is where the digits that end p[:i] begin.
-func digitsBefore(p []byte, i int) int {
-	for i > 0 && p[i-1] >= '0' && p[i-1] <= '9' {
-		i--
-	}
-	return i
-}
-
-// open begins a chunk of rank's, tagged tag. A chunk that the bound on the
-// unfinished lines leaves no room for passes on as it came.
-func (r *ranks) open(rank, tag []byte, out func([]byte)) {
-	l := r.lines[string(rank)]
-	if l == nil {
-		if r.pending+len(tag)+lineCost > maxPending {
-			r.rank = ""
-			out(tag)
-			return
-		}
-		if r.lines == nil {
-			r.lines = map[string]*rankLine{}
-		}
-		l = &rankLine{rank: string(rank), tag: slices.Clone(tag), begun: r.begun}
-		r.lines[l.rank] = l
-		r.begun++
-		r.pending += len(tag) + lineCost
-	}
-	r.rank = l.rank
-}
-
-// text passes on b, text up to the next tag: the rank's chunk's, whose
-// newline ends the rank's line and the chunk, or outside a chunk.
-func (r *ranks) text(b []byte, out func([]byte)) {
-	for len(b) > 0 {
-		if r.rank == "" {
-			out(b)
-			return
-		}
-		l := r.lines[r.rank]
-		i := bytes.IndexByte(b, '\n') + 1
-		if i == 0 {
-			r.add(l, b, out)
-			return
-		}
-		r.add(l, b[:i-1], out)
-		r.pass(l, newline, out)
-		delete(r.lines, r.rank)
-		r.pending -= len(l.tag) + lineCost
-		r.rank, b = "", b[i:]
-	}
-}
-
-// add appends b, which holds no newline, to the rank's line. A '\r' ends
-// it where more of the line follows, as it ends a line for keep: "\r\n"
-// is one line's end.
-func (r *ranks) add(l *rankLine, b []byte, out func([]byte)) {
-	for len(b) > 0 {
-		if n := len(l.text); n > 0 && l.text[n-1] == '\r' {
-			r.pass(l, nil, out)
-		}
-		i := bytes.IndexByte(b, '\r') + 1
-		if i == 0 {
-			i = len(b)
-		}
-		switch {
-		case l.cut:
-		case len(l.text)+i > maxLine || r.pending+i > maxPending:
-			l.cut = true
-			r.pending -= len(l.text)
-			l.text = nil
-		default:
-			l.text = append(l.text, b[:i]...)
-			r.pending += i
-		}
-		b = b[i:]
-	}
-}
-
-// pass passes the rank's line on, or where it was cut a note that says so,
-// then end, and empties it.
-func (r *ranks) pass(l *rankLine, end []byte, out func([]byte)) {
-	out(l.tag)
-	if l.cut {
-		out([]byte(lineCutNote))
-	} else {
-		out(l.text)
-	}
-	out(end)
-	r.pending -= len(l.text)
-	l.text, l.cut = l.text[:0], false
-}
-
-var newline = []byte{'\n'}
-
-// flush passes on what the output left unfinished, the ranks' lines in
-// the order they began, each ended: the output has ended.
-func (r *ranks) flush(out func([]byte)) {
-	held := r.held
-	r.held = nil
-	r.text(held, out)
-	for _, l := range slices.SortedFunc(maps.Values(r.lines), func(a, b *rankLine) int { return a.begun - b.begun }) {
-		if len(l.text) > 0 || l.cut {
-			r.pass(l, newline, out)
-		}
-	}
-	*r = ranks{}
 }
