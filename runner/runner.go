@@ -531,9 +531,10 @@ func (c *capture) add(b []byte) {
 func (c *capture) offer() {
 	line, long := string(c.line), c.long
 	c.line, c.long = c.line[:0], false
-	// A launcher tags a line (mpirun --tag-output, torchrun) where it ends
-	// with '\n': the parts a progress bar's '\r' ends after the first are
-	// that rank's too, and take its tag, so that skip stays per rank.
+	// A launcher tags a line (torchrun) where it ends with '\n': the parts a
+	// progress bar's '\r' ends after the first are that rank's too, and
+	// take its tag, so that skip stays per rank. (An mpirun rank's each
+	// have its tag already: mpitag passes each on under it.)
 	if !c.bar {
 		c.tag = rankRE.FindString(line)
 	} else if !rankRE.MatchString(line) {
