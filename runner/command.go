@@ -133,13 +133,13 @@ var tagRE = regexp.MustCompile(`\[(?:rank|default)\d+\]:|` + nccltests.MPIRunTim
 var leadingTagsRE = regexp.MustCompile(`^(?:` + tagRE.String() + `)+`)
 
 // rankLines are a tagged line cut where a rank's tag begins a part of it:
-// a launcher tags each write it passes on, not each line, so ranks' lines
-// run together under PYTHONUNBUFFERED=1 (a line and its newline written
-// apart) are each tagged, and the newline's own tag follows them (Open MPI
-// 4.1's mpirun --tag-output: "[1,1]<stdout>:step 7 ms: 0.41[1,0]<stdout>:step
-// 7 ms: 0.40[1,1]<stdout>:"). Each part is its rank's line, so that skip
-// stays per rank; tags that follow each other ("[default0]:[rank0]: ")
-// begin one part. An untagged line, or one of one part, is nil: most lines
+// ranks' lines run together under PYTHONUNBUFFERED=1 (a line and its
+// newline written apart) are each tagged ("[default1]:step 7 ms:
+// 0.41[default0]:step 7 ms: 0.40"). Each part is its rank's line, so that
+// skip stays per rank; tags that follow each other ("[default0]:[rank0]: ")
+// begin one part. (Open MPI's mpirun tags each chunk of a rank's output,
+// not each line: the capture has joined each rank's chunks into its lines,
+// one tag each.) An untagged line, or one of one part, is nil: most lines
 // hold no second tag, and cost no regexp's run and no allocation (Keep
 // reads every line).
 func rankLines(line string) []string {
@@ -147,36 +147,16 @@ func rankLines(line string) []string {
 		return nil
 	}
 	var out []string
-	add := func(part string) {
-		// A part that follows its rank's own on the line is the rest of that
-		// part's line: the rank wrote no newline between them, and a write
-		// the launcher passed on in two chunks ("step 0 ms: 10", "0") is one
-		// number.
-		if n := len(out); n > 0 {
-			if tags := leadingTagsRE.FindString(part); rankOf(tags) == rankOf(leadingTagsRE.FindString(out[n-1])) {
-				out[n-1] += part[len(tags):]
-				return
-			}
-		}
-		out = append(out, part)
-	}
 	start, end := 0, 0
 	for _, loc := range tagRE.FindAllStringIndex(line, -1) {
 		if loc[0] > end && loc[0] > start {
-			add(line[start:loc[0]])
+			out = append(out, line[start:loc[0]])
 			start = loc[0]
 		}
 		end = loc[1]
 	}
-	add(line[start:])
-	return out
+	return append(out, line[start:])
 }
-
-// rankOf is a part's leading tags less mpirun's time, which each chunk of
-// a rank's has its own of.
-func rankOf(tags string) string { return mpiRunTimeRE.ReplaceAllString(tags, "") }
-
-var mpiRunTimeRE = regexp.MustCompile(nccltests.MPIRunTime)
 
 // values are the metric's values per rank, each in output order (lines
 // without a rank's prefix are one rank's). A line whose text in the

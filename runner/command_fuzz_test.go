@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +88,33 @@ func TestMetricScales(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzCapture: however the launcher's output is cut into writes, the
+// capture keeps the same output and lines, and output without mpirun's
+// tags as it came.
+func FuzzCapture(f *testing.F) {
+	f.Add("[1,0]<stdout>:ms: 1Mon Dec  7 04:05:01 2026[1,1]<stdout>:ms: 100\n[1,0]<stdout>:00\n", 20)
+	f.Add("[1,1]<stderr>:\rt=1\rt=2[1,1]<stderr>:\r\n[1,0]<stdout>:a\r[1,0]<stdout>:\nend[1,0]<stdout>:x", 7)
+	f.Add("plain [1,0] text\r\nSun Dec  6 14:45:56 2026<stdout>:x\n[rank0]: y\n[1,0]<stdout", 60)
+	f.Fuzz(func(t *testing.T, out string, split int) {
+		split = min(max(split, 0), len(out))
+		capture := func(parts ...string) *capture {
+			c := &capture{limit: 1 << 20, keep: func(string) bool { return true }}
+			for _, p := range parts {
+				c.Write([]byte(p))
+			}
+			return c
+		}
+		whole, cut := capture(out), capture(out[:split], out[split:])
+		if a, b := string(whole.Bytes()), string(cut.Bytes()); a != b {
+			t.Fatalf("written whole:\n%q\nwritten at %d:\n%q", a, split, b)
+		}
+		if a, b := whole.Kept(), cut.Kept(); !slices.Equal(a, b) {
+			t.Fatalf("kept of it written whole:\n%q\nwritten at %d:\n%q", a, split, b)
+		}
+		if got := string(whole.Bytes()); !strings.Contains(out, "]<std") && got != out {
+			t.Fatalf("untagged output %q captured as %q", out, got)
+		}
+	})
 }

@@ -98,6 +98,23 @@ func TestMPIRunTimestampedRanks(t *testing.T) {
 	}
 }
 
+// TestMPIRunRanksLineInChunks: mpirun --tag-output passes on what a rank
+// wrote of a line ("ms: 1") as a chunk, another rank's line after it, and
+// the rest of the line ("00") as another: the rank's line reads 100.
+func TestMPIRunRanksLineInChunks(t *testing.T) {
+	env := needMPI(t)
+	body := `if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then printf 'step 0 ms: 1'; sleep 0.5; printf '00\n'; else sleep 0.2; echo 'step 0 ms: 100'; fi`
+	for _, args := range [][]string{{"--tag-output"}, {"--timestamp-output", "--tag-output"}} {
+		r := &Runner{Launcher: MPIRun{NP: 2, Args: append([]string{"--oversubscribe"}, args...)}, BaseEnv: env}
+		bench := UserCommand{Argv: []string{"sh", "-c", body}, Metric: space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max"}}
+		bench.regex = regexp.MustCompile(bench.Metric.Regex)
+		res := r.Run(context.Background(), Job{Benchmark: bench, Timeout: time.Minute})
+		if res.Failure != nil || res.Measurement.Value != 100 {
+			t.Errorf("%q: failure %v, measurement %+v; want each rank's 100\n%s", args, res.Failure, res.Measurement, res.Output)
+		}
+	}
+}
+
 func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 	env := needMPI(t)
 	marker := fmt.Sprintf("nccltune-hang-%d", time.Now().UnixNano())

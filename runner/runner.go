@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nccltune/nccltune/runner/mpitag"
 	"github.com/nccltune/nccltune/runner/nccllog"
 )
 
@@ -443,9 +444,11 @@ const stringHeader = 16
 
 // capture keeps the first and the last part of a long output, and every
 // line that keep (if set) keeps, up to limit bytes of them (string headers
-// included).
+// included). Both take the output with each mpirun rank's chunks joined
+// into its lines (mpitag), as every reader of it reads it.
 type capture struct {
 	limit int
+	ranks mpitag.Joiner
 	head  bytes.Buffer
 	tail  []byte
 	lost  int64
@@ -463,7 +466,12 @@ type capture struct {
 }
 
 func (c *capture) Write(p []byte) (int, error) {
-	n := len(p)
+	c.ranks.Write(p, c.store)
+	return len(p), nil
+}
+
+// store keeps p, output whose ranks' lines are joined.
+func (c *capture) store(p []byte) {
 	if c.keep != nil {
 		c.lines(p)
 	}
@@ -476,7 +484,6 @@ func (c *capture) Write(p []byte) (int, error) {
 	if len(c.tail) > c.limit*3/2 { // compact rarely, so that writes stay amortised O(1)
 		c.trim()
 	}
-	return n, nil
 }
 
 func (c *capture) trim() {
@@ -524,9 +531,10 @@ func (c *capture) add(b []byte) {
 func (c *capture) offer() {
 	line, long := string(c.line), c.long
 	c.line, c.long = c.line[:0], false
-	// A launcher tags a line (mpirun --tag-output, torchrun) where it ends
-	// with '\n': the parts a progress bar's '\r' ends after the first are
-	// that rank's too, and take its tag, so that skip stays per rank.
+	// A launcher tags a line (torchrun) where it ends with '\n': the parts a
+	// progress bar's '\r' ends after the first are that rank's too, and
+	// take its tag, so that skip stays per rank. (An mpirun rank's each
+	// have its tag already: mpitag passes each on under it.)
 	if !c.bar {
 		c.tag = rankRE.FindString(line)
 	} else if !rankRE.MatchString(line) {
@@ -551,6 +559,7 @@ func (c *capture) offer() {
 
 // Kept are the lines keep kept, the last one included if unfinished.
 func (c *capture) Kept() []string {
+	c.ranks.Flush(c.store)
 	if c.keep != nil && len(c.line) > 0 {
 		c.offer()
 	}
@@ -558,6 +567,7 @@ func (c *capture) Kept() []string {
 }
 
 func (c *capture) Bytes() []byte {
+	c.ranks.Flush(c.store)
 	c.trim()
 	out := append([]byte{}, c.head.Bytes()...)
 	if c.lost > 0 {

@@ -1,12 +1,14 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/internal/simtest"
+	"github.com/nccltune/nccltune/runner/mpitag"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 )
@@ -259,6 +262,77 @@ func TestCaptureBoundsKeptLines(t *testing.T) {
 	}
 }
 
+// TestCaptureJoinsRanksChunks: Open MPI's mpirun --tag-output tags each
+// chunk of a rank's output it passes on, not each line; the capture joins
+// each rank's chunks into its line, under its first chunk's tag, wherever
+// the launcher's output is cut into writes (inside a tag too). A '\r' ends
+// a rank's line as it ends any (a progress bar's values), "\r\n" one line.
+// Untagged output passes as it came.
+func TestCaptureJoinsRanksChunks(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, out string
+		kept          []string
+	}{
+		{"chunks of two ranks",
+			"mpirun: starting\n[1,0]<stdout>:ms: 1Mon Dec  7 04:05:01 2026[1,1]<stdout>:ms: 100\n[1,0]<stdout>:0[1,0]<stdout>:0\n" +
+				"[1,1]<stderr>:\rt=1\rt=2[1,1]<stderr>:\r\n[1,0]<stdout>:a\r[1,0]<stdout>:\n[1,0]<stdout>:end",
+			"mpirun: starting\nMon Dec  7 04:05:01 2026[1,1]<stdout>:ms: 100\n[1,0]<stdout>:ms: 100\n" +
+				"[1,1]<stderr>:\r[1,1]<stderr>:t=1\r[1,1]<stderr>:t=2\r\n[1,0]<stdout>:a\r\n[1,0]<stdout>:end\n",
+			[]string{"mpirun: starting", "Mon Dec  7 04:05:01 2026[1,1]<stdout>:ms: 100", "[1,0]<stdout>:ms: 100",
+				"[1,1]<stderr>:", "[1,1]<stderr>:t=1", "[1,1]<stderr>:t=2", "[1,0]<stdout>:a", "[1,0]<stdout>:end"}},
+		{"untagged", "plain [1,0] text\r\nSun Dec  6 14:45:56 2026<stdout>:x\n[rank0]: y\n[1,0]<stdout",
+			"plain [1,0] text\r\nSun Dec  6 14:45:56 2026<stdout>:x\n[rank0]: y\n[1,0]<stdout",
+			[]string{"plain [1,0] text", "Sun Dec  6 14:45:56 2026<stdout>:x", "[rank0]: y", "[1,0]<stdout"}},
+	} {
+		for i := range len(tc.in) + 1 {
+			c := &capture{limit: 1 << 20, keep: func(string) bool { return true }}
+			c.Write([]byte(tc.in[:i]))
+			c.Write([]byte(tc.in[i:]))
+			if out := string(c.Bytes()); out != tc.out {
+				t.Fatalf("%s, written as %q and %q: output\n%q\nwant\n%q", tc.name, tc.in[:i], tc.in[i:], out, tc.out)
+			}
+			if kept := c.Kept(); !slices.Equal(kept, tc.kept) {
+				t.Fatalf("%s, written as %q and %q: kept\n%q\nwant\n%q", tc.name, tc.in[:i], tc.in[i:], kept, tc.kept)
+			}
+		}
+	}
+}
+
+// TestCaptureBoundsARanksLine: a rank's line waits for its newline, but
+// one that sends none is cut at a line's bound (mpitag.MaxLine): the output
+// says so, and no part of it is read as a line (cut, "ms: 1" and
+// "000...0"); the other ranks' lines, and its own after its newline, are
+// read.
+func TestCaptureBoundsARanksLine(t *testing.T) {
+	var offered []string
+	c := &capture{limit: maxOutput, keep: func(line string) bool {
+		offered = append(offered, line)
+		return true
+	}}
+	c.Write([]byte("[1,0]<stdout>:ms: 1"))
+	chunk := []byte("[1,0]<stdout>:" + strings.Repeat("0", 4000))
+	for i := range 2500 { // 10 MB
+		c.Write(chunk)
+		if i%100 == 0 {
+			c.Write([]byte("[1,1]<stdout>:ms: 5\n"))
+		}
+	}
+	c.Write([]byte("[1,0]<stdout>:0\n[1,0]<stdout>:ms: 7\n"))
+	out := c.Bytes()
+	note := "[1,0]<stdout>:" + mpitag.CutNote
+	for _, l := range c.Kept() {
+		if l != "[1,1]<stdout>:ms: 5" && l != "[1,0]<stdout>:ms: 7" && l != note {
+			t.Errorf("kept %.60q... (%d bytes)", l, len(l))
+		}
+	}
+	if n := len(offered); n != 27 {
+		t.Errorf("%d lines offered, want rank 1's 25, the note of rank 0's cut line and its last", n)
+	}
+	if !bytes.Contains(out, []byte(note+"\n")) {
+		t.Errorf("the output does not say that rank 0's line was cut: %.200q", out)
+	}
+}
+
 func TestDescendants(t *testing.T) {
 	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & wait")
 	if err := cmd.Start(); err != nil {
@@ -350,6 +424,12 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 		// A write mpirun passed on in two chunks of its rank's, on one line, is one line's text, not two.
 		{"a rank's line in two chunks", space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max"},
 			`printf '[1,0]<stdout>:step 0 ms: 10[1,0]<stdout>:0\n[1,1]<stdout>:step 0 ms: 100\nSun Dec  6 14:45:56 2026[1,0]<stdout>:step 1 ms: 1Sun Dec  6 14:45:57 2026[1,0]<stdout>:00\n'`, 100, "", ""},
+		// mpirun passes on a rank's line in chunks as the rank writes it, another rank's line between them:
+		// the rank's chunks up to its newline are its line, 100, not 1 and a part that matches nothing.
+		{"a rank's line in chunks, another rank's line between", space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max"},
+			`printf '[1,0]<stdout>:ms: 1[1,1]<stdout>:ms: 100\n[1,0]<stdout>:00\n'`, 100, "", ""},
+		{"a rank's line in timestamped chunks, another rank's line between", space.Metric{Regex: `^step \d+ ms: ([0-9.]+)$`, Goal: "max"},
+			`printf 'Mon Dec  7 04:05:01 2026[1,0]<stdout>:step 0 ms: 1Mon Dec  7 04:05:01 2026[1,1]<stdout>:step 0 ms: 100\nMon Dec  7 04:05:02 2026[1,0]<stdout>:0Mon Dec  7 04:05:02 2026[1,0]<stdout>:0\n'`, 100, "", ""},
 		{"tagged ranks' lines run together", space.Metric{Regex: `ms: ([0-9.]+)`, Goal: "max", Skip: 1},
 			`printf '[default1]:step 0 ms: 100[default0]:step 0 ms: 100\n[default0]:step 1 ms: 5\n[default1]:step 1 ms: 7\n'`, 6, "", ""},
 		{"a tag's form in a tagged line's text", space.Metric{Regex: `gpu\[0\]: ([0-9.]+)`, Goal: "max"}, `echo '[1,0]<stdout>:gpu[0]: 5 gpu[1]: 9'`, 5, "", ""},
@@ -406,6 +486,94 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 	}
 }
 
+// TestRunReadsEachRanksLineWhole: Open MPI's mpirun --tag-output passes on
+// a rank's output in chunks as it reads them, each tagged, other ranks'
+// chunks and lines between them: nccl-tests' table row and the DDP step's
+// result that came so are read whole, as their rank's lines, not as two
+// parts that read as nothing.
+func TestRunReadsEachRanksLineWhole(t *testing.T) {
+	dir := t.TempDir()
+	row := "        1024           256     float     sum      -1    20.50    0.05    0.09       0    19.93    0.05    0.09       0"
+	header, footer, _ := strings.Cut(goodTable, row+"\n")
+	tagged := func(text string) string {
+		return "[1,0]<stdout>:" + strings.ReplaceAll(strings.TrimSuffix(text, "\n"), "\n", "\n[1,0]<stdout>:") + "\n"
+	}
+	table := tagged(header) + "[1,0]<stdout>:" + row[:60] +
+		"[1,1]<stdout>:node2:7:7 [1] NCCL INFO comm 0x5 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0\n" +
+		"Mon Dec  7 04:05:01 2026[1,0]<stdout>:" + row[60:] + "\n" + tagged(footer)
+	result := `[1,0]<stdout>:NCCLTUNE_DDP {"rank": 0, "world": 2, "steps": 3, "step_` +
+		`[1,1]<stdout>:NCCLTUNE_DDP {"rank": 1, "world": 2, "steps": 3, "step_ms_mean": 20}` + "\n" +
+		`[1,0]<stdout>:ms_mean": 12.5}` + "\n"
+	for i, tc := range []struct {
+		name, out string
+		bench     func(program string) Benchmark
+		check     func(m *Measurement) bool
+	}{
+		{"nccl-tests' row", table, func(p string) Benchmark { return tableJob(p).Benchmark },
+			func(m *Measurement) bool {
+				return len(m.Rows) == 1 && m.Rows[0].OutOfPlace.TimeUs == 20.50 && m.Rows[0].InPlace.TimeUs == 19.93
+			}},
+		{"the DDP step's result", result, func(p string) Benchmark { return DDPStep{Program: []string{p}} },
+			func(m *Measurement) bool { return m.Value == 1e3/12.5 && m.Ranks == 2 }},
+	} {
+		out := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.WriteFile(out, []byte(tc.out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		job := tableJob(script(t, "cat '"+out+"'"))
+		job.Benchmark = tc.bench(job.Benchmark.(NCCLTests).Binary)
+		res := (&Runner{Launcher: Local{}}).Run(context.Background(), job)
+		if res.Failure != nil || !tc.check(res.Measurement) {
+			t.Errorf("%s: failure %v, measurement %+v; output:\n%s", tc.name, res.Failure, res.Measurement, res.Output)
+		}
+	}
+}
+
+// TestNCCLLogReadsRanksLinesWhole: mpirun --tag-output tags each chunk it
+// reads of a rank's output, and a record of NCCL's may come in several (its
+// newline apart, as seen with Open MPI 4.1.4, or cut inside a value), with
+// another rank's between them: read from the capture, each rank's parts
+// are one record, its value whole and no tag a part of it, and one cut at
+// 1023 bytes confirms the value it starts.
+func TestNCCLLogReadsRanksLinesWhole(t *testing.T) {
+	long := "/shared/topology/" + strings.Repeat("x", 1500) + ".xml"
+	cut := ("h:1:1 [0] NCCL INFO NCCL_TOPO_FILE set by environment to " + long)[:1023]
+	for _, tc := range []struct {
+		name, log string
+		env       []string
+		version   string
+	}{
+		{"a line's tag before its newline, a line run into another rank's",
+			"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL version 2.21.5+cuda12.4[1,1]<stdout>:\n" +
+				"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL_MIN_CTAS set by environment to 32[1,1]<stdout>:\n" +
+				"[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n" +
+				"[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_MIN_CTAS set by environment to 32" +
+				"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL_ALGO set by environment to Ring[1,0]<stdout>:\n" +
+				"Mon Dec  7 04:05:01 2026[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring" +
+				"Mon Dec  7 04:05:01 2026[1,0]<stdout>:\n",
+			[]string{"NCCL_MIN_CTAS=32", "NCCL_ALGO=Ring"}, "2.21.5+cuda12.4"},
+		{"a value in two chunks", "[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0,ml[1,0]<stdout>:x5_1\n",
+			[]string{"NCCL_IB_HCA=mlx5_0,mlx5_1"}, ""},
+		{"another rank's line between", "[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ri" +
+			"[1,1]<stdout>:h:1:1 [1] NCCL INFO NCCL_ALGO set by environment to Ring\n[1,0]<stdout>:ng\n",
+			[]string{"NCCL_ALGO=Ring"}, ""},
+		{"a record cut at 1023 bytes in two chunks", "[1,0]<stdout>:" + cut[:600] +
+			"[1,1]<stdout>:" + cut + "[1,1]<stdout>:\n" +
+			"Mon Dec  7 04:05:01 2026[1,0]<stdout>:" + cut[600:] + "[1,0]<stdout>:\n",
+			[]string{"NCCL_TOPO_FILE=" + long}, ""},
+	} {
+		c := &capture{limit: maxOutput}
+		c.Write([]byte(tc.log))
+		l := nccllog.Parse(c.Bytes())
+		if got := l.Unconfirmed(tc.env); got != nil {
+			t.Errorf("%s: unconfirmed %v (read %.80q)", tc.name, got, l.Read)
+		}
+		if l.Version != tc.version && tc.version != "" {
+			t.Errorf("%s: version %q", tc.name, l.Version)
+		}
+	}
+}
+
 // TestWorkloadRunsEachCollectivesBinary: benchmark.binary only says where
 // nccl-tests is; every collective of a workload runs its own *_perf binary,
 // the first one (alphabetically all_gather, which the campaign is keyed
@@ -458,8 +626,8 @@ func outputOf(b Benchmark, text []byte) Output {
 		c.keep = k.Keep
 	}
 	c.Write(text)
-	kept := c.Kept()
-	return Output{Text: c.Bytes(), Kept: kept, Dropped: c.dropped, Log: nccllog.Parse(text)}
+	kept, out := c.Kept(), c.Bytes()
+	return Output{Text: out, Kept: kept, Dropped: c.dropped, Log: nccllog.Parse(out)}
 }
 
 // TestFailureReasonBounded: a failed trial's reason ends with what its output

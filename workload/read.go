@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/nccltune/nccltune/internal/text"
+	"github.com/nccltune/nccltune/runner/mpitag"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -159,7 +160,8 @@ func Read(r io.Reader) (*Workload, error) {
 
 // open returns a reader of the log, gunzipped if it starts with gzip's
 // magic; a log packed otherwise is refused as such, not read as one of no
-// NCCL line.
+// NCCL line. It reads each rank's lines whole where mpirun --tag-output
+// passed them on in chunks, other ranks' between them (mpitag).
 func open(r io.Reader) (br *bufio.Reader, gzipped bool, err error) {
 	br = bufio.NewReaderSize(r, maxLine)
 	magic, err := br.Peek(10)
@@ -170,13 +172,13 @@ func open(r io.Reader) (br *bufio.Reader, gzipped bool, err error) {
 		return nil, false, fmt.Errorf("the log is %s, which profile does not read: %s LOG | nccltune profile -", what, undo)
 	}
 	if !bytes.HasPrefix(magic, gzipMagic) {
-		return br, false, nil
+		return bufio.NewReaderSize(mpitag.NewReader(br), maxLine), false, nil
 	}
 	g := &gunzip{br: br, zr: new(gzip.Reader)}
 	if err := g.reset(); err != nil {
 		return nil, true, fmt.Errorf("reading the log's gzip header: %w", err)
 	}
-	return bufio.NewReaderSize(g, maxLine), true, nil
+	return bufio.NewReaderSize(mpitag.NewReader(g), maxLine), true, nil
 }
 
 var gzipMagic = []byte{0x1f, 0x8b}

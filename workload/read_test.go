@@ -281,6 +281,31 @@ func TestReadLoneCR(t *testing.T) {
 	}
 }
 
+// TestReadMPIRunChunks: Open MPI's mpirun --tag-output tags each chunk it
+// reads of a rank's output, not each line: a rank's record may come in two
+// chunks, another rank's record between them. Each rank's chunks up to its
+// newline are its record, read whole.
+func TestReadMPIRunChunks(t *testing.T) {
+	var log strings.Builder
+	for op := range 3 {
+		call := strings.Replace(allRed, "opCount 0", "opCount "+strconv.Itoa(op), 1)
+		call = strings.Replace(call, "[nranks=4]", "[nranks=2]", 1)
+		rank0, rank1 := "h:1:1 [0] NCCL INFO "+call, "h:2:2 [1] NCCL INFO "+call
+		log.WriteString("[1,0]<stdout>:" + rank0[:70] + "[1,1]<stdout>:" + rank1[:90] + "[1,0]<stdout>:" + rank0[70:] + "\n" +
+			"Mon Dec  7 04:05:01 2026[1,1]<stdout>:" + rank1[90:] + "\n")
+	}
+	w, err := Read(strings.NewReader(log.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Entry{{"all_reduce", 4 << 10, 3, 2}}; !slices.Equal(w.Entries, want) {
+		t.Errorf("entries = %v, want %v", w.Entries, want)
+	}
+	if s := w.Source; s.Calls != 6 || s.Malformed != 0 || s.Processes != 2 {
+		t.Errorf("calls %d, malformed %d (%q), processes %d; want 6, 0, 2", s.Calls, s.Malformed, s.FirstMalformed, s.Processes)
+	}
+}
+
 // TestReadBeyondASpace: a call larger than a space takes is counted as
 // calls of the largest size, as many as it moves, and said so; a
 // communicator larger than a space takes is no job's, its line malformed.

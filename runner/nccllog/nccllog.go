@@ -111,21 +111,17 @@ const maxNotes = 20
 // a training job repeats the same few.
 const maxDecisions = 4096
 
-// Parse reads NCCL's log lines out of a benchmark's output.
+// Parse reads NCCL's log lines out of a benchmark's output, as the runner
+// captured it: each rank's lines whole, where mpirun passed them on in
+// chunks.
 func Parse(output []byte) Log {
 	var l Log
 	read := values{}
 	sc := bufio.NewScanner(bytes.NewReader(output))
 	sc.Buffer(make([]byte, maxLine), 4<<20)
 	sc.Split(text.Lines(maxLine)) // an over-long line is passed over, not the end of the log
-	ranks := rankLines{}
 	for sc.Scan() {
-		for _, line := range ranks.complete(sc.Text()) {
-			l.line(line, read)
-		}
-	}
-	for _, rank := range slices.Sorted(maps.Keys(ranks)) {
-		l.line(ranks[rank], read) // a last line without its newline
+		l.line(untagged(sc.Text()), read)
 	}
 	l.Read = read.joined()
 	return l
@@ -205,51 +201,23 @@ func (l *Log) line(line string, read values) {
 	}
 }
 
-// maxLine bounds a line of the log read, and a rank's line joined from
-// its parts.
+// maxLine bounds a line of the log read.
 const maxLine = 64 << 10
 
-// mpiTagRE is Open MPI's mpirun --tag-output tag, after --timestamp-output's
-// time where given; its group names the rank and stream.
-var mpiTagRE = regexp.MustCompile(nccltests.MPIRunTime + `?(\[\d+,\d+\]<std(?:out|err)>):`)
+// mpiTagRE is Open MPI's mpirun --tag-output tag that begins a line, after
+// --timestamp-output's time where given.
+var mpiTagRE = regexp.MustCompile(`^` + nccltests.MPIRunTime + `?\[\d+,\d+\]<std(?:out|err)>:`)
 
-// rankLines holds each tagged rank's line so far, until its newline. Open
-// MPI's mpirun 4.1 tags each chunk it reads of a rank's output, not each
-// line: a record may come in chunks, its newline apart ("... NCCL version
-// 2.21.5+cuda12.4[1,0]<stdout>:") or cut inside a value, and other ranks'
-// chunks may come between them on the output's line. The newline ends the
-// line of the rank whose chunk it ends.
-type rankLines map[string]string
-
-// complete returns the lines of NCCL's that output line completes: an
-// untagged one itself (most lines hold no tag, and cost no regexp's run),
-// a tagged one the untagged text before its first tag and the line of the
-// rank whose chunk ends it, joined from its chunks.
-func (r rankLines) complete(line string) []string {
+// untagged is line less the tag mpirun puts before it, no part of the
+// record, whose length says whether NCCL cut it (marked). Its mpirun 4.1
+// tags each chunk of a rank's output, not each line, but the output read
+// is the runner's, whose capture has joined each rank's chunks into its
+// line, under one tag. Most lines hold no tag, and cost no regexp's run.
+func untagged(line string) string {
 	if !strings.Contains(line, "]<std") {
-		return []string{line}
+		return line
 	}
-	tags := mpiTagRE.FindAllStringSubmatchIndex(line, -1)
-	if tags == nil {
-		return []string{line}
-	}
-	var out []string
-	if lead := line[:tags[0][0]]; lead != "" {
-		out = append(out, lead)
-	}
-	for i, tag := range tags {
-		end := len(line)
-		if i+1 < len(tags) {
-			end = tags[i+1][0]
-		}
-		rank := line[tag[2]:tag[3]]
-		r[rank] += line[tag[1]:end]
-		if i == len(tags)-1 || len(r[rank]) > maxLine {
-			out = append(out, r[rank])
-			delete(r, rank)
-		}
-	}
-	return out
+	return line[len(mpiTagRE.FindString(line)):]
 }
 
 // readApart joins the values of a variable that ranks read differently.
