@@ -973,3 +973,24 @@ func TestRangeNamesApartByCaseAlone(t *testing.T) {
 		t.Errorf("stored: %v", err)
 	}
 }
+
+// TestARangeBelowOneElementIsRefused: nccl-tests sends whole elements of
+// its datatype, so a range of sizes below one (1 byte of floats) ran as 0
+// bytes in every trial, measured nothing, and failed only at export.
+func TestARangeBelowOneElementIsRefused(t *testing.T) {
+	const ranges = "[[range]]\nname = \"tiny\"\nmin = 1\nmax = 4\n[[range]]\nname = \"rest\"\nmin = 4\nmax = \"1M\"\n"
+	for _, tc := range []struct{ args, want string }{ // the sweep: 1, 4, 16, ...
+		{"", "h.toml:9: range tiny: nccl-tests sends whole float elements (4 bytes), and runs each of its sizes as 0 bytes"},
+		{`args = ["-d", "bfloat16"]`, "h.toml:9: range tiny: nccl-tests sends whole bfloat16 elements (2 bytes)"},
+		{`args = ["--datatype=int8"]`, ""},
+		{`args = ["-d", "no-such-type"]`, "whole float elements"}, // nccl-tests runs floats
+	} {
+		src := strings.Replace(hostileBase, `min = "8"`, `min = "1"`, 1)
+		src = strings.Replace(src, `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n"+tc.args, 1)
+		src = strings.Replace(src, "[fixed]", ranges+"[fixed]", 1)
+		_, err := Parse("h.toml", []byte(src))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -981,6 +981,7 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 	switch bm.Kind {
 	case NCCLTests:
 		b.ncclTestsArgs(line("args"), bm.Args)
+		b.wholeElements(s)
 	case DDP:
 		b.ddp(line, r.Layers, r.Batch, bm)
 	case Command:
@@ -1077,6 +1078,39 @@ var formatOptions = map[string]string{
 	"report_timestamps": "adds a timestamp to each row of the table",
 	"per_iter_timing":   "adds per-iteration columns to the table",
 	"report_cputime":    "prints the CPU's time to launch in the time column, not the time the bandwidths are computed from",
+}
+
+// wholeElements refuses a range whose every size of the sweep is less than
+// one element of nccl-tests' datatype: it sends whole elements (size /
+// the element's bytes), so such a size runs, and is reported, as 0 bytes,
+// and the range would measure nothing in any trial.
+func (b *builder) wholeElements(s *Space) {
+	if len(s.Workload) > 0 {
+		return // its ranges are the calls' collectives, whose sizes NCCL logged in elements
+	}
+	elem, datatype := int64(4), "float" // nccl-tests' default, and what it takes a name it does not know for
+	if opts, err := NCCLTestsOptions(s.Benchmark.Args); err == nil {
+		for _, o := range opts {
+			if n, ok := elementBytes[o.Value]; ok && o.Long == "datatype" {
+				elem, datatype = n, o.Value
+			}
+		}
+	}
+	sweep := s.Sizes.List()
+	for i, r := range s.Ranges {
+		whole := func(n int64) bool { return n >= elem && r.Contains(n) }
+		if slices.ContainsFunc(sweep, r.Contains) && !slices.ContainsFunc(sweep, whole) {
+			b.errorf(b.loc.field("range", i, "min"), "range %s: nccl-tests sends whole %s elements (%d bytes), and runs each of its sizes as 0 bytes, which measures nothing; start it at %d", r.Name, datatype, elem, elem)
+		}
+	}
+}
+
+// elementBytes are the bytes of an element of each of nccl-tests' datatypes (-d).
+var elementBytes = map[string]int64{
+	"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1,
+	"half": 2, "bfloat16": 2,
+	"int32": 4, "uint32": 4, "int": 4, "float": 4,
+	"int64": 8, "uint64": 8, "double": 8,
 }
 
 func (b *builder) ncclTestsArgs(line int, args []string) {
