@@ -70,8 +70,15 @@ func runApp(app *cli.App, args []string) (code int) {
 	// the handler is released, ends the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
+	returned := make(chan struct{})
+	defer close(returned) // before stop, which cancels ctx too
 	go func() {
 		<-ctx.Done()
+		select {
+		case <-returned:
+			return // no signal: runApp returned, and a test's process goes on
+		default:
+		}
 		// A closed terminal sends SIGHUP twice (the shell's to its jobs,
 		// then the kernel's to its foreground group as it exits): the
 		// second is no second Ctrl-C, and must not end the stop it began.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -627,5 +628,23 @@ func TestAPanicIsAnInternalError(t *testing.T) {
 	out, _ := os.ReadFile(errFile.Name())
 	if code != exitInternal || !cleaned || !strings.Contains(string(out), "internal error (a bug") || !strings.Contains(string(out), "main_test.go") {
 		t.Errorf("exit %d, clean-up ran %v, stderr %q; want exit %d, the clean-up run and a trace", code, cleaned, out, exitInternal)
+	}
+}
+
+// TestRunAppReturnsAndNothingExitsLater: runApp's watch for a stop signal
+// read its own return (which cancels the signal's context) as one, and
+// stopWait later exited the process, the test binary that called it.
+func TestRunAppReturnsAndNothingExitsLater(t *testing.T) {
+	old := stopWait
+	stopWait = time.Millisecond
+	defer func() { stopWait = old }()
+	app := newApp()
+	app.Commands = append(app.Commands, &cli.Command{Name: "noop", Action: func(*cli.Context) error { return nil }})
+	if code := runApp(app, []string{"nccltune", "noop"}); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	time.Sleep(100 * time.Millisecond) // the process exited here, failing the package with no test named
+	if signal.Ignored(syscall.SIGHUP) {
+		t.Error("SIGHUP is ignored since; nothing sent it")
 	}
 }
