@@ -22,7 +22,7 @@ type coordinateSampler struct {
 	sp   *space.Space
 	seed int64
 	rotation
-	scores map[string][]float64 // per configuration (space.Space.Key), the scores told, summed in logs per range
+	scores map[string][]float64 // per configuration (readingKey: as NCCL reads it), the scores told, summed in logs per range
 	// runs counts, per configuration and range, the trials that told the
 	// range something (told.about): a failure does, a trial that left the
 	// range out (NaN: it had settled) or scored it infinite does not.
@@ -37,7 +37,7 @@ func newCoordinate(sp *space.Space, seed int64) *coordinateSampler {
 }
 
 func (c *coordinateSampler) Tell(a space.Assignment, scores []float64) error {
-	key := c.sp.Key(a)
+	key := readingKey(c.sp, a)
 	sum, runs := c.scores[key], c.runs[key]
 	if sum == nil {
 		sum, runs = make([]float64, len(c.sp.Ranges)), make([]int, len(c.sp.Ranges))
@@ -59,7 +59,7 @@ func (c *coordinateSampler) Tell(a space.Assignment, scores []float64) error {
 // One told but measured nothing of r scores -Inf: proposing it again would
 // measure nothing again, so the descent passes it over.
 func (c *coordinateSampler) score(a space.Assignment, r int) (float64, bool) {
-	key := c.sp.Key(a)
+	key := readingKey(c.sp, a)
 	switch runs := c.runs[key]; {
 	case runs == nil:
 		return 0, false
@@ -93,7 +93,7 @@ func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
 					best, bestScore = a, s
 				}
 			}
-			if c.sp.Key(best) == c.sp.Key(base) {
+			if readingKey(c.sp, best) == readingKey(c.sp, base) {
 				unchanged++
 			} else {
 				base, unchanged = best, 0
@@ -107,7 +107,7 @@ func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
 	var a space.Assignment
 	for attempt := range 20 {
 		a, _ = (&randomSampler{sp: c.sp, seed: c.seed + int64(attempt)}).Ask(n)
-		if _, told := c.runs[c.sp.Key(a)]; !told {
+		if _, told := c.runs[readingKey(c.sp, a)]; !told {
 			break
 		}
 	}

@@ -21,13 +21,14 @@ const maxGrid = 1 << 16
 // values of each integer range, in an order shuffled by the seed, so that a
 // budget smaller than the grid still spreads over the whole space. A point
 // already told (NCCL's defaults, the warm start's, a [[try_first]]) is
-// passed over until every point was: trial n takes the first untold point
+// passed over until every point was (as NCCL reads them: a point that only
+// spells a told one otherwise is told): trial n takes the first untold point
 // from the order's n-th on, and a pass repeats only when none is left.
 type gridSampler struct {
 	sp     *space.Space
 	points []space.Assignment
 	order  []int
-	told   map[string]bool
+	told   map[string]bool // readingKey of each point told
 }
 
 func newGrid(sp *space.Space, seed int64) (*gridSampler, error) {
@@ -42,7 +43,7 @@ func newGrid(sp *space.Space, seed int64) (*gridSampler, error) {
 
 func (g *gridSampler) Ask(n int) (space.Assignment, error) {
 	for i := range g.order {
-		if a := g.points[g.order[(n+i)%len(g.order)]]; !g.told[g.sp.Key(a)] {
+		if a := g.points[g.order[(n+i)%len(g.order)]]; !g.told[readingKey(g.sp, a)] {
 			return a, nil
 		}
 	}
@@ -50,7 +51,7 @@ func (g *gridSampler) Ask(n int) (space.Assignment, error) {
 }
 
 func (g *gridSampler) Tell(a space.Assignment, _ []float64) error {
-	g.told[g.sp.Key(a)] = true
+	g.told[readingKey(g.sp, a)] = true
 	return nil
 }
 

@@ -838,3 +838,37 @@ func TestSamplersReadPowersOfTwoAsNCCLDoes(t *testing.T) {
 		}
 	}
 }
+
+// TestBaselinesReadAlikeSpellingsAsOne: the grid and coordinate descent
+// told configurations apart by key, so NCCL_IB_QPS_PER_CONNECTION "default"
+// and 1 (NCCL's default), or NCCL_MIN_P2P_NCHANNELS 3 and 4 (NCCL rounds up),
+// were two configurations to them: they ran both, a trial that measured
+// nothing new. Until every configuration as NCCL reads it was told, neither
+// proposes one told already.
+func TestBaselinesReadAlikeSpellingsAsOne(t *testing.T) {
+	sp := hostileSpace(t, 1, param("NCCL_IB_QPS_PER_CONNECTION", `values = ["default", "1", "4"]`)+
+		param("NCCL_MIN_P2P_NCHANNELS", "min = 3\nmax = 4"))
+	const readings = 2 // {1, 4} queue pairs x 4 channels
+	for i := range 10 {
+		name := []string{"grid", "coordinate"}[i%2]
+		s, err := New(name, sp, int64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for n := range readings {
+			a, err := s.Ask(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := sp.Reading(a); seen[k] {
+				t.Errorf("%s, seed %d: trial %d, %v, runs as one told before", name, i, n, a)
+			} else {
+				seen[k] = true
+			}
+			if err := s.Tell(a, []float64{float64(1 + n)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
