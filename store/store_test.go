@@ -169,6 +169,35 @@ func TestOpenRejects(t *testing.T) {
 
 }
 
+// TestAnotherProgramsDatabaseAtAnyVersion: another program's database is
+// told apart by its tables, not by its schema version, which many programs
+// set (Firefox's places.sqlite is at 70s, Android's at their own): it was
+// told to upgrade nccltune, or that the store was edited or damaged.
+func TestAnotherProgramsDatabaseAtAnyVersion(t *testing.T) {
+	for _, version := range []int{70, 5, 1, -1} {
+		path := built(t, []string{"CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)", fmt.Sprintf("PRAGMA user_version = %d", version)})
+		before, _ := os.ReadFile(path)
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			s, err := open(path)
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), "not an nccltune store") || strings.Contains(err.Error(), "upgrade") || errors.Is(err, ErrTampered) {
+				t.Errorf("another program's database at schema version %d opened with %v", version, err)
+			}
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Errorf("schema version %d: opening another program's database changed it", version)
+		}
+	}
+	// A newer nccltune's store holds every table of this one's: the
+	// migrations only add.
+	path := built(t, append(slices.Clone(migrations), "CREATE TABLE later (x)", "PRAGMA user_version = 99"))
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "newer than this nccltune") {
+		t.Errorf("a newer nccltune's store opened with %v", err)
+	}
+}
+
 // TestReaderThatCannotOpenTheLog: a reader that SQLite cannot let read the
 // log a campaign keeps beside the store (a -wal this user may not read, no
 // -shm in a folder this user may not write; here a -wal that is a folder)
