@@ -326,7 +326,10 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 	q := url.Values{}
 	// No journal_mode here: it is the file's, not the connection's, and
 	// init sets it only once the file is known to be a store (migrate).
-	pragmas := []string{busyPragma, "foreign_keys(1)", "synchronous(NORMAL)", "wal_autocheckpoint(0)"}
+	// synchronous FULL syncs the log on every commit: under NORMAL, a
+	// trial committed before a power loss could be gone after it, and run
+	// again. A sync a trial is nothing beside the trial.
+	pragmas := []string{busyPragma, "foreign_keys(1)", "synchronous(FULL)", "wal_autocheckpoint(0)"}
 	if readOnly {
 		// mode=ro opens the file O_RDONLY; query_only refuses any write
 		// SQLite would otherwise make for us.

@@ -564,3 +564,18 @@ func TestValidationsInTheOrderStored(t *testing.T) {
 		t.Errorf("validations %+v (%v); want the one stored last, an hour behind, last", vals, err)
 	}
 }
+
+// TestCommitsAreDurable: a trial the writer committed outlives a power
+// loss or a crash of the machine, as it outlives kill -9. In WAL mode,
+// synchronous NORMAL does not sync the log on commit, so the last trials
+// committed before the power went were lost, and run again on resume.
+func TestCommitsAreDurable(t *testing.T) {
+	s, _ := openWriter(t)
+	var mode int
+	if err := s.db.QueryRow("PRAGMA synchronous").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode < 2 {
+		t.Errorf("PRAGMA synchronous = %d, want FULL (2) or EXTRA (3)", mode)
+	}
+}
