@@ -235,6 +235,9 @@ func readWithoutLog(path string) (*os.File, error) {
 		// A file system without POSIX locks (some NFS mounts): no writer
 		// can run there either (SQLite's locks are the same), and the
 		// file is read as it is.
+	case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES):
+		f.Close()
+		return nil, fmt.Errorf("read lock: %w", errHeld)
 	case err != nil:
 		f.Close()
 		return nil, fmt.Errorf("read lock: %w", err)
@@ -381,8 +384,7 @@ func (s *Store) init() error {
 	// together: it is tried again for as long as that timeout.
 	for deadline := time.Now().Add(busyTimeout); ; time.Sleep(10 * time.Millisecond) {
 		_, err := s.db.Exec("PRAGMA journal_mode = WAL")
-		var se *sqlite.Error
-		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+		if !Busy(err) || time.Now().After(deadline) {
 			return err
 		}
 	}
@@ -406,7 +408,7 @@ func (s *Store) unreadable(err error) error {
 		return fmt.Errorf("cannot be written (%w): a campaign needs write access to the file and to its folder, where SQLite keeps the file's -wal and -shm", err)
 	case se.Code()&0xff == sqlite3.SQLITE_CANTOPEN:
 		return fmt.Errorf("cannot be opened or made (%w): its folder must exist, and a new store's be writable", err)
-	case NoRoom(err):
+	case NoRoom(err) || Busy(err):
 		return fmt.Errorf("cannot be opened: %w", err)
 	}
 	return fmt.Errorf("not a readable SQLite database: %w", err)
@@ -427,6 +429,19 @@ func NoRoom(err error) bool {
 		return true
 	}
 	return false
+}
+
+// errHeld is a reader's read lock on the store refused for all of the busy
+// timeout (see readWithoutLog).
+var errHeld = fmt.Errorf("refused for %s", busyTimeout)
+
+// Busy reports whether err is of a lock on the store waited for in vain
+// (the busy timeout), SQLite's or a reader's: not another nccltune's,
+// which the writer lock tells by its pid, but another program's, a sqlite3
+// shell's open transaction.
+func Busy(err error) bool {
+	var se *sqlite.Error
+	return errors.Is(err, errHeld) || errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // Close closes the store and releases the writer lock.
