@@ -145,17 +145,19 @@ func checkSchema(db *sql.DB) (int, error) {
 	if err := tx.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
 		return 0, err
 	}
-	if err := knownVersion(version); err != nil {
-		return 0, err
-	}
 	have, err := schemaOf(tx)
 	if err != nil {
 		return 0, err
 	}
-	// No schema, but tables: another program's database (a mistyped
-	// --store), which nccltune's tables would be written into.
-	if version == 0 && len(have) > 0 {
-		return 0, errors.New("not an nccltune store: a SQLite database of another program (tables, no nccltune schema); nccltune makes a store only in a new or empty file")
+	current, err := madeSchema(SchemaVersion)
+	if err != nil {
+		return 0, err
+	}
+	if anotherProgramsSchema(version, have, current) {
+		return 0, fmt.Errorf("not an nccltune store: a SQLite database of another program (schema version %d, tables not nccltune's); nccltune makes a store only in a new or empty file", version)
+	}
+	if err := knownVersion(version); err != nil {
+		return 0, err
 	}
 	want, err := madeSchema(version)
 	if err != nil {
@@ -172,6 +174,28 @@ func checkSchema(db *sql.DB) (int, error) {
 		return 0, fmt.Errorf("it lacks tables or indexes of schema version %d: %w", version, ErrTampered)
 	}
 	return version, nil
+}
+
+// anotherProgramsSchema reports whether a database of schema version
+// version whose schema is have is another program's (a mistyped --store),
+// by its tables, not its version, which many programs set: at version 0,
+// any schema (nccltune's tables would be written into it); at a version
+// newer than this nccltune's, one that lacks any object of current, which
+// a newer nccltune's holds (the migrations only add); at another, one
+// holding no object nccltune makes.
+func anotherProgramsSchema(version int, have, current []object) bool {
+	switch {
+	case version == 0:
+		return len(have) > 0
+	case version > SchemaVersion:
+		return slices.ContainsFunc(current, func(c object) bool { return !named(have, c) })
+	}
+	return !slices.ContainsFunc(have, func(o object) bool { return named(current, o) })
+}
+
+// named reports whether objs hold an object of o's kind and name.
+func named(objs []object, o object) bool {
+	return slices.ContainsFunc(objs, func(x object) bool { return x.kind == o.kind && x.name == o.name })
 }
 
 // object is an entry of a database's schema (sqlite_master).

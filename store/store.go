@@ -235,6 +235,9 @@ func readWithoutLog(path string) (*os.File, error) {
 		// A file system without POSIX locks (some NFS mounts): no writer
 		// can run there either (SQLite's locks are the same), and the
 		// file is read as it is.
+	case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES):
+		f.Close()
+		return nil, fmt.Errorf("read lock: %w", errHeld)
 	case err != nil:
 		f.Close()
 		return nil, fmt.Errorf("read lock: %w", err)
@@ -326,7 +329,10 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 	q := url.Values{}
 	// No journal_mode here: it is the file's, not the connection's, and
 	// init sets it only once the file is known to be a store (migrate).
-	pragmas := []string{busyPragma, "foreign_keys(1)", "synchronous(NORMAL)", "wal_autocheckpoint(0)"}
+	// synchronous FULL syncs the log on every commit: under NORMAL, a
+	// trial committed before a power loss could be gone after it, and run
+	// again. A sync a trial is nothing beside the trial.
+	pragmas := []string{busyPragma, "foreign_keys(1)", "synchronous(FULL)", "wal_autocheckpoint(0)"}
 	if readOnly {
 		// mode=ro opens the file O_RDONLY; query_only refuses any write
 		// SQLite would otherwise make for us.
@@ -378,8 +384,7 @@ func (s *Store) init() error {
 	// together: it is tried again for as long as that timeout.
 	for deadline := time.Now().Add(busyTimeout); ; time.Sleep(10 * time.Millisecond) {
 		_, err := s.db.Exec("PRAGMA journal_mode = WAL")
-		var se *sqlite.Error
-		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+		if !Busy(err) || time.Now().After(deadline) {
 			return err
 		}
 	}
@@ -403,7 +408,7 @@ func (s *Store) unreadable(err error) error {
 		return fmt.Errorf("cannot be written (%w): a campaign needs write access to the file and to its folder, where SQLite keeps the file's -wal and -shm", err)
 	case se.Code()&0xff == sqlite3.SQLITE_CANTOPEN:
 		return fmt.Errorf("cannot be opened or made (%w): its folder must exist, and a new store's be writable", err)
-	case NoRoom(err):
+	case NoRoom(err) || Busy(err):
 		return fmt.Errorf("cannot be opened: %w", err)
 	}
 	return fmt.Errorf("not a readable SQLite database: %w", err)
@@ -424,6 +429,19 @@ func NoRoom(err error) bool {
 		return true
 	}
 	return false
+}
+
+// errHeld is a reader's read lock on the store refused for all of the busy
+// timeout (see readWithoutLog).
+var errHeld = fmt.Errorf("refused for %s", busyTimeout)
+
+// Busy reports whether err is of a lock on the store waited for in vain
+// (the busy timeout), SQLite's or a reader's: not another nccltune's,
+// which the writer lock tells by its pid, but another program's, a sqlite3
+// shell's open transaction.
+func Busy(err error) bool {
+	var se *sqlite.Error
+	return errors.Is(err, errHeld) || errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // Close closes the store and releases the writer lock.

@@ -169,6 +169,35 @@ func TestOpenRejects(t *testing.T) {
 
 }
 
+// TestAnotherProgramsDatabaseAtAnyVersion: another program's database is
+// told apart by its tables, not by its schema version, which many programs
+// set (Firefox's places.sqlite is at 70s, Android's at their own): it was
+// told to upgrade nccltune, or that the store was edited or damaged.
+func TestAnotherProgramsDatabaseAtAnyVersion(t *testing.T) {
+	for _, version := range []int{70, 5, 1, -1} {
+		path := built(t, []string{"CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)", fmt.Sprintf("PRAGMA user_version = %d", version)})
+		before, _ := os.ReadFile(path)
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			s, err := open(path)
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), "not an nccltune store") || strings.Contains(err.Error(), "upgrade") || errors.Is(err, ErrTampered) {
+				t.Errorf("another program's database at schema version %d opened with %v", version, err)
+			}
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Errorf("schema version %d: opening another program's database changed it", version)
+		}
+	}
+	// A newer nccltune's store holds every table of this one's: the
+	// migrations only add.
+	path := built(t, append(slices.Clone(migrations), "CREATE TABLE later (x)", "PRAGMA user_version = 99"))
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "newer than this nccltune") {
+		t.Errorf("a newer nccltune's store opened with %v", err)
+	}
+}
+
 // TestReaderThatCannotOpenTheLog: a reader that SQLite cannot let read the
 // log a campaign keeps beside the store (a -wal this user may not read, no
 // -shm in a folder this user may not write; here a -wal that is a folder)
@@ -533,5 +562,20 @@ func TestValidationsInTheOrderStored(t *testing.T) {
 	vals, err := s.Validations(c.ID)
 	if err != nil || len(vals) != 2 || !vals[1].Created.Before(vals[0].Created) {
 		t.Errorf("validations %+v (%v); want the one stored last, an hour behind, last", vals, err)
+	}
+}
+
+// TestCommitsAreDurable: a trial the writer committed outlives a power
+// loss or a crash of the machine, as it outlives kill -9. In WAL mode,
+// synchronous NORMAL does not sync the log on commit, so the last trials
+// committed before the power went were lost, and run again on resume.
+func TestCommitsAreDurable(t *testing.T) {
+	s, _ := openWriter(t)
+	var mode int
+	if err := s.db.QueryRow("PRAGMA synchronous").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode < 2 {
+		t.Errorf("PRAGMA synchronous = %d, want FULL (2) or EXTRA (3)", mode)
 	}
 }

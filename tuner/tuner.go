@@ -223,10 +223,19 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	if s.camp.ValidateRounds >= 2 {
-		if _, err := s.validate(ctx, s.camp.ValidateRounds); err != nil && !errors.Is(err, ErrNothingToValidate) {
-			return fmt.Errorf("validation: %w", err)
-		}
+	if s.camp.ValidateRounds < 2 {
+		return nil
+	}
+	// Choices with verdicts in the rounds asked (a raised budget whose
+	// search kept them) are not measured again: stopped here, the resume
+	// finds them validated (see finished) and runs nothing, and a campaign
+	// run through must end as it does.
+	vals, err := s.Store.Validations(s.camp.ID)
+	if err != nil || validatedAs(t.Space, s.trials, vals, s.camp.ValidateRounds) {
+		return err
+	}
+	if _, err := s.validate(ctx, s.camp.ValidateRounds); err != nil && !errors.Is(err, ErrNothingToValidate) {
+		return fmt.Errorf("validation: %w", err)
 	}
 	return nil
 }

@@ -1156,3 +1156,67 @@ func TestQuickPassLeavesSettledRangesOut(t *testing.T) {
 		t.Fatal("no quick pass ran after a range settled; the test needs another patience")
 	}
 }
+
+// TestRaisedBudgetStoppedBeforeValidationEndsAsUninterrupted: a validated
+// campaign raised to a budget whose search keeps its choices, stopped
+// as its validation begins and resumed, ends as the uninterrupted one.
+// The resume found the choices validated and measured nothing, while the
+// uninterrupted run validated them all again: its verdicts were another
+// batch's, and a stop decided which.
+func TestRaisedBudgetStoppedBeforeValidationEndsAsUninterrupted(t *testing.T) {
+	sp := loadExample(t, 12)
+	validated := Options{Simplify: true, ValidateRounds: 2}
+	raised := validated
+	raised.Trials = 22
+	verdicts := func(st *store.Store) []string {
+		t.Helper()
+		var out []string
+		for _, v := range campaignValidations(t, st, sp.Campaign.Name) {
+			out = append(out, fmt.Sprintf("%s %s %d %s", v.Range, v.Config, v.Rounds, v.Verdict))
+		}
+		return out
+	}
+	validatedCampaign := func() *store.Store {
+		st := openStore(t)
+		if err := newTuner(t, sp, st).Run(context.Background(), validated); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	whole := validatedCampaign()
+	before := verdicts(whole)
+	if err := newTuner(t, sp, whole).Run(context.Background(), raised); err != nil {
+		t.Fatal(err)
+	}
+	if !validatedAs(sp, campaignTrials(t, whole, sp.Campaign.Name), campaignValidations(t, whole, sp.Campaign.Name)[:len(before)], 2) {
+		t.Fatal("the raised search chose anew; the test needs a search that keeps its choices")
+	}
+
+	st := validatedCampaign()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := newTuner(t, sp, st)
+	c.OnValidationRun = func(store.ValidationRun, int, int) { cancel() }
+	if err := c.Run(ctx, raised); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{KeepSettings: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := verdicts(st), verdicts(whole); !slices.Equal(got, want) {
+		t.Errorf("stopped as its validation began and resumed, verdicts\n%s\nuninterrupted\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// campaignValidations are the verdicts of campaign name, as stored.
+func campaignValidations(t *testing.T, st *store.Store, name string) []store.Validation {
+	t.Helper()
+	c, err := st.Campaign(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := st.Validations(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vals
+}

@@ -127,8 +127,11 @@ func runApp(app *cli.App, args []string) (code int) {
 			return int(code)
 		}
 		msg := err.Error()
-		if store.NoRoom(err) {
+		switch {
+		case store.NoRoom(err):
 			msg += "; the disk may be full (or a quota or file-size limit reached): make room, and the same command goes on, the store as it was"
+		case store.Busy(err):
+			msg += "; another program holds the store locked (a sqlite3 shell with a transaction open?): once it lets go, the same command goes on, the store as it was"
 		}
 		fmt.Fprintln(stderr, "nccltune:", msg)
 		return exitFailure

@@ -738,3 +738,38 @@ func TestStatusJSONCountsTheBudgetsTrials(t *testing.T) {
 		t.Errorf("finished: budget %d, search %+v, want a total of 6 and the interrupted record by state", st.Budget, st.Search)
 	}
 }
+
+// TestStoreLockedByAnotherProgram: a store another program holds SQLite's
+// locks on (a sqlite3 shell with a transaction open, or in exclusive
+// locking mode) stops a writer, and a reader, with an error that says so
+// and that the same command goes on: it said "database is locked (5)
+// (SQLITE_BUSY)", which reads as another nccltune run (whose lock nccltune
+// tells by its pid), "not a readable SQLite database", or "read lock:
+// resource temporarily unavailable".
+func TestStoreLockedByAnotherProgram(t *testing.T) {
+	dir := smallCampaign(t)
+	for _, tc := range []struct {
+		hold     string
+		commands [][]string
+	}{
+		{"BEGIN; DELETE FROM writer", [][]string{{"resume", "-q", "--trials", "5"}}},
+		{"PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; SELECT count(*) FROM trials", [][]string{{"status"}, {"resume", "-q", "--trials", "5"}}},
+	} {
+		db, err := sql.Open("sqlite", filepath.Join(dir, "nccltune.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1) // the lock is its connection's
+		if _, err := db.Exec(tc.hold); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range tc.commands {
+			code, out, errOut := nccltune(t, dir, args...)
+			if code != exitFailure || !strings.Contains(errOut, "another program") || !strings.Contains(errOut, "goes on") || strings.Contains(errOut, "not a readable") {
+				t.Errorf("%s of a store another program holds (%s): exit %d\n%s%s", args[0], tc.hold, code, out, errOut)
+			}
+		}
+		db.Exec("ROLLBACK")
+		db.Close()
+	}
+}
