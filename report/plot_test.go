@@ -682,15 +682,9 @@ func TestBusBWLabelsOfAWorkload(t *testing.T) {
 	}
 }
 
-// TestLegendOfALongRangeName: a range's name, as long as the space file
-// takes it, is cut short in the legends; it ran past the plot's edge, the
-// legend over the axis and its labels.
-func TestLegendOfALongRangeName(t *testing.T) {
-	name := strings.Repeat("r", 200)
-	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[[range]]\nname = \""+name+"\"\nmin = \"1K\"\nmax = \"2M\"\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+// ringBeatsDefaults are three trials of sp, whose NCCL_ALGO offers Ring:
+// NCCL's defaults twice, then Ring, faster at every size.
+func ringBeatsDefaults(sp *space.Space) []store.Trial {
 	var trials []store.Trial
 	for n, slow := range []float64{1.5, 1.4, 1} {
 		tr := store.Trial{Number: n, State: store.Complete}
@@ -701,9 +695,25 @@ func TestLegendOfALongRangeName(t *testing.T) {
 			m := nccltests.Measure{TimeUs: slow * (5 + float64(size)/2e4), AlgBW: 1 / slow, BusBW: 2 / slow}
 			tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
 		}
-		tr.Scores = map[string]float64{name: results.Scores(sp, tr.Rows, tr.Fingerprint.Ranks)[0]}
+		tr.Scores = map[string]float64{}
+		for i, s := range results.Scores(sp, tr.Rows, tr.Fingerprint.Ranks) {
+			tr.Scores[sp.Ranges[i].Name] = s
+		}
 		trials = append(trials, tr)
 	}
+	return trials
+}
+
+// TestLegendOfALongRangeName: a range's name, as long as the space file
+// takes it, is cut short in the legends; it ran past the plot's edge, the
+// legend over the axis and its labels.
+func TestLegendOfALongRangeName(t *testing.T) {
+	name := strings.Repeat("r", 200)
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"1K\", max = \"1M\", factor = 4 }\n[[range]]\nname = \""+name+"\"\nmin = \"1K\"\nmax = \"2M\"\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := ringBeatsDefaults(sp)
 	busbw, err := busBWPlot(sp, results.Of(sp, trials, nil), trials)
 	if err != nil {
 		t.Fatal(err)
@@ -902,22 +912,7 @@ func TestLegendOfManyRanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var trials []store.Trial
-		for k, slow := range []float64{1.5, 1.4, 1} {
-			tr := store.Trial{Number: k, State: store.Complete}
-			if k == 2 {
-				tr.Params, tr.Env = map[string]string{"NCCL_ALGO": "Ring"}, []string{"NCCL_ALGO=Ring"}
-			}
-			for _, size := range sp.Sizes.List() {
-				m := nccltests.Measure{TimeUs: slow * (5 + float64(size)/2e4), AlgBW: 1 / slow, BusBW: 2 / slow}
-				tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
-			}
-			tr.Scores = map[string]float64{}
-			for i, s := range results.Scores(sp, tr.Rows, tr.Fingerprint.Ranks) {
-				tr.Scores[sp.Ranges[i].Name] = s
-			}
-			trials = append(trials, tr)
-		}
+		trials := ringBeatsDefaults(sp)
 		dir := t.TempDir()
 		plots, err := Write(sp, results.Of(sp, trials, nil), trials, dir)
 		if err != nil {
