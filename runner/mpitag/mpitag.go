@@ -50,8 +50,12 @@ const (
 	MaxLine = 64 << 10
 	// MaxPending bounds what the ranks' unfinished lines hold together.
 	MaxPending = 8 << 20
-	// maxTag is longer than any tag nextTag reads.
+	// maxTag is longer than any tag nextTag reads: the time, and two
+	// numbers of maxDigits (56 bytes).
 	maxTag = 64
+	// maxDigits bounds a tag's job and rank, which mpirun prints as
+	// 32-bit unsigned numbers.
+	maxDigits = 10
 	// lineCost is what an unfinished line takes besides its text.
 	lineCost = 64
 )
@@ -124,9 +128,12 @@ func nextTag(p []byte) (at, end int, rank []byte) {
 	}
 }
 
-// digitsBefore is where the digits that end p[:i] begin.
+// digitsBefore is where the digits that end p[:i] begin, of maxDigits at
+// most: a longer number is no rank's or job's, and a tag of it would not fit
+// in what Write holds of a write's end (maxTag), so that where a write was
+// cut would decide whether it is a tag.
 func digitsBefore(p []byte, i int) int {
-	for i > 0 && p[i-1] >= '0' && p[i-1] <= '9' {
+	for end := i; i > 0 && end-i < maxDigits && p[i-1] >= '0' && p[i-1] <= '9'; {
 		i--
 	}
 	return i

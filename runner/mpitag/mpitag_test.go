@@ -73,7 +73,11 @@ func FuzzJoiner(f *testing.F) {
 	f.Add("[1,1]<stderr>:\rt=1\rt=2[1,1]<stderr>:\r\n[1,0]<stdout>:a\r[1,0]<stdout>:\nend[1,0]<stdout>:x", 7)
 	f.Add("plain [1,0] text\r\nSun Dec  6 14:45:56 2026<stdout>:x\n[rank0]: y\n[1,0]<stdout", 60)
 	f.Add("[1,[2,3]<stdin>:[,1]<stdout>:x Sun Dec  6 14:45:56 2026[12,3]<stderr>:y", 30)
-	tagRE := regexp.MustCompile(`(?:` + nccltests.MPIRunTime + `)?(\[\d+,\d+\]<std(?:out|err)>):`)
+	// A tag-like text longer than a tag (mpirun's ranks and jobs have 10
+	// digits at most), which a write may cut past what the Joiner holds.
+	long := "[" + strings.Repeat("1", 100) + ",0]<stdout>:"
+	f.Add(long+"ms: 1[1,1]<stdout>:x\n"+long+"00\n", 101)
+	tagRE := regexp.MustCompile(`(?:` + nccltests.MPIRunTime + `)?(\[\d{1,10},\d{1,10}\]<std(?:out|err)>):`)
 	f.Fuzz(func(t *testing.T, out string, split int) {
 		want := tagRE.FindStringSubmatchIndex(out)
 		at, end, rank := nextTag([]byte(out))
