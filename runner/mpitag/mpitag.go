@@ -39,8 +39,9 @@ type line struct {
 	tag  []byte // its first chunk's
 	text []byte
 	// cut: it ran past MaxLine or MaxPending, and is dropped up to its
-	// newline: no reader reads so long a line, and one cut could be read
-	// as a shorter one ("ms: 1" of "ms: 100").
+	// end (a newline, or a '\r' that more follows): no reader reads so
+	// long a line, and one cut could be read as a shorter one ("ms: 1" of
+	// "ms: 100").
 	cut   bool
 	begun int
 }
@@ -204,6 +205,11 @@ func (j *Joiner) add(l *line, b []byte, out func([]byte)) {
 			l.text = append(l.text, b[:i]...)
 			j.pending += i
 		}
+		if l.cut && b[i-1] == '\r' {
+			// Its text is left out, not the '\r' that ends it: the values
+			// after it are a progress bar's (lineCost holds it).
+			l.text = append(l.text, '\r')
+		}
 		b = b[i:]
 	}
 }
@@ -215,10 +221,10 @@ func (j *Joiner) pass(l *line, end []byte, out func([]byte)) {
 	if l.cut {
 		out([]byte(CutNote))
 	} else {
-		out(l.text)
+		j.pending -= len(l.text)
 	}
+	out(l.text) // a cut line's is the '\r' that ended it, if any
 	out(end)
-	j.pending -= len(l.text)
 	l.text, l.cut = l.text[:0], false
 }
 

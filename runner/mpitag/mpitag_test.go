@@ -50,6 +50,18 @@ func TestJoinerBoundsARanksLine(t *testing.T) {
 	}
 }
 
+// TestJoinerCutPartEndsAtCR: a '\r' ends a part of a rank's line that was
+// cut as it ends one that was not: a progress bar's values after a part
+// too long to hold (a dumped tensor) are read, as they were before the
+// Joiner, not dropped up to the line's newline.
+func TestJoinerCutPartEndsAtCR(t *testing.T) {
+	got := joined(t, "[1,0]<stdout>:"+strings.Repeat("x", MaxLine+1)+"\rms: 5\r", "[1,0]<stdout>:ms: 6\r\n")
+	want := "[1,0]<stdout>:" + CutNote + "\r[1,0]<stdout>:ms: 5\r[1,0]<stdout>:ms: 6\r\n"
+	if got != want {
+		t.Errorf("joined %q, want %q", got, want)
+	}
+}
+
 // TestJoinerBoundsUnfinishedLines: the ranks' unfinished lines together
 // hold no more than MaxPending (joined), however many ranks a program's
 // output names; the chunks past it pass on as they came.
