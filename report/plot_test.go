@@ -990,3 +990,13 @@ func TestPlotTextTheFontLacks(t *testing.T) {
 		t.Errorf("a stored range name: %q, want %q", got, want)
 	}
 }
+
+// TestShortenCutsNoEscapeApart: a label cut to its width ends with whole
+// characters as drawn: a cut inside an escape ("\u4e…" of 中) named a
+// character the label does not hold.
+func TestShortenCutsNoEscapeApart(t *testing.T) {
+	got := shorten(strings.Repeat("中", 10), 20)
+	if want := strings.Repeat(`\u4e2d`, 3) + "…"; got != want {
+		t.Errorf("shorten = %q, want %q", got, want)
+	}
+}
