@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nccltune/nccltune/internal/text"
@@ -74,9 +75,10 @@ func (e Export) removeStale(format, dir string, written []string) error {
 }
 
 // writtenByNCCLTune reports whether the regular file at path starts as a
-// per-range file of nccltune's does.
+// per-range file of nccltune's does. A link is the user's, whatever it
+// names, and is not followed; nor is a FIFO waited on.
 func writtenByNCCLTune(path string) bool {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}

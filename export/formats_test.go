@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -644,6 +645,43 @@ func TestARangeWithNoFileLeavesNoOlderOne(t *testing.T) {
 		}
 		if _, statErr := os.Stat(old[0]); statErr != nil {
 			t.Errorf("%s: a file nccltune did not write was removed: %v", format, statErr)
+		}
+	}
+}
+
+// TestStaleFileIsOnlyARegularFile: where a range with no file has its name
+// taken by a link (the user's: a link of nccl-mid.env to the large range's
+// file) or by something that is not a regular file (a FIFO, which opening
+// to read waits on for ever), it is kept, and export does not wait.
+func TestStaleFileIsOnlyARegularFile(t *testing.T) {
+	plain := strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1)
+	ex := pinnedOf(t, plain)
+	mid := slices.IndexFunc(ex.Results, func(r results.RangeResult) bool { return r.Range.Name == "mid" })
+	ex.Results[mid].Best = nil
+	for _, place := range []func(path string) error{
+		func(path string) error { return os.Symlink("nccl-large.env", path) },
+		func(path string) error { return syscall.Mkfifo(path, 0o644) },
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "nccl-mid.env")
+		if err := place(path); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := ex.Write("env", dir)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || strings.Contains(err.Error(), "removed") {
+				t.Errorf("%v; want the range's error, nothing removed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("export waits on %s", path)
+		}
+		if _, err := os.Lstat(path); err != nil {
+			t.Errorf("%s was removed: %v", path, err)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nccltune/nccltune/results"
@@ -69,17 +68,7 @@ func MeasureGroups(ctx context.Context, scenarios []Scenario, groups []int, o Op
 		}
 	}
 	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8*runtime.GOMAXPROCS(0))
-	for i, job := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = job()
-		}()
-	}
-	wg.Wait()
+	parallel(len(jobs), 8*runtime.GOMAXPROCS(0), func(i int) { errs[i] = jobs[i]() })
 	for _, err := range errs {
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestLandscapesHaveSomethingToFind(t *testing.T) {
 	preps := make([]*prepared, 2*n)
 	errs := make([]error, 2*n)
 	took := make([]time.Duration, 2*n)
-	parallel(2*n, func(i int) {
+	parallel(2*n, runtime.GOMAXPROCS(0), func(i int) {
 		start := time.Now()
 		if i < n {
 			preps[i], errs[i] = prepare(Landscape(i + 1))

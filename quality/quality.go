@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -607,7 +608,7 @@ func Measure(ctx context.Context, scenarios []Scenario, o Options, progress func
 	}
 	preps := make([]*prepared, len(scenarios))
 	errs := make([]error, len(scenarios))
-	parallel(len(scenarios), func(i int) { preps[i], errs[i] = prepare(scenarios[i]) })
+	parallel(len(scenarios), runtime.GOMAXPROCS(0), func(i int) { preps[i], errs[i] = prepare(scenarios[i]) })
 	for i, err := range errs {
 		if err != nil {
 			return nil, nil, fmt.Errorf("scenario %s: %w", scenarios[i].Name, err)
@@ -632,7 +633,7 @@ func Measure(ctx context.Context, scenarios []Scenario, o Options, progress func
 		left[i] = o.Seeds
 	}
 	var mu sync.Mutex
-	parallel(len(out)*o.Seeds, func(k int) {
+	parallel(len(out)*o.Seeds, runtime.GOMAXPROCS(0), func(k int) {
 		r, seed := k/o.Seeds, k%o.Seeds
 		out[r].Runs[seed], errs[k] = preps[r/S].campaign(ctx, o, out[r].Sampler, int64(seed+1))
 		mu.Lock()
@@ -649,19 +650,19 @@ func Measure(ctx context.Context, scenarios []Scenario, o Options, progress func
 	return out, truths, nil
 }
 
-// parallel calls f(0) .. f(n-1), as many at once as there are cores, in order of start.
-func parallel(n int, f func(int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+// parallel calls f(0) .. f(n-1), width at once, in order of start. A panic
+// of a call's is raised in parallel's caller (safego), once the others end.
+func parallel(n, width int, f func(int)) {
+	var g safego.Group
+	sem := make(chan struct{}, width)
 	for i := range n {
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() {
+			defer func() { <-sem }()
 			f(i)
-		}()
+		})
 	}
-	wg.Wait()
+	g.Wait()
 }
 
 // MedianRegret is the median over seeds of a range's regret after n trials.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -164,4 +165,22 @@ func TestScenarioNamedTwiceIsRefused(t *testing.T) {
 	if s, err := ScenariosNamed([]string{"landscape-1", "smooth-1"}); err != nil || len(s) != 2 {
 		t.Errorf("landscape-1 and smooth-1: %v, %v", s, err)
 	}
+}
+
+// TestParallelRaisesAPanicInTheCaller: a panic of one of parallel's calls
+// (a bug of the tuner's, under bench) is raised in parallel's caller, where
+// runApp recovers it (exit 70), not in its goroutine, where Go's runtime
+// ended the process with exit status 2.
+func TestParallelRaisesAPanicInTheCaller(t *testing.T) {
+	defer func() {
+		if p, ok := recover().(safego.Panic); !ok || p.Value != "boom" {
+			t.Errorf("recovered %v, want the call's panic", p)
+		}
+	}()
+	parallel(4, 2, func(i int) {
+		if i == 2 {
+			panic("boom")
+		}
+	})
+	t.Error("parallel returned")
 }

@@ -613,31 +613,41 @@ const nameWidth = 40
 // shorten cuts a label from the space file (a command's metric unit) or the
 // store (a range's name) to n runes, once drawable: the axis is as tall as
 // the plot, and a label longer than it took the plot's whole height, which
-// then drew no axis and no point.
+// then drew no axis and no point. It cuts between characters as drawn, not
+// inside an escape, which would name another character.
 func shorten(s string, n int) string {
-	s = drawable(s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	var drawn []string
+	width := 0
+	for _, r := range s {
+		drawn = append(drawn, drawable(r))
+		width += utf8.RuneCountInString(drawn[len(drawn)-1])
 	}
-	return string([]rune(s)[:n-1]) + "…"
+	if width <= n {
+		return strings.Join(drawn, "")
+	}
+	var b strings.Builder
+	width = 0
+	for _, d := range drawn {
+		if width += utf8.RuneCountInString(d); width > n-1 {
+			break
+		}
+		b.WriteString(d)
+	}
+	return b.String() + "…"
 }
 
-// drawable is s with each character that the plots' font has no glyph
-// for (a unit in Chinese, which vanished from the axis), or that is not
-// graphic (a stored name's ESC), escaped as \uXXXX, as the terminal shows
-// the name.
-func drawable(s string) string {
-	var b strings.Builder
-	face := font.DefaultCache.Lookup(plot.DefaultFont, 12).Face
-	for _, r := range s {
-		if g, err := face.GlyphIndex(nil, r); err == nil && g != 0 && unicode.IsGraphic(r) {
-			b.WriteRune(r)
-		} else {
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
+// drawable is r, or where the plots' font has no glyph for it (a unit in
+// Chinese, which vanished from the axis), or it is not graphic (a stored
+// name's ESC), r escaped as \uXXXX, as the terminal shows the name.
+func drawable(r rune) string {
+	if g, err := plotFace.GlyphIndex(nil, r); err == nil && g != 0 && unicode.IsGraphic(r) {
+		return string(r)
 	}
-	return b.String()
+	return fmt.Sprintf("\\u%04x", r)
 }
+
+// plotFace is the plots' font.
+var plotFace = font.DefaultCache.Lookup(plot.DefaultFont, 12).Face
 
 // intTicks labels an axis of counts (trial numbers) with whole numbers, at
 // whole numbers: DefaultTicks puts a labelled tick at 2.5 between trials 0

@@ -897,16 +897,17 @@ func TestBusBWOfAnInfiniteBandwidth(t *testing.T) {
 	}
 }
 
-// TestLegendOfManyRanges: the legend of a space of 36 ranges (every
-// doubling from one float to 256G), one line each, is taller than the plot:
-// drawn over it, it hid the lines and ran over the axis's labels, and off
-// the image. It goes below the plot, on an
+// TestLegendOfManyRanges: the legend of a space of 38 ranges, one line
+// each, is taller than the plot: drawn over it, it hid the lines and ran
+// over the axis's labels, and off the image. It goes below the plot, on an
 // image taller by it, and a plot of few ranges keeps its size.
 func TestLegendOfManyRanges(t *testing.T) {
-	for _, n := range []int{3, 36} {
-		text := "[campaign]\nsizes = { min = \"4\", max = \"256G\", factor = 2 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+	for _, n := range []int{3, 38} {
+		// Of bytes (int8), whose every size of the sweep is whole elements:
+		// a range below one float's 4 bytes measures nothing, and is refused.
+		text := "[campaign]\nsizes = { min = \"1\", max = \"256G\", factor = 2 }\n[benchmark]\nbinary = \"x\"\nargs = [\"-d\", \"int8\"]\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
 		for r := range n {
-			text += fmt.Sprintf("[[range]]\nname = \"r%d\"\nmin = \"%d\"\nmax = \"%d\"\n", r, int64(4)<<(r*36/n), int64(4)<<((r+1)*36/n))
+			text += fmt.Sprintf("[[range]]\nname = \"r%d\"\nmin = \"%d\"\nmax = \"%d\"\n", r, int64(1)<<(r*38/n), int64(1)<<((r+1)*38/n))
 		}
 		sp, err := space.Parse("p.toml", []byte(text))
 		if err != nil {
@@ -984,5 +985,15 @@ func TestPlotTextTheFontLacks(t *testing.T) {
 	}
 	if got, want := shorten("sm\x1b[2J", nameWidth), `sm\u001b[2J`; got != want {
 		t.Errorf("a stored range name: %q, want %q", got, want)
+	}
+}
+
+// TestShortenCutsNoEscapeApart: a label cut to its width ends with whole
+// characters as drawn: a cut inside an escape ("\u4e…" of 中) named a
+// character the label does not hold.
+func TestShortenCutsNoEscapeApart(t *testing.T) {
+	got := shorten(strings.Repeat("中", 10), 20)
+	if want := strings.Repeat(`\u4e2d`, 3) + "…"; got != want {
+		t.Errorf("shorten = %q, want %q", got, want)
 	}
 }

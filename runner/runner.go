@@ -8,11 +8,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/runner/mpitag"
 	"github.com/nccltune/nccltune/runner/nccllog"
 )
@@ -223,6 +226,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		// without ending the tree: nccltune ends what is left of it. The
 		// trial fails as the supervisor ended (a signal, the timeout).
 		sweep(status.pid())
+	}
+	if out.panicked != nil {
+		panic(*out.panicked) // once the trial's processes are gone
 	}
 	if er, ok := r.Launcher.(ExitReader); ok {
 		exit = er.RankExit(res.Output, exit)
@@ -463,9 +469,20 @@ type capture struct {
 	// dropped counts the lines keep kept once limit bytes of them were:
 	// their values are missing from kept.
 	dropped int
+	// panicked is a panic of Write's (the Joiner's, keep's, a bug), which
+	// runs in os/exec's goroutine, where it would end the process with
+	// exit status 2; Run raises it in its own, where its caller's recover
+	// reaches it.
+	panicked *safego.Panic
 }
 
-func (c *capture) Write(p []byte) (int, error) {
+func (c *capture) Write(p []byte) (n int, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.panicked = &safego.Panic{Value: v, Stack: debug.Stack()}
+			n, err = 0, errors.New("reading the output panicked") // the copy stops
+		}
+	}()
 	c.ranks.Write(p, c.store)
 	return len(p), nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/runner/mpitag"
 	"github.com/nccltune/nccltune/runner/nccllog"
@@ -668,4 +669,33 @@ func TestFingerprintCountsOneRank(t *testing.T) {
 	if got := (Fingerprint{NCCL: "2.28.3", Ranks: 1}).String(); got != "NCCL 2.28.3, 1 rank" {
 		t.Errorf("fingerprint %q, want NCCL 2.28.3, 1 rank", got)
 	}
+}
+
+// panicKeeper prints a line that its Keep panics on, a bug's stand-in in
+// what reads the output as it streams (the Joiner, a metric's keeper).
+type panicKeeper struct{}
+
+func (panicKeeper) Command(Plan) []string {
+	return []string{"sh", "-c", "echo ok; echo boom; echo after"}
+}
+func (panicKeeper) Read(Plan, Output) (*Measurement, *Failure) { return nil, nil }
+func (panicKeeper) Keep(line string) bool {
+	if line == "boom" {
+		panic("boom")
+	}
+	return false
+}
+
+// TestAPanicReadingTheOutputReachesTheCaller: the output is read as it
+// streams in os/exec's goroutine, where a panic (a bug of the capture's)
+// ended the process with Go's exit status 2, which no recover reaches; it
+// is raised in Run's caller, with its trace (safego), as one of Run's own.
+func TestAPanicReadingTheOutputReachesTheCaller(t *testing.T) {
+	defer func() {
+		if p, ok := recover().(safego.Panic); !ok || p.Value != "boom" || !strings.Contains(p.String(), "panicKeeper.Keep") {
+			t.Errorf("recovered %v, want Keep's panic with its trace", p)
+		}
+	}()
+	(&Runner{Launcher: Local{}, BaseEnv: BaseEnv()}).Run(context.Background(), Job{Benchmark: panicKeeper{}, Timeout: time.Minute})
+	t.Error("Run returned")
 }

@@ -984,6 +984,7 @@ func TestARangeBelowOneElementIsRefused(t *testing.T) {
 		{`args = ["-d", "bfloat16"]`, "h.toml:9: range tiny: nccl-tests sends whole bfloat16 elements (2 bytes)"},
 		{`args = ["--datatype=int8"]`, ""},
 		{`args = ["-d", "no-such-type"]`, "whole float elements"}, // nccl-tests runs floats
+		{`args = ["-d", "char"]`, "whole float elements"},         // C's name, not nccl-tests': it runs floats
 	} {
 		src := strings.Replace(hostileBase, `min = "8"`, `min = "1"`, 1)
 		src = strings.Replace(src, `binary = "all_reduce_perf"`, "binary = \"all_reduce_perf\"\n"+tc.args, 1)
@@ -991,6 +992,31 @@ func TestARangeBelowOneElementIsRefused(t *testing.T) {
 		_, err := Parse("h.toml", []byte(src))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestARangeBelowOneShareIsRefused: all_gather, reduce_scatter and
+// alltoall send each rank's share of nccl-tests' size, rounded down to 16
+// bytes, so a range of sizes below 16 bytes a rank ran as 0 bytes in every
+// trial though each size was a whole element; -d char is no datatype of
+// nccl-tests', which runs floats for it.
+func TestARangeBelowOneShareIsRefused(t *testing.T) {
+	const ranges = "[[range]]\nname = \"tiny\"\nmin = 1\nmax = 100\n[[range]]\nname = \"rest\"\nmin = 100\nmax = \"1M\"\n"
+	for _, tc := range []struct{ coll, bench, want string }{ // the sweep: 1, 4, 16, 64, 256, ...
+		{"all_gather", "gpus = 8", "h.toml:10: range tiny: nccl-tests sends all_gather's 8 ranks each its share of a size in whole 16 bytes, and runs each of its sizes as 0 bytes, which measures nothing; start it at 128"},
+		{"reduce_scatter", "gpus = 8", "start it at 128"},
+		{"alltoall", "gpus = 8", "start it at 128"},
+		{"all_gather", "", ""}, // one rank: 16 and 64 bytes are shares of 16 bytes or more
+		{"all_reduce", "gpus = 8", ""},
+	} {
+		src := strings.Replace(hostileBase, `min = "8"`, `min = "1"`, 1)
+		src = strings.Replace(src, "trials = 10", "trials = 10\ncollective = \""+tc.coll+"\"", 1)
+		src = strings.Replace(src, `binary = "all_reduce_perf"`, "binary = \""+tc.coll+"_perf\"\n"+tc.bench, 1)
+		src = strings.Replace(src, "[fixed]", ranges+"[fixed]", 1)
+		_, err := Parse("h.toml", []byte(src))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s, %s: %v; want %q", tc.coll, tc.bench, err, tc.want)
 		}
 	}
 }

@@ -657,6 +657,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	}
 	b.simulator(s)
 	b.launcher(raw, s)
+	b.wholeElements(s) // of the ranks the launcher runs
 	b.argStrings(s)
 	b.launcherArgs(s)
 	b.programs(s)
@@ -981,7 +982,6 @@ func (b *builder) benchmark(raw *rawFile, s *Space) {
 	switch bm.Kind {
 	case NCCLTests:
 		b.ncclTestsArgs(line("args"), bm.Args)
-		b.wholeElements(s)
 	case DDP:
 		b.ddp(line, r.Layers, r.Batch, bm)
 	case Command:
@@ -1080,13 +1080,15 @@ var formatOptions = map[string]string{
 	"report_cputime":    "prints the CPU's time to launch in the time column, not the time the bandwidths are computed from",
 }
 
-// wholeElements refuses a range whose every size of the sweep is less than
-// one element of nccl-tests' datatype: it sends whole elements (size /
-// the element's bytes), so such a size runs, and is reported, as 0 bytes,
-// and the range would measure nothing in any trial.
+// wholeElements refuses a range whose every size of the sweep nccl-tests
+// runs as 0 bytes: it sends whole elements of its datatype (size / the
+// element's bytes), and for all_gather, reduce_scatter and alltoall each
+// rank's share of the size, rounded down to 16 bytes (PerRank), so such a
+// range would measure nothing in any trial. Where the launcher leaves the
+// rank count to the allocation, one rank's share is the least.
 func (b *builder) wholeElements(s *Space) {
-	if len(s.Workload) > 0 {
-		return // its ranges are the calls' collectives, whose sizes NCCL logged in elements
+	if s.Benchmark.Kind != NCCLTests || len(s.Workload) > 0 {
+		return // a workload's ranges are the calls' collectives, whose sweep starts at a share (Sweep)
 	}
 	elem, datatype := int64(4), "float" // nccl-tests' default, and what it takes a name it does not know for
 	if opts, err := NCCLTestsOptions(s.Benchmark.Args); err == nil {
@@ -1096,20 +1098,30 @@ func (b *builder) wholeElements(s *Space) {
 			}
 		}
 	}
+	ranks := max(s.LaunchRanks(), 1)
 	sweep := s.Sizes.List()
 	for i, r := range s.Ranges {
-		whole := func(n int64) bool { return n >= elem && r.Contains(n) }
+		least, sends := elem, fmt.Sprintf("whole %s elements (%d bytes)", datatype, elem)
+		if PerRank(r.Collective) {
+			of := text.Count(ranks, "rank", "ranks")
+			if s.LaunchRanks() == 0 {
+				of = "ranks (1 or more: the allocation's)"
+			}
+			least, sends = 16*int64(ranks), fmt.Sprintf("%s's %s each its share of a size in whole 16 bytes", r.Collective, of)
+		}
+		whole := func(n int64) bool { return n >= least && r.Contains(n) }
 		if slices.ContainsFunc(sweep, r.Contains) && !slices.ContainsFunc(sweep, whole) {
-			b.errorf(b.loc.field("range", i, "min"), "range %s: nccl-tests sends whole %s elements (%d bytes), and runs each of its sizes as 0 bytes, which measures nothing; start it at %d", r.Name, datatype, elem, elem)
+			b.errorf(b.loc.field("range", i, "min"), "range %s: nccl-tests sends %s, and runs each of its sizes as 0 bytes, which measures nothing; start it at %d", r.Name, sends, least)
 		}
 	}
 }
 
-// elementBytes are the bytes of an element of each of nccl-tests' datatypes (-d).
+// elementBytes are the bytes of an element of each of nccl-tests' datatypes
+// (-d), by the names it knows (not C's char or int, which it runs as float).
 var elementBytes = map[string]int64{
-	"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1,
+	"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1,
 	"half": 2, "bfloat16": 2,
-	"int32": 4, "uint32": 4, "int": 4, "float": 4,
+	"int32": 4, "uint32": 4, "float": 4,
 	"int64": 8, "uint64": 8, "double": 8,
 }
 

@@ -7,6 +7,7 @@ package safego
 import (
 	"fmt"
 	"runtime/debug"
+	"sync"
 )
 
 // Panic is a goroutine's recovered panic: its value and the goroutine's
@@ -29,4 +30,40 @@ func Go(panics chan<- Panic, f func()) {
 		}()
 		f()
 	}()
+}
+
+// Group runs goroutines and waits for them, as a sync.WaitGroup, where the
+// caller waits for every one anyway: a panic of one is raised again in
+// Wait's caller, once they are all done. The zero Group is ready to use.
+type Group struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	first *Panic
+}
+
+// Go runs f in a goroutine of the group.
+func (g *Group) Go(f func()) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done() // after the panic is kept
+		defer func() {
+			if v := recover(); v != nil {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				if g.first == nil {
+					g.first = &Panic{v, debug.Stack()}
+				}
+			}
+		}()
+		f()
+	}()
+}
+
+// Wait waits for the group's goroutines, and panics with the first panic
+// of theirs, if any.
+func (g *Group) Wait() {
+	g.wg.Wait()
+	if g.first != nil {
+		panic(*g.first)
+	}
 }

@@ -39,8 +39,9 @@ type line struct {
 	tag  []byte // its first chunk's
 	text []byte
 	// cut: it ran past MaxLine or MaxPending, and is dropped up to its
-	// newline: no reader reads so long a line, and one cut could be read
-	// as a shorter one ("ms: 1" of "ms: 100").
+	// end (a newline, or a '\r' that more follows): no reader reads so
+	// long a line, and one cut could be read as a shorter one ("ms: 1" of
+	// "ms: 100").
 	cut   bool
 	begun int
 }
@@ -50,8 +51,12 @@ const (
 	MaxLine = 64 << 10
 	// MaxPending bounds what the ranks' unfinished lines hold together.
 	MaxPending = 8 << 20
-	// maxTag is longer than any tag nextTag reads.
+	// maxTag is longer than any tag nextTag reads: the time, and two
+	// numbers of maxDigits (56 bytes).
 	maxTag = 64
+	// maxDigits bounds a tag's job and rank, which mpirun prints as
+	// 32-bit unsigned numbers.
+	maxDigits = 10
 	// lineCost is what an unfinished line takes besides its text.
 	lineCost = 64
 )
@@ -124,9 +129,12 @@ func nextTag(p []byte) (at, end int, rank []byte) {
 	}
 }
 
-// digitsBefore is where the digits that end p[:i] begin.
+// digitsBefore is where the digits that end p[:i] begin, of maxDigits at
+// most: a longer number is no rank's or job's, and a tag of it would not fit
+// in what Write holds of a write's end (maxTag), so that where a write was
+// cut would decide whether it is a tag.
 func digitsBefore(p []byte, i int) int {
-	for i > 0 && p[i-1] >= '0' && p[i-1] <= '9' {
+	for end := i; i > 0 && end-i < maxDigits && p[i-1] >= '0' && p[i-1] <= '9'; {
 		i--
 	}
 	return i
@@ -197,6 +205,11 @@ func (j *Joiner) add(l *line, b []byte, out func([]byte)) {
 			l.text = append(l.text, b[:i]...)
 			j.pending += i
 		}
+		if l.cut && b[i-1] == '\r' {
+			// Its text is left out, not the '\r' that ends it: the values
+			// after it are a progress bar's (lineCost holds it).
+			l.text = append(l.text, '\r')
+		}
 		b = b[i:]
 	}
 }
@@ -208,10 +221,10 @@ func (j *Joiner) pass(l *line, end []byte, out func([]byte)) {
 	if l.cut {
 		out([]byte(CutNote))
 	} else {
-		out(l.text)
+		j.pending -= len(l.text)
 	}
+	out(l.text) // a cut line's is the '\r' that ended it, if any
 	out(end)
-	j.pending -= len(l.text)
 	l.text, l.cut = l.text[:0], false
 }
 

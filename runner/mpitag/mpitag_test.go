@@ -50,6 +50,18 @@ func TestJoinerBoundsARanksLine(t *testing.T) {
 	}
 }
 
+// TestJoinerCutPartEndsAtCR: a '\r' ends a part of a rank's line that was
+// cut as it ends one that was not: a progress bar's values after a part
+// too long to hold (a dumped tensor) are read, as they were before the
+// Joiner, not dropped up to the line's newline.
+func TestJoinerCutPartEndsAtCR(t *testing.T) {
+	got := joined(t, "[1,0]<stdout>:"+strings.Repeat("x", MaxLine+1)+"\rms: 5\r", "[1,0]<stdout>:ms: 6\r\n")
+	want := "[1,0]<stdout>:" + CutNote + "\r[1,0]<stdout>:ms: 5\r[1,0]<stdout>:ms: 6\r\n"
+	if got != want {
+		t.Errorf("joined %q, want %q", got, want)
+	}
+}
+
 // TestJoinerBoundsUnfinishedLines: the ranks' unfinished lines together
 // hold no more than MaxPending (joined), however many ranks a program's
 // output names; the chunks past it pass on as they came.
@@ -73,7 +85,11 @@ func FuzzJoiner(f *testing.F) {
 	f.Add("[1,1]<stderr>:\rt=1\rt=2[1,1]<stderr>:\r\n[1,0]<stdout>:a\r[1,0]<stdout>:\nend[1,0]<stdout>:x", 7)
 	f.Add("plain [1,0] text\r\nSun Dec  6 14:45:56 2026<stdout>:x\n[rank0]: y\n[1,0]<stdout", 60)
 	f.Add("[1,[2,3]<stdin>:[,1]<stdout>:x Sun Dec  6 14:45:56 2026[12,3]<stderr>:y", 30)
-	tagRE := regexp.MustCompile(`(?:` + nccltests.MPIRunTime + `)?(\[\d+,\d+\]<std(?:out|err)>):`)
+	// A tag-like text longer than a tag (mpirun's ranks and jobs have 10
+	// digits at most), which a write may cut past what the Joiner holds.
+	long := "[" + strings.Repeat("1", 100) + ",0]<stdout>:"
+	f.Add(long+"ms: 1[1,1]<stdout>:x\n"+long+"00\n", 101)
+	tagRE := regexp.MustCompile(`(?:` + nccltests.MPIRunTime + `)?(\[\d{1,10},\d{1,10}\]<std(?:out|err)>):`)
 	f.Fuzz(func(t *testing.T, out string, split int) {
 		want := tagRE.FindStringSubmatchIndex(out)
 		at, end, rank := nextTag([]byte(out))
