@@ -1093,7 +1093,7 @@ func (b *builder) wholeElements(s *Space) {
 	elem, datatype := int64(4), "float" // nccl-tests' default, and what it takes a name it does not know for
 	if opts, err := NCCLTestsOptions(s.Benchmark.Args); err == nil {
 		for _, o := range opts {
-			if n, ok := elementBytes[o.Value]; ok && o.Long == "datatype" {
+			if n, ok := ElementBytes[o.Value]; ok && o.Long == "datatype" {
 				elem, datatype = n, o.Value
 			}
 		}
@@ -1114,15 +1114,6 @@ func (b *builder) wholeElements(s *Space) {
 			b.errorf(b.loc.field("range", i, "min"), "range %s: nccl-tests sends %s, and runs each of its sizes as 0 bytes, which measures nothing; start it at %d", r.Name, sends, least)
 		}
 	}
-}
-
-// elementBytes are the bytes of an element of each of nccl-tests' datatypes
-// (-d), by the names it knows (not C's char or int, which it runs as float).
-var elementBytes = map[string]int64{
-	"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1,
-	"half": 2, "bfloat16": 2,
-	"int32": 4, "uint32": 4, "float": 4,
-	"int64": 8, "uint64": 8, "double": 8,
 }
 
 func (b *builder) ncclTestsArgs(line int, args []string) {

@@ -22,6 +22,16 @@ var ncclTestsOptions = []struct {
 	{'u', "unalign"}, {'I', "per_iter_timing"}, {'K', "per_iter_skip"}, {'h', "help"},
 }
 
+// ElementBytes are the bytes of an element of each of nccl-tests' data
+// types (-d), by the names it knows (not C's char or int, which it runs as
+// float, as any name it does not know).
+var ElementBytes = map[string]int64{
+	"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1,
+	"half": 2, "bfloat16": 2,
+	"int32": 4, "uint32": 4, "float": 4,
+	"int64": 8, "uint64": 8, "double": 8,
+}
+
 // NCCLTestsOption is one option of an nccl-tests command line.
 type NCCLTestsOption struct {
 	Written string // as written: "-S", "--report_t"

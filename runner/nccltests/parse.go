@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/nccltune/nccltune/internal/text"
+	"github.com/nccltune/nccltune/space"
 )
 
 // Measure is one half of a result row: out-of-place or in-place.
@@ -511,10 +512,6 @@ func isWord(s string) bool {
 	return true
 }
 
-// ElementSizes are the bytes per element of nccl-tests' data types (-d).
-var ElementSizes = map[string]int64{"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
-	"int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
-
 // PrintedSizes are the sizes nccl-tests prints for a requested size (-b,
 // -e, the steps between), the current version's first: the element count
 // it derives from it (its GetCollByteCount functions), times the element
@@ -525,7 +522,7 @@ var ElementSizes = map[string]int64{"int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2"
 // another size where the share is not a multiple of 16 bytes. It is false
 // where the data type or the rank count it needs is unknown.
 func PrintedSizes(coll string, size int64, dataType string, ranks int) ([]int64, bool) {
-	elt, ok := ElementSizes[dataType]
+	elt, ok := space.ElementBytes[dataType]
 	if !ok {
 		return nil, false
 	}
@@ -574,7 +571,7 @@ var countIsShare = map[string]bool{"all_reduce": false, "broadcast": false, "red
 // changed, this relation did not); -1 where no count prints the size. It is false where
 // the collective, the data type or the rank count it needs is unknown.
 func PrintedCount(coll string, size int64, dataType string, ranks int) (int64, bool) {
-	elt, known := ElementSizes[dataType]
+	elt, known := space.ElementBytes[dataType]
 	share, measured := countIsShare[coll]
 	switch {
 	case !known || !measured || share && ranks <= 0:

@@ -218,7 +218,7 @@ func parseTestFlags(args []string) (testOpts, error) {
 	if o.minBytes < 1 || o.maxBytes < o.minBytes || o.gpus < 1 || o.threads < 1 || o.iters < 1 || o.factor == 1 {
 		return o, fmt.Errorf("invalid sizes, step or counts")
 	}
-	if _, ok := nccltests.ElementSizes[o.dtype]; !ok {
+	if _, ok := space.ElementBytes[o.dtype]; !ok {
 		return o, fmt.Errorf("invalid type %q", o.dtype)
 	}
 	return o, nil
@@ -345,7 +345,7 @@ func (r *run) main() int {
 	var rows []nccltests.Row
 	var sum float64
 	wrongHalves := 0 // halves of rows with wrong elements, as nccl-tests counts them (its errors)
-	dt := nccltests.ElementSizes[r.opts.dtype]
+	dt := space.ElementBytes[r.opts.dtype]
 	redop, root := collectives[r.coll].redop, -1
 	if r.coll == "broadcast" || r.coll == "reduce" {
 		root = r.opts.root
