@@ -107,7 +107,7 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 	if !space.FileWord(r.Range.Name) {
 		return file{}, errors.New("its name cannot name a file (letters, digits, '-' or '_'): the store was altered")
 	}
-	base := rangeBase(r.Range.Name)
+	name := rangeBase(r.Range.Name) + rangeExt[format]
 	head := e.header(rangeHeading+e.measures(r.Range), text.Count(r.Completed, "trial", "trials")+" measured it", r.Describe())
 	if args := sp.Args(a); len(args) > 0 {
 		head = append(head, "DistributedDataParallel settings (pass them to DDP in your code): "+strings.Join(args, " "))
@@ -116,17 +116,17 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 	var b strings.Builder
 	switch format {
 	case "env":
-		b.WriteString(comment(append(head, "use: . ./"+base+".env"), "# "))
+		b.WriteString(comment(append(head, "use: . ./"+name), "# "))
 		if err := writeSourced(&b, sp, env); err != nil {
 			return file{}, err
 		}
-		return file{base + ".env", b.String(), 0o644}, nil
+		return file{name, b.String(), 0o644}, nil
 	case "dotenv":
-		b.WriteString(comment(append(head, "use: docker run --env-file "+base+".dotenv ..., or set -a; . ./"+base+".dotenv; set +a"), "# "))
+		b.WriteString(comment(append(head, "use: docker run --env-file "+name+" ..., or set -a; . ./"+name+"; set +a"), "# "))
 		if err := writeLines(&b, env, dotenvLine); err != nil {
 			return file{}, err
 		}
-		return file{base + ".dotenv", b.String(), 0o644}, nil
+		return file{name, b.String(), 0o644}, nil
 	case "slurm":
 		list := []string{"ALL"}
 		for _, kv := range env {
@@ -145,12 +145,12 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 			// Each value fits, as the trials passed them; one argument of them all may not.
 			return file{}, fmt.Errorf("srun's --export list is %d bytes, and Linux starts no program with one argument over %d (MAX_ARG_STRLEN); use the env format and srun --export=ALL", len(arg), space.MaxArgStrlen-1)
 		}
-		b.WriteString(comment(append(head, "use: . ./"+base+".slurm; srun \"$NCCLTUNE_SRUN_EXPORT\" ..."), "# "))
+		b.WriteString(comment(append(head, "use: . ./"+name+"; srun \"$NCCLTUNE_SRUN_EXPORT\" ..."), "# "))
 		b.WriteString(unsetLine(sp, env)) // --export=ALL would pass them on
 		b.WriteString("NCCLTUNE_SRUN_EXPORT=" + ShellQuote(arg) + "\n")
-		return file{base + ".slurm", b.String(), 0o644}, nil
+		return file{name, b.String(), 0o644}, nil
 	default: // torchrun
-		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+base+".torchrun.sh --nproc-per-node 8 train.py ..."), "# ") + unsetLine(sp, env) + "exec env")
+		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+name+" --nproc-per-node 8 train.py ..."), "# ") + unsetLine(sp, env) + "exec env")
 		for _, kv := range env {
 			name, value, _ := strings.Cut(kv, "=")
 			if _, err := ExportLine(name, value); err != nil {
@@ -159,7 +159,7 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 			b.WriteString(" " + name + "=" + ShellQuote(value))
 		}
 		b.WriteString(" torchrun \"$@\"\n")
-		return file{base + ".torchrun.sh", b.String(), 0o755}, nil
+		return file{name, b.String(), 0o755}, nil
 	}
 }
 
