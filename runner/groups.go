@@ -2,11 +2,13 @@ package runner
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -374,6 +376,12 @@ func HostKey(name string) string {
 	return strings.ToLower(name)
 }
 
+// hostfileSlotsRE is a host's slot count as Open MPI's hostfile parser
+// reads it (hostfile_lex.l): "slots=N", its synonyms "count=N" and
+// "cpu=N", blanks allowed around the '=', and "max_slots=N" (or
+// "max-slots"), which gives the slots where no other count does.
+var hostfileSlotsRE = regexp.MustCompile(`(?:^| )(slots|count|cpu|max[-_]slots) ?= ?(\S*)`)
+
 // HostfileHosts reads an Open MPI ("host slots=N") or MPICH ("host:N")
 // hostfile.
 func HostfileHosts(path string) ([]Host, error) {
@@ -391,15 +399,19 @@ func HostfileHosts(path string) ([]Host, error) {
 			continue
 		}
 		h := Host{Name: fields[0]}
-		slots := ""
+		slots, maxSlots := "", ""
 		if name, count, ok := strings.Cut(fields[0], ":"); ok && name != "" {
 			h.Name, slots = name, count
 		}
-		for _, f := range fields[1:] {
-			if v, ok := strings.CutPrefix(f, "slots="); ok {
-				slots = v
+		for _, m := range hostfileSlotsRE.FindAllStringSubmatch(strings.Join(fields[1:], " "), -1) {
+			if strings.HasPrefix(m[1], "max") {
+				maxSlots = m[2]
+			} else {
+				slots = m[2]
 			}
 		}
+		// A host's max_slots alone is its slots too, to Open MPI.
+		slots = cmp.Or(slots, maxSlots)
 		if slots != "" {
 			if h.Slots, err = strconv.Atoi(slots); err != nil || h.Slots < 0 {
 				return nil, fmt.Errorf("hostfile %s:%d: bad slot count %q", path, line, slots)
