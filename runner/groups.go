@@ -435,15 +435,37 @@ func HostfileHosts(path string) ([]Host, error) {
 // gives none (mpirun then decides).
 func HostfileSlots(path string) (int, error) {
 	hosts, err := HostfileHosts(path)
-	if err != nil {
-		return 0, err
-	}
+	return slotsOf(hosts), err
+}
+
+// slotsOf is the hosts' total slot count, 0 if some host gives none.
+func slotsOf(hosts []Host) int {
 	total := 0
 	for _, h := range hosts {
 		if h.Slots == 0 {
-			return 0, nil
+			return 0
 		}
 		total += h.Slots
 	}
-	return total, nil
+	return total
+}
+
+// slotsGivenAgain is the first host that a hostfile's line gives a slot
+// count after a line before it listed the host (HostKey), "" where none
+// is: Open MPI (hostfile.c) refuses such a file, as "multiple definitions
+// of the slot count", where each line without a count adds one slot.
+func slotsGivenAgain(hosts []Host) string {
+	seen := map[string]string{} // HostKey → the name first listed
+	for _, h := range hosts {
+		first, ok := seen[HostKey(h.Name)]
+		switch {
+		case ok && h.Slots > 0 && first != h.Name:
+			return first + " (also as " + h.Name + ")"
+		case ok && h.Slots > 0:
+			return first
+		case !ok:
+			seen[HostKey(h.Name)] = h.Name
+		}
+	}
+	return ""
 }

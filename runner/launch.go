@@ -368,10 +368,13 @@ func (m MPIRun) Check() error {
 		}
 	}
 	if m.Hostfile != "" {
-		slots, err := HostfileSlots(m.Hostfile)
+		hosts, err := HostfileHosts(m.Hostfile)
+		slots, again := slotsOf(hosts), slotsGivenAgain(hosts)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("launcher mpirun: %w", err))
+		case m.Flavor != "mpich" && again != "":
+			errs = append(errs, fmt.Errorf("launcher mpirun: hostfile %s lists host %s on two lines, the later one giving it a slot count, which Open MPI refuses (\"multiple definitions of the slot count\"): list each host once, with all its slots", m.Hostfile, again))
 		case slots > 0 && m.NP > 0 && m.NP != slots && !m.oversubscribes():
 			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %s of hostfile %s", m.NP, text.Count(slots, "slot", "slots"), m.Hostfile))
 		}
