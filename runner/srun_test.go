@@ -940,3 +940,45 @@ func TestKilledNCCLTuneCancelsSteps(t *testing.T) {
 	cmd.Wait()
 	waitGone(t, c, job, marker)
 }
+
+// TestLabelledRanks: launcher.args may have the launcher label each rank's
+// lines, srun --label ("0: ", " 0: " of ten tasks or more) or Hydra's -l
+// (-prepend-rank, "[0] "), as nccl-tests' table reads through. A user's
+// metric read none where its regex is anchored (every trial unparsable), and
+// took every rank's lines for one rank's, so that skip dropped the first
+// values of the ranks together: 1/505 ms, the median of two ranks' warm-up
+// steps and timed ones, for a step of 10 ms.
+func TestLabelledRanks(t *testing.T) {
+	for _, tc := range []struct {
+		launcher space.LauncherSettings
+		output   string
+	}{
+		{space.LauncherSettings{Kind: "srun", Args: []string{"-l"}}, "0: step time: 1000 ms\n1: step time: 1000 ms\n 1: step time: 1000 ms\n 0: step time: 1000 ms\n0: step time: 10 ms\n1: step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "srun", Args: []string{"--label"}}, "0: step time: 1000 ms\n0: step time: 1000 ms\n1: step time: 1000 ms\n1: step time: 1000 ms\n1: step time: 10 ms\n0: step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "srun", Args: []string{"-lu"}}, "P0 0: step time: 1000 ms\nP0 1: step time: 1000 ms\nP0 0: step time: 1000 ms\nP0 1: step time: 1000 ms\nP0 1: step time: 10 ms\nP0 0: step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "mpirun", Flavor: "mpich", Args: []string{"-prepend-rank"}}, "[0] step time: 1000 ms\n[1] step time: 1000 ms\n[1] step time: 1000 ms\n[0] step time: 1000 ms\n[0] step time: 10 ms\n[1] step time: 10 ms\n"},
+	} {
+		for _, regex := range []string{`^step time: ([0-9.]+) ms`, `step time: ([0-9.]+) ms`} {
+			b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: regex, Goal: "min", Skip: 2}}, tc.launcher)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(tc.output, "\n"), "\n")
+			lines = slices.DeleteFunc(lines, func(l string) bool { return !b.(LineKeeper).Keep(l) })
+			m, f := b.Read(Plan{}, Output{Text: []byte(tc.output), Kept: lines})
+			if f != nil || m.Value != 1/10.0 {
+				t.Errorf("%s %q, %s: failure %v, measurement %+v; want each rank's 10 ms", tc.launcher.Kind, tc.launcher.Args, regex, f, m)
+			}
+		}
+	}
+	// Under real srun --label.
+	c := slurmtest.Start(t, 1)
+	c.Alloc(t, 4)
+	l := space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 2, Args: []string{"--label"}}
+	body := `for ms in 1000 1000 10; do echo "step time: $ms ms"; sleep 0.1; done`
+	b, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"sh", "-c", body}, Metric: space.Metric{Regex: `^step time: ([0-9.]+) ms`, Goal: "min", Skip: 2}}, l)
+	res := (&Runner{Launcher: NewLauncher(l), BaseEnv: BaseEnv()}).Run(context.Background(), Job{Benchmark: b, Timeout: time.Minute})
+	if res.Failure != nil || res.Measurement.Value != 1/10.0 {
+		t.Errorf("srun --label: failure %v, measurement %+v; want each rank's 10 ms\n%s", res.Failure, res.Measurement, res.Output)
+	}
+}

@@ -1172,6 +1172,11 @@ func givesOption(arg, opt string, style optionStyle) bool {
 	return false
 }
 
+// SrunArgGives reports whether arg, one of srun's arguments, gives its
+// option opt ("-l", "--label") as srun reads it: in a cluster of short
+// options ("-lK"), or abbreviated ("--lab").
+func SrunArgGives(arg, opt string) bool { return givesOption(arg, opt, getopt) }
+
 // srunFlags are srun's short options that take no value (slurm_opt.c's
 // no_argument ones): getopt reads "-ln16" as -l, then -n 16.
 const srunFlags = "EHhlOQsuvVXZ"
