@@ -674,6 +674,14 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 // the timeout too; nor a rank's line with the words.
 var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
 
+// stepTimeLimitRE is slurmstepd's word that it ended a step at the step's
+// own time limit (srun --time, in launcher.args or a wrapper's srun) as
+// Slurm 22.05 gives it: "slurmstepd-n1: error: *** STEP 7.3 ON n1
+// CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***". The job's time
+// limit ends its steps with the same words, which allocationEnded reads
+// first, as the job's state says it ended.
+var stepTimeLimitRE = regexp.MustCompile(`(?m)^slurmstepd(?:-[^:\s]+)?: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*`)
+
 // ompiDaemonLostRE is Open MPI's mpirun's word that it lost a node's
 // daemon (help-errmgr-base.txt; 4's ORTE, 5's PRTE), which it gives where
 // a node fails under its ranks: under Slurm it starts its daemons with a

@@ -859,7 +859,8 @@ func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
 			t.Errorf("%T: failure = %v, want allocation\n%s", l, res.Failure, res.Output)
 		}
 		fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
-		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailSignal {
+		// The job running, the step ran past a time limit of its own (TestStepTimeLimit).
+		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailTimeout {
 			t.Errorf("%T: failure = %v with the job running, want the trial's own", l, res.Failure)
 		}
 	}
@@ -980,5 +981,30 @@ func TestLabelledRanks(t *testing.T) {
 	res := (&Runner{Launcher: NewLauncher(l), BaseEnv: BaseEnv()}).Run(context.Background(), Job{Benchmark: b, Timeout: time.Minute})
 	if res.Failure != nil || res.Measurement.Value != 1/10.0 {
 		t.Errorf("srun --label: failure %v, measurement %+v; want each rank's 10 ms\n%s", res.Failure, res.Measurement, res.Output)
+	}
+}
+
+// TestStepTimeLimit: a step that Slurm ended at its own time limit
+// (launcher.args' --time, or a wrapper's srun --time), the job still
+// running, ran past the time it was given: a timeout, as one of
+// benchmark.timeout's is, where its ranks' SIGTERM read as a rank killed
+// by a signal, under any launcher whose command runs srun.
+func TestStepTimeLimit(t *testing.T) {
+	out := "started 0\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n" +
+		"slurmstepd-n1: error: *** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***\nsrun: error: n1: tasks 0-1: Terminated\n"
+	wrapper := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", out))
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
+	for _, l := range []Launcher{Srun{Command: wrapper, Nodes: 1, TasksPerNode: 2}, Local{}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{wrapper}}, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailTimeout || !strings.Contains(res.Failure.Reason, "*** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***") {
+			t.Errorf("%T: failure = %v, want timeout with Slurm's word\n%s", l, res.Failure, res.Output)
+		}
+	}
+	// Another step's line a rank printed is no word of Slurm's.
+	r := &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo 'log: slurmstepd-n1: error: *** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***'; exit 3"}}, Timeout: time.Minute})
+	if res.Failure == nil || res.Failure.Kind == FailTimeout {
+		t.Errorf("failure = %v of a rank's line, want the trial's own", res.Failure)
 	}
 }
