@@ -1008,3 +1008,25 @@ func TestStepTimeLimit(t *testing.T) {
 		t.Errorf("failure = %v of a rank's line, want the trial's own", res.Failure)
 	}
 }
+
+// TestSrunKilledLeavesNoStep: a srun killed alone while its step runs (the
+// OOM killer's choice, a crash) fails its trial as killed, and leaves no
+// step: the child srun forks to cancel the step should it die does so
+// before the supervisor ends what the trial left.
+func TestSrunKilledLeavesNoStep(t *testing.T) {
+	c := slurmtest.Start(t, 1)
+	job := c.Alloc(t, 4)
+	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: append(BaseEnv(), marker), Grace: time.Second}
+	done := make(chan Result)
+	go func() {
+		done <- r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Timeout: time.Minute})
+	}()
+	if err := syscall.Kill(waitRanks(t, marker), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.Failure == nil || res.Failure.Kind != FailSignal {
+		t.Errorf("failure %v, want srun's SIGKILL\n%s", res.Failure, res.Output)
+	}
+	waitGone(t, c, job, marker)
+}
