@@ -46,9 +46,12 @@ func newUserCommand(b space.BenchmarkSettings, l space.LauncherSettings) (Benchm
 // tasks or more, as wide as the largest id; "P1 0: " in a heterogeneous
 // job), Hydra -l's "[0] " (MPICH's and Intel MPI's mpiexec).
 var (
-	srunLabelRE  = regexp.MustCompile(`^(?:P\d+ )? *(\d+): `)
+	srunLabelRE  = regexp.MustCompile(`^` + srunLabel)
 	hydraLabelRE = regexp.MustCompile(`^\[(\d+)\] `)
 )
+
+// srunLabel is srun --label's label of a task's line, its group the task.
+const srunLabel = `(?:P\d+ )? *(\d+): `
 
 // launcherLabel is the label launcher l puts before each rank's line, where
 // its args ask for one (srun's -l or --label, Hydra's -l or -prepend-rank,

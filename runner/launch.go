@@ -633,13 +633,19 @@ var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:(?:error|fatal): |unrecogniz
 // created (src/srun/libsrun/launch.c).
 var srunPendingRE = regexp.MustCompile(`(?m)^srun: Job [0-9]+ step creation temporarily disabled.*$`)
 
+// slurmstepd is how slurmstepd's lines in a task's output begin: its name
+// and node ("slurmstepd-n1"), after the task's label where srun --label
+// labels the task's output ("0: slurmstepd-n1: error: ..."); srun's own
+// lines have none.
+const slurmstepd = `(?:` + srunLabel + `)?slurmstepd(?:-[^:\s]+)?`
+
 // srunExecRE is slurmstepd's word that it could not exec a task's program
 // (src/slurmd/slurmstepd/task.c): "slurmstepd-n1: error: execve():
 // /bin/all_reduce_perf: No such file or directory", or "execve(): bad
 // interpreter(/usr/bin/python3.9): ..." for a script's. The task then
 // exits with execve's errno, 2 (ENOENT) or 13 (EACCES), which srun reports
 // as a rank's exit status.
-var srunExecRE = regexp.MustCompile(`(?m)^slurmstepd(?:-[^:\s]+)?: error: execve\(\): .*$`)
+var srunExecRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: execve\(\): .*$`)
 
 // LaunchFailure is srun's own error where it failed without a rank's
 // report (srunTaskRE): the step was not created or not launched, and its
@@ -672,7 +678,7 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 // or a job's state (NODE_FAIL). Not "srun: Job step aborted: Waiting up to
 // 32 seconds ...", which follows every cancel of a step, nccltune's own at
 // the timeout too; nor a rank's line with the words.
-var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
+var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|` + slurmstepd + `): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
 
 // stepTimeLimitRE is slurmstepd's word that it ended a step at the step's
 // own time limit (srun --time, in launcher.args or a wrapper's srun) as
@@ -680,7 +686,7 @@ var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): 
 // CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***". The job's time
 // limit ends its steps with the same words, which allocationEnded reads
 // first, as the job's state says it ended.
-var stepTimeLimitRE = regexp.MustCompile(`(?m)^slurmstepd(?:-[^:\s]+)?: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*`)
+var stepTimeLimitRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*`)
 
 // ompiDaemonLostRE is Open MPI's mpirun's word that it lost a node's
 // daemon (help-errmgr-base.txt; 4's ORTE, 5's PRTE), which it gives where
@@ -824,7 +830,7 @@ func throughSlurm(l Launcher) bool {
 // slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force
 // Terminated StepId=7.0", "slurmstepd-n1: error: *** STEP 7.0 ON n1
 // CANCELLED AT ... ***"), not a rank's.
-var slurmLineRE = regexp.MustCompile(`^(?:srun|slurmstepd(?:-[^:\s]+)?): `)
+var slurmLineRE = regexp.MustCompile(`^(?:srun|` + slurmstepd + `): `)
 
 // slurmSaysRE is such a line anywhere in the output.
 var slurmSaysRE = regexp.MustCompile(`(?m)` + slurmLineRE.String())

@@ -1030,3 +1030,38 @@ func TestSrunKilledLeavesNoStep(t *testing.T) {
 	}
 	waitGone(t, c, job, marker)
 }
+
+// TestSrunLabelledSlurmLines: under srun --label (launcher.args) the lines
+// slurmstepd writes into a task's output are labelled as the task's ("0:
+// slurmstepd-n1: error: execve(): ..."), and were read as a rank's: a
+// benchmark missing on a node failed every trial as nccl-tests' CUDA error
+// (execve's ENOENT, exit 2), a failed rank's detail was slurmstepd's word
+// that it cancelled the step, and a step's time limit or its node's failure
+// went unread.
+func TestSrunLabelledSlurmLines(t *testing.T) {
+	c := slurmtest.Start(t, 1)
+	c.Alloc(t, 4)
+	srun := Srun{Nodes: 1, TasksPerNode: 2, Args: []string{"--label"}}
+	r := &Runner{Launcher: srun, BaseEnv: BaseEnv(), Grace: time.Second}
+	res := r.Run(context.Background(), tableJob("/nonexistent/all_reduce_perf"))
+	if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.Contains(res.Failure.Reason, "execve(): /nonexistent/all_reduce_perf: No such file or directory") {
+		t.Errorf("missing benchmark: failure %v, want launch\n%s", res.Failure, res.Output)
+	}
+	body := `[ "$SLURM_PROCID" = 1 ] && { echo "ValueError: no data" >&2; exit 3; }; exec sleep 30`
+	res = r.Run(context.Background(), Job{Benchmark: UserCommand{Argv: []string{"sh", "-c", body}, Metric: space.Metric{Regex: `step ([0-9]+)`, Goal: "min"}}, Timeout: time.Minute})
+	if res.Failure == nil || res.Failure.Reason != "exit status 3: 1: ValueError: no data" {
+		t.Errorf("failed rank: failure %v, want its own last words\n%s", res.Failure, res.Output)
+	}
+	// A step's time limit, and a node's failure, in slurmstepd's labelled words.
+	limit := script(t, `printf '0: slurmstepd-n1: error: *** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***\nsrun: error: n1: task 0: Terminated\n'; exit 143`)
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
+	res = (&Runner{Launcher: Srun{Command: limit, Nodes: 1, TasksPerNode: 1}, BaseEnv: BaseEnv()}).Run(context.Background(), tableJob("all_reduce_perf"))
+	if res.Failure == nil || res.Failure.Kind != FailTimeout {
+		t.Errorf("step time limit: failure %v, want timeout", res.Failure)
+	}
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "idle\ndown*")
+	line := "12: slurmstepd-n1: error: *** STEP 7.0 ON n1 CANCELLED AT 2026-12-06T09:56:17 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"
+	if got := nodeFailureLine([]byte("started\n" + line + "\n")); got != line {
+		t.Errorf("nodeFailureLine = %q, want %q", got, line)
+	}
+}
