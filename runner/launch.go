@@ -216,8 +216,8 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 // help-orte-odls-default.txt), daemons that died before they called back
 // (under Slurm, started by a srun whose output mpirun discards), a run as
 // root without Open MPI's consent
-// (OMPI_ALLOW_RUN_AS_ROOT), and an option it does not know (`mpirun:
-// Error: unknown option "--foo"`), each exit 1 too; an execve that failed
+// (OMPI_ALLOW_RUN_AS_ROOT), an option it does not know (`mpirun:
+// Error: unknown option "--foo"`), and hosts it refuses, each exit 1 too; an execve that failed
 // past Open MPI's own checks (a script's interpreter missing), exit 131,
 // which reads as a rank killed by SIGQUIT; and the count of ranks that did
 // not start, which follows any report of it, also one not listed here.
@@ -233,6 +233,13 @@ var mpirunLaunchErrors = []string{
 	"A request was made to bind to that would result in binding more", "Your job failed to map.",
 	"Your job has requested a conflicting number of processes", "Your job has requested more cpus per process",
 	"we found no available cpus on", "without launching the target application",
+	// Hosts it refuses (help-hostfile.txt, help-dash-host.txt): a
+	// hostfile's line it cannot parse or a host's slots given twice, a host
+	// of the hostfile or --host (launcher.groups) not in the Slurm
+	// allocation it runs in (4.1's mapper finds no slot on the others:
+	// help-orte-rmaps-base.txt).
+	"detected a parse error in the hostfile", "A hostfile was provided that contains",
+	"not included in the current allocation", "All nodes which are allocated for this job are already filled.",
 }
 
 // LaunchFailure is Open MPI's report that it could not start the ranks,

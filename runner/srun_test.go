@@ -1065,3 +1065,33 @@ func TestSrunLabelledSlurmLines(t *testing.T) {
 		t.Errorf("nodeFailureLine = %q, want %q", got, line)
 	}
 }
+
+// TestMPIRunRefusesItsHostfile: Open MPI's mpirun that refuses its
+// hostfile starts no rank and exits 1, which read as nccl-tests' internal
+// error, a failure of the trial's settings: a host not in the Slurm
+// allocation it runs in, a line it cannot parse, a host given a slot count
+// twice.
+func TestMPIRunRefusesItsHostfile(t *testing.T) {
+	simtest.RequireMPI(t)
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	run := func(hostfile, reason string) {
+		t.Helper()
+		if err := os.WriteFile(hosts, []byte(hostfile), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := (&Runner{Launcher: MPIRun{NP: 2, Hostfile: hosts}, BaseEnv: BaseEnv()}).Run(context.Background(), tableJob("true"))
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, reason) {
+			t.Errorf("%q: failure %v, want launch: %s...\n%s", hostfile, res.Failure, reason, res.Output)
+		}
+	}
+	run("localhost slot=2\n", "Open RTE detected a parse error in the hostfile:")
+	run("localhost slots=1\nlocalhost slots=1\n", "A hostfile was provided that contains multiple definitions of the slot count for at least one node:")
+	c := slurmtest.Start(t, 1)
+	c.Alloc(t, 4)
+	run("othernode slots=2\n", "A hostfile was provided that contains at least one node not present in the allocation:")
+	// A group's hosts, given with --host.
+	res := (&Runner{Launcher: MPIRun{NP: 2, Hosts: []Host{{"othernode", 2}}}, BaseEnv: BaseEnv()}).Run(context.Background(), tableJob("true"))
+	if res.Failure == nil || res.Failure.Kind != FailLaunch {
+		t.Errorf("--host othernode:2: failure %v, want launch\n%s", res.Failure, res.Output)
+	}
+}
