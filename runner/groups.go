@@ -378,9 +378,10 @@ func HostKey(name string) string {
 
 // hostfileSlotsRE is a host's slot count as Open MPI's hostfile parser
 // reads it (hostfile_lex.l): "slots=N", its synonyms "count=N" and
-// "cpu=N", blanks allowed around the '=', and "max_slots=N" (or
-// "max-slots"), which gives the slots where no other count does.
-var hostfileSlotsRE = regexp.MustCompile(`(?:^| )(slots|count|cpu|max[-_]slots) ?= ?(\S*)`)
+// "cpu=N", blanks allowed around the '=', and the maximum, "max_slots=N"
+// (or "max-slots", "slots_max", "max_cpu", "count-max", ...), which gives
+// the slots where no other count does.
+var hostfileSlotsRE = regexp.MustCompile(`(?:^| )((?:max[-_])?(?:slots|count|cpu)(?:[-_]max)?) ?= ?(\S*)`)
 
 // HostfileHosts reads an Open MPI ("host slots=N") or MPICH ("host:N")
 // hostfile.
@@ -404,7 +405,7 @@ func HostfileHosts(path string) ([]Host, error) {
 			h.Name, slots = name, count
 		}
 		for _, m := range hostfileSlotsRE.FindAllStringSubmatch(strings.Join(fields[1:], " "), -1) {
-			if strings.HasPrefix(m[1], "max") {
+			if strings.Contains(m[1], "max") {
 				maxSlots = m[2]
 			} else {
 				slots = m[2]

@@ -357,7 +357,9 @@ func TestUnevenGPUs(t *testing.T) {
 func TestHostfileSlotSpellings(t *testing.T) {
 	dir := t.TempDir()
 	for _, line := range []string{"node1 slots=4", "node1 slots = 4", "node1 count=4", "node1 cpu=4", "node1 cpu = 4",
-		"node1 max_slots=4", "node1 slots=4 max_slots=8", "node1 max_slots=8 slots=4", "node1:4", "node1 slots=4 # four"} {
+		"node1 max_slots=4", "node1 slots=4 max_slots=8", "node1 max_slots=8 slots=4", "node1:4", "node1 slots=4 # four",
+		// The maximum's other spellings (PRRTE's hostfile_lex.l).
+		"node1 slots-max=4", "node1 slots_max=4", "node1 max-cpu=4", "node1 cpu_max=4", "node1 count-max=4", "node1 max_count=4"} {
 		path := filepath.Join(dir, "hosts")
 		if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
 			t.Fatal(err)
