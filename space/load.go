@@ -1249,6 +1249,28 @@ var launcherOutput = map[string][]string{
 // habit gives again: the step is the same, so they are no reason to refuse it.
 var srunAsNccltune = []string{"--export=ALL", "-K", "-K1", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
 
+// mpirunXML is the option of args that has Open MPI's mpirun write the
+// ranks' output as XML (4's --xml, 5's --output with xml in its list), as
+// given ("--output tag,xml"); "" where none does.
+func mpirunXML(args []string) string {
+	for i, a := range args {
+		if mpirunOwnGives(a, "--xml") {
+			return a
+		}
+		if !mpirunOwnGives(a, "--output") {
+			continue
+		}
+		given, value, attached := a, "", false
+		if _, value, attached = strings.Cut(a, "="); !attached && i+1 < len(args) {
+			given, value = a+" "+args[i+1], args[i+1]
+		}
+		if slices.ContainsFunc(strings.Split(value, ","), func(q string) bool { return strings.EqualFold(q, "xml") }) {
+			return given
+		}
+	}
+	return ""
+}
+
 // ownOptions are a launcher's spellings of one option, and what nccltune
 // gives it from.
 type ownOptions struct {
@@ -1268,6 +1290,9 @@ func (b *builder) launcherArgs(s *Space) {
 	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
 	if l.Kind == "mpirun" {
 		b.mpirunExports(l.Args)
+		if xml := mpirunXML(l.Args); xml != "" {
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s writes the ranks' output as XML, where nccltune reads each trial's result, errors and NCCL's log as the ranks print them: every trial would fail", xml)
+		}
 	}
 	for _, a := range l.Args {
 		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a) {
