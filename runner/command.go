@@ -28,10 +28,17 @@ type UserCommand struct {
 	// launcher.args ask for one (launcherLabel), its group the rank; nil
 	// where there is none.
 	label *regexp.Regexp
+	// role is torchrun's prefix of a worker's line where launcher.args
+	// name the workers' role (--role trainer: "[trainer3]:", read as
+	// "[default3]:"); nil where they do not.
+	role *regexp.Regexp
 }
 
 func newUserCommand(b space.BenchmarkSettings, l space.LauncherSettings) (Benchmark, error) {
 	c := UserCommand{Argv: b.Command, Metric: b.Metric, label: launcherLabel(l)}
+	if role := torchrunRole(l); role != "" && role != "default" {
+		c.role = regexp.MustCompile(`\[` + regexp.QuoteMeta(role) + `(\d+\]:)`)
+	}
 	if b.Metric.Regex != "" {
 		var err error
 		if c.regex, err = regexp.Compile(b.Metric.Regex); err != nil {
@@ -72,9 +79,32 @@ func launcherLabel(l space.LauncherSettings) *regexp.Regexp {
 	return nil
 }
 
+// torchrunRole is the workers' role that launcher l's args give torchrun
+// (--role NAME, --role=NAME, or an abbreviation argparse takes, "--rol"),
+// the last one; "" where none does.
+func torchrunRole(l space.LauncherSettings) string {
+	role := ""
+	for i, a := range l.Args {
+		name, value, attached := strings.Cut(a, "=")
+		if l.Kind != "torchrun" || len(name) < len("--ro") || !strings.HasPrefix("--role", name) {
+			continue
+		}
+		if !attached && i+1 < len(l.Args) {
+			value = l.Args[i+1]
+		}
+		role = value
+	}
+	return role
+}
+
 // cutLabel is line less the launcher's label at its head (c.label), and the
-// label's rank; "" and line where it has none.
+// label's rank; "" and line where it has none. torchrun's prefixes of a
+// role of launcher.args are read as the default role's, which the
+// workers' tags are known by (rankRE).
 func (c UserCommand) cutLabel(line string) (rank, rest string) {
+	if c.role != nil && strings.Contains(line, "]:") {
+		line = c.role.ReplaceAllString(line, "[default$1")
+	}
 	if c.label != nil {
 		if m := c.label.FindStringSubmatchIndex(line); m != nil {
 			return line[m[2]:m[3]], line[m[1]:]

@@ -958,6 +958,9 @@ func TestLabelledRanks(t *testing.T) {
 		{space.LauncherSettings{Kind: "srun", Args: []string{"--label"}}, "0: step time: 1000 ms\n0: step time: 1000 ms\n1: step time: 1000 ms\n1: step time: 1000 ms\n1: step time: 10 ms\n0: step time: 10 ms\n"},
 		{space.LauncherSettings{Kind: "srun", Args: []string{"-lu"}}, "P0 0: step time: 1000 ms\nP0 1: step time: 1000 ms\nP0 0: step time: 1000 ms\nP0 1: step time: 1000 ms\nP0 1: step time: 10 ms\nP0 0: step time: 10 ms\n"},
 		{space.LauncherSettings{Kind: "mpirun", Flavor: "mpich", Args: []string{"-prepend-rank"}}, "[0] step time: 1000 ms\n[1] step time: 1000 ms\n[1] step time: 1000 ms\n[0] step time: 1000 ms\n[0] step time: 10 ms\n[1] step time: 10 ms\n"},
+		// torchrun --tee's prefix names the workers' role, "default" unless --role gives one.
+		{space.LauncherSettings{Kind: "torchrun", Args: []string{"--tee", "3", "--role", "trainer"}}, "[trainer0]:step time: 1000 ms\n[trainer1]:step time: 1000 ms\n[trainer1]:step time: 1000 ms\n[trainer0]:step time: 1000 ms\n[trainer0]:step time: 10 ms\n[trainer1]:step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "torchrun", Args: []string{"--role=t.x", "--tee=3"}}, "[t.x0]:step time: 1000 ms\n[t.x1]:step time: 1000 ms\n[t.x1]:[rank1]:step time: 1000 ms\n[t.x0]:step time: 1000 ms\n[t.x0]:step time: 10 ms\n[t.x1]:step time: 10 ms\n"},
 	} {
 		for _, regex := range []string{`^step time: ([0-9.]+) ms`, `step time: ([0-9.]+) ms`} {
 			b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: regex, Goal: "min", Skip: 2}}, tc.launcher)
