@@ -357,6 +357,10 @@ func hostnames(ctx context.Context, list string) ([]string, error) {
 type Host struct {
 	Name  string
 	Slots int
+	// Line is its line in the hostfile, colon whether the line gave its
+	// slots in MPICH's form ("node1:8"), which Open MPI does not read.
+	Line  int
+	colon bool
 }
 
 // String is the host as mpirun's --host list takes it: "name:slots".
@@ -399,10 +403,10 @@ func HostfileHosts(path string) ([]Host, error) {
 		if len(fields) == 0 {
 			continue
 		}
-		h := Host{Name: fields[0]}
+		h := Host{Name: fields[0], Line: line}
 		slots, maxSlots := "", ""
 		if name, count, ok := strings.Cut(fields[0], ":"); ok && name != "" {
-			h.Name, slots = name, count
+			h.Name, slots, h.colon = name, count, true
 		}
 		for _, m := range hostfileSlotsRE.FindAllStringSubmatch(strings.Join(fields[1:], " "), -1) {
 			if strings.Contains(m[1], "max") {
@@ -449,6 +453,16 @@ func slotsOf(hosts []Host) int {
 		total += h.Slots
 	}
 	return total
+}
+
+// mpichForm is the first host whose line gives its slots in MPICH's form
+// ("node1:8"), nil where none does: Open MPI (4's hostfile.c, 5's PRRTE)
+// reads the line as a host named "node1:8", which it cannot reach.
+func mpichForm(hosts []Host) *Host {
+	if i := slices.IndexFunc(hosts, func(h Host) bool { return h.colon }); i >= 0 {
+		return &hosts[i]
+	}
+	return nil
 }
 
 // slotsGivenAgain is the first host that a hostfile's line gives a slot

@@ -815,6 +815,11 @@ func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
 		{"node1 slots=1\nnode1\n", "", ""},
 		{"node1\nnode1\n", "", ""},
 		{"node1:1\nnode1:1\n", "mpich", ""}, // Hydra takes both
+		// MPICH's form: Open MPI (4's hostfile.c, 5's PRRTE) reads "node1:1"
+		// as a host of that name, which it cannot reach.
+		{"node1:1\nnode2:1\n", "", "hostfile line 1 gives host node1 its slots in MPICH's form, node1:1"},
+		{"node1 slots=1\nnode2:1\n", "openmpi", "line 2 gives host node2 its slots in MPICH's form"},
+		{"node1:1\nnode2:1\n", "mpich", ""},
 	} {
 		path := filepath.Join(dir, "hosts")
 		os.WriteFile(path, []byte(tc.hosts), 0o644)

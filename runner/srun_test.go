@@ -1093,7 +1093,7 @@ func TestMPIRunRefusesItsHostfile(t *testing.T) {
 	c.Alloc(t, 4)
 	run("othernode slots=2\n", "A hostfile was provided that contains at least one node not present in the allocation:")
 	// A group's hosts, given with --host.
-	res := (&Runner{Launcher: MPIRun{NP: 2, Hosts: []Host{{"othernode", 2}}}, BaseEnv: BaseEnv()}).Run(context.Background(), tableJob("true"))
+	res := (&Runner{Launcher: MPIRun{NP: 2, Hosts: []Host{{Name: "othernode", Slots: 2}}}, BaseEnv: BaseEnv()}).Run(context.Background(), tableJob("true"))
 	if res.Failure == nil || res.Failure.Kind != FailLaunch {
 		t.Errorf("--host othernode:2: failure %v, want launch\n%s", res.Failure, res.Output)
 	}
