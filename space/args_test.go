@@ -112,6 +112,11 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numDDP, torchrun, `["--standalone"]`, "(launcher.rdzv_endpoint)"},
 		{numDDP, torchrun, `["--rdzv-endpoint=h:29400"]`, "(launcher.rdzv_endpoint)"},
 		{numDDP, torchrun, `["--max_restarts", "0", "--rdzv_id", "x", "--no_python", "--log_dir", "/tmp/l"]`, ""},
+		// With a rendezvous of several nodes' torchrun, each launch meets
+		// under an id of its own, which a later --rdzv_id would replace
+		// (--standalone replaces it itself, above).
+		{numDDP, torchrun + "nodes = 2\nrdzv_endpoint = \"n1:29400\"\ncommand = \"/opt/torchrun-on-all.sh\"\n", `["--rdzv_id", "job7"]`, "--rdzv_id is set by nccltune from the space (launcher.rdzv_endpoint"},
+		{numDDP, torchrun + "nodes = 2\nrdzv_endpoint = \"n1:29400\"\ncommand = \"/opt/torchrun-on-all.sh\"\n", `["--rdzv-id=job7"]`, "--rdzv-id=job7 is set by nccltune"},
 		// Options that send the ranks' output elsewhere than nccltune reads it.
 		{numNCCLTests, srun, `["-o", "/dev/null"]`, "launcher.args: -o sends the ranks' output"},
 		{numNCCLTests, srun, `["--output=out.%t"]`, "--output=out.%t sends the ranks' output"},

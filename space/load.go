@@ -1287,6 +1287,13 @@ func (b *builder) launcherArgs(s *Space) {
 	if l.Groups > 1 {
 		own = append(slices.Clone(own), groupsOwn[l.Kind]...)
 	}
+	if l.Kind == "torchrun" && l.RdzvEndpoint != "" {
+		// Each launch's torchrun meet under an id of their own, where a
+		// fixed one let a torchrun of another launch on the endpoint (a
+		// node's left from the trial before, another campaign's) join
+		// theirs. Under --standalone torchrun replaces any id itself.
+		own = append(slices.Clone(own), ownOptions{[]string{"--rdzv_id", "--rdzv-id"}, "launcher.rdzv_endpoint, whose every launch meets under a rendezvous id of its own"})
+	}
 	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
 	if l.Kind == "mpirun" {
 		b.mpirunExports(l.Args)
