@@ -185,7 +185,7 @@ func NewBenchmark(sp *space.Space, simCommand []string) (Benchmark, error) {
 	case b.Kind == space.DDP:
 		return newDDPStep(b, sp.Launcher.Kind)
 	case b.Kind == space.Command:
-		return newUserCommand(b)
+		return newUserCommand(b, sp.Launcher)
 	case len(sp.Simulator) > 0:
 		var flags []string
 		for _, k := range slices.Sorted(maps.Keys(sp.Simulator)) {

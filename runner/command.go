@@ -24,10 +24,21 @@ type UserCommand struct {
 	Argv   []string
 	Metric space.Metric
 	regex  *regexp.Regexp
+	// label is the launcher's label before each rank's line, where
+	// launcher.args ask for one (launcherLabel), its group the rank; nil
+	// where there is none.
+	label *regexp.Regexp
+	// role is torchrun's prefix of a worker's line where launcher.args
+	// name the workers' role (--role trainer: "[trainer3]:", read as
+	// "[default3]:"); nil where they do not.
+	role *regexp.Regexp
 }
 
-func newUserCommand(b space.BenchmarkSettings) (Benchmark, error) {
-	c := UserCommand{Argv: b.Command, Metric: b.Metric}
+func newUserCommand(b space.BenchmarkSettings, l space.LauncherSettings) (Benchmark, error) {
+	c := UserCommand{Argv: b.Command, Metric: b.Metric, label: launcherLabel(l)}
+	if role := torchrunRole(l); role != "" && role != "default" {
+		c.role = regexp.MustCompile(`\[` + regexp.QuoteMeta(role) + `(\d+\]:)`)
+	}
 	if b.Metric.Regex != "" {
 		var err error
 		if c.regex, err = regexp.Compile(b.Metric.Regex); err != nil {
@@ -35,6 +46,71 @@ func newUserCommand(b space.BenchmarkSettings) (Benchmark, error) {
 		}
 	}
 	return c, nil
+}
+
+// Labels that launchers put before each rank's line where asked, as
+// nccl-tests' parser reads them too: srun --label's "0: " (" 0: " of ten
+// tasks or more, as wide as the largest id; "P1 0: " in a heterogeneous
+// job), Hydra -l's "[0] " (MPICH's and Intel MPI's mpiexec).
+var (
+	srunLabelRE  = regexp.MustCompile(`^` + srunLabel)
+	hydraLabelRE = regexp.MustCompile(`^\[(\d+)\] `)
+)
+
+// srunLabel is srun --label's label of a task's line, its group the task.
+const srunLabel = `(?:P\d+ )? *(\d+): `
+
+// launcherLabel is the label launcher l puts before each rank's line, where
+// its args ask for one (srun's -l or --label, Hydra's -l or -prepend-rank,
+// in any case after any dashes); nil where they do not. Only then is a
+// line's head read as a label: a program's own line may begin "3: ".
+func launcherLabel(l space.LauncherSettings) *regexp.Regexp {
+	srun := func(a string) bool { return space.SrunArgGives(a, "-l") || space.SrunArgGives(a, "--label") }
+	hydra := func(a string) bool {
+		name := strings.TrimLeft(a, "-")
+		return a != name && (strings.EqualFold(name, "l") || strings.EqualFold(name, "prepend-rank"))
+	}
+	switch {
+	case l.Kind == "srun" && slices.ContainsFunc(l.Args, srun):
+		return srunLabelRE
+	case l.Kind == "mpirun" && l.Flavor == "mpich" && slices.ContainsFunc(l.Args, hydra):
+		return hydraLabelRE
+	}
+	return nil
+}
+
+// torchrunRole is the workers' role that launcher l's args give torchrun
+// (--role NAME, --role=NAME, or an abbreviation argparse takes, "--rol"),
+// the last one; "" where none does.
+func torchrunRole(l space.LauncherSettings) string {
+	role := ""
+	for i, a := range l.Args {
+		name, value, attached := strings.Cut(a, "=")
+		if l.Kind != "torchrun" || len(name) < len("--ro") || !strings.HasPrefix("--role", name) {
+			continue
+		}
+		if !attached && i+1 < len(l.Args) {
+			value = l.Args[i+1]
+		}
+		role = value
+	}
+	return role
+}
+
+// cutLabel is line less the launcher's label at its head (c.label), and the
+// label's rank; "" and line where it has none. torchrun's prefixes of a
+// role of launcher.args are read as the default role's, which the
+// workers' tags are known by (rankRE).
+func (c UserCommand) cutLabel(line string) (rank, rest string) {
+	if c.role != nil && strings.Contains(line, "]:") {
+		line = c.role.ReplaceAllString(line, "[default$1")
+	}
+	if c.label != nil {
+		if m := c.label.FindStringSubmatchIndex(line); m != nil {
+			return line[m[2]:m[3]], line[m[1]:]
+		}
+	}
+	return "", line
 }
 
 // Command is the user's command line, whatever the plan.
@@ -107,6 +183,7 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 // Keep keeps the lines the metric matches, for Read; those where it is
 // ambiguous too, so that Read fails the trial on them.
 func (c UserCommand) Keep(line string) bool {
+	_, line = c.cutLabel(line)
 	parts := rankLines(line)
 	if parts == nil {
 		parts = []string{line}
@@ -167,7 +244,8 @@ func rankLines(line string) []string {
 // the metric twice, fails the trial.
 func (c UserCommand) values(lines []string) (map[string][]float64, passedOver, *Failure) {
 	out, others := map[string][]float64{}, passedOver{}
-	for _, tagged := range lines {
+	for _, labelled := range lines {
+		label, tagged := c.cutLabel(labelled)
 		parts := rankLines(tagged)
 		if parts == nil {
 			parts = []string{tagged}
@@ -178,6 +256,9 @@ func (c UserCommand) values(lines []string) (map[string][]float64, passedOver, *
 				return nil, others, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
 			}
 			rank := lineRank(line)
+			if label != "" { // the launcher's rank, and the program's own tag under it
+				rank = label + "/" + rank
+			}
 			for _, raw := range raws {
 				if !isNumber(raw) {
 					others.add(raw) // not the metric

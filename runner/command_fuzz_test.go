@@ -13,7 +13,7 @@ import (
 func metrics(t testing.TB) []UserCommand {
 	var out []UserCommand
 	for _, m := range []space.Metric{{Regex: `time: (\S+) ms`, Goal: "min"}, {JSON: "ms", Goal: "max", Skip: 1}} {
-		b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: m})
+		b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: m}, space.LauncherSettings{})
 		if err != nil {
 			t.Fatal(err)
 		}

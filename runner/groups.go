@@ -2,11 +2,13 @@ package runner
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -355,6 +357,10 @@ func hostnames(ctx context.Context, list string) ([]string, error) {
 type Host struct {
 	Name  string
 	Slots int
+	// Line is its line in the hostfile, colon whether the line gave its
+	// slots in MPICH's form ("node1:8"), which Open MPI does not read.
+	Line  int
+	colon bool
 }
 
 // String is the host as mpirun's --host list takes it: "name:slots".
@@ -374,6 +380,13 @@ func HostKey(name string) string {
 	return strings.ToLower(name)
 }
 
+// hostfileSlotsRE is a host's slot count as Open MPI's hostfile parser
+// reads it (hostfile_lex.l): "slots=N", its synonyms "count=N" and
+// "cpu=N", blanks allowed around the '=', and the maximum, "max_slots=N"
+// (or "max-slots", "slots_max", "max_cpu", "count-max", ...), which gives
+// the slots where no other count does.
+var hostfileSlotsRE = regexp.MustCompile(`(?:^| )((?:max[-_])?(?:slots|count|cpu)(?:[-_]max)?) ?= ?(\S*)`)
+
 // HostfileHosts reads an Open MPI ("host slots=N") or MPICH ("host:N")
 // hostfile.
 func HostfileHosts(path string) ([]Host, error) {
@@ -390,16 +403,20 @@ func HostfileHosts(path string) ([]Host, error) {
 		if len(fields) == 0 {
 			continue
 		}
-		h := Host{Name: fields[0]}
-		slots := ""
+		h := Host{Name: fields[0], Line: line}
+		slots, maxSlots := "", ""
 		if name, count, ok := strings.Cut(fields[0], ":"); ok && name != "" {
-			h.Name, slots = name, count
+			h.Name, slots, h.colon = name, count, true
 		}
-		for _, f := range fields[1:] {
-			if v, ok := strings.CutPrefix(f, "slots="); ok {
-				slots = v
+		for _, m := range hostfileSlotsRE.FindAllStringSubmatch(strings.Join(fields[1:], " "), -1) {
+			if strings.Contains(m[1], "max") {
+				maxSlots = m[2]
+			} else {
+				slots = m[2]
 			}
 		}
+		// A host's max_slots alone is its slots too, to Open MPI.
+		slots = cmp.Or(slots, maxSlots)
 		if slots != "" {
 			if h.Slots, err = strconv.Atoi(slots); err != nil || h.Slots < 0 {
 				return nil, fmt.Errorf("hostfile %s:%d: bad slot count %q", path, line, slots)
@@ -423,15 +440,47 @@ func HostfileHosts(path string) ([]Host, error) {
 // gives none (mpirun then decides).
 func HostfileSlots(path string) (int, error) {
 	hosts, err := HostfileHosts(path)
-	if err != nil {
-		return 0, err
-	}
+	return slotsOf(hosts), err
+}
+
+// slotsOf is the hosts' total slot count, 0 if some host gives none.
+func slotsOf(hosts []Host) int {
 	total := 0
 	for _, h := range hosts {
 		if h.Slots == 0 {
-			return 0, nil
+			return 0
 		}
 		total += h.Slots
 	}
-	return total, nil
+	return total
+}
+
+// mpichForm is the first host whose line gives its slots in MPICH's form
+// ("node1:8"), nil where none does: Open MPI (4's hostfile.c, 5's PRRTE)
+// reads the line as a host named "node1:8", which it cannot reach.
+func mpichForm(hosts []Host) *Host {
+	if i := slices.IndexFunc(hosts, func(h Host) bool { return h.colon }); i >= 0 {
+		return &hosts[i]
+	}
+	return nil
+}
+
+// slotsGivenAgain is the first host that a hostfile's line gives a slot
+// count after a line before it listed the host (HostKey), "" where none
+// is: Open MPI (hostfile.c) refuses such a file, as "multiple definitions
+// of the slot count", where each line without a count adds one slot.
+func slotsGivenAgain(hosts []Host) string {
+	seen := map[string]string{} // HostKey → the name first listed
+	for _, h := range hosts {
+		first, ok := seen[HostKey(h.Name)]
+		switch {
+		case ok && h.Slots > 0 && first != h.Name:
+			return first + " (also as " + h.Name + ")"
+		case ok && h.Slots > 0:
+			return first
+		case !ok:
+			seen[HostKey(h.Name)] = h.Name
+		}
+	}
+	return ""
 }

@@ -349,3 +349,23 @@ func TestUnevenGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestHostfileSlotSpellings: Open MPI 4.1.4's hostfile parser reads a
+// host's slots from "slots=N", its synonyms "count=N" and "cpu=N", with
+// blanks around the '=', and from "max_slots=N" alone; read as no count,
+// np's check was skipped and launcher.groups refused the hostfile.
+func TestHostfileSlotSpellings(t *testing.T) {
+	dir := t.TempDir()
+	for _, line := range []string{"node1 slots=4", "node1 slots = 4", "node1 count=4", "node1 cpu=4", "node1 cpu = 4",
+		"node1 max_slots=4", "node1 slots=4 max_slots=8", "node1 max_slots=8 slots=4", "node1:4", "node1 slots=4 # four",
+		// The maximum's other spellings (PRRTE's hostfile_lex.l).
+		"node1 slots-max=4", "node1 slots_max=4", "node1 max-cpu=4", "node1 cpu_max=4", "node1 count-max=4", "node1 max_count=4"} {
+		path := filepath.Join(dir, "hosts")
+		if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := HostfileSlots(path); n != 4 || err != nil {
+			t.Errorf("%q: %d slots, %v; want 4", line, n, err)
+		}
+	}
+}

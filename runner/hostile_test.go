@@ -91,8 +91,8 @@ func FuzzRead(f *testing.F) {
 	f.Add(`NCCLTUNE_DDP {"rank": 0, "world": 1, "steps": 3, "step_ms_mean": 1e-320}`)
 	f.Add(`iteration time: 1e400 ms` + "\n" + `{"ms": -0}`)
 	sweep := Plan{Sizes: space.Sizes{Min: 1024, Max: 8 << 30, Factor: 2}, Iters: 20}
-	user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: `time: (\S+) ms`, Goal: "min"}})
-	json, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{JSON: "ms", Goal: "max"}})
+	user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: `time: (\S+) ms`, Goal: "min"}}, space.LauncherSettings{})
+	json, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{JSON: "ms", Goal: "max"}}, space.LauncherSettings{})
 	readers := []Benchmark{NCCLTests{Collective: "all_reduce", Check: true}, NCCLTests{Collective: "all_gather"}, DDPStep{}, user, json}
 	f.Fuzz(func(t *testing.T, out string) {
 		for _, b := range readers {

@@ -216,8 +216,8 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 // help-orte-odls-default.txt), daemons that died before they called back
 // (under Slurm, started by a srun whose output mpirun discards), a run as
 // root without Open MPI's consent
-// (OMPI_ALLOW_RUN_AS_ROOT), and an option it does not know (`mpirun:
-// Error: unknown option "--foo"`), each exit 1 too; an execve that failed
+// (OMPI_ALLOW_RUN_AS_ROOT), an option it does not know (`mpirun:
+// Error: unknown option "--foo"`), and hosts it refuses, each exit 1 too; an execve that failed
 // past Open MPI's own checks (a script's interpreter missing), exit 131,
 // which reads as a rank killed by SIGQUIT; and the count of ranks that did
 // not start, which follows any report of it, also one not listed here.
@@ -233,6 +233,13 @@ var mpirunLaunchErrors = []string{
 	"A request was made to bind to that would result in binding more", "Your job failed to map.",
 	"Your job has requested a conflicting number of processes", "Your job has requested more cpus per process",
 	"we found no available cpus on", "without launching the target application",
+	// Hosts it refuses (help-hostfile.txt, help-dash-host.txt): a
+	// hostfile's line it cannot parse or a host's slots given twice, a host
+	// of the hostfile or --host (launcher.groups) not in the Slurm
+	// allocation it runs in (4.1's mapper finds no slot on the others:
+	// help-orte-rmaps-base.txt).
+	"detected a parse error in the hostfile", "A hostfile was provided that contains",
+	"not included in the current allocation", "All nodes which are allocated for this job are already filled.",
 }
 
 // LaunchFailure is Open MPI's report that it could not start the ranks,
@@ -368,10 +375,16 @@ func (m MPIRun) Check() error {
 		}
 	}
 	if m.Hostfile != "" {
-		slots, err := HostfileSlots(m.Hostfile)
+		hosts, err := HostfileHosts(m.Hostfile)
+		slots, again := slotsOf(hosts), slotsGivenAgain(hosts)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("launcher mpirun: %w", err))
+		case m.Flavor != "mpich" && mpichForm(hosts) != nil:
+			h := mpichForm(hosts)
+			errs = append(errs, fmt.Errorf("launcher mpirun: hostfile line %d gives host %s its slots in MPICH's form, %s:%d, which Open MPI reads as a host of that name: write %s slots=%d (%s)", h.Line, h.Name, h.Name, h.Slots, h.Name, h.Slots, m.Hostfile))
+		case m.Flavor != "mpich" && again != "":
+			errs = append(errs, fmt.Errorf("launcher mpirun: hostfile %s lists host %s on two lines, the later one giving it a slot count, which Open MPI refuses (\"multiple definitions of the slot count\"): list each host once, with all its slots", m.Hostfile, again))
 		case slots > 0 && m.NP > 0 && m.NP != slots && !m.oversubscribes():
 			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %s of hostfile %s", m.NP, text.Count(slots, "slot", "slots"), m.Hostfile))
 		}
@@ -630,13 +643,19 @@ var srunErrorRE = regexp.MustCompile(`(?m)^srun: (?:(?:error|fatal): |unrecogniz
 // created (src/srun/libsrun/launch.c).
 var srunPendingRE = regexp.MustCompile(`(?m)^srun: Job [0-9]+ step creation temporarily disabled.*$`)
 
+// slurmstepd is how slurmstepd's lines in a task's output begin: its name
+// and node ("slurmstepd-n1"), after the task's label where srun --label
+// labels the task's output ("0: slurmstepd-n1: error: ..."); srun's own
+// lines have none.
+const slurmstepd = `(?:` + srunLabel + `)?slurmstepd(?:-[^:\s]+)?`
+
 // srunExecRE is slurmstepd's word that it could not exec a task's program
 // (src/slurmd/slurmstepd/task.c): "slurmstepd-n1: error: execve():
 // /bin/all_reduce_perf: No such file or directory", or "execve(): bad
 // interpreter(/usr/bin/python3.9): ..." for a script's. The task then
 // exits with execve's errno, 2 (ENOENT) or 13 (EACCES), which srun reports
 // as a rank's exit status.
-var srunExecRE = regexp.MustCompile(`(?m)^slurmstepd(?:-[^:\s]+)?: error: execve\(\): .*$`)
+var srunExecRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: execve\(\): .*$`)
 
 // LaunchFailure is srun's own error where it failed without a rank's
 // report (srunTaskRE): the step was not created or not launched, and its
@@ -669,7 +688,15 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 // or a job's state (NODE_FAIL). Not "srun: Job step aborted: Waiting up to
 // 32 seconds ...", which follows every cancel of a step, nccltune's own at
 // the timeout too; nor a rank's line with the words.
-var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|slurmstepd(?:-[^:\s]+)?): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
+var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|` + slurmstepd + `): .*(?:Node failure on |DUE TO NODE FAILURE|NODE_FAIL).*$`)
+
+// stepTimeLimitRE is slurmstepd's word that it ended a step at the step's
+// own time limit (srun --time, in launcher.args or a wrapper's srun) as
+// Slurm 22.05 gives it: "slurmstepd-n1: error: *** STEP 7.3 ON n1
+// CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***". The job's time
+// limit ends its steps with the same words, which allocationEnded reads
+// first, as the job's state says it ended.
+var stepTimeLimitRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*`)
 
 // ompiDaemonLostRE is Open MPI's mpirun's word that it lost a node's
 // daemon (help-errmgr-base.txt; 4's ORTE, 5's PRTE), which it gives where
@@ -813,7 +840,7 @@ func throughSlurm(l Launcher) bool {
 // slurmLineRE is a line of srun's or slurmstepd's own ("srun: Force
 // Terminated StepId=7.0", "slurmstepd-n1: error: *** STEP 7.0 ON n1
 // CANCELLED AT ... ***"), not a rank's.
-var slurmLineRE = regexp.MustCompile(`^(?:srun|slurmstepd(?:-[^:\s]+)?): `)
+var slurmLineRE = regexp.MustCompile(`^(?:srun|` + slurmstepd + `): `)
 
 // slurmSaysRE is such a line anywhere in the output.
 var slurmSaysRE = regexp.MustCompile(`(?m)` + slurmLineRE.String())

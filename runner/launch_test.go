@@ -797,3 +797,35 @@ func TestMPIRunOversubscribeByMCA(t *testing.T) {
 		})
 	}
 }
+
+// TestMPIRunHostfileSlotsGivenTwice: Open MPI (4.1.4) refuses a hostfile
+// in which a host listed before is given a slot count again ("A hostfile
+// was provided that contains multiple definitions of the slot count"),
+// exit 1, at every trial; the check summed the lines' slots and passed it.
+// A host's lines without a count are one slot each, which it takes.
+func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
+	dir := t.TempDir()
+	sh, _ := exec.LookPath("sh")
+	for _, tc := range []struct {
+		hosts, flavor, want string
+	}{
+		{"node1 slots=1\nnode1 slots=1\n", "", "lists host node1"},
+		{"node1\nnode1 slots=1\n", "", "lists host node1"},
+		{"node1 slots=1\nnode1.cluster slots=1\n", "openmpi", "lists host node1"},
+		{"node1 slots=1\nnode1\n", "", ""},
+		{"node1\nnode1\n", "", ""},
+		{"node1:1\nnode1:1\n", "mpich", ""}, // Hydra takes both
+		// MPICH's form: Open MPI (4's hostfile.c, 5's PRRTE) reads "node1:1"
+		// as a host of that name, which it cannot reach.
+		{"node1:1\nnode2:1\n", "", "hostfile line 1 gives host node1 its slots in MPICH's form, node1:1"},
+		{"node1 slots=1\nnode2:1\n", "openmpi", "line 2 gives host node2 its slots in MPICH's form"},
+		{"node1:1\nnode2:1\n", "mpich", ""},
+	} {
+		path := filepath.Join(dir, "hosts")
+		os.WriteFile(path, []byte(tc.hosts), 0o644)
+		err := MPIRun{Command: sh, Flavor: tc.flavor, NP: 2, Hostfile: path}.Check()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s %q: %v; want %q", tc.flavor, tc.hosts, err, tc.want)
+		}
+	}
+}

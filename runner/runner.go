@@ -251,6 +251,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		res.Failure = &Failure{FailNode, nodeErr}
 	case ended != "": // and so is the allocation's end
 		res.Failure = &Failure{FailAllocation, ended}
+	case exit.Code != 0 && stepTimeLimitRE.Match(res.Output): // the ranks' SIGTERM is Slurm's, at the step's limit
+		line := strings.TrimRight(string(stepTimeLimitRE.Find(res.Output)), "\r")
+		res.Failure = &Failure{FailTimeout, "the step ran past its own time limit (srun --time), the job running on: " + line}
 	case runCtx.Err() != nil && launchErr == "": // one that never launched its ranks did not hang
 		res.Failure = &Failure{FailTimeout, fmt.Sprintf("no exit within %s; every process of the trial was killed", job.Timeout)}
 	case launchErr != "":

@@ -472,7 +472,7 @@ func TestRunReadsTheUserMetric(t *testing.T) {
 			`awk 'BEGIN { for (i = 0; i < 300000; i++) printf "step %d time: %d ms\n", i, i < 150000 ? 100 : 50 }'`, 0, FailUnparsable, "than a trial keeps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{script(t, tc.body)}, Metric: tc.metric})
+			b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{script(t, tc.body)}, Metric: tc.metric}, space.LauncherSettings{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -637,7 +637,7 @@ func outputOf(b Benchmark, text []byte) Output {
 // reason, which the store keeps for every trial and show prints.
 func TestFailureReasonBounded(t *testing.T) {
 	long := `head -c 3000000 /dev/zero | tr '\0' 'x'`
-	user, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: `time: (\S+) ms`}})
+	user, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: `time: (\S+) ms`}}, space.LauncherSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}

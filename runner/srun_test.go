@@ -859,7 +859,8 @@ func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
 			t.Errorf("%T: failure = %v, want allocation\n%s", l, res.Failure, res.Output)
 		}
 		fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
-		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailSignal {
+		// The job running, the step ran past a time limit of its own (TestStepTimeLimit).
+		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailTimeout {
 			t.Errorf("%T: failure = %v with the job running, want the trial's own", l, res.Failure)
 		}
 	}
@@ -939,4 +940,161 @@ func TestKilledNCCLTuneCancelsSteps(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	waitGone(t, c, job, marker)
+}
+
+// TestLabelledRanks: launcher.args may have the launcher label each rank's
+// lines, srun --label ("0: ", " 0: " of ten tasks or more) or Hydra's -l
+// (-prepend-rank, "[0] "), as nccl-tests' table reads through. A user's
+// metric read none where its regex is anchored (every trial unparsable), and
+// took every rank's lines for one rank's, so that skip dropped the first
+// values of the ranks together: 1/505 ms, the median of two ranks' warm-up
+// steps and timed ones, for a step of 10 ms.
+func TestLabelledRanks(t *testing.T) {
+	for _, tc := range []struct {
+		launcher space.LauncherSettings
+		output   string
+	}{
+		{space.LauncherSettings{Kind: "srun", Args: []string{"-l"}}, "0: step time: 1000 ms\n1: step time: 1000 ms\n 1: step time: 1000 ms\n 0: step time: 1000 ms\n0: step time: 10 ms\n1: step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "srun", Args: []string{"--label"}}, "0: step time: 1000 ms\n0: step time: 1000 ms\n1: step time: 1000 ms\n1: step time: 1000 ms\n1: step time: 10 ms\n0: step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "srun", Args: []string{"-lu"}}, "P0 0: step time: 1000 ms\nP0 1: step time: 1000 ms\nP0 0: step time: 1000 ms\nP0 1: step time: 1000 ms\nP0 1: step time: 10 ms\nP0 0: step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "mpirun", Flavor: "mpich", Args: []string{"-prepend-rank"}}, "[0] step time: 1000 ms\n[1] step time: 1000 ms\n[1] step time: 1000 ms\n[0] step time: 1000 ms\n[0] step time: 10 ms\n[1] step time: 10 ms\n"},
+		// torchrun --tee's prefix names the workers' role, "default" unless --role gives one.
+		{space.LauncherSettings{Kind: "torchrun", Args: []string{"--tee", "3", "--role", "trainer"}}, "[trainer0]:step time: 1000 ms\n[trainer1]:step time: 1000 ms\n[trainer1]:step time: 1000 ms\n[trainer0]:step time: 1000 ms\n[trainer0]:step time: 10 ms\n[trainer1]:step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "torchrun", Args: []string{"--role=t.x", "--tee=3"}}, "[t.x0]:step time: 1000 ms\n[t.x1]:step time: 1000 ms\n[t.x1]:[rank1]:step time: 1000 ms\n[t.x0]:step time: 1000 ms\n[t.x0]:step time: 10 ms\n[t.x1]:step time: 10 ms\n"},
+	} {
+		for _, regex := range []string{`^step time: ([0-9.]+) ms`, `step time: ([0-9.]+) ms`} {
+			b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: regex, Goal: "min", Skip: 2}}, tc.launcher)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(tc.output, "\n"), "\n")
+			lines = slices.DeleteFunc(lines, func(l string) bool { return !b.(LineKeeper).Keep(l) })
+			m, f := b.Read(Plan{}, Output{Text: []byte(tc.output), Kept: lines})
+			if f != nil || m.Value != 1/10.0 {
+				t.Errorf("%s %q, %s: failure %v, measurement %+v; want each rank's 10 ms", tc.launcher.Kind, tc.launcher.Args, regex, f, m)
+			}
+		}
+	}
+	// Under real srun --label.
+	c := slurmtest.Start(t, 1)
+	c.Alloc(t, 4)
+	l := space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 2, Args: []string{"--label"}}
+	body := `for ms in 1000 1000 10; do echo "step time: $ms ms"; sleep 0.1; done`
+	b, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"sh", "-c", body}, Metric: space.Metric{Regex: `^step time: ([0-9.]+) ms`, Goal: "min", Skip: 2}}, l)
+	res := (&Runner{Launcher: NewLauncher(l), BaseEnv: BaseEnv()}).Run(context.Background(), Job{Benchmark: b, Timeout: time.Minute})
+	if res.Failure != nil || res.Measurement.Value != 1/10.0 {
+		t.Errorf("srun --label: failure %v, measurement %+v; want each rank's 10 ms\n%s", res.Failure, res.Measurement, res.Output)
+	}
+}
+
+// TestStepTimeLimit: a step that Slurm ended at its own time limit
+// (launcher.args' --time, or a wrapper's srun --time), the job still
+// running, ran past the time it was given: a timeout, as one of
+// benchmark.timeout's is, where its ranks' SIGTERM read as a rank killed
+// by a signal, under any launcher whose command runs srun.
+func TestStepTimeLimit(t *testing.T) {
+	out := "started 0\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n" +
+		"slurmstepd-n1: error: *** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***\nsrun: error: n1: tasks 0-1: Terminated\n"
+	wrapper := script(t, fmt.Sprintf("printf '%%s' '%s'; exit 143", out))
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
+	for _, l := range []Launcher{Srun{Command: wrapper, Nodes: 1, TasksPerNode: 2}, Local{}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{wrapper}}, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailTimeout || !strings.Contains(res.Failure.Reason, "*** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***") {
+			t.Errorf("%T: failure = %v, want timeout with Slurm's word\n%s", l, res.Failure, res.Output)
+		}
+	}
+	// Another step's line a rank printed is no word of Slurm's.
+	r := &Runner{Launcher: Local{}, BaseEnv: BaseEnv()}
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo 'log: slurmstepd-n1: error: *** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***'; exit 3"}}, Timeout: time.Minute})
+	if res.Failure == nil || res.Failure.Kind == FailTimeout {
+		t.Errorf("failure = %v of a rank's line, want the trial's own", res.Failure)
+	}
+}
+
+// TestSrunKilledLeavesNoStep: a srun killed alone while its step runs (the
+// OOM killer's choice, a crash) fails its trial as killed, and leaves no
+// step: the child srun forks to cancel the step should it die does so
+// before the supervisor ends what the trial left.
+func TestSrunKilledLeavesNoStep(t *testing.T) {
+	c := slurmtest.Start(t, 1)
+	job := c.Alloc(t, 4)
+	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: append(BaseEnv(), marker), Grace: time.Second}
+	done := make(chan Result)
+	go func() {
+		done <- r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Timeout: time.Minute})
+	}()
+	if err := syscall.Kill(waitRanks(t, marker), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.Failure == nil || res.Failure.Kind != FailSignal {
+		t.Errorf("failure %v, want srun's SIGKILL\n%s", res.Failure, res.Output)
+	}
+	waitGone(t, c, job, marker)
+}
+
+// TestSrunLabelledSlurmLines: under srun --label (launcher.args) the lines
+// slurmstepd writes into a task's output are labelled as the task's ("0:
+// slurmstepd-n1: error: execve(): ..."), and were read as a rank's: a
+// benchmark missing on a node failed every trial as nccl-tests' CUDA error
+// (execve's ENOENT, exit 2), a failed rank's detail was slurmstepd's word
+// that it cancelled the step, and a step's time limit or its node's failure
+// went unread.
+func TestSrunLabelledSlurmLines(t *testing.T) {
+	c := slurmtest.Start(t, 1)
+	c.Alloc(t, 4)
+	srun := Srun{Nodes: 1, TasksPerNode: 2, Args: []string{"--label"}}
+	r := &Runner{Launcher: srun, BaseEnv: BaseEnv(), Grace: time.Second}
+	res := r.Run(context.Background(), tableJob("/nonexistent/all_reduce_perf"))
+	if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.Contains(res.Failure.Reason, "execve(): /nonexistent/all_reduce_perf: No such file or directory") {
+		t.Errorf("missing benchmark: failure %v, want launch\n%s", res.Failure, res.Output)
+	}
+	body := `[ "$SLURM_PROCID" = 1 ] && { echo "ValueError: no data" >&2; exit 3; }; exec sleep 30`
+	res = r.Run(context.Background(), Job{Benchmark: UserCommand{Argv: []string{"sh", "-c", body}, Metric: space.Metric{Regex: `step ([0-9]+)`, Goal: "min"}}, Timeout: time.Minute})
+	if res.Failure == nil || res.Failure.Reason != "exit status 3: 1: ValueError: no data" {
+		t.Errorf("failed rank: failure %v, want its own last words\n%s", res.Failure, res.Output)
+	}
+	// A step's time limit, and a node's failure, in slurmstepd's labelled words.
+	limit := script(t, `printf '0: slurmstepd-n1: error: *** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 DUE TO TIME LIMIT ***\nsrun: error: n1: task 0: Terminated\n'; exit 143`)
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
+	res = (&Runner{Launcher: Srun{Command: limit, Nodes: 1, TasksPerNode: 1}, BaseEnv: BaseEnv()}).Run(context.Background(), tableJob("all_reduce_perf"))
+	if res.Failure == nil || res.Failure.Kind != FailTimeout {
+		t.Errorf("step time limit: failure %v, want timeout", res.Failure)
+	}
+	fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n[1-2]", "idle\ndown*")
+	line := "12: slurmstepd-n1: error: *** STEP 7.0 ON n1 CANCELLED AT 2026-12-06T09:56:17 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"
+	if got := nodeFailureLine([]byte("started\n" + line + "\n")); got != line {
+		t.Errorf("nodeFailureLine = %q, want %q", got, line)
+	}
+}
+
+// TestMPIRunRefusesItsHostfile: Open MPI's mpirun that refuses its
+// hostfile starts no rank and exits 1, which read as nccl-tests' internal
+// error, a failure of the trial's settings: a host not in the Slurm
+// allocation it runs in, a line it cannot parse, a host given a slot count
+// twice.
+func TestMPIRunRefusesItsHostfile(t *testing.T) {
+	simtest.RequireMPI(t)
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	run := func(hostfile, reason string) {
+		t.Helper()
+		if err := os.WriteFile(hosts, []byte(hostfile), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := (&Runner{Launcher: MPIRun{NP: 2, Hostfile: hosts}, BaseEnv: BaseEnv()}).Run(context.Background(), tableJob("true"))
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.HasPrefix(res.Failure.Reason, reason) {
+			t.Errorf("%q: failure %v, want launch: %s...\n%s", hostfile, res.Failure, reason, res.Output)
+		}
+	}
+	run("localhost slot=2\n", "Open RTE detected a parse error in the hostfile:")
+	run("localhost slots=1\nlocalhost slots=1\n", "A hostfile was provided that contains multiple definitions of the slot count for at least one node:")
+	c := slurmtest.Start(t, 1)
+	c.Alloc(t, 4)
+	run("othernode slots=2\n", "A hostfile was provided that contains at least one node not present in the allocation:")
+	// A group's hosts, given with --host.
+	res := (&Runner{Launcher: MPIRun{NP: 2, Hosts: []Host{{Name: "othernode", Slots: 2}}}, BaseEnv: BaseEnv()}).Run(context.Background(), tableJob("true"))
+	if res.Failure == nil || res.Failure.Kind != FailLaunch {
+		t.Errorf("--host othernode:2: failure %v, want launch\n%s", res.Failure, res.Output)
+	}
 }

@@ -404,7 +404,7 @@ func TestTorchrunRendezvousFailure(t *testing.T) {
 		fake := script(t, "cat "+out+"; exit 1")
 		l := Torchrun{Command: fake, NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}
 		r := &Runner{Launcher: l}
-		user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"train.py"}, Metric: space.Metric{Regex: `time: (\S+) ms`}})
+		user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"train.py"}, Metric: space.Metric{Regex: `time: (\S+) ms`}}, space.LauncherSettings{})
 		for _, bench := range []Benchmark{DDPStep{Program: []string{"python3", "step.py"}}, user} {
 			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 3}, Timeout: 10 * time.Second})
 			if res.Failure == nil || (res.Failure.Kind == FailLaunch) != tc.launch {
@@ -480,7 +480,7 @@ func TestTorchrunRendezvousLostAfterStart(t *testing.T) {
 	lost, restarted := filepath.Join(dir, "lost"), filepath.Join(dir, "restart")
 	os.WriteFile(lost, []byte(torchrunStoreLost), 0o644)
 	os.WriteFile(restarted, []byte(restart), 0o644)
-	user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"train.py"}, Metric: space.Metric{Regex: `time: (\S+) ms`}})
+	user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"train.py"}, Metric: space.Metric{Regex: `time: (\S+) ms`}}, space.LauncherSettings{})
 	for _, tc := range []struct {
 		name, body string
 		timeout    time.Duration

@@ -98,13 +98,25 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["--machine=other"]`, "(launcher.hostfile)"},
 		{numNCCLTests, mpirun + "groups = 2\n", `["--ho", "a:8"]`, "(launcher.groups"},
 		{numNCCLTests, mpirun + "groups = 2\n", `["-Ha:8"]`, "(launcher.groups"},
-		{numNCCLTests, mpirun, `["-xUCX_TLS=rc", "--mc", "btl", "^openib", "-max-vm-size", "2", "--prefix", "/opt/ompi", "-nolocal", "--tag-output", "--xml"]`, ""},
+		{numNCCLTests, mpirun, `["-xUCX_TLS=rc", "--mc", "btl", "^openib", "-max-vm-size", "2", "--prefix", "/opt/ompi", "-nolocal", "--tag-output", "--output", "tag,timestamp"]`, ""},
+		// Output as XML (Open MPI 4's --xml, 5's --output xml): the table's
+		// lines, NCCL's log and its values held "&#010;</stdout>", and every
+		// trial failed, as NCCL's (a WARN line) or unparsable.
+		{numNCCLTests, mpirun, `["--xml"]`, "launcher.args: --xml writes the ranks' output as XML"},
+		{numNCCLTests, mpirun, `["-xml"]`, "launcher.args: -xml writes the ranks' output as XML"},
+		{numNCCLTests, mpirun, `["--output", "tag,xml"]`, "launcher.args: --output tag,xml writes the ranks' output as XML"},
+		{numNCCLTests, mpirun, `["--output=xml"]`, "launcher.args: --output=xml writes the ranks' output as XML"},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},
 		{numDDP, torchrun, `["--standalone"]`, "(launcher.rdzv_endpoint)"},
 		{numDDP, torchrun, `["--rdzv-endpoint=h:29400"]`, "(launcher.rdzv_endpoint)"},
 		{numDDP, torchrun, `["--max_restarts", "0", "--rdzv_id", "x", "--no_python", "--log_dir", "/tmp/l"]`, ""},
+		// With a rendezvous of several nodes' torchrun, each launch meets
+		// under an id of its own, which a later --rdzv_id would replace
+		// (--standalone replaces it itself, above).
+		{numDDP, torchrun + "nodes = 2\nrdzv_endpoint = \"n1:29400\"\ncommand = \"/opt/torchrun-on-all.sh\"\n", `["--rdzv_id", "job7"]`, "--rdzv_id is set by nccltune from the space (launcher.rdzv_endpoint"},
+		{numDDP, torchrun + "nodes = 2\nrdzv_endpoint = \"n1:29400\"\ncommand = \"/opt/torchrun-on-all.sh\"\n", `["--rdzv-id=job7"]`, "--rdzv-id=job7 is set by nccltune"},
 		// Options that send the ranks' output elsewhere than nccltune reads it.
 		{numNCCLTests, srun, `["-o", "/dev/null"]`, "launcher.args: -o sends the ranks' output"},
 		{numNCCLTests, srun, `["--output=out.%t"]`, "--output=out.%t sends the ranks' output"},

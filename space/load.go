@@ -1175,6 +1175,11 @@ func givesOption(arg, opt string, style optionStyle) bool {
 	return false
 }
 
+// SrunArgGives reports whether arg, one of srun's arguments, gives its
+// option opt ("-l", "--label") as srun reads it: in a cluster of short
+// options ("-lK"), or abbreviated ("--lab").
+func SrunArgGives(arg, opt string) bool { return givesOption(arg, opt, getopt) }
+
 // srunFlags are srun's short options that take no value (slurm_opt.c's
 // no_argument ones): getopt reads "-ln16" as -l, then -n 16.
 const srunFlags = "EHhlOQsuvVXZ"
@@ -1247,6 +1252,28 @@ var launcherOutput = map[string][]string{
 // habit gives again: the step is the same, so they are no reason to refuse it.
 var srunAsNccltune = []string{"--export=ALL", "-K", "-K1", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
 
+// mpirunXML is the option of args that has Open MPI's mpirun write the
+// ranks' output as XML (4's --xml, 5's --output with xml in its list), as
+// given ("--output tag,xml"); "" where none does.
+func mpirunXML(args []string) string {
+	for i, a := range args {
+		if mpirunOwnGives(a, "--xml") {
+			return a
+		}
+		if !mpirunOwnGives(a, "--output") {
+			continue
+		}
+		given, value, attached := a, "", false
+		if _, value, attached = strings.Cut(a, "="); !attached && i+1 < len(args) {
+			given, value = a+" "+args[i+1], args[i+1]
+		}
+		if slices.ContainsFunc(strings.Split(value, ","), func(q string) bool { return strings.EqualFold(q, "xml") }) {
+			return given
+		}
+	}
+	return ""
+}
+
 // ownOptions are a launcher's spellings of one option, and what nccltune
 // gives it from.
 type ownOptions struct {
@@ -1263,9 +1290,19 @@ func (b *builder) launcherArgs(s *Space) {
 	if l.Groups > 1 {
 		own = append(slices.Clone(own), groupsOwn[l.Kind]...)
 	}
+	if l.Kind == "torchrun" && l.RdzvEndpoint != "" {
+		// Each launch's torchrun meet under an id of their own, where a
+		// fixed one let a torchrun of another launch on the endpoint (a
+		// node's left from the trial before, another campaign's) join
+		// theirs. Under --standalone torchrun replaces any id itself.
+		own = append(slices.Clone(own), ownOptions{[]string{"--rdzv_id", "--rdzv-id"}, "launcher.rdzv_endpoint, whose every launch meets under a rendezvous id of its own"})
+	}
 	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
 	if l.Kind == "mpirun" {
 		b.mpirunExports(l.Args)
+		if xml := mpirunXML(l.Args); xml != "" {
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s writes the ranks' output as XML, where nccltune reads each trial's result, errors and NCCL's log as the ranks print them: every trial would fail", xml)
+		}
 	}
 	for _, a := range l.Args {
 		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a) {
