@@ -183,17 +183,52 @@ func (c UserCommand) Read(_ Plan, out Output) (*Measurement, *Failure) {
 // Keep keeps the lines the metric matches, for Read; those where it is
 // ambiguous too, so that Read fails the trial on them.
 func (c UserCommand) Keep(line string) bool {
-	_, line = c.cutLabel(line)
-	parts := rankLines(line)
+	ms, err := c.lineMatches(line)
+	return err != nil || len(ms) > 0
+}
+
+// rankMatch is the metric's texts on a part of a line (match), and the
+// rank that printed it.
+type rankMatch struct {
+	rank string
+	raws []string
+}
+
+// lineMatches are the metric's texts on printed, a line of the output, per
+// part of it (rankLines), read less the launcher's label (cutLabel). Where
+// the metric reads none there, it reads the line as printed: a regex that
+// names the label or torchrun's role ("^0: step", rank 0's lines under
+// srun --label) is of the whole line, as one naming "[rank0]:" is (match).
+func (c UserCommand) lineMatches(printed string) ([]rankMatch, error) {
+	label, tagged := c.cutLabel(printed)
+	parts := rankLines(tagged)
 	if parts == nil {
-		parts = []string{line}
+		parts = []string{tagged}
 	}
-	for _, l := range parts {
-		if raws, err := c.match(l); err != nil || len(raws) > 0 {
-			return true
+	rank := func(line string) string {
+		if label != "" { // the launcher's rank, and the program's own tag under it
+			return label + "/" + lineRank(line)
+		}
+		return lineRank(line)
+	}
+	var out []rankMatch
+	for _, line := range parts {
+		raws, err := c.match(line)
+		if err != nil {
+			return nil, err
+		}
+		if len(raws) > 0 {
+			out = append(out, rankMatch{rank(line), raws})
 		}
 	}
-	return false
+	if out != nil || tagged == printed {
+		return out, nil
+	}
+	raws, err := c.match(printed)
+	if err != nil || len(raws) == 0 {
+		return nil, err
+	}
+	return []rankMatch{{rank(tagged), raws}}, nil
 }
 
 // rankRE finds which rank printed a line, where a launcher says: torchrun's
@@ -244,22 +279,13 @@ func rankLines(line string) []string {
 // the metric twice, fails the trial.
 func (c UserCommand) values(lines []string) (map[string][]float64, passedOver, *Failure) {
 	out, others := map[string][]float64{}, passedOver{}
-	for _, labelled := range lines {
-		label, tagged := c.cutLabel(labelled)
-		parts := rankLines(tagged)
-		if parts == nil {
-			parts = []string{tagged}
+	for _, line := range lines {
+		ms, err := c.lineMatches(line)
+		if err != nil {
+			return nil, others, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
 		}
-		for _, line := range parts {
-			raws, err := c.match(line)
-			if err != nil {
-				return nil, others, &Failure{FailUnparsable, fmt.Sprintf("the metric (%s) is ambiguous: %v", c.Metric, err)}
-			}
-			rank := lineRank(line)
-			if label != "" { // the launcher's rank, and the program's own tag under it
-				rank = label + "/" + rank
-			}
-			for _, raw := range raws {
+		for _, m := range ms {
+			for _, raw := range m.raws {
 				if !isNumber(raw) {
 					others.add(raw) // not the metric
 					continue
@@ -268,7 +294,7 @@ func (c UserCommand) values(lines []string) (map[string][]float64, passedOver, *
 				if err != nil || !(v > 0) || v > 1e300 || v < 1e-300 {
 					return nil, others, &Failure{FailImplausible, fmt.Sprintf("the metric (%s) read %q, not a positive number (finite and decimal, as printf writes one)", c.Metric, raw)}
 				}
-				out[rank] = append(out[rank], v)
+				out[m.rank] = append(out[m.rank], v)
 			}
 		}
 	}

@@ -1098,3 +1098,31 @@ func TestMPIRunRefusesItsHostfile(t *testing.T) {
 		t.Errorf("--host othernode:2: failure %v, want launch\n%s", res.Failure, res.Output)
 	}
 }
+
+// TestRegexNamingTheLabel: a regex that names the launcher's label or
+// torchrun's role ("^0: step time", rank 0's lines under srun --label, as
+// one had to write before labels were read off) reads the line as printed,
+// as one naming "[rank0]:" does; it read none once the label was cut, and
+// every trial failed as unparsable.
+func TestRegexNamingTheLabel(t *testing.T) {
+	for _, tc := range []struct {
+		launcher space.LauncherSettings
+		regex    string
+		output   string
+	}{
+		{space.LauncherSettings{Kind: "srun", Args: []string{"-l"}}, `^0: step time: ([0-9.]+) ms`, "0: step time: 10 ms\n1: step time: 1000 ms\n0: step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "mpirun", Flavor: "mpich", Args: []string{"-l"}}, `^\[0\] step time: ([0-9.]+) ms`, "[0] step time: 10 ms\n[1] step time: 1000 ms\n[0] step time: 10 ms\n"},
+		{space.LauncherSettings{Kind: "torchrun", Args: []string{"--tee", "3", "--role", "trainer"}}, `^\[trainer0\]:step time: ([0-9.]+) ms`, "[trainer0]:step time: 10 ms\n[trainer1]:step time: 1000 ms\n[trainer0]:step time: 10 ms\n"},
+	} {
+		b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: tc.regex, Goal: "min"}}, tc.launcher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(tc.output, "\n"), "\n")
+		lines = slices.DeleteFunc(lines, func(l string) bool { return !b.(LineKeeper).Keep(l) })
+		m, f := b.Read(Plan{}, Output{Text: []byte(tc.output), Kept: lines})
+		if f != nil || m.Value != 1/10.0 {
+			t.Errorf("%s %q, %s: failure %v, measurement %+v; want rank 0's 10 ms", tc.launcher.Kind, tc.launcher.Args, tc.regex, f, m)
+		}
+	}
+}
