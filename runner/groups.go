@@ -396,6 +396,7 @@ func HostfileHosts(path string) ([]Host, error) {
 	}
 	defer f.Close()
 	var hosts []Host
+	listed := map[string]bool{} // HostKey
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		text, _, _ := strings.Cut(sc.Text(), "#")
@@ -415,8 +416,13 @@ func HostfileHosts(path string) ([]Host, error) {
 				slots = m[2]
 			}
 		}
-		// A host's max_slots alone is its slots too, to Open MPI.
-		slots = cmp.Or(slots, maxSlots)
+		// A host's max_slots alone is its slots too, to Open MPI, on the
+		// host's first line; on a later one the line adds a slot, as one
+		// without a count does (hostfile.c).
+		if !listed[HostKey(h.Name)] {
+			slots = cmp.Or(slots, maxSlots)
+		}
+		listed[HostKey(h.Name)] = true
 		if slots != "" {
 			if h.Slots, err = strconv.Atoi(slots); err != nil || h.Slots < 0 {
 				return nil, fmt.Errorf("hostfile %s:%d: bad slot count %q", path, line, slots)

@@ -815,6 +815,12 @@ func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
 		{"node1 slots=1\nnode1\n", "", ""},
 		{"node1\nnode1\n", "", ""},
 		{"node1:1\nnode1:1\n", "mpich", ""}, // Hydra takes both
+		// A later line's max_slots alone is no slot count: it adds a slot,
+		// as a line without one does, and raises the maximum (4.1.4: node1
+		// slots=2 max_slots=4, then slots=3).
+		{"node1\nnode1 max_slots=4\n", "", ""},
+		{"node1 slots=1\nnode1 max_slots=4\n", "openmpi", ""},
+		{"node1 max_slots=4\nnode1 slots=1\n", "", "lists host node1"},
 		// MPICH's form: Open MPI (4's hostfile.c, 5's PRRTE) reads "node1:1"
 		// as a host of that name, which it cannot reach.
 		{"node1:1\nnode2:1\n", "", "hostfile line 1 gives host node1 its slots in MPICH's form, node1:1"},
