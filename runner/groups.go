@@ -406,7 +406,9 @@ func HostfileHosts(path string) ([]Host, error) {
 		}
 		h := Host{Name: fields[0], Line: line}
 		slots, maxSlots := "", ""
-		if name, count, ok := strings.Cut(fields[0], ":"); ok && name != "" {
+		// MPICH's "host:N" has one colon; an IPv6 address ("fe80::1",
+		// "[::1]") has more, and names the host whole.
+		if name, count, ok := strings.Cut(fields[0], ":"); ok && name != "" && !strings.Contains(count, ":") {
 			h.Name, slots, h.colon = name, count, true
 		}
 		for _, m := range hostfileSlotsRE.FindAllStringSubmatch(strings.Join(fields[1:], " "), -1) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -367,5 +368,26 @@ func TestHostfileSlotSpellings(t *testing.T) {
 		if n, err := HostfileSlots(path); n != 4 || err != nil {
 			t.Errorf("%q: %d slots, %v; want 4", line, n, err)
 		}
+	}
+}
+
+// TestHostfileIPv6: an IPv6 address names a host with its colons
+// ("fe80::1 slots=2", "[::1]"), which Open MPI's hostfile parser takes as
+// one (its lexer's IPV6 token); read as MPICH's "host:N", its name was cut
+// at the first colon, a line without slots failed as a bad count (":1"),
+// and Open MPI's check refused one with slots as MPICH's form.
+func TestHostfileIPv6(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(path, []byte("fe80::1 slots=2\n[::1] slots=2\n2001:db8::7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hosts, err := HostfileHosts(path)
+	want := []Host{{Name: "fe80::1", Slots: 2, Line: 1}, {Name: "[::1]", Slots: 2, Line: 2}, {Name: "2001:db8::7", Line: 3}}
+	if err != nil || !slices.Equal(hosts, want) {
+		t.Errorf("hosts %+v, %v; want %+v", hosts, err, want)
+	}
+	sh, _ := exec.LookPath("sh")
+	if err := (MPIRun{Command: sh, NP: 5, Hostfile: path}).Check(); err != nil {
+		t.Errorf("Open MPI's check: %v", err)
 	}
 }
