@@ -106,6 +106,10 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["-xml"]`, "launcher.args: -xml writes the ranks' output as XML"},
 		{numNCCLTests, mpirun, `["--output", "tag,xml"]`, "launcher.args: --output tag,xml writes the ranks' output as XML"},
 		{numNCCLTests, mpirun, `["--output=xml"]`, "launcher.args: --output=xml writes the ranks' output as XML"},
+		// Open MPI 4's --xml-file writes all of it, mpirun's reports too, as
+		// XML to a file, and nothing where nccltune reads it.
+		{numNCCLTests, mpirun, `["--xml-file", "/tmp/o.xml"]`, "launcher.args: --xml-file /tmp/o.xml writes the ranks' output as XML"},
+		{numNCCLTests, mpirun, `["-xml-file", "o.xml"]`, "launcher.args: -xml-file o.xml writes the ranks' output as XML"},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},

@@ -1253,21 +1253,23 @@ var launcherOutput = map[string][]string{
 var srunAsNccltune = []string{"--export=ALL", "-K", "-K1", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
 
 // mpirunXML is the option of args that has Open MPI's mpirun write the
-// ranks' output as XML (4's --xml, 5's --output with xml in its list), as
-// given ("--output tag,xml"); "" where none does.
+// ranks' output as XML (4's --xml, or --xml-file to a file, with
+// mpirun's own reports; 5's --output with xml in its list), as given
+// ("--output tag,xml"); "" where none does.
 func mpirunXML(args []string) string {
 	for i, a := range args {
 		if mpirunOwnGives(a, "--xml") {
 			return a
 		}
-		if !mpirunOwnGives(a, "--output") {
+		xmlFile := mpirunOwnGives(a, "--xml-file")
+		if !xmlFile && !mpirunOwnGives(a, "--output") {
 			continue
 		}
 		given, value, attached := a, "", false
 		if _, value, attached = strings.Cut(a, "="); !attached && i+1 < len(args) {
 			given, value = a+" "+args[i+1], args[i+1]
 		}
-		if slices.ContainsFunc(strings.Split(value, ","), func(q string) bool { return strings.EqualFold(q, "xml") }) {
+		if xmlFile || slices.ContainsFunc(strings.Split(value, ","), func(q string) bool { return strings.EqualFold(q, "xml") }) {
 			return given
 		}
 	}
