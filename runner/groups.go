@@ -371,13 +371,18 @@ func (h Host) String() string {
 	return h.Name + ":" + strconv.Itoa(h.Slots)
 }
 
-// HostKey is the host a hostfile's name names, as Open MPI reads it: a
-// name less its domain (an address whole), in DNS's one case.
-func HostKey(name string) string {
+// HostKey is the host a hostfile's name names: a name less its domain (an
+// address whole), as Open MPI reads it, in DNS's one case.
+func HostKey(name string) string { return strings.ToLower(ompiHostKey(name)) }
+
+// ompiHostKey is the name by which Open MPI's hostfile parser (4.1's
+// hostfile.c) tells a hostfile's hosts apart: less its domain (an address
+// whole), its case as written ("NODE1" and "node1" are two hosts to it).
+func ompiHostKey(name string) string {
 	if net.ParseIP(name) == nil {
 		name, _, _ = strings.Cut(name, ".")
 	}
-	return strings.ToLower(name)
+	return name
 }
 
 // hostfileSlotsRE is a host's slot count as Open MPI's hostfile parser
@@ -396,7 +401,7 @@ func HostfileHosts(path string) ([]Host, error) {
 	}
 	defer f.Close()
 	var hosts []Host
-	listed := map[string]bool{} // HostKey
+	listed := map[string]bool{} // ompiHostKey
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		text, _, _ := strings.Cut(sc.Text(), "#")
@@ -421,10 +426,10 @@ func HostfileHosts(path string) ([]Host, error) {
 		// A host's max_slots alone is its slots too, to Open MPI, on the
 		// host's first line; on a later one the line adds a slot, as one
 		// without a count does (hostfile.c).
-		if !listed[HostKey(h.Name)] {
+		if !listed[ompiHostKey(h.Name)] {
 			slots = cmp.Or(slots, maxSlots)
 		}
-		listed[HostKey(h.Name)] = true
+		listed[ompiHostKey(h.Name)] = true
 		if slots != "" {
 			if h.Slots, err = strconv.Atoi(slots); err != nil || h.Slots < 0 {
 				return nil, fmt.Errorf("hostfile %s:%d: bad slot count %q", path, line, slots)
@@ -474,20 +479,20 @@ func mpichForm(hosts []Host) *Host {
 }
 
 // slotsGivenAgain is the first host that a hostfile's line gives a slot
-// count after a line before it listed the host (HostKey), "" where none
+// count after a line before it listed the host (ompiHostKey), "" where none
 // is: Open MPI (hostfile.c) refuses such a file, as "multiple definitions
 // of the slot count", where each line without a count adds one slot.
 func slotsGivenAgain(hosts []Host) string {
-	seen := map[string]string{} // HostKey → the name first listed
+	seen := map[string]string{} // ompiHostKey → the name first listed
 	for _, h := range hosts {
-		first, ok := seen[HostKey(h.Name)]
+		first, ok := seen[ompiHostKey(h.Name)]
 		switch {
 		case ok && h.Slots > 0 && first != h.Name:
 			return first + " (also as " + h.Name + ")"
 		case ok && h.Slots > 0:
 			return first
 		case !ok:
-			seen[HostKey(h.Name)] = h.Name
+			seen[ompiHostKey(h.Name)] = h.Name
 		}
 	}
 	return ""

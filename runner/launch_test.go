@@ -821,6 +821,10 @@ func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
 		{"node1\nnode1 max_slots=4\n", "", ""},
 		{"node1 slots=1\nnode1 max_slots=4\n", "openmpi", ""},
 		{"node1 max_slots=4\nnode1 slots=1\n", "", "lists host node1"},
+		// Open MPI tells a hostfile's hosts apart by their names' case
+		// (4.1.4 takes these as two hosts).
+		{"NODE1 slots=1\nnode1 slots=1\n", "", ""},
+		{"NODE1\nnode1 max_slots=1\n", "", ""},
 		// MPICH's form: Open MPI (4's hostfile.c, 5's PRRTE) reads "node1:1"
 		// as a host of that name, which it cannot reach.
 		{"node1:1\nnode2:1\n", "", "hostfile line 1 gives host node1 its slots in MPICH's form, node1:1"},
