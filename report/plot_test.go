@@ -226,12 +226,12 @@ func TestTrialTicksAreWholeTrials(t *testing.T) {
 	}
 }
 
-// TestMeasuredOfALongUnit: a command's metric unit is the y axis's label; one
-// longer than the plot is tall took the whole plot, which came out blank (no
-// axis, no point) without an error.
-func TestMeasuredOfALongUnit(t *testing.T) {
+// commandCampaign is a user command's campaign whose metric is in unit:
+// NCCL's defaults twice, then Ring twice, of steps of 10, 11, 8 and 9.
+func commandCampaign(t *testing.T, unit string) (*space.Space, []store.Trial) {
+	t.Helper()
 	sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \""+
-		strings.Repeat("milliseconds per step ", 40)+"\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
+		unit+"\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +243,14 @@ func TestMeasuredOfALongUnit(t *testing.T) {
 		}
 		trials = append(trials, tr)
 	}
+	return sp, trials
+}
+
+// TestMeasuredOfALongUnit: a command's metric unit is the y axis's label; one
+// longer than the plot is tall took the whole plot, which came out blank (no
+// axis, no point) without an error.
+func TestMeasuredOfALongUnit(t *testing.T) {
+	sp, trials := commandCampaign(t, strings.Repeat("milliseconds per step ", 40))
 	path := filepath.Join(t.TempDir(), "measured.png")
 	if err := Measured(sp, trials, path); err != nil {
 		t.Fatal(err)
@@ -955,19 +963,7 @@ func TestLegendOfManyRanges(t *testing.T) {
 // the terminal shows it, and one it has (µ) as it is.
 func TestPlotTextTheFontLacks(t *testing.T) {
 	for unit, want := range map[string]string{"毫秒": `\u6beb\u79d2`, "µs": "µs"} {
-		sp, err := space.Parse("c.toml", []byte("[benchmark]\nkind = \"command\"\ncommand = [\"train\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\", unit = \""+
-			unit+"\" }\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var trials []store.Trial
-		for n, v := range []float64{10, 11, 8, 9} {
-			tr := store.Trial{Number: n, State: store.Complete, Scores: map[string]float64{sp.Ranges[0].Name: 1 / v}}
-			if n >= 2 {
-				tr.Params = map[string]string{"NCCL_ALGO": "Ring"}
-			}
-			trials = append(trials, tr)
-		}
+		sp, trials := commandCampaign(t, unit)
 		measured, err := measuredPlot(sp, trials)
 		if err != nil {
 			t.Fatal(err)

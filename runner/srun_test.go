@@ -963,13 +963,7 @@ func TestLabelledRanks(t *testing.T) {
 		{space.LauncherSettings{Kind: "torchrun", Args: []string{"--role=t.x", "--tee=3"}}, "[t.x0]:step time: 1000 ms\n[t.x1]:step time: 1000 ms\n[t.x1]:[rank1]:step time: 1000 ms\n[t.x0]:step time: 1000 ms\n[t.x0]:step time: 10 ms\n[t.x1]:step time: 10 ms\n"},
 	} {
 		for _, regex := range []string{`^step time: ([0-9.]+) ms`, `step time: ([0-9.]+) ms`} {
-			b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: regex, Goal: "min", Skip: 2}}, tc.launcher)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSuffix(tc.output, "\n"), "\n")
-			lines = slices.DeleteFunc(lines, func(l string) bool { return !b.(LineKeeper).Keep(l) })
-			m, f := b.Read(Plan{}, Output{Text: []byte(tc.output), Kept: lines})
+			m, f := readMetric(t, tc.launcher, space.Metric{Regex: regex, Goal: "min", Skip: 2}, tc.output)
 			if f != nil || m.Value != 1/10.0 {
 				t.Errorf("%s %q, %s: failure %v, measurement %+v; want each rank's 10 ms", tc.launcher.Kind, tc.launcher.Args, regex, f, m)
 			}
@@ -1114,15 +1108,22 @@ func TestRegexNamingTheLabel(t *testing.T) {
 		{space.LauncherSettings{Kind: "mpirun", Flavor: "mpich", Args: []string{"-l"}}, `^\[0\] step time: ([0-9.]+) ms`, "[0] step time: 10 ms\n[1] step time: 1000 ms\n[0] step time: 10 ms\n"},
 		{space.LauncherSettings{Kind: "torchrun", Args: []string{"--tee", "3", "--role", "trainer"}}, `^\[trainer0\]:step time: ([0-9.]+) ms`, "[trainer0]:step time: 10 ms\n[trainer1]:step time: 1000 ms\n[trainer0]:step time: 10 ms\n"},
 	} {
-		b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: space.Metric{Regex: tc.regex, Goal: "min"}}, tc.launcher)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSuffix(tc.output, "\n"), "\n")
-		lines = slices.DeleteFunc(lines, func(l string) bool { return !b.(LineKeeper).Keep(l) })
-		m, f := b.Read(Plan{}, Output{Text: []byte(tc.output), Kept: lines})
+		m, f := readMetric(t, tc.launcher, space.Metric{Regex: tc.regex, Goal: "min"}, tc.output)
 		if f != nil || m.Value != 1/10.0 {
 			t.Errorf("%s %q, %s: failure %v, measurement %+v; want rank 0's 10 ms", tc.launcher.Kind, tc.launcher.Args, tc.regex, f, m)
 		}
 	}
+}
+
+// readMetric reads output, as the capture keeps it, for a user command
+// whose metric is metric, launched by launcher.
+func readMetric(t *testing.T, launcher space.LauncherSettings, metric space.Metric, output string) (*Measurement, *Failure) {
+	t.Helper()
+	b, err := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"x"}, Metric: metric}, launcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(output, "\n"), "\n")
+	lines = slices.DeleteFunc(lines, func(l string) bool { return !b.(LineKeeper).Keep(l) })
+	return b.Read(Plan{}, Output{Text: []byte(output), Kept: lines})
 }
