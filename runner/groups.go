@@ -438,6 +438,11 @@ func HostfileHosts(path string) ([]Host, error) {
 				return nil, fmt.Errorf("hostfile %s:%d: zero slots", path, line)
 			}
 		}
+		// Open MPI refuses a maximum below the slots ("max_slots is less
+		// than slots") and starts no rank, at every trial.
+		if most, err := strconv.Atoi(maxSlots); err == nil && h.Slots > most {
+			return nil, fmt.Errorf("hostfile %s:%d: slots=%d above max_slots=%d, which Open MPI refuses", path, line, h.Slots, most)
+		}
 		hosts = append(hosts, h)
 	}
 	if err := sc.Err(); err != nil {

@@ -54,6 +54,8 @@ func TestGroupsOfAHostfile(t *testing.T) {
 		{write("one", "node1 slots=8\n"), 2, "lists 1 host, which cannot be split into 2 groups"},
 		{write("noslots", "node1\nnode2 slots=4\n"), 2, "gives host node1 no slot count"},
 		{write("zero", "node1 slots=0\nnode2\n"), 2, "zero slots"},
+		// Open MPI 4.1.4 refuses it ("max_slots is less than slots") and starts no rank.
+		{write("overmax", "node1 slots=8 max_slots=4\nnode2 slots=8\n"), 2, "hostfile " + filepath.Join(dir, "overmax") + ":1: slots=8 above max_slots=4"},
 		{write("empty", "# nothing\n"), 2, "lists no host"},
 		// Groups of one shape: every group's hosts the same slots.
 		{write("unequal", "a slots=8\nb slots=4\n"), 2, "does not split into 2 groups of one shape: group 1 is b:4, group 0 a:8"},
