@@ -406,8 +406,8 @@ func HostfileHosts(path string) ([]Host, error) {
 	for line := 1; sc.Scan(); line++ {
 		text, _, _ := strings.Cut(sc.Text(), "#")
 		fields := strings.Fields(text)
-		if len(fields) == 0 {
-			continue
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "^") {
+			continue // "^node3" leaves node3 out of an allocation's hosts (Open MPI's hostfile.c): no host to run on
 		}
 		h := Host{Name: fields[0], Line: line}
 		slots, maxSlots := "", ""

@@ -66,6 +66,24 @@ func TestGroupsOfAHostfile(t *testing.T) {
 	}
 }
 
+// TestHostfileExclusionIsNoHost: Open MPI reads a line "^node3" as node3
+// left out of an allocation's hosts (hostfile.c), not as a host to run on;
+// read as one, it gave the hostfile a host of no slots, refused for groups,
+// and np was checked against the wrong hosts.
+func TestHostfileExclusionIsNoHost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(path, []byte("node1 slots=4\n^node3\nnode2 slots=4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hosts, err := HostfileHosts(path)
+	if err != nil || len(hosts) != 2 || hosts[0].Name != "node1" || hosts[1].Name != "node2" {
+		t.Fatalf("hosts %+v, %v; want node1 and node2", hosts, err)
+	}
+	if _, err := Groups(space.LauncherSettings{Kind: "mpirun", Hostfile: path, Groups: 2}); err != nil {
+		t.Errorf("2 groups: %v", err)
+	}
+}
+
 // TestGroupsHostListedTwice: a hostfile may list a host on several lines,
 // which Open MPI (and Hydra) take as one host of their slots together. Split
 // into groups, such a host was in two groups, whose trials then ran at once
