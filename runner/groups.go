@@ -377,8 +377,12 @@ func HostKey(name string) string { return strings.ToLower(ompiHostKey(name)) }
 
 // ompiHostKey is the name by which Open MPI's hostfile parser (4.1's
 // hostfile.c) tells a hostfile's hosts apart: less its domain (an address
-// whole), its case as written ("NODE1" and "node1" are two hosts to it).
+// whole), its case as written ("NODE1" and "node1" are two hosts to it),
+// and less a user before it ("alice@node1" is node1, logged into as alice).
 func ompiHostKey(name string) string {
+	if at := strings.LastIndexByte(name, '@'); at >= 0 {
+		name = name[at+1:]
+	}
 	if net.ParseIP(name) == nil {
 		name, _, _ = strings.Cut(name, ".")
 	}

@@ -825,6 +825,8 @@ func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
 		// (4.1.4 takes these as two hosts).
 		{"NODE1 slots=1\nnode1 slots=1\n", "", ""},
 		{"NODE1\nnode1 max_slots=1\n", "", ""},
+		// A user before the host names it still (hostfile.c: "user@node1").
+		{"alice@node1 slots=1\nnode1 slots=1\n", "", "lists host alice@node1 (also as node1) on two lines"},
 		// MPICH's form: Open MPI (4's hostfile.c, 5's PRRTE) reads "node1:1"
 		// as a host of that name, which it cannot reach.
 		{"node1:1\nnode2:1\n", "", "hostfile line 1 gives host node1 its slots in MPICH's form, node1:1"},
