@@ -100,17 +100,19 @@ func TestImportanceOnlyOfWhatNCCLRead(t *testing.T) {
 	}
 }
 
+// evenTrial is a complete trial of the example's three ranges, each scoring score.
+func evenTrial(n int, score float64, params map[string]string) store.Trial {
+	return store.Trial{Number: n, State: store.Complete, Params: params,
+		Scores: map[string]float64{"small": score, "medium": score, "large": score}}
+}
+
 func TestResultsPreferTheSimplest(t *testing.T) {
 	sp := loadExample(t)
-	trial := func(n int, score float64, params map[string]string) store.Trial {
-		return store.Trial{Number: n, State: store.Complete, Params: params,
-			Scores: map[string]float64{"small": score, "medium": score, "large": score}}
-	}
 	trials := []store.Trial{
-		trial(0, 100, map[string]string{"NCCL_ALGO": "default"}),
-		trial(1, 150, map[string]string{"NCCL_ALGO": "Ring", "NCCL_MIN_CTAS": "8", "NCCL_CUMEM_ENABLE": "0"}),
-		trial(2, 149, map[string]string{"NCCL_ALGO": "Ring", "NCCL_MIN_CTAS": "8", "NCCL_CUMEM_ENABLE": "default"}),
-		trial(3, 140, map[string]string{"NCCL_ALGO": "Ring"}),
+		evenTrial(0, 100, map[string]string{"NCCL_ALGO": "default"}),
+		evenTrial(1, 150, map[string]string{"NCCL_ALGO": "Ring", "NCCL_MIN_CTAS": "8", "NCCL_CUMEM_ENABLE": "0"}),
+		evenTrial(2, 149, map[string]string{"NCCL_ALGO": "Ring", "NCCL_MIN_CTAS": "8", "NCCL_CUMEM_ENABLE": "default"}),
+		evenTrial(3, 140, map[string]string{"NCCL_ALGO": "Ring"}),
 	}
 	r := Of(sp, trials, nil)[0]
 	if r.Best.Number != 2 || r.BestScore != 149 {
@@ -629,14 +631,10 @@ func TestImportanceOfABystanderAfterTheCauses(t *testing.T) {
 // simplification, so the count is all that tells them apart.
 func TestResultsCountSettingsAsNCCLReadsThem(t *testing.T) {
 	sp := loadExample(t)
-	trial := func(n int, score float64, params map[string]string) store.Trial {
-		return store.Trial{Number: n, State: store.Complete, Params: params,
-			Scores: map[string]float64{"small": score, "medium": score, "large": score}}
-	}
 	trials := []store.Trial{
-		trial(0, 100, map[string]string{}),
-		trial(1, 150, map[string]string{"NCCL_ALGO": "Ring", "NCCL_IB_QPS_PER_CONNECTION": "1"}),
-		trial(2, 150.5, map[string]string{"NCCL_ALGO": "Tree", "NCCL_PROTO": "Simple"}),
+		evenTrial(0, 100, map[string]string{}),
+		evenTrial(1, 150, map[string]string{"NCCL_ALGO": "Ring", "NCCL_IB_QPS_PER_CONNECTION": "1"}),
+		evenTrial(2, 150.5, map[string]string{"NCCL_ALGO": "Tree", "NCCL_PROTO": "Simple"}),
 	}
 	if got := Settings(sp, &trials[1]); got != 1 {
 		t.Errorf("trial 1 sets %d variables as NCCL reads them, want 1", got)
