@@ -49,16 +49,11 @@ func newUserCommand(b space.BenchmarkSettings, l space.LauncherSettings) (Benchm
 }
 
 // Labels that launchers put before each rank's line where asked, as
-// nccl-tests' parser reads them too: srun --label's "0: " (" 0: " of ten
-// tasks or more, as wide as the largest id; "P1 0: " in a heterogeneous
-// job), Hydra -l's "[0] " (MPICH's and Intel MPI's mpiexec).
+// nccl-tests' parser reads them too: srun --label's, Hydra -l's.
 var (
-	srunLabelRE  = regexp.MustCompile(`^` + srunLabel)
-	hydraLabelRE = regexp.MustCompile(`^\[(\d+)\] `)
+	srunLabelRE  = regexp.MustCompile(`^` + nccltests.SrunLabel)
+	hydraLabelRE = regexp.MustCompile(`^` + nccltests.HydraLabel)
 )
-
-// srunLabel is srun --label's label of a task's line, its group the task.
-const srunLabel = `(?:P\d+ )? *(\d+): `
 
 // launcherLabel is the label launcher l puts before each rank's line, where
 // its args ask for one (srun's -l or --label, Hydra's -l or -prepend-rank,

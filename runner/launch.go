@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nccltune/nccltune/internal/text"
+	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -647,7 +648,7 @@ var srunPendingRE = regexp.MustCompile(`(?m)^srun: Job [0-9]+ step creation temp
 // and node ("slurmstepd-n1"), after the task's label where srun --label
 // labels the task's output ("0: slurmstepd-n1: error: ..."); srun's own
 // lines have none.
-const slurmstepd = `(?:` + srunLabel + `)?slurmstepd(?:-[^:\s]+)?`
+const slurmstepd = `(?:` + nccltests.SrunLabel + `)?slurmstepd(?:-[^:\s]+)?`
 
 // srunExecRE is slurmstepd's word that it could not exec a task's program
 // (src/slurmd/slurmstepd/task.c): "slurmstepd-n1: error: execve():

@@ -122,7 +122,7 @@ var (
 	// ctime writes it), srun --label ("0: ", " 0: " of ten tasks or
 	// more, as wide as the largest id; "P1 0: " in a heterogeneous job),
 	// and Hydra's -l (-prepend-rank: "[0] ", MPICH's and Intel MPI's).
-	tagRE = regexp.MustCompile(`^(` + MPIRunTime + `?(?:\[\d+,\d+\])?<std(out|err)>:|(?:P\d+ )? *\d+: |\[\d+\] )`)
+	tagRE = regexp.MustCompile(`^(` + MPIRunTime + `?(?:\[\d+,\d+\])?<std(out|err)>:|` + SrunLabel + `|` + HydraLabel + `)`)
 	// rankRE matches the header's device lines, one per rank.
 	rankRE = regexp.MustCompile(`^#\s+Rank\s+(\d+) .*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$`)
 	// pidRE finds a device line's process: "Pid 41234 on node-7".
@@ -132,6 +132,15 @@ var (
 	// (ncclIbAsyncThreadMain) NCCL WARN ", ":41234:41234 [0] 12.5 f:80 NCCL TRACE ".
 	recordRE = regexp.MustCompile(`:(\d+):\d+ \[\d+\] (?:\S+ ){0,2}?NCCL (?:INFO|WARN|TRACE) `)
 )
+
+// SrunLabel is srun --label's label of a task's line, its group the task:
+// "0: ", " 0: " of ten tasks or more (as wide as the largest id), "P1 0: "
+// in a heterogeneous job.
+const SrunLabel = `(?:P\d+ )? *(\d+): `
+
+// HydraLabel is Hydra's -l (-prepend-rank) label of a rank's line, its
+// group the rank: "[0] " (MPICH's and Intel MPI's mpiexec).
+const HydraLabel = `\[(\d+)\] `
 
 // MPIRunTime is the time that Open MPI's mpirun --timestamp-output puts
 // before each line's stream or tag, as ctime writes it: "Sun Dec  6
