@@ -458,14 +458,8 @@ func HostfileHosts(path string) ([]Host, error) {
 	return hosts, nil
 }
 
-// HostfileSlots returns a hostfile's total slot count, or 0 if some host
-// gives none (mpirun then decides).
-func HostfileSlots(path string) (int, error) {
-	hosts, err := HostfileHosts(path)
-	return slotsOf(hosts), err
-}
-
-// slotsOf is the hosts' total slot count, 0 if some host gives none.
+// slotsOf is the hosts' total slot count, 0 if some host gives none
+// (mpirun then decides).
 func slotsOf(hosts []Host) int {
 	total := 0
 	for _, h := range hosts {

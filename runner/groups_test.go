@@ -385,8 +385,8 @@ func TestHostfileSlotSpellings(t *testing.T) {
 		if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := HostfileSlots(path); n != 4 || err != nil {
-			t.Errorf("%q: %d slots, %v; want 4", line, n, err)
+		if hosts, err := HostfileHosts(path); slotsOf(hosts) != 4 || err != nil {
+			t.Errorf("%q: %d slots, %v; want 4", line, slotsOf(hosts), err)
 		}
 	}
 }

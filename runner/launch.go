@@ -377,12 +377,11 @@ func (m MPIRun) Check() error {
 	}
 	if m.Hostfile != "" {
 		hosts, err := HostfileHosts(m.Hostfile)
-		slots, again := slotsOf(hosts), slotsGivenAgain(hosts)
+		slots, again, h := slotsOf(hosts), slotsGivenAgain(hosts), mpichForm(hosts)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("launcher mpirun: %w", err))
-		case m.Flavor != "mpich" && mpichForm(hosts) != nil:
-			h := mpichForm(hosts)
+		case m.Flavor != "mpich" && h != nil:
 			errs = append(errs, fmt.Errorf("launcher mpirun: hostfile line %d gives host %s its slots in MPICH's form, %s:%d, which Open MPI reads as a host of that name: write %s slots=%d (%s)", h.Line, h.Name, h.Name, h.Slots, h.Name, h.Slots, m.Hostfile))
 		case m.Flavor != "mpich" && again != "":
 			errs = append(errs, fmt.Errorf("launcher mpirun: hostfile %s lists host %s on two lines, the later one giving it a slot count, which Open MPI refuses (\"multiple definitions of the slot count\"): list each host once, with all its slots", m.Hostfile, again))

@@ -592,8 +592,8 @@ func TestLauncherChecks(t *testing.T) {
 	os.WriteFile(mpichHosts, []byte("node1:8\nnode2:4\n"), 0o644)
 	oneSlot := filepath.Join(dir, "one-slot")
 	os.WriteFile(oneSlot, []byte("node1 slots=1\n"), 0o644)
-	if n, err := HostfileSlots(mpichHosts); n != 12 || err != nil {
-		t.Errorf("MPICH hostfile: %d slots, %v", n, err)
+	if hosts, err := HostfileHosts(mpichHosts); slotsOf(hosts) != 12 || err != nil {
+		t.Errorf("MPICH hostfile: %d slots, %v", slotsOf(hosts), err)
 	}
 	sh, _ := exec.LookPath("sh") // an executable that surely exists, standing in for mpirun
 	for _, tc := range []struct {
