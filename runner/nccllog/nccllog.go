@@ -362,9 +362,10 @@ func confirms(name, got, value string) bool {
 	if strings.EqualFold(got, value) {
 		return true
 	}
+	v, err := space.Lookup(name)
 	for _, g := range strings.Split(got, readApart) {
 		cut, isCut := strings.CutSuffix(g, cutMark)
-		switch v, err := space.Lookup(name); {
+		switch {
 		case strings.EqualFold(g, value):
 		case isCut && len(value) >= len(cut) && strings.EqualFold(value[:len(cut)], cut):
 		case err == nil && v.Kind == space.KindLevel && v.Alike(g, value):
