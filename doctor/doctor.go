@@ -227,7 +227,13 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 	out, err := o.Exec(ctx, "ibstat")
 	ports := ParseIbstat(string(out))
 	from := ""
-	if err != nil {
+	sys := ReadPorts(o.Root)
+	switch {
+	case err == nil && len(sys) > len(ports):
+		// ibstat warns of a CA it cannot stat and goes on, exit status 0:
+		// its list lacks that CA's ports.
+		ports, from = sys, fmt.Sprintf(" (read from /sys/class/infiniband: ibstat listed %d of its %d ports)", len(ports), len(sys))
+	case err != nil:
 		// ibstat missing (infiniband-diags, seldom in a container), failing
 		// (it needs ib_umad, which NCCL does not), or stopped part-way (its
 		// list may lack the ports after): the kernel lists the ports in
@@ -239,7 +245,7 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 		case errors.Is(err, errNoAnswer):
 			why = "hung"
 		}
-		if sys := ReadPorts(o.Root); len(sys) > 0 {
+		if len(sys) > 0 {
 			ports, from, err = sys, " (read from /sys/class/infiniband: ibstat "+why+")", nil
 		} else if len(ports) == 0 && noHCA(o.Root) {
 			// ibstat, missing or failing for want of ib_umad, which no HCA

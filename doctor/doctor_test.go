@@ -775,3 +775,35 @@ func TestNCCLCountsOneRank(t *testing.T) {
 		t.Errorf("detail %q, want NCCL 2.28.3, 1 rank, ...", r.Detail)
 	}
 }
+
+// TestPortsIbstatSkipsACA: ibstat warns of a CA it cannot stat and goes on,
+// with exit status 0 ("ibwarn: stat of IB device 'mlx5_1' failed"); its
+// list, which lacked that CA's ports, was read as the node's every port: a
+// node whose active port was there failed "no port is Active", or, where
+// ibstat listed none, was said to have no HCA. The kernel's list in sysfs is
+// whole.
+func TestPortsIbstatSkipsACA(t *testing.T) {
+	root := t.TempDir()
+	for path, content := range map[string]string{
+		"mlx5_0/ports/1/state": "1: DOWN\n", "mlx5_0/ports/1/rate": "40 Gb/sec (4X QDR)\n", "mlx5_0/ports/1/link_layer": "Ethernet\n",
+		"mlx5_1/ports/1/state": "4: ACTIVE\n", "mlx5_1/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_1/ports/1/link_layer": "Ethernet\n",
+	} {
+		path = filepath.Join(root, "sys/class/infiniband", path)
+		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
+			t.Fatal("cannot write", path)
+		}
+	}
+	const warn = "ibwarn: [4242] main: stat of IB device 'mlx5_1' failed\n"
+	for name, out := range map[string]string{
+		"after a CA": "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Down\n\t\tRate: 40\n\t\tLink layer: Ethernet\n" + warn,
+		"every CA":   "ibwarn: [4242] main: stat of IB device 'mlx5_0' failed\n" + warn,
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &facts{}
+			r := checkPorts(context.Background(), Options{Root: root, Exec: fakeExec(map[string]string{"ibstat": out})}, f)
+			if r.Status != OK || !strings.HasPrefix(r.Detail, "active: mlx5_1/1 Ethernet 400Gb/s; down: mlx5_0/1 Ethernet Down (read from /sys/class/infiniband: ibstat") || len(f.activePorts) != 1 {
+				t.Errorf("%s %q", r.Status, r.Detail)
+			}
+		})
+	}
+}
