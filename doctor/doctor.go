@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -415,7 +416,7 @@ func checkDrivers(_ context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail = Skip, "no active RDMA port"
 		return r
 	}
-	if !slices.ContainsFunc(f.activePorts, func(p Port) bool { return strings.HasPrefix(p.CA, "mlx5") }) {
+	if !slices.ContainsFunc(f.activePorts, func(p Port) bool { return o.mlx5(p.CA) }) {
 		r.Status, r.Detail = Skip, "no active port is an mlx5 one (another vendor's NIC)"
 		return r
 	}
@@ -435,6 +436,17 @@ func checkDrivers(_ context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail, r.Fix = Warn, "mlx5_ib not loaded", "modprobe mlx5_ib (or install the vendor OFED)"
 	}
 	return r
+}
+
+// mlx5 reports whether HCA ca is one mlx5_core runs (a ConnectX, BlueField):
+// by its driver in sysfs, since rdma-core's udev rule names an HCA by its
+// PCI address (rocep65s0f0, ibp12s0) rather than mlx5_N; by its name where
+// sysfs does not say.
+func (o Options) mlx5(ca string) bool {
+	if link, err := os.Readlink(o.Root + "/sys/class/infiniband/" + ca + "/device/driver"); err == nil {
+		return strings.HasPrefix(filepath.Base(link), "mlx5_core") // mlx5_core.sf for a sub-function
+	}
+	return strings.HasPrefix(ca, "mlx5")
 }
 
 func checkPeermem(_ context.Context, o Options, f *facts) Result {

@@ -459,23 +459,40 @@ func TestMemlock(t *testing.T) {
 // nodes whose active ports are another vendor's (irdma, bnxt_re, efa), and
 // of kernels with mlx5 built in (no line in /proc/modules, a directory in
 // /sys/module).
+//
+// rdma-core's udev rule (60-rdma-persistent-naming.rules, NAME_FALLBACK)
+// names an HCA by its PCI address, rocep65s0f0 or ibp12s0, rather than
+// mlx5_N: such a ConnectX was skipped as another vendor's NIC. Its driver
+// is in sysfs (device/driver), whatever its name.
 func TestDriversOfTheNICs(t *testing.T) {
 	for _, tc := range []struct {
 		name, ca string
+		driver   string // the PCI driver sysfs names ("": no sysfs)
 		modules  string
 		builtin  []string
 		status   Status
 	}{
-		{"mlx5 modules", "mlx5_0", "mlx5_ib 495616 0 - Live 0x0\nmlx5_core 2412544 1 mlx5_ib, Live 0x0\n", nil, OK},
-		{"mlx5 missing", "mlx5_0", "mlx5_core 2412544 0 - Live 0x0\n", nil, Warn},
-		{"mlx5 built in", "mlx5_0", "nvidia 9760768 2 - Live 0x0\n", []string{"mlx5_core", "mlx5_ib"}, OK},
-		{"Intel irdma", "irdma0", "irdma 323584 0 - Live 0x0\n", nil, Skip},
-		{"Broadcom", "bnxt_re0", "bnxt_re 229376 0 - Live 0x0\n", nil, Skip},
+		{"mlx5 modules", "mlx5_0", "", "mlx5_ib 495616 0 - Live 0x0\nmlx5_core 2412544 1 mlx5_ib, Live 0x0\n", nil, OK},
+		{"mlx5 missing", "mlx5_0", "", "mlx5_core 2412544 0 - Live 0x0\n", nil, Warn},
+		{"mlx5 built in", "mlx5_0", "", "nvidia 9760768 2 - Live 0x0\n", []string{"mlx5_core", "mlx5_ib"}, OK},
+		{"Intel irdma", "irdma0", "", "irdma 323584 0 - Live 0x0\n", nil, Skip},
+		{"Broadcom", "bnxt_re0", "", "bnxt_re 229376 0 - Live 0x0\n", nil, Skip},
+		{"mlx5 named by PCI address", "rocep65s0f0", "mlx5_core", "mlx5_core 2412544 0 - Live 0x0\n", nil, Warn},
+		{"mlx5 named by PCI address, loaded", "ibp12s0", "mlx5_core", "mlx5_ib 495616 0 - Live 0x0\nmlx5_core 2412544 1 mlx5_ib, Live 0x0\n", nil, OK},
+		{"mlx5 sub-function", "rocep193s0f0S88", "mlx5_core.sf", "mlx5_core 2412544 0 - Live 0x0\n", nil, Warn},
+		{"Broadcom named by PCI address", "rocep1s0f0", "bnxt_en", "bnxt_re 229376 0 - Live 0x0\n", nil, Skip},
+		{"Broadcom named mlx5 by hand", "mlx5_9", "bnxt_en", "bnxt_re 229376 0 - Live 0x0\n", nil, Skip},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			if os.MkdirAll(filepath.Join(root, "proc"), 0o755) != nil || os.WriteFile(filepath.Join(root, "proc/modules"), []byte(tc.modules), 0o644) != nil {
 				t.Fatal("cannot write /proc/modules")
+			}
+			if tc.driver != "" {
+				dev := filepath.Join(root, "sys/class/infiniband", tc.ca, "device")
+				if os.MkdirAll(dev, 0o755) != nil || os.Symlink("../../../../bus/pci/drivers/"+tc.driver, filepath.Join(dev, "driver")) != nil {
+					t.Fatal("cannot write sysfs")
+				}
 			}
 			for _, m := range tc.builtin {
 				if os.MkdirAll(filepath.Join(root, "sys/module", m, "parameters"), 0o755) != nil {
