@@ -606,6 +606,11 @@ func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) R
 	r.Detail = fmt.Sprintf("NCCL %s, %s, network %s, GPUDirect RDMA %v, %s", orDash(log.Version), text.Count(ranks, "rank", "ranks"), net, log.GDR, text.Count(log.Channels, "channel", "channels"))
 	r.Status = OK
 	switch {
+	case !log.Debug:
+		// NCCL_DEBUG=INFO was set, so NCCL printed elsewhere or not at all.
+		r.Status = Warn
+		r.Detail = "NCCL printed no INFO line under NCCL_DEBUG=INFO: " + r.Detail
+		r.Fix = "NCCL_DEBUG_FILE set in NCCL_CONF_FILE, ~/.nccl.conf or /etc/nccl.conf (NCCL reads them where the environment is silent) sends NCCL's log to a file, or the benchmark is not NCCL's: every trial reads NCCL's log for what it chose and read, and its fabric is unjudged here; remove NCCL_DEBUG_FILE there"
 	case f.RDMA && log.Network == "Socket":
 		r.Status = Fail
 		r.Fix = "RDMA ports are active but NCCL used sockets: check NCCL_IB_HCA, NCCL_IB_DISABLE, NCCL_NET and that libibverbs is installed"

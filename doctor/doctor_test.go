@@ -778,7 +778,7 @@ func TestNCCLOneNodeUsesNoNIC(t *testing.T) {
 		nodes  int // 0: not logged (NCCL before 2.20)
 		status Status
 	}{{1, OK}, {2, Warn}, {0, Warn}} {
-		r := judgeNCCL(Result{}, nccllog.Log{Network: "IB", Nodes: tc.nodes}, nil, 16, hw)
+		r := judgeNCCL(Result{}, nccllog.Log{Debug: true, Network: "IB", Nodes: tc.nodes}, nil, 16, hw)
 		if r.Status != tc.status {
 			t.Errorf("%d nodes: %s %q (fix %q), want %s", tc.nodes, r.Status, r.Detail, r.Fix, tc.status)
 		}
@@ -787,7 +787,7 @@ func TestNCCLOneNodeUsesNoNIC(t *testing.T) {
 
 // TestNCCLCountsOneRank: a probe on one GPU was told as "1 ranks".
 func TestNCCLCountsOneRank(t *testing.T) {
-	r := judgeNCCL(Result{}, nccllog.Log{Version: "2.28.3", Nodes: 1}, nil, 1, Hardware{})
+	r := judgeNCCL(Result{}, nccllog.Log{Debug: true, Version: "2.28.3", Nodes: 1}, nil, 1, Hardware{})
 	if !strings.Contains(r.Detail, "NCCL 2.28.3, 1 rank, ") {
 		t.Errorf("detail %q, want NCCL 2.28.3, 1 rank, ...", r.Detail)
 	}
@@ -822,5 +822,22 @@ func TestPortsIbstatSkipsACA(t *testing.T) {
 				t.Errorf("%s %q", r.Status, r.Detail)
 			}
 		})
+	}
+}
+
+// TestNCCLLoggedNothing: a probe whose output held no NCCL INFO line under
+// NCCL_DEBUG=INFO (NCCL_DEBUG_FILE in /etc/nccl.conf or ~/.nccl.conf, which
+// NCCL reads where the environment does not set it, sends the log to a file)
+// passed as "network none (one node, or not logged)", its fabric unjudged,
+// though every trial reads NCCL's log for what NCCL chose and read.
+func TestNCCLLoggedNothing(t *testing.T) {
+	for _, hw := range []Hardware{{RDMA: true, Peermem: true}, {}} {
+		r := judgeNCCL(Result{}, nccllog.Log{}, nil, 16, hw)
+		if r.Status != Warn || !strings.Contains(r.Fix, "NCCL_DEBUG_FILE") {
+			t.Errorf("%+v: %s %q, fix %q; want a warning that NCCL logged nothing", hw, r.Status, r.Detail, r.Fix)
+		}
+	}
+	if r := judgeNCCL(Result{}, nccllog.Log{Debug: true, Version: "2.28.3", Nodes: 1}, nil, 8, Hardware{}); r.Status != OK {
+		t.Errorf("a log on one node: %s %q, fix %q", r.Status, r.Detail, r.Fix)
 	}
 }
