@@ -410,6 +410,15 @@ func (o Options) modules() (map[string]bool, error) {
 	return Modules(string(data)), err
 }
 
+// loaded reports whether kernel module name is loaded, by mods (from
+// /proc/modules) or /sys/module: a module built into the kernel has no line
+// in /proc/modules, but a directory in /sys/module as a loaded one has, and
+// a sandboxed container may show /sys/module where it hides /proc/modules.
+func (o Options) loaded(mods map[string]bool, name string) bool {
+	_, err := os.Stat(o.Root + "/sys/module/" + name)
+	return mods[name] || err == nil
+}
+
 func checkDrivers(_ context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: "mlx5 driver"}
 	if len(f.activePorts) == 0 {
@@ -421,14 +430,8 @@ func checkDrivers(_ context.Context, o Options, f *facts) Result {
 		return r
 	}
 	mods, err := o.modules()
-	// A driver built into the kernel has no line in /proc/modules, but a
-	// directory in /sys/module as a loaded one has.
-	loaded := func(name string) bool {
-		_, err := os.Stat(o.Root + "/sys/module/" + name)
-		return mods[name] || err == nil
-	}
 	switch {
-	case loaded("mlx5_core") && loaded("mlx5_ib"):
+	case o.loaded(mods, "mlx5_core") && o.loaded(mods, "mlx5_ib"):
 		r.Status, r.Detail = OK, "mlx5_core and mlx5_ib loaded"
 	case err != nil:
 		r.Status, r.Detail = Skip, "cannot read /proc/modules"
@@ -453,15 +456,15 @@ func checkPeermem(_ context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: peermemCheck}
 	mods, err := o.modules()
 	switch {
-	case err != nil:
-		r.Status, r.Detail = Skip, "cannot read /proc/modules"
-	case mods["nvidia_peermem"] || mods["nv_peer_mem"]:
+	case o.loaded(mods, "nvidia_peermem") || o.loaded(mods, "nv_peer_mem"):
 		r.Status, r.Detail = OK, "nvidia_peermem loaded: NICs can read and write GPU memory directly"
 	case len(f.activePorts) == 0:
 		r.Status, r.Detail = Skip, "no active RDMA port; GPUDirect RDMA is moot"
 	case o.dmabuf():
 		r.Status, r.Detail = OK, "nvidia_peermem not loaded, but the open GPU kernel module on Linux 5.12 or later gives NICs GPU memory through DMA-BUF"
 		r.Fix = "NCCL uses DMA-BUF by itself (unless NCCL_DMABUF_ENABLE=0); its log says \"DMA-BUF is available\""
+	case err != nil:
+		r.Status, r.Detail = Skip, "cannot read /proc/modules"
 	default:
 		r.Status, r.Detail, r.Fix = Warn, "nvidia_peermem not loaded, and no DMA-BUF (it needs the open GPU kernel module and Linux 5.12 or later): inter-node traffic is staged through host memory",
 			"modprobe nvidia_peermem, or install the open GPU kernel module (Linux 5.12 or later) for DMA-BUF"

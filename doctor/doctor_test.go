@@ -841,3 +841,33 @@ func TestNCCLLoggedNothing(t *testing.T) {
 		t.Errorf("a log on one node: %s %q, fix %q", r.Status, r.Detail, r.Fix)
 	}
 }
+
+// TestPeermemWithoutProcModules: where /proc/modules cannot be read (a
+// sandboxed container's), GPUDirect RDMA was skipped unchecked, though
+// /sys/module lists a loaded nvidia_peermem (as the mlx5 check reads it) and
+// the driver's version and the kernel's release tell DMA-BUF.
+func TestPeermemWithoutProcModules(t *testing.T) {
+	const open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build\n"
+	for _, tc := range []struct {
+		name   string
+		files  map[string]string
+		status Status
+	}{
+		{"nvidia_peermem in /sys/module", map[string]string{"sys/module/nvidia_peermem/refcnt": "0\n"}, OK},
+		{"DMA-BUF", map[string]string{"proc/driver/nvidia/version": open, "proc/sys/kernel/osrelease": "6.8.0-45-generic\n"}, OK},
+		{"nothing to tell", map[string]string{"sys/module/nvidia/refcnt": "2\n"}, Skip},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for path, content := range tc.files {
+				if os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755) != nil || os.WriteFile(filepath.Join(root, path), []byte(content), 0o644) != nil {
+					t.Fatal("cannot write", path)
+				}
+			}
+			f := &facts{activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "InfiniBand"}}}
+			if r := checkPeermem(context.Background(), Options{Root: root}, f); r.Status != tc.status {
+				t.Errorf("%s %q; want %s", r.Status, r.Detail, tc.status)
+			}
+		})
+	}
+}
