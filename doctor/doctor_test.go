@@ -871,3 +871,30 @@ func TestPeermemWithoutProcModules(t *testing.T) {
 		})
 	}
 }
+
+// TestPortsOfIBDevicesOnly: sysfs lists iWARP devices (node_type 4: RNIC,
+// irdma's default on an E810) beside InfiniBand and RoCE ones; ibstat, and
+// so this check, knows the latter alone (node_type 1 to 3). Read from
+// sysfs, an iWARP port counted as a fabric port, and one ibstat rightly
+// left out read as a port it had missed.
+func TestPortsOfIBDevicesOnly(t *testing.T) {
+	root := t.TempDir()
+	for path, content := range map[string]string{
+		"mlx5_0/node_type": "1: CA\n", "mlx5_0/ports/1/state": "4: ACTIVE\n", "mlx5_0/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_0/ports/1/link_layer": "InfiniBand\n",
+		"irdma0/node_type": "4: RNIC\n", "irdma0/ports/1/state": "4: ACTIVE\n", "irdma0/ports/1/rate": "100 Gb/sec (4X EDR)\n", "irdma0/ports/1/link_layer": "Ethernet\n",
+	} {
+		path = filepath.Join(root, "sys/class/infiniband", path)
+		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
+			t.Fatal("cannot write", path)
+		}
+	}
+	if ports := ReadPorts(root); len(ports) != 1 || ports[0].CA != "mlx5_0" {
+		t.Errorf("ports in sysfs: %+v, want mlx5_0's alone", ports)
+	}
+	ibstat := "CA 'mlx5_0'\n\tCA type: MT4129\n\tPort 1:\n\t\tState: Active\n\t\tRate: 400\n\t\tLink layer: InfiniBand\n"
+	f := &facts{}
+	r := checkPorts(context.Background(), Options{Root: root, Exec: fakeExec(map[string]string{"ibstat": ibstat})}, f)
+	if r.Status != OK || r.Detail != "active: mlx5_0/1 InfiniBand 400Gb/s" || f.roce {
+		t.Errorf("%s %q, RoCE %v", r.Status, r.Detail, f.roce)
+	}
+}

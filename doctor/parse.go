@@ -87,13 +87,15 @@ func ParseIbstat(out string) []Port {
 
 // ReadPorts reads the ports under root/sys/class/infiniband (root "" is the
 // real one) as ibstat names their state and rate: "4: ACTIVE" is Active,
-// "400 Gb/sec (4X NDR)" is 400.
+// "400 Gb/sec (4X NDR)" is 400. Like ibstat, it passes over devices that are
+// no InfiniBand or RoCE HCA, switch or router (node_type 1 to 3): an iWARP
+// RNIC (4) or a usNIC.
 func ReadPorts(root string) []Port {
 	var ports []Port
 	dirs, _ := filepath.Glob(filepath.Join(root, "sys/class/infiniband/*/ports/*"))
 	for _, dir := range dirs {
 		num, err := strconv.Atoi(filepath.Base(dir))
-		if err != nil {
+		if err != nil || !ibType(filepath.Dir(filepath.Dir(dir))) {
 			continue
 		}
 		attr := func(name string) string {
@@ -108,6 +110,18 @@ func ReadPorts(root string) []Port {
 		ports = append(ports, Port{CA: filepath.Base(filepath.Dir(filepath.Dir(dir))), Num: num, State: state, Rate: rate, LinkLayer: attr("link_layer")})
 	}
 	return ports
+}
+
+// ibType reports whether the device at dev is of a type ibstat lists: its
+// node_type ("1: CA") 1 to 3, or unread.
+func ibType(dev string) bool {
+	data, err := os.ReadFile(filepath.Join(dev, "node_type"))
+	if err != nil {
+		return true
+	}
+	n, _, _ := strings.Cut(strings.TrimSpace(string(data)), ":")
+	t, err := strconv.Atoi(n)
+	return err != nil || t >= 1 && t <= 3
 }
 
 // GID is one entry of a RoCE port's GID table, from sysfs.
