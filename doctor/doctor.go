@@ -677,12 +677,16 @@ dist.destroy_process_group()`
 // which the fan-out reads back through the launcher's bounded output.
 const maxSummary = 500
 
-// summary is the last line of a tool's output (where errors end up), or the error.
+// summary is the last line of a tool's output (where errors end up), or the
+// error, or "no output" from a tool that ended well and said nothing.
 func summary(out []byte, err error) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
-	if last == "" && err != nil || errors.Is(err, errNoAnswer) {
+	switch {
+	case last == "" && err != nil || errors.Is(err, errNoAnswer):
 		return err.Error()
+	case last == "":
+		return "no output"
 	}
 	if len(last) > maxSummary {
 		last = text.Prefix(last, maxSummary) + "…"

@@ -177,6 +177,9 @@ func TestFramework(t *testing.T) {
 		{"a warning before it, CRLF", "UserWarning: TypedStorage is deprecated\r\n" + strings.ReplaceAll(ok, "\n", "\r\n"), OK, versions},
 		{"no torch", "ModuleNotFoundError: No module named 'torch'\n", Skip, "PyTorch is not installed for python3"},
 		{"failed", "Traceback (most recent call last):\nRuntimeError: NCCL error\n", Fail, "RuntimeError: NCCL error"},
+		// An interpreter (a shim, a wrapper) that ended well and said nothing failed with no detail at all.
+		{"silent", "", Fail, "no output"},
+		{"blank lines", "\n \r\n", Fail, "no output"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := checkFramework(context.Background(), Options{Python: "python3", Exec: fakeExec(map[string]string{"python3": tc.out})}, nil)
