@@ -208,7 +208,7 @@ func merged(rules []rule) []rule {
 				if a, b := prev.about(), r.about(); a != b {
 					prev.note = a + "; " + b
 				}
-			case !strings.Contains(prev.from, r.from):
+			case !slices.Contains(strings.Split(prev.from, ", "), r.from): // range names hold no ", " (space.FileWord)
 				prev.from += ", " + r.from
 			}
 			continue

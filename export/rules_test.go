@@ -975,3 +975,19 @@ func TestDecisionsUnderAnotherSpelling(t *testing.T) {
 		}
 	}
 }
+
+// TestMergedNamesEveryRange: rules that follow on and choose alike are one
+// rule, whose comment names every range it serves; a range whose name is
+// part of another's ("r1" of "r10") was taken for one named already, and
+// the comment left it out.
+func TestMergedNamesEveryRange(t *testing.T) {
+	rules := []rule{
+		{coll: "allreduce", min: 0, max: 99, proto: "simple", from: "r10"},
+		{coll: "allreduce", min: 100, max: 199, proto: "simple", from: "r1"},
+		{coll: "allreduce", min: 200, max: 299, proto: "simple", from: "r1"},
+		{coll: "allreduce", min: 300, max: -1, proto: "simple", from: "r0"},
+	}
+	if got := merged(rules); len(got) != 1 || got[0].max != -1 || got[0].about() != "range r10, r1, r0" {
+		t.Errorf("merged: %+v, want one rule of 0 up for range r10, r1, r0", got)
+	}
+}
