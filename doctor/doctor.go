@@ -182,13 +182,14 @@ func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 	case missing(err):
 		r.Status, r.Detail = Skip, "nvidia-smi not found"
 		return r
-	case err != nil:
+	case err != nil && !bytes.Contains(out, []byte("No devices were found")): // what it says, exit status 6, where it sees no GPU
 		r.Status, r.Detail, r.Fix = Fail, summary(out, err), "check the NVIDIA driver (nvidia-smi must work)"
 		return r
 	}
 	gpus := ParseNvidiaSMI(string(out))
 	if len(gpus) == 0 {
-		r.Status, r.Detail, r.Fix = Fail, "nvidia-smi lists no GPU", "check CUDA_VISIBLE_DEVICES and the driver"
+		// nvidia-smi lists every GPU the node (or container) has: CUDA_VISIBLE_DEVICES is not its business.
+		r.Status, r.Detail, r.Fix = Fail, "nvidia-smi lists no GPU", "check the driver, and that the node (or container) was given its GPUs (docker run --gpus, NVIDIA_VISIBLE_DEVICES)"
 		return r
 	}
 	// Models in the order first seen, each with its count.

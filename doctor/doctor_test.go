@@ -901,3 +901,19 @@ func TestPortsOfIBDevicesOnly(t *testing.T) {
 		t.Errorf("%s %q, RoCE %v", r.Status, r.Detail, f.roce)
 	}
 }
+
+// TestGPUsNone: nvidia-smi on a node (or in a container) that has no GPU
+// says "No devices were found" and exits 6; that failed as a driver that
+// does not work, and a list of none pointed at CUDA_VISIBLE_DEVICES, which
+// nvidia-smi does not read.
+func TestGPUsNone(t *testing.T) {
+	for name, exec := range map[string]func(context.Context, string, ...string) ([]byte, error){
+		"exit 6":       failingExec(map[string]string{"nvidia-smi": "No devices were found\n"}),
+		"header alone": fakeExec(map[string]string{"nvidia-smi": "index, name, pci.bus_id, memory.total [MiB], driver_version, mig.mode.current\n"}),
+	} {
+		r := checkGPUs(context.Background(), Options{Exec: exec}, &facts{})
+		if r.Status != Fail || r.Detail != "nvidia-smi lists no GPU" || strings.Contains(r.Fix, "CUDA_VISIBLE_DEVICES") || !strings.Contains(r.Fix, "NVIDIA_VISIBLE_DEVICES") {
+			t.Errorf("%s: %s %q, fix %q", name, r.Status, r.Detail, r.Fix)
+		}
+	}
+}
