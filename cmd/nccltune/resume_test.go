@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -747,29 +748,38 @@ func TestStatusJSONCountsTheBudgetsTrials(t *testing.T) {
 // tells by its pid), "not a readable SQLite database", or "read lock:
 // resource temporarily unavailable".
 func TestStoreLockedByAnotherProgram(t *testing.T) {
-	dir := smallCampaign(t)
+	t.Parallel() // each command waits out the store's busy timeout, not a CPU
 	for _, tc := range []struct {
-		hold     string
-		commands [][]string
+		name, hold string
+		commands   [][]string
 	}{
-		{"BEGIN; DELETE FROM writer", [][]string{{"resume", "-q", "--trials", "5"}}},
-		{"PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; SELECT count(*) FROM trials", [][]string{{"status"}, {"resume", "-q", "--trials", "5"}}},
+		{"open transaction", "BEGIN; DELETE FROM writer", [][]string{{"resume", "-q", "--trials", "5"}}},
+		{"exclusive mode", "PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; SELECT count(*) FROM trials", [][]string{{"status"}, {"resume", "-q", "--trials", "5"}}},
 	} {
-		db, err := sql.Open("sqlite", filepath.Join(dir, "nccltune.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1) // the lock is its connection's
-		if _, err := db.Exec(tc.hold); err != nil {
-			t.Fatal(err)
-		}
-		for _, args := range tc.commands {
-			code, out, errOut := nccltune(t, dir, args...)
-			if code != exitFailure || !strings.Contains(errOut, "another program") || !strings.Contains(errOut, "goes on") || strings.Contains(errOut, "not a readable") {
-				t.Errorf("%s of a store another program holds (%s): exit %d\n%s%s", args[0], tc.hold, code, out, errOut)
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := smallCampaign(t)
+			db, err := sql.Open("sqlite", filepath.Join(dir, "nccltune.db"))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		db.Exec("ROLLBACK")
-		db.Close()
+			db.SetMaxOpenConns(1) // the lock is its connection's
+			if _, err := db.Exec(tc.hold); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { db.Exec("ROLLBACK"); db.Close() }()
+			var wg sync.WaitGroup
+			for _, args := range tc.commands {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					code, out, errOut := nccltune(t, dir, args...)
+					if code != exitFailure || !strings.Contains(errOut, "another program") || !strings.Contains(errOut, "goes on") || strings.Contains(errOut, "not a readable") {
+						t.Errorf("%s of a store another program holds (%s): exit %d\n%s%s", args[0], tc.hold, code, out, errOut)
+					}
+				}()
+			}
+			wg.Wait()
+		})
 	}
 }
