@@ -164,6 +164,9 @@ func open(path string, readOnly bool) (*Store, error) {
 	if abs, err := filepath.Abs(real); err == nil && len(abs) > maxPath {
 		return nil, fmt.Errorf("store %s: its absolute path (links resolved) is %d bytes long, and SQLite opens a database at a path of %d bytes at most: move it, or name one in a shallower folder", path, len(abs), maxPath)
 	}
+	if err := sqliteOrEmpty(real); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	// A writer that may not write the file is refused before SQLite opens
 	// it: SQLite would fall back to reading it, and make its -wal and -shm
 	// as this user's, which another user who owns the store cannot then
@@ -305,6 +308,30 @@ func createHonouringUmask(path string) {
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666); err == nil {
 		f.Close()
 	}
+}
+
+// sqliteHeader starts every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// sqliteOrEmpty refuses an existing file that is neither empty nor starts
+// as an SQLite database does: SQLite reads a file shorter than its header
+// (one byte, a short note) as an empty database, and a writer wrote a
+// store over it. An empty file is a store a campaign starting made, or
+// was killed before giving its tables (createHonouringUmask): SQLite
+// makes it a database, and a writer a store. A file missing or unreadable
+// is left for the open to tell of.
+func sqliteOrEmpty(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	n, _ := io.ReadFull(f, head)
+	if n > 0 && string(head[:n]) != sqliteHeader {
+		return errors.New("not an SQLite database (it does not start with SQLite's header): nccltune makes a store only in a new or empty file, and leaves this one as it is")
+	}
+	return nil
 }
 
 // maxPath is the longest absolute path of a database that SQLite opens:

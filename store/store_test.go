@@ -579,3 +579,42 @@ func TestCommitsAreDurable(t *testing.T) {
 		t.Errorf("PRAGMA synchronous = %d, want FULL (2) or EXTRA (3)", mode)
 	}
 }
+
+// TestRefusesAFileThatIsNotSQLite: an existing file that is neither empty
+// nor an SQLite database (one byte, a short note: SQLite reads a file
+// shorter than a page as an empty database, and wrote a store over it) is
+// refused by writers and readers, and left as it was, with no -wal or -shm
+// beside it. An empty file is a store a campaign starting made (see
+// createHonouringUmask): a writer makes it a store.
+func TestRefusesAFileThatIsNotSQLite(t *testing.T) {
+	for _, content := range []string{"x", "\x00", "SQLite format", "a note of a few words\n", strings.Repeat("z", 4095)} {
+		path := filepath.Join(t.TempDir(), "notes")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			s, err := open(path)
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), "not an SQLite database") || !strings.Contains(err.Error(), path) {
+				t.Errorf("a file of %d bytes opened as a store: %v", len(content), err)
+			}
+		}
+		if after, _ := os.ReadFile(path); string(after) != content {
+			t.Errorf("a file of %d bytes was changed to %d bytes", len(content), len(after))
+		}
+		for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+			if _, err := os.Stat(path + suffix); err == nil {
+				t.Errorf("a file of %d bytes: %s made beside it", len(content), suffix)
+			}
+		}
+	}
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	os.WriteFile(empty, nil, 0o644)
+	s, err := Open(empty)
+	if err != nil {
+		t.Fatalf("an empty file: %v", err)
+	}
+	s.Close()
+}
