@@ -471,12 +471,19 @@ func TestOneWriter(t *testing.T) {
 
 func TestDamagedStores(t *testing.T) {
 	s, path := openWriter(t)
-	c, _ := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Budget: 5, Sampler: "tpe"})
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 5, Sampler: "tpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for n := range 200 { // enough pages that damage lands inside the data
 		tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}, Env: []string{}}
-		s.StartTrial(tr)
+		if err := s.StartTrial(tr); err != nil {
+			t.Fatal(err)
+		}
 		tr.State, tr.Output = Complete, []byte(strings.Repeat("output ", 300))
-		s.FinishTrial(context.Background(), tr)
+		if err := s.FinishTrial(context.Background(), tr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.Close()
 	data, _ := os.ReadFile(path)
@@ -489,14 +496,27 @@ func TestDamagedStores(t *testing.T) {
 		damaged[i] = 0xA5
 	}
 	os.WriteFile(corrupt, damaged, 0o644)
-	for _, p := range []string{truncated, corrupt} {
-		st, err := Open(p)
-		if err == nil {
-			_, err = st.Trials(c.ID)
-			st.Close()
+	// A reader, which checks pages as it reads them (no whole-file check),
+	// fails at the first damaged one; here every trial's output is read.
+	readAll := func(st *Store) error {
+		trials, err := st.Trials(c.ID)
+		for _, tr := range trials {
+			if err == nil {
+				_, err = st.Output(tr.ID)
+			}
 		}
-		if err == nil || !strings.Contains(err.Error(), filepath.Base(p)) && !strings.Contains(err.Error(), "malformed") {
-			t.Errorf("%s opened and read without a clear error: %v", filepath.Base(p), err)
+		return err
+	}
+	for _, p := range []string{truncated, corrupt} {
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			st, err := open(p)
+			if err == nil {
+				err = readAll(st)
+				st.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), filepath.Base(p)) && !strings.Contains(err.Error(), "malformed") {
+				t.Errorf("%s opened and read without a clear error: %v", filepath.Base(p), err)
+			}
 		}
 	}
 	// /proc refuses new files even to root, like a read-only mount.
