@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/store"
 )
@@ -142,8 +143,8 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) error {
 		}
 		row(tw, cells("collective", "size", "time us", "algbw", "busbw", "#wrong", "in-place us", "busbw", "#wrong", "")...)
 		for _, r := range t.Rows {
-			row(tw, cells(r.Collective, strconv.FormatInt(r.Size, 10), fmt.Sprintf("%.2f", r.OutOfPlace.TimeUs), fmt.Sprintf("%.2f", r.OutOfPlace.AlgBW),
-				fmt.Sprintf("%.2f", r.OutOfPlace.BusBW), wrong(r.OutOfPlace), fmt.Sprintf("%.2f", r.InPlace.TimeUs), fmt.Sprintf("%.2f", r.InPlace.BusBW), wrong(r.InPlace), "")...)
+			row(tw, cells(r.Collective, strconv.FormatInt(r.Size, 10), measured(r.OutOfPlace.TimeUs), measured(r.OutOfPlace.AlgBW),
+				measured(r.OutOfPlace.BusBW), wrong(r.OutOfPlace), measured(r.InPlace.TimeUs), measured(r.InPlace.BusBW), wrong(r.InPlace), "")...)
 		}
 		tw.Flush()
 	}
@@ -193,6 +194,9 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// measured is a time or bandwidth cell as nccl-tests prints it, in bounded width.
+func measured(v float64) string { return fmt.Sprintf("%.2f", text.Bounded(v)) }
 
 // wrong is a #wrong column as nccl-tests prints it: N/A where it did not check.
 func wrong(m nccltests.Measure) string {

@@ -388,7 +388,7 @@ func validated(r results.RangeResult) string {
 	case math.IsNaN(v.Gain):
 		return "defaults kept"
 	}
-	cell := fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*v.Gain, 100*v.CILow, 100*v.CIHigh)
+	cell := fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", text.Bounded(100*v.Gain), text.Bounded(100*v.CILow), text.Bounded(100*v.CIHigh))
 	if v.Verdict != "tuned" {
 		cell += " defaults kept"
 	}
@@ -455,7 +455,7 @@ func gain(r results.RangeResult) string {
 	case !r.Tuned():
 		return "none"
 	}
-	return fmt.Sprintf("%+.1f%%", 100*r.Gain())
+	return fmt.Sprintf("%+.1f%%", text.Bounded(100*r.Gain()))
 }
 
 // byPhase splits a campaign's trials into the search's, each of its rows
