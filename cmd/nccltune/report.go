@@ -128,9 +128,9 @@ func printShares(w io.Writer, l *loaded) {
 	case v == nil:
 		fmt.Fprintf(w, "the job's configuration is not validated: run `%s`\n", l.command("validate"))
 	case j.job.DefaultsKept():
-		fmt.Fprintf(w, "the job's validation kept NCCL's defaults (%s): they are exported\n", v.Reason)
+		fmt.Fprintf(w, "the job's validation kept NCCL's defaults (%s): they are exported\n", text.Clean(v.Reason))
 	default:
-		fmt.Fprintf(w, "the job's configuration is validated: %s\n", v.Reason)
+		fmt.Fprintf(w, "the job's configuration is validated: %s\n", text.Clean(v.Reason))
 	}
 }
 
