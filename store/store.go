@@ -73,6 +73,17 @@ type Campaign struct {
 	// ValidateRounds, when at least 2, validates the result.
 	Simplify       bool
 	ValidateRounds int
+	// Latest is how the latest run or resume ran the campaign where that
+	// is no part of its space's identity, and may differ from Space, the
+	// first run's; nil for a campaign stored before it was kept.
+	Latest *RunSettings
+}
+
+// RunSettings are the settings of a space that a run or resume of its
+// campaign may change: neither is part of the space's identity.
+type RunSettings struct {
+	Patience int           // campaign.patience
+	Timeout  time.Duration // benchmark.timeout
 }
 
 // Trial is one launch of the benchmark with one configuration.
@@ -519,9 +530,12 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 		return c, fmt.Errorf("store %s: %w", s.path, err)
 	}
 	c.Created = time.Now().UTC()
-	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale, simplify, validate_rounds)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale, c.Simplify, c.ValidateRounds)
+	patience, timeout := c.latest()
+	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale, simplify, validate_rounds,
+		latest_patience, latest_timeout_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale, c.Simplify, c.ValidateRounds,
+		patience, timeout)
 	if err != nil {
 		return c, fmt.Errorf("create campaign %s: %w", c.Name, err)
 	}
@@ -529,8 +543,17 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 	return c, err
 }
 
-// UpdateSettings records a campaign's budget, sampler, seed, stop reason
-// and how it ends (Simplify, ValidateRounds).
+// latest is c.Latest as its columns hold it: NULL for none.
+func (c Campaign) latest() (patience, timeout sql.NullInt64) {
+	if c.Latest != nil {
+		patience = sql.NullInt64{Int64: int64(c.Latest.Patience), Valid: true}
+		timeout = sql.NullInt64{Int64: int64(c.Latest.Timeout), Valid: true}
+	}
+	return patience, timeout
+}
+
+// UpdateSettings records a campaign's budget, sampler, seed, stop reason,
+// how it ends (Simplify, ValidateRounds) and its latest run's settings.
 func (s *Store) UpdateSettings(c Campaign) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -538,8 +561,10 @@ func (s *Store) UpdateSettings(c Campaign) error {
 	if err := storable(c); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ?, simplify = ?, validate_rounds = ? WHERE id = ?`,
-		c.Budget, c.Sampler, c.Seed, c.Stopped, c.Simplify, c.ValidateRounds, c.ID)
+	patience, timeout := c.latest()
+	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ?, simplify = ?, validate_rounds = ?,
+		latest_patience = ?, latest_timeout_ns = ? WHERE id = ?`,
+		c.Budget, c.Sampler, c.Seed, c.Stopped, c.Simplify, c.ValidateRounds, patience, timeout, c.ID)
 	if err != nil {
 		return fmt.Errorf("campaign %s: %w", c.Name, err)
 	}
@@ -563,7 +588,8 @@ func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
 func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	defer s.located(&err)
-	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale, simplify, validate_rounds
+	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale, simplify, validate_rounds,
+		latest_patience, latest_timeout_ns
 		FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
@@ -573,11 +599,15 @@ func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	for rows.Next() {
 		var c Campaign
 		var created string
+		var patience, timeout sql.NullInt64
 		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped, &c.Scale,
-			&c.Simplify, &c.ValidateRounds); err != nil {
+			&c.Simplify, &c.ValidateRounds, &patience, &timeout); err != nil {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
+		if patience.Valid || timeout.Valid {
+			c.Latest = &RunSettings{Patience: int(patience.Int64), Timeout: time.Duration(timeout.Int64)}
+		}
 		if err := checkCampaign(c); err != nil {
 			return nil, err
 		}

@@ -294,7 +294,8 @@ func TestMigratesOlderStore(t *testing.T) {
 	}
 	// Resumed before, it simplified and validated as the flags' defaults
 	// say; it goes on doing so.
-	if c, err := s.Campaign("old"); err != nil || !c.Simplify || c.ValidateRounds != 5 {
+	// Its latest run's settings were not kept: its stored space's describe it.
+	if c, err := s.Campaign("old"); err != nil || !c.Simplify || c.ValidateRounds != 5 || c.Latest != nil {
 		t.Errorf("after migration: %+v, %v", c, err)
 	}
 }
@@ -304,7 +305,8 @@ func TestMigratesOlderStore(t *testing.T) {
 // budget up as the simplification's, as that nccltune numbered them, and
 // those below it as the search's; each campaign by its own budget.
 func TestMigrationClassesTrialsByNumber(t *testing.T) {
-	stmts := append(slices.Clone(migrations[:SchemaVersion-1]), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1))
+	phased := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "ADD COLUMN phase") })
+	stmts := append(slices.Clone(migrations[:phased]), fmt.Sprintf("PRAGMA user_version = %d", phased))
 	for id, budget := range []int{4, 2} {
 		stmts = append(stmts, fmt.Sprintf(`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at)
 			VALUES (%d, 'c%d', 'h', 'x', %d, 'tpe', 1, '2026-01-01T00:00:00Z')`, id+1, id+1, budget))
@@ -441,6 +443,34 @@ func TestCampaignKeepsHowItEnds(t *testing.T) {
 	}
 	if got, err := s.Campaign("c"); err != nil || !got.Simplify || got.ValidateRounds != 7 {
 		t.Errorf("updated: %+v, %v", got, err)
+	}
+}
+
+// TestCampaignKeepsItsLatestRun: the patience and timeout of the latest
+// run, which may differ from the stored space's (the first run's), read
+// back as written, none (a campaign stored before they were kept) as none;
+// a negative one, which nccltune never writes, is refused.
+func TestCampaignKeepsItsLatestRun(t *testing.T) {
+	s, _ := openWriter(t)
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Campaign("c"); err != nil || got.Latest != nil {
+		t.Errorf("created without: %+v, %v", got, err)
+	}
+	c.Latest = &RunSettings{Patience: 7, Timeout: 90 * time.Second}
+	if err := s.UpdateSettings(c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Campaign("c"); err != nil || got.Latest == nil || *got.Latest != *c.Latest {
+		t.Errorf("updated: %+v, %v", got, err)
+	}
+	if _, err := s.db.Exec("UPDATE campaigns SET latest_timeout_ns = -1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Campaign("c"); !errors.Is(err, ErrTampered) {
+		t.Errorf("a negative timeout read with %v", err)
 	}
 }
 

@@ -113,6 +113,12 @@ func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The stored copy is the first run's; a later run or resume may have
+	// run the campaign with another patience and timeout, which status
+	// reports and resume keeps.
+	if camp.Latest != nil {
+		family.Campaign.Patience, family.Benchmark.Timeout = camp.Latest.Patience, camp.Latest.Timeout
+	}
 	sp := family
 	if camp.Scale > 0 {
 		sp = family.AtScale(camp.Scale)
@@ -286,7 +292,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 			}
 		}
 	}
-	if _, why := tuner.Iterations(l.space, l.trials); why != "" {
+	if _, why := tuner.Iterations(tuner.CountedSpace(l.camp, l.space), l.trials); why != "" {
 		fmt.Fprintln(w, "iterations:", text.Clean(why))
 	}
 	if len(l.space.Simulator) > 0 {
@@ -502,7 +508,7 @@ func statusJSON(l *loaded) map[string]any {
 	out["simplification"] = len(simplifying)
 	// Only a benchmark with an iteration count has one to report (the user's command runs as written).
 	if l.space.Benchmark.Uses("benchmark.iters") {
-		iters, why := tuner.Iterations(l.space, l.trials)
+		iters, why := tuner.Iterations(tuner.CountedSpace(l.camp, l.space), l.trials)
 		out["iterations"] = map[string]any{"count": iters, "reason": why}
 	}
 	return out
