@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
@@ -81,7 +82,7 @@ func (e Export) jobFile(name string) (file, error) {
 		if e.Job.Uses(r) && !e.Job.DefaultsKept() {
 			choice = fmt.Sprintf("trial %d's choice", r.Best.Number)
 			if !math.IsNaN(r.DefaultScore) {
-				choice += fmt.Sprintf(", %+.1f%% in the search", 100*r.Gain())
+				choice += fmt.Sprintf(", %+.1f%% in the search", text.Bounded(100*r.Gain()))
 			}
 		}
 		head = append(head, fmt.Sprintf("%s: %s, %s as exported (%s)", r.Range.Name, withDefaults(def[i], r.DefaultFailed != nil), Seconds(exported[i]), choice))

@@ -993,3 +993,72 @@ func TestShortenCutsNoEscapeApart(t *testing.T) {
 		t.Errorf("shorten = %q, want %q", got, want)
 	}
 }
+
+// TestBusBWDataReachesTheTitle: the data area of busbw.png starts right
+// under its title and runs to the image's right edge. gonum lays out an axis
+// label as if centred at the arithmetic middle of its axis's range, which
+// on a log axis of bandwidths from 4e-4 to 400 GB/s (sizes from 8 B to 1G)
+// lies near its top (its right end): the label's box stood out past the
+// data area, which gonum shrank by as much, a blank band of some 40 points
+// under the title (30 at the right).
+func TestBusBWDataReachesTheTitle(t *testing.T) {
+	sp, err := space.Parse("p.toml", []byte("[campaign]\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n[benchmark]\nbinary = \"x\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"Ring\", \"Tree\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, faster float64, params map[string]string) store.Trial {
+		tr := store.Trial{Number: n, State: store.Complete, Params: params}
+		for _, size := range sp.Sizes.List() {
+			b := faster * 400 * float64(size) / (float64(size) + 1e7) // latency-bound below 10 MB
+			m := nccltests.Measure{TimeUs: float64(size) / b / 1e3, AlgBW: b, BusBW: b}
+			tr.Rows = append(tr.Rows, nccltests.Row{Size: size, OutOfPlace: m, InPlace: m})
+		}
+		tr.Scores = map[string]float64{"all": results.Scores(sp, tr.Rows, 0)[0]}
+		return tr
+	}
+	trials := []store.Trial{trial(0, 1, nil), trial(1, 1, nil), trial(2, 1.3, map[string]string{"NCCL_ALGO": "Ring"})}
+	path := filepath.Join(t.TempDir(), "busbw.png")
+	if err := BusBW(sp, results.Of(sp, trials, nil), trials, path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The y axis is the longest vertical run of dark pixels in the image's
+	// left quarter; the x axis the longest horizontal one in its lowest quarter.
+	dark := func(x, y int) bool {
+		r, g, b, _ := img.At(x, y).RGBA()
+		return r+g+b < 3*0xc000 // the axes' lines of half a point are grey where they fall between pixels
+	}
+	b := img.Bounds()
+	longest := func(lines, along int, at func(line, i int) bool) (start, end int) {
+		for l := range lines {
+			for i := 0; i < along; {
+				j := i
+				for j < along && at(l, j) {
+					j++
+				}
+				if j-i > end-start {
+					start, end = i, j
+				}
+				i = j + 1
+			}
+		}
+		return start, end
+	}
+	top, _ := longest(b.Dx()/4, b.Dy(), func(x, y int) bool { return dark(x, y) })
+	_, right := longest(b.Dy()/4, b.Dx(), func(y, x int) bool { return dark(x, b.Dy()-1-y) })
+	// The title is 13 points high: 18 pixels at 96 per inch.
+	if top > 30 {
+		t.Errorf("the data area starts %d pixels from the image's top, under a title of 18", top)
+	}
+	if gap := b.Dx() - right; gap > 30 {
+		t.Errorf("the data area ends %d pixels from the image's right edge", gap)
+	}
+}

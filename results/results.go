@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
@@ -406,7 +407,7 @@ func (r RangeResult) describe() string {
 			runs = fmt.Sprintf("over %d runs", r.BestRuns)
 		}
 		return fmt.Sprintf("not validated: tuned %.3g %s vs default %.3g %s (%+.1f%%) %s, trial %d", r.Measure.Value(r.BestScore), r.Measure.Unit,
-			r.Measure.Value(r.DefaultScore), r.Measure.Unit, 100*r.Gain(), runs, r.Best.Number)
+			r.Measure.Value(r.DefaultScore), r.Measure.Unit, text.Bounded(100*r.Gain()), runs, r.Best.Number)
 	default:
 		return fmt.Sprintf("NCCL's defaults are best: %.3g %s (no trial gained %.0f%% or more)", r.Measure.Value(r.DefaultScore), r.Measure.Unit, 100*MinGain)
 	}

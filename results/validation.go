@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
@@ -115,7 +116,7 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 	// arithmetic means of 100 and 125 (runs of 50 and 200) would read as a lie.
 	v.DefaultMean, v.TunedMean = stat.GeometricMean(a, nil), stat.GeometricMean(b, nil)
 	v.Gain, v.CILow, v.CIHigh = PairedGain(a, b)
-	ci := fmt.Sprintf("%+.1f%% (95%% CI %+.1f%% to %+.1f%%) over %d rounds", 100*v.Gain, 100*v.CILow, 100*v.CIHigh, rounds)
+	ci := fmt.Sprintf("%+.1f%% (95%% CI %+.1f%% to %+.1f%%) over %d rounds", text.Bounded(100*v.Gain), text.Bounded(100*v.CILow), text.Bounded(100*v.CIHigh), rounds)
 	switch {
 	case v.CILow > 0:
 		v.Verdict, v.Reason = "tuned", "gain "+ci

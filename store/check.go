@@ -27,6 +27,8 @@ func checkCampaign(c Campaign) error {
 		return fmt.Errorf("campaign %d: scale %d: %w", c.ID, c.Scale, ErrTampered)
 	case c.ValidateRounds < 0 || c.ValidateRounds > maxValidateRounds:
 		return fmt.Errorf("campaign %d: %d validation rounds: %w", c.ID, c.ValidateRounds, ErrTampered)
+	case c.Latest != nil && (c.Latest.Patience < 0 || c.Latest.Timeout < 0):
+		return fmt.Errorf("campaign %d: patience %d, timeout %s: %w", c.ID, c.Latest.Patience, c.Latest.Timeout, ErrTampered)
 	}
 	return nil
 }

@@ -122,6 +122,11 @@ var migrations = []string{
 	`ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'search';
 	UPDATE trials SET phase = 'simplification'
 		WHERE number >= (SELECT budget FROM campaigns WHERE campaigns.id = trials.campaign_id);`,
+	// The campaign.patience and benchmark.timeout (in nanoseconds) of the latest run or resume,
+	// which may differ from the stored space's, the first run's. NULL: a campaign stored before
+	// they were kept, which its stored space's describe.
+	`ALTER TABLE campaigns ADD COLUMN latest_patience INTEGER;
+	ALTER TABLE campaigns ADD COLUMN latest_timeout_ns INTEGER;`,
 }
 
 // SchemaVersion is the schema version this build writes.

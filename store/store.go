@@ -73,6 +73,17 @@ type Campaign struct {
 	// ValidateRounds, when at least 2, validates the result.
 	Simplify       bool
 	ValidateRounds int
+	// Latest is how the latest run or resume ran the campaign where that
+	// is no part of its space's identity, and may differ from Space, the
+	// first run's; nil for a campaign stored before it was kept.
+	Latest *RunSettings
+}
+
+// RunSettings are the settings of a space that a run or resume of its
+// campaign may change: neither is part of the space's identity.
+type RunSettings struct {
+	Patience int           // campaign.patience
+	Timeout  time.Duration // benchmark.timeout
 }
 
 // Trial is one launch of the benchmark with one configuration.
@@ -163,6 +174,9 @@ func open(path string, readOnly bool) (*Store, error) {
 	// sent its owner after a missing folder or a campaign's log.
 	if abs, err := filepath.Abs(real); err == nil && len(abs) > maxPath {
 		return nil, fmt.Errorf("store %s: its absolute path (links resolved) is %d bytes long, and SQLite opens a database at a path of %d bytes at most: move it, or name one in a shallower folder", path, len(abs), maxPath)
+	}
+	if err := sqliteOrEmpty(real); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	// A writer that may not write the file is refused before SQLite opens
 	// it: SQLite would fall back to reading it, and make its -wal and -shm
@@ -307,6 +321,30 @@ func createHonouringUmask(path string) {
 	}
 }
 
+// sqliteHeader starts every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// sqliteOrEmpty refuses an existing file that is neither empty nor starts
+// as an SQLite database does: SQLite reads a file shorter than its header
+// (one byte, a short note) as an empty database, and a writer wrote a
+// store over it. An empty file is a store a campaign starting made, or
+// was killed before giving its tables (createHonouringUmask): SQLite
+// makes it a database, and a writer a store. A file missing or unreadable
+// is left for the open to tell of.
+func sqliteOrEmpty(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	n, _ := io.ReadFull(f, head)
+	if n > 0 && string(head[:n]) != sqliteHeader {
+		return errors.New("not an SQLite database (it does not start with SQLite's header): nccltune makes a store only in a new or empty file, and leaves this one as it is")
+	}
+	return nil
+}
+
 // maxPath is the longest absolute path of a database that SQLite opens:
 // its MAX_PATHNAME, less the "-journal" it adds for the journal's name.
 const maxPath = 512 - len("-journal")
@@ -336,7 +374,7 @@ func uri(path string, readOnly, immutable bool) (string, error) {
 	if readOnly {
 		// mode=ro opens the file O_RDONLY; query_only refuses any write
 		// SQLite would otherwise make for us.
-		pragmas = []string{busyPragma, "query_only(1)"}
+		pragmas = []string{busyPragma, "query_only(1)", "cell_size_check(1)"}
 		q.Set("mode", "ro")
 	}
 	if immutable {
@@ -353,15 +391,25 @@ func (s *Store) init() error {
 	if err != nil {
 		return s.unreadable(err)
 	}
+	// A writer checks the whole file: what it writes builds on what is
+	// there (a damaged index would be written on), and damage comes while
+	// no campaign runs as well (a disk, an edit), so a clean last stop is
+	// no reason to skip it. A reader does not: the check reads every page,
+	// seconds on a store of a GB, mostly trials' output that status never
+	// reads, and quick_check, which leaves out only matching each index
+	// against its table, costs nearly as much (BenchmarkCheck). Each page a
+	// reader reads is checked as read (cell_size_check, uri), and a
+	// damaged one fails the read that met it; damage in pages it does not
+	// read changes nothing it prints, and the next writer finds it.
+	if s.readOnly {
+		return checkVersion(version)
+	}
 	var check string
 	if err := s.db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil {
 		return s.unreadable(err)
 	}
 	if check != "ok" {
 		return fmt.Errorf("integrity check failed: %s", check)
-	}
-	if s.readOnly {
-		return checkVersion(version)
 	}
 	if err := s.migrate(); err != nil {
 		return err
@@ -482,9 +530,12 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 		return c, fmt.Errorf("store %s: %w", s.path, err)
 	}
 	c.Created = time.Now().UTC()
-	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale, simplify, validate_rounds)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale, c.Simplify, c.ValidateRounds)
+	patience, timeout := c.latest()
+	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale, simplify, validate_rounds,
+		latest_patience, latest_timeout_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale, c.Simplify, c.ValidateRounds,
+		patience, timeout)
 	if err != nil {
 		return c, fmt.Errorf("create campaign %s: %w", c.Name, err)
 	}
@@ -492,8 +543,17 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 	return c, err
 }
 
-// UpdateSettings records a campaign's budget, sampler, seed, stop reason
-// and how it ends (Simplify, ValidateRounds).
+// latest is c.Latest as its columns hold it: NULL for none.
+func (c Campaign) latest() (patience, timeout sql.NullInt64) {
+	if c.Latest != nil {
+		patience = sql.NullInt64{Int64: int64(c.Latest.Patience), Valid: true}
+		timeout = sql.NullInt64{Int64: int64(c.Latest.Timeout), Valid: true}
+	}
+	return patience, timeout
+}
+
+// UpdateSettings records a campaign's budget, sampler, seed, stop reason,
+// how it ends (Simplify, ValidateRounds) and its latest run's settings.
 func (s *Store) UpdateSettings(c Campaign) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -501,8 +561,10 @@ func (s *Store) UpdateSettings(c Campaign) error {
 	if err := storable(c); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ?, simplify = ?, validate_rounds = ? WHERE id = ?`,
-		c.Budget, c.Sampler, c.Seed, c.Stopped, c.Simplify, c.ValidateRounds, c.ID)
+	patience, timeout := c.latest()
+	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ?, simplify = ?, validate_rounds = ?,
+		latest_patience = ?, latest_timeout_ns = ? WHERE id = ?`,
+		c.Budget, c.Sampler, c.Seed, c.Stopped, c.Simplify, c.ValidateRounds, patience, timeout, c.ID)
 	if err != nil {
 		return fmt.Errorf("campaign %s: %w", c.Name, err)
 	}
@@ -526,7 +588,8 @@ func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
 func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	defer s.located(&err)
-	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale, simplify, validate_rounds
+	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale, simplify, validate_rounds,
+		latest_patience, latest_timeout_ns
 		FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
@@ -536,11 +599,15 @@ func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	for rows.Next() {
 		var c Campaign
 		var created string
+		var patience, timeout sql.NullInt64
 		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped, &c.Scale,
-			&c.Simplify, &c.ValidateRounds); err != nil {
+			&c.Simplify, &c.ValidateRounds, &patience, &timeout); err != nil {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
+		if patience.Valid || timeout.Valid {
+			c.Latest = &RunSettings{Patience: int(patience.Int64), Timeout: time.Duration(timeout.Int64)}
+		}
 		if err := checkCampaign(c); err != nil {
 			return nil, err
 		}

@@ -294,7 +294,8 @@ func TestMigratesOlderStore(t *testing.T) {
 	}
 	// Resumed before, it simplified and validated as the flags' defaults
 	// say; it goes on doing so.
-	if c, err := s.Campaign("old"); err != nil || !c.Simplify || c.ValidateRounds != 5 {
+	// Its latest run's settings were not kept: its stored space's describe it.
+	if c, err := s.Campaign("old"); err != nil || !c.Simplify || c.ValidateRounds != 5 || c.Latest != nil {
 		t.Errorf("after migration: %+v, %v", c, err)
 	}
 }
@@ -304,7 +305,8 @@ func TestMigratesOlderStore(t *testing.T) {
 // budget up as the simplification's, as that nccltune numbered them, and
 // those below it as the search's; each campaign by its own budget.
 func TestMigrationClassesTrialsByNumber(t *testing.T) {
-	stmts := append(slices.Clone(migrations[:SchemaVersion-1]), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1))
+	phased := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "ADD COLUMN phase") })
+	stmts := append(slices.Clone(migrations[:phased]), fmt.Sprintf("PRAGMA user_version = %d", phased))
 	for id, budget := range []int{4, 2} {
 		stmts = append(stmts, fmt.Sprintf(`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at)
 			VALUES (%d, 'c%d', 'h', 'x', %d, 'tpe', 1, '2026-01-01T00:00:00Z')`, id+1, id+1, budget))
@@ -444,6 +446,34 @@ func TestCampaignKeepsHowItEnds(t *testing.T) {
 	}
 }
 
+// TestCampaignKeepsItsLatestRun: the patience and timeout of the latest
+// run, which may differ from the stored space's (the first run's), read
+// back as written, none (a campaign stored before they were kept) as none;
+// a negative one, which nccltune never writes, is refused.
+func TestCampaignKeepsItsLatestRun(t *testing.T) {
+	s, _ := openWriter(t)
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Campaign("c"); err != nil || got.Latest != nil {
+		t.Errorf("created without: %+v, %v", got, err)
+	}
+	c.Latest = &RunSettings{Patience: 7, Timeout: 90 * time.Second}
+	if err := s.UpdateSettings(c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Campaign("c"); err != nil || got.Latest == nil || *got.Latest != *c.Latest {
+		t.Errorf("updated: %+v, %v", got, err)
+	}
+	if _, err := s.db.Exec("UPDATE campaigns SET latest_timeout_ns = -1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Campaign("c"); !errors.Is(err, ErrTampered) {
+		t.Errorf("a negative timeout read with %v", err)
+	}
+}
+
 func TestOneWriter(t *testing.T) {
 	s1, path := openTemp(t)
 	if err := s1.LockWriter(); err != nil {
@@ -471,12 +501,19 @@ func TestOneWriter(t *testing.T) {
 
 func TestDamagedStores(t *testing.T) {
 	s, path := openWriter(t)
-	c, _ := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Budget: 5, Sampler: "tpe"})
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 5, Sampler: "tpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for n := range 200 { // enough pages that damage lands inside the data
 		tr := &Trial{CampaignID: c.ID, Number: n, Params: map[string]string{}, Env: []string{}}
-		s.StartTrial(tr)
+		if err := s.StartTrial(tr); err != nil {
+			t.Fatal(err)
+		}
 		tr.State, tr.Output = Complete, []byte(strings.Repeat("output ", 300))
-		s.FinishTrial(context.Background(), tr)
+		if err := s.FinishTrial(context.Background(), tr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.Close()
 	data, _ := os.ReadFile(path)
@@ -489,14 +526,27 @@ func TestDamagedStores(t *testing.T) {
 		damaged[i] = 0xA5
 	}
 	os.WriteFile(corrupt, damaged, 0o644)
-	for _, p := range []string{truncated, corrupt} {
-		st, err := Open(p)
-		if err == nil {
-			_, err = st.Trials(c.ID)
-			st.Close()
+	// A reader, which checks pages as it reads them (no whole-file check),
+	// fails at the first damaged one; here every trial's output is read.
+	readAll := func(st *Store) error {
+		trials, err := st.Trials(c.ID)
+		for _, tr := range trials {
+			if err == nil {
+				_, err = st.Output(tr.ID)
+			}
 		}
-		if err == nil || !strings.Contains(err.Error(), filepath.Base(p)) && !strings.Contains(err.Error(), "malformed") {
-			t.Errorf("%s opened and read without a clear error: %v", filepath.Base(p), err)
+		return err
+	}
+	for _, p := range []string{truncated, corrupt} {
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			st, err := open(p)
+			if err == nil {
+				err = readAll(st)
+				st.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), filepath.Base(p)) && !strings.Contains(err.Error(), "malformed") {
+				t.Errorf("%s opened and read without a clear error: %v", filepath.Base(p), err)
+			}
 		}
 	}
 	// /proc refuses new files even to root, like a read-only mount.
@@ -578,4 +628,43 @@ func TestCommitsAreDurable(t *testing.T) {
 	if mode < 2 {
 		t.Errorf("PRAGMA synchronous = %d, want FULL (2) or EXTRA (3)", mode)
 	}
+}
+
+// TestRefusesAFileThatIsNotSQLite: an existing file that is neither empty
+// nor an SQLite database (one byte, a short note: SQLite reads a file
+// shorter than a page as an empty database, and wrote a store over it) is
+// refused by writers and readers, and left as it was, with no -wal or -shm
+// beside it. An empty file is a store a campaign starting made (see
+// createHonouringUmask): a writer makes it a store.
+func TestRefusesAFileThatIsNotSQLite(t *testing.T) {
+	for _, content := range []string{"x", "\x00", "SQLite format", "a note of a few words\n", strings.Repeat("z", 4095)} {
+		path := filepath.Join(t.TempDir(), "notes")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			s, err := open(path)
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), "not an SQLite database") || !strings.Contains(err.Error(), path) {
+				t.Errorf("a file of %d bytes opened as a store: %v", len(content), err)
+			}
+		}
+		if after, _ := os.ReadFile(path); string(after) != content {
+			t.Errorf("a file of %d bytes was changed to %d bytes", len(content), len(after))
+		}
+		for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+			if _, err := os.Stat(path + suffix); err == nil {
+				t.Errorf("a file of %d bytes: %s made beside it", len(content), suffix)
+			}
+		}
+	}
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	os.WriteFile(empty, nil, 0o644)
+	s, err := Open(empty)
+	if err != nil {
+		t.Fatalf("an empty file: %v", err)
+	}
+	s.Close()
 }

@@ -154,7 +154,7 @@ type session struct {
 	measured []bool              // per range: the plan's sweep measures it
 	note     string              // how the next launches changed, for the next Progress
 	itersWhy string              // the iteration count's reason last said (Iterations)
-	counted  *space.Space        // the space Iterations reads, if not Space: see countedSpace
+	counted  *space.Space        // the space Iterations reads, if not Space: see CountedSpace
 	stopped  bool                // every range settled, or every configuration was tried: no more trials are proposed
 	// configs are the space's configurations (Space.Key), listed once where
 	// they are few enough to be tried (see exhausted); nil before, or empty.
@@ -1273,20 +1273,20 @@ func (t *Tuner) open(o Options) (*session, error) {
 	if _, err := t.Store.MarkInterrupted(camp.ID); err != nil {
 		return nil, err
 	}
-	s := &session{Tuner: t, camp: camp, benches: benches, groups: groups, counted: countedSpace(camp, t.Space)}
+	s := &session{Tuner: t, camp: camp, benches: benches, groups: groups, counted: CountedSpace(camp, t.Space)}
 	s.prepare(fullSweep(t.Space))
 	return s, nil
 }
 
-// countedSpace is sp with the benchmark.timeout camp started with, for
+// CountedSpace is sp with the benchmark.timeout camp started with, for
 // Iterations, where that is the shorter. The timeout is no part of a
 // space's identity, so a resume may change it; a longer one must not raise
 // the count it capped: trials before and after would be measured at
-// different counts, and status, which reads the stored space, would report
-// the old one. A shorter one (0 is none) caps it, or a sweep could outlast
-// it and trials fail as hangs their settings did not cause. A stored copy
-// that no longer loads leaves sp.
-func countedSpace(camp store.Campaign, sp *space.Space) *space.Space {
+// different counts. A shorter one (0 is none) caps it, or a sweep could
+// outlast it and trials fail as hangs their settings did not cause. A
+// stored copy that no longer loads leaves sp. Status reads the count of
+// the latest run's space so.
+func CountedSpace(camp store.Campaign, sp *space.Space) *space.Space {
 	old, err := storedSpace(camp)
 	if err != nil || old.Benchmark.Timeout == sp.Benchmark.Timeout ||
 		sp.Benchmark.Timeout > 0 && (old.Benchmark.Timeout == 0 || sp.Benchmark.Timeout < old.Benchmark.Timeout) {
@@ -1591,6 +1591,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 		camp.Sampler = o.Sampler
 	}
 	o.ending(&camp, fresh)
+	camp.Latest = &store.RunSettings{Patience: sp.Campaign.Patience, Timeout: sp.Benchmark.Timeout}
 	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/tuner"
@@ -85,7 +86,7 @@ func compareCommand() *cli.Command {
 			for _, r := range res {
 				ci := "-"
 				if results.Finite(r.Gain) != nil {
-					ci = fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*r.Gain, 100*r.CILow, 100*r.CIHigh)
+					ci = fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", text.Bounded(100*r.Gain), text.Bounded(100*r.CILow), text.Bounded(100*r.CIHigh))
 				}
 				row(tw, r.Range.Name, sizes(sp, r.Range), figureOf(m, r.MeanA), figureOf(m, r.MeanB), ci, r.Verdict, "")
 			}

@@ -140,7 +140,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "--trials"}, 2, "flag needs an argument: --trials"},
 		{[]string{"status", "--json=maybe"}, 2, `invalid boolean value "maybe" for --json: parse error`},
 		{[]string{"run", "-q=x: for -y"}, 2, `invalid boolean value "x: for -y" for -q: parse error`},
-		{[]string{"export", "--store", bad}, 1, "not a readable SQLite database"},
+		{[]string{"export", "--store", bad}, 1, "not an SQLite database"},
 		{[]string{"sim", "-fabric=warp", "all_reduce_perf"}, 1, "fabric"},
 		{[]string{"run", "--validate-rounds", "100000000"}, 2, "--validate-rounds: the rounds must be 2 to 1000, not 100000000"},
 		{[]string{"validate", "--rounds", "1"}, 2, "--rounds: the rounds must be 2 to 1000, not 1"},

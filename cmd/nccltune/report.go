@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/report"
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/store"
@@ -127,9 +128,9 @@ func printShares(w io.Writer, l *loaded) {
 	case v == nil:
 		fmt.Fprintf(w, "the job's configuration is not validated: run `%s`\n", l.command("validate"))
 	case j.job.DefaultsKept():
-		fmt.Fprintf(w, "the job's validation kept NCCL's defaults (%s): they are exported\n", v.Reason)
+		fmt.Fprintf(w, "the job's validation kept NCCL's defaults (%s): they are exported\n", text.Clean(v.Reason))
 	default:
-		fmt.Fprintf(w, "the job's configuration is validated: %s\n", v.Reason)
+		fmt.Fprintf(w, "the job's configuration is validated: %s\n", text.Clean(v.Reason))
 	}
 }
 
@@ -138,7 +139,7 @@ func figure(v float64, format string) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "not measured"
 	}
-	return fmt.Sprintf(format, v)
+	return fmt.Sprintf(format, text.Bounded(v))
 }
 
 // leftOut labels, in the order printed, why parameters were not analysed.

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/export"
+	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/runner/nccltests"
 	"github.com/nccltune/nccltune/store"
 )
@@ -85,18 +86,18 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) error {
 	w := terminal{b}
 	fmt.Fprintf(w, "trial %d of campaign %q: %s", t.Number, l.camp.Name, t.State)
 	if t.FailureKind != "" {
-		fmt.Fprintf(w, " (%s: %s)", t.FailureKind, t.FailureReason)
+		fmt.Fprintf(w, " (%s: %s)", text.Clean(t.FailureKind), text.Clean(t.FailureReason))
 	}
 	if !t.Finished.IsZero() {
 		fmt.Fprintf(w, ", ran %s, exit code %d", t.Finished.Sub(t.Started).Round(1e6), t.ExitCode)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "settings: %s\n", chosenSettings(l.space, &t))
-	fmt.Fprintf(w, "environment: %s\n", strings.Join(t.Env, " "))
+	fmt.Fprintf(w, "settings: %s\n", text.Clean(chosenSettings(l.space, &t)))
+	fmt.Fprintf(w, "environment: %s\n", text.Clean(strings.Join(t.Env, " ")))
 	if l.space.Launcher.Groups > 1 {
 		fmt.Fprintf(w, "group: %d%s\n", t.Group, nodeList(t.Nodes))
 	}
-	fmt.Fprintf(w, "command: %s\n", commandLine(l, t.Command))
+	fmt.Fprintf(w, "command: %s\n", text.Clean(commandLine(l, t.Command)))
 	log := t.NCCLLog
 	switch {
 	case !log.Debug:
@@ -105,27 +106,27 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) error {
 		unread := log.Unread(t.Env)
 		confirmed := len(t.Env) - len(unread)
 		fmt.Fprintf(w, "NCCL log: version %s, network %s, GPUDirect RDMA %s; %d of %d variables confirmed read",
-			orDash(log.Version), orDash(log.Network), map[bool]string{true: "used", false: "not seen"}[log.GDR], confirmed, len(t.Env))
+			text.Clean(orDash(log.Version)), text.Clean(orDash(log.Network)), map[bool]string{true: "used", false: "not seen"}[log.GDR], confirmed, len(t.Env))
 		if len(unread) > 0 {
-			fmt.Fprintf(w, "; NOT confirmed: %s", strings.Join(unread, ", "))
+			fmt.Fprintf(w, "; NOT confirmed: %s", text.Clean(strings.Join(unread, ", ")))
 		}
 		fmt.Fprintln(w)
 		for _, name := range unread {
 			if why, ok := log.Rejected[name]; ok {
-				fmt.Fprintf(w, "  NCCL rejected %s: %s\n", name, why)
+				fmt.Fprintf(w, "  NCCL rejected %s: %s\n", text.Clean(name), text.Clean(why))
 			}
 		}
 		if inherited := log.Inherited(t.Env); len(inherited) > 0 {
-			fmt.Fprintf(w, "  NCCL also read, not set by the trial (a config file's or the ranks' own environment): %s\n", strings.Join(inherited, ", "))
+			fmt.Fprintf(w, "  NCCL also read, not set by the trial (a config file's or the ranks' own environment): %s\n", text.Clean(strings.Join(inherited, ", ")))
 		}
 		for _, n := range log.Notes {
-			fmt.Fprintf(w, "  note: %s\n", n)
+			fmt.Fprintf(w, "  note: %s\n", text.Clean(n))
 		}
 	}
 	if len(t.Scores) > 0 {
 		fmt.Fprintf(w, "measured per range, %s:", l.space.Measure(l.space.Ranges[0]))
 		for _, r := range l.space.Ranges {
-			fmt.Fprintf(w, " %s %s", r.Name, figureOf(l.space.Measure(r), score(t, r.Name)))
+			fmt.Fprintf(w, " %s %s", text.Clean(r.Name), figureOf(l.space.Measure(r), score(t, r.Name)))
 		}
 		fmt.Fprintln(w)
 	}
@@ -142,8 +143,8 @@ func printTrial(out io.Writer, l *loaded, t store.Trial) error {
 		}
 		row(tw, cells("collective", "size", "time us", "algbw", "busbw", "#wrong", "in-place us", "busbw", "#wrong", "")...)
 		for _, r := range t.Rows {
-			row(tw, cells(r.Collective, strconv.FormatInt(r.Size, 10), fmt.Sprintf("%.2f", r.OutOfPlace.TimeUs), fmt.Sprintf("%.2f", r.OutOfPlace.AlgBW),
-				fmt.Sprintf("%.2f", r.OutOfPlace.BusBW), wrong(r.OutOfPlace), fmt.Sprintf("%.2f", r.InPlace.TimeUs), fmt.Sprintf("%.2f", r.InPlace.BusBW), wrong(r.InPlace), "")...)
+			row(tw, cells(r.Collective, strconv.FormatInt(r.Size, 10), measured(r.OutOfPlace.TimeUs), measured(r.OutOfPlace.AlgBW),
+				measured(r.OutOfPlace.BusBW), wrong(r.OutOfPlace), measured(r.InPlace.TimeUs), measured(r.InPlace.BusBW), wrong(r.InPlace), "")...)
 		}
 		tw.Flush()
 	}
@@ -193,6 +194,9 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// measured is a time or bandwidth cell as nccl-tests prints it, in bounded width.
+func measured(v float64) string { return fmt.Sprintf("%.2f", text.Bounded(v)) }
 
 // wrong is a #wrong column as nccl-tests prints it: N/A where it did not check.
 func wrong(m nccltests.Measure) string {

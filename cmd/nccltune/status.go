@@ -113,6 +113,12 @@ func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The stored copy is the first run's; a later run or resume may have
+	// run the campaign with another patience and timeout, which status
+	// reports and resume keeps.
+	if camp.Latest != nil {
+		family.Campaign.Patience, family.Benchmark.Timeout = camp.Latest.Patience, camp.Latest.Timeout
+	}
 	sp := family
 	if camp.Scale > 0 {
 		sp = family.AtScale(camp.Scale)
@@ -269,25 +275,25 @@ func printLoaded(out io.Writer, l *loaded) error {
 		if i == 0 {
 			sep = ": "
 		}
-		fmt.Fprintf(w, "%s%d %s", sep, sum.Failures[k], k)
+		fmt.Fprintf(w, "%s%d %s", sep, sum.Failures[k], text.Clean(k))
 	}
 	fmt.Fprintln(w, ")")
 	if len(simplifying) > 0 {
 		fmt.Fprintf(w, "then %s tried each range's choice without each of its settings\n", text.Count(len(simplifying), "trial", "trials"))
 	}
 	if why := stoppedWhy(l); why != "" {
-		fmt.Fprintln(w, why)
+		fmt.Fprintln(w, text.Clean(why))
 	}
 	if l.camp.Stopped == "" {
 		for r, at := range tuner.Settled(l.space, l.trials) {
 			if at >= 0 {
 				fmt.Fprintf(w, "range %s settled after trial %d: no gain of %.0f%% in %d trials; it is no longer searched\n",
-					l.space.Ranges[r].Name, at, 100*results.MinGain, l.space.Campaign.Patience)
+					text.Clean(l.space.Ranges[r].Name), at, 100*results.MinGain, l.space.Campaign.Patience)
 			}
 		}
 	}
-	if _, why := tuner.Iterations(l.space, l.trials); why != "" {
-		fmt.Fprintln(w, "iterations:", why)
+	if _, why := tuner.Iterations(tuner.CountedSpace(l.camp, l.space), l.trials); why != "" {
+		fmt.Fprintln(w, "iterations:", text.Clean(why))
 	}
 	if len(l.space.Simulator) > 0 {
 		fmt.Fprintln(w, "measured on the simulated cluster (nccltune sim), not on hardware")
@@ -305,16 +311,16 @@ func printLoaded(out io.Writer, l *loaded) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(sum.Unconfirmed)) {
 		fmt.Fprintf(w, "warning: NCCL's log does not show it read %s in %d of %d completed trials (%s)\n",
-			name, sum.Unconfirmed[name], sum.ByState[store.Complete], unreadWhy)
+			text.Clean(name), sum.Unconfirmed[name], sum.ByState[store.Complete], unreadWhy)
 	}
 	for _, kv := range slices.Sorted(maps.Keys(sum.Inherited)) {
 		name, value, _ := strings.Cut(kv, "=")
 		searched := ""
 		if slices.ContainsFunc(l.space.Params, func(p space.Param) bool { return p.Variable() == name }) {
-			searched = fmt.Sprintf("; %s is searched, so its \"default\" here was %s, not NCCL's own", name, value)
+			searched = fmt.Sprintf("; %s is searched, so its \"default\" here was %s, not NCCL's own", name, text.Clean(value))
 		}
 		fmt.Fprintf(w, "warning: NCCL read %s in %d of %d completed trials, which the campaign does not set (from NCCL_CONF_FILE, ~/.nccl.conf or /etc/nccl.conf, or the ranks' own environment): every configuration ran with it, NCCL's defaults included, and no export carries it%s\n",
-			kv, sum.Inherited[kv], sum.ByState[store.Complete], searched)
+			text.Clean(kv), sum.Inherited[kv], sum.ByState[store.Complete], searched)
 	}
 	tw := newTable(w)
 	m := l.space.Measure(l.space.Ranges[0])
@@ -344,15 +350,15 @@ func printLoaded(out io.Writer, l *loaded) error {
 	for _, r := range l.results {
 		switch v := r.Validation; {
 		case v != nil && v.Verdict != "tuned":
-			fmt.Fprintf(w, "%s: NCCL's defaults kept: %s\n", r.Range.Name, v.Reason)
+			fmt.Fprintf(w, "%s: NCCL's defaults kept: %s\n", text.Clean(r.Range.Name), text.Clean(v.Reason))
 		case v != nil && math.IsNaN(v.Gain):
-			fmt.Fprintf(w, "%s: tuned settings kept: %s\n", r.Range.Name, v.Reason)
+			fmt.Fprintf(w, "%s: tuned settings kept: %s\n", text.Clean(r.Range.Name), text.Clean(v.Reason))
 		}
 	}
 	for _, g := range results.GroupSpreads(l.space, l.trials) {
 		fmt.Fprintf(w, "warning: group %d%s measured %s %.0f%% below group %d%s in range %s: a slow node or link? "+
 			"Trials on different groups are compared as if alike; `nccltune doctor --space FILE` compares the groups' hardware\n",
-			g.Group, nodeList(g.Nodes), g.Config, 100*g.Below, g.Best, nodeList(g.BestNodes), g.Range)
+			g.Group, nodeList(g.Nodes), text.Clean(g.Config), 100*g.Below, g.Best, nodeList(g.BestNodes), text.Clean(g.Range))
 	}
 	return nil
 }
@@ -362,7 +368,7 @@ func nodeList(nodes []string) string {
 	if len(nodes) == 0 {
 		return ""
 	}
-	return " (" + strings.Join(nodes, ",") + ")"
+	return " (" + text.Clean(strings.Join(nodes, ",")) + ")"
 }
 
 // terminal writes text that came from the store (names, reasons, a
@@ -388,7 +394,7 @@ func validated(r results.RangeResult) string {
 	case math.IsNaN(v.Gain):
 		return "defaults kept"
 	}
-	cell := fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", 100*v.Gain, 100*v.CILow, 100*v.CIHigh)
+	cell := fmt.Sprintf("%+.1f%% (%+.1f%%..%+.1f%%)", text.Bounded(100*v.Gain), text.Bounded(100*v.CILow), text.Bounded(100*v.CIHigh))
 	if v.Verdict != "tuned" {
 		cell += " defaults kept"
 	}
@@ -455,7 +461,7 @@ func gain(r results.RangeResult) string {
 	case !r.Tuned():
 		return "none"
 	}
-	return fmt.Sprintf("%+.1f%%", 100*r.Gain())
+	return fmt.Sprintf("%+.1f%%", text.Bounded(100*r.Gain()))
 }
 
 // byPhase splits a campaign's trials into the search's, each of its rows
@@ -502,7 +508,7 @@ func statusJSON(l *loaded) map[string]any {
 	out["simplification"] = len(simplifying)
 	// Only a benchmark with an iteration count has one to report (the user's command runs as written).
 	if l.space.Benchmark.Uses("benchmark.iters") {
-		iters, why := tuner.Iterations(l.space, l.trials)
+		iters, why := tuner.Iterations(tuner.CountedSpace(l.camp, l.space), l.trials)
 		out["iterations"] = map[string]any{"count": iters, "reason": why}
 	}
 	return out

@@ -87,3 +87,23 @@ func JSONMembers(data []byte) ([]Member, error) {
 	}
 	return members, nil
 }
+
+// Bounded is a number that fmt writes in bounded width: with %f or %F, one
+// of 1e9 or more in magnitude is written as %e writes it, with the same
+// flags and precision, and every other verb as for a float64. %f writes
+// every digit before the point, some 300 of them for a number an altered
+// store may hold (1e300, which no check refuses: it is finite and not
+// negative), and the tables it fills broke.
+type Bounded float64
+
+// maxFixed is the magnitude from which Bounded writes %f as %e: ten
+// digits, more than any measurement's in its unit.
+const maxFixed = 1e9
+
+// Format implements fmt.Formatter.
+func (b Bounded) Format(f fmt.State, verb rune) {
+	if (verb == 'f' || verb == 'F') && math.Abs(float64(b)) >= maxFixed {
+		verb = 'e'
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), float64(b))
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -156,6 +157,28 @@ func TestJSON(t *testing.T) {
 		var back map[string]string
 		if err := json.Unmarshal([]byte(got), &back); err != nil || back["s"] != s {
 			t.Errorf("JSON(%q) = %q decodes to %q (%v)", data, got, back["s"], err)
+		}
+	}
+}
+
+func TestBounded(t *testing.T) {
+	for _, tc := range []struct {
+		format string
+		v      float64
+		want   string
+	}{
+		{"%.2f", 12.345, "12.35"},
+		{"%+.1f%%", 4.25, "+4.2%"},
+		{"%.2f", 1e300, "1.00e+300"},
+		{"%+.1f%%", -1e300, "-1.0e+300%"},
+		{"%8.0f", 999999999, "999999999"},
+		{"%.0f", 1e9, "1e+09"},
+		{"%.2f", 4.9e-324, "0.00"},
+		{"%.4g", 1e300, "1e+300"},
+		{"%f", math.Inf(1), "+Inf"},
+	} {
+		if got := fmt.Sprintf(tc.format, Bounded(tc.v)); got != tc.want {
+			t.Errorf("Sprintf(%q, %g) = %q, want %q", tc.format, tc.v, got, tc.want)
 		}
 	}
 }
