@@ -168,17 +168,17 @@ func open(r io.Reader) (br *bufio.Reader, gzipped bool, err error) {
 	if err != nil && err != io.EOF {
 		return nil, false, fmt.Errorf("reading the log: %w", err)
 	}
+	if bytes.HasPrefix(magic, gzipMagic) {
+		g := &gunzip{br: br, zr: new(gzip.Reader)}
+		if err := g.reset(); err != nil {
+			return nil, true, fmt.Errorf("reading the log's gzip header: %w", err)
+		}
+		return bufio.NewReaderSize(mpitag.NewReader(g), maxLine), true, nil
+	}
 	if what, undo := packedAs(magic); what != "" {
 		return nil, false, fmt.Errorf("the log is %s, which profile does not read: %s LOG | nccltune profile -", what, undo)
 	}
-	if !bytes.HasPrefix(magic, gzipMagic) {
-		return bufio.NewReaderSize(mpitag.NewReader(br), maxLine), false, nil
-	}
-	g := &gunzip{br: br, zr: new(gzip.Reader)}
-	if err := g.reset(); err != nil {
-		return nil, true, fmt.Errorf("reading the log's gzip header: %w", err)
-	}
-	return bufio.NewReaderSize(mpitag.NewReader(g), maxLine), true, nil
+	return bufio.NewReaderSize(mpitag.NewReader(br), maxLine), false, nil
 }
 
 var gzipMagic = []byte{0x1f, 0x8b}
@@ -233,14 +233,17 @@ func (g *gunzip) reset() error {
 	return nil
 }
 
-// packedAs names what a log that starts with magic is packed with, other
-// than gzip, and the command that unpacks it; "" for anything else.
+// packedAs names what a log that starts with magic is packed with (gzip
+// too, which open reads) and the command that unpacks it; "" for anything
+// else.
 func packedAs(magic []byte) (what, undo string) {
 	// bzip2's "BZh" and block size could start a line of text: its first
 	// block's magic (or the empty stream's end) follows them.
 	bzip2 := len(magic) >= 10 && string(magic[:3]) == "BZh" && '1' <= magic[3] && magic[3] <= '9' &&
 		(string(magic[4:10]) == "1AY&SY" || string(magic[4:10]) == "\x17rE8P\x90")
 	switch {
+	case bytes.HasPrefix(magic, []byte("\x1f\x8b\x08")): // and deflate, the only method gzip has
+		return "gzip-compressed", "gzip -dc"
 	case bytes.HasPrefix(magic, []byte("\x28\xb5\x2f\xfd")):
 		return "zstd-compressed", "zstd -dc"
 	case bytes.HasPrefix(magic, []byte("\xfd7zXZ\x00")):
@@ -262,6 +265,9 @@ func packedAs(magic []byte) (what, undo string) {
 // reading, err the parser's.
 func (p *parser) long(br *bufio.Reader, part []byte) (readErr, err error) {
 	p.src.Lines++
+	if err := p.packed(part); err != nil {
+		return nil, err
+	}
 	readErr = bufio.ErrBufferFull // part does not end the line
 	var rec []byte                // the record that the parts read end in, so far
 	tooLong := false
@@ -351,10 +357,24 @@ func newParser() *parser {
 // (stderr's, unbuffered, where 2>&1 mixes them in) before NCCL's line.
 func (p *parser) line(b []byte) error {
 	p.src.Lines++
+	if err := p.packed(b); err != nil {
+		return err
+	}
 	for rec := range bytes.SplitSeq(bytes.TrimRight(b, "\r\n"), []byte{'\r'}) {
 		if err := p.record(rec); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// packed refuses a line that starts a packed stream: a packed log
+// concatenated after a plain one (cat rank0.log rank1.log.gz), whose calls
+// would be read as lines of junk and left out without a word.
+func (p *parser) packed(line []byte) error {
+	if what, undo := packedAs(line); what != "" {
+		return fmt.Errorf("line %d: %s data starts here, inside a log of text (a packed log concatenated after a plain one?): unpack each packed log into the text: %s LOG",
+			p.src.Lines, what, undo)
 	}
 	return nil
 }

@@ -149,6 +149,26 @@ func TestReadGzip(t *testing.T) {
 	}
 }
 
+// TestReadPackedAfterPlain: a packed log concatenated after a plain one
+// (cat rank0.log rank1.log.gz) was read as lines of binary junk, skipped:
+// the packed log's calls were left out without a word, where the other
+// order is refused. A packed stream that starts a line is refused too.
+func TestReadPackedAfterPlain(t *testing.T) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte(strings.Repeat("h:2:2 [1] NCCL INFO "+allRed+"\n", 3)))
+	zw.Close()
+	for what, packed := range map[string]string{
+		"gzip-compressed data starts here, inside a log of text (a packed log concatenated after a plain one?): unpack each packed log into the text: gzip -dc LOG": z.String(),
+		"zstd-compressed data starts here": "\x28\xb5\x2f\xfd\x24\x05\x29\x00",
+	} {
+		_, err := Read(strings.NewReader(version + rank0 + allRed + "\n" + packed))
+		if want := "line 3: " + what; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q in it", err, want)
+		}
+	}
+}
+
 // TestReadGzipPadded: zero bytes after a gzip stream (a file padded to a
 // block, as dd conv=sync or a tape leaves it), which gzip -d ignores, were
 // read as a truncated stream or a broken header, and the log refused;
