@@ -42,8 +42,8 @@ func profileCommand() *cli.Command {
 				return usageError{fmt.Errorf("--out %s is the log it reads, which the tables would replace", out)}
 			}
 			ranks := c.Int("ranks")
-			if ranks < 0 {
-				return usageError{fmt.Errorf("--ranks must be a communicator's rank count, not %d", ranks)}
+			if c.IsSet("ranks") && ranks < 1 {
+				return usageError{fmt.Errorf("--ranks must be a communicator's rank count, 1 or more, not %d", ranks)}
 			}
 			// A signal ends the reading (of a log of many gigabytes, or of a
 			// pipe or terminal that waits), left to itself as nccltune

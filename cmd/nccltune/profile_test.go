@@ -95,8 +95,12 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "1", "sizes.log"); code != 1 || !strings.Contains(errOut, "no calls on communicators of 1 rank\n") {
 		t.Errorf("--ranks 1: exit %d, %s", code, errOut)
 	}
-	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "-3", "sizes.log"); code != 2 {
-		t.Errorf("--ranks -3: exit %d, %s", code, errOut)
+	// --ranks 0 was read as no --ranks: tables of whatever size the log
+	// held, or the request for a --ranks just given.
+	for _, n := range []string{"-3", "0"} {
+		if code, _, errOut := nccltune(t, dir, "profile", "--ranks", n, "job.log"); code != 2 || !strings.Contains(errOut, "--ranks must be a communicator's rank count, 1 or more, not "+n) {
+			t.Errorf("--ranks %s: exit %d, %s", n, code, errOut)
+		}
 	}
 }
 
