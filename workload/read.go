@@ -47,15 +47,31 @@ func newLeft() *left { return &left{map[string]int64{}, map[string]int64{}, map[
 
 // Keep keeps the calls of communicators of ranks ranks only (a campaign
 // measures one size), and Source says what it leaves out of those alone.
+// Where there are none it says which sizes there are, and keeps all.
 func (w *Workload) Keep(ranks int) error {
-	w.Entries = slices.DeleteFunc(w.Entries, func(e Entry) bool { return e.Ranks != ranks })
-	if len(w.Entries) == 0 {
-		return fmt.Errorf("no calls on communicators of %s", text.Count(ranks, "rank", "ranks"))
+	if !slices.ContainsFunc(w.Entries, func(e Entry) bool { return e.Ranks == ranks }) {
+		return fmt.Errorf("no calls on communicators of %s; the log's are on communicators of %s ranks",
+			text.Count(ranks, "rank", "ranks"), strings.Join(w.CommSizes(), ", "))
 	}
+	w.Entries = slices.DeleteFunc(w.Entries, func(e Entry) bool { return e.Ranks != ranks })
 	w.Source.Comms = slices.DeleteFunc(w.Source.Comms, func(c Comms) bool { return c.Ranks != ranks })
 	l := cmp.Or(w.left[ranks], newLeft())
 	w.Source.Unmeasured, w.Source.Empty, w.Source.Oversize = l.unmeasured, l.empty, l.oversize
 	return nil
+}
+
+// CommSizes are the communicator sizes of the entries, each with its calls:
+// "8 (120 calls)".
+func (w *Workload) CommSizes() []string {
+	calls := map[int]int64{}
+	for _, e := range w.Entries {
+		calls[e.Ranks] += e.Count
+	}
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(calls)) {
+		out = append(out, fmt.Sprintf("%d (%s)", n, text.Count(calls[n], "call", "calls")))
+	}
+	return out
 }
 
 // Source says what the log held and whose calls were counted.

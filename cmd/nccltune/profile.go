@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
 	"github.com/nccltune/nccltune/internal/safego"
-	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/workload"
 )
@@ -77,7 +74,7 @@ func profileCommand() *cli.Command {
 				if err := w.Keep(ranks); err != nil {
 					return fmt.Errorf("%s: %w", c.Args().First(), err)
 				}
-			} else if sizes := commSizes(w); len(sizes) > 1 && !c.Bool("json") {
+			} else if sizes := w.CommSizes(); len(sizes) > 1 && !c.Bool("json") {
 				// A space's workload is of one communicator size: the tables would not load.
 				return fmt.Errorf("%s: the job called collectives on communicators of %s ranks, and a campaign measures one size: profile again with --ranks N, one of them (--json shows them all)",
 					c.Args().First(), strings.Join(sizes, ", "))
@@ -160,20 +157,4 @@ func writeOut(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
-}
-
-// commSizes are the communicator sizes of the workload's calls, with their
-// calls: "8 (120 calls)".
-func commSizes(w *workload.Workload) []string {
-	calls := map[int]int64{}
-	for _, e := range w.Entries {
-		if e.Ranks > 0 { // a size the log did not give goes with any
-			calls[e.Ranks] += e.Count
-		}
-	}
-	var out []string
-	for _, n := range slices.Sorted(maps.Keys(calls)) {
-		out = append(out, fmt.Sprintf("%d (%s)", n, text.Count(calls[n], "call", "calls")))
-	}
-	return out
 }

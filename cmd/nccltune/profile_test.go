@@ -92,7 +92,7 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 	if code, out, errOut := nccltune(t, dir, "profile", "--ranks", "8", "sizes0.log"); code != 0 || strings.Contains(out+errOut, "left out") || strings.Contains(out, "of 16 ranks") {
 		t.Errorf("--ranks 8: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "1", "sizes.log"); code != 1 || !strings.Contains(errOut, "no calls on communicators of 1 rank\n") {
+	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "1", "sizes.log"); code != 1 || !strings.Contains(errOut, "no calls on communicators of 1 rank; the log's are on communicators of 8 (1 call), 16 (1 call) ranks\n") {
 		t.Errorf("--ranks 1: exit %d, %s", code, errOut)
 	}
 	// --ranks 0 was read as no --ranks: tables of whatever size the log
