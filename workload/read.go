@@ -122,7 +122,8 @@ const maxLine = 64 << 10
 
 // maxState bounds what Read keeps, whatever the input: processes, send/recv
 // runs and (process, communicator size, collective, size) tallies, about
-// 100 bytes each. A job's log holds a few dozen per process. (A variable,
+// 250 bytes each (500 MiB at the bound). A job's log holds a few dozen per
+// process, or thousands where sizes vary from call to call. (A variable,
 // for the test of the bound.)
 var maxState = 1 << 21
 
@@ -474,10 +475,16 @@ func lookup[K comparable, V any](p *parser, m map[K]*V, k K) (*V, error) {
 
 // grow checks that there is room for one more thing to keep.
 func (p *parser) grow() error {
-	if len(p.procs)+len(p.tallies)+len(p.runs)+len(p.calledOn) >= maxState {
-		return fmt.Errorf("line %d: over %d distinct processes, communicators and message sizes: is this one job's NCCL log?", p.src.Lines, maxState)
+	if len(p.procs)+len(p.tallies)+len(p.runs)+len(p.calledOn) < maxState {
+		return nil
 	}
-	return nil
+	if len(p.procs) > 1 {
+		// Each process's calls are kept until the end, when one process's
+		// are counted per communicator size.
+		return fmt.Errorf("line %d: over %d distinct processes, communicators and message sizes, of %d processes: give one process's log alone (rank 0's NCCL_DEBUG_FILE), whose calls are those counted",
+			p.src.Lines, maxState, len(p.procs))
+	}
+	return fmt.Errorf("line %d: over %d distinct processes, communicators and message sizes: is this one job's NCCL log?", p.src.Lines, maxState)
 }
 
 // commKey is a communicator of one process, and its size.

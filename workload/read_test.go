@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -438,8 +439,20 @@ func TestReadBounded(t *testing.T) {
 		log.WriteString(rank0 + strings.Replace(allRed, "count 1024", "count "+strconv.Itoa(i), 1) + "\n")
 	}
 	_, err := Read(strings.NewReader(log.String()))
-	if err == nil || !strings.Contains(err.Error(), "line 99: over 100 distinct processes, communicators and message sizes") {
+	if err == nil || !strings.Contains(err.Error(), "line 99: over 100 distinct processes, communicators and message sizes: is this one job's NCCL log?") {
 		t.Errorf("err = %v", err)
+	}
+	// Every rank's log of a job whose sizes vary from call to call (an
+	// alltoall of uneven splits, as a mixture of experts sends) keeps each
+	// process's sizes, though one process's are counted: it was asked
+	// whether it was one job's log. One rank's log holds what is counted.
+	log.Reset()
+	for i := range 200 {
+		log.WriteString(fmt.Sprintf("h:%d:1 [0] NCCL INFO ", i%8) + strings.Replace(allRed, "count 1024", "count "+strconv.Itoa(i/8+1), 1) + "\n")
+	}
+	_, err = Read(strings.NewReader(log.String()))
+	if want := "line 85: over 100 distinct processes, communicators and message sizes, of 8 processes: give one process's log alone (rank 0's NCCL_DEBUG_FILE), whose calls are those counted"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q in it", err, want)
 	}
 }
 
