@@ -121,10 +121,11 @@ var ErrNoCalls = errors.New("no NCCL COLL lines: run the job with NCCL_DEBUG=INF
 const maxLine = 64 << 10
 
 // maxState bounds what Read keeps, whatever the input: processes, send/recv
-// runs and (process, communicator size, collective, size) tallies, about
-// 250 bytes each (500 MiB at the bound). A job's log holds a few dozen per
-// process, or thousands where sizes vary from call to call. (A variable,
-// for the test of the bound.)
+// runs and (process, communicator size, collective, size) tallies: about
+// 300 MiB held at the bound (BenchmarkReadBound), 500 MiB of heap with the
+// garbage of reading. A job's log holds a few dozen per process, or
+// thousands where sizes vary from call to call. (A variable, for the test
+// of the bound.)
 var maxState = 1 << 21
 
 // Read reads an NCCL log, gzipped or not, line by line: every rank's
