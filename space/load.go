@@ -947,6 +947,7 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 	if len(s.Ranges) > 0 {
 		s.Campaign.Collective = s.Ranges[0].Collective
 	}
+	s.Weighted = weighted > 0
 }
 
 // minWeight and maxWeight bound a workload entry's weight, a relative share.
