@@ -140,6 +140,10 @@ func render(w *workload.Workload, asJSON bool) ([]byte, error) {
 	if err := w.WriteTOML(&buf); err != nil {
 		return nil, err
 	}
+	if buf.Len() > space.MaxFile {
+		return nil, fmt.Errorf("the tables of %d sizes would be %.1f MiB, over the %d MiB a space file may be: the job's calls vary in size from call to call (an alltoall of uneven splits?), which no campaign measures one by one; --json writes them all",
+			len(w.Entries), float64(buf.Len())/(1<<20), space.MaxFile>>20)
+	}
 	if _, err := space.ParseWorkload("the [[workload]] tables", buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("bug: profile wrote [[workload]] tables that a space does not load (so it wrote none); please report it with the log:\n%w", err)
 	}

@@ -170,6 +170,22 @@ func TestProfileChecksItsTables(t *testing.T) {
 	}
 }
 
+// TestProfileTablesASpaceHolds: a job whose sizes vary from call to call
+// (an alltoall of uneven splits, as a mixture of experts sends) gave tables
+// larger than a space file may be (space.MaxFile), which profile wrote and
+// `run` then refused with the space they went into. profile says why it
+// writes none.
+func TestProfileTablesASpaceHolds(t *testing.T) {
+	w := &workload.Workload{}
+	for i := range 250_000 {
+		w.Entries = append(w.Entries, workload.Entry{Collective: "sendrecv", Bytes: int64(i + 1), Count: 1, Ranks: 8})
+	}
+	data, err := render(w, false)
+	if err == nil || !strings.Contains(err.Error(), "the tables of 250000 sizes would be 17.5 MiB, over the 16 MiB a space file may be") || data != nil {
+		t.Errorf("%v (%d bytes of tables)", err, len(data))
+	}
+}
+
 func containsAll(s string, subs []string) bool {
 	for _, sub := range subs {
 		if !strings.Contains(s, sub) {
