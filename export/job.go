@@ -85,9 +85,9 @@ func (e Export) jobFile(name string) (file, error) {
 				choice += fmt.Sprintf(", %+.1f%% in the search", text.Bounded(100*r.Gain()))
 			}
 		}
-		head = append(head, fmt.Sprintf("%s: %s, %s as exported (%s)", r.Range.Name, withDefaults(def[i], r.DefaultFailed != nil), Seconds(exported[i]), choice))
+		head = append(head, fmt.Sprintf("%s: %s, %s as exported (%s)", r.Range.Name, withDefaults(sp, def[i], r.DefaultFailed != nil), Time(sp, exported[i]), choice))
 	}
-	head = append(head, fmt.Sprintf("the job: %s, %s predicted as exported", withDefaults(totalDef, slices.ContainsFunc(e.Job.Ranges, func(r results.RangeResult) bool { return r.DefaultFailed != nil })), Seconds(totalExp)))
+	head = append(head, fmt.Sprintf("the job: %s, %s predicted as exported", withDefaults(sp, totalDef, slices.ContainsFunc(e.Job.Ranges, func(r results.RangeResult) bool { return r.DefaultFailed != nil })), Time(sp, totalExp)))
 	for _, name := range perCollective {
 		head = append(head, name+" per collective: needs NCCL "+nccllog.PerCollectiveSince+" or later")
 	}
@@ -104,22 +104,23 @@ func (e Export) jobFile(name string) (file, error) {
 
 // withDefaults says how long communication takes with NCCL's defaults, or
 // that they failed or were not measured.
-func withDefaults(seconds float64, failed bool) string {
+func withDefaults(sp *space.Space, t float64, failed bool) string {
 	switch {
-	case !math.IsNaN(seconds):
-		return Seconds(seconds) + " of communication with NCCL's defaults"
+	case !math.IsNaN(t):
+		return Time(sp, t) + " of communication with NCCL's defaults"
 	case failed:
 		return "NCCL's defaults failed in the search"
 	}
 	return "NCCL's defaults not measured"
 }
 
-// Seconds writes a predicted time, or says it was not measured (never NaN).
-func Seconds(s float64) string {
-	if math.IsNaN(s) || math.IsInf(s, 0) {
+// Time writes a predicted time of sp's job in its unit, or says it was not
+// measured (never NaN).
+func Time(sp *space.Space, t float64) string {
+	if math.IsNaN(t) || math.IsInf(t, 0) {
 		return "not measured"
 	}
-	return fmt.Sprintf("%.4g s", s)
+	return fmt.Sprintf("%.4g %s", t, sp.TimeUnit())
 }
 
 // jobEnv is the environment of a job's configuration a: a variable set per

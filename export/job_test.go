@@ -259,3 +259,16 @@ func TestMeasuresCountsOneLayer(t *testing.T) {
 		t.Errorf("measures %q, want (100M parameters, 1 layer)", got)
 	}
 }
+
+// TestJobExportOfWeights: a workload of weights (relative shares of the
+// calls) predicts relative times, not seconds: the job file said "1.2e-05 s
+// of communication" of weights 0.5.
+func TestJobExportOfWeights(t *testing.T) {
+	text, err := writeJob(t, jobExport(t, strings.ReplaceAll(jobSpace, "count = 100", "weight = 0.5"), map[string]string{"allreduce": "Ring"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text, " s ") || !strings.Contains(text, "# the job: 2 (relative) of communication with NCCL's defaults, 1.818 (relative) predicted as exported") {
+		t.Errorf("job file:\n%s", text)
+	}
+}

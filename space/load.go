@@ -908,13 +908,13 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 		case w.Weight != nil && (*w.Weight < minWeight || *w.Weight > maxWeight):
 			// Beyond these, a job's time (weight x seconds per call, summed)
 			// overflows to infinity or underflows to 0, and every trial fails.
-			b.errorf(line(i, "weight"), "workload.weight %g must be within [%g, %g]: weights are relative shares", *w.Weight, minWeight, maxWeight)
+			b.errorf(line(i, "weight"), "workload.weight %g must be within [%g, %g]: weights are relative shares of the calls", *w.Weight, minWeight, maxWeight)
 		case mixed:
 			first, other := "count", "weight"
 			if weighted > 0 {
 				first, other = other, first
 			}
-			b.errorf(line(i, "collective"), "workload: this entry has %s, an earlier one %s: counts are calls per job and weights are relative shares, which do not add up; give every entry count, or every entry weight", other, first)
+			b.errorf(line(i, "collective"), "workload: this entry has %s, an earlier one %s: counts are calls per job and weights are relative shares of the calls, which do not add up; give every entry count, or every entry weight", other, first)
 		case w.Ranks < 0 || w.Ranks > MaxRanks:
 			b.errorf(line(i, "ranks"), "workload.ranks must be 1 to %d, not %d", MaxRanks, w.Ranks)
 		case w.Ranks > 0 && ranks > 0 && w.Ranks != ranks:
@@ -947,6 +947,7 @@ func (b *builder) workload(raw *rawFile, s *Space) {
 	if len(s.Ranges) > 0 {
 		s.Campaign.Collective = s.Ranges[0].Collective
 	}
+	s.Weighted = weighted > 0
 }
 
 // minWeight and maxWeight bound a workload entry's weight, a relative share.

@@ -42,7 +42,20 @@ type Space struct {
 	// collective is a range, scored by its share of the job's predicted
 	// communication time.
 	Workload []Call
+	// Weighted: the workload's entries give weights, relative shares of the
+	// calls, not counts, so the job's predicted times are relative, not
+	// seconds (TimeUnit).
+	Weighted bool
 	Source   []byte // the file as read, kept with the campaign
+}
+
+// TimeUnit is the unit of the job's predicted times: seconds, or a relative
+// unit where the workload gives weights.
+func (s *Space) TimeUnit() string {
+	if s.Weighted {
+		return "(relative)"
+	}
+	return "s"
 }
 
 // CampaignSettings are the [campaign] table: what the campaign is and how

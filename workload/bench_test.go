@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +26,39 @@ func BenchmarkRead1GB(b *testing.B) {
 			b.Fatalf("entries %v, source %+v", w.Entries, w.Source)
 		}
 	}
+}
+
+// BenchmarkReadBound reads a log of ever new sizes until Read refuses it,
+// at maxState, and reports the heap it held then, the most it holds of any
+// log: go test -bench ReadBound -run '^$' ./workload.
+func BenchmarkReadBound(b *testing.B) {
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := Read(&newSizes{})
+		runtime.ReadMemStats(&after) // before the state Read kept is collected
+		if err == nil || !strings.Contains(err.Error(), "distinct processes") {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB-held")
+	}
+}
+
+// newSizes reads COLL lines of one process, each of a size not logged before.
+type newSizes struct {
+	n    int
+	line []byte
+}
+
+func (r *newSizes) Read(p []byte) (int, error) {
+	if len(r.line) == 0 {
+		r.n++
+		r.line = []byte(rank0 + strings.Replace(allRed, "count 1024", "count "+strconv.Itoa(r.n), 1) + "\n")
+	}
+	n := copy(p, r.line)
+	r.line = r.line[n:]
+	return n, nil
 }
 
 // repeat reads block over and over, left bytes in all.

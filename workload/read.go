@@ -47,15 +47,31 @@ func newLeft() *left { return &left{map[string]int64{}, map[string]int64{}, map[
 
 // Keep keeps the calls of communicators of ranks ranks only (a campaign
 // measures one size), and Source says what it leaves out of those alone.
+// Where there are none it says which sizes there are, and keeps all.
 func (w *Workload) Keep(ranks int) error {
-	w.Entries = slices.DeleteFunc(w.Entries, func(e Entry) bool { return e.Ranks != ranks })
-	if len(w.Entries) == 0 {
-		return fmt.Errorf("no calls on communicators of %s", text.Count(ranks, "rank", "ranks"))
+	if !slices.ContainsFunc(w.Entries, func(e Entry) bool { return e.Ranks == ranks }) {
+		return fmt.Errorf("no calls on communicators of %s; the log's are on communicators of %s ranks",
+			text.Count(ranks, "rank", "ranks"), strings.Join(w.CommSizes(), ", "))
 	}
+	w.Entries = slices.DeleteFunc(w.Entries, func(e Entry) bool { return e.Ranks != ranks })
 	w.Source.Comms = slices.DeleteFunc(w.Source.Comms, func(c Comms) bool { return c.Ranks != ranks })
 	l := cmp.Or(w.left[ranks], newLeft())
 	w.Source.Unmeasured, w.Source.Empty, w.Source.Oversize = l.unmeasured, l.empty, l.oversize
 	return nil
+}
+
+// CommSizes are the communicator sizes of the entries, each with its calls:
+// "8 (120 calls)".
+func (w *Workload) CommSizes() []string {
+	calls := map[int]int64{}
+	for _, e := range w.Entries {
+		calls[e.Ranks] += e.Count
+	}
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(calls)) {
+		out = append(out, fmt.Sprintf("%d (%s)", n, text.Count(calls[n], "call", "calls")))
+	}
+	return out
 }
 
 // Source says what the log held and whose calls were counted.
@@ -105,9 +121,11 @@ var ErrNoCalls = errors.New("no NCCL COLL lines: run the job with NCCL_DEBUG=INF
 const maxLine = 64 << 10
 
 // maxState bounds what Read keeps, whatever the input: processes, send/recv
-// runs and (process, communicator size, collective, size) tallies, about
-// 100 bytes each. A job's log holds a few dozen per process. (A variable,
-// for the test of the bound.)
+// runs and (process, communicator size, collective, size) tallies: about
+// 300 MiB held at the bound (BenchmarkReadBound), 500 MiB of heap with the
+// garbage of reading. A job's log holds a few dozen per process, or
+// thousands where sizes vary from call to call. (A variable, for the test
+// of the bound.)
 var maxState = 1 << 21
 
 // Read reads an NCCL log, gzipped or not, line by line: every rank's
@@ -168,17 +186,17 @@ func open(r io.Reader) (br *bufio.Reader, gzipped bool, err error) {
 	if err != nil && err != io.EOF {
 		return nil, false, fmt.Errorf("reading the log: %w", err)
 	}
+	if bytes.HasPrefix(magic, gzipMagic) {
+		g := &gunzip{br: br, zr: new(gzip.Reader)}
+		if err := g.reset(); err != nil {
+			return nil, true, fmt.Errorf("reading the log's gzip header: %w", err)
+		}
+		return bufio.NewReaderSize(mpitag.NewReader(g), maxLine), true, nil
+	}
 	if what, undo := packedAs(magic); what != "" {
 		return nil, false, fmt.Errorf("the log is %s, which profile does not read: %s LOG | nccltune profile -", what, undo)
 	}
-	if !bytes.HasPrefix(magic, gzipMagic) {
-		return bufio.NewReaderSize(mpitag.NewReader(br), maxLine), false, nil
-	}
-	g := &gunzip{br: br, zr: new(gzip.Reader)}
-	if err := g.reset(); err != nil {
-		return nil, true, fmt.Errorf("reading the log's gzip header: %w", err)
-	}
-	return bufio.NewReaderSize(mpitag.NewReader(g), maxLine), true, nil
+	return bufio.NewReaderSize(mpitag.NewReader(br), maxLine), false, nil
 }
 
 var gzipMagic = []byte{0x1f, 0x8b}
@@ -233,14 +251,17 @@ func (g *gunzip) reset() error {
 	return nil
 }
 
-// packedAs names what a log that starts with magic is packed with, other
-// than gzip, and the command that unpacks it; "" for anything else.
+// packedAs names what a log that starts with magic is packed with (gzip
+// too, which open reads) and the command that unpacks it; "" for anything
+// else.
 func packedAs(magic []byte) (what, undo string) {
 	// bzip2's "BZh" and block size could start a line of text: its first
 	// block's magic (or the empty stream's end) follows them.
 	bzip2 := len(magic) >= 10 && string(magic[:3]) == "BZh" && '1' <= magic[3] && magic[3] <= '9' &&
 		(string(magic[4:10]) == "1AY&SY" || string(magic[4:10]) == "\x17rE8P\x90")
 	switch {
+	case bytes.HasPrefix(magic, []byte("\x1f\x8b\x08")): // and deflate, the only method gzip has
+		return "gzip-compressed", "gzip -dc"
 	case bytes.HasPrefix(magic, []byte("\x28\xb5\x2f\xfd")):
 		return "zstd-compressed", "zstd -dc"
 	case bytes.HasPrefix(magic, []byte("\xfd7zXZ\x00")):
@@ -262,6 +283,9 @@ func packedAs(magic []byte) (what, undo string) {
 // reading, err the parser's.
 func (p *parser) long(br *bufio.Reader, part []byte) (readErr, err error) {
 	p.src.Lines++
+	if err := p.packed(part); err != nil {
+		return nil, err
+	}
 	readErr = bufio.ErrBufferFull // part does not end the line
 	var rec []byte                // the record that the parts read end in, so far
 	tooLong := false
@@ -351,10 +375,24 @@ func newParser() *parser {
 // (stderr's, unbuffered, where 2>&1 mixes them in) before NCCL's line.
 func (p *parser) line(b []byte) error {
 	p.src.Lines++
+	if err := p.packed(b); err != nil {
+		return err
+	}
 	for rec := range bytes.SplitSeq(bytes.TrimRight(b, "\r\n"), []byte{'\r'}) {
 		if err := p.record(rec); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// packed refuses a line that starts a packed stream: a packed log
+// concatenated after a plain one (cat rank0.log rank1.log.gz), whose calls
+// would be read as lines of junk and left out without a word.
+func (p *parser) packed(line []byte) error {
+	if what, undo := packedAs(line); what != "" {
+		return fmt.Errorf("line %d: %s data starts here, inside a log of text (a packed log concatenated after a plain one?): unpack each packed log into the text: %s LOG",
+			p.src.Lines, what, undo)
 	}
 	return nil
 }
@@ -438,10 +476,16 @@ func lookup[K comparable, V any](p *parser, m map[K]*V, k K) (*V, error) {
 
 // grow checks that there is room for one more thing to keep.
 func (p *parser) grow() error {
-	if len(p.procs)+len(p.tallies)+len(p.runs)+len(p.calledOn) >= maxState {
-		return fmt.Errorf("line %d: over %d distinct processes, communicators and message sizes: is this one job's NCCL log?", p.src.Lines, maxState)
+	if len(p.procs)+len(p.tallies)+len(p.runs)+len(p.calledOn) < maxState {
+		return nil
 	}
-	return nil
+	if len(p.procs) > 1 {
+		// Each process's calls are kept until the end, when one process's
+		// are counted per communicator size.
+		return fmt.Errorf("line %d: over %d distinct processes, communicators and message sizes, of %d processes: give one process's log alone (rank 0's NCCL_DEBUG_FILE), whose calls are those counted",
+			p.src.Lines, maxState, len(p.procs))
+	}
+	return fmt.Errorf("line %d: over %d distinct processes, communicators and message sizes: is this one job's NCCL log?", p.src.Lines, maxState)
 }
 
 // commKey is a communicator of one process, and its size.

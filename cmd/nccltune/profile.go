@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
 	"github.com/nccltune/nccltune/internal/safego"
-	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/workload"
 )
@@ -42,8 +39,8 @@ func profileCommand() *cli.Command {
 				return usageError{fmt.Errorf("--out %s is the log it reads, which the tables would replace", out)}
 			}
 			ranks := c.Int("ranks")
-			if ranks < 0 {
-				return usageError{fmt.Errorf("--ranks must be a communicator's rank count, not %d", ranks)}
+			if c.IsSet("ranks") && ranks < 1 {
+				return usageError{fmt.Errorf("--ranks must be a communicator's rank count, 1 or more, not %d", ranks)}
 			}
 			// A signal ends the reading (of a log of many gigabytes, or of a
 			// pipe or terminal that waits), left to itself as nccltune
@@ -77,7 +74,7 @@ func profileCommand() *cli.Command {
 				if err := w.Keep(ranks); err != nil {
 					return fmt.Errorf("%s: %w", c.Args().First(), err)
 				}
-			} else if sizes := commSizes(w); len(sizes) > 1 && !c.Bool("json") {
+			} else if sizes := w.CommSizes(); len(sizes) > 1 && !c.Bool("json") {
 				// A space's workload is of one communicator size: the tables would not load.
 				return fmt.Errorf("%s: the job called collectives on communicators of %s ranks, and a campaign measures one size: profile again with --ranks N, one of them (--json shows them all)",
 					c.Args().First(), strings.Join(sizes, ", "))
@@ -143,6 +140,10 @@ func render(w *workload.Workload, asJSON bool) ([]byte, error) {
 	if err := w.WriteTOML(&buf); err != nil {
 		return nil, err
 	}
+	if buf.Len() > space.MaxFile {
+		return nil, fmt.Errorf("the tables of %d sizes would be %.1f MiB, over the %d MiB a space file may be: the job's calls vary in size from call to call (an alltoall of uneven splits?), which no campaign measures one by one; --json writes them all",
+			len(w.Entries), float64(buf.Len())/(1<<20), space.MaxFile>>20)
+	}
 	if _, err := space.ParseWorkload("the [[workload]] tables", buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("bug: profile wrote [[workload]] tables that a space does not load (so it wrote none); please report it with the log:\n%w", err)
 	}
@@ -160,20 +161,4 @@ func writeOut(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
-}
-
-// commSizes are the communicator sizes of the workload's calls, with their
-// calls: "8 (120 calls)".
-func commSizes(w *workload.Workload) []string {
-	calls := map[int]int64{}
-	for _, e := range w.Entries {
-		if e.Ranks > 0 { // a size the log did not give goes with any
-			calls[e.Ranks] += e.Count
-		}
-	}
-	var out []string
-	for _, n := range slices.Sorted(maps.Keys(calls)) {
-		out = append(out, fmt.Sprintf("%d (%s)", n, text.Count(calls[n], "call", "calls")))
-	}
-	return out
 }

@@ -92,11 +92,15 @@ func TestProfileSaysWhatItLeavesOut(t *testing.T) {
 	if code, out, errOut := nccltune(t, dir, "profile", "--ranks", "8", "sizes0.log"); code != 0 || strings.Contains(out+errOut, "left out") || strings.Contains(out, "of 16 ranks") {
 		t.Errorf("--ranks 8: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "1", "sizes.log"); code != 1 || !strings.Contains(errOut, "no calls on communicators of 1 rank\n") {
+	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "1", "sizes.log"); code != 1 || !strings.Contains(errOut, "no calls on communicators of 1 rank; the log's are on communicators of 8 (1 call), 16 (1 call) ranks\n") {
 		t.Errorf("--ranks 1: exit %d, %s", code, errOut)
 	}
-	if code, _, errOut := nccltune(t, dir, "profile", "--ranks", "-3", "sizes.log"); code != 2 {
-		t.Errorf("--ranks -3: exit %d, %s", code, errOut)
+	// --ranks 0 was read as no --ranks: tables of whatever size the log
+	// held, or the request for a --ranks just given.
+	for _, n := range []string{"-3", "0"} {
+		if code, _, errOut := nccltune(t, dir, "profile", "--ranks", n, "job.log"); code != 2 || !strings.Contains(errOut, "--ranks must be a communicator's rank count, 1 or more, not "+n) {
+			t.Errorf("--ranks %s: exit %d, %s", n, code, errOut)
+		}
 	}
 }
 
@@ -163,6 +167,22 @@ func TestProfileChecksItsTables(t *testing.T) {
 	w := &workload.Workload{Entries: []workload.Entry{{Collective: "all_reduce", Bytes: 8, Count: 1, Ranks: 8}, {Collective: "all_reduce", Bytes: 8, Count: 1, Ranks: 16}}}
 	if data, err := render(w, false); err == nil || !strings.Contains(err.Error(), "bug: profile wrote [[workload]] tables that a space does not load") || data != nil {
 		t.Errorf("%v\n%s", err, data)
+	}
+}
+
+// TestProfileTablesASpaceHolds: a job whose sizes vary from call to call
+// (an alltoall of uneven splits, as a mixture of experts sends) gave tables
+// larger than a space file may be (space.MaxFile), which profile wrote and
+// `run` then refused with the space they went into. profile says why it
+// writes none.
+func TestProfileTablesASpaceHolds(t *testing.T) {
+	w := &workload.Workload{}
+	for i := range 250_000 {
+		w.Entries = append(w.Entries, workload.Entry{Collective: "sendrecv", Bytes: int64(i + 1), Count: 1, Ranks: 8})
+	}
+	data, err := render(w, false)
+	if err == nil || !strings.Contains(err.Error(), "the tables of 250000 sizes would be 17.5 MiB, over the 16 MiB a space file may be") || data != nil {
+		t.Errorf("%v (%d bytes of tables)", err, len(data))
 	}
 }
 

@@ -82,10 +82,11 @@ type jobTimes struct {
 	job                results.Job
 	def, exported      []float64
 	totalDef, totalExp float64
+	relative           bool // of a workload of weights: times in a relative unit, not seconds
 }
 
 func jobTimesOf(l *loaded) jobTimes {
-	j := jobTimes{job: results.JobOf(l.space, l.trials, l.vals)}
+	j := jobTimes{job: results.JobOf(l.space, l.trials, l.vals), relative: l.space.Weighted}
 	j.def, j.exported = j.job.Times()
 	for i := range j.def {
 		j.totalDef, j.totalExp = j.totalDef+j.def[i], j.totalExp+j.exported[i]
@@ -93,8 +94,9 @@ func jobTimesOf(l *loaded) jobTimes {
 	return j
 }
 
-// jobJSON is report --json's "job": the times in seconds (null where not
-// measured), and the job's verdict (null where not validated).
+// jobJSON is report --json's "job": the times in seconds, or in a relative
+// unit where "relative" (a workload of weights), null where not measured,
+// and the job's verdict (null where not validated).
 func jobJSON(j jobTimes) map[string]any {
 	collectives := []map[string]any{}
 	for i, r := range j.job.Ranges {
@@ -106,7 +108,7 @@ func jobJSON(j jobTimes) map[string]any {
 		verdict = map[string]any{"verdict": v.Verdict, "reason": v.Reason, "defaults_exported": j.job.DefaultsKept()}
 	}
 	return map[string]any{"collectives": collectives, "default_s": results.Finite(j.totalDef),
-		"exported_s": results.Finite(j.totalExp), "validation": verdict}
+		"exported_s": results.Finite(j.totalExp), "relative": j.relative, "validation": verdict}
 }
 
 // printShares shows each collective's share of the job's predicted
@@ -117,7 +119,8 @@ func printShares(w io.Writer, l *loaded) {
 	j := jobTimesOf(l)
 	fmt.Fprintln(w, "the job's communication time, predicted from the workload's calls:")
 	tw := newTable(w)
-	row(tw, "collective", "NCCL defaults s", "share", "exported s", "share", "")
+	unit := l.space.TimeUnit()
+	row(tw, "collective", "NCCL defaults "+unit, "share", "exported "+unit, "share", "")
 	for i, r := range j.job.Ranges {
 		row(tw, r.Range.Name, figure(j.def[i], "%.4g"), figure(100*j.def[i]/j.totalDef, "%.0f%%"),
 			figure(j.exported[i], "%.4g"), figure(100*j.exported[i]/j.totalExp, "%.0f%%"), "")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -228,6 +229,36 @@ func TestReportJSONOfAWorkload(t *testing.T) {
 	for _, c := range got.Job.Collectives {
 		if c.Collective == "" || c.DefaultS == nil || c.ExportedS == nil {
 			t.Errorf("collective %+v lacks its times:\n%s", c, out)
+		}
+	}
+}
+
+// TestReportOfWeights: a workload of weights (relative shares of the calls)
+// predicts relative times, not seconds: report headed them "s" in its
+// table, and --json gave them as default_s and exported_s without a word.
+func TestReportOfWeights(t *testing.T) {
+	data, err := os.ReadFile("../../examples/sim-2node-ib-workload.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, weighted := range []bool{false, true} {
+		text := string(data)
+		if weighted {
+			text = regexp.MustCompile(`count = (\d+)`).ReplaceAllString(text, "weight = $1.0")
+		}
+		sp, err := space.Parse("w.toml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &loaded{space: sp, family: sp}
+		var out bytes.Buffer
+		printShares(&out, l)
+		header := map[bool]string{false: "NCCL defaults s", true: "NCCL defaults (relative)"}[weighted]
+		if !strings.Contains(out.String(), header) {
+			t.Errorf("weighted %t: want %q in\n%s", weighted, header, out.String())
+		}
+		if got := jobJSON(jobTimesOf(l))["relative"]; got != weighted {
+			t.Errorf("weighted %t: --json's relative is %v", weighted, got)
 		}
 	}
 }
