@@ -149,6 +149,7 @@ func copyFile(t *testing.T, from, to string) {
 // SIGTERM and leaves a daemon (setsid) behind, by two Ctrl-Cs and by kill -9:
 // every process of the trial ends with nccltune.
 func TestNothingOutlivesNCCLTune(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	for _, stop := range []struct {
 		name string
 		sigs []syscall.Signal
@@ -171,6 +172,7 @@ func TestNothingOutlivesNCCLTune(t *testing.T) {
 // 5 s grace, longer than the 1 s stopWait here) ends nccltune when stopWait
 // is up, with the interrupted exit code, and the trial's processes end too.
 func TestStopWaitEndsAStuckStop(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	dir := t.TempDir()
 	var stderr strings.Builder
 	cmd, pids := startStubborn(t, dir, &stderr, "NCCLTUNE_TEST_STOP_WAIT=1s")

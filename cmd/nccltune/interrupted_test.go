@@ -17,6 +17,7 @@ import (
 // nothing, says only that it was interrupted (it said a `nccltune run`
 // would go on from its trials), and so does a benchmark, which stops.
 func TestInterruptedSaysWhatGoesOn(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	dir := t.TempDir()
 	spaceFile := slowSpace(t, dir, 6)
 	os.WriteFile(filepath.Join(dir, "a.env"), []byte("# NCCL's defaults\n"), 0o644)
@@ -52,6 +53,7 @@ func TestInterruptedSaysWhatGoesOn(t *testing.T) {
 // interrupted, not left running as kill -9 leaves it. Under nohup, which
 // ignores SIGHUP, the campaign runs on.
 func TestHangupStopsAsSIGTERM(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	for _, nohup := range []bool{false, true} {
 		dir := t.TempDir()
 		spaceFile := slowSpace(t, dir, 6)
@@ -87,6 +89,7 @@ func TestHangupStopsAsSIGTERM(t *testing.T) {
 // running trial's benchmark still stops (mpirun takes a while): the second
 // must not kill nccltune as a second Ctrl-C does, leaving the trial running.
 func TestHangupTwiceStops(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	dir := t.TempDir()
 	spaceFile := scriptSpace(t, dir, "slowstop", 6, `d=$(dirname "$0")
 trap 'sleep 1; exit 143' TERM

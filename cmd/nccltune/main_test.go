@@ -183,6 +183,7 @@ func TestFlagErrorsBeforeTheSpace(t *testing.T) {
 // TestInterruptAndResume stops a campaign with SIGINT while a benchmark runs,
 // then resumes it to completion.
 func TestInterruptAndResume(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	dir := t.TempDir()
 	spaceFile := slowSpace(t, dir, 6)
 	// A launch hangs (slowSpace's hold), so the signal finds a trial running,

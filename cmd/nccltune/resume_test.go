@@ -219,6 +219,7 @@ max = 32
 }
 
 func TestOneWriterAndKilledBenchmark(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	dir := t.TempDir()
 	spaceFile := slowSpace(t, dir, 6)
 	first := exec.Command(os.Args[0], "run", "-q", "--space", spaceFile)
@@ -450,6 +451,7 @@ func TestStoredValueThatFailsANewerCheck(t *testing.T) {
 // simplified and validated it in the default 5. A flag given to resume
 // overrides the stored one, as --trials does.
 func TestResumeEndsAsTheRunAsked(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	dir := t.TempDir()
 	spaceFile := slowSpace(t, dir, 6)
 	db := filepath.Join(dir, "nccltune.db")
@@ -506,6 +508,7 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 // a reader first, which refused the older schema, so no resume could
 // upgrade it.
 func TestResumeUpgradesAnOlderStore(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	dir := t.TempDir()
 	spaceFile := slowSpace(t, dir, 3)
 	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", spaceFile, "--no-simplify", "--no-validate"); code != 0 {
@@ -709,6 +712,7 @@ func TestResumeTheChangedScalesCampaign(t *testing.T) {
 // 7 of 6, and one stopped twice with 4 finished said 6 of 6, which a script
 // waiting for search.total to reach the budget took for done.
 func TestStatusJSONCountsTheBudgetsTrials(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	dir := t.TempDir()
 	spaceFile := slowSpace(t, dir, 6)
 	cmd := exec.Command(os.Args[0], "run", "-q", "--no-simplify", "--no-validate", "--space", spaceFile)

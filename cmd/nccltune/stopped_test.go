@@ -33,6 +33,7 @@ func TestStatusOfACampaignStoppedFailing(t *testing.T) {
 // store (no store nccltune.db), or refused to start the stored program.
 // The resume it suggests goes on, and the others name the store.
 func TestSuggestionsNameTheStore(t *testing.T) {
+	t.Parallel() // waits on its benchmark's sleeps and signals, not a CPU
 	dir := t.TempDir()
 	spaceFile := scriptSpace(t, dir, "broken", 40, "echo 'cudaErrorNoDevice' >&2\nexit 3\n")
 	code, out, errOut := nccltune(t, dir, "run", "--space", spaceFile, "--store", "b.db")
