@@ -380,10 +380,11 @@ func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
 }
 
 // TestLauncherEnvInStep: where nccltune runs in a task of a Slurm step (its
-// variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), neither srun's nor
-// mpirun's environment keeps what describes that step or wires its tasks;
-// the allocation's variables, the cluster's configuration and PMIx's MCA
-// parameters stay. Outside a step (a batch script's variables) nothing goes.
+// variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), no launcher's
+// environment keeps what describes that step or wires its tasks
+// (withoutOuterLaunch); the allocation's variables, the cluster's
+// configuration and PMIx's MCA parameters stay. Outside a step (a batch
+// script's variables) nothing goes.
 func TestLauncherEnvInStep(t *testing.T) {
 	job := []string{"SLURM_JOB_ID=7", "SLURM_JOBID=7", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_CONF=/etc/slurm/slurm.conf",
 		"SLURM_MPI_TYPE=pmi2", "PMIX_MCA_gds=hash", "PATH=/bin"}
@@ -393,11 +394,9 @@ func TestLauncherEnvInStep(t *testing.T) {
 		"SLURM_DISTRIBUTION=cyclic", "PMI_FD=10", "PMI_JOBID=7.0", "PMI_RANK=0", "PMI_SIZE=2", "PMIX_RANK=0", "PMIX_NAMESPACE=slurm.pmix.7.0",
 		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1", "SLURM_STEP_GPUS=0,1", "SLURM_STEP_RESV_PORTS=12000-12001")
 	batch := append(slices.Clone(job), "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_DISTRIBUTION=block")
-	for _, l := range []EnvFilter{Srun{}, MPIRun{}} {
-		for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}} {
-			if got := l.LauncherEnv(tc.env); !slices.Equal(got, tc.want) {
-				t.Errorf("%T's environment from %q:\n%q\nwant %q", l, tc.env, got, tc.want)
-			}
+	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}} {
+		if got := withoutOuterLaunch(tc.env); !slices.Equal(got, tc.want) {
+			t.Errorf("environment from %q:\n%q\nwant %q", tc.env, got, tc.want)
 		}
 	}
 }
@@ -838,6 +837,36 @@ func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
 		err := MPIRun{Command: sh, Flavor: tc.flavor, NP: 2, Hostfile: path}.Check()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s %q: %v; want %q", tc.flavor, tc.hosts, err, tc.want)
+		}
+	}
+}
+
+// TestOuterLaunchUnderEveryLauncher: where nccltune runs as a rank of an
+// outer launch (a task of a Slurm step, a rank of an Open MPI or Hydra
+// job), what that launch told nccltune's own process of its step or job
+// and its rank's wiring reaches no trial, under any launcher: under local
+// and torchrun the ranks took themselves for the outer step's. PMIx's MCA
+// parameters are settings and stay.
+func TestOuterLaunchUnderEveryLauncher(t *testing.T) {
+	outer := map[string]string{
+		"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "1",
+		"SLURM_SRUN_COMM_PORT": "40175", "PMI_RANK": "1", "PMI_SIZE": "2", "PMI_FD": "10", "PMIX_RANK": "1",
+		"PMIX_NAMESPACE": "slurm.pmix.7.0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "OMPI_UNIVERSE_SIZE": "2",
+		"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "PMIX_MCA_gds": "hash",
+	}
+	for name, value := range outer {
+		t.Setenv(name, value)
+	}
+	env := script(t, "env")
+	for _, l := range []Launcher{Local{}, Torchrun{Command: env}, Srun{Command: env, Nodes: 1}, MPIRun{Command: env}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{env}}, Timeout: time.Minute})
+		got := strings.Split(string(res.Output), "\n")
+		for name, value := range outer {
+			kept := slices.Contains(got, name+"="+value)
+			if want := name == "SLURM_JOB_ID" || name == "PMIX_MCA_gds"; kept != want {
+				t.Errorf("%T: %s=%s kept %v, want %v", l, name, value, kept, want)
+			}
 		}
 	}
 }

@@ -167,7 +167,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	}
 	cmd := exec.CommandContext(runCtx, "/proc/self/exe", argv...)
 	cmd.Args[0] = superviseArg0
-	base := r.BaseEnv
+	base := withoutOuterLaunch(r.BaseEnv)
 	if f, ok := r.Launcher.(EnvFilter); ok {
 		base = f.LauncherEnv(base)
 	}
