@@ -120,11 +120,29 @@ func withoutOuterLaunch(env []string) []string {
 		switch {
 		case strings.HasPrefix(name, "PMI_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
 			return true
-		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_")):
+		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_") || outerTaskCPUs(name)):
 			return true
 		}
 		return mpiJob && outerMPIJob(name)
 	})
+}
+
+// outerTaskCPUs reports whether name is one of the variables by which srun
+// gives each task of its step the CPUs, binding and frequency the step
+// asked for (srun -c 2 --cpu-bind=cores nccltune ...; src/common/env.c):
+// the outer step's, overwriting the allocation's SLURM_CPUS_PER_TASK. A
+// trial's srun reads them as its own options (SLURM_CPUS_PER_TASK as -c
+// before 22.05 and again from 23.11, SLURM_TRES_PER_TASK, SLURM_CPU_BIND,
+// SLURM_MEM_BIND, SLURM_CPU_FREQ_REQ), as does the srun that Open MPI's
+// mpirun or torchrun's wrapper runs, and srun --export=ALL hands every rank
+// the rest as its own. The allocation's SRUN_CPUS_PER_TASK, which srun
+// does not set in a task, stays.
+func outerTaskCPUs(name string) bool {
+	switch name {
+	case "SLURM_CPUS_PER_TASK", "SLURM_TRES_PER_TASK", "SLURM_CPU_FREQ_REQ":
+		return true
+	}
+	return strings.HasPrefix(name, "SLURM_CPU_BIND") || strings.HasPrefix(name, "SLURM_MEM_BIND")
 }
 
 // pmixWiring reports whether a variable (its name, or NAME=value) is PMIx's

@@ -392,7 +392,8 @@ func TestLauncherEnvInStep(t *testing.T) {
 		"SLURM_STEP_NUM_TASKS=2", "SLURM_STEP_TASKS_PER_NODE=1(x2)", "SLURM_STEP_LAUNCHER_PORT=40175", "SLURM_SRUN_COMM_HOST=127.0.0.1",
 		"SLURM_SRUN_COMM_PORT=40175", "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_NODEID=0", "SLURM_GTIDS=0", "SLURM_TASK_PID=22536",
 		"SLURM_DISTRIBUTION=cyclic", "PMI_FD=10", "PMI_JOBID=7.0", "PMI_RANK=0", "PMI_SIZE=2", "PMIX_RANK=0", "PMIX_NAMESPACE=slurm.pmix.7.0",
-		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1", "SLURM_STEP_GPUS=0,1", "SLURM_STEP_RESV_PORTS=12000-12001")
+		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1", "SLURM_STEP_GPUS=0,1", "SLURM_STEP_RESV_PORTS=12000-12001",
+		"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu:2", "SLURM_CPU_BIND=quiet,cores", "SLURM_CPU_BIND_TYPE=cores", "SLURM_MEM_BIND=local")
 	batch := append(slices.Clone(job), "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_DISTRIBUTION=block")
 	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}} {
 		if got := withoutOuterLaunch(tc.env); !slices.Equal(got, tc.want) {
