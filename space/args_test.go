@@ -20,7 +20,7 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		base, launcher, args string
 		want                 string // "": accepted
 	}{
-		{numNCCLTests, srun, `["-n", "16"]`, "launcher.args: -n is set by nccltune from the space (launcher.ntasks_per_node)"},
+		{numNCCLTests, srun, `["-n", "16"]`, "launcher.args: -n 16 is set by nccltune from the space (launcher.ntasks_per_node)"},
 		{numNCCLTests, srun, `["-n16"]`, "-n16 is set by nccltune"},
 		{numNCCLTests, srun, `["--ntasks=16"]`, "--ntasks=16 is set by nccltune"},
 		{numNCCLTests, srun, `["--ntasks-per-node", "4"]`, "(launcher.ntasks_per_node)"},
@@ -34,13 +34,13 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, srun + "groups = 2\n", `["-w", "n1"]`, "(launcher.groups, which gives each trial its group's nodes)"},
 		{numNCCLTests, srun + "groups = 2\n", `["--nodelist=n1"]`, "(launcher.groups"},
 		// srun's --nodefile replaces the group's --nodelist wherever it stands.
-		{numNCCLTests, srun + "groups = 2\n", `["-F", "nodes.txt"]`, "-F is set by nccltune from the space (launcher.groups"},
+		{numNCCLTests, srun + "groups = 2\n", `["-F", "nodes.txt"]`, "-F nodes.txt is set by nccltune from the space (launcher.groups"},
 		{numNCCLTests, srun + "groups = 2\n", `["--nodefile=nodes.txt"]`, "(launcher.groups"},
 		{numNCCLTests, srun + "groups = 2\n", `["-lFnodes.txt"]`, "(launcher.groups"},
 		{numNCCLTests, srun, `["-F", "nodes.txt"]`, ""},
 		// A task prolog's "export NAME=value" lines set each task's variables past srun's.
 		{numNCCLTests, srun, `["--task-prolog=/home/u/p.sh"]`, "launcher.args: --task-prolog=/home/u/p.sh has slurmstepd run a program before each task"},
-		{numNCCLTests, srun, `["--task-pro", "p.sh"]`, "--task-pro has slurmstepd run a program"},
+		{numNCCLTests, srun, `["--task-pro", "p.sh"]`, "--task-pro p.sh has slurmstepd run a program"},
 		{numNCCLTests, srun, `["--task-epilog=e.sh", "--prolog=p.sh"]`, ""},
 		{numNCCLTests, mpirun, `["-np", "4"]`, "launcher.args: -np is set by nccltune from the space (launcher.np)"},
 		{numNCCLTests, mpirun, `["-c", "4"]`, "(launcher.np)"},
@@ -122,10 +122,10 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numDDP, torchrun + "nodes = 2\nrdzv_endpoint = \"n1:29400\"\ncommand = \"/opt/torchrun-on-all.sh\"\n", `["--rdzv_id", "job7"]`, "--rdzv_id is set by nccltune from the space (launcher.rdzv_endpoint"},
 		{numDDP, torchrun + "nodes = 2\nrdzv_endpoint = \"n1:29400\"\ncommand = \"/opt/torchrun-on-all.sh\"\n", `["--rdzv-id=job7"]`, "--rdzv-id=job7 is set by nccltune"},
 		// Options that send the ranks' output elsewhere than nccltune reads it.
-		{numNCCLTests, srun, `["-o", "/dev/null"]`, "launcher.args: -o sends the ranks' output"},
+		{numNCCLTests, srun, `["-o", "/dev/null"]`, "launcher.args: -o /dev/null sends the ranks' output"},
 		{numNCCLTests, srun, `["--output=out.%t"]`, "--output=out.%t sends the ranks' output"},
-		{numNCCLTests, srun, `["-lo", "out"]`, "-lo sends the ranks' output"},
-		{numNCCLTests, srun, `["--error", "err.%t"]`, "--error sends the ranks' output"},
+		{numNCCLTests, srun, `["-lo", "out"]`, "-lo out sends the ranks' output"},
+		{numNCCLTests, srun, `["--error", "err.%t"]`, "--error err.%t sends the ranks' output"},
 		{numNCCLTests, srun, `["-l", "--unbuffered", "-Q"]`, ""},
 		{numDDP, torchrun, `["--redirects", "3"]`, "--redirects sends the ranks' output"},
 		{numDDP, torchrun, `["-r", "3"]`, "-r sends the ranks' output"},

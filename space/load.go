@@ -1175,11 +1175,6 @@ func givesOption(arg, opt string, style optionStyle) bool {
 	return false
 }
 
-// SrunArgGives reports whether arg, one of srun's arguments, gives its
-// option opt ("-l", "--label") as srun reads it: in a cluster of short
-// options ("-lK"), or abbreviated ("--lab").
-func SrunArgGives(arg, opt string) bool { return givesOption(arg, opt, getopt) }
-
 // srunFlags are srun's short options that take no value (slurm_opt.c's
 // no_argument ones): getopt reads "-ln16" as -l, then -n 16.
 const srunFlags = "EHhlOQsuvVXZ"
@@ -1248,9 +1243,10 @@ var launcherOutput = map[string][]string{
 }
 
 // srunAsNccltune are srun's own options as nccltune passes them
-// (--export=ALL, --kill-on-bad-exit=1), which a space written for srun by
-// habit gives again: the step is the same, so they are no reason to refuse it.
-var srunAsNccltune = []string{"--export=ALL", "-K", "-K1", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
+// (--export=ALL, --kill-on-bad-exit=1), read as SrunOption.Read spells
+// them, which a space written for srun by habit gives again: the step is
+// the same, so they are no reason to refuse it.
+var srunAsNccltune = []string{"--export=ALL", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
 
 // mpirunXML is the option of args that has Open MPI's mpirun write the
 // ranks' output as XML (4's --xml, or --xml-file to a file, with
@@ -1306,25 +1302,39 @@ func (b *builder) launcherArgs(s *Space) {
 			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s writes the ranks' output as XML, where nccltune reads each trial's result, errors and NCCL's log as the ranks print them: every trial would fail", xml)
 		}
 	}
-	for _, a := range l.Args {
-		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a) {
+	// Each argument, or for srun each option as its getopt_long reads it
+	// (its value attached or the next argument, which is then no option
+	// of its own), as written and as the checks read it.
+	type arg struct{ written, read string }
+	var args []arg
+	if l.Kind == "srun" {
+		for _, o := range SrunOptions(l.Args) {
+			args = append(args, arg{o.Written, o.Read()})
+		}
+	} else {
+		for _, a := range l.Args {
+			args = append(args, arg{a, a})
+		}
+	}
+	for _, a := range args {
+		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a.read) {
 			continue // what nccltune passes itself: the same step
 		}
-		if l.Kind == "srun" && givesOption(a, "--task-prolog", style) {
+		if l.Kind == "srun" && givesOption(a.read, "--task-prolog", style) {
 			// Refused rather than read, as mpirun's files of variables are:
 			// it is a program, run on each node at each trial.
-			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s has slurmstepd run a program before each task, whose \"export NAME=value\" lines set the task's variables, which nccltune does not see: an NCCL variable set there would override every trial's value, unseen", a)
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s has slurmstepd run a program before each task, whose \"export NAME=value\" lines set the task's variables, which nccltune does not see: an NCCL variable set there would override every trial's value, unseen", a.written)
 		}
-		if slices.ContainsFunc(launcherOutput[l.Kind], func(opt string) bool { return givesOption(a, opt, style) }) {
-			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s sends the ranks' output elsewhere than to %s's own, which nccltune reads each trial's result and errors from: every trial would fail with nothing to read", a, l.Kind)
+		if slices.ContainsFunc(launcherOutput[l.Kind], func(opt string) bool { return givesOption(a.read, opt, style) }) {
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s sends the ranks' output elsewhere than to %s's own, which nccltune reads each trial's result and errors from: every trial would fail with nothing to read", a.written, l.Kind)
 		}
 		for _, o := range own {
-			gives := func(opt string) bool { return givesOption(a, opt, style) }
+			gives := func(opt string) bool { return givesOption(a.read, opt, style) }
 			if l.Kind == "mpirun" {
-				gives = func(opt string) bool { return mpirunOwnGives(a, opt) }
+				gives = func(opt string) bool { return mpirunOwnGives(a.read, opt) }
 			}
 			if slices.ContainsFunc(o.opts, gives) {
-				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s is set by nccltune from the space (%s): a second one would make each trial run other than the space says", a, o.what)
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s is set by nccltune from the space (%s): a second one would make each trial run other than the space says", a.written, o.what)
 			}
 		}
 	}
