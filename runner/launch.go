@@ -464,8 +464,7 @@ func (m MPIRun) oversubscribes() bool {
 			}
 		}
 	}
-	switch strings.ToLower(strings.TrimSpace(mca["rmaps_base_oversubscribe"])) {
-	case "1", "true", "t", "yes", "y", "enabled":
+	if space.MCATrue(mca["rmaps_base_oversubscribe"]) {
 		return true
 	}
 	policies = append(policies, mca["rmaps_base_mapping_policy"], mca["rmaps_default_mapping_policy"])
@@ -486,7 +485,9 @@ func (m MPIRun) oversubscribes() bool {
 // parameters that name files of more parameters or variables
 // (mca_base_param_files, mca_base_param_file_prefix, --am's,
 // mca_base_envar_file_prefix, mca_base_override_param_file), which nccltune
-// does not read; and Hydra's HYDRA_CONFIG_FILE, a file of options (-genv).
+// does not read; those that write the ranks' output as XML (orte_xml_output,
+// orte_xml_file: mpirun --xml's), where nccltune reads it as printed; and
+// Hydra's HYDRA_CONFIG_FILE, a file of options (-genv).
 // Their settings can be given in launcher.args, which the load checks.
 // Where nccltune runs in a Slurm step's task or a rank of an MPI job, that
 // step's or job's description goes too, as under every launcher
@@ -504,7 +505,7 @@ func (MPIRun) LauncherEnv(env []string) []string {
 		case strings.HasSuffix(param, "mca_base_env_list"):
 			return strings.Contains(value, "NCCL_")
 		}
-		return strings.HasSuffix(param, "mca_base_env_list_delimiter") || space.MCAReadsFile(param)
+		return strings.HasSuffix(param, "mca_base_env_list_delimiter") || space.MCAReadsFile(param) || space.MCAWritesXML(param)
 	})
 }
 

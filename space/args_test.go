@@ -110,6 +110,14 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		// XML to a file, and nothing where nccltune reads it.
 		{numNCCLTests, mpirun, `["--xml-file", "/tmp/o.xml"]`, "launcher.args: --xml-file /tmp/o.xml writes the ranks' output as XML"},
 		{numNCCLTests, mpirun, `["-xml-file", "o.xml"]`, "launcher.args: -xml-file o.xml writes the ranks' output as XML"},
+		// The MCA parameters those options set (Open MPI 4's orte_xml_output,
+		// orte_xml_file), in any spelling of --mca, and its value as Open
+		// MPI reads a bool; a false one changes nothing.
+		{numNCCLTests, mpirun, `["--mca", "orte_xml_output", "1"]`, "launcher.args: --mca orte_xml_output 1 writes the ranks' output as XML"},
+		{numNCCLTests, mpirun, `["-mca", "orte_xml_output", "true"]`, "-mca orte_xml_output true writes the ranks' output as XML"},
+		{numNCCLTests, mpirun, `["--gmca", "orte_xml_output", "Enabled"]`, "--gmca orte_xml_output Enabled writes"},
+		{numNCCLTests, mpirun, `["--mc", "orte_xml_file", "o.xml"]`, "--mc orte_xml_file o.xml writes"},
+		{numNCCLTests, mpirun, `["--mca", "orte_xml_output", "0", "--mca", "orte_xml_output", "false"]`, ""},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},

@@ -1250,12 +1250,23 @@ var srunAsNccltune = []string{"--export=ALL", "--kill-on-bad-exit", "--kill-on-b
 
 // mpirunXML is the option of args that has Open MPI's mpirun write the
 // ranks' output as XML (4's --xml, or --xml-file to a file, with
-// mpirun's own reports; 5's --output with xml in its list), as given
-// ("--output tag,xml"); "" where none does.
+// mpirun's own reports, or the MCA parameters they set, in any spelling of
+// --mca; 5's --output with xml in its list), as given ("--output
+// tag,xml"); "" where none does.
 func mpirunXML(args []string) string {
 	for i, a := range args {
 		if mpirunOwnGives(a, "--xml") {
 			return a
+		}
+		if key, value, attached := mpirunOption(a); strings.HasSuffix(key, "mca") {
+			operands := args[i+1:]
+			if attached {
+				operands = append([]string{value}, operands...)
+			}
+			if len(operands) > 1 && MCAWritesXML(operands[0]) && (operands[0] == "orte_xml_file" && operands[1] != "" || MCATrue(operands[1])) {
+				return strings.Join(append([]string{a}, operands[:2]...), " ")
+			}
+			continue
 		}
 		xmlFile := mpirunOwnGives(a, "--xml-file")
 		if !xmlFile && !mpirunOwnGives(a, "--output") {
@@ -1270,6 +1281,23 @@ func mpirunXML(args []string) string {
 		}
 	}
 	return ""
+}
+
+// MCAWritesXML reports whether the MCA parameter param is one by which
+// Open MPI 4's mpirun writes the ranks' output as XML: orte_xml_output
+// (--xml's) and orte_xml_file (--xml-file's). Open MPI 5's PRRTE has no
+// such parameter (prte_mca_params.c), only --output xml.
+func MCAWritesXML(param string) bool { return param == "orte_xml_output" || param == "orte_xml_file" }
+
+// MCATrue reports whether v is true as Open MPI reads a boolean MCA
+// parameter (mca_base_var_enum.c): a number other than 0, or true, t,
+// yes, y or enabled.
+func MCATrue(v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if n, err := strconv.ParseInt(v, 0, 64); err == nil {
+		return n != 0
+	}
+	return slices.Contains([]string{"true", "t", "yes", "y", "enabled"}, v)
 }
 
 // ownOptions are a launcher's spellings of one option, and what nccltune
