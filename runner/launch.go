@@ -486,8 +486,12 @@ func (m MPIRun) oversubscribes() bool {
 // (mca_base_param_files, mca_base_param_file_prefix, --am's,
 // mca_base_envar_file_prefix, mca_base_override_param_file), which nccltune
 // does not read; those that write the ranks' output as XML (orte_xml_output,
-// orte_xml_file: mpirun --xml's), where nccltune reads it as printed; and
-// Hydra's HYDRA_CONFIG_FILE, a file of options (-genv).
+// orte_xml_file: mpirun --xml's), where nccltune reads it as printed;
+// Hydra's HYDRA_CONFIG_FILE, a file of options (-genv); and the labels
+// MPICH's gforker and remshell mpiexec (src/pm/util/labelout.c) and
+// ParaStation's put before each rank's line where MPIEXEC_PREFIX_DEFAULT,
+// _STDOUT or _STDERR is set ("3> ", "3(err)> "), which the output's
+// readers take for the rank's words (Hydra reads none of them).
 // Their settings can be given in launcher.args, which the load checks.
 // Where nccltune runs in a Slurm step's task or a rank of an MPI job, that
 // step's or job's description goes too, as under every launcher
@@ -495,7 +499,7 @@ func (m MPIRun) oversubscribes() bool {
 func (MPIRun) LauncherEnv(env []string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, value, _ := strings.Cut(kv, "=")
-		if name == "HYDRA_CONFIG_FILE" {
+		if name == "HYDRA_CONFIG_FILE" || strings.HasPrefix(name, "MPIEXEC_PREFIX_") {
 			return true
 		}
 		_, param, ok := strings.Cut(strings.ToLower(name), "_mca_")

@@ -406,7 +406,8 @@ func TestLauncherEnvInStep(t *testing.T) {
 // the ranks an NCCL variable past the trial's -x (mca_base_env_list, its
 // delimiter, files of parameters or variables; Open MPI 4's and 5's prefixes)
 // or write their output as XML (orte_xml_output, orte_xml_file, --xml's),
-// and Hydra's file of options are dropped from mpirun's environment; other
+// MPICH's mpiexec's rank labels (MPIEXEC_PREFIX_*), and Hydra's file of
+// options are dropped from mpirun's environment; other
 // MCA parameters, and a list without an NCCL variable, stay.
 func TestMPIRunEnv(t *testing.T) {
 	env := []string{
@@ -417,6 +418,7 @@ func TestMPIRunEnv(t *testing.T) {
 		"OMPI_MCA_mca_base_override_param_file=/tmp/o.conf", "HYDRA_CONFIG_FILE=/tmp/h.conf",
 		"OMPI_MCA_mca_param_files=/tmp/p.conf", // mca_base_param_files' deprecated synonym
 		"OMPI_MCA_orte_xml_output=1", "OMPI_MCA_orte_xml_file=/tmp/o.xml", // --xml's, --xml-file's
+		"MPIEXEC_PREFIX_DEFAULT=1", "MPIEXEC_PREFIX_STDOUT=%d: ", "MPIEXEC_PREFIX_STDERR=%d! ", // MPICH's gforker's, remshell's labels
 		"PATH=/bin", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc",
 		"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_MCA_btl_openib_device_param_files=/etc/ompi/mca-btl-openib-device-params.ini",
 	}
