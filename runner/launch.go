@@ -732,6 +732,29 @@ var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|` + slurmstepd + `): .*(?:
 // first, as the job's state says it ended.
 var stepTimeLimitRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*`)
 
+// stepCancelledRE is slurmstepd's word that a step was cancelled for no
+// reason of Slurm's own (slurmstepd's req.c, 22.05: "slurmstepd-n1: error:
+// *** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 ***", where a time
+// limit, preemption or node failure adds "DUE TO ..."): scancel of the step,
+// or srun ending its own step at a failed rank (--kill-on-bad-exit), which
+// first reports the rank and says so (srunEndsStepRE).
+var (
+	stepCancelledRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ \*\*\*`)
+	srunEndsStepRE  = regexp.MustCompile(`(?m)^srun: launch/slurm: _step_signal: Terminating `)
+)
+
+// stepCancelledByHand is slurmstepd's word that it cancelled a step of the
+// trial that no failed rank had srun end (stepCancelledRE): one cancelled
+// from outside nccltune (a hand's scancel), whose ranks' SIGTERM or
+// SIGKILL is none of the trial's settings' doing. "" where there is none.
+func stepCancelledByHand(output []byte) string {
+	loc := stepCancelledRE.FindIndex(output)
+	if loc == nil || srunTaskRE.Match(output[:loc[0]]) || srunEndsStepRE.Match(output[:loc[0]]) {
+		return ""
+	}
+	return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r")
+}
+
 // ompiDaemonLostRE is Open MPI's mpirun's word that it lost a node's
 // daemon (help-errmgr-base.txt; 4's ORTE, 5's PRTE), which it gives where
 // a node fails under its ranks: under Slurm it starts its daemons with a

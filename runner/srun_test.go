@@ -1054,6 +1054,37 @@ func TestSrunKilledLeavesNoStep(t *testing.T) {
 	waitGone(t, c, job, marker)
 }
 
+// TestSrunStepCancelledByHand: a trial's step cancelled from outside
+// nccltune (scancel of the step, the job running on) ended its ranks with
+// SIGKILL, which was read as the settings' doing; it is a launch that
+// failed, with slurmstepd's word. A step that srun ended itself at a failed
+// rank (--kill-on-bad-exit: slurmstepd's same words, after srun's report of
+// the rank) is still that rank's failure.
+func TestSrunStepCancelledByHand(t *testing.T) {
+	c := slurmtest.Start(t, 1)
+	job := c.Alloc(t, 4)
+	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: append(BaseEnv(), marker), Grace: time.Second}
+	done := make(chan Result)
+	go func() {
+		done <- r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Timeout: time.Minute})
+	}()
+	waitRanks(t, marker)
+	for _, id := range strings.Fields(c.Output(t, "squeue", "--steps", "-h", "-o", "%i", "-j", job)) {
+		if _, n, _ := strings.Cut(id, "."); n != "" && strings.Trim(n, "0123456789") == "" {
+			c.Output(t, "scancel", id)
+		}
+	}
+	if res := <-done; res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.Contains(res.Failure.Reason, " CANCELLED AT ") {
+		t.Errorf("failure %v, want launch, cancelled\n%s", res.Failure, res.Output)
+	}
+	waitGone(t, c, job, marker)
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `[ "$SLURM_PROCID" = 1 ] && exit 3; exec sleep 30`}}, Timeout: time.Minute})
+	if res.Failure == nil || res.Failure.Kind == FailLaunch || !strings.Contains(string(res.Output), " CANCELLED AT ") {
+		t.Errorf("failed rank: failure %v, want the rank's\n%s", res.Failure, res.Output)
+	}
+}
+
 // TestSrunLabelledSlurmLines: under srun --label (launcher.args) the lines
 // slurmstepd writes into a task's output are labelled as the task's ("0:
 // slurmstepd-n1: error: execve(): ..."), and were read as a rank's: a
