@@ -118,6 +118,12 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["--gmca", "orte_xml_output", "Enabled"]`, "--gmca orte_xml_output Enabled writes"},
 		{numNCCLTests, mpirun, `["--mc", "orte_xml_file", "o.xml"]`, "--mc orte_xml_file o.xml writes"},
 		{numNCCLTests, mpirun, `["--mca", "orte_xml_output", "0", "--mca", "orte_xml_output", "false"]`, ""},
+		// Open MPI 5's (PRRTE's) MCA parameter of --output, and a directive
+		// as PRRTE reads one, in any case, abbreviated, with its qualifiers.
+		{numNCCLTests, mpirun, `["--prtemca", "output", "xml"]`, "--prtemca output xml writes"},
+		{numNCCLTests, mpirun, `["--mca", "output", "tag,XML:raw"]`, "--mca output tag,XML:raw writes"},
+		{numNCCLTests, mpirun, `["--output", "x"]`, "--output x writes"},
+		{numNCCLTests, mpirun, `["--prtemca", "output", "tag,timestamp"]`, ""},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},

@@ -1251,8 +1251,9 @@ var srunAsNccltune = []string{"--export=ALL", "--kill-on-bad-exit", "--kill-on-b
 // mpirunXML is the option of args that has Open MPI's mpirun write the
 // ranks' output as XML (4's --xml, or --xml-file to a file, with
 // mpirun's own reports, or the MCA parameters they set, in any spelling of
-// --mca; 5's --output with xml in its list), as given ("--output
-// tag,xml"); "" where none does.
+// --mca; 5's --output, or its MCA parameter output, with an xml directive
+// in its list: MCAWritesXML), as given ("--output tag,xml"); "" where none
+// does.
 func mpirunXML(args []string) string {
 	for i, a := range args {
 		if mpirunOwnGives(a, "--xml") {
@@ -1263,7 +1264,7 @@ func mpirunXML(args []string) string {
 			if attached {
 				operands = append([]string{value}, operands...)
 			}
-			if len(operands) > 1 && MCAWritesXML(operands[0]) && (operands[0] == "orte_xml_file" && operands[1] != "" || MCATrue(operands[1])) {
+			if len(operands) > 1 && MCAWritesXML(operands[0], operands[1]) {
 				return strings.Join(append([]string{a}, operands[:2]...), " ")
 			}
 			continue
@@ -1276,18 +1277,39 @@ func mpirunXML(args []string) string {
 		if _, value, attached = strings.Cut(a, "="); !attached && i+1 < len(args) {
 			given, value = a+" "+args[i+1], args[i+1]
 		}
-		if xmlFile || slices.ContainsFunc(strings.Split(value, ","), func(q string) bool { return strings.EqualFold(q, "xml") }) {
+		if xmlFile || outputsXML(value) {
 			return given
 		}
 	}
 	return ""
 }
 
-// MCAWritesXML reports whether the MCA parameter param is one by which
-// Open MPI 4's mpirun writes the ranks' output as XML: orte_xml_output
-// (--xml's) and orte_xml_file (--xml-file's). Open MPI 5's PRRTE has no
-// such parameter (prte_mca_params.c), only --output xml.
-func MCAWritesXML(param string) bool { return param == "orte_xml_output" || param == "orte_xml_file" }
+// MCAWritesXML reports whether the MCA parameter param, set to value, has
+// Open MPI's mpirun write the ranks' output as XML: 4's orte_xml_output
+// (--xml's) true, or orte_xml_file (--xml-file's) naming a file; 5's
+// output (PRRTE's --output, PRTE_MCA_output) with an xml directive.
+func MCAWritesXML(param, value string) bool {
+	switch param {
+	case "orte_xml_output":
+		return MCATrue(value)
+	case "orte_xml_file":
+		return value != ""
+	case "output":
+		return outputsXML(value)
+	}
+	return false
+}
+
+// outputsXML reports whether directives, PRRTE's --output list, has an
+// xml directive as PRRTE reads one: in any case, abbreviated to what no
+// other directive begins with ("x"), its qualifiers after ':'
+// ("tag,XML:raw").
+func outputsXML(directives string) bool {
+	return slices.ContainsFunc(strings.Split(directives, ","), func(d string) bool {
+		d, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(d)), ":")
+		return d != "" && strings.HasPrefix("xml", d)
+	})
+}
 
 // MCATrue reports whether v is true as Open MPI reads a boolean MCA
 // parameter (mca_base_var_enum.c): a number other than 0, or true, t,
