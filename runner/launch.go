@@ -485,9 +485,9 @@ func (m MPIRun) oversubscribes() bool {
 // parameters that name files of more parameters or variables
 // (mca_base_param_files, mca_base_param_file_prefix, --am's,
 // mca_base_envar_file_prefix, mca_base_override_param_file), which nccltune
-// does not read; those that write the ranks' output as XML (4's
-// orte_xml_output, orte_xml_file: mpirun --xml's; 5's output=xml), where
-// nccltune reads it as printed;
+// does not read; those that write the ranks' output as XML or to files
+// only (4's orte_xml_output, orte_xml_file: mpirun --xml's; 5's output=xml
+// or file=...:nocopy), where nccltune reads it as printed;
 // Hydra's HYDRA_CONFIG_FILE, a file of options (-genv); and the labels
 // MPICH's gforker and remshell mpiexec (src/pm/util/labelout.c) and
 // ParaStation's put before each rank's line where MPIEXEC_PREFIX_DEFAULT,
@@ -510,7 +510,7 @@ func (MPIRun) LauncherEnv(env []string) []string {
 		case strings.HasSuffix(param, "mca_base_env_list"):
 			return strings.Contains(value, "NCCL_")
 		}
-		return strings.HasSuffix(param, "mca_base_env_list_delimiter") || space.MCAReadsFile(param) || space.MCAWritesXML(param, value)
+		return strings.HasSuffix(param, "mca_base_env_list_delimiter") || space.MCAReadsFile(param) || space.MCAHidesOutput(param, value) != ""
 	})
 }
 

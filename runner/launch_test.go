@@ -417,8 +417,8 @@ func TestMPIRunEnv(t *testing.T) {
 		"OMPI_MCA_mca_base_envar_file_prefix=envs", "PRTE_MCA_mca_base_param_files=/tmp/q.conf",
 		"OMPI_MCA_mca_base_override_param_file=/tmp/o.conf", "HYDRA_CONFIG_FILE=/tmp/h.conf",
 		"OMPI_MCA_mca_param_files=/tmp/p.conf", // mca_base_param_files' deprecated synonym
-		// --xml's, --xml-file's, Open MPI 5's --output's.
-		"OMPI_MCA_orte_xml_output=1", "OMPI_MCA_orte_xml_file=/tmp/o.xml", "PRTE_MCA_output=tag,Xml",
+		// --xml's, --xml-file's, Open MPI 5's --output's, as XML or to files only.
+		"OMPI_MCA_orte_xml_output=1", "OMPI_MCA_orte_xml_file=/tmp/o.xml", "PRTE_MCA_output=tag,Xml", "PRTE_MCA_output=file=/tmp/o:nocopy",
 		// MPICH's gforker's and remshell's rank labels.
 		"MPIEXEC_PREFIX_DEFAULT=1", "MPIEXEC_PREFIX_STDOUT=%d: ", "MPIEXEC_PREFIX_STDERR=%d! ",
 		"PATH=/bin", "PRTE_MCA_output=tag,timestamp", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc",

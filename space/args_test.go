@@ -124,6 +124,12 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["--mca", "output", "tag,XML:raw"]`, "--mca output tag,XML:raw writes"},
 		{numNCCLTests, mpirun, `["--output", "x"]`, "--output x writes"},
 		{numNCCLTests, mpirun, `["--prtemca", "output", "tag,timestamp"]`, ""},
+		// Open MPI 5's output to files with the nocopy qualifier sends none
+		// of it where nccltune reads it (PRRTE's PMIX_IOF_FILE_ONLY).
+		{numNCCLTests, mpirun, `["--output", "file=/tmp/o:nocopy"]`, "launcher.args: --output file=/tmp/o:nocopy sends the ranks' output to files only"},
+		{numNCCLTests, mpirun, `["--output=dir=/tmp/o,:NOC"]`, "--output=dir=/tmp/o,:NOC sends the ranks' output to files only"},
+		{numNCCLTests, mpirun, `["--prtemca", "output", "f=o:n"]`, "--prtemca output f=o:n sends the ranks' output to files only"},
+		{numNCCLTests, mpirun, `["--output", "tag:raw"]`, ""},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},

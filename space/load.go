@@ -1248,24 +1248,26 @@ var launcherOutput = map[string][]string{
 // the same, so they are no reason to refuse it.
 var srunAsNccltune = []string{"--export=ALL", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
 
-// mpirunXML is the option of args that has Open MPI's mpirun write the
-// ranks' output as XML (4's --xml, or --xml-file to a file, with
-// mpirun's own reports, or the MCA parameters they set, in any spelling of
-// --mca; 5's --output, or its MCA parameter output, with an xml directive
-// in its list: MCAWritesXML), as given ("--output tag,xml"); "" where none
-// does.
-func mpirunXML(args []string) string {
+// mpirunHidesOutput is the option of args that has Open MPI's mpirun write
+// the ranks' output as XML (4's --xml, or --xml-file to a file, with
+// mpirun's own reports) or to files only, and so none where nccltune reads
+// it, or the MCA parameter that does (MCAHidesOutput), in any spelling of
+// --mca and of 5's --output list (prrteOutputHides), as given ("--output
+// tag,xml"), and how it does; "" where none does.
+func mpirunHidesOutput(args []string) (given, how string) {
 	for i, a := range args {
 		if mpirunOwnGives(a, "--xml") {
-			return a
+			return a, writesXML
 		}
 		if key, value, attached := mpirunOption(a); strings.HasSuffix(key, "mca") {
 			operands := args[i+1:]
 			if attached {
 				operands = append([]string{value}, operands...)
 			}
-			if len(operands) > 1 && MCAWritesXML(operands[0], operands[1]) {
-				return strings.Join(append([]string{a}, operands[:2]...), " ")
+			if len(operands) > 1 {
+				if how := MCAHidesOutput(operands[0], operands[1]); how != "" {
+					return strings.Join(append([]string{a}, operands[:2]...), " "), how
+				}
 			}
 			continue
 		}
@@ -1277,38 +1279,65 @@ func mpirunXML(args []string) string {
 		if _, value, attached = strings.Cut(a, "="); !attached && i+1 < len(args) {
 			given, value = a+" "+args[i+1], args[i+1]
 		}
-		if xmlFile || outputsXML(value) {
-			return given
+		if xmlFile {
+			return given, writesXML
 		}
+		if how := prrteOutputHides(value); how != "" {
+			return given, how
+		}
+	}
+	return "", ""
+}
+
+// How mpirun's options hide the ranks' output from nccltune.
+const (
+	writesXML = "writes the ranks' output as XML"
+	filesOnly = "sends the ranks' output to files only"
+)
+
+// MCAHidesOutput says how the MCA parameter param, set to value, has Open
+// MPI's mpirun hide the ranks' output from nccltune (writesXML, filesOnly):
+// 4's orte_xml_output (--xml's) true, or orte_xml_file (--xml-file's)
+// naming a file; 5's output (PRRTE's --output, PRTE_MCA_output) as its
+// list says (prrteOutputHides). "" where it does not.
+func MCAHidesOutput(param, value string) string {
+	switch {
+	case param == "orte_xml_output" && MCATrue(value), param == "orte_xml_file" && value != "":
+		return writesXML
+	case param == "output":
+		return prrteOutputHides(value)
 	}
 	return ""
 }
 
-// MCAWritesXML reports whether the MCA parameter param, set to value, has
-// Open MPI's mpirun write the ranks' output as XML: 4's orte_xml_output
-// (--xml's) true, or orte_xml_file (--xml-file's) naming a file; 5's
-// output (PRRTE's --output, PRTE_MCA_output) with an xml directive.
-func MCAWritesXML(param, value string) bool {
-	switch param {
-	case "orte_xml_output":
-		return MCATrue(value)
-	case "orte_xml_file":
-		return value != ""
-	case "output":
-		return outputsXML(value)
+// prrteOutputHides says how directives, a list of PRRTE's --output (Open
+// MPI 5), hides the ranks' output, as PRRTE reads it
+// (prte_schizo_base_parse_output): an xml directive, or output to files
+// (file=, dir=) with the nocopy qualifier, after a directive's first ':'
+// (PMIX_IOF_FILE_ONLY; each word in any case, abbreviated: "x",
+// "f=o:noc"). "" where it does not.
+func prrteOutputHides(directives string) string {
+	toFiles, noCopy := false, false
+	for _, d := range strings.Split(directives, ",") {
+		d, quals, _ := strings.Cut(d, ":")
+		d, _, _ = strings.Cut(d, "=")
+		if prrteWord(d, "xml") {
+			return writesXML
+		}
+		toFiles = toFiles || prrteWord(d, "file") || prrteWord(d, "dir")
+		noCopy = noCopy || prrteWord(quals, "nocopy")
 	}
-	return false
+	if toFiles && noCopy {
+		return filesOnly
+	}
+	return ""
 }
 
-// outputsXML reports whether directives, PRRTE's --output list, has an
-// xml directive as PRRTE reads one: in any case, abbreviated to what no
-// other directive begins with ("x"), its qualifiers after ':'
-// ("tag,XML:raw").
-func outputsXML(directives string) bool {
-	return slices.ContainsFunc(strings.Split(directives, ","), func(d string) bool {
-		d, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(d)), ":")
-		return d != "" && strings.HasPrefix("xml", d)
-	})
+// prrteWord reports whether given names word as PMIx reads a directive
+// (PMIX_CHECK_CLI_OPTION): a leading part of it, in any case.
+func prrteWord(given, word string) bool {
+	given = strings.TrimSpace(given)
+	return given != "" && len(given) <= len(word) && strings.EqualFold(given, word[:len(given)])
 }
 
 // MCATrue reports whether v is true as Open MPI reads a boolean MCA
@@ -1348,8 +1377,8 @@ func (b *builder) launcherArgs(s *Space) {
 	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
 	if l.Kind == "mpirun" {
 		b.mpirunExports(l.Args)
-		if xml := mpirunXML(l.Args); xml != "" {
-			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s writes the ranks' output as XML, where nccltune reads each trial's result, errors and NCCL's log as the ranks print them: every trial would fail", xml)
+		if given, how := mpirunHidesOutput(l.Args); given != "" {
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s, where nccltune reads each trial's result, errors and NCCL's log as the ranks print them: every trial would fail", given, how)
 		}
 	}
 	// Each argument, or for srun each option as its getopt_long reads it
