@@ -60,13 +60,13 @@ var (
 // in any case after any dashes); nil where they do not. Only then is a
 // line's head read as a label: a program's own line may begin "3: ".
 func launcherLabel(l space.LauncherSettings) *regexp.Regexp {
-	srun := func(a string) bool { return space.SrunArgGives(a, "-l") || space.SrunArgGives(a, "--label") }
+	srun := func(o space.SrunOption) bool { return o.Long == "label" }
 	hydra := func(a string) bool {
 		name := strings.TrimLeft(a, "-")
 		return a != name && (strings.EqualFold(name, "l") || strings.EqualFold(name, "prepend-rank"))
 	}
 	switch {
-	case l.Kind == "srun" && slices.ContainsFunc(l.Args, srun):
+	case l.Kind == "srun" && slices.ContainsFunc(space.SrunOptions(l.Args), srun):
 		return srunLabelRE
 	case l.Kind == "mpirun" && l.Flavor == "mpich" && slices.ContainsFunc(l.Args, hydra):
 		return hydraLabelRE

@@ -61,8 +61,8 @@ func TestDDPStepPortInUse(t *testing.T) {
 }
 
 // runDDPStep runs the DDP step script on CPU (gloo), one process under the
-// local launcher, with the model settings of b and the variables env added,
-// for at most timeout.
+// local launcher, with the model settings of b and the variables env added
+// as a trial's, which every launcher hands its ranks, for at most timeout.
 func runDDPStep(t *testing.T, b space.BenchmarkSettings, timeout time.Duration, env ...string) Result {
 	return runDDPStepFrom(t, Local{}, "local", b, timeout, env...)
 }
@@ -78,8 +78,8 @@ func runDDPStepFrom(t *testing.T, l Launcher, kind string, b space.BenchmarkSett
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Launcher: l, BaseEnv: append(BaseEnv(), env...)}
-	return r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: timeout})
+	r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+	return r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Env: env, Timeout: timeout})
 }
 
 // corruptingHook is a sitecustomize.py that gives every DDP model a

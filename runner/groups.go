@@ -202,13 +202,11 @@ func allocationHolds(nodes int) error {
 	return nil
 }
 
-// gpuArgs reports whether srun arguments ask for GPUs themselves.
+// gpuArgs reports whether srun arguments ask for GPUs themselves (-G,
+// --gpus*, --gres, --tres-per-task), as srun reads its options.
 func gpuArgs(args []string) bool {
-	return slices.ContainsFunc(args, func(a string) bool {
-		return a == "-G" || strings.HasPrefix(a, "-G") && len(a) > 2 ||
-			slices.ContainsFunc([]string{"--gpus", "--gres", "--tres-per-task"}, func(opt string) bool {
-				return a == opt || strings.HasPrefix(a, opt+"=") || strings.HasPrefix(a, opt+"-")
-			})
+	return slices.ContainsFunc(space.SrunOptions(args), func(o space.SrunOption) bool {
+		return o.Long == "gres" || o.Long == "tres-per-task" || o.Long == "gpus" || strings.HasPrefix(o.Long, "gpus-per-")
 	})
 }
 

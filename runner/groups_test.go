@@ -411,3 +411,28 @@ func TestHostfileIPv6(t *testing.T) {
 		t.Errorf("Open MPI's check: %v", err)
 	}
 }
+
+// TestGPUArgs: srun arguments ask for GPUs in every spelling srun's
+// getopt_long reads (abbreviated, after flags, the value next), and not
+// where only an option's value, or --gres-flags, looks like one.
+func TestGPUArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"-G", "4"}, true},
+		{[]string{"-lG4"}, true},
+		{[]string{"--gpus=4"}, true},
+		{[]string{"--gpus-per-node", "4"}, true},
+		{[]string{"--gpus-per-n=4"}, true},
+		{[]string{"--gres=gpu:4"}, true},
+		{[]string{"--tres-per-task=gres/gpu:1"}, true},
+		{[]string{"--gres-flags=enforce-binding"}, false},
+		{[]string{"-J", "-G4"}, false},
+		{[]string{"--mpi=pmix"}, false},
+	} {
+		if got := gpuArgs(tc.args); got != tc.want {
+			t.Errorf("gpuArgs(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

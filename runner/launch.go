@@ -93,21 +93,56 @@ var outerStep = []string{
 	"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GTIDS", "SLURM_TASK_PID", "SLURM_DISTRIBUTION",
 }
 
-// withoutOuterStep is env less what describes the step nccltune runs in a
-// task of (outerStep), and that task's process management wiring: the PMI
-// and PMIx variables of its MPI plugin (PMI_RANK, PMI_FD, PMIX_RANK,
-// PMIX_SERVER_URI..., srun --mpi), which reach every rank that the trial's
-// launcher wires no other way (srun --mpi=none) as one of that step's
-// tasks. PMIx's MCA parameters (PMIX_MCA_*) are settings, not wiring, and
-// stay. Outside a step nothing goes: a batch script's SLURM_DISTRIBUTION
-// is sbatch -m's, the allocation's. env itself is left as it is.
-func withoutOuterStep(env []string) []string {
-	if !inStep(env) {
+// withoutOuterLaunch is env less what an outer launcher told nccltune's
+// own process, where nccltune runs as one of its ranks: the step nccltune
+// runs in a task of (outerStep), the Open MPI job it is a rank of
+// (outerMPIJob), Hydra's description of its rank (MPI_LOCALRANKID,
+// MPI_LOCALNRANKS, with PMI_RANK), and the rank's process management
+// wiring: the PMI and PMIx variables (PMI_RANK, PMI_FD, PMIX_RANK,
+// PMIX_SERVER_URI..., of srun --mpi, Hydra or Open MPI), which reach every
+// rank that a trial's launcher wires no other way (the local launcher's,
+// torchrun's, srun --mpi=none) as one of that outer launch's ranks. It
+// holds for every launcher (Runner.Run). PMIx's MCA parameters (PMIX_MCA_*)
+// are settings, not wiring, and stay. Outside an outer launch nothing
+// goes: a batch script's SLURM_DISTRIBUTION is sbatch -m's, the
+// allocation's, and a PMI_* variable is the user's setting (Cray's
+// PMI_NO_FORK). env itself is left as it is.
+func withoutOuterLaunch(env []string) []string {
+	has := func(name string) bool {
+		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+	}
+	step, mpiJob, hydra := inStep(env), has("OMPI_COMM_WORLD_SIZE"), has("PMI_RANK")
+	if !step && !mpiJob && !hydra {
 		return slices.Clone(env)
 	}
-	return slices.DeleteFunc(without(env, outerStep), func(kv string) bool {
-		return strings.HasPrefix(kv, "SLURM_STEP_") || strings.HasPrefix(kv, "PMI_") || pmixWiring(kv)
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "PMI_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
+			return true
+		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_") || outerTaskCPUs(name)):
+			return true
+		}
+		return mpiJob && outerMPIJob(name)
 	})
+}
+
+// outerTaskCPUs reports whether name is one of the variables by which srun
+// gives each task of its step the CPUs, binding and frequency the step
+// asked for (srun -c 2 --cpu-bind=cores nccltune ...; src/common/env.c):
+// the outer step's, overwriting the allocation's SLURM_CPUS_PER_TASK. A
+// trial's srun reads them as its own options (SLURM_CPUS_PER_TASK as -c
+// before 22.05 and again from 23.11, SLURM_TRES_PER_TASK, SLURM_CPU_BIND,
+// SLURM_MEM_BIND, SLURM_CPU_FREQ_REQ), as does the srun that Open MPI's
+// mpirun or torchrun's wrapper runs, and srun --export=ALL hands every rank
+// the rest as its own. The allocation's SRUN_CPUS_PER_TASK, which srun
+// does not set in a task, stays.
+func outerTaskCPUs(name string) bool {
+	switch name {
+	case "SLURM_CPUS_PER_TASK", "SLURM_TRES_PER_TASK", "SLURM_CPU_FREQ_REQ":
+		return true
+	}
+	return strings.HasPrefix(name, "SLURM_CPU_BIND") || strings.HasPrefix(name, "SLURM_MEM_BIND")
 }
 
 // pmixWiring reports whether a variable (its name, or NAME=value) is PMIx's
@@ -429,8 +464,7 @@ func (m MPIRun) oversubscribes() bool {
 			}
 		}
 	}
-	switch strings.ToLower(strings.TrimSpace(mca["rmaps_base_oversubscribe"])) {
-	case "1", "true", "t", "yes", "y", "enabled":
+	if space.MCATrue(mca["rmaps_base_oversubscribe"]) {
 		return true
 	}
 	policies = append(policies, mca["rmaps_base_mapping_policy"], mca["rmaps_default_mapping_policy"])
@@ -451,16 +485,22 @@ func (m MPIRun) oversubscribes() bool {
 // parameters that name files of more parameters or variables
 // (mca_base_param_files, mca_base_param_file_prefix, --am's,
 // mca_base_envar_file_prefix, mca_base_override_param_file), which nccltune
-// does not read; and Hydra's HYDRA_CONFIG_FILE, a file of options (-genv).
+// does not read; those that write the ranks' output as XML or to files
+// only (4's orte_xml_output, orte_xml_file: mpirun --xml's; 5's output=xml
+// or file=...:nocopy), where nccltune reads it as printed;
+// Hydra's HYDRA_CONFIG_FILE, a file of options (-genv); and the labels
+// MPICH's gforker and remshell mpiexec (src/pm/util/labelout.c) and
+// ParaStation's put before each rank's line where MPIEXEC_PREFIX_DEFAULT,
+// _STDOUT or _STDERR is set ("3> ", "3(err)> "), which the output's
+// readers take for the rank's words (Hydra reads none of them).
 // Their settings can be given in launcher.args, which the load checks.
-// Where nccltune runs in a Slurm step's task, that step's description and
-// PMI wiring go too (withoutOuterStep), and where it runs in a rank of an
-// Open MPI job, that job's (outerMPIJob).
+// Where nccltune runs in a Slurm step's task or a rank of an MPI job, that
+// step's or job's description goes too, as under every launcher
+// (withoutOuterLaunch).
 func (MPIRun) LauncherEnv(env []string) []string {
-	outer := slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "OMPI_COMM_WORLD_SIZE=") })
-	return slices.DeleteFunc(withoutOuterStep(env), func(kv string) bool {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, value, _ := strings.Cut(kv, "=")
-		if name == "HYDRA_CONFIG_FILE" || outer && outerMPIJob(name) {
+		if name == "HYDRA_CONFIG_FILE" || strings.HasPrefix(name, "MPIEXEC_PREFIX_") {
 			return true
 		}
 		_, param, ok := strings.Cut(strings.ToLower(name), "_mca_")
@@ -470,7 +510,7 @@ func (MPIRun) LauncherEnv(env []string) []string {
 		case strings.HasSuffix(param, "mca_base_env_list"):
 			return strings.Contains(value, "NCCL_")
 		}
-		return strings.HasSuffix(param, "mca_base_env_list_delimiter") || space.MCAReadsFile(param)
+		return strings.HasSuffix(param, "mca_base_env_list_delimiter") || space.MCAReadsFile(param) || space.MCAHidesOutput(param, value) != ""
 	})
 }
 
@@ -479,19 +519,14 @@ func (MPIRun) LauncherEnv(env []string) []string {
 // (set in every rank, with OMPI_COMM_WORLD_SIZE): inherited by a trial's
 // mpirun where nccltune is such a rank, OMPI_UNIVERSE_SIZE made Open MPI 4
 // refuse "recursive calls", and the outer daemon's URI and ess settings
-// made it fail to start its own job. PMIx's MCA parameters are settings
-// and stay, as the user's other MCA parameters do.
+// made it fail to start its own job. Its PMIx wiring is dropped as every
+// outer launcher's is (withoutOuterLaunch).
 func outerMPIJob(name string) bool {
 	switch name {
 	case "OMPI_UNIVERSE_SIZE", "OMPI_APP_CTX_NUM_PROCS", "OMPI_NUM_APP_CTX", "OMPI_FIRST_RANKS", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_FILE_LOCATION":
 		return true
 	}
-	for _, prefix := range []string{"OMPI_COMM_WORLD_", "OMPI_MCA_orte_", "OMPI_MCA_ess"} {
-		if strings.HasPrefix(name, prefix) {
-			return true
-		}
-	}
-	return pmixWiring(name)
+	return slices.ContainsFunc([]string{"OMPI_COMM_WORLD_", "OMPI_MCA_orte_", "OMPI_MCA_ess"}, func(prefix string) bool { return strings.HasPrefix(name, prefix) })
 }
 
 // Srun starts the ranks with Slurm's srun inside an existing allocation. The
@@ -565,13 +600,13 @@ func (s Srun) NodeCount() (int, error) {
 // user's job's own srun takes it: a trial measures the job's setting, and
 // without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
 // NCCL's proxy threads. What describes the step nccltune itself may run in
-// is dropped (withoutOuterStep); a task prolog and an --export list are
+// is dropped under every launcher (withoutOuterLaunch); a task prolog and an --export list are
 // never inherited (BaseEnv).
 // SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
 func (Srun) LauncherEnv(env []string) []string {
-	env = without(withoutOuterStep(env), srunShape)
+	env = without(env, srunShape)
 	// SLURM_CPU_BIND is --cpu-bind's default: the user's own, exported in
 	// the batch script (SLURM_CPU_BIND=none, =cores), stays, as their job's
 	// srun takes it. Where nccltune itself runs in a step's task, srun set
@@ -697,6 +732,29 @@ var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|` + slurmstepd + `): .*(?:
 // limit ends its steps with the same words, which allocationEnded reads
 // first, as the job's state says it ended.
 var stepTimeLimitRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*`)
+
+// stepCancelledRE is slurmstepd's word that a step was cancelled for no
+// reason of Slurm's own (slurmstepd's req.c, 22.05: "slurmstepd-n1: error:
+// *** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 ***", where a time
+// limit, preemption or node failure adds "DUE TO ..."): scancel of the step,
+// or srun ending its own step at a failed rank (--kill-on-bad-exit), which
+// first reports the rank and says so (srunEndsStepRE).
+var (
+	stepCancelledRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ \*\*\*`)
+	srunEndsStepRE  = regexp.MustCompile(`(?m)^srun: launch/slurm: _step_signal: Terminating `)
+)
+
+// stepCancelledByHand is slurmstepd's word that it cancelled a step of the
+// trial that no failed rank had srun end (stepCancelledRE): one cancelled
+// from outside nccltune (a hand's scancel), whose ranks' SIGTERM or
+// SIGKILL is none of the trial's settings' doing. "" where there is none.
+func stepCancelledByHand(output []byte) string {
+	loc := stepCancelledRE.FindIndex(output)
+	if loc == nil || srunTaskRE.Match(output[:loc[0]]) || srunEndsStepRE.Match(output[:loc[0]]) {
+		return ""
+	}
+	return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r")
+}
 
 // ompiDaemonLostRE is Open MPI's mpirun's word that it lost a node's
 // daemon (help-errmgr-base.txt; 4's ORTE, 5's PRTE), which it gives where

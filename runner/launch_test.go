@@ -380,10 +380,11 @@ func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
 }
 
 // TestLauncherEnvInStep: where nccltune runs in a task of a Slurm step (its
-// variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), neither srun's nor
-// mpirun's environment keeps what describes that step or wires its tasks;
-// the allocation's variables, the cluster's configuration and PMIx's MCA
-// parameters stay. Outside a step (a batch script's variables) nothing goes.
+// variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), no launcher's
+// environment keeps what describes that step or wires its tasks
+// (withoutOuterLaunch); the allocation's variables, the cluster's
+// configuration and PMIx's MCA parameters stay. Outside a step (a batch
+// script's variables) nothing goes.
 func TestLauncherEnvInStep(t *testing.T) {
 	job := []string{"SLURM_JOB_ID=7", "SLURM_JOBID=7", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_CONF=/etc/slurm/slurm.conf",
 		"SLURM_MPI_TYPE=pmi2", "PMIX_MCA_gds=hash", "PATH=/bin"}
@@ -391,13 +392,12 @@ func TestLauncherEnvInStep(t *testing.T) {
 		"SLURM_STEP_NUM_TASKS=2", "SLURM_STEP_TASKS_PER_NODE=1(x2)", "SLURM_STEP_LAUNCHER_PORT=40175", "SLURM_SRUN_COMM_HOST=127.0.0.1",
 		"SLURM_SRUN_COMM_PORT=40175", "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_NODEID=0", "SLURM_GTIDS=0", "SLURM_TASK_PID=22536",
 		"SLURM_DISTRIBUTION=cyclic", "PMI_FD=10", "PMI_JOBID=7.0", "PMI_RANK=0", "PMI_SIZE=2", "PMIX_RANK=0", "PMIX_NAMESPACE=slurm.pmix.7.0",
-		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1", "SLURM_STEP_GPUS=0,1", "SLURM_STEP_RESV_PORTS=12000-12001")
+		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1", "SLURM_STEP_GPUS=0,1", "SLURM_STEP_RESV_PORTS=12000-12001",
+		"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu:2", "SLURM_CPU_BIND=quiet,cores", "SLURM_CPU_BIND_TYPE=cores", "SLURM_MEM_BIND=local")
 	batch := append(slices.Clone(job), "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_DISTRIBUTION=block")
-	for _, l := range []EnvFilter{Srun{}, MPIRun{}} {
-		for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}} {
-			if got := l.LauncherEnv(tc.env); !slices.Equal(got, tc.want) {
-				t.Errorf("%T's environment from %q:\n%q\nwant %q", l, tc.env, got, tc.want)
-			}
+	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}} {
+		if got := withoutOuterLaunch(tc.env); !slices.Equal(got, tc.want) {
+			t.Errorf("environment from %q:\n%q\nwant %q", tc.env, got, tc.want)
 		}
 	}
 }
@@ -405,7 +405,9 @@ func TestLauncherEnvInStep(t *testing.T) {
 // TestMPIRunEnv: the caller's MCA parameters by which mpirun would hand
 // the ranks an NCCL variable past the trial's -x (mca_base_env_list, its
 // delimiter, files of parameters or variables; Open MPI 4's and 5's prefixes)
-// and Hydra's file of options are dropped from mpirun's environment; other
+// or write their output as XML (orte_xml_output, orte_xml_file, --xml's),
+// MPICH's mpiexec's rank labels (MPIEXEC_PREFIX_*), and Hydra's file of
+// options are dropped from mpirun's environment; other
 // MCA parameters, and a list without an NCCL variable, stay.
 func TestMPIRunEnv(t *testing.T) {
 	env := []string{
@@ -415,10 +417,14 @@ func TestMPIRunEnv(t *testing.T) {
 		"OMPI_MCA_mca_base_envar_file_prefix=envs", "PRTE_MCA_mca_base_param_files=/tmp/q.conf",
 		"OMPI_MCA_mca_base_override_param_file=/tmp/o.conf", "HYDRA_CONFIG_FILE=/tmp/h.conf",
 		"OMPI_MCA_mca_param_files=/tmp/p.conf", // mca_base_param_files' deprecated synonym
-		"PATH=/bin", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc",
+		// --xml's, --xml-file's, Open MPI 5's --output's, as XML or to files only.
+		"OMPI_MCA_orte_xml_output=1", "OMPI_MCA_orte_xml_file=/tmp/o.xml", "PRTE_MCA_output=tag,Xml", "PRTE_MCA_output=file=/tmp/o:nocopy",
+		// MPICH's gforker's and remshell's rank labels.
+		"MPIEXEC_PREFIX_DEFAULT=1", "MPIEXEC_PREFIX_STDOUT=%d: ", "MPIEXEC_PREFIX_STDERR=%d! ",
+		"PATH=/bin", "PRTE_MCA_output=tag,timestamp", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc",
 		"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_MCA_btl_openib_device_param_files=/etc/ompi/mca-btl-openib-device-params.ini",
 	}
-	want := []string{"PATH=/bin", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_MCA_btl_openib_device_param_files=/etc/ompi/mca-btl-openib-device-params.ini"}
+	want := []string{"PATH=/bin", "PRTE_MCA_output=tag,timestamp", "OMPI_MCA_btl=^openib", "OMPI_MCA_pml=ucx", "PRTE_MCA_mca_base_env_list=UCX_TLS=rc", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_MCA_btl_openib_device_param_files=/etc/ompi/mca-btl-openib-device-params.ini"}
 	for _, m := range []MPIRun{{}, {Flavor: "mpich"}} {
 		if got := m.LauncherEnv(env); !slices.Equal(got, want) {
 			t.Errorf("mpirun's environment %q\nwant %q", got, want)
@@ -838,6 +844,36 @@ func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
 		err := MPIRun{Command: sh, Flavor: tc.flavor, NP: 2, Hostfile: path}.Check()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s %q: %v; want %q", tc.flavor, tc.hosts, err, tc.want)
+		}
+	}
+}
+
+// TestOuterLaunchUnderEveryLauncher: where nccltune runs as a rank of an
+// outer launch (a task of a Slurm step, a rank of an Open MPI or Hydra
+// job), what that launch told nccltune's own process of its step or job
+// and its rank's wiring reaches no trial, under any launcher: under local
+// and torchrun the ranks took themselves for the outer step's. PMIx's MCA
+// parameters are settings and stay.
+func TestOuterLaunchUnderEveryLauncher(t *testing.T) {
+	outer := map[string]string{
+		"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "1",
+		"SLURM_SRUN_COMM_PORT": "40175", "PMI_RANK": "1", "PMI_SIZE": "2", "PMI_FD": "10", "PMIX_RANK": "1",
+		"PMIX_NAMESPACE": "slurm.pmix.7.0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "OMPI_UNIVERSE_SIZE": "2",
+		"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "PMIX_MCA_gds": "hash",
+	}
+	for name, value := range outer {
+		t.Setenv(name, value)
+	}
+	env := script(t, "env")
+	for _, l := range []Launcher{Local{}, Torchrun{Command: env}, Srun{Command: env, Nodes: 1}, MPIRun{Command: env}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{env}}, Timeout: time.Minute})
+		got := strings.Split(string(res.Output), "\n")
+		for name, value := range outer {
+			kept := slices.Contains(got, name+"="+value)
+			if want := name == "SLURM_JOB_ID" || name == "PMIX_MCA_gds"; kept != want {
+				t.Errorf("%T: %s=%s kept %v, want %v", l, name, value, kept, want)
+			}
 		}
 	}
 }

@@ -167,7 +167,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	}
 	cmd := exec.CommandContext(runCtx, "/proc/self/exe", argv...)
 	cmd.Args[0] = superviseArg0
-	base := r.BaseEnv
+	base := withoutOuterLaunch(r.BaseEnv)
 	if f, ok := r.Launcher.(EnvFilter); ok {
 		base = f.LauncherEnv(base)
 	}
@@ -241,6 +241,10 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
 		detail = dr.FailureDetail(res.Output)
 	}
+	cancelled := ""
+	if exit.Code != 0 {
+		cancelled = stepCancelledByHand(res.Output)
+	}
 	if nodeErr == "" && ctx.Err() == nil && (exit.Code != 0 || runCtx.Err() != nil) {
 		ended = allocationEnded(res.Output, launchErr != "" && throughSlurm(r.Launcher))
 	}
@@ -256,6 +260,8 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		res.Failure = &Failure{FailTimeout, "the step ran past its own time limit (srun --time), the job running on: " + line}
 	case runCtx.Err() != nil && launchErr == "": // one that never launched its ranks did not hang
 		res.Failure = &Failure{FailTimeout, fmt.Sprintf("no exit within %s; every process of the trial was killed", job.Timeout)}
+	case cancelled != "": // the ranks' signal is the hand's, not the settings'
+		res.Failure = &Failure{FailLaunch, "the trial's step was cancelled from outside nccltune (scancel), the job running on: " + cancelled}
 	case launchErr != "":
 		res.Failure = &Failure{FailLaunch, launchErr}
 	default:

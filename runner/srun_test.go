@@ -40,6 +40,7 @@ func TestSrun(t *testing.T) {
 	t.Run("failure detail", func(t *testing.T) { testSrunFailureDetail(t, srun) })
 	t.Run("hang", func(t *testing.T) { testSrunHang(t, c, job, srun) })
 	t.Run("inherited shape", testSrunInheritedShape)
+	t.Run("outer step's CPUs", func(t *testing.T) { testSrunOuterStepCPUs(t, srun) })
 	t.Run("DDP step in the caller's world", testSrunDDPCallerWorld)
 }
 
@@ -109,6 +110,31 @@ func testSrunInheritedShape(t *testing.T) {
 			if line := fmt.Sprintf("rank %d of %d, %d\n", rank, tc.ranks, tc.ranks); !strings.HasPrefix(string(res.Output), line) && !strings.Contains(string(res.Output), "\n"+line) {
 				t.Errorf("%+v: no line %q in the output:\n%s", tc.srun, line, res.Output)
 			}
+		}
+	}
+}
+
+// testSrunOuterStepCPUs: where nccltune runs in a task of a step that
+// asked for its task's CPUs (srun -c 2 --cpu-bind=cores nccltune ...),
+// srun set that task's SLURM_CPUS_PER_TASK and binding, which a trial's
+// srun reads as its own -c and --cpu-bind (SLURM_CPUS_PER_TASK before 22.05
+// and from 23.11 on) and, under --export=ALL, handed every rank as its own;
+// under any launcher they are nccltune's task's, not the trial's. The
+// outer step's environment is real srun's (22.05 here).
+func testSrunOuterStepCPUs(t *testing.T, srun Srun) {
+	out, err := exec.Command("srun", "-n1", "-c2", "--cpu-bind=cores", "env", "-0").Output()
+	if err != nil {
+		t.Fatalf("the outer step: %v", err)
+	}
+	outer := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if !slices.Contains(outer, "SLURM_CPUS_PER_TASK=2") {
+		t.Fatalf("the outer step's task has no SLURM_CPUS_PER_TASK=2: %q", outer)
+	}
+	for _, l := range []Launcher{srun, Local{}} {
+		r := &Runner{Launcher: l, BaseEnv: outer}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "cpus=$SLURM_CPUS_PER_TASK tres=$SLURM_TRES_PER_TASK bind=$SLURM_CPU_BIND$SLURM_CPU_BIND_TYPE$SLURM_CPU_BIND_LIST"`}}, Timeout: time.Minute})
+		if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "cpus= tres= bind=\n") || strings.Contains(string(res.Output), "cpus=2") || strings.Contains(string(res.Output), "cores") {
+			t.Errorf("%T: the ranks got the outer step's CPUs (exit %d):\n%s", l, res.Exit.Code, res.Output)
 		}
 	}
 }
@@ -1026,6 +1052,37 @@ func TestSrunKilledLeavesNoStep(t *testing.T) {
 		t.Errorf("failure %v, want srun's SIGKILL\n%s", res.Failure, res.Output)
 	}
 	waitGone(t, c, job, marker)
+}
+
+// TestSrunStepCancelledByHand: a trial's step cancelled from outside
+// nccltune (scancel of the step, the job running on) ended its ranks with
+// SIGKILL, which was read as the settings' doing; it is a launch that
+// failed, with slurmstepd's word. A step that srun ended itself at a failed
+// rank (--kill-on-bad-exit: slurmstepd's same words, after srun's report of
+// the rank) is still that rank's failure.
+func TestSrunStepCancelledByHand(t *testing.T) {
+	c := slurmtest.Start(t, 1)
+	job := c.Alloc(t, 4)
+	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
+	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: append(BaseEnv(), marker), Grace: time.Second}
+	done := make(chan Result)
+	go func() {
+		done <- r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Timeout: time.Minute})
+	}()
+	waitRanks(t, marker)
+	for _, id := range strings.Fields(c.Output(t, "squeue", "--steps", "-h", "-o", "%i", "-j", job)) {
+		if _, n, _ := strings.Cut(id, "."); n != "" && strings.Trim(n, "0123456789") == "" {
+			c.Output(t, "scancel", id)
+		}
+	}
+	if res := <-done; res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.Contains(res.Failure.Reason, " CANCELLED AT ") {
+		t.Errorf("failure %v, want launch, cancelled\n%s", res.Failure, res.Output)
+	}
+	waitGone(t, c, job, marker)
+	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `[ "$SLURM_PROCID" = 1 ] && exit 3; exec sleep 30`}}, Timeout: time.Minute})
+	if res.Failure == nil || res.Failure.Kind == FailLaunch || !strings.Contains(string(res.Output), " CANCELLED AT ") {
+		t.Errorf("failed rank: failure %v, want the rank's\n%s", res.Failure, res.Output)
+	}
 }
 
 // TestSrunLabelledSlurmLines: under srun --label (launcher.args) the lines

@@ -33,7 +33,9 @@ func TestSrunArgsInAClusterOfFlags(t *testing.T) {
 
 // TestSrunArgsAsNccltunePassesThem: launcher.args that give srun's
 // --export=ALL or --kill-on-bad-exit=1, as nccltune passes them, leave the
-// step as it is and are accepted; any other value of them is refused.
+// step as it is and are accepted, in every spelling srun's getopt_long
+// reads (the value attached or the next argument, the name abbreviated);
+// any other value of them is refused.
 func TestSrunArgsAsNccltunePassesThem(t *testing.T) {
 	const srun = "[launcher]\nkind = \"srun\"\nnodes = 1\nntasks_per_node = 8\n"
 	for _, tc := range []struct {
@@ -47,13 +49,46 @@ func TestSrunArgsAsNccltunePassesThem(t *testing.T) {
 		{`["--kill-on-bad-exit=1"]`, false},
 		{`["--export=ALL,NCCL_ALGO=Ring"]`, true},
 		{`["--export=NONE"]`, true},
-		{`["--export", "ALL"]`, true},
+		{`["--export", "ALL"]`, false},
+		{`["--exp", "ALL", "--mpi", "pmix"]`, false},
+		{`["--expo=ALL"]`, false},
+		{`["--export", "NONE"]`, true},
+		{`["--exp", "ALL,NCCL_ALGO=Ring"]`, true},
 		{`["-K0"]`, true},
+		{`["--kill-on-bad-exit=0"]`, true},
 	} {
 		src := strings.TrimSuffix(numNCCLTests, "\n") + "\n" + srun + "args = " + tc.args + "\n"
 		_, err := parseWithin(t, src)
 		if refused := err != nil && strings.Contains(err.Error(), "is set by nccltune"); refused != tc.refused {
 			t.Errorf("launcher.args %s: refused %v, want %v (%v)", tc.args, refused, tc.refused, err)
+		}
+	}
+}
+
+// TestSrunArgsValues: an option's value given as the next argument is
+// that option's, as srun's getopt_long reads it, whatever it looks like
+// ("-J -n16" names the job "-n16"), and is no option of its own; an option
+// that takes no value leaves the next argument an option.
+func TestSrunArgsValues(t *testing.T) {
+	const srun = "[launcher]\nkind = \"srun\"\nnodes = 1\nntasks_per_node = 8\n"
+	for _, tc := range []struct {
+		args  string
+		error string
+	}{
+		{`["-J", "-n16"]`, ""},
+		{`["--job-name", "--nodes=2"]`, ""},
+		{`["--comment", "-o"]`, ""},
+		{`["--comm", "--output=x"]`, ""},
+		{`["--label", "-N", "2"]`, "-N 2 is set by nccltune"},
+		{`["--overlap", "--nodes", "2"]`, "--nodes 2 is set by nccltune"},
+		{`["-l", "-o", "out.txt"]`, "-o out.txt sends the ranks' output elsewhere"},
+		{`["--task-prolog", "/bin/p.sh"]`, "--task-prolog /bin/p.sh has slurmstepd run a program"},
+		{`["--exclusive", "-N2"]`, "-N2 is set by nccltune"},
+	} {
+		src := strings.TrimSuffix(numNCCLTests, "\n") + "\n" + srun + "args = " + tc.args + "\n"
+		_, err := parseWithin(t, src)
+		if tc.error == "" && err != nil || tc.error != "" && (err == nil || !strings.Contains(err.Error(), tc.error)) {
+			t.Errorf("launcher.args %s: %v, want %q", tc.args, err, tc.error)
 		}
 	}
 }

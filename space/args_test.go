@@ -20,7 +20,7 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		base, launcher, args string
 		want                 string // "": accepted
 	}{
-		{numNCCLTests, srun, `["-n", "16"]`, "launcher.args: -n is set by nccltune from the space (launcher.ntasks_per_node)"},
+		{numNCCLTests, srun, `["-n", "16"]`, "launcher.args: -n 16 is set by nccltune from the space (launcher.ntasks_per_node)"},
 		{numNCCLTests, srun, `["-n16"]`, "-n16 is set by nccltune"},
 		{numNCCLTests, srun, `["--ntasks=16"]`, "--ntasks=16 is set by nccltune"},
 		{numNCCLTests, srun, `["--ntasks-per-node", "4"]`, "(launcher.ntasks_per_node)"},
@@ -34,13 +34,13 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, srun + "groups = 2\n", `["-w", "n1"]`, "(launcher.groups, which gives each trial its group's nodes)"},
 		{numNCCLTests, srun + "groups = 2\n", `["--nodelist=n1"]`, "(launcher.groups"},
 		// srun's --nodefile replaces the group's --nodelist wherever it stands.
-		{numNCCLTests, srun + "groups = 2\n", `["-F", "nodes.txt"]`, "-F is set by nccltune from the space (launcher.groups"},
+		{numNCCLTests, srun + "groups = 2\n", `["-F", "nodes.txt"]`, "-F nodes.txt is set by nccltune from the space (launcher.groups"},
 		{numNCCLTests, srun + "groups = 2\n", `["--nodefile=nodes.txt"]`, "(launcher.groups"},
 		{numNCCLTests, srun + "groups = 2\n", `["-lFnodes.txt"]`, "(launcher.groups"},
 		{numNCCLTests, srun, `["-F", "nodes.txt"]`, ""},
 		// A task prolog's "export NAME=value" lines set each task's variables past srun's.
 		{numNCCLTests, srun, `["--task-prolog=/home/u/p.sh"]`, "launcher.args: --task-prolog=/home/u/p.sh has slurmstepd run a program before each task"},
-		{numNCCLTests, srun, `["--task-pro", "p.sh"]`, "--task-pro has slurmstepd run a program"},
+		{numNCCLTests, srun, `["--task-pro", "p.sh"]`, "--task-pro p.sh has slurmstepd run a program"},
 		{numNCCLTests, srun, `["--task-epilog=e.sh", "--prolog=p.sh"]`, ""},
 		{numNCCLTests, mpirun, `["-np", "4"]`, "launcher.args: -np is set by nccltune from the space (launcher.np)"},
 		{numNCCLTests, mpirun, `["-c", "4"]`, "(launcher.np)"},
@@ -110,6 +110,26 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		// XML to a file, and nothing where nccltune reads it.
 		{numNCCLTests, mpirun, `["--xml-file", "/tmp/o.xml"]`, "launcher.args: --xml-file /tmp/o.xml writes the ranks' output as XML"},
 		{numNCCLTests, mpirun, `["-xml-file", "o.xml"]`, "launcher.args: -xml-file o.xml writes the ranks' output as XML"},
+		// The MCA parameters those options set (Open MPI 4's orte_xml_output,
+		// orte_xml_file), in any spelling of --mca, and its value as Open
+		// MPI reads a bool; a false one changes nothing.
+		{numNCCLTests, mpirun, `["--mca", "orte_xml_output", "1"]`, "launcher.args: --mca orte_xml_output 1 writes the ranks' output as XML"},
+		{numNCCLTests, mpirun, `["-mca", "orte_xml_output", "true"]`, "-mca orte_xml_output true writes the ranks' output as XML"},
+		{numNCCLTests, mpirun, `["--gmca", "orte_xml_output", "Enabled"]`, "--gmca orte_xml_output Enabled writes"},
+		{numNCCLTests, mpirun, `["--mc", "orte_xml_file", "o.xml"]`, "--mc orte_xml_file o.xml writes"},
+		{numNCCLTests, mpirun, `["--mca", "orte_xml_output", "0", "--mca", "orte_xml_output", "false"]`, ""},
+		// Open MPI 5's (PRRTE's) MCA parameter of --output, and a directive
+		// as PRRTE reads one, in any case, abbreviated, with its qualifiers.
+		{numNCCLTests, mpirun, `["--prtemca", "output", "xml"]`, "--prtemca output xml writes"},
+		{numNCCLTests, mpirun, `["--mca", "output", "tag,XML:raw"]`, "--mca output tag,XML:raw writes"},
+		{numNCCLTests, mpirun, `["--output", "x"]`, "--output x writes"},
+		{numNCCLTests, mpirun, `["--prtemca", "output", "tag,timestamp"]`, ""},
+		// Open MPI 5's output to files with the nocopy qualifier sends none
+		// of it where nccltune reads it (PRRTE's PMIX_IOF_FILE_ONLY).
+		{numNCCLTests, mpirun, `["--output", "file=/tmp/o:nocopy"]`, "launcher.args: --output file=/tmp/o:nocopy sends the ranks' output to files only"},
+		{numNCCLTests, mpirun, `["--output=dir=/tmp/o,:NOC"]`, "--output=dir=/tmp/o,:NOC sends the ranks' output to files only"},
+		{numNCCLTests, mpirun, `["--prtemca", "output", "f=o:n"]`, "--prtemca output f=o:n sends the ranks' output to files only"},
+		{numNCCLTests, mpirun, `["--output", "tag:raw"]`, ""},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},
@@ -122,10 +142,10 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numDDP, torchrun + "nodes = 2\nrdzv_endpoint = \"n1:29400\"\ncommand = \"/opt/torchrun-on-all.sh\"\n", `["--rdzv_id", "job7"]`, "--rdzv_id is set by nccltune from the space (launcher.rdzv_endpoint"},
 		{numDDP, torchrun + "nodes = 2\nrdzv_endpoint = \"n1:29400\"\ncommand = \"/opt/torchrun-on-all.sh\"\n", `["--rdzv-id=job7"]`, "--rdzv-id=job7 is set by nccltune"},
 		// Options that send the ranks' output elsewhere than nccltune reads it.
-		{numNCCLTests, srun, `["-o", "/dev/null"]`, "launcher.args: -o sends the ranks' output"},
+		{numNCCLTests, srun, `["-o", "/dev/null"]`, "launcher.args: -o /dev/null sends the ranks' output"},
 		{numNCCLTests, srun, `["--output=out.%t"]`, "--output=out.%t sends the ranks' output"},
-		{numNCCLTests, srun, `["-lo", "out"]`, "-lo sends the ranks' output"},
-		{numNCCLTests, srun, `["--error", "err.%t"]`, "--error sends the ranks' output"},
+		{numNCCLTests, srun, `["-lo", "out"]`, "-lo out sends the ranks' output"},
+		{numNCCLTests, srun, `["--error", "err.%t"]`, "--error err.%t sends the ranks' output"},
 		{numNCCLTests, srun, `["-l", "--unbuffered", "-Q"]`, ""},
 		{numDDP, torchrun, `["--redirects", "3"]`, "--redirects sends the ranks' output"},
 		{numDDP, torchrun, `["-r", "3"]`, "-r sends the ranks' output"},

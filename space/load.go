@@ -1176,11 +1176,6 @@ func givesOption(arg, opt string, style optionStyle) bool {
 	return false
 }
 
-// SrunArgGives reports whether arg, one of srun's arguments, gives its
-// option opt ("-l", "--label") as srun reads it: in a cluster of short
-// options ("-lK"), or abbreviated ("--lab").
-func SrunArgGives(arg, opt string) bool { return givesOption(arg, opt, getopt) }
-
 // srunFlags are srun's short options that take no value (slurm_opt.c's
 // no_argument ones): getopt reads "-ln16" as -l, then -n 16.
 const srunFlags = "EHhlOQsuvVXZ"
@@ -1249,18 +1244,33 @@ var launcherOutput = map[string][]string{
 }
 
 // srunAsNccltune are srun's own options as nccltune passes them
-// (--export=ALL, --kill-on-bad-exit=1), which a space written for srun by
-// habit gives again: the step is the same, so they are no reason to refuse it.
-var srunAsNccltune = []string{"--export=ALL", "-K", "-K1", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
+// (--export=ALL, --kill-on-bad-exit=1), read as SrunOption.Read spells
+// them, which a space written for srun by habit gives again: the step is
+// the same, so they are no reason to refuse it.
+var srunAsNccltune = []string{"--export=ALL", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
 
-// mpirunXML is the option of args that has Open MPI's mpirun write the
-// ranks' output as XML (4's --xml, or --xml-file to a file, with
-// mpirun's own reports; 5's --output with xml in its list), as given
-// ("--output tag,xml"); "" where none does.
-func mpirunXML(args []string) string {
+// mpirunHidesOutput is the option of args that has Open MPI's mpirun write
+// the ranks' output as XML (4's --xml, or --xml-file to a file, with
+// mpirun's own reports) or to files only, and so none where nccltune reads
+// it, or the MCA parameter that does (MCAHidesOutput), in any spelling of
+// --mca and of 5's --output list (prrteOutputHides), as given ("--output
+// tag,xml"), and how it does; "" where none does.
+func mpirunHidesOutput(args []string) (given, how string) {
 	for i, a := range args {
 		if mpirunOwnGives(a, "--xml") {
-			return a
+			return a, writesXML
+		}
+		if key, value, attached := mpirunOption(a); strings.HasSuffix(key, "mca") {
+			operands := args[i+1:]
+			if attached {
+				operands = append([]string{value}, operands...)
+			}
+			if len(operands) > 1 {
+				if how := MCAHidesOutput(operands[0], operands[1]); how != "" {
+					return strings.Join(append([]string{a}, operands[:2]...), " "), how
+				}
+			}
+			continue
 		}
 		xmlFile := mpirunOwnGives(a, "--xml-file")
 		if !xmlFile && !mpirunOwnGives(a, "--output") {
@@ -1270,11 +1280,76 @@ func mpirunXML(args []string) string {
 		if _, value, attached = strings.Cut(a, "="); !attached && i+1 < len(args) {
 			given, value = a+" "+args[i+1], args[i+1]
 		}
-		if xmlFile || slices.ContainsFunc(strings.Split(value, ","), func(q string) bool { return strings.EqualFold(q, "xml") }) {
-			return given
+		if xmlFile {
+			return given, writesXML
+		}
+		if how := prrteOutputHides(value); how != "" {
+			return given, how
 		}
 	}
+	return "", ""
+}
+
+// How mpirun's options hide the ranks' output from nccltune.
+const (
+	writesXML = "writes the ranks' output as XML"
+	filesOnly = "sends the ranks' output to files only"
+)
+
+// MCAHidesOutput says how the MCA parameter param, set to value, has Open
+// MPI's mpirun hide the ranks' output from nccltune (writesXML, filesOnly):
+// 4's orte_xml_output (--xml's) true, or orte_xml_file (--xml-file's)
+// naming a file; 5's output (PRRTE's --output, PRTE_MCA_output) as its
+// list says (prrteOutputHides). "" where it does not.
+func MCAHidesOutput(param, value string) string {
+	switch {
+	case param == "orte_xml_output" && MCATrue(value), param == "orte_xml_file" && value != "":
+		return writesXML
+	case param == "output":
+		return prrteOutputHides(value)
+	}
 	return ""
+}
+
+// prrteOutputHides says how directives, a list of PRRTE's --output (Open
+// MPI 5), hides the ranks' output, as PRRTE reads it
+// (prte_schizo_base_parse_output): an xml directive, or output to files
+// (file=, dir=) with the nocopy qualifier, after a directive's first ':'
+// (PMIX_IOF_FILE_ONLY; each word in any case, abbreviated: "x",
+// "f=o:noc"). "" where it does not.
+func prrteOutputHides(directives string) string {
+	toFiles, noCopy := false, false
+	for _, d := range strings.Split(directives, ",") {
+		d, quals, _ := strings.Cut(d, ":")
+		d, _, _ = strings.Cut(d, "=")
+		if prrteWord(d, "xml") {
+			return writesXML
+		}
+		toFiles = toFiles || prrteWord(d, "file") || prrteWord(d, "dir")
+		noCopy = noCopy || prrteWord(quals, "nocopy")
+	}
+	if toFiles && noCopy {
+		return filesOnly
+	}
+	return ""
+}
+
+// prrteWord reports whether given names word as PMIx reads a directive
+// (PMIX_CHECK_CLI_OPTION): a leading part of it, in any case.
+func prrteWord(given, word string) bool {
+	given = strings.TrimSpace(given)
+	return given != "" && len(given) <= len(word) && strings.EqualFold(given, word[:len(given)])
+}
+
+// MCATrue reports whether v is true as Open MPI reads a boolean MCA
+// parameter (mca_base_var_enum.c): a number other than 0, or true, t,
+// yes, y or enabled.
+func MCATrue(v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if n, err := strconv.ParseInt(v, 0, 64); err == nil {
+		return n != 0
+	}
+	return slices.Contains([]string{"true", "t", "yes", "y", "enabled"}, v)
 }
 
 // ownOptions are a launcher's spellings of one option, and what nccltune
@@ -1303,29 +1378,43 @@ func (b *builder) launcherArgs(s *Space) {
 	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
 	if l.Kind == "mpirun" {
 		b.mpirunExports(l.Args)
-		if xml := mpirunXML(l.Args); xml != "" {
-			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s writes the ranks' output as XML, where nccltune reads each trial's result, errors and NCCL's log as the ranks print them: every trial would fail", xml)
+		if given, how := mpirunHidesOutput(l.Args); given != "" {
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s %s, where nccltune reads each trial's result, errors and NCCL's log as the ranks print them: every trial would fail", given, how)
 		}
 	}
-	for _, a := range l.Args {
-		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a) {
+	// Each argument, or for srun each option as its getopt_long reads it
+	// (its value attached or the next argument, which is then no option
+	// of its own), as written and as the checks read it.
+	type arg struct{ written, read string }
+	var args []arg
+	if l.Kind == "srun" {
+		for _, o := range SrunOptions(l.Args) {
+			args = append(args, arg{o.Written, o.Read()})
+		}
+	} else {
+		for _, a := range l.Args {
+			args = append(args, arg{a, a})
+		}
+	}
+	for _, a := range args {
+		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a.read) {
 			continue // what nccltune passes itself: the same step
 		}
-		if l.Kind == "srun" && givesOption(a, "--task-prolog", style) {
+		if l.Kind == "srun" && givesOption(a.read, "--task-prolog", style) {
 			// Refused rather than read, as mpirun's files of variables are:
 			// it is a program, run on each node at each trial.
-			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s has slurmstepd run a program before each task, whose \"export NAME=value\" lines set the task's variables, which nccltune does not see: an NCCL variable set there would override every trial's value, unseen", a)
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s has slurmstepd run a program before each task, whose \"export NAME=value\" lines set the task's variables, which nccltune does not see: an NCCL variable set there would override every trial's value, unseen", a.written)
 		}
-		if slices.ContainsFunc(launcherOutput[l.Kind], func(opt string) bool { return givesOption(a, opt, style) }) {
-			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s sends the ranks' output elsewhere than to %s's own, which nccltune reads each trial's result and errors from: every trial would fail with nothing to read", a, l.Kind)
+		if slices.ContainsFunc(launcherOutput[l.Kind], func(opt string) bool { return givesOption(a.read, opt, style) }) {
+			b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s sends the ranks' output elsewhere than to %s's own, which nccltune reads each trial's result and errors from: every trial would fail with nothing to read", a.written, l.Kind)
 		}
 		for _, o := range own {
-			gives := func(opt string) bool { return givesOption(a, opt, style) }
+			gives := func(opt string) bool { return givesOption(a.read, opt, style) }
 			if l.Kind == "mpirun" {
-				gives = func(opt string) bool { return mpirunOwnGives(a, opt) }
+				gives = func(opt string) bool { return mpirunOwnGives(a.read, opt) }
 			}
 			if slices.ContainsFunc(o.opts, gives) {
-				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s is set by nccltune from the space (%s): a second one would make each trial run other than the space says", a, o.what)
+				b.errorf(b.loc.field("launcher", 0, "args"), "launcher.args: %s is set by nccltune from the space (%s): a second one would make each trial run other than the space says", a.written, o.what)
 			}
 		}
 	}

@@ -1,0 +1,128 @@
+package space
+
+import (
+	"cmp"
+	"strings"
+)
+
+// SrunOption is one option of srun's command line as srun's getopt_long
+// reads it: Written as given ("-n16", "--exp ALL"), Long its whole long
+// name ("ntasks", "export"), Value its value, attached or the next
+// argument.
+type SrunOption struct {
+	Written, Long, Value string
+	HasValue             bool
+}
+
+// Read is the option in one spelling, "--name" or "--name=value", by which
+// the checks compare it.
+func (o SrunOption) Read() string {
+	if o.HasValue {
+		return "--" + o.Long + "=" + o.Value
+	}
+	return "--" + o.Long
+}
+
+// How an option of srun takes its value (slurm_opt.c): none; only attached
+// ("-K1", "--kill-on-bad-exit=1"); attached or as the next argument.
+const (
+	srunNoValue = iota
+	srunOptionalValue
+	srunValue
+)
+
+// srunLong are srun's long options by how they take a value: 22.05's
+// srun(1), with 23.11's --external-launcher and --tres-per-task. One srun
+// does not know is read as taking none, so that the argument after it is
+// still checked as an option.
+var srunLong = func() map[string]int {
+	m := map[string]int{}
+	for kind, names := range []string{
+		srunNoValue: "contiguous disable-status exact external-launcher help hold label multi-prog no-allocate overcommit overlap " +
+			"oversubscribe preserve-env pty quiet quit-on-interrupt reboot spread-job test-only unbuffered usage use-min-nodes verbose version",
+		srunOptionalValue: "bcast compress exclusive immediate kill-on-bad-exit nice no-kill propagate resv-ports send-libs x11",
+		srunValue: "accel-bind account acctg-freq bb bbf bcast-exclude begin chdir cluster-constraint clusters comment constraint " +
+			"container core-spec cores-per-socket cpu-bind cpu-freq cpus-per-gpu cpus-per-task deadline delay-boot dependency " +
+			"distribution epilog error exclude export extra-node-info gid gpu-bind gpu-freq gpus gpus-per-node gpus-per-socket " +
+			"gpus-per-task gres gres-flags het-group hint input job-name jobid licenses mail-type mail-user mcs-label mem mem-bind " +
+			"mem-per-cpu mem-per-gpu mincpus mpi msg-timeout network nodefile nodelist nodes ntasks ntasks-per-core ntasks-per-gpu " +
+			"ntasks-per-node ntasks-per-socket open-mode output partition power prefer priority profile prolog qos relative " +
+			"reservation signal slurmd-debug sockets-per-node switches task-epilog task-prolog thread-spec threads " +
+			"threads-per-core time time-min tmp tres-per-task uid wait wckey",
+	} {
+		for _, name := range strings.Fields(names) {
+			m[name] = kind
+		}
+	}
+	return m
+}()
+
+// srunShort are srun's short options, by their long names.
+var srunShort = map[byte]string{
+	'A': "account", 'B': "extra-node-info", 'C': "constraint", 'D': "chdir", 'E': "preserve-env", 'F': "nodefile",
+	'G': "gpus", 'H': "hold", 'I': "immediate", 'J': "job-name", 'K': "kill-on-bad-exit", 'L': "licenses",
+	'M': "clusters", 'N': "nodes", 'O': "overcommit", 'Q': "quiet", 'S': "core-spec", 'T': "threads", 'V': "version",
+	'W': "wait", 'X': "disable-status", 'Z': "no-allocate", 'b': "begin", 'c': "cpus-per-task", 'd': "dependency",
+	'e': "error", 'h': "help", 'i': "input", 'k': "no-kill", 'l': "label", 'm': "distribution", 'n': "ntasks",
+	'o': "output", 'p': "partition", 'q': "qos", 'r': "relative", 's': "oversubscribe", 't': "time", 'u': "unbuffered",
+	'v': "verbose", 'w': "nodelist", 'x': "exclude",
+}
+
+// srunLongName is the long option that name, whole or an abbreviation
+// getopt_long takes, names; name itself where none or several do (srun
+// refuses it: "unrecognized option", "is ambiguous").
+func srunLongName(name string) string {
+	if _, ok := srunLong[name]; ok || name == "" {
+		return name
+	}
+	found := ""
+	for long := range srunLong {
+		if strings.HasPrefix(long, name) {
+			if found != "" {
+				return name
+			}
+			found = long
+		}
+	}
+	return cmp.Or(found, name)
+}
+
+// SrunOptions are the options of args, srun's arguments, as srun's
+// getopt_long reads them: a long option's value after '=' or, where it
+// must have one, as the next argument, whatever that looks like ("-J -n16"
+// names the job "-n16"); short options in a cluster after flags ("-ln16"
+// is -l, then -n 16), the first that takes a value taking the rest. srun
+// stops at its first argument that is no option (the program it runs)
+// and at "--".
+func SrunOptions(args []string) []SrunOption {
+	var opts []SrunOption
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			return opts
+		}
+		var o SrunOption
+		if strings.HasPrefix(a, "--") {
+			name, value, eq := strings.Cut(a[2:], "=")
+			o = SrunOption{Written: a, Long: srunLongName(name), Value: value, HasValue: eq}
+		} else {
+			for j := 1; j < len(a); j++ {
+				long := srunShort[a[j]]
+				o = SrunOption{Written: a, Long: cmp.Or(long, a[j:j+1]), Value: a[j+1:], HasValue: j+1 < len(a)}
+				if srunLong[long] != srunNoValue {
+					break
+				}
+				o.Value, o.HasValue = "", false
+				if j+1 < len(a) {
+					opts = append(opts, o)
+				}
+			}
+		}
+		if !o.HasValue && srunLong[o.Long] == srunValue && i+1 < len(args) {
+			i++
+			o.Written, o.Value, o.HasValue = a+" "+args[i], args[i], true
+		}
+		opts = append(opts, o)
+	}
+	return opts
+}
