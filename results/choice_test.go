@@ -159,7 +159,7 @@ func TestSimplest(t *testing.T) {
 		{"not one its measurements contradict", []*config{lucky, contradicted, lead}, "lead"},
 		{"by measurement without every estimate", []*config{lead, lucky, unestimated}, "lucky"},
 	} {
-		if got := simplest(&space.Space{}, tc.configs).first.Params["NAME"]; got != tc.want {
+		if got := simplest(&space.Space{}, tc.configs, math.Inf(-1)).first.Params["NAME"]; got != tc.want {
 			t.Errorf("%s: chose %s, want %s", tc.name, got, tc.want)
 		}
 	}
@@ -486,6 +486,33 @@ func TestDefaultsInAnySpellingNCCLReadsAlike(t *testing.T) {
 	for _, r := range Of(sp, trials, nil) {
 		if r.Default == nil || r.Default.Number != 2 || r.Tuned() {
 			t.Errorf("range %s: %s; want trial 2's defaults, not tuned", r.Range.Name, r.Describe())
+		}
+	}
+}
+
+// TestSimplerButNoBetterThanTheDefaults: a configuration of three settings
+// gained 1.5% over NCCL's defaults in two runs, one of its settings alone
+// 0.6%. The simpler one lies within Parsimony of the best, but below the 1%
+// an unvalidated choice needs: chosen, it was not tuned, and NCCL's defaults,
+// 1.5% below the best and outside Parsimony of it, were exported, described
+// as "no trial gained 1% or more". What stands in for the best must beat the
+// defaults as the best does.
+func TestSimplerButNoBetterThanTheDefaults(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	defaults := map[string]string{"NCCL_ALGO": space.Unset}
+	three := map[string]string{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": "SYS"}
+	one := map[string]string{"NCCL_ALGO": "Ring"}
+	var trials []store.Trial
+	for _, c := range []struct {
+		params map[string]string
+		score  float64
+	}{{defaults, 100}, {defaults, 100}, {three, 101.5}, {three, 101.5}, {one, 100.6}, {one, 100.6}} {
+		trials = append(trials, store.Trial{Number: len(trials), State: store.Complete, Params: c.params, Scores: scores(c.score)})
+	}
+	for _, r := range Of(sp, trials, nil) {
+		if !r.Tuned() || r.Chosen() == nil || r.Chosen().Number != 2 {
+			t.Errorf("range %s: %s; want trial 2 chosen, tuned", r.Range.Name, r.Describe())
 		}
 	}
 }

@@ -145,28 +145,34 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 // what it does. The estimates pool similar configurations, so they lie
 // closer together than the measurements: within Parsimony by the estimate
 // alone, a simpler neighbour would be chosen where it is measurably slower.
-func simplest(sp *space.Space, configs []*config) *config {
+// Nor does one measured below floor (the log score of MinGain over NCCL's
+// defaults) stand in for the highest: no better than NCCL's defaults, which
+// set nothing, it would not be tuned, and the defaults, outside Parsimony of
+// the highest, would be exported in its place.
+func simplest(sp *space.Space, configs []*config, floor float64) *config {
 	tolerance := -math.Log1p(-Parsimony)
 	measured, settings := make([]float64, len(configs)), make([]int, len(configs))
 	for i, c := range configs {
 		measured[i], settings[i] = math.Log(c.score()), Settings(sp, c.first)
 	}
-	if slices.ContainsFunc(configs, func(c *config) bool { return math.IsNaN(c.estimate) }) {
-		return configs[parsimonious(measured, settings, tolerance)]
+	ranks := slices.Clone(measured)
+	if !slices.ContainsFunc(configs, func(c *config) bool { return math.IsNaN(c.estimate) }) {
+		for i, c := range configs {
+			ranks[i] = min(c.estimate, measured[i])
+		}
 	}
-	credits := make([]float64, len(configs))
 	top := 0
-	for i, c := range configs {
-		if credits[i] = min(c.estimate, measured[i]); credits[i] > credits[top] {
+	for i := range ranks {
+		if ranks[i] > ranks[top] {
 			top = i
 		}
 	}
-	for i := range configs {
-		if measured[i] < measured[top]-tolerance {
-			credits[i] = math.Inf(-1)
+	for i, c := range configs {
+		if i != top && (measured[i] < measured[top]-tolerance || measured[i] < floor && !sp.IsDefaults(c.first.Params)) {
+			ranks[i] = math.Inf(-1)
 		}
 	}
-	return configs[parsimonious(credits, settings, tolerance)]
+	return configs[parsimonious(ranks, settings, tolerance)]
 }
 
 // parsimonious is the index of the candidate with the fewest settings among
@@ -210,6 +216,13 @@ func Settings(sp *space.Space, t *store.Trial) int {
 // or a simpler one within Parsimony of it), with the latest of the
 // validations (oldest first) that concerns it.
 func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeResult {
+	return of(sp, trials, vals, nil)
+}
+
+// of is Of with each range's NCCL's defaults those of baseline (indexed
+// like sp.Ranges) where it is given: JobOf chooses among the trials of one
+// environment, held against the defaults of all.
+func of(sp *space.Space, trials []store.Trial, vals []store.Validation, baseline []RangeResult) []RangeResult {
 	trials = inOrder(trials)
 	keys := make([]string, len(trials))
 	for j, t := range trials {
@@ -234,11 +247,18 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 				res.Default, res.DefaultScore = c.first, c.score()
 			}
 		}
+		if baseline != nil {
+			res.Default, res.DefaultScore = baseline[i].Default, baseline[i].DefaultScore
+		}
+		floor := math.Inf(-1) // no defaults measured: nothing to beat
+		if !math.IsNaN(res.DefaultScore) {
+			floor = math.Log(res.DefaultScore) + math.Log1p(MinGain)
+		}
 		// A configuration that failed in some trial is never chosen; NCCL's
 		// defaults, which a job gets by setting nothing, stay choosable.
 		choosable := slices.DeleteFunc(slices.Clone(configs), func(c *config) bool { return c.failed && !sp.IsDefaults(c.first.Params) })
 		if len(choosable) > 0 {
-			best := simplest(sp, choosable)
+			best := simplest(sp, choosable, floor)
 			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
 			// A pinned variable is in every configuration, NCCL's defaults' too: not the choice's to confirm.
 			res.Unconfirmed = slices.DeleteFunc(best.first.NCCLLog.Unconfirmed(best.first.Env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
