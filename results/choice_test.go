@@ -140,7 +140,8 @@ func TestSimplest(t *testing.T) {
 		for i := range settings - 1 {
 			params[string(rune('a'+i))] = "x"
 		}
-		return &config{first: &store.Trial{Params: params}, logSum: math.Log(measured), runs: 1, estimate: math.Log(estimated)}
+		t := &store.Trial{Params: params}
+		return &config{first: t, logSum: math.Log(measured), runs: []*store.Trial{t}, estimate: math.Log(estimated)}
 	}
 	lead := cfg("lead", 3, 101.5, 101) // the highest credit
 	lucky := cfg("lucky", 3, 103, 100) // the fastest measured
@@ -513,6 +514,42 @@ func TestSimplerButNoBetterThanTheDefaults(t *testing.T) {
 	for _, r := range Of(sp, trials, nil) {
 		if !r.Tuned() || r.Chosen() == nil || r.Chosen().Number != 2 {
 			t.Errorf("range %s: %s; want trial 2 chosen, tuned", r.Range.Name, r.Describe())
+		}
+	}
+}
+
+// TestUnconfirmedInAnyRunOfTheChoice: the choice ran twice, its search trial
+// and its simplification's fresh run. Where one run's log showed NCCL not
+// reading NCCL_ALGO as set, the unvalidated choice is described as not
+// confirmed, whichever run came first; where one run logged nothing (no INFO
+// lines, which confirm nothing either way) and the other showed NCCL reading
+// it, it is confirmed. Only the first run's log was read.
+func TestUnconfirmedInAnyRunOfTheChoice(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	defaults := space.Assignment{}
+	ring := space.Assignment{"NCCL_ALGO": "Ring"}
+	confirmed := nccllog.Parse([]byte("NCCL INFO NCCL_ALGO set by environment to Ring\n"))
+	other := nccllog.Parse([]byte("NCCL INFO NCCL_ALGO set by environment to Tree\n"))
+	for _, tc := range []struct {
+		name        string
+		first, then nccllog.Log
+		unconfirmed bool
+	}{
+		{"confirmed, then read otherwise", confirmed, other, true},
+		{"read otherwise, then confirmed", other, confirmed, true},
+		{"silent, then confirmed", nccllog.Log{}, confirmed, false},
+		{"confirmed, then silent", confirmed, nccllog.Log{}, false},
+		{"silent twice", nccllog.Log{}, nccllog.Log{}, true},
+	} {
+		trials := []store.Trial{
+			{Number: 0, State: store.Complete, Params: defaults, Env: sp.Env(defaults), Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: ring, Env: sp.Env(ring), Scores: scores(130), NCCLLog: tc.first},
+			{Number: 2, State: store.Complete, Params: ring, Env: sp.Env(ring), Scores: scores(130), NCCLLog: tc.then},
+		}
+		r := Of(sp, trials, nil)[0]
+		if d := r.Describe(); strings.Contains(d, "not confirmed: NCCL's log did not show it reading NCCL_ALGO") != tc.unconfirmed {
+			t.Errorf("%s: %q; want NCCL_ALGO named as not confirmed: %v", tc.name, d, tc.unconfirmed)
 		}
 	}
 }

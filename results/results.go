@@ -41,6 +41,8 @@ type RangeResult struct {
 	// did not show NCCL reading as set (nccllog.Log.Unconfirmed): what
 	// validation would keep NCCL's defaults for, said where there is none.
 	Unconfirmed []string
+	// UnconfirmedIn is the trial whose log shows it, where Unconfirmed is not empty.
+	UnconfirmedIn int
 }
 
 // Gain is the best score's relative improvement over the default (NaN if unknown).
@@ -88,7 +90,7 @@ const Parsimony = 0.01
 type config struct {
 	first  *store.Trial
 	logSum float64
-	runs   int
+	runs   []*store.Trial // every trial that measured it, first among them
 	// estimate is the log score a model of every complete trial expects of
 	// it (search.Estimate), NaN without one.
 	estimate float64
@@ -97,7 +99,7 @@ type config struct {
 	failed bool
 }
 
-func (c *config) score() float64 { return math.Exp(c.logSum / float64(c.runs)) }
+func (c *config) score() float64 { return math.Exp(c.logSum / float64(len(c.runs))) }
 
 // isScore reports whether s is a score as Score gives them, finite and
 // positive: another (NaN, an infinity, 0) measured nothing.
@@ -128,9 +130,33 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 			out = append(out, c)
 		}
 		c.logSum += math.Log(s)
-		c.runs++
+		c.runs = append(c.runs, t)
 	}
 	return out
+}
+
+// unconfirmedBy are the searched variables that the runs of a
+// configuration set and NCCL's log did not confirm, and the first run
+// whose log shows so: those some run's log shows NCCL not reading as set
+// (nccllog.Log.Unread), however another run read them; where no run logged
+// NCCL's INFO lines, which confirm nothing either way, every one. A pinned
+// variable is in every configuration, NCCL's defaults' too: not the
+// choice's to confirm.
+func unconfirmedBy(sp *space.Space, runs []*store.Trial) (names []string, in int) {
+	logged := slices.ContainsFunc(runs, func(t *store.Trial) bool { return t.NCCLLog.Debug })
+	for _, t := range runs {
+		// Silent, a run's log names every variable; logged, only those it shows unread.
+		these := slices.DeleteFunc(t.NCCLLog.Unconfirmed(t.Env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
+		if logged && !t.NCCLLog.Debug || len(these) == 0 {
+			continue
+		}
+		if len(names) == 0 {
+			in = t.Number
+		}
+		names = append(names, these...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), in
 }
 
 // simplest returns the configuration of the highest credit or, among
@@ -240,7 +266,7 @@ func of(sp *space.Space, trials []store.Trial, vals []store.Validation, baseline
 		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Measure: sp.Measure(rg), DefaultFailed: defaultFailed}
 		configs := configsOf(rg.Name, trials, keys, estimates[i])
 		for _, c := range configs {
-			res.Completed += c.runs
+			res.Completed += len(c.runs)
 			// The first trials run NCCL's defaults (one per group): any that
 			// completed measured them, trial 0 or not.
 			if res.Default == nil && sp.IsDefaults(c.first.Params) {
@@ -259,9 +285,8 @@ func of(sp *space.Space, trials []store.Trial, vals []store.Validation, baseline
 		choosable := slices.DeleteFunc(slices.Clone(configs), func(c *config) bool { return c.failed && !sp.IsDefaults(c.first.Params) })
 		if len(choosable) > 0 {
 			best := simplest(sp, choosable, floor)
-			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
-			// A pinned variable is in every configuration, NCCL's defaults' too: not the choice's to confirm.
-			res.Unconfirmed = slices.DeleteFunc(best.first.NCCLLog.Unconfirmed(best.first.Env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
+			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), len(best.runs)
+			res.Unconfirmed, res.UnconfirmedIn = unconfirmedBy(sp, best.runs)
 		}
 		if res.Best != nil {
 			res.Validation = latestOn(vals, rg.Name, sp.Key(res.Best.Params), res.Best.Number)
@@ -400,7 +425,7 @@ func (r RangeResult) Describe() string {
 	d := r.describe()
 	if r.Validation == nil && r.Tuned() && len(r.Unconfirmed) > 0 {
 		d += fmt.Sprintf("; settings not confirmed: NCCL's log did not show it reading %s as set (`nccltune show %d` says why), and validation would keep NCCL's defaults",
-			strings.Join(r.Unconfirmed, ", "), r.Best.Number)
+			strings.Join(r.Unconfirmed, ", "), r.UnconfirmedIn)
 	}
 	return d
 }
