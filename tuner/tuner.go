@@ -1033,8 +1033,9 @@ const simplifyChoices = 3
 
 // simplify tries, for each range's chosen configuration, leaving out each of
 // its settings in turn, as extra trials after the search's. A setting whose
-// removal keeps the range within results.Parsimony of the choice is left out
-// for good; results.Of then prefers the simpler trial. The choice's search
+// removal keeps the range within results.Parsimony of the choice, and
+// results.MinGain above NCCL's defaults, is left out for good; results.Of
+// then prefers the simpler trial. The choice's search
 // score is the best of many noisy runs, so biased upwards (the winner's
 // curse): the variants are held against a fresh run of it instead. A
 // choice whose fresh run fails by its settings is chosen no more, and the
@@ -1148,7 +1149,13 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 		if cur == nil || ref.State != store.Complete {
 			continue // NCCL's defaults, or no choice ran fresh; validation will say so
 		}
+		// Within Parsimony of the fresh run, and still the gain over NCCL's
+		// defaults a choice needs: a variant below it is no choice of results'
+		// (results.Of), and simplifying on from it would leave the choice whole.
 		target := ref.Scores[rg.Name] * (1 - results.Parsimony)
+		if d := choices[i].DefaultScore; !math.IsNaN(d) {
+			target = max(target, d*(1+results.MinGain))
+		}
 		for _, p := range sp.Params {
 			if v, ok := cur[p.Name]; !ok || v == space.Unset {
 				continue
