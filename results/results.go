@@ -172,9 +172,10 @@ func unconfirmedBy(sp *space.Space, runs []*store.Trial) (names []string, in int
 // closer together than the measurements: within Parsimony by the estimate
 // alone, a simpler neighbour would be chosen where it is measurably slower.
 // Nor does one measured below floor (the log score of MinGain over NCCL's
-// defaults) stand in for the highest: no better than NCCL's defaults, which
-// set nothing, it would not be tuned, and the defaults, outside Parsimony of
-// the highest, would be exported in its place.
+// defaults) stand in for the highest where that reaches it: no better than
+// NCCL's defaults, which set nothing, it would not be tuned, and the
+// defaults, outside Parsimony of the highest, would be exported in its
+// place. Where none reaches it, none is tuned, and the simplest is chosen.
 func simplest(sp *space.Space, configs []*config, floor float64) *config {
 	tolerance := -math.Log1p(-Parsimony)
 	measured, settings := make([]float64, len(configs)), make([]int, len(configs))
@@ -194,7 +195,7 @@ func simplest(sp *space.Space, configs []*config, floor float64) *config {
 		}
 	}
 	for i, c := range configs {
-		if i != top && (measured[i] < measured[top]-tolerance || measured[i] < floor && !sp.IsDefaults(c.first.Params)) {
+		if i != top && (measured[i] < measured[top]-tolerance || measured[i] < floor && measured[top] >= floor && !sp.IsDefaults(c.first.Params)) {
 			ranks[i] = math.Inf(-1)
 		}
 	}
