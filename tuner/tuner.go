@@ -430,7 +430,10 @@ func (t *Tuner) storedTrials(campaignID int64) ([]store.Trial, error) {
 	return trials, nil
 }
 
-// choices are the stored campaign's tuned choices, one per range that has one.
+// choices are the stored campaign's tuned choices, one per range that has
+// one, as exports read them: a configuration that failed by its settings in
+// a validation run is held to NCCL's defaults (results.WithHeld), and no
+// scale tries it first.
 func (t *Tuner) choices() ([]space.Assignment, error) {
 	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
 	if err != nil {
@@ -444,8 +447,12 @@ func (t *Tuner) choices() ([]space.Assignment, error) {
 	if err != nil {
 		return nil, err
 	}
+	runs, err := t.Store.AllValidationRuns(camp.ID)
+	if err != nil {
+		return nil, err
+	}
 	var out []space.Assignment
-	for _, r := range results.Of(t.Space, trials, vals) {
+	for _, r := range results.Of(t.Space, trials, results.WithHeld(t.Space, trials, vals, runs)) {
 		if ch := r.Chosen(); ch != nil && r.Tuned() && !slices.ContainsFunc(out, func(a space.Assignment) bool { return t.Space.Key(a) == t.Space.Key(ch.Params) }) {
 			out = append(out, space.Assignment(ch.Params))
 		}
