@@ -1097,9 +1097,15 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 	// read as unset).
 	measured := map[string]store.Trial{} // every finished trial
 	fresh := map[string]store.Trial{}    // the simplification's: not picked as a maximum
-	var searched []store.Trial           // the search's alone, so that a resumed campaign retraces the same path
+	// failed: some trial of it failed by its settings, which results never
+	// choose (results.Of), however well another ran: no variant to keep.
+	failed := map[string]bool{}
+	var searched []store.Trial // the search's alone, so that a resumed campaign retraces the same path
 	for _, t := range trials {
 		measured[sp.Reading(t.Params)] = t
+		if t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() {
+			failed[sp.Reading(t.Params)] = true
+		}
 		if t.Searched() {
 			searched = append(searched, t)
 		} else {
@@ -1199,7 +1205,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 					return err
 				}
 			}
-			if t.State == store.Complete && t.Scores[rg.Name] >= target {
+			if t.State == store.Complete && !failed[reading] && t.Scores[rg.Name] >= target {
 				cur = variant
 			}
 		}
