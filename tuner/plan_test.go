@@ -1200,3 +1200,54 @@ values = ["default", "Simple"]
 		}
 	}
 }
+
+// TestSimplificationHoldsAVariantToAllItsRuns: the protocol alone ran twice
+// in the search, at 100 and then 110, the choice (with the algorithm) at
+// 110. The simplification read the last run alone, left the algorithm out,
+// and simplified on from a configuration results, which score all its runs
+// (105), never choose within 1% of the choice: the range kept both
+// settings, though the algorithm alone, never run, would do.
+func TestSimplificationHoldsAVariantToAllItsRuns(t *testing.T) {
+	sp := mustParse(t, "test.toml", `
+[campaign]
+name = "variant-runs"
+trials = 5
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "Simple"]
+`)
+	trial := func(n int, a space.Assignment, score float64) store.Trial {
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = score
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+	}
+	proto := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": "Simple"}
+	trials := []store.Trial{trial(0, space.Assignment{}, 100), trial(1, space.Assignment{}, 100),
+		trial(2, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}, 110), trial(3, proto, 100), trial(4, proto, 110)}
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		score := 100.0
+		if a["NCCL_ALGO"] == "Ring" {
+			score = 110
+		}
+		tr := trial(len(trials), a, score)
+		tr.Phase = store.Simplification
+		trials = append(trials, tr)
+		return tr, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results.Of(sp, trials, nil) {
+		if results.Settings(sp, r.Best) != 1 || r.Best.Params["NCCL_ALGO"] != "Ring" {
+			t.Errorf("range %s: chose %v (%s); want the algorithm alone", r.Range.Name, r.Best.Params, r.Describe())
+		}
+	}
+}

@@ -1095,17 +1095,11 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 	// trials: a run of one spelling is a run of every other, which a choice
 	// may since be represented by (a store written before NCCL's defaults
 	// read as unset).
-	measured := map[string]store.Trial{} // every finished trial
-	fresh := map[string]store.Trial{}    // the simplification's: not picked as a maximum
-	// failed: some trial of it failed by its settings, which results never
-	// choose (results.Of), however well another ran: no variant to keep.
-	failed := map[string]bool{}
-	var searched []store.Trial // the search's alone, so that a resumed campaign retraces the same path
+	measured := map[string][]store.Trial{} // every finished trial, by configuration
+	fresh := map[string]store.Trial{}      // the simplification's: not picked as a maximum
+	var searched []store.Trial             // the search's alone, so that a resumed campaign retraces the same path
 	for _, t := range trials {
-		measured[sp.Reading(t.Params)] = t
-		if t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() {
-			failed[sp.Reading(t.Params)] = true
-		}
+		measured[sp.Reading(t.Params)] = append(measured[sp.Reading(t.Params)], t)
 		if t.Searched() {
 			searched = append(searched, t)
 		} else {
@@ -1117,7 +1111,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 		if err != nil {
 			return store.Trial{}, err
 		}
-		measured[sp.Reading(a)], fresh[sp.Reading(a)] = t, t
+		measured[sp.Reading(a)], fresh[sp.Reading(a)] = append(measured[sp.Reading(a)], t), t
 		return t, nil
 	}
 	// The choices' fresh runs that failed by their settings, in the order
@@ -1198,19 +1192,34 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 				cur = variant
 				continue
 			}
-			t, tried := measured[reading]
-			if !tried {
-				var err error
-				if t, err = measure(variant); err != nil {
+			if _, tried := measured[reading]; !tried {
+				if _, err := measure(variant); err != nil {
 					return err
 				}
 			}
-			if t.State == store.Complete && !failed[reading] && t.Scores[rg.Name] >= target {
+			if holds(measured[reading], rg.Name, target) {
 				cur = variant
 			}
 		}
 	}
 	return nil
+}
+
+// holds reports whether runs, the finished trials of a configuration, keep
+// range rg at target as results score it (results.Of): by the geometric
+// mean of its complete runs, none of them failed by its settings (results
+// never choose such a configuration, however well another run went).
+func holds(runs []store.Trial, rg string, target float64) bool {
+	logSum, n := 0.0, 0
+	for _, t := range runs {
+		if t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() {
+			return false
+		}
+		if s, ok := t.Scores[rg]; ok && t.State == store.Complete && s > 0 {
+			logSum, n = logSum+math.Log(s), n+1
+		}
+	}
+	return n > 0 && math.Exp(logSum/float64(n)) >= target
 }
 
 // prepare sets the plan of the next launches: the iteration count
