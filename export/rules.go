@@ -432,9 +432,27 @@ func checkRules(rules []rule) error {
 func (e Export) verdicts() []string {
 	var out []string
 	for _, r := range e.Job.Ranges {
-		out = append(out, fmt.Sprintf("%srange %s: %s", e.scale(), r.Range.Name, r.Describe()))
+		out = append(out, fmt.Sprintf("%srange %s: %s", e.scale(), r.Range.Name, e.doesIn(r)))
 	}
 	return out
+}
+
+// doesIn says what the plugin does in range r: a workload's job, judged as a
+// whole, follows the job's verdict, as the job file does, whatever the
+// range's own said; a job of one collective's ranges, the range's.
+func (e Export) doesIn(r results.RangeResult) string {
+	j := e.Job
+	switch {
+	case len(e.Space.Workload) == 0 || r.Best == nil:
+		return r.Describe()
+	case j.DefaultsKept():
+		return "the job's validation kept NCCL's defaults: " + j.Validation.Reason
+	case !j.Uses(r):
+		return "NCCL's own choice, which measured best under the job's environment"
+	case j.Validation != nil:
+		return fmt.Sprintf("trial %d's choice, in the job's configuration, which validation kept: %s", r.Best.Number, j.Validation.Reason)
+	}
+	return fmt.Sprintf("trial %d's choice, in the job's configuration, not validated", r.Best.Number)
 }
 
 // scale names the node count of a campaign of campaign.scales, as a prefix.

@@ -542,6 +542,31 @@ func TestPluginOfAWorkloadJobRejectedWhole(t *testing.T) {
 	}
 }
 
+// TestPluginSaysWhatAWorkloadJobDoesPerRange: the rules file's header says
+// per range what the plugin does there. A workload's job follows its own
+// verdict, whatever a collective's said; the header gave the collective's:
+// "validated" for all_gather where the job was rejected and no rule serves
+// it, "validation kept NCCL's defaults" for all_reduce where the job was
+// kept and its rule applies all_reduce's choice.
+func TestPluginSaysWhatAWorkloadJobDoesPerRange(t *testing.T) {
+	for _, job := range []string{"tuned", "default"} {
+		ex := jobExport(t, jobSpace, map[string]string{"allgather": "Ring", "allreduce": "Tree"}, func(sp *space.Space, candidate string) []store.Validation {
+			return []store.Validation{
+				{Range: "all_gather", Candidate: 1, Config: candidate, Verdict: "tuned", Reason: "significant alone"},
+				{Range: "all_reduce", Candidate: 1, Config: candidate, Verdict: "default", Reason: "not significant alone"},
+				{Range: results.JobRange, Candidate: -1, Config: candidate, Verdict: job, Reason: "the job as a whole"},
+			}
+		})
+		rules, err := written(t, ex, "plugin", "nccltune.rules")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(rules, "alone") || !strings.Contains(rules, "the job as a whole") {
+			t.Errorf("the job %s as a whole: the rules file describes the collectives by their own verdicts:\n%s", job, rules)
+		}
+	}
+}
+
 // exampleRules reads a rules file as NVIDIA's example plugin does
 // (loadConfig, plugins/tuner/example/plugin.c): fgets into 256 bytes, so that
 // what a longer line leaves is read as a line of its own; a piece that

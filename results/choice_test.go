@@ -140,7 +140,8 @@ func TestSimplest(t *testing.T) {
 		for i := range settings - 1 {
 			params[string(rune('a'+i))] = "x"
 		}
-		return &config{first: &store.Trial{Params: params}, logSum: math.Log(measured), runs: 1, estimate: math.Log(estimated)}
+		t := &store.Trial{Params: params}
+		return &config{first: t, logSum: math.Log(measured), runs: []*store.Trial{t}, estimate: math.Log(estimated)}
 	}
 	lead := cfg("lead", 3, 101.5, 101) // the highest credit
 	lucky := cfg("lucky", 3, 103, 100) // the fastest measured
@@ -159,7 +160,7 @@ func TestSimplest(t *testing.T) {
 		{"not one its measurements contradict", []*config{lucky, contradicted, lead}, "lead"},
 		{"by measurement without every estimate", []*config{lead, lucky, unestimated}, "lucky"},
 	} {
-		if got := simplest(&space.Space{}, tc.configs).first.Params["NAME"]; got != tc.want {
+		if got := simplest(&space.Space{}, tc.configs, math.Inf(-1)).first.Params["NAME"]; got != tc.want {
 			t.Errorf("%s: chose %s, want %s", tc.name, got, tc.want)
 		}
 	}
@@ -486,6 +487,69 @@ func TestDefaultsInAnySpellingNCCLReadsAlike(t *testing.T) {
 	for _, r := range Of(sp, trials, nil) {
 		if r.Default == nil || r.Default.Number != 2 || r.Tuned() {
 			t.Errorf("range %s: %s; want trial 2's defaults, not tuned", r.Range.Name, r.Describe())
+		}
+	}
+}
+
+// TestSimplerButNoBetterThanTheDefaults: a configuration of three settings
+// gained 1.5% over NCCL's defaults in two runs, one of its settings alone
+// 0.6%. The simpler one lies within Parsimony of the best, but below the 1%
+// an unvalidated choice needs: chosen, it was not tuned, and NCCL's defaults,
+// 1.5% below the best and outside Parsimony of it, were exported, described
+// as "no trial gained 1% or more". What stands in for the best must beat the
+// defaults as the best does.
+func TestSimplerButNoBetterThanTheDefaults(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	defaults := map[string]string{"NCCL_ALGO": space.Unset}
+	three := map[string]string{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": "SYS"}
+	one := map[string]string{"NCCL_ALGO": "Ring"}
+	var trials []store.Trial
+	for _, c := range []struct {
+		params map[string]string
+		score  float64
+	}{{defaults, 100}, {defaults, 100}, {three, 101.5}, {three, 101.5}, {one, 100.6}, {one, 100.6}} {
+		trials = append(trials, store.Trial{Number: len(trials), State: store.Complete, Params: c.params, Scores: scores(c.score)})
+	}
+	for _, r := range Of(sp, trials, nil) {
+		if !r.Tuned() || r.Chosen() == nil || r.Chosen().Number != 2 {
+			t.Errorf("range %s: %s; want trial 2 chosen, tuned", r.Range.Name, r.Describe())
+		}
+	}
+}
+
+// TestUnconfirmedInAnyRunOfTheChoice: the choice ran twice, its search trial
+// and its simplification's fresh run. Where one run's log showed NCCL not
+// reading NCCL_ALGO as set, the unvalidated choice is described as not
+// confirmed, whichever run came first; where one run logged nothing (no INFO
+// lines, which confirm nothing either way) and the other showed NCCL reading
+// it, it is confirmed. Only the first run's log was read.
+func TestUnconfirmedInAnyRunOfTheChoice(t *testing.T) {
+	sp := loadExample(t)
+	scores := func(s float64) map[string]float64 { return map[string]float64{"small": s, "medium": s, "large": s} }
+	defaults := space.Assignment{}
+	ring := space.Assignment{"NCCL_ALGO": "Ring"}
+	confirmed := nccllog.Parse([]byte("NCCL INFO NCCL_ALGO set by environment to Ring\n"))
+	other := nccllog.Parse([]byte("NCCL INFO NCCL_ALGO set by environment to Tree\n"))
+	for _, tc := range []struct {
+		name        string
+		first, then nccllog.Log
+		unconfirmed bool
+	}{
+		{"confirmed, then read otherwise", confirmed, other, true},
+		{"read otherwise, then confirmed", other, confirmed, true},
+		{"silent, then confirmed", nccllog.Log{}, confirmed, false},
+		{"confirmed, then silent", confirmed, nccllog.Log{}, false},
+		{"silent twice", nccllog.Log{}, nccllog.Log{}, true},
+	} {
+		trials := []store.Trial{
+			{Number: 0, State: store.Complete, Params: defaults, Env: sp.Env(defaults), Scores: scores(100)},
+			{Number: 1, State: store.Complete, Params: ring, Env: sp.Env(ring), Scores: scores(130), NCCLLog: tc.first},
+			{Number: 2, State: store.Complete, Params: ring, Env: sp.Env(ring), Scores: scores(130), NCCLLog: tc.then},
+		}
+		r := Of(sp, trials, nil)[0]
+		if d := r.Describe(); strings.Contains(d, "not confirmed: NCCL's log did not show it reading NCCL_ALGO") != tc.unconfirmed {
+			t.Errorf("%s: %q; want NCCL_ALGO named as not confirmed: %v", tc.name, d, tc.unconfirmed)
 		}
 	}
 }

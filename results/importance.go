@@ -112,8 +112,9 @@ func (i Importance) Significant() bool { return i.Status == Analysed && i.P < Si
 // bystander with the effect of the parameter it travels with. Each step's
 // share is epsilon-squared (what k groups would explain by chance is taken
 // off, so many-valued parameters are not favoured on few trials). Integer
-// parameters are grouped into quarters of their values (groupsOf); a parameter inactive in a trial forms
-// a group of its own. A parameter whose groups those of one a step took
+// parameters are grouped into quarters of their values (groupsOf); the trials
+// that leave a parameter to NCCL (inactive, or at the value NCCL takes
+// unset) form a group of their own. A parameter whose groups those of one a step took
 // decide is Aliased with it, not tested after it. Only variables NCCL's log confirmed are analysed (see
 // Unread and Unconfirmed), and of a workload's per-collective NCCL_ALGO and
 // NCCL_PROTO only the range's own collective's part; each step has an
@@ -281,27 +282,38 @@ func sumSquares(y []float64) float64 {
 	return ss
 }
 
-// groupsOf labels each trial with its group for parameter p: of an integer
-// parameter, the quarter of the distinct values the trials took that its
-// value lies in (each value its own group where they took four or fewer).
-// Quartiles of the trials' values merged every value into one group where
-// most trials took one (a search that settled on 32 and tried 4 twice):
-// the parameter read as held at one value.
+// groupsOf labels each trial with its group for parameter p, as NCCL reads
+// its value: every trial that leaves p's variable to NCCL (p inactive,
+// "default", or the value NCCL takes unset: NCCL_IB_QPS_PER_CONNECTION=1)
+// is one group; of an integer parameter, the quarter of the distinct values
+// the trials took that its value lies in (each value its own group where
+// they took four or fewer). Quartiles of the trials' values merged every
+// value into one group where most trials took one (a search that settled on
+// 32 and tried 4 twice): the parameter read as held at one value.
 func groupsOf(p space.Param, trials []store.Trial) []string {
 	labels := make([]string, len(trials))
+	read := func(t store.Trial) (string, bool) {
+		v, ok := t.Params[p.Name]
+		if d, known := p.NCCLDefault(); !ok || v == space.Unset || known && p.NCCLReads(v) == d {
+			return "", false
+		}
+		return p.NCCLReads(v), true
+	}
 	var values []float64
 	for _, t := range trials {
-		if v, err := strconv.ParseFloat(t.Params[p.Name], 64); err == nil && !p.Categorical() {
-			values = append(values, v)
+		if v, set := read(t); set && !p.Categorical() {
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				values = append(values, x)
+			}
 		}
 	}
 	slices.Sort(values)
 	values = slices.Compact(values)
 	for i, t := range trials {
-		v, ok := t.Params[p.Name]
+		v, set := read(t)
 		switch {
-		case !ok:
-			labels[i] = "(inactive)"
+		case !set:
+			labels[i] = "(unset)"
 		case p.Categorical():
 			labels[i] = v
 		default:

@@ -643,3 +643,25 @@ func TestResultsCountSettingsAsNCCLReadsThem(t *testing.T) {
 		t.Errorf("chose trial %d; want 1: within 1%% of the best with one setting fewer", r.Best.Number)
 	}
 }
+
+// TestImportanceOfAValueNCCLReadsAsUnset: the trials left
+// NCCL_IB_QPS_PER_CONNECTION to NCCL or set it to 1, NCCL's own value: one
+// value as NCCL reads it (space.Space.Reading), which the trials held. Its
+// two spellings were two groups, and the parameter read as analysed,
+// a measured "no effect", where the trials never varied it.
+func TestImportanceOfAValueNCCLReadsAsUnset(t *testing.T) {
+	sp := loadExample(t)
+	var trials []store.Trial
+	for n := range 10 {
+		a := space.Assignment{"NCCL_PROTO": []string{"LL", "Simple"}[n%2]}
+		if n%3 == 0 {
+			a["NCCL_IB_QPS_PER_CONNECTION"] = "1"
+		}
+		trials = append(trials, logged(sp, n, a, map[string]float64{"small": 1, "medium": 1, "large": 100 + float64(n%2)*50 + float64(n%4)}))
+	}
+	large := Importances(sp, trials)[2]
+	qps := large.Params[slices.IndexFunc(large.Params, func(i Importance) bool { return i.Param == "NCCL_IB_QPS_PER_CONNECTION" })]
+	if qps.Status != NotVaried {
+		t.Errorf("NCCL_IB_QPS_PER_CONNECTION left to NCCL or set to its own 1: %+v, want not varied", qps)
+	}
+}

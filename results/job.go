@@ -61,10 +61,7 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		settings []int
 	)
 	for _, k := range keys {
-		rs := Of(sp, groups[k], vals)
-		for i := range rs {
-			rs[i].Default, rs[i].DefaultScore = defaults[i].Default, defaults[i].DefaultScore
-		}
+		rs := of(sp, groups[k], vals, defaults)
 		gain := jobGain(sp, rs)
 		if math.IsNaN(gain) {
 			continue // a range none of its trials measured, or no defaults to compare with

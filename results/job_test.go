@@ -201,3 +201,25 @@ func TestJobVerdictHoldsForSpellingsNCCLReadsAlike(t *testing.T) {
 		t.Errorf("the job %v, validated as %q, has no verdict", job.Assignment(sp), vals[0].Config)
 	}
 }
+
+// TestJobOfSimplestWhereNothingBeatsTheDefaults: under NCCL_MIN_CTAS=4,
+// which the job takes for all_reduce's gain, nothing of all_gather's beats
+// NCCL's defaults; all_gather's algorithm left to NCCL comes within 1% of
+// its best there, Tree, and is what the job takes: the 1% a choice needs
+// over NCCL's defaults is no reason to set more where no configuration
+// reaches it.
+func TestJobOfSimplestWhereNothingBeatsTheDefaults(t *testing.T) {
+	sp := ctasWorkload(t)
+	trials := []store.Trial{
+		ctasTrial(0, space.Unset, space.Unset, space.Unset, 1, 1),
+		ctasTrial(1, space.Unset, space.Unset, space.Unset, 1, 1),
+		ctasTrial(2, space.Unset, space.Unset, "4", 0.952, 2),
+		ctasTrial(3, "Tree", space.Unset, "4", 0.96, 2),
+		ctasTrial(4, space.Unset, space.Unset, "4", 0.952, 2),
+		ctasTrial(5, "Tree", space.Unset, "4", 0.96, 2),
+	}
+	job := JobOf(sp, trials, nil)
+	if a := job.Assignment(sp); a["NCCL_MIN_CTAS"] != "4" || a["NCCL_ALGO[allgather]"] != space.Unset {
+		t.Errorf("the job is %v; want NCCL_MIN_CTAS=4 with all_gather's algorithm left to NCCL", a)
+	}
+}

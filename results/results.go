@@ -42,6 +42,8 @@ type RangeResult struct {
 	// did not show NCCL reading as set (nccllog.Log.Unconfirmed): what
 	// validation would keep NCCL's defaults for, said where there is none.
 	Unconfirmed []string
+	// UnconfirmedIn is the trial whose log shows it, where Unconfirmed is not empty.
+	UnconfirmedIn int
 }
 
 // Gain is the best score's relative improvement over the default (NaN if unknown).
@@ -89,7 +91,7 @@ const Parsimony = 0.01
 type config struct {
 	first  *store.Trial
 	logSum float64
-	runs   int
+	runs   []*store.Trial // every trial that measured it, first among them
 	// estimate is the log score a model of every complete trial expects of
 	// it (search.Estimate), NaN without one.
 	estimate float64
@@ -98,7 +100,7 @@ type config struct {
 	failed bool
 }
 
-func (c *config) score() float64 { return math.Exp(c.logSum / float64(c.runs)) }
+func (c *config) score() float64 { return math.Exp(c.logSum / float64(len(c.runs))) }
 
 // isScore reports whether s is a score as Score gives them, finite and
 // positive: another (NaN, an infinity, 0) measured nothing.
@@ -129,9 +131,33 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 			out = append(out, c)
 		}
 		c.logSum += math.Log(s)
-		c.runs++
+		c.runs = append(c.runs, t)
 	}
 	return out
+}
+
+// unconfirmedBy are the searched variables that the runs of a
+// configuration set and NCCL's log did not confirm, and the first run
+// whose log shows so: those some run's log shows NCCL not reading as set
+// (nccllog.Log.Unread), however another run read them; where no run logged
+// NCCL's INFO lines, which confirm nothing either way, every one. A pinned
+// variable is in every configuration, NCCL's defaults' too: not the
+// choice's to confirm.
+func unconfirmedBy(sp *space.Space, runs []*store.Trial) (names []string, in int) {
+	logged := slices.ContainsFunc(runs, func(t *store.Trial) bool { return t.NCCLLog.Debug })
+	for _, t := range runs {
+		// Silent, a run's log names every variable; logged, only those it shows unread.
+		these := slices.DeleteFunc(t.NCCLLog.Unconfirmed(t.Env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
+		if logged && !t.NCCLLog.Debug || len(these) == 0 {
+			continue
+		}
+		if len(names) == 0 {
+			in = t.Number
+		}
+		names = append(names, these...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), in
 }
 
 // simplest returns the configuration of the highest credit or, among
@@ -146,28 +172,35 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 // what it does. The estimates pool similar configurations, so they lie
 // closer together than the measurements: within Parsimony by the estimate
 // alone, a simpler neighbour would be chosen where it is measurably slower.
-func simplest(sp *space.Space, configs []*config) *config {
+// Nor does one measured below floor (the log score of MinGain over NCCL's
+// defaults) stand in for the highest where that reaches it: no better than
+// NCCL's defaults, which set nothing, it would not be tuned, and the
+// defaults, outside Parsimony of the highest, would be exported in its
+// place. Where none reaches it, none is tuned, and the simplest is chosen.
+func simplest(sp *space.Space, configs []*config, floor float64) *config {
 	tolerance := -math.Log1p(-Parsimony)
 	measured, settings := make([]float64, len(configs)), make([]int, len(configs))
 	for i, c := range configs {
 		measured[i], settings[i] = math.Log(c.score()), Settings(sp, c.first)
 	}
-	if slices.ContainsFunc(configs, func(c *config) bool { return math.IsNaN(c.estimate) }) {
-		return configs[parsimonious(measured, settings, tolerance)]
+	ranks := slices.Clone(measured)
+	if !slices.ContainsFunc(configs, func(c *config) bool { return math.IsNaN(c.estimate) }) {
+		for i, c := range configs {
+			ranks[i] = min(c.estimate, measured[i])
+		}
 	}
-	credits := make([]float64, len(configs))
 	top := 0
-	for i, c := range configs {
-		if credits[i] = min(c.estimate, measured[i]); credits[i] > credits[top] {
+	for i := range ranks {
+		if ranks[i] > ranks[top] {
 			top = i
 		}
 	}
-	for i := range configs {
-		if measured[i] < measured[top]-tolerance {
-			credits[i] = math.Inf(-1)
+	for i, c := range configs {
+		if i != top && (measured[i] < measured[top]-tolerance || measured[i] < floor && measured[top] >= floor && !sp.IsDefaults(c.first.Params)) {
+			ranks[i] = math.Inf(-1)
 		}
 	}
-	return configs[parsimonious(credits, settings, tolerance)]
+	return configs[parsimonious(ranks, settings, tolerance)]
 }
 
 // parsimonious is the index of the candidate with the fewest settings among
@@ -211,6 +244,13 @@ func Settings(sp *space.Space, t *store.Trial) int {
 // or a simpler one within Parsimony of it), with the latest of the
 // validations (oldest first) that concerns it.
 func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeResult {
+	return of(sp, trials, vals, nil)
+}
+
+// of is Of with each range's NCCL's defaults those of baseline (indexed
+// like sp.Ranges) where it is given: JobOf chooses among the trials of one
+// environment, held against the defaults of all.
+func of(sp *space.Space, trials []store.Trial, vals []store.Validation, baseline []RangeResult) []RangeResult {
 	trials = inOrder(trials)
 	keys := make([]string, len(trials))
 	for j, t := range trials {
@@ -228,21 +268,27 @@ func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeR
 		res := RangeResult{Range: rg, DefaultScore: math.NaN(), BestScore: math.NaN(), Measure: sp.Measure(rg), DefaultFailed: defaultFailed}
 		configs := configsOf(rg.Name, trials, keys, estimates[i])
 		for _, c := range configs {
-			res.Completed += c.runs
+			res.Completed += len(c.runs)
 			// The first trials run NCCL's defaults (one per group): any that
 			// completed measured them, trial 0 or not.
 			if res.Default == nil && sp.IsDefaults(c.first.Params) {
 				res.Default, res.DefaultScore = c.first, c.score()
 			}
 		}
+		if baseline != nil {
+			res.Default, res.DefaultScore = baseline[i].Default, baseline[i].DefaultScore
+		}
+		floor := math.Inf(-1) // no defaults measured: nothing to beat
+		if !math.IsNaN(res.DefaultScore) {
+			floor = math.Log(res.DefaultScore) + math.Log1p(MinGain)
+		}
 		// A configuration that failed in some trial is never chosen; NCCL's
 		// defaults, which a job gets by setting nothing, stay choosable.
 		choosable := slices.DeleteFunc(slices.Clone(configs), func(c *config) bool { return c.failed && !sp.IsDefaults(c.first.Params) })
 		if len(choosable) > 0 {
-			best := simplest(sp, choosable)
-			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), best.runs
-			// A pinned variable is in every configuration, NCCL's defaults' too: not the choice's to confirm.
-			res.Unconfirmed = slices.DeleteFunc(best.first.NCCLLog.Unconfirmed(best.first.Env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
+			best := simplest(sp, choosable, floor)
+			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), len(best.runs)
+			res.Unconfirmed, res.UnconfirmedIn = unconfirmedBy(sp, best.runs)
 		}
 		if res.Best != nil {
 			res.Validation = latestOn(vals, rg.Name, sp.Key(res.Best.Params), res.Best.Number)
@@ -381,7 +427,7 @@ func (r RangeResult) Describe() string {
 	d := r.describe()
 	if r.Validation == nil && r.Tuned() && len(r.Unconfirmed) > 0 {
 		d += fmt.Sprintf("; settings not confirmed: NCCL's log did not show it reading %s as set (`nccltune show %d` says why), and validation would keep NCCL's defaults",
-			strings.Join(r.Unconfirmed, ", "), r.Best.Number)
+			strings.Join(r.Unconfirmed, ", "), r.UnconfirmedIn)
 	}
 	return d
 }

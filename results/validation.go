@@ -144,6 +144,13 @@ func FailedBySettings(r store.ValidationRun) bool {
 	return r.State != store.Complete && failureKind(r).Settings()
 }
 
+// Disqualifies reports whether a validation run of a tuned configuration
+// keeps NCCL's defaults for it whatever the other rounds measure (see
+// Judge): it failed by its settings, or NCCL's log did not confirm them.
+func Disqualifies(r store.ValidationRun) bool {
+	return FailedBySettings(r) || r.State == store.Complete && len(r.Unconfirmed) > 0
+}
+
 // failureKind is the kind of a failed run's failure, stored as "kind: reason".
 func failureKind(r store.ValidationRun) runner.FailureKind {
 	kind, _, _ := strings.Cut(r.Failure, ":")

@@ -1087,3 +1087,167 @@ func TestAPanicInATrialReachesTheCaller(t *testing.T) {
 		t.Errorf("%d trials finished; want %d", len(ran), budget)
 	}
 }
+
+// TestSimplificationKeepsTheGainOverTheDefaults: the choice sets three
+// variables and gains 1.5% over NCCL's defaults, all of it the algorithm's;
+// the buffer size or the protocol alone gains 0.6%. Without the algorithm
+// the range stayed within Parsimony of the choice, so the simplification
+// left the algorithm out and went on from there, to configurations results
+// never choose (within 1% of NCCL's defaults, they would not be tuned): the
+// range kept all three settings. A setting is left out only where the range
+// still gains what a choice must over NCCL's defaults (results.MinGain), so
+// the choice comes down to the algorithm alone.
+func TestSimplificationKeepsTheGainOverTheDefaults(t *testing.T) {
+	sp := mustParse(t, "test.toml", `
+[campaign]
+name = "min-gain"
+trials = 3
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "Simple"]
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["default", "1M"]
+`)
+	trial := func(n int, a space.Assignment) store.Trial {
+		score := 100.0
+		switch {
+		case a["NCCL_ALGO"] == "Ring":
+			score = 101.5
+		case a["NCCL_PROTO"] == "Simple" || a["NCCL_BUFFSIZE"] == "1M":
+			score = 100.6
+		}
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = score
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+	}
+	all := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_BUFFSIZE": "1M"}
+	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}), trial(2, all)}
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		tr := trial(len(trials), a)
+		tr.Phase = store.Simplification
+		trials = append(trials, tr)
+		return tr, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results.Of(sp, trials, nil) {
+		if !r.Tuned() || results.Settings(sp, r.Best) != 1 || r.Best.Params["NCCL_ALGO"] != "Ring" {
+			t.Errorf("range %s: chose %v (%s); want the algorithm alone", r.Range.Name, r.Best.Params, r.Describe())
+		}
+	}
+}
+
+// TestSimplificationLeavesNoSettingOutForAFailedConfiguration: the choice
+// sets the algorithm and the protocol; the protocol alone, as fast, gave
+// wrong data in one trial of the search and ran in another. The
+// simplification read the later run alone, left the algorithm out, and
+// simplified on from a configuration results never choose (it failed once):
+// the range kept both settings, though the algorithm alone, never run,
+// would do. A configuration that failed by its settings is no variant to
+// keep.
+func TestSimplificationLeavesNoSettingOutForAFailedConfiguration(t *testing.T) {
+	sp := mustParse(t, "test.toml", `
+[campaign]
+name = "failed-variant"
+trials = 5
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "Simple"]
+`)
+	trial := func(n int, a space.Assignment) store.Trial {
+		score := 100.0
+		if a["NCCL_ALGO"] == "Ring" || a["NCCL_PROTO"] == "Simple" {
+			score = 110
+		}
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = score
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+	}
+	proto := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": "Simple"}
+	wrong := store.Trial{Number: 3, State: store.Failed, FailureKind: "wrong", Phase: store.Search, Params: proto}
+	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}),
+		trial(2, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}), wrong, trial(4, proto)}
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		tr := trial(len(trials), a)
+		tr.Phase = store.Simplification
+		trials = append(trials, tr)
+		return tr, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results.Of(sp, trials, nil) {
+		if results.Settings(sp, r.Best) != 1 || r.Best.Params["NCCL_ALGO"] != "Ring" {
+			t.Errorf("range %s: chose %v (%s); want the algorithm alone", r.Range.Name, r.Best.Params, r.Describe())
+		}
+	}
+}
+
+// TestSimplificationHoldsAVariantToAllItsRuns: the protocol alone ran twice
+// in the search, at 100 and then 110, the choice (with the algorithm) at
+// 110. The simplification read the last run alone, left the algorithm out,
+// and simplified on from a configuration results, which score all its runs
+// (105), never choose within 1% of the choice: the range kept both
+// settings, though the algorithm alone, never run, would do.
+func TestSimplificationHoldsAVariantToAllItsRuns(t *testing.T) {
+	sp := mustParse(t, "test.toml", `
+[campaign]
+name = "variant-runs"
+trials = 5
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "Simple"]
+`)
+	trial := func(n int, a space.Assignment, score float64) store.Trial {
+		scores := map[string]float64{}
+		for _, rg := range sp.Ranges {
+			scores[rg.Name] = score
+		}
+		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+	}
+	proto := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": "Simple"}
+	trials := []store.Trial{trial(0, space.Assignment{}, 100), trial(1, space.Assignment{}, 100),
+		trial(2, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}, 110), trial(3, proto, 100), trial(4, proto, 110)}
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		score := 100.0
+		if a["NCCL_ALGO"] == "Ring" {
+			score = 110
+		}
+		tr := trial(len(trials), a, score)
+		tr.Phase = store.Simplification
+		trials = append(trials, tr)
+		return tr, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results.Of(sp, trials, nil) {
+		if results.Settings(sp, r.Best) != 1 || r.Best.Params["NCCL_ALGO"] != "Ring" {
+			t.Errorf("range %s: chose %v (%s); want the algorithm alone", r.Range.Name, r.Best.Params, r.Describe())
+		}
+	}
+}

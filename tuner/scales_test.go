@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -379,5 +380,38 @@ func TestResumedChangedScalesStartAsTheRunDid(t *testing.T) {
 		if n := len(campaignTrials(t, st, name)); n < 3 {
 			t.Errorf("%s: %d trials, want 3", name, n)
 		}
+	}
+}
+
+// TestScalesTryNoChoiceThatFailedInValidation: a range's choice, validated
+// as tuned, gave wrong data in a later validation run, stored with no
+// verdict in that range (validation judged the ranges it was then the
+// choice of). Exports hold it to NCCL's defaults (results.WithHeld); the
+// next scale tried it first all the same, as a choice of this one.
+func TestScalesTryNoChoiceThatFailedInValidation(t *testing.T) {
+	sp := loadExample(t, 6)
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	if err := tu.Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := tu.choices()
+	if err != nil || len(before) == 0 {
+		t.Fatalf("choices %v, %v; the test needs a tuned one", before, err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials := campaignTrials(t, st, sp.Campaign.Name)
+	failed := before[0]
+	n := slices.IndexFunc(trials, func(tr store.Trial) bool { return sp.Key(tr.Params) == sp.Key(failed) })
+	run := store.ValidationRun{Arm: fmt.Sprint("trial ", trials[n].Number), Env: sp.Env(failed), State: store.Failed, Failure: "wrong: made to fail"}
+	if err := st.SaveValidation(camp.ID, 1, []store.ValidationRun{run}, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, err := tu.choices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(after, func(a space.Assignment) bool { return sp.Key(a) == sp.Key(failed) }) {
+		t.Errorf("the next scale tries %v first, which gave wrong data in validation", failed)
 	}
 }

@@ -430,7 +430,10 @@ func (t *Tuner) storedTrials(campaignID int64) ([]store.Trial, error) {
 	return trials, nil
 }
 
-// choices are the stored campaign's tuned choices, one per range that has one.
+// choices are the stored campaign's tuned choices, one per range that has
+// one, as exports read them: a configuration that failed by its settings in
+// a validation run is held to NCCL's defaults (results.WithHeld), and no
+// scale tries it first.
 func (t *Tuner) choices() ([]space.Assignment, error) {
 	camp, err := t.Store.Campaign(t.Space.Campaign.Name)
 	if err != nil {
@@ -444,8 +447,12 @@ func (t *Tuner) choices() ([]space.Assignment, error) {
 	if err != nil {
 		return nil, err
 	}
+	runs, err := t.Store.AllValidationRuns(camp.ID)
+	if err != nil {
+		return nil, err
+	}
 	var out []space.Assignment
-	for _, r := range results.Of(t.Space, trials, vals) {
+	for _, r := range results.Of(t.Space, trials, results.WithHeld(t.Space, trials, vals, runs)) {
 		if ch := r.Chosen(); ch != nil && r.Tuned() && !slices.ContainsFunc(out, func(a space.Assignment) bool { return t.Space.Key(a) == t.Space.Key(ch.Params) }) {
 			out = append(out, space.Assignment(ch.Params))
 		}
@@ -1033,8 +1040,9 @@ const simplifyChoices = 3
 
 // simplify tries, for each range's chosen configuration, leaving out each of
 // its settings in turn, as extra trials after the search's. A setting whose
-// removal keeps the range within results.Parsimony of the choice is left out
-// for good; results.Of then prefers the simpler trial. The choice's search
+// removal keeps the range within results.Parsimony of the choice, and
+// results.MinGain above NCCL's defaults, is left out for good; results.Of
+// then prefers the simpler trial. The choice's search
 // score is the best of many noisy runs, so biased upwards (the winner's
 // curse): the variants are held against a fresh run of it instead. A
 // choice whose fresh run fails by its settings is chosen no more, and the
@@ -1087,11 +1095,11 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 	// trials: a run of one spelling is a run of every other, which a choice
 	// may since be represented by (a store written before NCCL's defaults
 	// read as unset).
-	measured := map[string]store.Trial{} // every finished trial
-	fresh := map[string]store.Trial{}    // the simplification's: not picked as a maximum
-	var searched []store.Trial           // the search's alone, so that a resumed campaign retraces the same path
+	measured := map[string][]store.Trial{} // every finished trial, by configuration
+	fresh := map[string]store.Trial{}      // the simplification's: not picked as a maximum
+	var searched []store.Trial             // the search's alone, so that a resumed campaign retraces the same path
 	for _, t := range trials {
-		measured[sp.Reading(t.Params)] = t
+		measured[sp.Reading(t.Params)] = append(measured[sp.Reading(t.Params)], t)
 		if t.Searched() {
 			searched = append(searched, t)
 		} else {
@@ -1103,7 +1111,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 		if err != nil {
 			return store.Trial{}, err
 		}
-		measured[sp.Reading(a)], fresh[sp.Reading(a)] = t, t
+		measured[sp.Reading(a)], fresh[sp.Reading(a)] = append(measured[sp.Reading(a)], t), t
 		return t, nil
 	}
 	// The choices' fresh runs that failed by their settings, in the order
@@ -1148,7 +1156,13 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 		if cur == nil || ref.State != store.Complete {
 			continue // NCCL's defaults, or no choice ran fresh; validation will say so
 		}
+		// Within Parsimony of the fresh run, and still the gain over NCCL's
+		// defaults a choice needs: a variant below it is no choice of results'
+		// (results.Of), and simplifying on from it would leave the choice whole.
 		target := ref.Scores[rg.Name] * (1 - results.Parsimony)
+		if d := choices[i].DefaultScore; !math.IsNaN(d) {
+			target = max(target, d*(1+results.MinGain))
+		}
 		for _, p := range sp.Params {
 			if v, ok := cur[p.Name]; !ok || v == space.Unset {
 				continue
@@ -1178,19 +1192,34 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 				cur = variant
 				continue
 			}
-			t, tried := measured[reading]
-			if !tried {
-				var err error
-				if t, err = measure(variant); err != nil {
+			if _, tried := measured[reading]; !tried {
+				if _, err := measure(variant); err != nil {
 					return err
 				}
 			}
-			if t.State == store.Complete && t.Scores[rg.Name] >= target {
+			if holds(measured[reading], rg.Name, target) {
 				cur = variant
 			}
 		}
 	}
 	return nil
+}
+
+// holds reports whether runs, the finished trials of a configuration, keep
+// range rg at target as results score it (results.Of): by the geometric
+// mean of its complete runs, none of them failed by its settings (results
+// never choose such a configuration, however well another run went).
+func holds(runs []store.Trial, rg string, target float64) bool {
+	logSum, n := 0.0, 0
+	for _, t := range runs {
+		if t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() {
+			return false
+		}
+		if s, ok := t.Scores[rg]; ok && t.State == store.Complete && s > 0 {
+			logSum, n = logSum+math.Log(s), n+1
+		}
+	}
+	return n > 0 && math.Exp(logSum/float64(n)) >= target
 }
 
 // prepare sets the plan of the next launches: the iteration count

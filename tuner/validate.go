@@ -145,7 +145,8 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	// Each run is stored as it ends, so that a failure in a validation that
 	// is stopped, or killed, holds its configuration to NCCL's defaults in
 	// every later one (see failedBefore); and a configuration that fails by
-	// its settings is judged at once, with the run: an older verdict on it
+	// its settings, or whose settings NCCL's log did not confirm, is judged
+	// at once, with the run (results.Disqualifies): an older verdict on it
 	// would otherwise stand until a validation ends. Judged once, and in
 	// the one round it is drawn from, short of those asked: the validation
 	// has not ended (see validatedAs), and a resume runs it again if it
@@ -153,7 +154,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	judged := map[int]bool{}
 	runs, err := s.measure(ctx, arms, rounds, done, func(r store.ValidationRun) error {
 		var vs []store.Validation
-		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && !judged[k] && results.FailedBySettings(r) {
+		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && !judged[k] && results.Disqualifies(r) {
 			judged[k] = true
 			vs = judge([]store.ValidationRun{r}, func(arm int) bool { return arm == k })
 			for i := range vs {
@@ -227,7 +228,7 @@ func (s *session) measuredBefore(arms []arm, rounds int) (int64, []store.Validat
 	if err != nil {
 		return 0, nil, err
 	}
-	// A verdict in fewer than 2 rounds is one drawn at once on a failure (see validate).
+	// A verdict in fewer than 2 rounds is one drawn at once on a run that disqualified its configuration (see validate).
 	if slices.ContainsFunc(vals, func(v store.Validation) bool { return v.Batch == batch && v.Rounds >= 2 }) {
 		return 0, nil, nil
 	}

@@ -552,3 +552,59 @@ func TestValidationHoldsOnlyWhatFailed(t *testing.T) {
 		})
 	}
 }
+
+// silentThenStop runs every launch, drops NCCL's log of the tuned
+// configurations' (arm 1 on) in validation round 0, as a run whose output
+// had no NCCL INFO lines, and stops the campaign (stop) as the launch
+// labelled stopAt starts.
+type silentThenStop struct {
+	stop   func()
+	stopAt string
+}
+
+func (w silentThenStop) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == w.stopAt {
+		w.stop()
+	}
+	res := (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+	var round, arm int
+	if n, _ := fmt.Sscanf(job.Plan.Label, "validate-%d-%d", &round, &arm); n == 2 && round == 0 && arm > 0 {
+		res.Log = nccllog.Log{}
+	}
+	return res
+}
+
+// TestUnconfirmedAfterAVerdict: a configuration validated as tuned whose
+// settings NCCL's log then did not confirm in a later validation, stopped
+// before its verdicts, is no longer exported as validated: the older
+// verdict stood until a validation ended, where one that ended would have
+// kept NCCL's defaults. The run is judged at once, as a failed one is.
+func TestUnconfirmedAfterAVerdict(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = silentThenStop{stop: cancel, stopAt: "validate-1-0"}
+	if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped validation returned %v", err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials, _ := st.Trials(camp.ID)
+	vals, _ := st.Validations(camp.ID)
+	judged := 0
+	for _, r := range results.Of(sp, trials, vals) {
+		if r.Best == nil || sp.IsDefaults(r.Best.Params) {
+			continue
+		}
+		judged++
+		if r.Tuned() || !strings.Contains(r.Validation.Reason, "not confirmed") {
+			t.Errorf("range %s keeps trial %d, whose settings NCCL's log did not confirm in the later validation: %s", r.Range.Name, r.Best.Number, r.Validation.Reason)
+		}
+	}
+	if judged == 0 {
+		t.Fatal("no range chose a tuned configuration")
+	}
+}
