@@ -613,7 +613,10 @@ func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
-		if patience.Valid || timeout.Valid {
+		switch {
+		case patience.Valid != timeout.Valid: // written together, or not at all
+			return nil, fmt.Errorf("campaign %d: a latest run's patience or timeout without the other: %w", c.ID, ErrTampered)
+		case patience.Valid:
 			c.Latest = &RunSettings{Patience: int(patience.Int64), Timeout: time.Duration(timeout.Int64)}
 		}
 		if err := checkCampaign(c); err != nil {

@@ -718,3 +718,42 @@ func TestReaderReadsThePreviousSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestLatestRunOutsideTheSpacesBounds: a campaign's latest run's patience
+// and timeout go into the space a resume without --space runs, past the
+// space file's checks: a timeout of 0 (read as none: a hung trial waits for
+// good), one of a nanosecond or of years, a negative patience, or one of
+// the two without the other (nccltune writes both), which it never writes,
+// is refused as tampered.
+func TestLatestRunOutsideTheSpacesBounds(t *testing.T) {
+	s, _ := openWriter(t)
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe",
+		Latest: &RunSettings{Patience: 5, Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{
+		"latest_timeout_ns = 0", "latest_timeout_ns = 1", fmt.Sprintf("latest_timeout_ns = %d", 400*24*time.Hour),
+		"latest_patience = -1",
+		"latest_timeout_ns = NULL", "latest_patience = NULL",
+	} {
+		if _, err := s.db.Exec("UPDATE campaigns SET "+set+" WHERE id = ?", c.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Campaign("c"); !errors.Is(err, ErrTampered) {
+			t.Errorf("%s: read as %+v, %v", set, got.Latest, err)
+		}
+		if _, err := s.db.Exec("UPDATE campaigns SET latest_patience = 5, latest_timeout_ns = ? WHERE id = ?", time.Minute, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, patience := range []int{0, 5, 1000} {
+		c.Latest = &RunSettings{Patience: patience, Timeout: time.Second}
+		if err := s.UpdateSettings(c); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Campaign("c"); err != nil || *got.Latest != *c.Latest {
+			t.Errorf("patience %d: %+v, %v", patience, got.Latest, err)
+		}
+	}
+}
