@@ -268,7 +268,13 @@ func convergencePlot(sp *space.Space, choices []results.RangeResult, trials []st
 	p.Title.Text = "search convergence: best so far / NCCL defaults"
 	p.X.Label.Text, p.Y.Label.Text = "trial", "best score relative to defaults"
 	if m := sp.Measure(sp.Ranges[0]); m.Inverse {
-		p.Title.Text = "search convergence: NCCL defaults / best so far (" + shorten(m.Unit, 20) + ", lower is better)"
+		// A unit in parentheses of its own (a workload of weights'
+		// "(relative)", a command's unnamed "(metric)") joins the title's.
+		unit := shorten(m.Unit, 20)
+		if inner, ok := strings.CutPrefix(unit, "("); ok && strings.HasSuffix(inner, ")") && !strings.ContainsAny(inner[:len(inner)-1], "()") {
+			unit = inner[:len(inner)-1]
+		}
+		p.Title.Text = "search convergence: NCCL defaults / best so far (" + unit + ", lower is better)"
 		p.Y.Label.Text = "NCCL defaults' value / best so far (higher is better)"
 	}
 	p.X.Tick.Marker = intTicks{}

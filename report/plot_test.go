@@ -1062,3 +1062,17 @@ func TestBusBWDataReachesTheTitle(t *testing.T) {
 		t.Errorf("the data area ends %d pixels from the image's right edge", gap)
 	}
 }
+
+// TestConvergenceTitleOfAUnitInParentheses: a unit that is a word in
+// parentheses, a workload of weights' "(relative)" or a command's unnamed
+// "(metric)", was set in the title's own: "((relative), lower is better)".
+func TestConvergenceTitleOfAUnitInParentheses(t *testing.T) {
+	sp, trials := commandCampaign(t, "")
+	conv, err := convergencePlot(sp, results.Of(sp, trials, nil), trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := conv.Title.Text; !strings.HasSuffix(got, " (metric, lower is better)") {
+		t.Errorf("convergence.png's title %q, want it to end (metric, lower is better)", got)
+	}
+}

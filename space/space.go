@@ -311,10 +311,10 @@ func (b BenchmarkSettings) Measure() Measure {
 }
 
 // Measure says how a range's scores read: the benchmark's, or for a
-// workload's range the predicted time of its calls.
+// workload's range the predicted time of its calls, in the job's unit.
 func (s *Space) Measure(r Range) Measure {
 	if len(r.Calls) > 0 {
-		return Measure{Unit: "s", Inverse: true}
+		return Measure{Unit: s.TimeUnit(), Inverse: true}
 	}
 	return s.Benchmark.Measure()
 }

@@ -225,3 +225,24 @@ values = ["default", "LL128", "Simple"]
 		t.Errorf("a variable no nccltune searched: %v", err)
 	}
 }
+
+// TestWeightedRangesAreNotSeconds: a workload of weights (relative shares of
+// the calls) predicts each range's time in a relative unit, as the job's
+// (TimeUnit): its ranges' measure said "s", which status's best, report's
+// ranges (--json's unit), show and the plots' axes then printed.
+func TestWeightedRangesAreNotSeconds(t *testing.T) {
+	for _, tc := range []struct{ text, unit string }{
+		{workloadSpace, "s"},
+		{strings.ReplaceAll(workloadSpace, "count = ", "weight = "), "(relative)"},
+	} {
+		sp, err := Parse("w.toml", []byte(tc.text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sp.Ranges {
+			if m := sp.Measure(r); m.Unit != tc.unit || m.Unit != sp.TimeUnit() || !m.Inverse {
+				t.Errorf("range %s of a space weighted %t: measure %+v, want unit %q", r.Name, sp.Weighted, m, tc.unit)
+			}
+		}
+	}
+}

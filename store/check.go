@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/nccltune/nccltune/space"
 )
 
 // ErrTampered means a row read from the store cannot have been written by
@@ -27,10 +29,17 @@ func checkCampaign(c Campaign) error {
 		return fmt.Errorf("campaign %d: scale %d: %w", c.ID, c.Scale, ErrTampered)
 	case c.ValidateRounds < 0 || c.ValidateRounds > maxValidateRounds:
 		return fmt.Errorf("campaign %d: %d validation rounds: %w", c.ID, c.ValidateRounds, ErrTampered)
-	case c.Latest != nil && (c.Latest.Patience < 0 || c.Latest.Timeout < 0):
-		return fmt.Errorf("campaign %d: patience %d, timeout %s: %w", c.ID, c.Latest.Patience, c.Latest.Timeout, ErrTampered)
+	case c.Latest != nil && !c.Latest.valid():
+		return fmt.Errorf("campaign %d: latest run's patience %d, timeout %s: %w", c.ID, c.Latest.Patience, c.Latest.Timeout, ErrTampered)
 	}
 	return nil
+}
+
+// valid reports whether r holds a patience and a timeout a space file may
+// give: a resume without --space runs them as read back, past the space's
+// checks, and a timeout of 0 is none (a hung trial waits for good).
+func (r RunSettings) valid() bool {
+	return r.Patience >= 0 && r.Timeout >= space.MinTimeout && r.Timeout <= space.MaxTimeout
 }
 
 // maxValidateRounds bounds a campaign's validation rounds as
@@ -43,8 +52,8 @@ const maxValidateRounds = 1000
 // command.
 func storable(c Campaign) error {
 	if err := checkCampaign(c); err != nil {
-		return fmt.Errorf("campaign %s: budget %d, scale %d or %d validation rounds is beyond what a store holds (budget 0 to %d, rounds 0 to %d)",
-			c.Name, c.Budget, c.Scale, c.ValidateRounds, maxTrialNumber, maxValidateRounds)
+		return fmt.Errorf("campaign %s: budget %d, scale %d, %d validation rounds or the run's settings (%+v) are beyond what a store holds (budget 0 to %d, rounds 0 to %d, patience 0 up, timeout %s to %s)",
+			c.Name, c.Budget, c.Scale, c.ValidateRounds, c.Latest, maxTrialNumber, maxValidateRounds, space.MinTimeout, space.MaxTimeout)
 	}
 	return nil
 }

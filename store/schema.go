@@ -246,15 +246,27 @@ func madeSchema(version int) ([]object, error) {
 	return schemaOf(db)
 }
 
+// latestSince is the schema version that keeps a campaign's latest run's
+// settings (latest_patience, latest_timeout_ns).
+const latestSince = 14
+
+// readableFrom is the oldest schema version a reader reads: one that lacks
+// only what a reader can do without, latest_patience and latest_timeout_ns,
+// read as NULL (a campaign stored before they were kept, which its stored
+// space describes). A reader never upgrades a store, and refused the
+// previous nccltune's until a resume did, which a campaign it still runs,
+// or a store this user may not write, does not allow.
+const readableFrom = latestSince - 1
+
 // checkVersion is a reader's check, of the version checkSchema read: it
-// reads only a store of the current schema.
+// reads a store of the current schema, or of one from readableFrom.
 func checkVersion(version int) error {
 	switch {
 	case version == 0:
 		// An empty file is the store a campaign starting has made and not
 		// yet given its schema (or one killed before it could).
 		return errors.New("holds no campaign yet (an empty file: a campaign starting on it makes its tables)")
-	case version < SchemaVersion:
+	case version < readableFrom:
 		return fmt.Errorf("schema version %d is older than this nccltune's (%d); `nccltune resume` upgrades it", version, SchemaVersion)
 	}
 	return nil

@@ -127,6 +127,9 @@ type Store struct {
 	shared *os.File
 	// Whether the writer's automatic checkpoints are on (checkpoints).
 	checkpointing bool
+	// The schema version the store was opened at: a reader reads one from
+	// readableFrom, a writer upgrades it to SchemaVersion.
+	version int
 }
 
 // ErrOtherName means the store's file has another name (a hard link): SQLite
@@ -402,6 +405,7 @@ func (s *Store) init() error {
 	// damaged one fails the read that met it; damage in pages it does not
 	// read changes nothing it prints, and the next writer finds it.
 	if s.readOnly {
+		s.version = version
 		return checkVersion(version)
 	}
 	var check string
@@ -414,6 +418,7 @@ func (s *Store) init() error {
 	if err := s.migrate(); err != nil {
 		return err
 	}
+	s.version = SchemaVersion
 	// A row whose trial or campaign is gone (deleted with foreign keys
 	// off) is refused before the writer adds any: a new trial takes a
 	// freed id, and finishing it would collide with the orphan's rows,
@@ -588,9 +593,12 @@ func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
 func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	defer s.located(&err)
+	latest := "latest_patience, latest_timeout_ns"
+	if s.version < latestSince {
+		latest = "NULL, NULL"
+	}
 	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale, simplify, validate_rounds,
-		latest_patience, latest_timeout_ns
-		FROM campaigns `+where+` ORDER BY id`, args...)
+		`+latest+` FROM campaigns `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -605,7 +613,10 @@ func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
-		if patience.Valid || timeout.Valid {
+		switch {
+		case patience.Valid != timeout.Valid: // written together, or not at all
+			return nil, fmt.Errorf("campaign %d: a latest run's patience or timeout without the other: %w", c.ID, ErrTampered)
+		case patience.Valid:
 			c.Latest = &RunSettings{Patience: int(patience.Int64), Timeout: time.Duration(timeout.Int64)}
 		}
 		if err := checkCampaign(c); err != nil {

@@ -668,3 +668,92 @@ func TestRefusesAFileThatIsNotSQLite(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestReaderReadsThePreviousSchema: a store the previous nccltune wrote
+// (schema version 13, before a campaign's latest run's settings were kept)
+// is read by a reader as it is, its campaigns' latest settings none (their
+// stored spaces describe them), and left unwritten: status refused every
+// such store until a resume upgraded it, which a campaign the previous
+// nccltune still runs, or a store this user may not write, never allows.
+// Every reading method is tried at every version from readableFrom, so
+// that a migration adding what a reader reads raises readableFrom or reads
+// around it. An older version is still refused, with resume named.
+func TestReaderReadsThePreviousSchema(t *testing.T) {
+	for version := readableFrom; version < SchemaVersion; version++ {
+		stmts := append(slices.Clone(migrations[:version]), fmt.Sprintf("PRAGMA user_version = %d", version),
+			`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at) VALUES (1, 'old', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z')`,
+			`INSERT INTO trials (id, campaign_id, number, state, params, env, started_at) VALUES (1, 1, 0, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`)
+		path := built(t, stmts)
+		before, _ := os.ReadFile(path)
+		s, err := OpenReader(path)
+		if err != nil {
+			t.Fatalf("a store of schema version %d: %v", version, err)
+		}
+		if c, err := s.Campaign("old"); err != nil || c.Latest != nil {
+			t.Errorf("version %d: campaign %+v, %v", version, c, err)
+		}
+		if trials, err := s.Trials(1); err != nil || len(trials) != 1 {
+			t.Errorf("version %d: trials %+v, %v", version, trials, err)
+		}
+		for what, read := range map[string]func() error{
+			"output":          func() error { _, err := s.Output(1); return err },
+			"validations":     func() error { _, err := s.Validations(1); return err },
+			"validation runs": func() error { _, err := s.AllValidationRuns(1); return err },
+			"decisions":       func() error { _, err := s.Decisions(1); return err },
+		} {
+			if err := read(); err != nil {
+				t.Errorf("version %d: %s: %v", version, what, err)
+			}
+		}
+		s.Close()
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Errorf("version %d: reading changed the file", version)
+		}
+	}
+	older := built(t, append(slices.Clone(migrations[:readableFrom-1]), fmt.Sprintf("PRAGMA user_version = %d", readableFrom-1)))
+	if s, err := OpenReader(older); err == nil || !strings.Contains(err.Error(), "`nccltune resume` upgrades it") {
+		t.Errorf("schema version %d read with %v", readableFrom-1, err)
+		if err == nil {
+			s.Close()
+		}
+	}
+}
+
+// TestLatestRunOutsideTheSpacesBounds: a campaign's latest run's patience
+// and timeout go into the space a resume without --space runs, past the
+// space file's checks: a timeout of 0 (read as none: a hung trial waits for
+// good), one of a nanosecond or of years, a negative patience, or one of
+// the two without the other (nccltune writes both), which it never writes,
+// is refused as tampered.
+func TestLatestRunOutsideTheSpacesBounds(t *testing.T) {
+	s, _ := openWriter(t)
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe",
+		Latest: &RunSettings{Patience: 5, Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{
+		"latest_timeout_ns = 0", "latest_timeout_ns = 1", fmt.Sprintf("latest_timeout_ns = %d", 400*24*time.Hour),
+		"latest_patience = -1",
+		"latest_timeout_ns = NULL", "latest_patience = NULL",
+	} {
+		if _, err := s.db.Exec("UPDATE campaigns SET "+set+" WHERE id = ?", c.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Campaign("c"); !errors.Is(err, ErrTampered) {
+			t.Errorf("%s: read as %+v, %v", set, got.Latest, err)
+		}
+		if _, err := s.db.Exec("UPDATE campaigns SET latest_patience = 5, latest_timeout_ns = ? WHERE id = ?", time.Minute, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, patience := range []int{0, 5, 1000} {
+		c.Latest = &RunSettings{Patience: patience, Timeout: time.Second}
+		if err := s.UpdateSettings(c); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Campaign("c"); err != nil || *got.Latest != *c.Latest {
+			t.Errorf("patience %d: %+v, %v", patience, got.Latest, err)
+		}
+	}
+}

@@ -375,9 +375,6 @@ func newParser() *parser {
 // (stderr's, unbuffered, where 2>&1 mixes them in) before NCCL's line.
 func (p *parser) line(b []byte) error {
 	p.src.Lines++
-	if err := p.packed(b); err != nil {
-		return err
-	}
 	for rec := range bytes.SplitSeq(bytes.TrimRight(b, "\r\n"), []byte{'\r'}) {
 		if err := p.record(rec); err != nil {
 			return err
@@ -386,13 +383,22 @@ func (p *parser) line(b []byte) error {
 	return nil
 }
 
-// packed refuses a line that starts a packed stream: a packed log
-// concatenated after a plain one (cat rank0.log rank1.log.gz), whose calls
-// would be read as lines of junk and left out without a word.
-func (p *parser) packed(line []byte) error {
-	if what, undo := packedAs(line); what != "" {
-		return fmt.Errorf("line %d: %s data starts here, inside a log of text (a packed log concatenated after a plain one?): unpack each packed log into the text: %s LOG",
-			p.src.Lines, what, undo)
+// packed refuses a line or record not read as a call in which a packed
+// stream starts: a packed log concatenated after a plain one (cat rank0.log
+// rank1.log.gz), whose calls would be read as lines of junk and left out
+// without a word. It starts the line, or lies inside it where the plain
+// log's last line has no end (a job killed as it wrote). Only what is not
+// plain text is searched: every packed stream has a control character or a
+// byte past ASCII in its first bytes (bzip2's after its magic).
+func (p *parser) packed(b []byte) error {
+	if !slices.ContainsFunc(b, func(c byte) bool { return c < ' ' && c != '\t' && c != '\x1b' || c >= 0x80 }) {
+		return nil
+	}
+	for i := range b {
+		if what, undo := packedAs(b[i:]); what != "" {
+			return fmt.Errorf("line %d: %s data starts here, inside a log of text (a packed log concatenated after a plain one?): unpack each packed log into the text: %s LOG",
+				p.src.Lines, what, undo)
+		}
 	}
 	return nil
 }
@@ -408,7 +414,7 @@ func (p *parser) record(b []byte) error {
 			}
 		}
 		p.src.Skipped++
-		return nil
+		return p.packed(b)
 	}
 	if v, ok := parseVersion(msg); ok {
 		return p.setVersion(v)
@@ -417,13 +423,13 @@ func (p *parser) record(b []byte) error {
 	switch {
 	case !isCall:
 		p.src.Skipped++
-		return nil
+		return p.packed(b)
 	case !ok || !okProc:
 		p.src.Malformed++
 		if p.src.FirstMalformed == "" {
 			p.src.FirstMalformed = fmt.Sprintf("line %d: %.200s", p.src.Lines, b)
 		}
-		return nil
+		return p.packed(b)
 	}
 	p.src.Calls++
 	id, err := p.process(proc, dev)

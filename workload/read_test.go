@@ -170,6 +170,34 @@ func TestReadPackedAfterPlain(t *testing.T) {
 	}
 }
 
+// TestReadPackedAfterAnUnendedLine: a plain log whose last line has no end
+// (a job killed as it wrote: NCCL's INFO line, a call's cut short, the
+// job's own output, a progress bar's CR) with a packed one concatenated
+// after it put the packed stream's start inside that line, not at a line's
+// start, and its calls were left out without a word, as lines of junk.
+func TestReadPackedAfterAnUnendedLine(t *testing.T) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte(strings.Repeat("h:2:2 [1] NCCL INFO "+allRed+"\n", 3)))
+	zw.Close()
+	for _, unended := range []string{
+		"h:1:1 [0] NCCL INFO Channel 00/02 :    0   1",
+		"h:1:1 [0] NCCL INFO AllReduce: opCount 9 sendbuff",
+		"epoch 3 loss 0.25",
+		"step 10/100\r",
+	} {
+		_, err := Read(strings.NewReader(version + rank0 + allRed + "\n" + unended + z.String()))
+		if want := "line 3: gzip-compressed data starts here"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("after %q: err = %v, want %q in it", unended, err, want)
+		}
+	}
+	// Text that is not NCCL's, escapes and all, is still read past.
+	w, err := Read(strings.NewReader(version + rank0 + allRed + "\n\x1b[1mbold\x1b[0m (PK) BZh9 \x04\n" + rank0 + allRed + "\n"))
+	if err != nil || w.Source.Calls != 2 {
+		t.Errorf("a line of text with escapes: %+v, %v", w, err)
+	}
+}
+
 // TestReadGzipPadded: zero bytes after a gzip stream (a file padded to a
 // block, as dd conv=sync or a tape leaves it), which gzip -d ignores, were
 // read as a truncated stream or a broken header, and the log refused;
