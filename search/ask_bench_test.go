@@ -76,3 +76,31 @@ func BenchmarkAskWideAt500(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSparseAskHalfFailing is one proposal of the sparse regression
+// after 100 trials told in the wide space, every second one failed: each
+// failure's chance is weighed for every neighbour a climb weighs (23 s a
+// proposal before the failures kept their suspects among their own units).
+func BenchmarkSparseAskHalfFailing(b *testing.B) {
+	sp := wideSpace(b)
+	s, err := New("sparse", sp, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 100 {
+		var scores []float64
+		if i%2 == 0 {
+			scores = []float64{1 + rng.Float64(), 1 + rng.Float64(), 1 + rng.Float64()}
+		}
+		if err := s.Tell(draw(sp, rng), scores); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for n := range b.N {
+		if _, err := s.Ask(100 + n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
