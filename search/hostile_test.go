@@ -185,8 +185,10 @@ func TestGPListsTheNeighboursOfOrdinarySpaces(t *testing.T) {
 // feature per value of a categorical and one per pair of those; four
 // settings of 500 values are a million features, each drawn 60 times a
 // range a proposal, and every failure kept a suspect flag per pair of
-// values (minutes, gigabytes). It is refused at once, as the grid is,
-// with what to use instead.
+// values (minutes, gigabytes). Its climbs weigh every neighbour of one and
+// two settings changed, each over every pair of settings it holds: a space
+// of 50 settings took 15 s a proposal, and one of 60 a minute. Both are
+// refused at once, as the grid is, with what to use instead.
 func TestSparseRefusesSpacesTooLargeForItsModel(t *testing.T) {
 	var vs []string
 	for i := range 500 {
@@ -196,6 +198,9 @@ func TestSparseRefusesSpacesTooLargeForItsModel(t *testing.T) {
 		param("NCCL_ALGO", `values = ["Ring", "Tree"]`))
 	if _, err := New("sparse", sp, 1); err == nil || !strings.Contains(err.Error(), "tpe-gp") {
 		t.Errorf("a space of 500 values a setting: %v", err)
+	}
+	if _, err := New("sparse", manySettings(t), 1); err == nil || !strings.Contains(err.Error(), "tpe-gp") {
+		t.Errorf("a space of %d settings: %v", len(manySettings(t).Params), err)
 	}
 	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t)} {
 		if _, err := New("sparse", sp, 1); err != nil {
@@ -329,4 +334,33 @@ func TestSparseClimbStartsAreBounded(t *testing.T) {
 			t.Errorf("%d ranges: starts %v, want %v", tc.ranges, got, tc.want)
 		}
 	}
+}
+
+// manySettings is a space of 50 settings: nearly every variable of the
+// catalogue that nccltune searches, each over a few values.
+func manySettings(t *testing.T) *space.Space {
+	var params string
+	for _, name := range []string{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_MIN_P2P_NCHANNELS",
+		"NCCL_MAX_P2P_NCHANNELS", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT", "NCCL_IB_SL",
+		"NCCL_IB_TC", "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"} {
+		params += param(name, "min = 1\nmax = 4")
+	}
+	for _, name := range []string{"NCCL_BUFFSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE"} {
+		params += param(name, "min = 4096\nmax = 65536\nlog = true")
+	}
+	for _, name := range []string{"NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_P2P_DISABLE",
+		"NCCL_SHM_DISABLE", "NCCL_PXN_DISABLE", "NCCL_NET_GDR_READ", "NCCL_NET_GDR_C2C", "NCCL_NET_SHARED_BUFFERS",
+		"NCCL_IB_DISABLE", "NCCL_IB_SPLIT_DATA_ON_QPS", "NCCL_IB_ADAPTIVE_ROUTING", "NCCL_IB_ECE_ENABLE",
+		"NCCL_IB_MERGE_NICS", "NCCL_IGNORE_CPU_AFFINITY", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_CHECK_POINTERS",
+		"NCCL_COMM_BLOCKING", "NCCL_IB_PCI_RELAXED_ORDERING", "NCCL_CROSS_NIC"} {
+		params += param(name, `values = ["default", "0", "1"]`)
+	}
+	for _, name := range []string{"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_TOPO_FILE", "NCCL_NET_PLUGIN",
+		"NCCL_TUNER_PLUGIN", "NCCL_TOPO_DUMP_FILE", "NCCL_TUNER_CONFIG_FILE", "NCCL_NET"} {
+		params += param(name, `values = ["default", "/a1", "/b2"]`)
+	}
+	params += param("NCCL_ALGO", `values = ["default", "Ring", "Tree"]`) + param("NCCL_PROTO", `values = ["default", "LL", "Simple"]`) +
+		param("NCCL_P2P_LEVEL", `values = ["default", "PIX", "SYS"]`) + param("NCCL_NET_GDR_LEVEL", `values = ["default", "PIX", "SYS"]`) +
+		param("NCCL_LAUNCH_MODE", `values = ["default", "PARALLEL", "GROUP"]`) + param("NCCL_IB_ROCE_VERSION_NUM", `values = ["default", "1", "2"]`)
+	return hostileSpace(t, 2, params)
 }

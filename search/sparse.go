@@ -38,6 +38,14 @@ type sparseSampler struct {
 // dozen.
 const maxSparseUnits = 256
 
+// maxSparseClimb bounds the work of a climb's step (climbWork): it weighs
+// every neighbour of one and two settings changed, each over every pair of
+// the settings it holds, so the work grows with the fourth power of the
+// settings (a legal space of 50 took 15 s a proposal, one of 60 a minute).
+// The examples' spaces need under 80,000, twenty settings 1.3 million
+// (half a second a proposal).
+const maxSparseClimb = 1 << 24
+
 func newSparse(sp *space.Space, seed int64) (*sparseSampler, error) {
 	enc, err := newEncoding(sp)
 	if err != nil {
@@ -111,6 +119,9 @@ func newEncoding(sp *space.Space) (*encoding, error) {
 	if e.units > maxSparseUnits {
 		return nil, fmt.Errorf("the space has %d unit features (a categorical's values, an integer's cells), more than %d, and the model weighs every pair of them; use tpe-gp, or search fewer values", e.units, maxSparseUnits)
 	}
+	if w := e.climbWork(); w > maxSparseClimb {
+		return nil, fmt.Errorf("the space's %d settings are too many for its model: each step of a proposal's climb weighs %d neighbours of one or two settings changed, each over every pair of the settings it holds (many seconds a proposal); use tpe-gp, or search fewer settings", len(sp.Params), w/(e.units+len(sp.Params)*len(sp.Params)))
+	}
 	for pi := range sp.Params {
 		for qi := pi + 1; qi < len(sp.Params); qi++ {
 			for i := e.offset[pi]; i < e.end(pi); i++ {
@@ -121,6 +132,18 @@ func newEncoding(sp *space.Space) (*encoding, error) {
 		}
 	}
 	return e, nil
+}
+
+// climbWork is the work of a step of maximise's climb per range drawn:
+// the neighbours of one and two settings changed, each weighed over its
+// unit features and the pairs of the settings it holds (linear.value).
+func (e *encoding) climbWork() int {
+	values := 0
+	for _, g := range e.grids {
+		values += len(g)
+	}
+	d := len(e.sp.Params)
+	return values * values / 2 * (e.units + d*d)
 }
 
 // end is one past the index of parameter pi's last unit feature.
