@@ -1,6 +1,7 @@
 package search
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -65,8 +66,9 @@ func inSpace(sp *space.Space, a space.Assignment) error {
 }
 
 // campaign runs sampler name on sp for trials trials scored by score (nil:
-// the trial failed), failing t on a panic, an error or a proposal outside
-// the space; it returns the configurations proposed, by sp.Key.
+// the trial failed), or until the sampler is exhausted, failing t on a
+// panic, another error or a proposal outside the space; it returns the
+// configurations proposed, by sp.Key.
 func campaign(t *testing.T, sp *space.Space, name string, trials int, score func(n int, a space.Assignment) []float64) (proposed map[string]int) {
 	t.Helper()
 	defer func() {
@@ -78,6 +80,9 @@ func campaign(t *testing.T, sp *space.Space, name string, trials int, score func
 	proposed = map[string]int{}
 	for n := range trials {
 		a, err := s.Ask(n)
+		if errors.Is(err, ErrExhausted) {
+			return proposed // the tuner ends the campaign
+		}
 		if err != nil {
 			t.Fatalf("%s: trial %d: %v", name, n, err)
 		}

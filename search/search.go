@@ -5,6 +5,7 @@
 package search
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -22,11 +23,17 @@ import (
 type Sampler interface {
 	// Ask proposes the assignment for trial number n. The same history, seed
 	// and n give the same proposal, so a resumed campaign continues as an
-	// uninterrupted one would.
+	// uninterrupted one would. ErrExhausted says that every configuration
+	// the sampler proposes was told.
 	Ask(n int) (space.Assignment, error)
 	// Tell reports a finished trial's scores, one per range; nil scores mean it failed.
 	Tell(a space.Assignment, scores []float64) error
 }
+
+// ErrExhausted is Ask's answer where every configuration the sampler
+// proposes was told (the grid's points, a few values of each integer, in a
+// space of more): one proposed again would measure nothing new.
+var ErrExhausted = errors.New("nothing left to propose")
 
 // New returns the named sampler (one of space.Samplers) for sp.
 func New(name string, sp *space.Space, seed int64) (Sampler, error) {
