@@ -130,6 +130,23 @@ func randInt(rng *rand.Rand, n int64) int64 {
 
 func (r *randomSampler) Tell(space.Assignment, []float64) error { return nil }
 
+// maxListed bounds the configurations listed to find one untried (untried).
+const maxListed = 1 << 14
+
+// untried is a configuration of sp drawn uniformly among those not tried,
+// false where each was or they are more than maxListed. Samplers take it
+// where their draws found none untried: near the end of a small space,
+// twenty draws, or a covering draw's 64, mostly find only configurations
+// tried, and one proposed again measures nothing new while untried ones
+// remain. In a larger space a draw finds one.
+func untried(sp *space.Space, tried func(space.Assignment) bool, rng *rand.Rand) (space.Assignment, bool) {
+	all, ok := Enumerate(sp, 0, maxListed)
+	if all = slices.DeleteFunc(all, tried); !ok || len(all) == 0 {
+		return nil, false
+	}
+	return all[rng.IntN(len(all))], true
+}
+
 // rotation takes the ranges in turn, one per trial: a sampler that searches
 // per range proposes trial n for range rangeFor(n).
 type rotation struct {

@@ -350,7 +350,13 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	// A space of one configuration has no feature to model (and, its
 	// scores alike, the noise's posterior would have scale 0).
 	if len(s.told) < startupTrials || s.enc.units == 0 {
-		return draw(s.sp, rng), nil
+		a := draw(s.sp, rng)
+		if s.tried(a) {
+			if b, ok := untried(s.sp, s.tried, rng); ok {
+				return b, nil
+			}
+		}
+		return a, nil
 	}
 	ranges := s.focused()
 	var draws []rangeDraw
