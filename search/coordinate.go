@@ -112,7 +112,7 @@ func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
 			return a, nil
 		}
 	}
-	if b, ok := untried(c.sp, told, rand.New(rand.NewPCG(uint64(c.seed), trialSeed(c.seed, n, "untried")))); ok {
+	if b, _ := untried(c.sp, told, rand.New(rand.NewPCG(uint64(c.seed), trialSeed(c.seed, n, "untried")))); b != nil {
 		return b, nil
 	}
 	return a, nil

@@ -89,7 +89,7 @@ func coveringDraw(sp *space.Space, h *history, rng *rand.Rand) space.Assignment 
 		}
 	}
 	if best == nil {
-		if a, ok := untried(sp, h.tried, rng); ok {
+		if a, _ := untried(sp, h.tried, rng); a != nil {
 			return a
 		}
 		return draw(sp, rng)

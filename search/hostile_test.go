@@ -425,3 +425,60 @@ func TestNoRepeatWhileUntriedRemain(t *testing.T) {
 		}
 	}
 }
+
+// TestMostlyInvalidSpaces: a space whose rules (space.Check) refuse most
+// configurations, NCCL_MIN_CTAS from 1 to 64 above an NCCL_MAX_CTAS up to
+// 8, is legal; each configuration refused is recorded invalid at no time
+// but a trial of the budget, and teaches the model. TPE's model of one
+// setting at a time never learns the pair: 30 of 38 proposals were
+// refused (the Gaussian process's, from its covering start-up, 12), a
+// campaign that measured little. Where the rules refuse most draws, a
+// proposal refused is repaired: one setting changed, else an untried draw
+// the rules take; once every configuration they take was tried, the
+// sampler is exhausted (here, NCCL_MAX_CTAS up to 2: nine). Spaces whose
+// rules refuse a few (TCP's sockets) propose as before.
+func TestMostlyInvalidSpaces(t *testing.T) {
+	for _, tc := range []struct {
+		maxCTAS    int
+		exhaustsBy int // the trial by which every configuration the rules take was tried; 0: none
+	}{{8, 0}, {2, 12}} {
+		sp := hostileSpace(t, 2, param("NCCL_MIN_CTAS", "min = 1\nmax = 64")+param("NCCL_MAX_CTAS", fmt.Sprintf("min = 1\nmax = %d", tc.maxCTAS))+
+			param("NCCL_ALGO", `values = ["default", "Ring", "Tree"]`))
+		defaults, _, _ := sp.Complete(nil)
+		for _, name := range []string{"tpe-gp", "tpe", "tpe-independent", "gp", "sparse"} {
+			s := mustNew(t, name, sp)
+			for range 2 { // NCCL's defaults, as the tuner runs them first
+				if err := s.Tell(defaults, []float64{1, 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			refused, n := 0, 2
+			for ; n < 40; n++ {
+				a, err := s.Ask(n)
+				if errors.Is(err, ErrExhausted) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				scores := []float64{1 + float64(n%7)/10, 1 + float64(n%5)/10}
+				if sp.Check(a) != nil {
+					refused++
+					scores = nil
+				}
+				if err := s.Tell(a, scores); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if refused > 0 || tc.exhaustsBy == 0 && n < 40 || tc.exhaustsBy > 0 && n > tc.exhaustsBy {
+				t.Errorf("NCCL_MAX_CTAS up to %d, %s: %d of %d proposals refused by the space's rules", tc.maxCTAS, name, refused, n-2)
+			}
+		}
+	}
+	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t), hostileSpace(t, 1, param("NCCL_SOCKET_NTHREADS", "min = 1\nmax = 16\nlog = true")+
+		param("NCCL_NSOCKS_PERTHREAD", "min = 1\nmax = 16\nlog = true"))} {
+		if mostlyInvalid(sp) {
+			t.Errorf("%v: the rules taken to refuse most configurations", sp.Params)
+		}
+	}
+}

@@ -352,7 +352,7 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	if len(s.told) < startupTrials || s.enc.units == 0 {
 		a := draw(s.sp, rng)
 		if s.tried(a) {
-			if b, ok := untried(s.sp, s.tried, rng); ok {
+			if b, _ := untried(s.sp, s.tried, rng); b != nil {
 				return b, nil
 			}
 		}

@@ -83,7 +83,7 @@ func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
 			return b, nil
 		}
 	}
-	if b, ok := untried(t.sp, t.tried, rng); ok {
+	if b, _ := untried(t.sp, t.tried, rng); b != nil {
 		return b, nil
 	}
 	return a, nil
