@@ -17,7 +17,7 @@ import (
 
 // hostileSpace is a space of the given ranges (named r0, r1, ...) whose
 // [[param]] tables are params.
-func hostileSpace(t *testing.T, ranges int, params string) *space.Space {
+func hostileSpace(t testing.TB, ranges int, params string) *space.Space {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("[campaign]\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n")
@@ -344,7 +344,7 @@ func TestSparseClimbStartsAreBounded(t *testing.T) {
 
 // manySettings is a space of 50 settings: nearly every variable of the
 // catalogue that nccltune searches, each over a few values.
-func manySettings(t *testing.T) *space.Space {
+func manySettings(t testing.TB) *space.Space {
 	var params string
 	for _, name := range []string{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_MIN_P2P_NCHANNELS",
 		"NCCL_MAX_P2P_NCHANNELS", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT", "NCCL_IB_SL",
