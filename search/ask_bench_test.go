@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,5 +75,96 @@ func BenchmarkAskWideAt500(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkSparseAskHalfFailing is one proposal of the sparse regression
+// after 100 trials told in the wide space, every second one failed: each
+// failure's chance is weighed for every neighbour a climb weighs (23 s a
+// proposal before the failures kept their suspects among their own units).
+func BenchmarkSparseAskHalfFailing(b *testing.B) {
+	sp := wideSpace(b)
+	s, err := New("sparse", sp, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 100 {
+		var scores []float64
+		if i%2 == 0 {
+			scores = []float64{1 + rng.Float64(), 1 + rng.Float64(), 1 + rng.Float64()}
+		}
+		if err := s.Tell(draw(sp, rng), scores); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for n := range b.N {
+		if _, err := s.Ask(100 + n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAskHostile is one proposal of each model sampler told a
+// history a user could give that the scenarios never do: a resumed
+// campaign of 2000 trials, fifty settings, 27 ranges (one per size of a
+// sweep), every trial failed, scores alike. A proposal's cost is bounded
+// by the trials a model keeps, so it does not grow with the history; it
+// grows linearly with the ranges searched (a model each).
+func BenchmarkAskHostile(b *testing.B) {
+	wide := func(t testing.TB, ranges int) *space.Space {
+		var src strings.Builder
+		src.WriteString("[campaign]\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n")
+		for r, lo := 0, 8; r < ranges; r, lo = r+1, lo*2 {
+			fmt.Fprintf(&src, "[[range]]\nname = \"r%d\"\nmin = \"%d\"\nmax = \"%d\"\n", r, lo, 2*lo)
+		}
+		src.WriteString("[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\n" + strings.Join(wideParams, "\n[[param]]\n"))
+		sp, err := space.Parse("wide.toml", []byte(src.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp
+	}
+	for _, tc := range []struct {
+		name   string
+		sp     func(testing.TB) *space.Space
+		trials int
+		score  func(rng *rand.Rand, ranges int) []float64
+	}{
+		{"2000 trials", wideSpace, 2000, nil},
+		{"50 settings", manySettings, 300, nil},
+		{"27 ranges", func(t testing.TB) *space.Space { return wide(t, 27) }, 300, nil},
+		{"2000 failed", wideSpace, 2000, func(*rand.Rand, int) []float64 { return nil }},
+		{"2000 alike", wideSpace, 2000, func(_ *rand.Rand, ranges int) []float64 { return slices.Repeat([]float64{1}, ranges) }},
+	} {
+		sp := tc.sp(b)
+		for _, name := range []string{"tpe-gp", "tpe", "gp", "sparse"} {
+			b.Run(tc.name+"/"+name, func(b *testing.B) {
+				s, err := New(name, sp, 1)
+				if err != nil {
+					b.Skip(err)
+				}
+				rng := rand.New(rand.NewPCG(1, 2))
+				for range tc.trials {
+					scores := make([]float64, len(sp.Ranges))
+					for r := range scores {
+						scores[r] = 1 + rng.Float64()
+					}
+					if tc.score != nil {
+						scores = tc.score(rng, len(sp.Ranges))
+					}
+					if err := s.Tell(draw(sp, rng), scores); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ResetTimer()
+				for n := range b.N {
+					if _, err := s.Ask(tc.trials + 1 + n); err != nil { // tpe-gp: the Gaussian process's turn
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -3,6 +3,7 @@ package search
 import (
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/nccltune/nccltune/space"
@@ -104,12 +105,15 @@ func (c *coordinateSampler) Ask(n int) (space.Assignment, error) {
 		}
 	}
 	// Converged: a local optimum of every coordinate. The budget left goes to random draws, untried ones.
+	told := func(a space.Assignment) bool { _, ok := c.runs[readingKey(c.sp, a)]; return ok }
 	var a space.Assignment
 	for attempt := range 20 {
-		a, _ = (&randomSampler{sp: c.sp, seed: c.seed + int64(attempt)}).Ask(n)
-		if _, told := c.runs[readingKey(c.sp, a)]; !told {
-			break
+		if a, _ = (&randomSampler{sp: c.sp, seed: c.seed + int64(attempt)}).Ask(n); !told(a) {
+			return a, nil
 		}
+	}
+	if b, _ := untried(c.sp, told, rand.New(rand.NewPCG(uint64(c.seed), trialSeed(c.seed, n, "untried")))); b != nil {
+		return b, nil
 	}
 	return a, nil
 }

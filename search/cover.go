@@ -73,7 +73,8 @@ func (c *coverage) fresh(a space.Assignment) int {
 }
 
 // coveringDraw is the untried draw, of coverDraws, that holds the most
-// pairs of values no trial held.
+// pairs of values no trial held; where every draw was tried, an untried
+// configuration listed (untried).
 func coveringDraw(sp *space.Space, h *history, rng *rand.Rand) space.Assignment {
 	c := newCoverage(sp, h)
 	var best space.Assignment
@@ -88,6 +89,9 @@ func coveringDraw(sp *space.Space, h *history, rng *rand.Rand) space.Assignment 
 		}
 	}
 	if best == nil {
+		if a, _ := untried(sp, h.tried, rng); a != nil {
+			return a
+		}
 		return draw(sp, rng)
 	}
 	return best

@@ -23,7 +23,7 @@ const maxGrid = 1 << 16
 // already told (NCCL's defaults, the warm start's, a [[try_first]]) is
 // passed over until every point was (as NCCL reads them: a point that only
 // spells a told one otherwise is told): trial n takes the first untold point
-// from the order's n-th on, and a pass repeats only when none is left.
+// from the order's n-th on, and once none is left it is exhausted.
 type gridSampler struct {
 	sp     *space.Space
 	points []space.Assignment
@@ -47,7 +47,7 @@ func (g *gridSampler) Ask(n int) (space.Assignment, error) {
 			return a, nil
 		}
 	}
-	return g.points[g.order[n%len(g.order)]], nil
+	return nil, fmt.Errorf("%w: each of the grid's %d points (%d values of each integer range) was tried", ErrExhausted, len(g.points), gridPoints)
 }
 
 func (g *gridSampler) Tell(a space.Assignment, _ []float64) error {

@@ -1,7 +1,9 @@
 package search
 
 import (
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -15,7 +17,7 @@ import (
 
 // hostileSpace is a space of the given ranges (named r0, r1, ...) whose
 // [[param]] tables are params.
-func hostileSpace(t *testing.T, ranges int, params string) *space.Space {
+func hostileSpace(t testing.TB, ranges int, params string) *space.Space {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("[campaign]\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n")
@@ -65,8 +67,9 @@ func inSpace(sp *space.Space, a space.Assignment) error {
 }
 
 // campaign runs sampler name on sp for trials trials scored by score (nil:
-// the trial failed), failing t on a panic, an error or a proposal outside
-// the space; it returns the configurations proposed, by sp.Key.
+// the trial failed), or until the sampler is exhausted, failing t on a
+// panic, another error or a proposal outside the space; it returns the
+// configurations proposed, by sp.Key.
 func campaign(t *testing.T, sp *space.Space, name string, trials int, score func(n int, a space.Assignment) []float64) (proposed map[string]int) {
 	t.Helper()
 	defer func() {
@@ -78,6 +81,9 @@ func campaign(t *testing.T, sp *space.Space, name string, trials int, score func
 	proposed = map[string]int{}
 	for n := range trials {
 		a, err := s.Ask(n)
+		if errors.Is(err, ErrExhausted) {
+			return proposed // the tuner ends the campaign
+		}
 		if err != nil {
 			t.Fatalf("%s: trial %d: %v", name, n, err)
 		}
@@ -185,8 +191,10 @@ func TestGPListsTheNeighboursOfOrdinarySpaces(t *testing.T) {
 // feature per value of a categorical and one per pair of those; four
 // settings of 500 values are a million features, each drawn 60 times a
 // range a proposal, and every failure kept a suspect flag per pair of
-// values (minutes, gigabytes). It is refused at once, as the grid is,
-// with what to use instead.
+// values (minutes, gigabytes). Its climbs weigh every neighbour of one and
+// two settings changed, each over every pair of settings it holds: a space
+// of 50 settings took 15 s a proposal, and one of 60 a minute. Both are
+// refused at once, as the grid is, with what to use instead.
 func TestSparseRefusesSpacesTooLargeForItsModel(t *testing.T) {
 	var vs []string
 	for i := range 500 {
@@ -196,6 +204,9 @@ func TestSparseRefusesSpacesTooLargeForItsModel(t *testing.T) {
 		param("NCCL_ALGO", `values = ["Ring", "Tree"]`))
 	if _, err := New("sparse", sp, 1); err == nil || !strings.Contains(err.Error(), "tpe-gp") {
 		t.Errorf("a space of 500 values a setting: %v", err)
+	}
+	if _, err := New("sparse", manySettings(t), 1); err == nil || !strings.Contains(err.Error(), "tpe-gp") {
+		t.Errorf("a space of %d settings: %v", len(manySettings(t).Params), err)
 	}
 	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t)} {
 		if _, err := New("sparse", sp, 1); err != nil {
@@ -327,6 +338,147 @@ func TestSparseClimbStartsAreBounded(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%d ranges: starts %v, want %v", tc.ranges, got, tc.want)
+		}
+	}
+}
+
+// manySettings is a space of 50 settings: nearly every variable of the
+// catalogue that nccltune searches, each over a few values.
+func manySettings(t testing.TB) *space.Space {
+	var params string
+	for _, name := range []string{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_MIN_P2P_NCHANNELS",
+		"NCCL_MAX_P2P_NCHANNELS", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT", "NCCL_IB_SL",
+		"NCCL_IB_TC", "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"} {
+		params += param(name, "min = 1\nmax = 4")
+	}
+	for _, name := range []string{"NCCL_BUFFSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE"} {
+		params += param(name, "min = 4096\nmax = 65536\nlog = true")
+	}
+	for _, name := range []string{"NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_P2P_DISABLE",
+		"NCCL_SHM_DISABLE", "NCCL_PXN_DISABLE", "NCCL_NET_GDR_READ", "NCCL_NET_GDR_C2C", "NCCL_NET_SHARED_BUFFERS",
+		"NCCL_IB_DISABLE", "NCCL_IB_SPLIT_DATA_ON_QPS", "NCCL_IB_ADAPTIVE_ROUTING", "NCCL_IB_ECE_ENABLE",
+		"NCCL_IB_MERGE_NICS", "NCCL_IGNORE_CPU_AFFINITY", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_CHECK_POINTERS",
+		"NCCL_COMM_BLOCKING", "NCCL_IB_PCI_RELAXED_ORDERING", "NCCL_CROSS_NIC"} {
+		params += param(name, `values = ["default", "0", "1"]`)
+	}
+	for _, name := range []string{"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_TOPO_FILE", "NCCL_NET_PLUGIN",
+		"NCCL_TUNER_PLUGIN", "NCCL_TOPO_DUMP_FILE", "NCCL_TUNER_CONFIG_FILE", "NCCL_NET"} {
+		params += param(name, `values = ["default", "/a1", "/b2"]`)
+	}
+	params += param("NCCL_ALGO", `values = ["default", "Ring", "Tree"]`) + param("NCCL_PROTO", `values = ["default", "LL", "Simple"]`) +
+		param("NCCL_P2P_LEVEL", `values = ["default", "PIX", "SYS"]`) + param("NCCL_NET_GDR_LEVEL", `values = ["default", "PIX", "SYS"]`) +
+		param("NCCL_LAUNCH_MODE", `values = ["default", "PARALLEL", "GROUP"]`) + param("NCCL_IB_ROCE_VERSION_NUM", `values = ["default", "1", "2"]`)
+	return hostileSpace(t, 2, params)
+}
+
+// TestNoRepeatWhileUntriedRemain: in a space small enough to be tried in
+// full, no sampler but the random baseline proposes a configuration told
+// already while one is left untried, whatever the scores. Each fell back
+// to a configuration tried where its random draws (twenty, or a covering
+// draw's 64) found none untried: near the end of a space of 125
+// configurations, TPE proposed 14 repeats (a launch each, measuring
+// nothing new), coordinate descent 12, tpe-gp 5.
+func TestNoRepeatWhileUntriedRemain(t *testing.T) {
+	cat := func(name string, n int) string {
+		var vs []string
+		for i := range n {
+			vs = append(vs, strconv.Quote(fmt.Sprintf("/v%d", i)))
+		}
+		return param(name, "values = ["+strings.Join(vs, ", ")+"]")
+	}
+	spaces := map[string]string{
+		"three settings of five values": cat("NCCL_SOCKET_IFNAME", 5) + cat("NCCL_IB_HCA", 5) + cat("NCCL_TOPO_FILE", 5),
+		"two settings of eight values":  cat("NCCL_SOCKET_IFNAME", 8) + cat("NCCL_IB_HCA", 8),
+		"an integer range":              cat("NCCL_SOCKET_IFNAME", 3) + param("NCCL_MIN_CTAS", "min = 1\nmax = 20"),
+	}
+	scores := map[string]func(n int, a space.Assignment) []float64{
+		"random": func(n int, a space.Assignment) []float64 {
+			h := fnv.New64a()
+			h.Write([]byte(fmt.Sprint(a)))
+			return []float64{1 + float64(h.Sum64()%1000)/1000, 2 - float64(h.Sum64()%997)/997}
+		},
+		"alike":  alike(2, 1),
+		"failed": func(int, space.Assignment) []float64 { return nil },
+	}
+	for sname, params := range spaces {
+		sp := hostileSpace(t, 2, params)
+		all, _ := Enumerate(sp, 0, 1000)
+		for _, name := range []string{"tpe-gp", "tpe", "tpe-independent", "gp", "sparse", "coordinate"} {
+			for scname, score := range scores {
+				s := mustNew(t, name, sp)
+				seen := map[string]bool{}
+				for n := 0; len(seen) < len(all); n++ {
+					a, err := s.Ask(n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if seen[readingKey(sp, a)] {
+						t.Errorf("%s, %s, scores %s: trial %d proposed %v again, %d of %d configurations tried", sname, name, scname, n, a, len(seen), len(all))
+						break
+					}
+					seen[readingKey(sp, a)] = true
+					if err := s.Tell(a, score(n, a)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMostlyInvalidSpaces: a space whose rules (space.Check) refuse most
+// configurations, NCCL_MIN_CTAS from 1 to 64 above an NCCL_MAX_CTAS up to
+// 8, is legal; each configuration refused is recorded invalid at no time
+// but a trial of the budget, and teaches the model. TPE's model of one
+// setting at a time never learns the pair: 30 of 38 proposals were
+// refused (the Gaussian process's, from its covering start-up, 12), a
+// campaign that measured little. Where the rules refuse most draws, a
+// proposal refused is repaired: one setting changed, else an untried draw
+// the rules take; once every configuration they take was tried, the
+// sampler is exhausted (here, NCCL_MAX_CTAS up to 2: nine). Spaces whose
+// rules refuse a few (TCP's sockets) propose as before.
+func TestMostlyInvalidSpaces(t *testing.T) {
+	for _, tc := range []struct {
+		maxCTAS    int
+		exhaustsBy int // the trial by which every configuration the rules take was tried; 0: none
+	}{{8, 0}, {2, 12}} {
+		sp := hostileSpace(t, 2, param("NCCL_MIN_CTAS", "min = 1\nmax = 64")+param("NCCL_MAX_CTAS", fmt.Sprintf("min = 1\nmax = %d", tc.maxCTAS))+
+			param("NCCL_ALGO", `values = ["default", "Ring", "Tree"]`))
+		defaults, _, _ := sp.Complete(nil)
+		for _, name := range []string{"tpe-gp", "tpe", "tpe-independent", "gp", "sparse"} {
+			s := mustNew(t, name, sp)
+			for range 2 { // NCCL's defaults, as the tuner runs them first
+				if err := s.Tell(defaults, []float64{1, 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			refused, n := 0, 2
+			for ; n < 40; n++ {
+				a, err := s.Ask(n)
+				if errors.Is(err, ErrExhausted) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				scores := []float64{1 + float64(n%7)/10, 1 + float64(n%5)/10}
+				if sp.Check(a) != nil {
+					refused++
+					scores = nil
+				}
+				if err := s.Tell(a, scores); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if refused > 0 || tc.exhaustsBy == 0 && n < 40 || tc.exhaustsBy > 0 && n > tc.exhaustsBy {
+				t.Errorf("NCCL_MAX_CTAS up to %d, %s: %d of %d proposals refused by the space's rules", tc.maxCTAS, name, refused, n-2)
+			}
+		}
+	}
+	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t), hostileSpace(t, 1, param("NCCL_SOCKET_NTHREADS", "min = 1\nmax = 16\nlog = true")+
+		param("NCCL_NSOCKS_PERTHREAD", "min = 1\nmax = 16\nlog = true"))} {
+		if mostlyInvalid(sp) {
+			t.Errorf("%v: the rules taken to refuse most configurations", sp.Params)
 		}
 	}
 }

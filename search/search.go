@@ -5,6 +5,7 @@
 package search
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -22,14 +23,32 @@ import (
 type Sampler interface {
 	// Ask proposes the assignment for trial number n. The same history, seed
 	// and n give the same proposal, so a resumed campaign continues as an
-	// uninterrupted one would.
+	// uninterrupted one would. ErrExhausted says that every configuration
+	// the sampler proposes was told.
 	Ask(n int) (space.Assignment, error)
 	// Tell reports a finished trial's scores, one per range; nil scores mean it failed.
 	Tell(a space.Assignment, scores []float64) error
 }
 
-// New returns the named sampler (one of space.Samplers) for sp.
+// ErrExhausted is Ask's answer where every configuration the sampler
+// proposes was told (the grid's points, a few values of each integer, in a
+// space of more): one proposed again would measure nothing new.
+var ErrExhausted = errors.New("nothing left to propose")
+
+// New returns the named sampler (one of space.Samplers) for sp; a model
+// sampler's proposals are repaired where sp's rules refuse most
+// configurations (repaired).
 func New(name string, sp *space.Space, seed int64) (Sampler, error) {
+	s, err := newSampler(name, sp, seed)
+	if err != nil || name == "random" || name == "grid" || name == "coordinate" || !mostlyInvalid(sp) {
+		// The baselines propose as they are defined to; coordinate
+		// descent walks its steps through what it proposed.
+		return s, err
+	}
+	return &repaired{Sampler: s, sp: sp, seed: seed, history: history{sp: sp}}, nil
+}
+
+func newSampler(name string, sp *space.Space, seed int64) (Sampler, error) {
 	switch name {
 	case "tpe-gp":
 		t, err := newTPE(sp, seed, true)
@@ -122,6 +141,23 @@ func randInt(rng *rand.Rand, n int64) int64 {
 }
 
 func (r *randomSampler) Tell(space.Assignment, []float64) error { return nil }
+
+// maxListed bounds the configurations listed to find one untried (untried).
+const maxListed = 1 << 14
+
+// untried is a configuration of sp drawn uniformly among those not tried,
+// nil where each was; listed is false where they are more than maxListed
+// (and a is nil). Samplers take it where their draws found none untried:
+// near the end of a small space, twenty draws, or a covering draw's 64,
+// mostly find only configurations tried, and one proposed again measures
+// nothing new while untried ones remain. In a larger space a draw finds one.
+func untried(sp *space.Space, tried func(space.Assignment) bool, rng *rand.Rand) (a space.Assignment, listed bool) {
+	all, ok := Enumerate(sp, 0, maxListed)
+	if all = slices.DeleteFunc(all, tried); !ok || len(all) == 0 {
+		return nil, ok
+	}
+	return all[rng.IntN(len(all))], true
+}
 
 // rotation takes the ranges in turn, one per trial: a sampler that searches
 // per range proposes trial n for range rangeFor(n).

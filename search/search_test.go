@@ -1,6 +1,7 @@
 package search
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -200,8 +201,9 @@ func TestEnumerate(t *testing.T) {
 }
 
 // TestGridPassesOverToldPoints: points told before the grid's turn (NCCL's
-// defaults, the warm start's) are not run again, nor is any point twice,
-// until every point was; the grid's trial numbers start past them.
+// defaults, the warm start's) are not run again, nor is any point twice;
+// the grid's trial numbers start past them, and once every point was
+// told, it is exhausted.
 func TestGridPassesOverToldPoints(t *testing.T) {
 	sp := loadSpace(t)
 	grid, _ := Enumerate(sp, 4, 1<<20)
@@ -223,8 +225,8 @@ func TestGridPassesOverToldPoints(t *testing.T) {
 		g.Tell(a, nil)
 		told[sp.Key(a)] = true
 	}
-	if a, _ := g.Ask(len(grid)); a == nil {
-		t.Error("no point once every one was told")
+	if a, err := g.Ask(len(grid)); !errors.Is(err, ErrExhausted) {
+		t.Errorf("once every point was told: %v, %v; want ErrExhausted", a, err)
 	}
 }
 

@@ -34,9 +34,17 @@ type sparseSampler struct {
 }
 
 // maxSparseUnits bounds the unit features: the model weighs every pair of
-// them, and each failure keeps a flag per pair (see culprits), so their
-// square is the proposal's cost. Ordinary spaces have a few dozen.
+// them, so their square is the proposal's cost. Ordinary spaces have a few
+// dozen.
 const maxSparseUnits = 256
+
+// maxSparseClimb bounds the work of a climb's step (climbWork): it weighs
+// every neighbour of one and two settings changed, each over every pair of
+// the settings it holds, so the work grows with the fourth power of the
+// settings (a legal space of 50 took 15 s a proposal, one of 60 a minute).
+// The examples' spaces need under 80,000, twenty settings 1.3 million
+// (half a second a proposal).
+const maxSparseClimb = 1 << 24
 
 func newSparse(sp *space.Space, seed int64) (*sparseSampler, error) {
 	enc, err := newEncoding(sp)
@@ -111,6 +119,9 @@ func newEncoding(sp *space.Space) (*encoding, error) {
 	if e.units > maxSparseUnits {
 		return nil, fmt.Errorf("the space has %d unit features (a categorical's values, an integer's cells), more than %d, and the model weighs every pair of them; use tpe-gp, or search fewer values", e.units, maxSparseUnits)
 	}
+	if w := e.climbWork(); w > maxSparseClimb {
+		return nil, fmt.Errorf("the space's %d settings are too many for its model: each step of a proposal's climb weighs %d neighbours of one or two settings changed, each over every pair of the settings it holds (many seconds a proposal); use tpe-gp, or search fewer settings", len(sp.Params), w/(e.units+len(sp.Params)*len(sp.Params)))
+	}
 	for pi := range sp.Params {
 		for qi := pi + 1; qi < len(sp.Params); qi++ {
 			for i := e.offset[pi]; i < e.end(pi); i++ {
@@ -121,6 +132,18 @@ func newEncoding(sp *space.Space) (*encoding, error) {
 		}
 	}
 	return e, nil
+}
+
+// climbWork is the work of a step of maximise's climb per range drawn:
+// the neighbours of one and two settings changed, each weighed over its
+// unit features and the pairs of the settings it holds (linear.value).
+func (e *encoding) climbWork() int {
+	values := 0
+	for _, g := range e.grids {
+		values += len(g)
+	}
+	d := len(e.sp.Params)
+	return values * values / 2 * (e.units + d*d)
 }
 
 // end is one past the index of parameter pi's last unit feature.
@@ -327,7 +350,13 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	// A space of one configuration has no feature to model (and, its
 	// scores alike, the noise's posterior would have scale 0).
 	if len(s.told) < startupTrials || s.enc.units == 0 {
-		return draw(s.sp, rng), nil
+		a := draw(s.sp, rng)
+		if s.tried(a) {
+			if b, _ := untried(s.sp, s.tried, rng); b != nil {
+				return b, nil
+			}
+		}
+		return a, nil
 	}
 	ranges := s.focused()
 	var draws []rangeDraw
@@ -572,50 +601,67 @@ func (s *sparseSampler) maximise(value func(u []float64) float64, starts []space
 // culprits model why configurations fail: NCCL rejects a setting or a pair
 // of settings, so each failure's culprit is one of its settings or pairs of
 // settings (of unit features) that no configuration that ran also held.
+// A proposal weighs every failure for each of the tens of thousands of
+// neighbours its climbs weigh, so a failure keeps its suspects among the
+// units it held, not a flag per pair of the space's units, and only the
+// latest sparseObservations failures are weighed, as the regression weighs
+// a bounded number of trials: a campaign whose draws mostly fail, or a long
+// one resumed, took minutes a proposal.
 type culprits struct {
-	units   int
-	suspect [][]bool // per failure, per unit pair (i*units+j, i <= j): a suspect
-	counts  []int    // per failure, its suspects
+	failures []failure
+}
+
+// failure is one failed configuration's suspects.
+type failure struct {
+	units   []int  // the unit features it held, ascending
+	suspect []bool // per pair of those (a*len(units)+b, a <= b): no configuration that ran held it
+	count   int    // its suspects
 }
 
 func (s *sparseSampler) culprits() *culprits {
 	e := s.enc
-	c := &culprits{units: e.units}
 	cleared := make([]bool, e.units*e.units)
 	u := make([]float64, e.units)
-	pairsOf := func(a space.Assignment, f func(k int)) {
+	held := func(a space.Assignment) []int {
 		e.unitsOf(a, u)
-		for i := range u {
-			if u[i] == 0 {
-				continue
+		var out []int
+		for i, x := range u {
+			if x != 0 {
+				out = append(out, i)
 			}
-			for j := i; j < len(u); j++ {
-				if u[j] != 0 {
-					f(i*e.units + j)
+		}
+		return out
+	}
+	for _, t := range s.told {
+		if t.scores != nil {
+			units := held(t.a)
+			for a, i := range units {
+				for _, j := range units[a:] {
+					cleared[i*e.units+j] = true
 				}
 			}
 		}
 	}
-	for _, t := range s.told {
-		if t.scores != nil {
-			pairsOf(t.a, func(k int) { cleared[k] = true })
-		}
-	}
+	c := &culprits{}
 	for _, t := range s.told {
 		if t.scores != nil {
 			continue
 		}
-		suspect, n := make([]bool, e.units*e.units), 0
-		pairsOf(t.a, func(k int) {
-			if !cleared[k] {
-				suspect[k] = true
-				n++
+		f := failure{units: held(t.a)}
+		f.suspect = make([]bool, len(f.units)*len(f.units))
+		for a, i := range f.units {
+			for b := a; b < len(f.units); b++ {
+				if !cleared[i*e.units+f.units[b]] {
+					f.suspect[a*len(f.units)+b] = true
+					f.count++
+				}
 			}
-		})
-		if n > 0 { // else it failed for another reason: a timeout, a fault
-			c.suspect, c.counts = append(c.suspect, suspect), append(c.counts, n)
+		}
+		if f.count > 0 { // else it failed for another reason: a timeout, a fault
+			c.failures = append(c.failures, f)
 		}
 	}
+	c.failures = c.failures[max(0, len(c.failures)-sparseObservations):]
 	return c
 }
 
@@ -623,19 +669,23 @@ func (s *sparseSampler) culprits() *culprits {
 // failure's culprit, each of a failure's suspects as likely as the others.
 func (c *culprits) success(u []float64) float64 {
 	p := 1.0
-	for f, suspect := range c.suspect {
-		held := 0
-		for i := range u {
-			if u[i] == 0 {
-				continue
+	var buf [32]int
+	for _, f := range c.failures {
+		shared := buf[:0] // of f's units, the indices of those u holds
+		for a, i := range f.units {
+			if u[i] != 0 {
+				shared = append(shared, a)
 			}
-			for j := i; j < len(u); j++ {
-				if u[j] != 0 && suspect[i*c.units+j] {
+		}
+		held := 0
+		for k, a := range shared {
+			for _, b := range shared[k:] {
+				if f.suspect[a*len(f.units)+b] {
 					held++
 				}
 			}
 		}
-		p *= 1 - float64(held)/float64(c.counts[f])
+		p *= 1 - float64(held)/float64(f.count)
 	}
 	return p
 }

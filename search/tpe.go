@@ -71,7 +71,8 @@ func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
 	}
 	// Settled on a range's best, TPE's densities draw it again and again, and
 	// a configuration told already measures nothing new: a local move from the
-	// best instead, or where its neighbours were all tried, a draw untried.
+	// best instead, or where its neighbours were all tried, a draw untried
+	// (untried: one listed where the draws find none).
 	r, _ := t.rangeFor(n)
 	rng := rand.New(rand.NewPCG(uint64(t.seed), trialSeed(t.seed, n, "untried")))
 	if b, ok := t.localMove(t.sp, r, rng); ok {
@@ -81,6 +82,9 @@ func (t *tpeSampler) Ask(n int) (space.Assignment, error) {
 		if b := draw(t.sp, rng); !t.tried(b) {
 			return b, nil
 		}
+	}
+	if b, _ := untried(t.sp, t.tried, rng); b != nil {
+		return b, nil
 	}
 	return a, nil
 }

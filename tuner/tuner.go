@@ -722,7 +722,8 @@ func (s *session) ready(n int) bool {
 
 // begin proposes trial n from the trials before need(n) and starts it on
 // group g (see start). It returns nil, and records that the campaign
-// stopped, once every range has settled or every configuration was tried.
+// stopped, once every range has settled or every configuration was tried,
+// or every one the sampler proposes (search.ErrExhausted: the grid's).
 func (s *session) begin(n int, g *group) (*store.Trial, error) {
 	if err := s.tell(s.need(n)); err != nil {
 		return nil, err
@@ -744,6 +745,11 @@ func (s *session) begin(n int, g *group) (*store.Trial, error) {
 		return nil, s.Store.UpdateSettings(s.camp)
 	}
 	a, err := s.next(n)
+	if errors.Is(err, search.ErrExhausted) {
+		s.stopped = true
+		s.camp.Stopped = fmt.Sprintf("stopped after trial %d: %v", n-1, err)
+		return nil, s.Store.UpdateSettings(s.camp)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("trial %d: %w", n, err)
 	}

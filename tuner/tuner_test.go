@@ -1110,6 +1110,69 @@ values = ["Ring", "Tree"]
 	}
 }
 
+// TestExhaustedGridStops: the grid visits four values of an integer range,
+// so a space of more configurations than its points is never exhausted,
+// and a budget past the grid's points ran them again and again to its end
+// (here 40 trials, each of the grid's eight points run four or five
+// times), measuring nothing new. The campaign stops once every point was
+// tried, saying so, and running it again, under a budget raised too, runs
+// nothing.
+func TestExhaustedGridStops(t *testing.T) {
+	src := `
+[campaign]
+name = "grid"
+trials = 40
+seed = 1
+sampler = "grid"
+sizes = { min = "1M", max = "64M", factor = 4 }
+[benchmark]
+gpus = 16
+[simulator]
+nodes = 2
+fabric = "ib"
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[param]]
+name = "NCCL_ALGO"
+values = ["Ring", "Tree"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+min = 1
+max = 8
+`
+	sp, st := mustParse(t, "grid.toml", src), openStore(t)
+	o := Options{ValidateRounds: 2}
+	if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	trials := campaignTrials(t, st, "grid")
+	camp, _ := st.Campaign("grid")
+	vals, _ := st.Validations(camp.ID)
+	for _, again := range []Options{o, {ValidateRounds: 2, Trials: 60}} {
+		if err := newTuner(t, sp, st).Run(context.Background(), again); err != nil {
+			t.Fatal(err)
+		}
+		valsAgain, _ := st.Validations(camp.ID)
+		if trialsAgain := campaignTrials(t, st, "grid"); len(trialsAgain) != len(trials) || len(valsAgain) != len(vals) {
+			t.Errorf("run again with --trials %d: %d trials and %d validations, before %d and %d", again.Trials, len(trialsAgain), len(valsAgain), len(trials), len(vals))
+		}
+	}
+	runs := map[string]int{}
+	for _, tr := range campaignTrials(t, st, "grid") {
+		if tr.Searched() && tr.Number >= sp.DefaultsTrials() {
+			runs[sp.Reading(tr.Params)]++
+		}
+	}
+	for config, n := range runs {
+		if n > 1 {
+			t.Errorf("%s ran %d times", config, n)
+		}
+	}
+	if camp, _ := st.Campaign("grid"); !strings.Contains(camp.Stopped, "grid's 8 points") {
+		t.Errorf("stopped %q, want the grid's points all tried", camp.Stopped)
+	}
+}
+
 // sweeps records the message sizes of each launch, by its label.
 type sweeps struct {
 	Runner
