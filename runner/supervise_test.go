@@ -126,6 +126,7 @@ func TestKilledNCCLTuneLeavesNothing(t *testing.T) {
 func TestBenchmarkKillsOrStopsItsSupervisor(t *testing.T) {
 	for _, sig := range []string{"KILL", "STOP"} {
 		t.Run(sig, func(t *testing.T) {
+			t.Parallel() // each waits out its trial's timeout, in a folder of its own
 			dir := t.TempDir()
 			body := fmt.Sprintf(`trap '' TERM
 (trap '' TERM; exec sleep 31304) &
