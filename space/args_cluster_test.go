@@ -92,3 +92,34 @@ func TestSrunArgsValues(t *testing.T) {
 		}
 	}
 }
+
+// TestSrunArgsAliases: srun 22.05's getopt_long takes long names srun(1)
+// does not list, as the real srun answers them: --tasks-per-node (and its
+// abbreviation --tasks) is --ntasks-per-node, --cpu_bind is --cpu-bind,
+// --cluster is --clusters, --pack-group is --het-group, and --context and
+// --ntasks-per-tres take a value too; each is read as srun reads it, so
+// that what follows it is checked as srun reads it.
+func TestSrunArgsAliases(t *testing.T) {
+	const srun = "[launcher]\nkind = \"srun\"\nnodes = 1\nntasks_per_node = 8\n"
+	for _, tc := range []struct {
+		args  string
+		error string
+	}{
+		{`["--tasks-per-node=4"]`, "--tasks-per-node=4 is set by nccltune"},
+		{`["--tasks", "4"]`, "--tasks 4 is set by nccltune"},
+		{`["--cpu_bind", "cores", "-N2"]`, "-N2 is set by nccltune"},
+		{`["--cpu_b=cores", "--mpi", "pmi2", "-N2"]`, "-N2 is set by nccltune"},
+		{`["--cluster", "c1", "-o", "out.txt"]`, "-o out.txt sends the ranks' output elsewhere"},
+		{`["--pack-group", "0", "-N2"]`, "-N2 is set by nccltune"},
+		{`["--context", "unconfined_u", "-N2"]`, "-N2 is set by nccltune"},
+		{`["--ntasks-per-tres", "2", "-N2"]`, "-N2 is set by nccltune"},
+		{`["--whole", "-N2"]`, "-N2 is set by nccltune"},
+		{`["--cluster", "-N2"]`, ""},
+	} {
+		src := strings.TrimSuffix(numNCCLTests, "\n") + "\n" + srun + "args = " + tc.args + "\n"
+		_, err := parseWithin(t, src)
+		if tc.error == "" && err != nil || tc.error != "" && (err == nil || !strings.Contains(err.Error(), tc.error)) {
+			t.Errorf("launcher.args %s: %v, want %q", tc.args, err, tc.error)
+		}
+	}
+}
