@@ -520,13 +520,33 @@ func (MPIRun) LauncherEnv(env []string) []string {
 // mpirun where nccltune is such a rank, OMPI_UNIVERSE_SIZE made Open MPI 4
 // refuse "recursive calls", and the outer daemon's URI and ess settings
 // made it fail to start its own job. Its PMIx wiring is dropped as every
-// outer launcher's is (withoutOuterLaunch).
+// outer launcher's is (withoutOuterLaunch). The caller's own MCA
+// parameters, which mpirun hands its ranks too, are settings and stay,
+// also those named orte_* (orte_rsh_agent, plm_rsh_agent's synonym).
 func outerMPIJob(name string) bool {
 	switch name {
 	case "OMPI_UNIVERSE_SIZE", "OMPI_APP_CTX_NUM_PROCS", "OMPI_NUM_APP_CTX", "OMPI_FIRST_RANKS", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_FILE_LOCATION":
 		return true
 	}
-	return slices.ContainsFunc([]string{"OMPI_COMM_WORLD_", "OMPI_MCA_orte_", "OMPI_MCA_ess"}, func(prefix string) bool { return strings.HasPrefix(name, prefix) })
+	param, mca := strings.CutPrefix(name, "OMPI_MCA_")
+	switch {
+	case strings.HasPrefix(name, "OMPI_COMM_WORLD_"):
+		return true
+	case !mca:
+		return false
+	case strings.HasPrefix(param, "ess"), strings.HasPrefix(param, "orte_ess_"):
+		return true
+	}
+	return slices.Contains(orteRankParams, param)
+}
+
+// orteRankParams are the MCA parameters, other than the ess ones, that
+// Open MPI 4's daemon sets in each rank's environment for its job (4.1.4's
+// mpirun -np 1 env): its daemons' URIs, session directories, the rank's
+// app, binding and the job's transport key.
+var orteRankParams = []string{
+	"orte_hnp_uri", "orte_local_daemon_uri", "orte_jobfam_session_dir", "orte_top_session_dir", "orte_app_num",
+	"orte_launch", "orte_num_nodes", "orte_bound_at_launch", "orte_precondition_transports", "orte_num_restarts",
 }
 
 // Srun starts the ranks with Slurm's srun inside an existing allocation. The

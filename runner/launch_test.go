@@ -748,15 +748,30 @@ func TestHydraRankExit(t *testing.T) {
 // its rank, which a trial's mpirun took for a recursive call ("mpirun does
 // not support recursive calls", every trial failed) or, given the outer
 // daemon's URI, tried to join; the trial's mpirun starts a job of its own.
+// The caller's own MCA parameters, which the outer mpirun hands its rank
+// too, are settings and stay, those named orte_* (plm_rsh_agent's synonym
+// orte_rsh_agent, orte_keep_fqdn_hostnames) among them.
 func TestMPIRunInsideAnOuterJob(t *testing.T) {
 	env := needMPI(t)
+	own := []string{"OMPI_MCA_orte_rsh_agent=ssh -o BatchMode=yes", "OMPI_MCA_orte_keep_fqdn_hostnames=1", "OMPI_MCA_orte_base_help_aggregate=0"}
 	cmd := exec.Command("mpirun", "-np", "1", "env")
-	cmd.Env = env
+	cmd.Env = append(slices.Clone(env), own...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("mpirun -np 1 env: %v", err)
 	}
 	outer := strings.Split(strings.TrimSpace(string(out)), "\n")
+	kept := withoutOuterLaunch(outer)
+	for _, kv := range own {
+		if !slices.Contains(kept, kv) {
+			t.Errorf("the caller's %s dropped", kv)
+		}
+	}
+	if i := slices.IndexFunc(kept, func(kv string) bool {
+		return strings.HasPrefix(kv, "OMPI_MCA_orte_hnp_uri=") || strings.HasPrefix(kv, "OMPI_MCA_ess_base_jobid=")
+	}); i >= 0 {
+		t.Errorf("the outer job's %s kept", kept[i])
+	}
 	r := &Runner{Launcher: MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, BaseEnv: outer}
 	res := r.Run(context.Background(), Job{
 		Benchmark: NCCLTests{Program: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8"}, Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true},
