@@ -123,3 +123,28 @@ func TestSrunArgsAliases(t *testing.T) {
 		}
 	}
 }
+
+// TestSrunArgsProgram: srun takes its first argument that is no option,
+// nor an option's value, for the program it runs (and all after "--"),
+// with nccltune's benchmark command as that program's arguments, so that
+// every trial would run it; an optional value given apart ("-K 1",
+// "--exclusive user") is such an argument, as getopt_long reads it.
+func TestSrunArgsProgram(t *testing.T) {
+	const srun = "[launcher]\nkind = \"srun\"\nnodes = 1\nntasks_per_node = 8\n"
+	for _, tc := range []struct {
+		args  string
+		error string
+	}{
+		{`["-K", "1"]`, `launcher.args: "1" is no option of srun's`},
+		{`["--exclusive", "user", "--mpi=pmix"]`, `launcher.args: "user" is no option of srun's`},
+		{`["--mpi", "pmix", "hostname"]`, `launcher.args: "hostname" is no option of srun's`},
+		{`["--", "-l"]`, `launcher.args: "--" ends srun's options`},
+		{`["--exclusive=user", "-K1", "--mpi", "pmix", "-J", "x"]`, ""},
+	} {
+		src := strings.TrimSuffix(numNCCLTests, "\n") + "\n" + srun + "args = " + tc.args + "\n"
+		_, err := parseWithin(t, src)
+		if tc.error == "" && err != nil || tc.error != "" && (err == nil || !strings.Contains(err.Error(), tc.error)) {
+			t.Errorf("launcher.args %s: %v, want %q", tc.args, err, tc.error)
+		}
+	}
+}

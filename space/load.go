@@ -1249,6 +1249,25 @@ var launcherOutput = map[string][]string{
 // the same, so they are no reason to refuse it.
 var srunAsNccltune = []string{"--export=ALL", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
 
+// srunProgram refuses launcher.args that srun reads, from rest on, as the
+// program it runs (rest, after opts, of srunParse): nccltune's benchmark
+// command would be that program's arguments, and every trial would run it.
+// An optional value given apart ("-K 1") is such a program, as getopt_long
+// takes one only attached.
+func (b *builder) srunProgram(opts []SrunOption, rest []string) {
+	at := b.loc.field("launcher", 0, "args")
+	switch {
+	case len(rest) == 0:
+	case rest[0] == "--":
+		b.errorf(at, "launcher.args: \"--\" ends srun's options: srun would run what follows it as the program, with the benchmark's command as its arguments")
+	case len(opts) > 0 && srunLong[opts[len(opts)-1].Long] == srunOptionalValue && !opts[len(opts)-1].HasValue:
+		last := opts[len(opts)-1]
+		b.errorf(at, "launcher.args: %q is no option of srun's: %s takes a value only attached (--%s=%s), and srun would run %q as the program, with the benchmark's command as its arguments", rest[0], last.Written, last.Long, rest[0], rest[0])
+	default:
+		b.errorf(at, "launcher.args: %q is no option of srun's, nor an option's value: srun would run it as the program, with the benchmark's command as its arguments", rest[0])
+	}
+}
+
 // mpirunHidesOutput is the option of args that has Open MPI's mpirun write
 // the ranks' output as XML (4's --xml, or --xml-file to a file, with
 // mpirun's own reports) or to files only, and so none where nccltune reads
@@ -1388,9 +1407,11 @@ func (b *builder) launcherArgs(s *Space) {
 	type arg struct{ written, read string }
 	var args []arg
 	if l.Kind == "srun" {
-		for _, o := range SrunOptions(l.Args) {
+		opts, rest := srunParse(l.Args)
+		for _, o := range opts {
 			args = append(args, arg{o.Written, o.Read()})
 		}
+		b.srunProgram(opts, rest)
 	} else {
 		for _, a := range l.Args {
 			args = append(args, arg{a, a})

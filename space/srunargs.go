@@ -103,18 +103,24 @@ func srunLongName(name string) string {
 }
 
 // SrunOptions are the options of args, srun's arguments, as srun's
-// getopt_long reads them: a long option's value after '=' or, where it
-// must have one, as the next argument, whatever that looks like ("-J -n16"
-// names the job "-n16"); short options in a cluster after flags ("-ln16"
-// is -l, then -n 16), the first that takes a value taking the rest. srun
-// stops at its first argument that is no option (the program it runs)
-// and at "--".
+// getopt_long reads them (srunParse).
 func SrunOptions(args []string) []SrunOption {
-	var opts []SrunOption
+	opts, _ := srunParse(args)
+	return opts
+}
+
+// srunParse reads args, srun's arguments, as srun's getopt_long does: a
+// long option's value after '=' or, where it must have one, as the next
+// argument, whatever that looks like ("-J -n16" names the job "-n16");
+// short options in a cluster after flags ("-ln16" is -l, then -n 16), the
+// first that takes a value taking the rest; an optional value only
+// attached. srun stops at "--" and at its first argument that is no
+// option, the program it runs: rest is the arguments from there.
+func srunParse(args []string) (opts []SrunOption, rest []string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" || len(a) < 2 || a[0] != '-' {
-			return opts
+			return opts, args[i:]
 		}
 		var o SrunOption
 		if strings.HasPrefix(a, "--") {
@@ -139,5 +145,5 @@ func SrunOptions(args []string) []SrunOption {
 		}
 		opts = append(opts, o)
 	}
-	return opts
+	return opts, nil
 }
