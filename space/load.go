@@ -1148,52 +1148,29 @@ func (b *builder) ncclTestsArgs(line int, args []string) {
 	}
 }
 
-// How a program reads its options: getopt_long (nccl-tests, srun) takes a
-// short option's value attached ("-n5") and a long option's unambiguous
-// abbreviation ("--iter"); Python's argparse (torchrun) the abbreviation;
-// mpirun neither, and has options of one dash and many letters ("-np").
+// How a program reads its long options, as the load compares them: torchrun
+// (Python's argparse) and srun take an unambiguous abbreviation ("--nproc",
+// "--ntasks-per"; srun's getopt_long an ambiguous one not at all, which
+// the load still takes for each option it may be), mpirun none, and has
+// options of one dash and many letters ("-np"). srun's arguments are first
+// read as its getopt_long reads them (SrunOptions), short options and
+// values included, each then spelled long (SrunOption.Read).
 type optionStyle int
 
 const (
-	getopt optionStyle = iota
-	argparse
+	abbreviated optionStyle = iota
 	exact
 )
 
 // givesOption reports whether arg, one of a program's arguments, gives its
-// option opt ("-n", "--nodes") as the program reads it.
+// option opt ("--nodes") as the program reads it.
 func givesOption(arg, opt string, style optionStyle) bool {
 	name, _, _ := strings.Cut(arg, "=")
-	short := len(opt) == 2 && opt[0] == '-' && opt[1] != '-'
 	switch {
 	case name == opt:
 		return true
-	case style == getopt && short:
-		return clusterGives(arg, opt[1])
-	case style != exact && !short && len(name) > len("--x") && strings.HasPrefix(name, "--"):
+	case style == abbreviated && len(name) > len("--x") && strings.HasPrefix(name, "--"):
 		return strings.HasPrefix(opt, name)
-	}
-	return false
-}
-
-// srunFlags are srun's short options that take no value (slurm_opt.c's
-// no_argument ones): getopt reads "-ln16" as -l, then -n 16.
-const srunFlags = "EHhlOQsuvVXZ"
-
-// clusterGives reports whether arg, a cluster of short options as getopt
-// reads one ("-ln16"), gives option c: after flags that take no value, as
-// its first letter that takes one ("-Jn16" is a job named n16).
-func clusterGives(arg string, c byte) bool {
-	if len(arg) < 2 || arg[0] != '-' || arg[1] == '-' {
-		return false
-	}
-	for i := 1; i < len(arg); i++ {
-		if arg[i] == c {
-			return true
-		}
-		if !strings.ContainsRune(srunFlags, rune(arg[i])) {
-			return false
-		}
 	}
 	return false
 }
@@ -1205,10 +1182,10 @@ func clusterGives(arg string, c byte) bool {
 // variables, than the space says and the checks of each trial expect.
 var launcherOwn = map[string][]ownOptions{
 	"srun": {
-		{[]string{"-N", "--nodes"}, "launcher.nodes (or campaign.scales)"},
-		{[]string{"-n", "--ntasks", "--ntasks-per-node"}, "launcher.ntasks_per_node"},
+		{[]string{"--nodes"}, "launcher.nodes (or campaign.scales)"},
+		{[]string{"--ntasks", "--ntasks-per-node"}, "launcher.ntasks_per_node"},
 		{[]string{"--export"}, "--export=ALL, which hands every rank the trial's variables"},
-		{[]string{"-K", "--kill-on-bad-exit"}, "--kill-on-bad-exit=1, which ends a step at its first failed rank"},
+		{[]string{"--kill-on-bad-exit"}, "--kill-on-bad-exit=1, which ends a step at its first failed rank"},
 	},
 	"mpirun": {
 		{[]string{"-np", "--np", "-n", "--n", "-c"}, "launcher.np"},
@@ -1227,7 +1204,7 @@ var launcherOwn = map[string][]ownOptions{
 // (src/srun/libsrun/opt.c: the file's list is read in place of the
 // option's), so every group's trials would run on the file's nodes.
 var groupsOwn = map[string][]ownOptions{
-	"srun":   {{[]string{"-w", "--nodelist", "-F", "--nodefile"}, "launcher.groups, which gives each trial its group's nodes"}},
+	"srun":   {{[]string{"--nodelist", "--nodefile"}, "launcher.groups, which gives each trial its group's nodes"}},
 	"mpirun": {{[]string{"-H", "--host", "-host", "-hosts"}, "launcher.groups, which gives each trial its group's hosts"}},
 }
 
@@ -1239,7 +1216,7 @@ var groupsOwn = map[string][]ownOptions{
 // PET_REDIRECTS) are dropped from the launcher's for the same reason.
 // Open MPI 4's --output-filename copies the output, and stays allowed.
 var launcherOutput = map[string][]string{
-	"srun":     {"-o", "--output", "-e", "--error"},
+	"srun":     {"--output", "--error"},
 	"torchrun": {"-r", "--redirects", "--local_ranks_filter", "--local-ranks-filter"},
 }
 
@@ -1394,7 +1371,10 @@ func (b *builder) launcherArgs(s *Space) {
 		// theirs. Under --standalone torchrun replaces any id itself.
 		own = append(slices.Clone(own), ownOptions{[]string{"--rdzv_id", "--rdzv-id"}, "launcher.rdzv_endpoint, whose every launch meets under a rendezvous id of its own"})
 	}
-	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
+	style := abbreviated
+	if l.Kind == "mpirun" {
+		style = exact
+	}
 	if l.Kind == "mpirun" {
 		b.mpirunExports(l.Args)
 		if given, how := mpirunHidesOutput(l.Args); given != "" {
