@@ -34,8 +34,9 @@ func TestSrunArgsInAClusterOfFlags(t *testing.T) {
 // TestSrunArgsAsNccltunePassesThem: launcher.args that give srun's
 // --export=ALL or --kill-on-bad-exit=1, as nccltune passes them, leave the
 // step as it is and are accepted, in every spelling srun's getopt_long
-// reads (the value attached or the next argument, the name abbreviated);
-// any other value of them is refused.
+// reads (the value attached or the next argument, the name abbreviated,
+// ALL in any case, as srun 22.05 takes it); any other value of them is
+// refused.
 func TestSrunArgsAsNccltunePassesThem(t *testing.T) {
 	const srun = "[launcher]\nkind = \"srun\"\nnodes = 1\nntasks_per_node = 8\n"
 	for _, tc := range []struct {
@@ -50,6 +51,8 @@ func TestSrunArgsAsNccltunePassesThem(t *testing.T) {
 		{`["--export=ALL,NCCL_ALGO=Ring"]`, true},
 		{`["--export=NONE"]`, true},
 		{`["--export", "ALL"]`, false},
+		{`["--export=all"]`, false},
+		{`["--exp", "All"]`, false},
 		{`["--exp", "ALL", "--mpi", "pmix"]`, false},
 		{`["--expo=ALL"]`, false},
 		{`["--export", "NONE"]`, true},

@@ -1220,11 +1220,20 @@ var launcherOutput = map[string][]string{
 	"torchrun": {"-r", "--redirects", "--local_ranks_filter", "--local-ranks-filter"},
 }
 
-// srunAsNccltune are srun's own options as nccltune passes them
-// (--export=ALL, --kill-on-bad-exit=1), read as SrunOption.Read spells
-// them, which a space written for srun by habit gives again: the step is
-// the same, so they are no reason to refuse it.
-var srunAsNccltune = []string{"--export=ALL", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
+// srunAsNccltune reports whether o, one of srun's options, is as nccltune
+// passes it (--export=ALL, ALL in any case as srun takes it;
+// --kill-on-bad-exit=1, which srun's -K alone also sets), which a space
+// written for srun by habit gives again: the step is the same, so it is no
+// reason to refuse it.
+func srunAsNccltune(o SrunOption) bool {
+	switch o.Long {
+	case "export":
+		return strings.EqualFold(o.Value, "ALL")
+	case "kill-on-bad-exit":
+		return !o.HasValue || o.Value == "1"
+	}
+	return false
+}
 
 // srunProgram refuses launcher.args that srun reads, from rest on, as the
 // program it runs (rest, after opts, of srunParse): nccltune's benchmark
@@ -1384,22 +1393,25 @@ func (b *builder) launcherArgs(s *Space) {
 	// Each argument, or for srun each option as its getopt_long reads it
 	// (its value attached or the next argument, which is then no option
 	// of its own), as written and as the checks read it.
-	type arg struct{ written, read string }
+	type arg struct {
+		written, read string
+		asNccltune    bool // as nccltune passes it itself: the same step
+	}
 	var args []arg
 	if l.Kind == "srun" {
 		opts, rest := srunParse(l.Args)
 		for _, o := range opts {
-			args = append(args, arg{o.Written, o.Read()})
+			args = append(args, arg{o.Written, o.Read(), srunAsNccltune(o)})
 		}
 		b.srunProgram(opts, rest)
 	} else {
 		for _, a := range l.Args {
-			args = append(args, arg{a, a})
+			args = append(args, arg{a, a, false})
 		}
 	}
 	for _, a := range args {
-		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a.read) {
-			continue // what nccltune passes itself: the same step
+		if a.asNccltune {
+			continue
 		}
 		if l.Kind == "srun" && givesOption(a.read, "--task-prolog", style) {
 			// Refused rather than read, as mpirun's files of variables are:
