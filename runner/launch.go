@@ -115,17 +115,22 @@ func withoutOuterLaunch(env []string) []string {
 	if !step && !mpiJob && !hydra {
 		return slices.Clone(env)
 	}
+	interactive := slices.Contains(env, "SLURM_STEP_ID="+interactiveStep)
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(name, "PMI_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
 			return true
-		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_") || outerTaskCPUs(name)):
+		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_") || outerTaskCPUs(name, interactive)):
 			return true
 		}
 		return mpiJob && outerMPIJob(name)
 	})
 }
+
+// interactiveStep is the ID of the step in which salloc runs its shell
+// under LaunchParameters=use_interactive_step (SLURM_INTERACTIVE_STEP).
+const interactiveStep = "4294967290"
 
 // outerTaskCPUs reports whether name is one of the variables by which srun
 // gives each task of its step the CPUs, binding and frequency the step
@@ -136,10 +141,13 @@ func withoutOuterLaunch(env []string) []string {
 // SLURM_MEM_BIND, SLURM_CPU_FREQ_REQ), as does the srun that Open MPI's
 // mpirun or torchrun's wrapper runs, and srun --export=ALL hands every rank
 // the rest as its own. The allocation's SRUN_CPUS_PER_TASK, which srun
-// does not set in a task, stays.
-func outerTaskCPUs(name string) bool {
+// does not set in a task, stays; so do the CPUs per task in salloc's
+// interactive step, which asks for none of its own: they are salloc's.
+func outerTaskCPUs(name string, interactive bool) bool {
 	switch name {
-	case "SLURM_CPUS_PER_TASK", "SLURM_TRES_PER_TASK", "SLURM_CPU_FREQ_REQ":
+	case "SLURM_CPUS_PER_TASK", "SLURM_TRES_PER_TASK":
+		return !interactive
+	case "SLURM_CPU_FREQ_REQ":
 		return true
 	}
 	return strings.HasPrefix(name, "SLURM_CPU_BIND") || strings.HasPrefix(name, "SLURM_MEM_BIND")

@@ -383,8 +383,9 @@ func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
 // variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), no launcher's
 // environment keeps what describes that step or wires its tasks
 // (withoutOuterLaunch); the allocation's variables, the cluster's
-// configuration and PMIx's MCA parameters stay. Outside a step (a batch
-// script's variables) nothing goes.
+// configuration and PMIx's MCA parameters stay, and so do the CPUs per
+// task of salloc's interactive step, which are the allocation's. Outside
+// a step (a batch script's variables) nothing goes.
 func TestLauncherEnvInStep(t *testing.T) {
 	job := []string{"SLURM_JOB_ID=7", "SLURM_JOBID=7", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_CONF=/etc/slurm/slurm.conf",
 		"SLURM_MPI_TYPE=pmi2", "PMIX_MCA_gds=hash", "PATH=/bin"}
@@ -395,7 +396,13 @@ func TestLauncherEnvInStep(t *testing.T) {
 		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1", "SLURM_STEP_GPUS=0,1", "SLURM_STEP_RESV_PORTS=12000-12001",
 		"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu:2", "SLURM_CPU_BIND=quiet,cores", "SLURM_CPU_BIND_TYPE=cores", "SLURM_MEM_BIND=local")
 	batch := append(slices.Clone(job), "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_DISTRIBUTION=block")
-	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}} {
+	// salloc -c 2's shell in its interactive step (LaunchParameters=
+	// use_interactive_step), as 22.05 sets it: that step asks for no CPUs
+	// of its own, and its CPUs per task are salloc's, the allocation's.
+	allocCPUs := []string{"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu=2"}
+	interactive := append(slices.Concat(job, allocCPUs), "SLURM_STEP_ID=4294967290", "SLURM_STEPID=4294967290",
+		"SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0", "SLURM_SRUN_COMM_PORT=35371", "SLURM_CPU_BIND=quiet,mask_cpu:0x1")
+	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}, {interactive, slices.Concat(job, allocCPUs)}} {
 		if got := withoutOuterLaunch(tc.env); !slices.Equal(got, tc.want) {
 			t.Errorf("environment from %q:\n%q\nwant %q", tc.env, got, tc.want)
 		}
