@@ -99,7 +99,9 @@ var outerStep = []string{
 // (outerMPIJob), Hydra's description of its rank (MPI_LOCALRANKID,
 // MPI_LOCALNRANKS, with PMI_RANK), and the rank's process management
 // wiring: the PMI and PMIx variables (PMI_RANK, PMI_FD, PMIX_RANK,
-// PMIX_SERVER_URI..., of srun --mpi, Hydra or Open MPI), which reach every
+// PMIX_SERVER_URI..., of srun --mpi, Hydra or Open MPI) and HPE Cray's
+// PALS ones (PALS_RANKID, PALS_APINFO: srun --mpi=cray_shasta's, by which
+// Cray PMI reads the step's layout and its rank in it), which reach every
 // rank that a trial's launcher wires no other way (the local launcher's,
 // torchrun's, srun --mpi=none) as one of that outer launch's ranks. It
 // holds for every launcher (Runner.Run). PMIx's MCA parameters (PMIX_MCA_*)
@@ -111,15 +113,15 @@ func withoutOuterLaunch(env []string) []string {
 	has := func(name string) bool {
 		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 	}
-	step, mpiJob, hydra := inStep(env), has("OMPI_COMM_WORLD_SIZE"), has("PMI_RANK")
-	if !step && !mpiJob && !hydra {
+	step, mpiJob, pmi := inStep(env), has("OMPI_COMM_WORLD_SIZE"), has("PMI_RANK") || has("PALS_RANKID")
+	if !step && !mpiJob && !pmi {
 		return slices.Clone(env)
 	}
 	interactive := slices.Contains(env, "SLURM_STEP_ID="+interactiveStep)
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(name, "PMI_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
+		case strings.HasPrefix(name, "PMI_"), strings.HasPrefix(name, "PALS_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
 			return true
 		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_") || outerTaskCPUs(name, interactive)):
 			return true

@@ -381,8 +381,8 @@ func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
 
 // TestLauncherEnvInStep: where nccltune runs in a task of a Slurm step (its
 // variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), no launcher's
-// environment keeps what describes that step or wires its tasks
-// (withoutOuterLaunch); the allocation's variables, the cluster's
+// environment keeps what describes that step or wires its tasks (PMI,
+// PMIx, --mpi=cray_shasta's PALS; withoutOuterLaunch); the allocation's variables, the cluster's
 // configuration and PMIx's MCA parameters stay, and so do the CPUs per
 // task of salloc's interactive step, which are the allocation's. Outside
 // a step (a batch script's variables) nothing goes.
@@ -402,7 +402,11 @@ func TestLauncherEnvInStep(t *testing.T) {
 	allocCPUs := []string{"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu=2"}
 	interactive := append(slices.Concat(job, allocCPUs), "SLURM_STEP_ID=4294967290", "SLURM_STEPID=4294967290",
 		"SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0", "SLURM_SRUN_COMM_PORT=35371", "SLURM_CPU_BIND=quiet,mask_cpu:0x1")
-	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}, {interactive, slices.Concat(job, allocCPUs)}} {
+	// A step of srun --mpi=cray_shasta (HPE Cray's PMI): its PALS wiring,
+	// by which Cray PMI finds the step's layout and its rank in it.
+	cray := append(slices.Clone(job), "SLURM_STEP_ID=1", "PALS_APID=7.1", "PALS_APINFO=/var/spool/slurmd/mpi_cray_shasta/7.1/apinfo",
+		"PALS_NODEID=0", "PALS_RANKID=0", "PALS_SPOOL_DIR=/var/spool/slurmd/mpi_cray_shasta/7.1")
+	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}, {interactive, slices.Concat(job, allocCPUs)}, {cray, job}} {
 		if got := withoutOuterLaunch(tc.env); !slices.Equal(got, tc.want) {
 			t.Errorf("environment from %q:\n%q\nwant %q", tc.env, got, tc.want)
 		}
