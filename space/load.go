@@ -1214,7 +1214,8 @@ var groupsOwn = map[string][]ownOptions{
 // launcher's own output: every trial would fail with nothing to read. The
 // variables that set them from the caller's environment (SRUN_OUTPUT,
 // PET_REDIRECTS) are dropped from the launcher's for the same reason.
-// Open MPI 4's --output-filename copies the output, and stays allowed.
+// Open MPI 4's --output-filename copies the output, and stays allowed but
+// with its nocopy qualifier (mpirunHidesOutput).
 var launcherOutput = map[string][]string{
 	"srun":     {"--output", "--error"},
 	"torchrun": {"-r", "--redirects", "--local_ranks_filter", "--local-ranks-filter"},
@@ -1256,10 +1257,11 @@ func (b *builder) srunProgram(opts []SrunOption, rest []string) {
 
 // mpirunHidesOutput is the option of args that has Open MPI's mpirun write
 // the ranks' output as XML (4's --xml, or --xml-file to a file, with
-// mpirun's own reports) or to files only, and so none where nccltune reads
-// it, or the MCA parameter that does (MCAHidesOutput), in any spelling of
-// --mca and of 5's --output list (prrteOutputHides), as given ("--output
-// tag,xml"), and how it does; "" where none does.
+// mpirun's own reports) or to files only (4's --output-filename with
+// nocopy), and so none where nccltune reads it, or the MCA parameter that
+// does (MCAHidesOutput), in any spelling of --mca and of 5's --output list
+// (prrteOutputHides), as given ("--output tag,xml"), and how it does; ""
+// where none does.
 func mpirunHidesOutput(args []string) (given, how string) {
 	for i, a := range args {
 		if mpirunOwnGives(a, "--xml") {
@@ -1277,19 +1279,25 @@ func mpirunHidesOutput(args []string) (given, how string) {
 			}
 			continue
 		}
-		xmlFile := mpirunOwnGives(a, "--xml-file")
-		if !xmlFile && !mpirunOwnGives(a, "--output") {
+		xmlFile, outputFile := mpirunOwnGives(a, "--xml-file"), mpirunOwnGives(a, "--output-filename")
+		if !xmlFile && !outputFile && !mpirunOwnGives(a, "--output") {
 			continue
 		}
 		given, value, attached := a, "", false
 		if _, value, attached = strings.Cut(a, "="); !attached && i+1 < len(args) {
 			given, value = a+" "+args[i+1], args[i+1]
 		}
-		if xmlFile {
+		switch {
+		case xmlFile:
 			return given, writesXML
-		}
-		if how := prrteOutputHides(value); how != "" {
-			return given, how
+		case outputFile:
+			if ompiOutputNoCopy(value) {
+				return given, filesOnly
+			}
+		default:
+			if how := prrteOutputHides(value); how != "" {
+				return given, how
+			}
 		}
 	}
 	return "", ""
@@ -1314,6 +1322,15 @@ func MCAHidesOutput(param, value string) string {
 		return prrteOutputHides(value)
 	}
 	return ""
+}
+
+// ompiOutputNoCopy reports whether value, of Open MPI 4's
+// --output-filename, has the ranks' output written to its files only: the
+// nocopy qualifier, in any case, in the list after its first ':' (4.1.4's
+// mpirun; "/tmp/o:nocopy").
+func ompiOutputNoCopy(value string) bool {
+	_, quals, _ := strings.Cut(value, ":")
+	return slices.ContainsFunc(strings.Split(quals, ","), func(q string) bool { return strings.EqualFold(q, "nocopy") })
 }
 
 // prrteOutputHides says how directives, a list of PRRTE's --output (Open
@@ -1537,7 +1554,7 @@ func mpirunOption(arg string) (key, value string, attached bool) {
 // ompiWhole are Open MPI's long options whose name begins a longer one's
 // there ("--host", "--hostfile"): given whole, getopt_long takes them as
 // themselves, not as an abbreviation.
-var ompiWhole = []string{"host", "n", "x"}
+var ompiWhole = []string{"host", "n", "output", "x"}
 
 // mpirunOwnGives reports whether arg gives opt, one of the options nccltune
 // passes mpirun itself, in a spelling mpirun reads: opt's name after any
