@@ -203,10 +203,28 @@ func allocationHolds(nodes int) error {
 }
 
 // gpuArgs reports whether srun arguments ask for GPUs themselves (-G,
-// --gpus*, --gres, --tres-per-task), as srun reads its options.
+// --gpus*, a GPU of --gres or --tres-per-task, or --gres=none), as srun
+// reads its options.
 func gpuArgs(args []string) bool {
 	return slices.ContainsFunc(space.SrunOptions(args), func(o space.SrunOption) bool {
-		return o.Long == "gres" || o.Long == "tres-per-task" || o.Long == "gpus" || strings.HasPrefix(o.Long, "gpus-per-")
+		switch {
+		case o.Long == "gres" && o.Value == "none":
+			return true
+		case o.Long == "gres" || o.Long == "tres-per-task":
+			return namesGPU(o.Value)
+		}
+		return o.Long == "gpus" || strings.HasPrefix(o.Long, "gpus-per-")
+	})
+}
+
+// namesGPU reports whether list, a value of srun's --gres or
+// --tres-per-task ("gpu:a100:2,nvme:1", "gres/gpu=1", "cpu=2"), asks for
+// GPUs: other resources leave the step's GPUs to the job's.
+func namesGPU(list string) bool {
+	return slices.ContainsFunc(strings.Split(list, ","), func(item string) bool {
+		item = strings.TrimPrefix(strings.TrimPrefix(item, "gres/"), "gres:")
+		name, _, _ := strings.Cut(strings.ReplaceAll(item, "=", ":"), ":")
+		return name == "gpu"
 	})
 }
 

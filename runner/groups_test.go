@@ -414,7 +414,9 @@ func TestHostfileIPv6(t *testing.T) {
 
 // TestGPUArgs: srun arguments ask for GPUs in every spelling srun's
 // getopt_long reads (abbreviated, after flags, the value next), and not
-// where only an option's value, or --gres-flags, looks like one.
+// where only an option's value, or --gres-flags, looks like one, nor
+// where --gres or --tres-per-task asks for other resources only (an NVMe
+// disk, 23.11's CPUs per task); --gres=none leaves the step none.
 func TestGPUArgs(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -430,6 +432,13 @@ func TestGPUArgs(t *testing.T) {
 		{[]string{"--gres-flags=enforce-binding"}, false},
 		{[]string{"-J", "-G4"}, false},
 		{[]string{"--mpi=pmix"}, false},
+		{[]string{"--gres=nvme:1"}, false},
+		{[]string{"--tres-per-task=cpu:2"}, false},
+		{[]string{"--tres-per-task=cpu=2"}, false},
+		{[]string{"--tres-per-task=cpu=2,gres/gpu=1"}, true},
+		{[]string{"--gres", "nvme:1,gpu:a100:2"}, true},
+		{[]string{"--gres=gpu"}, true},
+		{[]string{"--gres=none"}, true},
 	} {
 		if got := gpuArgs(tc.args); got != tc.want {
 			t.Errorf("gpuArgs(%q) = %v, want %v", tc.args, got, tc.want)

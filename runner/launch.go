@@ -99,7 +99,9 @@ var outerStep = []string{
 // (outerMPIJob), Hydra's description of its rank (MPI_LOCALRANKID,
 // MPI_LOCALNRANKS, with PMI_RANK), and the rank's process management
 // wiring: the PMI and PMIx variables (PMI_RANK, PMI_FD, PMIX_RANK,
-// PMIX_SERVER_URI..., of srun --mpi, Hydra or Open MPI), which reach every
+// PMIX_SERVER_URI..., of srun --mpi, Hydra or Open MPI) and HPE Cray's
+// PALS ones (PALS_RANKID, PALS_APINFO: srun --mpi=cray_shasta's, by which
+// Cray PMI reads the step's layout and its rank in it), which reach every
 // rank that a trial's launcher wires no other way (the local launcher's,
 // torchrun's, srun --mpi=none) as one of that outer launch's ranks. It
 // holds for every launcher (Runner.Run). PMIx's MCA parameters (PMIX_MCA_*)
@@ -111,21 +113,26 @@ func withoutOuterLaunch(env []string) []string {
 	has := func(name string) bool {
 		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 	}
-	step, mpiJob, hydra := inStep(env), has("OMPI_COMM_WORLD_SIZE"), has("PMI_RANK")
-	if !step && !mpiJob && !hydra {
+	step, mpiJob, pmi := inStep(env), has("OMPI_COMM_WORLD_SIZE"), has("PMI_RANK") || has("PALS_RANKID")
+	if !step && !mpiJob && !pmi {
 		return slices.Clone(env)
 	}
+	interactive := slices.Contains(env, "SLURM_STEP_ID="+interactiveStep)
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(name, "PMI_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
+		case strings.HasPrefix(name, "PMI_"), strings.HasPrefix(name, "PALS_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
 			return true
-		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_") || outerTaskCPUs(name)):
+		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_") || outerTaskCPUs(name, interactive)):
 			return true
 		}
 		return mpiJob && outerMPIJob(name)
 	})
 }
+
+// interactiveStep is the ID of the step in which salloc runs its shell
+// under LaunchParameters=use_interactive_step (SLURM_INTERACTIVE_STEP).
+const interactiveStep = "4294967290"
 
 // outerTaskCPUs reports whether name is one of the variables by which srun
 // gives each task of its step the CPUs, binding and frequency the step
@@ -136,10 +143,13 @@ func withoutOuterLaunch(env []string) []string {
 // SLURM_MEM_BIND, SLURM_CPU_FREQ_REQ), as does the srun that Open MPI's
 // mpirun or torchrun's wrapper runs, and srun --export=ALL hands every rank
 // the rest as its own. The allocation's SRUN_CPUS_PER_TASK, which srun
-// does not set in a task, stays.
-func outerTaskCPUs(name string) bool {
+// does not set in a task, stays; so do the CPUs per task in salloc's
+// interactive step, which asks for none of its own: they are salloc's.
+func outerTaskCPUs(name string, interactive bool) bool {
 	switch name {
-	case "SLURM_CPUS_PER_TASK", "SLURM_TRES_PER_TASK", "SLURM_CPU_FREQ_REQ":
+	case "SLURM_CPUS_PER_TASK", "SLURM_TRES_PER_TASK":
+		return !interactive
+	case "SLURM_CPU_FREQ_REQ":
 		return true
 	}
 	return strings.HasPrefix(name, "SLURM_CPU_BIND") || strings.HasPrefix(name, "SLURM_MEM_BIND")
@@ -520,13 +530,33 @@ func (MPIRun) LauncherEnv(env []string) []string {
 // mpirun where nccltune is such a rank, OMPI_UNIVERSE_SIZE made Open MPI 4
 // refuse "recursive calls", and the outer daemon's URI and ess settings
 // made it fail to start its own job. Its PMIx wiring is dropped as every
-// outer launcher's is (withoutOuterLaunch).
+// outer launcher's is (withoutOuterLaunch). The caller's own MCA
+// parameters, which mpirun hands its ranks too, are settings and stay,
+// also those named orte_* (orte_rsh_agent, plm_rsh_agent's synonym).
 func outerMPIJob(name string) bool {
 	switch name {
 	case "OMPI_UNIVERSE_SIZE", "OMPI_APP_CTX_NUM_PROCS", "OMPI_NUM_APP_CTX", "OMPI_FIRST_RANKS", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_FILE_LOCATION":
 		return true
 	}
-	return slices.ContainsFunc([]string{"OMPI_COMM_WORLD_", "OMPI_MCA_orte_", "OMPI_MCA_ess"}, func(prefix string) bool { return strings.HasPrefix(name, prefix) })
+	param, mca := strings.CutPrefix(name, "OMPI_MCA_")
+	switch {
+	case strings.HasPrefix(name, "OMPI_COMM_WORLD_"):
+		return true
+	case !mca:
+		return false
+	case strings.HasPrefix(param, "ess"), strings.HasPrefix(param, "orte_ess_"):
+		return true
+	}
+	return slices.Contains(orteRankParams, param)
+}
+
+// orteRankParams are the MCA parameters, other than the ess ones, that
+// Open MPI 4's daemon sets in each rank's environment for its job (4.1.4's
+// mpirun -np 1 env): its daemons' URIs, session directories, the rank's
+// app, binding and the job's transport key.
+var orteRankParams = []string{
+	"orte_hnp_uri", "orte_local_daemon_uri", "orte_jobfam_session_dir", "orte_top_session_dir", "orte_app_num",
+	"orte_launch", "orte_num_nodes", "orte_bound_at_launch", "orte_precondition_transports", "orte_num_restarts",
 }
 
 // Srun starts the ranks with Slurm's srun inside an existing allocation. The

@@ -381,10 +381,11 @@ func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
 
 // TestLauncherEnvInStep: where nccltune runs in a task of a Slurm step (its
 // variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), no launcher's
-// environment keeps what describes that step or wires its tasks
-// (withoutOuterLaunch); the allocation's variables, the cluster's
-// configuration and PMIx's MCA parameters stay. Outside a step (a batch
-// script's variables) nothing goes.
+// environment keeps what describes that step or wires its tasks (PMI,
+// PMIx, --mpi=cray_shasta's PALS; withoutOuterLaunch); the allocation's variables, the cluster's
+// configuration and PMIx's MCA parameters stay, and so do the CPUs per
+// task of salloc's interactive step, which are the allocation's. Outside
+// a step (a batch script's variables) nothing goes.
 func TestLauncherEnvInStep(t *testing.T) {
 	job := []string{"SLURM_JOB_ID=7", "SLURM_JOBID=7", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_CONF=/etc/slurm/slurm.conf",
 		"SLURM_MPI_TYPE=pmi2", "PMIX_MCA_gds=hash", "PATH=/bin"}
@@ -395,7 +396,17 @@ func TestLauncherEnvInStep(t *testing.T) {
 		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1", "SLURM_STEP_GPUS=0,1", "SLURM_STEP_RESV_PORTS=12000-12001",
 		"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu:2", "SLURM_CPU_BIND=quiet,cores", "SLURM_CPU_BIND_TYPE=cores", "SLURM_MEM_BIND=local")
 	batch := append(slices.Clone(job), "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_DISTRIBUTION=block")
-	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}} {
+	// salloc -c 2's shell in its interactive step (LaunchParameters=
+	// use_interactive_step), as 22.05 sets it: that step asks for no CPUs
+	// of its own, and its CPUs per task are salloc's, the allocation's.
+	allocCPUs := []string{"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu=2"}
+	interactive := append(slices.Concat(job, allocCPUs), "SLURM_STEP_ID=4294967290", "SLURM_STEPID=4294967290",
+		"SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0", "SLURM_SRUN_COMM_PORT=35371", "SLURM_CPU_BIND=quiet,mask_cpu:0x1")
+	// A step of srun --mpi=cray_shasta (HPE Cray's PMI): its PALS wiring,
+	// by which Cray PMI finds the step's layout and its rank in it.
+	cray := append(slices.Clone(job), "SLURM_STEP_ID=1", "PALS_APID=7.1", "PALS_APINFO=/var/spool/slurmd/mpi_cray_shasta/7.1/apinfo",
+		"PALS_NODEID=0", "PALS_RANKID=0", "PALS_SPOOL_DIR=/var/spool/slurmd/mpi_cray_shasta/7.1")
+	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}, {interactive, slices.Concat(job, allocCPUs)}, {cray, job}} {
 		if got := withoutOuterLaunch(tc.env); !slices.Equal(got, tc.want) {
 			t.Errorf("environment from %q:\n%q\nwant %q", tc.env, got, tc.want)
 		}
@@ -748,15 +759,30 @@ func TestHydraRankExit(t *testing.T) {
 // its rank, which a trial's mpirun took for a recursive call ("mpirun does
 // not support recursive calls", every trial failed) or, given the outer
 // daemon's URI, tried to join; the trial's mpirun starts a job of its own.
+// The caller's own MCA parameters, which the outer mpirun hands its rank
+// too, are settings and stay, those named orte_* (plm_rsh_agent's synonym
+// orte_rsh_agent, orte_keep_fqdn_hostnames) among them.
 func TestMPIRunInsideAnOuterJob(t *testing.T) {
 	env := needMPI(t)
+	own := []string{"OMPI_MCA_orte_rsh_agent=ssh -o BatchMode=yes", "OMPI_MCA_orte_keep_fqdn_hostnames=1", "OMPI_MCA_orte_base_help_aggregate=0"}
 	cmd := exec.Command("mpirun", "-np", "1", "env")
-	cmd.Env = env
+	cmd.Env = append(slices.Clone(env), own...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("mpirun -np 1 env: %v", err)
 	}
 	outer := strings.Split(strings.TrimSpace(string(out)), "\n")
+	kept := withoutOuterLaunch(outer)
+	for _, kv := range own {
+		if !slices.Contains(kept, kv) {
+			t.Errorf("the caller's %s dropped", kv)
+		}
+	}
+	if i := slices.IndexFunc(kept, func(kv string) bool {
+		return strings.HasPrefix(kv, "OMPI_MCA_orte_hnp_uri=") || strings.HasPrefix(kv, "OMPI_MCA_ess_base_jobid=")
+	}); i >= 0 {
+		t.Errorf("the outer job's %s kept", kept[i])
+	}
 	r := &Runner{Launcher: MPIRun{NP: 2, Args: []string{"--oversubscribe"}}, BaseEnv: outer}
 	res := r.Run(context.Background(), Job{
 		Benchmark: NCCLTests{Program: []string{os.Args[0], "-nodes=1", "-gpus_per_node=8"}, Binary: "all_reduce_perf", Collective: "all_reduce", GPUs: 1, Check: true},

@@ -130,6 +130,14 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		{numNCCLTests, mpirun, `["--output=dir=/tmp/o,:NOC"]`, "--output=dir=/tmp/o,:NOC sends the ranks' output to files only"},
 		{numNCCLTests, mpirun, `["--prtemca", "output", "f=o:n"]`, "--prtemca output f=o:n sends the ranks' output to files only"},
 		{numNCCLTests, mpirun, `["--output", "tag:raw"]`, ""},
+		// Open MPI 4's --output-filename copies the output, but not with
+		// its nocopy qualifier (4.1.4: any case, in the list after the
+		// first ':').
+		{numNCCLTests, mpirun, `["--output-filename", "/tmp/o:nocopy"]`, "launcher.args: --output-filename /tmp/o:nocopy sends the ranks' output to files only"},
+		{numNCCLTests, mpirun, `["-output-filename", "/tmp/o:x,NOCOPY"]`, "-output-filename /tmp/o:x,NOCOPY sends the ranks' output to files only"},
+		{numNCCLTests, mpirun, `["--output-filename", "/tmp/o"]`, ""},
+		{numNCCLTests, mpirun, `["--output-filename", "/tmp/o:a:nocopy"]`, ""},
+		{numNCCLTests, mpirun, `["--output", "tag", "--output-filename", "/tmp/o"]`, ""},
 		{numDDP, torchrun, `["--nproc_per_node=4"]`, "launcher.args: --nproc_per_node=4 is set by nccltune from the space (launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nproc", "4"]`, "(launcher.nproc_per_node)"},
 		{numDDP, torchrun, `["--nnodes", "2"]`, "(launcher.nodes)"},

@@ -1148,52 +1148,29 @@ func (b *builder) ncclTestsArgs(line int, args []string) {
 	}
 }
 
-// How a program reads its options: getopt_long (nccl-tests, srun) takes a
-// short option's value attached ("-n5") and a long option's unambiguous
-// abbreviation ("--iter"); Python's argparse (torchrun) the abbreviation;
-// mpirun neither, and has options of one dash and many letters ("-np").
+// How a program reads its long options, as the load compares them: torchrun
+// (Python's argparse) and srun take an unambiguous abbreviation ("--nproc",
+// "--ntasks-per"; srun's getopt_long an ambiguous one not at all, which
+// the load still takes for each option it may be), mpirun none, and has
+// options of one dash and many letters ("-np"). srun's arguments are first
+// read as its getopt_long reads them (SrunOptions), short options and
+// values included, each then spelled long (SrunOption.Read).
 type optionStyle int
 
 const (
-	getopt optionStyle = iota
-	argparse
+	abbreviated optionStyle = iota
 	exact
 )
 
 // givesOption reports whether arg, one of a program's arguments, gives its
-// option opt ("-n", "--nodes") as the program reads it.
+// option opt ("--nodes") as the program reads it.
 func givesOption(arg, opt string, style optionStyle) bool {
 	name, _, _ := strings.Cut(arg, "=")
-	short := len(opt) == 2 && opt[0] == '-' && opt[1] != '-'
 	switch {
 	case name == opt:
 		return true
-	case style == getopt && short:
-		return clusterGives(arg, opt[1])
-	case style != exact && !short && len(name) > len("--x") && strings.HasPrefix(name, "--"):
+	case style == abbreviated && len(name) > len("--x") && strings.HasPrefix(name, "--"):
 		return strings.HasPrefix(opt, name)
-	}
-	return false
-}
-
-// srunFlags are srun's short options that take no value (slurm_opt.c's
-// no_argument ones): getopt reads "-ln16" as -l, then -n 16.
-const srunFlags = "EHhlOQsuvVXZ"
-
-// clusterGives reports whether arg, a cluster of short options as getopt
-// reads one ("-ln16"), gives option c: after flags that take no value, as
-// its first letter that takes one ("-Jn16" is a job named n16).
-func clusterGives(arg string, c byte) bool {
-	if len(arg) < 2 || arg[0] != '-' || arg[1] == '-' {
-		return false
-	}
-	for i := 1; i < len(arg); i++ {
-		if arg[i] == c {
-			return true
-		}
-		if !strings.ContainsRune(srunFlags, rune(arg[i])) {
-			return false
-		}
 	}
 	return false
 }
@@ -1205,10 +1182,10 @@ func clusterGives(arg string, c byte) bool {
 // variables, than the space says and the checks of each trial expect.
 var launcherOwn = map[string][]ownOptions{
 	"srun": {
-		{[]string{"-N", "--nodes"}, "launcher.nodes (or campaign.scales)"},
-		{[]string{"-n", "--ntasks", "--ntasks-per-node"}, "launcher.ntasks_per_node"},
+		{[]string{"--nodes"}, "launcher.nodes (or campaign.scales)"},
+		{[]string{"--ntasks", "--ntasks-per-node"}, "launcher.ntasks_per_node"},
 		{[]string{"--export"}, "--export=ALL, which hands every rank the trial's variables"},
-		{[]string{"-K", "--kill-on-bad-exit"}, "--kill-on-bad-exit=1, which ends a step at its first failed rank"},
+		{[]string{"--kill-on-bad-exit"}, "--kill-on-bad-exit=1, which ends a step at its first failed rank"},
 	},
 	"mpirun": {
 		{[]string{"-np", "--np", "-n", "--n", "-c"}, "launcher.np"},
@@ -1227,7 +1204,7 @@ var launcherOwn = map[string][]ownOptions{
 // (src/srun/libsrun/opt.c: the file's list is read in place of the
 // option's), so every group's trials would run on the file's nodes.
 var groupsOwn = map[string][]ownOptions{
-	"srun":   {{[]string{"-w", "--nodelist", "-F", "--nodefile"}, "launcher.groups, which gives each trial its group's nodes"}},
+	"srun":   {{[]string{"--nodelist", "--nodefile"}, "launcher.groups, which gives each trial its group's nodes"}},
 	"mpirun": {{[]string{"-H", "--host", "-host", "-hosts"}, "launcher.groups, which gives each trial its group's hosts"}},
 }
 
@@ -1237,24 +1214,54 @@ var groupsOwn = map[string][]ownOptions{
 // launcher's own output: every trial would fail with nothing to read. The
 // variables that set them from the caller's environment (SRUN_OUTPUT,
 // PET_REDIRECTS) are dropped from the launcher's for the same reason.
-// Open MPI 4's --output-filename copies the output, and stays allowed.
+// Open MPI 4's --output-filename copies the output, and stays allowed but
+// with its nocopy qualifier (mpirunHidesOutput).
 var launcherOutput = map[string][]string{
-	"srun":     {"-o", "--output", "-e", "--error"},
+	"srun":     {"--output", "--error"},
 	"torchrun": {"-r", "--redirects", "--local_ranks_filter", "--local-ranks-filter"},
 }
 
-// srunAsNccltune are srun's own options as nccltune passes them
-// (--export=ALL, --kill-on-bad-exit=1), read as SrunOption.Read spells
-// them, which a space written for srun by habit gives again: the step is
-// the same, so they are no reason to refuse it.
-var srunAsNccltune = []string{"--export=ALL", "--kill-on-bad-exit", "--kill-on-bad-exit=1"}
+// srunAsNccltune reports whether o, one of srun's options, is as nccltune
+// passes it (--export=ALL, ALL in any case as srun takes it;
+// --kill-on-bad-exit=1, which srun's -K alone also sets), which a space
+// written for srun by habit gives again: the step is the same, so it is no
+// reason to refuse it.
+func srunAsNccltune(o SrunOption) bool {
+	switch o.Long {
+	case "export":
+		return strings.EqualFold(o.Value, "ALL")
+	case "kill-on-bad-exit":
+		return !o.HasValue || o.Value == "1"
+	}
+	return false
+}
+
+// srunProgram refuses launcher.args that srun reads, from rest on, as the
+// program it runs (rest, after opts, of srunParse): nccltune's benchmark
+// command would be that program's arguments, and every trial would run it.
+// An optional value given apart ("-K 1") is such a program, as getopt_long
+// takes one only attached.
+func (b *builder) srunProgram(opts []SrunOption, rest []string) {
+	at := b.loc.field("launcher", 0, "args")
+	switch {
+	case len(rest) == 0:
+	case rest[0] == "--":
+		b.errorf(at, "launcher.args: \"--\" ends srun's options: srun would run what follows it as the program, with the benchmark's command as its arguments")
+	case len(opts) > 0 && srunLong[opts[len(opts)-1].Long] == srunOptionalValue && !opts[len(opts)-1].HasValue:
+		last := opts[len(opts)-1]
+		b.errorf(at, "launcher.args: %q is no option of srun's: %s takes a value only attached (--%s=%s), and srun would run %q as the program, with the benchmark's command as its arguments", rest[0], last.Written, last.Long, rest[0], rest[0])
+	default:
+		b.errorf(at, "launcher.args: %q is no option of srun's, nor an option's value: srun would run it as the program, with the benchmark's command as its arguments", rest[0])
+	}
+}
 
 // mpirunHidesOutput is the option of args that has Open MPI's mpirun write
 // the ranks' output as XML (4's --xml, or --xml-file to a file, with
-// mpirun's own reports) or to files only, and so none where nccltune reads
-// it, or the MCA parameter that does (MCAHidesOutput), in any spelling of
-// --mca and of 5's --output list (prrteOutputHides), as given ("--output
-// tag,xml"), and how it does; "" where none does.
+// mpirun's own reports) or to files only (4's --output-filename with
+// nocopy), and so none where nccltune reads it, or the MCA parameter that
+// does (MCAHidesOutput), in any spelling of --mca and of 5's --output list
+// (prrteOutputHides), as given ("--output tag,xml"), and how it does; ""
+// where none does.
 func mpirunHidesOutput(args []string) (given, how string) {
 	for i, a := range args {
 		if mpirunOwnGives(a, "--xml") {
@@ -1272,19 +1279,25 @@ func mpirunHidesOutput(args []string) (given, how string) {
 			}
 			continue
 		}
-		xmlFile := mpirunOwnGives(a, "--xml-file")
-		if !xmlFile && !mpirunOwnGives(a, "--output") {
+		xmlFile, outputFile := mpirunOwnGives(a, "--xml-file"), mpirunOwnGives(a, "--output-filename")
+		if !xmlFile && !outputFile && !mpirunOwnGives(a, "--output") {
 			continue
 		}
 		given, value, attached := a, "", false
 		if _, value, attached = strings.Cut(a, "="); !attached && i+1 < len(args) {
 			given, value = a+" "+args[i+1], args[i+1]
 		}
-		if xmlFile {
+		switch {
+		case xmlFile:
 			return given, writesXML
-		}
-		if how := prrteOutputHides(value); how != "" {
-			return given, how
+		case outputFile:
+			if ompiOutputNoCopy(value) {
+				return given, filesOnly
+			}
+		default:
+			if how := prrteOutputHides(value); how != "" {
+				return given, how
+			}
 		}
 	}
 	return "", ""
@@ -1309,6 +1322,15 @@ func MCAHidesOutput(param, value string) string {
 		return prrteOutputHides(value)
 	}
 	return ""
+}
+
+// ompiOutputNoCopy reports whether value, of Open MPI 4's
+// --output-filename, has the ranks' output written to its files only: the
+// nocopy qualifier, in any case, in the list after its first ':' (4.1.4's
+// mpirun; "/tmp/o:nocopy").
+func ompiOutputNoCopy(value string) bool {
+	_, quals, _ := strings.Cut(value, ":")
+	return slices.ContainsFunc(strings.Split(quals, ","), func(q string) bool { return strings.EqualFold(q, "nocopy") })
 }
 
 // prrteOutputHides says how directives, a list of PRRTE's --output (Open
@@ -1375,7 +1397,10 @@ func (b *builder) launcherArgs(s *Space) {
 		// theirs. Under --standalone torchrun replaces any id itself.
 		own = append(slices.Clone(own), ownOptions{[]string{"--rdzv_id", "--rdzv-id"}, "launcher.rdzv_endpoint, whose every launch meets under a rendezvous id of its own"})
 	}
-	style := map[string]optionStyle{"srun": getopt, "torchrun": argparse, "mpirun": exact}[l.Kind]
+	style := abbreviated
+	if l.Kind == "mpirun" {
+		style = exact
+	}
 	if l.Kind == "mpirun" {
 		b.mpirunExports(l.Args)
 		if given, how := mpirunHidesOutput(l.Args); given != "" {
@@ -1385,20 +1410,25 @@ func (b *builder) launcherArgs(s *Space) {
 	// Each argument, or for srun each option as its getopt_long reads it
 	// (its value attached or the next argument, which is then no option
 	// of its own), as written and as the checks read it.
-	type arg struct{ written, read string }
+	type arg struct {
+		written, read string
+		asNccltune    bool // as nccltune passes it itself: the same step
+	}
 	var args []arg
 	if l.Kind == "srun" {
-		for _, o := range SrunOptions(l.Args) {
-			args = append(args, arg{o.Written, o.Read()})
+		opts, rest := srunParse(l.Args)
+		for _, o := range opts {
+			args = append(args, arg{o.Written, o.Read(), srunAsNccltune(o)})
 		}
+		b.srunProgram(opts, rest)
 	} else {
 		for _, a := range l.Args {
-			args = append(args, arg{a, a})
+			args = append(args, arg{a, a, false})
 		}
 	}
 	for _, a := range args {
-		if l.Kind == "srun" && slices.Contains(srunAsNccltune, a.read) {
-			continue // what nccltune passes itself: the same step
+		if a.asNccltune {
+			continue
 		}
 		if l.Kind == "srun" && givesOption(a.read, "--task-prolog", style) {
 			// Refused rather than read, as mpirun's files of variables are:
@@ -1524,7 +1554,7 @@ func mpirunOption(arg string) (key, value string, attached bool) {
 // ompiWhole are Open MPI's long options whose name begins a longer one's
 // there ("--host", "--hostfile"): given whole, getopt_long takes them as
 // themselves, not as an abbreviation.
-var ompiWhole = []string{"host", "n", "x"}
+var ompiWhole = []string{"host", "n", "output", "x"}
 
 // mpirunOwnGives reports whether arg gives opt, one of the options nccltune
 // passes mpirun itself, in a spelling mpirun reads: opt's name after any

@@ -31,23 +31,26 @@ const (
 	srunValue
 )
 
-// srunLong are srun's long options by how they take a value: 22.05's
-// srun(1), with 23.11's --external-launcher and --tres-per-task. One srun
-// does not know is read as taking none, so that the argument after it is
-// still checked as an option.
+// srunLong are srun's long options by how they take a value: those of
+// 22.05's getopt_long table (srun(1)'s and the aliases it does not list,
+// srunAlias), with 23.11's --external-launcher and --tres-per-task. One
+// srun does not know is read as taking none, so that the argument after it
+// is still checked as an option.
 var srunLong = func() map[string]int {
 	m := map[string]int{}
 	for kind, names := range []string{
-		srunNoValue: "contiguous disable-status exact external-launcher help hold label multi-prog no-allocate overcommit overlap " +
-			"oversubscribe preserve-env pty quiet quit-on-interrupt reboot spread-job test-only unbuffered usage use-min-nodes verbose version",
-		srunOptionalValue: "bcast compress exclusive immediate kill-on-bad-exit nice no-kill propagate resv-ports send-libs x11",
-		srunValue: "accel-bind account acctg-freq bb bbf bcast-exclude begin chdir cluster-constraint clusters comment constraint " +
-			"container core-spec cores-per-socket cpu-bind cpu-freq cpus-per-gpu cpus-per-task deadline delay-boot dependency " +
-			"distribution epilog error exclude export extra-node-info gid gpu-bind gpu-freq gpus gpus-per-node gpus-per-socket " +
-			"gpus-per-task gres gres-flags het-group hint input job-name jobid licenses mail-type mail-user mcs-label mem mem-bind " +
-			"mem-per-cpu mem-per-gpu mincpus mpi msg-timeout network nodefile nodelist nodes ntasks ntasks-per-core ntasks-per-gpu " +
-			"ntasks-per-node ntasks-per-socket open-mode output partition power prefer priority profile prolog qos relative " +
-			"reservation signal slurmd-debug sockets-per-node switches task-epilog task-prolog thread-spec threads " +
+		srunNoValue: "contiguous debugger-test disable-status exact external-launcher help hold interactive label multi-prog " +
+			"no-allocate overcommit oversubscribe preserve-env pty quiet quit-on-interrupt reboot spread-job test-only " +
+			"unbuffered usage use-min-nodes verbose version whole",
+		srunOptionalValue: "bcast compress exclusive immediate kill-on-bad-exit nice no-kill overlap propagate resv-ports send-libs x11",
+		srunValue: "accel-bind account acctg-freq bb bbf bcast-exclude begin chdir cluster cluster-constraint clusters comment " +
+			"constraint container context core-spec cores-per-socket cpu-bind cpu_bind cpu-freq cpus-per-gpu cpus-per-task " +
+			"deadline delay-boot dependency distribution epilog error exclude export extra-node-info gid gpu-bind gpu-freq " +
+			"gpus gpus-per-node gpus-per-socket gpus-per-task gres gres-flags het-group hint input job-name jobid licenses " +
+			"mail-type mail-user mcs-label mem mem-bind mem-per-cpu mem-per-gpu mincpus mpi msg-timeout network nodefile " +
+			"nodelist nodes ntasks ntasks-per-core ntasks-per-gpu ntasks-per-node ntasks-per-socket ntasks-per-tres " +
+			"open-mode output pack-group partition power prefer priority profile prolog qos relative reservation signal " +
+			"slurmd-debug sockets-per-node switches task-epilog task-prolog tasks-per-node thread-spec threads " +
 			"threads-per-core time time-min tmp tres-per-task uid wait wckey",
 	} {
 		for _, name := range strings.Fields(names) {
@@ -56,6 +59,15 @@ var srunLong = func() map[string]int {
 	}
 	return m
 }()
+
+// srunAlias are the long names srun takes for another option (slurm_opt.c
+// gives both the same option), by the option's name in srun(1).
+var srunAlias = map[string]string{
+	"tasks-per-node": "ntasks-per-node", "cpu_bind": "cpu-bind", "cluster": "clusters", "pack-group": "het-group",
+}
+
+// srunCanonical is name, a whole long name, as srun(1) names its option.
+func srunCanonical(name string) string { return cmp.Or(srunAlias[name], name) }
 
 // srunShort are srun's short options, by their long names.
 var srunShort = map[byte]string{
@@ -69,37 +81,46 @@ var srunShort = map[byte]string{
 }
 
 // srunLongName is the long option that name, whole or an abbreviation
-// getopt_long takes, names; name itself where none or several do (srun
-// refuses it: "unrecognized option", "is ambiguous").
+// getopt_long takes, names, as srun(1) names it (srunCanonical); name
+// itself where none or several options do (srun refuses it:
+// "unrecognized option", "is ambiguous"). An abbreviation of an option and
+// its alias only is no ambiguity, as getopt_long reads them.
 func srunLongName(name string) string {
 	if _, ok := srunLong[name]; ok || name == "" {
-		return name
+		return srunCanonical(name)
 	}
 	found := ""
 	for long := range srunLong {
-		if strings.HasPrefix(long, name) {
-			if found != "" {
-				return name
-			}
-			found = long
+		if !strings.HasPrefix(long, name) {
+			continue
 		}
+		if found != "" && found != srunCanonical(long) {
+			return name
+		}
+		found = srunCanonical(long)
 	}
 	return cmp.Or(found, name)
 }
 
 // SrunOptions are the options of args, srun's arguments, as srun's
-// getopt_long reads them: a long option's value after '=' or, where it
-// must have one, as the next argument, whatever that looks like ("-J -n16"
-// names the job "-n16"); short options in a cluster after flags ("-ln16"
-// is -l, then -n 16), the first that takes a value taking the rest. srun
-// stops at its first argument that is no option (the program it runs)
-// and at "--".
+// getopt_long reads them (srunParse).
 func SrunOptions(args []string) []SrunOption {
-	var opts []SrunOption
+	opts, _ := srunParse(args)
+	return opts
+}
+
+// srunParse reads args, srun's arguments, as srun's getopt_long does: a
+// long option's value after '=' or, where it must have one, as the next
+// argument, whatever that looks like ("-J -n16" names the job "-n16");
+// short options in a cluster after flags ("-ln16" is -l, then -n 16), the
+// first that takes a value taking the rest; an optional value only
+// attached. srun stops at "--" and at its first argument that is no
+// option, the program it runs: rest is the arguments from there.
+func srunParse(args []string) (opts []SrunOption, rest []string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" || len(a) < 2 || a[0] != '-' {
-			return opts
+			return opts, args[i:]
 		}
 		var o SrunOption
 		if strings.HasPrefix(a, "--") {
@@ -124,5 +145,5 @@ func SrunOptions(args []string) []SrunOption {
 		}
 		opts = append(opts, o)
 	}
-	return opts
+	return opts, nil
 }
