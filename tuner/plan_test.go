@@ -646,11 +646,7 @@ when = { NCCL_ALGO = ["default"] }
 		t.Run(tc.name, func(t *testing.T) {
 			sp := mustParse(t, "test.toml", head+tc.params)
 			trial := func(n int, a space.Assignment) store.Trial {
-				scores := map[string]float64{}
-				for _, rg := range sp.Ranges {
-					scores[rg.Name] = float64(10 + 10*min(n, len(tc.trials)-1)/(len(tc.trials)-1))
-				}
-				return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+				return evenTrial(sp, n, store.Search, a, float64(10+10*min(n, len(tc.trials)-1)/(len(tc.trials)-1)))
 			}
 			var trials []store.Trial
 			for n, a := range tc.trials {
@@ -919,14 +915,10 @@ func TestResumeWithAShorterTimeoutFitsIt(t *testing.T) {
 func simplificationRuns(t *testing.T, sp *space.Space, best space.Assignment, ring func(n int) float64) []string {
 	t.Helper()
 	trial := func(n int, a space.Assignment) store.Trial {
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = 10
-			if a["NCCL_ALGO"] == "Ring" {
-				scores[rg.Name] = ring(n)
-			}
+		if a["NCCL_ALGO"] == "Ring" {
+			return evenTrial(sp, n, store.Search, a, ring(n))
 		}
-		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+		return evenTrial(sp, n, store.Search, a, 10)
 	}
 	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}), trial(2, best)}
 	var ran []string
@@ -1027,20 +1019,13 @@ name = "NCCL_IB_QPS_PER_CONNECTION"
 min = 1
 max = 8
 `)
-	trial := func(n int, phase store.Phase, a space.Assignment, score float64) store.Trial {
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = score
-		}
-		return store.Trial{Number: n, State: store.Complete, Phase: phase, Params: a, Scores: scores}
-	}
 	ring := space.Assignment{"NCCL_ALGO": "Ring"}
 	trials := []store.Trial{
-		trial(0, store.Search, space.Assignment{"NCCL_ALGO": space.Unset}, 10),
-		trial(1, store.Search, space.Assignment{"NCCL_ALGO": space.Unset}, 10),
-		trial(2, store.Search, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_IB_QPS_PER_CONNECTION": "1"}, 20),
-		trial(3, store.Search, ring, 20),
-		trial(4, store.Simplification, ring, 20),
+		evenTrial(sp, 0, store.Search, space.Assignment{"NCCL_ALGO": space.Unset}, 10),
+		evenTrial(sp, 1, store.Search, space.Assignment{"NCCL_ALGO": space.Unset}, 10),
+		evenTrial(sp, 2, store.Search, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_IB_QPS_PER_CONNECTION": "1"}, 20),
+		evenTrial(sp, 3, store.Search, ring, 20),
+		evenTrial(sp, 4, store.Simplification, ring, 20),
 	}
 	if !simplified(sp, trials) {
 		t.Error("the campaign simplified under the older reading is not simplified")
@@ -1115,36 +1100,21 @@ values = ["default", "Simple"]
 name = "NCCL_BUFFSIZE"
 values = ["default", "1M"]
 `)
-	trial := func(n int, a space.Assignment) store.Trial {
-		score := 100.0
+	score := func(a space.Assignment) float64 {
 		switch {
 		case a["NCCL_ALGO"] == "Ring":
-			score = 101.5
+			return 101.5
 		case a["NCCL_PROTO"] == "Simple" || a["NCCL_BUFFSIZE"] == "1M":
-			score = 100.6
+			return 100.6
 		}
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = score
-		}
-		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+		return 100
 	}
 	all := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_BUFFSIZE": "1M"}
-	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}), trial(2, all)}
-	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
-		tr := trial(len(trials), a)
-		tr.Phase = store.Simplification
-		trials = append(trials, tr)
-		return tr, nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	var trials []store.Trial
+	for n, a := range []space.Assignment{{}, {}, all} {
+		trials = append(trials, evenTrial(sp, n, store.Search, a, score(a)))
 	}
-	for _, r := range results.Of(sp, trials, nil) {
-		if !r.Tuned() || results.Settings(sp, r.Best) != 1 || r.Best.Params["NCCL_ALGO"] != "Ring" {
-			t.Errorf("range %s: chose %v (%s); want the algorithm alone", r.Range.Name, r.Best.Params, r.Describe())
-		}
-	}
+	simplifiesToTheAlgorithm(t, sp, trials, score)
 }
 
 // TestSimplificationLeavesNoSettingOutForAFailedConfiguration: the choice
@@ -1170,35 +1140,18 @@ values = ["default", "Ring"]
 name = "NCCL_PROTO"
 values = ["default", "Simple"]
 `)
-	trial := func(n int, a space.Assignment) store.Trial {
-		score := 100.0
+	score := func(a space.Assignment) float64 {
 		if a["NCCL_ALGO"] == "Ring" || a["NCCL_PROTO"] == "Simple" {
-			score = 110
+			return 110
 		}
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = score
-		}
-		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
+		return 100
 	}
 	proto := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": "Simple"}
 	wrong := store.Trial{Number: 3, State: store.Failed, FailureKind: "wrong", Phase: store.Search, Params: proto}
-	trials := []store.Trial{trial(0, space.Assignment{}), trial(1, space.Assignment{}),
-		trial(2, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}), wrong, trial(4, proto)}
-	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
-		tr := trial(len(trials), a)
-		tr.Phase = store.Simplification
-		trials = append(trials, tr)
-		return tr, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range results.Of(sp, trials, nil) {
-		if results.Settings(sp, r.Best) != 1 || r.Best.Params["NCCL_ALGO"] != "Ring" {
-			t.Errorf("range %s: chose %v (%s); want the algorithm alone", r.Range.Name, r.Best.Params, r.Describe())
-		}
-	}
+	both := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
+	trials := []store.Trial{evenTrial(sp, 0, store.Search, space.Assignment{}, 100), evenTrial(sp, 1, store.Search, space.Assignment{}, 100),
+		evenTrial(sp, 2, store.Search, both, 110), wrong, evenTrial(sp, 4, store.Search, proto, 110)}
+	simplifiesToTheAlgorithm(t, sp, trials, score)
 }
 
 // TestSimplificationHoldsAVariantToAllItsRuns: the protocol alone ran twice
@@ -1222,23 +1175,34 @@ values = ["default", "Ring"]
 name = "NCCL_PROTO"
 values = ["default", "Simple"]
 `)
-	trial := func(n int, a space.Assignment, score float64) store.Trial {
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = score
-		}
-		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
-	}
 	proto := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": "Simple"}
-	trials := []store.Trial{trial(0, space.Assignment{}, 100), trial(1, space.Assignment{}, 100),
-		trial(2, space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}, 110), trial(3, proto, 100), trial(4, proto, 110)}
-	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
-		score := 100.0
+	both := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
+	trials := []store.Trial{evenTrial(sp, 0, store.Search, space.Assignment{}, 100), evenTrial(sp, 1, store.Search, space.Assignment{}, 100),
+		evenTrial(sp, 2, store.Search, both, 110), evenTrial(sp, 3, store.Search, proto, 100), evenTrial(sp, 4, store.Search, proto, 110)}
+	simplifiesToTheAlgorithm(t, sp, trials, func(a space.Assignment) float64 {
 		if a["NCCL_ALGO"] == "Ring" {
-			score = 110
+			return 110
 		}
-		tr := trial(len(trials), a, score)
-		tr.Phase = store.Simplification
+		return 100
+	})
+}
+
+// evenTrial is trial n of phase, complete, scoring score in every range of sp.
+func evenTrial(sp *space.Space, n int, phase store.Phase, a space.Assignment, score float64) store.Trial {
+	scores := map[string]float64{}
+	for _, rg := range sp.Ranges {
+		scores[rg.Name] = score
+	}
+	return store.Trial{Number: n, State: store.Complete, Phase: phase, Params: a, Scores: scores}
+}
+
+// simplifiesToTheAlgorithm runs the simplification over trials, scoring
+// each variant it launches by score in every range, and fails t unless
+// every range then chooses NCCL_ALGO=Ring alone.
+func simplifiesToTheAlgorithm(t *testing.T, sp *space.Space, trials []store.Trial, score func(space.Assignment) float64) {
+	t.Helper()
+	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
+		tr := evenTrial(sp, len(trials), store.Simplification, a, score(a))
 		trials = append(trials, tr)
 		return tr, nil
 	})
@@ -1246,7 +1210,7 @@ values = ["default", "Simple"]
 		t.Fatal(err)
 	}
 	for _, r := range results.Of(sp, trials, nil) {
-		if results.Settings(sp, r.Best) != 1 || r.Best.Params["NCCL_ALGO"] != "Ring" {
+		if !r.Tuned() || results.Settings(sp, r.Best) != 1 || r.Best.Params["NCCL_ALGO"] != "Ring" {
 			t.Errorf("range %s: chose %v (%s); want the algorithm alone", r.Range.Name, r.Best.Params, r.Describe())
 		}
 	}
