@@ -1097,15 +1097,28 @@ values = ["Ring", "Tree"]
 		if searched != 4 || !strings.Contains(camp.Stopped, "every one of the space's 3 configurations was tried") {
 			t.Errorf("%q: %d search trials, stopped %q; want NCCL's defaults twice, Ring and Tree, and a stop", extra, searched, camp.Stopped)
 		}
-		vals, _ := st.Validations(camp.ID)
-		for _, again := range []Options{o, {ValidateRounds: 2, Trials: 20}} {
-			if err := newTuner(t, sp, st).Run(context.Background(), again); err != nil {
-				t.Fatal(err)
-			}
-			valsAgain, _ := st.Validations(camp.ID)
-			if trialsAgain := campaignTrials(t, st, "three"); len(trialsAgain) != len(trials) || len(valsAgain) != len(vals) {
-				t.Errorf("%q: run again with --trials %d: %d trials and %d validations, before %d and %d", extra, again.Trials, len(trialsAgain), len(valsAgain), len(trials), len(vals))
-			}
+		runsNothingAgain(t, sp, st, o, 20)
+	}
+}
+
+// runsNothingAgain fails t unless the finished campaign of sp in st, run
+// again with o and then with a budget raised to trials, runs no trial and
+// no validation.
+func runsNothingAgain(t *testing.T, sp *space.Space, st *store.Store, o Options, trials int) {
+	t.Helper()
+	name := sp.Campaign.Name
+	before := campaignTrials(t, st, name)
+	camp, _ := st.Campaign(name)
+	vals, _ := st.Validations(camp.ID)
+	raised := o
+	raised.Trials = trials
+	for _, again := range []Options{o, raised} {
+		if err := newTuner(t, sp, st).Run(context.Background(), again); err != nil {
+			t.Fatal(err)
+		}
+		valsAgain, _ := st.Validations(camp.ID)
+		if trialsAgain := campaignTrials(t, st, name); len(trialsAgain) != len(before) || len(valsAgain) != len(vals) {
+			t.Errorf("%s run again with --trials %d: %d trials and %d validations, before %d and %d", name, again.Trials, len(trialsAgain), len(valsAgain), len(before), len(vals))
 		}
 	}
 }
@@ -1145,18 +1158,7 @@ max = 8
 	if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	trials := campaignTrials(t, st, "grid")
-	camp, _ := st.Campaign("grid")
-	vals, _ := st.Validations(camp.ID)
-	for _, again := range []Options{o, {ValidateRounds: 2, Trials: 60}} {
-		if err := newTuner(t, sp, st).Run(context.Background(), again); err != nil {
-			t.Fatal(err)
-		}
-		valsAgain, _ := st.Validations(camp.ID)
-		if trialsAgain := campaignTrials(t, st, "grid"); len(trialsAgain) != len(trials) || len(valsAgain) != len(vals) {
-			t.Errorf("run again with --trials %d: %d trials and %d validations, before %d and %d", again.Trials, len(trialsAgain), len(valsAgain), len(trials), len(vals))
-		}
-	}
+	runsNothingAgain(t, sp, st, o, 60)
 	runs := map[string]int{}
 	for _, tr := range campaignTrials(t, st, "grid") {
 		if tr.Searched() && tr.Number >= sp.DefaultsTrials() {
