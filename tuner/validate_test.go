@@ -281,6 +281,15 @@ func TestFailedInAKilledValidation(t *testing.T) {
 // exported: the older verdict stood, and a resume, finding every choice
 // judged, validated nothing again.
 func TestFailedAfterAVerdict(t *testing.T) {
+	sp, st := validatedThenStopped(t, func(stop func()) Runner { return failThenStop{stop: stop, stopAt: "validate-1-0"} })
+	noneTuned(t, sp, st, "after its verdict")
+}
+
+// validatedThenStopped runs a validated campaign of the example, then a
+// second validation through runner(stop), which calls stop, the
+// validation's cancel, before its verdicts; it returns the space and store.
+func validatedThenStopped(t *testing.T, runner func(stop func()) Runner) (*space.Space, *store.Store) {
+	t.Helper()
 	sp := loadExample(t, 12)
 	st := openStore(t)
 	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
@@ -288,11 +297,11 @@ func TestFailedAfterAVerdict(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tu := newTuner(t, sp, st)
-	tu.Runner = failThenStop{stop: cancel, stopAt: "validate-1-0"}
+	tu.Runner = runner(cancel)
 	if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
 		t.Fatalf("stopped validation returned %v", err)
 	}
-	noneTuned(t, sp, st, "after its verdict")
+	return sp, st
 }
 
 // noneTuned checks that no range of sp's campaign in st keeps a tuned
@@ -580,17 +589,7 @@ func (w silentThenStop) Run(ctx context.Context, job runner.Job) runner.Result {
 // verdict stood until a validation ended, where one that ended would have
 // kept NCCL's defaults. The run is judged at once, as a failed one is.
 func TestUnconfirmedAfterAVerdict(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tu := newTuner(t, sp, st)
-	tu.Runner = silentThenStop{stop: cancel, stopAt: "validate-1-0"}
-	if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
-		t.Fatalf("stopped validation returned %v", err)
-	}
+	sp, st := validatedThenStopped(t, func(stop func()) Runner { return silentThenStop{stop: stop, stopAt: "validate-1-0"} })
 	camp, _ := st.Campaign(sp.Campaign.Name)
 	trials, _ := st.Trials(camp.ID)
 	vals, _ := st.Validations(camp.ID)
