@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"image"
 	"image/color"
 	"image/png"
 	"math"
@@ -255,15 +256,7 @@ func TestMeasuredOfALongUnit(t *testing.T) {
 	if err := Measured(sp, trials, path); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := decodePNG(t, path)
 	// The searched trials' points (trials 2 and 3 of 0 to 3) are drawn in
 	// the palette's first colour, in the right half; the legend is at the left.
 	want := palette[0].(color.RGBA)
@@ -935,15 +928,7 @@ func TestLegendOfManyRanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			img, err := png.Decode(f)
-			f.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			img := decodePNG(t, path)
 			legend := p.Legend.Rectangle(draw.Canvas{}).Size().Y
 			got, plain := img.Bounds().Dy(), int(height.Dots(96)+0.5)
 			switch {
@@ -1021,15 +1006,7 @@ func TestBusBWDataReachesTheTitle(t *testing.T) {
 	if err := BusBW(sp, results.Of(sp, trials, nil), trials, path); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := decodePNG(t, path)
 	// The y axis is the longest vertical run of dark pixels in the image's
 	// left quarter; the x axis the longest horizontal one in its lowest quarter.
 	dark := func(x, y int) bool {
@@ -1075,4 +1052,19 @@ func TestConvergenceTitleOfAUnitInParentheses(t *testing.T) {
 	if got := conv.Title.Text; !strings.HasSuffix(got, " (metric, lower is better)") {
 		t.Errorf("convergence.png's title %q, want it to end (metric, lower is better)", got)
 	}
+}
+
+// decodePNG reads the PNG image at path, failing t where it cannot.
+func decodePNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return img
 }
