@@ -554,20 +554,14 @@ func TestFrameworkNoRendezvous(t *testing.T) {
 // with them every RDMA check after; the kernel lists them in sysfs, where
 // NCCL reads them too.
 func TestPortsFromSysfs(t *testing.T) {
-	root := t.TempDir()
-	for path, content := range map[string]string{
+	root := infinibandSysfs(t, map[string]string{
 		"mlx5_0/ports/1/state":      "4: ACTIVE\n",
 		"mlx5_0/ports/1/rate":       "400 Gb/sec (4X NDR)\n",
 		"mlx5_0/ports/1/link_layer": "Ethernet\n",
 		"mlx5_1/ports/1/state":      "1: DOWN\n",
 		"mlx5_1/ports/1/rate":       "40 Gb/sec (4X QDR)\n",
 		"mlx5_1/ports/1/link_layer": "Ethernet\n",
-	} {
-		path = filepath.Join(root, "sys/class/infiniband", path)
-		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
-			t.Fatal("cannot write", path)
-		}
-	}
+	})
 	const panic = "ibpanic: [4242] main: can't init UMAD library: (No such file or directory)\n"
 	for name, exec := range map[string]func(context.Context, string, ...string) ([]byte, error){
 		"no ibstat":    fakeExec(nil),
@@ -740,16 +734,7 @@ func TestGIDIndexAddrRange(t *testing.T) {
 // read as the node's every port: a node whose active port came later
 // failed "no port is Active". The kernel's list in sysfs is whole.
 func TestPortsIbstatStopsPartWay(t *testing.T) {
-	root := t.TempDir()
-	for path, content := range map[string]string{
-		"mlx5_0/ports/1/state": "1: DOWN\n", "mlx5_0/ports/1/rate": "40 Gb/sec (4X QDR)\n", "mlx5_0/ports/1/link_layer": "Ethernet\n",
-		"mlx5_1/ports/1/state": "4: ACTIVE\n", "mlx5_1/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_1/ports/1/link_layer": "Ethernet\n",
-	} {
-		path = filepath.Join(root, "sys/class/infiniband", path)
-		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
-			t.Fatal("cannot write", path)
-		}
-	}
+	root := infinibandSysfs(t, downThenActive)
 	partial := "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Down\n\t\tRate: 40\n\t\tLink layer: Ethernet\n"
 	hung := func(context.Context, string, ...string) ([]byte, error) {
 		return []byte(partial), fmt.Errorf("ibstat: %w in 30s", errNoAnswer)
@@ -803,16 +788,7 @@ func TestNCCLCountsOneRank(t *testing.T) {
 // ibstat listed none, was said to have no HCA. The kernel's list in sysfs is
 // whole.
 func TestPortsIbstatSkipsACA(t *testing.T) {
-	root := t.TempDir()
-	for path, content := range map[string]string{
-		"mlx5_0/ports/1/state": "1: DOWN\n", "mlx5_0/ports/1/rate": "40 Gb/sec (4X QDR)\n", "mlx5_0/ports/1/link_layer": "Ethernet\n",
-		"mlx5_1/ports/1/state": "4: ACTIVE\n", "mlx5_1/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_1/ports/1/link_layer": "Ethernet\n",
-	} {
-		path = filepath.Join(root, "sys/class/infiniband", path)
-		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
-			t.Fatal("cannot write", path)
-		}
-	}
+	root := infinibandSysfs(t, downThenActive)
 	const warn = "ibwarn: [4242] main: stat of IB device 'mlx5_1' failed\n"
 	for name, out := range map[string]string{
 		"after a CA": "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Down\n\t\tRate: 40\n\t\tLink layer: Ethernet\n" + warn,
@@ -881,16 +857,10 @@ func TestPeermemWithoutProcModules(t *testing.T) {
 // sysfs, an iWARP port counted as a fabric port, and one ibstat rightly
 // left out read as a port it had missed.
 func TestPortsOfIBDevicesOnly(t *testing.T) {
-	root := t.TempDir()
-	for path, content := range map[string]string{
+	root := infinibandSysfs(t, map[string]string{
 		"mlx5_0/node_type": "1: CA\n", "mlx5_0/ports/1/state": "4: ACTIVE\n", "mlx5_0/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_0/ports/1/link_layer": "InfiniBand\n",
 		"irdma0/node_type": "4: RNIC\n", "irdma0/ports/1/state": "4: ACTIVE\n", "irdma0/ports/1/rate": "100 Gb/sec (4X EDR)\n", "irdma0/ports/1/link_layer": "Ethernet\n",
-	} {
-		path = filepath.Join(root, "sys/class/infiniband", path)
-		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
-			t.Fatal("cannot write", path)
-		}
-	}
+	})
 	if ports := ReadPorts(root); len(ports) != 1 || ports[0].CA != "mlx5_0" {
 		t.Errorf("ports in sysfs: %+v, want mlx5_0's alone", ports)
 	}
@@ -916,4 +886,24 @@ func TestGPUsNone(t *testing.T) {
 			t.Errorf("%s: %s %q, fix %q", name, r.Status, r.Detail, r.Fix)
 		}
 	}
+}
+
+// downThenActive is a node's two RoCE ports in sysfs, the first down.
+var downThenActive = map[string]string{
+	"mlx5_0/ports/1/state": "1: DOWN\n", "mlx5_0/ports/1/rate": "40 Gb/sec (4X QDR)\n", "mlx5_0/ports/1/link_layer": "Ethernet\n",
+	"mlx5_1/ports/1/state": "4: ACTIVE\n", "mlx5_1/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_1/ports/1/link_layer": "Ethernet\n",
+}
+
+// infinibandSysfs writes files, by path under /sys/class/infiniband, into a
+// root of its own, which it returns.
+func infinibandSysfs(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for path, content := range files {
+		path = filepath.Join(root, "sys/class/infiniband", path)
+		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(content), 0o644) != nil {
+			t.Fatal("cannot write", path)
+		}
+	}
+	return root
 }
