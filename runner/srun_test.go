@@ -1032,26 +1032,40 @@ func TestStepTimeLimit(t *testing.T) {
 	}
 }
 
+// hungStep is a trial whose step's ranks hang on a one-node cluster of an
+// allocation of four tasks, each rank holding marker in its environment;
+// done gets the trial's result, and r runs more trials there.
+type hungStep struct {
+	c           *slurmtest.Cluster
+	job, marker string
+	r           *Runner
+	done        chan Result
+}
+
+func startHungStep(t *testing.T) hungStep {
+	t.Helper()
+	h := hungStep{c: slurmtest.Start(t, 1), marker: fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano()), done: make(chan Result)}
+	h.job = h.c.Alloc(t, 4)
+	h.r = &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: append(BaseEnv(), h.marker), Grace: time.Second}
+	go func() {
+		h.done <- h.r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Timeout: time.Minute})
+	}()
+	return h
+}
+
 // TestSrunKilledLeavesNoStep: a srun killed alone while its step runs (the
 // OOM killer's choice, a crash) fails its trial as killed, and leaves no
 // step: the child srun forks to cancel the step should it die does so
 // before the supervisor ends what the trial left.
 func TestSrunKilledLeavesNoStep(t *testing.T) {
-	c := slurmtest.Start(t, 1)
-	job := c.Alloc(t, 4)
-	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
-	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: append(BaseEnv(), marker), Grace: time.Second}
-	done := make(chan Result)
-	go func() {
-		done <- r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Timeout: time.Minute})
-	}()
-	if err := syscall.Kill(waitRanks(t, marker), syscall.SIGKILL); err != nil {
+	h := startHungStep(t)
+	if err := syscall.Kill(waitRanks(t, h.marker), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if res := <-done; res.Failure == nil || res.Failure.Kind != FailSignal {
+	if res := <-h.done; res.Failure == nil || res.Failure.Kind != FailSignal {
 		t.Errorf("failure %v, want srun's SIGKILL\n%s", res.Failure, res.Output)
 	}
-	waitGone(t, c, job, marker)
+	waitGone(t, h.c, h.job, h.marker)
 }
 
 // TestSrunStepCancelledByHand: a trial's step cancelled from outside
@@ -1061,25 +1075,18 @@ func TestSrunKilledLeavesNoStep(t *testing.T) {
 // rank (--kill-on-bad-exit: slurmstepd's same words, after srun's report of
 // the rank) is still that rank's failure.
 func TestSrunStepCancelledByHand(t *testing.T) {
-	c := slurmtest.Start(t, 1)
-	job := c.Alloc(t, 4)
-	marker := fmt.Sprintf("NCCLTUNE_TEST_HANG=%d", time.Now().UnixNano())
-	r := &Runner{Launcher: Srun{Nodes: 1, TasksPerNode: 4}, BaseEnv: append(BaseEnv(), marker), Grace: time.Second}
-	done := make(chan Result)
-	go func() {
-		done <- r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo started; exec sleep 300"}}, Timeout: time.Minute})
-	}()
-	waitRanks(t, marker)
-	for _, id := range strings.Fields(c.Output(t, "squeue", "--steps", "-h", "-o", "%i", "-j", job)) {
+	h := startHungStep(t)
+	waitRanks(t, h.marker)
+	for _, id := range strings.Fields(h.c.Output(t, "squeue", "--steps", "-h", "-o", "%i", "-j", h.job)) {
 		if _, n, _ := strings.Cut(id, "."); n != "" && strings.Trim(n, "0123456789") == "" {
-			c.Output(t, "scancel", id)
+			h.c.Output(t, "scancel", id)
 		}
 	}
-	if res := <-done; res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.Contains(res.Failure.Reason, " CANCELLED AT ") {
+	if res := <-h.done; res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.Contains(res.Failure.Reason, " CANCELLED AT ") {
 		t.Errorf("failure %v, want launch, cancelled\n%s", res.Failure, res.Output)
 	}
-	waitGone(t, c, job, marker)
-	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `[ "$SLURM_PROCID" = 1 ] && exit 3; exec sleep 30`}}, Timeout: time.Minute})
+	waitGone(t, h.c, h.job, h.marker)
+	res := h.r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `[ "$SLURM_PROCID" = 1 ] && exit 3; exec sleep 30`}}, Timeout: time.Minute})
 	if res.Failure == nil || res.Failure.Kind == FailLaunch || !strings.Contains(string(res.Output), " CANCELLED AT ") {
 		t.Errorf("failed rank: failure %v, want the rank's\n%s", res.Failure, res.Output)
 	}
