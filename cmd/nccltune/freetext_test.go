@@ -13,11 +13,8 @@ import (
 // is not graphic escaped (text.Clean), as table cells are: a newline in it
 // started a line of the store's making.
 func TestStoredTextStaysOnItsLine(t *testing.T) {
-	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--no-simplify", "--validate-rounds", "2"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
-	tamper(t, filepath.Join(dir, "nccltune.db"),
+	commands := [][]string{{"status"}, {"show", "2"}, {"show", "5"}, {"report", "--out", "r"}}
+	outputs := readoutsOfAltered(t, commands,
 		`UPDATE campaigns SET stopped = 'stopped early' || char(10) || 'FORGED stop',
 			space = CAST(replace(CAST(space AS TEXT), 'name = "small"', 'name = "sm\nFORGED range"') AS BLOB)`,
 		`UPDATE trials SET scores = replace(scores, '"small":', '"sm\nFORGED range":')`,
@@ -26,15 +23,32 @@ func TestStoredTextStaysOnItsLine(t *testing.T) {
 			'$.notes', json_array('n' || char(10) || 'FORGED note'), '$.rejected', json_object('NCCL_ALGO', 'r' || char(10) || 'FORGED rejected')),
 			env = json_insert(env, '$[#]', 'NCCL_FORGED=1' || char(10) || 'FORGED env') WHERE number = 2`,
 		`UPDATE validations SET verdict = 'default', reason = 'kept' || char(10) || 'FORGED verdict'`)
-	for _, args := range [][]string{{"status"}, {"show", "2"}, {"show", "5"}, {"report", "--out", "r"}} {
+	for i, out := range outputs {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "FORGED") {
+				t.Errorf("%v: a line of the store's making: %q\n%s", commands[i], l, out)
+			}
+		}
+	}
+}
+
+// readoutsOfAltered runs a small validated campaign, alters its store by
+// stmts, and returns what each of commands then prints (standard output
+// and error), failing t where one panics.
+func readoutsOfAltered(t *testing.T, commands [][]string, stmts ...string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--no-simplify", "--validate-rounds", "2"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, out, errOut)
+	}
+	tamper(t, filepath.Join(dir, "nccltune.db"), stmts...)
+	var outputs []string
+	for _, args := range commands {
 		code, out, errOut := nccltune(t, dir, args...)
 		if strings.Contains(errOut, "panic") {
 			t.Fatalf("%v: exit %d\n%s", args, code, errOut)
 		}
-		for _, l := range strings.Split(out+errOut, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(l), "FORGED") {
-				t.Errorf("%v: a line of the store's making: %q\n%s%s", args, l, out, errOut)
-			}
-		}
+		outputs = append(outputs, out+errOut)
 	}
+	return outputs
 }

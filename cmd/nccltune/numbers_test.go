@@ -1,9 +1,7 @@
 package main
 
 import (
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 )
 
@@ -13,22 +11,15 @@ import (
 // every table and line of status, show and report: %f wrote each of their
 // some 300 digits.
 func TestAbsurdStoredNumbersKeepTheirWidth(t *testing.T) {
-	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--no-simplify", "--validate-rounds", "2"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
-	tamper(t, filepath.Join(dir, "nccltune.db"),
+	commands := [][]string{{"status"}, {"show", "2"}, {"show", "0"}, {"report", "--out", "r"}}
+	outputs := readoutsOfAltered(t, commands,
 		`UPDATE trials SET scores = json_set(scores, '$.small', 1e300) WHERE number >= 2`,
 		`UPDATE results SET oop_time_us = 1e300, oop_algbw = 4.9e-324, oop_busbw = 1e300, ip_time_us = 1e300, ip_busbw = 1e300`,
 		`UPDATE validations SET gain = 1e300, ci_low = -1e300, ci_high = 1e300, default_mean = 1e300, tuned_mean = 4.9e-324`)
 	long := regexp.MustCompile(`[0-9]{20,}`)
-	for _, args := range [][]string{{"status"}, {"show", "2"}, {"show", "0"}, {"report", "--out", "r"}} {
-		code, out, errOut := nccltune(t, dir, args...)
-		if strings.Contains(errOut, "panic") {
-			t.Fatalf("%v: exit %d\n%s", args, code, errOut)
-		}
-		if m := long.FindString(out + errOut); m != "" {
-			t.Errorf("%v: a number of %d digits:\n%s%s", args, len(m), out, errOut)
+	for i, out := range outputs {
+		if m := long.FindString(out); m != "" {
+			t.Errorf("%v: a number of %d digits:\n%s", commands[i], len(m), out)
 		}
 	}
 }
