@@ -66,8 +66,16 @@ func (r RangeResult) bestIsDefault() bool {
 // searchTuned reports whether the search alone, unvalidated, would use the
 // range's best configuration: it beat NCCL's defaults by MinGain.
 func (r RangeResult) searchTuned() bool {
-	return r.Best != nil && !r.bestIsDefault() && (math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain)
+	return r.Best != nil && !r.bestIsDefault() && (math.IsNaN(r.DefaultScore) || Gains(r.BestScore, r.DefaultScore))
 }
+
+// Gains reports whether score gained MinGain over defaults, NCCL's
+// defaults' score, as Gain reckons it: the one comparison that holds a
+// choice, its stand-in (simplest) and a simplification's variant to NCCL's
+// defaults. Any other arithmetic (a floor of summed logarithms, defaults
+// times 1+MinGain) differs from it in the last bit at a gain of exactly
+// MinGain, and a stand-in it passed was then not tuned.
+func Gains(score, defaults float64) bool { return score/defaults-1 >= MinGain }
 
 // Chosen is the trial whose configuration the range should use: its best
 // where that is tuned, else NCCL's defaults' trial. nil where no trial
@@ -172,12 +180,14 @@ func unconfirmedBy(sp *space.Space, runs []*store.Trial) (names []string, in int
 // what it does. The estimates pool similar configurations, so they lie
 // closer together than the measurements: within Parsimony by the estimate
 // alone, a simpler neighbour would be chosen where it is measurably slower.
-// Nor does one measured below floor (the log score of MinGain over NCCL's
-// defaults) stand in for the highest where that reaches it: no better than
-// NCCL's defaults, which set nothing, it would not be tuned, and the
-// defaults, outside Parsimony of the highest, would be exported in its
-// place. Where none reaches it, none is tuned, and the simplest is chosen.
-func simplest(sp *space.Space, configs []*config, floor float64) *config {
+// Nor does one that does not gain MinGain over NCCL's defaults (their
+// score defaults, NaN where unmeasured) stand in for the highest where that
+// gains it: no better than NCCL's defaults, which set nothing, it would not
+// be tuned, and the defaults, outside Parsimony of the highest, would be
+// exported in its place. Where none gains it, none is tuned, and the
+// simplest is chosen.
+func simplest(sp *space.Space, configs []*config, defaults float64) *config {
+	gains := func(c *config) bool { return math.IsNaN(defaults) || Gains(c.score(), defaults) }
 	tolerance := -math.Log1p(-Parsimony)
 	measured, settings := make([]float64, len(configs)), make([]int, len(configs))
 	for i, c := range configs {
@@ -196,7 +206,7 @@ func simplest(sp *space.Space, configs []*config, floor float64) *config {
 		}
 	}
 	for i, c := range configs {
-		if i != top && (measured[i] < measured[top]-tolerance || measured[i] < floor && measured[top] >= floor && !sp.IsDefaults(c.first.Params)) {
+		if i != top && (measured[i] < measured[top]-tolerance || !gains(c) && gains(configs[top]) && !sp.IsDefaults(c.first.Params)) {
 			ranks[i] = math.Inf(-1)
 		}
 	}
@@ -278,15 +288,11 @@ func of(sp *space.Space, trials []store.Trial, vals []store.Validation, baseline
 		if baseline != nil {
 			res.Default, res.DefaultScore = baseline[i].Default, baseline[i].DefaultScore
 		}
-		floor := math.Inf(-1) // no defaults measured: nothing to beat
-		if !math.IsNaN(res.DefaultScore) {
-			floor = math.Log(res.DefaultScore) + math.Log1p(MinGain)
-		}
 		// A configuration that failed in some trial is never chosen; NCCL's
 		// defaults, which a job gets by setting nothing, stay choosable.
 		choosable := slices.DeleteFunc(slices.Clone(configs), func(c *config) bool { return c.failed && !sp.IsDefaults(c.first.Params) })
 		if len(choosable) > 0 {
-			best := simplest(sp, choosable, floor)
+			best := simplest(sp, choosable, res.DefaultScore)
 			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), len(best.runs)
 			res.Unconfirmed, res.UnconfirmedIn = unconfirmedBy(sp, best.runs)
 		}
