@@ -114,6 +114,25 @@ func (c *config) score() float64 { return math.Exp(c.logSum / float64(len(c.runs
 // positive: another (NaN, an infinity, 0) measured nothing.
 func isScore(s float64) bool { return s > 0 && !math.IsInf(s, 1) }
 
+// RunsScore scores the runs of one configuration (its trials, as Reading
+// groups them) in range rangeName as Of does: the geometric mean of those
+// that measured it, NaN where none did; failed where one of them failed by
+// its settings, which Of never chooses however well another ran.
+func RunsScore(rangeName string, runs []store.Trial) (score float64, failed bool) {
+	runs = inOrder(runs)
+	nan := make([]float64, len(runs))
+	for j := range nan {
+		nan[j] = math.NaN()
+	}
+	failed = slices.ContainsFunc(runs, func(t store.Trial) bool {
+		return t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings()
+	})
+	if cs := configsOf(rangeName, runs, make([]string, len(runs)), nan); len(cs) > 0 {
+		return cs[0].score(), failed
+	}
+	return math.NaN(), failed
+}
+
 // configsOf groups the completed trials that measured the range by
 // configuration (keys[j] is trials[j]'s key, estimates[j] its estimate of
 // the range), in the order of their first trial, each marked failed where

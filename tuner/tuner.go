@@ -1165,10 +1165,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 		// Within Parsimony of the fresh run, and still the gain over NCCL's
 		// defaults a choice needs: a variant below it is no choice of results'
 		// (results.Of), and simplifying on from it would leave the choice whole.
-		target := ref.Scores[rg.Name] * (1 - results.Parsimony)
-		if d := choices[i].DefaultScore; !math.IsNaN(d) {
-			target = max(target, d*(1+results.MinGain))
-		}
+		target, defaults := ref.Scores[rg.Name]*(1-results.Parsimony), choices[i].DefaultScore
 		for _, p := range sp.Params {
 			if v, ok := cur[p.Name]; !ok || v == space.Unset {
 				continue
@@ -1203,7 +1200,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 					return err
 				}
 			}
-			if holds(measured[reading], rg.Name, target) {
+			if holds(measured[reading], rg.Name, target, defaults) {
 				cur = variant
 			}
 		}
@@ -1212,20 +1209,15 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 }
 
 // holds reports whether runs, the finished trials of a configuration, keep
-// range rg at target as results score it (results.Of): by the geometric
-// mean of its complete runs, none of them failed by its settings (results
-// never choose such a configuration, however well another run went).
-func holds(runs []store.Trial, rg string, target float64) bool {
-	logSum, n := 0.0, 0
-	for _, t := range runs {
-		if t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() {
-			return false
-		}
-		if s, ok := t.Scores[rg]; ok && t.State == store.Complete && s > 0 {
-			logSum, n = logSum+math.Log(s), n+1
-		}
-	}
-	return n > 0 && math.Exp(logSum/float64(n)) >= target
+// range rg at target and MinGain over NCCL's defaults (their score, NaN
+// where unmeasured), scored as results score them (results.RunsScore: a
+// run that measured nothing, an infinite or zero score, counts for
+// nothing) and compared as results compare (results.Gains): none of them
+// failed by its settings (results never choose such a configuration,
+// however well another run went).
+func holds(runs []store.Trial, rg string, target, defaults float64) bool {
+	score, failed := results.RunsScore(rg, runs)
+	return !failed && score >= target && (math.IsNaN(defaults) || results.Gains(score, defaults))
 }
 
 // prepare sets the plan of the next launches: the iteration count
