@@ -1042,7 +1042,7 @@ max = 8
 		trial(3, store.Search, ring, 20),
 		trial(4, store.Simplification, ring, 20),
 	}
-	if !simplified(sp, trials) {
+	if !Simplified(sp, trials) {
 		t.Error("the campaign simplified under the older reading is not simplified")
 	}
 }

@@ -369,7 +369,7 @@ func (t *Tuner) finished(o Options) bool {
 		(o.Trials == 0 && t.Space.Campaign.Patience > 0 || allTried(configurations(t.Space, len(trials)), tried))
 	// A budget below what the search ran is not met but overrun: the run
 	// goes on to campaign's refusal of it, as for a campaign not validated.
-	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || simplified(t.Space, trials)) &&
+	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || Simplified(t.Space, trials)) &&
 		(camp.ValidateRounds < 2 || validatedAs(t.Space, trials, vals, camp.ValidateRounds))
 }
 
@@ -1082,11 +1082,12 @@ func (s *session) simplify(ctx context.Context) error {
 // first configuration it would run.
 var errUnsimplified = errors.New("the simplification has a configuration left to run")
 
-// simplified reports whether the simplification of the campaign's trials
+// Simplified reports whether the simplification of the campaign's trials
 // has run to its end: replayed on its finished trials, it runs nothing. A
 // campaign stopped in its simplification has run its budget, but not been
-// simplified.
-func simplified(sp *space.Space, trials []store.Trial) bool {
+// simplified; so has one that an nccltune of other rules simplified, whose
+// resume runs what these rules leave to run, and validates again.
+func Simplified(sp *space.Space, trials []store.Trial) bool {
 	done := slices.DeleteFunc(slices.Clone(trials), func(t store.Trial) bool { return !t.State.Finished() })
 	return simplification(sp, done, func(space.Assignment) (store.Trial, error) {
 		return store.Trial{}, errUnsimplified

@@ -194,3 +194,30 @@ type rangeOut struct {
 	Env     map[string]string `json:"env"`
 	Summary string            `json:"summary"`
 }
+
+// TestStatusSaysTheSimplificationHasMoreToRun: an older nccltune
+// simplified this campaign to its end by the last run of each variant: the
+// protocol alone, which gave wrong data once and then ran fast, stood in
+// for the choice, and nothing was left to run. This one holds a variant to
+// all its runs, so the algorithm alone, never run, is left, and a resume
+// runs it (and validates again), where status said nothing of it: it says
+// so, and status --json too.
+func TestStatusSaysTheSimplificationHasMoreToRun(t *testing.T) {
+	dir, st, base, sp := craftedStore(t)
+	defaults := space.Assignment{}
+	both := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
+	proto := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": "Simple"}
+	craft(t, st, base, sp, "older", true, []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {both, 110, "", ""},
+		{proto, 0, "wrong", ""}, {proto, 110, "", ""}, {both, 110, "", store.Simplification}})
+	code, out, errOut := nccltune(t, dir, "status", "--campaign", "older")
+	if code != 0 || !strings.Contains(out, "the simplification has configurations left to run") {
+		t.Errorf("status: exit %d, no word of the simplification left to run\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = nccltune(t, dir, "status", "--json", "--campaign", "older")
+	var got struct {
+		Unfinished bool `json:"simplification_unfinished"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || !got.Unfinished {
+		t.Errorf("status --json: exit %d, %v, simplification_unfinished %v\n%s%s", code, err, got.Unfinished, out, errOut)
+	}
+}
