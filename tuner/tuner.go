@@ -1062,6 +1062,13 @@ func (s *session) simplify(ctx context.Context) error {
 	for _, t := range s.trials {
 		n = max(n, t.Number+1)
 	}
+	// A stored simplification that left configurations to run is said to
+	// go on, once: a campaign an older nccltune simplified to its end by
+	// other rules runs more trials, and validates again, on its resume.
+	var resumed string
+	if slices.ContainsFunc(s.trials, func(t store.Trial) bool { return !t.Searched() }) {
+		resumed = "the simplification goes on: the stored one left configurations to run (it was stopped, or an older nccltune simplified by other rules)"
+	}
 	return simplification(s.Space, s.trials, func(a space.Assignment) (store.Trial, error) {
 		if err := ctx.Err(); err != nil {
 			return store.Trial{}, err
@@ -1071,7 +1078,11 @@ func (s *session) simplify(ctx context.Context) error {
 			return store.Trial{}, err
 		}
 		if s.Progress != nil {
-			s.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(s.best), Simplifying: true, Note: s.groups[0].warmNote()})
+			note := s.groups[0].warmNote()
+			if resumed != "" {
+				note, resumed = strings.TrimSuffix(resumed+"\n"+note, "\n"), ""
+			}
+			s.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(s.best), Simplifying: true, Note: note})
 		}
 		n++
 		return *t, nil

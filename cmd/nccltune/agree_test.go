@@ -200,8 +200,8 @@ type rangeOut struct {
 // protocol alone, which gave wrong data once and then ran fast, stood in
 // for the choice, and nothing was left to run. This one holds a variant to
 // all its runs, so the algorithm alone, never run, is left, and a resume
-// runs it (and validates again), where status said nothing of it: it says
-// so, and status --json too.
+// runs it (and validates again), where status said nothing of it, nor the
+// resume why it simplified again: they say so, and status --json too.
 func TestStatusSaysTheSimplificationHasMoreToRun(t *testing.T) {
 	dir, st, base, sp := craftedStore(t)
 	defaults := space.Assignment{}
@@ -219,5 +219,12 @@ func TestStatusSaysTheSimplificationHasMoreToRun(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || !got.Unfinished {
 		t.Errorf("status --json: exit %d, %v, simplification_unfinished %v\n%s%s", code, err, got.Unfinished, out, errOut)
+	}
+	// The resume says why it simplifies again, runs the algorithm alone, and is done.
+	st.Close()
+	code, out, errOut = nccltune(t, dir, "resume", "--campaign", "older")
+	if code != 0 || !strings.Contains(errOut, "the simplification goes on") || strings.Count(errOut, "simplifying, trial") != 1 ||
+		strings.Contains(out, "left to run") {
+		t.Errorf("resume: exit %d; want one trial run, announced, and nothing left\n%s%s", code, out, errOut)
 	}
 }
