@@ -66,8 +66,16 @@ func (r RangeResult) bestIsDefault() bool {
 // searchTuned reports whether the search alone, unvalidated, would use the
 // range's best configuration: it beat NCCL's defaults by MinGain.
 func (r RangeResult) searchTuned() bool {
-	return r.Best != nil && !r.bestIsDefault() && (math.IsNaN(r.DefaultScore) || r.Gain() >= MinGain)
+	return r.Best != nil && !r.bestIsDefault() && (math.IsNaN(r.DefaultScore) || Gains(r.BestScore, r.DefaultScore))
 }
+
+// Gains reports whether score gained MinGain over defaults, NCCL's
+// defaults' score, as Gain reckons it: the one comparison that holds a
+// choice, its stand-in (simplest) and a simplification's variant to NCCL's
+// defaults. Any other arithmetic (a floor of summed logarithms, defaults
+// times 1+MinGain) differs from it in the last bit at a gain of exactly
+// MinGain, and a stand-in it passed was then not tuned.
+func Gains(score, defaults float64) bool { return score/defaults-1 >= MinGain }
 
 // Chosen is the trial whose configuration the range should use: its best
 // where that is tuned, else NCCL's defaults' trial. nil where no trial
@@ -105,6 +113,25 @@ func (c *config) score() float64 { return math.Exp(c.logSum / float64(len(c.runs
 // isScore reports whether s is a score as Score gives them, finite and
 // positive: another (NaN, an infinity, 0) measured nothing.
 func isScore(s float64) bool { return s > 0 && !math.IsInf(s, 1) }
+
+// RunsScore scores the runs of one configuration (its trials, as Reading
+// groups them) in range rangeName as Of does: the geometric mean of those
+// that measured it, NaN where none did; failed where one of them failed by
+// its settings, which Of never chooses however well another ran.
+func RunsScore(rangeName string, runs []store.Trial) (score float64, failed bool) {
+	runs = inOrder(runs)
+	nan := make([]float64, len(runs))
+	for j := range nan {
+		nan[j] = math.NaN()
+	}
+	failed = slices.ContainsFunc(runs, func(t store.Trial) bool {
+		return t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings()
+	})
+	if cs := configsOf(rangeName, runs, make([]string, len(runs)), nan); len(cs) > 0 {
+		return cs[0].score(), failed
+	}
+	return math.NaN(), failed
+}
 
 // configsOf groups the completed trials that measured the range by
 // configuration (keys[j] is trials[j]'s key, estimates[j] its estimate of
@@ -172,12 +199,14 @@ func unconfirmedBy(sp *space.Space, runs []*store.Trial) (names []string, in int
 // what it does. The estimates pool similar configurations, so they lie
 // closer together than the measurements: within Parsimony by the estimate
 // alone, a simpler neighbour would be chosen where it is measurably slower.
-// Nor does one measured below floor (the log score of MinGain over NCCL's
-// defaults) stand in for the highest where that reaches it: no better than
-// NCCL's defaults, which set nothing, it would not be tuned, and the
-// defaults, outside Parsimony of the highest, would be exported in its
-// place. Where none reaches it, none is tuned, and the simplest is chosen.
-func simplest(sp *space.Space, configs []*config, floor float64) *config {
+// Nor does one that does not gain MinGain over NCCL's defaults (their
+// score defaults, NaN where unmeasured) stand in for the highest where that
+// gains it: no better than NCCL's defaults, which set nothing, it would not
+// be tuned, and the defaults, outside Parsimony of the highest, would be
+// exported in its place. Where none gains it, none is tuned, and the
+// simplest is chosen.
+func simplest(sp *space.Space, configs []*config, defaults float64) *config {
+	gains := func(c *config) bool { return math.IsNaN(defaults) || Gains(c.score(), defaults) }
 	tolerance := -math.Log1p(-Parsimony)
 	measured, settings := make([]float64, len(configs)), make([]int, len(configs))
 	for i, c := range configs {
@@ -196,7 +225,7 @@ func simplest(sp *space.Space, configs []*config, floor float64) *config {
 		}
 	}
 	for i, c := range configs {
-		if i != top && (measured[i] < measured[top]-tolerance || measured[i] < floor && measured[top] >= floor && !sp.IsDefaults(c.first.Params)) {
+		if i != top && (measured[i] < measured[top]-tolerance || !gains(c) && gains(configs[top]) && !sp.IsDefaults(c.first.Params)) {
 			ranks[i] = math.Inf(-1)
 		}
 	}
@@ -278,15 +307,11 @@ func of(sp *space.Space, trials []store.Trial, vals []store.Validation, baseline
 		if baseline != nil {
 			res.Default, res.DefaultScore = baseline[i].Default, baseline[i].DefaultScore
 		}
-		floor := math.Inf(-1) // no defaults measured: nothing to beat
-		if !math.IsNaN(res.DefaultScore) {
-			floor = math.Log(res.DefaultScore) + math.Log1p(MinGain)
-		}
 		// A configuration that failed in some trial is never chosen; NCCL's
 		// defaults, which a job gets by setting nothing, stay choosable.
 		choosable := slices.DeleteFunc(slices.Clone(configs), func(c *config) bool { return c.failed && !sp.IsDefaults(c.first.Params) })
 		if len(choosable) > 0 {
-			best := simplest(sp, choosable, floor)
+			best := simplest(sp, choosable, res.DefaultScore)
 			res.Best, res.BestScore, res.BestRuns = best.first, best.score(), len(best.runs)
 			res.Unconfirmed, res.UnconfirmedIn = unconfirmedBy(sp, best.runs)
 		}

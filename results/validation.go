@@ -76,8 +76,15 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 			v.Reason = fmt.Sprintf("the tuned configuration failed in round %d (%s)", run.Round, run.Failure)
 			return v
 		case len(run.Unconfirmed) > 0:
+			// No validation run's output is kept: the choice's search trial
+			// shows what NCCL logged under the same settings.
+			show := ""
+			if v.Candidate >= 0 {
+				show = fmt.Sprintf("; `nccltune show %d` shows what NCCL logged in the search", v.Candidate)
+			}
 			v.Reason = fmt.Sprintf("the settings' effect was not confirmed: NCCL's log did not show it reading %s in round %d "+
-				"(it read another value, or the output had no NCCL INFO lines: `nccltune show` says which)", strings.Join(run.Unconfirmed, ", "), run.Round)
+				"(it read another value, or the output had no NCCL INFO lines: does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?%s)",
+				strings.Join(run.Unconfirmed, ", "), run.Round, show)
 			return v
 		}
 	}

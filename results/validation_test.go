@@ -239,3 +239,23 @@ func TestVerdictsHoldForSpellingsNCCLReadsAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestUnconfirmedVerdictSaysWhatToDo: a validation run whose NCCL log did
+// not confirm the settings keeps NCCL's defaults, at once, in every
+// validation of a program that sends NCCL's log elsewhere. The reason sent
+// the user to `nccltune show`, which needs a trial and shows no validation
+// run: it names the choice's trial, whose search run's log shows what
+// NCCL logged, and what makes a program's output hold no INFO lines.
+func TestUnconfirmedVerdictSaysWhatToDo(t *testing.T) {
+	run := func(arm string) store.ValidationRun {
+		return store.ValidationRun{Arm: arm, State: store.Complete, Scores: map[string]float64{"r": 100}}
+	}
+	silent := run("trial 7")
+	silent.Unconfirmed = []string{"NCCL_ALGO"}
+	v := Judge(RangeResult{Range: space.Range{Name: "r"}, Best: &store.Trial{Number: 7}}, []store.ValidationRun{silent}, []store.ValidationRun{run("default")}, 2)
+	for _, want := range []string{"nccltune show 7", "NCCL_DEBUG", "no NCCL INFO lines"} {
+		if v.Verdict != "default" || !strings.Contains(v.Reason, want) {
+			t.Errorf("%s: %s; want it to name %q", v.Verdict, v.Reason, want)
+		}
+	}
+}

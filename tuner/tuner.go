@@ -369,7 +369,7 @@ func (t *Tuner) finished(o Options) bool {
 		(o.Trials == 0 && t.Space.Campaign.Patience > 0 || allTried(configurations(t.Space, len(trials)), tried))
 	// A budget below what the search ran is not met but overrun: the run
 	// goes on to campaign's refusal of it, as for a campaign not validated.
-	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || simplified(t.Space, trials)) &&
+	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || Simplified(t.Space, trials)) &&
 		(camp.ValidateRounds < 2 || validatedAs(t.Space, trials, vals, camp.ValidateRounds))
 }
 
@@ -1062,6 +1062,13 @@ func (s *session) simplify(ctx context.Context) error {
 	for _, t := range s.trials {
 		n = max(n, t.Number+1)
 	}
+	// A stored simplification that left configurations to run is said to
+	// go on, once: a campaign an older nccltune simplified to its end by
+	// other rules runs more trials, and validates again, on its resume.
+	var resumed string
+	if slices.ContainsFunc(s.trials, func(t store.Trial) bool { return !t.Searched() }) {
+		resumed = "the simplification goes on: the stored one left configurations to run (it was stopped, or an older nccltune simplified by other rules)"
+	}
 	return simplification(s.Space, s.trials, func(a space.Assignment) (store.Trial, error) {
 		if err := ctx.Err(); err != nil {
 			return store.Trial{}, err
@@ -1071,7 +1078,11 @@ func (s *session) simplify(ctx context.Context) error {
 			return store.Trial{}, err
 		}
 		if s.Progress != nil {
-			s.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(s.best), Simplifying: true, Note: s.groups[0].warmNote()})
+			note := s.groups[0].warmNote()
+			if resumed != "" {
+				note, resumed = strings.TrimSuffix(resumed+"\n"+note, "\n"), ""
+			}
+			s.Progress(Progress{Trial: *t, Done: n + 1, Budget: n + 1, Best: slices.Clone(s.best), Simplifying: true, Note: note})
 		}
 		n++
 		return *t, nil
@@ -1082,11 +1093,12 @@ func (s *session) simplify(ctx context.Context) error {
 // first configuration it would run.
 var errUnsimplified = errors.New("the simplification has a configuration left to run")
 
-// simplified reports whether the simplification of the campaign's trials
+// Simplified reports whether the simplification of the campaign's trials
 // has run to its end: replayed on its finished trials, it runs nothing. A
 // campaign stopped in its simplification has run its budget, but not been
-// simplified.
-func simplified(sp *space.Space, trials []store.Trial) bool {
+// simplified; so has one that an nccltune of other rules simplified, whose
+// resume runs what these rules leave to run, and validates again.
+func Simplified(sp *space.Space, trials []store.Trial) bool {
 	done := slices.DeleteFunc(slices.Clone(trials), func(t store.Trial) bool { return !t.State.Finished() })
 	return simplification(sp, done, func(space.Assignment) (store.Trial, error) {
 		return store.Trial{}, errUnsimplified
@@ -1165,10 +1177,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 		// Within Parsimony of the fresh run, and still the gain over NCCL's
 		// defaults a choice needs: a variant below it is no choice of results'
 		// (results.Of), and simplifying on from it would leave the choice whole.
-		target := ref.Scores[rg.Name] * (1 - results.Parsimony)
-		if d := choices[i].DefaultScore; !math.IsNaN(d) {
-			target = max(target, d*(1+results.MinGain))
-		}
+		target, defaults := ref.Scores[rg.Name]*(1-results.Parsimony), choices[i].DefaultScore
 		for _, p := range sp.Params {
 			if v, ok := cur[p.Name]; !ok || v == space.Unset {
 				continue
@@ -1203,7 +1212,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 					return err
 				}
 			}
-			if holds(measured[reading], rg.Name, target) {
+			if holds(measured[reading], rg.Name, target, defaults) {
 				cur = variant
 			}
 		}
@@ -1212,20 +1221,15 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 }
 
 // holds reports whether runs, the finished trials of a configuration, keep
-// range rg at target as results score it (results.Of): by the geometric
-// mean of its complete runs, none of them failed by its settings (results
-// never choose such a configuration, however well another run went).
-func holds(runs []store.Trial, rg string, target float64) bool {
-	logSum, n := 0.0, 0
-	for _, t := range runs {
-		if t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() {
-			return false
-		}
-		if s, ok := t.Scores[rg]; ok && t.State == store.Complete && s > 0 {
-			logSum, n = logSum+math.Log(s), n+1
-		}
-	}
-	return n > 0 && math.Exp(logSum/float64(n)) >= target
+// range rg at target and MinGain over NCCL's defaults (their score, NaN
+// where unmeasured), scored as results score them (results.RunsScore: a
+// run that measured nothing, an infinite or zero score, counts for
+// nothing) and compared as results compare (results.Gains): none of them
+// failed by its settings (results never choose such a configuration,
+// however well another run went).
+func holds(runs []store.Trial, rg string, target, defaults float64) bool {
+	score, failed := results.RunsScore(rg, runs)
+	return !failed && score >= target && (math.IsNaN(defaults) || results.Gains(score, defaults))
 }
 
 // prepare sets the plan of the next launches: the iteration count

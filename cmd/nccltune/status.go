@@ -281,6 +281,9 @@ func printLoaded(out io.Writer, l *loaded) error {
 	if len(simplifying) > 0 {
 		fmt.Fprintf(w, "then %s tried each range's choice without each of its settings\n", text.Count(len(simplifying), "trial", "trials"))
 	}
+	if simplificationUnfinished(l) {
+		fmt.Fprintf(w, "the simplification has configurations left to run (it was stopped, or an older nccltune simplified by other rules): `%s` runs them (at most a fresh run of each range's choice and one without each of its settings), then validates the choices again where the campaign validates\n", l.command("resume"))
+	}
 	if why := stoppedWhy(l); why != "" {
 		fmt.Fprintln(w, text.Clean(why))
 	}
@@ -464,6 +467,13 @@ func gain(r results.RangeResult) string {
 	return fmt.Sprintf("%+.1f%%", text.Bounded(100*r.Gain()))
 }
 
+// simplificationUnfinished reports whether the campaign's simplification
+// began and has configurations left to run, which a resume runs.
+func simplificationUnfinished(l *loaded) bool {
+	_, simplifying := byPhase(l.trials)
+	return l.camp.Simplify && len(simplifying) > 0 && !tuner.Simplified(l.space, l.trials)
+}
+
 // byPhase splits a campaign's trials into the search's, each of its rows
 // (an interrupted one beside its run again), and the simplification's
 // finished ones.
@@ -506,6 +516,7 @@ func statusJSON(l *loaded) map[string]any {
 	search := results.Summarize(searched)
 	out["search"] = map[string]any{"total": search.Finished(), "by_state": search.ByState}
 	out["simplification"] = len(simplifying)
+	out["simplification_unfinished"] = simplificationUnfinished(l)
 	// Only a benchmark with an iteration count has one to report (the user's command runs as written).
 	if l.space.Benchmark.Uses("benchmark.iters") {
 		iters, why := tuner.Iterations(tuner.CountedSpace(l.camp, l.space), l.trials)

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nccltune/nccltune/runner/nccllog"
+	"github.com/nccltune/nccltune/space"
+	"github.com/nccltune/nccltune/store"
+)
+
+// TestStatusReportExportAgree: over crafted stores at the edges of the one
+// rule by which a range is tuned (a gain of exactly 1% over NCCL's
+// defaults, a simpler stand-in, a configuration that failed in one trial, a
+// verdict drawn at once from a validation run NCCL's log did not confirm,
+// a validation run that failed with no verdict), status --json, report
+// --json and export (json and env) choose the same trial per range, call
+// it tuned alike, and write the same searched settings.
+func TestStatusReportExportAgree(t *testing.T) {
+	dir, st, base, sp := craftedStore(t)
+	defaults := space.Assignment{}
+	three := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_NET_GDR_LEVEL": "SYS"}
+	one := space.Assignment{"NCCL_ALGO": "Ring"}
+	cases := []struct {
+		name  string
+		runs  []crafted
+		early bool // a validation run of the choice that NCCL's log did not confirm, judged at once
+		hung  bool // a validation run of the choice that hung, with no verdict
+		tuned bool
+		want  int // the chosen trial, -1 for none
+	}{
+		{name: "a stand-in at exactly 1%", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 101.5, "", ""}, {three, 101.5, "", ""}, {one, 101, "", ""}, {one, 101, "", ""}}, tuned: true, want: 2},
+		{name: "a stand-in at 1.5%", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 103, "", ""}, {three, 103, "", ""}, {one, 102.5, "", ""}, {one, 102.5, "", ""}}, tuned: true, want: 4},
+		{name: "under 1%", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 100.9, "", ""}, {three, 100.9, "", ""}}, want: 0},
+		{name: "the best failed once", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 120, "", ""}, {three, 0, "wrong", ""}, {one, 103, "", ""}, {one, 103, "", ""}}, tuned: true, want: 4},
+		{name: "not confirmed in validation", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 120, "", ""}, {three, 120, "", ""}}, early: true, want: 0},
+		{name: "hung in validation", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 120, "", ""}, {three, 120, "", ""}}, hung: true, want: 0},
+	}
+	for i, tc := range cases {
+		c := craft(t, st, base, sp, fmt.Sprintf("case-%d", i), false, tc.runs)
+		if tc.early || tc.hung {
+			arm := "trial 2"
+			vr := store.ValidationRun{Round: 0, Arm: arm, Env: sp.Env(three), State: store.Complete, Scores: map[string]float64{}, Unconfirmed: []string{"NCCL_ALGO"}}
+			var vs []store.Validation
+			if tc.hung {
+				vr.State, vr.Unconfirmed, vr.Failure = store.Failed, nil, "timeout: no output for 120s"
+			} else {
+				for _, rg := range sp.Ranges {
+					vr.Scores[rg.Name] = 120
+					vs = append(vs, store.Validation{Range: rg.Name, Candidate: 2, Config: sp.Key(three), Rounds: 1, Verdict: "default",
+						Reason: "the settings' effect was not confirmed"})
+				}
+			}
+			if err := st.SaveValidation(c.ID, 1, []store.ValidationRun{vr}, vs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, tc := range cases {
+		name := fmt.Sprintf("case-%d", i)
+		out := filepath.Join(dir, name)
+		for _, args := range [][]string{{"export", "--format", "json"}, {"export", "--format", "env"}} {
+			if code, stdout, errOut := nccltune(t, dir, append(args, "--campaign", name, "--out", out)...); code != 0 {
+				t.Fatalf("%s: %v: exit %d\n%s%s", tc.name, args, code, stdout, errOut)
+			}
+		}
+		var exported struct{ Ranges []rangeOut }
+		data, _ := os.ReadFile(filepath.Join(out, "nccl-tuned.json"))
+		if err := json.Unmarshal(data, &exported); err != nil {
+			t.Fatalf("%s: nccl-tuned.json: %v", tc.name, err)
+		}
+		views := map[string][]rangeOut{"export --format json": exported.Ranges}
+		for _, args := range [][]string{{"status", "--json"}, {"report", "--json", "--out", filepath.Join(out, "plots")}} {
+			code, stdout, errOut := nccltune(t, dir, append(args, "--campaign", name)...)
+			var got struct{ Ranges []rangeOut }
+			if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil {
+				t.Fatalf("%s: %v: exit %d, %v\n%s%s", tc.name, args, code, err, stdout, errOut)
+			}
+			views[strings.Join(args[:2], " ")] = got.Ranges
+		}
+		for view, ranges := range views {
+			if len(ranges) != len(sp.Ranges) {
+				t.Fatalf("%s: %s: %d ranges, want %d", tc.name, view, len(ranges), len(sp.Ranges))
+			}
+			for _, r := range ranges {
+				trial := -1
+				if r.Trial != nil {
+					trial = *r.Trial
+				}
+				if r.Tuned != tc.tuned || trial != tc.want || r.Env["NCCL_ALGO"] != tc.runs[max(trial, 0)].a["NCCL_ALGO"] && tc.tuned {
+					t.Errorf("%s: %s: range %s: tuned %v, trial %d, env %v (%s); want tuned %v, trial %d", tc.name, view, r.Name, r.Tuned, trial, r.Env, r.Summary, tc.tuned, tc.want)
+				}
+			}
+		}
+		for _, rg := range sp.Ranges {
+			env, _ := os.ReadFile(filepath.Join(out, "nccl-"+rg.Name+".env"))
+			if strings.Contains(string(env), "export NCCL_ALGO='Ring'") != tc.tuned {
+				t.Errorf("%s: nccl-%s.env sets NCCL_ALGO=Ring: %v, want %v\n%s", tc.name, rg.Name, !tc.tuned, tc.tuned, env)
+			}
+		}
+	}
+}
+
+// craftedStore runs a campaign of the built-in example in a new folder,
+// and returns the folder, its store (open to write) and the campaign and
+// space that crafted campaigns copy (see craft).
+func craftedStore(t *testing.T) (string, *store.Store, store.Campaign, *space.Space) {
+	t.Helper()
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "3", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	base, err := st.Campaign("sim-2node-ib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, _, err := space.ParseStored("stored", base.Space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.LockWriter(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, st, base, sp
+}
+
+// crafted is a trial: its configuration, its score in every range, and
+// its failure kind where it failed.
+type crafted struct {
+	a     space.Assignment
+	score float64
+	fail  string
+	phase store.Phase // the search's where empty
+}
+
+// craft stores campaign name, a copy of base, with its budget the search's
+// runs, each a trial numbered in order whose NCCL log confirmed it.
+func craft(t *testing.T, st *store.Store, base store.Campaign, sp *space.Space, name string, simplify bool, runs []crafted) store.Campaign {
+	t.Helper()
+	c := base
+	c.Name, c.Simplify, c.Budget = name, simplify, 0
+	for _, r := range runs {
+		if r.phase != store.Simplification {
+			c.Budget++
+		}
+	}
+	c, err := st.CreateCampaign(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, r := range runs {
+		tr := store.Trial{CampaignID: c.ID, Number: n, Params: r.a, Env: sp.Env(r.a), Phase: r.phase}
+		if err := st.StartTrial(&tr); err != nil {
+			t.Fatal(err)
+		}
+		tr.State, tr.FailureKind, tr.Scores = store.Complete, r.fail, map[string]float64{}
+		if r.fail != "" {
+			tr.State = store.Failed
+		}
+		var log strings.Builder
+		for _, rg := range sp.Ranges {
+			if r.fail == "" {
+				tr.Scores[rg.Name] = r.score
+			}
+		}
+		for name, v := range r.a {
+			if v != space.Unset {
+				fmt.Fprintf(&log, "NCCL INFO %s set by environment to %s\n", name, v)
+			}
+		}
+		tr.NCCLLog = nccllog.Parse([]byte(log.String()))
+		if err := st.FinishTrial(context.Background(), &tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// rangeOut is what status --json, report --json and nccl-tuned.json say of a range's choice.
+type rangeOut struct {
+	Name    string            `json:"name"`
+	Tuned   bool              `json:"tuned"`
+	Trial   *int              `json:"chosen_trial"`
+	Env     map[string]string `json:"env"`
+	Summary string            `json:"summary"`
+}
+
+// TestStatusSaysTheSimplificationHasMoreToRun: an older nccltune
+// simplified this campaign to its end by the last run of each variant: the
+// protocol alone, which gave wrong data once and then ran fast, stood in
+// for the choice, and nothing was left to run. This one holds a variant to
+// all its runs, so the algorithm alone, never run, is left, and a resume
+// runs it (and validates again), where status said nothing of it, nor the
+// resume why it simplified again: they say so, and status --json too.
+func TestStatusSaysTheSimplificationHasMoreToRun(t *testing.T) {
+	dir, st, base, sp := craftedStore(t)
+	defaults := space.Assignment{}
+	both := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
+	proto := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": "Simple"}
+	craft(t, st, base, sp, "older", true, []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {both, 110, "", ""},
+		{proto, 0, "wrong", ""}, {proto, 110, "", ""}, {both, 110, "", store.Simplification}})
+	code, out, errOut := nccltune(t, dir, "status", "--campaign", "older")
+	if code != 0 || !strings.Contains(out, "the simplification has configurations left to run") {
+		t.Errorf("status: exit %d, no word of the simplification left to run\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = nccltune(t, dir, "status", "--json", "--campaign", "older")
+	var got struct {
+		Unfinished bool `json:"simplification_unfinished"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || !got.Unfinished {
+		t.Errorf("status --json: exit %d, %v, simplification_unfinished %v\n%s%s", code, err, got.Unfinished, out, errOut)
+	}
+	// The resume says why it simplifies again, runs the algorithm alone, and is done.
+	st.Close()
+	code, out, errOut = nccltune(t, dir, "resume", "--campaign", "older")
+	if code != 0 || !strings.Contains(errOut, "the simplification goes on") || strings.Count(errOut, "simplifying, trial") != 1 ||
+		strings.Contains(out, "left to run") {
+		t.Errorf("resume: exit %d; want one trial run, announced, and nothing left\n%s%s", code, out, errOut)
+	}
+}
