@@ -47,7 +47,7 @@ func (g *gridSampler) Ask(n int) (space.Assignment, error) {
 			return a, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: each of the grid's %d points (%d values of each integer range) was tried", ErrExhausted, len(g.points), gridPoints)
+	return nil, fmt.Errorf("%w: each of the grid's %d points (%d values of each integer range) was tried; another sampler (tpe-gp) searches the values between them", ErrExhausted, len(g.points), gridPoints)
 }
 
 func (g *gridSampler) Tell(a space.Assignment, _ []float64) error {
