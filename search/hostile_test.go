@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -475,10 +476,27 @@ func TestMostlyInvalidSpaces(t *testing.T) {
 			}
 		}
 	}
-	for _, sp := range []*space.Space{loadSpace(t), wideSpace(t), hostileSpace(t, 1, param("NCCL_SOCKET_NTHREADS", "min = 1\nmax = 16\nlog = true")+
-		param("NCCL_NSOCKS_PERTHREAD", "min = 1\nmax = 16\nlog = true"))} {
+	spaces := []*space.Space{loadSpace(t), wideSpace(t), hostileSpace(t, 1, param("NCCL_SOCKET_NTHREADS", "min = 1\nmax = 16\nlog = true")+
+		param("NCCL_NSOCKS_PERTHREAD", "min = 1\nmax = 16\nlog = true"))}
+	// The examples' spaces, that of a workload among them: its NCCL_ALGO
+	// per collective offers Tree to all-gather and reduce-scatter, which
+	// NCCL implements for neither, and the rules refuse 56% of it, each
+	// such refusal a setting's own, which the models learn as they learn
+	// any setting that fails.
+	files, err := filepath.Glob("../examples/*.toml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the examples: %v", err)
+	}
+	for _, f := range files {
+		sp, err := space.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spaces = append(spaces, sp)
+	}
+	for _, sp := range spaces {
 		if mostlyInvalid(sp) {
-			t.Errorf("%v: the rules taken to refuse most configurations", sp.Params)
+			t.Errorf("space %q of %d settings: the rules taken to refuse most configurations", sp.Campaign.Name, len(sp.Params))
 		}
 	}
 }
