@@ -500,3 +500,30 @@ func TestMostlyInvalidSpaces(t *testing.T) {
 		}
 	}
 }
+
+// TestExhaustedGridSaysWhatItTried: the grid's stop says what it tried and
+// what is left. It said "4 values of each integer range" and pointed to
+// the values between them where a range has two values and none lie
+// between: there the grid is the whole space.
+func TestExhaustedGridSaysWhatItTried(t *testing.T) {
+	for _, tc := range []struct {
+		params  string
+		between bool // the space holds values between the grid's
+	}{
+		{param("NCCL_ALGO", `values = ["Ring", "Tree"]`) + param("NCCL_MIN_CTAS", "min = 1\nmax = 2"), false},
+		{param("NCCL_ALGO", `values = ["Ring", "Tree"]`) + param("NCCL_MIN_CTAS", "min = 1\nmax = 2") + param("NCCL_MAX_CTAS", "min = 1\nmax = 32"), true},
+	} {
+		sp := hostileSpace(t, 1, tc.params)
+		g := mustNew(t, "grid", sp)
+		var err error
+		for n := 0; err == nil; n++ {
+			var a space.Assignment
+			if a, err = g.Ask(n); err == nil {
+				g.Tell(a, []float64{1})
+			}
+		}
+		if !errors.Is(err, ErrExhausted) || strings.Contains(err.Error(), "tpe-gp") != tc.between || strings.Contains(err.Error(), "every configuration of the space") == tc.between {
+			t.Errorf("%d settings, values between the grid's: %v; exhausted: %v", len(sp.Params), tc.between, err)
+		}
+	}
+}
