@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/nccltune/nccltune/space"
@@ -47,7 +48,10 @@ func (g *gridSampler) Ask(n int) (space.Assignment, error) {
 			return a, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: each of the grid's %d points (%d values of each integer range) was tried", ErrExhausted, len(g.points), gridPoints)
+	if !slices.ContainsFunc(g.sp.Params, func(p space.Param) bool { return !p.Categorical() && p.Max-p.Min >= gridPoints }) {
+		return nil, fmt.Errorf("%w: each of the grid's %d points, every configuration of the space, was tried", ErrExhausted, len(g.points))
+	}
+	return nil, fmt.Errorf("%w: each of the grid's %d points (every value of a categorical or of an integer range of %d at most, %[3]d of a wider one) was tried; another sampler (tpe-gp) searches the values between them", ErrExhausted, len(g.points), gridPoints)
 }
 
 func (g *gridSampler) Tell(a space.Assignment, _ []float64) error {

@@ -153,8 +153,11 @@ const maxListed = 1 << 14
 // nothing new while untried ones remain. In a larger space a draw finds one.
 func untried(sp *space.Space, tried func(space.Assignment) bool, rng *rand.Rand) (a space.Assignment, listed bool) {
 	all, ok := Enumerate(sp, 0, maxListed)
-	if all = slices.DeleteFunc(all, tried); !ok || len(all) == 0 {
-		return nil, ok
+	if !ok {
+		return nil, false
+	}
+	if all = slices.DeleteFunc(all, tried); len(all) == 0 {
+		return nil, true
 	}
 	return all[rng.IntN(len(all))], true
 }

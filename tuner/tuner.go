@@ -366,7 +366,7 @@ func (t *Tuner) finished(o Options) bool {
 		tried[t.Space.Reading(tr.Params)] = true
 	}
 	stopped := camp.Stopped != "" && len(unfinishedSearch(trials)) == 0 &&
-		(o.Trials == 0 && t.Space.Campaign.Patience > 0 || allTried(configurations(t.Space, len(trials)), tried))
+		(o.Trials == 0 && t.Space.Campaign.Patience > 0 && !samplerExhausted(camp) || allTried(configurations(t.Space, len(trials)), tried))
 	// A budget below what the search ran is not met but overrun: the run
 	// goes on to campaign's refusal of it, as for a campaign not validated.
 	return err == nil && done <= budget && (done == budget || stopped) && (!camp.Simplify || Simplified(t.Space, trials)) &&
@@ -494,7 +494,7 @@ func (s *session) resume(o Options) ([]int, error) {
 	}
 	todo := searchTodo(trials, s.camp.Budget)
 	if s.camp.Stopped != "" {
-		if o.Trials == 0 && sp.Campaign.Patience > 0 {
+		if o.Trials == 0 && sp.Campaign.Patience > 0 && !samplerExhausted(s.camp) {
 			// It converged: run no more unless told a new budget, save the
 			// trials it started before (on groups, those running as the
 			// last range settled) that were interrupted, first in todo.
@@ -507,6 +507,14 @@ func (s *session) resume(o Options) ([]int, error) {
 		}
 	}
 	return todo, nil
+}
+
+// samplerExhausted reports whether camp stopped because its sampler had
+// nothing left to propose (search.ErrExhausted, as begin records it: the
+// grid's points all tried). That is no convergence, whatever the
+// patience: resumed with another sampler, the campaign searches on.
+func samplerExhausted(camp store.Campaign) bool {
+	return strings.Contains(camp.Stopped, search.ErrExhausted.Error())
 }
 
 // searchTodo returns the numbers of the search trials still to run under

@@ -1175,6 +1175,52 @@ max = 8
 	}
 }
 
+// TestExhaustedSamplerResumesWithAnother: a campaign stopped because its
+// sampler had nothing left to propose (the grid's points all tried) has
+// not converged, whatever its patience: resumed with another sampler, which
+// its stop names, it searches the configurations off the grid. It was kept
+// as one whose ranges had settled, and ran nothing, and the stop named no
+// way on.
+func TestExhaustedSamplerResumesWithAnother(t *testing.T) {
+	src := `
+[campaign]
+name = "grid"
+trials = 30
+seed = 1
+sampler = "grid"
+patience = 25
+sizes = { min = "1M", max = "64M", factor = 4 }
+[benchmark]
+gpus = 16
+[simulator]
+nodes = 2
+fabric = "ib"
+[fixed]
+NCCL_NVLS_ENABLE = 0
+[[param]]
+name = "NCCL_ALGO"
+values = ["Ring", "Tree"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+min = 1
+max = 8
+`
+	sp, st := mustParse(t, "grid.toml", src), openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(campaignTrials(t, st, "grid"))
+	if camp, _ := st.Campaign("grid"); !strings.Contains(camp.Stopped, "grid's 8 points") || !strings.Contains(camp.Stopped, "tpe-gp") {
+		t.Fatalf("stopped %q, want the grid's points all tried, and the sampler that searches on", camp.Stopped)
+	}
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{KeepSettings: true, Sampler: "tpe-gp"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := len(campaignTrials(t, st, "grid")); after <= before {
+		t.Errorf("resumed with tpe-gp: %d trials, as before; want the search to go on off the grid", after)
+	}
+}
+
 // sweeps records the message sizes of each launch, by its label.
 type sweeps struct {
 	Runner
