@@ -1126,20 +1126,7 @@ values = ["default", "1M"]
 // would do. A configuration that failed by its settings is no variant to
 // keep.
 func TestSimplificationLeavesNoSettingOutForAFailedConfiguration(t *testing.T) {
-	sp := mustParse(t, "test.toml", `
-[campaign]
-name = "failed-variant"
-trials = 5
-sizes = { min = "1M", max = "4M", factor = 4 }
-[simulator]
-nodes = 1
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring"]
-[[param]]
-name = "NCCL_PROTO"
-values = ["default", "Simple"]
-`)
+	sp := algoProtoSpace(t, "failed-variant")
 	score := func(a space.Assignment) float64 {
 		if a["NCCL_ALGO"] == "Ring" || a["NCCL_PROTO"] == "Simple" {
 			return 110
@@ -1161,20 +1148,7 @@ values = ["default", "Simple"]
 // (105), never choose within 1% of the choice: the range kept both
 // settings, though the algorithm alone, never run, would do.
 func TestSimplificationHoldsAVariantToAllItsRuns(t *testing.T) {
-	sp := mustParse(t, "test.toml", `
-[campaign]
-name = "variant-runs"
-trials = 5
-sizes = { min = "1M", max = "4M", factor = 4 }
-[simulator]
-nodes = 1
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring"]
-[[param]]
-name = "NCCL_PROTO"
-values = ["default", "Simple"]
-`)
+	sp := algoProtoSpace(t, "variant-runs")
 	proto := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": "Simple"}
 	both := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
 	trials := []store.Trial{evenTrial(sp, 0, store.Search, space.Assignment{}, 100), evenTrial(sp, 1, store.Search, space.Assignment{}, 100),
@@ -1187,6 +1161,25 @@ values = ["default", "Simple"]
 	})
 }
 
+// algoProtoSpace is a campaign name of five trials over NCCL_ALGO=Ring and
+// NCCL_PROTO=Simple on one simulated node.
+func algoProtoSpace(t *testing.T, name string) *space.Space {
+	return mustParse(t, "test.toml", `
+[campaign]
+name = "`+name+`"
+trials = 5
+sizes = { min = "1M", max = "4M", factor = 4 }
+[simulator]
+nodes = 1
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "Simple"]
+`)
+}
+
 // evenTrial is trial n of phase, complete, scoring score in every range of sp.
 func evenTrial(sp *space.Space, n int, phase store.Phase, a space.Assignment, score float64) store.Trial {
 	scores := map[string]float64{}
@@ -1196,10 +1189,10 @@ func evenTrial(sp *space.Space, n int, phase store.Phase, a space.Assignment, sc
 	return store.Trial{Number: n, State: store.Complete, Phase: phase, Params: a, Scores: scores}
 }
 
-// simplifiesToTheAlgorithm runs the simplification over trials, scoring
-// each variant it launches by score in every range, and fails t unless
-// every range then chooses NCCL_ALGO=Ring alone.
-func simplifiesToTheAlgorithm(t *testing.T, sp *space.Space, trials []store.Trial, score func(space.Assignment) float64) {
+// runSimplification runs the simplification over trials, scoring each
+// variant it launches by score in every range, and returns the trials with
+// the variants after them.
+func runSimplification(t *testing.T, sp *space.Space, trials []store.Trial, score func(space.Assignment) float64) []store.Trial {
 	t.Helper()
 	err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
 		tr := evenTrial(sp, len(trials), store.Simplification, a, score(a))
@@ -1209,7 +1202,15 @@ func simplifiesToTheAlgorithm(t *testing.T, sp *space.Space, trials []store.Tria
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range results.Of(sp, trials, nil) {
+	return trials
+}
+
+// simplifiesToTheAlgorithm runs the simplification over trials, scoring
+// each variant it launches by score in every range, and fails t unless
+// every range then chooses NCCL_ALGO=Ring alone.
+func simplifiesToTheAlgorithm(t *testing.T, sp *space.Space, trials []store.Trial, score func(space.Assignment) float64) {
+	t.Helper()
+	for _, r := range results.Of(sp, runSimplification(t, sp, trials, score), nil) {
 		if !r.Tuned() || results.Settings(sp, r.Best) != 1 || r.Best.Params["NCCL_ALGO"] != "Ring" {
 			t.Errorf("range %s: chose %v (%s); want the algorithm alone", r.Range.Name, r.Best.Params, r.Describe())
 		}
@@ -1228,27 +1229,7 @@ func simplifiesToTheAlgorithm(t *testing.T, sp *space.Space, trials []store.Tria
 // Whichever results choose, the protocol alone or the algorithm alone, the
 // range sets one setting.
 func TestSimplificationHoldsAVariantAsResultsScoreIt(t *testing.T) {
-	sp := mustParse(t, "test.toml", `
-[campaign]
-name = "variant-score"
-trials = 5
-sizes = { min = "1M", max = "4M", factor = 4 }
-[simulator]
-nodes = 1
-[[param]]
-name = "NCCL_ALGO"
-values = ["default", "Ring"]
-[[param]]
-name = "NCCL_PROTO"
-values = ["default", "Simple"]
-`)
-	trial := func(n int, a space.Assignment, score float64) store.Trial {
-		scores := map[string]float64{}
-		for _, rg := range sp.Ranges {
-			scores[rg.Name] = score
-		}
-		return store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: scores}
-	}
+	sp := algoProtoSpace(t, "variant-score")
 	proto := space.Assignment{"NCCL_ALGO": space.Unset, "NCCL_PROTO": "Simple"}
 	both := space.Assignment{"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
 	cases := map[string][]float64{"an infinite run": {math.Inf(1), 100}}
@@ -1267,26 +1248,19 @@ values = ["default", "Simple"]
 		if !math.IsInf(c[0], 1) {
 			d, protoRuns = c[0], c[1:]
 		}
-		trials := []store.Trial{trial(0, space.Assignment{}, d), trial(1, both, d*1.016)}
+		trials := []store.Trial{evenTrial(sp, 0, store.Search, space.Assignment{}, d), evenTrial(sp, 1, store.Search, both, d*1.016)}
 		for _, s := range protoRuns {
-			trials = append(trials, trial(len(trials), proto, s))
+			trials = append(trials, evenTrial(sp, len(trials), store.Search, proto, s))
 		}
-		err := simplification(sp, trials, func(a space.Assignment) (store.Trial, error) {
-			score := d
+		trials = runSimplification(t, sp, trials, func(a space.Assignment) float64 {
 			switch {
 			case a["NCCL_ALGO"] == "Ring":
-				score = d * 1.016
+				return d * 1.016
 			case a["NCCL_PROTO"] == "Simple":
-				score = protoRuns[len(protoRuns)-1]
+				return protoRuns[len(protoRuns)-1]
 			}
-			tr := trial(len(trials), a, score)
-			tr.Phase = store.Simplification
-			trials = append(trials, tr)
-			return tr, nil
+			return d
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, r := range results.Of(sp, trials, nil) {
 			if !r.Tuned() || results.Settings(sp, r.Best) != 1 {
 				t.Errorf("%s: range %s: chose %v (%s); want one setting, tuned", name, r.Range.Name, r.Best.Params, r.Describe())
