@@ -1131,29 +1131,7 @@ func runsNothingAgain(t *testing.T, sp *space.Space, st *store.Store, o Options,
 // tried, saying so, and running it again, under a budget raised too, runs
 // nothing.
 func TestExhaustedGridStops(t *testing.T) {
-	src := `
-[campaign]
-name = "grid"
-trials = 40
-seed = 1
-sampler = "grid"
-sizes = { min = "1M", max = "64M", factor = 4 }
-[benchmark]
-gpus = 16
-[simulator]
-nodes = 2
-fabric = "ib"
-[fixed]
-NCCL_NVLS_ENABLE = 0
-[[param]]
-name = "NCCL_ALGO"
-values = ["Ring", "Tree"]
-[[param]]
-name = "NCCL_MIN_CTAS"
-min = 1
-max = 8
-`
-	sp, st := mustParse(t, "grid.toml", src), openStore(t)
+	sp, st := mustParse(t, "grid.toml", gridSpace(40, "")), openStore(t)
 	o := Options{ValidateRounds: 2}
 	if err := newTuner(t, sp, st).Run(context.Background(), o); err != nil {
 		t.Fatal(err)
@@ -1175,21 +1153,17 @@ max = 8
 	}
 }
 
-// TestExhaustedSamplerResumesWithAnother: a campaign stopped because its
-// sampler had nothing left to propose (the grid's points all tried) has
-// not converged, whatever its patience: resumed with another sampler, which
-// its stop names, it searches the configurations off the grid. It was kept
-// as one whose ranges had settled, and ran nothing, and the stop named no
-// way on.
-func TestExhaustedSamplerResumesWithAnother(t *testing.T) {
-	src := `
+// gridSpace is a grid campaign of trials trials, campaign settings more
+// added, over the algorithm and NCCL_MIN_CTAS 1-8 (eight grid points) on a
+// simulated two-node IB cluster.
+func gridSpace(trials int, more string) string {
+	return fmt.Sprintf(`
 [campaign]
 name = "grid"
-trials = 30
+trials = %d
 seed = 1
 sampler = "grid"
-patience = 25
-sizes = { min = "1M", max = "64M", factor = 4 }
+%ssizes = { min = "1M", max = "64M", factor = 4 }
 [benchmark]
 gpus = 16
 [simulator]
@@ -1204,8 +1178,17 @@ values = ["Ring", "Tree"]
 name = "NCCL_MIN_CTAS"
 min = 1
 max = 8
-`
-	sp, st := mustParse(t, "grid.toml", src), openStore(t)
+`, trials, more)
+}
+
+// TestExhaustedSamplerResumesWithAnother: a campaign stopped because its
+// sampler had nothing left to propose (the grid's points all tried) has
+// not converged, whatever its patience: resumed with another sampler, which
+// its stop names, it searches the configurations off the grid. It was kept
+// as one whose ranges had settled, and ran nothing, and the stop named no
+// way on.
+func TestExhaustedSamplerResumesWithAnother(t *testing.T) {
+	sp, st := mustParse(t, "grid.toml", gridSpace(30, "patience = 25\n")), openStore(t)
 	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
