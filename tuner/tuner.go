@@ -1066,15 +1066,19 @@ const simplifyChoices = 3
 func (s *session) simplify(ctx context.Context) error {
 	// Past the search's, and past its own finished ones: one interrupted
 	// runs again under its number.
-	n := s.searchEnd
+	n, simplifiedLast := s.searchEnd, false
 	for _, t := range s.trials {
-		n = max(n, t.Number+1)
+		if t.Number+1 > n {
+			n, simplifiedLast = t.Number+1, true
+		}
 	}
 	// A stored simplification that left configurations to run is said to
 	// go on, once: a campaign an older nccltune simplified to its end by
-	// other rules runs more trials, and validates again, on its resume.
+	// other rules runs more trials, and validates again, on its resume. One
+	// a search trial follows was of a budget since raised: the new
+	// choices are simplified as any campaign's, nothing to explain.
 	var resumed string
-	if slices.ContainsFunc(s.trials, func(t store.Trial) bool { return !t.Searched() }) {
+	if simplifiedLast {
 		resumed = "the simplification goes on: the stored one left configurations to run (it was stopped, or an older nccltune simplified by other rules)"
 	}
 	return simplification(s.Space, s.trials, func(a space.Assignment) (store.Trial, error) {

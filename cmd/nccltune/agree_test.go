@@ -228,3 +228,23 @@ func TestStatusSaysTheSimplificationHasMoreToRun(t *testing.T) {
 		t.Errorf("resume: exit %d; want one trial run, announced, and nothing left\n%s%s", code, out, errOut)
 	}
 }
+
+// TestRaisedBudgetIsNoUnfinishedSimplification: a simplified campaign
+// whose budget was raised searches on, then simplifies its new choices as
+// any campaign does. Neither status, while that search runs, nor the
+// resume, as the simplification follows it, is to blame the stored
+// simplification (stopped, or an older nccltune's) for configurations
+// left to run: the raised budget's new choices are.
+func TestRaisedBudgetIsNoUnfinishedSimplification(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "resume", "--trials", "12", "--no-validate")
+	if code != 0 || strings.Count(errOut, "simplifying, trial") == 0 {
+		t.Fatalf("resume --trials 12: exit %d, or no new choice simplified\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "the simplification goes on") {
+		t.Errorf("resume --trials 12: the simplification of its new choices said the stored one left configurations to run\n%s", errOut)
+	}
+}
