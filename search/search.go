@@ -32,7 +32,9 @@ type Sampler interface {
 
 // ErrExhausted is Ask's answer where every configuration the sampler
 // proposes was told (the grid's points, a few values of each integer, in a
-// space of more): one proposed again would measure nothing new.
+// space of more): one proposed again would measure nothing new. Its text
+// is stored in a campaign's stop reason, by which a resume tells this stop
+// from convergence (tuner's TestExhaustedStopsAsStored): keep it.
 var ErrExhausted = errors.New("nothing left to propose")
 
 // New returns the named sampler (one of space.Samplers) for sp; a model

@@ -1066,15 +1066,19 @@ const simplifyChoices = 3
 func (s *session) simplify(ctx context.Context) error {
 	// Past the search's, and past its own finished ones: one interrupted
 	// runs again under its number.
-	n := s.searchEnd
+	n, simplifiedLast := s.searchEnd, false
 	for _, t := range s.trials {
-		n = max(n, t.Number+1)
+		if t.Number+1 > n {
+			n, simplifiedLast = t.Number+1, true
+		}
 	}
 	// A stored simplification that left configurations to run is said to
 	// go on, once: a campaign an older nccltune simplified to its end by
-	// other rules runs more trials, and validates again, on its resume.
+	// other rules runs more trials, and validates again, on its resume. One
+	// a search trial follows was of a budget since raised: the new
+	// choices are simplified as any campaign's, nothing to explain.
 	var resumed string
-	if slices.ContainsFunc(s.trials, func(t store.Trial) bool { return !t.Searched() }) {
+	if simplifiedLast {
 		resumed = "the simplification goes on: the stored one left configurations to run (it was stopped, or an older nccltune simplified by other rules)"
 	}
 	return simplification(s.Space, s.trials, func(a space.Assignment) (store.Trial, error) {
@@ -1146,46 +1150,45 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 	// alone make the choices, so that a resumed campaign, which finds each
 	// of them as it goes, retraces the same path.
 	var rejected []store.Trial
-	choices := results.Of(sp, searched, nil)
-	// choose returns range i's choice and its fresh run, running it if
-	// none has; nil where NCCL's defaults are chosen, or simplifyChoices
-	// choices failed.
-	choose := func(i int) (space.Assignment, store.Trial, error) {
+	rechoose := results.Rejecting(sp, searched)
+	// choose returns range i's choice (results.Rejecting's) and its fresh
+	// run, running it if none has; no Best where NCCL's defaults are
+	// chosen, or simplifyChoices choices failed.
+	choose := func(i int) (results.RangeResult, store.Trial, error) {
 		for range simplifyChoices {
-			best := choices[i].Best
-			if best == nil || sp.IsDefaults(best.Params) {
+			choice := rechoose(i, rejected)
+			if choice.Best == nil || sp.IsDefaults(choice.Best.Params) {
 				break // NCCL's defaults: nothing to simplify
 			}
-			a := space.Assignment(maps.Clone(best.Params))
-			ref, ok := fresh[sp.Reading(a)]
+			ref, ok := fresh[sp.Reading(choice.Best.Params)]
 			if !ok {
 				var err error
-				if ref, err = measure(a); err != nil {
-					return nil, ref, err
+				if ref, err = measure(maps.Clone(choice.Best.Params)); err != nil {
+					return choice, ref, err
 				}
 			}
 			// A launch that started no rank says nothing of the settings:
 			// results keep the choice, and it stands, unsimplified.
 			if ref.State != store.Failed || !runner.FailureKind(ref.FailureKind).Settings() {
-				return a, ref, nil
+				return choice, ref, nil
 			}
 			rejected = append(rejected, ref)
-			choices = results.Of(sp, slices.Concat(searched, rejected), nil)
 		}
-		return nil, store.Trial{}, nil
+		return results.RangeResult{}, store.Trial{}, nil
 	}
 	for i, rg := range sp.Ranges {
-		cur, ref, err := choose(i)
+		choice, ref, err := choose(i)
 		if err != nil {
 			return err
 		}
-		if cur == nil || ref.State != store.Complete {
+		if choice.Best == nil || ref.State != store.Complete {
 			continue // NCCL's defaults, or no choice ran fresh; validation will say so
 		}
 		// Within Parsimony of the fresh run, and still the gain over NCCL's
 		// defaults a choice needs: a variant below it is no choice of results'
 		// (results.Of), and simplifying on from it would leave the choice whole.
-		target, defaults := ref.Scores[rg.Name]*(1-results.Parsimony), choices[i].DefaultScore
+		cur := space.Assignment(maps.Clone(choice.Best.Params))
+		target, defaults := ref.Scores[rg.Name]*(1-results.Parsimony), choice.DefaultScore
 		for _, p := range sp.Params {
 			if v, ok := cur[p.Name]; !ok || v == space.Unset {
 				continue

@@ -1314,3 +1314,24 @@ func campaignValidations(t *testing.T, st *store.Store, name string) []store.Val
 	}
 	return vals
 }
+
+// TestExhaustedStopsAsStored: a stop is told a sampler's exhaustion by the
+// text of search.ErrExhausted in the stored reason (the store holds no
+// other mark of it), so that text is the stores' as much as the
+// sampler's: reworded, a grid campaign stored before would read as
+// converged again, and its resume with another sampler run nothing. The
+// reasons as nccltune stored them since a1d5a45, and a patience stop,
+// whose range names cannot hold the text.
+func TestExhaustedStopsAsStored(t *testing.T) {
+	for stopped, want := range map[string]bool{
+		"stopped after trial 7: nothing left to propose: each of the grid's 8 points (4 values of each integer range) was tried":                                                            true,
+		"stopped after trial 7: nothing left to propose: each of the grid's 8 points (4 values of each integer range) was tried; another sampler (tpe-gp) searches the values between them": true,
+		"stopped after trial 3: nothing left to propose: every configuration NCCL runs as written was tried (it overrides the others' settings)":                                            true,
+		"stopped after trial 30: every range settled (patience): small after trial 12, medium after trial 20, large after trial 30; none gained 1% in its last 10 trials":                   false,
+		"stopped after trial 3: every one of the space's 3 configurations was tried":                                                                                                        false,
+	} {
+		if got := samplerExhausted(store.Campaign{Stopped: stopped}); got != want {
+			t.Errorf("%q: exhausted %v, want %v", stopped, got, want)
+		}
+	}
+}

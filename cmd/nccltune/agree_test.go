@@ -228,3 +228,83 @@ func TestStatusSaysTheSimplificationHasMoreToRun(t *testing.T) {
 		t.Errorf("resume: exit %d; want one trial run, announced, and nothing left\n%s%s", code, out, errOut)
 	}
 }
+
+// TestRaisedBudgetIsNoUnfinishedSimplification: a simplified campaign
+// whose budget was raised searches on, then simplifies its new choices as
+// any campaign does. Neither status, while that search runs, nor the
+// resume, as the simplification follows it, is to blame the stored
+// simplification (stopped, or an older nccltune's) for configurations
+// left to run: the raised budget's new choices are.
+func TestRaisedBudgetIsNoUnfinishedSimplification(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "resume", "--trials", "12", "--no-validate")
+	if code != 0 || strings.Count(errOut, "simplifying, trial") == 0 {
+		t.Fatalf("resume --trials 12: exit %d, or no new choice simplified\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "the simplification goes on") {
+		t.Errorf("resume --trials 12: the simplification of its new choices said the stored one left configurations to run\n%s", errOut)
+	}
+}
+
+// TestStatusWhileARaisedBudgetSearches: a simplified campaign whose budget
+// was raised, stopped in the search that adds, has its simplification to
+// run again after it as any campaign has, not configurations the stored
+// one left: status, and status --json's simplification_unfinished, said it
+// had, and that a resume runs them.
+func TestStatusWhileARaisedBudgetSearches(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.LockWriter(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Campaign("sim-2node-ib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := st.Trials(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, _, err := space.ParseStored("stored", c.Space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The raised budget's first search trial, a new choice of every range.
+	c.Budget = 12
+	if err := st.UpdateSettings(c); err != nil {
+		t.Fatal(err)
+	}
+	a := space.Assignment{"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL128"}
+	tr := store.Trial{CampaignID: c.ID, Number: len(trials), Params: a, Env: sp.Env(a), Phase: store.Search}
+	if err := st.StartTrial(&tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.State, tr.Scores = store.Complete, map[string]float64{}
+	for _, rg := range sp.Ranges {
+		tr.Scores[rg.Name] = 1e6
+	}
+	if err := st.FinishTrial(context.Background(), &tr); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := nccltune(t, dir, "status")
+	if code != 0 || strings.Contains(out, "left to run") {
+		t.Errorf("status: exit %d; the raised budget's search is blamed on the stored simplification\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = nccltune(t, dir, "status", "--json")
+	var got struct {
+		Unfinished *bool `json:"simplification_unfinished"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Unfinished == nil || *got.Unfinished {
+		t.Errorf("status --json: exit %d, %v, simplification_unfinished %v; want false\n%s%s", code, err, got.Unfinished, out, errOut)
+	}
+}

@@ -468,10 +468,13 @@ func gain(r results.RangeResult) string {
 }
 
 // simplificationUnfinished reports whether the campaign's simplification
-// began and has configurations left to run, which a resume runs.
+// began and has configurations left to run, which a resume runs. Not while
+// a raised budget's search has trials left to run: the simplification of
+// its choices follows it as in any campaign, and the replay is not run.
 func simplificationUnfinished(l *loaded) bool {
-	_, simplifying := byPhase(l.trials)
-	return l.camp.Simplify && len(simplifying) > 0 && !tuner.Simplified(l.space, l.trials)
+	searched, simplifying := byPhase(l.trials)
+	searching := l.camp.Stopped == "" && results.Summarize(searched).Finished() < l.camp.Budget
+	return l.camp.Simplify && len(simplifying) > 0 && !searching && !tuner.Simplified(l.space, l.trials)
 }
 
 // byPhase splits a campaign's trials into the search's, each of its rows
