@@ -2,11 +2,11 @@ package report
 
 import (
 	"math/rand/v2"
-	"strconv"
 	"testing"
 
 	"github.com/nccltune/nccltune/results"
 	"github.com/nccltune/nccltune/runner/nccltests"
+	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -19,19 +19,16 @@ func BenchmarkWriteOf10kTrials(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
+	draws, err := search.New("random", sp, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
 	trials := make([]store.Trial, 10000)
 	for n := range trials {
 		a := space.Assignment{}
 		if n >= 2 {
-			for _, p := range sp.Params {
-				if !sp.Active(p, a) {
-					continue
-				}
-				if p.Categorical() {
-					a[p.Name] = p.Values[rng.IntN(len(p.Values))]
-				} else {
-					a[p.Name] = strconv.FormatInt(p.Min+rng.Int64N(p.Max-p.Min+1), 10)
-				}
+			if a, err = draws.Ask(n); err != nil {
+				b.Fatal(err)
 			}
 		}
 		t := store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Env: sp.Env(a)}

@@ -5,12 +5,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/search"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -40,19 +39,16 @@ func wideCampaign(tb testing.TB, searched int, failChoices bool) (*space.Space, 
 		}
 		return s
 	}
+	draws, err := search.New("random", sp, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	var trials []store.Trial
 	for n := range searched {
 		a := space.Assignment{}
 		if n >= 2 {
-			for _, p := range sp.Params {
-				if !sp.Active(p, a) {
-					continue
-				}
-				if p.Categorical() {
-					a[p.Name] = p.Values[rng.IntN(len(p.Values))]
-				} else {
-					a[p.Name] = strconv.FormatInt(p.Min+rng.Int64N(p.Max-p.Min+1), 10)
-				}
+			if a, err = draws.Ask(n); err != nil {
+				tb.Fatal(err)
 			}
 		}
 		trials = append(trials, store.Trial{Number: n, State: store.Complete, Phase: store.Search, Params: a, Scores: score()})
@@ -74,22 +70,16 @@ func wideCampaign(tb testing.TB, searched int, failChoices bool) (*space.Space, 
 	return sp, trials
 }
 
-// TestSimplifiedFitsTheModelOnce: the replay of a simplification whose
+// TestSimplifiedChoosesAsResultsOf: the replay of a simplification whose
 // choices' fresh runs failed chose again after each failure with
 // results.Of, which fits the model of every complete trial again: 48 s for
-// status (simplification_unfinished) on 2,000 trials over 30 ranges. A
-// failure changes no estimate; the replay costs about one results.Of.
-func TestSimplifiedFitsTheModelOnce(t *testing.T) {
+// status (simplification_unfinished) on 2,000 trials over 30 ranges
+// (BenchmarkSimplifiedWide). A failure changes no estimate, so the model is
+// fitted once (results.Rejecting), and the ranges choose as results.Of does.
+func TestSimplifiedChoosesAsResultsOf(t *testing.T) {
 	sp, trials := wideCampaign(t, 300, true)
-	start := time.Now()
-	results.Of(sp, trials, nil)
-	of := time.Since(start)
-	start = time.Now()
 	if !Simplified(sp, trials) {
 		t.Fatal("not simplified")
-	}
-	if took := time.Since(start); took > 10*of {
-		t.Errorf("the replay took %v, %.0f times results.Of's %v; want about one", took, float64(took)/float64(of), of)
 	}
 	// Chosen again without refitting, as results.Of chooses.
 	searched, rejected := trials[:300], slices.DeleteFunc(slices.Clone(trials[300:]), func(t store.Trial) bool { return t.State != store.Failed })
