@@ -24,7 +24,6 @@ import (
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
 	"github.com/nccltune/nccltune/results"
-	"github.com/nccltune/nccltune/runner"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/store"
 )
@@ -420,7 +419,7 @@ func convergence(sp *space.Space, choices []results.RangeResult, trials []store.
 			}
 			s, ok := t.Scores[r.Name]
 			switch {
-			case t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() && keys[j] != defaults:
+			case results.FailedByItsSettings(t) && keys[j] != defaults:
 				c.failed = true
 				if keys[j] == leader {
 					lead()

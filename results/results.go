@@ -120,17 +120,19 @@ func isScore(s float64) bool { return s > 0 && !math.IsInf(s, 1) }
 // its settings, which Of never chooses however well another ran.
 func RunsScore(rangeName string, runs []store.Trial) (score float64, failed bool) {
 	runs = inOrder(runs)
-	nan := make([]float64, len(runs))
-	for j := range nan {
-		nan[j] = math.NaN()
-	}
-	failed = slices.ContainsFunc(runs, func(t store.Trial) bool {
-		return t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings()
-	})
-	if cs := configsOf(rangeName, runs, make([]string, len(runs)), nan); len(cs) > 0 {
+	failed = slices.ContainsFunc(runs, FailedByItsSettings)
+	if cs := configsOf(rangeName, runs, make([]string, len(runs)), slices.Repeat([]float64{math.NaN()}, len(runs))); len(cs) > 0 {
 		return cs[0].score(), failed
 	}
 	return math.NaN(), failed
+}
+
+// FailedByItsSettings reports whether trial t failed as its settings may
+// make a job fail (not a launch that started no rank, an interrupt or a
+// lost node): a configuration that did so once is never chosen, as
+// FailedBySettings says of a validation run.
+func FailedByItsSettings(t store.Trial) bool {
+	return t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings()
 }
 
 // configsOf groups the completed trials that measured the range by
@@ -141,7 +143,7 @@ func configsOf(rangeName string, trials []store.Trial, keys []string, estimates 
 	var out []*config
 	byKey, failed := map[string]*config{}, map[string]bool{}
 	for j, t := range trials {
-		if t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() {
+		if FailedByItsSettings(t) {
 			failed[keys[j]] = true
 		}
 	}
@@ -319,7 +321,7 @@ func readings(sp *space.Space, trials []store.Trial) []string {
 func rangeOf(sp *space.Space, i int, trials []store.Trial, keys []string, estimates []float64, vals []store.Validation, baseline []RangeResult) RangeResult {
 	var defaultFailed *store.Trial
 	if k := slices.IndexFunc(trials, func(t store.Trial) bool {
-		return t.State == store.Failed && runner.FailureKind(t.FailureKind).Settings() && sp.IsDefaults(t.Params)
+		return FailedByItsSettings(t) && sp.IsDefaults(t.Params)
 	}); k >= 0 {
 		defaultFailed = &trials[k]
 	}

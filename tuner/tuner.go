@@ -1169,7 +1169,7 @@ func simplification(sp *space.Space, trials []store.Trial, run func(space.Assign
 			}
 			// A launch that started no rank says nothing of the settings:
 			// results keep the choice, and it stands, unsimplified.
-			if ref.State != store.Failed || !runner.FailureKind(ref.FailureKind).Settings() {
+			if !results.FailedByItsSettings(ref) {
 				return choice, ref, nil
 			}
 			rejected = append(rejected, ref)
