@@ -267,6 +267,7 @@ func parse(filename string, data []byte) (*Space, error, error) {
 	var all map[string]any
 	if _, err := toml.Decode(string(data), &all); err == nil {
 		b.finite(nil, all)
+		b.exactKeys(nil, -1, all)
 		b.tables(all)
 		b.zeros(all)
 	}
@@ -294,6 +295,40 @@ func fieldKeys(t reflect.Type, table string, keys map[string][]string) map[strin
 		}
 	}
 	return keys
+}
+
+// exactKeys refuses a key of the file's own tables written in another case
+// than its field's (Seed for seed): the decoder matches a field in any case,
+// so two spellings of one table ([[workload]] and [[Workload]]) each filled
+// it, in the order of a map's iteration, and one file read as two spaces.
+// index is the element of an array of tables that holds table, else -1.
+func (b *builder) exactKeys(table toml.Key, index int, m map[string]any) {
+	name := strings.Join(table, ".")
+	known, ok := knownKeys[name]
+	if !ok {
+		return // a table of NAME = value ([fixed], try_first, when): any key
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		path := append(slices.Clip(table), k)
+		if !slices.Contains(known, k) {
+			if i := slices.IndexFunc(known, func(w string) bool { return strings.EqualFold(w, k) }); i >= 0 {
+				line := b.loc.key(path)
+				if index >= 0 {
+					line = b.loc.field(name, index, k)
+				}
+				b.errorf(line, "key %q: keys are case-sensitive; write %s", path.String(), known[i])
+			}
+			continue
+		}
+		switch v := m[k].(type) {
+		case map[string]any:
+			b.exactKeys(path, -1, v)
+		case []map[string]any:
+			for i, t := range v {
+				b.exactKeys(path, i, t)
+			}
+		}
+	}
 }
 
 // didYouMean suggests the key of the same table that an unknown key

@@ -101,6 +101,14 @@ values = ["LL9"]`, []string{`NCCL_PROTO: "LL9" is not one of LL, LL128, Simple`}
 		{"unknown table", `seed = 7`, "seed = 7\n[benchmrk]\nx = 1", []string{`unknown key "benchmrk"; did you mean benchmark?`}},
 		{"unknown key of a table's table", `factor = 4 }`, `factor = 4, fator = 2 }`, []string{`unknown key "campaign.sizes.fator"; did you mean campaign.sizes.factor?`}},
 		{"unknown key of an array's table", `seed = 7`, "seed = 7\n[[range]]\nnam = \"x\"", []string{`unknown key "range.nam"; did you mean range.name?`}},
+		// TOML's keys are case-sensitive; the decoder matched a field in any
+		// case, so that two spellings of one table (workload and Workload)
+		// each filled it, in the order of a map's iteration.
+		{"key in another case", `seed = 7`, `Seed = 7`, []string{"bad.toml:5:", `key "campaign.Seed": keys are case-sensitive; write seed`}},
+		{"table in another case", `[fixed]`, "[Launcher]\nkind = \"local\"\n[fixed]", []string{"bad.toml:23:", `key "Launcher": keys are case-sensitive; write launcher`}},
+		{"array's key in another case", `max = 8
+when`, `MAX = 8
+when`, []string{`key "param.MAX": keys are case-sensitive; write max`}},
 		{"bad size", `max = "64K"`, `max = "64Q"`, []string{"bad.toml:11:", `invalid size "64Q"`}},
 		{"overlap", `min = "64K"`, `min = "32K"`, []string{"overlaps another range"}},
 		// It names the export's files, nccl-NAME.torchrun.sh the longest: export failed after the
@@ -747,6 +755,18 @@ values = ["default", "IB", "Socket"]
 					t.Errorf("%v, fixed %v: KeyReading(%q) = %q, want %q", a, sp.Fixed, sp.Key(a), got, want)
 				}
 			}
+		}
+	}
+}
+
+// Two spellings of one array of tables, [[workload]] and [[workloAd]]:
+// the decoder filled the field from either, as a map's iteration fell, so
+// the same file read as two spaces (found by FuzzParse).
+func TestParseCaseVariantTablesRefused(t *testing.T) {
+	src := workloadSpace + "\n[[Workload]]\ncollective = \"all_gather\"\nsize = \"1M\"\ncount = 3\n"
+	for range 50 {
+		if _, err := Parse("w.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), `key "Workload": keys are case-sensitive; write workload`) {
+			t.Fatalf("error %v", err)
 		}
 	}
 }
