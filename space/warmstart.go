@@ -150,7 +150,8 @@ var ErrSplitOtherwise = errors.New("a part per collective that this nccltune no 
 // authority on what runs or is exported, and one edited could otherwise
 // name any variable (NCCL_NET_PLUGIN, which loads code) or value.
 func (s *Space) CheckOffered(a Assignment) error {
-	for name, v := range a {
+	for _, name := range slices.Sorted(maps.Keys(a)) { // one message for one store
+		v := a[name]
 		k := slices.IndexFunc(s.Params, func(p Param) bool { return p.Name == name })
 		if variable, _, part := strings.Cut(name, "["); k < 0 && part && slices.Contains(PerCollective, variable) {
 			return fmt.Errorf("sets %s, %w", text.Clean(name), ErrSplitOtherwise)

@@ -246,3 +246,21 @@ func TestWeightedRangesAreNotSeconds(t *testing.T) {
 		}
 	}
 }
+
+// A stored trial's stray settings are told in the order of their names: in
+// a map's order, one store's export failed with another message each time.
+func TestCheckOfferedNamesTheFirstStray(t *testing.T) {
+	sp, err := Parse("s.toml", []byte(hostileBase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Assignment{}
+	for _, name := range []string{"NCCL_ZZ", "NCCL_YY", "NCCL_XX", "NCCL_AA", "NCCL_WW", "NCCL_VV"} {
+		a[name] = "1"
+	}
+	for range 50 {
+		if err := sp.CheckOffered(a); err == nil || err.Error() != "sets NCCL_AA, which the space does not search" {
+			t.Fatalf("error %v", err)
+		}
+	}
+}
