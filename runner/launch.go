@@ -123,11 +123,41 @@ func withoutOuterLaunch(env []string) []string {
 		switch {
 		case strings.HasPrefix(name, "PMI_"), strings.HasPrefix(name, "PALS_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
 			return true
-		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_") || outerTaskCPUs(name, interactive)):
+		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_")):
 			return true
+		case step && outerTaskCPUs(name, interactive):
+			return !slices.Contains(bindings, name) || setBySrun(env, name)
 		}
 		return mpiJob && outerMPIJob(name)
 	})
+}
+
+// bindings are srun's input variables for a step's binding, --cpu-bind's
+// and --mem-bind's defaults.
+var bindings = []string{"SLURM_CPU_BIND", "SLURM_MEM_BIND"}
+
+// setBySrun reports whether env's binding variable name (one of bindings)
+// is the one srun set in a task of its step, with its parts beside it
+// (src/common/env.c: SLURM_CPU_BIND=quiet,mask_cpu:0x3 is
+// SLURM_CPU_BIND_VERBOSE "," SLURM_CPU_BIND_TYPE SLURM_CPU_BIND_LIST),
+// rather than the user's own, exported in that task's shell after (srun
+// --pty bash; export SLURM_CPU_BIND=none), which their job's srun there takes.
+func setBySrun(env []string, name string) bool {
+	bind, ok := lookup(env, name)
+	verbose, hasVerbose := lookup(env, name+"_VERBOSE")
+	typ, hasType := lookup(env, name+"_TYPE")
+	list, _ := lookup(env, name+"_LIST")
+	return ok && hasVerbose && hasType && bind == verbose+","+typ+list
+}
+
+// lookup is env's value of the variable name, as os.LookupEnv's.
+func lookup(env []string, name string) (string, bool) {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // interactiveStep is the ID of the step in which salloc runs its shell
@@ -144,7 +174,8 @@ const interactiveStep = "4294967290"
 // mpirun or torchrun's wrapper runs, and srun --export=ALL hands every rank
 // the rest as its own. The allocation's SRUN_CPUS_PER_TASK, which srun
 // does not set in a task, stays; so do the CPUs per task in salloc's
-// interactive step, which asks for none of its own: they are salloc's.
+// interactive step, which asks for none of its own: they are salloc's;
+// and so does a binding the user exported in the task's shell (setBySrun).
 func outerTaskCPUs(name string, interactive bool) bool {
 	switch name {
 	case "SLURM_CPUS_PER_TASK", "SLURM_TRES_PER_TASK":
@@ -636,17 +667,16 @@ func (s Srun) NodeCount() (int, error) {
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
 func (Srun) LauncherEnv(env []string) []string {
-	env = without(env, srunShape)
-	// SLURM_CPU_BIND is --cpu-bind's default: the user's own, exported in
-	// the batch script (SLURM_CPU_BIND=none, =cores), stays, as their job's
-	// srun takes it. Where nccltune itself runs in a step's task, srun set
-	// it to that one task's CPUs, with SLURM_CPU_BIND_TYPE beside it
-	// (src/common/env.c, setup_env): read as the trial's binding, every
-	// rank would share that one task's CPUs.
-	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_CPU_BIND_TYPE=") }) {
-		env = without(env, []string{"SLURM_CPU_BIND"})
-	}
-	return env
+	// SLURM_CPU_BIND and SLURM_MEM_BIND are --cpu-bind's and --mem-bind's
+	// defaults: the user's own, exported in the batch script or a shell
+	// (SLURM_CPU_BIND=none, =cores), stay, as their job's srun takes them.
+	// One that srun set in a task nccltune itself runs in is that one
+	// task's CPUs (setBySrun): read as the trial's binding, every rank
+	// would share them.
+	return slices.DeleteFunc(without(env, srunShape), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(bindings, name) && setBySrun(env, name)
+	})
 }
 
 var srunShape = []string{

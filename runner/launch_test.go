@@ -353,28 +353,42 @@ func TestSrunEnv(t *testing.T) {
 		"SLURM_NTASKS_PER_NODE=4", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1",
 		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out",
 		"SLURM_EXIT_ERROR=137", "SLURM_WORKING_DIR=/elsewhere", "SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_CPU_BIND_TYPE=mask_cpu:",
+		"SLURM_CPU_BIND_VERBOSE=quiet", "SLURM_CPU_BIND_LIST=0x1",
 		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	want := []string{"SLURM_JOB_ID=7", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1", "SLURM_DISTRIBUTION=cyclic",
-		"SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
+		"SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_VERBOSE=quiet", "SLURM_CPU_BIND_LIST=0x1", "SLURM_CONF=/etc/slurm/slurm.conf",
+		"SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
 		t.Errorf("srun's environment %q\nwant %q", got, want)
 	}
 }
 
-// TestSrunKeepsTheUsersCPUBind: SLURM_CPU_BIND exported in a batch script
-// (no step's SLURM_CPU_BIND_TYPE beside it) is the user's --cpu-bind, which
-// their job's own srun takes: a trial's step keeps it. Inside a step's task,
-// where srun set both, it is that task's mask and is dropped (TestSrunEnv).
+// TestSrunKeepsTheUsersCPUBind: SLURM_CPU_BIND or SLURM_MEM_BIND exported
+// in a batch script, or in the shell of a step's task after srun set the
+// task's (srun --pty bash; export SLURM_CPU_BIND=none), is the user's
+// --cpu-bind, which their job's own srun takes: a trial's step keeps it,
+// under any launcher. The one srun set in a step's task, with its parts
+// beside it (SLURM_CPU_BIND_VERBOSE, _TYPE, _LIST, as 22.05 sets them), is
+// that task's mask and is dropped.
 func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
+	srunsMask := []string{"SLURM_CPU_BIND_VERBOSE=quiet", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1",
+		"SLURM_MEM_BIND_VERBOSE=quiet", "SLURM_MEM_BIND_TYPE=local", "SLURM_MEM_BIND_LIST="}
+	users := []string{"SLURM_CPU_BIND=none", "SLURM_MEM_BIND=none"}
+	srunsOwn := []string{"SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_MEM_BIND=quiet,local"}
+	job, step := []string{"SLURM_JOB_ID=7"}, []string{"SLURM_JOB_ID=7", "SLURM_STEP_ID=0"}
 	for _, tc := range []struct {
 		env, want []string
 	}{
-		{[]string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND=none"}, []string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND=none"}},
-		{[]string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1"},
-			[]string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1"}},
+		{slices.Concat(job, users), slices.Concat(job, users)},
+		{slices.Concat(job, srunsOwn, srunsMask), slices.Concat(job, srunsMask)},
+		{slices.Concat(step, users, srunsMask), slices.Concat(job, users)},
+		{slices.Concat(step, srunsOwn, srunsMask), job},
 	} {
-		if got := (Srun{}).LauncherEnv(tc.env); !slices.Equal(got, tc.want) {
+		if got := (Srun{}).LauncherEnv(withoutOuterLaunch(tc.env)); !slices.Equal(got, tc.want) {
 			t.Errorf("srun's environment from %q: %q\nwant %q", tc.env, got, tc.want)
+		}
+		if got := withoutOuterLaunch(tc.env); slices.Contains(tc.want, users[0]) != slices.Contains(got, users[0]) {
+			t.Errorf("every launcher's environment from %q: %q", tc.env, got)
 		}
 	}
 }
@@ -394,14 +408,17 @@ func TestLauncherEnvInStep(t *testing.T) {
 		"SLURM_SRUN_COMM_PORT=40175", "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_NODEID=0", "SLURM_GTIDS=0", "SLURM_TASK_PID=22536",
 		"SLURM_DISTRIBUTION=cyclic", "PMI_FD=10", "PMI_JOBID=7.0", "PMI_RANK=0", "PMI_SIZE=2", "PMIX_RANK=0", "PMIX_NAMESPACE=slurm.pmix.7.0",
 		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1", "SLURM_STEP_GPUS=0,1", "SLURM_STEP_RESV_PORTS=12000-12001",
-		"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu:2", "SLURM_CPU_BIND=quiet,cores", "SLURM_CPU_BIND_TYPE=cores", "SLURM_MEM_BIND=local")
+		"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu:2", "SLURM_CPU_BIND=quiet,corescores", "SLURM_CPU_BIND_VERBOSE=quiet",
+		"SLURM_CPU_BIND_TYPE=cores", "SLURM_CPU_BIND_LIST=cores", "SLURM_MEM_BIND=quiet,local", "SLURM_MEM_BIND_VERBOSE=quiet",
+		"SLURM_MEM_BIND_TYPE=local", "SLURM_MEM_BIND_LIST=")
 	batch := append(slices.Clone(job), "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_DISTRIBUTION=block")
 	// salloc -c 2's shell in its interactive step (LaunchParameters=
 	// use_interactive_step), as 22.05 sets it: that step asks for no CPUs
 	// of its own, and its CPUs per task are salloc's, the allocation's.
 	allocCPUs := []string{"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu=2"}
 	interactive := append(slices.Concat(job, allocCPUs), "SLURM_STEP_ID=4294967290", "SLURM_STEPID=4294967290",
-		"SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0", "SLURM_SRUN_COMM_PORT=35371", "SLURM_CPU_BIND=quiet,mask_cpu:0x1")
+		"SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0", "SLURM_SRUN_COMM_PORT=35371", "SLURM_CPU_BIND=quiet,mask_cpu:0x1",
+		"SLURM_CPU_BIND_VERBOSE=quiet", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1")
 	// A step of srun --mpi=cray_shasta (HPE Cray's PMI): its PALS wiring,
 	// by which Cray PMI finds the step's layout and its rank in it.
 	cray := append(slices.Clone(job), "SLURM_STEP_ID=1", "PALS_APID=7.1", "PALS_APINFO=/var/spool/slurmd/mpi_cray_shasta/7.1/apinfo",

@@ -130,11 +130,25 @@ func testSrunOuterStepCPUs(t *testing.T, srun Srun) {
 	if !slices.Contains(outer, "SLURM_CPUS_PER_TASK=2") {
 		t.Fatalf("the outer step's task has no SLURM_CPUS_PER_TASK=2: %q", outer)
 	}
+	// The user's own binding, exported in the task's shell after srun set
+	// the task's (srun --pty bash; export SLURM_CPU_BIND=none), is theirs:
+	// it stays, as their job's own srun in that shell takes it.
+	users := slices.Clone(outer)
+	for i, kv := range users {
+		if strings.HasPrefix(kv, "SLURM_CPU_BIND=") {
+			users[i] = "SLURM_CPU_BIND=none"
+		}
+	}
 	for _, l := range []Launcher{srun, Local{}} {
-		r := &Runner{Launcher: l, BaseEnv: outer}
-		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "cpus=$SLURM_CPUS_PER_TASK tres=$SLURM_TRES_PER_TASK bind=$SLURM_CPU_BIND$SLURM_CPU_BIND_TYPE$SLURM_CPU_BIND_LIST"`}}, Timeout: time.Minute})
-		if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "cpus= tres= bind=\n") || strings.Contains(string(res.Output), "cpus=2") || strings.Contains(string(res.Output), "cores") {
-			t.Errorf("%T: the ranks got the outer step's CPUs (exit %d):\n%s", l, res.Exit.Code, res.Output)
+		for _, tc := range []struct {
+			env  []string
+			bind string
+		}{{outer, "bind=\n"}, {users, "bind=none"}} {
+			r := &Runner{Launcher: l, BaseEnv: tc.env}
+			res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "cpus=$SLURM_CPUS_PER_TASK tres=$SLURM_TRES_PER_TASK bind=${SLURM_CPU_BIND#quiet,}$SLURM_CPU_BIND_LIST"`}}, Timeout: time.Minute})
+			if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "cpus= tres= "+tc.bind) || strings.Contains(string(res.Output), "cpus=2") || strings.Contains(string(res.Output), "cores") {
+				t.Errorf("%T: the ranks got the outer step's CPUs, or not the user's %s (exit %d):\n%s", l, tc.bind, res.Exit.Code, res.Output)
+			}
 		}
 	}
 }
