@@ -96,24 +96,22 @@ var outerStep = []string{
 // withoutOuterLaunch is env less what an outer launcher told nccltune's
 // own process, where nccltune runs as one of its ranks: the step nccltune
 // runs in a task of (outerStep), the Open MPI job it is a rank of
-// (outerMPIJob), Hydra's description of its rank (MPI_LOCALRANKID,
-// MPI_LOCALNRANKS, with PMI_RANK), and the rank's process management
-// wiring: the PMI and PMIx variables (PMI_RANK, PMI_FD, PMIX_RANK,
-// PMIX_SERVER_URI..., of srun --mpi, Hydra or Open MPI) and HPE Cray's
-// PALS ones (PALS_RANKID, PALS_APINFO: srun --mpi=cray_shasta's, by which
-// Cray PMI reads the step's layout and its rank in it), which reach every
-// rank that a trial's launcher wires no other way (the local launcher's,
-// torchrun's, srun --mpi=none) as one of that outer launch's ranks. It
-// holds for every launcher (Runner.Run). PMIx's MCA parameters (PMIX_MCA_*)
-// are settings, not wiring, and stay. Outside an outer launch nothing
-// goes: a batch script's SLURM_DISTRIBUTION is sbatch -m's, the
-// allocation's, and a PMI_* variable is the user's setting (Cray's
-// PMI_NO_FORK). env itself is left as it is.
+// (outerMPIJob), and the rank's process management wiring (pmiWiring,
+// and PMIx's: PMIX_RANK, PMIX_SERVER_URI..., of srun --mpi=pmix or Open
+// MPI), which reach every rank that a trial's launcher wires no other way
+// (the local launcher's, torchrun's, srun --mpi=none) as one of that outer
+// launch's ranks. It holds for every launcher (Runner.Run). PMIx's MCA
+// parameters (PMIX_MCA_*) and the PMI variables the user sets (Cray PMI's
+// PMI_NO_FORK, srun's PMI_FANOUT) are settings, not wiring, and stay.
+// Outside an outer launch nothing goes: a batch script's
+// SLURM_DISTRIBUTION is sbatch -m's, the allocation's. env itself is left
+// as it is.
 func withoutOuterLaunch(env []string) []string {
 	has := func(name string) bool {
 		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 	}
-	step, mpiJob, pmi := inStep(env), has("OMPI_COMM_WORLD_SIZE"), has("PMI_RANK") || has("PALS_RANKID")
+	step, mpiJob := inStep(env), has("OMPI_COMM_WORLD_SIZE")
+	pmi := has("PMI_RANK") || has("PMI_ID") || has("PALS_RANKID")
 	if !step && !mpiJob && !pmi {
 		return slices.Clone(env)
 	}
@@ -121,7 +119,7 @@ func withoutOuterLaunch(env []string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(name, "PMI_"), strings.HasPrefix(name, "PALS_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
+		case slices.Contains(pmiWiring, name), pmixWiring(name):
 			return true
 		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_")):
 			return true
@@ -158,6 +156,24 @@ func lookup(env []string, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// pmiWiring are the variables by which a process manager wires each rank
+// into its job for PMI-1 and PMI-2 (a rank of which, PMI_RANK, PMI_ID or
+// PALS_RANKID, marks an outer launch): Hydra's (src/pm/hydra, pmip_cb.c:
+// PMI_RANK, PMI_FD and PMI_SIZE, or PMI_PORT and PMI_ID, with
+// MPI_LOCALRANKID and MPI_LOCALNRANKS; PMI_SPAWNED in a spawned job's),
+// srun --mpi=pmi2's (PMI_FD, PMI_JOBID, PMI_RANK, PMI_SIZE, as 22.05 sets
+// them), and HPE Cray PMI's under srun --mpi=cray_shasta or Flux: PALS_*
+// (PALS_APINFO, the step's layout) and, in later Slurm, PMI_JOBID,
+// PMI_LOCAL_RANK, PMI_LOCAL_SIZE, PMI_UNIVERSE_SIZE, PMI_CONTROL_PORT and
+// PMI_SHARED_SECRET. Any other PMI_* is the user's, which srun hands every
+// task as given: Cray PMI's PMI_NO_FORK, PMI_MMAP_SYNC_WAIT_TIME, srun's
+// own PMI_FANOUT, PMI_TIME.
+var pmiWiring = []string{
+	"PMI_RANK", "PMI_FD", "PMI_SIZE", "PMI_PORT", "PMI_ID", "PMI_SPAWNED", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+	"PMI_JOBID", "PMI_LOCAL_RANK", "PMI_LOCAL_SIZE", "PMI_UNIVERSE_SIZE", "PMI_CONTROL_PORT", "PMI_SHARED_SECRET",
+	"PALS_APID", "PALS_APINFO", "PALS_RANKID", "PALS_NODEID", "PALS_LOCAL_RANKID", "PALS_SPOOL_DIR",
 }
 
 // interactiveStep is the ID of the step in which salloc runs its shell

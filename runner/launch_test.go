@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -423,7 +424,10 @@ func TestLauncherEnvInStep(t *testing.T) {
 	// by which Cray PMI finds the step's layout and its rank in it.
 	cray := append(slices.Clone(job), "SLURM_STEP_ID=1", "PALS_APID=7.1", "PALS_APINFO=/var/spool/slurmd/mpi_cray_shasta/7.1/apinfo",
 		"PALS_NODEID=0", "PALS_RANKID=0", "PALS_SPOOL_DIR=/var/spool/slurmd/mpi_cray_shasta/7.1")
-	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}, {interactive, slices.Concat(job, allocCPUs)}, {cray, job}} {
+	// A rank of MPICH's Hydra with -pmi-port: PMI_PORT and PMI_ID, no PMI_RANK.
+	hydraPort := []string{"PATH=/bin", "PMI_PORT=n1:40411", "PMI_ID=1", "MPI_LOCALRANKID=1", "MPI_LOCALNRANKS=2", "PMI_NO_FORK=1"}
+	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}, {interactive, slices.Concat(job, allocCPUs)}, {cray, job},
+		{hydraPort, []string{"PATH=/bin", "PMI_NO_FORK=1"}}} {
 		if got := withoutOuterLaunch(tc.env); !slices.Equal(got, tc.want) {
 			t.Errorf("environment from %q:\n%q\nwant %q", tc.env, got, tc.want)
 		}
@@ -896,14 +900,21 @@ func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
 // job), what that launch told nccltune's own process of its step or job
 // and its rank's wiring reaches no trial, under any launcher: under local
 // and torchrun the ranks took themselves for the outer step's. PMIx's MCA
-// parameters are settings and stay.
+// parameters are settings and stay, and so are the PMI variables the user
+// sets (Cray PMI's PMI_NO_FORK, PMI_MMAP_SYNC_WAIT_TIME; srun's PMI_FANOUT),
+// which srun hands its tasks as they are: Cray PMI's wiring, as Slurm's
+// --mpi=cray_shasta and Flux set it, goes.
 func TestOuterLaunchUnderEveryLauncher(t *testing.T) {
+	settings := map[string]string{"SLURM_JOB_ID": "7", "PMIX_MCA_gds": "hash", "PMI_NO_FORK": "1", "PMI_MMAP_SYNC_WAIT_TIME": "300",
+		"PMI_FANOUT": "8", "PMI_DEBUG": "1"}
 	outer := map[string]string{
-		"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "1",
-		"SLURM_SRUN_COMM_PORT": "40175", "PMI_RANK": "1", "PMI_SIZE": "2", "PMI_FD": "10", "PMIX_RANK": "1",
+		"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "1",
+		"SLURM_SRUN_COMM_PORT": "40175", "PMI_RANK": "1", "PMI_SIZE": "2", "PMI_FD": "10", "PMI_JOBID": "7.0", "PMIX_RANK": "1",
+		"PMI_LOCAL_RANK": "1", "PMI_LOCAL_SIZE": "2", "PMI_UNIVERSE_SIZE": "2", "PMI_CONTROL_PORT": "11000,11001", "PMI_SHARED_SECRET": "123",
 		"PMIX_NAMESPACE": "slurm.pmix.7.0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "OMPI_UNIVERSE_SIZE": "2",
-		"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "PMIX_MCA_gds": "hash",
+		"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2",
 	}
+	maps.Copy(outer, settings)
 	for name, value := range outer {
 		t.Setenv(name, value)
 	}
@@ -914,7 +925,7 @@ func TestOuterLaunchUnderEveryLauncher(t *testing.T) {
 		got := strings.Split(string(res.Output), "\n")
 		for name, value := range outer {
 			kept := slices.Contains(got, name+"="+value)
-			if want := name == "SLURM_JOB_ID" || name == "PMIX_MCA_gds"; kept != want {
+			if _, want := settings[name]; kept != want {
 				t.Errorf("%T: %s=%s kept %v, want %v", l, name, value, kept, want)
 			}
 		}

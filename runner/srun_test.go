@@ -41,6 +41,7 @@ func TestSrun(t *testing.T) {
 	t.Run("hang", func(t *testing.T) { testSrunHang(t, c, job, srun) })
 	t.Run("inherited shape", testSrunInheritedShape)
 	t.Run("outer step's CPUs", func(t *testing.T) { testSrunOuterStepCPUs(t, srun) })
+	t.Run("outer step's PMI", func(t *testing.T) { testSrunOuterStepPMI(t, srun) })
 	t.Run("DDP step in the caller's world", testSrunDDPCallerWorld)
 }
 
@@ -149,6 +150,36 @@ func testSrunOuterStepCPUs(t *testing.T, srun Srun) {
 			if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "cpus= tres= "+tc.bind) || strings.Contains(string(res.Output), "cpus=2") || strings.Contains(string(res.Output), "cores") {
 				t.Errorf("%T: the ranks got the outer step's CPUs, or not the user's %s (exit %d):\n%s", l, tc.bind, res.Exit.Code, res.Output)
 			}
+		}
+	}
+}
+
+// testSrunOuterStepPMI: where nccltune runs in a task of a step of srun
+// --mpi=pmi2, that task's PMI wiring (PMI_FD, PMI_RANK, PMI_JOBID, ...)
+// reaches no trial's rank (a trial's srun wires its own step's, as the
+// outer step's SLURM_MPI_TYPE says), and the PMI settings the user exported
+// before it (Cray PMI's PMI_NO_FORK, srun's PMI_FANOUT), which srun handed
+// the task as they were, reach every one.
+func testSrunOuterStepPMI(t *testing.T, srun Srun) {
+	cmd := exec.Command("srun", "-n1", "--mpi=pmi2", "env", "-0")
+	cmd.Env = append(os.Environ(), "PMI_NO_FORK=1", "PMI_FANOUT=8")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the outer step: %v", err)
+	}
+	outer := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if !slices.Contains(outer, "PMI_RANK=0") || !slices.Contains(outer, "PMI_NO_FORK=1") {
+		t.Fatalf("the outer step's task has no PMI_RANK=0 or PMI_NO_FORK=1: %q", outer)
+	}
+	jobid, _ := lookup(outer, "PMI_JOBID")
+	for _, tc := range []struct {
+		l     Launcher
+		ranks int
+	}{{srun, 4}, {Local{}, 1}} {
+		r := &Runner{Launcher: tc.l, BaseEnv: outer}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "jobid=$PMI_JOBID fork=$PMI_NO_FORK fanout=$PMI_FANOUT"`}}, Timeout: time.Minute})
+		if res.Exit.Code != 0 || strings.Contains(string(res.Output), "jobid="+jobid+" ") || strings.Count(string(res.Output), " fork=1 fanout=8\n") != tc.ranks {
+			t.Errorf("%T: the ranks got the outer step's PMI wiring (PMI_JOBID=%s), or not the user's settings (exit %d):\n%s", tc.l, jobid, res.Exit.Code, res.Output)
 		}
 	}
 }
