@@ -707,6 +707,11 @@ var srunShape = []string{
 	// names kept for backward compatibility (src/srun/opt.c).
 	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SRUN_OUTPUT", "SRUN_ERROR", "SRUN_INPUT",
 	"SLURM_EXIT_ERROR", "SLURM_EXIT_IMMEDIATE",
+	// srun's -v and --slurmd-debug, whose lines (srun's "propagating
+	// RLIMIT_STACK=8388608", slurmstepd's in each task's stderr) a metric's
+	// regex reads as the ranks', and -u, which passes the ranks' output on
+	// unbuffered: their lines run into each other's (22.05).
+	"SLURM_DEBUG", "SLURMD_DEBUG", "SLURM_UNBUFFEREDIO",
 }
 
 // srunTaskRE is srun's report of tasks that ended badly: "srun: error: n1:

@@ -86,10 +86,14 @@ func testSrunDDPCallerWorld(t *testing.T) {
 // change neither a step's rank count nor its output: srun takes them as the
 // defaults of options the space leaves out. Where tasks sit
 // (SLURM_DISTRIBUTION) is the allocation's, as for the job's own srun.
+// The output is the ranks' alone: srun's and slurmstepd's verbose lines
+// (SLURM_DEBUG, SLURMD_DEBUG), which a metric's regex would read as a
+// rank's, are no trial's.
 func testSrunInheritedShape(t *testing.T) {
 	for name, value := range map[string]string{
 		"SLURM_NTASKS_PER_NODE": "5", "SLURM_DISTRIBUTION": "cyclic",
 		"SLURM_LABELIO": "1", "SLURM_STDOUTMODE": filepath.Join(t.TempDir(), "out"),
+		"SLURM_DEBUG": "2", "SLURMD_DEBUG": "3", "SLURM_UNBUFFEREDIO": "1",
 	} {
 		t.Setenv(name, value)
 	}
@@ -103,8 +107,8 @@ func testSrunInheritedShape(t *testing.T) {
 		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
 		// A task's SLURM_NTASKS, which trainers read as the world's size, is its step's.
 		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "rank $SLURM_PROCID of $SLURM_STEP_NUM_TASKS, $SLURM_NTASKS"`}}, Timeout: time.Minute})
-		if res.Exit.Code != 0 {
-			t.Errorf("%+v: exit status %d\n%s", tc.srun, res.Exit.Code, res.Output)
+		if res.Exit.Code != 0 || strings.Count(string(res.Output), "\n") != tc.ranks {
+			t.Errorf("%+v: exit status %d, and the output is not the %d ranks' lines:\n%s", tc.srun, res.Exit.Code, tc.ranks, res.Output)
 			continue
 		}
 		for rank := range tc.ranks {
