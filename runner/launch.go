@@ -188,8 +188,8 @@ const interactiveStep = "4294967290"
 // before 22.05 and again from 23.11, SLURM_TRES_PER_TASK, SLURM_CPU_BIND,
 // SLURM_MEM_BIND, SLURM_CPU_FREQ_REQ), as does the srun that Open MPI's
 // mpirun or torchrun's wrapper runs, and srun --export=ALL hands every rank
-// the rest as its own. The allocation's SRUN_CPUS_PER_TASK, which srun
-// does not set in a task, stays; so do the CPUs per task in salloc's
+// the rest as its own. The SRUN_CPUS_PER_TASK the job exported, which
+// srun does not set in a task (nor do 22.05's salloc and sbatch), stays; so do the CPUs per task in salloc's
 // interactive step, which asks for none of its own: they are salloc's;
 // and so does a binding the user exported in the task's shell (setBySrun).
 func outerTaskCPUs(name string, interactive bool) bool {
@@ -675,8 +675,9 @@ func (s Srun) NodeCount() (int, error) {
 // ntasks_per_node). What each task has and where it sits (CPUs and GPUs per
 // task, binding, distribution) stays as the allocation gives it, as the
 // user's job's own srun takes it: a trial measures the job's setting, and
-// without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
-// NCCL's proxy threads. What describes the step nccltune itself may run in
+// without the SRUN_CPUS_PER_TASK a job script exports (22.05's sbatch -c
+// sets only SLURM_CPUS_PER_TASK, which srun reads from 23.11 on) each rank
+// would get one CPU for NCCL's proxy threads where the job's get more. What describes the step nccltune itself may run in
 // is dropped under every launcher (withoutOuterLaunch); a task prolog and an --export list are
 // never inherited (BaseEnv).
 // SLURM_JOB_ID, which puts the step in the
