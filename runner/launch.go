@@ -256,11 +256,19 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 		argv = append(argv, flag, m.Hostfile)
 	}
 	if len(m.Hosts) > 0 {
-		flag := "--host"
-		if !openmpi {
-			flag = "-hosts"
+		flag, hosts := "-hosts", m.Hosts
+		if openmpi {
+			// The hosts as Open MPI reads a hostfile's (ompiHostKey), the
+			// names it knows them by under Slurm: its --host takes a name
+			// as written and finds n2.cluster or alice@n3 in no allocation
+			// ("All nodes which are allocated for this job are already
+			// filled"; 4.1.4), where a hostfile's line of it runs on n3.
+			flag, hosts = "--host", slices.Clone(hosts)
+			for i := range hosts {
+				hosts[i].Name = ompiHostKey(hosts[i].Name)
+			}
 		}
-		argv = append(argv, flag, hostList(m.Hosts))
+		argv = append(argv, flag, hostList(hosts))
 	}
 	if m.MapBy != "" {
 		argv = append(argv, "--map-by", m.MapBy)
@@ -290,10 +298,13 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 		// hands every rank) is one for every group, where the ranks of the
 		// others waited for a rank 0 of theirs until the trial's timeout.
 		// After launcher.args: mpirun takes the last.
+		// Its address, less a user to log in as (alice@n3: n3).
+		addr := m.Hosts[0].Name
+		addr = addr[strings.LastIndexByte(addr, '@')+1:]
 		if openmpi {
-			argv = append(argv, "-x", "MASTER_ADDR="+m.Hosts[0].Name)
+			argv = append(argv, "-x", "MASTER_ADDR="+addr)
 		} else {
-			argv = append(argv, "-genv", "MASTER_ADDR", m.Hosts[0].Name)
+			argv = append(argv, "-genv", "MASTER_ADDR", addr)
 		}
 	}
 	return append(argv, cmd...), nil
