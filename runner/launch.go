@@ -826,6 +826,26 @@ var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|` + slurmstepd + `): .*(?:
 // first, as the job's state says it ended.
 var stepTimeLimitRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*`)
 
+// ompiTimeLimitRE is Open MPI's mpirun's word that it ended its job at its
+// own time limit (--timeout, or MPIEXEC_TIMEOUT in its environment), after
+// which 4.1.4 exits 110: "The user-provided time limit for job execution
+// has been reached:", then "Timeout: 2 seconds".
+var ompiTimeLimitRE = regexp.MustCompile(`(?m)^The user-provided time limit for job execution has been reached:\s*(Timeout: \d+ seconds?)`)
+
+// ownTimeLimit is why a launcher ended a failed trial at a time limit of
+// its own (a step's, srun --time; mpirun's), past which it ran as one past
+// benchmark.timeout does: it is read under every launcher, as any may run
+// srun or mpirun. "" where none did.
+func ownTimeLimit(output []byte) string {
+	if line := stepTimeLimitRE.Find(output); line != nil {
+		return "the step ran past its own time limit (srun --time), the job running on: " + strings.TrimRight(string(line), "\r")
+	}
+	if m := ompiTimeLimitRE.FindSubmatch(output); m != nil {
+		return "the job ran past mpirun's own time limit (--timeout, MPIEXEC_TIMEOUT): " + string(m[1])
+	}
+	return ""
+}
+
 // stepCancelledRE is slurmstepd's word that a step was cancelled for no
 // reason of Slurm's own (slurmstepd's req.c, 22.05: "slurmstepd-n1: error:
 // *** STEP 7.3 ON n1 CANCELLED AT 2026-12-07T01:00:00 ***", where a time

@@ -142,6 +142,28 @@ func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 // launch, with Open MPI's report: too few slots exited 1, read as
 // nccl-tests' "internal error", and a missing executable 132, read as a
 // rank killed by SIGILL.
+// TestMPIRunOwnTimeLimit: a trial that mpirun ends at its own time limit
+// (MPIEXEC_TIMEOUT in the caller's environment, or --timeout in
+// launcher.args), which Open MPI 4.1.4 reports and exits 110 for, ran past
+// a time limit as one past benchmark.timeout does: it failed as kind exit,
+// "exit status 110", with nothing of why.
+func TestMPIRunOwnTimeLimit(t *testing.T) {
+	needMPI(t)
+	for _, tc := range []struct {
+		env  string
+		args []string
+	}{{"MPIEXEC_TIMEOUT=1", nil}, {"", []string{"--timeout", "1"}}} {
+		r := &Runner{Launcher: MPIRun{NP: 2, Args: append([]string{"--oversubscribe"}, tc.args...)}, BaseEnv: append(BaseEnv(), tc.env)}
+		job := tableJob(script(t, "sleep 30"))
+		job.Timeout = time.Minute
+		res := r.Run(context.Background(), job)
+		want := "ran past mpirun's own time limit (--timeout, MPIEXEC_TIMEOUT): Timeout: 1 seconds"
+		if res.Failure == nil || res.Failure.Kind != FailTimeout || !strings.Contains(res.Failure.Reason, want) {
+			t.Errorf("%s %q: failure %v; want timeout: ...%s\n%s", tc.env, tc.args, res.Failure, want, res.Output)
+		}
+	}
+}
+
 func TestMPIRunLaunchFailure(t *testing.T) {
 	env := needMPI(t)
 	// A script whose interpreter is missing: Open MPI's execve fails past its
