@@ -203,10 +203,12 @@ func outerTaskCPUs(name string, interactive bool) bool {
 }
 
 // pmixWiring reports whether a variable (its name, or NAME=value) is PMIx's
-// wiring of a rank into its job, not one of PMIx's MCA parameters
-// (PMIX_MCA_*), which are settings.
+// wiring of a rank into its job, not a setting: one of PMIx's MCA
+// parameters (PMIX_MCA_*), or PMIX_INSTALL_PREFIX, where a relocated or
+// external PMIx is installed, which Open MPI reads (as OPAL_PREFIX) and
+// its mpirun sets in no rank (4.1.4).
 func pmixWiring(name string) bool {
-	return strings.HasPrefix(name, "PMIX_") && !strings.HasPrefix(name, "PMIX_MCA_")
+	return strings.HasPrefix(name, "PMIX_") && !strings.HasPrefix(name, "PMIX_MCA_") && name != "PMIX_INSTALL_PREFIX"
 }
 
 // Checker is implemented by launchers that can find problems before any trial

@@ -922,13 +922,14 @@ func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
 // job), what that launch told nccltune's own process of its step or job
 // and its rank's wiring reaches no trial, under any launcher: under local
 // and torchrun the ranks took themselves for the outer step's. PMIx's MCA
-// parameters are settings and stay, and so are the PMI variables the user
+// parameters and the install prefix of a relocated PMIx (which Open MPI
+// reads, and its ranks are not given) are settings and stay, and so are the PMI variables the user
 // sets (Cray PMI's PMI_NO_FORK, PMI_MMAP_SYNC_WAIT_TIME; srun's PMI_FANOUT),
 // which srun hands its tasks as they are: Cray PMI's wiring, as Slurm's
 // --mpi=cray_shasta and Flux set it, goes.
 func TestOuterLaunchUnderEveryLauncher(t *testing.T) {
 	settings := map[string]string{"SLURM_JOB_ID": "7", "PMIX_MCA_gds": "hash", "PMI_NO_FORK": "1", "PMI_MMAP_SYNC_WAIT_TIME": "300",
-		"PMI_FANOUT": "8", "PMI_DEBUG": "1"}
+		"PMI_FANOUT": "8", "PMI_DEBUG": "1", "PMIX_INSTALL_PREFIX": "/opt/pmix"}
 	outer := map[string]string{
 		"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "1",
 		"SLURM_SRUN_COMM_PORT": "40175", "PMI_RANK": "1", "PMI_SIZE": "2", "PMI_FD": "10", "PMI_JOBID": "7.0", "PMIX_RANK": "1",
