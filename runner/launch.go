@@ -189,9 +189,10 @@ const interactiveStep = "4294967290"
 // SLURM_MEM_BIND, SLURM_CPU_FREQ_REQ), as does the srun that Open MPI's
 // mpirun or torchrun's wrapper runs, and srun --export=ALL hands every rank
 // the rest as its own. The SRUN_CPUS_PER_TASK the job exported, which
-// srun does not set in a task (nor do 22.05's salloc and sbatch), stays; so do the CPUs per task in salloc's
-// interactive step, which asks for none of its own: they are salloc's;
-// and so does a binding the user exported in the task's shell (setBySrun).
+// srun does not set in a task (nor do 22.05's salloc and sbatch), stays;
+// so do the CPUs per task in salloc's interactive step, which asks for
+// none of its own: they are salloc's; and so does a binding the user
+// exported in the task's shell (setBySrun).
 func outerTaskCPUs(name string, interactive bool) bool {
 	switch name {
 	case "SLURM_CPUS_PER_TASK", "SLURM_TRES_PER_TASK":
@@ -299,8 +300,8 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 		// MASTER_ADDR of launcher.args or of the job's shell (which MPICH
 		// hands every rank) is one for every group, where the ranks of the
 		// others waited for a rank 0 of theirs until the trial's timeout.
-		// After launcher.args: mpirun takes the last.
-		// Its address, less a user to log in as (alice@n3: n3).
+		// After launcher.args: mpirun takes the last. The host's address
+		// is its name less a user to log in as (alice@n3: n3).
 		addr := m.Hosts[0].Name
 		addr = addr[strings.LastIndexByte(addr, '@')+1:]
 		if openmpi {
@@ -690,10 +691,10 @@ func (s Srun) NodeCount() (int, error) {
 // user's job's own srun takes it: a trial measures the job's setting, and
 // without the SRUN_CPUS_PER_TASK a job script exports (22.05's sbatch -c
 // sets only SLURM_CPUS_PER_TASK, which srun reads from 23.11 on) each rank
-// would get one CPU for NCCL's proxy threads where the job's get more. What describes the step nccltune itself may run in
-// is dropped under every launcher (withoutOuterLaunch); a task prolog and an --export list are
-// never inherited (BaseEnv).
-// SLURM_JOB_ID, which puts the step in the
+// would get one CPU for NCCL's proxy threads where the job's get more.
+// What describes the step nccltune itself may run in is dropped under
+// every launcher (withoutOuterLaunch); a task prolog and an --export list
+// are never inherited (BaseEnv). SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
 func (Srun) LauncherEnv(env []string) []string {
