@@ -83,6 +83,12 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 				return nil, fmt.Errorf("launcher.groups: hostfile %s lists host %s twice: list each host once, with all its slots, so that no two groups share it", l.Hostfile, first)
 			}
 			seen[HostKey(h.Name)] = h.Name
+			// Open MPI's --host takes no user to log in as (4.1.4: an
+			// "illegal character" in the node's name); under Slurm, which
+			// starts its daemons, it needs none (MPIRun.Wrap drops it).
+			if at := strings.LastIndexByte(h.Name, '@'); at >= 0 && l.Flavor != "mpich" && os.Getenv("SLURM_JOB_ID") == "" {
+				return nil, fmt.Errorf("launcher.groups: hostfile %s logs into host %s as %s, which mpirun's --host, by which each group names its hosts, cannot say: give the user in ~/.ssh/config", l.Hostfile, ompiHostKey(h.Name), h.Name[:at+1])
+			}
 		}
 		hosts = all
 	default:

@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/simtest"
 	"github.com/nccltune/nccltune/internal/slurmtest"
 	"github.com/nccltune/nccltune/space"
 )
 
 func TestGroupsOfAHostfile(t *testing.T) {
+	t.Setenv("SLURM_JOB_ID", "") // outside Slurm
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		path := filepath.Join(dir, name)
@@ -59,6 +61,9 @@ func TestGroupsOfAHostfile(t *testing.T) {
 		{write("empty", "# nothing\n"), 2, "lists no host"},
 		// Groups of one shape: every group's hosts the same slots.
 		{write("unequal", "a slots=8\nb slots=4\n"), 2, "does not split into 2 groups of one shape: group 1 is b:4, group 0 a:8"},
+		// Open MPI's --host takes no user to log in as (4.1.4: "illegal
+		// character" in the node's name); under Slurm none is needed.
+		{write("user", "alice@node1 slots=8\nnode2 slots=8\n"), 2, "logs into host node1 as alice@, which mpirun's --host"},
 	} {
 		if _, err := Groups(space.LauncherSettings{Kind: "mpirun", Hostfile: tc.hostfile, Groups: tc.groups}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s in %d groups: %v; want %q", tc.hostfile, tc.groups, err, tc.want)
@@ -175,6 +180,35 @@ func TestMPIRunGroupMasterAddr(t *testing.T) {
 	res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK meets at $MASTER_ADDR"}}, Timeout: time.Minute})
 	if res.Exit.Code != 0 || strings.Count(string(res.Output), "meets at localhost\n") != 2 {
 		t.Fatalf("exit %d, %v; want both ranks to meet at localhost\n%s", res.Exit.Code, res.Failure, res.Output)
+	}
+}
+
+// TestMPIRunGroupsUnderSlurm: a hostfile that names Slurm's nodes as Open
+// MPI's hostfile parser reads them, with a domain or a user before them
+// ("n2.cluster", "alice@n3"), runs as one launch (mpirun --hostfile), and
+// split into groups each group's mpirun runs on its own node of the
+// allocation, its ranks meeting at that host: mpirun's --host takes no
+// such name under Slurm ("All nodes which are allocated for this job are
+// already filled", Open MPI 4.1.4 and Slurm 22.05 here), and every trial
+// failed to launch, and a MASTER_ADDR of alice@n3 names no host.
+func TestMPIRunGroupsUnderSlurm(t *testing.T) {
+	simtest.RequireMPI(t)
+	c := slurmtest.Start(t, 3)
+	c.Alloc(t, 3)
+	hostfile := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hostfile, []byte("n2.cluster slots=1\nalice@n3 slots=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := Groups(space.LauncherSettings{Kind: "mpirun", NP: 1, Hostfile: hostfile, Groups: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"node n2 meets at n2.cluster", "node n3 meets at n3"} {
+		r := &Runner{Launcher: groups[i].Launcher, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", "echo node $SLURMD_NODENAME meets at $MASTER_ADDR"}}, Timeout: time.Minute})
+		if res.Exit.Code != 0 || strings.TrimSpace(string(res.Output)) != want {
+			t.Errorf("group %d: exit %d, %v; want %q\n%s", i, res.Exit.Code, res.Failure, want, res.Output)
+		}
 	}
 }
 

@@ -96,24 +96,22 @@ var outerStep = []string{
 // withoutOuterLaunch is env less what an outer launcher told nccltune's
 // own process, where nccltune runs as one of its ranks: the step nccltune
 // runs in a task of (outerStep), the Open MPI job it is a rank of
-// (outerMPIJob), Hydra's description of its rank (MPI_LOCALRANKID,
-// MPI_LOCALNRANKS, with PMI_RANK), and the rank's process management
-// wiring: the PMI and PMIx variables (PMI_RANK, PMI_FD, PMIX_RANK,
-// PMIX_SERVER_URI..., of srun --mpi, Hydra or Open MPI) and HPE Cray's
-// PALS ones (PALS_RANKID, PALS_APINFO: srun --mpi=cray_shasta's, by which
-// Cray PMI reads the step's layout and its rank in it), which reach every
-// rank that a trial's launcher wires no other way (the local launcher's,
-// torchrun's, srun --mpi=none) as one of that outer launch's ranks. It
-// holds for every launcher (Runner.Run). PMIx's MCA parameters (PMIX_MCA_*)
-// are settings, not wiring, and stay. Outside an outer launch nothing
-// goes: a batch script's SLURM_DISTRIBUTION is sbatch -m's, the
-// allocation's, and a PMI_* variable is the user's setting (Cray's
-// PMI_NO_FORK). env itself is left as it is.
+// (outerMPIJob), and the rank's process management wiring (pmiWiring,
+// and PMIx's: PMIX_RANK, PMIX_SERVER_URI..., of srun --mpi=pmix or Open
+// MPI), which reach every rank that a trial's launcher wires no other way
+// (the local launcher's, torchrun's, srun --mpi=none) as one of that outer
+// launch's ranks. It holds for every launcher (Runner.Run). PMIx's MCA
+// parameters (PMIX_MCA_*) and the PMI variables the user sets (Cray PMI's
+// PMI_NO_FORK, srun's PMI_FANOUT) are settings, not wiring, and stay.
+// Outside an outer launch nothing goes: a batch script's
+// SLURM_DISTRIBUTION is sbatch -m's, the allocation's. env itself is left
+// as it is.
 func withoutOuterLaunch(env []string) []string {
 	has := func(name string) bool {
 		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 	}
-	step, mpiJob, pmi := inStep(env), has("OMPI_COMM_WORLD_SIZE"), has("PMI_RANK") || has("PALS_RANKID")
+	step, mpiJob := inStep(env), has("OMPI_COMM_WORLD_SIZE")
+	pmi := has("PMI_RANK") || has("PMI_ID") || has("PALS_RANKID")
 	if !step && !mpiJob && !pmi {
 		return slices.Clone(env)
 	}
@@ -121,13 +119,61 @@ func withoutOuterLaunch(env []string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(name, "PMI_"), strings.HasPrefix(name, "PALS_"), pmixWiring(name), name == "MPI_LOCALRANKID", name == "MPI_LOCALNRANKS":
+		case slices.Contains(pmiWiring, name), pmixWiring(name):
 			return true
-		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_") || outerTaskCPUs(name, interactive)):
+		case step && (slices.Contains(outerStep, name) || strings.HasPrefix(name, "SLURM_STEP_")):
 			return true
+		case step && outerTaskCPUs(name, interactive):
+			return !slices.Contains(bindings, name) || setBySrun(env, name)
 		}
 		return mpiJob && outerMPIJob(name)
 	})
+}
+
+// bindings are srun's input variables for a step's binding, --cpu-bind's
+// and --mem-bind's defaults.
+var bindings = []string{"SLURM_CPU_BIND", "SLURM_MEM_BIND"}
+
+// setBySrun reports whether env's binding variable name (one of bindings)
+// is the one srun set in a task of its step, with its parts beside it
+// (src/common/env.c: SLURM_CPU_BIND=quiet,mask_cpu:0x3 is
+// SLURM_CPU_BIND_VERBOSE "," SLURM_CPU_BIND_TYPE SLURM_CPU_BIND_LIST),
+// rather than the user's own, exported in that task's shell after (srun
+// --pty bash; export SLURM_CPU_BIND=none), which their job's srun there takes.
+func setBySrun(env []string, name string) bool {
+	bind, ok := lookup(env, name)
+	verbose, hasVerbose := lookup(env, name+"_VERBOSE")
+	typ, hasType := lookup(env, name+"_TYPE")
+	list, _ := lookup(env, name+"_LIST")
+	return ok && hasVerbose && hasType && bind == verbose+","+typ+list
+}
+
+// lookup is env's value of the variable name, as os.LookupEnv's.
+func lookup(env []string, name string) (string, bool) {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// pmiWiring are the variables by which a process manager wires each rank
+// into its job for PMI-1 and PMI-2 (a rank of which, PMI_RANK, PMI_ID or
+// PALS_RANKID, marks an outer launch): Hydra's (src/pm/hydra, pmip_cb.c:
+// PMI_RANK, PMI_FD and PMI_SIZE, or PMI_PORT and PMI_ID, with
+// MPI_LOCALRANKID and MPI_LOCALNRANKS; PMI_SPAWNED in a spawned job's),
+// srun --mpi=pmi2's (PMI_FD, PMI_JOBID, PMI_RANK, PMI_SIZE, as 22.05 sets
+// them), and HPE Cray PMI's under srun --mpi=cray_shasta or Flux: PALS_*
+// (PALS_APINFO, the step's layout) and, in later Slurm, PMI_JOBID,
+// PMI_LOCAL_RANK, PMI_LOCAL_SIZE, PMI_UNIVERSE_SIZE, PMI_CONTROL_PORT and
+// PMI_SHARED_SECRET. Any other PMI_* is the user's, which srun hands every
+// task as given: Cray PMI's PMI_NO_FORK, PMI_MMAP_SYNC_WAIT_TIME, srun's
+// own PMI_FANOUT, PMI_TIME.
+var pmiWiring = []string{
+	"PMI_RANK", "PMI_FD", "PMI_SIZE", "PMI_PORT", "PMI_ID", "PMI_SPAWNED", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+	"PMI_JOBID", "PMI_LOCAL_RANK", "PMI_LOCAL_SIZE", "PMI_UNIVERSE_SIZE", "PMI_CONTROL_PORT", "PMI_SHARED_SECRET",
+	"PALS_APID", "PALS_APINFO", "PALS_RANKID", "PALS_NODEID", "PALS_LOCAL_RANKID", "PALS_SPOOL_DIR",
 }
 
 // interactiveStep is the ID of the step in which salloc runs its shell
@@ -142,9 +188,11 @@ const interactiveStep = "4294967290"
 // before 22.05 and again from 23.11, SLURM_TRES_PER_TASK, SLURM_CPU_BIND,
 // SLURM_MEM_BIND, SLURM_CPU_FREQ_REQ), as does the srun that Open MPI's
 // mpirun or torchrun's wrapper runs, and srun --export=ALL hands every rank
-// the rest as its own. The allocation's SRUN_CPUS_PER_TASK, which srun
-// does not set in a task, stays; so do the CPUs per task in salloc's
-// interactive step, which asks for none of its own: they are salloc's.
+// the rest as its own. The SRUN_CPUS_PER_TASK the job exported, which
+// srun does not set in a task (nor do 22.05's salloc and sbatch), stays;
+// so do the CPUs per task in salloc's interactive step, which asks for
+// none of its own: they are salloc's; and so does a binding the user
+// exported in the task's shell (setBySrun).
 func outerTaskCPUs(name string, interactive bool) bool {
 	switch name {
 	case "SLURM_CPUS_PER_TASK", "SLURM_TRES_PER_TASK":
@@ -156,10 +204,12 @@ func outerTaskCPUs(name string, interactive bool) bool {
 }
 
 // pmixWiring reports whether a variable (its name, or NAME=value) is PMIx's
-// wiring of a rank into its job, not one of PMIx's MCA parameters
-// (PMIX_MCA_*), which are settings.
+// wiring of a rank into its job, not a setting: one of PMIx's MCA
+// parameters (PMIX_MCA_*), or PMIX_INSTALL_PREFIX, where a relocated or
+// external PMIx is installed, which Open MPI reads (as OPAL_PREFIX) and
+// its mpirun sets in no rank (4.1.4).
 func pmixWiring(name string) bool {
-	return strings.HasPrefix(name, "PMIX_") && !strings.HasPrefix(name, "PMIX_MCA_")
+	return strings.HasPrefix(name, "PMIX_") && !strings.HasPrefix(name, "PMIX_MCA_") && name != "PMIX_INSTALL_PREFIX"
 }
 
 // Checker is implemented by launchers that can find problems before any trial
@@ -209,11 +259,19 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 		argv = append(argv, flag, m.Hostfile)
 	}
 	if len(m.Hosts) > 0 {
-		flag := "--host"
-		if !openmpi {
-			flag = "-hosts"
+		flag, hosts := "-hosts", m.Hosts
+		if openmpi {
+			// The hosts as Open MPI reads a hostfile's (ompiHostKey), the
+			// names it knows them by under Slurm: its --host takes a name
+			// as written and finds n2.cluster or alice@n3 in no allocation
+			// ("All nodes which are allocated for this job are already
+			// filled"; 4.1.4), where a hostfile's line of it runs on n3.
+			flag, hosts = "--host", slices.Clone(hosts)
+			for i := range hosts {
+				hosts[i].Name = ompiHostKey(hosts[i].Name)
+			}
 		}
-		argv = append(argv, flag, hostList(m.Hosts))
+		argv = append(argv, flag, hostList(hosts))
 	}
 	if m.MapBy != "" {
 		argv = append(argv, "--map-by", m.MapBy)
@@ -242,11 +300,14 @@ func (m MPIRun) Wrap(cmd, env []string) ([]string, error) {
 		// MASTER_ADDR of launcher.args or of the job's shell (which MPICH
 		// hands every rank) is one for every group, where the ranks of the
 		// others waited for a rank 0 of theirs until the trial's timeout.
-		// After launcher.args: mpirun takes the last.
+		// After launcher.args: mpirun takes the last. The host's address
+		// is its name less a user to log in as (alice@n3: n3).
+		addr := m.Hosts[0].Name
+		addr = addr[strings.LastIndexByte(addr, '@')+1:]
 		if openmpi {
-			argv = append(argv, "-x", "MASTER_ADDR="+m.Hosts[0].Name)
+			argv = append(argv, "-x", "MASTER_ADDR="+addr)
 		} else {
-			argv = append(argv, "-genv", "MASTER_ADDR", m.Hosts[0].Name)
+			argv = append(argv, "-genv", "MASTER_ADDR", addr)
 		}
 	}
 	return append(argv, cmd...), nil
@@ -628,25 +689,25 @@ func (s Srun) NodeCount() (int, error) {
 // ntasks_per_node). What each task has and where it sits (CPUs and GPUs per
 // task, binding, distribution) stays as the allocation gives it, as the
 // user's job's own srun takes it: a trial measures the job's setting, and
-// without SRUN_CPUS_PER_TASK (sbatch -c) each rank would get one CPU for
-// NCCL's proxy threads. What describes the step nccltune itself may run in
-// is dropped under every launcher (withoutOuterLaunch); a task prolog and an --export list are
-// never inherited (BaseEnv).
-// SLURM_JOB_ID, which puts the step in the
+// without the SRUN_CPUS_PER_TASK a job script exports (22.05's sbatch -c
+// sets only SLURM_CPUS_PER_TASK, which srun reads from 23.11 on) each rank
+// would get one CPU for NCCL's proxy threads where the job's get more.
+// What describes the step nccltune itself may run in is dropped under
+// every launcher (withoutOuterLaunch); a task prolog and an --export list
+// are never inherited (BaseEnv). SLURM_JOB_ID, which puts the step in the
 // allocation, stays, and so does the cluster's configuration (SLURM_CONF,
 // SLURM_MPI_TYPE, the account, ...).
 func (Srun) LauncherEnv(env []string) []string {
-	env = without(env, srunShape)
-	// SLURM_CPU_BIND is --cpu-bind's default: the user's own, exported in
-	// the batch script (SLURM_CPU_BIND=none, =cores), stays, as their job's
-	// srun takes it. Where nccltune itself runs in a step's task, srun set
-	// it to that one task's CPUs, with SLURM_CPU_BIND_TYPE beside it
-	// (src/common/env.c, setup_env): read as the trial's binding, every
-	// rank would share that one task's CPUs.
-	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_CPU_BIND_TYPE=") }) {
-		env = without(env, []string{"SLURM_CPU_BIND"})
-	}
-	return env
+	// SLURM_CPU_BIND and SLURM_MEM_BIND are --cpu-bind's and --mem-bind's
+	// defaults: the user's own, exported in the batch script or a shell
+	// (SLURM_CPU_BIND=none, =cores), stay, as their job's srun takes them.
+	// One that srun set in a task nccltune itself runs in is that one
+	// task's CPUs (setBySrun): read as the trial's binding, every rank
+	// would share them.
+	return slices.DeleteFunc(without(env, srunShape), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(bindings, name) && setBySrun(env, name)
+	})
 }
 
 var srunShape = []string{
@@ -661,6 +722,11 @@ var srunShape = []string{
 	// names kept for backward compatibility (src/srun/opt.c).
 	"SLURM_LABELIO", "SLURM_STDOUTMODE", "SLURM_STDERRMODE", "SLURM_STDINMODE", "SRUN_OUTPUT", "SRUN_ERROR", "SRUN_INPUT",
 	"SLURM_EXIT_ERROR", "SLURM_EXIT_IMMEDIATE",
+	// srun's -v and --slurmd-debug, whose lines (srun's "propagating
+	// RLIMIT_STACK=8388608", slurmstepd's in each task's stderr) a metric's
+	// regex reads as the ranks', and -u, which passes the ranks' output on
+	// unbuffered: their lines run into each other's (22.05).
+	"SLURM_DEBUG", "SLURMD_DEBUG", "SLURM_UNBUFFEREDIO",
 }
 
 // srunTaskRE is srun's report of tasks that ended badly: "srun: error: n1:
@@ -762,6 +828,26 @@ var srunNodeFailRE = regexp.MustCompile(`(?m)^(?:srun|` + slurmstepd + `): .*(?:
 // limit ends its steps with the same words, which allocationEnded reads
 // first, as the job's state says it ended.
 var stepTimeLimitRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: \*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*`)
+
+// ompiTimeLimitRE is Open MPI's mpirun's word that it ended its job at its
+// own time limit (--timeout, or MPIEXEC_TIMEOUT in its environment), after
+// which 4.1.4 exits 110: "The user-provided time limit for job execution
+// has been reached:", then "Timeout: 2 seconds".
+var ompiTimeLimitRE = regexp.MustCompile(`(?m)^The user-provided time limit for job execution has been reached:\s*(Timeout: \d+ seconds?)`)
+
+// ownTimeLimit is why a launcher ended a failed trial at a time limit of
+// its own (a step's, srun --time; mpirun's), past which it ran as one past
+// benchmark.timeout does: it is read under every launcher, as any may run
+// srun or mpirun. "" where none did.
+func ownTimeLimit(output []byte) string {
+	if line := stepTimeLimitRE.Find(output); line != nil {
+		return "the step ran past its own time limit (srun --time), the job running on: " + strings.TrimRight(string(line), "\r")
+	}
+	if m := ompiTimeLimitRE.FindSubmatch(output); m != nil {
+		return "the job ran past mpirun's own time limit (--timeout, MPIEXEC_TIMEOUT): " + string(m[1])
+	}
+	return ""
+}
 
 // stepCancelledRE is slurmstepd's word that a step was cancelled for no
 // reason of Slurm's own (slurmstepd's req.c, 22.05: "slurmstepd-n1: error:

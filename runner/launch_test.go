@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,28 @@ func TestMPIRunTimeoutLeavesNoRank(t *testing.T) {
 // launch, with Open MPI's report: too few slots exited 1, read as
 // nccl-tests' "internal error", and a missing executable 132, read as a
 // rank killed by SIGILL.
+// TestMPIRunOwnTimeLimit: a trial that mpirun ends at its own time limit
+// (MPIEXEC_TIMEOUT in the caller's environment, or --timeout in
+// launcher.args), which Open MPI 4.1.4 reports and exits 110 for, ran past
+// a time limit as one past benchmark.timeout does: it failed as kind exit,
+// "exit status 110", with nothing of why.
+func TestMPIRunOwnTimeLimit(t *testing.T) {
+	needMPI(t)
+	for _, tc := range []struct {
+		env  string
+		args []string
+	}{{"MPIEXEC_TIMEOUT=1", nil}, {"", []string{"--timeout", "1"}}} {
+		r := &Runner{Launcher: MPIRun{NP: 2, Args: append([]string{"--oversubscribe"}, tc.args...)}, BaseEnv: append(BaseEnv(), tc.env)}
+		job := tableJob(script(t, "sleep 30"))
+		job.Timeout = time.Minute
+		res := r.Run(context.Background(), job)
+		want := "ran past mpirun's own time limit (--timeout, MPIEXEC_TIMEOUT): Timeout: 1 seconds"
+		if res.Failure == nil || res.Failure.Kind != FailTimeout || !strings.Contains(res.Failure.Reason, want) {
+			t.Errorf("%s %q: failure %v; want timeout: ...%s\n%s", tc.env, tc.args, res.Failure, want, res.Output)
+		}
+	}
+}
+
 func TestMPIRunLaunchFailure(t *testing.T) {
 	env := needMPI(t)
 	// A script whose interpreter is missing: Open MPI's execve fails past its
@@ -351,30 +374,44 @@ func TestSrunShape(t *testing.T) {
 func TestSrunEnv(t *testing.T) {
 	env := []string{"SLURM_JOB_ID=7", "SLURM_NTASKS=16", "SLURM_NPROCS=16", "SLURM_NNODES=4", "SLURM_JOB_NUM_NODES=4",
 		"SLURM_NTASKS_PER_NODE=4", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1",
-		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out",
+		"SLURM_DISTRIBUTION=cyclic", "SLURM_LABELIO=1", "SLURM_STDOUTMODE=out", "SLURM_DEBUG=2", "SLURMD_DEBUG=3", "SLURM_UNBUFFEREDIO=1",
 		"SLURM_EXIT_ERROR=137", "SLURM_WORKING_DIR=/elsewhere", "SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_CPU_BIND_TYPE=mask_cpu:",
+		"SLURM_CPU_BIND_VERBOSE=quiet", "SLURM_CPU_BIND_LIST=0x1",
 		"SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	want := []string{"SLURM_JOB_ID=7", "SLURM_CPUS_PER_TASK=8", "SRUN_CPUS_PER_TASK=8", "SLURM_GPUS_PER_TASK=1", "SLURM_DISTRIBUTION=cyclic",
-		"SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CONF=/etc/slurm/slurm.conf", "SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
+		"SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_VERBOSE=quiet", "SLURM_CPU_BIND_LIST=0x1", "SLURM_CONF=/etc/slurm/slurm.conf",
+		"SLURM_MPI_TYPE=pmix", "SLURM_JOB_NODELIST=n[1-4]", "PATH=/bin", "SLURM_NTASKS_X=1"}
 	if got := (Srun{}).LauncherEnv(env); !slices.Equal(got, want) {
 		t.Errorf("srun's environment %q\nwant %q", got, want)
 	}
 }
 
-// TestSrunKeepsTheUsersCPUBind: SLURM_CPU_BIND exported in a batch script
-// (no step's SLURM_CPU_BIND_TYPE beside it) is the user's --cpu-bind, which
-// their job's own srun takes: a trial's step keeps it. Inside a step's task,
-// where srun set both, it is that task's mask and is dropped (TestSrunEnv).
+// TestSrunKeepsTheUsersCPUBind: SLURM_CPU_BIND or SLURM_MEM_BIND exported
+// in a batch script, or in the shell of a step's task after srun set the
+// task's (srun --pty bash; export SLURM_CPU_BIND=none), is the user's
+// --cpu-bind, which their job's own srun takes: a trial's step keeps it,
+// under any launcher. The one srun set in a step's task, with its parts
+// beside it (SLURM_CPU_BIND_VERBOSE, _TYPE, _LIST, as 22.05 sets them), is
+// that task's mask and is dropped.
 func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
+	srunsMask := []string{"SLURM_CPU_BIND_VERBOSE=quiet", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1",
+		"SLURM_MEM_BIND_VERBOSE=quiet", "SLURM_MEM_BIND_TYPE=local", "SLURM_MEM_BIND_LIST="}
+	users := []string{"SLURM_CPU_BIND=none", "SLURM_MEM_BIND=none"}
+	srunsOwn := []string{"SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_MEM_BIND=quiet,local"}
+	job, step := []string{"SLURM_JOB_ID=7"}, []string{"SLURM_JOB_ID=7", "SLURM_STEP_ID=0"}
 	for _, tc := range []struct {
 		env, want []string
 	}{
-		{[]string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND=none"}, []string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND=none"}},
-		{[]string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND=quiet,mask_cpu:0x1", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1"},
-			[]string{"SLURM_JOB_ID=7", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1"}},
+		{slices.Concat(job, users), slices.Concat(job, users)},
+		{slices.Concat(job, srunsOwn, srunsMask), slices.Concat(job, srunsMask)},
+		{slices.Concat(step, users, srunsMask), slices.Concat(job, users)},
+		{slices.Concat(step, srunsOwn, srunsMask), job},
 	} {
-		if got := (Srun{}).LauncherEnv(tc.env); !slices.Equal(got, tc.want) {
+		if got := (Srun{}).LauncherEnv(withoutOuterLaunch(tc.env)); !slices.Equal(got, tc.want) {
 			t.Errorf("srun's environment from %q: %q\nwant %q", tc.env, got, tc.want)
+		}
+		if got := withoutOuterLaunch(tc.env); slices.Contains(tc.want, users[0]) != slices.Contains(got, users[0]) {
+			t.Errorf("every launcher's environment from %q: %q", tc.env, got)
 		}
 	}
 }
@@ -394,19 +431,25 @@ func TestLauncherEnvInStep(t *testing.T) {
 		"SLURM_SRUN_COMM_PORT=40175", "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_NODEID=0", "SLURM_GTIDS=0", "SLURM_TASK_PID=22536",
 		"SLURM_DISTRIBUTION=cyclic", "PMI_FD=10", "PMI_JOBID=7.0", "PMI_RANK=0", "PMI_SIZE=2", "PMIX_RANK=0", "PMIX_NAMESPACE=slurm.pmix.7.0",
 		"PMIX_SERVER_URI2=pmix-server.1;tcp4://127.0.0.1:1", "SLURM_STEP_GPUS=0,1", "SLURM_STEP_RESV_PORTS=12000-12001",
-		"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu:2", "SLURM_CPU_BIND=quiet,cores", "SLURM_CPU_BIND_TYPE=cores", "SLURM_MEM_BIND=local")
+		"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu:2", "SLURM_CPU_BIND=quiet,corescores", "SLURM_CPU_BIND_VERBOSE=quiet",
+		"SLURM_CPU_BIND_TYPE=cores", "SLURM_CPU_BIND_LIST=cores", "SLURM_MEM_BIND=quiet,local", "SLURM_MEM_BIND_VERBOSE=quiet",
+		"SLURM_MEM_BIND_TYPE=local", "SLURM_MEM_BIND_LIST=")
 	batch := append(slices.Clone(job), "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_DISTRIBUTION=block")
 	// salloc -c 2's shell in its interactive step (LaunchParameters=
 	// use_interactive_step), as 22.05 sets it: that step asks for no CPUs
 	// of its own, and its CPUs per task are salloc's, the allocation's.
 	allocCPUs := []string{"SLURM_CPUS_PER_TASK=2", "SLURM_TRES_PER_TASK=cpu=2"}
 	interactive := append(slices.Concat(job, allocCPUs), "SLURM_STEP_ID=4294967290", "SLURM_STEPID=4294967290",
-		"SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0", "SLURM_SRUN_COMM_PORT=35371", "SLURM_CPU_BIND=quiet,mask_cpu:0x1")
+		"SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0", "SLURM_SRUN_COMM_PORT=35371", "SLURM_CPU_BIND=quiet,mask_cpu:0x1",
+		"SLURM_CPU_BIND_VERBOSE=quiet", "SLURM_CPU_BIND_TYPE=mask_cpu:", "SLURM_CPU_BIND_LIST=0x1")
 	// A step of srun --mpi=cray_shasta (HPE Cray's PMI): its PALS wiring,
 	// by which Cray PMI finds the step's layout and its rank in it.
 	cray := append(slices.Clone(job), "SLURM_STEP_ID=1", "PALS_APID=7.1", "PALS_APINFO=/var/spool/slurmd/mpi_cray_shasta/7.1/apinfo",
 		"PALS_NODEID=0", "PALS_RANKID=0", "PALS_SPOOL_DIR=/var/spool/slurmd/mpi_cray_shasta/7.1")
-	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}, {interactive, slices.Concat(job, allocCPUs)}, {cray, job}} {
+	// A rank of MPICH's Hydra with -pmi-port: PMI_PORT and PMI_ID, no PMI_RANK.
+	hydraPort := []string{"PATH=/bin", "PMI_PORT=n1:40411", "PMI_ID=1", "MPI_LOCALRANKID=1", "MPI_LOCALNRANKS=2", "PMI_NO_FORK=1"}
+	for _, tc := range []struct{ env, want []string }{{step, job}, {batch, batch}, {interactive, slices.Concat(job, allocCPUs)}, {cray, job},
+		{hydraPort, []string{"PATH=/bin", "PMI_NO_FORK=1"}}} {
 		if got := withoutOuterLaunch(tc.env); !slices.Equal(got, tc.want) {
 			t.Errorf("environment from %q:\n%q\nwant %q", tc.env, got, tc.want)
 		}
@@ -879,14 +922,22 @@ func TestMPIRunHostfileSlotsGivenTwice(t *testing.T) {
 // job), what that launch told nccltune's own process of its step or job
 // and its rank's wiring reaches no trial, under any launcher: under local
 // and torchrun the ranks took themselves for the outer step's. PMIx's MCA
-// parameters are settings and stay.
+// parameters and the install prefix of a relocated PMIx (which Open MPI
+// reads, and its ranks are not given) are settings and stay, and so are the PMI variables the user
+// sets (Cray PMI's PMI_NO_FORK, PMI_MMAP_SYNC_WAIT_TIME; srun's PMI_FANOUT),
+// which srun hands its tasks as they are: Cray PMI's wiring, as Slurm's
+// --mpi=cray_shasta and Flux set it, goes.
 func TestOuterLaunchUnderEveryLauncher(t *testing.T) {
+	settings := map[string]string{"SLURM_JOB_ID": "7", "PMIX_MCA_gds": "hash", "PMI_NO_FORK": "1", "PMI_MMAP_SYNC_WAIT_TIME": "300",
+		"PMI_FANOUT": "8", "PMI_DEBUG": "1", "PMIX_INSTALL_PREFIX": "/opt/pmix"}
 	outer := map[string]string{
-		"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "1",
-		"SLURM_SRUN_COMM_PORT": "40175", "PMI_RANK": "1", "PMI_SIZE": "2", "PMI_FD": "10", "PMIX_RANK": "1",
+		"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "1",
+		"SLURM_SRUN_COMM_PORT": "40175", "PMI_RANK": "1", "PMI_SIZE": "2", "PMI_FD": "10", "PMI_JOBID": "7.0", "PMIX_RANK": "1",
+		"PMI_LOCAL_RANK": "1", "PMI_LOCAL_SIZE": "2", "PMI_UNIVERSE_SIZE": "2", "PMI_CONTROL_PORT": "11000,11001", "PMI_SHARED_SECRET": "123",
 		"PMIX_NAMESPACE": "slurm.pmix.7.0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "OMPI_UNIVERSE_SIZE": "2",
-		"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "PMIX_MCA_gds": "hash",
+		"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2",
 	}
+	maps.Copy(outer, settings)
 	for name, value := range outer {
 		t.Setenv(name, value)
 	}
@@ -897,7 +948,7 @@ func TestOuterLaunchUnderEveryLauncher(t *testing.T) {
 		got := strings.Split(string(res.Output), "\n")
 		for name, value := range outer {
 			kept := slices.Contains(got, name+"="+value)
-			if want := name == "SLURM_JOB_ID" || name == "PMIX_MCA_gds"; kept != want {
+			if _, want := settings[name]; kept != want {
 				t.Errorf("%T: %s=%s kept %v, want %v", l, name, value, kept, want)
 			}
 		}

@@ -241,9 +241,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
 		detail = dr.FailureDetail(res.Output)
 	}
-	cancelled := ""
+	cancelled, limit := "", ""
 	if exit.Code != 0 {
-		cancelled = stepCancelledByHand(res.Output)
+		cancelled, limit = stepCancelledByHand(res.Output), ownTimeLimit(res.Output)
 	}
 	if nodeErr == "" && ctx.Err() == nil && (exit.Code != 0 || runCtx.Err() != nil) {
 		ended = allocationEnded(res.Output, launchErr != "" && throughSlurm(r.Launcher))
@@ -255,9 +255,8 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		res.Failure = &Failure{FailNode, nodeErr}
 	case ended != "": // and so is the allocation's end
 		res.Failure = &Failure{FailAllocation, ended}
-	case exit.Code != 0 && stepTimeLimitRE.Match(res.Output): // the ranks' SIGTERM is Slurm's, at the step's limit
-		line := strings.TrimRight(string(stepTimeLimitRE.Find(res.Output)), "\r")
-		res.Failure = &Failure{FailTimeout, "the step ran past its own time limit (srun --time), the job running on: " + line}
+	case limit != "": // the ranks' end is the launcher's, at its own limit
+		res.Failure = &Failure{FailTimeout, limit}
 	case runCtx.Err() != nil && launchErr == "": // one that never launched its ranks did not hang
 		res.Failure = &Failure{FailTimeout, fmt.Sprintf("no exit within %s; every process of the trial was killed", job.Timeout)}
 	case cancelled != "": // the ranks' signal is the hand's, not the settings'

@@ -41,6 +41,7 @@ func TestSrun(t *testing.T) {
 	t.Run("hang", func(t *testing.T) { testSrunHang(t, c, job, srun) })
 	t.Run("inherited shape", testSrunInheritedShape)
 	t.Run("outer step's CPUs", func(t *testing.T) { testSrunOuterStepCPUs(t, srun) })
+	t.Run("outer step's PMI", func(t *testing.T) { testSrunOuterStepPMI(t, srun) })
 	t.Run("DDP step in the caller's world", testSrunDDPCallerWorld)
 }
 
@@ -85,10 +86,14 @@ func testSrunDDPCallerWorld(t *testing.T) {
 // change neither a step's rank count nor its output: srun takes them as the
 // defaults of options the space leaves out. Where tasks sit
 // (SLURM_DISTRIBUTION) is the allocation's, as for the job's own srun.
+// The output is the ranks' alone: srun's and slurmstepd's verbose lines
+// (SLURM_DEBUG, SLURMD_DEBUG), which a metric's regex would read as a
+// rank's, are no trial's.
 func testSrunInheritedShape(t *testing.T) {
 	for name, value := range map[string]string{
 		"SLURM_NTASKS_PER_NODE": "5", "SLURM_DISTRIBUTION": "cyclic",
 		"SLURM_LABELIO": "1", "SLURM_STDOUTMODE": filepath.Join(t.TempDir(), "out"),
+		"SLURM_DEBUG": "2", "SLURMD_DEBUG": "3", "SLURM_UNBUFFEREDIO": "1",
 	} {
 		t.Setenv(name, value)
 	}
@@ -102,8 +107,8 @@ func testSrunInheritedShape(t *testing.T) {
 		r := &Runner{Launcher: tc.srun, BaseEnv: BaseEnv()}
 		// A task's SLURM_NTASKS, which trainers read as the world's size, is its step's.
 		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "rank $SLURM_PROCID of $SLURM_STEP_NUM_TASKS, $SLURM_NTASKS"`}}, Timeout: time.Minute})
-		if res.Exit.Code != 0 {
-			t.Errorf("%+v: exit status %d\n%s", tc.srun, res.Exit.Code, res.Output)
+		if res.Exit.Code != 0 || strings.Count(string(res.Output), "\n") != tc.ranks {
+			t.Errorf("%+v: exit status %d, and the output is not the %d ranks' lines:\n%s", tc.srun, res.Exit.Code, tc.ranks, res.Output)
 			continue
 		}
 		for rank := range tc.ranks {
@@ -130,11 +135,55 @@ func testSrunOuterStepCPUs(t *testing.T, srun Srun) {
 	if !slices.Contains(outer, "SLURM_CPUS_PER_TASK=2") {
 		t.Fatalf("the outer step's task has no SLURM_CPUS_PER_TASK=2: %q", outer)
 	}
+	// The user's own binding, exported in the task's shell after srun set
+	// the task's (srun --pty bash; export SLURM_CPU_BIND=none), is theirs:
+	// it stays, as their job's own srun in that shell takes it.
+	users := slices.Clone(outer)
+	for i, kv := range users {
+		if strings.HasPrefix(kv, "SLURM_CPU_BIND=") {
+			users[i] = "SLURM_CPU_BIND=none"
+		}
+	}
 	for _, l := range []Launcher{srun, Local{}} {
-		r := &Runner{Launcher: l, BaseEnv: outer}
-		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "cpus=$SLURM_CPUS_PER_TASK tres=$SLURM_TRES_PER_TASK bind=$SLURM_CPU_BIND$SLURM_CPU_BIND_TYPE$SLURM_CPU_BIND_LIST"`}}, Timeout: time.Minute})
-		if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "cpus= tres= bind=\n") || strings.Contains(string(res.Output), "cpus=2") || strings.Contains(string(res.Output), "cores") {
-			t.Errorf("%T: the ranks got the outer step's CPUs (exit %d):\n%s", l, res.Exit.Code, res.Output)
+		for _, tc := range []struct {
+			env  []string
+			bind string
+		}{{outer, "bind=\n"}, {users, "bind=none"}} {
+			r := &Runner{Launcher: l, BaseEnv: tc.env}
+			res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "cpus=$SLURM_CPUS_PER_TASK tres=$SLURM_TRES_PER_TASK bind=${SLURM_CPU_BIND#quiet,}$SLURM_CPU_BIND_LIST"`}}, Timeout: time.Minute})
+			if res.Exit.Code != 0 || !strings.Contains(string(res.Output), "cpus= tres= "+tc.bind) || strings.Contains(string(res.Output), "cpus=2") || strings.Contains(string(res.Output), "cores") {
+				t.Errorf("%T: the ranks got the outer step's CPUs, or not the user's %s (exit %d):\n%s", l, tc.bind, res.Exit.Code, res.Output)
+			}
+		}
+	}
+}
+
+// testSrunOuterStepPMI: where nccltune runs in a task of a step of srun
+// --mpi=pmi2, that task's PMI wiring (PMI_FD, PMI_RANK, PMI_JOBID, ...)
+// reaches no trial's rank (a trial's srun wires its own step's, as the
+// outer step's SLURM_MPI_TYPE says), and the PMI settings the user exported
+// before it (Cray PMI's PMI_NO_FORK, srun's PMI_FANOUT), which srun handed
+// the task as they were, reach every one.
+func testSrunOuterStepPMI(t *testing.T, srun Srun) {
+	cmd := exec.Command("srun", "-n1", "--mpi=pmi2", "env", "-0")
+	cmd.Env = append(os.Environ(), "PMI_NO_FORK=1", "PMI_FANOUT=8")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the outer step: %v", err)
+	}
+	outer := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if !slices.Contains(outer, "PMI_RANK=0") || !slices.Contains(outer, "PMI_NO_FORK=1") {
+		t.Fatalf("the outer step's task has no PMI_RANK=0 or PMI_NO_FORK=1: %q", outer)
+	}
+	jobid, _ := lookup(outer, "PMI_JOBID")
+	for _, tc := range []struct {
+		l     Launcher
+		ranks int
+	}{{srun, 4}, {Local{}, 1}} {
+		r := &Runner{Launcher: tc.l, BaseEnv: outer}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "jobid=$PMI_JOBID fork=$PMI_NO_FORK fanout=$PMI_FANOUT"`}}, Timeout: time.Minute})
+		if res.Exit.Code != 0 || strings.Contains(string(res.Output), "jobid="+jobid+" ") || strings.Count(string(res.Output), " fork=1 fanout=8\n") != tc.ranks {
+			t.Errorf("%T: the ranks got the outer step's PMI wiring (PMI_JOBID=%s), or not the user's settings (exit %d):\n%s", tc.l, jobid, res.Exit.Code, res.Output)
 		}
 	}
 }
