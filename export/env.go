@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,27 +52,50 @@ func rangeBase(name string) string { return "nccl-" + name }
 // rangeExt are the per-range formats' extensions.
 var rangeExt = map[string]string{"env": ".env", "dotenv": ".dotenv", "slurm": ".slurm", "torchrun": ".torchrun.sh"}
 
-// removeStale removes the file of format that an earlier export wrote for
-// each range this one wrote none for, lest a launch script source it beside
-// this export's files as if it were this campaign's choice. A file that
-// does not start as nccltune's do is someone else's, and kept.
+// removeStale removes the files of format that an earlier export wrote
+// into dir and this one did not, lest a launch script source one beside
+// this export's files as if it were this campaign's choice: a range's that
+// this export wrote none for (an error, the range's), and a range's that
+// the space no longer has (a campaign run again with another space as
+// NAME-2, exported where the first was: a note). A file that does not
+// start as nccltune's do is someone else's, and kept; so is a whole job's
+// (nccl-job.env), no range's name.
 func (e Export) removeStale(format, dir string, written []string) error {
-	var removed []error
-	for _, r := range e.Results {
-		if !space.FileWord(r.Range.Name) {
-			continue // no file of it was ever written
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("looking for an earlier export's files: %w", err)
+	}
+	var mine []os.FileInfo // found by file, not name: a file system may fold case
+	for _, path := range written {
+		if info, err := os.Lstat(path); err == nil {
+			mine = append(mine, info)
 		}
-		path := filepath.Join(dir, rangeBase(r.Range.Name)+rangeExt[format])
-		if slices.Contains(written, path) || !writtenByNCCLTune(path) {
+	}
+	var errs []error
+	for _, entry := range entries {
+		name, ok := strings.CutPrefix(entry.Name(), rangeBase(""))
+		if name, ok = strings.CutSuffix(name, rangeExt[format]); !ok || !space.RangeWord(name) {
+			continue
+		}
+		path := filepath.Join(dir, entry.Name())
+		info, err := os.Lstat(path)
+		if err != nil || slices.ContainsFunc(mine, func(m os.FileInfo) bool { return os.SameFile(m, info) }) || !writtenByNCCLTune(path) {
 			continue
 		}
 		if err := os.Remove(path); err != nil {
-			removed = append(removed, fmt.Errorf("range %s: an earlier export's %s is still there: %w", r.Range.Name, path, err))
+			errs = append(errs, fmt.Errorf("range %s: an earlier export's %s is still there: %w", name, path, err))
 			continue
 		}
-		removed = append(removed, fmt.Errorf("range %s: removed %s, an earlier export's", r.Range.Name, path))
+		if slices.ContainsFunc(e.Results, func(r results.RangeResult) bool { return r.Range.Name == name }) {
+			errs = append(errs, fmt.Errorf("range %s: removed %s, an earlier export's", name, path))
+		} else if e.Note != nil {
+			e.Note(fmt.Sprintf("removed %s, an earlier export's file of range %s, which campaign %s's space does not have", path, name, clean(e.Campaign.Name)))
+		}
 	}
-	return errors.Join(removed...)
+	return errors.Join(errs...)
 }
 
 // writtenByNCCLTune reports whether the regular file at path starts as a

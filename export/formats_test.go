@@ -685,3 +685,49 @@ func TestStaleFileIsOnlyARegularFile(t *testing.T) {
 		}
 	}
 }
+
+// TestARangeNoLongerInTheSpaceLeavesNoFile: a campaign run again with
+// another space (--allow-space-change, campaign NAME-2), exported into the
+// folder of the first's files, left the file of a range the new space no
+// longer has, for a launch script to source as this campaign's choice. It
+// is removed where nccltune wrote it, with a note and no error; a whole
+// job's file and someone else's are kept.
+func TestARangeNoLongerInTheSpaceLeavesNoFile(t *testing.T) {
+	plain := strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1) // a value every format takes
+	edited := strings.Replace(plain, "[[range]]\nname = \"mid\"\nmin = \"64K\"\nmax = \"4M\"\n", "", 1)
+	edited = strings.Replace(edited, "min = \"4M\"", "min = \"64K\"", 1)
+	for format, ext := range rangeExt {
+		dir := t.TempDir()
+		if _, err := pinnedOf(t, plain).Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+		old := filepath.Join(dir, "nccl-mid"+ext)
+		kept := map[string]string{
+			filepath.Join(dir, "nccl-job"+ext):   "# " + rangeHeading + "one job of the workload of 2 entries\nexport NCCL_ALGO='Ring'\n",
+			filepath.Join(dir, "nccl-other"+ext): "export NCCL_ALGO=Ring\n",
+		}
+		for path, text := range kept {
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ex := pinnedOf(t, edited)
+		var notes []string
+		ex.Note = func(s string) { notes = append(notes, s) }
+		paths, err := ex.Write(format, dir)
+		if err != nil || len(paths) != 2 {
+			t.Errorf("%s: wrote %v, %v", format, paths, err)
+		}
+		if _, statErr := os.Stat(old); !errors.Is(statErr, os.ErrNotExist) {
+			t.Errorf("%s: %s, of a range the space has no more, is still there (%v)", format, old, statErr)
+		}
+		if len(notes) != 1 || !strings.Contains(notes[0], "removed "+old) {
+			t.Errorf("%s: notes %q, want one saying %s was removed", format, notes, old)
+		}
+		for path := range kept {
+			if _, statErr := os.Stat(path); statErr != nil {
+				t.Errorf("%s: %s was removed: %v", format, path, statErr)
+			}
+		}
+	}
+}
