@@ -141,7 +141,7 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 	switch format {
 	case "env":
 		b.WriteString(comment(append(head, "use: . ./"+name), "# "))
-		if err := writeSourced(&b, sp, env); err != nil {
+		if err := e.writeSourced(&b, env); err != nil {
 			return file{}, err
 		}
 		return file{name, b.String(), 0o644}, nil
@@ -170,11 +170,11 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 			return file{}, fmt.Errorf("srun's --export list is %d bytes, and Linux starts no program with one argument over %d (MAX_ARG_STRLEN); use the env format and srun --export=ALL", len(arg), space.MaxArgStrlen-1)
 		}
 		b.WriteString(comment(append(head, "use: . ./"+name+"; srun \"$NCCLTUNE_SRUN_EXPORT\" ..."), "# "))
-		b.WriteString(unsetLine(sp, env)) // --export=ALL would pass them on
+		b.WriteString(e.unsetLine(env)) // --export=ALL would pass them on
 		b.WriteString("NCCLTUNE_SRUN_EXPORT=" + ShellQuote(arg) + "\n")
 		return file{name, b.String(), 0o644}, nil
 	default: // torchrun
-		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+name+" --nproc-per-node 8 train.py ..."), "# ") + unsetLine(sp, env) + "exec env")
+		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+name+" --nproc-per-node 8 train.py ..."), "# ") + e.unsetLine(env) + "exec env")
 		for _, kv := range env {
 			name, value, _ := strings.Cut(kv, "=")
 			if _, err := ExportLine(name, value); err != nil {
@@ -200,14 +200,18 @@ func writeLines(b *strings.Builder, env []string, line func(name, value string) 
 	return nil
 }
 
-// leftToNCCL are the variables the space searches that env leaves to
-// NCCL: every trial ran without them (nccltune drops the NCCL_* variables
-// it inherits), so a value the job's shell holds, a module's or an earlier
-// range's file's, would run what no trial measured.
-func leftToNCCL(sp *space.Space, env []string) []string {
+// leftToNCCL are the variables env leaves to NCCL that the job's
+// environment must not hold, as no trial's did (nccltune drops the NCCL_*
+// variables it inherits): those the space searches, whose value in the
+// job's shell, a module's or an earlier range's file's, would run what no
+// trial measured; and a tuner plugin's (tunerVars), where the space sets
+// none, whose plugin (an earlier file's of the plugin formats, a site's)
+// would replace per size what env sets. A variable the export leaves out
+// (LeftOut) is the user's to set, and not unset.
+func (e Export) leftToNCCL(env []string) []string {
 	set := space.EnvMap(env)
 	var names []string
-	for _, p := range sp.Params {
+	for _, p := range e.Space.Params {
 		// One collective's part names its variable, as others do; a DDP
 		// knob names none.
 		name := p.Variable()
@@ -215,13 +219,21 @@ func leftToNCCL(sp *space.Space, env []string) []string {
 			names = append(names, name)
 		}
 	}
+	for _, name := range tunerVars {
+		if _, ok := set[name]; !ok && !e.names(name) && !slices.Contains(e.LeftOut, name) {
+			names = append(names, name)
+		}
+	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }
 
+// tunerVars are the variables that load a tuner plugin and configure it.
+var tunerVars = []string{"NCCL_TUNER_PLUGIN", "NCCL_TUNER_CONFIG_FILE"}
+
 // unsetLine unsets leftToNCCL in a POSIX shell script; "" where there are none.
-func unsetLine(sp *space.Space, env []string) string {
-	if names := leftToNCCL(sp, env); len(names) > 0 {
+func (e Export) unsetLine(env []string) string {
+	if names := e.leftToNCCL(env); len(names) > 0 {
 		return "unset " + strings.Join(names, " ") + "\n"
 	}
 	return ""
@@ -242,12 +254,12 @@ const (
 
 // writeSourced writes the body of a file in the env format, which a job's
 // shell sources: env's exports, then the unsetting of leftToNCCL.
-func writeSourced(b *strings.Builder, sp *space.Space, env []string) error {
+func (e Export) writeSourced(b *strings.Builder, env []string) error {
 	if err := writeLines(b, env, ExportLine); err != nil {
 		return err
 	}
-	if names := strings.Join(leftToNCCL(sp, env), " "); names != "" {
-		b.WriteString(comment([]string{"searched, and left to NCCL as measured: unset in the job's shell"}, "# ") +
+	if names := strings.Join(e.leftToNCCL(env), " "); names != "" {
+		b.WriteString(comment([]string{"left to NCCL as measured (searched, or a tuner plugin's): unset in the job's shell"}, "# ") +
 			posixUnset + names + "\n" + fishUnset + names + " || true\n")
 	}
 	return nil
@@ -336,7 +348,7 @@ func (e Export) json() ([]file, error) {
 			// The space's word, not the store's: what settings checked, less what it left out.
 			env := e.Space.Env(a)
 			rep.Env, rep.DDP = space.EnvMap(env), e.Space.Args(a)
-			rep.Unset = append(rep.Unset, leftToNCCL(e.Space, env)...)
+			rep.Unset = append(rep.Unset, e.leftToNCCL(env)...)
 		}
 		out.Ranges = append(out.Ranges, rep)
 	}

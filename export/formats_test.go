@@ -551,7 +551,8 @@ func TestJSONNamesWhatARangeLeavesToNCCL(t *testing.T) {
 	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 {
 		t.Fatalf("%v\n%s", err, data)
 	}
-	if r := out.Ranges[0]; r.Env["NCCL_ALGO"] != "Tree" || !slices.Equal(r.Unset, []string{"NCCL_PROTO"}) {
+	// A tuner plugin's variables too, as TestFilesUnsetATunerPluginNoTrialRan.
+	if r := out.Ranges[0]; r.Env["NCCL_ALGO"] != "Tree" || !slices.Equal(r.Unset, []string{"NCCL_PROTO", "NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
 		t.Errorf("env %v, unset %q; want NCCL_PROTO unset", r.Env, r.Unset)
 	}
 }
@@ -729,5 +730,76 @@ func TestARangeNoLongerInTheSpaceLeavesNoFile(t *testing.T) {
 				t.Errorf("%s: %s was removed: %v", format, path, statErr)
 			}
 		}
+	}
+}
+
+// TestFilesUnsetATunerPluginNoTrialRan: every trial ran without a tuner
+// plugin where the space sets none (nccltune drops the NCCL_* variables it
+// inherits), and a plugin the job's shell loads (an earlier
+// `. nccl-plugin.env`, a site's module) replaces per size the algorithm
+// and protocol a range's file sets or leaves to NCCL. Every file that
+// unsets unsets its variables; where the space pins one the file sets it,
+// and where the export leaves it out (the store's space) it is the
+// user's, and left alone.
+func TestFilesUnsetATunerPluginNoTrialRan(t *testing.T) {
+	stale := []string{"NCCL_TUNER_PLUGIN=/opt/x/" + plugin.LibraryName, "NCCL_TUNER_CONFIG_FILE=/opt/x/nccl_tuner.conf"}
+	tuner := func(out []byte) (vars []string) {
+		for _, kv := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(kv, "NCCL_TUNER_") {
+				vars = append(vars, kv)
+			}
+		}
+		slices.Sort(vars)
+		return vars
+	}
+	sourced := func(ex Export, format, name string) []string {
+		t.Helper()
+		dir := t.TempDir()
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+		script := `. "$1" && env`
+		switch format {
+		case "torchrun": // the wrapper runs torchrun, here a stand-in that prints its environment
+			os.WriteFile(filepath.Join(dir, "torchrun"), []byte("#!/bin/sh\nenv\n"), 0o755)
+			script = `PATH="$(dirname "$1"):$PATH" "$1"`
+		case "plugin": // then a range's file
+			if _, err := ex.Write("env", dir); err != nil {
+				t.Fatal(err)
+			}
+			script = `. "$1" && . "$(dirname "$1")/nccl-all.env" && env`
+		}
+		cmd := exec.Command("sh", "-c", script, "sh", filepath.Join(dir, name))
+		cmd.Env = append(os.Environ(), stale...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		return tuner(out)
+	}
+	ex := treeWon(t, "NCCL_NVLS_ENABLE = \"0\"", []string{"NCCL_ALGO"}, nil)
+	for format, name := range map[string]string{"env": "nccl-all.env", "torchrun": "nccl-all.torchrun.sh", "slurm": "nccl-all.slurm", "plugin": "nccl-plugin.env"} {
+		if got := sourced(ex, format, name); len(got) > 0 {
+			t.Errorf("%s: the job's shell still holds %q", format, got)
+		}
+	}
+	dir := t.TempDir()
+	if _, err := ex.Write("json", dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
+	var out struct{ Ranges []struct{ Unset []string } }
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 || !slices.Equal(out.Ranges[0].Unset, []string{"NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
+		t.Errorf("nccl-tuned.json: %v, %s; want both unset", err, data)
+	}
+	pinned := treeWon(t, "NCCL_TUNER_PLUGIN = \"/opt/y/libnccl-tuner-y.so\"", []string{"NCCL_ALGO"}, nil)
+	pinned.Trusted = true
+	if got := sourced(pinned, "env", "nccl-all.env"); !slices.Equal(got, []string{"NCCL_TUNER_PLUGIN=/opt/y/libnccl-tuner-y.so"}) {
+		t.Errorf("pinned: the job's shell holds %q, want the space's plugin alone", got)
+	}
+	pinned.Space, pinned.LeftOut = pinned.Space.Exportable()
+	pinned.Trusted = false
+	if got := sourced(pinned, "env", "nccl-all.env"); !slices.Equal(got, stale[:1]) {
+		t.Errorf("left out: the job's shell holds %q, want its own plugin and NCCL_TUNER_CONFIG_FILE unset", got)
 	}
 }

@@ -96,7 +96,7 @@ func (e Export) jobFile(name string) (file, error) {
 	}
 	var b strings.Builder
 	b.WriteString(comment(append(head, "use: . ./"+name), "# "))
-	if err := writeSourced(&b, sp, env); err != nil {
+	if err := e.writeSourced(&b, env); err != nil {
 		return file{}, err
 	}
 	return file{name, b.String(), 0o644}, nil

@@ -788,7 +788,7 @@ func (e Export) jobEnvFile(name, what string, env []string, plugin ...[2]string)
 		}
 		env = append(env, kv[0]+"="+kv[1])
 	}
-	if err := writeSourced(&b, e.Space, env); err != nil {
+	if err := e.writeSourced(&b, env); err != nil {
 		return file{}, err
 	}
 	return file{name, b.String(), 0o644}, nil
