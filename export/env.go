@@ -55,11 +55,11 @@ var rangeExt = map[string]string{"env": ".env", "dotenv": ".dotenv", "slurm": ".
 // removeStale removes the files of format that an earlier export wrote
 // into dir and this one did not, lest a launch script source one beside
 // this export's files as if it were this campaign's choice: a range's that
-// this export wrote none for (an error, the range's), and a range's that
-// the space no longer has (a campaign run again with another space as
-// NAME-2, exported where the first was: a note). A file that does not
-// start as nccltune's do is someone else's, and kept; so is a whole job's
-// (nccl-job.env), no range's name.
+// this export wrote none for (an error, the range's); a range's that the
+// space no longer has, or a whole job's of a node count campaign.scales no
+// longer has (a campaign run again with another space as NAME-2, exported
+// where the first was: a note). A file that does not start as nccltune's
+// do is someone else's, and kept.
 func (e Export) removeStale(format, dir string, written []string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -76,8 +76,8 @@ func (e Export) removeStale(format, dir string, written []string) error {
 	}
 	var errs []error
 	for _, entry := range entries {
-		name, ok := strings.CutPrefix(entry.Name(), rangeBase(""))
-		if name, ok = strings.CutSuffix(name, rangeExt[format]); !ok || !space.RangeWord(name) {
+		name, ok := ofFormat(format, entry.Name())
+		if !ok {
 			continue
 		}
 		path := filepath.Join(dir, entry.Name())
@@ -86,21 +86,46 @@ func (e Export) removeStale(format, dir string, written []string) error {
 			continue
 		}
 		if err := os.Remove(path); err != nil {
-			errs = append(errs, fmt.Errorf("range %s: an earlier export's %s is still there: %w", name, path, err))
+			errs = append(errs, fmt.Errorf("an earlier export's %s is still there: %w", path, err))
 			continue
 		}
-		if slices.ContainsFunc(e.Results, func(r results.RangeResult) bool { return r.Range.Name == name }) {
+		switch {
+		case name != "" && slices.ContainsFunc(e.Results, func(r results.RangeResult) bool { return r.Range.Name == name }):
 			errs = append(errs, fmt.Errorf("range %s: removed %s, an earlier export's", name, path))
-		} else if e.Note != nil {
+		case e.Note == nil:
+		case name != "":
 			e.Note(fmt.Sprintf("removed %s, an earlier export's file of range %s, which campaign %s's space does not have", path, name, clean(e.Campaign.Name)))
+		default:
+			e.Note(fmt.Sprintf("removed %s, an earlier export's file of a job this export has none for (a node count of campaign.scales)", path))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// writtenByNCCLTune reports whether the regular file at path starts as a
-// per-range file of nccltune's does. A link is the user's, whatever it
-// names, and is not followed; nor is a FIFO waited on.
+// ofFormat reports whether a file of name in an export's folder is one that
+// format writes, and the range it serves ("" for a whole job's).
+func ofFormat(format, name string) (rangeName string, ok bool) {
+	if base, whole := jobBases[format]; whole {
+		scale, ok := strings.CutPrefix(name, base)
+		if scale, ok = strings.CutSuffix(scale, ".env"); !ok {
+			return "", false
+		}
+		return "", ok && (scale == "" || nodeCount.MatchString(scale))
+	}
+	ext, perRange := rangeExt[format]
+	if rangeName, ok = strings.CutPrefix(name, rangeBase("")); !perRange || !ok {
+		return "", false
+	}
+	rangeName, ok = strings.CutSuffix(rangeName, ext)
+	return rangeName, ok && space.RangeWord(rangeName)
+}
+
+// nodeCount is the node count in the name of a whole job's file (jobEnvName).
+var nodeCount = regexp.MustCompile(`^-[0-9]+n$`)
+
+// writtenByNCCLTune reports whether the regular file at path starts as
+// nccltune's env files do. A link is the user's, whatever it names, and is
+// not followed; nor is a FIFO waited on.
 func writtenByNCCLTune(path string) bool {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -112,7 +137,7 @@ func writtenByNCCLTune(path string) bool {
 	}
 	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)
-	return strings.HasPrefix(strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n"), "# "+rangeHeading)
+	return strings.HasPrefix(strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n"), "# nccltune: ")
 }
 
 // choice is what a range's files set: its chosen trial's settings, or NCCL's

@@ -124,10 +124,7 @@ func (e Export) Write(format, dir string) ([]string, error) {
 	if wErr := atomicfile.WriteAll(writes); wErr != nil {
 		return nil, errors.Join(err, wErr)
 	}
-	if perRange {
-		err = errors.Join(err, e.removeStale(format, dir, paths))
-	}
-	return paths, err
+	return paths, errors.Join(err, e.removeStale(format, dir, paths))
 }
 
 // settings are a chosen trial's variables and options as the space gives

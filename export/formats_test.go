@@ -803,3 +803,54 @@ func TestFilesUnsetATunerPluginNoTrialRan(t *testing.T) {
 		t.Errorf("left out: the job's shell holds %q, want its own plugin and NCCL_TUNER_CONFIG_FILE unset", got)
 	}
 }
+
+// TestANodeCountNoLongerScaledLeavesNoFile: the whole-job formats write an
+// env file per node count of campaign.scales (nccl-plugin-4n.env), or one
+// (nccl-plugin.env) where there is one. A campaign run again with other
+// scales, exported into the first's folder, left the env files of the node
+// counts it no longer has, each the environment of another campaign's job,
+// for a launch script to source. They are removed where nccltune wrote
+// them, with a note and no error.
+func TestANodeCountNoLongerScaledLeavesNoFile(t *testing.T) {
+	scaled := func(two, four Export) (Export, Export) {
+		two.Campaign.Name, two.Campaign.Scale = "c@2n", 2
+		four.Campaign.Name, four.Campaign.Scale = "c@4n", 4
+		four.Fingerprint.Nodes, four.Fingerprint.Ranks = 4, 32
+		return two, four
+	}
+	for format, base := range map[string]string{"plugin": "nccl-plugin", "tuner-csv": "nccl-tuner", "job": "nccl-job"} {
+		var two, four Export
+		if format == "job" {
+			two, four = scaled(jobExport(t, jobSpace, nil, nil), jobExport(t, jobSpace, nil, nil))
+		} else {
+			two, four = scaled(pinned(t), pinned(t))
+		}
+		four.Scales = []Export{two}
+		dir := t.TempDir()
+		if _, err := four.Write(format, dir); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		theirs := filepath.Join(dir, base+"-8n.env")
+		if err := os.WriteFile(theirs, []byte("export NCCL_ALGO=Ring\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		four.Scales = nil // one node count now: base.env
+		var notes []string
+		four.Note = func(s string) { notes = append(notes, s) }
+		if paths, err := four.Write(format, dir); err != nil || !slices.Contains(paths, filepath.Join(dir, base+".env")) {
+			t.Errorf("%s: wrote %v, %v", format, paths, err)
+		}
+		for _, n := range []string{"-2n", "-4n"} {
+			old := filepath.Join(dir, base+n+".env")
+			if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: %s, of a node count no longer scaled, is still there (%v)", format, old, err)
+			}
+			if !slices.ContainsFunc(notes, func(s string) bool { return strings.Contains(s, "removed "+old) }) {
+				t.Errorf("%s: notes %q, want one saying %s was removed", format, notes, old)
+			}
+		}
+		if _, err := os.Stat(theirs); err != nil {
+			t.Errorf("%s: %s, which nccltune did not write, was removed: %v", format, theirs, err)
+		}
+	}
+}

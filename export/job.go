@@ -25,7 +25,7 @@ func (e Export) job() ([]file, error) {
 	var files []file
 	var errs []error
 	for _, x := range all {
-		f, err := x.jobFile(jobEnvName("nccl-job", x, len(all)))
+		f, err := x.jobFile(jobEnvName(jobBases["job"], x, len(all)))
 		switch {
 		case err != nil && len(all) > 1:
 			errs = append(errs, fmt.Errorf("campaign %s: %w", clean(x.Campaign.Name), err))

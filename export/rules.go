@@ -484,6 +484,10 @@ func (e Export) scaled(dir string) (all []Export, abs string, verdicts []string,
 	return all, abs, verdicts, err
 }
 
+// jobBases are the names of the whole-job formats' env files, less
+// jobEnvName's node count and extension.
+var jobBases = map[string]string{"job": "nccl-job", "plugin": "nccl-plugin", "tuner-csv": "nccl-tuner"}
+
 // jobEnvName is a job's env file: one per node count where the rules serve several.
 func jobEnvName(base string, x Export, scales int) string {
 	if scales == 1 {
@@ -540,7 +544,7 @@ func (e Export) plugin(dir string) ([]file, error) {
 			fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
 				orStar(r.algo), orStar(r.proto), r.channels, clean(r.about()))
 		}
-		envFile, err := x.jobEnvFile(jobEnvName("nccl-plugin", x, len(all)), "nccltune's tuner plugin and its rules", env,
+		envFile, err := x.jobEnvFile(jobEnvName(jobBases["plugin"], x, len(all)), "nccltune's tuner plugin and its rules", env,
 			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{plugin.RulesEnv, filepath.Join(abs, "nccltune.rules")})
 		if err != nil {
 			return nil, err
@@ -635,7 +639,7 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 		}
 		nodes, ranks, _ := x.where() // checked by scaled
 		write(rules, nodes, ranks)
-		envFile, err := x.jobEnvFile(jobEnvName("nccl-tuner", x, len(all)), "NCCL's example tuner plugin (of NCCL 2.30.3 or later) and its rules", env,
+		envFile, err := x.jobEnvFile(jobEnvName(jobBases["tuner-csv"], x, len(all)), "NCCL's example tuner plugin (of NCCL 2.30.3 or later) and its rules", env,
 			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
 		if err != nil {
 			return nil, err
