@@ -96,7 +96,7 @@ func (e Export) removeStale(format, dir string, written []string) error {
 		case name != "":
 			e.Note(fmt.Sprintf("removed %s, an earlier export's file of range %s, which campaign %s's space does not have", path, name, clean(e.Campaign.Name)))
 		default:
-			e.Note(fmt.Sprintf("removed %s, an earlier export's file of a job this export has none for (a node count of campaign.scales)", path))
+			e.Note(fmt.Sprintf("removed %s, an earlier export's file of a job this export wrote none for (a node count campaign.scales no longer has, or one whose export failed)", path))
 		}
 	}
 	return errors.Join(errs...)
