@@ -854,3 +854,22 @@ func TestANodeCountNoLongerScaledLeavesNoFile(t *testing.T) {
 		}
 	}
 }
+
+// TestScalesOfOneCommunicator: the plugins keep, for a communicator, the
+// rules of its node and rank count, and apply the first that matches. Two
+// scales that NCCL's log says ran on the same counts (a launcher that gave
+// the larger the smaller's nodes) wrote both into one file, where the
+// second's never apply, to the job of its own node count nor any other;
+// the export refuses them, naming both.
+func TestScalesOfOneCommunicator(t *testing.T) {
+	two, four := pinned(t), pinned(t)
+	two.Campaign.Name, two.Campaign.Scale = "pinned@2n", 2
+	four.Campaign.Name, four.Campaign.Scale = "pinned@4n", 4
+	four.Scales = []Export{two} // both on 2 nodes of 16 ranks, as NCCL logged
+	for _, format := range []string{"plugin", "tuner-csv"} {
+		paths, err := four.Write(format, t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), "pinned@2n") || !strings.Contains(err.Error(), "pinned@4n") {
+			t.Errorf("%s: wrote %v, %v; want both campaigns named", format, paths, err)
+		}
+	}
+}

@@ -470,6 +470,7 @@ func (e Export) scale() string {
 func (e Export) scaled(dir string) (all []Export, abs string, verdicts []string, err error) {
 	all = append([]Export{e}, e.Scales...)
 	slices.SortFunc(all, func(a, b Export) int { return a.Campaign.Scale - b.Campaign.Scale })
+	seen := map[[2]int]string{} // a communicator's campaign: the plugins apply the first rule that matches
 	for _, x := range all {
 		nodes, ranks, err := x.where()
 		if err != nil {
@@ -478,6 +479,11 @@ func (e Export) scaled(dir string) (all []Export, abs string, verdicts []string,
 		if len(all) > 1 && (nodes < 0 || ranks < 0) {
 			return nil, "", nil, fmt.Errorf("campaign %s: NCCL's log gave no node and rank count, which the rules of several scales need", clean(x.Campaign.Name))
 		}
+		if other, ok := seen[[2]int{nodes, ranks}]; ok {
+			return nil, "", nil, fmt.Errorf("campaigns %s and %s both ran on %s and %s, as NCCL logged them: the plugins apply the first rules for a communicator, and the second's would never apply (did the launcher give both scales the same nodes?)",
+				other, clean(x.Campaign.Name), text.Count(nodes, "node", "nodes"), text.Count(ranks, "rank", "ranks"))
+		}
+		seen[[2]int{nodes, ranks}] = clean(x.Campaign.Name)
 		verdicts = append(verdicts, x.verdicts()...)
 	}
 	abs, err = filepath.Abs(dir)
