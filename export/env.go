@@ -58,8 +58,8 @@ var rangeExt = map[string]string{"env": ".env", "dotenv": ".dotenv", "slurm": ".
 // this export wrote none for (an error, the range's); a range's that the
 // space no longer has, or a whole job's of a node count campaign.scales no
 // longer has (a campaign run again with another space as NAME-2, exported
-// where the first was: a note). A file that does not start as nccltune's
-// do is someone else's, and kept.
+// where the first was: a note, where this export wrote files). A file that
+// does not start as nccltune's do is someone else's, and kept.
 func (e Export) removeStale(format, dir string, written []string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -80,6 +80,10 @@ func (e Export) removeStale(format, dir string, written []string) error {
 		if !ok {
 			continue
 		}
+		ours := name != "" && slices.ContainsFunc(e.Results, func(r results.RangeResult) bool { return r.Range.Name == name })
+		if !ours && len(written) == 0 {
+			continue // an export that wrote nothing removes no other's file
+		}
 		path := filepath.Join(dir, entry.Name())
 		info, err := os.Lstat(path)
 		if err != nil || slices.ContainsFunc(mine, func(m os.FileInfo) bool { return os.SameFile(m, info) }) || !writtenByNCCLTune(path) {
@@ -90,7 +94,7 @@ func (e Export) removeStale(format, dir string, written []string) error {
 			continue
 		}
 		switch {
-		case name != "" && slices.ContainsFunc(e.Results, func(r results.RangeResult) bool { return r.Range.Name == name }):
+		case ours:
 			errs = append(errs, fmt.Errorf("range %s: removed %s, an earlier export's", name, path))
 		case e.Note == nil:
 		case name != "":

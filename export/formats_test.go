@@ -712,6 +712,17 @@ func TestARangeNoLongerInTheSpaceLeavesNoFile(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// An export that writes nothing removes no other campaign's file.
+		failed := pinnedOf(t, edited)
+		for i := range failed.Results {
+			failed.Results[i].Best = nil
+		}
+		if _, err := failed.Write(format, dir); err == nil {
+			t.Fatalf("%s: no range measured, and no error", format)
+		}
+		if _, err := os.Stat(old); err != nil {
+			t.Errorf("%s: an export that wrote nothing removed %s: %v", format, old, err)
+		}
 		ex := pinnedOf(t, edited)
 		var notes []string
 		ex.Note = func(s string) { notes = append(notes, s) }
