@@ -233,10 +233,9 @@ func writeLines(b *strings.Builder, env []string, line func(name, value string) 
 // environment must not hold, as no trial's did (nccltune drops the NCCL_*
 // variables it inherits): those the space searches, whose value in the
 // job's shell, a module's or an earlier range's file's, would run what no
-// trial measured; and a tuner plugin's (tunerVars), where the space sets
-// none, whose plugin (an earlier file's of the plugin formats, a site's)
-// would replace per size what env sets. A variable the export leaves out
-// (LeftOut) is the user's to set, and not unset.
+// trial measured; and, where the space sets none of them, those that would
+// decide in the job what env leaves to NCCL (unmeasured). A variable the
+// export leaves out (LeftOut) is the user's to set, and not unset.
 func (e Export) leftToNCCL(env []string) []string {
 	set := space.EnvMap(env)
 	var names []string
@@ -248,7 +247,7 @@ func (e Export) leftToNCCL(env []string) []string {
 			names = append(names, name)
 		}
 	}
-	for _, name := range tunerVars {
+	for _, name := range unmeasured {
 		if _, ok := set[name]; !ok && !e.names(name) && !slices.Contains(e.LeftOut, name) {
 			names = append(names, name)
 		}
@@ -257,8 +256,13 @@ func (e Export) leftToNCCL(env []string) []string {
 	return slices.Compact(names)
 }
 
-// tunerVars are the variables that load a tuner plugin and configure it.
-var tunerVars = []string{"NCCL_TUNER_PLUGIN", "NCCL_TUNER_CONFIG_FILE"}
+// unmeasured are the variables that decide, where a job's shell holds them,
+// what NCCL runs for the variables a file leaves to it: a tuner plugin and
+// its configuration, which replace per size the algorithm and protocol (an
+// earlier file's of the plugin formats, a site's), and NCCL_CONF_FILE, whose
+// file NCCL reads in place of ~/.nccl.conf, each variable the environment
+// leaves unset (setenv without overwrite, NCCL's param.cc).
+var unmeasured = []string{"NCCL_TUNER_PLUGIN", "NCCL_TUNER_CONFIG_FILE", "NCCL_CONF_FILE"}
 
 // unsetLine unsets leftToNCCL in a POSIX shell script; "" where there are none.
 func (e Export) unsetLine(env []string) string {

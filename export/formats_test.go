@@ -551,8 +551,8 @@ func TestJSONNamesWhatARangeLeavesToNCCL(t *testing.T) {
 	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 {
 		t.Fatalf("%v\n%s", err, data)
 	}
-	// A tuner plugin's variables too, as TestFilesUnsetATunerPluginNoTrialRan.
-	if r := out.Ranges[0]; r.Env["NCCL_ALGO"] != "Tree" || !slices.Equal(r.Unset, []string{"NCCL_PROTO", "NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
+	// A tuner plugin's variables and NCCL_CONF_FILE too, as TestFilesUnsetATunerPluginNoTrialRan and TestFilesUnsetAConfFileNoTrialRead.
+	if r := out.Ranges[0]; r.Env["NCCL_ALGO"] != "Tree" || !slices.Equal(r.Unset, []string{"NCCL_CONF_FILE", "NCCL_PROTO", "NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
 		t.Errorf("env %v, unset %q; want NCCL_PROTO unset", r.Env, r.Unset)
 	}
 }
@@ -800,7 +800,7 @@ func TestFilesUnsetATunerPluginNoTrialRan(t *testing.T) {
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
 	var out struct{ Ranges []struct{ Unset []string } }
-	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 || !slices.Equal(out.Ranges[0].Unset, []string{"NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 || !slices.Equal(out.Ranges[0].Unset, []string{"NCCL_CONF_FILE", "NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
 		t.Errorf("nccl-tuned.json: %v, %s; want both unset", err, data)
 	}
 	pinned := treeWon(t, "NCCL_TUNER_PLUGIN = \"/opt/y/libnccl-tuner-y.so\"", []string{"NCCL_ALGO"}, nil)
@@ -882,5 +882,34 @@ func TestScalesOfOneCommunicator(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "pinned@2n") || !strings.Contains(err.Error(), "pinned@4n") {
 			t.Errorf("%s: wrote %v, %v; want both campaigns named", format, paths, err)
 		}
+	}
+}
+
+// TestFilesUnsetAConfFileNoTrialRead: NCCL reads NCCL_CONF_FILE, or else
+// ~/.nccl.conf, into its environment, setting each variable the
+// environment leaves unset: the very variables a file leaves to NCCL.
+// Every trial ran without NCCL_CONF_FILE where the space sets none
+// (nccltune drops the NCCL_* variables it inherits), so one in the job's
+// shell (a site's module) would set what no trial ran; every file that
+// unsets unsets it, and nccl-tuned.json lists it.
+func TestFilesUnsetAConfFileNoTrialRead(t *testing.T) {
+	ex := treeWon(t, "NCCL_NVLS_ENABLE = \"0\"", []string{"NCCL_ALGO", "NCCL_PROTO"}, nil)
+	dir := t.TempDir()
+	for _, format := range []string{"env", "slurm", "json"} {
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"nccl-all.env", "nccl-all.slurm"} {
+		cmd := exec.Command("sh", "-c", `. "$1" && printf %s "${NCCL_CONF_FILE-unset}"`, "sh", filepath.Join(dir, name))
+		cmd.Env = append(os.Environ(), "NCCL_CONF_FILE=/opt/site/nccl.conf")
+		if out, err := cmd.Output(); err != nil || string(out) != "unset" {
+			t.Errorf("%s: NCCL_CONF_FILE %q (%v), want it unset", name, out, err)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
+	var out struct{ Ranges []struct{ Unset []string } }
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 || !slices.Contains(out.Ranges[0].Unset, "NCCL_CONF_FILE") {
+		t.Errorf("nccl-tuned.json: %v, %s; want NCCL_CONF_FILE unset", err, data)
 	}
 }
