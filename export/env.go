@@ -110,11 +110,9 @@ func (e Export) removeStale(format, dir string, written []string) error {
 // format writes, and the range it serves ("" for a whole job's).
 func ofFormat(format, name string) (rangeName string, ok bool) {
 	if base, whole := jobBases[format]; whole {
-		scale, ok := strings.CutPrefix(name, base)
-		if scale, ok = strings.CutSuffix(scale, ".env"); !ok {
-			return "", false
-		}
-		return "", ok && (scale == "" || nodeCount.MatchString(scale))
+		scale, named := strings.CutPrefix(name, base)
+		scale, env := strings.CutSuffix(scale, ".env")
+		return "", named && env && (scale == "" || nodeCount.MatchString(scale))
 	}
 	ext, perRange := rangeExt[format]
 	if rangeName, ok = strings.CutPrefix(name, rangeBase("")); !perRange || !ok {
@@ -292,7 +290,7 @@ func (e Export) writeSourced(b *strings.Builder, env []string) error {
 		return err
 	}
 	if names := strings.Join(e.leftToNCCL(env), " "); names != "" {
-		b.WriteString(comment([]string{"left to NCCL as measured (searched, or a tuner plugin's): unset in the job's shell"}, "# ") +
+		b.WriteString(comment([]string{"left to NCCL as measured, which no trial's environment held: unset in the job's shell"}, "# ") +
 			posixUnset + names + "\n" + fishUnset + names + " || true\n")
 	}
 	return nil

@@ -913,3 +913,22 @@ func TestFilesUnsetAConfFileNoTrialRead(t *testing.T) {
 		t.Errorf("nccl-tuned.json: %v, %s; want NCCL_CONF_FILE unset", err, data)
 	}
 }
+
+// TestOfFormat: the files an export may remove as an earlier one's are
+// its format's, by name, never another's.
+func TestOfFormat(t *testing.T) {
+	for _, tc := range []struct {
+		format, name, rangeName string
+		ok                      bool
+	}{
+		{"plugin", "nccl-plugin.env", "", true}, {"plugin", "nccl-plugin-16n.env", "", true},
+		{"plugin", "-4n.env", "", false}, {"plugin", "nccl-plugin-x.env", "", false}, {"plugin", "nccl-tuner.env", "", false},
+		{"job", "nccl-job-2n.env", "", true}, {"tuner-csv", "nccl-tuner.env", "", true},
+		{"env", "nccl-small.env", "small", true}, {"env", "nccl-job.env", "", false}, {"env", "nccl-small.dotenv", "", false},
+		{"torchrun", "nccl-a_b.torchrun.sh", "a_b", true}, {"json", "nccl-tuned.json", "", false}, {"json", "nccl-x", "", false},
+	} {
+		if rangeName, ok := ofFormat(tc.format, tc.name); ok != tc.ok || ok && rangeName != tc.rangeName {
+			t.Errorf("ofFormat(%q, %q) = %q, %v", tc.format, tc.name, rangeName, ok)
+		}
+	}
+}
