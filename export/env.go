@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,32 +52,82 @@ func rangeBase(name string) string { return "nccl-" + name }
 // rangeExt are the per-range formats' extensions.
 var rangeExt = map[string]string{"env": ".env", "dotenv": ".dotenv", "slurm": ".slurm", "torchrun": ".torchrun.sh"}
 
-// removeStale removes the file of format that an earlier export wrote for
-// each range this one wrote none for, lest a launch script source it beside
-// this export's files as if it were this campaign's choice. A file that
+// removeStale removes the files of format that an earlier export wrote
+// into dir and this one did not, lest a launch script source one beside
+// this export's files as if it were this campaign's choice: a range's that
+// this export wrote none for (an error, the range's); a range's that the
+// space no longer has, or a whole job's of a node count campaign.scales no
+// longer has (a campaign run again with another space as NAME-2, exported
+// where the first was: a note, where this export wrote files). A file that
 // does not start as nccltune's do is someone else's, and kept.
 func (e Export) removeStale(format, dir string, written []string) error {
-	var removed []error
-	for _, r := range e.Results {
-		if !space.FileWord(r.Range.Name) {
-			continue // no file of it was ever written
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("looking for an earlier export's files: %w", err)
+	}
+	var mine []os.FileInfo // found by file, not name: a file system may fold case
+	for _, path := range written {
+		if info, err := os.Lstat(path); err == nil {
+			mine = append(mine, info)
 		}
-		path := filepath.Join(dir, rangeBase(r.Range.Name)+rangeExt[format])
-		if slices.Contains(written, path) || !writtenByNCCLTune(path) {
+	}
+	var errs []error
+	for _, entry := range entries {
+		name, ok := ofFormat(format, entry.Name())
+		if !ok {
+			continue
+		}
+		ours := name != "" && slices.ContainsFunc(e.Results, func(r results.RangeResult) bool { return r.Range.Name == name })
+		if !ours && len(written) == 0 {
+			continue // an export that wrote nothing removes no other's file
+		}
+		path := filepath.Join(dir, entry.Name())
+		info, err := os.Lstat(path)
+		if err != nil || slices.ContainsFunc(mine, func(m os.FileInfo) bool { return os.SameFile(m, info) }) || !writtenByNCCLTune(path) {
 			continue
 		}
 		if err := os.Remove(path); err != nil {
-			removed = append(removed, fmt.Errorf("range %s: an earlier export's %s is still there: %w", r.Range.Name, path, err))
+			errs = append(errs, fmt.Errorf("an earlier export's %s is still there: %w", path, err))
 			continue
 		}
-		removed = append(removed, fmt.Errorf("range %s: removed %s, an earlier export's", r.Range.Name, path))
+		switch {
+		case ours:
+			errs = append(errs, fmt.Errorf("range %s: removed %s, an earlier export's", name, path))
+		case e.Note == nil:
+		case name != "":
+			e.Note(fmt.Sprintf("removed %s, an earlier export's file of range %s, which campaign %s's space does not have", path, name, clean(e.Campaign.Name)))
+		default:
+			e.Note(fmt.Sprintf("removed %s, an earlier export's file of a job this export wrote none for (a node count campaign.scales no longer has, or one whose export failed)", path))
+		}
 	}
-	return errors.Join(removed...)
+	return errors.Join(errs...)
 }
 
-// writtenByNCCLTune reports whether the regular file at path starts as a
-// per-range file of nccltune's does. A link is the user's, whatever it
-// names, and is not followed; nor is a FIFO waited on.
+// ofFormat reports whether a file of name in an export's folder is one that
+// format writes, and the range it serves ("" for a whole job's).
+func ofFormat(format, name string) (rangeName string, ok bool) {
+	if base, whole := jobBases[format]; whole {
+		scale, named := strings.CutPrefix(name, base)
+		scale, env := strings.CutSuffix(scale, ".env")
+		return "", named && env && (scale == "" || nodeCount.MatchString(scale))
+	}
+	ext, perRange := rangeExt[format]
+	if rangeName, ok = strings.CutPrefix(name, rangeBase("")); !perRange || !ok {
+		return "", false
+	}
+	rangeName, ok = strings.CutSuffix(rangeName, ext)
+	return rangeName, ok && space.RangeWord(rangeName)
+}
+
+// nodeCount is the node count in the name of a whole job's file (jobEnvName).
+var nodeCount = regexp.MustCompile(`^-[0-9]+n$`)
+
+// writtenByNCCLTune reports whether the regular file at path starts as
+// nccltune's env files do. A link is the user's, whatever it names, and is
+// not followed; nor is a FIFO waited on.
 func writtenByNCCLTune(path string) bool {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -88,7 +139,7 @@ func writtenByNCCLTune(path string) bool {
 	}
 	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)
-	return strings.HasPrefix(strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n"), "# "+rangeHeading)
+	return strings.HasPrefix(strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n"), "# nccltune: ")
 }
 
 // choice is what a range's files set: its chosen trial's settings, or NCCL's
@@ -117,7 +168,7 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 	switch format {
 	case "env":
 		b.WriteString(comment(append(head, "use: . ./"+name), "# "))
-		if err := writeSourced(&b, sp, env); err != nil {
+		if err := e.writeSourced(&b, env); err != nil {
 			return file{}, err
 		}
 		return file{name, b.String(), 0o644}, nil
@@ -146,11 +197,11 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 			return file{}, fmt.Errorf("srun's --export list is %d bytes, and Linux starts no program with one argument over %d (MAX_ARG_STRLEN); use the env format and srun --export=ALL", len(arg), space.MaxArgStrlen-1)
 		}
 		b.WriteString(comment(append(head, "use: . ./"+name+"; srun \"$NCCLTUNE_SRUN_EXPORT\" ..."), "# "))
-		b.WriteString(unsetLine(sp, env)) // --export=ALL would pass them on
+		b.WriteString(e.unsetLine(env)) // --export=ALL would pass them on
 		b.WriteString("NCCLTUNE_SRUN_EXPORT=" + ShellQuote(arg) + "\n")
 		return file{name, b.String(), 0o644}, nil
 	default: // torchrun
-		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+name+" --nproc-per-node 8 train.py ..."), "# ") + unsetLine(sp, env) + "exec env")
+		b.WriteString("#!/bin/sh\n" + comment(append(head, "use: ./"+name+" --nproc-per-node 8 train.py ..."), "# ") + e.unsetLine(env) + "exec env")
 		for _, kv := range env {
 			name, value, _ := strings.Cut(kv, "=")
 			if _, err := ExportLine(name, value); err != nil {
@@ -176,14 +227,17 @@ func writeLines(b *strings.Builder, env []string, line func(name, value string) 
 	return nil
 }
 
-// leftToNCCL are the variables the space searches that env leaves to
-// NCCL: every trial ran without them (nccltune drops the NCCL_* variables
-// it inherits), so a value the job's shell holds, a module's or an earlier
-// range's file's, would run what no trial measured.
-func leftToNCCL(sp *space.Space, env []string) []string {
+// leftToNCCL are the variables env leaves to NCCL that the job's
+// environment must not hold, as no trial's did (nccltune drops the NCCL_*
+// variables it inherits): those the space searches, whose value in the
+// job's shell, a module's or an earlier range's file's, would run what no
+// trial measured; and, where the space sets none of them, those that would
+// decide in the job what env leaves to NCCL (unmeasured). A variable the
+// export leaves out (LeftOut) is the user's to set, and not unset.
+func (e Export) leftToNCCL(env []string) []string {
 	set := space.EnvMap(env)
 	var names []string
-	for _, p := range sp.Params {
+	for _, p := range e.Space.Params {
 		// One collective's part names its variable, as others do; a DDP
 		// knob names none.
 		name := p.Variable()
@@ -191,13 +245,26 @@ func leftToNCCL(sp *space.Space, env []string) []string {
 			names = append(names, name)
 		}
 	}
+	for _, name := range unmeasured {
+		if _, ok := set[name]; !ok && !e.names(name) && !slices.Contains(e.LeftOut, name) {
+			names = append(names, name)
+		}
+	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }
 
+// unmeasured are the variables that decide, where a job's shell holds them,
+// what NCCL runs for the variables a file leaves to it: a tuner plugin and
+// its configuration, which replace per size the algorithm and protocol (an
+// earlier file's of the plugin formats, a site's), and NCCL_CONF_FILE, whose
+// file NCCL reads in place of ~/.nccl.conf, each variable the environment
+// leaves unset (setenv without overwrite, NCCL's param.cc).
+var unmeasured = []string{"NCCL_TUNER_PLUGIN", "NCCL_TUNER_CONFIG_FILE", "NCCL_CONF_FILE"}
+
 // unsetLine unsets leftToNCCL in a POSIX shell script; "" where there are none.
-func unsetLine(sp *space.Space, env []string) string {
-	if names := leftToNCCL(sp, env); len(names) > 0 {
+func (e Export) unsetLine(env []string) string {
+	if names := e.leftToNCCL(env); len(names) > 0 {
 		return "unset " + strings.Join(names, " ") + "\n"
 	}
 	return ""
@@ -218,12 +285,12 @@ const (
 
 // writeSourced writes the body of a file in the env format, which a job's
 // shell sources: env's exports, then the unsetting of leftToNCCL.
-func writeSourced(b *strings.Builder, sp *space.Space, env []string) error {
+func (e Export) writeSourced(b *strings.Builder, env []string) error {
 	if err := writeLines(b, env, ExportLine); err != nil {
 		return err
 	}
-	if names := strings.Join(leftToNCCL(sp, env), " "); names != "" {
-		b.WriteString(comment([]string{"searched, and left to NCCL as measured: unset in the job's shell"}, "# ") +
+	if names := strings.Join(e.leftToNCCL(env), " "); names != "" {
+		b.WriteString(comment([]string{"left to NCCL as measured, which no trial's environment held: unset in the job's shell"}, "# ") +
 			posixUnset + names + "\n" + fishUnset + names + " || true\n")
 	}
 	return nil
@@ -312,7 +379,7 @@ func (e Export) json() ([]file, error) {
 			// The space's word, not the store's: what settings checked, less what it left out.
 			env := e.Space.Env(a)
 			rep.Env, rep.DDP = space.EnvMap(env), e.Space.Args(a)
-			rep.Unset = append(rep.Unset, leftToNCCL(e.Space, env)...)
+			rep.Unset = append(rep.Unset, e.leftToNCCL(env)...)
 		}
 		out.Ranges = append(out.Ranges, rep)
 	}

@@ -67,6 +67,9 @@ type Export struct {
 	// Scales are the other campaigns of the space's campaign.scales: the
 	// tuner plugins' rules of every node count go in one file.
 	Scales []Export
+	// Note, where set, is told what Write did beside writing: an earlier
+	// export's file it removed, which is no failure of this one.
+	Note func(string)
 }
 
 // file is one file a format writes.
@@ -121,10 +124,7 @@ func (e Export) Write(format, dir string) ([]string, error) {
 	if wErr := atomicfile.WriteAll(writes); wErr != nil {
 		return nil, errors.Join(err, wErr)
 	}
-	if perRange {
-		err = errors.Join(err, e.removeStale(format, dir, paths))
-	}
-	return paths, err
+	return paths, errors.Join(err, e.removeStale(format, dir, paths))
 }
 
 // settings are a chosen trial's variables and options as the space gives

@@ -551,7 +551,8 @@ func TestJSONNamesWhatARangeLeavesToNCCL(t *testing.T) {
 	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 {
 		t.Fatalf("%v\n%s", err, data)
 	}
-	if r := out.Ranges[0]; r.Env["NCCL_ALGO"] != "Tree" || !slices.Equal(r.Unset, []string{"NCCL_PROTO"}) {
+	// A tuner plugin's variables and NCCL_CONF_FILE too, as TestFilesUnsetATunerPluginNoTrialRan and TestFilesUnsetAConfFileNoTrialRead.
+	if r := out.Ranges[0]; r.Env["NCCL_ALGO"] != "Tree" || !slices.Equal(r.Unset, []string{"NCCL_CONF_FILE", "NCCL_PROTO", "NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
 		t.Errorf("env %v, unset %q; want NCCL_PROTO unset", r.Env, r.Unset)
 	}
 }
@@ -682,6 +683,252 @@ func TestStaleFileIsOnlyARegularFile(t *testing.T) {
 		}
 		if _, err := os.Lstat(path); err != nil {
 			t.Errorf("%s was removed: %v", path, err)
+		}
+	}
+}
+
+// TestARangeNoLongerInTheSpaceLeavesNoFile: a campaign run again with
+// another space (--allow-space-change, campaign NAME-2), exported into the
+// folder of the first's files, left the file of a range the new space no
+// longer has, for a launch script to source as this campaign's choice. It
+// is removed where nccltune wrote it, with a note and no error; a whole
+// job's file and someone else's are kept.
+func TestARangeNoLongerInTheSpaceLeavesNoFile(t *testing.T) {
+	plain := strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1) // a value every format takes
+	edited := strings.Replace(plain, "[[range]]\nname = \"mid\"\nmin = \"64K\"\nmax = \"4M\"\n", "", 1)
+	edited = strings.Replace(edited, "min = \"4M\"", "min = \"64K\"", 1)
+	for format, ext := range rangeExt {
+		dir := t.TempDir()
+		if _, err := pinnedOf(t, plain).Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+		old := filepath.Join(dir, "nccl-mid"+ext)
+		kept := map[string]string{
+			filepath.Join(dir, "nccl-job"+ext):   "# " + rangeHeading + "one job of the workload of 2 entries\nexport NCCL_ALGO='Ring'\n",
+			filepath.Join(dir, "nccl-other"+ext): "export NCCL_ALGO=Ring\n",
+		}
+		for path, text := range kept {
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// An export that writes nothing removes no other campaign's file.
+		failed := pinnedOf(t, edited)
+		for i := range failed.Results {
+			failed.Results[i].Best = nil
+		}
+		if _, err := failed.Write(format, dir); err == nil {
+			t.Fatalf("%s: no range measured, and no error", format)
+		}
+		if _, err := os.Stat(old); err != nil {
+			t.Errorf("%s: an export that wrote nothing removed %s: %v", format, old, err)
+		}
+		ex := pinnedOf(t, edited)
+		var notes []string
+		ex.Note = func(s string) { notes = append(notes, s) }
+		paths, err := ex.Write(format, dir)
+		if err != nil || len(paths) != 2 {
+			t.Errorf("%s: wrote %v, %v", format, paths, err)
+		}
+		if _, statErr := os.Stat(old); !errors.Is(statErr, os.ErrNotExist) {
+			t.Errorf("%s: %s, of a range the space has no more, is still there (%v)", format, old, statErr)
+		}
+		if len(notes) != 1 || !strings.Contains(notes[0], "removed "+old) {
+			t.Errorf("%s: notes %q, want one saying %s was removed", format, notes, old)
+		}
+		for path := range kept {
+			if _, statErr := os.Stat(path); statErr != nil {
+				t.Errorf("%s: %s was removed: %v", format, path, statErr)
+			}
+		}
+	}
+}
+
+// TestFilesUnsetATunerPluginNoTrialRan: every trial ran without a tuner
+// plugin where the space sets none (nccltune drops the NCCL_* variables it
+// inherits), and a plugin the job's shell loads (an earlier
+// `. nccl-plugin.env`, a site's module) replaces per size the algorithm
+// and protocol a range's file sets or leaves to NCCL. Every file that
+// unsets unsets its variables; where the space pins one the file sets it,
+// and where the export leaves it out (the store's space) it is the
+// user's, and left alone.
+func TestFilesUnsetATunerPluginNoTrialRan(t *testing.T) {
+	stale := []string{"NCCL_TUNER_PLUGIN=/opt/x/" + plugin.LibraryName, "NCCL_TUNER_CONFIG_FILE=/opt/x/nccl_tuner.conf"}
+	tuner := func(out []byte) (vars []string) {
+		for _, kv := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(kv, "NCCL_TUNER_") {
+				vars = append(vars, kv)
+			}
+		}
+		slices.Sort(vars)
+		return vars
+	}
+	sourced := func(ex Export, format, name string) []string {
+		t.Helper()
+		dir := t.TempDir()
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+		script := `. "$1" && env`
+		switch format {
+		case "torchrun": // the wrapper runs torchrun, here a stand-in that prints its environment
+			os.WriteFile(filepath.Join(dir, "torchrun"), []byte("#!/bin/sh\nenv\n"), 0o755)
+			script = `PATH="$(dirname "$1"):$PATH" "$1"`
+		case "plugin": // then a range's file
+			if _, err := ex.Write("env", dir); err != nil {
+				t.Fatal(err)
+			}
+			script = `. "$1" && . "$(dirname "$1")/nccl-all.env" && env`
+		}
+		cmd := exec.Command("sh", "-c", script, "sh", filepath.Join(dir, name))
+		cmd.Env = append(os.Environ(), stale...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		return tuner(out)
+	}
+	ex := treeWon(t, "NCCL_NVLS_ENABLE = \"0\"", []string{"NCCL_ALGO"}, nil)
+	for format, name := range map[string]string{"env": "nccl-all.env", "torchrun": "nccl-all.torchrun.sh", "slurm": "nccl-all.slurm", "plugin": "nccl-plugin.env"} {
+		if got := sourced(ex, format, name); len(got) > 0 {
+			t.Errorf("%s: the job's shell still holds %q", format, got)
+		}
+	}
+	dir := t.TempDir()
+	if _, err := ex.Write("json", dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
+	var out struct{ Ranges []struct{ Unset []string } }
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 || !slices.Equal(out.Ranges[0].Unset, []string{"NCCL_CONF_FILE", "NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
+		t.Errorf("nccl-tuned.json: %v, %s; want both unset", err, data)
+	}
+	pinned := treeWon(t, "NCCL_TUNER_PLUGIN = \"/opt/y/libnccl-tuner-y.so\"", []string{"NCCL_ALGO"}, nil)
+	pinned.Trusted = true
+	if got := sourced(pinned, "env", "nccl-all.env"); !slices.Equal(got, []string{"NCCL_TUNER_PLUGIN=/opt/y/libnccl-tuner-y.so"}) {
+		t.Errorf("pinned: the job's shell holds %q, want the space's plugin alone", got)
+	}
+	pinned.Space, pinned.LeftOut = pinned.Space.Exportable()
+	pinned.Trusted = false
+	if got := sourced(pinned, "env", "nccl-all.env"); !slices.Equal(got, stale[:1]) {
+		t.Errorf("left out: the job's shell holds %q, want its own plugin and NCCL_TUNER_CONFIG_FILE unset", got)
+	}
+}
+
+// TestANodeCountNoLongerScaledLeavesNoFile: the whole-job formats write an
+// env file per node count of campaign.scales (nccl-plugin-4n.env), or one
+// (nccl-plugin.env) where there is one. A campaign run again with other
+// scales, exported into the first's folder, left the env files of the node
+// counts it no longer has, each the environment of another campaign's job,
+// for a launch script to source. They are removed where nccltune wrote
+// them, with a note and no error.
+func TestANodeCountNoLongerScaledLeavesNoFile(t *testing.T) {
+	scaled := func(two, four Export) (Export, Export) {
+		two.Campaign.Name, two.Campaign.Scale = "c@2n", 2
+		four.Campaign.Name, four.Campaign.Scale = "c@4n", 4
+		four.Fingerprint.Nodes, four.Fingerprint.Ranks = 4, 32
+		return two, four
+	}
+	for format, base := range map[string]string{"plugin": "nccl-plugin", "tuner-csv": "nccl-tuner", "job": "nccl-job"} {
+		var two, four Export
+		if format == "job" {
+			two, four = scaled(jobExport(t, jobSpace, nil, nil), jobExport(t, jobSpace, nil, nil))
+		} else {
+			two, four = scaled(pinned(t), pinned(t))
+		}
+		four.Scales = []Export{two}
+		dir := t.TempDir()
+		if _, err := four.Write(format, dir); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		theirs := filepath.Join(dir, base+"-8n.env")
+		if err := os.WriteFile(theirs, []byte("export NCCL_ALGO=Ring\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		four.Scales = nil // one node count now: base.env
+		var notes []string
+		four.Note = func(s string) { notes = append(notes, s) }
+		if paths, err := four.Write(format, dir); err != nil || !slices.Contains(paths, filepath.Join(dir, base+".env")) {
+			t.Errorf("%s: wrote %v, %v", format, paths, err)
+		}
+		for _, n := range []string{"-2n", "-4n"} {
+			old := filepath.Join(dir, base+n+".env")
+			if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: %s, of a node count no longer scaled, is still there (%v)", format, old, err)
+			}
+			if !slices.ContainsFunc(notes, func(s string) bool { return strings.Contains(s, "removed "+old) }) {
+				t.Errorf("%s: notes %q, want one saying %s was removed", format, notes, old)
+			}
+		}
+		if _, err := os.Stat(theirs); err != nil {
+			t.Errorf("%s: %s, which nccltune did not write, was removed: %v", format, theirs, err)
+		}
+	}
+}
+
+// TestScalesOfOneCommunicator: the plugins keep, for a communicator, the
+// rules of its node and rank count, and apply the first that matches. Two
+// scales that NCCL's log says ran on the same counts (a launcher that gave
+// the larger the smaller's nodes) wrote both into one file, where the
+// second's never apply, to the job of its own node count nor any other;
+// the export refuses them, naming both.
+func TestScalesOfOneCommunicator(t *testing.T) {
+	two, four := pinned(t), pinned(t)
+	two.Campaign.Name, two.Campaign.Scale = "pinned@2n", 2
+	four.Campaign.Name, four.Campaign.Scale = "pinned@4n", 4
+	four.Scales = []Export{two} // both on 2 nodes of 16 ranks, as NCCL logged
+	for _, format := range []string{"plugin", "tuner-csv"} {
+		paths, err := four.Write(format, t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), "pinned@2n") || !strings.Contains(err.Error(), "pinned@4n") {
+			t.Errorf("%s: wrote %v, %v; want both campaigns named", format, paths, err)
+		}
+	}
+}
+
+// TestFilesUnsetAConfFileNoTrialRead: NCCL reads NCCL_CONF_FILE, or else
+// ~/.nccl.conf, into its environment, setting each variable the
+// environment leaves unset: the very variables a file leaves to NCCL.
+// Every trial ran without NCCL_CONF_FILE where the space sets none
+// (nccltune drops the NCCL_* variables it inherits), so one in the job's
+// shell (a site's module) would set what no trial ran; every file that
+// unsets unsets it, and nccl-tuned.json lists it.
+func TestFilesUnsetAConfFileNoTrialRead(t *testing.T) {
+	ex := treeWon(t, "NCCL_NVLS_ENABLE = \"0\"", []string{"NCCL_ALGO", "NCCL_PROTO"}, nil)
+	dir := t.TempDir()
+	for _, format := range []string{"env", "slurm", "json"} {
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"nccl-all.env", "nccl-all.slurm"} {
+		cmd := exec.Command("sh", "-c", `. "$1" && printf %s "${NCCL_CONF_FILE-unset}"`, "sh", filepath.Join(dir, name))
+		cmd.Env = append(os.Environ(), "NCCL_CONF_FILE=/opt/site/nccl.conf")
+		if out, err := cmd.Output(); err != nil || string(out) != "unset" {
+			t.Errorf("%s: NCCL_CONF_FILE %q (%v), want it unset", name, out, err)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
+	var out struct{ Ranges []struct{ Unset []string } }
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Ranges) != 1 || !slices.Contains(out.Ranges[0].Unset, "NCCL_CONF_FILE") {
+		t.Errorf("nccl-tuned.json: %v, %s; want NCCL_CONF_FILE unset", err, data)
+	}
+}
+
+// TestOfFormat: the files an export may remove as an earlier one's are
+// its format's, by name, never another's.
+func TestOfFormat(t *testing.T) {
+	for _, tc := range []struct {
+		format, name, rangeName string
+		ok                      bool
+	}{
+		{"plugin", "nccl-plugin.env", "", true}, {"plugin", "nccl-plugin-16n.env", "", true},
+		{"plugin", "-4n.env", "", false}, {"plugin", "nccl-plugin-x.env", "", false}, {"plugin", "nccl-tuner.env", "", false},
+		{"job", "nccl-job-2n.env", "", true}, {"tuner-csv", "nccl-tuner.env", "", true},
+		{"env", "nccl-small.env", "small", true}, {"env", "nccl-job.env", "", false}, {"env", "nccl-small.dotenv", "", false},
+		{"torchrun", "nccl-a_b.torchrun.sh", "a_b", true}, {"json", "nccl-tuned.json", "", false}, {"json", "nccl-x", "", false},
+	} {
+		if rangeName, ok := ofFormat(tc.format, tc.name); ok != tc.ok || ok && rangeName != tc.rangeName {
+			t.Errorf("ofFormat(%q, %q) = %q, %v", tc.format, tc.name, rangeName, ok)
 		}
 	}
 }

@@ -25,7 +25,7 @@ func (e Export) job() ([]file, error) {
 	var files []file
 	var errs []error
 	for _, x := range all {
-		f, err := x.jobFile(jobEnvName("nccl-job", x, len(all)))
+		f, err := x.jobFile(jobEnvName(jobBases["job"], x, len(all)))
 		switch {
 		case err != nil && len(all) > 1:
 			errs = append(errs, fmt.Errorf("campaign %s: %w", clean(x.Campaign.Name), err))
@@ -96,7 +96,7 @@ func (e Export) jobFile(name string) (file, error) {
 	}
 	var b strings.Builder
 	b.WriteString(comment(append(head, "use: . ./"+name), "# "))
-	if err := writeSourced(&b, sp, env); err != nil {
+	if err := e.writeSourced(&b, env); err != nil {
 		return file{}, err
 	}
 	return file{name, b.String(), 0o644}, nil

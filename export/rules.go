@@ -470,6 +470,7 @@ func (e Export) scale() string {
 func (e Export) scaled(dir string) (all []Export, abs string, verdicts []string, err error) {
 	all = append([]Export{e}, e.Scales...)
 	slices.SortFunc(all, func(a, b Export) int { return a.Campaign.Scale - b.Campaign.Scale })
+	seen := map[[2]int]string{} // a communicator's campaign: the plugins apply the first rule that matches
 	for _, x := range all {
 		nodes, ranks, err := x.where()
 		if err != nil {
@@ -478,11 +479,20 @@ func (e Export) scaled(dir string) (all []Export, abs string, verdicts []string,
 		if len(all) > 1 && (nodes < 0 || ranks < 0) {
 			return nil, "", nil, fmt.Errorf("campaign %s: NCCL's log gave no node and rank count, which the rules of several scales need", clean(x.Campaign.Name))
 		}
+		if other, ok := seen[[2]int{nodes, ranks}]; ok {
+			return nil, "", nil, fmt.Errorf("campaigns %s and %s both ran on %s and %s, as NCCL logged them: the plugins apply the first rules for a communicator, and the second's would never apply (did the launcher give both scales the same nodes?)",
+				other, clean(x.Campaign.Name), text.Count(nodes, "node", "nodes"), text.Count(ranks, "rank", "ranks"))
+		}
+		seen[[2]int{nodes, ranks}] = clean(x.Campaign.Name)
 		verdicts = append(verdicts, x.verdicts()...)
 	}
 	abs, err = filepath.Abs(dir)
 	return all, abs, verdicts, err
 }
+
+// jobBases are the names of the whole-job formats' env files, less
+// jobEnvName's node count and extension.
+var jobBases = map[string]string{"job": "nccl-job", "plugin": "nccl-plugin", "tuner-csv": "nccl-tuner"}
 
 // jobEnvName is a job's env file: one per node count where the rules serve several.
 func jobEnvName(base string, x Export, scales int) string {
@@ -540,7 +550,7 @@ func (e Export) plugin(dir string) ([]file, error) {
 			fmt.Fprintf(&b, "%s %d %s %s %s %s %s %d # %s\n", r.coll, r.min, max, orAny(nodes), orAny(ranks),
 				orStar(r.algo), orStar(r.proto), r.channels, clean(r.about()))
 		}
-		envFile, err := x.jobEnvFile(jobEnvName("nccl-plugin", x, len(all)), "nccltune's tuner plugin and its rules", env,
+		envFile, err := x.jobEnvFile(jobEnvName(jobBases["plugin"], x, len(all)), "nccltune's tuner plugin and its rules", env,
 			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{plugin.RulesEnv, filepath.Join(abs, "nccltune.rules")})
 		if err != nil {
 			return nil, err
@@ -635,7 +645,7 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 		}
 		nodes, ranks, _ := x.where() // checked by scaled
 		write(rules, nodes, ranks)
-		envFile, err := x.jobEnvFile(jobEnvName("nccl-tuner", x, len(all)), "NCCL's example tuner plugin (of NCCL 2.30.3 or later) and its rules", env,
+		envFile, err := x.jobEnvFile(jobEnvName(jobBases["tuner-csv"], x, len(all)), "NCCL's example tuner plugin (of NCCL 2.30.3 or later) and its rules", env,
 			[2]string{"NCCL_TUNER_PLUGIN", lib}, [2]string{"NCCL_TUNER_CONFIG_FILE", filepath.Join(abs, "nccl_tuner.conf")})
 		if err != nil {
 			return nil, err
@@ -788,7 +798,7 @@ func (e Export) jobEnvFile(name, what string, env []string, plugin ...[2]string)
 		}
 		env = append(env, kv[0]+"="+kv[1])
 	}
-	if err := writeSourced(&b, e.Space, env); err != nil {
+	if err := e.writeSourced(&b, env); err != nil {
 		return file{}, err
 	}
 	return file{name, b.String(), 0o644}, nil

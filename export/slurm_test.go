@@ -31,6 +31,8 @@ func TestSlurmExportThroughRealSrun(t *testing.T) {
 		{"$(touch PWNED) `touch PWNED` $HOME", false},
 		{`back\slash;and|pipes&`, false},
 		{"%h.%p", false},
+		{"-x a=b=c é€🙂  ", false},
+		{" lead", false},
 		{"a,b", true},
 		{"it's", true},
 		{`say "hi"`, true},

@@ -348,6 +348,10 @@ func didYouMean(key toml.Key) string {
 // outside --out.
 func FileWord(name string) bool { return fileWordRE.MatchString(name) }
 
+// RangeWord reports whether the loader takes name as a range's: a FileWord
+// that names no whole-job format's file (formatFileRE).
+func RangeWord(name string) bool { return FileWord(name) && !formatFileRE.MatchString(name) }
+
 // formatFileRE matches the range names whose env file is a whole-job
 // format's (nccl-job.env, nccl-plugin-4n.env, ...; in any case, as a
 // file system that folds case reads them).

@@ -571,6 +571,7 @@ func exportCommand() *cli.Command {
 				fmt.Fprintf(terminal{os.Stderr}, "nccltune: leaving out %s, which load code or name files: a store is no authority on those; give the space file the campaign ran with (--space FILE) to write them\n",
 					strings.Join(ex.LeftOut, ", "))
 			}
+			ex.Note = func(s string) { fmt.Fprintf(terminal{os.Stderr}, "nccltune: %s\n", s) }
 			paths, err := ex.Write(c.String("format"), c.String("out"))
 			if len(paths) > 0 {
 				// The listing is output too: one lost (a full disk) fails the command.
