@@ -415,9 +415,18 @@ func (o Options) modules() (map[string]bool, error) {
 // /proc/modules) or /sys/module: a module built into the kernel has no line
 // in /proc/modules, but a directory in /sys/module as a loaded one has, and
 // a sandboxed container may show /sys/module where it hides /proc/modules.
+// A module's directory stays while it unloads: its initstate (which a
+// built-in one lacks) says "going" then, and "live" once loaded.
 func (o Options) loaded(mods map[string]bool, name string) bool {
-	_, err := os.Stat(o.Root + "/sys/module/" + name)
-	return mods[name] || err == nil
+	if live, listed := mods[name]; listed {
+		return live
+	}
+	dir := o.Root + "/sys/module/" + name
+	if state, err := os.ReadFile(dir + "/initstate"); err == nil {
+		return strings.TrimSpace(string(state)) == "live"
+	}
+	_, err := os.Stat(dir)
+	return err == nil
 }
 
 func checkDrivers(_ context.Context, o Options, f *facts) Result {

@@ -907,3 +907,48 @@ func infinibandSysfs(t *testing.T, files map[string]string) string {
 	}
 	return root
 }
+
+// TestModulesUnloading: /proc/modules lists a module being removed (rmmod
+// waiting on its users, an exit that hangs) as "Unloading", and one being
+// inserted as "Loading", and sysfs keeps its /sys/module directory until it
+// is gone (initstate "going"): such a module counted as loaded, and
+// GPUDirect RDMA passed on an nvidia_peermem on its way out.
+func TestModulesUnloading(t *testing.T) {
+	active := []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "InfiniBand"}}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"unloading", map[string]string{
+			"proc/modules":                        "nvidia_peermem 16384 1 - Unloading 0x0000000000000000 (OE)\nmlx5_ib 495616 0 - Unloading 0x0\nmlx5_core 2412544 1 mlx5_ib, Live 0x0\n",
+			"sys/module/nvidia_peermem/initstate": "going\n", "sys/module/mlx5_ib/initstate": "going\n", "sys/module/mlx5_core/initstate": "live\n",
+		}},
+		{"loading", map[string]string{
+			"proc/modules":                        "nvidia_peermem 16384 0 - Loading 0x0\nmlx5_ib 495616 0 - Loading 0x0\nmlx5_core 2412544 1 mlx5_ib, Live 0x0\n",
+			"sys/module/nvidia_peermem/initstate": "coming\n", "sys/module/mlx5_ib/initstate": "coming\n",
+		}},
+		// A sandboxed container's: /proc/modules hidden, sysfs says it.
+		{"going, /proc/modules hidden", map[string]string{
+			"sys/module/nvidia_peermem/initstate": "going\n", "sys/module/mlx5_ib/initstate": "going\n", "sys/module/mlx5_core/initstate": "live\n",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for path, content := range tc.files {
+				if os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755) != nil || os.WriteFile(filepath.Join(root, path), []byte(content), 0o644) != nil {
+					t.Fatal("cannot write", path)
+				}
+			}
+			f := &facts{activePorts: active}
+			if r := checkPeermem(context.Background(), Options{Root: root}, f); r.Status == OK {
+				t.Errorf("GPUDirect RDMA: %s %q; nvidia_peermem is not loaded", r.Status, r.Detail)
+			}
+			if r := checkDrivers(context.Background(), Options{Root: root}, f); r.Status == OK {
+				t.Errorf("mlx5: %s %q; mlx5_ib is not loaded", r.Status, r.Detail)
+			}
+		})
+	}
+	if mods := Modules("nvidia_peermem 16384 1 - Unloading 0x0\nnvidia 9760768 2 nvidia_peermem, Live 0x0 (POE)\n"); mods["nvidia_peermem"] || !mods["nvidia"] {
+		t.Errorf("modules = %v", mods)
+	}
+}

@@ -243,12 +243,15 @@ func SuggestGIDIndex(gids []GID, k GIDKind) (int, bool) {
 	return -1, false
 }
 
-// Modules reads /proc/modules (or lsmod's output) into the set of loaded module names.
+// Modules reads /proc/modules (or lsmod's output) into the modules it
+// lists, each true where it is loaded: /proc/modules's fifth field is its
+// state, and one "Loading" or "Unloading" (rmmod waiting on its users, an
+// exit that hangs) is not loaded yet or any more. lsmod's lines have no state.
 func Modules(out string) map[string]bool {
 	mods := map[string]bool{}
 	for _, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) > 0 && f[0] != "Module" {
-			mods[f[0]] = true
+			mods[f[0]] = len(f) < 5 || f[4] == "Live"
 		}
 	}
 	return mods
