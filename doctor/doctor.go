@@ -308,7 +308,7 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	}
 	pinned := int(o.paramInt("NCCL_IB_GID_INDEX", -1))
 	kind := GIDKind{IPv6: o.getenv("NCCL_IB_ADDR_FAMILY") == "AF_INET6", Version: int(o.paramInt("NCCL_IB_ROCE_VERSION_NUM", 2))}
-	kind.Range, _ = AddrRange(o.getenv("NCCL_IB_ADDR_RANGE"), kind.IPv6)
+	kind.Range = ParseAddrRange(o.getenv("NCCL_IB_ADDR_RANGE"), kind.IPv6)
 	all := ReadGIDs(o.Root)
 	var wrong, none, unread, found []string
 	indices := map[int]bool{}
@@ -373,7 +373,10 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		r.Status = Fail
 		details = append(details, fmt.Sprintf("%s has no %s GID", strings.Join(none, ", "), kind))
 		fix := "give the interface an IPv4 address and enable RoCE v2 (cma_roce_mode); on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6"
-		if kind.Range.IsValid() {
+		switch {
+		case kind.Range.Bits < 0:
+			fix = fmt.Sprintf("NCCL_IB_ADDR_RANGE=%s has a negative mask, in which NCCL finds no address (it takes GID index 0 then): give the fabric's mask length (10.1.0.0/16)", kind.Range)
+		case kind.Range.Set():
 			fix += "; or set NCCL_IB_ADDR_RANGE to the fabric's addresses"
 		}
 		fixes = append(fixes, fix)

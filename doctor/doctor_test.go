@@ -721,10 +721,25 @@ func TestGIDIndexAddrRange(t *testing.T) {
 		{[]string{"NCCL_IB_ADDR_RANGE=fd01::/16"}, OK, "mlx5_0/1 at index 3"},
 		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/33"}, OK, "mlx5_0/1 at index 3"},
 		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6", "NCCL_IB_ADDR_RANGE=fd01::/16"}, OK, "mlx5_0/1 at index 7"},
+		// NCCL reads the mask with (int)strtol(mask, NULL, 10): space and a
+		// sign before the digits, a long's range clamped, then cut to 32
+		// bits. A negative mask compares no bit, which NCCL calls no match:
+		// no address is in the range, and NCCL falls back to GID index 0.
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/ 16"}, OK, "mlx5_0/1 at index 5"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/+16"}, OK, "mlx5_0/1 at index 5"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/4294967312"}, OK, "mlx5_0/1 at index 5"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/-0"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/x16"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/-1"}, Fail, "mlx5_0/1 has no RoCE v2 with IPv4 in 10.1.0.0/-1 GID"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/99999999999999999999"}, Fail, "mlx5_0/1 has no RoCE v2 with IPv4 in 10.1.0.0/-1 GID"},
+		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6", "NCCL_IB_ADDR_RANGE=fd01::/-8"}, Fail, "mlx5_0/1 has no RoCE v2 with IPv6 in fd01::/-8 GID"},
 	} {
 		r := checkGID(context.Background(), Options{Root: root, Env: tc.env}, f)
 		if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
 			t.Errorf("%v: %s %q; want %s %q", tc.env, r.Status, r.Detail, tc.status, tc.detail)
+		}
+		if strings.Contains(tc.detail, "/-") && !strings.Contains(r.Fix, "negative mask") {
+			t.Errorf("%v: fix %q does not name the negative mask", tc.env, r.Fix)
 		}
 	}
 }
