@@ -141,7 +141,7 @@ func run(ctx context.Context, timeout time.Duration, name string, args ...string
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	var out head
+	var out output
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if cmd.Process != nil {
@@ -155,22 +155,97 @@ func run(ctx context.Context, timeout time.Duration, name string, args ...string
 	if ctx.Err() != nil {
 		err = fmt.Errorf("%s: %w in %s", name, errNoAnswer, timeout)
 	}
-	return out.buf.Bytes(), err
+	return out.Bytes(), err
 }
 
 // errNoAnswer is a tool killed at its time limit: what it printed before
 // is not why it failed.
 var errNoAnswer = errors.New("no answer")
 
-// head keeps the first maxToolOutput bytes written to it. (Not an embedded
-// bytes.Buffer, whose ReadFrom io.Copy would call instead of Write.)
-type head struct{ buf bytes.Buffer }
+// Markers that checks look for anywhere in a tool's output.
+const (
+	ompiCUDA    = "mca:mpi:base:param:mpi_built_with_cuda_support:value:"
+	frameworkOK = "FRAMEWORK_OK"
+	noTorch     = "No module named 'torch'"
+	noGPU       = "No devices were found" // nvidia-smi's, exit status 6, where it sees no GPU
+)
 
-func (h *head) Write(p []byte) (int, error) {
-	if room := maxToolOutput - h.buf.Len(); room > 0 {
-		h.buf.Write(p[:min(room, len(p))])
+var markers = [][]byte{[]byte(ompiCUDA), []byte(frameworkOK), []byte(noTorch), []byte(noGPU)}
+
+// output keeps what the checks read of a tool's output, however much it
+// prints: its first maxToolOutput bytes, and after them the lines that
+// hold a marker (ompi_info --all prints its CUDA line after megabytes on a
+// build of many components), as many bytes again at most, and the last
+// line, where a failing tool says why. Each line after the head is kept to
+// its first maxLine bytes. (Not an embedded bytes.Buffer, whose ReadFrom
+// io.Copy would call instead of Write.)
+type output struct {
+	head   bytes.Buffer
+	past   bool     // the head is full
+	line   []byte   // the line being written after the head
+	marked [][]byte // the lines after the head that hold a marker
+	size   int      // their bytes
+	last   []byte   // the last line ended after the head
+}
+
+const maxLine = 64 << 10
+
+func (o *output) Write(p []byte) (int, error) {
+	n := len(p)
+	if !o.past {
+		room := maxToolOutput - o.head.Len()
+		if len(p) <= room {
+			o.head.Write(p)
+			return n, nil
+		}
+		o.head.Write(p[:room])
+		p, o.past = p[room:], true
+		// The line the bound cuts is read whole after the head.
+		b := o.head.Bytes()
+		cut := bytes.LastIndexByte(b, '\n') + 1
+		o.add(b[cut:])
+		o.head.Truncate(cut)
 	}
-	return len(p), nil
+	for {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			o.add(p)
+			return n, nil
+		}
+		o.add(p[:i])
+		o.end()
+		p = p[i+1:]
+	}
+}
+
+func (o *output) add(b []byte) {
+	o.line = append(o.line, b[:min(len(b), maxLine-len(o.line))]...)
+}
+
+func (o *output) end() {
+	marked := slices.ContainsFunc(markers, func(m []byte) bool { return bytes.Contains(o.line, m) })
+	if marked && o.size < maxToolOutput {
+		o.marked = append(o.marked, slices.Clone(o.line))
+		o.size += len(o.line)
+	}
+	o.last, o.line = append(o.last[:0], o.line...), o.line[:0]
+}
+
+// Bytes is the output kept: the head, then the lines kept after it, in
+// their order, the last one last.
+func (o *output) Bytes() []byte {
+	out := slices.Clone(o.head.Bytes())
+	for _, l := range o.marked {
+		out = append(append(out, l...), '\n')
+	}
+	last := o.last
+	if len(o.line) > 0 { // unended
+		last = o.line
+	}
+	if len(last) > 0 && (len(o.marked) == 0 || !bytes.Equal(last, o.marked[len(o.marked)-1])) {
+		out = append(append(out, last...), '\n')
+	}
+	return out
 }
 
 func missing(err error) bool { return errors.Is(err, exec.ErrNotFound) }
@@ -182,7 +257,7 @@ func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 	case missing(err):
 		r.Status, r.Detail = Skip, "nvidia-smi not found"
 		return r
-	case err != nil && !bytes.Contains(out, []byte("No devices were found")): // what it says, exit status 6, where it sees no GPU
+	case err != nil && !bytes.Contains(out, []byte(noGPU)):
 		r.Status, r.Detail, r.Fix = Fail, summary(out, err), "check the NVIDIA driver (nvidia-smi must work)"
 		return r
 	}
@@ -666,20 +741,20 @@ cuda = torch.cuda.is_available()
 dist.init_process_group("nccl" if cuda else "gloo", store=dist.HashStore(), rank=0, world_size=1)
 t = torch.ones(1024, device="cuda" if cuda else "cpu")
 dist.all_reduce(t)
-print("FRAMEWORK_OK torch", torch.__version__, "backend", "nccl %s" % ".".join(map(str, torch.cuda.nccl.version())) if cuda else "gloo", "sum", float(t[0]))
+print("` + frameworkOK + ` torch", torch.__version__, "backend", "nccl %s" % ".".join(map(str, torch.cuda.nccl.version())) if cuda else "gloo", "sum", float(t[0]))
 dist.destroy_process_group()`
 	out, err := o.Exec(ctx, o.Python, "-c", script)
 	switch {
 	case missing(err):
 		r.Status, r.Detail = Skip, o.Python+" not found"
-	case bytes.Contains(out, []byte("No module named 'torch'")):
+	case bytes.Contains(out, []byte(noTorch)):
 		r.Status, r.Detail = Skip, "PyTorch is not installed for "+o.Python
-	case err != nil || !bytes.Contains(out, []byte("FRAMEWORK_OK")):
+	case err != nil || !bytes.Contains(out, []byte(frameworkOK)):
 		r.Status, r.Detail, r.Fix = Fail, summary(out, err), "run the DDP step by hand to see the full error"
 	default:
 		// The rest of the script's line: output can follow it (NCCL's own,
 		// with NCCL_DEBUG set, which libc flushes at exit).
-		_, after, _ := bytes.Cut(out, []byte("FRAMEWORK_OK"))
+		_, after, _ := bytes.Cut(out, []byte(frameworkOK))
 		line, _, _ := bytes.Cut(after, []byte("\n"))
 		r.Status, r.Detail = OK, strings.TrimSpace(string(line))
 	}

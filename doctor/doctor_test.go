@@ -967,3 +967,30 @@ func TestModulesUnloading(t *testing.T) {
 		t.Errorf("modules = %v", mods)
 	}
 }
+
+// TestToolsLongOutput: a tool's output was kept to its first megabyte, and
+// what a check looks for further on was lost: ompi_info --all, which prints
+// megabytes on a build of many components, lost its CUDA line (the check
+// skipped, "ompi_info does not say"), python's FRAMEWORK_OK after a flood of
+// warnings failed the framework check, and a failed tool's last line, where
+// it says why, gave way to a line from its first megabyte.
+func TestToolsLongOutput(t *testing.T) {
+	dir := t.TempDir()
+	const flood = "/usr/bin/yes 'mca:btl:tcp:param:btl_tcp_if_include:help:Comma-delimited list of devices and/or CIDR notation of networks' | /usr/bin/head -c 3000000; echo"
+	tool(t, dir, "ompi_info", flood+"; echo mca:mpi:base:param:mpi_built_with_cuda_support:value:true; "+flood)
+	tool(t, dir, "python3", flood+"; echo FRAMEWORK_OK torch 2.9.0 backend nccl 2.28.3 sum 1.0; "+flood)
+	tool(t, dir, "nvidia-smi", flood+"; echo 'Failed to initialize NVML: Driver/library version mismatch'; exit 18")
+	exec := func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		return run(ctx, 20*time.Second, filepath.Join(dir, name), args...)
+	}
+	o := Options{Exec: exec, Python: "python3"}
+	if r := checkOMPI(context.Background(), o, &facts{}); r.Status != OK {
+		t.Errorf("ompi_info: %s %q; want its CUDA line read", r.Status, r.Detail)
+	}
+	if r := checkFramework(context.Background(), o, &facts{}); r.Status != OK || r.Detail != "torch 2.9.0 backend nccl 2.28.3 sum 1.0" {
+		t.Errorf("python: %s %q", r.Status, r.Detail)
+	}
+	if r := checkGPUs(context.Background(), o, &facts{}); r.Status != Fail || r.Detail != "Failed to initialize NVML: Driver/library version mismatch" {
+		t.Errorf("nvidia-smi: %s %q; want its last line", r.Status, r.Detail)
+	}
+}

@@ -309,7 +309,7 @@ func MemlockLimits(out string) (soft, hard string, ok bool) {
 // built with CUDA support; known is false when the output does not say.
 func OMPICUDA(out string) (cuda, known bool) {
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "mca:mpi:base:param:mpi_built_with_cuda_support:value:") {
+		if strings.HasPrefix(line, ompiCUDA) {
 			return strings.HasSuffix(strings.TrimSpace(line), ":true"), true
 		}
 	}
