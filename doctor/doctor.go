@@ -79,10 +79,17 @@ func Run(ctx context.Context, o Options) []Result {
 	for _, check := range []func(context.Context, Options, *facts) Result{
 		checkGPUs, checkPorts, checkGID, checkDrivers, checkPeermem, checkMemlock, checkOMPI, checkMaster,
 	} {
-		out = append(out, check(ctx, o, f))
+		out = append(out, check(ctx, o, f).Bounded())
 	}
-	out = append(out, NCCL(ctx, o, HardwareOf(out)), checkFramework(ctx, o, f))
+	out = append(out, NCCL(ctx, o, HardwareOf(out)), checkFramework(ctx, o, f).Bounded())
 	return out
+}
+
+// Bounded is r with its detail and fix, which quote tools' output, cut to
+// maxDetail bytes each.
+func (r Result) Bounded() Result {
+	r.Detail, r.Fix = clip(r.Detail, maxDetail), clip(r.Fix, maxDetail)
+	return r
 }
 
 // Hardware is what the hardware checks found, which NCCL's choices are judged against.
@@ -682,7 +689,7 @@ func NCCL(ctx context.Context, o Options, f Hardware) Result {
 	res := rn.Run(ctx, job)
 	if res.Failure != nil {
 		r.Status, r.Detail, r.Fix = Fail, res.Failure.Error(), "run it by hand with NCCL_DEBUG=INFO: "+strings.Join(res.Command, " ")
-		return r
+		return r.Bounded()
 	}
 	return judgeNCCL(r, res.Log, job.Env, res.Measurement.Ranks, f)
 }
@@ -725,7 +732,7 @@ func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) R
 		r.Detail += "; NCCL also read " + strings.Join(inherited, ", ") +
 			" (NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf or the ranks' own environment): every trial runs with them, and no export carries them"
 	}
-	return r
+	return r.Bounded()
 }
 
 func checkFramework(ctx context.Context, o Options, _ *facts) Result {
@@ -761,6 +768,10 @@ dist.destroy_process_group()`
 	return r
 }
 
+// maxDetail bounds a result's detail and fix: they go into the node's one-line report, which the fan-out reads back
+// through the launcher's bounded output, and into the report.
+const maxDetail = 4 << 10
+
 // maxSummary bounds a summary: it goes into the node's one-line report,
 // which the fan-out reads back through the launcher's bounded output.
 const maxSummary = 500
@@ -776,10 +787,15 @@ func summary(out []byte, err error) string {
 	case last == "":
 		return "no output"
 	}
-	if len(last) > maxSummary {
-		last = text.Prefix(last, maxSummary) + "…"
+	return clip(last, maxSummary)
+}
+
+// clip is s cut to n bytes at most, and "…" where it is cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return last
+	return text.Prefix(s, n) + "…"
 }
 
 func orDash(s string) string {

@@ -994,3 +994,35 @@ func TestToolsLongOutput(t *testing.T) {
 		t.Errorf("nvidia-smi: %s %q; want its last line", r.Status, r.Detail)
 	}
 }
+
+// TestDetailsBounded: a check's detail quoted what a tool printed, field by
+// field, unbounded: GPU models of megabyte names, ibstat's CAs, the
+// framework's line, NCCL's notes. A megabyte of it went into the node's
+// report line, which the fan-out reads back through the launcher's bounded
+// output, and into the report and --json.
+func TestDetailsBounded(t *testing.T) {
+	t.Setenv("MASTER_ADDR", "")
+	huge := func(i int) string { return strings.Repeat("é", 200<<10) + strconv.Itoa(i) }
+	var smi, ibstat strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&smi, "%d, %s, 00000000:18:00.0, 81559 MiB, %s, Enabled\n", i, huge(i), huge(9))
+		fmt.Fprintf(&ibstat, "CA '%s'\n\tPort 1:\n\t\tState: Active\n\t\tRate: %s\n\t\tLink layer: %s\n", huge(i), huge(i), huge(i))
+	}
+	results := Run(context.Background(), Options{Root: t.TempDir(), Python: "python3", Exec: fakeExec(map[string]string{
+		"nvidia-smi": smi.String(),
+		"ibstat":     ibstat.String(),
+		"python3":    "FRAMEWORK_OK torch " + huge(0) + "\n",
+	})})
+	var notes []string
+	for i := range 20 {
+		notes = append(notes, "NET/IB : No capable device "+huge(i))
+	}
+	results = append(results, judgeNCCL(Result{}, nccllog.Log{Debug: true, Version: huge(0), Network: huge(1), Notes: notes}, nil, 16, Hardware{}))
+	for _, r := range results {
+		for _, s := range []string{r.Detail, r.Fix} {
+			if len(s) > maxDetail+len("…") || !utf8.ValidString(s) {
+				t.Errorf("%s: %s, %d bytes: %.80q", r.Check, r.Status, len(s), s)
+			}
+		}
+	}
+}

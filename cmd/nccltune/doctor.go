@@ -64,6 +64,12 @@ func doctorCommand() *cli.Command {
 			if err := c.Context.Err(); err != nil {
 				return err
 			}
+			// The launcher's words and the nodes' reports (an older
+			// nccltune's) are bounded as this node's checks are.
+			for i := range nodes {
+				nodes[i].Results = bounded(nodes[i].Results)
+			}
+			cluster = bounded(cluster)
 			if c.Bool("json") {
 				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": list(cluster)}); err != nil {
 					return err
@@ -81,6 +87,13 @@ func doctorCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+func bounded(results []doctor.Result) []doctor.Result {
+	for i, r := range results {
+		results[i] = r.Bounded()
+	}
+	return results
 }
 
 // thisNode checks this node, timed for the clock skew between nodes; env is

@@ -88,13 +88,7 @@ func TestDoctorCountsHostsAsMPIRunDoes(t *testing.T) {
 	mpirun := filepath.Join(dir, "mpirun")
 	os.WriteFile(mpirun, []byte("#!/bin/sh\necho 'NCCLTUNE_DOCTOR {\"host\":\"node1\",\"unix_nano\":1,\"results\":[]}'\n"), 0o755)
 	os.WriteFile(filepath.Join(dir, "hosts"), []byte("node1 slots=4\nNODE1.cluster slots=4\n"), 0o644)
-	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spaceFile := filepath.Join(dir, "space.toml")
-	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]",
-		"[launcher]\nkind = \"mpirun\"\ncommand = \""+mpirun+"\"\nhostfile = \""+filepath.Join(dir, "hosts")+"\"\n\n[benchmark]", 1)), 0o644)
+	spaceFile := doctorSpace(t, dir, "kind = \"mpirun\"\ncommand = \""+mpirun+"\"\nhostfile = \""+filepath.Join(dir, "hosts")+"\"")
 	_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
 	var rep struct {
 		Cluster []struct{ Check, Status, Detail string }
@@ -118,13 +112,7 @@ func TestDoctorCountsTheAllocationsNodes(t *testing.T) {
 	t.Setenv("SLURM_JOB_NUM_NODES", "3")
 	srun := filepath.Join(dir, "srun")
 	os.WriteFile(srun, []byte("#!/bin/sh\nfor h in n1 n2; do echo 'NCCLTUNE_DOCTOR {\"host\":\"'$h'\",\"unix_nano\":1,\"results\":[]}'; done\n"), 0o755)
-	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spaceFile := filepath.Join(dir, "space.toml")
-	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]",
-		"[launcher]\nkind = \"srun\"\ncommand = \""+srun+"\"\nntasks_per_node = 8\n\n[benchmark]", 1)), 0o644)
+	spaceFile := doctorSpace(t, dir, "kind = \"srun\"\ncommand = \""+srun+"\"\nntasks_per_node = 8")
 	_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
 	var rep struct {
 		Cluster []struct{ Check, Status, Detail string }
@@ -136,5 +124,65 @@ func TestDoctorCountsTheAllocationsNodes(t *testing.T) {
 		return r.Check == "per-node checks" && r.Status == "fail" && strings.Contains(r.Detail, "2 of 3 nodes reported")
 	}) {
 		t.Errorf("a node of three reported nothing: %+v", rep.Cluster)
+	}
+}
+
+// doctorSpace writes the example space of the simulated cluster with
+// launcher, the [launcher] table's body, into dir, and returns its path.
+func doctorSpace(t *testing.T, dir, launcher string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaceFile := filepath.Join(dir, "space.toml")
+	if err := os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]", "[launcher]\n"+launcher+"\n\n[benchmark]", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return spaceFile
+}
+
+// TestDoctorBoundsWhatNodesSay: a launcher that reached no node put the
+// last five lines it printed, each whole, into its check's detail, and a
+// node's report (an older nccltune's there) went into the report as it
+// came: megabytes of either bloated the report and --json.
+func TestDoctorBoundsWhatNodesSay(t *testing.T) {
+	dir := t.TempDir()
+	flood := "/usr/bin/yes 'srun: error: Unable to resolve' | /usr/bin/tr -d '\\n' | /usr/bin/head -c 1000000"
+	for name, script := range map[string]string{
+		"srun":   "for i in 1 2 3 4 5; do " + flood + "; echo; done; exit 1",
+		"mpirun": "printf 'NCCLTUNE_DOCTOR {\"host\":\"node1\",\"unix_nano\":1,\"results\":[{\"layer\":\"hardware\",\"check\":\"GPUs\",\"status\":\"ok\",\"detail\":\"'; " + flood + "; echo '\",\"fix\":\"\"}]}'",
+	} {
+		t.Run(name, func(t *testing.T) {
+			launcher := filepath.Join(dir, name)
+			os.WriteFile(launcher, []byte("#!/bin/sh\n"+script+"\n"), 0o755)
+			settings := "kind = \"" + name + "\"\ncommand = \"" + launcher + "\""
+			if name == "srun" {
+				settings += "\nnodes = 1\nntasks_per_node = 8"
+			}
+			spaceFile := doctorSpace(t, t.TempDir(), settings)
+			_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+			var rep struct {
+				Nodes []struct {
+					Results []doctor.Result
+				}
+				Cluster []doctor.Result
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v\n%.2000s%s", err, out, errOut)
+			}
+			results := rep.Cluster
+			for _, n := range rep.Nodes {
+				results = append(results, n.Results...)
+			}
+			if len(results) == 0 || len(out) > 64<<10 {
+				t.Errorf("--json of %d bytes, %d results", len(out), len(results))
+			}
+			for _, r := range results {
+				if len(r.Detail) > 8<<10 {
+					t.Errorf("%s: a detail of %d bytes", r.Check, len(r.Detail))
+				}
+			}
+		})
 	}
 }
