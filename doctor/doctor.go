@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -389,6 +391,11 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		return r
 	}
 	pinned := int(o.paramInt("NCCL_IB_GID_INDEX", -1))
+	// The config file that sets the index, which a wrong one's fix names.
+	from := ""
+	if _, file := o.setting("NCCL_IB_GID_INDEX"); file != "" {
+		from = " (" + file + ")"
+	}
 	kind := GIDKind{IPv6: o.getenv("NCCL_IB_ADDR_FAMILY") == "AF_INET6", Version: int(o.paramInt("NCCL_IB_ROCE_VERSION_NUM", 2))}
 	kind.Range = ParseAddrRange(o.getenv("NCCL_IB_ADDR_RANGE"), kind.IPv6)
 	all := ReadGIDs(o.Root)
@@ -420,7 +427,7 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 			if ok {
 				want = fmt.Sprintf("its %s one (index %d)", kind, idx)
 			}
-			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not %s", pinned, name, entry, want))
+			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d%s names %s's %s, not %s", pinned, from, name, entry, want))
 		case pinned >= 0:
 			found = append(found, fmt.Sprintf("%s at index %d", name, pinned))
 		case !ok:
@@ -466,20 +473,73 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	if len(wrong) > 0 {
 		r.Status = Fail
 		details = append(details, wrong...)
-		fixes = append(fixes, "unset NCCL_IB_GID_INDEX: NCCL 2.21 and later pick each port's GID themselves (a wrong index fails or slows RoCE)")
+		fixes = append(fixes, "unset NCCL_IB_GID_INDEX"+from+": NCCL 2.21 and later pick each port's GID themselves (a wrong index fails or slows RoCE)")
 	}
 	r.Detail, r.Fix = strings.Join(details, "; "), strings.Join(fixes, "; ")
 	return r
 }
 
-// getenv is a variable's value in o.Env (the last one set wins), else in the environment.
+// getenv is a variable's value as NCCL reads it (setting).
 func (o Options) getenv(name string) string {
-	for _, kv := range slices.Backward(o.Env) {
-		if v, ok := strings.CutPrefix(kv, name+"="); ok {
-			return v
+	v, _ := o.setting(name)
+	return v
+}
+
+// setting is a variable's value as NCCL reads it, and the config file it
+// comes from ("" for o.Env and the environment): in o.Env (the last one
+// set wins), in the environment, else in NCCL's config files, whose first
+// line that sets it wins: NCCL_CONF_FILE (else the user's ~/.nccl.conf),
+// then /etc/nccl.conf.
+func (o Options) setting(name string) (value, file string) {
+	if v, ok := o.lookupEnv(name); ok {
+		return v, ""
+	}
+	var files []string
+	if conf, _ := o.lookupEnv("NCCL_CONF_FILE"); conf != "" {
+		files = append(files, conf)
+	} else if u, err := user.Current(); err == nil { // NCCL's home is getpwuid's, not $HOME
+		files = append(files, filepath.Join(u.HomeDir, ".nccl.conf"))
+	}
+	for _, file := range append(files, "/etc/nccl.conf") {
+		if v, ok := confValue(o.Root+file, name); ok {
+			return v, file
 		}
 	}
-	return os.Getenv(name)
+	return "", ""
+}
+
+func (o Options) lookupEnv(name string) (string, bool) {
+	for _, kv := range slices.Backward(o.Env) {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v, true
+		}
+	}
+	return os.LookupEnv(name)
+}
+
+// maxConf bounds what is read of a config file.
+const maxConf = 1 << 20
+
+// confValue is name's value in the NCCL config file at path as NCCL reads
+// it: its first NAME=value line, a line that begins with '#' a comment, and
+// nothing but the '\n' dropped. A file that is not a regular one (a FIFO,
+// which would block, or /dev/zero, which never ends) is not read.
+func confValue(path, name string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, maxConf))
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && k == name && !strings.HasPrefix(line, "#") {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // paramInt is a variable as NCCL reads an integer setting

@@ -1026,3 +1026,48 @@ func TestDetailsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestGIDIndexFromConfigFiles: NCCL reads a setting the environment does
+// not set from NCCL_CONF_FILE (else ~/.nccl.conf), then /etc/nccl.conf,
+// where RoCE clusters often pin NCCL_IB_GID_INDEX; the check read the
+// environment alone, and judged the GID NCCL would pick itself, not the one
+// the file gives it.
+func TestGIDIndexFromConfigFiles(t *testing.T) {
+	for _, name := range []string{"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE", "NCCL_CONF_FILE"} {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
+	}
+	const linkLocal = "fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10"
+	f := &facts{roce: true, activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		files  map[string]string
+		status Status
+		detail string
+	}{
+		{"/etc/nccl.conf", nil, map[string]string{"etc/nccl.conf": "# RoCE\r\nNCCL_IB_GID_INDEX=1\r\n"}, Fail, "NCCL_IB_GID_INDEX=1 (/etc/nccl.conf) names mlx5_0/1's RoCE v2 GID fe80:"},
+		{"a comment", nil, map[string]string{"etc/nccl.conf": "#NCCL_IB_GID_INDEX=1\n"}, OK, "mlx5_0/1 at index 3"},
+		{"NCCL_CONF_FILE first", []string{"NCCL_CONF_FILE=/opt/nccl.conf"}, map[string]string{"opt/nccl.conf": "NCCL_IB_ADDR_RANGE=10.1.0.0/16\n", "etc/nccl.conf": "NCCL_IB_ADDR_RANGE=10.0.0.0/16\nNCCL_IB_GID_INDEX=1\n"}, Fail, "NCCL_IB_GID_INDEX=1 (/etc/nccl.conf) names"},
+		{"NCCL_CONF_FILE's range", []string{"NCCL_CONF_FILE=/opt/nccl.conf"}, map[string]string{"opt/nccl.conf": "NCCL_IB_ADDR_RANGE=10.1.0.0/16\nNCCL_IB_ADDR_RANGE=10.0.0.0/16\n", "etc/nccl.conf": "NCCL_IB_ADDR_RANGE=10.0.0.0/16\n"}, OK, "mlx5_0/1 at index 5"},
+		{"the environment first", []string{"NCCL_IB_GID_INDEX=3"}, map[string]string{"etc/nccl.conf": "NCCL_IB_GID_INDEX=1\n"}, OK, "NCCL_IB_GID_INDEX=3, a routable RoCE v2 GID: mlx5_0/1 at index 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			gidTable(t, root, "mlx5_0", map[int][2]string{
+				0: {linkLocal, "IB/RoCE v1"}, 1: {linkLocal, "RoCE v2"},
+				2: {"0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1"}, 3: {"0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2"},
+				4: {"0000:0000:0000:0000:0000:ffff:0a01:0001", "IB/RoCE v1"}, 5: {"0000:0000:0000:0000:0000:ffff:0a01:0001", "RoCE v2"},
+			})
+			for path, content := range tc.files {
+				if os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755) != nil || os.WriteFile(filepath.Join(root, path), []byte(content), 0o644) != nil {
+					t.Fatal("cannot write", path)
+				}
+			}
+			r := checkGID(context.Background(), Options{Root: root, Env: tc.env}, f)
+			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}
