@@ -343,14 +343,17 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail = Skip, "ibstat not found (infiniband-diags), and no port in /sys/class/infiniband; no RDMA fabric checked"
 		return r
 	}
-	var up, down []string
+	var up, down, unread []string
 	for _, p := range ports {
 		name := fmt.Sprintf("%s/%d %s", p.CA, p.Num, p.LinkLayer)
-		if p.Active() {
+		switch {
+		case p.Active():
 			f.activePorts = append(f.activePorts, p)
 			f.roce = f.roce || p.LinkLayer == "Ethernet"
 			up = append(up, name+" "+p.Rate+"Gb/s")
-		} else {
+		case p.State == "": // not down: unknown
+			unread = append(unread, fmt.Sprintf("%s/%d", p.CA, p.Num))
+		default:
 			down = append(down, name+" "+p.State)
 		}
 	}
@@ -360,12 +363,21 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail, r.Fix = Warn, "ibstat failed: "+summary(out, err), "modprobe ib_umad (ibstat reads the ports through it); no RDMA fabric checked"
 	case len(ports) == 0:
 		r.Status, r.Detail, r.Fix = Warn, "no HCA found", "without RDMA NCCL uses TCP sockets between nodes; fine on one node"
+	case len(up) == 0 && len(unread) > 0:
+		r.Status, r.Detail = Warn, "cannot read the state of "+strings.Join(unread, ", ")
+		if len(down) > 0 {
+			r.Detail += "; down: " + strings.Join(down, "; ")
+		}
+		r.Fix = "see the ports' state with ibstat (infiniband-diags) or ibv_devinfo, and give the node (or container) a readable /sys/class/infiniband; no RDMA fabric checked"
 	case len(up) == 0:
 		r.Status, r.Detail, r.Fix = Fail, "no port is Active: "+strings.Join(down, "; "), "bring the links up (cables, subnet manager for IB, switch config for RoCE)"
 	default:
 		r.Status, r.Detail = OK, "active: "+strings.Join(up, "; ")
 		if len(down) > 0 {
 			r.Detail += "; down: " + strings.Join(down, "; ")
+		}
+		if len(unread) > 0 {
+			r.Detail += "; state unread: " + strings.Join(unread, ", ")
 		}
 	}
 	r.Detail += from

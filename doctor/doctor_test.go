@@ -1071,3 +1071,21 @@ func TestGIDIndexFromConfigFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestPortsStateUnread: a port whose state sysfs would not give (an
+// attribute that fails to read, a container's odd mount) read as a port
+// in state "", down: a node whose ports are all so failed "no port is
+// Active" of ports that may well be.
+func TestPortsStateUnread(t *testing.T) {
+	root := infinibandSysfs(t, map[string]string{
+		"mlx5_0/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_0/ports/1/link_layer": "InfiniBand\n",
+	})
+	// A directory where the attribute is: reading it fails, root or not.
+	if err := os.MkdirAll(filepath.Join(root, "sys/class/infiniband/mlx5_0/ports/1/state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := checkPorts(context.Background(), Options{Root: root, Exec: fakeExec(nil)}, &facts{})
+	if r.Status != Warn || !strings.Contains(r.Detail, "cannot read the state of mlx5_0/1") {
+		t.Errorf("%s %q, fix %q", r.Status, r.Detail, r.Fix)
+	}
+}
