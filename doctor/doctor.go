@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -142,7 +143,9 @@ const maxToolOutput = 1 << 20
 // run runs a tool for at most timeout. On a hung GPU or fabric, tools hang:
 // the tool is killed with its process group (a wrapper script's children
 // too), and output that a child that left the group holds open is given up
-// on a second later.
+// on a second later. A tool in uninterruptible sleep (nvidia-smi in a
+// wedged driver) outlives SIGKILL until the kernel lets it go: it is left
+// to it, waited for no longer than that.
 func run(ctx context.Context, timeout time.Duration, name string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -152,14 +155,25 @@ func run(ctx context.Context, timeout time.Duration, name string, args ...string
 	cmd.WaitDelay = time.Second
 	var out output
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// What the tool left running in its group (a wrapper's daemon) goes
-		// with it; that it held the output open is no failure of the tool's.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if errors.Is(err, exec.ErrWaitDelay) {
-			err = nil
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done:
+		case <-time.After(2 * cmd.WaitDelay):
 		}
+	}
+	// What the tool left running in its group (a wrapper's daemon) goes
+	// with it; that it held the output open is no failure of the tool's.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil
 	}
 	if ctx.Err() != nil {
 		err = fmt.Errorf("%s: %w in %s", name, errNoAnswer, timeout)
@@ -189,6 +203,7 @@ var markers = [][]byte{[]byte(ompiCUDA), []byte(frameworkOK), []byte(noTorch), [
 // its first maxLine bytes. (Not an embedded bytes.Buffer, whose ReadFrom
 // io.Copy would call instead of Write.)
 type output struct {
+	mu     sync.Mutex // a tool left running writes on while run returns
 	head   bytes.Buffer
 	past   bool     // the head is full
 	line   []byte   // the line being written after the head
@@ -200,6 +215,8 @@ type output struct {
 const maxLine = 64 << 10
 
 func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	n := len(p)
 	if !o.past {
 		room := maxToolOutput - o.head.Len()
@@ -243,6 +260,8 @@ func (o *output) end() {
 // Bytes is the output kept: the head, then the lines kept after it, in
 // their order, the last one last.
 func (o *output) Bytes() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	out := slices.Clone(o.head.Bytes())
 	for _, l := range o.marked {
 		out = append(append(out, l...), '\n')

@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -1087,5 +1088,31 @@ func TestPortsStateUnread(t *testing.T) {
 	r := checkPorts(context.Background(), Options{Root: root, Exec: fakeExec(nil)}, &facts{})
 	if r.Status != Warn || !strings.Contains(r.Detail, "cannot read the state of mlx5_0/1") {
 		t.Errorf("%s %q, fix %q", r.Status, r.Detail, r.Fix)
+	}
+}
+
+// TestToolUnkillable: a tool in uninterruptible sleep (nvidia-smi on a
+// wedged GPU, in the driver) outlives SIGKILL until the kernel lets it go,
+// and run waited for it to exit: doctor hung for as long as the GPU did. A
+// frozen cgroup v1 freezer holds its tasks so, SIGKILL pending.
+func TestToolUnkillable(t *testing.T) {
+	cgroup := filepath.Join("/sys/fs/cgroup/freezer", fmt.Sprintf("nccltune-doctor-test-%d", os.Getpid()))
+	if err := os.Mkdir(cgroup, 0o755); err != nil {
+		t.Skip("no cgroup v1 freezer to hold a process past SIGKILL:", err)
+	}
+	t.Cleanup(func() {
+		os.WriteFile(filepath.Join(cgroup, "freezer.state"), []byte("THAWED"), 0o644)
+		for range 50 { // the killed tool leaves once thawed
+			if os.Remove(cgroup) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	script := "echo $$ > " + cgroup + "/tasks; echo index, name; echo FROZEN > " + cgroup + "/freezer.state; /bin/sleep 60"
+	start := time.Now()
+	out, err := run(context.Background(), 300*time.Millisecond, "/bin/sh", "-c", script)
+	if d := time.Since(start); d > 10*time.Second || !errors.Is(err, errNoAnswer) {
+		t.Errorf("run returned after %s: %q, %v", d, out, err)
 	}
 }
