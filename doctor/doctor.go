@@ -556,14 +556,14 @@ const maxConf = 1 << 20
 // nothing but the '\n' dropped. A file that is not a regular one (a FIFO,
 // which would block, or /dev/zero, which never ends) is not read.
 func confValue(path, name string) (string, bool) {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() { // before open, where a FIFO blocks
+		return "", false
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", false
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", false
-	}
 	data, _ := io.ReadAll(io.LimitReader(f, maxConf))
 	for _, line := range strings.Split(string(data), "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok && k == name && !strings.HasPrefix(line, "#") {

@@ -1116,3 +1116,23 @@ func TestToolUnkillable(t *testing.T) {
 		t.Errorf("run returned after %s: %q, %v", d, out, err)
 	}
 }
+
+// TestConfigFileNotRegular: NCCL_CONF_FILE naming a FIFO blocked the check
+// at open, waiting for a writer; /dev/zero never ends.
+func TestConfigFileNotRegular(t *testing.T) {
+	root := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"/fifo", "/../../../../../../dev/zero"} {
+		done := make(chan string, 1)
+		go func() {
+			done <- Options{Root: root, Env: []string{"NCCL_CONF_FILE=" + file}}.getenv("NCCL_IB_GID_INDEX")
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("NCCL_CONF_FILE=%s: still reading", file)
+		}
+	}
+}
