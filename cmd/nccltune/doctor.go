@@ -52,8 +52,8 @@ func doctorCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Println(nodeTag + string(data))
-				return nil
+				_, err = fmt.Println(nodeTag + string(data))
+				return err
 			}
 			nodes, cluster, err := diagnose(c.Context, c.String("space"), c.String("python"))
 			if err != nil {
