@@ -88,10 +88,11 @@ func Run(ctx context.Context, o Options) []Result {
 	return out
 }
 
-// Bounded is r with its detail and fix, which quote tools' output, cut to
-// maxDetail bytes each.
+// Bounded is r with its detail, which quotes tools' output, cut to
+// maxDetail bytes. Its fix quotes none, only what to do (a command to run
+// by hand, whole).
 func (r Result) Bounded() Result {
-	r.Detail, r.Fix = clip(r.Detail, maxDetail), clip(r.Fix, maxDetail)
+	r.Detail = clip(r.Detail, maxDetail)
 	return r
 }
 
@@ -859,8 +860,9 @@ dist.destroy_process_group()`
 	return r
 }
 
-// maxDetail bounds a result's detail and fix: they go into the node's one-line report, which the fan-out reads back
-// through the launcher's bounded output, and into the report.
+// maxDetail bounds a result's detail: it goes into the node's one-line
+// report, which the fan-out reads back through the launcher's bounded
+// output, and into the report.
 const maxDetail = 4 << 10
 
 // maxSummary bounds a summary: it goes into the node's one-line report,
