@@ -860,12 +860,12 @@ dist.destroy_process_group()`
 	return r
 }
 
-// maxDetail bounds a result's detail: it goes into the node's one-line
-// report, which the fan-out reads back through the launcher's bounded
-// output, and into the report.
+// maxDetail bounds a result's detail: it goes into the node's report,
+// which the fan-out reads back through the launcher's bounded output, and
+// into the report.
 const maxDetail = 4 << 10
 
-// maxSummary bounds a summary: it goes into the node's one-line report,
+// maxSummary bounds a summary: it goes into the node's report,
 // which the fan-out reads back through the launcher's bounded output.
 const maxSummary = 500
 
