@@ -277,7 +277,11 @@ func (o *output) Bytes() []byte {
 	return out
 }
 
-func missing(err error) bool { return errors.Is(err, exec.ErrNotFound) }
+// missing reports whether a tool is not there: not in the PATH, or not at
+// the path it was named by.
+func missing(err error) bool {
+	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist)
+}
 
 func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: "GPUs (nvidia-smi)"}

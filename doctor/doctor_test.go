@@ -1145,3 +1145,19 @@ func TestFixKeptWhole(t *testing.T) {
 		t.Errorf("fix of %d bytes ends %q; detail of %d bytes", len(r.Fix), r.Fix[max(0, len(r.Fix)-40):], len(r.Detail))
 	}
 }
+
+// TestMissingToolByPath: a tool named by its path (--python
+// /opt/conda/bin/python, an environment on the login node alone) that is
+// not there failed, "fork/exec ...: no such file or directory", where one
+// missing from the PATH is skipped as not found, as the README says of
+// every missing tool.
+func TestMissingToolByPath(t *testing.T) {
+	python := filepath.Join(t.TempDir(), "bin/python")
+	exec := func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		return run(ctx, 20*time.Second, name, args...)
+	}
+	r := checkFramework(context.Background(), Options{Python: python, Exec: exec}, nil)
+	if r.Status != Skip || r.Detail != python+" not found" {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
+}
