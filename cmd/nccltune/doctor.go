@@ -306,9 +306,17 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string, env []
 	res := rn.Run(ctx, runner.Job{Benchmark: command{self, "doctor", "--node", "--python", python}, Env: env, Timeout: 5 * time.Minute})
 	nodes = readReports(res.Output)
 	if len(nodes) == 0 {
+		// What it printed, and why it failed: a launch that failed before
+		// it printed (its command missing) says it there alone.
+		detail := "the per-node checks printed nothing through " + l.Kind
+		if said := strings.ReplaceAll(strings.TrimSpace(lastLines(res.Output, 5)), "\n", "; "); said != "" {
+			detail += ": " + said
+		}
+		if res.Failure != nil {
+			detail += "; " + l.Kind + ": " + res.Failure.Error()
+		}
 		return nil, nil, unreached{doctor.Result{Layer: "hardware", Check: "the launcher reaches the nodes (" + l.Kind + ")", Status: doctor.Fail,
-			Detail: fmt.Sprintf("the per-node checks printed nothing through %s: %s", l.Kind, strings.ReplaceAll(strings.TrimSpace(lastLines(res.Output, 5)), "\n", "; ")),
-			Fix:    "run the launcher as the campaign will (inside its allocation, with its hostfile) and mend what it says"}}
+			Detail: detail, Fix: "run the launcher as the campaign will (inside its allocation, with its hostfile) and mend what it says"}}
 	}
 	// A node that printed nothing (nccltune not at this path there, a
 	// crash) would otherwise pass unseen, the others judged as all.

@@ -258,3 +258,21 @@ func reportsFile(t *testing.T, dir string, reports ...nodeReport) string {
 	}
 	return path
 }
+
+// TestDoctorSaysWhyTheLauncherFailed: a launcher that failed before it
+// printed anything (its command missing, srun outside an allocation with no
+// launcher.nodes to ask for) failed "the per-node checks printed nothing
+// through srun: ", the reason, which the launch's failure holds, left out.
+func TestDoctorSaysWhyTheLauncherFailed(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ settings, reason string }{
+		{"kind = \"srun\"\ncommand = \"" + filepath.Join(dir, "no-srun") + "\"\nnodes = 2\nntasks_per_node = 8", "no-srun"},
+		{"kind = \"mpirun\"\ncommand = \"" + filepath.Join(dir, "no-mpirun") + "\"", "no-mpirun"},
+	} {
+		_, out, errOut := nccltune(t, dir, "doctor", "--space", doctorSpace(t, t.TempDir(), tc.settings), "--python", "", "--json")
+		var rep struct{ Cluster []doctor.Result }
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Cluster) != 1 || !strings.Contains(rep.Cluster[0].Detail, tc.reason) {
+			t.Errorf("%v: %+v\n%s", err, rep.Cluster, errOut)
+		}
+	}
+}
