@@ -51,7 +51,7 @@ type Result struct {
 
 // Options says where to look and what to run.
 type Options struct {
-	Root string // prefix for /proc and /sys (tests point it at testdata); "" is the real machine
+	Root string // prefix for /proc, /sys and NCCL's config files (tests point it at testdata); "" is the real machine
 	// Exec runs a tool and returns its output; nil runs it for real. An
 	// exec.ErrNotFound error means the tool is missing (the check is skipped).
 	Exec func(ctx context.Context, name string, args ...string) ([]byte, error)

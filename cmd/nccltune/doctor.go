@@ -135,8 +135,8 @@ func doctorCommand() *cli.Command {
 			if err := c.Context.Err(); err != nil {
 				return err
 			}
-			// The launcher's words and the nodes' reports (an older
-			// nccltune's) are bounded as this node's checks are.
+			// The launcher's words, and what the nodes sent, are bounded
+			// as this node's checks are.
 			for i := range nodes {
 				nodes[i].Results = bounded(nodes[i].Results)
 			}
