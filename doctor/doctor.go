@@ -9,15 +9,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,7 +51,7 @@ type Result struct {
 
 // Options says where to look and what to run.
 type Options struct {
-	Root string // prefix for /proc and /sys (tests point it at testdata); "" is the real machine
+	Root string // prefix for /proc, /sys and NCCL's config files (tests point it at testdata); "" is the real machine
 	// Exec runs a tool and returns its output; nil runs it for real. An
 	// exec.ErrNotFound error means the tool is missing (the check is skipped).
 	Exec func(ctx context.Context, name string, args ...string) ([]byte, error)
@@ -79,10 +82,18 @@ func Run(ctx context.Context, o Options) []Result {
 	for _, check := range []func(context.Context, Options, *facts) Result{
 		checkGPUs, checkPorts, checkGID, checkDrivers, checkPeermem, checkMemlock, checkOMPI, checkMaster,
 	} {
-		out = append(out, check(ctx, o, f))
+		out = append(out, check(ctx, o, f).Bounded())
 	}
-	out = append(out, NCCL(ctx, o, HardwareOf(out)), checkFramework(ctx, o, f))
+	out = append(out, NCCL(ctx, o, HardwareOf(out)), checkFramework(ctx, o, f).Bounded())
 	return out
+}
+
+// Bounded is r with its detail, which quotes tools' output, cut to
+// maxDetail bytes. Its fix quotes none, only what to do (a command to run
+// by hand, whole).
+func (r Result) Bounded() Result {
+	r.Detail = clip(r.Detail, maxDetail)
+	return r
 }
 
 // Hardware is what the hardware checks found, which NCCL's choices are judged against.
@@ -133,7 +144,9 @@ const maxToolOutput = 1 << 20
 // run runs a tool for at most timeout. On a hung GPU or fabric, tools hang:
 // the tool is killed with its process group (a wrapper script's children
 // too), and output that a child that left the group holds open is given up
-// on a second later.
+// on a second later. A tool in uninterruptible sleep (nvidia-smi in a
+// wedged driver) outlives SIGKILL until the kernel lets it go: it is left
+// to it, waited for no longer than that.
 func run(ctx context.Context, timeout time.Duration, name string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -141,39 +154,134 @@ func run(ctx context.Context, timeout time.Duration, name string, args ...string
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	var out head
+	var out output
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// What the tool left running in its group (a wrapper's daemon) goes
-		// with it; that it held the output open is no failure of the tool's.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if errors.Is(err, exec.ErrWaitDelay) {
-			err = nil
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done:
+		case <-time.After(2 * cmd.WaitDelay):
 		}
+	}
+	// What the tool left running in its group (a wrapper's daemon) goes
+	// with it; that it held the output open is no failure of the tool's.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil
 	}
 	if ctx.Err() != nil {
 		err = fmt.Errorf("%s: %w in %s", name, errNoAnswer, timeout)
 	}
-	return out.buf.Bytes(), err
+	return out.Bytes(), err
 }
 
 // errNoAnswer is a tool killed at its time limit: what it printed before
 // is not why it failed.
 var errNoAnswer = errors.New("no answer")
 
-// head keeps the first maxToolOutput bytes written to it. (Not an embedded
-// bytes.Buffer, whose ReadFrom io.Copy would call instead of Write.)
-type head struct{ buf bytes.Buffer }
+// Markers that checks look for anywhere in a tool's output.
+const (
+	ompiCUDA    = "mca:mpi:base:param:mpi_built_with_cuda_support:value:"
+	frameworkOK = "FRAMEWORK_OK"
+	noTorch     = "No module named 'torch'"
+	noGPU       = "No devices were found" // nvidia-smi's, exit status 6, where it sees no GPU
+)
 
-func (h *head) Write(p []byte) (int, error) {
-	if room := maxToolOutput - h.buf.Len(); room > 0 {
-		h.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
+var markers = [][]byte{[]byte(ompiCUDA), []byte(frameworkOK), []byte(noTorch), []byte(noGPU)}
+
+// output keeps what the checks read of a tool's output, however much it
+// prints: its first maxToolOutput bytes, and after them the lines that
+// hold a marker (ompi_info --all prints its CUDA line after megabytes on a
+// build of many components), as many bytes again at most, and the last
+// line, where a failing tool says why. Each line after the head is kept to
+// its first maxLine bytes. (Not an embedded bytes.Buffer, whose ReadFrom
+// io.Copy would call instead of Write.)
+type output struct {
+	mu     sync.Mutex // a tool left running writes on while run returns
+	head   bytes.Buffer
+	past   bool     // the head is full
+	line   []byte   // the line being written after the head
+	marked [][]byte // the lines after the head that hold a marker
+	size   int      // their bytes
+	last   []byte   // the last line ended after the head
 }
 
-func missing(err error) bool { return errors.Is(err, exec.ErrNotFound) }
+const maxLine = 64 << 10
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := len(p)
+	if !o.past {
+		room := maxToolOutput - o.head.Len()
+		if len(p) <= room {
+			o.head.Write(p)
+			return n, nil
+		}
+		o.head.Write(p[:room])
+		p, o.past = p[room:], true
+		// The line the bound cuts is read whole after the head.
+		b := o.head.Bytes()
+		cut := bytes.LastIndexByte(b, '\n') + 1
+		o.add(b[cut:])
+		o.head.Truncate(cut)
+	}
+	for {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			o.add(p)
+			return n, nil
+		}
+		o.add(p[:i])
+		o.end()
+		p = p[i+1:]
+	}
+}
+
+func (o *output) add(b []byte) {
+	o.line = append(o.line, b[:min(len(b), maxLine-len(o.line))]...)
+}
+
+func (o *output) end() {
+	marked := slices.ContainsFunc(markers, func(m []byte) bool { return bytes.Contains(o.line, m) })
+	if marked && o.size < maxToolOutput {
+		o.marked = append(o.marked, slices.Clone(o.line))
+		o.size += len(o.line)
+	}
+	o.last, o.line = append(o.last[:0], o.line...), o.line[:0]
+}
+
+// Bytes is the output kept: the head, then the lines kept after it, in
+// their order, the last one last.
+func (o *output) Bytes() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := slices.Clone(o.head.Bytes())
+	for _, l := range o.marked {
+		out = append(append(out, l...), '\n')
+	}
+	last := o.last
+	if len(o.line) > 0 { // unended
+		last = o.line
+	}
+	if len(last) > 0 && (len(o.marked) == 0 || !bytes.Equal(last, o.marked[len(o.marked)-1])) {
+		out = append(append(out, last...), '\n')
+	}
+	return out
+}
+
+// missing reports whether a tool is not there: not in the PATH, or not at
+// the path it was named by.
+func missing(err error) bool {
+	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist)
+}
 
 func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 	r := Result{Layer: "hardware", Check: "GPUs (nvidia-smi)"}
@@ -182,7 +290,7 @@ func checkGPUs(ctx context.Context, o Options, f *facts) Result {
 	case missing(err):
 		r.Status, r.Detail = Skip, "nvidia-smi not found"
 		return r
-	case err != nil && !bytes.Contains(out, []byte("No devices were found")): // what it says, exit status 6, where it sees no GPU
+	case err != nil && !bytes.Contains(out, []byte(noGPU)):
 		r.Status, r.Detail, r.Fix = Fail, summary(out, err), "check the NVIDIA driver (nvidia-smi must work)"
 		return r
 	}
@@ -259,14 +367,17 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail = Skip, "ibstat not found (infiniband-diags), and no port in /sys/class/infiniband; no RDMA fabric checked"
 		return r
 	}
-	var up, down []string
+	var up, down, unread []string
 	for _, p := range ports {
 		name := fmt.Sprintf("%s/%d %s", p.CA, p.Num, p.LinkLayer)
-		if p.Active() {
+		switch {
+		case p.Active():
 			f.activePorts = append(f.activePorts, p)
 			f.roce = f.roce || p.LinkLayer == "Ethernet"
 			up = append(up, name+" "+p.Rate+"Gb/s")
-		} else {
+		case p.State == "": // not down: unknown
+			unread = append(unread, fmt.Sprintf("%s/%d", p.CA, p.Num))
+		default:
 			down = append(down, name+" "+p.State)
 		}
 	}
@@ -276,12 +387,21 @@ func checkPorts(ctx context.Context, o Options, f *facts) Result {
 		r.Status, r.Detail, r.Fix = Warn, "ibstat failed: "+summary(out, err), "modprobe ib_umad (ibstat reads the ports through it); no RDMA fabric checked"
 	case len(ports) == 0:
 		r.Status, r.Detail, r.Fix = Warn, "no HCA found", "without RDMA NCCL uses TCP sockets between nodes; fine on one node"
+	case len(up) == 0 && len(unread) > 0:
+		r.Status, r.Detail = Warn, "cannot read the state of "+strings.Join(unread, ", ")
+		if len(down) > 0 {
+			r.Detail += "; down: " + strings.Join(down, "; ")
+		}
+		r.Fix = "see the ports' state with ibstat (infiniband-diags) or ibv_devinfo, and give the node (or container) a readable /sys/class/infiniband; no RDMA fabric checked"
 	case len(up) == 0:
 		r.Status, r.Detail, r.Fix = Fail, "no port is Active: "+strings.Join(down, "; "), "bring the links up (cables, subnet manager for IB, switch config for RoCE)"
 	default:
 		r.Status, r.Detail = OK, "active: "+strings.Join(up, "; ")
 		if len(down) > 0 {
 			r.Detail += "; down: " + strings.Join(down, "; ")
+		}
+		if len(unread) > 0 {
+			r.Detail += "; state unread: " + strings.Join(unread, ", ")
 		}
 	}
 	r.Detail += from
@@ -307,8 +427,13 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		return r
 	}
 	pinned := int(o.paramInt("NCCL_IB_GID_INDEX", -1))
+	// The config file that sets the index, which a wrong one's fix names.
+	from := ""
+	if _, file := o.setting("NCCL_IB_GID_INDEX"); file != "" {
+		from = " (" + file + ")"
+	}
 	kind := GIDKind{IPv6: o.getenv("NCCL_IB_ADDR_FAMILY") == "AF_INET6", Version: int(o.paramInt("NCCL_IB_ROCE_VERSION_NUM", 2))}
-	kind.Range, _ = AddrRange(o.getenv("NCCL_IB_ADDR_RANGE"), kind.IPv6)
+	kind.Range = ParseAddrRange(o.getenv("NCCL_IB_ADDR_RANGE"), kind.IPv6)
 	all := ReadGIDs(o.Root)
 	var wrong, none, unread, found []string
 	indices := map[int]bool{}
@@ -338,7 +463,7 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 			if ok {
 				want = fmt.Sprintf("its %s one (index %d)", kind, idx)
 			}
-			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d names %s's %s, not %s", pinned, name, entry, want))
+			wrong = append(wrong, fmt.Sprintf("NCCL_IB_GID_INDEX=%d%s names %s's %s, not %s", pinned, from, name, entry, want))
 		case pinned >= 0:
 			found = append(found, fmt.Sprintf("%s at index %d", name, pinned))
 		case !ok:
@@ -373,7 +498,10 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 		r.Status = Fail
 		details = append(details, fmt.Sprintf("%s has no %s GID", strings.Join(none, ", "), kind))
 		fix := "give the interface an IPv4 address and enable RoCE v2 (cma_roce_mode); on an IPv6-only fabric set NCCL_IB_ADDR_FAMILY=AF_INET6"
-		if kind.Range.IsValid() {
+		switch {
+		case kind.Range.Bits < 0:
+			fix = fmt.Sprintf("NCCL_IB_ADDR_RANGE=%s has a negative mask, in which NCCL finds no address (it takes GID index 0 then): give the fabric's mask length (10.1.0.0/16)", kind.Range)
+		case kind.Range.Set():
 			fix += "; or set NCCL_IB_ADDR_RANGE to the fabric's addresses"
 		}
 		fixes = append(fixes, fix)
@@ -381,20 +509,73 @@ func checkGID(_ context.Context, o Options, f *facts) Result {
 	if len(wrong) > 0 {
 		r.Status = Fail
 		details = append(details, wrong...)
-		fixes = append(fixes, "unset NCCL_IB_GID_INDEX: NCCL 2.21 and later pick each port's GID themselves (a wrong index fails or slows RoCE)")
+		fixes = append(fixes, "unset NCCL_IB_GID_INDEX"+from+": NCCL 2.21 and later pick each port's GID themselves (a wrong index fails or slows RoCE)")
 	}
 	r.Detail, r.Fix = strings.Join(details, "; "), strings.Join(fixes, "; ")
 	return r
 }
 
-// getenv is a variable's value in o.Env (the last one set wins), else in the environment.
+// getenv is a variable's value as NCCL reads it (setting).
 func (o Options) getenv(name string) string {
-	for _, kv := range slices.Backward(o.Env) {
-		if v, ok := strings.CutPrefix(kv, name+"="); ok {
-			return v
+	v, _ := o.setting(name)
+	return v
+}
+
+// setting is a variable's value as NCCL reads it, and the config file it
+// comes from ("" for o.Env and the environment): in o.Env (the last one
+// set wins), in the environment, else in NCCL's config files, whose first
+// line that sets it wins: NCCL_CONF_FILE (else the user's ~/.nccl.conf),
+// then /etc/nccl.conf.
+func (o Options) setting(name string) (value, file string) {
+	if v, ok := o.lookupEnv(name); ok {
+		return v, ""
+	}
+	var files []string
+	if conf, _ := o.lookupEnv("NCCL_CONF_FILE"); conf != "" {
+		files = append(files, conf)
+	} else if u, err := user.Current(); err == nil { // NCCL's home is getpwuid's, not $HOME
+		files = append(files, filepath.Join(u.HomeDir, ".nccl.conf"))
+	}
+	for _, file := range append(files, "/etc/nccl.conf") {
+		if v, ok := confValue(o.Root+file, name); ok {
+			return v, file
 		}
 	}
-	return os.Getenv(name)
+	return "", ""
+}
+
+func (o Options) lookupEnv(name string) (string, bool) {
+	for _, kv := range slices.Backward(o.Env) {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v, true
+		}
+	}
+	return os.LookupEnv(name)
+}
+
+// maxConf bounds what is read of a config file.
+const maxConf = 1 << 20
+
+// confValue is name's value in the NCCL config file at path as NCCL reads
+// it: its first NAME=value line, a line that begins with '#' a comment, and
+// nothing but the '\n' dropped. A file that is not a regular one (a FIFO,
+// which would block, or /dev/zero, which never ends) is not read.
+func confValue(path, name string) (string, bool) {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() { // before open, where a FIFO blocks
+		return "", false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, maxConf))
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && k == name && !strings.HasPrefix(line, "#") {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // paramInt is a variable as NCCL reads an integer setting
@@ -415,9 +596,18 @@ func (o Options) modules() (map[string]bool, error) {
 // /proc/modules) or /sys/module: a module built into the kernel has no line
 // in /proc/modules, but a directory in /sys/module as a loaded one has, and
 // a sandboxed container may show /sys/module where it hides /proc/modules.
+// A module's directory stays while it unloads: its initstate (which a
+// built-in one lacks) says "going" then, and "live" once loaded.
 func (o Options) loaded(mods map[string]bool, name string) bool {
-	_, err := os.Stat(o.Root + "/sys/module/" + name)
-	return mods[name] || err == nil
+	if live, listed := mods[name]; listed {
+		return live
+	}
+	dir := o.Root + "/sys/module/" + name
+	if state, err := os.ReadFile(dir + "/initstate"); err == nil {
+		return strings.TrimSpace(string(state)) == "live"
+	}
+	_, err := os.Stat(dir)
+	return err == nil
 }
 
 func checkDrivers(_ context.Context, o Options, f *facts) Result {
@@ -595,7 +785,7 @@ func NCCL(ctx context.Context, o Options, f Hardware) Result {
 	res := rn.Run(ctx, job)
 	if res.Failure != nil {
 		r.Status, r.Detail, r.Fix = Fail, res.Failure.Error(), "run it by hand with NCCL_DEBUG=INFO: "+strings.Join(res.Command, " ")
-		return r
+		return r.Bounded()
 	}
 	return judgeNCCL(r, res.Log, job.Env, res.Measurement.Ranks, f)
 }
@@ -638,7 +828,7 @@ func judgeNCCL(r Result, log nccllog.Log, env []string, ranks int, f Hardware) R
 		r.Detail += "; NCCL also read " + strings.Join(inherited, ", ") +
 			" (NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf or the ranks' own environment): every trial runs with them, and no export carries them"
 	}
-	return r
+	return r.Bounded()
 }
 
 func checkFramework(ctx context.Context, o Options, _ *facts) Result {
@@ -654,27 +844,32 @@ cuda = torch.cuda.is_available()
 dist.init_process_group("nccl" if cuda else "gloo", store=dist.HashStore(), rank=0, world_size=1)
 t = torch.ones(1024, device="cuda" if cuda else "cpu")
 dist.all_reduce(t)
-print("FRAMEWORK_OK torch", torch.__version__, "backend", "nccl %s" % ".".join(map(str, torch.cuda.nccl.version())) if cuda else "gloo", "sum", float(t[0]))
+print("` + frameworkOK + ` torch", torch.__version__, "backend", "nccl %s" % ".".join(map(str, torch.cuda.nccl.version())) if cuda else "gloo", "sum", float(t[0]))
 dist.destroy_process_group()`
 	out, err := o.Exec(ctx, o.Python, "-c", script)
 	switch {
 	case missing(err):
 		r.Status, r.Detail = Skip, o.Python+" not found"
-	case bytes.Contains(out, []byte("No module named 'torch'")):
+	case bytes.Contains(out, []byte(noTorch)):
 		r.Status, r.Detail = Skip, "PyTorch is not installed for "+o.Python
-	case err != nil || !bytes.Contains(out, []byte("FRAMEWORK_OK")):
+	case err != nil || !bytes.Contains(out, []byte(frameworkOK)):
 		r.Status, r.Detail, r.Fix = Fail, summary(out, err), "run the DDP step by hand to see the full error"
 	default:
 		// The rest of the script's line: output can follow it (NCCL's own,
 		// with NCCL_DEBUG set, which libc flushes at exit).
-		_, after, _ := bytes.Cut(out, []byte("FRAMEWORK_OK"))
+		_, after, _ := bytes.Cut(out, []byte(frameworkOK))
 		line, _, _ := bytes.Cut(after, []byte("\n"))
 		r.Status, r.Detail = OK, strings.TrimSpace(string(line))
 	}
 	return r
 }
 
-// maxSummary bounds a summary: it goes into the node's one-line report,
+// maxDetail bounds a result's detail: it goes into the node's report,
+// which the fan-out reads back through the launcher's bounded output, and
+// into the report.
+const maxDetail = 4 << 10
+
+// maxSummary bounds a summary: it goes into the node's report,
 // which the fan-out reads back through the launcher's bounded output.
 const maxSummary = 500
 
@@ -689,10 +884,15 @@ func summary(out []byte, err error) string {
 	case last == "":
 		return "no output"
 	}
-	if len(last) > maxSummary {
-		last = text.Prefix(last, maxSummary) + "…"
+	return clip(last, maxSummary)
+}
+
+// clip is s cut to n bytes at most, and "…" where it is cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return last
+	return text.Prefix(s, n) + "…"
 }
 
 func orDash(s string) string {

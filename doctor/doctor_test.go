@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -721,10 +722,25 @@ func TestGIDIndexAddrRange(t *testing.T) {
 		{[]string{"NCCL_IB_ADDR_RANGE=fd01::/16"}, OK, "mlx5_0/1 at index 3"},
 		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/33"}, OK, "mlx5_0/1 at index 3"},
 		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6", "NCCL_IB_ADDR_RANGE=fd01::/16"}, OK, "mlx5_0/1 at index 7"},
+		// NCCL reads the mask with (int)strtol(mask, NULL, 10): space and a
+		// sign before the digits, a long's range clamped, then cut to 32
+		// bits. A negative mask compares no bit, which NCCL calls no match:
+		// no address is in the range, and NCCL falls back to GID index 0.
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/ 16"}, OK, "mlx5_0/1 at index 5"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/+16"}, OK, "mlx5_0/1 at index 5"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/4294967312"}, OK, "mlx5_0/1 at index 5"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/-0"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/x16"}, OK, "mlx5_0/1 at index 3"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/-1"}, Fail, "mlx5_0/1 has no RoCE v2 with IPv4 in 10.1.0.0/-1 GID"},
+		{[]string{"NCCL_IB_ADDR_RANGE=10.1.0.0/99999999999999999999"}, Fail, "mlx5_0/1 has no RoCE v2 with IPv4 in 10.1.0.0/-1 GID"},
+		{[]string{"NCCL_IB_ADDR_FAMILY=AF_INET6", "NCCL_IB_ADDR_RANGE=fd01::/-8"}, Fail, "mlx5_0/1 has no RoCE v2 with IPv6 in fd01::/-8 GID"},
 	} {
 		r := checkGID(context.Background(), Options{Root: root, Env: tc.env}, f)
 		if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
 			t.Errorf("%v: %s %q; want %s %q", tc.env, r.Status, r.Detail, tc.status, tc.detail)
+		}
+		if strings.Contains(tc.detail, "/-") && !strings.Contains(r.Fix, "negative mask") {
+			t.Errorf("%v: fix %q does not name the negative mask", tc.env, r.Fix)
 		}
 	}
 }
@@ -906,4 +922,242 @@ func infinibandSysfs(t *testing.T, files map[string]string) string {
 		}
 	}
 	return root
+}
+
+// TestModulesUnloading: /proc/modules lists a module being removed (rmmod
+// waiting on its users, an exit that hangs) as "Unloading", and one being
+// inserted as "Loading", and sysfs keeps its /sys/module directory until it
+// is gone (initstate "going"): such a module counted as loaded, and
+// GPUDirect RDMA passed on an nvidia_peermem on its way out.
+func TestModulesUnloading(t *testing.T) {
+	active := []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "InfiniBand"}}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"unloading", map[string]string{
+			"proc/modules":                        "nvidia_peermem 16384 1 - Unloading 0x0000000000000000 (OE)\nmlx5_ib 495616 0 - Unloading 0x0\nmlx5_core 2412544 1 mlx5_ib, Live 0x0\n",
+			"sys/module/nvidia_peermem/initstate": "going\n", "sys/module/mlx5_ib/initstate": "going\n", "sys/module/mlx5_core/initstate": "live\n",
+		}},
+		{"loading", map[string]string{
+			"proc/modules":                        "nvidia_peermem 16384 0 - Loading 0x0\nmlx5_ib 495616 0 - Loading 0x0\nmlx5_core 2412544 1 mlx5_ib, Live 0x0\n",
+			"sys/module/nvidia_peermem/initstate": "coming\n", "sys/module/mlx5_ib/initstate": "coming\n",
+		}},
+		// A sandboxed container's: /proc/modules hidden, sysfs says it.
+		{"going, /proc/modules hidden", map[string]string{
+			"sys/module/nvidia_peermem/initstate": "going\n", "sys/module/mlx5_ib/initstate": "going\n", "sys/module/mlx5_core/initstate": "live\n",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for path, content := range tc.files {
+				if os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755) != nil || os.WriteFile(filepath.Join(root, path), []byte(content), 0o644) != nil {
+					t.Fatal("cannot write", path)
+				}
+			}
+			f := &facts{activePorts: active}
+			if r := checkPeermem(context.Background(), Options{Root: root}, f); r.Status == OK {
+				t.Errorf("GPUDirect RDMA: %s %q; nvidia_peermem is not loaded", r.Status, r.Detail)
+			}
+			if r := checkDrivers(context.Background(), Options{Root: root}, f); r.Status == OK {
+				t.Errorf("mlx5: %s %q; mlx5_ib is not loaded", r.Status, r.Detail)
+			}
+		})
+	}
+	if mods := Modules("nvidia_peermem 16384 1 - Unloading 0x0\nnvidia 9760768 2 nvidia_peermem, Live 0x0 (POE)\n"); mods["nvidia_peermem"] || !mods["nvidia"] {
+		t.Errorf("modules = %v", mods)
+	}
+}
+
+// TestToolsLongOutput: a tool's output was kept to its first megabyte, and
+// what a check looks for further on was lost: ompi_info --all, which prints
+// megabytes on a build of many components, lost its CUDA line (the check
+// skipped, "ompi_info does not say"), python's FRAMEWORK_OK after a flood of
+// warnings failed the framework check, and a failed tool's last line, where
+// it says why, gave way to a line from its first megabyte.
+func TestToolsLongOutput(t *testing.T) {
+	dir := t.TempDir()
+	const flood = "/usr/bin/yes 'mca:btl:tcp:param:btl_tcp_if_include:help:Comma-delimited list of devices and/or CIDR notation of networks' | /usr/bin/head -c 3000000; echo"
+	tool(t, dir, "ompi_info", flood+"; echo mca:mpi:base:param:mpi_built_with_cuda_support:value:true; "+flood)
+	tool(t, dir, "python3", flood+"; echo FRAMEWORK_OK torch 2.9.0 backend nccl 2.28.3 sum 1.0; "+flood)
+	tool(t, dir, "nvidia-smi", flood+"; echo 'Failed to initialize NVML: Driver/library version mismatch'; exit 18")
+	exec := func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		return run(ctx, 20*time.Second, filepath.Join(dir, name), args...)
+	}
+	o := Options{Exec: exec, Python: "python3"}
+	if r := checkOMPI(context.Background(), o, &facts{}); r.Status != OK {
+		t.Errorf("ompi_info: %s %q; want its CUDA line read", r.Status, r.Detail)
+	}
+	if r := checkFramework(context.Background(), o, &facts{}); r.Status != OK || r.Detail != "torch 2.9.0 backend nccl 2.28.3 sum 1.0" {
+		t.Errorf("python: %s %q", r.Status, r.Detail)
+	}
+	if r := checkGPUs(context.Background(), o, &facts{}); r.Status != Fail || r.Detail != "Failed to initialize NVML: Driver/library version mismatch" {
+		t.Errorf("nvidia-smi: %s %q; want its last line", r.Status, r.Detail)
+	}
+}
+
+// TestDetailsBounded: a check's detail quoted what a tool printed, field by
+// field, unbounded: GPU models of megabyte names, ibstat's CAs, the
+// framework's line, NCCL's notes. A megabyte of it went into the node's
+// report line, which the fan-out reads back through the launcher's bounded
+// output, and into the report and --json.
+func TestDetailsBounded(t *testing.T) {
+	t.Setenv("MASTER_ADDR", "")
+	huge := func(i int) string { return strings.Repeat("é", 200<<10) + strconv.Itoa(i) }
+	var smi, ibstat strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&smi, "%d, %s, 00000000:18:00.0, 81559 MiB, %s, Enabled\n", i, huge(i), huge(9))
+		fmt.Fprintf(&ibstat, "CA '%s'\n\tPort 1:\n\t\tState: Active\n\t\tRate: %s\n\t\tLink layer: %s\n", huge(i), huge(i), huge(i))
+	}
+	results := Run(context.Background(), Options{Root: t.TempDir(), Python: "python3", Exec: fakeExec(map[string]string{
+		"nvidia-smi": smi.String(),
+		"ibstat":     ibstat.String(),
+		"python3":    "FRAMEWORK_OK torch " + huge(0) + "\n",
+	})})
+	var notes []string
+	for i := range 20 {
+		notes = append(notes, "NET/IB : No capable device "+huge(i))
+	}
+	results = append(results, judgeNCCL(Result{}, nccllog.Log{Debug: true, Version: huge(0), Network: huge(1), Notes: notes}, nil, 16, Hardware{}))
+	for _, r := range results {
+		if len(r.Detail) > maxDetail+len("…") || !utf8.ValidString(r.Detail) {
+			t.Errorf("%s: %s, %d bytes: %.80q", r.Check, r.Status, len(r.Detail), r.Detail)
+		}
+	}
+}
+
+// TestGIDIndexFromConfigFiles: NCCL reads a setting the environment does
+// not set from NCCL_CONF_FILE (else ~/.nccl.conf), then /etc/nccl.conf,
+// where RoCE clusters often pin NCCL_IB_GID_INDEX; the check read the
+// environment alone, and judged the GID NCCL would pick itself, not the one
+// the file gives it.
+func TestGIDIndexFromConfigFiles(t *testing.T) {
+	for _, name := range []string{"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE", "NCCL_CONF_FILE"} {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
+	}
+	const linkLocal = "fe80:0000:0000:0000:ba3f:d2ff:fe1c:2a10"
+	f := &facts{roce: true, activePorts: []Port{{CA: "mlx5_0", Num: 1, State: "Active", LinkLayer: "Ethernet"}}}
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		files  map[string]string
+		status Status
+		detail string
+	}{
+		{"/etc/nccl.conf", nil, map[string]string{"etc/nccl.conf": "# RoCE\r\nNCCL_IB_GID_INDEX=1\r\n"}, Fail, "NCCL_IB_GID_INDEX=1 (/etc/nccl.conf) names mlx5_0/1's RoCE v2 GID fe80:"},
+		{"a comment", nil, map[string]string{"etc/nccl.conf": "#NCCL_IB_GID_INDEX=1\n"}, OK, "mlx5_0/1 at index 3"},
+		{"NCCL_CONF_FILE first", []string{"NCCL_CONF_FILE=/opt/nccl.conf"}, map[string]string{"opt/nccl.conf": "NCCL_IB_ADDR_RANGE=10.1.0.0/16\n", "etc/nccl.conf": "NCCL_IB_ADDR_RANGE=10.0.0.0/16\nNCCL_IB_GID_INDEX=1\n"}, Fail, "NCCL_IB_GID_INDEX=1 (/etc/nccl.conf) names"},
+		{"NCCL_CONF_FILE's range", []string{"NCCL_CONF_FILE=/opt/nccl.conf"}, map[string]string{"opt/nccl.conf": "NCCL_IB_ADDR_RANGE=10.1.0.0/16\nNCCL_IB_ADDR_RANGE=10.0.0.0/16\n", "etc/nccl.conf": "NCCL_IB_ADDR_RANGE=10.0.0.0/16\n"}, OK, "mlx5_0/1 at index 5"},
+		{"the environment first", []string{"NCCL_IB_GID_INDEX=3"}, map[string]string{"etc/nccl.conf": "NCCL_IB_GID_INDEX=1\n"}, OK, "NCCL_IB_GID_INDEX=3, a routable RoCE v2 GID: mlx5_0/1 at index 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			gidTable(t, root, "mlx5_0", map[int][2]string{
+				0: {linkLocal, "IB/RoCE v1"}, 1: {linkLocal, "RoCE v2"},
+				2: {"0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1"}, 3: {"0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2"},
+				4: {"0000:0000:0000:0000:0000:ffff:0a01:0001", "IB/RoCE v1"}, 5: {"0000:0000:0000:0000:0000:ffff:0a01:0001", "RoCE v2"},
+			})
+			for path, content := range tc.files {
+				if os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755) != nil || os.WriteFile(filepath.Join(root, path), []byte(content), 0o644) != nil {
+					t.Fatal("cannot write", path)
+				}
+			}
+			r := checkGID(context.Background(), Options{Root: root, Env: tc.env}, f)
+			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+				t.Errorf("%s %q; want %s %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+		})
+	}
+}
+
+// TestPortsStateUnread: a port whose state sysfs would not give (an
+// attribute that fails to read, a container's odd mount) read as a port
+// in state "", down: a node whose ports are all so failed "no port is
+// Active" of ports that may well be.
+func TestPortsStateUnread(t *testing.T) {
+	root := infinibandSysfs(t, map[string]string{
+		"mlx5_0/ports/1/rate": "400 Gb/sec (4X NDR)\n", "mlx5_0/ports/1/link_layer": "InfiniBand\n",
+	})
+	// A directory where the attribute is: reading it fails, root or not.
+	if err := os.MkdirAll(filepath.Join(root, "sys/class/infiniband/mlx5_0/ports/1/state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := checkPorts(context.Background(), Options{Root: root, Exec: fakeExec(nil)}, &facts{})
+	if r.Status != Warn || !strings.Contains(r.Detail, "cannot read the state of mlx5_0/1") {
+		t.Errorf("%s %q, fix %q", r.Status, r.Detail, r.Fix)
+	}
+}
+
+// TestToolUnkillable: a tool in uninterruptible sleep (nvidia-smi on a
+// wedged GPU, in the driver) outlives SIGKILL until the kernel lets it go,
+// and run waited for it to exit: doctor hung for as long as the GPU did. A
+// frozen cgroup v1 freezer holds its tasks so, SIGKILL pending.
+func TestToolUnkillable(t *testing.T) {
+	cgroup := filepath.Join("/sys/fs/cgroup/freezer", fmt.Sprintf("nccltune-doctor-test-%d", os.Getpid()))
+	if err := os.Mkdir(cgroup, 0o755); err != nil {
+		t.Skip("no cgroup v1 freezer to hold a process past SIGKILL:", err)
+	}
+	t.Cleanup(func() {
+		os.WriteFile(filepath.Join(cgroup, "freezer.state"), []byte("THAWED"), 0o644)
+		for range 50 { // the killed tool leaves once thawed
+			if os.Remove(cgroup) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	script := "echo $$ > " + cgroup + "/tasks; echo index, name; echo FROZEN > " + cgroup + "/freezer.state; /bin/sleep 60"
+	start := time.Now()
+	out, err := run(context.Background(), 300*time.Millisecond, "/bin/sh", "-c", script)
+	if d := time.Since(start); d > 10*time.Second || !errors.Is(err, errNoAnswer) {
+		t.Errorf("run returned after %s: %q, %v", d, out, err)
+	}
+}
+
+// TestConfigFileNotRegular: NCCL_CONF_FILE naming a FIFO blocked the check
+// at open, waiting for a writer; /dev/zero never ends.
+func TestConfigFileNotRegular(t *testing.T) {
+	root := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"/fifo", "/../../../../../../dev/zero"} {
+		done := make(chan string, 1)
+		go func() {
+			done <- Options{Root: root, Env: []string{"NCCL_CONF_FILE=" + file}}.getenv("NCCL_IB_GID_INDEX")
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("NCCL_CONF_FILE=%s: still reading", file)
+		}
+	}
+}
+
+// TestFixKeptWhole: Result.Bounded cut a check's fix with its detail, though
+// a fix quotes no tool's output, only what the user is to do: the probe's
+// command to run by hand, as long as its launcher's flags make it, lost its end.
+func TestFixKeptWhole(t *testing.T) {
+	command := "mpirun " + strings.Repeat("-x NCCL_IB_GID_INDEX=3 ", 400) + "all_reduce_perf -b 8 -e 1M"
+	r := Result{Detail: strings.Repeat("x", 2*maxDetail), Fix: "run it by hand with NCCL_DEBUG=INFO: " + command}.Bounded()
+	if !strings.HasSuffix(r.Fix, command) || len(r.Detail) > maxDetail+len("…") {
+		t.Errorf("fix of %d bytes ends %q; detail of %d bytes", len(r.Fix), r.Fix[max(0, len(r.Fix)-40):], len(r.Detail))
+	}
+}
+
+// TestMissingToolByPath: a tool named by its path (--python
+// /opt/conda/bin/python, an environment on the login node alone) that is
+// not there failed, "fork/exec ...: no such file or directory", where one
+// missing from the PATH is skipped as not found, as the README says of
+// every missing tool.
+func TestMissingToolByPath(t *testing.T) {
+	python := filepath.Join(t.TempDir(), "bin/python")
+	exec := func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		return run(ctx, 20*time.Second, name, args...)
+	}
+	r := checkFramework(context.Background(), Options{Python: python, Exec: exec}, nil)
+	if r.Status != Skip || r.Detail != python+" not found" {
+		t.Errorf("%s %q", r.Status, r.Detail)
+	}
 }

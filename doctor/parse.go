@@ -178,9 +178,9 @@ func ReadGIDs(root string) []GID {
 type GIDKind struct {
 	IPv6    bool
 	Version int
-	// Range is NCCL_IB_ADDR_RANGE as NCCL reads it (AddrRange): the
-	// addresses to take a GID of; the zero Prefix takes any.
-	Range netip.Prefix
+	// Range is NCCL_IB_ADDR_RANGE as NCCL reads it (ParseAddrRange): the
+	// addresses to take a GID of; the zero AddrRange takes any.
+	Range AddrRange
 }
 
 func (k GIDKind) String() string {
@@ -188,7 +188,7 @@ func (k GIDKind) String() string {
 	if k.IPv6 {
 		family = "IPv6"
 	}
-	if k.Range.IsValid() {
+	if k.Range.Set() {
 		family += " in " + k.Range.String()
 	}
 	return fmt.Sprintf("RoCE v%d with %s", k.Version, family)
@@ -206,29 +206,64 @@ func (k GIDKind) matches(g GID) bool {
 	if !k.routable(g) || g.IPv4() == k.IPv6 {
 		return false
 	}
-	if !k.Range.IsValid() {
-		return true
-	}
 	addr, err := netip.ParseAddr(g.GID)
-	return err == nil && k.Range.Contains(addr.Unmap())
+	return !k.Range.Set() || err == nil && k.Range.Contains(addr.Unmap())
 }
 
-// AddrRange reads NCCL_IB_ADDR_RANGE as NCCL does: an address of the
-// family asked for, a slash and a mask length ("10.1.0.0/16"). NCCL
-// filters by nothing it cannot read so (ok false): no mask, an address of
-// the other family, a mask beyond the address's bits, or one of 0.
-func AddrRange(v string, ipv6 bool) (p netip.Prefix, ok bool) {
-	a, bits, found := strings.Cut(v, "/")
+// AddrRange is NCCL_IB_ADDR_RANGE as NCCL reads it: an address and a mask
+// length. The zero AddrRange, a range NCCL filters by nothing, holds every
+// address.
+type AddrRange struct {
+	Addr netip.Addr
+	Bits int // negative: NCCL compares no bit, and takes that for a mismatch
+}
+
+// Set reports whether NCCL filters by r.
+func (r AddrRange) Set() bool { return r.Addr.IsValid() }
+
+func (r AddrRange) String() string { return fmt.Sprintf("%s/%d", r.Addr, r.Bits) }
+
+// Contains reports whether NCCL finds a (of r's family) in r.
+func (r AddrRange) Contains(a netip.Addr) bool {
+	switch {
+	case !r.Set():
+		return true
+	case r.Bits < 0:
+		return false
+	}
+	return netip.PrefixFrom(r.Addr, r.Bits).Contains(a)
+}
+
+// ParseAddrRange reads NCCL_IB_ADDR_RANGE as NCCL does: an address of the
+// family asked for, a slash and a mask length, read as (int)strtol(mask,
+// NULL, 10). NCCL filters by nothing it cannot read so (the zero AddrRange):
+// no mask, an address of the other family, a mask beyond the address's
+// bits, or one of 0 (no digits are 0).
+func ParseAddrRange(v string, ipv6 bool) AddrRange {
+	a, mask, found := strings.Cut(v, "/")
 	addr, err := netip.ParseAddr(a)
-	if !found || err != nil || addr.Is4() == ipv6 {
-		return netip.Prefix{}, false
+	if !found || err != nil || addr.Is4() == ipv6 || addr.Zone() != "" { // inet_pton takes no zone
+		return AddrRange{}
 	}
-	// NCCL reads the mask with strtol: the digits it begins with.
-	n, _ := strconv.Atoi(bits[:len(bits)-len(strings.TrimLeft(bits, "0123456789"))])
-	if n == 0 || n > addr.BitLen() {
-		return netip.Prefix{}, false
+	bits := strtolInt(mask)
+	if bits == 0 || bits > addr.BitLen() {
+		return AddrRange{}
 	}
-	return netip.PrefixFrom(addr, n).Masked(), true
+	return AddrRange{addr, bits}
+}
+
+// strtolInt is C's (int)strtol(s, NULL, 10): the digits after white space
+// and a sign (0 where there are none), clamped to a long's range, then cut
+// to an int's 32 bits.
+func strtolInt(s string) int {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	sign := ""
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		sign, s = s[:1], s[1:]
+	}
+	// Out of range, ParseInt returns the bound of the sign, as strtol does.
+	n, _ := strconv.ParseInt(sign+s[:len(s)-len(strings.TrimLeft(s, "0123456789"))], 10, 64)
+	return int(int32(n))
 }
 
 // SuggestGIDIndex picks the index of one port's GID table that NCCL picks
@@ -243,12 +278,15 @@ func SuggestGIDIndex(gids []GID, k GIDKind) (int, bool) {
 	return -1, false
 }
 
-// Modules reads /proc/modules (or lsmod's output) into the set of loaded module names.
+// Modules reads /proc/modules (or lsmod's output) into the modules it
+// lists, each true where it is loaded: /proc/modules's fifth field is its
+// state, and one "Loading" or "Unloading" (rmmod waiting on its users, an
+// exit that hangs) is not loaded yet or any more. lsmod's lines have no state.
 func Modules(out string) map[string]bool {
 	mods := map[string]bool{}
 	for _, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) > 0 && f[0] != "Module" {
-			mods[f[0]] = true
+			mods[f[0]] = len(f) < 5 || f[4] == "Live"
 		}
 	}
 	return mods
@@ -271,7 +309,7 @@ func MemlockLimits(out string) (soft, hard string, ok bool) {
 // built with CUDA support; known is false when the output does not say.
 func OMPICUDA(out string) (cuda, known bool) {
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "mca:mpi:base:param:mpi_built_with_cuda_support:value:") {
+		if strings.HasPrefix(line, ompiCUDA) {
 			return strings.HasSuffix(strings.TrimSpace(line), ":true"), true
 		}
 	}

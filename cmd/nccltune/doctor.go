@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +31,75 @@ type nodeReport struct {
 	Results []doctor.Result `json:"results"`
 }
 
+// nodeTag begins each line of a node's report, which `doctor --node`
+// prints in lines that no launcher splits: srun forwards a task's output in
+// messages of 1,024 bytes at most (slurmstepd's SLURM_IO_MAX_MSG_LEN),
+// whole lines where they fit, and the pieces of a longer line interleave
+// with other tasks' printed at once.
 const nodeTag = "NCCLTUNE_DOCTOR "
+
+const (
+	maxPiece  = 900  // the base64 text a line carries: with the tag, id and number, under 1,024 bytes
+	maxPieces = 1024 // a report's lines at most, where a garbled line says more
+)
+
+// reportLines are the lines `doctor --node` prints of n: its JSON in
+// base64, in pieces, each line "NCCLTUNE_DOCTOR id i/count piece", id
+// telling this node's lines from another's (a host may run two).
+func reportLines(n nodeReport) ([]string, error) {
+	data, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	text := base64.StdEncoding.EncodeToString(data)
+	id := make([]byte, 8)
+	rand.Read(id)
+	count := (len(text) + maxPiece - 1) / maxPiece
+	var lines []string
+	for i := range count {
+		lines = append(lines, fmt.Sprintf("%s%x %d/%d %s", nodeTag, id, i+1, count, text[i*maxPiece:min(len(text), (i+1)*maxPiece)]))
+	}
+	return lines, nil
+}
+
+// readReports reads the nodes' reports from the launcher's output, each
+// whose lines all came, in the order of their first lines.
+func readReports(output []byte) []nodeReport {
+	pieces := map[string][]string{}
+	var ids []string
+	for _, line := range strings.Split(string(output), "\n") {
+		i := strings.Index(line, nodeTag)
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(line[i+len(nodeTag):])
+		if len(f) != 3 {
+			continue
+		}
+		num, total, _ := strings.Cut(f[1], "/")
+		k, err1 := strconv.Atoi(num)
+		count, err2 := strconv.Atoi(total)
+		if err1 != nil || err2 != nil || k < 1 || k > count || count > maxPieces {
+			continue
+		}
+		if pieces[f[0]] == nil {
+			pieces[f[0]] = make([]string, count)
+			ids = append(ids, f[0])
+		}
+		if len(pieces[f[0]]) == count {
+			pieces[f[0]][k-1] = f[2]
+		}
+	}
+	var nodes []nodeReport
+	for _, id := range ids {
+		data, err := base64.StdEncoding.DecodeString(strings.Join(pieces[id], ""))
+		var n nodeReport
+		if !slices.Contains(pieces[id], "") && err == nil && json.Unmarshal(data, &n) == nil {
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes
+}
 
 func doctorCommand() *cli.Command {
 	return &cli.Command{
@@ -48,12 +119,12 @@ func doctorCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("node") {
-				data, err := json.Marshal(thisNode(c.Context, c.String("python"), nil)) // the space's variables are in the environment
+				lines, err := reportLines(thisNode(c.Context, c.String("python"), nil)) // the space's variables are in the environment
 				if err != nil {
 					return err
 				}
-				fmt.Println(nodeTag + string(data))
-				return nil
+				_, err = fmt.Println(strings.Join(lines, "\n"))
+				return err
 			}
 			nodes, cluster, err := diagnose(c.Context, c.String("space"), c.String("python"))
 			if err != nil {
@@ -64,6 +135,12 @@ func doctorCommand() *cli.Command {
 			if err := c.Context.Err(); err != nil {
 				return err
 			}
+			// The launcher's words, and what the nodes sent, are bounded
+			// as this node's checks are.
+			for i := range nodes {
+				nodes[i].Results = bounded(nodes[i].Results)
+			}
+			cluster = bounded(cluster)
 			if c.Bool("json") {
 				if err := writeJSON(os.Stdout, map[string]any{"nodes": nodes, "cluster": list(cluster)}); err != nil {
 					return err
@@ -81,6 +158,13 @@ func doctorCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+func bounded(results []doctor.Result) []doctor.Result {
+	for i, r := range results {
+		results[i] = r.Bounded()
+	}
+	return results
 }
 
 // thisNode checks this node, timed for the clock skew between nodes; env is
@@ -220,18 +304,19 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string, env []
 	}
 	rn := &runner.Runner{Launcher: launcher, BaseEnv: runner.BaseEnv()}
 	res := rn.Run(ctx, runner.Job{Benchmark: command{self, "doctor", "--node", "--python", python}, Env: env, Timeout: 5 * time.Minute})
-	for _, line := range strings.Split(string(res.Output), "\n") {
-		if i := strings.Index(line, nodeTag); i >= 0 {
-			var n nodeReport
-			if json.Unmarshal([]byte(line[i+len(nodeTag):]), &n) == nil {
-				nodes = append(nodes, n)
-			}
-		}
-	}
+	nodes = readReports(res.Output)
 	if len(nodes) == 0 {
+		// What it printed, and why it failed: a launch that failed before
+		// it printed (its command missing) says it there alone.
+		detail := "the per-node checks printed nothing through " + l.Kind
+		if said := strings.ReplaceAll(strings.TrimSpace(lastLines(res.Output, 5)), "\n", "; "); said != "" {
+			detail += ": " + said
+		}
+		if res.Failure != nil {
+			detail += "; " + l.Kind + ": " + res.Failure.Error()
+		}
 		return nil, nil, unreached{doctor.Result{Layer: "hardware", Check: "the launcher reaches the nodes (" + l.Kind + ")", Status: doctor.Fail,
-			Detail: fmt.Sprintf("the per-node checks printed nothing through %s: %s", l.Kind, strings.ReplaceAll(strings.TrimSpace(lastLines(res.Output, 5)), "\n", "; ")),
-			Fix:    "run the launcher as the campaign will (inside its allocation, with its hostfile) and mend what it says"}}
+			Detail: detail, Fix: "run the launcher as the campaign will (inside its allocation, with its hostfile) and mend what it says"}}
 	}
 	// A node that printed nothing (nccltune not at this path there, a
 	// crash) would otherwise pass unseen, the others judged as all.

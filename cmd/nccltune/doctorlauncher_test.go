@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,15 +88,9 @@ func TestDoctorGroupsMatchNodesToReports(t *testing.T) {
 func TestDoctorCountsHostsAsMPIRunDoes(t *testing.T) {
 	dir := t.TempDir()
 	mpirun := filepath.Join(dir, "mpirun")
-	os.WriteFile(mpirun, []byte("#!/bin/sh\necho 'NCCLTUNE_DOCTOR {\"host\":\"node1\",\"unix_nano\":1,\"results\":[]}'\n"), 0o755)
+	os.WriteFile(mpirun, []byte("#!/bin/sh\ncat "+reportsFile(t, dir, nodeReport{Host: "node1", Time: 1})+"\n"), 0o755)
 	os.WriteFile(filepath.Join(dir, "hosts"), []byte("node1 slots=4\nNODE1.cluster slots=4\n"), 0o644)
-	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spaceFile := filepath.Join(dir, "space.toml")
-	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]",
-		"[launcher]\nkind = \"mpirun\"\ncommand = \""+mpirun+"\"\nhostfile = \""+filepath.Join(dir, "hosts")+"\"\n\n[benchmark]", 1)), 0o644)
+	spaceFile := doctorSpace(t, dir, "kind = \"mpirun\"\ncommand = \""+mpirun+"\"\nhostfile = \""+filepath.Join(dir, "hosts")+"\"")
 	_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
 	var rep struct {
 		Cluster []struct{ Check, Status, Detail string }
@@ -117,14 +113,8 @@ func TestDoctorCountsTheAllocationsNodes(t *testing.T) {
 	slurmtest.FakeAllocation(t, "n1", "n2", "n3")
 	t.Setenv("SLURM_JOB_NUM_NODES", "3")
 	srun := filepath.Join(dir, "srun")
-	os.WriteFile(srun, []byte("#!/bin/sh\nfor h in n1 n2; do echo 'NCCLTUNE_DOCTOR {\"host\":\"'$h'\",\"unix_nano\":1,\"results\":[]}'; done\n"), 0o755)
-	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spaceFile := filepath.Join(dir, "space.toml")
-	os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]",
-		"[launcher]\nkind = \"srun\"\ncommand = \""+srun+"\"\nntasks_per_node = 8\n\n[benchmark]", 1)), 0o644)
+	os.WriteFile(srun, []byte("#!/bin/sh\ncat "+reportsFile(t, dir, nodeReport{Host: "n1", Time: 1}, nodeReport{Host: "n2", Time: 1})+"\n"), 0o755)
+	spaceFile := doctorSpace(t, dir, "kind = \"srun\"\ncommand = \""+srun+"\"\nntasks_per_node = 8")
 	_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
 	var rep struct {
 		Cluster []struct{ Check, Status, Detail string }
@@ -136,5 +126,153 @@ func TestDoctorCountsTheAllocationsNodes(t *testing.T) {
 		return r.Check == "per-node checks" && r.Status == "fail" && strings.Contains(r.Detail, "2 of 3 nodes reported")
 	}) {
 		t.Errorf("a node of three reported nothing: %+v", rep.Cluster)
+	}
+}
+
+// doctorSpace writes the example space of the simulated cluster with
+// launcher, the [launcher] table's body, into dir, and returns its path.
+func doctorSpace(t *testing.T, dir, launcher string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaceFile := filepath.Join(dir, "space.toml")
+	if err := os.WriteFile(spaceFile, []byte(strings.Replace(string(src), "[benchmark]", "[launcher]\n"+launcher+"\n\n[benchmark]", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return spaceFile
+}
+
+// TestDoctorBoundsWhatNodesSay: a launcher that reached no node put the
+// last five lines it printed, each whole, into its check's detail, and a
+// node's report (an older nccltune's there) went into the report as it
+// came: megabytes of either bloated the report and --json.
+func TestDoctorBoundsWhatNodesSay(t *testing.T) {
+	dir := t.TempDir()
+	flood := "/usr/bin/yes 'srun: error: Unable to resolve' | /usr/bin/tr -d '\\n' | /usr/bin/head -c 1000000"
+	for name, script := range map[string]string{
+		"srun":   "for i in 1 2 3 4 5; do " + flood + "; echo; done; exit 1",
+		"mpirun": "cat " + reportsFile(t, dir, nodeReport{Host: "node1", Time: 1, Results: []doctor.Result{{Layer: "hardware", Check: "GPUs", Status: doctor.OK, Detail: strings.Repeat("srun: error: Unable to resolve", 1<<13)}}}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			launcher := filepath.Join(dir, name)
+			os.WriteFile(launcher, []byte("#!/bin/sh\n"+script+"\n"), 0o755)
+			settings := "kind = \"" + name + "\"\ncommand = \"" + launcher + "\""
+			if name == "srun" {
+				settings += "\nnodes = 1\nntasks_per_node = 8"
+			}
+			spaceFile := doctorSpace(t, t.TempDir(), settings)
+			_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+			var rep struct {
+				Nodes []struct {
+					Results []doctor.Result
+				}
+				Cluster []doctor.Result
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v\n%.2000s%s", err, out, errOut)
+			}
+			results := rep.Cluster
+			for _, n := range rep.Nodes {
+				results = append(results, n.Results...)
+			}
+			if len(results) == 0 || len(out) > 64<<10 || name == "mpirun" && len(rep.Nodes) != 1 {
+				t.Errorf("--json of %d bytes, %d results", len(out), len(results))
+			}
+			for _, r := range results {
+				if len(r.Detail) > 8<<10 {
+					t.Errorf("%s: a detail of %d bytes", r.Check, len(r.Detail))
+				}
+			}
+		})
+	}
+}
+
+// TestDoctorThroughSrunsChunks: srun forwards each task's output in
+// messages of 1,024 bytes at most (slurmstepd's SLURM_IO_MAX_MSG_LEN):
+// whole lines where they fit, a longer line in pieces, and the pieces of
+// tasks that print at once interleave (a real 3-node step, 6,000-byte lines:
+// 85 of 120 mixed; 1,000-byte lines: none of 1,200). A node's report, one
+// line of 1.5 KB and more, came mixed with another's, neither read: doctor
+// failed "the launcher reaches the nodes" on a cluster in order. The fake
+// srun here forwards two nodes' reports as srun does.
+func TestDoctorThroughSrunsChunks(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 for the fake srun")
+	}
+	dir := t.TempDir()
+	srun := filepath.Join(dir, "srun")
+	os.WriteFile(srun, []byte(`#!`+python+`
+import subprocess, sys
+node = [`+strconv.Quote(os.Args[0])+`, "doctor", "--node", "--python", ""]
+def messages(out):
+    msgs, cur = [], b""
+    for line in out.splitlines(keepends=True):
+        if len(line) > 1024:
+            msgs += [cur] if cur else []
+            msgs += [line[i:i + 1024] for i in range(0, len(line), 1024)]
+            cur = b""
+        elif len(cur) + len(line) > 1024:
+            msgs.append(cur)
+            cur = line
+        else:
+            cur += line
+    return msgs + ([cur] if cur else [])
+tasks = [messages(subprocess.run(node, stdout=subprocess.PIPE, check=True).stdout) for _ in range(2)]
+for i in range(max(map(len, tasks))):
+    for msgs in tasks:
+        if i < len(msgs):
+            sys.stdout.buffer.write(msgs[i])
+`), 0o755)
+	spaceFile := doctorSpace(t, dir, "kind = \"srun\"\ncommand = \""+srun+"\"\nnodes = 2\nntasks_per_node = 8")
+	_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+	var rep struct {
+		Nodes   []nodeReport
+		Cluster []doctor.Result
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	if len(rep.Nodes) != 2 || len(rep.Nodes[0].Results) == 0 {
+		t.Errorf("%d nodes reported through srun's messages: %+v", len(rep.Nodes), rep.Cluster)
+	}
+}
+
+// reportsFile writes the lines `doctor --node` prints of each report into
+// a file in dir, and returns its path.
+func reportsFile(t *testing.T, dir string, reports ...nodeReport) string {
+	t.Helper()
+	var lines []string
+	for _, r := range reports {
+		l, err := reportLines(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l...)
+	}
+	path := filepath.Join(dir, "reports")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDoctorSaysWhyTheLauncherFailed: a launcher that failed before it
+// printed anything (its command missing, srun outside an allocation with no
+// launcher.nodes to ask for) failed "the per-node checks printed nothing
+// through srun: ", the reason, which the launch's failure holds, left out.
+func TestDoctorSaysWhyTheLauncherFailed(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ settings, reason string }{
+		{"kind = \"srun\"\ncommand = \"" + filepath.Join(dir, "no-srun") + "\"\nnodes = 2\nntasks_per_node = 8", "no-srun"},
+		{"kind = \"mpirun\"\ncommand = \"" + filepath.Join(dir, "no-mpirun") + "\"", "no-mpirun"},
+	} {
+		_, out, errOut := nccltune(t, dir, "doctor", "--space", doctorSpace(t, t.TempDir(), tc.settings), "--python", "", "--json")
+		var rep struct{ Cluster []doctor.Result }
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Cluster) != 1 || !strings.Contains(rep.Cluster[0].Detail, tc.reason) {
+			t.Errorf("%v: %+v\n%s", err, rep.Cluster, errOut)
+		}
 	}
 }

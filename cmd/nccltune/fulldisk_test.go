@@ -19,7 +19,9 @@ func TestOutputToAFullDisk(t *testing.T) {
 		t.Skip(err)
 	}
 	defer full.Close()
-	runs := [][]string{{"export", "--out", "env"}, {"doctor", "--python", ""}, {"sim", "all_reduce_perf", "-b", "8", "-e", "1K"}}
+	// doctor --node, the fan-out's per-node report: a node that could not
+	// write it reads as one that sent none.
+	runs := [][]string{{"export", "--out", "env"}, {"doctor", "--python", ""}, {"doctor", "--node", "--python", ""}, {"sim", "all_reduce_perf", "-b", "8", "-e", "1K"}}
 	if _, err := exec.LookPath("cc"); err == nil {
 		runs = append(runs, []string{"plugin", "build", "--out", "plugin"})
 	}
