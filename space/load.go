@@ -367,8 +367,9 @@ var fileWordRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // simKeyRE is a [simulator] key as the simulator's flag names its settings.
 var simKeyRE = regexp.MustCompile(`^[a-z0-9_]+$`)
 
-// typeErrRE reads the decoder's type error: its line, key and complaint.
-var typeErrRE = regexp.MustCompile(`line (\d+) \(last key "([^"]+)"\): (.*)$`)
+// typeErrRE reads the decoder's type error: its line (none for a dotted
+// key where a value is due), key and complaint.
+var typeErrRE = regexp.MustCompile(`(?:line (\d+) )?\(last key "([^"]+)"\): (.*)$`)
 
 // typeErrors decodes each value of a file on its own, in the tables
 // around it, and returns the decoder's type errors (typeErrRE's matches),

@@ -104,6 +104,8 @@ values = ["LL9"]`, []string{`NCCL_PROTO: "LL9" is not one of LL, LL128, Simple`}
 		// TOML's keys are case-sensitive; the decoder matched a field in any
 		// case, so that two spellings of one table (workload and Workload)
 		// each filled it, in the order of a map's iteration.
+		// A dotted key where a value is due: the decoder's error has no line.
+		{"table for a value", `seed = 7`, `seed.x = 7`, []string{"bad.toml:5: campaign.seed: incompatible types"}},
 		{"key in another case", `seed = 7`, `Seed = 7`, []string{"bad.toml:5:", `key "campaign.Seed": keys are case-sensitive; write seed`}},
 		{"table in another case", `[fixed]`, "[Launcher]\nkind = \"local\"\n[fixed]", []string{"bad.toml:23:", `key "Launcher": keys are case-sensitive; write launcher`}},
 		{"array's key in another case", `max = 8
