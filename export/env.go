@@ -125,9 +125,12 @@ func ofFormat(format, name string) (rangeName string, ok bool) {
 // nodeCount is the node count in the name of a whole job's file (jobEnvName).
 var nodeCount = regexp.MustCompile(`^-[0-9]+n$`)
 
-// writtenByNCCLTune reports whether the regular file at path starts as
-// nccltune's env files do. A link is the user's, whatever it names, and is
-// not followed; nor is a FIFO waited on.
+// writtenByNCCLTune reports whether the regular file at path is one that
+// nccltune wrote there: it starts as nccltune's env files do, and the use
+// line that ends its heading names it. A copy the user made of one
+// (cp nccl-large.env nccl-large-old.env, to compare with later) or a hard
+// link to one names its original, and is theirs. A symbolic link is the
+// user's, whatever it names, and is not followed; nor is a FIFO waited on.
 func writtenByNCCLTune(path string) bool {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -137,9 +140,27 @@ func writtenByNCCLTune(path string) bool {
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
 		return false
 	}
-	head := make([]byte, 256)
+	head := make([]byte, 64<<10) // past the longest heading comment writes
 	n, _ := io.ReadFull(f, head)
-	return strings.HasPrefix(strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n"), "# nccltune: ")
+	text := strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n")
+	if !strings.HasPrefix(text, "# nccltune: ") {
+		return false
+	}
+	// The heading's lines joined as they were before comment wrapped them:
+	// a long name is cut within, where it holds no blank.
+	var heading strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		part, ok := strings.CutPrefix(line, "# ")
+		if !ok {
+			break
+		}
+		heading.WriteString(part)
+	}
+	use := heading.String()
+	use = use[max(strings.LastIndex(use, "use: "), 0):]
+	// A name holds no '.' before its extension (space.FileWord), so no
+	// other file's name starts as this one's.
+	return strings.Contains(use, "./"+filepath.Base(path))
 }
 
 // choice is what a range's files set: its chosen trial's settings, or NCCL's

@@ -932,3 +932,39 @@ func TestOfFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestACopyOfAnExportedFileIsKept: a user's copy of an exported file
+// (cp nccl-mid.env nccl-mid-old.env, to compare against later) or a hard
+// link to it starts as nccltune's files do and is named as a range's, but
+// nccltune wrote no file of that name: an export into the folder keeps it.
+func TestACopyOfAnExportedFileIsKept(t *testing.T) {
+	plain := strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1) // a value every format takes
+	for format, ext := range rangeExt {
+		dir := t.TempDir()
+		if _, err := pinnedOf(t, plain).Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+		orig := filepath.Join(dir, "nccl-mid"+ext)
+		data, err := os.ReadFile(orig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied, linked := filepath.Join(dir, "nccl-mid-old"+ext), filepath.Join(dir, "nccl-mid-keep"+ext)
+		if err := os.WriteFile(copied, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(orig, linked); err != nil {
+			t.Fatal(err)
+		}
+		ex := pinnedOf(t, plain)
+		ex.Note = func(s string) { t.Errorf("%s: %s", format, s) }
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Errorf("%s: %v", format, err)
+		}
+		for _, path := range []string{copied, linked} {
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s: the user's %s was removed: %v", format, path, err)
+			}
+		}
+	}
+}
