@@ -137,14 +137,19 @@ var bindings = []string{"SLURM_CPU_BIND", "SLURM_MEM_BIND"}
 // setBySrun reports whether env's binding variable name (one of bindings)
 // is the one srun set in a task of its step, with its parts beside it
 // (src/common/env.c: SLURM_CPU_BIND=quiet,mask_cpu:0x3 is
-// SLURM_CPU_BIND_VERBOSE "," SLURM_CPU_BIND_TYPE SLURM_CPU_BIND_LIST),
-// rather than the user's own, exported in that task's shell after (srun
-// --pty bash; export SLURM_CPU_BIND=none), which their job's srun there takes.
+// SLURM_CPU_BIND_VERBOSE "," SLURM_CPU_BIND_TYPE SLURM_CPU_BIND_LIST, and
+// --mem-bind=prefer's SLURM_MEM_BIND=quiet,prefer,map_mem:0 has
+// SLURM_MEM_BIND_PREFER "," before the type; 22.05), rather than the
+// user's own, exported in that task's shell after (srun --pty bash; export
+// SLURM_CPU_BIND=none), which their job's srun there takes.
 func setBySrun(env []string, name string) bool {
 	bind, ok := lookup(env, name)
 	verbose, hasVerbose := lookup(env, name+"_VERBOSE")
 	typ, hasType := lookup(env, name+"_TYPE")
 	list, _ := lookup(env, name+"_LIST")
+	if prefer, hasPrefer := lookup(env, name+"_PREFER"); hasPrefer {
+		typ = prefer + "," + typ
+	}
 	return ok && hasVerbose && hasType && bind == verbose+","+typ+list
 }
 

@@ -416,6 +416,25 @@ func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
 	}
 }
 
+// TestSrunsPreferredMemBind: srun --mem-bind=prefer,... sets the task's
+// SLURM_MEM_BIND with "prefer," between its verbosity and its type, and
+// SLURM_MEM_BIND_PREFER beside them (22.05, checked on the real srun here):
+// that is srun's binding of the one task nccltune runs in (map_mem:0, its
+// NUMA node), which would bind every rank of every trial there, and goes as
+// any other binding srun set; the same value the user exported stays.
+func TestSrunsPreferredMemBind(t *testing.T) {
+	srunsOwn := []string{"SLURM_MEM_BIND=quiet,prefer,map_mem:0", "SLURM_MEM_BIND_LIST=0", "SLURM_MEM_BIND_PREFER=prefer",
+		"SLURM_MEM_BIND_TYPE=map_mem:", "SLURM_MEM_BIND_VERBOSE=quiet"}
+	step := []string{"SLURM_JOB_ID=7", "SLURM_STEP_ID=0"}
+	if got := (Srun{}).LauncherEnv(withoutOuterLaunch(slices.Concat(step, srunsOwn))); !slices.Equal(got, step[:1]) {
+		t.Errorf("srun's environment in a step of srun --mem-bind=prefer,map_mem:0: %q", got)
+	}
+	users := []string{"SLURM_JOB_ID=7", "SLURM_MEM_BIND=quiet,prefer,map_mem:0"}
+	if got := (Srun{}).LauncherEnv(withoutOuterLaunch(users)); !slices.Equal(got, users) {
+		t.Errorf("srun's environment with the user's own SLURM_MEM_BIND: %q", got)
+	}
+}
+
 // TestLauncherEnvInStep: where nccltune runs in a task of a Slurm step (its
 // variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), no launcher's
 // environment keeps what describes that step or wires its tasks (PMI,
