@@ -68,8 +68,13 @@ func (e Export) removeStale(format, dir string, written []string) error {
 	if err != nil {
 		return fmt.Errorf("looking for an earlier export's files: %w", err)
 	}
-	var mine []os.FileInfo // found by file, not name: a file system may fold case
+	// Found by name, and by file too: a file system may fold case. A file
+	// under one of this export's names is this campaign's, whatever its
+	// inode: a concurrent export of it may have replaced this one's since.
+	var mine []os.FileInfo
+	var names []string
 	for _, path := range written {
+		names = append(names, filepath.Base(path))
 		if info, err := os.Lstat(path); err == nil {
 			mine = append(mine, info)
 		}
@@ -78,6 +83,9 @@ func (e Export) removeStale(format, dir string, written []string) error {
 	for _, entry := range entries {
 		name, ok := ofFormat(format, entry.Name())
 		if !ok {
+			continue
+		}
+		if slices.Contains(names, entry.Name()) {
 			continue
 		}
 		ours := name != "" && slices.ContainsFunc(e.Results, func(r results.RangeResult) bool { return r.Range.Name == name })

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -965,6 +966,38 @@ func TestACopyOfAnExportedFileIsKept(t *testing.T) {
 			if _, err := os.Stat(path); err != nil {
 				t.Errorf("%s: the user's %s was removed: %v", format, path, err)
 			}
+		}
+	}
+}
+
+// TestConcurrentExportsOfOneCampaign: exports of one campaign into one
+// folder at once (a script's and the user's) write the same files; none
+// removes another's as an earlier export's, which it took a file for once
+// the other had replaced it (another inode under its own name).
+func TestConcurrentExportsOfOneCampaign(t *testing.T) {
+	ex := pinnedOf(t, strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1))
+	dir := t.TempDir()
+	errs := make(chan error, 100)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				if _, err := ex.Write("env", dir); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, r := range ex.Results {
+		if _, err := os.Stat(filepath.Join(dir, "nccl-"+r.Range.Name+".env")); err != nil {
+			t.Error(err)
 		}
 	}
 }
