@@ -97,7 +97,10 @@ func (e Export) removeStale(format, dir string, written []string) error {
 		if err != nil || slices.ContainsFunc(mine, func(m os.FileInfo) bool { return os.SameFile(m, info) }) || !writtenByNCCLTune(path) {
 			continue
 		}
-		if err := os.Remove(path); err != nil {
+		switch err := os.Remove(path); {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // a concurrent export removed it first, and says so
+		case err != nil:
 			errs = append(errs, fmt.Errorf("an earlier export's %s is still there: %w", path, err))
 			continue
 		}

@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -973,10 +974,29 @@ func TestACopyOfAnExportedFileIsKept(t *testing.T) {
 // TestConcurrentExportsOfOneCampaign: exports of one campaign into one
 // folder at once (a script's and the user's) write the same files; none
 // removes another's as an earlier export's, which it took a file for once
-// the other had replaced it (another inode under its own name).
+// the other had replaced it (another inode under its own name), and none
+// fails for an earlier export's file that another removed first.
 func TestConcurrentExportsOfOneCampaign(t *testing.T) {
 	ex := pinnedOf(t, strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1))
+	ex.Note = func(string) {}
 	dir := t.TempDir()
+	// Files of ranges the space has no more, which each export removes,
+	// and some two at once: one that another removed first is gone, as asked.
+	paths, err := ex.Write("env", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		name := fmt.Sprintf("nccl-gone%d.env", i)
+		text := strings.Replace(string(head), filepath.Base(paths[0]), name, 1)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	errs := make(chan error, 100)
 	var wg sync.WaitGroup
 	for range 4 {
