@@ -68,8 +68,13 @@ func (e Export) removeStale(format, dir string, written []string) error {
 	if err != nil {
 		return fmt.Errorf("looking for an earlier export's files: %w", err)
 	}
-	var mine []os.FileInfo // found by file, not name: a file system may fold case
+	// Found by name, and by file too: a file system may fold case. A file
+	// under one of this export's names is this campaign's, whatever its
+	// inode: a concurrent export of it may have replaced this one's since.
+	var mine []os.FileInfo
+	var names []string
 	for _, path := range written {
+		names = append(names, filepath.Base(path))
 		if info, err := os.Lstat(path); err == nil {
 			mine = append(mine, info)
 		}
@@ -78,6 +83,9 @@ func (e Export) removeStale(format, dir string, written []string) error {
 	for _, entry := range entries {
 		name, ok := ofFormat(format, entry.Name())
 		if !ok {
+			continue
+		}
+		if slices.Contains(names, entry.Name()) {
 			continue
 		}
 		ours := name != "" && slices.ContainsFunc(e.Results, func(r results.RangeResult) bool { return r.Range.Name == name })
@@ -89,7 +97,10 @@ func (e Export) removeStale(format, dir string, written []string) error {
 		if err != nil || slices.ContainsFunc(mine, func(m os.FileInfo) bool { return os.SameFile(m, info) }) || !writtenByNCCLTune(path) {
 			continue
 		}
-		if err := os.Remove(path); err != nil {
+		switch err := os.Remove(path); {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // a concurrent export removed it first, and says so
+		case err != nil:
 			errs = append(errs, fmt.Errorf("an earlier export's %s is still there: %w", path, err))
 			continue
 		}
@@ -125,9 +136,12 @@ func ofFormat(format, name string) (rangeName string, ok bool) {
 // nodeCount is the node count in the name of a whole job's file (jobEnvName).
 var nodeCount = regexp.MustCompile(`^-[0-9]+n$`)
 
-// writtenByNCCLTune reports whether the regular file at path starts as
-// nccltune's env files do. A link is the user's, whatever it names, and is
-// not followed; nor is a FIFO waited on.
+// writtenByNCCLTune reports whether the regular file at path is one that
+// nccltune wrote there: it starts as nccltune's env files do, and the use
+// line that ends its heading names it. A copy the user made of one
+// (cp nccl-large.env nccl-large-old.env, to compare with later) or a hard
+// link to one names its original, and is theirs. A symbolic link is the
+// user's, whatever it names, and is not followed; nor is a FIFO waited on.
 func writtenByNCCLTune(path string) bool {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -137,9 +151,27 @@ func writtenByNCCLTune(path string) bool {
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
 		return false
 	}
-	head := make([]byte, 256)
+	head := make([]byte, 64<<10) // past the longest heading comment writes
 	n, _ := io.ReadFull(f, head)
-	return strings.HasPrefix(strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n"), "# nccltune: ")
+	text := strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n")
+	if !strings.HasPrefix(text, "# nccltune: ") {
+		return false
+	}
+	// The heading's lines joined as they were before comment wrapped them:
+	// a long name is cut within, where it holds no blank.
+	var heading strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		part, ok := strings.CutPrefix(line, "# ")
+		if !ok {
+			break
+		}
+		heading.WriteString(part)
+	}
+	use := heading.String()
+	use = use[max(strings.LastIndex(use, "use: "), 0):]
+	// A name holds no '.' before its extension (space.FileWord), so no
+	// other file's name starts as this one's.
+	return strings.Contains(use, "./"+filepath.Base(path))
 }
 
 // choice is what a range's files set: its chosen trial's settings, or NCCL's

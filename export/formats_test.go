@@ -3,12 +3,14 @@ package export
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -929,6 +931,93 @@ func TestOfFormat(t *testing.T) {
 	} {
 		if rangeName, ok := ofFormat(tc.format, tc.name); ok != tc.ok || ok && rangeName != tc.rangeName {
 			t.Errorf("ofFormat(%q, %q) = %q, %v", tc.format, tc.name, rangeName, ok)
+		}
+	}
+}
+
+// TestACopyOfAnExportedFileIsKept: a user's copy of an exported file
+// (cp nccl-mid.env nccl-mid-old.env, to compare against later) or a hard
+// link to it starts as nccltune's files do and is named as a range's, but
+// nccltune wrote no file of that name: an export into the folder keeps it.
+func TestACopyOfAnExportedFileIsKept(t *testing.T) {
+	plain := strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1) // a value every format takes
+	for format, ext := range rangeExt {
+		dir := t.TempDir()
+		if _, err := pinnedOf(t, plain).Write(format, dir); err != nil {
+			t.Fatal(err)
+		}
+		orig := filepath.Join(dir, "nccl-mid"+ext)
+		data, err := os.ReadFile(orig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied, linked := filepath.Join(dir, "nccl-mid-old"+ext), filepath.Join(dir, "nccl-mid-keep"+ext)
+		if err := os.WriteFile(copied, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(orig, linked); err != nil {
+			t.Fatal(err)
+		}
+		ex := pinnedOf(t, plain)
+		ex.Note = func(s string) { t.Errorf("%s: %s", format, s) }
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Errorf("%s: %v", format, err)
+		}
+		for _, path := range []string{copied, linked} {
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s: the user's %s was removed: %v", format, path, err)
+			}
+		}
+	}
+}
+
+// TestConcurrentExportsOfOneCampaign: exports of one campaign into one
+// folder at once (a script's and the user's) write the same files; none
+// removes another's as an earlier export's, which it took a file for once
+// the other had replaced it (another inode under its own name), and none
+// fails for an earlier export's file that another removed first.
+func TestConcurrentExportsOfOneCampaign(t *testing.T) {
+	ex := pinnedOf(t, strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1))
+	ex.Note = func(string) {}
+	dir := t.TempDir()
+	// Files of ranges the space has no more, which each export removes,
+	// and some two at once: one that another removed first is gone, as asked.
+	paths, err := ex.Write("env", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		name := fmt.Sprintf("nccl-gone%d.env", i)
+		text := strings.Replace(string(head), filepath.Base(paths[0]), name, 1)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 100)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				if _, err := ex.Write("env", dir); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, r := range ex.Results {
+		if _, err := os.Stat(filepath.Join(dir, "nccl-"+r.Range.Name+".env")); err != nil {
+			t.Error(err)
 		}
 	}
 }

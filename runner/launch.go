@@ -137,14 +137,19 @@ var bindings = []string{"SLURM_CPU_BIND", "SLURM_MEM_BIND"}
 // setBySrun reports whether env's binding variable name (one of bindings)
 // is the one srun set in a task of its step, with its parts beside it
 // (src/common/env.c: SLURM_CPU_BIND=quiet,mask_cpu:0x3 is
-// SLURM_CPU_BIND_VERBOSE "," SLURM_CPU_BIND_TYPE SLURM_CPU_BIND_LIST),
-// rather than the user's own, exported in that task's shell after (srun
-// --pty bash; export SLURM_CPU_BIND=none), which their job's srun there takes.
+// SLURM_CPU_BIND_VERBOSE "," SLURM_CPU_BIND_TYPE SLURM_CPU_BIND_LIST, and
+// --mem-bind=prefer's SLURM_MEM_BIND=quiet,prefer,map_mem:0 has
+// SLURM_MEM_BIND_PREFER "," before the type; 22.05), rather than the
+// user's own, exported in that task's shell after (srun --pty bash; export
+// SLURM_CPU_BIND=none), which their job's srun there takes.
 func setBySrun(env []string, name string) bool {
 	bind, ok := lookup(env, name)
 	verbose, hasVerbose := lookup(env, name+"_VERBOSE")
 	typ, hasType := lookup(env, name+"_TYPE")
 	list, _ := lookup(env, name+"_LIST")
+	if prefer, hasPrefer := lookup(env, name+"_PREFER"); hasPrefer {
+		typ = prefer + "," + typ
+	}
 	return ok && hasVerbose && hasType && bind == verbose+","+typ+list
 }
 
@@ -164,16 +169,18 @@ func lookup(env []string, name string) (string, bool) {
 // PMI_RANK, PMI_FD and PMI_SIZE, or PMI_PORT and PMI_ID, with
 // MPI_LOCALRANKID and MPI_LOCALNRANKS; PMI_SPAWNED in a spawned job's),
 // srun --mpi=pmi2's (PMI_FD, PMI_JOBID, PMI_RANK, PMI_SIZE, as 22.05 sets
-// them), and HPE Cray PMI's under srun --mpi=cray_shasta or Flux: PALS_*
-// (PALS_APINFO, the step's layout) and, in later Slurm, PMI_JOBID,
-// PMI_LOCAL_RANK, PMI_LOCAL_SIZE, PMI_UNIVERSE_SIZE, PMI_CONTROL_PORT and
-// PMI_SHARED_SECRET. Any other PMI_* is the user's, which srun hands every
-// task as given: Cray PMI's PMI_NO_FORK, PMI_MMAP_SYNC_WAIT_TIME, srun's
-// own PMI_FANOUT, PMI_TIME.
+// them), and HPE Cray PMI's under srun --mpi=cray_shasta, Flux or PALS's
+// own mpiexec: PALS_* (PALS_APINFO, the step's layout; PALS_FD, PALS_DEPTH
+// and PALS_LOCAL_SIZE too under PALS, as pals.h lists them) and, in later
+// Slurm, PMI_JOBID, PMI_LOCAL_RANK, PMI_LOCAL_SIZE, PMI_UNIVERSE_SIZE,
+// PMI_CONTROL_PORT and PMI_SHARED_SECRET. Any other PMI_* is the user's,
+// which srun hands every task as given: Cray PMI's PMI_NO_FORK,
+// PMI_MMAP_SYNC_WAIT_TIME, srun's own PMI_FANOUT, PMI_TIME.
 var pmiWiring = []string{
 	"PMI_RANK", "PMI_FD", "PMI_SIZE", "PMI_PORT", "PMI_ID", "PMI_SPAWNED", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
 	"PMI_JOBID", "PMI_LOCAL_RANK", "PMI_LOCAL_SIZE", "PMI_UNIVERSE_SIZE", "PMI_CONTROL_PORT", "PMI_SHARED_SECRET",
 	"PALS_APID", "PALS_APINFO", "PALS_RANKID", "PALS_NODEID", "PALS_LOCAL_RANKID", "PALS_SPOOL_DIR",
+	"PALS_FD", "PALS_DEPTH", "PALS_LOCAL_SIZE",
 }
 
 // interactiveStep is the ID of the step in which salloc runs its shell

@@ -416,6 +416,40 @@ func TestSrunKeepsTheUsersCPUBind(t *testing.T) {
 	}
 }
 
+// TestSrunsPreferredMemBind: srun --mem-bind=prefer,... sets the task's
+// SLURM_MEM_BIND with "prefer," between its verbosity and its type, and
+// SLURM_MEM_BIND_PREFER beside them (22.05, checked on the real srun here):
+// that is srun's binding of the one task nccltune runs in (map_mem:0, its
+// NUMA node), which would bind every rank of every trial there, and goes as
+// any other binding srun set; the same value the user exported stays.
+func TestSrunsPreferredMemBind(t *testing.T) {
+	srunsOwn := []string{"SLURM_MEM_BIND=quiet,prefer,map_mem:0", "SLURM_MEM_BIND_LIST=0", "SLURM_MEM_BIND_PREFER=prefer",
+		"SLURM_MEM_BIND_TYPE=map_mem:", "SLURM_MEM_BIND_VERBOSE=quiet"}
+	step := []string{"SLURM_JOB_ID=7", "SLURM_STEP_ID=0"}
+	if got := (Srun{}).LauncherEnv(withoutOuterLaunch(slices.Concat(step, srunsOwn))); !slices.Equal(got, step[:1]) {
+		t.Errorf("srun's environment in a step of srun --mem-bind=prefer,map_mem:0: %q", got)
+	}
+	users := []string{"SLURM_JOB_ID=7", "SLURM_MEM_BIND=quiet,prefer,map_mem:0"}
+	if got := (Srun{}).LauncherEnv(withoutOuterLaunch(users)); !slices.Equal(got, users) {
+		t.Errorf("srun's environment with the user's own SLURM_MEM_BIND: %q", got)
+	}
+}
+
+// TestOuterPALSRank: where nccltune runs as a rank of HPE's PALS mpiexec
+// (PBS with PALS), every variable that PALS sets in a rank (pals.h's list
+// "available for applications": its fd to PALS, the layout and the rank's
+// place in it) is that outer launch's, and reaches no trial; a PMI setting
+// of the user's stays.
+func TestOuterPALSRank(t *testing.T) {
+	rank := []string{"PALS_APID=1234", "PALS_APINFO=/var/run/palsd/1234/apinfo", "PALS_RANKID=0", "PALS_NODEID=0",
+		"PALS_DEPTH=8", "PALS_LOCAL_RANKID=0", "PALS_LOCAL_SIZE=1", "PALS_SPOOL_DIR=/var/run/palsd/1234", "PALS_FD=5",
+		"PMI_RANK=0", "PMI_SIZE=1", "PMI_LOCAL_RANK=0", "PMI_LOCAL_SIZE=1", "PMI_JOBID=1234", "PMI_SHARED_SECRET=99", "PMI_UNIVERSE_SIZE=1"}
+	settings := []string{"PATH=/bin", "PMI_NO_FORK=1"}
+	if got := withoutOuterLaunch(slices.Concat(settings, rank)); !slices.Equal(got, settings) {
+		t.Errorf("a PALS rank's environment: %q, want %q", got, settings)
+	}
+}
+
 // TestLauncherEnvInStep: where nccltune runs in a task of a Slurm step (its
 // variables as srun 22.05 --mpi=pmi2 -N 2 -n 2 set them), no launcher's
 // environment keeps what describes that step or wires its tasks (PMI,
