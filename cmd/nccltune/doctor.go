@@ -289,7 +289,15 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string, env []
 			}
 			want = len(names)
 		}
-		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: want, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: l.Args}
+		args := l.Args
+		if l.Flavor != "mpich" {
+			// Open MPI's mpirun passes on each rank's output in the chunks
+			// it reads, cut anywhere in a line, other ranks' between a
+			// line's parts; tagged, the runner joins each rank's lines
+			// (mpitag), and the nodes' pieces come whole.
+			args = append(slices.Clone(args), "--tag-output")
+		}
+		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: want, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: args}
 	case "srun":
 		step, err := runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: l.Args})
 		if err != nil {

@@ -276,3 +276,51 @@ func TestDoctorSaysWhyTheLauncherFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorThroughMPIRunsChunks: Open MPI's mpirun forwards each rank's
+// output in the chunks it reads of the rank's pipe, cut anywhere in a line,
+// and a chunk of another rank's comes between the two parts of a line (4
+// ranks printing 60 lines of 944 bytes at once: 37 lines mixed so). The
+// nodes' pieces came so mixed, and their reports were lost. The fake
+// mpirun runs the real one (4.1), its ranks printing long reports at once.
+func TestDoctorThroughMPIRunsChunks(t *testing.T) {
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("no mpirun")
+	}
+	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+	dir := t.TempDir()
+	var hosts []string
+	for rank := range 4 {
+		r := nodeReport{Host: "node" + strconv.Itoa(rank), Time: 1}
+		for i := range 40 {
+			r.Results = append(r.Results, doctor.Result{Layer: "hardware", Check: "check " + strconv.Itoa(i), Status: doctor.OK, Detail: strings.Repeat("a detail of some length ", 40)})
+		}
+		os.Rename(reportsFile(t, dir, r), filepath.Join(dir, "report"+strconv.Itoa(rank)))
+		hosts = append(hosts, r.Host)
+	}
+	os.WriteFile(filepath.Join(dir, "hosts"), []byte(strings.Join(hosts, "\n")+"\n"), 0o644)
+	// The fan-out's flags that say how output comes pass on; the four
+	// ranks run here.
+	fake := filepath.Join(dir, "mpirun")
+	os.WriteFile(fake, []byte(`#!/bin/sh
+flags=
+for a; do case $a in --tag-output|--output-filename) flags="$flags $a";; esac; done
+exec `+mpirun+` --oversubscribe -np 4 $flags sh -c 'cat `+dir+`/report$OMPI_COMM_WORLD_RANK'
+`), 0o755)
+	spaceFile := doctorSpace(t, dir, "kind = \"mpirun\"\ncommand = \""+fake+"\"\nhostfile = \""+filepath.Join(dir, "hosts")+"\"")
+	for range 3 {
+		_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+		var rep struct {
+			Nodes   []nodeReport
+			Cluster []doctor.Result
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v\n%.2000s%s", err, out, errOut)
+		}
+		if len(rep.Nodes) != 4 || len(rep.Nodes[0].Results) != 40 {
+			t.Fatalf("%d of 4 nodes reported through mpirun: %+v", len(rep.Nodes), rep.Cluster)
+		}
+	}
+}
