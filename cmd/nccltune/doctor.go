@@ -299,7 +299,10 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string, env []
 		}
 		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: want, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: args}
 	case "srun":
-		step, err := runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: l.Args})
+		// srun -u passes on each task's output as it reads it, a line cut
+		// and another task's between its parts: the pieces go in lines.
+		args := space.SrunWithout(l.Args, "unbuffered")
+		step, err := runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: args})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -324,3 +324,47 @@ exec `+mpirun+` --oversubscribe -np 4 $flags sh -c 'cat `+dir+`/report$OMPI_COMM
 		}
 	}
 }
+
+// TestDoctorThroughSrunUnbuffered: srun -u (--unbuffered, in
+// launcher.args for a Python benchmark's output) passes on each task's
+// output as slurmstepd reads it, not in whole lines: a node's line is cut
+// and another node's comes between its parts (22.05, 3 nodes printing 60
+// lines of 944 bytes at once: 3 lines mixed), and the reports so cut were
+// lost. The fake srun runs the real one on a private cluster, its tasks
+// printing long reports at once.
+func TestDoctorThroughSrunUnbuffered(t *testing.T) {
+	c := slurmtest.Start(t, 3)
+	c.Alloc(t, 3)
+	dir := t.TempDir()
+	for task := range 3 {
+		r := nodeReport{Host: c.Nodes[task], Time: 1}
+		for i := range 40 {
+			r.Results = append(r.Results, doctor.Result{Layer: "hardware", Check: "check " + strconv.Itoa(i), Status: doctor.OK, Detail: strings.Repeat("a detail of some length ", 40)})
+		}
+		os.Rename(reportsFile(t, dir, r), filepath.Join(dir, "report"+strconv.Itoa(task)))
+	}
+	// srun's own options pass on; its tasks print the reports.
+	srun := filepath.Join(dir, "srun")
+	os.WriteFile(srun, []byte(`#!/bin/sh
+n=0
+for a; do [ "$a" = `+strconv.Quote(os.Args[0])+` ] && break; n=$((n+1)); done
+opts=
+while [ $n -gt 0 ]; do opts="$opts $1"; shift; n=$((n-1)); done
+exec srun $opts sh -c 'cat `+dir+`/report$SLURM_PROCID'
+`), 0o755)
+	t.Setenv("SLURM_CONF", c.Conf)
+	spaceFile := doctorSpace(t, dir, "kind = \"srun\"\ncommand = \""+srun+"\"\nnodes = 3\nntasks_per_node = 1\nargs = [\"-u\"]")
+	for range 3 {
+		_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+		var rep struct {
+			Nodes   []nodeReport
+			Cluster []doctor.Result
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v\n%.2000s%s", err, out, errOut)
+		}
+		if len(rep.Nodes) != 3 || len(rep.Nodes[0].Results) != 40 {
+			t.Fatalf("%d of 3 nodes reported through srun -u: %.3000v", len(rep.Nodes), rep.Cluster)
+		}
+	}
+}
