@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -366,5 +368,25 @@ exec srun $opts sh -c 'cat `+dir+`/report$SLURM_PROCID'
 		if len(rep.Nodes) != 3 || len(rep.Nodes[0].Results) != 40 {
 			t.Fatalf("%d of 3 nodes reported through srun -u: %.3000v", len(rep.Nodes), rep.Cluster)
 		}
+	}
+}
+
+// TestReadReportsBoundsMemory: each id that a line named took room for as
+// many pieces as the line said it has (1,024 at most), before any came:
+// the launcher's output (8 MiB, kept by the runner) of short lines, each a
+// new id (a node's garbled output, or one not nccltune's), took gigabytes.
+func TestReadReportsBoundsMemory(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 8<<20; i++ {
+		fmt.Fprintf(&b, "NCCLTUNE_DOCTOR %x 1/1024 A\n", i)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if got := readReports([]byte(b.String())); len(got) != 0 {
+		t.Errorf("%d reports read of no whole one", len(got))
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 256<<20 {
+		t.Errorf("reading 8 MiB of pieces took %d MiB", n>>20)
 	}
 }
