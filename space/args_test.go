@@ -2,6 +2,7 @@ package space
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -179,5 +180,32 @@ func TestArgsGiveNoOptionOfNccltune(t *testing.T) {
 		if _, err := parseWithin(t, src); err == nil || !strings.Contains(err.Error(), "h.toml:5: benchmark.args:") {
 			t.Errorf("benchmark.args %s: %v", args, err)
 		}
+	}
+}
+
+// TestSrunWithout: an option is taken out however srun reads it, and
+// nothing else is: a value that looks like it stays.
+func TestSrunWithout(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"-u", ""},
+		{"--unbuffered -l", "-l"},
+		{"--unbuf", ""},
+		{"-lu", "-l"},
+		{"-ulQ", "-lQ"},
+		{"-uJu", "-Ju"},
+		{"-J -u", "-J -u"},
+		{"--job-name -u -u", "--job-name -u"},
+		{"-l -u --mpi=pmi2 -u", "-l --mpi=pmi2"},
+		{"-l -- -u", "-l -- -u"},
+	} {
+		if got := strings.Join(SrunWithout(strings.Fields(tc.args), "unbuffered"), " "); got != tc.want {
+			t.Errorf("%q less -u: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	if got := SrunWithout([]string{"-lJjob", "-N", "2"}, "job-name"); !slices.Equal(got, []string{"-l", "-N", "2"}) {
+		t.Errorf("-lJjob -N 2 less -J: %q", got)
+	}
+	if got := SrunWithout([]string{"-J", "job", "-l"}, "job-name"); !slices.Equal(got, []string{"-l"}) {
+		t.Errorf("-J job -l less -J: %q", got)
 	}
 }

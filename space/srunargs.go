@@ -2,6 +2,7 @@ package space
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 )
 
@@ -12,6 +13,11 @@ import (
 type SrunOption struct {
 	Written, Long, Value string
 	HasValue             bool
+	// Where it is written: args[arg], from its letter in a cluster of
+	// short options (0: the whole argument), and the next argument where
+	// that is its value.
+	arg, letter int
+	next        bool
 }
 
 // Read is the option in one spelling, "--name" or "--name=value", by which
@@ -109,6 +115,33 @@ func SrunOptions(args []string) []SrunOption {
 	return opts
 }
 
+// SrunWithout is args, srun's arguments, less the options named long
+// (their whole long name), however written: alone, abbreviated, or in a
+// cluster of short options ("-lu" less unbuffered is "-l").
+func SrunWithout(args []string, long string) []string {
+	opts, rest := srunParse(args)
+	out := slices.Clone(args[:len(args)-len(rest)])
+	// From the last, so that those before stay where they were read.
+	for _, o := range slices.Backward(opts) {
+		if o.Long != long {
+			continue
+		}
+		// Its letter, and the rest of a cluster where that is its value;
+		// the next argument where that is.
+		a := out[o.arg][:o.letter]
+		if o.letter > 0 && !o.HasValue {
+			a += out[o.arg][o.letter+1:]
+		}
+		if o.next {
+			out = slices.Delete(out, o.arg+1, o.arg+2)
+		}
+		if out[o.arg] = a; a == "" || a == "-" {
+			out = slices.Delete(out, o.arg, o.arg+1)
+		}
+	}
+	return append(out, rest...)
+}
+
 // srunParse reads args, srun's arguments, as srun's getopt_long does: a
 // long option's value after '=' or, where it must have one, as the next
 // argument, whatever that looks like ("-J -n16" names the job "-n16");
@@ -125,11 +158,11 @@ func srunParse(args []string) (opts []SrunOption, rest []string) {
 		var o SrunOption
 		if strings.HasPrefix(a, "--") {
 			name, value, eq := strings.Cut(a[2:], "=")
-			o = SrunOption{Written: a, Long: srunLongName(name), Value: value, HasValue: eq}
+			o = SrunOption{Written: a, Long: srunLongName(name), Value: value, HasValue: eq, arg: i}
 		} else {
 			for j := 1; j < len(a); j++ {
 				long := srunShort[a[j]]
-				o = SrunOption{Written: a, Long: cmp.Or(long, a[j:j+1]), Value: a[j+1:], HasValue: j+1 < len(a)}
+				o = SrunOption{Written: a, Long: cmp.Or(long, a[j:j+1]), Value: a[j+1:], HasValue: j+1 < len(a), arg: i, letter: j}
 				if srunLong[long] != srunNoValue {
 					break
 				}
@@ -141,7 +174,7 @@ func srunParse(args []string) (opts []SrunOption, rest []string) {
 		}
 		if !o.HasValue && srunLong[o.Long] == srunValue && i+1 < len(args) {
 			i++
-			o.Written, o.Value, o.HasValue = a+" "+args[i], args[i], true
+			o.Written, o.Value, o.HasValue, o.next = a+" "+args[i], args[i], true, true
 		}
 		opts = append(opts, o)
 	}

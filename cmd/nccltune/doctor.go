@@ -65,7 +65,14 @@ func reportLines(n nodeReport) ([]string, error) {
 // readReports reads the nodes' reports from the launcher's output, each
 // whose lines all came, in the order of their first lines.
 func readReports(output []byte) []nodeReport {
-	pieces := map[string][]string{}
+	// A report's pieces by number, as they come: room for those a line
+	// says it has, before they came, would let garbled lines of new ids
+	// take gigabytes.
+	type report struct {
+		count  int
+		pieces map[int]string
+	}
+	reports := map[string]*report{}
 	var ids []string
 	for _, line := range strings.Split(string(output), "\n") {
 		i := strings.Index(line, nodeTag)
@@ -82,19 +89,29 @@ func readReports(output []byte) []nodeReport {
 		if err1 != nil || err2 != nil || k < 1 || k > count || count > maxPieces {
 			continue
 		}
-		if pieces[f[0]] == nil {
-			pieces[f[0]] = make([]string, count)
+		r := reports[f[0]]
+		if r == nil {
+			r = &report{count: count, pieces: map[int]string{}}
+			reports[f[0]] = r
 			ids = append(ids, f[0])
 		}
-		if len(pieces[f[0]]) == count {
-			pieces[f[0]][k-1] = f[2]
+		if r.count == count {
+			r.pieces[k] = f[2]
 		}
 	}
 	var nodes []nodeReport
 	for _, id := range ids {
-		data, err := base64.StdEncoding.DecodeString(strings.Join(pieces[id], ""))
+		r := reports[id]
+		if len(r.pieces) != r.count {
+			continue
+		}
+		var text strings.Builder
+		for k := 1; k <= r.count; k++ {
+			text.WriteString(r.pieces[k])
+		}
+		data, err := base64.StdEncoding.DecodeString(text.String())
 		var n nodeReport
-		if !slices.Contains(pieces[id], "") && err == nil && json.Unmarshal(data, &n) == nil {
+		if err == nil && json.Unmarshal(data, &n) == nil {
 			nodes = append(nodes, n)
 		}
 	}
@@ -289,9 +306,20 @@ func fanOut(ctx context.Context, l space.LauncherSettings, python string, env []
 			}
 			want = len(names)
 		}
-		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: want, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: l.Args}
+		args := l.Args
+		if l.Flavor != "mpich" {
+			// Open MPI's mpirun passes on each rank's output in the chunks
+			// it reads, cut anywhere in a line, other ranks' between a
+			// line's parts; tagged, the runner joins each rank's lines
+			// (mpitag), and the nodes' pieces come whole.
+			args = append(slices.Clone(args), "--tag-output")
+		}
+		launcher = runner.MPIRun{Flavor: l.Flavor, Command: l.Command, NP: want, Hostfile: l.Hostfile, MapBy: "ppr:1:node", Args: args}
 	case "srun":
-		step, err := runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: l.Args})
+		// srun -u passes on each task's output as it reads it, a line cut
+		// and another task's between its parts: the pieces go in lines.
+		args := space.SrunWithout(l.Args, "unbuffered")
+		step, err := runner.SrunStep(space.LauncherSettings{Kind: "srun", Command: l.Command, Nodes: l.Nodes * max(l.Groups, 1), TasksPerNode: 1, Args: args})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -274,5 +276,117 @@ func TestDoctorSaysWhyTheLauncherFailed(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Cluster) != 1 || !strings.Contains(rep.Cluster[0].Detail, tc.reason) {
 			t.Errorf("%v: %+v\n%s", err, rep.Cluster, errOut)
 		}
+	}
+}
+
+// TestDoctorThroughMPIRunsChunks: Open MPI's mpirun forwards each rank's
+// output in the chunks it reads of the rank's pipe, cut anywhere in a line,
+// and a chunk of another rank's comes between the two parts of a line (4
+// ranks printing 60 lines of 944 bytes at once: 37 lines mixed so). The
+// nodes' pieces came so mixed, and their reports were lost. The fake
+// mpirun runs the real one (4.1), its ranks printing long reports at once.
+func TestDoctorThroughMPIRunsChunks(t *testing.T) {
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("no mpirun")
+	}
+	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+	dir := t.TempDir()
+	var hosts []string
+	for rank := range 4 {
+		r := nodeReport{Host: "node" + strconv.Itoa(rank), Time: 1}
+		for i := range 40 {
+			r.Results = append(r.Results, doctor.Result{Layer: "hardware", Check: "check " + strconv.Itoa(i), Status: doctor.OK, Detail: strings.Repeat("a detail of some length ", 40)})
+		}
+		os.Rename(reportsFile(t, dir, r), filepath.Join(dir, "report"+strconv.Itoa(rank)))
+		hosts = append(hosts, r.Host)
+	}
+	os.WriteFile(filepath.Join(dir, "hosts"), []byte(strings.Join(hosts, "\n")+"\n"), 0o644)
+	// The fan-out's flags that say how output comes pass on; the four
+	// ranks run here.
+	fake := filepath.Join(dir, "mpirun")
+	os.WriteFile(fake, []byte(`#!/bin/sh
+flags=
+for a; do case $a in --tag-output|--output-filename) flags="$flags $a";; esac; done
+exec `+mpirun+` --oversubscribe -np 4 $flags sh -c 'cat `+dir+`/report$OMPI_COMM_WORLD_RANK'
+`), 0o755)
+	spaceFile := doctorSpace(t, dir, "kind = \"mpirun\"\ncommand = \""+fake+"\"\nhostfile = \""+filepath.Join(dir, "hosts")+"\"")
+	for range 3 {
+		_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+		var rep struct {
+			Nodes   []nodeReport
+			Cluster []doctor.Result
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v\n%.2000s%s", err, out, errOut)
+		}
+		if len(rep.Nodes) != 4 || len(rep.Nodes[0].Results) != 40 {
+			t.Fatalf("%d of 4 nodes reported through mpirun: %+v", len(rep.Nodes), rep.Cluster)
+		}
+	}
+}
+
+// TestDoctorThroughSrunUnbuffered: srun -u (--unbuffered, in
+// launcher.args for a Python benchmark's output) passes on each task's
+// output as slurmstepd reads it, not in whole lines: a node's line is cut
+// and another node's comes between its parts (22.05, 3 nodes printing 60
+// lines of 944 bytes at once: 3 lines mixed), and the reports so cut were
+// lost. The fake srun runs the real one on a private cluster, its tasks
+// printing long reports at once.
+func TestDoctorThroughSrunUnbuffered(t *testing.T) {
+	c := slurmtest.Start(t, 3)
+	c.Alloc(t, 3)
+	dir := t.TempDir()
+	for task := range 3 {
+		r := nodeReport{Host: c.Nodes[task], Time: 1}
+		for i := range 40 {
+			r.Results = append(r.Results, doctor.Result{Layer: "hardware", Check: "check " + strconv.Itoa(i), Status: doctor.OK, Detail: strings.Repeat("a detail of some length ", 40)})
+		}
+		os.Rename(reportsFile(t, dir, r), filepath.Join(dir, "report"+strconv.Itoa(task)))
+	}
+	// srun's own options pass on; its tasks print the reports.
+	srun := filepath.Join(dir, "srun")
+	os.WriteFile(srun, []byte(`#!/bin/sh
+n=0
+for a; do [ "$a" = `+strconv.Quote(os.Args[0])+` ] && break; n=$((n+1)); done
+opts=
+while [ $n -gt 0 ]; do opts="$opts $1"; shift; n=$((n-1)); done
+exec srun $opts sh -c 'cat `+dir+`/report$SLURM_PROCID'
+`), 0o755)
+	t.Setenv("SLURM_CONF", c.Conf)
+	spaceFile := doctorSpace(t, dir, "kind = \"srun\"\ncommand = \""+srun+"\"\nnodes = 3\nntasks_per_node = 1\nargs = [\"-u\"]")
+	for range 3 {
+		_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
+		var rep struct {
+			Nodes   []nodeReport
+			Cluster []doctor.Result
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v\n%.2000s%s", err, out, errOut)
+		}
+		if len(rep.Nodes) != 3 || len(rep.Nodes[0].Results) != 40 {
+			t.Fatalf("%d of 3 nodes reported through srun -u: %.3000v", len(rep.Nodes), rep.Cluster)
+		}
+	}
+}
+
+// TestReadReportsBoundsMemory: each id that a line named took room for as
+// many pieces as the line said it has (1,024 at most), before any came:
+// the launcher's output (8 MiB, kept by the runner) of short lines, each a
+// new id (a node's garbled output, or one not nccltune's), took gigabytes.
+func TestReadReportsBoundsMemory(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 8<<20; i++ {
+		fmt.Fprintf(&b, "NCCLTUNE_DOCTOR %x 1/1024 A\n", i)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if got := readReports([]byte(b.String())); len(got) != 0 {
+		t.Errorf("%d reports read of no whole one", len(got))
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 256<<20 {
+		t.Errorf("reading 8 MiB of pieces took %d MiB", n>>20)
 	}
 }

@@ -562,7 +562,7 @@ func TestInheritedSettingsAreReported(t *testing.T) {
 func TestDoctorNodeMissing(t *testing.T) {
 	dir := t.TempDir()
 	mpirun := filepath.Join(dir, "mpirun")
-	os.WriteFile(mpirun, []byte("#!/bin/sh\n# the first node alone\nwhile true; do case $1 in -np|--hostfile|--map-by|-x) shift 2;; --oversubscribe) shift;; *) break;; esac; done\nexec \"$@\"\n"), 0o755)
+	os.WriteFile(mpirun, []byte("#!/bin/sh\n# the first node alone\nwhile true; do case $1 in -np|--hostfile|--map-by|-x) shift 2;; --oversubscribe|--tag-output) shift;; *) break;; esac; done\nexec \"$@\"\n"), 0o755)
 	hosts := filepath.Join(dir, "hosts")
 	os.WriteFile(hosts, []byte("node-a\nnode-b\nnode-b\n"), 0o644) // node-b's two slots, as MPICH writes them
 	example, _ := filepath.Abs("../../examples/sim-2node-ib.toml")
