@@ -433,10 +433,18 @@ func (g *gpSampler) fit(ranges []int) ([]told, []gpPoint, []rangeFit) {
 	}
 	sims := g.pairSimilarities(points)
 	fitted := keep(obs, ranges, gpFitObservations)
+	// The ranges' fits are their own: concurrent, in any order, they are
+	// those of one after another.
+	fits := make([]*rangeFit, len(ranges))
+	concurrently(len(ranges), workers(len(ranges)), func(_, k int) {
+		if ys, ok := logScores(obs, ranges[k]); ok {
+			fits[k] = &rangeFit{ranges[k], ys, fitGP(sims, len(g.sp.Params), ys, fitted)}
+		}
+	})
 	var out []rangeFit
-	for _, r := range ranges {
-		if ys, ok := logScores(obs, r); ok {
-			out = append(out, rangeFit{r, ys, fitGP(sims, len(g.sp.Params), ys, fitted)})
+	for _, f := range fits {
+		if f != nil {
+			out = append(out, *f)
 		}
 	}
 	return obs, points, out
