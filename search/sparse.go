@@ -219,32 +219,44 @@ func (e *encoding) row(a space.Assignment, u []float64) []int {
 // linear is a draw of the regression: the value of an assignment is
 // u·main + uᵀ pair u over its unit features u.
 type linear struct {
-	main []float64
-	pair *mat.Dense // upper triangle: unit i with unit j
+	main  []float64
+	pair  []float64 // units × units, the upper triangle: unit i with unit j at i*units+j
+	units int
 }
 
 func (e *encoding) linear(beta []float64) *linear {
-	l := &linear{main: beta[:e.units], pair: mat.NewDense(e.units, e.units, nil)}
+	l := &linear{main: beta[:e.units], pair: make([]float64, e.units*e.units), units: e.units}
 	for k, pr := range e.pairs {
-		l.pair.Set(pr[0], pr[1], beta[e.units+k])
+		l.pair[pr[0]*e.units+pr[1]] = beta[e.units+k]
 	}
 	return l
 }
 
 func (l *linear) value(u []float64) float64 {
-	// A configuration holds one unit feature per setting at most, so the
-	// pairs are summed over those held alone (a climb's inner loop).
 	var buf [32]int
-	held := buf[:0]
+	return l.valueHeld(held(u, buf[:0]), u)
+}
+
+// held appends the unit features u holds to out. A configuration holds
+// one per setting at most, so the pairs are summed over those held alone
+// (a climb's inner loop).
+func held(u []float64, out []int) []int {
 	for i, ui := range u {
 		if ui != 0 {
-			held = append(held, i)
+			out = append(out, i)
 		}
 	}
+	return out
+}
+
+// valueHeld is value(u), given the unit features u holds (held): a
+// proposal weighs each configuration under every range's draw, and lists
+// what it holds once.
+func (l *linear) valueHeld(held []int, u []float64) float64 {
 	v := 0.0
 	for k, i := range held {
 		v += l.main[i]
-		row := l.pair.RawRowView(i)
+		row := l.pair[i*l.units : (i+1)*l.units]
 		for _, j := range held[k+1:] {
 			v += row[j] * u[j]
 		}
@@ -401,9 +413,11 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	}
 	fails := s.culprits()
 	gain := func(u []float64) float64 {
+		var buf [32]int
+		held := held(u, buf[:0])
 		g := 0.0
 		for _, d := range draws {
-			v := d.scale * (d.model.value(u) - d.incumbent)
+			v := d.scale * (d.model.valueHeld(held, u) - d.incumbent)
 			g += math.Max(0, v) + 1e-3*v // the second term ranks configurations where no range gains
 		}
 		ok := fails.success(u)
