@@ -49,6 +49,22 @@ func wideSpace(t testing.TB) *space.Space {
 	return sp
 }
 
+// rangesSpace searches wideParams over ranges of one size each, from 8
+// bytes up, as a sweep whose every size is a range.
+func rangesSpace(t testing.TB, ranges int) *space.Space {
+	var src strings.Builder
+	src.WriteString("[campaign]\nsizes = { min = \"8\", max = \"16G\", factor = 2 }\n")
+	for r, lo := 0, 8; r < ranges; r, lo = r+1, lo*2 {
+		fmt.Fprintf(&src, "[[range]]\nname = \"r%d\"\nmin = \"%d\"\nmax = \"%d\"\n", r, lo, 2*lo)
+	}
+	src.WriteString("[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\n" + strings.Join(wideParams, "\n[[param]]\n"))
+	sp, err := space.Parse("wide.toml", []byte(src.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
 // BenchmarkAskWideAt500 is one proposal of each sampler after 500 trials
 // told (random configurations with random scores), in a space of twenty
 // settings and three ranges: the tuner's overhead per trial where its
@@ -72,6 +88,38 @@ func BenchmarkAskWideAt500(b *testing.B) {
 			for n := range b.N {
 				if _, err := s.Ask(500 + n); err != nil {
 					b.Fatal(fmt.Errorf("trial %d: %w", 500+n, err))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAskRangesAt500 is one proposal of each model sampler after 500
+// trials told in the wide space searched over 30 ranges, a range per size
+// of a sweep: the Gaussian process fits and weighs a model per range, so
+// this is where its proposal costs most (tpe-gp: its turn).
+func BenchmarkAskRangesAt500(b *testing.B) {
+	sp := rangesSpace(b, 30)
+	for _, name := range []string{"tpe-gp", "gp", "sparse"} {
+		b.Run(name, func(b *testing.B) {
+			s, err := New(name, sp, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			for range 500 {
+				scores := make([]float64, len(sp.Ranges))
+				for r := range scores {
+					scores[r] = 1 + rng.Float64()
+				}
+				if err := s.Tell(draw(sp, rng), scores); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for n := range b.N {
+				if _, err := s.Ask(501 + 2*n); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
@@ -113,19 +161,6 @@ func BenchmarkSparseAskHalfFailing(b *testing.B) {
 // by the trials a model keeps, so it does not grow with the history; it
 // grows linearly with the ranges searched (a model each).
 func BenchmarkAskHostile(b *testing.B) {
-	wide := func(t testing.TB, ranges int) *space.Space {
-		var src strings.Builder
-		src.WriteString("[campaign]\nsizes = { min = \"8\", max = \"1G\", factor = 2 }\n")
-		for r, lo := 0, 8; r < ranges; r, lo = r+1, lo*2 {
-			fmt.Fprintf(&src, "[[range]]\nname = \"r%d\"\nmin = \"%d\"\nmax = \"%d\"\n", r, lo, 2*lo)
-		}
-		src.WriteString("[benchmark]\nbinary = \"all_reduce_perf\"\n[[param]]\n" + strings.Join(wideParams, "\n[[param]]\n"))
-		sp, err := space.Parse("wide.toml", []byte(src.String()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sp
-	}
 	for _, tc := range []struct {
 		name   string
 		sp     func(testing.TB) *space.Space
@@ -134,7 +169,7 @@ func BenchmarkAskHostile(b *testing.B) {
 	}{
 		{"2000 trials", wideSpace, 2000, nil},
 		{"50 settings", manySettings, 300, nil},
-		{"27 ranges", func(t testing.TB) *space.Space { return wide(t, 27) }, 300, nil},
+		{"27 ranges", func(t testing.TB) *space.Space { return rangesSpace(t, 27) }, 300, nil},
 		{"2000 failed", wideSpace, 2000, func(*rand.Rand, int) []float64 { return nil }},
 		{"2000 alike", wideSpace, 2000, func(_ *rand.Rand, ranges int) []float64 { return slices.Repeat([]float64{1}, ranges) }},
 	} {

@@ -5,12 +5,15 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -162,7 +165,6 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	}
 	ranges := g.focused()
 	obs, points, fits := g.fit(ranges)
-	m, d := len(obs), len(g.sp.Params)
 	var models []*gpModel
 	var bases []space.Assignment
 	for _, f := range fits {
@@ -198,17 +200,7 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	if len(cands) == 0 {
 		return coveringDraw(g.sp, &g.history, rng), nil
 	}
-	ks := make([]*mat.Dense, len(models))
-	for r := range models {
-		ks[r] = mat.NewDense(m, len(cands), nil)
-	}
-	g.kernels(models, points, bases, cands, ks)
-	ones := slices.Repeat([]float64{1}, d) // every point is itself in every parameter
-	acq := make([]float64, len(cands))
-	for r, md := range models {
-		prior, _ := md.kernel(ones)
-		md.addImprovements(ks[r], prior, acq)
-	}
+	acq := g.acquisition(models, points, bases, cands)
 	best := 0
 	for j, v := range acq {
 		if v > acq[best] {
@@ -218,36 +210,110 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	return cands[best], nil
 }
 
-// kernels sets ks[r] (observations × candidates) to the kernel of models[r]
-// between the observations at points and each candidate. Most candidates
-// are a base with one or two settings changed, so their similarities to an
-// observation are the base's but in those, and the kernel's sums
-// (kernelSums) are the base's corrected there:
-// a candidate costs what it changes, not every parameter (the kernel was
-// most of a proposal in a space of twenty settings).
-func (g *gpSampler) kernels(models []*gpModel, points []gpPoint, bases, cands []space.Assignment, ks []*mat.Dense) {
+// gpChunk is how many candidates a worker takes at a time: it computes
+// their kernels with every model and solves them (addImprovements), so
+// that a model's matrix of the chunk (150 × 256, 300 kB) stays in the
+// cache through its solve, where that of every candidate (150 × several
+// thousand, a model each) did not, and the workers share no writes.
+const gpChunk = 256
+
+// acquisition is each candidate's expected improvement summed over models
+// in their order (addImprovements). The candidates are taken by chunks
+// concurrently; a candidate's kernels, solves and sum are its own, so they
+// are the same whichever worker takes it, or how many there are.
+func (g *gpSampler) acquisition(models []*gpModel, points []gpPoint, bases, cands []space.Assignment) []float64 {
+	ks := g.kernels(models, points, bases, cands)
+	ones := slices.Repeat([]float64{1}, len(g.sp.Params)) // every point is itself in every parameter
+	priors := make([]float64, len(models))
+	for r, md := range models {
+		priors[r], _ = md.kernel(ones)
+	}
+	m := len(points)
+	chunks := (len(cands) + gpChunk - 1) / gpChunk
+	buffers := make([][]float64, workers(chunks)) // per worker, its matrices of a chunk, one after another
+	acq := make([]float64, len(cands))
+	concurrently(chunks, len(buffers), func(w, c int) {
+		if buffers[w] == nil {
+			buffers[w] = make([]float64, len(models)*m*gpChunk)
+		}
+		j0, j1 := c*gpChunk, min((c+1)*gpChunk, len(cands))
+		mats := make([]*mat.Dense, len(models))
+		for r := range models {
+			mats[r] = mat.NewDense(m, j1-j0, buffers[w][r*m*gpChunk:r*m*gpChunk+m*(j1-j0)])
+		}
+		ks.fill(j0, j1, mats)
+		for r, md := range models {
+			md.addImprovements(mats[r], priors[r], acq[j0:j1])
+		}
+	})
+	return acq
+}
+
+// workers is how many goroutines n pieces of work take: one a processor.
+func workers(n int) int { return min(n, runtime.GOMAXPROCS(0)) }
+
+// concurrently calls work(w, i) for every i of [0, n), on workers
+// goroutines that each take the next i (w is the goroutine's number).
+func concurrently(n, workers int, work func(w, i int)) {
+	var next atomic.Int64
+	var group safego.Group
+	for w := range workers {
+		group.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				work(w, i)
+			}
+		})
+	}
+	group.Wait()
+}
+
+// gpKernels are the kernels of models between the observations at points
+// and candidates, as fill computes them. Most candidates are a base with
+// one or two settings changed, so their similarities to an observation are
+// the base's but in those, and the kernel's sums (kernelSums) are the
+// base's corrected there: a candidate costs what it changes, not every
+// parameter (the kernel was most of a proposal in a space of twenty
+// settings).
+type gpKernels struct {
+	g        *gpSampler
+	models   []*gpModel
+	points   []gpPoint
+	baseSims [][]float64    // [b][i*d+p]
+	baseSums [][]kernelSums // [b][i*len(models)+r]
+	cands    []gpCandidate
+}
+
+// gpCandidate is a candidate as the kernels read it: the base it is nearest
+// (nearestBase), the parameters it changes there and those values'
+// similarities to the observations, or where it has no base, its point.
+type gpCandidate struct {
+	base    int
+	changed []int
+	cols    [][]float64
+	point   gpPoint
+}
+
+// kernels prepares the kernels of models between the observations at
+// points and each candidate (gpKernels).
+func (g *gpSampler) kernels(models []*gpModel, points []gpPoint, bases, cands []space.Assignment) *gpKernels {
 	m, d := len(points), len(g.sp.Params)
+	ks := &gpKernels{g: g, models: models, points: points, baseSims: make([][]float64, len(bases)),
+		baseSums: make([][]kernelSums, len(bases)), cands: make([]gpCandidate, len(cands))}
 	basePoints := make([]gpPoint, len(bases))
-	baseSims := make([][]float64, len(bases))    // [b][i*d+p]
-	baseSums := make([][]kernelSums, len(bases)) // [b][i*len(models)+r]
 	for b, a := range bases {
 		basePoints[b] = g.point(a)
-		baseSims[b] = make([]float64, m*d)
-		baseSums[b] = make([]kernelSums, m*len(models))
+		ks.baseSims[b] = make([]float64, m*d)
+		ks.baseSums[b] = make([]kernelSums, m*len(models))
 		for i := range m {
-			s := baseSims[b][i*d : (i+1)*d]
+			s := ks.baseSims[b][i*d : (i+1)*d]
 			g.similarities(basePoints[b], points[i], s)
 			for r, md := range models {
-				t := &baseSums[b][i*len(models)+r]
+				t := &ks.baseSums[b][i*len(models)+r]
 				for p, x := range s {
 					t.add(md, p, x)
 				}
 			}
 		}
-	}
-	raws := make([]blas64.General, len(ks))
-	for r, k := range ks {
-		raws[r] = k.RawMatrix()
 	}
 	// A changed setting's similarities to the observations, by its value:
 	// candidates share few values, and an integer's costs an exponential.
@@ -268,34 +334,50 @@ func (g *gpSampler) kernels(models []*gpModel, points []gpPoint, bases, cands []
 		}
 		return col
 	}
-	s := make([]float64, d)
-	var changed []int
-	var cols [][]float64
 	for j, c := range cands {
 		pc := g.point(c)
-		var b int
-		b, changed = nearestBase(pc, basePoints, changed[:0])
+		b, changed := nearestBase(pc, basePoints, nil)
 		if b < 0 {
+			ks.cands[j] = gpCandidate{base: b, point: pc}
+			continue
+		}
+		cols := make([][]float64, len(changed))
+		for k, p := range changed {
+			cols[k] = column(p, pc[p])
+		}
+		ks.cands[j] = gpCandidate{base: b, changed: changed, cols: cols}
+	}
+	return ks
+}
+
+// fill sets out[r] (observations × j1-j0) to the kernel of models[r]
+// between the observations and candidates j0 to j1.
+func (ks *gpKernels) fill(j0, j1 int, out []*mat.Dense) {
+	m, d := len(ks.points), len(ks.g.sp.Params)
+	raws := make([]blas64.General, len(out))
+	for r, k := range out {
+		raws[r] = k.RawMatrix()
+	}
+	s := make([]float64, d)
+	for j := j0; j < j1; j++ {
+		c, col := ks.cands[j], j-j0
+		if c.base < 0 {
 			for i := range m {
-				g.similarities(pc, points[i], s)
-				for r, md := range models {
-					raws[r].Data[i*raws[r].Stride+j], _ = md.kernel(s)
+				ks.g.similarities(c.point, ks.points[i], s)
+				for r, md := range ks.models {
+					raws[r].Data[i*raws[r].Stride+col], _ = md.kernel(s)
 				}
 			}
 			continue
 		}
-		cols = cols[:0]
-		for _, p := range changed {
-			cols = append(cols, column(p, pc[p]))
-		}
 		for i := range m {
-			bs := baseSims[b][i*d : (i+1)*d]
-			for r, md := range models {
-				t := baseSums[b][i*len(models)+r]
-				for k, p := range changed {
-					t.swap(md, p, bs[p], cols[k][i])
+			bs := ks.baseSims[c.base][i*d : (i+1)*d]
+			for r, md := range ks.models {
+				t := ks.baseSums[c.base][i*len(ks.models)+r]
+				for k, p := range c.changed {
+					t.swap(md, p, bs[p], c.cols[k][i])
 				}
-				raws[r].Data[i*raws[r].Stride+j] = t.value()
+				raws[r].Data[i*raws[r].Stride+col] = t.value()
 			}
 		}
 	}
@@ -351,10 +433,18 @@ func (g *gpSampler) fit(ranges []int) ([]told, []gpPoint, []rangeFit) {
 	}
 	sims := g.pairSimilarities(points)
 	fitted := keep(obs, ranges, gpFitObservations)
+	// The ranges' fits are their own: concurrent, in any order, they are
+	// those of one after another.
+	fits := make([]*rangeFit, len(ranges))
+	concurrently(len(ranges), workers(len(ranges)), func(_, k int) {
+		if ys, ok := logScores(obs, ranges[k]); ok {
+			fits[k] = &rangeFit{ranges[k], ys, fitGP(sims, len(g.sp.Params), ys, fitted)}
+		}
+	})
 	var out []rangeFit
-	for _, r := range ranges {
-		if ys, ok := logScores(obs, r); ok {
-			out = append(out, rangeFit{r, ys, fitGP(sims, len(g.sp.Params), ys, fitted)})
+	for _, f := range fits {
+		if f != nil {
+			out = append(out, *f)
 		}
 	}
 	return obs, points, out

@@ -24,7 +24,8 @@ type gpModel struct {
 	u, v  []float64 // per parameter, the first and second order's weights
 	noise float64
 	ch    mat.Cholesky
-	alpha *mat.VecDense // K⁻¹ y
+	upper blas64.Triangular // ch's U, K = UᵀU, which every chunk of candidates solves with
+	alpha *mat.VecDense     // K⁻¹ y
 	// the log scores' mean and standard deviation, which y standardises
 	mean, sd float64
 	best     float64 // the highest y
@@ -118,6 +119,9 @@ func fitGP(sims []float64, d int, ys []float64, fit []int) *gpModel {
 	for _, theta := range [][]float64{sub.maximise(), sub.prior} {
 		md := all.model(theta)
 		if md.ch.Factorize(all.k) && md.ch.SolveVecTo(md.alpha, all.y) == nil {
+			var u mat.TriDense
+			md.ch.UTo(&u)
+			md.upper = u.RawTriangular()
 			return md
 		}
 	}
@@ -277,9 +281,7 @@ func (md *gpModel) addImprovements(ks *mat.Dense, prior float64, acq []float64) 
 	// With K = UᵀU, a candidate's posterior variance takes off its prior
 	// the squared norm of v = U⁻ᵀk*, solved in place of ks (a copy of
 	// every candidate's column was a tenth of a proposal's cost).
-	var u mat.TriDense
-	md.ch.UTo(&u)
-	blas64.Trsm(blas.Left, blas.Trans, 1, u.RawTriangular(), ks.RawMatrix())
+	blas64.Trsm(blas.Left, blas.Trans, 1, md.upper, ks.RawMatrix())
 	explained := make([]float64, n)
 	for i := range m {
 		for j, x := range ks.RawRowView(i) {

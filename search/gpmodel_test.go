@@ -333,7 +333,7 @@ func kernelsAreDirect(g *gpSampler, points []gpPoint, ys []float64, rng *rand.Ra
 		candPoints[j] = g.point(c)
 	}
 	ks := []*mat.Dense{mat.NewDense(len(points), len(cands), nil), mat.NewDense(len(points), len(cands), nil)}
-	g.kernels(models, points, bases, cands, ks)
+	g.kernels(models, points, bases, cands).fill(0, len(cands), ks)
 	for r, md := range models {
 		if want, _ := candidateKernel(g, md, candPoints, points); !mat.EqualApprox(ks[r], want, 1e-9) {
 			return fmt.Sprintf("model %d: the kernels corrected from the bases' are not the direct ones", r)

@@ -219,32 +219,44 @@ func (e *encoding) row(a space.Assignment, u []float64) []int {
 // linear is a draw of the regression: the value of an assignment is
 // u·main + uᵀ pair u over its unit features u.
 type linear struct {
-	main []float64
-	pair *mat.Dense // upper triangle: unit i with unit j
+	main  []float64
+	pair  []float64 // units × units, the upper triangle: unit i with unit j at i*units+j
+	units int
 }
 
 func (e *encoding) linear(beta []float64) *linear {
-	l := &linear{main: beta[:e.units], pair: mat.NewDense(e.units, e.units, nil)}
+	l := &linear{main: beta[:e.units], pair: make([]float64, e.units*e.units), units: e.units}
 	for k, pr := range e.pairs {
-		l.pair.Set(pr[0], pr[1], beta[e.units+k])
+		l.pair[pr[0]*e.units+pr[1]] = beta[e.units+k]
 	}
 	return l
 }
 
 func (l *linear) value(u []float64) float64 {
-	// A configuration holds one unit feature per setting at most, so the
-	// pairs are summed over those held alone (a climb's inner loop).
 	var buf [32]int
-	held := buf[:0]
+	return l.valueHeld(held(u, buf[:0]), u)
+}
+
+// held appends the unit features u holds to out. A configuration holds
+// one per setting at most, so the pairs are summed over those held alone
+// (a climb's inner loop).
+func held(u []float64, out []int) []int {
 	for i, ui := range u {
 		if ui != 0 {
-			held = append(held, i)
+			out = append(out, i)
 		}
 	}
+	return out
+}
+
+// valueHeld is value(u), given the unit features u holds (held): a
+// proposal weighs each configuration under every range's draw, and lists
+// what it holds once.
+func (l *linear) valueHeld(held []int, u []float64) float64 {
 	v := 0.0
 	for k, i := range held {
 		v += l.main[i]
-		row := l.pair.RawRowView(i)
+		row := l.pair[i*l.units : (i+1)*l.units]
 		for _, j := range held[k+1:] {
 			v += row[j] * u[j]
 		}
@@ -401,9 +413,11 @@ func (s *sparseSampler) Ask(n int) (space.Assignment, error) {
 	}
 	fails := s.culprits()
 	gain := func(u []float64) float64 {
+		var buf [32]int
+		held := held(u, buf[:0])
 		g := 0.0
 		for _, d := range draws {
-			v := d.scale * (d.model.value(u) - d.incumbent)
+			v := d.scale * (d.model.valueHeld(held, u) - d.incumbent)
 			g += math.Max(0, v) + 1e-3*v // the second term ranks configurations where no range gains
 		}
 		ok := fails.success(u)
@@ -519,83 +533,102 @@ func meanSD(ys []float64) (mean, sd float64) {
 // could be picked or climbed to: building each was nine tenths of a
 // proposal's cost in a space of twenty settings.
 func (s *sparseSampler) maximise(value func(u []float64) float64, starts []space.Assignment) (space.Assignment, bool) {
+	// The climbs are their own, run concurrently: each keeps the first
+	// configuration of its highest value, and the first start's of the
+	// highest is the one climbs one after another would keep.
+	picks, values := make([]space.Assignment, len(starts)), make([]float64, len(starts))
+	concurrently(len(starts), workers(len(starts)), func(_, k int) {
+		picks[k], values[k] = s.climb(value, starts[k])
+	})
+	var pick space.Assignment
+	bestPick := math.Inf(-1)
+	for k, p := range picks {
+		if p != nil && values[k] > bestPick {
+			pick, bestPick = p, values[k]
+		}
+	}
+	return pick, pick != nil
+}
+
+// climb is maximise's climb from start: the untried configuration of
+// highest value it weighs (the first of those), and that value; nil if it
+// weighs none untried.
+func (s *sparseSampler) climb(value func(u []float64) float64, start space.Assignment) (space.Assignment, float64) {
 	e, params := s.enc, s.sp.Params
 	var pick space.Assignment
 	bestPick := math.Inf(-1)
 	cu, bu, nu := make([]float64, e.units), make([]float64, e.units), make([]float64, e.units)
-	for _, start := range starts {
-		cur := maps.Clone(start)
-		e.unitsOf(cur, cu)
-		curV := value(cu)
-		if curV > bestPick && !s.tried(cur) {
-			pick, bestPick = cur, curV
+	cur := maps.Clone(start)
+	e.unitsOf(cur, cu)
+	curV := value(cu)
+	if curV > bestPick && !s.tried(cur) {
+		pick, bestPick = cur, curV
+	}
+	for improved := true; improved; {
+		improved = false
+		next, nextV := cur, curV
+		// weigh is the neighbour with params[pi] at v and, where qi >= 0,
+		// params[qi] at w, whose features are u; built is it, or nil.
+		weigh := func(u []float64, built space.Assignment, pi int, v string, qi int, w string) {
+			val := value(u)
+			if val <= bestPick && val <= nextV {
+				return
+			}
+			if built == nil {
+				built = withValue(s.sp, cur, params[pi].Name, v)
+				if qi >= 0 {
+					built = withValue(s.sp, built, params[qi].Name, w)
+				}
+			}
+			if val > bestPick && !s.tried(built) {
+				pick, bestPick = built, val
+			}
+			if val > nextV {
+				next, nextV = built, val
+			}
 		}
-		for improved := true; improved; {
-			improved = false
-			next, nextV := cur, curV
-			// weigh is the neighbour with params[pi] at v and, where qi >= 0,
-			// params[qi] at w, whose features are u; built is it, or nil.
-			weigh := func(u []float64, built space.Assignment, pi int, v string, qi int, w string) {
-				val := value(u)
-				if val <= bestPick && val <= nextV {
-					return
+		for pi, p := range params {
+			for _, v := range e.grids[pi] {
+				// b is cur with p at v, built where p switches others on or off
+				// or is off itself (and stays so)
+				var b space.Assignment
+				if e.gates[pi] || !s.sp.Active(p, cur) {
+					b = withValue(s.sp, cur, p.Name, v)
+					e.unitsOf(b, bu)
+				} else {
+					copy(bu, cu)
+					e.set(bu, pi, v)
 				}
-				if built == nil {
-					built = withValue(s.sp, cur, params[pi].Name, v)
-					if qi >= 0 {
-						built = withValue(s.sp, built, params[qi].Name, w)
-					}
+				weigh(bu, b, pi, v, -1, "")
+				base := cur
+				if b != nil {
+					base = b
 				}
-				if val > bestPick && !s.tried(built) {
-					pick, bestPick = built, val
-				}
-				if val > nextV {
-					next, nextV = built, val
-				}
-			}
-			for pi, p := range params {
-				for _, v := range e.grids[pi] {
-					// b is cur with p at v, built where p switches others on or off
-					// or is off itself (and stays so)
-					var b space.Assignment
-					if e.gates[pi] || !s.sp.Active(p, cur) {
-						b = withValue(s.sp, cur, p.Name, v)
-						e.unitsOf(b, bu)
-					} else {
-						copy(bu, cu)
-						e.set(bu, pi, v)
-					}
-					weigh(bu, b, pi, v, -1, "")
-					base := cur
-					if b != nil {
-						base = b
-					}
-					for qi := pi + 1; qi < len(params); qi++ {
-						q := params[qi]
-						for _, w := range e.grids[qi] {
-							var c space.Assignment
-							if e.gates[qi] || !s.sp.Active(q, base) {
-								if b == nil {
-									b = withValue(s.sp, cur, p.Name, v)
-								}
-								c = withValue(s.sp, b, q.Name, w)
-								e.unitsOf(c, nu)
-							} else {
-								copy(nu, bu)
-								e.set(nu, qi, w)
+				for qi := pi + 1; qi < len(params); qi++ {
+					q := params[qi]
+					for _, w := range e.grids[qi] {
+						var c space.Assignment
+						if e.gates[qi] || !s.sp.Active(q, base) {
+							if b == nil {
+								b = withValue(s.sp, cur, p.Name, v)
 							}
-							weigh(nu, c, pi, v, qi, w)
+							c = withValue(s.sp, b, q.Name, w)
+							e.unitsOf(c, nu)
+						} else {
+							copy(nu, bu)
+							e.set(nu, qi, w)
 						}
+						weigh(nu, c, pi, v, qi, w)
 					}
 				}
 			}
-			if nextV > curV+1e-12 {
-				cur, curV, improved = next, nextV, true
-				e.unitsOf(cur, cu)
-			}
+		}
+		if nextV > curV+1e-12 {
+			cur, curV, improved = next, nextV, true
+			e.unitsOf(cur, cu)
 		}
 	}
-	return pick, pick != nil
+	return pick, bestPick
 }
 
 // culprits model why configurations fail: NCCL rejects a setting or a pair

@@ -1,6 +1,7 @@
 package space
 
 import (
+	"iter"
 	"regexp"
 	"strconv"
 	"strings"
@@ -47,7 +48,6 @@ var (
 	// A name may be quoted, "campaign" or 'sampler', as TOML allows.
 	headerRE = regexp.MustCompile(`^\[\[?\s*["']?([A-Za-z0-9_.-]+)["']?\s*\]\]?`)
 	keyRE    = regexp.MustCompile(`^(?:` + quotedRE.String() + `|([A-Za-z0-9_.-]+))\s*=`)
-	wordRE   = regexp.MustCompile(`[A-Za-z0-9_-]+`)
 	quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`)
 )
 
@@ -59,12 +59,15 @@ func locate(data []byte) locator {
 	for _, text := range strings.Split(strings.TrimPrefix(string(data), "\ufeff"), "\n") {
 		t := strings.TrimSpace(text)
 		line := locLine{text: t}
-		if m := headerRE.FindStringSubmatch(t); m != nil {
+		// The patterns are tried only on lines that hold what they start
+		// with or need: a file of 100,000 [[workload]] tables has 500,000
+		// lines, and the expressions were half of its loading.
+		if m := matchIf(strings.HasPrefix(t, "["), headerRE, t); m != nil {
 			section = m[1]
 			index = count[section]
 			count[section]++
 			line.header = true
-		} else if m := keyRE.FindStringSubmatch(t); m != nil {
+		} else if m := matchIf(strings.Contains(t, "="), keyRE, t); m != nil {
 			line.key = m[1]
 			if m[1] == "" {
 				line.key = unquote(m[0][:strings.LastIndexAny(m[0], `"'`)+1])
@@ -80,14 +83,45 @@ func locate(data []byte) locator {
 			setFirst(l.fields, locField{table, line.key}, n)
 			setFirst(l.keys, locField{locTable{section: section}, line.key}, n)
 		}
-		for _, w := range wordRE.FindAllString(t, -1) {
+		for w := range wordsOf(t) {
 			setFirst(l.words, w, n)
 		}
-		for _, q := range quotedRE.FindAllString(t, -1) {
-			setFirst(l.words, unquote(q), n)
+		if strings.ContainsAny(t, `"'`) {
+			for _, q := range quotedRE.FindAllString(t, -1) {
+				setFirst(l.words, unquote(q), n)
+			}
 		}
 	}
 	return l
+}
+
+// matchIf is re's submatches in t where ok, nil otherwise.
+func matchIf(ok bool, re *regexp.Regexp, t string) []string {
+	if !ok {
+		return nil
+	}
+	return re.FindStringSubmatch(t)
+}
+
+// wordsOf are t's words: its longest runs of letters, digits, '_' and '-'
+// (ASCII), left to right.
+func wordsOf(t string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := 0; i < len(t); {
+			j := i
+			for j < len(t) && isWordByte(t[j]) {
+				j++
+			}
+			if j > i && !yield(t[i:j]) {
+				return
+			}
+			i = max(j, i+1)
+		}
+	}
+}
+
+func isWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }
 
 // unquote reads a TOML string of one line, basic ("...", with escapes) or
