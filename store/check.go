@@ -30,16 +30,18 @@ func checkCampaign(c Campaign) error {
 	case c.ValidateRounds < 0 || c.ValidateRounds > maxValidateRounds:
 		return fmt.Errorf("campaign %d: %d validation rounds: %w", c.ID, c.ValidateRounds, ErrTampered)
 	case c.Latest != nil && !c.Latest.valid():
-		return fmt.Errorf("campaign %d: latest run's patience %d, timeout %s: %w", c.ID, c.Latest.Patience, c.Latest.Timeout, ErrTampered)
+		return fmt.Errorf("campaign %d: latest run's patience %d, timeout %s, shortest timeout %s: %w", c.ID, c.Latest.Patience, c.Latest.Timeout, c.Latest.ShortestTimeout, ErrTampered)
 	}
 	return nil
 }
 
 // valid reports whether r holds a patience and a timeout a space file may
-// give: a resume without --space runs them as read back, past the space's
-// checks, and a timeout of 0 is none (a hung trial waits for good).
+// give, and a shortest timeout no longer than it: a resume without --space
+// runs them as read back, past the space's checks, and a timeout of 0 is
+// none (a hung trial waits for good).
 func (r RunSettings) valid() bool {
-	return r.Patience >= 0 && r.Timeout >= space.MinTimeout && r.Timeout <= space.MaxTimeout
+	return r.Patience >= 0 && r.Timeout >= space.MinTimeout && r.Timeout <= space.MaxTimeout &&
+		r.ShortestTimeout >= space.MinTimeout && r.ShortestTimeout <= r.Timeout
 }
 
 // maxValidateRounds bounds a campaign's validation rounds as

@@ -127,6 +127,10 @@ var migrations = []string{
 	// they were kept, which its stored space's describe.
 	`ALTER TABLE campaigns ADD COLUMN latest_patience INTEGER;
 	ALTER TABLE campaigns ADD COLUMN latest_timeout_ns INTEGER;`,
+	// The shortest benchmark.timeout (in nanoseconds) of every run and resume up to the latest,
+	// which caps the iteration count: a later, longer one must not raise it. NULL: a campaign
+	// stored before it was kept, whose latest timeout and stored space's are the ones known.
+	`ALTER TABLE campaigns ADD COLUMN shortest_timeout_ns INTEGER;`,
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -247,15 +251,17 @@ func madeSchema(version int) ([]object, error) {
 }
 
 // latestSince is the schema version that keeps a campaign's latest run's
-// settings (latest_patience, latest_timeout_ns).
-const latestSince = 14
+// settings (latest_patience, latest_timeout_ns), and shortestSince the one
+// that keeps the shortest timeout of its runs (shortest_timeout_ns).
+const latestSince, shortestSince = 14, 15
 
 // readableFrom is the oldest schema version a reader reads: one that lacks
-// only what a reader can do without, latest_patience and latest_timeout_ns,
-// read as NULL (a campaign stored before they were kept, which its stored
-// space describes). A reader never upgrades a store, and refused the
-// previous nccltune's until a resume did, which a campaign it still runs,
-// or a store this user may not write, does not allow.
+// only what a reader can do without, latest_patience, latest_timeout_ns
+// and shortest_timeout_ns, read as NULL (a campaign stored before they
+// were kept, which its stored space and its latest run describe). A reader
+// never upgrades a store, and refused the previous nccltune's until a
+// resume did, which a campaign it still runs, or a store this user may not
+// write, does not allow.
 const readableFrom = latestSince - 1
 
 // checkVersion is a reader's check, of the version checkSchema read: it

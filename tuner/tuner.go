@@ -1328,23 +1328,36 @@ func (t *Tuner) open(o Options) (*session, error) {
 	return s, nil
 }
 
-// CountedSpace is sp with the benchmark.timeout camp started with, for
-// Iterations, where that is the shorter. The timeout is no part of a
-// space's identity, so a resume may change it; a longer one must not raise
-// the count it capped: trials before and after would be measured at
-// different counts. A shorter one (0 is none) caps it, or a sweep could
-// outlast it and trials fail as hangs their settings did not cause. A
-// stored copy that no longer loads leaves sp. Status reads the count of
-// the latest run's space so.
+// CountedSpace is sp with the shortest benchmark.timeout of sp's and of
+// every run of camp the store kept, for Iterations. The timeout is no part
+// of a space's identity, so a resume may change it; a longer one must not
+// raise the count a shorter one capped, the first run's or a later
+// resume's: trials before and after would be measured at different counts.
+// A shorter one caps it, or a sweep could outlast it and trials fail as
+// hangs their settings did not cause. Status reads the count of the latest
+// run's space so.
 func CountedSpace(camp store.Campaign, sp *space.Space) *space.Space {
-	old, err := storedSpace(camp)
-	if err != nil || old.Benchmark.Timeout == sp.Benchmark.Timeout ||
-		sp.Benchmark.Timeout > 0 && (old.Benchmark.Timeout == 0 || sp.Benchmark.Timeout < old.Benchmark.Timeout) {
+	shortest := shortestTimeout(camp, sp)
+	if shortest == sp.Benchmark.Timeout {
 		return sp
 	}
 	c := *sp
-	c.Benchmark.Timeout = old.Benchmark.Timeout
+	c.Benchmark.Timeout = shortest
 	return &c
+}
+
+// shortestTimeout is the shortest of sp's benchmark.timeout, the stored
+// space's (the first run's, where its copy still loads) and the shortest
+// of the runs up to camp's latest.
+func shortestTimeout(camp store.Campaign, sp *space.Space) time.Duration {
+	shortest := sp.Benchmark.Timeout
+	if old, err := storedSpace(camp); err == nil {
+		shortest = min(shortest, old.Benchmark.Timeout)
+	}
+	if camp.Latest != nil {
+		shortest = min(shortest, camp.Latest.ShortestTimeout)
+	}
+	return shortest
 }
 
 // launchable checks that the benchmark of every collective the trials
@@ -1641,7 +1654,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 		camp.Sampler = o.Sampler
 	}
 	o.ending(&camp, fresh)
-	camp.Latest = &store.RunSettings{Patience: sp.Campaign.Patience, Timeout: sp.Benchmark.Timeout}
+	camp.Latest = &store.RunSettings{Patience: sp.Campaign.Patience, Timeout: sp.Benchmark.Timeout, ShortestTimeout: shortestTimeout(camp, sp)}
 	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}
