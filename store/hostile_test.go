@@ -1,10 +1,13 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -531,4 +534,90 @@ func TestLockRefusedTwice(t *testing.T) {
 	if _, err := other.MarkInterrupted(1); err == nil || errors.Is(err, ErrReplaced) {
 		t.Errorf("a write without the lock: %v, want the lock asked for", err)
 	}
+}
+
+// TestAnotherProgramsLogIsLeftAlone: another program's database in WAL
+// mode, its last transactions still in its -wal (the program runs, or was
+// killed), is refused by a writer and a reader and left byte for byte as
+// it was, its -wal and -shm included, made or not: the writer read its
+// schema through a connection that could write, and closing it copied the
+// program's log into its file and deleted the log (SQLite's checkpoint on
+// the last connection's close), and a reader's wrote its read mark into
+// the -shm, or made one.
+func TestAnotherProgramsLogIsLeftAlone(t *testing.T) {
+	if path := os.Getenv("NCCLTUNE_TEST_OTHER_PROGRAM"); path != "" {
+		anotherProgram(t, path)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "app.sqlite")
+	program := exec.Command(os.Args[0], "-test.run=^TestAnotherProgramsLogIsLeftAlone$")
+	program.Env = append(os.Environ(), "NCCLTUNE_TEST_OTHER_PROGRAM="+path)
+	quit, err := program.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, err := program.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := program.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer program.Wait()
+	defer quit.Close()
+	if line, err := bufio.NewReader(ready).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the other program: %q, %v", line, err)
+	}
+	files := func() (out [3]string) {
+		for i, suffix := range []string{"", "-wal", "-shm"} {
+			b, _ := os.ReadFile(path + suffix)
+			out[i] = string(b)
+		}
+		return out
+	}
+	refused := func(state string) {
+		t.Helper()
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			before := files()
+			_, shmErr := os.Stat(path + "-shm")
+			s, err := open(path)
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), "not an nccltune store") {
+				t.Errorf("%s: opened with %v", state, err)
+			}
+			if after := files(); after != before {
+				t.Errorf("%s: refusing it changed the file, -wal or -shm (sizes %d, %d, %d; were %d, %d, %d)", state,
+					len(after[0]), len(after[1]), len(after[2]), len(before[0]), len(before[1]), len(before[2]))
+			}
+			if _, err := os.Stat(path + "-shm"); errors.Is(err, os.ErrNotExist) != errors.Is(shmErr, os.ErrNotExist) {
+				t.Errorf("%s: its -shm made or removed (%v)", state, err)
+			}
+		}
+	}
+	refused("the program running")
+	quit.Close()
+	if err := program.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	refused("the program killed")
+	os.Remove(path + "-shm")
+	refused("the program killed, its -shm deleted")
+}
+
+// anotherProgram makes a database in WAL mode at path, says "ready", and
+// exits once its input ends, as if killed: its log stays.
+func anotherProgram(t *testing.T, path string) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine'); PRAGMA user_version = 3"); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
 }

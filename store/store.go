@@ -185,6 +185,9 @@ func open(path string, readOnly bool) (*Store, error) {
 	if err := sqliteOrEmpty(real); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	if err := probe(real); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	// A writer that may not write the file is refused before SQLite opens
 	// it: SQLite would fall back to reading it, and make its -wal and -shm
 	// as this user's, which another user who owns the store cannot then
