@@ -134,3 +134,26 @@ func checkValidation(v Validation) error {
 	}
 	return nil
 }
+
+// checkValidationRun checks a validation run as read back: a state
+// validation writes (a run it stopped is not kept), a round a validation
+// can have, and scores not negative (JSON holds no NaN or infinity). A run
+// of another state read as failed, and held its configuration to NCCL's
+// defaults.
+func checkValidationRun(r ValidationRun) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("validation run (round %d, %s): %s: %w", r.Round, r.Arm, fmt.Sprintf(format, args...), ErrTampered)
+	}
+	switch {
+	case r.State != Complete && r.State != Failed:
+		return bad("state %q", r.State)
+	case r.Round < 0 || r.Round >= maxValidateRounds:
+		return bad("round out of range")
+	}
+	for name, s := range r.Scores {
+		if s < 0 {
+			return bad("score %s = %g", name, s)
+		}
+	}
+	return nil
+}

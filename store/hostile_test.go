@@ -214,7 +214,9 @@ func TestLockWaitsForADeadWritersTrials(t *testing.T) {
 
 // TestTamperedRowsAreRefused mutates stored rows as an attacker or a damaged
 // disk would: each such store is refused on read with ErrTampered, before
-// anything indexes or loops on what it holds.
+// anything indexes or loops on what it holds. A validation run was read as
+// stored: one of a state nccltune never writes read as failed, and status
+// kept NCCL's defaults for the range it had validated.
 func TestTamperedRowsAreRefused(t *testing.T) {
 	for _, mutation := range []string{
 		`UPDATE trials SET number = -1 WHERE number = 0`,
@@ -237,6 +239,10 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 		validation("tuned", -5, "0.1"),
 		validation("tuned", 5, "9e999"),
 		validation("default", 5, "-9e999"),
+		validationRun(0, "bogus", `{"small":10}`),
+		validationRun(0, "complete", `{"small":-5}`),
+		validationRun(-1, "complete", `{"small":10}`),
+		validationRun(1000000000, "complete", `{"small":10}`),
 	} {
 		s, _, c := threeTrials(t)
 		if _, err := s.db.Exec(mutation); err != nil {
@@ -322,6 +328,12 @@ func useStore(open func(string) (*Store, error), path string) error {
 func validation(verdict string, rounds int, gain string) string {
 	return fmt.Sprintf(`INSERT INTO validations (campaign_id, batch, range_name, candidate, rounds, verdict, gain, reason, created_at)
 		VALUES (1, 1, 'small', 1, %d, '%s', %s, '', '')`, rounds, verdict, gain)
+}
+
+// validationRun inserts a run of batch 1 of threeTrials' campaign.
+func validationRun(round int, state, scores string) string {
+	return fmt.Sprintf(`INSERT INTO validation_runs (campaign_id, batch, round, arm, env, state, scores, unconfirmed)
+		VALUES (1, 1, %d, 'trial 1', '[]', '%s', '%s', 'null')`, round, state, scores)
 }
 
 // TestDamagedRowsNameTheStore: a row that does not read back (a column of
