@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -632,4 +633,43 @@ func anotherProgram(t *testing.T, path string) {
 	fmt.Println("ready")
 	io.Copy(io.Discard, os.Stdin)
 	os.Exit(0)
+}
+
+// TestCompanionsNotRegularFilesAreRefused: a -wal, -shm or -journal beside
+// the store that is not a file (a symbolic link, a named pipe, a folder),
+// which SQLite never makes, is refused by name by a writer and a reader:
+// a pipe as the -wal was read and written as the store's log (a log past
+// the pipe's buffer would block the campaign for good), and the others
+// failed as a folder missing or a file this user may not read.
+func TestCompanionsNotRegularFilesAreRefused(t *testing.T) {
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		for kind, lay := range map[string]func(string) error{
+			"symbolic link": func(p string) error { return os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), p) },
+			"named pipe":    func(p string) error { return syscall.Mkfifo(p, 0o644) },
+			"folder":        func(p string) error { return os.Mkdir(p, 0o755) },
+		} {
+			for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+				path := closedStore(t)
+				if err := lay(path + suffix); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() {
+					s, err := open(path)
+					if err == nil {
+						s.Close()
+					}
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), suffix+" is not a regular file") {
+						t.Errorf("its %s a %s: opened with %v", suffix, kind, err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("its %s a %s: still opening after 10 s", suffix, kind)
+				}
+			}
+		}
+	}
 }

@@ -182,6 +182,9 @@ func open(path string, readOnly bool) (*Store, error) {
 	if abs, err := filepath.Abs(real); err == nil && len(abs) > maxPath {
 		return nil, fmt.Errorf("store %s: its absolute path (links resolved) is %d bytes long, and SQLite opens a database at a path of %d bytes at most: move it, or name one in a shallower folder", path, len(abs), maxPath)
 	}
+	if err := companions(real); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	if err := sqliteOrEmpty(real); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -329,6 +332,20 @@ func createHonouringUmask(path string) {
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666); err == nil {
 		f.Close()
 	}
+}
+
+// companions refuses a file SQLite keeps beside the store at path (its
+// log, the log's index, a rollback journal) that is not a regular file,
+// which SQLite never makes: it opened a named pipe as the journal and
+// waited on it for good, wrote the log into one, and told of a symbolic
+// link or a folder as of a folder missing or a file this user may not read.
+func companions(path string) error {
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if fi, err := os.Lstat(path + suffix); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("its %s is not a regular file (%s), which SQLite never makes: remove it", suffix, fi.Mode().Type())
+		}
+	}
+	return nil
 }
 
 // sqliteHeader starts every SQLite database file.
