@@ -556,15 +556,31 @@ func TestLockRefusedTwice(t *testing.T) {
 // schema through a connection that could write, and closing it copied the
 // program's log into its file and deleted the log (SQLite's checkpoint on
 // the last connection's close), and a reader's wrote its read mark into
-// the -shm, or made one.
+// the -shm, or made one. So is a newer nccltune's store, which that
+// nccltune goes on with.
 func TestAnotherProgramsLogIsLeftAlone(t *testing.T) {
 	if path := os.Getenv("NCCLTUNE_TEST_OTHER_PROGRAM"); path != "" {
-		anotherProgram(t, path)
+		anotherProgram(t, path, os.Getenv("NCCLTUNE_TEST_OTHER_SQL"))
 		return
 	}
+	for _, program := range []struct{ sql, refusal string }{
+		{"PRAGMA journal_mode = WAL; CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine'); PRAGMA user_version = 3", "not an nccltune store"},
+		// As nccltune makes a store: its tables, then WAL mode.
+		{strings.Join(migrations, ";\n") + "; CREATE TABLE later (x); PRAGMA user_version = 99; PRAGMA journal_mode = WAL; INSERT INTO later VALUES (1)",
+			"newer than this nccltune"},
+	} {
+		leftAlone(t, program.sql, program.refusal)
+	}
+}
+
+// leftAlone runs anotherProgram with stmts in a child process and checks
+// that a writer and a reader refuse its database, with refusal, and leave
+// it as it was, while it runs and once it was killed, with and without its
+// -shm.
+func leftAlone(t *testing.T, stmts, refusal string) {
 	path := filepath.Join(t.TempDir(), "app.sqlite")
 	program := exec.Command(os.Args[0], "-test.run=^TestAnotherProgramsLogIsLeftAlone$")
-	program.Env = append(os.Environ(), "NCCLTUNE_TEST_OTHER_PROGRAM="+path)
+	program.Env = append(os.Environ(), "NCCLTUNE_TEST_OTHER_PROGRAM="+path, "NCCLTUNE_TEST_OTHER_SQL="+stmts)
 	quit, err := program.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -597,15 +613,15 @@ func TestAnotherProgramsLogIsLeftAlone(t *testing.T) {
 			if err == nil {
 				s.Close()
 			}
-			if err == nil || !strings.Contains(err.Error(), "not an nccltune store") {
-				t.Errorf("%s: opened with %v", state, err)
+			if err == nil || !strings.Contains(err.Error(), refusal) {
+				t.Errorf("%s: opened with %v, want %q", state, err, refusal)
 			}
 			if after := files(); after != before {
-				t.Errorf("%s: refusing it changed the file, -wal or -shm (sizes %d, %d, %d; were %d, %d, %d)", state,
+				t.Errorf("%s (%s): refusing it changed the file, -wal or -shm (sizes %d, %d, %d; were %d, %d, %d)", state, refusal,
 					len(after[0]), len(after[1]), len(after[2]), len(before[0]), len(before[1]), len(before[2]))
 			}
 			if _, err := os.Stat(path + "-shm"); errors.Is(err, os.ErrNotExist) != errors.Is(shmErr, os.ErrNotExist) {
-				t.Errorf("%s: its -shm made or removed (%v)", state, err)
+				t.Errorf("%s (%s): its -shm made or removed (%v)", state, refusal, err)
 			}
 		}
 	}
@@ -619,15 +635,16 @@ func TestAnotherProgramsLogIsLeftAlone(t *testing.T) {
 	refused("the program killed, its -shm deleted")
 }
 
-// anotherProgram makes a database in WAL mode at path, says "ready", and
-// exits once its input ends, as if killed: its log stays.
-func anotherProgram(t *testing.T, path string) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)")
+// anotherProgram makes a database at path with stmts, which put it in WAL
+// mode, says "ready", and exits once its input ends, as if killed: its log
+// stays.
+func anotherProgram(t *testing.T, path, stmts string) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine'); PRAGMA user_version = 3"); err != nil {
+	if _, err := db.Exec(stmts); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("ready")

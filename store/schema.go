@@ -150,10 +150,7 @@ func checkSchema(db *sql.DB) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := ours(version, have); err != nil {
-		return 0, err
-	}
-	if err := knownVersion(version); err != nil {
+	if err := unknown(version, have); err != nil {
 		return 0, err
 	}
 	want, err := madeSchema(version)
@@ -192,9 +189,10 @@ func readSchema(db *sql.DB) (int, []object, error) {
 // errNotOurs begins the refusal of another program's database.
 const errNotOurs = "not an nccltune store: a SQLite database of another program"
 
-// ours refuses a database of schema version version and schema have that
-// is another program's.
-func ours(version int, have []object) error {
+// unknown refuses a database of schema version version and schema have
+// that is another program's, or a store of a version no nccltune, or not
+// this one, wrote (see knownVersion).
+func unknown(version int, have []object) error {
 	current, err := madeSchema(SchemaVersion)
 	if err != nil {
 		return err
@@ -202,14 +200,15 @@ func ours(version int, have []object) error {
 	if anotherProgramsSchema(version, have, current) {
 		return fmt.Errorf("%s (schema version %d, tables not nccltune's); nccltune makes a store only in a new or empty file, and leaves this one as it is", errNotOurs, version)
 	}
-	return nil
+	return knownVersion(version)
 }
 
-// probe refuses another program's SQLite database at path before SQLite
-// opens it as a store, through a connection that writes nothing: the
-// writer's, refusing it, checkpointed the program's -wal into its file on
-// closing (and deleted the log), and any connection through the log wrote
-// its read mark into the -shm, or made one. Where a -wal lies beside the
+// probe refuses another program's SQLite database at path, or a newer
+// nccltune's store, before SQLite opens it as a store, through a
+// connection that writes nothing: the writer's, refusing it, checkpointed
+// the program's -wal into its file on closing (and deleted the log), and
+// any connection through the log wrote its read mark into the -shm, or
+// made one. Where a -wal lies beside the
 // file, its schema is read through the log with the -shm read-only, which
 // SQLite reads even where the program was killed; where that fails (no
 // -shm), from the file alone: a store's tables are made before its first
@@ -233,7 +232,7 @@ func probe(path string) error {
 	}
 	if logged {
 		if version, have, err := read(false, "&readonly_shm=1"); err == nil {
-			return ours(version, have)
+			return unknown(version, have)
 		}
 	}
 	version, have, err := read(true, "")
@@ -243,7 +242,7 @@ func probe(path string) error {
 	case logged && version == 0 && len(have) == 0:
 		return fmt.Errorf("%s: its tables are in its write-ahead log (-wal) alone, which nccltune never makes, and its -shm, without which SQLite reads that log only by changing it, is missing; nccltune leaves it as it is", errNotOurs)
 	}
-	return ours(version, have)
+	return unknown(version, have)
 }
 
 // anotherProgramsSchema reports whether a database of schema version
