@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -35,13 +36,12 @@ func checkCampaign(c Campaign) error {
 	return nil
 }
 
-// valid reports whether r holds a patience and a timeout a space file may
-// give, and a shortest timeout no longer than it: a resume without --space
-// runs them as read back, past the space's checks, and a timeout of 0 is
-// none (a hung trial waits for good).
+// valid reports whether r holds a patience and timeouts a space file may
+// give: a resume without --space runs them as read back, past the space's
+// checks, and a timeout of 0 is none (a hung trial waits for good).
 func (r RunSettings) valid() bool {
-	return r.Patience >= 0 && r.Timeout >= space.MinTimeout && r.Timeout <= space.MaxTimeout &&
-		r.ShortestTimeout >= space.MinTimeout && r.ShortestTimeout <= r.Timeout
+	timeout := func(d time.Duration) bool { return d >= space.MinTimeout && d <= space.MaxTimeout }
+	return r.Patience >= 0 && timeout(r.Timeout) && timeout(r.ShortestTimeout)
 }
 
 // maxValidateRounds bounds a campaign's validation rounds as

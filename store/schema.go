@@ -128,9 +128,9 @@ var migrations = []string{
 	// they were kept, which its stored space's describe.
 	`ALTER TABLE campaigns ADD COLUMN latest_patience INTEGER;
 	ALTER TABLE campaigns ADD COLUMN latest_timeout_ns INTEGER;`,
-	// The shortest benchmark.timeout (in nanoseconds) of every run and resume up to the latest,
-	// which caps the iteration count: a later, longer one must not raise it. NULL: a campaign
-	// stored before it was kept, whose latest timeout and stored space's are the ones known.
+	// The shortest benchmark.timeout (in nanoseconds) the campaign's trials ran under, which
+	// caps the iteration count: a later, longer one must not raise it. NULL: a campaign stored
+	// before it was kept, whose latest timeout and stored space's are the ones known.
 	`ALTER TABLE campaigns ADD COLUMN shortest_timeout_ns INTEGER;`,
 }
 

@@ -742,9 +742,9 @@ func TestReaderReadsThePreviousSchema(t *testing.T) {
 // and timeout go into the space a resume without --space runs, past the
 // space file's checks: a timeout of 0 (read as none: a hung trial waits for
 // good), one of a nanosecond or of years, a negative patience, a shortest
-// timeout of 0 or longer than the latest, or one of the two without the
-// other or the shortest without both (nccltune writes all three), which it
-// never writes, is refused as tampered.
+// timeout of 0 or of years, or one of the two without the other or the
+// shortest without both (nccltune writes all three), which it never
+// writes, is refused as tampered.
 func TestLatestRunOutsideTheSpacesBounds(t *testing.T) {
 	s, _ := openWriter(t)
 	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe",
@@ -756,7 +756,7 @@ func TestLatestRunOutsideTheSpacesBounds(t *testing.T) {
 		"latest_timeout_ns = 0", "latest_timeout_ns = 1", fmt.Sprintf("latest_timeout_ns = %d", 400*24*time.Hour),
 		"latest_patience = -1",
 		"latest_timeout_ns = NULL", "latest_patience = NULL",
-		"shortest_timeout_ns = 0", fmt.Sprintf("shortest_timeout_ns = %d", 2*time.Minute),
+		"shortest_timeout_ns = 0", fmt.Sprintf("shortest_timeout_ns = %d", 400*24*time.Hour),
 		"latest_timeout_ns = NULL, latest_patience = NULL",
 	} {
 		if _, err := s.db.Exec("UPDATE campaigns SET "+set+" WHERE id = ?", c.ID); err != nil {

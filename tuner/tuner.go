@@ -815,6 +815,13 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return err
 	}
 	s.untold[t.Number] = *t
+	if timeout := s.Space.Benchmark.Timeout; t.State != store.Interrupted && timeout < s.camp.Latest.ShortestTimeout {
+		// A trial ran at the count this run's shorter timeout capped (CountedSpace).
+		s.camp.Latest.ShortestTimeout = timeout
+		if err := s.Store.UpdateSettings(s.camp); err != nil {
+			return err
+		}
+	}
 	if err := s.brokenGroup(ctx); err != nil {
 		return err
 	}
@@ -1329,15 +1336,15 @@ func (t *Tuner) open(o Options) (*session, error) {
 }
 
 // CountedSpace is sp with the shortest benchmark.timeout of sp's and of
-// every run of camp the store kept, for Iterations. The timeout is no part
-// of a space's identity, so a resume may change it; a longer one must not
+// those camp's trials ran under, for Iterations. The timeout is no part of
+// a space's identity, so a resume may change it; a longer one must not
 // raise the count a shorter one capped, the first run's or a later
 // resume's: trials before and after would be measured at different counts.
 // A shorter one caps it, or a sweep could outlast it and trials fail as
 // hangs their settings did not cause. Status reads the count of the latest
 // run's space so.
 func CountedSpace(camp store.Campaign, sp *space.Space) *space.Space {
-	shortest := shortestTimeout(camp, sp)
+	shortest := min(sp.Benchmark.Timeout, shortestRun(camp, sp))
 	if shortest == sp.Benchmark.Timeout {
 		return sp
 	}
@@ -1346,18 +1353,24 @@ func CountedSpace(camp store.Campaign, sp *space.Space) *space.Space {
 	return &c
 }
 
-// shortestTimeout is the shortest of sp's benchmark.timeout, the stored
-// space's (the first run's, where its copy still loads) and the shortest
-// of the runs up to camp's latest.
-func shortestTimeout(camp store.Campaign, sp *space.Space) time.Duration {
-	shortest := sp.Benchmark.Timeout
+// shortestRun is the shortest benchmark.timeout camp's trials ran under
+// that the store knows of: the stored space's (the first run's), where its
+// copy still loads, and the shortest of the later runs that ran a trial
+// (session.end); sp's where it knows none. A run that ran no trial (its
+// budget spent, or stopped at once) measured nothing at the count its
+// timeout capped.
+func shortestRun(camp store.Campaign, sp *space.Space) time.Duration {
+	var known []time.Duration
 	if old, err := storedSpace(camp); err == nil {
-		shortest = min(shortest, old.Benchmark.Timeout)
+		known = append(known, old.Benchmark.Timeout)
 	}
 	if camp.Latest != nil {
-		shortest = min(shortest, camp.Latest.ShortestTimeout)
+		known = append(known, camp.Latest.ShortestTimeout)
 	}
-	return shortest
+	if len(known) == 0 {
+		return sp.Benchmark.Timeout
+	}
+	return slices.Min(known)
 }
 
 // launchable checks that the benchmark of every collective the trials
@@ -1654,7 +1667,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 		camp.Sampler = o.Sampler
 	}
 	o.ending(&camp, fresh)
-	camp.Latest = &store.RunSettings{Patience: sp.Campaign.Patience, Timeout: sp.Benchmark.Timeout, ShortestTimeout: shortestTimeout(camp, sp)}
+	camp.Latest = &store.RunSettings{Patience: sp.Campaign.Patience, Timeout: sp.Benchmark.Timeout, ShortestTimeout: shortestRun(camp, sp)}
 	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}
