@@ -557,7 +557,8 @@ func TestLockRefusedTwice(t *testing.T) {
 // program's log into its file and deleted the log (SQLite's checkpoint on
 // the last connection's close), and a reader's wrote its read mark into
 // the -shm, or made one. So is a newer nccltune's store, which that
-// nccltune goes on with.
+// nccltune goes on with, and a database whose program was killed in a
+// transaction, its journal hot.
 func TestAnotherProgramsLogIsLeftAlone(t *testing.T) {
 	if path := os.Getenv("NCCLTUNE_TEST_OTHER_PROGRAM"); path != "" {
 		anotherProgram(t, path, os.Getenv("NCCLTUNE_TEST_OTHER_SQL"))
@@ -568,6 +569,10 @@ func TestAnotherProgramsLogIsLeftAlone(t *testing.T) {
 		// As nccltune makes a store: its tables, then WAL mode.
 		{strings.Join(migrations, ";\n") + "; CREATE TABLE later (x); PRAGMA user_version = 99; PRAGMA journal_mode = WAL; INSERT INTO later VALUES (1)",
 			"newer than this nccltune"},
+		// In rollback mode, its transaction spilled into the file: a hot
+		// journal, which a writer's connection rolled back.
+		{"CREATE TABLE notes (text TEXT); PRAGMA cache_size = 1; BEGIN; INSERT INTO notes SELECT hex(randomblob(1000)) FROM (WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 200) SELECT x FROM n)",
+			"not an nccltune store"},
 	} {
 		leftAlone(t, program.sql, program.refusal)
 	}
@@ -597,8 +602,8 @@ func leftAlone(t *testing.T, stmts, refusal string) {
 	if line, err := bufio.NewReader(ready).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("the other program: %q, %v", line, err)
 	}
-	files := func() (out [3]string) {
-		for i, suffix := range []string{"", "-wal", "-shm"} {
+	files := func() (out [4]string) {
+		for i, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 			b, _ := os.ReadFile(path + suffix)
 			out[i] = string(b)
 		}
@@ -617,8 +622,8 @@ func leftAlone(t *testing.T, stmts, refusal string) {
 				t.Errorf("%s: opened with %v, want %q", state, err, refusal)
 			}
 			if after := files(); after != before {
-				t.Errorf("%s (%s): refusing it changed the file, -wal or -shm (sizes %d, %d, %d; were %d, %d, %d)", state, refusal,
-					len(after[0]), len(after[1]), len(after[2]), len(before[0]), len(before[1]), len(before[2]))
+				t.Errorf("%s (%s): refusing it changed the file, -wal, -shm or -journal (sizes %d, %d, %d, %d; were %d, %d, %d, %d)", state, refusal,
+					len(after[0]), len(after[1]), len(after[2]), len(after[3]), len(before[0]), len(before[1]), len(before[2]), len(before[3]))
 			}
 			if _, err := os.Stat(path + "-shm"); errors.Is(err, os.ErrNotExist) != errors.Is(shmErr, os.ErrNotExist) {
 				t.Errorf("%s (%s): its -shm made or removed (%v)", state, refusal, err)
@@ -635,9 +640,8 @@ func leftAlone(t *testing.T, stmts, refusal string) {
 	refused("the program killed, its -shm deleted")
 }
 
-// anotherProgram makes a database at path with stmts, which put it in WAL
-// mode, says "ready", and exits once its input ends, as if killed: its log
-// stays.
+// anotherProgram makes a database at path with stmts, says "ready", and
+// exits once its input ends, as if killed: its log, or its journal, stays.
 func anotherProgram(t *testing.T, path, stmts string) {
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=wal_autocheckpoint(0)")
 	if err != nil {
