@@ -186,8 +186,8 @@ func readSchema(db *sql.DB) (int, []object, error) {
 	return version, have, err
 }
 
-// errNotOurs begins the refusal of another program's database.
-const errNotOurs = "not an nccltune store: a SQLite database of another program"
+// notOurs begins the refusal of another program's database.
+const notOurs = "not an nccltune store: a SQLite database of another program"
 
 // unknown refuses a database of schema version version and schema have
 // that is another program's, or a store of a version no nccltune, or not
@@ -198,7 +198,7 @@ func unknown(version int, have []object) error {
 		return err
 	}
 	if anotherProgramsSchema(version, have, current) {
-		return fmt.Errorf("%s (schema version %d, tables not nccltune's); nccltune makes a store only in a new or empty file, and leaves this one as it is", errNotOurs, version)
+		return fmt.Errorf("%s (schema version %d, tables not nccltune's); nccltune makes a store only in a new or empty file, and leaves this one as it is", notOurs, version)
 	}
 	return knownVersion(version)
 }
@@ -240,7 +240,7 @@ func probe(path string) error {
 	case err != nil:
 		return nil
 	case logged && version == 0 && len(have) == 0:
-		return fmt.Errorf("%s: its tables are in its write-ahead log (-wal) alone, which nccltune never makes, and its -shm, without which SQLite reads that log only by changing it, is missing; nccltune leaves it as it is", errNotOurs)
+		return fmt.Errorf("%s: its tables are in its write-ahead log (-wal) alone, which nccltune never makes, and its -shm, without which SQLite reads that log only by changing it, is missing; nccltune leaves it as it is", notOurs)
 	}
 	return unknown(version, have)
 }
