@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/nccltune/nccltune/space"
 )
@@ -30,16 +31,17 @@ func checkCampaign(c Campaign) error {
 	case c.ValidateRounds < 0 || c.ValidateRounds > maxValidateRounds:
 		return fmt.Errorf("campaign %d: %d validation rounds: %w", c.ID, c.ValidateRounds, ErrTampered)
 	case c.Latest != nil && !c.Latest.valid():
-		return fmt.Errorf("campaign %d: latest run's patience %d, timeout %s: %w", c.ID, c.Latest.Patience, c.Latest.Timeout, ErrTampered)
+		return fmt.Errorf("campaign %d: latest run's patience %d, timeout %s, shortest timeout %s: %w", c.ID, c.Latest.Patience, c.Latest.Timeout, c.Latest.ShortestTimeout, ErrTampered)
 	}
 	return nil
 }
 
-// valid reports whether r holds a patience and a timeout a space file may
+// valid reports whether r holds a patience and timeouts a space file may
 // give: a resume without --space runs them as read back, past the space's
 // checks, and a timeout of 0 is none (a hung trial waits for good).
 func (r RunSettings) valid() bool {
-	return r.Patience >= 0 && r.Timeout >= space.MinTimeout && r.Timeout <= space.MaxTimeout
+	timeout := func(d time.Duration) bool { return d >= space.MinTimeout && d <= space.MaxTimeout }
+	return r.Patience >= 0 && timeout(r.Timeout) && timeout(r.ShortestTimeout)
 }
 
 // maxValidateRounds bounds a campaign's validation rounds as
@@ -128,6 +130,29 @@ func checkValidation(v Validation) error {
 	for _, x := range []float64{v.DefaultMean, v.TunedMean, v.Gain, v.CILow, v.CIHigh} {
 		if math.IsInf(x, 0) {
 			return bad("%g", x)
+		}
+	}
+	return nil
+}
+
+// checkValidationRun checks a validation run as read back: a state
+// validation writes (a run it stopped is not kept), a round a validation
+// can have, and scores not negative (JSON holds no NaN or infinity). A run
+// of another state read as failed, and held its configuration to NCCL's
+// defaults.
+func checkValidationRun(r ValidationRun) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("validation run (round %d, %s): %s: %w", r.Round, r.Arm, fmt.Sprintf(format, args...), ErrTampered)
+	}
+	switch {
+	case r.State != Complete && r.State != Failed:
+		return bad("state %q", r.State)
+	case r.Round < 0 || r.Round >= maxValidateRounds:
+		return bad("round out of range")
+	}
+	for name, s := range r.Scores {
+		if s < 0 {
+			return bad("score %s = %g", name, s)
 		}
 	}
 	return nil

@@ -1,14 +1,18 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,7 +215,9 @@ func TestLockWaitsForADeadWritersTrials(t *testing.T) {
 
 // TestTamperedRowsAreRefused mutates stored rows as an attacker or a damaged
 // disk would: each such store is refused on read with ErrTampered, before
-// anything indexes or loops on what it holds.
+// anything indexes or loops on what it holds. A validation run was read as
+// stored: one of a state nccltune never writes read as failed, and status
+// kept NCCL's defaults for the range it had validated.
 func TestTamperedRowsAreRefused(t *testing.T) {
 	for _, mutation := range []string{
 		`UPDATE trials SET number = -1 WHERE number = 0`,
@@ -234,6 +240,10 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 		validation("tuned", -5, "0.1"),
 		validation("tuned", 5, "9e999"),
 		validation("default", 5, "-9e999"),
+		validationRun(0, "bogus", `{"small":10}`),
+		validationRun(0, "complete", `{"small":-5}`),
+		validationRun(-1, "complete", `{"small":10}`),
+		validationRun(1000000000, "complete", `{"small":10}`),
 	} {
 		s, _, c := threeTrials(t)
 		if _, err := s.db.Exec(mutation); err != nil {
@@ -319,6 +329,12 @@ func useStore(open func(string) (*Store, error), path string) error {
 func validation(verdict string, rounds int, gain string) string {
 	return fmt.Sprintf(`INSERT INTO validations (campaign_id, batch, range_name, candidate, rounds, verdict, gain, reason, created_at)
 		VALUES (1, 1, 'small', 1, %d, '%s', %s, '', '')`, rounds, verdict, gain)
+}
+
+// validationRun inserts a run of batch 1 of threeTrials' campaign.
+func validationRun(round int, state, scores string) string {
+	return fmt.Sprintf(`INSERT INTO validation_runs (campaign_id, batch, round, arm, env, state, scores, unconfirmed)
+		VALUES (1, 1, %d, 'trial 1', '[]', '%s', '%s', 'null')`, round, state, scores)
 }
 
 // TestDamagedRowsNameTheStore: a row that does not read back (a column of
@@ -530,5 +546,151 @@ func TestLockRefusedTwice(t *testing.T) {
 	}
 	if _, err := other.MarkInterrupted(1); err == nil || errors.Is(err, ErrReplaced) {
 		t.Errorf("a write without the lock: %v, want the lock asked for", err)
+	}
+}
+
+// TestAnotherProgramsLogIsLeftAlone: another program's database in WAL
+// mode, its last transactions still in its -wal (the program runs, or was
+// killed), is refused by a writer and a reader and left byte for byte as
+// it was, its -wal and -shm included, made or not: the writer read its
+// schema through a connection that could write, and closing it copied the
+// program's log into its file and deleted the log (SQLite's checkpoint on
+// the last connection's close), and a reader's wrote its read mark into
+// the -shm, or made one. So is a newer nccltune's store, which that
+// nccltune goes on with, and a database whose program was killed in a
+// transaction, its journal hot.
+func TestAnotherProgramsLogIsLeftAlone(t *testing.T) {
+	if path := os.Getenv("NCCLTUNE_TEST_OTHER_PROGRAM"); path != "" {
+		anotherProgram(t, path, os.Getenv("NCCLTUNE_TEST_OTHER_SQL"))
+		return
+	}
+	for _, program := range []struct{ sql, refusal string }{
+		{"PRAGMA journal_mode = WAL; CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine'); PRAGMA user_version = 3", "not an nccltune store"},
+		// As nccltune makes a store: its tables, then WAL mode.
+		{strings.Join(migrations, ";\n") + "; CREATE TABLE later (x); PRAGMA user_version = 99; PRAGMA journal_mode = WAL; INSERT INTO later VALUES (1)",
+			"newer than this nccltune"},
+		// In rollback mode, its transaction spilled into the file: a hot
+		// journal, which a writer's connection rolled back.
+		{"CREATE TABLE notes (text TEXT); PRAGMA cache_size = 1; BEGIN; INSERT INTO notes SELECT hex(randomblob(1000)) FROM (WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 200) SELECT x FROM n)",
+			"not an nccltune store"},
+	} {
+		leftAlone(t, program.sql, program.refusal)
+	}
+}
+
+// leftAlone runs anotherProgram with stmts in a child process and checks
+// that a writer and a reader refuse its database, with refusal, and leave
+// it as it was, while it runs and once it was killed, with and without its
+// -shm.
+func leftAlone(t *testing.T, stmts, refusal string) {
+	path := filepath.Join(t.TempDir(), "app.sqlite")
+	program := exec.Command(os.Args[0], "-test.run=^TestAnotherProgramsLogIsLeftAlone$")
+	program.Env = append(os.Environ(), "NCCLTUNE_TEST_OTHER_PROGRAM="+path, "NCCLTUNE_TEST_OTHER_SQL="+stmts)
+	quit, err := program.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, err := program.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := program.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer program.Wait()
+	defer quit.Close()
+	if line, err := bufio.NewReader(ready).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the other program: %q, %v", line, err)
+	}
+	files := func() (out [4]string) {
+		for i, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			b, _ := os.ReadFile(path + suffix)
+			out[i] = string(b)
+		}
+		return out
+	}
+	refused := func(state string) {
+		t.Helper()
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			before := files()
+			_, shmErr := os.Stat(path + "-shm")
+			s, err := open(path)
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), refusal) {
+				t.Errorf("%s: opened with %v, want %q", state, err, refusal)
+			}
+			if after := files(); after != before {
+				t.Errorf("%s (%s): refusing it changed the file, -wal, -shm or -journal (sizes %d, %d, %d, %d; were %d, %d, %d, %d)", state, refusal,
+					len(after[0]), len(after[1]), len(after[2]), len(after[3]), len(before[0]), len(before[1]), len(before[2]), len(before[3]))
+			}
+			if _, err := os.Stat(path + "-shm"); errors.Is(err, os.ErrNotExist) != errors.Is(shmErr, os.ErrNotExist) {
+				t.Errorf("%s (%s): its -shm made or removed (%v)", state, refusal, err)
+			}
+		}
+	}
+	refused("the program running")
+	quit.Close()
+	if err := program.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	refused("the program killed")
+	os.Remove(path + "-shm")
+	refused("the program killed, its -shm deleted")
+}
+
+// anotherProgram makes a database at path with stmts, says "ready", and
+// exits once its input ends, as if killed: its log, or its journal, stays.
+func anotherProgram(t *testing.T, path, stmts string) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=wal_autocheckpoint(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(stmts); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+// TestCompanionsNotRegularFilesAreRefused: a -wal, -shm or -journal beside
+// the store that is not a file (a symbolic link, a named pipe, a folder),
+// which SQLite never makes, is refused by name by a writer and a reader:
+// a pipe as the -wal was read and written as the store's log (a log past
+// the pipe's buffer would block the campaign for good), and the others
+// failed as a folder missing or a file this user may not read.
+func TestCompanionsNotRegularFilesAreRefused(t *testing.T) {
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		for kind, lay := range map[string]func(string) error{
+			"symbolic link": func(p string) error { return os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), p) },
+			"named pipe":    func(p string) error { return syscall.Mkfifo(p, 0o644) },
+			"folder":        func(p string) error { return os.Mkdir(p, 0o755) },
+		} {
+			for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+				path := closedStore(t)
+				if err := lay(path + suffix); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() {
+					s, err := open(path)
+					if err == nil {
+						s.Close()
+					}
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), suffix+" is not a regular file") {
+						t.Errorf("its %s a %s: opened with %v", suffix, kind, err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("its %s a %s: still opening after 10 s", suffix, kind)
+				}
+			}
+		}
 	}
 }

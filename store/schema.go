@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"syscall"
 )
@@ -127,6 +128,10 @@ var migrations = []string{
 	// they were kept, which its stored space's describe.
 	`ALTER TABLE campaigns ADD COLUMN latest_patience INTEGER;
 	ALTER TABLE campaigns ADD COLUMN latest_timeout_ns INTEGER;`,
+	// The shortest benchmark.timeout (in nanoseconds) the campaign's trials ran under, which
+	// caps the iteration count: a later, longer one must not raise it. NULL: a campaign stored
+	// before it was kept, whose latest timeout and stored space's are the ones known.
+	`ALTER TABLE campaigns ADD COLUMN shortest_timeout_ns INTEGER;`,
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -141,27 +146,11 @@ var SchemaVersion = len(migrations)
 // ran it. Both are read in one transaction: a writer migrating meanwhile
 // changes them together.
 func checkSchema(db *sql.DB) (int, error) {
-	tx, err := db.Begin()
+	version, have, err := readSchema(db)
 	if err != nil {
 		return 0, err
 	}
-	defer tx.Rollback()
-	var version int
-	if err := tx.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
-		return 0, err
-	}
-	have, err := schemaOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	current, err := madeSchema(SchemaVersion)
-	if err != nil {
-		return 0, err
-	}
-	if anotherProgramsSchema(version, have, current) {
-		return 0, fmt.Errorf("not an nccltune store: a SQLite database of another program (schema version %d, tables not nccltune's); nccltune makes a store only in a new or empty file", version)
-	}
-	if err := knownVersion(version); err != nil {
+	if err := unknown(version, have); err != nil {
 		return 0, err
 	}
 	want, err := madeSchema(version)
@@ -179,6 +168,81 @@ func checkSchema(db *sql.DB) (int, error) {
 		return 0, fmt.Errorf("it lacks tables or indexes of schema version %d: %w", version, ErrTampered)
 	}
 	return version, nil
+}
+
+// readSchema reads the schema version and the schema of the database db
+// opens, in one transaction.
+func readSchema(db *sql.DB) (int, []object, error) {
+	tx, err := db.Begin()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		return 0, nil, err
+	}
+	have, err := schemaOf(tx)
+	return version, have, err
+}
+
+// notOurs begins the refusal of another program's database.
+const notOurs = "not an nccltune store: a SQLite database of another program"
+
+// unknown refuses a database of schema version version and schema have
+// that is another program's, or a store of a version no nccltune, or not
+// this one, wrote (see knownVersion).
+func unknown(version int, have []object) error {
+	current, err := madeSchema(SchemaVersion)
+	if err != nil {
+		return err
+	}
+	if anotherProgramsSchema(version, have, current) {
+		return fmt.Errorf("%s (schema version %d, tables not nccltune's); nccltune makes a store only in a new or empty file, and leaves this one as it is", notOurs, version)
+	}
+	return knownVersion(version)
+}
+
+// probe refuses another program's SQLite database at path, or a newer
+// nccltune's store, before SQLite opens it as a store, through a
+// connection that writes nothing: the writer's, refusing it, checkpointed
+// the program's -wal into its file on closing (and deleted the log), and
+// any connection through the log wrote its read mark into the -shm, or
+// made one. Where a -wal lies beside the
+// file, its schema is read through the log with the -shm read-only, which
+// SQLite reads even where the program was killed; where that fails (no
+// -shm), from the file alone: a store's tables are made before its first
+// log (migrate, then WAL mode), so one whose file holds none beside a log
+// is another program's. Where nothing reads, it decides nothing: the open
+// that follows says why.
+func probe(path string) error {
+	wal, err := os.Stat(path + "-wal")
+	logged := err == nil && wal.Size() > 0
+	read := func(immutable bool, extra string) (int, []object, error) {
+		dsn, err := uri(path, true, immutable)
+		if err != nil {
+			return 0, nil, err
+		}
+		db, err := sql.Open("sqlite", dsn+extra)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer db.Close()
+		return readSchema(db)
+	}
+	if logged {
+		if version, have, err := read(false, "&readonly_shm=1"); err == nil {
+			return unknown(version, have)
+		}
+	}
+	version, have, err := read(true, "")
+	switch {
+	case err != nil:
+		return nil
+	case logged && version == 0 && len(have) == 0:
+		return fmt.Errorf("%s: its tables are in its write-ahead log (-wal) alone, which nccltune never makes, and its -shm, without which SQLite reads that log only by changing it, is missing; nccltune leaves it as it is", notOurs)
+	}
+	return unknown(version, have)
 }
 
 // anotherProgramsSchema reports whether a database of schema version
@@ -247,15 +311,17 @@ func madeSchema(version int) ([]object, error) {
 }
 
 // latestSince is the schema version that keeps a campaign's latest run's
-// settings (latest_patience, latest_timeout_ns).
-const latestSince = 14
+// settings (latest_patience, latest_timeout_ns), and shortestSince the one
+// that keeps the shortest timeout of its runs (shortest_timeout_ns).
+const latestSince, shortestSince = 14, 15
 
 // readableFrom is the oldest schema version a reader reads: one that lacks
-// only what a reader can do without, latest_patience and latest_timeout_ns,
-// read as NULL (a campaign stored before they were kept, which its stored
-// space describes). A reader never upgrades a store, and refused the
-// previous nccltune's until a resume did, which a campaign it still runs,
-// or a store this user may not write, does not allow.
+// only what a reader can do without, latest_patience, latest_timeout_ns
+// and shortest_timeout_ns, read as NULL (a campaign stored before they
+// were kept, which its stored space and its latest run describe). A reader
+// never upgrades a store, and refused the previous nccltune's until a
+// resume did, which a campaign it still runs, or a store this user may not
+// write, does not allow.
 const readableFrom = latestSince - 1
 
 // checkVersion is a reader's check, of the version checkSchema read: it

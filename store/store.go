@@ -84,6 +84,11 @@ type Campaign struct {
 type RunSettings struct {
 	Patience int           // campaign.patience
 	Timeout  time.Duration // benchmark.timeout
+	// ShortestTimeout is the shortest benchmark.timeout the campaign's
+	// trials ran under, of the runs the store kept it for, which caps the
+	// iteration count; a run that ran none, as this one may, leaves it. A
+	// campaign stored before it was kept reads its Timeout.
+	ShortestTimeout time.Duration
 }
 
 // Trial is one launch of the benchmark with one configuration.
@@ -178,7 +183,13 @@ func open(path string, readOnly bool) (*Store, error) {
 	if abs, err := filepath.Abs(real); err == nil && len(abs) > maxPath {
 		return nil, fmt.Errorf("store %s: its absolute path (links resolved) is %d bytes long, and SQLite opens a database at a path of %d bytes at most: move it, or name one in a shallower folder", path, len(abs), maxPath)
 	}
+	if err := companions(real); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	if err := sqliteOrEmpty(real); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if err := probe(real); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	// A writer that may not write the file is refused before SQLite opens
@@ -322,6 +333,20 @@ func createHonouringUmask(path string) {
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666); err == nil {
 		f.Close()
 	}
+}
+
+// companions refuses a file SQLite keeps beside the store at path (its
+// log, the log's index, a rollback journal) that is not a regular file,
+// which SQLite never makes: it opened a named pipe as the journal and
+// waited on it for good, wrote the log into one, and told of a symbolic
+// link or a folder as of a folder missing or a file this user may not read.
+func companions(path string) error {
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if fi, err := os.Lstat(path + suffix); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("its %s is not a regular file (%s), which SQLite never makes: remove it", suffix, fi.Mode().Type())
+		}
+	}
+	return nil
 }
 
 // sqliteHeader starts every SQLite database file.
@@ -535,12 +560,12 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 		return c, fmt.Errorf("store %s: %w", s.path, err)
 	}
 	c.Created = time.Now().UTC()
-	patience, timeout := c.latest()
+	patience, timeout, shortest := c.latest()
 	res, err := s.db.Exec(`INSERT INTO campaigns(name, space_hash, space, budget, sampler, seed, created_at, scale, simplify, validate_rounds,
-		latest_patience, latest_timeout_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		latest_patience, latest_timeout_ns, shortest_timeout_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Name, c.SpaceHash, c.Space, c.Budget, c.Sampler, c.Seed, c.Created.Format(time.RFC3339Nano), c.Scale, c.Simplify, c.ValidateRounds,
-		patience, timeout)
+		patience, timeout, shortest)
 	if err != nil {
 		return c, fmt.Errorf("create campaign %s: %w", c.Name, err)
 	}
@@ -549,12 +574,13 @@ func (s *Store) CreateCampaign(c Campaign) (Campaign, error) {
 }
 
 // latest is c.Latest as its columns hold it: NULL for none.
-func (c Campaign) latest() (patience, timeout sql.NullInt64) {
+func (c Campaign) latest() (patience, timeout, shortest sql.NullInt64) {
 	if c.Latest != nil {
 		patience = sql.NullInt64{Int64: int64(c.Latest.Patience), Valid: true}
 		timeout = sql.NullInt64{Int64: int64(c.Latest.Timeout), Valid: true}
+		shortest = sql.NullInt64{Int64: int64(c.Latest.ShortestTimeout), Valid: true}
 	}
-	return patience, timeout
+	return patience, timeout, shortest
 }
 
 // UpdateSettings records a campaign's budget, sampler, seed, stop reason,
@@ -566,10 +592,10 @@ func (s *Store) UpdateSettings(c Campaign) error {
 	if err := storable(c); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	patience, timeout := c.latest()
+	patience, timeout, shortest := c.latest()
 	_, err := s.db.Exec(`UPDATE campaigns SET budget = ?, sampler = ?, seed = ?, stopped = ?, simplify = ?, validate_rounds = ?,
-		latest_patience = ?, latest_timeout_ns = ? WHERE id = ?`,
-		c.Budget, c.Sampler, c.Seed, c.Stopped, c.Simplify, c.ValidateRounds, patience, timeout, c.ID)
+		latest_patience = ?, latest_timeout_ns = ?, shortest_timeout_ns = ? WHERE id = ?`,
+		c.Budget, c.Sampler, c.Seed, c.Stopped, c.Simplify, c.ValidateRounds, patience, timeout, shortest, c.ID)
 	if err != nil {
 		return fmt.Errorf("campaign %s: %w", c.Name, err)
 	}
@@ -593,9 +619,12 @@ func (s *Store) Campaigns() ([]Campaign, error) { return s.campaigns("") }
 
 func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	defer s.located(&err)
-	latest := "latest_patience, latest_timeout_ns"
-	if s.version < latestSince {
-		latest = "NULL, NULL"
+	latest := "latest_patience, latest_timeout_ns, shortest_timeout_ns"
+	switch {
+	case s.version < latestSince:
+		latest = "NULL, NULL, NULL"
+	case s.version < shortestSince:
+		latest = "latest_patience, latest_timeout_ns, NULL"
 	}
 	rows, err := s.db.Query(`SELECT id, name, space_hash, space, budget, sampler, seed, created_at, stopped, scale, simplify, validate_rounds,
 		`+latest+` FROM campaigns `+where+` ORDER BY id`, args...)
@@ -607,17 +636,20 @@ func (s *Store) campaigns(where string, args ...any) (_ []Campaign, err error) {
 	for rows.Next() {
 		var c Campaign
 		var created string
-		var patience, timeout sql.NullInt64
+		var patience, timeout, shortest sql.NullInt64
 		if err := rows.Scan(&c.ID, &c.Name, &c.SpaceHash, &c.Space, &c.Budget, &c.Sampler, &c.Seed, &created, &c.Stopped, &c.Scale,
-			&c.Simplify, &c.ValidateRounds, &patience, &timeout); err != nil {
+			&c.Simplify, &c.ValidateRounds, &patience, &timeout, &shortest); err != nil {
 			return nil, err
 		}
 		c.Created, _ = time.Parse(time.RFC3339Nano, created)
 		switch {
-		case patience.Valid != timeout.Valid: // written together, or not at all
-			return nil, fmt.Errorf("campaign %d: a latest run's patience or timeout without the other: %w", c.ID, ErrTampered)
+		case patience.Valid != timeout.Valid || shortest.Valid && !timeout.Valid: // written together, or not at all
+			return nil, fmt.Errorf("campaign %d: a latest run's patience or timeouts without the others: %w", c.ID, ErrTampered)
 		case patience.Valid:
-			c.Latest = &RunSettings{Patience: int(patience.Int64), Timeout: time.Duration(timeout.Int64)}
+			c.Latest = &RunSettings{Patience: int(patience.Int64), Timeout: time.Duration(timeout.Int64), ShortestTimeout: time.Duration(timeout.Int64)}
+			if shortest.Valid {
+				c.Latest.ShortestTimeout = time.Duration(shortest.Int64)
+			}
 		}
 		if err := checkCampaign(c); err != nil {
 			return nil, err

@@ -459,12 +459,20 @@ func TestCampaignKeepsItsLatestRun(t *testing.T) {
 	if got, err := s.Campaign("c"); err != nil || got.Latest != nil {
 		t.Errorf("created without: %+v, %v", got, err)
 	}
-	c.Latest = &RunSettings{Patience: 7, Timeout: 90 * time.Second}
+	c.Latest = &RunSettings{Patience: 7, Timeout: 90 * time.Second, ShortestTimeout: 30 * time.Second}
 	if err := s.UpdateSettings(c); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Campaign("c"); err != nil || got.Latest == nil || *got.Latest != *c.Latest {
 		t.Errorf("updated: %+v, %v", got, err)
+	}
+	// A campaign a store of schema version 14 kept, before the shortest
+	// timeout was: the latest one is the shortest known.
+	if _, err := s.db.Exec("UPDATE campaigns SET shortest_timeout_ns = NULL"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Campaign("c"); err != nil || got.Latest == nil || got.Latest.ShortestTimeout != c.Latest.Timeout {
+		t.Errorf("without the shortest timeout: %+v, %v", got.Latest, err)
 	}
 	if _, err := s.db.Exec("UPDATE campaigns SET latest_timeout_ns = -1"); err != nil {
 		t.Fatal(err)
@@ -669,10 +677,12 @@ func TestRefusesAFileThatIsNotSQLite(t *testing.T) {
 	s.Close()
 }
 
-// TestReaderReadsThePreviousSchema: a store the previous nccltune wrote
-// (schema version 13, before a campaign's latest run's settings were kept)
-// is read by a reader as it is, its campaigns' latest settings none (their
-// stored spaces describe them), and left unwritten: status refused every
+// TestReaderReadsThePreviousSchema: a store a previous nccltune wrote
+// (schema version 13, before a campaign's latest run's settings were kept,
+// or 14, before the shortest timeout of its runs was) is read by a reader
+// as it is, its campaigns' latest settings none (their stored spaces
+// describe them) or the latest run's timeout the shortest, and left
+// unwritten: status refused every
 // such store until a resume upgraded it, which a campaign the previous
 // nccltune still runs, or a store this user may not write, never allows.
 // Every reading method is tried at every version from readableFrom, so
@@ -683,6 +693,10 @@ func TestReaderReadsThePreviousSchema(t *testing.T) {
 		stmts := append(slices.Clone(migrations[:version]), fmt.Sprintf("PRAGMA user_version = %d", version),
 			`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at) VALUES (1, 'old', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z')`,
 			`INSERT INTO trials (id, campaign_id, number, state, params, env, started_at) VALUES (1, 1, 0, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`)
+		if version >= latestSince {
+			stmts = append(stmts, `INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at, latest_patience, latest_timeout_ns)
+				VALUES (2, 'latest', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z', 3, 60000000000)`)
+		}
 		path := built(t, stmts)
 		before, _ := os.ReadFile(path)
 		s, err := OpenReader(path)
@@ -691,6 +705,11 @@ func TestReaderReadsThePreviousSchema(t *testing.T) {
 		}
 		if c, err := s.Campaign("old"); err != nil || c.Latest != nil {
 			t.Errorf("version %d: campaign %+v, %v", version, c, err)
+		}
+		// Its latest run's timeout is the shortest it knows.
+		if c, err := s.Campaign("latest"); version >= latestSince && (err != nil || c.Latest == nil ||
+			*c.Latest != RunSettings{Patience: 3, Timeout: time.Minute, ShortestTimeout: time.Minute}) {
+			t.Errorf("version %d: campaign %+v, %v", version, c.Latest, err)
 		}
 		if trials, err := s.Trials(1); err != nil || len(trials) != 1 {
 			t.Errorf("version %d: trials %+v, %v", version, trials, err)
@@ -722,13 +741,14 @@ func TestReaderReadsThePreviousSchema(t *testing.T) {
 // TestLatestRunOutsideTheSpacesBounds: a campaign's latest run's patience
 // and timeout go into the space a resume without --space runs, past the
 // space file's checks: a timeout of 0 (read as none: a hung trial waits for
-// good), one of a nanosecond or of years, a negative patience, or one of
-// the two without the other (nccltune writes both), which it never writes,
-// is refused as tampered.
+// good), one of a nanosecond or of years, a negative patience, a shortest
+// timeout of 0 or of years, or one of the two without the other or the
+// shortest without both (nccltune writes all three), which it never
+// writes, is refused as tampered.
 func TestLatestRunOutsideTheSpacesBounds(t *testing.T) {
 	s, _ := openWriter(t)
 	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe",
-		Latest: &RunSettings{Patience: 5, Timeout: time.Minute}})
+		Latest: &RunSettings{Patience: 5, Timeout: time.Minute, ShortestTimeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -736,6 +756,8 @@ func TestLatestRunOutsideTheSpacesBounds(t *testing.T) {
 		"latest_timeout_ns = 0", "latest_timeout_ns = 1", fmt.Sprintf("latest_timeout_ns = %d", 400*24*time.Hour),
 		"latest_patience = -1",
 		"latest_timeout_ns = NULL", "latest_patience = NULL",
+		"shortest_timeout_ns = 0", fmt.Sprintf("shortest_timeout_ns = %d", 400*24*time.Hour),
+		"latest_timeout_ns = NULL, latest_patience = NULL",
 	} {
 		if _, err := s.db.Exec("UPDATE campaigns SET "+set+" WHERE id = ?", c.ID); err != nil {
 			t.Fatal(err)
@@ -743,12 +765,12 @@ func TestLatestRunOutsideTheSpacesBounds(t *testing.T) {
 		if got, err := s.Campaign("c"); !errors.Is(err, ErrTampered) {
 			t.Errorf("%s: read as %+v, %v", set, got.Latest, err)
 		}
-		if _, err := s.db.Exec("UPDATE campaigns SET latest_patience = 5, latest_timeout_ns = ? WHERE id = ?", time.Minute, c.ID); err != nil {
+		if _, err := s.db.Exec("UPDATE campaigns SET latest_patience = 5, latest_timeout_ns = ?, shortest_timeout_ns = ? WHERE id = ?", time.Minute, time.Minute, c.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, patience := range []int{0, 5, 1000} {
-		c.Latest = &RunSettings{Patience: patience, Timeout: time.Second}
+		c.Latest = &RunSettings{Patience: patience, Timeout: time.Second, ShortestTimeout: time.Second}
 		if err := s.UpdateSettings(c); err != nil {
 			t.Fatal(err)
 		}

@@ -168,6 +168,9 @@ func (s *Store) ValidationRuns(campaignID, batch int64) (_ []ValidationRun, err 
 				return nil, fmt.Errorf("validation run: corrupt JSON column: %w", err)
 			}
 		}
+		if err := checkValidationRun(r); err != nil {
+			return nil, err
+		}
 		out = append(out, r)
 	}
 	return out, rows.Err()

@@ -798,9 +798,29 @@ func (c *iterCounts) Run(ctx context.Context, job runner.Job) runner.Result {
 }
 
 // resumedWithTimeouts runs a noisy campaign of the IB example for 4 trials
-// under benchmark.timeout first, then resumes it to 6 under second, and
-// returns the space of the resume, the store and each launch's iterations.
-func resumedWithTimeouts(t *testing.T, first, second string) (*space.Space, *store.Store, *iterCounts) {
+// under the first benchmark.timeout, then resumes it under each next one,
+// 2 trials more each time, and returns the space of the last resume, the
+// store and each launch's iterations.
+func resumedWithTimeouts(t *testing.T, timeouts ...string) (*space.Space, *store.Store, *iterCounts) {
+	t.Helper()
+	var runs []timedRun
+	for i, timeout := range timeouts {
+		runs = append(runs, timedRun{timeout, 4 + 2*i})
+	}
+	return runWithTimeouts(t, runs...)
+}
+
+// timedRun is a run or resume of runWithTimeouts: its benchmark.timeout
+// and its budget.
+type timedRun struct {
+	timeout string
+	trials  int
+}
+
+// runWithTimeouts runs a noisy campaign of the IB example, then resumes
+// it, as runs say, and returns the space of the last, the store and each
+// launch's iterations.
+func runWithTimeouts(t *testing.T, runs ...timedRun) (*space.Space, *store.Store, *iterCounts) {
 	t.Helper()
 	src, err := os.ReadFile("../examples/sim-2node-ib.toml")
 	if err != nil {
@@ -810,10 +830,7 @@ func resumedWithTimeouts(t *testing.T, first, second string) (*space.Space, *sto
 	st := openStore(t)
 	rec := &iterCounts{Runner: &runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}, iters: map[string]int{}}
 	var sp *space.Space
-	for _, run := range []struct {
-		timeout string
-		trials  int
-	}{{first, 4}, {second, 6}} {
+	for _, run := range runs {
 		sp = mustParse(t, "noisy.toml", strings.Replace(noisy, `timeout = "2m"`, "timeout = \""+run.timeout+"\"", 1))
 		tu := newTuner(t, sp, st)
 		tu.Runner = rec
@@ -904,6 +921,40 @@ func TestResumeWithAShorterTimeoutFitsIt(t *testing.T) {
 	for n := 4; n < 6; n++ {
 		if got := rec.iters[strconv.Itoa(n)]; got > want {
 			t.Errorf("trial %d, after the resume with a 3s timeout, ran %d iterations; %d fit it", n, got, want)
+		}
+	}
+}
+
+// TestLongerTimeoutAfterAShorterKeepsItsCount: a resume under a longer
+// benchmark.timeout than an earlier resume's keeps the count the shorter
+// one capped, as it keeps the first run's: the first run's timeout, not
+// the shortest used, was the one compared, and the count rose again.
+func TestLongerTimeoutAfterAShorterKeepsItsCount(t *testing.T) {
+	_, _, rec := resumedWithTimeouts(t, "1m", "3s", "1m")
+	capped := rec.iters["4"]
+	if capped >= rec.iters["2"] {
+		t.Fatalf("the 3s timeout caps at %d, trial 2 ran %d: the test needs a shorter one", capped, rec.iters["2"])
+	}
+	for n := 5; n < 8; n++ {
+		if got := rec.iters[strconv.Itoa(n)]; got != capped {
+			t.Errorf("trial %d ran %d iterations, trial 4, under the 3s timeout, %d", n, got, capped)
+		}
+	}
+}
+
+// TestShorterTimeoutThatRanNothingCapsNothing: a resume under a shorter
+// benchmark.timeout that ran no trial (its budget spent, or stopped at
+// once) measured nothing at the count it capped: a later resume under the
+// first timeout keeps the first run's count, as the trials before it ran.
+func TestShorterTimeoutThatRanNothingCapsNothing(t *testing.T) {
+	_, _, rec := runWithTimeouts(t, timedRun{"1m", 4}, timedRun{"3s", 4}, timedRun{"1m", 6})
+	want := rec.iters["2"]
+	if _, ran := rec.iters["4"]; !ran {
+		t.Fatal("trial 4 did not run")
+	}
+	for n := 3; n < 6; n++ {
+		if got := rec.iters[strconv.Itoa(n)]; got != want {
+			t.Errorf("trial %d ran %d iterations, trial 2 %d", n, got, want)
 		}
 	}
 }

@@ -815,6 +815,13 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return err
 	}
 	s.untold[t.Number] = *t
+	if timeout := s.Space.Benchmark.Timeout; t.State != store.Interrupted && timeout < s.camp.Latest.ShortestTimeout {
+		// A trial ran at the count this run's shorter timeout capped (CountedSpace).
+		s.camp.Latest.ShortestTimeout = timeout
+		if err := s.Store.UpdateSettings(s.camp); err != nil {
+			return err
+		}
+	}
 	if err := s.brokenGroup(ctx); err != nil {
 		return err
 	}
@@ -1328,23 +1335,42 @@ func (t *Tuner) open(o Options) (*session, error) {
 	return s, nil
 }
 
-// CountedSpace is sp with the benchmark.timeout camp started with, for
-// Iterations, where that is the shorter. The timeout is no part of a
-// space's identity, so a resume may change it; a longer one must not raise
-// the count it capped: trials before and after would be measured at
-// different counts. A shorter one (0 is none) caps it, or a sweep could
-// outlast it and trials fail as hangs their settings did not cause. A
-// stored copy that no longer loads leaves sp. Status reads the count of
-// the latest run's space so.
+// CountedSpace is sp with the shortest benchmark.timeout of sp's and of
+// those camp's trials ran under, for Iterations. The timeout is no part of
+// a space's identity, so a resume may change it; a longer one must not
+// raise the count a shorter one capped, the first run's or a later
+// resume's: trials before and after would be measured at different counts.
+// A shorter one caps it, or a sweep could outlast it and trials fail as
+// hangs their settings did not cause. Status reads the count of the latest
+// run's space so.
 func CountedSpace(camp store.Campaign, sp *space.Space) *space.Space {
-	old, err := storedSpace(camp)
-	if err != nil || old.Benchmark.Timeout == sp.Benchmark.Timeout ||
-		sp.Benchmark.Timeout > 0 && (old.Benchmark.Timeout == 0 || sp.Benchmark.Timeout < old.Benchmark.Timeout) {
+	shortest := min(sp.Benchmark.Timeout, shortestRun(camp, sp))
+	if shortest == sp.Benchmark.Timeout {
 		return sp
 	}
 	c := *sp
-	c.Benchmark.Timeout = old.Benchmark.Timeout
+	c.Benchmark.Timeout = shortest
 	return &c
+}
+
+// shortestRun is the shortest benchmark.timeout camp's trials ran under
+// that the store knows of: the stored space's (the first run's), where its
+// copy still loads, and the shortest of the later runs that ran a trial
+// (session.end); sp's where it knows none. A run that ran no trial (its
+// budget spent, or stopped at once) measured nothing at the count its
+// timeout capped.
+func shortestRun(camp store.Campaign, sp *space.Space) time.Duration {
+	var known []time.Duration
+	if old, err := storedSpace(camp); err == nil {
+		known = append(known, old.Benchmark.Timeout)
+	}
+	if camp.Latest != nil {
+		known = append(known, camp.Latest.ShortestTimeout)
+	}
+	if len(known) == 0 {
+		return sp.Benchmark.Timeout
+	}
+	return slices.Min(known)
 }
 
 // launchable checks that the benchmark of every collective the trials
@@ -1641,7 +1667,7 @@ func (t *Tuner) campaign(o Options) (store.Campaign, error) {
 		camp.Sampler = o.Sampler
 	}
 	o.ending(&camp, fresh)
-	camp.Latest = &store.RunSettings{Patience: sp.Campaign.Patience, Timeout: sp.Benchmark.Timeout}
+	camp.Latest = &store.RunSettings{Patience: sp.Campaign.Patience, Timeout: sp.Benchmark.Timeout, ShortestTimeout: shortestRun(camp, sp)}
 	if err := sp.CheckTrials(camp.Budget); err != nil {
 		return camp, err
 	}
