@@ -190,29 +190,27 @@ func (w failThenStop) Run(ctx context.Context, job runner.Job) runner.Result {
 }
 
 // TestFailedInAStoppedValidation: a configuration whose data was wrong in a
-// validation that was then stopped (Ctrl-C, a node lost), in a later round
-// or while probing, is not tuned by the next validation, in which every
-// round went well: the stopped validation's runs were dropped, its failure
-// with them.
+// validation that was then stopped (Ctrl-C, a node lost), while probing
+// (every tuned configuration failed in round 0, so no later round runs), is
+// not tuned by the next validation, in which every round went well: the
+// stopped validation's runs were dropped, its failure with them.
 func TestFailedInAStoppedValidation(t *testing.T) {
-	for _, stopAt := range []string{"validate-1-0", "probe-default"} {
-		sp := loadExample(t, 12)
-		st := openStore(t)
-		if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		tu := newTuner(t, sp, st)
-		tu.Runner = failThenStop{stop: cancel, stopAt: stopAt}
-		if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
-			t.Fatalf("stopped at %s: validation returned %v", stopAt, err)
-		}
-		vals, err := newTuner(t, sp, st).Validate(context.Background(), 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		heldByEarlierFailure(t, sp, vals, "stopped at "+stopAt)
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = failThenStop{stop: cancel, stopAt: "probe-default"}
+	if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped while probing: validation returned %v", err)
+	}
+	vals, err := newTuner(t, sp, st).Validate(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldByEarlierFailure(t, sp, vals, "stopped while probing")
 }
 
 // heldByEarlierFailure checks that vals, a validation's verdicts after one
@@ -245,7 +243,8 @@ func TestFailedInAKilledValidation(t *testing.T) {
 	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
-	// What the disk holds as round 1 starts is what a kill there leaves.
+	// What the disk holds as the probes start, after round 0 judged every
+	// tuned configuration, is what a kill there leaves.
 	killed := filepath.Join(t.TempDir(), "killed.db")
 	kill := func() {
 		for _, suffix := range []string{"", "-wal"} {
@@ -259,7 +258,7 @@ func TestFailedInAKilledValidation(t *testing.T) {
 		}
 	}
 	tu := newTuner(t, sp, st)
-	tu.Runner = failThenStop{stop: kill, stopAt: "validate-1-0"}
+	tu.Runner = failThenStop{stop: kill, stopAt: "probe-default"}
 	if _, err := tu.Validate(context.Background(), 3); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +280,7 @@ func TestFailedInAKilledValidation(t *testing.T) {
 // exported: the older verdict stood, and a resume, finding every choice
 // judged, validated nothing again.
 func TestFailedAfterAVerdict(t *testing.T) {
-	sp, st := validatedThenStopped(t, func(stop func()) Runner { return failThenStop{stop: stop, stopAt: "validate-1-0"} })
+	sp, st := validatedThenStopped(t, func(stop func()) Runner { return failThenStop{stop: stop, stopAt: "probe-default"} })
 	noneTuned(t, sp, st, "after its verdict")
 }
 
@@ -496,11 +495,11 @@ func TestStoppedTwiceInOneRound(t *testing.T) {
 	if err := st.SaveValidation(s.camp.ID, 7, stored, nil); err != nil {
 		t.Fatal(err)
 	}
-	batch, done, err := s.measuredBefore(arms, 3)
-	if err != nil || batch != 7 || len(done) != 2 {
-		t.Fatalf("batch %d, %d runs (%v), want batch 7's round 0", batch, len(done), err)
+	batch, done, err := s.measuredBefore(arms, 3, make([]bool, len(arms)))
+	if err != nil || batch != 7 || len(done.runs) != 2 || done.rounds != 1 {
+		t.Fatalf("batch %d, %d runs in %d rounds (%v), want batch 7's round 0", batch, len(done.runs), done.rounds, err)
 	}
-	for _, r := range done {
+	for _, r := range done.runs {
 		if r.Scores["small"] != 2 {
 			t.Errorf("round 0 reads %s's run of the stopped measurement", r.Arm)
 		}
@@ -589,7 +588,7 @@ func (w silentThenStop) Run(ctx context.Context, job runner.Job) runner.Result {
 // verdict stood until a validation ended, where one that ended would have
 // kept NCCL's defaults. The run is judged at once, as a failed one is.
 func TestUnconfirmedAfterAVerdict(t *testing.T) {
-	sp, st := validatedThenStopped(t, func(stop func()) Runner { return silentThenStop{stop: stop, stopAt: "validate-1-0"} })
+	sp, st := validatedThenStopped(t, func(stop func()) Runner { return silentThenStop{stop: stop, stopAt: "probe-default"} })
 	camp, _ := st.Campaign(sp.Campaign.Name)
 	trials, _ := st.Trials(camp.ID)
 	vals, _ := st.Validations(camp.ID)
@@ -605,5 +604,119 @@ func TestUnconfirmedAfterAVerdict(t *testing.T) {
 	}
 	if judged == 0 {
 		t.Fatal("no range chose a tuned configuration")
+	}
+}
+
+// failArm fails, with wrong data, arm's launch in validation round 0, and
+// records the labels launched.
+type failArm struct {
+	arm int
+	labelled
+}
+
+func (f *failArm) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == fmt.Sprintf("validate-0-%d", f.arm) {
+		f.mu.Lock()
+		f.ran = append(f.ran, job.Plan.Label)
+		f.mu.Unlock()
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: runner.FailWrong, Reason: "made to fail in this round"}}
+	}
+	return f.labelled.Run(ctx, job)
+}
+
+// TestJudgedArmsMeasuredNoMore: a configuration whose verdict is drawn
+// (it failed by its settings in this validation, or in an earlier one) is
+// launched no more: whatever its later rounds measure, NCCL's defaults
+// stand for it. Validation measured it in every round, and in every later
+// validation, and NCCL's defaults beside it where nothing else was left to
+// compare.
+func TestJudgedArmsMeasuredNoMore(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	launched := func(r *failArm) map[int]int { // launches by arm
+		by := map[int]int{}
+		for _, label := range r.ran {
+			var round, arm int
+			if n, _ := fmt.Sscanf(label, "validate-%d-%d", &round, &arm); n == 2 {
+				by[arm]++
+			}
+		}
+		return by
+	}
+	validate := func(r *failArm) []store.Validation {
+		tu := newTuner(t, sp, st)
+		tu.Runner = r
+		vals, err := tu.Validate(context.Background(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vals
+	}
+	failing := &failArm{arm: 1}
+	vals := validate(failing)
+	first := launched(failing)
+	if len(first) < 3 {
+		t.Fatalf("launches by arm %v: the test needs two tuned configurations", first)
+	}
+	if first[1] != 1 || first[0] != 3 || first[2] != 3 {
+		t.Errorf("launches by arm %v; arm 1 failed in round 0, want it once and the others in all 3 rounds", first)
+	}
+	for _, v := range vals {
+		if v.Config == sp.Key(Defaults(sp)) || v.Verdict == "tuned" {
+			continue
+		}
+		if v.Range != results.JobRange && v.Candidate <= 0 {
+			t.Errorf("range %s: a verdict of %s on candidate %d", v.Range, v.Verdict, v.Candidate)
+		}
+	}
+	again := &failArm{arm: -1}
+	vals = validate(again)
+	if n := launched(again); n[1] != 0 {
+		t.Errorf("launches by arm %v; arm 1 failed in the earlier validation, want none of it", n)
+	}
+	held := 0
+	for _, v := range vals {
+		if strings.Contains(v.Reason, "earlier validation") {
+			held++
+			if v.Verdict == "tuned" || v.Rounds != 3 || v.Range != results.JobRange && v.Candidate <= 0 {
+				t.Errorf("range %s, held, is %s in %d rounds, candidate %d", v.Range, v.Verdict, v.Rounds, v.Candidate)
+			}
+		}
+	}
+	if held == 0 {
+		t.Error("no verdict held the configuration that failed to NCCL's defaults")
+	}
+}
+
+// TestStoppedAfterAJudgedArm: a validation stopped after a configuration
+// was judged at once (it failed by its settings) goes on after its rounds
+// that lack it, whole without it.
+func TestStoppedAfterAJudgedArm(t *testing.T) {
+	sp := loadExample(t, 3)
+	st := openStore(t)
+	s, err := newTuner(t, sp, st).open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arms := []arm{{name: "default", env: []string{"NCCL_NVLS_ENABLE=0"}}, {name: "trial 1", env: []string{"NCCL_ALGO=Ring"}}, {name: "trial 2", env: []string{"NCCL_ALGO=Tree"}}}
+	run := func(round, a int) store.ValidationRun {
+		return store.ValidationRun{Round: round, Arm: arms[a].name, Env: arms[a].env, State: store.Complete, Scores: map[string]float64{"small": 1}}
+	}
+	wrong := run(0, 1)
+	wrong.State, wrong.Failure, wrong.Scores = store.Failed, "wrong: made to fail", nil
+	// Round 1 measured B A (arm 1 judged), round 2 was cut short.
+	stored := []store.ValidationRun{run(0, 0), wrong, run(0, 2), run(1, 2), run(1, 0), run(2, 0)}
+	if err := st.SaveValidation(s.camp.ID, 7, stored, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, done, err := s.measuredBefore(arms, 3, make([]bool, len(arms)))
+	if err != nil || len(done.runs) != 5 || done.rounds != 2 || !done.judged[1] || done.measures(1) || !done.measures(0) {
+		t.Fatalf("%d runs in %d rounds, judged %v (%v); want rounds 0 and 1, arm 1 judged", len(done.runs), done.rounds, done.judged, err)
+	}
+	if n := done.left(arms, 3, 2, -1); n != 2 {
+		t.Errorf("%d runs left in round 2, want 2", n)
 	}
 }
