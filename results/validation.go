@@ -82,9 +82,19 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 			if v.Candidate >= 0 {
 				show = fmt.Sprintf("; `nccltune show %d` shows what NCCL logged in the search", v.Candidate)
 			}
-			v.Reason = fmt.Sprintf("the settings' effect was not confirmed: NCCL's log did not show it reading %s in round %d "+
-				"(it read another value, or the output had no NCCL INFO lines: does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?%s)",
-				strings.Join(run.Unconfirmed, ", "), run.Round, show)
+			names := strings.Join(run.Unconfirmed, ", ")
+			const silent = "does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?"
+			switch run.Info {
+			case store.InfoNone:
+				v.Reason = fmt.Sprintf("the settings' effect was not confirmed: the output of round %d had no NCCL INFO lines, so nothing showed NCCL reading %s (%s%s)",
+					run.Round, names, silent, show)
+			case store.InfoLines:
+				v.Reason = fmt.Sprintf("the settings' effect was not confirmed: NCCL's log did not show it reading %s in round %d "+
+					"(it read another value, rejected it, or did not read it on the path it took%s)", names, run.Round, show)
+			default: // stored before runs recorded which
+				v.Reason = fmt.Sprintf("the settings' effect was not confirmed: NCCL's log did not show it reading %s in round %d "+
+					"(it read another value, or the output had no NCCL INFO lines: %s%s)", names, run.Round, silent, show)
+			}
 			return v
 		}
 	}

@@ -127,6 +127,8 @@ var migrations = []string{
 	// they were kept, which its stored space's describe.
 	`ALTER TABLE campaigns ADD COLUMN latest_patience INTEGER;
 	ALTER TABLE campaigns ADD COLUMN latest_timeout_ns INTEGER;`,
+	// Whether a validation run's output held NCCL INFO lines (NCCLInfo; 0: unknown, a run stored before).
+	`ALTER TABLE validation_runs ADD COLUMN nccl_info INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -249,6 +251,11 @@ func madeSchema(version int) ([]object, error) {
 // latestSince is the schema version that keeps a campaign's latest run's
 // settings (latest_patience, latest_timeout_ns).
 const latestSince = 14
+
+// infoSince is the schema version that keeps whether a validation run's
+// output held NCCL INFO lines (nccl_info); a reader reads an older store's
+// runs as InfoUnknown.
+const infoSince = 15
 
 // readableFrom is the oldest schema version a reader reads: one that lacks
 // only what a reader can do without, latest_patience and latest_timeout_ns,

@@ -421,6 +421,13 @@ func (s *session) measure(ctx context.Context, arms []arm, rounds int, done prog
 			unconfirmed := slices.DeleteFunc(t.NCCLLog.Unconfirmed(a.env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
 			run := store.ValidationRun{Round: round, Arm: a.name, Env: a.env, State: t.State, Scores: t.Scores,
 				Failure: strings.TrimPrefix(t.FailureKind+": "+t.FailureReason, ": "), Unconfirmed: unconfirmed}
+			switch {
+			case t.State != store.Complete:
+			case t.NCCLLog.Debug:
+				run.Info = store.InfoLines
+			default:
+				run.Info = store.InfoNone
+			}
 			if keep != nil {
 				if err := keep(run); err != nil {
 					return done.runs, err

@@ -720,3 +720,40 @@ func TestStoppedAfterAJudgedArm(t *testing.T) {
 		t.Errorf("%d runs left in round 2, want 2", n)
 	}
 }
+
+// TestSilentValidationRunRecorded: a validation run whose output had no
+// NCCL INFO lines is stored so, and its verdict says so, as a trial's log
+// says it: runs recorded only the settings left unconfirmed, the same for
+// a run of NCCL reading another value, and nothing for NCCL's defaults.
+func TestSilentValidationRunRecorded(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	tu := newTuner(t, sp, st)
+	tu.Runner = silentThenStop{}
+	vals, err := tu.Validate(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	runs, err := st.ValidationRuns(camp.ID, vals[0].Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		want := store.InfoLines
+		if r.Round == 0 && r.Arm != "default" {
+			want = store.InfoNone
+		}
+		if r.Info != want {
+			t.Errorf("round %d, %s: info %d, want %d", r.Round, r.Arm, r.Info, want)
+		}
+	}
+	for _, v := range vals {
+		if v.Config != sp.Key(Defaults(sp)) && !strings.Contains(v.Reason, "had no NCCL INFO lines") {
+			t.Errorf("range %s: %s", v.Range, v.Reason)
+		}
+	}
+}

@@ -502,8 +502,8 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 }
 
 // TestResumeUpgradesAnOlderStore: a store of the schema before this
-// build's (11, before simplify, validate_rounds, phase and the latest run's
-// patience and timeout) is resumed, as the
+// build's (11, before simplify, validate_rounds, phase, the latest run's
+// patience and timeout, and a validation run's nccl_info) is resumed, as the
 // readers' refusal tells its user to do; resume read the campaign through
 // a reader first, which refused the older schema, so no resume could
 // upgrade it.
@@ -519,7 +519,8 @@ func TestResumeUpgradesAnOlderStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{"ALTER TABLE trials DROP COLUMN phase", "ALTER TABLE campaigns DROP COLUMN simplify", "ALTER TABLE campaigns DROP COLUMN validate_rounds",
-		"ALTER TABLE campaigns DROP COLUMN latest_patience", "ALTER TABLE campaigns DROP COLUMN latest_timeout_ns", "PRAGMA user_version = 11"} {
+		"ALTER TABLE campaigns DROP COLUMN latest_patience", "ALTER TABLE campaigns DROP COLUMN latest_timeout_ns", "ALTER TABLE validation_runs DROP COLUMN nccl_info",
+		"PRAGMA user_version = 11"} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
