@@ -72,6 +72,7 @@ func JudgeJob(sp *space.Space, tuned, defaults []store.ValidationRun, rounds int
 func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds int, score func(store.ValidationRun) (float64, bool)) store.Validation {
 	for _, run := range tuned {
 		switch {
+		case !KeepsDefaults(run):
 		case run.State != store.Complete:
 			v.Reason = fmt.Sprintf("the tuned configuration failed in round %d (%s)", run.Round, run.Failure)
 			return v
@@ -159,6 +160,13 @@ func failedInAJob(r store.ValidationRun) bool {
 // started no rank, an interrupt or a node's failure did not run them.
 func FailedBySettings(r store.ValidationRun) bool {
 	return r.State != store.Complete && failureKind(r).Settings()
+}
+
+// KeepsDefaults reports whether a validation run of a tuned configuration
+// keeps NCCL's defaults for it in its validation, whatever its other rounds
+// measure (see Judge): it failed, or NCCL's log did not confirm its settings.
+func KeepsDefaults(r store.ValidationRun) bool {
+	return r.State != store.Complete || len(r.Unconfirmed) > 0
 }
 
 // Disqualifies reports whether a validation run of a tuned configuration

@@ -278,8 +278,8 @@ type progress struct {
 	rounds int // whole rounds measured
 	// judged, by arm: its verdict is drawn, as NCCL's defaults, whatever
 	// its later rounds measure (an earlier validation's failure holds it,
-	// or a run disqualified it: results.Disqualifies). nil (a comparison):
-	// none is.
+	// or a run of it kept them: results.KeepsDefaults). nil (a
+	// comparison): none is.
 	judged []bool
 }
 
@@ -299,7 +299,7 @@ func (p progress) measures(k int) bool {
 // add records run r, of arm k.
 func (p *progress) add(k int, r store.ValidationRun) {
 	p.runs = append(p.runs, r)
-	if p.judged != nil && k > 0 && results.Disqualifies(r) {
+	if p.judged != nil && k > 0 && results.KeepsDefaults(r) {
 		p.judged[k] = true
 	}
 }

@@ -607,10 +607,11 @@ func TestUnconfirmedAfterAVerdict(t *testing.T) {
 	}
 }
 
-// failArm fails, with wrong data, arm's launch in validation round 0, and
-// records the labels launched.
+// failArm fails, with wrong data (or kind), arm's launch in validation
+// round 0, and records the labels launched.
 type failArm struct {
-	arm int
+	arm  int
+	kind runner.FailureKind
 	labelled
 }
 
@@ -619,7 +620,7 @@ func (f *failArm) Run(ctx context.Context, job runner.Job) runner.Result {
 		f.mu.Lock()
 		f.ran = append(f.ran, job.Plan.Label)
 		f.mu.Unlock()
-		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: runner.FailWrong, Reason: "made to fail in this round"}}
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: cmp.Or(f.kind, runner.FailWrong), Reason: "made to fail in this round"}}
 	}
 	return f.labelled.Run(ctx, job)
 }
@@ -754,6 +755,38 @@ func TestSilentValidationRunRecorded(t *testing.T) {
 	for _, v := range vals {
 		if v.Config != sp.Key(Defaults(sp)) && !strings.Contains(v.Reason, "had no NCCL INFO lines") {
 			t.Errorf("range %s: %s", v.Range, v.Reason)
+		}
+	}
+}
+
+// TestLaunchFailedArmMeasuredNoMore: a configuration whose launch started
+// no rank in a round keeps NCCL's defaults in that validation (its verdict
+// needs every round), so it is launched no more there; the next validation,
+// which such a failure does not hold it from, measures it again.
+func TestLaunchFailedArmMeasuredNoMore(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*failArm{{arm: 1, kind: runner.FailLaunch}, {arm: -1}} {
+		tu := newTuner(t, sp, st)
+		tu.Runner = r
+		vals, err := tu.Validate(context.Background(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, label := range r.ran {
+			if strings.HasPrefix(label, "validate-") && strings.HasSuffix(label, "-1") {
+				n++
+			}
+		}
+		if want := map[bool]int{true: 1, false: 3}[r.arm == 1]; n != want {
+			t.Errorf("arm 1 failing in round 0: %v; launched %d times, want %d", r.arm == 1, n, want)
+		}
+		if r.arm == 1 && !slices.ContainsFunc(vals, func(v store.Validation) bool { return strings.Contains(v.Reason, "failed in round 0 (launch") }) {
+			t.Errorf("no verdict says arm 1's launch failed: %+v", vals)
 		}
 	}
 }
