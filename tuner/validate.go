@@ -114,7 +114,10 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	if err != nil {
 		return nil, err
 	}
-	if len(done.runs) == 0 {
+	// A stopped validation is gone on in, and ended, though none of its
+	// rounds is whole, or it measured none of these arms: a later one would
+	// otherwise go on from its runs.
+	if batch == 0 {
 		batch = time.Now().UnixNano()
 	}
 	// judge draws the verdicts on the configurations of the arms that in
@@ -218,7 +221,7 @@ func (s *session) failedBefore() ([]hold, error) {
 }
 
 // measuredBefore is the batch of the campaign's last validation, where it was
-// stopped before its verdicts, and its progress (judged, by arm, the verdicts
+// stopped before its verdicts (0 where none was), and its progress (judged, by arm, the verdicts
 // drawn before it): the runs of the rounds from the first that measured each
 // of arms still measured, up to rounds. A validation goes on after them, as
 // the search goes on after its finished trials, or one stopped again and

@@ -790,3 +790,42 @@ func TestLaunchFailedArmMeasuredNoMore(t *testing.T) {
 		}
 	}
 }
+
+// TestValidationOfNothingEndsTheStoppedOne: a validation that measures
+// nothing (every tuned configuration held by an earlier failure) ends the
+// one stopped before it, whose runs it goes on from: its verdicts, stored
+// under a batch of no runs, left that one the last stopped, and the next
+// validation took up its old runs as its own.
+func TestValidationOfNothingEndsTheStoppedOne(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	tu := newTuner(t, sp, st)
+	tu.Runner = wrongAlways{}
+	if _, err := tu.Validate(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	stopped := store.ValidationRun{Round: 0, Arm: "trial 999", Env: []string{"NCCL_ALGO=Tree"}, State: store.Complete, Scores: map[string]float64{"small": 1}}
+	if err := st.SaveValidation(camp.ID, 7, []store.ValidationRun{stopped}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := &labelled{}
+	tu = newTuner(t, sp, st)
+	tu.Runner = r
+	if _, err := tu.Validate(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(r.ran, func(label string) bool { return strings.HasPrefix(label, "validate-") }) {
+		t.Fatalf("launched %v; every tuned configuration failed in an earlier validation", r.ran)
+	}
+	s, err := newTuner(t, sp, st).open(Options{KeepSettings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batch, _, err := s.measuredBefore(nil, 2, nil); batch != 0 || err != nil {
+		t.Errorf("batch %d is still a stopped validation to go on from (%v)", batch, err)
+	}
+}
