@@ -56,19 +56,32 @@ func (t *Tuner) Validate(ctx context.Context, rounds int) ([]store.Validation, e
 	if s.trials, err = t.storedTrials(s.camp.ID); err != nil {
 		return nil, err
 	}
-	return s.validate(ctx, rounds)
+	return s.validate(ctx, rounds, true)
 }
 
 // validate measures, against NCCL's defaults and interleaved round by round
 // (A B, B A, A B, ...) so that drift hits both alike, every configuration a
 // range's choice or the job's (see results.JobOf) needs, and records what
-// NCCL decided per size under each (see probe).
-func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation, error) {
+// NCCL decided per size under each (see probe). Unless remeasure, a choice
+// with a verdict in at least rounds rounds keeps it, unmeasured: a
+// campaign validates the choices a resume changed (see validatedAs), and
+// measuring the others again would spend launches on what was judged, and
+// give a gain judged not significant another chance to pass by luck.
+func (s *session) validate(ctx context.Context, rounds int, remeasure bool) ([]store.Validation, error) {
 	if rounds < 2 {
 		return nil, fmt.Errorf("validation needs at least 2 rounds for a confidence interval, got %d", rounds)
 	}
 	sp := s.Space
-	choices := results.Of(sp, s.trials, nil)
+	var vals []store.Validation
+	if !remeasure {
+		var err error
+		if vals, err = s.Store.Validations(s.camp.ID); err != nil {
+			return nil, err
+		}
+	}
+	// kept reports whether a verdict stands, its choice unmeasured.
+	kept := func(v *store.Validation) bool { return v != nil && v.Rounds >= rounds }
+	choices := results.Of(sp, s.trials, vals)
 	if !slices.ContainsFunc(choices, func(r results.RangeResult) bool { return r.Best != nil }) {
 		return nil, ErrNothingToValidate
 	}
@@ -80,7 +93,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	}
 	arms := []arm{{name: "default", trial: -1, env: sp.Env(space.Assignment{})}}
 	var candidates []candidate
-	job := results.JobOf(sp, s.trials, nil)
+	job := results.JobOf(sp, s.trials, vals)
 	for _, rs := range [][]results.RangeResult{choices, job.Ranges} {
 		for _, r := range rs {
 			if r.Best == nil || slices.ContainsFunc(candidates, func(c candidate) bool {
@@ -105,10 +118,12 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	if err != nil {
 		return nil, err
 	}
-	// A configuration an earlier failure holds has its verdict (heldTo): it is not measured.
+	// A configuration an earlier failure holds has its verdict (heldTo), as
+	// does one whose every verdict stands: it is not measured.
 	judged := make([]bool, len(arms))
 	for k := 1; k < len(arms); k++ {
-		judged[k] = heldBy(arms[k], failed) != nil
+		judged[k] = heldBy(arms[k], failed) != nil || (k != jobArm || kept(job.Validation)) &&
+			!slices.ContainsFunc(candidates, func(c candidate) bool { return c.arm == k && !kept(c.result.Validation) })
 	}
 	batch, done, err := s.measuredBefore(arms, rounds, judged)
 	if err != nil {
@@ -135,14 +150,14 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 		}
 		var vs []store.Validation
 		for _, c := range candidates {
-			if !in(c.arm) {
+			if !in(c.arm) || kept(c.result.Validation) {
 				continue
 			}
 			v := results.Judge(c.result, tuned(c.arm), defaults, rounds)
 			v.Config = sp.Key(arms[c.arm].assignment)
 			vs = append(vs, heldTo(v, arms[c.arm], failed))
 		}
-		if jobArm >= 0 && in(jobArm) {
+		if jobArm >= 0 && in(jobArm) && !kept(job.Validation) {
 			v := results.JudgeJob(sp, tuned(jobArm), defaults, rounds)
 			v.Config = sp.Key(arms[jobArm].assignment)
 			vs = append(vs, heldTo(v, arms[jobArm], failed))

@@ -829,3 +829,39 @@ func TestValidationOfNothingEndsTheStoppedOne(t *testing.T) {
 		t.Errorf("batch %d is still a stopped validation to go on from (%v)", batch, err)
 	}
 }
+
+// TestValidatedChoicesMeasuredNoMore: validation after a resume measures
+// only the choices that lack a verdict in the rounds asked (a raised
+// budget's search changed them): one with its verdict, NCCL's defaults as
+// good as it or not, was measured again, launches spent on what was
+// judged, and a second chance for a gain that was not significant to pass
+// by luck. `nccltune validate` re-measures every choice.
+func TestValidatedChoicesMeasuredNoMore(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, remeasure := range []bool{false, true} {
+		r := &labelled{}
+		tu := newTuner(t, sp, st)
+		tu.Runner = r
+		s, err := tu.open(Options{KeepSettings: true})
+		if err == nil {
+			s.trials, err = tu.storedTrials(s.camp.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.validate(context.Background(), 3, remeasure); err != nil {
+			t.Fatal(err)
+		}
+		measured := slices.ContainsFunc(r.ran, func(label string) bool { return strings.HasPrefix(label, "validate-") })
+		if measured != remeasure {
+			t.Errorf("every choice validated in 3 rounds, re-measuring %v: launched %v", remeasure, r.ran)
+		}
+		if !newTuner(t, sp, st).Finished(Options{KeepSettings: true}) {
+			t.Errorf("re-measuring %v: the campaign is no longer finished", remeasure)
+		}
+	}
+}
