@@ -79,8 +79,6 @@ func (s *session) validate(ctx context.Context, rounds int, remeasure bool) ([]s
 			return nil, err
 		}
 	}
-	// kept reports whether a verdict stands, its choice unmeasured.
-	kept := func(v *store.Validation) bool { return v != nil && v.Rounds >= rounds }
 	choices := results.Of(sp, s.trials, vals)
 	if !slices.ContainsFunc(choices, func(r results.RangeResult) bool { return r.Best != nil }) {
 		return nil, ErrNothingToValidate
@@ -118,12 +116,16 @@ func (s *session) validate(ctx context.Context, rounds int, remeasure bool) ([]s
 	if err != nil {
 		return nil, err
 	}
+	// stands reports whether verdict v, on arm k's configuration, stands,
+	// unmeasured and not judged again: one in the rounds asked, which no
+	// failure since holds to NCCL's defaults (heldTo, which a verdict says).
+	stands := func(v *store.Validation, k int) bool { return v != nil && v.Rounds >= rounds && heldBy(arms[k], failed) == nil }
 	// A configuration an earlier failure holds has its verdict (heldTo), as
 	// does one whose every verdict stands: it is not measured.
 	judged := make([]bool, len(arms))
 	for k := 1; k < len(arms); k++ {
-		judged[k] = heldBy(arms[k], failed) != nil || (k != jobArm || kept(job.Validation)) &&
-			!slices.ContainsFunc(candidates, func(c candidate) bool { return c.arm == k && !kept(c.result.Validation) })
+		judged[k] = heldBy(arms[k], failed) != nil || (k != jobArm || stands(job.Validation, k)) &&
+			!slices.ContainsFunc(candidates, func(c candidate) bool { return c.arm == k && !stands(c.result.Validation, k) })
 	}
 	batch, done, err := s.measuredBefore(arms, rounds, judged)
 	if err != nil {
@@ -150,14 +152,14 @@ func (s *session) validate(ctx context.Context, rounds int, remeasure bool) ([]s
 		}
 		var vs []store.Validation
 		for _, c := range candidates {
-			if !in(c.arm) || kept(c.result.Validation) {
+			if !in(c.arm) || stands(c.result.Validation, c.arm) {
 				continue
 			}
 			v := results.Judge(c.result, tuned(c.arm), defaults, rounds)
 			v.Config = sp.Key(arms[c.arm].assignment)
 			vs = append(vs, heldTo(v, arms[c.arm], failed))
 		}
-		if jobArm >= 0 && in(jobArm) && !kept(job.Validation) {
+		if jobArm >= 0 && in(jobArm) && !stands(job.Validation, jobArm) {
 			v := results.JudgeJob(sp, tuned(jobArm), defaults, rounds)
 			v.Config = sp.Key(arms[jobArm].assignment)
 			vs = append(vs, heldTo(v, arms[jobArm], failed))

@@ -865,3 +865,42 @@ func TestValidatedChoicesMeasuredNoMore(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptVerdictHeldByAFailure: a choice whose tuned verdict stands,
+// unmeasured, is held to NCCL's defaults by a validation run of it that
+// failed since, in a verdict stored as any held choice's.
+func TestKeptVerdictHeldByAFailure(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials, _ := st.Trials(camp.ID)
+	vals, _ := st.Validations(camp.ID)
+	i := slices.IndexFunc(results.Of(sp, trials, vals), func(r results.RangeResult) bool { return r.Tuned() })
+	if i < 0 {
+		t.Fatal("no range validated a tuned configuration")
+	}
+	best := results.Of(sp, trials, vals)[i].Best
+	failed := store.ValidationRun{Arm: fmt.Sprintf("trial %d", best.Number), Env: best.Env, State: store.Failed, Failure: "wrong: made to fail"}
+	other := store.Validation{Batch: 7, Range: "elsewhere", Candidate: -1, Rounds: 3, Verdict: "default", Reason: "ended"}
+	if err := st.SaveValidation(camp.ID, 7, []store.ValidationRun{failed}, []store.Validation{other}); err != nil {
+		t.Fatal(err)
+	}
+	tu := newTuner(t, sp, st)
+	s, err := tu.open(Options{KeepSettings: true})
+	if err == nil {
+		s.trials, err = tu.storedTrials(s.camp.ID)
+	}
+	if err == nil {
+		_, err = s.validate(context.Background(), 3, false)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, _ = st.Validations(camp.ID)
+	if r := results.Of(sp, trials, vals)[i]; r.Tuned() || !strings.Contains(r.Validation.Reason, "earlier validation") {
+		t.Errorf("range %s keeps trial %d, which failed since its verdict: %+v", r.Range.Name, best.Number, r.Validation)
+	}
+}
