@@ -62,6 +62,9 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 	)
 	for _, k := range keys {
 		rs := of(sp, groups[k], vals, defaults)
+		if len(sp.Workload) > 0 {
+			leaveToNCCL(sp, groups[k], vals, rs)
+		}
 		gain := jobGain(sp, rs)
 		if math.IsNaN(gain) {
 			continue // a range none of its trials measured, or no defaults to compare with
@@ -89,6 +92,43 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		}
 	}
 	return best
+}
+
+// leaveToNCCL holds each range of rs, a workload's collectives' choices
+// among trials of one environment, to the 1% a range's choice needs over
+// NCCL's defaults (MinGain): a choice that sets the collective's algorithm
+// or protocol must gain it over the collective left to NCCL under the
+// environment, scored over every trial of it that left it so (as NCCL's
+// defaults are over all their runs), or the range takes that. The trials
+// that set another collective's measure this one's alone alike; as
+// configurations they set as much as the choice, and parsimony did not
+// prefer them. Where one of them failed by its settings, which may have
+// been this collective's, the choice stands.
+func leaveToNCCL(sp *space.Space, trials []store.Trial, vals []store.Validation, rs []RangeResult) {
+	for i, r := range rs {
+		if r.Best == nil || !setsCollective(sp, r, r.Best.Params) {
+			continue
+		}
+		alone := slices.DeleteFunc(slices.Clone(trials), func(t store.Trial) bool { return setsCollective(sp, r, t.Params) })
+		// One key: the trials are one configuration of this collective.
+		cs := configsOf(r.Range.Name, alone, make([]string, len(alone)), slices.Repeat([]float64{math.NaN()}, len(alone)))
+		if len(cs) == 0 || cs[0].failed || Gains(r.BestScore, cs[0].score()) {
+			continue
+		}
+		best := cs[0].first
+		rs[i].Best, rs[i].BestScore, rs[i].BestRuns = best, cs[0].score(), len(cs[0].runs)
+		rs[i].Unconfirmed, rs[i].UnconfirmedIn = unconfirmedBy(sp, cs[0].runs)
+		rs[i].Validation = latestOn(vals, r.Range.Name, sp.Key(best.Params), best.Number)
+	}
+}
+
+// setsCollective reports whether a sets the per-size variables of range
+// r's collective (NCCL_ALGO[allreduce], ...).
+func setsCollective(sp *space.Space, r RangeResult, a space.Assignment) bool {
+	return slices.ContainsFunc(sp.Params, func(p space.Param) bool {
+		v, ok := a[p.Name]
+		return ok && v != space.Unset && slices.Contains(PerSize, p.Variable()) && p.Collective == strings.ReplaceAll(r.Range.Collective, "_", "")
+	})
 }
 
 // jobGain is the log of how much faster the job runs with each range's best
@@ -171,8 +211,9 @@ func (j Job) EnvTrial() *store.Trial {
 // per-size settings): a workload's job, judged as a whole, takes each
 // range's best under its environment, as JobOf weighed them, whatever that
 // gained over NCCL's defaults (the same settings left to NCCL under the
-// environment may run slower still); a job of one collective's ranges, what
-// each range's verdict kept.
+// environment may run slower still; JobOf holds them to MinGain over that,
+// leaveToNCCL); a job of one collective's ranges, what each range's verdict
+// kept.
 func (j Job) Uses(r RangeResult) bool {
 	if j.whole {
 		return r.Best != nil && !r.bestIsDefault()

@@ -223,3 +223,50 @@ func TestJobOfSimplestWhereNothingBeatsTheDefaults(t *testing.T) {
 		t.Errorf("the job is %v; want NCCL_MIN_CTAS=4 with all_gather's algorithm left to NCCL", a)
 	}
 }
+
+// TestJobPerCollectiveGain: a workload's job sets a collective's algorithm
+// or protocol only where that gains MinGain over the collective left to
+// NCCL under the job's environment (every trial of the environment that
+// left it so, as NCCL's defaults' runs are every trial of them), as a
+// range's choice must over NCCL's defaults: where the model's credit put a
+// setting of 0.5% ahead by more than 1%, the job set it, unvalidated.
+func TestJobPerCollectiveGain(t *testing.T) {
+	sp := ctasWorkload(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	pick := func(values ...string) string { return values[rng.IntN(len(values))] }
+	collectives := map[string]string{"all_gather": "NCCL_ALGO[allgather]", "all_reduce": "NCCL_ALGO[allreduce]"}
+	checked := 0
+	for seed := range 400 {
+		trials := []store.Trial{ctasTrial(0, space.Unset, space.Unset, space.Unset, 1, 1), ctasTrial(1, space.Unset, space.Unset, space.Unset, 1, 1)}
+		for n := 2; n < 4+rng.IntN(12); n++ {
+			trials = append(trials, ctasTrial(n, pick(space.Unset, "Ring", "Tree"), pick(space.Unset, "Ring", "Tree"), pick(space.Unset, "4"),
+				0.97+0.06*rng.Float64(), 0.97+0.06*rng.Float64()))
+		}
+		job := JobOf(sp, trials, nil)
+		a := job.Assignment(sp)
+		for _, r := range job.Ranges {
+			param := collectives[r.Range.Name]
+			if a[param] == space.Unset {
+				continue
+			}
+			// The collective left to NCCL under the job's environment.
+			logSum, n := 0.0, 0
+			for _, tr := range trials {
+				if tr.Params["NCCL_MIN_CTAS"] == a["NCCL_MIN_CTAS"] && tr.Params[param] == space.Unset {
+					logSum, n = logSum+math.Log(tr.Scores[r.Range.Name]), n+1
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			checked++
+			if alone := math.Exp(logSum / float64(n)); !Gains(r.BestScore, alone) {
+				t.Fatalf("seed %d: the job sets %s=%s, %.4g against %.4g left to NCCL under its environment (%d trials)\n%+v",
+					seed, param, a[param], r.BestScore, alone, n, trials)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no job set an algorithm")
+	}
+}

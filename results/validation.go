@@ -72,6 +72,7 @@ func JudgeJob(sp *space.Space, tuned, defaults []store.ValidationRun, rounds int
 func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds int, score func(store.ValidationRun) (float64, bool)) store.Validation {
 	for _, run := range tuned {
 		switch {
+		case !KeepsDefaults(run):
 		case run.State != store.Complete:
 			v.Reason = fmt.Sprintf("the tuned configuration failed in round %d (%s)", run.Round, run.Failure)
 			return v
@@ -82,9 +83,19 @@ func verdict(v store.Validation, tuned, defaults []store.ValidationRun, rounds i
 			if v.Candidate >= 0 {
 				show = fmt.Sprintf("; `nccltune show %d` shows what NCCL logged in the search", v.Candidate)
 			}
-			v.Reason = fmt.Sprintf("the settings' effect was not confirmed: NCCL's log did not show it reading %s in round %d "+
-				"(it read another value, or the output had no NCCL INFO lines: does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?%s)",
-				strings.Join(run.Unconfirmed, ", "), run.Round, show)
+			names := strings.Join(run.Unconfirmed, ", ")
+			const silent = "does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?"
+			switch run.Info {
+			case store.InfoNone:
+				v.Reason = fmt.Sprintf("the settings' effect was not confirmed: the output of round %d had no NCCL INFO lines, so nothing showed NCCL reading %s (%s%s)",
+					run.Round, names, silent, show)
+			case store.InfoLines:
+				v.Reason = fmt.Sprintf("the settings' effect was not confirmed: NCCL's log did not show it reading %s in round %d "+
+					"(it read another value, rejected it, or did not read it on the path it took%s)", names, run.Round, show)
+			default: // stored before runs recorded which
+				v.Reason = fmt.Sprintf("the settings' effect was not confirmed: NCCL's log did not show it reading %s in round %d "+
+					"(it read another value, or the output had no NCCL INFO lines: %s%s)", names, run.Round, silent, show)
+			}
 			return v
 		}
 	}
@@ -149,6 +160,13 @@ func failedInAJob(r store.ValidationRun) bool {
 // started no rank, an interrupt or a node's failure did not run them.
 func FailedBySettings(r store.ValidationRun) bool {
 	return r.State != store.Complete && failureKind(r).Settings()
+}
+
+// KeepsDefaults reports whether a validation run of a tuned configuration
+// keeps NCCL's defaults for it in its validation, whatever its other rounds
+// measure (see Judge): it failed, or NCCL's log did not confirm its settings.
+func KeepsDefaults(r store.ValidationRun) bool {
+	return r.State != store.Complete || len(r.Unconfirmed) > 0
 }
 
 // Disqualifies reports whether a validation run of a tuned configuration

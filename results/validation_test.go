@@ -259,3 +259,27 @@ func TestUnconfirmedVerdictSaysWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentRunToldApart: a validation run whose output had no NCCL INFO
+// lines is told apart from one whose log showed NCCL reading another value
+// (or not reading the setting), as a trial is: each verdict says which,
+// and what to do about it. Both read "it read another value, or the output
+// had no NCCL INFO lines".
+func TestSilentRunToldApart(t *testing.T) {
+	run := func(arm string, silent bool) store.ValidationRun {
+		info := store.InfoLines
+		if silent {
+			info = store.InfoNone
+		}
+		return store.ValidationRun{Arm: arm, State: store.Complete, Scores: map[string]float64{"r": 100}, Unconfirmed: []string{"NCCL_ALGO"}, Info: info}
+	}
+	for _, tc := range []struct {
+		silent      bool
+		want, wrong string
+	}{{true, "no NCCL INFO lines", "another value"}, {false, "another value", "no NCCL INFO lines"}} {
+		v := Judge(RangeResult{Range: space.Range{Name: "r"}, Best: &store.Trial{Number: 7}}, []store.ValidationRun{run("trial 7", tc.silent)}, []store.ValidationRun{run("default", false)}, 2)
+		if v.Verdict != "default" || !strings.Contains(v.Reason, tc.want) || strings.Contains(v.Reason, tc.wrong) || !strings.Contains(v.Reason, "NCCL_ALGO") {
+			t.Errorf("silent %v: %s: %s; want it to say %q, not %q", tc.silent, v.Verdict, v.Reason, tc.want, tc.wrong)
+		}
+	}
+}

@@ -349,7 +349,7 @@ func TestDamagedRowsNameTheStore(t *testing.T) {
 		`UPDATE results SET oop_busbw = 'abc'`,
 		`UPDATE campaigns SET seed = 'abc'`,
 		`INSERT INTO validations VALUES (1, 1, 'small', 'x', 5, 1, 1, 0, 0, 0, 'tuned', '', '', '')`,
-		`INSERT INTO validation_runs VALUES (1, 1, 0, 'tuned', '{', 'complete', '', '{}', '[]')`,
+		`INSERT INTO validation_runs VALUES (1, 1, 0, 'tuned', '{', 'complete', '', '{}', '[]', 0)`,
 		`INSERT INTO decisions VALUES (1, 'k', 'not json')`,
 		`ALTER TABLE trials DROP COLUMN nodes`,
 	} {

@@ -132,6 +132,8 @@ var migrations = []string{
 	// caps the iteration count: a later, longer one must not raise it. NULL: a campaign stored
 	// before it was kept, whose latest timeout and stored space's are the ones known.
 	`ALTER TABLE campaigns ADD COLUMN shortest_timeout_ns INTEGER;`,
+	// Whether a validation run's output held NCCL INFO lines (NCCLInfo; 0: unknown, a run stored before).
+	`ALTER TABLE validation_runs ADD COLUMN nccl_info INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -315,10 +317,16 @@ func madeSchema(version int) ([]object, error) {
 // that keeps the shortest timeout of its runs (shortest_timeout_ns).
 const latestSince, shortestSince = 14, 15
 
+// infoSince is the schema version that keeps whether a validation run's
+// output held NCCL INFO lines (nccl_info); a reader reads an older store's
+// runs as InfoUnknown.
+const infoSince = 16
+
 // readableFrom is the oldest schema version a reader reads: one that lacks
 // only what a reader can do without, latest_patience, latest_timeout_ns
 // and shortest_timeout_ns, read as NULL (a campaign stored before they
-// were kept, which its stored space and its latest run describe). A reader
+// were kept, which its stored space and its latest run describe), and
+// nccl_info, read as InfoUnknown. A reader
 // never upgrades a store, and refused the previous nccltune's until a
 // resume did, which a campaign it still runs, or a store this user may not
 // write, does not allow.

@@ -692,7 +692,8 @@ func TestReaderReadsThePreviousSchema(t *testing.T) {
 	for version := readableFrom; version < SchemaVersion; version++ {
 		stmts := append(slices.Clone(migrations[:version]), fmt.Sprintf("PRAGMA user_version = %d", version),
 			`INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at) VALUES (1, 'old', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z')`,
-			`INSERT INTO trials (id, campaign_id, number, state, params, env, started_at) VALUES (1, 1, 0, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`)
+			`INSERT INTO trials (id, campaign_id, number, state, params, env, started_at) VALUES (1, 1, 0, 'complete', '{}', '[]', '2026-01-01T00:00:00Z')`,
+			`INSERT INTO validation_runs (campaign_id, batch, round, arm, env, state, failure, scores, unconfirmed) VALUES (1, 1, 0, 'default', '[]', 'complete', '', '{}', '[]')`)
 		if version >= latestSince {
 			stmts = append(stmts, `INSERT INTO campaigns (id, name, space_hash, space, budget, sampler, seed, created_at, latest_patience, latest_timeout_ns)
 				VALUES (2, 'latest', 'h', 'x', 10, 'tpe', 1, '2026-01-01T00:00:00Z', 3, 60000000000)`)
@@ -715,10 +716,16 @@ func TestReaderReadsThePreviousSchema(t *testing.T) {
 			t.Errorf("version %d: trials %+v, %v", version, trials, err)
 		}
 		for what, read := range map[string]func() error{
-			"output":          func() error { _, err := s.Output(1); return err },
-			"validations":     func() error { _, err := s.Validations(1); return err },
-			"validation runs": func() error { _, err := s.AllValidationRuns(1); return err },
-			"decisions":       func() error { _, err := s.Decisions(1); return err },
+			"output":      func() error { _, err := s.Output(1); return err },
+			"validations": func() error { _, err := s.Validations(1); return err },
+			"validation runs": func() error {
+				runs, err := s.AllValidationRuns(1)
+				if err == nil && (len(runs) != 1 || runs[0].Info != InfoUnknown) {
+					err = fmt.Errorf("runs %+v", runs)
+				}
+				return err
+			},
+			"decisions": func() error { _, err := s.Decisions(1); return err },
 		} {
 			if err := read(); err != nil {
 				t.Errorf("version %d: %s: %v", version, what, err)
@@ -776,6 +783,33 @@ func TestLatestRunOutsideTheSpacesBounds(t *testing.T) {
 		}
 		if got, err := s.Campaign("c"); err != nil || *got.Latest != *c.Latest {
 			t.Errorf("patience %d: %+v, %v", patience, got.Latest, err)
+		}
+	}
+}
+
+// TestValidationRunKeepsItsNCCLInfo: whether a validation run's output held
+// NCCL INFO lines reads back as stored, so that a run of a program that
+// logs NCCL elsewhere is told apart from one whose NCCL read another value.
+func TestValidationRunKeepsItsNCCLInfo(t *testing.T) {
+	s, _ := openWriter(t)
+	c, err := s.CreateCampaign(Campaign{Name: "c", SpaceHash: "h", Space: []byte{}, Budget: 3, Sampler: "tpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []ValidationRun
+	for round, info := range []NCCLInfo{InfoUnknown, InfoLines, InfoNone} {
+		runs = append(runs, ValidationRun{Round: round, Arm: "default", Env: []string{}, State: Complete, Scores: map[string]float64{"small": 1}, Info: info})
+	}
+	if err := s.SaveValidation(c.ID, 1, runs, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ValidationRuns(c.ID, 1)
+	if err != nil || len(got) != len(runs) {
+		t.Fatalf("runs %+v (%v)", got, err)
+	}
+	for i, r := range got {
+		if r.Info != runs[i].Info {
+			t.Errorf("round %d: info %d, stored %d", i, r.Info, runs[i].Info)
 		}
 	}
 }

@@ -20,7 +20,21 @@ type ValidationRun struct {
 	Failure     string
 	Scores      map[string]float64 // per range
 	Unconfirmed []string           // variables NCCL's log did not show it read
+	Info        NCCLInfo           // what its output showed of NCCL's log
 }
+
+// NCCLInfo is what a complete validation run's output showed of NCCL's log.
+type NCCLInfo int
+
+const (
+	// InfoUnknown: a run that failed, or one stored before nccltune recorded it.
+	InfoUnknown NCCLInfo = iota
+	// InfoLines: its output held NCCL INFO lines.
+	InfoLines
+	// InfoNone: its output held none (NCCL logged to NCCL_DEBUG_FILE, or
+	// not at all), so it confirms no setting, as a trial's (nccllog.Log.Debug).
+	InfoNone
+)
 
 // Validation is the verdict on one range's chosen configuration.
 type Validation struct {
@@ -57,8 +71,9 @@ func (s *Store) SaveValidation(campaignID, batch int64, runs []ValidationRun, vs
 		if err != nil {
 			return fmt.Errorf("store %s: validation run: %w", s.path, err)
 		}
-		if _, err := tx.Exec(`INSERT INTO validation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, campaignID, batch,
-			r.Round, r.Arm, cols[0], r.State, r.Failure, cols[1], cols[2]); err != nil {
+		if _, err := tx.Exec(`INSERT INTO validation_runs(campaign_id, batch, round, arm, env, state, failure, scores, unconfirmed, nccl_info)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, campaignID, batch,
+			r.Round, r.Arm, cols[0], r.State, r.Failure, cols[1], cols[2], r.Info); err != nil {
 			return fmt.Errorf("store %s: validation run: %w", s.path, err)
 		}
 	}
@@ -145,7 +160,11 @@ func (s *Store) AllValidationRuns(campaignID int64) ([]ValidationRun, error) {
 // ValidationRuns returns the runs of one batch, in order.
 func (s *Store) ValidationRuns(campaignID, batch int64) (_ []ValidationRun, err error) {
 	defer s.located(&err)
-	rows, err := s.db.Query(`SELECT round, arm, env, state, failure, scores, unconfirmed FROM validation_runs
+	info := "nccl_info"
+	if s.version < infoSince {
+		info = "0"
+	}
+	rows, err := s.db.Query(`SELECT round, arm, env, state, failure, scores, unconfirmed, `+info+` FROM validation_runs
 		WHERE campaign_id = ? AND batch = ? ORDER BY rowid`, campaignID, batch)
 	if err != nil {
 		return nil, err
@@ -156,7 +175,7 @@ func (s *Store) ValidationRuns(campaignID, batch int64) (_ []ValidationRun, err 
 		var r ValidationRun
 		var env, scores, unconfirmed string
 		var failure sql.NullString
-		if err := rows.Scan(&r.Round, &r.Arm, &env, &r.State, &failure, &scores, &unconfirmed); err != nil {
+		if err := rows.Scan(&r.Round, &r.Arm, &env, &r.State, &failure, &scores, &unconfirmed, &r.Info); err != nil {
 			return nil, err
 		}
 		r.Failure = failure.String

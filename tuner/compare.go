@@ -41,7 +41,7 @@ func (t *Tuner) Compare(ctx context.Context, a, b []string, rounds int) ([]Compa
 	}
 	s := &session{Tuner: t, benches: benches, groups: groups}
 	s.prepare(fullSweep(t.Space))
-	runs, err := s.measure(ctx, arms, rounds, nil, nil)
+	runs, err := s.measure(ctx, arms, rounds, progress{}, nil)
 	if err != nil {
 		return nil, err
 	}

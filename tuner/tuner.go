@@ -234,7 +234,7 @@ func (t *Tuner) Run(ctx context.Context, o Options) error {
 	if err != nil || validatedAs(t.Space, s.trials, vals, s.camp.ValidateRounds) {
 		return err
 	}
-	if _, err := s.validate(ctx, s.camp.ValidateRounds); err != nil && !errors.Is(err, ErrNothingToValidate) {
+	if _, err := s.validate(ctx, s.camp.ValidateRounds, false); err != nil && !errors.Is(err, ErrNothingToValidate) {
 		return fmt.Errorf("validation: %w", err)
 	}
 	return nil

@@ -56,19 +56,30 @@ func (t *Tuner) Validate(ctx context.Context, rounds int) ([]store.Validation, e
 	if s.trials, err = t.storedTrials(s.camp.ID); err != nil {
 		return nil, err
 	}
-	return s.validate(ctx, rounds)
+	return s.validate(ctx, rounds, true)
 }
 
 // validate measures, against NCCL's defaults and interleaved round by round
 // (A B, B A, A B, ...) so that drift hits both alike, every configuration a
 // range's choice or the job's (see results.JobOf) needs, and records what
-// NCCL decided per size under each (see probe).
-func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation, error) {
+// NCCL decided per size under each (see probe). Unless remeasure, a choice
+// with a verdict in at least rounds rounds keeps it, unmeasured: a
+// campaign validates the choices a resume changed (see validatedAs), and
+// measuring the others again would spend launches on what was judged, and
+// give a gain judged not significant another chance to pass by luck.
+func (s *session) validate(ctx context.Context, rounds int, remeasure bool) ([]store.Validation, error) {
 	if rounds < 2 {
 		return nil, fmt.Errorf("validation needs at least 2 rounds for a confidence interval, got %d", rounds)
 	}
 	sp := s.Space
-	choices := results.Of(sp, s.trials, nil)
+	var vals []store.Validation
+	if !remeasure {
+		var err error
+		if vals, err = s.Store.Validations(s.camp.ID); err != nil {
+			return nil, err
+		}
+	}
+	choices := results.Of(sp, s.trials, vals)
 	if !slices.ContainsFunc(choices, func(r results.RangeResult) bool { return r.Best != nil }) {
 		return nil, ErrNothingToValidate
 	}
@@ -80,7 +91,7 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	}
 	arms := []arm{{name: "default", trial: -1, env: sp.Env(space.Assignment{})}}
 	var candidates []candidate
-	job := results.JobOf(sp, s.trials, nil)
+	job := results.JobOf(sp, s.trials, vals)
 	for _, rs := range [][]results.RangeResult{choices, job.Ranges} {
 		for _, r := range rs {
 			if r.Best == nil || slices.ContainsFunc(candidates, func(c candidate) bool {
@@ -105,34 +116,50 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	if err != nil {
 		return nil, err
 	}
-	batch, done, err := s.measuredBefore(arms, rounds)
+	// stands reports whether verdict v, on arm k's configuration, stands,
+	// unmeasured and not judged again: one in the rounds asked, which no
+	// failure since holds to NCCL's defaults (heldTo, which a verdict says).
+	stands := func(v *store.Validation, k int) bool { return v != nil && v.Rounds >= rounds && heldBy(arms[k], failed) == nil }
+	// A configuration an earlier failure holds has its verdict (heldTo), as
+	// does one whose every verdict stands: it is not measured.
+	judged := make([]bool, len(arms))
+	for k := 1; k < len(arms); k++ {
+		judged[k] = heldBy(arms[k], failed) != nil || (k != jobArm || stands(job.Validation, k)) &&
+			!slices.ContainsFunc(candidates, func(c candidate) bool { return c.arm == k && !stands(c.result.Validation, k) })
+	}
+	batch, done, err := s.measuredBefore(arms, rounds, judged)
 	if err != nil {
 		return nil, err
 	}
-	if len(done) == 0 {
+	// A stopped validation is gone on in, and ended, though none of its
+	// rounds is whole, or it measured none of these arms: a later one would
+	// otherwise go on from its runs.
+	if batch == 0 {
 		batch = time.Now().UnixNano()
 	}
 	// judge draws the verdicts on the configurations of the arms that in
 	// says, from runs.
 	judge := func(runs []store.ValidationRun, in func(arm int) bool) []store.Validation {
 		defaults := runsOf(runs, arms[0].name)
-		// tuned are an arm's runs; none for NCCL's defaults, judged as themselves.
+		// tuned are an arm's runs, not nil where there are none (an
+		// earlier failure held it unmeasured); nil for NCCL's defaults,
+		// judged as themselves.
 		tuned := func(arm int) []store.ValidationRun {
 			if arm == 0 {
 				return nil
 			}
-			return runsOf(runs, arms[arm].name)
+			return append([]store.ValidationRun{}, runsOf(runs, arms[arm].name)...)
 		}
 		var vs []store.Validation
 		for _, c := range candidates {
-			if !in(c.arm) {
+			if !in(c.arm) || stands(c.result.Validation, c.arm) {
 				continue
 			}
 			v := results.Judge(c.result, tuned(c.arm), defaults, rounds)
 			v.Config = sp.Key(arms[c.arm].assignment)
 			vs = append(vs, heldTo(v, arms[c.arm], failed))
 		}
-		if jobArm >= 0 && in(jobArm) {
+		if jobArm >= 0 && in(jobArm) && !stands(job.Validation, jobArm) {
 			v := results.JudgeJob(sp, tuned(jobArm), defaults, rounds)
 			v.Config = sp.Key(arms[jobArm].assignment)
 			vs = append(vs, heldTo(v, arms[jobArm], failed))
@@ -147,15 +174,14 @@ func (s *session) validate(ctx context.Context, rounds int) ([]store.Validation,
 	// every later one (see failedBefore); and a configuration that fails by
 	// its settings, or whose settings NCCL's log did not confirm, is judged
 	// at once, with the run (results.Disqualifies): an older verdict on it
-	// would otherwise stand until a validation ends. Judged once, and in
-	// the one round it is drawn from, short of those asked: the validation
-	// has not ended (see validatedAs), and a resume runs it again if it
-	// does not end; if it does, its verdicts follow.
-	judged := map[int]bool{}
+	// would otherwise stand until a validation ends. Judged once, as it is
+	// measured no more, and in the one round it is drawn from, short of
+	// those asked: the validation has not ended (see validatedAs), and a
+	// resume runs it again if it does not end; if it does, its verdicts
+	// follow.
 	runs, err := s.measure(ctx, arms, rounds, done, func(r store.ValidationRun) error {
 		var vs []store.Validation
-		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && !judged[k] && results.Disqualifies(r) {
-			judged[k] = true
+		if k := slices.IndexFunc(arms, func(a arm) bool { return a.name == r.Arm }); k > 0 && results.Disqualifies(r) {
 			vs = judge([]store.ValidationRun{r}, func(arm int) bool { return arm == k })
 			for i := range vs {
 				vs[i].Rounds = 1
@@ -212,29 +238,31 @@ func (s *session) failedBefore() ([]hold, error) {
 }
 
 // measuredBefore is the batch of the campaign's last validation, where it was
-// stopped before its verdicts, and its runs of the rounds from the first
-// that measured each of arms, up to rounds: a validation goes on after
-// them, as the search goes on after its finished trials, or one stopped
-// again and again (a campaign resumed in allocations each shorter than its
-// validation) would never end. Each round pairs its arms' runs; a round
-// the stop cut short is measured again whole.
-func (s *session) measuredBefore(arms []arm, rounds int) (int64, []store.ValidationRun, error) {
+// stopped before its verdicts (0 where none was), and its progress (judged, by arm, the verdicts
+// drawn before it): the runs of the rounds from the first that measured each
+// of arms still measured, up to rounds. A validation goes on after them, as
+// the search goes on after its finished trials, or one stopped again and
+// again (a campaign resumed in allocations each shorter than its
+// validation) would never end. Each round pairs its arms' runs; a round the
+// stop cut short is measured again whole.
+func (s *session) measuredBefore(arms []arm, rounds int, judged []bool) (int64, progress, error) {
+	done := progress{judged: judged}
 	batches, err := s.Store.ValidationBatches(s.camp.ID)
 	if err != nil || len(batches) == 0 {
-		return 0, nil, err
+		return 0, done, err
 	}
 	batch := batches[len(batches)-1]
 	vals, err := s.Store.Validations(s.camp.ID)
 	if err != nil {
-		return 0, nil, err
+		return 0, done, err
 	}
 	// A verdict in fewer than 2 rounds is one drawn at once on a run that disqualified its configuration (see validate).
 	if slices.ContainsFunc(vals, func(v store.Validation) bool { return v.Batch == batch && v.Rounds >= 2 }) {
-		return 0, nil, nil
+		return 0, done, nil
 	}
 	stored, err := s.Store.ValidationRuns(s.camp.ID, batch)
 	if err != nil {
-		return 0, nil, err
+		return 0, done, err
 	}
 	// Each arm's last run of a round: a round measured again whole after
 	// a stop cut it short holds the earlier runs too.
@@ -246,19 +274,59 @@ func (s *session) measuredBefore(arms []arm, rounds int) (int64, []store.Validat
 	for _, r := range stored {
 		last[of{r.Round, r.Arm, envKey(r.Env)}] = r
 	}
-	var done []store.ValidationRun
 	for round := range rounds {
-		var these []store.ValidationRun
+		whole := done.clone()
 		for _, k := range roundOrder(len(arms), round) {
 			r, ok := last[of{round, arms[k].name, envKey(arms[k].env)}]
-			if !ok {
+			switch {
+			case ok:
+				whole.add(k, r)
+			case whole.measures(k):
 				return batch, done, nil
 			}
-			these = append(these, r)
 		}
-		done = append(done, these...)
+		whole.rounds++
+		done = whole
 	}
 	return batch, done, nil
+}
+
+// progress is a validation's: the runs of its whole rounds, and the arms
+// it measures no more.
+type progress struct {
+	runs   []store.ValidationRun
+	rounds int // whole rounds measured
+	// judged, by arm: its verdict is drawn, as NCCL's defaults, whatever
+	// its later rounds measure (an earlier validation's failure holds it,
+	// or a run of it kept them: results.KeepsDefaults). nil (a
+	// comparison): none is.
+	judged []bool
+}
+
+// measures reports whether arm k is measured: a tuned configuration until
+// judged, NCCL's defaults while some other arm is, for they are measured
+// only to compare.
+func (p progress) measures(k int) bool {
+	if p.judged == nil {
+		return true
+	}
+	if k > 0 {
+		return !p.judged[k]
+	}
+	return slices.Contains(p.judged[1:], false)
+}
+
+// add records run r, of arm k.
+func (p *progress) add(k int, r store.ValidationRun) {
+	p.runs = append(p.runs, r)
+	if p.judged != nil && k > 0 && results.KeepsDefaults(r) {
+		p.judged[k] = true
+	}
+}
+
+func (p progress) clone() progress {
+	p.runs, p.judged = slices.Clone(p.runs), slices.Clone(p.judged)
+	return p
 }
 
 func envKey(env []string) string { return strings.Join(env, "\n") }
@@ -268,13 +336,18 @@ func envKey(env []string) string { return strings.Join(env, "\n") }
 // gave wrong data or crashed may do so in a training job, and validating
 // it again until every round went well would export it.
 func heldTo(v store.Validation, a arm, failed []hold) store.Validation {
-	for _, h := range failed {
-		if h.holds(a.assignment) {
-			v.Verdict, v.Reason = "default", results.FailedEarlier(h.run)
-			break
-		}
+	if h := heldBy(a, failed); h != nil {
+		v.Verdict, v.Reason = "default", results.FailedEarlier(h.run)
 	}
 	return v
+}
+
+// heldBy is the first of failed that holds arm a's configuration, nil if none does.
+func heldBy(a arm, failed []hold) *hold {
+	if i := slices.IndexFunc(failed, func(h hold) bool { return h.holds(a.assignment) }); i >= 0 {
+		return &failed[i]
+	}
+	return nil
 }
 
 // armOf is the index of the arm that measures assignment a, added as a new
@@ -342,39 +415,63 @@ func roundOrder(n, round int) []int {
 }
 
 // measure runs every arm once per round, in roundOrder, after the rounds
-// that done holds (whole rounds, measured before), and hands each run to
-// keep, if set, as it ends. Stopped, it returns the runs made so far with
-// the error.
-func (s *session) measure(ctx context.Context, arms []arm, rounds int, done []store.ValidationRun, keep func(store.ValidationRun) error) ([]store.ValidationRun, error) {
+// that done holds (whole rounds, measured before), save those done says it
+// measures no more, and hands each run to keep, if set, as it ends.
+// Stopped, it returns the runs made so far with the error.
+func (s *session) measure(ctx context.Context, arms []arm, rounds int, done progress, keep func(store.ValidationRun) error) ([]store.ValidationRun, error) {
 	sp := s.Space
-	runs := slices.Clone(done)
-	for round := len(done) / len(arms); round < rounds; round++ {
-		for _, k := range roundOrder(len(arms), round) {
+	done = done.clone()
+	for round := done.rounds; round < rounds; round++ {
+		for i, k := range roundOrder(len(arms), round) {
+			if !done.measures(k) {
+				continue
+			}
 			if err := ctx.Err(); err != nil {
-				return runs, err
+				return done.runs, err
 			}
 			a := arms[k]
 			t := &store.Trial{Env: a.env}
 			s.record(t, s.launch(ctx, s.groups[0], s.work(), a.assignment, a.env, fmt.Sprintf("validate-%d-%d", round, k)), s.measured)
 			if t.State == store.Interrupted {
 				// A node's failure too: its runs would judge nothing.
-				return runs, interruption(ctx, fmt.Sprintf("round %d, %s", round, a.name), t.FailureKind, t.FailureReason)
+				return done.runs, interruption(ctx, fmt.Sprintf("round %d, %s", round, a.name), t.FailureKind, t.FailureReason)
 			}
 			// Only the searched variables are the arm's to confirm; a pinned one is in every arm.
 			// A run whose output has no NCCL INFO lines confirms none of them.
 			unconfirmed := slices.DeleteFunc(t.NCCLLog.Unconfirmed(a.env), func(name string) bool { _, fixed := sp.Fixed[name]; return fixed })
 			run := store.ValidationRun{Round: round, Arm: a.name, Env: a.env, State: t.State, Scores: t.Scores,
 				Failure: strings.TrimPrefix(t.FailureKind+": "+t.FailureReason, ": "), Unconfirmed: unconfirmed}
+			switch {
+			case t.State != store.Complete:
+			case t.NCCLLog.Debug:
+				run.Info = store.InfoLines
+			default:
+				run.Info = store.InfoNone
+			}
 			if keep != nil {
 				if err := keep(run); err != nil {
-					return runs, err
+					return done.runs, err
 				}
 			}
-			runs = append(runs, run)
+			done.add(k, run)
 			if s.OnValidationRun != nil {
-				s.OnValidationRun(run, len(runs), rounds*len(arms))
+				s.OnValidationRun(run, len(done.runs), len(done.runs)+done.left(arms, rounds, round, i))
 			}
 		}
 	}
-	return runs, nil
+	return done.runs, nil
+}
+
+// left counts the runs a validation has left to make after the i-th of round's.
+func (p progress) left(arms []arm, rounds, round, i int) int {
+	n := 0
+	for j, k := range roundOrder(len(arms), round) {
+		if p.measures(k) {
+			n += rounds - round - 1
+			if j > i {
+				n++
+			}
+		}
+	}
+	return n
 }

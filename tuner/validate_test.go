@@ -190,29 +190,27 @@ func (w failThenStop) Run(ctx context.Context, job runner.Job) runner.Result {
 }
 
 // TestFailedInAStoppedValidation: a configuration whose data was wrong in a
-// validation that was then stopped (Ctrl-C, a node lost), in a later round
-// or while probing, is not tuned by the next validation, in which every
-// round went well: the stopped validation's runs were dropped, its failure
-// with them.
+// validation that was then stopped (Ctrl-C, a node lost), while probing
+// (every tuned configuration failed in round 0, so no later round runs), is
+// not tuned by the next validation, in which every round went well: the
+// stopped validation's runs were dropped, its failure with them.
 func TestFailedInAStoppedValidation(t *testing.T) {
-	for _, stopAt := range []string{"validate-1-0", "probe-default"} {
-		sp := loadExample(t, 12)
-		st := openStore(t)
-		if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		tu := newTuner(t, sp, st)
-		tu.Runner = failThenStop{stop: cancel, stopAt: stopAt}
-		if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
-			t.Fatalf("stopped at %s: validation returned %v", stopAt, err)
-		}
-		vals, err := newTuner(t, sp, st).Validate(context.Background(), 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		heldByEarlierFailure(t, sp, vals, "stopped at "+stopAt)
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tu := newTuner(t, sp, st)
+	tu.Runner = failThenStop{stop: cancel, stopAt: "probe-default"}
+	if _, err := tu.Validate(ctx, 3); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped while probing: validation returned %v", err)
+	}
+	vals, err := newTuner(t, sp, st).Validate(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldByEarlierFailure(t, sp, vals, "stopped while probing")
 }
 
 // heldByEarlierFailure checks that vals, a validation's verdicts after one
@@ -245,7 +243,8 @@ func TestFailedInAKilledValidation(t *testing.T) {
 	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
-	// What the disk holds as round 1 starts is what a kill there leaves.
+	// What the disk holds as the probes start, after round 0 judged every
+	// tuned configuration, is what a kill there leaves.
 	killed := filepath.Join(t.TempDir(), "killed.db")
 	kill := func() {
 		for _, suffix := range []string{"", "-wal"} {
@@ -259,7 +258,7 @@ func TestFailedInAKilledValidation(t *testing.T) {
 		}
 	}
 	tu := newTuner(t, sp, st)
-	tu.Runner = failThenStop{stop: kill, stopAt: "validate-1-0"}
+	tu.Runner = failThenStop{stop: kill, stopAt: "probe-default"}
 	if _, err := tu.Validate(context.Background(), 3); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +280,7 @@ func TestFailedInAKilledValidation(t *testing.T) {
 // exported: the older verdict stood, and a resume, finding every choice
 // judged, validated nothing again.
 func TestFailedAfterAVerdict(t *testing.T) {
-	sp, st := validatedThenStopped(t, func(stop func()) Runner { return failThenStop{stop: stop, stopAt: "validate-1-0"} })
+	sp, st := validatedThenStopped(t, func(stop func()) Runner { return failThenStop{stop: stop, stopAt: "probe-default"} })
 	noneTuned(t, sp, st, "after its verdict")
 }
 
@@ -496,11 +495,11 @@ func TestStoppedTwiceInOneRound(t *testing.T) {
 	if err := st.SaveValidation(s.camp.ID, 7, stored, nil); err != nil {
 		t.Fatal(err)
 	}
-	batch, done, err := s.measuredBefore(arms, 3)
-	if err != nil || batch != 7 || len(done) != 2 {
-		t.Fatalf("batch %d, %d runs (%v), want batch 7's round 0", batch, len(done), err)
+	batch, done, err := s.measuredBefore(arms, 3, make([]bool, len(arms)))
+	if err != nil || batch != 7 || len(done.runs) != 2 || done.rounds != 1 {
+		t.Fatalf("batch %d, %d runs in %d rounds (%v), want batch 7's round 0", batch, len(done.runs), done.rounds, err)
 	}
-	for _, r := range done {
+	for _, r := range done.runs {
 		if r.Scores["small"] != 2 {
 			t.Errorf("round 0 reads %s's run of the stopped measurement", r.Arm)
 		}
@@ -589,7 +588,7 @@ func (w silentThenStop) Run(ctx context.Context, job runner.Job) runner.Result {
 // verdict stood until a validation ended, where one that ended would have
 // kept NCCL's defaults. The run is judged at once, as a failed one is.
 func TestUnconfirmedAfterAVerdict(t *testing.T) {
-	sp, st := validatedThenStopped(t, func(stop func()) Runner { return silentThenStop{stop: stop, stopAt: "validate-1-0"} })
+	sp, st := validatedThenStopped(t, func(stop func()) Runner { return silentThenStop{stop: stop, stopAt: "probe-default"} })
 	camp, _ := st.Campaign(sp.Campaign.Name)
 	trials, _ := st.Trials(camp.ID)
 	vals, _ := st.Validations(camp.ID)
@@ -605,5 +604,303 @@ func TestUnconfirmedAfterAVerdict(t *testing.T) {
 	}
 	if judged == 0 {
 		t.Fatal("no range chose a tuned configuration")
+	}
+}
+
+// failArm fails, with wrong data (or kind), arm's launch in validation
+// round 0, and records the labels launched.
+type failArm struct {
+	arm  int
+	kind runner.FailureKind
+	labelled
+}
+
+func (f *failArm) Run(ctx context.Context, job runner.Job) runner.Result {
+	if job.Plan.Label == fmt.Sprintf("validate-0-%d", f.arm) {
+		f.mu.Lock()
+		f.ran = append(f.ran, job.Plan.Label)
+		f.mu.Unlock()
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: cmp.Or(f.kind, runner.FailWrong), Reason: "made to fail in this round"}}
+	}
+	return f.labelled.Run(ctx, job)
+}
+
+// TestJudgedArmsMeasuredNoMore: a configuration whose verdict is drawn
+// (it failed by its settings in this validation, or in an earlier one) is
+// launched no more: whatever its later rounds measure, NCCL's defaults
+// stand for it. Validation measured it in every round, and in every later
+// validation, and NCCL's defaults beside it where nothing else was left to
+// compare.
+func TestJudgedArmsMeasuredNoMore(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	launched := func(r *failArm) map[int]int { // launches by arm
+		by := map[int]int{}
+		for _, label := range r.ran {
+			var round, arm int
+			if n, _ := fmt.Sscanf(label, "validate-%d-%d", &round, &arm); n == 2 {
+				by[arm]++
+			}
+		}
+		return by
+	}
+	validate := func(r *failArm) []store.Validation {
+		tu := newTuner(t, sp, st)
+		tu.Runner = r
+		vals, err := tu.Validate(context.Background(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vals
+	}
+	failing := &failArm{arm: 1}
+	vals := validate(failing)
+	first := launched(failing)
+	if len(first) < 3 {
+		t.Fatalf("launches by arm %v: the test needs two tuned configurations", first)
+	}
+	if first[1] != 1 || first[0] != 3 || first[2] != 3 {
+		t.Errorf("launches by arm %v; arm 1 failed in round 0, want it once and the others in all 3 rounds", first)
+	}
+	for _, v := range vals {
+		if v.Config == sp.Key(Defaults(sp)) || v.Verdict == "tuned" {
+			continue
+		}
+		if v.Range != results.JobRange && v.Candidate <= 0 {
+			t.Errorf("range %s: a verdict of %s on candidate %d", v.Range, v.Verdict, v.Candidate)
+		}
+	}
+	again := &failArm{arm: -1}
+	vals = validate(again)
+	if n := launched(again); n[1] != 0 {
+		t.Errorf("launches by arm %v; arm 1 failed in the earlier validation, want none of it", n)
+	}
+	held := 0
+	for _, v := range vals {
+		if strings.Contains(v.Reason, "earlier validation") {
+			held++
+			if v.Verdict == "tuned" || v.Rounds != 3 || v.Range != results.JobRange && v.Candidate <= 0 {
+				t.Errorf("range %s, held, is %s in %d rounds, candidate %d", v.Range, v.Verdict, v.Rounds, v.Candidate)
+			}
+		}
+	}
+	if held == 0 {
+		t.Error("no verdict held the configuration that failed to NCCL's defaults")
+	}
+}
+
+// TestStoppedAfterAJudgedArm: a validation stopped after a configuration
+// was judged at once (it failed by its settings) goes on after its rounds
+// that lack it, whole without it.
+func TestStoppedAfterAJudgedArm(t *testing.T) {
+	sp := loadExample(t, 3)
+	st := openStore(t)
+	s, err := newTuner(t, sp, st).open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arms := []arm{{name: "default", env: []string{"NCCL_NVLS_ENABLE=0"}}, {name: "trial 1", env: []string{"NCCL_ALGO=Ring"}}, {name: "trial 2", env: []string{"NCCL_ALGO=Tree"}}}
+	run := func(round, a int) store.ValidationRun {
+		return store.ValidationRun{Round: round, Arm: arms[a].name, Env: arms[a].env, State: store.Complete, Scores: map[string]float64{"small": 1}}
+	}
+	wrong := run(0, 1)
+	wrong.State, wrong.Failure, wrong.Scores = store.Failed, "wrong: made to fail", nil
+	// Round 1 measured B A (arm 1 judged), round 2 was cut short.
+	stored := []store.ValidationRun{run(0, 0), wrong, run(0, 2), run(1, 2), run(1, 0), run(2, 0)}
+	if err := st.SaveValidation(s.camp.ID, 7, stored, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, done, err := s.measuredBefore(arms, 3, make([]bool, len(arms)))
+	if err != nil || len(done.runs) != 5 || done.rounds != 2 || !done.judged[1] || done.measures(1) || !done.measures(0) {
+		t.Fatalf("%d runs in %d rounds, judged %v (%v); want rounds 0 and 1, arm 1 judged", len(done.runs), done.rounds, done.judged, err)
+	}
+	if n := done.left(arms, 3, 2, -1); n != 2 {
+		t.Errorf("%d runs left in round 2, want 2", n)
+	}
+}
+
+// TestSilentValidationRunRecorded: a validation run whose output had no
+// NCCL INFO lines is stored so, and its verdict says so, as a trial's log
+// says it: runs recorded only the settings left unconfirmed, the same for
+// a run of NCCL reading another value, and nothing for NCCL's defaults.
+func TestSilentValidationRunRecorded(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	tu := newTuner(t, sp, st)
+	tu.Runner = silentThenStop{}
+	vals, err := tu.Validate(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	runs, err := st.ValidationRuns(camp.ID, vals[0].Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		want := store.InfoLines
+		if r.Round == 0 && r.Arm != "default" {
+			want = store.InfoNone
+		}
+		if r.Info != want {
+			t.Errorf("round %d, %s: info %d, want %d", r.Round, r.Arm, r.Info, want)
+		}
+	}
+	for _, v := range vals {
+		if v.Config != sp.Key(Defaults(sp)) && !strings.Contains(v.Reason, "had no NCCL INFO lines") {
+			t.Errorf("range %s: %s", v.Range, v.Reason)
+		}
+	}
+}
+
+// TestLaunchFailedArmMeasuredNoMore: a configuration whose launch started
+// no rank in a round keeps NCCL's defaults in that validation (its verdict
+// needs every round), so it is launched no more there; the next validation,
+// which such a failure does not hold it from, measures it again.
+func TestLaunchFailedArmMeasuredNoMore(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*failArm{{arm: 1, kind: runner.FailLaunch}, {arm: -1}} {
+		tu := newTuner(t, sp, st)
+		tu.Runner = r
+		vals, err := tu.Validate(context.Background(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, label := range r.ran {
+			if strings.HasPrefix(label, "validate-") && strings.HasSuffix(label, "-1") {
+				n++
+			}
+		}
+		if want := map[bool]int{true: 1, false: 3}[r.arm == 1]; n != want {
+			t.Errorf("arm 1 failing in round 0: %v; launched %d times, want %d", r.arm == 1, n, want)
+		}
+		if r.arm == 1 && !slices.ContainsFunc(vals, func(v store.Validation) bool { return strings.Contains(v.Reason, "failed in round 0 (launch") }) {
+			t.Errorf("no verdict says arm 1's launch failed: %+v", vals)
+		}
+	}
+}
+
+// TestValidationOfNothingEndsTheStoppedOne: a validation that measures
+// nothing (every tuned configuration held by an earlier failure) ends the
+// one stopped before it, whose runs it goes on from: its verdicts, stored
+// under a batch of no runs, left that one the last stopped, and the next
+// validation took up its old runs as its own.
+func TestValidationOfNothingEndsTheStoppedOne(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	tu := newTuner(t, sp, st)
+	tu.Runner = wrongAlways{}
+	if _, err := tu.Validate(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	stopped := store.ValidationRun{Round: 0, Arm: "trial 999", Env: []string{"NCCL_ALGO=Tree"}, State: store.Complete, Scores: map[string]float64{"small": 1}}
+	if err := st.SaveValidation(camp.ID, 7, []store.ValidationRun{stopped}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := &labelled{}
+	tu = newTuner(t, sp, st)
+	tu.Runner = r
+	if _, err := tu.Validate(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(r.ran, func(label string) bool { return strings.HasPrefix(label, "validate-") }) {
+		t.Fatalf("launched %v; every tuned configuration failed in an earlier validation", r.ran)
+	}
+	s, err := newTuner(t, sp, st).open(Options{KeepSettings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batch, _, err := s.measuredBefore(nil, 2, nil); batch != 0 || err != nil {
+		t.Errorf("batch %d is still a stopped validation to go on from (%v)", batch, err)
+	}
+}
+
+// TestValidatedChoicesMeasuredNoMore: validation after a resume measures
+// only the choices that lack a verdict in the rounds asked (a raised
+// budget's search changed them): one with its verdict, NCCL's defaults as
+// good as it or not, was measured again, launches spent on what was
+// judged, and a second chance for a gain that was not significant to pass
+// by luck. `nccltune validate` re-measures every choice.
+func TestValidatedChoicesMeasuredNoMore(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, remeasure := range []bool{false, true} {
+		r := &labelled{}
+		tu := newTuner(t, sp, st)
+		tu.Runner = r
+		s, err := tu.open(Options{KeepSettings: true})
+		if err == nil {
+			s.trials, err = tu.storedTrials(s.camp.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.validate(context.Background(), 3, remeasure); err != nil {
+			t.Fatal(err)
+		}
+		measured := slices.ContainsFunc(r.ran, func(label string) bool { return strings.HasPrefix(label, "validate-") })
+		if measured != remeasure {
+			t.Errorf("every choice validated in 3 rounds, re-measuring %v: launched %v", remeasure, r.ran)
+		}
+		if !newTuner(t, sp, st).Finished(Options{KeepSettings: true}) {
+			t.Errorf("re-measuring %v: the campaign is no longer finished", remeasure)
+		}
+	}
+}
+
+// TestKeptVerdictHeldByAFailure: a choice whose tuned verdict stands,
+// unmeasured, is held to NCCL's defaults by a validation run of it that
+// failed since, in a verdict stored as any held choice's.
+func TestKeptVerdictHeldByAFailure(t *testing.T) {
+	sp := loadExample(t, 12)
+	st := openStore(t)
+	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	camp, _ := st.Campaign(sp.Campaign.Name)
+	trials, _ := st.Trials(camp.ID)
+	vals, _ := st.Validations(camp.ID)
+	i := slices.IndexFunc(results.Of(sp, trials, vals), func(r results.RangeResult) bool { return r.Tuned() })
+	if i < 0 {
+		t.Fatal("no range validated a tuned configuration")
+	}
+	best := results.Of(sp, trials, vals)[i].Best
+	failed := store.ValidationRun{Arm: fmt.Sprintf("trial %d", best.Number), Env: best.Env, State: store.Failed, Failure: "wrong: made to fail"}
+	other := store.Validation{Batch: 7, Range: "elsewhere", Candidate: -1, Rounds: 3, Verdict: "default", Reason: "ended"}
+	if err := st.SaveValidation(camp.ID, 7, []store.ValidationRun{failed}, []store.Validation{other}); err != nil {
+		t.Fatal(err)
+	}
+	tu := newTuner(t, sp, st)
+	s, err := tu.open(Options{KeepSettings: true})
+	if err == nil {
+		s.trials, err = tu.storedTrials(s.camp.ID)
+	}
+	if err == nil {
+		_, err = s.validate(context.Background(), 3, false)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, _ = st.Validations(camp.ID)
+	if r := results.Of(sp, trials, vals)[i]; r.Tuned() || !strings.Contains(r.Validation.Reason, "earlier validation") {
+		t.Errorf("range %s keeps trial %d, which failed since its verdict: %+v", r.Range.Name, best.Number, r.Validation)
 	}
 }

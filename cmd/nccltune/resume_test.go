@@ -502,8 +502,9 @@ func TestResumeEndsAsTheRunAsked(t *testing.T) {
 }
 
 // TestResumeUpgradesAnOlderStore: a store of the schema before this
-// build's (11, before simplify, validate_rounds, phase and the latest run's
-// patience and timeouts) is resumed, as the
+// build's (11, before simplify, validate_rounds, phase, the latest run's
+// patience and timeout, the shortest timeout, and a validation run's
+// nccl_info) is resumed, as the
 // readers' refusal tells its user to do; resume read the campaign through
 // a reader first, which refused the older schema, so no resume could
 // upgrade it.
@@ -520,7 +521,7 @@ func TestResumeUpgradesAnOlderStore(t *testing.T) {
 	}
 	for _, stmt := range []string{"ALTER TABLE trials DROP COLUMN phase", "ALTER TABLE campaigns DROP COLUMN simplify", "ALTER TABLE campaigns DROP COLUMN validate_rounds",
 		"ALTER TABLE campaigns DROP COLUMN latest_patience", "ALTER TABLE campaigns DROP COLUMN latest_timeout_ns",
-		"ALTER TABLE campaigns DROP COLUMN shortest_timeout_ns", "PRAGMA user_version = 11"} {
+		"ALTER TABLE campaigns DROP COLUMN shortest_timeout_ns", "ALTER TABLE validation_runs DROP COLUMN nccl_info", "PRAGMA user_version = 11"} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}

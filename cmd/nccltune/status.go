@@ -39,6 +39,7 @@ type loaded struct {
 	family  *space.Space
 	trials  []store.Trial
 	vals    []store.Validation
+	runs    []store.ValidationRun // of every validation, a stopped one's too
 	results []results.RangeResult
 	// flags are the --store and --campaign that read it, where not the
 	// defaults, for the commands nccltune suggests (command).
@@ -143,7 +144,7 @@ func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	if name != "" {
 		flags = append(flags, "--campaign", name)
 	}
-	return &loaded{camp: camp, space: sp, family: family, trials: trials, vals: vals, results: results.Of(sp, trials, vals), flags: flags}, nil
+	return &loaded{camp: camp, space: sp, family: family, trials: trials, vals: vals, runs: runs, results: results.Of(sp, trials, vals), flags: flags}, nil
 }
 
 // openCampaign opens the --store (which must exist) and loads its --campaign;
@@ -304,6 +305,10 @@ func printLoaded(out io.Writer, l *loaded) error {
 	if sum.Silent > 0 {
 		fmt.Fprintf(w, "warning: %d of %d completed trials printed no NCCL INFO lines, so their settings' effect was not confirmed (does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?); validation keeps NCCL's defaults for such a configuration\n",
 			sum.Silent, sum.ByState[store.Complete])
+	}
+	if silent, complete := silentRuns(l.runs); silent > 0 {
+		fmt.Fprintf(w, "warning: %d of %d completed validation runs printed no NCCL INFO lines, so they confirmed no setting (does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?); validation keeps NCCL's defaults for a configuration measured so\n",
+			silent, complete)
 	}
 	// Names are checked against the catalogue, so not a misspelling: a
 	// version that lacks the variable, or a path that never reads it.
@@ -491,6 +496,21 @@ func byPhase(trials []store.Trial) (searched, simplifying []store.Trial) {
 	return searched, simplifying
 }
 
+// silentRuns counts the complete validation runs, and those of them that
+// set NCCL variables and whose output had no NCCL INFO lines
+// (store.InfoNone), as results.Summary counts trials.
+func silentRuns(runs []store.ValidationRun) (silent, complete int) {
+	for _, r := range runs {
+		if r.State == store.Complete {
+			complete++
+			if r.Info == store.InfoNone && slices.ContainsFunc(r.Env, func(kv string) bool { return strings.HasPrefix(kv, "NCCL_") }) {
+				silent++
+			}
+		}
+	}
+	return silent, complete
+}
+
 func statusJSON(l *loaded) map[string]any {
 	sum := results.Summarize(l.trials)
 	ranges := []results.RangeReport{}
@@ -513,6 +533,8 @@ func statusJSON(l *loaded) map[string]any {
 		"ranges":        ranges,
 		"group_spreads": list(results.GroupSpreads(l.space, l.trials)),
 	}
+	silent, complete := silentRuns(l.runs)
+	out["validation_runs"] = map[string]int{"complete": complete, "no_nccl_log": silent}
 	// What the budget counts apart from what follows it: since a budget may
 	// be raised after the simplification, their numbers do not tell.
 	searched, simplifying := byPhase(l.trials)

@@ -107,3 +107,47 @@ func TestExportNeverAConfigurationThatFailedValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusCountsSilentValidationRuns: validation runs whose output had
+// no NCCL INFO lines are counted and warned of, as trials are: a program
+// that logs NCCL elsewhere confirms nothing in validation either, where
+// status said nothing of it.
+func TestStatusCountsSilentValidationRuns(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	camps, err := st.Campaigns()
+	if err != nil || len(camps) != 1 {
+		t.Fatal(camps, err)
+	}
+	run := func(info store.NCCLInfo, env ...string) store.ValidationRun {
+		return store.ValidationRun{Arm: "default", Env: env, State: store.Complete, Scores: map[string]float64{"small": 1}, Info: info}
+	}
+	// A run that sets no NCCL variable has none to confirm, as a trial.
+	runs := []store.ValidationRun{run(store.InfoLines, "NCCL_NVLS_ENABLE=0"), run(store.InfoNone, "NCCL_NVLS_ENABLE=0"), run(store.InfoNone, "NCCL_ALGO=Ring"), run(store.InfoNone)}
+	if err = st.LockWriter(); err == nil {
+		err = st.SaveValidation(camps[0].ID, 1, runs, nil)
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := nccltune(t, dir, "status"); code != 0 || !strings.Contains(out, "2 of 4 completed validation runs printed no NCCL INFO lines") {
+		t.Errorf("status: exit %d, no word of the silent validation runs\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := nccltune(t, dir, "status", "--json")
+	var got struct {
+		Runs struct {
+			Complete  int `json:"complete"`
+			NoNCCLLog int `json:"no_nccl_log"`
+		} `json:"validation_runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Runs.Complete != 4 || got.Runs.NoNCCLLog != 2 {
+		t.Errorf("status --json: exit %d, validation_runs %+v (%v)\n%s%s", code, got.Runs, err, out, errOut)
+	}
+}
