@@ -223,7 +223,13 @@ func ParseWorkload(filename string, data []byte) ([]Call, error) {
 // space instead of hiding the results; only a copy that does not decode is
 // an error. Anything that runs a program parses with Parse.
 func ParseStored(filename string, data []byte) (s *Space, checks, err error) {
-	return parse("", filename, data)
+	return ParseStoredIn("", filename, data)
+}
+
+// ParseStoredIn is ParseStored with the copy's relative paths made absolute
+// against dir (ParseIn): the store does not record its file's directory.
+func ParseStoredIn(dir, filename string, data []byte) (s *Space, checks, err error) {
+	return parse(dir, filename, data)
 }
 
 // parse is Parse's work: the space built and the checks it failed, or an

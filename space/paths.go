@@ -1,8 +1,10 @@
 package space
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -48,13 +50,44 @@ func varPath(name string) pathKind {
 // of kind k; value as given where dir is "" (a stored copy, whose file's
 // directory is not known).
 func resolve(dir string, k pathKind, value string) string {
-	switch {
-	case dir == "" || k == notPath || value == "" || filepath.IsAbs(value):
-		return value
-	case k == programPath && !strings.Contains(value, "/"):
+	if dir == "" || !relative(k, value) {
 		return value
 	}
 	return filepath.Join(dir, value)
+}
+
+// relative reports whether value, of kind k, is a relative path.
+func relative(k pathKind, value string) bool {
+	switch {
+	case k == notPath || value == "" || filepath.IsAbs(value):
+		return false
+	case k == programPath:
+		return strings.Contains(value, "/")
+	}
+	return true
+}
+
+// pathSetting is one of nccltune's own path settings: its key, its kind
+// and where the space holds it.
+type pathSetting struct {
+	key  string
+	kind pathKind
+	p    *string
+}
+
+// ownPaths are s's own path settings.
+func ownPaths(s *Space) []pathSetting {
+	bm, l := &s.Benchmark, &s.Launcher
+	out := []pathSetting{{"benchmark.binary", programPath, &bm.Binary}, {"benchmark.python", programPath, &bm.Python},
+		{"launcher.command", programPath, &l.Command}, {"benchmark.script_dir", filePath, &bm.ScriptDir}, {"launcher.hostfile", filePath, &l.Hostfile}}
+	if len(bm.Command) > 0 {
+		k := programPath
+		if l.Kind == "torchrun" && strings.HasSuffix(bm.Command[0], ".py") {
+			k = filePath // a script torchrun's python runs, not a program on PATH
+		}
+		out = append(out, pathSetting{"benchmark.command", k, &bm.Command[0]})
+	}
+	return out
 }
 
 // paths makes nccltune's own path settings absolute against the space
@@ -62,19 +95,69 @@ func resolve(dir string, k pathKind, value string) string {
 // read, by value). The arguments of the benchmark and the launcher are
 // passed as written: which of them name files is the program's business.
 func (b *builder) paths(s *Space) {
-	bm, l := &s.Benchmark, &s.Launcher
-	for _, p := range []*string{&bm.Binary, &bm.Python, &l.Command} {
-		*p = resolve(b.dir, programPath, *p)
+	for _, o := range ownPaths(s) {
+		*o.p = resolve(b.dir, o.kind, *o.p)
 	}
-	for _, p := range []*string{&bm.ScriptDir, &l.Hostfile} {
-		*p = resolve(b.dir, filePath, *p)
+}
+
+// RelativePaths lists the settings of a space read without its file's
+// directory (Dir ""; a store's copy) that hold a relative path, as
+// `name = "value"`: which files they name depends on that directory, which
+// the store does not record, so nothing is launched from such a copy.
+func (s *Space) RelativePaths() []string {
+	if s.Dir != "" {
+		return nil
 	}
-	if len(bm.Command) > 0 {
-		bm.Command = slices.Clone(bm.Command)
-		k := programPath
-		if l.Kind == "torchrun" && strings.HasSuffix(bm.Command[0], ".py") {
-			k = filePath // a script torchrun's python runs, not a program on PATH
+	var out []string
+	add := func(name string, k pathKind, v string) {
+		if relative(k, v) {
+			out = append(out, name+" = "+strconv.Quote(v))
 		}
-		bm.Command[0] = resolve(b.dir, k, bm.Command[0])
 	}
+	for _, o := range ownPaths(s) {
+		add(o.key, o.kind, *o.p)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Fixed)) {
+		add(name, varPath(name), s.Fixed[name])
+	}
+	for _, p := range s.Params {
+		for _, v := range p.Values {
+			if v != Unset {
+				add(p.Name, varPath(p.Variable()), v)
+			}
+		}
+	}
+	return out
+}
+
+// Gave reports whether env is what s gives a (Env) as a trial of its file
+// was given it, where s was read without the file's directory (a store's
+// copy): a relative path as written (an older nccltune's trials, which
+// kept it so) or made absolute against some directory (a trial since,
+// which took the file's, which the store does not record).
+func (s *Space) Gave(a Assignment, env []string) bool {
+	want := s.Env(a)
+	if len(want) != len(env) {
+		return false
+	}
+	for i, kv := range want {
+		name, w, _ := strings.Cut(kv, "=")
+		got, g, _ := strings.Cut(env[i], "=")
+		if got != name || g != w && !(relative(varPath(name), w) && filepath.IsAbs(g) && endsIn(g, w)) {
+			return false
+		}
+	}
+	return true
+}
+
+// endsIn reports whether the absolute path abs is the relative path rel
+// made absolute against some directory ("../x" against a/b is a/x).
+func endsIn(abs, rel string) bool {
+	rel = filepath.Clean(rel)
+	for rel == ".." || strings.HasPrefix(rel, "../") {
+		if rel = strings.TrimPrefix(strings.TrimPrefix(rel, ".."), "/"); rel == "" {
+			return true
+		}
+	}
+	return rel == "." || strings.HasSuffix(abs, "/"+rel)
 }

@@ -186,3 +186,37 @@ values = ["default", "Ring"]
 		})
 	}
 }
+
+// A store's copy, read without its file's directory, gave its trials a
+// relative path as written (an older nccltune) or made absolute against
+// the file's directory, wherever that was; nothing else.
+func TestGaveRelativePaths(t *testing.T) {
+	s, err := Parse("stored", []byte(relativeMPIRun))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Assignment{"NCCL_CONF_FILE": "a.conf", "NCCL_MIN_CTAS": "4"}
+	env := func(conf, topo string) []string {
+		return []string{"NCCL_CONF_FILE=" + conf, "NCCL_MIN_CTAS=4", "NCCL_NET_PLUGIN=ib", "NCCL_TOPO_FILE=" + topo, "NCCL_TUNER_PLUGIN=/p/lib/libtuner.so"}
+	}
+	for _, c := range []struct {
+		env  []string
+		want bool
+	}{
+		{env("/p/a.conf", "/p/topo.xml"), true},
+		{env("/elsewhere/q/a.conf", "/elsewhere/q/topo.xml"), true},
+		{s.Env(a), true},
+		{env("/p/b.conf", "/p/topo.xml"), false},
+		{env("/p/xa.conf", "/p/topo.xml"), false},
+		{env("a.conf", "/p/other.xml"), false},
+		{env("/p/a.conf", "/p/topo.xml")[1:], false},
+	} {
+		if got := s.Gave(a, c.env); got != c.want {
+			t.Errorf("Gave(%q) = %v, want %v", c.env, got, c.want)
+		}
+	}
+	if got := s.RelativePaths(); !slices.Equal(got, []string{`benchmark.binary = "./bin/all_reduce_perf"`, `launcher.command = "../mpi/bin/mpirun"`, `launcher.hostfile = "hosts"`,
+		`NCCL_TOPO_FILE = "topo.xml"`, `NCCL_TUNER_PLUGIN = "./lib/libtuner.so"`, `NCCL_CONF_FILE = "a.conf"`}) {
+		t.Errorf("RelativePaths() = %q", got)
+	}
+}

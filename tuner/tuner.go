@@ -1337,7 +1337,7 @@ func (t *Tuner) open(o Options) (*session, error) {
 // stored copy that no longer loads leaves sp. Status reads the count of
 // the latest run's space so.
 func CountedSpace(camp store.Campaign, sp *space.Space) *space.Space {
-	old, err := storedSpace(camp)
+	old, err := storedSpace(camp, sp.Dir)
 	if err != nil || old.Benchmark.Timeout == sp.Benchmark.Timeout ||
 		sp.Benchmark.Timeout > 0 && (old.Benchmark.Timeout == 0 || sp.Benchmark.Timeout < old.Benchmark.Timeout) {
 		return sp
@@ -1701,14 +1701,16 @@ func ranWith(camp store.Campaign, sp *space.Space) bool {
 	if camp.SpaceHash == sp.Hash() {
 		return true
 	}
-	old, err := storedSpace(camp)
+	old, err := storedSpace(camp, sp.Dir)
 	return err == nil && old.Hash() == sp.Hash()
 }
 
 // storedSpace is the space campaign camp ran with, its stored copy read as
-// this nccltune reads a space file, at the campaign's scale.
-func storedSpace(camp store.Campaign) (*space.Space, error) {
-	old, err := space.Parse(camp.Name+" (as stored)", camp.Space)
+// this nccltune reads a space file in dir (the store does not record the
+// file's directory, which its relative paths are relative to), at the
+// campaign's scale.
+func storedSpace(camp store.Campaign, dir string) (*space.Space, error) {
+	old, err := space.ParseIn(dir, camp.Name+" (as stored)", camp.Space)
 	if err == nil && camp.Scale > 0 {
 		old = old.AtScale(camp.Scale)
 	}
@@ -1719,7 +1721,7 @@ func storedSpace(camp store.Campaign) (*space.Space, error) {
 var ErrSpaceChanged = errors.New("the space differs from the one the stored campaign ran with")
 
 func spaceChanged(camp store.Campaign, sp *space.Space) error {
-	old, err := storedSpace(camp)
+	old, err := storedSpace(camp, sp.Dir)
 	if err != nil {
 		return fmt.Errorf("campaign %q: %w, and the stored copy no longer loads: %v", camp.Name, ErrSpaceChanged, err)
 	}
