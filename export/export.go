@@ -147,7 +147,9 @@ func (e Export) settings(t *store.Trial) (space.Assignment, error) {
 		name, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(e.LeftOut, name)
 	})
-	if env := e.Space.Env(a); !slices.Equal(env, stored) {
+	// A trial's relative path is as its run read the file: as written by an
+	// older nccltune, against the file's directory since (Gave).
+	if env := e.Space.Env(a); !slices.Equal(env, stored) && (e.Stored == nil || !e.Stored.Gave(a, stored)) {
 		return nil, fmt.Errorf("trial %d's stored environment is not what its settings give: the store was altered", t.Number)
 	}
 	return a, nil

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -115,8 +116,13 @@ type rawCall struct {
 // calls fit in a few MiB; --space /dev/zero read until memory ran out.
 const MaxFile = 16 << 20
 
-// Load reads and validates a space file.
+// Load reads and validates a space file, its relative paths made absolute
+// against its directory (see paths.go).
 func Load(path string) (*Space, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -129,7 +135,7 @@ func Load(path string) (*Space, error) {
 	if len(data) > MaxFile {
 		return nil, fmt.Errorf("%s: over %d MiB, more than any space holds", path, MaxFile>>20)
 	}
-	return Parse(path, data)
+	return ParseIn(filepath.Dir(abs), path, data)
 }
 
 // simulator checks the [simulator] table as the simulator will read it,
@@ -170,8 +176,14 @@ var CheckSimulator func(flags []string) error
 
 // Parse validates a space file's content. Every problem is reported at once,
 // each as "file:line: message".
-func Parse(filename string, data []byte) (*Space, error) {
-	s, checks, err := parse(filename, data)
+// A relative path stays as written: Parse knows no directory (a store's
+// copy, an embedded example).
+func Parse(filename string, data []byte) (*Space, error) { return ParseIn("", filename, data) }
+
+// ParseIn is Parse with the file's relative paths made absolute against
+// dir, as Load makes a file's against its own directory; "" leaves them.
+func ParseIn(dir, filename string, data []byte) (*Space, error) {
+	s, checks, err := parse(dir, filename, data)
 	if err == nil && checks != nil {
 		return nil, checks
 	}
@@ -211,12 +223,18 @@ func ParseWorkload(filename string, data []byte) ([]Call, error) {
 // space instead of hiding the results; only a copy that does not decode is
 // an error. Anything that runs a program parses with Parse.
 func ParseStored(filename string, data []byte) (s *Space, checks, err error) {
-	return parse(filename, data)
+	return ParseStoredIn("", filename, data)
+}
+
+// ParseStoredIn is ParseStored with the copy's relative paths made absolute
+// against dir (ParseIn): the store does not record its file's directory.
+func ParseStoredIn(dir, filename string, data []byte) (s *Space, checks, err error) {
+	return parse(dir, filename, data)
 }
 
 // parse is Parse's work: the space built and the checks it failed, or an
 // error where the file does not decode.
-func parse(filename string, data []byte) (*Space, error, error) {
+func parse(dir, filename string, data []byte) (*Space, error, error) {
 	if line := nesting(data); line > 0 {
 		return nil, nil, fmt.Errorf("%s:%d: keys nested more than %d deep (dotted keys, table headers, inline tables, arrays): no setting of a space is", filename, line, maxNesting)
 	}
@@ -260,7 +278,7 @@ func parse(filename string, data []byte) (*Space, error, error) {
 		raw = rawFile{}
 		md, err = toml.Decode(buf.String(), &raw)
 	}
-	b := &builder{file: filename, loc: loc, never: map[string]bool{}, errs: typeErrs}
+	b := &builder{file: filename, dir: dir, loc: loc, never: map[string]bool{}, errs: typeErrs}
 	for _, key := range md.Undecoded() {
 		b.errorf(b.loc.key(key), "unknown key %q%s", key.String(), didYouMean(key))
 	}
@@ -272,7 +290,7 @@ func parse(filename string, data []byte) (*Space, error, error) {
 		b.zeros(all)
 	}
 	s := b.build(&raw)
-	s.Source = data
+	s.Source, s.Dir = data, dir
 	return s, errors.Join(b.errs...), nil
 }
 
@@ -443,6 +461,7 @@ func dropKey(m map[string]any, key string) bool {
 
 type builder struct {
 	file  string
+	dir   string // relative paths are made absolute against it (none where "")
 	loc   locator
 	errs  []error
 	never map[string]bool // params whose conditions can never hold
@@ -697,6 +716,7 @@ func (b *builder) build(raw *rawFile) *Space {
 	}
 	b.simulator(s)
 	b.launcher(raw, s)
+	b.paths(s)
 	b.wholeElements(s) // of the ranks the launcher runs
 	b.argStrings(s)
 	b.launcherArgs(s)
@@ -2206,7 +2226,7 @@ func (b *builder) value(name string, raw any) (string, error) {
 	case err == nil:
 		err = v.refuse(text, value)
 	}
-	return value, err
+	return resolve(b.dir, varPath(name), value), err
 }
 
 // choice is value for one a param offers, or a condition or a

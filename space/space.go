@@ -47,6 +47,10 @@ type Space struct {
 	// seconds (TimeUnit).
 	Weighted bool
 	Source   []byte // the file as read, kept with the campaign
+	// Dir is the directory the file's relative paths were made absolute
+	// against, its own; "" for a copy read without one (a store's), whose
+	// relative paths stay as written.
+	Dir string
 }
 
 // TimeUnit is the unit of the job's predicted times: seconds, or a relative

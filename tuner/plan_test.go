@@ -866,7 +866,7 @@ func TestResumeKeepsTheIterationCount(t *testing.T) {
 		}
 	}
 	// What status reports, from the stored space.
-	stored, err := storedSpace(camp)
+	stored, err := storedSpace(camp, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1361,7 +1361,7 @@ func CountedSpace(camp store.Campaign, sp *space.Space) *space.Space {
 // timeout capped.
 func shortestRun(camp store.Campaign, sp *space.Space) time.Duration {
 	var known []time.Duration
-	if old, err := storedSpace(camp); err == nil {
+	if old, err := storedSpace(camp, sp.Dir); err == nil {
 		known = append(known, old.Benchmark.Timeout)
 	}
 	if camp.Latest != nil {
@@ -1727,14 +1727,16 @@ func ranWith(camp store.Campaign, sp *space.Space) bool {
 	if camp.SpaceHash == sp.Hash() {
 		return true
 	}
-	old, err := storedSpace(camp)
+	old, err := storedSpace(camp, sp.Dir)
 	return err == nil && old.Hash() == sp.Hash()
 }
 
 // storedSpace is the space campaign camp ran with, its stored copy read as
-// this nccltune reads a space file, at the campaign's scale.
-func storedSpace(camp store.Campaign) (*space.Space, error) {
-	old, err := space.Parse(camp.Name+" (as stored)", camp.Space)
+// this nccltune reads a space file in dir (the store does not record the
+// file's directory, which its relative paths are relative to), at the
+// campaign's scale.
+func storedSpace(camp store.Campaign, dir string) (*space.Space, error) {
+	old, err := space.ParseIn(dir, camp.Name+" (as stored)", camp.Space)
 	if err == nil && camp.Scale > 0 {
 		old = old.AtScale(camp.Scale)
 	}
@@ -1745,7 +1747,7 @@ func storedSpace(camp store.Campaign) (*space.Space, error) {
 var ErrSpaceChanged = errors.New("the space differs from the one the stored campaign ran with")
 
 func spaceChanged(camp store.Campaign, sp *space.Space) error {
-	old, err := storedSpace(camp)
+	old, err := storedSpace(camp, sp.Dir)
 	if err != nil {
 		return fmt.Errorf("campaign %q: %w, and the stored copy no longer loads: %v", camp.Name, ErrSpaceChanged, err)
 	}

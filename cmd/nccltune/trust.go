@@ -37,6 +37,10 @@ func startsNothing(l *loaded, advice string) error {
 		return fmt.Errorf("campaign %s: its stored space starts %s; nccltune does not start a program that only a store names (anyone who can write the store could have put it there): %s",
 			l.camp.Name, strings.Join(progs, ", "), advice)
 	}
+	if rel := l.family.RelativePaths(); len(rel) > 0 {
+		return fmt.Errorf("campaign %s: its stored space names %s, relative to the space file's directory, which the store does not record: %s",
+			l.camp.Name, strings.Join(rel, ", "), advice)
+	}
 	return nil
 }
 
@@ -51,7 +55,13 @@ func userSpace(c *cli.Context, l *loaded) (*space.Space, error) {
 	if err != nil {
 		return nil, err
 	}
-	if diff := space.Diff(l.family, own); len(diff) > 0 {
+	// The stored copy's relative paths are its file's directory's, which the
+	// store does not record: the file given is that file, where it is now.
+	stored, _, err := space.ParseStoredIn(own.Dir, l.camp.Name+" (as stored)", l.camp.Space)
+	if err != nil {
+		return nil, err
+	}
+	if diff := space.Diff(stored, own); len(diff) > 0 {
 		return nil, fmt.Errorf("--space %s is not the space campaign %s ran with:\n  %s", path, l.camp.Name, strings.Join(diff, "\n  "))
 	}
 	return own, nil

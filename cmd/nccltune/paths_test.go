@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A space file's relative path is its directory's: a campaign run from one
+// directory resumes from another, and after its folder moved, with the
+// paths the file names from where it is now; export writes them absolute;
+// without the file, its stored copy's relative path, whose directory the
+// store does not know, is launched by nothing.
+func TestRelativePathsFromAnyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	proj, elsewhere := filepath.Join(dir, "proj"), filepath.Join(dir, "elsewhere")
+	for _, d := range []string{proj, elsewhere} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "nccl.conf"), []byte("NCCL_BUFFSIZE=8388608\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	space := filepath.Join(proj, "space.toml")
+	if err := os.WriteFile(space, []byte(strings.Replace(string(src), "[fixed]\n", "[fixed]\nNCCL_CONF_FILE = \"nccl.conf\"\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "nccltune.db")
+	code, out, errOut := nccltune(t, elsewhere, "run", "--store", db, "--space", "../proj/space.toml", "--trials", "4", "--no-simplify", "--no-validate")
+	if code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "NCCL read NCCL_BUFFSIZE=8388608") {
+		t.Errorf("the trials did not read proj/nccl.conf, run from another directory:\n%s", out)
+	}
+	code, out, errOut = nccltune(t, dir, "resume", "--store", db, "--space", space, "--trials", "5")
+	if code != 0 {
+		t.Fatalf("resume from another directory exited %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = nccltune(t, dir, "resume", "--store", db, "--trials", "6")
+	if code == 0 || !strings.Contains(errOut, `NCCL_CONF_FILE = "nccl.conf"`) || !strings.Contains(errOut, "--space FILE") {
+		t.Errorf("resume without the space file, whose stored copy names a relative path: exit %d\n%s", code, errOut)
+	}
+	moved := filepath.Join(dir, "moved")
+	if err := os.Rename(proj, moved); err != nil {
+		t.Fatal(err)
+	}
+	space = filepath.Join(moved, "space.toml")
+	code, out, errOut = nccltune(t, elsewhere, "resume", "--store", db, "--space", space, "--trials", "6", "--no-simplify", "--no-validate")
+	if code != 0 {
+		t.Fatalf("resume after the folder moved exited %d\n%s\n%s", code, out, errOut)
+	}
+	exported := filepath.Join(dir, "tuned")
+	for _, format := range []string{"env", "json", "slurm", "torchrun"} {
+		code, out, errOut = nccltune(t, elsewhere, "export", "--store", db, "--space", space, "--format", format, "--out", exported)
+		if code != 0 {
+			t.Fatalf("export --format %s exited %d\n%s\n%s", format, code, out, errOut)
+		}
+	}
+	files, err := os.ReadDir(exported)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("nothing exported: %v", err)
+	}
+	want := filepath.Join(moved, "nccl.conf")
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(exported, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), "NCCL_CONF_FILE") {
+			continue
+		}
+		if !strings.Contains(string(data), want) || strings.Contains(strings.ReplaceAll(string(data), want, ""), "nccl.conf") {
+			t.Errorf("%s does not name %s alone:\n%s", f.Name(), want, data)
+		}
+	}
+}

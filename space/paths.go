@@ -1,0 +1,163 @@
+package space
+
+import (
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A relative path in a space file is relative to the file's directory, as
+// an include is, not to the directory nccltune happens to run in: the
+// loader makes each absolute, so that a trial, a resume from elsewhere and
+// every exported file (sourced by a job started anywhere) name one file.
+// NCCL opens a relative NCCL_TOPO_FILE or NCCL_TUNER_PLUGIN from each
+// rank's working directory, and where it finds nothing it falls back
+// quietly to its own choices.
+
+// How a setting's value names a file.
+type pathKind int
+
+const (
+	notPath pathKind = iota
+	// filePath is opened as a path: any value not absolute is relative
+	// (NCCL's fopen of NCCL_TOPO_FILE, mpirun's hostfile).
+	filePath
+	// programPath is a path where it holds a '/', and otherwise a name
+	// looked up on PATH (a program) or the dynamic loader's search path
+	// (a plugin: NCCL_NET_PLUGIN = "ib" loads libnccl-net-ib.so), left as given.
+	programPath
+)
+
+// varPath is how an NCCL variable's value names a file: the variables that
+// name a file NCCL reads or writes (*_FILE) and the plugins it loads
+// (*_PLUGIN), as Hazard classes them.
+func varPath(name string) pathKind {
+	if _, ok := catalogue[name]; !ok {
+		return notPath
+	}
+	switch {
+	case strings.HasSuffix(name, "_FILE"):
+		return filePath
+	case strings.HasSuffix(name, "_PLUGIN"):
+		return programPath
+	}
+	return notPath
+}
+
+// resolve is value made absolute against dir where it is a relative path
+// of kind k; value as given where dir is "" (a stored copy, whose file's
+// directory is not known).
+func resolve(dir string, k pathKind, value string) string {
+	if dir == "" || !relative(k, value) {
+		return value
+	}
+	return filepath.Join(dir, value)
+}
+
+// relative reports whether value, of kind k, is a relative path.
+func relative(k pathKind, value string) bool {
+	switch {
+	case k == notPath || value == "" || filepath.IsAbs(value):
+		return false
+	case k == programPath:
+		return strings.Contains(value, "/")
+	}
+	return true
+}
+
+// pathSetting is one of nccltune's own path settings: its key, its kind
+// and where the space holds it.
+type pathSetting struct {
+	key  string
+	kind pathKind
+	p    *string
+}
+
+// ownPaths are s's own path settings.
+func ownPaths(s *Space) []pathSetting {
+	bm, l := &s.Benchmark, &s.Launcher
+	out := []pathSetting{{"benchmark.binary", programPath, &bm.Binary}, {"benchmark.python", programPath, &bm.Python},
+		{"launcher.command", programPath, &l.Command}, {"benchmark.script_dir", filePath, &bm.ScriptDir}, {"launcher.hostfile", filePath, &l.Hostfile}}
+	if len(bm.Command) > 0 {
+		k := programPath
+		if l.Kind == "torchrun" && strings.HasSuffix(bm.Command[0], ".py") {
+			k = filePath // a script torchrun's python runs, not a program on PATH
+		}
+		out = append(out, pathSetting{"benchmark.command", k, &bm.Command[0]})
+	}
+	return out
+}
+
+// paths makes nccltune's own path settings absolute against the space
+// file's directory (the NCCL variables' values are made so as they are
+// read, by value). The arguments of the benchmark and the launcher are
+// passed as written: which of them name files is the program's business.
+func (b *builder) paths(s *Space) {
+	for _, o := range ownPaths(s) {
+		*o.p = resolve(b.dir, o.kind, *o.p)
+	}
+}
+
+// RelativePaths lists the settings of a space read without its file's
+// directory (Dir ""; a store's copy) that hold a relative path, as
+// `name = "value"`: which files they name depends on that directory, which
+// the store does not record, so nothing is launched from such a copy.
+func (s *Space) RelativePaths() []string {
+	if s.Dir != "" {
+		return nil
+	}
+	var out []string
+	add := func(name string, k pathKind, v string) {
+		if relative(k, v) {
+			out = append(out, name+" = "+strconv.Quote(v))
+		}
+	}
+	for _, o := range ownPaths(s) {
+		add(o.key, o.kind, *o.p)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Fixed)) {
+		add(name, varPath(name), s.Fixed[name])
+	}
+	for _, p := range s.Params {
+		for _, v := range p.Values {
+			if v != Unset {
+				add(p.Name, varPath(p.Variable()), v)
+			}
+		}
+	}
+	return out
+}
+
+// Gave reports whether env is what s gives a (Env) as a trial of its file
+// was given it, where s was read without the file's directory (a store's
+// copy): a relative path as written (an older nccltune's trials, which
+// kept it so) or made absolute against some directory (a trial since,
+// which took the file's, which the store does not record).
+func (s *Space) Gave(a Assignment, env []string) bool {
+	want := s.Env(a)
+	if len(want) != len(env) {
+		return false
+	}
+	for i, kv := range want {
+		name, w, _ := strings.Cut(kv, "=")
+		got, g, _ := strings.Cut(env[i], "=")
+		if got != name || g != w && !(relative(varPath(name), w) && filepath.IsAbs(g) && endsIn(g, w)) {
+			return false
+		}
+	}
+	return true
+}
+
+// endsIn reports whether the absolute path abs is the relative path rel
+// made absolute against some directory ("../x" against a/b is a/x).
+func endsIn(abs, rel string) bool {
+	rel = filepath.Clean(rel)
+	for rel == ".." || strings.HasPrefix(rel, "../") {
+		if rel = strings.TrimPrefix(strings.TrimPrefix(rel, ".."), "/"); rel == "" {
+			return true
+		}
+	}
+	return rel == "." || strings.HasSuffix(abs, "/"+rel)
+}

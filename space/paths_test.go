@@ -1,0 +1,222 @@
+package space
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// writeSpace writes a space file into a directory of its own and returns its path.
+func writeSpace(t *testing.T, text string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "proj")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "space.toml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const relativeMPIRun = `
+[campaign]
+name = "rel"
+trials = 10
+
+[benchmark]
+binary = "./bin/all_reduce_perf"
+
+[launcher]
+kind = "mpirun"
+command = "../mpi/bin/mpirun"
+hostfile = "hosts"
+np = 2
+
+[fixed]
+NCCL_TOPO_FILE = "topo.xml"
+NCCL_TUNER_PLUGIN = "./lib/libtuner.so"
+NCCL_NET_PLUGIN = "ib"
+
+[[param]]
+name = "NCCL_CONF_FILE"
+values = ["default", "a.conf", "/etc/b.conf"]
+
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "4"]
+when = { NCCL_CONF_FILE = "a.conf" }
+
+[[try_first]]
+NCCL_CONF_FILE = "a.conf"
+`
+
+// A relative path in a space file is the file's directory's, wherever
+// nccltune runs: every path-valued setting, an NCCL variable's (pinned,
+// searched, in a condition or a [[try_first]]) or nccltune's own, is made
+// absolute at load; a name looked up on a search path (a plugin's, a
+// program's) stays a name.
+func TestLoadResolvesRelativePaths(t *testing.T) {
+	path := writeSpace(t, relativeMPIRun)
+	dir := filepath.Dir(path)
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][3]string{
+		{"benchmark.binary", s.Benchmark.Binary, dir + "/bin/all_reduce_perf"},
+		{"launcher.command", s.Launcher.Command, filepath.Dir(dir) + "/mpi/bin/mpirun"},
+		{"launcher.hostfile", s.Launcher.Hostfile, dir + "/hosts"},
+		{"NCCL_TOPO_FILE", s.Fixed["NCCL_TOPO_FILE"], dir + "/topo.xml"},
+		{"NCCL_TUNER_PLUGIN", s.Fixed["NCCL_TUNER_PLUGIN"], dir + "/lib/libtuner.so"},
+		{"NCCL_NET_PLUGIN", s.Fixed["NCCL_NET_PLUGIN"], "ib"},
+		{"param value", s.Params[0].Values[1], dir + "/a.conf"},
+		{"absolute param value", s.Params[0].Values[2], "/etc/b.conf"},
+		{"condition", s.Params[1].When[0].In[0], dir + "/a.conf"},
+		{"try_first", s.TryFirst[0]["NCCL_CONF_FILE"], dir + "/a.conf"},
+	} {
+		if c[1] != c[2] {
+			t.Errorf("%s = %q, want %q", c[0], c[1], c[2])
+		}
+	}
+	if s.Dir != dir {
+		t.Errorf("Dir = %q, want %q", s.Dir, dir)
+	}
+	// The same file read from another directory through a relative name.
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Diff(s, again); len(d) > 0 {
+		t.Errorf("loaded by a relative name, the space differs: %v", d)
+	}
+	// A copy read without its file's directory (a store's) keeps them as written.
+	stored, err := Parse("stored", []byte(relativeMPIRun))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stored.Fixed["NCCL_TOPO_FILE"]; got != "topo.xml" || stored.Dir != "" {
+		t.Errorf("a copy without a directory: NCCL_TOPO_FILE = %q, Dir %q; want it as written", got, stored.Dir)
+	}
+}
+
+// The programs and directories of the other benchmark kinds: a torchrun
+// script is a file (torchrun's python opens it), a command's program a
+// name on PATH unless it holds a '/'; its arguments are as written.
+func TestLoadResolvesProgramsOfEveryKind(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		got        func(*Space) []string
+		want       []string
+	}{
+		{"ddp", `
+[campaign]
+name = "ddp"
+[benchmark]
+kind = "ddp"
+python = "venv/bin/python"
+script_dir = "scripts"
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+`, func(s *Space) []string { return []string{s.Benchmark.Python, s.Benchmark.ScriptDir} }, []string{"DIR/venv/bin/python", "DIR/scripts"}},
+		{"torchrun script", `
+[campaign]
+name = "cmd"
+[launcher]
+kind = "torchrun"
+nproc_per_node = 2
+[benchmark]
+kind = "command"
+command = ["train.py", "data.bin"]
+metric = { regex = 'ms: ([0-9.]+)', goal = "min" }
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+`, func(s *Space) []string { return s.Benchmark.Command }, []string{"DIR/train.py", "data.bin"}},
+		{"local program", `
+[campaign]
+name = "cmd"
+[benchmark]
+kind = "command"
+command = ["./run.sh", "x"]
+metric = { regex = 'ms: ([0-9.]+)', goal = "min" }
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+`, func(s *Space) []string { return s.Benchmark.Command }, []string{"DIR/run.sh", "x"}},
+		{"program on PATH", `
+[campaign]
+name = "cmd"
+[benchmark]
+kind = "command"
+command = ["python3", "train.py"]
+metric = { regex = 'ms: ([0-9.]+)', goal = "min" }
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring"]
+`, func(s *Space) []string { return s.Benchmark.Command }, []string{"python3", "train.py"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeSpace(t, c.text)
+			s, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, w := range c.want {
+				if len(w) > 3 && w[:4] == "DIR/" {
+					w = filepath.Join(filepath.Dir(path), w[4:])
+				}
+				want = append(want, w)
+			}
+			if got := c.got(s); !slices.Equal(got, want) {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// A store's copy, read without its file's directory, gave its trials a
+// relative path as written (an older nccltune) or made absolute against
+// the file's directory, wherever that was; nothing else.
+func TestGaveRelativePaths(t *testing.T) {
+	s, err := Parse("stored", []byte(relativeMPIRun))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Assignment{"NCCL_CONF_FILE": "a.conf", "NCCL_MIN_CTAS": "4"}
+	env := func(conf, topo string) []string {
+		return []string{"NCCL_CONF_FILE=" + conf, "NCCL_MIN_CTAS=4", "NCCL_NET_PLUGIN=ib", "NCCL_TOPO_FILE=" + topo, "NCCL_TUNER_PLUGIN=/p/lib/libtuner.so"}
+	}
+	for _, c := range []struct {
+		env  []string
+		want bool
+	}{
+		{env("/p/a.conf", "/p/topo.xml"), true},
+		{env("/elsewhere/q/a.conf", "/elsewhere/q/topo.xml"), true},
+		{s.Env(a), true},
+		{env("/p/b.conf", "/p/topo.xml"), false},
+		{env("/p/xa.conf", "/p/topo.xml"), false},
+		{env("a.conf", "/p/other.xml"), false},
+		{env("/p/a.conf", "/p/topo.xml")[1:], false},
+	} {
+		if got := s.Gave(a, c.env); got != c.want {
+			t.Errorf("Gave(%q) = %v, want %v", c.env, got, c.want)
+		}
+	}
+	if got := s.RelativePaths(); !slices.Equal(got, []string{`benchmark.binary = "./bin/all_reduce_perf"`, `launcher.command = "../mpi/bin/mpirun"`, `launcher.hostfile = "hosts"`,
+		`NCCL_TOPO_FILE = "topo.xml"`, `NCCL_TUNER_PLUGIN = "./lib/libtuner.so"`, `NCCL_CONF_FILE = "a.conf"`}) {
+		t.Errorf("RelativePaths() = %q", got)
+	}
+}
