@@ -256,19 +256,9 @@ func TestRaisedBudgetIsNoUnfinishedSimplification(t *testing.T) {
 // had, and that a resume runs them.
 func TestStatusWhileARaisedBudgetSearches(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
-	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, c := simCampaign(t, dir, 4)
 	defer st.Close()
 	if err := st.LockWriter(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := st.Campaign("sim-2node-ib")
-	if err != nil {
 		t.Fatal(err)
 	}
 	trials, err := st.Trials(c.ID)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,18 +25,7 @@ import (
 // job); so do status, report and export.
 func TestExportNeverAConfigurationThatFailedValidation(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "12", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
-	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	camps, err := st.Campaigns()
-	if err != nil || len(camps) != 1 {
-		t.Fatal(camps, err)
-	}
-	camp := camps[0]
+	st, camp := simCampaign(t, dir, 12)
 	sp, _, err := space.ParseStored("stored", camp.Space)
 	if err != nil {
 		t.Fatal(err)
@@ -114,24 +104,15 @@ func TestExportNeverAConfigurationThatFailedValidation(t *testing.T) {
 // status said nothing of it.
 func TestStatusCountsSilentValidationRuns(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
-	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	camps, err := st.Campaigns()
-	if err != nil || len(camps) != 1 {
-		t.Fatal(camps, err)
-	}
+	st, camp := simCampaign(t, dir, 4)
 	run := func(info store.NCCLInfo, env ...string) store.ValidationRun {
 		return store.ValidationRun{Arm: "default", Env: env, State: store.Complete, Scores: map[string]float64{"small": 1}, Info: info}
 	}
 	// A run that sets no NCCL variable has none to confirm, as a trial.
 	runs := []store.ValidationRun{run(store.InfoLines, "NCCL_NVLS_ENABLE=0"), run(store.InfoNone, "NCCL_NVLS_ENABLE=0"), run(store.InfoNone, "NCCL_ALGO=Ring"), run(store.InfoNone)}
-	if err = st.LockWriter(); err == nil {
-		err = st.SaveValidation(camps[0].ID, 1, runs, nil)
+	err := st.LockWriter()
+	if err == nil {
+		err = st.SaveValidation(camp.ID, 1, runs, nil)
 	}
 	st.Close()
 	if err != nil {
@@ -150,4 +131,22 @@ func TestStatusCountsSilentValidationRuns(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Runs.Complete != 4 || got.Runs.NoNCCLLog != 2 {
 		t.Errorf("status --json: exit %d, validation_runs %+v (%v)\n%s%s", code, got.Runs, err, out, errOut)
 	}
+}
+
+// simCampaign runs the built-in example for trials, unvalidated, in dir and
+// returns its store, open, and its campaign.
+func simCampaign(t *testing.T, dir string, trials int) (*store.Store, store.Campaign) {
+	t.Helper()
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", strconv.Itoa(trials), "--no-validate"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	camps, err := st.Campaigns()
+	if err != nil || len(camps) != 1 {
+		t.Fatal(camps, err)
+	}
+	return st, camps[0]
 }
