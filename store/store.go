@@ -85,8 +85,9 @@ type RunSettings struct {
 	Patience int           // campaign.patience
 	Timeout  time.Duration // benchmark.timeout
 	// ShortestTimeout is the shortest benchmark.timeout the campaign's
-	// trials ran under, of the runs the store kept it for, which caps the
-	// iteration count; a run that ran none, as this one may, leaves it. A
+	// trials were measured under, of the runs the store kept it for, which
+	// caps the iteration count; a run that completed none, as this one may,
+	// leaves it. A
 	// campaign stored before it was kept reads its Timeout.
 	ShortestTimeout time.Duration
 }

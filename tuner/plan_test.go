@@ -787,13 +787,18 @@ func TestWarmLaunchFailureIsSaid(t *testing.T) {
 }
 
 // iterCounts records the iteration count of each launch, by its label.
+// While fail, each launch fails as NCCL's error would, measuring nothing.
 type iterCounts struct {
 	Runner
 	iters map[string]int
+	fail  bool
 }
 
 func (c *iterCounts) Run(ctx context.Context, job runner.Job) runner.Result {
 	c.iters[job.Plan.Label] = job.Plan.Iters
+	if c.fail {
+		return runner.Result{Started: time.Now(), Failure: &runner.Failure{Kind: runner.FailNCCL, Reason: "made to fail"}}
+	}
 	return c.Runner.Run(ctx, job)
 }
 
@@ -805,16 +810,17 @@ func resumedWithTimeouts(t *testing.T, timeouts ...string) (*space.Space, *store
 	t.Helper()
 	var runs []timedRun
 	for i, timeout := range timeouts {
-		runs = append(runs, timedRun{timeout, 4 + 2*i})
+		runs = append(runs, timedRun{timeout, 4 + 2*i, false})
 	}
 	return runWithTimeouts(t, runs...)
 }
 
-// timedRun is a run or resume of runWithTimeouts: its benchmark.timeout
-// and its budget.
+// timedRun is a run or resume of runWithTimeouts: its benchmark.timeout,
+// its budget, and whether its launches fail (iterCounts.fail).
 type timedRun struct {
 	timeout string
 	trials  int
+	fail    bool
 }
 
 // runWithTimeouts runs a noisy campaign of the IB example, then resumes
@@ -834,6 +840,7 @@ func runWithTimeouts(t *testing.T, runs ...timedRun) (*space.Space, *store.Store
 		sp = mustParse(t, "noisy.toml", strings.Replace(noisy, `timeout = "2m"`, "timeout = \""+run.timeout+"\"", 1))
 		tu := newTuner(t, sp, st)
 		tu.Runner = rec
+		rec.fail = run.fail
 		if err := tu.Run(context.Background(), Options{Trials: run.trials}); err != nil {
 			t.Fatal(err)
 		}
@@ -947,7 +954,7 @@ func TestLongerTimeoutAfterAShorterKeepsItsCount(t *testing.T) {
 // once) measured nothing at the count it capped: a later resume under the
 // first timeout keeps the first run's count, as the trials before it ran.
 func TestShorterTimeoutThatRanNothingCapsNothing(t *testing.T) {
-	_, _, rec := runWithTimeouts(t, timedRun{"1m", 4}, timedRun{"3s", 4}, timedRun{"1m", 6})
+	_, _, rec := runWithTimeouts(t, timedRun{"1m", 4, false}, timedRun{"3s", 4, false}, timedRun{"1m", 6, false})
 	want := rec.iters["2"]
 	if _, ran := rec.iters["4"]; !ran {
 		t.Fatal("trial 4 did not run")
@@ -955,6 +962,24 @@ func TestShorterTimeoutThatRanNothingCapsNothing(t *testing.T) {
 	for n := 3; n < 6; n++ {
 		if got := rec.iters[strconv.Itoa(n)]; got != want {
 			t.Errorf("trial %d ran %d iterations, trial 2 %d", n, got, want)
+		}
+	}
+}
+
+// TestShorterTimeoutThatMeasuredNothingCapsNothing: a resume under a
+// shorter benchmark.timeout whose trials measured nothing at the count it
+// capped (failed, as here, pruned by their quick pass, or refused unlaunched
+// as invalid) caps nothing either: a later resume under the first timeout
+// keeps the first run's count, as the trials before it ran.
+func TestShorterTimeoutThatMeasuredNothingCapsNothing(t *testing.T) {
+	_, _, rec := runWithTimeouts(t, timedRun{"1m", 4, false}, timedRun{"3s", 5, true}, timedRun{"1m", 7, false})
+	want := rec.iters["2"]
+	if rec.iters["4"] >= want {
+		t.Fatalf("trial 4 ran %d iterations under the 3s timeout, trial 2 %d: the test needs a shorter one", rec.iters["4"], want)
+	}
+	for _, n := range []string{"3", "5", "6"} {
+		if got := rec.iters[n]; got != want {
+			t.Errorf("trial %s ran %d iterations, trial 2 %d", n, got, want)
 		}
 	}
 }

@@ -815,8 +815,10 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return err
 	}
 	s.untold[t.Number] = *t
-	if timeout := s.Space.Benchmark.Timeout; t.State != store.Interrupted && timeout < s.camp.Latest.ShortestTimeout {
-		// A trial ran at the count this run's shorter timeout capped (CountedSpace).
+	if timeout := s.Space.Benchmark.Timeout; t.State == store.Complete && timeout < s.camp.Latest.ShortestTimeout {
+		// A trial measured its scores at the count this run's shorter
+		// timeout capped (CountedSpace). One that failed, was pruned by
+		// its quick pass or refused unlaunched measured nothing at it.
 		s.camp.Latest.ShortestTimeout = timeout
 		if err := s.Store.UpdateSettings(s.camp); err != nil {
 			return err
@@ -1355,10 +1357,10 @@ func CountedSpace(camp store.Campaign, sp *space.Space) *space.Space {
 
 // shortestRun is the shortest benchmark.timeout camp's trials ran under
 // that the store knows of: the stored space's (the first run's), where its
-// copy still loads, and the shortest of the later runs that ran a trial
-// (session.end); sp's where it knows none. A run that ran no trial (its
-// budget spent, or stopped at once) measured nothing at the count its
-// timeout capped.
+// copy still loads, and the shortest of the later runs that completed a
+// trial (session.end); sp's where it knows none. A run that completed none
+// (its budget spent, stopped at once, its trials failed, pruned or
+// invalid) measured nothing at the count its timeout capped.
 func shortestRun(camp store.Campaign, sp *space.Space) time.Duration {
 	var known []time.Duration
 	if old, err := storedSpace(camp, sp.Dir); err == nil {
