@@ -71,27 +71,7 @@ func rangesSpace(t testing.TB, ranges int) *space.Space {
 // search space is wide. gp's candidates grow with the square of the
 // settings.
 func BenchmarkAskWideAt500(b *testing.B) {
-	sp := wideSpace(b)
-	for _, name := range []string{"tpe", "gp", "sparse", "tpe-gp"} {
-		b.Run(name, func(b *testing.B) {
-			s, err := New(name, sp, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rng := rand.New(rand.NewPCG(1, 2))
-			for range 500 {
-				if err := s.Tell(draw(sp, rng), []float64{1 + rng.Float64(), 1 + rng.Float64(), 1 + rng.Float64()}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ResetTimer()
-			for n := range b.N {
-				if _, err := s.Ask(500 + n); err != nil {
-					b.Fatal(fmt.Errorf("trial %d: %w", 500+n, err))
-				}
-			}
-		})
-	}
+	askAt500(b, wideSpace(b), []string{"tpe", "gp", "sparse", "tpe-gp"}, func(n int) int { return 500 + n })
 }
 
 // BenchmarkAskRangesAt500 is one proposal of each model sampler after 500
@@ -99,8 +79,13 @@ func BenchmarkAskWideAt500(b *testing.B) {
 // of a sweep: the Gaussian process fits and weighs a model per range, so
 // this is where its proposal costs most (tpe-gp: its turn).
 func BenchmarkAskRangesAt500(b *testing.B) {
-	sp := rangesSpace(b, 30)
-	for _, name := range []string{"tpe-gp", "gp", "sparse"} {
+	askAt500(b, rangesSpace(b, 30), []string{"tpe-gp", "gp", "sparse"}, func(n int) int { return 501 + 2*n })
+}
+
+// askAt500 benchmarks each sampler's proposal of trial(n) after 500 random
+// trials told in sp, each range scored at random.
+func askAt500(b *testing.B, sp *space.Space, samplers []string, trial func(n int) int) {
+	for _, name := range samplers {
 		b.Run(name, func(b *testing.B) {
 			s, err := New(name, sp, 1)
 			if err != nil {
@@ -118,8 +103,8 @@ func BenchmarkAskRangesAt500(b *testing.B) {
 			}
 			b.ResetTimer()
 			for n := range b.N {
-				if _, err := s.Ask(501 + 2*n); err != nil {
-					b.Fatal(err)
+				if _, err := s.Ask(trial(n)); err != nil {
+					b.Fatal(fmt.Errorf("trial %d: %w", trial(n), err))
 				}
 			}
 		})

@@ -293,15 +293,8 @@ func TestDoctorThroughMPIRunsChunks(t *testing.T) {
 	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
 	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 	dir := t.TempDir()
-	var hosts []string
-	for rank := range 4 {
-		r := nodeReport{Host: "node" + strconv.Itoa(rank), Time: 1}
-		for i := range 40 {
-			r.Results = append(r.Results, doctor.Result{Layer: "hardware", Check: "check " + strconv.Itoa(i), Status: doctor.OK, Detail: strings.Repeat("a detail of some length ", 40)})
-		}
-		os.Rename(reportsFile(t, dir, r), filepath.Join(dir, "report"+strconv.Itoa(rank)))
-		hosts = append(hosts, r.Host)
-	}
+	hosts := []string{"node0", "node1", "node2", "node3"}
+	longReports(t, dir, hosts)
 	os.WriteFile(filepath.Join(dir, "hosts"), []byte(strings.Join(hosts, "\n")+"\n"), 0o644)
 	// The fan-out's flags that say how output comes pass on; the four
 	// ranks run here.
@@ -312,19 +305,7 @@ for a; do case $a in --tag-output|--output-filename) flags="$flags $a";; esac; d
 exec `+mpirun+` --oversubscribe -np 4 $flags sh -c 'cat `+dir+`/report$OMPI_COMM_WORLD_RANK'
 `), 0o755)
 	spaceFile := doctorSpace(t, dir, "kind = \"mpirun\"\ncommand = \""+fake+"\"\nhostfile = \""+filepath.Join(dir, "hosts")+"\"")
-	for range 3 {
-		_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
-		var rep struct {
-			Nodes   []nodeReport
-			Cluster []doctor.Result
-		}
-		if err := json.Unmarshal([]byte(out), &rep); err != nil {
-			t.Fatalf("%v\n%.2000s%s", err, out, errOut)
-		}
-		if len(rep.Nodes) != 4 || len(rep.Nodes[0].Results) != 40 {
-			t.Fatalf("%d of 4 nodes reported through mpirun: %+v", len(rep.Nodes), rep.Cluster)
-		}
-	}
+	allReport(t, dir, spaceFile, 4)
 }
 
 // TestDoctorThroughSrunUnbuffered: srun -u (--unbuffered, in
@@ -338,13 +319,7 @@ func TestDoctorThroughSrunUnbuffered(t *testing.T) {
 	c := slurmtest.Start(t, 3)
 	c.Alloc(t, 3)
 	dir := t.TempDir()
-	for task := range 3 {
-		r := nodeReport{Host: c.Nodes[task], Time: 1}
-		for i := range 40 {
-			r.Results = append(r.Results, doctor.Result{Layer: "hardware", Check: "check " + strconv.Itoa(i), Status: doctor.OK, Detail: strings.Repeat("a detail of some length ", 40)})
-		}
-		os.Rename(reportsFile(t, dir, r), filepath.Join(dir, "report"+strconv.Itoa(task)))
-	}
+	longReports(t, dir, c.Nodes[:3])
 	// srun's own options pass on; its tasks print the reports.
 	srun := filepath.Join(dir, "srun")
 	os.WriteFile(srun, []byte(`#!/bin/sh
@@ -356,6 +331,29 @@ exec srun $opts sh -c 'cat `+dir+`/report$SLURM_PROCID'
 `), 0o755)
 	t.Setenv("SLURM_CONF", c.Conf)
 	spaceFile := doctorSpace(t, dir, "kind = \"srun\"\ncommand = \""+srun+"\"\nnodes = 3\nntasks_per_node = 1\nargs = [\"-u\"]")
+	allReport(t, dir, spaceFile, 3)
+}
+
+// longReports writes into dir, as report0, report1, ..., a node report of
+// each host as doctor --node prints it, each of 40 results with long
+// details: many lines at once, which launchers cut and interleave.
+func longReports(t *testing.T, dir string, hosts []string) {
+	t.Helper()
+	for rank, host := range hosts {
+		r := nodeReport{Host: host, Time: 1}
+		for i := range 40 {
+			r.Results = append(r.Results, doctor.Result{Layer: "hardware", Check: "check " + strconv.Itoa(i), Status: doctor.OK, Detail: strings.Repeat("a detail of some length ", 40)})
+		}
+		if err := os.Rename(reportsFile(t, dir, r), filepath.Join(dir, "report"+strconv.Itoa(rank))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// allReport runs doctor over spaceFile's launcher three times and checks
+// that each time all of its nodes' long reports (longReports) were read.
+func allReport(t *testing.T, dir, spaceFile string, nodes int) {
+	t.Helper()
 	for range 3 {
 		_, out, errOut := nccltune(t, dir, "doctor", "--space", spaceFile, "--python", "", "--json")
 		var rep struct {
@@ -365,8 +363,8 @@ exec srun $opts sh -c 'cat `+dir+`/report$SLURM_PROCID'
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("%v\n%.2000s%s", err, out, errOut)
 		}
-		if len(rep.Nodes) != 3 || len(rep.Nodes[0].Results) != 40 {
-			t.Fatalf("%d of 3 nodes reported through srun -u: %.3000v", len(rep.Nodes), rep.Cluster)
+		if len(rep.Nodes) != nodes || len(rep.Nodes[0].Results) != 40 {
+			t.Fatalf("%d of %d nodes reported: %.3000v", len(rep.Nodes), nodes, rep.Cluster)
 		}
 	}
 }
