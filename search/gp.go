@@ -230,7 +230,7 @@ func (g *gpSampler) acquisition(models []*gpModel, points []gpPoint, bases, cand
 	}
 	m := len(points)
 	chunks := (len(cands) + gpChunk - 1) / gpChunk
-	buffers := make([][]float64, workers(chunks)) // per worker, its matrices of a chunk, one after another
+	buffers := make([][]float64, workers(g.sp, chunks)) // per worker, its matrices of a chunk, one after another
 	acq := make([]float64, len(cands))
 	concurrently(chunks, len(buffers), func(w, c int) {
 		if buffers[w] == nil {
@@ -249,8 +249,17 @@ func (g *gpSampler) acquisition(models []*gpModel, points []gpPoint, bases, cand
 	return acq
 }
 
-// workers is how many goroutines n pieces of work take: one a processor.
-func workers(n int) int { return min(n, runtime.GOMAXPROCS(0)) }
+// workers is how many goroutines n pieces of work of a proposal in sp take:
+// one a processor, but one alone where the campaign's groups measure while
+// it proposes (launcher.groups), on nodes nccltune may run on (a batch
+// script's, the allocation's first): a proposal on every core there beside
+// a trial's NCCL proxy threads would be noise in that trial's measurement.
+func workers(sp *space.Space, n int) int {
+	if sp.Launcher.Groups > 1 {
+		return min(n, 1)
+	}
+	return min(n, runtime.GOMAXPROCS(0))
+}
 
 // concurrently calls work(w, i) for every i of [0, n), on workers
 // goroutines that each take the next i (w is the goroutine's number).
@@ -436,7 +445,7 @@ func (g *gpSampler) fit(ranges []int) ([]told, []gpPoint, []rangeFit) {
 	// The ranges' fits are their own: concurrent, in any order, they are
 	// those of one after another.
 	fits := make([]*rangeFit, len(ranges))
-	concurrently(len(ranges), workers(len(ranges)), func(_, k int) {
+	concurrently(len(ranges), workers(g.sp, len(ranges)), func(_, k int) {
 		if ys, ok := logScores(obs, ranges[k]); ok {
 			fits[k] = &rangeFit{ranges[k], ys, fitGP(sims, len(g.sp.Params), ys, fitted)}
 		}

@@ -71,3 +71,19 @@ func proposals(t *testing.T, name string, sp *space.Space, told, asks int) []spa
 	}
 	return out
 }
+
+// TestOneWorkerBesideMeasuringGroups: where launcher.groups measure while
+// a proposal is made, the proposal takes one goroutine, not a processor's
+// each, on a node that may be one of the groups'.
+func TestOneWorkerBesideMeasuringGroups(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	sp := rangesSpace(t, 8)
+	if got := workers(sp, 8); got != 8 {
+		t.Fatalf("one group: %d workers for 8 pieces on 8 processors, want 8", got)
+	}
+	grouped := *sp
+	grouped.Launcher.Groups = 2
+	if got := workers(&grouped, 8); got != 1 {
+		t.Errorf("two groups measuring: %d workers, want 1", got)
+	}
+}

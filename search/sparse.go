@@ -537,7 +537,7 @@ func (s *sparseSampler) maximise(value func(u []float64) float64, starts []space
 	// configuration of its highest value, and the first start's of the
 	// highest is the one climbs one after another would keep.
 	picks, values := make([]space.Assignment, len(starts)), make([]float64, len(starts))
-	concurrently(len(starts), workers(len(starts)), func(_, k int) {
+	concurrently(len(starts), workers(s.sp, len(starts)), func(_, k int) {
 		picks[k], values[k] = s.climb(value, starts[k])
 	})
 	var pick space.Assignment
