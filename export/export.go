@@ -138,7 +138,7 @@ func (e Export) settings(t *store.Trial) (space.Assignment, error) {
 			a[name] = v
 		}
 	}
-	if err := e.check(a); errors.Is(err, space.ErrSplitOtherwise) {
+	if err := e.check(a); space.Stale(err) {
 		return nil, fmt.Errorf("trial %d %w", t.Number, err)
 	} else if err != nil {
 		return nil, fmt.Errorf("trial %d %w: the store was altered", t.Number, err)

@@ -1,6 +1,7 @@
 package space
 
 import (
+	"errors"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -56,15 +57,26 @@ func resolve(dir string, k pathKind, value string) string {
 	return filepath.Join(dir, value)
 }
 
+// isPath reports whether value, of kind k, is a path, not a name.
+func isPath(k pathKind, value string) bool {
+	return value != "" && (k == filePath || k == programPath && strings.Contains(value, "/"))
+}
+
 // relative reports whether value, of kind k, is a relative path.
 func relative(k pathKind, value string) bool {
-	switch {
-	case k == notPath || value == "" || filepath.IsAbs(value):
-		return false
-	case k == programPath:
-		return strings.Contains(value, "/")
-	}
-	return true
+	return isPath(k, value) && !filepath.IsAbs(value)
+}
+
+// ErrPathElsewhere is a stored trial's path that the space does not offer:
+// the space's relative paths are made absolute against its file's
+// directory, and a trial run with the file in another directory, or by an
+// nccltune that kept them as written, set another.
+var ErrPathElsewhere = errors.New("a path the space does not offer: a space file's relative paths are made absolute against its directory, and this trial ran with the file in another directory, or under an nccltune that kept them as written (unless the store was edited); its trials do not carry over: run the campaign anew, under another campaign.name or in another store")
+
+// Stale reports whether err, CheckOffered's, is a trial that an older
+// nccltune or a space file elsewhere gave, rather than an altered store.
+func Stale(err error) bool {
+	return errors.Is(err, ErrSplitOtherwise) || errors.Is(err, ErrPathElsewhere)
 }
 
 // pathSetting is one of nccltune's own path settings: its key, its kind

@@ -81,3 +81,50 @@ func TestRelativePathsFromAnyDirectory(t *testing.T) {
 		}
 	}
 }
+
+// A campaign that searched a relative path and whose folder moved holds
+// trials that set the path where the file was: resume and export refuse
+// them (the space now offers the path where it is), saying why and what to
+// do, not that the store was altered.
+func TestSearchedPathAfterTheFolderMoved(t *testing.T) {
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "proj")
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(src), "[[param]]")
+	text := head + `[[param]]
+name = "NCCL_CONF_FILE"
+values = ["default", "a.conf"]
+
+[[try_first]]
+NCCL_CONF_FILE = "a.conf"
+`
+	if err := os.WriteFile(filepath.Join(proj, "a.conf"), []byte("NCCL_NET_GDR_LEVEL=SYS\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "space.toml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "nccltune.db")
+	if code, out, errOut := nccltune(t, dir, "run", "--store", db, "--space", "proj/space.toml", "--trials", "3", "--no-simplify", "--no-validate"); code != 0 {
+		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
+	}
+	if err := os.Rename(proj, filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"resume", "--trials", "4", "--no-simplify", "--no-validate"},
+		{"export", "--format", "env", "--out", filepath.Join(dir, "tuned")},
+	} {
+		code, out, errOut := nccltune(t, dir, append(args, "--store", db, "--space", "moved/space.toml")...)
+		if code == 0 || strings.Contains(errOut, "store was altered") || !strings.Contains(errOut, filepath.Join(proj, "a.conf")) ||
+			!strings.Contains(errOut, "directory") || !strings.Contains(errOut, "run the campaign anew") {
+			t.Errorf("%s after the folder moved: exit %d\n%s\n%s", args[0], code, out, errOut)
+		}
+	}
+}
