@@ -2226,6 +2226,9 @@ func (b *builder) value(name string, raw any) (string, error) {
 	case err == nil:
 		err = v.refuse(text, value)
 	}
+	if uErr := unexpanded(varPath(name), value); err == nil && uErr != nil {
+		err = fmt.Errorf("%s = %w", name, uErr)
+	}
 	return resolve(b.dir, varPath(name), value), err
 }
 

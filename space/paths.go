@@ -2,6 +2,7 @@ package space
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -67,6 +68,15 @@ func relative(k pathKind, value string) bool {
 	return isPath(k, value) && !filepath.IsAbs(value)
 }
 
+// unexpanded is why value, of kind k, names no file as written: a relative
+// path a shell would expand (~, $VAR), which no one here does.
+func unexpanded(k pathKind, value string) error {
+	if relative(k, value) && (strings.HasPrefix(value, "~") || strings.Contains(value, "$")) {
+		return fmt.Errorf("%q: nothing expands ~ or $VARIABLE here (not nccltune, the launcher or NCCL), so it would name a file beside the space file; write the path in full, or relative to the space file's directory", value)
+	}
+	return nil
+}
+
 // ErrPathElsewhere is a stored trial's path that the space does not offer:
 // the space's relative paths are made absolute against its file's
 // directory, and a trial run with the file in another directory, or by an
@@ -108,6 +118,10 @@ func ownPaths(s *Space) []pathSetting {
 // passed as written: which of them name files is the program's business.
 func (b *builder) paths(s *Space) {
 	for _, o := range ownPaths(s) {
+		if err := unexpanded(o.kind, *o.p); err != nil {
+			section, key, _ := strings.Cut(o.key, ".")
+			b.errorf(b.loc.field(section, 0, key), "%s = %v", o.key, err)
+		}
 		*o.p = resolve(b.dir, o.kind, *o.p)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -218,5 +219,36 @@ func TestGaveRelativePaths(t *testing.T) {
 	if got := s.RelativePaths(); !slices.Equal(got, []string{`benchmark.binary = "./bin/all_reduce_perf"`, `launcher.command = "../mpi/bin/mpirun"`, `launcher.hostfile = "hosts"`,
 		`NCCL_TOPO_FILE = "topo.xml"`, `NCCL_TUNER_PLUGIN = "./lib/libtuner.so"`, `NCCL_CONF_FILE = "a.conf"`}) {
 		t.Errorf("RelativePaths() = %q", got)
+	}
+}
+
+// A path that a shell would expand (~, $HOME) is expanded by no one:
+// nccltune, the launcher and NCCL take it as written, and made absolute
+// it would name a directory "~" beside the space file. It is refused.
+func TestLoadRefusesUnexpandedPaths(t *testing.T) {
+	for _, c := range []struct{ setting, want string }{
+		{"[fixed]\nNCCL_TOPO_FILE = \"~/topo.xml\"", "NCCL_TOPO_FILE"},
+		{"[fixed]\nNCCL_TUNER_PLUGIN = \"$HOME/lib/libtuner.so\"", "NCCL_TUNER_PLUGIN"},
+		{"[[param]]\nname = \"NCCL_CONF_FILE\"\nvalues = [\"default\", \"${PROJ}/a.conf\"]", "NCCL_CONF_FILE"},
+		{"[launcher]\nkind = \"mpirun\"\nhostfile = \"~/hosts\"\nnp = 2", "launcher.hostfile"},
+		{"[benchmark]\nkind = \"command\"\ncommand = [\"~/bin/run.sh\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\" }", "benchmark.command"},
+	} {
+		text := "[campaign]\nname = \"u\"\n" + c.setting + "\n"
+		if !strings.Contains(c.setting, "[benchmark]") {
+			text += "[benchmark]\nbinary = \"/bin/all_reduce_perf\"\n"
+		}
+		if !strings.Contains(c.setting, "[[param]]") {
+			text += "[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+		}
+		_, err := Load(writeSpace(t, text))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "expands") {
+			t.Errorf("%s: got %v, want it refused as unexpanded", c.setting, err)
+		}
+	}
+	// An absolute path is as NCCL opens it, whatever it holds; a bare
+	// plugin name is no path.
+	text := "[campaign]\nname = \"u\"\n[benchmark]\nbinary = \"/bin/all_reduce_perf\"\n[fixed]\nNCCL_TOPO_FILE = \"/data/~x/$y.xml\"\nNCCL_NET_PLUGIN = \"~ib\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+	if _, err := Load(writeSpace(t, text)); err != nil {
+		t.Error(err)
 	}
 }
