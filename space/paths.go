@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,6 +32,20 @@ const (
 	// (a plugin: NCCL_NET_PLUGIN = "ib" loads libnccl-net-ib.so), left as given.
 	programPath
 )
+
+// fileDir is the directory a space file's relative paths are relative to:
+// its own, or the current one for a file read through a descriptor
+// (/dev/stdin, a shell's <(...) as /dev/fd/N), which has none of its own.
+func fileDir(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/") {
+		return os.Getwd()
+	}
+	return filepath.Dir(abs), nil
+}
 
 // varPath is how an NCCL variable's value names a file: the variables that
 // name a file NCCL reads or writes (*_FILE) and the plugins it loads

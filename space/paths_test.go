@@ -1,6 +1,7 @@
 package space
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -250,5 +251,34 @@ func TestLoadRefusesUnexpandedPaths(t *testing.T) {
 	text := "[campaign]\nname = \"u\"\n[benchmark]\nbinary = \"/bin/all_reduce_perf\"\n[fixed]\nNCCL_TOPO_FILE = \"/data/~x/$y.xml\"\nNCCL_NET_PLUGIN = \"~ib\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
 	if _, err := Load(writeSpace(t, text)); err != nil {
 		t.Error(err)
+	}
+}
+
+// A space read through a descriptor (--space /dev/stdin, a shell's
+// <(...) as /dev/fd/N) has no directory of its own: its relative paths are
+// the current directory's, as they were before nccltune made them the
+// file's, not /dev's or /dev/fd's.
+func TestLoadThroughADescriptor(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"/dev/fd/%d", "/proc/self/fd/%d"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			w.WriteString("[campaign]\nname = \"d\"\n[benchmark]\nbinary = \"/bin/all_reduce_perf\"\n[fixed]\nNCCL_TOPO_FILE = \"topo.xml\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n")
+			w.Close()
+		}()
+		s, err := Load(fmt.Sprintf(name, r.Fd()))
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.Fixed["NCCL_TOPO_FILE"], filepath.Join(wd, "topo.xml"); got != want || s.Dir != wd {
+			t.Errorf("%s: NCCL_TOPO_FILE = %q, Dir %q; want %q in %q", name, got, s.Dir, want, wd)
+		}
 	}
 }
