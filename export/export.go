@@ -171,6 +171,15 @@ func (e Export) decisions(a space.Assignment) ([]nccllog.Decision, bool) {
 			return ds, true
 		}
 	}
+	// The store's copy gave its relative paths as written; the campaign ran
+	// them absolute (Gave).
+	if e.Stored != nil {
+		for _, key := range slices.Sorted(maps.Keys(e.Decisions)) {
+			if e.Stored.GaveKey(a, key) {
+				return e.Decisions[key], true
+			}
+		}
+	}
 	for _, sp := range spaces {
 		reading := space.KeyReading(sp.Key(a))
 		for _, key := range slices.Sorted(maps.Keys(e.Decisions)) {

@@ -191,6 +191,13 @@ func (s *Space) Gave(a Assignment, env []string) bool {
 	return true
 }
 
+// GaveKey reports whether key, a configuration's recorded Key (a
+// validation's), is what s gives a as a trial of its file ran it (Gave).
+func (s *Space) GaveKey(a Assignment, key string) bool {
+	words, n := keyWords(key), len(s.Env(a))
+	return key != "" && len(words) >= n && s.Gave(a, words[:n]) && slices.Equal(words[n:], s.Args(a))
+}
+
 // endsIn reports whether the absolute path abs is the relative path rel
 // made absolute against some directory ("../x" against a/b is a/x).
 func endsIn(abs, rel string) bool {

@@ -128,3 +128,40 @@ NCCL_CONF_FILE = "a.conf"
 		}
 	}
 }
+
+// The rule formats without the space file look NCCL's recorded decisions
+// up under the configuration the campaign ran, from the store's copy of the
+// space, whose relative path validation ran absolute: found all the same.
+func TestRulesWithoutTheSpaceOfARelativePath(t *testing.T) {
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "proj")
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "nccl.conf"), []byte("NCCL_BUFFSIZE=8388608\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	space := filepath.Join(proj, "space.toml")
+	if err := os.WriteFile(space, []byte(strings.Replace(string(src), "[fixed]\n", "[fixed]\nNCCL_CONF_FILE = \"nccl.conf\"\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "nccltune.db")
+	for _, args := range [][]string{
+		{"run", "--trials", "4", "--no-simplify", "--no-validate"},
+		{"validate"},
+	} {
+		if code, out, errOut := nccltune(t, dir, append(args, "--store", db, "--space", space)...); code != 0 {
+			t.Fatalf("%s exited %d\n%s\n%s", args[0], code, out, errOut)
+		}
+	}
+	for _, format := range []string{"tuner-csv", "plugin"} {
+		code, out, errOut := nccltune(t, dir, "export", "--store", db, "--format", format, "--out", filepath.Join(dir, format))
+		if code != 0 || !strings.Contains(errOut, "leaving out NCCL_CONF_FILE") {
+			t.Errorf("export --format %s without the space file: exit %d\n%s\n%s", format, code, out, errOut)
+		}
+	}
+}
