@@ -70,6 +70,11 @@ func resolve(dir string, k pathKind, value string) string {
 	if dir == "" || !relative(k, value) {
 		return value
 	}
+	if rel := filepath.Clean(value); rel == ".." || strings.HasPrefix(rel, "../") {
+		// Not cleaned across dir: ".." of a linked directory is its
+		// target's parent, as the system finds it, not the link's.
+		return dir + "/" + rel
+	}
 	return filepath.Join(dir, value)
 }
 

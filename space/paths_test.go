@@ -69,7 +69,7 @@ func TestLoadResolvesRelativePaths(t *testing.T) {
 	}
 	for _, c := range [][3]string{
 		{"benchmark.binary", s.Benchmark.Binary, dir + "/bin/all_reduce_perf"},
-		{"launcher.command", s.Launcher.Command, filepath.Dir(dir) + "/mpi/bin/mpirun"},
+		{"launcher.command", s.Launcher.Command, dir + "/../mpi/bin/mpirun"},
 		{"launcher.hostfile", s.Launcher.Hostfile, dir + "/hosts"},
 		{"NCCL_TOPO_FILE", s.Fixed["NCCL_TOPO_FILE"], dir + "/topo.xml"},
 		{"NCCL_TUNER_PLUGIN", s.Fixed["NCCL_TUNER_PLUGIN"], dir + "/lib/libtuner.so"},
@@ -280,5 +280,35 @@ func TestLoadThroughADescriptor(t *testing.T) {
 		if got, want := s.Fixed["NCCL_TOPO_FILE"], filepath.Join(wd, "topo.xml"); got != want || s.Dir != wd {
 			t.Errorf("%s: NCCL_TOPO_FILE = %q, Dir %q; want %q in %q", name, got, s.Dir, want, wd)
 		}
+	}
+}
+
+// "../x" is the parent of the space file's directory as the system finds
+// it, through a link to that directory too (as a shell in it, or NCCL
+// before paths were made absolute, found it), not the link's own parent.
+func TestLoadParentThroughALinkedDirectory(t *testing.T) {
+	root := t.TempDir()
+	real, work := filepath.Join(root, "real", "deep", "proj"), filepath.Join(root, "work")
+	for _, d := range []string{real, filepath.Join(root, "real", "deep", "shared"), work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "real", "deep", "shared", "topo.xml"), []byte("<system/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := "[campaign]\nname = \"l\"\n[benchmark]\nbinary = \"/bin/all_reduce_perf\"\n[fixed]\nNCCL_TOPO_FILE = \"../shared/topo.xml\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+	if err := os.WriteFile(filepath.Join(real, "space.toml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(work, "proj")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(filepath.Join(work, "proj", "space.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Fixed["NCCL_TOPO_FILE"]); err != nil {
+		t.Errorf("NCCL_TOPO_FILE = %q names no file: %v", s.Fixed["NCCL_TOPO_FILE"], err)
 	}
 }
