@@ -196,6 +196,27 @@ func (s *Space) Gave(a Assignment, env []string) bool {
 	return true
 }
 
+// PinnedPathsRan lists, by variable, the paths that envs (trials'
+// environments) set a path s pins to, where they set more than one: the
+// space file read in two directories (two copies of its folder, or the
+// folder moved), so the trials ran with two files.
+func (s *Space) PinnedPathsRan(envs [][]string) map[string][]string {
+	ran := map[string][]string{}
+	for _, env := range envs {
+		for _, kv := range env {
+			name, v, _ := strings.Cut(kv, "=")
+			if _, pinned := s.Fixed[name]; pinned && isPath(varPath(name), v) && !slices.Contains(ran[name], v) {
+				ran[name] = append(ran[name], v)
+			}
+		}
+	}
+	maps.DeleteFunc(ran, func(_ string, vs []string) bool { return len(vs) < 2 })
+	for _, vs := range ran {
+		slices.Sort(vs)
+	}
+	return ran
+}
+
 // GaveKey reports whether key, a configuration's recorded Key (a
 // validation's), is what s gives a as a trial of its file ran it (Gave).
 func (s *Space) GaveKey(a Assignment, key string) bool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,5 +164,37 @@ func TestRulesWithoutTheSpaceOfARelativePath(t *testing.T) {
 		if code != 0 || !strings.Contains(errOut, "leaving out NCCL_CONF_FILE") {
 			t.Errorf("export --format %s without the space file: exit %d\n%s\n%s", format, code, out, errOut)
 		}
+	}
+}
+
+// The same campaign run from two copies of its folder (or resumed after it
+// moved) pins a relative path to a file in each: the trials measured two
+// files, which status says, naming both.
+func TestStatusNamesEveryFileAPinnedPathRan(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "nccltune.db")
+	for i, copy := range []string{"a", "b"} {
+		proj := filepath.Join(dir, copy)
+		if err := os.Mkdir(proj, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proj, "nccl.conf"), []byte("NCCL_BUFFSIZE=8388608\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		space := filepath.Join(proj, "space.toml")
+		if err := os.WriteFile(space, []byte(strings.Replace(string(src), "[fixed]\n", "[fixed]\nNCCL_CONF_FILE = \"nccl.conf\"\n", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := nccltune(t, dir, "run", "--store", db, "--space", space, "--trials", fmt.Sprint(3+i), "--no-simplify", "--no-validate"); code != 0 {
+			t.Fatalf("run from %s exited %d\n%s\n%s", copy, code, out, errOut)
+		}
+	}
+	code, out, errOut := nccltune(t, dir, "status", "--store", db)
+	if code != 0 || !strings.Contains(out, "warning: NCCL_CONF_FILE") || !strings.Contains(out, filepath.Join(dir, "a", "nccl.conf")) || !strings.Contains(out, filepath.Join(dir, "b", "nccl.conf")) {
+		t.Errorf("status of a campaign run from two copies: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
