@@ -138,7 +138,7 @@ func (e Export) settings(t *store.Trial) (space.Assignment, error) {
 			a[name] = v
 		}
 	}
-	if err := e.check(a); errors.Is(err, space.ErrSplitOtherwise) {
+	if err := e.check(a); space.Stale(err) {
 		return nil, fmt.Errorf("trial %d %w", t.Number, err)
 	} else if err != nil {
 		return nil, fmt.Errorf("trial %d %w: the store was altered", t.Number, err)
@@ -169,6 +169,15 @@ func (e Export) decisions(a space.Assignment) ([]nccllog.Decision, bool) {
 	for _, sp := range spaces {
 		if ds, ok := e.Decisions[sp.Key(a)]; ok {
 			return ds, true
+		}
+	}
+	// The store's copy gave its relative paths as written; the campaign ran
+	// them absolute (Gave).
+	if e.Stored != nil {
+		for _, key := range slices.Sorted(maps.Keys(e.Decisions)) {
+			if e.Stored.GaveKey(a, key) {
+				return e.Decisions[key], true
+			}
 		}
 	}
 	for _, sp := range spaces {

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -119,7 +118,7 @@ const MaxFile = 16 << 20
 // Load reads and validates a space file, its relative paths made absolute
 // against its directory (see paths.go).
 func Load(path string) (*Space, error) {
-	abs, err := filepath.Abs(path)
+	dir, err := fileDir(path)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +134,7 @@ func Load(path string) (*Space, error) {
 	if len(data) > MaxFile {
 		return nil, fmt.Errorf("%s: over %d MiB, more than any space holds", path, MaxFile>>20)
 	}
-	return ParseIn(filepath.Dir(abs), path, data)
+	return ParseIn(dir, path, data)
 }
 
 // simulator checks the [simulator] table as the simulator will read it,
@@ -2225,6 +2224,9 @@ func (b *builder) value(name string, raw any) (string, error) {
 		err = fmt.Errorf("%s: %v is a boolean, which only a variable of 0 or 1 takes", name, t)
 	case err == nil:
 		err = v.refuse(text, value)
+	}
+	if uErr := unexpanded(varPath(name), value); err == nil && uErr != nil {
+		err = fmt.Errorf("%s = %w", name, uErr)
 	}
 	return resolve(b.dir, varPath(name), value), err
 }

@@ -1,7 +1,10 @@
 package space
 
 import (
+	"errors"
+	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -30,6 +33,20 @@ const (
 	programPath
 )
 
+// fileDir is the directory a space file's relative paths are relative to:
+// its own, or the current one for a file read through a descriptor
+// (/dev/stdin, a shell's <(...) as /dev/fd/N), which has none of its own.
+func fileDir(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/") {
+		return os.Getwd()
+	}
+	return filepath.Dir(abs), nil
+}
+
 // varPath is how an NCCL variable's value names a file: the variables that
 // name a file NCCL reads or writes (*_FILE) and the plugins it loads
 // (*_PLUGIN), as Hazard classes them.
@@ -53,18 +70,43 @@ func resolve(dir string, k pathKind, value string) string {
 	if dir == "" || !relative(k, value) {
 		return value
 	}
+	if rel := filepath.Clean(value); rel == ".." || strings.HasPrefix(rel, "../") {
+		// Not cleaned across dir: ".." of a linked directory is its
+		// target's parent, as the system finds it, not the link's.
+		return dir + "/" + rel
+	}
 	return filepath.Join(dir, value)
+}
+
+// isPath reports whether value, of kind k, is a path, not a name.
+func isPath(k pathKind, value string) bool {
+	return value != "" && (k == filePath || k == programPath && strings.Contains(value, "/"))
 }
 
 // relative reports whether value, of kind k, is a relative path.
 func relative(k pathKind, value string) bool {
-	switch {
-	case k == notPath || value == "" || filepath.IsAbs(value):
-		return false
-	case k == programPath:
-		return strings.Contains(value, "/")
+	return isPath(k, value) && !filepath.IsAbs(value)
+}
+
+// unexpanded is why value, of kind k, names no file as written: a relative
+// path a shell would expand (~, $VAR), which no one here does.
+func unexpanded(k pathKind, value string) error {
+	if relative(k, value) && (strings.HasPrefix(value, "~") || strings.Contains(value, "$")) {
+		return fmt.Errorf("%q: nothing expands ~ or $VARIABLE here (not nccltune, the launcher or NCCL), so it would name a file beside the space file; write the path in full, or relative to the space file's directory", value)
 	}
-	return true
+	return nil
+}
+
+// ErrPathElsewhere is a stored trial's path that the space does not offer:
+// the space's relative paths are made absolute against its file's
+// directory, and a trial run with the file in another directory, or by an
+// nccltune that kept them as written, set another.
+var ErrPathElsewhere = errors.New("a path the space does not offer: a space file's relative paths are made absolute against its directory, and this trial ran with the file in another directory, or under an nccltune that kept them as written (unless the store was edited); its trials do not carry over: run the campaign anew, under another campaign.name or in another store")
+
+// Stale reports whether err, CheckOffered's, is a trial that an older
+// nccltune or a space file elsewhere gave, rather than an altered store.
+func Stale(err error) bool {
+	return errors.Is(err, ErrSplitOtherwise) || errors.Is(err, ErrPathElsewhere)
 }
 
 // pathSetting is one of nccltune's own path settings: its key, its kind
@@ -96,6 +138,10 @@ func ownPaths(s *Space) []pathSetting {
 // passed as written: which of them name files is the program's business.
 func (b *builder) paths(s *Space) {
 	for _, o := range ownPaths(s) {
+		if err := unexpanded(o.kind, *o.p); err != nil {
+			section, key, _ := strings.Cut(o.key, ".")
+			b.errorf(b.loc.field(section, 0, key), "%s = %v", o.key, err)
+		}
 		*o.p = resolve(b.dir, o.kind, *o.p)
 	}
 }
@@ -148,6 +194,34 @@ func (s *Space) Gave(a Assignment, env []string) bool {
 		}
 	}
 	return true
+}
+
+// PinnedPathsRan lists, by variable, the paths that envs (trials'
+// environments) set a path s pins to, where they set more than one: the
+// space file read in two directories (two copies of its folder, or the
+// folder moved), so the trials ran with two files.
+func (s *Space) PinnedPathsRan(envs [][]string) map[string][]string {
+	ran := map[string][]string{}
+	for _, env := range envs {
+		for _, kv := range env {
+			name, v, _ := strings.Cut(kv, "=")
+			if _, pinned := s.Fixed[name]; pinned && isPath(varPath(name), v) && !slices.Contains(ran[name], v) {
+				ran[name] = append(ran[name], v)
+			}
+		}
+	}
+	maps.DeleteFunc(ran, func(_ string, vs []string) bool { return len(vs) < 2 })
+	for _, vs := range ran {
+		slices.Sort(vs)
+	}
+	return ran
+}
+
+// GaveKey reports whether key, a configuration's recorded Key (a
+// validation's), is what s gives a as a trial of its file ran it (Gave).
+func (s *Space) GaveKey(a Assignment, key string) bool {
+	words, n := keyWords(key), len(s.Env(a))
+	return key != "" && len(words) >= n && s.Gave(a, words[:n]) && slices.Equal(words[n:], s.Args(a))
 }
 
 // endsIn reports whether the absolute path abs is the relative path rel

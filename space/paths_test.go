@@ -1,9 +1,11 @@
 package space
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,7 +69,7 @@ func TestLoadResolvesRelativePaths(t *testing.T) {
 	}
 	for _, c := range [][3]string{
 		{"benchmark.binary", s.Benchmark.Binary, dir + "/bin/all_reduce_perf"},
-		{"launcher.command", s.Launcher.Command, filepath.Dir(dir) + "/mpi/bin/mpirun"},
+		{"launcher.command", s.Launcher.Command, dir + "/../mpi/bin/mpirun"},
 		{"launcher.hostfile", s.Launcher.Hostfile, dir + "/hosts"},
 		{"NCCL_TOPO_FILE", s.Fixed["NCCL_TOPO_FILE"], dir + "/topo.xml"},
 		{"NCCL_TUNER_PLUGIN", s.Fixed["NCCL_TUNER_PLUGIN"], dir + "/lib/libtuner.so"},
@@ -218,5 +220,95 @@ func TestGaveRelativePaths(t *testing.T) {
 	if got := s.RelativePaths(); !slices.Equal(got, []string{`benchmark.binary = "./bin/all_reduce_perf"`, `launcher.command = "../mpi/bin/mpirun"`, `launcher.hostfile = "hosts"`,
 		`NCCL_TOPO_FILE = "topo.xml"`, `NCCL_TUNER_PLUGIN = "./lib/libtuner.so"`, `NCCL_CONF_FILE = "a.conf"`}) {
 		t.Errorf("RelativePaths() = %q", got)
+	}
+}
+
+// A path that a shell would expand (~, $HOME) is expanded by no one:
+// nccltune, the launcher and NCCL take it as written, and made absolute
+// it would name a directory "~" beside the space file. It is refused.
+func TestLoadRefusesUnexpandedPaths(t *testing.T) {
+	for _, c := range []struct{ setting, want string }{
+		{"[fixed]\nNCCL_TOPO_FILE = \"~/topo.xml\"", "NCCL_TOPO_FILE"},
+		{"[fixed]\nNCCL_TUNER_PLUGIN = \"$HOME/lib/libtuner.so\"", "NCCL_TUNER_PLUGIN"},
+		{"[[param]]\nname = \"NCCL_CONF_FILE\"\nvalues = [\"default\", \"${PROJ}/a.conf\"]", "NCCL_CONF_FILE"},
+		{"[launcher]\nkind = \"mpirun\"\nhostfile = \"~/hosts\"\nnp = 2", "launcher.hostfile"},
+		{"[benchmark]\nkind = \"command\"\ncommand = [\"~/bin/run.sh\"]\nmetric = { regex = 'ms: ([0-9.]+)', goal = \"min\" }", "benchmark.command"},
+	} {
+		text := "[campaign]\nname = \"u\"\n" + c.setting + "\n"
+		if !strings.Contains(c.setting, "[benchmark]") {
+			text += "[benchmark]\nbinary = \"/bin/all_reduce_perf\"\n"
+		}
+		if !strings.Contains(c.setting, "[[param]]") {
+			text += "[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+		}
+		_, err := Load(writeSpace(t, text))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "expands") {
+			t.Errorf("%s: got %v, want it refused as unexpanded", c.setting, err)
+		}
+	}
+	// An absolute path is as NCCL opens it, whatever it holds; a bare
+	// plugin name is no path.
+	text := "[campaign]\nname = \"u\"\n[benchmark]\nbinary = \"/bin/all_reduce_perf\"\n[fixed]\nNCCL_TOPO_FILE = \"/data/~x/$y.xml\"\nNCCL_NET_PLUGIN = \"~ib\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+	if _, err := Load(writeSpace(t, text)); err != nil {
+		t.Error(err)
+	}
+}
+
+// A space read through a descriptor (--space /dev/stdin, a shell's
+// <(...) as /dev/fd/N) has no directory of its own: its relative paths are
+// the current directory's, as they were before nccltune made them the
+// file's, not /dev's or /dev/fd's.
+func TestLoadThroughADescriptor(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"/dev/fd/%d", "/proc/self/fd/%d"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			w.WriteString("[campaign]\nname = \"d\"\n[benchmark]\nbinary = \"/bin/all_reduce_perf\"\n[fixed]\nNCCL_TOPO_FILE = \"topo.xml\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n")
+			w.Close()
+		}()
+		s, err := Load(fmt.Sprintf(name, r.Fd()))
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.Fixed["NCCL_TOPO_FILE"], filepath.Join(wd, "topo.xml"); got != want || s.Dir != wd {
+			t.Errorf("%s: NCCL_TOPO_FILE = %q, Dir %q; want %q in %q", name, got, s.Dir, want, wd)
+		}
+	}
+}
+
+// "../x" is the parent of the space file's directory as the system finds
+// it, through a link to that directory too (as a shell in it, or NCCL
+// before paths were made absolute, found it), not the link's own parent.
+func TestLoadParentThroughALinkedDirectory(t *testing.T) {
+	root := t.TempDir()
+	real, work := filepath.Join(root, "real", "deep", "proj"), filepath.Join(root, "work")
+	for _, d := range []string{real, filepath.Join(root, "real", "deep", "shared"), work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "real", "deep", "shared", "topo.xml"), []byte("<system/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := "[campaign]\nname = \"l\"\n[benchmark]\nbinary = \"/bin/all_reduce_perf\"\n[fixed]\nNCCL_TOPO_FILE = \"../shared/topo.xml\"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Ring\"]\n"
+	if err := os.WriteFile(filepath.Join(real, "space.toml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(work, "proj")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(filepath.Join(work, "proj", "space.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Fixed["NCCL_TOPO_FILE"]); err != nil {
+		t.Errorf("NCCL_TOPO_FILE = %q names no file: %v", s.Fixed["NCCL_TOPO_FILE"], err)
 	}
 }

@@ -644,14 +644,7 @@ func KeyReading(key string) string {
 	if key == "" {
 		return "" // NCCL's defaults
 	}
-	var words []string
-	for i, w := range strings.Split(key, " ") {
-		if i > 0 && !keyWordRE.MatchString(w) {
-			words[len(words)-1] += " " + w
-			continue
-		}
-		words = append(words, w)
-	}
+	words := keyWords(key)
 	first := slices.IndexFunc(words, func(w string) bool { return strings.HasPrefix(w, "--") })
 	if first < 0 {
 		first = len(words)
@@ -666,6 +659,20 @@ func KeyReading(key string) string {
 		return false
 	})
 	return strings.Join(append(ReadingEnv(words[:first]), args...), " ")
+}
+
+// keyWords are a Key's words, NAME=value and --flag=value, each value
+// whole, blanks and all.
+func keyWords(key string) []string {
+	var words []string
+	for i, w := range strings.Split(key, " ") {
+		if i > 0 && !keyWordRE.MatchString(w) {
+			words[len(words)-1] += " " + w
+			continue
+		}
+		words = append(words, w)
+	}
+	return words
 }
 
 // keyWordRE starts a word of a Key: NAME= or --flag=.

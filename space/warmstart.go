@@ -159,6 +159,9 @@ func (s *Space) CheckOffered(a Assignment) error {
 		if k < 0 {
 			return fmt.Errorf("sets %s, which the space does not search", text.Clean(name))
 		}
+		if v != Unset && !s.Params[k].Offers(v) && isPath(varPath(s.Params[k].Variable()), v) {
+			return fmt.Errorf("sets %s=%s, %w", name, text.Clean(v), ErrPathElsewhere)
+		}
 		if v != Unset && !s.Params[k].Offers(v) {
 			return fmt.Errorf("sets %s=%s, which the space does not offer", name, text.Clean(v))
 		}

@@ -423,7 +423,9 @@ func (t *Tuner) storedTrials(campaignID int64) ([]store.Trial, error) {
 		return nil, err
 	}
 	for _, tr := range trials {
-		if err := t.Space.CheckOffered(space.Assignment(tr.Params)); err != nil {
+		if err := t.Space.CheckOffered(space.Assignment(tr.Params)); space.Stale(err) {
+			return nil, fmt.Errorf("trial %d %w", tr.Number, err)
+		} else if err != nil {
 			return nil, fmt.Errorf("trial %d %w: the store was altered", tr.Number, err)
 		}
 	}

@@ -330,6 +330,15 @@ func printLoaded(out io.Writer, l *loaded) error {
 		fmt.Fprintf(w, "warning: NCCL read %s in %d of %d completed trials, which the campaign does not set (from NCCL_CONF_FILE, ~/.nccl.conf or /etc/nccl.conf, or the ranks' own environment): every configuration ran with it, NCCL's defaults included, and no export carries it%s\n",
 			text.Clean(kv), sum.Inherited[kv], sum.ByState[store.Complete], searched)
 	}
+	envs := make([][]string, len(l.trials))
+	for i, tr := range l.trials {
+		envs[i] = tr.Env
+	}
+	ran := l.space.PinnedPathsRan(envs)
+	for _, name := range slices.Sorted(maps.Keys(ran)) {
+		fmt.Fprintf(w, "warning: %s named %d files over the campaign's trials (%s): a relative path is the space file's directory's, and the file was read in several (its folder moved, or copies of it ran the campaign); where those files differ, the trials measured different configurations: run the campaign anew, under another campaign.name or in another store\n",
+			text.Clean(name), len(ran[name]), text.Clean(strings.Join(ran[name], ", ")))
+	}
 	tw := newTable(w)
 	m := l.space.Measure(l.space.Ranges[0])
 	row(tw, "range", "sizes", "default "+m.String(), "best "+m.String(), "gain", "validated gain (95% CI)", "trial", "chosen settings", "")
