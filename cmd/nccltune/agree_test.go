@@ -308,3 +308,40 @@ func TestStatusWhileARaisedBudgetSearches(t *testing.T) {
 		t.Errorf("status --json: exit %d, %v, simplification_unfinished %v; want false\n%s%s", code, err, got.Unfinished, out, errOut)
 	}
 }
+
+// TestStatusWarningsCountAsJSONDoes: a simplification's trial that printed
+// no NCCL INFO lines is a completed trial whose settings nothing confirmed,
+// as a search trial is. status --json's trials.no_nccl_log counted it, the
+// text's warning did not (it counted the search's trials only): both count
+// every completed trial.
+func TestStatusWarningsCountAsJSONDoes(t *testing.T) {
+	dir, st, base, sp := craftedStore(t)
+	one := space.Assignment{"NCCL_ALGO": "Ring"}
+	c := craft(t, st, base, sp, "silent", true, []crafted{{space.Assignment{}, 100, "", ""}, {space.Assignment{}, 100, "", ""}, {one, 110, "", ""}})
+	tr := store.Trial{CampaignID: c.ID, Number: 3, Params: one, Env: sp.Env(one), Phase: store.Simplification}
+	if err := st.StartTrial(&tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.State, tr.Scores = store.Complete, map[string]float64{}
+	for _, rg := range sp.Ranges {
+		tr.Scores[rg.Name] = 110
+	}
+	if err := st.FinishTrial(context.Background(), &tr); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := nccltune(t, dir, "status", "--json", "--campaign", "silent")
+	var got struct {
+		Trials struct {
+			ByState   map[string]int `json:"by_state"`
+			NoNCCLLog int            `json:"no_nccl_log"`
+		} `json:"trials"`
+	}
+	// NCCL's defaults' crafted trials logged nothing either (their pinned NCCL_NVLS_ENABLE unconfirmed).
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Trials.NoNCCLLog != 3 {
+		t.Fatalf("status --json: exit %d, %v, trials %+v; want no_nccl_log 3\n%s%s", code, err, got.Trials, out, errOut)
+	}
+	want := fmt.Sprintf("warning: 3 of %d completed trials printed no NCCL INFO lines", got.Trials.ByState[string(store.Complete)])
+	if code, out, errOut := nccltune(t, dir, "status", "--campaign", "silent"); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("status: exit %d; want %q\n%s%s", code, want, out, errOut)
+	}
+}
