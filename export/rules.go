@@ -192,6 +192,17 @@ func (e Export) jobBase() (space.Assignment, error) {
 	return results.WithoutPerSize(e.Space, a), nil
 }
 
+// jobSettings are the settings (NAME=value) of the job's environment
+// beyond what [fixed] pins: none where it is NCCL's defaults'.
+func (e Export) jobSettings() []string {
+	base, err := e.jobBase()
+	if err != nil {
+		return nil // refused by jobRules, which writes no file
+	}
+	pinned := results.JobEnv(e.Space, space.Assignment{})
+	return slices.DeleteFunc(results.JobEnv(e.Space, base), func(kv string) bool { return slices.Contains(pinned, kv) })
+}
+
 // measured reports whether a completed trial measured any of the ranges.
 func measured(rs []results.RangeResult) bool {
 	return slices.ContainsFunc(rs, func(r results.RangeResult) bool { return r.Best != nil })
@@ -439,11 +450,27 @@ func (e Export) verdicts() []string {
 
 // doesIn says what the plugin does in range r: a workload's job, judged as a
 // whole, follows the job's verdict, as the job file does, whatever the
-// range's own said; a job of one collective's ranges, the range's.
+// range's own said; a job of one collective's ranges, the range's. Where
+// such a job does not take the range's choice (not tuned, or rejected)
+// and its environment sets more than [fixed] pins, the range runs NCCL's
+// own algorithm and protocol under that environment: not NCCL's defaults,
+// which the range's verdict keeps, and a configuration that no verdict
+// covers there, unless it is the very one validation rejected there.
 func (e Export) doesIn(r results.RangeResult) string {
 	j := e.Job
+	sp := e.Space
 	switch {
-	case len(e.Space.Workload) == 0 || r.Best == nil:
+	case len(sp.Workload) == 0 && r.Best != nil && !e.defaultsStand() && !j.Uses(r):
+		env := e.jobSettings()
+		if len(env) == 0 {
+			return r.Describe()
+		}
+		runs := fmt.Sprintf("NCCL's own algorithm and protocol under the job's environment (%s), which other ranges' choices need", strings.Join(env, " "))
+		if v := r.Validation; v != nil && sp.Reading(results.WithoutPerSize(sp, r.Best.Params)) == sp.Reading(r.Best.Params) {
+			return fmt.Sprintf("%s: trial %d's configuration, which validation rejected in this range (%s)", runs, r.Best.Number, v.Reason)
+		}
+		return fmt.Sprintf("%s, a configuration no verdict covers in this range; of the range alone: %s", runs, r.Describe())
+	case len(sp.Workload) == 0 || r.Best == nil:
 		return r.Describe()
 	case j.DefaultsKept():
 		return "the job's validation kept NCCL's defaults: " + j.Validation.Reason

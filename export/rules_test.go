@@ -1016,3 +1016,57 @@ func TestMergedNamesEveryRange(t *testing.T) {
 		t.Errorf("merged: %+v, want one rule of 0 up for range r10, r1, r0", got)
 	}
 }
+
+// TestPluginSaysWhatARejectedRangeRuns: a job of one collective's ranges
+// holds one environment, here trial 1's NCCL_NET_GDR_LEVEL=SYS, which range
+// r0's kept choice needs. Validation rejected trial 1's choice in range
+// r1, which then runs NCCL's own algorithm and protocol under that
+// environment: not NCCL's defaults, which its verdict keeps, and no
+// configuration any verdict judged there. The plugins' files said "validation
+// kept NCCL's defaults" of it; they say what it runs, and that no verdict
+// covers it; or, where trial 1 set no algorithm or protocol, that it runs
+// the very configuration validation rejected there.
+func TestPluginSaysWhatARejectedRangeRuns(t *testing.T) {
+	for _, tc := range []struct {
+		proto string
+		want  []string
+	}{
+		{"Simple", []string{"a configuration no verdict covers in this range", "validation kept NCCL's defaults: no gain"}},
+		{space.Unset, []string{"trial 1's configuration, which validation rejected in this range (no gain)"}},
+	} {
+		pluginSays(t, tc.proto, tc.want)
+	}
+}
+
+// pluginSays checks what the plugins' files say of range r1, where trial 1
+// sets NCCL_PROTO proto and NCCL_NET_GDR_LEVEL=SYS (see
+// TestPluginSaysWhatARejectedRangeRuns): each of want.
+func pluginSays(t *testing.T, proto string, want []string) {
+	t.Helper()
+	ex := sweepCampaign(t, [][2]string{{"8", "64K"}, {"64K", "1G"}}, decide("RING", "SIMPLE", 8), decide("TREE", "LL", 3))
+	sp := ex.Space
+	trials := []store.Trial{
+		{Number: 0, State: store.Complete, Params: space.Assignment{"NCCL_PROTO": space.Unset, "NCCL_NET_GDR_LEVEL": space.Unset}, Scores: map[string]float64{"r0": 1, "r1": 1}},
+		{Number: 1, State: store.Complete, Params: space.Assignment{"NCCL_PROTO": proto, "NCCL_NET_GDR_LEVEL": "SYS"}, Scores: map[string]float64{"r0": 2, "r1": 2}},
+	}
+	for i := range trials {
+		trials[i].Env = sp.Env(trials[i].Params)
+	}
+	vals := []store.Validation{{Range: "r0", Candidate: 1, Config: sp.Key(trials[1].Params), Verdict: "tuned", Reason: "gain +100%"},
+		{Range: "r1", Candidate: 1, Config: sp.Key(trials[1].Params), Verdict: "default", Reason: "no gain"}}
+	ex.Results, ex.Job = results.Of(sp, trials, vals), results.JobOf(sp, trials, vals)
+	for _, f := range [][2]string{{"plugin", "nccltune.rules"}, {"tuner-csv", "nccl_tuner.conf"}} {
+		text, err := written(t, ex, f[0], f[1])
+		if err != nil {
+			t.Fatalf("%s: %v", f[0], err)
+		}
+		// The header's lines wrap, each going on on comment lines of its own: read as one.
+		_, line, _ := strings.Cut(strings.ReplaceAll(text, "\n# ", " "), "range r1: ")
+		line, _, _ = strings.Cut(line, "\n")
+		for _, w := range append(want, "NCCL's own algorithm and protocol under the job's environment (NCCL_NET_GDR_LEVEL=SYS)") {
+			if !strings.Contains(line, w) {
+				t.Errorf("NCCL_PROTO %s: %s: range r1 reads %q; want %q\n%s", proto, f[0], line, w, text)
+			}
+		}
+	}
+}

@@ -36,8 +36,8 @@ type Job struct {
 // JobOf chooses the job's environment and per-range configurations from the
 // trials, with the validations (by range name) that concern them.
 func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
-	trials = inOrder(trials)
-	defaults := Of(sp, trials, vals)
+	rt := read(sp, trials)
+	defaults := rt.of(sp, vals, nil)
 	if len(sp.Ranges) == 1 && len(sp.Workload) == 0 {
 		// One range: the job sends what the range measured, and its choice is the range's.
 		job := Job{Ranges: defaults}
@@ -46,14 +46,14 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		}
 		return job
 	}
-	groups := map[string][]store.Trial{}
+	groups := map[string][]int{} // indices in rt.trials
 	var keys []string
-	for _, t := range trials {
+	for j, t := range rt.trials {
 		k := jobKey(sp, t.Params)
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
-		groups[k] = append(groups[k], t)
+		groups[k] = append(groups[k], j)
 	}
 	var (
 		jobs     []Job
@@ -61,16 +61,18 @@ func JobOf(sp *space.Space, trials []store.Trial, vals []store.Validation) Job {
 		settings []int
 	)
 	for _, k := range keys {
-		rs := of(sp, groups[k], vals, defaults)
+		group := rt.subset(groups[k])
+		rs := group.of(sp, vals, defaults)
 		if len(sp.Workload) > 0 {
-			leaveToNCCL(sp, groups[k], vals, rs)
+			leaveToNCCL(sp, group.trials, vals, rs)
 		}
 		gain := jobGain(sp, rs)
 		if math.IsNaN(gain) {
 			continue // a range none of its trials measured, or no defaults to compare with
 		}
-		jobs, gains = append(jobs, Job{Env: JobEnv(sp, groups[k][0].Params), Ranges: rs}), append(gains, gain)
-		settings = append(settings, Settings(sp, &groups[k][0])-perSizeSettings(sp, groups[k][0].Params))
+		first := &group.trials[0]
+		jobs, gains = append(jobs, Job{Env: JobEnv(sp, first.Params), Ranges: rs}), append(gains, gain)
+		settings = append(settings, Settings(sp, first)-perSizeSettings(sp, first.Params))
 	}
 	// Within Parsimony (per range where the ranges are weighed alike), the fewer job-wide settings the better.
 	tolerance := -math.Log1p(-Parsimony)

@@ -270,3 +270,84 @@ func TestJobPerCollectiveGain(t *testing.T) {
 		t.Fatal("no job set an algorithm")
 	}
 }
+
+// TestJobOfTakesTheRangesChoiceUnderItsEnvironment: a job of one
+// collective's ranges whose environment is the one a range's own choice
+// (Of's, what the env export and status give) runs under must do in that
+// range what the choice does: its algorithm and protocol where it is
+// tuned, NCCL's own where NCCL's defaults stand. JobOf chose anew among
+// the environment's trials alone, by estimates fitted on those alone (in a
+// group of few trials, a trial's lucky measurement) and without the
+// configurations of other environments that made a simpler one stand in:
+// a tuner plugin's rules then set what status called NCCL's defaults.
+func TestJobOfTakesTheRangesChoiceUnderItsEnvironment(t *testing.T) {
+	sp, err := space.Parse("c.toml", []byte(`
+[benchmark]
+binary = "x"
+[[range]]
+name = "small"
+min = "8"
+max = "64K"
+[[range]]
+name = "medium"
+min = "64K"
+max = "16M"
+[[range]]
+name = "large"
+min = "16M"
+max = "1G"
+[[param]]
+name = "NCCL_ALGO"
+values = ["default", "Ring", "Tree"]
+[[param]]
+name = "NCCL_PROTO"
+values = ["default", "LL", "Simple"]
+[[param]]
+name = "NCCL_MIN_CTAS"
+values = ["default", "2", "8"]
+[[param]]
+name = "NCCL_BUFFSIZE"
+values = ["default", "1M", "8M"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	pick := func(values ...string) string { return values[rng.IntN(len(values))] }
+	disagreed := 0
+	for seed := range 200 {
+		unset := map[string]string{"NCCL_ALGO": space.Unset, "NCCL_PROTO": space.Unset, "NCCL_MIN_CTAS": space.Unset, "NCCL_BUFFSIZE": space.Unset}
+		trials := []store.Trial{{Number: 0, State: store.Complete, Params: unset, Scores: map[string]float64{"small": 1, "medium": 1, "large": 1}},
+			{Number: 1, State: store.Complete, Params: unset, Scores: map[string]float64{"small": 1, "medium": 1, "large": 1}}}
+		for n := 2; n < 4+rng.IntN(14); n++ {
+			// Scores about MinGain and Parsimony apart, so that both decide often.
+			score := func() float64 { return 0.995 + 0.025*rng.Float64() }
+			trials = append(trials, store.Trial{Number: n, State: store.Complete,
+				Params: map[string]string{"NCCL_ALGO": pick(space.Unset, "Ring", "Tree"), "NCCL_PROTO": pick(space.Unset, "LL", "Simple"),
+					"NCCL_MIN_CTAS": pick(space.Unset, space.Unset, "8"), "NCCL_BUFFSIZE": pick(space.Unset, space.Unset, "8M")},
+				Scores: map[string]float64{"small": score(), "medium": score(), "large": score()}})
+		}
+		job := JobOf(sp, trials, nil)
+		for i, r := range Of(sp, trials, nil) {
+			ch := r.Chosen()
+			if ch == nil || !slices.Equal(JobEnv(sp, ch.Params), job.Env) {
+				continue // another environment's choice, which one job cannot take
+			}
+			got := job.Ranges[i]
+			switch {
+			case job.Uses(got) != r.Tuned():
+			case r.Tuned() && sp.Reading(got.Best.Params) != sp.Reading(ch.Params):
+			default:
+				continue
+			}
+			disagreed++
+			if disagreed <= 3 {
+				t.Errorf("seed %d: range %s: status chose trial %d (tuned %v: %s); the job, under its environment %v, trial %d (used %v: %s)",
+					seed, r.Range.Name, ch.Number, r.Tuned(), r.Describe(), job.Env, got.Best.Number, job.Uses(got), got.Describe())
+			}
+		}
+	}
+	if disagreed > 0 {
+		t.Errorf("%d ranges disagreed", disagreed)
+	}
+}

@@ -275,18 +275,44 @@ func Settings(sp *space.Space, t *store.Trial) int {
 // or a simpler one within Parsimony of it), with the latest of the
 // validations (oldest first) that concerns it.
 func Of(sp *space.Space, trials []store.Trial, vals []store.Validation) []RangeResult {
-	return of(sp, trials, vals, nil)
+	return read(sp, trials).of(sp, vals, nil)
 }
 
-// of is Of with each range's NCCL's defaults those of baseline (indexed
-// like sp.Ranges) where it is given: JobOf chooses among the trials of one
-// environment, held against the defaults of all.
-func of(sp *space.Space, trials []store.Trial, vals []store.Validation, baseline []RangeResult) []RangeResult {
+// readTrials are a campaign's trials in order (inOrder), with their
+// readings (keys) and the model's estimates of them, per range, fitted on
+// every complete trial: each trial's, in every view of it (a range's
+// choice, an environment's in JobOf), so that none is chosen by a fit on
+// a few trials, where a lucky measurement is its own estimate.
+type readTrials struct {
+	trials    []store.Trial
+	keys      []string
+	estimates [][]float64
+}
+
+func read(sp *space.Space, trials []store.Trial) readTrials {
 	trials = inOrder(trials)
-	keys, estimates := readings(sp, trials), estimate(sp, trials)
+	return readTrials{trials, readings(sp, trials), estimate(sp, trials)}
+}
+
+// subset is the trials at indices in, in order.
+func (rt readTrials) subset(in []int) readTrials {
+	out := readTrials{estimates: make([][]float64, len(rt.estimates))}
+	for _, j := range in {
+		out.trials, out.keys = append(out.trials, rt.trials[j]), append(out.keys, rt.keys[j])
+		for r := range rt.estimates {
+			out.estimates[r] = append(out.estimates[r], rt.estimates[r][j])
+		}
+	}
+	return out
+}
+
+// of is Of over rt, with each range's NCCL's defaults those of baseline
+// (indexed like sp.Ranges) where it is given: JobOf chooses among the
+// trials of one environment, held against the defaults of all.
+func (rt readTrials) of(sp *space.Space, vals []store.Validation, baseline []RangeResult) []RangeResult {
 	out := make([]RangeResult, len(sp.Ranges))
 	for i := range out {
-		out[i] = rangeOf(sp, i, trials, keys, estimates[i], vals, baseline)
+		out[i] = rangeOf(sp, i, rt.trials, rt.keys, rt.estimates[i], vals, baseline)
 	}
 	return out
 }
@@ -299,11 +325,10 @@ func of(sp *space.Space, trials []store.Trial, vals []store.Validation, baseline
 // trials over 30 ranges takes half a second, and a simplification whose
 // choices' fresh runs fail chooses again up to three times a range.
 func Rejecting(sp *space.Space, trials []store.Trial) func(i int, rejected []store.Trial) RangeResult {
-	trials = inOrder(trials)
-	keys, estimates := readings(sp, trials), estimate(sp, trials)
+	rt := read(sp, trials)
 	return func(i int, rejected []store.Trial) RangeResult {
-		est := slices.Concat(estimates[i], slices.Repeat([]float64{math.NaN()}, len(rejected)))
-		return rangeOf(sp, i, slices.Concat(trials, rejected), slices.Concat(keys, readings(sp, rejected)), est, nil, nil)
+		est := slices.Concat(rt.estimates[i], slices.Repeat([]float64{math.NaN()}, len(rejected)))
+		return rangeOf(sp, i, slices.Concat(rt.trials, rejected), slices.Concat(rt.keys, readings(sp, rejected)), est, nil, nil)
 	}
 }
 
@@ -317,7 +342,13 @@ func readings(sp *space.Space, trials []store.Trial) []string {
 }
 
 // rangeOf is of's choice of range i over trials in order, keys their
-// readings, estimates the model's of them in the range.
+// readings, estimates the model's of them in the range. Given baseline, the
+// choice of a job of one collective's ranges among one environment's
+// trials: where the range's own choice (baseline's, Chosen: its best where
+// tuned, else NCCL's defaults) runs under that environment, it is the
+// job's too, as the range's exports give it; chosen anew among these
+// trials alone, a simpler one that another environment's configurations
+// let stand in would be missing, and the choice not the range's.
 func rangeOf(sp *space.Space, i int, trials []store.Trial, keys []string, estimates []float64, vals []store.Validation, baseline []RangeResult) RangeResult {
 	var defaultFailed *store.Trial
 	if k := slices.IndexFunc(trials, func(t store.Trial) bool {
@@ -344,6 +375,12 @@ func rangeOf(sp *space.Space, i int, trials []store.Trial, keys []string, estima
 	choosable := slices.DeleteFunc(slices.Clone(configs), func(c *config) bool { return c.failed && !sp.IsDefaults(c.first.Params) })
 	if len(choosable) > 0 {
 		best := simplest(sp, choosable, res.DefaultScore)
+		if baseline != nil && len(sp.Workload) == 0 && baseline[i].Chosen() != nil {
+			own := sp.Reading(baseline[i].Chosen().Params)
+			if k := slices.IndexFunc(choosable, func(c *config) bool { return sp.Reading(c.first.Params) == own }); k >= 0 {
+				best = choosable[k]
+			}
+		}
 		res.Best, res.BestScore, res.BestRuns = best.first, best.score(), len(best.runs)
 		res.Unconfirmed, res.UnconfirmedIn = unconfirmedBy(sp, best.runs)
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,7 +22,10 @@ import (
 // verdict drawn at once from a validation run NCCL's log did not confirm,
 // a validation run that failed with no verdict), status --json, report
 // --json and export (json and env) choose the same trial per range, call
-// it tuned alike, and write the same searched settings.
+// it tuned alike, and write the same searched settings; and the tuner
+// plugins' exports (plugin, tuner-csv), where their job's environment is
+// the one the range's choice runs under, its algorithm in its sizes, or
+// NCCL's own where NCCL's defaults stand.
 func TestStatusReportExportAgree(t *testing.T) {
 	dir, st, base, sp := craftedStore(t)
 	defaults := space.Assignment{}
@@ -40,9 +45,24 @@ func TestStatusReportExportAgree(t *testing.T) {
 		{name: "the best failed once", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 120, "", ""}, {three, 0, "wrong", ""}, {one, 103, "", ""}, {one, 103, "", ""}}, tuned: true, want: 4},
 		{name: "not confirmed in validation", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 120, "", ""}, {three, 120, "", ""}}, early: true, want: 0},
 		{name: "hung in validation", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 120, "", ""}, {three, 120, "", ""}}, hung: true, want: 0},
+		// NCCL's defaults stand, the estimates discounting the algorithm
+		// alone's one run of +1.4%; among the trials of its environment
+		// alone (NCCL's defaults'), it was the job's choice.
+		{name: "a lucky run", runs: []crafted{{defaults, 100, "", ""}, {defaults, 100, "", ""}, {three, 99.9, "", ""}, {three, 101.8, "", ""}, {one, 101.4, "", ""}}, want: 0},
 	}
 	for i, tc := range cases {
 		c := craft(t, st, base, sp, fmt.Sprintf("case-%d", i), false, tc.runs)
+		// What NCCL decides in each range under each configuration, as
+		// validation records it: the algorithm set, else Tree.
+		for _, a := range []space.Assignment{defaults, three, one, {"NCCL_NET_GDR_LEVEL": "SYS"}} {
+			var ds []nccllog.Decision
+			for _, rg := range sp.Ranges {
+				ds = append(ds, nccllog.Decision{Op: "AllReduce", Bytes: rg.Min, Algo: strings.ToUpper(cmp.Or(a["NCCL_ALGO"], "Tree")), Proto: "SIMPLE", Channels: 8})
+			}
+			if err := st.SaveDecisions(c.ID, sp.Key(a), ds); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if tc.early || tc.hung {
 			arm := "trial 2"
 			vr := store.ValidationRun{Round: 0, Arm: arm, Env: sp.Env(three), State: store.Complete, Scores: map[string]float64{}, Unconfirmed: []string{"NCCL_ALGO"}}
@@ -64,7 +84,7 @@ func TestStatusReportExportAgree(t *testing.T) {
 	for i, tc := range cases {
 		name := fmt.Sprintf("case-%d", i)
 		out := filepath.Join(dir, name)
-		for _, args := range [][]string{{"export", "--format", "json"}, {"export", "--format", "env"}} {
+		for _, args := range [][]string{{"export", "--format", "json"}, {"export", "--format", "env"}, {"export", "--format", "plugin"}, {"export", "--format", "tuner-csv"}} {
 			if code, stdout, errOut := nccltune(t, dir, append(args, "--campaign", name, "--out", out)...); code != 0 {
 				t.Fatalf("%s: %v: exit %d\n%s%s", tc.name, args, code, stdout, errOut)
 			}
@@ -103,7 +123,51 @@ func TestStatusReportExportAgree(t *testing.T) {
 				t.Errorf("%s: nccl-%s.env sets NCCL_ALGO=Ring: %v, want %v\n%s", tc.name, rg.Name, !tc.tuned, tc.tuned, env)
 			}
 		}
+		// The plugins' job sets one environment: where it is the chosen
+		// trial's (its NCCL_NET_GDR_LEVEL alike), the rules are its choice.
+		chosen := tc.runs[max(tc.want, 0)].a
+		if !tc.tuned {
+			chosen = defaults
+		}
+		for _, f := range []struct{ rules, env, sep, own string }{{"nccltune.rules", "nccl-plugin.env", " ", ""}, {"nccl_tuner.conf", "nccl-tuner.env", ",", "tree"}} {
+			env, _ := os.ReadFile(filepath.Join(out, f.env))
+			if gdr := chosen["NCCL_NET_GDR_LEVEL"]; strings.Contains(string(env), "export NCCL_NET_GDR_LEVEL=") != (gdr != "") ||
+				gdr != "" && !strings.Contains(string(env), "export NCCL_NET_GDR_LEVEL='"+gdr+"'") {
+				continue // another environment, which the job chose for every range together
+			}
+			rules, _ := os.ReadFile(filepath.Join(out, f.rules))
+			want := f.own
+			if tc.tuned {
+				want = strings.ToLower(chosen["NCCL_ALGO"])
+			}
+			for _, rg := range sp.Ranges {
+				if got := ruleAlgo(string(rules), f.sep, rg.Min); got != want {
+					t.Errorf("%s: %s: range %s: algorithm %q, want %q (status: tuned %v, trial %d)\n%s", tc.name, f.rules, rg.Name, got, want, tc.tuned, tc.want, rules)
+				}
+			}
+		}
 	}
+}
+
+// ruleAlgo is the algorithm of the first rule of a plugin's rules (fields
+// split by sep: collective, min and max bytes, then nccltune's nodes,
+// ranks, algorithm, or NVIDIA's example's algorithm) over size, "" where none is.
+func ruleAlgo(rules, sep string, size int64) string {
+	for _, line := range strings.Split(rules, "\n") {
+		f := strings.Split(strings.TrimSpace(strings.Split(line, "#")[0]), sep)
+		if len(f) < 6 {
+			continue
+		}
+		lo, err1 := strconv.ParseInt(f[1], 10, 64)
+		hi, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 == nil && err2 == nil && lo <= size && (hi < 0 || size <= hi) {
+			if sep == "," {
+				return f[3]
+			}
+			return f[5]
+		}
+	}
+	return ""
 }
 
 // craftedStore runs a campaign of the built-in example in a new folder,
@@ -296,5 +360,42 @@ func TestStatusWhileARaisedBudgetSearches(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Unfinished == nil || *got.Unfinished {
 		t.Errorf("status --json: exit %d, %v, simplification_unfinished %v; want false\n%s%s", code, err, got.Unfinished, out, errOut)
+	}
+}
+
+// TestStatusWarningsCountAsJSONDoes: a simplification's trial that printed
+// no NCCL INFO lines is a completed trial whose settings nothing confirmed,
+// as a search trial is. status --json's trials.no_nccl_log counted it, the
+// text's warning did not (it counted the search's trials only): both count
+// every completed trial.
+func TestStatusWarningsCountAsJSONDoes(t *testing.T) {
+	dir, st, base, sp := craftedStore(t)
+	one := space.Assignment{"NCCL_ALGO": "Ring"}
+	c := craft(t, st, base, sp, "silent", true, []crafted{{space.Assignment{}, 100, "", ""}, {space.Assignment{}, 100, "", ""}, {one, 110, "", ""}})
+	tr := store.Trial{CampaignID: c.ID, Number: 3, Params: one, Env: sp.Env(one), Phase: store.Simplification}
+	if err := st.StartTrial(&tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.State, tr.Scores = store.Complete, map[string]float64{}
+	for _, rg := range sp.Ranges {
+		tr.Scores[rg.Name] = 110
+	}
+	if err := st.FinishTrial(context.Background(), &tr); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := nccltune(t, dir, "status", "--json", "--campaign", "silent")
+	var got struct {
+		Trials struct {
+			ByState   map[string]int `json:"by_state"`
+			NoNCCLLog int            `json:"no_nccl_log"`
+		} `json:"trials"`
+	}
+	// NCCL's defaults' crafted trials logged nothing either (their pinned NCCL_NVLS_ENABLE unconfirmed).
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Trials.NoNCCLLog != 3 {
+		t.Fatalf("status --json: exit %d, %v, trials %+v; want no_nccl_log 3\n%s%s", code, err, got.Trials, out, errOut)
+	}
+	want := fmt.Sprintf("warning: 3 of %d completed trials printed no NCCL INFO lines", got.Trials.ByState[string(store.Complete)])
+	if code, out, errOut := nccltune(t, dir, "status", "--campaign", "silent"); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("status: exit %d; want %q\n%s%s", code, want, out, errOut)
 	}
 }

@@ -302,9 +302,12 @@ func printLoaded(out io.Writer, l *loaded) error {
 	if len(l.space.Simulator) > 0 {
 		fmt.Fprintln(w, "measured on the simulated cluster (nccltune sim), not on hardware")
 	}
-	if sum.Silent > 0 {
+	// The warnings count every completed trial, the simplification's too, as
+	// status --json's trials do: each ran its settings, confirmed or not.
+	all := results.Summarize(l.trials)
+	if all.Silent > 0 {
 		fmt.Fprintf(w, "warning: %d of %d completed trials printed no NCCL INFO lines, so their settings' effect was not confirmed (does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?); validation keeps NCCL's defaults for such a configuration\n",
-			sum.Silent, sum.ByState[store.Complete])
+			all.Silent, all.ByState[store.Complete])
 	}
 	if silent, complete := silentRuns(l.runs); silent > 0 {
 		fmt.Fprintf(w, "warning: %d of %d completed validation runs printed no NCCL INFO lines, so they confirmed no setting (does the program log NCCL to a file, use gloo, or drop NCCL_DEBUG?); validation keeps NCCL's defaults for a configuration measured so\n",
@@ -313,22 +316,22 @@ func printLoaded(out io.Writer, l *loaded) error {
 	// Names are checked against the catalogue, so not a misspelling: a
 	// version that lacks the variable, or a path that never reads it.
 	unreadWhy := "unknown to this NCCL version, or not used on the path NCCL took, as NCCL_IB_* over sockets?"
-	if complete := sum.ByState[store.Complete]; complete > 0 && sum.OneRank == complete {
+	if complete := all.ByState[store.Complete]; complete > 0 && all.OneRank == complete {
 		fmt.Fprintln(w, "warning: every completed trial's NCCL communicator had one rank (nRanks 1): it sends nothing, so NCCL chooses no algorithm or protocol and a collective is a local copy; run the benchmark on 2 GPUs or more (benchmark.gpus, the launcher's ranks) to tune anything")
 		unreadWhy = "a communicator of one rank sets up no algorithm, protocol or network transport, so NCCL need not read it"
 	}
-	for _, name := range slices.Sorted(maps.Keys(sum.Unconfirmed)) {
+	for _, name := range slices.Sorted(maps.Keys(all.Unconfirmed)) {
 		fmt.Fprintf(w, "warning: NCCL's log does not show it read %s in %d of %d completed trials (%s)\n",
-			text.Clean(name), sum.Unconfirmed[name], sum.ByState[store.Complete], unreadWhy)
+			text.Clean(name), all.Unconfirmed[name], all.ByState[store.Complete], unreadWhy)
 	}
-	for _, kv := range slices.Sorted(maps.Keys(sum.Inherited)) {
+	for _, kv := range slices.Sorted(maps.Keys(all.Inherited)) {
 		name, value, _ := strings.Cut(kv, "=")
 		searched := ""
 		if slices.ContainsFunc(l.space.Params, func(p space.Param) bool { return p.Variable() == name }) {
 			searched = fmt.Sprintf("; %s is searched, so its \"default\" here was %s, not NCCL's own", name, text.Clean(value))
 		}
 		fmt.Fprintf(w, "warning: NCCL read %s in %d of %d completed trials, which the campaign does not set (from NCCL_CONF_FILE, ~/.nccl.conf or /etc/nccl.conf, or the ranks' own environment): every configuration ran with it, NCCL's defaults included, and no export carries it%s\n",
-			text.Clean(kv), sum.Inherited[kv], sum.ByState[store.Complete], searched)
+			text.Clean(kv), all.Inherited[kv], all.ByState[store.Complete], searched)
 	}
 	envs := make([][]string, len(l.trials))
 	for i, tr := range l.trials {
