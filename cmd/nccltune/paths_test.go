@@ -16,22 +16,10 @@ import (
 func TestRelativePathsFromAnyDirectory(t *testing.T) {
 	dir := t.TempDir()
 	proj, elsewhere := filepath.Join(dir, "proj"), filepath.Join(dir, "elsewhere")
-	for _, d := range []string{proj, elsewhere} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
-	if err != nil {
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(proj, "nccl.conf"), []byte("NCCL_BUFFSIZE=8388608\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	space := filepath.Join(proj, "space.toml")
-	if err := os.WriteFile(space, []byte(strings.Replace(string(src), "[fixed]\n", "[fixed]\nNCCL_CONF_FILE = \"nccl.conf\"\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	space := confProject(t, proj)
 	db := filepath.Join(dir, "nccltune.db")
 	code, out, errOut := nccltune(t, elsewhere, "run", "--store", db, "--space", "../proj/space.toml", "--trials", "4", "--no-simplify", "--no-validate")
 	if code != 0 {
@@ -135,21 +123,7 @@ NCCL_CONF_FILE = "a.conf"
 // space, whose relative path validation ran absolute: found all the same.
 func TestRulesWithoutTheSpaceOfARelativePath(t *testing.T) {
 	dir := t.TempDir()
-	proj := filepath.Join(dir, "proj")
-	if err := os.Mkdir(proj, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(proj, "nccl.conf"), []byte("NCCL_BUFFSIZE=8388608\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	space := filepath.Join(proj, "space.toml")
-	if err := os.WriteFile(space, []byte(strings.Replace(string(src), "[fixed]\n", "[fixed]\nNCCL_CONF_FILE = \"nccl.conf\"\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	space := confProject(t, filepath.Join(dir, "proj"))
 	db := filepath.Join(dir, "nccltune.db")
 	for _, args := range [][]string{
 		{"run", "--trials", "4", "--no-simplify", "--no-validate"},
@@ -172,23 +146,9 @@ func TestRulesWithoutTheSpaceOfARelativePath(t *testing.T) {
 // files, which status says, naming both.
 func TestStatusNamesEveryFileAPinnedPathRan(t *testing.T) {
 	dir := t.TempDir()
-	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	db := filepath.Join(dir, "nccltune.db")
 	for i, copy := range []string{"a", "b"} {
-		proj := filepath.Join(dir, copy)
-		if err := os.Mkdir(proj, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(proj, "nccl.conf"), []byte("NCCL_BUFFSIZE=8388608\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		space := filepath.Join(proj, "space.toml")
-		if err := os.WriteFile(space, []byte(strings.Replace(string(src), "[fixed]\n", "[fixed]\nNCCL_CONF_FILE = \"nccl.conf\"\n", 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		space := confProject(t, filepath.Join(dir, copy))
 		if code, out, errOut := nccltune(t, dir, "run", "--store", db, "--space", space, "--trials", fmt.Sprint(3+i), "--no-simplify", "--no-validate"); code != 0 {
 			t.Fatalf("run from %s exited %d\n%s\n%s", copy, code, out, errOut)
 		}
@@ -197,4 +157,26 @@ func TestStatusNamesEveryFileAPinnedPathRan(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "warning: NCCL_CONF_FILE") || !strings.Contains(out, filepath.Join(dir, "a", "nccl.conf")) || !strings.Contains(out, filepath.Join(dir, "b", "nccl.conf")) {
 		t.Errorf("status of a campaign run from two copies: exit %d\n%s\n%s", code, out, errOut)
 	}
+}
+
+// confProject makes proj, a project folder holding nccl.conf and
+// space.toml, the built-in example pinning NCCL_CONF_FILE to it by a path
+// relative to the space file, and returns the space file's path.
+func confProject(t *testing.T, proj string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/sim-2node-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "nccl.conf"), []byte("NCCL_BUFFSIZE=8388608\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	space := filepath.Join(proj, "space.toml")
+	if err := os.WriteFile(space, []byte(strings.Replace(string(src), "[fixed]\n", "[fixed]\nNCCL_CONF_FILE = \"nccl.conf\"\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return space
 }
