@@ -76,6 +76,11 @@ func Start(t testing.TB, nodes int) *Cluster {
 		var c *Cluster
 		if c, err = start(dir, nodes); err == nil {
 			t.Cleanup(func() {
+				// A node still completing a job the test's salloc released
+				// (its slurmd ending the steps' slurmstepd) ignored SIGTERM
+				// past stopGrace; the nodes are let go idle first, as far as
+				// startTimeout. A start that failed stops at once.
+				_ = c.waitIdle()
 				if err := c.stop(); err != nil {
 					t.Error(err)
 				}
@@ -271,10 +276,6 @@ func (d *daemon) stop() error {
 }
 
 func (c *Cluster) stop() error {
-	// A node still completing a job the test's salloc released (its
-	// slurmd ending the steps' slurmstepd) ignored SIGTERM past stopGrace;
-	// the nodes are let go idle first, as far as startTimeout.
-	_ = c.waitIdle()
 	var errs []error
 	for i := len(c.daemons) - 1; i >= 0; i-- { // slurmd first
 		errs = append(errs, c.daemons[i].stop())
