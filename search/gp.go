@@ -200,53 +200,100 @@ func (g *gpSampler) Ask(n int) (space.Assignment, error) {
 	if len(cands) == 0 {
 		return coveringDraw(g.sp, &g.history, rng), nil
 	}
-	acq := g.acquisition(models, points, bases, cands)
-	best := 0
-	for j, v := range acq {
-		if v > acq[best] {
-			best = j
-		}
-	}
-	return cands[best], nil
+	return cands[g.bestCandidate(models, points, bases, cands)], nil
 }
 
-// gpChunk is how many candidates a worker takes at a time: it computes
-// their kernels with every model and solves them (addImprovements), so
-// that a model's matrix of the chunk (150 × 256, 300 kB) stays in the
-// cache through its solve, where that of every candidate (150 × several
-// thousand, a model each) did not, and the workers share no writes.
+// gpChunk is how many candidates a worker takes at a time for their
+// kernels with every model and their posterior means, so that a model's
+// matrix of the chunk (150 × 256, 300 kB) stays in the cache, where that
+// of every candidate (150 × several thousand, a model each) did not, and
+// the workers share no writes.
 const gpChunk = 256
 
-// acquisition is each candidate's expected improvement summed over models
-// in their order (addImprovements). The candidates are taken by chunks
-// concurrently; a candidate's kernels, solves and sum are its own, so they
-// are the same whichever worker takes it, or how many there are.
-func (g *gpSampler) acquisition(models []*gpModel, points []gpPoint, bases, cands []space.Assignment) []float64 {
+// gpSolveChunk is how many candidates a worker solves at a time, in the
+// order of their bounds: few, since the first are mostly enough.
+const gpSolveChunk = 32
+
+// bestCandidate is the index of the candidate whose expected improvements
+// summed over models in their order are the highest (the first of equals).
+// A candidate's posterior variance takes a triangular solve with each model
+// (most of a proposal's cost at many ranges); its mean does not, and the
+// improvement grows with the standard deviation, which the observation
+// explaining most of the candidate's variance alone bounds
+// (leastExplained): candidates are solved in the order of their bounds,
+// by chunks, until no bound left reaches the best sum (at 30 ranges, 32 of
+// some 6,000 are solved). A candidate's kernels, solves and sum are its
+// own, so they are the same whichever worker takes it, in which chunk, or
+// how many workers there are.
+func (g *gpSampler) bestCandidate(models []*gpModel, points []gpPoint, bases, cands []space.Assignment) int {
 	ks := g.kernels(models, points, bases, cands)
 	ones := slices.Repeat([]float64{1}, len(g.sp.Params)) // every point is itself in every parameter
 	priors := make([]float64, len(models))
 	for r, md := range models {
 		priors[r], _ = md.kernel(ones)
 	}
-	m := len(points)
-	chunks := (len(cands) + gpChunk - 1) / gpChunk
-	buffers := make([][]float64, workers(g.sp, chunks)) // per worker, its matrices of a chunk, one after another
-	acq := make([]float64, len(cands))
-	concurrently(chunks, len(buffers), func(w, c int) {
-		if buffers[w] == nil {
-			buffers[w] = make([]float64, len(models)*m*gpChunk)
-		}
-		j0, j1 := c*gpChunk, min((c+1)*gpChunk, len(cands))
-		mats := make([]*mat.Dense, len(models))
-		for r := range models {
-			mats[r] = mat.NewDense(m, j1-j0, buffers[w][r*m*gpChunk:r*m*gpChunk+m*(j1-j0)])
-		}
-		ks.fill(j0, j1, mats)
+	m, n := len(points), len(cands)
+	order := make([]int, n)
+	for j := range order {
+		order[j] = j
+	}
+	buffers := make([][]float64, workers(g.sp, (n+gpChunk-1)/gpChunk)) // per worker, its matrices of a chunk, one after another
+	// chunks calls work with each chunk of js's candidates and their
+	// kernels with every model, concurrently.
+	chunks := func(js []int, size int, work func(js []int, kernels []*mat.Dense)) {
+		concurrently((len(js)+size-1)/size, len(buffers), func(w, c int) {
+			if buffers[w] == nil {
+				buffers[w] = make([]float64, len(models)*m*gpChunk)
+			}
+			chunk := js[c*size : min((c+1)*size, len(js))]
+			kernels := make([]*mat.Dense, len(models))
+			for r := range models {
+				kernels[r] = mat.NewDense(m, len(chunk), buffers[w][r*m*gpChunk:r*m*gpChunk+m*len(chunk)])
+			}
+			ks.fill(chunk, kernels)
+			work(chunk, kernels)
+		})
+	}
+	means := make([]float64, len(models)*n) // [r*n+j]
+	bound := make([]float64, n)
+	chunks(order, gpChunk, func(js []int, kernels []*mat.Dense) {
+		least := make([]float64, len(js))
 		for r, md := range models {
-			md.addImprovements(mats[r], priors[r], acq[j0:j1])
+			mu := means[r*n+js[0] : r*n+js[0]+len(js)] // order's chunks are contiguous
+			md.means(kernels[r], mu)
+			md.leastExplained(kernels[r], priors[r], least)
+			for k, x := range mu {
+				bound[js[k]] += md.improvement(x, md.stddev(priors[r], least[k]))
+			}
 		}
 	})
-	return acq
+	for j, b := range bound {
+		if math.IsNaN(b) { // no bound: solved first
+			bound[j] = math.Inf(1)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(bound[b], bound[a]) })
+	acq := make([]float64, n)
+	best := -1
+	for start := 0; start < n; {
+		// Rounding may put a sum a hair above its bound.
+		if b := bound[order[start]]; best >= 0 && b+1e-9*(math.Abs(b)+math.Abs(acq[best])) < acq[best] {
+			break
+		}
+		round := order[start:min(n, start+len(buffers)*gpSolveChunk)]
+		chunks(round, gpSolveChunk, func(js []int, kernels []*mat.Dense) {
+			for r, md := range models {
+				md.addImprovements(kernels[r], priors[r], means[r*n:(r+1)*n], js, acq)
+			}
+		})
+		for _, j := range round {
+			if best < 0 || acq[j] > acq[best] || acq[j] == acq[best] && j < best {
+				best = j
+			}
+		}
+		start += len(round)
+	}
+	return best
 }
 
 // workers is how many goroutines n pieces of work of a proposal in sp take:
@@ -359,17 +406,17 @@ func (g *gpSampler) kernels(models []*gpModel, points []gpPoint, bases, cands []
 	return ks
 }
 
-// fill sets out[r] (observations × j1-j0) to the kernel of models[r]
-// between the observations and candidates j0 to j1.
-func (ks *gpKernels) fill(j0, j1 int, out []*mat.Dense) {
+// fill sets out[r] (observations × len(js)) to the kernel of models[r]
+// between the observations and candidates js.
+func (ks *gpKernels) fill(js []int, out []*mat.Dense) {
 	m, d := len(ks.points), len(ks.g.sp.Params)
 	raws := make([]blas64.General, len(out))
 	for r, k := range out {
 		raws[r] = k.RawMatrix()
 	}
 	s := make([]float64, d)
-	for j := j0; j < j1; j++ {
-		c, col := ks.cands[j], j-j0
+	for col, j := range js {
+		c := ks.cands[j]
 		if c.base < 0 {
 			for i := range m {
 				ks.g.similarities(c.point, ks.points[i], s)

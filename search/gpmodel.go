@@ -25,6 +25,7 @@ type gpModel struct {
 	noise float64
 	ch    mat.Cholesky
 	upper blas64.Triangular // ch's U, K = UᵀU, which every chunk of candidates solves with
+	diag  []float64         // K's diagonal: each observation's variance
 	alpha *mat.VecDense     // K⁻¹ y
 	// the log scores' mean and standard deviation, which y standardises
 	mean, sd float64
@@ -122,6 +123,10 @@ func fitGP(sims []float64, d int, ys []float64, fit []int) *gpModel {
 			var u mat.TriDense
 			md.ch.UTo(&u)
 			md.upper = u.RawTriangular()
+			md.diag = make([]float64, len(ys))
+			for i := range md.diag {
+				md.diag[i] = all.k.At(i, i)
+			}
 			return md
 		}
 	}
@@ -270,28 +275,67 @@ func (f *gpFit) evaluate(theta []float64) {
 	}
 }
 
-// addImprovements adds to acq each candidate's expected improvement, in
-// log score, beyond gpExploration; ks's columns are the candidates' kernel
-// values against the observations (consumed), prior their kernel with
-// themselves. All candidates take one triangular solve.
-func (md *gpModel) addImprovements(ks *mat.Dense, prior float64, acq []float64) {
-	m, n := ks.Dims()
-	var mu mat.VecDense
-	mu.MulVec(ks.T(), md.alpha)
+// addImprovements adds to acq[js[k]] candidate js[k]'s expected
+// improvement, in log score, beyond gpExploration; kernels' columns are the
+// candidates' kernel values against the observations (consumed), prior
+// their kernel with themselves, means[j] candidate j's posterior mean. All
+// candidates take one triangular solve.
+func (md *gpModel) addImprovements(kernels *mat.Dense, prior float64, means []float64, js []int, acq []float64) {
+	m, n := kernels.Dims()
 	// With K = UᵀU, a candidate's posterior variance takes off its prior
-	// the squared norm of v = U⁻ᵀk*, solved in place of ks (a copy of
+	// the squared norm of v = U⁻ᵀk*, solved in place of kernels (a copy of
 	// every candidate's column was a tenth of a proposal's cost).
-	blas64.Trsm(blas.Left, blas.Trans, 1, md.upper, ks.RawMatrix())
+	blas64.Trsm(blas.Left, blas.Trans, 1, md.upper, kernels.RawMatrix())
 	explained := make([]float64, n)
 	for i := range m {
-		for j, x := range ks.RawRowView(i) {
-			explained[j] += x * x
+		for k, x := range kernels.RawRowView(i) {
+			explained[k] += x * x
 		}
 	}
-	for j := range n {
-		s := math.Sqrt(math.Max(prior+md.noise-explained[j], 1e-12))
-		gain := mu.AtVec(j) - md.best - gpExploration
-		z := gain / s
-		acq[j] += md.sd * (gain*normCDF(z) + s*normPDF(z))
+	for k, j := range js {
+		acq[j] += md.improvement(means[j], md.stddev(prior, explained[k]))
 	}
+}
+
+// means sets out to the posterior means of candidates whose kernel values
+// against the observations are kernels' columns.
+func (md *gpModel) means(kernels *mat.Dense, out []float64) {
+	mat.NewVecDense(len(out), out).MulVec(kernels.T(), md.alpha)
+}
+
+// leastExplained sets out to the part of each candidate's variance (its
+// kernel values against the observations are kernels' columns) that the
+// one observation explaining most of it would explain alone, k_i²/K_ii, a
+// millionth of its prior less for rounding: all the observations together
+// explain at least as much (conditioning on more never adds variance), so
+// it bounds the improvement without a solve.
+func (md *gpModel) leastExplained(kernels *mat.Dense, prior float64, out []float64) {
+	clear(out)
+	m, _ := kernels.Dims()
+	for i := range m {
+		inverse := 1 / md.diag[i]
+		for k, x := range kernels.RawRowView(i) {
+			if v := x * x * inverse; v > out[k] { // a NaN explains nothing
+				out[k] = v
+			}
+		}
+	}
+	for k := range out {
+		out[k] = math.Max(0, out[k]-1e-6*(prior+md.noise))
+	}
+}
+
+// stddev is a posterior standard deviation: of a candidate whose kernel with
+// itself is prior, the observations explaining explained of its variance.
+func (md *gpModel) stddev(prior, explained float64) float64 {
+	return math.Sqrt(math.Max(prior+md.noise-explained, 1e-12))
+}
+
+// improvement is the expected improvement, in log score, beyond
+// gpExploration of a candidate of posterior mean mu and standard deviation
+// s: it grows with s.
+func (md *gpModel) improvement(mu, s float64) float64 {
+	gain := mu - md.best - gpExploration
+	z := gain / s
+	return md.sd * (gain*normCDF(z) + s*normPDF(z))
 }

@@ -196,8 +196,7 @@ func TestExpectedImprovementIsThePosteriors(t *testing.T) {
 		z := gain / s
 		want[j] = sd * (gain*distuv.UnitNormal.CDF(z) + s*distuv.UnitNormal.Prob(z))
 	}
-	got := make([]float64, len(cands))
-	md.addImprovements(mat.DenseCopyOf(ks), prior, got)
+	got := improvementsOf(md, mat.DenseCopyOf(ks), prior)
 	for j := range got {
 		if math.Abs(got[j]-want[j]) > 1e-9*math.Max(1, math.Abs(want[j])) {
 			t.Errorf("candidate %d: expected improvement %g, from its posterior %g", j, got[j], want[j])
@@ -227,6 +226,19 @@ func TestModelsKeepTheLatestTrials(t *testing.T) {
 	}
 }
 
+// improvementsOf are the expected improvements of candidates whose kernel
+// values against md's observations are ks's columns (consumed).
+func improvementsOf(md *gpModel, ks *mat.Dense, prior float64) []float64 {
+	_, n := ks.Dims()
+	means, js, acq := make([]float64, n), make([]int, n), make([]float64, n)
+	md.means(ks, means)
+	for j := range js {
+		js[j] = j
+	}
+	md.addImprovements(ks, prior, means, js, acq)
+	return acq
+}
+
 // TestGPLeavesOutTrialsThatDidNotMeasureTheRange: a trial that ran but
 // left the range out (NaN) changes neither the fitted weights nor any
 // candidate's expected improvement: the model is that of the other trials.
@@ -251,9 +263,7 @@ func TestGPLeavesOutTrialsThatDidNotMeasureTheRange(t *testing.T) {
 	}
 	improvements := func(md *gpModel, points []gpPoint) []float64 {
 		ks, prior := candidateKernel(g, md, cands, points)
-		acq := make([]float64, len(cands))
-		md.addImprovements(ks, prior, acq)
-		return acq
+		return improvementsOf(md, ks, prior)
 	}
 	for i := range d {
 		if math.Abs(got.u[i]-want.u[i]) > 1e-3*want.u[i] || math.Abs(got.v[i]-want.v[i]) > 1e-3*want.v[i] {
@@ -333,11 +343,64 @@ func kernelsAreDirect(g *gpSampler, points []gpPoint, ys []float64, rng *rand.Ra
 		candPoints[j] = g.point(c)
 	}
 	ks := []*mat.Dense{mat.NewDense(len(points), len(cands), nil), mat.NewDense(len(points), len(cands), nil)}
-	g.kernels(models, points, bases, cands).fill(0, len(cands), ks)
+	js := rng.Perm(len(cands)) // a chunk of candidates is any of them, in any order
+	g.kernels(models, points, bases, cands).fill(js, ks)
 	for r, md := range models {
-		if want, _ := candidateKernel(g, md, candPoints, points); !mat.EqualApprox(ks[r], want, 1e-9) {
+		direct, _ := candidateKernel(g, md, candPoints, points)
+		want := mat.NewDense(len(points), len(cands), nil)
+		for k, j := range js {
+			want.SetCol(k, mat.Col(nil, j, direct))
+		}
+		if !mat.EqualApprox(ks[r], want, 1e-9) {
 			return fmt.Sprintf("model %d: the kernels corrected from the bases' are not the direct ones", r)
 		}
 	}
 	return ""
+}
+
+// TestBestCandidateIsTheHighestSum: the candidate bestCandidate picks,
+// solving only those whose bounds reach the best sum found, is the one
+// whose expected improvements summed over every model's solve are the
+// highest, with models of trials that pay in a few settings and of noise
+// alone.
+func TestBestCandidateIsTheHighestSum(t *testing.T) {
+	g, points, sims, ys := fitPoints(t, 60)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 6 {
+		var models []*gpModel
+		for r := range 3 {
+			y := make([]float64, len(ys))
+			for i := range y {
+				y[i] = rng.NormFloat64()
+				if trial%2 == 0 { // scores that a few parameters explain
+					y[i] = 3*points[i][r] + points[i][r+1]*points[i][r+2] + 0.1*y[i]
+				}
+			}
+			if md := fitGP(sims, len(points[0]), y, every(len(y))); md != nil {
+				models = append(models, md)
+			}
+		}
+		bases := []space.Assignment{draw(g.sp, rng), draw(g.sp, rng), draw(g.sp, rng)}
+		cands := g.candidates(bases, rng)
+		candPoints := make([]gpPoint, len(cands))
+		for j, c := range cands {
+			candPoints[j] = g.point(c)
+		}
+		sums := make([]float64, len(cands))
+		for _, md := range models {
+			ks, prior := candidateKernel(g, md, candPoints, points)
+			for j, v := range improvementsOf(md, ks, prior) {
+				sums[j] += v
+			}
+		}
+		want := 0
+		for j, v := range sums {
+			if v > sums[want] {
+				want = j
+			}
+		}
+		if got := g.bestCandidate(models, points, bases, cands); got != want {
+			t.Errorf("trial %d: candidate %d of %d, summing %g; the highest sum is candidate %d's, %g", trial, got, len(cands), sums[got], want, sums[want])
+		}
+	}
 }
