@@ -694,3 +694,37 @@ func TestCompanionsNotRegularFilesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCompanionsWithAnotherNameAreRefused: a -wal, -shm or -journal beside
+// the store that is a hard link, another name of some file, which SQLite
+// never makes, is refused by name by a writer and a reader, and the file
+// is left as it was: SQLite writes its log and index into those files
+// (truncating them first) and removes the name.
+func TestCompanionsWithAnotherNameAreRefused(t *testing.T) {
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			path := closedStore(t)
+			other := filepath.Join(t.TempDir(), "notes.txt")
+			want := strings.Repeat("a line of someone's notes\n", 4096)
+			if err := os.WriteFile(other, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(other, path+suffix); err != nil {
+				t.Skip("no hard links here:", err)
+			}
+			s, err := open(path)
+			if err == nil {
+				if _, err := s.Campaigns(); err != nil {
+					t.Error(err)
+				}
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), suffix+" has another name") {
+				t.Errorf("its %s a hard link: opened with %v", suffix, err)
+			}
+			if got, err := os.ReadFile(other); err != nil || string(got) != want {
+				t.Errorf("its %s a hard link: the other name's file holds %d bytes (%v), not its %d", suffix, len(got), err, len(want))
+			}
+		}
+	}
+}

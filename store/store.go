@@ -337,14 +337,21 @@ func createHonouringUmask(path string) {
 }
 
 // companions refuses a file SQLite keeps beside the store at path (its
-// log, the log's index, a rollback journal) that is not a regular file,
-// which SQLite never makes: it opened a named pipe as the journal and
-// waited on it for good, wrote the log into one, and told of a symbolic
-// link or a folder as of a folder missing or a file this user may not read.
+// log, the log's index, a rollback journal) that is not a regular file, or
+// is one with another name (a hard link), which SQLite never makes: it
+// opened a named pipe as the journal and waited on it for good, wrote the
+// log into one, told of a symbolic link or a folder as of a folder missing
+// or a file this user may not read, and truncated the file of another name
+// to the index's size.
 func companions(path string) error {
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
-		if fi, err := os.Lstat(path + suffix); err == nil && !fi.Mode().IsRegular() {
+		fi, err := os.Lstat(path + suffix)
+		switch {
+		case err != nil:
+		case !fi.Mode().IsRegular():
 			return fmt.Errorf("its %s is not a regular file (%s), which SQLite never makes: remove it", suffix, fi.Mode().Type())
+		case fi.Sys().(*syscall.Stat_t).Nlink > 1:
+			return fmt.Errorf("its %s has another name (a hard link), which SQLite never makes and would write into: remove this name", suffix)
 		}
 	}
 	return nil
