@@ -336,7 +336,30 @@ type prepared struct {
 	ways [][][]int
 }
 
+// prepares holds each scenario prepared in this process, once: preparing
+// enumerates the space (seconds of CPU), and one scenario may be measured
+// more than once (named and in its family under bench, or by Measure and
+// MeasureGroups). A prepared scenario is only read, by campaigns at once.
+var prepares = struct {
+	sync.Mutex
+	m map[string]func() (*prepared, error)
+}{m: map[string]func() (*prepared, error){}}
+
+// prepare is the prepared scenario s, enumerated on its first call.
 func prepare(s Scenario) (*prepared, error) {
+	key := strings.Join(append([]string{s.Name, s.Space}, s.Flags...), "\x00")
+	prepares.Lock()
+	p, ok := prepares.m[key]
+	if !ok {
+		p = sync.OnceValues(func() (*prepared, error) { return enumerate(s) })
+		prepares.m[key] = p
+	}
+	prepares.Unlock()
+	return p()
+}
+
+// enumerate prepares s: its true optimum per range, by enumeration.
+func enumerate(s Scenario) (*prepared, error) {
 	sc, err := sim.ParseScenario(append(slices.Clone(s.Flags), "-noise=0"))
 	if err != nil {
 		return nil, err
