@@ -336,7 +336,30 @@ type prepared struct {
 	ways [][][]int
 }
 
+// prepares holds each scenario prepared in this process, once: preparing
+// enumerates the space (seconds of CPU), and one scenario may be measured
+// more than once (named and in its family under bench, or by Measure and
+// MeasureGroups). A prepared scenario is only read, by campaigns at once.
+var prepares = struct {
+	sync.Mutex
+	m map[string]func() (*prepared, error)
+}{m: map[string]func() (*prepared, error){}}
+
+// prepare is the prepared scenario s, enumerated on its first call.
 func prepare(s Scenario) (*prepared, error) {
+	key := strings.Join(append([]string{s.Name, s.Space}, s.Flags...), "\x00")
+	prepares.Lock()
+	p, ok := prepares.m[key]
+	if !ok {
+		p = sync.OnceValues(func() (*prepared, error) { return enumerate(s) })
+		prepares.m[key] = p
+	}
+	prepares.Unlock()
+	return p()
+}
+
+// enumerate prepares s: its true optimum per range, by enumeration.
+func enumerate(s Scenario) (*prepared, error) {
 	sc, err := sim.ParseScenario(append(slices.Clone(s.Flags), "-noise=0"))
 	if err != nil {
 		return nil, err
@@ -360,18 +383,20 @@ func prepare(s Scenario) (*prepared, error) {
 		return nil, fmt.Errorf("scenario %s: too many configurations to find the optimum by enumeration", s.Name)
 	}
 	memo := map[string][]float64{}
-	for _, a := range all {
+	scores := make([][]float64, len(all))
+	for i, a := range all {
 		p.truth.Points++
+		scores[i] = p.scoresOf(memo, sp.Env(a))
 		// The space's own rules are checked only where they matter, on a
 		// configuration that would lead a range: the enumeration is quicker so.
-		for r, v := range p.scoresOf(memo, sp.Env(a)) {
+		for r, v := range scores[i] {
 			if v > p.truth.Optimum[r] && sp.Check(a) == nil {
 				p.truth.Optimum[r], p.truth.Best[r] = v, a
 			}
 		}
 	}
 	if sc.HasTerms() {
-		p.ways = p.waysWithin(all, memo)
+		p.ways = p.waysWithin(all, scores)
 	}
 	return p, nil
 }
@@ -401,24 +426,28 @@ func reachable(sp *space.Space, limit int) ([]space.Assignment, bool) {
 	return search.Enumerate(&wide, 0, limit)
 }
 
-// waysWithin are prepared.ways, found by enumerating all again (NCCL's
-// defaults, which hold no term, count too).
-func (p *prepared) waysWithin(all []space.Assignment, memo map[string][]float64) [][][]int {
+// waysWithin are prepared.ways, from the scores of all (nil where one
+// fails) that the enumeration found; NCCL's defaults, which hold no term,
+// count too. The space's rules and the terms held are read only for a
+// configuration within Tolerance of some range's optimum, a few of all.
+func (p *prepared) waysWithin(all []space.Assignment, scores [][]float64) [][][]int {
 	ways := make([][][]int, len(p.truth.Optimum))
-	add := func(scores []float64, held func() []int) {
+	within := func(r int, v float64) bool { return v >= (1-Tolerance)*p.truth.Optimum[r] }
+	add := func(scores []float64, held []int) {
 		for r, v := range scores {
-			if v >= (1-Tolerance)*p.truth.Optimum[r] {
-				if h := held(); !slices.ContainsFunc(ways[r], func(w []int) bool { return slices.Equal(w, h) }) {
-					ways[r] = append(ways[r], h)
-				}
+			if within(r, v) && !slices.ContainsFunc(ways[r], func(w []int) bool { return slices.Equal(w, held) }) {
+				ways[r] = append(ways[r], held)
 			}
 		}
 	}
-	add(p.truth.Default, func() []int { return []int{} })
-	for _, a := range all {
-		env := p.sp.Env(a)
-		if scores := p.scoresOf(memo, env); scores != nil && p.sp.Check(a) == nil {
-			add(scores, func() []int { return p.sc.HeldTerms(space.EnvMap(env)) })
+	add(p.truth.Default, []int{})
+	for i, a := range all {
+		near := false
+		for r, v := range scores[i] {
+			near = near || within(r, v)
+		}
+		if near && p.sp.Check(a) == nil {
+			add(scores[i], p.sc.HeldTerms(space.EnvMap(p.sp.Env(a))))
 		}
 	}
 	return ways

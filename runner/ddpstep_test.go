@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,7 @@ import (
 	"github.com/nccltune/nccltune/space"
 )
 
-// torchPython is a python3 that imports torch; the test is skipped without one.
+// torchPython is a python3 that has torch; the test is skipped without one.
 func torchPython(t *testing.T) string {
 	p := findTorchPython()
 	if p == "" {
@@ -23,40 +24,64 @@ func torchPython(t *testing.T) string {
 	return p
 }
 
-// findTorchPython looks once: importing torch takes seconds.
+// findTorchPython looks once, for torch's package without importing it:
+// the import takes seconds of CPU, and a torch that is there but fails to
+// import fails the tests that need it rather than skipping them.
 var findTorchPython = sync.OnceValue(func() string {
 	for _, p := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(p, "-c", "import torch").Run() == nil {
+		if exec.Command(p, "-c", `import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)`).Run() == nil {
 			return p
 		}
 	}
 	return ""
 })
 
-// TestDDPStepPortInUse: another campaign's DDP step on this host (or any
-// program) holds PyTorch's usual port 29500, and the caller sets no
-// MASTER_PORT. A trial's rank 0 hosts its rendezvous on a port of its own,
-// where every trial on every campaign used 29500: the second campaign's rank
-// 0 failed to listen, and its other ranks joined the first's rendezvous.
-func TestDDPStepPortInUse(t *testing.T) {
+// TestDDPStepSucceeds runs the DDP step once where it must succeed, each
+// of these at once, as importing torch takes seconds a launch:
+//
+// Another campaign's DDP step on this host (or any program) holds
+// PyTorch's usual port 29500, and the caller sets no MASTER_PORT. A trial's
+// rank 0 hosts its rendezvous on a port of its own, where every trial on
+// every campaign used 29500: the second campaign's rank 0 failed to listen,
+// and its other ranks joined the first's rendezvous.
+//
+// Every model_params the space accepts ("4MB", "1 MiB", "64k") is a size
+// the script reads, not a ValueError of every trial.
+//
+// Run by hand (--ranks-from any), the script reads its rank, world and
+// local rank from the one launcher whose rank variable is set, not each
+// from whichever launcher's is: mpirun's rank 0 of 1 under a job script's
+// WORLD_SIZE=2 waited for a rank 1 that never came.
+//
+// The gradient check holds no second copy of the model's gradients beside
+// the reduced ones. A model sized to fill the GPU's memory with its
+// parameters, gradients and DDP's buckets (a 7B model's on an 80 GB GPU
+// with gradient_as_bucket_view) steps, and every trial failed as oom in the
+// check after it. Here a memory that holds a step's gradients and half a
+// model's more (checkFitsHook).
+func TestDDPStepSucceeds(t *testing.T) {
 	py := torchPython(t)
+	const size = "1 MiB"
+	if _, err := space.ParseSize(size); err != nil {
+		t.Fatal(err)
+	}
 	if l, err := net.Listen("tcp", ":29500"); err == nil { // else something holds it already
 		defer l.Close()
 	}
-	bench, err := newDDPStep(space.BenchmarkSettings{Python: py, Params: "1M", Layers: 2, Batch: 8, Device: "cpu", ScriptDir: t.TempDir()}, "local")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(checkFitsHook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bench, err := newDDPStep(space.BenchmarkSettings{Python: py, Params: size, Layers: 8, Batch: 8, Device: "cpu", ScriptDir: t.TempDir()}, "any")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var env []string
-	for _, kv := range BaseEnv() {
-		if !strings.HasPrefix(kv, "MASTER_PORT=") {
-			env = append(env, kv)
-		}
-	}
+	env := slices.DeleteFunc(BaseEnv(), func(kv string) bool { return strings.HasPrefix(kv, "MASTER_PORT=") })
 	r := &Runner{Launcher: Local{}, BaseEnv: env}
-	res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: time.Minute})
-	if res.Failure != nil {
-		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
+	res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 2, Warmup: 1}, Timeout: time.Minute,
+		Env: []string{"PYTHONPATH=" + dir, "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "WORLD_SIZE=2", "RANK=", "LOCAL_RANK="}})
+	if res.Failure != nil || res.Measurement.Ranks != 1 {
+		t.Fatalf("failure = %v, measurement %+v; want one rank's\n%s", res.Failure, res.Measurement, res.Output)
 	}
 }
 
@@ -105,20 +130,6 @@ def corrupting(self, *args, **kwargs):
 DDP.__init__ = corrupting
 `
 
-// TestDDPStepWrongReduction: an NCCL setting that corrupts the gradients'
-// all-reduce gives a step as fast as any, or faster; its time is no
-// measurement, or the campaign exports the setting that breaks training.
-func TestDDPStepWrongReduction(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(corruptingHook), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute, "PYTHONPATH="+dir)
-	if res.Failure == nil || res.Failure.Kind != FailWrong {
-		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
-	}
-}
-
 // TestDDPStepNaNInReduction: an all-reduce that gives a NaN in the
 // gradients of one parameter is wrong, whichever parameters are checked
 // after it. (The hook corrupts only the checked step, the fourth: one
@@ -156,19 +167,6 @@ func TestDDPStepStaleReduction(t *testing.T) {
 	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K"}, time.Minute, "PYTHONPATH="+dir)
 	if res.Failure == nil || res.Failure.Kind != FailWrong {
 		t.Fatalf("failure = %v, want %s\n%s", res.Failure, FailWrong, res.Output)
-	}
-}
-
-// TestDDPStepModelSizes: every model_params the space accepts ("4MB",
-// "1 MiB", "64k") is a size the script reads, not a ValueError of every
-// trial; and the step, its gradients checked, succeeds.
-func TestDDPStepModelSizes(t *testing.T) {
-	const size = "1 MiB"
-	if _, err := space.ParseSize(size); err != nil {
-		t.Fatal(err)
-	}
-	if res := runDDPStep(t, space.BenchmarkSettings{Params: size}, time.Minute); res.Failure != nil {
-		t.Errorf("model_params %q: failure = %v\n%s", size, res.Failure, res.Output)
 	}
 }
 
@@ -245,15 +243,10 @@ F.linear = lambda x, w, b=None: linear(x.to(torch.bfloat16).float(), w.to(torch.
 	}
 }
 
-// TestDDPStepCheckFitsBesideTheStep: the gradient check holds no second
-// copy of the model's gradients beside the reduced ones. A model sized to
-// fill the GPU's memory with its parameters, gradients and DDP's buckets
-// (a 7B model's on an 80 GB GPU with gradient_as_bucket_view) steps, and
-// every trial failed as oom in the check after it. Here a memory that
-// holds a step's gradients and half a model's more.
-func TestDDPStepCheckFitsBesideTheStep(t *testing.T) {
-	dir := t.TempDir()
-	site := `import torch
+// checkFitsHook is a sitecustomize.py that fails a gradient check holding
+// more than half a model's gradients beside the reduced ones, as a GPU
+// memory filled by the step would (TestDDPStepSucceeds).
+const checkFitsHook = `import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 init, grad = DDP.__init__, torch.autograd.grad
@@ -273,16 +266,11 @@ def bounded(outputs, inputs, *args, **kwargs):
 
 DDP.__init__, torch.autograd.grad = counting, bounded
 `
-	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res := runDDPStep(t, space.BenchmarkSettings{Params: "100K", Layers: 8, Batch: 8}, time.Minute, "PYTHONPATH="+dir)
-	if res.Failure != nil {
-		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
-	}
-}
 
-// TestDDPStepErrorExits: a rank that failed exits at once, whatever its
+// TestDDPStepErrorExits: an NCCL setting that corrupts the gradients'
+// all-reduce gives a step as fast as any, or faster; its time is no
+// measurement, or the campaign exports the setting that breaks training
+// (the first case). And a rank that failed exits at once, whatever its
 // libraries' teardown would wait for (ProcessGroupNCCL's, at exit without
 // destroy_process_group, aborts NCCL's communicators, which waits on the
 // ranks still in a collective): the launcher then ends the others, where the
@@ -324,17 +312,5 @@ func TestDDPStepRankOutsideWorld(t *testing.T) {
 		if res.Failure == nil || res.Failure.Kind != FailLaunch {
 			t.Errorf("%s: failure = %v, want %s\n%s", env, res.Failure, FailLaunch, res.Output)
 		}
-	}
-}
-
-// TestDDPStepRanksOfOneLauncher: run by hand (--ranks-from any), the script
-// reads its rank, world and local rank from the one launcher whose rank
-// variable is set, not each from whichever launcher's is: mpirun's rank 0 of
-// 1 under a job script's WORLD_SIZE=2 waited for a rank 1 that never came.
-func TestDDPStepRanksOfOneLauncher(t *testing.T) {
-	res := runDDPStepFrom(t, Local{}, "any", space.BenchmarkSettings{Params: "100K"}, 15*time.Second,
-		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "WORLD_SIZE=2", "RANK=", "LOCAL_RANK=")
-	if res.Failure != nil {
-		t.Fatalf("failure = %v\n%s", res.Failure, res.Output)
 	}
 }

@@ -1098,8 +1098,9 @@ func stopSteps(pid int) error {
 
 // stopTimeout bounds the runner's Slurm commands, which wait for
 // slurmctld: Stop's, which Run waits for before it returns, and the
-// queries of the job's nodes, GPUs and state.
-const stopTimeout = 5 * time.Second
+// queries of the job's nodes, GPUs and state. A variable: a test of a
+// Slurm that never answers waits out a shorter one.
+var stopTimeout = 5 * time.Second
 
 // slurmOutput is the output of Slurm command name, killed when ctx ends
 // (slurmCommand).

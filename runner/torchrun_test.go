@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -416,17 +417,24 @@ func TestTorchrunRendezvousFailure(t *testing.T) {
 
 // TestTorchrunRefusesItsOptions: torchrun that refuses its command line (an
 // option of launcher.args it does not know) starts no worker and exits 2,
-// which nccl-tests' codes read as a CUDA error.
+// which nccl-tests' codes read as a CUDA error. The DDP step reads the
+// real torchrun's refusal replayed: torchrun imports torch, seconds, to say it.
 func TestTorchrunRefusesItsOptions(t *testing.T) {
 	if _, err := exec.LookPath("torchrun"); err != nil {
 		t.Skip("no torchrun")
 	}
-	r := &Runner{Launcher: Torchrun{NProcPerNode: 1, Args: []string{"--no-such-option"}}, BaseEnv: BaseEnv()}
+	args := []string{"--no-such-option"}
+	r := &Runner{Launcher: Torchrun{NProcPerNode: 1, Args: args}, BaseEnv: BaseEnv()}
 	for _, bench := range []Benchmark{tableJob("all_reduce_perf").Benchmark, DDPStep{Program: []string{"python3", "step.py"}}} {
 		res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
 		if res.Failure == nil || res.Failure.Kind != FailLaunch || !strings.Contains(res.Failure.Reason, "torchrun: error: unrecognized arguments: --no-such-option") {
 			t.Errorf("%T: failure %v, want launch\n%s", bench, res.Failure, res.Output)
 		}
+		out := filepath.Join(t.TempDir(), "out")
+		if err := os.WriteFile(out, res.Output, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r.Launcher = Torchrun{Command: script(t, fmt.Sprintf("cat '%s' >&2; exit %d", out, res.Exit.Code)), NProcPerNode: 1, Args: args}
 	}
 }
 
