@@ -141,8 +141,9 @@ func TestFailedInAnEarlierValidation(t *testing.T) {
 		kind runner.FailureKind
 		held bool // to NCCL's defaults for the earlier failure
 	}{{runner.FailWrong, true}, {runner.FailLaunch, false}} {
-		sp := loadExample(t, 12)
-		st := openStore(t)
+		// The search, run before, is the example's; the validation runs as
+		// the campaign is run again.
+		sp, st := ranExample(t, 0)
 		tu := newTuner(t, sp, st)
 		tu.Runner = failIn{round: 1, kind: tc.kind}
 		if err := tu.Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
