@@ -26,8 +26,9 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
-// The test binary doubles as the simulator: the tuner starts it as a real
-// process, through the same launcher and parser as real nccl-tests.
+// The tuner starts the simulator (newTuner's, simtest.Simulator) as a real
+// process, through the same launcher and parser as real nccl-tests; the
+// test binary stands in for it where a test launches this executable.
 func TestMain(m *testing.M) { simtest.Main(m) }
 
 func loadExample(t testing.TB, trials int) *space.Space {
@@ -145,10 +146,10 @@ func runSpace(t testing.TB, src string) (*space.Space, *store.Store) {
 	return sp, st
 }
 
-// newTuner tunes sp on st with the test binary as the simulated cluster.
+// newTuner tunes sp on st with the simulated cluster of simtest.Simulator.
 func newTuner(t testing.TB, sp *space.Space, st *store.Store) *Tuner {
 	t.Helper()
-	return &Tuner{Space: sp, Store: st, Simulator: []string{os.Args[0]}}
+	return &Tuner{Space: sp, Store: st, Simulator: []string{simtest.Simulator(t)}}
 }
 
 func TestCampaignOnSimulator(t *testing.T) {
