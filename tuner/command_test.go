@@ -25,6 +25,7 @@ kind = "command"
 command = [%q, %q, "12"%s]
 metric = { regex = 'elapsed time per iteration \(ms\): ([0-9.]+)', goal = "min", skip = 2, unit = "ms" }
 timeout = "2m"
+warm_launch = false
 [fixed]
 NCCL_NVLS_ENABLE = 0
 [[param]]

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,11 +22,8 @@ import (
 // python3-torch (a CPU build) for /usr/bin/python3.
 func torchPython(t *testing.T) string {
 	t.Helper()
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(py, "-c", "import torch").Run() == nil {
-			path, _ := exec.LookPath(py)
-			return path
-		}
+	if py := findTorchPython(); py != "" {
+		return py
 	}
 	if os.Getenv("CI") != "" {
 		t.Fatal("no python3 with torch in CI: .ci/run should install python3-torch")
@@ -33,6 +31,18 @@ func torchPython(t *testing.T) string {
 	t.Skip("no python3 with torch")
 	return ""
 }
+
+// findTorchPython looks once per test binary: importing torch takes
+// seconds of CPU, and the tests that need it would each pay them again.
+var findTorchPython = sync.OnceValue(func() string {
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(py, "-c", "import torch").Run() == nil {
+			path, _ := exec.LookPath(py)
+			return path
+		}
+	}
+	return ""
+})
 
 func freePort(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -46,7 +56,7 @@ func freePort(t *testing.T) string {
 const ddpSpace = `
 [campaign]
 name = "ddp"
-trials = 4
+trials = 3
 seed = 1
 [launcher]
 %s
@@ -60,6 +70,7 @@ batch = 8
 iters = 3
 warmup = 1
 timeout = "2m"
+warm_launch = false
 [fixed]
 NCCL_NVLS_ENABLE = 0
 [[param]]
@@ -144,7 +155,7 @@ func torchrunWorks(t *testing.T) bool {
 func TestDDPWithoutTorchStopsEarly(t *testing.T) {
 	noTorch := filepath.Join(t.TempDir(), "python-without-torch")
 	os.WriteFile(noTorch, []byte("#!/bin/sh\nexec python3 -S -c 'import runpy, sys; sys.argv = sys.argv[1:]; sys.modules[\"torch\"] = None; runpy.run_path(sys.argv[0], run_name=\"__main__\")' \"$@\"\n"), 0o755)
-	sp := mustParse(t, "ddp.toml", strings.Replace(fmt.Sprintf(ddpSpace, `kind = "local"`, noTorch), "trials = 4", "trials = 12", 1))
+	sp := mustParse(t, "ddp.toml", strings.Replace(fmt.Sprintf(ddpSpace, `kind = "local"`, noTorch), "trials = 3", "trials = 12", 1))
 	st := openStore(t)
 	err := newTuner(t, sp, st).Run(context.Background(), Options{})
 	if !errors.Is(err, ErrAllFailing) || !strings.Contains(err.Error(), "PyTorch is not installed") {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,8 +26,9 @@ import (
 	"github.com/nccltune/nccltune/store"
 )
 
-// The test binary doubles as the simulator: the tuner starts it as a real
-// process, through the same launcher and parser as real nccl-tests.
+// The tuner starts the simulator (newTuner's, simtest.Simulator) as a real
+// process, through the same launcher and parser as real nccl-tests; the
+// test binary stands in for it where a test launches this executable.
 func TestMain(m *testing.M) { simtest.Main(m) }
 
 func loadExample(t testing.TB, trials int) *space.Space {
@@ -41,12 +43,73 @@ func loadExample(t testing.TB, trials int) *space.Space {
 
 func openStore(t testing.TB) *store.Store {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "trials.db"))
+	return openStoreAt(t, filepath.Join(t.TempDir(), "trials.db"))
+}
+
+func openStoreAt(t testing.TB, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// copyStore opens a copy of st as it is now: a test that needs one campaign
+// twice, to go on differently from the same point, runs it once.
+func copyStore(t testing.TB, st *store.Store) *store.Store {
+	t.Helper()
+	db, err := sql.Open("sqlite", st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	path := filepath.Join(t.TempDir(), "copy.db")
+	if _, err := db.Exec(`VACUUM INTO ?`, path); err != nil {
+		t.Fatalf("copying the store: %v", err)
+	}
+	return openStoreAt(t, path)
+}
+
+// ranExamples holds, by validation rounds, the store file of the example's
+// campaign of 12 trials run to its end: many tests start from it, and it
+// ends the same in each (the simulator's noise is seeded by the launch), so
+// it is run once per test binary and each test goes on in a copy.
+var ranExamples = struct {
+	sync.Mutex
+	files map[int][]byte
+}{files: map[int][]byte{}}
+
+// ranExample opens a copy of the example's campaign of 12 trials, run
+// through the simulator with ValidateRounds rounds (0: not validated).
+func ranExample(t *testing.T, rounds int) (*space.Space, *store.Store) {
+	t.Helper()
+	sp := loadExample(t, 12)
+	ranExamples.Lock()
+	defer ranExamples.Unlock()
+	file, ok := ranExamples.files[rounds]
+	if !ok {
+		st := openStore(t)
+		if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: rounds}); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if file, err = os.ReadFile(copyStore(t, st).Path()); err != nil {
+			t.Fatal(err)
+		}
+		ranExamples.files[rounds] = file
+	}
+	path := filepath.Join(t.TempDir(), "trials.db")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Writable, as the store a campaign ran on is.
+	st := openStoreAt(t, path)
+	if err := st.LockWriter(); err != nil {
+		t.Fatal(err)
+	}
+	return sp, st
 }
 
 func campaignTrials(t testing.TB, st *store.Store, name string) []store.Trial {
@@ -83,10 +146,10 @@ func runSpace(t testing.TB, src string) (*space.Space, *store.Store) {
 	return sp, st
 }
 
-// newTuner tunes sp on st with the test binary as the simulated cluster.
+// newTuner tunes sp on st with the simulated cluster of simtest.Simulator.
 func newTuner(t testing.TB, sp *space.Space, st *store.Store) *Tuner {
 	t.Helper()
-	return &Tuner{Space: sp, Store: st, Simulator: []string{os.Args[0]}}
+	return &Tuner{Space: sp, Store: st, Simulator: []string{simtest.Simulator(t)}}
 }
 
 func TestCampaignOnSimulator(t *testing.T) {
@@ -1270,14 +1333,11 @@ func TestRaisedBudgetStoppedBeforeValidationEndsAsUninterrupted(t *testing.T) {
 		}
 		return out
 	}
-	validatedCampaign := func() *store.Store {
-		st := openStore(t)
-		if err := newTuner(t, sp, st).Run(context.Background(), validated); err != nil {
-			t.Fatal(err)
-		}
-		return st
+	whole := openStore(t)
+	if err := newTuner(t, sp, whole).Run(context.Background(), validated); err != nil {
+		t.Fatal(err)
 	}
-	whole := validatedCampaign()
+	st := copyStore(t, whole)
 	before := verdicts(whole)
 	if err := newTuner(t, sp, whole).Run(context.Background(), raised); err != nil {
 		t.Fatal(err)
@@ -1286,7 +1346,6 @@ func TestRaisedBudgetStoppedBeforeValidationEndsAsUninterrupted(t *testing.T) {
 		t.Fatal("the raised search chose anew; the test needs a search that keeps its choices")
 	}
 
-	st := validatedCampaign()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := newTuner(t, sp, st)
 	c.OnValidationRun = func(store.ValidationRun, int, int) { cancel() }

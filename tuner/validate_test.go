@@ -141,8 +141,9 @@ func TestFailedInAnEarlierValidation(t *testing.T) {
 		kind runner.FailureKind
 		held bool // to NCCL's defaults for the earlier failure
 	}{{runner.FailWrong, true}, {runner.FailLaunch, false}} {
-		sp := loadExample(t, 12)
-		st := openStore(t)
+		// The search, run before, is the example's; the validation runs as
+		// the campaign is run again.
+		sp, st := ranExample(t, 0)
 		tu := newTuner(t, sp, st)
 		tu.Runner = failIn{round: 1, kind: tc.kind}
 		if err := tu.Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
@@ -195,11 +196,7 @@ func (w failThenStop) Run(ctx context.Context, job runner.Job) runner.Result {
 // not tuned by the next validation, in which every round went well: the
 // stopped validation's runs were dropped, its failure with them.
 func TestFailedInAStoppedValidation(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	tu := newTuner(t, sp, st)
 	tu.Runner = failThenStop{stop: cancel, stopAt: "probe-default"}
@@ -238,11 +235,7 @@ func heldByEarlierFailure(t *testing.T, sp *space.Space, vals []store.Validation
 // the next validation: the failed run was stored as it ended, not kept in
 // memory for the end, which a killed validation never reaches.
 func TestFailedInAKilledValidation(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 0)
 	// What the disk holds as the probes start, after round 0 judged every
 	// tuned configuration, is what a kill there leaves.
 	killed := filepath.Join(t.TempDir(), "killed.db")
@@ -289,11 +282,7 @@ func TestFailedAfterAVerdict(t *testing.T) {
 // validation's cancel, before its verdicts; it returns the space and store.
 func validatedThenStopped(t *testing.T, runner func(stop func()) Runner) (*space.Space, *store.Store) {
 	t.Helper()
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	tu := newTuner(t, sp, st)
 	tu.Runner = runner(cancel)
@@ -334,11 +323,7 @@ func (wrongAlways) Run(ctx context.Context, job runner.Job) runner.Result {
 // ends, each range's verdict returned: each failed run stored its
 // verdicts again, and the verdicts returned lacked those judged at once.
 func TestFailedEveryRoundJudgedOnce(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 3)
 	tu := newTuner(t, sp, st)
 	tu.Runner = wrongAlways{}
 	vals, err := tu.Validate(context.Background(), 3)
@@ -632,11 +617,7 @@ func (f *failArm) Run(ctx context.Context, job runner.Job) runner.Result {
 // validation, and NCCL's defaults beside it where nothing else was left to
 // compare.
 func TestJudgedArmsMeasuredNoMore(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 3)
 	launched := func(r *failArm) map[int]int { // launches by arm
 		by := map[int]int{}
 		for _, label := range r.ran {
@@ -727,11 +708,7 @@ func TestStoppedAfterAJudgedArm(t *testing.T) {
 // says it: runs recorded only the settings left unconfirmed, the same for
 // a run of NCCL reading another value, and nothing for NCCL's defaults.
 func TestSilentValidationRunRecorded(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 2)
 	tu := newTuner(t, sp, st)
 	tu.Runner = silentThenStop{}
 	vals, err := tu.Validate(context.Background(), 2)
@@ -764,11 +741,7 @@ func TestSilentValidationRunRecorded(t *testing.T) {
 // needs every round), so it is launched no more there; the next validation,
 // which such a failure does not hold it from, measures it again.
 func TestLaunchFailedArmMeasuredNoMore(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 3)
 	for _, r := range []*failArm{{arm: 1, kind: runner.FailLaunch}, {arm: -1}} {
 		tu := newTuner(t, sp, st)
 		tu.Runner = r
@@ -797,11 +770,7 @@ func TestLaunchFailedArmMeasuredNoMore(t *testing.T) {
 // under a batch of no runs, left that one the last stopped, and the next
 // validation took up its old runs as its own.
 func TestValidationOfNothingEndsTheStoppedOne(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 2}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 2)
 	tu := newTuner(t, sp, st)
 	tu.Runner = wrongAlways{}
 	if _, err := tu.Validate(context.Background(), 2); err != nil {
@@ -837,11 +806,7 @@ func TestValidationOfNothingEndsTheStoppedOne(t *testing.T) {
 // judged, and a second chance for a gain that was not significant to pass
 // by luck. `nccltune validate` re-measures every choice.
 func TestValidatedChoicesMeasuredNoMore(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 3)
 	for _, remeasure := range []bool{false, true} {
 		r := &labelled{}
 		tu := newTuner(t, sp, st)
@@ -870,11 +835,7 @@ func TestValidatedChoicesMeasuredNoMore(t *testing.T) {
 // unmeasured, is held to NCCL's defaults by a validation run of it that
 // failed since, in a verdict stored as any held choice's.
 func TestKeptVerdictHeldByAFailure(t *testing.T) {
-	sp := loadExample(t, 12)
-	st := openStore(t)
-	if err := newTuner(t, sp, st).Run(context.Background(), Options{ValidateRounds: 3}); err != nil {
-		t.Fatal(err)
-	}
+	sp, st := ranExample(t, 3)
 	camp, _ := st.Campaign(sp.Campaign.Name)
 	trials, _ := st.Trials(camp.ID)
 	vals, _ := st.Validations(camp.ID)

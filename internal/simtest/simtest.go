@@ -5,11 +5,13 @@
 package simtest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nccltune/nccltune/runner/sim"
@@ -27,7 +29,44 @@ func Main(m *testing.M) {
 		sim.Exit(os.Args[1:])
 	}
 	os.Setenv(Env, "1")
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// built is Simulator's binary, and the folder it is in.
+var built struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// Simulator is a binary of the simulated cluster alone (simcmd), built once
+// per test binary and removed as Main ends. It does what the test binary
+// does as the simulator, and starts in a fraction of the time: the test
+// binary initialises every package it links first (SQLite, the parsers'
+// expressions), once per trial of a campaign.
+func Simulator(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "simtest"); built.err != nil {
+			return
+		}
+		path := filepath.Join(built.dir, "sim")
+		// go test puts its own go first in the PATH of the test binary.
+		out, err := exec.Command("go", "build", "-o", path, "github.com/nccltune/nccltune/internal/simtest/simcmd").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("building the simulator: %v\n%s", err, out)
+			return
+		}
+		built.path = path
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
 }
 
 // RequireMPI skips the test without mpirun, except in CI, which must have it
