@@ -119,7 +119,9 @@ func (s *session) validate(ctx context.Context, rounds int, remeasure bool) ([]s
 	// stands reports whether verdict v, on arm k's configuration, stands,
 	// unmeasured and not judged again: one in the rounds asked, which no
 	// failure since holds to NCCL's defaults (heldTo, which a verdict says).
-	stands := func(v *store.Validation, k int) bool { return v != nil && v.Rounds >= rounds && heldBy(arms[k], failed) == nil }
+	stands := func(v *store.Validation, k int) bool {
+		return v != nil && v.Rounds >= rounds && heldBy(arms[k], failed) == nil
+	}
 	// A configuration an earlier failure holds has its verdict (heldTo), as
 	// does one whose every verdict stands: it is not measured.
 	judged := make([]bool, len(arms))
