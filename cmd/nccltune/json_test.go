@@ -12,14 +12,12 @@ import (
 	"unicode"
 )
 
-// smallCampaign runs a campaign of 4 trials, unsimplified and unvalidated,
-// into a store in a new folder, which it returns.
+// smallCampaign puts a campaign of 4 trials, unsimplified and unvalidated,
+// into a store in a new folder (ranCampaign), which it returns.
 func smallCampaign(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-simplify", "--no-validate")
 	return dir
 }
 

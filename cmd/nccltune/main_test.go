@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"image/png"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -12,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +35,72 @@ func TestMain(m *testing.M) {
 		os.Exit(run(append([]string{"nccltune"}, os.Args[1:]...)))
 	}
 	os.Setenv("NCCLTUNE_TEST_BE_MAIN", "1")
-	os.Exit(m.Run())
+	var err error
+	if sharedDir, err = os.MkdirTemp("", "nccltune-campaigns"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(sharedDir)
+	os.Exit(code)
+}
+
+// Campaigns that several tests run alike are run once each, under
+// sharedDir (see ranCampaign).
+var (
+	sharedDir  string
+	sharedMu   sync.Mutex
+	sharedRuns = map[string]*sharedRun{}
+)
+
+type sharedRun struct {
+	once sync.Once
+	dir  string // where it ran; "" if it failed
+	fail string
+}
+
+// ranCampaign puts into dir the store (nccltune.db) of `nccltune run` with
+// args, which the first test to ask runs, in a folder of its own, for
+// every test to copy: a test reads or alters its copy as it would a store
+// it ran itself, without a campaign's time. args name no file of dir.
+func ranCampaign(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	key := strings.Join(args, "\x00")
+	sharedMu.Lock()
+	r := sharedRuns[key]
+	if r == nil {
+		r = &sharedRun{fail: "the shared campaign's run stopped the test that ran it"}
+		sharedRuns[key] = r
+	}
+	sharedMu.Unlock()
+	r.once.Do(func() {
+		runDir, err := os.MkdirTemp(sharedDir, "campaign")
+		if err != nil {
+			r.fail = err.Error()
+			return
+		}
+		if code, out, errOut := nccltune(t, runDir, append([]string{"run"}, args...)...); code != 0 {
+			r.fail = fmt.Sprintf("run %v: exit %d\n%s%s", args, code, out, errOut)
+			return
+		}
+		r.dir, r.fail = runDir, ""
+	})
+	if r.dir == "" {
+		t.Fatal(r.fail)
+	}
+	// A finished run leaves its log copied into the file (store.Close); a -wal left all the same goes with it.
+	for _, suffix := range []string{"", "-wal"} {
+		data, err := os.ReadFile(filepath.Join(r.dir, "nccltune.db"+suffix))
+		if suffix != "" && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "nccltune.db"+suffix), data, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // nccltune runs the CLI in a child process and returns its exit code and output.

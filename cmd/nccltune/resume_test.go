@@ -347,9 +347,7 @@ func TestFullDiskReader(t *testing.T) {
 // readable, with the check told; what would run it again refuses it.
 func TestStoredSpaceThatFailsANewerCheck(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "--trials", "4", "-q", "--no-validate", "--no-simplify"); code != 0 {
-		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-simplify", "--no-validate")
 	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), 'timeout = "2m"', 'timeout = "500ms"') AS BLOB)`)
 	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"show", "2"}, {"report", "--out", dir}, {"export", "--out", dir}} {
 		code, out, errOut := nccltune(t, dir, args...)
@@ -592,9 +590,7 @@ func TestRaisedBudgetRunsTheSearchOn(t *testing.T) {
 		ts, _ := stored(t, db, "sim-2node-ib")
 		return ts
 	}
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-validate")
 	before := trials()
 	last := before[len(before)-1].Number
 	if last < 4 {
