@@ -68,9 +68,9 @@ func finishedTrials(t *testing.T, path, campaign string) map[int]store.Trial {
 // exactly that of an uninterrupted run with the same seed. The kills follow
 // the store, not the clock, so they land however loaded the machine is.
 func TestKillNineAndResume(t *testing.T) {
-	const trials = 30
+	const trials = 20 // past the search's 10 covering draws, into the model's proposals
 	whole := t.TempDir()
-	if code, out, errOut := nccltune(t, whole, "run", "-q", "--no-validate", "--trials", "30"); code != 0 {
+	if code, out, errOut := nccltune(t, whole, "run", "-q", "--no-validate", "--trials", strconv.Itoa(trials)); code != 0 {
 		t.Fatalf("uninterrupted run: %d\n%s%s", code, out, errOut)
 	}
 	want := finishedTrials(t, filepath.Join(whole, "nccltune.db"), "sim-2node-ib")
@@ -86,7 +86,7 @@ func TestKillNineAndResume(t *testing.T) {
 		finished, _ := storeProgress(db)
 		// Kill once trial `at` is committed, or (every other time) once it is running.
 		at, running := finished+rng.IntN(3), attempt%2 == 1
-		cmd := exec.Command(os.Args[0], "run", "-q", "--no-validate", "--trials", "30")
+		cmd := exec.Command(os.Args[0], "run", "-q", "--no-validate", "--trials", strconv.Itoa(trials))
 		cmd.Dir = dir
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
