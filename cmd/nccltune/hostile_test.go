@@ -153,6 +153,7 @@ func TestNothingOutlivesNCCLTune(t *testing.T) {
 		sigs []syscall.Signal
 	}{{"second ctrl-c", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}}, {"kill -9", []syscall.Signal{syscall.SIGKILL}}} {
 		t.Run(stop.name, func(t *testing.T) {
+			t.Parallel() // each waits out the runner's grace
 			dir := t.TempDir()
 			cmd, pids := startStubborn(t, dir, nil)
 			for _, sig := range stop.sigs {
