@@ -123,11 +123,11 @@ func nccltune(t *testing.T, dir string, args ...string) (int, string, string) {
 func TestRunStatusExport(t *testing.T) {
 	dir := t.TempDir()
 	// No --space: the built-in example on the simulated cluster.
-	code, out, errOut := nccltune(t, dir, "run", "--trials", "12")
+	code, out, errOut := nccltune(t, dir, "run", "--trials", "6")
 	if code != 0 {
 		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "trial 11 (12/12)") || !strings.Contains(out, "12 of 12 trials finished") || !strings.Contains(out, "large") {
+	if !strings.Contains(errOut, "trial 5 (6/6)") || !strings.Contains(out, "6 of 6 trials finished") || !strings.Contains(out, "large") {
 		t.Errorf("run output:\n%s\nprogress:\n%s", out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nccltune.db")); err != nil {
@@ -152,7 +152,7 @@ func TestRunStatusExport(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
 		t.Fatalf("status --json: exit %d, %v\n%s", code, err, out)
 	}
-	if st.Campaign != "sim-2node-ib" || !st.Simulated || st.Trials.Total < 12 || len(st.Ranges) != 3 || st.Ranges[0].BestBusBW == nil {
+	if st.Campaign != "sim-2node-ib" || !st.Simulated || st.Trials.Total < 6 || len(st.Ranges) != 3 || st.Ranges[0].BestBusBW == nil {
 		t.Errorf("status --json = %+v", st)
 	}
 	// The two runs of NCCL's defaults set the iteration count, and say why.
