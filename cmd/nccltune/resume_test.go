@@ -571,8 +571,8 @@ func TestFinishedCampaignRunsNothing(t *testing.T) {
 	if code, out, errOut := nccltune(t, dir, "resume", "--validate-rounds", "3"); code != 0 || strings.Contains(errOut, "nothing to run") {
 		t.Errorf("resume --validate-rounds 3: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, out, errOut := nccltune(t, dir, "resume", "--trials", "8"); code != 0 || strings.Contains(errOut, "nothing to run") || !strings.Contains(out, "8 of 8 trials finished") {
-		t.Errorf("resume --trials 8: exit %d\n%s%s", code, out, errOut)
+	if code, out, errOut := nccltune(t, dir, "resume", "--trials", "5"); code != 0 || strings.Contains(errOut, "nothing to run") || !strings.Contains(out, "5 of 5 trials finished") {
+		t.Errorf("resume --trials 5: exit %d\n%s%s", code, out, errOut)
 	}
 	if n := batches(); n != 3 {
 		t.Errorf("%d validations after resuming with other rounds and a larger budget, want 3", n)
