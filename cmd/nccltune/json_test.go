@@ -194,9 +194,7 @@ func TestJSONKeysAreDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--validate-rounds", "2"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "6", "--no-simplify", "--validate-rounds", "2")
 	data := map[string]bool{"env": true, "settled": true, "by_state": true, "failures": true, "unconfirmed": true, "inherited": true, "importance": true, "plots": true}
 	undocumented := map[string]bool{}
 	var walk func(v any)
