@@ -170,15 +170,13 @@ func ruleAlgo(rules, sep string, size int64) string {
 	return ""
 }
 
-// craftedStore runs a campaign of the built-in example in a new folder,
+// craftedStore puts a campaign of the built-in example in a new folder,
 // and returns the folder, its store (open to write) and the campaign and
 // space that crafted campaigns copy (see craft).
 func craftedStore(t *testing.T) (string, *store.Store, store.Campaign, *space.Space) {
 	t.Helper()
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "3", "--no-simplify", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-simplify", "--no-validate")
 	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -301,9 +299,7 @@ func TestStatusSaysTheSimplificationHasMoreToRun(t *testing.T) {
 // left to run: the raised budget's new choices are.
 func TestRaisedBudgetIsNoUnfinishedSimplification(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "--trials", "4", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-validate")
 	code, out, errOut := nccltune(t, dir, "resume", "--trials", "12", "--no-validate")
 	if code != 0 || strings.Count(errOut, "simplifying, trial") == 0 {
 		t.Fatalf("resume --trials 12: exit %d, or no new choice simplified\n%s%s", code, out, errOut)

@@ -66,7 +66,7 @@ func TestExportWithoutTheSpaceKnowsItsValidation(t *testing.T) {
 	}
 	own := filepath.Join(dir, "space.toml")
 	os.WriteFile(own, []byte(strings.Replace(string(data), "[fixed]\n", "[fixed]\nNCCL_TOPO_FILE = \"/opt/topo.xml\"\n", 1)), 0o644)
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", own, "--trials", "6", "--validate-rounds", "2"); code != 0 {
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", own, "--trials", "4", "--no-simplify", "--validate-rounds", "2"); code != 0 {
 		t.Fatalf("run: %d\n%s%s", code, out, errOut)
 	}
 	for _, format := range []string{"plugin", "tuner-csv"} {
@@ -101,7 +101,7 @@ func TestTunerCSVOfAWorkloadWithSendRecv(t *testing.T) {
 	p2p := "[[workload]]\ncollective = \"sendrecv\"\nsize = \"4M\"\ncount = 800\nranks = 16\n\n[[workload]]\ncollective = \"alltoall\"\nsize = \"16M\"\ncount = 100\nranks = 16\n\n[[param]]"
 	own := filepath.Join(dir, "space.toml")
 	os.WriteFile(own, []byte(strings.Replace(string(data), "[[param]]", p2p, 1)), 0o644)
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", own, "--trials", "6", "--validate-rounds", "2"); code != 0 {
+	if code, out, errOut := nccltune(t, dir, "run", "-q", "--space", own, "--trials", "3", "--no-simplify", "--validate-rounds", "2"); code != 0 {
 		t.Fatalf("run: %d\n%s%s", code, out, errOut)
 	}
 	if code, out, errOut := nccltune(t, dir, "export", "--format", "tuner-csv", "--out", "csv"); code != 0 {

@@ -32,15 +32,14 @@ func TestStoredTextStaysOnItsLine(t *testing.T) {
 	}
 }
 
-// readoutsOfAltered runs a small validated campaign, alters its store by
-// stmts, and returns what each of commands then prints (standard output
-// and error), failing t where one panics.
+// readoutsOfAltered puts a small validated campaign in a folder
+// (ranCampaign), alters its store by stmts, and returns what each of
+// commands then prints (standard output and error), failing t where one
+// panics.
 func readoutsOfAltered(t *testing.T, commands [][]string, stmts ...string) []string {
 	t.Helper()
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--no-simplify", "--validate-rounds", "2"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "6", "--no-simplify", "--validate-rounds", "2")
 	tamper(t, filepath.Join(dir, "nccltune.db"), stmts...)
 	var outputs []string
 	for _, args := range commands {

@@ -42,9 +42,7 @@ func shells() [][]string {
 // never searched are refused rather than exported.
 func TestTamperedStoreExportsNothingThatRuns(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "8", "--validate-rounds", "2"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "6", "--validate-rounds", "2")
 	db := filepath.Join(dir, "nccltune.db")
 	tamper(t, db,
 		`UPDATE campaigns SET name = 'c' || char(10) || 'touch PWNED1 #', space_hash = 'h' || char(13) || char(10) || '$(touch PWNED2)'`,
@@ -155,6 +153,7 @@ func TestNothingOutlivesNCCLTune(t *testing.T) {
 		sigs []syscall.Signal
 	}{{"second ctrl-c", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}}, {"kill -9", []syscall.Signal{syscall.SIGKILL}}} {
 		t.Run(stop.name, func(t *testing.T) {
+			t.Parallel() // each waits out the runner's grace
 			dir := t.TempDir()
 			cmd, pids := startStubborn(t, dir, nil)
 			for _, sig := range stop.sigs {
@@ -326,9 +325,7 @@ func TestTamperedStoreStartsNothing(t *testing.T) {
 // an attacker would: no export writes them, and export says it left them out.
 func TestTamperedStoreExportsNoPlugin(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--validate-rounds", "2"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "6", "--validate-rounds", "2")
 	added := []string{"NCCL_NET_PLUGIN=/tmp/evil.so", "NCCL_TUNER_PLUGIN=/tmp/evil2.so", "NCCL_TOPO_DUMP_FILE=/tmp/overwritten"}
 	db, err := sql.Open("sqlite", filepath.Join(dir, "nccltune.db"))
 	if err != nil {
@@ -400,9 +397,7 @@ func TestTamperedStoreExportsNoPlugin(t *testing.T) {
 // every command that reads the store, not a panic nor a spin.
 func TestTamperedNumbersAreRefused(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-validate")
 	tamper(t, filepath.Join(dir, "nccltune.db"), `UPDATE trials SET number = -1 WHERE number = 0`)
 	for _, args := range [][]string{{"status"}, {"report", "--out", "r"}, {"validate", "-q", "--rounds", "2"}, {"resume", "-q", "--trials", "14"}, {"export"}} {
 		code, _, errOut := nccltune(t, dir, args...)
@@ -418,9 +413,7 @@ func TestTamperedNumbersAreRefused(t *testing.T) {
 // failed checks).
 func TestTamperedStoreErrorsDriveNoTerminal(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-validate")
 	for _, c := range []struct{ name, space string }{
 		{"unparseable", `'[not toml'`}, // an error
 		{"failing checks", `''`},       // a warning: the checks it fails
@@ -507,9 +500,7 @@ func TestAnotherUsersWriterLeavesNoLog(t *testing.T) {
 // full disk under `nccltune show 3 > file`) exits 1 with the reason, not 0.
 func TestLostOutputIsAFailure(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-validate")
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip(err)
@@ -533,9 +524,7 @@ func TestLostOutputIsAFailure(t *testing.T) {
 // ran the chosen trial's stored settings, plugin included).
 func TestTamperedSettingsRunNothing(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "6", "--no-validate"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-validate")
 	counts := func(db string) (runs, trials int) {
 		t.Helper()
 		sdb, err := sql.Open("sqlite", db)
@@ -571,9 +560,7 @@ func TestTamperedSettingsRunNothing(t *testing.T) {
 // (a name in Chinese pushed its line's importances left of the others').
 func TestTamperedRangeNamesDriveNoTerminal(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "8", "--no-simplify", "--no-validate"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "8", "--no-simplify", "--no-validate")
 	const name = "sm\x1b[2J中文"
 	tamper(t, filepath.Join(dir, "nccltune.db"),
 		`UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), 'name = "small"', 'name = "sm\u001b[2J中文"') AS BLOB)`,
@@ -603,9 +590,7 @@ func TestTamperedRangeNamesDriveNoTerminal(t *testing.T) {
 // is one cell, escaped.
 func TestTamperedNamesKeepTheTables(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "8", "--no-simplify", "--no-validate"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "8", "--no-simplify", "--no-validate")
 	tamper(t, filepath.Join(dir, "nccltune.db"),
 		`UPDATE campaigns SET space = CAST(replace(CAST(space AS TEXT), 'name = "small"', 'name = "sm\tall\nX"') AS BLOB)`,
 		`UPDATE trials SET scores = replace(scores, '"small":', '"sm\tall\nX":')`)

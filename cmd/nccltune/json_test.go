@@ -12,14 +12,12 @@ import (
 	"unicode"
 )
 
-// smallCampaign runs a campaign of 4 trials, unsimplified and unvalidated,
-// into a store in a new folder, which it returns.
+// smallCampaign puts a campaign of 4 trials, unsimplified and unvalidated,
+// into a store in a new folder (ranCampaign), which it returns.
 func smallCampaign(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-simplify", "--no-validate")
 	return dir
 }
 
@@ -196,9 +194,7 @@ func TestJSONKeysAreDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--validate-rounds", "2"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "6", "--no-simplify", "--validate-rounds", "2")
 	data := map[string]bool{"env": true, "settled": true, "by_state": true, "failures": true, "unconfirmed": true, "inherited": true, "importance": true, "plots": true}
 	undocumented := map[string]bool{}
 	var walk func(v any)

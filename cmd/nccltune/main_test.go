@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"image/png"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -12,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +35,72 @@ func TestMain(m *testing.M) {
 		os.Exit(run(append([]string{"nccltune"}, os.Args[1:]...)))
 	}
 	os.Setenv("NCCLTUNE_TEST_BE_MAIN", "1")
-	os.Exit(m.Run())
+	var err error
+	if sharedDir, err = os.MkdirTemp("", "nccltune-campaigns"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(sharedDir)
+	os.Exit(code)
+}
+
+// Campaigns that several tests run alike are run once each, under
+// sharedDir (see ranCampaign).
+var (
+	sharedDir  string
+	sharedMu   sync.Mutex
+	sharedRuns = map[string]*sharedRun{}
+)
+
+type sharedRun struct {
+	once sync.Once
+	dir  string // where it ran; "" if it failed
+	fail string
+}
+
+// ranCampaign puts into dir the store (nccltune.db) of `nccltune run` with
+// args, which the first test to ask runs, in a folder of its own, for
+// every test to copy: a test reads or alters its copy as it would a store
+// it ran itself, without a campaign's time. args name no file of dir.
+func ranCampaign(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	key := strings.Join(args, "\x00")
+	sharedMu.Lock()
+	r := sharedRuns[key]
+	if r == nil {
+		r = &sharedRun{fail: "the shared campaign's run stopped the test that ran it"}
+		sharedRuns[key] = r
+	}
+	sharedMu.Unlock()
+	r.once.Do(func() {
+		runDir, err := os.MkdirTemp(sharedDir, "campaign")
+		if err != nil {
+			r.fail = err.Error()
+			return
+		}
+		if code, out, errOut := nccltune(t, runDir, append([]string{"run"}, args...)...); code != 0 {
+			r.fail = fmt.Sprintf("run %v: exit %d\n%s%s", args, code, out, errOut)
+			return
+		}
+		r.dir, r.fail = runDir, ""
+	})
+	if r.dir == "" {
+		t.Fatal(r.fail)
+	}
+	// A finished run leaves its log copied into the file (store.Close); a -wal left all the same goes with it.
+	for _, suffix := range []string{"", "-wal"} {
+		data, err := os.ReadFile(filepath.Join(r.dir, "nccltune.db"+suffix))
+		if suffix != "" && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "nccltune.db"+suffix), data, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // nccltune runs the CLI in a child process and returns its exit code and output.
@@ -54,11 +123,11 @@ func nccltune(t *testing.T, dir string, args ...string) (int, string, string) {
 func TestRunStatusExport(t *testing.T) {
 	dir := t.TempDir()
 	// No --space: the built-in example on the simulated cluster.
-	code, out, errOut := nccltune(t, dir, "run", "--trials", "12")
+	code, out, errOut := nccltune(t, dir, "run", "--trials", "6")
 	if code != 0 {
 		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "trial 11 (12/12)") || !strings.Contains(out, "12 of 12 trials finished") || !strings.Contains(out, "large") {
+	if !strings.Contains(errOut, "trial 5 (6/6)") || !strings.Contains(out, "6 of 6 trials finished") || !strings.Contains(out, "large") {
 		t.Errorf("run output:\n%s\nprogress:\n%s", out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nccltune.db")); err != nil {
@@ -83,7 +152,7 @@ func TestRunStatusExport(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
 		t.Fatalf("status --json: exit %d, %v\n%s", code, err, out)
 	}
-	if st.Campaign != "sim-2node-ib" || !st.Simulated || st.Trials.Total < 12 || len(st.Ranges) != 3 || st.Ranges[0].BestBusBW == nil {
+	if st.Campaign != "sim-2node-ib" || !st.Simulated || st.Trials.Total < 6 || len(st.Ranges) != 3 || st.Ranges[0].BestBusBW == nil {
 		t.Errorf("status --json = %+v", st)
 	}
 	// The two runs of NCCL's defaults set the iteration count, and say why.

@@ -22,9 +22,7 @@ func TestSuggestedCommandsPaste(t *testing.T) {
 			t.Errorf("nccltune %v: stderr %q, want %q", tc.args, errOut, tc.want)
 		}
 	}
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-validate")
 	if _, _, errOut := nccltune(t, dir, "export", "--format", "plugin", "--out", "out dir"); !strings.Contains(errOut, "nccltune plugin build --out 'out dir'") {
 		t.Errorf("export --format plugin: stderr %q", errOut)
 	}

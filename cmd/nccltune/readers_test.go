@@ -19,9 +19,7 @@ import (
 // a pipe nobody reads.
 func TestReadersCloseBeforePrinting(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "--trials", "3", "--no-validate", "--no-simplify"); code != 0 {
-		t.Fatalf("run exited %d\n%s\n%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-simplify", "--no-validate")
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

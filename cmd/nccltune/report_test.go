@@ -121,9 +121,7 @@ func TestReportImportanceCountsWhatItLeavesOut(t *testing.T) {
 // report before it as they were; it truncated them and left them torn.
 func TestReportPlotsWholeOrNotAtAll(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", "4", "--no-simplify", "--no-validate"); code != 0 {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-simplify", "--no-validate")
 	if code, out, errOut := nccltune(t, dir, "report", "--out", dir); code != 0 {
 		t.Fatalf("report: %d\n%s%s", code, out, errOut)
 	}

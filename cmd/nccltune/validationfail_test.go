@@ -133,13 +133,11 @@ func TestStatusCountsSilentValidationRuns(t *testing.T) {
 	}
 }
 
-// simCampaign runs the built-in example for trials, unvalidated, in dir and
-// returns its store, open, and its campaign.
+// simCampaign puts the built-in example's campaign of trials, unvalidated,
+// in dir (ranCampaign) and returns its store, open, and its campaign.
 func simCampaign(t *testing.T, dir string, trials int) (*store.Store, store.Campaign) {
 	t.Helper()
-	if code, out, errOut := nccltune(t, dir, "run", "-q", "--trials", strconv.Itoa(trials), "--no-validate"); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
-	}
+	ranCampaign(t, dir, "-q", "--trials", strconv.Itoa(trials), "--no-validate")
 	st, err := store.Open(filepath.Join(dir, "nccltune.db"))
 	if err != nil {
 		t.Fatal(err)
