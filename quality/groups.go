@@ -52,6 +52,9 @@ func MeasureGroups(ctx context.Context, scenarios []Scenario, groups []int, o Op
 	var out []GroupsResult
 	var jobs []func() error
 	for _, s := range scenarios {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		p, err := prepare(s)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)

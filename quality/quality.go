@@ -637,7 +637,16 @@ func Measure(ctx context.Context, scenarios []Scenario, o Options, progress func
 	}
 	preps := make([]*prepared, len(scenarios))
 	errs := make([]error, len(scenarios))
-	parallel(len(scenarios), runtime.GOMAXPROCS(0), func(i int) { preps[i], errs[i] = prepare(scenarios[i]) })
+	// An enumeration takes seconds and is shared (prepare), so it is not
+	// cut short; none starts once ctx is done.
+	parallel(len(scenarios), runtime.GOMAXPROCS(0), func(i int) {
+		if ctx.Err() == nil {
+			preps[i], errs[i] = prepare(scenarios[i])
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	for i, err := range errs {
 		if err != nil {
 			return nil, nil, fmt.Errorf("scenario %s: %w", scenarios[i].Name, err)
