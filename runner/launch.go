@@ -977,19 +977,21 @@ func showJob(ctx context.Context, id string) (state, nodes string, err error) {
 	return state, nodes, nil
 }
 
-// allocationEnded says why a failed trial is the allocation's: where it
-// failed to launch, or its output has Slurm's own lines (srun's,
+// allocationEnded says why a failed trial is the allocation's: where its
+// launcher starts the ranks through Slurm (srun, or mpirun's daemons, which
+// Slurm signals with the ranks: mpirun may tell of a rank's signal first,
+// and nothing of Slurm's), or its output has Slurm's own lines (srun's,
 // slurmstepd's: any launcher's command may run srun) or Open MPI's word
-// that it lost a daemon (which it starts under Slurm with srun, its output
-// discarded), and Slurm says that the job no longer runs. Its time limit,
-// scancel of the job or its preemption end every step ("*** STEP 7.0 ON n1
-// CANCELLED AT ... DUE TO TIME LIMIT ***", the ranks Terminated), and srun
-// then creates none ("srun: error: Slurm job 7 has expired"; mpirun's
-// daemons fail): neither is the settings' doing, and no later trial can run
-// in the allocation. "" where the job runs, or Slurm cannot be asked.
-func allocationEnded(output []byte, launchFailed bool) string {
+// that it lost a daemon, and Slurm says that the job no longer runs. Its
+// time limit, scancel of the job or its preemption end every step ("***
+// STEP 7.0 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***", the ranks
+// Terminated), and srun then creates none ("srun: error: Slurm job 7 has
+// expired"; mpirun's daemons fail): neither is the settings' doing, and no
+// later trial can run in the allocation. "" where the job runs, or Slurm
+// cannot be asked.
+func allocationEnded(output []byte, viaSlurm bool) string {
 	id := os.Getenv("SLURM_JOB_ID")
-	if id == "" || !launchFailed && !slurmSaysRE.Match(output) && !ompiDaemonLostRE.Match(output) {
+	if id == "" || !viaSlurm && !slurmSaysRE.Match(output) && !ompiDaemonLostRE.Match(output) {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
@@ -1006,7 +1008,7 @@ func allocationEnded(output []byte, launchFailed bool) string {
 
 // throughSlurm reports whether l starts its ranks through Slurm (srun, or
 // Open MPI's mpirun, whose daemons srun starts in an allocation), so that
-// the allocation's end is why a launch of it can fail. Another launcher
+// the allocation's end is why a trial of it can fail. Another launcher
 // launches as well after the job ended (a shell kept from a finished
 // salloc, its SLURM_JOB_ID with it): there it is the trial's failure,
 // unless the output has Slurm's own lines (its command ran srun).

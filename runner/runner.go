@@ -246,7 +246,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		cancelled, limit = stepCancelledByHand(res.Output), ownTimeLimit(res.Output)
 	}
 	if nodeErr == "" && ctx.Err() == nil && (exit.Code != 0 || runCtx.Err() != nil) {
-		ended = allocationEnded(res.Output, launchErr != "" && throughSlurm(r.Launcher))
+		ended = allocationEnded(res.Output, throughSlurm(r.Launcher))
 	}
 	switch {
 	case ctx.Err() != nil:

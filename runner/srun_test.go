@@ -964,6 +964,29 @@ func TestAllocationEndedUnderAnyLauncher(t *testing.T) {
 	}
 }
 
+// TestAllocationEndedUnderMPIRunSaysNothingOfSlurm: where scancel ends the
+// job under mpirun, Slurm signals the ranks and mpirun's daemons at once,
+// and mpirun may tell of a rank's signal before it loses a daemon, with no
+// line of Slurm's in the output (TestSrunAllocationEnded, once in CI): a
+// trial failed under a launcher that starts its ranks through Slurm is the
+// allocation's wherever Slurm says the job no longer runs.
+func TestAllocationEndedUnderMPIRunSaysNothingOfSlurm(t *testing.T) {
+	signalled := "started\nmpirun noticed that process rank 0 with PID 7336 on node n1 exited on signal 15 (Terminated).\n"
+	wrapper := script(t, fmt.Sprintf("printf '%s'; exit 143", signalled))
+	for _, l := range []Launcher{MPIRun{Command: wrapper, NP: 2}, Srun{Command: wrapper, Nodes: 1, TasksPerNode: 2}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		job := Job{Benchmark: DDPStep{Program: []string{"true"}}, Timeout: time.Minute}
+		fakeSlurm(t, "JobId=7 JobState=CANCELLED NodeList=n1", "idle")
+		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind != FailAllocation || res.Failure.Reason != "Slurm job 7 no longer runs (JobState=CANCELLED)" {
+			t.Errorf("%T: failure = %v, want allocation\n%s", l, res.Failure, res.Output)
+		}
+		fakeSlurm(t, "JobId=7 JobState=RUNNING NodeList=n1", "idle")
+		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind == FailAllocation {
+			t.Errorf("%T: failure = %v with the job running, want the trial's own", l, res.Failure)
+		}
+	}
+}
+
 // TestMPIRunDaemonsFailedUnderSlurm: Open MPI's mpirun in an allocation
 // starts its daemons with srun; daemons that died before they called back
 // (here an orte_launch_agent that exits at once; a network mpirun cannot be
