@@ -957,7 +957,7 @@ func lostANode(id, named string) bool {
 var errNoSuchJob = errors.New("no such job")
 
 // showJob is job id's state (JobState=RUNNING: "RUNNING") and node list,
-// as scontrol shows them.
+// as scontrol shows them in its record.
 func showJob(ctx context.Context, id string) (state, nodes string, err error) {
 	out, err := slurmOutput(ctx, "scontrol", "-o", "show", "job", id)
 	var exit *exec.ExitError
@@ -967,14 +967,24 @@ func showJob(ctx context.Context, id string) (state, nodes string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	for _, f := range strings.Fields(string(out)) {
-		if v, ok := strings.CutPrefix(f, "JobState="); ok {
-			state = v
-		} else if v, ok := strings.CutPrefix(f, "NodeList="); ok {
-			nodes = v
+	// A job array's id (that of its last task to start) or a heterogeneous
+	// job's shows every task's or component's record, a line each: only
+	// the one of id itself is the job's (another task's may have ended).
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if !slices.Contains(fields, "JobId="+id) {
+			continue
 		}
+		for _, f := range fields {
+			if v, ok := strings.CutPrefix(f, "JobState="); ok {
+				state = v
+			} else if v, ok := strings.CutPrefix(f, "NodeList="); ok {
+				nodes = v
+			}
+		}
+		return state, nodes, nil
 	}
-	return state, nodes, nil
+	return "", "", fmt.Errorf("scontrol showed no record of job %s", id)
 }
 
 // allocationEnded says why a failed trial is the allocation's: where its

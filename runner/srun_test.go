@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -984,6 +985,29 @@ func TestAllocationEndedUnderMPIRunSaysNothingOfSlurm(t *testing.T) {
 		if res := r.Run(context.Background(), job); res.Failure == nil || res.Failure.Kind == FailAllocation {
 			t.Errorf("%T: failure = %v with the job running, want the trial's own", l, res.Failure)
 		}
+	}
+}
+
+// TestArrayTaskRunning: the last task of a job array to start is the
+// array's own job record, whose id (SLURM_JOB_ID) scontrol reads as the
+// whole array's: every task's record, the earlier ones completed. A trial
+// failed in that task, which runs, is the trial's own.
+func TestArrayTaskRunning(t *testing.T) {
+	c := slurmtest.Start(t, 1)
+	id := strings.TrimSpace(c.Output(t, "sbatch", "--parsable", "--array=0-1%1", "-n1", "-o", "/dev/null", "--wrap", "[ $SLURM_ARRAY_TASK_ID = 0 ] || sleep 60"))
+	t.Cleanup(func() { c.Command("scancel", id).Run() })
+	running := regexp.MustCompile(`(?m)^JobId=` + id + ` ArrayJobId=` + id + ` ArrayTaskId=1 .*JobState=RUNNING`)
+	for deadline := time.Now().Add(30 * time.Second); !running.MatchString(c.Output(t, "scontrol", "-o", "show", "job", id)); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("task 1 of array %s never ran", id)
+		}
+	}
+	t.Setenv("SLURM_CONF", c.Conf)
+	t.Setenv("SLURM_JOB_ID", id)
+	wrapper := script(t, "echo 'mpirun noticed that process rank 0 with PID 7336 on node n1 exited on signal 6 (Aborted).'; exit 134")
+	r := &Runner{Launcher: MPIRun{Command: wrapper, NP: 2}, BaseEnv: BaseEnv()}
+	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"true"}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind == FailAllocation {
+		t.Errorf("failure = %v in a running array task, want the trial's own\n%s", res.Failure, c.Output(t, "scontrol", "-o", "show", "job", id))
 	}
 }
 
