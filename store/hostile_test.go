@@ -722,6 +722,12 @@ func TestCompanionsWithAnotherNameAreRefused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), suffix+" has another name") {
 				t.Errorf("its %s a hard link: opened with %v", suffix, err)
 			}
+			// The file may be the store's own log or hot journal, kept by a
+			// snapshot of hard links (cp -al) after a crash: removing this
+			// name would lose the store's last transactions.
+			if err != nil && (!strings.Contains(err.Error(), "cp -p '"+path+suffix+"'") || strings.Contains(err.Error(), "remove this name")) {
+				t.Errorf("its %s a hard link: the refusal does not tell how to keep its content: %v", suffix, err)
+			}
 			if got, err := os.ReadFile(other); err != nil || string(got) != want {
 				t.Errorf("its %s a hard link: the other name's file holds %d bytes (%v), not its %d", suffix, len(got), err, len(want))
 			}

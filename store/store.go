@@ -351,7 +351,10 @@ func companions(path string) error {
 		case !fi.Mode().IsRegular():
 			return fmt.Errorf("its %s is not a regular file (%s), which SQLite never makes: remove it", suffix, fi.Mode().Type())
 		case fi.Sys().(*syscall.Stat_t).Nlink > 1:
-			return fmt.Errorf("its %s has another name (a hard link), which SQLite never makes and would write into: remove this name", suffix)
+			// It may be the store's own log or hot journal, which a snapshot
+			// of hard links (cp -al) kept after a crash: removing it would
+			// lose the store's last transactions, a copy keeps both files.
+			return fmt.Errorf("its %s has another name (a hard link), which SQLite never makes and would write into; it may hold the store's last transactions: give it a file of its own (cp -p '%s' '%[2]s.own' && mv '%[2]s.own' '%[2]s'), or remove its other name (find / -samefile '%[2]s')", suffix, path+suffix)
 		}
 	}
 	return nil
