@@ -253,9 +253,16 @@ func jobGPUs() (map[string]int, error) {
 		return nil, fmt.Errorf("launcher srun: the job's GPUs per node: scontrol show job -d %s: %w", id, err)
 	}
 	held := map[string]int{}
+	// A job array's id or a heterogeneous job's shows every task's or
+	// component's record, each from its JobId line: only the job's own
+	// holds its steps' GPUs (another task's may share a node).
+	own := false
 	for _, line := range strings.Split(string(out), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) == 0 || !strings.HasPrefix(fields[0], "Nodes=") {
+		if len(fields) > 0 && strings.HasPrefix(fields[0], "JobId=") {
+			own = fields[0] == "JobId="+id
+		}
+		if !own || len(fields) == 0 || !strings.HasPrefix(fields[0], "Nodes=") {
 			continue
 		}
 		count := 0

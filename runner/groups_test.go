@@ -479,3 +479,36 @@ func TestGPUArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestJobGPUsOfTheJobsOwnRecord: scontrol show job of a job array's id
+// (SLURM_JOB_ID of its last task to start) lists every task's record, each
+// with the GPUs it holds on its nodes; only the job's own record says what
+// its steps may take (another task's GPUs on the same node are not its).
+func TestJobGPUsOfTheJobsOwnRecord(t *testing.T) {
+	records := `JobId=7 ArrayJobId=7 ArrayTaskId=1 JobName=wrap
+   JobState=RUNNING Reason=None Dependency=(null)
+   NodeList=n1
+     Nodes=n1 CPU_IDs=0-1 Mem=0 GRES=gpu:3(IDX:0-2)
+   TresPerJob=gres:gpu:3
+
+JobId=8 ArrayJobId=7 ArrayTaskId=0 JobName=wrap
+   JobState=RUNNING Reason=None Dependency=(null)
+   NodeList=n1
+     Nodes=n1 CPU_IDs=2-3 Mem=0 GRES=gpu:1(IDX:3)
+   TresPerJob=gres:gpu:3
+`
+	scontrol := script(t, `if [ "$1" = show ] && [ "$2" = hostnames ]; then echo "$3" | tr , '\n'; else printf '%s' '`+records+`'; fi`)
+	dir := t.TempDir()
+	if err := os.Symlink(scontrol, filepath.Join(dir, "scontrol")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SLURM_JOB_ID", "7")
+	held, err := jobGPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held["n1"] != 3 {
+		t.Errorf("the job holds %d GPUs on n1 by scontrol, want its own record's 3\n%s", held["n1"], records)
+	}
+}
