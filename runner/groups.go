@@ -256,11 +256,12 @@ func jobGPUs() (map[string]int, error) {
 	// A job array's id or a heterogeneous job's shows every task's or
 	// component's record, each from its JobId line: only the job's own
 	// holds its steps' GPUs (another task's may share a node).
-	own := false
+	own, found := false, false
 	for _, line := range strings.Split(string(out), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) > 0 && strings.HasPrefix(fields[0], "JobId=") {
 			own = fields[0] == "JobId="+id
+			found = found || own
 		}
 		if !own || len(fields) == 0 || !strings.HasPrefix(fields[0], "Nodes=") {
 			continue
@@ -278,6 +279,11 @@ func jobGPUs() (map[string]int, error) {
 		for _, name := range names {
 			held[name] = count
 		}
+	}
+	if !found {
+		// Read as none, the steps would ask for no GPUs and groups of
+		// different counts would pass as even.
+		return nil, fmt.Errorf("launcher srun: the job's GPUs per node: scontrol show job -d %s printed no record of job %s", id, id)
 	}
 	return held, nil
 }

@@ -512,3 +512,27 @@ JobId=8 ArrayJobId=7 ArrayTaskId=0 JobName=wrap
 		t.Errorf("the job holds %d GPUs on n1 by scontrol, want its own record's 3\n%s", held["n1"], records)
 	}
 }
+
+// TestJobGPUsWithoutTheJobsRecord: scontrol output that holds no record of
+// the job (another job's alone, or none) is an error, not a job of no
+// GPUs, which would let groups of different counts pass as even.
+func TestJobGPUsWithoutTheJobsRecord(t *testing.T) {
+	for name, records := range map[string]string{
+		"another job's": "JobId=8 JobName=wrap\n     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:4(IDX:0-3)\n",
+		"no JobId line": "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:4(IDX:0-3)\n",
+		"empty":         "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			scontrol := script(t, `if [ "$1" = show ] && [ "$2" = hostnames ]; then echo "$3" | tr , '\n'; else printf '`+records+`'; fi`)
+			dir := t.TempDir()
+			if err := os.Symlink(scontrol, filepath.Join(dir, "scontrol")); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			t.Setenv("SLURM_JOB_ID", "7")
+			if held, err := jobGPUs(); err == nil || !strings.Contains(err.Error(), "no record of job 7") {
+				t.Errorf("jobGPUs = %v, %v; want no record of job 7", held, err)
+			}
+		})
+	}
+}

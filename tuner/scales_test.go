@@ -239,7 +239,7 @@ func TestScalesGroupsUnevenGPUsAtAnyScale(t *testing.T) {
 	dir := t.TempDir()
 	scontrol := `#!/bin/sh
 case "$2" in
-job) for n in n1:4 n2:4 n3:2 n4:4 n5:4 n6:2; do echo "   Nodes=${n%:*} CPU_IDs=0 Mem=0 GRES=gpu:${n#*:}(CNT:${n#*:})"; done ;;
+job) echo "JobId=7 JobName=wrap"; for n in n1:4 n2:4 n3:2 n4:4 n5:4 n6:2; do echo "   Nodes=${n%:*} CPU_IDs=0 Mem=0 GRES=gpu:${n#*:}(CNT:${n#*:})"; done ;;
 *) echo "$3" | tr , ' ' ;;
 esac
 `
