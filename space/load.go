@@ -93,13 +93,16 @@ type rawFile struct {
 	Simulator map[string]any
 	Fixed     map[string]any
 	TryFirst  []map[string]any `toml:"try_first"`
-	Param     []struct {
-		Name     string
-		Values   []any
-		Min, Max any
-		Log      bool
-		When     map[string]any
-	}
+	Param     []rawParam
+}
+
+// rawParam is a [[param]] table as written.
+type rawParam struct {
+	Name     string
+	Values   []any
+	Min, Max any
+	Log      bool
+	When     map[string]any
 }
 
 // rawCall is a [[workload]] entry as written.
@@ -2030,7 +2033,7 @@ func (b *builder) params(raw *rawFile, s *Space) {
 	if len(s.Params) == 0 {
 		b.errorf(b.loc.section("param"), "no [[param]] to search")
 	}
-	b.perCollective(s)
+	b.perCollective(s, raw.Param)
 }
 
 // refusedWithFixed is Check's error for every value p offers, each set
@@ -2061,7 +2064,7 @@ func (s *Space) refusedWithFixed(p Param) error {
 // where the workload has several: a job's collectives want different ones,
 // and some (Tree for all-gather) fail one another. NCCL >= 2.24 takes them
 // in one value, "allgather:Ring;allreduce:Tree".
-func (b *builder) perCollective(s *Space) {
+func (b *builder) perCollective(s *Space, raw []rawParam) {
 	// Not alltoall or sendrecv: NCCL picks them no algorithm or protocol,
 	// and a prefix of theirs fails its init ("Unrecognized prefix token").
 	colls := slices.DeleteFunc(s.Collectives(), func(c string) bool { return !slices.Contains(collNames, strings.ReplaceAll(c, "_", "")) })
@@ -2069,7 +2072,10 @@ func (b *builder) perCollective(s *Space) {
 		return
 	}
 	var params []Param
-	for i, p := range s.Params {
+	for _, p := range s.Params {
+		// Its table in the file: a param left out before it (one searched
+		// twice) moves those after it in s.Params.
+		i := slices.IndexFunc(raw, func(rp rawParam) bool { return rp.Name == p.Name })
 		for _, c := range p.When {
 			if slices.Contains(PerCollective, c.Var) {
 				b.errorf(b.loc.field("param", i, "when"), "param %s: a condition on %s, which a workload of several collectives sets per collective", p.Name, c.Var)
@@ -2078,6 +2084,14 @@ func (b *builder) perCollective(s *Space) {
 		if !slices.Contains(PerCollective, p.Name) {
 			params = append(params, p)
 			continue
+		}
+		for _, v := range p.Values {
+			// Each value goes behind its collective's prefix: one of NCCL's
+			// per-collective syntax would read as no algorithm
+			// (allgather:allreduce:Tree), or set another collective.
+			if strings.ContainsAny(v, ":;") {
+				b.errorf(b.loc.field("param", i, "values"), "param %s: value %s names a collective, and a workload of several collectives sets %s per collective, each value for the collective of its part (%s[allreduce], ...): list plain values (Ring, ^Tree)", p.Name, v, p.Name, p.Name)
+			}
 		}
 		for _, coll := range colls {
 			q := p

@@ -264,3 +264,28 @@ func TestCheckOfferedNamesTheFirstStray(t *testing.T) {
 		}
 	}
 }
+
+// TestPerCollectivePartsNameNoCollective: a workload of several
+// collectives sets NCCL_ALGO and NCCL_PROTO per collective, each param's
+// value behind its collective's prefix; a value in NCCL's per-collective
+// syntax itself made "allgather:allreduce:Tree", which NCCL refuses, or,
+// where it named another collective ("Ring;allreduce:Tree" of all_gather's
+// part), set that collective from another's part. Each is refused at its
+// param's values.
+func TestPerCollectivePartsNameNoCollective(t *testing.T) {
+	for _, value := range []string{"allreduce:Tree", "Ring;allreduce:Tree", "allgather:^Tree"} {
+		src := strings.Replace(workloadSpace, `values = ["default", "Ring", "Tree"]`, `values = ["default", "Ring", "`+value+`"]`, 1)
+		src = strings.Replace(src, "[[try_first]]\nNCCL_ALGO = \"Ring\"\n", "", 1)
+		_, err := Parse("w.toml", []byte(src))
+		if err == nil || !strings.Contains(err.Error(), "w.toml:21: param NCCL_ALGO: value "+value+" names a collective") {
+			t.Errorf("%s: %v", value, err)
+		}
+	}
+	// Where the workload has one collective, NCCL_ALGO is the job's, set as
+	// written.
+	one := strings.Replace(workloadSpace, `collective = "all_gather"`, `collective = "all_reduce"`, 1)
+	one = strings.Replace(one, `values = ["default", "Ring", "Tree"]`, `values = ["default", "Ring", "allreduce:Tree"]`, 1)
+	if _, err := Parse("w.toml", []byte(one)); err != nil {
+		t.Errorf("one collective: %v", err)
+	}
+}
