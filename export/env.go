@@ -175,12 +175,33 @@ func writtenByNCCLTune(path string) bool {
 }
 
 // choice is what a range's files set: its chosen trial's settings, or NCCL's
-// defaults (none set) where no trial holds the choice (Chosen).
+// defaults (none set) where no trial holds the choice (Chosen), less the
+// other collectives' parts (othersParts).
 func (e Export) choice(r results.RangeResult) (space.Assignment, error) {
-	if ch := r.Chosen(); ch != nil {
-		return e.settings(ch)
+	ch := r.Chosen()
+	if ch == nil {
+		return space.Assignment{}, nil
 	}
-	return space.Assignment{}, nil
+	a, err := e.settings(ch)
+	for _, name := range e.othersParts(r, a) {
+		delete(a, name)
+	}
+	return a, err
+}
+
+// othersParts are the params of a that set NCCL_ALGO or NCCL_PROTO for a
+// collective other than range r's (a workload's NCCL_ALGO[allreduce] in
+// range all_gather): NCCL applies such a part to its collective alone, so
+// it played no part in the range's score, and a range's file that set it
+// would change that collective in the job by a choice no verdict judged.
+func (e Export) othersParts(r results.RangeResult, a space.Assignment) []string {
+	var names []string
+	for _, p := range e.Space.Params {
+		if v, set := a[p.Name]; set && v != space.Unset && p.Collective != "" && p.Collective != strings.ReplaceAll(r.Range.Collective, "_", "") {
+			names = append(names, p.Name)
+		}
+	}
+	return names
 }
 
 // rangeFile renders one range's file: variables and, as a comment, the DDP
@@ -192,6 +213,11 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 	}
 	name := rangeBase(r.Range.Name) + rangeExt[format]
 	head := e.header(rangeHeading+e.measures(r.Range), text.Count(r.Completed, "trial", "trials")+" measured it", r.Describe())
+	if ch := r.Chosen(); ch != nil {
+		if others := e.othersParts(r, space.Assignment(ch.Params)); len(others) > 0 {
+			head = append(head, fmt.Sprintf("left out of trial %d's settings: %s, which NCCL applies to other collectives than this range's", ch.Number, strings.Join(others, ", ")))
+		}
+	}
 	if args := sp.Args(a); len(args) > 0 {
 		head = append(head, "DistributedDataParallel settings (pass them to DDP in your code): "+strings.Join(args, " "))
 	}

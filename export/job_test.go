@@ -1,7 +1,9 @@
 package export
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -270,5 +272,63 @@ func TestJobExportOfWeights(t *testing.T) {
 	}
 	if strings.Contains(text, " s ") || !strings.Contains(text, "# the job: 2 (relative) of communication with NCCL's defaults, 1.818 (relative) predicted as exported") {
 		t.Errorf("job file:\n%s", text)
+	}
+}
+
+// TestRangeFilesSetOnlyTheirCollectivesParts: a workload's range is one
+// collective's calls, and NCCL applies a part of NCCL_ALGO or NCCL_PROTO
+// (allreduce:Tree) to its collective alone, so the other collectives' parts
+// of a range's chosen trial played no part in its score. A range's files
+// set them all the same: sourcing all_gather's set all_reduce's algorithm
+// too, a choice no verdict judged for it (the range's choice in a search
+// of random parts), and its dotenv file was refused for the ';' that joined
+// them. Each range's files set its own collective's part, sourced so in
+// every shell, and the other collectives' go unset as NCCL's.
+func TestRangeFilesSetOnlyTheirCollectivesParts(t *testing.T) {
+	ex := jobExport(t, jobSpace, map[string]string{"allgather": "Ring", "allreduce": "Tree"}, nil)
+	dir := t.TempDir()
+	for _, format := range []string{"env", "dotenv", "json", "slurm", "torchrun"} {
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+	}
+	want := map[string]string{"all_gather": "allgather:Ring", "all_reduce": "allreduce:Tree"}
+	for name, algo := range want {
+		envFile := filepath.Join(dir, "nccl-"+name+".env")
+		for _, sh := range sourcingShells {
+			if _, err := exec.LookPath(sh.argv[0]); err != nil {
+				continue
+			}
+			cmd := exec.Command(sh.argv[0], append(sh.argv[1:], sh.source+`printf %s "$NCCL_ALGO"`, sh.argv[0], envFile)...)
+			if sh.name == "fish" {
+				cmd = exec.Command("fish", "-c", sh.source+`printf %s "$NCCL_ALGO"`, envFile)
+			}
+			cmd.Env = append(os.Environ(), "NCCL_ALGO=Tree")
+			if out, err := cmd.Output(); err != nil || string(out) != algo {
+				t.Errorf("%s sourcing %s: NCCL_ALGO %q (%v), want %q", sh.name, filepath.Base(envFile), out, err, algo)
+			}
+		}
+		dotenv, _ := os.ReadFile(filepath.Join(dir, "nccl-"+name+".dotenv"))
+		slurm, _ := os.ReadFile(filepath.Join(dir, "nccl-"+name+".slurm"))
+		torchrun, _ := os.ReadFile(filepath.Join(dir, "nccl-"+name+".torchrun.sh"))
+		if !strings.Contains(string(dotenv), "\nNCCL_ALGO="+algo+"\n") || !strings.Contains(string(slurm), ",NCCL_ALGO="+algo+",") ||
+			!strings.Contains(string(torchrun), " NCCL_ALGO='"+algo+"' ") {
+			t.Errorf("range %s: want NCCL_ALGO %s in\n%s\n%s\n%s", name, algo, dotenv, slurm, torchrun)
+		}
+	}
+	text, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
+	var got struct {
+		Ranges []struct {
+			Name string            `json:"name"`
+			Env  map[string]string `json:"env"`
+		} `json:"ranges"`
+	}
+	if err := json.Unmarshal(text, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got.Ranges {
+		if r.Env["NCCL_ALGO"] != want[r.Name] {
+			t.Errorf("nccl-tuned.json: range %s sets NCCL_ALGO %q, want %q", r.Name, r.Env["NCCL_ALGO"], want[r.Name])
+		}
 	}
 }
