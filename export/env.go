@@ -2,6 +2,8 @@ package export
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +61,9 @@ var rangeExt = map[string]string{"env": ".env", "dotenv": ".dotenv", "slurm": ".
 // space no longer has, or a whole job's of a node count campaign.scales no
 // longer has (a campaign run again with another space as NAME-2, exported
 // where the first was: a note, where this export wrote files). A file that
-// does not start as nccltune's do is someone else's, and kept.
+// does not start as nccltune's do is someone else's, and kept; one that
+// the user edited since nccltune wrote it is theirs too, and kept, and the
+// export fails naming it, lest a script source it unnoticed.
 func (e Export) removeStale(format, dir string, written []string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -94,7 +98,14 @@ func (e Export) removeStale(format, dir string, written []string) error {
 		}
 		path := filepath.Join(dir, entry.Name())
 		info, err := os.Lstat(path)
-		if err != nil || slices.ContainsFunc(mine, func(m os.FileInfo) bool { return os.SameFile(m, info) }) || !writtenByNCCLTune(path) {
+		if err != nil || slices.ContainsFunc(mine, func(m os.FileInfo) bool { return os.SameFile(m, info) }) {
+			continue
+		}
+		switch nccltunes, edited := writtenByNCCLTune(path); {
+		case !nccltunes:
+			continue
+		case edited:
+			errs = append(errs, fmt.Errorf("kept %s, an earlier export's file edited since: a script may source it beside this export's files; move it elsewhere, or remove it", path))
 			continue
 		}
 		switch err := os.Remove(path); {
@@ -142,20 +153,23 @@ var nodeCount = regexp.MustCompile(`^-[0-9]+n$`)
 // (cp nccl-large.env nccl-large-old.env, to compare with later) or a hard
 // link to one names its original, and is theirs. A symbolic link is the
 // user's, whatever it names, and is not followed; nor is a FIFO waited on.
-func writtenByNCCLTune(path string) bool {
+// edited reports whether such a file is no longer as written (seal).
+func writtenByNCCLTune(path string) (nccltunes, edited bool) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer f.Close()
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
-		return false
+		return false, false
 	}
-	head := make([]byte, 64<<10) // past the longest heading comment writes
-	n, _ := io.ReadFull(f, head)
-	text := strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n")
+	data, err := io.ReadAll(io.LimitReader(f, maxSealed+1))
+	if err != nil {
+		return false, false
+	}
+	text := strings.TrimPrefix(string(data), "#!/bin/sh\n")
 	if !strings.HasPrefix(text, "# nccltune: ") {
-		return false
+		return false, false
 	}
 	// The heading's lines joined as they were before comment wrapped them:
 	// a long name is cut within, where it holds no blank.
@@ -171,7 +185,38 @@ func writtenByNCCLTune(path string) bool {
 	use = use[max(strings.LastIndex(use, "use: "), 0):]
 	// A name holds no '.' before its extension (space.FileWord), so no
 	// other file's name starts as this one's.
-	return strings.Contains(use, "./"+filepath.Base(path))
+	if !strings.Contains(use, "./"+filepath.Base(path)) {
+		return false, false
+	}
+	return true, !unedited(data)
+}
+
+// sealPrefix starts the last line of every file that a later export may
+// remove (removeStale): the SHA-256 of the lines above it, which tells a
+// file as nccltune wrote it from one the user has edited since.
+const sealPrefix = "# nccltune: sha256 "
+
+// maxSealed bounds what writtenByNCCLTune reads of a file, far above any
+// file export writes; a longer one is no longer as written.
+const maxSealed = 64 << 20
+
+// seal ends text with its seal line.
+func seal(text string) string {
+	return fmt.Sprintf("%s%s%x of the lines above: a later export with no use for this file removes it only as written\n", text, sealPrefix, sha256.Sum256([]byte(text)))
+}
+
+// unedited reports whether data, a file nccltune wrote, is as written: it
+// ends with the seal of all above it, or has none, as an older nccltune
+// wrote none.
+func unedited(data []byte) bool {
+	if len(data) > maxSealed {
+		return false
+	}
+	i := bytes.LastIndex(data, []byte("\n"+sealPrefix))
+	if i < 0 {
+		return true
+	}
+	return string(data) == seal(string(data[:i+1]))
 }
 
 // choice is what a range's files set: its chosen trial's settings, or NCCL's

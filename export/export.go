@@ -117,6 +117,9 @@ func (e Export) Write(format, dir string) ([]string, error) {
 			err = errors.Join(err, fmt.Errorf("%s: refusing to write a control character or a byte that is not UTF-8", f.name))
 			continue
 		}
+		if _, removable := ofFormat(format, f.name); removable {
+			f.text = seal(f.text) // lest a later export remove it once edited
+		}
 		path := filepath.Join(dir, f.name)
 		paths = append(paths, path)
 		writes = append(writes, atomicfile.File{Path: path, Data: []byte(f.text), Mode: f.mode})

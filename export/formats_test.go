@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -990,9 +991,11 @@ func TestConcurrentExportsOfOneCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each as nccltune writes it: sealed, as written, for its own name.
+	body := string(head[:bytes.LastIndex(head, []byte("\n"+sealPrefix))+1])
 	for i := range 300 {
 		name := fmt.Sprintf("nccl-gone%d.env", i)
-		text := strings.Replace(string(head), filepath.Base(paths[0]), name, 1)
+		text := seal(strings.Replace(body, filepath.Base(paths[0]), name, 1))
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -1018,6 +1021,93 @@ func TestConcurrentExportsOfOneCampaign(t *testing.T) {
 	for _, r := range ex.Results {
 		if _, err := os.Stat(filepath.Join(dir, "nccl-"+r.Range.Name+".env")); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestAnEditedFileIsKept: an earlier export's file that the user edited in
+// place (a value changed by hand, a line added) was removed like any other
+// once its range got no file, or left the space, or its node count left
+// campaign.scales: the edits were lost. It is kept, and the export fails
+// naming it, so that no script sources it unnoticed beside this export's
+// files; a file as nccltune wrote it is still removed.
+func TestAnEditedFileIsKept(t *testing.T) {
+	plain := strings.Replace(pinnedSpace, `NCCL_SOCKET_IFNAME = "=eth0,eth1"`, "", 1) // a value every format takes
+	edited := strings.Replace(plain, "[[range]]\nname = \"mid\"\nmin = \"64K\"\nmax = \"4M\"\n", "", 1)
+	edited = strings.Replace(edited, "min = \"4M\"", "min = \"64K\"", 1)
+	for format, ext := range rangeExt {
+		for _, tc := range []struct {
+			name   string
+			export func() Export
+		}{
+			{"no file for the range", func() Export {
+				ex := pinnedOf(t, plain)
+				ex.Results[slices.IndexFunc(ex.Results, func(r results.RangeResult) bool { return r.Range.Name == "mid" })].Best = nil
+				return ex
+			}},
+			{"the range left the space", func() Export { return pinnedOf(t, edited) }},
+		} {
+			dir := t.TempDir()
+			if _, err := pinnedOf(t, plain).Write(format, dir); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "nccl-mid"+ext)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mine := strings.Replace(string(data), "GDR_LEVEL", "GDR_READ", 1) // an edit of the user's
+			if err := os.WriteFile(path, []byte(mine), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = tc.export().Write(format, dir)
+			if err == nil || !strings.Contains(err.Error(), "kept "+path+", an earlier export's file edited since") {
+				t.Errorf("%s, %s: %v; want an error saying the edited %s is kept", format, tc.name, err, path)
+			}
+			if got, _ := os.ReadFile(path); string(got) != mine {
+				t.Errorf("%s, %s: the edited file is now %q", format, tc.name, got)
+			}
+			// Edited back as it was, it is nccltune's again.
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tc.export().Write(format, dir)
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s, %s: the file as nccltune wrote it is still there (%v)", format, tc.name, err)
+			}
+		}
+	}
+	// So is a whole job's file of a node count campaign.scales no longer
+	// has, edited past its last line.
+	for format, base := range map[string]string{"plugin": "nccl-plugin", "tuner-csv": "nccl-tuner", "job": "nccl-job"} {
+		two, four := pinned(t), pinned(t)
+		if format == "job" {
+			two, four = jobExport(t, jobSpace, nil, nil), jobExport(t, jobSpace, nil, nil)
+		}
+		two.Campaign.Name, two.Campaign.Scale = "c@2n", 2
+		four.Campaign.Name, four.Campaign.Scale = "c@4n", 4
+		four.Fingerprint.Nodes, four.Fingerprint.Ranks = 4, 32
+		four.Scales = []Export{two}
+		dir := t.TempDir()
+		if _, err := four.Write(format, dir); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		path := filepath.Join(dir, base+"-2n.env")
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("export NCCL_MIN_CTAS='4'\n")
+		f.Close()
+		four.Scales = nil
+		if _, err := four.Write(format, dir); err == nil || !strings.Contains(err.Error(), "kept "+path+", an earlier export's file edited since") {
+			t.Errorf("%s: %v; want an error saying the edited %s is kept", format, err, path)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s: the edited %s was removed: %v", format, path, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, base+"-4n.env")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the unedited %s-4n.env is still there (%v)", format, base, err)
 		}
 	}
 }
