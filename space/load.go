@@ -2069,13 +2069,12 @@ func (b *builder) perCollective(s *Space, raw []rawParam) {
 	// and a prefix of theirs fails its init ("Unrecognized prefix token").
 	colls := slices.DeleteFunc(s.Collectives(), func(c string) bool { return !slices.Contains(collNames, strings.ReplaceAll(c, "_", "")) })
 	if len(s.Workload) == 0 || len(colls) < 2 {
+		b.partsMeasured(s, raw)
 		return
 	}
 	var params []Param
 	for _, p := range s.Params {
-		// Its table in the file: a param left out before it (one searched
-		// twice) moves those after it in s.Params.
-		i := slices.IndexFunc(raw, func(rp rawParam) bool { return rp.Name == p.Name })
+		i := rawIndex(raw, p.Name)
 		for _, c := range p.When {
 			if slices.Contains(PerCollective, c.Var) {
 				b.errorf(b.loc.field("param", i, "when"), "param %s: a condition on %s, which a workload of several collectives sets per collective", p.Name, c.Var)
@@ -2101,6 +2100,37 @@ func (b *builder) perCollective(s *Space, raw []rawParam) {
 		}
 	}
 	s.Params = params
+}
+
+// rawIndex is the index of param name's table in the file: a param left
+// out before it (one searched twice) moves those after it in s.Params.
+func rawIndex(raw []rawParam, name string) int {
+	return slices.IndexFunc(raw, func(rp rawParam) bool { return rp.Name == name })
+}
+
+// partsMeasured refuses a value of NCCL_ALGO or NCCL_PROTO, searched
+// whole, with a part for a collective that nccl-tests does not measure
+// (allgather:Tree in an all_reduce campaign): its trials measured NCCL's
+// own choice there, and a range's file would set it in a job untested. A
+// command's or the DDP step's job calls what it calls.
+func (b *builder) partsMeasured(s *Space, raw []rawParam) {
+	if !s.Benchmark.Sweeps() {
+		return
+	}
+	measured := s.Collectives()
+	for _, p := range s.Params {
+		if !slices.Contains(PerCollective, p.Name) {
+			continue
+		}
+		for _, v := range p.Values {
+			for _, part := range strings.Split(v, ";") {
+				coll, _, named := strings.Cut(part, ":")
+				if named && !slices.ContainsFunc(measured, func(c string) bool { return strings.ReplaceAll(c, "_", "") == strings.ToLower(strings.TrimSpace(coll)) }) {
+					b.errorf(b.loc.field("param", rawIndex(raw, p.Name), "values"), "param %s: value %s sets %s, which the campaign does not measure (it measures %s): its trials would run NCCL's own choice there, and the export set it untested; pin it in [fixed] if the job wants it", p.Name, v, strings.TrimSpace(coll), strings.Join(measured, ", "))
+				}
+			}
+		}
+	}
 }
 
 // PerCollective are the variables NCCL takes a value of per collective.

@@ -289,3 +289,44 @@ func TestPerCollectivePartsNameNoCollective(t *testing.T) {
 		t.Errorf("one collective: %v", err)
 	}
 }
+
+// TestParamPartsOfCollectivesNotMeasured: nccl-tests measures the
+// campaign's collective (a workload's collectives), so a value of
+// NCCL_ALGO or NCCL_PROTO whose part names another ("allgather:Tree" in an
+// all_reduce campaign) sets that collective untested: a trial of it
+// measured NCCL's own choice, and a range's file exported the part into a
+// job that calls all-gather. Such a value is refused; a command's or the
+// DDP step's job calls what it calls, and [fixed] pins what the user asks
+// for every trial and the job.
+func TestParamPartsOfCollectivesNotMeasured(t *testing.T) {
+	space := func(benchmark, values, fixed string) string {
+		return "[campaign]\ncollective = \"all_reduce\"\n[benchmark]\n" + benchmark + "\n[fixed]\n" + fixed +
+			"\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [" + values + "]\n"
+	}
+	const perf = `binary = "/opt/nccl-tests/build/all_reduce_perf"`
+	for _, values := range []string{`"Ring", "allgather:Tree"`, `"Ring;allgather:Tree"`, `"allreduce:Ring;broadcast:Tree"`} {
+		_, err := Parse("s.toml", []byte(space(perf, values, "")))
+		if err == nil || !strings.Contains(err.Error(), "s.toml:9: param NCCL_ALGO: value ") || !strings.Contains(err.Error(), "which the campaign does not measure") {
+			t.Errorf("%s: %v", values, err)
+		}
+	}
+	// A workload of one collective with alltoall, which gets no part.
+	one := strings.Replace(workloadSpace, `collective = "all_gather"`, `collective = "alltoall"`, 1)
+	one = strings.Replace(one, `values = ["default", "Ring", "Tree"]`, `values = ["default", "Ring", "allgather:Tree"]`, 1)
+	if _, err := Parse("w.toml", []byte(one)); err == nil || !strings.Contains(err.Error(), "which the campaign does not measure") {
+		t.Errorf("a workload of all_reduce and alltoall: %v", err)
+	}
+	for _, tc := range []struct{ benchmark, values, fixed string }{
+		{perf, `"Ring", "allreduce:Tree", "Ring;allreduce:Tree"`, ""},
+		{perf, `"Ring"`, `NCCL_PROTO = "allgather:Simple"`},
+		{"kind = \"command\"\ncommand = [\"/opt/train\"]\nmetric = { regex = 'step (\\d+) ms', goal = \"min\", unit = \"ms\" }", `"Ring", "allgather:Tree"`, ""},
+	} {
+		src := space(tc.benchmark, tc.values, tc.fixed)
+		if !strings.Contains(tc.benchmark, "perf") {
+			src = strings.Replace(src, "collective = \"all_reduce\"\n", "", 1) // a command's job calls what it calls
+		}
+		if _, err := Parse("s.toml", []byte(src)); err != nil {
+			t.Errorf("%s with %s: %v", tc.values, tc.benchmark, err)
+		}
+	}
+}
