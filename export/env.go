@@ -163,11 +163,9 @@ func writtenByNCCLTune(path string) (nccltunes, edited bool) {
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
 		return false, false
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxSealed+1))
-	if err != nil {
-		return false, false
-	}
-	text := strings.TrimPrefix(string(data), "#!/bin/sh\n")
+	head := make([]byte, 64<<10) // past the longest heading comment writes
+	n, _ := io.ReadFull(f, head)
+	text := strings.TrimPrefix(string(head[:n]), "#!/bin/sh\n")
 	if !strings.HasPrefix(text, "# nccltune: ") {
 		return false, false
 	}
@@ -188,7 +186,9 @@ func writtenByNCCLTune(path string) (nccltunes, edited bool) {
 	if !strings.Contains(use, "./"+filepath.Base(path)) {
 		return false, false
 	}
-	return true, !unedited(data)
+	// Read whole only now: a folder may hold large files of others.
+	rest, err := io.ReadAll(io.LimitReader(f, maxSealed+1-int64(n)))
+	return true, err != nil || !unedited(append(head[:n], rest...))
 }
 
 // sealPrefix starts the last line of every file that a later export may
