@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -58,7 +57,7 @@ func (e Export) jobFile(name string) (file, error) {
 		return file{}, fmt.Errorf("job: NCCL's defaults failed in the search, so each collective's best brings its own environment, and the job's configuration, composed of them, ran in no trial, which validation measures as a whole (or export each range's env file, --format env): %w", ErrUnvalidated)
 	}
 	a := e.Job.Exported(sp)
-	env, perCollective, agreed := jobEnv(sp, a)
+	env, perCollective := jobEnv(sp, a)
 	if err := e.perCollectiveReadable(a); err != nil {
 		return file{}, fmt.Errorf("job: %w", err)
 	}
@@ -91,9 +90,6 @@ func (e Export) jobFile(name string) (file, error) {
 	for _, name := range perCollective {
 		head = append(head, name+" per collective: needs NCCL "+nccllog.PerCollectiveSince+" or later")
 	}
-	for _, name := range agreed {
-		head = append(head, name+": every collective of the workload chose it, so it is set for all (NCCL's other collectives too)")
-	}
 	var b strings.Builder
 	b.WriteString(comment(append(head, "use: . ./"+name), "# "))
 	if err := e.writeSourced(&b, env); err != nil {
@@ -123,35 +119,22 @@ func Time(sp *space.Space, t float64) string {
 	return fmt.Sprintf("%.4g %s", t, sp.TimeUnit())
 }
 
-// jobEnv is the environment of a job's configuration a: a variable set per
-// collective (NCCL_ALGO[allreduce], ...) in NCCL's per-collective syntax
-// where the collectives differ (perCollective names those variables), and
-// plainly where every collective of the workload set one value (agreed).
-func jobEnv(sp *space.Space, a space.Assignment) (env, perCollective, agreed []string) {
-	plain := maps.Clone(a)
+// jobEnv is the environment of a job's configuration a, a variable set
+// per collective (NCCL_ALGO[allreduce], ...) in NCCL's per-collective
+// syntax, as every trial and validation ran it, whether or not the
+// collectives agree: a plain value would set NCCL's other collectives too,
+// which the workload never measured, and some it leaves no algorithm
+// (NVLS or Tree for a broadcast). perCollective names those variables.
+func jobEnv(sp *space.Space, a space.Assignment) (env, perCollective []string) {
 	for _, name := range space.PerCollective {
-		var parts []string
-		values := map[string]bool{}
-		for _, p := range sp.Params {
-			if p.Var == name && p.Collective != "" {
-				parts = append(parts, p.Name)
-				values[a[p.Name]] = true
-			}
-		}
-		set := slices.ContainsFunc(parts, func(n string) bool { v, ok := a[n]; return ok && v != space.Unset })
-		switch {
-		case !set:
-		case len(values) == 1: // every collective the same value
-			for _, n := range parts {
-				delete(plain, n)
-			}
-			plain[name] = a[parts[0]]
-			agreed = append(agreed, name)
-		default:
+		if slices.ContainsFunc(sp.Params, func(p space.Param) bool {
+			v, ok := a[p.Name]
+			return ok && v != space.Unset && p.Var == name && p.Collective != ""
+		}) {
 			perCollective = append(perCollective, name)
 		}
 	}
-	return sp.Env(plain), perCollective, agreed
+	return sp.Env(a), perCollective
 }
 
 // perCollectiveReadable refuses a configuration that sets a variable per

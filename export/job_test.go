@@ -137,11 +137,14 @@ func TestJobExportIsWhatValidationJudged(t *testing.T) {
 }
 
 // TestJobExportPerCollective: NCCL's per-collective syntax, which NCCL
-// reads from 2.24, is written only where the collectives chose differently;
-// where they agree the plain value is, and a ':' elsewhere in the
-// environment (an HCA list) is no per-collective value. A campaign on an
-// older NCCL cannot export a per-collective setting: its trials ran one
-// that NCCL did not read.
+// reads from 2.24, is written as the trials and validation ran it, where
+// the collectives agree too: the plain value set NCCL's other collectives,
+// which the workload never measured (NCCL_ALGO=NVLS, every all-reduce,
+// all-gather and reduce-scatter's choice, left a job's broadcast no
+// algorithm: "no algorithm/protocol available for function Broadcast").
+// A ':' elsewhere in the environment (an HCA list) is no per-collective
+// value. A campaign on an older NCCL cannot export a per-collective
+// setting: its trials ran one that NCCL did not read.
 func TestJobExportPerCollective(t *testing.T) {
 	hca := "NCCL_IB_HCA = \"mlx5_0:1,mlx5_1:1\"\n"
 	hcaLine := "NCCL_IB_HCA='mlx5_0:1,mlx5_1:1'"
@@ -153,7 +156,7 @@ func TestJobExportPerCollective(t *testing.T) {
 	}{
 		{"HCA list on 2.18, no algo", "2.18.3", nil, []string{"NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, ""},
 		{"agreeing", "2.28.3", map[string]string{"allgather": "Ring", "allreduce": "Ring"},
-			[]string{"NCCL_ALGO='Ring'", "NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, "NCCL_ALGO: every collective of the workload chose it"},
+			[]string{"NCCL_ALGO='allgather:Ring;allreduce:Ring'", "NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, "NCCL_ALGO per collective: needs NCCL 2.24 or later"},
 		{"differing", "2.28.3", map[string]string{"allgather": "Ring", "allreduce": "Tree"},
 			[]string{"NCCL_ALGO='allgather:Ring;allreduce:Tree'", "NCCL_BUFFSIZE='16777216'", hcaLine, "NCCL_NVLS_ENABLE='0'"}, "NCCL_ALGO per collective: needs NCCL 2.24 or later"},
 		{"one collective", "2.28.3", map[string]string{"allreduce": "Tree"},
@@ -190,7 +193,7 @@ func TestJobExportScales(t *testing.T) {
 	if err != nil || len(paths) != 2 {
 		t.Fatalf("%v, %v", paths, err)
 	}
-	for name, want := range map[string]string{"nccl-job-2n.env": "NCCL_ALGO='Ring'", "nccl-job-4n.env": "NCCL_ALGO='Tree'"} {
+	for name, want := range map[string]string{"nccl-job-2n.env": "NCCL_ALGO='allgather:Ring;allreduce:Ring'", "nccl-job-4n.env": "NCCL_ALGO='allgather:Tree;allreduce:Tree'"} {
 		text, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !slices.Contains(exports(string(text)), want) || !strings.Contains(string(text), "use: . ./"+name) {
 			t.Errorf("%s: %v\n%s", name, err, text)
