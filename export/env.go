@@ -19,6 +19,7 @@ import (
 
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/results"
+	"github.com/nccltune/nccltune/runner/nccllog"
 	"github.com/nccltune/nccltune/space"
 )
 
@@ -231,7 +232,70 @@ func (e Export) choice(r results.RangeResult) (space.Assignment, error) {
 	for _, name := range e.othersParts(r, a) {
 		delete(a, name)
 	}
+	if coll, names := e.wholeParts(r, a); e.readsPrefix() {
+		for _, name := range names {
+			a[name] = scoped(a[name], coll)
+		}
+	}
 	return a, err
+}
+
+// wholeParts are the params of a that set NCCL_ALGO or NCCL_PROTO whole in
+// a campaign of one nccl-tests collective, coll as NCCL's prefix names it
+// (allreduce): nccl-tests measured coll alone, and NCCL applies a plain
+// value to every collective, some of which run no algorithm it may name
+// (Tree or NVLS for a broadcast, DDP's as it builds the model).
+func (e Export) wholeParts(r results.RangeResult, a space.Assignment) (coll string, names []string) {
+	coll = collTokens[r.Range.Collective]
+	// The collectives NCCL takes a prefix of (ncclFuncStr's first five) are the example plugin's.
+	if !e.Space.Benchmark.Sweeps() || len(e.Space.Workload) > 0 || !slices.Contains(exampleColls, coll) {
+		return "", nil
+	}
+	for _, p := range e.Space.Params {
+		if v, set := a[p.Name]; set && v != space.Unset && p.Collective == "" && slices.Contains(space.PerCollective, p.Name) {
+			names = append(names, p.Name)
+		}
+	}
+	return coll, names
+}
+
+// wholeNote says, in a range's file, how the searched variables names of
+// wholeParts are set.
+func (e Export) wholeNote(r results.RangeResult, names []string) string {
+	set := strings.Join(names, " and ")
+	if e.readsPrefix() {
+		return fmt.Sprintf("%s is set for %s alone, the collective measured: NCCL applies a plain value to every collective, and some run no algorithm it may name (a broadcast runs Ring alone)", set, r.Range.Collective)
+	}
+	version := "NCCL " + e.Fingerprint.NCCL
+	if _, known := nccllog.AtLeast(e.Fingerprint.NCCL, 2, 24); !known {
+		version = "the campaign's NCCL, which logged no version, may be older than " + nccllog.PerCollectiveSince + " and"
+	}
+	return fmt.Sprintf("%s applies to every collective (%s reads no per-collective value), and only %s was measured: a job's other collectives (a broadcast, an all-gather) may run no algorithm it names", set, version, r.Range.Collective)
+}
+
+// readsPrefix reports whether the campaign's NCCL reads NCCL's
+// per-collective syntax (from 2.24), as the simulated cluster does; an
+// older one reads a prefixed value as no algorithm at all, and one that
+// logged no version may be older.
+func (e Export) readsPrefix() bool {
+	yes, known := nccllog.AtLeast(e.Fingerprint.NCCL, 2, 24)
+	return yes || !known && len(e.Space.Simulator) > 0
+}
+
+// scoped is value, of NCCL_ALGO or NCCL_PROTO, for collective coll alone:
+// its first part, where it names none, for coll, and the parts for coll.
+func scoped(value, coll string) string {
+	var parts []string
+	for i, part := range strings.Split(value, ";") {
+		prefix, _, named := strings.Cut(part, ":")
+		switch {
+		case !named && i == 0:
+			parts = append(parts, coll+":"+part)
+		case named && collTokens[strings.ToLower(prefix)] == coll:
+			parts = append(parts, part)
+		}
+	}
+	return strings.Join(parts, ";")
 }
 
 // othersParts are the params of a that set NCCL_ALGO or NCCL_PROTO for a
@@ -262,6 +326,9 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 		if others := e.othersParts(r, space.Assignment(ch.Params)); len(others) > 0 {
 			head = append(head, fmt.Sprintf("left out of trial %d's settings: %s, which NCCL applies to other collectives than this range's", ch.Number, strings.Join(others, ", ")))
 		}
+	}
+	if _, names := e.wholeParts(r, a); len(names) > 0 {
+		head = append(head, e.wholeNote(r, names))
 	}
 	if args := sp.Args(a); len(args) > 0 {
 		head = append(head, "DistributedDataParallel settings (pass them to DDP in your code): "+strings.Join(args, " "))

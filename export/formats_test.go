@@ -389,7 +389,7 @@ func TestFilesUnsetWhatTheyLeaveToNCCL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := "NCCL_ALGO=Tree NCCL_NVLS_ENABLE=0"
+	want := "NCCL_ALGO=allreduce:Tree NCCL_NVLS_ENABLE=0" // for the collective measured (TestRangeFilesSetTheMeasuredCollectiveAlone)
 	nccl := func(out []byte) string {
 		var vars []string
 		for _, kv := range strings.Split(string(out), "\n") {
@@ -555,7 +555,7 @@ func TestJSONNamesWhatARangeLeavesToNCCL(t *testing.T) {
 		t.Fatalf("%v\n%s", err, data)
 	}
 	// A tuner plugin's variables and NCCL_CONF_FILE too, as TestFilesUnsetATunerPluginNoTrialRan and TestFilesUnsetAConfFileNoTrialRead.
-	if r := out.Ranges[0]; r.Env["NCCL_ALGO"] != "Tree" || !slices.Equal(r.Unset, []string{"NCCL_CONF_FILE", "NCCL_PROTO", "NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
+	if r := out.Ranges[0]; r.Env["NCCL_ALGO"] != "allreduce:Tree" || !slices.Equal(r.Unset, []string{"NCCL_CONF_FILE", "NCCL_PROTO", "NCCL_TUNER_CONFIG_FILE", "NCCL_TUNER_PLUGIN"}) {
 		t.Errorf("env %v, unset %q; want NCCL_PROTO unset", r.Env, r.Unset)
 	}
 }
@@ -1108,6 +1108,55 @@ func TestAnEditedFileIsKept(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, base+"-4n.env")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: the unedited %s-4n.env is still there (%v)", format, base, err)
+		}
+	}
+}
+
+// TestRangeFilesSetTheMeasuredCollectiveAlone: nccl-tests measured the
+// campaign's collective alone, and NCCL applies a plain NCCL_ALGO or
+// NCCL_PROTO to every collective: a range's file of an all_reduce campaign
+// that chose Tree left a job's all-gathers and broadcasts (DDP's, as it
+// builds the model) no algorithm ("no algorithm/protocol available for
+// function Broadcast"). From NCCL 2.24, which reads NCCL's per-collective
+// syntax, the searched value is set for the measured collective alone, as
+// every shell sources it; on an older NCCL, which reads no prefix (and
+// would run no algorithm at all), the value stays plain and the header
+// says what it sets.
+func TestRangeFilesSetTheMeasuredCollectiveAlone(t *testing.T) {
+	for _, tc := range []struct{ nccl, want, head string }{
+		{"2.28.3", "allreduce:Tree", "NCCL_ALGO is set for all_reduce alone, the collective measured"},
+		{"2.18.3", "Tree", "NCCL_ALGO applies to every collective (NCCL 2.18.3 reads no per-collective value), and only all_reduce was measured"},
+	} {
+		ex := treeWon(t, "", []string{"NCCL_ALGO"}, nil)
+		ex.Fingerprint.NCCL = tc.nccl
+		dir := t.TempDir()
+		for _, format := range []string{"env", "dotenv", "json", "slurm", "torchrun"} {
+			if _, err := ex.Write(format, dir); err != nil {
+				t.Fatalf("%s: %v", format, err)
+			}
+		}
+		envFile := filepath.Join(dir, "nccl-all.env")
+		for _, sh := range sourcingShells {
+			if _, err := exec.LookPath(sh.argv[0]); err != nil {
+				continue
+			}
+			cmd := exec.Command(sh.argv[0], append(sh.argv[1:], sh.source+`printf %s "$NCCL_ALGO"`, sh.argv[0], envFile)...)
+			if sh.name == "fish" {
+				cmd = exec.Command("fish", "-c", sh.source+`printf %s "$NCCL_ALGO"`, envFile)
+			}
+			if out, err := cmd.Output(); err != nil || string(out) != tc.want {
+				t.Errorf("NCCL %s: %s sourcing the env file: NCCL_ALGO %q (%v), want %q", tc.nccl, sh.name, out, err, tc.want)
+			}
+		}
+		text, _ := os.ReadFile(envFile)
+		dotenv, _ := os.ReadFile(filepath.Join(dir, "nccl-all.dotenv"))
+		slurm, _ := os.ReadFile(filepath.Join(dir, "nccl-all.slurm"))
+		torchrun, _ := os.ReadFile(filepath.Join(dir, "nccl-all.torchrun.sh"))
+		tuned, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
+		if !strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(string(text), "\n# ", " ")), " "), tc.head) ||
+			!strings.Contains(string(dotenv), "\nNCCL_ALGO="+tc.want+"\n") || !strings.Contains(string(slurm), ",NCCL_ALGO="+tc.want+"'") ||
+			!strings.Contains(string(torchrun), " NCCL_ALGO='"+tc.want+"' ") || !strings.Contains(string(tuned), `"NCCL_ALGO": "`+tc.want+`"`) {
+			t.Errorf("NCCL %s: want NCCL_ALGO %s, and %q in the header:\n%s\n%s\n%s\n%s\n%s", tc.nccl, tc.want, tc.head, text, dotenv, slurm, torchrun, tuned)
 		}
 	}
 }
