@@ -445,8 +445,9 @@ func (e Export) unsetLine(env []string) string {
 // command -v finds, and fish, which has none and erases with set -eg (its
 // status 0 whether or not the variable was set): the session's variables,
 // the environment's and an earlier file's, never a universal one, which
-// set -e would erase from every fish session for good. Neither shell runs
-// the other's line.
+// set -e would erase from every fish session for good, one name a line:
+// fish before 3.2 erases one, and fails on more. Neither shell runs the
+// other's lines.
 const (
 	hasUnset   = "command -v unset >/dev/null"
 	posixUnset = hasUnset + " && unset "
@@ -459,9 +460,14 @@ func (e Export) writeSourced(b *strings.Builder, env []string) error {
 	if err := writeLines(b, env, ExportLine); err != nil {
 		return err
 	}
-	if names := strings.Join(e.leftToNCCL(env), " "); names != "" {
-		b.WriteString(comment([]string{"left to NCCL as measured, which no trial's environment held: unset in the job's shell"}, "# ") +
-			posixUnset + names + "\n" + fishUnset + names + " || true\n")
+	names := e.leftToNCCL(env)
+	if len(names) == 0 {
+		return nil
+	}
+	b.WriteString(comment([]string{"left to NCCL as measured, which no trial's environment held: unset in the job's shell"}, "# ") +
+		posixUnset + strings.Join(names, " ") + "\n")
+	for _, name := range names {
+		b.WriteString(fishUnset + name + " || true\n")
 	}
 	return nil
 }

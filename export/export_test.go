@@ -359,3 +359,45 @@ func TestHeaderCountsOne(t *testing.T) {
 		t.Errorf("scale() = %q, want '1 node, '", got)
 	}
 }
+
+// TestFishErasesOneNameALine: fish before 3.2 (Ubuntu 20.04's 3.1, Debian
+// 11's) takes one name after set --erase and fails on more ("--erase:
+// expected 1 args"), which the line's `|| true` hid: a fish user's stale
+// NCCL_PROTO stayed, as no trial ran. Each line erases one name, which every
+// fish reads alike, and fish sources it so.
+func TestFishErasesOneNameALine(t *testing.T) {
+	ex := fixedExport(t, "NCCL_SOCKET_IFNAME", "eth0")
+	var b strings.Builder
+	if err := ex.writeSourced(&b, []string{"NCCL_SOCKET_IFNAME=eth0"}); err != nil {
+		t.Fatal(err)
+	}
+	names := ex.leftToNCCL([]string{"NCCL_SOCKET_IFNAME=eth0"})
+	var erased []string
+	for _, line := range strings.Split(b.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, fishUnset); ok {
+			name, ok := strings.CutSuffix(rest, " || true")
+			if !ok || strings.Contains(name, " ") {
+				t.Errorf("fish's line %q erases more than one name", line)
+			}
+			erased = append(erased, name)
+		}
+	}
+	if len(names) < 2 || !slices.Equal(erased, names) {
+		t.Errorf("fish erases %q, want %q one a line", erased, names)
+	}
+	if _, err := exec.LookPath("fish"); err != nil {
+		return
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "nccl.env")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	cmd := exec.Command("fish", "-c", `source $argv[1]; or exit 1; env`, path)
+	for _, name := range names {
+		cmd.Env = append(cmd.Env, name+"=stale")
+	}
+	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"), "HOME="+dir)
+	out, err := cmd.Output()
+	if err != nil || strings.Contains(string(out), "=stale") || !strings.Contains(string(out), "NCCL_SOCKET_IFNAME=eth0") {
+		t.Errorf("fish sourcing the file: %v\n%s", err, out)
+	}
+}
