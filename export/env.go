@@ -234,7 +234,11 @@ func (e Export) choice(r results.RangeResult) (space.Assignment, error) {
 	}
 	if coll, names := e.wholeParts(r, a); e.readsPrefix() {
 		for _, name := range names {
-			a[name] = scoped(a[name], coll)
+			if list, ok := partFor(a[name], coll); ok {
+				a[name] = coll + ":" + list
+			} else {
+				delete(a, name) // it set other collectives alone: NCCL's own choice here
+			}
 		}
 	}
 	return a, err
@@ -280,22 +284,6 @@ func (e Export) wholeNote(r results.RangeResult, names []string) string {
 func (e Export) readsPrefix() bool {
 	yes, known := nccllog.AtLeast(e.Fingerprint.NCCL, 2, 24)
 	return yes || !known && len(e.Space.Simulator) > 0
-}
-
-// scoped is value, of NCCL_ALGO or NCCL_PROTO, for collective coll alone:
-// its first part, where it names none, for coll, and the parts for coll.
-func scoped(value, coll string) string {
-	var parts []string
-	for i, part := range strings.Split(value, ";") {
-		prefix, _, named := strings.Cut(part, ":")
-		switch {
-		case !named && i == 0:
-			parts = append(parts, coll+":"+part)
-		case named && collTokens[strings.ToLower(prefix)] == coll:
-			parts = append(parts, part)
-		}
-	}
-	return strings.Join(parts, ";")
 }
 
 // othersParts are the params of a that set NCCL_ALGO or NCCL_PROTO for a

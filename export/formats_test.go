@@ -1160,3 +1160,32 @@ func TestRangeFilesSetTheMeasuredCollectiveAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestScopedValueIsWhatNCCLAppliesToTheCollective: a searched value in
+// NCCL's per-collective syntax ("Ring;allreduce:Tree": Ring for all, Tree
+// for all-reduce, the last part naming a collective holding for it) is
+// set for the collective measured as NCCL applies it there, one part: the
+// parts joined by ';' made its dotenv file refused.
+func TestScopedValueIsWhatNCCLAppliesToTheCollective(t *testing.T) {
+	for value, want := range map[string]string{"Ring;allreduce:Tree": "allreduce:Tree", "allreduce:Ring,Tree": "allreduce:Ring,Tree", "^Tree": "allreduce:^Tree"} {
+		src := "[campaign]\nname = \"s\"\nsizes = { min = \"8\", max = \"1M\", factor = 2 }\n[benchmark]\nbinary = \"x\"\ngpus = 16\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"" + value + "\"]\n"
+		sp, err := space.Parse("s.toml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trials := []store.Trial{
+			{Number: 0, State: store.Complete, Params: space.Assignment{"NCCL_ALGO": space.Unset}, Env: sp.Env(space.Assignment{"NCCL_ALGO": space.Unset}), Scores: map[string]float64{"all": 1}},
+			{Number: 1, State: store.Complete, Params: space.Assignment{"NCCL_ALGO": value}, Env: sp.Env(space.Assignment{"NCCL_ALGO": value}), Scores: map[string]float64{"all": 2}},
+		}
+		ex := Export{Space: sp, Campaign: store.Campaign{Name: "s", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+			Fingerprint: runner.Fingerprint{NCCL: "2.28.3"}, Now: time.Now()}
+		dir := t.TempDir()
+		if _, err := ex.Write("dotenv", dir); err != nil {
+			t.Errorf("%s: %v", value, err)
+			continue
+		}
+		if text, _ := os.ReadFile(filepath.Join(dir, "nccl-all.dotenv")); !strings.Contains(string(text), "\nNCCL_ALGO="+want+"\n") {
+			t.Errorf("%s: want NCCL_ALGO=%s in\n%s", value, want, text)
+		}
+	}
+}

@@ -77,18 +77,27 @@ func setFor(tokens map[string]string, value, coll string) (string, bool) {
 	if value == "" || value == space.Unset {
 		return "", true
 	}
-	part := ""
-	for _, p := range strings.Split(value, ";") {
-		if c, rest, ok := strings.Cut(p, ":"); !ok {
-			part = p
-		} else if collTokens[strings.ToLower(c)] == coll {
-			part = rest
-		}
-	}
-	if part == "" {
+	part, ok := partFor(value, coll)
+	if !ok {
 		return "", true // set for other collectives only
 	}
 	return token(tokens, part)
+}
+
+// partFor is the list of NCCL_ALGO or NCCL_PROTO (value) that NCCL applies
+// to collective coll, in the plugins' name (allreduce): of the last part
+// that names coll, or else of the first part, where it names none; false
+// where no part applies to coll.
+func partFor(value, coll string) (string, bool) {
+	part, ok := "", false
+	for _, p := range strings.Split(value, ";") {
+		if c, rest, named := strings.Cut(p, ":"); !named {
+			part, ok = p, true
+		} else if collTokens[strings.ToLower(c)] == coll {
+			part, ok = rest, true
+		}
+	}
+	return part, ok
 }
 
 // jobRules are the rules that reproduce the job's choice in every range, and
