@@ -232,49 +232,57 @@ func (e Export) choice(r results.RangeResult) (space.Assignment, error) {
 	for _, name := range e.othersParts(r, a) {
 		delete(a, name)
 	}
-	if coll, names := e.wholeParts(r, a); e.readsPrefix() {
-		for _, name := range names {
-			if list, ok := partFor(a[name], coll); ok {
-				a[name] = coll + ":" + list
-			} else {
-				delete(a, name) // it set other collectives alone: NCCL's own choice here
-			}
-		}
-	}
+	e.scope(r.Range.Collective, a)
 	return a, err
 }
 
-// wholeParts are the params of a that set NCCL_ALGO or NCCL_PROTO whole in
-// a campaign of one nccl-tests collective, coll as NCCL's prefix names it
-// (allreduce): nccl-tests measured coll alone, and NCCL applies a plain
-// value to every collective, some of which run no algorithm it may name
-// (Tree or NVLS for a broadcast, DDP's as it builds the model).
-func (e Export) wholeParts(r results.RangeResult, a space.Assignment) (coll string, names []string) {
-	coll = collTokens[r.Range.Collective]
+// wholeParts are the params of a that set NCCL_ALGO or NCCL_PROTO whole
+// where nccl-tests measured coll (its name: all_reduce) alone of the
+// collectives NCCL takes a prefix of: NCCL applies a plain value to every
+// collective, some of which run no algorithm it may name (Tree or NVLS for
+// a broadcast, DDP's as it builds the model).
+func (e Export) wholeParts(coll string, a space.Assignment) []string {
 	// The collectives NCCL takes a prefix of (ncclFuncStr's first five) are the example plugin's.
-	if !e.Space.Benchmark.Sweeps() || len(e.Space.Workload) > 0 || !slices.Contains(exampleColls, coll) {
-		return "", nil
+	if !e.Space.Benchmark.Sweeps() || !slices.Contains(exampleColls, collTokens[coll]) {
+		return nil
 	}
+	var names []string
 	for _, p := range e.Space.Params {
 		if v, set := a[p.Name]; set && v != space.Unset && p.Collective == "" && slices.Contains(space.PerCollective, p.Name) {
 			names = append(names, p.Name)
 		}
 	}
-	return coll, names
+	return names
 }
 
-// wholeNote says, in a range's file, how the searched variables names of
-// wholeParts are set.
-func (e Export) wholeNote(r results.RangeResult, names []string) string {
+// scope sets a's wholeParts for coll alone, as NCCL applies them there,
+// where the campaign's NCCL reads NCCL's per-collective syntax.
+func (e Export) scope(coll string, a space.Assignment) {
+	if !e.readsPrefix() {
+		return
+	}
+	prefix := collTokens[coll]
+	for _, name := range e.wholeParts(coll, a) {
+		if list, ok := partFor(a[name], prefix); ok {
+			a[name] = prefix + ":" + list
+		} else {
+			delete(a, name) // it set other collectives alone: NCCL's own choice here
+		}
+	}
+}
+
+// wholeNote says, in a file's header, how the searched variables names of
+// wholeParts(coll) are set.
+func (e Export) wholeNote(coll string, names []string) string {
 	set := strings.Join(names, " and ")
 	if e.readsPrefix() {
-		return fmt.Sprintf("%s is set for %s alone, the collective measured: NCCL applies a plain value to every collective, and some run no algorithm it may name (a broadcast runs Ring alone)", set, r.Range.Collective)
+		return fmt.Sprintf("%s is set for %s alone, the collective measured: NCCL applies a plain value to every collective, and some run no algorithm it may name (a broadcast runs Ring alone)", set, coll)
 	}
 	version := "NCCL " + e.Fingerprint.NCCL
 	if _, known := nccllog.AtLeast(e.Fingerprint.NCCL, 2, 24); !known {
 		version = "the campaign's NCCL, which logged no version, may be older than " + nccllog.PerCollectiveSince + " and"
 	}
-	return fmt.Sprintf("%s applies to every collective (%s reads no per-collective value), and only %s was measured: a job's other collectives (a broadcast, an all-gather) may run no algorithm it names", set, version, r.Range.Collective)
+	return fmt.Sprintf("%s applies to every collective (%s reads no per-collective value), and only %s was measured: a job's other collectives (a broadcast, an all-gather) may run no algorithm it names", set, version, coll)
 }
 
 // readsPrefix reports whether the campaign's NCCL reads NCCL's
@@ -315,8 +323,8 @@ func (e Export) rangeFile(format string, r results.RangeResult, a space.Assignme
 			head = append(head, fmt.Sprintf("left out of trial %d's settings: %s, which NCCL applies to other collectives than this range's", ch.Number, strings.Join(others, ", ")))
 		}
 	}
-	if _, names := e.wholeParts(r, a); len(names) > 0 {
-		head = append(head, e.wholeNote(r, names))
+	if names := e.wholeParts(r.Range.Collective, a); len(names) > 0 {
+		head = append(head, e.wholeNote(r.Range.Collective, names))
 	}
 	if args := sp.Args(a); len(args) > 0 {
 		head = append(head, "DistributedDataParallel settings (pass them to DDP in your code): "+strings.Join(args, " "))

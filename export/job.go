@@ -57,10 +57,19 @@ func (e Export) jobFile(name string) (file, error) {
 		return file{}, fmt.Errorf("job: NCCL's defaults failed in the search, so each collective's best brings its own environment, and the job's configuration, composed of them, ran in no trial, which validation measures as a whole (or export each range's env file, --format env): %w", ErrUnvalidated)
 	}
 	a := e.Job.Exported(sp)
-	env, perCollective := jobEnv(sp, a)
 	if err := e.perCollectiveReadable(a); err != nil {
 		return file{}, fmt.Errorf("job: %w", err)
 	}
+	// A workload of one collective NCCL takes a prefix of (beside alltoall
+	// or sendrecv) searches NCCL_ALGO and NCCL_PROTO whole.
+	var whole []string
+	if colls := slices.DeleteFunc(sp.Collectives(), func(c string) bool { return !slices.Contains(exampleColls, collTokens[c]) }); len(colls) == 1 {
+		if whole = e.wholeParts(colls[0], a); len(whole) > 0 {
+			e.scope(colls[0], a)
+			whole = []string{e.wholeNote(colls[0], whole)}
+		}
+	}
+	env, perCollective := jobEnv(sp, a)
 	verdict := "not validated: run `" + cmp.Or(e.Validate, "nccltune validate") + "`"
 	if v := e.Job.Validation; v != nil {
 		verdict = "validated: " + v.Reason
@@ -90,6 +99,7 @@ func (e Export) jobFile(name string) (file, error) {
 	for _, name := range perCollective {
 		head = append(head, name+" per collective: needs NCCL "+nccllog.PerCollectiveSince+" or later")
 	}
+	head = append(head, whole...)
 	var b strings.Builder
 	b.WriteString(comment(append(head, "use: . ./"+name), "# "))
 	if err := e.writeSourced(&b, env); err != nil {

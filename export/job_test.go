@@ -335,3 +335,33 @@ func TestRangeFilesSetOnlyTheirCollectivesParts(t *testing.T) {
 		}
 	}
 }
+
+// TestJobOfOneCollectiveSetsItAlone: a workload of one collective searches
+// NCCL_ALGO whole, and its job file and the range's file set it plainly: a
+// job's broadcast, never measured, ran Tree too, and has none. From NCCL
+// 2.24 both set it for all_reduce alone.
+func TestJobOfOneCollectiveSetsItAlone(t *testing.T) {
+	src := strings.Replace(jobSpace, `collective = "all_gather"`, `collective = "all_reduce"`, 1)
+	sp, err := space.Parse("job.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, score float64, a space.Assignment) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all_reduce": score}}
+	}
+	trials := []store.Trial{trial(0, 1, Defaults(sp)), trial(1, 1.2, space.Assignment{"NCCL_ALGO": "Tree", "NCCL_BUFFSIZE": space.Unset})}
+	ex := Export{Space: sp, Campaign: store.Campaign{Name: "job", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+		Job: results.JobOf(sp, trials, nil), Fingerprint: runner.Fingerprint{NCCL: "2.28.3"}, Now: time.Now()}
+	dir := t.TempDir()
+	for _, format := range []string{"job", "env"} {
+		if _, err := ex.Write(format, dir); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+	}
+	for _, name := range []string{"nccl-job.env", "nccl-all_reduce.env"} {
+		text, _ := os.ReadFile(filepath.Join(dir, name))
+		if !slices.Contains(exports(string(text)), "NCCL_ALGO='allreduce:Tree'") {
+			t.Errorf("%s: want NCCL_ALGO='allreduce:Tree':\n%s", name, text)
+		}
+	}
+}
