@@ -62,11 +62,11 @@ func (e Export) jobFile(name string) (file, error) {
 	}
 	// A workload of one collective NCCL takes a prefix of (beside alltoall
 	// or sendrecv) searches NCCL_ALGO and NCCL_PROTO whole.
-	var whole []string
+	var notes []string
 	if colls := slices.DeleteFunc(sp.Collectives(), func(c string) bool { return !slices.Contains(exampleColls, collTokens[c]) }); len(colls) == 1 {
-		if whole = e.wholeParts(colls[0], a); len(whole) > 0 {
+		if names := e.wholeParts(colls[0], a); len(names) > 0 {
+			notes = append(notes, e.wholeNote(colls[0], names))
 			e.scope(colls[0], a)
-			whole = []string{e.wholeNote(colls[0], whole)}
 		}
 	}
 	env, perCollective := jobEnv(sp, a)
@@ -99,7 +99,7 @@ func (e Export) jobFile(name string) (file, error) {
 	for _, name := range perCollective {
 		head = append(head, name+" per collective: needs NCCL "+nccllog.PerCollectiveSince+" or later")
 	}
-	head = append(head, whole...)
+	head = append(head, notes...)
 	var b strings.Builder
 	b.WriteString(comment(append(head, "use: . ./"+name), "# "))
 	if err := e.writeSourced(&b, env); err != nil {
