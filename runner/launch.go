@@ -1278,7 +1278,7 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 // exit 2, which nccl-tests' codes read as a CUDA error), or its exception
 // where its rendezvous failed (a node that never joined within the join
 // timeout, a store it could not reach; exit 1, as for a failed worker) or
-// as it started its workers (torchrunStartFailure).
+// otherwise before any worker ran (torchrunStartFailure).
 // The exception is torchrun's last line, unprefixed (a worker's lines
 // under torchrun 2.x's or --tee's prefixes are not torchrun's); "" where
 // workers ran and failed (its ChildFailedError's report), whatever came
@@ -1305,27 +1305,43 @@ func (Torchrun) LaunchFailure(output []byte, e Exit) string {
 	return "torchrun's rendezvous failed: " + clip(strings.TrimSpace(string(output[last[0]:last[1]])))
 }
 
-// torchrunStartFailure is the exception that torchrun's agent raised as it
-// started its workers (agent/server/api.py's _initialize_workers), where
-// its last traceback shows one: none of them ran. Its processes could not
-// be made (a program under --no_python missing or not executable:
-// FileNotFoundError, PermissionError), or torchrun itself is broken
-// (PyTorch 1.13 under Python 3.11: "AttributeError: 'NoneType' object has
-// no attribute 'get'"). "" otherwise, and where the workers had run: it
-// was restarting them.
+// torchrunStartFailure is the exception that torchrun raised before any of
+// its workers ran, where its last traceback shows one (torchrunStarting):
+// as it set up its rendezvous, before its agent ran (the rendezvous
+// handler's store at rdzv_endpoint a service that is not PyTorch's:
+// "MemoryError: std::bad_alloc", with no Rendezvous*Error), or as its
+// agent started its workers (agent/server/api.py's _initialize_workers):
+// their processes could not be made (a program under --no_python missing
+// or not executable: FileNotFoundError, PermissionError), or torchrun
+// itself is broken (PyTorch 1.13 under Python 3.11: "AttributeError:
+// 'NoneType' object has no attribute 'get'"). "" otherwise, and where the
+// workers had run: it was restarting them.
 func torchrunStartFailure(output []byte) string {
 	i := bytes.LastIndex(output, []byte(pyTraceback))
 	if i < 0 {
 		return ""
 	}
 	tb := output[i:]
-	if !bytes.Contains(tb, []byte(", in _initialize_workers")) || workersStarted(tb) {
+	if workersStarted(tb) {
 		return ""
 	}
-	if exc, _, _ := lastException(strings.Split(string(tb), "\n"), nil); exc != "" {
-		return "torchrun failed as it started its workers: " + clip(exc)
+	for _, s := range torchrunStarting {
+		if !bytes.Contains(tb, []byte(s.frame)) {
+			continue
+		}
+		if exc, _, _ := lastException(strings.Split(string(tb), "\n"), nil); exc != "" {
+			return s.what + clip(exc)
+		}
+		return ""
 	}
 	return ""
+}
+
+// torchrunStarting are the frames of torchrun that run before any worker
+// does, with what a traceback through each says failed.
+var torchrunStarting = []struct{ frame, what string }{
+	{", in get_rendezvous_handler", "torchrun's rendezvous failed: "}, // launcher/api.py's launch_agent, before the agent runs
+	{", in _initialize_workers", "torchrun failed as it started its workers: "},
 }
 
 const pyTraceback = "Traceback (most recent call last):"

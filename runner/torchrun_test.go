@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -590,6 +591,94 @@ func TestTorchrunFailedToStartWorkers(t *testing.T) {
 			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
 			if got := res.Failure; got == nil || (got.Kind == FailLaunch) != (tc.reason != "") || tc.reason != "" && got.Reason != tc.reason {
 				t.Errorf("%s, %T: failure %v, want launch: %q", tc.name, bench, got, tc.reason)
+			}
+		}
+	}
+}
+
+// torchrunStoreNotTorchs is how Debian's torchrun (PyTorch 1.13) ends where
+// its rdzv_endpoint's port is held by a service that is not PyTorch's store
+// (here one that answers as sshd does): it connects to it as the store's
+// client, reads the answer as the store's, and raises as it creates its
+// rendezvous handler, before its agent runs, with no Rendezvous*Error.
+const torchrunStoreNotTorchs = `Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 33, in <module>
+    sys.exit(load_entry_point('torch==1.13.0a0+gitunknown', 'console_scripts', 'torchrun')())
+             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 762, in main
+    run(args)
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 753, in run
+    elastic_launch(
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 132, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 220, in launch_agent
+    rdzv_handler=rdzv_registry.get_rendezvous_handler(rdzv_parameters),
+                 ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/registry.py", line 65, in get_rendezvous_handler
+    return handler_registry.create_handler(params)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/api.py", line 253, in create_handler
+    handler = creator(params)
+              ^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/registry.py", line 36, in _create_c10d_handler
+    backend, store = create_backend(params)
+                     ^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 254, in create_backend
+    backend = C10dRendezvousBackend(store, params.run_id)
+              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 64, in __init__
+    self._call_store("compare_set", self._key, "", self._NULL_SENTINEL)
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 113, in _call_store
+    return getattr(self._store, store_op)(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+MemoryError: std::bad_alloc
+`
+
+// TestTorchrunRendezvousNotSetUp: a torchrun that raised as it set up its
+// rendezvous (rdzv_endpoint's port held by a service that is not PyTorch's
+// store, answering as sshd does), before its agent ran, started no worker
+// and exits 1: a launch that failed, where it read as the settings' exit
+// ("MemoryError: std::bad_alloc"), every trial. The real torchrun meets
+// such a service where there is one; its output is replayed too.
+func TestTorchrunRendezvousNotSetUp(t *testing.T) {
+	want := "torchrun's rendezvous failed: MemoryError: std::bad_alloc"
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.WriteFile(out, []byte(torchrunStoreNotTorchs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	launchers := []Launcher{Torchrun{Command: script(t, "cat "+out+" >&2; exit 1"), NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}}
+	if _, err := exec.LookPath("torchrun"); err == nil {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { c.Close() })
+				go func() {
+					buf := make([]byte, 4096)
+					c.Read(buf)
+					c.Write([]byte(strings.Repeat("SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", 4)))
+				}()
+			}
+		}()
+		launchers = append(launchers, Torchrun{NProcPerNode: 1, NNodes: 2, RdzvEndpoint: l.Addr().String()})
+	}
+	for _, l := range launchers {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		for _, bench := range []Benchmark{tableJob("all_reduce_perf").Benchmark, DDPStep{Program: []string{"python3", "step.py"}}} {
+			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
+			if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
+				t.Errorf("%s, %T: failure %v, want launch: %s\n%s", l.(Torchrun).Command, bench, res.Failure, want, res.Output)
 			}
 		}
 	}
