@@ -1010,11 +1010,20 @@ func allocationEnded(output []byte, viaSlurm bool) string {
 	switch {
 	case errors.Is(err, errNoSuchJob):
 		return fmt.Sprintf("Slurm job %s no longer runs: slurmctld no longer knows it", id)
-	case err != nil, state == "", state == "RUNNING":
+	case err != nil, state == "", slices.Contains(runningStates, state):
 		return ""
 	}
 	return fmt.Sprintf("Slurm job %s no longer runs (JobState=%s)", id, state)
 }
+
+// runningStates are the states scontrol shows for a job that runs:
+// RUNNING, or a flag of a running job, which it names in place of the
+// state (job_state_string, 22.05): CONFIGURING while the job's nodes boot
+// (salloc may return before they have; its steps wait for them), RESIZING
+// while its size is updated. A job that ended (COMPLETING, REQUEUED, ...),
+// or whose processes Slurm stops or signals (SUSPENDED, STOPPED,
+// SIGNALING), a trial's ranks among them, is not running.
+var runningStates = []string{"RUNNING", "CONFIGURING", "RESIZING"}
 
 // throughSlurm reports whether l starts its ranks through Slurm (srun, or
 // Open MPI's mpirun, whose daemons srun starts in an allocation), so that

@@ -1280,3 +1280,21 @@ func readMetric(t *testing.T, launcher space.LauncherSettings, metric space.Metr
 	lines = slices.DeleteFunc(lines, func(l string) bool { return !b.(LineKeeper).Keep(l) })
 	return b.Read(Plan{}, Output{Text: []byte(output), Kept: lines})
 }
+
+// TestJobRunningUnderAFlag: scontrol names a running job's state by a flag
+// it holds where one is set: CONFIGURING while its nodes boot (salloc
+// returns before they have, and steps wait for them), RESIZING while its
+// size is updated. Such a job runs: a trial that failed in it is the
+// trial's own, where it read as the end of the allocation and stopped the
+// campaign. A job that is completing, or suspended, no longer runs.
+func TestJobRunningUnderAFlag(t *testing.T) {
+	failed := script(t, "echo 'srun: error: n1: task 0: Exited with exit code 3' >&2; exit 3")
+	r := &Runner{Launcher: Srun{Command: failed, Nodes: 1, TasksPerNode: 2}, BaseEnv: BaseEnv()}
+	for state, ended := range map[string]bool{"RUNNING": false, "CONFIGURING": false, "RESIZING": false, "COMPLETING": true, "SUSPENDED": true} {
+		fakeSlurm(t, "JobId=7 JobState="+state+" NodeList=n1", "idle")
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"true"}}, Timeout: time.Minute})
+		if res.Failure == nil || (res.Failure.Kind == FailAllocation) != ended {
+			t.Errorf("JobState=%s: failure = %v; the allocation's: %v", state, res.Failure, ended)
+		}
+	}
+}
