@@ -43,6 +43,15 @@ type ExitReader interface {
 	RankExit(output []byte, e Exit) Exit
 }
 
+// A FailedRankReader is a launcher that can run on past a rank that failed
+// until the trial's timeout (torchrun on several nodes, whose agent waits
+// at its exit barrier for the others'): FailedRank is how the first rank
+// to fail ended, as output, what the launch printed before the timeout,
+// says; false where it says none failed.
+type FailedRankReader interface {
+	FailedRank(output []byte) (Exit, bool)
+}
+
 // A DetailReader is a launcher whose output can say, better than its last
 // line, what made its failed rank fail: FailureDetail is that ("" where it
 // does not say), which a benchmark gives as the detail of a failed trial.
@@ -1282,6 +1291,32 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 	return e
 }
 
+// FailedRank is how the first worker to fail ended, as torchrun's log of
+// it says ("failed (exitcode: 1) local_rank: 0 (pid: 4242) of binary:
+// ..."), which it writes as it finds the worker gone: on several nodes, it
+// then waits at its exit barrier, up to 300 s, for the other nodes'
+// agents, whose workers may wait on the failed one until the trial's
+// timeout, and prints its report (RankExit's) only after.
+func (Torchrun) FailedRank(output []byte) (Exit, bool) {
+	m := torchrunFailedRE.FindSubmatch(output)
+	if m == nil {
+		return Exit{}, false
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	switch {
+	case err == nil && n < 0 && n >= -maxSignal:
+		return Exit{Code: -1, Signal: syscall.Signal(-n)}, true
+	case err == nil && n > 0:
+		return Exit{Code: n}, true
+	}
+	return Exit{}, false
+}
+
+// torchrunFailedRE is torchrun's log line of a worker that failed, as each
+// PyTorch writes it (torchrunLogRE): its status (-N for signal N), local
+// rank and pid.
+var torchrunFailedRE = regexp.MustCompile(`(?m)^.*torch[./]distributed[./]elastic[./]multiprocessing[./]api\b.*\bfailed \(exitcode: (-?[0-9]+)\) local_rank: ([0-9]+) \(pid: ([0-9]+)\) of binary: `)
+
 // LaunchFailure is torchrun's own error where it started no worker: its
 // command line refused ("torchrun: error: unrecognized arguments: --foo",
 // exit 2, which nccl-tests' codes read as a CUDA error), or its exception
@@ -1392,14 +1427,20 @@ var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: 
 func (Torchrun) FailureDetail(output []byte) string {
 	i := bytes.LastIndex(output, []byte(torchrunRootCause))
 	if i < 0 {
-		return ""
+		// No report, as where torchrun still waited at its exit barrier at
+		// the timeout (FailedRank): its log line of the worker's failure.
+		m := torchrunFailedRE.FindSubmatchIndex(output)
+		if m == nil || output[m[2]] == '-' {
+			return ""
+		}
+		localRank, _ := strconv.Atoi(string(output[m[4]:m[5]]))
+		return workerFailure(output[:m[0]], string(output[m[6]:m[7]]), -1, localRank)
 	}
 	root := output[i:]
 	m := torchrunExitRE.FindSubmatch(root)
 	if m == nil || bytes.HasPrefix(m[1], []byte("-")) {
 		return "" // no status, or a signal's
 	}
-	pid := string(m[2])
 	if m := torchrunErrorFileRE.FindSubmatch(root); m != nil && string(m[1]) != "<N/A>" {
 		if detail := torchrunTraceback(root); detail != "" {
 			return detail
@@ -1415,6 +1456,13 @@ func (Torchrun) FailureDetail(output []byte) string {
 	if j := lastRule(before); j >= 0 {
 		before = before[:j]
 	}
+	return workerFailure(before, string(m[2]), rank, localRank)
+}
+
+// workerFailure is FailureDetail's account of the worker pid that exited
+// with a status (its global rank, -1 where unknown, and local rank), from
+// what came before torchrun's report or log of it.
+func workerFailure(before []byte, pid string, rank, localRank int) string {
 	lines := strings.Split(string(before), "\n")
 	preferred := func(role string, n int) bool {
 		if role == "rank" {

@@ -272,7 +272,10 @@ wandb: Find logs at: ./wandb/run-20261205_100000-abc123/logs
 	// Nothing better: the detail is the output's last line with words, as before.
 	{"nothing printed", torchrunBanner + torchrunOwn, ""},
 	{"killed by a signal", "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: not this\n" + torchrunKilled, ""},
-	{"no report", torchrunOneRank[:strings.Index(torchrunOneRank, "Root Cause")], ""},
+	{"no report, no log of the failure", torchrunOneRank[:strings.Index(torchrunOneRank, "[2026-12-05")], ""},
+	// torchrun logged the worker's failure, and waited at its exit barrier
+	// (FailedRank): the worker's exception.
+	{"no report", torchrunOneRank[:strings.Index(torchrunOneRank, "Root Cause")], "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
 }
 
 // TestTorchrunFailureDetail: the detail is the exception the failed worker
@@ -292,7 +295,7 @@ func TestTorchrunFailureDetail(t *testing.T) {
 func TestTorchrunWorkerRaised(t *testing.T) {
 	dir := t.TempDir()
 	for i, tc := range torchrunDetailCases {
-		if tc.name == "no report" || tc.name == "killed by a signal" {
+		if strings.HasPrefix(tc.name, "no report") || tc.name == "killed by a signal" {
 			continue // TestTorchrunWorkerKilled, TestTorchrunRankExit
 		}
 		want := "exit status 1: " + tc.detail
@@ -679,6 +682,59 @@ func TestTorchrunRendezvousNotSetUp(t *testing.T) {
 			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
 			if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
 				t.Errorf("%s, %T: failure %v, want launch: %s\n%s", l.(Torchrun).Command, bench, res.Failure, want, res.Output)
+			}
+		}
+	}
+}
+
+// torchrunFailedAtBarrier is what one node's torchrun (PyTorch 1.13, two
+// nodes through srun, each torchrun-fixed's) prints where its worker
+// raised: it logs the failure, then waits at its exit barrier for the
+// other node's agent, whose worker runs on (hung in a collective with the
+// failed one), up to 300 s, before it prints its report.
+const torchrunFailedAtBarrier = `worker 1 2 n2
+worker 0 2 n1
+Traceback (most recent call last):
+  File "/tmp/hrun/w2.py", line 8, in <module>
+    time.sleep(2); raise RuntimeError("boom on rank 1")
+                   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+RuntimeError: boom on rank 1
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 3478) of binary: /usr/bin/python3.11
+`
+
+// TestTorchrunWorkerFailedBeforeTheTimeout: where a worker fails on one
+// node of several, that node's torchrun waits at its exit barrier for the
+// others (300 s) and theirs run on with their workers: the launch ends at
+// the trial's timeout. The trial failed as its worker did (its exception,
+// its signal), as it does on one node; it read as a hang of the settings.
+// A failure torchrun logs only once the timeout signalled the trial's
+// processes (a worker's SIGTERM) is the timeout's.
+func TestTorchrunWorkerFailedBeforeTheTimeout(t *testing.T) {
+	dir := t.TempDir()
+	raised, killed := filepath.Join(dir, "raised"), filepath.Join(dir, "killed")
+	if err := os.WriteFile(raised, []byte(torchrunFailedAtBarrier), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(killed, []byte("worker 0 2 n1\nERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 3478) of binary: /usr/bin/python3.11\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ownSignal := "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -15) local_rank: 0 (pid: 3478) of binary: /usr/bin/python3.11"
+	user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"train.py"}, Metric: space.Metric{Regex: `time: (\S+) ms`}}, space.LauncherSettings{})
+	for _, tc := range []struct {
+		name, body string
+		kind       FailureKind
+		reason     string
+	}{
+		{"raised", "cat " + raised + "; sleep 30 & wait", FailExit, "exit status 1: RuntimeError: boom on rank 1"},
+		{"killed", "cat " + killed + "; sleep 30 & wait", FailSignal, "killed by signal 9 (killed)"},
+		{"the timeout's signal", "trap 'echo \"" + ownSignal + "\"; exit 1' TERM; echo 'worker 0 2 n1'; sleep 30 & wait", FailTimeout, "no exit within 2s"},
+	} {
+		l := Torchrun{Command: script(t, tc.body), NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}
+		r := &Runner{Launcher: l, Grace: 2 * time.Second}
+		for _, bench := range []Benchmark{DDPStep{Program: []string{"python3", "step.py"}}, user} {
+			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 3}, Timeout: 2 * time.Second})
+			if res.Failure == nil || res.Failure.Kind != tc.kind || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
+				t.Errorf("%s, %T: failure %v, want %s: %s...\n%s", tc.name, bench, res.Failure, tc.kind, tc.reason, res.Output)
 			}
 		}
 	}
