@@ -828,6 +828,28 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")
 }
 
+// taskNotStarted is slurmstepd's or srun's word, in what a trial printed
+// before its timeout, that a task of a step could not start its program:
+// slurmstepd's execve error (srunExecRE), or srun's report of a task that
+// exited 127 or 126, a shell's "not found" and "not executable". The
+// step's other tasks ran on to the timeout, waiting for it (torchrun's
+// rendezvous, for the node whose torchrun never joined): no hang of the
+// settings. It is read under every launcher, as any may run srun (torchrun's
+// wrapper for several nodes); "" where there is none.
+func taskNotStarted(output []byte) string {
+	line := srunExecRE.Find(output)
+	if line == nil {
+		line = srunNotStartedRE.Find(output)
+	}
+	if line == nil {
+		return ""
+	}
+	return "a task of a srun step could not start its program, and the others waited for it until the timeout: " + clip(strings.TrimRight(string(line), "\r"))
+}
+
+// srunNotStartedRE is srun's report of a task that exited 127 or 126.
+var srunNotStartedRE = regexp.MustCompile(`(?m)^srun: error: [^:\s]+: tasks? [0-9,-]+: Exited with exit code 12[67]\r?$`)
+
 // srunNodeFailRE is srun's or slurmstepd's word that a node of the step
 // failed, as Slurm 22.05 gave it when a node went down under a step: "srun:
 // error: Node failure on n2", "slurmstepd-n1: error: *** STEP 1.0 ON n1

@@ -236,20 +236,23 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if er, ok := r.Launcher.(ExitReader); ok {
 		exit = er.RankExit(res.Output, exit)
 	}
-	// A launch that ran on to the timeout past a rank that had failed
-	// (torchrun at its exit barrier, waiting for the other nodes' agents)
-	// did not hang: the trial is read as it stood at the timeout, failed
+	// At the timeout, what the trial printed before nccltune signalled its
+	// processes and cancelled its steps says how it stood. A launch that
+	// ran on past a rank that had failed (torchrun at its exit barrier,
+	// waiting for the other nodes' agents) did not hang: the trial failed
 	// as that rank did.
+	atTimeout, timedOut := out.marked()
 	seen, failedFirst := res.Output, false
-	if fr, ok := r.Launcher.(FailedRankReader); ok && runCtx.Err() != nil && ctx.Err() == nil {
-		if before, ok := out.marked(); ok {
-			if e, ok := fr.FailedRank(before); ok {
-				exit, seen, failedFirst = e, before, true
-			}
+	if fr, ok := r.Launcher.(FailedRankReader); ok && timedOut {
+		if e, ok := fr.FailedRank(atTimeout); ok {
+			exit, seen, failedFirst = e, atTimeout, true
 		}
 	}
 	if lr, ok := r.Launcher.(LaunchReader); ok && launchErr == "" {
 		launchErr = lr.LaunchFailure(seen, exit)
+	}
+	if timedOut && launchErr == "" && !failedFirst {
+		launchErr = taskNotStarted(atTimeout) // the others waited for a task that never started
 	}
 	res.Exit = exit
 	detail, nodeErr, ended := "", nodeFailureLine(res.Output), ""

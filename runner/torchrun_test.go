@@ -739,3 +739,36 @@ func TestTorchrunWorkerFailedBeforeTheTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskNotStartedBeforeTheTimeout: where a srun that the launcher's
+// command runs (torchrun's wrapper for several nodes) could not start its
+// program on a node (not found, not executable), its other tasks wait for
+// it (torchrun's rendezvous, for the node that never joins) until the
+// trial's timeout: the trial is a launch that failed, as under the srun
+// launcher, where it read as a hang of the settings. A task that exited
+// with a status of its own is no launch's failure.
+func TestTaskNotStartedBeforeTheTimeout(t *testing.T) {
+	missing := "sh: 1: exec: /nonexistent/torchrun: not found\nsrun: error: n2: task 1: Exited with exit code 127\n"
+	execve := "slurmstepd-n2: error: execve(): /nonexistent/torchrun: No such file or directory\nsrun: error: n2: task 1: Exited with exit code 2\n"
+	failed := "Traceback (most recent call last):\nModuleNotFoundError: No module named 'megatron'\nsrun: error: n2: task 1: Exited with exit code 1\n"
+	for _, tc := range []struct {
+		name, output string
+		kind         FailureKind
+		reason       string
+	}{
+		{"not found", missing, FailLaunch, "a task of a srun step could not start its program, and the others waited for it until the timeout: srun: error: n2: task 1: Exited with exit code 127"},
+		{"execve", execve, FailLaunch, "a task of a srun step could not start its program, and the others waited for it until the timeout: slurmstepd-n2: error: execve(): /nonexistent/torchrun: No such file or directory"},
+		{"a status of its own", failed, FailTimeout, "no exit within 2s"},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		if err := os.WriteFile(out, []byte(tc.output), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l := Torchrun{Command: script(t, "cat "+out+" >&2; sleep 30 & wait"), NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}
+		r := &Runner{Launcher: l, Grace: 2 * time.Second}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"python3", "step.py"}}, Timeout: 2 * time.Second})
+		if res.Failure == nil || res.Failure.Kind != tc.kind || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
+			t.Errorf("%s: failure %v, want %s: %s", tc.name, res.Failure, tc.kind, tc.reason)
+		}
+	}
+}
