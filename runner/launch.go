@@ -1372,8 +1372,9 @@ func (Torchrun) LaunchFailure(output []byte, e Exit) string {
 }
 
 // torchrunStartFailure is the exception that torchrun raised before any of
-// its workers ran, where its last traceback shows one (torchrunStarting):
-// as it set up its rendezvous, before its agent ran (the rendezvous
+// its workers ran, where its last traceback shows one: as Python imported
+// it, before its main ran (torchrunEntryRE); as it set up its rendezvous
+// (torchrunStarting), before its agent ran (the rendezvous
 // handler's store at rdzv_endpoint a service that is not PyTorch's:
 // "MemoryError: std::bad_alloc", with no Rendezvous*Error), or as its
 // agent started its workers (agent/server/api.py's _initialize_workers):
@@ -1391,17 +1392,31 @@ func torchrunStartFailure(output []byte) string {
 	if workersStarted(tb) {
 		return ""
 	}
+	what := ""
+	if torchrunEntryRE.Match(tb) && !torchrunMainRE.Match(tb) {
+		what = "torchrun could not start: " // PyTorch's import failed (a CUDA library missing on the node)
+	}
 	for _, s := range torchrunStarting {
-		if !bytes.Contains(tb, []byte(s.frame)) {
-			continue
+		if what == "" && bytes.Contains(tb, []byte(s.frame)) {
+			what = s.what
 		}
-		if exc, _, _ := lastException(strings.Split(string(tb), "\n"), nil); exc != "" {
-			return s.what + clip(exc)
-		}
+	}
+	if what == "" {
 		return ""
+	}
+	if exc, _, _ := lastException(strings.Split(string(tb), "\n"), nil); exc != "" {
+		return what + clip(exc)
 	}
 	return ""
 }
+
+// torchrunEntryRE is the frame of torchrun's own script, or of its module
+// run as python -m torch.distributed.run, as Python starts it;
+// torchrunMainRE is its main's, which runs once torchrun's imports did.
+var (
+	torchrunEntryRE = regexp.MustCompile(`(?m)^\s*File ".*(?:/torchrun|torch/distributed/run\.py)", line [0-9]+, in <module>`)
+	torchrunMainRE  = regexp.MustCompile(`(?m)^\s*File ".*torch/distributed/run\.py", line [0-9]+, in main`)
+)
 
 // torchrunStarting are the frames of torchrun that run before any worker
 // does, with what a traceback through each says failed.

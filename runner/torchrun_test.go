@@ -772,3 +772,41 @@ func TestTaskNotStartedBeforeTheTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestTorchrunCouldNotStart: a torchrun that failed as Python imported
+// it, before its main ran (PyTorch's import failing on a node: a CUDA
+// library missing, "ImportError: libcudart.so.12: ..."), ran nothing and
+// exits 1, which read as the settings' exit. The real torchrun imports a
+// torch that fails so; a worker's own import failure, which torchrun
+// reports, is the worker's.
+func TestTorchrunCouldNotStart(t *testing.T) {
+	if _, err := exec.LookPath("torchrun"); err != nil {
+		t.Skip("no torchrun")
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "torch"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exc := "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"
+	if err := os.WriteFile(filepath.Join(dir, "torch", "__init__.py"), []byte(`raise ImportError("`+strings.TrimPrefix(exc, "ImportError: ")+`")`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "torchrun could not start: " + exc
+	r := &Runner{Launcher: Torchrun{NProcPerNode: 1}, BaseEnv: append(BaseEnv(), "PYTHONPATH="+dir)}
+	for _, bench := range []Benchmark{tableJob("all_reduce_perf").Benchmark, DDPStep{Program: []string{"python3", "step.py"}}} {
+		res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
+			t.Errorf("%T: failure %v, want launch: %s\n%s", bench, res.Failure, want, res.Output)
+		}
+	}
+	// A worker's import failure, under torchrun's report of it.
+	worker := strings.Replace(torchrunOneRank, "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5", exc, 1)
+	out := filepath.Join(dir, "out")
+	if err := os.WriteFile(out, []byte(worker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = &Runner{Launcher: Torchrun{Command: script(t, "cat "+out+" >&2; exit 1"), NProcPerNode: 1}, BaseEnv: BaseEnv()}
+	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"python3", "step.py"}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind == FailLaunch {
+		t.Errorf("a worker's import failure: failure %v, want the worker's", res.Failure)
+	}
+}
