@@ -511,6 +511,16 @@ func (m MPIRun) Check() error {
 			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %s of hostfile %s", m.NP, text.Count(slots, "slot", "slots"), m.Hostfile))
 		}
 	}
+	if m.Flavor != "mpich" && os.Getenv("SLURM_JOB_NODELIST") != "" {
+		hosts, _ := HostfileHosts(m.Hostfile) // refused above where it cannot be read
+		where := "hostfile " + m.Hostfile
+		if len(m.Hosts) > 0 {
+			hosts, where = m.Hosts, "its group of launcher.groups ("+hostList(m.Hosts)+")"
+		}
+		if host, node := inAnotherCase(hosts); host != "" {
+			errs = append(errs, fmt.Errorf("launcher mpirun: %s names host %s, which Open MPI finds in no node of the Slurm allocation: it takes a node's name as Slurm spells it, %s", where, host, node))
+		}
+	}
 	if len(m.Hosts) > 0 {
 		slots := 0
 		for _, h := range m.Hosts {
@@ -521,6 +531,33 @@ func (m MPIRun) Check() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// inAnotherCase is the first of hosts that Open MPI's mpirun in a Slurm
+// allocation finds among none of its nodes, as it compares names (less a
+// domain and a user: ompiHostKey; 4.1.4), though one of them is that host
+// in another case, as DNS reads names; and that node. Every trial would
+// fail ("A hostfile was provided that contains at least one node not
+// present in the allocation"). "" where none is, or the allocation's
+// nodes are unknown.
+func inAnotherCase(hosts []Host) (host, node string) {
+	if len(hosts) == 0 {
+		return "", ""
+	}
+	nodes, err := AllocationNodes()
+	if err != nil {
+		return "", ""
+	}
+	for _, h := range hosts {
+		key := ompiHostKey(h.Name)
+		if slices.Contains(nodes, key) {
+			continue
+		}
+		if i := slices.IndexFunc(nodes, func(n string) bool { return strings.EqualFold(n, key) }); i >= 0 {
+			return h.Name, nodes[i]
+		}
+	}
+	return "", ""
 }
 
 // oversubscribes reports whether mpirun is told to place more ranks than a
