@@ -850,8 +850,8 @@ var srunExecRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: execve\(\):
 // whose status is execve's errno, not the benchmark's: the benchmark or
 // its interpreter missing or not executable on a node.
 func (Srun) LaunchFailure(output []byte, e Exit) string {
-	if loc := srunPendingRE.FindIndex(output); loc != nil && !bytes.Contains(output[loc[1]:], []byte("\nsrun: Step created for ")) {
-		return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r") + ": the step was never created"
+	if pending := stepNeverCreated(output); pending != "" {
+		return pending
 	}
 	if e.Code == 0 || e.Signal != 0 {
 		return ""
@@ -863,6 +863,16 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 		return ""
 	}
 	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")
+}
+
+// stepNeverCreated is srun's word that a step waited for resources
+// (srunPendingRE) where no word that it was created follows: the step ran
+// no rank, and did not hang. "" where there is none.
+func stepNeverCreated(output []byte) string {
+	if loc := srunPendingRE.FindIndex(output); loc != nil && !bytes.Contains(output[loc[1]:], []byte("\nsrun: Step created for ")) {
+		return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r") + ": the step was never created"
+	}
+	return ""
 }
 
 // taskNotStarted is slurmstepd's or srun's word, in what a trial printed

@@ -7,6 +7,7 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -252,7 +253,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		launchErr = lr.LaunchFailure(seen, exit)
 	}
 	if timedOut && launchErr == "" && !failedFirst {
-		launchErr = taskNotStarted(atTimeout) // the others waited for a task that never started
+		// Under any launcher, as any may run srun: a step that waited to
+		// be created, or for a task of it that never started.
+		launchErr = cmp.Or(stepNeverCreated(atTimeout), taskNotStarted(atTimeout))
 	}
 	res.Exit = exit
 	detail, nodeErr, ended := "", nodeFailureLine(res.Output), ""

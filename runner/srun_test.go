@@ -615,17 +615,22 @@ func TestSrunLaunchFailure(t *testing.T) {
 }
 
 // TestSrunStepNeverCreated: a trial whose step waited for resources until
-// the timeout (the last step's nodes still being cleared) fails as a launch
-// with srun's word, not as a hang of its settings.
+// the timeout (the last step's nodes still being cleared; the CPUs of the
+// step nccltune runs in, where a wrapper's srun has no --overlap) fails as
+// a launch with srun's word, not as a hang of its settings, under every
+// launcher whose command may run srun (torchrun's wrapper, a training
+// command's script).
 func TestSrunStepNeverCreated(t *testing.T) {
 	srun := script(t, `echo "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)" >&2; exec sleep 300`)
-	r := &Runner{Launcher: Srun{Command: srun, Nodes: 1, TasksPerNode: 1}, BaseEnv: BaseEnv(), Grace: time.Second}
-	job := tableJob("all_reduce_perf")
-	job.Timeout = time.Second
-	res := r.Run(context.Background(), job)
-	want := "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"
-	if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
-		t.Errorf("failure = %v, want launch: %s\n%s", res.Failure, want, res.Output)
+	for _, l := range []Launcher{Srun{Command: srun, Nodes: 1, TasksPerNode: 1}, Torchrun{Command: srun, NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}, Local{}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv(), Grace: time.Second}
+		job := tableJob(srun)
+		job.Timeout = time.Second
+		res := r.Run(context.Background(), job)
+		want := "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
+			t.Errorf("%T: failure = %v, want launch: %s\n%s", l, res.Failure, want, res.Output)
+		}
 	}
 }
 
