@@ -1340,9 +1340,7 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 	if e.Code == 0 || e.Signal != 0 {
 		return e // a clean run, or torchrun itself was killed
 	}
-	// The last report is torchrun's: a worker's output, printed before it,
-	// may hold the words too.
-	i := bytes.LastIndex(output, []byte("Root Cause (first observed failure):"))
+	i := torchrunReport(output)
 	if i < 0 {
 		return e
 	}
@@ -1509,7 +1507,7 @@ var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: 
 // status of its own), the last line the workers printed (workerLastLine),
 // not the report's.
 func (Torchrun) FailureDetail(output []byte) string {
-	i := bytes.LastIndex(output, []byte(torchrunRootCause))
+	i := torchrunReport(output)
 	if i < 0 {
 		// No report, as where torchrun still waited at its exit barrier at
 		// the timeout (FailedRank): its log line of the worker's failure.
@@ -1705,6 +1703,45 @@ func isRule(line string) bool {
 }
 
 const torchrunRootCause = "Root Cause (first observed failure):"
+
+// torchrunReport is where the root cause of torchrun's report of the first
+// worker to fail begins in output, -1 where there is none. On several
+// nodes each node's torchrun prints its own, as they leave their exit
+// barrier together, in no order: the report whose failure was observed
+// first (its time field, of seconds) is the root cause's, the last of
+// those where several were observed in that second. The last report is
+// taken otherwise: a worker's output, printed before torchrun's, may hold
+// the words too.
+func torchrunReport(output []byte) int {
+	var starts []int
+	for i := 0; ; {
+		j := bytes.Index(output[i:], []byte(torchrunRootCause))
+		if j < 0 {
+			break
+		}
+		starts = append(starts, i+j)
+		i += j + 1
+	}
+	best, bestTime := -1, ""
+	for k, i := range starts {
+		end := len(output)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		m := torchrunTimeRE.FindSubmatch(output[i:end])
+		if m == nil {
+			return starts[len(starts)-1]
+		}
+		if t := string(m[1]); best < 0 || t <= bestTime {
+			best, bestTime = i, t
+		}
+	}
+	return best
+}
+
+// torchrunTimeRE is the time a report's failure was observed
+// ("2026-12-07_17:15:56", which sorts as it reads).
+var torchrunTimeRE = regexp.MustCompile(`(?m)^\s*time\s*: ([0-9]{4}-[0-9]{2}-[0-9]{2}_[0-9]{2}:[0-9]{2}:[0-9]{2})\s*$`)
 
 var (
 	torchrunRankRE      = regexp.MustCompile(`(?m)^\s*rank\s*: ([0-9]+) \(local_rank: ([0-9]+)\)`)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -808,5 +809,113 @@ func TestTorchrunCouldNotStart(t *testing.T) {
 	r = &Runner{Launcher: Torchrun{Command: script(t, "cat "+out+" >&2; exit 1"), NProcPerNode: 1}, BaseEnv: BaseEnv()}
 	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"python3", "step.py"}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind == FailLaunch {
 		t.Errorf("a worker's import failure: failure %v, want the worker's", res.Failure)
+	}
+}
+
+// torchrunTwoNodes is what torchrun prints on two nodes (PyTorch 1.13,
+// through srun) where the worker of one was killed by SIGKILL and the
+// other's raised 5 s later, its peer gone: each node's torchrun logs its
+// worker's failure as it finds it, and both print their reports as they
+// leave their exit barrier together, in either order: torchrunTwoNodesA
+// is the second failure's report, torchrunTwoNodesB the first's.
+const (
+	torchrunTwoNodes = `worker 1
+worker 0
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 7672) of binary: /usr/bin/python3.11
+Traceback (most recent call last):
+  File "/work/train.py", line 7, in <module>
+    raise RuntimeError("peer gone (rank 0)")
+RuntimeError: peer gone (rank 0)
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 7671) of binary: /usr/bin/python3.11
+`
+	torchrunTwoNodesA = `Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 13, in <module>
+    sys.exit(main())
+             ^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 762, in main
+    run(args)
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 753, in run
+    elastic_launch(
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 132, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 246, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+/work/train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-07_17:16:01
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 7671)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+`
+	torchrunTwoNodesB = `Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 13, in <module>
+    sys.exit(main())
+             ^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 762, in main
+    run(args)
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 753, in run
+    elastic_launch(
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 132, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 246, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+=====================================================
+/work/train.py FAILED
+-----------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+-----------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-07_17:15:56
+  host      : localhost
+  rank      : 1 (local_rank: 0)
+  exitcode  : -9 (pid: 7672)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 7672
+=====================================================
+`
+	torchrunTwoNodesEnd = `srun: error: n1: task 0: Exited with exit code 1
+srun: error: n2: task 1: Exited with exit code 1
+`
+)
+
+// TestTorchrunReportsOfSeveralNodes: of the reports of several nodes'
+// torchrun, which come in either order, the root cause is the one whose
+// failure was observed first (its time): the trial failed as the worker
+// killed first did, where it read as whichever report came last (the peer's
+// exception, the next run its signal).
+func TestTorchrunReportsOfSeveralNodes(t *testing.T) {
+	for _, output := range []string{
+		torchrunTwoNodes + torchrunTwoNodesA + torchrunTwoNodesB + torchrunTwoNodesEnd,
+		torchrunTwoNodes + torchrunTwoNodesB + torchrunTwoNodesA + torchrunTwoNodesEnd,
+	} {
+		if got := (Torchrun{}).RankExit([]byte(output), Exit{Code: 1}); got != (Exit{Code: -1, Signal: syscall.SIGKILL}) {
+			t.Errorf("RankExit = %+v, want SIGKILL's\n%s", got, output)
+		}
+	}
+	// Failures observed in one second: the last report, as on one node.
+	same := strings.Replace(torchrunTwoNodesA, "2026-12-07_17:16:01", "2026-12-07_17:15:56", 1)
+	if got := (Torchrun{}).RankExit([]byte(torchrunTwoNodes+torchrunTwoNodesB+same), Exit{Code: 1}); got != (Exit{Code: 1}) {
+		t.Errorf("RankExit = %+v, want the last report's", got)
 	}
 }
