@@ -1501,9 +1501,9 @@ var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: 
 // worker's, and its exception is taken from there; otherwise from the last
 // traceback the worker printed before the report, the root cause's rank's
 // first where torchrun's prefixes ("[rank0]:", --tee's "[default0]:") say
-// which lines are whose. "" where the report is missing, names a signal
-// (its "Signal 9 (SIGKILL) received by PID 4242" says what there is to
-// say). Where no traceback shows an exception (a worker that exited with a
+// which lines are whose. Where the report names a signal, its word of it
+// ("Signal 9 (SIGKILL) received by PID 4242"); "" where it is missing and
+// no log line of torchrun's tells of the failure. Where no traceback shows an exception (a worker that exited with a
 // status of its own), the last line the workers printed (workerLastLine),
 // not the report's.
 func (Torchrun) FailureDetail(output []byte) string {
@@ -1520,8 +1520,13 @@ func (Torchrun) FailureDetail(output []byte) string {
 	}
 	root := output[i:]
 	m := torchrunExitRE.FindSubmatch(root)
-	if m == nil || bytes.HasPrefix(m[1], []byte("-")) {
-		return "" // no status, or a signal's
+	switch {
+	case m == nil:
+		return ""
+	case bytes.HasPrefix(m[1], []byte("-")):
+		// Its word of the signal ("Signal 9 (SIGKILL) received by PID
+		// 4242"), not a line after the report (srun's, on several nodes).
+		return torchrunTraceback(root)
 	}
 	if m := torchrunErrorFileRE.FindSubmatch(root); m != nil && string(m[1]) != "<N/A>" {
 		if detail := torchrunTraceback(root); detail != "" {

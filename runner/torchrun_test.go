@@ -272,7 +272,8 @@ wandb: Find logs at: ./wandb/run-20261205_100000-abc123/logs
 	).Replace(torchrunNoException), "step 10: loss nan, giving up"},
 	// Nothing better: the detail is the output's last line with words, as before.
 	{"nothing printed", torchrunBanner + torchrunOwn, ""},
-	{"killed by a signal", "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: not this\n" + torchrunKilled, ""},
+	// A signal: the report's word of it.
+	{"killed by a signal", "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: not this\n" + torchrunKilled, "Signal 9 (SIGKILL) received by PID 4242"},
 	{"no report, no log of the failure", torchrunOneRank[:strings.Index(torchrunOneRank, "[2026-12-05")], ""},
 	// torchrun logged the worker's failure, and waited at its exit barrier
 	// (FailedRank): the worker's exception.
@@ -911,6 +912,10 @@ func TestTorchrunReportsOfSeveralNodes(t *testing.T) {
 	} {
 		if got := (Torchrun{}).RankExit([]byte(output), Exit{Code: 1}); got != (Exit{Code: -1, Signal: syscall.SIGKILL}) {
 			t.Errorf("RankExit = %+v, want SIGKILL's\n%s", got, output)
+		}
+		// Its report's word of the signal, not srun's line after the reports.
+		if got, want := (Torchrun{}).FailureDetail([]byte(output)), "Signal 9 (SIGKILL) received by PID 7672"; got != want {
+			t.Errorf("FailureDetail = %q, want %q", got, want)
 		}
 	}
 	// Failures observed in one second: the last report, as on one node.
