@@ -627,11 +627,11 @@ func (c *capture) Bytes() []byte {
 	defer c.mu.Unlock()
 	c.ranks.Flush(c.store)
 	c.trim()
-	return c.copy()
+	return c.snapshot()
 }
 
-// copy is the output kept so far, a note where some was dropped.
-func (c *capture) copy() []byte {
+// snapshot is the output kept so far, a note where some was dropped.
+func (c *capture) snapshot() []byte {
 	out := append([]byte{}, c.head.Bytes()...)
 	if c.lost > 0 {
 		out = fmt.Appendf(out, "\n[nccltune: %d bytes of output dropped here]\n", c.lost)
@@ -644,7 +644,7 @@ func (c *capture) copy() []byte {
 func (c *capture) mark() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.atMark, c.isMarked = c.copy(), true
+	c.atMark, c.isMarked = c.snapshot(), true
 }
 
 // marked is the output as mark found it, false where mark was not called.
