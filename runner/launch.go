@@ -1503,9 +1503,9 @@ var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: 
 // first where torchrun's prefixes ("[rank0]:", --tee's "[default0]:") say
 // which lines are whose. Where the report names a signal, its word of it
 // ("Signal 9 (SIGKILL) received by PID 4242"); "" where it is missing and
-// no log line of torchrun's tells of the failure. Where no traceback shows an exception (a worker that exited with a
-// status of its own), the last line the workers printed (workerLastLine),
-// not the report's.
+// no log line of torchrun's tells of the failure. Where no traceback shows
+// an exception (a worker that exited with a status of its own), the last
+// line the workers printed (workerLastLine), not the report's.
 func (Torchrun) FailureDetail(output []byte) string {
 	i := torchrunReport(output)
 	if i < 0 {
