@@ -536,3 +536,31 @@ func TestJobGPUsWithoutTheJobsRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestMPIRunHostInAnotherCase: Open MPI's mpirun in a Slurm allocation
+// finds a hostfile's host, or --host's (a group's), among the job's nodes
+// by its name as Slurm spells it (4.1.4: "N1" is no node of n[1-2], "A
+// hostfile was provided that contains at least one node not present in the
+// allocation", every trial), where DNS and nccltune's groups take the
+// case as one: the check refuses it before any trial, naming Slurm's node.
+func TestMPIRunHostInAnotherCase(t *testing.T) {
+	sh, _ := exec.LookPath("sh") // an executable that surely exists, standing in for mpirun
+	hostfile := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hostfile, []byte("N1 slots=1\nn2.cluster slots=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "host N1, which Open MPI finds in no node of the Slurm allocation: it takes a node's name as Slurm spells it, n1"
+	if err := (MPIRun{Command: sh, NP: 2, Hostfile: hostfile}).Check(); err != nil {
+		t.Errorf("outside Slurm: %v", err)
+	}
+	slurmtest.FakeAllocation(t, "n1", "n2")
+	for _, m := range []MPIRun{{Command: sh, NP: 2, Hostfile: hostfile}, {Command: sh, NP: 2, Hosts: []Host{{Name: "N1", Slots: 1}, {Name: "n2.cluster", Slots: 1}}}} {
+		if err := m.Check(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", m, err, want)
+		}
+	}
+	// MPICH's Hydra is not Open MPI.
+	if err := (MPIRun{Command: sh, Flavor: "mpich", NP: 2, Hosts: []Host{{Name: "N1", Slots: 1}, {Name: "n2", Slots: 1}}}).Check(); err != nil {
+		t.Errorf("mpich: %v", err)
+	}
+}

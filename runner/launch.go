@@ -43,6 +43,15 @@ type ExitReader interface {
 	RankExit(output []byte, e Exit) Exit
 }
 
+// A FailedRankReader is a launcher that can run on past a rank that failed
+// until the trial's timeout (torchrun on several nodes, whose agent waits
+// at its exit barrier for the others'): FailedRank is how the first rank
+// to fail ended, as output, what the launch printed before the timeout,
+// says; false where it says none failed.
+type FailedRankReader interface {
+	FailedRank(output []byte) (Exit, bool)
+}
+
 // A DetailReader is a launcher whose output can say, better than its last
 // line, what made its failed rank fail: FailureDetail is that ("" where it
 // does not say), which a benchmark gives as the detail of a failed trial.
@@ -502,6 +511,16 @@ func (m MPIRun) Check() error {
 			errs = append(errs, fmt.Errorf("launcher mpirun: np = %d does not match the %s of hostfile %s", m.NP, text.Count(slots, "slot", "slots"), m.Hostfile))
 		}
 	}
+	if m.Flavor != "mpich" && os.Getenv("SLURM_JOB_NODELIST") != "" {
+		hosts, _ := HostfileHosts(m.Hostfile) // refused above where it cannot be read
+		where := "hostfile " + m.Hostfile
+		if len(m.Hosts) > 0 {
+			hosts, where = m.Hosts, "its group of launcher.groups ("+hostList(m.Hosts)+")"
+		}
+		if host, node := inAnotherCase(hosts); host != "" {
+			errs = append(errs, fmt.Errorf("launcher mpirun: %s names host %s, which Open MPI finds in no node of the Slurm allocation: it takes a node's name as Slurm spells it, %s", where, host, node))
+		}
+	}
 	if len(m.Hosts) > 0 {
 		slots := 0
 		for _, h := range m.Hosts {
@@ -512,6 +531,33 @@ func (m MPIRun) Check() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// inAnotherCase is the first of hosts that Open MPI's mpirun in a Slurm
+// allocation finds among none of its nodes, as it compares names (less a
+// domain and a user: ompiHostKey; 4.1.4), though one of them is that host
+// in another case, as DNS reads names; and that node. Every trial would
+// fail ("A hostfile was provided that contains at least one node not
+// present in the allocation"). "" where none is, or the allocation's
+// nodes are unknown.
+func inAnotherCase(hosts []Host) (host, node string) {
+	if len(hosts) == 0 {
+		return "", ""
+	}
+	nodes, err := AllocationNodes()
+	if err != nil {
+		return "", ""
+	}
+	for _, h := range hosts {
+		key := ompiHostKey(h.Name)
+		if slices.Contains(nodes, key) {
+			continue
+		}
+		if i := slices.IndexFunc(nodes, func(n string) bool { return strings.EqualFold(n, key) }); i >= 0 {
+			return h.Name, nodes[i]
+		}
+	}
+	return "", ""
 }
 
 // oversubscribes reports whether mpirun is told to place more ranks than a
@@ -804,8 +850,8 @@ var srunExecRE = regexp.MustCompile(`(?m)^` + slurmstepd + `: error: execve\(\):
 // whose status is execve's errno, not the benchmark's: the benchmark or
 // its interpreter missing or not executable on a node.
 func (Srun) LaunchFailure(output []byte, e Exit) string {
-	if loc := srunPendingRE.FindIndex(output); loc != nil && !bytes.Contains(output[loc[1]:], []byte("\nsrun: Step created for ")) {
-		return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r") + ": the step was never created"
+	if pending := stepNeverCreated(output); pending != "" {
+		return pending
 	}
 	if e.Code == 0 || e.Signal != 0 {
 		return ""
@@ -818,6 +864,38 @@ func (Srun) LaunchFailure(output []byte, e Exit) string {
 	}
 	return strings.TrimRight(string(srunErrorRE.Find(output)), "\r")
 }
+
+// stepNeverCreated is srun's word that a step waited for resources
+// (srunPendingRE) where no word that it was created follows: the step ran
+// no rank, and did not hang. "" where there is none.
+func stepNeverCreated(output []byte) string {
+	if loc := srunPendingRE.FindIndex(output); loc != nil && !bytes.Contains(output[loc[1]:], []byte("\nsrun: Step created for ")) {
+		return strings.TrimRight(string(output[loc[0]:loc[1]]), "\r") + ": the step was never created"
+	}
+	return ""
+}
+
+// taskNotStarted is slurmstepd's or srun's word, in what a trial printed
+// before its timeout, that a task of a step could not start its program:
+// slurmstepd's execve error (srunExecRE), or srun's report of a task that
+// exited 127 or 126, a shell's "not found" and "not executable". The
+// step's other tasks ran on to the timeout, waiting for it (torchrun's
+// rendezvous, for the node whose torchrun never joined): no hang of the
+// settings. It is read under every launcher, as any may run srun (torchrun's
+// wrapper for several nodes); "" where there is none.
+func taskNotStarted(output []byte) string {
+	line := srunExecRE.Find(output)
+	if line == nil {
+		line = srunNotStartedRE.Find(output)
+	}
+	if line == nil {
+		return ""
+	}
+	return "a task of a srun step could not start its program, and the others waited for it until the timeout: " + clip(strings.TrimRight(string(line), "\r"))
+}
+
+// srunNotStartedRE is srun's report of a task that exited 127 or 126.
+var srunNotStartedRE = regexp.MustCompile(`(?m)^srun: error: [^:\s]+: tasks? [0-9,-]+: Exited with exit code 12[67]\r?$`)
 
 // srunNodeFailRE is srun's or slurmstepd's word that a node of the step
 // failed, as Slurm 22.05 gave it when a node went down under a step: "srun:
@@ -1010,11 +1088,20 @@ func allocationEnded(output []byte, viaSlurm bool) string {
 	switch {
 	case errors.Is(err, errNoSuchJob):
 		return fmt.Sprintf("Slurm job %s no longer runs: slurmctld no longer knows it", id)
-	case err != nil, state == "", state == "RUNNING":
+	case err != nil, state == "", slices.Contains(runningStates, state):
 		return ""
 	}
 	return fmt.Sprintf("Slurm job %s no longer runs (JobState=%s)", id, state)
 }
+
+// runningStates are the states scontrol shows for a job that runs:
+// RUNNING, or a flag of a running job, which it names in place of the
+// state (job_state_string, 22.05): CONFIGURING while the job's nodes boot
+// (salloc may return before they have; its steps wait for them), RESIZING
+// while its size is updated. A job that ended (COMPLETING, REQUEUED, ...),
+// or whose processes Slurm stops or signals (SUSPENDED, STOPPED,
+// SIGNALING), a trial's ranks among them, is not running.
+var runningStates = []string{"RUNNING", "CONFIGURING", "RESIZING"}
 
 // throughSlurm reports whether l starts its ranks through Slurm (srun, or
 // Open MPI's mpirun, whose daemons srun starts in an allocation), so that
@@ -1253,9 +1340,7 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 	if e.Code == 0 || e.Signal != 0 {
 		return e // a clean run, or torchrun itself was killed
 	}
-	// The last report is torchrun's: a worker's output, printed before it,
-	// may hold the words too.
-	i := bytes.LastIndex(output, []byte("Root Cause (first observed failure):"))
+	i := torchrunReport(output)
 	if i < 0 {
 		return e
 	}
@@ -1273,12 +1358,38 @@ func (Torchrun) RankExit(output []byte, e Exit) Exit {
 	return e
 }
 
+// FailedRank is how the first worker to fail ended, as torchrun's log of
+// it says ("failed (exitcode: 1) local_rank: 0 (pid: 4242) of binary:
+// ..."), which it writes as it finds the worker gone: on several nodes, it
+// then waits at its exit barrier, up to 300 s, for the other nodes'
+// agents, whose workers may wait on the failed one until the trial's
+// timeout, and prints its report (RankExit's) only after.
+func (Torchrun) FailedRank(output []byte) (Exit, bool) {
+	m := torchrunFailedRE.FindSubmatch(output)
+	if m == nil {
+		return Exit{}, false
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	switch {
+	case err == nil && n < 0 && n >= -maxSignal:
+		return Exit{Code: -1, Signal: syscall.Signal(-n)}, true
+	case err == nil && n > 0:
+		return Exit{Code: n}, true
+	}
+	return Exit{}, false
+}
+
+// torchrunFailedRE is torchrun's log line of a worker that failed, as each
+// PyTorch writes it (torchrunLogRE): its status (-N for signal N), local
+// rank and pid.
+var torchrunFailedRE = regexp.MustCompile(`(?m)^.*torch[./]distributed[./]elastic[./]multiprocessing[./]api\b.*\bfailed \(exitcode: (-?[0-9]+)\) local_rank: ([0-9]+) \(pid: ([0-9]+)\) of binary: `)
+
 // LaunchFailure is torchrun's own error where it started no worker: its
 // command line refused ("torchrun: error: unrecognized arguments: --foo",
 // exit 2, which nccl-tests' codes read as a CUDA error), or its exception
 // where its rendezvous failed (a node that never joined within the join
 // timeout, a store it could not reach; exit 1, as for a failed worker) or
-// as it started its workers (torchrunStartFailure).
+// otherwise before any worker ran (torchrunStartFailure).
 // The exception is torchrun's last line, unprefixed (a worker's lines
 // under torchrun 2.x's or --tee's prefixes are not torchrun's); "" where
 // workers ran and failed (its ChildFailedError's report), whatever came
@@ -1305,27 +1416,58 @@ func (Torchrun) LaunchFailure(output []byte, e Exit) string {
 	return "torchrun's rendezvous failed: " + clip(strings.TrimSpace(string(output[last[0]:last[1]])))
 }
 
-// torchrunStartFailure is the exception that torchrun's agent raised as it
-// started its workers (agent/server/api.py's _initialize_workers), where
-// its last traceback shows one: none of them ran. Its processes could not
-// be made (a program under --no_python missing or not executable:
-// FileNotFoundError, PermissionError), or torchrun itself is broken
-// (PyTorch 1.13 under Python 3.11: "AttributeError: 'NoneType' object has
-// no attribute 'get'"). "" otherwise, and where the workers had run: it
-// was restarting them.
+// torchrunStartFailure is the exception that torchrun raised before any of
+// its workers ran, where its last traceback shows one: as Python imported
+// it, before its main ran (torchrunEntryRE); as it set up its rendezvous
+// (torchrunStarting), before its agent ran (the rendezvous
+// handler's store at rdzv_endpoint a service that is not PyTorch's:
+// "MemoryError: std::bad_alloc", with no Rendezvous*Error), or as its
+// agent started its workers (agent/server/api.py's _initialize_workers):
+// their processes could not be made (a program under --no_python missing
+// or not executable: FileNotFoundError, PermissionError), or torchrun
+// itself is broken (PyTorch 1.13 under Python 3.11: "AttributeError:
+// 'NoneType' object has no attribute 'get'"). "" otherwise, and where the
+// workers had run: it was restarting them.
 func torchrunStartFailure(output []byte) string {
 	i := bytes.LastIndex(output, []byte(pyTraceback))
 	if i < 0 {
 		return ""
 	}
 	tb := output[i:]
-	if !bytes.Contains(tb, []byte(", in _initialize_workers")) || workersStarted(tb) {
+	if workersStarted(tb) {
+		return ""
+	}
+	what := ""
+	if torchrunEntryRE.Match(tb) && !torchrunMainRE.Match(tb) {
+		what = "torchrun could not start: " // PyTorch's import failed (a CUDA library missing on the node)
+	}
+	for _, s := range torchrunStarting {
+		if what == "" && bytes.Contains(tb, []byte(s.frame)) {
+			what = s.what
+		}
+	}
+	if what == "" {
 		return ""
 	}
 	if exc, _, _ := lastException(strings.Split(string(tb), "\n"), nil); exc != "" {
-		return "torchrun failed as it started its workers: " + clip(exc)
+		return what + clip(exc)
 	}
 	return ""
+}
+
+// torchrunEntryRE is the frame of torchrun's own script, or of its module
+// run as python -m torch.distributed.run, as Python starts it;
+// torchrunMainRE is its main's, which runs once torchrun's imports did.
+var (
+	torchrunEntryRE = regexp.MustCompile(`(?m)^\s*File ".*(?:/torchrun|torch/distributed/run\.py)", line [0-9]+, in <module>`)
+	torchrunMainRE  = regexp.MustCompile(`(?m)^\s*File ".*torch/distributed/run\.py", line [0-9]+, in main`)
+)
+
+// torchrunStarting are the frames of torchrun that run before any worker
+// does, with what a traceback through each says failed.
+var torchrunStarting = []struct{ frame, what string }{
+	{", in get_rendezvous_handler", "torchrun's rendezvous failed: "}, // launcher/api.py's launch_agent, before the agent runs
+	{", in _initialize_workers", "torchrun failed as it started its workers: "},
 }
 
 const pyTraceback = "Traceback (most recent call last):"
@@ -1359,22 +1501,33 @@ var torchrunExitRE = regexp.MustCompile(`(?m)^\s*exitcode\s*: (-?[0-9]+) \(pid: 
 // worker's, and its exception is taken from there; otherwise from the last
 // traceback the worker printed before the report, the root cause's rank's
 // first where torchrun's prefixes ("[rank0]:", --tee's "[default0]:") say
-// which lines are whose. "" where the report is missing, names a signal
-// (its "Signal 9 (SIGKILL) received by PID 4242" says what there is to
-// say). Where no traceback shows an exception (a worker that exited with a
-// status of its own), the last line the workers printed (workerLastLine),
-// not the report's.
+// which lines are whose. Where the report names a signal, its word of it
+// ("Signal 9 (SIGKILL) received by PID 4242"); "" where it is missing and
+// no log line of torchrun's tells of the failure. Where no traceback shows
+// an exception (a worker that exited with a status of its own), the last
+// line the workers printed (workerLastLine), not the report's.
 func (Torchrun) FailureDetail(output []byte) string {
-	i := bytes.LastIndex(output, []byte(torchrunRootCause))
+	i := torchrunReport(output)
 	if i < 0 {
-		return ""
+		// No report, as where torchrun still waited at its exit barrier at
+		// the timeout (FailedRank): its log line of the worker's failure.
+		m := torchrunFailedRE.FindSubmatchIndex(output)
+		if m == nil || output[m[2]] == '-' {
+			return ""
+		}
+		localRank, _ := strconv.Atoi(string(output[m[4]:m[5]]))
+		return workerFailure(output[:m[0]], string(output[m[6]:m[7]]), -1, localRank)
 	}
 	root := output[i:]
 	m := torchrunExitRE.FindSubmatch(root)
-	if m == nil || bytes.HasPrefix(m[1], []byte("-")) {
-		return "" // no status, or a signal's
+	switch {
+	case m == nil:
+		return ""
+	case bytes.HasPrefix(m[1], []byte("-")):
+		// Its word of the signal ("Signal 9 (SIGKILL) received by PID
+		// 4242"), not a line after the report (srun's, on several nodes).
+		return torchrunTraceback(root)
 	}
-	pid := string(m[2])
 	if m := torchrunErrorFileRE.FindSubmatch(root); m != nil && string(m[1]) != "<N/A>" {
 		if detail := torchrunTraceback(root); detail != "" {
 			return detail
@@ -1390,6 +1543,13 @@ func (Torchrun) FailureDetail(output []byte) string {
 	if j := lastRule(before); j >= 0 {
 		before = before[:j]
 	}
+	return workerFailure(before, string(m[2]), rank, localRank)
+}
+
+// workerFailure is FailureDetail's account of the worker pid that exited
+// with a status (its global rank, -1 where unknown, and local rank), from
+// what came before torchrun's report or log of it.
+func workerFailure(before []byte, pid string, rank, localRank int) string {
 	lines := strings.Split(string(before), "\n")
 	preferred := func(role string, n int) bool {
 		if role == "rank" {
@@ -1548,6 +1708,45 @@ func isRule(line string) bool {
 }
 
 const torchrunRootCause = "Root Cause (first observed failure):"
+
+// torchrunReport is where the root cause of torchrun's report of the first
+// worker to fail begins in output, -1 where there is none. On several
+// nodes each node's torchrun prints its own, as they leave their exit
+// barrier together, in no order: the report whose failure was observed
+// first (its time field, of seconds) is the root cause's, the last of
+// those where several were observed in that second. The last report is
+// taken otherwise: a worker's output, printed before torchrun's, may hold
+// the words too.
+func torchrunReport(output []byte) int {
+	var starts []int
+	for i := 0; ; {
+		j := bytes.Index(output[i:], []byte(torchrunRootCause))
+		if j < 0 {
+			break
+		}
+		starts = append(starts, i+j)
+		i += j + 1
+	}
+	best, bestTime := -1, ""
+	for k, i := range starts {
+		end := len(output)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		m := torchrunTimeRE.FindSubmatch(output[i:end])
+		if m == nil {
+			return starts[len(starts)-1]
+		}
+		if t := string(m[1]); best < 0 || t <= bestTime {
+			best, bestTime = i, t
+		}
+	}
+	return best
+}
+
+// torchrunTimeRE is the time a report's failure was observed
+// ("2026-12-07_17:15:56", which sorts as it reads).
+var torchrunTimeRE = regexp.MustCompile(`(?m)^\s*time\s*: ([0-9]{4}-[0-9]{2}-[0-9]{2}_[0-9]{2}:[0-9]{2}:[0-9]{2})\s*$`)
 
 var (
 	torchrunRankRE      = regexp.MustCompile(`(?m)^\s*rank\s*: ([0-9]+) \(local_rank: ([0-9]+)\)`)

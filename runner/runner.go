@@ -7,6 +7,7 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -191,6 +192,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	// Ranks that are not in the tree (those of a srun's step, whichever
 	// launcher or command ran srun) are stopped through Slurm.
 	cmd.Cancel = func() error {
+		if ctx.Err() == nil {
+			out.mark() // at the timeout: what came before the trial's processes are signalled
+		}
 		err := cmd.Process.Signal(syscall.SIGTERM)
 		if status.pid() > 0 { // the launcher has started
 			_ = stopSteps(cmd.Process.Pid) // best effort: srun, for one, usually ends its step on SIGTERM by itself
@@ -233,17 +237,34 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	if er, ok := r.Launcher.(ExitReader); ok {
 		exit = er.RankExit(res.Output, exit)
 	}
+	// At the timeout, what the trial printed before nccltune signalled its
+	// processes and cancelled its steps says how it stood. A launch that
+	// ran on past a rank that had failed (torchrun at its exit barrier,
+	// waiting for the other nodes' agents) did not hang: the trial failed
+	// as that rank did.
+	atTimeout, timedOut := out.marked()
+	seen, failedFirst := res.Output, false
+	if fr, ok := r.Launcher.(FailedRankReader); ok && timedOut {
+		if e, ok := fr.FailedRank(atTimeout); ok {
+			exit, seen, failedFirst = e, atTimeout, true
+		}
+	}
 	if lr, ok := r.Launcher.(LaunchReader); ok && launchErr == "" {
-		launchErr = lr.LaunchFailure(res.Output, exit)
+		launchErr = lr.LaunchFailure(seen, exit)
+	}
+	if timedOut && launchErr == "" && !failedFirst {
+		// Under any launcher, as any may run srun: a step that waited to
+		// be created, or for a task of it that never started.
+		launchErr = cmp.Or(stepNeverCreated(atTimeout), taskNotStarted(atTimeout))
 	}
 	res.Exit = exit
 	detail, nodeErr, ended := "", nodeFailureLine(res.Output), ""
 	if dr, ok := r.Launcher.(DetailReader); ok && exit.Code != 0 {
-		detail = dr.FailureDetail(res.Output)
+		detail = dr.FailureDetail(seen)
 	}
 	cancelled, limit := "", ""
 	if exit.Code != 0 {
-		cancelled, limit = stepCancelledByHand(res.Output), ownTimeLimit(res.Output)
+		cancelled, limit = stepCancelledByHand(seen), ownTimeLimit(seen)
 	}
 	if nodeErr == "" && ctx.Err() == nil && (exit.Code != 0 || runCtx.Err() != nil) {
 		ended = allocationEnded(res.Output, throughSlurm(r.Launcher))
@@ -257,7 +278,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		res.Failure = &Failure{FailAllocation, ended}
 	case limit != "": // the ranks' end is the launcher's, at its own limit
 		res.Failure = &Failure{FailTimeout, limit}
-	case runCtx.Err() != nil && launchErr == "": // one that never launched its ranks did not hang
+	case runCtx.Err() != nil && launchErr == "" && !failedFirst: // one that never launched its ranks did not hang
 		res.Failure = &Failure{FailTimeout, fmt.Sprintf("no exit within %s; every process of the trial was killed", job.Timeout)}
 	case cancelled != "": // the ranks' signal is the hand's, not the settings'
 		res.Failure = &Failure{FailLaunch, "the trial's step was cancelled from outside nccltune (scancel), the job running on: " + cancelled}
@@ -265,7 +286,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		res.Failure = &Failure{FailLaunch, launchErr}
 	default:
 		kept := out.Kept() // its last line offered, which may be dropped
-		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: res.Output, Kept: kept, Dropped: out.dropped, Exit: exit, Log: res.Log, Detail: detail})
+		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: seen, Kept: kept, Dropped: out.dropped, Exit: exit, Log: res.Log, Detail: detail})
 	}
 	if res.Failure != nil {
 		// It ends with a line of the output, which may be of megabytes (a
@@ -477,6 +498,12 @@ type capture struct {
 	// dropped counts the lines keep kept once limit bytes of them were:
 	// their values are missing from kept.
 	dropped int
+	// mu orders Write, which os/exec's goroutine calls, and mark, which
+	// the timeout's does, and any Write that outlives Wait (WaitDelay).
+	mu sync.Mutex
+	// atMark is the output at mark, isMarked whether it was called.
+	atMark   []byte
+	isMarked bool
 	// panicked is a panic of Write's (the Joiner's, keep's, a bug), which
 	// runs in os/exec's goroutine, where it would end the process with
 	// exit status 2; Run raises it in its own, where its caller's recover
@@ -485,6 +512,8 @@ type capture struct {
 }
 
 func (c *capture) Write(p []byte) (n int, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	defer func() {
 		if v := recover(); v != nil {
 			c.panicked = &safego.Panic{Value: v, Stack: debug.Stack()}
@@ -584,6 +613,8 @@ func (c *capture) offer() {
 
 // Kept are the lines keep kept, the last one included if unfinished.
 func (c *capture) Kept() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.ranks.Flush(c.store)
 	if c.keep != nil && len(c.line) > 0 {
 		c.offer()
@@ -592,11 +623,33 @@ func (c *capture) Kept() []string {
 }
 
 func (c *capture) Bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.ranks.Flush(c.store)
 	c.trim()
+	return c.snapshot()
+}
+
+// snapshot is the output kept so far, a note where some was dropped.
+func (c *capture) snapshot() []byte {
 	out := append([]byte{}, c.head.Bytes()...)
 	if c.lost > 0 {
 		out = fmt.Appendf(out, "\n[nccltune: %d bytes of output dropped here]\n", c.lost)
 	}
 	return append(out, c.tail...)
+}
+
+// mark keeps a copy of the output written so far (a rank's line that
+// mpirun has not ended yet aside), for marked, as it writes on.
+func (c *capture) mark() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.atMark, c.isMarked = c.snapshot(), true
+}
+
+// marked is the output as mark found it, false where mark was not called.
+func (c *capture) marked() ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.atMark, c.isMarked
 }

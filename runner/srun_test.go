@@ -615,17 +615,22 @@ func TestSrunLaunchFailure(t *testing.T) {
 }
 
 // TestSrunStepNeverCreated: a trial whose step waited for resources until
-// the timeout (the last step's nodes still being cleared) fails as a launch
-// with srun's word, not as a hang of its settings.
+// the timeout (the last step's nodes still being cleared; the CPUs of the
+// step nccltune runs in, where a wrapper's srun has no --overlap) fails as
+// a launch with srun's word, not as a hang of its settings, under every
+// launcher whose command may run srun (torchrun's wrapper, a training
+// command's script).
 func TestSrunStepNeverCreated(t *testing.T) {
 	srun := script(t, `echo "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)" >&2; exec sleep 300`)
-	r := &Runner{Launcher: Srun{Command: srun, Nodes: 1, TasksPerNode: 1}, BaseEnv: BaseEnv(), Grace: time.Second}
-	job := tableJob("all_reduce_perf")
-	job.Timeout = time.Second
-	res := r.Run(context.Background(), job)
-	want := "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"
-	if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
-		t.Errorf("failure = %v, want launch: %s\n%s", res.Failure, want, res.Output)
+	for _, l := range []Launcher{Srun{Command: srun, Nodes: 1, TasksPerNode: 1}, Torchrun{Command: srun, NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}, Local{}} {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv(), Grace: time.Second}
+		job := tableJob(srun)
+		job.Timeout = time.Second
+		res := r.Run(context.Background(), job)
+		want := "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy): the step was never created"
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
+			t.Errorf("%T: failure = %v, want launch: %s\n%s", l, res.Failure, want, res.Output)
+		}
 	}
 }
 
@@ -1279,4 +1284,22 @@ func readMetric(t *testing.T, launcher space.LauncherSettings, metric space.Metr
 	lines := strings.Split(strings.TrimSuffix(output, "\n"), "\n")
 	lines = slices.DeleteFunc(lines, func(l string) bool { return !b.(LineKeeper).Keep(l) })
 	return b.Read(Plan{}, Output{Text: []byte(output), Kept: lines})
+}
+
+// TestJobRunningUnderAFlag: scontrol names a running job's state by a flag
+// it holds where one is set: CONFIGURING while its nodes boot (salloc
+// returns before they have, and steps wait for them), RESIZING while its
+// size is updated. Such a job runs: a trial that failed in it is the
+// trial's own, where it read as the end of the allocation and stopped the
+// campaign. A job that is completing, or suspended, no longer runs.
+func TestJobRunningUnderAFlag(t *testing.T) {
+	failed := script(t, "echo 'srun: error: n1: task 0: Exited with exit code 3' >&2; exit 3")
+	r := &Runner{Launcher: Srun{Command: failed, Nodes: 1, TasksPerNode: 2}, BaseEnv: BaseEnv()}
+	for state, ended := range map[string]bool{"RUNNING": false, "CONFIGURING": false, "RESIZING": false, "COMPLETING": true, "SUSPENDED": true} {
+		fakeSlurm(t, "JobId=7 JobState="+state+" NodeList=n1", "idle")
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"true"}}, Timeout: time.Minute})
+		if res.Failure == nil || (res.Failure.Kind == FailAllocation) != ended {
+			t.Errorf("JobState=%s: failure = %v; the allocation's: %v", state, res.Failure, ended)
+		}
+	}
 }

@@ -3,11 +3,13 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,8 +272,12 @@ wandb: Find logs at: ./wandb/run-20261205_100000-abc123/logs
 	).Replace(torchrunNoException), "step 10: loss nan, giving up"},
 	// Nothing better: the detail is the output's last line with words, as before.
 	{"nothing printed", torchrunBanner + torchrunOwn, ""},
-	{"killed by a signal", "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: not this\n" + torchrunKilled, ""},
-	{"no report", torchrunOneRank[:strings.Index(torchrunOneRank, "Root Cause")], ""},
+	// A signal: the report's word of it.
+	{"killed by a signal", "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: not this\n" + torchrunKilled, "Signal 9 (SIGKILL) received by PID 4242"},
+	{"no report, no log of the failure", torchrunOneRank[:strings.Index(torchrunOneRank, "[2026-12-05")], ""},
+	// torchrun logged the worker's failure, and waited at its exit barrier
+	// (FailedRank): the worker's exception.
+	{"no report", torchrunOneRank[:strings.Index(torchrunOneRank, "Root Cause")], "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5"},
 }
 
 // TestTorchrunFailureDetail: the detail is the exception the failed worker
@@ -291,7 +297,7 @@ func TestTorchrunFailureDetail(t *testing.T) {
 func TestTorchrunWorkerRaised(t *testing.T) {
 	dir := t.TempDir()
 	for i, tc := range torchrunDetailCases {
-		if tc.name == "no report" || tc.name == "killed by a signal" {
+		if strings.HasPrefix(tc.name, "no report") || tc.name == "killed by a signal" {
 			continue // TestTorchrunWorkerKilled, TestTorchrunRankExit
 		}
 		want := "exit status 1: " + tc.detail
@@ -592,5 +598,329 @@ func TestTorchrunFailedToStartWorkers(t *testing.T) {
 				t.Errorf("%s, %T: failure %v, want launch: %q", tc.name, bench, got, tc.reason)
 			}
 		}
+	}
+}
+
+// torchrunStoreNotTorchs is how Debian's torchrun (PyTorch 1.13) ends where
+// its rdzv_endpoint's port is held by a service that is not PyTorch's store
+// (here one that answers as sshd does): it connects to it as the store's
+// client, reads the answer as the store's, and raises as it creates its
+// rendezvous handler, before its agent runs, with no Rendezvous*Error.
+const torchrunStoreNotTorchs = `Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 33, in <module>
+    sys.exit(load_entry_point('torch==1.13.0a0+gitunknown', 'console_scripts', 'torchrun')())
+             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 762, in main
+    run(args)
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 753, in run
+    elastic_launch(
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 132, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 220, in launch_agent
+    rdzv_handler=rdzv_registry.get_rendezvous_handler(rdzv_parameters),
+                 ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/registry.py", line 65, in get_rendezvous_handler
+    return handler_registry.create_handler(params)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/api.py", line 253, in create_handler
+    handler = creator(params)
+              ^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/registry.py", line 36, in _create_c10d_handler
+    backend, store = create_backend(params)
+                     ^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 254, in create_backend
+    backend = C10dRendezvousBackend(store, params.run_id)
+              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 64, in __init__
+    self._call_store("compare_set", self._key, "", self._NULL_SENTINEL)
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 113, in _call_store
+    return getattr(self._store, store_op)(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+MemoryError: std::bad_alloc
+`
+
+// TestTorchrunRendezvousNotSetUp: a torchrun that raised as it set up its
+// rendezvous (rdzv_endpoint's port held by a service that is not PyTorch's
+// store, answering as sshd does), before its agent ran, started no worker
+// and exits 1: a launch that failed, where it read as the settings' exit
+// ("MemoryError: std::bad_alloc"), every trial. The real torchrun meets
+// such a service where there is one; its output is replayed too.
+func TestTorchrunRendezvousNotSetUp(t *testing.T) {
+	want := "torchrun's rendezvous failed: MemoryError: std::bad_alloc"
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.WriteFile(out, []byte(torchrunStoreNotTorchs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	launchers := []Launcher{Torchrun{Command: script(t, "cat "+out+" >&2; exit 1"), NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}}
+	if _, err := exec.LookPath("torchrun"); err == nil {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { c.Close() })
+				go func() {
+					buf := make([]byte, 4096)
+					c.Read(buf)
+					c.Write([]byte(strings.Repeat("SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", 4)))
+				}()
+			}
+		}()
+		launchers = append(launchers, Torchrun{NProcPerNode: 1, NNodes: 2, RdzvEndpoint: l.Addr().String()})
+	}
+	for _, l := range launchers {
+		r := &Runner{Launcher: l, BaseEnv: BaseEnv()}
+		for _, bench := range []Benchmark{tableJob("all_reduce_perf").Benchmark, DDPStep{Program: []string{"python3", "step.py"}}} {
+			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
+			if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
+				t.Errorf("%s, %T: failure %v, want launch: %s\n%s", l.(Torchrun).Command, bench, res.Failure, want, res.Output)
+			}
+		}
+	}
+}
+
+// torchrunFailedAtBarrier is what one node's torchrun (PyTorch 1.13, two
+// nodes through srun, each torchrun-fixed's) prints where its worker
+// raised: it logs the failure, then waits at its exit barrier for the
+// other node's agent, whose worker runs on (hung in a collective with the
+// failed one), up to 300 s, before it prints its report.
+const torchrunFailedAtBarrier = `worker 1 2 n2
+worker 0 2 n1
+Traceback (most recent call last):
+  File "/tmp/hrun/w2.py", line 8, in <module>
+    time.sleep(2); raise RuntimeError("boom on rank 1")
+                   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+RuntimeError: boom on rank 1
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 3478) of binary: /usr/bin/python3.11
+`
+
+// TestTorchrunWorkerFailedBeforeTheTimeout: where a worker fails on one
+// node of several, that node's torchrun waits at its exit barrier for the
+// others (300 s) and theirs run on with their workers: the launch ends at
+// the trial's timeout. The trial failed as its worker did (its exception,
+// its signal), as it does on one node; it read as a hang of the settings.
+// A failure torchrun logs only once the timeout signalled the trial's
+// processes (a worker's SIGTERM) is the timeout's.
+func TestTorchrunWorkerFailedBeforeTheTimeout(t *testing.T) {
+	dir := t.TempDir()
+	raised, killed := filepath.Join(dir, "raised"), filepath.Join(dir, "killed")
+	if err := os.WriteFile(raised, []byte(torchrunFailedAtBarrier), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(killed, []byte("worker 0 2 n1\nERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 3478) of binary: /usr/bin/python3.11\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ownSignal := "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -15) local_rank: 0 (pid: 3478) of binary: /usr/bin/python3.11"
+	user, _ := newUserCommand(space.BenchmarkSettings{Kind: space.Command, Command: []string{"train.py"}, Metric: space.Metric{Regex: `time: (\S+) ms`}}, space.LauncherSettings{})
+	for _, tc := range []struct {
+		name, body string
+		kind       FailureKind
+		reason     string
+	}{
+		{"raised", "cat " + raised + "; sleep 30 & wait", FailExit, "exit status 1: RuntimeError: boom on rank 1"},
+		{"killed", "cat " + killed + "; sleep 30 & wait", FailSignal, "killed by signal 9 (killed)"},
+		{"the timeout's signal", "trap 'echo \"" + ownSignal + "\"; exit 1' TERM; echo 'worker 0 2 n1'; sleep 30 & wait", FailTimeout, "no exit within 2s"},
+	} {
+		l := Torchrun{Command: script(t, tc.body), NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}
+		r := &Runner{Launcher: l, Grace: 2 * time.Second}
+		for _, bench := range []Benchmark{DDPStep{Program: []string{"python3", "step.py"}}, user} {
+			res := r.Run(context.Background(), Job{Benchmark: bench, Plan: Plan{Iters: 3}, Timeout: 2 * time.Second})
+			if res.Failure == nil || res.Failure.Kind != tc.kind || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
+				t.Errorf("%s, %T: failure %v, want %s: %s...\n%s", tc.name, bench, res.Failure, tc.kind, tc.reason, res.Output)
+			}
+		}
+	}
+}
+
+// TestTaskNotStartedBeforeTheTimeout: where a srun that the launcher's
+// command runs (torchrun's wrapper for several nodes) could not start its
+// program on a node (not found, not executable), its other tasks wait for
+// it (torchrun's rendezvous, for the node that never joins) until the
+// trial's timeout: the trial is a launch that failed, as under the srun
+// launcher, where it read as a hang of the settings. A task that exited
+// with a status of its own is no launch's failure.
+func TestTaskNotStartedBeforeTheTimeout(t *testing.T) {
+	missing := "sh: 1: exec: /nonexistent/torchrun: not found\nsrun: error: n2: task 1: Exited with exit code 127\n"
+	execve := "slurmstepd-n2: error: execve(): /nonexistent/torchrun: No such file or directory\nsrun: error: n2: task 1: Exited with exit code 2\n"
+	failed := "Traceback (most recent call last):\nModuleNotFoundError: No module named 'megatron'\nsrun: error: n2: task 1: Exited with exit code 1\n"
+	for _, tc := range []struct {
+		name, output string
+		kind         FailureKind
+		reason       string
+	}{
+		{"not found", missing, FailLaunch, "a task of a srun step could not start its program, and the others waited for it until the timeout: srun: error: n2: task 1: Exited with exit code 127"},
+		{"execve", execve, FailLaunch, "a task of a srun step could not start its program, and the others waited for it until the timeout: slurmstepd-n2: error: execve(): /nonexistent/torchrun: No such file or directory"},
+		{"a status of its own", failed, FailTimeout, "no exit within 2s"},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		if err := os.WriteFile(out, []byte(tc.output), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l := Torchrun{Command: script(t, "cat "+out+" >&2; sleep 30 & wait"), NProcPerNode: 1, NNodes: 2, RdzvEndpoint: "node1:29400"}
+		r := &Runner{Launcher: l, Grace: 2 * time.Second}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"python3", "step.py"}}, Timeout: 2 * time.Second})
+		if res.Failure == nil || res.Failure.Kind != tc.kind || !strings.HasPrefix(res.Failure.Reason, tc.reason) {
+			t.Errorf("%s: failure %v, want %s: %s", tc.name, res.Failure, tc.kind, tc.reason)
+		}
+	}
+}
+
+// TestTorchrunCouldNotStart: a torchrun that failed as Python imported
+// it, before its main ran (PyTorch's import failing on a node: a CUDA
+// library missing, "ImportError: libcudart.so.12: ..."), ran nothing and
+// exits 1, which read as the settings' exit. The real torchrun imports a
+// torch that fails so; a worker's own import failure, which torchrun
+// reports, is the worker's.
+func TestTorchrunCouldNotStart(t *testing.T) {
+	if _, err := exec.LookPath("torchrun"); err != nil {
+		t.Skip("no torchrun")
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "torch"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exc := "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"
+	if err := os.WriteFile(filepath.Join(dir, "torch", "__init__.py"), []byte(`raise ImportError("`+strings.TrimPrefix(exc, "ImportError: ")+`")`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "torchrun could not start: " + exc
+	r := &Runner{Launcher: Torchrun{NProcPerNode: 1}, BaseEnv: append(BaseEnv(), "PYTHONPATH="+dir)}
+	for _, bench := range []Benchmark{tableJob("all_reduce_perf").Benchmark, DDPStep{Program: []string{"python3", "step.py"}}} {
+		res := r.Run(context.Background(), Job{Benchmark: bench, Plan: tableJob("x").Plan, Timeout: time.Minute})
+		if res.Failure == nil || res.Failure.Kind != FailLaunch || res.Failure.Reason != want {
+			t.Errorf("%T: failure %v, want launch: %s\n%s", bench, res.Failure, want, res.Output)
+		}
+	}
+	// A worker's import failure, under torchrun's report of it.
+	worker := strings.Replace(torchrunOneRank, "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5", exc, 1)
+	out := filepath.Join(dir, "out")
+	if err := os.WriteFile(out, []byte(worker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = &Runner{Launcher: Torchrun{Command: script(t, "cat "+out+" >&2; exit 1"), NProcPerNode: 1}, BaseEnv: BaseEnv()}
+	if res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"python3", "step.py"}}, Timeout: time.Minute}); res.Failure == nil || res.Failure.Kind == FailLaunch {
+		t.Errorf("a worker's import failure: failure %v, want the worker's", res.Failure)
+	}
+}
+
+// torchrunTwoNodes is what torchrun prints on two nodes (PyTorch 1.13,
+// through srun) where the worker of one was killed by SIGKILL and the
+// other's raised 5 s later, its peer gone: each node's torchrun logs its
+// worker's failure as it finds it, and both print their reports as they
+// leave their exit barrier together, in either order: torchrunTwoNodesA
+// is the second failure's report, torchrunTwoNodesB the first's.
+const (
+	torchrunTwoNodes = `worker 1
+worker 0
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 7672) of binary: /usr/bin/python3.11
+Traceback (most recent call last):
+  File "/work/train.py", line 7, in <module>
+    raise RuntimeError("peer gone (rank 0)")
+RuntimeError: peer gone (rank 0)
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 7671) of binary: /usr/bin/python3.11
+`
+	torchrunTwoNodesA = `Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 13, in <module>
+    sys.exit(main())
+             ^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 762, in main
+    run(args)
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 753, in run
+    elastic_launch(
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 132, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 246, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+/work/train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-07_17:16:01
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 7671)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+`
+	torchrunTwoNodesB = `Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 13, in <module>
+    sys.exit(main())
+             ^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 762, in main
+    run(args)
+  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 753, in run
+    elastic_launch(
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 132, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 246, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+=====================================================
+/work/train.py FAILED
+-----------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+-----------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-07_17:15:56
+  host      : localhost
+  rank      : 1 (local_rank: 0)
+  exitcode  : -9 (pid: 7672)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 7672
+=====================================================
+`
+	torchrunTwoNodesEnd = `srun: error: n1: task 0: Exited with exit code 1
+srun: error: n2: task 1: Exited with exit code 1
+`
+)
+
+// TestTorchrunReportsOfSeveralNodes: of the reports of several nodes'
+// torchrun, which come in either order, the root cause is the one whose
+// failure was observed first (its time): the trial failed as the worker
+// killed first did, where it read as whichever report came last (the peer's
+// exception, the next run its signal).
+func TestTorchrunReportsOfSeveralNodes(t *testing.T) {
+	for _, output := range []string{
+		torchrunTwoNodes + torchrunTwoNodesA + torchrunTwoNodesB + torchrunTwoNodesEnd,
+		torchrunTwoNodes + torchrunTwoNodesB + torchrunTwoNodesA + torchrunTwoNodesEnd,
+	} {
+		if got := (Torchrun{}).RankExit([]byte(output), Exit{Code: 1}); got != (Exit{Code: -1, Signal: syscall.SIGKILL}) {
+			t.Errorf("RankExit = %+v, want SIGKILL's\n%s", got, output)
+		}
+		// Its report's word of the signal, not srun's line after the reports.
+		if got, want := (Torchrun{}).FailureDetail([]byte(output)), "Signal 9 (SIGKILL) received by PID 7672"; got != want {
+			t.Errorf("FailureDetail = %q, want %q", got, want)
+		}
+	}
+	// Failures observed in one second: the last report, as on one node.
+	same := strings.Replace(torchrunTwoNodesA, "2026-12-07_17:16:01", "2026-12-07_17:15:56", 1)
+	if got := (Torchrun{}).RankExit([]byte(torchrunTwoNodes+torchrunTwoNodesB+same), Exit{Code: 1}); got != (Exit{Code: 1}) {
+		t.Errorf("RankExit = %+v, want the last report's", got)
 	}
 }
