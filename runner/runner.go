@@ -225,7 +225,13 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	res.Output = out.Bytes()
 	res.Log = nccllog.Parse(res.Output)
 	exit, launchErr := status.result(cmd.ProcessState, waitErr)
+	var supervisorKilled syscall.Signal
 	if !status.worded {
+		// A supervisor killed before its word (by the benchmark, an OOM
+		// killer, a hand): the signal is its own, not the benchmark's, which
+		// only ended with it (Pdeathsig), so it must not read as the
+		// configuration's.
+		supervisorKilled = exit.Signal
 		// The supervisor died (or was stopped, then killed at the timeout)
 		// without ending the tree: nccltune ends what is left of it. The
 		// trial fails as the supervisor ended (a signal, the timeout).
@@ -284,6 +290,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		res.Failure = &Failure{FailLaunch, "the trial's step was cancelled from outside nccltune (scancel), the job running on: " + cancelled}
 	case launchErr != "":
 		res.Failure = &Failure{FailLaunch, launchErr}
+	case supervisorKilled != 0:
+		res.Failure = &Failure{FailSignal, fmt.Sprintf("the trial's supervisor (%s) was killed by signal %d (%v) before it reported how the benchmark ended; the benchmark was ended with it",
+			superviseArg0, int(supervisorKilled), supervisorKilled)}
 	default:
 		kept := out.Kept() // its last line offered, which may be dropped
 		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: seen, Kept: kept, Dropped: out.dropped, Exit: exit, Log: res.Log, Detail: detail})

@@ -156,6 +156,21 @@ sleep 1
 	}
 }
 
+// TestKilledSupervisorIsSaidSo: a trial whose supervisor is killed (by
+// its benchmark, an OOM killer, a hand) before it said how the benchmark
+// ended fails saying so: the signal is the supervisor's, not the
+// benchmark's, whose end (SIGTERM through Pdeathsig) was read as a
+// configuration killed by that signal ("killed by signal 9").
+func TestKilledSupervisorIsSaidSo(t *testing.T) {
+	r := &Runner{Launcher: Local{}, Grace: 300 * time.Millisecond}
+	job := tableJob(script(t, "kill -KILL $PPID\nexec sleep 30\n"))
+	job.Timeout = 20 * time.Second
+	res := r.Run(context.Background(), job)
+	if res.Failure == nil || res.Failure.Kind != FailSignal || !strings.Contains(res.Failure.Reason, "supervisor") {
+		t.Errorf("failure %+v, want the supervisor's signal said", res.Failure)
+	}
+}
+
 // TestSupervisorHoldsTheLock: the file of runner.WithHeld stays locked while
 // the trial runs, though nccltune's own descriptor is closed, and is free
 // once the trial is over: the benchmark does not keep it.

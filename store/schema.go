@@ -359,10 +359,17 @@ func knownVersion(version int) error {
 	return nil
 }
 
+// userVersion is the schema version the file holds now.
+func (s *Store) userVersion() (int, error) {
+	var version int
+	err := s.db.QueryRow("PRAGMA user_version").Scan(&version)
+	return version, err
+}
+
 func (s *Store) migrate() error {
 	db := s.db
-	var version int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+	version, err := s.userVersion()
+	if err != nil {
 		return err
 	}
 	if version == SchemaVersion {
@@ -374,6 +381,12 @@ func (s *Store) migrate() error {
 	// as the search's). Waited for where no live writer is recorded: another
 	// process upgrading it, or a dead writer's trials ending (LockWriter).
 	if err := s.flock(busyTimeout, func() bool { known, runs := s.recordedWriter(); return !known || !runs }); err != nil {
+		// Two runs starting on one store at once: the other upgraded it
+		// while this one waited, and runs its campaign on it now, so this
+		// one is a second writer, not one beside an older schema.
+		if now, vErr := s.userVersion(); vErr == nil && now == SchemaVersion {
+			return err
+		}
 		return fmt.Errorf("schema version %d is not upgraded under a running campaign: %w", version, err)
 	}
 	defer syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)

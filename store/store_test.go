@@ -373,6 +373,54 @@ func TestNoMigrationUnderARunningCampaign(t *testing.T) {
 	}
 }
 
+// TestOpenerOfAStoreUpgradedMeanwhile: two runs starting on one new (or
+// older) store at once. The one that read the old version waits for the
+// other's upgrade; once the other has upgraded the store and runs its
+// campaign on it, the first is refused as a second writer is, not as if
+// the schema were still old ("schema version 0 is not upgraded under a
+// running campaign"), which it no longer is.
+func TestOpenerOfAStoreUpgradedMeanwhile(t *testing.T) {
+	path := built(t, append(slices.Clone(migrations[:SchemaVersion-1]), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1)))
+	other, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		s, err := Open(path)
+		if err == nil {
+			err = s.LockWriter()
+			s.Close()
+		}
+		opened <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // it has read the old version, and waits for the lock
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := migrateLocked(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO writer VALUES (1, ?, ?, '2026-01-01T00:00:00Z')`, os.Getpid(), hostname(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; !errors.Is(err, ErrLocked) || strings.Contains(err.Error(), "schema version") {
+		t.Errorf("opening a store another opener upgraded and runs a campaign on: %v", err)
+	}
+}
+
 func hostname(t *testing.T) string {
 	t.Helper()
 	h, err := os.Hostname()

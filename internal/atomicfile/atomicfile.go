@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,6 +46,7 @@ type File struct {
 func WriteAll(files []File) error {
 	type staged struct {
 		f    *os.File // open until it has its name
+		held int      // a copy of f's descriptor, holding its lock until it is renamed; -1 before
 		tmp  string   // its temporary name, "" while it has none
 		path string
 	}
@@ -54,9 +57,13 @@ func WriteAll(files []File) error {
 			if s.tmp != "" {
 				os.Remove(s.tmp) // renamed, it is gone
 			}
+			if s.held >= 0 {
+				unix.Close(s.held)
+			}
 		}
 	}()
 	written := map[string]string{} // by the file each path replaces (identity), the path
+	var swept []string
 	for _, f := range files {
 		path, old, err := target(f.Path)
 		switch {
@@ -67,6 +74,10 @@ func WriteAll(files []File) error {
 				return err
 			}
 			continue
+		}
+		if dir := filepath.Dir(path); !slices.Contains(swept, dir) {
+			sweep(dir)
+			swept = append(swept, dir)
 		}
 		// Two paths of one file (a link to another of the set) would each
 		// be renamed over it, the second's data kept under both names.
@@ -82,7 +93,7 @@ func WriteAll(files []File) error {
 		if err != nil {
 			return err
 		}
-		s := staged{f: tmp, path: path}
+		s := staged{f: tmp, held: -1, path: path}
 		if named {
 			s.tmp = tmp.Name()
 		}
@@ -103,6 +114,11 @@ func WriteAll(files []File) error {
 			}
 			s.tmp = tmp
 		}
+		held, err := unix.Dup(int(s.f.Fd()))
+		if err != nil {
+			return err
+		}
+		s.held = held
 		if err := s.f.Close(); err != nil {
 			return err
 		}
@@ -225,7 +241,21 @@ func syncDir(dir string) error {
 // until link gives it one, once it is whole: a process killed while it
 // wrote left its hidden .nccltune-* file behind, one a kill. named says
 // it has one.
+//
+// The file is locked (flock) from its making until WriteAll has renamed
+// it, so that sweep, which removes what a killed writer left, leaves it.
 func createTemp(path string, mode os.FileMode) (f *os.File, named bool, err error) {
+	f, named, err = openTemp(path, mode)
+	if err != nil {
+		return nil, false, err
+	}
+	// Best effort: where the file system has no flock, sweep cannot take
+	// the lock either, and removes nothing.
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+	return f, named, nil
+}
+
+func openTemp(path string, mode os.FileMode) (f *os.File, named bool, err error) {
 	dir := filepath.Dir(path)
 	if _, err := os.Stat(procFD); err == nil { // link names it through /proc
 		fd, err := unix.Open(dir, unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, uint32(mode.Perm()))
@@ -241,6 +271,39 @@ func createTemp(path string, mode os.FileMode) (f *os.File, named bool, err erro
 	}
 	return nil, false, fmt.Errorf("%s: no free name for a temporary file", dir)
 }
+
+// sweep removes from dir the temporary files of writers killed before they
+// renamed them (a second Ctrl-C, kill -9 as an export ended), which no
+// later write removed: one that no process holds locked, and not just made
+// (a named one is locked just after it is made). Best effort: what it
+// cannot remove stays, as before.
+func sweep(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tempPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < staleAfter {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			os.Remove(path)
+		}
+		f.Close()
+	}
+}
+
+// staleAfter is how old a temporary file no process holds must be for
+// sweep to remove it.
+const staleAfter = time.Minute
 
 // procFD is where the kernel names a process's open files.
 const procFD = "/proc/self/fd"
@@ -261,4 +324,7 @@ func link(f *os.File, dir string) (string, error) {
 	return "", fmt.Errorf("%s: no free name for a temporary file", dir)
 }
 
-func tempName() string { return ".nccltune-" + strconv.FormatUint(rand.Uint64(), 36) }
+// tempPrefix begins every temporary file's name.
+const tempPrefix = ".nccltune-"
+
+func tempName() string { return tempPrefix + strconv.FormatUint(rand.Uint64(), 36) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestWriteSyncsBeforeAndAfterTheRename: each file's data reaches the disk
@@ -84,6 +85,46 @@ func TestWriteLeavesNothingToAKill(t *testing.T) {
 		}
 		if data, err := os.ReadFile(path); string(data) != text {
 			t.Errorf("%s = %q (%v), want %q", path, data, err, text)
+		}
+	}
+}
+
+// TestWriteSweepsWhatAKillLeft: a writer killed between naming its
+// temporary files and renaming them (a second Ctrl-C, kill -9 at an
+// export's end) left a hidden .nccltune-* file that no later write
+// removed; the next write in its folder removes it, but not one a live
+// writer holds (locked), nor one just made.
+func TestWriteSweepsWhatAKillLeft(t *testing.T) {
+	dir := t.TempDir()
+	long := time.Now().Add(-time.Hour)
+	made := func(name string, at time.Time) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("X=0\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	left, fresh, live := made(".nccltune-left", long), made(".nccltune-fresh", time.Now()), made(".nccltune-live", long)
+	f, err := os.Open(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAll([]File{{filepath.Join(dir, "a.env"), []byte("X=1\n"), 0o644}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a killed writer's %s is left (%v)", left, err)
+	}
+	for _, kept := range []string{fresh, live} {
+		if _, err := os.Stat(kept); err != nil {
+			t.Errorf("%s was removed: %v", kept, err)
 		}
 	}
 }
