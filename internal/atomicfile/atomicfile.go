@@ -290,7 +290,9 @@ func sweep(dir string) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		f, err := os.Open(path)
+		// Swapped for a link or a FIFO since it was listed, it is not
+		// followed, nor waited on.
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			continue
 		}
