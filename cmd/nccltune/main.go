@@ -133,6 +133,13 @@ func runApp(app *cli.App, args []string) (code int) {
 		case store.Busy(err):
 			msg += "; another program holds the store locked (a sqlite3 shell with a transaction open?): once it lets go, the same command goes on, the store as it was"
 		}
+		if ctx.Err() != nil {
+			// A stop signal came while the command failed on its own (a
+			// store another program held, waited on past the signal):
+			// scripts read the interruption, as after a clean stop.
+			fmt.Fprintln(stderr, "nccltune: interrupted:", msg)
+			return exitInterrupted
+		}
 		fmt.Fprintln(stderr, "nccltune:", msg)
 		return exitFailure
 	}

@@ -759,9 +759,12 @@ func TestStoreLockedByAnotherProgram(t *testing.T) {
 	for _, tc := range []struct {
 		name, hold string
 		commands   [][]string
+		interrupt  bool // Ctrl-C as the command waits
 	}{
-		{"open transaction", "BEGIN; DELETE FROM writer", [][]string{{"resume", "-q", "--trials", "5"}}},
-		{"exclusive mode", "PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; SELECT count(*) FROM trials", [][]string{{"status"}, {"resume", "-q", "--trials", "5"}}},
+		{"open transaction", "BEGIN; DELETE FROM writer", [][]string{{"resume", "-q", "--trials", "5"}}, false},
+		{"exclusive mode", "PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; SELECT count(*) FROM trials", [][]string{{"status"}, {"resume", "-q", "--trials", "5"}}, false},
+		// It exited 1: a script took the user's Ctrl-C for a failure.
+		{"interrupted", "BEGIN; DELETE FROM writer", [][]string{{"resume", "-q", "--trials", "5"}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -780,8 +783,14 @@ func TestStoreLockedByAnotherProgram(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					code, out, errOut := nccltune(t, dir, args...)
-					if code != exitFailure || !strings.Contains(errOut, "another program") || !strings.Contains(errOut, "goes on") || strings.Contains(errOut, "not a readable") {
+					want, code, out, errOut := exitFailure, 0, "", ""
+					if tc.interrupt {
+						want = exitInterrupted
+						code, out, errOut = interruptedAfter(t, dir, 3*time.Second, args...)
+					} else {
+						code, out, errOut = nccltune(t, dir, args...)
+					}
+					if code != want || !strings.Contains(errOut, "another program") || !strings.Contains(errOut, "goes on") || strings.Contains(errOut, "not a readable") {
 						t.Errorf("%s of a store another program holds (%s): exit %d\n%s%s", args[0], tc.hold, code, out, errOut)
 					}
 				}()
@@ -789,4 +798,25 @@ func TestStoreLockedByAnotherProgram(t *testing.T) {
 			wg.Wait()
 		})
 	}
+}
+
+// interruptedAfter runs nccltune with args in dir and sends it SIGINT
+// after d (past its start-up, when its handler is in place).
+func interruptedAfter(t *testing.T, dir string, d time.Duration, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(d, func() { cmd.Process.Signal(syscall.SIGINT) })
+	defer timer.Stop()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }
