@@ -107,7 +107,8 @@ func TestOtherCampaignsOfTheSameSpace(t *testing.T) {
 // plugin's export names every scale the store holds of that space,
 // whichever scale --campaign names: exported from the first scale, whose
 // stored copy lists [2, 4], it left the 8 nodes' rules out, and removed the
-// nccl-plugin-8n.env an export of the last scale had written.
+// nccl-plugin-8n.env an export of the last scale had written. A resume of
+// the first scale goes on to the last, as a resume of the last does.
 func TestScalesExportOfAScaleAddedLater(t *testing.T) {
 	dir := t.TempDir()
 	src, err := os.ReadFile("../../examples/sim-scales-ib.toml")
@@ -122,6 +123,12 @@ func TestScalesExportOfAScaleAddedLater(t *testing.T) {
 		if code, out, errOut := nccltune(t, dir, "run", "--space", path, "--trials", "4", "--validate-rounds", "2"); code != 0 {
 			t.Fatalf("run with scales %s: %d\n%s%s", scales, code, out, errOut)
 		}
+	}
+	// A budget given to the resume of any scale is every scale's.
+	if code, out, errOut := nccltune(t, dir, "resume", "--campaign", "sim-scales-ib@2n", "--trials", "5"); code != 0 {
+		t.Fatalf("resume --campaign sim-scales-ib@2n: %d\n%s%s", code, out, errOut)
+	} else if !strings.Contains(out, `campaign "sim-scales-ib@8n": 5 of 5 trials finished`) {
+		t.Errorf("resume --campaign sim-scales-ib@2n --trials 5 did not go on to 8 nodes:\n%s%s", out, errOut)
 	}
 	for _, name := range []string{"sim-scales-ib@8n", "sim-scales-ib@2n", "sim-scales-ib@4n"} {
 		code, out, errOut := nccltune(t, dir, "export", "--campaign", name, "--format", "plugin", "--out", "plugin")

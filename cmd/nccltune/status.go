@@ -663,10 +663,10 @@ func exportOfCampaign(c *cli.Context, st *store.Store, l *loaded) (export.Export
 }
 
 // storedScales are the node counts of family's campaign.scales and of
-// every other scale campaign the store holds: the list is no part of a
-// scale's space, so a run that added a node count ([2, 4], then [2, 4, 8])
-// kept the scales it ran, whose stored copies list the node counts of their
-// own run alone. tuner.CampaignName keeps those of family's space.
+// every other scale of family's space that the store holds a campaign of:
+// the list is no part of a scale's space, so a run that added a node count
+// ([2, 4], then [2, 4, 8]) kept the scales it ran, whose stored copies list
+// the node counts of their own run alone.
 func storedScales(st *store.Store, family *space.Space) ([]int, error) {
 	all, err := st.Campaigns()
 	if err != nil {
@@ -674,12 +674,12 @@ func storedScales(st *store.Store, family *space.Space) ([]int, error) {
 	}
 	nodes := slices.Clone(family.Campaign.Scales)
 	for _, c := range all {
-		if c.Scale > 0 {
+		if c.Scale > 0 && !slices.Contains(nodes, c.Scale) && tuner.CampaignName(st, family.AtScale(c.Scale)) != "" {
 			nodes = append(nodes, c.Scale)
 		}
 	}
 	slices.Sort(nodes)
-	return slices.Compact(nodes), nil
+	return nodes, nil
 }
 
 // exportOf is a loaded campaign's export.
