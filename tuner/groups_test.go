@@ -638,3 +638,66 @@ func TestGroupsProgressBestCountsFinishedTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// launchFails fails, as a launch that started no rank, every launch of a
+// trial from trial from on that runs on group group (as the store says it
+// runs), as a group whose node can no longer start a task does; it launches
+// the others.
+type launchFails struct {
+	st          *store.Store
+	campaign    string
+	group, from int
+}
+
+func (l launchFails) Run(ctx context.Context, job runner.Job) runner.Result {
+	if n, err := strconv.Atoi(job.Plan.Label); err == nil && n >= l.from {
+		camp, err := l.st.Campaign(l.campaign)
+		if err != nil {
+			panic(err)
+		}
+		trials, err := l.st.Trials(camp.ID)
+		if err != nil {
+			panic(err)
+		}
+		for _, tr := range trials {
+			if tr.Number == n && tr.State == store.Running && tr.Group == l.group {
+				return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 1},
+					Failure: &runner.Failure{Kind: runner.FailLaunch, Reason: "srun: error: Task launch for StepId=7.9 failed on node n3: Communication connection failure"}}
+			}
+		}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestGroupsLaunchFailingGroup: past NCCL's defaults, group 2's node can no
+// longer start a task, while groups 0 and 1 launch on. A launch that
+// started no rank is no measurement of its settings, yet the trial was told
+// to the sampler as the configuration's failure and never ran again, and
+// the group, whose failures come back at once, took trial after trial:
+// most of the budget was burnt there, and failingThroughout, which wants
+// every trial failing, never stopped it. The group is broken: the campaign
+// stops (ErrNodeFailed) naming it, and the trial runs again on resume.
+func TestGroupsLaunchFailingGroup(t *testing.T) {
+	sp := loadExample(t, 24)
+	sp.Launcher.Groups = 3
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = launchFails{st: st, campaign: sp.Campaign.Name, group: 2, from: 6}
+	err := tu.Run(context.Background(), Options{})
+	if !errors.Is(err, ErrNodeFailed) || !strings.Contains(err.Error(), "group 2") {
+		t.Errorf("run returned %v, want %v naming group 2", err, ErrNodeFailed)
+	}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.Group == 2 && tr.Number >= 6 && (tr.State != store.Interrupted || tr.FailureKind != string(runner.FailNode)) {
+			t.Errorf("trial %d on group 2: %s %s, want interrupted by a node failure, to run again", tr.Number, tr.State, tr.FailureKind)
+		}
+	}
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 6}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := finished(campaignTrials(t, st, sp.Campaign.Name)); len(got) != 24 {
+		t.Errorf("%d trials finished after the resume, want 24", len(got))
+	}
+}

@@ -813,6 +813,9 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		// measurements: it runs again on resume, where it belongs.
 		t.State, t.FailureKind, t.FailureReason = store.Interrupted, string(runner.FailInterrupted), other
 	}
+	if broken := s.groupLaunchFailure(*t); broken != "" {
+		t.State, t.FailureKind, t.FailureReason = store.Interrupted, string(runner.FailNode), broken
+	}
 	if err := s.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
 		return err
 	}
@@ -884,6 +887,31 @@ func (s *session) brokenGroup(ctx context.Context) error {
 		return fmt.Errorf("%w: trial %d: %s; it runs again on resume", ErrNodeFailed, f.Number, f.FailureReason)
 	}
 	return nil
+}
+
+// groupLaunchFailure says how trial t, which could not launch (it started
+// no rank, which says nothing of its settings), failed by its group's
+// doing: a trial ran on another group ("" where none did, or t launched).
+// Past NCCL's defaults every group has run one, so a group whose node can
+// no longer start a task is told apart at its first such failure. Left to
+// the search, that group's failures, which come back at once, took trial
+// after trial, each told to the sampler as its configuration's, while the
+// other groups' trials completed.
+func (s *session) groupLaunchFailure(t store.Trial) string {
+	if t.State != store.Failed || t.FailureKind != string(runner.FailLaunch) {
+		return ""
+	}
+	var ran *store.Trial // the first trial that ran on another group
+	for _, u := range slices.Concat(s.trials, slices.Collect(maps.Values(s.untold))) {
+		if u.Group != t.Group && (u.State == store.Complete || u.State == store.Pruned) && (ran == nil || u.Number < ran.Number) {
+			ran = &u
+		}
+	}
+	if ran == nil {
+		return ""
+	}
+	return fmt.Sprintf("group %d (%s) could not launch it, where trial %d ran on group %d: a node of it is broken (%s)",
+		t.Group, strings.Join(t.Nodes, ","), ran.Number, ran.Group, t.FailureReason)
 }
 
 // ErrOtherHardware stops a campaign whose trial ran on another NCCL, GPU
