@@ -361,7 +361,12 @@ func hostList(hosts []Host) string {
 }
 
 // AllocationNodes lists the nodes of the Slurm allocation this process runs
-// in, as `scontrol show hostnames` expands SLURM_JOB_NODELIST.
+// in, as `scontrol show hostnames` expands the job's node list: the one
+// slurmctld holds now, or, where it cannot be asked, SLURM_JOB_NODELIST. A
+// job of --no-kill goes on without a node that failed, which its node list
+// then no longer holds and SLURM_JOB_NODELIST, set as the job started,
+// still does: a step that names it fails ("Requested node configuration is
+// not available"), every trial of its group's, on every resume.
 func AllocationNodes() ([]string, error) {
 	list := os.Getenv("SLURM_JOB_NODELIST")
 	if list == "" {
@@ -369,6 +374,11 @@ func AllocationNodes() ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
+	if id := os.Getenv("SLURM_JOB_ID"); id != "" {
+		if _, now, err := showJob(ctx, id); err == nil && now != "" {
+			list = now
+		}
+	}
 	names, err := hostnames(ctx, list)
 	if err != nil {
 		return nil, err
