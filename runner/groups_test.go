@@ -592,3 +592,31 @@ func TestSrunGroupsOfANoKillJobThatLostANode(t *testing.T) {
 		t.Errorf("4 groups of 1 node in a job of 3 nodes: %v", err)
 	}
 }
+
+// TestSrunStepOnNodesOfTooFewGPUs: a job that asked for its GPUs job-wide
+// (salloc -G 12 over 4 nodes of 4: Slurm packs them 4, 4, 3 and 1) holds
+// fewer on some nodes than a step's tasks there: each rank needs a GPU of
+// its own (NCCL refuses two ranks on one), and every trial failed, the
+// scales before that one run for hours first. A step, or a group, with a
+// node so short is refused, naming it; one whose nodes hold enough runs.
+func TestSrunStepOnNodesOfTooFewGPUs(t *testing.T) {
+	c := slurmtest.Start(t, 4)
+	c.Alloc(t, 8, "-G", "12") // 4, 4, 3 and 1
+	for _, tc := range []struct {
+		l    space.LauncherSettings
+		want string
+	}{
+		{space.LauncherSettings{Kind: "srun", Nodes: 2, TasksPerNode: 4}, ""},
+		{space.LauncherSettings{Kind: "srun", Nodes: 4, TasksPerNode: 1}, ""},
+		{space.LauncherSettings{Kind: "srun", Nodes: 3, TasksPerNode: 4}, "node n3 holds 3 of the job's GPUs, fewer than its 4 tasks"},
+		{space.LauncherSettings{Kind: "srun", Nodes: 4, TasksPerNode: 2}, "node n4 holds 1 of the job's GPUs, fewer than its 2 tasks"},
+		{space.LauncherSettings{Kind: "srun", TasksPerNode: 2}, "node n4 holds 1 of the job's GPUs, fewer than its 2 tasks"},
+		{space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 4, Groups: 2}, ""},
+		{space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 5, Groups: 2}, "node n1 holds 4 of the job's GPUs, fewer than its 5 tasks"},
+	} {
+		_, err := Groups(tc.l)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%d nodes of %d tasks, %d groups: %v; want %q", tc.l.Nodes, tc.l.TasksPerNode, tc.l.Groups, err, tc.want)
+		}
+	}
+}
