@@ -129,7 +129,29 @@ func Groups(l space.LauncherSettings) ([]Group, error) {
 			groups[i].Launcher = launcher
 		}
 	}
-	return groups, unevenGPUs(groups)
+	if err := unevenGPUs(groups); err != nil {
+		return groups, err
+	}
+	return groups, tooFewGPUs(held, groups[0].Nodes, l.TasksPerNode)
+}
+
+// tooFewGPUs refuses a step on nodes of which one holds fewer of the job's
+// GPUs (held; nil: not counted) than the step's tasks there: each rank
+// needs a GPU of its own (NCCL refuses two ranks on one), and a job that
+// asked for its GPUs job-wide may hold them unevenly (sbatch -G 12 over 4
+// nodes of 4: 4, 4, 3 and 1), which fails every trial.
+func tooFewGPUs(held map[string]int, nodes []string, tasksPerNode int) error {
+	if held == nil {
+		return nil
+	}
+	tasks := max(tasksPerNode, 1)
+	for _, node := range nodes {
+		if held[node] < tasks {
+			return fmt.Errorf("launcher srun: node %s holds %d of the job's GPUs, fewer than its %s (launcher.ntasks_per_node), each of which needs one of its own; ask for the GPUs per node (sbatch --gpus-per-node), or give launcher.args the step's own (--gpus-per-node=N)",
+				node, held[node], text.Count(tasks, "task", "tasks"))
+		}
+	}
+	return nil
 }
 
 // unevenGPUs refuses groups that hold the job's GPUs differently, node by
@@ -174,21 +196,28 @@ func onNodes(held map[string]int, nodes []string) ([]int, int) {
 // step on part of its nodes that names no GPU count ("Invalid generic
 // resource (gres) specification"), and the count it may name is what the
 // job holds on the step's nodes: the step then runs on the allocation's
-// first l.Nodes nodes with their GPUs. Otherwise srun picks the nodes, as
-// the job's own srun would.
+// first l.Nodes nodes with their GPUs, each of which must hold one for
+// every task of the step there (tooFewGPUs). Otherwise srun picks the
+// nodes, as the job's own srun would.
 func SrunStep(l space.LauncherSettings) (Srun, error) {
 	launcher := NewLauncher(l).(Srun)
-	if l.Nodes < 1 || !gpusJobWide(l) {
+	if !gpusJobWide(l) {
 		return launcher, nil
 	}
 	names, err := AllocationNodes()
-	if err != nil || len(names) <= l.Nodes {
+	if err != nil {
 		return launcher, err
 	}
 	held, err := jobGPUs()
-	launcher.NodeList = names[:l.Nodes]
-	_, launcher.GPUs = onNodes(held, launcher.NodeList)
-	return launcher, err
+	if err != nil {
+		return launcher, err
+	}
+	if l.Nodes >= 1 && len(names) > l.Nodes {
+		launcher.NodeList = names[:l.Nodes]
+		_, launcher.GPUs = onNodes(held, launcher.NodeList)
+		names = launcher.NodeList
+	}
+	return launcher, tooFewGPUs(held, names, l.TasksPerNode)
 }
 
 // allocationHolds refuses a step of more nodes than the Slurm allocation
@@ -361,7 +390,12 @@ func hostList(hosts []Host) string {
 }
 
 // AllocationNodes lists the nodes of the Slurm allocation this process runs
-// in, as `scontrol show hostnames` expands SLURM_JOB_NODELIST.
+// in, as `scontrol show hostnames` expands the job's node list: the one
+// slurmctld holds now, or, where it cannot be asked, SLURM_JOB_NODELIST. A
+// job of --no-kill goes on without a node that failed, which its node list
+// then no longer holds and SLURM_JOB_NODELIST, set as the job started,
+// still does: a step that names it fails ("Requested node configuration is
+// not available"), every trial of its group's, on every resume.
 func AllocationNodes() ([]string, error) {
 	list := os.Getenv("SLURM_JOB_NODELIST")
 	if list == "" {
@@ -369,6 +403,11 @@ func AllocationNodes() ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
+	if id := os.Getenv("SLURM_JOB_ID"); id != "" {
+		if _, now, err := showJob(ctx, id); err == nil && now != "" {
+			list = now
+		}
+	}
 	names, err := hostnames(ctx, list)
 	if err != nil {
 		return nil, err

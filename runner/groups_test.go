@@ -564,3 +564,59 @@ func TestMPIRunHostInAnotherCase(t *testing.T) {
 		t.Errorf("mpich: %v", err)
 	}
 }
+
+// TestSrunGroupsOfANoKillJobThatLostANode: a job of salloc --no-kill goes
+// on without a node that failed, which its node list (scontrol) then no
+// longer holds, while SLURM_JOB_NODELIST, set as it started, still does.
+// Groups split that stale list, and the group of the lost node failed every
+// step ("Unable to create step for job 1: Requested node configuration is
+// not available"), on every resume the campaign's stop suggested; they are
+// split from the nodes the job holds now, and groups it no longer has nodes
+// enough for are refused, naming those it holds.
+func TestSrunGroupsOfANoKillJobThatLostANode(t *testing.T) {
+	c := slurmtest.Start(t, 4)
+	c.Alloc(t, 4, "--no-kill")
+	c.Output(t, "scontrol", "update", "nodename=n2", "state=down", "reason=nccltune test")
+	groups, err := Groups(space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 1, Groups: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range groups {
+		r := &Runner{Launcher: g.Launcher, BaseEnv: BaseEnv()}
+		res := r.Run(context.Background(), Job{Benchmark: DDPStep{Program: []string{"sh", "-c", `echo "on $SLURMD_NODENAME"`}}, Timeout: time.Minute})
+		if res.Exit.Code != 0 || g.Nodes[0] == "n2" {
+			t.Errorf("group %d on %v: exit %d, %v\n%s", i, g.Nodes, res.Exit.Code, res.Failure, res.Output)
+		}
+	}
+	if _, err := Groups(space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 1, Groups: 4}); err == nil || !strings.Contains(err.Error(), "the allocation has 3 (n1,n3,n4)") {
+		t.Errorf("4 groups of 1 node in a job of 3 nodes: %v", err)
+	}
+}
+
+// TestSrunStepOnNodesOfTooFewGPUs: a job that asked for its GPUs job-wide
+// (salloc -G 12 over 4 nodes of 4: Slurm packs them 4, 4, 3 and 1) holds
+// fewer on some nodes than a step's tasks there: each rank needs a GPU of
+// its own (NCCL refuses two ranks on one), and every trial failed, the
+// scales before that one run for hours first. A step, or a group, with a
+// node so short is refused, naming it; one whose nodes hold enough runs.
+func TestSrunStepOnNodesOfTooFewGPUs(t *testing.T) {
+	c := slurmtest.Start(t, 4)
+	c.Alloc(t, 8, "-G", "12") // 4, 4, 3 and 1
+	for _, tc := range []struct {
+		l    space.LauncherSettings
+		want string
+	}{
+		{space.LauncherSettings{Kind: "srun", Nodes: 2, TasksPerNode: 4}, ""},
+		{space.LauncherSettings{Kind: "srun", Nodes: 4, TasksPerNode: 1}, ""},
+		{space.LauncherSettings{Kind: "srun", Nodes: 3, TasksPerNode: 4}, "node n3 holds 3 of the job's GPUs, fewer than its 4 tasks"},
+		{space.LauncherSettings{Kind: "srun", Nodes: 4, TasksPerNode: 2}, "node n4 holds 1 of the job's GPUs, fewer than its 2 tasks"},
+		{space.LauncherSettings{Kind: "srun", TasksPerNode: 2}, "node n4 holds 1 of the job's GPUs, fewer than its 2 tasks"},
+		{space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 4, Groups: 2}, ""},
+		{space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 5, Groups: 2}, "node n1 holds 4 of the job's GPUs, fewer than its 5 tasks"},
+	} {
+		_, err := Groups(tc.l)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%d nodes of %d tasks, %d groups: %v; want %q", tc.l.Nodes, tc.l.TasksPerNode, tc.l.Groups, err, tc.want)
+		}
+	}
+}

@@ -638,3 +638,109 @@ func TestGroupsProgressBestCountsFinishedTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// runningGroup is the group the store says trial label of campaign runs on.
+func runningGroup(st *store.Store, campaign, label string) (int, bool) {
+	camp, err := st.Campaign(campaign)
+	if err != nil {
+		panic(err)
+	}
+	trials, err := st.Trials(camp.ID)
+	if err != nil {
+		panic(err)
+	}
+	for _, tr := range trials {
+		if strconv.Itoa(tr.Number) == label && tr.State == store.Running {
+			return tr.Group, true
+		}
+	}
+	return 0, false
+}
+
+// launchFails fails, as a launch that started no rank, every launch of a
+// trial from trial from on that runs on group group, as a group whose node
+// can no longer start a task does; it launches the others.
+type launchFails struct {
+	st          *store.Store
+	campaign    string
+	group, from int
+}
+
+func (l launchFails) Run(ctx context.Context, job runner.Job) runner.Result {
+	if n, err := strconv.Atoi(job.Plan.Label); err == nil && n >= l.from {
+		if g, ok := runningGroup(l.st, l.campaign, job.Plan.Label); ok && g == l.group {
+			return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 1},
+				Failure: &runner.Failure{Kind: runner.FailLaunch, Reason: "srun: error: Task launch for StepId=7.9 failed on node n3: Communication connection failure"}}
+		}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestGroupsLaunchFailingGroup: past NCCL's defaults, group 2's node can no
+// longer start a task, while groups 0 and 1 launch on. A launch that
+// started no rank is no measurement of its settings, yet the trial was told
+// to the sampler as the configuration's failure and never ran again, and
+// the group, whose failures come back at once, took trial after trial:
+// most of the budget was burnt there, and failingThroughout, which wants
+// every trial failing, never stopped it. The group is broken: the campaign
+// stops (ErrNodeFailed) naming it, and the trial runs again on resume.
+func TestGroupsLaunchFailingGroup(t *testing.T) {
+	sp := loadExample(t, 24)
+	sp.Launcher.Groups = 3
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = launchFails{st: st, campaign: sp.Campaign.Name, group: 2, from: 6}
+	err := tu.Run(context.Background(), Options{})
+	if !errors.Is(err, ErrNodeFailed) || !strings.Contains(err.Error(), "group 2") {
+		t.Errorf("run returned %v, want %v naming group 2", err, ErrNodeFailed)
+	}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.Group == 2 && tr.Number >= 6 && (tr.State != store.Interrupted || tr.FailureKind != string(runner.FailNode)) {
+			t.Errorf("trial %d on group 2: %s %s, want interrupted by a node failure, to run again", tr.Number, tr.State, tr.FailureKind)
+		}
+	}
+	tu = newTuner(t, sp, st)
+	tu.Runner = &jitter{seed: 6}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := finished(campaignTrials(t, st, sp.Campaign.Name)); len(got) != 24 {
+		t.Errorf("%d trials finished after the resume, want 24", len(got))
+	}
+}
+
+// otherGPU launches every trial, and says group 1's run on an A100 where
+// the others' ran on an H100: an allocation of two kinds of node.
+type otherGPU struct {
+	st       *store.Store
+	campaign string
+}
+
+func (o otherGPU) Run(ctx context.Context, job runner.Job) runner.Result {
+	res := (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+	if res.Measurement != nil {
+		res.Measurement.GPU = "NVIDIA H100 80GB HBM3"
+		if g, _ := runningGroup(o.st, o.campaign, job.Plan.Label); g == 1 {
+			res.Measurement.GPU = "NVIDIA A100-SXM4-80GB"
+		}
+	}
+	return res
+}
+
+// TestGroupsOfOtherHardware: the allocation's nodes are of two kinds, and
+// group 1's GPU is not group 0's. The campaign stops at group 1's first
+// trial, whose measurement does not compare, but the error told the user
+// only to resume where the campaign ran, which runs that trial on group 1
+// again and stops again: it names both groups, and says their nodes must be
+// alike.
+func TestGroupsOfOtherHardware(t *testing.T) {
+	sp := loadExample(t, 8)
+	sp.Launcher.Groups = 2
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = otherGPU{st: st, campaign: sp.Campaign.Name}
+	err := tu.Run(context.Background(), Options{})
+	if !errors.Is(err, ErrOtherHardware) || !strings.Contains(err.Error(), "group 1") || !strings.Contains(err.Error(), "group 0") || !strings.Contains(err.Error(), "nodes must be alike") {
+		t.Errorf("run returned %v, want %v naming groups 0 and 1, whose nodes must be alike", err, ErrOtherHardware)
+	}
+}

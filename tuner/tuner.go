@@ -813,6 +813,9 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		// measurements: it runs again on resume, where it belongs.
 		t.State, t.FailureKind, t.FailureReason = store.Interrupted, string(runner.FailInterrupted), other
 	}
+	if broken := s.groupLaunchFailure(*t); broken != "" {
+		t.State, t.FailureKind, t.FailureReason = store.Interrupted, string(runner.FailNode), broken
+	}
 	if err := s.Store.FinishTrial(context.WithoutCancel(ctx), t); err != nil {
 		return err
 	}
@@ -830,7 +833,12 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 		return err
 	}
 	if other != "" {
-		return fmt.Errorf("%w: trial %d %s; resume where the campaign ran, or tune this cluster as a new campaign (another campaign.name)", ErrOtherHardware, t.Number, other)
+		advice := "resume where the campaign ran, or tune this cluster as a new campaign (another campaign.name)"
+		if strings.Contains(other, " on group ") {
+			// Resumed there, the trial runs on its group again, and stops again.
+			advice = "launcher.groups compares trials across groups, whose nodes must be alike (`nccltune doctor --space FILE` compares them): give the campaign nodes of one kind; where the cluster changed since the campaign ran, " + advice
+		}
+		return fmt.Errorf("%w: trial %d %s; %s", ErrOtherHardware, t.Number, other, advice)
 	}
 	if t.State == store.Interrupted {
 		err := interruption(ctx, fmt.Sprintf("trial %d", t.Number), t.FailureKind, t.FailureReason)
@@ -875,8 +883,8 @@ func (s *session) brokenGroup(ctx context.Context) error {
 			continue // failing everywhere, or now and then: not the group's doing
 		}
 		f.State, f.FailureKind = store.Interrupted, string(runner.FailNode)
-		f.FailureReason = fmt.Sprintf("group %d (%s) failed NCCL's defaults, which completed on group %d: a node of it is broken (%s)",
-			f.Group, strings.Join(f.Nodes, ","), slices.Min(done), f.FailureReason)
+		f.FailureReason = fmt.Sprintf("%s failed NCCL's defaults, which completed on group %d: a node of it is broken (%s)",
+			groupName(f), slices.Min(done), f.FailureReason)
 		if err := s.Store.FinishTrial(context.WithoutCancel(ctx), &f); err != nil {
 			return err
 		}
@@ -884,6 +892,39 @@ func (s *session) brokenGroup(ctx context.Context) error {
 		return fmt.Errorf("%w: trial %d: %s; it runs again on resume", ErrNodeFailed, f.Number, f.FailureReason)
 	}
 	return nil
+}
+
+// groupLaunchFailure says how trial t, which could not launch (it started
+// no rank, which says nothing of its settings), failed by its group's
+// doing: a trial ran on another group ("" where none did, or t launched).
+// Past NCCL's defaults every group has run one, so a group whose node can
+// no longer start a task is told apart at its first such failure. Left to
+// the search, that group's failures, which come back at once, took trial
+// after trial, each told to the sampler as its configuration's, while the
+// other groups' trials completed.
+func (s *session) groupLaunchFailure(t store.Trial) string {
+	if t.State != store.Failed || t.FailureKind != string(runner.FailLaunch) {
+		return ""
+	}
+	var ran *store.Trial // the first trial that ran on another group
+	for _, u := range slices.Concat(s.trials, slices.Collect(maps.Values(s.untold))) {
+		if u.Group != t.Group && (u.State == store.Complete || u.State == store.Pruned) && (ran == nil || u.Number < ran.Number) {
+			ran = &u
+		}
+	}
+	if ran == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s could not launch it, where trial %d ran on group %d: a node of it is broken (%s)",
+		groupName(t), ran.Number, ran.Group, t.FailureReason)
+}
+
+// groupName names the group trial t ran on, and its nodes where it recorded them.
+func groupName(t store.Trial) string {
+	if len(t.Nodes) == 0 {
+		return fmt.Sprintf("group %d", t.Group)
+	}
+	return fmt.Sprintf("group %d (%s)", t.Group, strings.Join(t.Nodes, ","))
 }
 
 // ErrOtherHardware stops a campaign whose trial ran on another NCCL, GPU
@@ -894,8 +935,9 @@ var ErrOtherHardware = errors.New("the campaign's trials ran on other hardware")
 // otherHardware says how the run of trial t, measured, differs from the
 // campaign's earlier measured trials' ("" where it does not, or no earlier
 // one says): NCCL's version, the GPU, the nodes, the GPUs a node and the
-// ranks, each as the first trial that gives it saw it. The network and
-// GDR are left out: settings change them.
+// ranks, each as the first trial that gives it saw it, and the groups of
+// both where they differ. The network and GDR are left out: settings
+// change them.
 func (s *session) otherHardware(t store.Trial) string {
 	if t.State != store.Complete && t.State != store.Pruned {
 		return ""
@@ -913,6 +955,10 @@ func (s *session) otherHardware(t store.Trial) string {
 			if theirs := got(u.Fingerprint); theirs != "" && mine != "" {
 				if theirs == mine {
 					return ""
+				}
+				if u.Group != t.Group {
+					// Two kinds of node in one allocation, or the cluster changed since.
+					return fmt.Sprintf("ran %s %s on %s, where trial %d ran %s on %s", what, mine, groupName(t), u.Number, theirs, groupName(u))
 				}
 				return fmt.Sprintf("ran %s %s, where trial %d ran %s", what, mine, u.Number, theirs)
 			}

@@ -88,6 +88,10 @@ func resumeCommand() *cli.Command {
 				return err
 			}
 			l, err := load(st, c.String("campaign"), space.Parse)
+			if err == nil && l.camp.Scale > 0 && !c.IsSet("space") {
+				// Each scale's stored copy lists its own run's scales.
+				l.family.Campaign.Scales, err = storedScales(st, l.family)
+			}
 			st.Close()
 			if err != nil {
 				return err

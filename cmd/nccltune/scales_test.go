@@ -100,3 +100,52 @@ func TestOtherCampaignsOfTheSameSpace(t *testing.T) {
 		}
 	}
 }
+
+// TestScalesExportOfAScaleAddedLater: campaign.scales is no part of a
+// scale's space, so a run with a node count added to the list ([2, 4]
+// then [2, 4, 8]) keeps the scales it ran and tunes the new one; the
+// plugin's export names every scale the store holds of that space,
+// whichever scale --campaign names: exported from the first scale, whose
+// stored copy lists [2, 4], it left the 8 nodes' rules out, and removed the
+// nccl-plugin-8n.env an export of the last scale had written. A resume of
+// the first scale goes on to the last, as a resume of the last does.
+func TestScalesExportOfAScaleAddedLater(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/sim-scales-ib.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "scales.toml")
+	for _, scales := range []string{"[2, 4]", "[2, 4, 8]"} {
+		if err := os.WriteFile(path, []byte(strings.Replace(string(src), "scales = [2, 4, 8]", "scales = "+scales, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := nccltune(t, dir, "run", "--space", path, "--trials", "4", "--validate-rounds", "2"); code != 0 {
+			t.Fatalf("run with scales %s: %d\n%s%s", scales, code, out, errOut)
+		}
+	}
+	// A budget given to the resume of any scale is every scale's.
+	if code, out, errOut := nccltune(t, dir, "resume", "--campaign", "sim-scales-ib@2n", "--trials", "5"); code != 0 {
+		t.Fatalf("resume --campaign sim-scales-ib@2n: %d\n%s%s", code, out, errOut)
+	} else if !strings.Contains(out, `campaign "sim-scales-ib@8n": 5 of 5 trials finished`) {
+		t.Errorf("resume --campaign sim-scales-ib@2n --trials 5 did not go on to 8 nodes:\n%s%s", out, errOut)
+	}
+	for _, name := range []string{"sim-scales-ib@8n", "sim-scales-ib@2n", "sim-scales-ib@4n"} {
+		code, out, errOut := nccltune(t, dir, "export", "--campaign", name, "--format", "plugin", "--out", "plugin")
+		if code != 0 {
+			t.Fatalf("export --campaign %s: %d\n%s%s", name, code, out, errOut)
+		}
+		rules, err := os.ReadFile(filepath.Join(dir, "plugin", "nccltune.rules"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, scale := range []struct{ nodes, ranks string }{{"2", "8"}, {"4", "16"}, {"8", "32"}} {
+			if _, err := os.Stat(filepath.Join(dir, "plugin", "nccl-plugin-"+scale.nodes+"n.env")); err != nil {
+				t.Errorf("export --campaign %s: %v", name, err)
+			}
+			if !strings.Contains(string(rules), "# "+scale.nodes+" nodes, range large: ") {
+				t.Errorf("export --campaign %s: the rules leave %s nodes out:\n%s", name, scale.nodes, rules)
+			}
+		}
+	}
+}

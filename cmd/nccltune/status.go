@@ -641,8 +641,12 @@ func exportOfCampaign(c *cli.Context, st *store.Store, l *loaded) (export.Export
 		return ex, err
 	}
 	if f := c.String("format"); l.camp.Scale > 0 && (f == "plugin" || f == "tuner-csv" || f == "job") {
-		for _, at := range scales(l.family) {
-			if name := tuner.CampaignName(st, at); name != "" && name != l.camp.Name {
+		nodes, err := storedScales(st, l.family)
+		if err != nil {
+			return ex, err
+		}
+		for _, n := range nodes {
+			if name := tuner.CampaignName(st, l.family.AtScale(n)); name != "" && name != l.camp.Name {
 				other, err := load(st, name, readStored)
 				if err != nil {
 					return ex, err
@@ -656,6 +660,26 @@ func exportOfCampaign(c *cli.Context, st *store.Store, l *loaded) (export.Export
 		}
 	}
 	return ex, nil
+}
+
+// storedScales are the node counts of family's campaign.scales and of
+// every other scale of family's space that the store holds a campaign of:
+// the list is no part of a scale's space, so a run that added a node count
+// ([2, 4], then [2, 4, 8]) kept the scales it ran, whose stored copies list
+// the node counts of their own run alone.
+func storedScales(st *store.Store, family *space.Space) ([]int, error) {
+	all, err := st.Campaigns()
+	if err != nil {
+		return nil, err
+	}
+	nodes := slices.Clone(family.Campaign.Scales)
+	for _, c := range all {
+		if c.Scale > 0 && !slices.Contains(nodes, c.Scale) && tuner.CampaignName(st, family.AtScale(c.Scale)) != "" {
+			nodes = append(nodes, c.Scale)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes, nil
 }
 
 // exportOf is a loaded campaign's export.
