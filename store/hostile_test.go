@@ -737,3 +737,45 @@ func TestCompanionsWithAnotherNameAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedValuesAreRefused: a value longer than any nccltune writes,
+// edited in, is refused as read, by readers and writers alike, before
+// anything escapes or parses it: a campaign's stop reason of 100 MB held
+// status for 31 s and 2.8 GB, and a trial's output of 200 MB show --output
+// for 43 s and 5.2 GB (one of SQLite's gigabyte would exhaust memory).
+func TestOversizedValuesAreRefused(t *testing.T) {
+	defer func(v int) { maxValue = v }(maxValue)
+	maxValue = 1 << 20
+	for _, mutation := range []string{
+		`UPDATE campaigns SET stopped = hex(zeroblob(?))`,
+		`UPDATE trials SET output = zeroblob(? * 2) WHERE number = 1`,
+	} {
+		s, path, c := threeTrials(t)
+		s.Close()
+		raw, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec(mutation, maxValue/2+1); err != nil {
+			t.Fatalf("%s: %v", mutation, err)
+		}
+		raw.Close()
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			s, err := open(path)
+			if err != nil {
+				t.Fatalf("%s: open: %v", mutation, err)
+			}
+			err = readAll(s, c)
+			if err == nil {
+				var ts []Trial
+				if ts, err = s.Trials(c.ID); err == nil {
+					_, err = s.Output(ts[1].ID)
+				}
+			}
+			if !errors.Is(err, ErrTampered) {
+				t.Errorf("%s: read back with %.200v", mutation, err)
+			}
+			s.Close()
+		}
+	}
+}
