@@ -779,3 +779,30 @@ func TestOversizedValuesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLockHeldPastADeadWriterSaysSo: a lock still held once the wait for
+// a dead writer's trials is over (an flock of another program's, a trial
+// that outlived its grace) is not that writer's: the refusal named the
+// dead process as the nccltune run using the store.
+func TestLockHeldPastADeadWriterSaysSo(t *testing.T) {
+	defer func(d time.Duration) { HeldWait = d }(HeldWait)
+	HeldWait = 100 * time.Millisecond
+	s, path := openWriter(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`UPDATE writer SET pid = ?`, dead.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close() // holds the lock, as a program's flock would
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	err = other.LockWriter()
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("not by pid %d, which recorded itself as its writer and is gone", dead.Process.Pid)) {
+		t.Errorf("a lock held past a dead writer: %v", err)
+	}
+}
