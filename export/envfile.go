@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,11 +34,16 @@ func ReadEnvFile(path string) ([]string, error) {
 	}
 	var env []string
 	var errs []error
-	sc := bufio.NewScanner(f)
+	in := &io.LimitedReader{R: f, N: maxEnvFile + 1}
+	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, maxEnvLine)
 	sc.Split(lfLines)
 	line := 1
 	for ; sc.Scan(); line++ {
+		if len(errs) == maxEnvErrors {
+			errs = append(errs, fmt.Errorf("%s: not read past line %d, after %d errors", path, line-1, maxEnvErrors))
+			break
+		}
 		// A shell's blanks only: it keeps a CR or a no-break space in the value.
 		text := strings.Trim(sc.Text(), " \t")
 		if text == "" || strings.HasPrefix(text, "#") {
@@ -80,6 +86,9 @@ func ReadEnvFile(path string) ([]string, error) {
 		}
 		env = append(env, name+"="+value)
 	}
+	if in.N == 0 { // its lines' errors, a stream's garbage, say no more
+		return nil, fmt.Errorf("%s: over %d MiB, more than any env file holds", path, maxEnvFile>>20)
+	}
 	if err := sc.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("%s:%d: %w", path, line, err))
 	}
@@ -97,6 +106,16 @@ func lfLines(data []byte, atEOF bool) (int, []byte, error) {
 	}
 	return 0, nil, nil
 }
+
+// maxEnvFile bounds what ReadEnvFile reads, as space.MaxFile bounds a
+// space, whose values an env file holds: compare /dev/urandom read on,
+// an error a line, until memory ran out.
+const maxEnvFile = space.MaxFile
+
+// maxEnvErrors is how many of a file's errors ReadEnvFile says, then stops
+// reading: a file of NUL bytes or a log given by mistake is no env file,
+// and each of its lines an error (16 MiB of them held 2.5 GB).
+const maxEnvErrors = 50
 
 // maxEnvLine is the longest line ExportLine writes of a value the
 // catalogue takes: NAME=value within MAX_ARG_STRLEN, each byte of the value

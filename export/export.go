@@ -64,6 +64,9 @@ type Export struct {
 	// leaves out some of it: the store's records (Decisions, and Job's
 	// validation) name configurations by its keys, with what it pins.
 	Stored *space.Space
+	// Store is the store's file, which no file written may replace (an
+	// --out holding it under a name a format writes, or a link to it).
+	Store string
 	// Scales are the other campaigns of the space's campaign.scales: the
 	// tuner plugins' rules of every node count go in one file.
 	Scales []Export
@@ -123,6 +126,11 @@ func (e Export) Write(format, dir string) ([]string, error) {
 		path := filepath.Join(dir, f.name)
 		paths = append(paths, path)
 		writes = append(writes, atomicfile.File{Path: path, Data: []byte(f.text), Mode: f.mode})
+	}
+	for _, w := range writes {
+		if e.Store != "" && atomicfile.Replaces(w.Path, e.Store) {
+			return nil, fmt.Errorf("%s is the store %s: refusing to write over it; export into another folder", w.Path, e.Store)
+		}
 	}
 	if wErr := atomicfile.WriteAll(writes); wErr != nil {
 		return nil, errors.Join(err, wErr)

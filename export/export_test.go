@@ -134,6 +134,49 @@ func TestReadEnvFileReadsWhatExportWrites(t *testing.T) {
 	}
 }
 
+// TestReadEnvFileReadsABoundedFile: compare's env files are read to a
+// bound, as a space is; an endless stream (compare /dev/urandom B.env held
+// 5.7 GB after 8 s, a line error each, deaf to Ctrl-C) is refused once past
+// it, having read no more.
+func TestReadEnvFileReadsABoundedFile(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	written := make(chan int64, 1)
+	go func() {
+		defer w.Close()
+		line := []byte("# a comment\nNCCL_ALGO=Ring\n")
+		var n int64
+		for n < 4*maxEnvFile { // ends a reader that reads on, as the test fails
+			m, err := w.Write(line)
+			n += int64(m)
+			if err != nil {
+				break
+			}
+		}
+		written <- n
+	}()
+	path := fmt.Sprintf("/proc/self/fd/%d", r.Fd())
+	_, err = ReadEnvFile(path)
+	r.Close() // the writer's next write fails
+	if err == nil || err.Error() != path+": over 16 MiB, more than any env file holds" {
+		t.Errorf("an endless stream: %.200v", err)
+	}
+	if n := <-written; n > maxEnvFile+1<<20 {
+		t.Errorf("read %d bytes of an endless stream, the bound %d", n, maxEnvFile)
+	}
+	// Nor do a file's errors run on (16 MiB of "x" lines held 2.5 GB of
+	// them, 8 million lines printed): reading stops after the last it says.
+	bad := filepath.Join(t.TempDir(), "bad.env")
+	os.WriteFile(bad, []byte(strings.Repeat("x\n", 2*maxEnvErrors)), 0o644)
+	_, err = ReadEnvFile(bad)
+	if lines := strings.Split(fmt.Sprint(err), "\n"); len(lines) != maxEnvErrors+1 || lines[maxEnvErrors] != bad+fmt.Sprintf(": not read past line %d, after %d errors", maxEnvErrors, maxEnvErrors) {
+		t.Errorf("a file of %d bad lines: %d lines of error, ending %q", 2*maxEnvErrors, len(lines), lines[len(lines)-1])
+	}
+}
+
 // TestReadEnvFileReadsAsShellsDo: compare measures what ReadEnvFile reads,
 // and the job gets what its shell sources. A line of the user's own file
 // that ReadEnvFile takes must source in every POSIX-syntax shell of

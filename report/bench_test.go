@@ -46,7 +46,7 @@ func BenchmarkWriteOf10kTrials(b *testing.B) {
 	choices := results.Of(sp, trials, nil)
 	dir := b.TempDir()
 	for b.Loop() {
-		if _, err := Write(sp, choices, trials, dir); err != nil {
+		if _, err := Write(sp, choices, trials, dir, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

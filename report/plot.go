@@ -39,19 +39,26 @@ const width, height = 9 * vg.Inch, 5.5 * vg.Inch
 // Write draws every plot of a campaign into dir and returns their paths by
 // name: what the trials measured (busbw.png over message sizes for a
 // benchmark that sweeps them, measured.png per trial for one that measures
-// one objective) and convergence.png of the search's trials.
-func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial, dir string) (map[string]string, error) {
+// one objective) and convergence.png of the search's trials. None may
+// replace the file storeFile, the store they are read from.
+func Write(sp *space.Space, choices []results.RangeResult, trials []store.Trial, dir, storeFile string) (map[string]string, error) {
 	plots := map[string]string{"convergence": filepath.Join(dir, "convergence.png")}
 	if sp.Benchmark.Sweeps() {
 		plots["busbw"] = filepath.Join(dir, "busbw.png")
-		if err := BusBW(sp, choices, trials, plots["busbw"]); err != nil {
-			return nil, fmt.Errorf("busbw plot: %w", err)
-		}
 	} else {
 		plots["measured"] = filepath.Join(dir, "measured.png")
-		if err := Measured(sp, trials, plots["measured"]); err != nil {
-			return nil, fmt.Errorf("measured plot: %w", err)
+	}
+	for _, path := range plots {
+		if atomicfile.Replaces(path, storeFile) {
+			return nil, fmt.Errorf("%s is the store %s: refusing to write over it; write the plots into another folder", path, storeFile)
 		}
+	}
+	if path, ok := plots["busbw"]; ok {
+		if err := BusBW(sp, choices, trials, path); err != nil {
+			return nil, fmt.Errorf("busbw plot: %w", err)
+		}
+	} else if err := Measured(sp, trials, plots["measured"]); err != nil {
+		return nil, fmt.Errorf("measured plot: %w", err)
 	}
 	if err := Convergence(sp, choices, trials, plots["convergence"]); err != nil {
 		return nil, fmt.Errorf("convergence plot: %w", err)

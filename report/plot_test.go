@@ -85,7 +85,7 @@ func TestPlotsOfEveryKind(t *testing.T) {
 			trials = append(trials, tr)
 		}
 		dir := t.TempDir()
-		plots, err := Write(sp, results.Of(sp, trials, nil), trials, dir)
+		plots, err := Write(sp, results.Of(sp, trials, nil), trials, dir, "")
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -140,7 +140,7 @@ func plotAbsurdScores(t *testing.T, benchmark string) {
 				}
 				trials = append(trials, tr)
 			}
-			if _, err := Write(sp, results.Of(sp, trials, nil), trials, t.TempDir()); err != nil {
+			if _, err := Write(sp, results.Of(sp, trials, nil), trials, t.TempDir(), ""); err != nil {
 				t.Error(err)
 			}
 		})
@@ -853,7 +853,7 @@ func TestPlotsOfOneLargeValue(t *testing.T) {
 					t.Errorf("%g: %v", v, e)
 				}
 			}()
-			if _, err := Write(sp, results.Of(sp, trials, nil), trials, t.TempDir()); err != nil {
+			if _, err := Write(sp, results.Of(sp, trials, nil), trials, t.TempDir(), ""); err != nil {
 				t.Errorf("%g: %v", v, err)
 			}
 		}()
@@ -916,7 +916,7 @@ func TestLegendOfManyRanges(t *testing.T) {
 		}
 		trials := ringBeatsDefaults(sp)
 		dir := t.TempDir()
-		plots, err := Write(sp, results.Of(sp, trials, nil), trials, dir)
+		plots, err := Write(sp, results.Of(sp, trials, nil), trials, dir, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,8 @@ func checkCampaign(c Campaign) error {
 		return fmt.Errorf("campaign %d: scale %d: %w", c.ID, c.Scale, ErrTampered)
 	case c.ValidateRounds < 0 || c.ValidateRounds > maxValidateRounds:
 		return fmt.Errorf("campaign %d: %d validation rounds: %w", c.ID, c.ValidateRounds, ErrTampered)
+	case len(c.Space) > space.MaxFile: // the loader reads no more, and every reader parses it
+		return fmt.Errorf("campaign %d: a stored space of %d bytes, over %d MiB: %w", c.ID, len(c.Space), space.MaxFile>>20, ErrTampered)
 	case c.Latest != nil && !c.Latest.valid():
 		return fmt.Errorf("campaign %d: latest run's patience %d, timeout %s, shortest timeout %s: %w", c.ID, c.Latest.Patience, c.Latest.Timeout, c.Latest.ShortestTimeout, ErrTampered)
 	}

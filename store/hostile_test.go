@@ -236,6 +236,9 @@ func TestTamperedRowsAreRefused(t *testing.T) {
 		`UPDATE campaigns SET budget = 9223372036854775807`,
 		`UPDATE campaigns SET validate_rounds = -1`,
 		`UPDATE campaigns SET validate_rounds = 1000000000`,
+		// A stored space the loader would not read (status took 19 s and
+		// 1.2 GB to parse 100 MB of one).
+		`UPDATE campaigns SET space = space || '#' || hex(zeroblob(8388608))`,
 		validation("bogus", 5, "0.1"),
 		validation("tuned", -5, "0.1"),
 		validation("tuned", 5, "9e999"),
@@ -732,5 +735,74 @@ func TestCompanionsWithAnotherNameAreRefused(t *testing.T) {
 				t.Errorf("its %s a hard link: the other name's file holds %d bytes (%v), not its %d", suffix, len(got), err, len(want))
 			}
 		}
+	}
+}
+
+// TestOversizedValuesAreRefused: a value longer than any nccltune writes,
+// edited in, is refused as read, by readers and writers alike, before
+// anything escapes or parses it: a campaign's stop reason of 100 MB held
+// status for 31 s and 2.8 GB, and a trial's output of 200 MB show --output
+// for 43 s and 5.2 GB (one of SQLite's gigabyte would exhaust memory).
+func TestOversizedValuesAreRefused(t *testing.T) {
+	defer func(v int) { maxValue = v }(maxValue)
+	maxValue = 1 << 20
+	for _, mutation := range []string{
+		`UPDATE campaigns SET stopped = hex(zeroblob(?))`,
+		`UPDATE trials SET output = zeroblob(? * 2) WHERE number = 1`,
+	} {
+		s, path, c := threeTrials(t)
+		s.Close()
+		raw, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec(mutation, maxValue/2+1); err != nil {
+			t.Fatalf("%s: %v", mutation, err)
+		}
+		raw.Close()
+		for _, open := range []func(string) (*Store, error){Open, OpenReader} {
+			s, err := open(path)
+			if err != nil {
+				t.Fatalf("%s: open: %v", mutation, err)
+			}
+			err = readAll(s, c)
+			if err == nil {
+				var ts []Trial
+				if ts, err = s.Trials(c.ID); err == nil {
+					_, err = s.Output(ts[1].ID)
+				}
+			}
+			if !errors.Is(err, ErrTampered) {
+				t.Errorf("%s: read back with %.200v", mutation, err)
+			}
+			s.Close()
+		}
+	}
+}
+
+// TestLockHeldPastADeadWriterSaysSo: a lock still held once the wait for
+// a dead writer's trials is over (an flock of another program's, a trial
+// that outlived its grace) is not that writer's: the refusal named the
+// dead process as the nccltune run using the store.
+func TestLockHeldPastADeadWriterSaysSo(t *testing.T) {
+	defer func(d time.Duration) { HeldWait = d }(HeldWait)
+	HeldWait = 100 * time.Millisecond
+	s, path := openWriter(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`UPDATE writer SET pid = ?`, dead.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close() // holds the lock, as a program's flock would
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	err = other.LockWriter()
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("not by pid %d, which recorded itself as its writer and is gone", dead.Process.Pid)) {
+		t.Errorf("a lock held past a dead writer: %v", err)
 	}
 }

@@ -103,12 +103,16 @@ func (s *Store) LockFile() *os.File {
 	return s.lock
 }
 
-// holder says which process holds the writer lock, as it recorded itself.
+// holder says which process holds the writer lock, as it recorded itself;
+// not a writer of this host that is gone, which LockWriter waited for.
 func (s *Store) holder() string {
 	var pid int
 	var host, since string
 	if s.db.QueryRow(`SELECT pid, host, since FROM writer WHERE id = 1`).Scan(&pid, &host, &since) != nil {
 		return ""
+	}
+	if known, runs := s.recordedWriter(); known && !runs {
+		return fmt.Sprintf(", held by another process, not by pid %d, which recorded itself as its writer and is gone: a trial of its that outlived it by %s, or another program's flock on the file (lslocks names it)", pid, HeldWait)
 	}
 	return fmt.Sprintf(", pid %d on %s since %s", pid, host, since)
 }

@@ -144,6 +144,14 @@ type Store struct {
 // or, checkpointing, overwrite the campaign's.
 var ErrOtherName = errors.New("the store's file has more than one name (a hard link); SQLite keeps its log per name, so nccltune opens only a file with one (remove the other: find / -samefile FILE)")
 
+// maxValue bounds a value the store holds: the longest nccltune writes is a
+// trial's output, 8 MiB a launch (runner's maxOutput) for each of a
+// workload's seven collectives, or a stored space of space.MaxFile; SQLite
+// allows a gigabyte, which a reader escaping it for the terminal took
+// tens of gigabytes to print. A variable for the tests, which make smaller
+// values than that.
+var maxValue = 128 << 20
+
 // Open opens or creates the store at path for writing, migrating its schema
 // to the current version and checking its integrity.
 func Open(path string) (*Store, error) { return open(path, false) }
@@ -225,6 +233,10 @@ func open(path string, readOnly bool) (*Store, error) {
 	}
 	db.SetMaxOpenConns(1) // one connection: SQLite serialises writers anyway
 	s := &Store{db: db, path: path, readOnly: readOnly, shared: shared}
+	if err := s.limitValues(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store %s: %w", path, s.unreadable(err))
+	}
 	if err := s.init(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -853,9 +865,25 @@ func scanTrial(sc scanner) (Trial, error) {
 // or edited row (a column SQLite gave another type, JSON that does not
 // decode), so that the message says which file holds it.
 func (s *Store) located(err *error) {
+	var se *sqlite.Error
+	if errors.As(*err, &se) && se.Code()&0xff == sqlite3.SQLITE_TOOBIG {
+		*err = fmt.Errorf("a value over %d MiB, longer than any nccltune writes (%w): %w", maxValue>>20, *err, ErrTampered)
+	}
 	if *err != nil {
 		*err = fmt.Errorf("store %s: %w", s.path, *err)
 	}
+}
+
+// limitValues has SQLite refuse to read or write a value over maxValue
+// (SQLITE_TOOBIG) on the store's one connection, which the pool keeps.
+func (s *Store) limitValues() error {
+	c, err := s.db.Conn(context.Background())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = sqlite.Limit(c, sqlite3.SQLITE_LIMIT_LENGTH, maxValue)
+	return err
 }
 
 // encode renders each value as a JSON column.

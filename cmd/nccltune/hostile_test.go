@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -609,6 +610,44 @@ func TestTamperedNamesKeepTheTables(t *testing.T) {
 		if imp := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "what matters most") }); imp >= 0 &&
 			(!strings.HasPrefix(lines[imp+1], `  sm\u0009all\u000aX `) || !strings.HasPrefix(lines[imp+2], "  medium ")) {
 			t.Errorf("%v: the importance lines are split:\n%s", args, out)
+		}
+	}
+}
+
+// TestOutputsNeverReplaceTheStore: an export or a report whose --out holds
+// the store under a name it writes (a link to it, or the store itself, as
+// nccl-small.env) is refused, and the campaign is kept: each wrote its file
+// over the store, the campaign lost.
+func TestOutputsNeverReplaceTheStore(t *testing.T) {
+	dir := t.TempDir()
+	ranCampaign(t, dir, "-q", "--trials", "4", "--no-simplify", "--no-validate")
+	want, err := os.ReadFile(filepath.Join(dir, "nccltune.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, store string
+		args        []string
+	}{
+		{"nccl-small.env", "out/nccl-small.env", []string{"export", "--out", "out"}},
+		{"nccl-tuned.json", "nccltune.db", []string{"export", "--format", "json", "--out", "out"}},
+		{"busbw.png", "out/busbw.png", []string{"report", "--out", "out"}},
+		{"convergence.png", "nccltune.db", []string{"report", "--out", "out"}},
+	} {
+		out := filepath.Join(dir, "out")
+		os.RemoveAll(out)
+		os.Mkdir(out, 0o755)
+		os.WriteFile(filepath.Join(dir, "nccltune.db"), want, 0o644)
+		store := filepath.Join(dir, tc.store)
+		if tc.store == "nccltune.db" { // a link to it
+			os.Symlink(store, filepath.Join(out, tc.name))
+		} else {
+			os.Rename(filepath.Join(dir, "nccltune.db"), store)
+		}
+		code, _, errOut := nccltune(t, dir, append(tc.args, "--store", tc.store)...)
+		got, _ := os.ReadFile(store)
+		if code != 1 || !bytes.Equal(got, want) || !strings.Contains(errOut, "is the store") {
+			t.Errorf("%v with the store as %s: exit %d, store kept %v: %s", tc.args, tc.name, code, bytes.Equal(got, want), errOut)
 		}
 	}
 }

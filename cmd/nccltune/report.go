@@ -42,7 +42,7 @@ func reportCommand() *cli.Command {
 			if err := os.MkdirAll(c.String("out"), 0o755); err != nil {
 				return err
 			}
-			plots, err := report.Write(l.space, l.results, l.trials, c.String("out"))
+			plots, err := report.Write(l.space, l.results, l.trials, c.String("out"), c.String("store"))
 			if err != nil {
 				return err
 			}

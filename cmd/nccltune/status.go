@@ -701,7 +701,7 @@ func exportOf(st *store.Store, l *loaded, pluginPath string, own *space.Space) (
 	// The store's validations and decisions are under the stored space's keys, as l.results are.
 	return export.Export{Space: sp, Campaign: l.camp, Results: l.results, Job: results.JobOf(l.space, l.trials, l.vals),
 		Decisions: decisions, Fingerprint: fingerprint(l.trials), Plugin: pluginPath, Validate: l.command("validate"), Now: time.Now(),
-		LeftOut: left, Trusted: own != nil, Stored: l.space}, nil
+		LeftOut: left, Trusted: own != nil, Stored: l.space, Store: st.Path()}, nil
 }
 
 // fingerprint is what the campaign ran on, as its first completed trial recorded it.

@@ -150,6 +150,17 @@ func WriteFrom(path string, w io.WriterTo, mode os.FileMode) error {
 	return Write(path, b.Bytes(), mode)
 }
 
+// Replaces reports whether a write to path would replace file (the store a
+// command reads): path names it, as it is or through a link.
+func Replaces(path, file string) bool {
+	p, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	f, err := os.Stat(file)
+	return err == nil && os.SameFile(p, f)
+}
+
 // target is the file a write to path replaces, a symbolic link's target
 // (the rename would replace the link itself), and its information where
 // it exists (nil otherwise, or where a link names no file: the link is

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -19,18 +20,49 @@ import (
 // control character, a line or paragraph separator, an escape sequence's
 // ESC) and not among keep.
 func Graphic(s, keep string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) && !strings.ContainsRune(keep, r) }) {
+	n := count(s, func(r rune) bool { return !unicode.IsGraphic(r) && !strings.ContainsRune(keep, r) })
+	if n == 0 {
 		return s
 	}
 	var b strings.Builder
+	b.Grow(len(s) + n*maxEscapeGrowth)
 	for _, r := range s {
 		if unicode.IsGraphic(r) || strings.ContainsRune(keep, r) {
 			b.WriteRune(r)
 		} else {
-			fmt.Fprintf(&b, "\\u%04x", r)
+			escape(&b, r)
 		}
 	}
 	return b.String()
+}
+
+// count is how many characters of s are to be escaped.
+func count(s string, escaped func(rune) bool) int {
+	n := 0
+	for _, r := range s {
+		if escaped(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// maxEscapeGrowth is the most an escaped character adds to the text: one
+// past U+FFFF, 4 bytes, is 12 as JSON's surrogate pair.
+const maxEscapeGrowth = 8
+
+// escape writes r as \u and its hexadecimal code, four digits at least, as
+// %04x would, by hand: Graphic and JSON escape text that may be nothing
+// else (a store's value edited to NUL bytes), and a fmt call a character,
+// into a text grown as it went, took 34 s and gigabytes over 100 MB.
+func escape(b *strings.Builder, r rune) {
+	var digits [8]byte
+	hex := strconv.AppendInt(digits[:0], int64(r), 16)
+	b.WriteString(`\u`)
+	for range 4 - len(hex) {
+		b.WriteByte('0')
+	}
+	b.Write(hex)
 }
 
 // JSON is JSON text s with every character that is not graphic escaped as
@@ -42,19 +74,22 @@ func Graphic(s, keep string) string {
 // characters and the line breaks of its indentation (one inside a string
 // json escapes), which stay.
 func JSON(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) && r != '\n' }) {
+	n := count(s, func(r rune) bool { return !unicode.IsGraphic(r) && r != '\n' })
+	if n == 0 {
 		return s
 	}
 	var b strings.Builder
+	b.Grow(len(s) + n*maxEscapeGrowth)
 	for _, r := range s {
 		switch {
 		case unicode.IsGraphic(r) || r == '\n':
 			b.WriteRune(r)
 		case r > 0xffff:
 			hi, lo := utf16.EncodeRune(r)
-			fmt.Fprintf(&b, "\\u%04x\\u%04x", hi, lo)
+			escape(&b, hi)
+			escape(&b, lo)
 		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
+			escape(&b, r)
 		}
 	}
 	return b.String()
