@@ -79,18 +79,38 @@ func (s *Store) flock(patience time.Duration, wait func() bool) error {
 	return nil
 }
 
+// Writer is the process that last took the store's writer lock, as it
+// recorded itself (LockWriter).
+type Writer struct {
+	PID         int
+	Host, Since string
+	// Runs says whether it still runs, where it is a process of this
+	// host; nil where it is another host's, which cannot be asked.
+	Runs *bool
+}
+
+// LastWriter is the store's last writer; false where no process took the
+// lock (or the store is an older nccltune's, which recorded none).
+func (s *Store) LastWriter() (Writer, bool) {
+	var w Writer
+	if s.db.QueryRow(`SELECT pid, host, since FROM writer WHERE id = 1`).Scan(&w.PID, &w.Host, &w.Since) != nil || w.PID <= 0 {
+		return Writer{}, false
+	}
+	if h, _ := os.Hostname(); h == w.Host {
+		runs := !errors.Is(syscall.Kill(w.PID, 0), syscall.ESRCH)
+		w.Runs = &runs
+	}
+	return w, true
+}
+
 // recordedWriter says whether the writer recorded in the store is a
 // process of this host (known), and if so whether it still runs.
 func (s *Store) recordedWriter() (known, runs bool) {
-	var pid int
-	var host string
-	if s.db.QueryRow(`SELECT pid, host FROM writer WHERE id = 1`).Scan(&pid, &host) != nil || pid <= 0 {
+	w, ok := s.LastWriter()
+	if !ok || w.Runs == nil {
 		return false, false
 	}
-	if h, _ := os.Hostname(); h != host {
-		return false, false
-	}
-	return true, !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	return true, *w.Runs
 }
 
 // LockFile is the file the writer lock is held on (nil before LockWriter):
@@ -106,15 +126,14 @@ func (s *Store) LockFile() *os.File {
 // holder says which process holds the writer lock, as it recorded itself;
 // not a writer of this host that is gone, which LockWriter waited for.
 func (s *Store) holder() string {
-	var pid int
-	var host, since string
-	if s.db.QueryRow(`SELECT pid, host, since FROM writer WHERE id = 1`).Scan(&pid, &host, &since) != nil {
+	w, ok := s.LastWriter()
+	switch {
+	case !ok:
 		return ""
+	case w.Runs != nil && !*w.Runs:
+		return fmt.Sprintf(", held by another process, not by pid %d, which recorded itself as its writer and is gone: a trial of its that outlived it by %s, or another program's flock on the file (lslocks names it)", w.PID, HeldWait)
 	}
-	if known, runs := s.recordedWriter(); known && !runs {
-		return fmt.Sprintf(", held by another process, not by pid %d, which recorded itself as its writer and is gone: a trial of its that outlived it by %s, or another program's flock on the file (lslocks names it)", pid, HeldWait)
-	}
-	return fmt.Sprintf(", pid %d on %s since %s", pid, host, since)
+	return fmt.Sprintf(", pid %d on %s since %s", w.PID, w.Host, w.Since)
 }
 
 // writable checks, before the writer writes, that it holds the lock and that

@@ -651,3 +651,44 @@ func TestOutputsNeverReplaceTheStore(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusOfAKilledCampaign: kill -9 leaves the running trial marked
+// running; status says that the nccltune that ran it is gone and that a
+// resume runs it again (--json: its number under "orphaned", and the
+// "writer" that "runs" no more), and says nothing of the kind while the
+// campaign runs.
+func TestStatusOfAKilledCampaign(t *testing.T) {
+	t.Parallel() // waits out the runner's grace, not a CPU
+	dir := t.TempDir()
+	cmd, pids := startStubborn(t, dir, nil)
+	type doc struct {
+		Orphaned []int
+		Writer   *struct {
+			PID  int
+			Runs *bool
+		}
+	}
+	status := func() (string, doc) {
+		t.Helper()
+		_, out, errOut := nccltune(t, dir, "status")
+		code, js, jsErr := nccltune(t, dir, "status", "--json")
+		var d doc
+		if err := json.Unmarshal([]byte(js), &d); code != 0 || err != nil || d.Writer == nil || d.Writer.Runs == nil {
+			t.Fatalf("status --json: exit %d, %v\n%s%s", code, err, js, jsErr)
+		}
+		return out + errOut, d
+	}
+	if out, d := status(); strings.Contains(out, "is gone") || len(d.Orphaned) > 0 || !*d.Writer.Runs || d.Writer.PID != cmd.Process.Pid {
+		t.Errorf("while the campaign runs (pid %d): orphaned %v, writer pid %d runs %v\n%s", cmd.Process.Pid, d.Orphaned, d.Writer.PID, *d.Writer.Runs, out)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitGone(t, pids)
+	out, d := status()
+	if !strings.Contains(out, "warning: trial 0 marked running, yet the nccltune that ran the campaign (pid "+strconv.Itoa(cmd.Process.Pid)) || !strings.Contains(out, "`nccltune resume --space FILE` marks such a trial interrupted") {
+		t.Errorf("status after kill -9 says nothing of trial 0's gone writer:\n%s", out)
+	}
+	if !slices.Equal(d.Orphaned, []int{0}) || *d.Writer.Runs {
+		t.Errorf("status --json after kill -9: orphaned %v, writer runs %v; want [0], false", d.Orphaned, *d.Writer.Runs)
+	}
+}

@@ -44,6 +44,8 @@ type loaded struct {
 	// flags are the --store and --campaign that read it, where not the
 	// defaults, for the commands nccltune suggests (command).
 	flags []string
+	// writer is the store's last writer, nil where none recorded itself.
+	writer *store.Writer
 }
 
 // command is the nccltune command name that goes on with l's campaign: with
@@ -144,7 +146,11 @@ func load(st *store.Store, name string, parse spaceParser) (*loaded, error) {
 	if name != "" {
 		flags = append(flags, "--campaign", name)
 	}
-	return &loaded{camp: camp, space: sp, family: family, trials: trials, vals: vals, runs: runs, results: results.Of(sp, trials, vals), flags: flags}, nil
+	l := &loaded{camp: camp, space: sp, family: family, trials: trials, vals: vals, runs: runs, results: results.Of(sp, trials, vals), flags: flags}
+	if w, ok := st.LastWriter(); ok {
+		l.writer = &w
+	}
+	return l, nil
 }
 
 // openCampaign opens the --store (which must exist) and loads its --campaign;
@@ -287,6 +293,14 @@ func printLoaded(out io.Writer, l *loaded) error {
 	}
 	if why := stoppedWhy(l); why != "" {
 		fmt.Fprintln(w, text.Clean(why))
+	}
+	if orphans := l.orphans(); len(orphans) > 0 {
+		what := "trial " + strconv.Itoa(orphans[0])
+		if len(orphans) > 1 {
+			what = "trials " + strings.Trim(fmt.Sprint(orphans), "[]")
+		}
+		fmt.Fprintf(w, "warning: %s marked running, yet the nccltune that ran the campaign (pid %d on %s, since %s) is gone, killed (kill -9, a crash): `%s` marks such a trial interrupted and runs it again\n",
+			what, l.writer.PID, text.Clean(l.writer.Host), text.Clean(l.writer.Since), l.command("resume"))
 	}
 	if l.camp.Stopped == "" {
 		for r, at := range tuner.Settled(l.space, l.trials) {
@@ -523,6 +537,22 @@ func silentRuns(runs []store.ValidationRun) (silent, complete int) {
 	return silent, complete
 }
 
+// orphans are the numbers of the trials marked running whose writer, a
+// process of this host, is gone: a resume marks them interrupted and runs
+// them again. Another host's writer cannot be asked.
+func (l *loaded) orphans() []int {
+	if l.writer == nil || l.writer.Runs == nil || *l.writer.Runs {
+		return nil
+	}
+	var numbers []int
+	for _, t := range l.trials {
+		if t.State == store.Running {
+			numbers = append(numbers, t.Number)
+		}
+	}
+	return numbers
+}
+
 func statusJSON(l *loaded) map[string]any {
 	sum := results.Summarize(l.trials)
 	ranges := []results.RangeReport{}
@@ -545,6 +575,11 @@ func statusJSON(l *loaded) map[string]any {
 		"ranges":        ranges,
 		"group_spreads": list(results.GroupSpreads(l.space, l.trials)),
 	}
+	out["writer"] = nil
+	if w := l.writer; w != nil {
+		out["writer"] = map[string]any{"pid": w.PID, "host": w.Host, "since": w.Since, "runs": w.Runs}
+	}
+	out["orphaned"] = list(l.orphans())
 	silent, complete := silentRuns(l.runs)
 	out["validation_runs"] = map[string]int{"complete": complete, "no_nccl_log": silent}
 	// What the budget counts apart from what follows it: since a budget may
