@@ -44,8 +44,8 @@ func compareCommand() *cli.Command {
 			if c.IsSet("space") && (c.IsSet("store") || c.IsSet("campaign")) {
 				return usageError{errors.New("--space, or --store and --campaign: give one, the benchmark, launcher and ranges to compare on")}
 			}
-			a, errA := export.ReadEnvFile(c.Args().Get(0))
-			b, errB := export.ReadEnvFile(c.Args().Get(1))
+			a, errA := interruptible(c.Context, func() ([]string, error) { return export.ReadEnvFile(c.Args().Get(0)) })
+			b, errB := interruptible(c.Context, func() ([]string, error) { return export.ReadEnvFile(c.Args().Get(1)) })
 			if err := errors.Join(errA, errB); err != nil {
 				return err
 			}
@@ -111,7 +111,7 @@ func failedRun(res []tuner.Comparison) error {
 // no program (startsNothing).
 func compareSpace(c *cli.Context) (*space.Space, error) {
 	if c.String("space") != "" {
-		return space.Load(c.String("space"))
+		return loadSpaceFile(c.Context, c.String("space"))
 	}
 	st, err := openExisting(c.String("store"))
 	if err != nil {

@@ -195,7 +195,7 @@ func diagnose(ctx context.Context, spaceFile, python string) ([]nodeReport, []do
 	if spaceFile == "" {
 		return []nodeReport{thisNode(ctx, python, nil)}, nil, nil
 	}
-	sp, err := space.Load(spaceFile)
+	sp, err := loadSpaceFile(ctx, spaceFile)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -113,35 +113,39 @@ sleep 60 & wait
 	}
 }
 
-// TestProfileOfAWaitingPipeStops: a signal stops `nccltune profile -`
-// reading a pipe (or a terminal) that has not ended: exit 130 at once.
-// Closing standard input, which a shell opens blocking, ended no read
-// under way, so it read on until the pipe ended or a minute had passed.
-// So does a named pipe that no job writes yet, whose opening waits.
-func TestProfileOfAWaitingPipeStops(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "nccl.log")
+// TestAWaitingPipeStops: a signal stops a command reading a pipe (or a
+// terminal) that has not ended: exit 130 at once. Closing standard input,
+// which a shell opens blocking, ended no read under way of `nccltune
+// profile -`, so it read on until the pipe ended or a minute had passed.
+// So does a named pipe that no one writes yet, whose opening waits: a log
+// to profile, a --space <(cmd) whose command hangs, an env file to compare.
+func TestAWaitingPipeStops(t *testing.T) {
+	t.Parallel() // waits on signals, not a CPU
+	fifo := filepath.Join(t.TempDir(), "pipe")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, log := range []string{"-", fifo} {
+	for _, args := range [][]string{{"profile", "-"}, {"profile", fifo}, {"run", "--space", fifo}, {"compare", fifo, fifo}, {"doctor", "--space", fifo}} {
 		// A signal before nccltune's handler is installed kills it as it
 		// would any program; under load that took more than half a second,
 		// so a death by the signal is tried again with a longer wait.
 		for _, wait := range []time.Duration{500 * time.Millisecond, 3 * time.Second, 10 * time.Second} {
-			if !interruptedProfileExits(t, log, wait) {
+			if !interruptedExits(t, wait, args...) {
 				break
 			}
 		}
 	}
 }
 
-// interruptedProfileExits runs nccltune profile of log, interrupts it
-// after wait, and checks that it exits 130 within 10 s; it reports whether
-// it died of the signal instead, as before its handler was installed.
-func interruptedProfileExits(t *testing.T, log string, wait time.Duration) (tooSoon bool) {
+// interruptedExits runs nccltune with args, interrupts it after wait, and
+// checks that it exits 130 within 10 s (its forced exit comes after 30);
+// it reports whether it died of the signal instead, as before its handler
+// was installed.
+func interruptedExits(t *testing.T, wait time.Duration, args ...string) (tooSoon bool) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "profile", log)
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "NCCLTUNE_TEST_STOP_WAIT=30s")
 	in, err := cmd.StdinPipe() // written to by no one, never closed until the end
 	if err != nil {
 		t.Fatal(err)
@@ -163,11 +167,11 @@ func interruptedProfileExits(t *testing.T, log string, wait time.Duration) (tooS
 			return true
 		}
 		if !ok || ee.ExitCode() != 130 {
-			t.Errorf("profile %s stopped: %v\n%s", log, err, stderr.String())
+			t.Errorf("%v stopped: %v\n%s", args, err, stderr.String())
 		}
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
-		t.Errorf("profile %s still read 10 s after the signal", log)
+		t.Errorf("%v still read 10 s after the signal", args)
 	}
 	return false
 }

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/internal/text"
 	"github.com/nccltune/nccltune/store"
 	"github.com/urfave/cli/v2"
@@ -304,6 +305,34 @@ func writeJSON(w io.Writer, v any) error {
 
 // list is s, or an empty list where s is nil: --json writes [] for none,
 // never null, which a script iterating the list fails on.
+// interruptible is read's result, or ctx's error where a stop signal comes
+// first: the read, left to itself as nccltune exits, may wait for good (a
+// named pipe's opening waits for its writer, --space <(cmd) of a command
+// that hangs; closing a file ends no read under way of a standard input
+// the shell opened blocking), and a Ctrl-C must not wait out stopWait. A
+// panic of read's is raised here, where runApp recovers it.
+func interruptible[T any](ctx context.Context, read func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	panics := make(chan safego.Panic)
+	safego.Go(panics, func() {
+		v, err := read()
+		done <- result{v, err}
+	})
+	select {
+	case p := <-panics:
+		panic(p)
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var none T
+		return none, ctx.Err()
+	}
+}
+
 func list[T any](s []T) []T {
 	if s == nil {
 		return []T{}

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nccltune/nccltune/internal/atomicfile"
-	"github.com/nccltune/nccltune/internal/safego"
 	"github.com/nccltune/nccltune/space"
 	"github.com/nccltune/nccltune/workload"
 )
@@ -42,32 +41,10 @@ func profileCommand() *cli.Command {
 			if c.IsSet("ranks") && ranks < 1 {
 				return usageError{fmt.Errorf("--ranks must be a communicator's rank count, 1 or more, not %d", ranks)}
 			}
-			// A signal ends the reading (of a log of many gigabytes, or of a
-			// pipe or terminal that waits), left to itself as nccltune
-			// exits: closing the file ends no read under way of a standard
-			// input that the shell opened blocking, and the opening of a
-			// named pipe waits for its writer.
-			type read struct {
-				w   *workload.Workload
-				err error
-			}
-			done := make(chan read, 1)
-			panics := make(chan safego.Panic)
-			safego.Go(panics, func() {
-				w, err := readLog(c.Args().First())
-				done <- read{w, err}
-			})
-			var w *workload.Workload
-			select {
-			case p := <-panics:
-				panic(p)
-			case r := <-done:
-				if r.err != nil {
-					return r.err
-				}
-				w = r.w
-			case <-c.Context.Done():
-				return c.Context.Err()
+			// Of a log of many gigabytes, or of a pipe or terminal that waits.
+			w, err := interruptible(c.Context, func() (*workload.Workload, error) { return readLog(c.Args().First()) })
+			if err != nil {
+				return err
 			}
 			w.Source.File = c.Args().First()
 			if ranks > 0 {

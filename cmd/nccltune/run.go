@@ -56,7 +56,7 @@ func runCommand() *cli.Command {
 			if err := checkFlags(c); err != nil {
 				return err
 			}
-			sp, err := loadSpace(c.String("space"))
+			sp, err := loadSpace(c.Context, c.String("space"))
 			if err != nil {
 				return err
 			}
@@ -238,6 +238,12 @@ func goesOn(err error, c *cli.Context, command string) error {
 
 // scales are the spaces of the campaigns sp runs: its own, or one per
 // node count of campaign.scales.
+// loadSpaceFile loads the space file at path, unless a stop signal comes
+// first (interruptible: a named pipe, --space <(cmd)).
+func loadSpaceFile(ctx context.Context, path string) (*space.Space, error) {
+	return interruptible(ctx, func() (*space.Space, error) { return space.Load(path) })
+}
+
 func scales(sp *space.Space) []*space.Space {
 	if len(sp.Campaign.Scales) == 0 {
 		return []*space.Space{sp}
@@ -249,9 +255,9 @@ func scales(sp *space.Space) []*space.Space {
 	return out
 }
 
-func loadSpace(path string) (*space.Space, error) {
+func loadSpace(ctx context.Context, path string) (*space.Space, error) {
 	if path != "" {
-		return space.Load(path)
+		return loadSpaceFile(ctx, path)
 	}
 	data, err := examples.Files.ReadFile(examples.Default)
 	if err != nil {

@@ -51,7 +51,7 @@ func userSpace(c *cli.Context, l *loaded) (*space.Space, error) {
 	if path == "" {
 		return nil, nil
 	}
-	own, err := space.Load(path)
+	own, err := loadSpaceFile(c.Context, path)
 	if err != nil {
 		return nil, err
 	}
