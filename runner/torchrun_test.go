@@ -829,7 +829,9 @@ Traceback (most recent call last):
 RuntimeError: peer gone (rank 0)
 ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 7671) of binary: /usr/bin/python3.11
 `
-	torchrunTwoNodesA = `Traceback (most recent call last):
+	// torchrunAgentRaised begins each agent's report: ChildFailedError's
+	// traceback, as torch 1.13 under Python 3.11 prints it.
+	torchrunAgentRaised = `Traceback (most recent call last):
   File "/usr/bin/torchrun", line 13, in <module>
     sys.exit(main())
              ^^^^^^
@@ -846,7 +848,8 @@ ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_r
   File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 246, in launch_agent
     raise ChildFailedError(
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
-============================================================
+`
+	torchrunTwoNodesA = torchrunAgentRaised + `============================================================
 /work/train.py FAILED
 ------------------------------------------------------------
 Failures:
@@ -862,24 +865,7 @@ Root Cause (first observed failure):
   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
 ============================================================
 `
-	torchrunTwoNodesB = `Traceback (most recent call last):
-  File "/usr/bin/torchrun", line 13, in <module>
-    sys.exit(main())
-             ^^^^^^
-  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
-    return f(*args, **kwargs)
-           ^^^^^^^^^^^^^^^^^^
-  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 762, in main
-    run(args)
-  File "/usr/lib/python3/dist-packages/torch/distributed/run.py", line 753, in run
-    elastic_launch(
-  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 132, in __call__
-    return launch_agent(self._config, self._entrypoint, list(args))
-           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 246, in launch_agent
-    raise ChildFailedError(
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
-=====================================================
+	torchrunTwoNodesB = torchrunAgentRaised + `=====================================================
 /work/train.py FAILED
 -----------------------------------------------------
 Failures:
