@@ -15,6 +15,30 @@ import (
 	"unicode/utf8"
 )
 
+// algoSourced is NCCL_ALGO as each installed shell of sourcingShells holds
+// it after sourcing envFile in an environment with env added: by shell
+// name, or the error of a shell that failed.
+func algoSourced(t *testing.T, envFile string, env []string) map[string]string {
+	t.Helper()
+	held := map[string]string{}
+	for _, sh := range sourcingShells {
+		if _, err := exec.LookPath(sh.argv[0]); err != nil {
+			continue
+		}
+		cmd := exec.Command(sh.argv[0], append(sh.argv[1:], sh.source+`printf %s "$NCCL_ALGO"`, sh.argv[0], envFile)...)
+		if sh.name == "fish" {
+			cmd = exec.Command("fish", "-c", sh.source+`printf %s "$NCCL_ALGO"`, envFile)
+		}
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.Output()
+		held[sh.name] = string(out)
+		if err != nil {
+			held[sh.name] = "error: " + err.Error()
+		}
+	}
+	return held
+}
+
 // sourcingShells are the shells an env file is sourced in, each with the
 // script that sources the file ($1) and prints every value NUL-terminated:
 // POSIX sh (dash), bash in both modes, zsh, and fish, whose single quotes

@@ -1136,16 +1136,9 @@ func TestRangeFilesSetTheMeasuredCollectiveAlone(t *testing.T) {
 			}
 		}
 		envFile := filepath.Join(dir, "nccl-all.env")
-		for _, sh := range sourcingShells {
-			if _, err := exec.LookPath(sh.argv[0]); err != nil {
-				continue
-			}
-			cmd := exec.Command(sh.argv[0], append(sh.argv[1:], sh.source+`printf %s "$NCCL_ALGO"`, sh.argv[0], envFile)...)
-			if sh.name == "fish" {
-				cmd = exec.Command("fish", "-c", sh.source+`printf %s "$NCCL_ALGO"`, envFile)
-			}
-			if out, err := cmd.Output(); err != nil || string(out) != tc.want {
-				t.Errorf("NCCL %s: %s sourcing the env file: NCCL_ALGO %q (%v), want %q", tc.nccl, sh.name, out, err, tc.want)
+		for shell, out := range algoSourced(t, envFile, nil) {
+			if out != tc.want {
+				t.Errorf("NCCL %s: %s sourcing the env file: NCCL_ALGO %q, want %q", tc.nccl, shell, out, tc.want)
 			}
 		}
 		text, _ := os.ReadFile(envFile)

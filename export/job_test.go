@@ -3,7 +3,6 @@ package export
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -298,17 +297,9 @@ func TestRangeFilesSetOnlyTheirCollectivesParts(t *testing.T) {
 	want := map[string]string{"all_gather": "allgather:Ring", "all_reduce": "allreduce:Tree"}
 	for name, algo := range want {
 		envFile := filepath.Join(dir, "nccl-"+name+".env")
-		for _, sh := range sourcingShells {
-			if _, err := exec.LookPath(sh.argv[0]); err != nil {
-				continue
-			}
-			cmd := exec.Command(sh.argv[0], append(sh.argv[1:], sh.source+`printf %s "$NCCL_ALGO"`, sh.argv[0], envFile)...)
-			if sh.name == "fish" {
-				cmd = exec.Command("fish", "-c", sh.source+`printf %s "$NCCL_ALGO"`, envFile)
-			}
-			cmd.Env = append(os.Environ(), "NCCL_ALGO=Tree")
-			if out, err := cmd.Output(); err != nil || string(out) != algo {
-				t.Errorf("%s sourcing %s: NCCL_ALGO %q (%v), want %q", sh.name, filepath.Base(envFile), out, err, algo)
+		for shell, out := range algoSourced(t, envFile, []string{"NCCL_ALGO=Tree"}) {
+			if out != algo {
+				t.Errorf("%s sourcing %s: NCCL_ALGO %q, want %q", shell, filepath.Base(envFile), out, algo)
 			}
 		}
 		dotenv, _ := os.ReadFile(filepath.Join(dir, "nccl-"+name+".dotenv"))
