@@ -294,15 +294,24 @@ func (e Export) readsPrefix() bool {
 	return yes || !known && len(e.Space.Simulator) > 0
 }
 
-// othersParts are the params of a that set NCCL_ALGO or NCCL_PROTO for a
-// collective other than range r's (a workload's NCCL_ALGO[allreduce] in
-// range all_gather): NCCL applies such a part to its collective alone, so
-// it played no part in the range's score, and a range's file that set it
-// would change that collective in the job by a choice no verdict judged.
+// othersParts are the params of a that set NCCL_ALGO or NCCL_PROTO for
+// collectives other than range r's: a collective's part (a workload's
+// NCCL_ALGO[allreduce] in range all_gather), or a param searched whole
+// where nccl-tests measured a collective that NCCL runs with neither
+// (alltoall, sendrecv: no prefix of theirs). NCCL applies such a value to
+// other collectives alone, so it played no part in the range's score, and
+// a range's file that set it would change them in the job by a choice no
+// verdict judged (Tree leaves a broadcast no algorithm).
 func (e Export) othersParts(r results.RangeResult, a space.Assignment) []string {
+	coll := strings.ReplaceAll(r.Range.Collective, "_", "")
+	unused := e.Space.Benchmark.Sweeps() && !slices.Contains(exampleColls, collTokens[r.Range.Collective])
 	var names []string
 	for _, p := range e.Space.Params {
-		if v, set := a[p.Name]; set && v != space.Unset && p.Collective != "" && p.Collective != strings.ReplaceAll(r.Range.Collective, "_", "") {
+		v, set := a[p.Name]
+		if !set || v == space.Unset {
+			continue
+		}
+		if p.Collective != "" && p.Collective != coll || p.Collective == "" && unused && slices.Contains(space.PerCollective, p.Name) {
 			names = append(names, p.Name)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1179,6 +1180,73 @@ func TestScopedValueIsWhatNCCLAppliesToTheCollective(t *testing.T) {
 		}
 		if text, _ := os.ReadFile(filepath.Join(dir, "nccl-all.dotenv")); !strings.Contains(string(text), "\nNCCL_ALGO="+want+"\n") {
 			t.Errorf("%s: want NCCL_ALGO=%s in\n%s", value, want, text)
+		}
+	}
+}
+
+// TestRangeFilesOfACollectiveWithoutAlgorithms: NCCL runs alltoall and
+// sendrecv with no algorithm or protocol of NCCL_ALGO and NCCL_PROTO (and
+// takes no prefix of theirs), so a searched NCCL_ALGO played no part in
+// such a range's score; set plainly in its files, as it was, it set every
+// other collective of a job untested (Tree leaves a broadcast none). It is
+// left out, the header saying so, as another collective's part is; the
+// all_reduce range beside it still sets its own.
+func TestRangeFilesOfACollectiveWithoutAlgorithms(t *testing.T) {
+	workload := strings.Replace(jobSpace, `collective = "all_gather"`, `collective = "alltoall"`, 1)
+	nccltests := "[campaign]\nname = \"job\"\ncollective = \"alltoall\"\nsizes = { min = \"8\", max = \"1M\", factor = 2 }\n[benchmark]\nbinary = \"x\"\ngpus = 16\n[[param]]\nname = \"NCCL_ALGO\"\nvalues = [\"default\", \"Tree\"]\n"
+	for _, tc := range []struct {
+		src, file string
+		own       map[string]string // other ranges' files, and the NCCL_ALGO each sets
+	}{
+		{workload, "nccl-alltoall", map[string]string{"nccl-all_reduce": "allreduce:Tree"}},
+		{nccltests, "nccl-all", nil},
+	} {
+		sp, err := space.Parse("job.toml", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores := map[string]float64{}
+		for _, r := range sp.Ranges {
+			scores[r.Name] = 1
+		}
+		var trials []store.Trial
+		for n, a := range []space.Assignment{{"NCCL_ALGO": space.Unset}, {"NCCL_ALGO": "Tree"}} {
+			trials = append(trials, store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: maps.Clone(scores)})
+			for k := range scores {
+				scores[k] = 1.2
+			}
+		}
+		ex := Export{Space: sp, Campaign: store.Campaign{Name: "job", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+			Job: results.JobOf(sp, trials, nil), Fingerprint: runner.Fingerprint{NCCL: "2.28.3"}, Now: time.Now()}
+		dir := t.TempDir()
+		for _, format := range []string{"env", "dotenv", "json", "slurm", "torchrun"} {
+			if _, err := ex.Write(format, dir); err != nil {
+				t.Fatalf("%s: %v", format, err)
+			}
+		}
+		for _, ext := range []string{".env", ".dotenv", ".slurm", ".torchrun.sh"} {
+			text, _ := os.ReadFile(filepath.Join(dir, tc.file+ext))
+			if strings.Contains(string(text), "NCCL_ALGO=") || strings.Contains(string(text), "NCCL_ALGO='") ||
+				!strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(string(text), "\n# ", " ")), " "), "left out of trial 1's settings: NCCL_ALGO") {
+				t.Errorf("%s%s sets NCCL_ALGO, or does not say it is left out:\n%s", tc.file, ext, text)
+			}
+		}
+		for name, want := range tc.own {
+			if text, _ := os.ReadFile(filepath.Join(dir, name+".env")); !slices.Contains(exports(string(text)), "NCCL_ALGO='"+want+"'") {
+				t.Errorf("%s.env: want NCCL_ALGO='%s':\n%s", name, want, text)
+			}
+		}
+		var out struct {
+			Ranges []rangeJSON `json:"ranges"`
+		}
+		data, _ := os.ReadFile(filepath.Join(dir, "nccl-tuned.json"))
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatalf("%v\n%s", err, data)
+		}
+		for _, r := range out.Ranges {
+			if v := r.Env["NCCL_ALGO"]; v != tc.own["nccl-"+r.Name] {
+				t.Errorf("nccl-tuned.json: range %s sets NCCL_ALGO=%q, want %q", r.Name, v, tc.own["nccl-"+r.Name])
+			}
 		}
 	}
 }

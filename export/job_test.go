@@ -356,3 +356,34 @@ func TestJobOfOneCollectiveSetsItAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestJobOfOneCollectiveBesideAlltoall: a workload of all_reduce and
+// alltoall searches NCCL_ALGO whole (NCCL runs alltoall without one), and
+// the job's configuration, with two ranges, took no range's value of it:
+// the job file left all_reduce's Tree out (unset it), though its header
+// predicted the time of trial 1's choice, and validation judged a
+// configuration without it. It is all_reduce's, set for all_reduce alone.
+func TestJobOfOneCollectiveBesideAlltoall(t *testing.T) {
+	src := strings.Replace(jobSpace, `collective = "all_gather"`, `collective = "alltoall"`, 1)
+	sp, err := space.Parse("job.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(n int, score float64, a space.Assignment) store.Trial {
+		return store.Trial{Number: n, State: store.Complete, Params: a, Env: sp.Env(a), Scores: map[string]float64{"all_reduce": score, "alltoall": score}}
+	}
+	trials := []store.Trial{trial(0, 1, Defaults(sp)), trial(1, 1.2, space.Assignment{"NCCL_ALGO": "Tree", "NCCL_BUFFSIZE": space.Unset})}
+	job := results.JobOf(sp, trials, nil)
+	if a := job.Assignment(sp); a["NCCL_ALGO"] != "Tree" {
+		t.Errorf("the job's configuration %v, want all_reduce's NCCL_ALGO=Tree", a)
+	}
+	ex := Export{Space: sp, Campaign: store.Campaign{Name: "job", SpaceHash: sp.Hash()}, Results: results.Of(sp, trials, nil),
+		Job: job, Fingerprint: runner.Fingerprint{NCCL: "2.28.3"}, Now: time.Now()}
+	text, err := writeJob(t, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(exports(text), "NCCL_ALGO='allreduce:Tree'") {
+		t.Errorf("want NCCL_ALGO='allreduce:Tree':\n%s", text)
+	}
+}

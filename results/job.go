@@ -154,12 +154,13 @@ func jobGain(sp *space.Space, rs []RangeResult) float64 {
 
 // Assignment is the job's one configuration: its environment, and the
 // per-size variables from the choice of the range they serve (a
-// collective's part, NCCL_ALGO[allreduce], or the one range's); where NCCL's
-// own choice stands, none. Per-size variables that serve several ranges of
-// sizes are left to a tuner plugin's rules.
+// collective's part, NCCL_ALGO[allreduce], or wholeServes' range's); where
+// NCCL's own choice stands, none. Per-size variables that serve several
+// ranges of sizes are left to a tuner plugin's rules.
 func (j Job) Assignment(sp *space.Space) space.Assignment {
 	a := space.Assignment{}
-	for _, r := range j.Ranges {
+	served := wholeServes(sp, j.Ranges)
+	for i, r := range j.Ranges {
 		if r.Best == nil {
 			continue
 		}
@@ -170,7 +171,7 @@ func (j Job) Assignment(sp *space.Space) space.Assignment {
 			case !ok:
 			case !perSize:
 				a[p.Name] = v // the same in every range: the job's environment
-			case p.Collective == strings.ReplaceAll(r.Range.Collective, "_", "") || p.Collective == "" && len(j.Ranges) == 1:
+			case p.Collective == strings.ReplaceAll(r.Range.Collective, "_", "") || p.Collective == "" && i == served:
 				a[p.Name] = space.Unset
 				if j.Uses(r) {
 					a[p.Name] = v
@@ -179,6 +180,29 @@ func (j Job) Assignment(sp *space.Space) space.Assignment {
 		}
 	}
 	return a
+}
+
+// wholeServes is the index of the range of rs whose choice a per-size
+// variable searched whole (NCCL_ALGO) serves in the job: the one range, or
+// a workload's one range of a collective that NCCL runs with an algorithm
+// and protocol (all_reduce beside alltoall, which it runs with neither,
+// and for which NCCL_ALGO was searched whole); -1 where several are, whose
+// choices a tuner plugin's rules make per size.
+func wholeServes(sp *space.Space, rs []RangeResult) int {
+	if len(rs) == 1 {
+		return 0
+	}
+	served := -1
+	for i, r := range rs {
+		switch {
+		case len(sp.Workload) == 0 || !space.TakesAlgorithm(r.Range.Collective):
+		case served >= 0:
+			return -1
+		default:
+			served = i
+		}
+	}
+	return served
 }
 
 // Alone is the job's environment without a per-size setting: what its

@@ -401,13 +401,13 @@ func AllocationNodes() ([]string, error) {
 	if list == "" {
 		return nil, errors.New("launcher srun: not inside a Slurm allocation (SLURM_JOB_NODELIST is not set; run nccltune under salloc or sbatch)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
 	if id := os.Getenv("SLURM_JOB_ID"); id != "" {
-		if _, now, err := showJob(ctx, id); err == nil && now != "" {
+		if now := jobNodeList(id); now != "" {
 			list = now
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
 	names, err := hostnames(ctx, list)
 	if err != nil {
 		return nil, err
@@ -416,6 +416,19 @@ func AllocationNodes() ([]string, error) {
 		return nil, fmt.Errorf("launcher srun: scontrol show hostnames %s named no node", list)
 	}
 	return names, nil
+}
+
+// jobNodeList is job id's node list as slurmctld holds it now, "" where
+// it cannot be asked. It has a stopTimeout of its own: one that slurmctld
+// did not answer within leaves the expansion of SLURM_JOB_NODELIST, which
+// scontrol does without it, its own.
+func jobNodeList(id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if _, nodes, err := showJob(ctx, id); err == nil {
+		return nodes
+	}
+	return ""
 }
 
 // hostnames expands a Slurm host list ("n[1-4],m2") into its hosts' names.

@@ -620,3 +620,24 @@ func TestSrunStepOnNodesOfTooFewGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocationNodesWhereSlurmDoesNotAnswer: where slurmctld does not
+// answer scontrol show job, the allocation's nodes are SLURM_JOB_NODELIST's,
+// which scontrol show hostnames expands without asking it; both shared one
+// stopTimeout, which the unanswered question used up, so the expansion
+// failed too and no groups or step could be made.
+func TestAllocationNodesWhereSlurmDoesNotAnswer(t *testing.T) {
+	dir := t.TempDir()
+	scontrol := "#!/bin/sh\nif [ \"$1 $2\" = 'show hostnames' ]; then printf 'n1\\nn2\\n'; else exec sleep 30; fi\n"
+	if err := os.WriteFile(filepath.Join(dir, "scontrol"), []byte(scontrol), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SLURM_JOB_ID", "7")
+	t.Setenv("SLURM_JOB_NODELIST", "n[1-2]")
+	defer func(d time.Duration) { stopTimeout = d }(stopTimeout)
+	stopTimeout = time.Second
+	if nodes, err := AllocationNodes(); err != nil || !slices.Equal(nodes, []string{"n1", "n2"}) {
+		t.Errorf("AllocationNodes = %v, %v; want SLURM_JOB_NODELIST's n1, n2", nodes, err)
+	}
+}

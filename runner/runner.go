@@ -287,7 +287,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	case runCtx.Err() != nil && launchErr == "" && !failedFirst: // one that never launched its ranks did not hang
 		res.Failure = &Failure{FailTimeout, fmt.Sprintf("no exit within %s; every process of the trial was killed", job.Timeout)}
 	case cancelled != "": // the ranks' signal is the hand's, not the settings'
-		res.Failure = &Failure{FailLaunch, "the trial's step was cancelled from outside nccltune (scancel), the job running on: " + cancelled}
+		res.Failure = &Failure{FailLaunch, CancelledByHand + ", the job running on: " + cancelled}
 	case launchErr != "":
 		res.Failure = &Failure{FailLaunch, launchErr}
 	case supervisorKilled != 0:
@@ -305,6 +305,11 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 	}
 	return res
 }
+
+// CancelledByHand begins the reason of a trial whose step was cancelled
+// from outside nccltune: a failed launch whose ranks had started, on nodes
+// that may be sound.
+const CancelledByHand = "the trial's step was cancelled from outside nccltune (scancel)"
 
 // maxReason bounds a failure's reason.
 const maxReason = 2048

@@ -791,6 +791,14 @@ func (s *Space) Sweep(coll string) Sizes {
 	return sw
 }
 
+// TakesAlgorithm reports whether NCCL runs collective coll (nccl-tests'
+// name, all_reduce) with an algorithm and protocol that NCCL_ALGO and
+// NCCL_PROTO choose, and takes a prefix of it in them: not alltoall or
+// sendrecv, which it runs with neither.
+func TakesAlgorithm(coll string) bool {
+	return slices.Contains(collNames, strings.ReplaceAll(coll, "_", ""))
+}
+
 // PerRank reports whether nccl-tests' size of collective coll is the sum of
 // every rank's share, each rounded down to 16 bytes.
 func PerRank(coll string) bool {

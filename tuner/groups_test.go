@@ -744,3 +744,41 @@ func TestGroupsOfOtherHardware(t *testing.T) {
 		t.Errorf("run returned %v, want %v naming groups 0 and 1, whose nodes must be alike", err, ErrOtherHardware)
 	}
 }
+
+// stepCancelled has trial n's step cancelled by hand (scancel of the step)
+// on group 1, as the runner tells it, and runs every other trial.
+type stepCancelled struct {
+	st       *store.Store
+	campaign string
+	n        int
+}
+
+func (s stepCancelled) Run(ctx context.Context, job runner.Job) runner.Result {
+	if g, ok := runningGroup(s.st, s.campaign, job.Plan.Label); ok && g == 1 && job.Plan.Label == strconv.Itoa(s.n) {
+		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: -1, Signal: 15},
+			Failure: &runner.Failure{Kind: runner.FailLaunch, Reason: "the trial's step was cancelled from outside nccltune (scancel), the job running on: slurmstepd-n2: error: *** STEP 7.9 ON n2 CANCELLED AT 2026-12-07T18:00:00 ***"}}
+	}
+	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// TestGroupsStepCancelledByHand: a trial whose step a hand cancelled
+// (scancel of the step) started its ranks on a group whose nodes are
+// sound; it failed as a launch, not by its settings, but since the groups
+// took a launch's failure for a broken node's, the whole campaign stopped
+// naming that group's nodes broken. It fails as before, and the campaign
+// goes on.
+func TestGroupsStepCancelledByHand(t *testing.T) {
+	sp := loadExample(t, 12)
+	sp.Launcher.Groups = 2
+	st := openStore(t)
+	tu := newTuner(t, sp, st)
+	tu.Runner = stepCancelled{st: st, campaign: sp.Campaign.Name, n: 5}
+	if err := tu.Run(context.Background(), Options{}); err != nil {
+		t.Fatalf("run with one step cancelled by hand: %v", err)
+	}
+	for _, tr := range campaignTrials(t, st, sp.Campaign.Name) {
+		if tr.FailureKind == string(runner.FailNode) {
+			t.Errorf("trial %d on group %d: %s %s: %s", tr.Number, tr.Group, tr.State, tr.FailureKind, tr.FailureReason)
+		}
+	}
+}

@@ -901,9 +901,10 @@ func (s *session) brokenGroup(ctx context.Context) error {
 // no longer start a task is told apart at its first such failure. Left to
 // the search, that group's failures, which come back at once, took trial
 // after trial, each told to the sampler as its configuration's, while the
-// other groups' trials completed.
+// other groups' trials completed. A step a hand cancelled (scancel) is
+// none of the group's doing: its ranks had started.
 func (s *session) groupLaunchFailure(t store.Trial) string {
-	if t.State != store.Failed || t.FailureKind != string(runner.FailLaunch) {
+	if t.State != store.Failed || t.FailureKind != string(runner.FailLaunch) || strings.HasPrefix(t.FailureReason, runner.CancelledByHand) {
 		return ""
 	}
 	var ran *store.Trial // the first trial that ran on another group

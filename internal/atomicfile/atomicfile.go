@@ -114,7 +114,9 @@ func WriteAll(files []File) error {
 			}
 			s.tmp = tmp
 		}
-		held, err := unix.Dup(int(s.f.Fd()))
+		// Closed on exec, as every descriptor Go opens: a program another
+		// goroutine starts meanwhile would hold the lock as long as it ran.
+		held, err := unix.FcntlInt(s.f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestWriteSyncsBeforeAndAfterTheRename: each file's data reaches the disk
@@ -316,5 +318,48 @@ func TestWriteAllRefusesOneFileTwice(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 			t.Errorf("link to %s: left %v in the folder", to, entries)
 		}
+	}
+}
+
+// TestWriteLeaksNoDescriptor: the descriptor that holds a temporary file's
+// lock until its rename is closed on exec, as every one Go opens is: a
+// program started meanwhile (another goroutine's) inherited it, kept the
+// file open, and held its lock for as long as it ran.
+func TestWriteLeaksNoDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.env")
+	old := fsync
+	t.Cleanup(func() { fsync = old })
+	checked := false
+	fsync = func(f *os.File) error {
+		if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+			return old(f)
+		}
+		// Renamed, not yet returned: the lock's descriptor is open.
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip(err)
+		}
+		written, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			fd, err := strconv.Atoi(e.Name())
+			if fi, _ := os.Stat(filepath.Join("/proc/self/fd", e.Name())); err != nil || fi == nil || !os.SameFile(fi, written) {
+				continue
+			}
+			checked = true
+			if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
+				t.Errorf("descriptor %d of %s is not closed on exec (flags %#x, %v)", fd, path, flags, err)
+			}
+		}
+		return old(f)
+	}
+	if err := Write(path, []byte("X=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !checked {
+		t.Fatal("no descriptor of the file was open as its folder was synced")
 	}
 }
