@@ -237,8 +237,8 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		// trial fails as the supervisor ended (a signal, the timeout).
 		sweep(status.pid())
 	}
-	if out.panicked != nil {
-		panic(*out.panicked) // once the trial's processes are gone
+	if p := out.writePanic(); p != nil {
+		panic(*p) // once the trial's processes are gone
 	}
 	if er, ok := r.Launcher.(ExitReader); ok {
 		exit = er.RankExit(res.Output, exit)
@@ -294,8 +294,8 @@ func (r *Runner) Run(ctx context.Context, job Job) Result {
 		res.Failure = &Failure{FailSignal, fmt.Sprintf("the trial's supervisor (%s) was killed by signal %d (%v) before it reported how the benchmark ended; the benchmark was ended with it",
 			superviseArg0, int(supervisorKilled), supervisorKilled)}
 	default:
-		kept := out.Kept() // its last line offered, which may be dropped
-		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: seen, Kept: kept, Dropped: out.dropped, Exit: exit, Log: res.Log, Detail: detail})
+		kept, dropped := out.Kept() // its last line offered, which may be dropped
+		res.Measurement, res.Failure = job.Benchmark.Read(job.Plan, Output{Text: seen, Kept: kept, Dropped: dropped, Exit: exit, Log: res.Log, Detail: detail})
 	}
 	if res.Failure != nil {
 		// It ends with a line of the output, which may be of megabytes (a
@@ -625,15 +625,24 @@ func (c *capture) offer() {
 	}
 }
 
-// Kept are the lines keep kept, the last one included if unfinished.
-func (c *capture) Kept() []string {
+// Kept are the lines keep kept, the last one included if unfinished,
+// and how many it dropped: a Write that outlives Wait (WaitDelay) changes
+// neither.
+func (c *capture) Kept() ([]string, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ranks.Flush(c.store)
 	if c.keep != nil && len(c.line) > 0 {
 		c.offer()
 	}
-	return c.kept
+	return slices.Clone(c.kept), c.dropped
+}
+
+// writePanic is a panic of Write's, nil where none came.
+func (c *capture) writePanic() *safego.Panic {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.panicked
 }
 
 func (c *capture) Bytes() []byte {

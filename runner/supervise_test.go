@@ -184,10 +184,17 @@ func TestSupervisorHoldsTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Runner{Launcher: Local{}, Grace: 300 * time.Millisecond}
-	job := tableJob(script(t, "(exec sleep 30) </dev/null >/dev/null 2>&1 &\nsleep 1\n"))
+	started := filepath.Join(t.TempDir(), "started")
+	job := tableJob(script(t, "(exec sleep 30) </dev/null >/dev/null 2>&1 &\ntouch "+started+"\nsleep 1\n"))
 	done := make(chan Result, 1)
 	go func() { done <- r.Run(WithHeld(context.Background(), f), job) }()
-	time.Sleep(500 * time.Millisecond)
+	// Closed once the trial runs, not while Run starts its supervisor,
+	// which passes it the descriptor.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	f.Close() // as nccltune killed
 	try := func() error {
 		g, err := os.Open(path)
