@@ -577,6 +577,8 @@ func TestSrunGroupsOfANoKillJobThatLostANode(t *testing.T) {
 	c := slurmtest.Start(t, 4)
 	c.Alloc(t, 4, "--no-kill")
 	c.Output(t, "scontrol", "update", "nodename=n2", "state=down", "reason=nccltune test")
+	// Back before the cluster stops, which waits (30 s) for every node idle.
+	t.Cleanup(func() { c.Output(t, "scontrol", "update", "nodename=n2", "state=resume") })
 	groups, err := Groups(space.LauncherSettings{Kind: "srun", Nodes: 1, TasksPerNode: 1, Groups: 3})
 	if err != nil {
 		t.Fatal(err)
