@@ -505,15 +505,24 @@ func TestGroupsResumedDefaultsRunOnEveryGroup(t *testing.T) {
 	}
 }
 
-// deadGroup fails every launch labelled as one of its trials, as a group
-// with a broken node fails whatever it runs, and launches the others.
-type deadGroup struct{ trials []string }
+// failing runs every launch locally, but those fail answers for (true),
+// which end as fail says: a broken group, a cancelled step.
+type failing func(job runner.Job) (runner.Result, bool)
 
-func (d deadGroup) Run(ctx context.Context, job runner.Job) runner.Result {
-	if slices.Contains(d.trials, job.Plan.Label) {
-		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 1}, Failure: &runner.Failure{Kind: runner.FailNCCL, Reason: "unhandled cuda error"}}
+func (f failing) Run(ctx context.Context, job runner.Job) runner.Result {
+	if res, failed := f(job); failed {
+		return res
 	}
 	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
+}
+
+// deadGroup fails every launch labelled as one of trials, as a group with a
+// broken node fails whatever it runs.
+func deadGroup(trials ...string) failing {
+	return func(job runner.Job) (runner.Result, bool) {
+		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 1}, Failure: &runner.Failure{Kind: runner.FailNCCL, Reason: "unhandled cuda error"}},
+			slices.Contains(trials, job.Plan.Label)
+	}
 }
 
 // TestGroupsDeadGroupIsNoSettingsFailure: NCCL's defaults fail on group 1
@@ -526,7 +535,7 @@ func TestGroupsDeadGroupIsNoSettingsFailure(t *testing.T) {
 	sp.Launcher.Groups = 3
 	st := openStore(t)
 	tu := newTuner(t, sp, st)
-	tu.Runner = deadGroup{trials: []string{"1"}}
+	tu.Runner = deadGroup("1")
 	err := tu.Run(context.Background(), Options{})
 	if !errors.Is(err, ErrNodeFailed) || !strings.Contains(err.Error(), "group 1") {
 		t.Errorf("run returned %v, want %v naming group 1", err, ErrNodeFailed)
@@ -659,21 +668,16 @@ func runningGroup(st *store.Store, campaign, label string) (int, bool) {
 
 // launchFails fails, as a launch that started no rank, every launch of a
 // trial from trial from on that runs on group group, as a group whose node
-// can no longer start a task does; it launches the others.
-type launchFails struct {
-	st          *store.Store
-	campaign    string
-	group, from int
-}
-
-func (l launchFails) Run(ctx context.Context, job runner.Job) runner.Result {
-	if n, err := strconv.Atoi(job.Plan.Label); err == nil && n >= l.from {
-		if g, ok := runningGroup(l.st, l.campaign, job.Plan.Label); ok && g == l.group {
-			return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 1},
-				Failure: &runner.Failure{Kind: runner.FailLaunch, Reason: "srun: error: Task launch for StepId=7.9 failed on node n3: Communication connection failure"}}
+// can no longer start a task does.
+func launchFails(st *store.Store, campaign string, group, from int) failing {
+	return func(job runner.Job) (runner.Result, bool) {
+		if n, err := strconv.Atoi(job.Plan.Label); err != nil || n < from {
+			return runner.Result{}, false
 		}
+		g, ok := runningGroup(st, campaign, job.Plan.Label)
+		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: 1},
+			Failure: &runner.Failure{Kind: runner.FailLaunch, Reason: "srun: error: Task launch for StepId=7.9 failed on node n3: Communication connection failure"}}, ok && g == group
 	}
-	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
 }
 
 // TestGroupsLaunchFailingGroup: past NCCL's defaults, group 2's node can no
@@ -689,7 +693,7 @@ func TestGroupsLaunchFailingGroup(t *testing.T) {
 	sp.Launcher.Groups = 3
 	st := openStore(t)
 	tu := newTuner(t, sp, st)
-	tu.Runner = launchFails{st: st, campaign: sp.Campaign.Name, group: 2, from: 6}
+	tu.Runner = launchFails(st, sp.Campaign.Name, 2, 6)
 	err := tu.Run(context.Background(), Options{})
 	if !errors.Is(err, ErrNodeFailed) || !strings.Contains(err.Error(), "group 2") {
 		t.Errorf("run returned %v, want %v naming group 2", err, ErrNodeFailed)
@@ -746,19 +750,13 @@ func TestGroupsOfOtherHardware(t *testing.T) {
 }
 
 // stepCancelled has trial n's step cancelled by hand (scancel of the step)
-// on group 1, as the runner tells it, and runs every other trial.
-type stepCancelled struct {
-	st       *store.Store
-	campaign string
-	n        int
-}
-
-func (s stepCancelled) Run(ctx context.Context, job runner.Job) runner.Result {
-	if g, ok := runningGroup(s.st, s.campaign, job.Plan.Label); ok && g == 1 && job.Plan.Label == strconv.Itoa(s.n) {
+// on group 1, as the runner tells it.
+func stepCancelled(st *store.Store, campaign string, n int) failing {
+	return func(job runner.Job) (runner.Result, bool) {
+		g, ok := runningGroup(st, campaign, job.Plan.Label)
 		return runner.Result{Started: time.Now(), Exit: runner.Exit{Code: -1, Signal: 15},
-			Failure: &runner.Failure{Kind: runner.FailLaunch, Reason: "the trial's step was cancelled from outside nccltune (scancel), the job running on: slurmstepd-n2: error: *** STEP 7.9 ON n2 CANCELLED AT 2026-12-07T18:00:00 ***"}}
+			Failure: &runner.Failure{Kind: runner.FailLaunch, Reason: "the trial's step was cancelled from outside nccltune (scancel), the job running on: slurmstepd-n2: error: *** STEP 7.9 ON n2 CANCELLED AT 2026-12-07T18:00:00 ***"}}, ok && g == 1 && job.Plan.Label == strconv.Itoa(n)
 	}
-	return (&runner.Runner{Launcher: runner.Local{}, BaseEnv: runner.BaseEnv()}).Run(ctx, job)
 }
 
 // TestGroupsStepCancelledByHand: a trial whose step a hand cancelled
@@ -772,7 +770,7 @@ func TestGroupsStepCancelledByHand(t *testing.T) {
 	sp.Launcher.Groups = 2
 	st := openStore(t)
 	tu := newTuner(t, sp, st)
-	tu.Runner = stepCancelled{st: st, campaign: sp.Campaign.Name, n: 5}
+	tu.Runner = stepCancelled(st, sp.Campaign.Name, 5)
 	if err := tu.Run(context.Background(), Options{}); err != nil {
 		t.Fatalf("run with one step cancelled by hand: %v", err)
 	}
