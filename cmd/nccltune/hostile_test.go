@@ -685,7 +685,7 @@ func TestStatusOfAKilledCampaign(t *testing.T) {
 	cmd.Wait()
 	waitGone(t, pids)
 	out, d := status()
-	if !strings.Contains(out, "warning: trial 0 marked running, yet the nccltune that ran the campaign (pid "+strconv.Itoa(cmd.Process.Pid)) || !strings.Contains(out, "`nccltune resume --space FILE` marks such a trial interrupted") {
+	if !strings.Contains(out, "warning: trial 0 marked running, yet the nccltune that last wrote the store (pid "+strconv.Itoa(cmd.Process.Pid)) || !strings.Contains(out, "`nccltune resume --space FILE` marks such a trial interrupted") {
 		t.Errorf("status after kill -9 says nothing of trial 0's gone writer:\n%s", out)
 	}
 	if !slices.Equal(d.Orphaned, []int{0}) || *d.Writer.Runs {

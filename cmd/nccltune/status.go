@@ -299,7 +299,7 @@ func printLoaded(out io.Writer, l *loaded) error {
 		if len(orphans) > 1 {
 			what = "trials " + strings.Trim(fmt.Sprint(orphans), "[]")
 		}
-		fmt.Fprintf(w, "warning: %s marked running, yet the nccltune that ran the campaign (pid %d on %s, since %s) is gone, killed (kill -9, a crash): `%s` marks such a trial interrupted and runs it again\n",
+		fmt.Fprintf(w, "warning: %s marked running, yet the nccltune that last wrote the store (pid %d on %s, since %s) is gone, killed (kill -9, a crash): `%s` marks such a trial interrupted and runs it again\n",
 			what, l.writer.PID, text.Clean(l.writer.Host), text.Clean(l.writer.Since), l.command("resume"))
 	}
 	if l.camp.Stopped == "" {
