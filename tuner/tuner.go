@@ -807,7 +807,7 @@ func (s *session) execute(ctx context.Context, g *group, t *store.Trial, w work)
 
 // end stores a finished trial, or an interrupted one, which runs again later.
 func (s *session) end(ctx context.Context, t *store.Trial) error {
-	other := s.otherHardware(*t)
+	other, acrossGroups := s.otherHardware(*t)
 	if other != "" {
 		// Not the settings' doing, nor comparable with the campaign's other
 		// measurements: it runs again on resume, where it belongs.
@@ -834,7 +834,7 @@ func (s *session) end(ctx context.Context, t *store.Trial) error {
 	}
 	if other != "" {
 		advice := "resume where the campaign ran, or tune this cluster as a new campaign (another campaign.name)"
-		if strings.Contains(other, " on group ") {
+		if acrossGroups {
 			// Resumed there, the trial runs on its group again, and stops again.
 			advice = "launcher.groups compares trials across groups, whose nodes must be alike (`nccltune doctor --space FILE` compares them): give the campaign nodes of one kind; where the cluster changed since the campaign ran, " + advice
 		}
@@ -937,11 +937,11 @@ var ErrOtherHardware = errors.New("the campaign's trials ran on other hardware")
 // campaign's earlier measured trials' ("" where it does not, or no earlier
 // one says): NCCL's version, the GPU, the nodes, the GPUs a node and the
 // ranks, each as the first trial that gives it saw it, and the groups of
-// both where they differ. The network and GDR are left out: settings
-// change them.
-func (s *session) otherHardware(t store.Trial) string {
+// both where they differ (acrossGroups: the earlier trial ran on another
+// group). The network and GDR are left out: settings change them.
+func (s *session) otherHardware(t store.Trial) (reason string, acrossGroups bool) {
 	if t.State != store.Complete && t.State != store.Pruned {
-		return ""
+		return "", false
 	}
 	var earlier []store.Trial
 	for _, u := range slices.Concat(s.trials, slices.Collect(maps.Values(s.untold))) {
@@ -950,21 +950,19 @@ func (s *session) otherHardware(t store.Trial) string {
 		}
 	}
 	slices.SortFunc(earlier, func(a, b store.Trial) int { return cmp.Compare(a.Number, b.Number) })
-	differs := func(what string, got func(runner.Fingerprint) string) string {
+	// differs is the first earlier trial that gives what, where it gave
+	// another value than t; nil where none did.
+	differs := func(got func(runner.Fingerprint) string) *store.Trial {
 		mine := got(t.Fingerprint)
 		for _, u := range earlier {
 			if theirs := got(u.Fingerprint); theirs != "" && mine != "" {
 				if theirs == mine {
-					return ""
+					return nil
 				}
-				if u.Group != t.Group {
-					// Two kinds of node in one allocation, or the cluster changed since.
-					return fmt.Sprintf("ran %s %s on %s, where trial %d ran %s on %s", what, mine, groupName(t), u.Number, theirs, groupName(u))
-				}
-				return fmt.Sprintf("ran %s %s, where trial %d ran %s", what, mine, u.Number, theirs)
+				return &u
 			}
 		}
-		return ""
+		return nil
 	}
 	count := func(n int) string {
 		if n <= 0 {
@@ -972,18 +970,27 @@ func (s *session) otherHardware(t store.Trial) string {
 		}
 		return strconv.Itoa(n)
 	}
-	for _, d := range []string{
-		differs("NCCL", func(f runner.Fingerprint) string { return f.NCCL }),
-		differs("on GPU", func(f runner.Fingerprint) string { return f.GPU }),
-		differs("on nodes:", func(f runner.Fingerprint) string { return count(f.Nodes) }),
-		differs("GPUs a node:", func(f runner.Fingerprint) string { return count(f.GPUsPerNode) }),
-		differs("ranks:", func(f runner.Fingerprint) string { return count(f.Ranks) }),
+	for _, d := range []struct {
+		what string
+		got  func(runner.Fingerprint) string
+	}{
+		{"NCCL", func(f runner.Fingerprint) string { return f.NCCL }},
+		{"on GPU", func(f runner.Fingerprint) string { return f.GPU }},
+		{"on nodes:", func(f runner.Fingerprint) string { return count(f.Nodes) }},
+		{"GPUs a node:", func(f runner.Fingerprint) string { return count(f.GPUsPerNode) }},
+		{"ranks:", func(f runner.Fingerprint) string { return count(f.Ranks) }},
 	} {
-		if d != "" {
-			return d
+		u := differs(d.got)
+		switch {
+		case u == nil:
+		case u.Group != t.Group:
+			// Two kinds of node in one allocation, or the cluster changed since.
+			return fmt.Sprintf("ran %s %s on %s, where trial %d ran %s on %s", d.what, d.got(t.Fingerprint), groupName(t), u.Number, d.got(u.Fingerprint), groupName(*u)), true
+		default:
+			return fmt.Sprintf("ran %s %s, where trial %d ran %s", d.what, d.got(t.Fingerprint), u.Number, d.got(u.Fingerprint)), false
 		}
 	}
-	return ""
+	return "", false
 }
 
 // ErrRanks stops a workload's campaign whose trials run a communicator of
