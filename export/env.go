@@ -242,8 +242,7 @@ func (e Export) choice(r results.RangeResult) (space.Assignment, error) {
 // collective, some of which run no algorithm it may name (Tree or NVLS for
 // a broadcast, DDP's as it builds the model).
 func (e Export) wholeParts(coll string, a space.Assignment) []string {
-	// The collectives NCCL takes a prefix of (ncclFuncStr's first five) are the example plugin's.
-	if !e.Space.Benchmark.Sweeps() || !slices.Contains(exampleColls, collTokens[coll]) {
+	if !e.Space.Benchmark.Sweeps() || !space.TakesAlgorithm(coll) {
 		return nil
 	}
 	var names []string
@@ -304,7 +303,7 @@ func (e Export) readsPrefix() bool {
 // verdict judged (Tree leaves a broadcast no algorithm).
 func (e Export) othersParts(r results.RangeResult, a space.Assignment) []string {
 	coll := strings.ReplaceAll(r.Range.Collective, "_", "")
-	unused := e.Space.Benchmark.Sweeps() && !slices.Contains(exampleColls, collTokens[r.Range.Collective])
+	unused := e.Space.Benchmark.Sweeps() && !space.TakesAlgorithm(r.Range.Collective)
 	var names []string
 	for _, p := range e.Space.Params {
 		v, set := a[p.Name]

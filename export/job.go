@@ -63,7 +63,7 @@ func (e Export) jobFile(name string) (file, error) {
 	// A workload of one collective NCCL takes a prefix of (beside alltoall
 	// or sendrecv) searches NCCL_ALGO and NCCL_PROTO whole.
 	var notes []string
-	if colls := slices.DeleteFunc(sp.Collectives(), func(c string) bool { return !slices.Contains(exampleColls, collTokens[c]) }); len(colls) == 1 {
+	if colls := sp.AlgorithmCollectives(); len(colls) == 1 {
 		if names := e.wholeParts(colls[0], a); len(names) > 0 {
 			notes = append(notes, e.wholeNote(colls[0], names))
 			e.scope(colls[0], a)

@@ -628,7 +628,7 @@ func (e Export) tunerCSV(dir string) ([]file, error) {
 	// NCCL asks no plugin about sendrecv and alltoall (jobRules gives them
 	// no rule): a space of them alone would get a file of none.
 	colls := e.Space.Collectives()
-	if !slices.ContainsFunc(colls, func(c string) bool { return slices.Contains(exampleColls, collTokens[c]) }) && e.Space.Benchmark.Sweeps() {
+	if len(e.Space.AlgorithmCollectives()) == 0 && e.Space.Benchmark.Sweeps() {
 		return nil, fmt.Errorf("tuner-csv: NCCL asks no tuner plugin about %s, which it runs as sends and receives: export its environment with --format job or env", strings.Join(colls, " or "))
 	}
 	all, abs, verdicts, err := e.scaled(dir)

@@ -2067,7 +2067,7 @@ func (s *Space) refusedWithFixed(p Param) error {
 func (b *builder) perCollective(s *Space, raw []rawParam) {
 	// Not alltoall or sendrecv: NCCL picks them no algorithm or protocol,
 	// and a prefix of theirs fails its init ("Unrecognized prefix token").
-	colls := slices.DeleteFunc(s.Collectives(), func(c string) bool { return !TakesAlgorithm(c) })
+	colls := s.AlgorithmCollectives()
 	if len(s.Workload) == 0 || len(colls) < 2 {
 		b.partsMeasured(s, raw)
 		return

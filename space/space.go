@@ -791,6 +791,12 @@ func (s *Space) Sweep(coll string) Sizes {
 	return sw
 }
 
+// AlgorithmCollectives are the space's collectives that NCCL runs with an
+// algorithm and protocol (TakesAlgorithm), in their ranges' order.
+func (s *Space) AlgorithmCollectives() []string {
+	return slices.DeleteFunc(s.Collectives(), func(c string) bool { return !TakesAlgorithm(c) })
+}
+
 // TakesAlgorithm reports whether NCCL runs collective coll (nccl-tests'
 // name, all_reduce) with an algorithm and protocol that NCCL_ALGO and
 // NCCL_PROTO choose, and takes a prefix of it in them: not alltoall or
