@@ -303,8 +303,6 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// list is s, or an empty list where s is nil: --json writes [] for none,
-// never null, which a script iterating the list fails on.
 // interruptible is read's result, or ctx's error where a stop signal comes
 // first: the read, left to itself as nccltune exits, may wait for good (a
 // named pipe's opening waits for its writer, --space <(cmd) of a command
@@ -333,6 +331,8 @@ func interruptible[T any](ctx context.Context, read func() (T, error)) (T, error
 	}
 }
 
+// list is s, or an empty list where s is nil: --json writes [] for none,
+// never null, which a script iterating the list fails on.
 func list[T any](s []T) []T {
 	if s == nil {
 		return []T{}

@@ -236,14 +236,14 @@ func goesOn(err error, c *cli.Context, command string) error {
 	return err
 }
 
-// scales are the spaces of the campaigns sp runs: its own, or one per
-// node count of campaign.scales.
 // loadSpaceFile loads the space file at path, unless a stop signal comes
 // first (interruptible: a named pipe, --space <(cmd)).
 func loadSpaceFile(ctx context.Context, path string) (*space.Space, error) {
 	return interruptible(ctx, func() (*space.Space, error) { return space.Load(path) })
 }
 
+// scales are the spaces of the campaigns sp runs: its own, or one per
+// node count of campaign.scales.
 func scales(sp *space.Space) []*space.Space {
 	if len(sp.Campaign.Scales) == 0 {
 		return []*space.Space{sp}
